@@ -1,0 +1,48 @@
+"""The exception tree of ctxreplay.
+
+    ReplayError
+    ├── ParseError        a log file (or one line of it) could not be read: path, line, reason
+    ├── StoreError        a dataset on disk is missing, from another schema version, or corrupt
+    ├── PolicyError       a policy file is invalid: path, key path, reason
+    ├── TokenizerError    an encoding is not available offline
+    └── ReplayInputError  a run cannot be replayed (e.g. no requests)
+
+Messages read as "<where>: <what is wrong>".  The CLI maps these to exit codes;
+library code lets them propagate.
+"""
+
+from __future__ import annotations
+
+
+class ReplayError(Exception):
+    """Base of every error ctxreplay raises on purpose."""
+
+
+class ParseError(ReplayError):
+    """A log file, or one line of it, could not be read."""
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {reason}")
+
+
+class StoreError(ReplayError):
+    """A dataset directory is missing, corrupt or from another schema version."""
+
+
+class PolicyError(ReplayError):
+    """A policy file is invalid."""
+
+    def __init__(self, path: str, key: str, reason: str) -> None:
+        self.path, self.key, self.reason = path, key, reason
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {reason}")
+
+
+class TokenizerError(ReplayError):
+    """An encoding is not available offline."""
+
+
+class ReplayInputError(ReplayError):
+    """A run cannot be replayed."""

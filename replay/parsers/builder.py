@@ -1,0 +1,179 @@
+"""Assembling one run's rows: the one way every parser emits the run model.
+
+A parser walks its format and calls ``message`` / ``text`` / ``tool_call`` /
+``tool_result`` / ``summary`` / ``request`` in context order; the builder numbers
+messages and blocks, classifies calls (``replay.ops``), pairs results with their
+calls, reports orphans, and produces column lists for the schema (tokens are
+filled in later, once, by ``replay.ingest``).
+
+Not here: token counting, writing Parquet, format quirks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.ops import classify
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """One input file as parsers see it."""
+
+    path: str
+    """Path as given on the command line (for messages)."""
+    rel: str
+    """Path relative to the ingest root (stored as ``Run.source``)."""
+    data: bytes
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """Something wrong in an input file: ``path:line: reason``; line 0 means the whole file."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
+
+
+@dataclass(slots=True)
+class RunDraft:
+    """A parsed run before tokenisation: run fields and message/request columns."""
+
+    run: dict[str, Any]
+    messages: dict[str, list[Any]]
+    requests: dict[str, list[Any]]
+
+
+_MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
+             "is_error", "is_harness_summary", "ts", "agent")
+_REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+             "output_tokens", "reasoning_tokens", "model", "ts")
+
+
+@dataclass(slots=True)
+class RunBuilder:
+    """Collects one run's messages and requests in order."""
+
+    source: Source
+    index: int
+    format: str
+    issues: list[Issue]
+    model: str = ""
+    harness: str = ""
+    parent_run_id: str = ""
+    agent: str = ""
+    _m: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _MSG_COLS})
+    _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _REQ_COLS})
+    _msg: int = -1
+    _block: int = 0
+    _role: str = ""
+    _ts: str = ""
+    _msg_agent: str = ""
+    _calls: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    _orphans: int = 0
+    _compactions: int = 0
+
+    @property
+    def run_id(self) -> str:
+        """Stable id from the source bytes and the run's index in the file."""
+        return run_id_for(self.source.sha256, self.index)
+
+    def message(self, role: str, *, ts: str = "", agent: str = "") -> int:
+        """Start a new message; returns its index."""
+        self._msg += 1
+        self._block, self._role, self._ts, self._msg_agent = 0, role, ts, agent or self.agent
+        return self._msg
+
+    def text(self, text: str, *, kind: str = "text") -> None:
+        """Add a text-like block (text, reasoning, image placeholder) to the current message."""
+        self._add(kind=kind, text=text)
+
+    def tool_call(self, call_id: str, tool: str, args: Any) -> None:
+        """Add a call; ``args`` is a dict (stored as JSON) or a raw string (a command, a patch)."""
+        op, path = classify(tool, args)
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        if call_id:
+            self._calls[call_id] = (tool, op, path)
+        self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
+
+    def tool_result(self, call_id: str, text: str, *, is_error: bool = False, line: int = 0) -> None:
+        """Add a result; it inherits the call's tool, op and path.  Orphans are reported."""
+        call = self._calls.get(call_id)
+        if call is None:
+            self._orphans += 1
+            self.issues.append(Issue(self.source.path, line,
+                                     f"tool result {call_id!r} has no earlier call (kept, orphaned)"))
+            call = ("", "other", "")
+        tool, op, path = call
+        self._add(kind="tool_result", text=text, call_id=call_id, tool=tool, op=op, path=path,
+                  is_error=is_error)
+
+    def summary(self, text: str, *, harness: bool = True) -> None:
+        """Add a compaction summary; ``harness`` marks one the original harness wrote."""
+        if harness:
+            self._compactions += 1
+        self._add(kind="summary", text=text, is_harness_summary=harness)
+
+    def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
+                cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
+                output_tokens: int | None = None, reasoning_tokens: int | None = None,
+                model: str = "", ts: str = "") -> None:
+        """Record one model call producing ``output_msg`` (default: the current message)."""
+        r = self._r
+        r["request"].append(len(r["request"]))
+        r["output_msg"].append(self._msg if output_msg is None else output_msg)
+        for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
+                            ("cache_write_tokens", cache_write_tokens),
+                            ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
+            r[name].append(None if value is None else int(value))
+        r["model"].append(model or self.model)
+        r["ts"].append(ts or self._ts)
+
+    @property
+    def n_blocks(self) -> int:
+        """Blocks added so far."""
+        return len(self._m["msg"])
+
+    def build(self) -> RunDraft:
+        """The finished run: run fields (without token sums) and the column lists."""
+        m, r = self._m, self._r
+        kinds = m["kind"]
+        recorded = [v for v in r["input_tokens"] if v is not None]
+        outputs = [v for v in r["output_tokens"] if v is not None]
+        run = {
+            "run_id": self.run_id, "format": self.format, "source": self.source.rel,
+            "model": self.model, "harness": self.harness, "parent_run_id": self.parent_run_id,
+            "agent": self.agent, "n_messages": self._msg + 1, "n_blocks": len(kinds),
+            "n_requests": len(r["request"]), "n_tool_calls": kinds.count("tool_call"),
+            "n_tool_results": kinds.count("tool_result"), "n_orphan_results": self._orphans,
+            "n_harness_compactions": self._compactions,
+            "recorded_input_tokens": sum(recorded) if recorded else None,
+            "recorded_output_tokens": sum(outputs) if outputs else None,
+            "sha256": self.source.sha256,
+        }
+        return RunDraft(run=run, messages=dict(m), requests=dict(r))
+
+    def _add(self, *, kind: str, text: str, call_id: str = "", tool: str = "", op: str = "",
+             path: str = "", is_error: bool = False, is_harness_summary: bool = False) -> None:
+        if self._msg < 0:
+            self.message("user")
+        m = self._m
+        for name, value in (("msg", self._msg), ("block", self._block), ("role", self._role),
+                            ("kind", kind), ("call_id", call_id), ("tool", tool), ("op", op),
+                            ("path", path), ("text", text), ("is_error", bool(is_error)),
+                            ("is_harness_summary", is_harness_summary), ("ts", self._ts),
+                            ("agent", self._msg_agent)):
+            m[name].append(value)
+        self._block += 1
+
+
+def run_id_for(sha256: str, index: int) -> str:
+    """The stable run id of run ``index`` in a file with this sha256."""
+    return f"{sha256[:16]}-{index}"

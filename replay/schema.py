@@ -1,0 +1,155 @@
+"""The normalised run model: three tables, one Arrow schema each, declared once.
+
+A *run* is one recorded agent session.  ``Message`` rows are content blocks in
+context order; ``Request`` rows are model calls.  Column names equal dataclass
+field names (a test pins this), and every Parquet write passes these schemas.
+
+Not here: how a format maps to these rows (``replay.parsers``), how tokens are
+counted (``replay.tokens``), where tables live on disk (``replay.store``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pyarrow as pa
+
+SCHEMA_VERSION = "1"
+
+Role = Literal["system", "user", "assistant", "tool"]
+Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]
+Op = Literal["read", "write", "edit", "search", "exec", "list", "other", ""]
+
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+KINDS: tuple[str, ...] = ("text", "tool_call", "tool_result", "reasoning", "summary", "image")
+OPS: tuple[str, ...] = ("read", "write", "edit", "search", "exec", "list", "other", "")
+TOKENIZERS: tuple[str, ...] = ("o200k_base", "cl100k_base")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Run:
+    """One recorded agent session."""
+
+    run_id: str
+    """Stable id: first 16 hex of the source sha256, then the run's index in the file."""
+    format: str
+    """Parser that read it (``claude_code``, ``codex``, …)."""
+    source: str
+    """Path of the source file relative to the ingest root."""
+    model: str
+    """Main model name as recorded ('' when the log has none)."""
+    harness: str
+    """Harness and version as recorded (e.g. ``claude-code 2.1.39``)."""
+    parent_run_id: str
+    """Run that spawned this one (subagents, compaction requests); '' for top-level runs."""
+    agent: str
+    """Agent / sidechain id inside the session ('' for the main agent)."""
+    n_messages: int
+    n_blocks: int
+    n_requests: int
+    n_tool_calls: int
+    n_tool_results: int
+    n_orphan_results: int
+    """Tool results whose call is not in the run (reported at ingest, kept as rows)."""
+    n_harness_compactions: int
+    """Compactions the original harness recorded (summary rows flagged ``is_harness_summary``)."""
+    recorded_input_tokens: int | None
+    """Sum of recorded prompt sizes over requests (None when the log has no usage)."""
+    recorded_output_tokens: int | None
+    sha256: str
+    """sha256 of the whole source file."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """One content block of one message, in context order."""
+
+    run_id: str
+    msg: int
+    """Message index in the run (0-based, dense)."""
+    block: int
+    """Block index inside the message."""
+    role: str
+    kind: str
+    call_id: str
+    """Pairs a ``tool_call`` with its ``tool_result`` ('' otherwise)."""
+    tool: str
+    """Tool name as recorded ('' for non-tool blocks)."""
+    op: str
+    """Normalised operation of the call: read, write, edit, search, exec, list, other."""
+    path: str
+    """File a read/write/edit targets ('' when none)."""
+    text: str
+    """Content as the model saw it; for a tool_call, its arguments as JSON."""
+    n_bytes: int
+    """UTF-8 bytes of ``text``."""
+    n_chars: int
+    n_lines: int
+    tokens_o200k: int | None
+    tokens_cl100k: int | None
+    is_error: bool
+    is_harness_summary: bool
+    """A compaction summary written by the original harness; replays start without it."""
+    ts: str
+    """ISO-8601 timestamp as recorded ('' when absent)."""
+    agent: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    """One model call: its context is every message before ``output_msg``."""
+
+    run_id: str
+    request: int
+    """Request index in the run (0-based, dense)."""
+    output_msg: int
+    """The assistant message this call produced."""
+    input_tokens: int | None
+    """Full prompt size the server counted (cached and uncached together)."""
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    output_tokens: int | None
+    reasoning_tokens: int | None
+    model: str
+    ts: str
+
+
+_ARROW: dict[Any, pa.DataType] = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "int | None": pa.int64(),
+    "bool": pa.bool_(),
+    "float": pa.float64(),
+    "float | None": pa.float64(),
+}
+
+
+def arrow_schema(cls: type) -> pa.Schema:
+    """The Arrow schema of a model dataclass, versioned in its metadata."""
+    fields = []
+    for f in dataclasses.fields(cls):
+        nullable = "None" in str(f.type)
+        fields.append(pa.field(f.name, _ARROW[str(f.type)], nullable=nullable))
+    return pa.schema(fields, metadata={"schema_version": SCHEMA_VERSION, "table": cls.__name__})
+
+
+RUNS = arrow_schema(Run)
+MESSAGES = arrow_schema(Message)
+REQUESTS = arrow_schema(Request)
+SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS, "messages": MESSAGES, "requests": REQUESTS}
+MODELS: dict[str, type] = {"runs": Run, "messages": Message, "requests": Request}
+
+
+def to_table(rows: list[Any], table: str) -> pa.Table:
+    """Rows of one model dataclass → an Arrow table with the declared schema."""
+    schema = SCHEMAS[table]
+    columns = {name: [getattr(r, name) for r in rows] for name in schema.names}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def from_table(tbl: pa.Table, table: str) -> list[Any]:
+    """An Arrow table → model dataclasses (the inverse of ``to_table``)."""
+    cls = MODELS[table]
+    return [cls(**row) for row in tbl.to_pylist()]

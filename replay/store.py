@@ -1,0 +1,151 @@
+"""The Parquet store: a dataset directory of ingested runs, written atomically.
+
+Layout::
+
+    DIR/manifest.json                       source → entry key, format, counts
+    DIR/data/<key>/{runs,messages,requests}.parquet
+
+An entry key is derived from the source's sha256, its relative path, the
+tokenizers and the schema version, so re-ingesting an unchanged file finds its
+entry and does nothing.  Every file is written under a temporary name and
+renamed; the manifest is replaced last, so an interrupted ingest leaves the
+previous good state readable.  A source that fails to parse keeps its old entry.
+
+Not here: parsing (``replay.parsers``), tokenising (``replay.ingest``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replay.errors import StoreError
+from replay.schema import SCHEMA_VERSION, SCHEMAS
+
+TABLES = ("runs", "messages", "requests")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ingested source file in the store."""
+
+    source: str
+    key: str
+    sha256: str
+    format: str
+    n_runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables:
+    """The three tables of one or more runs."""
+
+    runs: pa.Table
+    messages: pa.Table
+    requests: pa.Table
+
+
+def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...]) -> str:
+    """The cache key of a source: content, location, tokenizers and schema version."""
+    where = hashlib.sha1(source.encode()).hexdigest()[:8]
+    toks = "+".join(t.split("_")[0] for t in tokenizers) or "none"
+    return f"{sha256[:24]}-{where}-{toks}-v{SCHEMA_VERSION}"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_entry(root: Path, key: str, tables: RunTables) -> None:
+    """Write one entry's tables into ``root/data/key`` atomically (whole directory rename)."""
+    final = root / "data" / key
+    tmp = root / "data" / f".{key}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in TABLES:
+        table = getattr(tables, name).cast(SCHEMAS[name])
+        pq.write_table(table, tmp / f"{name}.parquet", compression="zstd")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+def has_entry(root: Path, key: str) -> bool:
+    """Whether a complete entry with this key is stored."""
+    return all((root / "data" / key / f"{n}.parquet").is_file() for n in TABLES)
+
+
+def read_manifest(root: Path) -> dict[str, Entry]:
+    """The manifest of a store (empty for a new directory)."""
+    path = root / "manifest.json"
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
+                             f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
+        return {s: Entry(source=s, **e) for s, e in doc["entries"].items()}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
+
+
+def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
+    """Replace the manifest atomically."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "entries": {s: {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs}
+                    for s, e in sorted(entries.items())},
+    }
+    atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode())
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` is a dataset directory written by ``replay ingest``."""
+    return (path / "manifest.json").is_file()
+
+
+def read_entry(root: Path, key: str) -> RunTables:
+    """One entry's tables, checked against the schema."""
+    tables = {}
+    for name in TABLES:
+        path = root / "data" / key / f"{name}.parquet"
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise StoreError(f"{path}: unreadable ({exc})") from exc
+        if table.schema.metadata is None or table.schema.metadata.get(b"schema_version") != (
+            SCHEMA_VERSION.encode()
+        ) or not table.schema.equals(SCHEMAS[name], check_metadata=False):
+            raise StoreError(f"{path}: not schema version {SCHEMA_VERSION}; re-ingest")
+        tables[name] = table
+    return RunTables(**tables)
+
+
+def iter_entries(root: Path) -> Iterator[RunTables]:
+    """The store's entries one at a time, in source order (memory bounded by one entry)."""
+    for entry in read_manifest(root).values():
+        yield read_entry(root, entry.key)
+
+
+def read_store(root: Path) -> RunTables:
+    """All runs of a store as three tables."""
+    if not is_store(root):
+        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+    parts = list(iter_entries(root))
+    if not parts:
+        return RunTables(*(SCHEMAS[n].empty_table() for n in TABLES))
+    return RunTables(*(pa.concat_tables([getattr(p, n) for p in parts]) for n in TABLES))

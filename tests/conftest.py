@@ -1,0 +1,29 @@
+"""Shared test fixtures: where the real sample logs are, hypothesis profiles, Agg plots."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+import pytest
+from hypothesis import HealthCheck, settings
+
+matplotlib.use("Agg")
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO.parent / "shared" / "logs-sample"
+"""The real recorded runs beside the checkout (``../shared/logs-sample``), in CI too."""
+
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=100, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="session")
+def samples() -> Path:
+    """The real sample logs folder; the suite needs it (CI has it beside the clone)."""
+    assert SAMPLES.is_dir(), f"real sample logs expected at {SAMPLES}"
+    return SAMPLES
