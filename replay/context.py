@@ -1,0 +1,244 @@
+"""The simulated context window during a replay, with running totals.
+
+The live context is a head (a summary and items re-inserted after it) followed
+by a contiguous range of the raw stream's messages, ``[lo, hi)`` in blocks;
+a block inside the range is either original or trimmed to a placeholder.
+Totals (estimate, truth, bytes per category) are kept incrementally, and two
+Fenwick trees give the tokens before any block in O(log n), so the prefix a
+cache can reuse follows from the earliest position changed since the last
+request — nothing is ever re-counted over the whole history.
+
+Every cut goes through ``cut_before``, which only accepts safe split points
+(no tool result separated from its call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
+
+
+class Fenwick:
+    """Prefix sums over a fixed number of slots with point updates."""
+
+    __slots__ = ("n", "tree")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.tree = [0] * (n + 1)
+
+    def add(self, i: int, delta: int) -> None:
+        """Add ``delta`` to slot ``i``."""
+        i += 1
+        tree, n = self.tree, self.n
+        while i <= n:
+            tree[i] += delta
+            i += i & -i
+
+    def prefix(self, i: int) -> int:
+        """Sum of slots ``[0, i)``."""
+        s, tree = 0, self.tree
+        while i > 0:
+            s += tree[i]
+            i -= i & -i
+        return s
+
+    def search(self, target: int) -> int:
+        """The smallest ``i`` with ``prefix(i) >= target`` (``n`` when none; values ≥ 0)."""
+        pos, rem, tree = 0, target, self.tree
+        step = 1 << self.n.bit_length()
+        while step:
+            nxt = pos + step
+            if nxt <= self.n and tree[nxt] < rem:
+                pos = nxt
+                rem -= tree[nxt]
+            step >>= 1
+        return pos + 1 if target > 0 else 0
+
+
+@dataclass(slots=True)
+class HeadItem:
+    """A synthetic message at the head of the context (summary or re-inserted item)."""
+
+    label: str
+    text: str
+    est: int
+    truth: int
+    n_bytes: int
+
+
+@dataclass(slots=True)
+class Context:
+    """Mutable state of one replay; tiers change it only through its methods."""
+
+    run: PreparedRun
+    est_of: list[int]
+    truth_of: list[int]
+    msg_overhead: int
+    lo: int = 0
+    """First live block (a message start)."""
+    hi: int = 0
+    """One past the last appended block."""
+    head: list[HeadItem] = field(default_factory=list)
+    cur_est: list[int] = field(default_factory=list)
+    cur_truth: list[int] = field(default_factory=list)
+    cur_bytes: list[int] = field(default_factory=list)
+    trimmed: list[bool] = field(default_factory=list)
+    est_tree: Fenwick = field(init=False)
+    truth_tree: Fenwick = field(init=False)
+    est_total: int = 0
+    truth_total: int = 0
+    head_est: int = 0
+    head_truth: int = 0
+    bytes_by_cat: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    raw_truth: int = 0
+    """True tokens of everything appended, as if no tier had acted."""
+    epoch: int = 0
+    """Bumped by every cut or trim, so tiers can tell when their cached view is stale."""
+    dirty: int | None = None
+    """Earliest changed position since the last request: -1 for the head, a block, or None."""
+
+    def __post_init__(self) -> None:
+        n = self.run.n_blocks
+        self.est_tree, self.truth_tree = Fenwick(n), Fenwick(n)
+        self.cur_est, self.cur_truth = [0] * n, [0] * n
+        self.cur_bytes, self.trimmed = [0] * n, [False] * n
+
+    # -- growth -------------------------------------------------------------------------------
+    def append_until(self, hi: int) -> None:
+        """Append the raw blocks up to ``hi`` (new messages since the last request)."""
+        run, ov = self.run, self.msg_overhead
+        for b in range(self.hi, hi):
+            first = run.msg_start[run.ordinal[b]] == b
+            e = self.est_of[b] + (ov if first else 0)
+            t = self.truth_of[b] + (ov if first else 0)
+            self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = e, t, run.n_bytes[b]
+            self.est_tree.add(b, e)
+            self.truth_tree.add(b, t)
+            self.est_total += e
+            self.truth_total += t
+            self.raw_truth += t
+            self.bytes_by_cat[run.category[b]] += run.n_bytes[b]
+        self.hi = max(self.hi, hi)
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def n_messages(self) -> int:
+        """Messages in context, head items included."""
+        if self.hi <= self.lo:
+            return len(self.head)
+        return self.run.ordinal[self.hi - 1] - self.run.ordinal[self.lo] + 1 + len(self.head)
+
+    def est(self) -> int:
+        """Estimated tokens of the live context (head and messages)."""
+        return self.head_est + self.est_total
+
+    def truth(self) -> int:
+        """True tokens of the live context (head and messages)."""
+        return self.head_truth + self.truth_total
+
+    def truth_before(self, b: int) -> int:
+        """True tokens before block ``b`` (head included)."""
+        return self.head_truth + self.truth_tree.prefix(b) - self.truth_tree.prefix(self.lo)
+
+    def est_from(self, b: int) -> int:
+        """Estimated tokens from block ``b`` to the end."""
+        return self.est_tree.prefix(self.hi) - self.est_tree.prefix(b)
+
+    def block_reaching_est(self, tokens_back: int) -> int:
+        """The first block of the newest range holding at most ``tokens_back`` estimated tokens."""
+        total = self.est_tree.prefix(self.hi)
+        b = self.est_tree.search(total - tokens_back) if tokens_back < total else 0
+        return max(self.lo, min(b, self.hi))
+
+    def message_start_at_or_after(self, b: int) -> int:
+        """The first message boundary at or after block ``b``."""
+        run = self.run
+        if b >= self.hi:
+            return self.hi
+        o = run.ordinal[b]
+        return b if run.msg_start[o] == b else run.msg_start[o + 1]
+
+    def newest_output_start(self) -> int:
+        """First block of the newest message when it holds tool output (else ``hi``)."""
+        run = self.run
+        if self.hi <= self.lo:
+            return self.hi
+        o = run.ordinal[self.hi - 1]
+        start = run.msg_start[o]
+        return start if any(run.category[b] == CAT_RESULTS for b in range(start, self.hi)) else self.hi
+
+    # -- changes ------------------------------------------------------------------------------
+    def set_block(self, b: int, est: int, truth: int, n_bytes: int) -> tuple[int, int]:
+        """Replace block ``b``'s content size (a trim); returns (est, truth) reclaimed."""
+        run = self.run
+        first = run.msg_start[run.ordinal[b]] == b
+        ov = self.msg_overhead if first else 0
+        de, dt = self.cur_est[b] - (est + ov), self.cur_truth[b] - (truth + ov)
+        self.est_tree.add(b, -de)
+        self.truth_tree.add(b, -dt)
+        self.est_total -= de
+        self.truth_total -= dt
+        self.bytes_by_cat[run.category[b]] -= self.cur_bytes[b] - n_bytes
+        self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
+        self.trimmed[b] = True
+        self.epoch += 1
+        self._touch(b)
+        return de, dt
+
+    def cut_before(self, b: int, head: list[HeadItem]) -> int:
+        """Remove the blocks ``[lo, b)`` and replace the head; returns the blocks removed.
+
+        ``b`` must be a safe split point (``is_safe_split``); a caller walks to one first.
+        """
+        assert self.is_safe_split(b), "cut_before needs a safe split point"
+        run, removed = self.run, b - self.lo
+        for x in range(self.lo, b):
+            self.est_tree.add(x, -self.cur_est[x])
+            self.truth_tree.add(x, -self.cur_truth[x])
+            self.est_total -= self.cur_est[x]
+            self.truth_total -= self.cur_truth[x]
+            self.bytes_by_cat[run.category[x]] -= self.cur_bytes[x]
+        self.lo = b
+        self.head = head
+        self.head_est = sum(h.est for h in head)
+        self.head_truth = sum(h.truth for h in head)
+        self.dirty = -1
+        self.epoch += 1
+        return removed
+
+    def is_safe_split(self, b: int) -> bool:
+        """Whether cutting before block ``b`` keeps every tool result with its call."""
+        if b >= self.hi:
+            return True
+        run = self.run
+        o = run.ordinal[b]
+        return run.msg_start[o] == b and run.safe_split[o]
+
+    def safe_split_at_or_before(self, b: int) -> int:
+        """The nearest safe split point at or before ``b`` (never before ``lo``)."""
+        b = min(b, self.hi)
+        while b > self.lo and not self.is_safe_split(b):
+            b -= 1
+        return b
+
+    def safe_split_at_or_after(self, b: int) -> int:
+        """The nearest safe split point at or after ``b``."""
+        while b < self.hi and not self.is_safe_split(b):
+            b += 1
+        return b
+
+    def head_bytes(self) -> int:
+        """Bytes of the head items."""
+        return sum(h.n_bytes for h in self.head)
+
+    def bytes_split(self) -> tuple[int, int, int, int]:
+        """Bytes in context: (all call args, write/edit args, results, other incl. head)."""
+        c = self.bytes_by_cat
+        return (c[CAT_ARGS] + c[CAT_ARGS_WRITE], c[CAT_ARGS_WRITE], c[CAT_RESULTS],
+                c[CAT_OTHER] + self.head_bytes())
+
+    def _touch(self, b: int) -> None:
+        if self.dirty is None or (self.dirty != -1 and b < self.dirty):
+            self.dirty = b

@@ -1,0 +1,398 @@
+"""Policies: what a harness does to keep its context inside the window, as frozen data.
+
+A policy is the server it talks to, how it counts tokens (the *estimator*) and
+how the replay judges the truth, an ordered list of tiers (trim, summarise,
+collapse, or a Python class), and a cache/price model.  Every field's unit is in
+its name.  ``load_policy`` reads YAML safely and validates it: an unknown key, a
+wrong type, a fraction outside 0–1 or contradicting fields raise ``PolicyError``
+naming the file, the key path and why, with a "did you mean" for misspellings.
+
+Not here: what tiers do (``replay.tiers``), the replay loop (``replay.engine``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from replay.errors import PolicyError
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Server:
+    """The model server: the hard limit and what counts against it."""
+
+    window_tokens: int = 200_000
+    """Hard context window."""
+    reserve_tokens: int = 0
+    """Answer tokens requested (max_tokens); request + reserve must fit when ``reserve_counts``."""
+    reserve_counts: bool = True
+    """Whether the server counts the reserve against the window (vLLM, Anthropic: yes)."""
+    message_overhead_tokens: int = 0
+    """Template tokens per message (role markers)."""
+    fixed_overhead_tokens: int = 0
+    """System prompt and tool schemas the logs do not contain, sent with every request."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Counter:
+    """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
+
+    method: Literal["chars", "tokenizer", "calibrated"] = "tokenizer"
+    """``calibrated``: fitted to the run's recorded usage (for an estimator: a harness that
+    anchors on the server's reported counts, as Claude Code does)."""
+    chars_per_token: float = 4.0
+    """For ``chars``: characters per token."""
+    tokenizer: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+    scale: float = 1.0
+    """Multiplier on the count (e.g. 1.1 for a tokenizer that reads 10 % above o200k)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    """When a tier considers acting; exactly one field is set."""
+
+    every_request: bool = False
+    at_tokens: int | None = None
+    """Estimated context tokens at or above which it fires."""
+    at_frac: float | None = None
+    """Fraction of the harness's usable window at or above which it fires."""
+    after_messages: int | None = None
+    """Messages in context at or above which it fires."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Protect:
+    """The recent range a tier leaves alone; unset fields protect nothing."""
+
+    messages: int = 0
+    tokens: int = 0
+    frac: float = 0.0
+    """Fraction of the usable window, counted back from the newest message."""
+    tool_results: int = 0
+    """The newest N tool results."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placeholder:
+    """What a trimmed block becomes: head and tail of the original around a note."""
+
+    template: str = "[{tool} output trimmed: {lines} lines, {chars} chars]"
+    """Variables: {tool}, {path}, {lines}, {chars}, {call_id}."""
+    head_lines: int = 0
+    tail_lines: int = 0
+    head_chars: int = 0
+    tail_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trim:
+    """Replace old tool output (and completed write/edit arguments) with placeholders."""
+
+    type: Literal["trim"] = "trim"
+    name: str = "trim"
+    when: Literal["before", "after"] = "before"
+    """Check before sending each request, or only after sending (too late for new output)."""
+    trigger: Trigger = field(default_factory=lambda: Trigger(every_request=True))
+    blocks: tuple[Literal["tool_results", "write_args", "call_args"], ...] = ("tool_results",)
+    min_chars: int = 0
+    min_lines: int = 0
+    protect: Protect = field(default_factory=Protect)
+    placeholder: Placeholder = field(default_factory=Placeholder)
+    write_note: str = "[{tool} applied to {path}: {lines} lines]"
+    """What completed write/edit arguments shrink to."""
+    min_reclaim_tokens: int = 0
+    min_reclaim_frac: float = 0.0
+    """Undo the whole pass when it would reclaim less than this fraction of the usable window."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summarise:
+    """Replace old messages with a (stub) summary, keep a verbatim remainder."""
+
+    type: Literal["summarise"] = "summarise"
+    name: str = "summarise"
+    when: Literal["before", "after"] = "before"
+    trigger: Trigger = field(default_factory=lambda: Trigger(at_frac=0.8))
+    min_messages: int = 0
+    """Only summarise with more messages than this in context."""
+    keep_messages: int = 8
+    """Verbatim remainder, in messages."""
+    keep_max_frac: float = 1.0
+    """Cap on the remainder as a fraction of the usable window."""
+    summary_tokens: int = 2000
+    reinsert: tuple[Literal["task", "todo"], ...] = ()
+    """Items re-inserted verbatim after every summary."""
+    fail_every: int = 0
+    """Inject a summariser failure every N summaries (0: never)."""
+    fallback_tokens: int = 400
+    """Size of the marked mechanical fallback used when the summariser fails."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collapse:
+    """Emergency: when the estimate nears the limit, trim inside the protected range, then drop."""
+
+    type: Literal["collapse"] = "collapse"
+    name: str = "collapse"
+    when: Literal["before", "after"] = "before"
+    margin_frac: float = 0.1
+    """Fires when estimate ≥ (1 − margin) × usable window."""
+    may_trim_protected: bool = False
+    placeholder: Placeholder = field(default_factory=Placeholder)
+    keep_messages: int | None = 4
+    """Messages kept after dropping (None: drop only until under the threshold)."""
+    summary_tokens: int = 0
+    """Size of the stub summary that replaces dropped messages (0: none)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Custom:
+    """A tier implemented in Python (``module:Class``); see ``replay.tiers.custom``."""
+
+    type: Literal["custom"] = "custom"
+    name: str = "custom"
+    when: Literal["before", "after"] = "before"
+    cls: str = ""
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+Tier = Trim | Summarise | Collapse | Custom
+TIER_TYPES: dict[str, type] = {"trim": Trim, "summarise": Summarise, "collapse": Collapse,
+                               "custom": Custom}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prices:
+    """USD per million tokens."""
+
+    input_per_mtok: float = 3.0
+    cache_read_per_mtok: float = 0.3
+    cache_write_per_mtok: float | None = 3.75
+    """None: the provider charges no write premium (new tokens are plain input)."""
+    output_per_mtok: float = 15.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cache:
+    """Prefix-cache model of the provider."""
+
+    provider: Literal["anthropic", "openai", "vllm", "none"] = "anthropic"
+    granularity_tokens: int = 1
+    """Cached prefixes are multiples of this (OpenAI 128, vLLM blocks 16)."""
+    min_prefix_tokens: int = 1024
+    ttl_s: float = 300.0
+    """Cache lifetime between requests, checked against recorded timestamps."""
+    prices: Prices = field(default_factory=Prices)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """A complete context-management policy."""
+
+    name: str = "policy"
+    description: str = ""
+    source: str = ""
+    """Where the settings come from (paper, repository, article)."""
+    server: Server = field(default_factory=Server)
+    estimator: Counter = field(default_factory=lambda: Counter(method="chars", chars_per_token=4.0))
+    truth: Counter = field(default_factory=Counter)
+    subtract_reserve: bool = True
+    """Whether the harness subtracts the reserve from the window before its fractions and checks."""
+    tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
+    cache: Cache = field(default_factory=Cache)
+
+    @property
+    def usable_tokens(self) -> int:
+        """The window the harness plans against (reserve subtracted when it does that)."""
+        s = self.server
+        return s.window_tokens - (s.reserve_tokens if self.subtract_reserve else 0)
+
+    def digest(self) -> str:
+        """A stable hash of every setting (for caches of sweep results)."""
+        blob = json.dumps(policy_to_dict(self), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate a policy YAML file, or a preset by name (``replay policies``)."""
+    p = Path(path)
+    if not p.exists() and (PRESETS_DIR / f"{path}.yaml").exists():
+        p = PRESETS_DIR / f"{path}.yaml"
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PolicyError(str(path), "", f"no such file or preset (presets: {', '.join(presets())})") from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(str(p), "", f"invalid YAML: {exc}") from exc
+    return policy_from_dict(doc, str(p))
+
+
+def presets() -> list[str]:
+    """Names of the shipped presets."""
+    return sorted(f.stem for f in PRESETS_DIR.glob("*.yaml"))
+
+
+def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:
+    """Build a validated ``Policy`` from plain data (as read from YAML)."""
+    if not isinstance(doc, dict):
+        raise PolicyError(where, "", "a policy is a mapping of keys to values")
+    policy = _build(Policy, doc, where, "")
+    _check(policy, where)
+    return policy
+
+
+def replace_path(policy: Policy, path: str, value: Any) -> Policy:
+    """A copy of ``policy`` with one field set by dotted path (``tiers.0.trigger.at_frac``)."""
+    doc = policy_to_dict(policy)
+    node: Any = doc
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
+    last = keys[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return policy_from_dict(doc, f"<{policy.name} with {path}={value!r}>")
+
+
+def policy_to_dict(obj: Any) -> Any:
+    """Plain data of a policy (the inverse of ``policy_from_dict``)."""
+    if dataclasses.is_dataclass(obj):
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            out["class" if f.name == "cls" else f.name] = (
+                dict(value) if f.name == "options" else policy_to_dict(value))
+        return out
+    if isinstance(obj, tuple):
+        return [policy_to_dict(v) for v in obj]
+    return obj
+
+
+def _build(cls: type, doc: Any, where: str, key: str) -> Any:
+    if not isinstance(doc, dict):
+        raise PolicyError(where, key or "(top)", f"expected a mapping, got {type(doc).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {("class" if f.name == "cls" else f.name): f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for k, v in doc.items():
+        path = f"{key}.{k}" if key else str(k)
+        if k not in names:
+            close = difflib.get_close_matches(str(k), list(names), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(names)}"
+            raise PolicyError(where, path, f"unknown key{hint}")
+        fname = names[k]
+        if fname == "options":
+            if not isinstance(v, dict):
+                raise PolicyError(where, path, "expected a mapping")
+            kwargs[fname] = tuple(sorted(v.items()))
+            continue
+        kwargs[fname] = _value(hints[fname], v, where, path)
+    return cls(**kwargs)
+
+
+def _value(hint: Any, v: Any, where: str, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        if v is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        if all(dataclasses.is_dataclass(a) for a in options):
+            return _tier(v, where, path)
+        return _value(options[0], v, where, path)
+    if origin is Literal:
+        if v not in args:
+            close = difflib.get_close_matches(str(v), [str(a) for a in args], n=1)
+            hint_txt = f"; did you mean {close[0]!r}?" if close else ""
+            raise PolicyError(where, path, f"{v!r} is not one of {', '.join(map(str, args))}{hint_txt}")
+        return v
+    if origin is tuple:
+        if not isinstance(v, list):
+            raise PolicyError(where, path, f"expected a list, got {type(v).__name__}")
+        return tuple(_value(args[0], item, where, f"{path}.{i}") for i, item in enumerate(v))
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, v, where, path)
+    if hint is bool:
+        if not isinstance(v, bool):
+            raise PolicyError(where, path, f"expected true or false, got {v!r}")
+        return v
+    if hint is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise PolicyError(where, path, f"expected a whole number, got {v!r}")
+        if v < 0:
+            raise PolicyError(where, path, f"must be ≥ 0, got {v}")
+        return v
+    if hint is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise PolicyError(where, path, f"expected a number, got {v!r}")
+        if path.rsplit(".", 1)[-1].endswith("frac") and not 0.0 <= v <= 1.0:
+            raise PolicyError(where, path, f"a fraction must be between 0 and 1, got {v}")
+        if v < 0:
+            raise PolicyError(where, path, f"must be ≥ 0, got {v}")
+        return float(v)
+    if hint is str:
+        if not isinstance(v, str):
+            raise PolicyError(where, path, f"expected text, got {v!r}")
+        return v
+    return v
+
+
+def _tier(v: Any, where: str, path: str) -> Any:
+    if not isinstance(v, dict) or "type" not in v:
+        raise PolicyError(where, path, f"a tier needs a 'type': one of {', '.join(TIER_TYPES)}")
+    kind = v["type"]
+    if kind not in TIER_TYPES:
+        close = difflib.get_close_matches(str(kind), list(TIER_TYPES), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PolicyError(where, f"{path}.type", f"unknown tier type {kind!r}{hint}")
+    return _build(TIER_TYPES[kind], v, where, path)
+
+
+def _check(p: Policy, where: str) -> None:
+    """Cross-field rules the types cannot say."""
+    s = p.server
+    if s.window_tokens <= 0:
+        raise PolicyError(where, "server.window_tokens", "must be > 0")
+    if s.reserve_tokens >= s.window_tokens:
+        raise PolicyError(where, "server.reserve_tokens",
+                          f"reserve {s.reserve_tokens} leaves no room in window {s.window_tokens}")
+    for name, counter in (("estimator", p.estimator), ("truth", p.truth)):
+        if counter.method == "chars" and counter.chars_per_token <= 0:
+            raise PolicyError(where, f"{name}.chars_per_token", "must be > 0")
+    names: set[str] = set()
+    for i, tier in enumerate(p.tiers):
+        key = f"tiers.{i}"
+        if tier.name in names:
+            raise PolicyError(where, f"{key}.name", f"duplicate tier name {tier.name!r}")
+        names.add(tier.name)
+        trigger = getattr(tier, "trigger", None)
+        if trigger is not None:
+            n_set = sum([trigger.every_request, trigger.at_tokens is not None,
+                         trigger.at_frac is not None, trigger.after_messages is not None])
+            if n_set != 1:
+                raise PolicyError(where, f"{key}.trigger", f"set exactly one of every_request, "
+                                                           f"at_tokens, at_frac, after_messages ({n_set} set)")
+        if isinstance(tier, Trim):
+            if tier.min_reclaim_tokens and tier.min_reclaim_frac:
+                raise PolicyError(where, f"{key}.min_reclaim_frac",
+                                  "set min_reclaim_tokens or min_reclaim_frac, not both")
+            if not tier.blocks:
+                raise PolicyError(where, f"{key}.blocks", "a trim tier needs at least one block kind")
+        if isinstance(tier, Summarise) and tier.summary_tokens <= 0:
+            raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
+        if isinstance(tier, Custom) and ":" not in tier.cls:
+            raise PolicyError(where, f"{key}.class", "expected 'module:Class'")

@@ -1,0 +1,181 @@
+"""What every tier shares: the replay environment, triggers, placeholders, the action record.
+
+``Env`` carries the per-replay constants (policy, counters, usable window) and
+the trace columns that actions and evictions are appended to.  ``fires`` decides
+a trigger, ``placeholder`` renders what a trimmed block becomes, and
+``record_action`` writes one action row, with the tokens of the previous
+request the cut invalidated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.context import Context, HeadItem
+from replay.policy import Placeholder, Policy, Trigger
+from replay.prepared import Calibration, PreparedRun, text_count
+
+
+@dataclass(slots=True)
+class Env:
+    """Per-replay constants and the trace being written."""
+
+    policy: Policy
+    calibration: Calibration | None
+    cols: dict[str, dict[str, list[Any]]]
+    fixed_est: int
+    fixed_truth: int
+    request: int = 0
+    """The request the next action takes effect for."""
+    when: str = "before"
+    prev_truth: int = 0
+    """True tokens of the last request sent (what the cache holds)."""
+    n_summaries: int = 0
+    state: dict[int, Any] = field(default_factory=dict)
+    """Per-tier state (trim cursors, pending candidates), keyed by tier index."""
+
+    @property
+    def usable(self) -> int:
+        """The window the harness plans against."""
+        return self.policy.usable_tokens
+
+    def est_text(self, text: str) -> int:
+        """Estimated tokens of a text the replay creates."""
+        return text_count(text, self.policy.estimator, self.calibration)
+
+    def truth_text(self, text: str) -> int:
+        """True tokens of a text the replay creates."""
+        return text_count(text, self.policy.truth, self.calibration)
+
+
+def threshold(trigger: Trigger, env: Env) -> int:
+    """The estimated-token level a trigger fires at (0 for every-request / message triggers)."""
+    if trigger.at_tokens is not None:
+        return trigger.at_tokens
+    if trigger.at_frac is not None:
+        return int(trigger.at_frac * env.usable)
+    return 0
+
+
+def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
+    """Whether the trigger fires on the context as it is now."""
+    if trigger.every_request:
+        return True
+    if trigger.after_messages is not None:
+        return ctx.n_messages >= trigger.after_messages
+    return env.fixed_est + ctx.est() >= threshold(trigger, env)
+
+
+def placeholder(run: PreparedRun, b: int, ph: Placeholder) -> str:
+    """What block ``b`` becomes when trimmed: head, the note, tail."""
+    text = run.text[b]
+    note = ph.template.format_map(_Vars(tool=run.tool[b] or "tool", path=run.path[b] or "",
+                                        lines=run.n_lines[b], chars=run.n_chars[b],
+                                        call_id=run.call_id[b]))
+    parts = []
+    if ph.head_lines or ph.tail_lines:
+        lines = text.split("\n")
+        if ph.head_lines:
+            parts.append("\n".join(lines[: ph.head_lines]))
+        parts.append(note)
+        if ph.tail_lines:
+            parts.append("\n".join(lines[-ph.tail_lines:]))
+    else:
+        if ph.head_chars:
+            parts.append(text[: ph.head_chars])
+        parts.append(note)
+        if ph.tail_chars:
+            parts.append(text[-ph.tail_chars:])
+    return "\n".join(parts)
+
+
+def write_note(run: PreparedRun, b: int, template: str) -> str:
+    """What completed write/edit arguments shrink to."""
+    return template.format_map(_Vars(tool=run.tool[b] or "tool", path=run.path[b] or "a file",
+                                     lines=run.n_lines[b], chars=run.n_chars[b],
+                                     call_id=run.call_id[b]))
+
+
+def record_eviction(env: Env, ctx: Context, b: int, tier: str, fate: str) -> None:
+    """One evictions row for block ``b``."""
+    e = env.cols["evictions"]
+    run = ctx.run
+    e["run_id"].append(run.run_id)
+    e["policy"].append(env.policy.name)
+    e["msg"].append(run.msg[b])
+    e["block"].append(run.block[b])
+    e["request"].append(env.request)
+    e["tier"].append(tier)
+    e["fate"].append(fate)
+
+
+def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
+    """Tokens of the last sent request a change at ``first_block`` (None: the head) invalidates."""
+    if env.prev_truth <= 0:
+        return 0
+    prefix = env.fixed_truth + (0 if first_block is None else ctx.truth_before(first_block))
+    return max(0, env.prev_truth - prefix)
+
+
+def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_tokens: int,
+                  threshold_tokens: int, n_blocks: int, first_msg: int, last_msg: int,
+                  reclaimed: tuple[int, int], invalidated: int, undone: bool = False,
+                  failed: bool = False, summary_tokens: int = 0) -> None:
+    """One actions row; ``reclaimed`` is (estimated, true) tokens."""
+    a = env.cols["actions"]
+    for name, value in (
+        ("run_id", ctx.run.run_id), ("policy", env.policy.name), ("action", len(a["action"])),
+        ("request", env.request), ("tier", tier), ("kind", kind), ("when", env.when),
+        ("trigger_tokens", trigger_tokens), ("threshold_tokens", threshold_tokens),
+        ("n_blocks", n_blocks), ("first_msg", first_msg), ("last_msg", last_msg),
+        ("reclaimed_tokens", reclaimed[1]), ("reclaimed_est_tokens", reclaimed[0]),
+        ("invalidated_tokens", invalidated), ("undone", undone), ("failed", failed),
+        ("summary_tokens", summary_tokens), ("context_after_tokens", env.fixed_truth + ctx.truth()),
+    ):
+        a[name].append(value)
+
+
+class _Vars(dict[str, Any]):
+    """Template variables; an unknown ``{name}`` stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+_TODO_TOOLS = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite", "write_todos"})
+
+
+def cut_and_record(ctx: Context, env: Env, split: int, head: list[HeadItem], tier: str,
+                   fate: str) -> int:
+    """Cut everything before the safe ``split``, record an eviction per block; blocks removed."""
+    for b in range(ctx.lo, split):
+        record_eviction(env, ctx, b, tier, fate)
+    return ctx.cut_before(split, head)
+
+
+def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> list[HeadItem]:
+    """The items re-inserted verbatim after a summary that cuts before ``split``."""
+    run, out = ctx.run, []
+    if "task" in items:
+        task = env.state.get("task")
+        if task is None:
+            task = next((b for b in range(run.n_blocks)
+                         if run.role[b] == "user" and run.kind[b] == "text"), -1)
+            env.state["task"] = task
+        if 0 <= task < split:
+            out.append(_item("task", run.text[task], ctx, env, task))
+    if "todo" in items:
+        latest, scanned = env.state.get("todo", (-1, 0))
+        for b in range(scanned, split):
+            if run.kind[b] == "tool_call" and run.tool[b] in _TODO_TOOLS:
+                latest = b
+        env.state["todo"] = (latest, max(scanned, split))
+        if 0 <= latest < split:
+            out.append(_item("todo", run.text[latest], ctx, env, latest))
+    return out
+
+
+def _item(label: str, text: str, ctx: Context, env: Env, b: int) -> HeadItem:
+    return HeadItem(label=label, text=text, est=ctx.est_of[b], truth=ctx.truth_of[b],
+                    n_bytes=ctx.run.n_bytes[b])

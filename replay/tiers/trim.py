@@ -1,0 +1,122 @@
+"""Trim: replace old tool output (and completed write/edit arguments) with placeholders.
+
+Guarantees: blocks are replaced, never removed, so no call loses its result;
+the protected recent range is never touched; a pass that would reclaim less
+than the minimum is undone in full (recorded as an undone action, nothing
+changes).  Each block is examined once per replay: a cursor remembers how far
+passes have looked, and candidates of undone passes stay pending, so the cost
+over a whole run is O(blocks).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from replay.context import Context
+from replay.policy import Protect, Trim
+from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS
+from replay.tiers.base import (
+    Env,
+    fires,
+    invalidated_from,
+    placeholder,
+    record_action,
+    record_eviction,
+    threshold,
+    write_note,
+)
+
+
+@dataclass(slots=True)
+class _State:
+    cursor: int = 0
+    pending: list[tuple[int, int, int, int]] = field(default_factory=list)
+    """Candidates (block, est, truth, bytes) found but not applied."""
+    results: list[int] = field(default_factory=list)
+    """Tool-result blocks seen so far (for protecting the newest N)."""
+    seen: int = 0
+    gain_est: int = 0
+    """Estimated tokens the pending candidates would reclaim."""
+    epoch: int = -1
+
+
+def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
+    """Run one trim pass if the trigger fires."""
+    if not fires(tier.trigger, ctx, env):
+        return
+    st: _State = env.state.setdefault(index, _State())
+    run = ctx.run
+    stop = protect_start(tier.protect, ctx, env, st)
+    cats = {CAT_RESULTS} if "tool_results" in tier.blocks else set()
+    if "write_args" in tier.blocks or "call_args" in tier.blocks:
+        cats.add(CAT_ARGS_WRITE)
+    if "call_args" in tier.blocks:
+        cats.add(CAT_ARGS)
+    for b in range(max(st.cursor, ctx.lo), stop):
+        if run.category[b] not in cats or ctx.trimmed[b]:
+            continue
+        if run.n_chars[b] < tier.min_chars or run.n_lines[b] < tier.min_lines:
+            continue
+        if run.category[b] == CAT_RESULTS:
+            text = placeholder(run, b, tier.placeholder)
+        else:
+            text = write_note(run, b, tier.write_note)
+        est, truth = env.est_text(text), env.truth_text(text)
+        if est < ctx.cur_est[b]:
+            st.pending.append((b, est, truth, len(text.encode("utf-8", "surrogatepass"))))
+            st.gain_est += ctx.cur_est[b] - est
+    st.cursor = max(st.cursor, stop)
+    if st.epoch != ctx.epoch and st.pending:  # something was cut or trimmed since: re-check
+        st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
+        st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
+    st.epoch = ctx.epoch
+    if not st.pending:
+        return
+    gain_est = st.gain_est
+    minimum = tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable)
+    trigger_tokens = env.fixed_est + ctx.est()
+    first, last = run.msg[st.pending[0][0]], run.msg[st.pending[-1][0]]
+    if gain_est < minimum:
+        record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
+                      threshold_tokens=threshold(tier.trigger, env), n_blocks=len(st.pending),
+                      first_msg=first, last_msg=last, reclaimed=(0, 0), invalidated=0, undone=True)
+        return
+    invalidated = invalidated_from(ctx, env, st.pending[0][0])
+    got_est = got_truth = 0
+    for b, est, truth, n_bytes in st.pending:
+        de, dt = ctx.set_block(b, est, truth, n_bytes)
+        got_est += de
+        got_truth += dt
+        record_eviction(env, ctx, b, tier.name, "trimmed")
+    record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
+                  threshold_tokens=threshold(tier.trigger, env), n_blocks=len(st.pending),
+                  first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
+                  invalidated=invalidated)
+    st.pending, st.gain_est, st.epoch = [], 0, ctx.epoch
+
+
+def protect_start(p: Protect, ctx: Context, env: Env, st: _State | None = None) -> int:
+    """First block of the protected recent range (``hi`` when nothing is protected)."""
+    run, start = ctx.run, ctx.hi
+    if ctx.hi <= ctx.lo:
+        return ctx.hi
+    if p.messages:
+        last = run.ordinal[ctx.hi - 1]
+        first = max(run.ordinal[ctx.lo], last - p.messages + 1)
+        start = min(start, run.msg_start[first])
+    tokens = max(p.tokens, int(p.frac * env.usable))
+    if tokens:
+        start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
+    if p.tool_results:
+        st = st or _State()
+        for b in range(st.seen, ctx.hi):
+            if run.category[b] == CAT_RESULTS:
+                st.results.append(b)
+        st.seen = max(st.seen, ctx.hi)
+        res = st.results
+        first = bisect.bisect_left(res, ctx.lo)
+        if first < len(res):
+            nth = res[max(first, len(res) - p.tool_results)]
+            start = min(start, run.msg_start[run.ordinal[nth]])
+    return max(start, ctx.lo)

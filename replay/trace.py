@@ -1,0 +1,89 @@
+"""The output of one replay: what the harness would have sent, request by request.
+
+A ``Trace`` holds three column tables, declared once here:
+
+- ``requests``: one row per model call — tokens by estimate and by truth, the
+  window and reserve, overshoot, context split into call arguments (write/edit
+  separately), results and other bytes, cache-eligible prefix, invalidated
+  tokens, cost;
+- ``actions``: one row per tier action — tier, trigger value, messages
+  affected, tokens reclaimed, whether it was undone or its summariser failed;
+- ``evictions``: one row per block a tier trimmed, summarised or dropped, with
+  the request before which that happened.
+
+Not here: computing it (``replay.engine``), metrics over it (``analysis``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from replay.schema import SCHEMA_VERSION
+
+TRACE_VERSION = "1"
+"""Bumped whenever the engine's arithmetic or these columns change."""
+
+_S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+
+
+def _schema(name: str, cols: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    return pa.schema([pa.field(n, t, nullable=(n in _NULLABLE)) for n, t in cols],
+                     metadata={"trace_version": TRACE_VERSION, "schema_version": SCHEMA_VERSION,
+                               "table": name})
+
+
+_NULLABLE = {"recorded_input_tokens", "recorded_cache_read_tokens"}
+
+REQUESTS = _schema("requests", [
+    ("run_id", _S), ("policy", _S), ("request", _I), ("ts", _S),
+    ("est_tokens", _I), ("truth_tokens", _I), ("raw_tokens", _I),
+    ("recorded_input_tokens", _I), ("recorded_cache_read_tokens", _I),
+    ("window_tokens", _I), ("reserve_tokens", _I), ("usable_tokens", _I),
+    ("overshoot_tokens", _I), ("n_messages", _I), ("n_blocks", _I),
+    ("bytes_args", _I), ("bytes_args_write", _I), ("bytes_results", _I), ("bytes_other", _I),
+    ("cached_tokens", _I), ("cache_write_tokens", _I), ("fresh_tokens", _I),
+    ("invalidated_tokens", _I), ("output_tokens", _I), ("cost_usd", _F),
+])
+ACTIONS = _schema("actions", [
+    ("run_id", _S), ("policy", _S), ("action", _I), ("request", _I), ("tier", _S), ("kind", _S),
+    ("when", _S), ("trigger_tokens", _I), ("threshold_tokens", _I), ("n_blocks", _I),
+    ("first_msg", _I), ("last_msg", _I), ("reclaimed_tokens", _I), ("reclaimed_est_tokens", _I),
+    ("invalidated_tokens", _I), ("undone", _B), ("failed", _B), ("summary_tokens", _I),
+    ("context_after_tokens", _I),
+])
+EVICTIONS = _schema("evictions", [
+    ("run_id", _S), ("policy", _S), ("msg", _I), ("block", _I), ("request", _I), ("tier", _S),
+    ("fate", _S),
+])
+TRACE_SCHEMAS: dict[str, pa.Schema] = {"requests": REQUESTS, "actions": ACTIONS,
+                                       "evictions": EVICTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One replay's tables (or several replays' concatenated)."""
+
+    requests: pa.Table
+    actions: pa.Table
+    evictions: pa.Table
+
+    @staticmethod
+    def from_columns(cols: dict[str, dict[str, list[Any]]]) -> Trace:
+        """Build from column lists keyed by table then column name."""
+        return Trace(*(pa.Table.from_pydict(cols[name], schema=schema)
+                       for name, schema in TRACE_SCHEMAS.items()))
+
+    @staticmethod
+    def concat(traces: list[Trace]) -> Trace:
+        """Several traces as one (row order kept)."""
+        if not traces:
+            return Trace(*(s.empty_table() for s in TRACE_SCHEMAS.values()))
+        return Trace(*(pa.concat_tables([getattr(t, n) for t in traces]) for n in TRACE_SCHEMAS))
+
+
+def empty_columns() -> dict[str, dict[str, list[Any]]]:
+    """Empty column lists for every trace table."""
+    return {name: {f: [] for f in schema.names} for name, schema in TRACE_SCHEMAS.items()}

@@ -1,0 +1,377 @@
+"""Codex rollout parser: real samples checked against facts counted from the raw JSONL,
+request / usage attachment rules on hand-made rollouts (both token_count orders, legacy,
+compaction), format detection, and bad input."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.ingest import LOG_SUFFIXES, ParsedFile, parse_file
+from replay.parsers import codex, detect_format
+from replay.parsers.builder import Issue, Source
+
+SAMPLE_FILES = (
+    "example-legacy-2025-09-10.jsonl",
+    "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    "rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
+    "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl",
+    "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl",
+)
+OUTPUT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_call",
+                "web_search_call"}
+
+
+@lru_cache(maxsize=None)
+def _parsed(path: str) -> ParsedFile:
+    p = Path(path)
+    return parse_file(p, p.parent)
+
+
+def _rows(parsed: ParsedFile) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    assert parsed.tables is not None, [str(i) for i in parsed.issues]
+    runs = parsed.tables.runs.to_pylist()
+    assert len(runs) == 1
+    return runs[0], parsed.tables.messages.to_pylist(), parsed.tables.requests.to_pylist()
+
+
+def _raw_facts(path: Path) -> dict[str, Any]:
+    """Facts counted straight from the raw lines, without the parser."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    recs = [json.loads(line) for line in lines if line.strip()]
+    modern = "payload" in recs[0]
+    if modern:
+        items = [r["payload"] for r in recs if r["type"] == "response_item"]
+    else:
+        items = [r for r in recs if "type" in r]
+    infos = [r["payload"]["info"] for r in recs if r["type"] == "event_msg"
+             and r["payload"]["type"] == "token_count" and r["payload"]["info"]] if modern else []
+    deduped, prev = [], None
+    for info in infos:
+        if info["total_token_usage"] != prev:
+            deduped.append(info["last_token_usage"])
+        prev = info["total_token_usage"]
+    calls = [i for i in items if i["type"] in ("function_call", "custom_tool_call")]
+    outputs = [i for i in items if i["type"] in ("function_call_output", "custom_tool_call_output")]
+    call_ids = {c["call_id"] for c in calls}
+    runs, in_run = 0, False  # runs of model-output items between context inputs
+    for i in items:
+        if i["type"] == "ghost_snapshot":
+            continue
+        is_output = i["type"] in OUTPUT_ITEMS or i.get("role") == "assistant"
+        runs += is_output and not in_run
+        in_run = is_output
+    models = Counter(r["payload"]["model"] for r in recs if r.get("type") == "turn_context")
+    return {
+        "modern": modern, "usage": deduped, "runs": runs, "n_calls": len(calls),
+        "n_other_calls": sum(i["type"] in ("web_search_call", "local_shell_call") for i in items),
+        "n_outputs": len(outputs), "orphans": sum(o["call_id"] not in call_ids for o in outputs),
+        "compactions": sum(r.get("type") == "compacted" for r in recs),
+        "model": models.most_common(1)[0][0] if models else "",
+        "cli": recs[0]["payload"].get("cli_version", "") if modern else "",
+    }
+
+
+def test_sample_list_is_complete(samples: Path) -> None:
+    assert sorted(p.name for p in (samples / "codex").glob("*.jsonl")) == sorted(SAMPLE_FILES)
+
+
+@pytest.mark.parametrize("name", SAMPLE_FILES)
+def test_sample_matches_raw_counts(samples: Path, name: str) -> None:
+    path = samples / "codex" / name
+    facts = _raw_facts(path)
+    parsed = _parsed(str(path))
+    run, msgs, reqs = _rows(parsed)
+    assert parsed.format == "codex"
+    assert parsed.issues == ()
+    assert run["n_tool_calls"] == facts["n_calls"] + facts["n_other_calls"]
+    named = [m for m in msgs if m["kind"] == "tool_call" and m["tool"] != "web_search"]
+    assert len(named) == facts["n_calls"]
+    assert run["n_tool_results"] == facts["n_outputs"]
+    assert run["n_orphan_results"] == facts["orphans"] == 0
+    assert run["n_harness_compactions"] == facts["compactions"] == 0
+    assert run["n_requests"] == len(reqs) == facts["runs"]
+    assert run["model"] == facts["model"]
+    assert run["harness"].startswith("codex") and facts["cli"] in run["harness"]
+    # one request per assistant message, each pointing at an assistant message, in order
+    assistant_msgs = sorted({m["msg"] for m in msgs if m["role"] == "assistant"})
+    assert [r["output_msg"] for r in reqs] == assistant_msgs
+    if facts["modern"]:
+        usage = facts["usage"]
+        assert len(reqs) == len(usage)  # every run closed by exactly one deduped token_count
+        assert [r["input_tokens"] for r in reqs] == [u["input_tokens"] for u in usage]
+        assert [r["cache_read_tokens"] for r in reqs] == [u["cached_input_tokens"] for u in usage]
+        assert [r["output_tokens"] for r in reqs] == [u["output_tokens"] for u in usage]
+        assert [r["reasoning_tokens"] for r in reqs] == [
+            u["reasoning_output_tokens"] for u in usage]
+        assert run["recorded_input_tokens"] == sum(u["input_tokens"] for u in usage)
+        assert run["recorded_output_tokens"] == sum(u["output_tokens"] for u in usage)
+        assert all(r["cache_write_tokens"] is None for r in reqs)
+        assert all(r["model"] == facts["model"] for r in reqs)
+        # attachment check: a response without a reasoning item spent no reasoning tokens
+        with_reasoning = {m["msg"] for m in msgs if m["kind"] == "reasoning"}
+        for r in reqs:
+            if r["output_msg"] not in with_reasoning:
+                assert r["reasoning_tokens"] == 0, r
+    else:
+        assert run["recorded_input_tokens"] is None and run["model"] == ""
+        assert all(r["input_tokens"] is None and r["output_tokens"] is None for r in reqs)
+
+
+@pytest.mark.parametrize("name", SAMPLE_FILES)
+def test_sample_results_pair_with_earlier_calls(samples: Path, name: str) -> None:
+    _, msgs, _ = _rows(_parsed(str(samples / "codex" / name)))
+    seen: Counter[str] = Counter()
+    for m in msgs:
+        if m["kind"] == "tool_call":
+            seen[m["call_id"]] += 1
+        elif m["kind"] == "tool_result":
+            assert seen[m["call_id"]] == 1, m["call_id"]
+            assert m["role"] == "tool"
+    assert {m["role"] for m in msgs} <= {"system", "user", "assistant", "tool"}
+    by_msg = Counter(m["msg"] for m in msgs)
+    assert sorted(by_msg) == list(range(len(by_msg)))  # dense message numbering
+
+
+def test_sample_known_values(samples: Path) -> None:
+    """Spot checks read by eye from the raw files."""
+    root = samples / "codex"
+    run, msgs, reqs = _rows(_parsed(str(root / SAMPLE_FILES[1])))
+    # 0.5x build writes token_count BEFORE its response: first request is the `ls` call
+    assert run["harness"] == "codex 0.58.0 codex_cli_rs"
+    assert reqs[0]["input_tokens"] == 10128 and reqs[0]["output_tokens"] == 37
+    first = [m for m in msgs if m["msg"] == reqs[0]["output_msg"]]
+    assert [m["kind"] for m in first] == ["reasoning", "tool_call"]
+    assert first[0]["text"] == "**Planning repository inspection**"
+    assert json.loads(first[1]["text"])["command"] == ["bash", "-lc", "ls"]
+    assert first[1]["op"] == "list"
+    run, msgs, _ = _rows(_parsed(str(root / SAMPLE_FILES[2])))
+    assert run["harness"] == "codex 0.104.0-alpha.1 Codex Desktop"
+    assert msgs[0]["role"] == "system"  # developer message
+    patch = [m for m in msgs if m["tool"] == "apply_patch"]
+    assert patch and patch[0]["text"].startswith("[REDACTED_INPUT")  # raw input kept as is
+    assert sum(m["tool"] == "web_search" for m in msgs) == 1
+
+
+def _all_sample_files(samples: Path) -> list[Path]:
+    return sorted(p for p in samples.glob("*/**/*")
+                  if p.is_file() and p.name.endswith(LOG_SUFFIXES))
+
+
+def test_detects_codex_samples_only(samples: Path) -> None:
+    files = _all_sample_files(samples)
+    assert any(p.parent.name != "codex" for p in files)
+    for p in files:
+        head = p.read_bytes()[:65536]
+        mine = p.relative_to(samples).parts[0] == "codex"
+        assert codex.sniff(p.name, head) is mine, p
+        assert (detect_format(p.name, head) == "codex") is mine, p
+
+
+# --- hand-made rollouts -------------------------------------------------------------------------
+
+def _env(kind: str, payload: dict[str, Any], ts: str = "2026-01-01T00:00:00Z") -> str:
+    return json.dumps({"timestamp": ts, "type": kind, "payload": payload})
+
+
+def _item(**payload: Any) -> str:
+    return _env("response_item", payload)
+
+
+def _tc(inp: int, out: int, total: int, cached: int = 0, reasoning: int = 0) -> str:
+    last = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+            "reasoning_output_tokens": reasoning, "total_tokens": inp + out}
+    tot = dict(last, input_tokens=total)
+    return _env("event_msg", {"type": "token_count", "info": {"total_token_usage": tot,
+                                                              "last_token_usage": last}})
+
+
+META = _env("session_meta", {"id": "x", "cli_version": "0.99.0", "originator": "codex_exec",
+                             "cwd": "/w"})
+TURN = _env("turn_context", {"model": "gpt-test", "cwd": "/w"})
+USER = _item(type="message", role="user", content=[{"type": "input_text", "text": "fix it"},
+                                                   {"type": "input_image", "image_url": "data:"}])
+REASON = _item(type="reasoning", summary=[{"type": "summary_text", "text": "thinking"}],
+               content=None, encrypted_content="gAAA")
+CALL = _item(type="function_call", name="shell", call_id="c1",
+             arguments=json.dumps({"command": ["bash", "-lc", "cat a.py"]}))
+OUT = _item(type="function_call_output", call_id="c1",
+            output=json.dumps({"output": "boom", "metadata": {"exit_code": 1}}))
+SAY = _item(type="message", role="assistant", content=[{"type": "output_text", "text": "done"}])
+
+
+def _parse(tmp_path: Path, lines: list[str], *, end: str = "\n") -> tuple[ParsedFile, list[str]]:
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + end, encoding="utf-8")
+    parsed = parse_file(path, tmp_path, fmt="codex")
+    return parsed, [str(i) for i in parsed.issues]
+
+
+def test_usage_after_output_and_duplicates(tmp_path: Path) -> None:
+    lines = [META, USER, TURN, REASON, CALL, _tc(100, 10, 100, reasoning=4), OUT,
+             _tc(100, 10, 100, reasoning=4), TURN, SAY, _tc(150, 5, 250, cached=90)]
+    parsed, issues = _parse(tmp_path, lines)
+    run, msgs, reqs = _rows(parsed)
+    assert issues == []
+    assert [(m["msg"], m["role"], m["kind"]) for m in msgs] == [
+        (0, "user", "text"), (0, "user", "image"), (1, "assistant", "reasoning"),
+        (1, "assistant", "tool_call"), (2, "tool", "tool_result"), (3, "assistant", "text")]
+    assert msgs[1]["text"] == "[image]" and msgs[2]["text"] == "thinking"
+    assert msgs[4]["is_error"] and msgs[4]["text"] == json.loads(OUT)["payload"]["output"]
+    assert msgs[4]["op"] == "read" and msgs[4]["path"] == "a.py"
+    assert [(r["output_msg"], r["input_tokens"], r["cache_read_tokens"], r["output_tokens"],
+             r["reasoning_tokens"]) for r in reqs] == [(1, 100, 0, 10, 4), (3, 150, 90, 5, 0)]
+    assert run["model"] == "gpt-test" and run["harness"] == "codex 0.99.0 codex_exec"
+    assert run["recorded_input_tokens"] == 250
+
+
+def test_usage_before_output_and_run_without_usage(tmp_path: Path) -> None:
+    """0.5x order: each token_count precedes the items of the response it measures."""
+    other = _item(type="function_call", name="shell", call_id="c2", arguments="not json {")
+    out2 = _item(type="function_call_output", call_id="c2", output="ok")
+    lines = [META, USER, TURN, _tc(100, 10, 100), REASON, CALL, OUT, _tc(100, 10, 100), TURN,
+             _tc(120, 7, 220), other, out2, SAY]
+    parsed, issues = _parse(tmp_path, lines)
+    _, msgs, reqs = _rows(parsed)
+    assert issues == []
+    assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 100), (3, 120), (5, None)]
+    call2 = [m for m in msgs if m["call_id"] == "c2" and m["kind"] == "tool_call"]
+    assert call2[0]["text"] == "not json {"  # non-JSON arguments kept raw
+
+
+def test_totals_only_usage_is_differenced(tmp_path: Path) -> None:
+    def totals(inp: int, out: int) -> str:
+        tot = {"input_tokens": inp, "cached_input_tokens": 0, "output_tokens": out,
+               "reasoning_output_tokens": 0}
+        return _env("event_msg", {"type": "token_count", "info": {"total_token_usage": tot}})
+    lines = [META, USER, TURN, CALL, totals(100, 10), OUT, TURN, SAY, totals(250, 15)]
+    parsed, issues = _parse(tmp_path, lines)
+    _, _, reqs = _rows(parsed)
+    assert issues == []
+    assert [(r["input_tokens"], r["output_tokens"]) for r in reqs] == [(100, 10), (150, 5)]
+
+
+def test_legacy_layout(tmp_path: Path) -> None:
+    meta = json.dumps({"id": "s", "timestamp": "2025-09-01T00:00:00Z", "instructions": "AGENTS",
+                       "git": {}})
+    state = json.dumps({"record_type": "state"})
+    bare = [json.loads(x)["payload"] for x in (USER, REASON, CALL, OUT, SAY)]
+    lines = [meta, state] + [json.dumps(b) for b in bare] + [state]
+    assert codex.sniff("x.jsonl", ("\n".join(lines)).encode())
+    parsed, issues = _parse(tmp_path, lines)
+    run, msgs, reqs = _rows(parsed)
+    assert issues == []
+    assert [m["role"] for m in msgs] == ["user", "user", "assistant", "assistant", "tool",
+                                         "assistant"]
+    assert [r["output_msg"] for r in reqs] == [1, 3]
+    assert all(r["input_tokens"] is None for r in reqs) and run["recorded_input_tokens"] is None
+    assert run["harness"] == "codex" and run["model"] == ""
+
+
+def test_compacted_summary_without_replacement_history(tmp_path: Path) -> None:
+    replaced = [{"type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": "OLD HISTORY COPY"}]}]
+    comp = _env("compacted", {"message": "summary of work", "replacement_history": replaced})
+    lines = [META, USER, TURN, SAY, _tc(100, 5, 100), comp,
+             _env("event_msg", {"type": "context_compacted"}), TURN, SAY, _tc(20, 5, 125)]
+    parsed, issues = _parse(tmp_path, lines)
+    run, msgs, reqs = _rows(parsed)
+    assert issues == []
+    assert run["n_harness_compactions"] == 1
+    summary = [m for m in msgs if m["kind"] == "summary"]
+    assert len(summary) == 1 and summary[0]["is_harness_summary"]
+    assert summary[0]["text"] == "summary of work"
+    assert not any("OLD HISTORY COPY" in m["text"] for m in msgs)
+    assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 100), (3, 20)]
+
+
+def test_other_items(tmp_path: Path) -> None:
+    lines = [META, USER, TURN,
+             _item(type="custom_tool_call", name="apply_patch", call_id="p1",
+                   input="*** Begin Patch\n*** Update File: src/x.py\n@@\n-a\n+b\n*** End Patch"),
+             _item(type="local_shell_call", call_id="l1", status="completed",
+                   action={"type": "exec", "command": ["ls", "src"]}),
+             _item(type="web_search_call", status="completed", action={"query": "q"}),
+             _tc(50, 5, 50),
+             _item(type="custom_tool_call_output", call_id="p1", output="Success"),
+             _item(type="function_call_output", call_id="l1", output="x.py"),
+             _item(type="ghost_snapshot", ghost_commit={}),
+             _item(type="function_call_output", call_id="nope", output="lost"),
+             _item(type="message", role="developer", content=[{"type": "input_text", "text": "d"}])]
+    parsed, issues = _parse(tmp_path, lines)
+    run, msgs, reqs = _rows(parsed)
+    calls = [m for m in msgs if m["kind"] == "tool_call"]
+    assert [(m["tool"], m["op"], m["path"]) for m in calls] == [
+        ("apply_patch", "edit", "src/x.py"), ("local_shell", "list", "src"),
+        ("web_search", "search", "")]
+    assert calls[0]["text"].startswith("*** Begin Patch") and calls[2]["call_id"]
+    assert len({m["msg"] for m in calls}) == 1 and len(reqs) == 1  # one response, one request
+    assert run["n_orphan_results"] == 1 and len(issues) == 1 and "'nope'" in issues[0]
+    assert msgs[-1]["role"] == "system"
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+def test_malformed_line_in_the_middle(tmp_path: Path) -> None:
+    lines = [META, USER, TURN, REASON, CALL, _tc(100, 10, 100), '{"type": "response_item", "pay',
+             OUT, TURN, SAY, _tc(150, 5, 250)]
+    parsed, issues = _parse(tmp_path, lines)
+    run, _, reqs = _rows(parsed)
+    assert len(issues) == 1 and ":7: malformed JSON" in issues[0]
+    assert run["n_tool_results"] == 1 and [r["input_tokens"] for r in reqs] == [100, 150]
+
+
+def test_truncated_last_line(tmp_path: Path) -> None:
+    lines = [META, USER, TURN, REASON, CALL, _tc(100, 10, 100), OUT, SAY[: len(SAY) // 2]]
+    parsed, issues = _parse(tmp_path, lines, end="")
+    run, _, reqs = _rows(parsed)
+    assert len(issues) == 1 and ":8: incomplete last line" in issues[0]
+    assert run["n_tool_calls"] == 1 and run["n_tool_results"] == 1 and len(reqs) == 1
+
+
+def test_wrong_typed_fields(tmp_path: Path) -> None:
+    bad_call = _item(type="function_call", name=123, call_id="c9", arguments="{}")
+    bad_usage = _env("event_msg", {"type": "token_count", "info": {
+        "total_token_usage": {"input_tokens": 7}, "last_token_usage": {"input_tokens": "many"}}})
+    bad_content = _item(type="message", role="user", content=42)
+    lines = [META, USER, TURN, bad_call, REASON, CALL, _tc(100, 10, 100), OUT, bad_content,
+             SAY, bad_usage, _env("response_item", ["not", "an", "object"])]
+    parsed, issues = _parse(tmp_path, lines)
+    run, msgs, reqs = _rows(parsed)
+    assert len(issues) == 4, issues
+    assert ":4: function_call name is int" in issues[0]
+    assert ":9: message content is int" in issues[1]
+    assert ":11: usage field 'input_tokens' is str" in issues[2]
+    assert ":12: 'response_item' line: payload is list" in issues[3]
+    assert run["n_tool_calls"] == 1 and run["n_tool_results"] == 1
+    assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 100), (3, None)]
+    assert not any(m["call_id"] == "c9" for m in msgs)
+
+
+def test_empty_and_meta_only_files(tmp_path: Path) -> None:
+    empty = Source(path="e.jsonl", rel="e.jsonl", data=b"", sha256="0" * 64)
+    issues: list[Issue] = []
+    assert codex.parse(empty, issues) == [] and issues[0].line == 0
+    parsed, texts = _parse(tmp_path, [META, TURN])
+    assert parsed.tables is None and texts and "no context items" in texts[0]
+    assert parse_file(_write(tmp_path / "blank.jsonl", ""), tmp_path).tables is None
+
+
+def test_sniff_long_first_line_and_rejects_others() -> None:
+    long_meta = _env("session_meta", {"id": "x", "base_instructions": {"text": "x" * 100_000}})
+    assert codex.sniff("r.jsonl", (long_meta + "\n").encode()[:65536])
+    claude = json.dumps({"type": "user", "sessionId": "s", "uuid": "u", "timestamp": "t",
+                         "message": {"role": "user", "content": "hi"}})
+    assert not codex.sniff("s.jsonl", (claude + "\n").encode())
+    assert not codex.sniff("s.json", b'[{"role": "user", "content": "hi"}]')
+    assert not codex.sniff("s.jsonl", b"")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
