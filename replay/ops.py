@@ -41,11 +41,14 @@ _NAMED = {
     "replace": "edit", "patch": "edit",
     "grep": "search", "search": "search", "websearch": "search", "web_search": "search",
     "codebase_search": "search", "search_file_content": "search", "find_file": "search",
+    "open": "read", "goto": "read", "scroll_up": "read", "scroll_down": "read",
+    "create": "write", "search_dir": "search", "search_file": "search",
     "glob": "list", "ls": "list", "list_dir": "list", "list_directory": "list", "list_files": "list",
 }
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file",
               "absolute_path")
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_LINE_RANGE = re.compile(r"^\d+:\d+$")
 _SPLIT = re.compile(r"\s*(?:&&|\|\||;|\n)\s*")
 
 
@@ -80,6 +83,12 @@ def classify(tool: str, args: Any) -> OpPath:
     text = "" if args is None else str(args)
     if name == "apply_patch" or text.startswith("*** Begin Patch"):
         return _classify_patch(text)
+    if name in _EDITOR_TOOLS or text.startswith("str_replace_editor "):
+        words = _words(text)
+        if words and words[0] == "str_replace_editor":
+            words = words[1:]
+        if len(words) >= 2 and words[0] in _EDITOR_COMMANDS:
+            return classify(name or "str_replace_editor", {"command": words[0], "path": words[1]})
     if name in _SHELL_TOOLS or name in ("", "action"):
         return classify_shell(text)
     return OpPath(_NAMED.get(name, "other"), "")
@@ -100,8 +109,10 @@ def classify_shell(command: str) -> OpPath:
 
 
 def _classify_words(words: list[str], line: str) -> OpPath:
+    if "|" in words:
+        words = words[: words.index("|")]
     cmd = words[0].rsplit("/", 1)[-1]
-    args = [w for w in words[1:] if not w.startswith("-")]
+    args = [w for w in words[1:] if not w.startswith("-") and not _LINE_RANGE.match(w)]
     redirect = re.search(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)", line)
     if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
         return OpPath("edit", args[-1] if args else "")

@@ -1,15 +1,304 @@
-"""Placeholder: being written."""
+"""Plain chat-completions message lists: what any custom harness can dump.
+
+Accepted shapes (one run per file):
+  (a) one JSON object with ``messages`` (optional top-level ``system``/``model``);
+  (b) a bare JSON list of messages;  (c) JSON Lines, one message per line;
+  (d) JSON Lines of request logs: ``{"messages": prompt, "response": completion}``
+      per model call.  The transcript is the longest (last) prompt plus its
+      response; each line is one request whose output is the message its
+      response became (found at index ``len(prompt)``, else by content).
+Messages are OpenAI-shaped (``content`` string or parts, assistant ``tool_calls``
+with JSON-string arguments, ``tool`` messages with ``tool_call_id``) or carry
+Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``).  In (a)-(c) every
+assistant message is one request with usage from its ``usage`` (OpenAI or
+Anthropic field names; Anthropic input is summed with its cache fields).
+
+Not handled: legacy function calling (an assistant ``function_call`` is ignored, a
+``function`` role message is reported and skipped), Responses-API item lists, usage
+kept elsewhere than ``usage`` (e.g. mini-swe-agent's ``extra.response``), and a (d)
+log whose history was rewritten (a response not found in the longest transcript:
+its request is reported and dropped).
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
+from datetime import datetime, timezone
 from typing import Any
+
+from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.parsers.jsonl import as_text, first_record, iter_records, load_json
 
 NAME = "chat"
 
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+          "tool": "tool"}
+_TEXT_PARTS = {"text", "input_text", "output_text"}
+_IMAGE_PARTS = {"image", "image_url", "input_image"}
+_MSG_START = re.compile(rb'^\{\s*"role"\s*:\s*"(?:system|developer|user|assistant|tool)"')
+_LIST_START = re.compile(rb'^\[\s*\{\s*"role"\s*:')
+_MESSAGES = re.compile(rb'"messages"\s*:\s*\[\s*\{\s*"(?:role|content)"\s*:')
+
+Block = tuple[Any, ...]
+"""(kind, text) for text/reasoning/image; ("tool_call", id, tool, args);
+("tool_result", id, text, is_error)."""
+
 
 def sniff(filename: str, head: bytes) -> bool:
-    return False
+    """True for a message list, a ``{"messages": …}`` object, or JSONL of messages/requests."""
+    text = head.lstrip()
+    if text.startswith(b"["):
+        try:
+            start = len(text) - len(text[1:].lstrip())
+            first, _ = json.JSONDecoder().raw_decode(text.decode("utf-8", "ignore"), start)
+        except ValueError:
+            return _LIST_START.match(text) is not None
+        return _is_message(first)
+    if not text.startswith(b"{"):
+        return False
+    rec = first_record(text)
+    if rec is not None:
+        return isinstance(rec.get("messages"), list) or _is_message(rec)
+    return _MSG_START.match(text) is not None or _MESSAGES.search(text) is not None
 
 
-def parse(src: Any, issues: list[Any]) -> list[Any]:
-    return []
+def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
+    """One run from a chat message dump or a request log; bad messages are reported, skipped.
+
+    Args:
+        src: the source file.
+        issues: where problems are appended (JSONL: line number; JSON: message number).
+    """
+    lines = [raw for raw in src.data.split(b"\n") if raw.strip()]
+    if not lines:
+        issues.append(Issue(src.path, 0, "empty file"))
+        return []
+    top: dict[str, Any] = {}
+    if len(lines) > 1 and isinstance(first_record(lines[0]), dict):
+        items: list[tuple[int, Any]] = list(iter_records(src, issues))
+    else:
+        doc = load_json(src, issues)
+        has_messages = isinstance(doc, dict) and isinstance(doc.get("messages"), list)
+        if has_messages and "response" not in doc:
+            top = doc
+            items = list(enumerate(doc["messages"], start=1))
+        elif has_messages or _is_message(doc):
+            items = [(1, doc)]
+        elif isinstance(doc, list):
+            items = list(enumerate(doc, start=1))
+        else:
+            if doc is not None:
+                issues.append(Issue(src.path, 0, "expected chat messages: an object with "
+                                                 "'messages', a list, or JSON Lines"))
+            return []
+    if not items:
+        issues.append(Issue(src.path, 0, "no chat messages found"))
+        return []
+    rb = RunBuilder(src, 0, NAME, issues)
+    models: Counter[str] = Counter()
+    first = items[0][1]
+    if isinstance(first, dict) and isinstance(first.get("messages"), list):
+        _request_log(rb, items, models)
+    else:
+        if top.get("system"):
+            items.insert(0, (0, {"role": "system", "content": top["system"]}))
+        for no, m in items:
+            if _emit(rb, no, m) is not None and m.get("role") == "assistant":
+                _request(rb, m.get("usage"), str(m.get("model") or ""), None, models)
+    if rb.n_blocks == 0:
+        return []  # every record was reported
+    model = top.get("model")
+    rb.model = model if isinstance(model, str) and model else (
+        models.most_common(1)[0][0] if models else "")
+    return [rb.build()]
+
+
+def _is_message(rec: Any) -> bool:
+    return isinstance(rec, dict) and isinstance(rec.get("role"), str) and (
+        "content" in rec or "tool_calls" in rec)
+
+
+def _blocks(m: Any) -> tuple[str, list[Block]]:
+    """A message as (role, blocks); raises on a missing or wrong-typed field."""
+    if not isinstance(m, dict):
+        raise TypeError(f"expected a message object, got {type(m).__name__}")
+    role = _ROLES.get(m.get("role"))  # type: ignore[arg-type]
+    if role is None:
+        raise ValueError(f"unknown role {m.get('role')!r}")
+    content = m.get("content")
+    blocks: list[Block] = []
+    for key in ("reasoning_content", "reasoning"):
+        if isinstance(m.get(key), str) and m[key]:
+            blocks.append(("reasoning", m[key]))
+            break
+    if role == "tool":
+        call_id = m.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise TypeError("tool message without a string 'tool_call_id'")
+        blocks.append(("tool_result", call_id, as_text(content), bool(m.get("is_error"))))
+    elif isinstance(content, str):
+        if content or not m.get("tool_calls"):
+            blocks.append(("text", content))
+    elif isinstance(content, list):
+        blocks.extend(_part(p) for p in content)
+    elif content is not None:
+        raise TypeError(f"'content' is a {type(content).__name__}")
+    calls = m.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise TypeError("'tool_calls' is not a list")
+    for i, tc in enumerate(calls):
+        fn = tc["function"]
+        raw = fn.get("arguments")
+        args: Any = raw if isinstance(raw, dict) else _json_or_raw(raw if isinstance(raw, str)
+                                                                    else "")
+        blocks.append(("tool_call", str(tc.get("id") or f"call-{i}"), str(fn["name"]), args))
+    if any(b[0] == "tool_result" for b in blocks):
+        role = "tool"
+    return role, blocks or [("text", "")]
+
+
+def _part(p: Any) -> Block:
+    if isinstance(p, str):
+        return ("text", p)
+    if not isinstance(p, dict):
+        raise TypeError(f"content part is a {type(p).__name__}")
+    kind = p.get("type")
+    if kind in _TEXT_PARTS:
+        return ("text", str(p.get("text") or ""))
+    if kind in _IMAGE_PARTS:
+        return ("image", "[image]")
+    if kind == "tool_use":
+        args = p.get("input", {})
+        return ("tool_call", str(p["id"]), str(p["name"]), args)
+    if kind == "tool_result":
+        return ("tool_result", str(p["tool_use_id"]), as_text(p.get("content")),
+                bool(p.get("is_error")))
+    if kind == "thinking":
+        return ("reasoning", str(p.get("thinking") or ""))
+    if kind == "redacted_thinking":
+        return ("reasoning", "")
+    return ("text", as_text([p]) or json.dumps(p, ensure_ascii=False))
+
+
+def _json_or_raw(raw: str) -> Any:
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _emit(rb: RunBuilder, no: int, m: Any, label: str = "") -> int | None:
+    """Add one message and return its index; a bad one is reported at ``no`` (its line or
+    message number) and skipped (None)."""
+    try:
+        role, blocks = _blocks(m)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        rb.issues.append(Issue(rb.source.path, no, f"{label or f'message {no}'} skipped: "
+                                                   f"{type(exc).__name__}: {exc}"))
+        return None
+    msg = rb.message(role, ts=_ts(m))
+    for b in blocks:
+        if b[0] == "tool_call":
+            rb.tool_call(b[1], b[2], b[3])
+        elif b[0] == "tool_result":
+            rb.tool_result(b[1], b[2], is_error=b[3], line=no)
+        else:
+            rb.text(b[1], kind=b[0])
+    return msg
+
+
+def _request(rb: RunBuilder, usage: Any, model: str, output_msg: int | None,
+             models: Counter[str], ts: str = "") -> None:
+    u = usage if isinstance(usage, dict) else {}
+    inp, out = _int(u.get("prompt_tokens")), _int(u.get("completion_tokens"))
+    cache_read = _detail(u, "prompt_tokens_details", "cached_tokens")
+    cache_write = _int(u.get("cache_creation_input_tokens"))
+    if cache_read is None:
+        cache_read = _detail(u, "input_tokens_details", "cached_tokens")
+    if cache_read is None:
+        cache_read = _int(u.get("cache_read_input_tokens"))
+    if inp is None and _int(u.get("input_tokens")) is not None:
+        inp = u["input_tokens"]
+        if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u:  # Anthropic
+            inp += (_int(u.get("cache_read_input_tokens")) or 0) + (cache_write or 0)
+    if out is None:
+        out = _int(u.get("output_tokens"))
+    reasoning = _detail(u, "completion_tokens_details", "reasoning_tokens")
+    if reasoning is None:
+        reasoning = _detail(u, "output_tokens_details", "reasoning_tokens")
+    if model:
+        models[model] += 1
+    rb.request(output_msg=output_msg, input_tokens=inp, cache_read_tokens=cache_read,
+               cache_write_tokens=cache_write, output_tokens=out, reasoning_tokens=reasoning,
+               model=model, ts=ts)
+
+
+def _request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[str]) -> None:
+    """Shape (d): the longest prompt + its response is the transcript; one request per line."""
+    calls: list[tuple[int, dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]] = []
+    for no, rec in items:
+        try:
+            prompt = list(rec["messages"])
+            if rec.get("system"):
+                prompt.insert(0, {"role": "system", "content": rec["system"]})
+            resp = rec["response"]
+            choices = resp.get("choices")
+            out = choices[0]["message"] if isinstance(choices, list) else resp
+            if not isinstance(out, dict):
+                raise TypeError("the response message is not an object")
+            calls.append((no, rec, resp, prompt, {**out, "role": out.get("role") or "assistant"}))
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            rb.issues.append(Issue(rb.source.path, no, f"request line {no} skipped: "
+                                                       f"{type(exc).__name__}: {exc}"))
+    if not calls:
+        return
+    no_last, _, _, prompt, out = max(enumerate(calls), key=lambda c: (len(c[1][3]), c[0]))[1]
+    keys: dict[int, str] = {}  # stream index -> content key, for messages that were emitted
+    where: dict[int, int] = {}  # stream index -> builder message index
+    for i, m in enumerate([*prompt, out]):
+        msg = _emit(rb, no_last, m, f"message {i + 1} of line {no_last}")
+        key = _key(m)
+        if msg is not None and key is not None:
+            where[i], keys[i] = msg, key
+    used: set[int] = set()
+    for no, rec, resp, p, out in calls:
+        want = _key(out)
+        idx = len(p) if keys.get(len(p)) == want and len(p) not in used else next(
+            (i for i, k in keys.items() if k == want and i not in used), None)
+        if want is None or idx is None:
+            rb.issues.append(Issue(rb.source.path, no, f"request line {no}: its response is not in "
+                                                       "the longest transcript (request dropped)"))
+            continue
+        used.add(idx)
+        model = resp.get("model") if isinstance(resp.get("model"), str) else ""
+        _request(rb, resp.get("usage"), model, where[idx], models, _ts(rec) or _ts(resp))
+
+
+def _ts(rec: dict[str, Any]) -> str:
+    """A record's time: its ``timestamp`` string, else its unix ``created`` as ISO-8601 UTC."""
+    stamp, created = rec.get("timestamp"), rec.get("created")
+    if isinstance(stamp, str):
+        return stamp
+    if isinstance(created, (int, float)) and not isinstance(created, bool) and created > 0:
+        return datetime.fromtimestamp(created, timezone.utc).isoformat()
+    return ""
+
+
+def _key(m: Any) -> Any:
+    try:
+        return json.dumps(_blocks(m), sort_keys=True, default=str)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _detail(u: dict[str, Any], key: str, field: str) -> int | None:
+    d = u.get(key)
+    return _int(d.get(field)) if isinstance(d, dict) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -9,6 +9,7 @@ UTF-8, NUL bytes, a truncated last line) so the rest of the file is still read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from replay.parsers.builder import Issue, Source
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A single line longer than this is reported and skipped."""
+_SEPARATORS = re.compile(r"[\s,]*")
 
 
 def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -95,3 +97,36 @@ def as_text(content: Any) -> str:
     if isinstance(content, dict) and isinstance(content.get("text"), str):
         return content["text"]
     return json.dumps(content, ensure_ascii=False)
+
+
+def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], int]:
+    """The items of one JSON array in ``src``, read one by one, each with its first line.
+
+    This keeps the items before a syntax error of a damaged or truncated file and gives each
+    item's line for issues.
+
+    Args:
+        src: the source file.
+        key: the array's key (its first occurrence in the text); None for a top-level array.
+
+    Returns:
+        (line, item) pairs, and the line where reading stopped early (0 when the array closed).
+    """
+    text = src.data.decode("utf-8", errors="replace")
+    start = re.match(r"\s*\[", text) if key is None else \
+        re.search(r'"' + re.escape(key) + r'"\s*:\s*\[', text)
+    if start is None:
+        return [], 0
+    decoder, items = json.JSONDecoder(), list[tuple[int, Any]]()
+    pos, line, counted = start.end(), 1, 0
+    while True:
+        pos = _SEPARATORS.match(text, pos).end()  # type: ignore[union-attr]
+        line, counted = line + text.count("\n", counted, pos), pos
+        if text.startswith("]", pos):
+            return items, 0
+        try:
+            item, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return items, line
+        items.append((line, item))
+        pos = end

@@ -1,15 +1,222 @@
-"""Placeholder: being written."""
+"""mini-swe-agent trajectories (``<instance>.traj.json``): one JSON document, one run.
+
+``messages[]`` is the literal, append-only chat (no compaction).  v1
+(``trajectory_format: mini-swe-agent-1``): every message is ``{role, content}``; an
+assistant message holds a THOUGHT and its action in a fenced ```bash block (```
+``mswea_bash_command`` in old fixtures and v2 text mode; ``action_regex`` from the config
+wins when recorded), and the harness runs it only when there is exactly one block; the
+next user message is then its observation.  ``extra.response`` is the raw completion with
+``usage`` and ``model``.  Very old fixtures are a bare list of ``{role, content}``.
+
+Emitted: system/user → text; assistant → text (the content without the action block) +
+one ``bash`` call ``call-{index}`` with the raw command, then one request with its usage
+(``prompt_tokens`` is the full prompt, cached included); the observation → a ``tool``
+message.  An assistant message with zero or several blocks runs nothing: no call, and the
+next user message (the format error) stays a user message.
+
+v1.1 (mini-swe-agent 2.x, untested: no sample): structured ``tool_calls`` with ``role:
+tool`` results are used as recorded, ``extra.actions`` replaces the regex in text mode,
+format-error user messages (``extra.interrupt_type``) stay user messages, the ``exit``
+message is skipped, ``extra.timestamp`` becomes ``ts``.  Not handled: Responses-API message
+shapes in v2, the reasoning text some providers return in ``extra.response`` (it is not in
+the chat, so not in the context; its size is in ``reasoning_tokens``).
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import UTC, datetime
 from typing import Any
+
+from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.parsers.jsonl import array_items, as_text, load_json
 
 NAME = "mini_swe_agent"
 
+_ACTION = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
+_HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"mini-swe-agent',
+               b'"mini_version"')
+_TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
+
 
 def sniff(filename: str, head: bytes) -> bool:
-    return False
+    """True for a ``*.traj.json`` file or a head naming the mini-swe-agent format.
+
+    Args:
+        filename: the file name.
+        head: the first 64 KiB of the file.
+    """
+    return filename.endswith(".traj.json") or any(mark in head for mark in _HEAD_MARKS)
 
 
-def parse(src: Any, issues: list[Any]) -> list[Any]:
+def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
+    """One run from a mini-swe-agent trajectory; problems go to ``issues``.
+
+    Args:
+        src: the source file.
+        issues: collects what is wrong in the file (per message, or line 0 for the file).
+    """
+    doc = load_json(src, issues)
+    bare = src.data.lstrip()[:1] == b"["
+    found, stop = array_items(src, None if bare else "messages")
+    if doc is None:
+        if not found:
+            return []
+        issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
+                                            "messages (info lost)"))
+        doc = [item for _, item in found]
+    info: dict[str, Any] = {}
+    if isinstance(doc, list):
+        messages = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        messages, info = doc["messages"], _obj(doc.get("info"))
+    else:
+        issues.append(Issue(src.path, 0, "not a mini-swe-agent trajectory: no messages[] list"))
+        return []
+    lines = [line for line, _ in found] if len(found) == len(messages) else [0] * len(messages)
+    config = _obj(info.get("config"))
+    version = info.get("mini_version")
+    b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages),
+                   harness=f"mini-swe-agent {version}" if version else "mini-swe-agent")
+    regex = _regex(config)
+    pending: list[str] = []
+    for i, m in enumerate(messages):
+        try:
+            if not isinstance(m, dict):
+                raise TypeError(f"expected an object, got {type(m).__name__}")
+            pending = _message(b, i, m, pending, regex, lines[i])
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
+    return [b.build()]
+
+
+def _model(config: dict[str, Any], messages: list[Any]) -> str:
+    name = _obj(config.get("model")).get("model_name")
+    if isinstance(name, str):
+        return name
+    for m in messages:
+        name = _response(m).get("model")
+        if isinstance(name, str) and name:
+            return name
+    return ""
+
+
+def _regex(config: dict[str, Any]) -> re.Pattern[str]:
+    for part in ("model", "agent"):
+        pattern = _obj(config.get(part)).get("action_regex")
+        if isinstance(pattern, str):
+            try:
+                return re.compile(pattern, re.DOTALL)
+            except re.error:
+                pass
+    return re.compile(_ACTION, re.DOTALL)
+
+
+def _response(m: Any) -> dict[str, Any]:
+    return _obj(_obj(_obj(m).get("extra")).get("response"))
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
+             regex: re.Pattern[str], line: int) -> list[str]:
+    """Emit one message; returns the text-mode call ids still waiting for an observation."""
+    role = m.get("role")
+    extra = _obj(m.get("extra"))
+    ts = _ts(extra.get("timestamp"))
+    content = m.get("content")
+    if role == "exit":
+        return []
+    if role == "assistant":
+        return _assistant(b, i, m, extra, ts, regex)
+    if role == "tool":
+        b.message("tool", ts=ts)
+        call_id = m.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = pending[0] if pending else f"call-{i}"
+        b.tool_result(call_id, as_text(content), line=line)
+        return [c for c in pending if c != call_id]
+    if role not in _TEXT_ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    if content is not None and not isinstance(content, (str, list)):
+        raise TypeError(f"content is {type(content).__name__}")
+    if role == "user" and pending and not extra.get("interrupt_type"):
+        b.message("tool", ts=ts)
+        b.tool_result(pending[0], as_text(content), line=line)
+        return pending[1:]
+    b.message(_TEXT_ROLES[role], ts=ts)
+    b.text(as_text(content))
     return []
+
+
+def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], ts: str,
+               regex: re.Pattern[str]) -> list[str]:
+    content = m.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        raise TypeError(f"content is {type(content).__name__}")
+    text = as_text(content)
+    tool_calls = [tc for tc in m.get("tool_calls") or [] if isinstance(tc, dict)]
+    actions = extra.get("actions")
+    found = [] if tool_calls else list(regex.finditer(text))
+    commands = [found[0].group(1).strip()] if len(found) == 1 else []
+    if commands:
+        text = (text[:found[0].start()] + text[found[0].end():]).strip()
+    if not tool_calls and isinstance(actions, list) and actions:
+        commands = [str(a.get("command", "")) for a in actions if isinstance(a, dict)]
+    b.message("assistant", ts=ts)
+    if text:
+        b.text(text)
+    for k, tc in enumerate(tool_calls):
+        fn = _obj(tc.get("function"))
+        args: Any = fn.get("arguments", "")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        call_id = tc.get("id")
+        b.tool_call(call_id if isinstance(call_id, str) and call_id else f"call-{i}-{k}",
+                    str(fn.get("name") or "bash"), args)
+    ids = [f"call-{i}" if len(commands) == 1 else f"call-{i}-{k}" for k in range(len(commands))]
+    for call_id, command in zip(ids, commands):
+        b.tool_call(call_id, "bash", command)
+    _request(b, _response(m), ts)
+    return ids
+
+
+def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
+    usage = _obj(response.get("usage"))
+    prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
+    completion = _details(usage, "completion_tokens_details", "output_tokens_details")
+    model = response.get("model")
+    b.request(input_tokens=_int(usage.get("prompt_tokens", usage.get("input_tokens"))),
+              cache_read_tokens=_int(prompt.get("cached_tokens",
+                                                usage.get("cache_read_input_tokens"))),
+              cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
+              output_tokens=_int(usage.get("completion_tokens", usage.get("output_tokens"))),
+              reasoning_tokens=_int(completion.get("reasoning_tokens")),
+              model=model if isinstance(model, str) else "", ts=ts)
+
+
+def _details(usage: dict[str, Any], *keys: str) -> dict[str, Any]:
+    for key in keys:
+        if isinstance(usage.get(key), dict):
+            return _obj(usage[key])
+    return {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ts(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value, tz=UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            return ""
+    return value if isinstance(value, str) else ""

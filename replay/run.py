@@ -1,0 +1,113 @@
+"""``run``: replay one policy over a corpus and keep the traces with a per-run summary.
+
+The summary has one row per run: requests, tokens sent, peak request, overshoots,
+summaries, trims, cached share, cost.  ``write_run`` stores the traces as Parquet
+(``traces/{requests,actions,evictions}.parquet``) next to ``summary.json``,
+each written under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replay.corpus import Corpus, replay_corpus
+from replay.policy import Policy, policy_to_dict
+from replay.store import atomic_write_bytes
+from replay.trace import TRACE_VERSION, Trace
+
+SUMMARY_COLUMNS = ("run_id", "source", "format", "policy", "requests", "tokens_sent",
+                   "peak_tokens", "overshoots", "max_overshoot_tokens", "summaries", "trims",
+                   "cached_share", "cost_usd")
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A policy's traces over a corpus and one summary row per run."""
+
+    policy: Policy
+    trace: Trace
+    summary: list[dict[str, Any]]
+
+
+def run(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
+        on_run: Callable[[str], None] | None = None) -> RunResult:
+    """Replay ``policy`` over every run of ``corpus`` and summarise each run."""
+    trace = replay_corpus(corpus, policy, allow_python=allow_python, on_run=on_run)
+    return RunResult(policy, trace, summarise_runs(corpus, trace))
+
+
+def summarise_runs(corpus: Corpus, trace: Trace) -> list[dict[str, Any]]:
+    """One summary row per (run, policy) in the trace, in trace order."""
+    meta = {r["run_id"]: r for r in corpus.runs.select(["run_id", "source", "format"]).to_pylist()}
+    rq = trace.requests.select(["run_id", "policy", "truth_tokens", "overshoot_tokens",
+                                "cached_tokens", "cost_usd"]).to_pylist()
+    acts = trace.actions.select(["run_id", "policy", "kind", "undone"]).to_pylist()
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rq:
+        key = (r["run_id"], r["policy"])
+        row = rows.get(key)
+        if row is None:
+            m = meta.get(r["run_id"], {})
+            row = rows[key] = {"run_id": key[0], "source": m.get("source", ""),
+                               "format": m.get("format", ""), "policy": key[1], "requests": 0,
+                               "tokens_sent": 0, "peak_tokens": 0, "overshoots": 0,
+                               "max_overshoot_tokens": 0, "summaries": 0, "trims": 0,
+                               "cached_share": 0.0, "cost_usd": 0.0, "_cached": 0}
+        row["requests"] += 1
+        row["tokens_sent"] += r["truth_tokens"]
+        row["peak_tokens"] = max(row["peak_tokens"], r["truth_tokens"])
+        row["overshoots"] += r["overshoot_tokens"] > 0
+        row["max_overshoot_tokens"] = max(row["max_overshoot_tokens"], r["overshoot_tokens"])
+        row["_cached"] += r["cached_tokens"]
+        row["cost_usd"] += r["cost_usd"]
+    for a in acts:
+        row = rows.get((a["run_id"], a["policy"]))
+        if row is None or a["undone"]:
+            continue
+        if a["kind"] in ("summarise", "collapse", "custom_cut"):
+            row["summaries"] += 1
+        else:
+            row["trims"] += 1
+    out = []
+    for row in rows.values():
+        cached = row.pop("_cached")
+        row["cached_share"] = round(cached / row["tokens_sent"], 6) if row["tokens_sent"] else 0.0
+        row["cost_usd"] = round(row["cost_usd"], 6)
+        out.append(row)
+    return out
+
+
+def write_run(result: RunResult, out: Path) -> list[Path]:
+    """Write the traces and the summary under ``out``; returns the files written."""
+    written = []
+    for name in ("requests", "actions", "evictions"):
+        buf = io.BytesIO()
+        pq.write_table(getattr(result.trace, name), buf, compression="zstd")
+        path = out / "traces" / f"{name}.parquet"
+        atomic_write_bytes(path, buf.getvalue())
+        written.append(path)
+    doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(result.policy),
+           "policy_digest": result.policy.digest(), "runs": result.summary}
+    path = out / "summary.json"
+    atomic_write_bytes(path, json.dumps(doc, indent=1, default=str).encode())
+    written.append(path)
+    return written
+
+
+def read_trace(out: Path) -> Trace:
+    """The traces a ``write_run`` stored under ``out``."""
+    return Trace(*(pq.read_table(out / "traces" / f"{n}.parquet")
+                   for n in ("requests", "actions", "evictions")))
+
+
+def summary_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Summary rows as an Arrow table with a fixed column order."""
+    return pa.Table.from_pylist([{c: r[c] for c in SUMMARY_COLUMNS} for r in rows])
