@@ -144,9 +144,9 @@ def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset c
     with _errors():
         corpus = _open(paths, out, None, quiet)
     rows = []
-    for rid, source in zip(corpus.run_ids, corpus.runs["source"].to_pylist()):
-        if not corpus.runs.filter(corpus.runs["run_id"] == rid)["n_requests"][0].as_py():
-            continue
+    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+    for rid in corpus.replayable():
+        source = sources[rid]
         fit = calibrate_run(corpus.prepared(rid))
         rows.append({"source": source, "points": fit.n_points if fit else 0,
                      "overhead_tokens": round(fit.overhead_tokens) if fit else None,

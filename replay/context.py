@@ -161,13 +161,10 @@ class Context:
         return b if run.msg_start[o] == b else run.msg_start[o + 1]
 
     def newest_output_start(self) -> int:
-        """First block of the newest message when it holds tool output (else ``hi``)."""
-        run = self.run
+        """First block of the newest message (tool output or prompt): never cut or trimmed."""
         if self.hi <= self.lo:
             return self.hi
-        o = run.ordinal[self.hi - 1]
-        start = run.msg_start[o]
-        return start if any(run.category[b] == CAT_RESULTS for b in range(start, self.hi)) else self.hi
+        return self.run.msg_start[self.run.ordinal[self.hi - 1]]
 
     # -- changes ------------------------------------------------------------------------------
     def set_block(self, b: int, est: int, truth: int, n_bytes: int) -> tuple[int, int]:

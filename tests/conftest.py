@@ -27,3 +27,11 @@ def samples() -> Path:
     """The real sample logs folder; the suite needs it (CI has it beside the clone)."""
     assert SAMPLES.is_dir(), f"real sample logs expected at {SAMPLES}"
     return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Every real sample log ingested once for the session (a ``replay.corpus.Corpus``)."""
+    from replay.corpus import open_corpus
+
+    return open_corpus([samples], cache_dir=tmp_path_factory.mktemp("samples") / "dataset")

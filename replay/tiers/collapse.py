@@ -51,6 +51,10 @@ def act(tier: Collapse, index: int, ctx: Context, env: Env) -> None:
             start = run.msg_start[run.ordinal[start] + 1]
     start = min(start, newest)
     split = ctx.safe_split_at_or_before(start)
+    if env.fixed_est + ctx.est_from(split) >= level or split <= ctx.lo:
+        forward = ctx.safe_split_at_or_after(start)  # walking back kept too much: cut further
+        if forward <= newest:
+            split = forward
     if split <= ctx.lo:
         return
     head: list[HeadItem] = []

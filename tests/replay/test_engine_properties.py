@@ -1,0 +1,123 @@
+"""Invariants of the replay engine over random runs and random policies (hypothesis)."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow.parquet as pq
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.engine import replay
+from replay.policy import policy_from_dict
+from replay.prepared import PreparedRun
+from replay.trace import Trace
+from tests.strategies import policies, runs
+
+REMOVED = ("summarised", "dropped")
+
+
+def _live_sets(run: PreparedRun, trace: Trace) -> list[list[int]]:
+    """For each request, the raw blocks in context (not removed before it), from the trace."""
+    removed_at: dict[tuple[int, int], int] = {}
+    for row in trace.evictions.to_pylist():
+        if row["fate"] in REMOVED:
+            removed_at.setdefault((row["msg"], row["block"]), row["request"])
+    live = []
+    for k in range(run.n_requests):
+        live.append([b for b in range(run.req_blocks[k])
+                     if removed_at.get((run.msg[b], run.block[b]), 10**9) > k])
+    return live
+
+
+@given(runs(), policies())
+def test_no_orphaned_tool_result_after_any_tier(run: PreparedRun, policy) -> None:
+    """Every tool result in a request's context has its call in that context too."""
+    trace = replay(run, policy)
+    for live in _live_sets(run, trace):
+        alive = set(live)
+        for b in live:
+            if run.kind[b] == "tool_result" and run.call_of[b] >= 0:
+                assert run.call_of[b] in alive
+
+
+@given(runs(), policies())
+def test_order_preserved_removals_are_a_prefix(run: PreparedRun, policy) -> None:
+    """Tiers remove or replace blocks but never reorder: what survives is a contiguous suffix."""
+    trace = replay(run, policy)
+    for k, live in enumerate(_live_sets(run, trace)):
+        if live:
+            assert live == list(range(live[0], run.req_blocks[k]))
+
+
+@given(runs(), st.integers(0, 6), st.integers(0, 5000))
+def test_policy_that_never_fires_reproduces_raw_sizes(run: PreparedRun, overhead: int,
+                                                      fixed: int) -> None:
+    """With no tier firing, every request is exactly the recorded stream before its output."""
+    policy = policy_from_dict({"name": "idle", "server": {
+        "window_tokens": 10**9, "message_overhead_tokens": overhead, "fixed_overhead_tokens": fixed},
+        "tiers": [{"type": "summarise", "trigger": {"at_tokens": 10**8}}]})
+    trace = replay(run, policy)
+    tokens = run.tokens["o200k_base"]
+    expected = []
+    for k in range(run.n_requests):
+        hi = run.req_blocks[k]
+        n_msgs = len({run.msg[b] for b in range(hi)})
+        expected.append(fixed + sum(tokens[:hi]) + overhead * n_msgs)
+    assert trace.requests["truth_tokens"].to_pylist() == expected
+    assert trace.requests["raw_tokens"].to_pylist() == expected
+    assert trace.actions.num_rows == 0
+
+
+@given(runs(), policies())
+def test_replay_twice_is_byte_identical(run: PreparedRun, policy) -> None:
+    """Same run and policy → identical tables and identical Parquet bytes."""
+    a, b = replay(run, policy), replay(run, policy)
+    for name in ("requests", "actions", "evictions"):
+        ta, tb = getattr(a, name), getattr(b, name)
+        assert ta.equals(tb)
+        ba, bb = io.BytesIO(), io.BytesIO()
+        pq.write_table(ta, ba)
+        pq.write_table(tb, bb)
+        assert ba.getvalue() == bb.getvalue()
+
+
+@given(runs(max_lines=40), st.floats(0.0, 0.09), st.floats(0.1, 0.3))
+def test_before_send_check_with_margin_above_estimator_error_never_overshoots(
+        run: PreparedRun, error: float, margin: float) -> None:
+    """An estimator reading up to `error` low and a before-send emergency check with a larger
+    margin keep every request inside window − reserve (messages are small next to the window)."""
+    policy = policy_from_dict({
+        "name": "safe", "server": {"window_tokens": 6000, "reserve_tokens": 1000},
+        "estimator": {"method": "tokenizer", "scale": 1.0 - error},
+        "subtract_reserve": True,
+        "tiers": [{"type": "collapse", "when": "before", "margin_frac": margin,
+                   "may_trim_protected": True, "keep_messages": None}]})
+    trace = replay(run, policy)
+    assert max(trace.requests["overshoot_tokens"].to_pylist()) == 0
+
+
+@given(runs(), policies())
+def test_incremental_totals_equal_a_recount_of_the_live_context(run: PreparedRun, policy) -> None:
+    """Where no block was trimmed and no summary sits at the head yet, the engine's running
+    totals (tokens, result bytes) equal a recount over the blocks live at that request."""
+    trace = replay(run, policy)
+    acts = trace.actions.to_pylist()
+    first_trim = min((e["request"] for e in trace.evictions.to_pylist() if e["fate"] == "trimmed"),
+                     default=10**9)
+    first_head = min((a["request"] for a in acts if a["kind"] == "summarise" or a["summary_tokens"]),
+                     default=10**9)
+    tokens = run.tokens["o200k_base"]
+    overhead = policy.server.message_overhead_tokens
+    rows = trace.requests.to_pylist()
+    checked = 0
+    for k, live in enumerate(_live_sets(run, trace)):
+        if k >= min(first_trim, first_head):
+            break
+        n_msgs = len({run.msg[b] for b in live})
+        assert rows[k]["truth_tokens"] == sum(tokens[b] for b in live) + overhead * n_msgs
+        assert rows[k]["bytes_results"] == sum(run.n_bytes[b] for b in live
+                                               if run.kind[b] == "tool_result")
+        assert rows[k]["n_messages"] == n_msgs
+        checked += 1
+    assert checked >= 1

@@ -1,0 +1,106 @@
+"""Hypothesis strategies: random well-formed runs and random policies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from replay.ingest import tokenize
+from replay.parsers.builder import RunBuilder, Source
+from replay.policy import Policy, policy_from_dict
+from replay.prepared import PreparedRun, prepare
+
+_TOOLS = [("Read", "read"), ("Write", "write"), ("Edit", "edit"), ("Bash", "exec"), ("Grep", "search")]
+
+
+def _text(label: str, n_lines: int) -> str:
+    return "\n".join(f"{label} line {i}: value={i * 7 % 13} ok" for i in range(n_lines))
+
+
+@st.composite
+def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
+    """A random agent run: a task, then steps of (assistant with 0–3 calls, their results)."""
+    issues: list[Any] = []
+    b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64), index=0,
+                   format="hyp", issues=issues)
+    b.message("user")
+    b.text(_text("task", draw(st.integers(1, 5))))
+    n_steps = draw(st.integers(1, max_steps))
+    call = 0
+    for step in range(n_steps):
+        b.message("assistant")
+        if draw(st.booleans()):
+            b.text(_text(f"thought {step}", draw(st.integers(1, 4))))
+        calls = []
+        for _ in range(draw(st.integers(0, 3))):
+            tool, _op = draw(st.sampled_from(_TOOLS))
+            cid = f"c{call}"
+            call += 1
+            path = f"src/f{draw(st.integers(0, 4))}.py"
+            if tool in ("Write", "Edit"):
+                args = {"file_path": path, "content": _text("code", draw(st.integers(1, max_lines)))}
+            elif tool == "Bash":
+                args = {"command": "pytest -q"}
+            else:
+                args = {"file_path": path}
+            b.tool_call(cid, tool, args)
+            calls.append(cid)
+        b.request()
+        for cid in calls:
+            b.message("tool")
+            b.tool_result(cid, _text(f"out {cid}", draw(st.integers(1, max_lines))))
+        if draw(st.integers(0, 5)) == 0:
+            b.message("user")
+            b.text("please continue")
+    if not calls:
+        b.message("user")
+        b.text("done?")
+    b.message("assistant")
+    b.text("finished")
+    b.request()
+    tables = tokenize([b.build()], ("o200k_base",))
+    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+
+
+@st.composite
+def policies(draw: Any) -> Policy:
+    """A random valid policy with any combination of tiers."""
+    window = draw(st.integers(3000, 40000))
+    reserve = draw(st.integers(0, window // 4))
+    tiers: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        tiers.append({"type": "trim", "name": "t1", "when": draw(st.sampled_from(["before", "after"])),
+                      "trigger": draw(st.sampled_from([{"every_request": True},
+                                                       {"at_frac": draw(st.floats(0.1, 0.9))}])),
+                      "blocks": draw(st.sampled_from([["tool_results"], ["tool_results", "write_args"],
+                                                      ["call_args"]])),
+                      "min_chars": draw(st.integers(0, 500)),
+                      "protect": draw(st.sampled_from([{}, {"messages": 4}, {"tokens": 500},
+                                                       {"frac": 0.3}, {"tool_results": 2}])),
+                      "placeholder": {"head_chars": draw(st.integers(0, 80)),
+                                      "tail_chars": draw(st.integers(0, 40))},
+                      "min_reclaim_tokens": draw(st.integers(0, 2000))})
+    if draw(st.booleans()):
+        tiers.append({"type": "summarise", "name": "s1",
+                      "trigger": {"at_frac": draw(st.floats(0.3, 0.95))},
+                      "keep_messages": draw(st.integers(0, 10)),
+                      "keep_max_frac": draw(st.floats(0.05, 1.0)),
+                      "summary_tokens": draw(st.integers(20, 300)),
+                      "reinsert": draw(st.sampled_from([[], ["task"], ["task", "todo"]])),
+                      "fail_every": draw(st.integers(0, 3))})
+    if draw(st.booleans()):
+        tiers.append({"type": "collapse", "name": "c1", "when": draw(st.sampled_from(["before", "after"])),
+                      "margin_frac": draw(st.floats(0.0, 0.5)),
+                      "may_trim_protected": draw(st.booleans()),
+                      "keep_messages": draw(st.sampled_from([None, 2, 4, 8]))})
+    return policy_from_dict({
+        "name": "hyp",
+        "server": {"window_tokens": window, "reserve_tokens": reserve,
+                   "message_overhead_tokens": draw(st.integers(0, 5))},
+        "estimator": draw(st.sampled_from([{"method": "chars", "chars_per_token": 3.0},
+                                           {"method": "tokenizer", "scale": 0.9},
+                                           {"method": "tokenizer"}])),
+        "subtract_reserve": draw(st.booleans()),
+        "tiers": tiers,
+    })
