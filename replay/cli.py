@@ -156,6 +156,23 @@ def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset c
 
 
 @app.command()
+def synth(
+    out: Annotated[Path, typer.Option(help="Folder to write the generated runs to.")] = Path("logs"),
+    only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
+) -> None:
+    """Generate the embedded corpus of realistic long runs (Claude Code JSONL), deterministically."""
+    from replay.synth import CORPUS, write_corpus
+
+    chosen = [s for s in CORPUS if not only or s.name in only]
+    if not chosen:
+        err_console.print(f"[red]error[/]: no scenario named {only}; "
+                          f"one of {[s.name for s in CORPUS]}")
+        raise typer.Exit(2)
+    for path in write_corpus(out, tuple(chosen)):
+        out_console.print(f"{path}  {path.stat().st_size:,} bytes")
+
+
+@app.command()
 def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or preset name.")]) -> None:
     """Print a policy with every default filled in (as JSON)."""
     with _errors():

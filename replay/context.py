@@ -70,7 +70,13 @@ class HeadItem:
 
 @dataclass(slots=True)
 class Context:
-    """Mutable state of one replay; tiers change it only through its methods."""
+    """Mutable state of one replay; tiers change it only through its methods.
+
+    Block sizes with their message overhead and their prefix sums are computed
+    once per run and counter (``PreparedRun.sized``); the context itself only
+    tracks what tiers changed: a Fenwick tree of reductions from trims, the cut
+    point ``lo`` and the head.  Appending new messages is O(1).
+    """
 
     run: PreparedRun
     est_of: list[int]
@@ -82,18 +88,22 @@ class Context:
     """One past the last appended block."""
     head: list[HeadItem] = field(default_factory=list)
     cur_est: list[int] = field(default_factory=list)
+    """Current estimated size of each block, message overhead included."""
     cur_truth: list[int] = field(default_factory=list)
     cur_bytes: list[int] = field(default_factory=list)
     trimmed: list[bool] = field(default_factory=list)
-    est_tree: Fenwick = field(init=False)
-    truth_tree: Fenwick = field(init=False)
-    est_total: int = 0
-    truth_total: int = 0
+    pre_est: list[int] = field(init=False)
+    pre_truth: list[int] = field(init=False)
+    pre_bytes: list[list[int]] = field(init=False)
+    cut_est: Fenwick = field(init=False)
+    """Reductions (original − current) of trimmed blocks, estimated."""
+    cut_truth: Fenwick = field(init=False)
+    live_cut_est: int = 0
+    """Sum of trim reductions over live blocks (est)."""
+    live_cut_truth: int = 0
+    live_cut_bytes: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     head_est: int = 0
     head_truth: int = 0
-    bytes_by_cat: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
-    raw_truth: int = 0
-    """True tokens of everything appended, as if no tier had acted."""
     epoch: int = 0
     """Bumped by every cut or trim, so tiers can tell when their cached view is stale."""
     dirty: int | None = None
@@ -101,26 +111,33 @@ class Context:
 
     def __post_init__(self) -> None:
         n = self.run.n_blocks
-        self.est_tree, self.truth_tree = Fenwick(n), Fenwick(n)
-        self.cur_est, self.cur_truth = [0] * n, [0] * n
-        self.cur_bytes, self.trimmed = [0] * n, [False] * n
+        base_est, self.pre_est = self.run.sized(self.est_of, self.msg_overhead)
+        base_truth, self.pre_truth = self.run.sized(self.truth_of, self.msg_overhead)
+        self.pre_bytes = self.run.bytes_prefix()
+        self.cur_est, self.cur_truth = list(base_est), list(base_truth)
+        self.cur_bytes, self.trimmed = list(self.run.n_bytes), [False] * n
+        self.cut_est, self.cut_truth = Fenwick(n), Fenwick(n)
 
     # -- growth -------------------------------------------------------------------------------
     def append_until(self, hi: int) -> None:
-        """Append the raw blocks up to ``hi`` (new messages since the last request)."""
-        run, ov = self.run, self.msg_overhead
-        for b in range(self.hi, hi):
-            first = run.msg_start[run.ordinal[b]] == b
-            e = self.est_of[b] + (ov if first else 0)
-            t = self.truth_of[b] + (ov if first else 0)
-            self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = e, t, run.n_bytes[b]
-            self.est_tree.add(b, e)
-            self.truth_tree.add(b, t)
-            self.est_total += e
-            self.truth_total += t
-            self.raw_truth += t
-            self.bytes_by_cat[run.category[b]] += run.n_bytes[b]
-        self.hi = max(self.hi, hi)
+        """Append the raw blocks up to ``hi`` (new messages since the last request): O(1)."""
+        if hi > self.hi:
+            self.hi = hi
+
+    @property
+    def raw_truth(self) -> int:
+        """True tokens of everything appended, as if no tier had acted."""
+        return self.pre_truth[self.hi]
+
+    @property
+    def est_total(self) -> int:
+        """Estimated tokens of the live blocks (head excluded)."""
+        return self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est
+
+    @property
+    def truth_total(self) -> int:
+        """True tokens of the live blocks (head excluded)."""
+        return self.pre_truth[self.hi] - self.pre_truth[self.lo] - self.live_cut_truth
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -140,17 +157,33 @@ class Context:
 
     def truth_before(self, b: int) -> int:
         """True tokens before block ``b`` (head included)."""
-        return self.head_truth + self.truth_tree.prefix(b) - self.truth_tree.prefix(self.lo)
+        cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+        return self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
 
     def est_from(self, b: int) -> int:
         """Estimated tokens from block ``b`` to the end."""
-        return self.est_tree.prefix(self.hi) - self.est_tree.prefix(b)
+        cut = self.cut_est.prefix(self.hi) - self.cut_est.prefix(b)
+        return self.pre_est[self.hi] - self.pre_est[b] - cut
 
     def block_reaching_est(self, tokens_back: int) -> int:
-        """The first block of the newest range holding at most ``tokens_back`` estimated tokens."""
-        total = self.est_tree.prefix(self.hi)
-        b = self.est_tree.search(total - tokens_back) if tokens_back < total else 0
-        return max(self.lo, min(b, self.hi))
+        """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
+
+        A Fenwick lifting search over current sizes, whose tree nodes are the static prefix
+        sums' differences minus the trim tree's nodes: O(log n).
+        """
+        pre, tree, n = self.pre_est, self.cut_est.tree, self.run.n_blocks
+        target = pre[self.hi] - self.cut_est.prefix(self.hi) - tokens_back
+        if target <= 0:
+            return self.lo
+        pos, rem, step = 0, target, 1 << n.bit_length()
+        while step:
+            nxt = pos + step
+            if nxt <= n:
+                node = pre[nxt] - pre[nxt - (nxt & -nxt)] - tree[nxt]
+                if node < rem:
+                    pos, rem = nxt, rem - node
+            step >>= 1
+        return max(self.lo, min(pos + 1, self.hi))
 
     def message_start_at_or_after(self, b: int) -> int:
         """The first message boundary at or after block ``b``."""
@@ -173,11 +206,12 @@ class Context:
         first = run.msg_start[run.ordinal[b]] == b
         ov = self.msg_overhead if first else 0
         de, dt = self.cur_est[b] - (est + ov), self.cur_truth[b] - (truth + ov)
-        self.est_tree.add(b, -de)
-        self.truth_tree.add(b, -dt)
-        self.est_total -= de
-        self.truth_total -= dt
-        self.bytes_by_cat[run.category[b]] -= self.cur_bytes[b] - n_bytes
+        db = self.cur_bytes[b] - n_bytes
+        self.cut_est.add(b, de)
+        self.cut_truth.add(b, dt)
+        self.live_cut_est += de
+        self.live_cut_truth += dt
+        self.live_cut_bytes[run.category[b]] += db
         self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
         self.trimmed[b] = True
         self.epoch += 1
@@ -191,12 +225,12 @@ class Context:
         """
         assert self.is_safe_split(b), "cut_before needs a safe split point"
         run, removed = self.run, b - self.lo
-        for x in range(self.lo, b):
-            self.est_tree.add(x, -self.cur_est[x])
-            self.truth_tree.add(x, -self.cur_truth[x])
-            self.est_total -= self.cur_est[x]
-            self.truth_total -= self.cur_truth[x]
-            self.bytes_by_cat[run.category[x]] -= self.cur_bytes[x]
+        if self.epoch:
+            self.live_cut_est -= self.cut_est.prefix(b) - self.cut_est.prefix(self.lo)
+            self.live_cut_truth -= self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+            for x in range(self.lo, b):
+                if self.trimmed[x]:
+                    self.live_cut_bytes[run.category[x]] -= run.n_bytes[x] - self.cur_bytes[x]
         self.lo = b
         self.head = head
         self.head_est = sum(h.est for h in head)
@@ -232,7 +266,8 @@ class Context:
 
     def bytes_split(self) -> tuple[int, int, int, int]:
         """Bytes in context: (all call args, write/edit args, results, other incl. head)."""
-        c = self.bytes_by_cat
+        pb, lo, hi, cut = self.pre_bytes, self.lo, self.hi, self.live_cut_bytes
+        c = [pb[i][hi] - pb[i][lo] - cut[i] for i in range(4)]
         return (c[CAT_ARGS] + c[CAT_ARGS_WRITE], c[CAT_ARGS_WRITE], c[CAT_RESULTS],
                 c[CAT_OTHER] + self.head_bytes())
 

@@ -27,7 +27,7 @@ from replay.prepared import Calibration, PreparedRun
 from replay.tiers import act
 from replay.tiers import custom as custom_tier
 from replay.tiers.base import Env
-from replay.trace import Trace, empty_columns
+from replay.trace import REQUESTS, Trace, empty_columns
 
 
 def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None = None,
@@ -60,8 +60,10 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     before = [(i, t) for i, t in enumerate(policy.tiers) if t.when == "before"]
     after = [(i, t) for i, t in enumerate(policy.tiers) if t.when == "after"]
     reserve_counted = s.reserve_tokens if s.reserve_counts else 0
-    r = cols["requests"]
+    rows: list[tuple[Any, ...]] = []
     prev_ts: float | None = None
+    window, usable, reserve = s.window_tokens, policy.usable_tokens, s.reserve_tokens
+    run_id, name = run.run_id, policy.name
     for k in range(run.n_requests):
         # 1. what arrived since the previous request
         ctx.append_until(run.req_blocks[k])
@@ -74,36 +76,27 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
         common = _common_prefix(ctx, env, k, truth)
         ts_s = run.ts_s[k]
         expired = prev_ts is not None and ts_s is not None and ts_s - prev_ts > cache.ttl_s
-        out_lo, out_hi = run.req_output_blocks[k]
         output = run.recorded_output[k]
         if output is None:
+            out_lo, out_hi = run.req_output_blocks[k]
             output = sum(truth_of[out_lo:out_hi])
         c = request_cache(cache, truth, 0 if expired else common, output)
         args, args_write, results, other = ctx.bytes_split()
-        row: tuple[tuple[str, Any], ...] = (
-            ("run_id", run.run_id), ("policy", policy.name), ("request", k), ("ts", run.ts[k]),
-            ("est_tokens", env.fixed_est + ctx.est()), ("truth_tokens", truth),
-            ("raw_tokens", fixed_truth + ctx.raw_truth),
-            ("recorded_input_tokens", run.recorded_input[k]),
-            ("recorded_cache_read_tokens", run.recorded_cache_read[k]),
-            ("window_tokens", s.window_tokens), ("reserve_tokens", s.reserve_tokens),
-            ("usable_tokens", policy.usable_tokens),
-            ("overshoot_tokens", max(0, truth + reserve_counted - s.window_tokens)),
-            ("n_messages", ctx.n_messages), ("n_blocks", ctx.hi - ctx.lo + len(ctx.head)),
-            ("bytes_args", args), ("bytes_args_write", args_write), ("bytes_results", results),
-            ("bytes_other", other), ("cached_tokens", c.cached_tokens),
-            ("cache_write_tokens", c.cache_write_tokens), ("fresh_tokens", c.fresh_tokens),
-            ("invalidated_tokens", 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)),
-            ("output_tokens", output), ("cost_usd", c.cost_usd),
-        )
-        for name, value in row:
-            r[name].append(value)
+        invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
+        rows.append((
+            run_id, name, k, run.ts[k], env.fixed_est + ctx.est(), truth,
+            fixed_truth + ctx.raw_truth, run.recorded_input[k], run.recorded_cache_read[k],
+            window, reserve, usable, max(0, truth + reserve_counted - window), ctx.n_messages,
+            ctx.hi - ctx.lo + len(ctx.head), args, args_write, results, other, c.cached_tokens,
+            c.cache_write_tokens, c.fresh_tokens, invalidated, output, c.cost_usd,
+        ))
         ctx.dirty = None
         env.prev_truth, prev_ts = truth, (ts_s if ts_s is not None else prev_ts)
         # 4. tiers that only check after sending: their cuts apply to the next request
         env.request, env.when = k + 1, "after"
         for i, tier in after:
             act(tier, i, ctx, env, impls.get(i))
+    cols["requests"] = dict(zip(REQUESTS.names, (list(c) for c in zip(*rows))))
     return Trace.from_columns(cols)
 
 

@@ -12,6 +12,7 @@ Not here: the replay loop (``replay.engine``).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -91,6 +92,36 @@ class PreparedRun:
     def n_requests(self) -> int:
         """Model calls in the run."""
         return len(self.req_blocks)
+
+    def sized(self, values: list[int], overhead: int) -> tuple[list[int], list[int]]:
+        """Per-block sizes with the message overhead on each message's first block, and their
+        prefix sums (length n_blocks + 1); memoised per (values, overhead)."""
+        key = ("sized", id(values), overhead)
+        if key not in self._counts:
+            base = list(values)
+            if overhead:
+                for start in self.msg_start[:-1]:
+                    base[start] += overhead
+            self._counts[key] = (values, base, [0, *itertools.accumulate(base)])
+        _, base, prefix = self._counts[key]
+        return base, prefix
+
+    def memo(self, key: Any) -> dict[Any, Any]:
+        """A per-run memo table for pure derived values (placeholders, facts)."""
+        table = self._counts.get(key)
+        if table is None:
+            table = self._counts[key] = {}
+        return table  # type: ignore[return-value]
+
+    def bytes_prefix(self) -> list[list[int]]:
+        """Prefix sums of block bytes per category (other, args, write args, results)."""
+        if "bytes" not in self._counts:
+            sums = []
+            for cat in range(4):
+                sums.append([0, *itertools.accumulate(
+                    n if c == cat else 0 for n, c in zip(self.n_bytes, self.category))])
+            self._counts["bytes"] = sums
+        return self._counts["bytes"]
 
     def counts(self, counter: Counter, calibration: Calibration | None = None) -> list[int]:
         """Per-block token counts under ``counter`` (memoised)."""

@@ -16,7 +16,6 @@ Not here: computing it (``replay.engine``), metrics over it (``analysis``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -62,26 +61,72 @@ TRACE_SCHEMAS: dict[str, pa.Schema] = {"requests": REQUESTS, "actions": ACTIONS,
                                        "evictions": EVICTIONS}
 
 
-@dataclass(frozen=True, slots=True)
 class Trace:
-    """One replay's tables (or several replays' concatenated)."""
+    """One replay's tables (or several replays' concatenated).
 
-    requests: pa.Table
-    actions: pa.Table
-    evictions: pa.Table
+    Built from column lists; the Arrow tables are made on first access, so a sweep
+    that only reads the columns (``columns``) never pays for them.
+    """
+
+    __slots__ = ("_cols", "_tables")
+
+    def __init__(self, requests: pa.Table | None = None, actions: pa.Table | None = None,
+                 evictions: pa.Table | None = None, *,
+                 columns: dict[str, dict[str, list[Any]]] | None = None) -> None:
+        self._cols = columns
+        self._tables: dict[str, pa.Table] = {}
+        for name, table in (("requests", requests), ("actions", actions),
+                            ("evictions", evictions)):
+            if table is not None:
+                self._tables[name] = table
 
     @staticmethod
     def from_columns(cols: dict[str, dict[str, list[Any]]]) -> Trace:
         """Build from column lists keyed by table then column name."""
-        return Trace(*(pa.Table.from_pydict(cols[name], schema=schema)
-                       for name, schema in TRACE_SCHEMAS.items()))
+        return Trace(columns=cols)
+
+    def table(self, name: str) -> pa.Table:
+        """One of the three tables, built from the columns on first use."""
+        if name not in self._tables:
+            if self._cols is None:
+                raise KeyError(name)
+            self._tables[name] = pa.Table.from_pydict(self._cols[name], schema=TRACE_SCHEMAS[name])
+        return self._tables[name]
+
+    def columns(self, name: str) -> dict[str, list[Any]]:
+        """One table as column lists (no Arrow conversion when built from columns)."""
+        if self._cols is not None:
+            return self._cols[name]
+        return self._tables[name].to_pydict()
+
+    @property
+    def requests(self) -> pa.Table:
+        """One row per request."""
+        return self.table("requests")
+
+    @property
+    def actions(self) -> pa.Table:
+        """One row per tier action."""
+        return self.table("actions")
+
+    @property
+    def evictions(self) -> pa.Table:
+        """One row per trimmed, summarised or dropped block."""
+        return self.table("evictions")
 
     @staticmethod
     def concat(traces: list[Trace]) -> Trace:
         """Several traces as one (row order kept)."""
         if not traces:
             return Trace(*(s.empty_table() for s in TRACE_SCHEMAS.values()))
-        return Trace(*(pa.concat_tables([getattr(t, n) for t in traces]) for n in TRACE_SCHEMAS))
+        if all(t._cols is not None and not t._tables for t in traces):
+            cols = empty_columns()
+            for t in traces:
+                for name, table in t._cols.items():  # type: ignore[union-attr]
+                    for col, values in table.items():
+                        cols[name][col].extend(values)
+            return Trace(columns=cols)
+        return Trace(*(pa.concat_tables([t.table(n) for t in traces]) for n in TRACE_SCHEMAS))
 
 
 def empty_columns() -> dict[str, dict[str, list[Any]]]:

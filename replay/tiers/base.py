@@ -68,7 +68,14 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
 
 
 def placeholder(run: PreparedRun, b: int, ph: Placeholder) -> str:
-    """What block ``b`` becomes when trimmed: head, the note, tail."""
+    """What block ``b`` becomes when trimmed: head, the note, tail (memoised per run)."""
+    memo = run.memo(("placeholder", ph))
+    if b not in memo:
+        memo[b] = _render(run, b, ph)
+    return memo[b]
+
+
+def _render(run: PreparedRun, b: int, ph: Placeholder) -> str:
     text = run.text[b]
     note = ph.template.format_map(_Vars(tool=run.tool[b] or "tool", path=run.path[b] or "",
                                         lines=run.n_lines[b], chars=run.n_chars[b],
