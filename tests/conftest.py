@@ -22,6 +22,17 @@ settings.register_profile("dev", max_examples=100, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--update-golden`` rewrites the golden trace files instead of comparing with them."""
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected.json")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """Whether this run rewrites golden files."""
+    return bool(request.config.getoption("--update-golden"))
+
+
 @pytest.fixture(scope="session")
 def samples() -> Path:
     """The real sample logs folder; the suite needs it (CI has it beside the clone)."""
