@@ -9,10 +9,11 @@ under one policy and concatenates the traces.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections import OrderedDict
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from replay import store
 from replay.calibrate import calibrate
@@ -21,44 +22,88 @@ from replay.errors import ReplayInputError
 from replay.ingest import DEFAULT_TOKENIZERS, IngestReport, ingest
 from replay.policy import Policy
 from replay.prepared import Calibration, PreparedRun, prepare
+from replay.schema import SCHEMAS
 from replay.trace import Trace
 
 
-@dataclass(slots=True)
 class Corpus:
-    """Runs, messages and requests of many runs, with per-run views."""
+    """The runs of a store (or part of one), read entry by entry.
 
-    runs: pa.Table
-    messages: pa.Table
-    requests: pa.Table
-    report: IngestReport | None = None
-    """What the ingest behind this corpus did (None when opened from a store)."""
-    _spans: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
-    _prepared: dict[str, PreparedRun] = field(default_factory=dict)
-    _calibration: dict[str, Calibration | None] = field(default_factory=dict)
+    The ``runs`` table is read eagerly (one small row per run); messages and requests
+    are read per store entry when a run is prepared, so replaying an archive needs
+    memory for the largest entry, not the archive.  ``messages`` / ``requests`` give
+    everything at once for analyses of small corpora.
+    """
 
-    def __post_init__(self) -> None:
-        msg_spans = _spans(self.messages["run_id"].to_pylist())
-        req_spans = _spans(self.requests["run_id"].to_pylist())
-        for rid in self.run_ids:
-            m, r = msg_spans.get(rid, (0, 0)), req_spans.get(rid, (0, 0))
-            self._spans[rid] = (m[0], m[1], r[0], r[1])
+    def __init__(self, root: Path, entries: list[store.Entry],
+                 report: IngestReport | None = None, *, keep_prepared: int = 256) -> None:
+        self.root, self.entries, self.report = root, entries, report
+        parts = [pq.read_table(root / "data" / e.key / "runs.parquet") for e in entries]
+        self.runs: pa.Table = pa.concat_tables(parts) if parts else SCHEMAS["runs"].empty_table()
+        self._entry_of: dict[str, store.Entry] = {}
+        for e, t in zip(entries, parts):
+            for rid in t["run_id"].to_pylist():
+                self._entry_of[rid] = e
+        self._keep = keep_prepared
+        self._loaded: tuple[str, store.RunTables, dict[str, tuple[int, int, int, int]]] | None = None
+        self._prepared: OrderedDict[str, PreparedRun] = OrderedDict()
+        self._calibration: dict[str, Calibration | None] = {}
+        self._all: store.RunTables | None = None
+
+    @classmethod
+    def from_tables(cls, runs: pa.Table, messages: pa.Table, requests: pa.Table) -> Corpus:
+        """An in-memory corpus (tests, notebooks building runs by hand)."""
+        corpus = cls.__new__(cls)
+        corpus.root, corpus.entries, corpus.report = Path("."), [], None
+        corpus.runs, corpus._keep, corpus._prepared = runs, 256, OrderedDict()
+        corpus._calibration, corpus._entry_of = {}, {}
+        corpus._all = store.RunTables(runs, messages, requests)
+        msg_spans = _spans(messages["run_id"].to_pylist())
+        req_spans = _spans(requests["run_id"].to_pylist())
+        corpus._loaded = ("", corpus._all, {
+            rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
+            for rid in runs["run_id"].to_pylist()})
+        return corpus
 
     @property
     def run_ids(self) -> list[str]:
         """Run ids in store order."""
         return self.runs["run_id"].to_pylist()
 
+    @property
+    def messages(self) -> pa.Table:
+        """Every run's message rows (reads the whole store; for small corpora)."""
+        return self._everything().messages
+
+    @property
+    def requests(self) -> pa.Table:
+        """Every run's request rows (reads the whole store; for small corpora)."""
+        return self._everything().requests
+
     def run_tables(self, run_id: str) -> tuple[pa.Table, pa.Table]:
-        """One run's message and request rows."""
-        m0, m1, r0, r1 = self._spans[run_id]
-        return self.messages.slice(m0, m1 - m0), self.requests.slice(r0, r1 - r0)
+        """One run's message and request rows (its store entry is read once and kept)."""
+        entry = self._entry_of.get(run_id)
+        if entry is not None and (self._loaded is None or self._loaded[0] != entry.key):
+            tables = store.read_entry(self.root, entry.key)
+            msg_spans = _spans(tables.messages["run_id"].to_pylist())
+            req_spans = _spans(tables.requests["run_id"].to_pylist())
+            spans = {rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
+                     for rid in tables.runs["run_id"].to_pylist()}
+            self._loaded = (entry.key, tables, spans)
+        _, tables, spans = self._loaded
+        m0, m1, r0, r1 = spans[run_id]
+        return tables.messages.slice(m0, m1 - m0), tables.requests.slice(r0, r1 - r0)
 
     def prepared(self, run_id: str) -> PreparedRun:
-        """One run ready for replay (memoised)."""
-        if run_id not in self._prepared:
-            self._prepared[run_id] = prepare(*self.run_tables(run_id), run_id)
-        return self._prepared[run_id]
+        """One run ready for replay (memoised, the most recent ``keep_prepared`` runs)."""
+        run = self._prepared.get(run_id)
+        if run is None:
+            run = self._prepared[run_id] = prepare(*self.run_tables(run_id), run_id)
+            while len(self._prepared) > self._keep:
+                self._prepared.popitem(last=False)
+        else:
+            self._prepared.move_to_end(run_id)
+        return run
 
     def calibration(self, run_id: str) -> Calibration | None:
         """The run's fit of recorded usage (None without usage; memoised)."""
@@ -70,25 +115,30 @@ class Corpus:
         """Runs with at least one request."""
         return [r for r, n in zip(self.run_ids, self.runs["n_requests"].to_pylist()) if n > 0]
 
+    def _everything(self) -> store.RunTables:
+        if self._all is None:
+            parts = [store.read_entry(self.root, e.key) for e in self.entries]
+            if not parts:
+                self._all = store.RunTables(*(SCHEMAS[n].empty_table() for n in store.TABLES))
+            else:
+                self._all = store.RunTables(*(pa.concat_tables([getattr(p, n) for p in parts])
+                                              for n in store.TABLES))
+        return self._all
+
 
 def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: str | None = None,
                 tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0,
                 on_file: Callable[[str], None] | None = None) -> Corpus:
-    """Open a store, or ingest log files/folders (into ``cache_dir``) and open the result."""
+    """Open a store, or ingest log files/folders (into ``cache_dir``) and open what they gave."""
     paths = list(paths)
     if len(paths) == 1 and store.is_store(paths[0]):
-        return Corpus(*_tables(store.read_store(paths[0])))
+        return Corpus(paths[0], list(store.read_manifest(paths[0]).values()))
     if cache_dir is None:
         raise ReplayInputError("log files need a dataset directory to ingest into (cache_dir)")
     report = ingest(paths, cache_dir, fmt=fmt, tokenizers=tokenizers, jobs=jobs, on_file=on_file)
-    wanted = {s for s in report.parsed + report.cached}
-    tables = store.read_store(cache_dir)
-    keep = pa.array([s in wanted for s in tables.runs["source"].to_pylist()])
-    runs = tables.runs.filter(keep)
-    ids = set(runs["run_id"].to_pylist())
-    msgs = tables.messages.filter(pa.array([r in ids for r in tables.messages["run_id"].to_pylist()]))
-    reqs = tables.requests.filter(pa.array([r in ids for r in tables.requests["run_id"].to_pylist()]))
-    return Corpus(runs, msgs, reqs, report=report)
+    wanted = set(report.parsed + report.cached)
+    entries = [e for s, e in store.read_manifest(cache_dir).items() if s in wanted]
+    return Corpus(cache_dir, entries, report)
 
 
 def replay_corpus(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
@@ -108,10 +158,6 @@ def iter_replays(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
                      allow_python=allow_python)
         if on_run:
             on_run(rid)
-
-
-def _tables(t: store.RunTables) -> tuple[pa.Table, pa.Table, pa.Table]:
-    return t.runs, t.messages, t.requests
 
 
 def _spans(ids: list[str]) -> dict[str, tuple[int, int]]:

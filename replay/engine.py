@@ -27,7 +27,7 @@ from replay.prepared import Calibration, PreparedRun
 from replay.tiers import act
 from replay.tiers import custom as custom_tier
 from replay.tiers.base import Env
-from replay.trace import REQUESTS, Trace, empty_columns
+from replay.trace import ACTIONS, EVICTIONS, REQUESTS, Trace, empty_columns
 
 
 def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None = None,
@@ -50,7 +50,8 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     fixed_truth = s.fixed_overhead_tokens + (round(fit) if policy.truth.method == "calibrated" else 0)
     fixed_est = s.fixed_overhead_tokens + (round(fit) if policy.estimator.method == "calibrated" else 0)
     cols = empty_columns()
-    env = Env(policy=policy, calibration=calibration, cols=cols, fixed_est=fixed_est,
+    env = Env(policy=policy, calibration=calibration, action_rows=[], eviction_rows=[],
+              fixed_est=fixed_est,
               fixed_truth=fixed_truth)
     truth_of = run.counts(policy.truth, calibration)
     ctx = Context(run, run.counts(policy.estimator, calibration), truth_of,
@@ -96,7 +97,11 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
         env.request, env.when = k + 1, "after"
         for i, tier in after:
             act(tier, i, ctx, env, impls.get(i))
-    cols["requests"] = dict(zip(REQUESTS.names, (list(c) for c in zip(*rows))))
+    for name, schema, table_rows in (("requests", REQUESTS, rows),
+                                     ("actions", ACTIONS, env.action_rows),
+                                     ("evictions", EVICTIONS, env.eviction_rows)):
+        if table_rows:
+            cols[name] = dict(zip(schema.names, (list(c) for c in zip(*table_rows))))
     return Trace.from_columns(cols)
 
 

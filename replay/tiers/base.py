@@ -23,7 +23,9 @@ class Env:
 
     policy: Policy
     calibration: Calibration | None
-    cols: dict[str, dict[str, list[Any]]]
+    action_rows: list[tuple[Any, ...]]
+    """Rows of the actions table, in ``replay.trace.ACTIONS`` column order."""
+    eviction_rows: list[tuple[Any, ...]]
     fixed_est: int
     fixed_truth: int
     request: int = 0
@@ -106,15 +108,9 @@ def write_note(run: PreparedRun, b: int, template: str) -> str:
 
 def record_eviction(env: Env, ctx: Context, b: int, tier: str, fate: str) -> None:
     """One evictions row for block ``b``."""
-    e = env.cols["evictions"]
     run = ctx.run
-    e["run_id"].append(run.run_id)
-    e["policy"].append(env.policy.name)
-    e["msg"].append(run.msg[b])
-    e["block"].append(run.block[b])
-    e["request"].append(env.request)
-    e["tier"].append(tier)
-    e["fate"].append(fate)
+    env.eviction_rows.append((run.run_id, env.policy.name, run.msg[b], run.block[b], env.request,
+                              tier, fate))
 
 
 def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
@@ -130,17 +126,11 @@ def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_token
                   reclaimed: tuple[int, int], invalidated: int, undone: bool = False,
                   failed: bool = False, summary_tokens: int = 0) -> None:
     """One actions row; ``reclaimed`` is (estimated, true) tokens."""
-    a = env.cols["actions"]
-    for name, value in (
-        ("run_id", ctx.run.run_id), ("policy", env.policy.name), ("action", len(a["action"])),
-        ("request", env.request), ("tier", tier), ("kind", kind), ("when", env.when),
-        ("trigger_tokens", trigger_tokens), ("threshold_tokens", threshold_tokens),
-        ("n_blocks", n_blocks), ("first_msg", first_msg), ("last_msg", last_msg),
-        ("reclaimed_tokens", reclaimed[1]), ("reclaimed_est_tokens", reclaimed[0]),
-        ("invalidated_tokens", invalidated), ("undone", undone), ("failed", failed),
-        ("summary_tokens", summary_tokens), ("context_after_tokens", env.fixed_truth + ctx.truth()),
-    ):
-        a[name].append(value)
+    rows = env.action_rows
+    rows.append((ctx.run.run_id, env.policy.name, len(rows), env.request, tier, kind, env.when,
+                 trigger_tokens, threshold_tokens, n_blocks, first_msg, last_msg, reclaimed[1],
+                 reclaimed[0], invalidated, undone, failed, summary_tokens,
+                 env.fixed_truth + ctx.truth()))
 
 
 class _Vars(dict[str, Any]):
