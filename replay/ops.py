@@ -96,6 +96,8 @@ def classify(tool: str, args: Any) -> OpPath:
 
 def classify_shell(command: str) -> OpPath:
     """The operation and path of a shell command line (the first meaningful command counts)."""
+    if "*** Begin Patch" in command and "apply_patch" in command:  # apply_patch <<'PATCH' heredoc
+        return _classify_patch(command)
     for part in _SPLIT.split(command.strip()):
         words = _words(part)
         while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith("-")):

@@ -1,0 +1,222 @@
+"""Cache invalidation: how much of each request the prefix cache served, what cuts broke, the cost.
+
+Definitions.
+
+- ``cached_share`` of a (run, policy) = Σ ``cached_tokens`` / Σ ``truth_tokens``
+  over its requests (a ratio of sums, so long requests weigh more; ≤ 1 because a
+  request's cached tokens never exceed its input).  Per request, the same ratio
+  (NaN for an empty request).
+- ``invalidated_tokens`` — tokens of the previous request's prefix that a cut
+  made since then forced to be recomputed (trace ``requests``); per action, the
+  tokens after the action's first changed position (trace ``actions``; actions
+  of one request may overlap, so per-request totals come from ``requests``).
+  Tiers are grouped by family: trim, summarise, collapse (``collapse`` and
+  ``collapse_trim``), custom.
+- cost — the trace's ``cost_usd`` per request, with the policy's price table:
+  fresh input, cache reads, cache writes and output priced separately.  The
+  module re-prices every request (``cost_check_usd``) and checks each input
+  token is priced once (``cached + cache_write + fresh == truth``).
+- *below the minimum* — a trim pass undone because it would have reclaimed less
+  than the tier's minimum, or an applied trim that reclaimed (estimated tokens,
+  as the tier judges) less than ``min_reclaim_tokens`` / ``min_reclaim_frac ×
+  usable``.  Policies without a minimum have none, so a common yardstick is also
+  given: a *small trim* is an applied trim-like action (``trim``,
+  ``collapse_trim``, ``custom_trim``) that invalidated cached tokens but reclaimed
+  (truth) less than ``small_reclaim_frac`` (default 1/8, the corrected seed
+  harness's rule) of the usable window.
+- recorded comparison — where the log recorded usage, ``recorded_cached_share``
+  = Σ ``recorded_cache_read_tokens`` / Σ ``recorded_input_tokens`` over the
+  requests that have both, beside the replay's share over the same requests.
+
+Not here: the cache model itself (``replay.cache``), summary frequency.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from analysis._numeric import floats
+from replay.policy import Policy, Trim
+
+TRIM_KINDS: tuple[str, ...] = ("trim", "collapse_trim", "custom_trim")
+"""Action kinds that replace blocks in place (the ones a small reclaim makes wasteful)."""
+FAMILIES: dict[str, str] = {"trim": "trim", "summarise": "summarise", "collapse": "collapse",
+                            "collapse_trim": "collapse", "custom_trim": "custom",
+                            "custom_cut": "custom"}
+"""Action kind → tier family reported in the summary."""
+
+
+def cache_invalidation(requests: pd.DataFrame, policy: Policy) -> pd.DataFrame:
+    """Per request: cache split, cached share, invalidated tokens, cost (and its check).
+
+    Args:
+        requests: trace requests of ``policy``.
+        policy: the replayed policy (its price table).
+
+    Returns:
+        One row per (run_id, policy, request): token columns, ``cached_share``,
+        ``invalidated_tokens``, ``cost_usd``, ``cost_<part>_usd`` for fresh / cache_read /
+        cache_write / output, ``cost_check_usd``, ``is_priced_once``,
+        ``recorded_input_tokens``, ``recorded_cache_read_tokens``, ``recorded_cached_share``.
+    """
+    p = policy.cache.prices
+    out = requests[["run_id", "policy"]].astype(str).reset_index(drop=True)
+    for col in ("request", "truth_tokens", "cached_tokens", "cache_write_tokens", "fresh_tokens",
+                "output_tokens", "invalidated_tokens"):
+        out[col] = floats(requests[col]).astype("int64").to_numpy()
+    truth = out["truth_tokens"].astype("float64")
+    out["cached_share"] = out["cached_tokens"] / truth.where(truth > 0)
+    out["cost_usd"] = floats(requests["cost_usd"]).to_numpy()
+    out["cost_fresh_usd"] = out["fresh_tokens"] * p.input_per_mtok / 1e6
+    out["cost_cache_read_usd"] = out["cached_tokens"] * p.cache_read_per_mtok / 1e6
+    out["cost_cache_write_usd"] = out["cache_write_tokens"] * (p.cache_write_per_mtok or 0.0) / 1e6
+    out["cost_output_usd"] = out["output_tokens"] * p.output_per_mtok / 1e6
+    out["cost_check_usd"] = out[["cost_fresh_usd", "cost_cache_read_usd", "cost_cache_write_usd",
+                                 "cost_output_usd"]].sum(axis=1)
+    out["is_priced_once"] = (out["cached_tokens"] + out["cache_write_tokens"]
+                             + out["fresh_tokens"]) == out["truth_tokens"]
+    rin = floats(requests["recorded_input_tokens"]).to_numpy()
+    rcr = floats(requests["recorded_cache_read_tokens"]).to_numpy()
+    out["recorded_input_tokens"] = pd.array(_nullable(rin), dtype="Int64")
+    out["recorded_cache_read_tokens"] = pd.array(_nullable(rcr), dtype="Int64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["recorded_cached_share"] = np.where(rin > 0, rcr / rin, np.nan)
+    return out
+
+
+def cache_actions(actions: pd.DataFrame, policy: Policy, *,
+                  small_reclaim_frac: float = 0.125) -> pd.DataFrame:
+    """Per action: tokens invalidated and reclaimed, below the tier's minimum, small trim.
+
+    Args:
+        actions: trace actions of ``policy``.
+        policy: the replayed policy (tier minimums, usable window).
+        small_reclaim_frac: the yardstick for a small trim, as a fraction of the usable window.
+
+    Returns:
+        One row per action: ``run_id``, ``policy``, ``action``, ``request``, ``tier``,
+        ``kind``, ``family``, ``undone``, ``invalidated_tokens``, ``reclaimed_tokens``,
+        ``reclaimed_est_tokens``, ``min_reclaim_tokens``, ``is_below_min``, ``is_small_trim``.
+    """
+    minimum = {t.name: (t.min_reclaim_tokens or int(t.min_reclaim_frac * policy.usable_tokens))
+               for t in policy.tiers if isinstance(t, Trim)}
+    out = actions[["run_id", "policy", "tier", "kind"]].astype(str).reset_index(drop=True)
+    for col in ("action", "request", "invalidated_tokens", "reclaimed_tokens",
+                "reclaimed_est_tokens"):
+        out[col] = floats(actions[col]).astype("int64").to_numpy()
+    out["undone"] = actions["undone"].astype(bool).to_numpy()
+    out["family"] = out["kind"].map(FAMILIES).fillna("other")
+    out["min_reclaim_tokens"] = out["tier"].map(minimum).fillna(0).astype("int64")
+    short = out["reclaimed_est_tokens"] < out["min_reclaim_tokens"]
+    applied_short = (out["kind"] == "trim") & short
+    out["is_below_min"] = out["undone"] | (~out["undone"] & applied_short)
+    small = int(small_reclaim_frac * policy.usable_tokens)
+    out["is_small_trim"] = (out["kind"].isin(TRIM_KINDS) & ~out["undone"]
+                            & (out["invalidated_tokens"] > 0) & (out["reclaimed_tokens"] < small))
+    return out[_ACTION_COLUMNS]
+
+
+def cache_invalidation_summary(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
+    """Cached share, invalidation, cost and small trims, one row per (run_id, policy).
+
+    Args:
+        df: the output of ``cache_invalidation``.
+        acts: the output of ``cache_actions`` for the same trace.
+
+    Returns:
+        ``run_id``, ``policy`` and ``cache_invalidation_*`` columns.
+    """
+    g = ["run_id", "policy"]
+    rows = []
+    by_acts = {k: a for k, a in acts.groupby(g, sort=False)}
+    for (rid, pol), r in df.groupby(g, sort=False):
+        a = by_acts.get((rid, pol), acts.iloc[0:0])
+        applied = a[~a["undone"]]
+        both = r.dropna(subset=["recorded_input_tokens", "recorded_cache_read_tokens"])
+        both = both[both["recorded_input_tokens"] > 0]
+        row: dict[str, object] = {
+            "run_id": rid, "policy": pol,
+            "cache_invalidation_cached_share": _ratio(r["cached_tokens"].sum(),
+                                                      r["truth_tokens"].sum()),
+            "cache_invalidation_cached_tokens": int(r["cached_tokens"].sum()),
+            "cache_invalidation_invalidated_tokens": int(r["invalidated_tokens"].sum()),
+            "cache_invalidation_n_invalidating_actions": int(
+                (applied["invalidated_tokens"] > 0).sum()),
+            "cache_invalidation_invalidated_per_action_tokens": (
+                float(applied["invalidated_tokens"].mean()) if len(applied) else np.nan),
+        }
+        for fam in ("trim", "summarise", "collapse", "custom"):
+            sub = applied[applied["family"] == fam]
+            row[f"cache_invalidation_invalidated_{fam}_tokens"] = int(
+                sub["invalidated_tokens"].sum())
+        small = a[a["is_small_trim"]]
+        row.update({
+            "cache_invalidation_n_below_min": int(a["is_below_min"].sum()),
+            "cache_invalidation_n_undone": int(a["undone"].sum()),
+            "cache_invalidation_n_small_trims": len(small),
+            "cache_invalidation_small_trim_invalidated_tokens": int(
+                small["invalidated_tokens"].sum()),
+            "cache_invalidation_cost_usd": float(r["cost_usd"].sum()),
+            "cache_invalidation_cost_cache_read_usd": float(r["cost_cache_read_usd"].sum()),
+            "cache_invalidation_cost_mismatch_usd": float((r["cost_usd"] - r["cost_check_usd"])
+                                                          .abs().max()),
+            "cache_invalidation_n_mispriced": int((~r["is_priced_once"]).sum()),
+            "cache_invalidation_recorded_requests": len(both),
+            "cache_invalidation_recorded_cached_share": _ratio(
+                both["recorded_cache_read_tokens"].sum(), both["recorded_input_tokens"].sum()),
+            "cache_invalidation_cached_share_where_recorded": _ratio(
+                both["cached_tokens"].sum(), both["truth_tokens"].sum()),
+        })
+        rows.append(row)
+    return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
+
+
+def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Cumulative tokens invalidated by cuts, over the request index, one line per (run, policy).
+
+    Args:
+        df: the output of ``cache_invalidation``.
+        ax: where to draw (default: a new figure).
+
+    Returns:
+        The axes drawn on.
+    """
+    ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
+    for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
+        share = _ratio(g["cached_tokens"].sum(), g["truth_tokens"].sum())
+        ax.plot(g["request"], g["invalidated_tokens"].cumsum(),
+                label=f"{rid} {pol} (cached share {share:.0%})")
+    ax.set_xlabel("request")
+    ax.set_ylabel("tokens invalidated, cumulative (tokens)")
+    ax.set_title("Prefix-cache invalidation")
+    ax.legend(fontsize="small")
+    return ax
+
+
+_ACTION_COLUMNS = ["run_id", "policy", "action", "request", "tier", "kind", "family", "undone",
+                   "invalidated_tokens", "reclaimed_tokens", "reclaimed_est_tokens",
+                   "min_reclaim_tokens", "is_below_min", "is_small_trim"]
+_SUMMARY_COLUMNS = [
+    "run_id", "policy", "cache_invalidation_cached_share", "cache_invalidation_cached_tokens",
+    "cache_invalidation_invalidated_tokens", "cache_invalidation_n_invalidating_actions",
+    "cache_invalidation_invalidated_per_action_tokens",
+    "cache_invalidation_invalidated_trim_tokens", "cache_invalidation_invalidated_summarise_tokens",
+    "cache_invalidation_invalidated_collapse_tokens",
+    "cache_invalidation_invalidated_custom_tokens",
+    "cache_invalidation_n_below_min", "cache_invalidation_n_undone",
+    "cache_invalidation_n_small_trims", "cache_invalidation_small_trim_invalidated_tokens",
+    "cache_invalidation_cost_usd", "cache_invalidation_cost_cache_read_usd",
+    "cache_invalidation_cost_mismatch_usd", "cache_invalidation_n_mispriced",
+    "cache_invalidation_recorded_requests", "cache_invalidation_recorded_cached_share",
+    "cache_invalidation_cached_share_where_recorded"]
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num) / float(den) if den else np.nan
+
+
+def _nullable(a: np.ndarray) -> list[int | None]:
+    return [None if np.isnan(v) else int(v) for v in a]

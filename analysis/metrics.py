@@ -1,0 +1,151 @@
+"""Every metric of one replay, one row per (run_id, policy): what sweeps and CI checks compare.
+
+``metrics(corpus, trace, policy)`` loads the frames once, runs the five
+analyses and joins their summaries after a few basic columns:
+
+- ``n_requests`` — requests replayed;
+- ``tokens_sent`` — Σ ``truth_tokens`` (input tokens sent, by truth);
+- ``peak_tokens`` — max ``truth_tokens``;
+- ``n_summaries`` — replayed actions of kind ``summarise`` (collapses are counted
+  in ``summarisation_n``, which includes them);
+- ``n_trims`` — applied (not undone) actions of a trim kind (``trim``,
+  ``collapse_trim``, ``custom_trim``);
+- ``cost_usd`` — Σ ``cost_usd`` under the policy's prices.
+
+Columns come in a fixed order (keys, basic, then ``rereads_*``,
+``arg_share_*``, ``summarisation_*``, ``cache_invalidation_*``,
+``overshoots_*``), rows sorted by ``run_id`` then ``policy``; integers are
+``int64`` and everything else ``float64`` (NaN where a statistic is undefined),
+so two runs of the same inputs give equal frames.
+``METRIC_DIRECTIONS`` says which way is better for the main metrics.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import frames
+from analysis.arg_share import arg_share, arg_share_summary
+from analysis.cache_invalidation import (
+    TRIM_KINDS,
+    cache_actions,
+    cache_invalidation,
+    cache_invalidation_summary,
+)
+from analysis.overshoots import overshoots, overshoots_summary
+from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
+from analysis.summarisation import recorded_compactions, summarisation, summarisation_summary
+from replay.corpus import Corpus
+from replay.policy import Policy
+from replay.trace import Trace
+
+BASIC_COLUMNS: tuple[str, ...] = ("n_requests", "tokens_sent", "peak_tokens", "n_summaries",
+                                  "n_trims", "cost_usd")
+
+METRIC_DIRECTIONS: dict[str, str] = {
+    "tokens_sent": "lower",
+    "peak_tokens": "lower",
+    "n_summaries": "lower",
+    "n_trims": "lower",
+    "cost_usd": "lower",
+    "rereads_n_redundant": "lower",
+    "rereads_n_eviction_induced": "lower",
+    "rereads_tokens_eviction_induced": "lower",
+    "rereads_n_loops": "lower",
+    "rereads_n_identical_unchanged": "lower",
+    "arg_share_args_mean": "lower",
+    "arg_share_args_peak": "lower",
+    "arg_share_write_mean": "lower",
+    "arg_share_write_peak": "lower",
+    "summarisation_n": "lower",
+    "summarisation_per_100_requests": "lower",
+    "summarisation_n_thrash": "lower",
+    "summarisation_mean_requests_between": "higher",
+    "summarisation_mean_growback_requests": "higher",
+    "summarisation_n_failed": "lower",
+    "cache_invalidation_cached_share": "higher",
+    "cache_invalidation_invalidated_tokens": "lower",
+    "cache_invalidation_n_small_trims": "lower",
+    "cache_invalidation_small_trim_invalidated_tokens": "lower",
+    "cache_invalidation_cost_usd": "lower",
+    "overshoots_n": "lower",
+    "overshoots_max_tokens": "lower",
+    "overshoots_total_tokens": "lower",
+    "overshoots_est_error_mean_abs_frac": "lower",
+}
+"""Metric column → ``"lower"`` or ``"higher"`` (which direction is better)."""
+
+
+def metrics(corpus: Corpus, trace: Trace, policy: Policy) -> pd.DataFrame:
+    """Every summary column of the five analyses, one row per (run_id, policy).
+
+    Args:
+        corpus: the corpus the trace was replayed from.
+        trace: the replay of ``policy`` over (some of) the corpus's runs.
+        policy: the replayed policy (prices, tier minimums).
+
+    Returns:
+        ``run_id``, ``policy``, ``BASIC_COLUMNS`` and the ``rereads_*``, ``arg_share_*``,
+        ``summarisation_*``, ``cache_invalidation_*`` and ``overshoots_*`` columns.
+
+    Raises:
+        ValueError: the trace holds another policy's rows.
+    """
+    req = frames.requests_df(trace)
+    names = sorted(set(req["policy"].astype(str)))
+    if any(n != policy.name for n in names):
+        raise ValueError(f"trace holds policies {names}, expected only {policy.name!r}")
+    act, ev = frames.actions_df(trace), frames.evictions_df(trace)
+    run_ids = list(dict.fromkeys(req["run_id"].astype(str)))
+    recorded = frames.recorded_requests_df(corpus, run_ids=run_ids)
+    tool_blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
+                                     run_ids=run_ids)
+    flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=run_ids)
+    comps = recorded_compactions(flags, recorded)
+
+    keys = _basic(req, act)
+    parts = [
+        rereads_summary(rereads(tool_blocks, recorded, ev, policies=names), keys=keys),
+        arg_share_summary(arg_share(req)),
+        summarisation_summary(summarisation(act, req, comps), req),
+        cache_invalidation_summary(cache_invalidation(req, policy), cache_actions(act, policy)),
+        overshoots_summary(overshoots(req, compactions=comps)),
+    ]
+    out = keys
+    for part in parts:
+        out = out.merge(part, on=["run_id", "policy"], how="left", validate="one_to_one")
+    out = out.sort_values(["run_id", "policy"], kind="stable").reset_index(drop=True)
+    return _plain_dtypes(out)
+
+
+def _basic(req: pd.DataFrame, act: pd.DataFrame) -> pd.DataFrame:
+    """Keys and the basic columns, one row per (run_id, policy) of the trace."""
+    r = req.assign(run_id=req["run_id"].astype(str), policy=req["policy"].astype(str))
+    g = r.groupby(["run_id", "policy"], sort=False)
+    out = pd.DataFrame({
+        "n_requests": g.size(),
+        "tokens_sent": g["truth_tokens"].sum(),
+        "peak_tokens": g["truth_tokens"].max(),
+        "cost_usd": g["cost_usd"].sum(),
+    }).reset_index()
+    a = act.assign(run_id=act["run_id"].astype(str), policy=act["policy"].astype(str))
+    applied = a[~a["undone"].astype(bool)]
+    counts = {
+        "n_summaries": applied[applied["kind"] == "summarise"].groupby(["run_id", "policy"]).size(),
+        "n_trims": applied[applied["kind"].isin(TRIM_KINDS)].groupby(["run_id", "policy"]).size(),
+    }
+    for name, s in counts.items():
+        idx = pd.MultiIndex.from_frame(out[["run_id", "policy"]])
+        out[name] = s.reindex(idx, fill_value=0).to_numpy() if len(s) else 0
+    return out[["run_id", "policy", *BASIC_COLUMNS]]
+
+
+def _plain_dtypes(df: pd.DataFrame) -> pd.DataFrame:
+    """Keys as str, whole-number columns as int64, the rest as float64."""
+    out = pd.DataFrame({"run_id": df["run_id"].astype(str), "policy": df["policy"].astype(str)})
+    for col in df.columns[2:]:
+        s = pd.to_numeric(df[col].astype("float64"))
+        is_int = pd.api.types.is_integer_dtype(df[col].dtype) or (
+            str(df[col].dtype) in ("int64[pyarrow]",))
+        out[col] = s.astype("int64") if is_int and not s.isna().any() else s
+    return out

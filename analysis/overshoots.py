@@ -1,0 +1,167 @@
+"""Limit overshoots: requests the server would have rejected, and how far off the estimator was.
+
+Definitions, per replayed request:
+
+- ``limit_tokens = window − reserve``: what a request may hold when the server
+  counts the answer reserve against the window;
+- an *overshoot* is a request with ``overshoot_tokens > 0`` in the trace, i.e.
+  ``truth + reserve − window > 0`` judged by the true token count (the engine
+  leaves the reserve out when the server does not count it);
+  ``overshoot_frac = overshoot_tokens / window``;
+- ``est_error_frac = (est − truth) / truth`` — the harness's estimator against
+  the truth (negative: it reads low, which is what lets a margin fire too late);
+- against the recorded usage, on *comparable* requests only — the replayed
+  context is still the raw one (``truth_tokens == raw_tokens``: the policy has
+  not cut anything yet) and the original harness had not compacted yet (before
+  the first recorded compaction) — ``est_vs_recorded_frac = (est − recorded) /
+  recorded`` and ``truth_vs_recorded_frac = (truth − recorded) / recorded``;
+  NA elsewhere or without usage;
+- ``margin_needed_frac`` (overshoots only) — the smallest safety margin ``m`` for
+  which a check *before sending* that fires when ``est ≥ (1 − m) × limit_tokens``
+  would have fired for this request: ``max(0, 1 − est / limit_tokens)``.  It is
+  stated on the exact limit (reserve subtracted); for a harness that plans
+  against the whole window the equivalent margin is ``1 − (1 − m) × limit /
+  window``.  Firing is necessary, not sufficient: whether the cut then brings
+  the request under the limit is the tier's business.  The run's
+  ``overshoots_margin_needed_max_frac`` is the margin that would have fired
+  before every overshoot.
+
+Not here: what the tiers did about it (``analysis.summarisation``, the actions table).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from analysis._numeric import floats
+
+
+def overshoots(requests: pd.DataFrame, *, compactions: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per request: the limit, overshoot, estimator error and the margin that would have fired.
+
+    Args:
+        requests: trace requests.
+        compactions: recorded harness compactions (``run_id``, ``request``; the output of
+            ``analysis.summarisation.recorded_compactions``); requests from the first one on
+            are not comparable with the recorded usage.  None: no compaction is assumed.
+
+    Returns:
+        One row per (run_id, policy, request): ``est_tokens``, ``truth_tokens``,
+        ``recorded_input_tokens``, ``limit_tokens``, ``overshoot_tokens``, ``is_overshoot``,
+        ``overshoot_frac``, ``est_error_frac``, ``is_comparable``, ``est_vs_recorded_frac``,
+        ``truth_vs_recorded_frac``, ``margin_needed_frac``.
+    """
+    out = requests[["run_id", "policy"]].astype(str).reset_index(drop=True)
+    for col in ("request", "est_tokens", "truth_tokens", "raw_tokens", "window_tokens",
+                "reserve_tokens", "overshoot_tokens"):
+        out[col] = floats(requests[col]).astype("int64").to_numpy()
+    rec = floats(requests["recorded_input_tokens"]).to_numpy()
+    out["recorded_input_tokens"] = pd.array([None if np.isnan(v) else int(v) for v in rec],
+                                            dtype="Int64")
+    out["limit_tokens"] = out["window_tokens"] - out["reserve_tokens"]
+    out["is_overshoot"] = out["overshoot_tokens"] > 0
+    out["overshoot_frac"] = out["overshoot_tokens"] / out["window_tokens"]
+    est, truth = out["est_tokens"].astype("float64"), out["truth_tokens"].astype("float64")
+    out["est_error_frac"] = (est - truth) / truth.where(truth > 0)
+    first = _first_compaction(compactions)
+    before = np.array([r < first.get(rid, np.inf) for rid, r in zip(out["run_id"], out["request"])],
+                      dtype=bool)
+    comparable = (out["truth_tokens"] == out["raw_tokens"]).to_numpy() & before & (rec > 0)
+    out["is_comparable"] = comparable
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["est_vs_recorded_frac"] = np.where(comparable, (est - rec) / rec, np.nan)
+        out["truth_vs_recorded_frac"] = np.where(comparable, (truth - rec) / rec, np.nan)
+    limit = out["limit_tokens"].astype("float64")
+    need = np.maximum(0.0, 1.0 - est / limit.where(limit > 0))
+    out["margin_needed_frac"] = need.where(out["is_overshoot"])
+    return out.drop(columns=["raw_tokens"])
+
+
+def overshoots_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Overshoot counts and sizes, estimator error distribution, margin needed, per (run, policy).
+
+    Args:
+        df: the output of ``overshoots``.
+
+    Returns:
+        ``run_id``, ``policy`` and ``overshoots_*`` columns: ``_n``, ``_frac`` (of requests),
+        ``_first_request`` (-1 when none), ``_max_tokens``, ``_total_tokens``,
+        ``_margin_needed_max_frac`` (NaN when none), the estimator error's
+        ``_est_error_{median,p05,p95,mean_abs}_frac`` and, on comparable requests,
+        ``_n_comparable``, ``_est_vs_recorded_median_frac``, ``_truth_vs_recorded_median_frac``.
+    """
+    rows = []
+    for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
+        over = g[g["is_overshoot"]]
+        err = g["est_error_frac"].dropna()
+        comp = g[g["is_comparable"]]
+        rows.append({
+            "run_id": rid, "policy": pol,
+            "overshoots_n": len(over),
+            "overshoots_frac": len(over) / len(g) if len(g) else np.nan,
+            "overshoots_first_request": int(over["request"].min()) if len(over) else -1,
+            "overshoots_max_tokens": int(over["overshoot_tokens"].max()) if len(over) else 0,
+            "overshoots_total_tokens": int(over["overshoot_tokens"].sum()),
+            "overshoots_margin_needed_max_frac": (float(over["margin_needed_frac"].max())
+                                                  if len(over) else np.nan),
+            "overshoots_est_error_median_frac": _q(err, 0.5),
+            "overshoots_est_error_p05_frac": _q(err, 0.05),
+            "overshoots_est_error_p95_frac": _q(err, 0.95),
+            "overshoots_est_error_mean_abs_frac": float(err.abs().mean()) if len(err) else np.nan,
+            "overshoots_n_comparable": len(comp),
+            "overshoots_est_vs_recorded_median_frac": _q(comp["est_vs_recorded_frac"], 0.5),
+            "overshoots_truth_vs_recorded_median_frac": _q(comp["truth_vs_recorded_frac"], 0.5),
+        })
+    return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
+
+
+def plot_overshoots(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Distribution of the estimator's relative error (estimate vs truth; vs recorded usage).
+
+    Args:
+        df: the output of ``overshoots``.
+        ax: where to draw (default: a new figure).
+
+    Returns:
+        The axes drawn on.
+    """
+    ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
+    series = [(f"{pol}: estimate vs truth", g["est_error_frac"].dropna())
+              for pol, g in df.groupby("policy", sort=True)]
+    rec = df.drop_duplicates(subset=["run_id", "request"])["est_vs_recorded_frac"].dropna()
+    if len(rec):
+        series.append(("estimate vs recorded usage", rec))
+    for label, s in series:
+        ax.hist(s.to_numpy(dtype="float64"), bins=40, histtype="step", label=label)
+    n_over = int(df["is_overshoot"].sum())
+    ax.axvline(0.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("relative error of the estimate ((est − reference) / reference, fraction)")
+    ax.set_ylabel("requests (count)")
+    ax.set_title(f"Estimator error ({n_over} requests over window − reserve)")
+    ax.legend(fontsize="small")
+    return ax
+
+
+_SUMMARY_COLUMNS = [
+    "run_id", "policy", "overshoots_n", "overshoots_frac", "overshoots_first_request",
+    "overshoots_max_tokens", "overshoots_total_tokens", "overshoots_margin_needed_max_frac",
+    "overshoots_est_error_median_frac", "overshoots_est_error_p05_frac",
+    "overshoots_est_error_p95_frac", "overshoots_est_error_mean_abs_frac",
+    "overshoots_n_comparable", "overshoots_est_vs_recorded_median_frac",
+    "overshoots_truth_vs_recorded_median_frac"]
+
+
+def _first_compaction(compactions: pd.DataFrame | None) -> dict[str, float]:
+    """run_id → the first request after a recorded compaction."""
+    if compactions is None or not len(compactions):
+        return {}
+    c = compactions.dropna(subset=["request"])
+    return {str(rid): float(g["request"].min()) for rid, g in c.groupby("run_id", sort=False)}
+
+
+def _q(s: pd.Series, q: float) -> float:
+    s = s.dropna()
+    return float(s.astype("float64").quantile(q)) if len(s) else np.nan

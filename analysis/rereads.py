@@ -1,0 +1,333 @@
+"""Re-read loops: reads of a file the run had read before, classified under a replayed policy.
+
+Definition.  A *read* is a ``tool_call`` block with ``op == "read"`` and a
+non-empty ``path``; it is issued by the request whose ``output_msg`` is the
+call's message, and its result (the ``tool_result`` with the same ``call_id``)
+is in context from the first request whose ``output_msg`` is greater than the
+result's message.  A *re-read* is a read of a path read before in the same run;
+it is compared with the *previous* read of that path (the latest earlier one)
+and classified, first match wins:
+
+1. ``refresh`` — a write/edit call of the same path lies between the two reads
+   (legitimate: the file changed);
+2. ``retry`` — the previous read has no result, or its result is an error;
+3. ``eviction_induced`` — the previous read's result block was trimmed,
+   summarised or dropped by the policy before the re-read's request (an
+   ``evictions`` row with ``request <=`` the re-read's request);
+4. ``redundant`` — otherwise: the previous result was still in context (or had
+   not arrived yet: both calls issued in the same turn; ``prev_in_context``
+   tells the two apart).
+
+The replay does not change what the model did: the classes are
+counterfactual — "under this policy, the earlier copy would have been gone /
+still there when the model asked again".  Tokens spent by a read are its
+result's ``tokens_o200k`` (0 without a result).
+
+Loops: ``loop_k`` (default 3) or more reads of one path, first reads included,
+whose requests span fewer than ``loop_window_requests`` (default 10) requests,
+i.e. all within a window of 10 consecutive requests.  Overlapping windows of
+the same path merge into one loop (``loop_id``, -1 outside loops).  The
+defaults flag the seed harness's 55 reads of one file in one turn and leave
+alone a file read twice, or three times across a long session.
+
+Identical repeats: any tool call (read or not) whose tool name and argument
+text equal an earlier call's in the run; ``is_unchanged_repeat`` when no
+write/edit call of any path happened between the two.
+
+Edge cases: paths are compared as recorded (``./a.py`` and ``a.py`` differ);
+file changes made through shell commands (``sed -i``) are not seen as writes;
+partial reads (offset/limit) of one file count as reads of that path
+(``same_args`` says whether the arguments matched the previous read).
+Placeholder texts that invite the model to call the tool again are flagged by
+``lint_placeholders`` (``analysis.placeholders``, re-exported here).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
+
+from analysis.placeholders import lint_placeholders
+
+__all__ = ["CLASSES", "FATES", "REREADS_COLUMNS", "lint_placeholders", "plot_rereads", "rereads",
+           "rereads_summary"]
+
+CLASSES: tuple[str, ...] = ("redundant", "eviction_induced", "refresh", "retry")
+"""Re-read classes, in the order the summary reports them (``first`` marks a first read)."""
+FATES: tuple[str, ...] = ("trimmed", "summarised", "dropped")
+"""How an eviction-induced re-read's previous result left the context (trace ``fate``)."""
+REREADS_COLUMNS: tuple[str, ...] = (
+    "run_id", "msg", "block", "kind", "call_id", "tool", "op", "path", "text", "tokens_o200k",
+    "is_error")
+"""Message columns ``rereads`` needs (``text`` only of tool calls, for identical repeats)."""
+
+
+
+def rereads(messages: pd.DataFrame, recorded_requests: pd.DataFrame, evictions: pd.DataFrame,
+            *, loop_k: int = 3, loop_window_requests: int = 10,
+            policies: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every read of a path, and every identical repeat of a call, classified per policy.
+
+    Args:
+        messages: store messages with ``REREADS_COLUMNS`` (``text`` may be limited to tool calls).
+        recorded_requests: store requests (``run_id``, ``request``, ``output_msg``).
+        evictions: trace evictions (``run_id``, ``policy``, ``msg``, ``block``, ``request``).
+        loop_k: reads of one path that make a loop.
+        loop_window_requests: the loop's reads lie within this many consecutive requests.
+        policies: policies to classify under (default: those in ``evictions``; required
+            when it is empty, e.g. for a policy that never evicted anything).
+
+    Returns:
+        One row per (run_id, policy, call) that is a read with a path or an identical
+        repeat: ``request``, ``msg``, ``block``, ``call_id``, ``tool``, ``op``, ``path``,
+        ``is_read``, ``reread_class`` (``first``, a class of ``CLASSES``, or '' for a
+        non-read repeat), ``prev_msg``, ``prev_request``, ``prev_in_context``,
+        ``evicted_tier`` / ``evicted_fate`` (the previous result's first eviction before
+        the re-read, '' when none), ``same_args``,
+        ``result_tokens``, ``loop_id``, ``is_identical_repeat``, ``is_unchanged_repeat``.
+    """
+    if "text" not in messages.columns:
+        raise ValueError("rereads needs the messages' text column (identical repeats): "
+                         "messages_df(corpus, columns=REREADS_COLUMNS)")
+    pols = list(policies) if policies is not None else sorted(set(evictions["policy"]))
+    if not pols:
+        raise ValueError("no policy in evictions: pass policies=[...]")
+    evicted = _eviction_requests(evictions)
+    out_msgs = {rid: sorted(int(m) for m in g["output_msg"])
+                for rid, g in recorded_requests.groupby("run_id", sort=False)}
+    rows: list[dict[str, Any]] = []
+    for rid, run in messages.groupby("run_id", sort=False):
+        calls = _run_calls(run, out_msgs.get(str(rid), []))
+        _mark_loops(calls, loop_k, loop_window_requests)
+        rows += [_classify(c, pol, evicted) for pol in pols for c in calls
+                 if c.is_read or c.is_identical_repeat]
+    return pd.DataFrame(rows, columns=list(_COLUMNS)).astype(_COLUMNS)
+
+
+def rereads_summary(df: pd.DataFrame, *, keys: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Counts per class, loops, identical repeats and tokens, one row per (run_id, policy).
+
+    Args:
+        df: the output of ``rereads``.
+        keys: (run_id, policy) pairs to report; pairs without reads get zeros
+            (default: the pairs in ``df``).
+
+    Returns:
+        ``run_id``, ``policy`` and ``rereads_*`` columns (counts and tokens).
+    """
+    reads = df[df["is_read"]]
+    again = reads[reads["reread_class"] != "first"]
+    g = ["run_id", "policy"]
+    parts: dict[str, pd.Series] = {
+        "rereads_n_reads": reads.groupby(g).size(),
+        "rereads_n": again.groupby(g).size(),
+    }
+    for cls in CLASSES:
+        parts[f"rereads_n_{cls}"] = again[again["reread_class"] == cls].groupby(g).size()
+    parts["rereads_tokens"] = again.groupby(g)["result_tokens"].sum()
+    for cls in ("redundant", "eviction_induced"):
+        sub = again[again["reread_class"] == cls]
+        parts[f"rereads_tokens_{cls}"] = sub.groupby(g)["result_tokens"].sum()
+    induced = again[again["reread_class"] == "eviction_induced"]
+    for fate in FATES:
+        sub = induced[induced["evicted_fate"] == fate]
+        parts[f"rereads_n_evicted_{fate}"] = sub.groupby(g).size()
+    looped = reads[reads["loop_id"] >= 0]
+    parts["rereads_n_loops"] = looped.groupby(g)["loop_id"].nunique()
+    parts["rereads_loop_reads"] = looped.groupby(g).size()
+    parts["rereads_max_loop_reads"] = (looped.groupby([*g, "loop_id"]).size()
+                                       .groupby(level=[0, 1]).max())
+    parts["rereads_n_identical"] = df[df["is_identical_repeat"]].groupby(g).size()
+    parts["rereads_n_identical_unchanged"] = df[df["is_unchanged_repeat"]].groupby(g).size()
+    base = (keys[g].drop_duplicates() if keys is not None
+            else df[g].drop_duplicates()).reset_index(drop=True)
+    out = base.copy()
+    for name, s in parts.items():
+        vals = s.rename(name).reset_index() if len(s) else pd.DataFrame(columns=[*g, name])
+        out = out.merge(vals, on=g, how="left")
+        out[name] = pd.to_numeric(out[name]).fillna(0).astype("int64")
+    return out
+
+
+def plot_rereads(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Re-reads per class, stacked, one bar per policy (summed over runs).
+
+    Args:
+        df: the output of ``rereads``.
+        ax: where to draw (default: a new figure).
+
+    Returns:
+        The axes drawn on.
+    """
+    ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
+    again = df[df["is_read"] & (df["reread_class"] != "first")]
+    counts = (again.groupby(["policy", "reread_class"]).size().unstack(fill_value=0)
+              .reindex(columns=list(CLASSES), fill_value=0))
+    policies = sorted(set(df["policy"]))
+    counts = counts.reindex(policies, fill_value=0)
+    bottom = [0] * len(policies)
+    for cls in CLASSES:
+        vals = [int(v) for v in counts[cls]] if len(counts) else [0] * len(policies)
+        ax.bar(policies, vals, bottom=bottom, label=cls.replace("_", "-"))
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xlabel("policy")
+    ax.set_ylabel("re-reads (count)")
+    ax.set_title("Re-reads by cause")
+    ax.legend()
+    return ax
+
+
+_Eviction = tuple[int, str, str]
+"""A block's first eviction: (request it was evicted before, tier, fate)."""
+_S, _I, _B = "str", "int64", "bool"
+_COLUMNS: dict[str, str] = {
+    "run_id": _S, "policy": _S, "request": _I, "msg": _I, "block": _I, "call_id": _S, "tool": _S,
+    "op": _S, "path": _S, "is_read": _B, "reread_class": _S, "prev_msg": _I, "prev_request": _I,
+    "prev_in_context": _B, "evicted_tier": _S, "evicted_fate": _S, "same_args": _B,
+    "result_tokens": _I, "loop_id": _I, "is_identical_repeat": _B, "is_unchanged_repeat": _B}
+
+
+@dataclass(slots=True)
+class _Result:
+    msg: int
+    block: int
+    tokens: int
+    is_error: bool
+    available: int
+    """The first request whose context holds it."""
+
+
+@dataclass(slots=True)
+class _Call:
+    """One tool call of one run, with everything that does not depend on the policy."""
+
+    run_id: str
+    pos: int
+    msg: int
+    block: int
+    call_id: str
+    tool: str
+    op: str
+    path: str
+    text: str
+    request: int
+    result: _Result | None
+    is_read: bool
+    is_identical_repeat: bool = False
+    is_unchanged_repeat: bool = False
+    prev: _Call | None = None
+    refreshed: bool = False
+    loop_id: int = -1
+
+
+def _eviction_requests(evictions: pd.DataFrame) -> dict[tuple[str, str, int, int], _Eviction]:
+    """(policy, run_id, msg, block) → the block's first eviction."""
+    out: dict[tuple[str, str, int, int], _Eviction] = {}
+    for pol, rid, m, b, r, tier, fate in zip(
+            evictions["policy"], evictions["run_id"], evictions["msg"], evictions["block"],
+            evictions["request"], evictions["tier"], evictions["fate"]):
+        key = (str(pol), str(rid), int(m), int(b))
+        if key not in out or int(r) < out[key][0]:
+            out[key] = (int(r), str(tier), str(fate))
+    return out
+
+
+def _run_calls(run: pd.DataFrame, out_msgs: list[int]) -> list[_Call]:
+    """The tool calls of one run in context order, each linked to its previous read."""
+    run = run.sort_values(["msg", "block"], kind="stable")
+    rid = str(run["run_id"].iloc[0])
+    res = run[run["kind"] == "tool_result"]
+    results: dict[str, _Result] = {}
+    for cid, m, b, t, err in zip(res["call_id"], res["msg"], res["block"], res["tokens_o200k"],
+                                 res["is_error"]):
+        if cid and str(cid) not in results:
+            results[str(cid)] = _Result(int(m), int(b), 0 if pd.isna(t) else int(t), bool(err),
+                                        bisect_right(out_msgs, int(m)))
+    c = run[run["kind"] == "tool_call"]
+    calls: list[_Call] = []
+    last_read: dict[str, _Call] = {}
+    writes: dict[str, list[int]] = {}
+    all_writes: list[int] = []
+    seen: dict[tuple[str, str], int] = {}
+    for pos, (m, b, cid, tool, op, path, text) in enumerate(zip(
+            c["msg"], c["block"], c["call_id"], c["tool"], c["op"], c["path"], c["text"])):
+        path, op = str(path or ""), str(op)
+        call = _Call(rid, pos, int(m), int(b), str(cid), str(tool), op, path, str(text or ""),
+                     bisect_left(out_msgs, int(m)), results.get(str(cid)) if cid else None,
+                     op == "read" and path != "")
+        key = (call.tool, call.text)
+        if key in seen:
+            call.is_identical_repeat = True
+            call.is_unchanged_repeat = bisect_right(all_writes, seen[key]) == len(all_writes)
+        seen[key] = pos
+        if call.is_read:
+            call.prev = last_read.get(path)
+            if call.prev is not None:
+                w = writes.get(path, [])
+                call.refreshed = bisect_right(w, call.prev.pos) < len(w)
+            last_read[path] = call
+        if op in ("write", "edit"):
+            all_writes.append(pos)
+            writes.setdefault(path, []).append(pos)
+        calls.append(call)
+    return calls
+
+
+def _mark_loops(calls: list[_Call], k: int, window: int) -> None:
+    """Set ``loop_id`` on reads among ≥ k reads of a path within ``window`` requests."""
+    by_path: dict[str, list[_Call]] = {}
+    for call in calls:
+        if call.is_read:
+            by_path.setdefault(call.path, []).append(call)
+    next_id = 0
+    for path in sorted(by_path):
+        reads = by_path[path]
+        reqs = [r.request for r in reads]
+        spans: list[list[int]] = []
+        for i, r in enumerate(reqs):
+            lo = bisect_left(reqs, r - window + 1)
+            if i - lo + 1 >= max(k, 1):
+                if spans and lo <= spans[-1][1]:
+                    spans[-1][1] = i
+                else:
+                    spans.append([lo, i])
+        for lo, hi in spans:
+            for read in reads[lo:hi + 1]:
+                read.loop_id = next_id
+            next_id += 1
+
+
+def _classify(call: _Call, policy: str,
+              evicted: dict[tuple[str, str, int, int], _Eviction]) -> dict[str, Any]:
+    """One output row: the call's class under ``policy``."""
+    prev, cls = call.prev, ("first" if call.is_read else "")
+    in_context, same_args, tier, fate = False, False, "", ""
+    if prev is not None:
+        same_args = prev.text == call.text
+        pres = prev.result
+        ev = evicted.get((policy, call.run_id, pres.msg, pres.block)) if pres else None
+        if ev is not None and ev[0] <= call.request:
+            tier, fate = ev[1], ev[2]
+        in_context = pres is not None and not fate and pres.available <= call.request
+        if call.refreshed:
+            cls = "refresh"
+        elif pres is None or pres.is_error:
+            cls = "retry"
+        else:
+            cls = "eviction_induced" if fate else "redundant"
+    return {
+        "run_id": call.run_id, "policy": policy, "request": call.request, "msg": call.msg,
+        "block": call.block, "call_id": call.call_id, "tool": call.tool, "op": call.op,
+        "path": call.path, "is_read": call.is_read, "reread_class": cls,
+        "prev_msg": prev.msg if prev else -1, "prev_request": prev.request if prev else -1,
+        "prev_in_context": in_context, "evicted_tier": tier, "evicted_fate": fate,
+        "same_args": same_args, "result_tokens": call.result.tokens if call.result else 0,
+        "loop_id": call.loop_id, "is_identical_repeat": call.is_identical_repeat,
+        "is_unchanged_repeat": call.is_unchanged_repeat,
+    }

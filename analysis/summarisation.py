@@ -1,0 +1,233 @@
+"""Summarisation frequency: how often the context is cut behind a summary, how fast it refills.
+
+Definition.  A *summary* is a context cut that replaces old messages: a replayed
+action of kind ``summarise``, ``collapse`` or ``custom_cut`` (``source =
+"replayed"``), or a compaction the original harness recorded in the log — a
+store message flagged ``is_harness_summary`` (``source = "recorded"``; the
+runs table's ``n_harness_compactions`` counts the same rows).  Its ``request``
+is the first request it takes effect for: the action's ``request``, or for a
+recorded summary the first request whose ``output_msg`` is after it (NA when
+no request follows, e.g. a compaction request's own output).
+
+Per summary:
+
+- ``context_after_tokens`` — true tokens in context right after it (the
+  action's ``context_after_tokens``; for a recorded one the recorded prompt
+  size of its request, NA without usage);
+- ``requests_since_prev`` / ``requests_to_next`` — requests since the previous /
+  until the next summary of the same (run, policy, source); NA at the ends;
+- ``growback_requests`` (replayed only) — requests from the summary until the
+  harness's estimate reaches the tier's trigger level (``threshold_tokens``)
+  again: the first later request sent with ``est_tokens ≥ threshold`` or, for a
+  tier that checks before sending, the next action of the same tier that fired
+  at or over it, whichever is first; NA when the level is never reached again
+  (the run ends first);
+- ``is_thrash`` — the summary came fewer than ``thrash_requests`` (default 20)
+  requests after the previous one; the seed harness's 15 summaries in 236 calls
+  (one every ~15 calls) are all thrash by this default.
+
+Recorded rows are repeated under every policy of ``requests`` so that each
+(run, policy) group shows the harness's own compactions beside the replay's.
+
+Not here: what a summary contains (the stub summariser), cache effects
+(``analysis.cache_invalidation``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from analysis._numeric import floats, nullable_ints
+
+SUMMARY_KINDS: tuple[str, ...] = ("summarise", "collapse", "custom_cut")
+"""Action kinds that count as summaries (cuts that replace old messages)."""
+
+
+def recorded_compactions(messages: pd.DataFrame, recorded_requests: pd.DataFrame) -> pd.DataFrame:
+    """The original harness's compactions: one row per message flagged ``is_harness_summary``.
+
+    Args:
+        messages: store messages (``run_id``, ``msg``, ``is_harness_summary``).
+        recorded_requests: store requests (``run_id``, ``request``, ``output_msg``).
+
+    Returns:
+        ``run_id``, ``msg`` and ``request`` (first request after the summary; NA when none).
+    """
+    flag = messages["is_harness_summary"].fillna(False).astype(bool)
+    rows = messages.loc[flag, ["run_id", "msg"]].drop_duplicates()
+    outs = {str(rid): sorted(int(m) for m in g["output_msg"])
+            for rid, g in recorded_requests.groupby("run_id", sort=False)}
+    reqs = []
+    for rid, m in zip(rows["run_id"], rows["msg"]):
+        o = outs.get(str(rid), [])
+        k = bisect_right(o, int(m))
+        reqs.append(k if k < len(o) else pd.NA)
+    return pd.DataFrame({"run_id": rows["run_id"].astype(str).to_numpy(),
+                         "msg": rows["msg"].astype("int64").to_numpy(),
+                         "request": pd.array(reqs, dtype="Int64")})
+
+
+def summarisation(actions: pd.DataFrame, requests: pd.DataFrame,
+                  compactions: pd.DataFrame | None = None, *,
+                  thrash_requests: int = 20) -> pd.DataFrame:
+    """Every summary, replayed or recorded, with spacing, size after it and grow-back.
+
+    Args:
+        actions: trace actions.
+        requests: trace requests (``est_tokens``, ``recorded_input_tokens``; the (run, policy)
+            pairs recorded summaries are shown under).
+        compactions: the output of ``recorded_compactions`` (None: replayed summaries only).
+        thrash_requests: a summary closer than this to the previous one is thrash.
+
+    Returns:
+        One row per summary: ``run_id``, ``policy``, ``source``, ``request``, ``tier``,
+        ``kind``, ``failed``, ``context_after_tokens``, ``threshold_tokens``,
+        ``requests_since_prev``, ``requests_to_next``, ``growback_requests``, ``is_thrash``.
+    """
+    acts = actions[actions["kind"].isin(SUMMARY_KINDS)]
+    rep = pd.DataFrame({
+        **{c: acts[c].astype(str).to_numpy() for c in ("run_id", "policy", "tier", "kind", "when")},
+        "source": "replayed", "failed": acts["failed"].astype(bool).to_numpy(),
+        **{c: nullable_ints(acts[c]) for c in ("request", "context_after_tokens",
+                                               "threshold_tokens", "trigger_tokens")},
+    })
+    rep["growback_requests"] = _growback(rep, requests)
+    parts = [rep.drop(columns=["trigger_tokens", "when"])]
+    if compactions is not None and len(compactions):
+        parts.append(_recorded_rows(compactions, requests))
+    df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    df = df.sort_values(["run_id", "policy", "source", "request"], kind="stable",
+                        na_position="last").reset_index(drop=True)
+    g = df.groupby(["run_id", "policy", "source"], sort=False)["request"]
+    df["requests_since_prev"] = (df["request"] - g.shift(1)).astype("Int64")
+    df["requests_to_next"] = (g.shift(-1) - df["request"]).astype("Int64")
+    df["is_thrash"] = (df["requests_since_prev"] < thrash_requests).fillna(False).astype(bool)
+    return df[_COLUMNS]
+
+
+def summarisation_summary(df: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """Frequency, spacing, size after and grow-back, one row per (run_id, policy).
+
+    Args:
+        df: the output of ``summarisation``.
+        requests: trace requests (for the (run, policy) pairs and their request counts).
+
+    Returns:
+        ``run_id``, ``policy`` and ``summarisation_*`` columns: counts (``_n``, ``_n_thrash``,
+        ``_n_failed``, ``_recorded_n``) are 0 when there is none; means, minima and
+        maxima are NaN when undefined.
+    """
+    keys = requests.groupby(["run_id", "policy"], sort=False).size().rename("n").reset_index()
+    keys["run_id"], keys["policy"] = keys["run_id"].astype(str), keys["policy"].astype(str)
+    rows = []
+    groups = {k: g for k, g in df.groupby(["run_id", "policy", "source"], sort=False)}
+    empty = df.iloc[0:0]
+    for rid, pol, n in zip(keys["run_id"], keys["policy"], keys["n"]):
+        rep = groups.get((rid, pol, "replayed"), empty)
+        rec = groups.get((rid, pol, "recorded"), empty)
+        gaps = floats(rep["requests_since_prev"]).dropna()
+        after, grow = floats(rep["context_after_tokens"]), floats(rep["growback_requests"]).dropna()
+        rows.append({
+            "run_id": rid, "policy": pol,
+            "summarisation_n": len(rep),
+            "summarisation_per_100_requests": 100.0 * len(rep) / n if n else np.nan,
+            "summarisation_first_request": int(rep["request"].min()) if len(rep) else -1,
+            "summarisation_mean_requests_between": gaps.mean() if len(gaps) else np.nan,
+            "summarisation_min_requests_between": gaps.min() if len(gaps) else np.nan,
+            "summarisation_mean_context_after_tokens": after.mean() if len(after) else np.nan,
+            "summarisation_max_context_after_tokens": after.max() if len(after) else np.nan,
+            "summarisation_mean_growback_requests": grow.mean() if len(grow) else np.nan,
+            "summarisation_n_thrash": int(rep["is_thrash"].sum()),
+            "summarisation_n_failed": int(rep["failed"].sum()),
+            "summarisation_recorded_n": len(rec),
+            "summarisation_recorded_per_100_requests": 100.0 * len(rec) / n if n else np.nan,
+        })
+    return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
+
+
+def plot_summarisation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Context size right after each summary, over the request index.
+
+    Replayed summaries are dots, recorded harness compactions crosses; thrash
+    summaries are drawn in red.
+
+    Args:
+        df: the output of ``summarisation``.
+        ax: where to draw (default: a new figure).
+
+    Returns:
+        The axes drawn on.
+    """
+    ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
+    for (pol, src), g in df.groupby(["policy", "source"], sort=True):
+        g = g.dropna(subset=["request", "context_after_tokens"])
+        marker = "o" if src == "replayed" else "x"
+        ax.scatter(floats(g["request"]), floats(g["context_after_tokens"]), marker=marker,
+                   label=f"{pol} ({src})")
+        thrash = g[g["is_thrash"]]
+        if len(thrash):
+            ax.scatter(floats(thrash["request"]), floats(thrash["context_after_tokens"]),
+                       marker=marker, facecolors="none", edgecolors="red", s=80)
+    ax.set_xlabel("request")
+    ax.set_ylabel("context right after the summary (tokens)")
+    ax.set_title("Summaries (red ring: thrash)")
+    ax.legend(fontsize="small")
+    return ax
+
+
+_COLUMNS = ["run_id", "policy", "source", "request", "tier", "kind", "failed",
+            "context_after_tokens", "threshold_tokens", "requests_since_prev", "requests_to_next",
+            "growback_requests", "is_thrash"]
+_SUMMARY_COLUMNS = [
+    "run_id", "policy", "summarisation_n", "summarisation_per_100_requests",
+    "summarisation_first_request", "summarisation_mean_requests_between",
+    "summarisation_min_requests_between", "summarisation_mean_context_after_tokens",
+    "summarisation_max_context_after_tokens", "summarisation_mean_growback_requests",
+    "summarisation_n_thrash", "summarisation_n_failed", "summarisation_recorded_n",
+    "summarisation_recorded_per_100_requests"]
+
+
+def _growback(rep: pd.DataFrame, requests: pd.DataFrame) -> pd.Series:
+    """Requests from each replayed summary until the estimate reaches its trigger level again."""
+    est = {k: (nullable_ints(g["request"]).tolist(), nullable_ints(g["est_tokens"]).tolist())
+           for k, g in requests.groupby(["run_id", "policy"], sort=False)}
+    fired: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+    for rid, pol, tier, r, trig, when in zip(rep["run_id"], rep["policy"], rep["tier"],
+                                             rep["request"], rep["trigger_tokens"], rep["when"]):
+        if when == "before":
+            fired.setdefault((rid, pol, tier), []).append((int(r), int(trig)))
+    out: list[object] = []
+    for rid, pol, tier, r, thr in zip(rep["run_id"], rep["policy"], rep["tier"], rep["request"],
+                                      rep["threshold_tokens"]):
+        r, thr = int(r), int(thr)
+        reqs, ests = est.get((rid, pol), ([], []))
+        start = bisect_left(reqs, r)
+        cands = [next((reqs[j] for j in range(start, len(reqs)) if ests[j] >= thr), None),
+                 min((q for q, trig in fired.get((rid, pol, tier), []) if q > r and trig >= thr),
+                     default=None)]
+        hits = [c for c in cands if c is not None]
+        out.append(min(hits) - r if hits else pd.NA)
+    return pd.Series(pd.array(out, dtype="Int64"), index=rep.index)
+
+
+def _recorded_rows(compactions: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """Recorded compactions, repeated under every policy replayed for the run."""
+    recorded = {(str(rid), int(q)): v for rid, q, v in zip(
+        requests["run_id"], requests["request"], requests["recorded_input_tokens"])}
+    pairs = requests[["run_id", "policy"]].drop_duplicates().astype(str)
+    m = compactions.astype({"run_id": str}).merge(pairs, on="run_id", how="inner")
+    after = [None if pd.isna(q) else recorded.get((rid, int(q)))
+             for rid, q in zip(m["run_id"], m["request"])]
+    return pd.DataFrame({
+        "run_id": m["run_id"].to_numpy(), "policy": m["policy"].to_numpy(), "source": "recorded",
+        "request": pd.array(m["request"], dtype="Int64"), "tier": "harness", "kind": "compaction",
+        "failed": False,
+        "context_after_tokens": nullable_ints(pd.Series(after, dtype="object")),
+        "threshold_tokens": pd.array([pd.NA] * len(m), dtype="Int64"),
+        "growback_requests": pd.array([pd.NA] * len(m), dtype="Int64"),
+    })

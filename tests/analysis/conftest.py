@@ -1,0 +1,58 @@
+"""Real traces for the analysis tests.
+
+The sample logs are ingested once per session and replayed under both two-tier
+presets (ingest ~10 s cold, each replay and its metrics ~1 s).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import pytest
+
+from analysis import frames
+from analysis.metrics import metrics
+from replay.corpus import Corpus, open_corpus, replay_corpus
+from replay.policy import Policy, load_policy
+from replay.trace import Trace
+
+PRESETS = ("two-tier-original", "two-tier-corrected")
+
+
+class Replayed(NamedTuple):
+    """One preset replayed over the samples, with its metrics."""
+
+    policy: Policy
+    trace: Trace
+    metrics: pd.DataFrame
+
+
+@pytest.fixture(scope="session")
+def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """The real sample logs, ingested once."""
+    return open_corpus([samples], cache_dir=tmp_path_factory.mktemp("ds"))
+
+
+@pytest.fixture(scope="session")
+def replayed(sample_corpus: Corpus) -> dict[str, Replayed]:
+    """Both two-tier presets replayed over the samples."""
+    out = {}
+    for name in PRESETS:
+        policy = load_policy(name)
+        trace = replay_corpus(sample_corpus, policy)
+        out[name] = Replayed(policy, trace, metrics(sample_corpus, trace, policy))
+    return out
+
+
+@pytest.fixture(scope="session")
+def both_trace(replayed: dict[str, Replayed]) -> Trace:
+    """The two presets' traces as one."""
+    return Trace.concat([r.trace for r in replayed.values()])
+
+
+@pytest.fixture(scope="session")
+def recorded(sample_corpus: Corpus) -> pd.DataFrame:
+    """The store's requests table as a frame."""
+    return frames.recorded_requests_df(sample_corpus)

@@ -1,0 +1,180 @@
+"""The seed harness's corrections (DESIGN §6), measured: original vs corrected two-tier settings.
+
+Each correction was made for one measurable difference.  On the real samples the
+direction is asserted where the data shows it; where the samples cannot show it
+(no run reaches the window, too few summaries) a hand-built run replayed through
+the real engine shows it (``tests/analysis/scenarios.py``), and single-field
+variants isolate one correction from the others.  Two comparisons go the other
+way on the samples for reasons the analyses explain; they stay as strict xfails
+so a change in the engine or the samples is noticed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from analysis.metrics import metrics
+from replay.corpus import Corpus, replay_corpus
+from replay.policy import Policy, load_policy, replace_path
+from tests.analysis.conftest import Replayed
+from tests.analysis.scenarios import (
+    corpus_of,
+    late_big_output_run,
+    reread_after_trim_run,
+    write_heavy_run,
+)
+
+ORIGINAL, CORRECTED = "two-tier-original", "two-tier-corrected"
+
+
+def variant(base: str, name: str, **changes: Any) -> Policy:
+    """A preset with fields changed by path (``tiers__1__keep_max_frac``: tiers.1.keep_max_frac)."""
+    policy = load_policy(base)
+    for path, value in changes.items():
+        policy = replace_path(policy, path.replace("__", "."), value)
+    return dataclasses.replace(policy, name=name)
+
+
+def total(replayed: dict[str, Replayed], name: str, col: str) -> float:
+    return float(replayed[name].metrics[col].sum())
+
+
+def hand_built(builder: Any, *policies: Policy) -> pd.DataFrame:
+    corpus = corpus_of(builder)
+    return pd.concat([metrics(corpus, replay_corpus(corpus, p), p) for p in policies]) \
+        .set_index("policy")
+
+
+# -- protected range: a third of the window instead of 12,000 tokens --------------------------
+
+def test_real_fewer_rereads_of_trimmed_results(replayed: dict[str, Replayed]) -> None:
+    """Re-reads whose earlier copy tier one had trimmed: 3 → 1 on the samples."""
+    col = "rereads_n_evicted_trimmed"
+    assert total(replayed, ORIGINAL, col) > total(replayed, CORRECTED, col)
+
+
+def test_real_protect_alone_fewer_rereads_of_trimmed_results(sample_corpus: Corpus,
+                                                             replayed: dict[str, Replayed]) -> None:
+    protect = variant(ORIGINAL, "original+protect", tiers__0__protect={"frac": 0.3333})
+    m = metrics(sample_corpus, replay_corpus(sample_corpus, protect), protect)
+    assert m["rereads_n_evicted_trimmed"].sum() < total(replayed, ORIGINAL,
+                                                        "rereads_n_evicted_trimmed")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "samples: 4 eviction-induced re-reads under the original, 5 under the corrected. The "
+    "corrected preset trims rarely (min reclaim 1/8 + protect 1/3), so on the Codex run "
+    "4c7c533dc9ae8261-0 its summary fires at request 96 instead of 182 and 4 re-reads follow "
+    "a summarised copy (1 under the original); trimmed-copy re-reads drop 3 → 1."))
+def test_real_fewer_eviction_induced_rereads_in_total(replayed: dict[str, Replayed]) -> None:
+    col = "rereads_n_eviction_induced"
+    assert total(replayed, ORIGINAL, col) > total(replayed, CORRECTED, col)
+
+
+def test_hand_built_reread_after_trim() -> None:
+    m = hand_built(reread_after_trim_run(), load_policy(ORIGINAL), load_policy(CORRECTED))
+    assert m.loc[ORIGINAL, "rereads_n_eviction_induced"] == 1
+    assert m.loc[CORRECTED, "rereads_n_eviction_induced"] == 0
+    assert m.loc[CORRECTED, "rereads_n_redundant"] == 1
+
+
+# -- completed writes shrink to a note -----------------------------------------------------------
+
+def test_real_lower_write_argument_share(replayed: dict[str, Replayed]) -> None:
+    o = replayed[ORIGINAL].metrics.set_index("run_id")
+    c = replayed[CORRECTED].metrics.set_index("run_id").loc[o.index]
+    for col in ("arg_share_write_mean", "arg_share_write_peak", "arg_share_args_peak"):
+        assert (c[col] <= o[col] + 1e-12).all(), col
+        assert c[col].sum() < o[col].sum(), col
+    # the 55.6 %-of-the-window case: one Claude Code run's argument share halves
+    assert (o["arg_share_args_peak"] - c["arg_share_args_peak"]).max() > 0.25
+
+
+def test_real_write_args_alone_lower_write_share(sample_corpus: Corpus,
+                                                 replayed: dict[str, Replayed]) -> None:
+    shrink = variant(ORIGINAL, "original+write_args",
+                     tiers__0__blocks=["tool_results", "write_args"])
+    m = metrics(sample_corpus, replay_corpus(sample_corpus, shrink), shrink)
+    assert m["arg_share_write_mean"].sum() < total(replayed, ORIGINAL, "arg_share_write_mean")
+
+
+# -- verbatim remainder capped at an eighth of the window -----------------------------------------
+
+def test_hand_built_fewer_summaries_with_capped_remainder() -> None:
+    """Large writes, never shrunk: 24 kept messages hold ~12 writes, so the summary thrashes."""
+    cap = variant(ORIGINAL, "original+cap", tiers__1__keep_max_frac=0.125)
+    m = hand_built(write_heavy_run(), load_policy(ORIGINAL), cap, load_policy(CORRECTED))
+    assert m.loc[ORIGINAL, "n_summaries"] > m.loc["original+cap", "n_summaries"]
+    assert m.loc[ORIGINAL, "n_summaries"] > m.loc[CORRECTED, "n_summaries"]
+    assert m.loc[ORIGINAL, "summarisation_n_thrash"] > 0
+    assert m.loc["original+cap", "summarisation_n_thrash"] == 0
+    assert (m.loc[ORIGINAL, "summarisation_mean_context_after_tokens"]
+            > m.loc["original+cap", "summarisation_mean_context_after_tokens"])
+    assert (m.loc[ORIGINAL, "summarisation_mean_growback_requests"]
+            < m.loc["original+cap", "summarisation_mean_growback_requests"])
+
+
+def test_real_cap_lowers_context_after_summary(sample_corpus: Corpus,
+                                               replayed: dict[str, Replayed]) -> None:
+    """Without the cap the corrected preset keeps ~30k tokens after a summary; with it ~15k."""
+    uncapped = variant(CORRECTED, "corrected-cap", tiers__1__keep_max_frac=1.0)
+    m = metrics(sample_corpus, replay_corpus(sample_corpus, uncapped), uncapped)
+    col = "summarisation_mean_context_after_tokens"
+    capped = replayed[CORRECTED].metrics
+    assert capped[col].max() < m[col].max()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "samples: 1 summary under the original, 2 under the corrected, both on the Codex run "
+    "4c7c533dc9ae8261-0 — the corrected preset's tier one applies 4 of 171 passes (min reclaim), "
+    "so a protected 24k-token output takes the context over 80k at request 93; the cap alone "
+    "changes no count on the samples (1 → 1, and 2 → 2 when removed from the corrected)."))
+def test_real_fewer_summaries_with_corrected_settings(replayed: dict[str, Replayed]) -> None:
+    assert total(replayed, ORIGINAL, "n_summaries") > total(replayed, CORRECTED, "n_summaries")
+
+
+# -- minimum reclaim of an eighth of the window ---------------------------------------------------
+
+def test_real_fewer_cache_invalidating_small_trims(replayed: dict[str, Replayed]) -> None:
+    o, c = replayed[ORIGINAL].metrics, replayed[CORRECTED].metrics
+    assert o["cache_invalidation_n_small_trims"].sum() > c["cache_invalidation_n_small_trims"].sum()
+    assert c["cache_invalidation_n_small_trims"].sum() == 0
+    assert (o["cache_invalidation_invalidated_tokens"].sum()
+            > c["cache_invalidation_invalidated_tokens"].sum())
+    cached = pd.merge(o, c, on="run_id", suffixes=("_o", "_c"))
+    assert (cached["cache_invalidation_cached_share_c"]
+            >= cached["cache_invalidation_cached_share_o"] - 1e-12).all()
+
+
+def test_real_min_reclaim_alone_removes_small_trims(sample_corpus: Corpus,
+                                                    replayed: dict[str, Replayed]) -> None:
+    floor = variant(ORIGINAL, "original+min_reclaim", tiers__0__min_reclaim_frac=0.125)
+    m = metrics(sample_corpus, replay_corpus(sample_corpus, floor), floor)
+    assert m["cache_invalidation_n_small_trims"].sum() == 0
+    assert m["cache_invalidation_n_undone"].sum() > 0
+    assert m["cache_invalidation_cost_usd"].sum() < total(replayed, ORIGINAL,
+                                                          "cache_invalidation_cost_usd")
+
+
+# -- hard limit checked before every request ------------------------------------------------------
+
+def test_real_no_overshoots_with_before_send_check(replayed: dict[str, Replayed]) -> None:
+    """No sample run comes near 105,424 tokens, so neither preset overshoots here."""
+    assert total(replayed, CORRECTED, "overshoots_n") == 0
+    assert total(replayed, ORIGINAL, "overshoots_n") >= total(replayed, CORRECTED, "overshoots_n")
+
+
+def test_hand_built_big_output_overshoots_only_after_send() -> None:
+    before = variant(ORIGINAL, "original+before", tiers__0__when="before",
+                     tiers__1__when="before", tiers__2__when="before", tiers__2__margin_frac=0.2,
+                     tiers__2__may_trim_protected=True, subtract_reserve=True)
+    m = hand_built(late_big_output_run(), load_policy(ORIGINAL), before, load_policy(CORRECTED))
+    assert m.loc[ORIGINAL, "overshoots_n"] == 1
+    assert m.loc[ORIGINAL, "overshoots_first_request"] == 28  # the request carrying the output
+    assert 0 < m.loc[ORIGINAL, "overshoots_margin_needed_max_frac"] < 0.2
+    assert m.loc["original+before", "overshoots_n"] == 0
+    assert m.loc[CORRECTED, "overshoots_n"] == 0

@@ -1,0 +1,83 @@
+"""The joined metrics table: one row per (run, policy), fixed columns, deterministic."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from analysis import frames
+from analysis.metrics import BASIC_COLUMNS, METRIC_DIRECTIONS, metrics
+from replay.corpus import Corpus, replay_corpus
+from replay.policy import load_policy
+from tests.analysis.conftest import Replayed
+from tests.analysis.scenarios import corpus_of, reread_after_trim_run
+
+PREFIXES = ("rereads_", "arg_share_", "summarisation_", "cache_invalidation_", "overshoots_")
+
+
+def test_one_row_per_run_and_policy(replayed: dict[str, Replayed]) -> None:
+    for rep in replayed.values():
+        m = rep.metrics
+        req = frames.requests_df(rep.trace)
+        assert len(m) == req["run_id"].nunique()
+        assert not m.duplicated(["run_id", "policy"]).any()
+        assert m["run_id"].tolist() == sorted(m["run_id"])
+
+
+def test_fixed_column_order(replayed: dict[str, Replayed]) -> None:
+    a, b = (rep.metrics for rep in replayed.values())
+    assert list(a.columns) == list(b.columns)
+    cols = list(a.columns)
+    assert cols[:2 + len(BASIC_COLUMNS)] == ["run_id", "policy", *BASIC_COLUMNS]
+    rest = cols[2 + len(BASIC_COLUMNS):]
+    order = [next(i for i, p in enumerate(PREFIXES) if c.startswith(p)) for c in rest]
+    assert order == sorted(order)
+    for col in cols[2:]:
+        assert str(a[col].dtype) in ("int64", "float64"), col
+
+
+def test_deterministic(sample_corpus: Corpus, replayed: dict[str, Replayed]) -> None:
+    rep = replayed["two-tier-original"]
+    again = metrics(sample_corpus, replay_corpus(sample_corpus, rep.policy), rep.policy)
+    pd.testing.assert_frame_equal(rep.metrics, again)
+
+
+def test_basic_columns(replayed: dict[str, Replayed]) -> None:
+    for rep in replayed.values():
+        m = rep.metrics.set_index("run_id")
+        req = frames.requests_df(rep.trace)
+        act = frames.actions_df(rep.trace)
+        assert m["tokens_sent"].sum() == req["truth_tokens"].sum()
+        assert m["n_requests"].sum() == len(req)
+        assert m["peak_tokens"].max() == req["truth_tokens"].max()
+        applied = act[~act["undone"].astype(bool)]
+        assert m["n_trims"].sum() == (applied["kind"] == "trim").sum()
+        assert m["n_summaries"].sum() == (act["kind"] == "summarise").sum()
+        assert math.isclose(m["cost_usd"].sum(), m["cache_invalidation_cost_usd"].sum())
+        assert (m["n_summaries"] <= m["summarisation_n"]).all()
+
+
+def test_directions_name_existing_columns(replayed: dict[str, Replayed]) -> None:
+    cols = set(replayed["two-tier-original"].metrics.columns)
+    assert set(METRIC_DIRECTIONS) <= cols
+    assert set(METRIC_DIRECTIONS.values()) <= {"lower", "higher"}
+
+
+def test_rejects_another_policys_trace(sample_corpus: Corpus,
+                                       replayed: dict[str, Replayed]) -> None:
+    with pytest.raises(ValueError, match="two-tier-corrected"):
+        metrics(sample_corpus, replayed["two-tier-original"].trace,
+                load_policy("two-tier-corrected"))
+
+
+def test_edge_hand_built_run() -> None:
+    corpus = corpus_of(reread_after_trim_run())
+    policy = load_policy("two-tier-original")
+    m = metrics(corpus, replay_corpus(corpus, policy), policy)
+    assert len(m) == 1
+    row = m.iloc[0]
+    assert (row["n_requests"], row["rereads_n_reads"], row["rereads_n"]) == (8, 7, 1)
+    assert row["summarisation_recorded_n"] == 0
+    assert row["cache_invalidation_recorded_requests"] == 0
