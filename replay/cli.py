@@ -179,6 +179,13 @@ def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or prese
         out_console.print_json(data=policy_to_dict(load_policy(policy)))
 
 
+# --- report / diff commands (analysis.report, analysis.diff) ---
+
+# --- sweep command (analysis.sweep) ---
+
+# --- check command (analysis.check) ---
+
+
 def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool) -> Any:
     if len(paths) == 1 and store.is_store(paths[0]):
         return open_corpus(paths)

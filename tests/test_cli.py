@@ -19,7 +19,7 @@ def test_run_on_the_embedded_corpus_writes_traces_and_summary(tmp_path: Path) ->
                                  "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    sources = sorted(p.name for p in (REPO / "logs").glob("*.jsonl"))
+    sources = sorted(p.relative_to(REPO / "logs").as_posix() for p in (REPO / "logs").rglob("*.jsonl"))
     assert sorted(r["source"] for r in rows) == sources
     summary = json.loads((out / "summary.json").read_text())
     assert summary["policy"]["name"] == "two-tier-corrected"
@@ -72,6 +72,6 @@ def test_calibrate_fits_the_generated_corpus_closely(tmp_path: Path) -> None:
     result = runner.invoke(app, ["calibrate", str(REPO / "logs"), "--out", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert len(rows) == len(list((REPO / "logs").glob("*.jsonl")))
+    assert len(rows) == len(list((REPO / "logs").rglob("*.jsonl")))
     # the generator records o200k × 1.08 plus framing: the fit must find a scale near that
     assert all(1.0 < r["scale"] < 1.2 for r in rows)
