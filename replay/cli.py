@@ -160,15 +160,20 @@ def synth(
     out: Annotated[Path, typer.Option(help="Folder to write the generated runs to.")] = Path("logs"),
     only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
 ) -> None:
-    """Generate the embedded corpus of realistic long runs (Claude Code JSONL), deterministically."""
+    """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
+    from replay.scenarios import SCENARIOS, write_scenarios
     from replay.synth import CORPUS, write_corpus
 
     chosen = [s for s in CORPUS if not only or s.name in only]
-    if not chosen:
-        err_console.print(f"[red]error[/]: no scenario named {only}; "
-                          f"one of {[s.name for s in CORPUS]}")
+    failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
+    if not chosen and not failures:
+        err_console.print(f"[red]error[/]: no scenario named {only}; one of "
+                          f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
         raise typer.Exit(2)
-    for path in write_corpus(out, tuple(chosen)):
+    paths = write_corpus(out, tuple(chosen)) if chosen else []
+    if failures:
+        paths += write_scenarios(out / "scenarios", failures)
+    for path in paths:
         out_console.print(f"{path}  {path.stat().st_size:,} bytes")
 
 
@@ -184,6 +189,77 @@ def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or prese
 # --- sweep command (analysis.sweep) ---
 
 # --- check command (analysis.check) ---
+
+
+@app.command()
+def check(
+    paths: PathsArg,
+    policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy YAML file or preset "
+                                              "name; repeat the option for several.")],
+    baseline: Annotated[Path, typer.Option(help="Baseline JSON to compare with (written by "
+                                                "--update-baseline).")],
+    tolerances: Annotated[Path | None, typer.Option(help="Tolerances YAML (default: every "
+                                                         "metric must stay exactly the same).")] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here (one test "
+                                                    "case per run × policy × metric).")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here (for a "
+                                                       "pull-request comment).")] = None,
+    update: Annotated[bool, typer.Option("--update-baseline", help="Rewrite the baseline with "
+                                         "the current values and print what changed.")] = False,
+    strict_logs: Annotated[bool, typer.Option("--strict-logs", help="Also fail when a run's log "
+                                              "changed, appeared or disappeared.")] = False,
+    out: Annotated[Path, typer.Option(help="Where the ingest cache (OUT/dataset) is kept.")] =
+        Path("out"),
+    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
+    from analysis import check as checking
+    from analysis.baseline import load_baseline
+    from analysis.check_report import (change_rows, junit_xml, markdown_summary, moved,
+                                       moved_rows, verdict)
+
+    with _errors():
+        pols = [load_policy(p) for p in policy]
+        tol = checking.load_tolerances(tolerances) if tolerances else checking.Tolerances()
+        old = None
+        try:
+            old = load_baseline(baseline) if not update or baseline.exists() else None
+        except ReplayError as exc:
+            if not update:
+                raise
+            err_console.print(f"[yellow]warning[/]: replacing an unreadable baseline: {exc}",
+                              highlight=False)
+        if old is not None and not update:
+            checking.preflight(old, pols, tol)
+        corpus = _open(paths, out, None, quiet)
+        with _progress("check", len(corpus.replayable()) * len(pols), quiet) as tick:
+            if update:
+                changes = checking.update_baseline(corpus, pols, baseline, old, tol,
+                                                   allow_python=allow_python, on_run=tick)
+            else:
+                assert old is not None
+                result = checking.check(corpus, pols, old, tol, strict_logs=strict_logs,
+                                        allow_python=allow_python, on_run=tick)
+    if update:
+        out_console.print(f"baseline: wrote {baseline} ({len(changes):,} changes)", soft_wrap=True,
+                          highlight=False, markup=False)
+        if changes:
+            _emit(change_rows(changes[:200]), False, title="what the update changed"
+                  + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
+        return
+    out_console.print(verdict(result), soft_wrap=True, highlight=False, markup=False)
+    rows = moved(result)
+    if rows:
+        _emit(moved_rows(rows[:40]), False, title="what moved"
+              + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
+    for note in result.notes:
+        out_console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
+    if junit:
+        store.atomic_write_bytes(junit, junit_xml(result))
+    if markdown:
+        store.atomic_write_bytes(markdown, markdown_summary(result).encode())
+    raise typer.Exit(result.exit_code)
 
 
 def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool) -> Any:

@@ -82,6 +82,8 @@ class Protect:
     """Fraction of the usable window, counted back from the newest message."""
     tool_results: int = 0
     """The newest N tool results."""
+    newest: bool = True
+    """Never touch the newest message (output the model has not seen yet)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,7 +38,7 @@ import uuid
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from replay import synth_content as sc
 from replay.tokens import count_one
@@ -81,8 +81,11 @@ class Scenario:
     p_partial_read: float = 0.2
     """A read of a file over 120 lines uses ``offset``/``limit``."""
     reread_burst_at_request: int | None = None
-    """From here, ``reread_burst_reads`` requests in a row read the (then) smallest module."""
+    """From here, ``reread_burst_reads`` requests in a row read one module (see below)."""
     reread_burst_reads: int = 0
+    reread_burst_target: Literal["smallest", "largest"] = "smallest"
+    """Which module the burst reads: the smallest (a cheap loop) or the largest (each copy is
+    long enough for a trim tier to replace it)."""
     test_output_lines_min: int = 30
     test_output_lines_max: int = 150
     p_test_fail: float = 0.6
@@ -96,6 +99,8 @@ class Scenario:
     p_parallel: float = 0.12
     """A response makes 2-4 parallel calls."""
     p_thinking: float = 0.25
+    p_intent: float = 0.55
+    """A response with calls starts with a short text ("Let me read `x.py`.")."""
     p_error: float = 0.04
     """A read or an edit fails (missing file, string not found)."""
     todo_every_requests: int = 30
@@ -107,6 +112,9 @@ class Scenario:
     compact_at_tokens: int | None = None
     """The recorded harness compacts before a request when the previous prompt exceeded this."""
     claude_token_scale: float = 1.08
+    lean_tool_results: bool = False
+    """Record ``toolUseResult`` without its copies of file contents and outputs (the parsers read
+    the message content, so only the file gets smaller; no random draw depends on it)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -272,7 +280,7 @@ class _Session:
         if not calls:
             text = sc.final_text(rng, self.ws.repo, self.ws.passed or rng.randint(120, 900))
             blocks.append({"type": "text", "text": text})
-        elif rng.random() < 0.55:
+        elif rng.random() < s.p_intent:
             blocks.append({"type": "text", "text": sc.intent(rng, subject)})
         ids = [self._id("toolu_01", 22) for _ in calls]
         blocks += [{"type": "tool_use", "id": i, "name": c.name, "input": c.input}
@@ -312,7 +320,8 @@ class _Session:
         if c.is_error or c.name == "Bash":
             block["is_error"] = c.is_error
         self._emit("user", {"message": {"role": "user", "content": [block]}}, parent=owner,
-                   tail={"toolUseResult": c.result, "sourceToolAssistantUUID": owner})
+                   tail={"toolUseResult": sc.lean(c.result) if self.s.lean_tool_results
+                         else c.result, "sourceToolAssistantUUID": owner})
         self.ctx += self._tok(c.content)
 
 

@@ -388,6 +388,20 @@ class Call:
     """What the call does, for the assistant's prose ("read `src/x.py`")."""
 
 
+_BULKY = frozenset({"content", "originalFile", "oldString", "newString", "structuredPatch",
+                    "stdout", "oldTodos", "newTodos"})
+
+
+def lean(result: Any) -> Any:
+    """A ``toolUseResult`` without its bulky copies: fields holding file contents or output are
+    left out (recursively) and a plain-text result keeps its first line."""
+    if isinstance(result, dict):
+        return {k: lean(v) for k, v in result.items() if k not in _BULKY}
+    if isinstance(result, str):
+        return result.split("\n", 1)[0]
+    return result
+
+
 def _bash_result(out: str) -> dict[str, Any]:
     return {"stdout": out, "stderr": "", "interrupted": False, "isImage": False,
             "noOutputExpected": False}
@@ -424,7 +438,8 @@ class Workspace:
         """One read of the re-read burst: always the same whole file, never an error."""
         if not self.burst_path:
             src = [p for p in self.repo.paths if "/src/" in p] or self.repo.paths
-            self.burst_path = min(src, key=lambda p: len(self.repo.text(p)))
+            pick = max if self.s.reread_burst_target == "largest" else min
+            self.burst_path = pick(src, key=lambda p: len(self.repo.text(p)))
         return self.read(self.burst_path, plain=True)
 
     def _pick(self) -> str:

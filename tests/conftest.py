@@ -46,3 +46,11 @@ def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory):  # t
     from replay.corpus import open_corpus
 
     return open_corpus([samples], cache_dir=tmp_path_factory.mktemp("samples") / "dataset")
+
+
+@pytest.fixture(scope="session")
+def logs_corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The embedded corpus (``logs/``: long generated runs and the failure scenarios)."""
+    from replay.corpus import open_corpus
+
+    return open_corpus([REPO / "logs"], cache_dir=tmp_path_factory.mktemp("logs") / "dataset")

@@ -11,6 +11,7 @@ over a whole run is O(blocks).
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
 
 from replay.context import Context
@@ -23,6 +24,7 @@ from replay.tiers.base import (
     placeholder,
     record_action,
     record_eviction,
+    sized,
     threshold,
     write_note,
 )
@@ -48,24 +50,23 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     st: _State = env.state.setdefault(index, _State())
     run = ctx.run
     stop = protect_start(tier.protect, ctx, env, st)
-    cats = {CAT_RESULTS} if "tool_results" in tier.blocks else set()
-    if "write_args" in tier.blocks or "call_args" in tier.blocks:
-        cats.add(CAT_ARGS_WRITE)
-    if "call_args" in tier.blocks:
-        cats.add(CAT_ARGS)
+    cats = _categories(tier.blocks)
+    category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
     for b in range(max(st.cursor, ctx.lo), stop):
-        if run.category[b] not in cats or ctx.trimmed[b]:
+        cat = category[b]
+        if cat not in cats or trimmed[b]:
             continue
         if run.n_chars[b] < tier.min_chars or run.n_lines[b] < tier.min_lines:
             continue
-        if run.category[b] == CAT_RESULTS:
-            text = placeholder(run, b, tier.placeholder)
+        if cat == CAT_RESULTS:
+            est, truth, n_bytes = sized(env, run, b, tier.placeholder,
+                                        lambda b: placeholder(run, b, tier.placeholder))
         else:
-            text = write_note(run, b, tier.write_note)
-        est, truth = env.est_text(text), env.truth_text(text)
-        if est < ctx.cur_est[b]:
-            st.pending.append((b, est, truth, len(text.encode("utf-8", "surrogatepass"))))
-            st.gain_est += ctx.cur_est[b] - est
+            est, truth, n_bytes = sized(env, run, b, tier.write_note,
+                                        lambda b: write_note(run, b, tier.write_note))
+        if est < cur_est[b]:
+            st.pending.append((b, est, truth, n_bytes))
+            st.gain_est += cur_est[b] - est
     st.cursor = max(st.cursor, stop)
     if st.epoch != ctx.epoch and st.pending:  # something was cut or trimmed since: re-check
         st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
@@ -96,6 +97,16 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     st.pending, st.gain_est, st.epoch = [], 0, ctx.epoch
 
 
+@functools.cache
+def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
+    cats = {CAT_RESULTS} if "tool_results" in blocks else set()
+    if "write_args" in blocks or "call_args" in blocks:
+        cats.add(CAT_ARGS_WRITE)
+    if "call_args" in blocks:
+        cats.add(CAT_ARGS)
+    return frozenset(cats)
+
+
 def protect_start(p: Protect, ctx: Context, env: Env, st: _State | None = None) -> int:
     """First block of the protected recent range (``hi`` when nothing is protected)."""
     run, start = ctx.run, ctx.hi
@@ -119,4 +130,6 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: _State | None = None) 
         if first < len(res):
             nth = res[max(first, len(res) - p.tool_results)]
             start = min(start, run.msg_start[run.ordinal[nth]])
+    if p.newest:
+        start = min(start, ctx.newest_output_start())
     return max(start, ctx.lo)
