@@ -29,7 +29,7 @@ from replay.errors import ReplayError
 from replay.ingest import DEFAULT_TOKENIZERS, discover
 from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
-from replay.run import SUMMARY_COLUMNS, write_run
+from replay.run import SUMMARY_COLUMNS, run_to, write_run
 from replay.run import run as run_policy
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -126,14 +126,18 @@ def run(
         corpus = _open(paths, out, fmt, quiet)
         ids = corpus.replayable()
         with _progress("replay", len(ids), quiet) as tick:
-            result = run_policy(corpus, pol, allow_python=allow_python, on_run=tick)
-        write_run(result, out)
+            if report:  # the report needs every trace in memory
+                result = run_policy(corpus, pol, allow_python=allow_python, on_run=tick)
+                write_run(result, out)
+                summary = result.summary
+            else:
+                summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick)
         if report:
             from analysis.report import write_report
 
             write_report(corpus, [(pol, result.trace)], out)
     rows = [{c: r[c] for c in SUMMARY_COLUMNS if c not in ("run_id", "format", "policy")}
-            for r in result.summary]
+            for r in summary]
     _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}")
 
 
@@ -186,6 +190,138 @@ def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or prese
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
 
+ReportPolicyOpt = Annotated[list[str] | None, typer.Option(
+    "--policy", "-p", help="Policy YAML file or preset name, replayed over PATHS; repeat it to "
+                           "compare policies side by side.")]
+TracesOpt = Annotated[bool, typer.Option(
+    "--traces", help="PATHS are output directories of `replay run` (traces + summary.json): "
+                     "use their traces instead of replaying.")]
+DataOpt = Annotated[list[Path] | None, typer.Option(
+    "--data", help="With --traces: the logs or dataset the traces were replayed from "
+                   "(default: DIR/dataset of the first directory).")]
+RunOpt = Annotated[list[str] | None, typer.Option(
+    "--run", help="Only this run id (repeatable; default: every run).")]
+AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
+
+
+@app.command()
+def report(
+    paths: Annotated[list[Path], typer.Argument(
+        help="Log files/folders or one dataset (with --policy), or `replay run` output "
+             "directories (with --traces).")],
+    policy: ReportPolicyOpt = None,
+    traces: TracesOpt = False,
+    data: DataOpt = None,
+    run_ids: RunOpt = None,
+    out: Annotated[Path, typer.Option(help="Where report.html, report.md and report_files/ "
+                                           "are written.")] = Path("out"),
+    max_timelines: Annotated[int, typer.Option(help="Per-run timelines drawn, for the runs "
+                                                    "with the most requests.")] = 20,
+    allow_python: AllowPythonOpt = False,
+    fmt: FormatOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write a self-contained report.html and a report.md for one run or a corpus, per policy."""
+    from analysis.report import write_report
+
+    with _errors():
+        corpus, pairs = _policy_traces(paths, policy, traces, data, run_ids, out,
+                                       allow_python, fmt, quiet)
+        files = write_report(corpus, pairs, out, max_timelines=max_timelines)
+    out_console.print(f"{files.html}\n{files.markdown}\n{len(files.images)} figures in "
+                      f"{files.html.parent / 'report_files'}", highlight=False)
+
+
+@app.command()
+def diff(
+    paths: Annotated[list[Path], typer.Argument(
+        help="Log files/folders or one dataset (with two --policy), or two `replay run` output "
+             "directories (with --traces).")],
+    policy: ReportPolicyOpt = None,
+    traces: TracesOpt = False,
+    data: DataOpt = None,
+    run_ids: RunOpt = None,
+    out: Annotated[Path, typer.Option(help="Dataset cache directory for log files.")] =
+        Path("out"),
+    top: Annotated[int, typer.Option(help="Rows shown per section in the table (JSON has "
+                                          "every row).")] = 20,
+    allow_python: AllowPythonOpt = False,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
+    from analysis.diff import diff as diff_metrics
+    from analysis.diff import to_records
+    from analysis.metrics import metrics
+    from analysis.report_pages import fmt_rel, fmt_value
+    from replay.errors import ReplayInputError
+
+    with _errors():
+        corpus, pairs = _policy_traces(paths, policy, traces, data, run_ids, out,
+                                       allow_python, fmt, quiet)
+        if len(pairs) != 2:
+            raise ReplayInputError(f"diff compares two policies or traces, got {len(pairs)}")
+        (pol_a, tr_a), (pol_b, tr_b) = pairs
+        d = diff_metrics(metrics(corpus, tr_a, pol_a), metrics(corpus, tr_b, pol_b))
+    if as_json:
+        out_console.print_json(data={"a": pol_a.name, "b": pol_b.name, "rows": to_records(d)})
+        return
+    moved = d[(d["delta"] != 0) & d["delta"].notna()]
+    shown = [r for scope in ("total", "run")
+             for r in moved[moved["scope"] == scope].head(top).to_dict(orient="records")]
+    rows = [{"run": r["run_id"], "metric": r["metric"],
+             f"a: {pol_a.name}": fmt_value(r["metric"], r["a"]),
+             f"b: {pol_b.name}": fmt_value(r["metric"], r["b"]),
+             "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
+    _emit(rows, False, title=f"{pol_b.name} against {pol_a.name}: {len(moved)} of {len(d)} "
+                             "(run, metric) values changed, largest first")
+
+
+def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
+                   data: list[Path] | None, run_ids: list[str] | None, out: Path,
+                   allow_python: bool, fmt: str | None, quiet: bool) -> tuple[Any, list[Any]]:
+    """(corpus, [(policy, trace), ...]): replayed from PATHS, or read from `replay run` outputs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from analysis.report import read_runs
+    from replay.corpus import replay_corpus
+    from replay.errors import ReplayInputError
+    from replay.trace import Trace
+
+    if traces:
+        if policies:
+            raise ReplayInputError("--policy and --traces exclude each other: traces carry "
+                                   "their policy in summary.json")
+        pairs = read_runs(paths)
+        source = list(data) if data else [paths[0] / "dataset"]
+        if not data and not store.is_store(source[0]):
+            raise ReplayInputError(f"{paths[0]}: no dataset/ beside the traces; give --data "
+                                   "with the logs or dataset they were replayed from")
+        corpus = _open(source, out, fmt, quiet)
+        if run_ids:
+            keep = pa.array(sorted(set(run_ids)), pa.string())
+            pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
+                                 for t in (tr.requests, tr.actions, tr.evictions))))
+                     for p, tr in pairs]
+        return corpus, pairs
+    if not policies:
+        raise ReplayInputError("give --policy (repeat it for several), or --traces with "
+                               "`replay run` output directories")
+    pols = [load_policy(p) for p in policies]
+    corpus = _open(paths, out, fmt, quiet)
+    ids = corpus.replayable()
+    if run_ids:
+        unknown = sorted(set(run_ids) - set(ids))
+        if unknown:
+            raise ReplayInputError(f"no replayable run {unknown} in {[str(p) for p in paths]}")
+        ids = [r for r in ids if r in set(run_ids)]
+    with _progress("replay", len(ids) * len(pols), quiet) as tick:
+        return corpus, [(pol, replay_corpus(corpus, pol, allow_python=allow_python, run_ids=ids,
+                                            on_run=tick)) for pol in pols]
+
+
 # --- sweep command (analysis.sweep) ---
 
 # --- check command (analysis.check) ---
@@ -198,8 +334,8 @@ def check(
                                               "name; repeat the option for several.")],
     baseline: Annotated[Path, typer.Option(help="Baseline JSON to compare with (written by "
                                                 "--update-baseline).")],
-    tolerances: Annotated[Path | None, typer.Option(help="Tolerances YAML (default: every "
-                                                         "metric must stay exactly the same).")] = None,
+    tolerances: Annotated[Path | None, typer.Option(help="Tolerances YAML (default: no metric "
+                                                         "may get worse at all).")] = None,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here (one test "
                                                     "case per run × policy × metric).")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here (for a "
@@ -210,7 +346,8 @@ def check(
                                               "changed, appeared or disappeared.")] = False,
     out: Annotated[Path, typer.Option(help="Where the ingest cache (OUT/dataset) is kept.")] =
         Path("out"),
-    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
+    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
+        False,
     quiet: QuietOpt = False,
 ) -> None:
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""

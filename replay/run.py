@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay.corpus import Corpus, replay_corpus
+from replay.corpus import Corpus, iter_replays, replay_corpus
 from replay.policy import Policy, policy_to_dict
 from replay.store import atomic_write_bytes
-from replay.trace import TRACE_VERSION, Trace
+from replay.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
 
 SUMMARY_COLUMNS = ("run_id", "source", "format", "policy", "requests", "tokens_sent",
                    "peak_tokens", "overshoots", "max_overshoot_tokens", "summaries", "trims",
@@ -44,9 +45,46 @@ def run(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
     return RunResult(policy, trace, summarise_runs(corpus, trace))
 
 
-def summarise_runs(corpus: Corpus, trace: Trace) -> list[dict[str, Any]]:
+def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = False,
+           on_run: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Replay ``policy`` over ``corpus`` streaming each run's trace to ``out``; summary rows.
+
+    Memory stays bounded by the largest run: traces are appended to Parquet files under
+    temporary names as runs finish, and renamed into place (with ``summary.json``) only
+    when every run is done, so an interrupted run leaves the previous outputs intact.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "traces").mkdir(exist_ok=True)
+    tmp = {n: out / "traces" / f".{n}.parquet.tmp{os.getpid()}" for n in TRACE_SCHEMAS}
+    writers = {n: pq.ParquetWriter(tmp[n], TRACE_SCHEMAS[n], compression="zstd")
+               for n in TRACE_SCHEMAS}
+    summary: list[dict[str, Any]] = []
+    meta = run_meta(corpus)
+    try:
+        for trace in iter_replays(corpus, policy, allow_python=allow_python, on_run=on_run):
+            for name, writer in writers.items():
+                table = trace.table(name)
+                if table.num_rows:
+                    writer.write_table(table)
+            summary.extend(summarise_runs(corpus, trace, meta))
+    except BaseException:
+        for writer in writers.values():
+            writer.close()
+        for path in tmp.values():
+            path.unlink(missing_ok=True)
+        raise
+    for writer in writers.values():
+        writer.close()
+    for name, path in tmp.items():
+        os.replace(path, out / "traces" / f"{name}.parquet")
+    _write_summary(policy, summary, out)
+    return summary
+
+
+def summarise_runs(corpus: Corpus, trace: Trace,
+                   meta: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One summary row per (run, policy) in the trace, in trace order."""
-    meta = {r["run_id"]: r for r in corpus.runs.select(["run_id", "source", "format"]).to_pylist()}
+    meta = meta if meta is not None else run_meta(corpus)
     rq = trace.requests.select(["run_id", "policy", "truth_tokens", "overshoot_tokens",
                                 "cached_tokens", "cost_usd"]).to_pylist()
     acts = trace.actions.select(["run_id", "policy", "kind", "undone"]).to_pylist()
@@ -85,6 +123,11 @@ def summarise_runs(corpus: Corpus, trace: Trace) -> list[dict[str, Any]]:
     return out
 
 
+def run_meta(corpus: Corpus) -> dict[str, dict[str, Any]]:
+    """Source and format of every run, by run id."""
+    return {r["run_id"]: r for r in corpus.runs.select(["run_id", "source", "format"]).to_pylist()}
+
+
 def write_run(result: RunResult, out: Path) -> list[Path]:
     """Write the traces and the summary under ``out``; returns the files written."""
     written = []
@@ -94,12 +137,16 @@ def write_run(result: RunResult, out: Path) -> list[Path]:
         path = out / "traces" / f"{name}.parquet"
         atomic_write_bytes(path, buf.getvalue())
         written.append(path)
-    doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(result.policy),
-           "policy_digest": result.policy.digest(), "runs": result.summary}
+    written.append(_write_summary(result.policy, result.summary, out))
+    return written
+
+
+def _write_summary(policy: Policy, rows: list[dict[str, Any]], out: Path) -> Path:
+    doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(policy),
+           "policy_digest": policy.digest(), "runs": rows}
     path = out / "summary.json"
     atomic_write_bytes(path, json.dumps(doc, indent=1, default=str).encode())
-    written.append(path)
-    return written
+    return path
 
 
 def read_trace(out: Path) -> Trace:
