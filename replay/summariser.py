@@ -49,7 +49,11 @@ def gather(facts: Facts, run: PreparedRun, lo: int, hi: int) -> None:
         elif kind == "tool_result":
             facts.n_errors += run.is_error[b]
             if op == "exec":
-                facts.figures.extend(_FIGURES.findall(run.text[b][-2000:]))
+                memo = run.memo("figures")
+                found = memo.get(b)
+                if found is None:
+                    found = memo[b] = _FIGURES.findall(run.text[b][-2000:])
+                facts.figures.extend(found)
                 del facts.figures[:-12]
     facts.upto = max(facts.upto, hi)
 

@@ -3,9 +3,12 @@
 tiktoken downloads its BPE files on first use, which fails without a network.
 The two encodings the model uses (``o200k_base``, ``cl100k_base``) ship with
 the package as gzip files whose sha256 is checked against the official files,
-and are built into ``tiktoken.Encoding`` objects directly.  Other encodings
-are looked up in ``CTXREPLAY_ENCODINGS_DIR`` (``<name>.tiktoken[.gz]``) and
-only then through tiktoken itself.
+and are built into ``tiktoken.Encoding`` objects directly.  Any encoding is
+first looked up in ``CTXREPLAY_ENCODINGS_DIR`` (``<name>.tiktoken[.gz]``, an
+``os.pathsep``-separated list of folders): a shipped one is overridden, and any
+other encoding tiktoken knows (``r50k_base``, ``p50k_base``, …) is built from
+that file with tiktoken's own definition and hash check.  Only then is
+tiktoken asked, which downloads.
 
 Counts are identical to ``tiktoken.get_encoding(name).encode_ordinary``.
 Cheap estimators (chars/N) live in ``replay.estimator``, not here.
@@ -13,18 +16,26 @@ Cheap estimators (chars/N) live in ``replay.estimator``, not here.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import gzip
 import hashlib
 import os
+import threading
+import zlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import tiktoken
+import tiktoken.load
 
 from replay.errors import TokenizerError
 
 _HERE = Path(__file__).parent / "encodings"
+ENV_DIR = "CTXREPLAY_ENCODINGS_DIR"
+"""Environment variable naming folders with ``<name>.tiktoken[.gz]`` files."""
 
 # Official sha256 of the uncompressed files (as in tiktoken_ext.openai_public).
 _EXPECTED_SHA256 = {
@@ -56,11 +67,17 @@ _SPECIALS = {
     },
     "o200k_base": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
 }
+SHIPPED: tuple[str, ...] = tuple(sorted(_PATTERNS))
+"""Encodings that work offline on a fresh install."""
+_TIKTOKEN_LOCK = threading.Lock()
+
+
+def _dirs() -> list[Path]:
+    return [Path(d) for d in os.environ.get(ENV_DIR, "").split(os.pathsep) if d]
 
 
 def _find_file(name: str) -> Path | None:
-    dirs = [Path(d) for d in os.environ.get("CTXREPLAY_ENCODINGS_DIR", "").split(os.pathsep) if d]
-    for d in [*dirs, _HERE]:
+    for d in [*_dirs(), _HERE]:
         for suffix in (".tiktoken.gz", ".tiktoken"):
             p = d / f"{name}{suffix}"
             if p.is_file():
@@ -68,27 +85,99 @@ def _find_file(name: str) -> Path | None:
     return None
 
 
+def _read_bpe(path: Path) -> bytes:
+    """The uncompressed bytes of a ``.tiktoken`` or ``.tiktoken.gz`` file."""
+    try:
+        raw = path.read_bytes()
+        return gzip.decompress(raw) if path.suffix == ".gz" else raw
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise TokenizerError(f"{path}: cannot read this encoding file ({type(exc).__name__}: "
+                             f"{exc}); replace it with the official file or remove it") from exc
+
+
 def _load_ranks(path: Path, name: str) -> dict[bytes, int]:
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
+    raw = _read_bpe(path)
     expected = _EXPECTED_SHA256.get(name)
     if expected and hashlib.sha256(raw).hexdigest() != expected:
-        raise TokenizerError(f"{path}: sha256 does not match the official {name} file")
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+        raise TokenizerError(f"{path}: sha256 does not match the official {name} file "
+                             f"(expected {expected}); replace it with the official file or "
+                             f"remove it")
+    a2b = binascii.a2b_base64
+    try:
+        return {a2b(token): int(rank) for token, rank in (line.split() for line in raw.splitlines()
+                                                            if line)}
+    except (ValueError, binascii.Error) as exc:
+        raise TokenizerError(f"{path}: not a .tiktoken file ({exc})") from exc
+
+
+def _constructor(name: str) -> Callable[[], dict[str, Any]] | None:
+    """tiktoken's own definition of ``name`` (pattern, specials, file and hash), if it has one."""
+    try:
+        tiktoken.list_encoding_names()  # fills the registry of constructors
+        from tiktoken import registry
+
+        return (registry.ENCODING_CONSTRUCTORS or {}).get(name)
+    except Exception:  # a tiktoken without this (private) registry: no local build
+        return None
+
+
+class _Wanted(Exception):
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+def _with_file_reader(ctor: Callable[[], dict[str, Any]],
+                      read: Callable[[str, str | None], bytes]) -> dict[str, Any]:
+    """Run a tiktoken constructor with its file download replaced by ``read``."""
+    with _TIKTOKEN_LOCK:
+        original = tiktoken.load.read_file_cached
+        tiktoken.load.read_file_cached = read  # type: ignore[assignment]
+        try:
+            return ctor()
+        finally:
+            tiktoken.load.read_file_cached = original  # type: ignore[assignment]
+
+
+def _from_local_file(name: str, path: Path,
+                     ctor: Callable[[], dict[str, Any]]) -> tiktoken.Encoding:
+    data = _read_bpe(path)
+
+    def read(url: str, expected_hash: str | None = None) -> bytes:
+        if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
+            raise TokenizerError(f"{path}: sha256 does not match the official file for {name} "
+                                 f"({url}, expected {expected_hash}); replace it or remove it")
+        return data
+
+    try:
+        return tiktoken.Encoding(**_with_file_reader(ctor, read))
+    except TokenizerError:
+        raise
+    except Exception as exc:
+        raise TokenizerError(f"{path}: cannot build {name} from this file "
+                             f"({type(exc).__name__}: {exc})") from exc
+
+
+def _download_url(ctor: Callable[[], dict[str, Any]]) -> str:
+    def read(url: str, expected_hash: str | None = None) -> bytes:
+        raise _Wanted(url)
+
+    try:
+        _with_file_reader(ctor, read)
+    except _Wanted as want:
+        return want.url
+    except Exception:
+        pass
+    return ""
 
 
 @functools.cache
 def encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken ``Encoding`` for ``name``, loaded without network access.
+    """The tiktoken ``Encoding`` for ``name``, loaded without network access when possible.
 
     Raises:
-        TokenizerError: the encoding is neither shipped nor found locally, with what to do.
+        TokenizerError: the encoding is neither shipped nor found locally (the message says
+            how to provide it), or a local file for it is corrupt.
     """
     path = _find_file(name)
     if path is not None and name in _PATTERNS:
@@ -98,29 +187,59 @@ def encoding(name: str) -> tiktoken.Encoding:
             mergeable_ranks=_load_ranks(path, name),
             special_tokens=_SPECIALS[name],
         )
+    ctor = _constructor(name)
+    if path is not None and ctor is not None:
+        return _from_local_file(name, path, ctor)
+    if ctor is None:
+        raise TokenizerError(
+            f"unknown tokenizer {name!r}: ctxreplay ships {' and '.join(SHIPPED)}, and any "
+            f"other encoding tiktoken knows ({', '.join(sorted(tiktoken.list_encoding_names()))}) "
+            f"works offline from its <name>.tiktoken file put in a folder named by the "
+            f"environment variable {ENV_DIR}")
     try:
         return tiktoken.get_encoding(name)
-    except Exception as exc:  # tiktoken raises ValueError or network errors
+    except Exception as exc:  # tiktoken raises ValueError, OSError or network errors
+        url = _download_url(ctor)
+        where = f"download {url} " if url else f"get the {name}.tiktoken file "
         raise TokenizerError(
-            f"tokenizer {name!r} is not available offline: put {name}.tiktoken(.gz) in a folder "
-            f"named by CTXREPLAY_ENCODINGS_DIR, or use one of {sorted(_PATTERNS)} "
-            f"(shipped) ({type(exc).__name__}: {exc})"
+            f"tokenizer {name!r} is not available offline: {where}on a machine with internet "
+            f"and put it as {name}.tiktoken (or gzipped, {name}.tiktoken.gz) in a folder named "
+            f"by the environment variable {ENV_DIR}; {' and '.join(SHIPPED)} ship with "
+            f"ctxreplay and need nothing ({type(exc).__name__}: {exc})"
         ) from exc
 
 
 def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1) -> list[int]:
-    """Token counts of ``texts`` under ``name``, as ``len(encode_ordinary(text))``."""
-    enc = encoding(name)
-    if threads > 1 and len(texts) > 64:
-        return [len(t) for t in enc.encode_ordinary_batch(texts, num_threads=threads)]
-    return [len(enc.encode_ordinary(t)) for t in texts]
+    """Token counts of ``texts`` under ``name``, as ``len(encode_ordinary(text))``.
+
+    ``threads`` > 1 splits the texts into that many interleaved slices counted in threads
+    (tiktoken releases the GIL while encoding); 1 counts in the calling thread only.
+    """
+    encode = encoding(name).encode_ordinary
+    if threads <= 1 or len(texts) < 2 * threads:
+        return [len(encode(t)) for t in texts]
+
+    def count(part: int) -> list[int]:
+        return [len(encode(t)) for t in texts[part::threads]]
+
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(count, range(threads)))
+    out = [0] * len(texts)
+    for part, counts in enumerate(parts):
+        out[part::threads] = counts
+    return out
 
 
 def count_one(text: str, name: str = "o200k_base") -> int:
     """Token count of one text (memoised for the short texts replays create)."""
     if len(text) > 4096:
-        return len(encoding(name).encode_ordinary(text))
+        return _count_long(text, name) if len(text) <= 65536 else len(encoding(name).encode_ordinary(text))
     return _count_short(text, name)
+
+
+@functools.lru_cache(maxsize=2048)
+def _count_long(text: str, name: str) -> int:
+    return len(encoding(name).encode_ordinary(text))
 
 
 @functools.lru_cache(maxsize=65536)

@@ -1,0 +1,116 @@
+"""Scale: a 10,000-run archive and a single 20,000-request run, memory and time per request.
+
+    python benchmarks/scale.py [--runs 10000] [--requests 20000] [--workdir DIR]
+
+Generates (with ``replay synth``'s generator, deterministically) an archive of many small
+runs and one very long run, then measures in child processes:
+
+- ``replay ingest`` + ``replay run`` over the whole archive: peak RSS, compared with the peak
+  RSS of the same commands on the archive's largest single run alone (memory must be bounded
+  by the largest run, not the archive);
+- replay time per request on the 20,000-request run against a 200-request run from the same
+  generator (target: within 1.5×), with the policy ``two-tier-corrected``.
+
+Figures are printed as ratios against references measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from replay.synth import CORPUS, synth_run
+
+
+def _child(cmd: list[str]) -> tuple[float, float]:
+    """Run a command in a child process; (seconds, peak RSS of that child in MB)."""
+    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+            "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+            "print(time.perf_counter() - t, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024); sys.exit(r.returncode)")
+    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True,
+                         check=True)
+    seconds, mb = out.stdout.split()
+    return float(seconds), float(mb)
+
+
+def _replay_per_request(path: Path, work: Path) -> float:
+    """Seconds per request for replaying one run (ingest excluded, best of 3)."""
+    from replay.corpus import open_corpus
+    from replay.engine import replay
+    from replay.policy import load_policy
+
+    corpus = open_corpus([path], cache_dir=work / f"ds-{path.stem}")
+    rid = corpus.replayable()[0]
+    run, cal = corpus.prepared(rid), corpus.calibration(rid)
+    policy = load_policy("two-tier-corrected")
+    replay(run, policy, calibration=cal)
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        replay(run, policy, calibration=cal)
+        best = min(best, time.perf_counter() - t)
+    return best / run.n_requests
+
+
+def main() -> None:
+    """Generate, measure, print."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--requests", type=int, default=20_000)
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="ctxreplay-scale-"))
+    archive = work / "archive"
+    archive.mkdir(parents=True, exist_ok=True)
+    base = CORPUS[0]
+    t = time.perf_counter()
+    largest = (0, Path())
+    for i in range(args.runs):
+        s = replace(base, name=f"run-{i:05d}", seed=1000 + i, n_requests=8 + i % 13,
+                    compact_at_tokens=None)
+        path = archive / f"{i // 1000:02d}" / f"{s.name}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(synth_run(s))
+        largest = max(largest, (path.stat().st_size, path))
+    long_run = work / "long" / "long.jsonl"
+    long_run.parent.mkdir(exist_ok=True)
+    long_run.write_text(synth_run(replace(base, name="long", seed=7, n_requests=args.requests,
+                                          compact_at_tokens=150_000)))
+    short_run = work / "short" / "short.jsonl"
+    short_run.parent.mkdir(exist_ok=True)
+    short_run.write_text(synth_run(replace(base, name="short", seed=7, n_requests=200,
+                                           compact_at_tokens=150_000)))
+    size = sum(p.stat().st_size for p in archive.rglob("*.jsonl"))
+    print(f"generated {args.runs:,} runs ({size / 1e6:,.0f} MB) and a {args.requests:,}-request run "
+          f"({long_run.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t:,.0f} s")
+
+    single = work / "single"
+    single.mkdir(exist_ok=True)
+    shutil.copy(largest[1], single / largest[1].name)
+    for label, folder in (("largest single run", single), (f"archive of {args.runs:,} runs", archive),
+                          (f"{args.requests:,}-request run", long_run.parent)):
+        ds, out = work / f"ds-{folder.name}", work / f"out-{folder.name}"
+        ing_s, ing_mb = _child(["replay", "ingest", str(folder), "--out", str(ds), "-q"])
+        run_s, run_mb = _child(["replay", "run", "--policy", "two-tier-corrected", str(ds),
+                                "--out", str(out), "-q", "--json"])
+        print(f"{label:28s} ingest {ing_s:8.1f} s, peak {ing_mb:7.0f} MB | "
+              f"replay {run_s:7.1f} s, peak {run_mb:7.0f} MB")
+    long_per = _replay_per_request(long_run, work)
+    short_per = _replay_per_request(short_run, work)
+    print(f"replay time per request: {args.requests:,}-request run {long_per * 1e6:,.1f} µs, "
+          f"200-request run {short_per * 1e6:,.1f} µs → ratio {long_per / short_per:.2f} "
+          f"(target ≤ 1.5)")
+    print(f"this process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB;"
+          f" work folder {work}")
+
+
+if __name__ == "__main__":
+    main()
