@@ -1,0 +1,87 @@
+"""Interrupted runs leave the previous good state intact (kill -9 midway through real commands)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from replay import store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _replay_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from replay.cli import app; app()", *args]
+
+
+def _wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:  # type: ignore[type-arg,no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        assert proc.poll() is None, "the command finished before it could be interrupted"
+        time.sleep(0.05)
+    raise AssertionError("the interruption point was never reached")
+
+
+def test_killed_ingest_keeps_the_previous_store_readable(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    good = tmp_path / "good"
+    good.mkdir()
+    shutil.copy(REPO / "logs" / "explore-rereads.jsonl", good / "a.jsonl")
+    subprocess.run(_replay_cmd("ingest", str(good), "--out", str(ds), "-q"), check=True,
+                   capture_output=True)
+    before = store.read_manifest(ds)
+    runs_before = store.read_store(ds).runs["run_id"].to_pylist()
+    # a long second ingest into the same store: many distinct files, one worker
+    many = tmp_path / "many"
+    many.mkdir()
+    source = (REPO / "logs" / "write-heavy.jsonl").read_text()
+    for i in range(40):
+        (many / f"copy{i:02d}.jsonl").write_text(source + "\n" * (i + 1))
+    shutil.copy(good / "a.jsonl", many / "a.jsonl")
+    entries_before = set((ds / "data").iterdir())
+    proc = subprocess.Popen(_replay_cmd("ingest", str(good), str(many), "--out", str(ds), "-q",
+                                        "--jobs", "1"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: len(set((ds / "data").iterdir()) - entries_before) >= 2, proc)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    # the manifest is the old one or a complete new one, and everything it lists is readable
+    after = store.read_manifest(ds)
+    assert set(before) <= set(after)
+    for entry in after.values():
+        store.read_entry(ds, entry.key)
+    assert set(runs_before) <= set(store.read_store(ds).runs["run_id"].to_pylist())
+    # and a re-run completes, reusing what was already there
+    done = subprocess.run(_replay_cmd("ingest", str(good), str(many), "--out", str(ds), "-q",
+                                      "--json"), capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    assert report["failed"] == [] and report["cached"] >= 1
+    assert len(store.read_manifest(ds)) == 1 + 41
+
+
+def test_killed_run_keeps_the_previous_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    logs = str(REPO / "logs")
+    subprocess.run(_replay_cmd("run", "--policy", "two-tier-corrected", logs, "--out", str(out),
+                               "-q"), check=True, capture_output=True)
+    summary = (out / "summary.json").read_bytes()
+    traces = {p.name: p.read_bytes() for p in (out / "traces").glob("*.parquet")}
+    proc = subprocess.Popen(_replay_cmd("run", "--policy", "corecoder", logs, "--out", str(out), "-q"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: any(p.name.startswith(".") for p in (out / "traces").iterdir()), proc)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert (out / "summary.json").read_bytes() == summary
+    for name, data in traces.items():
+        assert (out / "traces" / name).read_bytes() == data
