@@ -35,7 +35,7 @@ from replay.run import run as run_policy
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Replay context-management policies over recorded coding-agent runs.")
 out_console = Console(width=None if sys.stdout.isatty() else 220)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
                                                      "directory written by `replay ingest`.")]
@@ -274,8 +274,12 @@ def diff(
              f"a: {pol_a.name}": fmt_value(r["metric"], r["a"]),
              f"b: {pol_b.name}": fmt_value(r["metric"], r["b"]),
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
-    _emit(rows, False, title=f"{pol_b.name} against {pol_a.name}: {len(moved)} of {len(d)} "
-                             "(run, metric) values changed, largest first")
+    title = (f"{pol_b.name} against {pol_a.name}: {len(moved)} of {len(d)} (run, metric) values "
+             "changed, largest first")
+    if rows:
+        _emit(rows, False, title=title)
+    else:
+        out_console.print(title, highlight=False)
 
 
 def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,

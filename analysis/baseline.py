@@ -1,0 +1,277 @@
+"""The committed baseline of ``replay check``: every metric of every run under each policy.
+
+A baseline is a JSON file, written with sorted keys and one value per line so that an
+update reads well in a diff.  Floats are rounded to ``SIGNIFICANT_DIGITS`` significant
+digits, so the file does not change with the last bits of a sum.  It holds:
+
+- ``trace_version`` / ``schema_version``: the engine and run model that measured it, so a
+  changed engine is reported as such rather than as a metric regression;
+- ``runs``: per *run key* (the source path relative to the ingest root, with ``#i`` for the
+  i-th run of a file when i > 0) its ``source`` and the source file's ``sha256``, so a
+  changed log is reported as such;
+- ``metrics``: the metric names, in the order ``analysis.metrics.metrics`` gives them;
+- ``policies``: per policy name its ``digest`` and, per run key, every metric value
+  (``null`` where a statistic is undefined).
+
+``measure`` replays policies over a corpus into a ``Baseline``; ``load_baseline`` and
+``write_baseline`` read and write the file; ``diff_baselines`` lists what an update changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.metrics import metrics
+from replay.corpus import Corpus, iter_replays
+from replay.errors import ReplayError
+from replay.policy import Policy
+from replay.schema import SCHEMA_VERSION
+from replay.store import atomic_write_bytes
+from replay.trace import TRACE_VERSION, Trace
+
+BASELINE_FORMAT = 1
+"""Version of the file layout itself (not of the engine)."""
+
+SIGNIFICANT_DIGITS = 10
+"""Floats are stored rounded to this many significant digits…"""
+DECIMALS = 12
+"""…and to this many decimals (a sum that should be 0 but is 1e-18 is stored as 0)."""
+
+Value = int | float | None
+"""A metric value as stored: a whole number, a float, or None (undefined)."""
+
+
+class CheckError(ReplayError):
+    """A baseline or tolerances file is missing or invalid, or does not fit the check asked for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunInfo:
+    """Where a run came from, as recorded in the baseline."""
+
+    source: str
+    """Path of the source file relative to the ingest root."""
+    sha256: str
+    """sha256 of the whole source file."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyValues:
+    """One policy's metric values over the runs."""
+
+    digest: str
+    """``Policy.digest()`` of the policy that was measured."""
+    values: dict[str, dict[str, Value]]
+    """Run key → metric name → value."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    """Every metric of every run under each policy, with what measured it."""
+
+    trace_version: str
+    schema_version: str
+    metrics: tuple[str, ...]
+    runs: dict[str, RunInfo]
+    policies: dict[str, PolicyValues]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselineChange:
+    """One difference between two baselines (what ``--update-baseline`` changed)."""
+
+    kind: str
+    """``version``, ``run added``, ``run removed``, ``log changed``, ``policy added``,
+    ``policy removed``, ``policy changed``, ``metric added``, ``metric removed`` or ``value``."""
+    where: str
+    """What changed: ``policy / run / metric`` for values, else the name concerned."""
+    old: Any
+    new: Any
+
+
+def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = False,
+            on_run: Callable[[str], None] | None = None) -> Baseline:
+    """Replay each policy over every replayable run of ``corpus`` and collect every metric.
+
+    Raises:
+        CheckError: two policies share a name, or the corpus has no run to replay.
+    """
+    names = [p.name for p in policies]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise CheckError(f"two policies are named {dupes[0]!r}; give each a distinct `name:`")
+    ids = corpus.replayable()
+    if not ids:
+        raise CheckError("no run with requests to replay in the given paths")
+    keys, runs = _run_keys(corpus, ids)
+    order: tuple[str, ...] = ()
+    out: dict[str, PolicyValues] = {}
+    for policy in policies:
+        trace = Trace.concat(list(iter_replays(corpus, policy, allow_python=allow_python,
+                                               run_ids=ids, on_run=on_run)))
+        frame = metrics(corpus, trace, policy)
+        order = tuple(c for c in frame.columns if c not in ("run_id", "policy"))
+        values = {keys[row["run_id"]]: {m: stored_value(row[m]) for m in order}
+                  for row in frame.to_dict("records")}
+        out[policy.name] = PolicyValues(digest=policy.digest(), values=values)
+    return Baseline(trace_version=TRACE_VERSION, schema_version=SCHEMA_VERSION, metrics=order,
+                    runs=runs, policies=out)
+
+
+def stored_value(v: Any) -> Value:
+    """A metric value as the baseline stores it (ints exact, floats rounded, NaN → None)."""
+    if v is None:
+        return None
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    f = float(v)
+    if math.isnan(f):
+        return None
+    return float(f"{round(f, DECIMALS):.{SIGNIFICANT_DIGITS}g}") + 0.0  # + 0.0: no -0.0
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline file.
+
+    Raises:
+        CheckError: the file is missing, is not JSON, or does not have the baseline layout
+            (the message names the offending key).
+    """
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckError(f"{path}: no such baseline; create it with `replay check ... "
+                         f"--baseline {path} --update-baseline`") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(
+            exc, json.JSONDecodeError) else str(exc)
+        raise CheckError(f"{path}: not a valid baseline (invalid JSON at {where})") from None
+    return _from_doc(doc, str(path))
+
+
+def write_baseline(path: Path, baseline: Baseline) -> None:
+    """Write ``baseline`` as pretty, key-sorted JSON (atomically)."""
+    text = json.dumps(_to_doc(baseline), indent=1, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode())
+
+
+def diff_baselines(old: Baseline | None, new: Baseline) -> list[BaselineChange]:
+    """What replacing ``old`` with ``new`` changes, headers first, then values in key order."""
+    if old is None:
+        return [BaselineChange(kind="created", where="baseline", old=None,
+                               new=f"{len(new.runs)} runs × {len(new.policies)} policies × "
+                                   f"{len(new.metrics)} metrics")]
+    versions = [(n, getattr(old, n), getattr(new, n)) for n in ("trace_version", "schema_version")]
+    out = [BaselineChange(kind="version", where=n, old=a, new=b) for n, a, b in versions if a != b]
+    out += _key_changes("run", old.runs, new.runs)
+    out += [BaselineChange(kind="log changed", where=k, old=old.runs[k].sha256,
+                           new=new.runs[k].sha256)
+            for k in sorted(old.runs.keys() & new.runs.keys()) if old.runs[k] != new.runs[k]]
+    out += _key_changes("metric", dict.fromkeys(old.metrics), dict.fromkeys(new.metrics))
+    out += _key_changes("policy", old.policies, new.policies)
+    for name in sorted(old.policies.keys() & new.policies.keys()):
+        a, b = old.policies[name], new.policies[name]
+        if a.digest != b.digest:
+            out.append(BaselineChange(kind="policy changed", where=name, old=a.digest,
+                                      new=b.digest))
+        for run in sorted(a.values.keys() & b.values.keys()):
+            va, vb = a.values[run], b.values[run]
+            out += [BaselineChange(kind="value", where=f"{name} / {run} / {m}", old=va[m],
+                                   new=vb[m])
+                    for m in sorted(va.keys() & vb.keys()) if not same_value(va[m], vb[m])]
+    return out
+
+
+def same_value(a: Value, b: Value) -> bool:
+    """Equal as stored (both undefined, or equal up to float noise below the stored digits)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return a == b or abs(a - b) <= max(10.0 ** -SIGNIFICANT_DIGITS * max(abs(a), abs(b)),
+                                       10.0 ** -DECIMALS)
+
+
+def _key_changes(what: str, old: dict[str, Any], new: dict[str, Any]) -> list[BaselineChange]:
+    return ([BaselineChange(kind=f"{what} removed", where=k, old=k, new=None)
+             for k in sorted(old.keys() - new.keys())] +
+            [BaselineChange(kind=f"{what} added", where=k, old=None, new=k)
+             for k in sorted(new.keys() - old.keys())])
+
+
+def _run_keys(corpus: Corpus, ids: list[str]) -> tuple[dict[str, str], dict[str, RunInfo]]:
+    """Run id → run key, and run key → RunInfo, for the given runs."""
+    wanted = set(ids)
+    keys: dict[str, str] = {}
+    runs: dict[str, RunInfo] = {}
+    cols = corpus.runs.select(["run_id", "source", "sha256"]).to_pylist()
+    for row in cols:
+        if row["run_id"] not in wanted:
+            continue
+        index = row["run_id"].rsplit("-", 1)[-1]
+        key = row["source"] if index == "0" else f"{row['source']}#{index}"
+        keys[row["run_id"]] = key
+        runs[key] = RunInfo(source=row["source"], sha256=row["sha256"])
+    return keys, runs
+
+
+def _to_doc(b: Baseline) -> dict[str, Any]:
+    return {
+        "format": BASELINE_FORMAT,
+        "trace_version": b.trace_version,
+        "schema_version": b.schema_version,
+        "metrics": list(b.metrics),
+        "runs": {k: {"source": r.source, "sha256": r.sha256} for k, r in b.runs.items()},
+        "policies": {n: {"digest": p.digest, "runs": p.values} for n, p in b.policies.items()},
+    }
+
+
+def _from_doc(doc: Any, where: str) -> Baseline:
+    """Validate the parsed JSON, naming the first key that is wrong."""
+    top = _mapping(doc, where, "(top)", {"format", "trace_version", "schema_version", "metrics",
+                                         "runs", "policies"})
+    if top["format"] != BASELINE_FORMAT:
+        raise CheckError(f"{where}: format: this ctxreplay reads baseline format "
+                         f"{BASELINE_FORMAT}, the file has {top['format']!r}")
+    for key in ("trace_version", "schema_version"):
+        if not isinstance(top[key], str):
+            raise CheckError(f"{where}: {key}: expected text, got {top[key]!r}")
+    names = top["metrics"]
+    if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
+        raise CheckError(f"{where}: metrics: expected a list of metric names")
+    runs: dict[str, RunInfo] = {}
+    for key, info in _mapping(top["runs"], where, "runs").items():
+        info = _mapping(info, where, f"runs.{key}", {"source", "sha256"})
+        runs[key] = RunInfo(source=str(info["source"]), sha256=str(info["sha256"]))
+    policies: dict[str, PolicyValues] = {}
+    for name, pol in _mapping(top["policies"], where, "policies").items():
+        pol = _mapping(pol, where, f"policies.{name}", {"digest", "runs"})
+        values: dict[str, dict[str, Value]] = {}
+        for run, vals in _mapping(pol["runs"], where, f"policies.{name}.runs").items():
+            if run not in runs:
+                raise CheckError(f"{where}: policies.{name}.runs.{run}: run not listed in `runs`")
+            vals = _mapping(vals, where, f"policies.{name}.runs.{run}")
+            for m, v in vals.items():
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a number "
+                                     f"or null, got {v!r}")
+            values[run] = vals
+        policies[name] = PolicyValues(digest=str(pol["digest"]), values=values)
+    return Baseline(trace_version=top["trace_version"], schema_version=top["schema_version"],
+                    metrics=tuple(names), runs=runs, policies=policies)
+
+
+def _mapping(v: Any, where: str, key: str, required: set[str] | None = None) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise CheckError(f"{where}: {key}: expected a mapping, got {type(v).__name__}")
+    for name in sorted((required or set()) - v.keys()):
+        close = difflib.get_close_matches(name, [str(k) for k in v], n=1)
+        hint = f" (found {close[0]!r})" if close else ""
+        raise CheckError(f"{where}: {key}: missing key {name!r}{hint}")
+    return v

@@ -1,0 +1,372 @@
+"""``replay check``: compare every metric of a replay with a committed baseline, within tolerances.
+
+``check(corpus, policies, baseline, tolerances)`` replays each policy (``analysis.baseline.
+measure``) and judges every (policy, run, metric) *case* against the baseline:
+
+- ``same`` (equal as stored), ``within`` (moved the bad way, or either way for a metric with
+  no better direction, by no more than its tolerance), ``improved`` (moved the good way),
+  ``regressed`` (beyond the tolerance, or a value that appeared or vanished), ``ignored``
+  (tolerance ``any``);
+- ``changed log`` / ``new run`` / ``missing run``: the corpus changed (a run's sha256
+  differs, or a run is only on one side); its metrics are not compared, and these fail only
+  with ``strict_logs``;
+- ``new metric`` / ``missing metric``: the analyses changed; reported, never failed.
+
+A baseline measured by another ``trace_version`` or ``schema_version`` fails every case:
+the engine changed, and the baseline must be updated in the same commit.  Tolerances
+(``load_tolerances``, YAML) state how far a metric may move the bad way: ``+0`` exact,
+``+3`` absolute, ``+5%`` relative to the baseline value; ``+`` marks lower-is-better,
+``-`` higher-is-better, ``±`` either way (then an improvement beyond it fails too), no sign
+the metric's known direction (``METRIC_DIRECTIONS``; either way if none); ``any`` never fails.
+The verdict, JUnit XML and Markdown renderings of a result are in ``analysis.check_report``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from analysis.baseline import (
+    Baseline,
+    BaselineChange,
+    CheckError,
+    Value,
+    diff_baselines,
+    measure,
+    same_value,
+    write_baseline,
+)
+from analysis.metrics import METRIC_DIRECTIONS
+from replay.corpus import Corpus
+from replay.policy import Policy
+
+Direction = Literal["lower", "higher", "either"]
+Status = Literal["same", "within", "improved", "regressed", "ignored", "changed log", "new run",
+                 "missing run", "new metric", "missing metric"]
+CORPUS_STATUSES: tuple[str, ...] = ("changed log", "new run", "missing run")
+_TOL = re.compile(r"^\s*(?P<sign>\+/-|\+-|±|\+|-)?\s*"
+                  r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<pct>%)?\s*$")
+_DIRECTIONS: dict[str, Direction] = {"lower": "lower", "higher": "higher", "either": "either"}
+_SIGNS: dict[str, Direction] = {"+": "lower", "-": "higher", "±": "either", "+-": "either",
+                                "+/-": "either"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tolerance:
+    """How far one metric may move the bad way before it is a regression."""
+
+    amount: float
+    """Absolute, in the metric's unit, or a fraction of the baseline value when ``relative``."""
+    relative: bool = False
+    direction: Direction = "either"
+    checked: bool = True
+    """False for ``any``: moves are reported, never failed."""
+
+    def allowed(self, base: float) -> float:
+        """The largest move allowed from ``base``."""
+        return self.amount * abs(base) if self.relative else self.amount
+
+    def __str__(self) -> str:
+        if not self.checked:
+            return "any"
+        sign = {"lower": "+", "higher": "-", "either": "±"}[self.direction]
+        return f"{sign}{self.amount * 100:g}%" if self.relative else f"{sign}{self.amount:g}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tolerances:
+    """Tolerances by metric, a default for the rest, and direction overrides."""
+
+    default: Tolerance = Tolerance(amount=0.0)
+    """Applies to metrics not listed (its sign is ignored: directions come from the metric)."""
+    metrics: tuple[tuple[str, Tolerance], ...] = ()
+    directions: tuple[tuple[str, Direction], ...] = ()
+    source: str = "every metric exact"
+
+    def for_metric(self, name: str) -> Tolerance:
+        """The tolerance that applies to ``name``, with its direction resolved."""
+        listed = dict(self.metrics)
+        if name in listed:
+            return listed[name]
+        direction = dict(self.directions).get(name) or _known_direction(name) or "either"
+        return Tolerance(amount=self.default.amount, relative=self.default.relative,
+                         direction=direction, checked=self.default.checked)
+
+    def validate(self, known: Iterable[str]) -> None:
+        """Raise ``CheckError`` naming any tolerance for a metric not in ``known``."""
+        known = set(known)
+        for key, name in [*(("", n) for n, _ in self.metrics), *(("direction.", n) for n, _ in
+                                                                 self.directions)]:
+            if name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise CheckError(f"{self.source}: {key}{name}: unknown metric{hint}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """One (policy, run, metric) compared with the baseline."""
+
+    policy: str
+    run: str
+    metric: str
+    baseline: Value
+    current: Value
+    status: Status
+    tolerance: Tolerance
+    failed: bool
+    message: str
+    """Why it failed or was skipped ('' when it passed)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """Every case of a check, and the notes about what changed besides metric values."""
+
+    cases: tuple[Case, ...]
+    notes: tuple[str, ...]
+    """Changed engine, policies, logs, runs and metrics, one sentence each."""
+    engine_change: str
+    """'' when the baseline was measured by this engine, else what differs."""
+    trace_version: str
+    schema_version: str
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every case holds, 1 otherwise."""
+        return 1 if any(c.failed for c in self.cases) else 0
+
+    def with_status(self, *statuses: str) -> list[Case]:
+        """The cases with one of ``statuses``, in case order."""
+        return [c for c in self.cases if c.status in statuses]
+
+
+def load_tolerances(path: Path) -> Tolerances:
+    """Read a tolerances YAML file.
+
+    The file maps ``default`` and metric names to tolerances (``+0``, ``+3``, ``+5%``,
+    ``-0.5%``, ``±1%``, ``any``) and ``direction`` to a mapping of metric → ``lower`` /
+    ``higher`` / ``either``.  Metric names are checked against the metrics later
+    (``Tolerances.validate``).
+
+    Raises:
+        CheckError: the file is missing, not YAML, or a value is malformed (naming the key).
+    """
+    where = str(path)
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)  # noqa: S506
+    except FileNotFoundError:
+        raise CheckError(f"{where}: no such tolerances file") from None
+    except yaml.YAMLError as exc:
+        raise CheckError(f"{where}: invalid YAML: {exc}") from None
+    doc = {} if doc in (None, "") else doc
+    if not isinstance(doc, dict):
+        raise CheckError(f"{where}: expected a mapping of metric names to tolerances")
+    directions = doc.pop("direction", {})
+    if not isinstance(directions, dict):
+        raise CheckError(f"{where}: direction: expected a mapping of metric names to "
+                         f"lower / higher / either")
+    overrides: dict[str, Direction] = {}
+    for name, d in directions.items():
+        if d not in _DIRECTIONS:
+            raise CheckError(f"{where}: direction.{name}: {d!r} is not lower, higher or either")
+        overrides[name] = _DIRECTIONS[d]
+    default = _parse(doc.pop("default", "+0"), where, "default", "either")
+    listed = tuple((name, _parse(text, where, name, overrides.get(name) or _known_direction(name)))
+                   for name, text in doc.items())
+    return Tolerances(default=default, metrics=listed, directions=tuple(overrides.items()),
+                      source=where)
+
+
+def preflight(baseline: Baseline, policies: Sequence[Policy], tolerances: Tolerances) -> None:
+    """Fail fast, before any replay, when the baseline cannot check these policies.
+
+    Raises:
+        CheckError: a policy is not in the baseline, or a tolerance names an unknown metric.
+    """
+    for p in policies:
+        if p.name not in baseline.policies:
+            raise CheckError(f"the baseline has no policy {p.name!r} (it has "
+                             f"{', '.join(sorted(baseline.policies)) or 'none'}); add it with "
+                             f"--update-baseline")
+    tolerances.validate([*baseline.metrics, *METRIC_DIRECTIONS])
+
+
+def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolerances: Tolerances,
+          *, strict_logs: bool = False, allow_python: bool = False,
+          on_run: Callable[[str], None] | None = None) -> CheckResult:
+    """Replay ``policies`` over ``corpus`` and compare every metric with ``baseline``."""
+    preflight(baseline, policies, tolerances)
+    current = measure(corpus, policies, allow_python=allow_python, on_run=on_run)
+    return compare(baseline, current, tolerances, strict_logs=strict_logs)
+
+
+def update_baseline(corpus: Corpus, policies: Sequence[Policy], path: Path,
+                    old: Baseline | None, tolerances: Tolerances | None = None, *,
+                    allow_python: bool = False,
+                    on_run: Callable[[str], None] | None = None) -> list[BaselineChange]:
+    """Measure ``policies`` over ``corpus``, write the result to ``path``, return what changed.
+
+    Raises:
+        CheckError: ``tolerances`` name a metric the analyses do not produce (nothing written).
+    """
+    new = measure(corpus, policies, allow_python=allow_python, on_run=on_run)
+    if tolerances is not None:
+        tolerances.validate(new.metrics)
+    write_baseline(path, new)
+    return diff_baselines(old, new)
+
+
+def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
+            strict_logs: bool = False) -> CheckResult:
+    """Judge every (policy, run, metric) of ``current`` against ``baseline``.
+
+    Raises:
+        CheckError: a policy of ``current`` is not in the baseline, or a tolerance names a
+            metric neither side has.
+    """
+    tolerances.validate([*current.metrics, *baseline.metrics])
+    engine = "; ".join(f"{k} {getattr(baseline, k)} → {getattr(current, k)}"
+                       for k in ("trace_version", "schema_version")
+                       if getattr(baseline, k) != getattr(current, k))
+    runs = _run_status(baseline, current)
+    notes = [f"engine changed ({engine}): update the baseline (`--update-baseline`) in the "
+             f"same commit"] if engine else []
+    notes += [f"{status}: {run}" + (f" (sha256 {baseline.runs[run].sha256[:12]} → "
+                                    f"{current.runs[run].sha256[:12]}); not compared"
+                                    if status == "changed log" else "")
+              for run, status in sorted(runs.items())]
+    names = [*current.metrics, *(m for m in baseline.metrics if m not in current.metrics)]
+    notes += [f"new metric (not in the baseline): {m}" for m in current.metrics
+              if m not in baseline.metrics]
+    notes += [f"missing metric (in the baseline only): {m}" for m in baseline.metrics
+              if m not in current.metrics]
+    cases = []
+    for name, cur in current.policies.items():
+        if name not in baseline.policies:
+            raise CheckError(f"the baseline has no policy {name!r}; add it with --update-baseline")
+        base = baseline.policies[name]
+        if base.digest != cur.digest:
+            notes.append(f"policy changed: {name} (digest {base.digest} → {cur.digest})")
+        for run in sorted(cur.values.keys() | base.values.keys()):
+            b_vals, c_vals = base.values.get(run, {}), cur.values.get(run, {})
+            for m in names:
+                cases.append(_case(name, run, m, b_vals, c_vals, tolerances.for_metric(m),
+                                   runs.get(run), strict_logs, engine))
+    return CheckResult(cases=tuple(cases), notes=tuple(notes), engine_change=engine,
+                       trace_version=current.trace_version, schema_version=current.schema_version)
+
+
+def _run_status(baseline: Baseline, current: Baseline) -> dict[str, str]:
+    """Run key → ``changed log`` / ``new run`` / ``missing run``, for runs that differ."""
+    out = {}
+    for run in sorted(current.runs.keys() | baseline.runs.keys()):
+        if run not in baseline.runs:
+            out[run] = "new run"
+        elif run not in current.runs:
+            out[run] = "missing run"
+        elif baseline.runs[run].sha256 != current.runs[run].sha256:
+            out[run] = "changed log"
+    return out
+
+
+def _case(policy: str, run: str, metric: str, b_vals: dict[str, Value], c_vals: dict[str, Value],
+          tol: Tolerance, run_status: str | None, strict_logs: bool, engine: str) -> Case:
+    b, c = b_vals.get(metric), c_vals.get(metric)
+    if run_status is None and not (b_vals and c_vals):
+        run_status = "new run" if not b_vals else "missing run"
+    status: Status
+    if run_status is not None and (run_status != "missing run" or metric in b_vals):
+        status = run_status  # type: ignore[assignment]
+    elif metric not in b_vals:
+        status = "new metric"
+    elif metric not in c_vals:
+        status = "missing metric"
+    else:
+        status = judge(b, c, tol)
+    failed = status == "regressed" or bool(engine) or (strict_logs and status in CORPUS_STATUSES)
+    message = ""
+    if engine:
+        message = f"engine changed ({engine}); update the baseline"
+    elif status == "regressed":
+        message = f"{metric} {describe_change(b, c)}, tolerance {tol}"
+    elif status in CORPUS_STATUSES:
+        message = f"{status}: {run}" + ("" if failed else " (not compared)")
+    elif status in ("new metric", "missing metric", "ignored"):
+        message = status
+    return Case(policy=policy, run=run, metric=metric, baseline=b, current=c, status=status,
+                tolerance=tol, failed=failed, message=message)
+
+
+def judge(base: Value, current: Value, tol: Tolerance) -> Status:
+    """Compare one value with its baseline under ``tol``."""
+    if same_value(base, current):
+        return "same"
+    if not tol.checked:
+        return "ignored"
+    if base is None or current is None:
+        return "regressed"
+    delta = current - base
+    worse = {"lower": delta, "higher": -delta, "either": abs(delta)}[tol.direction]
+    allowed = tol.allowed(base)
+    if worse > allowed + 1e-9 * max(abs(base), abs(current), allowed):
+        return "regressed"
+    return "within" if worse > 0 else "improved"
+
+
+def describe_change(base: Value, current: Value) -> str:
+    """``+3 (0 → 3)``, ``-1.2% (1,000 → 988)``, ``appeared (null → 5)`` and the like."""
+    if base is None or current is None:
+        return f"{'appeared' if base is None else 'vanished'} ({fmt(base)} → {fmt(current)})"
+    delta = current - base
+    rel = f" ({pct(delta / abs(base))})" if base else ""
+    return f"{'+' if delta >= 0 else '-'}{fmt(abs(delta))}{rel}: {fmt(base)} → {fmt(current)}"
+
+
+def pct(frac: float) -> str:
+    """A signed relative change: ``+12.3%``, ``-0.0088%`` (two significant digits below 0.1 %)."""
+    p = frac * 100
+    return f"{p:+,.1f}%" if abs(p) >= 0.1 or p == 0 else f"{p:+.2g}%"
+
+
+def fmt(v: Value) -> str:
+    """A value for people: thousands separators for whole numbers, 4 significant digits else."""
+    if v is None:
+        return "null"
+    if isinstance(v, int) or float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:,.4g}" if abs(v) >= 1e-3 else f"{v:.3g}"
+
+
+def _parse(text: object, where: str, key: str, known: Direction | None) -> Tolerance:
+    """``+5%`` and friends → Tolerance; ``known`` is the metric's direction if it has one."""
+    if not isinstance(text, str):
+        raise CheckError(f"{where}: {key}: expected a tolerance such as +0, +3, +5%, -0.5% or "
+                         f"any, got a {type(text).__name__}")
+    if text.strip() == "any":
+        return Tolerance(amount=0.0, direction=known or "either", checked=False)
+    m = _TOL.match(text)
+    if m is None:
+        raise CheckError(f"{where}: {key}: {text!r} is not a tolerance (write +0, +3, +5%, "
+                         f"-0.5%, ±1% or any)")
+    amount = float(m["num"]) / (100.0 if m["pct"] else 1.0)
+    stated = _SIGNS.get(m["sign"] or "")
+    if key == "default":
+        stated = None
+    elif stated in ("lower", "higher") and known not in (None, "either", stated):
+        fixed = ("+" if known == "lower" else "-") + text.strip().lstrip("+-")
+        raise CheckError(f"{where}: {key}: {text!r} allows the metric to "
+                         f"{'rise' if stated == 'lower' else 'fall'}, but {known} is better for "
+                         f"{key}; write {fixed} or set direction.{key}")
+    return Tolerance(amount=amount, relative=bool(m["pct"]), direction=stated or known or "either")
+
+
+def _known_direction(name: str) -> Direction | None:
+    d = METRIC_DIRECTIONS.get(name)
+    return "lower" if d == "lower" else "higher" if d == "higher" else None

@@ -1,0 +1,211 @@
+"""What ``replay check`` prints and writes: the verdict line, the moved rows, JUnit XML, Markdown.
+
+- ``verdict(result)``: one line that agrees with the exit code, ``check: PASS — …`` or
+  ``check: FAIL — …`` naming the worst regressions: overshoot counts and sizes first
+  (``HEADLINE_METRICS``), then metrics with a better direction, then the rest, each by
+  largest relative move (a value that moved off zero, appeared or vanished counts as
+  infinitely large);
+- ``moved(result)``: the cases that moved, regressions (worst first), then improvements,
+  then moves within tolerance, then moves of unchecked metrics;
+- ``junit_xml(result)``: one ``testcase`` per (policy, run, metric), grouped in one
+  ``testsuite`` per policy; regressions are failures, cases not compared are skipped;
+- ``markdown_summary(result)``: for a pull-request comment — counts, regressions,
+  improvements, notes (changed engine, policies, logs), then the moves within tolerance
+  folded away.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from analysis.baseline import BaselineChange, Value
+from analysis.check import CORPUS_STATUSES, Case, CheckResult, describe_change, fmt, pct
+from analysis.metrics import METRIC_DIRECTIONS
+
+HEADLINE_METRICS: tuple[str, ...] = ("overshoots_n", "overshoots_max_tokens",
+                                     "overshoots_total_tokens")
+"""Named first among regressions: requests over the limit are rejected by the server."""
+_MOVED_ORDER = {"regressed": 0, "improved": 1, "within": 2, "ignored": 3}
+_SKIPPED = (*CORPUS_STATUSES, "new metric", "missing metric", "ignored")
+
+
+def verdict(result: CheckResult) -> str:
+    """The one-line verdict (agrees with ``result.exit_code``)."""
+    shape = (f"{_count({c.run for c in result.cases}, 'run')} × "
+             f"{_count({c.policy for c in result.cases}, 'policy', 'policies')} × "
+             f"{_count({c.metric for c in result.cases}, 'metric')}")
+    if result.engine_change:
+        return (f"check: FAIL — engine changed ({result.engine_change}): update the baseline "
+                f"(`--update-baseline`) in the same commit")
+    regressed = _worst_first(result.with_status("regressed"))
+    corpus = [c for c in result.cases if c.failed and c.status in CORPUS_STATUSES]
+    if result.exit_code == 0:
+        extras = [f"{len(result.with_status(s))} {label}" for s, label in (
+            ("improved", "improved"), ("within", "moved within tolerance"),
+            ("ignored", "moved (unchecked)")) if result.with_status(s)]
+        extras += [_count(_runs(result, s), s) + " (not compared)" for s in CORPUS_STATUSES
+                   if _runs(result, s)]
+        return f"check: PASS — {shape} within tolerance" + "".join(f"; {e}" for e in extras)
+    parts = []
+    if regressed:
+        named = [f"{c.metric} {_short_change(c)} on {c.run} under {c.policy}"
+                 for c in regressed[:3]]
+        named_metrics = {c.metric for c in regressed[:3]}
+        more = [m for m in dict.fromkeys(c.metric for c in regressed[3:]) if m not in named_metrics]
+        rest = (f"; and {len(regressed) - 3} more" + (f" in {', '.join(more[:8])}"
+                                                     + (", …" if len(more) > 8 else "")
+                                                     if more else "")) if len(regressed) > 3 else ""
+        parts.append(f"{_count(regressed, 'regression')} ({'; '.join(named)}{rest})")
+    for s in CORPUS_STATUSES:
+        runs = sorted({c.run for c in corpus if c.status == s})
+        if runs:
+            parts.append(f"{_count(runs, s)} with --strict-logs ({', '.join(runs)})")
+    return "check: FAIL — " + "; ".join(parts)
+
+
+def moved(result: CheckResult) -> list[Case]:
+    """Cases whose value moved: regressions (worst first), improvements, within, unchecked."""
+    rows = [c for c in result.cases if c.status in _MOVED_ORDER]
+    regressed = _worst_first([c for c in rows if c.status == "regressed"])
+    others = sorted((c for c in rows if c.status != "regressed"),
+                    key=lambda c: _MOVED_ORDER[c.status])
+    return regressed + others
+
+
+def moved_rows(cases: list[Case]) -> list[dict[str, str]]:
+    """Cases as table rows: policy, run, metric, baseline, current, change, tolerance, status."""
+    rows = []
+    for c in cases:
+        base, current = _pair(c.baseline, c.current)
+        rows.append({"policy": c.policy, "run": c.run, "metric": c.metric, "baseline": base,
+                     "current": current, "change": _short_change(c),
+                     "tolerance": str(c.tolerance), "status": c.status})
+    return rows
+
+
+def change_rows(changes: list[BaselineChange]) -> list[dict[str, str]]:
+    """What ``--update-baseline`` changed, as table rows."""
+    rows = []
+    for ch in changes:
+        old, new = _pair(ch.old, ch.new) if ch.kind == "value" else (str(ch.old or ""),
+                                                                      str(ch.new or ""))
+        rows.append({"change": ch.kind, "where": ch.where, "old": old, "new": new})
+    return rows
+
+
+def _pair(a: Value, b: Value) -> tuple[str, str]:
+    """Two values formatted for people, in full when the short forms would look equal."""
+    short = fmt(a), fmt(b)
+    return short if short[0] != short[1] else (repr(a), repr(b))
+
+
+def junit_xml(result: CheckResult) -> bytes:
+    """A JUnit XML report: one testsuite per policy, one testcase per (run, metric)."""
+    root = ET.Element("testsuites", name="replay check")
+    suites: dict[str, ET.Element] = {}
+    for c in result.cases:
+        suite = suites.get(c.policy)
+        if suite is None:
+            suite = suites[c.policy] = ET.SubElement(root, "testsuite", name=c.policy)
+            props = ET.SubElement(suite, "properties")
+            for name in ("trace_version", "schema_version"):
+                ET.SubElement(props, "property", name=name, value=getattr(result, name))
+        case = ET.SubElement(suite, "testcase", classname=f"{c.policy}/{c.run}", name=c.metric,
+                             time="0")
+        if c.failed:
+            kind = ("engine" if result.engine_change else
+                    "corpus" if c.status in CORPUS_STATUSES else "regression")
+            failure = ET.SubElement(case, "failure", message=c.message, type=kind)
+            failure.text = _case_text(c)
+        elif c.status in _SKIPPED:
+            ET.SubElement(case, "skipped", message=c.message)
+    for el in [root, *suites.values()]:
+        cases = list(el.iter("testcase"))
+        el.set("tests", str(len(cases)))
+        el.set("failures", str(sum(1 for t in cases if t.find("failure") is not None)))
+        el.set("errors", "0")
+        el.set("skipped", str(sum(1 for t in cases if t.find("skipped") is not None)))
+        el.set("time", "0")
+    if result.notes:
+        ET.SubElement(root, "system-out").text = "\n".join(result.notes)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
+    """A Markdown summary for a pull-request comment (tables capped at ``max_rows`` rows)."""
+    regressed = _worst_first(result.with_status("regressed"))
+    improved = result.with_status("improved")
+    within = result.with_status("within")
+    not_compared = [c for c in result.cases if c.status in CORPUS_STATUSES]
+    lines = [f"### replay check: {'PASS' if result.exit_code == 0 else 'FAIL'}", "",
+             verdict(result), "",
+             "| cases | failed | regressed | improved | within tolerance | not compared |",
+             "|---:|---:|---:|---:|---:|---:|",
+             f"| {len(result.cases):,} | {sum(c.failed for c in result.cases):,} | "
+             f"{len(regressed):,} | {len(improved):,} | {len(within):,} | {len(not_compared):,} |",
+             ""]
+    for title, cases in (("Regressions", regressed), ("Improvements", improved)):
+        if cases:
+            lines += [f"#### {title} ({len(cases):,})", "", *_md_table(cases, max_rows), ""]
+    if result.notes:
+        lines += ["#### Notes", "", *(f"- {_md_escape(n)}" for n in result.notes), ""]
+    if within:
+        lines += [f"<details><summary>Moved within tolerance ({len(within):,})</summary>", "",
+                  *_md_table(within, max_rows), "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def _md_table(cases: list[Case], max_rows: int) -> list[str]:
+    cols = ["policy", "run", "metric", "baseline", "current", "change", "tolerance"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in moved_rows(cases[:max_rows]):
+        out.append("| " + " | ".join(_md_escape(row[c]) for c in cols) + " |")
+    if len(cases) > max_rows:
+        out.append(f"\n… and {len(cases) - max_rows:,} more")
+    return out
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _case_text(c: Case) -> str:
+    return (f"policy {c.policy}, run {c.run}, metric {c.metric}: baseline {fmt(c.baseline)}, "
+            f"current {fmt(c.current)}, tolerance {c.tolerance} "
+            f"({c.tolerance.direction} is better) — {c.status}")
+
+
+def _short_change(c: Case) -> str:
+    """``+3``, ``-1.2% (-12)`` …: the move of one case, signed."""
+    if c.baseline is None or c.current is None:
+        return describe_change(c.baseline, c.current).split(" (")[0]
+    delta = c.current - c.baseline
+    abs_txt = f"{'+' if delta >= 0 else '-'}{fmt(abs(delta))}"
+    return f"{abs_txt} ({pct(delta / abs(c.baseline))})" if c.baseline else abs_txt
+
+
+def _worst_first(cases: list[Case]) -> list[Case]:
+    """``HEADLINE_METRICS`` first, then the other metrics with a known better direction, then
+    the rest; in each group the largest relative move first (off zero, appeared or vanished:
+    infinitely large), then case order."""
+    def key(item: tuple[int, Case]) -> tuple[int, float, int]:
+        i, c = item
+        group = 0 if c.metric in HEADLINE_METRICS else 1 if c.metric in METRIC_DIRECTIONS else 2
+        if c.baseline is None or c.current is None or c.baseline == 0:
+            size = math.inf
+        else:
+            size = abs(c.current - c.baseline) / abs(c.baseline)
+        return (group, -size, i)
+    return [c for _, c in sorted(enumerate(cases), key=key)]
+
+
+def _runs(result: CheckResult, status: str) -> set[str]:
+    return {c.run for c in result.cases if c.status == status}
+
+
+def _count(items: Any, noun: str, plural: str | None = None) -> str:
+    n = len(items)
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
