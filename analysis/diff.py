@@ -1,0 +1,218 @@
+"""Diff of two policies (or two traces) over the same runs: every metric, per run and in total.
+
+``diff(metrics_a, metrics_b)`` takes two outputs of ``analysis.metrics.metrics``
+and compares them run by run (runs present in both only) and in total, one row
+per (run, metric):
+
+- ``delta = b − a``; ``rel_delta = delta / |a|`` (0 when both are 0, ±inf when
+  only ``a`` is 0, NaN when either is undefined);
+- ``verdict`` — ``better`` / ``worse`` / ``same`` by ``METRIC_DIRECTIONS`` (``b``
+  against ``a``), '' for metrics without a direction or with a NaN.
+
+Totals (``scope = "total"``, ``run_id = TOTAL``) aggregate each side over the
+compared runs with ``totals``: counts, tokens, bytes and costs are summed;
+maxima and peaks take the maximum, minima the minimum; the pooled ratios are
+recomputed from their parts (cached share = Σ cached tokens / Σ tokens sent,
+summaries per 100 requests, overshoot fraction); every other mean, median,
+share or fraction is averaged over the runs weighted by what it is a mean of
+(requests by default, summaries for the per-summary means, comparable
+requests for the recorded-usage medians) — for medians and quantiles an
+approximation of the pooled statistic.  Request indices (``*_request``) have no
+total.
+
+Rows where both sides are NaN are left out.  The totals come first, then the
+per-run rows; each section is sorted by the largest ``|rel_delta|`` first, then
+``|delta|``, metric and run id, so equal inputs give equal frames.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics import METRIC_DIRECTIONS
+
+TOTAL = "(all runs)"
+"""``run_id`` of the totals rows."""
+DIFF_COLUMNS: tuple[str, ...] = ("scope", "run_id", "metric", "a", "b", "delta", "rel_delta",
+                                 "direction", "verdict")
+KEYS: tuple[str, ...] = ("run_id", "policy")
+
+RATIOS: dict[str, tuple[str, str, float]] = {
+    "cache_invalidation_cached_share": ("cache_invalidation_cached_tokens", "tokens_sent", 1.0),
+    "summarisation_per_100_requests": ("summarisation_n", "n_requests", 100.0),
+    "summarisation_recorded_per_100_requests": ("summarisation_recorded_n", "n_requests", 100.0),
+    "overshoots_frac": ("overshoots_n", "n_requests", 1.0),
+}
+"""Metric → (numerator, denominator, scale): totals recomputed as a ratio of sums."""
+WEIGHTS: dict[str, str] = {
+    "summarisation_mean_requests_between": "summarisation_n",
+    "summarisation_mean_context_after_tokens": "summarisation_n",
+    "summarisation_mean_growback_requests": "summarisation_n",
+    "cache_invalidation_invalidated_per_action_tokens": "cache_invalidation_n_invalidating_actions",
+    "cache_invalidation_recorded_cached_share": "cache_invalidation_recorded_requests",
+    "cache_invalidation_cached_share_where_recorded": "cache_invalidation_recorded_requests",
+    "overshoots_est_vs_recorded_median_frac": "overshoots_n_comparable",
+    "overshoots_truth_vs_recorded_median_frac": "overshoots_n_comparable",
+}
+"""Metric → the column its cross-run mean is weighted by (default ``n_requests``)."""
+_NO_TOTAL = {"arg_share_results_bytes_at_args_peak"}
+_MEAN_MARKS = ("_mean", "_median", "_p05", "_p95", "share", "_frac", "per_100", "per_action")
+
+
+def total_rule(metric: str) -> str | None:
+    """How ``metric`` is aggregated across runs: ``sum``, ``max``, ``min``, ``ratio``, ``mean``.
+
+    Args:
+        metric: a metric column name.
+
+    Returns:
+        The rule, or None for metrics without a total (request indices).
+    """
+    if metric in RATIOS:
+        return "ratio"
+    if metric in _NO_TOTAL or metric.endswith("_request"):
+        return None
+    if "_max_" in metric or "peak" in metric or metric.endswith(("_max", "_mismatch_usd")):
+        return "max"
+    if "_min_" in metric:
+        return "min"
+    if any(mark in metric for mark in _MEAN_MARKS):
+        return "mean"
+    return "sum"
+
+
+def totals(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Every metric aggregated over the runs, one row per policy (``total_rule``).
+
+    Args:
+        metrics: the output of ``analysis.metrics.metrics`` (one or several policies).
+
+    Returns:
+        ``policy``, ``n_runs`` and one column per metric that has a total, policies in
+        order of first appearance.
+    """
+    cols = [c for c in metrics.columns if c not in KEYS and total_rule(c) is not None]
+    rows = []
+    for pol, g in metrics.groupby("policy", sort=False):
+        row: dict[str, Any] = {"policy": str(pol), "n_runs": len(g)}
+        for col in cols:
+            row[col] = _aggregate(g, col)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["policy", "n_runs", *cols])
+
+
+def diff(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.DataFrame:
+    """Per-metric deltas of ``b`` against ``a``, per run and in total, largest changes first.
+
+    Args:
+        metrics_a: ``analysis.metrics.metrics`` of the first policy (or trace).
+        metrics_b: the same for the second, over (some of) the same runs.
+
+    Returns:
+        ``DIFF_COLUMNS``: the totals section, then the per-run rows.
+
+    Raises:
+        ValueError: a frame holds more than one policy, or the two share no run.
+    """
+    for name, m in (("metrics_a", metrics_a), ("metrics_b", metrics_b)):
+        if m["policy"].nunique() > 1:
+            raise ValueError(f"{name} holds several policies: {sorted(set(m['policy']))}")
+    common = [r for r in metrics_a["run_id"] if r in set(metrics_b["run_id"])]
+    if not common:
+        raise ValueError("the two metric frames have no run in common")
+    a = metrics_a.set_index("run_id").loc[common]
+    b = metrics_b.set_index("run_id").loc[common]
+    names = [c for c in metrics_a.columns
+             if c not in KEYS and c in metrics_b.columns and _numeric(a[c]) and _numeric(b[c])]
+    ta = totals(a.reset_index()).iloc[0]
+    tb = totals(b.reset_index()).iloc[0]
+    total_rows = [_row("total", TOTAL, c, ta[c], tb[c]) for c in names if c in ta.index]
+    run_rows = [_row("run", rid, c, av, bv) for c in names
+                for rid, av, bv in zip(common, a[c].to_numpy(), b[c].to_numpy())]
+    parts = [_sorted(pd.DataFrame([r for r in rows if r is not None], columns=list(DIFF_COLUMNS)))
+             for rows in (total_rows, run_rows)]
+    return pd.concat(parts, ignore_index=True)
+
+
+def to_records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as plain dicts for JSON: NaN and ±inf become None, numpy scalars Python ones."""
+    out = []
+    for rec in df.to_dict(orient="records"):
+        out.append({str(k): _plain(v) for k, v in rec.items()})
+    return out
+
+
+def _aggregate(g: pd.DataFrame, col: str) -> float:
+    rule = total_rule(col)
+    vals = g[col].astype("float64")
+    if rule == "ratio":
+        num, den, scale = RATIOS[col]
+        if num not in g or den not in g:
+            return _weighted(vals, g["n_requests"].astype("float64"))
+        d = float(g[den].sum())
+        return scale * float(g[num].sum()) / d if d else math.nan
+    if vals.isna().all():
+        return math.nan
+    if rule == "sum":
+        return float(vals.sum())
+    if rule == "max":
+        return float(vals.max())
+    if rule == "min":
+        return float(vals.min())
+    weight = WEIGHTS.get(col, "n_requests")
+    w = g[weight].astype("float64") if weight in g else pd.Series(1.0, index=g.index)
+    return _weighted(vals, w)
+
+
+def _weighted(vals: pd.Series, w: pd.Series) -> float:
+    ok = vals.notna()
+    if not ok.any():
+        return math.nan
+    wsum = float(w[ok].sum())
+    if wsum <= 0:
+        return float(vals[ok].mean())
+    return float((vals[ok] * w[ok]).sum() / wsum)
+
+
+def _row(scope: str, run_id: str, metric: str, a: Any, b: Any) -> dict[str, Any] | None:
+    a, b = float(a), float(b)
+    if math.isnan(a) and math.isnan(b):
+        return None
+    delta = b - a
+    if math.isnan(delta):
+        rel = math.nan
+    elif a != 0:
+        rel = delta / abs(a)
+    else:
+        rel = 0.0 if delta == 0 else math.copysign(math.inf, delta)
+    direction = METRIC_DIRECTIONS.get(metric, "")
+    if not direction or math.isnan(delta):
+        verdict = ""
+    elif delta == 0:
+        verdict = "same"
+    else:
+        verdict = "better" if (delta < 0) == (direction == "lower") else "worse"
+    return {"scope": scope, "run_id": run_id, "metric": metric, "a": a, "b": b, "delta": delta,
+            "rel_delta": rel, "direction": direction, "verdict": verdict}
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    key = df.assign(_rel=-df["rel_delta"].abs().fillna(-1.0), _mag=-df["delta"].abs().fillna(-1.0))
+    key = key.sort_values(["_rel", "_mag", "metric", "run_id"], kind="stable")
+    return key.drop(columns=["_rel", "_mag"]).reset_index(drop=True)
+
+
+def _numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (np.floating, float)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v

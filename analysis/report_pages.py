@@ -1,0 +1,284 @@
+"""The report's markup: one ``Page`` of tables and images rendered as HTML or as Markdown.
+
+``render_html`` gives a self-contained page: inline CSS, images as base64
+``data:image/png`` URIs, every text escaped, no script and no external URL.
+``render_markdown`` gives the same tables for a pull-request comment, linking the
+PNGs by relative path.  Both are pure functions of the ``Page``: no clock, no
+environment, so equal pages give equal bytes.
+
+Not here: computing the tables or drawing the images (``analysis.report``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis.diff import TOTAL
+from analysis.metrics import METRIC_DIRECTIONS
+from replay.policy import Policy
+
+HEADLINE: tuple[tuple[str, str], ...] = (
+    ("n_requests", "requests"),
+    ("tokens_sent", "tokens sent"),
+    ("peak_tokens", "peak request (tokens)"),
+    ("overshoots_n", "overshoots"),
+    ("overshoots_max_tokens", "max overshoot (tokens)"),
+    ("n_summaries", "summaries"),
+    ("n_trims", "trims"),
+    ("cache_invalidation_n_small_trims", "small cache-invalidating trims"),
+    ("cache_invalidation_cached_share", "cached share of input"),
+    ("rereads_n_eviction_induced", "eviction-induced re-reads"),
+    ("rereads_n_loops", "re-read loops"),
+    ("arg_share_args_mean", "arguments share (mean)"),
+    ("arg_share_write_mean", "write/edit arguments share (mean)"),
+    ("cost_usd", "cost (USD)"),
+)
+"""(metric column, header) of the headline and totals tables."""
+DIFF_ROWS_TOTAL = 15
+DIFF_ROWS_RUN = 10
+
+_CSS = """
+body{font-family:sans-serif;margin:1.5em auto;max-width:1400px;color:#222;padding:0 1em}
+h1{font-size:1.6em}h2{font-size:1.3em;margin-top:1.8em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:.82em;margin:.6em 0}
+th,td{border:1px solid #ccc;padding:.2em .45em;vertical-align:top}
+th{background:#f2f2f2;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.better{background:#e3f4e3}td.worse{background:#fbe3e3}
+tr.first td{border-top:2px solid #999}
+.wide{overflow-x:auto}
+figure{margin:1.2em 0}img{max-width:100%;height:auto;border:1px solid #ddd}
+figcaption{font-size:.85em;color:#444;max-width:70em}
+.lint{color:#a00}.muted{color:#666}code{font-size:.95em}
+"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Image:
+    """One PNG of the report."""
+
+    file: str
+    title: str
+    caption: str
+    png: bytes
+    width_px: int
+    height_px: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """Everything the report shows, computed."""
+
+    policies: list[tuple[Policy, list[str]]]
+    """Each policy, in report order, with its placeholder lint findings."""
+    runs: list[dict[str, Any]]
+    """``run_id``, ``source``, ``format``, ``model`` of each run, in report order."""
+    metrics: pd.DataFrame
+    totals: pd.DataFrame
+    diffs: list[tuple[str, str, pd.DataFrame]]
+    """(reference policy, other policy, ``analysis.diff.diff`` of the two)."""
+    analyses: list[Image]
+    timelines: list[Image]
+
+
+def fmt_value(metric: str, v: Any) -> str:
+    """A metric value for a table: shares as percentages, counts with separators."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    v = float(v)
+    is_count = metric.endswith("_request") or "bytes" in metric
+    if not is_count and ("share" in metric or metric.endswith("_frac")):
+        return f"{v:.1%}"
+    if metric.endswith("_usd"):
+        return f"{v:,.4f}"
+    if v.is_integer():
+        return f"{int(v):,}"
+    return f"{v:,.2f}"
+
+
+def fmt_rel(rel: float) -> str:
+    """A relative change: ``+12%``, ``new`` when the reference was 0."""
+    if math.isnan(rel):
+        return "–"
+    if math.isinf(rel):
+        return "from 0"
+    return f"{rel:+.0%}"
+
+
+def render_html(page: Page) -> str:
+    """The report as one self-contained HTML document."""
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             "<title>ctxreplay report</title>", f"<style>{_CSS}</style></head><body>",
+             "<h1>ctxreplay report</h1>", f"<p>{e(_overview(page))}</p>",
+             "<h2>Policies</h2>", _html_table(*_policy_rows(page))]
+    parts.append("<h2>Placeholder lint</h2><ul>")
+    for policy, found in page.policies:
+        if found:
+            parts += [f'<li class="lint"><code>{e(policy.name)}</code>: {e(f)}</li>' for f in found]
+        else:
+            parts.append(f"<li><code>{e(policy.name)}</code>: no placeholder invites "
+                         "re-calling</li>")
+    parts.append("</ul><h2>Totals over all runs</h2>")
+    parts.append(_html_table(*_totals_rows(page)))
+    for a, b, d in page.diffs:
+        parts.append(f"<h2>Differences: {e(b)} against {e(a)}</h2>")
+        parts.append(_html_table(*_diff_rows(d, page, a, b)))
+    parts.append("<h2>Runs</h2>")
+    parts.append(_html_headline(page))
+    parts.append("<h2>Analyses</h2>")
+    parts += [_html_figure(im) for im in page.analyses]
+    parts.append("<h2>Timelines</h2>")
+    if len(page.timelines) < len(page.runs):
+        parts.append(f'<p class="muted">{len(page.timelines)} of {len(page.runs)} runs '
+                     "(those with the most requests).</p>")
+    parts += [_html_figure(im) for im in page.timelines]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def render_markdown(page: Page, image_dir: str) -> str:
+    """The report's tables as Markdown, with links to the PNGs under ``image_dir``."""
+    lines = ["# ctxreplay report", "", _overview(page), "", "## Policies", "",
+             *_md_table(*_policy_rows(page)), "", "## Placeholder lint", ""]
+    for policy, found in page.policies:
+        lines += ([f"- **`{policy.name}`**: {_md(f)}" for f in found] if found
+                  else [f"- `{policy.name}`: no placeholder invites re-calling"])
+    lines += ["", "## Totals over all runs", "", *_md_table(*_totals_rows(page))]
+    for a, b, d in page.diffs:
+        lines += ["", f"## Differences: `{b}` against `{a}`", "",
+                  *_md_table(*_diff_rows(d, page, a, b))]
+    header, rows, _ = _headline_rows(page)
+    lines += ["", "## Runs", "", *_md_table(header, rows), "", "## Figures", ""]
+    lines += [f"- [{_md(im.title)}]({image_dir}/{im.file})"
+              for im in [*page.analyses, *page.timelines]]
+    return "\n".join(lines) + "\n"
+
+
+def _overview(page: Page) -> str:
+    formats: dict[str, int] = {}
+    for r in page.runs:
+        formats[str(r["format"])] = formats.get(str(r["format"]), 0) + 1
+    fmts = ", ".join(f"{k} {v}" for k, v in sorted(formats.items()))
+    names = ", ".join(p.name for p, _ in page.policies)
+    return (f"{len(page.runs)} run{'s' if len(page.runs) != 1 else ''} ({fmts}) replayed under "
+            f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}.")
+
+
+def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:
+    header = ["policy", "digest", "window (tokens)", "reserve (tokens)", "tiers", "description"]
+    rows = [[p.name, p.digest(), f"{p.server.window_tokens:,}", f"{p.server.reserve_tokens:,}",
+             " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-", p.description]
+            for p, _ in page.policies]
+    return header, rows
+
+
+def _totals_rows(page: Page) -> tuple[list[str], list[list[str]]]:
+    header = ["policy", "runs", *[h for _, h in HEADLINE]]
+    rows = [[str(t["policy"]), f"{int(t['n_runs']):,}",
+             *[fmt_value(c, t.get(c)) for c, _ in HEADLINE]]
+            for t in page.totals.to_dict(orient="records")]
+    return header, rows
+
+
+def _diff_rows(d: pd.DataFrame, page: Page, a: str, b: str) -> tuple[list[str], list[list[str]]]:
+    """The largest total changes with a direction, then the largest per-run ones."""
+    source = {r["run_id"]: r["source"] for r in page.runs}
+    moved = d[(d["direction"] != "") & (d["delta"] != 0) & d["delta"].notna()]
+    rows = []
+    for scope, n in (("total", DIFF_ROWS_TOTAL), ("run", DIFF_ROWS_RUN)):
+        for r in moved[moved["scope"] == scope].head(n).to_dict(orient="records"):
+            run = TOTAL if scope == "total" else f"{source.get(r['run_id'], '')} ({r['run_id']})"
+            rows.append([run, r["metric"], fmt_value(r["metric"], r["a"]),
+                         fmt_value(r["metric"], r["b"]), fmt_rel(r["rel_delta"]),
+                         f"{r['verdict']} ({r['direction']} is better)"])
+    if not rows:
+        rows.append([TOTAL, "(no metric with a direction changed)", "", "", "", ""])
+    return ["run", "metric", a, b, "change", "verdict"], rows
+
+
+def _headline_rows(page: Page) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Header, cell texts and cell classes ('better' / 'worse' than the first policy)."""
+    by_key = {(r["run_id"], r["policy"]): r for r in page.metrics.to_dict(orient="records")}
+    names = [p.name for p, _ in page.policies]
+    header = ["run", "source", "policy", *[h for _, h in HEADLINE]]
+    rows, classes = [], []
+    for run in page.runs:
+        ref = by_key.get((run["run_id"], names[0]))
+        for name in names:
+            m = by_key.get((run["run_id"], name))
+            if m is None:
+                continue
+            rows.append([run["run_id"], str(run["source"]), name,
+                         *[fmt_value(c, m[c]) for c, _ in HEADLINE]])
+            classes.append(["", "", "", *[_verdict(c, ref, m) if name != names[0] else ""
+                                          for c, _ in HEADLINE]])
+    return header, rows, classes
+
+
+def _verdict(col: str, ref: dict[Any, Any] | None, m: dict[Any, Any]) -> str:
+    direction = METRIC_DIRECTIONS.get(col)
+    if ref is None or direction is None:
+        return ""
+    a, b = float(ref[col]), float(m[col])
+    if math.isnan(a) or math.isnan(b) or a == b:
+        return ""
+    return "better" if (b < a) == (direction == "lower") else "worse"
+
+
+def _html_headline(page: Page) -> str:
+    """The headline table; a run's rows share its run and source cells (rowspan)."""
+    header, rows, classes = _headline_rows(page)
+    e = html.escape
+    span: dict[str, int] = {}
+    for row in rows:
+        span[row[0]] = span.get(row[0], 0) + 1
+    out = ['<div class="wide"><table>',
+           "<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>"]
+    prev = None
+    for row, cls in zip(rows, classes):
+        cells = []
+        if row[0] != prev:
+            cells += [f'<td rowspan="{span[row[0]]}">{e(t)}</td>' for t in row[:2]]
+        cells.append(f"<td>{e(row[2])}</td>")
+        for text, c in zip(row[3:], cls[3:]):
+            cells.append(f'<td class="{" ".join(k for k in ("n", c) if k)}">{e(text)}</td>')
+        out.append(f'<tr class="first">{"".join(cells)}</tr>' if row[0] != prev
+                   else f"<tr>{''.join(cells)}</tr>")
+        prev = row[0]
+    out.append("</table></div>")
+    return "\n".join(out)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    e = html.escape
+    out = ['<div class="wide"><table>',
+           "<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
+    out.append("</table></div>")
+    return "\n".join(out)
+
+
+def _html_figure(im: Image) -> str:
+    e = html.escape
+    data = base64.b64encode(im.png).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{e(im.title)}" '
+            f'width="{im.width_px}" height="{im.height_px}">'
+            f"<figcaption><b>{e(im.title)}.</b> {e(im.caption)}</figcaption></figure>")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(_md(h) for h in header) + " |",
+           "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")

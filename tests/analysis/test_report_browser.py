@@ -1,0 +1,103 @@
+"""The HTML report in a real browser: headless Chromium loads it offline and every image shows.
+
+Chromium prints the report to PDF; an image that loaded is embedded in the PDF
+as an image object of its own pixel size, a broken one is replaced by the
+browser's small broken-image icon.  So the check is: every ``<img>``'s PNG
+size appears among the PDF's images.  A copy of the report with one image's
+data corrupted is printed too, and must miss exactly that image (the check can
+fail).
+
+Needs Chromium from the system packages (``apt-get install -y chromium`` on
+Debian/Ubuntu; ``.ci/run`` installs it).  Without it the test fails and says
+so; set ``CTXREPLAY_NO_BROWSER=1`` to skip it on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from analysis.report import write_report
+from replay.corpus import Corpus, replay_corpus
+from replay.policy import load_policy
+from tests.analysis.conftest import PRESETS, Replayed
+from tests.analysis.report_html import ReportDoc, png_of, png_size
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-extensions", "--no-pdf-header-footer")
+IMAGE_OBJECT = re.compile(rb"/Subtype\s*/Image\b(.*?)>>\s*stream", re.DOTALL)
+
+
+def chromium() -> str:
+    """The Chromium binary; fails (or skips when CTXREPLAY_NO_BROWSER=1) without one."""
+    if os.environ.get("CTXREPLAY_NO_BROWSER") == "1":
+        pytest.skip("CTXREPLAY_NO_BROWSER=1: browser check skipped on purpose")
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        # the project installs what its tests need: Debian's chromium, as root (CI)
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, check=False)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env,
+                       capture_output=True, check=False)
+        path = shutil.which("chromium")
+        if path:
+            return path
+    pytest.fail("headless Chromium is needed to check the HTML report in a real browser: "
+                "install it with `apt-get install -y chromium` (Debian/Ubuntu), or set "
+                "CTXREPLAY_NO_BROWSER=1 to skip this check explicitly")
+
+
+def print_to_pdf(browser: str, page: Path, tmp: Path) -> bytes:
+    pdf = tmp / f"{page.stem}.pdf"
+    cmd = [browser, *FLAGS, f"--user-data-dir={tmp / 'profile'}", f"--print-to-pdf={pdf}",
+           page.resolve().as_uri()]
+    res = subprocess.run(cmd, capture_output=True, timeout=180, check=False)
+    assert res.returncode == 0 and pdf.is_file(), res.stderr.decode(errors="replace")[-2000:]
+    return pdf.read_bytes()
+
+
+def pdf_image_sizes(pdf: bytes) -> Counter[tuple[int, int]]:
+    sizes: Counter[tuple[int, int]] = Counter()
+    for m in IMAGE_OBJECT.finditer(pdf):
+        w = re.search(rb"/Width\s+(\d+)", m.group(1))
+        h = re.search(rb"/Height\s+(\d+)", m.group(1))
+        if w and h:
+            sizes[(int(w.group(1)), int(h.group(1)))] += 1
+    return sizes
+
+
+def test_every_image_loads_in_headless_chromium(sample_corpus: Corpus,
+                                                replayed: dict[str, Replayed],
+                                                tmp_path: Path) -> None:
+    browser = chromium()
+    m = replayed[PRESETS[0]].metrics
+    run_id = str(m[m["n_trims"] > 0].sort_values("n_requests", kind="stable")["run_id"].iloc[0])
+    runs = []
+    for name in PRESETS:
+        policy = load_policy(name)
+        runs.append((policy, replay_corpus(sample_corpus, policy, run_ids=[run_id])))
+    files = write_report(sample_corpus, runs, tmp_path / "report")
+    text = files.html.read_text()
+    images = ReportDoc(text).images
+    expected = Counter(png_size(png_of(img)) for img in images)
+    assert sum(expected.values()) == 6
+
+    loaded = pdf_image_sizes(print_to_pdf(browser, files.html, tmp_path))
+    assert not expected - loaded, f"images missing in the browser: {expected - loaded}"
+
+    src = images[-1]["src"]
+    cut = src.index(",") + 1
+    broken = tmp_path / "broken.html"
+    broken.write_text(text.replace(src, src[:cut] + "AAAA" + src[cut + 64:]))
+    shown = pdf_image_sizes(print_to_pdf(browser, broken, tmp_path))
+    assert expected - shown == Counter([png_size(png_of(images[-1]))])
