@@ -11,25 +11,32 @@ the batch goes on.
 from __future__ import annotations
 
 import hashlib
+import json
+import multiprocessing
 import os
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from replay import store
+from replay.errors import TokenizerError
 from replay.parsers import PARSERS, detect_format
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.schema import SCHEMAS
-from replay.tokens import count_tokens
+from replay.tokens import count_tokens, encoding
 
 LOG_SUFFIXES = (".jsonl", ".json", ".traj")
 """File endings ingest looks at inside folders (files named directly are always tried)."""
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 _SKIP_NAMES = ("manifest.json",)
+_SNIFF_BYTES = 65536
+"""How much of a file format detection sees."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,7 @@ class IngestReport:
     issues: list[Issue] = field(default_factory=list)
     n_runs: int = 0
     n_tokens: int = 0
+    """Tokens of the files parsed by this ingest (first tokenizer; cached files not counted)."""
 
     @property
     def ok(self) -> bool:
@@ -61,23 +69,64 @@ class IngestReport:
 
 
 def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
-    """Every log file under ``paths`` as (file, root), sorted; roots are the given folders."""
+    """Every log file under ``paths`` as (file, root), sorted; roots are the given folders.
+
+    Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
+    own files (a folder holding ``manifest.json`` and ``data/``); files named directly are
+    always taken.  A file reached twice is listed once.
+    """
     found: list[tuple[Path, Path]] = []
+    seen: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and f.name.endswith(LOG_SUFFIXES) and f.name not in _SKIP_NAMES \
-                        and "/data/" not in f.as_posix()[len(p.as_posix()):]:
-                    found.append((f, p))
+            files = sorted(f for f in p.rglob("*") if f.is_file())
+            stores = {f.parent for f in files if f.name in _SKIP_NAMES and store.is_store(f.parent)
+                      and (f.parent / "data").is_dir()}
+            candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
+                          and f.name not in _SKIP_NAMES
+                          and not any(d in stores for d in f.parents)]
         else:
-            found.append((p, p.parent))
+            candidates = [(p, p.parent)]
+        for f, root in candidates:
+            key = f.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append((f, root))
     return found
 
 
+def sources(found: list[tuple[Path, Path]]) -> list[str]:
+    """The stored source name of each discovered file: its path relative to its root, made
+    unique (a later file whose relative path is taken gets its root's name, then its full path,
+    in front) so that two inputs never share one store entry."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for path, root in found:
+        rel = _relative(path, root)
+        prefixed = f"{root.name}/{rel}" if root.name else rel
+        for candidate in (rel, prefixed, path.resolve().as_posix()):
+            if candidate not in taken:
+                rel = candidate
+                break
+        taken.add(rel)
+        names.append(rel)
+    return names
+
+
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
-               tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS) -> ParsedFile:
-    """Parse one file into token-counted tables; problems are returned, never raised."""
-    rel = _relative(path, root)
+               tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
+               threads: int = 1) -> ParsedFile:
+    """Parse one file into token-counted tables; problems are returned, never raised.
+
+    Args:
+        path: the log file.
+        root: the folder ``path`` is stored relative to (default: only its name).
+        fmt: force one parser instead of detecting the format.
+        tokenizers: encodings to count with (one column each).
+        rel: the stored source name (default: ``path`` relative to ``root``).
+        threads: threads counting tokens (1: only the calling thread).
+    """
+    rel = rel if rel is not None else _relative(path, root)
     issues: list[Issue] = []
     try:
         data = path.read_bytes()
@@ -86,28 +135,63 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     sha = hashlib.sha256(data).hexdigest()
     if not data.strip():
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
-    name = fmt or detect_format(path.name, data[:65536])
+    try:
+        name = fmt or detect_format(path.name, data[:_SNIFF_BYTES])
+    except RecursionError:
+        return ParsedFile(rel, "", sha, None, (Issue(
+            str(path), 1, "JSON nested too deeply to detect the format; try --format"),))
     if name is None:
-        why = "binary file" if b"\x00" in data[:4096] else "unknown format (no parser recognised it)"
-        return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, f"{why}; try --format"),))
+        return ParsedFile(rel, "", sha, None, (_unrecognised(str(path), data),))
     if name not in PARSERS:
-        return ParsedFile(rel, "", sha, None,
-                          (Issue(str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
+        return ParsedFile(rel, "", sha, None, (Issue(
+            str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
     src = Source(path=str(path), rel=rel, data=data, sha256=sha)
+    del data
     try:
         drafts = PARSERS[name].parse(src, issues)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+    except RecursionError:
+        issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
+        drafts = []
+    except Exception as exc:  # a parser bug or an input it did not foresee: report, go on
         issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
         drafts = []
     if not drafts:
         if not issues:
             issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
         return ParsedFile(rel, name, sha, None, tuple(issues))
-    return ParsedFile(rel, name, sha, tokenize(drafts, tokenizers), tuple(issues))
+    try:
+        tables = tokenize(drafts, tokenizers, threads=threads)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+        issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
+                                          f"({type(exc).__name__}: {exc})"))
+        return ParsedFile(rel, name, sha, None, tuple(issues))
+    return ParsedFile(rel, name, sha, tables, tuple(issues))
 
 
-def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...]) -> store.RunTables:
-    """Count tokens once per block and build the schema's tables."""
+def _unrecognised(path: str, data: bytes) -> Issue:
+    """Why no parser recognised a file, as precisely as can be told."""
+    if b"\x00" in data[:4096]:
+        return Issue(path, 0, "binary file; try --format")
+    first = data[:4 * _SNIFF_BYTES].lstrip()[:_SNIFF_BYTES + 1].split(b"\n", 1)[0]
+    if len(first) > _SNIFF_BYTES:
+        return Issue(path, 1, f"unknown format: the first line is over {_SNIFF_BYTES:,} bytes, "
+                              f"too long to recognise; try --format")
+    try:
+        json.loads(first)
+    except RecursionError:
+        return Issue(path, 1, "JSON nested too deeply to recognise the format; try --format")
+    except ValueError:
+        pass
+    return Issue(path, 0, "unknown format (no parser recognised it); try --format")
+
+
+def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
+             threads: int = 1) -> store.RunTables:
+    """Count tokens once per block and build the schema's tables.
+
+    Text that is not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape
+    like ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.
+    """
     messages: dict[str, list[object]] = {n: [] for n in SCHEMAS["messages"].names}
     requests: dict[str, list[object]] = {n: [] for n in SCHEMAS["requests"].names}
     runs: dict[str, list[object]] = {n: [] for n in SCHEMAS["runs"].names}
@@ -121,14 +205,20 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...]) -> store.RunTa
             requests[col].extend(values)
         for col in runs:
             runs[col].append(d.run[col])
+    try:
+        text = pa.array(messages["text"], pa.string())
+    except UnicodeEncodeError:
+        for cols in (messages, requests, runs):
+            for col, values in cols.items():
+                cols[col] = [_valid_unicode(v) if isinstance(v, str) else v for v in values]
+        text = pa.array(messages["text"], pa.string())
     texts: list[str] = messages["text"]  # type: ignore[assignment]
-    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
-    messages["n_bytes"] = [len(b) for b in encoded]
+    messages["n_bytes"] = pc.binary_length(text)  # UTF-8 length without encoding again
     messages["n_chars"] = [len(t) for t in texts]
     messages["n_lines"] = [t.count("\n") + 1 if t else 0 for t in texts]
-    threads = min(4, os.cpu_count() or 1)
+    messages["text"] = text
     for name, col in _TOKEN_COLUMN.items():
-        messages[col] = list(count_tokens(texts, name, threads=threads)) if name in tokenizers \
+        messages[col] = count_tokens(texts, name, threads=threads) if name in tokenizers \
             else [None] * len(texts)
     return store.RunTables(
         runs=pa.Table.from_pydict(runs, schema=SCHEMAS["runs"]),
@@ -137,26 +227,79 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...]) -> store.RunTa
     )
 
 
+def _valid_unicode(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:  # the same repair tiktoken applies before encoding
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """One file's outcome as the ingest loop needs it (small: crosses process boundaries)."""
+
+    source: str
+    format: str
+    sha256: str
+    key: str
+    n_runs: int
+    n_tokens: int
+    issues: tuple[Issue, ...]
+    stored: bool
+
+
+def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
+             out: Path, strict: bool, threads: int) -> _Done:
+    """Parse one file and write its entry (not yet in the manifest); runs in a worker."""
+    parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads)
+    key = store.entry_key(parsed.sha256, parsed.source, tokenizers)
+    tables = parsed.tables
+    if tables is None or (strict and parsed.issues):
+        return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False)
+    store.write_entry(out, key, tables)
+    col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
+    n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
+    return _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows,
+                 n_tokens, parsed.issues, True)
+
+
 def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
            tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0, strict: bool = False,
            on_file: Callable[[str], None] | None = None) -> IngestReport:
     """Ingest every log file under ``paths`` into the store at ``out``.
+
+    A file that fails keeps whatever the store had for it.  Entries are written first and the
+    manifest last (also when the ingest is interrupted, listing only complete entries), so the
+    store is readable at every moment.
 
     Args:
         paths: files or folders (folders are searched for ``*.jsonl``, ``*.json``, ``*.traj``).
         out: the dataset directory (created if missing).
         fmt: force one parser instead of detecting the format.
         tokenizers: encodings to count with (one column each).
-        jobs: worker processes (0: one per core, at most one per file).
-        strict: stop at the first file with an issue.
+        jobs: worker processes (0: one per core, at most one per file); ``jobs=1`` uses one
+            core only.
+        strict: stop at the first file with an issue; that file counts as failed (not stored).
         on_file: called with each file's source path when it is done (progress bars).
+
+    Raises:
+        TokenizerError: a tokenizer has no column in the store or is not available (raised
+            before anything is read or written).
+        StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
     """
+    for name in tokenizers:  # fail early, and let forked workers inherit the loaded encodings
+        if name not in _TOKEN_COLUMN:
+            raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
+                                 f"for {' and '.join(_TOKEN_COLUMN)} only")
+        encoding(name)
     out.mkdir(parents=True, exist_ok=True)
     entries = store.read_manifest(out)
+    before = dict(entries)
     report = IngestReport()
-    todo: list[tuple[Path, Path]] = []
-    for path, root in discover(paths):
-        rel = _relative(path, root)
+    found = discover(paths)
+    todo: list[tuple[Path, Path, str]] = []
+    for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)
         if old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers) \
                 and store.has_entry(out, old.key):
@@ -165,38 +308,62 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             if on_file:
                 on_file(rel)
             continue
-        todo.append((path, root))
-    for parsed in _parse_all(todo, fmt, tokenizers, jobs):
-        report.issues.extend(parsed.issues)
-        if parsed.tables is None:
-            report.failed.append(parsed.source)
-        else:
-            key = store.entry_key(parsed.sha256, parsed.source, tokenizers)
-            store.write_entry(out, key, parsed.tables)
-            entries[parsed.source] = store.Entry(parsed.source, key, parsed.sha256, parsed.format,
-                                                 parsed.tables.runs.num_rows)
-            report.parsed.append(parsed.source)
-            report.n_runs += parsed.tables.runs.num_rows
-            report.n_tokens += sum(v or 0 for v in parsed.tables.messages["tokens_o200k"].to_pylist())
-        if on_file:
-            on_file(parsed.source)
-        if strict and parsed.issues:
-            break
-    store.write_manifest(out, entries)
+        todo.append((path, root, rel))
+    results = _process_all(todo, fmt, tokenizers, out, strict, jobs)
+    try:
+        for done in results:
+            report.issues.extend(done.issues)
+            if done.stored:
+                entries[done.source] = store.Entry(done.source, done.key, done.sha256, done.format,
+                                                   done.n_runs)
+                report.parsed.append(done.source)
+                report.n_runs += done.n_runs
+                report.n_tokens += done.n_tokens
+            else:
+                report.failed.append(done.source)
+            if on_file:
+                on_file(done.source)
+            if strict and done.issues:
+                break
+    finally:
+        results.close()
+        store.write_manifest(out, entries)
+    live = {e.key for e in entries.values()}
+    for old in before.values():  # entries replaced by a new version of their file
+        if old.key not in live:
+            shutil.rmtree(out / "data" / old.key, ignore_errors=True)
     return report
 
 
-def _parse_all(todo: list[tuple[Path, Path]], fmt: str | None, tokenizers: tuple[str, ...],
-               jobs: int) -> Iterable[ParsedFile]:
-    workers = min(jobs or (os.cpu_count() or 1), len(todo))
+def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers: tuple[str, ...],
+                 out: Path, strict: bool, jobs: int) -> Iterator[_Done]:
+    cores = os.cpu_count() or 1
+    workers = min(jobs or cores, len(todo))
     if workers <= 1:
-        for path, root in todo:
-            yield parse_file(path, root, fmt=fmt, tokenizers=tokenizers)
+        threads = max(1, jobs or cores) if len(todo) == 1 else 1
+        for path, root, rel in todo:
+            yield _process(path, root, rel, fmt, tokenizers, out, strict, threads)
         return
-    with ProcessPoolExecutor(workers) as pool:
-        futures = [pool.submit(parse_file, p, r, fmt=fmt, tokenizers=tokenizers) for p, r in todo]
-        for f in futures:
-            yield f.result()
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    pool = ProcessPoolExecutor(workers, mp_context=context)
+    try:
+        # biggest files first keeps every worker busy to the end; results still come in order
+        futures: dict[int, Future[_Done]] = {}
+        for k in sorted(range(len(todo)), key=lambda k: -_size(todo[k][0])):
+            path, root, rel = todo[k]
+            futures[k] = pool.submit(_process, path, root, rel, fmt, tokenizers, out, strict, 1)
+        for k in range(len(todo)):
+            yield futures[k].result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _relative(path: Path, root: Path | None) -> str:
@@ -210,7 +377,10 @@ def _relative(path: Path, root: Path | None) -> str:
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    try:
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return ""
     return h.hexdigest()

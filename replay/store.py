@@ -32,6 +32,10 @@ from replay.errors import StoreError
 from replay.schema import SCHEMA_VERSION, SCHEMAS
 
 TABLES = ("runs", "messages", "requests")
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "use_dictionary": False,
+                                   "write_statistics": False}
+"""How entries are written: zstd; no dictionary pages or column statistics (with zstd they make
+the files bigger and the writes slower, and whole entries are always read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +80,20 @@ def write_entry(root: Path, key: str, tables: RunTables) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for name in TABLES:
-        table = getattr(tables, name).cast(SCHEMAS[name])
-        pq.write_table(table, tmp / f"{name}.parquet", compression="zstd")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+        table = getattr(tables, name)
+        if not table.schema.equals(SCHEMAS[name], check_metadata=True):
+            table = table.cast(SCHEMAS[name])
+        buf = pa.BufferOutputStream()  # in memory, then one plain write: much less overhead
+        pq.write_table(table, buf, **PARQUET_OPTIONS)
+        (tmp / f"{name}.parquet").write_bytes(buf.getvalue().to_pybytes())
+    if final.exists():  # moved aside, not deleted first: missing only between two renames
+        old = root / "data" / f".{key}.old{os.getpid()}"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
 
 
 def has_entry(root: Path, key: str) -> bool:

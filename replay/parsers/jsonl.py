@@ -15,8 +15,10 @@ from typing import Any
 
 from replay.parsers.builder import Issue, Source
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""A single line longer than this is reported and skipped."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A single line longer than this is reported and skipped: no model's context holds one record
+this big (16 MiB is several million tokens), and decoding and tokenising it would stall the
+batch."""
 _SEPARATORS = re.compile(r"[\s,]*")
 
 
@@ -44,6 +46,9 @@ def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[s
             what = "incomplete last line (file still being written?)" if no == last else "malformed JSON"
             issues.append(Issue(src.path, no, f"{what}: {exc} (line skipped)"))
             continue
+        except RecursionError:
+            issues.append(Issue(src.path, no, "JSON nested too deeply (line skipped)"))
+            continue
         if not isinstance(record, dict):
             issues.append(Issue(src.path, no, f"expected a JSON object, got {type(record).__name__}"))
             continue
@@ -69,7 +74,7 @@ def first_record(data: bytes) -> dict[str, Any] | None:
         if raw.strip():
             try:
                 rec = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
             return rec if isinstance(rec, dict) else None
     return None

@@ -1,0 +1,176 @@
+"""Ingest throughput next to raw tiktoken on the same texts, on the same machine, in one run.
+
+Usage::
+
+    python benchmarks/ingest_speed.py [PATH...] [--repeat N]
+
+PATH defaults to the sample logs (``../shared/logs-sample`` beside the repository).  Printed:
+
+* raw: tiktoken ``encode_ordinary`` over exactly the block texts ingest counts, one thread;
+* ingest, ``jobs=1``: ``replay.ingest.ingest`` into a fresh store, everything included (read,
+  sha256, format detection, parsing, token counting, Arrow tables, zstd Parquet, manifest), one
+  process and one thread, so like is compared with like;
+* their ratio (target ≥ 0.7) and where the ``jobs=1`` time goes;
+* ingest with ``jobs=2`` (both cores: one worker process per core) against ``jobs=1``.
+
+Each figure is the best of ``--repeat`` interleaved rounds (other load on the machine only ever
+slows a round down).  The encoding is loaded once before timing (it is loaded once per process
+in real use too; its load time is printed separately).  Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from replay import store  # noqa: E402
+from replay.ingest import discover, ingest, parse_file, sources  # noqa: E402
+from replay.parsers import PARSERS, detect_format  # noqa: E402
+from replay.parsers.builder import Source  # noqa: E402
+from replay.tokens import encoding  # noqa: E402
+
+TOKENIZER = "o200k_base"
+
+
+def _clock(fn: Callable[[], object], rounds: list[tuple[float, float]]) -> None:
+    """Append (wall seconds, CPU seconds of this process and its finished children)."""
+    def cpu() -> float:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + kids.ru_utime + kids.ru_stime
+
+    w, c = time.perf_counter(), cpu()
+    fn()
+    rounds.append((time.perf_counter() - w, cpu() - c))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", type=Path,
+                    default=[REPO.parent / "shared" / "logs-sample"])
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (best is kept)")
+    args = ap.parse_args(argv)
+
+    found = discover(args.paths)
+    if not found:
+        print(f"no log files under {' '.join(map(str, args.paths))}", file=sys.stderr)
+        return 2
+    t = time.perf_counter()
+    enc = encoding(TOKENIZER)
+    load = time.perf_counter() - t
+
+    # the exact texts ingest counts: every block of every run, as parsed
+    texts: list[str] = []
+    for (path, root), rel in zip(found, sources(found)):
+        parsed = parse_file(path, root, tokenizers=(), rel=rel)
+        if parsed.tables is not None:
+            texts.extend(parsed.tables.messages["text"].to_pylist())
+    n_tokens = sum(len(enc.encode_ordinary(x)) for x in texts)
+    n_bytes = sum(p.stat().st_size for p, _ in found)
+    datas = [(p, p.read_bytes()) for p, _ in found]
+
+    def raw() -> None:
+        encode = enc.encode_ordinary
+        for x in texts:
+            encode(x)
+
+    def parse_only() -> None:  # read bytes already in memory: sha256, detect, parse, no tokens
+        for p, data in datas:
+            sha = hashlib.sha256(data).hexdigest()
+            name = detect_format(p.name, data[:65536])
+            if name is not None:
+                PARSERS[name].parse(Source(path=str(p), rel=p.name, data=data, sha256=sha), [])
+
+    work = Path(tempfile.mkdtemp(prefix="ingest-speed-"))
+    counter = iter(range(1_000_000))
+
+    def run_ingest(jobs: int) -> Callable[[], None]:
+        def go() -> None:
+            out = work / f"store{next(counter)}"
+            report = ingest(args.paths, out, jobs=jobs)
+            assert report.n_tokens == n_tokens and not report.cached, "ingest counted otherwise"
+            shutil.rmtree(out)
+        return go
+
+    def write_only() -> None:
+        out = work / f"w{next(counter)}"
+        for k, tables in enumerate(all_tables):
+            store.write_entry(out, f"k{k}", tables)
+        shutil.rmtree(out)
+
+    def per_file_cpu() -> list[float]:  # each file alone, as a worker would do it
+        out, cpu = work / f"p{next(counter)}", []
+        for (path, root), rel in zip(found, sources(found)):
+            t = time.process_time()
+            tables = parse_file(path, root, tokenizers=(TOKENIZER,), rel=rel).tables
+            if tables is not None:
+                store.write_entry(out, rel.replace("/", "_"), tables)
+            cpu.append(time.process_time() - t)
+        shutil.rmtree(out)
+        return cpu
+
+    all_tables = [t.tables for t in (parse_file(p, r, tokenizers=(TOKENIZER,)) for p, r in found)
+                  if t.tables is not None]
+    timings: dict[str, list[tuple[float, float]]] = {
+        k: [] for k in ("raw", "ingest1", "ingest2", "parse", "write")}
+    try:
+        run_ingest(1)()  # warm-up: imports, page cache
+        for _ in range(args.repeat):
+            _clock(raw, timings["raw"])
+            _clock(run_ingest(1), timings["ingest1"])
+            _clock(run_ingest(2), timings["ingest2"])
+            _clock(parse_only, timings["parse"])
+            _clock(write_only, timings["write"])
+        files_cpu = per_file_cpu()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    wall = {k: min(w for w, _ in v) for k, v in timings.items()}
+    cpu = {k: min(c for _, c in v) for k, v in timings.items()}
+    med = {k: statistics.median(w for w, _ in v) for k, v in timings.items()}
+    ratio_wall = wall["raw"] / wall["ingest1"]
+    ratio_cpu = cpu["raw"] / cpu["ingest1"]
+    busy = statistics.median(c / w for w, c in timings["ingest2"])
+
+    def line(label: str, key: str) -> str:
+        return (f"{label:<40}: {n_tokens / wall[key]:>11,.0f} tokens/s  wall {wall[key]:.3f} s "
+                f"[median {med[key]:.3f}], CPU {cpu[key]:.3f} s")
+
+    print(f"input: {len(found)} files, {n_bytes / 1e6:.1f} MB; {len(texts):,} blocks, "
+          f"{sum(map(len, texts)) / 1e6:.2f} M chars, {n_tokens:,} {TOKENIZER} tokens")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python "
+          f"{sys.version.split()[0]}; best of {args.repeat} interleaved rounds; encoding loaded "
+          f"once beforehand ({load:.2f} s)")
+    print()
+    print(line("raw tiktoken encode_ordinary, 1 thread", "raw"))
+    print(line("ingest jobs=1 (1 process, 1 thread)", "ingest1"))
+    print(f"{'  ingest / raw':<40}: {ratio_wall:.2f}x by wall time, {ratio_cpu:.2f}x by CPU time "
+          f"(target >= 0.70: {'met' if min(ratio_wall, ratio_cpu) >= 0.7 else 'NOT met'})")
+    print(f"{'  jobs=1 time, part by part (CPU)':<40}: tokenising {cpu['raw']:.3f} s, "
+          f"read+sha256+detect+parse {cpu['parse']:.3f} s, Parquet write {cpu['write']:.3f} s, "
+          f"rest {max(0.0, cpu['ingest1'] - cpu['raw'] - cpu['parse'] - cpu['write']):.3f} s")
+    print(line("ingest jobs=2 (2 worker processes)", "ingest2"))
+    print(f"{'  jobs=2 vs jobs=1':<40}: {wall['ingest1'] / wall['ingest2']:.2f}x faster by wall "
+          f"time; {busy:.2f} cores busy on average")
+    total, longest = sum(files_cpu), max(files_cpu)
+    print(f"{'  best possible on 2 idle cores':<40}: {total / max(total / 2, longest):.2f}x (files "
+          f"take {total:.3f} s CPU in all, the longest {longest:.3f} s)")
+    if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
+        print("note: the machine is busy with other work; wall times and the jobs=2 speed-up are "
+              "understated, CPU times are the fairer figures")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

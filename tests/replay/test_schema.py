@@ -1,0 +1,199 @@
+"""The run model's schema: dataclasses and Parquet columns agree, rows round-trip, versions pin.
+
+Also: text that is not valid Unicode (lone surrogates, which ``json.loads`` makes from escapes
+such as ``"\\ud800"``) never reaches Arrow from ingest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay import schema, store
+from replay.errors import StoreError
+from replay.ingest import ingest, parse_file
+from replay.schema import MESSAGES, REQUESTS, RUNS, SCHEMA_VERSION, Message, Request, Run
+
+TABLES = {"runs": (Run, RUNS), "messages": (Message, MESSAGES), "requests": (Request, REQUESTS)}
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_dataclass_fields_are_the_parquet_columns(table: str, tmp_path: Path) -> None:
+    cls, arrow = TABLES[table]
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert arrow.names == names
+    assert schema.SCHEMAS[table] is arrow and schema.MODELS[table] is cls
+    # and what is written to Parquet reads back with exactly these columns, types and version
+    path = tmp_path / f"{table}.parquet"
+    pq.write_table(arrow.empty_table(), path)
+    back = pq.read_schema(path)
+    assert back.names == names
+    assert back.equals(arrow, check_metadata=False)
+    assert back.metadata[b"schema_version"] == SCHEMA_VERSION.encode()
+    assert back.metadata[b"table"] == cls.__name__.encode()
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_nullable_exactly_where_the_dataclass_allows_none(table: str) -> None:
+    cls, arrow = TABLES[table]
+    for f in dataclasses.fields(cls):
+        assert arrow.field(f.name).nullable == ("None" in str(f.type)), f.name
+
+
+def _value(ftype: str) -> st.SearchStrategy[Any]:
+    base = ftype.replace(" | None", "")
+    strategy: st.SearchStrategy[Any] = {"str": st.text(), "int": INT64, "bool": st.booleans(),
+                                        "float": st.floats(allow_nan=False)}[base]
+    return st.none() | strategy if "None" in ftype else strategy
+
+
+def _rows(cls: type) -> st.SearchStrategy[list[Any]]:
+    fields = {f.name: _value(str(f.type)) for f in dataclasses.fields(cls)}
+    return st.lists(st.builds(cls, **fields), max_size=5)
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+def test_round_trip_through_arrow_and_parquet(table: str) -> None:
+    cls, _ = TABLES[table]
+
+    @given(_rows(cls))
+    def check(rows: list[Any]) -> None:
+        tbl = schema.to_table(rows, table)
+        assert tbl.schema.equals(schema.SCHEMAS[table], check_metadata=True)
+        assert schema.from_table(tbl, table) == rows
+        buf = io.BytesIO()
+        pq.write_table(tbl, buf, compression="zstd")
+        assert schema.from_table(pq.read_table(io.BytesIO(buf.getvalue())), table) == rows
+
+    check()
+
+
+def test_empty_round_trip() -> None:
+    for table in TABLES:
+        assert schema.from_table(schema.to_table([], table), table) == []
+
+
+def _claude_line(content: str, i: int = 0) -> dict[str, Any]:
+    return {"parentUuid": None if i == 0 else f"u{i - 1}", "isSidechain": False,
+            "sessionId": "s", "type": "user", "uuid": f"u{i}",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": content}}
+
+
+def test_lone_surrogate_escapes_ingest_instead_of_crashing(tmp_path: Path) -> None:
+    """``json.loads('"\\ud800"')`` is a str Arrow cannot encode; ingest stores U+FFFD instead and
+    counts it as tiktoken would (tiktoken makes the same repair before encoding)."""
+    assert json.loads('"\\ud800"') == "\ud800"  # the premise
+    rec = _claude_line("start \ud800 middle \udfff end")
+    line = json.dumps(rec)  # ensure_ascii: the surrogates are written as \\ud800 escapes
+    assert "\\ud800" in line
+    assistant = {"parentUuid": "u0", "isSidechain": False, "sessionId": "s", "type": "assistant",
+                 "uuid": "u1", "timestamp": "2026-01-01T00:00:01Z",
+                 "message": {"id": "m1", "role": "assistant", "model": "claude-x",
+                             "content": [{"type": "text", "text": "ok \ud83d"}],
+                             "usage": {"input_tokens": 5, "output_tokens": 1,
+                                       "cache_read_input_tokens": 0,
+                                       "cache_creation_input_tokens": 0}}}
+    path = tmp_path / "s.jsonl"
+    path.write_text(line + "\n" + json.dumps(assistant) + "\n")
+
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None, [str(i) for i in parsed.issues]
+    texts = parsed.tables.messages["text"].to_pylist()
+    assert texts[0] == "start \ufffd middle \ufffd end"
+    assert texts[1] == "ok \ufffd"
+    from replay.tokens import encoding
+
+    enc = encoding("o200k_base")
+    counts = parsed.tables.messages["tokens_o200k"].to_pylist()
+    assert counts == [len(enc.encode_ordinary("start \ud800 middle \udfff end")),
+                      len(enc.encode_ordinary("ok \ud83d"))]
+    assert parsed.tables.messages["n_bytes"].to_pylist() == [len(t.encode()) for t in texts]
+
+    report = ingest([path], tmp_path / "store", jobs=1)
+    assert report.parsed == ["s.jsonl"] and report.failed == []
+    stored = store.read_store(tmp_path / "store").messages["text"].to_pylist()
+    assert stored == texts
+
+
+def _store_with_one_entry(tmp_path: Path) -> Path:
+    out = tmp_path / "store"
+    line = json.dumps(_claude_line("hello"))
+    (tmp_path / "a.jsonl").write_text(line + "\n")
+    report = ingest([tmp_path / "a.jsonl"], out, jobs=1)
+    assert report.parsed == ["a.jsonl"], [str(i) for i in report.issues]
+    return out
+
+
+def test_schema_version_is_in_every_parquet_file(tmp_path: Path) -> None:
+    out = _store_with_one_entry(tmp_path)
+    files = sorted((out / "data").rglob("*.parquet"))
+    assert [f.name for f in files] == ["messages.parquet", "requests.parquet", "runs.parquet"]
+    for f in files:
+        meta = pq.read_schema(f).metadata
+        assert meta[b"schema_version"] == SCHEMA_VERSION.encode()
+    assert json.loads((out / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION
+
+
+def test_store_of_another_version_is_rejected(tmp_path: Path) -> None:
+    out = _store_with_one_entry(tmp_path)
+    manifest = out / "manifest.json"
+    doc = json.loads(manifest.read_text())
+    doc["schema_version"] = "0"
+    manifest.write_text(json.dumps(doc))
+    with pytest.raises(StoreError) as err:
+        store.read_store(out)
+    msg = str(err.value)
+    assert "'0'" in msg and repr(SCHEMA_VERSION) in msg and "re-ingest" in msg
+    # ingesting into it is refused too, and leaves it as it was
+    with pytest.raises(StoreError):
+        ingest([tmp_path / "a.jsonl"], out, jobs=1)
+    assert json.loads(manifest.read_text()) == doc
+
+
+def test_parquet_file_of_another_version_is_rejected(tmp_path: Path) -> None:
+    out = _store_with_one_entry(tmp_path)
+    path = next((out / "data").rglob("messages.parquet"))
+    tbl = pq.read_table(path)
+    old = tbl.replace_schema_metadata({**tbl.schema.metadata, b"schema_version": b"0"})
+    pq.write_table(old, path)
+    with pytest.raises(StoreError) as err:
+        store.read_store(out)
+    assert str(path) in str(err.value) and "schema version" in str(err.value)
+
+
+def test_parquet_file_with_other_columns_is_rejected(tmp_path: Path) -> None:
+    out = _store_with_one_entry(tmp_path)
+    path = next((out / "data").rglob("requests.parquet"))
+    tbl = pq.read_table(path)
+    pq.write_table(tbl.drop_columns(["model"]).replace_schema_metadata(tbl.schema.metadata), path)
+    with pytest.raises(StoreError):
+        store.read_store(out)
+
+
+def test_corrupt_manifest_and_missing_store_are_store_errors(tmp_path: Path) -> None:
+    out = _store_with_one_entry(tmp_path)
+    (out / "manifest.json").write_text("{not json")
+    with pytest.raises(StoreError, match="corrupt manifest"):
+        store.read_store(out)
+    with pytest.raises(StoreError, match="not a ctxreplay dataset"):
+        store.read_store(tmp_path / "nowhere")
+
+
+def test_to_table_rejects_wrong_types() -> None:
+    row = Request(run_id="r", request=0, output_msg=1, input_tokens=None, cache_read_tokens=None,
+                  cache_write_tokens=None, output_tokens=None, reasoning_tokens=None, model="m",
+                  ts="")
+    bad = dataclasses.replace(row, request="zero")  # type: ignore[arg-type]
+    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):
+        schema.to_table([bad], "requests")
