@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from replay import store
 from replay.errors import TokenizerError
-from replay.parsers import PARSERS, detect_format
+from replay.parsers import PARSERS, PARSERS_VERSION, detect_format
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.schema import SCHEMAS
 from replay.tokens import count_tokens, encoding
@@ -253,7 +253,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
              out: Path, strict: bool, threads: int) -> _Done:
     """Parse one file and write its entry (not yet in the manifest); runs in a worker."""
     parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads)
-    key = store.entry_key(parsed.sha256, parsed.source, tokenizers)
+    key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
     tables = parsed.tables
     if tables is None or (strict and parsed.issues):
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False)
@@ -301,7 +301,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)
-        if old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers) \
+        if old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers, PARSERS_VERSION) \
                 and store.has_entry(out, old.key):
             report.cached.append(rel)
             report.n_runs += old.n_runs

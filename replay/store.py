@@ -58,11 +58,12 @@ class RunTables:
     requests: pa.Table
 
 
-def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...]) -> str:
-    """The cache key of a source: content, location, tokenizers and schema version."""
+def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "") -> str:
+    """The cache key of a source: content, location, tokenizers, parser and schema versions."""
     where = hashlib.sha1(source.encode()).hexdigest()[:8]
     toks = "+".join(t.split("_")[0] for t in tokenizers) or "none"
-    return f"{sha256[:24]}-{where}-{toks}-v{SCHEMA_VERSION}"
+    parsers = f"-p{parsers_version}" if parsers_version else ""
+    return f"{sha256[:24]}-{where}-{toks}{parsers}-v{SCHEMA_VERSION}"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -12,6 +12,9 @@ from types import ModuleType
 
 from replay.parsers import chat, claude_code, codex, mini_swe_agent, openhands, swe_agent
 
+PARSERS_VERSION = "1"
+"""Part of every ingest cache key: bump it when a parser's output changes, so stores re-parse."""
+
 PARSERS: dict[str, ModuleType] = {
     m.NAME: m for m in (claude_code, codex, swe_agent, mini_swe_agent, openhands, chat)
 }
