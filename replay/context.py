@@ -14,6 +14,7 @@ Every cut goes through ``cut_before``, which only accepts safe split points
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
@@ -102,6 +103,8 @@ class Context:
     """Sum of trim reductions over live blocks (est)."""
     live_cut_truth: int = 0
     live_cut_bytes: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    n_live_trimmed: int = 0
+    """Trimmed blocks inside ``[lo, hi)``: while 0, prefix queries need no Fenwick tree."""
     head_est: int = 0
     head_truth: int = 0
     epoch: int = 0
@@ -168,10 +171,15 @@ class Context:
     def block_reaching_est(self, tokens_back: int) -> int:
         """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
 
-        A Fenwick lifting search over current sizes, whose tree nodes are the static prefix
-        sums' differences minus the trim tree's nodes: O(log n).
+        With nothing trimmed in context, a bisection of the static prefix sums; otherwise a
+        Fenwick lifting search over current sizes, whose tree nodes are the static prefix
+        sums' differences minus the trim tree's nodes.  O(log n) either way.
         """
-        pre, tree, n = self.pre_est, self.cut_est.tree, self.run.n_blocks
+        pre = self.pre_est
+        if not self.n_live_trimmed:
+            b = bisect.bisect_left(pre, pre[self.hi] - tokens_back, self.lo, self.hi + 1)
+            return max(self.lo, min(b, self.hi))
+        tree, n = self.cut_est.tree, self.run.n_blocks
         target = pre[self.hi] - self.cut_est.prefix(self.hi) - tokens_back
         if target <= 0:
             return self.lo
@@ -213,6 +221,8 @@ class Context:
         self.live_cut_truth += dt
         self.live_cut_bytes[run.category[b]] += db
         self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
+        if not self.trimmed[b]:
+            self.n_live_trimmed += 1
         self.trimmed[b] = True
         self.epoch += 1
         self._touch(b)
@@ -231,6 +241,7 @@ class Context:
             for x in range(self.lo, b):
                 if self.trimmed[x]:
                     self.live_cut_bytes[run.category[x]] -= run.n_bytes[x] - self.cur_bytes[x]
+                    self.n_live_trimmed -= 1
         self.lo = b
         self.head = head
         self.head_est = sum(h.est for h in head)
@@ -266,10 +277,11 @@ class Context:
 
     def bytes_split(self) -> tuple[int, int, int, int]:
         """Bytes in context: (all call args, write/edit args, results, other incl. head)."""
-        pb, lo, hi, cut = self.pre_bytes, self.lo, self.hi, self.live_cut_bytes
-        c = [pb[i][hi] - pb[i][lo] - cut[i] for i in range(4)]
-        return (c[CAT_ARGS] + c[CAT_ARGS_WRITE], c[CAT_ARGS_WRITE], c[CAT_RESULTS],
-                c[CAT_OTHER] + self.head_bytes())
+        (other, args, write, results), lo, hi = self.pre_bytes, self.lo, self.hi
+        cut = self.live_cut_bytes
+        w = write[hi] - write[lo] - cut[CAT_ARGS_WRITE]
+        return (args[hi] - args[lo] - cut[CAT_ARGS] + w, w, results[hi] - results[lo] - cut[CAT_RESULTS],
+                other[hi] - other[lo] - cut[CAT_OTHER] + self.head_bytes())
 
     def _touch(self, b: int) -> None:
         if self.dirty is None or (self.dirty != -1 and b < self.dirty):

@@ -37,11 +37,11 @@ class Env:
     n_summaries: int = 0
     state: dict[int, Any] = field(default_factory=dict)
     """Per-tier state (trim cursors, pending candidates), keyed by tier index."""
+    usable: int = 0
+    """The window the harness plans against (set from the policy)."""
 
-    @property
-    def usable(self) -> int:
-        """The window the harness plans against."""
-        return self.policy.usable_tokens
+    def __post_init__(self) -> None:
+        self.usable = self.policy.usable_tokens
 
     def est_text(self, text: str) -> int:
         """Estimated tokens of a text the replay creates."""
