@@ -164,6 +164,8 @@ def _unwrap_argv(argv: list[Any]) -> str:
 
 
 def _words(part: str) -> list[str]:
+    if not any(c in part for c in "'\"\\"):  # nothing to unquote: a plain split is the same
+        return part.split()
     try:
         return shlex.split(part, comments=False)
     except ValueError:
