@@ -41,7 +41,7 @@ def _child(cmd: list[str]) -> tuple[float, float]:
     return float(seconds), float(mb)
 
 
-def _replay_per_request(path: Path, work: Path) -> float:
+def _replay_per_request(path: Path, work: Path, policy_name: str = "two-tier-corrected") -> float:
     """Seconds per request for replaying one run (ingest excluded, best of 3)."""
     from replay.corpus import open_corpus
     from replay.engine import replay
@@ -50,7 +50,7 @@ def _replay_per_request(path: Path, work: Path) -> float:
     corpus = open_corpus([path], cache_dir=work / f"ds-{path.stem}")
     rid = corpus.replayable()[0]
     run, cal = corpus.prepared(rid), corpus.calibration(rid)
-    policy = load_policy("two-tier-corrected")
+    policy = load_policy(policy_name)
     replay(run, policy, calibration=cal)
     best = float("inf")
     for _ in range(3):
@@ -60,16 +60,30 @@ def _replay_per_request(path: Path, work: Path) -> float:
     return best / run.n_requests
 
 
+def _per_request(long_run: Path, short_run: Path, work: Path, n: int) -> None:
+    for name in ("none", "observation-masking", "two-tier-corrected"):
+        long_per = _replay_per_request(long_run, work, name)
+        short_per = _replay_per_request(short_run, work, name)
+        print(f"replay time per request ({name}): {n:,}-request run {long_per * 1e6:,.1f} µs, "
+              f"200-request run {short_per * 1e6:,.1f} µs → ratio {long_per / short_per:.2f} "
+              f"(target ≤ 1.5)")
+
+
 def main() -> None:
     """Generate, measure, print."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--per-request-only", action="store_true",
+                    help="only the time-per-request comparison, on files already in --workdir")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ctxreplay-scale-"))
     archive = work / "archive"
     archive.mkdir(parents=True, exist_ok=True)
+    if args.per_request_only:
+        _per_request(work / "long" / "long.jsonl", work / "short" / "short.jsonl", work, args.requests)
+        return
     base = CORPUS[0]
     t = time.perf_counter()
     largest = (0, Path())
@@ -103,11 +117,7 @@ def main() -> None:
                                 "--out", str(out), "-q", "--json"])
         print(f"{label:28s} ingest {ing_s:8.1f} s, peak {ing_mb:7.0f} MB | "
               f"replay {run_s:7.1f} s, peak {run_mb:7.0f} MB")
-    long_per = _replay_per_request(long_run, work)
-    short_per = _replay_per_request(short_run, work)
-    print(f"replay time per request: {args.requests:,}-request run {long_per * 1e6:,.1f} µs, "
-          f"200-request run {short_per * 1e6:,.1f} µs → ratio {long_per / short_per:.2f} "
-          f"(target ≤ 1.5)")
+    _per_request(long_run, short_run, work, args.requests)
     print(f"this process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB;"
           f" work folder {work}")
 

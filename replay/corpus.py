@@ -36,7 +36,7 @@ class Corpus:
     """
 
     def __init__(self, root: Path, entries: list[store.Entry],
-                 report: IngestReport | None = None, *, keep_prepared: int = 256) -> None:
+                 report: IngestReport | None = None, *, keep_prepared: int = 8) -> None:
         self.root, self.entries, self.report = root, entries, report
         parts = [pq.read_table(root / "data" / e.key / "runs.parquet") for e in entries]
         self.runs: pa.Table = pa.concat_tables(parts) if parts else SCHEMAS["runs"].empty_table()
@@ -55,7 +55,7 @@ class Corpus:
         """An in-memory corpus (tests, notebooks building runs by hand)."""
         corpus = cls.__new__(cls)
         corpus.root, corpus.entries, corpus.report = Path("."), [], None
-        corpus.runs, corpus._keep, corpus._prepared = runs, 256, OrderedDict()
+        corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
         corpus._calibration, corpus._entry_of = {}, {}
         corpus._all = store.RunTables(runs, messages, requests)
         msg_spans = _spans(messages["run_id"].to_pylist())
