@@ -328,6 +328,90 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
 
 # --- sweep command (analysis.sweep) ---
 
+_SWEEP_SHOWN = ("overshoots_n", "tokens_sent", "cache_invalidation_cached_share", "cost_usd")
+
+
+@app.command()
+def sweep(
+    paths: PathsArg,
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Base policy YAML file or "
+                                                               "preset name.")],
+    grid: Annotated[Path | None, typer.Option(help="Grid YAML: {grid: {PATH: a list of values "
+                                                   "or {start, stop, num|step}}, design, "
+                                                   "samples, seed}.")] = None,
+    axis: Annotated[list[str] | None, typer.Option(help="An axis inline, PATH=V1,V2,... or "
+                                                        "PATH=START:STOP:NUM (repeatable; added "
+                                                        "to --grid's).")] = None,
+    design: Annotated[str | None, typer.Option(help="grid, random or one_at_a_time (overrides "
+                                                    "the grid file's).")] = None,
+    samples: Annotated[int | None, typer.Option(help="Settings drawn by the random design.")]
+        = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the random design.")] = None,
+    out: Annotated[Path, typer.Option(help="Output root: OUT/sweep/ (tables, plots, "
+                                           "chosen.yaml), OUT/dataset/, OUT/sweep_cache/.")] =
+        Path("out"),
+    jobs: Annotated[int, typer.Option(help="Local worker processes (0: one per core; 1: this "
+                                           "process).")] = 0,
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
+                                                       "(tcp://HOST:PORT) to run on instead.")]
+        = None,
+    best: Annotated[list[str] | None, typer.Option("--best", help="Constraint the chosen "
+                                                                  "setting meets, e.g. "
+                                                                  "'overshoots==0' "
+                                                                  "(repeatable).")] = None,
+    minimise: Annotated[str, typer.Option("--minimise", help="Metric the chosen setting "
+                                                             "minimises (summed over runs).")]
+        = "tokens_sent",
+    maximise: Annotated[str | None, typer.Option("--maximise", help="Metric to maximise "
+                                                                    "instead.")] = None,
+    top: Annotated[int, typer.Option(help="Settings listed, best first.")] = 5,
+    cache: Annotated[bool, typer.Option(help="Reuse and store rows in OUT/sweep_cache/.")] =
+        True,
+    plots: Annotated[bool, typer.Option(help="Draw each metric vs each path and the Pareto "
+                                             "fronts.")] = True,
+    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
+        False,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
+    from analysis.grid import load_spec, settings
+    from analysis.pareto import best as best_settings
+    from analysis.sweep import sweep as run_sweep
+    from analysis.sweep import write_sweep
+
+    objective = maximise or minimise
+    with _errors():
+        chosen_from = settings(load_policy(policy), load_spec(grid, axis or [], design=design,
+                                                              samples=samples, seed=seed))
+        corpus = _open(paths, out, fmt, quiet)
+        with _progress("sweep", len(corpus.replayable()) * len(chosen_from), quiet) as tick:
+            result = run_sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler,
+                               cache_dir=out / "sweep_cache" if cache else None,
+                               allow_python=allow_python, on_row=tick)
+        ranked = best_settings(result.table, best or [], objective, minimise=maximise is None,
+                               params=result.params)
+        files = write_sweep(result, out / "sweep", plots=plots,
+                            chosen=ranked["setting"].iloc[0] if len(ranked) else None)
+    s = result.stats
+    shown = [{"setting": r["setting"], **{p: r[p] for p in result.params},
+              **{c: r[c] for c in dict.fromkeys((objective, *_SWEEP_SHOWN))}}
+             for r in ranked.head(top).to_dict(orient="records")]
+    if as_json:
+        out_console.print_json(json.dumps({"settings": s.n_settings, "runs": s.n_runs,
+                                           "computed": s.n_computed, "reused": s.n_reused,
+                                           "files": [str(f) for f in files], "best": shown},
+                                          default=str))
+    else:
+        err_console.print(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
+                          f"{s.n_reused} reused → {out / 'sweep'}", highlight=False)
+        _emit(shown, False, title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
+                                  f"over runs) under {', '.join(best or []) or 'no constraint'}")
+    if not len(ranked):
+        err_console.print("no setting meets the constraints", highlight=False)
+        raise typer.Exit(1)
+
 # --- check command (analysis.check) ---
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import types
@@ -287,7 +288,7 @@ def policy_to_dict(obj: Any) -> Any:
 def _build(cls: type, doc: Any, where: str, key: str) -> Any:
     if not isinstance(doc, dict):
         raise PolicyError(where, key or "(top)", f"expected a mapping, got {type(doc).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     names = {("class" if f.name == "cls" else f.name): f.name for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for k, v in doc.items():
@@ -304,6 +305,11 @@ def _build(cls: type, doc: Any, where: str, key: str) -> Any:
             continue
         kwargs[fname] = _value(hints[fname], v, where, path)
     return cls(**kwargs)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _value(hint: Any, v: Any, where: str, path: str) -> Any:

@@ -1,0 +1,304 @@
+"""Choosing a setting from a sweep: totals over runs, constraints, Pareto fronts, and their plots.
+
+``aggregate`` turns the sweep table (one row per run and setting) into one row
+per setting, over runs:
+
+- ratios are recomputed from sums: ``cache_invalidation_cached_share`` = Σ cached
+  tokens / Σ tokens sent, ``overshoots_frac`` = Σ overshoots / Σ requests,
+  ``summarisation_per_100_requests`` (and the recorded one) = 100 × Σ summaries /
+  Σ requests;
+- columns named ``*max*``, ``*peak*`` or ``*mismatch*`` take the maximum, ``*min*``
+  the minimum;
+- other counts, tokens and costs are summed; other fractions and means are averaged
+  over runs (undefined values skipped);
+- ``*_request`` columns (positions inside one run) are left out.
+
+``best`` keeps the settings that meet every constraint (pandas ``query``
+expressions such as ``"overshoots_n == 0"``; the ``replay run`` summary names
+``overshoots``, ``cached_share``, ``summaries``, ``trims``, ``requests`` work too, and
+swept paths are written in backticks) and orders them by an objective.
+``pareto_front`` keeps the settings no other setting beats on both of two metrics.
+
+Not here: running the sweep (``analysis.sweep``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS
+from analysis.metrics import METRIC_DIRECTIONS
+from replay.errors import ReplayInputError
+from replay.store import atomic_write_bytes
+
+ALIASES: dict[str, str] = {
+    "overshoots": "overshoots_n",
+    "max_overshoot_tokens": "overshoots_max_tokens",
+    "cached_share": "cache_invalidation_cached_share",
+    "summaries": "summarisation_n",
+    "trims": "n_trims",
+    "requests": "n_requests",
+}
+"""Short names (those of the ``replay run`` summary) usable in constraints and objectives."""
+_RATIOS: dict[str, tuple[str, str, float]] = {
+    "cache_invalidation_cached_share": ("cache_invalidation_cached_tokens", "tokens_sent", 1.0),
+    "overshoots_frac": ("overshoots_n", "n_requests", 1.0),
+    "summarisation_per_100_requests": ("summarisation_n", "n_requests", 100.0),
+    "summarisation_recorded_per_100_requests": ("summarisation_recorded_n", "n_requests", 100.0),
+}
+PARETO_PAIRS: tuple[tuple[str, str, bool], ...] = (
+    ("tokens_sent", "overshoots_n", True),
+    ("tokens_sent", "cache_invalidation_cached_share", False),
+)
+"""The fronts ``write_plots`` draws: (x, y, whether lower y is better); lower x is better."""
+
+
+def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
+    """One row per setting, each metric combined over runs (see the module docstring).
+
+    Args:
+        table: a sweep table (``SweepResult.table``).
+        params: the swept paths (kept as columns).
+
+    Returns:
+        ``setting``, the params, ``n_runs`` and the metric columns, sorted by setting.
+    """
+    g = table.groupby("setting", sort=True)
+    out = g[list(params)].first() if params else pd.DataFrame(index=g.size().index)
+    out["n_runs"] = g.size()
+    for col in METRIC_COLUMNS:
+        if col.endswith("_request"):
+            continue
+        if col in _RATIOS:
+            num, den, scale = _RATIOS[col]
+            sums = g[[num, den]].sum()
+            out[col] = scale * sums[num] / sums[den].where(sums[den] > 0)
+        elif any(k in col for k in ("max", "peak", "mismatch")):
+            out[col] = g[col].max()
+        elif "min" in col:
+            out[col] = g[col].min()
+        elif col in FLOAT_COLUMNS and not col.endswith("_usd"):
+            out[col] = g[col].mean()
+        else:
+            out[col] = g[col].sum()
+    return out.reset_index()
+
+
+def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = "tokens_sent",
+         *, minimise: bool = True, params: Sequence[str] = (),
+         by: str | None = "setting") -> pd.DataFrame:
+    """The settings that meet every constraint, best objective first.
+
+    Args:
+        table: a sweep table.
+        constraints: pandas ``query`` expressions, e.g. ``"overshoots_n == 0"``.
+        objective: the metric to order by (a column or an ``ALIASES`` name).
+        minimise: lower is better (False: higher is better).
+        params: the swept paths (kept as columns).
+        by: ``"setting"``: aggregate over runs first; None: rank the rows as they are.
+
+    Returns:
+        The qualifying rows, best first (ties broken by setting id); may be empty.
+
+    Raises:
+        ReplayInputError: a constraint or the objective names no column, or does not parse.
+    """
+    frame = aggregate(table, params) if by == "setting" else table.copy()
+    if objective not in frame.columns:
+        objective = ALIASES.get(objective, objective)
+    for alias, col in ALIASES.items():
+        if col in frame.columns and alias not in frame.columns:
+            frame[alias] = frame[col]
+    if objective not in frame.columns:
+        raise ReplayInputError(f"objective {objective!r}: no such metric; e.g. tokens_sent, "
+                               f"cost_usd, overshoots_n, cache_invalidation_cached_share")
+    for expr in constraints:
+        try:
+            frame = frame.query(_normalise(expr))
+        except Exception as exc:  # pandas raises many kinds for a bad expression
+            raise ReplayInputError(f"constraint {expr!r}: {exc}") from None
+    frame = frame.drop(columns=[a for a in ALIASES if a not in table.columns
+                                and a in frame.columns])
+    return frame.sort_values([objective, "setting"], ascending=[minimise, True],
+                             kind="stable").reset_index(drop=True)
+
+
+def pareto_front(frame: pd.DataFrame, x: str, y: str, *, minimise_y: bool = True) -> pd.DataFrame:
+    """The rows no other row beats on both ``x`` (lower is better) and ``y``.
+
+    Args:
+        frame: one row per setting (``aggregate``).
+        x: the first metric (lower is better).
+        y: the second metric.
+        minimise_y: lower ``y`` is better (False: higher).
+
+    Returns:
+        The non-dominated rows, by increasing ``x`` (rows with NaN left out).
+    """
+    sign = 1.0 if minimise_y else -1.0
+    f = frame.dropna(subset=[x, y]).assign(_y=lambda d: sign * d[y])
+    f = f.sort_values([x, "_y", "setting"] if "setting" in f else [x, "_y"], kind="stable")
+    keep, best_y = [], np.inf
+    for i, v in zip(f.index, f["_y"]):
+        if v < best_y:
+            keep.append(i)
+            best_y = v
+    return f.loc[keep].drop(columns="_y")
+
+
+def plot_pareto(frame: pd.DataFrame, x: str, y: str, *, minimise_y: bool = True,
+                ax: Axes | None = None) -> Axes:
+    """Every setting as a dot, the Pareto front as a line.
+
+    Args:
+        frame: one row per setting (``aggregate``).
+        x: the metric on the x axis (lower is better).
+        y: the metric on the y axis.
+        minimise_y: lower ``y`` is better.
+        ax: where to draw (default: a new figure).
+
+    Returns:
+        The axes drawn on.
+    """
+    ax = ax if ax is not None else plt.subplots(figsize=(6, 4.5))[1]
+    front = pareto_front(frame, x, y, minimise_y=minimise_y)
+    ax.scatter(frame[x], frame[y], s=12, color="0.6", label=f"settings ({len(frame)})")
+    ax.plot(front[x], front[y], "o-", color="C3", label=f"Pareto front ({len(front)})")
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(y))
+    ax.set_title(f"Pareto front: lower x, {'lower' if minimise_y else 'higher'} y",
+                 fontsize="medium")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[str] = (), *,
+                ax: Axes | None = None) -> Axes:
+    """One metric against one swept path.
+
+    With exactly one other swept path of at most six values, one line per value
+    (labelled, for a legend); otherwise the mean over the other paths' values, with
+    their min–max range shaded.  A path with more than 20 values (a random design)
+    is drawn as dots.
+
+    Args:
+        frame: one row per setting (``aggregate``).
+        param: the swept path on the x axis.
+        metric: the metric on the y axis.
+        params: every swept path.
+        ax: where to draw (default: a new figure).
+
+    Returns:
+        The axes drawn on.
+    """
+    ax = ax if ax is not None else plt.subplots(figsize=(5, 3.5))[1]
+    f = frame.assign(_x=_numeric(frame[param]))
+    others = [p for p in params if p != param]
+    if f["_x"].nunique() > 20:
+        ax.scatter(f["_x"], f[metric], s=8)
+    elif len(others) == 1 and f[others[0]].nunique() <= 6:
+        for value, g in f.groupby(others[0], sort=True, dropna=False):
+            g = g.sort_values("_x")
+            ax.plot(g["_x"], g[metric], "o-", ms=3, label=f"{_short(others[0])}={value}")
+    else:
+        by_x = f.groupby("_x", sort=True)[metric]
+        mean, lo, hi = by_x.mean(), by_x.min(), by_x.max()
+        ax.plot(mean.index, mean.to_numpy(), "o-", ms=3, label="mean over the other paths")
+        if others:
+            ax.fill_between(mean.index, lo.to_numpy(), hi.to_numpy(), alpha=0.2,
+                            label="min–max")
+    ax.set_xlabel(_short(param), fontsize="small")
+    ax.set_ylabel(_label(metric), fontsize="x-small")
+    if not pd.api.types.is_numeric_dtype(frame[param]):
+        labels = sorted(frame[param].astype(str).unique())
+        ax.set_xticks(range(len(labels)), labels, rotation=30, fontsize="x-small")
+    return ax
+
+
+def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path) -> list[Path]:
+    """Draw the Pareto fronts, and each main metric against each swept path, as PNGs.
+
+    The main metrics are those of ``METRIC_DIRECTIONS`` (every analysis's headline
+    numbers) that vary across the settings; the table holds all of them.
+
+    Args:
+        table: a sweep table.
+        params: the swept paths.
+        out: the folder (``pareto_<y>_vs_<x>.png``, ``metrics_vs_<path>.png``).
+
+    Returns:
+        The files written.
+    """
+    agg = aggregate(table, params)
+    written = []
+    for x, y, minimise_y in PARETO_PAIRS:
+        fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
+        plot_pareto(agg, x, y, minimise_y=minimise_y, ax=ax)
+        written.append(_save(fig, out / f"pareto_{y}_vs_{x}.png"))
+    metrics = [c for c in METRIC_DIRECTIONS if c in agg and agg[c].nunique(dropna=True) > 1]
+    for param in params:
+        if not metrics:
+            break
+        ncols = min(5, len(metrics))
+        nrows = -(-len(metrics) // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.3 * nrows + 0.8),
+                                 squeeze=False)
+        for ax, metric in zip(axes.flat, metrics):
+            plot_metric(agg, param, metric, params, ax=ax)
+            ax.set_title(metric, fontsize="x-small")
+            ax.tick_params(labelsize="x-small")
+        for ax in list(axes.flat)[len(metrics):]:
+            ax.axis("off")
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="upper right", fontsize="small")
+        fig.suptitle(f"main metrics (over {int(agg['n_runs'].max())} runs) vs {param}")
+        fig.subplots_adjust(left=0.06, right=0.98, bottom=0.05, top=1 - 0.8 / fig.get_figheight(),
+                            wspace=0.45, hspace=0.6)
+        written.append(_save(fig, out / f"metrics_vs_{_slug(param)}.png"))
+    return written
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=72)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def _normalise(expr: str) -> str:
+    """Backtick swept paths (dotted names) so ``query`` reads them as columns."""
+    return re.sub(r"(?<![`'\"\w.])([A-Za-z_]\w*(?:\.\w+)+)(?![`'\"\w])", r"`\1`", expr)
+
+
+def _numeric(s: pd.Series) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        return s.astype("float64")
+    labels = sorted(s.astype(str).unique())
+    return s.astype(str).map({v: i for i, v in enumerate(labels)}).astype("float64")
+
+
+def _label(col: str) -> str:
+    unit = ("tokens" if col.endswith("_tokens") or col == "tokens_sent" else
+            "USD" if col.endswith("_usd") else "fraction" if col.endswith(("_share", "_frac"))
+            else "count" if col.startswith("n_") or col.endswith("_n") or "_n_" in col else "")
+    return f"{col} ({unit})" if unit else col
+
+
+def _short(path: str) -> str:
+    """A swept path without the policy's nesting: ``tiers.1.trigger.at_tokens`` → ``tier1…``."""
+    return re.sub(r"^tiers\.(\d+)\.", r"tier\1.", path)
+
+
+def _slug(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_")

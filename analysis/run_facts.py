@@ -1,0 +1,93 @@
+"""The facts of a recorded run that every metric row needs, whatever the policy replayed.
+
+``run_facts(corpus, run_id)`` reads one run's tool blocks, recorded requests and
+harness-summary flags once and keeps what ``analysis.fast_metrics`` needs for any
+number of replays of that run:
+
+- the ``rereads_*`` counts no eviction can change: reads, re-reads, refreshes,
+  retries, loops, identical repeats (``analysis.rereads``' definitions, computed
+  by that module's own call-linking helpers, so the two cannot drift apart);
+- the re-reads that are redundant unless a policy evicted the previous result
+  first, with the previous result's block;
+- the harness's recorded compactions and the first request after one.
+
+Not here: anything that depends on the policy (``analysis.fast_metrics``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis import frames
+from analysis.rereads import REREADS_COLUMNS, _mark_loops, _run_calls
+from analysis.summarisation import recorded_compactions
+from replay.corpus import Corpus
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the metrics need from one recorded run, whatever the policy."""
+
+    run_id: str
+    static_rereads: dict[str, int]
+    """The ``rereads_*`` counts no eviction can change (reads, loops, refreshes, retries, …)."""
+    candidates: tuple[tuple[int, int, int, int], ...]
+    """Re-reads that are redundant unless the policy evicted the previous result first:
+    (request of the re-read, previous result's msg, its block, the re-read's result tokens)."""
+    n_compactions: int
+    """Compactions the original harness recorded."""
+    first_compaction_request: float
+    """The first request after a recorded compaction (``inf`` when none)."""
+
+
+def run_facts(corpus: Corpus, run_id: str) -> RunFacts:
+    """The policy-independent facts of one run, read from the corpus (once per run).
+
+    Args:
+        corpus: the corpus holding the run.
+        run_id: the run.
+
+    Returns:
+        The run's facts, as ``analysis.rereads`` and ``analysis.summarisation`` see them.
+    """
+    ids = [run_id]
+    recorded = frames.recorded_requests_df(corpus, run_ids=ids)
+    blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
+                                run_ids=ids)
+    flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=ids)
+    comps = recorded_compactions(flags, recorded)
+    first = comps["request"].dropna()
+    out_msgs = sorted(int(m) for m in recorded["output_msg"])
+    calls = _run_calls(blocks, out_msgs) if len(blocks) else []
+    _mark_loops(calls, 3, 10)
+    counts = dict.fromkeys(("rereads_n_reads", "rereads_n", "rereads_n_refresh",
+                            "rereads_n_retry", "rereads_tokens", "rereads_n_identical",
+                            "rereads_n_identical_unchanged"), 0)
+    loops: dict[int, int] = {}
+    candidates = []
+    for call in calls:
+        counts["rereads_n_identical"] += call.is_identical_repeat
+        counts["rereads_n_identical_unchanged"] += call.is_unchanged_repeat
+        if not call.is_read:
+            continue
+        counts["rereads_n_reads"] += 1
+        if call.loop_id >= 0:
+            loops[call.loop_id] = loops.get(call.loop_id, 0) + 1
+        prev = call.prev
+        if prev is None:
+            continue
+        tokens = call.result.tokens if call.result else 0
+        counts["rereads_n"] += 1
+        counts["rereads_tokens"] += tokens
+        if call.refreshed:
+            counts["rereads_n_refresh"] += 1
+        elif prev.result is None or prev.result.is_error:
+            counts["rereads_n_retry"] += 1
+        else:
+            candidates.append((call.request, prev.result.msg, prev.result.block, tokens))
+    counts["rereads_n_loops"] = len(loops)
+    counts["rereads_loop_reads"] = sum(loops.values())
+    counts["rereads_max_loop_reads"] = max(loops.values(), default=0)
+    return RunFacts(run_id, counts, tuple(candidates), len(comps),
+                    float(first.min()) if len(first) else math.inf)
