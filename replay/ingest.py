@@ -207,6 +207,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
             runs[col].append(d.run[col])
     try:
         text = pa.array(messages["text"], pa.string())
+        for cols in (requests, runs, messages):  # any other string column may hold one too
+            for col, values in cols.items():
+                if col != "text" and values and isinstance(values[0], str):
+                    pa.array(values, pa.string())
     except UnicodeEncodeError:
         for cols in (messages, requests, runs):
             for col, values in cols.items():

@@ -100,8 +100,11 @@ def classify_shell(command: str) -> OpPath:
         return _classify_patch(command)
     for part in _SPLIT.split(command.strip()):
         words = _words(part)
-        while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]
+        i = 0
+        while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
+                                  and not words[i].startswith("-")):
+            i += 1
+        words = words[i:]
         if not words or words[0] in ("cd", "source", ".", "export", "set", "pushd", "echo") and (
             ">" not in part
         ):
@@ -113,6 +116,8 @@ def classify_shell(command: str) -> OpPath:
 def _classify_words(words: list[str], line: str) -> OpPath:
     if "|" in words:
         words = words[: words.index("|")]
+    if not words:  # `env | grep …`: the first command was only a wrapper
+        return OpPath("exec", "")
     cmd = words[0].rsplit("/", 1)[-1]
     args = [w for w in words[1:] if not w.startswith("-") and not _LINE_RANGE.match(w)]
     redirect = re.search(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)", line)
@@ -164,8 +169,8 @@ def _unwrap_argv(argv: list[Any]) -> str:
 
 
 def _words(part: str) -> list[str]:
-    if not any(c in part for c in "'\"\\"):  # nothing to unquote: a plain split is the same
-        return part.split()
+    if len(part) > 65536 or not any(c in part for c in "'\"\\"):
+        return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
     try:
         return shlex.split(part, comments=False)
     except ValueError:

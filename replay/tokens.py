@@ -215,7 +215,11 @@ def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1
     ``threads`` > 1 splits the texts into that many interleaved slices counted in threads
     (tiktoken releases the GIL while encoding); 1 counts in the calling thread only.
     """
-    encode = encoding(name).encode_ordinary
+    enc = encoding(name)
+
+    def encode(t: str) -> list[int]:
+        return _encode_safely(enc, t)
+
     if threads <= 1 or len(texts) < 2 * threads:
         return [len(encode(t)) for t in texts]
 
@@ -230,10 +234,27 @@ def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1
     return out
 
 
+_CHUNK_CHARS = 65536
+
+
+def _encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
+    """``encode_ordinary``, except where tiktoken's regex engine panics (about a million
+    spaces in a row): then the text is counted in 64 Ki-character chunks."""
+    try:
+        return enc.encode_ordinary(text)
+    except BaseException as exc:  # pyo3's PanicException is not an Exception
+        if type(exc).__name__ != "PanicException":
+            raise
+        out: list[int] = []
+        for i in range(0, len(text), _CHUNK_CHARS):
+            out.extend(enc.encode_ordinary(text[i:i + _CHUNK_CHARS]))
+        return out
+
+
 def count_one(text: str, name: str = "o200k_base") -> int:
     """Token count of one text (memoised for the short texts replays create)."""
     if len(text) > 4096:
-        return _count_long(text, name) if len(text) <= 65536 else len(encoding(name).encode_ordinary(text))
+        return _count_long(text, name) if len(text) <= 65536 else len(_encode_safely(encoding(name), text))
     return _count_short(text, name)
 
 

@@ -12,7 +12,7 @@ from types import ModuleType
 
 from replay.parsers import chat, claude_code, codex, mini_swe_agent, openhands, swe_agent
 
-PARSERS_VERSION = "1"
+PARSERS_VERSION = "2"
 """Part of every ingest cache key: bump it when a parser's output changes, so stores re-parse."""
 
 PARSERS: dict[str, ModuleType] = {

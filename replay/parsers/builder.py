@@ -51,6 +51,8 @@ class RunDraft:
     requests: dict[str, list[Any]]
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+"""The range of the schema's integer columns."""
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent")
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -86,7 +88,9 @@ class RunBuilder:
         return run_id_for(self.source.sha256, self.index)
 
     def message(self, role: str, *, ts: str = "", agent: str = "") -> int:
-        """Start a new message; returns its index."""
+        """Start a new message; returns its index.  (The previous one, if it got no block,
+        gets an empty text block: message indices stay dense and every message has a row.)"""
+        self._close()
         self._msg += 1
         self._block, self._role, self._ts, self._msg_agent = 0, role, ts, agent or self.agent
         return self._msg
@@ -97,7 +101,12 @@ class RunBuilder:
 
     def tool_call(self, call_id: str, tool: str, args: Any) -> None:
         """Add a call; ``args`` is a dict (stored as JSON) or a raw string (a command, a patch)."""
-        op, path = classify(tool, args)
+        try:
+            op, path = classify(tool, args)
+        except Exception as exc:  # a classifier bug must not cost the file: keep the call
+            self.issues.append(Issue(self.source.path, 0, f"tool call {call_id!r} ({tool}) not "
+                                     f"classified ({type(exc).__name__}: {exc}); op 'other'"))
+            op, path = "other", ""
         text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         if call_id:
             self._calls[call_id] = (tool, op, path)
@@ -132,6 +141,10 @@ class RunBuilder:
         for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
                             ("cache_write_tokens", cache_write_tokens),
                             ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
+            if value is not None and not _INT64[0] <= int(value) <= _INT64[1]:
+                self.issues.append(Issue(self.source.path, 0, f"request {len(r['request']) - 1}: "
+                                         f"{name} {value} is out of range (kept as unknown)"))
+                value = None
             r[name].append(None if value is None else int(value))
         r["model"].append(model or self.model)
         r["ts"].append(ts or self._ts)
@@ -143,6 +156,7 @@ class RunBuilder:
 
     def build(self) -> RunDraft:
         """The finished run: run fields (without token sums) and the column lists."""
+        self._close()
         m, r = self._m, self._r
         kinds = m["kind"]
         recorded = [v for v in r["input_tokens"] if v is not None]
@@ -159,6 +173,12 @@ class RunBuilder:
             "sha256": self.source.sha256,
         }
         return RunDraft(run=run, messages=dict(m), requests=dict(r))
+
+    def _close(self) -> None:
+        """Give the current message an empty text block if it has none (an assistant turn
+        with no content is still a message, and a request may have produced it)."""
+        if self._msg >= 0 and self._block == 0:
+            self._add(kind="text", text="")
 
     def _add(self, *, kind: str, text: str, call_id: str = "", tool: str = "", op: str = "",
              path: str = "", is_error: bool = False, is_harness_summary: bool = False) -> None:

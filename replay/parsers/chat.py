@@ -11,7 +11,9 @@ Messages are OpenAI-shaped (``content`` string or parts, assistant ``tool_calls`
 with JSON-string arguments, ``tool`` messages with ``tool_call_id``) or carry
 Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``).  In (a)-(c) every
 assistant message is one request with usage from its ``usage`` (OpenAI or
-Anthropic field names; Anthropic input is summed with its cache fields).
+Anthropic field names; Anthropic input is summed with its cache fields).  A JSON Lines file
+whose first line is damaged is still read line by line (when most lines are records), and a
+message with a tool call id written twice verbatim is reported and skipped, not counted twice.
 
 Not handled: legacy function calling (an assistant ``function_call`` is ignored, a
 ``function`` role message is reported and skipped), Responses-API item lists, usage
@@ -53,7 +55,7 @@ def sniff(filename: str, head: bytes) -> bool:
         try:
             start = len(text) - len(text[1:].lstrip())
             first, _ = json.JSONDecoder().raw_decode(text.decode("utf-8", "ignore"), start)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _LIST_START.match(text) is not None
         return _is_message(first)
     if not text.startswith(b"{"):
@@ -76,10 +78,17 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues.append(Issue(src.path, 0, "empty file"))
         return []
     top: dict[str, Any] = {}
-    if len(lines) > 1 and isinstance(first_record(lines[0]), dict):
+    jsonl = len(lines) > 1 and isinstance(first_record(lines[0]), dict)
+    doc_issues: list[Issue] = []
+    if not jsonl:
+        doc = load_json(src, doc_issues)
+        # JSON Lines whose first line is damaged: not a document, and most lines are records
+        jsonl = doc is None and len(lines) > 1 and \
+            2 * sum(first_record(raw) is not None for raw in lines) > len(lines)
+    if jsonl:
         items: list[tuple[int, Any]] = list(iter_records(src, issues))
     else:
-        doc = load_json(src, issues)
+        issues.extend(doc_issues)
         has_messages = isinstance(doc, dict) and isinstance(doc.get("messages"), list)
         if has_messages and "response" not in doc:
             top = doc
@@ -104,7 +113,17 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     else:
         if top.get("system"):
             items.insert(0, (0, {"role": "system", "content": top["system"]}))
+        seen: dict[str, list[tuple[int, Any]]] = {}
         for no, m in items:
+            ident = _identity(m)
+            if ident is not None:
+                same = seen.setdefault(ident, [])
+                first_no = next((n for n, earlier in same if earlier == m), None)
+                if first_no is not None:
+                    issues.append(Issue(src.path, no, f"message {no} repeats message {first_no} "
+                                                      "(same tool call id; skipped)"))
+                    continue
+                same.append((no, m))
             if _emit(rb, no, m) is not None and m.get("role") == "assistant":
                 _request(rb, m.get("usage"), str(m.get("model") or ""), None, models)
     if rb.n_blocks == 0:
@@ -118,6 +137,24 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
 def _is_message(rec: Any) -> bool:
     return isinstance(rec, dict) and isinstance(rec.get("role"), str) and (
         "content" in rec or "tool_calls" in rec)
+
+
+def _identity(m: Any) -> str | None:
+    """What makes a message unique: its first tool call id or the call id it answers (a plain
+    text message has none: the same text may legitimately be sent twice)."""
+    if not isinstance(m, dict):
+        return None
+    if isinstance(m.get("tool_call_id"), str) and m["tool_call_id"]:
+        return f"result:{m['tool_call_id']}"
+    calls = m.get("tool_calls")
+    parts = [*(calls if isinstance(calls, list) else []),
+             *(m["content"] if isinstance(m.get("content"), list) else [])]
+    for p in parts:
+        if isinstance(p, dict):
+            for key in ("id", "tool_use_id"):
+                if isinstance(p.get(key), str) and p[key] and p.get("type") != "text":
+                    return f"{key}:{p[key]}"
+    return None
 
 
 def _blocks(m: Any) -> tuple[str, list[Block]]:
@@ -242,6 +279,8 @@ def _request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[s
     calls: list[tuple[int, dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]] = []
     for no, rec in items:
         try:
+            if not isinstance(rec["messages"], list):  # list("text") would be one per letter
+                raise TypeError(f"'messages' is a {type(rec['messages']).__name__}, not a list")
             prompt = list(rec["messages"])
             if rec.get("system"):
                 prompt.insert(0, {"role": "system", "content": rec["system"]})
@@ -284,7 +323,10 @@ def _ts(rec: dict[str, Any]) -> str:
     if isinstance(stamp, str):
         return stamp
     if isinstance(created, (int, float)) and not isinstance(created, bool) and created > 0:
-        return datetime.fromtimestamp(created, timezone.utc).isoformat()
+        try:
+            return datetime.fromtimestamp(created, timezone.utc).isoformat()
+        except (OverflowError, OSError, ValueError):  # past year 9999, or not a number (nan)
+            return ""
     return ""
 
 

@@ -18,6 +18,9 @@ usage-bearing token_count.  A run with no token_count (legacy, aborted turn) sti
 request with usage None; a token_count with no run to attach to is reported and dropped; when
 only totals are recorded, usage is the difference of consecutive totals.
 
+A context item with an identity (a call's or output's ``call_id``, an ``id``, a reasoning
+item's ``encrypted_content``) written again verbatim is reported and skipped, not counted twice.
+
 Not handled: session_meta / legacy ``instructions`` are metadata only (the user part is repeated
 in a user message); forks (``forked_from_id``) are not linked; ``is_error`` comes only from a
 JSON output's non-zero ``metadata.exit_code`` or a ``success: false`` output payload.
@@ -61,7 +64,7 @@ def sniff(filename: str, head: bytes) -> bool:
     for i, raw in enumerate(head.split(b"\n", 40)[:40]):
         try:
             rec = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(rec, dict):
             return False
@@ -82,7 +85,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the rollout file.
         issues: problems found are appended here.
     """
-    records = list(iter_records(src, issues))
+    records = _unique(list(iter_records(src, issues)), src.path, issues)
     if not records:
         issues.append(Issue(src.path, 0, "no JSON records in this Codex rollout"))
         return []
@@ -228,6 +231,42 @@ class _Walk:
         self.b.harness = " ".join(x for x in ("codex", self.cli, self.originator) if x)
         for msg, ts, model, usage in self.runs:
             self.b.request(output_msg=msg, ts=ts, model=model, **(usage or {}))
+
+
+def _unique(records: list[tuple[int, dict[str, Any]]], path: str,
+            issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
+    """``records`` without repeats of an earlier context item with the same identity (a call's
+    or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
+    written twice is reported, not counted twice.  Messages carry no identity and may
+    legitimately repeat."""
+    seen: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    out = []
+    for no, rec in records:
+        if "payload" in rec:
+            item = rec["payload"] if rec.get("type") == "response_item" else None
+        else:
+            item = rec  # legacy: bare items
+        ident = _identity(item)
+        if ident is not None:
+            same = seen.setdefault(ident, [])
+            first = next((n for n, earlier in same if earlier == item), 0)
+            if first:
+                issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line {first} "
+                                              "(record skipped)"))
+                continue
+            same.append((no, item))
+        out.append((no, rec))
+    return out
+
+
+def _identity(item: Any) -> tuple[str, str] | None:
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        return None
+    for key in ("call_id", "id", "encrypted_content"):
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            return item["type"], value
+    return None
 
 
 def _usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:

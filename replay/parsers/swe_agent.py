@@ -80,14 +80,15 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     b = RunBuilder(src, 0, NAME, issues, model=_model(doc),
                    harness=f"swe-agent {version}" if version else "swe-agent")
     steps: list[Any] = doc["trajectory"]
-    history = [m for m in doc.get("history") or [] if isinstance(m, dict)]
+    history = [m for m in _list(doc.get("history")) if isinstance(m, dict)]
     first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    opening = _opening(history) or _opening(first.get("query") or first.get("messages") or [])
+    opening = _opening(history) or _opening(_list(first.get("query")) or
+                                            _list(first.get("messages")))
     for role, text in opening:
         b.message(role)
         b.text(text)
     calls = [tc for m in history if m.get("role") == "assistant"
-             for tc in (m.get("tool_calls") or []) if isinstance(tc, dict)]
+             for tc in _list(m.get("tool_calls")) if isinstance(tc, dict)]
     cursor = 0
     for i, step in enumerate(steps):
         try:
@@ -105,11 +106,17 @@ def _model(doc: dict[str, Any]) -> str:
     if isinstance(config, str):
         try:
             config = json.loads(config)
-        except ValueError:
+        except (ValueError, RecursionError):
             config = None
-    model = config.get("agent", {}).get("model", {}) if isinstance(config, dict) else {}
+    agent = config.get("agent") if isinstance(config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
     name = model.get("name") if isinstance(model, dict) else None
     return name if isinstance(name, str) else ""
+
+
+def _list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON list, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def _opening(messages: list[Any]) -> list[tuple[str, str]]:
