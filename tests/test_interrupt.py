@@ -85,3 +85,25 @@ def test_killed_run_keeps_the_previous_outputs(tmp_path: Path) -> None:
     assert (out / "summary.json").read_bytes() == summary
     for name, data in traces.items():
         assert (out / "traces" / name).read_bytes() == data
+
+
+def test_killed_sweep_keeps_the_previous_table(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    logs = str(REPO / "logs" / "explore-rereads.jsonl")
+    subprocess.run(_replay_cmd("sweep", "-p", "two-tier-corrected", "--axis",
+                               "tiers.1.trigger.at_tokens=60000,80000", logs, "--out", str(out),
+                               "--jobs", "1", "--no-plots", "-q"), check=True, capture_output=True)
+    kept = {name: (out / "sweep" / name).read_bytes() for name in ("sweep.parquet", "sweep.csv")}
+    start = time.monotonic()
+    proc = subprocess.Popen(_replay_cmd("sweep", "-p", "two-tier-corrected", "--axis",
+                                        "tiers.1.trigger.at_tokens=40000:120000:400", logs,
+                                        "--out", str(out), "--jobs", "1", "--no-plots", "-q",
+                                        "--no-cache"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: time.monotonic() - start > 4, proc)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    for name, data in kept.items():
+        assert (out / "sweep" / name).read_bytes() == data
