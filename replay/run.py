@@ -61,12 +61,14 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
     summary: list[dict[str, Any]] = []
     meta = run_meta(corpus)
     try:
+        batch: list[Trace] = []
         for trace in iter_replays(corpus, policy, allow_python=allow_python, on_run=on_run):
-            for name, writer in writers.items():
-                table = trace.table(name)
-                if table.num_rows:
-                    writer.write_table(table)
             summary.extend(summarise_runs(corpus, trace, meta))
+            batch.append(trace)
+            if sum(t.requests.num_rows for t in batch) >= _ROWS_PER_GROUP:
+                _flush(batch, writers)
+                batch = []
+        _flush(batch, writers)
     except BaseException:
         for writer in writers.values():
             writer.close()
@@ -79,6 +81,20 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
         os.replace(path, out / "traces" / f"{name}.parquet")
     _write_summary(policy, summary, out)
     return summary
+
+
+_ROWS_PER_GROUP = 50_000
+"""Traces are written in row groups of about this many requests (few groups, little metadata)."""
+
+
+def _flush(batch: list[Trace], writers: dict[str, pq.ParquetWriter]) -> None:
+    if not batch:
+        return
+    merged = Trace.concat(batch)
+    for name, writer in writers.items():
+        table = merged.table(name)
+        if table.num_rows:
+            writer.write_table(table)
 
 
 def summarise_runs(corpus: Corpus, trace: Trace,

@@ -258,11 +258,11 @@ def count_one(text: str, name: str = "o200k_base") -> int:
     return _count_short(text, name)
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.lru_cache(maxsize=256)
 def _count_long(text: str, name: str) -> int:
     return len(encoding(name).encode_ordinary(text))
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=16384)
 def _count_short(text: str, name: str) -> int:
     return len(encoding(name).encode_ordinary(text))
