@@ -23,7 +23,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from replay import store
-from replay.calibrate import calibrate as calibrate_run
 from replay.corpus import open_corpus
 from replay.errors import ReplayError
 from replay.ingest import DEFAULT_TOKENIZERS, discover
@@ -151,7 +150,7 @@ def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset c
     sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
     for rid in corpus.replayable():
         source = sources[rid]
-        fit = calibrate_run(corpus.prepared(rid))
+        fit = corpus.calibration(rid)
         rows.append({"source": source, "points": fit.n_points if fit else 0,
                      "overhead_tokens": round(fit.overhead_tokens) if fit else None,
                      "scale": round(fit.scale, 4) if fit else None,

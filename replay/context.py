@@ -45,18 +45,6 @@ class Fenwick:
             i -= i & -i
         return s
 
-    def search(self, target: int) -> int:
-        """The smallest ``i`` with ``prefix(i) >= target`` (``n`` when none; values ≥ 0)."""
-        pos, rem, tree = 0, target, self.tree
-        step = 1 << self.n.bit_length()
-        while step:
-            nxt = pos + step
-            if nxt <= self.n and tree[nxt] < rem:
-                pos = nxt
-                rem -= tree[nxt]
-            step >>= 1
-        return pos + 1 if target > 0 else 0
-
 
 @dataclass(slots=True)
 class HeadItem:

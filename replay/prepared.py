@@ -81,7 +81,8 @@ class PreparedRun:
     ts_s: list[float | None]
     first_compaction_request: int | None
     """The first request after a harness compaction (None when the harness never compacted)."""
-    _counts: dict[Any, list[int]] = field(default_factory=dict)
+    _counts: dict[Any, Any] = field(default_factory=dict)
+    """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
 
     @property
     def n_blocks(self) -> int:
