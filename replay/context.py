@@ -92,9 +92,12 @@ class Context:
     live_cut_truth: int = 0
     live_cut_bytes: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     n_live_trimmed: int = 0
+    last_trimmed: int = -1
+    """The highest block ever trimmed (-1: none)."""
     """Trimmed blocks inside ``[lo, hi)``: while 0, prefix queries need no Fenwick tree."""
     head_est: int = 0
     head_truth: int = 0
+    head_n_bytes: int = 0
     epoch: int = 0
     """Bumped by every cut or trim, so tiers can tell when their cached view is stale."""
     dirty: int | None = None
@@ -109,27 +112,6 @@ class Context:
         self.cur_bytes, self.trimmed = list(self.run.n_bytes), [False] * n
         self.cut_est, self.cut_truth = Fenwick(n), Fenwick(n)
 
-    # -- growth -------------------------------------------------------------------------------
-    def append_until(self, hi: int) -> None:
-        """Append the raw blocks up to ``hi`` (new messages since the last request): O(1)."""
-        if hi > self.hi:
-            self.hi = hi
-
-    @property
-    def raw_truth(self) -> int:
-        """True tokens of everything appended, as if no tier had acted."""
-        return self.pre_truth[self.hi]
-
-    @property
-    def est_total(self) -> int:
-        """Estimated tokens of the live blocks (head excluded)."""
-        return self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est
-
-    @property
-    def truth_total(self) -> int:
-        """True tokens of the live blocks (head excluded)."""
-        return self.pre_truth[self.hi] - self.pre_truth[self.lo] - self.live_cut_truth
-
     # -- queries ------------------------------------------------------------------------------
     @property
     def n_messages(self) -> int:
@@ -140,15 +122,19 @@ class Context:
 
     def est(self) -> int:
         """Estimated tokens of the live context (head and messages)."""
-        return self.head_est + self.est_total
+        return self.head_est + self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est
 
     def truth(self) -> int:
         """True tokens of the live context (head and messages)."""
-        return self.head_truth + self.truth_total
+        return (self.head_truth + self.pre_truth[self.hi] - self.pre_truth[self.lo]
+                - self.live_cut_truth)
 
     def truth_before(self, b: int) -> int:
         """True tokens before block ``b`` (head included)."""
-        cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+        if b > self.last_trimmed:  # no trimmed block at or after b: all live cuts are before it
+            cut = self.live_cut_truth
+        else:
+            cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
         return self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
 
     def est_from(self, b: int) -> int:
@@ -211,6 +197,7 @@ class Context:
         self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
         if not self.trimmed[b]:
             self.n_live_trimmed += 1
+            self.last_trimmed = max(self.last_trimmed, b)
         self.trimmed[b] = True
         self.epoch += 1
         self._touch(b)
@@ -234,6 +221,7 @@ class Context:
         self.head = head
         self.head_est = sum(h.est for h in head)
         self.head_truth = sum(h.truth for h in head)
+        self.head_n_bytes = sum(h.n_bytes for h in head)
         self.dirty = -1
         self.epoch += 1
         return removed
@@ -259,17 +247,20 @@ class Context:
             b += 1
         return b
 
-    def head_bytes(self) -> int:
-        """Bytes of the head items."""
-        return sum(h.n_bytes for h in self.head)
-
-    def bytes_split(self) -> tuple[int, int, int, int]:
-        """Bytes in context: (all call args, write/edit args, results, other incl. head)."""
-        (other, args, write, results), lo, hi = self.pre_bytes, self.lo, self.hi
-        cut = self.live_cut_bytes
+    def measure(self) -> tuple[int, int, int, int, int, int, int, int]:
+        """What one request row needs, in one call: (estimated tokens, true tokens, messages,
+        blocks, bytes of all call args, of write/edit args, of results, of other text)."""
+        lo, hi, n_head = self.lo, self.hi, len(self.head)
+        (other, args, write, results), cut = self.pre_bytes, self.live_cut_bytes
         w = write[hi] - write[lo] - cut[CAT_ARGS_WRITE]
-        return (args[hi] - args[lo] - cut[CAT_ARGS] + w, w, results[hi] - results[lo] - cut[CAT_RESULTS],
-                other[hi] - other[lo] - cut[CAT_OTHER] + self.head_bytes())
+        ordinal = self.run.ordinal
+        return (self.head_est + self.pre_est[hi] - self.pre_est[lo] - self.live_cut_est,
+                self.head_truth + self.pre_truth[hi] - self.pre_truth[lo] - self.live_cut_truth,
+                (ordinal[hi - 1] - ordinal[lo] + 1 + n_head) if hi > lo else n_head,
+                hi - lo + n_head,
+                args[hi] - args[lo] - cut[CAT_ARGS] + w, w,
+                results[hi] - results[lo] - cut[CAT_RESULTS],
+                other[hi] - other[lo] - cut[CAT_OTHER] + self.head_n_bytes)
 
     def _touch(self, b: int) -> None:
         if self.dirty is None or (self.dirty != -1 and b < self.dirty):

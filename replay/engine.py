@@ -17,14 +17,15 @@ costs O(messages + requests + actions).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from replay.cache import request_cache
+from replay.cache import pricer
 from replay.context import Context
 from replay.errors import ReplayInputError
 from replay.policy import Custom, Policy
 from replay.prepared import Calibration, PreparedRun
-from replay.tiers import act
+from replay.tiers import bind
 from replay.tiers import custom as custom_tier
 from replay.tiers.base import Env
 from replay.trace import ACTIONS, EVICTIONS, REQUESTS, Trace, empty_columns
@@ -49,60 +50,70 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     fit = calibration.overhead_tokens if calibration is not None else 0.0
     fixed_truth = s.fixed_overhead_tokens + (round(fit) if policy.truth.method == "calibrated" else 0)
     fixed_est = s.fixed_overhead_tokens + (round(fit) if policy.estimator.method == "calibrated" else 0)
-    cols = empty_columns()
     env = Env(policy=policy, calibration=calibration, action_rows=[], eviction_rows=[],
               fixed_est=fixed_est,
               fixed_truth=fixed_truth)
     truth_of = run.counts(policy.truth, calibration)
     ctx = Context(run, run.counts(policy.estimator, calibration), truth_of,
                   s.message_overhead_tokens)
-    impls = {i: custom_tier.load(t, allow_python=allow_python)
-             for i, t in enumerate(policy.tiers) if isinstance(t, Custom)}
-    before = [(i, t) for i, t in enumerate(policy.tiers) if t.when == "before"]
-    after = [(i, t) for i, t in enumerate(policy.tiers) if t.when == "after"]
+    steps = [(t.when, bind(t, i, custom_tier.load(t, allow_python=allow_python)
+                           if isinstance(t, Custom) else None))
+             for i, t in enumerate(policy.tiers)]
+    before = [step for when, step in steps if when == "before"]
+    after = [step for when, step in steps if when == "after"]
     reserve_counted = s.reserve_tokens if s.reserve_counts else 0
-    rows: list[tuple[Any, ...]] = []
-    prev_ts: float | None = None
-    window, usable, reserve = s.window_tokens, policy.usable_tokens, s.reserve_tokens
-    run_id, name = run.run_id, policy.name
-    for k in range(run.n_requests):
+    window = s.window_tokens
+    outputs, expired = run.outputs(policy.truth, calibration), run.expired(cache.ttl_s)
+    split_cost, measure = pricer(cache), ctx.measure
+    rows: list[tuple[int, ...]] = []
+    n = run.n_requests
+    for k, hi in enumerate(run.req_blocks):
         # 1. what arrived since the previous request
-        ctx.append_until(run.req_blocks[k])
+        ctx.hi = max(ctx.hi, hi)
         # 2. tiers that check before sending
         env.request, env.when = k, "before"
-        for i, tier in before:
-            act(tier, i, ctx, env, impls.get(i))
+        for step in before:
+            step(ctx, env)
         # 3. the request as sent
-        truth = fixed_truth + ctx.truth()
+        est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
+        truth += fixed_truth
         common = _common_prefix(ctx, env, k, truth)
-        ts_s = run.ts_s[k]
-        expired = prev_ts is not None and ts_s is not None and ts_s - prev_ts > cache.ttl_s
-        output = run.recorded_output[k]
-        if output is None:
-            out_lo, out_hi = run.req_output_blocks[k]
-            output = sum(truth_of[out_lo:out_hi])
-        c = request_cache(cache, truth, 0 if expired else common, output)
-        args, args_write, results, other = ctx.bytes_split()
+        output = outputs[k]
+        cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
         invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
-        rows.append((
-            run_id, name, k, run.ts[k], env.fixed_est + ctx.est(), truth,
-            fixed_truth + ctx.raw_truth, run.recorded_input[k], run.recorded_cache_read[k],
-            window, reserve, usable, max(0, truth + reserve_counted - window), ctx.n_messages,
-            ctx.hi - ctx.lo + len(ctx.head), args, args_write, results, other, c.cached_tokens,
-            c.cache_write_tokens, c.fresh_tokens, invalidated, output, c.cost_usd,
-        ))
+        rows.append((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
+                     n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
+                     invalidated, cost))
         ctx.dirty = None
-        env.prev_truth, prev_ts = truth, (ts_s if ts_s is not None else prev_ts)
+        env.prev_truth = truth
         # 4. tiers that only check after sending: their cuts apply to the next request
-        env.request, env.when = k + 1, "after"
-        for i, tier in after:
-            act(tier, i, ctx, env, impls.get(i))
-    for name, schema, table_rows in (("requests", REQUESTS, rows),
-                                     ("actions", ACTIONS, env.action_rows),
+        if after:
+            env.request, env.when = k + 1, "after"
+            for step in after:
+                step(ctx, env)
+    return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
+
+
+def _columns(run: PreparedRun, policy: Policy, fixed_truth: int, ctx: Context,
+             rows: list[tuple[int, ...]], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
+    """The trace's column lists: per-request values from the loop, the rest filled in."""
+    s = policy.server
+    (est, truth, overshoot, n_msgs, n_blocks, b_args, b_write, b_results, b_other, cached,
+     written, fresh, invalidated, cost) = (list(c) for c in zip(*rows))
+    pre_truth = ctx.pre_truth
+    raw = [fixed_truth + pre_truth[hi] for hi in itertools.accumulate(run.req_blocks, max)]
+    cols = empty_columns()
+    cols["requests"] = dict(zip(REQUESTS.names, (
+        [run.run_id] * n, [policy.name] * n, list(range(n)), list(run.ts), est, truth, raw,
+        list(run.recorded_input), list(run.recorded_cache_read), [s.window_tokens] * n,
+        [s.reserve_tokens] * n, [policy.usable_tokens] * n, overshoot, n_msgs, n_blocks,
+        b_args, b_write, b_results, b_other, cached, written, fresh, invalidated,
+        list(run.outputs(policy.truth, env.calibration)), cost)))
+    for name, schema, table_rows in (("actions", ACTIONS, env.action_rows),
                                      ("evictions", EVICTIONS, env.eviction_rows)):
         if table_rows:
             cols[name] = dict(zip(schema.names, (list(c) for c in zip(*table_rows))))
-    return Trace.from_columns(cols)
+    return cols
 
 
 def _common_prefix(ctx: Context, env: Env, k: int, truth: int) -> int:

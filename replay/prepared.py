@@ -124,6 +124,31 @@ class PreparedRun:
             self._counts["bytes"] = sums
         return self._counts["bytes"]
 
+    def outputs(self, counter: Counter, calibration: Calibration | None = None) -> list[int]:
+        """Per request: output tokens as recorded, else the produced message's count under
+        ``counter`` (memoised)."""
+        key = ("outputs", counter, calibration if counter.method == "calibrated" else None)
+        got = self._counts.get(key)
+        if got is None:
+            of = self.counts(counter, calibration)
+            got = self._counts[key] = [rec if rec is not None else sum(of[lo:hi]) for rec, (lo, hi)
+                                       in zip(self.recorded_output, self.req_output_blocks)]
+        return got  # type: ignore[no-any-return]
+
+    def expired(self, ttl_s: float) -> list[bool]:
+        """Per request: whether more than ``ttl_s`` passed since the previous timestamped
+        request (a cache entry would have expired); memoised."""
+        key = ("expired", ttl_s)
+        got = self._counts.get(key)
+        if got is None:
+            got, prev = [], None
+            for ts in self.ts_s:
+                got.append(prev is not None and ts is not None and ts - prev > ttl_s)
+                if ts is not None:
+                    prev = ts
+            self._counts[key] = got
+        return got  # type: ignore[no-any-return]
+
     def counts(self, counter: Counter, calibration: Calibration | None = None) -> list[int]:
         """Per-block token counts under ``counter`` (memoised)."""
         key = (counter, calibration if counter.method == "calibrated" else None)

@@ -1,11 +1,13 @@
 """Tiers: one module per kind of action (trim, summarise, collapse, custom).
 
-``act`` dispatches a policy tier to its module.  Each module's docstring lists
+``bind`` dispatches a policy tier to its module once per replay.  Each module's docstring lists
 the guarantees it keeps; all cuts go through ``Context.cut_before`` (safe split).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from replay.context import Context
@@ -14,14 +16,15 @@ from replay.tiers import collapse, custom, summarise, trim
 from replay.tiers.base import Env
 
 
-def act(tier: Any, index: int, ctx: Context, env: Env, impl: Any = None) -> None:
-    """Let one tier act on the context (it checks its own trigger)."""
+def bind(tier: Any, index: int, impl: Any = None) -> Callable[[Context, Env], None]:
+    """One tier's ``act`` with its module chosen once: a replay loop calls ``step(ctx, env)``."""
     match tier:
         case Trim():
-            trim.act(tier, index, ctx, env)
+            return partial(trim.act, tier, index)
         case Summarise():
-            summarise.act(tier, index, ctx, env)
+            return partial(summarise.act, tier, index)
         case Collapse():
-            collapse.act(tier, index, ctx, env)
+            return partial(collapse.act, tier, index)
         case Custom():
-            custom.act(tier, impl, ctx, env)
+            return partial(custom.act, tier, impl)
+    raise TypeError(f"not a tier: {tier!r}")

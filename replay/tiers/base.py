@@ -10,7 +10,6 @@ request the cut invalidated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import Any
 
 from replay.context import Context, HeadItem
@@ -98,19 +97,6 @@ def _render(run: PreparedRun, b: int, ph: Placeholder) -> str:
         if ph.tail_chars:
             parts.append(text[-ph.tail_chars:])
     return "\n".join(parts)
-
-
-def sized(env: Env, run: PreparedRun, b: int, form: Any,
-          render: Callable[[int], str]) -> tuple[int, int, int]:
-    """(estimated tokens, true tokens, bytes) of what block ``b`` becomes under ``form``
-    (a placeholder or note template), memoised per run and counters: sweeps re-use it."""
-    memo = run.memo(("sized", form, env.policy.estimator, env.policy.truth, env.calibration))
-    got = memo.get(b)
-    if got is None:
-        text = render(b)
-        got = memo[b] = (env.est_text(text), env.truth_text(text),
-                         len(text.encode("utf-8", "surrogatepass")))
-    return got  # type: ignore[no-any-return]
 
 
 def write_note(run: PreparedRun, b: int, template: str) -> str:

@@ -24,7 +24,6 @@ from replay.tiers.base import (
     placeholder,
     record_action,
     record_eviction,
-    sized,
     threshold,
     write_note,
 )
@@ -41,44 +40,49 @@ class _State:
     gain_est: int = 0
     """Estimated tokens the pending candidates would reclaim."""
     epoch: int = -1
+    cats: frozenset[int] = frozenset()
+    """Byte categories this tier trims."""
+    sized_result: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """Per-run memo of (est, truth, bytes) of each result's placeholder under this policy."""
+    sized_write: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    minimum: int = 0
+    """Estimated tokens a pass must reclaim, or it is undone."""
+
+
+def _state(tier: Trim, index: int, ctx: Context, env: Env) -> _State:
+    """This tier's state in this replay, with everything that is constant resolved once."""
+    run, counters = ctx.run, (env.policy.estimator, env.policy.truth, env.calibration)
+    st = env.state[index] = _State(
+        cats=_categories(tier.blocks),
+        sized_result=run.memo(("sized", tier.placeholder, *counters)),
+        sized_write=run.memo(("sized", tier.write_note, *counters)),
+        minimum=tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable))
+    return st
 
 
 def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     """Run one trim pass if the trigger fires."""
-    if not fires(tier.trigger, ctx, env):
+    if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
         return
-    st: _State = env.state.setdefault(index, _State())
+    st: _State = env.state.get(index) or _state(tier, index, ctx, env)
     run = ctx.run
     stop = protect_start(tier.protect, ctx, env, st)
-    cats = _categories(tier.blocks)
-    category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
-    for b in range(max(st.cursor, ctx.lo), stop):
-        cat = category[b]
-        if cat not in cats or trimmed[b]:
-            continue
-        if run.n_chars[b] < tier.min_chars or run.n_lines[b] < tier.min_lines:
-            continue
-        if cat == CAT_RESULTS:
-            est, truth, n_bytes = sized(env, run, b, tier.placeholder,
-                                        lambda b: placeholder(run, b, tier.placeholder))
-        else:
-            est, truth, n_bytes = sized(env, run, b, tier.write_note,
-                                        lambda b: write_note(run, b, tier.write_note))
-        if est < cur_est[b]:
-            st.pending.append((b, est, truth, n_bytes))
-            st.gain_est += cur_est[b] - est
+    begin = max(st.cursor, ctx.lo)
+    if begin < stop:
+        _scan(tier, ctx, env, st, begin, stop)
     st.cursor = max(st.cursor, stop)
-    if st.epoch != ctx.epoch and st.pending:  # something was cut or trimmed since: re-check
+    if not st.pending:
+        st.epoch = ctx.epoch
+        return
+    if st.epoch != ctx.epoch:  # something was cut or trimmed since: re-check
         st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
         st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
-    st.epoch = ctx.epoch
-    if not st.pending:
-        return
-    gain_est = st.gain_est
-    minimum = tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable)
+        st.epoch = ctx.epoch
+        if not st.pending:
+            return
     trigger_tokens = env.fixed_est + ctx.est()
     first, last = run.msg[st.pending[0][0]], run.msg[st.pending[-1][0]]
-    if gain_est < minimum:
+    if st.gain_est < st.minimum:
         record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
                       threshold_tokens=threshold(tier.trigger, env), n_blocks=len(st.pending),
                       first_msg=first, last_msg=last, reclaimed=(0, 0), invalidated=0, undone=True)
@@ -97,6 +101,34 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     st.pending, st.gain_est, st.epoch = [], 0, ctx.epoch
 
 
+def _scan(tier: Trim, ctx: Context, env: Env, st: _State, begin: int, stop: int) -> None:
+    """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates."""
+    run, cats = ctx.run, st.cats
+    category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
+    n_chars, n_lines = run.n_chars, run.n_lines
+    min_chars, min_lines = tier.min_chars, tier.min_lines
+    for b in range(begin, stop):
+        cat = category[b]
+        if cat not in cats or trimmed[b] or n_chars[b] < min_chars or n_lines[b] < min_lines:
+            continue
+        if cat == CAT_RESULTS:
+            got = st.sized_result.get(b)
+            if got is None:
+                got = st.sized_result[b] = _sized(env, placeholder(run, b, tier.placeholder))
+        else:
+            got = st.sized_write.get(b)
+            if got is None:
+                got = st.sized_write[b] = _sized(env, write_note(run, b, tier.write_note))
+        est = got[0]
+        if est < cur_est[b]:
+            st.pending.append((b, *got))
+            st.gain_est += cur_est[b] - est
+
+
+def _sized(env: Env, text: str) -> tuple[int, int, int]:
+    return env.est_text(text), env.truth_text(text), len(text.encode("utf-8", "surrogatepass"))
+
+
 @functools.cache
 def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
     cats = {CAT_RESULTS} if "tool_results" in blocks else set()
@@ -109,27 +141,30 @@ def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
 
 def protect_start(p: Protect, ctx: Context, env: Env, st: _State | None = None) -> int:
     """First block of the protected recent range (``hi`` when nothing is protected)."""
-    run, start = ctx.run, ctx.hi
-    if ctx.hi <= ctx.lo:
-        return ctx.hi
+    run, lo, hi = ctx.run, ctx.lo, ctx.hi
+    start = hi
+    if hi <= lo:
+        return hi
     if p.messages:
-        last = run.ordinal[ctx.hi - 1]
-        first = max(run.ordinal[ctx.lo], last - p.messages + 1)
+        last = run.ordinal[hi - 1]
+        first = max(run.ordinal[lo], last - p.messages + 1)
         start = min(start, run.msg_start[first])
-    tokens = max(p.tokens, int(p.frac * env.usable))
+    tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
     if tokens:
         start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
     if p.tool_results:
         st = st or _State()
-        for b in range(st.seen, ctx.hi):
-            if run.category[b] == CAT_RESULTS:
-                st.results.append(b)
-        st.seen = max(st.seen, ctx.hi)
+        if st.seen < hi:
+            category, res = run.category, st.results
+            for b in range(st.seen, hi):
+                if category[b] == CAT_RESULTS:
+                    res.append(b)
+            st.seen = hi
         res = st.results
-        first = bisect.bisect_left(res, ctx.lo)
+        first = bisect.bisect_left(res, lo)
         if first < len(res):
             nth = res[max(first, len(res) - p.tool_results)]
             start = min(start, run.msg_start[run.ordinal[nth]])
     if p.newest:
         start = min(start, ctx.newest_output_start())
-    return max(start, ctx.lo)
+    return max(lo, start)
