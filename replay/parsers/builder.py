@@ -12,6 +12,7 @@ Not here: token counting, writing Parquet, format quirks.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,12 +113,14 @@ class RunBuilder:
             self._calls[call_id] = (tool, op, path)
         self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
 
-    def tool_result(self, call_id: str, text: str, *, is_error: bool = False, line: int = 0) -> None:
-        """Add a result; it inherits the call's tool, op and path.  Orphans are reported."""
+    def tool_result(self, call_id: str, text: str, *, is_error: bool = False,
+                    line: int | Callable[[], int] = 0) -> None:
+        """Add a result; it inherits the call's tool, op and path.  Orphans are reported (at
+        ``line``, or the line a function given as ``line`` returns, called only then)."""
         call = self._calls.get(call_id)
         if call is None:
             self._orphans += 1
-            self.issues.append(Issue(self.source.path, line,
+            self.issues.append(Issue(self.source.path, line if isinstance(line, int) else line(),
                                      f"tool result {call_id!r} has no earlier call (kept, orphaned)"))
             call = ("", "other", "")
         tool, op, path = call

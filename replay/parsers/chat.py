@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import as_text, first_record, iter_records, load_json
+from replay.parsers.jsonl import as_text, first_record, iter_records, load_json, loads
 
 NAME = "chat"
 
@@ -223,7 +223,7 @@ def _json_or_raw(raw: str) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        return loads(raw)
     except ValueError:
         return raw
 

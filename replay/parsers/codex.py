@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import as_text, iter_records
+from replay.parsers.jsonl import as_text, iter_records, loads
 
 NAME = "codex"
 
@@ -304,7 +304,7 @@ def _call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
     if not isinstance(raw, str):
         raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")
     try:
-        parsed = json.loads(raw) if t == "function_call" else None
+        parsed = loads(raw) if t == "function_call" else None
     except ValueError:
         parsed = None
     return call_id, name, parsed if isinstance(parsed, dict) else raw
@@ -352,7 +352,7 @@ def _result(output: Any) -> tuple[str, bool]:
         return "", False
     if isinstance(output, str):  # 0.5x exec outputs: {"output": …, "metadata": {"exit_code": N}}
         try:
-            meta = json.loads(output).get("metadata") if output.startswith('{"') else None
+            meta = loads(output).get("metadata") if output.startswith('{"') else None
         except (ValueError, AttributeError):
             meta = None
         return output, isinstance(meta, dict) and meta.get("exit_code") not in (0, None)

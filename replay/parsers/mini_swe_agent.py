@@ -24,13 +24,13 @@ the chat, so not in the context; its size is in ``reasoning_tokens``).
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import array_items, as_text, load_json
+from replay.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
 
 NAME = "mini_swe_agent"
 
@@ -59,8 +59,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """
     doc = load_json(src, issues)
     bare = src.data.lstrip()[:1] == b"["
-    found, stop = array_items(src, None if bare else "messages")
+    found = None
     if doc is None:
+        found, stop = array_items(src, None if bare else "messages")
         if not found:
             return []
         issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
@@ -74,7 +75,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     else:
         issues.append(Issue(src.path, 0, "not a mini-swe-agent trajectory: no messages[] list"))
         return []
-    lines = [line for line, _ in found] if len(found) == len(messages) else [0] * len(messages)
+    lines = ItemLines(src, None if bare else "messages", len(messages), found)
     config = _obj(info.get("config"))
     version = info.get("mini_version")
     b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages),
@@ -85,7 +86,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         try:
             if not isinstance(m, dict):
                 raise TypeError(f"expected an object, got {type(m).__name__}")
-            pending = _message(b, i, m, pending, regex, lines[i])
+            pending = _message(b, i, m, pending, regex, lines.at(i))
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
     return [b.build()]
@@ -123,7 +124,7 @@ def _obj(value: Any) -> dict[str, Any]:
 
 
 def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
-             regex: re.Pattern[str], line: int) -> list[str]:
+             regex: re.Pattern[str], line: Callable[[], int]) -> list[str]:
     """Emit one message; returns the text-mode call ids still waiting for an observation."""
     role = m.get("role")
     extra = _obj(m.get("extra"))
@@ -175,7 +176,7 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
         args: Any = fn.get("arguments", "")
         if isinstance(args, str):
             try:
-                args = json.loads(args)
+                args = loads(args)
             except ValueError:
                 pass
         call_id = tc.get("id")

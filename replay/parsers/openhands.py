@@ -23,14 +23,13 @@ evaluation ``output.jsonl`` files holding many instances (one run per file).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import as_text, load_json
+from replay.parsers.jsonl import as_text, load_json, loads
 
 NAME = "openhands"
 
@@ -240,7 +239,7 @@ def _call_args(msg: dict[str, Any] | None, call_id: str) -> Any:
             raw = fn.get("arguments")
             if isinstance(raw, str):
                 try:
-                    return json.loads(raw) if raw.strip() else {}
+                    return loads(raw) if raw.strip() else {}
                 except ValueError:
                     return raw
             return raw if isinstance(raw, dict) else None

@@ -26,13 +26,12 @@ files (every step is read as one flat run).
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import array_items, as_text, load_json
+from replay.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
 
 NAME = "swe_agent"
 
@@ -63,8 +62,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: collects what is wrong in the file (per step, or line 0 for the whole file).
     """
     doc = load_json(src, issues)
-    found, stop = array_items(src, "trajectory")
+    found = None
     if doc is None:
+        found, stop = array_items(src, "trajectory")
         if not found:
             return []
         issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
@@ -73,7 +73,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     if not isinstance(doc, dict) or not isinstance(doc.get("trajectory"), list):
         issues.append(Issue(src.path, 0, "not a SWE-agent trajectory: no trajectory[] list"))
         return []
-    lines = [line for line, _ in found]
+    lines = ItemLines(src, "trajectory", len(doc["trajectory"]), found)
     info = doc.get("info")
     info = info if isinstance(info, dict) else {}
     version = info.get("swe_agent_version")
@@ -96,8 +96,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 raise TypeError(f"expected an object, got {type(step).__name__}")
             cursor = _step(b, i, step, steps, calls, cursor)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            line = lines[i] if len(lines) == len(steps) else 0
-            issues.append(Issue(src.path, line, f"trajectory[{i}]: {exc} (step skipped)"))
+            issues.append(Issue(src.path, lines[i], f"trajectory[{i}]: {exc} (step skipped)"))
     return [b.build()]
 
 
@@ -105,7 +104,7 @@ def _model(doc: dict[str, Any]) -> str:
     config = doc.get("replay_config")
     if isinstance(config, str):
         try:
-            config = json.loads(config)
+            config = loads(config)
         except (ValueError, RecursionError):
             config = None
     agent = config.get("agent") if isinstance(config, dict) else None
@@ -173,7 +172,7 @@ def _call(i: int, action: str, calls: list[dict[str, Any]],
         args: Any = fn.get("arguments")
         if isinstance(args, str):
             try:
-                args = json.loads(args)
+                args = loads(args)
             except ValueError:
                 pass
         words = action.split()

@@ -1,0 +1,103 @@
+"""The parsers' JSON decoder (``replay.parsers.jsonl.loads``) and lazily found item lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.ingest import parse_file
+from replay.parsers.builder import Source
+from replay.parsers.jsonl import ItemLines, array_items, loads
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**80), max_value=2**80), st.text(),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=3),
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=20)
+
+
+def _outcome(decode: Any, data: bytes | str) -> tuple[str, str]:
+    try:
+        return "ok", repr(decode(data))  # repr: nan == nan, -0.0 != 0.0, int != float
+    except RecursionError:
+        return "RecursionError", ""
+    except (ValueError, UnicodeDecodeError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _stdlib(data: bytes | str) -> Any:
+    return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.booleans(), st.booleans())
+def test_loads_equals_json_loads_on_any_value(value: Any, ascii_only: bool, as_bytes: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    data: bytes | str = text.encode("utf-8", "surrogatepass") if as_bytes else text
+    assert _outcome(loads, data) == _outcome(_stdlib, data)
+
+
+@pytest.mark.parametrize("data", [
+    b'123456789012345678901234567890', b'-9223372036854775809', b'18446744073709551616',
+    b'"\\ud800"', b'{"\\udc00": 1}', b'NaN', b'[-Infinity]', b'1e400', b'{"a": 1, "a": 2}',
+    b'"\xff"', b'\xef\xbb\xbf{}', b'[1,]', b'{"a": 1} x', b'', b'[' * 5000 + b']' * 5000,
+    b'"\xed\xa0\x80"', b'0.1e-400', b'9007199254740993.0', b'{"a":"\x01"}', b'[1e308, -0.0]',
+])
+def test_loads_equals_json_loads_on_edge_cases(data: bytes) -> None:
+    """Values msgspec refuses (or reads otherwise) get json's value or json's error."""
+    assert _outcome(loads, data) == _outcome(_stdlib, data)
+
+
+def test_loads_raises_what_json_raises() -> None:
+    with pytest.raises(UnicodeDecodeError) as bad_utf8:
+        loads(b'{"a": "\xff"}')
+    assert bad_utf8.value.start == 7
+    with pytest.raises(json.JSONDecodeError) as bad_json:
+        loads(b'{"a": 1,\n "b": }')
+    assert (bad_json.value.lineno, bad_json.value.colno) == (2, 7)
+    assert math.isnan(loads("NaN"))
+
+
+def _src(data: bytes) -> Source:
+    return Source(path="x.json", rel="x.json", data=data, sha256="0" * 64)
+
+
+def test_item_lines_are_found_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b'{"steps": [\n {"a": 1},\n\n {"b": 2}\n]}'
+    calls = []
+
+    def spy(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], int]:
+        calls.append(key)
+        return array_items(src, key)
+
+    monkeypatch.setattr("replay.parsers.jsonl.array_items", spy)
+    lines = ItemLines(_src(data), "steps", 2)
+    assert calls == []
+    assert (lines[1], lines.at(0)()) == (4, 2)
+    assert calls == ["steps"]  # once
+    assert [ItemLines(_src(data), "steps", 3)[k] for k in range(3)] == [0, 0, 0]
+    known = ItemLines(_src(b"not read"), "steps", 1, found=[(7, {})])
+    assert known[0] == 7
+
+
+def test_mini_orphan_result_reports_its_line(tmp_path: Path) -> None:
+    """The line of a tool result whose call is unknown, found after a whole-document decode."""
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+                {"role": "tool", "tool_call_id": "nope", "content": "out"}]
+    text = json.dumps({"info": {"mini_version": "1.0.0"}, "messages": messages,
+                       "trajectory_format": "mini-swe-agent-1"}, indent=1)
+    path = tmp_path / "orphan.traj.json"
+    path.write_text(text)
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None
+    line = next(n for n, s in enumerate(text.split("\n")) if '"role": "tool"' in s)  # 0-based:
+    # the 1-based line of the "{" just above
+    assert [(i.line, "no earlier call" in i.reason) for i in parsed.issues] == [(line, True)]
