@@ -189,46 +189,62 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
              threads: int = 1) -> store.RunTables:
     """Count tokens once per block and build the schema's tables.
 
-    Text that is not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape
-    like ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.
+    Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
+    not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape like
+    ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.
     """
-    messages: dict[str, list[object]] = {n: [] for n in SCHEMAS["messages"].names}
-    requests: dict[str, list[object]] = {n: [] for n in SCHEMAS["requests"].names}
-    runs: dict[str, list[object]] = {n: [] for n in SCHEMAS["runs"].names}
-    for d in drafts:
-        n = len(d.messages["msg"])
-        for col, values in d.messages.items():
-            messages[col].extend(values)
-        messages["run_id"].extend([d.run["run_id"]] * n)
-        requests["run_id"].extend([d.run["run_id"]] * len(d.requests["request"]))
-        for col, values in d.requests.items():
-            requests[col].extend(values)
-        for col in runs:
-            runs[col].append(d.run[col])
-    try:
-        text = pa.array(messages["text"], pa.string())
-        for cols in (requests, runs, messages):  # any other string column may hold one too
-            for col, values in cols.items():
-                if col != "text" and values and isinstance(values[0], str):
-                    pa.array(values, pa.string())
-    except UnicodeEncodeError:
-        for cols in (messages, requests, runs):
-            for col, values in cols.items():
-                cols[col] = [_valid_unicode(v) if isinstance(v, str) else v for v in values]
-        text = pa.array(messages["text"], pa.string())
+    messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
+    requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
+    runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names}
     texts: list[str] = messages["text"]  # type: ignore[assignment]
+    try:
+        text = pa.array(texts, pa.string())
+    except UnicodeEncodeError:
+        texts = [_valid_unicode(t) for t in texts]
+        text = pa.array(texts, pa.string())
+    messages["text"] = text
     messages["n_bytes"] = pc.binary_length(text)  # UTF-8 length without encoding again
     messages["n_chars"] = [len(t) for t in texts]
     messages["n_lines"] = [t.count("\n") + 1 if t else 0 for t in texts]
-    messages["text"] = text
     for name, col in _TOKEN_COLUMN.items():
         messages[col] = count_tokens(texts, name, threads=threads) if name in tokenizers \
-            else [None] * len(texts)
-    return store.RunTables(
-        runs=pa.Table.from_pydict(runs, schema=SCHEMAS["runs"]),
-        messages=pa.Table.from_pydict(messages, schema=SCHEMAS["messages"]),
-        requests=pa.Table.from_pydict(requests, schema=SCHEMAS["requests"]),
-    )
+            else pa.nulls(len(texts), pa.int64())
+    return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
+                           requests=_table(requests, "requests"))
+
+
+def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],
+            counted: str) -> dict[str, list[object]]:
+    """The column lists of several runs' rows, one after the other, with a ``run_id`` column
+    (``counted`` is a column every row has); one run's lists are taken as they are."""
+    if len(parts) == 1:
+        return {"run_id": [run_ids[0]] * len(parts[0][counted]), **parts[0]}
+    out: dict[str, list[object]] = {"run_id": []}
+    for part, run_id in zip(parts, run_ids):
+        out["run_id"].extend([run_id] * len(part[counted]))
+        for col, values in part.items():
+            out.setdefault(col, []).extend(values)
+    return out
+
+
+def _table(columns: dict[str, object], name: str) -> pa.Table:
+    """The schema's table from column lists or arrays (each list converted once)."""
+    schema = SCHEMAS[name]
+    arrays = []
+    for f in schema:
+        values = columns[f.name]
+        arrays.append(values.cast(f.type) if isinstance(values, pa.Array)
+                      else _array(values, f.type))  # type: ignore[arg-type]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _array(values: list[object], type_: pa.DataType) -> pa.Array:
+    """``values`` as an Arrow array; strings that are not valid Unicode get U+FFFD (any
+    string column may hold one)."""
+    try:
+        return pa.array(values, type_)
+    except UnicodeEncodeError:
+        return pa.array([_valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
 
 
 def _valid_unicode(s: str) -> str:
