@@ -145,13 +145,15 @@ class Context:
     def block_reaching_est(self, tokens_back: int) -> int:
         """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
 
-        With nothing trimmed in context, a bisection of the static prefix sums; otherwise a
-        Fenwick lifting search over current sizes, whose tree nodes are the static prefix
+        With nothing trimmed from the block before the answer on (the usual case: trims stay
+        out of protected ranges), a bisection of the static prefix sums; otherwise a Fenwick
+        lifting search over current sizes, whose tree nodes are the static prefix
         sums' differences minus the trim tree's nodes.  O(log n) either way.
         """
         pre = self.pre_est
-        if not self.n_live_trimmed:
-            b = bisect.bisect_left(pre, pre[self.hi] - tokens_back, self.lo, self.hi + 1)
+        b = bisect.bisect_left(pre, pre[self.hi] - tokens_back, self.lo, self.hi + 1)
+        if not self.n_live_trimmed or b - 1 > self.last_trimmed:
+            # the static sums are exact from b - 1 on: nothing there is trimmed
             return max(self.lo, min(b, self.hi))
         tree, n = self.cut_est.tree, self.run.n_blocks
         target = pre[self.hi] - self.cut_est.prefix(self.hi) - tokens_back

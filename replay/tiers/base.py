@@ -10,6 +10,7 @@ request the cut invalidated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from replay.context import Context, HeadItem
@@ -146,8 +147,11 @@ _TODO_TOOLS = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite", 
 def cut_and_record(ctx: Context, env: Env, split: int, head: list[HeadItem], tier: str,
                    fate: str) -> int:
     """Cut everything before the safe ``split``, record an eviction per block; blocks removed."""
-    for b in range(ctx.lo, split):
-        record_eviction(env, ctx, b, tier, fate)
+    run, lo, n = ctx.run, ctx.lo, split - ctx.lo
+    if n > 0:
+        env.eviction_rows.extend(zip(
+            repeat(run.run_id, n), repeat(env.policy.name, n), run.msg[lo:split],
+            run.block[lo:split], repeat(env.request, n), repeat(tier, n), repeat(fate, n)))
     return ctx.cut_before(split, head)
 
 

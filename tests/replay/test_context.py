@@ -1,0 +1,44 @@
+"""The context's incremental queries against a plain recount, under random trims and cuts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.context import Context
+from replay.prepared import PreparedRun
+from tests.strategies import runs
+
+
+@given(runs(), st.data())
+def test_queries_equal_a_recount_after_random_trims_and_cuts(run: PreparedRun, data: Any) -> None:
+    """block_reaching_est, est_from, truth_before and measure agree with sums over the blocks,
+    whatever was trimmed (before, inside or after the answer) and wherever the cut is."""
+    tokens = run.tokens["o200k_base"]
+    ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
+    ctx.hi = run.n_blocks
+    for _ in range(data.draw(st.integers(0, 3))):
+        if ctx.lo >= ctx.hi:
+            break
+        for b in data.draw(st.lists(st.integers(ctx.lo, ctx.hi - 1), max_size=6)):
+            if not ctx.trimmed[b]:
+                ctx.set_block(b, tokens[b] // 3, tokens[b] // 3, run.n_bytes[b] // 3)
+        safe = [b for b in range(ctx.lo, ctx.hi + 1) if ctx.is_safe_split(b)]
+        if data.draw(st.booleans()) and safe:
+            ctx.cut_before(data.draw(st.sampled_from(safe)), [])
+        live = range(ctx.lo, ctx.hi)
+        est_total = sum(ctx.cur_est[b] for b in live)
+        assert ctx.est() == est_total
+        measured = ctx.measure()
+        assert measured[0] == est_total and measured[1] == sum(ctx.cur_truth[b] for b in live)
+        assert measured[3] == len(live)
+        for b in live:
+            assert ctx.est_from(b) == sum(ctx.cur_est[x] for x in range(b, ctx.hi))
+            assert ctx.truth_before(b) == sum(ctx.cur_truth[x] for x in range(ctx.lo, b))
+        for back in data.draw(st.lists(st.integers(0, est_total + 10), min_size=1, max_size=5)):
+            got = ctx.block_reaching_est(back)
+            # the earliest block whose suffix holds at most `back` tokens (never before lo)
+            want = next((b for b in live if ctx.est_from(b) <= back), ctx.hi)
+            assert got == want, (back, got, want)
