@@ -67,7 +67,7 @@ def ingest(
     doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
            "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
     if as_json:
-        out_console.print_json(data=doc)
+        _print_json(doc)
     else:
         out_console.print(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
                           f"{len(report.cached)} reused from cache, {len(report.failed)} failed, "
@@ -184,7 +184,7 @@ def synth(
 def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or preset name.")]) -> None:
     """Print a policy with every default filled in (as JSON)."""
     with _errors():
-        out_console.print_json(data=policy_to_dict(load_policy(policy)))
+        _print_json(policy_to_dict(load_policy(policy)))
 
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
@@ -264,7 +264,7 @@ def diff(
         (pol_a, tr_a), (pol_b, tr_b) = pairs
         d = diff_metrics(metrics(corpus, tr_a, pol_a), metrics(corpus, tr_b, pol_b))
     if as_json:
-        out_console.print_json(data={"a": pol_a.name, "b": pol_b.name, "rows": to_records(d)})
+        _print_json({"a": pol_a.name, "b": pol_b.name, "rows": to_records(d)})
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
     shown = [r for scope in ("total", "run")
@@ -398,10 +398,8 @@ def sweep(
               **{c: r[c] for c in dict.fromkeys((objective, *_SWEEP_SHOWN))}}
              for r in ranked.head(top).to_dict(orient="records")]
     if as_json:
-        out_console.print_json(json.dumps({"settings": s.n_settings, "runs": s.n_runs,
-                                           "computed": s.n_computed, "reused": s.n_reused,
-                                           "files": [str(f) for f in files], "best": shown},
-                                          default=str))
+        _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
+                     "reused": s.n_reused, "files": [str(f) for f in files], "best": shown})
     else:
         err_console.print(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
                           f"{s.n_reused} reused → {out / 'sweep'}", highlight=False)
@@ -498,16 +496,30 @@ def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool) -> Any:
     return corpus
 
 
+def _print_json(data: Any) -> None:
+    """Plain JSON on stdout, written as it is encoded (an archive's rows in little memory)."""
+    for chunk in json.JSONEncoder(indent=1, default=str).iterencode(data):
+        sys.stdout.write(chunk)
+    sys.stdout.write("\n")
+
+
+_MAX_TABLE_ROWS = 500
+"""Tables longer than this are cut in the terminal (``--json`` prints every row)."""
+
+
 def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str) -> None:
     if as_json:
-        out_console.print_json(json.dumps(rows, default=str))
+        _print_json(rows)
         return
     table = Table(title=title, title_justify="left")
     for col in rows[0] if rows else ["(none)"]:
         table.add_column(col, overflow="fold")
-    for r in rows:
+    for r in rows[:_MAX_TABLE_ROWS]:
         table.add_row(*[_cell(v) for v in r.values()])
     out_console.print(table)
+    if len(rows) > _MAX_TABLE_ROWS:
+        out_console.print(f"… {len(rows) - _MAX_TABLE_ROWS:,} more rows not shown (--json prints "
+                          "them all)", highlight=False)
 
 
 def _cell(v: Any) -> str:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from replay import store
 from replay.calibrate import calibrate
 from replay.engine import replay
-from replay.errors import ReplayInputError
+from replay.errors import ReplayInputError, StoreError
 from replay.ingest import DEFAULT_TOKENIZERS, IngestReport, ingest
 from replay.policy import Policy
 from replay.prepared import Calibration, PreparedRun, prepare
@@ -38,12 +38,10 @@ class Corpus:
     def __init__(self, root: Path, entries: list[store.Entry],
                  report: IngestReport | None = None, *, keep_prepared: int = 8) -> None:
         self.root, self.entries, self.report = root, entries, report
-        parts = [pq.read_table(root / "data" / e.key / "runs.parquet") for e in entries]
-        self.runs: pa.Table = pa.concat_tables(parts) if parts else SCHEMAS["runs"].empty_table()
-        self._entry_of: dict[str, store.Entry] = {}
-        for e, t in zip(entries, parts):
-            for rid in t["run_id"].to_pylist():
-                self._entry_of[rid] = e
+        self.runs: pa.Table = _read_runs(root, entries)
+        self._entry_of: dict[str, store.Entry] = dict(zip(
+            self.runs["run_id"].to_pylist(),
+            (e for e in entries for _ in range(e.n_runs))))
         self._keep = keep_prepared
         self._loaded: tuple[str, store.RunTables, dict[str, tuple[int, int, int, int]]] | None = None
         self._prepared: OrderedDict[str, PreparedRun] = OrderedDict()
@@ -158,6 +156,38 @@ def iter_replays(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
                      allow_python=allow_python)
         if on_run:
             on_run(rid)
+
+
+_RUNS_PER_GROUP = 256
+
+
+def _read_runs(root: Path, entries: list[store.Entry]) -> pa.Table:
+    """Every entry's ``runs`` rows as one table.
+
+    Each small file read holds its own schema and buffers (~25 KB for a one-run entry), so
+    rows are merged into contiguous arrays every few hundred entries: an archive of 10,000
+    runs costs a few MB here, not hundreds.
+    """
+    groups: list[pa.Table] = []
+    part: list[pa.Table] = []
+    for e in entries:
+        path = root / "data" / e.key / "runs.parquet"
+        try:
+            table = pq.ParquetFile(path).read()
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise StoreError(f"{path}: unreadable ({exc})") from exc
+        if table.num_rows != e.n_runs:
+            raise ReplayInputError(f"{root / 'data' / e.key}: {table.num_rows} runs stored, "
+                                   f"the manifest says {e.n_runs}; re-ingest")
+        part.append(table)
+        if len(part) == _RUNS_PER_GROUP:
+            groups.append(pa.concat_tables(part).combine_chunks())
+            part = []
+    if part:
+        groups.append(pa.concat_tables(part).combine_chunks())
+    if not groups:
+        return SCHEMAS["runs"].empty_table()
+    return pa.concat_tables(groups).combine_chunks()
 
 
 def _spans(ids: list[str]) -> dict[str, tuple[int, int]]:

@@ -61,14 +61,21 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
     summary: list[dict[str, Any]] = []
     meta = run_meta(corpus)
     try:
-        batch: list[Trace] = []
+        pending: list[Trace] = []
+        done: dict[str, list[pa.Table]] = {n: [] for n in TRACE_SCHEMAS}
+        n_pending = n_done = 0
         for trace in iter_replays(corpus, policy, allow_python=allow_python, on_run=on_run):
             summary.extend(summarise_runs(corpus, trace, meta))
-            batch.append(trace)
-            if sum(t.requests.num_rows for t in batch) >= _ROWS_PER_GROUP:
-                _flush(batch, writers)
-                batch = []
-        _flush(batch, writers)
+            pending.append(trace)
+            n_pending += len(trace.columns("requests")["request"])
+            if n_pending >= _ROWS_PER_CHUNK:  # column lists → compact Arrow chunks
+                n_done += _to_arrow(pending, done)
+                pending, n_pending = [], 0
+            if n_done >= _ROWS_PER_GROUP:
+                _flush(done, writers)
+                n_done = 0
+        _to_arrow(pending, done)
+        _flush(done, writers)
     except BaseException:
         for writer in writers.values():
             writer.close()
@@ -85,25 +92,41 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
 
 _ROWS_PER_GROUP = 50_000
 """Traces are written in row groups of about this many requests (few groups, little metadata)."""
+_ROWS_PER_CHUNK = 5_000
+"""Finished traces are kept as Python column lists only up to this many requests, then as Arrow
+(one small Arrow table per run would cost ~25 KB each: 3,500 tiny runs per row group)."""
 
 
-def _flush(batch: list[Trace], writers: dict[str, pq.ParquetWriter]) -> None:
-    if not batch:
-        return
-    merged = Trace.concat(batch)
+def _to_arrow(traces: list[Trace], done: dict[str, list[pa.Table]]) -> int:
+    """Append ``traces`` as one Arrow chunk per table to ``done``; requests added."""
+    if not traces:
+        return 0
+    merged = Trace.concat(traces)
+    for name, chunks in done.items():
+        chunks.append(merged.table(name))
+    return done["requests"][-1].num_rows
+
+
+def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]) -> None:
+    """Write the chunks kept so far as one row group per table, and forget them."""
     for name, writer in writers.items():
-        table = merged.table(name)
-        if table.num_rows:
-            writer.write_table(table)
+        chunks = [c for c in done[name] if c.num_rows]
+        if chunks:
+            writer.write_table(pa.concat_tables(chunks))
+        done[name] = []
 
 
 def summarise_runs(corpus: Corpus, trace: Trace,
                    meta: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One summary row per (run, policy) in the trace, in trace order."""
     meta = meta if meta is not None else run_meta(corpus)
-    rq = trace.requests.select(["run_id", "policy", "truth_tokens", "overshoot_tokens",
-                                "cached_tokens", "cost_usd"]).to_pylist()
-    acts = trace.actions.select(["run_id", "policy", "kind", "undone"]).to_pylist()
+    req, act = trace.columns("requests"), trace.columns("actions")
+    rq = ({"run_id": r, "policy": p, "truth_tokens": t, "overshoot_tokens": o, "cached_tokens": c,
+           "cost_usd": usd} for r, p, t, o, c, usd in zip(
+               req["run_id"], req["policy"], req["truth_tokens"], req["overshoot_tokens"],
+               req["cached_tokens"], req["cost_usd"]))
+    acts = ({"run_id": r, "policy": p, "kind": k, "undone": u} for r, p, k, u in zip(
+        act["run_id"], act["policy"], act["kind"], act["undone"]))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rq:
         key = (r["run_id"], r["policy"])
