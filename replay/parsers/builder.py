@@ -72,7 +72,8 @@ class RunBuilder:
     harness: str = ""
     parent_run_id: str = ""
     agent: str = ""
-    _m: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _MSG_COLS})
+    _rows: list[tuple[Any, ...]] = field(default_factory=list)
+    """Message rows as tuples in ``_MSG_COLS`` order (turned into columns by ``build``)."""
     _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _REQ_COLS})
     _msg: int = -1
     _block: int = 0
@@ -155,12 +156,14 @@ class RunBuilder:
     @property
     def n_blocks(self) -> int:
         """Blocks added so far."""
-        return len(self._m["msg"])
+        return len(self._rows)
 
     def build(self) -> RunDraft:
         """The finished run: run fields (without token sums) and the column lists."""
         self._close()
-        m, r = self._m, self._r
+        m = {c: list(v) for c, v in zip(_MSG_COLS, zip(*self._rows))} if self._rows \
+            else {c: [] for c in _MSG_COLS}
+        r = self._r
         kinds = m["kind"]
         recorded = [v for v in r["input_tokens"] if v is not None]
         outputs = [v for v in r["output_tokens"] if v is not None]
@@ -187,13 +190,8 @@ class RunBuilder:
              path: str = "", is_error: bool = False, is_harness_summary: bool = False) -> None:
         if self._msg < 0:
             self.message("user")
-        m = self._m
-        for name, value in (("msg", self._msg), ("block", self._block), ("role", self._role),
-                            ("kind", kind), ("call_id", call_id), ("tool", tool), ("op", op),
-                            ("path", path), ("text", text), ("is_error", bool(is_error)),
-                            ("is_harness_summary", is_harness_summary), ("ts", self._ts),
-                            ("agent", self._msg_agent)):
-            m[name].append(value)
+        self._rows.append((self._msg, self._block, self._role, kind, call_id, tool, op, path, text,
+                           bool(is_error), is_harness_summary, self._ts, self._msg_agent))
         self._block += 1
 
 

@@ -23,6 +23,7 @@ Not handled: ``progress``, ``file-history-snapshot``, ``queue-operation``, old
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -285,6 +286,15 @@ def _parent_run_id(path: Path) -> str:
     """Run id of ``<session>.jsonl`` two folders above ``<session>/subagents/agent-*.jsonl``."""
     parent = path.parent.parent.parent / f"{path.parent.parent.name}.jsonl"
     try:
-        return run_id_for(hashlib.sha256(parent.read_bytes()).hexdigest(), 0)
+        st = parent.stat()
+        return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns)
     except OSError:
         return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    """Run id of the session file at ``path`` (hashed once for all its subagents, again
+    whenever the file changes: the file's identity, size and time are part of the key)."""
+    with open(path, "rb") as f:
+        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)
