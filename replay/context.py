@@ -21,25 +21,37 @@ from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, Pr
 
 
 class Fenwick:
-    """Prefix sums over a fixed number of slots with point updates."""
+    """Prefix sums over a fixed number of slots with point updates.
 
-    __slots__ = ("n", "tree")
+    Updates are queued and applied at the next query (``prefix`` or ``settled_tree``): a
+    replay whose queries all take the context's fast paths never pays for the tree.
+    """
+
+    __slots__ = ("n", "queued", "tree")
 
     def __init__(self, n: int) -> None:
         self.n = n
         self.tree = [0] * (n + 1)
+        self.queued: list[tuple[int, int]] = []
 
     def add(self, i: int, delta: int) -> None:
-        """Add ``delta`` to slot ``i``."""
-        i += 1
+        """Add ``delta`` to slot ``i`` (applied at the next query)."""
+        self.queued.append((i, delta))
+
+    def settled_tree(self) -> list[int]:
+        """The tree with every queued update applied."""
         tree, n = self.tree, self.n
-        while i <= n:
-            tree[i] += delta
-            i += i & -i
+        for i, delta in self.queued:
+            i += 1
+            while i <= n:
+                tree[i] += delta
+                i += i & -i
+        self.queued.clear()
+        return tree
 
     def prefix(self, i: int) -> int:
         """Sum of slots ``[0, i)``."""
-        s, tree = 0, self.tree
+        s, tree = 0, self.tree if not self.queued else self.settled_tree()
         while i > 0:
             s += tree[i]
             i -= i & -i
@@ -133,6 +145,9 @@ class Context:
         """True tokens before block ``b`` (head included)."""
         if b > self.last_trimmed:  # no trimmed block at or after b: all live cuts are before it
             cut = self.live_cut_truth
+        elif b == self.last_trimmed:  # b is the only one: all live cuts but its own
+            cut = self.live_cut_truth - (self.pre_truth[b + 1] - self.pre_truth[b]
+                                         - self.cur_truth[b])
         else:
             cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
         return self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
@@ -146,8 +161,8 @@ class Context:
         """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
 
         With nothing trimmed from the block before the answer on (the usual case: trims stay
-        out of protected ranges), a bisection of the static prefix sums; otherwise a Fenwick
-        lifting search over current sizes, whose tree nodes are the static prefix
+        out of protected ranges), a bisection of the static prefix sums, then at most a short
+        walk back over trimmed blocks; otherwise a Fenwick lifting search over current sizes, whose tree nodes are the static prefix
         sums' differences minus the trim tree's nodes.  O(log n) either way.
         """
         pre = self.pre_est
@@ -155,7 +170,16 @@ class Context:
         if not self.n_live_trimmed or b - 1 > self.last_trimmed:
             # the static sums are exact from b - 1 on: nothing there is trimmed
             return max(self.lo, min(b, self.hi))
-        tree, n = self.cut_est.tree, self.run.n_blocks
+        if self.last_trimmed < b <= self.hi:
+            # exact from b on: walk back over the (trimmed, small) blocks that still fit
+            total, cur, lo = pre[self.hi] - pre[b], self.cur_est, self.lo
+            for x in range(b - 1, max(lo, b - 33) - 1, -1):
+                total += cur[x]
+                if total > tokens_back:
+                    return x + 1
+            if b - 33 <= lo:
+                return lo
+        tree, n = self.cut_est.settled_tree(), self.run.n_blocks
         target = pre[self.hi] - self.cut_est.prefix(self.hi) - tokens_back
         if target <= 0:
             return self.lo
@@ -212,11 +236,12 @@ class Context:
         """
         assert self.is_safe_split(b), "cut_before needs a safe split point"
         run, removed = self.run, b - self.lo
-        if self.epoch:
-            self.live_cut_est -= self.cut_est.prefix(b) - self.cut_est.prefix(self.lo)
-            self.live_cut_truth -= self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+        if self.n_live_trimmed:  # the removed blocks' trims leave the live totals
+            trimmed, pre_est, pre_truth = self.trimmed, self.pre_est, self.pre_truth
             for x in range(self.lo, b):
-                if self.trimmed[x]:
+                if trimmed[x]:
+                    self.live_cut_est -= pre_est[x + 1] - pre_est[x] - self.cur_est[x]
+                    self.live_cut_truth -= pre_truth[x + 1] - pre_truth[x] - self.cur_truth[x]
                     self.live_cut_bytes[run.category[x]] -= run.n_bytes[x] - self.cur_bytes[x]
                     self.n_live_trimmed -= 1
         self.lo = b

@@ -17,7 +17,10 @@ costs O(messages + requests + actions).
 
 from __future__ import annotations
 
+import gc
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from replay.cache import pricer
@@ -65,33 +68,48 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     window = s.window_tokens
     outputs, expired = run.outputs(policy.truth, calibration), run.expired(cache.ttl_s)
     split_cost, measure = pricer(cache), ctx.measure
-    rows: list[tuple[int, ...]] = []
-    n = run.n_requests
-    for k, hi in enumerate(run.req_blocks):
-        # 1. what arrived since the previous request
-        ctx.hi = max(ctx.hi, hi)
-        # 2. tiers that check before sending
-        env.request, env.when = k, "before"
-        for step in before:
-            step(ctx, env)
-        # 3. the request as sent
-        est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
-        truth += fixed_truth
-        common = _common_prefix(ctx, env, k, truth)
-        output = outputs[k]
-        cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
-        invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
-        rows.append((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
-                     n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
-                     invalidated, cost))
-        ctx.dirty = None
-        env.prev_truth = truth
-        # 4. tiers that only check after sending: their cuts apply to the next request
-        if after:
-            env.request, env.when = k + 1, "after"
-            for step in after:
+    # The loop makes many small, short-lived tuples and no reference cycles: the cyclic
+    # collector's periodic scans would only re-walk the run's arrays, making a long run pay
+    # per request for its own size.  Paused for the loop, restored after.
+    with _collector_paused():
+        rows: list[tuple[int, ...]] = []
+        n = run.n_requests
+        for k, hi in enumerate(run.req_blocks):
+            # 1. what arrived since the previous request
+            ctx.hi = max(ctx.hi, hi)
+            # 2. tiers that check before sending
+            env.request, env.when = k, "before"
+            for step in before:
                 step(ctx, env)
-    return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
+            # 3. the request as sent
+            est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
+            truth += fixed_truth
+            common = _common_prefix(ctx, env, k, truth)
+            output = outputs[k]
+            cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
+            invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
+            rows.append((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
+                         n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
+                         invalidated, cost))
+            ctx.dirty = None
+            env.prev_truth = truth
+            # 4. tiers that only check after sending: their cuts apply to the next request
+            if after:
+                env.request, env.when = k + 1, "after"
+                for step in after:
+                    step(ctx, env)
+        return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _columns(run: PreparedRun, policy: Policy, fixed_truth: int, ctx: Context,
