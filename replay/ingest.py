@@ -133,7 +133,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     except OSError as exc:
         return ParsedFile(rel, "", "", None, (Issue(str(path), 0, f"cannot read: {exc}"),))
     sha = hashlib.sha256(data).hexdigest()
-    if not data.strip():
+    if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:
         name = fmt or detect_format(path.name, data[:_SNIFF_BYTES])
@@ -304,16 +304,15 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         on_file: called with each file's source path when it is done (progress bars).
 
     Raises:
-        TokenizerError: a tokenizer has no column in the store or is not available (raised
-            before anything is read or written).
+        TokenizerError: a tokenizer has no column in the store (raised before anything is
+            read or written) or is not available (raised before anything is written; only
+            looked at when some file is not cached: a fully cached ingest loads no encoding).
         StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
     """
-    for name in tokenizers:  # fail early, and let forked workers inherit the loaded encodings
+    for name in tokenizers:
         if name not in _TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
                                  f"for {' and '.join(_TOKEN_COLUMN)} only")
-        encoding(name)
-    out.mkdir(parents=True, exist_ok=True)
     entries = store.read_manifest(out)
     before = dict(entries)
     report = IngestReport()
@@ -329,6 +328,10 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
                 on_file(rel)
             continue
         todo.append((path, root, rel))
+    if todo:  # loading an encoding takes ~0.5 s: only when some file needs it, before anything
+        for name in tokenizers:  # is written, and once (forked workers inherit it)
+            encoding(name)
+    out.mkdir(parents=True, exist_ok=True)
     results = _process_all(todo, fmt, tokenizers, out, strict, jobs)
     try:
         for done in results:

@@ -360,6 +360,22 @@ def test_tokenizer_without_a_column_is_refused_before_anything(small_copy: Path,
     assert result.exit_code == 2 and "no_such_encoding" in result.stderr
 
 
+def test_fully_cached_ingest_loads_no_encoding(small_copy: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading an encoding takes about half a second: a re-ingest with nothing new skips it,
+    and one with a new file still loads it before writing anything."""
+    out = tmp_path / "store"
+    ingest([small_copy], out, jobs=1)
+    loaded: list[str] = []
+    real = ingest_module.encoding
+    monkeypatch.setattr(ingest_module, "encoding", lambda name: loaded.append(name) or real(name))
+    report = ingest([small_copy], out, jobs=1)
+    assert report.parsed == [] and len(report.cached) == len(SMALL_SAMPLES) and loaded == []
+    (small_copy / "extra.jsonl").write_bytes((small_copy / SMALL_SAMPLES[0]).read_bytes())
+    report = ingest([small_copy], out, jobs=1)
+    assert report.parsed == ["extra.jsonl"] and loaded == ["o200k_base"]
+
+
 def test_cli_reports_cached_files(small_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "store"
     first = _cli("ingest", str(small_copy), "--out", str(out), "--json", "-q")
