@@ -41,32 +41,43 @@ def _child(cmd: list[str]) -> tuple[float, float]:
     return float(seconds), float(mb)
 
 
-def _replay_per_request(path: Path, work: Path, policy_name: str = "two-tier-corrected") -> float:
-    """Seconds per request for replaying one run (ingest excluded, best of 3)."""
+def _per_request(long_run: Path, short_run: Path, work: Path, n: int, rounds: int = 7) -> None:
+    """Replay time per request on the long run against the 200-request run, per preset.
+
+    Interleaved rounds, best of ``rounds`` (the short run is replayed 100 times a round so both
+    timings are long enough to measure).  The long run also does more work per request (summaries
+    and trims keep firing once its context is full), so the time per unit of work — requests plus
+    actions plus evicted blocks, what a replay is O(…) in — is printed next to it.
+    """
     from replay.corpus import open_corpus
     from replay.engine import replay
     from replay.policy import load_policy
 
-    corpus = open_corpus([path], cache_dir=work / f"ds-{path.stem}")
-    rid = corpus.replayable()[0]
-    run, cal = corpus.prepared(rid), corpus.calibration(rid)
-    policy = load_policy(policy_name)
-    replay(run, policy, calibration=cal)
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        replay(run, policy, calibration=cal)
-        best = min(best, time.perf_counter() - t)
-    return best / run.n_requests
-
-
-def _per_request(long_run: Path, short_run: Path, work: Path, n: int) -> None:
+    runs = []
+    for path in (long_run, short_run):
+        corpus = open_corpus([path], cache_dir=work / f"ds-{path.stem}")
+        rid = corpus.replayable()[0]
+        runs.append((corpus.prepared(rid), corpus.calibration(rid), 1 if path == long_run else 100))
     for name in ("none", "observation-masking", "two-tier-corrected"):
-        long_per = _replay_per_request(long_run, work, name)
-        short_per = _replay_per_request(short_run, work, name)
-        print(f"replay time per request ({name}): {n:,}-request run {long_per * 1e6:,.1f} µs, "
-              f"200-request run {short_per * 1e6:,.1f} µs → ratio {long_per / short_per:.2f} "
-              f"(target ≤ 1.5)")
+        policy = load_policy(name)
+        best, work_units = [float("inf")] * 2, []
+        for run, cal, _ in runs:
+            trace = replay(run, policy, calibration=cal)
+            work_units.append(run.n_requests + len(trace.columns("actions")["action"])
+                              + len(trace.columns("evictions")["msg"]))
+        for _ in range(rounds):
+            for i, (run, cal, reps) in enumerate(runs):
+                t = time.perf_counter()
+                for _ in range(reps):
+                    replay(run, policy, calibration=cal)
+                best[i] = min(best[i], (time.perf_counter() - t) / reps)
+        (long_run_, _, _), (short_run_, _, _) = runs
+        per = [best[0] / long_run_.n_requests, best[1] / short_run_.n_requests]
+        per_work = [best[0] / work_units[0], best[1] / work_units[1]]
+        print(f"replay time per request ({name}): {n:,}-request run {per[0] * 1e6:,.1f} µs, "
+              f"200-request run {per[1] * 1e6:,.1f} µs → ratio {per[0] / per[1]:.2f} (target ≤ 1.5); "
+              f"work units (requests + actions + evictions) per request {work_units[0] / long_run_.n_requests:.2f} vs "
+              f"{work_units[1] / short_run_.n_requests:.2f}, time per unit ratio {per_work[0] / per_work[1]:.2f}")
 
 
 def main() -> None:
@@ -75,6 +86,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep log files already generated in --workdir (the generator is "
+                         "deterministic); stores and outputs are always made anew")
     ap.add_argument("--per-request-only", action="store_true",
                     help="only the time-per-request comparison, on files already in --workdir")
     args = ap.parse_args()
@@ -92,16 +106,19 @@ def main() -> None:
                     compact_at_tokens=None)
         path = archive / f"{i // 1000:02d}" / f"{s.name}.jsonl"
         path.parent.mkdir(exist_ok=True)
-        path.write_text(synth_run(s))
+        if not (args.reuse and path.exists()):
+            path.write_text(synth_run(s))
         largest = max(largest, (path.stat().st_size, path))
     long_run = work / "long" / "long.jsonl"
     long_run.parent.mkdir(exist_ok=True)
-    long_run.write_text(synth_run(replace(base, name="long", seed=7, n_requests=args.requests,
-                                          compact_at_tokens=150_000)))
+    if not (args.reuse and long_run.exists()):
+        long_run.write_text(synth_run(replace(base, name="long", seed=7, n_requests=args.requests,
+                                              compact_at_tokens=150_000)))
     short_run = work / "short" / "short.jsonl"
     short_run.parent.mkdir(exist_ok=True)
-    short_run.write_text(synth_run(replace(base, name="short", seed=7, n_requests=200,
-                                           compact_at_tokens=150_000)))
+    if not (args.reuse and short_run.exists()):
+        short_run.write_text(synth_run(replace(base, name="short", seed=7, n_requests=200,
+                                               compact_at_tokens=150_000)))
     size = sum(p.stat().st_size for p in archive.rglob("*.jsonl"))
     print(f"generated {args.runs:,} runs ({size / 1e6:,.0f} MB) and a {args.requests:,}-request run "
           f"({long_run.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t:,.0f} s")
@@ -112,6 +129,8 @@ def main() -> None:
     for label, folder in (("largest single run", single), (f"archive of {args.runs:,} runs", archive),
                           (f"{args.requests:,}-request run", long_run.parent)):
         ds, out = work / f"ds-{folder.name}", work / f"out-{folder.name}"
+        shutil.rmtree(ds, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
         ing_s, ing_mb = _child(["replay", "ingest", str(folder), "--out", str(ds), "-q"])
         run_s, run_mb = _child(["replay", "run", "--policy", "two-tier-corrected", str(ds),
                                 "--out", str(out), "-q", "--json"])
