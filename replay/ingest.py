@@ -230,12 +230,9 @@ def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],
 def _table(columns: dict[str, object], name: str) -> pa.Table:
     """The schema's table from column lists or arrays (each list converted once)."""
     schema = SCHEMAS[name]
-    arrays = []
-    for f in schema:
-        values = columns[f.name]
-        arrays.append(values.cast(f.type) if isinstance(values, pa.Array)
-                      else _array(values, f.type))  # type: ignore[arg-type]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns[f.name], pa.Array)
+                                 else _array(v, f.type) for f in schema],  # type: ignore[arg-type]
+                                schema=schema)
 
 
 def _array(values: list[object], type_: pa.DataType) -> pa.Array:
