@@ -23,7 +23,6 @@ from replay.tiers.base import (
     invalidated_from,
     placeholder,
     record_action,
-    record_eviction,
     threshold,
     write_note,
 )
@@ -67,10 +66,10 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     st: _State = env.state.get(index) or _state(tier, index, ctx, env)
     run = ctx.run
     stop = protect_start(tier.protect, ctx, env, st)
-    begin = max(st.cursor, ctx.lo)
+    begin = st.cursor if st.cursor > ctx.lo else ctx.lo
     if begin < stop:
         _scan(tier, ctx, env, st, begin, stop)
-    st.cursor = max(st.cursor, stop)
+        st.cursor = stop
     if not st.pending:
         st.epoch = ctx.epoch
         return
@@ -89,11 +88,13 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
         return
     invalidated = invalidated_from(ctx, env, st.pending[0][0])
     got_est = got_truth = 0
+    rows, set_block, msg, block = env.eviction_rows, ctx.set_block, run.msg, run.block
+    row = (run.run_id, env.policy.name, env.request, tier.name, "trimmed")
     for b, est, truth, n_bytes in st.pending:
-        de, dt = ctx.set_block(b, est, truth, n_bytes)
+        de, dt = set_block(b, est, truth, n_bytes)
         got_est += de
         got_truth += dt
-        record_eviction(env, ctx, b, tier.name, "trimmed")
+        rows.append((*row[:2], msg[b], block[b], *row[2:]))  # replay.trace.EVICTIONS order
     record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold(tier.trigger, env), n_blocks=len(st.pending),
                   first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
