@@ -46,6 +46,8 @@ class _State:
     sized_write: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     minimum: int = 0
     """Estimated tokens a pass must reclaim, or it is undone."""
+    threshold: int = 0
+    """The trigger's level (recorded with each action)."""
 
 
 def _state(tier: Trim, index: int, ctx: Context, env: Env) -> _State:
@@ -55,7 +57,8 @@ def _state(tier: Trim, index: int, ctx: Context, env: Env) -> _State:
         cats=_categories(tier.blocks),
         sized_result=run.memo(("sized", tier.placeholder, *counters)),
         sized_write=run.memo(("sized", tier.write_note, *counters)),
-        minimum=tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable))
+        minimum=tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable),
+        threshold=threshold(tier.trigger, env))
     return st
 
 
@@ -66,7 +69,7 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     st: _State = env.state.get(index) or _state(tier, index, ctx, env)
     run = ctx.run
     stop = protect_start(tier.protect, ctx, env, st)
-    begin = st.cursor if st.cursor > ctx.lo else ctx.lo
+    begin = max(ctx.lo, st.cursor)
     if begin < stop:
         _scan(tier, ctx, env, st, begin, stop)
         st.cursor = stop
@@ -83,7 +86,7 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
     first, last = run.msg[st.pending[0][0]], run.msg[st.pending[-1][0]]
     if st.gain_est < st.minimum:
         record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
-                      threshold_tokens=threshold(tier.trigger, env), n_blocks=len(st.pending),
+                      threshold_tokens=st.threshold, n_blocks=len(st.pending),
                       first_msg=first, last_msg=last, reclaimed=(0, 0), invalidated=0, undone=True)
         return
     invalidated = invalidated_from(ctx, env, st.pending[0][0])
@@ -96,7 +99,7 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
         got_truth += dt
         rows.append((*row[:2], msg[b], block[b], *row[2:]))  # replay.trace.EVICTIONS order
     record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
-                  threshold_tokens=threshold(tier.trigger, env), n_blocks=len(st.pending),
+                  threshold_tokens=st.threshold, n_blocks=len(st.pending),
                   first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
                   invalidated=invalidated)
     st.pending, st.gain_est, st.epoch = [], 0, ctx.epoch
