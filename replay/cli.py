@@ -81,16 +81,13 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
          as_json: JsonOpt = False) -> None:
     """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions."""
     with _errors():
-        tables = store.read_store(dataset)
-    tokens: dict[str, int] = {}
-    for rid, t in zip(tables.messages["run_id"].to_pylist(), tables.messages["tokens_o200k"].to_pylist()):
-        tokens[rid] = tokens.get(rid, 0) + (t or 0)
+        table = store.runs(dataset)
     rows = [{"run_id": r["run_id"], "source": r["source"], "format": r["format"],
              "model": r["model"], "requests": r["n_requests"], "tool_calls": r["n_tool_calls"],
-             "messages": r["n_messages"], "tokens": tokens.get(r["run_id"], 0),
+             "messages": r["n_messages"], "tokens": r["tokens_o200k"],
              "recorded_input_tokens": r["recorded_input_tokens"],
              "compactions": r["n_harness_compactions"], "parent": r["parent_run_id"]}
-            for r in tables.runs.to_pylist()]
+            for r in table.to_pylist()]
     _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
 
 

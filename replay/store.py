@@ -163,3 +163,29 @@ def read_store(root: Path) -> RunTables:
     if not parts:
         return RunTables(*(SCHEMAS[n].empty_table() for n in TABLES))
     return RunTables(*(pa.concat_tables([getattr(p, n) for p in parts]) for n in TABLES))
+
+
+def runs(root: Path) -> pa.Table:
+    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total, read entry by entry:
+    message texts are never loaded, so listing an archive needs memory for its run rows only."""
+    if not is_store(root):
+        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+    parts = []
+    for entry in read_manifest(root).values():
+        folder = root / "data" / entry.key
+        try:
+            table = pq.ParquetFile(folder / "runs.parquet").read()
+            tokens = pq.ParquetFile(folder / "messages.parquet").read(
+                columns=["run_id", "tokens_o200k"]).group_by("run_id").aggregate(
+                [("tokens_o200k", "sum")])
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise StoreError(f"{folder}: unreadable ({exc})") from exc
+        total = dict(zip(tokens["run_id"].to_pylist(), tokens["tokens_o200k_sum"].to_pylist()))
+        parts.append(table.append_column("tokens_o200k", pa.array(
+            [total.get(r) or 0 for r in table["run_id"].to_pylist()], pa.int64())))
+        if len(parts) >= 256:  # merged now and then: each small read holds its own buffers
+            parts = [pa.concat_tables(parts).combine_chunks()]
+    if not parts:
+        return SCHEMAS["runs"].empty_table().append_column("tokens_o200k", pa.array([], pa.int64()))
+    return pa.concat_tables(parts).combine_chunks()
+

@@ -250,6 +250,13 @@ def test_runs_command_lists_every_run(sample_store: tuple[Path, IngestReport]) -
     assert sorted(r["run_id"] for r in rows) == sorted(r["run_id"] for r in runs)
     assert all(r["requests"] == next(x["n_requests"] for x in runs if x["run_id"] == r["run_id"])
                for r in rows)
+    msgs = store.read_store(out).messages  # tokens: the sum over each run's message rows
+    tokens: dict[str, int] = {}
+    for rid, t in zip(msgs["run_id"].to_pylist(), msgs["tokens_o200k"].to_pylist()):
+        tokens[rid] = tokens.get(rid, 0) + (t or 0)
+    assert {r["run_id"]: r["tokens"] for r in rows} == {r["run_id"]: tokens.get(r["run_id"], 0)
+                                                        for r in runs}
+    assert sum(tokens.values()) > 0
 
 
 def test_samples_byte_identical_in_a_second_store(samples: Path, tmp_path: Path,
