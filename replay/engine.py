@@ -30,7 +30,7 @@ from replay.policy import Custom, Policy
 from replay.prepared import Calibration, PreparedRun
 from replay.tiers import bind
 from replay.tiers import custom as custom_tier
-from replay.tiers.base import Env
+from replay.tiers.base import Env, Evictions
 from replay.trace import ACTIONS, EVICTIONS, REQUESTS, Trace, empty_columns
 
 
@@ -49,11 +49,21 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     """
     if run.n_requests == 0:
         raise ReplayInputError(f"run {run.run_id}: no requests to replay")
+    # A replay makes many small objects and no reference cycles: the cyclic collector's
+    # periodic scans would only re-walk the run's and the context's arrays, making a long run
+    # pay per request for its own size.  Paused for the replay and restored once its working
+    # state is gone (so the deferred collection has nothing big left to walk).
+    with _collector_paused():
+        return _replay(run, policy, calibration, allow_python)
+
+
+def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
+            allow_python: bool) -> Trace:
     s, cache = policy.server, policy.cache
     fit = calibration.overhead_tokens if calibration is not None else 0.0
     fixed_truth = s.fixed_overhead_tokens + (round(fit) if policy.truth.method == "calibrated" else 0)
     fixed_est = s.fixed_overhead_tokens + (round(fit) if policy.estimator.method == "calibrated" else 0)
-    env = Env(policy=policy, calibration=calibration, action_rows=[], eviction_rows=[],
+    env = Env(policy=policy, calibration=calibration, action_rows=[], evictions=Evictions(),
               fixed_est=fixed_est,
               fixed_truth=fixed_truth)
     truth_of = run.counts(policy.truth, calibration)
@@ -68,37 +78,33 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     window = s.window_tokens
     outputs, expired = run.outputs(policy.truth, calibration), run.expired(cache.ttl_s)
     split_cost, measure = pricer(cache), ctx.measure
-    # The loop makes many small, short-lived tuples and no reference cycles: the cyclic
-    # collector's periodic scans would only re-walk the run's arrays, making a long run pay
-    # per request for its own size.  Paused for the loop, restored after.
-    with _collector_paused():
-        rows: list[tuple[int, ...]] = []
-        n = run.n_requests
-        for k, hi in enumerate(run.req_blocks):
-            # 1. what arrived since the previous request
-            ctx.hi = max(ctx.hi, hi)
-            # 2. tiers that check before sending
-            env.request, env.when = k, "before"
-            for step in before:
+    rows: list[tuple[int, ...]] = []
+    n = run.n_requests
+    for k, hi in enumerate(run.req_blocks):
+        # 1. what arrived since the previous request
+        ctx.hi = max(ctx.hi, hi)
+        # 2. tiers that check before sending
+        env.request, env.when = k, "before"
+        for step in before:
+            step(ctx, env)
+        # 3. the request as sent
+        est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
+        truth += fixed_truth
+        common = _common_prefix(ctx, env, k, truth)
+        output = outputs[k]
+        cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
+        invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
+        rows.append((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
+                     n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
+                     invalidated, cost))
+        ctx.dirty = None
+        env.prev_truth = truth
+        # 4. tiers that only check after sending: their cuts apply to the next request
+        if after:
+            env.request, env.when = k + 1, "after"
+            for step in after:
                 step(ctx, env)
-            # 3. the request as sent
-            est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
-            truth += fixed_truth
-            common = _common_prefix(ctx, env, k, truth)
-            output = outputs[k]
-            cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
-            invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
-            rows.append((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
-                         n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
-                         invalidated, cost))
-            ctx.dirty = None
-            env.prev_truth = truth
-            # 4. tiers that only check after sending: their cuts apply to the next request
-            if after:
-                env.request, env.when = k + 1, "after"
-                for step in after:
-                    step(ctx, env)
-        return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
+    return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
 
 
 @contextmanager
@@ -127,10 +133,14 @@ def _columns(run: PreparedRun, policy: Policy, fixed_truth: int, ctx: Context,
         [s.reserve_tokens] * n, [policy.usable_tokens] * n, overshoot, n_msgs, n_blocks,
         b_args, b_write, b_results, b_other, cached, written, fresh, invalidated,
         list(run.outputs(policy.truth, env.calibration)), cost)))
-    for name, schema, table_rows in (("actions", ACTIONS, env.action_rows),
-                                     ("evictions", EVICTIONS, env.eviction_rows)):
-        if table_rows:
-            cols[name] = dict(zip(schema.names, (list(c) for c in zip(*table_rows))))
+    if env.action_rows:
+        cols["actions"] = dict(zip(ACTIONS.names, (list(c) for c in zip(*env.action_rows))))
+    ev = env.evictions
+    if ev.blocks:
+        m = len(ev.blocks)
+        cols["evictions"] = dict(zip(EVICTIONS.names, (
+            [run.run_id] * m, [policy.name] * m, [run.msg[b] for b in ev.blocks],
+            [run.block[b] for b in ev.blocks], ev.requests, ev.tiers, ev.fates)))
     return cols
 
 

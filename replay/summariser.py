@@ -37,24 +37,25 @@ class Facts:
 
 def gather(facts: Facts, run: PreparedRun, lo: int, hi: int) -> None:
     """Add the facts of blocks ``[max(lo, upto), hi)``."""
+    ops, kinds, paths, memo = run.op, run.kind, run.path, run.memo("figures")
     for b in range(max(lo, facts.upto), hi):
-        op, kind = run.op[b], run.kind[b]
+        op, kind = ops[b], kinds[b]
         if kind == "tool_call":
-            if op in ("write", "edit") and run.path[b]:
-                facts.edited[run.path[b]] = None
-            elif op == "read" and run.path[b]:
-                facts.read[run.path[b]] = None
+            if op in ("write", "edit") and paths[b]:
+                facts.edited[paths[b]] = None
+            elif op == "read" and paths[b]:
+                facts.read[paths[b]] = None
             elif op == "exec":
                 facts.n_commands += 1
         elif kind == "tool_result":
             facts.n_errors += run.is_error[b]
             if op == "exec":
-                memo = run.memo("figures")
                 found = memo.get(b)
                 if found is None:
                     found = memo[b] = _FIGURES.findall(run.text[b][-2000:])
-                facts.figures.extend(found)
-                del facts.figures[:-12]
+                if found:
+                    facts.figures.extend(found)
+                    del facts.figures[:-12]
     facts.upto = max(facts.upto, hi)
 
 

@@ -19,6 +19,32 @@ from replay.prepared import Calibration, PreparedRun, text_count
 
 
 @dataclass(slots=True)
+class Evictions:
+    """The evictions table as columns of block, request, tier and fate (run, policy, message and
+    block ids are filled in from the run at the end): no object per evicted block."""
+
+    blocks: list[int] = field(default_factory=list)
+    requests: list[int] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+    fates: list[str] = field(default_factory=list)
+
+    def add(self, b: int, request: int, tier: str, fate: str) -> None:
+        """Block ``b`` was trimmed, summarised or dropped before ``request``."""
+        self.blocks.append(b)
+        self.requests.append(request)
+        self.tiers.append(tier)
+        self.fates.append(fate)
+
+    def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
+        """Blocks ``[lo, hi)`` were removed before ``request``."""
+        n = hi - lo
+        self.blocks.extend(range(lo, hi))
+        self.requests.extend(repeat(request, n))
+        self.tiers.extend(repeat(tier, n))
+        self.fates.extend(repeat(fate, n))
+
+
+@dataclass(slots=True)
 class Env:
     """Per-replay constants and the trace being written."""
 
@@ -26,7 +52,7 @@ class Env:
     calibration: Calibration | None
     action_rows: list[tuple[Any, ...]]
     """Rows of the actions table, in ``replay.trace.ACTIONS`` column order."""
-    eviction_rows: list[tuple[Any, ...]]
+    evictions: Evictions
     fixed_est: int
     fixed_truth: int
     request: int = 0
@@ -109,9 +135,7 @@ def write_note(run: PreparedRun, b: int, template: str) -> str:
 
 def record_eviction(env: Env, ctx: Context, b: int, tier: str, fate: str) -> None:
     """One evictions row for block ``b``."""
-    run = ctx.run
-    env.eviction_rows.append((run.run_id, env.policy.name, run.msg[b], run.block[b], env.request,
-                              tier, fate))
+    env.evictions.add(b, env.request, tier, fate)
 
 
 def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
@@ -147,11 +171,8 @@ _TODO_TOOLS = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite", 
 def cut_and_record(ctx: Context, env: Env, split: int, head: list[HeadItem], tier: str,
                    fate: str) -> int:
     """Cut everything before the safe ``split``, record an eviction per block; blocks removed."""
-    run, lo, n = ctx.run, ctx.lo, split - ctx.lo
-    if n > 0:
-        env.eviction_rows.extend(zip(
-            repeat(run.run_id, n), repeat(env.policy.name, n), run.msg[lo:split],
-            run.block[lo:split], repeat(env.request, n), repeat(tier, n), repeat(fate, n)))
+    if split > ctx.lo:
+        env.evictions.add_range(ctx.lo, split, env.request, tier, fate)
     return ctx.cut_before(split, head)
 
 

@@ -91,13 +91,12 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
         return
     invalidated = invalidated_from(ctx, env, st.pending[0][0])
     got_est = got_truth = 0
-    rows, set_block, msg, block = env.eviction_rows, ctx.set_block, run.msg, run.block
-    row = (run.run_id, env.policy.name, env.request, tier.name, "trimmed")
+    set_block, evicted = ctx.set_block, env.evictions.add
     for b, est, truth, n_bytes in st.pending:
         de, dt = set_block(b, est, truth, n_bytes)
         got_est += de
         got_truth += dt
-        rows.append((*row[:2], msg[b], block[b], *row[2:]))  # replay.trace.EVICTIONS order
+        evicted(b, env.request, tier.name, "trimmed")
     record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
                   threshold_tokens=st.threshold, n_blocks=len(st.pending),
                   first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
