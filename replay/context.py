@@ -114,6 +114,9 @@ class Context:
     """Bumped by every cut or trim, so tiers can tell when their cached view is stale."""
     dirty: int | None = None
     """Earliest changed position since the last request: -1 for the head, a block, or None."""
+    dirty_truth_before: int = 0
+    """``truth_before(dirty)`` for a block ``dirty``, taken when it became the earliest change
+    (later changes are all after it, or a cut resets ``dirty``): the cache prefix in O(1)."""
 
     def __post_init__(self) -> None:
         n = self.run.n_blocks
@@ -292,3 +295,4 @@ class Context:
     def _touch(self, b: int) -> None:
         if self.dirty is None or (self.dirty != -1 and b < self.dirty):
             self.dirty = b
+            self.dirty_truth_before = self.truth_before(b)

@@ -153,5 +153,5 @@ def _common_prefix(ctx: Context, env: Env, k: int, truth: int) -> int:
     elif ctx.dirty == -1:
         common = env.fixed_truth
     else:
-        common = env.fixed_truth + ctx.truth_before(ctx.dirty)
+        common = env.fixed_truth + ctx.dirty_truth_before
     return min(common, env.prev_truth, truth)

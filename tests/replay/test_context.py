@@ -14,7 +14,7 @@ from tests.strategies import runs
 
 @given(runs(), st.data())
 def test_queries_equal_a_recount_after_random_trims_and_cuts(run: PreparedRun, data: Any) -> None:
-    """block_reaching_est, est_from, truth_before and measure agree with sums over the blocks,
+    """block_reaching_est, est_from, truth_before, measure and the kept cache prefix agree with sums over the blocks,
     whatever was trimmed (before, inside or after the answer) and wherever the cut is."""
     tokens = run.tokens["o200k_base"]
     ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
@@ -22,12 +22,15 @@ def test_queries_equal_a_recount_after_random_trims_and_cuts(run: PreparedRun, d
     for _ in range(data.draw(st.integers(0, 3))):
         if ctx.lo >= ctx.hi:
             break
+        ctx.dirty = None  # as the engine does after each request
         for b in data.draw(st.lists(st.integers(ctx.lo, ctx.hi - 1), max_size=6)):
             if not ctx.trimmed[b]:
                 ctx.set_block(b, tokens[b] // 3, tokens[b] // 3, run.n_bytes[b] // 3)
         safe = [b for b in range(ctx.lo, ctx.hi + 1) if ctx.is_safe_split(b)]
         if data.draw(st.booleans()) and safe:
             ctx.cut_before(data.draw(st.sampled_from(safe)), [])
+        if ctx.dirty is not None and ctx.dirty >= 0:  # the cache prefix kept since the change
+            assert ctx.dirty_truth_before == sum(ctx.cur_truth[x] for x in range(ctx.lo, ctx.dirty))
         live = range(ctx.lo, ctx.hi)
         est_total = sum(ctx.cur_est[b] for b in live)
         assert ctx.est() == est_total
