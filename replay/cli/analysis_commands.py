@@ -1,188 +1,26 @@
-"""The ``replay`` command: a thin layer over library functions of the same names.
+"""The ``replay`` commands over the analysis package: report, diff, sweep and check.
 
-Each command parses its arguments, calls the library, prints a table (or JSON
-with ``--json``) and maps errors to exit codes: 0 ok, 1 something failed (a
-file could not be ingested, a check regressed), 2 a usage or configuration
-error (bad policy, missing dataset).  This is the one module that wires
-``replay`` and ``analysis`` together.
+Each parses its arguments, replays (or reads ``replay run`` traces), calls the
+``analysis`` function of the same name, and prints a table (or JSON with ``--json``).
+They are registered on the app in ``replay.cli``; ``analysis`` is imported inside the
+commands, so the replay commands start without it.
+
+Not here: the replay commands (``replay.cli.replay_commands``), printing and exit codes
+(``replay.cli.output``).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from replay import store
-from replay.corpus import open_corpus
+from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, QuietOpt, _open
+from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
 from replay.errors import ReplayError
-from replay.ingest import DEFAULT_TOKENIZERS, discover
-from replay.ingest import ingest as ingest_paths
-from replay.policy import load_policy, policy_to_dict, presets
-from replay.run import SUMMARY_COLUMNS, run_to, write_run
-from replay.run import run as run_policy
-
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Replay context-management policies over recorded coding-agent runs.")
-out_console = Console(width=None if sys.stdout.isatty() else 220)
-err_console = Console(stderr=True, soft_wrap=True)
-
-PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
-                                                     "directory written by `replay ingest`.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-FormatOpt = Annotated[str | None, typer.Option("--format", help="Force a parser instead of "
-                                                                "detecting the format.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-
-
-@app.command()
-def ingest(
-    paths: PathsArg,
-    out: Annotated[Path, typer.Option(help="Dataset directory to write (Parquet, zstd).")],
-    fmt: FormatOpt = None,
-    tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
-        ",".join(DEFAULT_TOKENIZERS),
-    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per core).")] = 0,
-    strict: Annotated[bool, typer.Option(help="Stop at the first file with a problem.")] = False,
-    as_json: JsonOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
-    """Parse log files into a Parquet dataset (unchanged files are reused from the cache)."""
-    toks = tuple(t.strip() for t in tokenizers.split(",") if t.strip())
-    files = discover(paths)
-    with _progress("ingest", len(files), quiet) as tick, _errors():
-        report = ingest_paths(paths, out, fmt=fmt, tokenizers=toks, jobs=jobs, strict=strict,
-                              on_file=tick)
-    for issue in report.issues:
-        err_console.print(f"[yellow]warning[/]: {issue}", highlight=False)
-    doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
-           "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
-    if as_json:
-        _print_json(doc)
-    else:
-        out_console.print(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
-                          f"{len(report.cached)} reused from cache, {len(report.failed)} failed, "
-                          f"{len(report.issues)} issues → {out}")
-    if report.failed or (strict and report.issues):
-        raise typer.Exit(1)
-
-
-@app.command()
-def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
-         as_json: JsonOpt = False) -> None:
-    """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions."""
-    with _errors():
-        table = store.runs(dataset)
-    rows = [{"run_id": r["run_id"], "source": r["source"], "format": r["format"],
-             "model": r["model"], "requests": r["n_requests"], "tool_calls": r["n_tool_calls"],
-             "messages": r["n_messages"], "tokens": r["tokens_o200k"],
-             "recorded_input_tokens": r["recorded_input_tokens"],
-             "compactions": r["n_harness_compactions"], "parent": r["parent_run_id"]}
-            for r in table.to_pylist()]
-    _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
-
-
-@app.command()
-def policies(as_json: JsonOpt = False) -> None:
-    """List the shipped policy presets (usable by name with --policy)."""
-    rows = []
-    for name in presets():
-        p = load_policy(name)
-        rows.append({"name": name, "window": p.server.window_tokens,
-                     "tiers": " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-",
-                     "description": p.description})
-    _emit(rows, as_json, title="policy presets")
-
-
-@app.command()
-def run(
-    paths: PathsArg,
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy YAML file or preset name.")],
-    out: Annotated[Path, typer.Option(help="Where traces and the summary are written.")] =
-        Path("out"),
-    report: Annotated[bool, typer.Option("--report", help="Also write report.html and report.md.")]
-        = False,
-    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
-    fmt: FormatOpt = None,
-    as_json: JsonOpt = False,
-    quiet: QuietOpt = False,
-) -> None:
-    """Replay a policy over logs (ingesting them first) and print one row per run."""
-    with _errors():
-        pol = load_policy(policy)
-        corpus = _open(paths, out, fmt, quiet)
-        ids = corpus.replayable()
-        with _progress("replay", len(ids), quiet) as tick:
-            if report:  # the report needs every trace in memory
-                result = run_policy(corpus, pol, allow_python=allow_python, on_run=tick)
-                write_run(result, out)
-                summary = result.summary
-            else:
-                summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick)
-        if report:
-            from analysis.report import write_report
-
-            write_report(corpus, [(pol, result.trace)], out)
-    rows = [{c: r[c] for c in SUMMARY_COLUMNS if c not in ("run_id", "format", "policy")}
-            for r in summary]
-    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}")
-
-
-@app.command()
-def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset cache dir.")] =
-              Path("out"), as_json: JsonOpt = False, quiet: QuietOpt = False) -> None:
-    """Fit truth = overhead + scale × o200k count to each run's recorded usage."""
-    with _errors():
-        corpus = _open(paths, out, None, quiet)
-    rows = []
-    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-    for rid in corpus.replayable():
-        source = sources[rid]
-        fit = corpus.calibration(rid)
-        rows.append({"source": source, "points": fit.n_points if fit else 0,
-                     "overhead_tokens": round(fit.overhead_tokens) if fit else None,
-                     "scale": round(fit.scale, 4) if fit else None,
-                     "mean_abs_error": f"{fit.mean_abs_error_frac:.2%}" if fit else "no usage"})
-    _emit(rows, as_json, title="calibration of truth against recorded usage")
-
-
-@app.command()
-def synth(
-    out: Annotated[Path, typer.Option(help="Folder to write the generated runs to.")] = Path("logs"),
-    only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
-) -> None:
-    """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
-    from replay.scenarios import SCENARIOS, write_scenarios
-    from replay.synth import CORPUS, write_corpus
-
-    chosen = [s for s in CORPUS if not only or s.name in only]
-    failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
-    if not chosen and not failures:
-        err_console.print(f"[red]error[/]: no scenario named {only}; one of "
-                          f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
-        raise typer.Exit(2)
-    paths = write_corpus(out, tuple(chosen)) if chosen else []
-    if failures:
-        paths += write_scenarios(out / "scenarios", failures)
-    for path in paths:
-        out_console.print(f"{path}  {path.stat().st_size:,} bytes")
-
-
-@app.command()
-def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or preset name.")]) -> None:
-    """Print a policy with every default filled in (as JSON)."""
-    with _errors():
-        _print_json(policy_to_dict(load_policy(policy)))
-
+from replay.policy import load_policy
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
 
@@ -200,7 +38,6 @@ RunOpt = Annotated[list[str] | None, typer.Option(
 AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 
 
-@app.command()
 def report(
     paths: Annotated[list[Path], typer.Argument(
         help="Log files/folders or one dataset (with --policy), or `replay run` output "
@@ -228,7 +65,6 @@ def report(
                       f"{files.html.parent / 'report_files'}", highlight=False)
 
 
-@app.command()
 def diff(
     paths: Annotated[list[Path], typer.Argument(
         help="Log files/folders or one dataset (with two --policy), or two `replay run` output "
@@ -327,7 +163,6 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
 _SWEEP_SHOWN = ("overshoots_n", "tokens_sent", "cache_invalidation_cached_share", "cost_usd")
 
 
-@app.command()
 def sweep(
     paths: PathsArg,
     policy: Annotated[str, typer.Option("--policy", "-p", help="Base policy YAML file or "
@@ -409,7 +244,6 @@ def sweep(
 # --- check command (analysis.check) ---
 
 
-@app.command()
 def check(
     paths: PathsArg,
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy YAML file or preset "
@@ -480,74 +314,3 @@ def check(
         store.atomic_write_bytes(markdown, markdown_summary(result).encode())
     raise typer.Exit(result.exit_code)
 
-
-def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool) -> Any:
-    if len(paths) == 1 and store.is_store(paths[0]):
-        return open_corpus(paths)
-    files = discover(paths)
-    with _progress("ingest", len(files), quiet) as tick:
-        corpus = open_corpus(paths, cache_dir=out / "dataset", fmt=fmt, on_file=tick)
-    if corpus.report is not None:
-        for issue in corpus.report.issues:
-            err_console.print(f"[yellow]warning[/]: {issue}", highlight=False)
-    return corpus
-
-
-def _print_json(data: Any) -> None:
-    """Plain JSON on stdout, written as it is encoded (an archive's rows in little memory)."""
-    for chunk in json.JSONEncoder(indent=1, default=str).iterencode(data):
-        sys.stdout.write(chunk)
-    sys.stdout.write("\n")
-
-
-_MAX_TABLE_ROWS = 500
-"""Tables longer than this are cut in the terminal (``--json`` prints every row)."""
-
-
-def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str) -> None:
-    if as_json:
-        _print_json(rows)
-        return
-    table = Table(title=title, title_justify="left")
-    for col in rows[0] if rows else ["(none)"]:
-        table.add_column(col, overflow="fold")
-    for r in rows[:_MAX_TABLE_ROWS]:
-        table.add_row(*[_cell(v) for v in r.values()])
-    out_console.print(table)
-    if len(rows) > _MAX_TABLE_ROWS:
-        out_console.print(f"… {len(rows) - _MAX_TABLE_ROWS:,} more rows not shown (--json prints "
-                          "them all)", highlight=False)
-
-
-def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.4f}" if abs(v) < 10 else f"{v:,.1f}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    return "" if v is None else str(v)
-
-
-@contextmanager
-def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[str], None]]:
-    show = not quiet and sys.stderr.isatty() and not os.environ.get("CI") and total > 1
-    if not show:
-        yield lambda _name: None
-        return
-    with Progress(TextColumn(f"{label}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err_console, transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda _name: bar.advance(task)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except ReplayError as exc:
-        err_console.print(f"[red]error[/]: {exc}", highlight=False)
-        raise typer.Exit(2) from None
-
-
-def main() -> None:
-    """Entry point for ``python -m replay``."""
-    app()

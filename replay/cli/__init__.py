@@ -1,0 +1,35 @@
+"""The ``replay`` command: a thin layer over library functions of the same names.
+
+Each command parses its arguments, calls the library, prints a table (or JSON
+with ``--json``) and maps errors to exit codes: 0 ok, 1 something failed (a
+file could not be ingested, a check regressed), 2 a usage or configuration
+error (bad policy, missing dataset).  This is the one package that wires
+``replay`` and ``analysis`` together.
+
+This module holds the typer ``app`` (the ``replay`` console script) and
+registers the commands on it, in the order ``replay --help`` lists them:
+
+- ``replay.cli.replay_commands``: ingest, runs, policies, run, calibrate, synth, show-policy;
+- ``replay.cli.analysis_commands``: report, diff, sweep, check;
+- ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
+- ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from replay.cli.analysis_commands import check, diff, report, sweep
+from replay.cli.replay_commands import calibrate, ingest, policies, run, runs, show_policy, synth
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Replay context-management policies over recorded coding-agent runs.")
+
+for _command in (ingest, runs, policies, run, calibrate, synth, show_policy,
+                 report, diff, sweep, check):
+    app.command()(_command)
+
+
+def main() -> None:
+    """Entry point for ``python -m replay``."""
+    app()

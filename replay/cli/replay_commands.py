@@ -1,0 +1,158 @@
+"""The ``replay`` commands over the replay library: ingest, runs, policies, run, calibrate,
+synth and show-policy.
+
+Each parses its arguments, calls the library function of the same name, and prints a
+table (or JSON with ``--json``).  They are registered on the app in ``replay.cli``.
+
+Not here: the analysis commands (``replay.cli.analysis_commands``), printing and exit
+codes (``replay.cli.output``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay import store
+from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, QuietOpt, _open
+from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
+from replay.ingest import DEFAULT_TOKENIZERS, discover
+from replay.ingest import ingest as ingest_paths
+from replay.policy import load_policy, policy_to_dict, presets
+from replay.run import SUMMARY_COLUMNS, run_to, write_run
+from replay.run import run as run_policy
+
+
+def ingest(
+    paths: PathsArg,
+    out: Annotated[Path, typer.Option(help="Dataset directory to write (Parquet, zstd).")],
+    fmt: FormatOpt = None,
+    tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
+        ",".join(DEFAULT_TOKENIZERS),
+    jobs: Annotated[int, typer.Option(help="Worker processes (0: one per core).")] = 0,
+    strict: Annotated[bool, typer.Option(help="Stop at the first file with a problem.")] = False,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Parse log files into a Parquet dataset (unchanged files are reused from the cache)."""
+    toks = tuple(t.strip() for t in tokenizers.split(",") if t.strip())
+    files = discover(paths)
+    with _progress("ingest", len(files), quiet) as tick, _errors():
+        report = ingest_paths(paths, out, fmt=fmt, tokenizers=toks, jobs=jobs, strict=strict,
+                              on_file=tick)
+    for issue in report.issues:
+        err_console.print(f"[yellow]warning[/]: {issue}", highlight=False)
+    doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
+           "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
+    if as_json:
+        _print_json(doc)
+    else:
+        out_console.print(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
+                          f"{len(report.cached)} reused from cache, {len(report.failed)} failed, "
+                          f"{len(report.issues)} issues → {out}")
+    if report.failed or (strict and report.issues):
+        raise typer.Exit(1)
+
+
+def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
+         as_json: JsonOpt = False) -> None:
+    """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions."""
+    with _errors():
+        table = store.runs(dataset)
+    rows = [{"run_id": r["run_id"], "source": r["source"], "format": r["format"],
+             "model": r["model"], "requests": r["n_requests"], "tool_calls": r["n_tool_calls"],
+             "messages": r["n_messages"], "tokens": r["tokens_o200k"],
+             "recorded_input_tokens": r["recorded_input_tokens"],
+             "compactions": r["n_harness_compactions"], "parent": r["parent_run_id"]}
+            for r in table.to_pylist()]
+    _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
+
+
+def policies(as_json: JsonOpt = False) -> None:
+    """List the shipped policy presets (usable by name with --policy)."""
+    rows = []
+    for name in presets():
+        p = load_policy(name)
+        rows.append({"name": name, "window": p.server.window_tokens,
+                     "tiers": " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-",
+                     "description": p.description})
+    _emit(rows, as_json, title="policy presets")
+
+
+def run(
+    paths: PathsArg,
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy YAML file or preset name.")],
+    out: Annotated[Path, typer.Option(help="Where traces and the summary are written.")] =
+        Path("out"),
+    report: Annotated[bool, typer.Option("--report", help="Also write report.html and report.md.")]
+        = False,
+    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Replay a policy over logs (ingesting them first) and print one row per run."""
+    with _errors():
+        pol = load_policy(policy)
+        corpus = _open(paths, out, fmt, quiet)
+        ids = corpus.replayable()
+        with _progress("replay", len(ids), quiet) as tick:
+            if report:  # the report needs every trace in memory
+                result = run_policy(corpus, pol, allow_python=allow_python, on_run=tick)
+                write_run(result, out)
+                summary = result.summary
+            else:
+                summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick)
+        if report:
+            from analysis.report import write_report
+
+            write_report(corpus, [(pol, result.trace)], out)
+    rows = [{c: r[c] for c in SUMMARY_COLUMNS if c not in ("run_id", "format", "policy")}
+            for r in summary]
+    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}")
+
+
+def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset cache dir.")] =
+              Path("out"), as_json: JsonOpt = False, quiet: QuietOpt = False) -> None:
+    """Fit truth = overhead + scale × o200k count to each run's recorded usage."""
+    with _errors():
+        corpus = _open(paths, out, None, quiet)
+    rows = []
+    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+    for rid in corpus.replayable():
+        source = sources[rid]
+        fit = corpus.calibration(rid)
+        rows.append({"source": source, "points": fit.n_points if fit else 0,
+                     "overhead_tokens": round(fit.overhead_tokens) if fit else None,
+                     "scale": round(fit.scale, 4) if fit else None,
+                     "mean_abs_error": f"{fit.mean_abs_error_frac:.2%}" if fit else "no usage"})
+    _emit(rows, as_json, title="calibration of truth against recorded usage")
+
+
+def synth(
+    out: Annotated[Path, typer.Option(help="Folder to write the generated runs to.")] = Path("logs"),
+    only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
+) -> None:
+    """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
+    from replay.scenarios import SCENARIOS, write_scenarios
+    from replay.synth import CORPUS, write_corpus
+
+    chosen = [s for s in CORPUS if not only or s.name in only]
+    failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
+    if not chosen and not failures:
+        err_console.print(f"[red]error[/]: no scenario named {only}; one of "
+                          f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
+        raise typer.Exit(2)
+    paths = write_corpus(out, tuple(chosen)) if chosen else []
+    if failures:
+        paths += write_scenarios(out / "scenarios", failures)
+    for path in paths:
+        out_console.print(f"{path}  {path.stat().st_size:,} bytes")
+
+
+def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or preset name.")]) -> None:
+    """Print a policy with every default filled in (as JSON)."""
+    with _errors():
+        _print_json(policy_to_dict(load_policy(policy)))
