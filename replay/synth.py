@@ -9,10 +9,11 @@ final ``output_tokens``), one ``user`` record per tool result with
 ``toolUseResult`` and ``sourceToolAssistantUUID``, some ``progress``,
 ``file-history-snapshot`` and ``system`` records, human follow-ups, and, when
 asked, a recorded auto-compaction (``compact_boundary`` + ``isCompactSummary``).
-Tools act on a seeded fake repository (``replay.synth_content``), and the
-scenario's knobs place the cases of DESIGN.md section 6: a re-read burst, one
-huge test output, large Write/Edit arguments, long failing test outputs, a
-harness compaction.
+Tools act on a seeded fake repository (``replay.synth_repo``) through
+``replay.synth_tools``; the assistant's and the human's text come from
+``replay.synth_prose``.  The scenario's knobs place the cases of DESIGN.md
+section 6: a re-read burst, one huge test output, large Write/Edit arguments,
+long failing test outputs, a harness compaction.
 
 Usage is what Claude Code records: the prompt is ``system_overhead_tokens``
 plus every block in context, each counted once (o200k_base times
@@ -40,7 +41,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from replay import synth_content as sc
+from replay import synth_prose as prose
+from replay.synth_repo import ADJS, NOUNS, VERBS, gerund
+from replay.synth_tools import TODO_DONE, Call, Workspace, lean
 from replay.tokens import count_one
 
 REGENERATE_COMMAND = "replay synth --out logs/"
@@ -142,13 +145,12 @@ class _Session:
         self.lines: list[str] = []
         start = datetime.fromisoformat(s.start_ts)
         self.t_ms = int(start.timestamp() * 1000)
-        self.ws = sc.Workspace(self.rng, s, self._tok)
+        self.ws = Workspace(self.rng, s, self._tok)
         rng = self.rng
         self.env = {"isSidechain": False, "userType": "external", "cwd": self.ws.repo.root,
                     "sessionId": self._uuid(), "version": "2.1.39", "gitBranch": self.ws.branch,
-                    "slug": f"{rng.choice(sc.ADJS)}-{sc.gerund(rng.choice(sc.VERBS))}-"
-                            f"{rng.choice(sc.NOUNS)}"}
-        self.todo = sc.todo_items(rng)
+                    "slug": f"{rng.choice(ADJS)}-{gerund(rng.choice(VERBS))}-{rng.choice(NOUNS)}"}
+        self.todo = prose.todo_items(rng)
         self.last: str | None = None
         self.ctx = 0
         """Tokens of every block in context (without the system overhead)."""
@@ -209,7 +211,7 @@ class _Session:
                                       "durationMs": rng.randint(60_000, 3_600_000)})
                 if not last:
                     self._wait(20, 900)
-                    self._human(sc.follow_up(rng))
+                    self._human(prose.follow_up(rng))
         return "\n".join(self.lines) + "\n"
 
     def _in_burst(self, r: int) -> bool:
@@ -219,17 +221,18 @@ class _Session:
     def _special(self, r: int) -> bool:
         return self._in_burst(r) or r == self.s.big_output_at_request
 
-    def _plan(self, r: int) -> list[sc.Call]:
+    def _plan(self, r: int) -> list[Call]:
         s, rng, ws = self.s, self.rng, self.ws
         if self._in_burst(r):
             return [ws.burst_read()]
         if r == s.big_output_at_request:
             return [ws.test(r, big=True)]
         if s.todo_every_requests and r % s.todo_every_requests == 1:
-            new = sc.todos(self.todo, r / s.n_requests)
-            old = sc.todos(self.todo, (r - s.todo_every_requests) / s.n_requests) if r > 1 else []
-            return [sc.Call("TodoWrite", {"todos": new}, sc.TODO_DONE,
-                            {"oldTodos": old, "newTodos": new}, what="update the todo list")]
+            new = prose.todos(self.todo, r / s.n_requests)
+            old = (prose.todos(self.todo, (r - s.todo_every_requests) / s.n_requests)
+                   if r > 1 else [])
+            return [Call("TodoWrite", {"todos": new}, TODO_DONE,
+                         {"oldTodos": old, "newTodos": new}, what="update the todo list")]
         k = rng.randint(2, 4) if rng.random() < s.p_parallel else 1
         kinds = rng.choices(KINDS, [getattr(s, f"p_{kind}") for kind in KINDS], k=k)
         return [ws.call(kind, r) for kind in kinds]
@@ -249,7 +252,7 @@ class _Session:
     def _compact(self) -> None:
         pre = self.s.system_overhead_tokens + self.ctx
         self._wait(40, 120)
-        text = sc.compact_summary(self.s.task_text, self.ws, sc.todos(self.todo, 0.5))
+        text = prose.compact_summary(self.s.task_text, self.ws, prose.todos(self.todo, 0.5))
         self._emit("system", {"subtype": "compact_boundary", "content": "Conversation compacted",
                               "isMeta": False, "level": "info",
                               "compactMetadata": {"trigger": "auto", "preTokens": pre}}, root=True)
@@ -268,20 +271,20 @@ class _Session:
                                    "ephemeral_1h_input_tokens": 0},
                 "output_tokens": output, "service_tier": "standard"}
 
-    def _respond(self, calls: list[sc.Call]) -> None:
+    def _respond(self, calls: list[Call]) -> None:
         rng, s = self.rng, self.s
         self._wait(1.5, 6.0)
         blocks: list[dict[str, Any]] = []
         subject = calls[0].what if calls else "the remaining work"
         if rng.random() < s.p_thinking:
             sig = base64.b64encode(rng.getrandbits(512).to_bytes(64, "big")).decode()
-            blocks.append({"type": "thinking", "thinking": sc.thinking(rng, subject),
+            blocks.append({"type": "thinking", "thinking": prose.thinking(rng, subject),
                            "signature": sig})
         if not calls:
-            text = sc.final_text(rng, self.ws.repo, self.ws.passed or rng.randint(120, 900))
+            text = prose.final_text(rng, self.ws.repo, self.ws.passed or rng.randint(120, 900))
             blocks.append({"type": "text", "text": text})
         elif rng.random() < s.p_intent:
-            blocks.append({"type": "text", "text": sc.intent(rng, subject)})
+            blocks.append({"type": "text", "text": prose.intent(rng, subject)})
         ids = [self._id("toolu_01", 22) for _ in calls]
         blocks += [{"type": "tool_use", "id": i, "name": c.name, "input": c.input}
                    for i, c in zip(ids, calls)]
@@ -307,7 +310,7 @@ class _Session:
         for i, c in zip(ids, calls):
             self._result(i, c, owner[i])
 
-    def _result(self, tool_id: str, c: sc.Call, owner: str) -> None:
+    def _result(self, tool_id: str, c: Call, owner: str) -> None:
         if c.name == "Bash" and c.input["command"].startswith("python -m pytest"):
             for k in range(self.rng.randint(1, 2)):
                 self._wait(2, 15)
@@ -320,7 +323,7 @@ class _Session:
         if c.is_error or c.name == "Bash":
             block["is_error"] = c.is_error
         self._emit("user", {"message": {"role": "user", "content": [block]}}, parent=owner,
-                   tail={"toolUseResult": sc.lean(c.result) if self.s.lean_tool_results
+                   tail={"toolUseResult": lean(c.result) if self.s.lean_tool_results
                          else c.result, "sourceToolAssistantUUID": owner})
         self.ctx += self._tok(c.content)
 
