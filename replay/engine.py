@@ -10,7 +10,9 @@ For each recorded request, in order:
    the previous request), tokens invalidated, cost;
 4. let the ``after`` tiers act (they see the context as sent, not what comes next).
 
-No clock, no I/O, no randomness: the same run and policy give the same trace.
+No clock, no I/O, no randomness: the same run and policy give the same trace.  The one
+process-wide effect is performance only: the cyclic garbage collector is paused while a replay
+runs and restored after (the replay makes no reference cycles).
 Token counts come from ingest; running totals are incremental, so one replay
 costs O(messages + requests + actions).
 """
