@@ -8,17 +8,16 @@ under one policy and concatenates the traces.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from replay import store
 from replay.calibrate import calibrate
 from replay.engine import replay
-from replay.errors import ReplayInputError, StoreError
+from replay.errors import ReplayInputError
 from replay.ingest import DEFAULT_TOKENIZERS, IngestReport, ingest
 from replay.policy import Policy
 from replay.prepared import Calibration, PreparedRun, prepare
@@ -38,7 +37,7 @@ class Corpus:
     def __init__(self, root: Path, entries: list[store.Entry],
                  report: IngestReport | None = None, *, keep_prepared: int = 8) -> None:
         self.root, self.entries, self.report = root, entries, report
-        self.runs: pa.Table = _read_runs(root, entries)
+        self.runs: pa.Table = store.read_runs(root, entries)
         self._entry_of: dict[str, store.Entry] = dict(zip(
             self.runs["run_id"].to_pylist(),
             (e for e in entries for _ in range(e.n_runs))))
@@ -156,38 +155,6 @@ def iter_replays(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
                      allow_python=allow_python)
         if on_run:
             on_run(rid)
-
-
-_RUNS_PER_GROUP = 256
-
-
-def _read_runs(root: Path, entries: list[store.Entry]) -> pa.Table:
-    """Every entry's ``runs`` rows as one table.
-
-    Each small file read holds its own schema and buffers (~25 KB for a one-run entry), so
-    rows are merged into contiguous arrays every few hundred entries: an archive of 10,000
-    runs costs a few MB here, not hundreds.
-    """
-    groups: list[pa.Table] = []
-    part: list[pa.Table] = []
-    for e in entries:
-        path = root / "data" / e.key / "runs.parquet"
-        try:
-            table = pq.ParquetFile(path).read()
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise StoreError(f"{path}: unreadable ({exc})") from exc
-        if table.num_rows != e.n_runs:
-            raise ReplayInputError(f"{root / 'data' / e.key}: {table.num_rows} runs stored, "
-                                   f"the manifest says {e.n_runs}; re-ingest")
-        part.append(table)
-        if len(part) == _RUNS_PER_GROUP:
-            groups.append(pa.concat_tables(part).combine_chunks())
-            part = []
-    if part:
-        groups.append(pa.concat_tables(part).combine_chunks())
-    if not groups:
-        return SCHEMAS["runs"].empty_table()
-    return pa.concat_tables(groups).combine_chunks()
 
 
 def _spans(ids: list[str]) -> dict[str, tuple[int, int]]:

@@ -166,26 +166,54 @@ def read_store(root: Path) -> RunTables:
 
 
 def runs(root: Path) -> pa.Table:
-    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total, read entry by entry:
-    message texts are never loaded, so listing an archive needs memory for its run rows only."""
+    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total (``replay runs``)."""
     if not is_store(root):
         raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
-    parts = []
-    for entry in read_manifest(root).values():
+    return read_runs(root, list(read_manifest(root).values()), with_tokens=True)
+
+
+_MERGE_EVERY = 256
+"""Entries read between merges of their run rows (see ``read_runs``)."""
+
+
+def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:
+    """The ``runs`` rows of ``entries`` as one table, read entry by entry; message texts are
+    never loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total.
+
+    Each small file read holds its own schema and buffers (~25 KB for a one-run entry), so rows
+    are merged into contiguous arrays every few hundred entries: an archive of 10,000 runs
+    costs a few MB here, not hundreds.
+    """
+    groups: list[pa.Table] = []
+    part: list[pa.Table] = []
+    for entry in entries:
         folder = root / "data" / entry.key
         try:
             table = pq.ParquetFile(folder / "runs.parquet").read()
-            tokens = pq.ParquetFile(folder / "messages.parquet").read(
-                columns=["run_id", "tokens_o200k"]).group_by("run_id").aggregate(
-                [("tokens_o200k", "sum")])
+            if with_tokens:
+                table = _with_tokens(table, pq.ParquetFile(folder / "messages.parquet").read(
+                    columns=["run_id", "tokens_o200k"]))
         except (OSError, pa.ArrowInvalid) as exc:
             raise StoreError(f"{folder}: unreadable ({exc})") from exc
-        total = dict(zip(tokens["run_id"].to_pylist(), tokens["tokens_o200k_sum"].to_pylist()))
-        parts.append(table.append_column("tokens_o200k", pa.array(
-            [total.get(r) or 0 for r in table["run_id"].to_pylist()], pa.int64())))
-        if len(parts) >= 256:  # merged now and then: each small read holds its own buffers
-            parts = [pa.concat_tables(parts).combine_chunks()]
-    if not parts:
-        return SCHEMAS["runs"].empty_table().append_column("tokens_o200k", pa.array([], pa.int64()))
-    return pa.concat_tables(parts).combine_chunks()
+        if table.num_rows != entry.n_runs:
+            raise StoreError(f"{folder}: {table.num_rows} runs stored, the manifest says "
+                             f"{entry.n_runs}; re-ingest")
+        part.append(table)
+        if len(part) == _MERGE_EVERY:
+            groups.append(pa.concat_tables(part).combine_chunks())
+            part = []
+    if part:
+        groups.append(pa.concat_tables(part).combine_chunks())
+    if not groups:
+        empty = SCHEMAS["runs"].empty_table()
+        return _with_tokens(empty, None) if with_tokens else empty
+    return pa.concat_tables(groups).combine_chunks()
 
+
+def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
+    total: dict[str, int] = {}
+    if messages is not None:
+        sums = messages.group_by("run_id").aggregate([("tokens_o200k", "sum")])
+        total = dict(zip(sums["run_id"].to_pylist(), sums["tokens_o200k_sum"].to_pylist()))
+    return runs_table.append_column("tokens_o200k", pa.array(
+        [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
