@@ -136,6 +136,9 @@ def main() -> None:
                                 "--out", str(out), "-q", "--json"])
         print(f"{label:28s} ingest {ing_s:8.1f} s, peak {ing_mb:7.0f} MB | "
               f"replay {run_s:7.1f} s, peak {run_mb:7.0f} MB")
+        if folder == archive:
+            list_s, list_mb = _child(["replay", "runs", str(ds), "--json"])
+            print(f"{'':28s} replay runs (listing) {list_s:.1f} s, peak {list_mb:.0f} MB")
     _per_request(long_run, short_run, work, args.requests)
     print(f"this process peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB;"
           f" work folder {work}")
