@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +17,19 @@ from tests.strategies import runs
 def test_queries_equal_a_recount_after_random_trims_and_cuts(run: PreparedRun, data: Any) -> None:
     """block_reaching_est, est_from, truth_before, measure and the kept cache prefix agree with sums over the blocks,
     whatever was trimmed (before, inside or after the answer) and wherever the cut is."""
+    _check_against_recount(run, data)
+
+
+@given(runs(), st.data(), st.sampled_from([0, 1, 4]))
+def test_queries_equal_a_recount_with_short_ranges_cut_down(run: PreparedRun, data: Any,
+                                                          short: int) -> None:
+    """The same, with the direct sums limited to a few blocks: the trim tree's paths (what long
+    contexts take) answer the same."""
+    with patch("replay.context._SHORT_RANGE", short):
+        _check_against_recount(run, data)
+
+
+def _check_against_recount(run: PreparedRun, data: Any) -> None:
     tokens = run.tokens["o200k_base"]
     ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
     ctx.hi = run.n_blocks
