@@ -32,7 +32,7 @@ from replay.policy import Custom, Policy
 from replay.prepared import Calibration, PreparedRun
 from replay.tiers import bind
 from replay.tiers import custom as custom_tier
-from replay.tiers.base import Env, Evictions
+from replay.tiers.base import ACTION_WIDTH, Env, Evictions
 from replay.trace import ACTIONS, EVICTIONS, REQUESTS, Trace, empty_columns
 
 
@@ -80,7 +80,8 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     window = s.window_tokens
     outputs, expired = run.outputs(policy.truth, calibration), run.expired(cache.ttl_s)
     split_cost, measure = pricer(cache), ctx.measure
-    rows: list[tuple[int, ...]] = []
+    rows: list[int | float] = []
+    """The request rows, flat: 14 values a request (``_columns`` slices them into columns)."""
     n = run.n_requests
     for k, hi in enumerate(run.req_blocks):
         # 1. what arrived since the previous request
@@ -96,7 +97,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         output = outputs[k]
         cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
         invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
-        rows.append((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
+        rows.extend((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
                      n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
                      invalidated, cost))
         ctx.dirty = None
@@ -107,6 +108,10 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             for step in after:
                 step(ctx, env)
     return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
+
+
+_ROW = 14
+"""Values per request in the loop's flat rows."""
 
 
 @contextmanager
@@ -121,11 +126,11 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _columns(run: PreparedRun, policy: Policy, fixed_truth: int, ctx: Context,
-             rows: list[tuple[int, ...]], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
+             rows: list[int | float], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
     """The trace's column lists: per-request values from the loop, the rest filled in."""
     s = policy.server
     (est, truth, overshoot, n_msgs, n_blocks, b_args, b_write, b_results, b_other, cached,
-     written, fresh, invalidated, cost) = (list(c) for c in zip(*rows))
+     written, fresh, invalidated, cost) = (rows[i::_ROW] for i in range(_ROW))
     pre_truth = ctx.pre_truth
     raw = [fixed_truth + pre_truth[hi] for hi in itertools.accumulate(run.req_blocks, max)]
     cols = empty_columns()
@@ -136,13 +141,14 @@ def _columns(run: PreparedRun, policy: Policy, fixed_truth: int, ctx: Context,
         b_args, b_write, b_results, b_other, cached, written, fresh, invalidated,
         list(run.outputs(policy.truth, env.calibration)), cost)))
     if env.action_rows:
-        cols["actions"] = dict(zip(ACTIONS.names, (list(c) for c in zip(*env.action_rows))))
-    ev = env.evictions
-    if ev.blocks:
-        m = len(ev.blocks)
+        flat, w = env.action_rows, ACTION_WIDTH
+        m = len(flat) // w
+        cols["actions"] = dict(zip(ACTIONS.names, (
+            [run.run_id] * m, [policy.name] * m, *(flat[i::w] for i in range(w)))))
+    m = env.evictions.n
+    if m:
         cols["evictions"] = dict(zip(EVICTIONS.names, (
-            [run.run_id] * m, [policy.name] * m, [run.msg[b] for b in ev.blocks],
-            [run.block[b] for b in ev.blocks], ev.requests, ev.tiers, ev.fates)))
+            [run.run_id] * m, [policy.name] * m, *env.evictions.columns(run))))
     return cols
 
 

@@ -9,6 +9,7 @@ request the cut invalidated.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -16,32 +17,57 @@ from typing import Any
 from replay.context import Context, HeadItem
 from replay.policy import Placeholder, Policy, Trigger
 from replay.prepared import Calibration, PreparedRun, text_count
+from replay.trace import ACTIONS
+
+ACTION_WIDTH = len(ACTIONS.names) - 2
+"""Values an action puts in ``Env.action_rows`` (every column but run and policy)."""
 
 
 @dataclass(slots=True)
 class Evictions:
-    """The evictions table as columns of block, request, tier and fate (run, policy, message and
-    block ids are filled in from the run at the end): no object per evicted block."""
+    """The evictions table as groups of blocks evicted together (a cut's range, a trim pass's
+    blocks) with their request, tier and fate; the columns are made once at the end, a cut's
+    message and block ids as slices of the run's: no object per evicted block."""
 
-    blocks: list[int] = field(default_factory=list)
-    requests: list[int] = field(default_factory=list)
-    tiers: list[str] = field(default_factory=list)
-    fates: list[str] = field(default_factory=list)
+    groups: list[tuple[range | list[int], int, str, str]] = field(default_factory=list)
+    n: int = 0
+    """Evicted blocks so far."""
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
-        self.blocks.append(b)
-        self.requests.append(request)
-        self.tiers.append(tier)
-        self.fates.append(fate)
+        self.add_many([b], request, tier, fate)
 
     def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
         """Blocks ``[lo, hi)`` were removed before ``request``."""
-        n = hi - lo
-        self.blocks.extend(range(lo, hi))
-        self.requests.extend(repeat(request, n))
-        self.tiers.extend(repeat(tier, n))
-        self.fates.extend(repeat(fate, n))
+        self.groups.append((range(lo, hi), request, tier, fate))
+        self.n += hi - lo
+
+    def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
+        """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
+        self.groups.append((blocks, request, tier, fate))
+        self.n += len(blocks)
+
+    def columns(self, run: PreparedRun) -> tuple[list[int], list[int], list[int], list[str],
+                                                 list[str]]:
+        """Message id, block id, request, tier and fate of every evicted block, in order."""
+        msgs: list[int] = []
+        block_ids: list[int] = []
+        requests: list[int] = []
+        tiers: list[str] = []
+        fates: list[str] = []
+        msg, block = run.msg, run.block
+        for blocks, request, tier, fate in self.groups:
+            if isinstance(blocks, range):
+                msgs += msg[blocks.start:blocks.stop]
+                block_ids += block[blocks.start:blocks.stop]
+            else:
+                msgs += [msg[b] for b in blocks]
+                block_ids += [block[b] for b in blocks]
+            n = len(blocks)
+            requests += repeat(request, n)
+            tiers += repeat(tier, n)
+            fates += repeat(fate, n)
+        return msgs, block_ids, requests, tiers, fates
 
 
 @dataclass(slots=True)
@@ -50,8 +76,9 @@ class Env:
 
     policy: Policy
     calibration: Calibration | None
-    action_rows: list[tuple[Any, ...]]
-    """Rows of the actions table, in ``replay.trace.ACTIONS`` column order."""
+    action_rows: list[Any]
+    """The actions table's rows, flat: ``ACTION_WIDTH`` values an action, in
+    ``replay.trace.ACTIONS`` column order after run and policy (filled in at the end)."""
     evictions: Evictions
     fixed_est: int
     fixed_truth: int
@@ -152,10 +179,9 @@ def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_token
                   failed: bool = False, summary_tokens: int = 0) -> None:
     """One actions row; ``reclaimed`` is (estimated, true) tokens."""
     rows = env.action_rows
-    rows.append((ctx.run.run_id, env.policy.name, len(rows), env.request, tier, kind, env.when,
-                 trigger_tokens, threshold_tokens, n_blocks, first_msg, last_msg, reclaimed[1],
-                 reclaimed[0], invalidated, undone, failed, summary_tokens,
-                 env.fixed_truth + ctx.truth()))
+    rows.extend((len(rows) // ACTION_WIDTH, env.request, tier, kind, env.when, trigger_tokens,
+                 threshold_tokens, n_blocks, first_msg, last_msg, reclaimed[1], reclaimed[0],
+                 invalidated, undone, failed, summary_tokens, env.fixed_truth + ctx.truth()))
 
 
 class _Vars(dict[str, Any]):
@@ -188,14 +214,25 @@ def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> li
         if 0 <= task < split:
             out.append(_item("task", run.text[task], ctx, env, task))
     if "todo" in items:
-        latest, scanned = env.state.get("todo", (-1, 0))
-        for b in range(scanned, split):
-            if run.kind[b] == "tool_call" and run.tool[b] in _TODO_TOOLS:
-                latest = b
-        env.state["todo"] = (latest, max(scanned, split))
+        # the newest todo-list call before the furthest split so far
+        upto = env.state["todo_upto"] = max(env.state.get("todo_upto", 0), split)
+        todos = _todo_calls(run)
+        i = bisect.bisect_left(todos, upto)
+        latest = todos[i - 1] if i else -1
         if 0 <= latest < split:
             out.append(_item("todo", run.text[latest], ctx, env, latest))
     return out
+
+
+def _todo_calls(run: PreparedRun) -> list[int]:
+    """The run's todo-list tool calls, in order (memoised per run)."""
+    memo = run.memo("todo_calls")
+    got = memo.get("blocks")
+    if got is None:
+        kind, tool = run.kind, run.tool
+        got = memo["blocks"] = [b for b in range(run.n_blocks)
+                                if kind[b] == "tool_call" and tool[b] in _TODO_TOOLS]
+    return got  # type: ignore[no-any-return]
 
 
 def _item(label: str, text: str, ctx: Context, env: Env, b: int) -> HeadItem:

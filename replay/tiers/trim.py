@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from replay.context import Context
 from replay.policy import Protect, Trim
-from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS
+from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
 from replay.tiers.base import (
     Env,
     fires,
@@ -48,6 +48,8 @@ class _State:
     """Estimated tokens a pass must reclaim, or it is undone."""
     threshold: int = 0
     """The trigger's level (recorded with each action)."""
+    eligible: list[int] = field(default_factory=list)
+    """The run's blocks this tier could ever trim (category and size), in order."""
 
 
 def _state(tier: Trim, index: int, ctx: Context, env: Env) -> _State:
@@ -59,7 +61,20 @@ def _state(tier: Trim, index: int, ctx: Context, env: Env) -> _State:
         sized_write=run.memo(("sized", tier.write_note, *counters)),
         minimum=tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable),
         threshold=threshold(tier.trigger, env))
+    st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines)
     return st
+
+
+def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines: int) -> list[int]:
+    """Blocks of a trimmed category and at least the minimum size (memoised per run): a scan
+    then visits only these, not every block."""
+    memo = run.memo(("trim_eligible", cats, min_chars, min_lines))
+    got = memo.get("blocks")
+    if got is None:
+        category, n_chars, n_lines = run.category, run.n_chars, run.n_lines
+        got = memo["blocks"] = [b for b in range(run.n_blocks) if category[b] in cats
+                                and n_chars[b] >= min_chars and n_lines[b] >= min_lines]
+    return got  # type: ignore[no-any-return]
 
 
 def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
@@ -91,12 +106,12 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
         return
     invalidated = invalidated_from(ctx, env, st.pending[0][0])
     got_est = got_truth = 0
-    set_block, evicted = ctx.set_block, env.evictions.add
+    set_block = ctx.set_block
     for b, est, truth, n_bytes in st.pending:
         de, dt = set_block(b, est, truth, n_bytes)
         got_est += de
         got_truth += dt
-        evicted(b, env.request, tier.name, "trimmed")
+    env.evictions.add_many([p[0] for p in st.pending], env.request, tier.name, "trimmed")
     record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
                   threshold_tokens=st.threshold, n_blocks=len(st.pending),
                   first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
@@ -106,15 +121,12 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
 
 def _scan(tier: Trim, ctx: Context, env: Env, st: _State, begin: int, stop: int) -> None:
     """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates."""
-    run, cats = ctx.run, st.cats
+    run, eligible = ctx.run, st.eligible
     category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
-    n_chars, n_lines = run.n_chars, run.n_lines
-    min_chars, min_lines = tier.min_chars, tier.min_lines
-    for b in range(begin, stop):
-        cat = category[b]
-        if cat not in cats or trimmed[b] or n_chars[b] < min_chars or n_lines[b] < min_lines:
+    for b in eligible[bisect.bisect_left(eligible, begin):bisect.bisect_left(eligible, stop)]:
+        if trimmed[b]:
             continue
-        if cat == CAT_RESULTS:
+        if category[b] == CAT_RESULTS:
             got = st.sized_result.get(b)
             if got is None:
                 got = st.sized_result[b] = _sized(env, placeholder(run, b, tier.placeholder))
