@@ -229,11 +229,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
 
 def _entries(corpus: Corpus) -> dict[str, Entry]:
     """run_id → its store entry (empty for in-memory corpora)."""
-    out: dict[str, Entry] = {}
-    for e in corpus.entries:
-        ids = pq.read_table(corpus.root / "data" / e.key / "runs.parquet", columns=["run_id"])
-        out.update(dict.fromkeys(ids["run_id"].to_pylist(), e))
-    return out
+    return {rid: e for rid in corpus.run_ids if (e := corpus.entry_of(rid)) is not None}
 
 
 def _run_keys(corpus: Corpus, ids: list[str], entries: dict[str, Entry]) -> dict[str, str]:

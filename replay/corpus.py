@@ -67,6 +67,10 @@ class Corpus:
         """Run ids in store order."""
         return self.runs["run_id"].to_pylist()
 
+    def entry_of(self, run_id: str) -> store.Entry | None:
+        """The store entry holding a run (None for in-memory corpora)."""
+        return self._entry_of.get(run_id)
+
     @property
     def messages(self) -> pa.Table:
         """Every run's message rows (reads the whole store; for small corpora)."""

@@ -264,6 +264,8 @@ class _Done:
     n_tokens: int
     issues: tuple[Issue, ...]
     stored: bool
+    index_rows: list[tuple[object, ...]]
+    """The entry's rows of the store's run index (``store.index_rows``)."""
 
 
 def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
@@ -273,12 +275,13 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
     tables = parsed.tables
     if tables is None or (strict and parsed.issues):
-        return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False)
+        return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
+                     [])
     store.write_entry(out, key, tables)
     col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
     return _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows,
-                 n_tokens, parsed.issues, True)
+                 n_tokens, parsed.issues, True, store.index_rows(tables, key))
 
 
 def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
@@ -330,10 +333,12 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             encoding(name)
     out.mkdir(parents=True, exist_ok=True)
     results = _process_all(todo, fmt, tokenizers, out, strict, jobs)
+    fresh: dict[str, list[tuple[object, ...]]] = {}
     try:
         for done in results:
             report.issues.extend(done.issues)
             if done.stored:
+                fresh[done.key] = done.index_rows
                 entries[done.source] = store.Entry(done.source, done.key, done.sha256, done.format,
                                                    done.n_runs)
                 report.parsed.append(done.source)
@@ -347,6 +352,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
                 break
     finally:
         results.close()
+        store.write_index(out, [entries[s] for s in sorted(entries)], fresh)
         store.write_manifest(out, entries)
     live = {e.key for e in entries.values()}
     for old in before.values():  # entries replaced by a new version of their file

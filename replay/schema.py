@@ -139,6 +139,11 @@ RUNS = arrow_schema(Run)
 MESSAGES = arrow_schema(Message)
 REQUESTS = arrow_schema(Request)
 SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS, "messages": MESSAGES, "requests": REQUESTS}
+RUN_INDEX = pa.schema([*RUNS, pa.field("tokens_o200k", pa.int64(), nullable=False),
+                       pa.field("entry_key", pa.string(), nullable=False)],
+                      metadata={"schema_version": SCHEMA_VERSION, "table": "RunIndex"})
+"""The store's run index: every entry's ``runs`` rows, each run's o200k token total (over its
+messages) and the key of the entry holding it."""
 MODELS: dict[str, type] = {"runs": Run, "messages": Message, "requests": Request}
 
 

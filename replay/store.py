@@ -4,6 +4,7 @@ Layout::
 
     DIR/manifest.json                       source → entry key, format, counts
     DIR/data/<key>/{runs,messages,requests}.parquet
+    DIR/index.parquet                       every entry's runs rows + token totals (a cache)
 
 An entry key is derived from the source's sha256, its relative path, the
 tokenizers and the schema version, so re-ingesting an unchanged file finds its
@@ -20,7 +21,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from replay.errors import StoreError
-from replay.schema import SCHEMA_VERSION, SCHEMAS
+from replay.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
 
 TABLES = ("runs", "messages", "requests")
+INDEX_FILE = "index.parquet"
 PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "use_dictionary": False,
                                    "write_statistics": False}
 """How entries are written: zstd; no dictionary pages or column statistics (with zstd they make
@@ -72,6 +74,21 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def atomic_write_text(path: Path, chunks: Iterable[str]) -> None:
+    """Write text given in pieces (e.g. ``JSONEncoder.iterencode``) through a temporary file and
+    a rename; the whole text is never held in memory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_entry(root: Path, key: str, tables: RunTables) -> None:
@@ -138,8 +155,8 @@ def read_entry(root: Path, key: str) -> RunTables:
     for name in TABLES:
         path = root / "data" / key / f"{name}.parquet"
         try:
-            table = pq.read_table(path)
-        except (OSError, pa.ArrowInvalid) as exc:
+            table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: that imports pyarrow.dataset
+        except (OSError, pa.ArrowInvalid) as exc:  # and pandas (~40 MB) for one file
             raise StoreError(f"{path}: unreadable ({exc})") from exc
         if table.schema.metadata is None or table.schema.metadata.get(b"schema_version") != (
             SCHEMA_VERSION.encode()
@@ -173,41 +190,65 @@ def runs(root: Path) -> pa.Table:
 
 
 _MERGE_EVERY = 256
-"""Entries read between merges of their run rows (see ``read_runs``)."""
+"""Pieces read between merges of run rows (see ``read_runs``)."""
 
 
 def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:
-    """The ``runs`` rows of ``entries`` as one table, read entry by entry; message texts are
-    never loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total.
+    """The ``runs`` rows of ``entries`` as one table, in entry order; message texts are never
+    loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total.
 
-    Each small file read holds its own schema and buffers (~25 KB for a one-run entry), so rows
-    are merged into contiguous arrays every few hundred entries: an archive of 10,000 runs
-    costs a few MB here, not hundreds.
+    Rows come from the run index (one file for the whole store) for every entry it holds, and
+    from the entry's own files for the rest (a store written before the index existed, or an
+    index lost).  Each small file read holds its own schema and buffers (~25 KB for a one-run
+    entry), so such rows are merged into contiguous arrays every few hundred entries.
     """
+    index = read_index(root)
+    spans = _key_spans(index) if index is not None else {}
+    names = RUN_INDEX.names[:-1] if with_tokens else SCHEMAS["runs"].names
     groups: list[pa.Table] = []
-    part: list[pa.Table] = []
+    pieces: list[pa.Table] = []
+    take: list[int] = []
     for entry in entries:
-        folder = root / "data" / entry.key
-        try:
-            table = pq.ParquetFile(folder / "runs.parquet").read()
-            if with_tokens:
-                table = _with_tokens(table, pq.ParquetFile(folder / "messages.parquet").read(
-                    columns=["run_id", "tokens_o200k"]))
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise StoreError(f"{folder}: unreadable ({exc})") from exc
-        if table.num_rows != entry.n_runs:
-            raise StoreError(f"{folder}: {table.num_rows} runs stored, the manifest says "
-                             f"{entry.n_runs}; re-ingest")
-        part.append(table)
-        if len(part) == _MERGE_EVERY:
-            groups.append(pa.concat_tables(part).combine_chunks())
-            part = []
-    if part:
-        groups.append(pa.concat_tables(part).combine_chunks())
+        span = spans.get(entry.key)
+        if span is not None and span[1] - span[0] == entry.n_runs:
+            take.extend(range(*span))
+            continue
+        if take:
+            pieces.append(_shaped(index.take(take), names))  # type: ignore[union-attr]
+            take = []
+        pieces.append(_shaped(_entry_runs(root, entry, with_tokens), names))
+        if len(pieces) >= _MERGE_EVERY:
+            groups.append(pa.concat_tables(pieces).combine_chunks())
+            pieces = []
+    if take:
+        pieces.append(_shaped(index.take(take), names))  # type: ignore[union-attr]
+    groups.extend(pieces)
     if not groups:
-        empty = SCHEMAS["runs"].empty_table()
-        return _with_tokens(empty, None) if with_tokens else empty
+        return _shaped(RUN_INDEX.empty_table(), names)
     return pa.concat_tables(groups).combine_chunks()
+
+
+def _shaped(table: pa.Table, names: list[str]) -> pa.Table:
+    return table.select(names).replace_schema_metadata(SCHEMAS["runs"].metadata)
+
+
+def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
+    """One entry's run rows read from its own files (with token totals if asked)."""
+    folder = root / "data" / entry.key
+    try:
+        table = pq.ParquetFile(folder / "runs.parquet").read()
+        if not table.schema.equals(SCHEMAS["runs"], check_metadata=False):
+            raise StoreError(f"{folder / 'runs.parquet'}: not schema version {SCHEMA_VERSION}; "
+                             "re-ingest")
+        if with_tokens:
+            table = _with_tokens(table, pq.ParquetFile(folder / "messages.parquet").read(
+                columns=["run_id", "tokens_o200k"]))
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise StoreError(f"{folder}: unreadable ({exc})") from exc
+    if table.num_rows != entry.n_runs:
+        raise StoreError(f"{folder}: {table.num_rows} runs stored, the manifest says "
+                         f"{entry.n_runs}; re-ingest")
+    return table
 
 
 def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
@@ -215,5 +256,95 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
     if messages is not None:
         sums = messages.group_by("run_id").aggregate([("tokens_o200k", "sum")])
         total = dict(zip(sums["run_id"].to_pylist(), sums["tokens_o200k_sum"].to_pylist()))
-    return runs_table.append_column("tokens_o200k", pa.array(
+    return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), pa.array(
         [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
+
+
+# -- the run index -----------------------------------------------------------------------------
+
+def index_rows(tables: RunTables, key: str) -> list[tuple[Any, ...]]:
+    """One entry's rows of the run index, as tuples in ``RUN_INDEX`` column order (small and
+    cheap to send from a worker process)."""
+    return _rows(_with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"])), key)
+
+
+def read_index(root: Path) -> pa.Table | None:
+    """The store's run index, or None when it is missing or not of this schema (then readers
+    use the entries' own files: the index is a cache, rebuilt by every ingest)."""
+    try:
+        table = pq.ParquetFile(root / INDEX_FILE).read()
+    except (OSError, pa.ArrowInvalid):
+        return None
+    if not table.schema.equals(RUN_INDEX, check_metadata=True):
+        return None
+    return table
+
+
+def write_index(root: Path, entries: Iterable[Entry], fresh: dict[str, list[tuple[Any, ...]]]) -> None:
+    """Rewrite the run index for ``entries``: rows of ``fresh`` (key → ``index_rows``) for entries
+    written just now, the old index's rows for the others, their own files as a last resort
+    (an entry that cannot be read is left out; readers then report it).
+
+    Rows are keyed by entry key, and a key names fixed content, so an index written by an
+    interrupted ingest (before its manifest) is still right for every entry it lists.
+    """
+    entries = list(entries)
+    old = read_index(root)
+    spans = _key_spans(old) if old is not None else {}
+    if not fresh and old is not None and list(spans) == [e.key for e in entries]:
+        return  # nothing changed
+    pieces: list[pa.Table] = []
+    rows: list[tuple[Any, ...]] = []
+    take: list[int] = []
+
+    def flush() -> None:
+        nonlocal rows, take
+        if rows:
+            pieces.append(pa.Table.from_arrays(
+                [pa.array(c, f.type) for c, f in zip(zip(*rows), RUN_INDEX)], schema=RUN_INDEX))
+            rows = []
+        if take:
+            pieces.append(old.take(take))  # type: ignore[union-attr]
+            take = []
+
+    for entry in entries:
+        if entry.key in fresh:
+            if take:
+                flush()
+            rows.extend(fresh[entry.key])
+        elif entry.key in spans:
+            if rows:
+                flush()
+            take.extend(range(*spans[entry.key]))
+        else:
+            try:
+                table = _entry_runs(root, entry, with_tokens=True)
+            except StoreError:
+                continue
+            if take:
+                flush()
+            rows.extend(_rows(table, entry.key))
+        if len(rows) >= 4096:
+            flush()
+    flush()
+    table = pa.concat_tables(pieces) if pieces else RUN_INDEX.empty_table()
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf, **PARQUET_OPTIONS)
+    atomic_write_bytes(root / INDEX_FILE, buf.getvalue().to_pybytes())
+
+
+def _rows(runs_with_tokens: pa.Table, key: str) -> list[tuple[Any, ...]]:
+    n = runs_with_tokens.num_rows
+    return list(zip(*(c.to_pylist() for c in runs_with_tokens.columns), [key] * n))
+
+
+def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:
+    """entry key → its rows ``[start, stop)`` in the index (an entry's rows are contiguous)."""
+    spans: dict[str, tuple[int, int]] = {}
+    keys = index["entry_key"].to_pylist()
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            spans[keys[start]] = (start, i)
+            start = i
+    return spans

@@ -260,21 +260,6 @@ def test_runs_command_lists_every_run(sample_store: tuple[Path, IngestReport]) -
     assert sum(tokens.values()) > 0
 
 
-def test_damaged_runs_file_is_named_by_runs_and_by_a_corpus(samples: Path, tmp_path: Path) -> None:
-    """A store entry whose runs.parquet is damaged gives an error naming that file, from
-    ``replay runs`` and from opening the store for a replay; the store itself is not changed."""
-    out = tmp_path / "ds"
-    ingest([samples / "claude-code" / "short.jsonl"], out, jobs=1)
-    (entry,) = store.read_manifest(out).values()
-    damaged = out / "data" / entry.key / "runs.parquet"
-    damaged.write_bytes(damaged.read_bytes()[:40])
-    result = CliRunner().invoke(app, ["runs", str(out)])
-    assert result.exit_code != 0 and str(out / "data" / entry.key) in result.output
-    with pytest.raises(store.StoreError, match=re.escape(str(out / "data" / entry.key))):
-        open_corpus([out])
-    assert damaged.stat().st_size == 40 and store.read_manifest(out) == {entry.source: entry}
-
-
 def test_samples_byte_identical_in_a_second_store(samples: Path, tmp_path: Path,
                                                   sample_store: tuple[Path, IngestReport]) -> None:
     """Same bytes in, same Parquet out: serial ingest elsewhere = the parallel one."""
