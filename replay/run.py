@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from replay.corpus import Corpus, iter_replays, replay_corpus
+from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
-from replay.store import atomic_write_bytes
+from replay.store import atomic_write_bytes, atomic_write_text
 from replay.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
 
-SUMMARY_COLUMNS = ("run_id", "source", "format", "policy", "requests", "tokens_sent",
-                   "peak_tokens", "overshoots", "max_overshoot_tokens", "summaries", "trims",
-                   "cached_share", "cost_usd")
+SUMMARY_SCHEMA = pa.schema(
+    [(c, pa.string()) for c in ("run_id", "source", "format", "policy")]
+    + [(c, pa.int64()) for c in ("requests", "tokens_sent", "peak_tokens", "overshoots",
+                                 "max_overshoot_tokens", "summaries", "trims")]
+    + [(c, pa.float64()) for c in ("cached_share", "cost_usd")])
+"""One row per (run, policy): what ``run`` and ``run_to`` report."""
+SUMMARY_COLUMNS: tuple[str, ...] = tuple(SUMMARY_SCHEMA.names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,26 +51,33 @@ def run(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
 
 
 def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = False,
-           on_run: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Replay ``policy`` over ``corpus`` streaming each run's trace to ``out``; summary rows.
+           on_run: Callable[[str], None] | None = None) -> pa.Table:
+    """Replay ``policy`` over ``corpus`` streaming each run's trace to ``out``; the summary
+    rows as a table (``SUMMARY_SCHEMA``).
 
     Memory stays bounded by the largest run: traces are appended to Parquet files under
     temporary names as runs finish, and renamed into place (with ``summary.json``) only
     when every run is done, so an interrupted run leaves the previous outputs intact.
+    Summary rows are kept as columns (~0.3 KB a run, not a dict each).
     """
     out.mkdir(parents=True, exist_ok=True)
     (out / "traces").mkdir(exist_ok=True)
     tmp = {n: out / "traces" / f".{n}.parquet.tmp{os.getpid()}" for n in TRACE_SCHEMAS}
     writers = {n: pq.ParquetWriter(tmp[n], TRACE_SCHEMAS[n], compression="zstd")
                for n in TRACE_SCHEMAS}
-    summary: list[dict[str, Any]] = []
+    summary: dict[str, list[Any]] = {c: [] for c in SUMMARY_COLUMNS}
     meta = run_meta(corpus)
     try:
         pending: list[Trace] = []
         done: dict[str, list[pa.Table]] = {n: [] for n in TRACE_SCHEMAS}
         n_pending = n_done = 0
-        for trace in iter_replays(corpus, policy, allow_python=allow_python, on_run=on_run):
-            summary.extend(summarise_runs(corpus, trace, meta))
+        for i, trace in enumerate(iter_replays(corpus, policy, allow_python=allow_python,
+                                                on_run=on_run), 1):
+            if i % _RUNS_PER_TRIM == 0:
+                release_freed_memory()
+            for row in summarise_runs(corpus, trace, meta):
+                for c, values in summary.items():
+                    values.append(row[c])
             pending.append(trace)
             n_pending += len(trace.columns("requests")["request"])
             if n_pending >= _ROWS_PER_CHUNK:  # column lists → compact Arrow chunks
@@ -86,12 +98,16 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
         writer.close()
     for name, path in tmp.items():
         os.replace(path, out / "traces" / f"{name}.parquet")
-    _write_summary(policy, summary, out)
-    return summary
+    table = pa.Table.from_pydict(summary, schema=SUMMARY_SCHEMA)
+    del summary
+    _write_summary(policy, LazyRows(table), out)
+    return table
 
 
-_ROWS_PER_GROUP = 50_000
-"""Traces are written in row groups of about this many requests (few groups, little metadata)."""
+_ROWS_PER_GROUP = 10_000
+"""Traces are written in row groups of about this many requests (a few MB of Arrow held)."""
+_RUNS_PER_TRIM = 256
+"""Runs replayed between two returns of freed heap pages to the OS (``replay.memory``)."""
 _ROWS_PER_CHUNK = 5_000
 """Finished traces are kept as Python column lists only up to this many requests, then as Arrow
 (one small Arrow table per run would cost ~25 KB each: 3,500 tiny runs per row group)."""
@@ -117,7 +133,7 @@ def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]
 
 
 def summarise_runs(corpus: Corpus, trace: Trace,
-                   meta: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                   meta: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
     """One summary row per (run, policy) in the trace, in trace order."""
     meta = meta if meta is not None else run_meta(corpus)
     req, act = trace.columns("requests"), trace.columns("actions")
@@ -132,9 +148,9 @@ def summarise_runs(corpus: Corpus, trace: Trace,
         key = (r["run_id"], r["policy"])
         row = rows.get(key)
         if row is None:
-            m = meta.get(r["run_id"], {})
-            row = rows[key] = {"run_id": key[0], "source": m.get("source", ""),
-                               "format": m.get("format", ""), "policy": key[1], "requests": 0,
+            source, fmt = meta.get(r["run_id"], ("", ""))
+            row = rows[key] = {"run_id": key[0], "source": source,
+                               "format": fmt, "policy": key[1], "requests": 0,
                                "tokens_sent": 0, "peak_tokens": 0, "overshoots": 0,
                                "max_overshoot_tokens": 0, "summaries": 0, "trims": 0,
                                "cached_share": 0.0, "cost_usd": 0.0, "_cached": 0}
@@ -162,9 +178,11 @@ def summarise_runs(corpus: Corpus, trace: Trace,
     return out
 
 
-def run_meta(corpus: Corpus) -> dict[str, dict[str, Any]]:
-    """Source and format of every run, by run id."""
-    return {r["run_id"]: r for r in corpus.runs.select(["run_id", "source", "format"]).to_pylist()}
+def run_meta(corpus: Corpus) -> dict[str, tuple[str, str]]:
+    """(source, format) of every run, by run id."""
+    runs = corpus.runs
+    return dict(zip(runs["run_id"].to_pylist(),
+                    zip(runs["source"].to_pylist(), runs["format"].to_pylist())))
 
 
 def write_run(result: RunResult, out: Path) -> list[Path]:
@@ -184,16 +202,42 @@ def _write_summary(policy: Policy, rows: list[dict[str, Any]], out: Path) -> Pat
     doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(policy),
            "policy_digest": policy.digest(), "runs": rows}
     path = out / "summary.json"
-    atomic_write_bytes(path, json.dumps(doc, indent=1, default=str).encode())
+    atomic_write_text(path, json.JSONEncoder(indent=1, default=str).iterencode(doc))
     return path
+
+
+class LazyRows(list):  # type: ignore[type-arg]
+    """A table's rows as dicts, made a batch at a time as they are iterated.
+
+    For ``json.JSONEncoder(indent=…).iterencode``, which encodes any ``list`` by ``len`` and
+    iteration: an archive's summary is written (same text as ``json.dumps`` of the dicts)
+    without ever holding a dict per run.
+    """
+
+    _BATCH = 1024
+
+    def __init__(self, table: pa.Table) -> None:
+        super().__init__()
+        self.table = table
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __bool__(self) -> bool:
+        return self.table.num_rows > 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
+        for batch in self.table.to_batches(max_chunksize=self._BATCH):
+            yield from batch.to_pylist()
 
 
 def read_trace(out: Path) -> Trace:
     """The traces a ``write_run`` stored under ``out``."""
-    return Trace(*(pq.read_table(out / "traces" / f"{n}.parquet")
+    return Trace(*(pq.ParquetFile(out / "traces" / f"{n}.parquet").read()
                    for n in ("requests", "actions", "evictions")))
 
 
 def summary_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Summary rows as an Arrow table with a fixed column order."""
-    return pa.Table.from_pylist([{c: r[c] for c in SUMMARY_COLUMNS} for r in rows])
+    """Summary rows as an Arrow table (``SUMMARY_SCHEMA``)."""
+    return pa.Table.from_pylist([{c: r[c] for c in SUMMARY_COLUMNS} for r in rows],
+                                schema=SUMMARY_SCHEMA)

@@ -17,6 +17,10 @@ registers the commands on it, in the order ``replay --help`` lists them:
 
 from __future__ import annotations
 
+from replay.memory import use_system_allocator
+
+use_system_allocator()  # before pyarrow loads: see replay.memory (ARROW_DEFAULT_MEMORY_POOL wins)
+
 import typer
 
 from replay.cli.analysis_commands import check, diff, report, sweep

@@ -10,6 +10,7 @@ Not here: the commands (``replay.cli.replay_commands``,
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -40,13 +41,15 @@ _MAX_TABLE_ROWS = 500
 
 
 def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str) -> None:
+    """Rows as a table or JSON; ``rows`` may be a ``replay.run.LazyRows`` (made as printed)."""
     if as_json:
         _print_json(rows)
         return
+    shown = list(itertools.islice(iter(rows), _MAX_TABLE_ROWS))
     table = Table(title=title, title_justify="left")
-    for col in rows[0] if rows else ["(none)"]:
+    for col in shown[0] if shown else ["(none)"]:
         table.add_column(col, overflow="fold")
-    for r in rows[:_MAX_TABLE_ROWS]:
+    for r in shown:
         table.add_row(*[_cell(v) for v in r.values()])
     out_console.print(table)
     if len(rows) > _MAX_TABLE_ROWS:

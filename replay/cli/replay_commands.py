@@ -21,7 +21,7 @@ from replay.cli.output import _emit, _errors, _print_json, _progress, err_consol
 from replay.ingest import DEFAULT_TOKENIZERS, discover
 from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
-from replay.run import SUMMARY_COLUMNS, run_to, write_run
+from replay.run import LazyRows, run_to, summary_table, write_run
 from replay.run import run as run_policy
 
 
@@ -61,12 +61,11 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
     """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions."""
     with _errors():
         table = store.runs(dataset)
-    rows = [{"run_id": r["run_id"], "source": r["source"], "format": r["format"],
-             "model": r["model"], "requests": r["n_requests"], "tool_calls": r["n_tool_calls"],
-             "messages": r["n_messages"], "tokens": r["tokens_o200k"],
-             "recorded_input_tokens": r["recorded_input_tokens"],
-             "compactions": r["n_harness_compactions"], "parent": r["parent_run_id"]}
-            for r in table.to_pylist()]
+    shown = {"run_id": "run_id", "source": "source", "format": "format", "model": "model",
+             "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
+             "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
+             "n_harness_compactions": "compactions", "parent_run_id": "parent"}
+    rows = LazyRows(table.select(list(shown)).rename_columns(list(shown.values())))
     _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
 
 
@@ -102,15 +101,14 @@ def run(
             if report:  # the report needs every trace in memory
                 result = run_policy(corpus, pol, allow_python=allow_python, on_run=tick)
                 write_run(result, out)
-                summary = result.summary
+                summary = summary_table(result.summary)
             else:
                 summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick)
         if report:
             from analysis.report import write_report
 
             write_report(corpus, [(pol, result.trace)], out)
-    rows = [{c: r[c] for c in SUMMARY_COLUMNS if c not in ("run_id", "format", "policy")}
-            for r in summary]
+    rows = LazyRows(summary.drop_columns(["run_id", "format", "policy"]))
     _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}")
 
 

@@ -1,0 +1,51 @@
+"""What keeps ``replay run`` on an archive inside the largest run's memory: the summary kept as
+columns and written as encoded (same JSON as before), and the allocator the command picks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.memory import release_freed_memory
+from replay.run import SUMMARY_SCHEMA, LazyRows
+
+_VALUE = {pa.string(): st.text(max_size=12), pa.int64(): st.integers(-(2**40), 2**40),
+          pa.float64(): st.floats(allow_nan=False, allow_infinity=False)}
+
+
+@given(st.lists(st.fixed_dictionaries({f.name: _VALUE[f.type] for f in SUMMARY_SCHEMA}),
+                max_size=2100))
+def test_lazy_rows_encode_exactly_like_the_dicts(rows: list[dict[str, object]]) -> None:
+    """Across batch boundaries (1,024 rows) and for no rows at all."""
+    table = pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA)
+    doc = {"policy": {"name": "p"}, "runs": LazyRows(table)}
+    streamed = "".join(json.JSONEncoder(indent=1, default=str).iterencode(doc))
+    assert streamed == json.dumps({"policy": {"name": "p"}, "runs": rows}, indent=1, default=str)
+    assert len(LazyRows(table)) == len(rows) and bool(LazyRows(table)) == bool(rows)
+
+
+def _pool(env: dict[str, str]) -> str:
+    code = "import replay.cli, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env=env).stdout.strip()
+
+
+def test_the_command_uses_the_system_allocator_unless_told_otherwise() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    assert _pool(env) == "system"
+    chosen = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else "mimalloc"
+    assert _pool({**env, "ARROW_DEFAULT_MEMORY_POOL": chosen}) == chosen
+
+
+def test_freed_memory_is_returned_where_glibc_allows() -> None:
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):  # not a glibc system
+        libc = None
+    assert release_freed_memory() == bool(libc and libc.startswith("glibc"))
