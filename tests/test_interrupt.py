@@ -96,7 +96,7 @@ def test_killed_sweep_keeps_the_previous_table(tmp_path: Path) -> None:
     kept = {name: (out / "sweep" / name).read_bytes() for name in ("sweep.parquet", "sweep.csv")}
     start = time.monotonic()
     proc = subprocess.Popen(_replay_cmd("sweep", "-p", "two-tier-corrected", "--axis",
-                                        "tiers.1.trigger.at_tokens=40000:120000:400", logs,
+                                        "tiers.1.trigger.at_tokens=40000:120000:1500", logs,
                                         "--out", str(out), "--jobs", "1", "--no-plots", "-q",
                                         "--no-cache"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
