@@ -40,7 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from replay import store  # noqa: E402
-from replay.ingest import discover, ingest, parse_file, sources, tokenize  # noqa: E402
+from replay.discover import discover, sources  # noqa: E402
+from replay.ingest import ingest, parse_file, tokenize  # noqa: E402
 from replay.parsers import PARSERS, detect_format  # noqa: E402
 from replay.parsers.builder import Source  # noqa: E402
 from replay.tokens import encoding  # noqa: E402

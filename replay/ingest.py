@@ -6,6 +6,8 @@ for every file under the given paths, in parallel across files, skipping files
 whose cache entry already exists, and never losing what the store had for a
 file that now fails.  Every problem is an ``Issue`` (``file:line: reason``);
 the batch goes on.
+
+Not here: which files are read and the names they are stored under (``replay.discover``).
 """
 
 from __future__ import annotations
@@ -24,17 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay import store
+from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
 from replay.parsers import PARSERS, PARSERS_VERSION, detect_format
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.schema import SCHEMAS
 from replay.tokens import count_tokens, encoding
 
-LOG_SUFFIXES = (".jsonl", ".json", ".traj")
-"""File endings ingest looks at inside folders (files named directly are always tried)."""
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
-_SKIP_NAMES = ("manifest.json",)
 _SNIFF_BYTES = 65536
 """How much of a file format detection sees."""
 
@@ -68,51 +68,6 @@ class IngestReport:
         return not self.failed and not self.issues
 
 
-def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
-    """Every log file under ``paths`` as (file, root), sorted; roots are the given folders.
-
-    Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
-    own files (a folder holding ``manifest.json`` and ``data/``); files named directly are
-    always taken.  A file reached twice is listed once.
-    """
-    found: list[tuple[Path, Path]] = []
-    seen: set[Path] = set()
-    for p in paths:
-        if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file())
-            stores = {f.parent for f in files if f.name in _SKIP_NAMES and store.is_store(f.parent)
-                      and (f.parent / "data").is_dir()}
-            candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
-                          and f.name not in _SKIP_NAMES
-                          and not any(d in stores for d in f.parents)]
-        else:
-            candidates = [(p, p.parent)]
-        for f, root in candidates:
-            key = f.resolve()
-            if key not in seen:
-                seen.add(key)
-                found.append((f, root))
-    return found
-
-
-def sources(found: list[tuple[Path, Path]]) -> list[str]:
-    """The stored source name of each discovered file: its path relative to its root, made
-    unique (a later file whose relative path is taken gets its root's name, then its full path,
-    in front) so that two inputs never share one store entry."""
-    names: list[str] = []
-    taken: set[str] = set()
-    for path, root in found:
-        rel = _relative(path, root)
-        prefixed = f"{root.name}/{rel}" if root.name else rel
-        for candidate in (rel, prefixed, path.resolve().as_posix()):
-            if candidate not in taken:
-                rel = candidate
-                break
-        taken.add(rel)
-        names.append(rel)
-    return names
-
-
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
                threads: int = 1) -> ParsedFile:
@@ -126,7 +81,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         rel: the stored source name (default: ``path`` relative to ``root``).
         threads: threads counting tokens (1: only the calling thread).
     """
-    rel = rel if rel is not None else _relative(path, root)
+    rel = rel if rel is not None else relative_source(path, root)
     issues: list[Issue] = []
     try:
         data = path.read_bytes()
@@ -390,15 +345,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _relative(path: Path, root: Path | None) -> str:
-    if root is None:
-        return path.name
-    try:
-        return path.relative_to(root).as_posix() if path != root else path.name
-    except ValueError:
-        return path.name
 
 
 def _sha256(path: Path) -> str:

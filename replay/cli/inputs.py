@@ -17,7 +17,7 @@ import typer
 from replay import store
 from replay.cli.output import _progress, err_console
 from replay.corpus import open_corpus
-from replay.ingest import discover
+from replay.discover import discover
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
                                                      "directory written by `replay ingest`.")]

@@ -18,7 +18,8 @@ import typer
 from replay import store
 from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, QuietOpt, _open
 from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
-from replay.ingest import DEFAULT_TOKENIZERS, discover
+from replay.discover import discover
+from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
 from replay.run import LazyRows, run_to, summary_table, write_run

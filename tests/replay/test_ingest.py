@@ -29,8 +29,8 @@ from typer.testing import CliRunner
 from replay import ingest as ingest_module
 from replay import store
 from replay.cli import app
-from replay.corpus import open_corpus
-from replay.ingest import IngestReport, discover, ingest
+from replay.discover import discover
+from replay.ingest import IngestReport, ingest
 from replay.parsers import claude_code
 
 MINI_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)

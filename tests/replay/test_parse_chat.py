@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import LOG_SUFFIXES, ParsedFile, parse_file
+from replay.discover import LOG_SUFFIXES
+from replay.ingest import ParsedFile, parse_file
 from replay.parsers import chat, detect_format
 from replay.parsers.builder import Issue, Source
 
@@ -124,14 +125,14 @@ def test_shapes_match_counts_from_the_source(samples: Path, tmp_path: Path, shap
 
 def test_the_four_shapes_give_the_same_messages(samples: Path, tmp_path: Path) -> None:
     tables = {k: _rows(parse_file(p, p.parent))[1:] for k, p in _shapes(samples, tmp_path).items()}
-    key = lambda rows: [tuple(r[c] for c in COLS) for r in rows]  # noqa: E731
+    key = lambda rows: [tuple(r[c] for c in COLS) for r in rows]
     a_rows, a_reqs = tables["a"]
     for shape in ("b", "c"):
         assert key(tables[shape][0]) == key(a_rows)
     d_rows, d_reqs = tables["d"]
     last = max(r["output_msg"] for r in a_reqs)
     assert key(d_rows) == key([r for r in a_rows if r["msg"] <= last])
-    strip = lambda reqs: [{k: v for k, v in r.items() if k not in ("run_id", "ts")}  # noqa: E731
+    strip = lambda reqs: [{k: v for k, v in r.items() if k not in ("run_id", "ts")}
                           for r in reqs]
     assert strip(d_reqs) == strip(a_reqs) == strip(tables["b"][1]) == strip(tables["c"][1])
     assert d_reqs[0]["ts"].startswith("2025-11-")

@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replay.ingest import LOG_SUFFIXES, ParsedFile, parse_file
+from replay.discover import LOG_SUFFIXES
+from replay.ingest import ParsedFile, parse_file
 from replay.parsers import claude_code, detect_format
 from replay.parsers.builder import Issue, Source
 
@@ -29,7 +30,7 @@ SAMPLE_FILES = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parsed(path: str) -> ParsedFile:
     p = Path(path)
     return parse_file(p, p.parent)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replay.ingest import LOG_SUFFIXES, ParsedFile, parse_file
+from replay.discover import LOG_SUFFIXES
+from replay.ingest import ParsedFile, parse_file
 from replay.parsers import codex, detect_format
 from replay.parsers.builder import Issue, Source
 
@@ -27,7 +28,7 @@ OUTPUT_ITEMS = {"reasoning", "function_call", "custom_tool_call", "local_shell_c
                 "web_search_call"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parsed(path: str) -> ParsedFile:
     p = Path(path)
     return parse_file(p, p.parent)

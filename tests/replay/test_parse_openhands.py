@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import LOG_SUFFIXES, ParsedFile, parse_file
+from replay.discover import LOG_SUFFIXES
+from replay.ingest import ParsedFile, parse_file
 from replay.parsers import detect_format, openhands
 from replay.parsers.builder import Issue, Source
 
