@@ -27,7 +27,7 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
 
 def test_readme_states_the_two_commands_and_ci_runs_the_test_one() -> None:
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
-    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
     commands = [line for line in blocks[0].splitlines() if line and not line.startswith("#")]
     assert len(commands) == 2
     assert commands[1] in ci

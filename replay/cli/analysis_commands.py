@@ -269,8 +269,14 @@ def check(
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
     from analysis import check as checking
     from analysis.baseline import load_baseline
-    from analysis.check_report import (change_rows, junit_xml, markdown_summary, moved,
-                                       moved_rows, verdict)
+    from analysis.check_report import (
+        change_rows,
+        junit_xml,
+        markdown_summary,
+        moved,
+        moved_rows,
+        verdict,
+    )
 
     with _errors():
         pols = [load_policy(p) for p in policy]

@@ -15,7 +15,6 @@ import dataclasses
 from typing import Any
 
 import pandas as pd
-import pytest
 
 from analysis.metrics import metrics
 from replay.corpus import Corpus, replay_corpus

@@ -24,8 +24,14 @@ from replay.engine import replay
 from replay.ingest import parse_file
 from replay.policy import Policy
 from replay.prepared import PreparedRun, prepare
-from replay.scenarios import CORRECTED, ORIGINAL, SCENARIOS, FailureScenario, scenario, \
-    write_scenarios
+from replay.scenarios import (
+    CORRECTED,
+    ORIGINAL,
+    SCENARIOS,
+    FailureScenario,
+    scenario,
+    write_scenarios,
+)
 from replay.synth import CORPUS, synth_run
 from replay.trace import Trace
 

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 import tiktoken
 import tiktoken.load
-import tiktoken_ext.openai_public as openai_public
 from hypothesis import given
 from hypothesis import strategies as st
+from tiktoken_ext import openai_public
 
 from replay import tokens
 from replay.errors import TokenizerError
