@@ -25,48 +25,69 @@ ACTION_WIDTH = len(ACTIONS.names) - 2
 
 @dataclass(slots=True)
 class Evictions:
-    """The evictions table as groups of blocks evicted together (a cut's range, a trim pass's
-    blocks) with their request, tier and fate; the columns are made once at the end, a cut's
-    message and block ids as slices of the run's: no object per evicted block."""
+    """The evictions table as columns of block, request, tier and fate for blocks evicted one by
+    one (trims), and each cut as one range where it came in that order; run, policy, message
+    and block ids are filled in at the end, a cut's as slices of the run's: no object per
+    evicted block."""
 
-    groups: list[tuple[range | list[int], int, str, str]] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)
+    requests: list[int] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+    fates: list[str] = field(default_factory=list)
+    cuts: list[tuple[int, range, int, str, str]] = field(default_factory=list)
+    """(blocks evicted one by one before it, the range cut, request, tier, fate) per cut."""
     n: int = 0
     """Evicted blocks so far."""
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
-        self.add_many([b], request, tier, fate)
-
-    def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
-        """Blocks ``[lo, hi)`` were removed before ``request``."""
-        self.groups.append((range(lo, hi), request, tier, fate))
-        self.n += hi - lo
+        self.blocks.append(b)
+        self.requests.append(request)
+        self.tiers.append(tier)
+        self.fates.append(fate)
+        self.n += 1
 
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
-        self.groups.append((blocks, request, tier, fate))
-        self.n += len(blocks)
+        n = len(blocks)
+        self.blocks += blocks
+        self.requests += repeat(request, n)
+        self.tiers += repeat(tier, n)
+        self.fates += repeat(fate, n)
+        self.n += n
+
+    def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
+        """Blocks ``[lo, hi)`` were removed before ``request``."""
+        self.cuts.append((len(self.blocks), range(lo, hi), request, tier, fate))
+        self.n += hi - lo
 
     def columns(self, run: PreparedRun) -> tuple[list[int], list[int], list[int], list[str],
                                                  list[str]]:
         """Message id, block id, request, tier and fate of every evicted block, in order."""
+        msg, block = run.msg, run.block
+        if not self.cuts:
+            return ([msg[b] for b in self.blocks], [block[b] for b in self.blocks],
+                    self.requests, self.tiers, self.fates)
         msgs: list[int] = []
         block_ids: list[int] = []
         requests: list[int] = []
         tiers: list[str] = []
         fates: list[str] = []
-        msg, block = run.msg, run.block
-        for blocks, request, tier, fate in self.groups:
-            if isinstance(blocks, range):
-                msgs += msg[blocks.start:blocks.stop]
-                block_ids += block[blocks.start:blocks.stop]
-            else:
-                msgs += [msg[b] for b in blocks]
-                block_ids += [block[b] for b in blocks]
-            n = len(blocks)
-            requests += repeat(request, n)
-            tiers += repeat(tier, n)
-            fates += repeat(fate, n)
+        done = 0
+        for at, cut, request, tier, fate in [*self.cuts, (len(self.blocks), range(0), 0, "", "")]:
+            if at > done:  # the blocks evicted one by one since the previous cut
+                one_by_one = self.blocks[done:at]
+                msgs += [msg[b] for b in one_by_one]
+                block_ids += [block[b] for b in one_by_one]
+                requests += self.requests[done:at]
+                tiers += self.tiers[done:at]
+                fates += self.fates[done:at]
+                done = at
+            msgs += msg[cut.start:cut.stop]
+            block_ids += block[cut.start:cut.stop]
+            requests += repeat(request, len(cut))
+            tiers += repeat(tier, len(cut))
+            fates += repeat(fate, len(cut))
         return msgs, block_ids, requests, tiers, fates
 
 
