@@ -18,8 +18,8 @@ import multiprocessing
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -219,7 +219,7 @@ class _Done:
     n_tokens: int
     issues: tuple[Issue, ...]
     stored: bool
-    index_rows: list[tuple[object, ...]]
+    index_rows: bytes
     """The entry's rows of the store's run index (``store.index_rows``)."""
 
 
@@ -231,7 +231,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     tables = parsed.tables
     if tables is None or (strict and parsed.issues):
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
-                     [])
+                     b"")
     store.write_entry(out, key, tables)
     col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
@@ -287,13 +287,12 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         for name in tokenizers:  # is written, and once (forked workers inherit it)
             encoding(name)
     out.mkdir(parents=True, exist_ok=True)
-    results = _process_all(todo, fmt, tokenizers, out, strict, jobs)
-    fresh: dict[str, list[tuple[object, ...]]] = {}
+    fresh = store.IndexRows()
+    results = _process_all(todo, fmt, tokenizers, out, strict, jobs, fresh.add)
     try:
         for done in results:
             report.issues.extend(done.issues)
             if done.stored:
-                fresh[done.key] = done.index_rows
                 entries[done.source] = store.Entry(done.source, done.key, done.sha256, done.format,
                                                    done.n_runs)
                 report.parsed.append(done.source)
@@ -307,7 +306,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
                 break
     finally:
         results.close()
-        store.write_index(out, [entries[s] for s in sorted(entries)], fresh)
+        store.write_index(out, [entries[s] for s in sorted(entries)], fresh.table())
         store.write_manifest(out, entries)
     live = {e.key for e in entries.values()}
     for old in before.values():  # entries replaced by a new version of their file
@@ -317,27 +316,43 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
 
 
 def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers: tuple[str, ...],
-                 out: Path, strict: bool, jobs: int) -> Iterator[_Done]:
+                 out: Path, strict: bool, jobs: int, on_index: Callable[[bytes], None],
+                 ) -> Iterator[_Done]:
+    """Each file's outcome, in ``todo`` order; its run-index rows go to ``on_index`` as soon as
+    it is done (in any order), so results waiting for an earlier file stay small."""
     cores = os.cpu_count() or 1
     workers = min(jobs or cores, len(todo))
     if workers <= 1:
         threads = max(1, jobs or cores) if len(todo) == 1 else 1
         for path, root, rel in todo:
-            yield _process(path, root, rel, fmt, tokenizers, out, strict, threads)
+            yield _without_index(_process(path, root, rel, fmt, tokenizers, out, strict, threads),
+                                 on_index)
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     pool = ProcessPoolExecutor(workers, mp_context=context)
     try:
         # biggest files first keeps every worker busy to the end; results still come in order
-        futures: dict[int, Future[_Done]] = {}
+        position: dict[Future[_Done], int] = {}
         for k in sorted(range(len(todo)), key=lambda k: -_size(todo[k][0])):
             path, root, rel = todo[k]
-            futures[k] = pool.submit(_process, path, root, rel, fmt, tokenizers, out, strict, 1)
+            position[pool.submit(_process, path, root, rel, fmt, tokenizers, out, strict, 1)] = k
+        ready: dict[int, _Done] = {}
+        finished = as_completed(list(position))  # one waiter per future, not one per wait
         for k in range(len(todo)):
-            yield futures[k].result()
+            while k not in ready:
+                future = next(finished)
+                ready[position.pop(future)] = _without_index(future.result(), on_index)
+            yield ready.pop(k)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _without_index(done: _Done, on_index: Callable[[bytes], None]) -> _Done:
+    if not done.index_rows:
+        return done
+    on_index(done.index_rows)
+    return replace(done, index_rows=b"")
 
 
 def _size(path: Path) -> int:

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,27 +205,56 @@ def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) ->
     index = read_index(root)
     spans = _key_spans(index) if index is not None else {}
     names = RUN_INDEX.names[:-1] if with_tokens else SCHEMAS["runs"].names
-    groups: list[pa.Table] = []
-    pieces: list[pa.Table] = []
-    take: list[int] = []
+    pieces = _Pieces(lambda t: _shaped(t, names))
     for entry in entries:
         span = spans.get(entry.key)
         if span is not None and span[1] - span[0] == entry.n_runs:
-            take.extend(range(*span))
-            continue
-        if take:
-            pieces.append(_shaped(index.take(take), names))  # type: ignore[union-attr]
-            take = []
-        pieces.append(_shaped(_entry_runs(root, entry, with_tokens), names))
-        if len(pieces) >= _MERGE_EVERY:
-            groups.append(pa.concat_tables(pieces).combine_chunks())
-            pieces = []
-    if take:
-        pieces.append(_shaped(index.take(take), names))  # type: ignore[union-attr]
-    groups.extend(pieces)
-    if not groups:
-        return _shaped(RUN_INDEX.empty_table(), names)
-    return pa.concat_tables(groups).combine_chunks()
+            pieces.add_rows(index, *span)  # type: ignore[arg-type]
+        else:
+            pieces.add(_entry_runs(root, entry, with_tokens))
+    return pieces.table(RUN_INDEX)
+
+
+class _Pieces:
+    """Tables to concatenate in order: whole tables, or rows of a bigger one (kept as slices,
+    touching row ranges joined).  Merged into contiguous arrays every few hundred pieces, as each
+    small table or slice holds its own schema and buffers (~25 KB for a one-run file).  No
+    Python values are converted, so pyarrow never loads pandas here (~40 MB)."""
+
+    def __init__(self, shape: Callable[[pa.Table], pa.Table]) -> None:
+        self.shape, self.tables = shape, []  # type: list[pa.Table]
+        self._rows: tuple[pa.Table, int, int] | None = None
+
+    def add_rows(self, source: pa.Table, start: int, stop: int) -> None:
+        """Rows ``[start, stop)`` of ``source``."""
+        if self._rows is not None and self._rows[0] is source and self._rows[2] == start:
+            self._rows = (source, self._rows[1], stop)
+            return
+        self._close()
+        self._rows = (source, start, stop)
+
+    def add(self, table: pa.Table) -> None:
+        """A whole table."""
+        self._close()
+        self._append(table)
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        """Everything added, as one table (no rows of ``schema`` when nothing was)."""
+        self._close()
+        if not self.tables:  # not schema.empty_table(): that loads pandas
+            return self.shape(pa.Table.from_batches([], schema=schema))
+        return pa.concat_tables(self.tables).combine_chunks()
+
+    def _close(self) -> None:
+        if self._rows is not None:
+            source, start, stop = self._rows
+            self._rows = None
+            self._append(source.slice(start, stop - start))
+
+    def _append(self, table: pa.Table) -> None:
+        self.tables.append(self.shape(table))
+        if len(self.tables) >= _MERGE_EVERY:
+            self.tables = [pa.concat_tables(self.tables).combine_chunks()]
 
 
 def _shaped(table: pa.Table, names: list[str]) -> pa.Table:
@@ -262,10 +291,20 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
 
 # -- the run index -----------------------------------------------------------------------------
 
-def index_rows(tables: RunTables, key: str) -> list[tuple[Any, ...]]:
-    """One entry's rows of the run index, as tuples in ``RUN_INDEX`` column order (small and
-    cheap to send from a worker process)."""
-    return _rows(_with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"])), key)
+def index_rows(tables: RunTables, key: str) -> bytes:
+    """One entry's rows of the run index as an Arrow IPC stream (what an ingest worker sends
+    back with each file it wrote; ``IndexRows`` gathers them)."""
+    runs_table = _with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]))
+    keyed = _keyed(runs_table, key)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, RUN_INDEX) as writer:
+        writer.write_table(keyed)
+    return sink.getvalue().to_pybytes()
+
+
+def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
+    return runs_with_tokens.append_column(RUN_INDEX.field("entry_key"), pa.array(
+        [key] * runs_with_tokens.num_rows, pa.string())).replace_schema_metadata(RUN_INDEX.metadata)
 
 
 def read_index(root: Path) -> pa.Table | None:
@@ -280,62 +319,50 @@ def read_index(root: Path) -> pa.Table | None:
     return table
 
 
-def write_index(root: Path, entries: Iterable[Entry], fresh: dict[str, list[tuple[Any, ...]]]) -> None:
-    """Rewrite the run index for ``entries``: rows of ``fresh`` (key → ``index_rows``) for entries
-    written just now, the old index's rows for the others, their own files as a last resort
-    (an entry that cannot be read is left out; readers then report it).
+class IndexRows:
+    """Run-index rows gathered while an ingest runs (``index_rows`` of each entry written),
+    merged into contiguous Arrow every few hundred entries: a few hundred bytes a run."""
+
+    def __init__(self) -> None:
+        self._pieces = _Pieces(lambda t: t)
+
+    def add(self, stream: bytes) -> None:
+        """One entry's rows, as ``index_rows`` made them."""
+        self._pieces.add(pa.ipc.open_stream(stream).read_all())
+
+    def table(self) -> pa.Table:
+        """Every row added, in order, as one table."""
+        return self._pieces.table(RUN_INDEX)
+
+
+def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = None) -> None:
+    """Rewrite the run index for ``entries``: the rows of ``fresh`` (``IndexRows.table``) for
+    entries written just now, the old index's rows for the others, their own files as a last
+    resort (an entry that cannot be read is left out; readers then report it).
 
     Rows are keyed by entry key, and a key names fixed content, so an index written by an
     interrupted ingest (before its manifest) is still right for every entry it lists.
     """
     entries = list(entries)
     old = read_index(root)
-    spans = _key_spans(old) if old is not None else {}
-    if not fresh and old is not None and list(spans) == [e.key for e in entries]:
+    sources = [(t, _key_spans(t)) for t in (fresh, old) if t is not None and t.num_rows]
+    if (fresh is None or not fresh.num_rows) and old is not None \
+            and list(_key_spans(old)) == [e.key for e in entries]:
         return  # nothing changed
-    pieces: list[pa.Table] = []
-    rows: list[tuple[Any, ...]] = []
-    take: list[int] = []
-
-    def flush() -> None:
-        nonlocal rows, take
-        if rows:
-            pieces.append(pa.Table.from_arrays(
-                [pa.array(c, f.type) for c, f in zip(zip(*rows), RUN_INDEX)], schema=RUN_INDEX))
-            rows = []
-        if take:
-            pieces.append(old.take(take))  # type: ignore[union-attr]
-            take = []
-
+    pieces = _Pieces(lambda t: t)
     for entry in entries:
-        if entry.key in fresh:
-            if take:
-                flush()
-            rows.extend(fresh[entry.key])
-        elif entry.key in spans:
-            if rows:
-                flush()
-            take.extend(range(*spans[entry.key]))
-        else:
-            try:
-                table = _entry_runs(root, entry, with_tokens=True)
-            except StoreError:
-                continue
-            if take:
-                flush()
-            rows.extend(_rows(table, entry.key))
-        if len(rows) >= 4096:
-            flush()
-    flush()
-    table = pa.concat_tables(pieces) if pieces else RUN_INDEX.empty_table()
+        found = next(((t, sp[entry.key]) for t, sp in sources if entry.key in sp), None)
+        if found is not None:
+            pieces.add_rows(found[0], *found[1])
+            continue
+        try:
+            pieces.add(_keyed(_entry_runs(root, entry, with_tokens=True), entry.key))
+        except StoreError:
+            continue
+    table = pieces.table(RUN_INDEX)
     buf = pa.BufferOutputStream()
     pq.write_table(table, buf, **PARQUET_OPTIONS)
     atomic_write_bytes(root / INDEX_FILE, buf.getvalue().to_pybytes())
-
-
-def _rows(runs_with_tokens: pa.Table, key: str) -> list[tuple[Any, ...]]:
-    n = runs_with_tokens.num_rows
-    return list(zip(*(c.to_pylist() for c in runs_with_tokens.columns), [key] * n))
 
 
 def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:

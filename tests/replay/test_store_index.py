@@ -151,3 +151,30 @@ def test_runs_command_json_unchanged_by_the_index(sample_store: Path) -> None:
         aside.rename(sample_store / store.INDEX_FILE)
     assert with_index.exit_code == 0 and without.exit_code == 0
     assert json.loads(with_index.stdout) == json.loads(without.stdout) != []
+
+
+def test_index_rows_gathered_from_workers_keep_every_row_in_order(sample_store: Path) -> None:
+    """What an ingest gathers from its workers (one IPC stream per entry, ``IndexRows``, merged
+    every 256 entries) is the index: each entry's rows, in the order added."""
+    entries = list(store.read_manifest(sample_store).values())
+    index = store.read_index(sample_store)
+    assert index is not None
+    streams = [store.index_rows(store.read_entry(sample_store, e.key), e.key) for e in entries]
+    gathered = store.IndexRows()
+    order = [i for _ in range(12) for i in range(len(streams))][::-1]  # > 256 entries, reversed
+    for i in order:
+        gathered.add(streams[i])
+    table = gathered.table()
+    assert table.schema.equals(store.RUN_INDEX, check_metadata=True)
+    spans = [(s, t) for s, t in _spans(index["entry_key"].to_pylist())]
+    want = pa.concat_tables([index.slice(spans[i][0], spans[i][1] - spans[i][0]) for i in order])
+    assert table.equals(want)
+
+
+def _spans(keys: list[str]) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            out.append((start, i))
+            start = i
+    return out
