@@ -55,8 +55,8 @@ class Corpus:
         corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
         corpus._calibration, corpus._entry_of = {}, {}
         corpus._all = store.RunTables(runs, messages, requests)
-        msg_spans = _spans(messages["run_id"].to_pylist())
-        req_spans = _spans(requests["run_id"].to_pylist())
+        msg_spans = store.row_spans(messages["run_id"].to_pylist())
+        req_spans = store.row_spans(requests["run_id"].to_pylist())
         corpus._loaded = ("", corpus._all, {
             rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
             for rid in runs["run_id"].to_pylist()})
@@ -86,8 +86,8 @@ class Corpus:
         entry = self._entry_of.get(run_id)
         if entry is not None and (self._loaded is None or self._loaded[0] != entry.key):
             tables = store.read_entry(self.root, entry.key)
-            msg_spans = _spans(tables.messages["run_id"].to_pylist())
-            req_spans = _spans(tables.requests["run_id"].to_pylist())
+            msg_spans = store.row_spans(tables.messages["run_id"].to_pylist())
+            req_spans = store.row_spans(tables.requests["run_id"].to_pylist())
             spans = {rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
                      for rid in tables.runs["run_id"].to_pylist()}
             self._loaded = (entry.key, tables, spans)
@@ -159,13 +159,3 @@ def iter_replays(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
                      allow_python=allow_python)
         if on_run:
             on_run(rid)
-
-
-def _spans(ids: list[str]) -> dict[str, tuple[int, int]]:
-    spans: dict[str, tuple[int, int]] = {}
-    start = 0
-    for i in range(1, len(ids) + 1):
-        if i == len(ids) or ids[i] != ids[start]:
-            spans[ids[start]] = (start, i)
-            start = i
-    return spans

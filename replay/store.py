@@ -367,11 +367,16 @@ def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = N
 
 def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:
     """entry key → its rows ``[start, stop)`` in the index (an entry's rows are contiguous)."""
+    return row_spans(index["entry_key"].to_pylist())
+
+
+def row_spans(ids: list[str]) -> dict[str, tuple[int, int]]:
+    """id → its rows ``[start, stop)`` in a column where each id's rows are contiguous (run ids
+    in an entry's tables, entry keys in the index)."""
     spans: dict[str, tuple[int, int]] = {}
-    keys = index["entry_key"].to_pylist()
     start = 0
-    for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i] != keys[start]:
-            spans[keys[start]] = (start, i)
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[start]:
+            spans[ids[start]] = (start, i)
             start = i
     return spans
