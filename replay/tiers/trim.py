@@ -111,10 +111,7 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
         de, dt = set_block(b, est, truth, n_bytes)
         got_est += de
         got_truth += dt
-    if len(st.pending) == 1:  # the usual pass of a trim at every request: one block
-        env.evictions.add(st.pending[0][0], env.request, tier.name, "trimmed")
-    else:
-        env.evictions.add_many([p[0] for p in st.pending], env.request, tier.name, "trimmed")
+    env.evictions.add_many([p[0] for p in st.pending], env.request, tier.name, "trimmed")
     record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
                   threshold_tokens=st.threshold, n_blocks=len(st.pending),
                   first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
