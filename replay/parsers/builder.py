@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ops import classify
+from replay.parsers.coverage import Coverage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +30,8 @@ class Source:
     """Path relative to the ingest root (stored as ``Run.source``)."""
     data: bytes
     sha256: str
+    coverage: Coverage = field(default_factory=Coverage)
+    """What became of each record type the parser met (filled in by the parser)."""
 
 
 @dataclass(frozen=True, slots=True)
