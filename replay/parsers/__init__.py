@@ -10,13 +10,29 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from replay.parsers import chat, claude_code, codex, mini_swe_agent, openhands, swe_agent
+from replay.parsers import (
+    atif,
+    chat,
+    claude_code,
+    codex,
+    mini_swe_agent,
+    openhands,
+    swe_agent,
+)
 
 PARSERS_VERSION = "2"
 """Part of every ingest cache key: bump it when a parser's output changes, so stores re-parse."""
 
 PARSERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (claude_code, codex, swe_agent, mini_swe_agent, openhands, chat)
+    m.NAME: m for m in (
+        claude_code,
+        codex,
+        swe_agent,
+        mini_swe_agent,
+        atif,
+        openhands,
+        chat,
+    )
 }
 
 
