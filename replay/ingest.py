@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from replay import store
 from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
-from replay.parsers import PARSERS, PARSERS_VERSION, detect_format
+from replay.parsers import PARSERS, PARSERS_VERSION, Detection, detect
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.schema import SCHEMAS
 from replay.tokens import count_tokens, encoding
@@ -48,6 +48,10 @@ class ParsedFile:
     sha256: str
     tables: store.RunTables | None
     issues: tuple[Issue, ...]
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    """What became of each record type the parser met (``Coverage.by_type``)."""
+    detection: str = ""
+    """Why the format was chosen (``Detection.describe``), or "forced" with ``--format``."""
 
 
 @dataclass(slots=True)
@@ -91,12 +95,15 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:
-        name = fmt or detect_format(path.name, data[:_SNIFF_BYTES])
+        found = Detection(fmt, "forced with --format") if fmt \
+            else detect(path.name, data[:_SNIFF_BYTES])
     except RecursionError:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 1, "JSON nested too deeply to detect the format; try --format"),))
+    name = found.format
     if name is None:
-        return ParsedFile(rel, "", sha, None, (_unrecognised(str(path), data),))
+        return ParsedFile(rel, "", sha, None, (_unrecognised(str(path), data, found),),
+                          detection=found.describe())
     if name not in PARSERS:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
@@ -110,21 +117,23 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     except Exception as exc:  # a parser bug or an input it did not foresee: report, go on
         issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
         drafts = []
+    coverage, why = src.coverage.by_type(), found.describe()
     if not drafts:
         if not issues:
             issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
-        return ParsedFile(rel, name, sha, None, tuple(issues))
+        return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
     try:
         tables = tokenize(drafts, tokenizers, threads=threads)
     except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
         issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
                                           f"({type(exc).__name__}: {exc})"))
-        return ParsedFile(rel, name, sha, None, tuple(issues))
-    return ParsedFile(rel, name, sha, tables, tuple(issues))
+        return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
+    return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
 
 
-def _unrecognised(path: str, data: bytes) -> Issue:
-    """Why no parser recognised a file, as precisely as can be told."""
+def _unrecognised(path: str, data: bytes, found: Detection) -> Issue:
+    """Why no parser recognised a file, as precisely as can be told, and which formats came
+    closest."""
     if b"\x00" in data[:4096]:
         return Issue(path, 0, "binary file; try --format")
     first = data[:4 * _SNIFF_BYTES].lstrip()[:_SNIFF_BYTES + 1].split(b"\n", 1)[0]
@@ -137,7 +146,8 @@ def _unrecognised(path: str, data: bytes) -> Issue:
         return Issue(path, 1, "JSON nested too deeply to recognise the format; try --format")
     except ValueError:
         pass
-    return Issue(path, 0, "unknown format (no parser recognised it); try --format")
+    return Issue(path, 0, f"unknown format (no parser recognised it; {found.describe()}); "
+                          "try --format")
 
 
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
@@ -221,6 +231,7 @@ class _Done:
     stored: bool
     index_rows: bytes
     """The entry's rows of the store's run index (``store.index_rows``)."""
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
@@ -231,12 +242,12 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     tables = parsed.tables
     if tables is None or (strict and parsed.issues):
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
-                     b"")
+                     b"", parsed.coverage)
     store.write_entry(out, key, tables)
     col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
     return _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows,
-                 n_tokens, parsed.issues, True, store.index_rows(tables, key))
+                 n_tokens, parsed.issues, True, store.index_rows(tables, key), parsed.coverage)
 
 
 def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
@@ -294,7 +305,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             report.issues.extend(done.issues)
             if done.stored:
                 entries[done.source] = store.Entry(done.source, done.key, done.sha256, done.format,
-                                                   done.n_runs)
+                                                   done.n_runs, done.coverage)
                 report.parsed.append(done.source)
                 report.n_runs += done.n_runs
                 report.n_tokens += done.n_tokens

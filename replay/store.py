@@ -2,7 +2,7 @@
 
 Layout::
 
-    DIR/manifest.json                       source → entry key, format, counts
+    DIR/manifest.json                       source → entry key, format, counts, coverage
     DIR/data/<key>/{runs,messages,requests}.parquet
     DIR/index.parquet                       every entry's runs rows + token totals (a cache)
 
@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,9 @@ class Entry:
     sha256: str
     format: str
     n_runs: int
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Record type -> {fate: records} as the parser counted them (``replay.parsers.coverage``);
+    kept with the entry, so a file reused from the cache shows the same coverage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +132,28 @@ def read_manifest(root: Path) -> dict[str, Entry]:
         if doc.get("schema_version") != SCHEMA_VERSION:
             raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
                              f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
-        return {s: Entry(source=s, **e) for s, e in doc["entries"].items()}
+        return {s: _checked(Entry(source=s, **e)) for s, e in doc["entries"].items()}
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
+
+
+def _checked(entry: Entry) -> Entry:
+    """``entry`` when its coverage is ``{str: {str: int}}`` (it is shown to the user)."""
+    cov = entry.coverage
+    if not isinstance(cov, dict) or not all(
+            isinstance(t, str) and isinstance(f, dict) and all(
+                isinstance(k, str) and type(n) is int for k, n in f.items())
+            for t, f in cov.items()):
+        raise TypeError(f"entry {entry.source!r}: coverage is not {{type: {{fate: count}}}}")
+    return entry
 
 
 def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
     """Replace the manifest atomically."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "entries": {s: {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs}
+        "entries": {s: {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs,
+                        **({"coverage": e.coverage} if e.coverage else {})}
                     for s, e in sorted(entries.items())},
     }
     atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode())

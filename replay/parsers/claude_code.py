@@ -33,16 +33,27 @@ from pathlib import Path
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source, run_id_for
-from replay.parsers.jsonl import as_text, first_record, iter_records
+from replay.parsers.jsonl import as_text, iter_records, loads
 
 NAME = "claude_code"
 
-_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot", "progress",
-          "queue-operation")
-_LINK_KEYS = ("sessionId", "parentUuid", "leafUuid", "messageId")
-_HEAD_TYPE = re.compile(rb'"type"\s*:\s*"(?:' + b"|".join(t.encode() for t in _TYPES) + rb')"')
+_MESSAGE_TYPES = ("user", "assistant")
+"""Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
+NON_MESSAGE_TYPES = frozenset((
+    "summary", "file-history-snapshot", "file-history-delta", "progress", "queue-operation",
+    "last-prompt", "mode", "permission-mode", "ai-title", "custom-title", "agent-name",
+    "agent-setting", "attachment", "bridge-session", "worktree-state", "fork-context-ref",
+    "frame-link", "relocated", "started", "result", "atis-latch", "pr-link",
+    "saved_hook_context", "tag"))
+"""Claude Code record types that are not messages: they never decide the format (other tools
+write records named ``summary`` or ``result`` too), and a head of nothing else is only near."""
+_LINK_KEYS = ("sessionId", "parentUuid", "logicalParentUuid", "uuid", "leafUuid", "messageId")
+_SIDE_KEYS = ("isSidechain", "userType", "agentId", "requestId", "cwd", "gitBranch")
+"""Keys of Claude Code records besides the links (subagent files may lack the links)."""
+_HEAD_TYPE = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
 _HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS) + rb')"\s*:')
-_HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|leafUuid|sessionId|uuid)"\s*:')
+_HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|logicalParentUuid|leafUuid|sessionId|uuid'
+                         rb'|isSidechain)"\s*:')
 
 Block = tuple[Any, ...]
 """A normalised content block: (kind, …) — see ``_blocks``."""
@@ -74,14 +85,68 @@ class _Bad(ValueError):
 
 
 def sniff(filename: str, head: bytes) -> bool:
-    """True when the first JSON line has Claude Code's record keys."""
-    rec = first_record(head)
-    if rec is not None:
-        return rec.get("type") in _TYPES and "payload" not in rec \
-            and any(k in rec for k in _LINK_KEYS)
-    line = next((ln for ln in head.split(b"\n", 64)[:64] if ln.strip()), b"")
-    return bool(_HEAD_START.match(line) and _HEAD_TYPE.search(line) and _HEAD_LINK.search(line)
-                and b'"payload"' not in line[:200])
+    """True when some record of the head is a Claude Code message (see ``evidence``).
+
+    Args:
+        filename: the file name (unused: content decides).
+        head: the first 64 KiB of the file.
+    """
+    return _scan(head)[0] > 0
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of Claude Code the head shows: its message records (which decide) or only its
+    non-message records (which never do); '' when neither."""
+    n_msg, others = _scan(head)
+    kinds = ", ".join(f"{t} x{n}" for t, n in others.most_common(4))
+    if n_msg:
+        return (f"{n_msg} user/assistant record(s) with Claude Code keys in the first 64 KiB"
+                + (f" (besides {kinds})" if kinds else ""))
+    if others:
+        return (f"only non-message Claude Code records ({kinds}) in the first 64 KiB, "
+                "no user/assistant record to decide on")
+    return ""
+
+
+def _scan(head: bytes) -> tuple[int, Counter[str]]:
+    """(message records with Claude Code keys, non-message Claude Code record types) among the
+    head's lines; an unparsable line (the head's cut-off last line, a first record longer than
+    the head) counts as a message when it opens like one and has its type and a link key."""
+    n_msg, others = 0, Counter[str]()
+    for raw in head.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            rec = loads(raw)
+        except (ValueError, RecursionError):
+            if _HEAD_START.match(raw) and _HEAD_TYPE.search(raw) and _HEAD_LINK.search(raw) \
+                    and b'"payload"' not in raw[:200]:
+                n_msg += 1
+            continue
+        if not isinstance(rec, dict) or "payload" in rec:
+            continue
+        kind = rec.get("type")
+        if kind in _MESSAGE_TYPES and _is_message(rec):
+            n_msg += 1
+        elif isinstance(kind, str) and kind in NON_MESSAGE_TYPES and (
+                any(k in rec for k in _LINK_KEYS) or kind != "summary" and kind != "result"):
+            others[kind] += 1
+        elif kind == "system" and isinstance(rec.get("subtype"), str) \
+                and any(k in rec for k in _LINK_KEYS):
+            others["system"] += 1
+    return n_msg, others
+
+
+def _is_message(rec: dict[str, Any]) -> bool:
+    """A user/assistant record shaped as Claude Code writes it: a ``message`` object and a link
+    key, or (subagent files) other Claude Code keys, or an Anthropic response (``msg_`` id)."""
+    msg = rec.get("message")
+    if not isinstance(msg, dict) or not ("content" in msg or "role" in msg):
+        return False
+    if any(k in rec for k in _LINK_KEYS) or any(k in rec for k in _SIDE_KEYS):
+        return True
+    mid = msg.get("id")
+    return isinstance(mid, str) and mid.startswith("msg_")
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -100,15 +165,19 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             if isinstance(uuid, str) and uuid:
                 if uuid in links:
                     issues.append(Issue(src.path, no, f"duplicate record uuid {uuid!r} (skipped)"))
+                    src.coverage.skipped(_rtype(raw))
                     continue
                 parent = raw.get("parentUuid") or raw.get("logicalParentUuid")
                 links[uuid] = parent if isinstance(parent, str) else None
             if raw.get("type") not in ("user", "assistant"):
+                _count_other(src, raw)
                 continue
             rec = _record(no, raw)
         except (_Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
+            src.coverage.skipped(_rtype(raw))
             continue
+        src.coverage.modelled(raw["type"])
         version = version or (raw["version"] if isinstance(raw.get("version"), str) else "")
         agent_id = agent_id or (raw["agentId"] if isinstance(raw.get("agentId"), str) else "")
         recs.append(rec)
@@ -131,6 +200,25 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             _emit_user(b, item)
     b.model = models.most_common(1)[0][0] if models else ""
     return [b.build()]
+
+
+def _rtype(raw: dict[str, Any]) -> str:
+    """The coverage name of a record's type: ``type``, or ``system/<subtype>``."""
+    kind = raw.get("type")
+    kind = kind if isinstance(kind, str) else f"<{type(kind).__name__}>"
+    sub = raw.get("subtype")
+    return f"{kind}/{sub}" if kind == "system" and isinstance(sub, str) else kind
+
+
+def _count_other(src: Source, raw: dict[str, Any]) -> None:
+    """Count a record that is not a user/assistant message by its fate."""
+    kind = _rtype(raw)
+    if kind == "system/compact_boundary":
+        src.coverage.modelled(kind)
+    elif kind in NON_MESSAGE_TYPES or kind.startswith("system"):
+        src.coverage.skipped(kind)
+    else:
+        src.coverage.unknown(kind)
 
 
 def _record(no: int, raw: dict[str, Any]) -> _Rec:

@@ -53,3 +53,33 @@ class Coverage:
     def total(self, fate: str | None = None) -> int:
         """Records counted (of one fate, or all)."""
         return sum(n for (_, f), n in self.counts.items() if fate is None or f == fate)
+
+    @classmethod
+    def from_by_type(cls, by_type: dict[str, dict[str, int]]) -> Coverage:
+        """The inverse of ``by_type`` (coverage as stored with an entry)."""
+        return cls(Counter({(t, f): n for t, fates in by_type.items() for f, n in fates.items()}))
+
+    def line(self) -> str:
+        """One line for the user: records read, by fate, and the types left out
+        (e.g. ``412 records: 380 modelled, 30 skipped (progress x25, …), 2 unknown (foo x2)``)."""
+        return summary_line(self.by_type())
+
+
+def summary_line(by_type: dict[str, dict[str, int]], *, types_shown: int = 3) -> str:
+    """``Coverage.line`` of a stored ``{type: {fate: count}}`` ('' for no coverage recorded)."""
+    if not by_type:
+        return ""
+    parts = []
+    for fate in FATES:
+        per = sorted(((n, t) for t, f in by_type.items() if (n := f.get(fate, 0))), reverse=True)
+        if not per:
+            continue
+        total = sum(n for n, _ in per)
+        if fate == "modelled":
+            parts.append(f"{total:,} modelled")
+            continue
+        shown = ", ".join(f"{t} x{n:,}" for n, t in per[:types_shown])
+        more = f", +{len(per) - types_shown} types" if len(per) > types_shown else ""
+        parts.append(f"{total:,} {fate} ({shown}{more})")
+    read = sum(n for f in by_type.values() for n in f.values())
+    return f"{read:,} records: " + ", ".join(parts)

@@ -1,0 +1,95 @@
+"""Format detection from several records: non-message records never decide, a refused file
+names the formats that came closest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.ingest import parse_file
+from replay.parsers import PARSERS, detect, detect_format
+from replay.parsers.claude_code import NON_MESSAGE_TYPES
+
+_USER = {"parentUuid": None, "isSidechain": False, "sessionId": "s", "type": "user",
+         "message": {"role": "user", "content": "hi"}, "uuid": "u1", "version": "2.1.90"}
+_NOISE = {
+    "summary": {"type": "summary", "summary": "Fix the build", "leafUuid": "u9"},
+    "file-history-snapshot": {"type": "file-history-snapshot", "messageId": "m1",
+                              "snapshot": {"trackedFileBackups": {}}, "isSnapshotUpdate": False},
+    "last-prompt": {"type": "last-prompt", "lastPrompt": "go on", "sessionId": "s"},
+    "mode": {"type": "mode", "mode": "normal", "sessionId": "s"},
+    "permission-mode": {"type": "permission-mode", "permissionMode": "default", "sessionId": "s"},
+    "ai-title": {"type": "ai-title", "aiTitle": "Build fix", "sessionId": "s"},
+    "attachment": {"type": "attachment", "uuid": "a1", "parentUuid": None, "sessionId": "s",
+                   "attachment": {"type": "deferred_tools_delta", "addedNames": ["X"]}},
+}
+
+
+def _jsonl(*recs: dict) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in recs)
+
+
+@given(st.lists(st.sampled_from(sorted(_NOISE)), min_size=1, max_size=12))
+def test_non_message_records_before_the_first_message_do_not_hide_it(kinds: list[str]) -> None:
+    head = _jsonl(*(_NOISE[k] for k in kinds), _USER)
+    assert detect_format("s.jsonl", head) == "claude_code"
+    found = detect("s.jsonl", head)
+    assert found.format == "claude_code" and "1 user/assistant record" in found.reason
+
+
+@given(st.lists(st.sampled_from(sorted(_NOISE)), min_size=1, max_size=12))
+def test_non_message_records_alone_never_decide(kinds: list[str]) -> None:
+    head = _jsonl(*(_NOISE[k] for k in kinds))
+    found = detect("s.jsonl", head)
+    assert found.format is None
+    assert [n for n, _ in found.near] == ["claude_code"]
+    assert "no user/assistant record" in found.near[0][1]
+
+
+def test_every_noise_example_is_a_known_non_message_type() -> None:
+    assert set(_NOISE) <= NON_MESSAGE_TYPES
+
+
+def test_subagent_records_without_link_keys_are_claude_code() -> None:
+    rec = {"type": "user", "isSidechain": True, "agentId": "a1",
+           "message": {"role": "user", "content": "task"}}
+    assert detect_format("agent-a1.jsonl", _jsonl(rec)) == "claude_code"
+    resp = {"type": "assistant", "message": {"id": "msg_01", "role": "assistant",
+                                             "content": [{"type": "text", "text": "ok"}]}}
+    assert detect_format("agent-a1.jsonl", _jsonl(resp)) == "claude_code"
+
+
+def test_a_message_beyond_a_long_first_line_is_seen() -> None:
+    big = dict(_NOISE["file-history-snapshot"], snapshot={"blob": "x" * 30_000})
+    head = _jsonl(big, big)[:65536] + _jsonl(_USER)
+    assert detect_format("s.jsonl", head[:65536]) == "claude_code"
+
+
+def test_refused_file_names_the_closest_formats(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(_jsonl(_NOISE["mode"], _NOISE["last-prompt"], {"type": "other"}))
+    parsed = parse_file(path)
+    assert parsed.tables is None and parsed.format == ""
+    [issue] = parsed.issues
+    assert "unknown format" in issue.reason and "closest: claude_code" in issue.reason
+    assert "mode x1" in issue.reason and "last-prompt x1" in issue.reason
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(_jsonl({"a": 1}, {"b": 2}))
+    [issue] = parse_file(plain).issues
+    assert "no parser found anything of its format" in issue.reason
+
+
+def test_detection_is_said_for_a_parsed_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_jsonl(_NOISE["summary"], _USER))
+    assert parse_file(path).detection.startswith("claude_code: 1 user/assistant record")
+    assert parse_file(path, fmt="claude_code").detection == "claude_code: forced with --format"
+
+
+def test_registry_is_the_one_list() -> None:
+    assert next(iter(PARSERS)) == "claude_code"
+    for name, module in PARSERS.items():
+        assert module.NAME == name and callable(module.sniff) and callable(module.parse)
