@@ -19,6 +19,7 @@ from replay.parsers import (
     chat,
     claude_code,
     codex,
+    gemini_cli,
     mini_swe_agent,
     openhands,
     swe_agent,
@@ -34,6 +35,7 @@ PARSERS: dict[str, ModuleType] = {
         swe_agent,
         mini_swe_agent,
         atif,
+        gemini_cli,
         openhands,
         chat,
     )
