@@ -21,6 +21,7 @@ from replay.parsers import (
     codex,
     gemini_cli,
     mini_swe_agent,
+    opencode,
     openhands,
     swe_agent,
 )
@@ -36,6 +37,7 @@ PARSERS: dict[str, ModuleType] = {
         mini_swe_agent,
         atif,
         gemini_cli,
+        opencode,
         openhands,
         chat,
     )
