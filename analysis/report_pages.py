@@ -22,6 +22,7 @@ import pandas as pd
 from analysis.diff import TOTAL
 from analysis.metrics import METRIC_DIRECTIONS
 from replay.policy import Policy
+from replay.providers import pricing_note, provider_label
 
 HEADLINE: tuple[tuple[str, str], ...] = (
     ("n_requests", "requests"),
@@ -167,13 +168,16 @@ def _overview(page: Page) -> str:
     fmts = ", ".join(f"{k} {v}" for k, v in sorted(formats.items()))
     names = ", ".join(p.name for p, _ in page.policies)
     return (f"{len(page.runs)} run{'s' if len(page.runs) != 1 else ''} ({fmts}) replayed under "
-            f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}.")
+            f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}; "
+            f"{pricing_note([p for p, _ in page.policies])}.")
 
 
 def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:
-    header = ["policy", "digest", "window (tokens)", "reserve (tokens)", "tiers", "description"]
+    header = ["policy", "digest", "window (tokens)", "reserve (tokens)", "tiers", "provider",
+              "description"]
     rows = [[p.name, p.digest(), f"{p.server.window_tokens:,}", f"{p.server.reserve_tokens:,}",
-             " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-", p.description]
+             " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-",
+             provider_label(p.provider, p.cache), p.description]
             for p, _ in page.policies]
     return header, rows
 

@@ -2,7 +2,8 @@
 
 A policy is the server it talks to, how it counts tokens (the *estimator*) and
 how the replay judges the truth, an ordered list of tiers (trim, summarise,
-collapse, or a Python class), and a cache/price model.  Every field's unit is in
+collapse, or a Python class), and the provider whose cache and prices it is replayed
+under (a named profile of ``replay.providers``, fields overridable).  Every field's unit is in
 its name.  ``load_policy`` reads YAML safely and validates it: an unknown key, a
 wrong type, a fraction outside 0–1 or contradicting fields raise ``PolicyError``
 naming the file, the key path and why, with a "did you mean" for misspellings.
@@ -26,6 +27,12 @@ from typing import Any, Literal
 import yaml
 
 from replay.errors import PolicyError
+from replay.providers import (
+    DEFAULT_PROVIDER,
+    Cache,
+    Prices,  # noqa: F401  (re-exported: a policy's cache.prices)
+    cache_doc,
+)
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
@@ -177,30 +184,6 @@ TIER_TYPES: dict[str, type] = {"trim": Trim, "summarise": Summarise, "collapse":
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Prices:
-    """USD per million tokens."""
-
-    input_per_mtok: float = 3.0
-    cache_read_per_mtok: float = 0.3
-    cache_write_per_mtok: float | None = 3.75
-    """None: the provider charges no write premium (new tokens are plain input)."""
-    output_per_mtok: float = 15.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Cache:
-    """Prefix-cache model of the provider."""
-
-    provider: Literal["anthropic", "openai", "vllm", "none"] = "anthropic"
-    granularity_tokens: int = 1
-    """Cached prefixes are multiples of this (OpenAI 128, vLLM blocks 16)."""
-    min_prefix_tokens: int = 1024
-    ttl_s: float = 300.0
-    """Cache lifetime between requests, checked against recorded timestamps."""
-    prices: Prices = field(default_factory=Prices)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     """A complete context-management policy."""
 
@@ -214,7 +197,10 @@ class Policy:
     subtract_reserve: bool = True
     """Whether the harness subtracts the reserve from the window before its fractions and checks."""
     tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
+    provider: str = DEFAULT_PROVIDER
+    """The provider profile ``cache`` starts from (``replay.providers``; ``--provider``)."""
     cache: Cache = field(default_factory=Cache)
+    """The profile's cache and prices with the policy's overrides (``cache:`` in YAML)."""
 
     @property
     def usable_tokens(self) -> int:
@@ -251,7 +237,7 @@ def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:
     """Build a validated ``Policy`` from plain data (as read from YAML)."""
     if not isinstance(doc, dict):
         raise PolicyError(where, "", "a policy is a mapping of keys to values")
-    policy = _build(Policy, doc, where, "")
+    policy = _build(Policy, cache_doc(doc, where), where, "")
     _check(policy, where)
     return policy
 

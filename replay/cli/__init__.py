@@ -9,7 +9,8 @@ error (bad policy, missing dataset).  This is the one package that wires
 This module holds the typer ``app`` (the ``replay`` console script) and
 registers the commands on it, in the order ``replay --help`` lists them:
 
-- ``replay.cli.replay_commands``: ingest, runs, policies, run, calibrate, synth, show-policy;
+- ``replay.cli.replay_commands``: ingest, runs, policies, providers, run, calibrate, synth,
+  show-policy;
 - ``replay.cli.analysis_commands``: report, diff, sweep, check;
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
@@ -24,12 +25,21 @@ use_system_allocator()  # before pyarrow loads: see replay.memory (ARROW_DEFAULT
 import typer
 
 from replay.cli.analysis_commands import check, diff, report, sweep
-from replay.cli.replay_commands import calibrate, ingest, policies, run, runs, show_policy, synth
+from replay.cli.replay_commands import (
+    calibrate,
+    ingest,
+    policies,
+    providers,
+    run,
+    runs,
+    show_policy,
+    synth,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Replay context-management policies over recorded coding-agent runs.")
 
-for _command in (ingest, runs, policies, run, calibrate, synth, show_policy,
+for _command in (ingest, runs, policies, providers, run, calibrate, synth, show_policy,
                  report, diff, sweep, check):
     app.command()(_command)
 

@@ -17,10 +17,11 @@ from typing import Annotated, Any
 import typer
 
 from replay import store
-from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, QuietOpt, _open
+from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, ProviderOpt, QuietOpt, _open
 from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
 from replay.errors import ReplayError
 from replay.policy import load_policy
+from replay.providers import one_provider, pricing_note, with_provider
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
 
@@ -36,6 +37,9 @@ DataOpt = Annotated[list[Path] | None, typer.Option(
 RunOpt = Annotated[list[str] | None, typer.Option(
     "--run", help="Only this run id (repeatable; default: every run).")]
 AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
+OwnProvidersOpt = Annotated[bool, typer.Option(
+    "--own-providers", help="Price each policy under the provider it names (default: every "
+                            "policy under the first one's, so costs compare like for like).")]
 
 
 def report(
@@ -50,6 +54,8 @@ def report(
                                            "are written.")] = Path("out"),
     max_timelines: Annotated[int, typer.Option(help="Per-run timelines drawn, for the runs "
                                                     "with the most requests.")] = 20,
+    provider: ProviderOpt = None,
+    own_providers: OwnProvidersOpt = False,
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -58,9 +64,10 @@ def report(
     from analysis.report import write_report
 
     with _errors():
-        corpus, pairs = _policy_traces(paths, policy, traces, data, run_ids, out,
-                                       allow_python, fmt, quiet)
+        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
+                                               allow_python, fmt, quiet, provider, own_providers)
         files = write_report(corpus, pairs, out, max_timelines=max_timelines)
+    err_console.print(f"note: {priced}", highlight=False, markup=False)
     out_console.print(f"{files.html}\n{files.markdown}\n{len(files.images)} figures in "
                       f"{files.html.parent / 'report_files'}", highlight=False)
 
@@ -77,6 +84,8 @@ def diff(
         Path("out"),
     top: Annotated[int, typer.Option(help="Rows shown per section in the table (JSON has "
                                           "every row).")] = 20,
+    provider: ProviderOpt = None,
+    own_providers: OwnProvidersOpt = False,
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -90,14 +99,15 @@ def diff(
     from replay.errors import ReplayInputError
 
     with _errors():
-        corpus, pairs = _policy_traces(paths, policy, traces, data, run_ids, out,
-                                       allow_python, fmt, quiet)
+        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
+                                               allow_python, fmt, quiet, provider, own_providers)
         if len(pairs) != 2:
             raise ReplayInputError(f"diff compares two policies or traces, got {len(pairs)}")
         (pol_a, tr_a), (pol_b, tr_b) = pairs
         d = diff_metrics(metrics(corpus, tr_a, pol_a), metrics(corpus, tr_b, pol_b))
     if as_json:
-        _print_json({"a": pol_a.name, "b": pol_b.name, "rows": to_records(d)})
+        _print_json({"a": pol_a.name, "b": pol_b.name, "pricing": priced,
+                     "rows": to_records(d)})
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
     shown = [r for scope in ("total", "run")
@@ -107,7 +117,7 @@ def diff(
              f"b: {pol_b.name}": fmt_value(r["metric"], r["b"]),
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
     title = (f"{pol_b.name} against {pol_a.name}: {len(moved)} of {len(d)} (run, metric) values "
-             "changed, largest first")
+             f"changed, largest first; {priced}")
     if rows:
         _emit(rows, False, title=title)
     else:
@@ -116,8 +126,10 @@ def diff(
 
 def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
                    data: list[Path] | None, run_ids: list[str] | None, out: Path,
-                   allow_python: bool, fmt: str | None, quiet: bool) -> tuple[Any, list[Any]]:
-    """(corpus, [(policy, trace), ...]): replayed from PATHS, or read from `replay run` outputs."""
+                   allow_python: bool, fmt: str | None, quiet: bool, provider: str | None,
+                   own_providers: bool) -> tuple[Any, list[Any], str]:
+    """(corpus, [(policy, trace), ...], what they are priced under): replayed from PATHS under
+    one provider (``replay.providers.one_provider``), or read from `replay run` outputs."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -127,9 +139,9 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
     from replay.trace import Trace
 
     if traces:
-        if policies:
-            raise ReplayInputError("--policy and --traces exclude each other: traces carry "
-                                   "their policy in summary.json")
+        if policies or provider:
+            raise ReplayInputError("--policy or --provider and --traces exclude each other: "
+                                   "traces carry their policy and prices in summary.json")
         pairs = read_runs(paths)
         source = list(data) if data else [paths[0] / "dataset"]
         if not data and not store.is_store(source[0]):
@@ -141,11 +153,12 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
             pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
                                  for t in (tr.requests, tr.actions, tr.evictions))))
                      for p, tr in pairs]
-        return corpus, pairs
+        return corpus, pairs, pricing_note([p for p, _ in pairs])
     if not policies:
         raise ReplayInputError("give --policy (repeat it for several), or --traces with "
                                "`replay run` output directories")
-    pols = [load_policy(p) for p in policies]
+    priced = one_provider([load_policy(p) for p in policies], provider, own=own_providers)
+    pols = priced.policies
     corpus = _open(paths, out, fmt, quiet)
     ids = corpus.replayable()
     if run_ids:
@@ -155,7 +168,7 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
         ids = [r for r in ids if r in set(run_ids)]
     with _progress("replay", len(ids) * len(pols), quiet) as tick:
         return corpus, [(pol, replay_corpus(corpus, pol, allow_python=allow_python, run_ids=ids,
-                                            on_run=tick)) for pol in pols]
+                                            on_run=tick)) for pol in pols], priced.note
 
 
 # --- sweep command (analysis.sweep) ---
@@ -196,6 +209,7 @@ def sweep(
     maximise: Annotated[str | None, typer.Option("--maximise", help="Metric to maximise "
                                                                     "instead.")] = None,
     top: Annotated[int, typer.Option(help="Settings listed, best first.")] = 5,
+    provider: ProviderOpt = None,
     cache: Annotated[bool, typer.Option(help="Reuse and store rows in OUT/sweep_cache/.")] =
         True,
     plots: Annotated[bool, typer.Option(help="Draw each metric vs each path and the Pareto "
@@ -214,8 +228,10 @@ def sweep(
 
     objective = maximise or minimise
     with _errors():
-        chosen_from = settings(load_policy(policy), load_spec(grid, axis or [], design=design,
-                                                              samples=samples, seed=seed))
+        base = load_policy(policy)
+        base = with_provider(base, provider) if provider else base
+        spec = load_spec(grid, axis or [], design=design, samples=samples, seed=seed)
+        chosen_from = settings(base, spec)
         corpus = _open(paths, out, fmt, quiet)
         with _progress("sweep", len(corpus.replayable()) * len(chosen_from), quiet) as tick:
             result = run_sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler,
@@ -262,6 +278,7 @@ def check(
                                               "changed, appeared or disappeared.")] = False,
     out: Annotated[Path, typer.Option(help="Where the ingest cache (OUT/dataset) is kept.")] =
         Path("out"),
+    provider: ProviderOpt = None,
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
         False,
     quiet: QuietOpt = False,
@@ -280,6 +297,7 @@ def check(
 
     with _errors():
         pols = [load_policy(p) for p in policy]
+        pols = [with_provider(p, provider) for p in pols] if provider else pols
         tol = checking.load_tolerances(tolerances) if tolerances else checking.Tolerances()
         old = None
         try:

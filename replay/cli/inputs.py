@@ -25,6 +25,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 FormatOpt = Annotated[str | None, typer.Option("--format", help="Force a parser instead of "
                                                                 "detecting the format.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ProviderOpt = Annotated[str | None, typer.Option(
+    "--provider", help="Price every policy under this provider profile (cache and prices; "
+                       "`replay providers` lists them) instead of the one each policy names.")]
 
 
 def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool) -> Any:

@@ -16,12 +16,13 @@ from typing import Annotated
 import typer
 
 from replay import store
-from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, QuietOpt, _open
+from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, ProviderOpt, QuietOpt, _open
 from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
 from replay.discover import discover
 from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
+from replay.providers import PROVIDERS, provider_label, with_provider
 from replay.run import LazyRows, run_to, summary_table, write_run
 from replay.run import run as run_policy
 
@@ -77,8 +78,22 @@ def policies(as_json: JsonOpt = False) -> None:
         p = load_policy(name)
         rows.append({"name": name, "window": p.server.window_tokens,
                      "tiers": " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-",
+                     "provider": provider_label(p.provider, p.cache),
                      "description": p.description})
     _emit(rows, as_json, title="policy presets")
+
+
+def providers(as_json: JsonOpt = False) -> None:
+    """List the provider profiles (cache and prices, USD per million tokens) for --provider."""
+    rows = []
+    for prof in PROVIDERS.values():
+        c, pr = prof.cache, prof.cache.prices
+        rows.append({"name": prof.name, "cache": c.provider, "granularity": c.granularity_tokens,
+                     "min_prefix": c.min_prefix_tokens, "ttl_s": c.ttl_s,
+                     "input": pr.input_per_mtok, "cache_read": pr.cache_read_per_mtok,
+                     "cache_write": pr.cache_write_per_mtok, "output": pr.output_per_mtok,
+                     "source": prof.source})
+    _emit(rows, as_json, title="provider profiles (prices in USD per million tokens)")
 
 
 def run(
@@ -88,6 +103,7 @@ def run(
         Path("out"),
     report: Annotated[bool, typer.Option("--report", help="Also write report.html and report.md.")]
         = False,
+    provider: ProviderOpt = None,
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -96,6 +112,7 @@ def run(
     """Replay a policy over logs (ingesting them first) and print one row per run."""
     with _errors():
         pol = load_policy(policy)
+        pol = with_provider(pol, provider) if provider else pol
         corpus = _open(paths, out, fmt, quiet)
         ids = corpus.replayable()
         with _progress("replay", len(ids), quiet) as tick:
