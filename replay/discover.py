@@ -15,7 +15,7 @@ from pathlib import Path
 
 from replay import store
 
-LOG_SUFFIXES = (".jsonl", ".json", ".traj")
+LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 """File endings ingest looks at inside folders (files named directly are always tried)."""
 _SKIP_NAMES = ("manifest.json",)
 
