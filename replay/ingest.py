@@ -160,6 +160,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     """
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
+    events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
     runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names}
     texts: list[str] = messages["text"]  # type: ignore[assignment]
     try:
@@ -175,7 +176,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         messages[col] = count_tokens(texts, name, threads=threads) if name in tokenizers \
             else pa.nulls(len(texts), pa.int64())
     return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
-                           requests=_table(requests, "requests"))
+                           requests=_table(requests, "requests"), events=_table(events, "events"))
 
 
 def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],

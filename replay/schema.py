@@ -1,7 +1,9 @@
-"""The normalised run model: three tables, one Arrow schema each, declared once.
+"""The normalised run model: four tables, one Arrow schema each, declared once.
 
 A *run* is one recorded agent session.  ``Message`` rows are content blocks in
-context order; ``Request`` rows are model calls.  Column names equal dataclass
+context order; ``Request`` rows are model calls; ``ContextEvent`` rows are what the harness did
+to the context besides adding messages (compactions with their recorded facts, cleared and
+persisted tool results).  Column names equal dataclass
 field names (a test pins this), and every Parquet write passes these schemas.
 
 Not here: how a format maps to these rows (``replay.parsers``), how tokens are
@@ -16,7 +18,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]
@@ -114,6 +116,67 @@ class Request:
     reasoning_tokens: int | None
     model: str
     ts: str
+    cache_miss_reason: str = ""
+    """Why the server's prompt cache missed, as the log records it (Claude Code
+    ``message.diagnostics.cache_miss_reason.type``: ``messages_changed``, ``model_changed``,
+    ``previous_message_not_found``, ``system_changed``, ``tools_changed``, ``unavailable``);
+    '' when the log says nothing.  Ground truth for the cache model."""
+    applied_edits: str = ""
+    """Context edits the server applied to this request, as recorded (Claude Code
+    ``message.context_management.applied_edits``, kept as its JSON text); '' when none are
+    recorded.  Ground truth for the clearing model."""
+
+
+EVENT_KINDS: tuple[str, ...] = ("compaction", "microcompaction", "persisted_output")
+"""What a ``ContextEvent`` records (see there)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextEvent:
+    """Something the original harness did to the context that the message rows alone do not
+    show: a compaction (the facts around its summary), a microcompaction (tool results the
+    model saw as a placeholder from then on) or a persisted output (a result the model saw
+    only as a preview).
+
+    For a ``compaction``: the messages before ``msg`` were the context before it; the model
+    then saw the summary (``summary_msg``, a ``summary`` row flagged ``is_harness_summary``;
+    None when the log has no summary), the messages ``preserved_msgs`` re-attached after it
+    (a partial compaction keeps them; empty for a full one), and everything from ``msg`` on.
+    ``request`` is the first request after it (None when the run ends first).  A replay that
+    reuses recorded summaries takes ``summary_msg``'s text at ``msg`` with the recorded
+    ``trigger`` and ``pre_tokens``.
+
+    For a ``microcompaction``: from request ``request`` on, the results of ``call_ids`` were
+    sent as ``[Old tool result content cleared]``; their rows keep the full text (what the
+    model saw before).  For a ``persisted_output``: the result of ``call_ids[0]`` is the
+    preview the model saw; ``full_chars`` is the size of the output saved beside the log.
+    """
+
+    run_id: str
+    event: int
+    """Index in the run (0-based, in context order)."""
+    kind: str
+    """One of ``EVENT_KINDS``."""
+    msg: int
+    """Message index where it took effect (the first message after it)."""
+    request: int | None
+    """First request made after it (None when none is)."""
+    trigger: str
+    """``auto`` or ``manual`` as recorded ('' when not recorded)."""
+    pre_tokens: int | None
+    """Context tokens before it, as the harness recorded them."""
+    post_tokens: int | None
+    """Context tokens after it, as recorded (None when not)."""
+    tokens_saved: int | None
+    """Tokens it freed, as recorded (microcompactions; None when not)."""
+    summary_msg: int | None
+    """Message index of the summary (compactions; None when there is none)."""
+    preserved_msgs: list[int]
+    """Messages re-attached after the summary (a partial compaction's preserved segment)."""
+    call_ids: list[str]
+    """Tool calls whose results it cleared (microcompaction) or persisted (persisted output)."""
+    full_chars: int | None
+    """Persisted output: characters of the whole output (None when not stated)."""
 
 
 _ARROW: dict[Any, pa.DataType] = {
@@ -123,6 +186,8 @@ _ARROW: dict[Any, pa.DataType] = {
     "bool": pa.bool_(),
     "float": pa.float64(),
     "float | None": pa.float64(),
+    "list[int]": pa.list_(pa.int64()),
+    "list[str]": pa.list_(pa.string()),
 }
 
 
@@ -138,13 +203,16 @@ def arrow_schema(cls: type) -> pa.Schema:
 RUNS = arrow_schema(Run)
 MESSAGES = arrow_schema(Message)
 REQUESTS = arrow_schema(Request)
-SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS, "messages": MESSAGES, "requests": REQUESTS}
+EVENTS = arrow_schema(ContextEvent)
+SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS, "messages": MESSAGES, "requests": REQUESTS,
+                                 "events": EVENTS}
 RUN_INDEX = pa.schema([*RUNS, pa.field("tokens_o200k", pa.int64(), nullable=False),
                        pa.field("entry_key", pa.string(), nullable=False)],
                       metadata={"schema_version": SCHEMA_VERSION, "table": "RunIndex"})
 """The store's run index: every entry's ``runs`` rows, each run's o200k token total (over its
 messages) and the key of the entry holding it."""
-MODELS: dict[str, type] = {"runs": Run, "messages": Message, "requests": Request}
+MODELS: dict[str, type] = {"runs": Run, "messages": Message, "requests": Request,
+                           "events": ContextEvent}
 
 
 def to_table(rows: list[Any], table: str) -> pa.Table:

@@ -3,7 +3,7 @@
 Layout::
 
     DIR/manifest.json                       source → entry key, format, counts, coverage
-    DIR/data/<key>/{runs,messages,requests}.parquet
+    DIR/data/<key>/{runs,messages,requests,events}.parquet
     DIR/index.parquet                       every entry's runs rows + token totals (a cache)
 
 An entry key is derived from the source's sha256, its relative path, the
@@ -30,9 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from replay.errors import StoreError
+from replay.parsers.coverage import summary_line
 from replay.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
 
-TABLES = ("runs", "messages", "requests")
+TABLES = ("runs", "messages", "requests", "events")
 INDEX_FILE = "index.parquet"
 PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "use_dictionary": False,
                                    "write_statistics": False}
@@ -56,11 +57,13 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class RunTables:
-    """The three tables of one or more runs."""
+    """The tables of one or more runs."""
 
     runs: pa.Table
     messages: pa.Table
     requests: pa.Table
+    events: pa.Table | None = None
+    """The runs' ``ContextEvent`` rows (None where a reader did not load them)."""
 
 
 def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "") -> str:
@@ -157,6 +160,12 @@ def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
                     for s, e in sorted(entries.items())},
     }
     atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode())
+
+
+def coverage_lines(root: Path) -> dict[str, str]:
+    """source -> its coverage as one line (``replay.parsers.coverage.summary_line``), for every
+    entry of the store that recorded one."""
+    return {s: line for s, e in read_manifest(root).items() if (line := summary_line(e.coverage))}
 
 
 def is_store(path: Path) -> bool:

@@ -12,6 +12,7 @@ registers the commands on it, in the order ``replay --help`` lists them:
 - ``replay.cli.replay_commands``: ingest, runs, policies, providers, run, calibrate, synth,
   show-policy;
 - ``replay.cli.analysis_commands``: report, diff, sweep, check;
+- ``replay.cli.inspect_command``: inspect (one log file as the ingest reads it);
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
 """
@@ -25,6 +26,7 @@ use_system_allocator()  # before pyarrow loads: see replay.memory (ARROW_DEFAULT
 import typer
 
 from replay.cli.analysis_commands import check, diff, report, sweep
+from replay.cli.inspect_command import inspect
 from replay.cli.replay_commands import (
     calibrate,
     ingest,
@@ -39,7 +41,7 @@ from replay.cli.replay_commands import (
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Replay context-management policies over recorded coding-agent runs.")
 
-for _command in (ingest, runs, policies, providers, run, calibrate, synth, show_policy,
+for _command in (ingest, runs, inspect, policies, providers, run, calibrate, synth, show_policy,
                  report, diff, sweep, check):
     app.command()(_command)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -27,6 +29,16 @@ from replay.errors import ReplayError
 
 out_console = Console(width=None if sys.stdout.isatty() else 220)
 err_console = Console(stderr=True, soft_wrap=True)
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def printable(text: object) -> str:
+    """A string that may come from a file, safe to print: rich markup escaped (shown, never
+    interpreted), control and direction characters shown as escapes (``\\x1b``)."""
+    return escape(_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                               str(text)))
 
 
 def _print_json(data: Any) -> None:
@@ -62,7 +74,7 @@ def _cell(v: Any) -> str:
         return f"{v:,.4f}" if abs(v) < 10 else f"{v:,.1f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    return "" if v is None else str(v)
+    return "" if v is None else printable(v)
 
 
 @contextmanager

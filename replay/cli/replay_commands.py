@@ -13,11 +13,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import pyarrow as pa
 import typer
 
 from replay import store
 from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, ProviderOpt, QuietOpt, _open
-from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
+from replay.cli.output import (
+    _emit,
+    _errors,
+    _print_json,
+    _progress,
+    err_console,
+    out_console,
+    printable,
+)
 from replay.discover import discover
 from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
@@ -60,14 +69,19 @@ def ingest(
 
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
          as_json: JsonOpt = False) -> None:
-    """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions."""
+    """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions,
+    and each file's coverage (records read, modelled, skipped, unknown, by type)."""
     with _errors():
         table = store.runs(dataset)
+        coverage = store.coverage_lines(dataset)
     shown = {"run_id": "run_id", "source": "source", "format": "format", "model": "model",
              "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
              "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
              "n_harness_compactions": "compactions", "parent_run_id": "parent"}
-    rows = LazyRows(table.select(list(shown)).rename_columns(list(shown.values())))
+    table = table.select(list(shown)).rename_columns(list(shown.values()))
+    rows = LazyRows(table.append_column("coverage", pa.array(
+        [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
+        pa.string())))
     _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
 
 
@@ -128,6 +142,12 @@ def run(
             write_report(corpus, [(pol, result.trace)], out)
     rows = LazyRows(summary.drop_columns(["run_id", "format", "policy"]))
     _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}")
+    left = sorted(set(corpus.run_ids) - set(ids))
+    if left:  # never dropped silently: `replay inspect FILE` says why each has no request
+        sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+        err_console.print(f"note: {len(left)} run(s) with no recorded request not replayed: "
+                          + ", ".join(printable(f"{r} ({sources[r]})") for r in left[:20])
+                          + (" …" if len(left) > 20 else ""), highlight=False)
 
 
 def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset cache dir.")] =

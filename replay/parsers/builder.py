@@ -53,6 +53,7 @@ class RunDraft:
     run: dict[str, Any]
     messages: dict[str, list[Any]]
     requests: dict[str, list[Any]]
+    events: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _EVENT_COLS})
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -60,7 +61,9 @@ _INT64 = (-(2**63), 2**63 - 1)
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent")
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
-             "output_tokens", "reasoning_tokens", "model", "ts")
+             "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
+_EVENT_COLS = ("event", "kind", "msg", "request", "trigger", "pre_tokens", "post_tokens",
+               "tokens_saved", "summary_msg", "preserved_msgs", "call_ids", "full_chars")
 
 
 @dataclass(slots=True)
@@ -86,6 +89,7 @@ class RunBuilder:
     _calls: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     _orphans: int = 0
     _compactions: int = 0
+    _events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -131,18 +135,22 @@ class RunBuilder:
         self._add(kind="tool_result", text=text, call_id=call_id, tool=tool, op=op, path=path,
                   is_error=is_error)
 
-    def summary(self, text: str, *, harness: bool = True) -> None:
-        """Add a compaction summary; ``harness`` marks one the original harness wrote."""
-        if harness:
+    def summary(self, text: str, *, harness: bool = True, counted: bool = True) -> None:
+        """Add a compaction summary; ``harness`` marks one the original harness wrote.
+        ``counted=False``: its compaction is already counted (``event(harness_compaction=)``)."""
+        if harness and counted:
             self._compactions += 1
         self._add(kind="summary", text=text, is_harness_summary=harness)
 
     def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
                 output_tokens: int | None = None, reasoning_tokens: int | None = None,
-                model: str = "", ts: str = "") -> None:
+                model: str = "", ts: str = "", cache_miss_reason: str = "",
+                applied_edits: str = "") -> None:
         """Record one model call producing ``output_msg`` (default: the current message)."""
         r = self._r
+        r["cache_miss_reason"].append(cache_miss_reason)
+        r["applied_edits"].append(applied_edits)
         r["request"].append(len(r["request"]))
         r["output_msg"].append(self._msg if output_msg is None else output_msg)
         for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
@@ -155,6 +163,35 @@ class RunBuilder:
             r[name].append(None if value is None else int(value))
         r["model"].append(model or self.model)
         r["ts"].append(ts or self._ts)
+
+    def event(self, kind: str, *, msg: int | None = None, trigger: str = "",
+              pre_tokens: int | None = None, post_tokens: int | None = None,
+              tokens_saved: int | None = None, summary_msg: int | None = None,
+              preserved_msgs: list[int] | None = None, call_ids: list[str] | None = None,
+              full_chars: int | None = None, harness_compaction: bool = False) -> None:
+        """Record a ``ContextEvent`` taking effect at message ``msg`` (default: the next
+        message); its ``request`` is the first request made from then on (filled in by
+        ``build``).  ``harness_compaction`` counts it in ``n_harness_compactions`` (a
+        compaction whose summary is not added with ``summary``)."""
+        if harness_compaction:
+            self._compactions += 1
+        ints = [(n, v) for n, v in (("pre_tokens", pre_tokens), ("post_tokens", post_tokens),
+                                    ("tokens_saved", tokens_saved), ("full_chars", full_chars))]
+        row: dict[str, Any] = {n: v if isinstance(v, int) and _INT64[0] <= v <= _INT64[1] else None
+                               for n, v in ints}
+        row.update(kind=kind, msg=self._msg + 1 if msg is None else msg, trigger=trigger,
+                   summary_msg=summary_msg, preserved_msgs=list(preserved_msgs or ()),
+                   call_ids=list(call_ids or ()))
+        self._events.append(row)
+
+    def set_event(self, index: int, **fields: Any) -> None:
+        """Change fields of event ``index`` (e.g. a summary found after its boundary)."""
+        self._events[index].update(fields)
+
+    @property
+    def n_events(self) -> int:
+        """Events recorded so far."""
+        return len(self._events)
 
     @property
     def n_blocks(self) -> int:
@@ -181,7 +218,14 @@ class RunBuilder:
             "recorded_output_tokens": sum(outputs) if outputs else None,
             "sha256": self.source.sha256,
         }
-        return RunDraft(run=run, messages=dict(m), requests=dict(r))
+        outs = r["output_msg"]
+        events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
+        for i, e in enumerate(sorted(self._events, key=lambda e: e["msg"])):
+            e = {**e, "event": i, "request": next(
+                (k for k, out in enumerate(outs) if out >= e["msg"]), None)}
+            for c in _EVENT_COLS:
+                events[c].append(e[c])
+        return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)
 
     def _close(self) -> None:
         """Give the current message an empty text block if it has none (an assistant turn

@@ -1,5 +1,8 @@
 """Plain chat-completions message lists: what any custom harness can dump.
 
+Not tied to one harness: checked against hand-made dumps of each shape (OpenAI and Anthropic
+message styles).
+
 Accepted shapes (one run per file):
   (a) one JSON object with ``messages`` (optional top-level ``system``/``model``);
   (b) a bare JSON list of messages;  (c) JSON Lines, one message per line;

@@ -1,31 +1,44 @@
 """Claude Code session transcripts (``~/.claude/projects/<slug>/<sessionId>.jsonl``).
 
-One JSON record per line; each file is one run.  ``user`` records hold prompts
-(string content) or content blocks (``text`` / ``image`` / ``tool_result``);
-``assistant`` records are Anthropic API responses *streamed one content block per
-record*: records sharing ``message.id`` are one response (blocks concatenated in
-file order, usage from the group's last record).  Tools run while the response
-still streams, so results can sit between records of their own call's group.
-Conversation order: the ``parentUuid`` chain from the last user/assistant record
-back to the root (``logicalParentUuid`` bridges a compaction boundary), plus the
-other records of the chain's responses and their parallel tool results, emitted
-in file order; when the chain is broken (missing parent, cycle, no uuids) the
-whole file is used in file order.  A compaction (``system``/``compact_boundary``
-then an ``isCompactSummary`` user record) becomes one message holding a harness
-summary.  Subagent files (``<session>/subagents/agent-<id>.jsonl``) are their own
-run linked to the parent session's run; in ``agent-acompact-*`` files the answer
-is the harness's compaction summary.
+Checked against Claude Code 2.0.x-2.1.39 sessions (the shared samples) and the record shapes of
+2.1.x up to 2.1.280 (``pedropaulovc/claude-code-types``, public fixtures in
+``tests/fixtures/claude_code``: ``attachment``, ``compact_boundary`` with ``preservedSegment``,
+``microcompact_boundary``, ``<persisted-output>``, rewinds).
 
-Not handled: ``progress``, ``file-history-snapshot``, ``queue-operation``, old
-``summary`` records and other ``system`` subtypes (not model traffic);
-``<synthetic>`` assistant records (written by the harness) get no request.
+One JSON record per line; one run per ``sessionId`` in the file (records without one belong
+to the first).  ``user`` records hold prompts or content blocks (``text`` / ``image`` /
+``tool_result``); ``assistant`` records are Anthropic API responses *streamed one content block
+per record*: records sharing ``message.id`` are one response (blocks concatenated, usage,
+``diagnostics.cache_miss_reason`` and ``context_management.applied_edits`` from the group's
+last record that has them).  ``attachment`` records are context the harness added (skill and
+deferred-tool listings, hook context, MCP instructions, queued prompts, files): a user message
+where the chain has them.  Which records the model saw, in which order: see
+``replay.parsers.claude_code_path`` (rewinds, compaction boundaries, preserved segments,
+reverse order).
+
+A ``system/compact_boundary`` is a compaction (a ``ContextEvent`` with ``trigger``,
+``preTokens``, ``postTokens``, the preserved records, and the ``isCompactSummary`` user record
+after it as its summary; counted even when no summary follows).  A
+``system/microcompact_boundary`` clears ``compactedToolIds`` (the model saw
+``[Old tool result content cleared]`` from then on; the rows keep the full text).  A tool
+result holding ``<persisted-output>`` is the preview the model saw (its declared full size is
+recorded).  Subagent files (``<session>/subagents/agent-<id>.jsonl``) are their own run linked
+to the session's run; an ``agent-acompact-*`` file is the compaction request itself (its answer
+is a plain response there: the session's own boundary counts the compaction once).  Records
+that copy another session of the same folder (a resumed or forked session: their
+``sessionId`` names a file beside this one) are left to that file, so each response counts
+once.  A ``tool_use`` without an ``id`` gets ``gen-<line>-<block>`` and an issue.
+
+Every record type is counted in ``src.coverage``: user/assistant/attachment/boundaries
+modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TYPES``, other
+``system`` subtypes) skipped, anything else unknown.  ``<synthetic>`` assistant records
+(written by the harness) get no request.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,20 +46,21 @@ from pathlib import Path
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source, run_id_for
-from replay.parsers.jsonl import as_text, iter_records, loads
+from replay.parsers.claude_code_path import Node, resolve
+from replay.parsers.claude_code_records import (
+    NON_MESSAGE_TYPES,
+    Bad,
+    Rec,
+    count_other,
+    record,
+    rtype,
+)
+from replay.parsers.jsonl import iter_records, loads
 
 NAME = "claude_code"
 
 _MESSAGE_TYPES = ("user", "assistant")
 """Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
-NON_MESSAGE_TYPES = frozenset((
-    "summary", "file-history-snapshot", "file-history-delta", "progress", "queue-operation",
-    "last-prompt", "mode", "permission-mode", "ai-title", "custom-title", "agent-name",
-    "agent-setting", "attachment", "bridge-session", "worktree-state", "fork-context-ref",
-    "frame-link", "relocated", "started", "result", "atis-latch", "pr-link",
-    "saved_hook_context", "tag"))
-"""Claude Code record types that are not messages: they never decide the format (other tools
-write records named ``summary`` or ``result`` too), and a head of nothing else is only near."""
 _LINK_KEYS = ("sessionId", "parentUuid", "logicalParentUuid", "uuid", "leafUuid", "messageId")
 _SIDE_KEYS = ("isSidechain", "userType", "agentId", "requestId", "cwd", "gitBranch")
 """Keys of Claude Code records besides the links (subagent files may lack the links)."""
@@ -55,33 +69,25 @@ _HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS) + r
 _HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|logicalParentUuid|leafUuid|sessionId|uuid'
                          rb'|isSidechain)"\s*:')
 
-Block = tuple[Any, ...]
-"""A normalised content block: (kind, …) — see ``_blocks``."""
-
-
-@dataclass(slots=True)
-class _Rec:
-    """A validated user/assistant record."""
-
-    line: int
-    role: str
-    uuid: str
-    ts: str
-    blocks: list[Block]
-    msg_id: str = ""
-    model: str = ""
-    usage: dict[str, Any] | None = None
+_PERSISTED = re.compile(r"<persisted-output>.*?Output too large \(([\d.]+)\s*(B|KB|MB)\)", re.DOTALL)
+_UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
 
 
 @dataclass(slots=True)
 class _Group:
     """All records of one streamed assistant response."""
 
-    recs: list[_Rec] = field(default_factory=list)
+    recs: list[Rec] = field(default_factory=list)
 
 
-class _Bad(ValueError):
-    """A record with a missing or wrong-typed field."""
+@dataclass(slots=True)
+class _Session:
+    """One ``sessionId``'s records."""
+
+    nodes: list[Node] = field(default_factory=list)
+    recs: dict[int, Rec] = field(default_factory=dict)
+    version: str = ""
+    agent_id: str = ""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -150,164 +156,138 @@ def _is_message(rec: dict[str, Any]) -> bool:
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
-    """Parse one transcript into one run (index 0); bad records become issues.
+    """Parse one transcript into one run per session; bad records become issues.
 
     Args:
         src: the transcript file.
         issues: where problems are reported (``path:line: reason``).
     """
-    links: dict[str, str | None] = {}
-    recs: list[_Rec] = []
-    version = agent_id = ""
-    for no, raw in iter_records(src, issues):
-        try:
-            uuid = raw.get("uuid")
-            if isinstance(uuid, str) and uuid:
-                if uuid in links:
-                    issues.append(Issue(src.path, no, f"duplicate record uuid {uuid!r} (skipped)"))
-                    src.coverage.skipped(_rtype(raw))
-                    continue
-                parent = raw.get("parentUuid") or raw.get("logicalParentUuid")
-                links[uuid] = parent if isinstance(parent, str) else None
-            if raw.get("type") not in ("user", "assistant"):
-                _count_other(src, raw)
-                continue
-            rec = _record(no, raw)
-        except (_Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
-            issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
-            src.coverage.skipped(_rtype(raw))
-            continue
-        src.coverage.modelled(raw["type"])
-        version = version or (raw["version"] if isinstance(raw.get("version"), str) else "")
-        agent_id = agent_id or (raw["agentId"] if isinstance(raw.get("agentId"), str) else "")
-        recs.append(rec)
-    if not recs:
-        issues.append(Issue(src.path, 0, "no user or assistant records"))
-        return []
     path = Path(src.path)
+    sessions: dict[str, _Session] = {}
+    seen_uuids: set[str] = set()
+    elsewhere: dict[str, bool] = {}
+    first = ""
+    for no, raw in iter_records(src, issues):
+        kind = rtype(raw)
+        sid = raw.get("sessionId") if isinstance(raw.get("sessionId"), str) else ""
+        first = first or sid
+        sid = sid or first
+        if sid != first and _copied(path, sid, elsewhere):
+            src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
+            continue
+        uuid = raw.get("uuid") if isinstance(raw.get("uuid"), str) else ""
+        if uuid:
+            if uuid in seen_uuids:
+                issues.append(Issue(src.path, no, f"duplicate record uuid {uuid!r} (skipped)"))
+                src.coverage.skipped(kind)
+                continue
+            seen_uuids.add(uuid)
+        try:
+            rec = record(no, raw, kind, uuid)
+        except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
+            issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
+            src.coverage.skipped(kind)
+            continue
+        if rec is None:
+            if uuid:  # still a link in the chain (a system record between two messages)
+                _session(sessions, sid).nodes.append(_node(no, raw, uuid, False))
+            count_other(src, kind)
+            continue
+        sess = _session(sessions, sid)
+        sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta))
+        sess.recs[no] = rec
+        sess.version = sess.version or (raw["version"] if isinstance(raw.get("version"), str)
+                                        else "")
+        sess.agent_id = sess.agent_id or (raw["agentId"] if isinstance(raw.get("agentId"), str)
+                                          else "")
     is_sub = path.parent.name == "subagents" and path.name.startswith("agent-")
-    if is_sub and not agent_id:
-        agent_id = path.stem[len("agent-"):]
-    b = RunBuilder(src, 0, NAME, issues, harness=f"claude-code {version}".strip(),
+    drafts = []
+    for sess in sessions.values():
+        if not any(r.role in ("user", "assistant") for r in sess.recs.values()):
+            for r in sess.recs.values():
+                src.coverage.skipped(r.rtype)
+            continue
+        drafts.append(_run(src, issues, sess, len(drafts), path, is_sub))
+    if not drafts:
+        issues.append(Issue(src.path, 0, "no user or assistant records"))
+    return drafts
+
+
+def _session(sessions: dict[str, _Session], sid: str) -> _Session:
+    if sid not in sessions:
+        sessions[sid] = _Session()
+    return sessions[sid]
+
+
+def _copied(path: Path, sid: str, cache: dict[str, bool]) -> bool:
+    """Whether records of session ``sid`` belong to its own file beside this one."""
+    if sid not in cache:
+        cache[sid] = sid != path.stem and "/" not in sid and "\\" not in sid \
+            and not sid.startswith(".") and (path.parent / f"{sid}.jsonl").is_file()
+    return cache[sid]
+
+
+def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
+          meta: dict[str, Any] | None = None) -> Node:
+    parent, logical = raw.get("parentUuid"), raw.get("logicalParentUuid")
+    ts = raw.get("timestamp")
+    return Node(no, uuid, parent if isinstance(parent, str) and parent else None,
+                logical if isinstance(logical, str) and logical else None,
+                "parentUuid" in raw, raw.get("isSidechain") is True,
+                list((meta or {}).get("preserved", ())), ts if isinstance(ts, str) else "",
+                message)
+
+
+def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
+         is_sub: bool) -> RunDraft:
+    """One session's run."""
+    agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub else "")
+    b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=agent_id if is_sub else "",
                    parent_run_id=_parent_run_id(path) if is_sub else "")
-    compaction_run = is_sub and path.name.startswith("agent-acompact-")
+    found = resolve(sess.nodes, is_sub)
+    if found.cycle:
+        issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
+                                         "loop are used"))
+    on = [sess.recs[line] for line in found.order if line in sess.recs]
+    groups = {r.msg_id for r in on if r.role == "assistant"}
+    calls = {x[1] for r in sess.recs.values() if r.role == "assistant" and r.msg_id in groups
+             for x in r.blocks if x[0] == "call"}
+    extra = {line for line in found.off_path if (r := sess.recs.get(line)) is not None and (
+        r.role == "assistant" and r.msg_id in groups  # the rest of a kept response
+        or any(x[0] == "result" and x[1] in calls for x in r.blocks))}  # its parallel results
+    for line in found.off_path - extra:
+        rec = sess.recs.get(line)
+        if rec is not None:
+            src.coverage.skipped(f"{rec.rtype} (off the conversation path)")
+    kept = [sess.recs[line] for line in found.with_lines(extra) if line in sess.recs]
     models: Counter[str] = Counter()
-    for item in _order(_kept(recs, links)):
+    state = _State()
+    for item in _order(kept):
         if isinstance(item, _Group):
-            _emit_response(b, item, compaction_run, models)
+            for r in item.recs:
+                src.coverage.modelled(r.rtype)
+            _emit_response(b, item, models, state)
         else:
-            _emit_user(b, item)
+            src.coverage.modelled(item.rtype)
+            _emit(b, item, state)
     b.model = models.most_common(1)[0][0] if models else ""
-    return [b.build()]
+    return b.build()
 
 
-def _rtype(raw: dict[str, Any]) -> str:
-    """The coverage name of a record's type: ``type``, or ``system/<subtype>``."""
-    kind = raw.get("type")
-    kind = kind if isinstance(kind, str) else f"<{type(kind).__name__}>"
-    sub = raw.get("subtype")
-    return f"{kind}/{sub}" if kind == "system" and isinstance(sub, str) else kind
+@dataclass(slots=True)
+class _State:
+    """What emission remembers: where each record went, the boundary awaiting its summary."""
+
+    msg_of: dict[str, int] = field(default_factory=dict)
+    """Record uuid -> message index."""
+    pending: int | None = None
+    """Event index of a compaction boundary not yet followed by its summary."""
 
 
-def _count_other(src: Source, raw: dict[str, Any]) -> None:
-    """Count a record that is not a user/assistant message by its fate."""
-    kind = _rtype(raw)
-    if kind == "system/compact_boundary":
-        src.coverage.modelled(kind)
-    elif kind in NON_MESSAGE_TYPES or kind.startswith("system"):
-        src.coverage.skipped(kind)
-    else:
-        src.coverage.unknown(kind)
-
-
-def _record(no: int, raw: dict[str, Any]) -> _Rec:
-    """Validate one user/assistant record into a ``_Rec`` (raises ``_Bad``)."""
-    kind = raw["type"]
-    msg = raw.get("message")
-    if not isinstance(msg, dict):
-        raise _Bad(f"{kind} record has no 'message' object")
-    uuid = raw.get("uuid") if isinstance(raw.get("uuid"), str) else ""
-    ts = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else ""
-    content = msg.get("content")
-    if kind == "user":
-        summary = raw.get("isCompactSummary") is True
-        if isinstance(content, str):
-            blocks: list[Block] = [("summary" if summary else "text", content)]
-        elif summary and isinstance(content, list):
-            blocks = [("summary", as_text(content))]
-        else:
-            blocks = _blocks(content, user=True)
-        return _Rec(no, "user", uuid, ts, blocks)
-    usage = msg.get("usage")
-    if usage is not None and not isinstance(usage, dict):
-        raise _Bad(f"message.usage is {type(usage).__name__}, expected an object")
-    mid = msg.get("id") if isinstance(msg.get("id"), str) and msg.get("id") else f"line-{no}"
-    model = msg.get("model") if isinstance(msg.get("model"), str) else ""
-    return _Rec(no, "assistant", uuid, ts, _blocks(content, user=False), mid, model, usage)
-
-
-def _blocks(content: Any, *, user: bool) -> list[Block]:
-    """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
-    ("result", id, text, is_error)."""
-    if isinstance(content, str):
-        return [("text", content)]
-    if not isinstance(content, list):
-        raise _Bad(f"message.content is {type(content).__name__}, expected a string or a list")
-    out: list[Block] = []
-    for i, blk in enumerate(content):
-        if not isinstance(blk, dict):
-            raise _Bad(f"content block {i} is {type(blk).__name__}, expected an object")
-        t = blk.get("type")
-        if t == "text":
-            out.append(("text", _str(blk, "text", i)))
-        elif t == "image":
-            out.append(("image", "[image]"))
-        elif t == "thinking":
-            out.append(("reasoning", _str(blk, "thinking", i)))
-        elif t == "redacted_thinking":
-            out.append(("reasoning", ""))
-        elif t in ("tool_use", "server_tool_use") and not user:
-            args = blk.get("input", {})
-            if args is not None and not isinstance(args, (dict, str)):
-                raise _Bad(f"content block {i}: tool_use input is {type(args).__name__}")
-            out.append(("call", _str(blk, "id", i), _str(blk, "name", i), args or {}))
-        elif t == "tool_result" and user:
-            out.append(("result", _str(blk, "tool_use_id", i), as_text(blk.get("content")),
-                        blk.get("is_error") is True))
-        else:
-            out.append(("text", json.dumps(blk, ensure_ascii=False)))
-    return out
-
-
-def _str(blk: dict[str, Any], key: str, i: int) -> str:
-    value = blk.get(key)
-    if not isinstance(value, str):
-        raise _Bad(f"content block {i} ({blk.get('type')}): {key!r} is "
-                   f"{type(value).__name__}, expected a string")
-    return value
-
-
-def _kept(recs: list[_Rec], links: dict[str, str | None]) -> list[_Rec]:
-    """The records on the active conversation path, in file order (all of them if no path)."""
-    if not recs[-1].uuid:
-        return recs
-    path: set[str] = set()
-    node: str | None = recs[-1].uuid
-    while node:
-        if node in path or node not in links:
-            return recs  # cycle or a parent outside the file: use file order
-        path.add(node)
-        node = links[node]
-    groups = {r.msg_id for r in recs if r.role == "assistant" and r.uuid in path}
-    calls = {b[1] for r in recs if r.msg_id in groups for b in r.blocks if b[0] == "call"}
-    return [r for r in recs if r.uuid in path or r.msg_id in groups
-            or any(b[0] == "result" and b[1] in calls for b in r.blocks)]
-
-
-def _order(recs: list[_Rec]) -> list[_Rec | _Group]:
-    """User records and assistant responses (grouped by ``message.id``) in file order."""
-    items: list[_Rec | _Group] = []
+def _order(recs: list[Rec]) -> list[Rec | _Group]:
+    """Records with assistant responses grouped by ``message.id`` (at their first record)."""
+    items: list[Rec | _Group] = []
     groups: dict[str, _Group] = {}
     for r in recs:
         if r.role != "assistant":
@@ -317,35 +297,66 @@ def _order(recs: list[_Rec]) -> list[_Rec | _Group]:
             groups[r.msg_id] = _Group()
             items.append(groups[r.msg_id])
         groups[r.msg_id].recs.append(r)
+    for g in groups.values():
+        g.recs.sort(key=lambda r: r.line)
     return items
 
 
-def _emit_user(b: RunBuilder, r: _Rec) -> None:
+def _emit(b: RunBuilder, r: Rec, st: _State) -> None:
+    """A user record, an attachment or a boundary."""
+    if r.role in ("compact", "micro"):
+        m = r.meta
+        if r.role == "micro":
+            b.event("microcompaction", trigger=m["trigger"], pre_tokens=m["pre"],
+                    tokens_saved=m["saved"], call_ids=m["cleared"])
+            return
+        st.pending = b.n_events
+        b.event("compaction", trigger=m["trigger"], pre_tokens=m["pre"], post_tokens=m["post"],
+                preserved_msgs=sorted({st.msg_of[u] for u in m.get("preserved", ())
+                                       if u in st.msg_of}), harness_compaction=True)
+        return
     if not r.blocks:
         return
-    b.message("tool" if any(x[0] == "result" for x in r.blocks) else "user", ts=r.ts)
+    role = "tool" if any(x[0] == "result" for x in r.blocks) else "user"
+    msg = b.message(role, ts=r.ts)
+    if r.uuid:
+        st.msg_of[r.uuid] = msg
     for x in r.blocks:
         if x[0] == "result":
             b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
+            found = _PERSISTED.search(x[2])
+            if found:
+                b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=int(
+                    float(found.group(1)) * _UNITS[found.group(2)]))
         elif x[0] == "summary":
-            b.summary(x[1], harness=True)
+            if st.pending is not None:
+                b.set_event(st.pending, summary_msg=msg)
+                b.summary(x[1], harness=True, counted=False)
+                st.pending = None
+            else:
+                b.summary(x[1], harness=True)
         else:
             b.text(x[1], kind=x[0])
 
 
-def _emit_response(b: RunBuilder, g: _Group, compaction: bool, models: Counter[str]) -> None:
+def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -> None:
     first = g.recs[0]
-    b.message("assistant", ts=first.ts)
+    msg = b.message("assistant", ts=first.ts)
     seen: set[str] = set()
     for r in g.recs:
+        if r.uuid:
+            st.msg_of[r.uuid] = msg
         for x in r.blocks:
             if x[0] == "call":
-                if x[1] in seen:
+                call_id = x[1]
+                if not call_id:
+                    call_id = f"gen-{r.line}-{x[4]}"
+                    b.issues.append(Issue(b.source.path, r.line, f"tool_use block {x[4]} "
+                                          f"({x[2]}) has no id (kept as {call_id!r})"))
+                if call_id in seen:
                     continue
-                seen.add(x[1])
-                b.tool_call(x[1], x[2], x[3])
-            elif compaction and x[0] == "text":
-                b.summary(x[1], harness=True)
+                seen.add(call_id)
+                b.tool_call(call_id, x[2], x[3])
             else:
                 b.text(x[1], kind=x[0])
     model = next((r.model for r in reversed(g.recs) if r.model), "")
@@ -353,16 +364,19 @@ def _emit_response(b: RunBuilder, g: _Group, compaction: bool, models: Counter[s
         return  # written by the harness, not a model call
     if model:
         models[model] += 1
+    miss = next((r.miss for r in reversed(g.recs) if r.miss), "")
+    edits = next((r.edits for r in reversed(g.recs) if r.edits), "")
     u = next((r.usage for r in reversed(g.recs) if r.usage is not None), None)
     if u is None:
-        b.request(model=model, ts=first.ts)
+        b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
         return
     write, read = _int(u, "cache_creation_input_tokens"), _int(u, "cache_read_input_tokens")
     uncached = _int(u, "input_tokens")
     full = None if uncached is None and read is None and write is None \
         else (uncached or 0) + (read or 0) + (write or 0)
     b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
-              output_tokens=_int(u, "output_tokens"), model=model, ts=first.ts)
+              output_tokens=_int(u, "output_tokens"), model=model, ts=first.ts,
+              cache_miss_reason=miss, applied_edits=edits)
 
 
 def _int(usage: dict[str, Any], key: str) -> int | None:

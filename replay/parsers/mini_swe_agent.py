@@ -1,5 +1,8 @@
 """mini-swe-agent trajectories (``<instance>.traj.json``): one JSON document, one run.
 
+Checked against mini-swe-agent v1.15.0 (SWE-bench bash-only runs, 2025-11) and its oldest
+bare-list test fixture, the shared samples.
+
 ``messages[]`` is the literal, append-only chat (no compaction).  v1
 (``trajectory_format: mini-swe-agent-1``): every message is ``{role, content}``; an
 assistant message holds a THOUGHT and its action in a fenced ```bash block (```

@@ -1,5 +1,8 @@
 """OpenHands V0 trajectories: a JSON array of events (or an object holding one).
 
+Checked against OpenHands V0 event streams (its runtime test trajectories at commit
+``59f5f0d``), the shared samples.
+
 Each event has ``id``, ``timestamp``, ``source`` and either ``action`` + ``args`` or
 ``observation`` + ``content``/``extras``/``cause``.  Agent actions produced by
 function calling carry ``tool_call_metadata`` whose ``model_response`` is the full

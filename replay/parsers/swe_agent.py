@@ -1,5 +1,8 @@
 """SWE-agent trajectories (``<instance>.traj``): one JSON object, one run.
 
+Checked against SWE-agent 0.x (a v0 demonstration trajectory) and 1.0 (SWE-bench Verified
+runs, 2025-05), the shared samples.
+
 ``trajectory[]`` holds one step per model call: ``thought`` / ``response`` (model text),
 ``action`` (the command run), ``observation`` (its output); in v1.x also ``query`` (the
 full prompt of that call) or ``messages`` (the chat after the step).  ``history[]`` is the

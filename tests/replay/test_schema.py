@@ -138,7 +138,8 @@ def _store_with_one_entry(tmp_path: Path) -> Path:
 def test_schema_version_is_in_every_parquet_file(tmp_path: Path) -> None:
     out = _store_with_one_entry(tmp_path)
     files = sorted((out / "data").rglob("*.parquet"))
-    assert [f.name for f in files] == ["messages.parquet", "requests.parquet", "runs.parquet"]
+    assert [f.name for f in files] == ["events.parquet", "messages.parquet", "requests.parquet",
+                                      "runs.parquet"]
     for f in files:
         meta = pq.read_schema(f).metadata
         assert meta[b"schema_version"] == SCHEMA_VERSION.encode()
@@ -193,7 +194,7 @@ def test_corrupt_manifest_and_missing_store_are_store_errors(tmp_path: Path) -> 
 def test_to_table_rejects_wrong_types() -> None:
     row = Request(run_id="r", request=0, output_msg=1, input_tokens=None, cache_read_tokens=None,
                   cache_write_tokens=None, output_tokens=None, reasoning_tokens=None, model="m",
-                  ts="")
+                  ts="", cache_miss_reason="", applied_edits="")
     bad = dataclasses.replace(row, request="zero")  # type: ignore[arg-type]
     with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):
         schema.to_table([bad], "requests")

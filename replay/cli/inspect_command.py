@@ -1,0 +1,63 @@
+"""``replay inspect FILE``: how the ingest reads one log file.
+
+Prints the detected format and why, every record type with its count and fate, the runs
+made (a run with no request with the reason) and, per request, the counted context next to
+the recorded input with the gap (``replay.inspect``).  Every string from the file is printed
+as plain text: rich markup in it is shown, never interpreted.
+
+Not here: the report itself (``replay.inspect``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.cli.inputs import FormatOpt, JsonOpt
+from replay.cli.output import _emit, _errors, _print_json, err_console, out_console, printable
+from replay.inspect import inspect_file
+
+
+def inspect(
+    file: Annotated[Path, typer.Argument(help="One log file.")],
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show how one log file is read: format and why, record types and their fate, runs,
+    and per request the counted context next to the recorded input."""
+    if not file.is_file():
+        err_console.print(f"[red]error[/]: {printable(file)}: not a file", highlight=False)
+        raise typer.Exit(2)
+    with _errors():
+        found = inspect_file(file, fmt=fmt)
+    if as_json:
+        doc = dataclasses.asdict(found)
+        doc["issues"] = [str(i) for i in found.issues]
+        for run, rep in zip(doc["runs"], found.runs):
+            for req, ctx in zip(run["requests"], rep.requests):
+                req["gap_tokens"] = ctx.gap_tokens
+        _print_json(doc)
+    else:
+        say = out_console.print
+        say(f"{printable(found.path)}", highlight=False)
+        say(f"format: {printable(found.detection) or 'not recognised'}", highlight=False)
+        _emit([{"record type": t, **{f: n.get(f, 0) for f in ("modelled", "skipped",
+                                                                     "unknown")}}
+               for t, n in found.coverage.items()], False, title="records by type and fate")
+        _emit([{"run": r.run_id, "messages": r.n_messages, "requests": r.n_requests,
+                "tool calls": r.n_tool_calls, "compactions": r.n_harness_compactions,
+                "context events": r.n_events, "no requests because": r.no_requests_reason}
+               for r in found.runs], False, title=f"{len(found.runs)} run(s)")
+        for r in found.runs:
+            if r.requests:
+                _emit([{"request": c.request, "output msg": c.output_msg,
+                        "counted": c.counted_tokens, "recorded": c.recorded_input_tokens,
+                        "gap": c.gap_tokens} for c in r.requests], False,
+                      title=f"run {r.run_id}: counted context (o200k) vs recorded input")
+        for issue in found.issues:
+            err_console.print(f"[yellow]warning[/]: {printable(issue)}", highlight=False)
+    if not found.format or found.issues and not found.runs:
+        raise typer.Exit(1)

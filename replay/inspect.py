@@ -1,0 +1,157 @@
+"""What ``replay inspect FILE`` reports: one log file as the ingest reads it.
+
+``inspect_file`` parses one file (nothing is written) and returns the detected format and
+why, every record type with its count and fate (``replay.parsers.coverage``), the runs made
+(a run with no request says why), and per request the context the run model counts next to
+the input the log recorded, with the gap.  The counted context of a request is what the model
+saw as far as the log spells it out: after a compaction, the summary, the records re-attached
+after it and what follows (``replay.schema.ContextEvent``); a tool result cleared by a
+microcompaction counts as its placeholder from then on.  The gap is everything the log does
+not contain (the system prompt and tool schemas show up as a steady gap) plus the difference
+between the o200k tokenizer and the model's own.
+
+Not here: printing (``replay.cli.inspect_command``), parsing (``replay.parsers``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from replay.ingest import parse_file
+from replay.parsers.builder import Issue
+from replay.tokens import count_tokens
+
+CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
+"""What Claude Code sends in place of a microcompacted tool result."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One request's counted context next to its recorded input."""
+
+    request: int
+    output_msg: int
+    counted_tokens: int
+    """o200k tokens of the messages the model saw before this request, as the log shows them."""
+    recorded_input_tokens: int | None
+    """The prompt size the server recorded (None when the log has no usage)."""
+
+    @property
+    def gap_tokens(self) -> int | None:
+        """Recorded minus counted (None when nothing was recorded)."""
+        return None if self.recorded_input_tokens is None \
+            else self.recorded_input_tokens - self.counted_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """One run of the file."""
+
+    run_id: str
+    n_messages: int
+    n_requests: int
+    n_tool_calls: int
+    n_harness_compactions: int
+    n_events: int
+    """Context events (compactions, cleared or persisted tool results)."""
+    no_requests_reason: str
+    """Why the run has no request ('' when it has some)."""
+    requests: tuple[RequestContext, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """Everything ``replay inspect`` shows for one file."""
+
+    path: str
+    format: str
+    """The parser used ('' when none took the file)."""
+    detection: str
+    """Why that format (or which came closest)."""
+    coverage: dict[str, dict[str, int]]
+    """Record type -> {fate: count}."""
+    runs: tuple[RunReport, ...]
+    issues: tuple[Issue, ...]
+
+
+def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
+    """Parse ``path`` and report its detection, coverage, runs and per-request context.
+
+    Args:
+        path: one log file.
+        fmt: force a parser instead of detecting the format.
+    """
+    parsed = parse_file(path, path.parent, fmt=fmt)
+    runs: list[RunReport] = []
+    if parsed.tables is not None:
+        t = parsed.tables
+        for run in t.runs.to_pylist():
+            rid = run["run_id"]
+            msgs = t.messages.filter(pc.equal(t.messages["run_id"], rid))
+            reqs = t.requests.filter(pc.equal(t.requests["run_id"], rid)).to_pylist()
+            events = [] if t.events is None else \
+                t.events.filter(pc.equal(t.events["run_id"], rid)).to_pylist()
+            runs.append(RunReport(
+                run_id=rid, n_messages=run["n_messages"], n_requests=run["n_requests"],
+                n_tool_calls=run["n_tool_calls"],
+                n_harness_compactions=run["n_harness_compactions"], n_events=len(events),
+                no_requests_reason=_no_requests(msgs) if not reqs else "",
+                requests=tuple(_contexts(msgs, reqs, events))))
+    return Inspection(str(path), parsed.format, parsed.detection, parsed.coverage, tuple(runs),
+                      parsed.issues)
+
+
+def _no_requests(msgs: pa.Table) -> str:
+    roles = set(msgs["role"].to_pylist())
+    if "assistant" not in roles:
+        return "no assistant message: the log records no model call"
+    return ("assistant messages but no recorded model call (harness-written responses, e.g. "
+            "Claude Code <synthetic> records)")
+
+
+def _contexts(msgs: pa.Table, reqs: list[dict], events: list[dict]) -> list[RequestContext]:
+    """Counted context per request (see the module docstring)."""
+    m = msgs.select(["msg", "kind", "call_id", "tokens_o200k", "is_harness_summary"]).to_pylist()
+    n_msgs = (m[-1]["msg"] + 1) if m else 0
+    per_msg = [0] * n_msgs
+    result_tokens: dict[str, list[tuple[int, int]]] = {}
+    summaries: list[int] = []
+    for row in m:
+        tok = row["tokens_o200k"] or 0
+        per_msg[row["msg"]] += tok
+        if row["kind"] == "tool_result" and row["call_id"]:
+            result_tokens.setdefault(row["call_id"], []).append((row["msg"], tok))
+        if row["is_harness_summary"] and (not summaries or summaries[-1] != row["msg"]):
+            summaries.append(row["msg"])
+    prefix = [0]
+    for tok in per_msg:
+        prefix.append(prefix[-1] + tok)
+    placeholder = count_tokens([CLEARED_PLACEHOLDER], "o200k_base")[0]
+    compactions = [e for e in events if e["kind"] == "compaction"]
+    micros = [e for e in events if e["kind"] == "microcompaction"]
+    out = []
+    for q in reqs:
+        o = q["output_msg"]
+        start, extra = 0, 0
+        k = bisect.bisect_right(summaries, o - 1)
+        if k:
+            start = summaries[k - 1]
+        last = next((e for e in reversed(compactions) if e["msg"] <= o), None)
+        if last is not None and last["msg"] >= start:
+            start = last["summary_msg"] if last["summary_msg"] is not None else last["msg"]
+            extra = sum(per_msg[p] for p in last["preserved_msgs"] if p < start)
+        counted = prefix[o] - prefix[min(start, o)] + extra
+        for e in micros:
+            if e["msg"] > o:
+                continue
+            for cid in e["call_ids"]:
+                for at, tok in result_tokens.get(cid, ()):
+                    if start <= at < o:
+                        counted -= max(0, tok - placeholder)
+        out.append(RequestContext(q["request"], o, counted, q["input_tokens"]))
+    return out

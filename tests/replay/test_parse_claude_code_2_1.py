@@ -1,0 +1,176 @@
+"""Claude Code 2.1.x shapes on the fixtures in tests/fixtures/claude_code (see SOURCES.md): every
+count is checked against a plain walk over the JSON written here, not the parser's path code."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.ingest import ParsedFile, parse_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude_code"
+FILES = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
+
+
+def _recs(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line]
+
+
+def _abandoned(recs: list[dict[str, Any]]) -> set[str]:
+    """uuids of rewound branches: when two user records share a parent, the earlier one (by
+    timestamp) and everything below it were abandoned."""
+    children: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:
+        if r.get("parentUuid"):
+            children.setdefault(r["parentUuid"], []).append(r)
+    out: set[str] = set()
+    for kids in children.values():
+        users = sorted((k for k in kids if k["type"] == "user"), key=lambda k: k["timestamp"])
+        todo = [u["uuid"] for u in users[:-1]]
+        while todo:
+            u = todo.pop()
+            out.add(u)
+            todo += [k["uuid"] for k in children.get(u, [])]
+    return out
+
+
+def _facts(name: str) -> dict[str, Any]:
+    """Per session: requests, calls, results, compactions, attachments, recorded input."""
+    recs = _recs(name)
+    gone = _abandoned(recs)
+    per: dict[str, Counter[str]] = {}
+    seen_ids: set[str] = set()
+    first = next(r["sessionId"] for r in recs if r.get("sessionId"))
+    for r in recs:
+        if r.get("uuid") in gone:
+            continue
+        c = per.setdefault(r.get("sessionId", first), Counter())
+        msg = r.get("message") or {}
+        if r["type"] == "assistant" and msg["id"] not in seen_ids:
+            seen_ids.add(msg["id"])
+            c["requests"] += 1
+            u = msg["usage"]
+            c["input"] += u["input_tokens"] + u.get("cache_read_input_tokens", 0) + \
+                u.get("cache_creation_input_tokens", 0)
+            c["calls"] += sum(b["type"] == "tool_use" for b in msg["content"])
+        elif r["type"] == "user" and isinstance(msg.get("content"), list):
+            c["results"] += sum(b["type"] == "tool_result" for b in msg["content"])
+        elif r.get("subtype") == "compact_boundary":
+            c["compactions"] += 1
+        elif r["type"] == "attachment":
+            c["attachments"] += 1
+    return {"sessions": list(per.values()), "types": Counter(
+        f"system/{r['subtype']}" if r["type"] == "system" else
+        f"attachment/{r['attachment']['type']}" if r["type"] == "attachment" else r["type"]
+        for r in recs)}
+
+
+def _parsed(name: str) -> ParsedFile:
+    return parse_file(FIXTURES / name, FIXTURES)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_fixture_counts_match_an_independent_walk(name: str) -> None:
+    facts, parsed = _facts(name), _parsed(name)
+    assert parsed.tables is not None and parsed.format == "claude_code"
+    runs = parsed.tables.runs.to_pylist()
+    assert len(runs) == len(facts["sessions"])
+    for run, c in zip(runs, facts["sessions"]):
+        assert run["n_requests"] == c["requests"]
+        assert run["n_tool_calls"] == c["calls"]
+        assert run["n_tool_results"] == c["results"]
+        assert run["n_harness_compactions"] == c["compactions"]
+        assert run["recorded_input_tokens"] == c["input"]
+    # every record is counted once in the coverage, each type under its own name
+    counted: Counter[str] = Counter()
+    for rtype, fates in parsed.coverage.items():
+        counted[rtype.split(" (")[0]] += sum(fates.values())
+    assert counted == facts["types"]
+    attachments = [m for m in parsed.tables.messages.to_pylist() if m["role"] == "user"
+                   and m["kind"] == "text"]
+    assert len(attachments) >= sum(c["attachments"] for c in facts["sessions"])
+
+
+def test_rewind_then_compaction_keeps_the_path_the_model_saw() -> None:
+    for name in ("dag_compact_after_rewind.jsonl", "dag_compact_after_rewind_preserved.jsonl",
+                 "handmade_reverse_order.jsonl"):
+        msgs = _parsed(name).tables.messages.to_pylist()  # type: ignore[union-attr]
+        texts = [m["text"] for m in msgs]
+        assert "First attempt" not in texts and "First answer" not in texts, name
+        assert texts[:6] == ["Start", "Ready", "Second attempt", "Second answer", "Keep going",
+                             "Kept going"], name
+        assert texts[-2:] == ["After compaction", "Final answer"], name
+    events = _parsed("dag_compact_after_rewind_preserved.jsonl").tables.events.to_pylist()
+    [ev] = events
+    msgs = _parsed("dag_compact_after_rewind_preserved.jsonl").tables.messages.to_pylist()
+    kept = {m["msg"]: m["text"] for m in msgs}
+    assert [kept[i] for i in ev["preserved_msgs"]] == ["Second answer", "Keep going", "Kept going"]
+    assert (ev["kind"], ev["trigger"], ev["pre_tokens"]) == ("compaction", "auto", 150000)
+    assert kept[ev["summary_msg"]].startswith("This session is being continued")
+    reqs = _parsed("dag_compact_after_rewind_preserved.jsonl").tables.requests.to_pylist()
+    assert reqs[ev["request"]]["output_msg"] == max(kept)  # the first request after it
+
+
+def test_attachments_boundaries_and_request_diagnostics() -> None:
+    name = "handmade_2_1_attachments_microcompact.jsonl"
+    recs, parsed = _recs(name), _parsed(name)
+    assert parsed.tables is not None
+    msgs = parsed.tables.messages.to_pylist()
+    texts = [m["text"] for m in msgs]
+    skill = next(r["attachment"]["content"] for r in recs
+                 if r["type"] == "attachment" and r["attachment"]["type"] == "skill_listing")
+    prompt = next(r["message"]["content"] for r in recs if r["type"] == "user")
+    assert texts.index(skill) == texts.index(prompt) + 1  # where the chain has it
+    # the id-less tool_use is kept under a generated id, with an issue on its line
+    line = 1 + next(i for i, r in enumerate(recs) if r["type"] == "assistant"
+                    and any(b["type"] == "tool_use" and "id" not in b
+                            for b in r["message"]["content"]))
+    assert [(i.line, "has no id" in i.reason) for i in parsed.issues] == [(line, True)]
+    assert f"gen-{line}-0" in {m["call_id"] for m in msgs if m["kind"] == "tool_call"}
+    events = {e["kind"]: e for e in parsed.tables.events.to_pylist()}
+    micro = next(r for r in recs if r.get("subtype") == "microcompact_boundary")
+    assert events["microcompaction"]["call_ids"] == \
+        micro["microcompactMetadata"]["compactedToolIds"]
+    assert events["microcompaction"]["tokens_saved"] == micro["microcompactMetadata"]["tokensSaved"]
+    assert events["persisted_output"]["full_chars"] == int(41.2 * 1024)
+    boundary = next(r for r in recs if r.get("subtype") == "compact_boundary")
+    comp = events["compaction"]
+    assert (comp["trigger"], comp["pre_tokens"], comp["post_tokens"], comp["summary_msg"]) == \
+        (boundary["compactMetadata"]["trigger"], boundary["compactMetadata"]["preTokens"],
+         boundary["compactMetadata"]["postTokens"], None)
+    reqs = parsed.tables.requests.to_pylist()
+    diag = [r["message"].get("diagnostics") for r in recs if r["type"] == "assistant"]
+    assert [q["cache_miss_reason"] for q in reqs] == \
+        [d["cache_miss_reason"]["type"] if d else "" for d in diag]
+    edits = [r["message"].get("context_management") for r in recs if r["type"] == "assistant"]
+    assert [json.loads(q["applied_edits"]) if q["applied_edits"] else None for q in reqs] == \
+        [e["applied_edits"] if e else None for e in edits]
+    assert parsed.coverage["frobnicate-state"] == {"unknown": 1}
+    assert parsed.coverage["attachment/deferred_tools_delta"] == {"modelled": 1}
+
+
+def test_one_run_per_session_and_first_prompts_without_links() -> None:
+    parsed = _parsed("handmade_two_sessions.jsonl")
+    assert parsed.tables is not None
+    msgs = parsed.tables.messages.to_pylist()
+    runs = parsed.tables.runs.to_pylist()
+    assert [r["run_id"][-2:] for r in runs] == ["-0", "-1"]
+    by_run = Counter(m["run_id"] for m in msgs)
+    assert list(by_run.values()) == [4, 4]
+    assert [m["text"] for m in msgs if m["msg"] == 0] == ["alpha: start", "beta: start"]
+
+
+def test_a_session_copied_from_a_file_beside_it_counts_once(tmp_path: Path) -> None:
+    recs = _recs("handmade_two_sessions.jsonl")
+    first, second = recs[:4], recs[4:]
+    sid = second[0]["sessionId"]
+    (tmp_path / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in second))
+    both = tmp_path / "resumed.jsonl"
+    both.write_text("".join(json.dumps(r) + "\n" for r in first + second))
+    parsed = parse_file(both, tmp_path)
+    assert parsed.tables is not None and parsed.tables.runs.num_rows == 1
+    assert parsed.coverage[f"user (copy from {sid[:8]}.jsonl)"] == {"skipped": 2}

@@ -1,0 +1,103 @@
+"""``replay inspect FILE`` and the coverage column of ``replay runs``: figures checked against
+counts made here from the raw JSON, and every string from the file printed as plain text."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.tokens import count_tokens
+
+runner = CliRunner()
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"
+HANDMADE = FIXTURES / "handmade_2_1_attachments_microcompact.jsonl"
+
+
+def _types(path: Path) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        out[f"system/{r['subtype']}" if r["type"] == "system" else
+            f"attachment/{r['attachment']['type']}" if r["type"] == "attachment" else r["type"]] += 1
+    return out
+
+
+def test_inspect_json_reports_types_runs_and_gaps() -> None:
+    result = runner.invoke(app, ["inspect", str(HANDMADE), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "claude_code" and doc["detection"].startswith("claude_code: ")
+    assert {t: sum(f.values()) for t, f in doc["coverage"].items()} == dict(_types(HANDMADE))
+    [run] = doc["runs"]
+    recs = [json.loads(line) for line in HANDMADE.read_text().splitlines()]
+    usages = [r["message"]["usage"] for r in recs if r["type"] == "assistant"]
+    recorded = [u["input_tokens"] + u["cache_read_input_tokens"]
+                + u["cache_creation_input_tokens"] for u in usages]
+    assert [q["recorded_input_tokens"] for q in run["requests"]] == recorded
+    for q in run["requests"]:
+        assert q["gap_tokens"] == q["recorded_input_tokens"] - q["counted_tokens"]
+    # after the boundary (no summary recorded) the model saw only what follows it
+    after = next(r["message"]["content"] for r in reversed(recs) if r["type"] == "user")
+    assert run["requests"][-1]["counted_tokens"] == count_tokens([after], "o200k_base")[0]
+    # the microcompacted result counts as its placeholder from the microcompaction on
+    assert run["requests"][2]["counted_tokens"] < run["requests"][1]["counted_tokens"]
+
+
+def test_inspect_table_lists_every_type_and_escapes_markup(tmp_path: Path) -> None:
+    lines = HANDMADE.read_text().splitlines()
+    lines.append(json.dumps({"type": "[bold]boom[/bold]", "sessionId": "x"}))
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "[bold]boom[/bold]" in result.stdout
+    for rtype in _types(HANDMADE):
+        assert rtype in result.stdout
+    assert "counted context (o200k) vs" in result.stdout
+
+
+def test_a_run_without_requests_is_listed_with_the_reason(tmp_path: Path) -> None:
+    recs = [{"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+             "message": {"role": "user", "content": "hello"}}]
+    path = tmp_path / "only-user.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    doc = json.loads(runner.invoke(app, ["inspect", str(path), "--json"]).stdout)
+    [run] = doc["runs"]
+    assert run["n_requests"] == 0 and "no model call" in run["no_requests_reason"]
+
+
+def test_inspect_an_unknown_file_names_the_closest_format(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"type": "mode", "mode": "normal", "sessionId": "s"}) + "\n")
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 1
+    assert "closest: claude_code" in result.output
+
+
+def test_runs_shows_each_files_coverage(tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    assert runner.invoke(app, ["ingest", str(FIXTURES), "--out", str(out), "-q"]).exit_code == 0
+    rows = json.loads(runner.invoke(app, ["runs", str(out), "--json"]).stdout)
+    by_source = {r["source"]: r["coverage"] for r in rows}
+    for path in FIXTURES.glob("*.jsonl"):
+        n = sum(_types(path).values())
+        assert by_source[path.name].startswith(f"{n:,} records: "), path.name
+    assert "1 unknown (frobnicate-state x1)" in by_source[HANDMADE.name]
+
+
+def test_replay_run_says_which_runs_it_did_not_replay(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "full.jsonl").write_text(HANDMADE.read_text())
+    (logs / "only-user.jsonl").write_text(json.dumps(
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+         "message": {"role": "user", "content": "hello"}}) + "\n")
+    result = runner.invoke(app, ["run", "--policy", "none", str(logs), "--out",
+                                 str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert "1 run(s) with no recorded request not replayed" in result.output
+    assert "(only-user.jsonl)" in result.output
