@@ -45,7 +45,9 @@ import hashlib
 import io
 import json
 import re
+import struct
 import zipfile
+import zlib
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
@@ -58,6 +60,9 @@ MAX_ENTRIES = 100_000
 MAX_ENTRY_BYTES = 512 * 1024 * 1024
 """Uncompressed bytes read from one zip entry (a larger one is reported and skipped)."""
 _ZIP = b"PK\x03\x04"
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
+               zlib.error, struct.error)
+"""What a damaged zip raises (bad headers, bad CRC, a corrupt deflate stream, …)."""
 _ZIP_NAMES = (b"header.json", b"_journal/start.json", b"samples/")
 _JSON_EVAL = re.compile(rb'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task|created)"')
 _SKIPPED_EVENTS = frozenset((
@@ -129,7 +134,7 @@ def _zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], list[Any]]:
     try:
         z = zipfile.ZipFile(io.BytesIO(src.data))
         infos = z.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except _ZIP_ERRORS as exc:
         issues.append(Issue(src.path, 0, f"damaged .eval zip: {exc}"))
         return {}, []
     if len(infos) > MAX_ENTRIES:
@@ -157,8 +162,7 @@ def _zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], list[Any]]:
             if len(raw) > MAX_ENTRY_BYTES:
                 raise ValueError(f"more than {MAX_ENTRY_BYTES:,} bytes uncompressed")
             value = loads(raw)
-        except (zipfile.BadZipFile, OSError, ValueError, RecursionError, EOFError,
-                NotImplementedError) as exc:
+        except (*_ZIP_ERRORS, RecursionError) as exc:
             cov.unknown(f"zip/{kind} (unreadable)")
             issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r}: {exc} (skipped)"))
             continue
@@ -248,7 +252,7 @@ class _Sample:
         out = _obj(_obj(choices[0]).get("message")) if isinstance(choices, list) and choices \
             else {}
         ts = _str(e.get("timestamp"))
-        msg = self.emit({"role": "assistant", **out}, ts=ts) if out else \
+        msg = self.emit({**out, "role": "assistant"}, ts=ts) if out else \
             self.b.message("assistant", ts=ts)
         usage = _obj(_obj(e.get("output")).get("usage"))
         base, read, write = (_int(usage.get(k)) for k in
