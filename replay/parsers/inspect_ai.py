@@ -3,9 +3,8 @@ per sample and epoch.
 
 A ``.json`` log is ``{version, status, eval, plan, results, stats, samples[]}``; a ``.eval``
 log is a zip holding ``header.json`` (or ``_journal/start.json``) and one
-``samples/<id>_epoch_<n>.json`` per sample.  Zip entries are read with the standard library,
-bounded: at most ``MAX_ENTRIES`` entries and ``MAX_ENTRY_BYTES`` uncompressed bytes each, the
-rest reported.  A sample has ``messages`` (the final conversation), ``events`` (the
+``samples/<id>_epoch_<n>.json`` per sample, read within bounds by
+``replay.parsers.inspect_eval_zip``.  A sample has ``messages`` (the final conversation), ``events`` (the
 transcript) and ``attachments`` (``attachment://<hash>`` strings stand for long texts).
 
 The run follows the model calls: each ``ModelEvent`` is one request; its ``input`` (or, in
@@ -42,28 +41,18 @@ UKGovernmentBEIS/inspect_ai at 499e615 (2026-08); the compaction fixture is hand
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
-import struct
-import zipfile
-import zlib
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import load_json, loads
+from replay.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
+from replay.parsers.jsonl import load_json
 
 NAME = "inspect_ai"
 
-MAX_ENTRIES = 100_000
-"""Zip entries looked at in one ``.eval`` file."""
-MAX_ENTRY_BYTES = 512 * 1024 * 1024
-"""Uncompressed bytes read from one zip entry (a larger one is reported and skipped)."""
-_ZIP = b"PK\x03\x04"
-_ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
-               zlib.error, struct.error)
-"""What a damaged zip raises (bad headers, bad CRC, a corrupt deflate stream, …)."""
-_ZIP_NAMES = (b"header.json", b"_journal/start.json", b"samples/")
+_ZIP_NAMES = re.compile(rb"header\.json|_journal/start\.json|samples/[^/\x00]{1,200}_epoch_\d+\.json")
+"""Entry names of an Inspect zip (its local file headers show them in the head)."""
 _JSON_EVAL = re.compile(rb'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task|created)"')
 _SKIPPED_EVENTS = frozenset((
     "sample_init", "span_begin", "span_end", "state", "store", "score", "score_edit",
@@ -80,8 +69,8 @@ def sniff(filename: str, head: bytes) -> bool:
         filename: the file name.
         head: the first 64 KiB of the file.
     """
-    if head.startswith(_ZIP):
-        return filename.endswith(".eval") or any(n in head for n in _ZIP_NAMES)
+    if head.startswith(ZIP_MAGIC):
+        return filename.endswith(".eval") or _ZIP_NAMES.search(head) is not None
     text = head.lstrip()
     return text.startswith(b"{") and _JSON_EVAL.search(text) is not None \
         and b'"status"' in text
@@ -94,8 +83,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (line 0: a zip or a document).
     """
-    if src.data.startswith(_ZIP):
-        header, samples = _zip(src, issues)
+    if src.data.startswith(ZIP_MAGIC):
+        header, samples = read_eval_zip(src, issues)
     else:
         doc = load_json(src, issues)
         if not isinstance(doc, dict):
@@ -126,60 +115,6 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             issues.append(Issue(src.path, 0, f"{agent}: {exc} (rest of the sample skipped)"))
         drafts.append(b.build())
     return drafts
-
-
-def _zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], list[Any]]:
-    """The header and the samples of a ``.eval`` zip, each entry read within the bounds."""
-    cov = src.coverage
-    try:
-        z = zipfile.ZipFile(io.BytesIO(src.data))
-        infos = z.infolist()
-    except _ZIP_ERRORS as exc:
-        issues.append(Issue(src.path, 0, f"damaged .eval zip: {exc}"))
-        return {}, []
-    if len(infos) > MAX_ENTRIES:
-        issues.append(Issue(src.path, 0, f"{len(infos):,} zip entries: read the first "
-                                         f"{MAX_ENTRIES:,}"))
-        infos = infos[:MAX_ENTRIES]
-    header: dict[str, Any] = {}
-    start: dict[str, Any] = {}
-    samples: list[tuple[str, Any]] = []
-    for info in infos:
-        name = info.filename
-        kind = "samples" if name.startswith("samples/") else name
-        if kind not in ("samples", "header.json", "_journal/start.json"):
-            cov.skipped("zip/summaries" if "summar" in name else f"zip/{name.split('/')[0]}")
-            continue
-        if info.file_size > MAX_ENTRY_BYTES:
-            cov.unknown(f"zip/{kind} (too large)")
-            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is {info.file_size:,} "
-                                             f"bytes uncompressed, over {MAX_ENTRY_BYTES:,} "
-                                             "(skipped)"))
-            continue
-        try:
-            with z.open(info) as f:
-                raw = f.read(MAX_ENTRY_BYTES + 1)
-            if len(raw) > MAX_ENTRY_BYTES:
-                raise ValueError(f"more than {MAX_ENTRY_BYTES:,} bytes uncompressed")
-            value = loads(raw)
-        except (*_ZIP_ERRORS, RecursionError) as exc:
-            cov.unknown(f"zip/{kind} (unreadable)")
-            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r}: {exc} (skipped)"))
-            continue
-        cov.modelled(f"zip/{kind}")
-        if kind == "samples":
-            samples.append((name, value))
-        elif kind == "header.json" and isinstance(value, dict):
-            header = value
-        elif isinstance(value, dict):
-            start = value
-    samples.sort(key=lambda s: _sample_order(s[0]))
-    return header or start, [v for _, v in samples]
-
-
-def _sample_order(name: str) -> tuple[int, str]:
-    m = re.match(r"samples/(.*)_epoch_(\d+)\.json$", name)
-    return (int(m.group(2)), m.group(1)) if m else (0, name)
 
 
 class _Sample:
