@@ -77,6 +77,16 @@ def sniff(filename: str, head: bytes) -> bool:
         and _STEP_SOURCE.search(text) is not None
 
 
+def evidence(filename: str, head: bytes) -> str:
+    """What of ATIF the head shows: its schema version, or ATIF-shaped steps; '' for neither."""
+    mark = re.search(rb'"schema_version"\s*:\s*"(ATIF-v[0-9.]{1,10})"', head)
+    if mark:
+        return f"schema_version {mark.group(1).decode()}"
+    if b'"step_id"' in head and _STEP_SOURCE.search(head):
+        return "steps with step_id and source (no ATIF schema_version)"
+    return ""
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run per trajectory (the file's, then any embedded ones); problems go to ``issues``.
 

@@ -58,6 +58,7 @@ NAME = "gemini_cli"
 
 _PROJECT = re.compile(rb'"projectHash"\s*:')
 _SESSION = re.compile(rb'"sessionId"\s*:')
+_GEMINI_TYPE = re.compile(rb'"type"\s*:\s*"gemini"')
 _SKIPPED_TYPES = ("info", "error", "warning")
 
 
@@ -72,6 +73,16 @@ def sniff(filename: str, head: bytes) -> bool:
     text = head.lstrip()
     return text.startswith(b"{") and _PROJECT.search(text) is not None \
         and _SESSION.search(text) is not None
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of Gemini CLI the head shows: its metadata keys or its ``gemini`` messages."""
+    keys = [k for k, rx in (("projectHash", _PROJECT), ("sessionId", _SESSION)) if rx.search(head)]
+    if len(keys) == 2:
+        return "session metadata (sessionId, projectHash)"
+    if _GEMINI_TYPE.search(head):
+        return "messages of type 'gemini'" + (f" and {keys[0]}" if keys else "")
+    return ""
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:

@@ -76,6 +76,14 @@ def sniff(filename: str, head: bytes) -> bool:
         and b'"status"' in text
 
 
+def evidence(filename: str, head: bytes) -> str:
+    """What of an Inspect log the head shows: Inspect's zip entries, or its ``eval`` header."""
+    if head.startswith(ZIP_MAGIC):
+        found = _ZIP_NAMES.search(head)
+        return f"a zip with the entry {found.group().decode(errors='replace')}" if found else ""
+    return "an eval header (eval_id / run_id / task)" if _JSON_EVAL.search(head) else ""
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run per sample (and epoch); problems go to ``issues``.
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from replay.ingest import parse_file
-from replay.parsers import atif, detect_format
+from replay.parsers import atif, detect, detect_format
 from replay.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "atif"
@@ -159,6 +159,9 @@ def test_content_parts_results_by_position_and_embedded_subagents(tmp_path: Path
 def test_sniff_is_specific() -> None:
     head = (FIXTURES / "openhands-hello-world.trajectory.json").read_bytes()[:65536]
     assert detect_format("trajectory.json", head) == "atif"
+    assert detect("trajectory.json", head).reason == "schema_version ATIF-v1.5"
+    bare = detect("x.json", b'{"steps": [{"step_id": 1, "source": "agent"}')  # no version
+    assert bare.describe() == "atif: steps with step_id and source (no ATIF schema_version)"
     assert not atif.sniff("x.json", b'{"messages": [{"role": "user", "content": "hi"}]}')
     assert not atif.sniff("x.json", b'{"trajectory": [{"observation": "x"}], "info": {}}')
     assert not atif.sniff("x.jsonl", b'{"type": "user", "source": "user"}\n')

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from replay.ingest import parse_file
-from replay.parsers import detect_format, gemini_cli
+from replay.parsers import detect, detect_format, gemini_cli
 from replay.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gemini_cli"
@@ -150,3 +150,6 @@ def test_sniff_is_specific() -> None:
         assert detect_format(name, head) == "gemini_cli"
     assert not gemini_cli.sniff("x.jsonl", b'{"type": "user", "sessionId": "s", "uuid": "u"}\n')
     assert not gemini_cli.sniff("x.json", b'{"messages": [{"role": "user", "content": "x"}]}')
+    # a file without its metadata line is refused, naming Gemini CLI as the closest format
+    near = detect("s.jsonl", b'{"id": "g", "type": "gemini", "content": "hi"}\n').near
+    assert ("gemini_cli", "messages of type 'gemini'") in near
