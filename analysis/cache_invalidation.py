@@ -159,7 +159,6 @@ def cache_invalidation_summary(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataF
             "cache_invalidation_n_small_trims": len(small),
             "cache_invalidation_small_trim_invalidated_tokens": int(
                 small["invalidated_tokens"].sum()),
-            "cache_invalidation_cost_usd": float(r["cost_usd"].sum()),
             "cache_invalidation_cost_cache_read_usd": float(r["cost_cache_read_usd"].sum()),
             "cache_invalidation_cost_mismatch_usd": float((r["cost_usd"] - r["cost_check_usd"])
                                                           .abs().max()),
@@ -208,7 +207,7 @@ _SUMMARY_COLUMNS = [
     "cache_invalidation_invalidated_custom_tokens",
     "cache_invalidation_n_below_min", "cache_invalidation_n_undone",
     "cache_invalidation_n_small_trims", "cache_invalidation_small_trim_invalidated_tokens",
-    "cache_invalidation_cost_usd", "cache_invalidation_cost_cache_read_usd",
+    "cache_invalidation_cost_cache_read_usd",
     "cache_invalidation_cost_mismatch_usd", "cache_invalidation_n_mispriced",
     "cache_invalidation_recorded_requests", "cache_invalidation_recorded_cached_share",
     "cache_invalidation_cached_share_where_recorded"]

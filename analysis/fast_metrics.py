@@ -65,7 +65,7 @@ _CACHE = (
     "cache_invalidation_invalidated_collapse_tokens",
     "cache_invalidation_invalidated_custom_tokens", "cache_invalidation_n_below_min",
     "cache_invalidation_n_undone", "cache_invalidation_n_small_trims",
-    "cache_invalidation_small_trim_invalidated_tokens", "cache_invalidation_cost_usd",
+    "cache_invalidation_small_trim_invalidated_tokens",
     "cache_invalidation_cost_cache_read_usd", "cache_invalidation_cost_mismatch_usd",
     "cache_invalidation_n_mispriced", "cache_invalidation_recorded_requests",
     "cache_invalidation_recorded_cached_share", "cache_invalidation_cached_share_where_recorded")
@@ -88,7 +88,7 @@ FLOAT_COLUMNS: frozenset[str] = frozenset({
     "summarisation_min_requests_between", "summarisation_mean_context_after_tokens",
     "summarisation_max_context_after_tokens", "summarisation_mean_growback_requests",
     "summarisation_recorded_per_100_requests", "cache_invalidation_cached_share",
-    "cache_invalidation_invalidated_per_action_tokens", "cache_invalidation_cost_usd",
+    "cache_invalidation_invalidated_per_action_tokens",
     "cache_invalidation_cost_cache_read_usd", "cache_invalidation_cost_mismatch_usd",
     "cache_invalidation_recorded_cached_share", "cache_invalidation_cached_share_where_recorded",
     "overshoots_frac", "overshoots_margin_needed_max_frac", "overshoots_est_error_median_frac",
@@ -296,7 +296,6 @@ def _cache(rq: dict[str, list[Any]], ac: dict[str, list[Any]], applied: list[boo
         "cache_invalidation_n_undone": len(applied) - sum(applied),
         "cache_invalidation_n_small_trims": n_small,
         "cache_invalidation_small_trim_invalidated_tokens": small_inv,
-        "cache_invalidation_cost_usd": float(np.sum(np.array(cost, dtype="float64"))),
         "cache_invalidation_cost_cache_read_usd": float(np.sum(np.array(read_usd))),
         "cache_invalidation_cost_mismatch_usd": float(mismatch),
         "cache_invalidation_n_mispriced": sum(1 for c, w, f, t in zip(cached, write, fresh, truth)

@@ -67,7 +67,6 @@ METRIC_DIRECTIONS: dict[str, str] = {
     "cache_invalidation_invalidated_tokens": "lower",
     "cache_invalidation_n_small_trims": "lower",
     "cache_invalidation_small_trim_invalidated_tokens": "lower",
-    "cache_invalidation_cost_usd": "lower",
     "overshoots_n": "lower",
     "overshoots_max_tokens": "lower",
     "overshoots_total_tokens": "lower",

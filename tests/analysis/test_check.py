@@ -366,7 +366,7 @@ def test_judge(base: float | None, current: float | None, tol: Tolerance, status
 
 def test_the_readme_tolerances_example_is_valid(baseline: Baseline, tmp_path: Path) -> None:
     text = (REPO / "README.md").read_text()
-    example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    example = text.split("A tolerances file", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "t.yaml").write_text(example)
     tol = load_tolerances(tmp_path / "t.yaml")
     tol.validate(baseline.metrics)

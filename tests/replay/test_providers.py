@@ -136,3 +136,13 @@ def test_with_provider_drops_the_policys_own_overrides() -> None:
     q = with_provider(p, "vllm")
     assert q.cache == PROVIDERS["vllm"].cache and q.cache != p.cache
     assert dataclasses.replace(q, cache=p.cache) == p
+
+
+def test_the_readme_provider_example_is_a_valid_policy() -> None:
+    import yaml
+
+    text = (REPO / "README.md").read_text().split("## Providers", 1)[1]
+    doc = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    p = policy_from_dict(doc, "README")
+    assert p.provider == "vllm" and p.cache.ttl_s == 600
+    assert p.cache.granularity_tokens == PROVIDERS["vllm"].cache.granularity_tokens
