@@ -16,11 +16,21 @@ call (Terminus-2 in JSON mode, whose commands live in the message), a user messa
 the observation text, which is what the harness sent as the next prompt.
 
 Tokens: ``prompt_tokens`` is the whole prompt with cached tokens included (spelled out in
-v1.2), which is what ``Request.input_tokens`` holds; ``cached_tokens`` → cache reads;
-``metrics.extra.cache_creation_input_tokens`` (Harbor's Claude Code converter) → cache
-writes.  A step whose ``cached_tokens`` exceeds its ``prompt_tokens`` comes from a producer
-that left cached tokens out (pre-v1.2 style): its input is read as the sum, with one issue
-per file saying how many steps.
+v1.2), which is what ``Request.input_tokens`` holds; ``cached_tokens`` → cache reads.
+Harbor's Claude Code converter writes ``prompt_tokens = input_tokens + cache reads`` and the
+raw Anthropic usage into ``metrics.extra``: its ``cache_creation_input_tokens`` are cache
+writes, added to the prompt (Anthropic bills and counts them as prompt tokens).  A step
+whose ``cached_tokens`` exceeds its ``prompt_tokens`` comes from a producer that left cached
+tokens out (pre-v1.2 style): its input is read as the sum, with one issue per file saying
+how many steps.
+
+Converter artefacts: Harbor's Claude Code converter makes one agent step per transcript
+record, so one API response (text, then each tool call) becomes several steps carrying the
+same usage and ``extra.requestId``; consecutive agent steps with the same ``requestId`` /
+``request_id`` / ``message_id`` make one request (the first step's), the others are counted
+as ``note/agent step of the same API response``.  Its tool steps' message
+"Executed <tool> <id>" is the converter's, not the model's: left out of the text and
+counted as ``note/converter placeholder message``.
 
 Compactions: a ``system`` step whose message or ``extra`` speaks of summarisation or
 compaction (Terminus-2's "Performed context summarization and handoff …", with
@@ -34,7 +44,8 @@ holding them.
 
 Coverage types: ``step/<source>``, ``step/agent (copied context)``, ``step/system
 (compaction)``, ``observation/result``, ``observation/subagent_trajectory_ref`` (skipped:
-the referenced file is its own run), ``subagent_trajectory`` (an embedded one).
+the referenced file is its own run), ``subagent_trajectory`` (an embedded one); ``note/…``
+entries count what was done to steps already counted (the converter artefacts below).
 
 Checked against: Harbor's golden trajectories (ATIF-v1.5: Terminus-2 2.0.0 with context
 summarization, linear-history continuation and timeout; OpenHands 1.0.0) and the field list
@@ -57,6 +68,8 @@ _MARK = re.compile(rb'"schema_version"\s*:\s*"ATIF-v\d')
 _STEPS = re.compile(rb'"steps"\s*:\s*\[\s*\{')
 _STEP_SOURCE = re.compile(rb'"source"\s*:\s*"(?:agent|user|system)"')
 _COMPACTION = re.compile(r"summari[sz]|compact", re.IGNORECASE)
+_REQUEST_KEYS = ("requestId", "request_id", "message_id")
+"""Keys of ``step.extra`` naming the API response a step came from."""
 _MAX_DEPTH = 8
 """Embedded subagent trajectories deeper than this are reported, not read."""
 
@@ -120,6 +133,8 @@ class _State:
     lines: ItemLines | None
     excluded: int = 0
     """Steps whose cached tokens exceeded their prompt tokens (read as excluded)."""
+    request_id: str = ""
+    """The API response id of the last agent step ('' when it had none)."""
 
 
 def _trajectory(src: Source, issues: list[Issue], doc: dict[str, Any], drafts: list[RunDraft],
@@ -168,6 +183,8 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     ts = _str(step.get("timestamp"))
     copied = step.get("is_copied_context") is True
     text = as_text(step.get("message"))
+    if source != "agent":
+        state.request_id = ""  # a new prompt: the next agent step is a new API response
     if source == "system":
         if not copied and _is_compaction(step, text):
             cov.modelled("step/system (compaction)")
@@ -192,19 +209,30 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     reasoning = step.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         b.text(reasoning, kind="reasoning")
-    if text:
+    tool_calls = step.get("tool_calls")
+    tool_calls = [_obj(tc) for tc in tool_calls] if isinstance(tool_calls, list) else []
+    if len(tool_calls) == 1 and text == "Executed " + " ".join(
+            x for x in (_str(tool_calls[0].get("function_name")),
+                        _str(tool_calls[0].get("tool_call_id"))) if x):
+        cov.skipped("note/converter placeholder message")
+    elif text:
         b.text(text)
     calls = []
-    tool_calls = step.get("tool_calls")
-    for k, tc in enumerate(tool_calls if isinstance(tool_calls, list) else []):
-        tc = _obj(tc)
+    for k, tc in enumerate(tool_calls):
         call_id = _str(tc.get("tool_call_id")) or f"call-{i}-{k}"
         args = tc.get("arguments")
         b.tool_call(call_id, _str(tc.get("function_name")) or "tool",
                     args if isinstance(args, (dict, str)) else ({} if args is None else args))
         calls.append(call_id)
-    if not copied and step.get("llm_call_count") != 0:
+    request_id = next((v for k in _REQUEST_KEYS
+                       if isinstance(v := _obj(step.get("extra")).get(k), str) and v), "")
+    if copied or step.get("llm_call_count") == 0:
+        pass
+    elif request_id and request_id == state.request_id:
+        cov.skipped("note/agent step of the same API response")
+    else:
         _request(state, step, msg, ts)
+    state.request_id = request_id
     _observation(state, i, step, calls, ts, as_text_blocks=False)
 
 
@@ -252,11 +280,14 @@ def _request(state: _State, step: dict[str, Any], msg: int, ts: str) -> None:
     m = _obj(step.get("metrics"))
     extra = _obj(m.get("extra"))
     prompt, cached = _int(m.get("prompt_tokens")), _int(m.get("cached_tokens"))
+    write = _int(extra.get("cache_creation_input_tokens"))
     if prompt is not None and cached is not None and cached > prompt:
         state.excluded += 1
         prompt += cached
+    if prompt is not None and write is not None and "cache_read_input_tokens" in extra:
+        prompt += write  # an Anthropic usage (Harbor's Claude Code converter): writes not in it
     state.b.request(output_msg=msg, input_tokens=prompt, cache_read_tokens=cached,
-                    cache_write_tokens=_int(extra.get("cache_creation_input_tokens")),
+                    cache_write_tokens=write,
                     output_tokens=_int(m.get("completion_tokens")),
                     reasoning_tokens=_int(extra.get("reasoning_tokens")),
                     model=_str(step.get("model_name")), ts=ts)

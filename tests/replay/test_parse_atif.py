@@ -174,3 +174,30 @@ def test_truncated_file_keeps_readable_steps(tmp_path: Path) -> None:
     drafts = atif.parse(_source(tmp_path / "t.json", cut), issues)
     assert issues and "damaged file" in issues[-1].reason
     assert len(drafts) == 1 and drafts[0].run["n_messages"] >= 1
+
+
+def test_claude_code_converter_steps_of_one_response_make_one_request(tmp_path: Path) -> None:
+    """Harbor's Claude Code converter: one step per transcript record, the same usage and
+    requestId on each; prompt_tokens = input + cache reads, cache writes in metrics.extra."""
+    usage = {"prompt_tokens": 2010, "completion_tokens": 120, "cached_tokens": 2000,
+             "extra": {"cache_creation_input_tokens": 350, "cache_read_input_tokens": 2000}}
+    steps = [
+        {"step_id": 1, "source": "user", "message": "fix it"},
+        {"step_id": 2, "source": "agent", "message": "Looking.", "metrics": usage,
+         "extra": {"requestId": "req_1"}},
+        {"step_id": 3, "source": "agent", "message": "Executed Read toolu_1",
+         "tool_calls": [{"tool_call_id": "toolu_1", "function_name": "Read",
+                         "arguments": {"file_path": "/a.py"}}],
+         "observation": {"results": [{"source_call_id": "toolu_1", "content": "x = 1"}]},
+         "metrics": usage, "extra": {"requestId": "req_1"}},
+        {"step_id": 4, "source": "agent", "message": "Done.", "metrics": usage,
+         "extra": {"requestId": "req_2"}},
+    ]
+    src = _source(tmp_path / "t.json", _doc(steps))
+    (draft,) = atif.parse(src, [])
+    assert draft.run["n_requests"] == 2
+    assert draft.requests["input_tokens"] == [2360, 2360]  # 2010 + 350 cache writes
+    assert "Executed Read toolu_1" not in draft.messages["text"]
+    cov = src.coverage.by_type()
+    assert cov["note/agent step of the same API response"] == {"skipped": 1}
+    assert cov["note/converter placeholder message"] == {"skipped": 1}
