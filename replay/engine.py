@@ -71,9 +71,9 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     truth_of = run.counts(policy.truth, calibration)
     ctx = Context(run, run.counts(policy.estimator, calibration), truth_of,
                   s.message_overhead_tokens)
-    steps = [(t.when, bind(t, i, custom_tier.load(t, allow_python=allow_python)
+    steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python)
                            if isinstance(t, Custom) else None))
-             for i, t in enumerate(policy.tiers)]
+             for t in policy.tiers]
     before = [step for when, step in steps if when == "before"]
     after = [step for when, step in steps if when == "after"]
     reserve_counted = s.reserve_tokens if s.reserve_counts else 0

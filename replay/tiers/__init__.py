@@ -1,7 +1,8 @@
 """Tiers: one module per kind of action (trim, summarise, collapse, custom).
 
 ``bind`` dispatches a policy tier to its module once per replay.  Each module's docstring lists
-the guarantees it keeps; all cuts go through ``Context.cut_before`` (safe split).
+the guarantees it keeps; every change to the context goes through ``replay.tiers.apply``
+(``apply_trims``, ``apply_cut``), which enforces the engine's invariants for all of them.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from replay.tiers import collapse, custom, summarise, trim
 from replay.tiers.base import Env
 
 
-def bind(tier: Any, index: int, impl: Any = None) -> Callable[[Context, Env], None]:
-    """One tier's ``act`` with its module chosen once: a replay loop calls ``step(ctx, env)``."""
+def bind(tier: Any, impl: Any = None) -> Callable[[Context, Env], None]:
+    """One tier's ``act`` with its module chosen once and a fresh state of its own (typed per
+    tier: ``TrimState``, ``SummariseState``, ...): a replay loop calls ``step(ctx, env)``."""
     match tier:
         case Trim():
-            return partial(trim.act, tier, index)
+            return partial(trim.act, tier, trim.TrimState())
         case Summarise():
-            return partial(summarise.act, tier, index)
+            return partial(summarise.act, tier, summarise.SummariseState())
         case Collapse():
-            return partial(collapse.act, tier, index)
+            return partial(collapse.act, tier, collapse.CollapseState())
         case Custom():
-            return partial(custom.act, tier, impl)
+            return partial(custom.act, tier, custom.CustomState(impl))
     raise TypeError(f"not a tier: {tier!r}")

@@ -3,8 +3,8 @@
 ``Env`` carries the per-replay constants (policy, counters, usable window) and
 the trace columns that actions and evictions are appended to.  ``fires`` decides
 a trigger, ``placeholder`` renders what a trimmed block becomes, and
-``record_action`` writes one action row, with the tokens of the previous
-request the cut invalidated.
+``record_action`` writes one action row (called by ``replay.tiers.apply``, the one place
+that changes the context).
 """
 
 from __future__ import annotations
@@ -95,6 +95,16 @@ class Evictions:
 
 
 @dataclass(slots=True)
+class Reinserts:
+    """What re-inserting items after a summary remembers across one replay."""
+
+    task: int | None = None
+    """The run's task block (its first user text; -1: none), found at first use."""
+    todo_upto: int = 0
+    """The furthest split so far: the todo list re-inserted is the newest before it."""
+
+
+@dataclass(slots=True)
 class Env:
     """Per-replay constants and the trace being written."""
 
@@ -112,8 +122,10 @@ class Env:
     prev_truth: int = 0
     """True tokens of the last request sent (what the cache holds)."""
     n_summaries: int = 0
-    state: dict[int, Any] = field(default_factory=dict)
-    """Per-tier state (trim cursors, pending candidates), keyed by tier index."""
+    """Summaries made so far, by every tier (for ``fail_every``)."""
+    reinserts: Reinserts = field(default_factory=lambda: Reinserts())
+    """What re-inserting items after a summary remembers (shared by every tier; each tier's own
+    state lives in its step, ``replay.tiers.bind``)."""
     usable: int = 0
     """The window the harness plans against (set from the policy)."""
 
@@ -184,11 +196,6 @@ def write_note(run: PreparedRun, b: int, template: str) -> str:
                                      call_id=run.call_id[b]))
 
 
-def record_eviction(env: Env, ctx: Context, b: int, tier: str, fate: str) -> None:
-    """One evictions row for block ``b``."""
-    env.evictions.add(b, env.request, tier, fate)
-
-
 def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
     """Tokens of the last sent request a change at ``first_block`` (None: the head) invalidates."""
     if env.prev_truth <= 0:
@@ -218,28 +225,19 @@ class _Vars(dict[str, Any]):
 _TODO_TOOLS = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite", "write_todos"})
 
 
-def cut_and_record(ctx: Context, env: Env, split: int, head: list[HeadItem], tier: str,
-                   fate: str) -> int:
-    """Cut everything before the safe ``split``, record an eviction per block; blocks removed."""
-    if split > ctx.lo:
-        env.evictions.add_range(ctx.lo, split, env.request, tier, fate)
-    return ctx.cut_before(split, head)
-
-
 def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> list[HeadItem]:
     """The items re-inserted verbatim after a summary that cuts before ``split``."""
-    run, out = ctx.run, []
+    run, out, memory = ctx.run, [], env.reinserts
     if "task" in items:
-        task = env.state.get("task")
+        task = memory.task
         if task is None:
-            task = next((b for b in range(run.n_blocks)
-                         if run.role[b] == "user" and run.kind[b] == "text"), -1)
-            env.state["task"] = task
+            task = memory.task = next((b for b in range(run.n_blocks)
+                                       if run.role[b] == "user" and run.kind[b] == "text"), -1)
         if 0 <= task < split:
             out.append(_item("task", run.text[task], ctx, env, task))
     if "todo" in items:
         # the newest todo-list call before the furthest split so far
-        upto = env.state["todo_upto"] = max(env.state.get("todo_upto", 0), split)
+        upto = memory.todo_upto = max(memory.todo_upto, split)
         todos = _todo_calls(run)
         i = bisect.bisect_left(todos, upto)
         latest = todos[i - 1] if i else -1

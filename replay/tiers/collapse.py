@@ -11,18 +11,25 @@ through unchecked).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
 from replay.context import Context, HeadItem
 from replay.policy import Collapse
 from replay.prepared import CAT_RESULTS
 from replay.summariser import Facts, summarise
-from replay.tiers.base import (
-    Env,
-    cut_and_record,
-    invalidated_from,
-    placeholder,
-    record_action,
-    record_eviction,
-)
+from replay.tiers.apply import apply_cut, apply_trims
+from replay.tiers.base import Env, placeholder
+
+
+@dataclass(slots=True)
+class CollapseState:
+    """One collapse tier's state in one replay."""
+
+    facts: Facts = field(default_factory=Facts)
+    """What its stub summaries so far recorded."""
+    cursor: int = 0
+    """Where its next trim inside the protected range resumes looking."""
 
 
 def limit(tier: Collapse, env: Env) -> int:
@@ -30,7 +37,7 @@ def limit(tier: Collapse, env: Env) -> int:
     return int((1.0 - tier.margin_frac) * env.usable)
 
 
-def act(tier: Collapse, index: int, ctx: Context, env: Env) -> None:
+def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     """Cut until the estimate is under the threshold, if it is over."""
     level = limit(tier, env)
     over = env.fixed_est + ctx.est()
@@ -38,7 +45,7 @@ def act(tier: Collapse, index: int, ctx: Context, env: Env) -> None:
         return
     newest = ctx.newest_output_start()
     if tier.may_trim_protected:
-        _trim_inside(tier, ctx, env, newest, level, over)
+        _trim_inside(tier, st, ctx, env, newest, level, over)
     if env.fixed_est + ctx.est() < level:
         return
     run = ctx.run
@@ -59,46 +66,40 @@ def act(tier: Collapse, index: int, ctx: Context, env: Env) -> None:
         return
     head: list[HeadItem] = []
     if tier.summary_tokens:
-        facts: Facts = env.state.setdefault(("facts", index), Facts())
-        text = summarise(facts, run, ctx.lo, split, tier.summary_tokens)
+        text = summarise(st.facts, run, ctx.lo, split, tier.summary_tokens)
         head = [HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                          len(text.encode("utf-8", "surrogatepass")))]
-    before = (ctx.est(), ctx.truth())
-    first_msg, last_msg = run.msg[ctx.lo], run.msg[split - 1]
-    invalidated = invalidated_from(ctx, env, None)
-    n = cut_and_record(ctx, env, split, head, tier.name, "dropped")
-    record_action(env, ctx, tier=tier.name, kind="collapse", trigger_tokens=over,
-                  threshold_tokens=level, n_blocks=n, first_msg=first_msg, last_msg=last_msg,
-                  reclaimed=(before[0] - ctx.est(), before[1] - ctx.truth()),
-                  invalidated=invalidated, summary_tokens=sum(h.truth for h in head))
+    apply_cut(ctx, env, split, head, tier=tier.name, kind="collapse", fate="dropped",
+              protect_from=newest, trigger_tokens=over, threshold_tokens=level,
+              summary_tokens=sum(h.truth for h in head))
 
 
-def _trim_inside(tier: Collapse, ctx: Context, env: Env, newest: int, level: int,
-                 over: int) -> None:
+def _trim_inside(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,
+                 level: int, over: int) -> None:
+    """Trim tool results up to the newest output (inside the other tiers' protected ranges),
+    oldest first, until the estimate is under ``level``."""
+    begin = max(ctx.lo, st.cursor)
+    done = apply_trims(ctx, env, _candidates(tier, ctx, env, begin, newest), tier=tier.name,
+                       kind="collapse_trim", protect_from=newest, trigger_tokens=over,
+                       threshold_tokens=level, until_est=level)
+    # resume where this pass stopped: after its last trim if the estimate got under the level
+    # before the newest output, else at the last block looked at
+    if begin >= newest:
+        st.cursor = begin
+    elif done.n_blocks and done.last_block + 1 < newest and env.fixed_est + ctx.est() < level:
+        st.cursor = done.last_block + 1
+    else:
+        st.cursor = newest - 1
+
+
+def _candidates(tier: Collapse, ctx: Context, env: Env, begin: int,
+                newest: int) -> Iterator[tuple[int, int, int, int]]:
+    """Untrimmed tool results in ``[begin, newest)`` whose placeholder is smaller, sized lazily."""
     run = ctx.run
-    changed, first = [], None
-    got = [0, 0]
-    cursor = env.state.get(("collapse_cursor", tier.name), 0)
-    b = max(ctx.lo, cursor)
-    for b in range(max(ctx.lo, cursor), newest):
-        if env.fixed_est + ctx.est() < level:
-            break
+    for b in range(begin, newest):
         if run.category[b] != CAT_RESULTS or ctx.trimmed[b]:
             continue
         text = placeholder(run, b, tier.placeholder)
         est = env.est_text(text)
-        if est >= ctx.cur_est[b]:
-            continue
-        if first is None:
-            first = invalidated_from(ctx, env, b)
-        de, dt = ctx.set_block(b, est, env.truth_text(text), len(text.encode("utf-8", "surrogatepass")))
-        got[0] += de
-        got[1] += dt
-        record_eviction(env, ctx, b, tier.name, "trimmed")
-        changed.append(b)
-    env.state[("collapse_cursor", tier.name)] = b
-    if changed:
-        record_action(env, ctx, tier=tier.name, kind="collapse_trim", trigger_tokens=over,
-                      threshold_tokens=level, n_blocks=len(changed), first_msg=run.msg[changed[0]],
-                      last_msg=run.msg[changed[-1]], reclaimed=(got[0], got[1]),
-                      invalidated=first or 0)
+        if est < ctx.cur_est[b]:
+            yield b, est, env.truth_text(text), len(text.encode("utf-8", "surrogatepass"))

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from replay.context import Context, HeadItem
 from replay.errors import PolicyError
 from replay.policy import Custom
 from replay.summariser import Facts, summarise
-from replay.tiers.base import Env, cut_and_record, invalidated_from, record_action, record_eviction
+from replay.tiers.apply import apply_cut, apply_trims
+from replay.tiers.base import Env
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,48 +98,46 @@ def load(tier: Custom, *, allow_python: bool) -> CustomTier:
     return obj
 
 
-def act(tier: Custom, impl: CustomTier, ctx: Context, env: Env) -> None:
-    """Ask the class, then apply its decision safely."""
+@dataclass(slots=True)
+class CustomState:
+    """One custom tier's state in one replay: its instance and its stub summaries' facts."""
+
+    impl: CustomTier
+    facts: Facts = field(default_factory=Facts)
+
+
+def act(tier: Custom, st: CustomState, ctx: Context, env: Env) -> None:
+    """Ask the class, then apply its decision through the engine's safe mechanisms: blocks
+    outside ``[lo, newest output)`` or already trimmed are left out of a trim, and a cut walks
+    back to a safe split point before the newest output."""
     view = View(env.request, env.fixed_est + ctx.est(), env.usable, ctx.n_messages, ctx)
-    decision = impl.decide(view)
+    decision = st.impl.decide(view)
     run = ctx.run
+    newest = ctx.newest_output_start()
     if isinstance(decision, TrimBlocks):
-        newest = ctx.newest_output_start()
         chosen = sorted(b for b in set(decision.blocks)
                         if ctx.lo <= b < newest and not ctx.trimmed[b])
         if not chosen:
             return
-        invalidated = invalidated_from(ctx, env, chosen[0])
-        got = [0, 0]
-        for b in chosen:
-            note = decision.note.format(tool=run.tool[b] or "tool", path=run.path[b])
-            de, dt = ctx.set_block(b, env.est_text(note), env.truth_text(note), len(note.encode()))
-            got[0] += de
-            got[1] += dt
-            record_eviction(env, ctx, b, tier.name, "trimmed")
-        record_action(env, ctx, tier=tier.name, kind="custom_trim", trigger_tokens=view.est_tokens,
-                      threshold_tokens=0, n_blocks=len(chosen), first_msg=run.msg[chosen[0]],
-                      last_msg=run.msg[chosen[-1]], reclaimed=(got[0], got[1]),
-                      invalidated=invalidated)
+        notes = [(b, decision.note.format(tool=run.tool[b] or "tool", path=run.path[b]))
+                 for b in chosen]
+        apply_trims(ctx, env, [(b, env.est_text(note), env.truth_text(note), len(note.encode()))
+                               for b, note in notes],
+                    tier=tier.name, kind="custom_trim", protect_from=newest,
+                    trigger_tokens=view.est_tokens, threshold_tokens=0)
     elif isinstance(decision, CutBefore):
         target = next((b for b in range(ctx.lo, ctx.hi) if run.msg[b] >= decision.msg), ctx.hi)
-        split = ctx.safe_split_at_or_before(min(target, ctx.newest_output_start()))
+        split = ctx.safe_split_at_or_before(min(target, newest))
         if split <= ctx.lo:
             return
         head: list[HeadItem] = []
         if decision.summary_tokens:
-            facts: Facts = env.state.setdefault(("facts", tier.name), Facts())
-            text = summarise(facts, run, ctx.lo, split, decision.summary_tokens)
+            text = summarise(st.facts, run, ctx.lo, split, decision.summary_tokens)
             head = [HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                              len(text.encode()))]
-        before = (ctx.est(), ctx.truth())
-        first_msg, last_msg = run.msg[ctx.lo], run.msg[split - 1]
-        invalidated = invalidated_from(ctx, env, None)
-        n = cut_and_record(ctx, env, split, head, tier.name, "dropped")
-        record_action(env, ctx, tier=tier.name, kind="custom_cut", trigger_tokens=view.est_tokens,
-                      threshold_tokens=0, n_blocks=n, first_msg=first_msg, last_msg=last_msg,
-                      reclaimed=(before[0] - ctx.est(), before[1] - ctx.truth()),
-                      invalidated=invalidated)
+        apply_cut(ctx, env, split, head, tier=tier.name, kind="custom_cut", fate="dropped",
+                  protect_from=newest, trigger_tokens=view.est_tokens, threshold_tokens=0,
+                  summary_tokens=sum(h.truth for h in head))
 
 
 class DropStaleReads:

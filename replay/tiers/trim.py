@@ -17,22 +17,19 @@ from dataclasses import dataclass, field
 from replay.context import Context
 from replay.policy import Protect, Trim
 from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
-from replay.tiers.base import (
-    Env,
-    fires,
-    invalidated_from,
-    placeholder,
-    record_action,
-    threshold,
-    write_note,
-)
+from replay.tiers.apply import apply_trims, record_undone_trims
+from replay.tiers.base import Env, fires, placeholder, threshold, write_note
 
 
 @dataclass(slots=True)
-class _State:
+class TrimState:
+    """One trim tier's state in one replay (made by ``bind``; resolved at the first pass)."""
+
+    ready: bool = False
+    """Whether the constants below are resolved for this replay."""
     cursor: int = 0
     pending: list[tuple[int, int, int, int]] = field(default_factory=list)
-    """Candidates (block, est, truth, bytes) found but not applied."""
+    """Candidates (block, est, truth, bytes) found but not applied, in block order."""
     results: list[int] = field(default_factory=list)
     """Tool-result blocks seen so far (for protecting the newest N)."""
     seen: int = 0
@@ -52,17 +49,21 @@ class _State:
     """The run's blocks this tier could ever trim (category and size), in order."""
 
 
-def _state(tier: Trim, index: int, ctx: Context, env: Env) -> _State:
-    """This tier's state in this replay, with everything that is constant resolved once."""
+def min_reclaim(tier: Trim, usable_tokens: int) -> int:
+    """Estimated tokens a pass must reclaim, or it is undone."""
+    return tier.min_reclaim_tokens or int(tier.min_reclaim_frac * usable_tokens)
+
+
+def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
+    """Everything constant in this replay, resolved once."""
     run, counters = ctx.run, (env.policy.estimator, env.policy.truth, env.calibration)
-    st = env.state[index] = _State(
-        cats=_categories(tier.blocks),
-        sized_result=run.memo(("sized", tier.placeholder, *counters)),
-        sized_write=run.memo(("sized", tier.write_note, *counters)),
-        minimum=tier.min_reclaim_tokens or int(tier.min_reclaim_frac * env.usable),
-        threshold=threshold(tier.trigger, env))
+    st.cats = _categories(tier.blocks)
+    st.sized_result = run.memo(("sized", tier.placeholder, *counters))
+    st.sized_write = run.memo(("sized", tier.write_note, *counters))
+    st.minimum = min_reclaim(tier, env.usable)
+    st.threshold = threshold(tier.trigger, env)
     st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines)
-    return st
+    st.ready = True
 
 
 def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines: int) -> list[int]:
@@ -77,12 +78,12 @@ def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines:
     return got  # type: ignore[no-any-return]
 
 
-def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
+def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     """Run one trim pass if the trigger fires."""
     if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
         return
-    st: _State = env.state.get(index) or _state(tier, index, ctx, env)
-    run = ctx.run
+    if not st.ready:
+        _resolve(tier, st, ctx, env)
     stop = protect_start(tier.protect, ctx, env, st)
     begin = max(ctx.lo, st.cursor)
     if begin < stop:
@@ -97,29 +98,27 @@ def act(tier: Trim, index: int, ctx: Context, env: Env) -> None:
         st.epoch = ctx.epoch
         if not st.pending:
             return
+    pending, later = st.pending, None
+    if pending[-1][0] >= stop:  # the protected range grew back over candidates found before
+        cut = bisect.bisect_left(pending, (stop,))
+        pending, later = pending[:cut], pending[cut:]
+        if not pending:
+            return
+    gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
     trigger_tokens = env.fixed_est + ctx.est()
-    first, last = run.msg[st.pending[0][0]], run.msg[st.pending[-1][0]]
-    if st.gain_est < st.minimum:
-        record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
-                      threshold_tokens=st.threshold, n_blocks=len(st.pending),
-                      first_msg=first, last_msg=last, reclaimed=(0, 0), invalidated=0, undone=True)
+    if gain < st.minimum:
+        record_undone_trims(ctx, env, [p[0] for p in pending], tier=tier.name, kind="trim",
+                            trigger_tokens=trigger_tokens, threshold_tokens=st.threshold)
         return
-    invalidated = invalidated_from(ctx, env, st.pending[0][0])
-    got_est = got_truth = 0
-    set_block = ctx.set_block
-    for b, est, truth, n_bytes in st.pending:
-        de, dt = set_block(b, est, truth, n_bytes)
-        got_est += de
-        got_truth += dt
-    env.evictions.add_many([p[0] for p in st.pending], env.request, tier.name, "trimmed")
-    record_action(env, ctx, tier=tier.name, kind="trim", trigger_tokens=trigger_tokens,
-                  threshold_tokens=st.threshold, n_blocks=len(st.pending),
-                  first_msg=first, last_msg=last, reclaimed=(got_est, got_truth),
-                  invalidated=invalidated)
-    st.pending, st.gain_est, st.epoch = [], 0, ctx.epoch
+    apply_trims(ctx, env, pending, tier=tier.name, kind="trim", protect_from=stop,
+                trigger_tokens=trigger_tokens, threshold_tokens=st.threshold,
+                may_touch_newest=not tier.protect.newest)
+    st.pending = later or []
+    st.gain_est = 0 if later is None else st.gain_est - gain
+    st.epoch = ctx.epoch
 
 
-def _scan(tier: Trim, ctx: Context, env: Env, st: _State, begin: int, stop: int) -> None:
+def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> None:
     """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates."""
     run, eligible = ctx.run, st.eligible
     category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
@@ -154,7 +153,7 @@ def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
     return frozenset(cats)
 
 
-def protect_start(p: Protect, ctx: Context, env: Env, st: _State | None = None) -> int:
+def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = None) -> int:
     """First block of the protected recent range (``hi`` when nothing is protected)."""
     run, lo, hi = ctx.run, ctx.lo, ctx.hi
     start = hi
@@ -168,7 +167,7 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: _State | None = None) 
     if tokens:
         start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
     if p.tool_results:
-        st = st or _State()
+        st = st or TrimState()
         if st.seen < hi:
             category, res = run.category, st.results
             for b in range(st.seen, hi):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 
 import pyarrow.parquet as pq
 from hypothesis import given
@@ -121,3 +122,55 @@ def test_incremental_totals_equal_a_recount_of_the_live_context(run: PreparedRun
         assert rows[k]["n_messages"] == n_msgs
         checked += 1
     assert checked >= 1
+
+
+def _est_sizes(run: PreparedRun, policy) -> list[int]:  # type: ignore[no-untyped-def]
+    """Each block's estimated size before any change, counted here from the policy's estimator
+    (the three the strategy draws), message overhead on a message's first block."""
+    e, overhead = policy.estimator, policy.server.message_overhead_tokens
+    tokens = run.tokens["o200k_base"]
+    if e.method == "chars":
+        sizes = [math.ceil(n / e.chars_per_token) for n in run.n_chars]
+    else:
+        sizes = [round(t * e.scale) for t in tokens]
+    return [s + (overhead if b == 0 or run.msg[b - 1] != run.msg[b] else 0)
+            for b, s in enumerate(sizes)]
+
+
+@given(runs(), policies())
+def test_newest_output_is_never_evicted_and_nothing_trimmed_inside_the_protected_range(
+        run: PreparedRun, policy) -> None:
+    """Walking the evictions in order: no tier ever takes the newest message of the context it
+    acts on, and the trim tier never trims inside what its ``protect`` fields cover (messages
+    and tool results counted here; a token budget covers at least the newest messages whose
+    original sizes fit, since trims only shrink blocks)."""
+    trace = replay(run, policy)
+    when = {t.name: t.when for t in policy.tiers}
+    trim = next((t for t in policy.tiers if t.type == "trim"), None)
+    sizes = _est_sizes(run, policy)
+    ordinal = run.ordinal
+    index = {(run.msg[b], run.block[b]): b for b in range(run.n_blocks)}
+    lo = 0
+    for row in trace.evictions.to_pylist():
+        b = index[(row["msg"], row["block"])]
+        k = row["request"] if when[row["tier"]] == "before" else row["request"] - 1
+        hi = max(run.req_blocks[:k + 1])
+        assert lo <= b < hi
+        assert ordinal[b] < ordinal[hi - 1], "the newest output was evicted"
+        if row["fate"] != "trimmed":
+            lo = b + 1
+            continue
+        if trim is None or row["tier"] != trim.name:
+            continue
+        p = trim.protect
+        if p.messages:
+            assert ordinal[b] <= ordinal[hi - 1] - p.messages
+        if p.tool_results:
+            live_results = [x for x in range(lo, hi) if run.kind[x] == "tool_result"]
+            if live_results:
+                nth = live_results[max(0, len(live_results) - p.tool_results)]
+                assert ordinal[b] < ordinal[nth]
+        budget = max(p.tokens, int(p.frac * policy.usable_tokens))
+        if budget:
+            assert sum(sizes[run.msg_start[ordinal[b]]:hi]) > budget, \
+                "trimmed inside the token-protected range"

@@ -1,0 +1,82 @@
+"""Trace fingerprint: sha256 over every trace table of every preset over a corpus, per run.
+
+    python benchmarks/trace_fingerprint.py [--out FILE] [--against FILE] [PATH ...]
+    (default paths: logs/ and ../shared/logs-sample)
+
+Replays every shipped preset (plus the scenario policies under ``logs/scenarios`` when given as
+paths, like any other policy file passed with ``--policy``) over every replayable run and prints
+one line per (policy, run): the sha256 of the requests, actions and evictions tables written as
+Arrow IPC, then a total.  ``--out`` writes the lines as JSON; ``--against`` compares with a
+previous ``--out`` and lists every (policy, run, table) that changed (exit 1 when any did).  An
+engine refactor that must not change traces shows ``SAME``; an intended fix lists exactly the
+runs it was meant to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+
+from replay.corpus import open_corpus
+from replay.engine import replay
+from replay.policy import load_policy, presets
+from replay.trace import TRACE_SCHEMAS
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_PATHS = [REPO / "logs", REPO.parent / "shared" / "logs-sample"]
+
+
+def _digest(table: pa.Table) -> str:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def fingerprints(paths: list[Path], policy_files: list[Path]) -> dict[str, dict[str, str]]:
+    """``{"policy|run": {table: sha256}}`` for every policy and replayable run."""
+    out: dict[str, dict[str, str]] = {}
+    policies = [load_policy(name) for name in presets()] + [load_policy(p) for p in policy_files]
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = open_corpus(paths, cache_dir=Path(tmp) / "ds")
+        ids = corpus.replayable()
+        for policy in policies:
+            for run_id in ids:
+                trace = replay(corpus.prepared(run_id), policy,
+                               calibration=corpus.calibration(run_id))
+                out[f"{policy.name}|{run_id}"] = {n: _digest(trace.table(n))
+                                                  for n in TRACE_SCHEMAS}
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Print the fingerprints; compare with ``--against``."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="*", type=Path)
+    ap.add_argument("--policy", action="append", type=Path, default=[])
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--against", type=Path)
+    args = ap.parse_args(argv)
+    got = fingerprints(args.paths or DEFAULT_PATHS, args.policy)
+    total = hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest()
+    print(f"{len(got)} (policy, run) traces, total sha256 {total}")
+    if args.out:
+        args.out.write_text(json.dumps(got, sort_keys=True, indent=0))
+    if args.against:
+        ref = json.loads(args.against.read_text())
+        changed = [f"{key} {table}" for key in sorted(set(ref) | set(got))
+                   for table in TRACE_SCHEMAS
+                   if ref.get(key, {}).get(table) != got.get(key, {}).get(table)]
+        print("SAME" if not changed else f"CHANGED ({len(changed)}):\n  " + "\n  ".join(changed))
+        return 1 if changed else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
