@@ -58,6 +58,7 @@ from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.policy import Policy, policy_from_dict
 from replay.run import read_trace
+from replay.safe_names import file_name
 from replay.store import atomic_write_bytes
 from replay.trace import Trace
 
@@ -296,7 +297,7 @@ def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, 
         caption = (f"{source} ({rid}): context size by request under each policy; the window "
                    "and window − reserve lines, tier actions (hollow: undone), overshoots "
                    "(red rings) and re-reads (ticks at the bottom).")
-        out.append(_image(f"timeline_{i:03d}_{rid}.png", f"Timeline of {source}", caption,
+        out.append(_image(file_name(f"timeline_{i:03d}_{rid}", ".png"), f"Timeline of {source}", caption,
                           (6.5 * len(reps), 5.3), paint))
     return out
 

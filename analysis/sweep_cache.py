@@ -1,7 +1,7 @@
 """The sweep cache: metric rows already computed, so extending a grid computes only new cells.
 
 One Parquet file per run under the cache directory (``out/sweep_cache/`` by
-default), one row per setting, holding the row's ``metrics`` values and two keys:
+default; named by ``safe_names.file_name`` of the run id), one row per setting, holding the row's ``metrics`` values and two keys:
 
 - ``setting`` — the policy's ``digest()`` (every field of the policy);
 - ``run_key`` — what else the numbers depend on: the run's source sha256, the
@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
+from replay.safe_names import file_name
 from replay.store import Entry, atomic_write_bytes
 from replay.trace import TRACE_VERSION
 
@@ -107,4 +108,5 @@ def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> 
 
 
 def _path(cache_dir: Path, run_id: str) -> Path:
-    return cache_dir / f"{run_id}.parquet"
+    """The run's file: a safe name made from its id (a run id is data: never joined raw)."""
+    return cache_dir / file_name(run_id, ".parquet")

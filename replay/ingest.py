@@ -16,7 +16,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
@@ -323,7 +322,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
     live = {e.key for e in entries.values()}
     for old in before.values():  # entries replaced by a new version of their file
         if old.key not in live:
-            shutil.rmtree(out / "data" / old.key, ignore_errors=True)
+            store.remove_entry(out, old.key)
     return report
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 
 from replay.errors import StoreError
 from replay.parsers.coverage import summary_line
+from replay.safe_names import is_segment
 from replay.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
 
 TABLES = ("runs", "messages", "requests", "events")
@@ -97,9 +99,27 @@ def atomic_write_text(path: Path, chunks: Iterable[str]) -> None:
         raise
 
 
+def entry_dir(root: Path, key: str) -> Path:
+    """The folder of entry ``key`` in the store at ``root``, after checking that the key is one
+    plain path segment (``safe_names.is_segment``) and the folder is not a symlink: a key read
+    from a crafted manifest never leads outside ``root/data``.
+
+    Raises:
+        StoreError: the key or the folder is not one ctxreplay writes (nothing is touched).
+    """
+    if not is_segment(key):
+        raise StoreError(f"{root}: damaged store: entry key {key!r} is not a plain folder name; "
+                         "nothing was read or changed (re-ingest into a new directory)")
+    folder = root / "data" / key
+    if folder.is_symlink():
+        raise StoreError(f"{folder}: damaged store: an entry folder is a symlink; nothing was "
+                         "read or changed (re-ingest into a new directory)")
+    return folder
+
+
 def write_entry(root: Path, key: str, tables: RunTables) -> None:
     """Write one entry's tables into ``root/data/key`` atomically (whole directory rename)."""
-    final = root / "data" / key
+    final = entry_dir(root, key)
     tmp = root / "data" / f".{key}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -120,9 +140,15 @@ def write_entry(root: Path, key: str, tables: RunTables) -> None:
         os.replace(tmp, final)
 
 
+def remove_entry(root: Path, key: str) -> None:
+    """Delete entry ``key``'s folder (a checked key: never anything outside ``root/data``)."""
+    shutil.rmtree(entry_dir(root, key), ignore_errors=True)
+
+
 def has_entry(root: Path, key: str) -> bool:
     """Whether a complete entry with this key is stored."""
-    return all((root / "data" / key / f"{n}.parquet").is_file() for n in TABLES)
+    folder = entry_dir(root, key)
+    return all((folder / f"{n}.parquet").is_file() for n in TABLES)
 
 
 def read_manifest(root: Path) -> dict[str, Entry]:
@@ -135,9 +161,32 @@ def read_manifest(root: Path) -> dict[str, Entry]:
         if doc.get("schema_version") != SCHEMA_VERSION:
             raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
                              f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
-        return {s: _checked(Entry(source=s, **e)) for s, e in doc["entries"].items()}
-    except (ValueError, KeyError, TypeError) as exc:
+        entries = {s: _checked(Entry(source=s, **e)) for s, e in doc["entries"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
+    for entry in entries.values():
+        check_entry(entry, path)
+    return entries
+
+
+def check_entry(entry: Entry, where: Path) -> None:
+    """Raise ``StoreError`` (naming ``where``) unless every field of ``entry`` is of the type
+    and shape ctxreplay writes: the key one plain path segment, the sha256 hex, the run count
+    a non-negative integer.  A store is trusted no further than this."""
+    problem = None
+    if not isinstance(entry.source, str) or not entry.source:
+        problem = f"source {entry.source!r} is not a file name"
+    elif not is_segment(entry.key):
+        problem = f"entry key {entry.key!r} is not a plain folder name"
+    elif not isinstance(entry.sha256, str) or re.fullmatch(r"[0-9a-f]{64}", entry.sha256) is None:
+        problem = f"sha256 {entry.sha256!r} is not a sha256"
+    elif not isinstance(entry.format, str):
+        problem = f"format {entry.format!r} is not a name"
+    elif type(entry.n_runs) is not int or entry.n_runs < 0:
+        problem = f"n_runs {entry.n_runs!r} is not a count"
+    if problem is not None:
+        raise StoreError(f"{where}: damaged store: {problem} (entry {str(entry.source)[:200]!r}); "
+                         "nothing was read or changed (re-ingest into a new directory)")
 
 
 def _checked(entry: Entry) -> Entry:
@@ -175,9 +224,9 @@ def is_store(path: Path) -> bool:
 
 def read_entry(root: Path, key: str) -> RunTables:
     """One entry's tables, checked against the schema."""
-    tables = {}
+    tables, folder = {}, entry_dir(root, key)
     for name in TABLES:
-        path = root / "data" / key / f"{name}.parquet"
+        path = folder / f"{name}.parquet"
         try:
             table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: that imports pyarrow.dataset
         except (OSError, pa.ArrowInvalid) as exc:  # and pandas (~40 MB) for one file
@@ -287,7 +336,7 @@ def _shaped(table: pa.Table, names: list[str]) -> pa.Table:
 
 def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
     """One entry's run rows read from its own files (with token totals if asked)."""
-    folder = root / "data" / entry.key
+    folder = entry_dir(root, entry.key)
     try:
         table = pq.ParquetFile(folder / "runs.parquet").read()
         if not table.schema.equals(SCHEMAS["runs"], check_metadata=False):

@@ -129,7 +129,7 @@ def test_timelines_are_the_longest_runs(corpus_report: ReportFiles, doc: ReportD
                                         replayed: dict[str, Replayed]) -> None:
     m = replayed[ORIGINAL].metrics.sort_values("n_requests", ascending=False, kind="stable")
     names = [p.name for p in corpus_report.images if p.name.startswith("timeline_")]
-    assert [n.split("_", 2)[2].removesuffix(".png") for n in names] == list(m["run_id"].head(3))
+    assert [n.split("_", 2)[2].rsplit("-", 1)[0] for n in names] == list(m["run_id"].head(3))
     assert all(img["alt"].startswith("Timeline of ") for img in doc.images[N_ANALYSES:])
     assert "3 of 25 runs" in corpus_report.html.read_text()
 
@@ -163,7 +163,8 @@ def test_report_for_one_run(pair_report: ReportFiles, one_run: str) -> None:
     rows = headline_pairs(doc.table_with(HEADLINE_START))
     assert [(r, p) for r, p, _ in rows] == [(one_run, ORIGINAL), (one_run, CORRECTED)]
     assert len(doc.images) == N_ANALYSES + 1
-    assert pair_report.images[-1].name.endswith(f"_{one_run}.png")
+    last = pair_report.images[-1].name
+    assert last.startswith(f"timeline_000_{one_run}-") and last.endswith(".png")
     assert "1 run (" in text
     assert f"Differences: {CORRECTED} against {ORIGINAL}" in text
 

@@ -1,0 +1,178 @@
+"""A store that trusts nothing it reads back: crafted manifests, run ids and journals never lead
+to a read, write or delete outside the folders the user named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from replay import store
+from replay.cli import app
+from replay.corpus import open_corpus
+from replay.errors import StoreError
+from replay.ingest import ingest
+from replay.safe_names import file_name, is_segment
+
+REPO = Path(__file__).resolve().parents[2]
+LOG = REPO / "logs" / "explore-rereads.jsonl"
+runner = CliRunner()
+
+
+def _store(tmp_path: Path) -> tuple[Path, Path]:
+    """A store with one entry, and the folder of the log it was ingested from."""
+    logs, ds = tmp_path / "logs", tmp_path / "ds"
+    logs.mkdir()
+    shutil.copy(LOG, logs / "a.jsonl")
+    report = ingest([logs], ds, jobs=1)
+    assert report.parsed == ["a.jsonl"]
+    return ds, logs
+
+
+def _edit_manifest(ds: Path, **fields: object) -> None:
+    doc = json.loads((ds / "manifest.json").read_text())
+    for entry in doc["entries"].values():
+        entry.update(fields)
+    (ds / "manifest.json").write_text(json.dumps(doc))
+
+
+def _victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    return victim
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("key", ["../../victim", "ABSOLUTE", "..", ".", "a/b", "", 7, None])
+def test_crafted_entry_key_deletes_nothing(tmp_path: Path, key: object) -> None:
+    ds, logs = _store(tmp_path)
+    victim = _victim(tmp_path)
+    _edit_manifest(ds, key=str(victim.resolve()) if key == "ABSOLUTE" else key)
+    manifest = (ds / "manifest.json").read_bytes()
+    (logs / "a.jsonl").write_text(LOG.read_text() + "\n")  # changed: its old entry is replaced
+    with pytest.raises(StoreError, match="damaged store"):
+        ingest([logs], ds, jobs=1)
+    assert (victim / "precious.txt").read_text() == "keep me"
+    assert (ds / "manifest.json").read_bytes() == manifest  # nothing changed either
+    for read in (store.read_store, store.runs, lambda d: open_corpus([d])):
+        with pytest.raises(StoreError, match="damaged store"):
+            read(ds)
+
+
+def test_crafted_entry_key_cli_says_damaged_and_exits_2(tmp_path: Path) -> None:
+    ds, logs = _store(tmp_path)
+    victim = _victim(tmp_path)
+    _edit_manifest(ds, key="../../victim")
+    (logs / "a.jsonl").write_text(LOG.read_text() + "\n")
+    result = runner.invoke(app, ["ingest", str(logs), "--out", str(ds), "-q"])
+    assert result.exit_code == 2
+    assert "damaged store" in result.output
+    assert (victim / "precious.txt").exists()
+
+
+@pytest.mark.parametrize("fields", [{"n_runs": -1}, {"n_runs": True}, {"n_runs": "1"},
+                                    {"sha256": "../x"}, {"format": ["x"]}])
+def test_other_manifest_fields_are_checked(tmp_path: Path, fields: dict[str, object]) -> None:
+    ds, _ = _store(tmp_path)
+    _edit_manifest(ds, **fields)
+    with pytest.raises(StoreError, match="damaged store"):
+        store.read_manifest(ds)
+
+
+@pytest.mark.parametrize("doc", [[], {"schema_version": "1", "entries": []}, "x"])
+def test_manifest_of_the_wrong_shape_is_a_store_error(tmp_path: Path, doc: object) -> None:
+    ds, _ = _store(tmp_path)
+    doc = {**json.loads((ds / "manifest.json").read_text()), "entries": []} \
+        if isinstance(doc, dict) else doc
+    (ds / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(StoreError):
+        store.read_manifest(ds)
+
+
+def test_entry_folder_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
+    ds, logs = _store(tmp_path)
+    victim = _victim(tmp_path)
+    (key,) = [e.key for e in store.read_manifest(ds).values()]
+    shutil.rmtree(ds / "data" / key)
+    (ds / "data" / key).symlink_to(victim, target_is_directory=True)
+    (logs / "a.jsonl").write_text(LOG.read_text() + "\n")
+    with pytest.raises(StoreError, match="symlink"):
+        store.read_entry(ds, key)
+    with pytest.raises(StoreError, match="symlink"):
+        ingest([logs], ds, jobs=1)
+    assert (victim / "precious.txt").read_text() == "keep me"
+
+
+# -- file names made from data ---------------------------------------------------------------
+
+@given(st.text(max_size=300))
+def test_file_name_is_always_one_safe_segment(text: str) -> None:
+    name = file_name(text, ".png")
+    assert is_segment(name) and name.endswith(".png") and "/" not in name and ".." not in name
+    assert file_name(text, ".png") == name
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_different_texts_give_different_file_names(a: str, b: str) -> None:
+    if a != b:
+        assert file_name(a) != file_name(b)
+
+
+def _craft_run_id(ds: Path, run_id: str) -> None:
+    """Rewrite every table of the store's one entry with ``run_id`` for its run."""
+    (entry,) = store.read_manifest(ds).values()
+    folder = ds / "data" / entry.key
+    for name in store.TABLES:
+        table = pq.read_table(folder / f"{name}.parquet")
+        col = table.schema.get_field_index("run_id")
+        table = table.set_column(col, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+        schema = store.SCHEMAS[name]
+        pq.write_table(pa.Table.from_arrays(table.columns, schema=schema),
+                       folder / f"{name}.parquet")
+    (ds / store.INDEX_FILE).unlink()
+
+
+def test_sweep_cache_names_files_safely(tmp_path: Path) -> None:
+    from analysis.sweep_cache import ROW_COLUMNS, read_cached, write_cached
+    cache = tmp_path / "out" / "sweep_cache"
+    rows = pd.DataFrame([{c: 0 for c in ROW_COLUMNS}]).astype(
+        {"setting": str, "run_id": str, "policy": str})
+    path = write_cached(cache, "../../escaped", "k", rows)
+    assert path.parent == cache
+    assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == [path.name]
+    assert len(read_cached(cache, "../../escaped", "k")) == 1
+    assert len(read_cached(cache, "escaped", "k")) == 0
+
+
+def test_crafted_run_id_writes_nothing_outside_out(tmp_path: Path) -> None:
+    ds, _ = _store(tmp_path)
+    _craft_run_id(ds, "../../../escaped")
+    out = tmp_path / "a" / "b" / "out"
+    out.parent.mkdir(parents=True)
+    before = {p for p in tmp_path.rglob("*") if "out" not in p.relative_to(tmp_path).parts}
+    result = runner.invoke(app, ["report", str(ds), "-p", "two-tier-corrected", "--out",
+                                 str(out), "-q", "--max-timelines", "1"])
+    assert result.exit_code == 0, result.output
+    pngs = list((out / "report_files").glob("timeline_*.png"))
+    assert len(pngs) == 1 and "escaped" in pngs[0].name
+    result = runner.invoke(app, ["sweep", str(ds), "-p", "two-tier-corrected", "--axis",
+                                 "server.window_tokens=100000,200000", "--out", str(out),
+                                 "--jobs", "1", "--no-plots", "-q"])
+    assert result.exit_code == 0, result.output
+    assert len(list((out / "sweep_cache").glob("*.parquet"))) == 1
+    after = {p for p in tmp_path.rglob("*") if "out" not in p.relative_to(tmp_path).parts}
+    assert after == before
+    assert not list(tmp_path.parent.glob("escaped*"))
