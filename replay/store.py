@@ -52,7 +52,7 @@ class Entry:
     sha256: str
     format: str
     n_runs: int
-    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict, hash=False)
     """Record type -> {fate: records} as the parser counted them (``replay.parsers.coverage``);
     kept with the entry, so a file reused from the cache shows the same coverage."""
 
