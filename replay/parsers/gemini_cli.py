@@ -9,6 +9,9 @@ finish, its token counts arrive): the last copy wins and keeps the first copy's 
 checkpoint: after a chat compression, or when tool outputs are masked).  Older files
 (``session-*.json``) are one object with the metadata and ``messages[]``.
 
+A subagent's recording (``kind: subagent``, in ``chats/<parent session id>/``) is a run of
+its own whose ``agent`` is its session id (its parent is only named by the folder).
+
 Message types: ``user`` (content: a string or Gemini parts), ``gemini`` (``content``,
 ``thoughts[]{subject, description}``, ``toolCalls[]{id, name, args, result, status}``,
 ``tokens{input, output, cached, thoughts, tool, total}``, ``model``), and ``info`` /
@@ -31,7 +34,9 @@ harness compaction; the messages it adds (Gemini CLI's ``<state_snapshot>`` summ
 the model's acknowledgement) become one summary block.  The messages it keeps are not
 repeated after the summary (the run model is append-only): their tokens show as a gap
 between counted and recorded input after the compaction.  A checkpoint that drops nothing
-(masking, synthetic turns) updates the messages it names.  Rewound messages are left out of
+(masking, synthetic turns) updates the messages it names.  The single-JSON files (before
+the JSONL recorder of 2026-04) keep the whole history across a compression: nothing in them
+marks it (only the next request's smaller ``tokens.input`` shows it).  Rewound messages are left out of
 the run (the requests they made included) and counted in the coverage as ``message
 (rewound)``.
 
@@ -207,8 +212,10 @@ def _emit(src: Source, issues: list[Issue], h: _History) -> RunDraft:
     model = next((m["model"] for live, _ in h.epochs for m in live.values()
                   if isinstance(m.get("model"), str) and m["model"]), "")
     kind = h.meta.get("kind")
+    sub = kind == "subagent" and isinstance(h.meta.get("sessionId"), str)
     b = RunBuilder(src, 0, NAME, issues, model=model,
-                   harness="gemini-cli" + (f" ({kind})" if isinstance(kind, str) and kind else ""))
+                   harness="gemini-cli" + (f" ({kind})" if isinstance(kind, str) and kind else ""),
+                   agent=h.meta["sessionId"] if sub else "")
     answered = {r["id"] for live, _ in h.epochs for m in live.values() if m["type"] == "user"
                 for r in _responses(m.get("content"))}
     done: set[str] = set()

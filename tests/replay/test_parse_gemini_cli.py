@@ -153,3 +153,11 @@ def test_sniff_is_specific() -> None:
     # a file without its metadata line is refused, naming Gemini CLI as the closest format
     near = detect("s.jsonl", b'{"id": "g", "type": "gemini", "content": "hi"}\n').near
     assert ("gemini_cli", "messages of type 'gemini'") in near
+
+
+def test_subagent_recording_names_its_session(tmp_path: Path) -> None:
+    lines = [{"sessionId": "sub-7", "projectHash": "p", "kind": "subagent"},
+             {"id": "u", "timestamp": "t", "type": "user", "content": "look"}]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    (draft,) = gemini_cli.parse(_source(tmp_path / "sub-7.jsonl", data), [])
+    assert draft.run["agent"] == "sub-7" and draft.run["harness"] == "gemini-cli (subagent)"
