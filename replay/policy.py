@@ -24,17 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from replay.errors import PolicyError
+from replay.policy_doc import preset_names, read_policy_doc
 from replay.providers import (
     DEFAULT_PROVIDER,
     Cache,
     Prices,  # noqa: F401  (re-exported: a policy's cache.prices)
     cache_doc,
 )
-
-PRESETS_DIR = Path(__file__).parent / "presets"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,22 +212,15 @@ class Policy:
 
 
 def load_policy(path: str | Path) -> Policy:
-    """Read and validate a policy YAML file, or a preset by name (``replay policies``)."""
-    p = Path(path)
-    if not p.exists() and (PRESETS_DIR / f"{path}.yaml").exists():
-        p = PRESETS_DIR / f"{path}.yaml"
-    try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PolicyError(str(path), "", f"no such file or preset (presets: {', '.join(presets())})") from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(str(p), "", f"invalid YAML: {exc}") from exc
-    return policy_from_dict(doc, str(p))
+    """Read and validate a policy YAML file, or a preset by name (``replay policies``); a file
+    may ``extends:`` a preset or another file (``replay.policy_doc``)."""
+    doc, where = read_policy_doc(path)
+    return policy_from_dict(doc, where)
 
 
 def presets() -> list[str]:
     """Names of the shipped presets."""
-    return sorted(f.stem for f in PRESETS_DIR.glob("*.yaml"))
+    return preset_names()
 
 
 def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:

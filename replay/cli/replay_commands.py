@@ -188,7 +188,19 @@ def synth(
         out_console.print(f"{path}  {path.stat().st_size:,} bytes")
 
 
-def show_policy(policy: Annotated[str, typer.Argument(help="Policy file or preset name.")]) -> None:
-    """Print a policy with every default filled in (as JSON)."""
+def show_policy(
+    policy: Annotated[str, typer.Argument(help="Policy file or preset name.")],
+    defaults: Annotated[bool, typer.Option("--defaults", help="Fill in every field, defaults "
+                                                              "included.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a policy as YAML (what differs from the defaults; --defaults: every field)."""
+    from replay.policy_doc import policy_yaml
+
     with _errors():
-        _print_json(policy_to_dict(load_policy(policy)))
+        pol = load_policy(policy)
+    if as_json:
+        _print_json(policy_to_dict(pol))
+    else:
+        out_console.print(policy_yaml(pol, defaults=defaults), end="", markup=False,
+                          highlight=False, soft_wrap=True)
