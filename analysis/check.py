@@ -10,7 +10,9 @@ measure``) and judges every (policy, run, metric) *case* against the baseline:
 - ``changed log`` / ``new run`` / ``missing run``: the corpus changed (a run's sha256
   differs, or a run is only on one side); its metrics are not compared, and these fail only
   with ``strict_logs``;
-- ``new metric`` / ``missing metric``: the analyses changed; reported, never failed.
+- ``new metric`` / ``missing metric``: the analyses changed; reported, never failed;
+- a log of the archive that could not be read (``CheckResult.unreadable``) always fails the
+  check: its runs are not compared (they show as ``missing run`` or are absent).
 
 A baseline measured by another ``trace_version`` or ``schema_version`` fails every case:
 the engine changed, and the baseline must be updated in the same commit.  Tolerances
@@ -136,11 +138,13 @@ class CheckResult:
     """'' when the baseline was measured by this engine, else what differs."""
     trace_version: str
     schema_version: str
+    unreadable: tuple[str, ...] = ()
+    """Logs of the archive that could not be read (their runs are not compared)."""
 
     @property
     def exit_code(self) -> int:
-        """0 when every case holds, 1 otherwise."""
-        return 1 if any(c.failed for c in self.cases) else 0
+        """0 when every case holds and every log was read, 1 otherwise."""
+        return 1 if self.unreadable or any(c.failed for c in self.cases) else 0
 
     def with_status(self, *statuses: str) -> list[Case]:
         """The cases with one of ``statuses``, in case order."""
@@ -204,7 +208,8 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     """Replay ``policies`` over ``corpus`` and compare every metric with ``baseline``."""
     preflight(baseline, policies, tolerances)
     current = measure(corpus, policies, allow_python=allow_python, on_run=on_run)
-    return compare(baseline, current, tolerances, strict_logs=strict_logs)
+    unreadable = tuple(corpus.report.failed) if corpus.report is not None else ()
+    return compare(baseline, current, tolerances, strict_logs=strict_logs, unreadable=unreadable)
 
 
 def update_baseline(corpus: Corpus, policies: Sequence[Policy], path: Path,
@@ -224,8 +229,9 @@ def update_baseline(corpus: Corpus, policies: Sequence[Policy], path: Path,
 
 
 def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
-            strict_logs: bool = False) -> CheckResult:
-    """Judge every (policy, run, metric) of ``current`` against ``baseline``.
+            strict_logs: bool = False, unreadable: Sequence[str] = ()) -> CheckResult:
+    """Judge every (policy, run, metric) of ``current`` against ``baseline``; ``unreadable``
+    names logs that could not be read (they fail the check).
 
     Raises:
         CheckError: a policy of ``current`` is not in the baseline, or a tolerance names a
@@ -238,6 +244,7 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
     runs = _run_status(baseline, current)
     notes = [f"engine changed ({engine}): update the baseline (`--update-baseline`) in the "
              f"same commit"] if engine else []
+    notes += [f"unreadable log: {source}; its runs are not compared" for source in unreadable]
     notes += [f"{status}: {run}" + (f" (sha256 {baseline.runs[run].sha256[:12]} → "
                                     f"{current.runs[run].sha256[:12]}); not compared"
                                     if status == "changed log" else "")
@@ -260,7 +267,8 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
                 cases.append(_case(name, run, m, b_vals, c_vals, tolerances.for_metric(m),
                                    runs.get(run), strict_logs, engine))
     return CheckResult(cases=tuple(cases), notes=tuple(notes), engine_change=engine,
-                       trace_version=current.trace_version, schema_version=current.schema_version)
+                       trace_version=current.trace_version, schema_version=current.schema_version,
+                       unreadable=tuple(unreadable))
 
 
 def _run_status(baseline: Baseline, current: Baseline) -> dict[str, str]:

@@ -32,8 +32,10 @@ _SKIPPED = (*CORPUS_STATUSES, "new metric", "missing metric", "ignored")
 
 
 def verdict(result: CheckResult) -> str:
-    """The one-line verdict (agrees with ``result.exit_code``)."""
-    shape = (f"{_count({c.run for c in result.cases}, 'run')} × "
+    """The one-line verdict (agrees with ``result.exit_code``); its "N runs × …" counts the
+    runs compared, those not compared are named after it."""
+    compared = {c.run for c in result.cases if c.status not in CORPUS_STATUSES}
+    shape = (f"{_count(compared, 'run')} × "
              f"{_count({c.policy for c in result.cases}, 'policy', 'policies')} × "
              f"{_count({c.metric for c in result.cases}, 'metric')}")
     if result.engine_change:
@@ -49,6 +51,9 @@ def verdict(result: CheckResult) -> str:
                    if _runs(result, s)]
         return f"check: PASS — {shape} within tolerance" + "".join(f"; {e}" for e in extras)
     parts = []
+    if result.unreadable:
+        names = ", ".join(result.unreadable[:5]) + (", …" if len(result.unreadable) > 5 else "")
+        parts.append(f"{_count(result.unreadable, 'unreadable log')} ({names}), not compared")
     if regressed:
         named = [f"{c.metric} {_short_change(c)} on {c.run} under {c.policy}"
                  for c in regressed[:3]]
@@ -121,7 +126,12 @@ def junit_xml(result: CheckResult) -> bytes:
             failure.text = _case_text(c)
         elif c.status in _SKIPPED:
             ET.SubElement(case, "skipped", message=c.message)
-    for el in [root, *suites.values()]:
+    if result.unreadable:
+        inputs = ET.SubElement(root, "testsuite", name="inputs")
+        for source in result.unreadable:
+            case = ET.SubElement(inputs, "testcase", classname="inputs", name=source, time="0")
+            ET.SubElement(case, "failure", message=f"unreadable log: {source}", type="input")
+    for el in [root, *suites.values(), *root.findall("testsuite[@name='inputs']")]:
         cases = list(el.iter("testcase"))
         el.set("tests", str(len(cases)))
         el.set("failures", str(sum(1 for t in cases if t.find("failure") is not None)))

@@ -129,14 +129,16 @@ class Corpus:
 
 def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: str | None = None,
                 tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0,
-                on_file: Callable[[str], None] | None = None) -> Corpus:
-    """Open a store, or ingest log files/folders (into ``cache_dir``) and open what they gave."""
+                on_file: Callable[[str], None] | None = None, strict: bool = False) -> Corpus:
+    """Open a store, or ingest log files/folders (into ``cache_dir``) and open what they gave
+    (``strict``: the ingest stops at the first file with a problem, see ``ingest``)."""
     paths = list(paths)
     if len(paths) == 1 and store.is_store(paths[0]):
         return Corpus(paths[0], list(store.read_manifest(paths[0]).values()))
     if cache_dir is None:
         raise ReplayInputError("log files need a dataset directory to ingest into (cache_dir)")
-    report = ingest(paths, cache_dir, fmt=fmt, tokenizers=tokenizers, jobs=jobs, on_file=on_file)
+    report = ingest(paths, cache_dir, fmt=fmt, tokenizers=tokenizers, jobs=jobs, on_file=on_file,
+                    strict=strict)
     wanted = set(report.parsed + report.cached)
     entries = [e for s, e in store.read_manifest(cache_dir).items() if s in wanted]
     return Corpus(cache_dir, entries, report)

@@ -17,8 +17,17 @@ from typing import Annotated, Any
 import typer
 
 from replay import store
-from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, ProviderOpt, QuietOpt, _open
-from replay.cli.output import _emit, _errors, _print_json, _progress, err_console, out_console
+from replay.cli.inputs import (
+    FormatOpt,
+    JsonOpt,
+    PathsArg,
+    ProviderOpt,
+    QuietOpt,
+    StrictOpt,
+    _finish,
+    _open,
+)
+from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.errors import ReplayError
 from replay.policy import load_policy
 from replay.providers import one_provider, pricing_note, with_provider
@@ -58,6 +67,7 @@ def report(
     own_providers: OwnProvidersOpt = False,
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
+    strict: StrictOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Write a self-contained report.html and a report.md for one run or a corpus, per policy."""
@@ -65,11 +75,14 @@ def report(
 
     with _errors():
         corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
-                                               allow_python, fmt, quiet, provider, own_providers)
+                                               allow_python, fmt, quiet, provider, own_providers,
+                                               strict)
         files = write_report(corpus, pairs, out, max_timelines=max_timelines)
-    err_console.print(f"note: {priced}", highlight=False, markup=False)
-    out_console.print(f"{files.html}\n{files.markdown}\n{len(files.images)} figures in "
-                      f"{files.html.parent / 'report_files'}", highlight=False)
+    say(f"note: {priced}", err=True)
+    say(files.html)
+    say(files.markdown)
+    say(f"{len(files.images)} figures in {files.html.parent / 'report_files'}")
+    _finish(corpus.report, strict)
 
 
 def diff(
@@ -88,6 +101,7 @@ def diff(
     own_providers: OwnProvidersOpt = False,
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -100,7 +114,8 @@ def diff(
 
     with _errors():
         corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
-                                               allow_python, fmt, quiet, provider, own_providers)
+                                               allow_python, fmt, quiet, provider, own_providers,
+                                               strict)
         if len(pairs) != 2:
             raise ReplayInputError(f"diff compares two policies or traces, got {len(pairs)}")
         (pol_a, tr_a), (pol_b, tr_b) = pairs
@@ -108,6 +123,7 @@ def diff(
     if as_json:
         _print_json({"a": pol_a.name, "b": pol_b.name, "pricing": priced,
                      "rows": to_records(d)})
+        _finish(corpus.report, strict)
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
     shown = [r for scope in ("total", "run")
@@ -121,13 +137,14 @@ def diff(
     if rows:
         _emit(rows, False, title=title)
     else:
-        out_console.print(title, highlight=False)
+        say(title)
+    _finish(corpus.report, strict)
 
 
 def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
                    data: list[Path] | None, run_ids: list[str] | None, out: Path,
                    allow_python: bool, fmt: str | None, quiet: bool, provider: str | None,
-                   own_providers: bool) -> tuple[Any, list[Any], str]:
+                   own_providers: bool, strict: bool) -> tuple[Any, list[Any], str]:
     """(corpus, [(policy, trace), ...], what they are priced under): replayed from PATHS under
     one provider (``replay.providers.one_provider``), or read from `replay run` outputs."""
     import pyarrow as pa
@@ -147,7 +164,7 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
         if not data and not store.is_store(source[0]):
             raise ReplayInputError(f"{paths[0]}: no dataset/ beside the traces; give --data "
                                    "with the logs or dataset they were replayed from")
-        corpus = _open(source, out, fmt, quiet)
+        corpus = _open(source, out, fmt, quiet, strict)
         if run_ids:
             keep = pa.array(sorted(set(run_ids)), pa.string())
             pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
@@ -159,7 +176,7 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
                                "`replay run` output directories")
     priced = one_provider([load_policy(p) for p in policies], provider, own=own_providers)
     pols = priced.policies
-    corpus = _open(paths, out, fmt, quiet)
+    corpus = _open(paths, out, fmt, quiet, strict)
     ids = corpus.replayable()
     if run_ids:
         unknown = sorted(set(run_ids) - set(ids))
@@ -217,6 +234,7 @@ def sweep(
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
         False,
     fmt: FormatOpt = None,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -232,7 +250,7 @@ def sweep(
         base = with_provider(base, provider) if provider else base
         spec = load_spec(grid, axis or [], design=design, samples=samples, seed=seed)
         chosen_from = settings(base, spec)
-        corpus = _open(paths, out, fmt, quiet)
+        corpus = _open(paths, out, fmt, quiet, strict)
         with _progress("sweep", len(corpus.replayable()) * len(chosen_from), quiet) as tick:
             result = run_sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler,
                                cache_dir=out / "sweep_cache" if cache else None,
@@ -249,13 +267,13 @@ def sweep(
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
                      "reused": s.n_reused, "files": [str(f) for f in files], "best": shown})
     else:
-        err_console.print(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
-                          f"{s.n_reused} reused → {out / 'sweep'}", highlight=False)
+        say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
+            f"{s.n_reused} reused → {out / 'sweep'}", err=True)
         _emit(shown, False, title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
     if not len(ranked):
-        err_console.print("no setting meets the constraints", highlight=False)
-        raise typer.Exit(1)
+        say("no setting meets the constraints", err=True)
+    _finish(corpus.report, strict, 0 if len(ranked) else 1)
 
 # --- check command (analysis.check) ---
 
@@ -281,6 +299,8 @@ def check(
     provider: ProviderOpt = None,
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
         False,
+    fmt: FormatOpt = None,
+    strict: StrictOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
@@ -305,11 +325,10 @@ def check(
         except ReplayError as exc:
             if not update:
                 raise
-            err_console.print(f"[yellow]warning[/]: replacing an unreadable baseline: {exc}",
-                              highlight=False)
+            warn(f"replacing an unreadable baseline: {exc}")
         if old is not None and not update:
             checking.preflight(old, pols, tol)
-        corpus = _open(paths, out, None, quiet)
+        corpus = _open(paths, out, fmt, quiet, strict)
         with _progress("check", len(corpus.replayable()) * len(pols), quiet) as tick:
             if update:
                 changes = checking.update_baseline(corpus, pols, baseline, old, tol,
@@ -319,22 +338,22 @@ def check(
                 result = checking.check(corpus, pols, old, tol, strict_logs=strict_logs,
                                         allow_python=allow_python, on_run=tick)
     if update:
-        out_console.print(f"baseline: wrote {baseline} ({len(changes):,} changes)", soft_wrap=True,
-                          highlight=False, markup=False)
+        say(f"baseline: wrote {baseline} ({len(changes):,} changes)")
         if changes:
             _emit(change_rows(changes[:200]), False, title="what the update changed"
                   + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
+        _finish(corpus.report, strict)
         return
-    out_console.print(verdict(result), soft_wrap=True, highlight=False, markup=False)
+    say(verdict(result))
     rows = moved(result)
     if rows:
         _emit(moved_rows(rows[:40]), False, title="what moved"
               + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
     for note in result.notes:
-        out_console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
+        say(f"note: {note}")
     if junit:
         store.atomic_write_bytes(junit, junit_xml(result))
     if markdown:
         store.atomic_write_bytes(markdown, markdown_summary(result).encode())
-    raise typer.Exit(result.exit_code)
+    _finish(corpus.report, strict, result.exit_code)
 

@@ -1,8 +1,15 @@
-"""What the ``replay`` commands take: the shared argument and option types, and ``_open``.
+"""What the ``replay`` commands take: the shared argument and option types, ``_open``, and
+how the outcome of their input files decides the exit code.
 
 ``_open`` turns a command's PATHS into a corpus: one dataset directory is opened
 as it is; log files or folders are ingested first (into ``OUT/dataset``, with a
-progress bar and the ingest's warnings on stderr).
+progress bar and the ingest's warnings on stderr).  With ``--strict`` the ingest stops at
+the first file with a problem and the command exits 1 before doing anything else; with no
+run left to work on it says so and exits (1 when files failed, 2 when PATHS held no log).
+
+``_finish`` ends every command that read logs: a one-line summary of the files that failed
+on stderr, and exit 1 when any did (or, with ``--strict``, when any file had an issue).
+The rule lives in ``input_exit_code``; every command uses it.
 
 Not here: options only the analysis commands take (``replay.cli.analysis_commands``).
 """
@@ -15,9 +22,10 @@ from typing import Annotated, Any
 import typer
 
 from replay import store
-from replay.cli.output import _progress, err_console
+from replay.cli.output import _progress, error, say, warn
 from replay.corpus import open_corpus
-from replay.discover import discover
+from replay.discover import LOG_SUFFIXES, discover
+from replay.ingest import IngestReport
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
                                                      "directory written by `replay ingest`.")]
@@ -28,15 +36,76 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar."
 ProviderOpt = Annotated[str | None, typer.Option(
     "--provider", help="Price every policy under this provider profile (cache and prices; "
                        "`replay providers` lists them) instead of the one each policy names.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Stop at the first input file with a "
+                                                          "problem and exit 1.")]
 
 
-def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool) -> Any:
-    if len(paths) == 1 and store.is_store(paths[0]):
-        return open_corpus(paths)
+def input_exit_code(report: IngestReport | None, strict: bool) -> int:
+    """The exit code the input files call for: 1 when any file failed, or with ``strict`` when
+    any file had an issue; else 0 (a dataset opened as it is: 0)."""
+    if report is None:
+        return 0
+    return 1 if report.failed or (strict and report.issues) else 0
+
+
+def input_summary(report: IngestReport | None, strict: bool) -> str | None:
+    """One line saying which input files failed (None when the exit code is 0)."""
+    if not input_exit_code(report, strict):
+        return None
+    assert report is not None
+    n_files = len(report.parsed) + len(report.cached) + len(report.failed)
+    shown = ", ".join(report.failed[:5]) + (", …" if len(report.failed) > 5 else "")
+    line = f"inputs: {len(report.failed)} of {n_files} files failed" + (
+        f" ({shown})" if shown else "") + f"; {len(report.issues)} issue{'' if len(report.issues) == 1 else 's'}"
+    return line + ("; --strict: stopped at the first file with a problem" if strict else "")
+
+
+def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
+    """End a command that read logs: the summary of failed inputs on stderr, and exit with the
+    larger of ``code`` and what the inputs call for (returns when both are 0)."""
+    line = input_summary(report, strict)
+    if line:
+        say(line, err=True)
+    code = max(code, input_exit_code(report, strict))
+    if code:
+        raise typer.Exit(code)
+
+
+def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
+    """The log files under ``paths``; exits 2 when there is none."""
     files = discover(paths)
+    if not files:
+        error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
+              f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")
+        raise typer.Exit(2)
+    return files
+
+
+def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool,
+          strict: bool = False) -> Any:
+    """The corpus of ``paths``: warnings printed; exits 1 at a problem with ``strict``, and
+    when no run is left to work on (2 when ``paths`` held no log file at all)."""
+    if len(paths) == 1 and store.is_store(paths[0]):
+        corpus = open_corpus(paths)
+        if not corpus.replayable():
+            error(f"no runs to work on: the dataset {paths[0]} holds "
+                  f"{len(corpus.run_ids)} runs, none with a request")
+            raise typer.Exit(1)
+        return corpus
+    files = _discover(paths)
     with _progress("ingest", len(files), quiet) as tick:
-        corpus = open_corpus(paths, cache_dir=out / "dataset", fmt=fmt, on_file=tick)
-    if corpus.report is not None:
-        for issue in corpus.report.issues:
-            err_console.print(f"[yellow]warning[/]: {issue}", highlight=False)
+        corpus = open_corpus(paths, cache_dir=out / "dataset", fmt=fmt, on_file=tick,
+                             strict=strict)
+    report = corpus.report
+    if report is not None:
+        for issue in report.issues:
+            warn(issue)
+    if strict and input_exit_code(report, strict):
+        _finish(report, strict)
+    if not corpus.replayable():
+        failed = len(report.failed) if report is not None else 0
+        error(f"no runs to work on: {failed} of {len(files)} input files failed"
+              + (f", the other {len(files) - failed} hold no request" if failed < len(files)
+                 else ""))
+        _finish(report, strict, 1)
     return corpus

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from replay.cli.inputs import FormatOpt, JsonOpt
-from replay.cli.output import _emit, _errors, _print_json, err_console, out_console, printable
+from replay.cli.output import _emit, _errors, _print_json, error, say, warn
 from replay.inspect import inspect_file
 
 
@@ -29,7 +29,7 @@ def inspect(
     """Show how one log file is read: format and why, record types and their fate, runs,
     and per request the counted context next to the recorded input."""
     if not file.is_file():
-        err_console.print(f"[red]error[/]: {printable(file)}: not a file", highlight=False)
+        error(f"{file}: not a file")
         raise typer.Exit(2)
     with _errors():
         found = inspect_file(file, fmt=fmt)
@@ -41,9 +41,8 @@ def inspect(
                 req["gap_tokens"] = ctx.gap_tokens
         _print_json(doc)
     else:
-        say = out_console.print
-        say(f"{printable(found.path)}", highlight=False)
-        say(f"format: {printable(found.detection) or 'not recognised'}", highlight=False)
+        say(found.path)
+        say(f"format: {found.detection or 'not recognised'}")
         _emit([{"record type": t, **{f: n.get(f, 0) for f in ("modelled", "skipped",
                                                                      "unknown")}}
                for t, n in found.coverage.items()], False, title="records by type and fate")
@@ -58,6 +57,6 @@ def inspect(
                         "gap": c.gap_tokens} for c in r.requests], False,
                       title=f"run {r.run_id}: counted context (o200k) vs recorded input")
         for issue in found.issues:
-            err_console.print(f"[yellow]warning[/]: {printable(issue)}", highlight=False)
+            warn(issue)
     if not found.format or found.issues and not found.runs:
         raise typer.Exit(1)

@@ -1,8 +1,15 @@
 """What the ``replay`` commands print, and how they exit.
 
 Two consoles (tables and results on stdout, warnings and errors on stderr),
-``_emit`` (a table, or JSON with ``--json``), ``_print_json``, the progress bar
-and ``_errors``, which turns a ``ReplayError`` into exit code 2.
+``_emit`` (a table, or JSON with ``--json``), ``_print_json``, ``say`` / ``warn`` /
+``error`` (one line each), the progress bar and ``_errors``, which turns a ``ReplayError``
+into exit code 2.
+
+Every string printed here may come from a file, a log or a path: it is shown as plain text
+(never read as rich markup, so ``[/]`` or ``[bold red]`` in a tool id prints as written) and
+its terminal control characters, line breaks and bidirectional overrides are shown escaped
+(``\\x1b``, ``\\n``, ``\\u202e``) by ``printable``.  Commands print only through these
+functions, never with ``console.print`` of their own.
 
 Not here: the commands (``replay.cli.replay_commands``,
 ``replay.cli.analysis_commands``), their shared arguments (``replay.cli.inputs``).
@@ -21,9 +28,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from replay.errors import ReplayError
 
@@ -31,14 +38,43 @@ out_console = Console(width=None if sys.stdout.isatty() else 220)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
+                          "\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
-def printable(text: object) -> str:
-    """A string that may come from a file, safe to print: rich markup escaped (shown, never
-    interpreted), control and direction characters shown as escapes (``\\x1b``)."""
-    return escape(_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
-                               str(text)))
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    c = m.group()
+    return _SHORT_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) <= 0xFF else f"\\u{ord(c):04x}")
+
+
+def printable(value: object) -> str:
+    """``value`` as text safe for a terminal: control characters, line breaks, invisible and
+    bidirectional-override characters written as escapes (``\\x1b``, ``\\n``, ``\\u202e``)."""
+    text = "" if value is None else str(value)
+    return _UNPRINTABLE.sub(_escape_char, text)
+
+
+def plain(value: object, style: str = "") -> Text:
+    """A ``printable`` string as rich ``Text``: printed as written, never parsed as markup."""
+    return Text(printable(value), style=style)
+
+
+def say(message: object, *, err: bool = False) -> None:
+    """One line of plain text (on stderr with ``err``)."""
+    (err_console if err else out_console).print(plain(message), soft_wrap=True)
+
+
+def warn(message: object) -> None:
+    """``warning: …`` on stderr."""
+    err_console.print(Text.assemble(("warning", "yellow"), ": ", plain(message)), soft_wrap=True)
+
+
+def error(message: object) -> None:
+    """``error: …`` on stderr."""
+    err_console.print(Text.assemble(("error", "red"), ": ", plain(message)), soft_wrap=True)
 
 
 def _print_json(data: Any) -> None:
@@ -58,15 +94,14 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str) -> None:
         _print_json(rows)
         return
     shown = list(itertools.islice(iter(rows), _MAX_TABLE_ROWS))
-    table = Table(title=title, title_justify="left")
+    table = Table(title=plain(title), title_justify="left")
     for col in shown[0] if shown else ["(none)"]:
-        table.add_column(col, overflow="fold")
+        table.add_column(plain(col), overflow="fold")
     for r in shown:
-        table.add_row(*[_cell(v) for v in r.values()])
+        table.add_row(*[plain(_cell(v)) for v in r.values()])
     out_console.print(table)
     if len(rows) > _MAX_TABLE_ROWS:
-        out_console.print(f"… {len(rows) - _MAX_TABLE_ROWS:,} more rows not shown (--json prints "
-                          "them all)", highlight=False)
+        say(f"… {len(rows) - _MAX_TABLE_ROWS:,} more rows not shown (--json prints them all)")
 
 
 def _cell(v: Any) -> str:
@@ -74,7 +109,7 @@ def _cell(v: Any) -> str:
         return f"{v:,.4f}" if abs(v) < 10 else f"{v:,.1f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    return "" if v is None else printable(v)
+    return "" if v is None else str(v)
 
 
 @contextmanager
@@ -83,7 +118,7 @@ def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[str], N
     if not show:
         yield lambda _name: None
         return
-    with Progress(TextColumn(f"{label}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    with Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=err_console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda _name: bar.advance(task)
@@ -94,6 +129,6 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except ReplayError as exc:
-        err_console.print(f"[red]error[/]: {exc}", highlight=False)
+        error(exc)
         raise typer.Exit(2) from None
 

@@ -17,17 +17,18 @@ import pyarrow as pa
 import typer
 
 from replay import store
-from replay.cli.inputs import FormatOpt, JsonOpt, PathsArg, ProviderOpt, QuietOpt, _open
-from replay.cli.output import (
-    _emit,
-    _errors,
-    _print_json,
-    _progress,
-    err_console,
-    out_console,
-    printable,
+from replay.cli.inputs import (
+    FormatOpt,
+    JsonOpt,
+    PathsArg,
+    ProviderOpt,
+    QuietOpt,
+    StrictOpt,
+    _discover,
+    _finish,
+    _open,
 )
-from replay.discover import discover
+from replay.cli.output import _emit, _errors, _print_json, _progress, error, say, warn
 from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
@@ -43,28 +44,27 @@ def ingest(
     tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
         ",".join(DEFAULT_TOKENIZERS),
     jobs: Annotated[int, typer.Option(help="Worker processes (0: one per core).")] = 0,
-    strict: Annotated[bool, typer.Option(help="Stop at the first file with a problem.")] = False,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Parse log files into a Parquet dataset (unchanged files are reused from the cache)."""
     toks = tuple(t.strip() for t in tokenizers.split(",") if t.strip())
-    files = discover(paths)
+    files = _discover(paths)
     with _progress("ingest", len(files), quiet) as tick, _errors():
         report = ingest_paths(paths, out, fmt=fmt, tokenizers=toks, jobs=jobs, strict=strict,
                               on_file=tick)
     for issue in report.issues:
-        err_console.print(f"[yellow]warning[/]: {issue}", highlight=False)
+        warn(issue)
     doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
            "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
     if as_json:
         _print_json(doc)
     else:
-        out_console.print(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
-                          f"{len(report.cached)} reused from cache, {len(report.failed)} failed, "
-                          f"{len(report.issues)} issues → {out}")
-    if report.failed or (strict and report.issues):
-        raise typer.Exit(1)
+        say(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
+            f"{len(report.cached)} reused from cache, {len(report.failed)} failed, "
+            f"{len(report.issues)} issues → {out}")
+    _finish(report, strict)
 
 
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
@@ -82,6 +82,11 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
     rows = LazyRows(table.append_column("coverage", pa.array(
         [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
         pa.string())))
+    if not len(rows):
+        if as_json:
+            _print_json([])
+        error(f"no runs in the dataset {dataset}")
+        raise typer.Exit(1)
     _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
 
 
@@ -120,6 +125,7 @@ def run(
     provider: ProviderOpt = None,
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
     fmt: FormatOpt = None,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -127,7 +133,7 @@ def run(
     with _errors():
         pol = load_policy(policy)
         pol = with_provider(pol, provider) if provider else pol
-        corpus = _open(paths, out, fmt, quiet)
+        corpus = _open(paths, out, fmt, quiet, strict)
         ids = corpus.replayable()
         with _progress("replay", len(ids), quiet) as tick:
             if report:  # the report needs every trace in memory
@@ -145,16 +151,18 @@ def run(
     left = sorted(set(corpus.run_ids) - set(ids))
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
         sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-        err_console.print(f"note: {len(left)} run(s) with no recorded request not replayed: "
-                          + ", ".join(printable(f"{r} ({sources[r]})") for r in left[:20])
-                          + (" …" if len(left) > 20 else ""), highlight=False)
+        say(f"note: {len(left)} run(s) with no recorded request not replayed: "
+            + ", ".join(f"{r} ({sources[r]})" for r in left[:20])
+            + (" …" if len(left) > 20 else ""), err=True)
+    _finish(corpus.report, strict)
 
 
 def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset cache dir.")] =
-              Path("out"), as_json: JsonOpt = False, quiet: QuietOpt = False) -> None:
+              Path("out"), fmt: FormatOpt = None, strict: StrictOpt = False,
+              as_json: JsonOpt = False, quiet: QuietOpt = False) -> None:
     """Fit truth = overhead + scale × o200k count to each run's recorded usage."""
     with _errors():
-        corpus = _open(paths, out, None, quiet)
+        corpus = _open(paths, out, fmt, quiet, strict)
     rows = []
     sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
     for rid in corpus.replayable():
@@ -165,6 +173,7 @@ def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset c
                      "scale": round(fit.scale, 4) if fit else None,
                      "mean_abs_error": f"{fit.mean_abs_error_frac:.2%}" if fit else "no usage"})
     _emit(rows, as_json, title="calibration of truth against recorded usage")
+    _finish(corpus.report, strict)
 
 
 def synth(
@@ -178,14 +187,14 @@ def synth(
     chosen = [s for s in CORPUS if not only or s.name in only]
     failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
     if not chosen and not failures:
-        err_console.print(f"[red]error[/]: no scenario named {only}; one of "
-                          f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
+        error(f"no scenario named {only}; one of "
+              f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
         raise typer.Exit(2)
     paths = write_corpus(out, tuple(chosen)) if chosen else []
     if failures:
         paths += write_scenarios(out / "scenarios", failures)
     for path in paths:
-        out_console.print(f"{path}  {path.stat().st_size:,} bytes")
+        say(f"{path}  {path.stat().st_size:,} bytes")
 
 
 def show_policy(
