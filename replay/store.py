@@ -54,7 +54,8 @@ class Entry:
     n_runs: int
     coverage: dict[str, dict[str, int]] = field(default_factory=dict, hash=False)
     """Record type -> {fate: records} as the parser counted them (``replay.parsers.coverage``);
-    kept with the entry, so a file reused from the cache shows the same coverage."""
+    kept with the entry, so a file reused from the cache shows the same coverage.  Not part of
+    the hash (a dict is not hashable; entries are hashed as cache keys, e.g. by ``sweep``)."""
 
 
 @dataclass(frozen=True, slots=True)
