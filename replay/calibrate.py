@@ -7,7 +7,9 @@ server counted for each original request.  ``calibrate`` fits
 
 by least squares over the requests before the first harness compaction (after
 it, the recorded context is no longer the raw stream), and reports the fit
-error.  The overhead absorbs the system prompt and tool schemas the log does
+error.  Requests whose context holds blocks sized from redaction markers
+(``Message.tokens_estimated``) are fitted too, and counted in ``n_points_estimated``: their
+x is partly an estimate.  The overhead absorbs the system prompt and tool schemas the log does
 not contain; the scale absorbs the difference between the provider's tokenizer
 and ours.  A policy with ``truth: {method: calibrated}`` uses the fit.
 """
@@ -23,12 +25,13 @@ def calibrate(run: PreparedRun, tokenizer: str = "o200k_base",
     """The fit for one run, or None when it has fewer than two usable recorded requests."""
     counts = run.counts(Counter(method="tokenizer", tokenizer=tokenizer))
     xs, ys = [], []
-    total, upto, n_msgs = 0, 0, 0
+    total, upto, n_msgs, estimated, n_est = 0, 0, 0, False, 0
     stop = run.first_compaction_request if run.first_compaction_request is not None else run.n_requests
     for k in range(stop):
         hi = run.req_blocks[k]
         for b in range(upto, hi):
             total += counts[b]
+            estimated = estimated or run.estimated[b]
             if run.msg_start[run.ordinal[b]] == b:
                 n_msgs += 1
         upto = max(upto, hi)
@@ -36,6 +39,7 @@ def calibrate(run: PreparedRun, tokenizer: str = "o200k_base",
         if y is not None and y > 0:
             xs.append(float(total + n_msgs * message_overhead_tokens))
             ys.append(float(y))
+            n_est += estimated
     if len(xs) < 2:
         return None
     n = len(xs)
@@ -48,4 +52,5 @@ def calibrate(run: PreparedRun, tokenizer: str = "o200k_base",
     if scale <= 0:
         scale, overhead = my / mx if mx else 1.0, 0.0
     err = sum(abs(overhead + scale * x - y) / y for x, y in zip(xs, ys)) / n
-    return Calibration(overhead_tokens=overhead, scale=scale, n_points=n, mean_abs_error_frac=err)
+    return Calibration(overhead_tokens=overhead, scale=scale, n_points=n, mean_abs_error_frac=err,
+                       n_points_estimated=n_est)

@@ -29,8 +29,9 @@ from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
 from replay.parsers import PARSERS, PARSERS_VERSION, Detection, detect
 from replay.parsers.builder import Issue, RunDraft, Source
+from replay.redaction import declared, tokens_for
 from replay.schema import SCHEMAS
-from replay.tokens import count_tokens, encoding
+from replay.tokens import count_one, count_tokens, encoding
 
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
@@ -155,12 +156,14 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
 
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
     not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape like
-    ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.
+    ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.  A block holding
+    redaction markers is sized by their declared lengths and flagged (``replay.redaction``).
     """
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
     events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
-    runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names}
+    runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names
+            if col in drafts[0].run}
     texts: list[str] = messages["text"]  # type: ignore[assignment]
     try:
         text = pa.array(texts, pa.string())
@@ -169,13 +172,41 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         text = pa.array(texts, pa.string())
     messages["text"] = text
     messages["n_bytes"] = pc.binary_length(text)  # UTF-8 length without encoding again
-    messages["n_chars"] = [len(t) for t in texts]
+    n_chars = [len(t) for t in texts]
     messages["n_lines"] = [t.count("\n") + 1 if t else 0 for t in texts]
+    redacted = {i: found for i, t in enumerate(texts) if (found := declared(t)) is not None}
+    for i, (rest, _, chars) in redacted.items():
+        n_chars[i] = len(rest) + chars
+    messages["n_chars"] = n_chars
+    messages["tokens_estimated"] = [i in redacted for i in range(len(texts))] if redacted \
+        else [False] * len(texts)
     for name, col in _TOKEN_COLUMN.items():
-        messages[col] = count_tokens(texts, name, threads=threads) if name in tokenizers \
-            else pa.nulls(len(texts), pa.int64())
+        if name not in tokenizers:
+            messages[col] = pa.nulls(len(texts), pa.int64())
+            continue
+        counts = count_tokens(texts, name, threads=threads)
+        for i, (rest, _, chars) in redacted.items():
+            counts[i] = count_one(rest, name) + tokens_for(chars, name)
+        messages[col] = counts
+    _estimated_per_run(runs, drafts, messages, redacted)
     return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
                            requests=_table(requests, "requests"), events=_table(events, "events"))
+
+
+def _estimated_per_run(runs: dict[str, list[object]], drafts: list[RunDraft],
+                       messages: dict[str, object], redacted: dict[int, object]) -> None:
+    """Each run's ``n_estimated_blocks`` and ``estimated_tokens_o200k`` (the o200k tokens of its
+    blocks sized from redaction markers; None when o200k was not counted)."""
+    o200k = messages["tokens_o200k"]
+    counted = isinstance(o200k, list)
+    n_blocks, tokens, lo = [], [], 0
+    for d in drafts:
+        hi = lo + len(d.messages["msg"])
+        mine = [i for i in redacted if lo <= i < hi] if redacted else []
+        n_blocks.append(len(mine))
+        tokens.append(sum(o200k[i] for i in mine) if counted else None)  # type: ignore[index]
+        lo = hi
+    runs["n_estimated_blocks"], runs["estimated_tokens_o200k"] = n_blocks, tokens
 
 
 def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],

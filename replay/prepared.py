@@ -38,6 +38,9 @@ class Calibration:
     n_points: int
     mean_abs_error_frac: float
     """Mean |fit − recorded| / recorded over the points used."""
+    n_points_estimated: int = 0
+    """Points whose context holds blocks sized from redaction markers (an estimate, not a
+    tokenizer count: the fit is only as good as ``replay.redaction.CHARS_PER_TOKEN``)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -63,6 +66,8 @@ class PreparedRun:
     n_bytes: list[int]
     n_lines: list[int]
     is_error: list[bool]
+    estimated: list[bool]
+    """Per block: its token counts are estimated from redaction markers (``replay.redaction``)."""
     category: list[int]
     call_of: list[int]
     """For a tool_result block, the block index of its call (-1 when orphaned or not a result)."""
@@ -167,7 +172,7 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
         messages = messages.filter(keep)
     col = {name: messages[name].to_pylist() for name in (
         "msg", "block", "kind", "role", "tool", "op", "path", "text", "call_id", "n_chars",
-        "n_bytes", "n_lines", "is_error", "tokens_o200k", "tokens_cl100k")}
+        "n_bytes", "n_lines", "is_error", "tokens_o200k", "tokens_cl100k", "tokens_estimated")}
     msg = col["msg"]
     ordinal, msg_start = [], []
     for b, m in enumerate(msg):
@@ -212,7 +217,8 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
         run_id=run_id, msg=msg, ordinal=ordinal, msg_start=msg_start, block=col["block"],
         kind=col["kind"], role=col["role"], tool=col["tool"], op=col["op"], path=col["path"],
         text=col["text"], call_id=col["call_id"], n_chars=col["n_chars"], n_bytes=col["n_bytes"],
-        n_lines=col["n_lines"], is_error=col["is_error"], category=category, call_of=call_of,
+        n_lines=col["n_lines"], is_error=col["is_error"],
+        estimated=col["tokens_estimated"], category=category, call_of=call_of,
         safe_split=safe, tokens=tokens, req_blocks=req_blocks, req_output_blocks=req_out,
         recorded_input=requests["input_tokens"].to_pylist(),
         recorded_cache_read=requests["cache_read_tokens"].to_pylist(),

@@ -60,6 +60,11 @@ class Run:
     recorded_input_tokens: int | None
     """Sum of recorded prompt sizes over requests (None when the log has no usage)."""
     recorded_output_tokens: int | None
+    n_estimated_blocks: int
+    """Blocks sized from redaction markers' declared lengths (``Message.tokens_estimated``)."""
+    estimated_tokens_o200k: int | None
+    """o200k tokens of those blocks (None when o200k was not counted): this much of the run's
+    token count is an estimate, not a tokenizer count."""
     sha256: str
     """sha256 of the whole source file."""
 
@@ -88,9 +93,15 @@ class Message:
     n_bytes: int
     """UTF-8 bytes of ``text``."""
     n_chars: int
+    """Characters of ``text``; for a block holding redaction markers, the characters the markers
+    declare in their place (``replay.redaction``)."""
     n_lines: int
     tokens_o200k: int | None
     tokens_cl100k: int | None
+    tokens_estimated: bool
+    """The block holds redaction markers (``[REDACTED_OUTPUT len=4045 sha=…]``): its token
+    counts and ``n_chars`` size the redacted text by the declared length at
+    ``replay.redaction.CHARS_PER_TOKEN``, an estimate, not a tokenizer count."""
     is_error: bool
     is_harness_summary: bool
     """A compaction summary written by the original harness; replays start without it."""

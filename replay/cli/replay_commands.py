@@ -77,7 +77,9 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
     shown = {"run_id": "run_id", "source": "source", "format": "format", "model": "model",
              "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
              "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
-             "n_harness_compactions": "compactions", "parent_run_id": "parent"}
+             "n_harness_compactions": "compactions", "parent_run_id": "parent",
+             "n_estimated_blocks": "estimated_blocks",
+             "estimated_tokens_o200k": "estimated_tokens"}
     table = table.select(list(shown)).rename_columns(list(shown.values()))
     rows = LazyRows(table.append_column("coverage", pa.array(
         [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
@@ -169,6 +171,7 @@ def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset c
         source = sources[rid]
         fit = corpus.calibration(rid)
         rows.append({"source": source, "points": fit.n_points if fit else 0,
+                     "points_estimated": fit.n_points_estimated if fit else 0,
                      "overhead_tokens": round(fit.overhead_tokens) if fit else None,
                      "scale": round(fit.scale, 4) if fit else None,
                      "mean_abs_error": f"{fit.mean_abs_error_frac:.2%}" if fit else "no usage"})
