@@ -90,6 +90,8 @@ class RunBuilder:
     _orphans: int = 0
     _compactions: int = 0
     _events: list[dict[str, Any]] = field(default_factory=list)
+    _nested: int = 0
+    _nested_results: int = 0
 
     @property
     def run_id(self) -> str:
@@ -108,23 +110,32 @@ class RunBuilder:
         """Add a text-like block (text, reasoning, image placeholder) to the current message."""
         self._add(kind=kind, text=text)
 
-    def tool_call(self, call_id: str, tool: str, args: Any) -> None:
-        """Add a call; ``args`` is a dict (stored as JSON) or a raw string (a command, a patch)."""
+    def tool_call(self, call_id: str, tool: str, args: Any, *, text: str | None = None,
+                  nested: bool = False) -> None:
+        """Add a call; ``args`` is a dict (stored as JSON) or a raw string (a command, a patch).
+
+        ``text`` (default: ``args`` as stored) is what the model saw of the call; ``nested``
+        marks a call made inside another call (a code-mode program's commands): a row for the
+        analyses, not counted in ``n_tool_calls``."""
         try:
             op, path = classify(tool, args)
         except Exception as exc:  # a classifier bug must not cost the file: keep the call
             self.issues.append(Issue(self.source.path, 0, f"tool call {call_id!r} ({tool}) not "
                                      f"classified ({type(exc).__name__}: {exc}); op 'other'"))
             op, path = "other", ""
-        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        if text is None:
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        self._nested += nested
         if call_id:
             self._calls[call_id] = (tool, op, path)
         self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
 
     def tool_result(self, call_id: str, text: str, *, is_error: bool = False,
-                    line: int | Callable[[], int] = 0) -> None:
+                    line: int | Callable[[], int] = 0, nested: bool = False) -> None:
         """Add a result; it inherits the call's tool, op and path.  Orphans are reported (at
-        ``line``, or the line a function given as ``line`` returns, called only then)."""
+        ``line``, or the line a function given as ``line`` returns, called only then);
+        ``nested``: the result of a nested call (see ``tool_call``), not counted."""
+        self._nested_results += nested
         call = self._calls.get(call_id)
         if call is None:
             self._orphans += 1
@@ -211,8 +222,10 @@ class RunBuilder:
             "run_id": self.run_id, "format": self.format, "source": self.source.rel,
             "model": self.model, "harness": self.harness, "parent_run_id": self.parent_run_id,
             "agent": self.agent, "n_messages": self._msg + 1, "n_blocks": len(kinds),
-            "n_requests": len(r["request"]), "n_tool_calls": kinds.count("tool_call"),
-            "n_tool_results": kinds.count("tool_result"), "n_orphan_results": self._orphans,
+            "n_requests": len(r["request"]),
+            "n_tool_calls": kinds.count("tool_call") - self._nested,
+            "n_tool_results": kinds.count("tool_result") - self._nested_results,
+            "n_orphan_results": self._orphans,
             "n_harness_compactions": self._compactions,
             "recorded_input_tokens": sum(recorded) if recorded else None,
             "recorded_output_tokens": sum(outputs) if outputs else None,

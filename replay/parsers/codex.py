@@ -1,29 +1,63 @@
-"""OpenAI Codex CLI rollouts (``~/.codex/sessions/**/rollout-*.jsonl``), modern and legacy.
+"""OpenAI Codex CLI rollouts (``~/.codex/sessions/**/rollout-*.jsonl``), legacy to 0.148.
 
-Modern (cli >= ~0.40): lines ``{"timestamp", "type", "payload"}``.  ``response_item`` payloads
-are the Responses-API items that form the context; ``event_msg`` ``token_count`` gives usage
-(other ``event_msg`` are UI echoes, not context); ``turn_context`` gives the model and
-``session_meta`` the harness; ``compacted`` is a harness compaction: its summary becomes a
-message, its ``replacement_history`` (a copy of older context) is left out of the stream.
+Modern (cli >= ~0.40): lines ``{"timestamp", "type", "payload"}`` (0.14x may add ``ordinal``,
+which is not needed: lines are in order).  ``response_item`` payloads are the Responses-API
+items that form the context; ``event_msg`` ``token_count`` gives usage; ``turn_context`` gives
+the model and ``session_meta`` the harness, the system prompt and the parent session.
 Legacy (<= Sept 2025): a first line with top-level ``id``/``timestamp``/``instructions``, then
-bare Responses items and ``{"record_type": "state"}`` markers (ignored); no usage, no model.
+bare Responses items and ``{"record_type": "state"}`` markers; no usage, no model.
 
-Consecutive model-output items (reasoning, assistant message, function / custom / local-shell /
-web-search calls) form ONE assistant message = one request; each tool output is its own
-``tool`` message; user and developer (→ system) messages are their own.  Requests: one per
-assistant message, usage from ``token_count`` events with ``info``, deduplicated (late-2025+
-builds write each twice with the same ``total_token_usage``).  0.5x builds write a token_count
-BEFORE the items it measures, 0.10x right AFTER them: the file's order is taken from its first
-usage-bearing token_count.  A run with no token_count (legacy, aborted turn) still gets a
-request with usage None; a token_count with no run to attach to is reported and dropped; when
-only totals are recorded, usage is the difference of consecutive totals.
+Every line and item type met is counted in ``src.coverage`` (``response_item/function_call``,
+``event_msg/token_count``, ``event_msg/item_completed/CommandExecution``, …): modelled,
+skipped (understood, not context) or unknown.  Skipped: ``world_state`` (harness state the
+developer messages already carry), ``inter_agent_communication(_metadata)`` (the delivered
+message is an ``agent_message`` item), ``token_usage_record``, ``security_risk_score``,
+``realtime_item``, ``ghost_snapshot`` items, every ``event_msg`` but ``token_count`` (UI
+echoes of items), and ``item_completed`` turn items other than code-mode commands.
 
-A context item with an identity (a call's or output's ``call_id``, an ``id``, a reasoning
-item's ``encrypted_content``) written again verbatim is reported and skipped, not counted twice.
+The context, in order:
 
-Not handled: session_meta / legacy ``instructions`` are metadata only (the user part is repeated
-in a user message); forks (``forked_from_id``) are not linked; ``is_error`` comes only from a
-JSON output's non-zero ``metadata.exit_code`` or a ``success: false`` output payload.
+* ``session_meta.base_instructions.text`` (0.9x+) is the system prompt the model saw: a system
+  message first.  Legacy ``instructions`` is the user's AGENTS.md, which the log repeats in a
+  ``<user_instructions>`` message: a system message only when no message repeats it.  Only the
+  first session_meta counts (a fork replays its parent's lines, metas included).
+* Consecutive model-output items (reasoning, assistant message, calls) form ONE assistant
+  message = one request; each tool output is its own ``tool`` message; user and developer
+  (→ system) messages and ``agent_message`` items (another agent's message delivered to this
+  one) are their own.  Hosted calls (``web_search_call``, ``image_generation_call``) carry their
+  result: a call and its result in the assistant message (a web search's results are not in
+  the log: an empty result).  ``tool_search_call``/``tool_search_output`` are a call and its
+  result like function calls.
+* Code mode: commands a program ran (``item_completed`` ``CommandExecution`` items whose id is
+  no call of the log) become nested call/result rows with empty text (the model saw them inside
+  the program's call and output, counted there), so re-read and argument analyses see them;
+  they are not counted in ``n_tool_calls``.  A command that is also a call item is skipped.
+* ``compacted`` is a harness compaction: its ``message`` (or, when empty, the last message of its
+  replacement history) becomes the summary; the replacement history (``replacement_history``
+  items, or ``replacement_history_entries`` inline / ``reference`` / ``reference_v2`` resolved
+  against earlier items' ids; an unresolved reference is an issue) is not added to the stream
+  (the run keeps the raw stream).  A remote compaction item (``compaction``,
+  ``compaction_summary``) is a compaction whose summary is encrypted: an empty summary, and
+  coverage says so; the same item inside a ``compacted`` line is not a second compaction.
+
+Requests: one per assistant message, usage from ``token_count`` events with ``info`` (``info``
+null: skipped), deduplicated (late-2025+ builds write each twice with the same
+``total_token_usage``).  0.5x builds write a token_count BEFORE the items it measures, 0.10x+
+right AFTER them: the file's order is taken from its first usage-bearing token_count.  Cache
+writes: ``cache_creation_input_tokens`` / ``cache_write_input_tokens``.  When only totals are
+recorded, usage is the difference of consecutive totals; totals that go down (after a
+compaction or a rollback) make that request's usage unknown.  The token_count of a compaction's
+own model call (just before or after the compacted line, with no model output between) is
+skipped; any other token_count with no run to attach to is reported and dropped.
+
+Forks and spawned subagents: the parent session (``forked_from_id``, ``parent_thread_id``,
+``source.subagent.thread_spawn.parent_thread_id``) is linked as ``parent_run_id`` when its
+rollout (``rollout-*-<id>.jsonl``) is beside this file or in the same ``sessions/`` tree.
+
+Not handled: ``thread_rolled_back`` (the rolled-back turns stay in the stream; counted in
+coverage); ``is_error`` comes only from a JSON output's non-zero ``metadata.exit_code``, an
+output object's ``success: false`` / ``isError: true``, or a command's exit code.
+Checked against cli 0.5x–0.104 real rollouts and 0.121–0.148 shapes (``tests/fixtures/codex``).
 """
 
 from __future__ import annotations
@@ -32,22 +66,25 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from replay.parsers import codex_items as it
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import as_text, iter_records, loads
+from replay.parsers.codex_file import parent_run_id, unique, usage_first
+from replay.parsers.coverage import Coverage
+from replay.parsers.jsonl import iter_records
 
 NAME = "codex"
 
-_ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted")
-_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
-_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
-_ROLES = {"user": "user", "developer": "system", "system": "system", "assistant": "assistant"}
-_USAGE = (("input_tokens", "input_tokens"), ("cached_input_tokens", "cache_read_tokens"),
-          ("output_tokens", "output_tokens"), ("reasoning_output_tokens", "reasoning_tokens"))
+_ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
+             "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
+             "token_usage_record", "security_risk_score", "realtime_item")
+_SKIPPED_LINES = frozenset(_ENVELOPE[5:])
 _NO_RUN = "token_count with no model output to attach it to (usage dropped)"
-_MODERN_HEAD = re.compile(rb'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(?:%s)"\s*,'
-                          rb'\s*"payload"\s*:\s*\{' % b"|".join(t.encode() for t in _ENVELOPE))
+_MODERN_HEAD = re.compile(rb'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?:"ordinal"\s*:\s*\d+\s*,'
+                          rb'\s*)?"type"\s*:\s*"(?:%s)"\s*,\s*"payload"\s*:\s*\{'
+                          % b"|".join(t.encode() for t in _ENVELOPE))
 _LEGACY_HEAD = re.compile(rb'\s*\{\s*"id"\s*:\s*"[^"]*"\s*,\s*"timestamp"\s*:\s*"[^"]*"\s*,'
                           rb'\s*"(?:instructions|git)"\s*:')
 
@@ -69,7 +106,7 @@ def sniff(filename: str, head: bytes) -> bool:
         if not isinstance(rec, dict):
             return False
         if isinstance(rec.get("payload"), dict) and "timestamp" in rec:
-            if rec.get("type") == "session_meta" and i == 0 or rec.get("type") in _ENVELOPE[1:4]:
+            if rec.get("type") == "session_meta" and i == 0 or rec.get("type") in _ENVELOPE[1:]:
                 return True
         elif "payload" not in rec and ("record_type" in rec or (
                 i == 0 and "id" in rec and "timestamp" in rec and "type" not in rec
@@ -85,11 +122,11 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the rollout file.
         issues: problems found are appended here.
     """
-    records = _unique(list(iter_records(src, issues)), src.path, issues)
+    records = unique(list(iter_records(src, issues)), src.path, issues)
     if not records:
         issues.append(Issue(src.path, 0, "no JSON records in this Codex rollout"))
         return []
-    walk = _Walk(RunBuilder(src, 0, NAME, issues), src.path, issues, _usage_first(records))
+    walk = _Walk(RunBuilder(src, 0, NAME, issues), src, issues, usage_first(records), records)
     for no, rec in records:
         try:
             walk.record(no, rec)
@@ -107,17 +144,30 @@ class _Walk:
     """The walk over one rollout: open assistant run, usage waiting for its run, metadata."""
 
     b: RunBuilder
-    path: str
+    src: Source
     issues: list[Issue]
     usage_first: bool
+    records: list[tuple[int, dict[str, Any]]]
     model: str = ""
     cli: str = ""
     originator: str = ""
+    seen_meta: bool = False
     open_run: bool = False
     runs: list[list[Any]] = field(default_factory=list)  # [msg, ts, model, usage | None]
     pending: dict[str, int | None] | None = None
     pending_line: int = 0
     prev_total: Any = None
+    compacted_since_output: bool = False
+    stray: int = 0
+    """Line of a token_count with no run to attach to, reported unless a compaction follows."""
+    by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
+    call_ids: set[str] = field(default_factory=set)
+    compaction_items: set[str] = field(default_factory=set)
+    nested: list[tuple[str, Any, str, bool]] = field(default_factory=list)
+
+    @property
+    def cov(self) -> Coverage:
+        return self.src.coverage
 
     def record(self, no: int, rec: dict[str, Any]) -> None:
         if "payload" in rec:
@@ -125,254 +175,275 @@ class _Walk:
             if not isinstance(payload, dict):
                 raise ValueError(f"{kind!r} line: payload is {type(payload).__name__}, "
                                  "not an object")
-            ts = _opt_str(rec, "timestamp")
+            ts = it.opt_str(rec, "timestamp")
             if kind == "response_item":
                 self.item(no, payload, ts)
             elif kind == "event_msg":
-                if payload.get("type") == "token_count" and payload.get("info") is not None:
-                    self.token_count(no, payload["info"])
+                self.event(no, payload)
             elif kind == "turn_context":
-                self.model = _opt_str(payload, "model") or self.model
+                self.model = it.opt_str(payload, "model") or self.model
                 self.open_run = False
+                self.cov.modelled("turn_context")
             elif kind == "session_meta":
-                self.meta(payload)
+                self.meta(payload, ts)
             elif kind == "compacted":
-                text = _opt_str(payload, "message")
-                self.open_run = False
-                self.b.message("user", ts=ts)
-                self.b.summary(text, harness=True)
+                self.compacted(no, payload, ts)
+            elif kind in _SKIPPED_LINES:
+                self.cov.skipped(str(kind))
             else:
-                self.issues.append(Issue(self.path, no, f"unknown line type {kind!r} (skipped)"))
+                self.cov.unknown(str(kind))
         elif "record_type" in rec:
-            return
+            self.cov.skipped(f"record_type/{rec['record_type']}")
         elif "type" in rec:
-            self.item(no, rec, _opt_str(rec, "timestamp"))
+            self.item(no, rec, it.opt_str(rec, "timestamp"))
         elif "id" in rec and "timestamp" in rec:
-            self.meta(rec)
+            self.meta(rec, it.opt_str(rec, "timestamp"))
         else:
-            self.issues.append(Issue(self.path, no, "record has no 'type' or 'payload' (skipped)"))
+            self.issues.append(Issue(self.src.path, no, "record has no 'type' or 'payload' "
+                                                        "(skipped)"))
 
     def item(self, no: int, p: dict[str, Any], ts: str) -> None:
         t, b = p.get("type"), self.b
+        name = f"response_item/{t}"
+        if isinstance(p.get("id"), str) and p["id"]:
+            self.by_id[p["id"]] = p
         if t == "message":
             role = p.get("role")
-            if role not in _ROLES:
+            if role not in it.ROLES:
                 raise ValueError(f"message role {role!r} is not user/assistant/developer/system")
-            blocks = _content(p.get("content"))
+            blocks = it.content(p.get("content"))
             if role == "assistant":
                 self.output(ts)
             else:
-                self.open_run = False
-                b.message(_ROLES[role], ts=ts)
+                self.start(it.ROLES[role], ts)
+            for kind, text in blocks or [("text", "")]:
+                b.text(text, kind=kind)
+        elif t == "agent_message":
+            blocks = it.content(p.get("content"))
+            self.start("user", ts)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
         elif t == "reasoning":
-            text = _reasoning(p)
+            text = it.reasoning(p)
             self.output(ts)
             b.text(text, kind="reasoning")
-        elif t in _CALLS:
-            call_id, tool, args = _call(no, t, p)
+        elif t in it.CALLS or t in it.HOSTED:
+            call_id, tool, args = it.call(no, t, p)
             self.output(ts)
             b.tool_call(call_id, tool, args)
-        elif t in _OUTPUTS:
-            call_id = _opt_str(p, "call_id")
+            self.call_ids.add(call_id)
+            if t in it.HOSTED:
+                b.tool_result(call_id, it.hosted_result(t, p))
+        elif t in it.OUTPUTS:
+            call_id = it.opt_str(p, "call_id") or it.opt_str(p, "id")
             if not call_id:
                 raise ValueError(f"{t} has no call_id")
-            text, is_error = _result(p.get("output"))
-            self.open_run = False
-            b.message("tool", ts=ts)
+            text, is_error = it.result(t, p)
+            self.start("tool", ts)
             b.tool_result(call_id, text, is_error=is_error, line=no)
-        elif t != "ghost_snapshot":
-            self.issues.append(Issue(self.path, no, f"unknown response item type {t!r} (skipped)"))
+        elif t in it.COMPACTIONS:
+            self.remote_compaction(p, ts, name)
+            return
+        elif t == "ghost_snapshot":
+            self.cov.skipped(name)
+            return
+        else:
+            self.cov.unknown(name)
+            return
+        self.cov.modelled(name)
+
+    def event(self, no: int, p: dict[str, Any]) -> None:
+        t = p.get("type")
+        name = f"event_msg/{t}"
+        if t == "token_count":
+            if p.get("info") is None:
+                self.cov.skipped(name)
+            elif self.token_count(no, p["info"]):
+                self.cov.modelled(name)
+            else:
+                self.cov.skipped(name)
+        elif t == "item_completed" and isinstance(p.get("item"), dict):
+            item = p["item"]
+            name = f"{name}/{item.get('type')}"
+            if item.get("type") in it.COMMANDS:
+                ident, args, out, failed = it.command(item)
+                if ident and ident in self.call_ids:
+                    self.cov.skipped(name)  # the same command is a call item of the log
+                    return
+                self.nested.append((ident, args, out, failed))
+                self.cov.modelled(name)
+            else:
+                self.cov.skipped(name)
+        else:
+            self.cov.skipped(name)
+
+    def start(self, role: str, ts: str) -> None:
+        """Start a non-assistant message (after the code-mode commands run so far)."""
+        self.flush_nested(ts)
+        self.open_run = False
+        self.b.message(role, ts=ts)
+
+    def flush_nested(self, ts: str) -> None:
+        """Code-mode commands seen since the last message, as nested calls in a tool message."""
+        if not self.nested:
+            return
+        self.b.message("tool", ts=ts)
+        for k, (ident, args, _out, failed) in enumerate(self.nested):
+            call_id = ident or f"command-{self.b.n_blocks}-{k}"
+            self.b.tool_call(call_id, "exec_command", args, text="", nested=True)
+            self.b.tool_result(call_id, "", is_error=failed, nested=True)
+        self.nested.clear()
 
     def output(self, ts: str) -> None:
         """Continue the open assistant run, or start one (taking usage recorded before it)."""
         if self.open_run:
             return
+        self.flush_nested(ts)
+        self.report_stray()
         self.open_run = True
+        self.compacted_since_output = False
         msg = self.b.message("assistant", ts=ts)
         self.runs.append([msg, ts, self.model, self.pending])
         self.pending = None
 
-    def token_count(self, no: int, info: Any) -> None:
+    def token_count(self, no: int, info: Any) -> bool:
+        """Attach one usage record; False when it is a duplicate or a compaction's own call."""
         if not isinstance(info, dict):
             raise ValueError(f"token_count info is {type(info).__name__}, not an object")
         total, last = info.get("total_token_usage"), info.get("last_token_usage")
         if total is not None and total == self.prev_total:
-            return  # the same request's usage written a second time
+            return False  # the same request's usage written a second time
+        usage: dict[str, int | None]
         if last is None and isinstance(total, dict):  # totals only: difference with the last one
             prev = self.prev_total if isinstance(self.prev_total, dict) else {}
-            last = {k: (_int(total, k) or 0) - (_int(prev, k) or 0) for k, _ in _USAGE}
-        if not isinstance(last, dict):
+            diff = {k: (it.opt_int(total, k) or 0) - (it.opt_int(prev, k) or 0)
+                    for k, _ in it.USAGE if k in total}
+            usage = it.usage(diff) if min(diff.values(), default=0) >= 0 else \
+                {name: None for _, name in it.USAGE}  # totals went down: this request unknown
+        elif isinstance(last, dict):
+            usage = it.usage(last)
+        else:
             raise ValueError("token_count info has no last_token_usage / total_token_usage object")
-        usage = {name: _int(last, key) for key, name in _USAGE}
         self.prev_total = total
         self.open_run = False
+        if self.compacted_since_output:  # the compaction's own model call: not a request here
+            return False
         if self.usage_first:  # measures the run that follows
             if self.pending is not None:
-                self.issues.append(Issue(self.path, self.pending_line, _NO_RUN))
+                self.issues.append(Issue(self.src.path, self.pending_line, _NO_RUN))
             self.pending, self.pending_line = usage, no
         elif self.runs and self.runs[-1][3] is None:  # measures the run just written
             self.runs[-1][3] = usage
-        else:
-            self.issues.append(Issue(self.path, no, _NO_RUN))
+        else:  # a compaction's own call when a compaction follows; else reported (``output``)
+            self.stray = no
+            return False
+        return True
 
-    def meta(self, p: dict[str, Any]) -> None:
-        self.cli = _opt_str(p, "cli_version") or self.cli
-        self.originator = _opt_str(p, "originator") or self.originator
-        self.model = _opt_str(p, "model") or self.model
+    def meta(self, p: dict[str, Any], ts: str) -> None:
+        if self.seen_meta:  # a fork's replay of its parent's lines
+            self.cov.skipped("session_meta")
+            return
+        self.seen_meta = True
+        self.cov.modelled("session_meta")
+        self.cli = it.opt_str(p, "cli_version") or self.cli
+        self.originator = it.opt_str(p, "originator") or self.originator
+        self.model = it.opt_str(p, "model") or self.model
+        for key in ("agent_path", "agent_nickname"):
+            if isinstance(p.get(key), str) and p[key]:
+                self.b.agent = p[key]
+                break
+        which, text = it.instructions(p)
+        if which == "base_instructions" or which and not self._repeated(text):
+            self.start("system", ts)
+            self.b.text(text)
+            self.cov.modelled(f"session_meta/{which}")
+        elif which:
+            self.cov.skipped(f"session_meta/{which}")  # repeated in a user message
+        parent = it.parent_session(p)
+        if parent:
+            self.b.parent_run_id = parent_run_id(Path(self.src.path), parent)
+            self.cov.modelled("session_meta/parent") if self.b.parent_run_id else \
+                self.cov.unknown("session_meta/parent (rollout not found beside this file)")
+
+    def _repeated(self, text: str) -> bool:
+        """Whether a message item of the file contains ``text`` (legacy AGENTS.md copies)."""
+        needle = text.strip()
+        for _, rec in self.records:
+            p = rec.get("payload", rec)
+            if isinstance(p, dict) and p.get("type") == "message" and p.get("role") != "assistant" \
+                    and isinstance(p.get("content"), (list, str)) \
+                    and any(needle in t for _, t in it.content(p["content"])):
+                return True
+        return False
+
+    def compacted(self, no: int, p: dict[str, Any], ts: str) -> None:
+        history = self.replacement(no, p)
+        encrypted = {i["encrypted_content"] for i in history if i.get("type") in it.COMPACTIONS
+                     and isinstance(i.get("encrypted_content"), str)}
+        self.cov.skipped("compacted/replacement_history item", len(history))
+        if encrypted & self.compaction_items:  # the remote compaction item already counted
+            self.cov.skipped("compacted")
+            return
+        self.compaction_items |= encrypted
+        self.summary(it.opt_str(p, "message") or it.summary_of(history), ts)
+        self.cov.modelled("compacted")
+
+    def replacement(self, no: int, p: dict[str, Any]) -> list[dict[str, Any]]:
+        """A compacted line's replacement history, references resolved against earlier items."""
+        inline = p.get("replacement_history")
+        if isinstance(inline, list):
+            return [i for i in inline if isinstance(i, dict)]
+        entries = p.get("replacement_history_entries")
+        if not isinstance(entries, list):
+            return []
+        out, missing = [], 0
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            if entry.get("type") == "inline" and isinstance(entry.get("item"), dict):
+                out.append(entry["item"])
+            elif entry.get("type") in ("reference", "reference_v2"):
+                found = self.by_id.get(str(entry.get("item_id")))
+                missing += found is None
+                if found is not None:
+                    out.append(found)
+        if missing:
+            self.issues.append(Issue(self.src.path, no, f"compacted: {missing} of "
+                                     f"{len(entries)} replacement-history references match no "
+                                     "earlier item (the summary is read from the rest)"))
+        return out
+
+    def remote_compaction(self, p: dict[str, Any], ts: str, name: str) -> None:
+        enc = p.get("encrypted_content")
+        if isinstance(enc, str) and enc in self.compaction_items:
+            self.cov.skipped(name)  # also in a compacted line's history: one compaction
+            return
+        if isinstance(enc, str):
+            self.compaction_items.add(enc)
+        self.summary(it.opt_str(p, "summary") if isinstance(p.get("summary"), str) else "", ts)
+        self.cov.modelled(name)
+        if enc:
+            self.cov.skipped(f"{name}/encrypted_content (summary text unavailable)")
+
+    def report_stray(self) -> None:
+        if self.stray:
+            self.issues.append(Issue(self.src.path, self.stray, _NO_RUN))
+            self.stray = 0
+
+    def summary(self, text: str, ts: str) -> None:
+        self.stray = 0  # the token_count just before a compaction measured the compaction
+        self.start("user", ts)
+        self.b.summary(text, harness=True)
+        self.compacted_since_output = True
 
     def finish(self) -> None:
         """Emit one request per assistant run, in order; set the run's model and harness."""
+        self.flush_nested("")
+        self.report_stray()
         if self.pending is not None:
-            self.issues.append(Issue(self.path, self.pending_line, _NO_RUN))
+            self.issues.append(Issue(self.src.path, self.pending_line, _NO_RUN))
         models = Counter(r[2] for r in self.runs if r[2])
         self.b.model = models.most_common(1)[0][0] if models else self.model
         self.b.harness = " ".join(x for x in ("codex", self.cli, self.originator) if x)
         for msg, ts, model, usage in self.runs:
             self.b.request(output_msg=msg, ts=ts, model=model, **(usage or {}))
-
-
-def _unique(records: list[tuple[int, dict[str, Any]]], path: str,
-            issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
-    """``records`` without repeats of an earlier context item with the same identity (a call's
-    or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
-    written twice is reported, not counted twice.  Messages carry no identity and may
-    legitimately repeat."""
-    seen: dict[tuple[str, str], list[tuple[int, Any]]] = {}
-    out = []
-    for no, rec in records:
-        if "payload" in rec:
-            item = rec["payload"] if rec.get("type") == "response_item" else None
-        else:
-            item = rec  # legacy: bare items
-        ident = _identity(item)
-        if ident is not None:
-            same = seen.setdefault(ident, [])
-            first = next((n for n, earlier in same if earlier == item), 0)
-            if first:
-                issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line {first} "
-                                              "(record skipped)"))
-                continue
-            same.append((no, item))
-        out.append((no, rec))
-    return out
-
-
-def _identity(item: Any) -> tuple[str, str] | None:
-    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-        return None
-    for key in ("call_id", "id", "encrypted_content"):
-        value = item.get(key)
-        if isinstance(value, str) and value:
-            return item["type"], value
-    return None
-
-
-def _usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:
-    """True when the file's first usage-bearing token_count comes before any model output."""
-    for _, rec in records:
-        p = rec.get("payload", rec)
-        if not isinstance(p, dict):
-            continue
-        if rec.get("type") == "event_msg" and p.get("type") == "token_count":
-            if p.get("info") is not None:
-                return True
-        elif rec.get("type") in ("response_item", *_CALLS, "reasoning", "message") and (
-                p.get("type") in (*_CALLS, "reasoning") or p.get("role") == "assistant"):
-            return False
-    return False
-
-
-def _call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
-    """(call id, tool name, args) of a model-output call item."""
-    call_id = _opt_str(p, "call_id") or _opt_str(p, "id") or f"call-{no}"
-    if t == "web_search_call":
-        action = p.get("action")
-        return call_id, "web_search", action if isinstance(action, dict) else {}
-    if t == "local_shell_call":
-        action = p.get("action")
-        if not isinstance(action, dict):
-            raise ValueError(f"local_shell_call action is {type(action).__name__}, not an object")
-        return call_id, "local_shell", action
-    name = p.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{t} name is {type(name).__name__}, not a non-empty string")
-    raw = p.get("input" if t == "custom_tool_call" else "arguments")
-    if raw is None or isinstance(raw, dict):
-        return call_id, name, raw or {}
-    if not isinstance(raw, str):
-        raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")
-    try:
-        parsed = loads(raw) if t == "function_call" else None
-    except ValueError:
-        parsed = None
-    return call_id, name, parsed if isinstance(parsed, dict) else raw
-
-
-def _content(content: Any) -> list[tuple[str, str]]:
-    """A message's content as (kind, text) blocks."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [("text", content)]
-    if not isinstance(content, list):
-        raise ValueError(f"message content is {type(content).__name__}, not a list")
-    blocks: list[tuple[str, str]] = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("input_image", "image", "image_url"):
-            blocks.append(("image", "[image]"))
-        elif isinstance(part, dict) and isinstance(part.get("refusal"), str):
-            blocks.append(("text", part["refusal"]))
-        else:
-            blocks.append(("text", as_text([part])))
-    return blocks
-
-
-def _reasoning(p: dict[str, Any]) -> str:
-    """Visible reasoning text: summary texts then content texts ('' when only encrypted)."""
-    parts: list[str] = []
-    for key in ("summary", "content"):
-        value = p.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, list):
-            raise ValueError(f"reasoning {key} is {type(value).__name__}, not a list")
-        for x in value:
-            text = x.get("text") if isinstance(x, dict) else x
-            if isinstance(text, str) and text:
-                parts.append(text)
-    return "\n".join(parts)
-
-
-def _result(output: Any) -> tuple[str, bool]:
-    """(text the model saw, is_error) of a tool output, the string kept exactly as recorded."""
-    if output is None:
-        return "", False
-    if isinstance(output, str):  # 0.5x exec outputs: {"output": …, "metadata": {"exit_code": N}}
-        try:
-            meta = loads(output).get("metadata") if output.startswith('{"') else None
-        except (ValueError, AttributeError):
-            meta = None
-        return output, isinstance(meta, dict) and meta.get("exit_code") not in (0, None)
-    if isinstance(output, dict) and "content" in output:
-        return as_text(output["content"]), output.get("success") is False
-    if isinstance(output, list):
-        return as_text(output), False
-    raise ValueError(f"tool output is {type(output).__name__}, not a string")
-
-
-def _opt_str(d: dict[str, Any], key: str) -> str:
-    """``d[key]`` as a string ('' when absent or null); any other type is an error."""
-    value = d.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"field {key!r} is {type(value).__name__}, not a string")
-    return value or ""
-
-
-def _int(d: dict[str, Any], key: str) -> int | None:
-    value = d.get(key)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        raise ValueError(f"usage field {key!r} is {type(value).__name__}, not an integer")
-    return value

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from replay.ingest import ParsedFile, parse_file
 from replay.parsers import PARSERS
 from replay.parsers.builder import Issue, RunDraft, Source
+from replay.redaction import declared
 from replay.schema import KINDS, OPS, ROLES
 
 T = TypeVar("T")
@@ -431,8 +432,12 @@ def check_tables(parsed: ParsedFile) -> None:
         check_run(run, {k: [v[i] for i in mine] for k, v in msgs.items() if k != "run_id"},
                   {k: [v[i] for i, x in enumerate(reqs["run_id"]) if x == rid]
                    for k, v in reqs.items() if k != "run_id"})
-    for text, nb, nc in zip(msgs["text"], msgs["n_bytes"], msgs["n_chars"]):
-        assert nc == len(text) and nb == len(text.encode("utf-8"))
+    for text, nb, nc, est in zip(msgs["text"], msgs["n_bytes"], msgs["n_chars"],
+                                 msgs["tokens_estimated"]):
+        found = declared(text)  # a redacted block: its characters are the declared ones
+        assert est == (found is not None)
+        assert nc == (len(text) if found is None else len(found[0]) + found[2])
+        assert nb == len(text.encode("utf-8"))
 
 
 def parse_direct(fmt: str, filename: str, data: bytes,

@@ -71,7 +71,9 @@ def _raw_facts(path: Path) -> dict[str, Any]:
     return {
         "modern": modern, "usage": deduped, "runs": runs, "n_calls": len(calls),
         "n_other_calls": sum(i["type"] in ("web_search_call", "local_shell_call") for i in items),
-        "n_outputs": len(outputs), "orphans": sum(o["call_id"] not in call_ids for o in outputs),
+        "n_outputs": len(outputs),
+        "n_hosted": sum(i["type"] in ("web_search_call", "image_generation_call") for i in items),
+        "orphans": sum(o["call_id"] not in call_ids for o in outputs),
         "compactions": sum(r.get("type") == "compacted" for r in recs),
         "model": models.most_common(1)[0][0] if models else "",
         "cli": recs[0]["payload"].get("cli_version", "") if modern else "",
@@ -93,7 +95,8 @@ def test_sample_matches_raw_counts(samples: Path, name: str) -> None:
     assert run["n_tool_calls"] == facts["n_calls"] + facts["n_other_calls"]
     named = [m for m in msgs if m["kind"] == "tool_call" and m["tool"] != "web_search"]
     assert len(named) == facts["n_calls"]
-    assert run["n_tool_results"] == facts["n_outputs"]
+    # a hosted call (web search) carries its result: the call gets one, in its own message
+    assert run["n_tool_results"] == facts["n_outputs"] + facts["n_hosted"]
     assert run["n_orphan_results"] == facts["orphans"] == 0
     assert run["n_harness_compactions"] == facts["compactions"] == 0
     assert run["n_requests"] == len(reqs) == facts["runs"]
@@ -133,7 +136,8 @@ def test_sample_results_pair_with_earlier_calls(samples: Path, name: str) -> Non
             seen[m["call_id"]] += 1
         elif m["kind"] == "tool_result":
             assert seen[m["call_id"]] == 1, m["call_id"]
-            assert m["role"] == "tool"
+            # a hosted call's result is part of the model's response (one output item)
+            assert m["role"] == ("assistant" if m["tool"] == "web_search" else "tool")
     assert {m["role"] for m in msgs} <= {"system", "user", "assistant", "tool"}
     by_msg = Counter(m["msg"] for m in msgs)
     assert sorted(by_msg) == list(range(len(by_msg)))  # dense message numbering
@@ -156,7 +160,9 @@ def test_sample_known_values(samples: Path) -> None:
     assert msgs[0]["role"] == "system"  # developer message
     patch = [m for m in msgs if m["tool"] == "apply_patch"]
     assert patch and patch[0]["text"].startswith("[REDACTED_INPUT")  # raw input kept as is
-    assert sum(m["tool"] == "web_search" for m in msgs) == 1
+    searches = [m for m in msgs if m["tool"] == "web_search"]
+    assert [m["kind"] for m in searches] == ["tool_call", "tool_result"]  # with its (empty) result
+    assert searches[1]["text"] == "" and searches[0]["msg"] == searches[1]["msg"]
 
 
 def _all_sample_files(samples: Path) -> list[Path]:
@@ -267,9 +273,11 @@ def test_legacy_layout(tmp_path: Path) -> None:
     parsed, issues = _parse(tmp_path, lines)
     run, msgs, reqs = _rows(parsed)
     assert issues == []
-    assert [m["role"] for m in msgs] == ["user", "user", "assistant", "assistant", "tool",
-                                         "assistant"]
-    assert [r["output_msg"] for r in reqs] == [1, 3]
+    # the legacy instructions (AGENTS.md) are repeated in no message here: a system message
+    assert [m["role"] for m in msgs] == ["system", "user", "user", "assistant", "assistant",
+                                         "tool", "assistant"]
+    assert msgs[0]["text"] == "AGENTS"
+    assert [r["output_msg"] for r in reqs] == [2, 4]
     assert all(r["input_tokens"] is None for r in reqs) and run["recorded_input_tokens"] is None
     assert run["harness"] == "codex" and run["model"] == ""
 
@@ -376,3 +384,75 @@ def test_sniff_long_first_line_and_rejects_others() -> None:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _coverage(tmp_path: Path, lines: list[str]) -> tuple[list[Any], dict[str, dict[str, int]]]:
+    path = tmp_path / "cov.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = path.read_bytes()
+    src = Source(path=str(path), rel=path.name, data=data, sha256="0" * 64)
+    issues: list[Issue] = []
+    drafts = codex.parse(src, issues)
+    return drafts, src.coverage.by_type() | {"issues": {str(i): 1 for i in issues}}
+
+
+def test_totals_that_go_down_leave_that_request_unknown(tmp_path: Path) -> None:
+    def totals(inp: int) -> str:
+        return _env("event_msg", {"type": "token_count", "info": {"total_token_usage": {
+            "input_tokens": inp, "output_tokens": 1}}})
+    lines = [META, USER, TURN, CALL, totals(100), OUT, TURN, SAY, totals(40), USER, TURN, SAY,
+             totals(100)]
+    parsed, issues = _parse(tmp_path, lines)
+    _, _, reqs = _rows(parsed)
+    assert issues == []
+    assert [r["input_tokens"] for r in reqs] == [100, None, 60]
+
+
+def test_output_objects_and_cache_writes(tmp_path: Path) -> None:
+    obj = _item(type="function_call_output", call_id="c1", output={"isError": True, "exit": 2})
+    usage = {"input_tokens": 500, "cached_input_tokens": 100, "cache_creation_input_tokens": 400,
+             "output_tokens": 3}
+    tc = _env("event_msg", {"type": "token_count", "info": {"total_token_usage": usage,
+                                                            "last_token_usage": usage}})
+    parsed, issues = _parse(tmp_path, [META, USER, TURN, CALL, tc, obj])
+    _, msgs, reqs = _rows(parsed)
+    assert issues == []
+    result = next(m for m in msgs if m["kind"] == "tool_result")
+    assert json.loads(result["text"]) == {"isError": True, "exit": 2} and result["is_error"]
+    assert [(r["input_tokens"], r["cache_read_tokens"], r["cache_write_tokens"])
+            for r in reqs] == [(500, 100, 400)]
+
+
+def test_instructions_as_the_system_message(tmp_path: Path) -> None:
+    base = _env("session_meta", {"id": "x", "base_instructions": {"text": "You are Codex."}})
+    drafts, cov = _coverage(tmp_path, [base, USER, TURN, SAY])
+    assert drafts[0].messages["role"][0] == "system"
+    assert drafts[0].messages["text"][0] == "You are Codex."
+    assert cov["session_meta/base_instructions"] == {"modelled": 1}
+    # legacy instructions repeated in a user message: not added twice
+    legacy = _env("session_meta", {"id": "x", "instructions": "RULES"})
+    repeat = _item(type="message", role="user",
+                   content=[{"type": "input_text", "text": "<user_instructions>\nRULES\n"}])
+    drafts, cov = _coverage(tmp_path, [legacy, repeat, TURN, SAY])
+    assert drafts[0].messages["role"][0] == "user"
+    assert cov["session_meta/instructions"] == {"skipped": 1}
+
+
+def test_unknown_types_are_counted_not_warned_per_line(tmp_path: Path) -> None:
+    odd = _env("brand_new_line", {"x": 1})
+    item = _item(type="brand_new_item", id="i1")
+    lines = [META, USER, TURN, SAY, odd, odd, odd, item, item.replace("i1", "i2")]
+    drafts, cov = _coverage(tmp_path, lines)
+    assert cov["brand_new_line"] == {"unknown": 3}
+    assert cov["response_item/brand_new_item"] == {"unknown": 2}
+    assert "issues" not in cov or cov["issues"] == {}
+    assert len(drafts) == 1
+
+
+def test_token_count_with_nothing_to_measure_is_reported(tmp_path: Path) -> None:
+    parsed, issues = _parse(tmp_path, [META, USER, TURN, SAY, _tc(10, 1, 10), _tc(20, 1, 30),
+                                       USER, TURN, SAY, _tc(30, 1, 60)])
+    _, _, reqs = _rows(parsed)
+    assert [r["input_tokens"] for r in reqs] == [10, 30]
+    assert [i.split(": ", 1)[1] for i in issues] == [
+        "token_count with no model output to attach it to (usage dropped)"]

@@ -1,0 +1,96 @@
+"""Codex rollout files as a whole: repeated items, the order of usage and output, the parent.
+
+``unique`` drops an item written twice (reported), ``usage_first`` tells whether the file writes
+a token_count before or after the output it measures, ``parent_run_id`` finds the rollout a
+fork or subagent came from.
+
+Not here: the walk over the records (``replay.parsers.codex``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from replay.parsers import codex_items as it
+from replay.parsers.builder import Issue, run_id_for
+
+_SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{7,63}")
+
+
+def unique(records: list[tuple[int, dict[str, Any]]], path: str,
+            issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
+    """``records`` without repeats of an earlier context item with the same identity (a call's
+    or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
+    written twice is reported, not counted twice.  Messages carry no identity and may
+    legitimately repeat."""
+    seen: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    out = []
+    for no, rec in records:
+        if "payload" in rec:
+            item = rec["payload"] if rec.get("type") == "response_item" else None
+        else:
+            item = rec  # legacy: bare items
+        ident = _identity(item)
+        if ident is not None:
+            same = seen.setdefault(ident, [])
+            first = next((n for n, earlier in same if earlier == item), 0)
+            if first:
+                issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line {first} "
+                                              "(record skipped)"))
+                continue
+            same.append((no, item))
+        out.append((no, rec))
+    return out
+
+
+def _identity(item: Any) -> tuple[str, str] | None:
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        return None
+    for key in ("call_id", "id", "encrypted_content"):
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            return item["type"], value
+    return None
+
+
+def usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:
+    """True when the file's first usage-bearing token_count comes before any model output."""
+    outputs = (*it.CALLS, *it.HOSTED, "reasoning")
+    for _, rec in records:
+        p = rec.get("payload", rec)
+        if not isinstance(p, dict):
+            continue
+        if rec.get("type") == "event_msg" and p.get("type") == "token_count":
+            if p.get("info") is not None:
+                return True
+        elif rec.get("type") in ("response_item", *outputs, "message") and (
+                p.get("type") in outputs or p.get("role") == "assistant"):
+            return False
+    return False
+
+
+def parent_run_id(path: Path, session: str) -> str:
+    """Run id of the rollout of ``session`` beside ``path`` or in its ``sessions/YYYY/MM/DD``
+    tree ('' when not found; the id must look like a session id, no path characters)."""
+    if not _SESSION_ID.fullmatch(session):
+        return ""
+    pattern = f"rollout-*-{session}.jsonl"
+    here = path.parent
+    tree = here.parent.parent.parent if len(here.parts) > 3 else here
+    for folder, glob in ((here, pattern), (tree, f"*/*/*/{pattern}")):
+        for found in sorted(folder.glob(glob)):
+            if found.is_file() and found.resolve() != path.resolve():
+                st = found.stat()
+                return _run_id_of(str(found), st.st_ino, st.st_size, st.st_mtime_ns)
+    return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    """Run id of the rollout at ``path`` (hashed once per version of the file)."""
+    with open(path, "rb") as f:
+        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)

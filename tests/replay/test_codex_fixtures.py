@@ -1,0 +1,227 @@
+"""Codex 0.146–0.148 rollouts (``tests/fixtures/codex``, hand-made to the documented shapes, see
+its SOURCES.md): every fixture's requests, tool calls, results, compactions and recorded usage
+against counts made by a plain JSON walk here, not by the parser; what each new line and item
+type became (coverage); instructions, code-mode commands, compaction summaries, forks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.ingest import parse_file
+from replay.parsers import codex, detect_format
+from replay.parsers.builder import Source
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
+FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl"))
+OUTPUT_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call",
+                "web_search_call", "image_generation_call"}
+HOSTED = {"web_search_call", "image_generation_call"}
+OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output",
+           "tool_search_output"}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _is_output(rec: dict[str, Any]) -> bool:
+    p = rec["payload"]
+    return rec["type"] == "response_item" and (
+        p["type"] in OUTPUT_CALLS or p["type"] == "reasoning"
+        or (p["type"] == "message" and p["role"] == "assistant"))
+
+
+def _count(path: Path) -> dict[str, Any]:
+    """Facts counted from the raw lines, independently of the parser."""
+    recs = _lines(path)
+    items = [r["payload"] for r in recs if r["type"] == "response_item"]
+    requests, in_run = 0, False
+    for r in recs:
+        p = r["payload"]
+        if _is_output(r):
+            requests += not in_run
+            in_run = True
+        elif r["type"] in ("compacted", "turn_context") or (
+                r["type"] == "response_item" and p["type"] != "ghost_snapshot") or (
+                r["type"] == "event_msg" and p["type"] == "token_count" and p["info"]):
+            in_run = False
+    standalone = {i["encrypted_content"] for i in items if i["type"] == "compaction"}
+    compactions = sum(i["type"] == "compaction" for i in items) + sum(
+        not any(h.get("encrypted_content") in standalone
+                for h in r["payload"].get("replacement_history") or [])
+        for r in recs if r["type"] == "compacted")
+    # usage: token_counts with info, a repeat of the previous total dropped, and one with no
+    # model output since the previous one right before a compacted line (other events between)
+    # dropped: the compaction's own call
+    usage, prev, outputs = [], None, 0
+    for k, r in enumerate(recs):
+        p = r["payload"]
+        outputs += _is_output(r)
+        if r["type"] != "event_msg" or p["type"] != "token_count" or not p["info"]:
+            continue
+        total = p["info"]["total_token_usage"]
+        if total == prev:
+            continue
+        prev = total
+        nxt = next((x for x in recs[k + 1:] if x["type"] != "event_msg"), None)
+        if not outputs and nxt is not None and nxt["type"] == "compacted":
+            continue
+        outputs = 0
+        usage.append(p["info"]["last_token_usage"])
+    call_ids = {i.get("call_id") for i in items if i["type"] in OUTPUT_CALLS}
+    commands = [r["payload"]["item"] for r in recs if r["type"] == "event_msg"
+                and r["payload"]["type"] == "item_completed"
+                and r["payload"]["item"]["type"] == "CommandExecution"]
+    return {
+        "requests": requests,
+        "calls": sum(i["type"] in OUTPUT_CALLS for i in items),
+        "results": sum(i["type"] in OUTPUTS or i["type"] in HOSTED for i in items),
+        "compactions": compactions,
+        "input": [u["input_tokens"] for u in usage],
+        "write": [u.get("cache_write_input_tokens") for u in usage],
+        "nested": [c for c in commands if c["id"] not in call_ids],
+        "base": recs[0]["payload"]["base_instructions"]["text"],
+        "types": {r["type"] for r in recs},
+    }
+
+
+def _parse(rel: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], Source]:
+    path = FIXTURES / rel
+    data = path.read_bytes()
+    src = Source(path=str(path), rel=rel, data=data, sha256=hashlib.sha256(data).hexdigest())
+    issues: list[Any] = []
+    drafts = codex.parse(src, issues)
+    assert issues == []
+    parsed = parse_file(path, FIXTURES)
+    assert parsed.issues == () and parsed.tables is not None
+    return (parsed.tables.runs.to_pylist()[0], parsed.tables.messages.to_pylist(),
+            parsed.tables.requests.to_pylist(), src) if drafts else pytest.fail("no run")
+
+
+def test_fixture_list() -> None:
+    assert len(FILES) == 5
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_fixture_counts_match_raw(rel: str) -> None:
+    facts = _count(FIXTURES / rel)
+    assert detect_format(rel, (FIXTURES / rel).read_bytes()[:65536]) == "codex"
+    run, msgs, reqs, _ = _parse(rel)
+    assert run["n_requests"] == len(reqs) == facts["requests"]
+    assert run["n_tool_calls"] == facts["calls"]
+    assert run["n_tool_results"] == facts["results"]
+    assert run["n_harness_compactions"] == facts["compactions"]
+    assert [r["input_tokens"] for r in reqs] == facts["input"]
+    assert [r["cache_write_tokens"] for r in reqs] == facts["write"]
+    assert run["recorded_input_tokens"] == sum(facts["input"])
+    # the system prompt the model saw is the first message
+    assert msgs[0]["role"] == "system" and msgs[0]["text"] == facts["base"]
+    # one request per assistant message, in order
+    assert [r["output_msg"] for r in reqs] == sorted({m["msg"] for m in msgs
+                                                      if m["role"] == "assistant"})
+
+
+@pytest.mark.parametrize("rel", FILES)
+def test_every_line_and_item_type_is_counted(rel: str) -> None:
+    recs = _lines(FIXTURES / rel)
+    _, _, _, src = _parse(rel)
+    cov = src.coverage.by_type()
+    assert not any("unknown" in fates for fates in cov.values()), cov
+    names = []
+    for r in recs:  # every line's type (and item / event type) has an entry
+        sub = r["payload"].get("type") if r["type"] in ("response_item", "event_msg") else None
+        name = f"{r['type']}/{sub}" if sub else r["type"]
+        if sub == "item_completed":
+            name += f"/{r['payload']['item']['type']}"
+        assert name in cov, name
+        names.append(name)
+    # each line counted once, under its own type
+    assert {t: sum(cov[t].values()) for t in names} == Counter(names)
+
+
+def test_new_line_types_are_skipped_not_context() -> None:
+    rel = "rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-0123456789ab.jsonl"
+    _, msgs, _, src = _parse(rel)
+    cov = src.coverage.by_type()
+    for t in ("inter_agent_communication_metadata", "token_usage_record", "security_risk_score",
+              "realtime_item", "event_msg/thread_rolled_back"):
+        assert cov[t] == {"skipped": 1}
+    assert cov["response_item/compaction/encrypted_content (summary text unavailable)"] == {
+        "skipped": 1}
+    # the delivered agent message is context (its encrypted part is not readable)
+    agent = [m for m in msgs if m["text"] == "Reviewer: keep x in a.py."]
+    assert len(agent) == 1 and agent[0]["role"] == "user"
+
+
+def test_compaction_summaries() -> None:
+    rel = "rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-0123456789ab.jsonl"
+    recs = _lines(FIXTURES / rel)
+    compacted = [r["payload"] for r in recs if r["type"] == "compacted"]
+    _, msgs, reqs, _ = _parse(rel)
+    summaries = [m for m in msgs if m["kind"] == "summary"]
+    assert all(m["is_harness_summary"] for m in summaries)
+    # 1: empty message -> the replacement history's last message; 2: the message;
+    # 3: a remote compaction: encrypted, no text (and its compacted line is not a second one)
+    first_history = compacted[0]["replacement_history"]
+    assert [m["text"] for m in summaries] == [first_history[-1]["content"][0]["text"],
+                                              compacted[1]["message"], ""]
+    # the history items are not copied into the stream
+    assert sum(m["text"] == "Refactor lib.py into two modules." for m in msgs) == 1
+    # totals went down after the first compaction; per-request usage is still last_token_usage
+    assert [r["input_tokens"] for r in reqs][2] == 2100
+
+
+def test_unresolved_reference_is_an_issue(tmp_path: Path) -> None:
+    rel = "rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-0123456789ab.jsonl"
+    text = (FIXTURES / rel).read_text().replace('"item_id":"msg_u1"', '"item_id":"gone"')
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    parsed = parse_file(path, tmp_path)
+    assert [i.reason for i in parsed.issues] == [
+        ("compacted: 1 of 3 replacement-history references match no earlier item (the summary "
+         "is read from the rest)")]
+    assert parsed.tables is not None and parsed.tables.runs["n_harness_compactions"][0].as_py() == 3
+
+
+def test_code_mode_commands_are_nested_rows() -> None:
+    rel = "rollout-2026-08-21T09-00-00-01a0114e-3c1d-7a52-b0e3-5f1c2d3e4f50.jsonl"
+    facts = _count(FIXTURES / rel)
+    run, msgs, _, src = _parse(rel)
+    nested = [m for m in msgs if m["tool"] == "exec_command" and m["text"] == ""]
+    calls = [m for m in nested if m["kind"] == "tool_call"]
+    assert [m["call_id"] for m in calls] == [c["id"] for c in facts["nested"]] == ["cmd_a", "cmd_b"]
+    assert (calls[0]["op"], calls[0]["path"]) == ("read", "src/app.py")
+    assert all(m["tokens_o200k"] == 0 for m in nested)  # sized inside the program, not again
+    assert src.coverage.by_type()["event_msg/item_completed/CommandExecution"] == {
+        "modelled": 2, "skipped": 1}  # the third is also a function_call item
+    assert run["n_tool_calls"] == facts["calls"]  # nested commands are not model calls
+
+
+def test_fork_links_its_parent_and_skips_the_replayed_meta() -> None:
+    day = "sessions/2026/09/02/"
+    parent, fork = sorted(f for f in FILES if f.startswith(day))
+    sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
+    prun, *_ = _parse(parent)
+    frun, fmsgs, _, src = _parse(fork)
+    assert prun["parent_run_id"] == ""
+    assert frun["parent_run_id"] == f"{sha[:16]}-0" == prun["run_id"]
+    assert src.coverage.by_type()["session_meta"] == {"modelled": 1, "skipped": 1}
+    assert sum(m["role"] == "system" for m in fmsgs) == 1  # one system prompt, not two
+
+
+def test_fork_without_its_parent_says_so(tmp_path: Path) -> None:
+    fork = next(f for f in FILES if f.endswith("0b.jsonl"))
+    path = tmp_path / "rollout-x.jsonl"
+    path.write_bytes((FIXTURES / fork).read_bytes())
+    data = path.read_bytes()
+    src = Source(path=str(path), rel=path.name, data=data, sha256="0" * 64)
+    run = codex.parse(src, [])[0].run
+    assert run["parent_run_id"] == ""
+    assert src.coverage.by_type()["session_meta/parent (rollout not found beside this file)"] == {
+        "unknown": 1}
