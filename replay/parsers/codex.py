@@ -62,8 +62,6 @@ Checked against cli 0.5x–0.104 real rollouts and 0.121–0.148 shapes (``tests
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,50 +69,20 @@ from typing import Any
 
 from replay.parsers import codex_items as it
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.codex_file import parent_run_id, unique, usage_first
+from replay.parsers.codex_file import (
+    SKIPPED_LINES,
+    evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
+    parent_run_id,
+    sniff,  # noqa: F401
+    unique,
+    usage_first,
+)
 from replay.parsers.coverage import Coverage
 from replay.parsers.jsonl import iter_records
 
 NAME = "codex"
 
-_ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
-             "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
-             "token_usage_record", "security_risk_score", "realtime_item")
-_SKIPPED_LINES = frozenset(_ENVELOPE[5:])
 _NO_RUN = "token_count with no model output to attach it to (usage dropped)"
-_MODERN_HEAD = re.compile(rb'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?:"ordinal"\s*:\s*\d+\s*,'
-                          rb'\s*)?"type"\s*:\s*"(?:%s)"\s*,\s*"payload"\s*:\s*\{'
-                          % b"|".join(t.encode() for t in _ENVELOPE))
-_LEGACY_HEAD = re.compile(rb'\s*\{\s*"id"\s*:\s*"[^"]*"\s*,\s*"timestamp"\s*:\s*"[^"]*"\s*,'
-                          rb'\s*"(?:instructions|git)"\s*:')
-
-
-def sniff(filename: str, head: bytes) -> bool:
-    """True for a Codex rollout (modern envelope lines or the legacy pre-envelope layout).
-
-    Args:
-        filename: the file name (unused: rollouts are recognised by content).
-        head: the first 64 KiB of the file.
-    """
-    if _MODERN_HEAD.match(head) or _LEGACY_HEAD.match(head):
-        return True
-    for i, raw in enumerate(head.split(b"\n", 40)[:40]):
-        try:
-            rec = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(rec, dict):
-            return False
-        if isinstance(rec.get("payload"), dict) and "timestamp" in rec:
-            if rec.get("type") == "session_meta" and i == 0 or rec.get("type") in _ENVELOPE[1:]:
-                return True
-        elif "payload" not in rec and ("record_type" in rec or (
-                i == 0 and "id" in rec and "timestamp" in rec and "type" not in rec
-                and ("instructions" in rec or "git" in rec))):
-            return True
-    return False
-
-
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """The one run of a rollout file (modern or legacy); bad records become issues.
 
@@ -188,7 +156,7 @@ class _Walk:
                 self.meta(payload, ts)
             elif kind == "compacted":
                 self.compacted(no, payload, ts)
-            elif kind in _SKIPPED_LINES:
+            elif kind in SKIPPED_LINES:
                 self.cov.skipped(str(kind))
             else:
                 self.cov.unknown(str(kind))

@@ -1,8 +1,9 @@
-"""Codex rollout files as a whole: repeated items, the order of usage and output, the parent.
+"""Codex rollout files as a whole: detection, repeated items, the order of usage and output,
+the parent.
 
-``unique`` drops an item written twice (reported), ``usage_first`` tells whether the file writes
-a token_count before or after the output it measures, ``parent_run_id`` finds the rollout a
-fork or subagent came from.
+``sniff`` / ``evidence`` recognise a rollout from its head, ``unique`` drops an item written
+twice (reported), ``usage_first`` tells whether the file writes a token_count before or after
+the output it measures, ``parent_run_id`` finds the rollout a fork or subagent came from.
 
 Not here: the walk over the records (``replay.parsers.codex``).
 """
@@ -11,14 +12,73 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from replay.parsers import codex_items as it
 from replay.parsers.builder import Issue, run_id_for
 
+ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
+            "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
+            "token_usage_record", "security_risk_score", "realtime_item")
+"""Rollout line types (0.146's eight and the uncertain 0.14x ones)."""
+SKIPPED_LINES = frozenset(ENVELOPE[5:])
+"""Line types understood and not context (counted as skipped)."""
+_MODERN_HEAD = re.compile(rb'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?:"ordinal"\s*:\s*\d+\s*,'
+                          rb'\s*)?"type"\s*:\s*"(?:%s)"\s*,\s*"payload"\s*:\s*\{'
+                          % b"|".join(t.encode() for t in ENVELOPE))
+_LEGACY_HEAD = re.compile(rb'\s*\{\s*"id"\s*:\s*"[^"]*"\s*,\s*"timestamp"\s*:\s*"[^"]*"\s*,'
+                          rb'\s*"(?:instructions|git)"\s*:')
 _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{7,63}")
+
+
+def sniff(filename: str, head: bytes) -> bool:
+    """True for a Codex rollout (modern envelope lines or the legacy pre-envelope layout).
+
+    Args:
+        filename: the file name (unused: rollouts are recognised by content).
+        head: the first 64 KiB of the file.
+    """
+    if _MODERN_HEAD.match(head) or _LEGACY_HEAD.match(head):
+        return True
+    for i, raw in enumerate(head.split(b"\n", 40)[:40]):
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(rec, dict):
+            return False
+        if isinstance(rec.get("payload"), dict) and "timestamp" in rec:
+            if rec.get("type") == "session_meta" and i == 0 or rec.get("type") in ENVELOPE[1:]:
+                return True
+        elif "payload" not in rec and ("record_type" in rec or (
+                i == 0 and "id" in rec and "timestamp" in rec and "type" not in rec
+                and ("instructions" in rec or "git" in rec))):
+            return True
+    return False
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of a Codex rollout the head shows: envelope lines by type (a ``session_meta`` first
+    line or any other envelope type decides), or the legacy first line; '' when neither."""
+    if _LEGACY_HEAD.match(head):
+        return "a legacy rollout's first line (id, timestamp, instructions/git)"
+    kinds: Counter[str] = Counter()
+    for raw in head.split(b"\n", 40)[:40]:
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("payload"), dict) \
+                and rec.get("type") in ENVELOPE:
+            kinds[str(rec["type"])] += 1
+    if not kinds:
+        return ""
+    return "Codex envelope lines in the first 40: " + ", ".join(
+        f"{t} x{n}" for t, n in kinds.most_common(4))
 
 
 def unique(records: list[tuple[int, dict[str, Any]]], path: str,

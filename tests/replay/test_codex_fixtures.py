@@ -225,3 +225,13 @@ def test_fork_without_its_parent_says_so(tmp_path: Path) -> None:
     assert run["parent_run_id"] == ""
     assert src.coverage.by_type()["session_meta/parent (rollout not found beside this file)"] == {
         "unknown": 1}
+
+
+def test_detection_says_what_it_saw() -> None:
+    from replay.parsers import detect
+
+    head = (FIXTURES / FILES[0]).read_bytes()[:65536]
+    got = detect(FILES[0], head)
+    assert got.format == "codex"
+    n_meta = sum(json.loads(x)["type"] == "session_meta" for x in head.split(b"\n")[:40] if x)
+    assert f"session_meta x{n_meta}" in got.reason
