@@ -25,8 +25,8 @@ from replay.trace import Trace
 
 MESSAGE_COLUMNS_NO_TEXT: tuple[str, ...] = (
     "run_id", "msg", "block", "role", "kind", "call_id", "tool", "op", "path", "n_bytes",
-    "n_chars", "n_lines", "tokens_o200k", "tokens_cl100k", "is_error", "is_harness_summary",
-    "ts", "agent",
+    "n_chars", "n_lines", "tokens_o200k", "tokens_cl100k", "tokens_estimated", "is_error",
+    "is_harness_summary", "ts", "agent",
 )
 """Message columns loaded by default: every column except the (large) ``text``."""
 

@@ -60,9 +60,9 @@ class Run:
     recorded_input_tokens: int | None
     """Sum of recorded prompt sizes over requests (None when the log has no usage)."""
     recorded_output_tokens: int | None
-    n_estimated_blocks: int
+    n_estimated_blocks: int = 0
     """Blocks sized from redaction markers' declared lengths (``Message.tokens_estimated``)."""
-    estimated_tokens_o200k: int | None
+    estimated_tokens_o200k: int | None = None
     """o200k tokens of those blocks (None when o200k was not counted): this much of the run's
     token count is an estimate, not a tokenizer count."""
     sha256: str
@@ -98,7 +98,7 @@ class Message:
     n_lines: int
     tokens_o200k: int | None
     tokens_cl100k: int | None
-    tokens_estimated: bool
+    tokens_estimated: bool = False
     """The block holds redaction markers (``[REDACTED_OUTPUT len=4045 sha=…]``): its token
     counts and ``n_chars`` size the redacted text by the declared length at
     ``replay.redaction.CHARS_PER_TOKEN``, an estimate, not a tokenizer count."""
