@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]
