@@ -171,13 +171,16 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         texts = [_valid_unicode(t) for t in texts]
         text = pa.array(texts, pa.string())
     messages["text"] = text
-    messages["n_bytes"] = pc.binary_length(text)  # UTF-8 length without encoding again
+    n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
     n_chars = [len(t) for t in texts]
     messages["n_lines"] = [t.count("\n") + 1 if t else 0 for t in texts]
     redacted = {i: found for i, t in enumerate(texts) if (found := declared(t)) is not None}
-    for i, (rest, _, chars) in redacted.items():
-        n_chars[i] = len(rest) + chars
-    messages["n_chars"] = n_chars
+    if redacted:  # sized as the model saw them: the declared characters (taken as bytes)
+        n_bytes = n_bytes.to_pylist()
+        for i, (rest, _, chars) in redacted.items():
+            n_chars[i] = len(rest) + chars
+            n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
+    messages["n_bytes"], messages["n_chars"] = n_bytes, n_chars
     messages["tokens_estimated"] = [i in redacted for i in range(len(texts))] if redacted \
         else [False] * len(texts)
     for name, col in _TOKEN_COLUMN.items():

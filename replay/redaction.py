@@ -5,7 +5,8 @@ Shared logs are often sanitised: a tool output or a prompt becomes
 dozen tokens undercounts the context (a calibration then fits a 10–30× scale).  A block holding
 such markers is sized by the declared lengths instead, at ``CHARS_PER_TOKEN`` characters per
 token, and flagged as estimated (``Message.tokens_estimated``); the text around the markers is
-counted as usual.
+counted as usual.  Its ``n_chars`` and ``n_bytes`` count the declared characters in place of
+the markers (characters taken as bytes), so byte-share analyses see the size the model saw.
 
 Marker shapes recognised (case-insensitive, but the word is written ``REDACTED``, ``redacted`` or
 ``Redacted``; ``N`` is the declared length in characters):

@@ -91,7 +91,8 @@ class Message:
     text: str
     """Content as the model saw it; for a tool_call, its arguments as JSON."""
     n_bytes: int
-    """UTF-8 bytes of ``text``."""
+    """UTF-8 bytes of ``text``; for a block holding redaction markers, the characters the
+    markers declare in their place (taken as bytes: an estimate, ``tokens_estimated``)."""
     n_chars: int
     """Characters of ``text``; for a block holding redaction markers, the characters the markers
     declare in their place (``replay.redaction``)."""

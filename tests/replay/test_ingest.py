@@ -137,8 +137,9 @@ def _raw_counts(path: Path, fmt: str) -> dict[str, int]:
         out = {"tool_calls": sum(i["type"] in ("function_call", "custom_tool_call",
                                                "web_search_call", "local_shell_call")
                                  for i in items),
-               "tool_results": sum(i["type"] in ("function_call_output",
-                                                 "custom_tool_call_output") for i in items)}
+               # a web search call carries its (unrecorded) result: one result each
+               "tool_results": sum(i["type"] in ("function_call_output", "custom_tool_call_output",
+                                                 "web_search_call") for i in items)}
         if modern:  # one request per change of the running token total
             totals = [r["payload"]["info"]["total_token_usage"] for r in recs
                       if r.get("type") == "event_msg" and r["payload"].get("type") == "token_count"
@@ -249,7 +250,7 @@ def test_samples_every_block_counted_once(sample_store: tuple[Path, IngestReport
         n_estimated += bool(lengths)
         assert r["tokens_o200k"] == len(enc.encode_ordinary(rest)) + (
             math.ceil(sum(lengths) / 3.8) if lengths else 0)
-        assert r["n_bytes"] == len(r["text"].encode())
+        assert r["n_bytes"] == len(rest.encode()) + sum(lengths)
         assert r["n_chars"] == len(rest) + sum(lengths)
         assert r["n_lines"] == (r["text"].count("\n") + 1 if r["text"] else 0)
     assert n_estimated > 0  # the spread met redacted blocks

@@ -107,7 +107,7 @@ def test_ingest_flags_and_counts_estimated_blocks(tmp_path: Path) -> None:
     assert [m["text"] for m in flagged] == ["[REDACTED_OUTPUT len=30400 sha=abcdef01]"]
     assert flagged[0]["tokens_o200k"] == math.ceil(30400 / 3.8) == 8000
     assert flagged[0]["n_chars"] == 30400
-    assert flagged[0]["n_bytes"] == len(flagged[0]["text"])  # the stored text's bytes
+    assert flagged[0]["n_bytes"] == 30400  # the declared characters, taken as bytes
     enc = encoding("o200k_base")
     for m in msgs:
         if not m["tokens_estimated"]:
