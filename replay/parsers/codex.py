@@ -32,7 +32,8 @@ The context, in order:
   no call of the log) become nested call/result rows with empty text (the model saw them inside
   the program's call and output, counted there), so re-read and argument analyses see them;
   they are not counted in ``n_tool_calls``.  A command that is also a call item is skipped.
-* ``compacted`` is a harness compaction: its ``message`` (or, when empty, the last message of its
+* ``compacted`` is a harness compaction (a ``compaction`` ContextEvent pointing at its summary;
+  the rollout records no trigger or sizes): its ``message`` (or, when empty, the last message of its
   replacement history) becomes the summary; the replacement history (``replacement_history``
   items, or ``replacement_history_entries`` inline / ``reference`` / ``reference_v2`` resolved
   against earlier items' ids; an unresolved reference is an issue) is not added to the stream
@@ -245,11 +246,11 @@ class _Walk:
         else:
             self.cov.skipped(name)
 
-    def start(self, role: str, ts: str) -> None:
-        """Start a non-assistant message (after the code-mode commands run so far)."""
+    def start(self, role: str, ts: str) -> int:
+        """Start a non-assistant message (after the code-mode commands run so far); its index."""
         self.flush_nested(ts)
         self.open_run = False
-        self.b.message(role, ts=ts)
+        return self.b.message(role, ts=ts)
 
     def flush_nested(self, ts: str) -> None:
         """Code-mode commands seen since the last message, as nested calls in a tool message."""
@@ -399,9 +400,14 @@ class _Walk:
             self.stray = 0
 
     def summary(self, text: str, ts: str) -> None:
+        """A compaction: its event (no trigger or sizes: the rollout records none) and the
+        summary message it points at."""
         self.stray = 0  # the token_count just before a compaction measured the compaction
-        self.start("user", ts)
-        self.b.summary(text, harness=True)
+        self.flush_nested(ts)
+        event = self.b.n_events
+        self.b.event("compaction", harness_compaction=True)
+        self.b.set_event(event, summary_msg=self.start("user", ts))
+        self.b.summary(text, harness=True, counted=False)
         self.compacted_since_output = True
 
     def finish(self) -> None:

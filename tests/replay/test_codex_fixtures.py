@@ -171,6 +171,10 @@ def test_compaction_summaries() -> None:
     first_history = compacted[0]["replacement_history"]
     assert [m["text"] for m in summaries] == [first_history[-1]["content"][0]["text"],
                                               compacted[1]["message"], ""]
+    # each is a compaction event pointing at its summary message
+    events = parse_file(FIXTURES / rel, FIXTURES).tables.events.to_pylist()  # type: ignore[union-attr]
+    assert [(e["kind"], e["summary_msg"]) for e in events] == [
+        ("compaction", m["msg"]) for m in summaries]
     # the history items are not copied into the stream
     assert sum(m["text"] == "Refactor lib.py into two modules." for m in msgs) == 1
     # totals went down after the first compaction; per-request usage is still last_token_usage
