@@ -3,10 +3,12 @@
 ``check(corpus, policies, baseline, tolerances)`` replays each policy (``analysis.baseline.
 measure``) and judges every (policy, run, metric) *case* against the baseline:
 
-- ``same`` (equal as stored), ``within`` (moved the bad way, or either way for a metric with
+- ``same`` (equal as stored, or a float within ``FLOAT_NOISE_REL`` of its baseline), ``within`` (moved the bad way, or either way for a metric with
   no better direction, by no more than its tolerance), ``improved`` (moved the good way),
-  ``regressed`` (beyond the tolerance, or a value that appeared or vanished), ``ignored``
-  (tolerance ``any``);
+  ``regressed`` (beyond the tolerance), ``ignored`` (tolerance ``any``);
+- ``appeared`` / ``vanished``: a value undefined on one side (a mean over summaries when a
+  policy now summarises less than twice): a note, never a failure — the counts it is made of
+  are metrics of their own and are judged;
 - ``changed log`` / ``new run`` / ``missing run``: the corpus changed (a run's sha256
   differs, or a run is only on one side); its metrics are not compared, and these fail only
   with ``strict_logs``;
@@ -49,9 +51,15 @@ from replay.corpus import Corpus
 from replay.policy import Policy
 
 Direction = Literal["lower", "higher", "either"]
-Status = Literal["same", "within", "improved", "regressed", "ignored", "changed log", "new run",
-                 "missing run", "new metric", "missing metric"]
+Status = Literal["same", "within", "improved", "regressed", "ignored", "appeared", "vanished",
+                 "changed log", "new run", "missing run", "new metric", "missing metric"]
 CORPUS_STATUSES: tuple[str, ...] = ("changed log", "new run", "missing run")
+NOTE_STATUSES: tuple[str, ...] = ("appeared", "vanished", "new metric", "missing metric")
+"""Cases reported as notes: the value is defined on one side only; never a failure."""
+FLOAT_NOISE_REL = 1e-6
+"""A float metric (a share, a mean, a cost) that moved by at most this fraction of its larger
+value is ``same``: summation order and rounding, not a change of behaviour.  Whole-number
+metrics compare exactly."""
 _TOL = re.compile(r"^\s*(?P<sign>\+/-|\+-|±|\+|-)?\s*"
                   r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<pct>%)?\s*$")
 _DIRECTIONS: dict[str, Direction] = {"lower": "lower", "higher": "higher", "either": "either"}
@@ -306,6 +314,8 @@ def _case(policy: str, run: str, metric: str, b_vals: dict[str, Value], c_vals: 
         message = f"{metric} {describe_change(b, c)}, tolerance {tol}"
     elif status in CORPUS_STATUSES:
         message = f"{status}: {run}" + ("" if failed else " (not compared)")
+    elif status in ("appeared", "vanished"):
+        message = f"{metric} {describe_change(b, c)} (a note: defined on one side only)"
     elif status in ("new metric", "missing metric", "ignored"):
         message = status
     return Case(policy=policy, run=run, metric=metric, baseline=b, current=c, status=status,
@@ -316,10 +326,13 @@ def judge(base: Value, current: Value, tol: Tolerance) -> Status:
     """Compare one value with its baseline under ``tol``."""
     if same_value(base, current):
         return "same"
+    if base is None or current is None:
+        return "appeared" if base is None else "vanished"
+    if (isinstance(base, float) or isinstance(current, float)) and \
+            abs(current - base) <= FLOAT_NOISE_REL * max(abs(base), abs(current)):
+        return "same"
     if not tol.checked:
         return "ignored"
-    if base is None or current is None:
-        return "regressed"
     delta = current - base
     worse = {"lower": delta, "higher": -delta, "either": abs(delta)}[tol.direction]
     allowed = tol.allowed(base)

@@ -21,14 +21,23 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from analysis.baseline import BaselineChange, Value
-from analysis.check import CORPUS_STATUSES, Case, CheckResult, describe_change, fmt, pct
+from analysis.check import (
+    CORPUS_STATUSES,
+    NOTE_STATUSES,
+    Case,
+    CheckResult,
+    describe_change,
+    fmt,
+    pct,
+)
 from analysis.metrics import METRIC_DIRECTIONS
 
 HEADLINE_METRICS: tuple[str, ...] = ("overshoots_n", "overshoots_max_tokens",
                                      "overshoots_total_tokens")
 """Named first among regressions: requests over the limit are rejected by the server."""
-_MOVED_ORDER = {"regressed": 0, "improved": 1, "within": 2, "ignored": 3}
-_SKIPPED = (*CORPUS_STATUSES, "new metric", "missing metric", "ignored")
+_MOVED_ORDER = {"regressed": 0, "improved": 1, "within": 2, "ignored": 3, "appeared": 4,
+                "vanished": 4}
+_SKIPPED = (*CORPUS_STATUSES, *NOTE_STATUSES, "ignored")
 
 
 def verdict(result: CheckResult) -> str:
@@ -44,9 +53,10 @@ def verdict(result: CheckResult) -> str:
     regressed = _worst_first(result.with_status("regressed"))
     corpus = [c for c in result.cases if c.failed and c.status in CORPUS_STATUSES]
     if result.exit_code == 0:
-        extras = [f"{len(result.with_status(s))} {label}" for s, label in (
-            ("improved", "improved"), ("within", "moved within tolerance"),
-            ("ignored", "moved (unchecked)")) if result.with_status(s)]
+        extras = [f"{len(result.with_status(*s)):,} {label}" for s, label in (
+            (("improved",), "improved"), (("within",), "moved within tolerance"),
+            (("ignored",), "moved (unchecked)"),
+            (("appeared", "vanished"), "appeared or vanished (notes)")) if result.with_status(*s)]
         extras += [_count(_runs(result, s), s) + " (not compared)" for s in CORPUS_STATUSES
                    if _runs(result, s)]
         return f"check: PASS — {shape} within tolerance" + "".join(f"; {e}" for e in extras)
@@ -150,14 +160,14 @@ def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
     improved = result.with_status("improved")
     within = result.with_status("within")
     not_compared = [c for c in result.cases if c.status in CORPUS_STATUSES]
+    notes = result.with_status("appeared", "vanished")
+    counts = counts_by_kind(result)
     lines = [f"### replay check: {'PASS' if result.exit_code == 0 else 'FAIL'}", "",
              verdict(result), "",
-             "| cases | failed | regressed | improved | within tolerance | not compared |",
-             "|---:|---:|---:|---:|---:|---:|",
-             f"| {len(result.cases):,} | {sum(c.failed for c in result.cases):,} | "
-             f"{len(regressed):,} | {len(improved):,} | {len(within):,} | {len(not_compared):,} |",
-             ""]
-    for title, cases in (("Regressions", regressed), ("Improvements", improved)):
+             "| " + " | ".join(counts) + " |", "|" + "---:|" * len(counts),
+             "| " + " | ".join(f"{n:,}" for n in counts.values()) + " |", ""]
+    for title, cases in (("Regressions", regressed), ("Improvements", improved),
+                         ("Values that appeared or vanished (notes)", notes)):
         if cases:
             lines += [f"#### {title} ({len(cases):,})", "", *_md_table(cases, max_rows), ""]
     if result.notes:
@@ -166,6 +176,16 @@ def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
         lines += [f"<details><summary>Moved within tolerance ({len(within):,})</summary>", "",
                   *_md_table(within, max_rows), "", "</details>", ""]
     return "\n".join(lines)
+
+
+def counts_by_kind(result: CheckResult) -> dict[str, int]:
+    """How many cases of each kind; the kinds add up to ``cases``."""
+    n = {k: len(result.with_status(*s)) for k, s in (
+        ("unchanged", ("same",)), ("moved within tolerance", ("within",)),
+        ("improved", ("improved",)), ("regressed", ("regressed",)),
+        ("unchecked", ("ignored",)), ("notes", NOTE_STATUSES),
+        ("not compared", CORPUS_STATUSES))}
+    return {"cases": len(result.cases), "failed": sum(c.failed for c in result.cases), **n}
 
 
 def _md_table(cases: list[Case], max_rows: int) -> list[str]:

@@ -355,8 +355,12 @@ def test_tolerance_file_states_amount_kind_and_direction(tmp_path: Path) -> None
     (0, 1, Tolerance(amount=0.5, relative=True, direction="lower"), "regressed"),
     (10, 8, Tolerance(amount=1.0, direction="either"), "regressed"),
     (10, 9, Tolerance(amount=1.0, direction="either"), "within"),
-    (None, 3.0, Tolerance(amount=100.0, direction="lower"), "regressed"),
+    (None, 3.0, Tolerance(amount=100.0, direction="lower"), "appeared"),
+    (3.0, None, Tolerance(amount=0.0, direction="lower"), "vanished"),
     (None, None, Tolerance(amount=0.0), "same"),
+    (1.0, 1.0 + 5e-7, Tolerance(amount=0.0, direction="lower"), "same"),
+    (1.0, 1.0 + 2e-6, Tolerance(amount=0.0, direction="lower"), "regressed"),
+    (1_000_000, 1_000_001, Tolerance(amount=0.0, direction="lower"), "regressed"),
     (5, 500, Tolerance(amount=0.0, checked=False), "ignored"),
     (0.1 + 0.2, 0.3, Tolerance(amount=0.0), "same"),
 ])
@@ -386,3 +390,52 @@ def _with_value(b: Baseline, policy: str, metric: str, value: float) -> Baseline
     values = {run: {**vals, metric: value} for run, vals in pol.values.items()}
     return dataclasses.replace(b, policies={**b.policies,
                                             policy: dataclasses.replace(pol, values=values)})
+
+
+# --- float noise, values that appear or vanish, counts (issue 16 item 4) ------------------
+
+def _float_metric(baseline: Baseline) -> tuple[str, float]:
+    vals = baseline.policies["reserve-exact"].values[RUN]
+    name = next(m for m, v in vals.items() if isinstance(v, float) and v > 0 and
+                m in ("cost_usd", "cache_invalidation_cached_share"))
+    return name, vals[name]
+
+
+def test_float_noise_without_a_tolerances_file_is_not_a_regression(baseline: Baseline) -> None:
+    name, v = _float_metric(baseline)
+    direction = "higher" if "share" in name else "lower"
+    noisy = v * (1 - 4e-7) if direction == "lower" else v * (1 + 4e-7)  # current looks worse
+    result = compare(_with_value(baseline, "reserve-exact", name, noisy), baseline, Tolerances())
+    assert result.exit_code == 0 and not result.with_status("regressed", "within")
+    real = v * 0.9 if direction == "lower" else v * 1.1
+    moved = compare(_with_value(baseline, "reserve-exact", name, real), baseline, Tolerances())
+    assert [c.metric for c in moved.with_status("regressed")] == [name]
+
+
+def test_a_vanished_or_appeared_value_is_a_note_not_a_regression(baseline: Baseline) -> None:
+    name, _ = _float_metric(baseline)
+    old = _with_value(baseline, "reserve-exact", name, None)   # appears in the current replay
+    result = compare(old, baseline, Tolerances())
+    assert result.exit_code == 0
+    assert [(c.metric, c.status, c.failed) for c in result.with_status("appeared")] == \
+        [(name, "appeared", False)]
+    assert "1 appeared or vanished (notes)" in verdict(result)
+    md = markdown_summary(result)
+    assert "#### Values that appeared or vanished (notes) (1)" in md
+    root = ET.fromstring(junit_xml(result))
+    assert root.get("failures") == "0" and root.get("skipped") == "1"
+
+
+def test_markdown_counts_add_up_and_count_the_unchanged(baseline: Baseline) -> None:
+    old = _with_value(baseline, "reserve-exact", "peak_tokens", 1)
+    result = compare(old, baseline, Tolerances())
+    md = markdown_summary(result)
+    header, _, values = md.split("\n\n", 2)[2].splitlines()[:3]
+    counts = dict(zip([h.strip() for h in header.strip("|").split("|")],
+                      [int(v.strip().replace(",", "")) for v in values.strip("|").split("|")]))
+    # independent count: every (policy, metric) value of the one run, equal on both sides
+    n_equal = sum(1 for p in baseline.policies for m, v in baseline.policies[p].values[RUN].items()
+                  if old.policies[p].values[RUN].get(m) == v)
+    assert counts["unchanged"] == n_equal > 100
+    assert counts["regressed"] == 1 and counts["failed"] == 1
+    assert counts["cases"] == sum(v for k, v in counts.items() if k not in ("cases", "failed"))
