@@ -40,13 +40,7 @@ from matplotlib.axes import Axes
 
 from analysis._numeric import floats
 from replay.policy import Policy, Trim
-
-TRIM_KINDS: tuple[str, ...] = ("trim", "collapse_trim", "custom_trim")
-"""Action kinds that replace blocks in place (the ones a small reclaim makes wasteful)."""
-FAMILIES: dict[str, str] = {"trim": "trim", "summarise": "summarise", "collapse": "collapse",
-                            "collapse_trim": "collapse", "custom_trim": "custom",
-                            "custom_cut": "custom"}
-"""Action kind → tier family reported in the summary."""
+from replay.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 
 def cache_invalidation(requests: pd.DataFrame, policy: Policy) -> pd.DataFrame:
@@ -111,7 +105,7 @@ def cache_actions(actions: pd.DataFrame, policy: Policy, *,
     out["family"] = out["kind"].map(FAMILIES).fillna("other")
     out["min_reclaim_tokens"] = out["tier"].map(minimum).fillna(0).astype("int64")
     short = out["reclaimed_est_tokens"] < out["min_reclaim_tokens"]
-    applied_short = (out["kind"] == "trim") & short
+    applied_short = (out["kind"] == TRIM) & short
     out["is_below_min"] = out["undone"] | (~out["undone"] & applied_short)
     small = int(small_reclaim_frac * policy.usable_tokens)
     out["is_small_trim"] = (out["kind"].isin(TRIM_KINDS) & ~out["undone"]
@@ -148,7 +142,7 @@ def cache_invalidation_summary(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataF
             "cache_invalidation_invalidated_per_action_tokens": (
                 float(applied["invalidated_tokens"].mean()) if len(applied) else np.nan),
         }
-        for fam in ("trim", "summarise", "collapse", "custom"):
+        for fam in FAMILY_NAMES:
             sub = applied[applied["family"] == fam]
             row[f"cache_invalidation_invalidated_{fam}_tokens"] = int(
                 sub["invalidated_tokens"].sum())

@@ -24,6 +24,7 @@ Not here: the definitions themselves (the analysis modules), the sweep loop
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -31,12 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.cache_invalidation import FAMILIES, TRIM_KINDS
 from analysis.metrics import BASIC_COLUMNS
 from analysis.run_facts import RunFacts
-from analysis.summarisation import SUMMARY_KINDS
 from replay.policy import Policy, Trim
-from replay.trace import Trace
+from replay.trace import FAMILIES, FAMILY_NAMES, FATES, SUMMARY_KINDS, TRIM, TRIM_KINDS, Trace
 
 METRICS_VERSION = "1"
 """Bumped whenever a column here changes meaning (sweep caches are keyed by it)."""
@@ -120,7 +119,7 @@ def fast_metrics(facts: RunFacts, trace: Trace, policy: Policy) -> dict[str, Any
     row["n_requests"] = len(rq["request"])
     row["tokens_sent"] = sum(rq["truth_tokens"])
     row["peak_tokens"] = max(rq["truth_tokens"])
-    row["n_summaries"] = sum(1 for k, a in zip(kinds, applied) if a and k == "summarise")
+    row["n_summaries"] = sum(1 for k, a in zip(kinds, applied) if a and k in SUMMARY_KINDS)
     row["n_trims"] = sum(1 for k, a in zip(kinds, applied) if a and k in TRIM_KINDS)
     row["cost_usd"] = _kahan_sum(rq["cost_usd"])
     row.update(_rereads(facts, trace.columns("evictions")))
@@ -159,7 +158,7 @@ def _rereads(facts: RunFacts, ev: dict[str, list[Any]]) -> dict[str, int]:
         if key not in first or r < first[key][0]:
             first[key] = (r, fate)
     out = dict(facts.static_rereads)
-    induced = {"trimmed": 0, "summarised": 0, "dropped": 0}
+    induced = dict.fromkeys(FATES, 0)
     n_induced = tok_induced = tok_redundant = 0
     for request, msg, block, tokens in facts.candidates:
         hit = first.get((msg, block))
@@ -211,7 +210,7 @@ def _summarisation(facts: RunFacts, rq: dict[str, list[Any]],
                  key=lambda i: ac["request"][i])
     n_req = len(rq["request"])
     reqs = [ac["request"][i] for i in idx]
-    gaps = [b - a for a, b in zip(reqs, reqs[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(reqs)]
     after = [ac["context_after_tokens"][i] for i in idx]
     grow = _growback(idx, ac, rq)
     return {
@@ -259,7 +258,7 @@ def _cache(rq: dict[str, list[Any]], ac: dict[str, list[Any]], applied: list[boo
     minimum = {t.name: (t.min_reclaim_tokens or int(t.min_reclaim_frac * usable))
                for t in policy.tiers if isinstance(t, Trim)}
     small = int(_SMALL_RECLAIM_FRAC * usable)
-    fam = dict.fromkeys(("trim", "summarise", "collapse", "custom"), 0)
+    fam = dict.fromkeys(FAMILY_NAMES, 0)
     inv_applied: list[int] = []
     below = n_small = small_inv = 0
     for kind, tier, inv, ok, reclaimed, reclaimed_est in zip(
@@ -268,7 +267,7 @@ def _cache(rq: dict[str, list[Any]], ac: dict[str, list[Any]], applied: list[boo
         if not ok:
             below += 1
             continue
-        below += kind == "trim" and reclaimed_est < minimum.get(tier, 0)
+        below += kind == TRIM and reclaimed_est < minimum.get(tier, 0)
         inv_applied.append(inv)
         family = FAMILIES.get(kind)
         if family in fam:

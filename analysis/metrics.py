@@ -27,7 +27,6 @@ import pandas as pd
 from analysis import frames
 from analysis.arg_share import arg_share, arg_share_summary
 from analysis.cache_invalidation import (
-    TRIM_KINDS,
     cache_actions,
     cache_invalidation,
     cache_invalidation_summary,
@@ -37,7 +36,7 @@ from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
 from analysis.summarisation import recorded_compactions, summarisation, summarisation_summary
 from replay.corpus import Corpus
 from replay.policy import Policy
-from replay.trace import Trace
+from replay.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
 
 BASIC_COLUMNS: tuple[str, ...] = ("n_requests", "tokens_sent", "peak_tokens", "n_summaries",
                                   "n_trims", "cost_usd")
@@ -130,7 +129,7 @@ def _basic(req: pd.DataFrame, act: pd.DataFrame) -> pd.DataFrame:
     a = act.assign(run_id=act["run_id"].astype(str), policy=act["policy"].astype(str))
     applied = a[~a["undone"].astype(bool)]
     counts = {
-        "n_summaries": applied[applied["kind"] == "summarise"].groupby(["run_id", "policy"]).size(),
+        "n_summaries": applied[applied["kind"].isin(SUMMARY_KINDS)].groupby(["run_id", "policy"]).size(),
         "n_trims": applied[applied["kind"].isin(TRIM_KINDS)].groupby(["run_id", "policy"]).size(),
     }
     for name, s in counts.items():

@@ -54,14 +54,13 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from analysis.placeholders import lint_placeholders
+from replay.trace import FATES
 
 __all__ = ["CLASSES", "FATES", "REREADS_COLUMNS", "lint_placeholders", "plot_rereads", "rereads",
            "rereads_summary"]
 
 CLASSES: tuple[str, ...] = ("redundant", "eviction_induced", "refresh", "retry")
 """Re-read classes, in the order the summary reports them (``first`` marks a first read)."""
-FATES: tuple[str, ...] = ("trimmed", "summarised", "dropped")
-"""How an eviction-induced re-read's previous result left the context (trace ``fate``)."""
 REREADS_COLUMNS: tuple[str, ...] = (
     "run_id", "msg", "block", "kind", "call_id", "tool", "op", "path", "text", "tokens_o200k",
     "is_error")

@@ -43,9 +43,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from analysis._numeric import floats, nullable_ints
-
-SUMMARY_KINDS: tuple[str, ...] = ("summarise", "collapse", "custom_cut")
-"""Action kinds that count as summaries (cuts that replace old messages)."""
+from replay.trace import SUMMARY_KINDS
 
 
 def recorded_compactions(messages: pd.DataFrame, recorded_requests: pd.DataFrame) -> pd.DataFrame:

@@ -27,14 +27,15 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from analysis._numeric import floats
+from replay.trace import COLLAPSE, COLLAPSE_TRIM, CUSTOM_CUT, CUSTOM_TRIM, SUMMARISE, TRIM
 
 ACTION_STYLES: dict[str, tuple[str, str]] = {
-    "trim": ("v", "tab:purple"),
-    "collapse_trim": ("D", "tab:red"),
-    "summarise": ("s", "tab:green"),
-    "collapse": ("X", "tab:red"),
-    "custom_trim": ("<", "tab:olive"),
-    "custom_cut": ("P", "tab:olive"),
+    TRIM: ("v", "tab:purple"),
+    COLLAPSE_TRIM: ("D", "tab:red"),
+    SUMMARISE: ("s", "tab:green"),
+    COLLAPSE: ("X", "tab:red"),
+    CUSTOM_TRIM: ("<", "tab:olive"),
+    CUSTOM_CUT: ("P", "tab:olive"),
 }
 """Action kind → (marker, colour); unknown kinds are drawn as black stars."""
 

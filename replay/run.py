@@ -23,7 +23,7 @@ from replay.corpus import Corpus, iter_replays, replay_corpus
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
 from replay.store import atomic_write_bytes, atomic_write_text
-from replay.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
+from replay.trace import SUMMARY_KINDS, TRACE_SCHEMAS, TRACE_VERSION, TRIM_KINDS, Trace
 
 SUMMARY_SCHEMA = pa.schema(
     [(c, pa.string()) for c in ("run_id", "source", "format", "policy")]
@@ -165,9 +165,9 @@ def summarise_runs(corpus: Corpus, trace: Trace,
         row = rows.get((a["run_id"], a["policy"]))
         if row is None or a["undone"]:
             continue
-        if a["kind"] in ("summarise", "collapse", "custom_cut"):
+        if a["kind"] in SUMMARY_KINDS:
             row["summaries"] += 1
-        else:
+        elif a["kind"] in TRIM_KINDS:
             row["trims"] += 1
     out = []
     for row in rows.values():

@@ -11,6 +11,9 @@ A ``Trace`` holds three column tables, declared once here:
 - ``evictions``: one row per block a tier trimmed, summarised or dropped, with
   the request before which that happened.
 
+The trace's vocabulary lives here too, and only here: the action kinds, the eviction fates and
+the kind families (trim-like, cut-like, summaries); tiers write these names, analyses read them.
+
 Not here: computing it (``replay.engine``), metrics over it (``analysis``).
 """
 
@@ -21,6 +24,45 @@ from typing import Any
 import pyarrow as pa
 
 from replay.schema import SCHEMA_VERSION
+
+# -- vocabulary: action kinds (``actions.kind``) -------------------------------------------------
+TRIM = "trim"
+"""A trim tier's pass: old tool output (and write/edit arguments) replaced by placeholders."""
+SUMMARISE = "summarise"
+"""A summarise tier's cut: the oldest messages replaced by a stub summary."""
+COLLAPSE = "collapse"
+"""A collapse tier's cut: the oldest messages dropped (behind a stub summary if configured)."""
+COLLAPSE_TRIM = "collapse_trim"
+"""A collapse tier's emergency trim inside the other tiers' protected ranges."""
+CUSTOM_TRIM = "custom_trim"
+"""A custom tier's ``TrimBlocks`` decision."""
+CUSTOM_CUT = "custom_cut"
+"""A custom tier's ``CutBefore`` decision."""
+ACTION_KINDS: tuple[str, ...] = (TRIM, SUMMARISE, COLLAPSE, COLLAPSE_TRIM, CUSTOM_TRIM, CUSTOM_CUT)
+
+TRIM_KINDS: tuple[str, ...] = (TRIM, COLLAPSE_TRIM, CUSTOM_TRIM)
+"""Trim-like kinds: blocks replaced in place (nothing removed)."""
+CUT_KINDS: tuple[str, ...] = (SUMMARISE, COLLAPSE, CUSTOM_CUT)
+"""Cut-like kinds: every message before a safe split removed (behind a head, if any)."""
+SUMMARY_KINDS: tuple[str, ...] = CUT_KINDS
+"""What counts as a summary, everywhere (``replay run``, ``metrics()``, the summarisation
+analysis, the report): a replayed cut that replaces the oldest messages, by kind."""
+FAMILIES: dict[str, str] = {TRIM: "trim", SUMMARISE: "summarise", COLLAPSE: "collapse",
+                            COLLAPSE_TRIM: "collapse", CUSTOM_TRIM: "custom",
+                            CUSTOM_CUT: "custom"}
+"""Action kind → the tier family it comes from (reported per family)."""
+FAMILY_NAMES: tuple[str, ...] = ("trim", "summarise", "collapse", "custom")
+
+# -- vocabulary: eviction fates (``evictions.fate``) ---------------------------------------------
+TRIMMED = "trimmed"
+"""Replaced by a placeholder (still in context, shrunk)."""
+SUMMARISED = "summarised"
+"""Removed by a summarise cut (behind its summary)."""
+DROPPED = "dropped"
+"""Removed by a collapse or custom cut."""
+FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
+REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
+"""Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
 TRACE_VERSION = "1"
 """Bumped whenever the engine's arithmetic or these columns change."""
@@ -132,3 +174,14 @@ class Trace:
 def empty_columns() -> dict[str, dict[str, list[Any]]]:
     """Empty column lists for every trace table."""
     return {name: {f: [] for f in schema.names} for name, schema in TRACE_SCHEMAS.items()}
+
+
+def _check_vocabulary() -> None:
+    """Every kind has a family and every family is named (checked at import)."""
+    if set(FAMILIES) != set(ACTION_KINDS) or set(FAMILIES.values()) != set(FAMILY_NAMES):
+        raise AssertionError("replay.trace: action kinds and families disagree")
+    if set(TRIM_KINDS) | set(CUT_KINDS) != set(ACTION_KINDS) or set(TRIM_KINDS) & set(CUT_KINDS):
+        raise AssertionError("replay.trace: every kind is trim-like or cut-like, not both")
+
+
+_check_vocabulary()

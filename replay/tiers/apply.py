@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from replay.context import Context, HeadItem
 from replay.tiers.base import Env, invalidated_from, record_action
+from replay.trace import TRIMMED
 
 
 class TierInvariantError(AssertionError):
@@ -79,7 +80,7 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
         prev = b
     if not applied:
         return Trimmed(0, -1, 0, 0)
-    env.evictions.add_many(applied, env.request, tier, "trimmed")
+    env.evictions.add_many(applied, env.request, tier, TRIMMED)
     run = ctx.run
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=len(applied),

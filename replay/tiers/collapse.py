@@ -20,6 +20,7 @@ from replay.prepared import CAT_RESULTS
 from replay.summariser import Facts, summarise
 from replay.tiers.apply import apply_cut, apply_trims
 from replay.tiers.base import Env, placeholder
+from replay.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
 
 
 @dataclass(slots=True)
@@ -69,7 +70,7 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
         text = summarise(st.facts, run, ctx.lo, split, tier.summary_tokens)
         head = [HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                          len(text.encode("utf-8", "surrogatepass")))]
-    apply_cut(ctx, env, split, head, tier=tier.name, kind="collapse", fate="dropped",
+    apply_cut(ctx, env, split, head, tier=tier.name, kind=COLLAPSE, fate=DROPPED,
               protect_from=newest, trigger_tokens=over, threshold_tokens=level,
               summary_tokens=sum(h.truth for h in head))
 
@@ -80,7 +81,7 @@ def _trim_inside(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newe
     oldest first, until the estimate is under ``level``."""
     begin = max(ctx.lo, st.cursor)
     done = apply_trims(ctx, env, _candidates(tier, ctx, env, begin, newest), tier=tier.name,
-                       kind="collapse_trim", protect_from=newest, trigger_tokens=over,
+                       kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
                        threshold_tokens=level, until_est=level)
     # resume where this pass stopped: after its last trim if the estimate got under the level
     # before the newest output, else at the last block looked at

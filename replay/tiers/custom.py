@@ -25,6 +25,7 @@ from replay.policy import Custom
 from replay.summariser import Facts, summarise
 from replay.tiers.apply import apply_cut, apply_trims
 from replay.tiers.base import Env
+from replay.trace import CUSTOM_CUT, CUSTOM_TRIM, DROPPED
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ def act(tier: Custom, st: CustomState, ctx: Context, env: Env) -> None:
                  for b in chosen]
         apply_trims(ctx, env, [(b, env.est_text(note), env.truth_text(note), len(note.encode()))
                                for b, note in notes],
-                    tier=tier.name, kind="custom_trim", protect_from=newest,
+                    tier=tier.name, kind=CUSTOM_TRIM, protect_from=newest,
                     trigger_tokens=view.est_tokens, threshold_tokens=0)
     elif isinstance(decision, CutBefore):
         target = next((b for b in range(ctx.lo, ctx.hi) if run.msg[b] >= decision.msg), ctx.hi)
@@ -135,7 +136,7 @@ def act(tier: Custom, st: CustomState, ctx: Context, env: Env) -> None:
             text = summarise(st.facts, run, ctx.lo, split, decision.summary_tokens)
             head = [HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                              len(text.encode()))]
-        apply_cut(ctx, env, split, head, tier=tier.name, kind="custom_cut", fate="dropped",
+        apply_cut(ctx, env, split, head, tier=tier.name, kind=CUSTOM_CUT, fate=DROPPED,
                   protect_from=newest, trigger_tokens=view.est_tokens, threshold_tokens=0,
                   summary_tokens=sum(h.truth for h in head))
 

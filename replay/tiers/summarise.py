@@ -18,6 +18,7 @@ from replay.policy import Summarise
 from replay.summariser import Facts, fallback, summarise
 from replay.tiers.apply import apply_cut
 from replay.tiers.base import Env, fires, reinserted, threshold
+from replay.trace import SUMMARISE, SUMMARISED
 
 
 @dataclass(slots=True)
@@ -45,7 +46,7 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     summary = HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                        len(text.encode("utf-8", "surrogatepass")))
     head = [summary, *reinserted(ctx, env, split, tier.reinsert)]
-    apply_cut(ctx, env, split, head, tier=tier.name, kind="summarise", fate="summarised",
+    apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
               protect_from=ctx.newest_output_start(), trigger_tokens=env.fixed_est + ctx.est(),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               failed=failed)

@@ -19,6 +19,7 @@ from replay.policy import Protect, Trim
 from replay.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
 from replay.tiers.apply import apply_trims, record_undone_trims
 from replay.tiers.base import Env, fires, placeholder, threshold, write_note
+from replay.trace import TRIM
 
 
 @dataclass(slots=True)
@@ -107,10 +108,10 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
     trigger_tokens = env.fixed_est + ctx.est()
     if gain < st.minimum:
-        record_undone_trims(ctx, env, [p[0] for p in pending], tier=tier.name, kind="trim",
+        record_undone_trims(ctx, env, [p[0] for p in pending], tier=tier.name, kind=TRIM,
                             trigger_tokens=trigger_tokens, threshold_tokens=st.threshold)
         return
-    apply_trims(ctx, env, pending, tier=tier.name, kind="trim", protect_from=stop,
+    apply_trims(ctx, env, pending, tier=tier.name, kind=TRIM, protect_from=stop,
                 trigger_tokens=trigger_tokens, threshold_tokens=st.threshold,
                 may_touch_newest=not tier.protect.newest)
     st.pending = later or []
