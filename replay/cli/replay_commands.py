@@ -214,5 +214,5 @@ def show_policy(
     if as_json:
         _print_json(policy_to_dict(pol))
     else:
-        out_console.print(policy_yaml(pol, defaults=defaults), end="", markup=False,
-                          highlight=False, soft_wrap=True)
+        for line in policy_yaml(pol, defaults=defaults).splitlines():
+            say(line)
