@@ -5,6 +5,7 @@
     ├── StoreError        a dataset on disk is missing, from another schema version, or corrupt
     ├── PolicyError       a policy file is invalid: path, key path, reason
     ├── TokenizerError    an encoding is not available offline
+    ├── ConfigError       a project configuration ([tool.ctxreplay]) is invalid: path, key, reason
     └── ReplayInputError  a run cannot be replayed (e.g. no requests)
 
 Messages read as "<where>: <what is wrong>".  The CLI maps these to exit codes;
@@ -33,6 +34,15 @@ class StoreError(ReplayError):
 
 class PolicyError(ReplayError):
     """A policy file is invalid."""
+
+    def __init__(self, path: str, key: str, reason: str) -> None:
+        self.path, self.key, self.reason = path, key, reason
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {reason}")
+
+
+class ConfigError(ReplayError):
+    """A project configuration file is invalid."""
 
     def __init__(self, path: str, key: str, reason: str) -> None:
         self.path, self.key, self.reason = path, key, reason

@@ -11,6 +11,7 @@ Not here: the replay commands (``replay.cli.replay_commands``), printing and exi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -278,12 +279,55 @@ def sweep(
 # --- check command (analysis.check) ---
 
 
+@dataclass(frozen=True, slots=True)
+class _CheckArgs:
+    archive: list[Path]
+    policies: list[str]
+    baseline: Path
+    tolerances: Path | None
+    provider: str | None
+    out: Path
+    strict_logs: bool
+    source: Path | None
+
+
+def check_defaults(paths: list[Path] | None, policy: list[str] | None, baseline: Path | None,
+                   tolerances: Path | None, provider: str | None, out: Path | None,
+                   strict_logs: bool | None) -> _CheckArgs:
+    """The check's arguments: the command line's, else ``[tool.ctxreplay]``'s (``replay.config``)."""
+    from replay.config import find_config
+    from replay.errors import ReplayInputError
+
+    cfg = find_config(Path.cwd()) if not (paths and policy and baseline) else None
+    got = _CheckArgs(
+        archive=list(paths or (cfg.archive if cfg and cfg.archive else [])),
+        policies=list(policy or (cfg.policies if cfg and cfg.policies else [])),
+        baseline=baseline or (cfg.baseline if cfg else None),  # type: ignore[arg-type]
+        tolerances=tolerances or (cfg.tolerances if cfg else None),
+        provider=provider or (cfg.provider if cfg else None),
+        out=out or (cfg.out if cfg and cfg.out else Path("out")),
+        strict_logs=strict_logs if strict_logs is not None else bool(cfg and cfg.strict_logs),
+        source=cfg.source if cfg else None)
+    missing = [what for what, v in (("PATHS (config: archive)", got.archive),
+                                    ("--policy (config: policies)", got.policies),
+                                    ("--baseline (config: baseline)", got.baseline)) if not v]
+    if missing:
+        where = f"{cfg.source} does not say either" if cfg else \
+            "no [tool.ctxreplay] in pyproject.toml or ctxreplay.toml here or above"
+        raise ReplayInputError(f"check needs {', '.join(missing)}: {where}")
+    return got
+
+
 def check(
-    paths: PathsArg,
-    policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy YAML file or preset "
-                                              "name; repeat the option for several.")],
-    baseline: Annotated[Path, typer.Option(help="Baseline JSON to compare with (written by "
-                                                "--update-baseline).")],
+    paths: Annotated[list[Path] | None, typer.Argument(
+        help="Log files or folders, or one dataset directory (default: `archive` of "
+             "[tool.ctxreplay] in pyproject.toml or ctxreplay.toml).")] = None,
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", "-p", help="Policy YAML file or preset name; repeat the option for several "
+                               "(default: the config's `policies`).")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="Baseline JSON to compare with (written "
+                                                       "by --update-baseline; default: the "
+                                                       "config's `baseline`).")] = None,
     tolerances: Annotated[Path | None, typer.Option(help="Tolerances YAML (default: no metric "
                                                          "may get worse at all).")] = None,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here (one test "
@@ -292,10 +336,13 @@ def check(
                                                        "pull-request comment).")] = None,
     update: Annotated[bool, typer.Option("--update-baseline", help="Rewrite the baseline with "
                                          "the current values and print what changed.")] = False,
-    strict_logs: Annotated[bool, typer.Option("--strict-logs", help="Also fail when a run's log "
-                                              "changed, appeared or disappeared.")] = False,
-    out: Annotated[Path, typer.Option(help="Where the ingest cache (OUT/dataset) is kept.")] =
-        Path("out"),
+    strict_logs: Annotated[bool | None, typer.Option(
+        "--strict-logs/--no-strict-logs", help="Also fail when a run's log changed, appeared or "
+                                               "disappeared (default: the config's, else no).")]
+        = None,
+    out: Annotated[Path | None, typer.Option(help="Where the ingest cache (OUT/dataset) is kept "
+                                                  "(default: the config's `out`, else out).")]
+        = None,
     provider: ProviderOpt = None,
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
         False,
@@ -316,8 +363,13 @@ def check(
     )
 
     with _errors():
-        pols = [load_policy(p) for p in policy]
-        pols = [with_provider(p, provider) for p in pols] if provider else pols
+        cfg = check_defaults(paths, policy, baseline, tolerances, provider, out, strict_logs)
+        paths, baseline, tolerances, out = cfg.archive, cfg.baseline, cfg.tolerances, cfg.out
+        strict_logs = bool(cfg.strict_logs)
+        if cfg.source is not None:
+            say(f"defaults from {cfg.source}", err=True)
+        pols = [load_policy(p) for p in cfg.policies]
+        pols = [with_provider(p, cfg.provider) for p in pols] if cfg.provider else pols
         tol = checking.load_tolerances(tolerances) if tolerances else checking.Tolerances()
         old = None
         try:
