@@ -58,7 +58,8 @@ rollout (``rollout-*-<id>.jsonl``) is beside this file or in the same ``sessions
 Not handled: ``thread_rolled_back`` (the rolled-back turns stay in the stream; counted in
 coverage); ``is_error`` comes only from a JSON output's non-zero ``metadata.exit_code``, an
 output object's ``success: false`` / ``isError: true``, or a command's exit code.
-Checked against cli 0.5x–0.104 real rollouts and 0.121–0.148 shapes (``tests/fixtures/codex``).
+Checked against real rollouts of cli 0.58 and 0.104 (the shared samples) and the documented
+0.146–0.148 shapes (hand-made fixtures, ``tests/fixtures/codex``).
 """
 
 from __future__ import annotations

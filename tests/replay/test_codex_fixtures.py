@@ -239,3 +239,33 @@ def test_detection_says_what_it_saw() -> None:
     assert got.format == "codex"
     n_meta = sum(json.loads(x)["type"] == "session_meta" for x in head.split(b"\n")[:40] if x)
     assert f"session_meta x{n_meta}" in got.reason
+
+
+def test_spawned_subagent_links_its_parent_and_names_its_agent(tmp_path: Path) -> None:
+    day = "sessions/2026/09/02/"
+    parent = next(f for f in FILES if f.startswith(day) and f.endswith("0a.jsonl"))
+    folder = tmp_path / day
+    folder.mkdir(parents=True)
+    (folder / Path(parent).name).write_bytes((FIXTURES / parent).read_bytes())
+    pid = "01a03000-0000-7000-8000-00000000000a"
+    meta = {"session_id": "01a03000-0000-7000-8000-0000000000cc", "cli_version": "0.148.1",
+            "source": {"subagent": {"thread_spawn": {"parent_thread_id": pid, "depth": 1,
+                                                     "agent_path": "/root/worker"}}},
+            "agent_path": "/root/worker", "base_instructions": {"text": "You are a worker."}}
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": meta},
+             {"timestamp": "t", "type": "response_item", "payload": {
+                 "type": "message", "role": "user", "content": [{"type": "input_text",
+                                                                 "text": "count files"}]}},
+             {"timestamp": "t", "type": "response_item", "payload": {
+                 "type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                      "text": "3"}]}}]
+    other = tmp_path / "sessions/2026/09/03"  # a later day folder of the same sessions tree
+    other.mkdir(parents=True)
+    child = other / "rollout-2026-09-03T10-00-00-01a03000-0000-7000-8000-0000000000cc.jsonl"
+    child.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    parsed = parse_file(child, tmp_path)
+    assert parsed.tables is not None and parsed.issues == ()
+    run = parsed.tables.runs.to_pylist()[0]
+    sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
+    assert run["parent_run_id"] == f"{sha[:16]}-0"
+    assert run["agent"] == "/root/worker"
