@@ -53,7 +53,10 @@ skipped; any other token_count with no run to attach to is reported and dropped.
 
 Forks and spawned subagents: the parent session (``forked_from_id``, ``parent_thread_id``,
 ``source.subagent.thread_spawn.parent_thread_id``) is linked as ``parent_run_id`` when its
-rollout (``rollout-*-<id>.jsonl``) is beside this file or in the same ``sessions/`` tree.
+rollout (``rollout-*-<id>.jsonl``) is beside this file or in the same ``sessions/`` tree.  A fork
+replays its parent's lines (the parent's session_meta first, the parent's timestamps): they are
+this run's context, but their assistant turns and token_counts are the parent's requests, not
+this run's (no request rows; the token_counts counted as skipped).
 
 Not handled: ``thread_rolled_back`` (the rolled-back turns stay in the stream; counted in
 coverage); ``is_error`` comes only from a JSON output's non-zero ``metadata.exit_code``, an
@@ -123,11 +126,16 @@ class _Walk:
     originator: str = ""
     seen_meta: bool = False
     open_run: bool = False
-    runs: list[list[Any]] = field(default_factory=list)  # [msg, ts, model, usage | None]
+    runs: list[list[Any]] = field(default_factory=list)  # [msg, ts, model, usage, replayed]
     pending: dict[str, int | None] | None = None
     pending_line: int = 0
     prev_total: Any = None
     compacted_since_output: bool = False
+    fork_ts: str = ""
+    """When this fork or subagent began ('' for a session of its own)."""
+    replaying: bool = False
+    """Inside the parent's lines a fork replays (from the parent's session_meta on, timestamps
+    before ``fork_ts``): context, but the parent's requests, not this run's."""
     stray: int = 0
     """Line of a token_count with no run to attach to, reported unless a compaction follows."""
     by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -146,6 +154,8 @@ class _Walk:
                 raise ValueError(f"{kind!r} line: payload is {type(payload).__name__}, "
                                  "not an object")
             ts = it.opt_str(rec, "timestamp")
+            if self.replaying and ts >= self.fork_ts:
+                self.replaying = False  # the fork's own lines begin
             if kind == "response_item":
                 self.item(no, payload, ts)
             elif kind == "event_msg":
@@ -273,7 +283,7 @@ class _Walk:
         self.open_run = True
         self.compacted_since_output = False
         msg = self.b.message("assistant", ts=ts)
-        self.runs.append([msg, ts, self.model, self.pending])
+        self.runs.append([msg, ts, self.model, self.pending, self.replaying])
         self.pending = None
 
     def token_count(self, no: int, info: Any) -> bool:
@@ -296,6 +306,8 @@ class _Walk:
             raise ValueError("token_count info has no last_token_usage / total_token_usage object")
         self.prev_total = total
         self.open_run = False
+        if self.replaying:  # the parent's request, replayed in a fork: not this run's
+            return False
         if self.compacted_since_output:  # the compaction's own model call: not a request here
             return False
         if self.usage_first:  # measures the run that follows
@@ -312,6 +324,7 @@ class _Walk:
     def meta(self, p: dict[str, Any], ts: str) -> None:
         if self.seen_meta:  # a fork's replay of its parent's lines
             self.cov.skipped("session_meta")
+            self.replaying = bool(self.fork_ts)
             return
         self.seen_meta = True
         self.cov.modelled("session_meta")
@@ -331,6 +344,7 @@ class _Walk:
             self.cov.skipped(f"session_meta/{which}")  # repeated in a user message
         parent = it.parent_session(p)
         if parent:
+            self.fork_ts = ts or it.opt_str(p, "timestamp")
             self.b.parent_run_id = parent_run_id(Path(self.src.path), parent)
             self.cov.modelled("session_meta/parent") if self.b.parent_run_id else \
                 self.cov.unknown("session_meta/parent (rollout not found beside this file)")
@@ -420,5 +434,6 @@ class _Walk:
         models = Counter(r[2] for r in self.runs if r[2])
         self.b.model = models.most_common(1)[0][0] if models else self.model
         self.b.harness = " ".join(x for x in ("codex", self.cli, self.originator) if x)
-        for msg, ts, model, usage in self.runs:
-            self.b.request(output_msg=msg, ts=ts, model=model, **(usage or {}))
+        for msg, ts, model, usage, replayed in self.runs:
+            if not replayed:
+                self.b.request(output_msg=msg, ts=ts, model=model, **(usage or {}))
