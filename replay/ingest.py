@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from replay import store
 from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
-from replay.parsers import PARSERS, PARSERS_VERSION, Detection, detect
+from replay.parsers import PARSERS, PARSERS_VERSION, Detection, detect, detect_format
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.redaction import declared, tokens_for
 from replay.schema import SCHEMAS
@@ -51,7 +51,8 @@ class ParsedFile:
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     """What became of each record type the parser met (``Coverage.by_type``)."""
     detection: str = ""
-    """Why the format was chosen (``Detection.describe``), or "forced" with ``--format``."""
+    """Why the format was chosen (``Detection.describe``; with ``explain`` only), or which
+    formats came closest to a file no parser takes."""
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class IngestReport:
 
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
-               threads: int = 1) -> ParsedFile:
+               threads: int = 1, explain: bool = False) -> ParsedFile:
     """Parse one file into token-counted tables; problems are returned, never raised.
 
     Args:
@@ -84,6 +85,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         tokenizers: encodings to count with (one column each).
         rel: the stored source name (default: ``path`` relative to ``root``).
         threads: threads counting tokens (1: only the calling thread).
+        explain: say why the format was chosen (``ParsedFile.detection``; a file no parser
+            takes always says which formats came closest).
     """
     rel = rel if rel is not None else relative_source(path, root)
     issues: list[Issue] = []
@@ -95,8 +98,14 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:
-        found = Detection(fmt, "forced with --format") if fmt \
-            else detect(path.name, data[:_SNIFF_BYTES])
+        if fmt:
+            found = Detection(fmt, "forced with --format")
+        elif explain:
+            found = detect(path.name, data[:_SNIFF_BYTES])
+        else:
+            found = Detection(detect_format(path.name, data[:_SNIFF_BYTES]), "")
+            if found.format is None:
+                found = detect(path.name, data[:_SNIFF_BYTES])
     except RecursionError:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 1, "JSON nested too deeply to detect the format; try --format"),))

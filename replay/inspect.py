@@ -86,7 +86,7 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
         path: one log file.
         fmt: force a parser instead of detecting the format.
     """
-    parsed = parse_file(path, path.parent, fmt=fmt)
+    parsed = parse_file(path, path.parent, fmt=fmt, explain=True)
     runs: list[RunReport] = []
     if parsed.tables is not None:
         t = parsed.tables

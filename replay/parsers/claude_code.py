@@ -58,6 +58,10 @@ from replay.parsers.claude_code_records import (
 from replay.parsers.jsonl import iter_records, loads
 
 NAME = "claude_code"
+_PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",
+                   "summary", "last-prompt", "mode", "permission-mode", "ai-title", "custom-title",
+                   "agent-name", "agent-setting", "tag", "pr-link"))
+"""Non-message record types read no further than their type and links (the bulk of a file)."""
 
 _MESSAGE_TYPES = ("user", "assistant")
 """Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
@@ -85,6 +89,9 @@ class _Session:
     """One ``sessionId``'s records."""
 
     nodes: list[Node] = field(default_factory=list)
+    """The records the run is made of."""
+    links: dict[str, str | None] = field(default_factory=dict)
+    """uuid -> parent of the other records with a uuid (links of the chain only)."""
     recs: dict[int, Rec] = field(default_factory=dict)
     version: str = ""
     agent_id: str = ""
@@ -97,7 +104,7 @@ def sniff(filename: str, head: bytes) -> bool:
         filename: the file name (unused: content decides).
         head: the first 64 KiB of the file.
     """
-    return _scan(head)[0] > 0
+    return _scan(head, first_only=True)[0] > 0
 
 
 def evidence(filename: str, head: bytes) -> str:
@@ -114,14 +121,18 @@ def evidence(filename: str, head: bytes) -> str:
     return ""
 
 
-def _scan(head: bytes) -> tuple[int, Counter[str]]:
+def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
     """(message records with Claude Code keys, non-message Claude Code record types) among the
     head's lines; an unparsable line (the head's cut-off last line, a first record longer than
-    the head) counts as a message when it opens like one and has its type and a link key."""
+    the head) counts as a message when it opens like one and has its type and a link key.
+    ``first_only``: stop at the first message record, and decode only lines that could be one
+    (what ``sniff`` needs)."""
     n_msg, others = 0, Counter[str]()
     for raw in head.split(b"\n"):
-        if not raw.strip():
+        if not raw.strip() or first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)):
             continue
+        if n_msg and first_only:
+            break
         try:
             rec = loads(raw)
         except (ValueError, RecursionError):
@@ -167,15 +178,31 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     seen_uuids: set[str] = set()
     elsewhere: dict[str, bool] = {}
     first = ""
+    passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     for no, raw in iter_records(src, issues):
-        kind = rtype(raw)
-        sid = raw.get("sessionId") if isinstance(raw.get("sessionId"), str) else ""
+        kind = raw.get("type")
+        if kind in _PASS:  # not context; still a link of the chain when it has a uuid
+            passed[kind] = passed.get(kind, 0) + 1
+            uuid = raw.get("uuid")
+            if uuid.__class__ is str and uuid and uuid not in seen_uuids:
+                seen_uuids.add(uuid)
+                sid = raw.get("sessionId")
+                sid = sid if isinstance(sid, str) and sid else first
+                first = first or sid
+                if sid == first or not _copied(path, sid, elsewhere):
+                    parent = raw.get("parentUuid")
+                    _session(sessions, sid).links[uuid] = parent if isinstance(parent, str) \
+                        else None
+            continue
+        sid = raw.get("sessionId")
+        sid = sid if isinstance(sid, str) and sid else first
         first = first or sid
-        sid = sid or first
+        uuid = raw.get("uuid")
+        uuid = uuid if isinstance(uuid, str) else ""
+        kind = rtype(raw)
         if sid != first and _copied(path, sid, elsewhere):
             src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
             continue
-        uuid = raw.get("uuid") if isinstance(raw.get("uuid"), str) else ""
         if uuid:
             if uuid in seen_uuids:
                 issues.append(Issue(src.path, no, f"duplicate record uuid {uuid!r} (skipped)"))
@@ -188,18 +215,21 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)
             continue
+        sess = _session(sessions, sid)
         if rec is None:
             if uuid:  # still a link in the chain (a system record between two messages)
-                _session(sessions, sid).nodes.append(_node(no, raw, uuid, False))
+                parent = raw.get("parentUuid") or raw.get("logicalParentUuid")
+                sess.links[uuid] = parent if isinstance(parent, str) else None
             count_other(src, kind)
             continue
-        sess = _session(sessions, sid)
         sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta))
         sess.recs[no] = rec
         sess.version = sess.version or (raw["version"] if isinstance(raw.get("version"), str)
                                         else "")
         sess.agent_id = sess.agent_id or (raw["agentId"] if isinstance(raw.get("agentId"), str)
                                           else "")
+    for kind, n in passed.items():
+        src.coverage.skipped(kind, n)
     is_sub = path.parent.name == "subagents" and path.name.startswith("agent-")
     drafts = []
     for sess in sessions.values():
@@ -245,7 +275,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=agent_id if is_sub else "",
                    parent_run_id=_parent_run_id(path) if is_sub else "")
-    found = resolve(sess.nodes, is_sub)
+    found = resolve(sess.nodes, sess.links, is_sub)
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
                                          "loop are used"))
@@ -359,14 +389,18 @@ def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -
                 b.tool_call(call_id, x[2], x[3])
             else:
                 b.text(x[1], kind=x[0])
-    model = next((r.model for r in reversed(g.recs) if r.model), "")
+    model = miss = edits = ""
+    u = None
+    for r in reversed(g.recs):  # each from the group's last record that has it
+        model = model or r.model
+        miss = miss or r.miss
+        edits = edits or r.edits
+        if u is None:
+            u = r.usage
     if model == "<synthetic>":
         return  # written by the harness, not a model call
     if model:
         models[model] += 1
-    miss = next((r.miss for r in reversed(g.recs) if r.miss), "")
-    edits = next((r.edits for r in reversed(g.recs) if r.edits), "")
-    u = next((r.usage for r in reversed(g.recs) if r.usage is not None), None)
     if u is None:
         b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
         return

@@ -61,14 +61,17 @@ class Path:
         return sorted(set(self.order) | lines, key=self.rank.__getitem__)
 
 
-def resolve(nodes: list[Node], sidechain_file: bool) -> Path:
-    """The conversation path through ``nodes`` (every record of one session, file order).
+def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: bool) -> Path:
+    """The conversation path through ``nodes`` (the records a run is made of, file order).
 
     Args:
         nodes: the records, each with its line, uuid ('' when absent) and links.
+        links: uuid -> parent of the session's other records (progress, system records …):
+            the chain passes through them.
         sidechain_file: the file is a subagent's (its records are all sidechain).
     """
-    by_uuid = {n.uuid: n for n in nodes if n.uuid}
+    by_uuid: dict[str, Node] = {u: Node(0, u, p) for u, p in links.items()}
+    by_uuid.update((n.uuid, n) for n in nodes if n.uuid)
     parents = {n.parent for n in nodes if n.message and n.parent}
     leaves = [n for n in nodes if n.message and n.uuid and n.uuid not in parents
               and (sidechain_file or not n.sidechain)]

@@ -85,7 +85,8 @@ def test_refused_file_names_the_closest_formats(tmp_path: Path) -> None:
 def test_detection_is_said_for_a_parsed_file(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(_jsonl(_NOISE["summary"], _USER))
-    assert parse_file(path).detection.startswith("claude_code: 1 user/assistant record")
+    assert parse_file(path, explain=True).detection.startswith(
+        "claude_code: 1 user/assistant record")
     assert parse_file(path, fmt="claude_code").detection == "claude_code: forced with --format"
 
 
