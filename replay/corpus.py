@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from replay import store
 from replay.calibrate import calibrate
@@ -94,6 +95,16 @@ class Corpus:
         _, tables, spans = self._loaded
         m0, m1, r0, r1 = spans[run_id]
         return tables.messages.slice(m0, m1 - m0), tables.requests.slice(r0, r1 - r0)
+
+    def events(self, run_id: str) -> pa.Table:
+        """One run's ``ContextEvent`` rows: its compactions with their recorded facts (trigger,
+        tokens before, summary, re-attached messages, first request after), cleared and
+        persisted tool results (none for an in-memory corpus)."""
+        self.run_tables(run_id)  # reads its entry (once)
+        ev = self._loaded[1].events if self._loaded is not None else None
+        if ev is None:
+            return pa.Table.from_batches([], schema=SCHEMAS["events"])
+        return ev.filter(pc.equal(ev["run_id"], run_id))
 
     def prepared(self, run_id: str) -> PreparedRun:
         """One run ready for replay (memoised, the most recent ``keep_prepared`` runs)."""

@@ -49,6 +49,16 @@ class RequestContext:
 
 
 @dataclass(frozen=True, slots=True)
+class EventNote:
+    """One ``ContextEvent`` of the run, said in words."""
+
+    kind: str
+    msg: int
+    request: int | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunReport:
     """One run of the file."""
 
@@ -62,6 +72,9 @@ class RunReport:
     no_requests_reason: str
     """Why the run has no request ('' when it has some)."""
     requests: tuple[RequestContext, ...]
+    events: tuple[EventNote, ...] = ()
+    """What the harness did to the context besides adding messages (compactions with their
+    recorded facts, cleared and persisted tool results)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +114,33 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
                 n_tool_calls=run["n_tool_calls"],
                 n_harness_compactions=run["n_harness_compactions"], n_events=len(events),
                 no_requests_reason=_no_requests(msgs) if not reqs else "",
-                requests=tuple(_contexts(msgs, reqs, events))))
+                requests=tuple(_contexts(msgs, reqs, events)),
+                events=tuple(EventNote(e["kind"], e["msg"], e["request"], _detail(e))
+                             for e in events)))
     return Inspection(str(path), parsed.format, parsed.detection, parsed.coverage, tuple(runs),
                       parsed.issues)
+
+
+def _detail(e: dict) -> str:
+    """An event's recorded facts in a few words."""
+    parts = [e["trigger"]] if e["trigger"] else []
+    if e["pre_tokens"] is not None:
+        parts.append(f"{e['pre_tokens']:,} tokens before")
+    if e["post_tokens"] is not None:
+        parts.append(f"{e['post_tokens']:,} after")
+    if e["tokens_saved"] is not None:
+        parts.append(f"{e['tokens_saved']:,} saved")
+    if e["kind"] == "compaction":
+        parts.append("no summary recorded" if e["summary_msg"] is None
+                     else f"summary at message {e['summary_msg']}")
+        if e["preserved_msgs"]:
+            parts.append(f"{len(e['preserved_msgs'])} message(s) re-attached after it")
+    if e["call_ids"]:
+        what = "cleared" if e["kind"] == "microcompaction" else "preview of"
+        parts.append(f"{what} {len(e['call_ids'])} tool result(s)")
+    if e["full_chars"] is not None:
+        parts.append(f"full output {e['full_chars']:,} chars")
+    return ", ".join(parts)
 
 
 def _no_requests(msgs: pa.Table) -> str:

@@ -101,3 +101,33 @@ def test_replay_run_says_which_runs_it_did_not_replay(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "1 run(s) with no recorded request not replayed" in result.output
     assert "(only-user.jsonl)" in result.output
+
+
+def test_inspect_lists_the_context_events_with_their_recorded_facts() -> None:
+    doc = json.loads(runner.invoke(app, ["inspect", str(HANDMADE), "--json"]).stdout)
+    recs = [json.loads(line) for line in HANDMADE.read_text().splitlines()]
+    kinds = [e["kind"] for e in doc["runs"][0]["events"]]
+    assert kinds.count("compaction") == sum(r.get("subtype") == "compact_boundary" for r in recs)
+    assert kinds.count("microcompaction") == \
+        sum(r.get("subtype") == "microcompact_boundary" for r in recs)
+    boundary = next(r for r in recs if r.get("subtype") == "compact_boundary")
+    comp = next(e for e in doc["runs"][0]["events"] if e["kind"] == "compaction")
+    assert f"{boundary['compactMetadata']['preTokens']:,} tokens before" in comp["detail"]
+    assert "no summary recorded" in comp["detail"]
+
+
+def test_the_corpus_gives_a_runs_events(tmp_path: Path) -> None:
+    from replay.corpus import open_corpus
+
+    path = FIXTURES / "dag_compact_after_rewind_preserved.jsonl"
+    corpus = open_corpus([path], cache_dir=tmp_path / "ds")
+    [rid] = corpus.run_ids
+    [event] = corpus.events(rid).to_pylist()
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    meta = next(r for r in recs if r.get("subtype") == "compact_boundary")["compactMetadata"]
+    assert (event["trigger"], event["pre_tokens"]) == (meta["trigger"], meta["preTokens"])
+    msgs, _ = corpus.run_tables(rid)
+    texts = msgs["text"].to_pylist()
+    assert [texts[i] for i in event["preserved_msgs"]] == [
+        next(r["message"]["content"][0]["text"] for r in recs if r.get("uuid") == u)
+        for u in meta["preservedMessages"]["uuids"]]

@@ -51,6 +51,10 @@ def inspect(
                 "context events": r.n_events, "no requests because": r.no_requests_reason}
                for r in found.runs], False, title=f"{len(found.runs)} run(s)")
         for r in found.runs:
+            if r.events:
+                _emit([{"event": e.kind, "at message": e.msg, "first request after": e.request,
+                        "recorded": e.detail} for e in r.events], False,
+                      title=f"run {r.run_id}: context events")
             if r.requests:
                 _emit([{"request": c.request, "output msg": c.output_msg,
                         "counted": c.counted_tokens, "recorded": c.recorded_input_tokens,
