@@ -106,6 +106,12 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
             found = Detection(detect_format(path.name, data[:_SNIFF_BYTES]), "")
             if found.format is None:
                 found = detect(path.name, data[:_SNIFF_BYTES])
+        if found.format is None and (cut := _records_cut(data)) is not None:
+            again = detect(path.name, cut)  # JSON Lines whose first records fill the head
+            if again.format is not None:
+                found = Detection(again.format, f"{again.reason} (each record's first "
+                                                 f"{_CUT_BYTES // 1024} KiB; long records "
+                                                 "fill the first 64 KiB)")
     except RecursionError:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 1, "JSON nested too deeply to detect the format; try --format"),))
@@ -138,6 +144,26 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                                           f"({type(exc).__name__}: {exc})"))
         return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
     return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
+
+
+_CUT_BYTES = 4096
+"""How much of each line the second detection pass sees (``_records_cut``)."""
+
+
+def _records_cut(data: bytes) -> bytes | None:
+    """The first 64 KiB of a JSON Lines file made of each line's first ``_CUT_BYTES`` (from its
+    first 4 MiB), so records longer than the head (a big snapshot or paste first) do not hide
+    the ones after them; None when the file has no line past the plain head."""
+    if data.find(b"\n", 0, _SNIFF_BYTES) not in (-1, len(data) - 1) and \
+            data.count(b"\n", 0, 4 * _SNIFF_BYTES) > 16:
+        return None  # the plain head already held many records
+    out, size = [], 0
+    for line in data[:64 * _SNIFF_BYTES].split(b"\n"):
+        out.append(line[:_CUT_BYTES])
+        size += len(out[-1]) + 1
+        if size >= _SNIFF_BYTES:
+            break
+    return b"\n".join(out)[:_SNIFF_BYTES] if len(out) > 1 else None
 
 
 def _unrecognised(path: str, data: bytes, found: Detection) -> Issue:

@@ -69,7 +69,8 @@ _LINK_KEYS = ("sessionId", "parentUuid", "logicalParentUuid", "uuid", "leafUuid"
 _SIDE_KEYS = ("isSidechain", "userType", "agentId", "requestId", "cwd", "gitBranch")
 """Keys of Claude Code records besides the links (subagent files may lack the links)."""
 _HEAD_TYPE = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
-_HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS) + rb')"\s*:')
+_HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS + _SIDE_KEYS)
+                        + rb')"\s*:')
 _HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|logicalParentUuid|leafUuid|sessionId|uuid'
                          rb'|isSidechain)"\s*:')
 

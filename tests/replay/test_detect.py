@@ -94,3 +94,12 @@ def test_registry_is_the_one_list() -> None:
     assert next(iter(PARSERS)) == "claude_code"
     for name, module in PARSERS.items():
         assert module.NAME == name and callable(module.sniff) and callable(module.parse)
+
+
+def test_messages_after_records_longer_than_the_head_are_found(tmp_path: Path) -> None:
+    big = dict(_NOISE["file-history-snapshot"], snapshot={"blob": "x" * 100_000})
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(_jsonl(big, big, _USER))
+    parsed = parse_file(path)
+    assert parsed.format == "claude_code" and parsed.tables is not None
+    assert detect_format(path.name, path.read_bytes()[:65536]) is None  # the plain head alone
