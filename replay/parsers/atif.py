@@ -34,8 +34,8 @@ counted as ``note/converter placeholder message``.
 
 Compactions: a ``system`` step whose message or ``extra`` speaks of summarisation or
 compaction (Terminus-2's "Performed context summarization and handoff …", with
-``subagent_trajectory_ref`` to the summariser runs) is a harness compaction: a summary
-block holding that message (the summary text itself lives in the referenced files, which
+``subagent_trajectory_ref`` to the summariser runs) is a harness compaction: a ``compaction``
+ContextEvent (no trigger or sizes: ATIF records none) and a summary block holding that message (the summary text itself lives in the referenced files, which
 are runs of their own).  Steps marked ``is_copied_context`` (a continuation file repeating
 the context it starts from) are context but made no request here.  A step with
 ``llm_call_count: 0`` (v1.7, deterministic dispatch) makes no request.  Embedded
@@ -188,8 +188,10 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     if source == "system":
         if not copied and _is_compaction(step, text):
             cov.modelled("step/system (compaction)")
-            b.message("user", ts=ts)
-            b.summary(text)
+            event = b.n_events
+            b.event("compaction", harness_compaction=True)
+            b.set_event(event, summary_msg=b.message("user", ts=ts))
+            b.summary(text, counted=False)
         else:
             cov.modelled("step/system")
             b.message("system", ts=ts)

@@ -30,8 +30,9 @@ Tokens: ``tokens.input`` is Gemini's ``promptTokenCount``, cached content includ
 output tokens.  ``tokens.tool`` (server-side tool prompts) is not in ``input`` and not added.
 
 Compactions: a ``$set.messages`` checkpoint that drops messages of the current history is a
-harness compaction; the messages it adds (Gemini CLI's ``<state_snapshot>`` summary turn and
-the model's acknowledgement) become one summary block.  The messages it keeps are not
+harness compaction (a ``compaction`` ContextEvent; the file records no trigger or sizes); the
+messages it adds (Gemini CLI's ``<state_snapshot>`` summary turn and the model's
+acknowledgement) become one summary block.  The messages it keeps are not
 repeated after the summary (the run model is append-only): their tokens show as a gap
 between counted and recorded input after the compaction.  A checkpoint that drops nothing
 (masking, synthetic turns) updates the messages it names.  The single-JSON files (before
@@ -233,8 +234,10 @@ def _emit(src: Source, issues: list[Issue], h: _History) -> RunDraft:
                 src.coverage.unknown(f"message/{m['type']} (malformed)")
                 issues.append(Issue(src.path, 0, f"message {mid[:80]!r}: {exc} (kept in part)"))
         if added:
-            b.message("user", ts=_str(added[0].get("timestamp")))
-            b.summary("\n\n".join(_parts_text(m.get("content")) for m in added))
+            event = b.n_events
+            b.event("compaction", harness_compaction=True)
+            b.set_event(event, summary_msg=b.message("user", ts=_str(added[0].get("timestamp"))))
+            b.summary("\n\n".join(_parts_text(m.get("content")) for m in added), counted=False)
             done.update(m["id"] for m in added)
     return b.build()
 

@@ -20,12 +20,13 @@ usage unknown.
 Usage: Inspect's ``input_tokens`` excludes cache reads and writes (``ModelUsage``), so the
 full prompt is ``input_tokens + input_tokens_cache_read + input_tokens_cache_write``.
 
-Compactions: a ``CompactionEvent`` (``summary`` / ``edit`` / ``trim``, with
-``tokens_before`` / ``tokens_after``) is one harness compaction.  For a summary, the user
-message marked ``metadata.summary`` in the next call's input is the summary block, and the
-model call that wrote it (the call just before the event whose answer is inside that
-summary) is the harness's summarisation call: no request row.  An edit or trim has no text;
-its summary block says what it was.  A call whose input rewrites the context with no
+Compactions: a ``CompactionEvent`` (``summary`` / ``edit`` / ``trim``) is one harness
+compaction: a ``compaction`` ContextEvent with its ``tokens_before`` / ``tokens_after`` and
+trigger (``metadata.trigger``: threshold → auto, forced → manual).  For a summary, the user
+message marked ``metadata.summary`` in the next call's input is the summary block the event
+points at, and the model call that wrote it (the call just before the event whose answer is
+inside that summary) is the harness's summarisation call: no request row.  An edit or trim
+writes no summary (the event has none).  A call whose input rewrites the context with no
 compaction event before it is read the same way (only unseen messages are added) and
 counted in the coverage as ``model (input rewritten)``.
 
@@ -54,6 +55,8 @@ NAME = "inspect_ai"
 _ZIP_NAMES = re.compile(rb"header\.json|_journal/start\.json|samples/[^/\x00]{1,200}_epoch_\d+\.json")
 """Entry names of an Inspect zip (its local file headers show them in the head)."""
 _JSON_EVAL = re.compile(rb'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task|created)"')
+_TRIGGERS = {"threshold": "auto", "forced": "manual"}
+"""Inspect's ``CompactionEvent.metadata.trigger`` as a ``ContextEvent`` trigger."""
 _SKIPPED_EVENTS = frozenset((
     "sample_init", "span_begin", "span_end", "state", "store", "score", "score_edit",
     "sandbox", "info", "logger", "input", "step", "subtask", "approval", "error",
@@ -221,14 +224,19 @@ class _Sample:
         return [m for m, k in zip(inp, keys) if k not in self.emitted]
 
     def compaction(self, event: dict[str, Any], summaries: list[dict[str, Any]]) -> None:
-        self.b.message("user", ts=_str(event.get("timestamp")))
+        """A ``compaction`` ContextEvent with the recorded trigger and sizes, and the summary
+        message when the compaction wrote one (an edit or trim has none)."""
+        b = self.b
+        trigger = _obj(event.get("metadata")).get("trigger")
+        index = b.n_events
+        b.event("compaction", trigger=_TRIGGERS.get(trigger, "") if isinstance(trigger, str)
+                else "", pre_tokens=_int(event.get("tokens_before")),
+                post_tokens=_int(event.get("tokens_after")), harness_compaction=True)
         if summaries:
-            self.b.summary("\n\n".join(self.text(m.get("content")) for m in summaries))
+            b.set_event(index, summary_msg=b.message("user", ts=_str(event.get("timestamp"))))
+            b.summary("\n\n".join(self.text(m.get("content")) for m in summaries),
+                      counted=False)
             self.emitted.update(self.key(m) for m in summaries)
-        else:
-            self.b.summary(f"[{_str(event.get('type')) or 'unknown'} compaction: "
-                           f"{event.get('tokens_before')} -> {event.get('tokens_after')} "
-                           "tokens]")
 
     def emit(self, m: dict[str, Any], ts: str = "") -> int:
         """Add one chat message; returns its message index."""

@@ -27,9 +27,12 @@ cache.read + cache.write``; cache reads and writes are kept as recorded.
 Compactions: a user message with a ``compaction`` part asks "What did we do so far?"; the
 assistant message that answers it has ``summary: true``, and OpenCode's next requests start
 from there.  That answer becomes one harness summary block (no request row: it is the
-harness's summarisation call, whose prompt is the old history).  Tool outputs OpenCode later
-cleared (``state.time.compacted``) are kept whole, as the model first saw them, and counted
-in the coverage as ``part/tool (cleared later)``.
+harness's summarisation call, whose prompt is the old history), pointed at by a
+``compaction`` ContextEvent whose trigger is the compaction part's ``auto`` (auto / manual).
+Tool outputs OpenCode later cleared (``state.time.compacted``) are kept whole, as the model
+first saw them, counted in the coverage as ``part/tool (cleared later)``, and named by a
+``microcompaction`` ContextEvent at the first message created after the clearing (OpenCode
+sends "[Old tool result content cleared]" for them from then on).
 
 Coverage types: ``message/<role>``, ``message/assistant (summary)``, ``part/<type>``,
 ``event/<type>`` (run streams), ``todos``.
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -91,6 +95,18 @@ def evidence(filename: str, head: bytes) -> str:
     return ""
 
 
+@dataclass(slots=True)
+class _Facts:
+    """What the walk of one session keeps for its context events."""
+
+    trigger: str = ""
+    """``auto`` / ``manual`` of the compaction part waiting for its summary."""
+    starts: list[tuple[int, Any]] = field(default_factory=list)
+    """(message index, OpenCode ``time.created``) of each message emitted."""
+    cleared: dict[float, list[str]] = field(default_factory=dict)
+    """``time.compacted`` -> the calls whose output OpenCode cleared then."""
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run from an OpenCode export or run event stream; problems go to ``issues``.
 
@@ -119,15 +135,26 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     lines = ItemLines(src, "messages", len(messages), found)
     info = _obj(doc.get("info"))
     b = RunBuilder(src, 0, NAME, issues, model=_model(messages), harness=_harness(info))
+    facts = _Facts()
     for i, m in enumerate(messages):
         try:
             if not isinstance(m, dict):
                 raise TypeError(f"expected an object, got {type(m).__name__}")
-            _message(b, _obj(m.get("info")), m.get("parts"))
+            _message(b, _obj(m.get("info")), m.get("parts"), facts)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             src.coverage.unknown("message (malformed)")
             issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
+    _microcompactions(b, facts)
     return [b.build()]
+
+
+def _microcompactions(b: RunBuilder, facts: _Facts) -> None:
+    """One ``microcompaction`` event per moment OpenCode cleared tool outputs, taking effect
+    at the first message created after it."""
+    for when, call_ids in sorted(facts.cleared.items()):
+        at = next((i for i, created in facts.starts if isinstance(created, (int, float))
+                   and not isinstance(created, bool) and created > when), None)
+        b.event("microcompaction", msg=at, call_ids=call_ids)
 
 
 def _events(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -142,8 +169,10 @@ def _events(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src.coverage.modelled(f"event/{kind}")
         groups.setdefault(_str(part.get("messageID")), []).append(part)
     b = RunBuilder(src, 0, NAME, issues, harness="opencode run")
+    facts = _Facts()
     for parts in groups.values():
-        _assistant(b, {}, parts)
+        _assistant(b, {}, parts, facts)
+    _microcompactions(b, facts)
     return [b.build()]
 
 
@@ -161,23 +190,29 @@ def _harness(info: dict[str, Any]) -> str:
     return f"opencode {version}" if version else "opencode"
 
 
-def _message(b: RunBuilder, info: dict[str, Any], parts: Any) -> None:
+def _message(b: RunBuilder, info: dict[str, Any], parts: Any, facts: _Facts) -> None:
     if not isinstance(parts, list):
         raise TypeError(f"parts is {type(parts).__name__}, not a list")
     role = info.get("role")
     if role == "user":
         b.source.coverage.modelled("message/user")
-        _user(b, info, parts)
+        _user(b, info, parts, facts)
     elif role == "assistant":
         if info.get("summary") is True:
             b.source.coverage.modelled("message/assistant (summary)")
             _count_parts(b, parts)
-            b.message("assistant", ts=_ts(info))
+            event = b.n_events
+            b.event("compaction", trigger=facts.trigger, harness_compaction=True)
+            msg = b.message("assistant", ts=_ts(info))
+            facts.starts.append((msg, _obj(info.get("time")).get("created")))
+            b.set_event(event, summary_msg=msg)
             b.summary("\n".join(p["text"] for p in parts if isinstance(p, dict)
-                                and p.get("type") == "text" and isinstance(p.get("text"), str)))
+                                and p.get("type") == "text" and isinstance(p.get("text"), str)),
+                      counted=False)
+            facts.trigger = ""
         else:
             b.source.coverage.modelled("message/assistant")
-            _assistant(b, info, parts)
+            _assistant(b, info, parts, facts)
     else:
         b.source.coverage.unknown(f"message/{role}" if isinstance(role, str) else
                                   "message (no role)")
@@ -189,9 +224,9 @@ def _count_parts(b: RunBuilder, parts: list[Any]) -> None:
         b.source.coverage.modelled(f"part/{_obj(p).get('type')}")
 
 
-def _user(b: RunBuilder, info: dict[str, Any], parts: list[Any]) -> None:
+def _user(b: RunBuilder, info: dict[str, Any], parts: list[Any], facts: _Facts) -> None:
     cov = b.source.coverage
-    b.message("user", ts=_ts(info))
+    facts.starts.append((b.message("user", ts=_ts(info)), _obj(info.get("time")).get("created")))
     for p in parts:
         p = _obj(p)
         t = p.get("type")
@@ -210,6 +245,8 @@ def _user(b: RunBuilder, info: dict[str, Any], parts: list[Any]) -> None:
             b.text(f"[{mime or 'file'}: {_str(p.get('filename')) or 'file'}]", kind="image")
         elif t == "compaction":
             cov.modelled("part/compaction")
+            auto = p.get("auto")
+            facts.trigger = "auto" if auto is True else "manual" if auto is False else ""
             b.text(_COMPACTION_PROMPT)
         elif t == "subtask":
             cov.modelled("part/subtask")
@@ -220,7 +257,7 @@ def _user(b: RunBuilder, info: dict[str, Any], parts: list[Any]) -> None:
             cov.unknown(f"part/{t}")
 
 
-def _assistant(b: RunBuilder, info: dict[str, Any], parts: list[Any]) -> None:
+def _assistant(b: RunBuilder, info: dict[str, Any], parts: list[Any], facts: _Facts) -> None:
     """One request per step (``step-start`` … ``step-finish``), each followed by its results."""
     steps: list[tuple[list[dict[str, Any]], dict[str, Any] | None]] = []
     current: list[dict[str, Any]] = []
@@ -245,14 +282,15 @@ def _assistant(b: RunBuilder, info: dict[str, Any], parts: list[Any]) -> None:
         # step of a stepped message (aborted) has no usage of its own
         steps.append((current, None if stepped else info))
     for content, finish in steps:
-        _step(b, info, content, finish)
+        _step(b, info, content, finish, facts)
 
 
 def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
-          finish: dict[str, Any] | None) -> None:
+          finish: dict[str, Any] | None, facts: _Facts) -> None:
     cov = b.source.coverage
     ts = _ts(info)
     msg = b.message("assistant", ts=ts)
+    facts.starts.append((msg, _obj(info.get("time")).get("created")))
     results: list[tuple[str, str, bool]] = []
     for k, p in enumerate(parts):
         t = p.get("type")
@@ -266,7 +304,7 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
             args = state.get("input")
             b.tool_call(call_id, _str(p.get("tool")) or "tool",
                         args if isinstance(args, (dict, str)) else {})
-            results.append(_result(b, call_id, state))
+            results.append(_result(b, call_id, state, facts))
         elif t in _SKIPPED_PARTS:
             cov.skipped(f"part/{t}")
         else:
@@ -286,11 +324,15 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
             b.tool_result(call_id, text, is_error=is_error)
 
 
-def _result(b: RunBuilder, call_id: str, state: dict[str, Any]) -> tuple[str, str, bool]:
+def _result(b: RunBuilder, call_id: str, state: dict[str, Any],
+            facts: _Facts) -> tuple[str, str, bool]:
     status = state.get("status")
     if status == "completed":
-        if _obj(state.get("time")).get("compacted") is not None:
+        when = _obj(state.get("time")).get("compacted")
+        if when is not None:
             b.source.coverage.modelled("part/tool (cleared later)")
+            if isinstance(when, (int, float)) and not isinstance(when, bool):
+                facts.cleared.setdefault(float(when), []).append(call_id)
         output = state.get("output")
         return call_id, output if isinstance(output, str) else json.dumps(output), False
     if status == "error":

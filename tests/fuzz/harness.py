@@ -352,7 +352,8 @@ def check_issues(issues: Any, path: str, data: bytes, *, per_line: bool) -> None
         str(i)
 
 
-def check_run(run: dict[str, Any], msgs: dict[str, list[Any]], reqs: dict[str, list[Any]]) -> None:
+def check_run(run: dict[str, Any], msgs: dict[str, list[Any]], reqs: dict[str, list[Any]],
+              events: dict[str, list[Any]] | None = None) -> None:
     """The schema invariants of one run's rows (columns as lists, in stored order)."""
     n = len(msgs["msg"])
     assert all(len(col) == n for col in msgs.values()), "message columns differ in length"
@@ -360,7 +361,10 @@ def check_run(run: dict[str, Any], msgs: dict[str, list[Any]], reqs: dict[str, l
     kinds = msgs["kind"]
     assert run["n_tool_calls"] == kinds.count("tool_call")
     assert run["n_tool_results"] == kinds.count("tool_result")
-    assert run["n_harness_compactions"] == sum(map(bool, msgs["is_harness_summary"]))
+    # a harness compaction is a summary row, or a compaction event with no summary (a trim)
+    unsummarised = sum(k == "compaction" and m is None for k, m in
+                       zip((events or {}).get("kind", []), (events or {}).get("summary_msg", [])))
+    assert run["n_harness_compactions"] == sum(map(bool, msgs["is_harness_summary"])) + unsummarised
     # messages and blocks: dense and ordered, one role per message
     prev_msg, prev_block, roles = -1, -1, {}
     for m, b, role in zip(msgs["msg"], msgs["block"], msgs["role"]):
@@ -412,7 +416,7 @@ def check_drafts(drafts: Any, fmt: str) -> None:
         assert isinstance(d, RunDraft)
         assert d.run["format"] == fmt
         ids.add(d.run["run_id"])
-        check_run(d.run, d.messages, d.requests)
+        check_run(d.run, d.messages, d.requests, d.events)
     assert len(ids) == len(drafts)
 
 
@@ -423,7 +427,7 @@ def check_tables(parsed: ParsedFile) -> None:
         return
     runs = t.runs.to_pylist()
     assert runs, "tables with no run"
-    msgs, reqs = t.messages.to_pydict(), t.requests.to_pydict()
+    msgs, reqs, evs = t.messages.to_pydict(), t.requests.to_pydict(), t.events.to_pydict()
     for run in runs:
         rid = run["run_id"]
         assert run["format"] == parsed.format
@@ -431,7 +435,9 @@ def check_tables(parsed: ParsedFile) -> None:
         assert mine == list(range(mine[0], mine[0] + len(mine))) if mine else True
         check_run(run, {k: [v[i] for i in mine] for k, v in msgs.items() if k != "run_id"},
                   {k: [v[i] for i, x in enumerate(reqs["run_id"]) if x == rid]
-                   for k, v in reqs.items() if k != "run_id"})
+                   for k, v in reqs.items() if k != "run_id"},
+                  {k: [v[i] for i, x in enumerate(evs["run_id"]) if x == rid]
+                   for k, v in evs.items() if k != "run_id"})
     for text, nb, nc, est in zip(msgs["text"], msgs["n_bytes"], msgs["n_chars"],
                                  msgs["tokens_estimated"]):
         found = declared(text)  # a redacted block: its characters are the declared ones

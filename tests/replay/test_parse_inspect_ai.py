@@ -113,8 +113,13 @@ def test_compaction_summary_and_trim() -> None:
     (draft,) = inspect_ai.parse(_source(path), [])
     kinds, texts = draft.messages["kind"], draft.messages["text"]
     summaries = [t for k, t in zip(kinds, texts) if k == "summary"]
-    assert len(summaries) == 2
-    assert "<summary>" in summaries[0] and summaries[1].startswith("[trim compaction")
+    assert len(summaries) == 1 and "<summary>" in summaries[0]  # a trim writes no summary
+    ev = draft.events
+    assert ev["kind"] == ["compaction", "compaction"] and draft.run["n_harness_compactions"] == 2
+    assert list(zip(ev["trigger"], ev["pre_tokens"], ev["post_tokens"])) == [
+        ("auto", 1760, 410), ("manual", 560, 380)]
+    assert ev["summary_msg"][0] == draft.messages["msg"][kinds.index("summary")]
+    assert ev["summary_msg"][1] is None
     assert "GRADE" not in "".join(texts)  # the scorer's call is not the agent's
     # the summariser's prompt is not context; the result it summarised is
     assert not any("continuation summary" in t for t in texts)

@@ -95,6 +95,12 @@ def test_compaction_is_one_summary_and_not_a_request() -> None:
     at = kinds.index("summary")
     assert draft.messages["text"][at - 1] == "What did we do so far?"
     assert draft.messages["msg"][at] not in draft.requests["output_msg"]
+    ev = draft.events
+    assert ev["kind"] == ["compaction", "microcompaction"]
+    assert ev["trigger"][0] == "auto" and ev["summary_msg"][0] == draft.messages["msg"][at]
+    # the read output cleared at T0+90 s takes effect at the first message created after it
+    assert ev["call_ids"][1] == ["toolu_01Read9yR"] and ev["msg"][1] == draft.messages["msg"][at]
+    assert draft.run["n_harness_compactions"] == 1
 
 
 def test_unfinished_step_has_unknown_usage_and_interrupted_result() -> None:
