@@ -32,9 +32,8 @@ output tokens.  ``tokens.tool`` (server-side tool prompts) is not in ``input`` a
 Compactions: a ``$set.messages`` checkpoint that drops messages of the current history is a
 harness compaction (a ``compaction`` ContextEvent; the file records no trigger or sizes); the
 messages it adds (Gemini CLI's ``<state_snapshot>`` summary turn and the model's
-acknowledgement) become one summary block.  The messages it keeps are not
-repeated after the summary (the run model is append-only): their tokens show as a gap
-between counted and recorded input after the compaction.  A checkpoint that drops nothing
+acknowledgement) become one summary block, and the messages it keeps are the event's
+preserved messages (re-attached after the summary).  A checkpoint that drops nothing
 (masking, synthetic turns) updates the messages it names.  The single-JSON files (before
 the JSONL recorder of 2026-04) keep the whole history across a compression: nothing in them
 marks it (only the next request's smaller ``tokens.input`` shows it).  Rewound messages are left out of
@@ -219,45 +218,52 @@ def _emit(src: Source, issues: list[Issue], h: _History) -> RunDraft:
                    agent=h.meta["sessionId"] if sub else "")
     answered = {r["id"] for live, _ in h.epochs for m in live.values() if m["type"] == "user"
                 for r in _responses(m.get("content"))}
-    done: set[str] = set()
-    for live, added in h.epochs:
+    done: dict[str, list[int]] = {}
+    """Message id -> the run's messages made from it."""
+    for k, (live, added) in enumerate(h.epochs):
         for mid, m in live.items():
             if mid in done:
                 continue
-            done.add(mid)
+            done[mid] = []
             try:
                 if m["type"] == "user":
-                    _user(b, m)
+                    done[mid] = _user(b, m)
                 else:
-                    _gemini(b, m, answered)
+                    done[mid] = _gemini(b, m, answered)
             except (TypeError, ValueError, AttributeError, KeyError) as exc:
                 src.coverage.unknown(f"message/{m['type']} (malformed)")
                 issues.append(Issue(src.path, 0, f"message {mid[:80]!r}: {exc} (kept in part)"))
         if added:
+            kept = sorted(i for mid in h.epochs[k + 1][0] if mid in done for i in done[mid])
             event = b.n_events
-            b.event("compaction", harness_compaction=True)
-            b.set_event(event, summary_msg=b.message("user", ts=_str(added[0].get("timestamp"))))
+            b.event("compaction", preserved_msgs=kept, harness_compaction=True)
+            msg = b.message("user", ts=_str(added[0].get("timestamp")))
+            b.set_event(event, summary_msg=msg)
             b.summary("\n\n".join(_parts_text(m.get("content")) for m in added), counted=False)
-            done.update(m["id"] for m in added)
+            done.update((m["id"], [msg]) for m in added)
     return b.build()
 
 
-def _user(b: RunBuilder, m: dict[str, Any]) -> None:
+def _user(b: RunBuilder, m: dict[str, Any]) -> list[int]:
+    """Emit a user message (and the tool results it carries); the message indices made."""
+    made = []
     ts = _str(m.get("timestamp"))
     content = m.get("content")
     responses = _responses(content)
     rest = [p for p in content if not (isinstance(p, dict) and "functionResponse" in p)] \
         if isinstance(content, list) else content
     if responses:
-        b.message("tool", ts=ts)
+        made.append(b.message("tool", ts=ts))
         for r in responses:
             b.tool_result(r["id"], _response_text(r), is_error=_is_error(r))
     if not responses or _parts_text(rest):
-        b.message("user", ts=ts)
+        made.append(b.message("user", ts=ts))
         b.text(_parts_text(rest))
+    return made
 
 
-def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str]) -> None:
+def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str]) -> list[int]:
+    """Emit a model message, its call and its results; the message indices made."""
     ts = _str(m.get("timestamp"))
     msg = b.message("assistant", ts=ts)
     for t in _list(m.get("thoughts")):
@@ -286,11 +292,13 @@ def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str]) -> None:
                   reasoning_tokens=_int(t.get("thoughts")), model=_str(m.get("model")), ts=ts)
     results = [(cid, tc) for cid, tc in zip(ids, calls)
                if cid not in answered and tc.get("result") is not None]
-    if results:
-        b.message("tool", ts=ts)
-        for cid, tc in results:
-            b.tool_result(cid, _parts_text(tc["result"], responses=True),
-                          is_error=tc.get("status") == "error")
+    if not results:
+        return [msg]
+    made = [msg, b.message("tool", ts=ts)]
+    for cid, tc in results:
+        b.tool_result(cid, _parts_text(tc["result"], responses=True),
+                      is_error=tc.get("status") == "error")
+    return made
 
 
 def _responses(content: Any) -> list[dict[str, Any]]:

@@ -22,7 +22,9 @@ full prompt is ``input_tokens + input_tokens_cache_read + input_tokens_cache_wri
 
 Compactions: a ``CompactionEvent`` (``summary`` / ``edit`` / ``trim``) is one harness
 compaction: a ``compaction`` ContextEvent with its ``tokens_before`` / ``tokens_after`` and
-trigger (``metadata.trigger``: threshold → auto, forced → manual).  For a summary, the user
+trigger (``metadata.trigger``: threshold → auto, forced → manual); the messages of the next
+call's input that the run already has (the system prompt and task a summary keeps, what a
+trim leaves) are its preserved messages.  For a summary, the user
 message marked ``metadata.summary`` in the next call's input is the summary block the event
 points at, and the model call that wrote it (the call just before the event whose answer is
 inside that summary) is the harness's summarisation call: no request row.  An edit or trim
@@ -140,6 +142,8 @@ class _Sample:
         self.sample = sample
         self.context: list[str] = []
         self.emitted: set[str] = set()
+        self.index: dict[str, int] = {}
+        """Message key -> its message index in the run."""
 
     def read(self) -> None:
         events = self.sample.get("events")
@@ -173,7 +177,7 @@ class _Sample:
             else:
                 self.cov.unknown(f"event/{kind}")
         if pending is not None:
-            self.compaction(pending, [])
+            self.compaction(pending, [], [])
         for m in self.messages(self.sample.get("messages")):
             if self.key(m) not in self.emitted:
                 self.emit(m)
@@ -193,7 +197,9 @@ class _Sample:
             if not any(m is s for s in summaries):
                 self.emit(m)
         if pending is not None or summaries:
-            self.compaction(pending or {}, summaries)
+            kept = {self.index[k] for m, k in zip(inp, keys)
+                    if k in self.index and not any(m is x for x in summaries)}
+            self.compaction(pending or {}, summaries, sorted(kept))
         choices = _obj(e.get("output")).get("choices")
         out = _obj(_obj(choices[0]).get("message")) if isinstance(choices, list) and choices \
             else {}
@@ -223,7 +229,8 @@ class _Sample:
             self.cov.modelled("model (input rewritten)")
         return [m for m, k in zip(inp, keys) if k not in self.emitted]
 
-    def compaction(self, event: dict[str, Any], summaries: list[dict[str, Any]]) -> None:
+    def compaction(self, event: dict[str, Any], summaries: list[dict[str, Any]],
+                   kept: list[int]) -> None:
         """A ``compaction`` ContextEvent with the recorded trigger and sizes, and the summary
         message when the compaction wrote one (an edit or trim has none)."""
         b = self.b
@@ -231,9 +238,12 @@ class _Sample:
         index = b.n_events
         b.event("compaction", trigger=_TRIGGERS.get(trigger, "") if isinstance(trigger, str)
                 else "", pre_tokens=_int(event.get("tokens_before")),
-                post_tokens=_int(event.get("tokens_after")), harness_compaction=True)
+                post_tokens=_int(event.get("tokens_after")), preserved_msgs=kept,
+                harness_compaction=True)
         if summaries:
-            b.set_event(index, summary_msg=b.message("user", ts=_str(event.get("timestamp"))))
+            msg = b.message("user", ts=_str(event.get("timestamp")))
+            b.set_event(index, summary_msg=msg)
+            self.index.update((self.key(m), msg) for m in summaries)
             b.summary("\n\n".join(self.text(m.get("content")) for m in summaries),
                       counted=False)
             self.emitted.update(self.key(m) for m in summaries)
@@ -244,7 +254,7 @@ class _Sample:
         self.emitted.add(self.key(m))
         content = m.get("content")
         if role == "tool":
-            msg = b.message("tool", ts=ts)
+            msg = self.index[self.key(m)] = b.message("tool", ts=ts)
             err = m.get("error")
             text = self.text(content)
             if isinstance(err, dict) and not text:
@@ -255,7 +265,7 @@ class _Sample:
         if role not in ("system", "user", "assistant"):
             self.cov.unknown(f"message/{role}")
             role = "user"
-        msg = b.message(str(role), ts=ts)
+        msg = self.index[self.key(m)] = b.message(str(role), ts=ts)
         for part in content if isinstance(content, list) else [content]:
             kind, text = self.part(part)
             if kind:

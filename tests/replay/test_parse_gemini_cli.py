@@ -110,6 +110,13 @@ def test_rewind_compaction_and_double_recorded_responses() -> None:
     assert draft.messages["call_id"].count("read_file_1") == 2  # the call and one result
     # after the compaction the request's recorded input drops: it is the last request
     assert draft.requests["input_tokens"][-1] == 3120
+    # the checkpoint kept the replace call and its result: re-attached after the summary
+    ev = draft.events
+    assert ev["kind"] == ["compaction"] and ev["summary_msg"] == [draft.messages["msg"][
+        kinds.index("summary")]]
+    kept = [[k for m, k in zip(draft.messages["msg"], kinds) if m == i] for i in
+            ev["preserved_msgs"][0]]
+    assert kept == [["tool_call"], ["tool_result"]]
 
 
 def test_synthetic_model_turn_makes_no_request(tmp_path: Path) -> None:

@@ -120,6 +120,12 @@ def test_compaction_summary_and_trim() -> None:
         ("auto", 1760, 410), ("manual", 560, 380)]
     assert ev["summary_msg"][0] == draft.messages["msg"][kinds.index("summary")]
     assert ev["summary_msg"][1] is None
+    # a summary keeps the system prompt and the task; the trim keeps those, the summary, the
+    # last call and its result
+    at = {m: i for i, m in enumerate(draft.messages["msg"])}
+    roles = [[draft.messages["role"][at[m]] for m in kept] for kept in ev["preserved_msgs"]]
+    assert roles == [["system", "user"], ["system", "user", "assistant", "tool"]]
+    assert ev["preserved_msgs"][1][1] == ev["summary_msg"][0]
     assert "GRADE" not in "".join(texts)  # the scorer's call is not the agent's
     # the summariser's prompt is not context; the result it summarised is
     assert not any("continuation summary" in t for t in texts)
