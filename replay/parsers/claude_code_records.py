@@ -117,8 +117,13 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
 
 
 def boundary_meta(raw: dict[str, Any]) -> dict[str, Any]:
-    """A boundary's recorded facts: trigger, token counts, preserved records, cleared calls."""
+    """A boundary's recorded facts: trigger, token counts, preserved records, cleared calls
+    (``compactMetadata``; ``compact_metadata`` with snake-case keys in stream-json captures)."""
     meta = raw.get("compactMetadata")
+    if not isinstance(meta, dict) and isinstance(raw.get("compact_metadata"), dict):
+        meta = {"preTokens": raw["compact_metadata"].get("pre_tokens"),
+                "postTokens": raw["compact_metadata"].get("post_tokens"),
+                "trigger": raw["compact_metadata"].get("trigger")}
     if raw.get("subtype") == "microcompact_boundary" and isinstance(
             raw.get("microcompactMetadata"), dict):
         meta = raw["microcompactMetadata"]

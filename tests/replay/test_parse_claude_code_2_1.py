@@ -174,3 +174,22 @@ def test_a_session_copied_from_a_file_beside_it_counts_once(tmp_path: Path) -> N
     parsed = parse_file(both, tmp_path)
     assert parsed.tables is not None and parsed.tables.runs.num_rows == 1
     assert parsed.coverage[f"user (copy from {sid[:8]}.jsonl)"] == {"skipped": 2}
+
+
+def test_stream_json_boundary_with_snake_case_metadata(tmp_path: Path) -> None:
+    recs = [{"type": "user", "session_id": "s", "uuid": "u1",
+             "message": {"role": "user", "content": "go"}},
+            {"type": "system", "subtype": "compact_boundary", "session_id": "s", "uuid": "b1",
+             "compact_metadata": {"trigger": "manual", "pre_tokens": 190000}},
+            {"type": "assistant", "session_id": "s", "uuid": "a1", "parent_tool_use_id": None,
+             "message": {"id": "msg_1", "role": "assistant", "model": "claude-x",
+                         "content": [{"type": "text", "text": "ok"}],
+                         "usage": {"input_tokens": 3, "output_tokens": 1}}}]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    parsed = parse_file(path, tmp_path)
+    assert parsed.format == "claude_code" and parsed.tables is not None
+    [event] = parsed.tables.events.to_pylist()
+    meta = recs[1]["compact_metadata"]
+    assert (event["trigger"], event["pre_tokens"]) == (meta["trigger"], meta["pre_tokens"])
+    assert parsed.tables.runs.to_pylist()[0]["n_harness_compactions"] == 1
