@@ -19,12 +19,15 @@ import typer
 
 from replay import store
 from replay.cli.inputs import (
+    ColumnsOpt,
+    CsvOpt,
     FormatOpt,
     JsonOpt,
     PathsArg,
     ProviderOpt,
     QuietOpt,
     StrictOpt,
+    WideOpt,
     _finish,
     _open,
 )
@@ -103,6 +106,9 @@ def diff(
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
+    columns: ColumnsOpt = None,
+    wide: WideOpt = False,
+    as_csv: CsvOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -129,14 +135,14 @@ def diff(
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
     shown = [r for scope in ("total", "run")
              for r in moved[moved["scope"] == scope].head(top).to_dict(orient="records")]
-    rows = [{"run": r["run_id"], "metric": r["metric"],
-             f"a: {pol_a.name}": fmt_value(r["metric"], r["a"]),
-             f"b: {pol_b.name}": fmt_value(r["metric"], r["b"]),
+    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+    rows = [{"run": sources.get(r["run_id"], r["run_id"]), "metric": r["metric"],
+             "a": fmt_value(r["metric"], r["a"]), "b": fmt_value(r["metric"], r["b"]),
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
-    title = (f"{pol_b.name} against {pol_a.name}: {len(moved)} of {len(d)} (run, metric) values "
-             f"changed, largest first; {priced}")
+    title = (f"b: {pol_b.name} against a: {pol_a.name}: {len(moved)} of {len(d)} (run, metric) "
+             f"values changed, largest first; {priced}")
     if rows:
-        _emit(rows, False, title=title)
+        _emit(rows, False, title=title, columns=columns, wide=wide, as_csv=as_csv)
     else:
         say(title)
     _finish(corpus.report, strict)

@@ -30,6 +30,11 @@ from replay.ingest import IngestReport
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
                                                      "directory written by `replay ingest`.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ColumnsOpt = Annotated[str | None, typer.Option(
+    "--columns", help="Comma-separated columns to show instead of the default few (--wide lists "
+                      "them all).")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Show every column, however wide.")]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV (every column, or --columns).")]
 FormatOpt = Annotated[str | None, typer.Option("--format", help="Force a parser instead of "
                                                                 "detecting the format.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]

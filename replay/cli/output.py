@@ -17,11 +17,13 @@ Not here: the commands (``replay.cli.replay_commands``,
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,9 +34,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from replay.cli.tables import Layout, choose, fit, is_number, shorten, totals_row, width
 from replay.errors import ReplayError
 
-out_console = Console(width=None if sys.stdout.isatty() else 220)
+out_console = Console(width=None if sys.stdout.isatty() else 10_000)  # tables set their own
 err_console = Console(stderr=True, soft_wrap=True)
 
 
@@ -88,20 +91,61 @@ _MAX_TABLE_ROWS = 500
 """Tables longer than this are cut in the terminal (``--json`` prints every row)."""
 
 
-def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str) -> None:
-    """Rows as a table or JSON; ``rows`` may be a ``replay.run.LazyRows`` (made as printed)."""
+def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
+          layout: Layout | None = None, columns: str | None = None, wide: bool = False,
+          as_csv: bool = False) -> None:
+    """Rows as a table that fits the terminal (``replay.cli.tables``), or as JSON / CSV with
+    every column; ``rows`` may be a ``replay.run.LazyRows`` (made as printed)."""
     if as_json:
         _print_json(rows)
         return
+    layout = layout or Layout()
+    first = next(iter(rows), None)
+    available = list(first) if first else []
+    try:
+        cols = choose(available, layout, [c.strip() for c in columns.split(",") if c.strip()]
+                      if columns else None, wide or as_csv)
+    except ValueError as exc:
+        error(exc)
+        raise typer.Exit(2) from None
+    if as_csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(cols)
+        for r in rows:
+            writer.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+        return
     shown = list(itertools.islice(iter(rows), _MAX_TABLE_ROWS))
+    table_rows = [{c: r.get(c) for c in cols} for r in shown]
+    total = totals_row(list(rows), cols, layout) if layout.totals and len(rows) > 1 else None
+    cells = [[printable(_cell(v)) for v in r.values()] for r in
+             [*table_rows, *([total] if total else [])]]
+    numeric = [all(is_number(r[c]) for r in table_rows) and
+               any(r[c] not in (None, "") for r in table_rows) for c in cols]
+    if wide:
+        keep, dropped, widths = list(range(len(cols))), [], {}
+    else:
+        keep, dropped, widths = fit(cols, cells, numeric, width())
+        cells = [[shorten(c, widths[i]) if i in widths else c for i, c in enumerate(row)]
+                 for row in cells]
     table = Table(title=plain(title), title_justify="left")
-    for col in shown[0] if shown else ["(none)"]:
-        table.add_column(plain(col), overflow="fold")
-    for r in shown:
-        table.add_row(*[plain(_cell(v)) for v in r.values()])
-    out_console.print(table)
+    for i in keep:
+        table.add_column(plain(shorten(cols[i], widths.get(i, len(cols[i])))),
+                         justify="right" if numeric[i] else "left", no_wrap=True)
+    for n, row in enumerate(cells):
+        table.add_row(*[Text(row[i]) for i in keep], end_section=n == len(table_rows) - 1,
+                      style="bold" if n >= len(table_rows) else None)
+    full = 1 + sum(3 + max(len(shorten(cols[i], widths.get(i, len(cols[i])))),
+                           *(len(r[i]) for r in cells)) for i in keep)
+    Console(file=sys.stdout, width=full if wide else min(full, width()),
+            force_terminal=out_console.is_terminal, no_color=out_console.no_color).print(table)
     if len(rows) > _MAX_TABLE_ROWS:
         say(f"… {len(rows) - _MAX_TABLE_ROWS:,} more rows not shown (--json prints them all)")
+    if dropped:
+        hint = (f"{len(dropped)} more column{'s' if len(dropped) > 1 else ''} not shown: "
+                f"{', '.join(dropped)} (--columns A,B,… picks, --wide shows all, --csv/--json "
+                "print all)")
+        for line in textwrap.wrap(printable(hint), width=max(40, width())):
+            say(line)
 
 
 def _cell(v: Any) -> str:

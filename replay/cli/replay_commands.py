@@ -18,17 +18,21 @@ import typer
 
 from replay import store
 from replay.cli.inputs import (
+    ColumnsOpt,
+    CsvOpt,
     FormatOpt,
     JsonOpt,
     PathsArg,
     ProviderOpt,
     QuietOpt,
     StrictOpt,
+    WideOpt,
     _discover,
     _finish,
     _open,
 )
 from replay.cli.output import _emit, _errors, _print_json, _progress, error, say, warn
+from replay.cli.tables import Layout
 from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
@@ -67,7 +71,19 @@ def ingest(
     _finish(report, strict)
 
 
+RUNS_LAYOUT = Layout(columns=("source", "format", "model", "requests", "tokens",
+                              "recorded_input_tokens", "compactions"),
+                     totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
+                             "compactions": "sum", "tool_calls": "sum", "messages": "sum"})
+RUN_LAYOUT = Layout(columns=("source", "requests", "tokens_sent", "peak_tokens", "overshoots",
+                             "cost_usd", "summaries", "trims"),
+                    totals={"requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
+                            "overshoots": "sum", "max_overshoot_tokens": "max",
+                            "summaries": "sum", "trims": "sum", "cost_usd": "sum"})
+
+
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
+         columns: ColumnsOpt = None, wide: WideOpt = False, as_csv: CsvOpt = False,
          as_json: JsonOpt = False) -> None:
     """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions,
     and each file's coverage (records read, modelled, skipped, unknown, by type)."""
@@ -89,7 +105,8 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
             _print_json([])
         error(f"no runs in the dataset {dataset}")
         raise typer.Exit(1)
-    _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}")
+    _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}", layout=RUNS_LAYOUT,
+          columns=columns, wide=wide, as_csv=as_csv)
 
 
 def policies(as_json: JsonOpt = False) -> None:
@@ -128,6 +145,9 @@ def run(
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
+    columns: ColumnsOpt = None,
+    wide: WideOpt = False,
+    as_csv: CsvOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -149,7 +169,8 @@ def run(
 
             write_report(corpus, [(pol, result.trace)], out)
     rows = LazyRows(summary.drop_columns(["run_id", "format", "policy"]))
-    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}")
+    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}", layout=RUN_LAYOUT,
+          columns=columns, wide=wide, as_csv=as_csv)
     left = sorted(set(corpus.run_ids) - set(ids))
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
         sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
