@@ -130,6 +130,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
                for r in reps[1:]],
         analyses=_analysis_images(reps, run_ids),
         timelines=_timeline_images(reps, run_ids, meta, max_timelines),
+        truth_sources=_truth_sources(reps),
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]
@@ -206,6 +207,18 @@ def _gather(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]]) -> list[_Repla
             rereads=rereads(blocks, recorded, frames.evictions_df(trace), policies=[policy.name]),
             arg_share=arg_share(req), summarisation=summarisation(act, req, comps),
             cache=cache_invalidation(req, policy), overshoots=overshoots(req, compactions=comps)))
+    return out
+
+
+def _truth_sources(reps: list[_Replayed]) -> dict[tuple[str, str], str]:
+    """(run id, policy) → the truth that judged it (``replay.truth``)."""
+    out: dict[tuple[str, str], str] = {}
+    for r in reps:
+        req = r.requests
+        if "truth_source" not in req.columns:  # traces written before the column existed
+            continue
+        for rid, src in zip(req["run_id"].tolist(), req["truth_source"].tolist()):
+            out.setdefault((rid, r.policy.name), src)
     return out
 
 

@@ -12,6 +12,7 @@ Not here: computing the tables or drawing the images (``analysis.report``).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import math
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from analysis.diff import TOTAL
 from analysis.metrics import METRIC_DIRECTIONS
 from replay.policy import Policy
 from replay.providers import pricing_note, provider_label
+from replay.truth import TRUTH_SOURCES
 
 HEADLINE: tuple[tuple[str, str], ...] = (
     ("n_requests", "requests"),
@@ -85,6 +87,8 @@ class Page:
     """(reference policy, other policy, ``analysis.diff.diff`` of the two)."""
     analyses: list[Image]
     timelines: list[Image]
+    truth_sources: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+    """(run id, policy) → what judged its tokens (``replay.truth.TRUTH_SOURCES``)."""
 
 
 def fmt_value(metric: str, v: Any) -> str:
@@ -167,9 +171,15 @@ def _overview(page: Page) -> str:
         formats[str(r["format"])] = formats.get(str(r["format"]), 0) + 1
     fmts = ", ".join(f"{k} {v}" for k, v in sorted(formats.items()))
     names = ", ".join(p.name for p, _ in page.policies)
+    used: dict[str, int] = {}
+    for src in page.truth_sources.values():
+        used[src] = used.get(src, 0) + 1
+    truth = "; ".join(f"{k} ({v} run × polic{'ies' if v != 1 else 'y'}): {TRUTH_SOURCES.get(k, k)}"
+                      for k, v in sorted(used.items()))
     return (f"{len(page.runs)} run{'s' if len(page.runs) != 1 else ''} ({fmts}) replayed under "
             f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}; "
-            f"{pricing_note([p for p, _ in page.policies])}.")
+            f"{pricing_note([p for p, _ in page.policies])}."
+            + (f" Truth: {truth}." if truth else ""))
 
 
 def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:
@@ -210,7 +220,7 @@ def _headline_rows(page: Page) -> tuple[list[str], list[list[str]], list[list[st
     """Header, cell texts and cell classes ('better' / 'worse' than the first policy)."""
     by_key = {(r["run_id"], r["policy"]): r for r in page.metrics.to_dict(orient="records")}
     names = [p.name for p, _ in page.policies]
-    header = ["run", "source", "policy", *[h for _, h in HEADLINE]]
+    header = ["run", "source", "policy", "truth", *[h for _, h in HEADLINE]]
     rows, classes = [], []
     for run in page.runs:
         ref = by_key.get((run["run_id"], names[0]))
@@ -219,8 +229,9 @@ def _headline_rows(page: Page) -> tuple[list[str], list[list[str]], list[list[st
             if m is None:
                 continue
             rows.append([run["run_id"], str(run["source"]), name,
+                         page.truth_sources.get((run["run_id"], name), "–"),
                          *[fmt_value(c, m[c]) for c, _ in HEADLINE]])
-            classes.append(["", "", "", *[_verdict(c, ref, m) if name != names[0] else ""
+            classes.append(["", "", "", "", *[_verdict(c, ref, m) if name != names[0] else ""
                                           for c, _ in HEADLINE]])
     return header, rows, classes
 

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay import store
-from replay.calibrate import calibrate
+from replay.calibrate import MIN_POINTS, calibrate, corpus_fit
+from replay.calibrate import points as calibration_points
 from replay.engine import replay
 from replay.errors import ReplayInputError
 from replay.ingest import DEFAULT_TOKENIZERS, IngestReport, ingest
@@ -24,6 +25,9 @@ from replay.policy import Policy
 from replay.prepared import Calibration, PreparedRun, prepare
 from replay.schema import SCHEMAS
 from replay.trace import Trace
+
+CORPUS_FIT_RUNS = 64
+"""Runs pooled at most into a model's corpus-level fit (bounds its cost on an archive)."""
 
 
 class Corpus:
@@ -46,6 +50,8 @@ class Corpus:
         self._loaded: tuple[str, store.RunTables, dict[str, tuple[int, int, int, int]]] | None = None
         self._prepared: OrderedDict[str, PreparedRun] = OrderedDict()
         self._calibration: dict[str, Calibration | None] = {}
+        self._models: dict[str, str] | None = None
+        self._model_fits: dict[str, Calibration | None] = {}
         self._all: store.RunTables | None = None
 
     @classmethod
@@ -55,6 +61,7 @@ class Corpus:
         corpus.root, corpus.entries, corpus.report = Path("."), [], None
         corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
         corpus._calibration, corpus._entry_of = {}, {}
+        corpus._models, corpus._model_fits = None, {}
         corpus._all = store.RunTables(runs, messages, requests)
         msg_spans = store.row_spans(messages["run_id"].to_pylist())
         req_spans = store.row_spans(requests["run_id"].to_pylist())
@@ -118,10 +125,36 @@ class Corpus:
         return run
 
     def calibration(self, run_id: str) -> Calibration | None:
-        """The run's fit of recorded usage (None without usage; memoised)."""
+        """The run's fit of recorded usage (memoised): its own, or with fewer than
+        ``calibrate.MIN_POINTS`` recorded requests the corpus-level fit of its model
+        (``source == "corpus"``) when there is one; None without usage."""
         if run_id not in self._calibration:
-            self._calibration[run_id] = calibrate(self.prepared(run_id))
+            own = calibrate(self.prepared(run_id))
+            if own is None or "few points" in own.flags:
+                pooled = self._model_fit(self._model_of(run_id))
+                if pooled is not None and pooled.usable:
+                    own = pooled
+            self._calibration[run_id] = own
         return self._calibration[run_id]
+
+    def _model_of(self, run_id: str) -> str:
+        if self._models is None:
+            self._models = dict(zip(self.run_ids, self.runs["model"].to_pylist()))
+        return self._models.get(run_id) or ""
+
+    def _model_fit(self, model: str) -> Calibration | None:
+        """The corpus-level fit of one model: the pooled points of its first
+        ``CORPUS_FIT_RUNS`` runs that have enough points of their own (memoised)."""
+        if model not in self._model_fits:
+            sets, ids = [], [r for r in self.replayable() if self._model_of(r) == model]
+            for rid in ids:
+                pts = calibration_points(self.prepared(rid))
+                if len(pts) >= MIN_POINTS:
+                    sets.append(pts)
+                    if len(sets) >= CORPUS_FIT_RUNS:
+                        break
+            self._model_fits[model] = corpus_fit(sets) if model and sets else None
+        return self._model_fits[model]
 
     def replayable(self) -> list[str]:
         """Runs with at least one request."""

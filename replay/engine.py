@@ -34,6 +34,7 @@ from replay.tiers import bind
 from replay.tiers import custom as custom_tier
 from replay.tiers.base import ACTION_WIDTH, Env, Evictions
 from replay.trace import ACTIONS, EVICTIONS, REQUESTS, Trace, empty_columns
+from replay.truth import TruthPlan, truth_plan
 
 
 def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None = None,
@@ -62,13 +63,13 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
 def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             allow_python: bool) -> Trace:
     s, cache = policy.server, policy.cache
+    plan = truth_plan(run, policy, calibration)
     fit = calibration.overhead_tokens if calibration is not None else 0.0
-    fixed_truth = s.fixed_overhead_tokens + (round(fit) if policy.truth.method == "calibrated" else 0)
     fixed_est = s.fixed_overhead_tokens + (round(fit) if policy.estimator.method == "calibrated" else 0)
+    offsets = plan.offsets
     env = Env(policy=policy, calibration=calibration, action_rows=[], evictions=Evictions(),
-              fixed_est=fixed_est,
-              fixed_truth=fixed_truth)
-    truth_of = run.counts(policy.truth, calibration)
+              fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter)
+    truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(policy.estimator, calibration), truth_of,
                   s.message_overhead_tokens)
     steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python)
@@ -78,7 +79,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     after = [step for when, step in steps if when == "after"]
     reserve_counted = s.reserve_tokens if s.reserve_counts else 0
     window = s.window_tokens
-    outputs, expired = run.outputs(policy.truth, calibration), run.expired(cache.ttl_s)
+    outputs, expired = run.outputs(plan.counter, calibration), run.expired(cache.ttl_s)
     split_cost, measure = pricer(cache), ctx.measure
     rows: list[int | float] = []
     """The request rows, flat: 14 values a request (``_columns`` slices them into columns)."""
@@ -86,13 +87,14 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     for k, hi in enumerate(run.req_blocks):
         # 1. what arrived since the previous request
         ctx.hi = max(ctx.hi, hi)
+        env.fixed_truth = offset = offsets[k]
         # 2. tiers that check before sending
         env.request, env.when = k, "before"
         for step in before:
             step(ctx, env)
         # 3. the request as sent
         est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
-        truth += fixed_truth
+        truth += offset
         common = _common_prefix(ctx, env, k, truth)
         output = outputs[k]
         cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
@@ -105,9 +107,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         # 4. tiers that only check after sending: their cuts apply to the next request
         if after:
             env.request, env.when = k + 1, "after"
+            if k + 1 < n:  # the cut applies to the next request: judged by its truth
+                env.fixed_truth = offsets[k + 1]
             for step in after:
                 step(ctx, env)
-    return Trace.from_columns(_columns(run, policy, fixed_truth, ctx, rows, env, n))
+    return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
 
 
 _ROW = 14
@@ -125,21 +129,22 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _columns(run: PreparedRun, policy: Policy, fixed_truth: int, ctx: Context,
+def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
              rows: list[int | float], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
     """The trace's column lists: per-request values from the loop, the rest filled in."""
     s = policy.server
     (est, truth, overshoot, n_msgs, n_blocks, b_args, b_write, b_results, b_other, cached,
      written, fresh, invalidated, cost) = (rows[i::_ROW] for i in range(_ROW))
     pre_truth = ctx.pre_truth
-    raw = [fixed_truth + pre_truth[hi] for hi in itertools.accumulate(run.req_blocks, max)]
+    raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets,
+                                                  itertools.accumulate(run.req_blocks, max))]
     cols = empty_columns()
     cols["requests"] = dict(zip(REQUESTS.names, (
         [run.run_id] * n, [policy.name] * n, list(range(n)), list(run.ts), est, truth, raw,
         list(run.recorded_input), list(run.recorded_cache_read), [s.window_tokens] * n,
         [s.reserve_tokens] * n, [policy.usable_tokens] * n, overshoot, n_msgs, n_blocks,
         b_args, b_write, b_results, b_other, cached, written, fresh, invalidated,
-        list(run.outputs(policy.truth, env.calibration)), cost)))
+        list(run.outputs(plan.counter, env.calibration)), cost, [plan.source] * n)))
     if env.action_rows:
         flat, w = env.action_rows, ACTION_WIDTH
         m = len(flat) // w

@@ -47,16 +47,19 @@ class Server:
     message_overhead_tokens: int = 0
     """Template tokens per message (role markers)."""
     fixed_overhead_tokens: int = 0
-    """System prompt and tool schemas the logs do not contain, sent with every request."""
+    """System prompt and tool schemas the logs do not contain, sent with every request (anchored
+    truth carries them from the recorded usage instead, on runs that have it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Counter:
     """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
 
-    method: Literal["chars", "tokenizer", "calibrated"] = "tokenizer"
+    method: Literal["chars", "tokenizer", "calibrated", "anchored"] = "tokenizer"
     """``calibrated``: fitted to the run's recorded usage (for an estimator: a harness that
-    anchors on the server's reported counts, as Claude Code does)."""
+    anchors on the server's reported counts, as Claude Code does).  ``anchored`` (truth only):
+    the recorded input, plus scale × what the policy changed (``replay.truth``); a run without
+    recorded usage falls back to the tokenizer, and the trace says so (``truth_source``)."""
     chars_per_token: float = 4.0
     """For ``chars``: characters per token."""
     tokenizer: Literal["o200k_base", "cl100k_base"] = "o200k_base"
@@ -190,7 +193,8 @@ class Policy:
     """Where the settings come from (paper, repository, article)."""
     server: Server = field(default_factory=Server)
     estimator: Counter = field(default_factory=lambda: Counter(method="chars", chars_per_token=4.0))
-    truth: Counter = field(default_factory=Counter)
+    truth: Counter = field(default_factory=lambda: Counter(method="anchored"))
+    """What the replay judges by; anchored on recorded usage unless a policy asks otherwise."""
     subtract_reserve: bool = True
     """Whether the harness subtracts the reserve from the window before its fractions and checks."""
     tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
@@ -357,6 +361,10 @@ def _check(p: Policy, where: str) -> None:
     for name, counter in (("estimator", p.estimator), ("truth", p.truth)):
         if counter.method == "chars" and counter.chars_per_token <= 0:
             raise PolicyError(where, f"{name}.chars_per_token", "must be > 0")
+    if p.estimator.method == "anchored":
+        raise PolicyError(where, "estimator.method", "'anchored' is a truth method (the "
+                                                     "recorded usage of the request itself); "
+                                                     "an estimator can be 'calibrated'")
     names: set[str] = set()
     for i, tier in enumerate(p.tiers):
         key = f"tiers.{i}"

@@ -41,6 +41,19 @@ class Calibration:
     n_points_estimated: int = 0
     """Points whose context holds blocks sized from redaction markers (an estimate, not a
     tokenizer count: the fit is only as good as ``replay.redaction.CHARS_PER_TOKEN``)."""
+    held_out_error_frac: float | None = None
+    """Median |fit − recorded| / recorded on the second half of the points, fitted on the first
+    half only (None with too few points to split)."""
+    flags: tuple[str, ...] = ()
+    """Why the fit should not be trusted (``replay.calibrate``): too few points, a scale far
+    from 1, a negative overhead.  Empty: usable."""
+    source: str = "run"
+    """``run``: fitted on this run; ``corpus``: the corpus-level fit for the run's model."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether the fit is trusted (no flags)."""
+        return not self.flags
 
 
 @dataclass(slots=True, kw_only=True)
@@ -86,6 +99,13 @@ class PreparedRun:
     ts_s: list[float | None]
     first_compaction_request: int | None
     """The first request after a harness compaction (None when the harness never compacted)."""
+    harness_summary_tokens: list[dict[str, int]] = field(default_factory=list)
+    """Per harness compaction (in order): its summary's tokens per tokenizer (rows left out)."""
+    recorded_from: list[int] = field(default_factory=list)
+    """Per request: first block of the context the harness really sent (0, or the first block
+    after the latest harness summary before it: the harness dropped everything before)."""
+    recorded_summary: list[int] = field(default_factory=list)
+    """Per request: index of the harness summary heading its recorded context (-1: none)."""
     _counts: dict[Any, Any] = field(default_factory=dict)
     """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
 
@@ -166,8 +186,18 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
     """Build a ``PreparedRun`` from one run's message and request rows (already filtered)."""
     harness = messages["is_harness_summary"].to_pylist()
     keep = pc.invert(messages["is_harness_summary"]) if any(harness) else None
-    first_compaction_msg = min((m for m, h in zip(messages["msg"].to_pylist(), harness) if h),
-                               default=None)
+    summary_tokens: dict[int, dict[str, int]] = {}
+    if keep is not None:
+        all_msgs = messages["msg"].to_pylist()
+        cols = {name: messages[c].to_pylist() for name, c in _TOKEN_COLUMN.items()}
+        for i, (m, h) in enumerate(zip(all_msgs, harness)):
+            if h:
+                per = summary_tokens.setdefault(m, {})
+                for name, values in cols.items():
+                    if values[i] is not None:
+                        per[name] = per.get(name, 0) + values[i]
+    summary_msgs = sorted(summary_tokens)
+    first_compaction_msg = summary_msgs[0] if summary_msgs else None
     if keep is not None:
         messages = messages.filter(keep)
     col = {name: messages[name].to_pylist() for name in (
@@ -209,6 +239,8 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
     first_comp = None
     if first_compaction_msg is not None:
         first_comp = next((i for i, m in enumerate(out_msgs) if m > first_compaction_msg), None)
+    rec_summary = [bisect.bisect_left(summary_msgs, m) - 1 for m in out_msgs]
+    rec_from = [bisect.bisect_left(msg, summary_msgs[s]) if s >= 0 else 0 for s in rec_summary]
     tokens = {name: [t or 0 for t in col[c]] for name, c in _TOKEN_COLUMN.items()
               if any(t is not None for t in col[c])}
     if not tokens:
@@ -224,6 +256,8 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
         recorded_cache_read=requests["cache_read_tokens"].to_pylist(),
         recorded_output=requests["output_tokens"].to_pylist(), ts=ts,
         ts_s=[_seconds(t) for t in ts], first_compaction_request=first_comp,
+        harness_summary_tokens=[summary_tokens[m] for m in summary_msgs],
+        recorded_from=rec_from, recorded_summary=rec_summary,
     )
 
 

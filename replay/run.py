@@ -1,7 +1,8 @@
 """``run``: replay one policy over a corpus and keep the traces with a per-run summary.
 
 The summary has one row per run: requests, tokens sent, peak request, overshoots,
-summaries, trims, cached share, cost.  ``write_run`` stores the traces as Parquet
+summaries, trims, cached share, cost, and which truth judged them (``truth_source``,
+``replay.truth``).  ``write_run`` stores the traces as Parquet
 (``traces/{requests,actions,evictions}.parquet``) next to ``summary.json``,
 each written under a temporary name and renamed.
 """
@@ -29,7 +30,8 @@ SUMMARY_SCHEMA = pa.schema(
     [(c, pa.string()) for c in ("run_id", "source", "format", "policy")]
     + [(c, pa.int64()) for c in ("requests", "tokens_sent", "peak_tokens", "overshoots",
                                  "max_overshoot_tokens", "summaries", "trims")]
-    + [(c, pa.float64()) for c in ("cached_share", "cost_usd")])
+    + [(c, pa.float64()) for c in ("cached_share", "cost_usd")]
+    + [("truth_source", pa.string())])
 """One row per (run, policy): what ``run`` and ``run_to`` report."""
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(SUMMARY_SCHEMA.names)
 
@@ -138,9 +140,9 @@ def summarise_runs(corpus: Corpus, trace: Trace,
     meta = meta if meta is not None else run_meta(corpus)
     req, act = trace.columns("requests"), trace.columns("actions")
     rq = ({"run_id": r, "policy": p, "truth_tokens": t, "overshoot_tokens": o, "cached_tokens": c,
-           "cost_usd": usd} for r, p, t, o, c, usd in zip(
+           "cost_usd": usd, "truth_source": ts} for r, p, t, o, c, usd, ts in zip(
                req["run_id"], req["policy"], req["truth_tokens"], req["overshoot_tokens"],
-               req["cached_tokens"], req["cost_usd"]))
+               req["cached_tokens"], req["cost_usd"], req["truth_source"]))
     acts = ({"run_id": r, "policy": p, "kind": k, "undone": u} for r, p, k, u in zip(
         act["run_id"], act["policy"], act["kind"], act["undone"]))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -153,7 +155,8 @@ def summarise_runs(corpus: Corpus, trace: Trace,
                                "format": fmt, "policy": key[1], "requests": 0,
                                "tokens_sent": 0, "peak_tokens": 0, "overshoots": 0,
                                "max_overshoot_tokens": 0, "summaries": 0, "trims": 0,
-                               "cached_share": 0.0, "cost_usd": 0.0, "_cached": 0}
+                               "cached_share": 0.0, "cost_usd": 0.0,
+                               "truth_source": r["truth_source"], "_cached": 0}
         row["requests"] += 1
         row["tokens_sent"] += r["truth_tokens"]
         row["peak_tokens"] = max(row["peak_tokens"], r["truth_tokens"])

@@ -83,8 +83,11 @@ class FailureScenario:
 
     @property
     def shared(self) -> tuple[Override, ...]:
-        """The run's system prompt as fixed overhead, then the setting."""
-        return (("server.fixed_overhead_tokens", self.scenario.system_overhead_tokens),
+        """A plain tokenizer truth with the run's system prompt as fixed overhead (the figures
+        of each scenario are in the generator's o200k counts; anchored truth would add the
+        recorded usage's 1.09 scale), then the setting."""
+        return (("truth.method", "tokenizer"),
+                ("server.fixed_overhead_tokens", self.scenario.system_overhead_tokens),
                 *self.setting)
 
     @property

@@ -64,7 +64,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "1"
+TRACE_VERSION = "2"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -86,7 +86,7 @@ REQUESTS = _schema("requests", [
     ("overshoot_tokens", _I), ("n_messages", _I), ("n_blocks", _I),
     ("bytes_args", _I), ("bytes_args_write", _I), ("bytes_results", _I), ("bytes_other", _I),
     ("cached_tokens", _I), ("cache_write_tokens", _I), ("fresh_tokens", _I),
-    ("invalidated_tokens", _I), ("output_tokens", _I), ("cost_usd", _F),
+    ("invalidated_tokens", _I), ("output_tokens", _I), ("cost_usd", _F), ("truth_source", _S),
 ])
 ACTIONS = _schema("actions", [
     ("run_id", _S), ("policy", _S), ("action", _I), ("request", _I), ("tier", _S), ("kind", _S),

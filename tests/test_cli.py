@@ -26,7 +26,16 @@ def test_run_on_the_embedded_corpus_writes_traces_and_summary(tmp_path: Path) ->
     assert {r["source"] for r in summary["runs"]} == set(sources)
     for name in ("requests", "actions", "evictions"):
         assert (out / "traces" / f"{name}.parquet").stat().st_size > 0
-    assert all(r["overshoots"] == 0 for r in rows)
+    assert all(r["truth_source"] == "anchored" for r in rows)  # every generated run has usage
+    import pyarrow.parquet as pq
+
+    req = pq.read_table(out / "traces" / "requests.parquet").to_pydict()
+    over: dict[str, int] = {}
+    for rid, o in zip(req["run_id"], req["overshoot_tokens"]):
+        over[rid] = over.get(rid, 0) + (o > 0)
+    assert {r["source"]: r["overshoots"] for r in rows} == {
+        s: over[rid] for rid, s in zip(
+            [r["run_id"] for r in summary["runs"]], [r["source"] for r in summary["runs"]])}
 
 
 def test_run_twice_gives_identical_traces(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import typer
 
 from replay import store
+from replay.calibrate import MIN_POINTS, calibration_rows
 from replay.cli.inputs import (
     ColumnsOpt,
     CsvOpt,
@@ -183,20 +184,18 @@ def run(
 def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset cache dir.")] =
               Path("out"), fmt: FormatOpt = None, strict: StrictOpt = False,
               as_json: JsonOpt = False, quiet: QuietOpt = False) -> None:
-    """Fit truth = overhead + scale × o200k count to each run's recorded usage."""
+    """Fit truth = overhead + scale × o200k count to each run's recorded usage.
+
+    Errors are fractions (0.012 = 1.2 %): mean over the fitted points, and held out (fit on the
+    first half of the pre-compaction requests, median error on the second).  A run with fewer
+    than MIN_POINTS recorded requests gets its model's corpus-level fit (source: corpus);
+    implausible fits are flagged and not used to scale anchored truth.
+    """
     with _errors():
         corpus = _open(paths, out, fmt, quiet, strict)
-    rows = []
-    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-    for rid in corpus.replayable():
-        source = sources[rid]
-        fit = corpus.calibration(rid)
-        rows.append({"source": source, "points": fit.n_points if fit else 0,
-                     "points_estimated": fit.n_points_estimated if fit else 0,
-                     "overhead_tokens": round(fit.overhead_tokens) if fit else None,
-                     "scale": round(fit.scale, 4) if fit else None,
-                     "mean_abs_error": f"{fit.mean_abs_error_frac:.2%}" if fit else "no usage"})
-    _emit(rows, as_json, title="calibration of truth against recorded usage")
+        rows = calibration_rows(corpus)
+    _emit(rows, as_json, title=f"calibration of truth against recorded usage (errors as "
+                               f"fractions; fewer than {MIN_POINTS} points: corpus fit per model)")
     _finish(corpus.report, strict)
 
 

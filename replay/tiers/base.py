@@ -15,7 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from replay.context import Context, HeadItem
-from replay.policy import Placeholder, Policy, Trigger
+from replay.policy import Counter, Placeholder, Policy, Trigger
 from replay.prepared import Calibration, PreparedRun, text_count
 from replay.trace import ACTIONS
 
@@ -116,6 +116,10 @@ class Env:
     evictions: Evictions
     fixed_est: int
     fixed_truth: int
+    """Tokens the truth adds to the context's count for the current request (fixed overhead,
+    a fitted overhead, or the anchor offset: ``replay.truth``)."""
+    truth_counter: Counter
+    """The counter truth counts are taken under (``replay.truth.TruthPlan.counter``)."""
     request: int = 0
     """The request the next action takes effect for."""
     when: str = "before"
@@ -138,7 +142,7 @@ class Env:
 
     def truth_text(self, text: str) -> int:
         """True tokens of a text the replay creates."""
-        return text_count(text, self.policy.truth, self.calibration)
+        return text_count(text, self.truth_counter, self.calibration)
 
 
 def threshold(trigger: Trigger, env: Env) -> int:

@@ -57,7 +57,7 @@ def min_reclaim(tier: Trim, usable_tokens: int) -> int:
 
 def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     """Everything constant in this replay, resolved once."""
-    run, counters = ctx.run, (env.policy.estimator, env.policy.truth, env.calibration)
+    run, counters = ctx.run, (env.policy.estimator, env.truth_counter, env.calibration)
     st.cats = _categories(tier.blocks)
     st.sized_result = run.memo(("sized", tier.placeholder, *counters))
     st.sized_write = run.memo(("sized", tier.write_note, *counters))

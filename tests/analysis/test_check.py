@@ -40,7 +40,10 @@ runner = CliRunner()
 
 def _reserve_exact() -> Policy:
     p = load_policy("two-tier-original")
-    for path, value in (("name", "reserve-exact"), ("server.fixed_overhead_tokens", 17800),
+    # a plain tokenizer truth with the system prompt as a fixed overhead (the scenario's design;
+    # anchored truth would carry the recorded prompt instead)
+    for path, value in (("name", "reserve-exact"), ("truth.method", "tokenizer"),
+                        ("server.fixed_overhead_tokens", 17800),
                         ("tiers.1.trigger.at_tokens", 1_000_000), ("subtract_reserve", True)):
         p = replace_path(p, path, value)
     return p
@@ -163,7 +166,8 @@ def test_a_changed_engine_version_fails_every_case_as_engine_change(baseline: Ba
     old = dataclasses.replace(baseline, trace_version="0")
     result = compare(old, baseline, Tolerances())
     assert result.exit_code == 1
-    assert verdict(result) == ("check: FAIL — engine changed (trace_version 0 → 1): update the "
+    assert verdict(result) == (f"check: FAIL — engine changed (trace_version 0 → "
+                               f"{baseline.trace_version}): update the "
                                "baseline (`--update-baseline`) in the same commit")
     assert all(c.failed and c.status == "same" for c in result.cases)
     root = ET.fromstring(junit_xml(result))

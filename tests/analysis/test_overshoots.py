@@ -112,7 +112,8 @@ def test_real_counts_match_the_request_table(both_trace: Trace) -> None:
 
 @pytest.mark.parametrize("preset", ["two-tier-original", "two-tier-corrected"])
 def test_real_estimator_reads_about_ten_percent_low(both_trace: Trace, preset: str) -> None:
-    """Both presets estimate with o200k × 0.9 against o200k truth: ~−10 % (DESIGN §6).
+    """Both presets estimate with o200k × 0.9: ~−10 % against o200k truth (DESIGN §6), on the
+    runs without recorded usage (tokenizer truth); lower still against the recorded usage.
 
     Per-block rounding of the scale reads a little lower on runs of many small blocks
     (−11.3 % on one Codex run), hence the band.
@@ -120,4 +121,10 @@ def test_real_estimator_reads_about_ten_percent_low(both_trace: Trace, preset: s
     req = frames.requests_df(both_trace)
     s = overshoots_summary(overshoots(req[req["policy"] == preset]))
     big = s[s["run_id"].isin(req.loc[req["truth_tokens"] > 5000, "run_id"])]
-    assert big["overshoots_est_error_median_frac"].between(-0.12, -0.095).all()
+    plain = req.loc[req["truth_source"] == "tokenizer-fallback", "run_id"]  # no recorded usage
+    tokenizer = big[big["run_id"].isin(plain)]
+    assert len(tokenizer) > 0
+    assert tokenizer["overshoots_est_error_median_frac"].between(-0.12, -0.095).all()
+    # judged by the recorded usage the estimate reads lower still: it misses the system prompt
+    anchored = big[~big["run_id"].isin(plain)]
+    assert len(anchored) > 0 and (anchored["overshoots_est_error_median_frac"] < -0.095).all()

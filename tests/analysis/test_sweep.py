@@ -311,7 +311,9 @@ def test_write_sweep_writes_tables_settings_plots_and_the_chosen_policy(
         sample_corpus: Corpus, tmp_path: Path) -> None:
     chosen = settings(load_policy(BASE), make_spec(SMALL))
     result = sweep(sample_corpus, chosen, jobs=1)
-    top = best(result.table, ["overshoots == 0"], params=result.params)["setting"].iloc[0]
+    # judged by the recorded usage every setting overshoots on the long Claude Code samples
+    # (issue #15), so the chosen one is the best without a constraint
+    top = best(result.table, [], params=result.params)["setting"].iloc[0]
     files = write_sweep(result, tmp_path, chosen=top)
     names = {f.name for f in files}
     assert {"sweep.parquet", "sweep.csv", "settings.json", "chosen.yaml",

@@ -1,0 +1,119 @@
+"""Fidelity: does replaying a harness's own policy reproduce its log?
+
+For every run with recorded usage, ``fidelity`` replays the policy of the harness that recorded
+it (``HARNESS_POLICY``) and compares the trace with the log:
+
+- ``placement_error_requests``: first replayed compaction − first recorded one, in requests
+  (None when either side has none; ``recorded_compaction`` / ``replayed_compaction`` say which);
+- ``post_size_error_median_frac``: median of (truth − recorded) / recorded over the requests
+  from the first recorded compaction on (None without a recorded compaction);
+- ``cache_read_error_median_frac``: median |simulated cache read − recorded cache read| /
+  recorded input, over the requests that recorded a cache read;
+- ``held_out_error_frac``: the run's own calibration fitted on the first half of its
+  pre-compaction requests, median error on the second half (``replay.calibrate``; None with too
+  few points).
+
+``fidelity_totals`` gives the corpus figures against the targets of issue #15.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from replay.corpus import Corpus
+from replay.engine import replay
+from replay.policy import load_policy
+from replay.trace import CUT_KINDS
+
+HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex"}
+"""The preset reproducing each format's harness; formats not listed use ``none`` (mini-swe-agent
+and OpenHands' default condenser do not manage the context)."""
+PLACEMENT_TOLERANCE_REQUESTS = 3
+POST_SIZE_TARGET_FRAC = 0.05
+CACHE_READ_TARGET_FRAC = 0.01
+HELD_OUT_TARGET_FRAC = 0.015
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFidelity:
+    """One run's figures (None: cannot be computed for this run)."""
+
+    run_id: str
+    source: str
+    policy: str
+    truth_source: str
+    n_requests: int
+    recorded_compaction: int | None
+    """First request after the first harness compaction."""
+    replayed_compaction: int | None
+    """Request before which the replay first cut the context."""
+    placement_error_requests: int | None
+    post_size_error_median_frac: float | None
+    cache_read_error_median_frac: float | None
+    held_out_error_frac: float | None
+
+
+def fidelity(corpus: Corpus) -> list[RunFidelity]:
+    """The figures of every run of ``corpus`` that recorded usage."""
+    fmts = dict(zip(corpus.run_ids, corpus.runs["format"].to_pylist()))
+    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+    out = []
+    for rid in corpus.replayable():
+        run = corpus.prepared(rid)
+        if not any(v is not None and v > 0 for v in run.recorded_input):
+            continue
+        name = HARNESS_POLICY.get(fmts[rid], "none")
+        cal = corpus.calibration(rid)
+        trace = replay(run, load_policy(name), calibration=cal)
+        req, act = trace.columns("requests"), trace.columns("actions")
+        cuts = [r for r, k, u in zip(act["request"], act["kind"], act["undone"])
+                if k in CUT_KINDS and not u]
+        rec_at, rep_at = run.first_compaction_request, min(cuts, default=None)
+        truth, rec = req["truth_tokens"], run.recorded_input
+        post = None
+        if rec_at is not None:
+            post = _median([(truth[k] - rec[k]) / rec[k] for k in range(rec_at, run.n_requests)
+                            if rec[k]])
+        cache = _median([abs(c - r) / i for c, r, i in zip(
+            req["cached_tokens"], run.recorded_cache_read, rec) if r is not None and i])
+        out.append(RunFidelity(
+            run_id=rid, source=sources[rid], policy=name, truth_source=req["truth_source"][0],
+            n_requests=run.n_requests, recorded_compaction=rec_at, replayed_compaction=rep_at,
+            placement_error_requests=(rep_at - rec_at if rec_at is not None and rep_at is not None
+                                      else None),
+            post_size_error_median_frac=post, cache_read_error_median_frac=cache,
+            held_out_error_frac=(cal.held_out_error_frac
+                                 if cal is not None and cal.source == "run" else None)))
+    return out
+
+
+def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
+    """Corpus figures and, per target, how many runs meet it of those it applies to."""
+    compacted = [r for r in rows if r.recorded_compaction is not None]
+    placed = [r for r in compacted if r.placement_error_requests is not None
+              and abs(r.placement_error_requests) <= PLACEMENT_TOLERANCE_REQUESTS]
+    post = [r.post_size_error_median_frac for r in compacted
+            if r.post_size_error_median_frac is not None]
+    cache = [r.cache_read_error_median_frac for r in rows
+             if r.cache_read_error_median_frac is not None]
+    held = [r.held_out_error_frac for r in rows if r.held_out_error_frac is not None]
+    return {
+        "runs": len(rows),
+        "runs_compacted": len(compacted),
+        "placement_within_tolerance": len(placed),
+        "placement_missed": sum(r.replayed_compaction is None for r in compacted),
+        "post_size_within_target": sum(abs(x) <= POST_SIZE_TARGET_FRAC for x in post),
+        "post_size_error_median_frac": _median(post),
+        "cache_read_runs": len(cache),
+        "cache_read_within_target": sum(x <= CACHE_READ_TARGET_FRAC for x in cache),
+        "cache_read_error_median_frac": _median(cache),
+        "held_out_runs": len(held),
+        "held_out_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in held),
+        "held_out_error_median_frac": _median(held),
+    }
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None

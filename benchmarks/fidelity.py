@@ -1,0 +1,72 @@
+"""Fidelity: replaying each recorded harness's own policy, how close is the replay to the log?
+
+    python benchmarks/fidelity.py [PATH ...]      (default: ../shared/logs-sample and logs/)
+
+For every run with recorded usage (``analysis.fidelity``): compaction placement error in
+requests, median error of the post-compaction request sizes, median cache-read error as a share
+of the recorded input, held-out per-request error of the run's calibration; then the corpus
+totals against the targets of issue #15 (placement within ±3 requests, post-compaction sizes
+within ±5 %, cache reads within 1 %, held-out error within 1.5 %).  ``--json`` prints the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from analysis.fidelity import fidelity, fidelity_totals
+from replay.corpus import open_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main(paths: list[Path], as_json: bool) -> None:
+    """Print the figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = open_corpus(paths, cache_dir=Path(tmp) / "ds")
+        rows = fidelity(corpus)
+    totals = fidelity_totals(rows)
+    if as_json:
+        print(json.dumps({"runs": [dataclasses.asdict(r) for r in rows], "totals": totals},
+                         indent=1))
+        return
+    print(f"{'source':58s} {'policy':12s} {'truth':18s} {'req':>4s} {'rec':>4s} {'rep':>4s} "
+          f"{'place':>5s} {'post':>7s} {'cache':>7s} {'held':>7s}")
+    for r in rows:
+        print(f"{_cut(r.source, 58):58s} {r.policy:12s} {r.truth_source:18s} {r.n_requests:4d} "
+              f"{_n(r.recorded_compaction):>4s} {_n(r.replayed_compaction):>4s} "
+              f"{_n(r.placement_error_requests, signed=True):>5s} "
+              f"{_pct(r.post_size_error_median_frac, signed=True):>7s} "
+              f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s}")
+    t = totals
+    print(f"\n{t['runs']} runs with recorded usage, {t['runs_compacted']} with a recorded "
+          f"compaction")
+    print(f"  placement within ±3 requests: {t['placement_within_tolerance']} of "
+          f"{t['runs_compacted']} ({t['placement_missed']} never compacted in the replay)")
+    print(f"  post-compaction sizes within ±5 %: {t['post_size_within_target']} of "
+          f"{t['runs_compacted']}; median {_pct(t['post_size_error_median_frac'], signed=True)}")
+    print(f"  cache reads within 1 % of input: {t['cache_read_within_target']} of "
+          f"{t['cache_read_runs']}; median {_pct(t['cache_read_error_median_frac'])}")
+    print(f"  held-out error within 1.5 %: {t['held_out_within_target']} of "
+          f"{t['held_out_runs']}; median {_pct(t['held_out_error_median_frac'])}")
+
+
+def _cut(s: str, n: int) -> str:
+    return s if len(s) <= n else "…" + s[-(n - 1):]
+
+
+def _n(v: int | None, signed: bool = False) -> str:
+    return "–" if v is None else (f"{v:+d}" if signed else str(v))
+
+
+def _pct(v: float | None, signed: bool = False) -> str:
+    return "–" if v is None else (f"{v:+.2%}" if signed else f"{v:.2%}")
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    main([Path(p) for p in args] or [REPO.parent / "shared" / "logs-sample", REPO / "logs"],
+         "--json" in sys.argv[1:])

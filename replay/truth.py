@@ -1,0 +1,120 @@
+"""Truth: how many tokens the server would really have counted for each replayed request.
+
+The replay judges overshoots, cache shares and cost by a *truth* count.  Which one a replay
+uses is decided here, once per (run, policy), and named by a ``truth_source`` that goes into
+the trace and every summary:
+
+- ``anchored`` — anchored on the usage the log recorded.  A request whose replayed context
+  is the recorded one takes the recorded input exactly (input + cache read + cache write);
+  once the policy has changed the context, truth = recorded input + scale × (replayed count −
+  recorded count), anchored on the most recent request with recorded usage (requests before
+  the first one anchor on it).  The offset ``recorded input − recorded count`` carries what
+  the log never spells out (system prompt, tool schemas, attachments, the provider's
+  tokenizer) exactly instead of fitting it.  ``scale`` is the run's calibration scale when
+  the fit is usable (``Calibration.usable``), otherwise the policy's ``truth.scale``
+  (source ``anchored-unscaled``).  After a harness compaction the recorded context is the
+  harness's summary plus what followed it (``PreparedRun.recorded_from`` /
+  ``recorded_summary``), which is what the recorded count measures.
+- ``fitted`` — ``overhead + scale × count`` from the run's calibration
+  (``truth.method: calibrated``).
+- ``tokenizer`` / ``chars`` — a plain count the policy asked for explicitly.
+- ``tokenizer-fallback`` — the policy asked for ``anchored`` or ``calibrated`` but the run
+  has no recorded usage (or no fit): the policy's tokenizer × ``truth.scale`` plus
+  ``server.fixed_overhead_tokens``.
+
+Everything here is computed once per run and counter (memoised on the ``PreparedRun``):
+a replay adds one list lookup per request.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from replay.policy import Counter, Policy
+from replay.prepared import Calibration, PreparedRun
+
+TRUTH_SOURCES: dict[str, str] = {
+    "anchored": "recorded input + run-fitted scale × (replayed − recorded count)",
+    "anchored-unscaled": "recorded input + policy scale × (replayed − recorded count); "
+                         "no usable fit for the run",
+    "fitted": "overhead + scale × count, fitted on the run's recorded usage",
+    "tokenizer": "plain tokenizer count (asked for by the policy)",
+    "chars": "characters / N (asked for by the policy)",
+    "tokenizer-fallback": "tokenizer count: the policy asked for recorded usage the run lacks",
+}
+"""Every value ``truth_source`` can take, with what it means (shown by the report)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TruthPlan:
+    """How one replay counts truth: per-block counts and a per-request offset."""
+
+    source: str
+    counter: Counter
+    """The counter per-block truth counts (and created texts) are taken under."""
+    offsets: list[int]
+    """Per request: tokens added to the context's count (fixed overhead or anchor offset)."""
+
+
+def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None) -> TruthPlan:
+    """Decide the truth of ``policy`` over ``run`` (see the module docstring)."""
+    t, fixed = policy.truth, policy.server.fixed_overhead_tokens
+    n = run.n_requests
+    if t.method == "anchored":
+        if has_usage(run):
+            usable = calibration is not None and calibration.usable
+            scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
+            counter = Counter(method="tokenizer", tokenizer=t.tokenizer, scale=scale)
+            offsets = anchor_offsets(run, counter, policy.server.message_overhead_tokens)
+            return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets)
+        return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
+    if t.method == "calibrated":
+        if calibration is None:
+            return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
+        return TruthPlan("fitted", t, [fixed + round(calibration.overhead_tokens)] * n)
+    return TruthPlan(t.method, t, [fixed] * n)
+
+
+def has_usage(run: PreparedRun) -> bool:
+    """Whether any request of the run recorded its prompt size (memoised)."""
+    got = run._counts.get("has_usage")
+    if got is None:
+        got = run._counts["has_usage"] = any(v is not None and v > 0 for v in run.recorded_input)
+    return got  # type: ignore[no-any-return]
+
+
+def _plain(t: Counter) -> Counter:
+    return Counter(method="tokenizer", tokenizer=t.tokenizer, scale=t.scale)
+
+
+def anchor_offsets(run: PreparedRun, counter: Counter, msg_overhead: int) -> list[int]:
+    """Per request: recorded input − recorded count of the anchor request (memoised)."""
+    key = ("anchor", counter, msg_overhead)
+    got = run._counts.get(key)
+    if got is not None:
+        return got  # type: ignore[no-any-return]
+    _, pre = run.sized(run.counts(counter), msg_overhead)
+    summaries = [_summary_count(run, i, counter) + (msg_overhead if msg_overhead else 0)
+                 for i in range(len(run.harness_summary_tokens))]
+    offsets: list[int | None] = []
+    last: int | None = None
+    for k, hi in enumerate(itertools.accumulate(run.req_blocks, max)):
+        rec = run.recorded_input[k]
+        if rec is not None and rec > 0:
+            s = run.recorded_summary[k]
+            count = pre[hi] - pre[run.recorded_from[k]] + (summaries[s] if s >= 0 else 0)
+            last = rec - count
+        offsets.append(last)
+    first = next(o for o in offsets if o is not None)
+    got = [first if o is None else o for o in offsets]
+    run._counts[key] = got
+    return got
+
+
+def _summary_count(run: PreparedRun, i: int, counter: Counter) -> int:
+    tokens = run.harness_summary_tokens[i]
+    base = tokens.get(counter.tokenizer)
+    if base is None:
+        base = next(iter(tokens.values()), 0)
+    return base if counter.scale == 1.0 else round(base * counter.scale)

@@ -1,0 +1,114 @@
+"""Truth anchored on recorded usage (``replay.truth``), against counts read from the raw logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replay.engine import replay
+from replay.policy import load_policy, replace_path
+from replay.truth import TRUTH_SOURCES
+
+NAME = "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+"""The 217-request Claude Code sample that auto-compacted once."""
+
+
+def _run_id(corpus, suffix: str) -> str:  # type: ignore[no-untyped-def]
+    return next(r for r, s in zip(corpus.run_ids, corpus.runs["source"].to_pylist())
+                if s.endswith(suffix))
+
+
+def _recorded_prompts(path: Path) -> tuple[list[int], int]:
+    """Per assistant message id, in order: input + cache read + cache write as the file records
+    them; and the index of the first request after the first compact_boundary."""
+    seen: dict[str, int] = {}
+    boundary_at = None
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("isSidechain"):
+            continue
+        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
+            boundary_at = len(seen) if boundary_at is None else boundary_at
+        if rec.get("type") == "assistant" and rec["message"]["id"] not in seen:
+            u = rec["message"]["usage"]
+            seen[rec["message"]["id"]] = (u["input_tokens"] + u.get("cache_read_input_tokens", 0)
+                                          + u.get("cache_creation_input_tokens", 0))
+    assert boundary_at is not None
+    return list(seen.values()), boundary_at
+
+
+def test_none_reproduces_the_recorded_prompt_before_the_compaction(samples, sample_corpus):  # type: ignore[no-untyped-def]
+    recorded, boundary = _recorded_prompts(samples / "claude-code" / NAME)
+    rid = _run_id(sample_corpus, "claude-code/" + NAME)
+    trace = replay(sample_corpus.prepared(rid), load_policy("none"),
+                   calibration=sample_corpus.calibration(rid))
+    req = trace.requests.to_pydict()
+    assert set(req["truth_source"]) == {"anchored"}
+    assert len(req["truth_tokens"]) == len(recorded)
+    # identical context: the recorded prompt exactly (input + cache read + cache write)
+    assert req["truth_tokens"][:boundary] == recorded[:boundary]
+    # after the harness compacted, `none` keeps everything: more than the harness sent
+    assert all(t > r for t, r in zip(req["truth_tokens"][boundary:], recorded[boundary:]))
+
+
+def test_claude_code_reproduces_it_until_a_compaction(samples, sample_corpus):  # type: ignore[no-untyped-def]
+    recorded, boundary = _recorded_prompts(samples / "claude-code" / NAME)
+    rid = _run_id(sample_corpus, "claude-code/" + NAME)
+    trace = replay(sample_corpus.prepared(rid), load_policy("claude-code"),
+                   calibration=sample_corpus.calibration(rid))
+    first = min([a["request"] for a in trace.actions.to_pylist()] + [boundary])
+    assert first > 100
+    truth = trace.requests["truth_tokens"].to_pylist()
+    assert truth[:first] == recorded[:first]
+
+
+def test_anchored_minus_tokenizer_truth_is_the_anchor_offset(logs_corpus):  # type: ignore[no-untyped-def]
+    """Tiers act on estimates, so both truths see the same actions; the difference per request
+    is recorded input − raw tokenizer count at the latest request with usage (scale 1)."""
+    rid = _run_id(logs_corpus, "refactor-long.jsonl")
+    run = logs_corpus.prepared(rid)
+    base = load_policy("two-tier-corrected")
+    anchored = replay(run, base).requests.to_pydict()  # no calibration: anchored-unscaled, ×1
+    plain = replay(run, replace_path(base, "truth.method", "tokenizer")).requests.to_pydict()
+    raw = replay(run, replace_path(load_policy("none"), "truth.method", "tokenizer"))
+    raw_truth = raw.requests["truth_tokens"].to_pylist()
+    assert set(anchored["truth_source"]) == {"anchored-unscaled"}
+    assert set(plain["truth_source"]) == {"tokenizer"}
+    offset = None
+    for k, rec in enumerate(anchored["recorded_input_tokens"]):
+        if rec:
+            offset = rec - raw_truth[k]
+        assert anchored["truth_tokens"][k] - plain["truth_tokens"][k] == offset
+    assert any(a > 0 for a in replay(run, base).actions["n_blocks"].to_pylist())
+
+
+def test_runs_without_usage_fall_back_and_say_so(sample_corpus):  # type: ignore[no-untyped-def]
+    rid = _run_id(sample_corpus, "v1fc_gpt4__sweagenttestrepo-1c2844.traj")
+    run = sample_corpus.prepared(rid)
+    assert all(v is None for v in run.recorded_input)
+    got = replay(run, load_policy("two-tier-corrected")).requests.to_pydict()
+    plain = replay(run, replace_path(load_policy("two-tier-corrected"), "truth.method",
+                                     "tokenizer")).requests.to_pydict()
+    assert set(got["truth_source"]) == {"tokenizer-fallback"}
+    assert got["truth_tokens"] == plain["truth_tokens"]
+    fitted = replay(run, replace_path(load_policy("none"), "truth.method", "calibrated"))
+    assert set(fitted.requests["truth_source"].to_pylist()) == {"tokenizer-fallback"}
+
+
+def test_truth_source_reaches_the_summary(sample_corpus):  # type: ignore[no-untyped-def]
+    from replay.run import run as run_policy
+
+    result = run_policy(sample_corpus, load_policy("none"))
+    sources = {r["source"]: r["truth_source"] for r in result.summary}
+    assert sources["claude-code/" + NAME] == "anchored"
+    assert sources["swe-agent/v1fc_gpt4__sweagenttestrepo-1c2844.traj"] == "tokenizer-fallback"
+    assert set(sources.values()) <= set(TRUTH_SOURCES)
+
+
+def test_an_estimator_cannot_be_anchored() -> None:
+    from replay.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="estimator.method"):
+        replace_path(load_policy("none"), "estimator.method", "anchored")
