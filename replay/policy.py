@@ -128,6 +128,17 @@ class Trim:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Restore:
+    """What a summary brings back, where the log recorded a compaction (``replay.tiers.summarise``)."""
+
+    recorded_within_requests: int | None = 3
+    """When a recorded compaction's first request after is within this many requests of the
+    replayed summary, the replay uses the recorded summary and keeps what the harness kept
+    after it (re-attached files, todo list, the messages after the boundary) instead of the stub
+    summary and the re-inserted items (None: never)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Summarise:
     """Replace old messages with a (stub) summary, keep a verbatim remainder."""
 
@@ -148,6 +159,7 @@ class Summarise:
     """Inject a summariser failure every N summaries (0: never)."""
     fallback_tokens: int = 400
     """Size of the marked mechanical fallback used when the summariser fails."""
+    restore: Restore = field(default_factory=Restore)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

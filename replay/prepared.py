@@ -106,6 +106,12 @@ class PreparedRun:
     after the latest harness summary before it: the harness dropped everything before)."""
     recorded_summary: list[int] = field(default_factory=list)
     """Per request: index of the harness summary heading its recorded context (-1: none)."""
+    harness_summary_text: list[str] = field(default_factory=list)
+    """Per harness compaction: the recorded summary's text (its blocks joined by newlines)."""
+    harness_boundary: list[int] = field(default_factory=list)
+    """Per harness compaction: the first block after its summary (what the harness kept)."""
+    harness_first_request: list[int | None] = field(default_factory=list)
+    """Per harness compaction: the first request after it (None: the run ended first)."""
     _counts: dict[Any, Any] = field(default_factory=dict)
     """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
 
@@ -187,11 +193,14 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
     harness = messages["is_harness_summary"].to_pylist()
     keep = pc.invert(messages["is_harness_summary"]) if any(harness) else None
     summary_tokens: dict[int, dict[str, int]] = {}
+    summary_text: dict[int, list[str]] = {}
     if keep is not None:
         all_msgs = messages["msg"].to_pylist()
+        texts = messages["text"].to_pylist()
         cols = {name: messages[c].to_pylist() for name, c in _TOKEN_COLUMN.items()}
         for i, (m, h) in enumerate(zip(all_msgs, harness)):
             if h:
+                summary_text.setdefault(m, []).append(texts[i] or "")
                 per = summary_tokens.setdefault(m, {})
                 for name, values in cols.items():
                     if values[i] is not None:
@@ -258,6 +267,10 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
         ts_s=[_seconds(t) for t in ts], first_compaction_request=first_comp,
         harness_summary_tokens=[summary_tokens[m] for m in summary_msgs],
         recorded_from=rec_from, recorded_summary=rec_summary,
+        harness_summary_text=["\n".join(summary_text[m]) for m in summary_msgs],
+        harness_boundary=[bisect.bisect_left(msg, m) for m in summary_msgs],
+        harness_first_request=[next((k for k, o in enumerate(out_msgs) if o > m), None)
+                               for m in summary_msgs],
     )
 
 

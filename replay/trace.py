@@ -64,7 +64,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "2"
+TRACE_VERSION = "3"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -93,7 +93,7 @@ ACTIONS = _schema("actions", [
     ("when", _S), ("trigger_tokens", _I), ("threshold_tokens", _I), ("n_blocks", _I),
     ("first_msg", _I), ("last_msg", _I), ("reclaimed_tokens", _I), ("reclaimed_est_tokens", _I),
     ("invalidated_tokens", _I), ("undone", _B), ("failed", _B), ("summary_tokens", _I),
-    ("context_after_tokens", _I),
+    ("context_after_tokens", _I), ("recorded_summary", _B),
 ])
 EVICTIONS = _schema("evictions", [
     ("run_id", _S), ("policy", _S), ("msg", _I), ("block", _I), ("request", _I), ("tier", _S),

@@ -95,7 +95,7 @@ def anchor_offsets(run: PreparedRun, counter: Counter, msg_overhead: int) -> lis
     if got is not None:
         return got  # type: ignore[no-any-return]
     _, pre = run.sized(run.counts(counter), msg_overhead)
-    summaries = [_summary_count(run, i, counter) + (msg_overhead if msg_overhead else 0)
+    summaries = [recorded_summary_truth(run, i, counter, msg_overhead)
                  for i in range(len(run.harness_summary_tokens))]
     offsets: list[int | None] = []
     last: int | None = None
@@ -110,6 +110,12 @@ def anchor_offsets(run: PreparedRun, counter: Counter, msg_overhead: int) -> lis
     got = [first if o is None else o for o in offsets]
     run._counts[key] = got
     return got
+
+
+def recorded_summary_truth(run: PreparedRun, i: int, counter: Counter, msg_overhead: int) -> int:
+    """True tokens of harness compaction ``i``'s recorded summary, as the anchor counts it
+    (so a replay that reuses it at the recorded point sends the recorded prompt exactly)."""
+    return _summary_count(run, i, counter) + msg_overhead
 
 
 def _summary_count(run: PreparedRun, i: int, counter: Counter) -> int:

@@ -102,10 +102,11 @@ def record_undone_trims(ctx: Context, env: Env, blocks: Sequence[int], *, tier: 
 
 def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier: str, kind: str,
               fate: str, protect_from: int, trigger_tokens: int, threshold_tokens: int,
-              summary_tokens: int = 0, failed: bool = False) -> int:
+              summary_tokens: int = 0, failed: bool = False, recorded: bool = False) -> int:
     """Remove every block before the safe ``split`` and put ``head`` (summary, re-inserted items)
     in front; record one action and an eviction (``fate``) per removed block.  Returns the blocks
-    removed.  ``summary_tokens``: true tokens of the summary in ``head`` (0: none)."""
+    removed.  ``summary_tokens``: true tokens of the summary in ``head`` (0: none); ``recorded``:
+    that summary is the one the log recorded."""
     end = allowed_end(ctx, protect_from)
     if not ctx.lo < split <= end or not ctx.is_safe_split(split):
         raise TierInvariantError(f"{tier}: cut before block {split} outside the allowed range "
@@ -120,5 +121,6 @@ def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier:
                   threshold_tokens=threshold_tokens, n_blocks=n, first_msg=first_msg,
                   last_msg=last_msg,
                   reclaimed=(est_before - ctx.est(), truth_before - ctx.truth()),
-                  invalidated=invalidated, failed=failed, summary_tokens=summary_tokens)
+                  invalidated=invalidated, failed=failed, summary_tokens=summary_tokens,
+                  recorded=recorded)
     return n

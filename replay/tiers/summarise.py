@@ -1,5 +1,10 @@
 """Summarise: replace old messages with a stub summary and keep a verbatim remainder.
 
+Where the log recorded a compaction near this request (``Summarise.restore``), the recorded
+summary is used instead, and the cut falls at the recorded boundary: what the harness kept and
+re-attached after its summary stays verbatim, so a replay that compacts where the harness did
+sends what the harness sent.
+
 The remainder is the last ``keep_messages`` messages, shrunk (whole messages
 from the oldest end) until it fits ``keep_max_frac`` of the usable window; the
 split then walks back to a safe point (a tool result never loses its call), or
@@ -16,9 +21,10 @@ from dataclasses import dataclass, field
 from replay.context import Context, HeadItem
 from replay.policy import Summarise
 from replay.summariser import Facts, fallback, summarise
-from replay.tiers.apply import apply_cut
+from replay.tiers.apply import allowed_end, apply_cut
 from replay.tiers.base import Env, fires, reinserted, threshold
 from replay.trace import SUMMARISE, SUMMARISED
+from replay.truth import recorded_summary_truth
 
 
 @dataclass(slots=True)
@@ -27,11 +33,17 @@ class SummariseState:
 
     facts: Facts = field(default_factory=Facts)
     """What its summaries so far recorded (a later summary replaces the earlier one)."""
+    reused: set[int] = field(default_factory=set)
+    """Recorded compactions whose summary this tier has already reused."""
 
 
 def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     """Summarise if the trigger fires and there is enough to summarise."""
     if not fires(tier.trigger, ctx, env) or ctx.n_messages <= tier.min_messages:
+        return
+    recorded = recorded_compaction(tier, st, ctx, env)
+    if recorded is not None:
+        _reuse(tier, st, recorded, ctx, env)
         return
     split = remainder_start(ctx, env, tier.keep_messages, tier.keep_max_frac)
     if split <= ctx.lo:
@@ -50,6 +62,38 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
               protect_from=ctx.newest_output_start(), trigger_tokens=env.fixed_est + ctx.est(),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               failed=failed)
+
+
+def recorded_compaction(tier: Summarise, st: SummariseState, ctx: Context,
+                        env: Env) -> int | None:
+    """The recorded compaction this summary reuses: the first not yet reused whose first
+    request after is within ``restore.recorded_within_requests`` of this one and whose boundary
+    is inside the live context, at a safe split before the newest output (None: none)."""
+    tol, run = tier.restore.recorded_within_requests, ctx.run
+    if tol is None or not run.harness_boundary:
+        return None
+    end = allowed_end(ctx, ctx.newest_output_start())
+    for c, (first, split) in enumerate(zip(run.harness_first_request, run.harness_boundary)):
+        if (c not in st.reused and first is not None and abs(env.request - first) <= tol
+                and ctx.lo < split <= end and ctx.is_safe_split(split)):
+            return c
+    return None
+
+
+def _reuse(tier: Summarise, st: SummariseState, c: int, ctx: Context, env: Env) -> None:
+    """Cut at the recorded boundary with the recorded summary as the head."""
+    run = ctx.run
+    st.reused.add(c)
+    text = run.harness_summary_text[c]
+    summary = HeadItem("recorded summary", text, env.est_text(text),
+                       recorded_summary_truth(run, c, env.truth_counter, ctx.msg_overhead),
+                       len(text.encode("utf-8", "surrogatepass")))
+    env.n_summaries += 1
+    apply_cut(ctx, env, run.harness_boundary[c], [summary], tier=tier.name, kind=SUMMARISE,
+              fate=SUMMARISED, protect_from=ctx.newest_output_start(),
+              trigger_tokens=env.fixed_est + ctx.est(),
+              threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
+              recorded=True)
 
 
 def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float) -> int:

@@ -1,0 +1,62 @@
+"""Recorded summaries reused where the replay compacts near the recorded compaction."""
+
+from __future__ import annotations
+
+import json
+
+from replay.engine import replay
+from replay.policy import load_policy, replace_path
+
+NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+"""The Claude Code sample that auto-compacted once (at 167,094 tokens)."""
+
+
+def _raw(path):  # type: ignore[no-untyped-def]
+    """Per request (main chain): the recorded prompt; the first request after the boundary."""
+    prompts: dict[str, int] = {}
+    after = None
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("isSidechain"):
+            continue
+        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
+            after = len(prompts) if after is None else after
+        if rec.get("type") == "assistant" and rec["message"]["id"] not in prompts:
+            u = rec["message"]["usage"]
+            prompts[rec["message"]["id"]] = (u["input_tokens"] + u.get("cache_read_input_tokens", 0)
+                                             + u.get("cache_creation_input_tokens", 0))
+    return list(prompts.values()), after
+
+
+def _trace(corpus, policy):  # type: ignore[no-untyped-def]
+    rid = next(r for r, s in zip(corpus.run_ids, corpus.runs["source"].to_pylist())
+               if s == "claude-code/" + NAME)
+    return replay(corpus.prepared(rid), policy, calibration=corpus.calibration(rid))
+
+
+def test_the_recorded_summary_makes_the_replay_send_what_the_harness_sent(samples, sample_corpus):  # type: ignore[no-untyped-def]
+    prompts, after = _raw(samples / "claude-code" / NAME)
+    trace = _trace(sample_corpus, load_policy("claude-code"))
+    acts = [a for a in trace.actions.to_pylist() if a["kind"] == "summarise"]
+    assert len(acts) == 1 and acts[0]["recorded_summary"]
+    at = acts[0]["request"]
+    assert abs(at - after) <= 3 and at != after  # one request late: the case issue #15 measured
+    truth = trace.requests["truth_tokens"].to_pylist()
+    # from its compaction on, the replayed context is the recorded one: the recorded prompt
+    assert truth[at:] == prompts[at:]
+    assert truth[:after] == prompts[:after]
+
+
+def test_without_reuse_the_stub_summary_is_used(sample_corpus):  # type: ignore[no-untyped-def]
+    policy = replace_path(load_policy("claude-code"), "tiers.0.restore.recorded_within_requests",
+                          None)
+    acts = [a for a in _trace(sample_corpus, policy).actions.to_pylist()
+            if a["kind"] == "summarise"]
+    assert len(acts) == 1 and not acts[0]["recorded_summary"]
+
+
+def test_a_compaction_far_from_the_recorded_one_uses_the_stub(sample_corpus):  # type: ignore[no-untyped-def]
+    policy = replace_path(load_policy("claude-code"), "tiers.0.trigger.at_tokens", 120000)
+    acts = [a for a in _trace(sample_corpus, policy).actions.to_pylist()
+            if a["kind"] == "summarise"]
+    assert acts and not any(a["recorded_summary"] for a in acts)
