@@ -4,7 +4,8 @@ For every run with recorded usage, ``fidelity`` replays the policy of the harnes
 it (``HARNESS_POLICY``) and compares the trace with the log:
 
 - ``placement_error_requests``: first replayed compaction − first recorded one, in requests
-  (None when either side has none; ``recorded_compaction`` / ``replayed_compaction`` say which);
+  (None when either side has none; ``recorded_compaction`` / ``replayed_compaction`` say which;
+  ``recorded_trigger``: auto or manual, from the run's compaction event);
 - ``post_size_error_median_frac``: median of (truth − recorded) / recorded over the requests
   from the first recorded compaction on (None without a recorded compaction);
 - ``cache_read_error_median_frac``: median |simulated cache read − recorded cache read| /
@@ -22,6 +23,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from replay import store
 from replay.corpus import Corpus
 from replay.engine import replay
 from replay.policy import load_policy
@@ -47,6 +49,8 @@ class RunFidelity:
     n_requests: int
     recorded_compaction: int | None
     """First request after the first harness compaction."""
+    recorded_trigger: str
+    """``auto`` or ``manual`` as the log recorded that compaction ('' when not recorded)."""
     replayed_compaction: int | None
     """Request before which the replay first cut the context."""
     placement_error_requests: int | None
@@ -80,7 +84,9 @@ def fidelity(corpus: Corpus) -> list[RunFidelity]:
             req["cached_tokens"], run.recorded_cache_read, rec) if r is not None and i])
         out.append(RunFidelity(
             run_id=rid, source=sources[rid], policy=name, truth_source=req["truth_source"][0],
-            n_requests=run.n_requests, recorded_compaction=rec_at, replayed_compaction=rep_at,
+            n_requests=run.n_requests, recorded_compaction=rec_at,
+            recorded_trigger=_first_trigger(corpus, rid) if rec_at is not None else "",
+            replayed_compaction=rep_at,
             placement_error_requests=(rep_at - rec_at if rec_at is not None and rep_at is not None
                                       else None),
             post_size_error_median_frac=post, cache_read_error_median_frac=cache,
@@ -89,9 +95,25 @@ def fidelity(corpus: Corpus) -> list[RunFidelity]:
     return out
 
 
+def _first_trigger(corpus: Corpus, run_id: str) -> str:
+    """The trigger of the run's first recorded compaction (its ``ContextEvent``), '' unknown."""
+    entry = corpus.entry_of(run_id)
+    if entry is None:
+        return ""
+    events = store.read_entry(corpus.root, entry.key).events
+    if events is None:
+        return ""
+    rows = [e for e in events.to_pylist() if e["run_id"] == run_id and e["kind"] == "compaction"]
+    return min(rows, key=lambda e: e["msg"])["trigger"] if rows else ""
+
+
 def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
-    """Corpus figures and, per target, how many runs meet it of those it applies to."""
-    compacted = [r for r in rows if r.recorded_compaction is not None]
+    """Corpus figures and, per target, how many runs meet it of those it applies to.  The
+    placement and post-compaction targets apply to auto-compacted runs (a manual compaction is
+    the user's choice, not the policy's); ``runs_manual`` / ``runs_trigger_unknown`` count the
+    others."""
+    compacted = [r for r in rows if r.recorded_compaction is not None
+                 and r.recorded_trigger == "auto"]
     placed = [r for r in compacted if r.placement_error_requests is not None
               and abs(r.placement_error_requests) <= PLACEMENT_TOLERANCE_REQUESTS]
     post = [r.post_size_error_median_frac for r in compacted
@@ -102,6 +124,9 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     return {
         "runs": len(rows),
         "runs_compacted": len(compacted),
+        "runs_manual": sum(r.recorded_trigger == "manual" for r in rows),
+        "runs_trigger_unknown": sum(r.recorded_compaction is not None and r.recorded_trigger == ""
+                                    for r in rows),
         "placement_within_tolerance": len(placed),
         "placement_missed": sum(r.replayed_compaction is None for r in compacted),
         "post_size_within_target": sum(abs(x) <= POST_SIZE_TARGET_FRAC for x in post),

@@ -33,17 +33,19 @@ def main(paths: list[Path], as_json: bool) -> None:
         print(json.dumps({"runs": [dataclasses.asdict(r) for r in rows], "totals": totals},
                          indent=1))
         return
-    print(f"{'source':58s} {'policy':12s} {'truth':18s} {'req':>4s} {'rec':>4s} {'rep':>4s} "
+    print(f"{'source':58s} {'policy':12s} {'truth':18s} {'req':>4s} {'rec':>4s} {'trig':6s} {'rep':>4s} "
           f"{'place':>5s} {'post':>7s} {'cache':>7s} {'held':>7s}")
     for r in rows:
         print(f"{_cut(r.source, 58):58s} {r.policy:12s} {r.truth_source:18s} {r.n_requests:4d} "
-              f"{_n(r.recorded_compaction):>4s} {_n(r.replayed_compaction):>4s} "
+              f"{_n(r.recorded_compaction):>4s} {r.recorded_trigger or '-':6s} "
+              f"{_n(r.replayed_compaction):>4s} "
               f"{_n(r.placement_error_requests, signed=True):>5s} "
               f"{_pct(r.post_size_error_median_frac, signed=True):>7s} "
               f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s}")
     t = totals
-    print(f"\n{t['runs']} runs with recorded usage, {t['runs_compacted']} with a recorded "
-          f"compaction")
+    print(f"\n{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted "
+          f"({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with no recorded "
+          f"trigger: not judged)")
     print(f"  placement within ±3 requests: {t['placement_within_tolerance']} of "
           f"{t['runs_compacted']} ({t['placement_missed']} never compacted in the replay)")
     print(f"  post-compaction sizes within ±5 %: {t['post_size_within_target']} of "

@@ -37,6 +37,7 @@ def test_fidelity_of_the_auto_compacted_sample(samples, sample_corpus):  # type:
     prompts, after = _raw(samples / "claude-code" / NAME)
     r = rows["claude-code/" + NAME]
     assert r.policy == "claude-code" and r.truth_source == "anchored"
+    assert r.recorded_trigger == "auto"
     assert r.recorded_compaction == after
     rid = r.run_id
     trace = replay(sample_corpus.prepared(rid), load_policy("claude-code"),
@@ -55,5 +56,9 @@ def test_runs_without_usage_are_left_out_and_totals_add_up(sample_corpus):  # ty
     assert not any(s.startswith("swe-agent/") for s in sources)  # SWE-agent logs record no usage
     t = fidelity_totals(rows)
     assert t["runs"] == len(rows)
-    assert t["runs_compacted"] == sum(r.recorded_compaction is not None for r in rows)
+    compacted = [r for r in rows if r.recorded_compaction is not None]
+    assert t["runs_compacted"] + t["runs_manual"] + t["runs_trigger_unknown"] == len(compacted)
+    # the 217-request sample was compacted by hand (/compact): not a policy's placement
+    manual = {r.source for r in rows if r.recorded_trigger == "manual"}
+    assert manual == {"claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"}
     assert t["placement_within_tolerance"] <= t["runs_compacted"]
