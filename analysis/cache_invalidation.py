@@ -39,7 +39,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from analysis._numeric import floats
-from replay.policy import Policy, Trim
+from replay.policy import Policy
 from replay.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 
@@ -95,15 +95,12 @@ def cache_actions(actions: pd.DataFrame, policy: Policy, *,
         ``kind``, ``family``, ``undone``, ``invalidated_tokens``, ``reclaimed_tokens``,
         ``reclaimed_est_tokens``, ``min_reclaim_tokens``, ``is_below_min``, ``is_small_trim``.
     """
-    minimum = {t.name: (t.min_reclaim_tokens or int(t.min_reclaim_frac * policy.usable_tokens))
-               for t in policy.tiers if isinstance(t, Trim)}
     out = actions[["run_id", "policy", "tier", "kind"]].astype(str).reset_index(drop=True)
     for col in ("action", "request", "invalidated_tokens", "reclaimed_tokens",
-                "reclaimed_est_tokens"):
+                "reclaimed_est_tokens", "min_reclaim_tokens"):
         out[col] = floats(actions[col]).astype("int64").to_numpy()
     out["undone"] = actions["undone"].astype(bool).to_numpy()
     out["family"] = out["kind"].map(FAMILIES).fillna("other")
-    out["min_reclaim_tokens"] = out["tier"].map(minimum).fillna(0).astype("int64")
     short = out["reclaimed_est_tokens"] < out["min_reclaim_tokens"]
     applied_short = (out["kind"] == TRIM) & short
     out["is_below_min"] = out["undone"] | (~out["undone"] & applied_short)

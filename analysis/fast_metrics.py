@@ -34,7 +34,7 @@ import pandas as pd
 
 from analysis.metrics import BASIC_COLUMNS
 from analysis.run_facts import RunFacts
-from replay.policy import Policy, Trim
+from replay.policy import Policy
 from replay.trace import FAMILIES, FAMILY_NAMES, FATES, SUMMARY_KINDS, TRIM, TRIM_KINDS, Trace
 
 METRICS_VERSION = "1"
@@ -255,19 +255,17 @@ def _cache(rq: dict[str, list[Any]], ac: dict[str, list[Any]], applied: list[boo
     truth, cached, write = rq["truth_tokens"], rq["cached_tokens"], rq["cache_write_tokens"]
     fresh, out_t, cost = rq["fresh_tokens"], rq["output_tokens"], rq["cost_usd"]
     usable = policy.usable_tokens
-    minimum = {t.name: (t.min_reclaim_tokens or int(t.min_reclaim_frac * usable))
-               for t in policy.tiers if isinstance(t, Trim)}
     small = int(_SMALL_RECLAIM_FRAC * usable)
     fam = dict.fromkeys(FAMILY_NAMES, 0)
     inv_applied: list[int] = []
     below = n_small = small_inv = 0
-    for kind, tier, inv, ok, reclaimed, reclaimed_est in zip(
-            ac["kind"], ac["tier"], ac["invalidated_tokens"], applied, ac["reclaimed_tokens"],
-            ac["reclaimed_est_tokens"]):
+    for kind, inv, ok, reclaimed, reclaimed_est, minimum in zip(
+            ac["kind"], ac["invalidated_tokens"], applied, ac["reclaimed_tokens"],
+            ac["reclaimed_est_tokens"], ac["min_reclaim_tokens"]):
         if not ok:
             below += 1
             continue
-        below += kind == TRIM and reclaimed_est < minimum.get(tier, 0)
+        below += kind == TRIM and reclaimed_est < minimum
         inv_applied.append(inv)
         family = FAMILIES.get(kind)
         if family in fam:

@@ -39,7 +39,8 @@ def _digest(table: pa.Table) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
-def fingerprints(paths: list[Path], policy_files: list[Path]) -> dict[str, dict[str, str]]:
+def fingerprints(paths: list[Path], policy_files: list[Path],
+                 drop: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
     """``{"policy|run": {table: sha256}}`` for every policy and replayable run."""
     out: dict[str, dict[str, str]] = {}
     policies = [load_policy(name) for name in presets()] + [load_policy(p) for p in policy_files]
@@ -50,9 +51,18 @@ def fingerprints(paths: list[Path], policy_files: list[Path]) -> dict[str, dict[
             for run_id in ids:
                 trace = replay(corpus.prepared(run_id), policy,
                                calibration=corpus.calibration(run_id))
-                out[f"{policy.name}|{run_id}"] = {n: _digest(trace.table(n))
+                out[f"{policy.name}|{run_id}"] = {n: _digest(_without(trace.table(n), drop))
                                                   for n in TRACE_SCHEMAS}
     return out
+
+
+def _without(table: pa.Table, drop: tuple[str, ...]) -> pa.Table:
+    """The table without the ``drop`` columns and without schema metadata (to compare the
+    remaining columns with a fingerprint taken before columns were added)."""
+    if not drop:
+        return table
+    kept = table.drop_columns([c for c in drop if c in table.column_names])
+    return kept.replace_schema_metadata(None)
 
 
 def main(argv: list[str]) -> int:
@@ -62,8 +72,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--policy", action="append", type=Path, default=[])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--against", type=Path)
+    ap.add_argument("--drop", action="append", default=[],
+                    help="leave this column out (and the schema metadata): compare the other "
+                         "columns with a fingerprint taken before it was added")
     args = ap.parse_args(argv)
-    got = fingerprints(args.paths or DEFAULT_PATHS, args.policy)
+    got = fingerprints(args.paths or DEFAULT_PATHS, args.policy, tuple(args.drop))
     total = hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest()
     print(f"{len(got)} (policy, run) traces, total sha256 {total}")
     if args.out:

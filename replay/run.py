@@ -53,7 +53,8 @@ def run(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
 
 
 def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = False,
-           on_run: Callable[[str], None] | None = None) -> pa.Table:
+           on_run: Callable[[str], None] | None = None,
+           release_memory: bool = False) -> pa.Table:
     """Replay ``policy`` over ``corpus`` streaming each run's trace to ``out``; the summary
     rows as a table (``SUMMARY_SCHEMA``).
 
@@ -61,6 +62,9 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
     temporary names as runs finish, and renamed into place (with ``summary.json``) only
     when every run is done, so an interrupted run leaves the previous outputs intact.
     Summary rows are kept as columns (~0.3 KB a run, not a dict each).
+    ``release_memory``: every few hundred runs, hand the heap's freed pages back to the OS
+    (``replay.memory.release_freed_memory``, a process-wide effect: the ``replay`` command asks
+    for it, a library call does not do it unasked).
     """
     out.mkdir(parents=True, exist_ok=True)
     (out / "traces").mkdir(exist_ok=True)
@@ -75,7 +79,7 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
         n_pending = n_done = 0
         for i, trace in enumerate(iter_replays(corpus, policy, allow_python=allow_python,
                                                 on_run=on_run), 1):
-            if i % _RUNS_PER_TRIM == 0:
+            if release_memory and i % _RUNS_PER_TRIM == 0:
                 release_freed_memory()
             for row in summarise_runs(corpus, trace, meta):
                 for c, values in summary.items():

@@ -6,8 +6,12 @@ A ``Trace`` holds three column tables, declared once here:
   window and reserve, overshoot, context split into call arguments (write/edit
   separately), results and other bytes, cache-eligible prefix, invalidated
   tokens, cost;
-- ``actions``: one row per tier action — tier, trigger value, messages
-  affected, tokens reclaimed, whether it was undone or its summariser failed;
+- ``actions``: one row per tier action — tier, trigger value and the threshold it resolved to,
+  messages affected, tokens reclaimed, whether it was undone or its summariser failed, and the
+  values a tier resolved from the policy that analyses need (``min_reclaim_tokens``: the trim
+  minimum after ``min_reclaim_frac × usable``; ``protect_first_msg``: the first message of the
+  range the action could not touch, null when nothing was protected), so ``analysis`` never
+  re-derives tier logic;
 - ``evictions``: one row per block a tier trimmed, summarised or dropped, with
   the request before which that happened.
 
@@ -64,7 +68,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "3"
+TRACE_VERSION = "4"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -76,7 +80,7 @@ def _schema(name: str, cols: list[tuple[str, pa.DataType]]) -> pa.Schema:
                                "table": name})
 
 
-_NULLABLE = {"recorded_input_tokens", "recorded_cache_read_tokens"}
+_NULLABLE = {"recorded_input_tokens", "recorded_cache_read_tokens", "protect_first_msg"}
 
 REQUESTS = _schema("requests", [
     ("run_id", _S), ("policy", _S), ("request", _I), ("ts", _S),
@@ -93,7 +97,8 @@ ACTIONS = _schema("actions", [
     ("when", _S), ("trigger_tokens", _I), ("threshold_tokens", _I), ("n_blocks", _I),
     ("first_msg", _I), ("last_msg", _I), ("reclaimed_tokens", _I), ("reclaimed_est_tokens", _I),
     ("invalidated_tokens", _I), ("undone", _B), ("failed", _B), ("summary_tokens", _I),
-    ("context_after_tokens", _I), ("recorded_summary", _B),
+    ("context_after_tokens", _I), ("recorded_summary", _B), ("min_reclaim_tokens", _I),
+    ("protect_first_msg", _I),
 ])
 EVICTIONS = _schema("evictions", [
     ("run_id", _S), ("policy", _S), ("msg", _I), ("block", _I), ("request", _I), ("tier", _S),

@@ -164,7 +164,8 @@ def run(
                 write_run(result, out)
                 summary = summary_table(result.summary)
             else:
-                summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick)
+                summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick,
+                                 release_memory=True)
         if report:
             from analysis.report import write_report
 

@@ -18,7 +18,7 @@ before it gets here (``replay.tiers.custom``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from replay.context import Context, HeadItem
@@ -50,9 +50,15 @@ class Trimmed(NamedTuple):
     """True tokens reclaimed."""
 
 
+def protect_first_msg(ctx: Context, end: int) -> int | None:
+    """The first message a change could not touch (recorded with each action; None: none)."""
+    return ctx.run.msg[end] if end < ctx.hi else None
+
+
 def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int]], *, tier: str,
                 kind: str, protect_from: int, trigger_tokens: int, threshold_tokens: int,
-                may_touch_newest: bool = False, until_est: int | None = None) -> Trimmed:
+                may_touch_newest: bool = False, until_est: int | None = None,
+                min_reclaim_tokens: int = 0) -> Trimmed:
     """Replace each block of ``sized`` — (block, est, truth, bytes) of its new content, in
     increasing block order — and record one action and an eviction (``trimmed``) per block.
 
@@ -85,19 +91,26 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=len(applied),
                   first_msg=run.msg[applied[0]], last_msg=run.msg[prev],
-                  reclaimed=(got_est, got_truth), invalidated=invalidated)
+                  reclaimed=(got_est, got_truth), invalidated=invalidated,
+                  min_reclaim_tokens=min_reclaim_tokens,
+                  protect_first_msg=protect_first_msg(ctx, end))
     return Trimmed(len(applied), prev, got_est, got_truth)
 
 
-def record_undone_trims(ctx: Context, env: Env, blocks: Sequence[int], *, tier: str, kind: str,
-                        trigger_tokens: int, threshold_tokens: int) -> None:
-    """A trim pass over ``blocks`` that reclaimed too little, undone in full: an action row
-    (``undone``), nothing changed."""
+def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks: int, *,
+                        tier: str, kind: str,
+                        protect_from: int, trigger_tokens: int, threshold_tokens: int,
+                        min_reclaim_tokens: int, may_touch_newest: bool = False) -> None:
+    """A trim pass over ``n_blocks`` blocks from ``first`` to ``last`` that reclaimed too little,
+    undone in full: an action row (``undone``), nothing changed.  (Blocks as bounds, not a list:
+    a tier with a minimum may hold many pending candidates and be undone at every request.)"""
     run = ctx.run
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
-                  threshold_tokens=threshold_tokens, n_blocks=len(blocks),
-                  first_msg=run.msg[blocks[0]], last_msg=run.msg[blocks[-1]], reclaimed=(0, 0),
-                  invalidated=0, undone=True)
+                  threshold_tokens=threshold_tokens, n_blocks=n_blocks,
+                  first_msg=run.msg[first], last_msg=run.msg[last], reclaimed=(0, 0),
+                  invalidated=0, undone=True, min_reclaim_tokens=min_reclaim_tokens,
+                  protect_first_msg=protect_first_msg(
+                      ctx, allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)))
 
 
 def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier: str, kind: str,
@@ -122,5 +135,5 @@ def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier:
                   last_msg=last_msg,
                   reclaimed=(est_before - ctx.est(), truth_before - ctx.truth()),
                   invalidated=invalidated, failed=failed, summary_tokens=summary_tokens,
-                  recorded=recorded)
+                  recorded=recorded, protect_first_msg=protect_first_msg(ctx, end))
     return n

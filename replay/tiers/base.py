@@ -211,14 +211,15 @@ def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
 def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_tokens: int,
                   threshold_tokens: int, n_blocks: int, first_msg: int, last_msg: int,
                   reclaimed: tuple[int, int], invalidated: int, undone: bool = False,
-                  failed: bool = False, summary_tokens: int = 0, recorded: bool = False) -> None:
+                  failed: bool = False, summary_tokens: int = 0, recorded: bool = False,
+                  min_reclaim_tokens: int = 0, protect_first_msg: int | None = None) -> None:
     """One actions row; ``reclaimed`` is (estimated, true) tokens; ``recorded``: the summary is
     the one the log recorded."""
     rows = env.action_rows
     rows.extend((len(rows) // ACTION_WIDTH, env.request, tier, kind, env.when, trigger_tokens,
                  threshold_tokens, n_blocks, first_msg, last_msg, reclaimed[1], reclaimed[0],
                  invalidated, undone, failed, summary_tokens, env.fixed_truth + ctx.truth(),
-                 recorded))
+                 recorded, min_reclaim_tokens, protect_first_msg))
 
 
 class _Vars(dict[str, Any]):

@@ -108,12 +108,15 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
     trigger_tokens = env.fixed_est + ctx.est()
     if gain < st.minimum:
-        record_undone_trims(ctx, env, [p[0] for p in pending], tier=tier.name, kind=TRIM,
-                            trigger_tokens=trigger_tokens, threshold_tokens=st.threshold)
+        record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending),
+                            tier=tier.name, kind=TRIM,
+                            protect_from=stop, trigger_tokens=trigger_tokens,
+                            threshold_tokens=st.threshold, min_reclaim_tokens=st.minimum,
+                            may_touch_newest=not tier.protect.newest)
         return
     apply_trims(ctx, env, pending, tier=tier.name, kind=TRIM, protect_from=stop,
                 trigger_tokens=trigger_tokens, threshold_tokens=st.threshold,
-                may_touch_newest=not tier.protect.newest)
+                may_touch_newest=not tier.protect.newest, min_reclaim_tokens=st.minimum)
     st.pending = later or []
     st.gain_est = 0 if later is None else st.gain_est - gain
     st.epoch = ctx.epoch

@@ -45,10 +45,16 @@ def requests(policy: Policy, sizes: list[tuple[int, int]],
 
 
 def action(request: int, *, kind: str = "trim", tier: str = "tier1_trim", undone: bool = False,
-           invalidated: int = 0, reclaimed: int = 0, reclaimed_est: int = 0) -> dict[str, Any]:
+           invalidated: int = 0, reclaimed: int = 0, reclaimed_est: int = 0,
+           minimum: int | None = None) -> dict[str, Any]:
+    """An actions row as the trace holds it; a trim's resolved minimum defaults to the one
+    ANTHROPIC's trim tier records (an eighth of its usable window)."""
+    if minimum is None:
+        minimum = int(0.125 * ANTHROPIC.usable_tokens) if kind == "trim" else 0
     return {"run_id": "r", "policy": ANTHROPIC.name, "action": 0, "request": request, "tier": tier,
             "kind": kind, "undone": undone, "invalidated_tokens": invalidated,
-            "reclaimed_tokens": reclaimed, "reclaimed_est_tokens": reclaimed_est}
+            "reclaimed_tokens": reclaimed, "reclaimed_est_tokens": reclaimed_est,
+            "min_reclaim_tokens": minimum}
 
 
 def test_cached_share_is_a_ratio_of_sums() -> None:
@@ -105,8 +111,8 @@ def test_below_min_and_small_trims() -> None:
 
 def test_edge_policy_without_minimum_has_nothing_below_it() -> None:
     orig = load_policy("two-tier-original")
-    acts = cache_actions(pd.DataFrame([action(1, invalidated=500, reclaimed=10, reclaimed_est=9)
-                                       | {"policy": orig.name}]), orig)
+    acts = cache_actions(pd.DataFrame([action(1, invalidated=500, reclaimed=10, reclaimed_est=9,
+                                              minimum=0) | {"policy": orig.name}]), orig)
     assert not acts["is_below_min"].any()
     assert acts["is_small_trim"].all()  # the common 1/8-window yardstick still applies
 

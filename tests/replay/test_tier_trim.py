@@ -54,7 +54,10 @@ def test_trim_leaves_the_union_of_the_protected_ranges(protect: dict[str, Any]) 
     # each case's binding field matters: protecting the newest message alone trims more
     assert want != [b for b in results_of(run) if b < run.req_blocks[-1] - 1]
     assert want, "nothing to trim: the case tests nothing"
-    assert evicted(run, replay(run, p), "trimmed") == want
+    trace = replay(run, p)
+    assert evicted(run, trace, "trimmed") == want
+    # the trace says where the protected range began (analyses read it, never re-derive it)
+    assert [a["protect_first_msg"] for a in trace.actions.to_pylist()] == [run.msg[start]]
 
 
 def _gain(run: Any, b: int) -> int:
@@ -85,6 +88,9 @@ def test_min_reclaim_frac_resolves_against_the_usable_window() -> None:
                                 window=2 * gain + 2))
     assert [a["undone"] for a in kept.actions.to_pylist()] == [False]
     assert [a["undone"] for a in undone.actions.to_pylist()] == [True]
+    # the resolved minimum is in the trace: the gain exactly, then one more
+    assert [a["min_reclaim_tokens"] for a in kept.actions.to_pylist()] == [gain]
+    assert [a["min_reclaim_tokens"] for a in undone.actions.to_pylist()] == [gain + 1]
 
 
 def test_newest_output_is_trimmed_only_when_the_tier_says_so() -> None:
