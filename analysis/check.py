@@ -172,7 +172,7 @@ def load_tolerances(path: Path) -> Tolerances:
     """
     where = str(path)
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)  # noqa: S506
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
     except FileNotFoundError:
         raise CheckError(f"{where}: no such tolerances file") from None
     except yaml.YAMLError as exc:
@@ -250,8 +250,8 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
                        for k in ("trace_version", "schema_version")
                        if getattr(baseline, k) != getattr(current, k))
     runs = _run_status(baseline, current)
-    notes = [f"engine changed ({engine}): update the baseline (`--update-baseline`) in the "
-             f"same commit"] if engine else []
+    notes = [(f"engine changed ({engine}): update the baseline (`--update-baseline`) in the "
+             f"same commit")] if engine else []
     notes += [f"unreadable log: {source}; its runs are not compared" for source in unreadable]
     notes += [f"{status}: {run}" + (f" (sha256 {baseline.runs[run].sha256[:12]} → "
                                     f"{current.runs[run].sha256[:12]}); not compared"

@@ -159,7 +159,6 @@ def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
     regressed = _worst_first(result.with_status("regressed"))
     improved = result.with_status("improved")
     within = result.with_status("within")
-    not_compared = [c for c in result.cases if c.status in CORPUS_STATUSES]
     notes = result.with_status("appeared", "vanished")
     counts = counts_by_kind(result)
     lines = [f"### replay check: {'PASS' if result.exit_code == 0 else 'FAIL'}", "",

@@ -76,7 +76,7 @@ class Axis:
         if self.num is not None:
             return self.num
         assert self.start is not None and self.stop is not None and self.step is not None
-        return int(math.floor((self.stop - self.start) / self.step + 1e-9)) + 1
+        return math.floor((self.stop - self.start) / self.step + 1e-9) + 1
 
     def points(self) -> tuple[Any, ...]:
         """Every value of the axis, in order, duplicates removed."""
@@ -100,7 +100,7 @@ class Axis:
         return self._cast(rng.uniform(self.start, self.stop))
 
     def _cast(self, v: float) -> Any:
-        return int(round(v)) if self.is_int else round(v, 12)
+        return round(v) if self.is_int else round(v, 12)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,7 +175,7 @@ def spec_from_dict(doc: Any, where: str = "<grid>") -> SweepSpec:
         raise PolicyError(where, "", "a grid file is a mapping with a 'grid' key")
     unknown = set(doc) - {"grid", "design", "samples", "seed"}
     if unknown:
-        raise PolicyError(where, sorted(unknown)[0], "unknown key; allowed: grid, design, "
+        raise PolicyError(where, min(unknown), "unknown key; allowed: grid, design, "
                                                      "samples, seed")
     grid = doc.get("grid")
     if not isinstance(grid, dict) or not grid:

@@ -124,7 +124,7 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
     for expr in constraints:
         try:
             frame = frame.query(_normalise(expr))
-        except Exception as exc:  # pandas raises many kinds for a bad expression
+        except Exception as exc:  # noqa: BLE001 - pandas raises many kinds for a bad expression
             raise ReplayInputError(f"constraint {expr!r}: {exc}") from None
     frame = frame.drop(columns=[a for a in ALIASES if a not in table.columns
                                 and a in frame.columns])

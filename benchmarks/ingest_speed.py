@@ -40,13 +40,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from replay import store  # noqa: E402
-from replay.discover import discover, sources  # noqa: E402
-from replay.ingest import ingest, parse_file, tokenize  # noqa: E402
-from replay.parsers import PARSERS, detect_format  # noqa: E402
-from replay.parsers.builder import Source  # noqa: E402
-from replay.redaction import declared, tokens_for  # noqa: E402
-from replay.tokens import encoding  # noqa: E402
+from replay import store
+from replay.discover import discover, sources
+from replay.ingest import ingest, parse_file, tokenize
+from replay.parsers import PARSERS, detect_format
+from replay.parsers.builder import Source
+from replay.redaction import declared, tokens_for
+from replay.tokens import encoding
 
 TOKENIZER = "o200k_base"
 

@@ -50,7 +50,7 @@ class TreeMemory:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
 
-    def __enter__(self) -> TreeMemory:
+    def __enter__(self) -> TreeMemory:  # noqa: PYI034
         self._thread.start()
         return self
 

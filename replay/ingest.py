@@ -129,7 +129,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     except RecursionError:
         issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
         drafts = []
-    except Exception as exc:  # a parser bug or an input it did not foresee: report, go on
+    except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
         issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
         drafts = []
     coverage, why = src.coverage.by_type(), found.describe()

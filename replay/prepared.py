@@ -301,6 +301,6 @@ def _seconds(ts: str) -> float | None:
     if not ts:
         return None
     try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(ts).timestamp()
     except ValueError:
         return None

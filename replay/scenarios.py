@@ -236,8 +236,8 @@ SCENARIOS: tuple[FailureScenario, ...] = (
         failure="A placeholder asking the model to call the tool again sits next to reads of "
                 "the same file, over and over (55 reads in one turn).",
         fix_label="neutral-placeholder",
-        fix=(("tiers.0.placeholder.template", "[{tool} call {call_id} on {path}: output "
-              "shortened, {lines} lines / {chars} chars in full]"),
+        fix=(("tiers.0.placeholder.template", ("[{tool} call {call_id} on {path}: output "
+              "shortened, {lines} lines / {chars} chars in full]")),
              ("tiers.0.placeholder.head_chars", 240), ("tiers.0.placeholder.tail_chars", 120)),
         metric="reads of one path in one turn (tool_result rows with op 'read' in the store "
                "messages); copies of it replaced by a placeholder that "

@@ -45,7 +45,7 @@ _EXPECTED_SHA256 = {
 _ENDOFTEXT = "<|endoftext|>"
 _PATTERNS = {
     "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-    "o200k_base": "|".join(
+    "o200k_base": "|".join(  # noqa: FLY002 - one alternative a line, as tiktoken writes it
         [
             r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
             r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -117,7 +117,7 @@ def _constructor(name: str) -> Callable[[], dict[str, Any]] | None:
         from tiktoken import registry
 
         return (registry.ENCODING_CONSTRUCTORS or {}).get(name)
-    except Exception:  # a tiktoken without this (private) registry: no local build
+    except Exception:  # noqa: BLE001 - a tiktoken without this (private) registry: no local build
         return None
 
 
@@ -166,7 +166,7 @@ def _download_url(ctor: Callable[[], dict[str, Any]]) -> str:
         _with_file_reader(ctor, read)
     except _Wanted as want:
         return want.url
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - any failure of the private API: no URL to report
         pass
     return ""
 

@@ -119,7 +119,7 @@ class RunBuilder:
         analyses, not counted in ``n_tool_calls``."""
         try:
             op, path = classify(tool, args)
-        except Exception as exc:  # a classifier bug must not cost the file: keep the call
+        except Exception as exc:  # noqa: BLE001 - a classifier bug must not cost the file: keep the call
             self.issues.append(Issue(self.source.path, 0, f"tool call {call_id!r} ({tool}) not "
                                      f"classified ({type(exc).__name__}: {exc}); op 'other'"))
             op, path = "other", ""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
@@ -327,7 +327,7 @@ def _ts(rec: dict[str, Any]) -> str:
         return stamp
     if isinstance(created, (int, float)) and not isinstance(created, bool) and created > 0:
         try:
-            return datetime.fromtimestamp(created, timezone.utc).isoformat()
+            return datetime.fromtimestamp(created, UTC).isoformat()
         except (OverflowError, OSError, ValueError):  # past year 9999, or not a number (nan)
             return ""
     return ""

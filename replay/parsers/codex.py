@@ -289,7 +289,7 @@ class _Walk:
     def token_count(self, no: int, info: Any) -> bool:
         """Attach one usage record; False when it is a duplicate or a compaction's own call."""
         if not isinstance(info, dict):
-            raise ValueError(f"token_count info is {type(info).__name__}, not an object")
+            raise ValueError(f"token_count info is {type(info).__name__}, not an object")  # noqa: TRY004
         total, last = info.get("total_token_usage"), info.get("last_token_usage")
         if total is not None and total == self.prev_total:
             return False  # the same request's usage written a second time

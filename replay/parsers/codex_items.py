@@ -58,7 +58,7 @@ def call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
     if raw is None or isinstance(raw, dict):
         return call_id, name, raw or {}
     if not isinstance(raw, str):
-        raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")
+        raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")  # noqa: TRY004
     try:
         parsed = loads(raw) if t == "function_call" else None
     except ValueError:
@@ -82,7 +82,7 @@ def content(value: Any) -> list[tuple[str, str]]:
     if isinstance(value, str):
         return [("text", value)]
     if not isinstance(value, list):
-        raise ValueError(f"message content is {type(value).__name__}, not a list")
+        raise ValueError(f"message content is {type(value).__name__}, not a list")  # noqa: TRY004
     blocks: list[tuple[str, str]] = []
     for part in value:
         kind = part.get("type") if isinstance(part, dict) else None
@@ -105,7 +105,7 @@ def reasoning(p: dict[str, Any]) -> str:
         if value is None:
             continue
         if not isinstance(value, list):
-            raise ValueError(f"reasoning {key} is {type(value).__name__}, not a list")
+            raise ValueError(f"reasoning {key} is {type(value).__name__}, not a list")  # noqa: TRY004
         for x in value:
             text = x.get("text") if isinstance(x, dict) else x
             if isinstance(text, str) and text:
@@ -155,7 +155,7 @@ def command(item: dict[str, Any]) -> tuple[str, Any, str, bool]:
     """(id, args, output, is_error) of a code-mode ``CommandExecution`` turn item."""
     cmd = item.get("command")
     if not isinstance(cmd, (str, list)):
-        raise ValueError(f"CommandExecution command is {type(cmd).__name__}, not a string")
+        raise ValueError(f"CommandExecution command is {type(cmd).__name__}, not a string")  # noqa: TRY004
     ident = opt_str(item, "call_id") or opt_str(item, "id")
     out = item.get("aggregated_output")
     code = item.get("exit_code")

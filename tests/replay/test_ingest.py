@@ -623,7 +623,7 @@ def test_file_that_is_one_50mb_line(tmp_path: Path) -> None:
     report = ingest([logs], tmp_path / "store", jobs=1)
     assert time.perf_counter() - t < 10
     assert report.failed == ["a_bad.jsonl"]
-    assert [str(i) for i in report.issues][0].startswith(f"{bad}:1: line of 50,000,")
+    assert next(str(i) for i in report.issues).startswith(f"{bad}:1: line of 50,000,")
     _assert_good_kept(tmp_path / "store", report)
     _assert_cli(logs, tmp_path, exit_code=1, bad_name="a_bad.jsonl", bad_kept=False,
                 strict=False)

@@ -150,7 +150,7 @@ def test_request_log_with_a_rewritten_history(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     parsed = parse_file(path, tmp_path)
-    run, rows, reqs = _rows(parsed)
+    _run, rows, reqs = _rows(parsed)
     assert [r["text"] for r in rows] == ["summary of earlier", "two"]
     assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 7)]
     assert [i.line for i in parsed.issues] == [1] and "not in" in parsed.issues[0].reason
@@ -172,7 +172,7 @@ def test_anthropic_blocks_and_usage(tmp_path: Path) -> None:
     path = tmp_path / "anthropic.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert chat.sniff(path.name, path.read_bytes())
-    run, rows, reqs = _rows(parse_file(path, tmp_path))
+    _run, rows, reqs = _rows(parse_file(path, tmp_path))
     assert [(r["role"], r["kind"]) for r in rows] == [
         ("system", "text"), ("user", "text"), ("user", "image"), ("assistant", "reasoning"),
         ("assistant", "tool_call"), ("tool", "tool_result")]
@@ -209,7 +209,7 @@ def test_bad_lines_are_reported_and_the_rest_parsed(tmp_path: Path) -> None:
     assert sorted(by_line) == [2, 4, 6, 7], by_line
     assert "malformed JSON" in by_line[2] and "incomplete last line" in by_line[7]
     assert "content" in by_line[4] and "wizard" in by_line[6]
-    run, rows, reqs = _rows(parsed)
+    _run, rows, reqs = _rows(parsed)
     assert [(r["role"], r["kind"]) for r in rows] == [
         ("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result")]
     assert [(r["output_msg"], r["input_tokens"], r["output_tokens"]) for r in reqs] == [(1, 9, 3)]

@@ -4,6 +4,7 @@ conversation-order rules on hand-made transcripts, and bad input."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections import Counter
 from functools import cache
@@ -143,7 +144,7 @@ def test_sample_message_order_is_file_order(samples: Path, rel: str) -> None:
     # The data's timestamps are chronological except where the harness stamped a record early
     # (a queued task notification, /compact's command records): at most one such step per file.
     stamps = [ts for _, ts in expected]
-    assert sum(b < a for a, b in zip(stamps, stamps[1:])) <= 1
+    assert sum(b < a for a, b in itertools.pairwise(stamps)) <= 1
 
 
 @pytest.mark.parametrize("rel", [r for r in SAMPLE_FILES if "/subagents/" in r])
@@ -314,7 +315,7 @@ def test_subagent_without_parent_file(tmp_path: Path) -> None:
 def test_malformed_line_in_the_middle(tmp_path: Path) -> None:
     lines = [_user("u1", None, "go"), '{"type": "user", "broken',
              _asst("a1", "u1", "m1", _text("ok"))]
-    issues, run, msgs, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
+    issues, _run, msgs, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
     assert [(i.line, "malformed JSON" in i.reason) for i in issues] == [(2, True)]
     assert [m["text"] for m in msgs] == ["go", "ok"] and len(reqs) == 1
 
@@ -323,7 +324,7 @@ def test_truncated_last_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "s.jsonl",
                   [_user("u1", None, "go"), _asst("a1", "u1", "m1", _text("ok"))])
     path.write_bytes(path.read_bytes() + b'{"type": "assistant", "mess')
-    issues, run, msgs, reqs = _parse(path)
+    issues, _run, msgs, reqs = _parse(path)
     assert [(i.line, "incomplete last line" in i.reason) for i in issues] == [(3, True)]
     assert [m["text"] for m in msgs] == ["go", "ok"] and len(reqs) == 1
 
@@ -339,7 +340,7 @@ def test_wrong_typed_fields_are_reported_and_skipped(tmp_path: Path) -> None:
              {"type": "user", "uuid": "u9", "parentUuid": "a1", "message": "hi"},
              _user("u2", "a1", [{"type": "tool_result", "tool_use_id": 5, "content": "r"}]),
              _asst("a5", "a1", "m5", _text("end"))]
-    issues, run, msgs, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
+    issues, _run, msgs, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
     by_line = {i.line: i.reason for i in issues}
     assert sorted(by_line) == [3, 4, 5, 6, 7]
     assert "message.content is int" in by_line[3]

@@ -164,7 +164,7 @@ def test_1_big_output_overshoots_after_send_but_not_with_a_check_before_sending(
 
 def test_2_reserve_overflows_unless_subtracted_exactly() -> None:
     fs = SCENARIOS[1]
-    run, messages = ingested(fs.name)
+    _run, messages = ingested(fs.name)
     kinds = messages["kind"].to_pylist()
     roles = messages["role"].to_pylist()
     assert sum(k == "tool_call" for k in kinds) >= 260
@@ -276,7 +276,7 @@ def test_5_summary_refires_until_the_remainder_is_capped() -> None:
 
 def test_6_recall_placeholder_sits_next_to_a_read_loop_and_the_lint_flags_it() -> None:
     fs = SCENARIOS[5]
-    run, messages = ingested(fs.name)
+    _run, messages = ingested(fs.name)
     rows = messages.select(["msg", "block", "kind", "role", "op", "path"]).to_pylist()
     reads = Counter(r["path"] for r in rows if r["kind"] == "tool_result" and r["op"] == "read")
     path, n = reads.most_common(1)[0]
