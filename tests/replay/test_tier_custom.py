@@ -59,7 +59,7 @@ def _context(run) -> tuple[Context, Env]:  # type: ignore[no-untyped-def]
     ctx = Context(run, tokens, tokens, 0)
     ctx.hi = run.req_blocks[-1]
     return ctx, Env(policy=p, calibration=None, action_rows=[], evictions=Evictions(),
-                    fixed_est=0, fixed_truth=0)
+                    fixed_est=0, fixed_truth=0, truth_counter=p.truth)
 
 
 def test_apply_refuses_changes_inside_the_protected_range_or_the_newest_output() -> None:
