@@ -35,6 +35,7 @@ from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.errors import ReplayError
 from replay.policy import load_policy
 from replay.providers import one_provider, pricing_note, with_provider
+from replay.run_select import select_runs
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
 
@@ -48,7 +49,8 @@ DataOpt = Annotated[list[Path] | None, typer.Option(
     "--data", help="With --traces: the logs or dataset the traces were replayed from "
                    "(default: DIR/dataset of the first directory).")]
 RunOpt = Annotated[list[str] | None, typer.Option(
-    "--run", help="Only this run id (repeatable; default: every run).")]
+    "--run", help="Only these runs: a source path (as `replay runs` shows it), a glob such as "
+                  "'scenarios/*', or a run id (repeatable; default: every run).")]
 AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 OwnProvidersOpt = Annotated[bool, typer.Option(
     "--own-providers", help="Price each policy under the provider it names (default: every "
@@ -173,7 +175,8 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
                                    "with the logs or dataset they were replayed from")
         corpus = _open(source, out, fmt, quiet, strict)
         if run_ids:
-            keep = pa.array(sorted(set(run_ids)), pa.string())
+            keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
+                                        run_ids), pa.string())
             pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
                                  for t in (tr.requests, tr.actions, tr.evictions))))
                      for p, tr in pairs]
@@ -186,10 +189,8 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
     corpus = _open(paths, out, fmt, quiet, strict)
     ids = corpus.replayable()
     if run_ids:
-        unknown = sorted(set(run_ids) - set(ids))
-        if unknown:
-            raise ReplayInputError(f"no replayable run {unknown} in {[str(p) for p in paths]}")
-        ids = [r for r in ids if r in set(run_ids)]
+        sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+        ids = select_runs(ids, [sources[r] for r in ids], run_ids, paths)
     with _progress("replay", len(ids) * len(pols), quiet) as tick:
         return corpus, [(pol, replay_corpus(corpus, pol, allow_python=allow_python, run_ids=ids,
                                             on_run=tick)) for pol in pols], priced.note
