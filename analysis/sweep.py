@@ -57,6 +57,7 @@ from analysis.sweep_cache import read_cached, rows_frame, run_key, write_cached
 from replay.corpus import Corpus
 from replay.engine import replay
 from replay.errors import ReplayError, ReplayInputError
+from replay.workers import init_worker
 from replay.policy import Custom, policy_to_dict
 from replay.prepared import Calibration, PreparedRun
 from replay.store import Entry, atomic_write_bytes
@@ -313,7 +314,8 @@ def _execute(units: list[SweepUnit], blob: bytes, *, jobs: int,
         for unit in units:
             yield sweep_unit(unit, blob)
     else:
-        pool = get_reusable_executor(max_workers=min(jobs, len(units)))
+        pool = get_reusable_executor(max_workers=min(jobs, len(units)), initializer=init_worker,
+                                     initargs=(os.getpid(),))
         futures = [pool.submit(sweep_unit, u, blob) for u in units]
         try:
             for fut in as_completed(futures):

@@ -31,7 +31,8 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
     seen: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file())
+            files = sorted(f for f in p.rglob("*") if not f.is_dir())  # FIFOs etc. too:
+            # they are reported when read (``replay.input_files``), never opened blocking
             stores = {f.parent for f in files if f.name in _SKIP_NAMES and store.is_store(f.parent)
                       and (f.parent / "data").is_dir()}
             candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
@@ -40,7 +41,7 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
         else:
             candidates = [(p, p.parent)]
         for f, root in candidates:
-            key = f.resolve()
+            key = _resolved(f)
             if key not in seen:
                 seen.add(key)
                 found.append((f, root))
@@ -56,7 +57,7 @@ def sources(found: list[tuple[Path, Path]]) -> list[str]:
     for path, root in found:
         rel = relative_source(path, root)
         prefixed = f"{root.name}/{rel}" if root.name else rel
-        for candidate in (rel, prefixed, path.resolve().as_posix()):
+        for candidate in (rel, prefixed, _resolved(path).as_posix()):
             if candidate not in taken:
                 rel = candidate
                 break
@@ -73,3 +74,12 @@ def relative_source(path: Path, root: Path | None) -> str:
         return path.relative_to(root).as_posix() if path != root else path.name
     except ValueError:
         return path.name
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` resolved, or made absolute as it is when it cannot be (a symlink loop: then
+    reading it reports the loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop" (Python < 3.13)
+        return path.absolute()

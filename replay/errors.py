@@ -6,7 +6,8 @@
     ├── PolicyError       a policy file is invalid: path, key path, reason
     ├── TokenizerError    an encoding is not available offline
     ├── ConfigError       a project configuration ([tool.ctxreplay]) is invalid: path, key, reason
-    └── ReplayInputError  a run cannot be replayed (e.g. no requests)
+    ├── ReplayInputError  a run cannot be replayed (e.g. no requests)
+    └── OutputError       an output folder is a file, or cannot be created or written
 
 Messages read as "<where>: <what is wrong>".  The CLI maps these to exit codes;
 library code lets them propagate.
@@ -56,3 +57,7 @@ class TokenizerError(ReplayError):
 
 class ReplayInputError(ReplayError):
     """A run cannot be replayed."""
+
+
+class OutputError(ReplayError):
+    """An output folder (``--out``) is a file, or cannot be created or written."""

@@ -24,14 +24,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay import store
+from replay import store, store_session
 from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
+from replay.input_files import Unreadable, read_input, sha256_of
 from replay.parsers import PARSERS, PARSERS_VERSION, Detection, detect, detect_format
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.redaction import declared, tokens_for
 from replay.schema import SCHEMAS
 from replay.tokens import count_one, count_tokens, encoding
+from replay.workers import init_worker
 
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
@@ -91,9 +93,9 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     rel = rel if rel is not None else relative_source(path, root)
     issues: list[Issue] = []
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return ParsedFile(rel, "", "", None, (Issue(str(path), 0, f"cannot read: {exc}"),))
+        data = read_input(path)
+    except Unreadable as why:
+        return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(why)),))
     sha = hashlib.sha256(data).hexdigest()
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
@@ -313,20 +315,32 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
                      b"", parsed.coverage)
     store.write_entry(out, key, tables)
+    done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
+                 parsed.issues, True, b"", parsed.coverage)
+    store_session.journal(out, _entry(done))  # recorded the moment its files are complete
     col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
-    return _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows,
-                 n_tokens, parsed.issues, True, store.index_rows(tables, key), parsed.coverage)
+    return replace(done, n_tokens=n_tokens, index_rows=store.index_rows(tables, key))
+
+
+def _entry(done: _Done) -> store.Entry:
+    """The store entry of a file written by ``_process``."""
+    return store.Entry(done.source, done.key, done.sha256, done.format, done.n_runs,
+                       done.coverage, tuple((i.line, i.reason) for i in done.issues))
 
 
 def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
            tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0, strict: bool = False,
-           on_file: Callable[[str], None] | None = None) -> IngestReport:
+           on_file: Callable[[str], None] | None = None,
+           on_wait: Callable[[str], None] | None = None) -> IngestReport:
     """Ingest every log file under ``paths`` into the store at ``out``.
 
     A file that fails keeps whatever the store had for it.  Entries are written first and the
-    manifest last (also when the ingest is interrupted, listing only complete entries), so the
-    store is readable at every moment.
+    manifest last (also when the ingest is interrupted, listing every complete entry), so the
+    store is readable at every moment.  One ingest writes a store at a time (a file lock);
+    each finished entry is journalled at once, so an ingest killed outright loses none
+    (``replay.store_session``).  Issues found in a file are kept with its entry and reported
+    again whenever the entry is reused.
 
     Args:
         paths: files or folders (folders are searched for ``*.jsonl``, ``*.json``, ``*.traj``).
@@ -337,19 +351,33 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             core only.
         strict: stop at the first file with an issue; that file counts as failed (not stored).
         on_file: called with each file's source path when it is done (progress bars).
+        on_wait: called with a message when another ingest holds the store's lock and this
+            one waits for it (default: the message is printed on stderr).
 
     Raises:
         TokenizerError: a tokenizer has no column in the store (raised before anything is
             read or written) or is not available (raised before anything is written; only
             looked at when some file is not cached: a fully cached ingest loads no encoding).
         StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
+        OutputError: ``out`` is a file, or a folder that cannot be created or written.
     """
     for name in tokenizers:
         if name not in _TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
                                  f"for {' and '.join(_TOKEN_COLUMN)} only")
+    out = store.make_output_dir(out)
+    with store_session.writing(out, on_wait):
+        return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
+
+
+def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
+                   tokenizers: tuple[str, ...], jobs: int, strict: bool,
+                   on_file: Callable[[str], None] | None) -> IngestReport:
+    """``ingest`` with the store's lock held."""
     entries = store.read_manifest(out)
     before = dict(entries)
+    for adopted in store_session.read_journal(out):  # finished by an ingest that was killed
+        entries[adopted.source] = adopted
     report = IngestReport()
     found = discover(paths)
     todo: list[tuple[Path, Path, str]] = []
@@ -359,6 +387,9 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
                 and store.has_entry(out, old.key):
             report.cached.append(rel)
             report.n_runs += old.n_runs
+            report.issues.extend(Issue(str(path), line, reason) for line, reason in old.issues)
+            if strict and old.issues:
+                report.failed.append(rel)
             if on_file:
                 on_file(rel)
             continue
@@ -366,15 +397,22 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
     if todo:  # loading an encoding takes ~0.5 s: only when some file needs it, before anything
         for name in tokenizers:  # is written, and once (forked workers inherit it)
             encoding(name)
-    out.mkdir(parents=True, exist_ok=True)
     fresh = store.IndexRows()
-    results = _process_all(todo, fmt, tokenizers, out, strict, jobs, fresh.add)
+    finished: dict[str, store.Entry] = {}
+
+    def on_finished(done: _Done) -> None:  # as each file finishes, in any order
+        if done.index_rows:
+            fresh.add(done.index_rows)
+        if done.stored:
+            finished[done.source] = _entry(done)
+
+    results = _process_all(todo, fmt, tokenizers, out, strict, jobs, on_finished)
+    completed = False
     try:
         for done in results:
             report.issues.extend(done.issues)
             if done.stored:
-                entries[done.source] = store.Entry(done.source, done.key, done.sha256, done.format,
-                                                   done.n_runs, done.coverage)
+                entries[done.source] = finished[done.source]
                 report.parsed.append(done.source)
                 report.n_runs += done.n_runs
                 report.n_tokens += done.n_tokens
@@ -384,10 +422,16 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
                 on_file(done.source)
             if strict and done.issues:
                 break
+        completed = True
     finally:
         results.close()
+        if not completed:  # interrupted: keep every file that finished, in whatever order
+            entries.update(finished)
         store.write_index(out, [entries[s] for s in sorted(entries)], fresh.table())
         store.write_manifest(out, entries)
+        if completed:  # else kept: workers stopped by the interruption may have journalled more
+            store_session.forget_journal(out)
+        store_session.remove_stale(out)  # what workers stopped midway left
     live = {e.key for e in entries.values()}
     for old in before.values():  # entries replaced by a new version of their file
         if old.key not in live:
@@ -396,21 +440,23 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
 
 
 def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers: tuple[str, ...],
-                 out: Path, strict: bool, jobs: int, on_index: Callable[[bytes], None],
+                 out: Path, strict: bool, jobs: int, on_finished: Callable[[_Done], None],
                  ) -> Iterator[_Done]:
-    """Each file's outcome, in ``todo`` order; its run-index rows go to ``on_index`` as soon as
-    it is done (in any order), so results waiting for an earlier file stay small."""
+    """Each file's outcome, in ``todo`` order; each also goes to ``on_finished`` as soon as it is
+    done (in any order), and its run-index rows are dropped after that, so results waiting for
+    an earlier file stay small."""
     cores = os.cpu_count() or 1
     workers = min(jobs or cores, len(todo))
     if workers <= 1:
         threads = max(1, jobs or cores) if len(todo) == 1 else 1
         for path, root, rel in todo:
             yield _without_index(_process(path, root, rel, fmt, tokenizers, out, strict, threads),
-                                 on_index)
+                                 on_finished)
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    pool = ProcessPoolExecutor(workers, mp_context=context)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
+                               initargs=(os.getpid(), True))
     try:
         # biggest files first keeps every worker busy to the end; results still come in order
         position: dict[Future[_Done], int] = {}
@@ -422,17 +468,19 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
         for k in range(len(todo)):
             while k not in ready:
                 future = next(finished)
-                ready[position.pop(future)] = _without_index(future.result(), on_index)
+                ready[position.pop(future)] = _without_index(future.result(), on_finished)
             yield ready.pop(k)
+    except BaseException:  # interrupted (Ctrl-C) or failed: stop the workers now, not after
+        for process in list(getattr(pool, "_processes", {}).values()):  # their current file
+            process.terminate()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _without_index(done: _Done, on_index: Callable[[bytes], None]) -> _Done:
-    if not done.index_rows:
-        return done
-    on_index(done.index_rows)
-    return replace(done, index_rows=b"")
+def _without_index(done: _Done, on_finished: Callable[[_Done], None]) -> _Done:
+    on_finished(done)
+    return replace(done, index_rows=b"") if done.index_rows else done
 
 
 def _size(path: Path) -> int:
@@ -443,11 +491,4 @@ def _size(path: Path) -> int:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    try:
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError:
-        return ""
-    return h.hexdigest()
+    return sha256_of(path)

@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay.errors import StoreError
+from replay.errors import OutputError, StoreError
 from replay.parsers.coverage import summary_line
 from replay.safe_names import is_segment
 from replay.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
@@ -56,6 +56,9 @@ class Entry:
     """Record type -> {fate: records} as the parser counted them (``replay.parsers.coverage``);
     kept with the entry, so a file reused from the cache shows the same coverage.  Not part of
     the hash (a dict is not hashable; entries are hashed as cache keys, e.g. by ``sweep``)."""
+    issues: tuple[tuple[int, str], ...] = ()
+    """(line, reason) of every problem found when the file was parsed: part of the entry, so
+    an ingest that reuses it reports them again (and ``--strict`` fails every time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,24 @@ def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_ver
     toks = "+".join(t.split("_")[0] for t in tokenizers) or "none"
     parsers = f"-p{parsers_version}" if parsers_version else ""
     return f"{sha256[:24]}-{where}-{toks}{parsers}-v{SCHEMA_VERSION}"
+
+
+def make_output_dir(path: Path) -> Path:
+    """Create the folder ``path`` (and its parents) if needed and check it can be written.
+
+    Raises:
+        OutputError: ``path`` (or a parent) is a file, or the folder cannot be created or is
+            not writable; one line naming it and why.
+    """
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path}: exists and is not a folder; give --out a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create this folder ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: this folder is not writable")
+    return path
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -162,12 +183,29 @@ def read_manifest(root: Path) -> dict[str, Entry]:
         if doc.get("schema_version") != SCHEMA_VERSION:
             raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
                              f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
-        entries = {s: _checked(Entry(source=s, **e)) for s, e in doc["entries"].items()}
+        entries = {s: entry_from_doc(s, e, path) for s, e in doc["entries"].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
-    for entry in entries.values():
-        check_entry(entry, path)
     return entries
+
+
+def entry_from_doc(source: str, doc: dict[str, Any], where: Path) -> Entry:
+    """An entry as the manifest (or the ingest journal) stores it, checked (``check_entry``).
+
+    Raises:
+        TypeError, KeyError: a field is missing, unknown or of the wrong shape.
+        StoreError: a field would lead outside the store or is not what ctxreplay writes.
+    """
+    entry = _checked(Entry(source=source, **{**doc, "issues": _issues(doc.get("issues", []))}))
+    check_entry(entry, where)
+    return entry
+
+
+def entry_doc(e: Entry) -> dict[str, Any]:
+    """What the manifest (and the ingest journal) stores of an entry."""
+    return {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs,
+            **({"coverage": e.coverage} if e.coverage else {}),
+            **({"issues": [list(i) for i in e.issues]} if e.issues else {})}
 
 
 def check_entry(entry: Entry, where: Path) -> None:
@@ -190,6 +228,15 @@ def check_entry(entry: Entry, where: Path) -> None:
                          "nothing was read or changed (re-ingest into a new directory)")
 
 
+def _issues(stored: Any) -> tuple[tuple[int, str], ...]:
+    """A manifest's ``issues`` list of an entry, checked: ``[[line, reason], ...]``."""
+    if not isinstance(stored, list) or not all(
+            isinstance(i, list) and len(i) == 2 and type(i[0]) is int and isinstance(i[1], str)
+            for i in stored):
+        raise TypeError("issues is not a list of [line, reason]")
+    return tuple((line, reason) for line, reason in stored)
+
+
 def _checked(entry: Entry) -> Entry:
     """``entry`` when its coverage is ``{str: {str: int}}`` (it is shown to the user)."""
     cov = entry.coverage
@@ -205,9 +252,7 @@ def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
     """Replace the manifest atomically."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "entries": {s: {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs,
-                        **({"coverage": e.coverage} if e.coverage else {})}
-                    for s, e in sorted(entries.items())},
+        "entries": {s: entry_doc(e) for s, e in sorted(entries.items())},
     }
     atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode())
 

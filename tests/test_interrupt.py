@@ -107,3 +107,105 @@ def test_killed_sweep_keeps_the_previous_table(tmp_path: Path) -> None:
         proc.wait()
     for name, data in kept.items():
         assert (out / "sweep" / name).read_bytes() == data
+
+
+def _many_logs(folder: Path, n: int) -> None:
+    folder.mkdir()
+    source = (REPO / "logs" / "write-heavy.jsonl").read_text()
+    for i in range(n):
+        (folder / f"copy{i:02d}.jsonl").write_text(source + "\n" * (i + 1))
+
+
+def _complete_keys(ds: Path) -> set[str]:
+    return {p.name for p in (ds / "data").iterdir() if not p.name.startswith(".")
+            and all((p / f"{t}.parquet").is_file() for t in store.TABLES)}
+
+
+def test_killed_ingest_journal_reuses_every_finished_entry(tmp_path: Path) -> None:
+    ds, many = tmp_path / "ds", tmp_path / "many"
+    _many_logs(many, 40)
+    proc = subprocess.Popen(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--jobs",
+                                        "1"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: (ds / "data").is_dir() and len(_complete_keys(ds)) >= 3, proc)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    journalled = [json.loads(line) for line in (ds / "journal.jsonl").read_text().splitlines()]
+    assert len(journalled) >= 2
+    (ds / "data" / ".stale.tmp12345").mkdir()  # as a killed ingest leaves them
+    (ds / ".manifest.json.tmp777").write_text("{")
+    done = subprocess.run(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--json"),
+                          capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    assert report["cached"] == len(journalled) and report["failed"] == []
+    assert len(store.read_manifest(ds)) == 40
+    assert not (ds / "journal.jsonl").exists()
+    assert not (ds / "data" / ".stale.tmp12345").exists()
+    assert not (ds / ".manifest.json.tmp777").exists()
+
+
+def test_interrupted_ingest_lists_every_finished_entry(tmp_path: Path) -> None:
+    ds, many = tmp_path / "ds", tmp_path / "many"
+    _many_logs(many, 40)
+    proc = subprocess.Popen(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--jobs",
+                                        "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_for(lambda: (ds / "data").is_dir() and len(_complete_keys(ds)) >= 4, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    listed = {e.key for e in store.read_manifest(ds).values()}
+    assert len(listed) >= 2 and "Traceback" not in err.decode()  # 2 workers: <= 2 unheard
+    assert not [p for p in (ds / "data").iterdir() if p.name.startswith(".")]
+    complete = _complete_keys(ds)
+    assert listed <= complete
+    # a worker may finish a file after the parent stopped listening: the journal has it
+    done = subprocess.run(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--json"),
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["cached"] == len(complete)
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_workers_of_a_killed_ingest_exit(tmp_path: Path) -> None:
+    if not Path("/proc/self/stat").exists():
+        import pytest
+        pytest.skip("needs /proc to find the worker processes")
+    ds, many = tmp_path / "ds", tmp_path / "many"
+    _many_logs(many, 40)
+    proc = subprocess.Popen(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--jobs",
+                                        "2"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    try:
+        def started() -> bool:
+            workers.update(_children(proc.pid))
+            return len(workers) >= 2 and (ds / "data").is_dir() and len(_complete_keys(ds)) >= 1
+        _wait_for(started, proc)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    deadline = time.monotonic() + 60  # a bound on a hang, not a timing assertion
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [w for w in workers if _alive(w)]

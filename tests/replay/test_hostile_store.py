@@ -176,3 +176,141 @@ def test_crafted_run_id_writes_nothing_outside_out(tmp_path: Path) -> None:
     after = {p for p in tmp_path.rglob("*") if "out" not in p.relative_to(tmp_path).parts}
     assert after == before
     assert not list(tmp_path.parent.glob("escaped*"))
+
+
+# -- issues, the lock, the journal -------------------------------------------------------------
+
+def _damaged_log(folder: Path) -> Path:
+    folder.mkdir()
+    path = folder / "damaged.jsonl"
+    path.write_text(LOG.read_text() + "{not json\n")
+    return path
+
+
+def test_cached_entries_keep_their_issues(tmp_path: Path) -> None:
+    logs, ds = tmp_path / "logs", tmp_path / "ds"
+    _damaged_log(logs)
+    first = ingest([logs], ds, jobs=1)
+    assert first.parsed == ["damaged.jsonl"] and first.issues
+    again = ingest([logs], ds, jobs=1)
+    assert again.cached == ["damaged.jsonl"]
+    assert [str(i) for i in again.issues] == [str(i) for i in first.issues]
+    result = runner.invoke(app, ["ingest", str(logs), "--out", str(ds), "-q", "--strict"])
+    assert result.exit_code == 1
+
+
+def test_crafted_journal_line_touches_nothing(tmp_path: Path) -> None:
+    ds, logs = _store(tmp_path)
+    victim = _victim(tmp_path)
+    (entry,) = store.read_manifest(ds).values()
+    line = {"source": "a.jsonl", **store.entry_doc(entry), "key": "../../victim"}
+    (ds / "journal.jsonl").write_text(json.dumps(line) + "\n")
+    with pytest.raises(StoreError, match="damaged store"):
+        ingest([logs], ds, jobs=1)
+    assert (victim / "precious.txt").exists()
+
+
+def test_a_second_ingest_waits_for_the_lock_and_says_so(tmp_path: Path) -> None:
+    import filelock
+    ds, logs = _store(tmp_path)
+    more = tmp_path / "more"
+    more.mkdir()
+    shutil.copy(REPO / "logs" / "write-heavy.jsonl", more / "b.jsonl")
+    said: list[str] = []
+    lock = filelock.FileLock(str(ds / ".lock"))
+    lock.acquire()
+
+    def waiting(message: str) -> None:
+        said.append(message)
+        lock.release()  # the other ingest finishes now
+
+    report = ingest([more], ds, jobs=1, on_wait=waiting)
+    assert len(said) == 1 and "waiting" in said[0]
+    assert report.parsed == ["b.jsonl"]
+    assert set(store.read_manifest(ds)) == {"a.jsonl", "b.jsonl"}
+
+
+def test_two_concurrent_ingests_keep_both_batches(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    import filelock
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    batches = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(3):
+            (folder / f"{name}{i}.jsonl").write_text(LOG.read_text() + "\n" * (i + 1))
+        batches.append(folder)
+    lock = filelock.FileLock(str(ds / ".lock"))
+    lock.acquire()  # both start while the store is busy: both must wait, then both finish
+    errs = [tmp_path / f"err{i}.txt" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", "from replay.cli import app; app()", "ingest",
+                               str(b), "--out", str(ds), "-q", "--jobs", "1"],
+                              stdout=subprocess.DEVNULL, stderr=err.open("w"))
+             for b, err in zip(batches, errs)]
+    deadline = time.monotonic() + 120  # a bound on a hang, not a timing assertion
+    while not all("waiting" in e.read_text() for e in errs):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
+            [e.read_text() for e in errs]
+        time.sleep(0.1)
+    lock.release()
+    assert [p.wait(timeout=300) for p in procs] == [0, 0], [e.read_text() for e in errs]
+    assert len(store.read_manifest(ds)) == 6
+
+
+# -- filesystem limits -------------------------------------------------------------------------
+
+def test_fifo_device_and_symlink_loop_are_reported_and_the_rest_ingested(tmp_path: Path) -> None:
+    import os
+    good = tmp_path / "good.jsonl"
+    shutil.copy(LOG, good)
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)  # opened blocking, this would hang forever
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    os.mkfifo(folder / "inner.jsonl")
+    paths = [fifo, Path("/dev/zero"), loop, good, folder]
+    report = ingest(paths, tmp_path / "ds", jobs=1)
+    assert report.parsed == ["good.jsonl"]
+    reasons = {Path(i.path).name: i.reason for i in report.issues}
+    assert "FIFO" in reasons["fifo.jsonl"] and "FIFO" in reasons["inner.jsonl"]
+    assert "character device" in reasons["zero"]
+    assert "symlink loop" in reasons["loop.jsonl"]
+    assert len(report.failed) == 4
+    result = runner.invoke(app, ["ingest", *map(str, paths), "--out", str(tmp_path / "ds2"),
+                                 "-q"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_files_over_the_size_limit_are_reported(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(LOG, logs / "big.jsonl")
+    (logs / "small.jsonl").write_text(LOG.read_text().splitlines()[0] + "\n")
+    limit = (logs / "small.jsonl").stat().st_size + 10
+    monkeypatch.setenv("CTXREPLAY_MAX_FILE_BYTES", str(limit))
+    report = ingest([logs], tmp_path / "ds", jobs=1)
+    assert "big.jsonl" in report.failed
+    (issue,) = [i for i in report.issues if "limit" in i.reason]
+    assert issue.path.endswith("big.jsonl")
+    assert f"{limit:,}-byte limit" in issue.reason and "CTXREPLAY_MAX_FILE_BYTES" in issue.reason
+
+
+def test_out_that_is_a_file_is_one_clear_line(tmp_path: Path) -> None:
+    from replay.errors import OutputError
+    target = tmp_path / "taken"
+    target.write_text("a file")
+    with pytest.raises(OutputError, match="not a folder"):
+        ingest([LOG], target, jobs=1)
+    for out in (target, target / "below"):
+        result = runner.invoke(app, ["ingest", str(LOG), "--out", str(out), "-q"])
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert target.read_text() == "a file"

@@ -1,0 +1,113 @@
+"""Reading one input file without trusting what it is: regular files only, bounded.
+
+A log named on the command line (or found in a folder) may be a FIFO that never ends, a device
+such as ``/dev/zero``, a socket, a symlink loop or simply too big.  ``read_input`` opens it
+without blocking, checks that it is a regular file *after* opening (no swap between check and
+read), and reads at most ``max_file_bytes()`` bytes; anything else is an ``Unreadable`` with
+a one-line reason, reported as that file's issue while the rest of the batch goes on.
+
+The limit is ``DEFAULT_MAX_FILE_BYTES`` (1 GiB), or the environment variable
+``CTXREPLAY_MAX_FILE_BYTES`` (bytes; e.g. ``4000000000``).
+
+Not here: which files are read (``replay.discover``), parsing (``replay.parsers``).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+DEFAULT_MAX_FILE_BYTES = 1 << 30
+"""Files larger than this (1 GiB) are reported and skipped unless the limit is raised."""
+ENV_MAX_FILE_BYTES = "CTXREPLAY_MAX_FILE_BYTES"
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a folder"))
+
+
+class Unreadable(Exception):  # noqa: N818 - a reason, not a failure of ctxreplay
+    """A file that is not read: why, in one line."""
+
+
+def max_file_bytes() -> int:
+    """The per-file read limit: ``CTXREPLAY_MAX_FILE_BYTES`` when set (a positive integer),
+    else ``DEFAULT_MAX_FILE_BYTES``."""
+    raw = os.environ.get(ENV_MAX_FILE_BYTES, "").strip()
+    if raw:
+        try:
+            value = int(raw.replace("_", ""))
+        except ValueError:
+            value = 0
+        if value > 0:
+            return value
+    return DEFAULT_MAX_FILE_BYTES
+
+
+def _open(path: Path, limit: int) -> int:
+    """A descriptor of ``path`` when it is a regular file within ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Unreadable("cannot read: a symlink loop") from None
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+            raise Unreadable(f"not a regular file ({kind}); not read")
+        if st.st_size > limit:
+            raise Unreadable(_too_big(st.st_size, limit))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _too_big(size: int | None, limit: int) -> str:
+    what = f"{size:,} bytes" if size is not None else "more"
+    return (f"file of {what} is over the {limit:,}-byte limit per file; not read (raise it with "
+            f"{ENV_MAX_FILE_BYTES}=BYTES)")
+
+
+def read_input(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` (default ``max_file_bytes()``).
+
+    Raises:
+        Unreadable: not a regular file, not readable, or over the limit (also a file that
+            grows past it while being read).
+    """
+    limit = max_file_bytes() if limit is None else limit
+    fd = _open(path, limit)
+    try:
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise Unreadable(_too_big(None, limit))
+    return data
+
+
+def sha256_of(path: Path, limit: int | None = None) -> str:
+    """The sha256 of ``path`` read as ``read_input`` would (in 1 MiB pieces); "" when it would
+    not be read."""
+    limit = max_file_bytes() if limit is None else limit
+    try:
+        fd = _open(path, limit)
+    except Unreadable:
+        return ""
+    h, seen = hashlib.sha256(), 0
+    try:
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                seen += len(chunk)
+                if seen > limit:
+                    return ""
+                h.update(chunk)
+    except OSError:
+        return ""
+    return h.hexdigest()
