@@ -46,8 +46,9 @@ def max_file_bytes() -> int:
     return DEFAULT_MAX_FILE_BYTES
 
 
-def _open(path: Path, limit: int) -> int:
-    """A descriptor of ``path`` when it is a regular file within ``limit`` bytes."""
+def _open(path: Path, limit: int) -> tuple[int, int]:
+    """A descriptor of ``path`` when it is a regular file within ``limit`` bytes, and its
+    size."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -64,7 +65,7 @@ def _open(path: Path, limit: int) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st.st_size
 
 
 def _too_big(size: int | None, limit: int) -> str:
@@ -81,10 +82,17 @@ def read_input(path: Path, limit: int | None = None) -> bytes:
             grows past it while being read).
     """
     limit = max_file_bytes() if limit is None else limit
-    fd = _open(path, limit)
+    fd, size = _open(path, limit)
     try:
         with os.fdopen(fd, "rb", closefd=True) as f:
-            data = f.read(limit + 1)
+            want = size + 1  # (never read(limit): that allocates the whole limit at once)
+            data = f.read(want)
+            if len(data) == want:  # growing, or a size the file system does not know
+                chunks, total = [data], len(data)
+                while total <= limit and (chunk := f.read(min(1 << 20, limit + 1 - total))):
+                    chunks.append(chunk)
+                    total += len(chunk)
+                data = b"".join(chunks)
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
@@ -97,7 +105,7 @@ def sha256_of(path: Path, limit: int | None = None) -> str:
     not be read."""
     limit = max_file_bytes() if limit is None else limit
     try:
-        fd = _open(path, limit)
+        fd, _ = _open(path, limit)
     except Unreadable:
         return ""
     h, seen = hashlib.sha256(), 0

@@ -744,8 +744,10 @@ def test_interrupted_ingest_leaves_a_consistent_store(tmp_path: Path, jobs: int)
     with pytest.raises(KeyboardInterrupt):
         ingest([logs], out, jobs=jobs, on_file=interrupt)
     manifest = store.read_manifest(out)
-    # the old entries and the one file finished before the interruption; nothing half-done
-    assert sorted(manifest) == ["a0.jsonl", "a1.jsonl", "b0.jsonl"]
+    # the old entries and every file finished before the interruption (with 2 workers another
+    # may have finished meanwhile: it is kept too, #13); nothing half-done
+    assert {"a0.jsonl", "a1.jsonl", "b0.jsonl"} <= set(manifest)
+    assert len(manifest) == 3 if jobs == 1 else len(manifest) <= 4
     for entry in manifest.values():
         store.read_entry(out, entry.key)  # every listed entry is readable
     runs = _runs(out)
