@@ -38,6 +38,7 @@ from replay.workers import init_worker
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 _SNIFF_BYTES = 65536
+_BOM = b"\xef\xbb\xbf"
 """How much of a file format detection sees."""
 
 
@@ -97,6 +98,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     except Unreadable as why:
         return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(why)),))
     sha = hashlib.sha256(data).hexdigest()
+    if data.startswith(_BOM):  # a UTF-8 byte order mark: not part of any format's first record
+        data = data[len(_BOM):]
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:

@@ -314,3 +314,18 @@ def test_out_that_is_a_file_is_one_clear_line(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert target.read_text() == "a file"
+
+
+@pytest.mark.parametrize("sample", ["openhands/basic_interactions.json", "LOG"])
+def test_a_utf8_bom_changes_nothing(tmp_path: Path, sample: str) -> None:
+    from replay.ingest import parse_file
+    from tests.conftest import SAMPLES
+    source = LOG if sample == "LOG" else SAMPLES / sample
+    plain, bom = tmp_path / "plain" / source.name, tmp_path / "bom" / source.name
+    for path, head in ((plain, b""), (bom, b"\xef\xbb\xbf")):
+        path.parent.mkdir()
+        path.write_bytes(head + source.read_bytes())
+    a, b = parse_file(plain), parse_file(bom)
+    assert b.format == a.format and a.tables is not None and b.tables is not None
+    assert b.tables.messages["text"].to_pylist() == a.tables.messages["text"].to_pylist()
+    assert [str(i) for i in b.issues] == [str(i).replace("/plain/", "/bom/") for i in a.issues]
