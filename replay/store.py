@@ -258,9 +258,10 @@ def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
 
 
 def coverage_lines(root: Path) -> dict[str, str]:
-    """source -> its coverage as one line (``replay.parsers.coverage.summary_line``), for every
-    entry of the store that recorded one."""
-    return {s: line for s, e in read_manifest(root).items() if (line := summary_line(e.coverage))}
+    """source -> its coverage as one short line (records read, modelled, skipped, unknown:
+    ``replay inspect`` lists the types), for every entry of the store that recorded one."""
+    return {s: line for s, e in read_manifest(root).items()
+            if (line := summary_line(e.coverage, types_shown=0))}
 
 
 def is_store(path: Path) -> bool:

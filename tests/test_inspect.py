@@ -86,7 +86,7 @@ def test_runs_shows_each_files_coverage(tmp_path: Path) -> None:
     for path in FIXTURES.glob("*.jsonl"):
         n = sum(_types(path).values())
         assert by_source[path.name].startswith(f"{n:,} records: "), path.name
-    assert "1 unknown (frobnicate-state x1)" in by_source[HANDMADE.name]
+    assert by_source[HANDMADE.name].endswith(", 1 unknown")
 
 
 def test_replay_run_says_which_runs_it_did_not_replay(tmp_path: Path) -> None:

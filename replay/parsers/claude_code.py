@@ -182,7 +182,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     for no, raw in iter_records(src, issues):
         kind = raw.get("type")
-        if kind.__class__ is str and kind in _PASS:  # not context; a chain link when it has a uuid
+        if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
             passed[kind] = passed.get(kind, 0) + 1
             uuid = raw.get("uuid")
             if uuid.__class__ is str and uuid and uuid not in seen_uuids:

@@ -78,6 +78,9 @@ def summary_line(by_type: dict[str, dict[str, int]], *, types_shown: int = 3) ->
         if fate == "modelled":
             parts.append(f"{total:,} modelled")
             continue
+        if not types_shown:
+            parts.append(f"{total:,} {fate}")
+            continue
         shown = ", ".join(f"{t} x{n:,}" for n, t in per[:types_shown])
         more = f", +{len(per) - types_shown} types" if len(per) > types_shown else ""
         parts.append(f"{total:,} {fate} ({shown}{more})")
