@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from analysis.baseline import (
     Baseline,
     BaselineChange,
@@ -49,6 +47,7 @@ from analysis.baseline import (
 from analysis.metrics import METRIC_DIRECTIONS
 from replay.corpus import Corpus
 from replay.policy import Policy
+from replay.safe_yaml import YamlRefused, read_yaml_file
 
 Direction = Literal["lower", "higher", "either"]
 Status = Literal["same", "within", "improved", "regressed", "ignored", "appeared", "vanished",
@@ -172,11 +171,15 @@ def load_tolerances(path: Path) -> Tolerances:
     """
     where = str(path)
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+        doc = read_yaml_file(path, strings_only=True)
     except FileNotFoundError:
         raise CheckError(f"{where}: no such tolerances file") from None
-    except yaml.YAMLError as exc:
-        raise CheckError(f"{where}: invalid YAML: {exc}") from None
+    except IsADirectoryError:
+        raise CheckError(f"{where}: a folder, not a tolerances file") from None
+    except YamlRefused as exc:
+        raise CheckError(f"{where}: not read as tolerances: {exc}") from None
+    except OSError as exc:
+        raise CheckError(f"{where}: cannot read: {exc.strerror or exc}") from None
     doc = {} if doc in (None, "") else doc
     if not isinstance(doc, dict):
         raise CheckError(f"{where}: expected a mapping of metric names to tolerances")

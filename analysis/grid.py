@@ -41,10 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from replay.errors import PolicyError
 from replay.policy import Policy, policy_from_dict, policy_to_dict
+from replay.safe_yaml import YamlRefused, parse_yaml, read_yaml_file
 
 Design = Literal["grid", "random", "one_at_a_time"]
 DESIGNS: tuple[str, ...] = ("grid", "random", "one_at_a_time")
@@ -150,11 +149,15 @@ def load_grid(path: str | Path) -> SweepSpec:
     """
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = read_yaml_file(p)
     except FileNotFoundError:
         raise PolicyError(str(p), "", "no such grid file") from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(str(p), "", f"invalid YAML: {exc}") from exc
+    except IsADirectoryError:
+        raise PolicyError(str(p), "", "a folder, not a grid file") from None
+    except YamlRefused as exc:
+        raise PolicyError(str(p), "", f"not read as a grid: {exc}") from None
+    except OSError as exc:
+        raise PolicyError(str(p), "", f"cannot read: {exc.strerror or exc}") from None
     return spec_from_dict(doc, str(p))
 
 
@@ -223,11 +226,14 @@ def load_spec(grid_file: str | Path | None, axes: Sequence[str] = (), *,
         if not sep or not path.strip() or not values.strip():
             raise PolicyError("<--axis>", text, "expected PATH=V1,V2,... or PATH=START:STOP:NUM")
         parts = values.split(":")
-        if len(parts) == 3:
-            start, stop, num = (yaml.safe_load(p) for p in parts)
-            doc["grid"][path.strip()] = {"start": start, "stop": stop, "num": num}
-        else:
-            doc["grid"][path.strip()] = [yaml.safe_load(v) for v in values.split(",")]
+        try:
+            if len(parts) == 3:
+                start, stop, num = (parse_yaml(p) for p in parts)
+                doc["grid"][path.strip()] = {"start": start, "stop": stop, "num": num}
+            else:
+                doc["grid"][path.strip()] = [parse_yaml(v) for v in values.split(",")]
+        except YamlRefused as exc:
+            raise PolicyError("<--axis>", text, f"a value is not read: {exc}") from None
     for key, value in (("design", design), ("samples", samples), ("seed", seed)):
         if value is not None:
             doc[key] = value

@@ -18,6 +18,8 @@ import difflib
 import functools
 import hashlib
 import json
+import math
+import string
 import types
 import typing
 from dataclasses import dataclass, field
@@ -243,6 +245,10 @@ def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:
     """Build a validated ``Policy`` from plain data (as read from YAML)."""
     if not isinstance(doc, dict):
         raise PolicyError(where, "", "a policy is a mapping of keys to values")
+    known = {f.name for f in dataclasses.fields(Policy)}
+    if doc and not any(isinstance(k, str) and k in known for k in doc):  # keys not echoed:
+        raise PolicyError(where, "", "not a policy: none of its top-level keys is a policy "
+                                     f"key ({', '.join(sorted(known))})")  # maybe not a policy
     policy = _build(Policy, cache_doc(doc, where), where, "")
     _check(policy, where)
     return policy
@@ -335,10 +341,15 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
             raise PolicyError(where, path, f"expected a whole number, got {v!r}")
         if v < 0:
             raise PolicyError(where, path, f"must be ≥ 0, got {v}")
+        if v > MAX_INT:
+            raise PolicyError(where, path, f"must be at most {MAX_INT:,} (2^53), got {v:.3g}")
         return v
     if hint is float:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise PolicyError(where, path, f"expected a number, got {v!r}")
+        if not math.isfinite(v) or abs(v) > MAX_INT:
+            raise PolicyError(where, path, f"must be a finite number of at most {MAX_INT:,} "
+                                           f"(2^53), got {float(v)}")
         if path.rsplit(".", 1)[-1].endswith("frac") and not 0.0 <= v <= 1.0:
             raise PolicyError(where, path, f"a fraction must be between 0 and 1, got {v}")
         if v < 0:
@@ -373,6 +384,9 @@ def _check(p: Policy, where: str) -> None:
     for name, counter in (("estimator", p.estimator), ("truth", p.truth)):
         if counter.method == "chars" and counter.chars_per_token <= 0:
             raise PolicyError(where, f"{name}.chars_per_token", "must be > 0")
+        if counter.scale <= 0:
+            raise PolicyError(where, f"{name}.scale", "must be > 0 (a count scaled to 0 never "
+                                                      "reaches a trigger)")
     if p.estimator.method == "anchored":
         raise PolicyError(where, "estimator.method", "'anchored' is a truth method (the "
                                                      "recorded usage of the request itself); "
@@ -390,6 +404,12 @@ def _check(p: Policy, where: str) -> None:
             if n_set != 1:
                 raise PolicyError(where, f"{key}.trigger", f"set exactly one of every_request, "
                                                            f"at_tokens, at_frac, after_messages ({n_set} set)")
+        for field_name in ("placeholder", "write_note"):
+            value = getattr(tier, field_name, None)
+            template = value.template if isinstance(value, Placeholder) else value
+            if isinstance(template, str):
+                _check_template(template, where, f"{key}.{field_name}"
+                                + (".template" if field_name == "placeholder" else ""))
         if isinstance(tier, Trim):
             if tier.min_reclaim_tokens and tier.min_reclaim_frac:
                 raise PolicyError(where, f"{key}.min_reclaim_frac",
@@ -400,3 +420,27 @@ def _check(p: Policy, where: str) -> None:
             raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
         if isinstance(tier, Custom) and ":" not in tier.cls:
             raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
+
+
+TEMPLATE_FIELDS: tuple[str, ...] = ("tool", "path", "lines", "chars", "call_id")
+"""The variables of a placeholder template and a write note (``replay.tiers.base``)."""
+MAX_INT = 2**53
+"""Largest whole number (and magnitude of a number) a policy field takes: beyond it token
+counts stop being exact as floats and sums overflow int64."""
+
+
+def _check_template(template: str, where: str, key: str) -> None:
+    """Refuse a template ``str.format`` cannot fill with ``TEMPLATE_FIELDS``."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:  # a stray { or }
+        raise PolicyError(where, key, f"not a valid template ({exc}); write {{{{ and }}}} for "
+                                      f"a literal brace") from None
+    unknown = [f for f in fields if f not in TEMPLATE_FIELDS]
+    if unknown:
+        raise PolicyError(where, key, f"unknown template field {{{unknown[0]}}}; the fields are "
+                                      + ", ".join(f"{{{f}}}" for f in TEMPLATE_FIELDS))
+    try:
+        template.format(tool="t", path="p", lines=1, chars=1, call_id="c")
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise PolicyError(where, key, f"not a valid template ({exc})") from None

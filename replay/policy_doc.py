@@ -28,6 +28,7 @@ import yaml
 
 from replay.errors import PolicyError
 from replay.providers import PROVIDERS, deep_merge
+from replay.safe_yaml import YamlRefused, read_yaml_file
 
 if TYPE_CHECKING:
     from replay.policy import Policy
@@ -54,34 +55,37 @@ def _locate(ref: str | Path, relative_to: Path | None) -> tuple[Path, bool]:
             return candidate, False
     if p.is_file():
         return p, False
-    if isinstance(ref, str) and "/" not in ref and (PRESETS_DIR / f"{ref}.yaml").is_file():
+    if isinstance(ref, str) and ref in preset_names():  # a name, never a path into presets/
         return PRESETS_DIR / f"{ref}.yaml", True
     return p, False
 
 
 def _read(ref: str | Path, chain: tuple[str, ...], parent: tuple[str, Path] | None) -> tuple[Any, str]:
     relative_to = parent[1].parent if parent else None
+    if not str(ref).strip():
+        raise PolicyError(parent[0] if parent else repr(str(ref)), "extends" if parent else "",
+                          f"an empty policy name; presets: {', '.join(preset_names())}")
     path, is_preset = _locate(ref, relative_to)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        doc = read_yaml_file(path)
+    except IsADirectoryError:
+        raise PolicyError(str(path), "", "a folder, not a policy file") from None
+    except (FileNotFoundError, NotADirectoryError):
         names = preset_names()
         close = difflib.get_close_matches(str(ref), names, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         where, key = (parent[0], "extends") if parent else (str(ref), "")
         raise PolicyError(where, key, f"no such file or preset {str(ref)!r}; {hint}"
                                       f"presets: {', '.join(names)}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(str(path), "", f"cannot read: {exc}") from None
+    except YamlRefused as exc:
+        raise PolicyError(str(path), "", f"not read as a policy: {exc}") from None
+    except OSError as exc:
+        raise PolicyError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
     where = str(path)
     ident = f"preset {path.stem}" if is_preset else str(path.resolve())
     if ident in chain:
         cycle = " → ".join([*chain[chain.index(ident):], ident])
         raise PolicyError(parent[0] if parent else where, "extends", f"cycle: {cycle}")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(where, "", f"invalid YAML: {exc}") from exc
     if not isinstance(doc, dict) or "extends" not in doc:
         return doc, where
     base_ref = doc["extends"]

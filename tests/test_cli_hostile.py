@@ -217,3 +217,81 @@ def test_check_verdict_counts_only_the_runs_compared(tmp_path: Path) -> None:
     first = result.stdout.splitlines()[0]
     assert first.startswith("check: PASS — 1 run × 1 policy × "), first
     assert first.endswith("; 1 missing run (not compared)"), first
+
+
+# --- items 11, 12: hostile policy files -------------------------------------------------
+
+def _policy(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8)
+) + "description: *i\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (ALIAS_BOMB, "aliases expand to more than 100,000 values"),
+    ("server: {window_tokens: *x}\nx: &x [1]\n", "invalid YAML"),
+    ("tiers: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 100 levels deep"),
+    ("a: &a [*a]\n", "refers to the node that contains it"),
+    ("estimator: {method: chars, chars_per_token: .nan}\n", "estimator.chars_per_token"),
+    ("truth: {scale: .inf}\n", "truth.scale"),
+    ("estimator: {scale: 0}\n", "estimator.scale: must be > 0"),
+    ("server: {window_tokens: 9223372036854775808}\n", "server.window_tokens: must be at most"),
+    ("tiers: [{type: trim, placeholder: {template: '[{tool} {nope}]'}}]\n",
+     "tiers.0.placeholder.template: unknown template field {nope}"),
+    ("tiers: [{type: trim, placeholder: {template: '[{tool trimmed]'}}]\n",
+     "tiers.0.placeholder.template: not a valid template"),
+    ("tiers: [{type: trim, write_note: 'wrote {path}}'}]\n", "tiers.0.write_note: not a valid"),
+    ("tiers: [{type: trim, placeholder: {template: '{tool.__class__}'}}]\n",
+     "unknown template field {tool.__class__}"),
+])
+def test_a_hostile_policy_file_is_refused_with_exit_2(tmp_path: Path, text: str,
+                                                      message: str) -> None:
+    result = runner.invoke(app, ["show-policy", str(_policy(tmp_path, text))])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert message in result.stderr
+
+
+def test_a_large_policy_file_is_refused_with_the_limit(tmp_path: Path) -> None:
+    path = _policy(tmp_path, "description: '" + "x" * (2 << 20) + "'\n")
+    result = runner.invoke(app, ["show-policy", str(path)])
+    assert result.exit_code == 2
+    assert "a configuration file may be at most 1,048,576 bytes" in result.stderr
+
+
+@pytest.mark.parametrize(("arg", "message"), [
+    ("/dev/zero", "not a regular file"),
+    ("", "an empty policy name"),
+    ("TMP", "a folder, not a policy file"),
+    ("../two-tier-corrected", "no such file or preset"),
+    ("../presets/none", "no such file or preset"),
+])
+def test_policy_names_that_are_not_policy_files_are_refused(tmp_path: Path, arg: str,
+                                                            message: str) -> None:
+    arg = str(tmp_path) if arg == "TMP" else arg
+    result = runner.invoke(app, ["show-policy", arg])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+
+
+def test_a_file_that_is_not_a_policy_is_never_echoed(tmp_path: Path) -> None:
+    secret = "root:$6$s3cr3tHASH:19000:0:99999:7:::"
+    for i, text in enumerate([f"{secret}\ndaemon:*:19000:0:99999:7:::\n",
+                              f"{secret}: 1\nother: 2\n", f"[{secret}\n", "\x00\x01" + secret]):
+        result = runner.invoke(app, ["show-policy", str(_policy(tmp_path, text, f"s{i}"))])
+        assert result.exit_code == 2, (text, result.output)
+        assert "s3cr3t" not in result.output, result.output
+
+
+def test_show_policy_prints_yaml_that_loads_back_to_the_same_policy(tmp_path: Path) -> None:
+    from replay.policy import load_policy
+
+    result = runner.invoke(app, ["show-policy", "two-tier-corrected"])
+    assert result.exit_code == 0, result.output
+    again = _policy(tmp_path, result.stdout)
+    assert load_policy(again).digest() == load_policy("two-tier-corrected").digest()

@@ -1,0 +1,146 @@
+"""Reading a small YAML configuration file (a policy, a sweep grid, tolerances) that may be
+hostile: bounded in size, in nesting and in what its aliases expand to.
+
+``read_yaml_file(path)`` reads only a regular file (a device such as ``/dev/zero``, a FIFO or
+a folder is refused before it is opened for reading), at most ``MAX_YAML_BYTES``; composes the
+YAML into nodes, refuses nesting deeper than ``MAX_YAML_DEPTH`` and a document whose aliases
+expand to more than ``MAX_YAML_NODES`` nodes (an alias bomb: a few lines of ``&a [*b, *b, …]``
+that become billions of values when the document is walked) or refer to themselves; and only
+then builds the Python values (safe tags only).  Every refusal is a ``YamlRefused`` whose
+message never quotes the file's content (a file named by mistake, ``-p /etc/shadow``, must not
+be echoed to the terminal).
+
+Not here: what the values mean (``replay.policy``, ``analysis.grid``, ``analysis.check``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_YAML_BYTES = 1 << 20
+"""Largest configuration file read (1 MiB; the shipped presets are under 2 KiB)."""
+MAX_YAML_NODES = 100_000
+"""Most nodes a document may have with every alias expanded."""
+MAX_YAML_DEPTH = 100
+"""Deepest nesting of mappings and lists."""
+
+
+class YamlRefused(ValueError):
+    """A configuration file that is not read: the reason, never the file's content."""
+
+
+class _SafeComposer(yaml.SafeLoader):
+    """The safe loader, used in two steps (compose, check, construct)."""
+
+
+class _BaseComposer(yaml.BaseLoader):
+    """The base loader (every scalar a string), used in two steps."""
+
+
+def read_yaml_file(path: Path, *, strings_only: bool = False,
+                   max_bytes: int = MAX_YAML_BYTES) -> Any:
+    """The YAML document of ``path`` as plain data (None for an empty file).
+
+    Args:
+        path: the file.
+        strings_only: every scalar as a string (``yaml.BaseLoader``), else the safe types.
+        max_bytes: the size limit.
+
+    Raises:
+        FileNotFoundError: no such file.
+        IsADirectoryError: ``path`` is a folder.
+        YamlRefused: not a regular file, too large, not UTF-8, not valid YAML, too deeply
+            nested, or its aliases expand too far.
+    """
+    return parse_yaml(_read_bounded(path, max_bytes), strings_only=strings_only)
+
+
+def parse_yaml(text: str, *, strings_only: bool = False) -> Any:
+    """``text`` as YAML under the same limits as ``read_yaml_file`` (nesting, aliases)."""
+    try:
+        loader = (_BaseComposer if strings_only else _SafeComposer)(text)
+    except yaml.YAMLError as exc:  # the reader refuses control characters before parsing
+        raise YamlRefused(f"not YAML text ({getattr(exc, 'reason', type(exc).__name__)})") \
+            from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        return loader.construct_document(node)
+    except RecursionError:
+        raise YamlRefused(f"nested more than {MAX_YAML_DEPTH} levels deep") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = "; ".join(p for p in (exc.context, exc.problem) if p)
+        raise YamlRefused(f"invalid YAML{where}: {what}") from None
+    except yaml.YAMLError as exc:
+        raise YamlRefused(f"invalid YAML ({type(exc).__name__})") from None
+    finally:
+        loader.dispose()
+
+
+def _read_bounded(path: Path, max_bytes: int) -> str:
+    st = os.stat(path)  # FileNotFoundError for the caller
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise YamlRefused("not a regular file (a device, FIFO or socket); name a YAML file")
+    if st.st_size > max_bytes:
+        raise YamlRefused(f"{st.st_size:,} bytes; a configuration file may be at most "
+                          f"{max_bytes:,} bytes")
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise YamlRefused(f"over {max_bytes:,} bytes; a configuration file may be at most "
+                          f"{max_bytes:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlRefused(f"not UTF-8 text (byte {exc.start:,} cannot be decoded); name a YAML "
+                          "file") from None
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuse nesting deeper than ``MAX_YAML_DEPTH``, aliases that refer to themselves and
+    documents that expand to more than ``MAX_YAML_NODES`` nodes (each shared node counted once
+    per use, computed once per node)."""
+    expanded: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            on_path.discard(key)
+            expanded[key] = 1 + sum(expanded[id(c)] for c in children)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if expanded[key] > MAX_YAML_NODES:
+                raise YamlRefused(f"its aliases expand to more than {MAX_YAML_NODES:,} values "
+                                  "(an alias bomb?)")
+            if depth[key] > MAX_YAML_DEPTH:
+                raise YamlRefused(f"nested more than {MAX_YAML_DEPTH} levels deep")
+            continue
+        if key in expanded:
+            continue
+        if key in on_path:
+            raise YamlRefused("an alias refers to the node that contains it")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in expanded)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
