@@ -296,4 +296,5 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell of report.md: HTML from logs escaped (as in report.html), pipes escaped."""
+    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
