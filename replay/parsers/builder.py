@@ -167,9 +167,10 @@ class RunBuilder:
         for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
                             ("cache_write_tokens", cache_write_tokens),
                             ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
-            if value is not None and not _INT64[0] <= int(value) <= _INT64[1]:
+            if value is not None and not 0 <= int(value) <= _INT64[1]:
                 self.issues.append(Issue(self.source.path, 0, f"request {len(r['request']) - 1}: "
-                                         f"{name} {value} is out of range (kept as unknown)"))
+                                         f"{name} {value} is not a token count (negative or out "
+                                         "of range; kept as unknown)"))
                 value = None
             r[name].append(None if value is None else int(value))
         r["model"].append(model or self.model)
@@ -227,8 +228,8 @@ class RunBuilder:
             "n_tool_results": kinds.count("tool_result") - self._nested_results,
             "n_orphan_results": self._orphans,
             "n_harness_compactions": self._compactions,
-            "recorded_input_tokens": sum(recorded) if recorded else None,
-            "recorded_output_tokens": sum(outputs) if outputs else None,
+            "recorded_input_tokens": self._total("recorded input tokens", recorded),
+            "recorded_output_tokens": self._total("recorded output tokens", outputs),
             "sha256": self.source.sha256,
         }
         outs = r["output_msg"]
@@ -239,6 +240,17 @@ class RunBuilder:
             for c in _EVENT_COLS:
                 events[c].append(e[c])
         return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)
+
+    def _total(self, what: str, values: list[int]) -> int | None:
+        """The sum of a run's recorded counts, or None (with an issue) when it cannot be stored."""
+        if not values:
+            return None
+        total = sum(values)
+        if total > _INT64[1]:
+            self.issues.append(Issue(self.source.path, 0, f"the run's {what} add up to more "
+                                     "than a 64-bit count (run total kept as unknown)"))
+            return None
+        return total
 
     def _close(self) -> None:
         """Give the current message an empty text block if it has none (an assistant turn
