@@ -175,4 +175,9 @@ def _errors() -> Iterator[None]:
     except ReplayError as exc:
         error(exc)
         raise typer.Exit(2) from None
+    except OSError as exc:  # an output the user named cannot be made or written (--out a file,
+        # a read-only folder, a full disk): inputs never get here, ingest reports them as issues
+        where = exc.filename if exc.filename is not None else ""
+        error(f"{where}: {exc.strerror or exc}" if where else f"{exc.strerror or exc}")
+        raise typer.Exit(2) from None
 
