@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import as_text, load_json, loads
+from replay.parsers.jsonl import array_items, as_text, load_json, loads
 
 NAME = "openhands"
 
@@ -73,9 +73,12 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: where problems are appended (``path:event_number: reason``).
     """
     doc = load_json(src, issues)
-    if doc is None:
-        return []
-    events = _events(doc)
+    if doc is None:  # damaged or truncated: keep the events before the break
+        events = _readable_events(src, issues)
+        if not events:
+            return []
+    else:
+        events = _events(doc)
     if events is None:
         issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
                                          "with a 'history'/'events'/'trajectory' list)"))
@@ -103,6 +106,17 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     if st.models:
         rb.model = st.models.most_common(1)[0][0]
     return [rb.build()]
+
+
+def _readable_events(src: Source, issues: list[Issue]) -> list[Any]:
+    """The events before the break of a damaged file (top-level array or a wrapper key's)."""
+    for key in (None, *_WRAPPER_KEYS):
+        found, stop = array_items(src, key)
+        if found:
+            issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
+                                                "events before the break"))
+            return [item for _, item in found]
+    return []
 
 
 def _events(doc: Any) -> list[Any] | None:

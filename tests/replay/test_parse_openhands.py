@@ -232,10 +232,11 @@ def test_truncated_and_empty_files(samples: Path, tmp_path: Path) -> None:
     text = (samples / "openhands" / "basic_interactions.json").read_text(encoding="utf-8")
     cut = tmp_path / "cut.json"
     cut.write_text(text[: len(text) // 2], encoding="utf-8")
-    parsed = _parse(cut)
-    assert parsed.tables is None and len(parsed.issues) == 1
+    parsed = _parse(cut)  # the events before the break are kept (#13 item 14)
+    assert parsed.tables is not None and len(parsed.issues) == 2
     assert parsed.issues[0].line == text[: len(text) // 2].count("\n") + 1
     assert "malformed JSON" in parsed.issues[0].reason
+    assert "damaged file: kept the" in parsed.issues[1].reason
     empty = tmp_path / "empty.json"
     empty.write_text("", encoding="utf-8")
     assert _parse(empty).tables is None and "empty" in _parse(empty).issues[0].reason
@@ -268,3 +269,35 @@ def test_usage_from_llm_metrics_is_counted_once_per_response(tmp_path: Path) -> 
     assert [(r["output_msg"], r["input_tokens"], r["cache_read_tokens"], r["model"])
             for r in reqs] == [(1, 50, 1, "gpt-x"), (3, 80, 1, "gpt-x")]
     assert run["model"] == "gpt-x"
+
+
+@pytest.mark.parametrize("name", ["basic.json", "basic_interactions.json"])
+def test_truncated_file_keeps_the_readable_events(samples: Path, name: str,
+                                                  tmp_path: Path) -> None:
+    """#13 item 14: a truncated OpenHands file kept nothing; now the events before the break
+    are parsed (as SWE-agent and mini-swe-agent already did), with one issue saying so."""
+    data = (samples / "openhands" / name).read_bytes()
+    events = json.loads(data)
+    events = events if isinstance(events, list) else next(
+        v for v in events.values() if isinstance(v, list))
+    cut = data[: int(len(data) * 0.7)]
+    whole_before = 0  # independent count: events whose closing brace lies before the cut
+    decoder, text = json.JSONDecoder(), cut.decode()
+    pos = text.index("[") + 1
+    while True:
+        while pos < len(text) and text[pos] in " \n\r\t,":
+            pos += 1
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            break
+        whole_before += 1
+    assert 0 < whole_before < len(events)
+    path = tmp_path / name
+    path.write_bytes(cut)
+    parsed = parse_file(path, tmp_path)
+    assert parsed.format == "openhands" and parsed.tables is not None
+    calls_before = sum(1 for ev in events[:whole_before]
+                       if isinstance(ev, dict) and "action" in ev and ev.get("tool_call_metadata"))
+    assert parsed.tables.runs.column("n_tool_calls").to_pylist() == [calls_before]
+    assert any(f"kept the {whole_before} readable events" in str(i) for i in parsed.issues)
