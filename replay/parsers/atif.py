@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import ItemLines, array_items, as_text, load_json
+from replay.parsers.jsonl import ItemLines, as_text, load_or_salvage
 
 NAME = "atif"
 
@@ -107,15 +107,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (per step, or line 0 for the file).
     """
-    doc = load_json(src, issues)
-    found = None
+    doc, found = load_or_salvage(src, issues, "steps", "steps", "agent info and final metrics lost")
     if doc is None:
-        found, stop = array_items(src, "steps")
-        if not found:
-            return []
-        issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
-                                            "steps (agent info and final metrics lost)"))
-        doc = {"steps": [item for _, item in found]}
+        return []
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         issues.append(Issue(src.path, 0, "not an ATIF trajectory: no steps[] list"))
         return []

@@ -156,6 +156,28 @@ def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], in
         pos = end
 
 
+def load_or_salvage(src: Source, issues: list[Issue], key: str, noun: str,
+                    lost: str) -> tuple[Any, list[tuple[int, Any]] | None]:
+    """The file's JSON document, or for a damaged file ``{key: [readable items]}``.
+
+    A file that does not parse as a whole keeps the items of its ``key`` array read one by
+    one before the break (``array_items``), with one issue saying how many ``noun`` were kept
+    and what was ``lost``.
+
+    Returns:
+        (document or None, the salvaged (line, item) pairs or None when the file parsed).
+    """
+    doc = load_json(src, issues)
+    if doc is not None:
+        return doc, None
+    found, stop = array_items(src, key)
+    if not found:
+        return None, None
+    issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
+                                        f"{noun} ({lost})"))
+    return {key: [item for _, item in found]}, found
+
+
 class ItemLines:
     """The first line of each of the ``count`` items of one JSON array in ``src`` (0 for every
     item when ``array_items`` finds another number of them), found only when first asked: a

@@ -54,7 +54,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import ItemLines, array_items, iter_records, load_json
+from replay.parsers.jsonl import ItemLines, iter_records, load_or_salvage
 
 NAME = "opencode"
 
@@ -117,15 +117,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     first = src.data.lstrip().split(b"\n", 1)[0]
     if _EVENT.match(first):
         return _events(src, issues)
-    doc = load_json(src, issues)
-    found = None
+    doc, found = load_or_salvage(src, issues, "messages", "messages", "session info lost")
     if doc is None:
-        found, stop = array_items(src, "messages")
-        if not found:
-            return []
-        issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
-                                            "messages (session info lost)"))
-        doc = {"messages": [item for _, item in found]}
+        return []
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         issues.append(Issue(src.path, 0, "not an OpenCode export: no messages[] list"))
         return []

@@ -34,7 +34,7 @@ import shlex
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
+from replay.parsers.jsonl import ItemLines, as_text, load_or_salvage, loads
 
 NAME = "swe_agent"
 
@@ -64,15 +64,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (per step, or line 0 for the whole file).
     """
-    doc = load_json(src, issues)
-    found = None
+    doc, found = load_or_salvage(src, issues, "trajectory", "trajectory steps",
+                                 "history and info lost")
     if doc is None:
-        found, stop = array_items(src, "trajectory")
-        if not found:
-            return []
-        issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
-                                            "trajectory steps (history and info lost)"))
-        doc = {"trajectory": [item for _, item in found]}
+        return []
     if not isinstance(doc, dict) or not isinstance(doc.get("trajectory"), list):
         issues.append(Issue(src.path, 0, "not a SWE-agent trajectory: no trajectory[] list"))
         return []
