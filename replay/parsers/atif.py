@@ -61,6 +61,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import ItemLines, as_text, load_or_salvage
+from replay.parsers.jsonl import json_int as _int
 
 NAME = "atif"
 
@@ -297,6 +298,3 @@ def _obj(value: Any) -> dict[str, Any]:
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

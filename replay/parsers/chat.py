@@ -35,6 +35,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import as_text, first_record, iter_records, load_json, loads
+from replay.parsers.jsonl import json_int as _int
 
 NAME = "chat"
 
@@ -344,6 +345,3 @@ def _detail(u: dict[str, Any], key: str, field: str) -> int | None:
     d = u.get(key)
     return _int(d.get(field)) if isinstance(d, dict) else None
 
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -55,7 +55,7 @@ from replay.parsers.claude_code_records import (
     record,
     rtype,
 )
-from replay.parsers.jsonl import iter_records, loads
+from replay.parsers.jsonl import iter_records, json_int, loads
 
 NAME = "claude_code"
 _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",
@@ -405,18 +405,15 @@ def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -
     if u is None:
         b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
         return
-    write, read = _int(u, "cache_creation_input_tokens"), _int(u, "cache_read_input_tokens")
-    uncached = _int(u, "input_tokens")
+    write = json_int(u.get("cache_creation_input_tokens"))
+    read = json_int(u.get("cache_read_input_tokens"))
+    uncached = json_int(u.get("input_tokens"))
     full = None if uncached is None and read is None and write is None \
         else (uncached or 0) + (read or 0) + (write or 0)
     b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
-              output_tokens=_int(u, "output_tokens"), model=model, ts=first.ts,
+              output_tokens=json_int(u.get("output_tokens")), model=model, ts=first.ts,
               cache_miss_reason=miss, applied_edits=edits)
 
-
-def _int(usage: dict[str, Any], key: str) -> int | None:
-    v = usage.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _parent_run_id(path: Path) -> str:

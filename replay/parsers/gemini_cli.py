@@ -58,6 +58,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import array_items, iter_records, loads
+from replay.parsers.jsonl import json_int as _int
 
 NAME = "gemini_cli"
 
@@ -356,6 +357,3 @@ def _list(value: Any) -> list[Any]:
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -50,6 +50,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
+from replay.parsers.jsonl import json_int as _int
 from replay.parsers.jsonl import load_json
 
 NAME = "inspect_ai"
@@ -381,6 +382,3 @@ def _obj(value: Any) -> dict[str, Any]:
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

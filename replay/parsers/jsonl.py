@@ -156,6 +156,15 @@ def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], in
         pos = end
 
 
+def json_int(value: Any) -> int | None:
+    """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
+    None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
+    where the count is recorded (``RunBuilder.request``)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def load_or_salvage(src: Source, issues: list[Issue], key: str, noun: str,
                     lost: str) -> tuple[Any, list[tuple[int, Any]] | None]:
     """The file's JSON document, or for a damaged file ``{key: [readable items]}``.

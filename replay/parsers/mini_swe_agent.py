@@ -34,6 +34,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
+from replay.parsers.jsonl import json_int as _int
 
 NAME = "mini_swe_agent"
 
@@ -212,9 +213,6 @@ def _details(usage: dict[str, Any], *keys: str) -> dict[str, Any]:
             return _obj(usage[key])
     return {}
 
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _ts(value: Any) -> str:

@@ -55,6 +55,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import ItemLines, iter_records, load_or_salvage
+from replay.parsers.jsonl import json_int as _int
 
 NAME = "opencode"
 
@@ -355,9 +356,4 @@ def _obj(value: Any) -> dict[str, Any]:
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import array_items, as_text, load_json, loads
+from replay.parsers.jsonl import json_int as _int
 
 NAME = "openhands"
 
@@ -326,6 +327,3 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any]) -> None:
     rb.message("tool", ts=ts)
     rb.tool_result(call_id, text, is_error=is_error)
 
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
