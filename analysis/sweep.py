@@ -57,10 +57,10 @@ from analysis.sweep_cache import read_cached, rows_frame, run_key, write_cached
 from replay.corpus import Corpus
 from replay.engine import replay
 from replay.errors import ReplayError, ReplayInputError
-from replay.workers import init_worker
 from replay.policy import Custom, policy_to_dict
 from replay.prepared import Calibration, PreparedRun
 from replay.store import Entry, atomic_write_bytes
+from replay.workers import init_worker
 
 UNITS_PER_WORKER = 8
 """Work units planned per worker: enough to balance runs of very different lengths."""

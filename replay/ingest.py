@@ -98,8 +98,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     except Unreadable as why:
         return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(why)),))
     sha = hashlib.sha256(data).hexdigest()
-    if data.startswith(_BOM):  # a UTF-8 byte order mark: not part of any format's first record
-        data = data[len(_BOM):]
+    data = data.removeprefix(_BOM)  # a UTF-8 byte order mark: no format's first record
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:

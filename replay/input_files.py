@@ -28,7 +28,7 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISDIR, "a folder"))
 
 
-class Unreadable(Exception):  # noqa: N818 - a reason, not a failure of ctxreplay
+class Unreadable(Exception):
     """A file that is not read: why, in one line."""
 
 

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
 import filelock
 
 from replay import store

@@ -212,7 +212,7 @@ def test_crafted_journal_line_touches_nothing(tmp_path: Path) -> None:
 
 def test_a_second_ingest_waits_for_the_lock_and_says_so(tmp_path: Path) -> None:
     import filelock
-    ds, logs = _store(tmp_path)
+    ds, _logs = _store(tmp_path)
     more = tmp_path / "more"
     more.mkdir()
     shutil.copy(REPO / "logs" / "write-heavy.jsonl", more / "b.jsonl")
