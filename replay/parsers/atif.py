@@ -61,7 +61,8 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import ItemLines, as_text, load_or_salvage
-from replay.parsers.jsonl import json_int as _int
+from replay.parsers.jsonl import as_obj as _obj
+from replay.parsers.jsonl import as_str as _str
 
 NAME = "atif"
 
@@ -276,8 +277,10 @@ def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], 
 def _request(state: _State, step: dict[str, Any], msg: int, ts: str) -> None:
     m = _obj(step.get("metrics"))
     extra = _obj(m.get("extra"))
-    prompt, cached = _int(m.get("prompt_tokens")), _int(m.get("cached_tokens"))
-    write = _int(extra.get("cache_creation_input_tokens"))
+    b = state.b
+    prompt, cached = b.count(m.get("prompt_tokens"), "prompt_tokens"), \
+        b.count(m.get("cached_tokens"), "cached_tokens")
+    write = b.count(extra.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
     if prompt is not None and cached is not None and cached > prompt:
         state.excluded += 1
         prompt += cached
@@ -285,16 +288,6 @@ def _request(state: _State, step: dict[str, Any], msg: int, ts: str) -> None:
         prompt += write  # an Anthropic usage (Harbor's Claude Code converter): writes not in it
     state.b.request(output_msg=msg, input_tokens=prompt, cache_read_tokens=cached,
                     cache_write_tokens=write,
-                    output_tokens=_int(m.get("completion_tokens")),
-                    reasoning_tokens=_int(extra.get("reasoning_tokens")),
+                    output_tokens=b.count(m.get("completion_tokens"), "completion_tokens"),
+                    reasoning_tokens=b.count(extra.get("reasoning_tokens"), "reasoning_tokens"),
                     model=_str(step.get("model_name")), ts=ts)
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-

@@ -58,6 +58,16 @@ class RunDraft:
 
 _INT64 = (-(2**63), 2**63 - 1)
 """The range of the schema's integer columns."""
+
+
+def json_int(value: Any) -> int | None:
+    """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
+    None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
+    where the count is recorded (``RunBuilder.request``); a recorded token count that is
+    present but not a count is reported by ``RunBuilder.count``."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent")
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -78,6 +88,8 @@ class RunBuilder:
     harness: str = ""
     parent_run_id: str = ""
     agent: str = ""
+    line: int = 0
+    """The input line being read, for issues (set by parsers that know it; 0: not known)."""
     _rows: list[tuple[Any, ...]] = field(default_factory=list)
     """Message rows as tuples in ``_MSG_COLS`` order (turned into columns by ``build``)."""
     _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _REQ_COLS})
@@ -153,6 +165,21 @@ class RunBuilder:
             self._compactions += 1
         self._add(kind="summary", text=text, is_harness_summary=harness)
 
+    def count(self, value: Any, name: str) -> int | None:
+        """A token count recorded in the log for the next request (``json_int``), or None.
+
+        A value that is present but not a count (a string, a boolean, NaN, a fraction, an
+        object) is one issue naming the field and the value, and unknown (None): never 0,
+        never dropped without a word."""
+        n = json_int(value)
+        if n is None and value is not None:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            self.issues.append(Issue(self.source.path, self.line,
+                                     f"request {len(self._r['request'])}: {name} {shown} is "
+                                     f"not a token count ({type(value).__name__}; kept as "
+                                     "unknown)"))
+        return n
+
     def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
                 output_tokens: int | None = None, reasoning_tokens: int | None = None,
@@ -168,7 +195,8 @@ class RunBuilder:
                             ("cache_write_tokens", cache_write_tokens),
                             ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
             if value is not None and not 0 <= int(value) <= _INT64[1]:
-                self.issues.append(Issue(self.source.path, 0, f"request {len(r['request']) - 1}: "
+                self.issues.append(Issue(self.source.path, self.line,
+                                         f"request {len(r['request']) - 1}: "
                                          f"{name} {value} is not a token count (negative or out "
                                          "of range; kept as unknown)"))
                 value = None
@@ -177,20 +205,29 @@ class RunBuilder:
         r["ts"].append(ts or self._ts)
 
     def event(self, kind: str, *, msg: int | None = None, trigger: str = "",
-              pre_tokens: int | None = None, post_tokens: int | None = None,
-              tokens_saved: int | None = None, summary_msg: int | None = None,
-              preserved_msgs: list[int] | None = None, call_ids: list[str] | None = None,
-              full_chars: int | None = None, harness_compaction: bool = False) -> None:
+              pre_tokens: Any = None, post_tokens: Any = None, tokens_saved: Any = None,
+              summary_msg: int | None = None, preserved_msgs: list[int] | None = None,
+              call_ids: list[str] | None = None, full_chars: Any = None,
+              harness_compaction: bool = False) -> None:
         """Record a ``ContextEvent`` taking effect at message ``msg`` (default: the next
         message); its ``request`` is the first request made from then on (filled in by
         ``build``).  ``harness_compaction`` counts it in ``n_harness_compactions`` (a
-        compaction whose summary is not added with ``summary``)."""
+        compaction whose summary is not added with ``summary``).  The counts are the values
+        as recorded: one that is not a count, negative or out of range is one issue and
+        unknown."""
         if harness_compaction:
             self._compactions += 1
-        ints = [(n, v) for n, v in (("pre_tokens", pre_tokens), ("post_tokens", post_tokens),
-                                    ("tokens_saved", tokens_saved), ("full_chars", full_chars))]
-        row: dict[str, Any] = {n: v if isinstance(v, int) and _INT64[0] <= v <= _INT64[1] else None
-                               for n, v in ints}
+        row: dict[str, Any] = {}
+        for name, value in (("pre_tokens", pre_tokens), ("post_tokens", post_tokens),
+                            ("tokens_saved", tokens_saved), ("full_chars", full_chars)):
+            n = json_int(value)
+            if value is not None and (n is None or not 0 <= n <= _INT64[1]):
+                shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+                self.issues.append(Issue(self.source.path, self.line,
+                                         f"{kind} event: {name} {shown} is not a count "
+                                         "(kept as unknown)"))
+                n = None
+            row[name] = n
         row.update(kind=kind, msg=self._msg + 1 if msg is None else msg, trigger=trigger,
                    summary_msg=summary_msg, preserved_msgs=list(preserved_msgs or ()),
                    call_ids=list(call_ids or ()))

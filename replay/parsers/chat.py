@@ -35,7 +35,6 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import as_text, first_record, iter_records, load_json, loads
-from replay.parsers.jsonl import json_int as _int
 
 NAME = "chat"
 
@@ -255,22 +254,36 @@ def _emit(rb: RunBuilder, no: int, m: Any, label: str = "") -> int | None:
 def _request(rb: RunBuilder, usage: Any, model: str, output_msg: int | None,
              models: Counter[str], ts: str = "") -> None:
     u = usage if isinstance(usage, dict) else {}
-    inp, out = _int(u.get("prompt_tokens")), _int(u.get("completion_tokens"))
-    cache_read = _detail(u, "prompt_tokens_details", "cached_tokens")
-    cache_write = _int(u.get("cache_creation_input_tokens"))
+
+    def count(*path: str) -> int | None:
+        """The count at ``path`` in the usage object (reported by ``rb.count`` when present
+        but not a count); None when absent."""
+        d: Any = u
+        for key in path[:-1]:
+            d = d.get(key) if isinstance(d, dict) else None
+        return rb.count(d.get(path[-1]), ".".join(path)) if isinstance(d, dict) else None
+
+    inp, out, cache_write = count("prompt_tokens"), count("completion_tokens"), \
+        count("cache_creation_input_tokens")
+    cache_read = count("prompt_tokens_details", "cached_tokens")
     if cache_read is None:
-        cache_read = _detail(u, "input_tokens_details", "cached_tokens")
+        cache_read = count("input_tokens_details", "cached_tokens")
+    anthropic_read = count("cache_read_input_tokens")
     if cache_read is None:
-        cache_read = _int(u.get("cache_read_input_tokens"))
-    if inp is None and _int(u.get("input_tokens")) is not None:
-        inp = u["input_tokens"]
-        if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u:  # Anthropic
-            inp += (_int(u.get("cache_read_input_tokens")) or 0) + (cache_write or 0)
-    if out is None:
-        out = _int(u.get("output_tokens"))
-    reasoning = _detail(u, "completion_tokens_details", "reasoning_tokens")
+        cache_read = anthropic_read
+    if inp is None and u.get("prompt_tokens") is None:
+        inp = count("input_tokens")
+        if inp is not None and ("cache_read_input_tokens" in u
+                                or "cache_creation_input_tokens" in u):  # Anthropic: parts
+            bad = any(u.get(k) is not None and n is None for k, n in
+                      (("cache_read_input_tokens", anthropic_read),
+                       ("cache_creation_input_tokens", cache_write)))
+            inp = None if bad else inp + (anthropic_read or 0) + (cache_write or 0)
+    if out is None and u.get("completion_tokens") is None:
+        out = count("output_tokens")
+    reasoning = count("completion_tokens_details", "reasoning_tokens")
     if reasoning is None:
-        reasoning = _detail(u, "output_tokens_details", "reasoning_tokens")
+        reasoning = count("output_tokens_details", "reasoning_tokens")
     if model:
         models[model] += 1
     rb.request(output_msg=output_msg, input_tokens=inp, cache_read_tokens=cache_read,
@@ -339,9 +352,4 @@ def _key(m: Any) -> Any:
         return json.dumps(_blocks(m), sort_keys=True, default=str)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-
-
-def _detail(u: dict[str, Any], key: str, field: str) -> int | None:
-    d = u.get(key)
-    return _int(d.get(field)) if isinstance(d, dict) else None
 

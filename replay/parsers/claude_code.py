@@ -55,7 +55,7 @@ from replay.parsers.claude_code_records import (
     record,
     rtype,
 )
-from replay.parsers.jsonl import iter_records, json_int, loads
+from replay.parsers.jsonl import iter_records, loads
 
 NAME = "claude_code"
 _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",
@@ -336,7 +336,7 @@ def _order(recs: list[Rec]) -> list[Rec | _Group]:
 def _emit(b: RunBuilder, r: Rec, st: _State) -> None:
     """A user record, an attachment or a boundary."""
     if r.role in ("compact", "micro"):
-        m = r.meta
+        m, b.line = r.meta, r.line
         if r.role == "micro":
             b.event("microcompaction", trigger=m["trigger"], pre_tokens=m["pre"],
                     tokens_saved=m["saved"], call_ids=m["cleared"])
@@ -397,7 +397,7 @@ def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -
         miss = miss or r.miss
         edits = edits or r.edits
         if u is None:
-            u = r.usage
+            u, b.line = r.usage, r.line
     if model == "<synthetic>":
         return  # written by the harness, not a model call
     if model:
@@ -405,13 +405,14 @@ def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -
     if u is None:
         b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
         return
-    write = json_int(u.get("cache_creation_input_tokens"))
-    read = json_int(u.get("cache_read_input_tokens"))
-    uncached = json_int(u.get("input_tokens"))
+    keys = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens")
+    write, read, uncached = (b.count(u.get(k), k) for k in keys)
     full = None if uncached is None and read is None and write is None \
-        else (uncached or 0) + (read or 0) + (write or 0)
+        or any(u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
+        else (uncached or 0) + (read or 0) + (write or 0)  # unknown when a part is not a count
     b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
-              output_tokens=json_int(u.get("output_tokens")), model=model, ts=first.ts,
+              output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,
+              ts=first.ts,
               cache_miss_reason=miss, applied_edits=edits)
 
 

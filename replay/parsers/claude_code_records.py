@@ -131,8 +131,7 @@ def boundary_meta(raw: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"trigger": meta.get("trigger") if isinstance(meta.get("trigger"), str)
                            else ""}
     for key, name in (("preTokens", "pre"), ("postTokens", "post"), ("tokensSaved", "saved")):
-        v = meta.get(key)
-        out[name] = v if isinstance(v, int) and not isinstance(v, bool) else None
+        out[name] = meta.get(key)  # as recorded: RunBuilder.event checks and reports it
     ids = meta.get("compactedToolIds")
     out["cleared"] = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
     kept = meta.get("preservedMessages")

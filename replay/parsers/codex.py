@@ -296,14 +296,21 @@ class _Walk:
         usage: dict[str, int | None]
         if last is None and isinstance(total, dict):  # totals only: difference with the last one
             prev = self.prev_total if isinstance(self.prev_total, dict) else {}
-            diff = {k: (it.opt_int(total, k) or 0) - (it.opt_int(prev, k) or 0)
-                    for k, _ in it.USAGE if k in total}
-            usage = it.usage(diff) if min(diff.values(), default=0) >= 0 else \
+            bad: list[str] = []
+            now = {k: it.opt_int(total, k, bad) for k, _ in it.USAGE if k in total}
+            diff = {k: None if v is None else v - (it.opt_int(prev, k, []) or 0)
+                    for k, v in now.items()}
+            usage = it.usage(diff, []) if min((v for v in diff.values() if v is not None),
+                                               default=0) >= 0 else \
                 {name: None for _, name in it.USAGE}  # totals went down: this request unknown
         elif isinstance(last, dict):
-            usage = it.usage(last)
+            bad = []
+            usage = it.usage(last, bad)
         else:
             raise ValueError("token_count info has no last_token_usage / total_token_usage object")
+        for what in bad:
+            self.issues.append(Issue(self.src.path, no, f"token_count: {what} is not a token "
+                                                        "count (kept as unknown)"))
         self.prev_total = total
         self.open_run = False
         if self.replaying:  # the parent's request, replayed in a fork: not this run's

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from replay.parsers.builder import json_int
 from replay.parsers.jsonl import as_text, loads
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
@@ -197,19 +198,21 @@ def opt_str(d: dict[str, Any], key: str) -> str:
     return value or ""
 
 
-def opt_int(d: dict[str, Any], key: str) -> int | None:
-    """``d[key]`` as an integer (None when absent); any other type is an error."""
-    value = d.get(key)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        raise ValueError(f"usage field {key!r} is {type(value).__name__}, not an integer")
+def opt_int(d: dict[str, Any], key: str, bad: list[str]) -> int | None:
+    """``d[key]`` as a count (``json_int``; None when absent); a value that is present but not
+    a count is None and its key is appended to ``bad`` (the caller reports it)."""
+    value = json_int(d.get(key))
+    if value is None and d.get(key) is not None:
+        bad.append(f"{key} {d.get(key)!r:.40}")
     return value
 
 
-def usage(u: dict[str, Any]) -> dict[str, int | None]:
-    """A token_count usage object as request fields (cache writes under either name)."""
+def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:
+    """A token_count usage object as request fields (cache writes under either name);
+    fields that are not counts are unknown and named in ``bad``."""
     out: dict[str, int | None] = {}
     for key, name in USAGE:
-        value = opt_int(u, key)
+        value = opt_int(u, key, bad)
         if value is not None or name not in out:
             out[name] = value
     return out

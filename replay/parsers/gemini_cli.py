@@ -58,7 +58,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import array_items, iter_records, loads
-from replay.parsers.jsonl import json_int as _int
+from replay.parsers.jsonl import as_str as _str
 
 NAME = "gemini_cli"
 
@@ -288,9 +288,11 @@ def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str]) -> list[int]:
     tokens = m.get("tokens")
     if "model" in m or isinstance(tokens, dict):
         t = tokens if isinstance(tokens, dict) else {}
-        b.request(output_msg=msg, input_tokens=_int(t.get("input")),
-                  cache_read_tokens=_int(t.get("cached")), output_tokens=_int(t.get("output")),
-                  reasoning_tokens=_int(t.get("thoughts")), model=_str(m.get("model")), ts=ts)
+        b.request(output_msg=msg, input_tokens=b.count(t.get("input"), "tokens.input"),
+                  cache_read_tokens=b.count(t.get("cached"), "tokens.cached"),
+                  output_tokens=b.count(t.get("output"), "tokens.output"),
+                  reasoning_tokens=b.count(t.get("thoughts"), "tokens.thoughts"),
+                  model=_str(m.get("model")), ts=ts)
     results = [(cid, tc) for cid, tc in zip(ids, calls)
                if cid not in answered and tc.get("result") is not None]
     if not results:
@@ -352,8 +354,3 @@ def _parts_text(content: Any, *, responses: bool = False) -> str:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-

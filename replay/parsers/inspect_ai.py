@@ -50,7 +50,8 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
-from replay.parsers.jsonl import json_int as _int
+from replay.parsers.jsonl import as_obj as _obj
+from replay.parsers.jsonl import as_str as _str
 from replay.parsers.jsonl import load_json
 
 NAME = "inspect_ai"
@@ -208,14 +209,17 @@ class _Sample:
         msg = self.emit({**out, "role": "assistant"}, ts=ts) if out else \
             self.b.message("assistant", ts=ts)
         usage = _obj(_obj(e.get("output")).get("usage"))
-        base, read, write = (_int(usage.get(k)) for k in
-                             ("input_tokens", "input_tokens_cache_read",
-                              "input_tokens_cache_write"))
+        parts = ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
+        base, read, write = (self.b.count(usage.get(k), k) for k in parts)
+        bad = any(usage.get(k) is not None and n is None
+                  for k, n in zip(parts, (base, read, write)))
         self.b.request(output_msg=msg,
-                       input_tokens=None if base is None else base + (read or 0) + (write or 0),
+                       input_tokens=None if base is None or bad else
+                       base + (read or 0) + (write or 0),
                        cache_read_tokens=read, cache_write_tokens=write,
-                       output_tokens=_int(usage.get("output_tokens")),
-                       reasoning_tokens=_int(usage.get("reasoning_tokens")),
+                       output_tokens=self.b.count(usage.get("output_tokens"), "output_tokens"),
+                       reasoning_tokens=self.b.count(usage.get("reasoning_tokens"),
+                                                     "reasoning_tokens"),
                        model=_str(e.get("model")), ts=ts)
         self.context = keys + ([self.key(out)] if out else [])
 
@@ -238,8 +242,8 @@ class _Sample:
         trigger = _obj(event.get("metadata")).get("trigger")
         index = b.n_events
         b.event("compaction", trigger=_TRIGGERS.get(trigger, "") if isinstance(trigger, str)
-                else "", pre_tokens=_int(event.get("tokens_before")),
-                post_tokens=_int(event.get("tokens_after")), preserved_msgs=kept,
+                else "", pre_tokens=event.get("tokens_before"),
+                post_tokens=event.get("tokens_after"), preserved_msgs=kept,
                 harness_compaction=True)
         if summaries:
             msg = b.message("user", ts=_str(event.get("timestamp")))
@@ -372,13 +376,3 @@ class _Sample:
             if answer.strip() and answer.strip() in summary:
                 out.add(before[-1])
         return out
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-

@@ -156,15 +156,6 @@ def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], in
         pos = end
 
 
-def json_int(value: Any) -> int | None:
-    """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
-    None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
-    where the count is recorded (``RunBuilder.request``)."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def load_or_salvage(src: Source, issues: list[Issue], key: str, noun: str,
                     lost: str) -> tuple[Any, list[tuple[int, Any]] | None]:
     """The file's JSON document, or for a damaged file ``{key: [readable items]}``.
@@ -209,3 +200,13 @@ class ItemLines:
 
     def _of(self, found: list[tuple[int, Any]]) -> list[int]:
         return [line for line, _ in found] if len(found) == self._count else [0] * self._count
+
+
+def as_obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_str(value: Any) -> str:
+    """``value`` when it is a JSON string, else an empty one."""
+    return value if isinstance(value, str) else ""

@@ -34,7 +34,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
-from replay.parsers.jsonl import json_int as _int
+from replay.parsers.jsonl import as_obj as _obj
 
 NAME = "mini_swe_agent"
 
@@ -122,10 +122,6 @@ def _response(m: Any) -> dict[str, Any]:
     return _obj(_obj(_obj(m).get("extra")).get("response"))
 
 
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
 
 def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
              regex: re.Pattern[str], line: Callable[[], int]) -> list[str]:
@@ -198,12 +194,16 @@ def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
     prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
     model = response.get("model")
-    b.request(input_tokens=_int(usage.get("prompt_tokens", usage.get("input_tokens"))),
-              cache_read_tokens=_int(prompt.get("cached_tokens",
-                                                usage.get("cache_read_input_tokens"))),
-              cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
-              output_tokens=_int(usage.get("completion_tokens", usage.get("output_tokens"))),
-              reasoning_tokens=_int(completion.get("reasoning_tokens")),
+    b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
+                                   "prompt_tokens"),
+              cache_read_tokens=b.count(prompt.get("cached_tokens",
+                                                   usage.get("cache_read_input_tokens")),
+                                        "cached_tokens"),
+              cache_write_tokens=b.count(usage.get("cache_creation_input_tokens"),
+                                         "cache_creation_input_tokens"),
+              output_tokens=b.count(usage.get("completion_tokens", usage.get("output_tokens")),
+                                    "completion_tokens"),
+              reasoning_tokens=b.count(completion.get("reasoning_tokens"), "reasoning_tokens"),
               model=model if isinstance(model, str) else "", ts=ts)
 
 

@@ -55,7 +55,8 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.jsonl import ItemLines, iter_records, load_or_salvage
-from replay.parsers.jsonl import json_int as _int
+from replay.parsers.jsonl import as_obj as _obj
+from replay.parsers.jsonl import as_str as _str
 
 NAME = "opencode"
 
@@ -306,13 +307,16 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
             cov.unknown(f"part/{t}")
     tokens = _obj((finish or {}).get("tokens"))
     cache = _obj(tokens.get("cache"))
-    uncached, read, write = _int(tokens.get("input")), _int(cache.get("read")), \
-        _int(cache.get("write"))
-    full = None if uncached is None else uncached + (read or 0) + (write or 0)
+    raw = (tokens.get("input"), cache.get("read"), cache.get("write"))
+    uncached, read, write = (b.count(v, k) for v, k in
+                             zip(raw, ("tokens.input", "tokens.cache.read", "tokens.cache.write")))
+    bad = any(v is not None and n is None for v, n in zip(raw, (uncached, read, write)))
+    full = None if uncached is None or bad else uncached + (read or 0) + (write or 0)
     model = _str(info.get("modelID"))
     b.request(output_msg=msg, input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
-              output_tokens=_int(tokens.get("output")),
-              reasoning_tokens=_int(tokens.get("reasoning")), model=model, ts=ts)
+              output_tokens=b.count(tokens.get("output"), "tokens.output"),
+              reasoning_tokens=b.count(tokens.get("reasoning"), "tokens.reasoning"), model=model,
+              ts=ts)
     if results:
         b.message("tool", ts=ts)
         for call_id, text, is_error in results:
@@ -346,14 +350,3 @@ def _ts(info: dict[str, Any]) -> str:
         except (OverflowError, OSError, ValueError):
             return ""
     return ""
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.parsers.builder import json_int as _int
 from replay.parsers.jsonl import array_items, as_text, load_json, loads
-from replay.parsers.jsonl import json_int as _int
+from replay.parsers.jsonl import as_obj as _obj
 
 NAME = "openhands"
 
@@ -274,17 +275,19 @@ def _request(rb: RunBuilder, st: _State, ev: dict[str, Any], ts: str) -> None:
                 return
             st.responses.add(rid)
         usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
-        details = usage.get("prompt_tokens_details") or {}
-        out_details = usage.get("completion_tokens_details") or {}
-        cache_read = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        if not cache_read and _int(usage.get("cache_read_input_tokens")) is not None:
-            cache_read = _int(usage.get("cache_read_input_tokens"))
+        details = _obj(usage.get("prompt_tokens_details"))
+        out_details = _obj(usage.get("completion_tokens_details"))
+        cache_read = rb.count(details.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
+        anthropic_read = rb.count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
+        if not cache_read and anthropic_read is not None:
+            cache_read = anthropic_read
         model = resp.get("model") if isinstance(resp.get("model"), str) else ""
-        _add_request(rb, st, model, ts, _int(usage.get("prompt_tokens")), cache_read,
-                     _int(usage.get("cache_creation_input_tokens")),
-                     _int(usage.get("completion_tokens")),
-                     _int(out_details.get("reasoning_tokens")) if isinstance(out_details, dict)
-                     else None)
+        _add_request(rb, st, model, ts, rb.count(usage.get("prompt_tokens"), "prompt_tokens"),
+                     cache_read, rb.count(usage.get("cache_creation_input_tokens"),
+                                          "cache_creation_input_tokens"),
+                     rb.count(usage.get("completion_tokens"), "completion_tokens"),
+                     rb.count(out_details.get("reasoning_tokens"),
+                              "completion_tokens_details.reasoning_tokens"))
         return
     metrics = ev.get("llm_metrics")
     usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
@@ -293,9 +296,10 @@ def _request(rb: RunBuilder, st: _State, ev: dict[str, Any], ts: str) -> None:
     if isinstance(last, dict) and isinstance(rid, str) and rid and rid not in st.responses:
         st.responses.add(rid)
         model = last.get("model") if isinstance(last.get("model"), str) else ""
-        _add_request(rb, st, model, ts, _int(last.get("prompt_tokens")),
-                     _int(last.get("cache_read_tokens")), _int(last.get("cache_write_tokens")),
-                     _int(last.get("completion_tokens")), None)
+        n = {k: rb.count(last.get(k), k) for k in ("prompt_tokens", "cache_read_tokens",
+                                                   "cache_write_tokens", "completion_tokens")}
+        _add_request(rb, st, model, ts, n["prompt_tokens"], n["cache_read_tokens"],
+                     n["cache_write_tokens"], n["completion_tokens"], None)
 
 
 def _add_request(rb: RunBuilder, st: _State, model: str, ts: str, inp: int | None,

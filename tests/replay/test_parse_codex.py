@@ -355,7 +355,8 @@ def test_wrong_typed_fields(tmp_path: Path) -> None:
     assert len(issues) == 4, issues
     assert ":4: function_call name is int" in issues[0]
     assert ":9: message content is int" in issues[1]
-    assert ":11: usage field 'input_tokens' is str" in issues[2]
+    assert ":11: token_count: input_tokens 'many' is not a token count (kept as unknown)" \
+        in issues[2]
     assert ":12: 'response_item' line: payload is list" in issues[3]
     assert run["n_tool_calls"] == 1 and run["n_tool_results"] == 1
     assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 100), (3, None)]
