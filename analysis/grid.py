@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replay.errors import PolicyError
-from replay.policy import Policy, policy_from_dict, policy_to_dict
+from replay.policy import Policy, policy_from_dict, policy_to_dict, set_path
 from replay.safe_yaml import YamlRefused, parse_yaml, read_yaml_file
 
 Design = Literal["grid", "random", "one_at_a_time"]
@@ -303,7 +303,7 @@ def apply(base: Policy, values: Mapping[str, Any] | tuple[tuple[str, Any], ...],
     items = tuple(values.items()) if isinstance(values, Mapping) else tuple(values)
     doc = policy_to_dict(base)
     for path, value in items:
-        _set(doc, path, value)
+        set_path(doc, path, value)
     policy = base
     if items:
         where = ", ".join(f"{path}={value!r}" for path, value in items)
@@ -382,18 +382,6 @@ def _check_path(base: Policy, path: str) -> None:
             node = node.get(k)
         else:
             raise PolicyError(f"<{base.name}>", here, "is not a mapping or a list")
-
-
-def _set(doc: Any, path: str, value: Any) -> None:
-    """Set one field of a policy dict by dotted path, as ``replace_path`` does."""
-    keys = path.split(".")
-    node = doc
-    for k in keys[:-1]:
-        node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
-    if isinstance(node, list):
-        node[int(keys[-1])] = value
-    else:
-        node[keys[-1]] = value
 
 
 def _get(doc: Any, path: str) -> Any:

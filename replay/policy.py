@@ -22,6 +22,7 @@ import math
 import string
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -80,6 +81,8 @@ class Trigger:
     """Fraction of the harness's usable window at or above which it fires."""
     after_messages: int | None = None
     """Messages in context at or above which it fires."""
+    never: bool = False
+    """The tier is switched off (kept in the policy, e.g. to compare with and without it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -256,17 +259,31 @@ def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:
 
 def replace_path(policy: Policy, path: str, value: Any) -> Policy:
     """A copy of ``policy`` with one field set by dotted path (``tiers.0.trigger.at_frac``)."""
+    return replace_paths(policy, ((path, value),))
+
+
+def replace_paths(policy: Policy, settings: Iterable[tuple[str, Any]]) -> Policy:
+    """A copy of ``policy`` with several fields set, validated once with all of them (two
+    fields that must change together — a smaller window and a trigger — can)."""
     doc = policy_to_dict(policy)
+    shown = []
+    for path, value in settings:
+        set_path(doc, path, value)
+        shown.append(f"{path}={value!r}")
+    return policy_from_dict(doc, f"<{policy.name} with {', '.join(shown)}>")
+
+
+def set_path(doc: Any, path: str, value: Any) -> None:
+    """Set one field of a policy's plain data (``policy_to_dict``) by dotted path, tiers by
+    index; missing mappings on the way are created."""
     node: Any = doc
     keys = path.split(".")
     for k in keys[:-1]:
         node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
-    last = keys[-1]
     if isinstance(node, list):
-        node[int(last)] = value
+        node[int(keys[-1])] = value
     else:
-        node[last] = value
-    return policy_from_dict(doc, f"<{policy.name} with {path}={value!r}>")
+        node[keys[-1]] = value
 
 
 def policy_to_dict(obj: Any) -> Any:
@@ -399,11 +416,7 @@ def _check(p: Policy, where: str) -> None:
         names.add(tier.name)
         trigger = getattr(tier, "trigger", None)
         if trigger is not None:
-            n_set = sum([trigger.every_request, trigger.at_tokens is not None,
-                         trigger.at_frac is not None, trigger.after_messages is not None])
-            if n_set != 1:
-                raise PolicyError(where, f"{key}.trigger", f"set exactly one of every_request, "
-                                                           f"at_tokens, at_frac, after_messages ({n_set} set)")
+            _check_trigger(trigger, p, where, f"{key}.trigger")
         for field_name in ("placeholder", "write_note"):
             value = getattr(tier, field_name, None)
             template = value.template if isinstance(value, Placeholder) else value
@@ -420,6 +433,26 @@ def _check(p: Policy, where: str) -> None:
             raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
         if isinstance(tier, Custom) and ":" not in tier.cls:
             raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
+
+
+def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:
+    """Exactly one condition, and one the context can reach: a token level above the window
+    never fires (the server refuses the request first); ``never: true`` says so on purpose."""
+    n_set = sum([trigger.every_request, trigger.at_tokens is not None,
+                 trigger.at_frac is not None, trigger.after_messages is not None, trigger.never])
+    if n_set != 1:
+        raise PolicyError(where, key, f"set exactly one of every_request, at_tokens, at_frac, "
+                                      f"after_messages, never ({n_set} set)")
+    window = p.server.window_tokens
+    level, name = (trigger.at_tokens, "at_tokens") if trigger.at_tokens is not None else \
+        (None if trigger.at_frac is None else int(trigger.at_frac * p.usable_tokens), "at_frac")
+    if level is not None and level > window:
+        raise PolicyError(where, f"{key}.{name}", f"{level:,} tokens is above the window "
+                                                  f"({window:,}): the tier could "
+                                                  "never act; write 'never: true' to switch "
+                                                  "it off")
+    if (level is not None and level < 0) or (trigger.after_messages or 0) < 0:
+        raise PolicyError(where, key, "a trigger level must be ≥ 0")
 
 
 TEMPLATE_FIELDS: tuple[str, ...] = ("tool", "path", "lines", "chars", "call_id")

@@ -25,30 +25,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.policy import Policy, load_policy, replace_path
+from replay.policy import Policy, load_policy, replace_paths
 from replay.synth import Scenario, _atomic_write, synth_run
 
 ORIGINAL = "two-tier-original"
 CORRECTED = "two-tier-corrected"
-SUMMARY_OUT_OF_REACH = 1_000_000
-"""A tier-two trigger no context reaches: the summary does not run inside the turn."""
+SUMMARY_OFF: tuple[str, Any] = ("tiers.1.trigger", {"never": True})
+"""Tier two switched off: the summary does not run inside the turn."""
 Override = tuple[str, Any]
 """A ``replace_path`` override: dotted path, value."""
 
 
 @dataclass(frozen=True, slots=True)
 class PolicySpec:
-    """A preset by name plus ``replace_path`` overrides, applied in order."""
+    """A preset by name plus ``replace_path`` overrides, applied together."""
 
     preset: str
     overrides: tuple[Override, ...] = ()
 
     def load(self) -> Policy:
         """The policy."""
-        policy = load_policy(self.preset)
-        for path, value in self.overrides:
-            policy = replace_path(policy, path, value)
-        return policy
+        return replace_paths(load_policy(self.preset), self.overrides)
 
     def __str__(self) -> str:
         shown = [f"{p}={v!r}" for p, v in self.overrides if p != "name"]
@@ -128,7 +125,7 @@ SCENARIOS: tuple[FailureScenario, ...] = (
             start_ts="2026-01-19T09:10:00.000Z"),
         failure="A ~14,000-token test output arrives near the limit of a 32,768-token window: "
                 "trimming only after sending lets the request through over the limit.",
-        setting=(("server.window_tokens", 32_768), ("server.reserve_tokens", 0)),
+        setting=(("server.window_tokens", 32_768), ("server.reserve_tokens", 0), SUMMARY_OFF),
         fix_on=CORRECTED, fix_label="newest-output-kept",
         fix=(("tiers.0.protect.tool_results", 1),),
         metric="overshoots: requests with overshoot_tokens > 0 (and the largest overshoot); "
@@ -153,7 +150,7 @@ SCENARIOS: tuple[FailureScenario, ...] = (
             start_ts="2026-01-20T08:30:00.000Z"),
         failure="One turn of ~270 tool calls grows past 105,424 tokens; with 24,576 tokens "
                 "reserved for the answer on a 130,000 window, request + reserve no longer fit.",
-        setting=(("tiers.1.trigger.at_tokens", SUMMARY_OUT_OF_REACH),),
+        setting=(SUMMARY_OFF,),
         fix_label="subtract-reserve", fix=(("subtract_reserve", True),),
         metric="overshoots (overshoot_tokens > 0) and, for each, truth_tokens ≤ window_tokens "
                "(the request alone fits: the reserve is what overflows)",
@@ -175,7 +172,7 @@ SCENARIOS: tuple[FailureScenario, ...] = (
                 "fires only at ~128,000 real tokens of 130,000, so an output arriving then "
                 "overshoots.",
         setting=(("server.reserve_tokens", 0),
-                 ("tiers.1.trigger.at_tokens", SUMMARY_OUT_OF_REACH)),
+                 SUMMARY_OFF),
         fix_label="margin-20", fix=(("tiers.2.margin_frac", 0.2),),
         metric="overshoots; truth_tokens of the request after which the emergency (collapse) "
                "first fires; est_tokens / truth_tokens there",

@@ -72,7 +72,8 @@ def policies(draw: Any) -> Policy:
     if draw(st.booleans()):
         tiers.append({"type": "trim", "name": "t1", "when": draw(st.sampled_from(["before", "after"])),
                       "trigger": draw(st.sampled_from([{"every_request": True},
-                                                       {"at_frac": draw(st.floats(0.1, 0.9))}])),
+                                                       {"at_frac": draw(st.floats(0.1, 0.9))},
+                                                       {"never": True}])),
                       "blocks": draw(st.sampled_from([["tool_results"], ["tool_results", "write_args"],
                                                       ["call_args"]])),
                       "min_chars": draw(st.integers(0, 500)),

@@ -158,6 +158,8 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
     """Whether the trigger fires on the context as it is now."""
     if trigger.every_request:
         return True
+    if trigger.never:
+        return False
     if trigger.after_messages is not None:
         return ctx.n_messages >= trigger.after_messages
     return env.fixed_est + ctx.est() >= threshold(trigger, env)

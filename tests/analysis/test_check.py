@@ -44,7 +44,7 @@ def _reserve_exact() -> Policy:
     # anchored truth would carry the recorded prompt instead)
     for path, value in (("name", "reserve-exact"), ("truth.method", "tokenizer"),
                         ("server.fixed_overhead_tokens", 17800),
-                        ("tiers.1.trigger.at_tokens", 1_000_000), ("subtract_reserve", True)):
+                        ("tiers.1.trigger", {"never": True}), ("subtract_reserve", True)):
         p = replace_path(p, path, value)
     return p
 

@@ -70,6 +70,21 @@ def test_policy_that_never_fires_reproduces_raw_sizes(run: PreparedRun, overhead
     assert trace.actions.num_rows == 0
 
 
+@given(runs())
+def test_a_tier_switched_off_never_acts_even_far_over_its_window(run: PreparedRun) -> None:
+    """``trigger: {never: true}``: trim and summarise tiers stay idle on a window every run
+    overshoots (the same tiers with a trigger at 0 act), so a tier can be switched off
+    without a trigger level above the window (which the loader refuses)."""
+    def policy(trigger: dict[str, object]) -> object:
+        return policy_from_dict({"name": "off", "server": {"window_tokens": 50},
+                                 "tiers": [{"type": "trim", "trigger": trigger, "min_chars": 0},
+                                           {"type": "summarise", "trigger": trigger,
+                                            "min_messages": 0, "keep_messages": 1}]})
+    assert replay(run, policy({"never": True})).actions.num_rows == 0
+    if run.n_requests > 2 and run.n_blocks > 4:
+        assert replay(run, policy({"at_tokens": 0})).actions.num_rows > 0
+
+
 @given(runs(), policies())
 def test_replay_twice_is_byte_identical(run: PreparedRun, policy) -> None:
     """Same run and policy → identical tables and identical Parquet bytes."""

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from replay.engine import replay
-from replay.policy import load_policy, replace_path
+from replay.policy import load_policy, replace_paths
 
 
 def _run_id(corpus, suffix: str) -> str:  # type: ignore[no-untyped-def]
@@ -44,13 +44,11 @@ def test_claude_code_preset_compacts_where_the_recorded_harness_did(samples, sam
 
 def test_original_two_tier_overshoots_a_32k_window_where_the_corrected_does_not(sample_corpus):  # type: ignore[no-untyped-def]
     def small(name: str):  # type: ignore[no-untyped-def]
-        p = load_policy(name)
-        p = replace_path(p, "server.window_tokens", 32768)
-        p = replace_path(p, "server.reserve_tokens", 4096)
-        # counted by the tokenizer: judged by the recorded usage, the unseen system prompt and
-        # tool schemas alone (17,800-26,000 tokens) nearly fill a 32k window
-        p = replace_path(p, "truth.method", "tokenizer")
-        return replace_path(p, "tiers.1.trigger.at_tokens", 20000)
+        # truth counted by the tokenizer: judged by the recorded usage, the unseen system
+        # prompt and tool schemas alone (17,800-26,000 tokens) nearly fill a 32k window
+        return replace_paths(load_policy(name), (
+            ("server.window_tokens", 32768), ("server.reserve_tokens", 4096),
+            ("truth.method", "tokenizer"), ("tiers.1.trigger.at_tokens", 20000)))
 
     original, corrected = small("two-tier-original"), small("two-tier-corrected")
     long_runs = [r for r in sample_corpus.replayable() if sample_corpus.prepared(r).n_requests >= 100]

@@ -52,11 +52,11 @@ def test_extends_with_a_list_of_tiers_replaces_them(tmp_path: Path) -> None:
 
 
 def test_extends_a_file_relative_to_the_extending_one(tmp_path: Path) -> None:
-    _write(tmp_path, "base.yaml", "extends: claude-code\nserver: {window_tokens: 150000}\n")
+    _write(tmp_path, "base.yaml", "extends: claude-code\nserver: {window_tokens: 180000}\n")
     (tmp_path / "sub").mkdir()
     p = load_policy(_write(tmp_path / "sub", "top.yaml", "extends: ../base.yaml\n"
                                                          "provider: openai\n"))
-    assert p.server.window_tokens == 150_000 and p.server.reserve_tokens == 20_000
+    assert p.server.window_tokens == 180_000 and p.server.reserve_tokens == 20_000
     assert p.provider == "openai" and p.cache.granularity_tokens == 128
 
 
