@@ -24,6 +24,7 @@ Not here: running the sweep (``analysis.sweep``).
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from collections.abc import Sequence
@@ -119,9 +120,10 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
         if col in frame.columns and alias not in frame.columns:
             frame[alias] = frame[col]
     if objective not in frame.columns:
-        raise ReplayInputError(f"objective {objective!r}: no such metric; e.g. tokens_sent, "
-                               f"cost_usd, overshoots_n, cache_invalidation_cached_share")
+        raise ReplayInputError(f"objective {objective!r}: no such metric"
+                               f"{_did_you_mean(objective, frame.columns)}")
     for expr in constraints:
+        _check_names(expr, frame.columns)
         try:
             frame = frame.query(_normalise(expr))
         except Exception as exc:  # noqa: BLE001 - pandas raises many kinds for a bad expression
@@ -130,6 +132,27 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
                                 and a in frame.columns])
     return frame.sort_values([objective, "setting"], ascending=[minimise, True],
                              kind="stable").reset_index(drop=True)
+
+
+def check_choice(constraints: Sequence[str], objective: str, params: Sequence[str] = ()) -> None:
+    """Fail early (before a sweep runs) when a constraint or the objective names no metric.
+
+    Args:
+        constraints: as for ``best``.
+        objective: as for ``best``.
+        params: the swept paths.
+
+    Raises:
+        ReplayInputError: a name is not a metric, a swept path or an ``ALIASES`` name (with
+            the closest metric names).
+    """
+    columns = pd.Index(["setting", "n_runs", *params, *ALIASES,
+                        *(c for c in METRIC_COLUMNS if not c.endswith("_request"))])
+    if objective not in columns:
+        raise ReplayInputError(f"objective {objective!r}: no such metric"
+                               f"{_did_you_mean(objective, columns)}")
+    for expr in constraints:
+        _check_names(expr, columns)
 
 
 def pareto_front(frame: pd.DataFrame, x: str, y: str, *, minimise_y: bool = True) -> pd.DataFrame:
@@ -279,6 +302,33 @@ def _save(fig: Figure, path: Path) -> Path:
 def _normalise(expr: str) -> str:
     """Backtick swept paths (dotted names) so ``query`` reads them as columns."""
     return re.sub(r"(?<![`'\"\w.])([A-Za-z_]\w*(?:\.\w+)+)(?![`'\"\w])", r"`\1`", expr)
+
+
+_NOT_NAMES = frozenset({"and", "or", "not", "in", "is", "True", "False", "None", "nan", "inf"})
+_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
+_NAME = re.compile(r"`([^`]+)`|(?<![\w.@])([A-Za-z_]\w*)(?!\w|\s*\()")
+
+
+def _check_names(expr: str, columns: pd.Index) -> None:
+    """Every name in a constraint is a metric (a column of the sweep table) or a swept path.
+
+    Raises:
+        ReplayInputError: a name is none of these (with the closest metric names).
+    """
+    for m in _NAME.finditer(_STRING.sub("''", _normalise(expr))):
+        name = m.group(1) or m.group(2)
+        if name not in _NOT_NAMES and name not in columns:
+            raise ReplayInputError(f"constraint {expr!r}: no metric {name!r}"
+                                   f"{_did_you_mean(name, columns)}")
+
+
+def _did_you_mean(name: str, columns: pd.Index) -> str:
+    """``; did you mean X?`` (the closest metric names), and where the names are listed."""
+    names = [str(c) for c in columns if c not in ALIASES]
+    near = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return (hint + " Metrics are the sweep table's columns (out/sweep/sweep.csv), e.g. "
+            "overshoots_n, tokens_sent, cache_invalidation_cached_share, cost_usd")
 
 
 def _numeric(s: pd.Series) -> pd.Series:

@@ -226,7 +226,8 @@ def sweep(
         = None,
     best: Annotated[list[str] | None, typer.Option("--best", help="Constraint the chosen "
                                                                   "setting meets, e.g. "
-                                                                  "'overshoots==0' "
+                                                                  "'overshoots_n==0'; names are the "
+                                                                  "sweep table's columns "
                                                                   "(repeatable).")] = None,
     minimise: Annotated[str, typer.Option("--minimise", help="Metric the chosen setting "
                                                              "minimises (summed over runs).")]
@@ -249,6 +250,7 @@ def sweep(
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
     from analysis.grid import load_spec, settings
     from analysis.pareto import best as best_settings
+    from analysis.pareto import check_choice
     from analysis.sweep import sweep as run_sweep
     from analysis.sweep import write_sweep
 
@@ -258,6 +260,8 @@ def sweep(
         base = with_provider(base, provider) if provider else base
         spec = load_spec(grid, axis or [], design=design, samples=samples, seed=seed)
         chosen_from = settings(base, spec)
+        check_choice(best or [], objective, [p for p, _ in chosen_from[0].params]
+                     if chosen_from else [])
         corpus = _open(paths, out, fmt, quiet, strict)
         with _progress("sweep", len(corpus.replayable()) * len(chosen_from), quiet) as tick:
             result = run_sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler,

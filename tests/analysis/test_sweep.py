@@ -298,6 +298,15 @@ def test_best_meets_the_constraints_then_minimises() -> None:
         best(_table(), [], "nothing")
 
 
+def test_a_misspelt_constraint_says_the_metric_names_it_may_mean() -> None:
+    with pytest.raises(ReplayInputError, match="no metric 'overshoot'; did you mean overshoots_n"):
+        best(_table(), ["overshoot == 0"], params=["frac"])
+    with pytest.raises(ReplayInputError, match="did you mean tokens_sent"):
+        best(_table(), [], "tokns_sent")
+    # names inside strings, function calls and numbers are not metric names
+    assert len(best(_table(), ["tokens_sent > 1e2 and frac != 'x'"], params=["frac"])) == 3
+
+
 def test_pareto_front_keeps_the_undominated_settings() -> None:
     agg = aggregate(_table(), ["frac"])
     assert pareto_front(agg, "tokens_sent", "overshoots_n")["setting"].tolist() == ["a", "b"]
@@ -370,3 +379,9 @@ def test_sweep_command_exit_codes(samples: Path, tmp_path: Path) -> None:
     none = CliRunner().invoke(app, [*base, "--axis", "tiers.1.keep_messages=8,24",
                                     "--best", "tokens_sent < 0"])
     assert none.exit_code == 1 and "no setting meets" in none.output
+    typo = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "typo"),
+                                    "--axis", "tiers.1.keep_messages=8,24",
+                                    "--best", "overshoot==0"])
+    assert typo.exit_code == 2 and "did you mean overshoots_n" in typo.output
+    assert "not defined" not in typo.output
+    assert not (tmp_path / "typo" / "sweep").exists()  # said before replaying anything
