@@ -28,7 +28,14 @@ from replay import store, store_session
 from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
 from replay.input_files import Unreadable, read_input, sha256_of
-from replay.parsers import PARSERS, PARSERS_VERSION, Detection, detect, detect_format
+from replay.parsers import (
+    PARSERS,
+    PARSERS_VERSION,
+    Detection,
+    check_format,
+    detect,
+    detect_format,
+)
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.redaction import declared, tokens_for
 from replay.schema import SCHEMAS
@@ -362,7 +369,9 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             looked at when some file is not cached: a fully cached ingest loads no encoding).
         StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
         OutputError: ``out`` is a file, or a folder that cannot be created or written.
+        ReplayInputError: ``fmt`` names no parser (raised before anything is read).
     """
+    check_format(fmt)
     for name in tokenizers:
         if name not in _TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay.ingest import parse_file
+from replay.parsers import check_format
 from replay.parsers.builder import Issue
 from replay.tokens import count_tokens
 
@@ -98,7 +99,11 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
     Args:
         path: one log file.
         fmt: force a parser instead of detecting the format.
+
+    Raises:
+        ReplayInputError: ``fmt`` names no parser.
     """
+    check_format(fmt)
     parsed = parse_file(path, path.parent, fmt=fmt, explain=True)
     runs: list[RunReport] = []
     if parsed.tables is not None:

@@ -26,6 +26,7 @@ from replay.cli.output import _progress, error, say, warn
 from replay.corpus import open_corpus
 from replay.discover import LOG_SUFFIXES, discover
 from replay.ingest import IngestReport
+from replay.parsers import PARSERS
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
                                                      "directory written by `replay ingest`.")]
@@ -35,8 +36,18 @@ ColumnsOpt = Annotated[str | None, typer.Option(
                       "them all).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Show every column, however wide.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV (every column, or --columns).")]
-FormatOpt = Annotated[str | None, typer.Option("--format", help="Force a parser instead of "
-                                                                "detecting the format.")]
+
+
+def _known_format(value: str | None) -> str | None:
+    """``--format`` names a parser, or the command stops with a usage error (exit 2)."""
+    if value is not None and value not in PARSERS:
+        raise typer.BadParameter(f"{value!r} is not a format; one of {', '.join(PARSERS)}")
+    return value
+
+
+FormatOpt = Annotated[str | None, typer.Option(
+    "--format", metavar="FORMAT", callback=_known_format,
+    help=f"Force a parser instead of detecting the format: {', '.join(PARSERS)}.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 ProviderOpt = Annotated[str | None, typer.Option(
     "--provider", help="Price every policy under this provider profile (cache and prices; "

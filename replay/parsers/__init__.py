@@ -46,6 +46,18 @@ PARSERS: dict[str, ModuleType] = {
 }
 
 
+def check_format(fmt: str | None) -> None:
+    """Refuse a forced format no parser has (None: detect, always fine).
+
+    Raises:
+        ReplayInputError: ``fmt`` is not a ``PARSERS`` name (with the list).
+    """
+    if fmt is not None and fmt not in PARSERS:
+        from replay.errors import ReplayInputError
+
+        raise ReplayInputError(f"unknown format {fmt!r}; one of {', '.join(PARSERS)}")
+
+
 @dataclass(frozen=True, slots=True)
 class Detection:
     """Which parser takes a file, and why (or which came closest when none does)."""
