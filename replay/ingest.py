@@ -37,7 +37,7 @@ from replay.parsers import (
     detect_format,
 )
 from replay.parsers.builder import Issue, RunDraft, Source
-from replay.redaction import declared, tokens_for
+from replay.redaction import declared, exact, tokens_for
 from replay.schema import SCHEMAS
 from replay.tokens import count_one, count_tokens, encoding
 from replay.workers import init_worker
@@ -203,7 +203,9 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
     not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape like
     ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.  A block holding
-    redaction markers is sized by their declared lengths and flagged (``replay.redaction``).
+    redaction markers is sized by their declared lengths and flagged; a block holding
+    ctxreplay's own markers (``replay redact``) gets the exact figures they declare
+    (``replay.redaction``).
     """
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
@@ -219,16 +221,19 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     messages["text"] = text
     n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
     n_chars = [len(t) for t in texts]
-    messages["n_lines"] = [t.count("\n") + 1 if t else 0 for t in texts]
-    redacted = {i: found for i, t in enumerate(texts) if (found := declared(t)) is not None}
-    if redacted:  # sized as the model saw them: the declared characters (taken as bytes)
+    messages["n_lines"] = n_lines = [t.count("\n") + 1 if t else 0 for t in texts]
+    exacts = {i: found for i, t in enumerate(texts) if (found := exact(t)) is not None}
+    redacted = {i: found for i, t in enumerate(texts)
+                if i not in exacts and (found := declared(t)) is not None}
+    if redacted or exacts:  # sized as the model saw them: the declared characters
         n_bytes = n_bytes.to_pylist()
-        for i, (rest, _, chars) in redacted.items():
+        for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
             n_chars[i] = len(rest) + chars
             n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
+        for i, sizes in exacts.items():  # ctxreplay's own marker: the original's figures
+            n_chars[i], n_bytes[i], n_lines[i] = sizes.n_chars, sizes.n_bytes, sizes.n_lines
     messages["n_bytes"], messages["n_chars"] = n_bytes, n_chars
-    messages["tokens_estimated"] = [i in redacted for i in range(len(texts))] if redacted \
-        else [False] * len(texts)
+    estimated = set(redacted)
     for name, col in _TOKEN_COLUMN.items():
         if name not in tokenizers:
             messages[col] = pa.nulls(len(texts), pa.int64())
@@ -236,14 +241,22 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         counts = count_tokens(texts, name, threads=threads)
         for i, (rest, _, chars) in redacted.items():
             counts[i] = count_one(rest, name) + tokens_for(chars, name)
+        for i, sizes in exacts.items():
+            declared_tokens = sizes.tokens_for(name)
+            if declared_tokens is None:  # a tokenizer the marker does not name: estimated
+                estimated.add(i)
+                declared_tokens = tokens_for(sizes.n_chars, name)
+            counts[i] = declared_tokens
         messages[col] = counts
-    _estimated_per_run(runs, drafts, messages, redacted)
+    messages["tokens_estimated"] = [i in estimated for i in range(len(texts))] if estimated \
+        else [False] * len(texts)
+    _estimated_per_run(runs, drafts, messages, estimated)
     return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
                            requests=_table(requests, "requests"), events=_table(events, "events"))
 
 
 def _estimated_per_run(runs: dict[str, list[object]], drafts: list[RunDraft],
-                       messages: dict[str, object], redacted: dict[int, object]) -> None:
+                       messages: dict[str, object], redacted: set[int]) -> None:
     """Each run's ``n_estimated_blocks`` and ``estimated_tokens_o200k`` (the o200k tokens of its
     blocks sized from redaction markers; None when o200k was not counted)."""
     o200k = messages["tokens_o200k"]

@@ -24,6 +24,18 @@ Truncation notes a harness writes itself (``[... omitted 200 of 500 lines ...]``
 mini-swe-agent, OpenHands, SWE-agent: 1,871,791 characters) as characters / tokens:
 3.79 for o200k_base and 3.81 for cl100k_base, rounded to 3.8 for both.
 
+ctxreplay's own marker (``replay redact``, ``replay.redact``) is exact, not estimated:
+``[REDACTED_CTXREPLAY chars=N bytes=B lines=L o200k_base=T cl100k_base=U]`` declares the figures
+of the *block* that holds it (the block's characters, UTF-8 bytes, lines and token count per
+tokenizer, as the original text had them).  A block holding several such markers has the sums
+of their figures; the rest of its text (hashed paths, argument keys) is not counted: the writer
+put the whole block's figures in its markers.  ``id=N`` numbers the redacted texts of a file
+(equal texts, equal ids: records a parser tells apart by their text stay apart) and declares
+nothing; a marker with only an id stands for text no block shows; a marker repeated in one block
+(the same text twice, as an edit's old and new string can be) counts once.  ``format_exact`` writes one, ``exact`` reads a block: one definition for
+writer and reader.  A tokenizer the marker does not name is estimated from its characters as
+above (and flagged).
+
 Not here: counting tokens (``replay.tokens``), storing the flag (``replay.ingest``).
 """
 
@@ -31,6 +43,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 CHARS_PER_TOKEN: dict[str, float] = {"o200k_base": 3.8, "cl100k_base": 3.8}
 """Characters per token assumed for redacted text, per tokenizer (measured, see above)."""
@@ -64,3 +77,65 @@ def declared(text: str) -> tuple[str, int, int] | None:
 def tokens_for(chars: int, tokenizer: str) -> int:
     """Tokens assumed for ``chars`` redacted characters under ``tokenizer``."""
     return math.ceil(chars / CHARS_PER_TOKEN.get(tokenizer, DEFAULT_CHARS_PER_TOKEN))
+
+
+EXACT_WORD = "REDACTED_CTXREPLAY"
+"""The word of ctxreplay's own exact marker."""
+_EXACT = re.compile(r"\[" + EXACT_WORD + r"((?: [a-z0-9_]+=\d+)*)\]")
+_FIELD = re.compile(r"([a-z0-9_]+)=(\d+)")
+_SIZE_FIELDS = ("chars", "bytes", "lines")
+_NOT_TOKENS = (*_SIZE_FIELDS, "id")
+
+
+@dataclass(frozen=True, slots=True)
+class ExactSizes:
+    """What ctxreplay markers declare for the block holding them (sums over its markers)."""
+
+    n_chars: int
+    n_bytes: int
+    n_lines: int
+    tokens: tuple[tuple[str, int], ...]
+    """(tokenizer, token count) pairs, sorted by name."""
+    n_markers: int = 1
+
+    def tokens_for(self, tokenizer: str) -> int | None:
+        """The declared count under ``tokenizer`` (None: not declared)."""
+        return dict(self.tokens).get(tokenizer)
+
+
+def format_exact(ident: int, sizes: ExactSizes | None) -> str:
+    """The marker of redacted text number ``ident`` declaring ``sizes`` (None: nothing)."""
+    if sizes is None:
+        return f"[{EXACT_WORD} id={ident}]"
+    fields = [f"id={ident}", f"chars={sizes.n_chars}", f"bytes={sizes.n_bytes}",
+              f"lines={sizes.n_lines}"]
+    fields += [f"{name}={count}" for name, count in sizes.tokens]
+    return f"[{EXACT_WORD} {' '.join(fields)}]"
+
+
+def exact_markers(text: str) -> list[re.Match[str]]:
+    """The ctxreplay markers in ``text``, in order."""
+    if EXACT_WORD not in text:
+        return []
+    return list(_EXACT.finditer(text))
+
+
+def exact(text: str) -> ExactSizes | None:
+    """The figures ctxreplay markers in ``text`` declare for its block (None: no marker, or
+    only markers that declare nothing)."""
+    sums: dict[str, int] = {}
+    n, seen = 0, set()
+    for m in exact_markers(text):
+        if m.group(0) in seen:  # the same text twice in one block: counted once
+            continue
+        seen.add(m.group(0))
+        fields = [(name, int(value)) for name, value in _FIELD.findall(m.group(1))
+                  if name != "id"]
+        n += bool(fields)
+        for name, value in fields:
+            sums[name] = sums.get(name, 0) + value
+    if not n:
+        return None
+    return ExactSizes(sums.get("chars", 0), sums.get("bytes", 0), sums.get("lines", 0),
+                      tuple(sorted((k, v) for k, v in sums.items() if k not in _NOT_TOKENS)),
+                      n)

@@ -1,0 +1,8 @@
+"""``replay redact``: a shareable archive of log files, in their own format, that re-ingests
+with the original's figures (``replay.redact.archive``); which leaves are kept, hashed or
+replaced (``replay.redact.leaves``); the secret check on what is written
+(``replay.redact.secrets``)."""
+
+from replay.redact.archive import SUPPORTED, RedactedFile, RedactReport, redact
+
+__all__ = ["SUPPORTED", "RedactReport", "RedactedFile", "redact"]

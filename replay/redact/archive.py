@@ -1,0 +1,288 @@
+"""``redact``: log files → a shareable archive in their own format that re-ingests like them.
+
+Per file: the original is parsed as ingest parses it (figures per block under every tokenizer
+of the schema); each record is redacted (``replay.redact.leaves``) with draft markers; the
+draft is parsed again to see which markers each block shows; each block's figures go into its
+markers (the whole block's figures into one of them, zeros into the others: a marker shared by
+blocks, the same text shown twice, gets the figures once); the file is written with exact
+markers (``replay.redaction.format_exact``) and parsed a last time to check every block, request
+and event reads as the original's (paths as their hashes, timestamps shifted).  Whatever
+differs is an issue naming the file and the column.  A file where the secret check
+(``replay.redact.secrets``) finds anything is not written.
+
+Only the JSON Lines formats are supported so far (``SUPPORTED``); another format is an issue
+for that file, which is not written.
+
+Not here: which leaves are redacted (``replay.redact.leaves``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from replay.discover import discover, sources
+from replay.errors import OutputError
+from replay.ingest import parse_file, tokenize
+from replay.input_files import Unreadable, read_input
+from replay.parsers import PARSERS, detect_format
+from replay.parsers.builder import Issue, Source
+from replay.redact.leaves import DRAFT, Redactor
+from replay.redact.secrets import scan
+from replay.redaction import ExactSizes, format_exact
+from replay.schema import TOKENIZERS
+from replay.store import atomic_write_bytes, make_output_dir
+
+SUPPORTED: tuple[str, ...] = ("claude_code", "codex")
+"""Formats ``redact`` writes (JSON Lines, one record a line)."""
+_TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
+_COMPARED = {
+    "messages": ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "n_bytes",
+                 "n_chars", "n_lines", "tokens_o200k", "tokens_cl100k", "is_error",
+                 "is_harness_summary", "ts", "agent"),
+    "requests": None, "events": None,
+}
+"""Columns a redacted file must read back equal (None: every column but ``run_id``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedFile:
+    """What became of one input file."""
+
+    source: str
+    format: str
+    written: bool
+    n_runs: int
+    n_blocks: int
+    n_markers: int
+    issues: tuple[Issue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RedactReport:
+    """What ``redact`` did: one entry per file found, and the paths it hashed."""
+
+    out: Path
+    files: tuple[RedactedFile, ...]
+    n_paths: int
+
+    @property
+    def ok(self) -> bool:
+        """Every file written, with no issue."""
+        return all(f.written and not f.issues for f in self.files)
+
+    @property
+    def issues(self) -> list[Issue]:
+        return [i for f in self.files for i in f.issues]
+
+
+def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str = "") -> RedactReport:
+    """Write a redacted copy of every log file under ``paths`` into ``out`` (relative paths
+    mirrored).
+
+    Raises:
+        OutputError: ``out`` is an input, inside an input folder, or holds an input; or
+            cannot be created.
+    """
+    _check_out(paths, out)
+    found = discover(paths)
+    out = make_output_dir(out)
+    redactor = Redactor(salt=salt, shift_days=shift_days)
+    files = [_one(path, rel, out, redactor) for (path, _root), rel in zip(found, sources(found))]
+    return RedactReport(out, tuple(files), len(redactor.paths))
+
+
+def _check_out(paths: list[Path], out: Path) -> None:
+    target = out.resolve()
+    for p in paths:
+        given = p.resolve()
+        if target == given or given in target.parents or target in given.parents:
+            raise OutputError(f"{out}: --out must be a folder apart from the inputs ({p} "
+                              f"{'holds it' if given in target.parents else 'is in it'}); "
+                              f"choose a folder outside them")
+
+
+def _dest(out: Path, rel: str) -> Path | None:
+    """Where the copy of ``rel`` goes, or None when ``rel`` would leave ``out``."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or any(p in ("..", "") for p in parts):
+        return None
+    dest = out / rel
+    return dest if out.resolve() in dest.resolve().parents else None
+
+
+def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
+    where = str(path)
+
+    def failed(reason: str, fmt: str = "", line: int = 0) -> RedactedFile:
+        return RedactedFile(rel, fmt, False, 0, 0, 0, (Issue(where, line, reason),))
+
+    dest = _dest(out, rel)
+    if dest is None:
+        return failed(f"cannot mirror its path {rel!r} inside --out; not written")
+    original = parse_file(path, rel=rel, tokenizers=TOKENIZERS)
+    fmt = original.format
+    if original.tables is None:
+        why = "; ".join(i.reason for i in original.issues) or "no runs"
+        return failed(f"not redacted: it does not ingest ({why})", fmt)
+    if fmt not in SUPPORTED:
+        return failed(f"not redacted: {fmt} logs are not supported by redact yet (supported: "
+                      f"{', '.join(SUPPORTED)})", fmt)
+    try:
+        data = read_input(path).removeprefix(b"\xef\xbb\xbf")
+    except Unreadable as why:
+        return failed(str(why), fmt)
+    records: list[Any] = []
+    for no, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            records.append(json.loads(raw) if raw.strip() else None)
+        except ValueError:
+            return failed("not JSON: a line redact cannot read is never copied; not written",
+                          fmt, no)
+    redactor.texts.clear()
+    redactor.containers = _user_texts(records) if fmt == "codex" else []
+    lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
+                                               separators=(",", ":")) for rec in records]
+    draft_texts = _texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))
+    messages = original.tables.messages
+    if draft_texts is None or len(draft_texts) != messages.num_rows:
+        return failed(f"not redacted: the redacted copy reads as "
+                      f"{0 if draft_texts is None else len(draft_texts)} blocks, the original "
+                      f"as {messages.num_rows}", fmt)
+    figures, unsized = _assign(draft_texts, messages["text"].to_pylist(), _figures(messages))
+    idents: dict[str, int] = {}
+
+    def final_marker(m: re.Match[str]) -> str:
+        ident = idents.setdefault(m.group(1), len(idents) + 1)
+        return format_exact(ident, figures.get(m.group(1)))
+
+    final = "\n".join(DRAFT.sub(final_marker, line) for line in lines).encode(
+        "utf-8", "surrogatepass")
+    issues = [Issue(where, 0, f"{n} blocks carry no marker and read with other sizes than the "
+                              f"original ({why})") for why, n in unsized.items()]
+    if fmt != detect_format(path.name, final[:65536]):
+        issues.append(Issue(where, 0, f"the redacted copy is not recognised as {fmt}"))
+    issues += _verify(path, rel, fmt, final, original, redactor)
+    if found := scan(final):
+        return RedactedFile(rel, fmt, False, 0, 0, 0, (*issues, Issue(
+            where, 0, f"not written: the redacted copy still holds a secret-like string "
+                      f"({', '.join(found)})")))
+    atomic_write_bytes(dest, final)
+    return RedactedFile(rel, fmt, True, original.tables.runs.num_rows, messages.num_rows,
+                        sum(1 for v in figures.values() if v is not None), tuple(issues))
+
+
+def _texts(path: Path, rel: str, fmt: str, data: bytes) -> list[str] | None:
+    """Every block's text as ``fmt``'s parser reads ``data``, in ingest order."""
+    sha = hashlib.sha256(data).hexdigest()
+    drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), [])
+    return [t for d in drafts for t in d.messages["text"]] if drafts else None  # type: ignore[misc]
+
+
+def _figures(messages: pa.Table) -> list[ExactSizes]:
+    cols = {c: messages[c].to_pylist() for c in ("n_chars", "n_bytes", "n_lines",
+                                                 *_TOKEN_COLUMN.values())}
+    return [ExactSizes(cols["n_chars"][i], cols["n_bytes"][i], cols["n_lines"][i],
+                       tuple((name, cols[col][i]) for name, col in sorted(_TOKEN_COLUMN.items())))
+            for i in range(messages.num_rows)]
+
+
+_ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(_TOKEN_COLUMN)))
+
+
+def _user_texts(records: list[Any]) -> list[str]:
+    """The part texts of a Codex file's non-assistant messages."""
+    out = []
+    for rec in records:
+        p = rec.get("payload", rec) if isinstance(rec, dict) else None
+        content = p.get("content") if isinstance(p, dict) and p.get("type") == "message" \
+            and p.get("role") != "assistant" else None
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out += [x["text"] for x in content if isinstance(x, dict)
+                    and isinstance(x.get("text"), str)]
+    return out
+
+
+def _assign(texts: list[str], originals: list[str], want: list[ExactSizes],
+            ) -> tuple[dict[str, ExactSizes | None], Counter[str]]:
+    """Each draft marker's figures, so that every block's markers sum to its figures; and how
+    many blocks could not get theirs, by reason."""
+    keys = [list(dict.fromkeys(DRAFT.findall(t))) for t in texts]  # a repeat counts once
+    shown = Counter(k for ks in keys for k in set(ks))
+    figures: dict[str, ExactSizes | None] = {}
+    unsized: Counter[str] = Counter()
+    for ks, target, text, original in zip(keys, want, texts, originals):
+        if not ks:
+            if text != original:
+                unsized["no text leaf left in the block"] += 1
+            continue
+        free = sorted({k for k in ks if k not in figures}, key=lambda k: (shown[k], ks.index(k)))
+        have = [figures[k] for k in ks if k in figures]
+        rest = _minus(target, [s for s in have if s is not None])
+        if rest is None or not free and rest != _ZERO:
+            unsized["a marker shared with another block"] += 1
+        if not free:
+            continue
+        figures[free[0]] = rest if rest is not None else _ZERO
+        for k in free[1:]:
+            figures[k] = _ZERO
+    return figures, unsized
+
+
+def _minus(a: ExactSizes, parts: list[ExactSizes]) -> ExactSizes | None:
+    """``a`` less the sum of ``parts`` (None when that is negative)."""
+    chars = a.n_chars - sum(p.n_chars for p in parts)
+    size = a.n_bytes - sum(p.n_bytes for p in parts)
+    lines = a.n_lines - sum(p.n_lines for p in parts)
+    tokens = tuple((name, (n or 0) - sum(dict(p.tokens).get(name) or 0 for p in parts))
+                   for name, n in a.tokens)
+    if min(chars, size, lines, *(n for _, n in tokens)) < 0:
+        return None
+    return ExactSizes(chars, size, lines, tokens)
+
+
+def _verify(path: Path, rel: str, fmt: str, data: bytes, original: Any,
+            redactor: Redactor) -> list[Issue]:
+    """Issues for every column of the redacted copy that reads other than the original's, and
+    for what its parse reports that the original's did not."""
+    want = original.tables
+    known = {(i.line, i.reason) for i in original.issues}
+    issues: list[Issue] = []
+    sha = hashlib.sha256(data).hexdigest()
+    drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), issues)
+    if not drafts:
+        return [Issue(str(path), 0, "the redacted copy holds no run")]
+    got = tokenize(drafts, TOKENIZERS)
+    out = [Issue(str(path), i.line, f"the redacted copy: {i.reason}") for i in issues
+           if (i.line, i.reason) not in known]
+    for table, columns in _COMPARED.items():
+        a, b = getattr(want, table), getattr(got, table)
+        if a.num_rows != b.num_rows:
+            out.append(Issue(str(path), 0, f"{table}: {b.num_rows} rows, the original "
+                                           f"{a.num_rows}"))
+            continue
+        for col in columns or [c for c in a.column_names if c != "run_id"]:
+            expected = _expected(col, a[col].to_pylist(), redactor)
+            n = sum(x != y for x, y in zip(expected, b[col].to_pylist()))
+            if n:
+                out.append(Issue(str(path), 0, f"{table}.{col}: {n} of {a.num_rows} rows read "
+                                               f"other than the original's"))
+    return out
+
+
+def _expected(col: str, values: list[Any], redactor: Redactor) -> list[Any]:
+    """The original's column as the redacted copy should read it."""
+    if col == "path":
+        return [redactor.path_hash(v) if v else v for v in values]
+    if col == "ts" and redactor.shift_days:
+        return [redactor.shift(v) if isinstance(v, str) else v for v in values]
+    return values

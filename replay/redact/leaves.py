@@ -1,0 +1,206 @@
+"""One log record's JSON → its redacted copy: which string leaves are kept, hashed or replaced.
+
+Default deny: a string leaf is kept only under a key known to hold an id, an enum, a tool or
+model name or a timestamp (``KEEP_KEYS``); a path (under ``PATH_KEYS``) becomes a stable hash
+(``path_hash``: the same path always gives the same hash, its extension kept so a file stays
+a file); a shell command becomes a stand-in that names the same operation on the hashed path
+(``echo <marker>; cat <hash>``), a patch keeps its ``*** Update File:`` lines with hashed
+paths; every other string is text and becomes a *draft* marker (``[REDACTED_CTXREPLAY
+id=…]``), which ``replay.redact.archive`` turns into the exact marker of the block that shows
+it.  Keys, numbers, booleans and nulls are kept; timestamps are shifted by whole days when
+asked.  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
+written back as JSON.  A tool-input object left with no text gets one extra key,
+``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
+
+Not here: the exact figures (``replay.redact.archive``), the marker format
+(``replay.redaction``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from replay.ops import classify_shell
+from replay.redaction import EXACT_WORD
+
+KEEP_KEYS = frozenset({
+    "type", "subtype", "role", "name", "id", "uuid", "parentUuid", "logicalParentUuid",
+    "leafUuid", "tool_use_id", "call_id", "item_id", "sessionId", "session_id", "agentId",
+    "requestId", "timestamp", "model", "stop_reason", "version", "cli_version", "originator",
+    "userType", "level", "trigger", "status", "media_type", "headUuid", "tailUuid", "uuids",
+    "compactedToolIds", "toolUseID", "parentToolUseID", "promptId", "isSidechain", "effort",
+    "record_type", "model_provider", "forked_from_id", "parent_thread_id", "turn_id",
+    "hookEvent", "permissionMode", "source", "service_tier", "speed", "tool_name",
+})
+"""Keys whose string values are ids, enums, names or timestamps: kept as written."""
+PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
+                       "absolute_path", "cwd", "filePath", "workdir"})
+"""Keys whose string values are paths: hashed."""
+COMMAND_KEYS = frozenset({"command", "cmd"})
+_JSON_TEXT_KEYS = frozenset({"arguments", "output"})
+_TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at"})
+_INPUT_KEYS = frozenset({"input", "arguments", "action"})
+_EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
+                              "write", "append"})
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+_EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+_VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
+         "exec": "run"}
+INJECTED_KEY = "ctxreplay_redacted"
+"""The key added to a tool input that kept no text (it carries the block's marker)."""
+
+
+def draft(key: str) -> str:
+    """The draft marker of one text leaf (``key`` names it in the file's table)."""
+    return f"[{EXACT_WORD} id={key}]"
+
+
+DRAFT = re.compile(r"\[" + EXACT_WORD + r" id=([0-9a-z]+)\]")
+"""A draft marker; group 1 is its key."""
+
+
+@dataclass(slots=True)
+class Redactor:
+    """Redacts records of one archive (paths hash the same across its files)."""
+
+    salt: str = ""
+    shift_days: int = 0
+    paths: dict[str, str] = field(default_factory=dict)
+    """Original path → hash, every one met (the same for the whole archive)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """Draft key → the original text it stands for (this file's)."""
+    containers: list[str] = field(default_factory=list)
+    """Texts of this file that may contain another leaf (Codex legacy ``instructions`` are
+    skipped when a user message holds them): such a leaf gets its container's marker."""
+    _scope: str = ""
+    """Inside a tool input: a digest of the whole input (its texts get keys of their own)."""
+    _found_text: bool = False
+
+    def path_hash(self, path: str) -> str:
+        """The stable stand-in of ``path``: ``p<12 hex>`` plus its extension (and a trailing
+        slash when it had one)."""
+        got = self.paths.get(path)
+        if got is None:
+            digest = hashlib.sha256((self.salt + "\0" + path).encode("utf-8", "replace"))
+            tail = path.rstrip("/").rsplit("/", 1)[-1]
+            ext = m.group(0) if (m := _EXT.search(tail)) and tail != m.group(0) else ""
+            got = self.paths[path] = (f"p{digest.hexdigest()[:12]}{ext}"
+                                      + ("/" if path.endswith("/") and path != "/" else ""))
+        return got
+
+    def text(self, value: str) -> str:
+        """The draft marker standing for ``value``: equal texts get equal markers, except inside
+        tool inputs that differ (a command run with two timeouts: two blocks of two sizes)."""
+        if not value:
+            return value
+        key = hashlib.sha256((self._scope + "\0" + value).encode("utf-8", "surrogatepass")
+                             ).hexdigest()[:16]
+        self.texts[key] = value
+        self._found_text = True
+        return draft(key)
+
+    def record(self, rec: Any) -> Any:
+        """The redacted copy of one record."""
+        return self._walk(rec, "")
+
+    def _walk(self, value: Any, key: str) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                if k in _INPUT_KEYS and isinstance(v, dict):
+                    out[k] = self._input(v, k)
+                else:
+                    out[k] = self._walk(v, k)
+            return out
+        if isinstance(value, list):
+            if key in COMMAND_KEYS and all(isinstance(x, str) for x in value) and value:
+                return ["bash", "-lc", self._command(_argv(value))]
+            return [self._walk(x, key) for x in value]
+        if isinstance(value, str):
+            return self._string(value, key)
+        return value
+
+    def _input(self, args: dict[str, Any], key: str) -> dict[str, Any]:
+        """A tool input: redacted, with a marker key when no text was left in it."""
+        outer, self._found_text = self._scope, False
+        self._scope = hashlib.sha256(json.dumps(args, sort_keys=True, ensure_ascii=False).encode(
+            "utf-8", "surrogatepass")).hexdigest()
+        out = self._walk_args(args, key)
+        if not self._found_text:
+            out[INJECTED_KEY] = self.text("\0injected")
+        self._found_text, self._scope = True, outer
+        return out
+
+    def _walk_args(self, args: dict[str, Any], key: str) -> dict[str, Any]:
+        out = {k: self._walk(v, k) for k, v in args.items()}
+        command = args.get("command")
+        if isinstance(command, str) and command in _EDITOR_COMMANDS:  # an editor sub-command
+            out["command"] = command
+        return out
+
+    def shift(self, value: str) -> str:
+        """A timestamp moved by ``shift_days`` (its time of day and format kept); a value that
+        is not a date is returned as it is."""
+        m = _DATE.match(value) if self.shift_days else None
+        if m is None:
+            return value
+        try:
+            day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            return (day + timedelta(days=self.shift_days)).isoformat() + value[10:]
+        except (ValueError, OverflowError):
+            return value
+
+    def _string(self, value: str, key: str) -> str:
+        if key in _TIME_KEYS and self.shift_days and _DATE.match(value):
+            return self.shift(value)
+        if key in KEEP_KEYS:
+            return value
+        if key in PATH_KEYS:
+            return self.path_hash(value) if value else value
+        if key in COMMAND_KEYS:
+            return value if value in _EDITOR_COMMANDS else self._command(value)
+        if key == "instructions" and (needle := value.strip()):
+            inside = next((c for c in self.containers if needle in c), None)
+            if inside is not None:
+                return self.text(inside)
+        if key in _JSON_TEXT_KEYS and value.lstrip().startswith("{"):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict) and (key == "arguments" or "metadata" in parsed):
+                return json.dumps(self._input(parsed, key), ensure_ascii=False)
+        if "*** Begin Patch" in value and _PATCH_FILE.search(value):
+            return self._patch(value)
+        return self.text(value)
+
+    def _command(self, command: str) -> str:
+        """A shell line naming the same operation on the hashed path, with a marker."""
+        if not command.strip():
+            return command
+        op, path = classify_shell(command)
+        verb = _VERB.get(op, "run")
+        target = f" {self.path_hash(path)}" if path else ""
+        return f"echo {self.text(command)}; {verb}{target}"
+
+    def _patch(self, patch: str) -> str:
+        """A patch with only its file lines (paths hashed) and a marker."""
+        lines = [f"*** {action} File: {self.path_hash(path.strip())}"
+                 for action, path in _PATCH_FILE.findall(patch)]
+        return "\n".join(["*** Begin Patch", *lines, self.text(patch), "*** End Patch"])
+
+
+def _argv(argv: list[str]) -> str:
+    """The command line an argv list runs, as ``replay.ops`` reads it."""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") \
+            and argv[1] in ("-lc", "-c"):
+        return argv[2]
+    return " ".join(argv)
+
+

@@ -1,0 +1,29 @@
+"""A secret-scanner-style check: well-known shapes of secrets, looked for in bytes.
+
+``replay redact`` runs it over every file it writes (a file where it finds one is not written)
+and the tests run it over a whole archive.  The shapes are the common ones scanners such as
+gitleaks and GitHub's secret scanning look for first; a redacted archive should hold none,
+nor any e-mail address.
+
+Not here: what is redacted (``replay.redact.leaves``).
+"""
+
+from __future__ import annotations
+
+import re
+
+PATTERNS: dict[str, re.Pattern[bytes]] = {
+    "AWS access key id": re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    "GitHub token": re.compile(rb"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    "GitHub fine-grained token": re.compile(rb"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
+    "private key": re.compile(rb"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
+    "Slack token": re.compile(rb"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"),
+    "OpenAI/Anthropic key": re.compile(rb"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b"),
+    "e-mail address": re.compile(rb"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
+}
+"""What a secret looks like, by name."""
+
+
+def scan(data: bytes) -> list[str]:
+    """The names of the secret shapes found in ``data`` (empty: none)."""
+    return [name for name, pattern in PATTERNS.items() if pattern.search(data)]
