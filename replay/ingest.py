@@ -233,7 +233,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         for i, sizes in exacts.items():  # ctxreplay's own marker: the original's figures
             n_chars[i], n_bytes[i], n_lines[i] = sizes.n_chars, sizes.n_bytes, sizes.n_lines
     messages["n_bytes"], messages["n_chars"] = n_bytes, n_chars
-    estimated = set(redacted)
+    estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
     for name, col in _TOKEN_COLUMN.items():
         if name not in tokenizers:
             messages[col] = pa.nulls(len(texts), pa.int64())

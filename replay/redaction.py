@@ -34,7 +34,8 @@ put the whole block's figures in its markers.  ``id=N`` numbers the redacted tex
 nothing; a marker with only an id stands for text no block shows; a marker repeated in one block
 (the same text twice, as an edit's old and new string can be) counts once.  ``format_exact`` writes one, ``exact`` reads a block: one definition for
 writer and reader.  A tokenizer the marker does not name is estimated from its characters as
-above (and flagged).
+above (and flagged); ``estimated=1`` says the original block was itself sized from a marker of
+the kinds above, so the block stays flagged as estimated.
 
 Not here: counting tokens (``replay.tokens``), storing the flag (``replay.ingest``).
 """
@@ -84,7 +85,7 @@ EXACT_WORD = "REDACTED_CTXREPLAY"
 _EXACT = re.compile(r"\[" + EXACT_WORD + r"((?: [a-z0-9_]+=\d+)*)\]")
 _FIELD = re.compile(r"([a-z0-9_]+)=(\d+)")
 _SIZE_FIELDS = ("chars", "bytes", "lines")
-_NOT_TOKENS = (*_SIZE_FIELDS, "id")
+_NOT_TOKENS = (*_SIZE_FIELDS, "id", "estimated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,8 @@ class ExactSizes:
     tokens: tuple[tuple[str, int], ...]
     """(tokenizer, token count) pairs, sorted by name."""
     n_markers: int = 1
+    estimated: bool = False
+    """The original block's figures were themselves an estimate (``declared``)."""
 
     def tokens_for(self, tokenizer: str) -> int | None:
         """The declared count under ``tokenizer`` (None: not declared)."""
@@ -110,6 +113,8 @@ def format_exact(ident: int, sizes: ExactSizes | None) -> str:
     fields = [f"id={ident}", f"chars={sizes.n_chars}", f"bytes={sizes.n_bytes}",
               f"lines={sizes.n_lines}"]
     fields += [f"{name}={count}" for name, count in sizes.tokens]
+    if sizes.estimated:
+        fields.append("estimated=1")
     return f"[{EXACT_WORD} {' '.join(fields)}]"
 
 
@@ -138,4 +143,4 @@ def exact(text: str) -> ExactSizes | None:
         return None
     return ExactSizes(sums.get("chars", 0), sums.get("bytes", 0), sums.get("lines", 0),
                       tuple(sorted((k, v) for k, v in sums.items() if k not in _NOT_TOKENS)),
-                      n)
+                      n, bool(sums.get("estimated")))

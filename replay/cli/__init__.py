@@ -13,6 +13,7 @@ registers the commands on it, in the order ``replay --help`` lists them:
   show-policy;
 - ``replay.cli.analysis_commands``: report, diff, sweep, check;
 - ``replay.cli.inspect_command``: inspect (one log file as the ingest reads it);
+- ``replay.cli.redact_command``: redact (a shareable archive of log files);
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
 """
@@ -27,6 +28,7 @@ import typer
 
 from replay.cli.analysis_commands import check, diff, report, sweep
 from replay.cli.inspect_command import inspect
+from replay.cli.redact_command import redact
 from replay.cli.replay_commands import (
     calibrate,
     ingest,
@@ -42,7 +44,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Replay context-management policies over recorded coding-agent runs.")
 
 for _command in (ingest, runs, inspect, policies, providers, run, calibrate, synth, show_policy,
-                 report, diff, sweep, check):
+                 report, diff, sweep, check, redact):
     app.command()(_command)
 
 

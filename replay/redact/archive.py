@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from replay.parsers.builder import Issue, Source
 from replay.redact.leaves import DRAFT, Redactor
 from replay.redact.secrets import scan
 from replay.redaction import ExactSizes, format_exact
-from replay.schema import TOKENIZERS
+from replay.schema import SCHEMAS, TOKENIZERS
 from replay.store import atomic_write_bytes, make_output_dir
 
 SUPPORTED: tuple[str, ...] = ("claude_code", "codex")
@@ -46,10 +47,13 @@ _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 _COMPARED = {
     "messages": ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "n_bytes",
                  "n_chars", "n_lines", "tokens_o200k", "tokens_cl100k", "is_error",
-                 "is_harness_summary", "ts", "agent"),
+                 "tokens_estimated", "is_harness_summary", "ts", "agent"),
+    "runs": tuple(c for c in SCHEMAS["runs"].names
+                  if c not in ("run_id", "parent_run_id", "source", "sha256")),
     "requests": None, "events": None,
 }
-"""Columns a redacted file must read back equal (None: every column but ``run_id``)."""
+"""Columns a redacted file must read back equal (None: every column but ``run_id``; a run's id
+and its parent's derive from the file's sha256, which redaction changes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +87,10 @@ class RedactReport:
         return [i for f in self.files for i in f.issues]
 
 
-def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str = "") -> RedactReport:
+def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str = "",
+           on_file: Callable[[str], None] | None = None) -> RedactReport:
     """Write a redacted copy of every log file under ``paths`` into ``out`` (relative paths
-    mirrored).
+    mirrored); ``on_file`` is called with each file's source name when it is done.
 
     Raises:
         OutputError: ``out`` is an input, inside an input folder, or holds an input; or
@@ -95,7 +100,11 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str = "")
     found = discover(paths)
     out = make_output_dir(out)
     redactor = Redactor(salt=salt, shift_days=shift_days)
-    files = [_one(path, rel, out, redactor) for (path, _root), rel in zip(found, sources(found))]
+    files = []
+    for (path, _root), rel in zip(found, sources(found)):
+        files.append(_one(path, rel, out, redactor))
+        if on_file:
+            on_file(rel)
     return RedactReport(out, tuple(files), len(redactor.paths))
 
 
@@ -109,12 +118,17 @@ def _check_out(paths: list[Path], out: Path) -> None:
                               f"choose a folder outside them")
 
 
-def _dest(out: Path, rel: str) -> Path | None:
-    """Where the copy of ``rel`` goes, or None when ``rel`` would leave ``out``."""
+_ROLLOUT = re.compile(r"^(rollout-)(\d{4}-\d{2}-\d{2})")
+
+
+def _dest(out: Path, rel: str, redactor: Redactor) -> Path | None:
+    """Where the copy of ``rel`` goes (a Codex rollout's date moved with the timestamps), or
+    None when ``rel`` would leave ``out``."""
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or any(p in ("..", "") for p in parts):
         return None
-    dest = out / rel
+    name = _ROLLOUT.sub(lambda m: m.group(1) + redactor.shift(m.group(2)), parts[-1])
+    dest = out.joinpath(*parts[:-1], name)
     return dest if out.resolve() in dest.resolve().parents else None
 
 
@@ -124,7 +138,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
     def failed(reason: str, fmt: str = "", line: int = 0) -> RedactedFile:
         return RedactedFile(rel, fmt, False, 0, 0, 0, (Issue(where, line, reason),))
 
-    dest = _dest(out, rel)
+    dest = _dest(out, rel, redactor)
     if dest is None:
         return failed(f"cannot mirror its path {rel!r} inside --out; not written")
     original = parse_file(path, rel=rel, tokenizers=TOKENIZERS)
@@ -188,9 +202,10 @@ def _texts(path: Path, rel: str, fmt: str, data: bytes) -> list[str] | None:
 
 def _figures(messages: pa.Table) -> list[ExactSizes]:
     cols = {c: messages[c].to_pylist() for c in ("n_chars", "n_bytes", "n_lines",
-                                                 *_TOKEN_COLUMN.values())}
+                                                 "tokens_estimated", *_TOKEN_COLUMN.values())}
     return [ExactSizes(cols["n_chars"][i], cols["n_bytes"][i], cols["n_lines"][i],
-                       tuple((name, cols[col][i]) for name, col in sorted(_TOKEN_COLUMN.items())))
+                       tuple((name, cols[col][i]) for name, col in sorted(_TOKEN_COLUMN.items())),
+                       estimated=cols["tokens_estimated"][i])
             for i in range(messages.num_rows)]
 
 
@@ -228,7 +243,8 @@ def _assign(texts: list[str], originals: list[str], want: list[ExactSizes],
         free = sorted({k for k in ks if k not in figures}, key=lambda k: (shown[k], ks.index(k)))
         have = [figures[k] for k in ks if k in figures]
         rest = _minus(target, [s for s in have if s is not None])
-        if rest is None or not free and rest != _ZERO:
+        if rest is None or not free and (rest.n_chars, rest.n_bytes, rest.n_lines,
+                                         rest.tokens) != (0, 0, 0, _ZERO.tokens):
             unsized["a marker shared with another block"] += 1
         if not free:
             continue
@@ -247,7 +263,7 @@ def _minus(a: ExactSizes, parts: list[ExactSizes]) -> ExactSizes | None:
                    for name, n in a.tokens)
     if min(chars, size, lines, *(n for _, n in tokens)) < 0:
         return None
-    return ExactSizes(chars, size, lines, tokens)
+    return ExactSizes(chars, size, lines, tokens, estimated=a.estimated)
 
 
 def _verify(path: Path, rel: str, fmt: str, data: bytes, original: Any,

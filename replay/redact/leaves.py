@@ -159,7 +159,7 @@ class Redactor:
     def _string(self, value: str, key: str) -> str:
         if key in _TIME_KEYS and self.shift_days and _DATE.match(value):
             return self.shift(value)
-        if key in KEEP_KEYS:
+        if key in KEEP_KEYS and not self._scope:  # inside a tool input a "name" may be anything
             return value
         if key in PATH_KEYS:
             return self.path_hash(value) if value else value

@@ -1,0 +1,53 @@
+"""``replay redact PATHS --out DIR``: a shareable archive of log files (``replay.redact``).
+
+Prints one row per file (written or not, runs, blocks, markers) and every issue; exits 0 when
+every file was written and reads back as the original, 1 when some file was not or differs,
+2 on a usage error (no log under PATHS, ``--out`` among the inputs).
+
+Not here: the redaction itself (``replay.redact``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.cli.inputs import JsonOpt, PathsArg, QuietOpt, _discover
+from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
+from replay.redact import redact as redact_paths
+
+
+def redact(
+    paths: PathsArg,
+    out: Annotated[Path, typer.Option(help="Folder to write the redacted copies into (relative "
+                                           "paths mirrored); must lie outside the inputs.")],
+    shift_days: Annotated[int, typer.Option(help="Move every timestamp by this many days.")] = 0,
+    salt: Annotated[str, typer.Option(
+        help="Secret mixed into path hashes (without it a known path can be recognised by "
+             "hashing it); the same salt gives the same hashes.")] = "",
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write log files as a shareable archive in their own format: text replaced by markers
+    carrying its exact size and token counts, paths by stable hashes; it re-ingests with the
+    original's figures.  Example: replay redact ~/.claude/projects --out shared-logs"""
+    files = _discover(paths)
+    with _progress("redact", len(files), quiet) as tick, _errors():
+        report = redact_paths(paths, out, shift_days=shift_days, salt=salt, on_file=tick)
+    rows = [{"source": f.source, "format": f.format, "written": f.written, "runs": f.n_runs,
+             "blocks": f.n_blocks, "markers": f.n_markers, "issues": len(f.issues)}
+            for f in report.files]
+    if as_json:
+        _print_json({"out": str(report.out), "files": rows, "paths_hashed": report.n_paths,
+                     "issues": [str(i) for i in report.issues]})
+    else:
+        _emit(rows, False, title="redacted files")
+        for issue in report.issues:
+            warn(issue)
+        written = sum(f.written for f in report.files)
+        say(f"{written} of {len(report.files)} files written, {report.n_paths} paths hashed, "
+            f"{len(report.issues)} issues → {report.out}")
+    if not report.ok:
+        raise typer.Exit(1)

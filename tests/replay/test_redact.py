@@ -1,0 +1,277 @@
+"""``replay redact``: the archive re-ingests and replays like the original, holds no secret,
+hashes paths stably, and stays inside ``--out``.
+
+The replay comparison runs every preset over ``logs/`` and the Claude Code and Codex samples,
+both sides through the normal API (``open_corpus`` + ``run``).  A preset with no content
+dependence (``replay.redact.fidelity``) must give every summary figure equal; a preset with one
+must give equal request counts, and equal figures for every run where it created no text
+(no summary, no trim).  The measured figures are in the README (``replay redact``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.corpus import open_corpus
+from replay.discover import discover
+from replay.ingest import parse_file
+from replay.policy import load_policy, presets
+from replay.redact import redact
+from replay.redact.fidelity import content_dependence
+from replay.redact.secrets import scan
+from replay.redaction import ExactSizes, exact, format_exact
+from replay.run import run
+from tests.conftest import REPO
+
+_FIGURES = ("requests", "tokens_sent", "peak_tokens", "overshoots", "max_overshoot_tokens",
+            "summaries", "trims", "cached_share", "cost_usd")
+_AKIA = "AKIA" + "IOSFODNN7EXAMPLE"
+_GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----"
+_MAIL = "alice.smith" + "@example.com"
+_SECRETS = (_AKIA, _GHP, _KEY, _MAIL)
+
+
+def test_exact_marker_declares_the_blocks_figures() -> None:
+    one = ExactSizes(120, 130, 4, (("cl100k_base", 31), ("o200k_base", 30)))
+    two = ExactSizes(5, 5, 1, (("cl100k_base", 2), ("o200k_base", 2)))
+    text = (f'{{"a": "{format_exact(1, one)}", "b": "{format_exact(2, two)}", '
+            f'"c": "{format_exact(1, one)}", "d": "{format_exact(3, None)}"}}')
+    got = exact(text)
+    assert got is not None  # the repeated marker counts once, the bare one not at all
+    assert (got.n_chars, got.n_bytes, got.n_lines) == (125, 135, 5)
+    assert got.tokens_for("o200k_base") == 32 and got.tokens_for("r50k_base") is None
+    assert exact(format_exact(7, None)) is None and exact("no marker") is None
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> tuple[Path, Path]:
+    """(the originals, their redacted copy): ``logs/`` and the Claude Code and Codex samples."""
+    root = tmp_path_factory.mktemp("redact")
+    originals = root / "originals"
+    shutil.copytree(REPO / "logs", originals / "logs")
+    for name in ("claude-code", "codex"):
+        shutil.copytree(samples / name, originals / name)
+    report = redact([originals], root / "redacted")
+    assert report.ok, [str(i) for i in report.issues]
+    assert len(report.files) == len(discover([originals]))
+    return originals, root / "redacted"
+
+
+def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
+                                                    tmp_path: Path) -> None:
+    originals, redacted = archive
+    before = open_corpus([originals], cache_dir=tmp_path / "a")
+    after = open_corpus([redacted], cache_dir=tmp_path / "b")
+    assert before.report is not None and after.report is not None
+    assert len(after.report.parsed) == len(before.report.parsed) == len(discover([originals]))
+    exact_presets = 0
+    for name in presets():
+        policy = load_policy(name)
+        was = {r["source"]: r for r in run(before, policy).summary}
+        now = {r["source"]: r for r in run(after, policy).summary}
+        assert was.keys() == now.keys()
+        depends = content_dependence(policy)
+        exact_presets += not depends
+        for source, row in was.items():
+            created = row["summaries"] or row["trims"]
+            compared = ("requests",) if depends and created else _FIGURES
+            for col in compared:
+                assert now[source][col] == row[col], (name, source, col, depends)
+
+
+def test_runs_read_back_with_the_original_figures_and_paths(archive: tuple[Path, Path]) -> None:
+    originals, redacted = archive
+    n_files = 0
+    for path in sorted(originals.rglob("*.jsonl")):
+        rel = path.relative_to(originals)
+        a = parse_file(path, tokenizers=("o200k_base", "cl100k_base")).tables
+        b = parse_file(redacted / rel, tokenizers=("o200k_base", "cl100k_base")).tables
+        assert a is not None and b is not None
+        for col in ("kind", "role", "tool", "op", "n_chars", "n_bytes", "n_lines",
+                    "tokens_o200k", "tokens_cl100k", "tokens_estimated", "is_error"):
+            assert b.messages[col].to_pylist() == a.messages[col].to_pylist(), (rel, col)
+        assert b.requests.drop(["run_id"]).equals(a.requests.drop(["run_id"])), rel
+        # re-reads and writes: the same blocks target the same (hashed) file
+        assert _repeats(b.messages) == _repeats(a.messages), rel
+        assert not any(p and p in b.messages["path"].to_pylist()
+                       for p in a.messages["path"].to_pylist()), rel
+        n_files += 1
+    assert n_files == len(discover([originals]))
+
+
+def _repeats(messages) -> list[int]:  # type: ignore[no-untyped-def]
+    """Per block: how many earlier read/write/edit blocks targeted its file."""
+    seen: Counter[str] = Counter()
+    out = []
+    for op, path in zip(messages["op"].to_pylist(), messages["path"].to_pylist()):
+        out.append(seen[path] if path and op in ("read", "write", "edit") else -1)
+        if path and op in ("read", "write", "edit"):
+            seen[path] += 1
+    return out
+
+
+def _claude_session() -> list[dict]:  # type: ignore[type-arg]
+    base = {"isSidechain": False, "userType": "external", "sessionId": "s-1",
+            "cwd": f"/home/{_MAIL}/proj", "gitBranch": f"fix-{_AKIA}", "version": "2.1.39"}
+    usage = {"input_tokens": 10, "cache_creation_input_tokens": 100,
+             "cache_read_input_tokens": 0, "output_tokens": 20}
+    recs = [
+        {"type": "user", "message": {"role": "user", "content": f"deploy with {_AKIA} and mail "
+                                                                 f"{_MAIL}"}},
+        {"type": "assistant", "requestId": "r1", "message": {
+            "model": "claude-opus-4-6", "id": "msg_1", "type": "message", "role": "assistant",
+            "usage": usage, "content": [
+                {"type": "thinking", "thinking": f"the token is {_GHP}", "signature": "sig"},
+                {"type": "tool_use", "id": "t1", "name": "Bash",
+                 "input": {"command": f"export GITHUB_TOKEN={_GHP} && cat ~/.ssh/id_rsa",
+                           "description": f"read the key of {_MAIL}"}}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": f"{_KEY}\nMIIE...\n"}]},
+         "toolUseResult": {"stdout": f"{_KEY}\nMIIE", "stderr": ""}},
+        {"type": "assistant", "requestId": "r2", "message": {
+            "model": "claude-opus-4-6", "id": "msg_2", "type": "message", "role": "assistant",
+            "usage": usage, "content": [
+                {"type": "tool_use", "id": "t2", "name": "Read",
+                 "input": {"file_path": f"/home/{_MAIL}/id_rsa"}},
+                {"type": "tool_use", "id": "t3", "name": "Write",
+                 "input": {"file_path": "/srv/app/key.pem", "content": f"{_KEY}\nabc\n"}}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": f"AWS_KEY={_AKIA}"},
+            {"type": "tool_result", "tool_use_id": "t3", "content": "written"}]}},
+    ]
+    out, parent = [], None
+    for i, rec in enumerate(recs):
+        uuid = f"u{i}"
+        out.append({"parentUuid": parent, **base, **rec, "uuid": uuid,
+                    "timestamp": f"2026-01-15T10:4{i}:00.000Z"})
+        parent = uuid
+    return out
+
+
+def _codex_session() -> list[dict]:  # type: ignore[type-arg]
+    def line(i: int, kind: str, payload: dict) -> dict:  # type: ignore[type-arg]
+        return {"timestamp": f"2026-02-23T12:19:4{i}.000Z", "type": kind, "payload": payload}
+
+    return [
+        line(0, "session_meta", {"id": "019c8a70-dda7-7f33-98ea-f30553347322",
+                                 "timestamp": "2026-02-23T12:19:38.535Z",
+                                 "cwd": f"/home/{_MAIL}", "originator": "codex_cli_rs",
+                                 "cli_version": "0.104.0", "model_provider": "openai",
+                                 "base_instructions": {"text": f"owner {_MAIL}"},
+                                 "git": {"repository_url": f"https://{_GHP}@github.com/a/b"}}),
+        line(1, "response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"use {_AKIA}"}]}),
+        line(2, "response_item", {"type": "reasoning", "summary": [
+            {"type": "summary_text", "text": f"found {_GHP}"}], "content": None,
+            "encrypted_content": "gAAAA"}),
+        line(3, "response_item", {"type": "function_call", "name": "shell", "call_id": "c1",
+                                  "arguments": json.dumps({"command": [
+                                      "bash", "-lc", f"cat /home/{_MAIL}/id_rsa"]})}),
+        line(4, "event_msg", {"type": "token_count", "info": {"last_token_usage": {
+            "input_tokens": 500, "cached_input_tokens": 0, "output_tokens": 30}}}),
+        line(5, "response_item", {"type": "function_call_output", "call_id": "c1",
+                                  "output": json.dumps({"output": f"{_KEY}\nxyz",
+                                                        "metadata": {"exit_code": 0}})}),
+        line(6, "response_item", {"type": "custom_tool_call", "name": "apply_patch",
+                                  "call_id": "c2", "input": "*** Begin Patch\n*** Update File: "
+                                  f"/home/{_MAIL}/id_rsa\n+{_AKIA}\n*** End Patch"}),
+        line(7, "response_item", {"type": "custom_tool_call_output", "call_id": "c2",
+                                  "output": "done"}),
+        line(8, "response_item", {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": f"mailed {_MAIL}"}]}),
+        line(9, "event_msg", {"type": "token_count", "info": {"last_token_usage": {
+            "input_tokens": 900, "cached_input_tokens": 500, "output_tokens": 40}}}),
+    ]
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> None:  # type: ignore[type-arg]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_planted_secrets_are_not_in_the_archive(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    _write_jsonl(src / "claude" / "session.jsonl", _claude_session())
+    _write_jsonl(src / "codex" / "rollout-2026-02-23T12-19-38-019c8a70.jsonl", _codex_session())
+    for f in src.rglob("*.jsonl"):
+        assert set(scan(f.read_bytes())) >= {"AWS access key id", "e-mail address"}
+    report = redact([src], tmp_path / "out")
+    assert report.ok, [str(i) for i in report.issues]
+    written = sorted((tmp_path / "out").rglob("*.jsonl"))
+    assert [f.relative_to(tmp_path / "out").as_posix() for f in written] == [
+        "claude/session.jsonl", "codex/rollout-2026-02-23T12-19-38-019c8a70.jsonl"]
+    for f in written:
+        data = f.read_bytes()
+        assert scan(data) == [], f
+        for secret in (*_SECRETS, "id_rsa", "MIIE", "/home/", "/srv/app"):
+            assert secret.encode() not in data, (f, secret)
+        a = parse_file(src / f.relative_to(tmp_path / "out")).tables
+        b = parse_file(f).tables
+        assert a is not None and b is not None
+        assert b.messages["tokens_o200k"].to_pylist() == a.messages["tokens_o200k"].to_pylist()
+        assert b.messages["op"].to_pylist() == a.messages["op"].to_pylist()
+        assert b.requests["input_tokens"].to_pylist() == a.requests["input_tokens"].to_pylist()
+
+
+def test_a_path_hashes_the_same_everywhere(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    _write_jsonl(src / "claude" / "session.jsonl", _claude_session())
+    _write_jsonl(src / "codex" / "rollout-2026-02-23T12-19-38-019c8a70.jsonl", _codex_session())
+
+    def paths(out: Path, salt: str) -> dict[str, list[str]]:
+        assert redact([src], out, salt=salt).ok
+        return {f.name: list(dict.fromkeys(  # each file once, in order (calls and results)
+            p for p in parse_file(f).tables.messages["path"].to_pylist() if p))
+                for f in sorted(out.rglob("*.jsonl"))}
+
+    one, again, salted = (paths(tmp_path / "a", ""), paths(tmp_path / "b", ""),
+                          paths(tmp_path / "c", "s3cret"))
+    assert one == again  # stable between archives
+    claude, codex = one["session.jsonl"], one["rollout-2026-02-23T12-19-38-019c8a70.jsonl"]
+    # one file named by a Claude Code Read, a Codex shell `cat` and a Codex patch: one hash
+    assert len(codex) == 1 and claude[1] == codex[0] and codex[0].startswith("p")
+    assert claude[2].endswith(".pem")  # the extension is kept: a file stays a file
+    assert not any(p.startswith(("/", "~")) for p in claude + codex)
+    assert salted["session.jsonl"] != claude
+
+
+def test_timestamps_shift_by_whole_days(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    _write_jsonl(src / "session.jsonl", _claude_session())
+    _write_jsonl(src / "rollout-2026-02-23T12-19-38-019c8a70.jsonl", _codex_session())
+    assert redact([src], tmp_path / "out", shift_days=-400).ok
+    codex = parse_file(tmp_path / "out" / "rollout-2025-01-19T12-19-38-019c8a70.jsonl").tables
+    assert codex is not None
+    assert {t[:10] for t in codex.requests["ts"].to_pylist()} == {"2025-01-19"}
+    a = parse_file(src / "session.jsonl").tables
+    b = parse_file(tmp_path / "out" / "session.jsonl").tables
+    assert a is not None and b is not None
+    assert [t[:10] for t in b.messages["ts"].to_pylist()] == ["2024-12-11"] * a.messages.num_rows
+    assert [t[10:] for t in b.messages["ts"].to_pylist()] == \
+        [t[10:] for t in a.messages["ts"].to_pylist()]
+
+
+def test_cli_refuses_out_inside_an_input_and_unsupported_formats(tmp_path: Path,
+                                                                 samples: Path) -> None:
+    src = tmp_path / "in"
+    _write_jsonl(src / "session.jsonl", _claude_session())
+    runner = CliRunner()
+    inside = runner.invoke(app, ["redact", str(src), "--out", str(src / "shared"), "-q"])
+    assert inside.exit_code == 2 and "apart from the inputs" in inside.output
+    assert not (src / "shared").exists()
+    other = runner.invoke(app, ["redact", str(samples / "openhands" / "basic.json"), "--out",
+                                str(tmp_path / "o"), "-q"])
+    assert other.exit_code == 1
+    assert "openhands logs are not supported by redact yet" in other.output
+    assert not list((tmp_path / "o").rglob("*.json"))
+    done = runner.invoke(app, ["redact", str(src), "--out", str(tmp_path / "ok"), "-q"])
+    assert done.exit_code == 0, done.output
+    assert "1 of 1 files written" in done.output
