@@ -7,7 +7,8 @@ a file); a shell command becomes a stand-in that names the same operation on the
 (``echo <marker>; cat <hash>``), a patch keeps its ``*** Update File:`` lines with hashed
 paths; every other string is text and becomes a *draft* marker (``[REDACTED_CTXREPLAY
 id=…]``), which ``replay.redact.archive`` turns into the exact marker of the block that shows
-it.  Keys, numbers, booleans and nulls are kept; timestamps are shifted by whole days when
+it.  Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such as
+the file paths a Claude Code file-history snapshot is keyed by, is hashed like a path); timestamps are shifted by whole days when
 asked.  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
 written back as JSON.  A tool-input object left with no text gets one extra key,
 ``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
@@ -48,6 +49,8 @@ _INPUT_KEYS = frozenset({"input", "arguments", "action"})
 _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
                               "write", "append"})
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_NAME = re.compile(r"[A-Za-z_-][A-Za-z0-9_-]{0,63}")
+"""A key that is a name (kept; ``-n`` too, a grep flag); any other key is data."""
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
@@ -111,13 +114,8 @@ class Redactor:
 
     def _walk(self, value: Any, key: str) -> Any:
         if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                if k in _INPUT_KEYS and isinstance(v, dict):
-                    out[k] = self._input(v, k)
-                else:
-                    out[k] = self._walk(v, k)
-            return out
+            return {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
+                    else self._walk(v, k) for k, v in value.items()}
         if isinstance(value, list):
             if key in COMMAND_KEYS and all(isinstance(x, str) for x in value) and value:
                 return ["bash", "-lc", self._command(_argv(value))]
@@ -125,6 +123,11 @@ class Redactor:
         if isinstance(value, str):
             return self._string(value, key)
         return value
+
+    def _key(self, key: str) -> str:
+        """A key that is a name, kept; a key that is data (the file paths a Claude Code
+        file-history snapshot is keyed by), hashed like a path."""
+        return key if _NAME.fullmatch(key) else self.path_hash(key)
 
     def _input(self, args: dict[str, Any], key: str) -> dict[str, Any]:
         """A tool input: redacted, with a marker key when no text was left in it."""
@@ -138,7 +141,7 @@ class Redactor:
         return out
 
     def _walk_args(self, args: dict[str, Any], key: str) -> dict[str, Any]:
-        out = {k: self._walk(v, k) for k, v in args.items()}
+        out = {self._key(k): self._walk(v, k) for k, v in args.items()}
         command = args.get("command")
         if isinstance(command, str) and command in _EDITOR_COMMANDS:  # an editor sub-command
             out["command"] = command

@@ -153,7 +153,11 @@ def _claude_session() -> list[dict]:  # type: ignore[type-arg]
         out.append({"parentUuid": parent, **base, **rec, "uuid": uuid,
                     "timestamp": f"2026-01-15T10:4{i}:00.000Z"})
         parent = uuid
-    return out
+    snapshot = {"type": "file-history-snapshot", "messageId": "u0", "isSnapshotUpdate": False,
+                "snapshot": {"messageId": "u0", "timestamp": "2026-01-15T10:40:00.000Z",
+                             "trackedFileBackups": {f"/home/{_MAIL}/deploy.py": {
+                                 "backupFileName": None, "version": 1}}}}
+    return [snapshot, *out]
 
 
 def _codex_session() -> list[dict]:  # type: ignore[type-arg]
