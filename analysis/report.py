@@ -29,6 +29,7 @@ Not here: replaying (``replay.corpus``), the plots themselves (each analysis's
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import warnings
@@ -94,7 +95,8 @@ class _Replayed:
 
 
 def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path, *,
-                 max_timelines: int = 20) -> ReportFiles:
+                 max_timelines: int = 20,
+                 on_figure: Callable[[int, int], None] | None = None) -> ReportFiles:
     """Write ``out/report.html``, ``out/report.md`` and ``out/report_files/*.png``.
 
     Args:
@@ -104,6 +106,8 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
             shown as ``name #2``, ``name #3``.
         out: the output directory (created).
         max_timelines: timelines drawn, for the runs with the most requests (0: none).
+        on_figure: called with (figures drawn, figures in all): once with 0 before the
+            first, then after each (drawing them is most of the report's time).
 
     Returns:
         The paths written.
@@ -121,6 +125,15 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
     meta = {r["run_id"]: r for r in corpus.runs.select(["run_id", "source", "format", "model"])
             .to_pylist()}
     all_metrics = pd.concat([r.metrics for r in reps], ignore_index=True)
+    todo = _analysis_images(reps, run_ids)
+    n_analyses = len(todo)
+    todo += _timeline_images(reps, run_ids, meta, max_timelines)
+    tick = on_figure or (lambda _done, _total: None)
+    tick(0, len(todo))
+    drawn: list[Image] = []
+    for draw in todo:
+        drawn.append(draw())
+        tick(len(drawn), len(todo))
     page = Page(
         policies=[(r.policy, lint_placeholders(r.policy)) for r in reps],
         runs=[meta.get(rid, {"run_id": rid, "source": "", "format": "", "model": ""})
@@ -128,8 +141,8 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         metrics=all_metrics, totals=totals(all_metrics),
         diffs=[(reps[0].policy.name, r.policy.name, diff(reps[0].metrics, r.metrics))
                for r in reps[1:]],
-        analyses=_analysis_images(reps, run_ids),
-        timelines=_timeline_images(reps, run_ids, meta, max_timelines),
+        analyses=drawn[:n_analyses],
+        timelines=drawn[n_analyses:],
         truth_sources=_truth_sources(reps),
     )
     files = out / "report_files"
@@ -236,8 +249,9 @@ def _longest(reps: list[_Replayed], run_ids: list[str], k: int) -> list[str]:
     return sorted(run_ids, key=lambda rid: (-int(n.get(rid, 0)), pos[rid]))[:k]
 
 
-def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Image]:
-    """One figure per analysis, policies side by side (or together in one axes)."""
+def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Callable[[], Image]]:
+    """One figure per analysis, policies side by side (or together in one axes); each drawn
+    when called."""
     lines = _longest(reps, run_ids, LINE_RUNS)
     shown = (f"the {len(lines)} longest runs" if len(lines) < len(run_ids) else "every run")
 
@@ -284,13 +298,14 @@ def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Image]:
           "window − reserve."),
          (8.0, 4.2), together(lambda r: r.overshoots, plot_overshoots)),
     ]
-    return [_image(f"{name}.png", title, caption, size, _with_margins(paint))
+    return [functools.partial(_image, f"{name}.png", title, caption, size, _with_margins(paint))
             for name, title, caption, size, paint in specs]
 
 
 def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, dict],
-                     max_timelines: int) -> list[Image]:
-    """One figure per run (the longest ``max_timelines``), one axes per policy."""
+                     max_timelines: int) -> list[Callable[[], Image]]:
+    """One figure per run (the longest ``max_timelines``), one axes per policy; each drawn
+    when called."""
     out = []
     for i, rid in enumerate(_longest(reps, run_ids, max(max_timelines, 0))):
         source = str(meta.get(rid, {}).get("source", "")) or rid
@@ -310,8 +325,9 @@ def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, 
         caption = (f"{source} ({rid}): context size by request under each policy; the window "
                    "and window − reserve lines, tier actions (hollow: undone), overshoots "
                    "(red rings) and re-reads (ticks at the bottom).")
-        out.append(_image(file_name(f"timeline_{i:03d}_{rid}", ".png"), f"Timeline of {source}", caption,
-                          (6.5 * len(reps), 5.3), paint))
+        out.append(functools.partial(_image, file_name(f"timeline_{i:03d}_{rid}", ".png"),
+                                     f"Timeline of {source}", caption, (6.5 * len(reps), 5.3),
+                                     paint))
     return out
 
 

@@ -195,7 +195,8 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> pd.DataFrame:
 
 
 def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
-                chosen: str | None = None) -> list[Path]:
+                chosen: str | None = None,
+                on_figure: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the table (Parquet and CSV), the settings and the plots under ``out``.
 
     Args:
@@ -204,6 +205,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         plots: also draw each main metric against each swept path and the Pareto fronts.
         chosen: a setting id whose policy is written as ``chosen.yaml`` (usable with
             ``replay run --policy``).
+        on_figure: plots' progress, as for ``pareto.write_plots``.
 
     Returns:
         The files written.
@@ -224,7 +226,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         written.append(out / "chosen.yaml")
         atomic_write_bytes(written[-1], text.encode())
     if plots and len(result.table):
-        written += pareto.write_plots(result.table, result.params, out)
+        written += pareto.write_plots(result.table, result.params, out, on_figure=on_figure)
     return written
 
 

@@ -31,7 +31,7 @@ from replay.cli.inputs import (
     _finish,
     _open,
 )
-from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
+from replay.cli.output import _emit, _errors, _print_json, _progress, _steps, say, warn
 from replay.errors import ReplayError
 from replay.policy import load_policy
 from replay.providers import one_provider, pricing_note, with_provider
@@ -83,7 +83,9 @@ def report(
         corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
                                                allow_python, fmt, quiet, provider, own_providers,
                                                strict)
-        files = write_report(corpus, pairs, out, max_timelines=max_timelines)
+        with _steps("report: drawing figures", quiet) as tick:
+            files = write_report(corpus, pairs, out, max_timelines=max_timelines,
+                                 on_figure=tick)
     say(f"note: {priced}", err=True)
     say(files.html)
     say(files.markdown)
@@ -269,8 +271,10 @@ def sweep(
                                allow_python=allow_python, on_row=tick)
         ranked = best_settings(result.table, best or [], objective, minimise=maximise is None,
                                params=result.params)
-        files = write_sweep(result, out / "sweep", plots=plots,
-                            chosen=ranked["setting"].iloc[0] if len(ranked) else None)
+        with _steps("sweep: drawing plots", quiet) as tick:
+            files = write_sweep(result, out / "sweep", plots=plots,
+                                chosen=ranked["setting"].iloc[0] if len(ranked) else None,
+                                on_figure=tick)
     s = result.stats
     shown = [{"setting": r["setting"], **{p: r[p] for p in result.params},
               **{c: r[c] for c in dict.fromkeys((objective, *_SWEEP_SHOWN))}}

@@ -169,6 +169,34 @@ def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[str], N
 
 
 @contextmanager
+def _steps(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback ``(done, total)`` for a library step that counts its own work (the
+    figures of a report or a sweep): a bar on a terminal; else one line on stderr when the
+    step starts (``--quiet``: nothing)."""
+    bar = None
+    if not quiet and sys.stderr.isatty() and not os.environ.get("CI"):
+        bar = Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(),
+                       TimeRemainingColumn(), console=err_console, transient=True)
+    task: list[Any] = []
+
+    def tick(done: int, total: int) -> None:
+        if bar is None:
+            if done == 0 and total and not quiet:
+                say(f"{label} ({total:,})…", err=True)
+            return
+        if not task:
+            bar.start()
+            task.append(bar.add_task(label, total=total))
+        bar.update(task[0], completed=done, total=total)
+
+    try:
+        yield tick
+    finally:
+        if bar is not None and task:
+            bar.stop()
+
+
+@contextmanager
 def _errors() -> Iterator[None]:
     try:
         yield

@@ -32,7 +32,16 @@ from replay.cli.inputs import (
     _finish,
     _open,
 )
-from replay.cli.output import _emit, _errors, _print_json, _progress, error, say, warn
+from replay.cli.output import (
+    _emit,
+    _errors,
+    _print_json,
+    _progress,
+    _steps,
+    error,
+    say,
+    warn,
+)
 from replay.cli.tables import Layout
 from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
@@ -169,7 +178,8 @@ def run(
         if report:
             from analysis.report import write_report
 
-            write_report(corpus, [(pol, result.trace)], out)
+            with _steps("report: drawing figures", quiet) as draw_tick:
+                write_report(corpus, [(pol, result.trace)], out, on_figure=draw_tick)
     rows = LazyRows(summary.drop_columns(["run_id", "format", "policy"]))
     _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}", layout=RUN_LAYOUT,
           columns=columns, wide=wide, as_csv=as_csv)

@@ -214,6 +214,25 @@ def test_cli_report_and_run_report_write_the_same_files(samples: Path, tmp_path:
         (tmp_path / "run" / "report.html").read_bytes()
 
 
+def test_figure_drawing_reports_its_progress(sample_corpus: Corpus, one_run: str,
+                                             samples: Path, tmp_path: Path) -> None:
+    policy = load_policy(ORIGINAL)
+    trace = replay_corpus(sample_corpus, policy, run_ids=[one_run])
+    calls: list[tuple[int, int]] = []
+    files = write_report(sample_corpus, [(policy, trace)], tmp_path / "lib", max_timelines=1,
+                         on_figure=lambda done, total: calls.append((done, total)))
+    n = len(files.images)
+    assert n == N_ANALYSES + 1 and calls == [(k, n) for k in range(n + 1)]
+    log = samples / "claude-code" / "tool_heavy.jsonl"
+    said = CliRunner().invoke(app, ["report", str(log), "--policy", ORIGINAL, "--out",
+                                    str(tmp_path / "cli"), "--max-timelines", "1"])
+    assert said.exit_code == 0, said.output
+    assert f"report: drawing figures ({N_ANALYSES + 1})" in said.output  # not a terminal: a line
+    quiet = CliRunner().invoke(app, ["report", str(log), "--policy", ORIGINAL, "--out",
+                                     str(tmp_path / "cli"), "--max-timelines", "1", "-q"])
+    assert quiet.exit_code == 0 and "report: drawing" not in quiet.output
+
+
 def test_cli_report_usage_errors_exit_2(samples: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     log = samples / "claude-code" / "tool_heavy.jsonl"

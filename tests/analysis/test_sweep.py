@@ -316,6 +316,25 @@ def test_pareto_front_keeps_the_undominated_settings() -> None:
     assert ax.get_xlabel() == "tokens_sent (tokens)" and len(ax.lines) == 1
 
 
+def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis import pareto
+
+    figures = []
+    monkeypatch.setattr(pareto, "_save", lambda fig, path: figures.append(fig) or path)
+    table = _table().assign(tokens_sent=lambda t: t["tokens_sent"] * 100_000)
+    calls: list[tuple[int, int]] = []
+    files = pareto.write_plots(table, ["frac"], tmp_path,
+                               on_figure=lambda done, total: calls.append((done, total)))
+    assert calls == [(k, len(files)) for k in range(len(files) + 1)] and len(files) == 3
+    grid = figures[-1]
+    panel = next(ax for ax in grid.axes if ax.get_title().startswith("tokens_sent"))
+    grid.canvas.draw()
+    assert panel.get_title() == "tokens_sent (tokens)"
+    assert panel.yaxis.get_offset_text().get_text() == ""  # no "1e7" over the title
+    assert all(t.get_text().endswith("M") for t in panel.get_yticklabels() if t.get_text())
+
+
 def test_write_sweep_writes_tables_settings_plots_and_the_chosen_policy(
         sample_corpus: Corpus, tmp_path: Path) -> None:
     chosen = settings(load_policy(BASE), make_spec(SMALL))
