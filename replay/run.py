@@ -31,8 +31,13 @@ SUMMARY_SCHEMA = pa.schema(
     + [(c, pa.int64()) for c in ("requests", "tokens_sent", "peak_tokens", "overshoots",
                                  "max_overshoot_tokens", "summaries", "trims")]
     + [(c, pa.float64()) for c in ("cached_share", "cost_usd")]
-    + [("truth_source", pa.string())])
-"""One row per (run, policy): what ``run`` and ``run_to`` report."""
+    + [("truth_source", pa.string()), ("note", pa.string())])
+"""One row per (run, policy): what ``run`` and ``run_to`` report; a run with no recorded
+request is a row too (``NOT_REPLAYED``): requests, tokens, overshoots, summaries, trims and
+cost 0 (there is nothing to send), peak, largest overshoot, cached share and truth unknown."""
+NOT_REPLAYED = "not replayed: no request"
+"""The ``note`` of a run with no recorded request (null for a replayed run); ``replay inspect
+FILE`` says why the file has none."""
 SUMMARY_COLUMNS: tuple[str, ...] = tuple(SUMMARY_SCHEMA.names)
 
 
@@ -49,7 +54,8 @@ def run(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
         on_run: Callable[[str], None] | None = None) -> RunResult:
     """Replay ``policy`` over every run of ``corpus`` and summarise each run."""
     trace = replay_corpus(corpus, policy, allow_python=allow_python, on_run=on_run)
-    return RunResult(policy, trace, summarise_runs(corpus, trace))
+    return RunResult(policy, trace, summarise_runs(corpus, trace)
+                     + not_replayed_rows(corpus, policy))
 
 
 def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = False,
@@ -104,6 +110,9 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
         writer.close()
     for name, path in tmp.items():
         os.replace(path, out / "traces" / f"{name}.parquet")
+    for row in not_replayed_rows(corpus, policy, meta):
+        for c, values in summary.items():
+            values.append(row[c])
     table = pa.Table.from_pydict(summary, schema=SUMMARY_SCHEMA)
     del summary
     _write_summary(policy, LazyRows(table), out)
@@ -160,7 +169,8 @@ def summarise_runs(corpus: Corpus, trace: Trace,
                                "tokens_sent": 0, "peak_tokens": 0, "overshoots": 0,
                                "max_overshoot_tokens": 0, "summaries": 0, "trims": 0,
                                "cached_share": 0.0, "cost_usd": 0.0,
-                               "truth_source": r["truth_source"], "_cached": 0}
+                               "truth_source": r["truth_source"], "note": None,
+                               "_cached": 0}
         row["requests"] += 1
         row["tokens_sent"] += r["truth_tokens"]
         row["peak_tokens"] = max(row["peak_tokens"], r["truth_tokens"])
@@ -183,6 +193,19 @@ def summarise_runs(corpus: Corpus, trace: Trace,
         row["cost_usd"] = round(row["cost_usd"], 6)
         out.append(row)
     return out
+
+
+def not_replayed_rows(corpus: Corpus, policy: Policy,
+                      meta: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """A summary row for each run with no recorded request (``NOT_REPLAYED``), by run id: never
+    dropped from the summary silently."""
+    meta = meta if meta is not None else run_meta(corpus)
+    left = sorted(set(corpus.run_ids) - set(corpus.replayable()))
+    return [{"run_id": rid, "source": meta.get(rid, ("", ""))[0],
+             "format": meta.get(rid, ("", ""))[1], "policy": policy.name, "requests": 0,
+             "tokens_sent": 0, "peak_tokens": None, "overshoots": 0, "max_overshoot_tokens": None,
+             "summaries": 0, "trims": 0, "cached_share": None, "cost_usd": 0.0,
+             "truth_source": None, "note": NOT_REPLAYED} for rid in left]
 
 
 def run_meta(corpus: Corpus) -> dict[str, tuple[str, str]]:

@@ -1,7 +1,8 @@
-"""Usage errors and help text of every command (issue #16 items 6 and 10)."""
+"""Usage errors, help text and the run table's traps (issue #16 items 6 and 10)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,11 @@ import typer
 from typer.testing import CliRunner
 
 from replay.cli import app
+from replay.cli.tables import Layout, totals_row
 from replay.errors import ReplayInputError
 from replay.ingest import ingest
 from replay.parsers import PARSERS
+from replay.run import NOT_REPLAYED
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
@@ -55,3 +58,38 @@ def test_the_library_refuses_an_unknown_format_before_reading(tmp_path: Path) ->
 def test_a_known_format_is_still_taken(tmp_path: Path) -> None:
     result = runner.invoke(app, ["inspect", str(LOG), "--format", "claude_code"])
     assert result.exit_code == 0, result.output
+
+
+def _logs_with_a_run_without_requests(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "full.jsonl").write_text(LOG.read_text())
+    (logs / "only-user.jsonl").write_text(json.dumps(
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+         "message": {"role": "user", "content": "hello"}}) + "\n")
+    return logs
+
+
+def test_a_run_with_no_request_stays_in_the_run_table_with_its_reason(tmp_path: Path) -> None:
+    logs = _logs_with_a_run_without_requests(tmp_path)
+    args = ["run", "--policy", "none", str(logs), "--out", str(tmp_path / "out"), "-q"]
+    rows = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    empty = next(r for r in rows if r["source"] == "only-user.jsonl")
+    assert empty["note"] == NOT_REPLAYED and empty["requests"] == 0
+    assert empty["peak_tokens"] is None and empty["cached_share"] is None  # unknown, not 0
+    full = next(r for r in rows if r["source"] == "full.jsonl")
+    assert full["note"] is None and full["requests"] > 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert sorted(r["source"] for r in summary["runs"]) == ["full.jsonl", "only-user.jsonl"]
+    table = runner.invoke(app, args, env={"COLUMNS": "100"})
+    assert table.exit_code == 0, table.output
+    line = next(ln for ln in table.stdout.splitlines() if "only-user.jsonl" in ln)
+    assert NOT_REPLAYED in line and max(map(len, table.stdout.splitlines())) <= 100
+    assert "total (2)" in table.stdout
+
+
+def test_a_table_total_over_an_unknown_value_is_unknown() -> None:
+    rows = [{"source": "a", "tokens": 5, "peak": 3}, {"source": "b", "tokens": 2, "peak": None}]
+    total = totals_row(rows, ["source", "tokens", "peak"],
+                       Layout(totals={"tokens": "sum", "peak": "max"}))
+    assert total == {"source": "total (2)", "tokens": 7, "peak": None}

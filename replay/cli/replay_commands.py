@@ -85,8 +85,8 @@ RUNS_LAYOUT = Layout(columns=("source", "format", "model", "requests", "tokens",
                               "recorded_input_tokens", "compactions"),
                      totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum"})
-RUN_LAYOUT = Layout(columns=("source", "requests", "tokens_sent", "peak_tokens", "overshoots",
-                             "cost_usd", "summaries", "trims"),
+RUN_LAYOUT = Layout(columns=("source", "requests", "note", "tokens_sent", "peak_tokens",
+                             "overshoots", "cost_usd", "summaries", "trims"),
                     totals={"requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
                             "overshoots": "sum", "max_overshoot_tokens": "max",
                             "summaries": "sum", "trims": "sum", "cost_usd": "sum"})
@@ -180,7 +180,10 @@ def run(
 
             with _steps("report: drawing figures", quiet) as draw_tick:
                 write_report(corpus, [(pol, result.trace)], out, on_figure=draw_tick)
-    rows = LazyRows(summary.drop_columns(["run_id", "format", "policy"]))
+    hidden = ["run_id", "format", "policy"] + (  # the note column only when a run has a note
+        ["note"] if summary["note"].null_count == summary.num_rows and not (as_json or as_csv)
+        else [])
+    rows = LazyRows(summary.drop_columns(hidden))
     _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}", layout=RUN_LAYOUT,
           columns=columns, wide=wide, as_csv=as_csv)
     left = sorted(set(corpus.run_ids) - set(ids))

@@ -115,7 +115,9 @@ def totals_row(rows: list[dict[str, Any]], shown: list[str], layout: Layout) -> 
         how = layout.totals.get(col)
         values = [r.get(col) for r in rows]
         if how and values and all(is_number(v) for v in values):
-            out[col] = sum(values) if how == "sum" else max(values)
+            # an unknown value (None) leaves the total unknown
+            known = None if any(v is None for v in values) else values
+            out[col] = None if known is None else sum(known) if how == "sum" else max(known)
         else:
             out[col] = f"total ({len(rows):,})" if i == 0 else None
     return out
