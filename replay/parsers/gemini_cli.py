@@ -56,8 +56,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.input_files import document_too_big
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import array_items, iter_records, loads
+from replay.parsers.jsonl import MAX_LINE_BYTES, array_items, iter_records, loads
 from replay.parsers.jsonl import as_str as _str
 
 NAME = "gemini_cli"
@@ -110,19 +111,24 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
 
 def _records(src: Source, issues: list[Issue]) -> list[tuple[int, dict[str, Any]]] | None:
     """The file's records: one document (older ``.json``) or one per line."""
-    try:
-        doc = loads(src.data)
-    except (ValueError, RecursionError):
-        doc = None
+    doc = None
+    if not document_too_big(len(src.data)):  # else: JSON Lines (each line bounded) or said below
+        try:
+            doc = loads(src.data)
+        except (ValueError, RecursionError):
+            pass
     if isinstance(doc, dict):
         return [(0, doc)]
     first = src.data.lstrip().split(b"\n", 1)[0]
     try:
-        whole_line = isinstance(loads(first), dict)
+        whole_line = len(first) <= MAX_LINE_BYTES and isinstance(loads(first), dict)
     except (ValueError, RecursionError):
         whole_line = False
     if whole_line:
         return list(iter_records(src, issues))
+    if why := document_too_big(len(src.data)):
+        issues.append(Issue(src.path, 0, why))
+        return None
     found, stop = array_items(src, "messages")  # a damaged single-document file
     if not found:
         issues.append(Issue(src.path, 0, "not a Gemini CLI session: neither one JSON object "

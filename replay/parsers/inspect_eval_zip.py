@@ -2,8 +2,8 @@
 
 ``read_eval_zip`` returns the log's header (``header.json``, else ``_journal/start.json``) and
 its samples (``samples/<id>_epoch_<n>.json``, in epoch then id order), reading each entry with
-the standard library's ``zipfile``: at most ``MAX_ENTRIES`` entries and ``MAX_ENTRY_BYTES``
-uncompressed bytes per entry (the size recorded in the zip is checked first, and no more than
+the standard library's ``zipfile``: at most ``MAX_ENTRIES`` entries and ``input_files.max_document_bytes()``
+uncompressed bytes per entry (each is one JSON document, decoded whole) (the size recorded in the zip is checked first, and no more than
 the bound is ever decompressed), everything else reported.  Every entry is counted in the
 file's coverage (``zip/samples``, ``zip/header.json``, ``zip/summaries`` skipped, …).
 
@@ -19,13 +19,12 @@ import zipfile
 import zlib
 from typing import Any
 
+from replay.input_files import ENV_MAX_DOCUMENT_BYTES, max_document_bytes
 from replay.parsers.builder import Issue, Source
 from replay.parsers.jsonl import loads
 
 MAX_ENTRIES = 100_000
 """Zip entries looked at in one ``.eval`` file."""
-MAX_ENTRY_BYTES = 512 * 1024 * 1024
-"""Uncompressed bytes read from one zip entry (a larger one is reported and skipped)."""
 ZIP_MAGIC = b"PK\x03\x04"
 """How a zip file starts."""
 ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
@@ -35,7 +34,7 @@ ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedE
 
 def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], list[Any]]:
     """The header and the samples of a ``.eval`` zip, each entry read within the bounds."""
-    cov = src.coverage
+    cov, limit = src.coverage, max_document_bytes()
     try:
         z = zipfile.ZipFile(io.BytesIO(src.data))
         infos = z.infolist()
@@ -55,17 +54,17 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
         if kind not in ("samples", "header.json", "_journal/start.json"):
             cov.skipped("zip/summaries" if "summar" in name else f"zip/{name.split('/')[0]}")
             continue
-        if info.file_size > MAX_ENTRY_BYTES:
+        if info.file_size > limit:
             cov.unknown(f"zip/{kind} (too large)")
             issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is {info.file_size:,} "
-                                             f"bytes uncompressed, over {MAX_ENTRY_BYTES:,} "
-                                             "(skipped)"))
+                                             f"bytes uncompressed, over {limit:,} (skipped; "
+                                             f"raise it with {ENV_MAX_DOCUMENT_BYTES}=BYTES)"))
             continue
         try:
             with z.open(info) as f:
-                raw = f.read(MAX_ENTRY_BYTES + 1)
-            if len(raw) > MAX_ENTRY_BYTES:
-                raise ValueError(f"more than {MAX_ENTRY_BYTES:,} bytes uncompressed")
+                raw = f.read(limit + 1)
+            if len(raw) > limit:
+                raise ValueError(f"more than {limit:,} bytes uncompressed")
             value = loads(raw)
         except (*ZIP_ERRORS, RecursionError) as exc:
             cov.unknown(f"zip/{kind} (unreadable)")

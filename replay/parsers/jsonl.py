@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from replay.input_files import document_too_big
 from replay.parsers.builder import Issue, Source
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -75,7 +76,11 @@ def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[s
 
 
 def load_json(src: Source, issues: list[Issue]) -> Any:
-    """The whole file as one JSON document, or None (with an issue) when it is not valid JSON."""
+    """The whole file as one JSON document, or None (with an issue) when it is not valid JSON
+    or too big to decode whole (``input_files.document_too_big``)."""
+    if why := document_too_big(len(src.data)):
+        issues.append(Issue(src.path, 0, why))
+        return None
     try:
         return loads(src.data)
     except UnicodeDecodeError as exc:
@@ -134,8 +139,12 @@ def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], in
         key: the array's key (its first occurrence in the text); None for a top-level array.
 
     Returns:
-        (line, item) pairs, and the line where reading stopped early (0 when the array closed).
+        (line, item) pairs, and the line where reading stopped early (0 when the array closed);
+        nothing for a document over the size limit (``load_json`` says so): its items would
+        take the memory of the whole document.
     """
+    if document_too_big(len(src.data)):
+        return [], 0
     text = src.data.decode("utf-8", errors="replace")
     start = re.match(r"\s*\[", text) if key is None else \
         re.search(r'"' + re.escape(key) + r'"\s*:\s*\[', text)

@@ -329,3 +329,40 @@ def test_a_utf8_bom_changes_nothing(tmp_path: Path, sample: str) -> None:
     assert b.format == a.format and a.tables is not None and b.tables is not None
     assert b.tables.messages["text"].to_pylist() == a.tables.messages["text"].to_pylist()
     assert [str(i) for i in b.issues] == [str(i).replace("/plain/", "/bom/") for i in a.issues]
+
+
+WHOLE_DOCUMENTS = ["swe-agent/lm_32b__sympy__sympy-21930.traj",
+                   "mini-swe-agent/django__django-11095.traj.json", "openhands/basic.json",
+                   "atif/terminus2-linear-history.trajectory.json",
+                   "opencode/cart-discount.export.json", "gemini_cli/session-2025-09-03T16-40-8c1d2e3f.json",
+                   "inspect_ai/2025-05-12T20-27-36-04-00_browser.json",
+                   "inspect_ai/log_message_deduplication.eval"]
+
+
+@pytest.mark.parametrize("name", WHOLE_DOCUMENTS)
+def test_a_whole_file_document_over_the_limit_is_said_and_never_decoded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """#13 item 10: decoding a whole-file JSON document takes up to 16x its size, so one over
+    CTXREPLAY_MAX_DOCUMENT_BYTES is one issue naming the limit and its variable, and no
+    JSON value that large is ever decoded (JSON Lines stay bounded per line)."""
+    from replay.ingest import parse_file
+    from replay.parsers import jsonl
+    from tests.conftest import SAMPLES
+
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    source = SAMPLES / name if (SAMPLES / name).exists() else fixtures / name
+    path = tmp_path / source.name
+    shutil.copy(source, path)
+    size = path.stat().st_size
+    baseline = parse_file(path, tmp_path)
+    assert baseline.tables is not None and not any("limit" in i.reason for i in baseline.issues)
+    limit = size // 2 if not name.endswith(".eval") else 1000  # .eval: each entry is one
+    monkeypatch.setenv("CTXREPLAY_MAX_DOCUMENT_BYTES", str(limit))
+    decoded: list[int] = []
+    real = jsonl._decode
+    monkeypatch.setattr(jsonl, "_decode", lambda data: decoded.append(len(data)) or real(data))
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is None
+    assert any(f"{limit:,}" in i.reason and "CTXREPLAY_MAX_DOCUMENT_BYTES" in i.reason
+               for i in parsed.issues), parsed.issues
+    assert all(n <= limit for n in decoded), (decoded, limit)

@@ -14,7 +14,7 @@ import pytest
 
 from replay.discover import discover
 from replay.ingest import parse_file
-from replay.parsers import detect_format, inspect_ai, inspect_eval_zip
+from replay.parsers import detect_format, inspect_ai
 from replay.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect_ai"
@@ -141,7 +141,7 @@ def test_pooled_inputs_are_resolved() -> None:
 
 def test_zip_bounds_and_damage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = (FIXTURES / "log_message_deduplication.eval").read_bytes()
-    monkeypatch.setattr(inspect_eval_zip, "MAX_ENTRY_BYTES", 1000)
+    monkeypatch.setenv("CTXREPLAY_MAX_DOCUMENT_BYTES", "1000")  # the documented way to set it
     issues: list[Issue] = []
     src = _source(tmp_path / "x.eval", data)
     assert inspect_ai.parse(src, issues) == []  # every sample entry is over the bound
