@@ -279,3 +279,16 @@ def test_cli_refuses_out_inside_an_input_and_unsupported_formats(tmp_path: Path,
     done = runner.invoke(app, ["redact", str(src), "--out", str(tmp_path / "ok"), "-q"])
     assert done.exit_code == 0, done.output
     assert "1 of 1 files written" in done.output
+
+
+def test_the_parser_fixtures_redact_with_every_event_kept(tmp_path: Path) -> None:
+    """Compactions, microcompactions, persisted outputs (whose declared size the parser reads
+    from the text), rewinds, forks: the redact check compares every event and run."""
+    fixtures = REPO / "tests" / "fixtures"
+    report = redact([fixtures / "claude_code", fixtures / "codex"], tmp_path / "out")
+    assert report.ok, [str(i) for i in report.issues]
+    a = parse_file(fixtures / "claude_code" / "handmade_2_1_attachments_microcompact.jsonl")
+    b = parse_file(tmp_path / "out" / "handmade_2_1_attachments_microcompact.jsonl")
+    assert a.tables is not None and b.tables is not None
+    assert "persisted_output" in a.tables.events["kind"].to_pylist()
+    assert b.tables.events.drop(["run_id"]).equals(a.tables.events.drop(["run_id"]))
