@@ -149,14 +149,14 @@ def render_html(page: Page) -> str:
 
 def render_markdown(page: Page, image_dir: str) -> str:
     """The report's tables as Markdown, with links to the PNGs under ``image_dir``."""
-    lines = ["# ctxreplay report", "", _overview(page), "", "## Policies", "",
+    lines = ["# ctxreplay report", "", _md(_overview(page)), "", "## Policies", "",
              *_md_table(*_policy_rows(page)), "", "## Placeholder lint", ""]
     for policy, found in page.policies:
-        lines += ([f"- **`{policy.name}`**: {_md(f)}" for f in found] if found
-                  else [f"- `{policy.name}`: no placeholder invites re-calling"])
+        lines += ([f"- **{_md(policy.name)}**: {_md(f)}" for f in found] if found
+                  else [f"- {_md(policy.name)}: no placeholder invites re-calling"])
     lines += ["", "## Totals over all runs", "", *_md_table(*_totals_rows(page))]
     for a, b, d in page.diffs:
-        lines += ["", f"## Differences: `{b}` against `{a}`", "",
+        lines += ["", f"## Differences: {_md(b)} against {_md(a)}", "",
                   *_md_table(*_diff_rows(d, page, a, b))]
     header, rows, _ = _headline_rows(page)
     lines += ["", "## Runs", "", *_md_table(header, rows), "", "## Figures", ""]
@@ -295,6 +295,12 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+_MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*[]|"})
+"""Markdown characters that would start code, emphasis, a link or a cell: backslash-escaped."""
+
+
 def _md(text: str) -> str:
-    """A table cell of report.md: HTML from logs escaped (as in report.html), pipes escaped."""
-    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
+    """Any text of report.md that is not ours (names and strings from logs and policy files,
+    in cells, headings and lists): HTML escaped (as in report.html), Markdown's code, emphasis,
+    link and cell characters escaped, one line."""
+    return html.escape(str(text), quote=False).translate(_MD_ACTIVE).replace("\n", " ")

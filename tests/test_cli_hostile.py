@@ -4,12 +4,14 @@ terminal control, and every command that reads logs exits 1 when an input file f
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from replay.cli import app
+from tests.conftest import SAMPLES
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
@@ -306,3 +308,21 @@ def test_report_markdown_cells_escape_html_from_logs() -> None:
 
     lines = _md_table(["run"], [["<img src=x onerror=alert(1)>|a"]])
     assert "<img" not in "\n".join(lines) and "&lt;img src=x onerror=alert(1)&gt;\\|a" in lines[2]
+
+
+def test_report_markdown_escapes_names_outside_the_cells_too(tmp_path: Path) -> None:
+    """A policy name is in the overview, the lint list and the headings of report.md, not only
+    in cells: no HTML, code span, emphasis or link from it survives there."""
+    evil = "x`</code><img src=x onerror=alert(1)>[go](javascript:alert(1))*b*"
+    policy = tmp_path / "p.yaml"
+    policy.write_text(f"extends: two-tier-original\nname: '{evil}'\n")
+    out = tmp_path / "rep"
+    result = runner.invoke(app, ["report", "--policy", str(policy), "--policy", "none",
+                                 str(SAMPLES / "claude-code" / "short.jsonl"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    md = (out / "report.md").read_text()
+    assert md.count("img src=x") >= 3  # overview, lint list, a heading, the policy table
+    for live in (r"<img", r"(?<!\\)\]\(javascript:", r"(?<!\\)`</code>", r"(?<!\\)\*b(?<!\\)\*"):
+        assert not re.search(live, md), (live, [x for x in md.splitlines() if re.search(live, x)])
+    assert "\\[go\\](javascript:alert(1))" in md
+

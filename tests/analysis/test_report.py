@@ -112,7 +112,8 @@ def test_lint_finding_of_the_original_is_shown(corpus_report: ReportFiles,
     lint_html = text.split("Placeholder lint", 1)[1].split("</ul>", 1)[0]
     for f in found:
         assert html.escape(f) in lint_html
-        assert f in md.split("## Placeholder lint", 1)[1].split("##", 1)[0]
+        # report.md escapes Markdown's active characters of text it did not write
+        assert f in md.split("## Placeholder lint", 1)[1].split("##", 1)[0].replace("\\", "")
     assert f"<code>{CORRECTED}</code>: no placeholder invites re-calling" in lint_html
 
 
