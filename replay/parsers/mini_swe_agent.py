@@ -38,7 +38,8 @@ from replay.parsers.jsonl import as_obj as _obj
 
 NAME = "mini_swe_agent"
 
-_ACTION = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
+ACTION_PATTERN = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
+"""The default action block of an assistant message (group 1: the command)."""
 _HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"mini-swe-agent',
                b'"mini_version"')
 _TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
@@ -115,7 +116,7 @@ def _regex(config: dict[str, Any]) -> re.Pattern[str]:
                 return re.compile(pattern, re.DOTALL)
             except re.error:
                 pass
-    return re.compile(_ACTION, re.DOTALL)
+    return re.compile(ACTION_PATTERN, re.DOTALL)
 
 
 def _response(m: Any) -> dict[str, Any]:

@@ -10,8 +10,9 @@ and event reads as the original's (paths as their hashes, timestamps shifted).  
 differs is an issue naming the file and the column.  A file where the secret check
 (``replay.redact.secrets``) finds anything is not written.
 
-Only the JSON Lines formats are supported so far (``SUPPORTED``); another format is an issue
-for that file, which is not written.
+Claude Code and Codex (one record a line) and mini-swe-agent (one document; its action
+blocks keep their fence around a stand-in command) are supported (``SUPPORTED``); another
+format is an issue for that file, which is not written.
 
 Not here: which leaves are redacted (``replay.redact.leaves``).
 """
@@ -35,14 +36,20 @@ from replay.ingest import parse_file, tokenize
 from replay.input_files import Unreadable, read_input
 from replay.parsers import PARSERS, detect_format
 from replay.parsers.builder import Issue, Source
+from replay.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.redact.leaves import DRAFT, Redactor
 from replay.redact.secrets import scan
 from replay.redaction import ExactSizes, format_exact
 from replay.schema import SCHEMAS, TOKENIZERS
 from replay.store import atomic_write_bytes, make_output_dir
 
-SUPPORTED: tuple[str, ...] = ("claude_code", "codex")
-"""Formats ``redact`` writes (JSON Lines, one record a line)."""
+JSON_LINES: tuple[str, ...] = ("claude_code", "codex")
+"""Formats ``redact`` writes one record a line."""
+WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent",)
+"""Formats ``redact`` writes as one JSON document."""
+SUPPORTED: tuple[str, ...] = (*JSON_LINES, *WHOLE_FILE)
+_FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
+
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 _COMPARED = {
     "messages": ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "n_bytes",
@@ -153,17 +160,30 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         data = read_input(path).removeprefix(b"\xef\xbb\xbf")
     except Unreadable as why:
         return failed(str(why), fmt)
-    records: list[Any] = []
-    for no, raw in enumerate(data.split(b"\n"), 1):
-        try:
-            records.append(json.loads(raw) if raw.strip() else None)
-        except ValueError:
-            return failed("not JSON: a line redact cannot read is never copied; not written",
-                          fmt, no)
     redactor.texts.clear()
-    redactor.containers = _user_texts(records) if fmt == "codex" else []
-    lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
-                                               separators=(",", ":")) for rec in records]
+    if fmt in WHOLE_FILE:
+        try:
+            document = json.loads(data)
+        except ValueError:
+            return failed("not JSON: a file redact cannot read is never copied; not written",
+                          fmt)
+        if fmt == "mini_swe_agent" and b'"action_regex"' in data:
+            return failed("not redacted: a custom action_regex (only the default fence is "
+                          "rewritten)", fmt)
+        redactor.containers, redactor.fenced = [], _FENCE if fmt == "mini_swe_agent" else None
+        lines = [json.dumps(redactor.record(document), ensure_ascii=False, indent=1)]
+    else:
+        records: list[Any] = []
+        for no, raw in enumerate(data.split(b"\n"), 1):
+            try:
+                records.append(json.loads(raw) if raw.strip() else None)
+            except ValueError:
+                return failed("not JSON: a line redact cannot read is never copied; not "
+                              "written", fmt, no)
+        redactor.containers = _user_texts(records) if fmt == "codex" else []
+        redactor.fenced = None
+        lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
+                                                   separators=(",", ":")) for rec in records]
     draft_texts = _texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))
     messages = original.tables.messages
     if draft_texts is None or len(draft_texts) != messages.num_rows:

@@ -37,6 +37,7 @@ KEEP_KEYS = frozenset({
     "compactedToolIds", "toolUseID", "parentToolUseID", "promptId", "isSidechain", "effort",
     "record_type", "model_provider", "forked_from_id", "parent_thread_id", "turn_id",
     "hookEvent", "permissionMode", "source", "service_tier", "speed", "tool_name",
+    "model_name", "mini_version", "trajectory_format", "interrupt_type", "action_regex",
 })
 """Keys whose string values are ids, enums, names or timestamps: kept as written."""
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
@@ -80,6 +81,8 @@ class Redactor:
     """Original path → hash, every one met (the same for the whole archive)."""
     texts: dict[str, str] = field(default_factory=dict)
     """Draft key → the original text it stands for (this file's)."""
+    fenced: re.Pattern[str] | None = None
+    """mini-swe-agent: the action block of an assistant message (the default fence only)."""
     containers: list[str] = field(default_factory=list)
     """Texts of this file that may contain another leaf (Codex legacy ``instructions`` are
     skipped when a user message holds them): such a leaf gets its container's marker."""
@@ -116,8 +119,12 @@ class Redactor:
 
     def _walk(self, value: Any, key: str) -> Any:
         if isinstance(value, dict):
-            return {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
-                    else self._walk(v, k) for k, v in value.items()}
+            out = {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
+                   else self._walk(v, k) for k, v in value.items()}
+            if self.fenced and value.get("role") == "assistant" \
+                    and isinstance(value.get("content"), str):
+                out["content"] = self._with_actions(value["content"], self.fenced)
+            return out
         if isinstance(value, list):
             if key in COMMAND_KEYS and all(isinstance(x, str) for x in value) and value:
                 return ["bash", "-lc", self._command(_argv(value))]
@@ -197,6 +204,17 @@ class Redactor:
         verb = _VERB.get(op, "run")
         target = f" {self.path_hash(path)}" if path else ""
         return f"echo {self.text(command)}; {verb}{target}"
+
+    def _with_actions(self, text: str, fenced: re.Pattern[str]) -> str:
+        """A mini-swe-agent answer: its thought as a marker, then as many action blocks as it
+        had, each command a stand-in (one block: the call the harness ran)."""
+        found = list(fenced.finditer(text))
+        if len(found) != 1:  # no call: the whole text is one block, the fences stay empty
+            return "\n".join([self.text(text), *["```bash\nrun\n```"] * len(found)])
+        thought = (text[:found[0].start()] + text[found[0].end():]).strip()
+        command = self._command(found[0].group(1).strip())
+        return "\n".join([self.text(thought), f"```bash\n{command}\n```"]) if thought \
+            else f"```bash\n{command}\n```"
 
     def _patch(self, patch: str) -> str:
         """A patch with only its file lines (paths hashed) and a marker."""

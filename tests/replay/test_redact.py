@@ -1,7 +1,8 @@
 """``replay redact``: the archive re-ingests and replays like the original, holds no secret,
 hashes paths stably, and stays inside ``--out``.
 
-The replay comparison runs every preset over ``logs/`` and the Claude Code and Codex samples,
+The replay comparison runs every preset over ``logs/`` and the Claude Code, Codex and
+mini-swe-agent samples,
 both sides through the normal API (``open_corpus`` + ``run``).  A preset with no content
 dependence (``replay.redact.fidelity``) must give every summary figure equal; a preset with one
 must give equal request counts, and equal figures for every run where it created no text
@@ -53,11 +54,12 @@ def test_exact_marker_declares_the_blocks_figures() -> None:
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> tuple[Path, Path]:
-    """(the originals, their redacted copy): ``logs/`` and the Claude Code and Codex samples."""
+    """(the originals, their redacted copy): ``logs/`` and the Claude Code, Codex and
+    mini-swe-agent samples."""
     root = tmp_path_factory.mktemp("redact")
     originals = root / "originals"
     shutil.copytree(REPO / "logs", originals / "logs")
-    for name in ("claude-code", "codex"):
+    for name in ("claude-code", "codex", "mini-swe-agent"):
         shutil.copytree(samples / name, originals / name)
     report = redact([originals], root / "redacted")
     assert report.ok, [str(i) for i in report.issues]
@@ -90,7 +92,7 @@ def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
 def test_runs_read_back_with_the_original_figures_and_paths(archive: tuple[Path, Path]) -> None:
     originals, redacted = archive
     n_files = 0
-    for path in sorted(originals.rglob("*.jsonl")):
+    for path, _root in discover([originals]):
         rel = path.relative_to(originals)
         a = parse_file(path, tokenizers=("o200k_base", "cl100k_base")).tables
         b = parse_file(redacted / rel, tokenizers=("o200k_base", "cl100k_base")).tables
@@ -196,6 +198,23 @@ def _codex_session() -> list[dict]:  # type: ignore[type-arg]
     ]
 
 
+def _mini_trajectory() -> dict:  # type: ignore[type-arg]
+    def answer(text: str, n: int) -> dict:  # type: ignore[type-arg]
+        return {"role": "assistant", "content": text, "extra": {"response": {
+            "model": "gpt-5", "choices": [{"message": {"content": text}}],
+            "usage": {"prompt_tokens": 100 * n, "completion_tokens": 10}}}}
+
+    return {"trajectory_format": "mini-swe-agent-1", "info": {"mini_version": "1.15.0"},
+            "messages": [
+                {"role": "system", "content": f"You work for {_MAIL}"},
+                {"role": "user", "content": f"Fix it; the key is {_AKIA}"},
+                answer(f"THOUGHT: read it\n\n```bash\ncat /home/{_MAIL}/id_rsa\n```", 1),
+                {"role": "user", "content": f"{_KEY}\nMIIE"},
+                answer(f"THOUGHT: token {_GHP}\n\n```bash\necho {_GHP} > /srv/app/t.txt\n```",
+                       2),
+                {"role": "user", "content": "done"}]}
+
+
 def _write_jsonl(path: Path, records: list[dict]) -> None:  # type: ignore[type-arg]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -205,13 +224,16 @@ def test_planted_secrets_are_not_in_the_archive(tmp_path: Path) -> None:
     src = tmp_path / "in"
     _write_jsonl(src / "claude" / "session.jsonl", _claude_session())
     _write_jsonl(src / "codex" / "rollout-2026-02-23T12-19-38-019c8a70.jsonl", _codex_session())
-    for f in src.rglob("*.jsonl"):
+    (src / "mini" / "task.traj.json").parent.mkdir()
+    (src / "mini" / "task.traj.json").write_text(json.dumps(_mini_trajectory(), indent=2))
+    for f, _ in discover([src]):
         assert set(scan(f.read_bytes())) >= {"AWS access key id", "e-mail address"}
     report = redact([src], tmp_path / "out")
     assert report.ok, [str(i) for i in report.issues]
-    written = sorted((tmp_path / "out").rglob("*.jsonl"))
+    written = [f for f, _ in discover([tmp_path / "out"])]
     assert [f.relative_to(tmp_path / "out").as_posix() for f in written] == [
-        "claude/session.jsonl", "codex/rollout-2026-02-23T12-19-38-019c8a70.jsonl"]
+        "claude/session.jsonl", "codex/rollout-2026-02-23T12-19-38-019c8a70.jsonl",
+        "mini/task.traj.json"]
     for f in written:
         data = f.read_bytes()
         assert scan(data) == [], f
