@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,27 @@ def test_a_table_total_over_an_unknown_value_is_unknown() -> None:
     total = totals_row(rows, ["source", "tokens", "peak"],
                        Layout(totals={"tokens": "sum", "peak": "max"}))
     assert total == {"source": "total (2)", "tokens": 7, "peak": None}
+
+
+@pytest.mark.parametrize("name", sorted(_COMMANDS))
+def test_each_command_help_has_an_example_and_real_flag_types(name: str) -> None:
+    result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    examples = [ln.strip() for ln in result.output.splitlines()
+                if re.match(rf"Example: replay {name}( |$)", ln.strip())]
+    assert examples, f"replay {name} --help shows no example"
+    # the example uses only options the command has
+    cmd = _COMMANDS[name]
+    known = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+    words = shlex.split(examples[0].removeprefix("Example: "))
+    assert all(w in known for w in words if w.startswith("-")), examples[0]
+    flags = [p for p in cmd.params if getattr(p, "is_flag", False) and p.secondary_opts]
+    for p in flags:  # a flag with an opposite reads --x / --no-x
+        assert f"{p.opts[0]} / {p.secondary_opts[0]}" in result.output
+
+
+def test_the_top_level_help_shows_an_example() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0 and "Example: replay run logs/" in result.output
+    assert "<bool>" not in result.output

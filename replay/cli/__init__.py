@@ -40,12 +40,36 @@ from replay.cli.replay_commands import (
     synth,
 )
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Replay context-management policies over recorded coding-agent runs.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Replay context-management policies over recorded coding-agent runs.",
+                  epilog="\b\nExample: replay run logs/ -p two-tier-corrected\n"
+                         "Each command's --help ends with an example of it.")
+"""Help in click's plain layout: flags as ``--strict`` or ``--cache / --no-cache`` (typer's rich
+panels label them ``<bool>``), text re-wrapped to the terminal."""
+
+EXAMPLES: dict[str, str] = {
+    "ingest": "replay ingest logs/ --out out/dataset",
+    "runs": "replay runs out/dataset --columns source,requests,tokens",
+    "inspect": "replay inspect logs/compacting-session.jsonl --json",
+    "policies": "replay policies --json",
+    "providers": "replay providers",
+    "run": "replay run logs/ -p two-tier-corrected --out out/two-tier",
+    "calibrate": "replay calibrate logs/ --json",
+    "synth": "replay synth --out logs/ --only refactor-long",
+    "show-policy": "replay show-policy two-tier-corrected --defaults",
+    "report": "replay report logs/ -p claude-code -p two-tier-corrected --out out/report",
+    "diff": "replay diff logs/ -p two-tier-original -p two-tier-corrected",
+    "sweep": "replay sweep logs/ -p two-tier-corrected --axis tiers.1.keep_messages=8,16,24",
+    "check": "replay check logs/ -p two-tier-corrected --baseline ci/baseline.json",
+    "redact": "replay redact ~/.claude/projects --out shared-logs",
+}
+"""One example per command, shown at the end of its ``--help`` (as the line written here, not
+re-wrapped)."""
 
 for _command in (ingest, runs, inspect, policies, providers, run, calibrate, synth, show_policy,
                  report, diff, sweep, check, redact):
-    app.command()(_command)
+    _name = _command.__name__.replace("_", "-")
+    app.command(epilog=f"\b\nExample: {EXAMPLES[_name]}")(_command)
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ def redact(
 ) -> None:
     """Write log files as a shareable archive in their own format: text replaced by markers
     carrying its exact size and token counts, paths by stable hashes; it re-ingests with the
-    original's figures.  Example: replay redact ~/.claude/projects --out shared-logs"""
+    original's figures."""
     files = _discover(paths)
     with _progress("redact", len(files), quiet) as tick, _errors():
         report = redact_paths(paths, out, shift_days=shift_days, salt=salt, on_file=tick)
