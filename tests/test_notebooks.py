@@ -9,6 +9,7 @@ leaves the checkout untouched.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbclient
@@ -44,3 +45,17 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path,
     assert not errors
     if path.stem == "threshold_sweep":
         assert (tmp_path / "out" / "sweep" / "chosen.yaml").is_file()
+
+
+def test_the_notebook_extra_installs_what_runs_the_notebooks_and_the_readme_says_how() -> None:
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    names = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in extras["notebook"]}
+    assert {"nbclient", "nbformat", "ipykernel"} <= names  # jupyter execute, the kernel
+    readme = (root / "README.md").read_text()
+    assert 'pip install -e ".[notebook]"' in readme
+    for path in NOTEBOOKS:
+        assert f"jupyter execute notebooks/{path.name}" in readme
