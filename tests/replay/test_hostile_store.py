@@ -366,3 +366,45 @@ def test_a_whole_file_document_over_the_limit_is_said_and_never_decoded(
     assert any(f"{limit:,}" in i.reason and "CTXREPLAY_MAX_DOCUMENT_BYTES" in i.reason
                for i in parsed.issues), parsed.issues
     assert all(n <= limit for n in decoded), (decoded, limit)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A folder nobody may write: mode 0555, and for root (whom modes do not stop) the
+    immutable attribute; skipped with the reason when neither holds here."""
+    import os
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    immutable = False
+    if os.geteuid() == 0:
+        immutable = subprocess.run(["chattr", "+i", str(ro)], capture_output=True,
+                                   check=False).returncode == 0
+        if not immutable:
+            pytest.skip("running as root and chattr +i is not available: no read-only folder")
+    try:
+        yield ro
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(ro)], check=False)
+        ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("command", ["ingest", "run", "report", "sweep"])
+def test_a_read_only_out_is_one_clear_line_with_exit_2(read_only_dir: Path, command: str) -> None:
+    """#13 item 9: an --out (or a folder under it) that cannot be written ends in one
+    'error: PATH: reason' line and exit 2, not a traceback; nothing is written."""
+    options = {"ingest": [], "run": ["--policy", "none"], "report": ["--policy", "none"],
+               "sweep": ["--policy", "two-tier-corrected", "--axis",
+                         "tiers.1.trigger.at_tokens=60000,80000", "--no-plots"]}[command]
+    for out in (read_only_dir, read_only_dir / "below"):
+        result = runner.invoke(app, [command, *options, str(LOG), "--out", str(out)])
+        assert result.exit_code == 2, (command, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:"), result.output
+        assert any(w in lines[0] for w in ("ermission", "not permitted", "not writable"))
+        assert "Traceback" not in result.output
+    assert list(read_only_dir.iterdir()) == []
