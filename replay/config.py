@@ -13,7 +13,8 @@ top level of ``ctxreplay.toml``), so that a bare ``replay check`` works in CI.
     out = ".ctxreplay"                           # where the ingest cache is kept
     strict_logs = true
 
-Paths are relative to the file's folder.  An unknown key or a wrong type is a ``ConfigError``
+Paths are relative to the file's folder, and what check writes (``out``, ``baseline``) must stay
+inside it.  An unknown key or a wrong type is a ``ConfigError``
 naming the file and the key (with a "did you mean").  Command-line options win over the file.
 
 Not here: what check does (``analysis.check``).
@@ -54,6 +55,20 @@ class ProjectConfig:
     provider: str | None = None
     out: Path | None = None
     strict_logs: bool | None = None
+
+
+WRITTEN = ("baseline", "out")
+"""Keys naming what ``replay check`` writes (the baseline with --update-baseline, the ingest
+cache): a file from a cloned repository must not make it write outside that repository."""
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (symlinks resolved) is ``root`` or below it."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
 
 
 def find_config(start: Path) -> ProjectConfig | None:
@@ -117,6 +132,10 @@ def _build(table: dict[str, Any], path: Path, prefix: str) -> ProjectConfig:
             if not isinstance(v, str) or not v:
                 raise ConfigError(where, full, f"expected {KEYS[k]}")
             values[k] = root / v
+            if k in WRITTEN and not _inside(values[k], root):
+                raise ConfigError(where, full, f"{v!r} is outside the project ({root}): a "
+                                               "folder the command writes must be in it (give "
+                                               "another one on the command line)")
         elif k == "provider":
             if not isinstance(v, str):
                 raise ConfigError(where, full, f"expected {KEYS[k]}")

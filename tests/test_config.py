@@ -117,3 +117,23 @@ def test_the_readme_example_is_a_valid_config(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(text.split("```toml\n", 1)[1].split("```", 1)[0])
     cfg = read_config(tmp_path / "pyproject.toml")
     assert cfg is not None and cfg.archive and cfg.policies and cfg.baseline
+
+
+@pytest.mark.parametrize("key", ["out", "baseline"])
+@pytest.mark.parametrize("value", ["../elsewhere", "/tmp/ctxreplay-victim", "sub/../../up",
+                                   "link/x"])
+def test_a_config_cannot_make_check_write_outside_its_project(tmp_path: Path, key: str,
+                                                              value: str) -> None:
+    """What check writes (the ingest cache, an updated baseline) stays inside the folder of the
+    config file, also through a symlink: a cloned repository's settings cannot aim it
+    elsewhere.  Reading (archive, tolerances) may go anywhere."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "link").symlink_to(tmp_path)
+    path = project / "pyproject.toml"
+    path.write_text(f'[tool.ctxreplay]\n{key} = "{value}"\n')
+    with pytest.raises(ConfigError, match=f"tool.ctxreplay.{key}: .* is outside the project"):
+        read_config(path)
+    path.write_text(f'[tool.ctxreplay]\n{key} = "ci/{key}"\narchive = "../logs"\n')
+    cfg = read_config(path)
+    assert cfg is not None and getattr(cfg, key) == project / "ci" / key
