@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from replay import store, store_session
 from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
-from replay.input_files import Unreadable, read_input, sha256_of
+from replay.input_files import Unreadable, check_limits, read_input, sha256_of
 from replay.parsers import (
     PARSERS,
     PARSERS_VERSION,
@@ -385,6 +385,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         ReplayInputError: ``fmt`` names no parser (raised before anything is read).
     """
     check_format(fmt)
+    check_limits()
     for name in tokenizers:
         if name not in _TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "

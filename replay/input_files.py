@@ -28,6 +28,8 @@ import os
 import stat
 from pathlib import Path
 
+from replay.errors import ConfigError
+
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 """Files larger than this (1 GiB) are reported and skipped unless the limit is raised."""
 ENV_MAX_FILE_BYTES = "CTXREPLAY_MAX_FILE_BYTES"
@@ -65,16 +67,30 @@ def document_too_big(size: int) -> str:
             f"{ENV_MAX_DOCUMENT_BYTES}=BYTES)")
 
 
+def check_limits() -> None:
+    """Refuse a read limit set in the environment that is not a positive whole number of bytes
+    (called before any file is read, so the command stops with exit 2 instead of falling back
+    to the default without a word).
+
+    Raises:
+        ConfigError: naming the variable and its value.
+    """
+    max_file_bytes()
+    max_document_bytes()
+
+
 def _env_bytes(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
-    if raw:
-        try:
-            value = int(raw.replace("_", ""))
-        except ValueError:
-            value = 0
-        if value > 0:
-            return value
-    return default
+    if not raw:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError("environment", name, f"{raw[:40]!r} is not a positive whole number "
+                                               "of bytes")
+    return value
 
 
 def _open(path: Path, limit: int) -> tuple[int, int]:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay.ingest import parse_file
+from replay.input_files import check_limits
 from replay.parsers import check_format
 from replay.parsers.builder import Issue
 from replay.tokens import count_tokens
@@ -104,6 +105,7 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
         ReplayInputError: ``fmt`` names no parser.
     """
     check_format(fmt)
+    check_limits()
     parsed = parse_file(path, path.parent, fmt=fmt, explain=True)
     runs: list[RunReport] = []
     if parsed.tables is not None:

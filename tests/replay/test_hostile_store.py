@@ -408,3 +408,20 @@ def test_a_read_only_out_is_one_clear_line_with_exit_2(read_only_dir: Path, comm
         assert any(w in lines[0] for w in ("ermission", "not permitted", "not writable"))
         assert "Traceback" not in result.output
     assert list(read_only_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("var", ["CTXREPLAY_MAX_FILE_BYTES", "CTXREPLAY_MAX_DOCUMENT_BYTES"])
+@pytest.mark.parametrize("value", ["abc", "-5", "0", "1e9"])
+@pytest.mark.parametrize("command", ["ingest", "inspect", "run"])
+def test_a_read_limit_that_is_not_a_number_is_a_usage_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str,
+        command: str) -> None:
+    """A limit set in the environment is used or refused (exit 2 naming it), never replaced
+    by the default without a word."""
+    monkeypatch.setenv(var, value)
+    args = {"ingest": ["--out", str(tmp_path / "ds")], "inspect": [],
+            "run": ["--policy", "none", "--out", str(tmp_path / "o")]}[command]
+    result = runner.invoke(app, [command, str(LOG), *args])
+    assert result.exit_code == 2, result.output
+    assert f"{var}: '{value}' is not a positive whole number of bytes" in result.output
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "o" / "dataset").exists()
