@@ -32,6 +32,7 @@ from analysis.metrics import metrics
 from replay.corpus import Corpus, iter_replays
 from replay.errors import ReplayError
 from replay.policy import Policy
+from replay.run_label import run_key
 from replay.schema import SCHEMA_VERSION
 from replay.store import atomic_write_bytes
 from replay.trace import TRACE_VERSION, Trace
@@ -214,8 +215,7 @@ def _run_keys(corpus: Corpus, ids: list[str]) -> tuple[dict[str, str], dict[str,
     for row in cols:
         if row["run_id"] not in wanted:
             continue
-        index = row["run_id"].rsplit("-", 1)[-1]
-        key = row["source"] if index == "0" else f"{row['source']}#{index}"
+        key = run_key(row["run_id"], row["source"])
         keys[row["run_id"]] = key
         runs[key] = RunInfo(source=row["source"], sha256=row["sha256"])
     return keys, runs

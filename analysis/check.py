@@ -30,7 +30,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +47,7 @@ from analysis.baseline import (
 from analysis.metrics import METRIC_DIRECTIONS
 from replay.corpus import Corpus
 from replay.policy import Policy
+from replay.run_label import run_key, run_labels
 from replay.safe_yaml import YamlRefused, read_yaml_file
 
 Direction = Literal["lower", "higher", "either"]
@@ -147,6 +148,12 @@ class CheckResult:
     schema_version: str
     unreadable: tuple[str, ...] = ()
     """Logs of the archive that could not be read (their runs are not compared)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Run key → the run's label (``replay.run_label``), for the runs of the corpus checked."""
+
+    def label(self, run: str) -> str:
+        """How a run is shown to people: its label, else its key (a run only the baseline has)."""
+        return self.labels.get(run, run)
 
     @property
     def exit_code(self) -> int:
@@ -220,7 +227,11 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     preflight(baseline, policies, tolerances)
     current = measure(corpus, policies, allow_python=allow_python, on_run=on_run)
     unreadable = tuple(corpus.report.failed) if corpus.report is not None else ()
-    return compare(baseline, current, tolerances, strict_logs=strict_logs, unreadable=unreadable)
+    result = compare(baseline, current, tolerances, strict_logs=strict_logs,
+                     unreadable=unreadable)
+    labels = run_labels(corpus.runs)
+    return replace(result, labels={run_key(rid, src): labels[rid] for rid, src in zip(
+        corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})
 
 
 def update_baseline(corpus: Corpus, policies: Sequence[Policy], path: Path,

@@ -31,6 +31,7 @@ from analysis.check import (
     pct,
 )
 from analysis.metrics import METRIC_DIRECTIONS
+from analysis.report_pages import md_cell
 
 HEADLINE_METRICS: tuple[str, ...] = ("overshoots_n", "overshoots_max_tokens",
                                      "overshoots_total_tokens")
@@ -89,12 +90,13 @@ def moved(result: CheckResult) -> list[Case]:
     return regressed + others
 
 
-def moved_rows(cases: list[Case]) -> list[dict[str, str]]:
-    """Cases as table rows: policy, run, metric, baseline, current, change, tolerance, status."""
+def moved_rows(cases: list[Case], labels: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Cases as table rows: policy, run (its label in ``labels``, by run key, else its key),
+    metric, baseline, current, change, tolerance, status."""
     rows = []
     for c in cases:
         base, current = _pair(c.baseline, c.current)
-        rows.append({"policy": c.policy, "run": c.run, "metric": c.metric, "baseline": base,
+        rows.append({"policy": c.policy, "run": (labels or {}).get(c.run, c.run), "metric": c.metric, "baseline": base,
                      "current": current, "change": _short_change(c),
                      "tolerance": str(c.tolerance), "status": c.status})
     return rows
@@ -168,12 +170,13 @@ def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
     for title, cases in (("Regressions", regressed), ("Improvements", improved),
                          ("Values that appeared or vanished (notes)", notes)):
         if cases:
-            lines += [f"#### {title} ({len(cases):,})", "", *_md_table(cases, max_rows), ""]
+            lines += [f"#### {title} ({len(cases):,})", "",
+                      *_md_table(cases, max_rows, result.labels), ""]
     if result.notes:
-        lines += ["#### Notes", "", *(f"- {_md_escape(n)}" for n in result.notes), ""]
+        lines += ["#### Notes", "", *(f"- {md_cell(n)}" for n in result.notes), ""]
     if within:
         lines += [f"<details><summary>Moved within tolerance ({len(within):,})</summary>", "",
-                  *_md_table(within, max_rows), "", "</details>", ""]
+                  *_md_table(within, max_rows, result.labels), "", "</details>", ""]
     return "\n".join(lines)
 
 
@@ -187,18 +190,14 @@ def counts_by_kind(result: CheckResult) -> dict[str, int]:
     return {"cases": len(result.cases), "failed": sum(c.failed for c in result.cases), **n}
 
 
-def _md_table(cases: list[Case], max_rows: int) -> list[str]:
+def _md_table(cases: list[Case], max_rows: int, labels: dict[str, str]) -> list[str]:
     cols = ["policy", "run", "metric", "baseline", "current", "change", "tolerance"]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in moved_rows(cases[:max_rows]):
-        out.append("| " + " | ".join(_md_escape(row[c]) for c in cols) + " |")
+    for row in moved_rows(cases[:max_rows], labels):
+        out.append("| " + " | ".join(md_cell(row[c]) for c in cols) + " |")
     if len(cases) > max_rows:
         out.append(f"\n… and {len(cases) - max_rows:,} more")
     return out
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _case_text(c: Case) -> str:

@@ -59,6 +59,7 @@ from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.policy import Policy, policy_from_dict
 from replay.run import read_trace
+from replay.run_label import run_labels
 from replay.safe_names import file_name
 from replay.store import atomic_write_bytes
 from replay.trace import Trace
@@ -122,8 +123,9 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
     run_ids = _run_order(corpus, reps)
     if not run_ids:
         raise ReplayInputError("report: the traces hold no request")
-    meta = {r["run_id"]: r for r in corpus.runs.select(["run_id", "source", "format", "model"])
-            .to_pylist()}
+    labels = run_labels(corpus.runs)
+    meta = {r["run_id"]: {**r, "label": labels[r["run_id"]]} for r in corpus.runs.select(
+        ["run_id", "source", "format", "model"]).to_pylist()}
     all_metrics = pd.concat([r.metrics for r in reps], ignore_index=True)
     todo = _analysis_images(reps, run_ids)
     n_analyses = len(todo)
@@ -136,7 +138,8 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         tick(len(drawn), len(todo))
     page = Page(
         policies=[(r.policy, lint_placeholders(r.policy)) for r in reps],
-        runs=[meta.get(rid, {"run_id": rid, "source": "", "format": "", "model": ""})
+        runs=[meta.get(rid, {"run_id": rid, "label": rid, "source": "", "format": "",
+                             "model": ""})
               for rid in run_ids],
         metrics=all_metrics, totals=totals(all_metrics),
         diffs=[(reps[0].policy.name, r.policy.name, diff(reps[0].metrics, r.metrics))
@@ -308,9 +311,9 @@ def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, 
     when called."""
     out = []
     for i, rid in enumerate(_longest(reps, run_ids, max(max_timelines, 0))):
-        source = str(meta.get(rid, {}).get("source", "")) or rid
+        label = str(meta.get(rid, {}).get("label", "")) or rid
 
-        def paint(fig: Figure, rid: str = rid, source: str = source) -> None:
+        def paint(fig: Figure, rid: str = rid, label: str = label) -> None:
             axes = fig.subplots(1, len(reps), sharey=True, squeeze=False)[0]
             for i, (ax, r) in enumerate(zip(axes, reps)):
                 req = r.requests[r.requests["run_id"] == rid]
@@ -319,14 +322,14 @@ def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, 
                 plot_timeline(req, act, rr, ax=ax, title=r.policy.name)
                 if i:
                     ax.set_ylabel("")
-            fig.suptitle(f"{source}  ({rid})", fontsize="medium")
+            fig.suptitle(f"{label}  ({rid})".replace("$", r"\$"), fontsize="medium")  # no mathtext
             _margins_in(fig, left=0.85, right=0.2, bottom=1.35, top=0.55, wspace=0.08)
 
-        caption = (f"{source} ({rid}): context size by request under each policy; the window "
+        caption = (f"{label} ({rid}): context size by request under each policy; the window "
                    "and window − reserve lines, tier actions (hollow: undone), overshoots "
                    "(red rings) and re-reads (ticks at the bottom).")
         out.append(functools.partial(_image, file_name(f"timeline_{i:03d}_{rid}", ".png"),
-                                     f"Timeline of {source}", caption, (6.5 * len(reps), 5.3),
+                                     f"Timeline of {label}", caption, (6.5 * len(reps), 5.3),
                                      paint))
     return out
 

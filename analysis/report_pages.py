@@ -80,7 +80,8 @@ class Page:
     policies: list[tuple[Policy, list[str]]]
     """Each policy, in report order, with its placeholder lint findings."""
     runs: list[dict[str, Any]]
-    """``run_id``, ``source``, ``format``, ``model`` of each run, in report order."""
+    """``run_id``, ``label`` (``replay.run_label``), ``source``, ``format``, ``model`` of each
+    run, in report order."""
     metrics: pd.DataFrame
     totals: pd.DataFrame
     diffs: list[tuple[str, str, pd.DataFrame]]
@@ -149,18 +150,18 @@ def render_html(page: Page) -> str:
 
 def render_markdown(page: Page, image_dir: str) -> str:
     """The report's tables as Markdown, with links to the PNGs under ``image_dir``."""
-    lines = ["# ctxreplay report", "", _md(_overview(page)), "", "## Policies", "",
+    lines = ["# ctxreplay report", "", md_cell(_overview(page)), "", "## Policies", "",
              *_md_table(*_policy_rows(page)), "", "## Placeholder lint", ""]
     for policy, found in page.policies:
-        lines += ([f"- **{_md(policy.name)}**: {_md(f)}" for f in found] if found
-                  else [f"- {_md(policy.name)}: no placeholder invites re-calling"])
+        lines += ([f"- **{md_cell(policy.name)}**: {md_cell(f)}" for f in found] if found
+                  else [f"- {md_cell(policy.name)}: no placeholder invites re-calling"])
     lines += ["", "## Totals over all runs", "", *_md_table(*_totals_rows(page))]
     for a, b, d in page.diffs:
-        lines += ["", f"## Differences: {_md(b)} against {_md(a)}", "",
+        lines += ["", f"## Differences: {md_cell(b)} against {md_cell(a)}", "",
                   *_md_table(*_diff_rows(d, page, a, b))]
     header, rows, _ = _headline_rows(page)
     lines += ["", "## Runs", "", *_md_table(header, rows), "", "## Figures", ""]
-    lines += [f"- [{_md(im.title)}]({image_dir}/{im.file})"
+    lines += [f"- [{md_cell(im.title)}]({image_dir}/{im.file})"
               for im in [*page.analyses, *page.timelines]]
     return "\n".join(lines) + "\n"
 
@@ -202,12 +203,12 @@ def _totals_rows(page: Page) -> tuple[list[str], list[list[str]]]:
 
 def _diff_rows(d: pd.DataFrame, page: Page, a: str, b: str) -> tuple[list[str], list[list[str]]]:
     """The largest total changes with a direction, then the largest per-run ones."""
-    source = {r["run_id"]: r["source"] for r in page.runs}
+    label = {r["run_id"]: r.get("label", r["run_id"]) for r in page.runs}
     moved = d[(d["direction"] != "") & (d["delta"] != 0) & d["delta"].notna()]
     rows = []
     for scope, n in (("total", DIFF_ROWS_TOTAL), ("run", DIFF_ROWS_RUN)):
         for r in moved[moved["scope"] == scope].head(n).to_dict(orient="records"):
-            run = TOTAL if scope == "total" else f"{source.get(r['run_id'], '')} ({r['run_id']})"
+            run = TOTAL if scope == "total" else label.get(r["run_id"], r["run_id"])
             rows.append([run, r["metric"], fmt_value(r["metric"], r["a"]),
                          fmt_value(r["metric"], r["b"]), fmt_rel(r["rel_delta"]),
                          f"{r['verdict']} ({r['direction']} is better)"])
@@ -220,7 +221,7 @@ def _headline_rows(page: Page) -> tuple[list[str], list[list[str]], list[list[st
     """Header, cell texts and cell classes ('better' / 'worse' than the first policy)."""
     by_key = {(r["run_id"], r["policy"]): r for r in page.metrics.to_dict(orient="records")}
     names = [p.name for p, _ in page.policies]
-    header = ["run", "source", "policy", "truth", *[h for _, h in HEADLINE]]
+    header = ["run", "run id", "policy", "truth", *[h for _, h in HEADLINE]]
     rows, classes = [], []
     for run in page.runs:
         ref = by_key.get((run["run_id"], names[0]))
@@ -228,7 +229,7 @@ def _headline_rows(page: Page) -> tuple[list[str], list[list[str]], list[list[st
             m = by_key.get((run["run_id"], name))
             if m is None:
                 continue
-            rows.append([run["run_id"], str(run["source"]), name,
+            rows.append([str(run.get("label", run["run_id"])), run["run_id"], name,
                          page.truth_sources.get((run["run_id"], name), "–"),
                          *[fmt_value(c, m[c]) for c, _ in HEADLINE]])
             classes.append(["", "", "", "", *[_verdict(c, ref, m) if name != names[0] else ""
@@ -247,7 +248,7 @@ def _verdict(col: str, ref: dict[Any, Any] | None, m: dict[Any, Any]) -> str:
 
 
 def _html_headline(page: Page) -> str:
-    """The headline table; a run's rows share its run and source cells (rowspan)."""
+    """The headline table; a run's rows share its label and run id cells (rowspan)."""
     header, rows, classes = _headline_rows(page)
     e = html.escape
     span: dict[str, int] = {}
@@ -289,9 +290,9 @@ def _html_figure(im: Image) -> str:
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(_md(h) for h in header) + " |",
+    out = ["| " + " | ".join(md_cell(h) for h in header) + " |",
            "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return out
 
 
@@ -299,7 +300,7 @@ _MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*[]|"})
 """Markdown characters that would start code, emphasis, a link or a cell: backslash-escaped."""
 
 
-def _md(text: str) -> str:
+def md_cell(text: str) -> str:
     """Any text of report.md that is not ours (names and strings from logs and policy files,
     in cells, headings and lists): HTML escaped (as in report.html), Markdown's code, emphasis,
     link and cell characters escaped, one line."""

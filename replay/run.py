@@ -1,6 +1,6 @@
 """``run``: replay one policy over a corpus and keep the traces with a per-run summary.
 
-The summary has one row per run: requests, tokens sent, peak request, overshoots,
+The summary has one row per run, named by its label (``replay.run_label``): requests, tokens sent, peak request, overshoots,
 summaries, trims, cached share, cost, and which truth judged them (``truth_source``,
 ``replay.truth``).  ``write_run`` stores the traces as Parquet
 (``traces/{requests,actions,evictions}.parquet``) next to ``summary.json``,
@@ -23,11 +23,12 @@ import pyarrow.parquet as pq
 from replay.corpus import Corpus, iter_replays, replay_corpus
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
+from replay.run_label import run_labels
 from replay.store import atomic_write_bytes, atomic_write_text
 from replay.trace import SUMMARY_KINDS, TRACE_SCHEMAS, TRACE_VERSION, TRIM_KINDS, Trace
 
 SUMMARY_SCHEMA = pa.schema(
-    [(c, pa.string()) for c in ("run_id", "source", "format", "policy")]
+    [(c, pa.string()) for c in ("run_id", "run", "source", "format", "policy")]
     + [(c, pa.int64()) for c in ("requests", "tokens_sent", "peak_tokens", "overshoots",
                                  "max_overshoot_tokens", "summaries", "trims")]
     + [(c, pa.float64()) for c in ("cached_share", "cost_usd")]
@@ -148,7 +149,7 @@ def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]
 
 
 def summarise_runs(corpus: Corpus, trace: Trace,
-                   meta: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                   meta: dict[str, tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
     """One summary row per (run, policy) in the trace, in trace order."""
     meta = meta if meta is not None else run_meta(corpus)
     req, act = trace.columns("requests"), trace.columns("actions")
@@ -163,8 +164,8 @@ def summarise_runs(corpus: Corpus, trace: Trace,
         key = (r["run_id"], r["policy"])
         row = rows.get(key)
         if row is None:
-            source, fmt = meta.get(r["run_id"], ("", ""))
-            row = rows[key] = {"run_id": key[0], "source": source,
+            label, source, fmt = meta.get(r["run_id"], (r["run_id"], "", ""))
+            row = rows[key] = {"run_id": key[0], "run": label, "source": source,
                                "format": fmt, "policy": key[1], "requests": 0,
                                "tokens_sent": 0, "peak_tokens": 0, "overshoots": 0,
                                "max_overshoot_tokens": 0, "summaries": 0, "trims": 0,
@@ -196,23 +197,25 @@ def summarise_runs(corpus: Corpus, trace: Trace,
 
 
 def not_replayed_rows(corpus: Corpus, policy: Policy,
-                      meta: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+                      meta: dict[str, tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
     """A summary row for each run with no recorded request (``NOT_REPLAYED``), by run id: never
     dropped from the summary silently."""
     meta = meta if meta is not None else run_meta(corpus)
     left = sorted(set(corpus.run_ids) - set(corpus.replayable()))
-    return [{"run_id": rid, "source": meta.get(rid, ("", ""))[0],
-             "format": meta.get(rid, ("", ""))[1], "policy": policy.name, "requests": 0,
+    named = {rid: meta.get(rid, (rid, "", "")) for rid in left}
+    return [{"run_id": rid, "run": named[rid][0], "source": named[rid][1],
+             "format": named[rid][2], "policy": policy.name, "requests": 0,
              "tokens_sent": 0, "peak_tokens": None, "overshoots": 0, "max_overshoot_tokens": None,
              "summaries": 0, "trims": 0, "cached_share": None, "cost_usd": 0.0,
              "truth_source": None, "note": NOT_REPLAYED} for rid in left]
 
 
-def run_meta(corpus: Corpus) -> dict[str, tuple[str, str]]:
-    """(source, format) of every run, by run id."""
+def run_meta(corpus: Corpus) -> dict[str, tuple[str, str, str]]:
+    """(label, source, format) of every run, by run id (``replay.run_label``)."""
     runs = corpus.runs
-    return dict(zip(runs["run_id"].to_pylist(),
-                    zip(runs["source"].to_pylist(), runs["format"].to_pylist())))
+    labels = run_labels(runs)
+    return {rid: (labels[rid], src, fmt) for rid, src, fmt in zip(
+        runs["run_id"].to_pylist(), runs["source"].to_pylist(), runs["format"].to_pylist())}
 
 
 def write_run(result: RunResult, out: Path) -> list[Path]:

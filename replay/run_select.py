@@ -1,11 +1,14 @@
-"""Which runs a ``--run`` names: a run id, a source path, or a glob over source paths.
+"""Which runs a ``--run`` names: a label, a run key, a source path, a glob, or a run id.
 
 A run's source is its log's path relative to the folder given (``scenarios/big-output.jsonl``);
-``--run`` takes that path, the same path with the folder in front (``logs/scenarios/…``), a glob
-(``scenarios/*``, ``*.jsonl``) or a run id (``4c7c533dc9ae8261-0``).  A value that names no run
-is an error with the closest sources, never an empty selection.
+its key adds ``#N`` for a file's later runs and its label a title (``replay.run_label``).
+``--run`` takes the label as printed (``write-heavy.jsonl — Add a CSV export``, with or
+without a subagent's ``↳``), the key (``eval.json#1``), the source, the source with the folder
+in front (``logs/scenarios/…``), a glob over sources or labels (``scenarios/*``,
+``*CSV export*``) or a run id (``4c7c533dc9ae8261-0``).  A value that names no run is an error
+with the closest labels, never an empty selection.
 
-Not here: opening the corpus (``replay.corpus``).
+Not here: opening the corpus (``replay.corpus``), what a label is (``replay.run_label``).
 """
 
 from __future__ import annotations
@@ -16,26 +19,32 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replay.errors import ReplayInputError
+from replay.run_label import run_key, strip_mark
 
 
 def select_runs(run_ids: Sequence[str], sources: Sequence[str], wanted: Sequence[str],
-                roots: Sequence[Path] = ()) -> list[str]:
-    """The run ids of ``run_ids`` (in their order) that one of ``wanted`` names.
+                roots: Sequence[Path] = (), labels: Sequence[str] | None = None) -> list[str]:
+    """The run ids of ``run_ids`` (in their order) that one of ``wanted`` names; ``labels``
+    are the runs' labels (default: their keys).
 
     Raises:
-        ReplayInputError: a value names no run (with the closest sources).
+        ReplayInputError: a value names no run (with the closest labels).
     """
+    keys = [run_key(rid, src) for rid, src in zip(run_ids, sources, strict=True)]
+    shown = [strip_mark(lb) for lb in labels] if labels is not None else keys
     chosen: set[str] = set()
     for value in wanted:
+        value = strip_mark(value)
         names = {value, *(value[len(f"{r.as_posix().rstrip('/')}/"):] for r in roots
                           if value.startswith(f"{r.as_posix().rstrip('/')}/"))}
-        hit = {rid for rid, src in zip(run_ids, sources, strict=True)
-               if rid in names or src in names
-               or any(fnmatch.fnmatchcase(src, n) for n in names)}
+        hit = {rid for rid, src, key, lb in zip(run_ids, sources, keys, shown, strict=True)
+               if names & {rid, src, key, lb}
+               or any(fnmatch.fnmatchcase(text, n) for n in names for text in (src, lb))}
         if not hit:
-            close = difflib.get_close_matches(value, list(sources), n=3, cutoff=0.4)
+            close = difflib.get_close_matches(value, list(dict.fromkeys([*shown, *sources])),
+                                              n=3, cutoff=0.4)
             hint = f"; closest: {', '.join(close)}" if close else ""
-            raise ReplayInputError(f"--run {value!r} names no replayable run (a run id, a source "
-                                   f"path or a glob such as 'scenarios/*'){hint}")
+            raise ReplayInputError(f"--run {value!r} names no replayable run (a label, a source "
+                                   f"path, a glob such as 'scenarios/*' or a run id){hint}")
         chosen |= hit
     return [r for r in run_ids if r in chosen]

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]
@@ -48,6 +48,9 @@ class Run:
     """Run that spawned this one (subagents, compaction requests); '' for top-level runs."""
     agent: str
     """Agent / sidechain id inside the session ('' for the main agent)."""
+    title: str
+    """Session title as recorded, else the first user prompt, as one short line
+    (``replay.run_label.short_title``); '' when the run has neither."""
     n_messages: int
     n_blocks: int
     n_requests: int

@@ -77,7 +77,7 @@ def test_control_characters_in_names_are_shown_escaped(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "-p", "none", str(logs), "--out", str(out), "-q"])
     assert result.exit_code == 1
     assert "\x1b" not in result.stderr and "evil\\x1b[31m\\nname.jsonl" in result.stderr
-    listed = runner.invoke(app, ["runs", str(out / "dataset")])
+    listed = runner.invoke(app, ["runs", str(out / "dataset"), "--wide"])
     assert "\x1b" not in listed.stdout and "\u202e" not in listed.stdout
     assert "m\\x1b[2J\\x1b]0;owned\\x07\\u202egnp.exe" in listed.stdout
 

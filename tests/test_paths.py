@@ -71,4 +71,5 @@ def test_nothing_is_written_outside_the_output_folder(tmp_path: Path) -> None:
     assert escaped == []
     # the symlinked file was read (it is a log the user pointed at), under its link name
     runs = runner.invoke(app, ["runs", str(out / "ds"), "--json"])
+    assert runs.exit_code == 0, (runs.output, runs.exception)
     assert "link-out.jsonl" in {r["source"] for r in json.loads(runs.stdout)}

@@ -35,6 +35,7 @@ from replay.cli.output import _emit, _errors, _print_json, _progress, _steps, sa
 from replay.errors import ReplayError
 from replay.policy import load_policy
 from replay.providers import one_provider, pricing_note, with_provider
+from replay.run_label import label_column, run_labels
 from replay.run_select import select_runs
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
@@ -49,8 +50,8 @@ DataOpt = Annotated[list[Path] | None, typer.Option(
     "--data", help="With --traces: the logs or dataset the traces were replayed from "
                    "(default: DIR/dataset of the first directory).")]
 RunOpt = Annotated[list[str] | None, typer.Option(
-    "--run", help="Only these runs: a source path (as `replay runs` shows it), a glob such as "
-                  "'scenarios/*', or a run id (repeatable; default: every run).")]
+    "--run", help="Only these runs: a label or source path (as `replay runs` shows it), a glob "
+                  "such as 'scenarios/*', or a run id (repeatable; default: every run).")]
 AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 OwnProvidersOpt = Annotated[bool, typer.Option(
     "--own-providers", help="Price each policy under the provider it names (default: every "
@@ -139,8 +140,8 @@ def diff(
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
     shown = [r for scope in ("total", "run")
              for r in moved[moved["scope"] == scope].head(top).to_dict(orient="records")]
-    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-    rows = [{"run": sources.get(r["run_id"], r["run_id"]), "metric": r["metric"],
+    labels = run_labels(corpus.runs)
+    rows = [{"run": labels.get(r["run_id"], r["run_id"]), "metric": r["metric"],
              "a": fmt_value(r["metric"], r["a"]), "b": fmt_value(r["metric"], r["b"]),
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
     title = (f"b: {pol_b.name} against a: {pol_a.name}: {len(moved)} of {len(d)} (run, metric) "
@@ -178,7 +179,8 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
         corpus = _open(source, out, fmt, quiet, strict)
         if run_ids:
             keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
-                                        run_ids), pa.string())
+                                        run_ids, labels=label_column(corpus.runs)),
+                            pa.string())
             pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
                                  for t in (tr.requests, tr.actions, tr.evictions))))
                      for p, tr in pairs]
@@ -192,7 +194,9 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
     ids = corpus.replayable()
     if run_ids:
         sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-        ids = select_runs(ids, [sources[r] for r in ids], run_ids, paths)
+        labels = run_labels(corpus.runs)
+        ids = select_runs(ids, [sources[r] for r in ids], run_ids, paths,
+                          [labels[r] for r in ids])
     with _progress("replay", len(ids) * len(pols), quiet) as tick:
         return corpus, [(pol, replay_corpus(corpus, pol, allow_python=allow_python, run_ids=ids,
                                             on_run=tick)) for pol in pols], priced.note
@@ -414,7 +418,7 @@ def check(
     say(verdict(result))
     rows = moved(result)
     if rows:
-        _emit(moved_rows(rows[:40]), False, title="what moved"
+        _emit(moved_rows(rows[:40], result.labels), False, title="what moved"
               + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
     for note in result.notes:
         say(f"note: {note}")

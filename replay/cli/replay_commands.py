@@ -49,6 +49,7 @@ from replay.policy import load_policy, policy_to_dict, presets
 from replay.providers import PROVIDERS, provider_label, with_provider
 from replay.run import LazyRows, run_to, summary_table, write_run
 from replay.run import run as run_policy
+from replay.run_label import label_column, run_key, run_labels
 
 
 def ingest(
@@ -81,11 +82,11 @@ def ingest(
     _finish(report, strict)
 
 
-RUNS_LAYOUT = Layout(columns=("source", "format", "model", "requests", "tokens",
+RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                               "recorded_input_tokens", "compactions"),
                      totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum"})
-RUN_LAYOUT = Layout(columns=("source", "requests", "note", "tokens_sent", "peak_tokens",
+RUN_LAYOUT = Layout(columns=("run", "requests", "note", "tokens_sent", "peak_tokens",
                              "overshoots", "cost_usd", "summaries", "trims"),
                     totals={"requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
                             "overshoots": "sum", "max_overshoot_tokens": "max",
@@ -95,17 +96,24 @@ RUN_LAYOUT = Layout(columns=("source", "requests", "note", "tokens_sent", "peak_
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
          columns: ColumnsOpt = None, wide: WideOpt = False, as_csv: CsvOpt = False,
          as_json: JsonOpt = False) -> None:
-    """List the runs in a dataset: format, model, requests, tool calls, tokens, compactions,
-    and each file's coverage (records read, modelled, skipped, unknown, by type)."""
+    """List the runs in a dataset, each by its label (source path, #N for a file's later runs,
+    ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
+    compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
     with _errors():
         table = store.runs(dataset)
         coverage = store.coverage_lines(dataset)
-    shown = {"run_id": "run_id", "source": "source", "format": "format", "model": "model",
+    shown = {"run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
              "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
              "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
              "n_harness_compactions": "compactions", "parent_run_id": "parent",
              "n_estimated_blocks": "estimated_blocks",
              "estimated_tokens_o200k": "estimated_tokens"}
+    keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
+                                                         table["source"].to_pylist())}
+    table = table.append_column("run", pa.array(label_column(table), pa.string()))
+    table = table.set_column(table.schema.get_field_index("parent_run_id"), "parent_run_id",
+                             pa.array([keys.get(p, p) for p in
+                                       table["parent_run_id"].to_pylist()], pa.string()))
     table = table.select(list(shown)).rename_columns(list(shown.values()))
     rows = LazyRows(table.append_column("coverage", pa.array(
         [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
@@ -188,9 +196,9 @@ def run(
           columns=columns, wide=wide, as_csv=as_csv)
     left = sorted(set(corpus.run_ids) - set(ids))
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
-        sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+        labels = run_labels(corpus.runs)
         say(f"note: {len(left)} run(s) with no recorded request not replayed: "
-            + ", ".join(f"{r} ({sources[r]})" for r in left[:20])
+            + ", ".join(labels[r] for r in left[:20])
             + (" …" if len(left) > 20 else ""), err=True)
     _finish(corpus.report, strict)
 

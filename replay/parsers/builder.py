@@ -18,6 +18,7 @@ from typing import Any
 
 from replay.ops import classify
 from replay.parsers.coverage import Coverage
+from replay.run_label import first_prompt, short_title
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +89,8 @@ class RunBuilder:
     harness: str = ""
     parent_run_id: str = ""
     agent: str = ""
+    title: str = ""
+    """The session title the log records (set by the parser; else the first user prompt)."""
     line: int = 0
     """The input line being read, for issues (set by parsers that know it; 0: not known)."""
     _rows: list[tuple[Any, ...]] = field(default_factory=list)
@@ -259,7 +262,9 @@ class RunBuilder:
         run = {
             "run_id": self.run_id, "format": self.format, "source": self.source.rel,
             "model": self.model, "harness": self.harness, "parent_run_id": self.parent_run_id,
-            "agent": self.agent, "n_messages": self._msg + 1, "n_blocks": len(kinds),
+            "agent": self.agent,
+            "title": short_title(self.title) or first_prompt(zip(m["role"], kinds, m["text"])),
+            "n_messages": self._msg + 1, "n_blocks": len(kinds),
             "n_requests": len(r["request"]),
             "n_tool_calls": kinds.count("tool_call") - self._nested,
             "n_tool_results": kinds.count("tool_result") - self._nested_results,

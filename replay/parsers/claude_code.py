@@ -62,6 +62,8 @@ _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "q
                    "summary", "last-prompt", "mode", "permission-mode", "ai-title", "custom-title",
                    "agent-name", "agent-setting", "tag", "pr-link"))
 """Non-message record types read no further than their type and links (the bulk of a file)."""
+_TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
+"""Title records and their title key; the run's title is the user's own over the generated."""
 
 _MESSAGE_TYPES = ("user", "assistant")
 """Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
@@ -96,6 +98,8 @@ class _Session:
     recs: dict[int, Rec] = field(default_factory=dict)
     version: str = ""
     agent_id: str = ""
+    titles: dict[str, str] = field(default_factory=dict)
+    """``ai-title`` / ``custom-title`` record type -> the last title of that kind."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -184,6 +188,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         kind = raw.get("type")
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
             passed[kind] = passed.get(kind, 0) + 1
+            if kind in _TITLE_KEYS and isinstance(title := raw.get(_TITLE_KEYS[kind]), str):
+                sid = raw.get("sessionId")
+                _session(sessions, sid if isinstance(sid, str) and sid else first).titles[
+                    kind] = title
             uuid = raw.get("uuid")
             if uuid.__class__ is str and uuid and uuid not in seen_uuids:
                 seen_uuids.add(uuid)
@@ -275,7 +283,8 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub else "")
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=agent_id if is_sub else "",
-                   parent_run_id=_parent_run_id(path) if is_sub else "")
+                   parent_run_id=_parent_run_id(path) if is_sub else "",
+                   title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
     found = resolve(sess.nodes, sess.links, is_sub)
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "

@@ -130,7 +130,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     messages = doc["messages"]
     lines = ItemLines(src, "messages", len(messages), found)
     info = _obj(doc.get("info"))
-    b = RunBuilder(src, 0, NAME, issues, model=_model(messages), harness=_harness(info))
+    b = RunBuilder(src, 0, NAME, issues, model=_model(messages), harness=_harness(info),
+                   title=_str(info.get("title")))
     facts = _Facts()
     for i, m in enumerate(messages):
         try:

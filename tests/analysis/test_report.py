@@ -22,7 +22,7 @@ from tests.analysis.conftest import PRESETS, Replayed
 from tests.analysis.report_html import ReportDoc, decodes, png_of, png_size
 
 ORIGINAL, CORRECTED = PRESETS
-HEADLINE_START = ["run", "source", "policy"]
+HEADLINE_START = ["run", "run id", "policy"]
 N_ANALYSES = 5
 
 
@@ -43,7 +43,7 @@ def headline_pairs(table: list[list[str]]) -> list[tuple[str, str, list[str]]]:
     width, out, run = len(table[0]), [], ""
     for row in table[1:]:
         if len(row) == width:
-            run, row = row[0], row[2:]
+            run, row = row[1], row[2:]
         out.append((run, row[0], row[1:]))
     return out
 
@@ -69,7 +69,7 @@ def test_markdown_has_the_same_headline_rows(corpus_report: ReportFiles,
     md = corpus_report.markdown.read_text()
     runs = md.split("## Runs", 1)[1].split("## Figures", 1)[0]
     rows = [line.split(" | ") for line in runs.splitlines() if line.startswith("| ")][1:]
-    pairs = {(r[0].lstrip("| "), r[2]) for r in rows}
+    pairs = {(r[1], r[2]) for r in rows}
     assert pairs == {(r, n) for n in PRESETS for r in replayed[n].metrics["run_id"]}
     for name in ("rereads.png", "arg_share.png", "overshoots.png"):
         assert f"(report_files/{name})" in md
