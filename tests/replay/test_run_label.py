@@ -156,3 +156,21 @@ def test_labels_are_unique_per_run() -> None:
                      "parent_run_id": ["", "", ""], "title": ["same", "same", ""]})
     labels = run_labels(runs)
     assert list(labels.values()) == ["s.json — same", "s.json#1 — same", "t.json"]
+
+
+def test_a_recorded_session_title_is_the_title(tmp_path: Path) -> None:
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("claude_code/handmade_2_1_attachments_microcompact.jsonl",
+                 "opencode/cart-discount.export.json"):
+        (logs / Path(name).name).write_bytes((fixtures / name).read_bytes())
+    ds = tmp_path / "ds"
+    _ingest(logs, ds)
+    runs = {r["source"]: r["run"] for r in json.loads(
+        runner.invoke(app, ["runs", str(ds), "--json"]).stdout)}
+    claude = json.loads((logs / "handmade_2_1_attachments_microcompact.jsonl").read_text()
+                        .splitlines()[14])
+    opencode = json.loads((logs / "cart-discount.export.json").read_text())["info"]["title"]
+    assert runs["handmade_2_1_attachments_microcompact.jsonl"].endswith(" — " + claude["aiTitle"])
+    assert runs["cart-discount.export.json"] == "cart-discount.export.json — " + opencode
