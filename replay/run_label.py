@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from replay.redaction import declared
+from replay.redaction import declared, exact_markers
 
 TITLE_CHARS = 60
 """A title is cut to this many characters (with ``…``)."""
@@ -41,9 +41,9 @@ _TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 
 
 def short_title(text: str) -> str:
-    """``text`` as one line of at most ``TITLE_CHARS`` characters, tags dropped ('' for blank
-    text)."""
-    line = _SPACE.sub(" ", _TAG.sub(" ", text[:4 * TITLE_CHARS + 400])).strip()
+    """``text`` as one line of at most ``TITLE_CHARS`` characters, tags and redaction markers
+    dropped ('' when nothing else is left)."""
+    line = _SPACE.sub(" ", _TAG.sub(" ", _unredacted(text[:4 * TITLE_CHARS + 400]))).strip()
     return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
 
 
@@ -54,11 +54,20 @@ def first_prompt(texts: Iterable[tuple[str, str, str]]) -> str:
     for role, kind, text in texts:
         if role != "user" or kind != "text":
             continue
-        found = declared(text)  # a redaction marker is no title
-        text = (found[0] if found else text).strip()
+        text = _unredacted(text).strip()  # a redaction marker is no title
         if text and not _WRAPPED.fullmatch(text):
             return short_title(text)
     return ""
+
+
+def _unredacted(text: str) -> str:
+    """``text`` without its redaction markers (``replay.redaction``: shared logs' and
+    ``replay redact``'s own)."""
+    found = declared(text)
+    text = found[0] if found else text
+    for m in reversed(exact_markers(text)):
+        text = text[:m.start()] + " " + text[m.end():]
+    return text
 
 
 def run_key(run_id: str, source: str) -> str:

@@ -56,11 +56,12 @@ _COMPARED = {
                  "n_chars", "n_lines", "tokens_o200k", "tokens_cl100k", "is_error",
                  "tokens_estimated", "is_harness_summary", "ts", "agent"),
     "runs": tuple(c for c in SCHEMAS["runs"].names
-                  if c not in ("run_id", "parent_run_id", "source", "sha256")),
+                  if c not in ("run_id", "parent_run_id", "source", "sha256", "title")),
     "requests": None, "events": None,
 }
 """Columns a redacted file must read back equal (None: every column but ``run_id``; a run's id
-and its parent's derive from the file's sha256, which redaction changes)."""
+and its parent's derive from the file's sha256, which redaction changes; a run's title is its
+session title or first prompt, text that redaction replaces)."""
 
 
 @dataclass(frozen=True, slots=True)

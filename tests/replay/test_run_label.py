@@ -148,6 +148,8 @@ def test_title_rules() -> None:
                          ("user", "text", "[REDACTED len=40]"),
                          ("user", "text", "<pr>Fix it</pr> now")]) == "Fix it now"
     assert first_prompt([("assistant", "text", "hi")]) == ""
+    from replay.redaction import format_exact  # `replay redact`'s own marker is no title either
+    assert short_title(f"{format_exact(3, None)} {format_exact(4, None)}") == ""
 
 
 def test_labels_are_unique_per_run() -> None:
