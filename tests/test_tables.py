@@ -108,10 +108,3 @@ def test_fit_never_exceeds_the_width_and_keeps_numbers_whole(cols, width: int) -
     if len(keep) > 1:  # one column too wide on its own is shown anyway (and cut by rich)
         assert used <= width
 
-
-def test_a_total_over_an_unknown_value_is_unknown() -> None:
-    from replay.cli.tables import Layout, totals_row
-
-    rows = [{"run": "a", "n": 3, "m": 1}, {"run": "b", "n": None, "m": 2}]
-    total = totals_row(rows, ["run", "n", "m"], Layout(totals={"n": "sum", "m": "max"}))
-    assert total == {"run": "total (2)", "n": None, "m": 2}

@@ -4,7 +4,8 @@
 the columns a totals row adds up (``sum`` or ``max``).  ``fit`` decides what is printed for a
 terminal ``width`` (``COLUMNS``, else the terminal's, else ``PIPED_WIDTH``): the chosen columns
 in order while they fit — numbers at full width, never wrapped, text shortened with an ellipsis
-down to ``MIN_TEXT`` characters — and the names of the columns left out, which the caller says
+down to ``MIN_TEXT`` characters (each text column whole up to ``WANT_TEXT`` when the room allows,
+so a long run label does not cut a short note) — and the names of the columns left out, which the caller says
 (``--columns`` picks others, ``--wide`` shows every column at any width, ``--csv`` and
 ``--json`` print every column as data).
 
@@ -95,6 +96,16 @@ def fit(header: list[str], cells: list[list[str]], numeric: list[bool],
     text = [i for i in keep if not numeric[i]]
     spare = width_chars - 1 - sum(_BORDER + (longest[i] if numeric[i] else 0) for i in keep)
     widths: dict[int, int] = {}
+    base = {i: min(longest[i], WANT_TEXT) for i in text}  # a short text column shown whole
+    if sum(base.values()) <= spare:  # first, then the rest shared by what is still cut
+        spare -= sum(base.values())
+        more = sorted(text, key=lambda i: longest[i] - base[i])
+        for n, i in enumerate(more):
+            rest = sum(longest[j] - base[j] for j in more[n:])
+            share = spare * (longest[i] - base[i]) // rest if rest else 0
+            widths[i] = base[i] + min(longest[i] - base[i], share)
+            spare -= widths[i] - base[i]
+        return keep, dropped, widths
     for n, i in enumerate(sorted(text, key=lambda i: longest[i])):
         rest = sum(longest[j] for j in sorted(text, key=lambda j: longest[j])[n:])
         share = spare * longest[i] // rest if rest else spare  # in proportion to their lengths
