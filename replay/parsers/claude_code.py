@@ -52,6 +52,7 @@ from replay.parsers.claude_code_records import (
     Bad,
     Rec,
     count_other,
+    persisted_output,
     record,
     rtype,
 )
@@ -76,8 +77,6 @@ _HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS + _S
 _HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|logicalParentUuid|leafUuid|sessionId|uuid'
                          rb'|isSidechain)"\s*:')
 
-_PERSISTED = re.compile(r"<persisted-output>.*?Output too large \(([\d.]+)\s*(B|KB|MB)\)", re.DOTALL)
-_UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
 
 
 @dataclass(slots=True)
@@ -364,10 +363,8 @@ def _emit(b: RunBuilder, r: Rec, st: _State) -> None:
     for x in r.blocks:
         if x[0] == "result":
             b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
-            found = _PERSISTED.search(x[2])
-            if found:
-                b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=int(
-                    float(found.group(1)) * _UNITS[found.group(2)]))
+            if (persisted := persisted_output(x[2])) is not None:
+                b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=persisted[1])
         elif x[0] == "summary":
             if st.pending is not None:
                 b.set_event(st.pending, summary_msg=msg)

@@ -85,7 +85,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     version = info.get("mini_version")
     b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages),
                    harness=f"mini-swe-agent {version}" if version else "mini-swe-agent")
-    regex = _regex(config)
+    regex = _regex(config, src, issues)
     pending: list[str] = []
     for i, m in enumerate(messages):
         try:
@@ -108,15 +108,67 @@ def _model(config: dict[str, Any], messages: list[Any]) -> str:
     return ""
 
 
-def _regex(config: dict[str, Any]) -> re.Pattern[str]:
+def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Pattern[str]:
+    """The trajectory's own ``action_regex`` when it is a valid pattern that runs in linear
+    time, else ``ACTION_PATTERN``, with one issue saying why (the pattern comes from the file:
+    a crafted one could hang the batch)."""
     for part in ("model", "agent"):
         pattern = _obj(config.get(part)).get("action_regex")
-        if isinstance(pattern, str):
-            try:
-                return re.compile(pattern, re.DOTALL)
-            except re.error:
-                pass
+        if not isinstance(pattern, str):
+            continue
+        try:
+            compiled = re.compile(pattern, re.DOTALL)
+        except (re.error, RecursionError, OverflowError) as exc:
+            why = f"is not a valid pattern ({exc})"
+        else:
+            why = "" if linear_pattern(compiled.pattern) else \
+                "repeats a repetition or an alternation (matching could take exponential time)"
+            if not why:
+                return compiled
+        issues.append(Issue(src.path, 0, f"config.{part}.action_regex {pattern[:60]!r} {why}; "
+                                         "the default action pattern is used"))
+        break
     return re.compile(ACTION_PATTERN, re.DOTALL)
+
+
+def linear_pattern(pattern: str) -> bool:
+    """Whether no repetition in ``pattern`` repeats another repetition, an alternation or a
+    back-reference (the shapes of catastrophic backtracking, such as ``(a+)+`` or ``(a|a)*``).
+    """
+    import re._constants as c  # the parser's opcodes (sre_constants, deprecated alias)
+    import re._parser as sre_parse
+
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
+
+    def risky(items: Any) -> bool:  # holds a repeat, a branch or a back-reference
+        for op, av in items:
+            if op in repeats or op in (c.BRANCH, c.GROUPREF, c.GROUPREF_EXISTS):
+                return True
+            if op is c.SUBPATTERN and risky(av[-1]):
+                return True
+        return False
+
+    def parts(op: Any, av: Any) -> list[Any]:  # the sub-patterns of one item
+        if op in repeats:
+            return [av[2]]
+        if op is c.SUBPATTERN:
+            return [av[-1]]
+        if op is c.BRANCH:
+            return list(av[1])
+        return [av[1]] if op in (c.ASSERT, c.ASSERT_NOT) else []
+
+    def ok(items: Any) -> bool:
+        for op, av in items:
+            if op in repeats and (av[1] is c.MAXREPEAT or av[1] > 1) and risky(av[2]):
+                return False
+            if not all(ok(sub) for sub in parts(op, av)):
+                return False
+        return True
+
+    try:
+        return ok(sre_parse.parse(pattern, re.DOTALL))
+    except (re.error, RecursionError, OverflowError):
+        return False
 
 
 def _response(m: Any) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from replay.ops import classify_shell
+from replay.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.redaction import EXACT_WORD
 
 KEEP_KEYS = frozenset({
@@ -52,8 +53,6 @@ _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_e
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _NAME = re.compile(r"[A-Za-z_-][A-Za-z0-9_-]{0,63}")
 """A key that is a name (kept; ``-n`` too, a grep flag); any other key is data."""
-_PERSISTED = re.compile(r"<persisted-output>.*?Output too large \(([\d.]+\s*(?:B|KB|MB))\)",
-                        re.DOTALL)
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
@@ -190,9 +189,9 @@ class Redactor:
                 return json.dumps(self._input(parsed, key), ensure_ascii=False)
         if "*** Begin Patch" in value and _PATCH_FILE.search(value):
             return self._patch(value)
-        if "<persisted-output>" in value and (m := _PERSISTED.search(value)):
+        if (persisted := persisted_output(value)) is not None:
             # Claude Code's preview of an output saved to a file: its declared size is kept
-            return (f"<persisted-output>{self.text(value)}\nOutput too large ({m.group(1)})"
+            return (f"{PERSISTED_TAG}{self.text(value)}\nOutput too large ({persisted[0]})"
                     "</persisted-output>")
         return self.text(value)
 

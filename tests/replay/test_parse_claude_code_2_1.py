@@ -193,3 +193,29 @@ def test_stream_json_boundary_with_snake_case_metadata(tmp_path: Path) -> None:
     meta = recs[1]["compact_metadata"]
     assert (event["trigger"], event["pre_tokens"]) == (meta["trigger"], meta["pre_tokens"])
     assert parsed.tables.runs.to_pylist()[0]["n_harness_compactions"] == 1
+
+
+@pytest.mark.parametrize(("text", "declared"), [
+    ("<persisted-output>\nOutput too large (41.2KB). Full output saved to: /tmp/x.txt", 41.2 * 1024),
+    ("<persisted-output>" * 5000, None),  # a result repeating the tag: minutes with a lazy .*?
+    ("<persisted-output>\nOutput too large (1.2.3KB). Full", None),  # was a ValueError: file lost
+    ("<persisted-output>\n" + "x" * 5000 + "Output too large (9B)", None),  # not the preview's
+], ids=["preview", "repeated-tag", "bad-number", "far-away"])
+def test_a_persisted_output_preview_is_read_from_its_own_lines_only(
+        tmp_path: Path, text: str, declared: float | None) -> None:
+    """Only the size line right after the tag declares a persisted output's size; any other
+    text is an ordinary result, and the file is always kept."""
+    call = {"type": "assistant", "uuid": "a1", "parentUuid": None, "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"id": "m1", "role": "assistant", "model": "claude-x", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
+                "usage": {"input_tokens": 5, "output_tokens": 1}}}
+    result = {"type": "user", "uuid": "u1", "parentUuid": "a1", "sessionId": "s",
+              "timestamp": "2026-01-01T00:00:01Z", "message": {"role": "user", "content": [
+                  {"type": "tool_result", "tool_use_id": "t1", "content": text}]}}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(call) + "\n" + json.dumps(result) + "\n")
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None and not parsed.issues, parsed.issues
+    events = [e for e in parsed.tables.events.to_pylist() if e["kind"] == "persisted_output"]
+    assert [e["full_chars"] for e in events] == ([] if declared is None else [int(declared)])

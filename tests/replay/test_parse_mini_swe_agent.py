@@ -238,3 +238,29 @@ def test_empty_and_non_trajectory_files(tmp_path: Path) -> None:
     assert empty.tables is None and "empty file" in str(empty.issues[0])
     other = parse_file(_write(tmp_path, '{"messages": {}}'), tmp_path)
     assert other.tables is None and "no messages[] list" in str(other.issues[0])
+
+
+@pytest.mark.parametrize(("pattern", "used"), [
+    (r"(a+)+$", "default"), (r"(?:x|x)*y", "default"), (r"```(unclosed", "default"),
+    (r"<act>\s*(.*?)\s*</act>", "own")])
+def test_an_action_regex_from_the_file_is_used_only_when_it_is_safe(
+        tmp_path: Path, pattern: str, used: str) -> None:
+    """The trajectory's own action_regex comes from the file: one that could backtrack
+    exponentially (a repeated repetition or alternation) or does not compile is said, and
+    the default fence is used; a plain one is used."""
+    chat = _chat(2)
+    if used == "own":
+        for m in chat:
+            if m["role"] == "assistant":
+                m["content"] = m["content"].replace("```bash\n", "<act>").replace("\n```",
+                                                                                   "</act>")
+    doc = json.loads(_doc(chat))
+    doc["info"]["config"] = {"agent": {"action_regex": pattern}}
+    parsed = _parsed(_write(tmp_path, json.dumps(doc)))
+    said = [i.reason for i in parsed.issues if "action_regex" in i.reason]
+    assert len(said) == (1 if used == "default" else 0), parsed.issues
+    if said:
+        assert "the default action pattern is used" in said[0]
+    calls = [r for r in _rows(parsed, "messages") if r["kind"] == "tool_call"]
+    assert [c["text"] for c in calls] == ["ls d0", "ls d1"]
+
