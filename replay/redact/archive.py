@@ -10,9 +10,10 @@ and event reads as the original's (paths as their hashes, timestamps shifted).  
 differs is an issue naming the file and the column.  A file where the secret check
 (``replay.redact.secrets``) finds anything is not written.
 
-Claude Code and Codex (one record a line) and mini-swe-agent (one document; its action
-blocks keep their fence around a stand-in command) are supported (``SUPPORTED``); another
-format is an issue for that file, which is not written.
+Claude Code and Codex (one record a line), mini-swe-agent (one document; its action blocks
+keep their fence around a stand-in command) and SWE-agent (one document; a step's action keeps
+its tool name, or becomes a stand-in command, so it still matches its history call) are
+supported (``SUPPORTED``); another format is an issue for that file, which is not written.
 
 Not here: which leaves are redacted (``replay.redact.leaves``).
 """
@@ -45,7 +46,7 @@ from replay.store import atomic_write_bytes, make_output_dir
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex")
 """Formats ``redact`` writes one record a line."""
-WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent",)
+WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent")
 """Formats ``redact`` writes as one JSON document."""
 SUPPORTED: tuple[str, ...] = (*JSON_LINES, *WHOLE_FILE)
 _FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
@@ -172,6 +173,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
             return failed("not redacted: a custom action_regex (only the default fence is "
                           "rewritten)", fmt)
         redactor.containers, redactor.fenced = [], _FENCE if fmt == "mini_swe_agent" else None
+        redactor.swe_tools = _tool_names(document) if fmt == "swe_agent" else None
         lines = [json.dumps(redactor.record(document), ensure_ascii=False, indent=1)]
     else:
         records: list[Any] = []
@@ -182,7 +184,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                 return failed("not JSON: a line redact cannot read is never copied; not "
                               "written", fmt, no)
         redactor.containers = _user_texts(records) if fmt == "codex" else []
-        redactor.fenced = None
+        redactor.fenced = redactor.swe_tools = None
         lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
                                                    separators=(",", ":")) for rec in records]
     draft_texts = _texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))
@@ -231,6 +233,15 @@ def _figures(messages: pa.Table) -> list[ExactSizes]:
 
 
 _ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(_TOKEN_COLUMN)))
+
+
+def _tool_names(document: Any) -> frozenset[str]:
+    """The tool names a SWE-agent trajectory's history calls."""
+    history = document.get("history") if isinstance(document, dict) else None
+    return frozenset(tc["function"]["name"] for m in history or [] if isinstance(m, dict)
+                     for tc in m.get("tool_calls") or [] if isinstance(tc, dict)
+                     and isinstance(tc.get("function"), dict)
+                     and isinstance(tc["function"].get("name"), str))
 
 
 def _user_texts(records: list[Any]) -> list[str]:

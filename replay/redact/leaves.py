@@ -39,6 +39,7 @@ KEEP_KEYS = frozenset({
     "record_type", "model_provider", "forked_from_id", "parent_thread_id", "turn_id",
     "hookEvent", "permissionMode", "source", "service_tier", "speed", "tool_name",
     "model_name", "mini_version", "trajectory_format", "interrupt_type", "action_regex",
+    "swe_agent_version",
 })
 """Keys whose string values are ids, enums, names or timestamps: kept as written."""
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
@@ -82,6 +83,8 @@ class Redactor:
     """Draft key → the original text it stands for (this file's)."""
     fenced: re.Pattern[str] | None = None
     """mini-swe-agent: the action block of an assistant message (the default fence only)."""
+    swe_tools: frozenset[str] | None = None
+    """SWE-agent: the tool names its history calls (an ``action`` naming one keeps the name)."""
     containers: list[str] = field(default_factory=list)
     """Texts of this file that may contain another leaf (Codex legacy ``instructions`` are
     skipped when a user message holds them): such a leaf gets its container's marker."""
@@ -176,6 +179,15 @@ class Redactor:
             return self.path_hash(value) if value else value
         if key in COMMAND_KEYS:
             return value if value in _EDITOR_COMMANDS else self._command(value)
+        if key == "action" and self.swe_tools is not None:
+            return self._swe_action(value, self.swe_tools)
+        if key == "replay_config" and value.lstrip().startswith("{"):
+            try:
+                config = json.loads(value)
+            except ValueError:
+                config = None
+            if isinstance(config, dict):
+                return json.dumps(self._walk(config, ""), ensure_ascii=False)
         if key == "instructions" and (needle := value.strip()):
             inside = next((c for c in self.containers if needle in c), None)
             if inside is not None:
@@ -202,7 +214,27 @@ class Redactor:
         op, path = classify_shell(command)
         verb = _VERB.get(op, "run")
         target = f" {self.path_hash(path)}" if path else ""
-        return f"echo {self.text(command)}; {verb}{target}"
+        if self.swe_tools is not None:  # the step's action and its history call must match
+            scope, self._scope = self._scope, ""
+            marker, self._scope = self.text(command), scope
+        else:
+            marker = self.text(command)
+        return f"echo {marker}; {verb}{target}"
+
+    def _swe_action(self, action: str, tools: frozenset[str]) -> str:
+        """A SWE-agent step's action: an editor call keeps its sub-command and hashed path, a
+        call of a named tool keeps the name (the history call it matches holds the rest), any
+        other command becomes a stand-in naming the same operation."""
+        words = action.split()
+        if not words:
+            return action
+        if words[0] == "str_replace_editor" and len(words) >= 3 \
+                and words[1] in _EDITOR_COMMANDS:
+            return f'{words[0]} {words[1]} {self.path_hash(words[2])} --ctxreplay ' \
+                   f'"{self.text(action)}"'
+        if words[0] in tools and words[0] != "bash":
+            return f"{words[0]} {self.text(action)}"
+        return self._command(action)
 
     def _with_actions(self, text: str, fenced: re.Pattern[str]) -> str:
         """A mini-swe-agent answer: its thought as a marker, then as many action blocks as it

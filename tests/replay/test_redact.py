@@ -1,8 +1,8 @@
 """``replay redact``: the archive re-ingests and replays like the original, holds no secret,
 hashes paths stably, and stays inside ``--out``.
 
-The replay comparison runs every preset over ``logs/`` and the Claude Code, Codex and
-mini-swe-agent samples,
+The replay comparison runs every preset over ``logs/`` and the Claude Code, Codex,
+mini-swe-agent and SWE-agent samples,
 both sides through the normal API (``open_corpus`` + ``run``).  A preset with no content
 dependence (``replay.redact.fidelity``) must give every summary figure equal; a preset with one
 must give equal request counts, and equal figures for every run where it created no text
@@ -54,12 +54,12 @@ def test_exact_marker_declares_the_blocks_figures() -> None:
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> tuple[Path, Path]:
-    """(the originals, their redacted copy): ``logs/`` and the Claude Code, Codex and
-    mini-swe-agent samples."""
+    """(the originals, their redacted copy): ``logs/`` and the Claude Code, Codex,
+    mini-swe-agent and SWE-agent samples."""
     root = tmp_path_factory.mktemp("redact")
     originals = root / "originals"
     shutil.copytree(REPO / "logs", originals / "logs")
-    for name in ("claude-code", "codex", "mini-swe-agent"):
+    for name in ("claude-code", "codex", "mini-swe-agent", "swe-agent"):
         shutil.copytree(samples / name, originals / name)
     report = redact([originals], root / "redacted")
     assert report.ok, [str(i) for i in report.issues]
