@@ -12,8 +12,9 @@ differs is an issue naming the file and the column.  A file where the secret che
 
 Claude Code and Codex (one record a line), mini-swe-agent (one document; its action blocks
 keep their fence around a stand-in command) and SWE-agent (one document; a step's action keeps
-its tool name, or becomes a stand-in command, so it still matches its history call) are
-supported (``SUPPORTED``); another format is an issue for that file, which is not written.
+its tool name, or becomes a stand-in command, so it still matches its history call) and
+OpenHands (one document; its event kinds kept) are supported (``SUPPORTED``); another format
+is an issue for that file, which is not written.
 
 Not here: which leaves are redacted (``replay.redact.leaves``).
 """
@@ -46,10 +47,13 @@ from replay.store import atomic_write_bytes, make_output_dir
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex")
 """Formats ``redact`` writes one record a line."""
-WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent")
+WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent", "openhands")
 """Formats ``redact`` writes as one JSON document."""
 SUPPORTED: tuple[str, ...] = (*JSON_LINES, *WHOLE_FILE)
 _FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
+_OPENHANDS_KEEP = frozenset({"action", "observation", "function_name", "tool_call_id",
+                             "response_id"})
+"""OpenHands event kinds and the ids that pair calls, results and responses."""
 
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 _COMPARED = {
@@ -174,6 +178,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                           "rewritten)", fmt)
         redactor.containers, redactor.fenced = [], _FENCE if fmt == "mini_swe_agent" else None
         redactor.swe_tools = _tool_names(document) if fmt == "swe_agent" else None
+        redactor.keep = _OPENHANDS_KEEP if fmt == "openhands" else frozenset()
         lines = [json.dumps(redactor.record(document), ensure_ascii=False, indent=1)]
     else:
         records: list[Any] = []
@@ -185,6 +190,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                               "written", fmt, no)
         redactor.containers = _user_texts(records) if fmt == "codex" else []
         redactor.fenced = redactor.swe_tools = None
+        redactor.keep = frozenset()
         lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
                                                    separators=(",", ":")) for rec in records]
     draft_texts = _texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))

@@ -85,6 +85,9 @@ class Redactor:
     """mini-swe-agent: the action block of an assistant message (the default fence only)."""
     swe_tools: frozenset[str] | None = None
     """SWE-agent: the tool names its history calls (an ``action`` naming one keeps the name)."""
+    keep: frozenset[str] = frozenset()
+    """Keys whose values this file's format uses as enums, besides ``KEEP_KEYS`` (OpenHands'
+    ``action`` / ``observation`` kinds)."""
     containers: list[str] = field(default_factory=list)
     """Texts of this file that may contain another leaf (Codex legacy ``instructions`` are
     skipped when a user message holds them): such a leaf gets its container's marker."""
@@ -173,7 +176,7 @@ class Redactor:
     def _string(self, value: str, key: str) -> str:
         if key in _TIME_KEYS and self.shift_days and _DATE.match(value):
             return self.shift(value)
-        if key in KEEP_KEYS and not self._scope:  # inside a tool input a "name" may be anything
+        if (key in KEEP_KEYS or key in self.keep) and not self._scope:  # inside a tool input a "name" may be anything
             return value
         if key in PATH_KEYS:
             return self.path_hash(value) if value else value

@@ -1,8 +1,8 @@
 """``replay redact``: the archive re-ingests and replays like the original, holds no secret,
 hashes paths stably, and stays inside ``--out``.
 
-The replay comparison runs every preset over ``logs/`` and the Claude Code, Codex,
-mini-swe-agent and SWE-agent samples,
+The replay comparison runs every preset over ``logs/`` and every sample (Claude Code, Codex,
+mini-swe-agent, SWE-agent, OpenHands),
 both sides through the normal API (``open_corpus`` + ``run``).  A preset with no content
 dependence (``replay.redact.fidelity``) must give every summary figure equal; a preset with one
 must give equal request counts, and equal figures for every run where it created no text
@@ -54,12 +54,12 @@ def test_exact_marker_declares_the_blocks_figures() -> None:
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> tuple[Path, Path]:
-    """(the originals, their redacted copy): ``logs/`` and the Claude Code, Codex,
-    mini-swe-agent and SWE-agent samples."""
+    """(the originals, their redacted copy): ``logs/`` and every sample (Claude Code, Codex,
+    mini-swe-agent, SWE-agent, OpenHands)."""
     root = tmp_path_factory.mktemp("redact")
     originals = root / "originals"
     shutil.copytree(REPO / "logs", originals / "logs")
-    for name in ("claude-code", "codex", "mini-swe-agent", "swe-agent"):
+    for name in ("claude-code", "codex", "mini-swe-agent", "swe-agent", "openhands"):
         shutil.copytree(samples / name, originals / name)
     report = redact([originals], root / "redacted")
     assert report.ok, [str(i) for i in report.issues]
@@ -285,18 +285,17 @@ def test_timestamps_shift_by_whole_days(tmp_path: Path) -> None:
         [t[10:] for t in a.messages["ts"].to_pylist()]
 
 
-def test_cli_refuses_out_inside_an_input_and_unsupported_formats(tmp_path: Path,
-                                                                 samples: Path) -> None:
+def test_cli_refuses_out_inside_an_input_and_unsupported_formats(tmp_path: Path) -> None:
     src = tmp_path / "in"
     _write_jsonl(src / "session.jsonl", _claude_session())
     runner = CliRunner()
     inside = runner.invoke(app, ["redact", str(src), "--out", str(src / "shared"), "-q"])
     assert inside.exit_code == 2 and "apart from the inputs" in inside.output
     assert not (src / "shared").exists()
-    other = runner.invoke(app, ["redact", str(samples / "openhands" / "basic.json"), "--out",
-                                str(tmp_path / "o"), "-q"])
+    atif = REPO / "tests" / "fixtures" / "atif" / "terminus2-timeout.trajectory.json"
+    other = runner.invoke(app, ["redact", str(atif), "--out", str(tmp_path / "o"), "-q"])
     assert other.exit_code == 1
-    assert "openhands logs are not supported by redact yet" in other.output
+    assert "atif logs are not supported by redact yet" in other.output
     assert not list((tmp_path / "o").rglob("*.json"))
     done = runner.invoke(app, ["redact", str(src), "--out", str(tmp_path / "ok"), "-q"])
     assert done.exit_code == 0, done.output
