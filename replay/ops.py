@@ -49,7 +49,9 @@ _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_
               "absolute_path")
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _LINE_RANGE = re.compile(r"^\d+:\d+$")
-_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\n)\s*")
+_SPLIT = re.compile(r"&&|\|\||;|\n")
+"""Command separators (the parts are stripped: a \\s* around the separator made a split of a
+long run of blanks quadratic)."""
 
 
 def classify(tool: str, args: Any) -> OpPath:
@@ -98,8 +100,8 @@ def classify_shell(command: str) -> OpPath:
     """The operation and path of a shell command line (the first meaningful command counts)."""
     if "*** Begin Patch" in command and "apply_patch" in command:  # apply_patch <<'PATCH' heredoc
         return _classify_patch(command)
-    for part in _SPLIT.split(command.strip()):
-        words = _words(part)
+    for part in _SPLIT.split(command):
+        words = _words(part.strip())
         i = 0
         while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
                                   and not words[i].startswith("-")):
