@@ -69,7 +69,8 @@ NAME = "atif"
 _MARK = re.compile(rb'"schema_version"\s*:\s*"ATIF-v\d')
 _STEPS = re.compile(rb'"steps"\s*:\s*\[\s*\{')
 _STEP_SOURCE = re.compile(rb'"source"\s*:\s*"(?:agent|user|system)"')
-_COMPACTION = re.compile(r"summari[sz]|compact", re.IGNORECASE)
+COMPACTION_WORDS = re.compile(r"summari[sz]|compact", re.IGNORECASE)
+"""What a system step says when it is a compaction (its message or ``extra``)."""
 _REQUEST_KEYS = ("requestId", "request_id", "message_id")
 """Keys of ``step.extra`` naming the API response a step came from."""
 _MAX_DEPTH = 8
@@ -236,7 +237,7 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
 
 def _is_compaction(step: dict[str, Any], text: str) -> bool:
     extra = _obj(step.get("extra"))
-    return bool(_COMPACTION.search(text)) or "context_management" in extra
+    return bool(COMPACTION_WORDS.search(text)) or "context_management" in extra
 
 
 def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], ts: str, *,

@@ -10,11 +10,12 @@ and event reads as the original's (paths as their hashes, timestamps shifted).  
 differs is an issue naming the file and the column.  A file where the secret check
 (``replay.redact.secrets``) finds anything is not written.
 
-Claude Code and Codex (one record a line), mini-swe-agent (one document; its action blocks
-keep their fence around a stand-in command) and SWE-agent (one document; a step's action keeps
-its tool name, or becomes a stand-in command, so it still matches its history call) and
-OpenHands (one document; its event kinds kept) are supported (``SUPPORTED``); another format
-is an issue for that file, which is not written.
+Every format is supported (``SUPPORTED``), one record a line or one document as the file is:
+mini-swe-agent's action blocks keep their fence around a stand-in command, a SWE-agent step's
+action keeps its tool name (or becomes a stand-in command) so it still matches its history
+call, OpenHands' event kinds and ATIF's compaction words are kept.  An Inspect ``.eval`` (a
+zip) is refused, and so is any file whose redacted copy would not read as the same blocks
+(an issue for that file, which is not written).
 
 Not here: which leaves are redacted (``replay.redact.leaves``).
 """
@@ -37,6 +38,7 @@ from replay.errors import OutputError
 from replay.ingest import parse_file, tokenize
 from replay.input_files import Unreadable, read_input
 from replay.parsers import PARSERS, detect_format
+from replay.parsers.atif import COMPACTION_WORDS
 from replay.parsers.builder import Issue, Source
 from replay.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.redact.leaves import DRAFT, Redactor
@@ -45,11 +47,12 @@ from replay.redaction import ExactSizes, format_exact
 from replay.schema import SCHEMAS, TOKENIZERS
 from replay.store import atomic_write_bytes, make_output_dir
 
-JSON_LINES: tuple[str, ...] = ("claude_code", "codex")
+JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
 """Formats ``redact`` writes one record a line."""
-WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent", "openhands")
+WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent", "openhands", "atif",
+                                "gemini_cli", "inspect_ai", "opencode", "chat")
 """Formats ``redact`` writes as one JSON document."""
-SUPPORTED: tuple[str, ...] = (*JSON_LINES, *WHOLE_FILE)
+SUPPORTED: tuple[str, ...] = tuple(dict.fromkeys((*JSON_LINES, *WHOLE_FILE)))
 _FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
 _OPENHANDS_KEEP = frozenset({"action", "observation", "function_name", "tool_call_id",
                              "response_id"})
@@ -167,18 +170,22 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
     except Unreadable as why:
         return failed(str(why), fmt)
     redactor.texts.clear()
-    if fmt in WHOLE_FILE:
-        try:
-            document = json.loads(data)
-        except ValueError:
-            return failed("not JSON: a file redact cannot read is never copied; not written",
-                          fmt)
+    if data.startswith(b"PK"):
+        return failed("not redacted: a zip archive (Inspect .eval) is not supported by redact "
+                      "yet; export the log as JSON (inspect log convert --to json)", fmt)
+    whole = fmt in WHOLE_FILE and (fmt not in JSON_LINES or path.suffix != ".jsonl")
+    try:  # one JSON document, or JSON Lines (Gemini CLI and OpenCode have both)
+        document = json.loads(data) if whole else None
+    except ValueError:
+        document = None
+    if document is not None:
         if fmt == "mini_swe_agent" and b'"action_regex"' in data:
             return failed("not redacted: a custom action_regex (only the default fence is "
                           "rewritten)", fmt)
         redactor.containers, redactor.fenced = [], _FENCE if fmt == "mini_swe_agent" else None
         redactor.swe_tools = _tool_names(document) if fmt == "swe_agent" else None
         redactor.keep = _OPENHANDS_KEEP if fmt == "openhands" else frozenset()
+        redactor.flags = COMPACTION_WORDS if fmt == "atif" else None
         lines = [json.dumps(redactor.record(document), ensure_ascii=False, indent=1)]
     else:
         records: list[Any] = []
@@ -190,7 +197,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                               "written", fmt, no)
         redactor.containers = _user_texts(records) if fmt == "codex" else []
         redactor.fenced = redactor.swe_tools = None
-        redactor.keep = frozenset()
+        redactor.keep, redactor.flags = frozenset(), None
         lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
                                                    separators=(",", ":")) for rec in records]
     draft_texts = _texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))

@@ -39,7 +39,9 @@ KEEP_KEYS = frozenset({
     "record_type", "model_provider", "forked_from_id", "parent_thread_id", "turn_id",
     "hookEvent", "permissionMode", "source", "service_tier", "speed", "tool_name",
     "model_name", "mini_version", "trajectory_format", "interrupt_type", "action_regex",
-    "swe_agent_version",
+    "swe_agent_version", "tool_call_id", "function_name", "source_call_id", "trajectory_id",
+    "schema_version", "callID", "messageID", "modelID", "providerID", "tool", "mime", "event",
+    "function", "span_id", "parent_id", "kind", "inspect_ai", "task", "$rewindTo",
 })
 """Keys whose string values are ids, enums, names or timestamps: kept as written."""
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
@@ -48,12 +50,13 @@ PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file",
 COMMAND_KEYS = frozenset({"command", "cmd"})
 _JSON_TEXT_KEYS = frozenset({"arguments", "output"})
 _TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at"})
-_INPUT_KEYS = frozenset({"input", "arguments", "action"})
+_INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
 _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
                               "write", "append"})
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
-_NAME = re.compile(r"[A-Za-z_-][A-Za-z0-9_-]{0,63}")
-"""A key that is a name (kept; ``-n`` too, a grep flag); any other key is data."""
+_NAME = re.compile(r"[A-Za-z_$-][A-Za-z0-9_-]{0,63}")
+"""A key that is a name (kept; ``-n`` too, a grep flag, and ``$set``, a Gemini CLI update);
+any other key is data."""
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
@@ -85,6 +88,8 @@ class Redactor:
     """mini-swe-agent: the action block of an assistant message (the default fence only)."""
     swe_tools: frozenset[str] | None = None
     """SWE-agent: the tool names its history calls (an ``action`` naming one keeps the name)."""
+    flags: re.Pattern[str] | None = None
+    """Words a parser looks for in a text (ATIF's compaction notes): kept after its marker."""
     keep: frozenset[str] = frozenset()
     """Keys whose values this file's format uses as enums, besides ``KEEP_KEYS`` (OpenHands'
     ``action`` / ``observation`` kinds)."""
@@ -178,8 +183,8 @@ class Redactor:
             return self.shift(value)
         if (key in KEEP_KEYS or key in self.keep) and not self._scope:  # inside a tool input a "name" may be anything
             return value
-        if key in PATH_KEYS:
-            return self.path_hash(value) if value else value
+        if key in PATH_KEYS and (self._scope or key != "filename"):  # an attached file's name
+            return self.path_hash(value) if value else value  # is text the model sees
         if key in COMMAND_KEYS:
             return value if value in _EDITOR_COMMANDS else self._command(value)
         if key == "action" and self.swe_tools is not None:
@@ -208,6 +213,8 @@ class Redactor:
             # Claude Code's preview of an output saved to a file: its declared size is kept
             return (f"{PERSISTED_TAG}{self.text(value)}\nOutput too large ({persisted[0]})"
                     "</persisted-output>")
+        if self.flags and (m := self.flags.search(value)):
+            return f"{self.text(value)} ({m.group(0)})"
         return self.text(value)
 
     def _command(self, command: str) -> str:

@@ -292,10 +292,10 @@ def test_cli_refuses_out_inside_an_input_and_unsupported_formats(tmp_path: Path)
     inside = runner.invoke(app, ["redact", str(src), "--out", str(src / "shared"), "-q"])
     assert inside.exit_code == 2 and "apart from the inputs" in inside.output
     assert not (src / "shared").exists()
-    atif = REPO / "tests" / "fixtures" / "atif" / "terminus2-timeout.trajectory.json"
-    other = runner.invoke(app, ["redact", str(atif), "--out", str(tmp_path / "o"), "-q"])
+    zipped = REPO / "tests" / "fixtures" / "inspect_ai" / "log_message_deduplication.eval"
+    other = runner.invoke(app, ["redact", str(zipped), "--out", str(tmp_path / "o"), "-q"])
     assert other.exit_code == 1
-    assert "atif logs are not supported by redact yet" in other.output
+    assert "a zip archive (Inspect .eval) is not supported by redact yet" in other.output
     assert not list((tmp_path / "o").rglob("*.json"))
     done = runner.invoke(app, ["redact", str(src), "--out", str(tmp_path / "ok"), "-q"])
     assert done.exit_code == 0, done.output
@@ -313,3 +313,34 @@ def test_the_parser_fixtures_redact_with_every_event_kept(tmp_path: Path) -> Non
     assert a.tables is not None and b.tables is not None
     assert "persisted_output" in a.tables.events["kind"].to_pylist()
     assert b.tables.events.drop(["run_id"]).equals(a.tables.events.drop(["run_id"]))
+
+
+def test_the_other_formats_fixtures_redact_or_are_refused_with_a_reason(tmp_path: Path) -> None:
+    """ATIF, Gemini CLI (JSON and JSON Lines), Inspect (JSON), OpenCode (export and events) and
+    plain chat lists: written and read back as the originals (the redact check), except an
+    Inspect .eval (a zip) and the Inspect log whose compaction re-sends messages the parser
+    recognises by their text (redacted, they read as other messages): refused, not written."""
+    fixtures = REPO / "tests" / "fixtures"
+    chat = tmp_path / "chat" / "dump.json"
+    chat.parent.mkdir()
+    chat.write_text(json.dumps({"model": "gpt-4o", "messages": [
+        {"role": "system", "content": f"You help {_MAIL}"},
+        {"role": "user", "content": "read /home/alice/app.py"},
+        {"role": "assistant", "content": None, "usage": {"prompt_tokens": 100},
+         "tool_calls": [{"id": "c1", "type": "function", "function": {
+             "name": "read_file", "arguments": json.dumps({"path": "/home/alice/app.py"})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": f"KEY={_AKIA}"},
+        {"role": "assistant", "content": "done", "usage": {"prompt_tokens": 150}}]}))
+    inputs = [fixtures / f for f in ("atif", "gemini_cli", "inspect_ai", "opencode")]
+    report = redact([*inputs, chat.parent], tmp_path / "out")
+    refused = {f.source: [i.reason for i in f.issues] for f in report.files if not f.written}
+    assert sorted(refused) == sorted([
+        "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval",
+        "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval",
+        "log_message_deduplication.eval", "hand-made-compaction.json"])
+    assert "the redacted copy reads as" in refused["hand-made-compaction.json"][0]
+    written = [f for f in report.files if f.written]
+    assert {f.format for f in written} == {"atif", "gemini_cli", "inspect_ai", "opencode", "chat"}
+    assert not [i for f in written for i in f.issues]
+    for f, _ in discover([tmp_path / "out"]):
+        assert scan(f.read_bytes()) == [], f
