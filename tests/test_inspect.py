@@ -100,7 +100,7 @@ def test_replay_run_says_which_runs_it_did_not_replay(tmp_path: Path) -> None:
                                  str(tmp_path / "out"), "-q"])
     assert result.exit_code == 0, result.output
     assert "1 run(s) with no recorded request not replayed" in result.output
-    assert "(only-user.jsonl)" in result.output
+    assert "not replayed: only-user.jsonl — hello" in result.output  # by its label
 
 
 def test_inspect_lists_the_context_events_with_their_recorded_facts() -> None:
