@@ -33,10 +33,9 @@ from replay.parsers import (
     PARSERS_VERSION,
     Detection,
     check_format,
-    detect,
-    detect_format,
 )
 from replay.parsers.builder import Issue, RunDraft, Source
+from replay.parsers.head import SNIFF_BYTES, detect_file
 from replay.redaction import declared, exact, tokens_for
 from replay.schema import SCHEMAS
 from replay.tokens import count_one, count_tokens, encoding
@@ -44,9 +43,7 @@ from replay.workers import init_worker
 
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
-_SNIFF_BYTES = 65536
 _BOM = b"\xef\xbb\xbf"
-"""How much of a file format detection sees."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,20 +106,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:
-        if fmt:
-            found = Detection(fmt, "forced with --format")
-        elif explain:
-            found = detect(path.name, data[:_SNIFF_BYTES])
-        else:
-            found = Detection(detect_format(path.name, data[:_SNIFF_BYTES]), "")
-            if found.format is None:
-                found = detect(path.name, data[:_SNIFF_BYTES])
-        if found.format is None and (cut := _records_cut(data)) is not None:
-            again = detect(path.name, cut)  # JSON Lines whose first records fill the head
-            if again.format is not None:
-                found = Detection(again.format, f"{again.reason} (each record's first "
-                                                 f"{_CUT_BYTES // 1024} KiB; long records "
-                                                 "fill the first 64 KiB)")
+        found = Detection(fmt, "forced with --format") if fmt else \
+            detect_file(path.name, data, explain=explain)
     except RecursionError:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 1, "JSON nested too deeply to detect the format; try --format"),))
@@ -157,34 +142,14 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
 
 
-_CUT_BYTES = 4096
-"""How much of each line the second detection pass sees (``_records_cut``)."""
-
-
-def _records_cut(data: bytes) -> bytes | None:
-    """The first 64 KiB of a JSON Lines file made of each line's first ``_CUT_BYTES`` (from its
-    first 4 MiB), so records longer than the head (a big snapshot or paste first) do not hide
-    the ones after them; None when the file has no line past the plain head."""
-    if data.find(b"\n", 0, _SNIFF_BYTES) not in (-1, len(data) - 1) and \
-            data.count(b"\n", 0, 4 * _SNIFF_BYTES) > 16:
-        return None  # the plain head already held many records
-    out, size = [], 0
-    for line in data[:64 * _SNIFF_BYTES].split(b"\n"):
-        out.append(line[:_CUT_BYTES])
-        size += len(out[-1]) + 1
-        if size >= _SNIFF_BYTES:
-            break
-    return b"\n".join(out)[:_SNIFF_BYTES] if len(out) > 1 else None
-
-
 def _unrecognised(path: str, data: bytes, found: Detection) -> Issue:
     """Why no parser recognised a file, as precisely as can be told, and which formats came
     closest."""
     if b"\x00" in data[:4096]:
         return Issue(path, 0, "binary file; try --format")
-    first = data[:4 * _SNIFF_BYTES].lstrip()[:_SNIFF_BYTES + 1].split(b"\n", 1)[0]
-    if len(first) > _SNIFF_BYTES:
-        return Issue(path, 1, f"unknown format: the first line is over {_SNIFF_BYTES:,} bytes, "
+    first = data[:4 * SNIFF_BYTES].lstrip()[:SNIFF_BYTES + 1].split(b"\n", 1)[0]
+    if len(first) > SNIFF_BYTES:
+        return Issue(path, 1, f"unknown format: the first line is over {SNIFF_BYTES:,} bytes, "
                               f"too long to recognise; try --format")
     try:
         json.loads(first)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -103,3 +104,60 @@ def test_messages_after_records_longer_than_the_head_are_found(tmp_path: Path) -
     parsed = parse_file(path)
     assert parsed.format == "claude_code" and parsed.tables is not None
     assert detect_format(path.name, path.read_bytes()[:65536]) is None  # the plain head alone
+
+
+_FIXTURES = Path(__file__).parents[1] / "fixtures"
+_WHOLE = {"openhands": "openhands/basic.json",
+          "swe_agent": "swe-agent/lm_32b__sympy__sympy-21930.traj",
+          "mini_swe_agent": "mini-swe-agent/django__django-11095.traj.json",
+          "atif": "atif/terminus2-linear-history.trajectory.json",
+          "opencode": "opencode/cart-discount.export.json",
+          "inspect_ai": "inspect_ai/2025-05-12T20-27-36-04-00_browser.json",
+          "claude_code": "claude-code/tool_heavy.jsonl"}
+
+
+def _lengthen_first_strings(node: object, n: list[int]) -> None:
+    """Make the first ``n[0]`` strings of more than 20 characters 100 KB longer (depth first)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) \
+        if isinstance(node, list) else ()
+    for key, value in list(items):
+        if n[0] <= 0:
+            return
+        if isinstance(value, str) and len(value) > 20:
+            node[key] = value + " é\\\"x" * 20_000  # type: ignore[index]
+            n[0] -= 1
+        else:
+            _lengthen_first_strings(value, n)
+
+
+@pytest.mark.parametrize("fmt", sorted(_WHOLE))
+def test_a_head_filled_by_long_strings_is_still_recognised(tmp_path: Path, fmt: str) -> None:
+    """A trajectory whose first strings (a system prompt, a first observation) fill the first
+    64 KiB is recognised from the file with its strings shortened, says so, and parses to as
+    many requests and tool calls as the original (the format is the sample's folder)."""
+    from tests.conftest import SAMPLES
+
+    rel = _WHOLE[fmt]
+    source = SAMPLES / rel if (SAMPLES / rel).exists() else _FIXTURES / rel
+    text = source.read_text(encoding="utf-8")
+    if source.suffix == ".jsonl":
+        recs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        _lengthen_first_strings(recs, [3])
+        long_text = "".join(json.dumps(r) + "\n" for r in recs)
+    else:
+        doc = json.loads(text)
+        _lengthen_first_strings(doc, [3])
+        long_text = json.dumps(doc)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / source.name).write_text(text, encoding="utf-8")
+    (tmp_path / "b" / source.name).write_text(long_text, encoding="utf-8")
+    before = parse_file(tmp_path / "a" / source.name, tmp_path / "a")
+    after = parse_file(tmp_path / "b" / source.name, tmp_path / "b", explain=True)
+    assert after.format == fmt, after.issues
+    assert after.tables is not None and before.tables is not None
+    if detect(source.name, long_text.encode()[:65536]).format is None:  # the head alone: none
+        assert "long strings fill the first 64 KiB" in after.detection or \
+            "long records fill the first 64 KiB" in after.detection, after.detection
+    for col in ("n_requests", "n_tool_calls"):
+        assert after.tables.runs.column(col).to_pylist() == before.tables.runs.column(col).to_pylist()
