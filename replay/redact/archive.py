@@ -169,7 +169,6 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         data = read_input(path).removeprefix(b"\xef\xbb\xbf")
     except Unreadable as why:
         return failed(str(why), fmt)
-    redactor.texts.clear()
     if data.startswith(b"PK"):
         return failed("not redacted: a zip archive (Inspect .eval) is not supported by redact "
                       "yet; export the log as JSON (inspect log convert --to json)", fmt)

@@ -7,9 +7,11 @@ a file); a shell command becomes a stand-in that names the same operation on the
 (``echo <marker>; cat <hash>``), a patch keeps its ``*** Update File:`` lines with hashed
 paths; every other string is text and becomes a *draft* marker (``[REDACTED_CTXREPLAY
 id=…]``), which ``replay.redact.archive`` turns into the exact marker of the block that shows
-it.  Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such as
-the file paths a Claude Code file-history snapshot is keyed by, is hashed like a path); timestamps are shifted by whole days when
-asked.  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
+it.  Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such
+as the file paths a Claude Code file-history snapshot is keyed by, is hashed like a path);
+timestamps are shifted by whole days when asked.  Formats whose parser reads text for its
+structure get the little it needs kept (``Redactor`` fields, set per file by
+``replay.redact.archive``).  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
 written back as JSON.  A tool-input object left with no text gets one extra key,
 ``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
 
@@ -82,8 +84,6 @@ class Redactor:
     shift_days: int = 0
     paths: dict[str, str] = field(default_factory=dict)
     """Original path → hash, every one met (the same for the whole archive)."""
-    texts: dict[str, str] = field(default_factory=dict)
-    """Draft key → the original text it stands for (this file's)."""
     fenced: re.Pattern[str] | None = None
     """mini-swe-agent: the action block of an assistant message (the default fence only)."""
     swe_tools: frozenset[str] | None = None
@@ -119,7 +119,6 @@ class Redactor:
             return value
         key = hashlib.sha256((self._scope + "\0" + value).encode("utf-8", "surrogatepass")
                              ).hexdigest()[:16]
-        self.texts[key] = value
         self._found_text = True
         return draft(key)
 
