@@ -598,13 +598,10 @@ def test_single_50mb_line(tmp_path: Path) -> None:
 
     tracemalloc.start()
     try:
-        t = time.perf_counter()
         report = ingest([logs], tmp_path / "store", jobs=1)
-        seconds = time.perf_counter() - t
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert seconds < 10
     # memory: the file once and its lines once; not decoded, parsed or tokenised
     assert peak < 3 * len(big), peak
     _assert_issue(report, bad, 4, "line of", "bytes", "limit", "skipped")
@@ -619,9 +616,7 @@ def test_file_that_is_one_50mb_line(tmp_path: Path) -> None:
     rec = json.loads(_claude(1)[0])  # Claude Code's key order: the content comes late
     rec["message"]["content"] = "y" * 50_000_000
     logs, bad, _ = _batch(tmp_path, "a_bad.jsonl", [json.dumps(rec)])
-    t = time.perf_counter()
     report = ingest([logs], tmp_path / "store", jobs=1)
-    assert time.perf_counter() - t < 10
     assert report.failed == ["a_bad.jsonl"]
     assert next(str(i) for i in report.issues).startswith(f"{bad}:1: line of 50,000,")
     _assert_good_kept(tmp_path / "store", report)
