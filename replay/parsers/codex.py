@@ -39,7 +39,9 @@ The context, in order:
   against earlier items' ids; an unresolved reference is an issue) is not added to the stream
   (the run keeps the raw stream).  A remote compaction item (``compaction``,
   ``compaction_summary``) is a compaction whose summary is encrypted: an empty summary, and
-  coverage says so; the same item inside a ``compacted`` line is not a second compaction.
+  coverage says so; the same item inside a ``compacted`` line is not a second compaction
+  (paired once: a later compacted line whose history only retains an earlier compaction item is
+  a compaction of its own).
 
 Requests: one per assistant message, usage from ``token_count`` events with ``info`` (``info``
 null: skipped), deduplicated (late-2025+ builds write each twice with the same
@@ -140,7 +142,9 @@ class _Walk:
     """Line of a token_count with no run to attach to, reported unless a compaction follows."""
     by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     call_ids: set[str] = field(default_factory=set)
-    compaction_items: set[str] = field(default_factory=set)
+    standalone: set[str] = field(default_factory=set)  # counted items, unpaired
+    introduced: set[str] = field(default_factory=set)  # new in a counted compacted line, unpaired
+    in_history: set[str] = field(default_factory=set)  # in any compacted line's history
     nested: list[tuple[str, Any, str, bool]] = field(default_factory=list)
 
     @property
@@ -372,10 +376,14 @@ class _Walk:
         encrypted = {i["encrypted_content"] for i in history if i.get("type") in it.COMPACTIONS
                      and isinstance(i.get("encrypted_content"), str)}
         self.cov.skipped("compacted/replacement_history item", len(history))
-        if encrypted & self.compaction_items:  # the remote compaction item already counted
+        new, self.in_history = encrypted - self.in_history, self.in_history | encrypted
+        if encrypted & self.standalone:  # the remote compaction item already counted
+            self.standalone -= encrypted
             self.cov.skipped("compacted")
             return
-        self.compaction_items |= encrypted
+        # a later compacted line's history keeps earlier compaction items: only the ones it
+        # brings in pair it with a standalone item written after it
+        self.introduced |= new
         self.summary(it.opt_str(p, "message") or it.summary_of(history), ts)
         self.cov.modelled("compacted")
 
@@ -406,11 +414,12 @@ class _Walk:
 
     def remote_compaction(self, p: dict[str, Any], ts: str, name: str) -> None:
         enc = p.get("encrypted_content")
-        if isinstance(enc, str) and enc in self.compaction_items:
+        if isinstance(enc, str) and enc in self.introduced:
+            self.introduced.discard(enc)
             self.cov.skipped(name)  # also in a compacted line's history: one compaction
             return
         if isinstance(enc, str):
-            self.compaction_items.add(enc)
+            self.standalone.add(enc)
         self.summary(it.opt_str(p, "summary") if isinstance(p.get("summary"), str) else "", ts)
         self.cov.modelled(name)
         if enc:

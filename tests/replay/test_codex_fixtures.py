@@ -1,5 +1,5 @@
-"""Codex 0.146–0.148 rollouts (``tests/fixtures/codex``, hand-made to the documented shapes, see
-its SOURCES.md): every fixture's requests, tool calls, results, compactions and recorded usage
+"""Codex 0.146–0.148 rollouts (``tests/fixtures/codex``, hand-made to the documented shapes, and
+one third-party schema catalog written from real 0.146–0.149 rollouts, see its SOURCES.md): every fixture's requests, tool calls, results, compactions and recorded usage
 against counts made by a plain JSON walk here, not by the parser; what each new line and item
 type became (coverage); instructions, code-mode commands, compaction summaries, forks."""
 
@@ -18,7 +18,9 @@ from replay.parsers import codex, detect_format
 from replay.parsers.builder import Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
-FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl"))
+THIRD_PARTY = "agent-sessions-stage0-codex-0.146.jsonl"  # a schema catalog, see SOURCES.md
+FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl")
+               if p.name != THIRD_PARTY)
 OUTPUT_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call",
                 "web_search_call", "image_generation_call"}
 HOSTED = {"web_search_call", "image_generation_call"}
@@ -278,3 +280,75 @@ def test_spawned_subagent_links_its_parent_and_names_its_agent(tmp_path: Path) -
     sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
     assert run["parent_run_id"] == f"{sha[:16]}-0"
     assert run["agent"] == "/root/worker"
+
+
+def test_third_party_catalog_counts_match_raw() -> None:
+    """agent-sessions' Codex catalog (real record shapes of 0.146–0.149, values trimmed): calls,
+    results, requests and compactions against the plain walk; the one result whose call id was
+    trimmed away is reported, not dropped; every line and item type is counted, none unknown."""
+    path = FIXTURES / THIRD_PARTY
+    recs = _lines(path)
+    facts = _count(path)
+    assert recs[0]["payload"]["cli_version"] == "0.146.0"
+    assert detect_format(THIRD_PARTY, path.read_bytes()[:65536]) == "codex"
+    items = [r["payload"] for r in recs if r["type"] == "response_item"]
+    orphans, called = [], set()
+    for i in items:  # a result with no call before it in the file
+        called |= {i.get("call_id")} if i["type"] in OUTPUT_CALLS else set()
+        orphans += [i["call_id"]] if i["type"] in OUTPUTS and i["call_id"] not in called else []
+    assert len(orphans) == 1
+    data = path.read_bytes()
+    src = Source(path=str(path), rel=THIRD_PARTY, data=data, sha256=hashlib.sha256(data).hexdigest())
+    issues: list[Any] = []
+    codex.parse(src, issues)
+    assert [i.reason for i in issues] == [
+        f"tool result {o!r} has no earlier call (kept, orphaned)" for o in orphans]
+    parsed = parse_file(path, FIXTURES)
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    assert (run["n_requests"], run["n_tool_calls"], run["n_tool_results"]) == (
+        facts["requests"], facts["calls"], facts["results"])
+    # six compacted lines, no standalone remote compaction item: six compactions (each later
+    # history retains an earlier compaction item; the previous main counted 2)
+    assert sum(r["type"] == "compacted" for r in recs) == facts["compactions"] == 6
+    assert run["n_harness_compactions"] == facts["compactions"]
+    cov = src.coverage.by_type()
+    assert not any("unknown" in fates for fates in cov.values()), cov
+    names = Counter()
+    for r in recs:
+        sub = r["payload"].get("type") if r["type"] in ("response_item", "event_msg") else None
+        name = f"{r['type']}/{sub}" if sub else r["type"]
+        if sub == "item_completed":
+            name += f"/{r['payload']['item']['type']}"
+        names[name] += 1
+    assert {t: sum(cov[t].values()) for t in names} == dict(names)
+
+
+def test_compacted_line_retaining_an_earlier_compaction_item_is_a_compaction(
+        tmp_path: Path) -> None:
+    """A later compacted line whose replacement history keeps the first compaction's encrypted
+    item (as real 0.146+ histories do) is a second compaction, not a copy of the first."""
+    def line(kind: str, payload: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": "2026-09-01T00:00:00Z", "type": kind, "payload": payload})
+
+    def msg(role: str, text: str) -> dict[str, Any]:
+        part = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+    c1 = {"type": "compaction", "encrypted_content": "enc-1"}
+    lines = [line("session_meta", {"id": "s", "cli_version": "0.148.0"}),
+             line("response_item", msg("user", "one")),
+             line("response_item", msg("assistant", "a")),
+             line("compacted", {"message": "", "replacement_history": [msg("user", "one"), c1]}),
+             line("response_item", msg("user", "two")),
+             line("response_item", msg("assistant", "b")),
+             line("compacted", {"message": "second summary", "replacement_history": [
+                 msg("user", "one"), c1, msg("user", "two"), msg("assistant", "b")]}),
+             line("response_item", msg("assistant", "c"))]
+    path = tmp_path / "rollout-2026-09-01T00-00-00-x.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None
+    assert parsed.tables.runs["n_harness_compactions"][0].as_py() == 2
+    summaries = [m["text"] for m in parsed.tables.messages.to_pylist() if m["kind"] == "summary"]
+    assert summaries[-1] == "second summary" and len(summaries) == 2
