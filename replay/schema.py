@@ -48,7 +48,7 @@ class Run:
     """Run that spawned this one (subagents, compaction requests); '' for top-level runs."""
     agent: str
     """Agent / sidechain id inside the session ('' for the main agent)."""
-    title: str
+    title: str = ""
     """Session title as recorded, else the first user prompt, as one short line
     (``replay.run_label.short_title``); '' when the run has neither."""
     n_messages: int
