@@ -16,7 +16,9 @@ reasoning, cache{read, write}}``.  Emitted per step: an assistant message (reaso
 one ``tool_call`` per tool part), one request, then a ``tool`` message with the results as
 OpenCode sends them back (an error's text; "[Tool execution was interrupted]" for a call
 left pending or running).  An assistant message without step parts is one step using the
-message's own ``tokens``.  User parts: text (``ignored`` ones skipped), files other than
+message's own ``tokens``.  A ``patch`` / ``snapshot`` part written after a step's ``step-finish``
+belongs to that step (no call of its own).  Parts are read in id order (OpenCode's part ids
+ascend with time; a real export listed them out of order: counted in the coverage).  User parts: text (``ignored`` ones skipped), files other than
 text/directories (whose content OpenCode adds as text parts) as an image/file placeholder,
 ``subtask`` as the line OpenCode sends for it.
 
@@ -39,8 +41,8 @@ Coverage types: ``message/<role>``, ``message/assistant (summary)``, ``part/<typ
 
 Checked against: OpenCode's message-v2 schema and ``export`` command in anomalyco/opencode
 (formerly sst/opencode; 2026 sources: ``packages/opencode/src/session/message-v2.ts``,
-``src/cli/cmd/export.ts``) and its usage accounting; no public export was found, so the
-fixtures are hand-made to that schema.  Not handled: ``tail_start_id`` partial compactions
+``src/cli/cmd/export.ts``) and its usage accounting; fixtures hand-made to that schema, and
+two real exports of OpenCode 1.1.13 and 1.1.34 (tomjnsn/agentlogs, MIT).  Not handled: ``tail_start_id`` partial compactions
 (the kept tail is not repeated after the summary), the older file-per-part storage layout
 (export the session instead).
 """
@@ -190,6 +192,11 @@ def _harness(info: dict[str, Any]) -> str:
 def _message(b: RunBuilder, info: dict[str, Any], parts: Any, facts: _Facts) -> None:
     if not isinstance(parts, list):
         raise TypeError(f"parts is {type(parts).__name__}, not a list")
+    ids = [_obj(x).get("id") for x in parts]
+    if all(isinstance(i, str) and i.startswith("prt_") for i in ids) and ids != sorted(ids):
+        # part ids ascend with time; a real 1.1.34 export lists them out of that order
+        b.source.coverage.modelled("message/parts out of id order (read in id order)")
+        parts = sorted(parts, key=lambda x: x["id"])
     role = info.get("role")
     if role == "user":
         b.source.coverage.modelled("message/user")
@@ -271,6 +278,8 @@ def _assistant(b: RunBuilder, info: dict[str, Any], parts: list[Any], facts: _Fa
             b.source.coverage.modelled("part/step-finish")
             steps.append((current, p))
             current, open_step = [], False
+        elif t in _SKIPPED_PARTS and not open_step and steps:
+            b.source.coverage.skipped(f"part/{t}")  # written after its step's finish: no step
         else:
             current.append(p)
     stepped = any(_obj(p).get("type") in ("step-start", "step-finish") for p in parts)

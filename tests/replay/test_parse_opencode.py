@@ -1,5 +1,6 @@
-"""OpenCode parser: export and run-stream fixtures against a plain walk of their parts, the
-uncached-input normalisation, compaction, hostile input."""
+"""OpenCode parser: export and run-stream fixtures (hand-made, and two real exports of 1.1.13 and
+1.1.34) against a plain walk of their parts, the uncached-input normalisation, compaction, part
+order, hostile input."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def _independent(path: Path) -> dict[str, Any]:
 
 
 def test_fixtures_present() -> None:
-    assert len(NAMES) == 3
+    assert len(NAMES) == 5
     assert (FIXTURES / "SOURCES.md").is_file()
 
 
@@ -147,3 +148,47 @@ def test_sniff_is_specific_and_storage_files_are_explained() -> None:
     found = detect("prt_1.json", part)
     assert found.format is None
     assert any(name == "opencode" and "opencode export" in why for name, why in found.near)
+
+
+def test_real_export_is_read_in_part_id_order() -> None:
+    """A real 1.1.34 export lists parts out of id order (step-finish first, step-start last);
+    OpenCode's part ids ascend with time, so each step's calls are read in id order: one request
+    per step-start, each followed by exactly the tools of that step."""
+    path = FIXTURES / "agentlogs-all-tools.export.json"
+    doc = json.loads(path.read_text())
+    src = _source(path)
+    (draft,) = opencode.parse(src, [])
+    steps = []  # tools per step, from the parts sorted by id
+    shuffled = 0
+    for m in doc["messages"]:
+        ids = [x["id"] for x in m["parts"]]
+        shuffled += ids != sorted(ids)
+        if m["info"]["role"] != "assistant":
+            continue
+        for x in sorted(m["parts"], key=lambda x: x["id"]):
+            if x["type"] == "step-start":
+                steps.append([])
+            elif x["type"] == "tool":
+                steps[-1].append(x["tool"])
+    assert shuffled > 0
+    assert src.coverage.by_type()["message/parts out of id order (read in id order)"] == {
+        "modelled": shuffled}
+    msgs = draft.messages
+    got = []
+    for out in draft.requests["output_msg"]:
+        got.append([t for t, k, m in zip(msgs["tool"], msgs["kind"], msgs["msg"])
+                    if m == out and k == "tool_call"])
+    assert got == steps
+
+
+def test_patch_after_step_finish_is_no_call() -> None:
+    """A real 1.1.13 export writes a ``patch`` part after the step-finish of a step that edited
+    files: it belongs to that step, not to a usage-less extra call."""
+    path = FIXTURES / "agentlogs-crud.export.json"
+    doc = json.loads(path.read_text())
+    trailing = sum(m["parts"][-1]["type"] == "patch" for m in doc["messages"])
+    assert trailing == 3
+    src = _source(path)
+    (draft,) = opencode.parse(src, [])
+    assert None not in draft.requests["input_tokens"]
+    assert src.coverage.by_type()["part/patch"] == {"skipped": trailing}
