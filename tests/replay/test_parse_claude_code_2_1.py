@@ -56,7 +56,10 @@ def _facts(name: str) -> dict[str, Any]:
             u = msg["usage"]
             c["input"] += u["input_tokens"] + u.get("cache_read_input_tokens", 0) + \
                 u.get("cache_creation_input_tokens", 0)
-            c["calls"] += sum(b["type"] == "tool_use" for b in msg["content"])
+        if r["type"] == "assistant":  # real files write one record per content block
+            c["calls"] += sum(b["type"] == "tool_use" and b.get("id", r["uuid"]) not in seen_ids
+                              for b in msg["content"])
+            seen_ids |= {b.get("id", r["uuid"]) for b in msg["content"] if b["type"] == "tool_use"}
         elif r["type"] == "user" and isinstance(msg.get("content"), list):
             c["results"] += sum(b["type"] == "tool_result" for b in msg["content"])
         elif r.get("subtype") == "compact_boundary":
@@ -219,3 +222,29 @@ def test_a_persisted_output_preview_is_read_from_its_own_lines_only(
     assert parsed.tables is not None and not parsed.issues, parsed.issues
     events = [e for e in parsed.tables.events.to_pylist() if e["kind"] == "persisted_output"]
     assert [e["full_chars"] for e in events] == ([] if declared is None else [int(declared)])
+
+
+def test_real_2_1_39_compaction_window() -> None:
+    """A real 2.1.39 session from its auto compact_boundary on (spotter, see SOURCES.md): the
+    compaction's trigger and size are the boundary's compactMetadata, its summary is the
+    isCompactSummary record's text; the compaction's own call (agent-acompact-f46190.jsonl, same
+    session) is a request of that file and no second compaction."""
+    name = "spotter-8463c716-after-compaction-2.1.39.jsonl"
+    recs = _recs(name)
+    boundary = next(r for r in recs if r.get("subtype") == "compact_boundary")
+    summary = next(r for r in recs if r.get("isCompactSummary"))
+    assert boundary["version"] == "2.1.39" and summary["parentUuid"] == boundary["uuid"]
+    parsed = _parsed(name)
+    assert parsed.tables is not None and parsed.issues == ()
+    [event] = parsed.tables.events.to_pylist()
+    meta = boundary["compactMetadata"]
+    assert (event["kind"], event["trigger"], event["pre_tokens"]) == (
+        "compaction", meta["trigger"], meta["preTokens"])
+    texts = {m["msg"]: m["text"] for m in parsed.tables.messages.to_pylist()}
+    content = summary["message"]["content"]
+    assert texts[event["summary_msg"]] == (content if isinstance(content, str) else
+                                           "".join(b["text"] for b in content))
+    call = _recs("agent-acompact-f46190.jsonl")
+    assert {r["sessionId"] for r in call} == {boundary["sessionId"]}
+    runs = _parsed("agent-acompact-f46190.jsonl").tables.runs.to_pylist()  # type: ignore[union-attr]
+    assert [(r["n_requests"], r["n_harness_compactions"]) for r in runs] == [(1, 0)]
