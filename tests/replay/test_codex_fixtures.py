@@ -115,7 +115,7 @@ def _parse(rel: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], S
 
 
 def test_fixture_list() -> None:
-    assert len(FILES) == 5
+    assert len(FILES) == 6
 
 
 @pytest.mark.parametrize("rel", FILES)

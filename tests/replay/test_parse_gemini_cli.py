@@ -64,7 +64,7 @@ def _independent(path: Path) -> dict[str, Any]:
 
 
 def test_fixtures_present() -> None:
-    assert len(NAMES) == 3
+    assert len(NAMES) == 4
     assert (FIXTURES / "SOURCES.md").is_file()
 
 
