@@ -17,30 +17,25 @@ per setting, over runs:
 expressions such as ``"overshoots_n == 0"``; the ``replay run`` summary names
 ``overshoots``, ``cached_share``, ``summaries``, ``trims``, ``requests`` work too, and
 swept paths are written in backticks) and orders them by an objective.
-``pareto_front`` keeps the settings no other setting beats on both of two metrics.
+``pareto_front`` keeps the settings no other setting beats on both of two metrics;
+``plot_pareto`` and ``plot_metric`` draw them on an axes.
 
-Not here: running the sweep (``analysis.sweep``).
+Not here: running the sweep (``analysis.sweep``), writing its figures (``analysis.sweep_plots``).
 """
 
 from __future__ import annotations
 
 import difflib
-import io
 import re
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS
-from analysis.metrics import METRIC_DIRECTIONS
 from replay.errors import ReplayInputError
-from replay.store import atomic_write_bytes
 
 ALIASES: dict[str, str] = {
     "overshoots": "overshoots_n",
@@ -61,7 +56,8 @@ PARETO_PAIRS: tuple[tuple[str, str, bool], ...] = (
     ("tokens_sent", "overshoots_n", True),
     ("tokens_sent", "cache_invalidation_cached_share", False),
 )
-"""The fronts ``write_plots`` draws: (x, y, whether lower y is better); lower x is better."""
+"""The fronts a sweep draws (``analysis.sweep_plots``): (x, y, whether lower y is better); lower
+x is better."""
 
 
 def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
@@ -246,93 +242,6 @@ def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[s
         labels = sorted(frame[param].astype(str).unique())
         ax.set_xticks(range(len(labels)), labels, rotation=30, fontsize="x-small")
     return ax
-
-
-def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *,
-                on_figure: Callable[[int, int], None] | None = None) -> list[Path]:
-    """Draw the Pareto fronts, and each main metric against each swept path, as PNGs.
-
-    The main metrics are those of ``METRIC_DIRECTIONS`` (every analysis's headline
-    numbers) that vary across the settings; the table holds all of them.  Drawn for
-    speed: fixed margins and title positions (no layout pass), a few ticks, the swept
-    path's ticks and name once per column, each metric's unit in its title, PNGs
-    compressed lightly.
-
-    Args:
-        table: a sweep table.
-        params: the swept paths.
-        out: the folder (``pareto_<y>_vs_<x>.png``, ``metrics_vs_<path>.png``).
-        on_figure: called with (figures drawn, figures in all): once with 0 before the
-            first, then after each (progress).
-
-    Returns:
-        The files written.
-    """
-    agg = aggregate(table, params)
-    metrics = [c for c in METRIC_DIRECTIONS if c in agg and agg[c].nunique(dropna=True) > 1]
-    total = len(PARETO_PAIRS) + (len(params) if metrics else 0)
-    tick = on_figure or (lambda _done, _total: None)
-    tick(0, total)
-    written = []
-    for x, y, minimise_y in PARETO_PAIRS:
-        fig, ax = plt.subplots(figsize=(6, 4.5))
-        plot_pareto(agg, x, y, minimise_y=minimise_y, ax=ax)
-        ax.set_title(ax.get_title(), fontsize="medium", y=1.0, pad=6)
-        fig.subplots_adjust(left=0.15, right=0.97, bottom=0.12, top=0.92)
-        written.append(_save(fig, out / f"pareto_{y}_vs_{x}.png"))
-        tick(len(written), total)
-    for param in params if metrics else ():
-        written.append(_save(_metrics_figure(agg, param, metrics, params),
-                             out / f"metrics_vs_{_slug(param)}.png"))
-        tick(len(written), total)
-    return written
-
-
-def _metrics_figure(agg: pd.DataFrame, param: str, metrics: list[str],
-                    params: Sequence[str]) -> Figure:
-    """Each metric against ``param``, one small panel each, five to a row."""
-    ncols = min(5, len(metrics))
-    nrows = -(-len(metrics) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.3 * nrows + 0.8),
-                             squeeze=False, sharex=True)
-    compact = FuncFormatter(_compact)
-    for ax, metric in zip(axes.flat, metrics):
-        plot_metric(agg, param, metric, params, ax=ax)
-        ax.set_title(_label(metric), fontsize="x-small", y=1.0, pad=3)
-        ax.set_xlabel("")
-        ax.set_ylabel("")
-        ax.locator_params(axis="y", nbins=4)
-        ax.yaxis.set_major_formatter(compact)
-        ax.tick_params(labelsize="x-small")
-    for ax in list(axes.flat)[len(metrics):]:
-        ax.axis("off")
-    for col in range(ncols):  # the swept path's ticks under the lowest panel of each column
-        lowest = max(r for r in range(nrows) if r * ncols + col < len(metrics))
-        axes[lowest, col].xaxis.set_tick_params(labelbottom=True)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="upper right", fontsize="small")
-    fig.suptitle(f"main metrics (over {int(agg['n_runs'].max())} runs) vs {param}")
-    fig.supxlabel(_short(param), fontsize="small")
-    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.35 / fig.get_figheight() + 0.03,
-                        top=1 - 0.8 / fig.get_figheight(), wspace=0.35, hspace=0.5)
-    return fig
-
-
-def _compact(v: float, _pos: object = None) -> str:
-    """A tick label without an offset or exponent above the axes: 1.2M, 35k, 0.25."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
-        if abs(v) >= scale:
-            return f"{v / (1e3 if suffix == 'k' else scale):.4g}{suffix}"
-    return f"{v:.4g}"
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=72, pil_kwargs={"compress_level": 1})
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-    return path
 
 
 def _normalise(expr: str) -> str:

@@ -22,7 +22,7 @@ metrics versions are reused: extending a grid computes only the new cells.
 
 The table: ``run_id``, ``source``, ``setting`` (the policy digest), one column per
 swept path, ``policy``, then the ``metrics()`` columns.  ``write_sweep`` writes it as
-Parquet and CSV with ``settings.json`` and the plots of ``analysis.pareto``.
+Parquet and CSV with ``settings.json`` and the plots of ``analysis.sweep_plots``.
 
 Not here: grids and designs (``analysis.grid``), choosing a setting (``analysis.pareto``).
 """
@@ -49,11 +49,11 @@ import pyarrow.parquet as pq
 import yaml
 from joblib.externals.loky import get_reusable_executor
 
-from analysis import pareto
 from analysis.fast_metrics import METRIC_COLUMNS, fast_metrics
 from analysis.grid import Setting
 from analysis.run_facts import RunFacts, run_facts
 from analysis.sweep_cache import read_cached, rows_frame, run_key, write_cached
+from analysis.sweep_plots import write_plots
 from replay.corpus import Corpus
 from replay.engine import replay
 from replay.errors import ReplayError, ReplayInputError
@@ -83,6 +83,9 @@ class SweepStats:
     """Rows taken from the cache."""
     n_units: int
     """Work units sent to the executor."""
+    n_workers: int = 1
+    """Local worker processes of the pool that replayed them (1: this process or Dask); the
+    pool stays up a while, so the plots are drawn in it (``write_sweep(jobs=n_workers)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +166,8 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
         for rid, rows in new[new["setting"].isin(keep)].groupby("run_id", sort=True):
             if rid in keys:
                 write_cached(cache_dir, str(rid), keys[str(rid)], rows)
-    stats = SweepStats(len(ids), len(settings), len(new), len(reused), len(units))
+    pool = min(workers, len(units)) if client is None and workers > 1 and len(units) > 1 else 1
+    stats = SweepStats(len(ids), len(settings), len(new), len(reused), len(units), pool)
     return SweepResult(_table(pd.concat([reused, new], ignore_index=True), settings, corpus),
                        tuple(settings), stats)
 
@@ -195,7 +199,7 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> pd.DataFrame:
 
 
 def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
-                chosen: str | None = None,
+                chosen: str | None = None, jobs: int = 1,
                 on_figure: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the table (Parquet and CSV), the settings and the plots under ``out``.
 
@@ -205,7 +209,9 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         plots: also draw each main metric against each swept path and the Pareto fronts.
         chosen: a setting id whose policy is written as ``chosen.yaml`` (usable with
             ``replay run --policy``).
-        on_figure: plots' progress, as for ``pareto.write_plots``.
+        jobs: worker processes drawing the plots (1: this process; 0: one per core);
+            ``result.stats.n_workers`` draws them in the pool the sweep used.
+        on_figure: plots' progress, as for ``sweep_plots.write_plots``.
 
     Returns:
         The files written.
@@ -226,7 +232,8 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         written.append(out / "chosen.yaml")
         atomic_write_bytes(written[-1], text.encode())
     if plots and len(result.table):
-        written += pareto.write_plots(result.table, result.params, out, on_figure=on_figure)
+        written += write_plots(result.table, result.params, out, jobs=jobs,
+                               on_figure=on_figure)
     return written
 
 

@@ -226,7 +226,7 @@ def sweep(
                                            "chosen.yaml), OUT/dataset/, OUT/sweep_cache/.")] =
         Path("out"),
     jobs: Annotated[int, typer.Option(help="Local worker processes (0: one per core; 1: this "
-                                           "process).")] = 0,
+                                           "process); they draw the plots too.")] = 0,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
                                                        "(tcp://HOST:PORT) to run on instead.")]
         = None,
@@ -278,7 +278,7 @@ def sweep(
         with _steps("sweep: drawing plots", quiet) as tick:
             files = write_sweep(result, out / "sweep", plots=plots,
                                 chosen=ranked["setting"].iloc[0] if len(ranked) else None,
-                                on_figure=tick)
+                                jobs=result.stats.n_workers, on_figure=tick)
     s = result.stats
     shown = [{"setting": r["setting"], **{p: r[p] for p in result.params},
               **{c: r[c] for c in dict.fromkeys((objective, *_SWEEP_SHOWN))}}

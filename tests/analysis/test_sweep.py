@@ -318,21 +318,34 @@ def test_pareto_front_keeps_the_undominated_settings() -> None:
 
 def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from analysis import pareto
+    from analysis import sweep_plots
 
     figures = []
-    monkeypatch.setattr(pareto, "_save", lambda fig, path: figures.append(fig) or path)
+    draw = sweep_plots._metrics_figure
+    monkeypatch.setattr(sweep_plots, "_metrics_figure",
+                        lambda *a: figures.append(draw(*a)) or figures[-1])
     table = _table().assign(tokens_sent=lambda t: t["tokens_sent"] * 100_000)
     calls: list[tuple[int, int]] = []
-    files = pareto.write_plots(table, ["frac"], tmp_path,
-                               on_figure=lambda done, total: calls.append((done, total)))
+    files = sweep_plots.write_plots(table, ["frac"], tmp_path,
+                                    on_figure=lambda done, total: calls.append((done, total)))
     assert calls == [(k, len(files)) for k in range(len(files) + 1)] and len(files) == 3
-    grid = figures[-1]
+    assert all(f.stat().st_size > 0 for f in files)
+    [grid] = figures
     panel = next(ax for ax in grid.axes if ax.get_title().startswith("tokens_sent"))
     grid.canvas.draw()
     assert panel.get_title() == "tokens_sent (tokens)"
     assert panel.yaxis.get_offset_text().get_text() == ""  # no "1e7" over the title
     assert all(t.get_text().endswith("M") for t in panel.get_yticklabels() if t.get_text())
+
+
+def test_sweep_plots_drawn_in_workers_are_the_same_files(tmp_path: Path) -> None:
+    from analysis.sweep_plots import write_plots
+
+    here = write_plots(_table(), ["frac"], tmp_path / "here", jobs=1)
+    there = write_plots(_table(), ["frac"], tmp_path / "there", jobs=2)
+    assert [p.name for p in here] == [p.name for p in there]
+    for a, b in zip(here, there):
+        assert a.read_bytes() == b.read_bytes(), a.name
 
 
 def test_write_sweep_writes_tables_settings_plots_and_the_chosen_policy(

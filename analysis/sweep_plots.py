@@ -1,0 +1,165 @@
+"""A sweep's figures: its Pareto fronts and each main metric against each swept path, as PNGs.
+
+``write_plots(table, params, out)`` draws ``pareto_<y>_vs_<x>.png`` for each pair of
+``analysis.pareto.PARETO_PAIRS`` and ``metrics_vs_<path>.png`` (one small panel per main
+metric) for each swept path.  The figures are independent, so with ``jobs`` above 1 they are
+drawn in worker processes (the loky pool a sweep used, still warm after it: ``jobs`` is then
+its size, so the pool is reused as it is; starting a pool only for the plots costs more than
+it saves on two cores) and written as they finish; the bytes do not depend on where a figure
+was drawn.
+
+Drawing is most of a small sweep's time, so the figures are made cheap to draw: fixed
+margins and title positions (no layout pass), x ticks only under the lowest panel of each
+column (the others share its range), four y ticks with compact labels (``60M``, ``172k``:
+no ``1e7`` offset over the title), each metric's unit in its panel title instead of a
+rotated y label, PNGs compressed lightly.
+
+Not here: aggregating and choosing (``analysis.pareto``), running the sweep
+(``analysis.sweep``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import as_completed
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from analysis.metrics import METRIC_DIRECTIONS
+from analysis.pareto import (
+    PARETO_PAIRS,
+    _label,
+    _numeric,
+    _short,
+    _slug,
+    aggregate,
+    plot_metric,
+    plot_pareto,
+)
+from replay.store import atomic_write_bytes
+from replay.workers import init_worker
+
+Spec = tuple[str, tuple[str, ...]]
+"""One figure: ``("pareto", (x, y, "min"|"max"))`` or ``("metrics", (path,))``."""
+
+
+def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *, jobs: int = 1,
+                on_figure: Callable[[int, int], None] | None = None) -> list[Path]:
+    """Draw the Pareto fronts, and each main metric against each swept path, as PNGs.
+
+    The main metrics are those of ``METRIC_DIRECTIONS`` (every analysis's headline
+    numbers) that vary across the settings; the table holds all of them.
+
+    Args:
+        table: a sweep table.
+        params: the swept paths.
+        out: the folder (``pareto_<y>_vs_<x>.png``, ``metrics_vs_<path>.png``).
+        jobs: worker processes drawing figures (1: this process; 0: one per core); pass a
+            sweep's ``stats.n_workers`` to draw in its pool.
+        on_figure: called with (figures drawn, figures in all): once with 0 before the
+            first, then after each (progress).
+
+    Returns:
+        The files written, in the order above.
+    """
+    agg = aggregate(table, params)
+    metrics = tuple(c for c in METRIC_DIRECTIONS if c in agg and agg[c].nunique(dropna=True) > 1)
+    specs: list[tuple[Path, Spec]] = [
+        (out / f"pareto_{y}_vs_{x}.png", ("pareto", (x, y, "min" if low else "max")))
+        for x, y, low in PARETO_PAIRS]
+    specs += [(out / f"metrics_vs_{_slug(p)}.png", ("metrics", (p,)))
+              for p in (params if metrics else ())]
+    tick = on_figure or (lambda _done, _total: None)
+    tick(0, len(specs))
+    workers = jobs if jobs > 0 else (os.cpu_count() or 1)  # as many as a sweep's pool: reused
+    done = 0
+    if workers <= 1 or len(specs) <= 1:
+        for path, spec in specs:
+            atomic_write_bytes(path, figure_png(agg, metrics, tuple(params), spec))
+            done += 1
+            tick(done, len(specs))
+        return [p for p, _ in specs]
+    from joblib.externals.loky import get_reusable_executor
+
+    pool = get_reusable_executor(max_workers=workers, initializer=init_worker,
+                                 initargs=(os.getpid(),))
+    futures = {pool.submit(figure_png, agg, metrics, tuple(params), spec): path
+               for path, spec in specs}
+    try:
+        for fut in as_completed(futures):
+            atomic_write_bytes(futures[fut], fut.result())
+            done += 1
+            tick(done, len(specs))
+    finally:
+        for fut in futures:
+            fut.cancel()
+    return [p for p, _ in specs]
+
+
+def figure_png(agg: pd.DataFrame, metrics: tuple[str, ...], params: tuple[str, ...],
+               spec: Spec) -> bytes:
+    """One figure of ``write_plots`` as PNG bytes (the work a worker does; pure)."""
+    kind, args = spec
+    if kind == "pareto":
+        x, y, direction = args
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        plot_pareto(agg, x, y, minimise_y=direction == "min", ax=ax)
+        ax.set_title(ax.get_title(), fontsize="medium", y=1.0, pad=6)
+        fig.subplots_adjust(left=0.15, right=0.97, bottom=0.12, top=0.92)
+    else:
+        fig = _metrics_figure(agg, args[0], metrics, params)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=72, pil_kwargs={"compress_level": 1})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _metrics_figure(agg: pd.DataFrame, param: str, metrics: Sequence[str],
+                    params: Sequence[str]) -> Figure:
+    """Each metric against ``param``, one small panel each, five to a row."""
+    ncols = min(5, len(metrics))
+    nrows = -(-len(metrics) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.3 * nrows + 0.8),
+                             squeeze=False)
+    x = _numeric(agg[param])
+    pad = 0.05 * (x.max() - x.min()) or 0.5
+    lowest = {c: max(r for r in range(nrows) if r * ncols + c < len(metrics))
+              for c in range(ncols)}
+    compact = FuncFormatter(_compact)
+    for i, (ax, metric) in enumerate(zip(axes.flat, metrics)):
+        plot_metric(agg, param, metric, params, ax=ax)
+        ax.set_title(_label(metric), fontsize="x-small", y=1.0, pad=3)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ax.set_xlim(x.min() - pad, x.max() + pad)
+        if i // ncols != lowest[i % ncols]:
+            ax.set_xticks([])  # the panel below shows the same ticks (drawing ticks costs most)
+        elif pd.api.types.is_numeric_dtype(agg[param]):
+            ax.locator_params(axis="x", nbins=4)
+        ax.locator_params(axis="y", nbins=4)
+        ax.yaxis.set_major_formatter(compact)
+        ax.tick_params(labelsize="x-small")
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper right", fontsize="small")
+    fig.suptitle(f"main metrics (over {int(agg['n_runs'].max())} runs) vs {param}")
+    fig.supxlabel(_short(param), fontsize="small")
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.35 / fig.get_figheight() + 0.03,
+                        top=1 - 0.8 / fig.get_figheight(), wspace=0.35, hspace=0.5)
+    return fig
+
+
+def _compact(v: float, _pos: object = None) -> str:
+    """A tick label without an offset or exponent above the axes: 1.2M, 35k, 0.25."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(v) >= scale:
+            return f"{v / (1e3 if suffix == 'k' else scale):.4g}{suffix}"
+    return f"{v:.4g}"
