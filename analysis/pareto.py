@@ -221,8 +221,9 @@ def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[s
         The axes drawn on.
     """
     ax = ax if ax is not None else plt.subplots(figsize=(5, 3.5))[1]
-    f = frame.assign(_x=_numeric(frame[param]))
     others = [p for p in params if p != param]
+    # only the columns drawn: grouping a sweep's ~80 metric columns per panel was slow
+    f = frame[list(dict.fromkeys([param, metric, *others]))].assign(_x=_numeric(frame[param]))
     if f["_x"].nunique() > 20:
         ax.scatter(f["_x"], f[metric], s=8)
     elif len(others) == 1 and f[others[0]].nunique() <= 6:
