@@ -1,3 +1,22 @@
-from replay.cli import main
+"""The ``replay`` command's entry point (the console script and ``python -m replay``).
 
-main()
+Process-wide effects happen here and only here, before anything loads pyarrow: the system
+allocator as Arrow's default pool (``replay.memory``; ``ARROW_DEFAULT_MEMORY_POOL`` set by the
+user wins).  Importing ``replay`` or ``replay.cli`` as a library changes nothing in the process.
+"""
+
+from __future__ import annotations
+
+
+def main() -> None:
+    """Choose Arrow's allocator, then run the command line."""
+    from replay.memory import use_system_allocator
+
+    use_system_allocator()
+    from replay.cli import app
+
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -20,10 +20,6 @@ registers the commands on it, in the order ``replay --help`` lists them:
 
 from __future__ import annotations
 
-from replay.memory import use_system_allocator
-
-use_system_allocator()  # before pyarrow loads: see replay.memory (ARROW_DEFAULT_MEMORY_POOL wins)
-
 import typer
 
 from replay.cli.analysis_commands import check, diff, report, sweep
@@ -74,5 +70,6 @@ for _command in (ingest, runs, inspect, policies, providers, run, calibrate, syn
 
 
 def main() -> None:
-    """Entry point for ``python -m replay``."""
+    """Run the ``replay`` app (``replay.__main__.main`` is the command's entry point: it makes
+    the process-wide choices first)."""
     app()

@@ -31,10 +31,15 @@ def test_lazy_rows_encode_exactly_like_the_dicts(rows: list[dict[str, object]]) 
     assert len(LazyRows(table)) == len(rows) and bool(LazyRows(table)) == bool(rows)
 
 
-def _pool(env: dict[str, str]) -> str:
-    code = "import replay.cli, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+def _pool(env: dict[str, str], entry: bool = True) -> str:
+    """Arrow's default pool in a process that ran the ``replay`` entry point (``replay
+    policies``), or (``entry=False``) only imported ``replay.cli`` as a library."""
+    run = ("import sys; sys.argv = ['replay', 'policies', '--json']\n"
+           "import replay.__main__ as m\ntry:\n    m.main()\nexcept SystemExit:\n    pass\n")
+    code = (run if entry else "import replay.cli\n") + \
+        "import pyarrow as pa, sys; print(pa.default_memory_pool().backend_name, file=sys.stderr)"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env=env).stdout.strip()
+                          check=True, env=env).stderr.strip().splitlines()[-1]
 
 
 def test_the_command_uses_the_system_allocator_unless_told_otherwise() -> None:
@@ -42,6 +47,18 @@ def test_the_command_uses_the_system_allocator_unless_told_otherwise() -> None:
     assert _pool(env) == "system"
     chosen = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else "mimalloc"
     assert _pool({**env, "ARROW_DEFAULT_MEMORY_POOL": chosen}) == chosen
+
+
+def test_importing_the_cli_as_a_library_changes_nothing_in_the_process() -> None:
+    """#14: process-wide effects only in the command's entry point, not on import."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    default = subprocess.run([sys.executable, "-c", ("import pyarrow as pa; "
+                              "print(pa.default_memory_pool().backend_name)")], env=env,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert _pool(env, entry=False) == default != "system"
+    code = "import os, replay.cli; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True).stdout.strip() == "None"
 
 
 def test_freed_memory_is_returned_where_glibc_allows() -> None:
