@@ -46,13 +46,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import yaml
 from joblib.externals.loky import get_reusable_executor
 
 from analysis.fast_metrics import METRIC_COLUMNS, fast_metrics
 from analysis.grid import Setting
 from analysis.run_facts import RunFacts, run_facts
 from analysis.sweep_cache import read_cached, rows_frame, run_key, write_cached
+from analysis.sweep_choice import ChoiceRule, chosen_yaml
 from analysis.sweep_plots import write_plots
 from replay.corpus import Corpus
 from replay.engine import replay
@@ -199,7 +199,7 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> pd.DataFrame:
 
 
 def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
-                chosen: str | None = None, jobs: int = 1,
+                chosen: str | None = None, rule: ChoiceRule | None = None, jobs: int = 1,
                 on_figure: Callable[[int, int], None] | None = None) -> list[Path]:
     """Write the table (Parquet and CSV), the settings and the plots under ``out``.
 
@@ -207,8 +207,10 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         result: a sweep's result.
         out: the folder to write to (created).
         plots: also draw each main metric against each swept path and the Pareto fronts.
-        chosen: a setting id whose policy is written as ``chosen.yaml`` (usable with
+        chosen: a setting id whose policy is written as ``chosen.yaml`` under its own name,
+            with a comment saying how it was chosen (``analysis.sweep_choice``; usable with
             ``replay run --policy``).
+        rule: how it was chosen (constraints, metric, design), for that comment.
         jobs: worker processes drawing the plots (1: this process; 0: one per core);
             ``result.stats.n_workers`` draws them in the pool the sweep used.
         on_figure: plots' progress, as for ``sweep_plots.write_plots``.
@@ -226,9 +228,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
            for s in result.settings}
     atomic_write_bytes(written[2], json.dumps(doc, indent=1, default=str).encode())
     if chosen is not None:
-        policy = next(s.policy for s in result.settings if s.id == chosen)
-        text = f"# setting {chosen} of a sweep\n" + yaml.safe_dump(policy_to_dict(policy),
-                                                                   sort_keys=False)
+        text = chosen_yaml(result.settings, chosen, rule)
         written.append(out / "chosen.yaml")
         atomic_write_bytes(written[-1], text.encode())
     if plots and len(result.table):

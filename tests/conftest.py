@@ -27,6 +27,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected.json")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def project_cache(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The commands' project cache for the session (``$CTXREPLAY_CACHE_DIR``), so that no test
+    writes ``.ctxreplay/`` into the folder pytest runs in; a test of the default unsets it."""
+    from replay.layout import CACHE_ENV
+
+    old = os.environ.get(CACHE_ENV)
+    path = tmp_path_factory.mktemp("project-cache")
+    os.environ[CACHE_ENV] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = old
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """Whether this run rewrites golden files."""

@@ -78,7 +78,7 @@ def test_policies_lists_every_preset_as_json() -> None:
 
 
 def test_calibrate_fits_the_generated_corpus_closely(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["calibrate", str(REPO / "logs"), "--out", str(tmp_path), "--json"])
+    result = runner.invoke(app, ["calibrate", str(REPO / "logs"), "--cache-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert len(rows) == len(list((REPO / "logs").rglob("*.jsonl")))

@@ -48,7 +48,7 @@ def test_markup_in_a_path_and_in_log_strings_is_printed_as_written(tmp_path: Pat
     _chat_log(logs / "good.json", model=MARKUP, tool="[/]")
     _broken(logs / "d[" / "]x.jsonl")  # the path holds "[/]"
     out = tmp_path / "out"
-    args = ["run", "-p", "none", str(logs), "--out", str(out), "-q"]
+    args = ["run", "-p", "none", str(logs), "--out", str(out), "--cache-dir", str(out), "-q"]
     result = runner.invoke(app, args + (["--json"] if as_json else []))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert result.exit_code == 1
@@ -74,7 +74,8 @@ def test_control_characters_in_names_are_shown_escaped(tmp_path: Path) -> None:
     _chat_log(logs / "good.json", model="m\x1b[2J\x1b]0;owned\x07\u202egnp.exe")
     _broken(logs / "evil\x1b[31m\nname.jsonl")
     out = tmp_path / "out"
-    result = runner.invoke(app, ["run", "-p", "none", str(logs), "--out", str(out), "-q"])
+    result = runner.invoke(app, ["run", "-p", "none", str(logs), "--out", str(out), "--cache-dir",
+                                 str(out), "-q"])
     assert result.exit_code == 1
     assert "\x1b" not in result.stderr and "evil\\x1b[31m\\nname.jsonl" in result.stderr
     listed = runner.invoke(app, ["runs", str(out / "dataset"), "--wide"])
@@ -96,8 +97,9 @@ def _command(name: str, logs: Path, out: Path, baseline: Path | None) -> list[st
     return {
         "run": ["run", "-p", "none", str(logs), "--out", str(out)],
         "report": ["report", "-p", "none", str(logs), "--out", str(out), "--max-timelines", "1"],
-        "diff": ["diff", "-p", "none", "-p", "observation-masking", str(logs), "--out", str(out)],
-        "calibrate": ["calibrate", str(logs), "--out", str(out)],
+        "diff": ["diff", "-p", "none", "-p", "observation-masking", str(logs), "--cache-dir",
+                 str(out)],
+        "calibrate": ["calibrate", str(logs), "--cache-dir", str(out)],
         "check": ["check", "-p", "none", str(logs), "--baseline", str(baseline), "--out",
                   str(out)],
         "sweep": ["sweep", "-p", "observation-masking", str(logs), "--out", str(out), "--axis",
@@ -149,7 +151,8 @@ def test_strict_stops_at_the_first_issue_and_exits_1(tmp_path: Path, name: str) 
     assert "a-issue.jsonl:41: malformed JSON" in lenient.stderr
     if name != "check":  # check: the new run is reported, not compared, and passes
         assert lenient.exit_code == 0, lenient.output
-    strict = runner.invoke(app, [*args, "--strict", "--out", str(tmp_path / "strict")])
+    fresh = "--cache-dir" if name in ("diff", "calibrate") else "--out"  # they write no output
+    strict = runner.invoke(app, [*args, "--strict", fresh, str(tmp_path / "strict")])
     assert strict.exit_code == 1, strict.output
     assert "--strict: stopped at the first file with a problem" in strict.stderr
     assert not (tmp_path / "strict" / "traces").exists()

@@ -44,8 +44,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 panels label them ``<bool>``), text re-wrapped to the terminal."""
 
 EXAMPLES: dict[str, str] = {
-    "ingest": "replay ingest logs/ --out out/dataset",
-    "runs": "replay runs out/dataset --columns source,requests,tokens",
+    "ingest": "replay ingest logs/ --out data/",
+    "runs": "replay runs .ctxreplay/dataset --columns run,requests,tokens",
     "inspect": "replay inspect logs/compacting-session.jsonl --json",
     "policies": "replay policies --json",
     "providers": "replay providers",

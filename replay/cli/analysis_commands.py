@@ -19,6 +19,8 @@ import typer
 
 from replay import store
 from replay.cli.inputs import (
+    CacheDirOpt,
+    CacheOutOpt,
     ColumnsOpt,
     CsvOpt,
     FormatOpt,
@@ -33,6 +35,7 @@ from replay.cli.inputs import (
 )
 from replay.cli.output import _emit, _errors, _print_json, _progress, _steps, say, warn
 from replay.errors import ReplayError
+from replay.layout import cache_root, dataset_dir, sweep_cache_dir, writable_dir
 from replay.policy import load_policy
 from replay.providers import one_provider, pricing_note, with_provider
 from replay.run_label import label_column, run_labels
@@ -48,7 +51,8 @@ TracesOpt = Annotated[bool, typer.Option(
                      "use their traces instead of replaying.")]
 DataOpt = Annotated[list[Path] | None, typer.Option(
     "--data", help="With --traces: the logs or dataset the traces were replayed from "
-                   "(default: DIR/dataset of the first directory).")]
+                   "(default: the project cache's dataset, else DIR/dataset of the first "
+                   "directory).")]
 RunOpt = Annotated[list[str] | None, typer.Option(
     "--run", help="Only these runs: a label or source path (as `replay runs` shows it), a glob "
                   "such as 'scenarios/*', or a run id (repeatable; default: every run).")]
@@ -67,7 +71,8 @@ def report(
     data: DataOpt = None,
     run_ids: RunOpt = None,
     out: Annotated[Path, typer.Option(help="Where report.html, report.md and report_files/ "
-                                           "are written.")] = Path("out"),
+                                           "are written (nothing else).")] = Path("out"),
+    cache_dir: CacheDirOpt = None,
     max_timelines: Annotated[int, typer.Option(help="Per-run timelines drawn, for the runs "
                                                     "with the most requests.")] = 20,
     provider: ProviderOpt = None,
@@ -81,9 +86,10 @@ def report(
     from analysis.report import write_report
 
     with _errors():
-        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
-                                               allow_python, fmt, quiet, provider, own_providers,
-                                               strict)
+        writable_dir(out)
+        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids,
+                                               cache_dir, allow_python, fmt, quiet, provider,
+                                               own_providers, strict)
         with _steps("report: drawing figures", quiet) as tick:
             files = write_report(corpus, pairs, out, max_timelines=max_timelines,
                                  on_figure=tick)
@@ -102,8 +108,7 @@ def diff(
     traces: TracesOpt = False,
     data: DataOpt = None,
     run_ids: RunOpt = None,
-    out: Annotated[Path, typer.Option(help="Dataset cache directory for log files.")] =
-        Path("out"),
+    cache_dir: CacheOutOpt = None,
     top: Annotated[int, typer.Option(help="Rows shown per section in the table (JSON has "
                                           "every row).")] = 20,
     provider: ProviderOpt = None,
@@ -125,9 +130,9 @@ def diff(
     from replay.errors import ReplayInputError
 
     with _errors():
-        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids, out,
-                                               allow_python, fmt, quiet, provider, own_providers,
-                                               strict)
+        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids,
+                                               cache_dir, allow_python, fmt, quiet, provider,
+                                               own_providers, strict)
         if len(pairs) != 2:
             raise ReplayInputError(f"diff compares two policies or traces, got {len(pairs)}")
         (pol_a, tr_a), (pol_b, tr_b) = pairs
@@ -154,7 +159,7 @@ def diff(
 
 
 def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
-                   data: list[Path] | None, run_ids: list[str] | None, out: Path,
+                   data: list[Path] | None, run_ids: list[str] | None, cache: Path | None,
                    allow_python: bool, fmt: str | None, quiet: bool, provider: str | None,
                    own_providers: bool, strict: bool) -> tuple[Any, list[Any], str]:
     """(corpus, [(policy, trace), ...], what they are priced under): replayed from PATHS under
@@ -172,11 +177,15 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
             raise ReplayInputError("--policy or --provider and --traces exclude each other: "
                                    "traces carry their policy and prices in summary.json")
         pairs = read_runs(paths)
-        source = list(data) if data else [paths[0] / "dataset"]
+        source = list(data) if data else [next(
+            (d for d in (dataset_dir(cache_root(cache)), paths[0] / "dataset")
+             if store.is_store(d)), paths[0] / "dataset")]
         if not data and not store.is_store(source[0]):
-            raise ReplayInputError(f"{paths[0]}: no dataset/ beside the traces; give --data "
-                                   "with the logs or dataset they were replayed from")
-        corpus = _open(source, out, fmt, quiet, strict)
+            raise ReplayInputError(f"{paths[0]}: no dataset in the project cache "
+                                   f"({dataset_dir(cache_root(cache))}) nor beside the traces; "
+                                   "give --data with the logs or dataset they were replayed "
+                                   "from")
+        corpus = _open(source, cache, fmt, quiet, strict)
         if run_ids:
             keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
                                         run_ids, labels=label_column(corpus.runs)),
@@ -190,7 +199,7 @@ def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
                                "`replay run` output directories")
     priced = one_provider([load_policy(p) for p in policies], provider, own=own_providers)
     pols = priced.policies
-    corpus = _open(paths, out, fmt, quiet, strict)
+    corpus = _open(paths, cache, fmt, quiet, strict)
     ids = corpus.replayable()
     if run_ids:
         sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
@@ -223,8 +232,8 @@ def sweep(
         = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the random design.")] = None,
     out: Annotated[Path, typer.Option(help="Output root: OUT/sweep/ (tables, plots, "
-                                           "chosen.yaml), OUT/dataset/, OUT/sweep_cache/.")] =
-        Path("out"),
+                                           "chosen.yaml).")] = Path("out"),
+    cache_dir: CacheDirOpt = None,
     jobs: Annotated[int, typer.Option(help="Local worker processes (0: one per core; 1: this "
                                            "process); they draw the plots too.")] = 0,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
@@ -242,7 +251,8 @@ def sweep(
                                                                     "instead.")] = None,
     top: Annotated[int, typer.Option(help="Settings listed, best first.")] = 5,
     provider: ProviderOpt = None,
-    cache: Annotated[bool, typer.Option(help="Reuse and store rows in OUT/sweep_cache/.")] =
+    cache: Annotated[bool, typer.Option(help="Reuse and store rows in the project cache "
+                                             "(CACHE-DIR/sweep_cache/).")] =
         True,
     plots: Annotated[bool, typer.Option(help="Draw each metric vs each path and the Pareto "
                                              "fronts.")] = True,
@@ -259,6 +269,7 @@ def sweep(
     from analysis.pareto import check_choice
     from analysis.sweep import sweep as run_sweep
     from analysis.sweep import write_sweep
+    from analysis.sweep_choice import ChoiceRule
 
     objective = maximise or minimise
     with _errors():
@@ -268,15 +279,19 @@ def sweep(
         chosen_from = settings(base, spec)
         check_choice(best or [], objective, [p for p, _ in chosen_from[0].params]
                      if chosen_from else [])
-        corpus = _open(paths, out, fmt, quiet, strict)
+        writable_dir(out / "sweep")
+        corpus = _open(paths, cache_dir, fmt, quiet, strict)
         with _progress("sweep", len(corpus.replayable()) * len(chosen_from), quiet) as tick:
             result = run_sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler,
-                               cache_dir=out / "sweep_cache" if cache else None,
+                               cache_dir=sweep_cache_dir(cache_root(cache_dir)) if cache else None,
                                allow_python=allow_python, on_row=tick)
         ranked = best_settings(result.table, best or [], objective, minimise=maximise is None,
                                params=result.params)
         with _steps("sweep: drawing plots", quiet) as tick:
-            files = write_sweep(result, out / "sweep", plots=plots,
+            rule = ChoiceRule(constraints=tuple(best or ()), objective=objective,
+                              minimise=maximise is None, design=spec.design,
+                              n_meeting=len(ranked))
+            files = write_sweep(result, out / "sweep", plots=plots, rule=rule,
                                 chosen=ranked["setting"].iloc[0] if len(ranked) else None,
                                 jobs=result.stats.n_workers, on_figure=tick)
     s = result.stats
@@ -324,7 +339,7 @@ def check_defaults(paths: list[Path] | None, policy: list[str] | None, baseline:
         baseline=baseline or (cfg.baseline if cfg else None),  # type: ignore[arg-type]
         tolerances=tolerances or (cfg.tolerances if cfg else None),
         provider=provider or (cfg.provider if cfg else None),
-        out=out or (cfg.out if cfg and cfg.out else Path("out")),
+        out=cache_root(out or (cfg.out if cfg and cfg.out else None)),
         strict_logs=strict_logs if strict_logs is not None else bool(cfg and cfg.strict_logs),
         source=cfg.source if cfg else None)
     missing = [what for what, v in (("PATHS (config: archive)", got.archive),
@@ -359,9 +374,10 @@ def check(
         "--strict-logs/--no-strict-logs", help="Also fail when a run's log changed, appeared or "
                                                "disappeared (default: the config's, else no).")]
         = None,
-    out: Annotated[Path | None, typer.Option(help="Where the ingest cache (OUT/dataset) is kept "
-                                                  "(default: the config's `out`, else out).")]
-        = None,
+    out: Annotated[Path | None, typer.Option(
+        "--cache-dir", "--out", help="The project cache: logs are ingested into DIR/dataset "
+                                     "(default: the config's `out`, else $CTXREPLAY_CACHE_DIR, "
+                                     "else .ctxreplay in the current folder).")] = None,
     provider: ProviderOpt = None,
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
         False,

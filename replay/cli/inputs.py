@@ -2,7 +2,8 @@
 how the outcome of their input files decides the exit code.
 
 ``_open`` turns a command's PATHS into a corpus: one dataset directory is opened
-as it is; log files or folders are ingested first (into ``OUT/dataset``, with a
+as it is; log files or folders are ingested first (into the project cache's dataset,
+``replay.layout``: ``.ctxreplay/dataset`` unless ``--cache-dir`` says otherwise, with a
 progress bar and the ingest's warnings on stderr).  With ``--strict`` the ingest stops at
 the first file with a problem and the command exits 1 before doing anything else; with no
 run left to work on it says so and exits (1 when files failed, 2 when PATHS held no log).
@@ -26,6 +27,7 @@ from replay.cli.output import _progress, error, say, warn
 from replay.corpus import open_corpus
 from replay.discover import LOG_SUFFIXES, discover
 from replay.ingest import IngestReport
+from replay.layout import cache_root, dataset_dir
 from replay.parsers import PARSERS
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
@@ -52,6 +54,15 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar."
 ProviderOpt = Annotated[str | None, typer.Option(
     "--provider", help="Price every policy under this provider profile (cache and prices; "
                        "`replay providers` lists them) instead of the one each policy names.")]
+CacheDirOpt = Annotated[Path | None, typer.Option(
+    "--cache-dir", help="The project cache: logs are ingested into DIR/dataset (unchanged files "
+                        "reused), sweeps keep cells in DIR/sweep_cache (default: "
+                        "$CTXREPLAY_CACHE_DIR, else .ctxreplay in the current folder).")]
+CacheOutOpt = Annotated[Path | None, typer.Option(
+    "--cache-dir", "--out", help="The project cache: logs are ingested into DIR/dataset "
+                                 "(default: $CTXREPLAY_CACHE_DIR, else .ctxreplay in the current "
+                                 "folder; --out: the older name, as this command writes nothing "
+                                 "else).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Stop at the first input file with a "
                                                           "problem and exit 1.")]
 
@@ -97,9 +108,10 @@ def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     return files
 
 
-def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool,
+def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
           strict: bool = False) -> Any:
-    """The corpus of ``paths``: warnings printed; exits 1 at a problem with ``strict``, and
+    """The corpus of ``paths``, log files ingested into the project cache ``cache``
+    (``replay.layout.cache_root``): warnings printed; exits 1 at a problem with ``strict``, and
     when no run is left to work on (2 when ``paths`` held no log file at all)."""
     if len(paths) == 1 and store.is_store(paths[0]):
         corpus = open_corpus(paths)
@@ -110,7 +122,8 @@ def _open(paths: list[Path], out: Path, fmt: str | None, quiet: bool,
         return corpus
     files = _discover(paths)
     with _progress("ingest", len(files), quiet) as tick:
-        corpus = open_corpus(paths, cache_dir=out / "dataset", fmt=fmt, on_file=tick,
+        corpus = open_corpus(paths, cache_dir=dataset_dir(cache_root(cache)), fmt=fmt,
+                             on_file=tick,
                              strict=strict)
     report = corpus.report
     if report is not None:

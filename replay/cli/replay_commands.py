@@ -19,6 +19,8 @@ import typer
 from replay import store
 from replay.calibrate import MIN_POINTS, calibration_rows
 from replay.cli.inputs import (
+    CacheDirOpt,
+    CacheOutOpt,
     ColumnsOpt,
     CsvOpt,
     FormatOpt,
@@ -45,6 +47,7 @@ from replay.cli.output import (
 from replay.cli.tables import Layout
 from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
+from replay.layout import run_dir, writable_dir
 from replay.policy import load_policy, policy_to_dict, presets
 from replay.providers import PROVIDERS, provider_label, with_provider
 from replay.run import LazyRows, run_to, summary_table, write_run
@@ -155,8 +158,10 @@ def providers(as_json: JsonOpt = False) -> None:
 def run(
     paths: PathsArg,
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy YAML file or preset name.")],
-    out: Annotated[Path, typer.Option(help="Where traces and the summary are written.")] =
-        Path("out"),
+    out: Annotated[Path | None, typer.Option(help="Where traces and the summary are written "
+                                                  "(default: out/POLICY-NAME, so each policy's "
+                                                  "outputs stay).")] = None,
+    cache_dir: CacheDirOpt = None,
     report: Annotated[bool, typer.Option("--report", help="Also write report.html and report.md.")]
         = False,
     provider: ProviderOpt = None,
@@ -169,11 +174,13 @@ def run(
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Replay a policy over logs (ingesting them first) and print one row per run."""
+    """Replay a policy over logs (ingesting them first into the project cache) and print one
+    row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     with _errors():
         pol = load_policy(policy)
         pol = with_provider(pol, provider) if provider else pol
-        corpus = _open(paths, out, fmt, quiet, strict)
+        out = writable_dir(run_dir(pol.name, out))
+        corpus = _open(paths, cache_dir, fmt, quiet, strict)
         ids = corpus.replayable()
         with _progress("replay", len(ids), quiet) as tick:
             if report:  # the report needs every trace in memory
@@ -203,9 +210,9 @@ def run(
     _finish(corpus.report, strict)
 
 
-def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset cache dir.")] =
-              Path("out"), fmt: FormatOpt = None, strict: StrictOpt = False,
-              as_json: JsonOpt = False, quiet: QuietOpt = False) -> None:
+def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = None,
+              strict: StrictOpt = False, as_json: JsonOpt = False,
+              quiet: QuietOpt = False) -> None:
     """Fit truth = overhead + scale × o200k count to each run's recorded usage.
 
     Errors are fractions (0.012 = 1.2 %): mean over the fitted points, and held out (fit on the
@@ -214,7 +221,7 @@ def calibrate(paths: PathsArg, out: Annotated[Path, typer.Option(help="Dataset c
     implausible fits are flagged and not used to scale anchored truth.
     """
     with _errors():
-        corpus = _open(paths, out, fmt, quiet, strict)
+        corpus = _open(paths, cache_dir, fmt, quiet, strict)
         rows = calibration_rows(corpus)
     _emit(rows, as_json, title=f"calibration of truth against recorded usage (errors as "
                                f"fractions; fewer than {MIN_POINTS} points: corpus fit per model)")

@@ -3,6 +3,7 @@ gives the same table, the cache computes only new cells, grids and choices behav
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -364,7 +365,9 @@ def test_write_sweep_writes_tables_settings_plots_and_the_chosen_policy(
             "metrics_vs_tiers_1_trigger_at_tokens.png"} <= names
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "sweep.parquet"), result.table)
     back = load_policy(tmp_path / "chosen.yaml")
-    assert policy_to_dict(back) == policy_to_dict(next(s.policy for s in chosen if s.id == top))
+    setting = next(s.policy for s in chosen if s.id == top)
+    assert back.name == f"{setting.name}-{top[:8]}"  # its own name (#16 item 7)
+    assert policy_to_dict(back) == {**policy_to_dict(setting), "name": back.name}
     assert all(f.stat().st_size > 0 for f in files)
 
 
@@ -380,7 +383,8 @@ def test_sweep_command_writes_the_table_and_chooses_then_reuses(samples: Path,
     from replay.cli import app
 
     log = str(next(samples.glob("claude-code/*.jsonl")))
-    args = ["sweep", "--policy", BASE, log, "--out", str(tmp_path), "--jobs", "1", "--no-plots",
+    args = ["sweep", "--policy", BASE, log, "--out", str(tmp_path), "--cache-dir", str(tmp_path),
+            "--jobs", "1", "--no-plots",
             "--axis", "tiers.0.min_reclaim_frac=0,0.125",
             "--axis", "tiers.1.trigger.at_tokens=40000:80000:2",
             "--best", "overshoots==0", "--minimise", "tokens_sent", "--json"]
@@ -394,7 +398,8 @@ def test_sweep_command_writes_the_table_and_chooses_then_reuses(samples: Path,
     top = doc["best"][0]
     assert top["tokens_sent"] == table["tokens_sent"][table["overshoots_n"] == 0].min()
     chosen = load_policy(tmp_path / "sweep" / "chosen.yaml")
-    assert chosen.digest() == top["setting"]
+    assert chosen.name == f"{BASE}-{top['setting'][:8]}"  # its own name: the setting under it
+    assert dataclasses.replace(chosen, name=BASE).digest() == top["setting"]
     again = json.loads(runner.invoke(app, args).stdout)
     assert (again["computed"], again["reused"]) == (0, 4)
 

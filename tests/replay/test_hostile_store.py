@@ -170,7 +170,7 @@ def test_crafted_run_id_writes_nothing_outside_out(tmp_path: Path) -> None:
     assert len(pngs) == 1 and "escaped" in pngs[0].name
     result = runner.invoke(app, ["sweep", str(ds), "-p", "two-tier-corrected", "--axis",
                                  "server.window_tokens=100000,200000", "--out", str(out),
-                                 "--jobs", "1", "--no-plots", "-q"])
+                                 "--cache-dir", str(out), "--jobs", "1", "--no-plots", "-q"])
     assert result.exit_code == 0, result.output
     assert len(list((out / "sweep_cache").glob("*.parquet"))) == 1
     after = {p for p in tmp_path.rglob("*") if "out" not in p.relative_to(tmp_path).parts}

@@ -38,7 +38,7 @@ def test_a_value_naming_no_run_is_an_error_with_the_closest() -> None:
 
 def test_diff_takes_a_source_path_and_a_glob(tmp_path: Path) -> None:
     args = ["diff", str(REPO / "logs"), "-p", "two-tier-original", "-p", "two-tier-corrected",
-            "--out", str(tmp_path), "-q", "--json"]
+            "--cache-dir", str(tmp_path), "-q", "--json"]
     one = runner.invoke(app, [*args, "--run", "write-heavy.jsonl"])
     assert one.exit_code == 0, one.output
     runs = {r["run_id"] for r in json.loads(one.stdout)["rows"] if r["scope"] == "run"}

@@ -1,0 +1,83 @@
+"""The setting a sweep chose, as a policy file of its own: ``chosen.yaml``.
+
+The chosen setting gets its own name, ``<base>-<first 8 hex of its setting id>`` (the base's
+name would make ``replay run`` write over the base policy's outputs in ``out/<policy>/`` and
+make baselines mix the two), and a comment block saying how it was chosen: the grid (design,
+each swept path with its values), the constraints, the metric and direction, how many settings
+met the constraints, and this setting's values.  Everything in the comment comes from the
+grid and the command line; each line is kept one line (line breaks escaped), so the file stays
+the YAML ``replay run --policy`` reads.
+
+Not here: ranking settings (``analysis.pareto.best``), the sweep itself (``analysis.sweep``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from analysis.grid import Setting
+from replay.policy import Policy, policy_to_dict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChoiceRule:
+    """How ``sweep --best`` chose: what the chosen.yaml comment says."""
+
+    constraints: tuple[str, ...] = ()
+    objective: str = "tokens_sent"
+    minimise: bool = True
+    design: str = "grid"
+    n_meeting: int | None = None
+    """Settings that met the constraints (None: not known)."""
+
+
+def chosen_name(base: str, setting_id: str) -> str:
+    """The chosen setting's policy name: the base's name and the setting id's first 8 hex."""
+    return f"{base}-{setting_id[:8]}"
+
+
+def chosen_policy(setting: Setting) -> Policy:
+    """The setting's policy under its own name (``chosen_name``)."""
+    return dataclasses.replace(setting.policy, name=chosen_name(setting.policy.name, setting.id))
+
+
+def chosen_yaml(settings: tuple[Setting, ...], setting_id: str,
+                rule: ChoiceRule | None = None) -> str:
+    """``chosen.yaml``'s text: the comment block, then the policy under its own name."""
+    setting = next(s for s in settings if s.id == setting_id)
+    policy = chosen_policy(setting)
+    paths = [p for p, _ in setting.params]
+    grid = "; ".join(f"{p} = {', '.join(_values(settings, p))}" for p in paths) or "(no axis)"
+    lines = [f"{policy.name}: the setting {setting_id} of a sweep of {setting.policy.name}",
+             (f"grid (design {rule.design if rule else 'not given'}, {len(settings)} settings): "
+             f"{grid}")]
+    if rule is not None:
+        met = f"; {rule.n_meeting} of {len(settings)} settings met them" \
+            if rule.n_meeting is not None else ""
+        lines += [f"constraints: {', '.join(rule.constraints) or 'none'}{met}",
+                  (f"chosen: the {'least' if rule.minimise else 'most'} {rule.objective} "
+                  "(summed over runs)")]
+    else:
+        lines.append("chosen: by the caller of write_sweep (no rule given)")
+    lines.append("this setting: " + (", ".join(f"{p}={_text(v)}" for p, v in setting.params)
+                                     or "the base policy"))
+    head = "".join(f"# {_one_line(line)}\n" for line in lines)
+    return head + yaml.safe_dump(policy_to_dict(policy), sort_keys=False)
+
+
+def _values(settings: tuple[Setting, ...], path: str) -> list[str]:
+    seen = dict.fromkeys(_text(dict(s.params)[path]) for s in settings)
+    return list(seen)
+
+
+def _text(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix(
+        "\n...").strip() if not isinstance(value, str) else value
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")

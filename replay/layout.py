@@ -1,0 +1,74 @@
+"""Where the ``replay`` commands keep and write things, so that outputs stay.
+
+- **The project cache** (``cache_root``): one folder per project for what can be made again,
+  ``.ctxreplay/`` in the current folder unless ``--cache-dir DIR`` or ``$CTXREPLAY_CACHE_DIR``
+  says otherwise.  It holds the ingested dataset (``dataset_dir``: every command that reads log
+  files ingests into it, unchanged files are reused) and the sweep's computed cells
+  (``sweep_cache_dir``).  Never inside an output folder: a report folder holds the report only.
+- **Run outputs** (``run_dir``): ``replay run`` writes ``out/<policy name>/`` (traces,
+  ``summary.json``, the report with ``--report``), so two policies' outputs sit side by side;
+  ``--out DIR`` writes exactly ``DIR``.  The policy name comes from a file: it is the folder's
+  name only when it is one safe path segment (``replay.safe_names.is_segment``), else its safe
+  slug with a hash (``file_name``), so no name leads outside ``out/``.
+
+Not here: the store inside the dataset folder (``replay.store``), what a run writes
+(``replay.run``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from replay.safe_names import file_name, is_segment
+
+CACHE_ENV = "CTXREPLAY_CACHE_DIR"
+"""Environment variable naming the project cache when ``--cache-dir`` is not given."""
+DEFAULT_CACHE = Path(".ctxreplay")
+"""The project cache, relative to the current folder."""
+OUT = Path("out")
+"""The root of run outputs when ``--out`` is not given."""
+
+
+def cache_root(given: Path | None = None) -> Path:
+    """The project cache: ``given``, else ``$CTXREPLAY_CACHE_DIR``, else ``.ctxreplay``."""
+    if given is not None:
+        return given
+    env = os.environ.get(CACHE_ENV, "")
+    return Path(env) if env else DEFAULT_CACHE
+
+
+def dataset_dir(cache: Path) -> Path:
+    """Where logs are ingested to, in the project cache ``cache``."""
+    return cache / "dataset"
+
+
+def sweep_cache_dir(cache: Path) -> Path:
+    """Where a sweep keeps its computed cells, in the project cache ``cache``."""
+    return cache / "sweep_cache"
+
+
+def policy_folder(name: str) -> str:
+    """One safe path segment for a policy name: the name itself when it is one, else a slug of
+    it with a hash of the whole name."""
+    return name if is_segment(name) else file_name(name)
+
+
+def run_dir(policy_name: str, given: Path | None = None) -> Path:
+    """Where ``replay run`` writes: exactly ``given``, else ``out/<policy name>``."""
+    return given if given is not None else OUT / policy_folder(policy_name)
+
+
+def writable_dir(folder: Path) -> Path:
+    """``folder``, created if missing and checked writable by creating and removing a temporary
+    file in it (modes do not stop root, an immutable folder does), so that a command fails
+    before its work rather than after.
+
+    Raises:
+        OSError: the folder cannot be created or written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+        pass
+    return folder
