@@ -31,7 +31,7 @@ import statistics
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from replay.policy import Counter
+from replay.policy import TokenCounter
 from replay.prepared import Calibration, PreparedRun
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def points(run: PreparedRun, tokenizer: str = "o200k_base",
 def _points(run: PreparedRun, tokenizer: str,
             message_overhead_tokens: int) -> tuple[list[tuple[float, float]], int]:
     """The points and how many of them count blocks sized from redaction markers."""
-    counts = run.counts(Counter(method="tokenizer", tokenizer=tokenizer))
+    counts = run.counts(TokenCounter(method="tokenizer", tokenizer=tokenizer))
     out: list[tuple[float, float]] = []
     total, upto, n_msgs, estimated, n_est = 0, 0, 0, False, 0
     stop = run.first_compaction_request if run.first_compaction_request is not None else run.n_requests

@@ -55,7 +55,7 @@ class Server:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Counter:
+class TokenCounter:
     """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
 
     method: Literal["chars", "tokenizer", "calibrated", "anchored"] = "tokenizer"
@@ -209,8 +209,9 @@ class Policy:
     source: str = ""
     """Where the settings come from (paper, repository, article)."""
     server: Server = field(default_factory=Server)
-    estimator: Counter = field(default_factory=lambda: Counter(method="chars", chars_per_token=4.0))
-    truth: Counter = field(default_factory=lambda: Counter(method="anchored"))
+    estimator: TokenCounter = field(
+        default_factory=lambda: TokenCounter(method="chars", chars_per_token=4.0))
+    truth: TokenCounter = field(default_factory=lambda: TokenCounter(method="anchored"))
     """What the replay judges by; anchored on recorded usage unless a policy asks otherwise."""
     subtract_reserve: bool = True
     """Whether the harness subtracts the reserve from the window before its fractions and checks."""

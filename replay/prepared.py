@@ -3,7 +3,7 @@
 ``prepare`` turns one run's rows (from the store) into a ``PreparedRun`` once;
 a sweep then replays it under many policies.  Harness summary rows are left
 out (a replay starts from the raw stream).  ``counts`` gives per-block token
-counts under a ``Counter`` (chars/N, a tokenizer, or a calibrated fit),
+counts under a ``TokenCounter`` (chars/N, a tokenizer, or a calibrated fit),
 memoised per counter so no text is re-tokenised across policies.
 
 Not here: the replay loop (``replay.engine``).
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay.errors import ReplayInputError
-from replay.policy import Counter
+from replay.policy import TokenCounter
 
 CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS = 0, 1, 2, 3
 """Byte categories: other text, call arguments, write/edit arguments, tool results."""
@@ -155,7 +155,7 @@ class PreparedRun:
             self._counts["bytes"] = sums
         return self._counts["bytes"]
 
-    def outputs(self, counter: Counter, calibration: Calibration | None = None) -> list[int]:
+    def outputs(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
         """Per request: output tokens as recorded, else the produced message's count under
         ``counter`` (memoised)."""
         key = ("outputs", counter, calibration if counter.method == "calibrated" else None)
@@ -180,7 +180,7 @@ class PreparedRun:
             self._counts[key] = got
         return got  # type: ignore[no-any-return]
 
-    def counts(self, counter: Counter, calibration: Calibration | None = None) -> list[int]:
+    def counts(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
         """Per-block token counts under ``counter`` (memoised)."""
         key = (counter, calibration if counter.method == "calibrated" else None)
         if key not in self._counts:
@@ -274,7 +274,7 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
     )
 
 
-def text_count(text: str, counter: Counter, calibration: Calibration | None = None) -> int:
+def text_count(text: str, counter: TokenCounter, calibration: Calibration | None = None) -> int:
     """Tokens of a text the replay creates (placeholder, summary) under ``counter``."""
     from replay.tokens import count_one
 
@@ -286,7 +286,7 @@ def text_count(text: str, counter: Counter, calibration: Calibration | None = No
     return round(n * counter.scale)
 
 
-def _apply(run: PreparedRun, counter: Counter, calibration: Calibration | None) -> list[int]:
+def _apply(run: PreparedRun, counter: TokenCounter, calibration: Calibration | None) -> list[int]:
     if counter.method == "chars":
         f = counter.scale / counter.chars_per_token
         return [math.ceil(c * f) for c in run.n_chars]

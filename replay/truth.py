@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from replay.policy import Counter, Policy
+from replay.policy import Policy, TokenCounter
 from replay.prepared import Calibration, PreparedRun
 
 TRUTH_SOURCES: dict[str, str] = {
@@ -51,7 +51,7 @@ class TruthPlan:
     """How one replay counts truth: per-block counts and a per-request offset."""
 
     source: str
-    counter: Counter
+    counter: TokenCounter
     """The counter per-block truth counts (and created texts) are taken under."""
     offsets: list[int]
     """Per request: tokens added to the context's count (fixed overhead or anchor offset)."""
@@ -65,7 +65,7 @@ def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None
         if has_usage(run):
             usable = calibration is not None and calibration.usable
             scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
-            counter = Counter(method="tokenizer", tokenizer=t.tokenizer, scale=scale)
+            counter = TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=scale)
             offsets = anchor_offsets(run, counter, policy.server.message_overhead_tokens)
             return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets)
         return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
@@ -84,11 +84,11 @@ def has_usage(run: PreparedRun) -> bool:
     return got  # type: ignore[no-any-return]
 
 
-def _plain(t: Counter) -> Counter:
-    return Counter(method="tokenizer", tokenizer=t.tokenizer, scale=t.scale)
+def _plain(t: TokenCounter) -> TokenCounter:
+    return TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=t.scale)
 
 
-def anchor_offsets(run: PreparedRun, counter: Counter, msg_overhead: int) -> list[int]:
+def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
     """Per request: recorded input − recorded count of the anchor request (memoised)."""
     key = ("anchor", counter, msg_overhead)
     got = run._counts.get(key)
@@ -112,13 +112,13 @@ def anchor_offsets(run: PreparedRun, counter: Counter, msg_overhead: int) -> lis
     return got
 
 
-def recorded_summary_truth(run: PreparedRun, i: int, counter: Counter, msg_overhead: int) -> int:
+def recorded_summary_truth(run: PreparedRun, i: int, counter: TokenCounter, msg_overhead: int) -> int:
     """True tokens of harness compaction ``i``'s recorded summary, as the anchor counts it
     (so a replay that reuses it at the recorded point sends the recorded prompt exactly)."""
     return _summary_count(run, i, counter) + msg_overhead
 
 
-def _summary_count(run: PreparedRun, i: int, counter: Counter) -> int:
+def _summary_count(run: PreparedRun, i: int, counter: TokenCounter) -> int:
     tokens = run.harness_summary_tokens[i]
     base = tokens.get(counter.tokenizer)
     if base is None:

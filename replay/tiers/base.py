@@ -15,7 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from replay.context import Context, HeadItem
-from replay.policy import Counter, Placeholder, Policy, Trigger
+from replay.policy import Placeholder, Policy, TokenCounter, Trigger
 from replay.prepared import Calibration, PreparedRun, text_count
 from replay.trace import ACTIONS
 
@@ -118,7 +118,7 @@ class Env:
     fixed_truth: int
     """Tokens the truth adds to the context's count for the current request (fixed overhead,
     a fitted overhead, or the anchor offset: ``replay.truth``)."""
-    truth_counter: Counter
+    truth_counter: TokenCounter
     """The counter truth counts are taken under (``replay.truth.TruthPlan.counter``)."""
     request: int = 0
     """The request the next action takes effect for."""
