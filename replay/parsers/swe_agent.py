@@ -21,6 +21,14 @@ the call id is ``call-{step}``, the tool is ``str_replace_editor`` (args parsed 
 ``{"command", "path", ...}``) or ``bash`` (the raw action: SWE-agent commands such as
 ``open`` or ``edit`` are shell functions in the container).
 
+Coverage (``src.coverage``): each step as ``step/action`` (it ran a command) or
+``step/message`` (plain text), modelled; each ``history`` entry as
+``history/<role>[/<message_type>][ (demo)]`` (e.g. ``history/assistant/action``,
+``history/tool/observation``): the opening's entries modelled, the rest skipped (the steps
+hold the same turns); ``info``, ``replay_config`` and ``environment`` skipped, once each.  A
+history role or top-level key not known here, and a step or entry that is not an object, is
+``unknown`` (an unknown role is left out of the opening, not read as user text).
+
 Not handled: per-request usage (the log has run totals only, ``info.model_stats``, so
 token fields are None); the ``OBSERVATION:`` prefix / ``(Open file: …)`` footer the
 templates wrap observations in; the per-step elided prompts; retry/reviewer multi-attempt
@@ -41,6 +49,8 @@ NAME = "swe_agent"
 _TRAJECTORY = re.compile(rb'"trajectory"\s*:\s*\[')
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
           "tool": "tool"}
+_SKIPPED_KEYS = ("info", "replay_config", "environment")
+"""Top-level keys read for the model / version only, or not at all: skipped, once each."""
 _LOOKAHEAD = 3
 """How many history tool calls, from the next unused one, are tried against a step."""
 
@@ -80,8 +90,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     steps: list[Any] = doc["trajectory"]
     history = [m for m in _list(doc.get("history")) if isinstance(m, dict)]
     first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    opening = _opening(history) or _opening(_list(first.get("query")) or
-                                            _list(first.get("messages")))
+    opening = _opening(history)
+    _count_records(src, doc, len(opening))
+    opening = opening or _opening(_list(first.get("query")) or _list(first.get("messages")))
     for role, text in opening:
         b.message(role)
         b.text(text)
@@ -94,6 +105,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 raise TypeError(f"expected an object, got {type(step).__name__}")
             cursor = _step(b, i, step, steps, calls, cursor)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            src.coverage.unknown("step (malformed)")
             issues.append(Issue(src.path, lines[i], f"trajectory[{i}]: {exc} (step skipped)"))
     return [b.build()]
 
@@ -117,16 +129,46 @@ def _list(value: Any) -> list[Any]:
 
 
 def _opening(messages: list[Any]) -> list[tuple[str, str]]:
-    """(role, text) of the messages before the first real assistant turn."""
+    """(role, text) of the known-role messages before the first real assistant turn."""
     out: list[tuple[str, str]] = []
     for m in messages:
         if not isinstance(m, dict):
             continue
-        role = _ROLES.get(str(m.get("role")), "user")
+        role = _ROLES.get(m.get("role"))  # type: ignore[arg-type]
         if role == "assistant" and not m.get("is_demo"):
             return out
-        out.append((role, as_text(m.get("content"))))
+        if role is not None:
+            out.append((role, as_text(m.get("content"))))
     return out
+
+
+def _count_records(src: Source, doc: dict[str, Any], opening: int) -> None:
+    """Count the file's history entries (the first ``opening`` known-role ones modelled) and
+    its other top-level keys in ``src.coverage`` (steps are counted as they are read)."""
+    cov = src.coverage
+    for key in doc:
+        if key in _SKIPPED_KEYS:
+            cov.skipped(key)
+        elif key not in ("trajectory", "history"):
+            cov.unknown(key)
+    raw = doc.get("history")
+    if raw is not None and not isinstance(raw, list):
+        cov.unknown("history (not a list)")
+    for m in _list(raw):
+        if not isinstance(m, dict):
+            cov.unknown("history (not an object)")
+            continue
+        role, kind = m.get("role"), m.get("message_type")
+        name = (f"history/{role}" if isinstance(role, str) else "history (no role)") \
+            + (f"/{kind}" if isinstance(kind, str) and kind else "") \
+            + (" (demo)" if m.get("is_demo") else "")
+        if role not in _ROLES:
+            cov.unknown(name)
+        elif opening:
+            opening -= 1
+            cov.modelled(name)
+        else:
+            cov.skipped(name)
 
 
 def _step(b: RunBuilder, i: int, step: dict[str, Any], steps: list[Any],
@@ -157,6 +199,7 @@ def _step(b: RunBuilder, i: int, step: dict[str, Any], steps: list[Any],
         if note:
             b.message("user")
             b.text(note)
+    b.source.coverage.modelled("step/action" if call_id else "step/message")
     return cursor
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,48 @@ def test_empty_and_non_trajectory_files(tmp_path: Path) -> None:
     assert empty.tables is None and "empty file" in str(empty.issues[0])
     other = parse_file(_write(tmp_path, '{"trajectory": 3}'), tmp_path, fmt="swe_agent")
     assert other.tables is None and "no trajectory[] list" in str(other.issues[0])
+
+
+def _raw_types(raw: dict[str, Any]) -> tuple[Counter[str], int]:
+    """Records per type counted from the raw JSON (steps, history entries, other top-level
+    keys), and how many history entries open the chat (before the first real assistant turn)."""
+    out: Counter[str] = Counter()
+    for s in raw["trajectory"]:
+        out["step/action" if (s.get("action") or "").strip() else "step/message"] += 1
+    opening, opened = 0, True
+    for m in raw.get("history", []):
+        kind = f"/{m['message_type']}" if m.get("message_type") else ""
+        out[f"history/{m['role']}{kind}{' (demo)' if m.get('is_demo') else ''}"] += 1
+        opened = opened and not (m["role"] == "assistant" and not m.get("is_demo"))
+        opening += opened
+    for key in raw:
+        if key not in ("trajectory", "history"):
+            out[key] += 1
+    return out, opening
+
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_every_record_is_counted_in_coverage(samples: Path, name: str) -> None:
+    path = samples / FORMAT_DIR / name
+    raw = json.loads(path.read_text())
+    expected, opening = _raw_types(raw)
+    cov = _parsed(path).coverage
+    assert {t: sum(f.values()) for t, f in cov.items()} == dict(expected)
+    fates = Counter(f for fs in cov.values() for f in fs for _ in range(fs[f]))
+    assert fates["unknown"] == 0
+    assert fates["modelled"] == len(raw["trajectory"]) + opening
+    assert fates["skipped"] == len(raw["history"]) - opening + len(raw) - 2
+
+
+def test_unknown_roles_keys_and_bad_steps_are_counted_unknown(tmp_path: Path) -> None:
+    doc = json.loads(_doc([_step(0), "not a step"]))
+    doc["history"].insert(1, {"role": "critic", "content": "SECRET REVIEW"})
+    doc["attempts"] = []
+    parsed = parse_file(_write(tmp_path, json.dumps(doc)), tmp_path)
+    assert parsed.tables is not None
+    assert parsed.coverage["history/critic"] == {"unknown": 1}
+    assert parsed.coverage["attempts"] == {"unknown": 1}
+    assert parsed.coverage["step (malformed)"] == {"unknown": 1}
+    assert parsed.coverage["history/user"] == {"modelled": 1}
+    texts = [r["text"] for r in parsed.tables.messages.to_pylist()]
+    assert "SECRET REVIEW" not in texts  # not read as a user message
