@@ -23,6 +23,11 @@ format-error user messages (``extra.interrupt_type``) stay user messages, the ``
 message is skipped, ``extra.timestamp`` becomes ``ts``.  Not handled: Responses-API message
 shapes in v2, the reasoning text some providers return in ``extra.response`` (it is not in
 the chat, so not in the context; its size is in ``reasoning_tokens``).
+
+Coverage (``src.coverage``): each message as ``message/<role>``, modelled (``exit``:
+skipped); the top-level ``info`` (config, stats), ``trajectory_format`` and ``instance_id``
+skipped, once each.  A role or top-level key not known here, and a message that is not an
+object or has a wrong-typed field, is ``unknown``.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ ACTION_PATTERN = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
 _HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"mini-swe-agent',
                b'"mini_version"')
 _TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
+_ROLES = {*_TEXT_ROLES, "assistant", "tool", "exit"}
+_SKIPPED_KEYS = ("info", "trajectory_format", "instance_id")
+"""Top-level keys read for the model / version / action pattern only, or not at all."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -80,6 +88,12 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     else:
         issues.append(Issue(src.path, 0, "not a mini-swe-agent trajectory: no messages[] list"))
         return []
+    cov = src.coverage
+    for key in doc if isinstance(doc, dict) else ():
+        if key in _SKIPPED_KEYS:
+            cov.skipped(key)
+        elif key != "messages":
+            cov.unknown(key)
     lines = ItemLines(src, None if bare else "messages", len(messages), found)
     config = _obj(info.get("config"))
     version = info.get("mini_version")
@@ -88,11 +102,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     regex = _regex(config, src, issues)
     pending: list[str] = []
     for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        rtype = "message (not an object)" if not isinstance(m, dict) else \
+            f"message/{role}" if isinstance(role, str) else "message (no role)"
         try:
             if not isinstance(m, dict):
                 raise TypeError(f"expected an object, got {type(m).__name__}")
             pending = _message(b, i, m, pending, regex, lines.at(i))
+            cov.counts[(rtype, "skipped" if role == "exit" else "modelled")] += 1
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            cov.unknown(rtype if role not in _ROLES else f"{rtype} (malformed)")
             issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
     return [b.build()]
 

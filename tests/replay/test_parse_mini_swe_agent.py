@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,35 @@ def test_an_action_regex_from_the_file_is_used_only_when_it_is_safe(
     calls = [r for r in _rows(parsed, "messages") if r["kind"] == "tool_call"]
     assert [c["text"] for c in calls] == ["ls d0", "ls d1"]
 
+
+
+# --- coverage -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_every_record_is_counted_in_coverage(samples: Path, name: str) -> None:
+    path = samples / FORMAT_DIR / name
+    raw = json.loads(path.read_text())
+    messages = raw if isinstance(raw, list) else raw["messages"]
+    expected = Counter(f"message/{m['role']}" for m in messages)
+    others = [k for k in raw if k != "messages"] if isinstance(raw, dict) else []
+    expected.update(others)
+    cov = _parsed(path).coverage
+    assert {t: sum(f.values()) for t, f in cov.items()} == dict(expected)
+    assert {t: f for t, f in cov.items() if t in others} == {k: {"skipped": 1} for k in others}
+    assert sum(f.get("modelled", 0) for f in cov.values()) == len(messages)
+    assert not any("unknown" in f for f in cov.values())
+
+
+def test_unknown_roles_and_keys_are_counted_unknown(tmp_path: Path) -> None:
+    messages: list[Any] = [*_chat(1), {"role": "critic", "content": "hmm"}, 7,
+                           {"role": "user", "content": 5},
+                           {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}]
+    path = tmp_path / "x.traj.json"
+    path.write_text(json.dumps({"messages": messages, "info": {}, "attempts": []}))
+    cov = parse_file(path, tmp_path).coverage
+    assert cov["message/critic"] == {"unknown": 1}
+    assert cov["message (not an object)"] == {"unknown": 1}
+    assert cov["message/user"] == {"modelled": 2}
+    assert cov["message/user (malformed)"] == {"unknown": 1}
+    assert cov["message/exit"] == {"skipped": 1}
+    assert cov["attempts"] == {"unknown": 1} and cov["info"] == {"skipped": 1}
