@@ -425,3 +425,45 @@ def test_a_read_limit_that_is_not_a_number_is_a_usage_error(
     assert result.exit_code == 2, result.output
     assert f"{var}: '{value}' is not a positive whole number of bytes" in result.output
     assert not (tmp_path / "ds").exists() and not (tmp_path / "o" / "dataset").exists()
+
+
+def _set_column(table, name: str, values: list):  # type: ignore[no-untyped-def]
+    """``table`` with column ``name`` replaced, its schema and metadata kept."""
+    import pyarrow as pa
+
+    field = table.schema.field(name)
+    return table.set_column(table.schema.get_field_index(name), field,
+                            pa.array(values, field.type)).replace_schema_metadata(
+        table.schema.metadata)
+
+
+@pytest.mark.parametrize(("table", "change", "rule"), [
+    ("messages", lambda t: t.take(list(reversed(range(t.num_rows)))), "messages out of order"),
+    ("messages", lambda t: _set_column(t, "msg", [-1] * t.num_rows), "a negative message number"),
+    ("messages", lambda t: _set_column(t, "block", [0] * t.num_rows), "blocks not numbered"),
+    ("messages", lambda t: _set_column(t, "tokens_o200k", [-10**12] * t.num_rows),
+     "a negative tokens_o200k"),
+    ("requests", lambda t: _set_column(t, "output_msg", [10**9] * t.num_rows),
+     "a request answering a message the run does not have"),
+    ("requests", lambda t: _set_column(t, "output_msg", list(reversed(
+        t.column("output_msg").to_pylist()))), "requests out of order"),
+    ("requests", lambda t: _set_column(t, "input_tokens", [-5] * t.num_rows),
+     "a negative recorded input_tokens"),
+], ids=["shuffled", "negative-msg", "blocks", "negative-tokens", "output-beyond",
+        "requests-reversed", "negative-recorded"])
+def test_a_crafted_dataset_table_is_refused_not_replayed(tmp_path: Path, table: str, change,  # type: ignore[no-untyped-def]
+                                                          rule: str) -> None:
+    """A dataset's Parquet rows that break the run model (written by hand, not by ingest)
+    are refused with the run and the rule, exit 2, instead of giving figures without a word."""
+    import pyarrow.parquet as pq
+
+    store = tmp_path / "ds"
+    ingest([LOG], store, jobs=1)
+    (entry,) = (store / "data").iterdir()
+    path = entry / f"{table}.parquet"
+    pq.write_table(change(pq.read_table(path)), path)
+    result = runner.invoke(app, ["run", "--policy", "none", str(store), "--out",
+                                 str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "damaged dataset: run" in result.output and rule in result.output
+    assert "Traceback" not in result.output
