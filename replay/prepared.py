@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from replay.errors import ReplayInputError
 from replay.policy import TokenCounter
+from replay.run_checks import check_run_tables
 
 CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS = 0, 1, 2, 3
 """Byte categories: other text, call arguments, write/edit arguments, tool results."""
@@ -189,7 +190,9 @@ class PreparedRun:
 
 
 def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
-    """Build a ``PreparedRun`` from one run's message and request rows (already filtered)."""
+    """Build a ``PreparedRun`` from one run's message and request rows (already filtered;
+    checked first: ``replay.run_checks``)."""
+    check_run_tables(messages, requests, run_id)
     harness = messages["is_harness_summary"].to_pylist()
     keep = pc.invert(messages["is_harness_summary"]) if any(harness) else None
     summary_tokens: dict[int, dict[str, int]] = {}
