@@ -18,6 +18,16 @@ code line when it prompts, which are not recorded).  ``condensation`` actions
 become harness summaries.  Usage comes from ``model_response.usage``, else from
 the last entry of ``llm_metrics.token_usages`` when its response id is new.
 
+Coverage (``src.coverage``): each event as ``action/<action>`` or
+``observation/<observation>``.  Modelled: what became context (agent actions, user messages,
+``system``, ``condensation``; observations paired with a call, and ``error`` ones).  Skipped:
+the control actions (``change_agent_state``, ``recall``, …), ``action/<action> (<source>)`` for
+an action a user or the environment ran, ``agent_state_changed`` / ``null`` / ``recall``
+observations, ``observation/<observation> (no call)`` for any other observation whose call
+was not modelled, and the other keys of a wrapper object (once each).  Unknown: an event with
+neither ``action`` nor ``observation``, one that is not an object, and a malformed one
+(``action/<action> (malformed)``).
+
 Not handled: actions a user ran by hand (non-``message`` actions with source
 ``user``), ``recall`` actions/observations (microagent knowledge), the system
 prompt when no ``system`` action is recorded, V1 SDK conversation folders, and
@@ -41,6 +51,7 @@ NAME = "openhands"
 _IGNORED_ACTIONS = {"change_agent_state", "null", "pause", "resume", "stop", "recall",
                     "condensation_request", "start"}
 _TEXT_ACTIONS = {"message", "finish", "think", "reject"}
+_IGNORED_OBSERVATIONS = {"agent_state_changed", "null", "recall"}
 _ARG_NOISE = {"thought", "impl_source", "translated_ipython_code", "security_risk",
               "confirmation_state", "is_confirmed", "hidden"}
 _WRAPPER_KEYS = ("history", "events", "trajectory")
@@ -55,6 +66,8 @@ class _State:
     calls: set[str] = field(default_factory=set)
     call_of_event: dict[Any, str] = field(default_factory=dict)
     models: Counter[str] = field(default_factory=Counter)
+    bad: set[int] = field(default_factory=set)
+    """Numbers of the events of a tool group that were reported and skipped."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -85,6 +98,11 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
                                          "with a 'history'/'events'/'trajectory' list)"))
         return []
+    cov = src.coverage
+    if isinstance(doc, dict):
+        for key in doc:
+            if key != _wrapper_key(doc):
+                cov.skipped(key)
     groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for no, ev in enumerate(events, start=1):
         key = _group_key(ev)
@@ -94,15 +112,24 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     rb = RunBuilder(src, 0, NAME, issues, harness="openhands")
     for no, ev in enumerate(events, start=1):
         if not isinstance(ev, dict):
+            cov.unknown("event (not an object)")
             issues.append(Issue(src.path, no, f"event {no} is a {type(ev).__name__}, "
                                               "not an object (skipped)"))
             continue
+        kind = "action" if "action" in ev else "observation" if "observation" in ev else ""
+        rtype = f"{kind}/{ev[kind]}" if isinstance(ev.get(kind), str) else kind
         try:
-            if "action" in ev:
-                _action(rb, st, ev, no)
-            elif "observation" in ev:
-                _observation(rb, st, ev)
+            if kind == "action":
+                rtype, fate = _action(rb, st, ev, no, rtype)
+            elif kind == "observation":
+                rtype, fate = _observation(rb, st, ev, rtype)
+            else:
+                rtype, fate = "event (no action or observation)", "unknown"
+            if no in st.bad:
+                rtype, fate = f"{rtype} (malformed)", "unknown"
+            cov.counts[(rtype, fate)] += 1
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            cov.unknown(f"{rtype} (malformed)")
             issues.append(Issue(src.path, no, f"event {no} (id {ev.get('id')!r}) skipped: "
                                               f"{type(exc).__name__}: {exc}"))
     if st.models:
@@ -124,11 +151,13 @@ def _readable_events(src: Source, issues: list[Issue]) -> list[Any]:
 def _events(doc: Any) -> list[Any] | None:
     if isinstance(doc, list):
         return doc
-    if isinstance(doc, dict):
-        for key in _WRAPPER_KEYS:
-            if isinstance(doc.get(key), list):
-                return doc[key]
-    return None
+    key = _wrapper_key(doc) if isinstance(doc, dict) else None
+    return doc[key] if key else None
+
+
+def _wrapper_key(doc: dict[str, Any]) -> str | None:
+    """The key of a wrapper object's event list (None when it has none)."""
+    return next((key for key in _WRAPPER_KEYS if isinstance(doc.get(key), list)), None)
 
 
 def _meta(ev: Any) -> dict[str, Any] | None:
@@ -152,7 +181,9 @@ def _group_key(ev: Any) -> str | None:
     return f"r:{rid}" if isinstance(rid, str) and rid else f"e:{ev.get('id')}"
 
 
-def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int) -> None:
+def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
+            rtype: str) -> tuple[str, str]:
+    """Emit one action; returns its coverage (type, fate)."""
     action, ts = ev["action"], str(ev.get("timestamp") or "")
     args = ev.get("args") or {}
     if not isinstance(action, str) or not isinstance(args, dict):
@@ -162,7 +193,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int) -> None:
         if key not in st.emitted:
             st.emitted.add(key)
             _tool_group(rb, st, st.groups.get(key) or [(no, ev)])
-        return
+        return rtype, "modelled"
     source = ev.get("source")
     if action == "condensation":
         text = args.get("summary")
@@ -178,15 +209,15 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int) -> None:
         rb.message("system", ts=ts)
         rb.text(as_text(args.get("content", ev.get("message", ""))))
     elif action in _IGNORED_ACTIONS:
-        return
+        return rtype, "skipped"
     elif action == "message" and source != "agent":
         images = args.get("image_urls") or []
         rb.message("user", ts=ts)
         rb.text(as_text(args.get("content", ev.get("message", ""))))
         for _ in images if isinstance(images, list) else []:
             rb.text("[image]", kind="image")
-    elif source != "agent":
-        return  # a command a user ran by hand: not modelled
+    elif source != "agent":  # a command a user ran by hand: not modelled
+        return f"{rtype} ({source if isinstance(source, str) else 'no source'})", "skipped"
     elif action in _TEXT_ACTIONS:
         text = next((v for k in ("content", "final_thought", "thought", "reason")
                      if isinstance(v := args.get(k), str) and v), ev.get("message") or "")
@@ -203,6 +234,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int) -> None:
         st.calls.add(call_id)
         st.call_of_event[ev.get("id")] = call_id
         _request(rb, st, ev, ts)
+    return rtype, "modelled"
 
 
 def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, dict[str, Any]]]) -> None:
@@ -225,6 +257,7 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, dict[str, Any]
             if isinstance(args.get("thought"), str) and args["thought"] not in thoughts:
                 thoughts.append(args["thought"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            st.bad.add(no)
             rb.issues.append(Issue(rb.source.path, no, f"event {no} (id {ev.get('id')!r}) "
                                                        f"skipped: {type(exc).__name__}: {exc}"))
     content = msg.get("content") if msg else None
@@ -311,7 +344,9 @@ def _add_request(rb: RunBuilder, st: _State, model: str, ts: str, inp: int | Non
                output_tokens=out, reasoning_tokens=reasoning, model=model, ts=ts)
 
 
-def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any]) -> None:
+def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any],
+                 rtype: str) -> tuple[str, str]:
+    """Emit one observation; returns its coverage (type, fate)."""
     obs, ts = ev["observation"], str(ev.get("timestamp") or "")
     meta = _meta(ev) or {}
     call_id = meta.get("tool_call_id")
@@ -322,7 +357,8 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any]) -> None:
         if obs == "error":  # OpenHands shows an error without a call to the model as user text
             rb.message("user", ts=ts)
             rb.text(text)
-        return
+            return rtype, "modelled"
+        return (rtype if obs in _IGNORED_OBSERVATIONS else f"{rtype} (no call)"), "skipped"
     extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
     code = extras.get("exit_code")
     if code is None and isinstance(extras.get("metadata"), dict):
@@ -330,4 +366,5 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any]) -> None:
     is_error = obs == "error" or (_int(code) is not None and code != 0)
     rb.message("tool", ts=ts)
     rb.tool_result(call_id, text, is_error=is_error)
+    return rtype, "modelled"
 

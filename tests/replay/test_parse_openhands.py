@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -219,13 +220,18 @@ def test_bad_events_are_reported_and_skipped(samples: Path, tmp_path: Path) -> N
     issues: list[Issue] = []
     path = _write(tmp_path, events)
     data = path.read_bytes()
-    drafts = openhands.parse(_src(str(path), data), issues)
+    src = _src(str(path), data)
+    drafts = openhands.parse(src, issues)
     assert len(drafts) == 1
     lines = sorted(i.line for i in issues)
     assert lines == [2, 4, 6], [str(i) for i in issues]
     assert any("event 4" in i.reason and "args" in i.reason for i in issues)
     run = drafts[0].run
     assert (run["n_requests"], run["n_tool_calls"], run["n_tool_results"]) == (2, 2, 1)
+    cov = src.coverage.by_type()
+    assert cov["event (not an object)"] == {"unknown": 2}
+    assert cov["action/run (malformed)"] == {"unknown": 1}
+    assert src.coverage.total() == len(events)
 
 
 def test_truncated_and_empty_files(samples: Path, tmp_path: Path) -> None:
@@ -301,3 +307,62 @@ def test_truncated_file_keeps_the_readable_events(samples: Path, name: str,
                        if isinstance(ev, dict) and "action" in ev and ev.get("tool_call_metadata"))
     assert parsed.tables.runs.column("n_tool_calls").to_pylist() == [calls_before]
     assert any(f"kept the {whole_before} readable events" in str(i) for i in parsed.issues)
+
+
+def _raw_types(events: list[Any]) -> Counter[str]:
+    """Events per type counted from the raw list: ``action/<action>`` or
+    ``observation/<observation>``."""
+    return Counter(f"action/{e['action']}" if "action" in e else
+                   f"observation/{e['observation']}" for e in events)
+
+
+def _totals(cov: dict[str, dict[str, int]]) -> Counter[str]:
+    """Coverage totals per event type, the fate's reason (`` (user)``, …) taken off."""
+    out: Counter[str] = Counter()
+    for rtype, fates in cov.items():
+        out[rtype.split(" (")[0]] += sum(fates.values())
+    return out
+
+
+@pytest.mark.parametrize("name", SAMPLE_FILES)
+def test_every_sample_event_is_counted_in_coverage(samples: Path, name: str) -> None:
+    path = samples / "openhands" / name
+    events = json.loads(path.read_text(encoding="utf-8"))
+    cov = _parse(path).coverage
+    assert _totals(cov) == _raw_types(events)
+    assert not any("unknown" in f for f in cov.values())
+
+
+def test_coverage_says_what_each_event_became(samples: Path, tmp_path: Path) -> None:
+    user = _basic(samples)[0]
+    events: list[Any] = [
+        {"id": 1, "source": "agent", "action": "system", "args": {"content": "sys"}}, user,
+        {"id": 5, "source": "agent", "action": "run", "args": {"command": "ls"}},
+        {"id": 6, "source": "agent", "cause": 5, "observation": "run", "content": "a.py"},
+        {"id": 7, "source": "user", "action": "run", "args": {"command": "pwd"}},
+        {"id": 8, "source": "user", "cause": 7, "observation": "run", "content": "/w"},
+        {"id": 9, "source": "environment", "observation": "agent_state_changed", "content": "",
+         "extras": {"agent_state": "running"}},
+        {"id": 10, "source": "agent", "action": "change_agent_state", "args": {}},
+        {"id": 11, "source": "agent", "action": "recall", "args": {"query": "q"}},
+        {"id": 12, "source": "environment", "cause": 11, "observation": "recall", "content": ""},
+        {"id": 13, "source": "agent", "observation": "error", "content": "bad call"},
+        {"id": 14, "source": "agent", "observation": "browse", "content": "a page"},
+        {"id": 15, "source": "agent", "frobnicate": {"x": 1}},
+    ]
+    path = _write(tmp_path, {"instance_id": "x", "history": events, "metrics": {}}, "out.json")
+    parsed = _parse(path)
+    cov = parsed.coverage
+    assert cov == {
+        "action/system": {"modelled": 1}, "action/message": {"modelled": 1},
+        "action/run": {"modelled": 1}, "observation/run": {"modelled": 1},
+        "action/run (user)": {"skipped": 1}, "observation/run (no call)": {"skipped": 1},
+        "observation/agent_state_changed": {"skipped": 1},
+        "action/change_agent_state": {"skipped": 1}, "action/recall": {"skipped": 1},
+        "observation/recall": {"skipped": 1}, "observation/error": {"modelled": 1},
+        "observation/browse (no call)": {"skipped": 1},
+        "event (no action or observation)": {"unknown": 1},
+        "instance_id": {"skipped": 1}, "metrics": {"skipped": 1}}
+    assert sum(sum(f.values()) for f in cov.values()) == len(events) + 2
+    assert _totals(cov) - Counter({"event": 1, "instance_id": 1, "metrics": 1}) == \
+        _raw_types(events[:-1])
