@@ -18,6 +18,13 @@ Anthropic field names; Anthropic input is summed with its cache fields).  A JSON
 whose first line is damaged is still read line by line (when most lines are records), and a
 message with a tool call id written twice verbatim is reported and skipped, not counted twice.
 
+Coverage (``src.coverage``): each message as ``message/<role>``, modelled (a repeat
+skipped as ``message/<role> (repeat)``); in (a) ``model`` skipped, ``system`` counted as the
+system message it becomes; in (d) each line as ``request`` (modelled, or skipped as ``request
+(not in the transcript)``) and the transcript's messages as above.  Unknown: a role not known
+here, a message that is not an object or has no role, a malformed message
+(``message/<role> (malformed)``) or line (``request (malformed)``), another top-level key of (a).
+
 Not handled: legacy function calling (an assistant ``function_call`` is ignored, a
 ``function`` role message is reported and skipped), Responses-API item lists, usage
 kept elsewhere than ``usage`` (e.g. mini-swe-agent's ``extra.response``), and a (d)
@@ -95,6 +102,11 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         has_messages = isinstance(doc, dict) and isinstance(doc.get("messages"), list)
         if has_messages and "response" not in doc:
             top = doc
+            for key in top:
+                if key == "model" or (key == "system" and not top[key]):
+                    src.coverage.skipped(key)
+                elif key not in ("messages", "system"):
+                    src.coverage.unknown(key)
             items = list(enumerate(doc["messages"], start=1))
         elif has_messages or _is_message(doc):
             items = [(1, doc)]
@@ -123,6 +135,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 same = seen.setdefault(ident, [])
                 first_no = next((n for n, earlier in same if earlier == m), None)
                 if first_no is not None:
+                    src.coverage.skipped(f"{_rtype(m)} (repeat)")
                     issues.append(Issue(src.path, no, f"message {no} repeats message {first_no} "
                                                       "(same tool call id; skipped)"))
                     continue
@@ -158,6 +171,13 @@ def _identity(m: Any) -> str | None:
                 if isinstance(p.get(key), str) and p[key] and p.get("type") != "text":
                     return f"{key}:{p[key]}"
     return None
+
+
+def _rtype(m: Any) -> str:
+    """A message's coverage type."""
+    if not isinstance(m, dict):
+        return "message (not an object)"
+    return f"message/{m['role']}" if isinstance(m.get("role"), str) else "message (no role)"
 
 
 def _blocks(m: Any) -> tuple[str, list[Block]]:
@@ -234,9 +254,12 @@ def _json_or_raw(raw: str) -> Any:
 def _emit(rb: RunBuilder, no: int, m: Any, label: str = "") -> int | None:
     """Add one message and return its index; a bad one is reported at ``no`` (its line or
     message number) and skipped (None)."""
+    cov, rtype = rb.source.coverage, _rtype(m)
     try:
         role, blocks = _blocks(m)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        known = isinstance(m, dict) and m.get("role") in _ROLES
+        cov.unknown(f"{rtype} (malformed)" if known else rtype)
         rb.issues.append(Issue(rb.source.path, no, f"{label or f'message {no}'} skipped: "
                                                    f"{type(exc).__name__}: {exc}"))
         return None
@@ -248,6 +271,7 @@ def _emit(rb: RunBuilder, no: int, m: Any, label: str = "") -> int | None:
             rb.tool_result(b[1], b[2], is_error=b[3], line=no)
         else:
             rb.text(b[1], kind=b[0])
+    cov.modelled(rtype)
     return msg
 
 
@@ -308,6 +332,7 @@ def _request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[s
                 raise TypeError("the response message is not an object")
             calls.append((no, rec, resp, prompt, {**out, "role": out.get("role") or "assistant"}))
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            rb.source.coverage.unknown("request (malformed)")
             rb.issues.append(Issue(rb.source.path, no, f"request line {no} skipped: "
                                                        f"{type(exc).__name__}: {exc}"))
     if not calls:
@@ -326,10 +351,12 @@ def _request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[s
         idx = len(p) if keys.get(len(p)) == want and len(p) not in used else next(
             (i for i, k in keys.items() if k == want and i not in used), None)
         if want is None or idx is None:
+            rb.source.coverage.skipped("request (not in the transcript)")
             rb.issues.append(Issue(rb.source.path, no, f"request line {no}: its response is not in "
                                                        "the longest transcript (request dropped)"))
             continue
         used.add(idx)
+        rb.source.coverage.modelled("request")
         model = resp.get("model") if isinstance(resp.get("model"), str) else ""
         _request(rb, resp.get("usage"), model, where[idx], models, _ts(rec) or _ts(resp))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,57 @@ def test_wrong_types_in_a_json_document_and_empty_files(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"\n\n")
     assert parse_file(empty, tmp_path, fmt="chat").tables is None
+
+
+# --- coverage -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["a", "b", "c", "d"])
+def test_every_record_is_counted_in_coverage(samples: Path, tmp_path: Path, shape: str) -> None:
+    path = _shapes(samples, tmp_path)[shape]
+    raw = path.read_text(encoding="utf-8")
+    if shape == "d":  # each line, and the messages of the longest prompt with its response
+        lines = [json.loads(line) for line in raw.splitlines()]
+        longest = max(lines, key=lambda r: len(r["messages"]))
+        messages = [*longest["messages"], longest["response"]["choices"][0]["message"]]
+        expected = Counter({"request": len(lines)})
+    else:
+        doc = json.loads(raw) if shape != "c" else [json.loads(line) for line in raw.splitlines()]
+        messages = doc["messages"] if shape == "a" else doc
+        expected = Counter({"model": 1} if shape == "a" else {})
+    expected.update(f"message/{m['role']}" for m in messages)
+    cov = parse_file(path, path.parent).coverage
+    assert {t: sum(f.values()) for t, f in cov.items()} == dict(expected)
+    assert sum(f.get("modelled", 0) for f in cov.values()) == sum(expected.values()) - (
+        shape == "a")
+    assert not any("unknown" in f for f in cov.values())
+
+
+def test_coverage_of_unknown_malformed_and_repeated_records(tmp_path: Path) -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}
+    doc = {"model": "m", "tools": [{"type": "function"}], "system": "be brief", "messages": [
+        {"role": "user", "content": "q"}, call, call, {"role": "function", "content": "x"},
+        ["not a message"], {"content": "no role"}, {"role": "tool", "content": "no id"},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert parse_file(path, tmp_path).coverage == {
+        "model": {"skipped": 1}, "tools": {"unknown": 1}, "message/system": {"modelled": 1},
+        "message/user": {"modelled": 1}, "message/assistant": {"modelled": 1},
+        "message/assistant (repeat)": {"skipped": 1}, "message/function": {"unknown": 1},
+        "message (not an object)": {"unknown": 1}, "message (no role)": {"unknown": 1},
+        "message/tool (malformed)": {"unknown": 1}, "message/tool": {"modelled": 1}}
+
+
+def test_coverage_of_a_request_log_line_not_in_the_transcript(tmp_path: Path) -> None:
+    ok = {"choices": [{"message": {"role": "assistant", "content": "two"}}]}
+    lines = [{"messages": [{"role": "user", "content": "hi"}],
+              "response": {"choices": [{"message": {"role": "assistant", "content": "one"}}]}},
+             {"messages": [{"role": "user", "content": "summary"}], "response": ok},
+             {"messages": "not a list", "response": ok}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    assert parse_file(path, tmp_path).coverage == {
+        "request": {"modelled": 1}, "request (not in the transcript)": {"skipped": 1},
+        "request (malformed)": {"unknown": 1},
+        "message/user": {"modelled": 1}, "message/assistant": {"modelled": 1}}
