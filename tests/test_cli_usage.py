@@ -88,6 +88,10 @@ def test_a_run_with_no_request_stays_in_the_run_table_with_its_reason(tmp_path: 
     line = next(ln for ln in table.stdout.splitlines() if "only-user.jsonl" in ln)
     assert NOT_REPLAYED in line and max(map(len, table.stdout.splitlines())) <= 100
     assert "total (2)" in table.stdout
+    # its peak is unknown, and the table says so (a blank cell reads as nothing, 0 as a value)
+    peak = next(ln for ln in table.stdout.splitlines() if "peak" in ln)
+    col = peak.index("peak")
+    assert "unknown" in line[col - 4:col + 16], (peak, line)
 
 
 def test_a_table_total_over_an_unknown_value_is_unknown() -> None:

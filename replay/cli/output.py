@@ -117,10 +117,11 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
     shown = list(itertools.islice(iter(rows), _MAX_TABLE_ROWS))
     table_rows = [{c: r.get(c) for c in cols} for r in shown]
     total = totals_row(list(rows), cols, layout) if layout.totals and len(rows) > 1 else None
-    cells = [[printable(_cell(v)) for v in r.values()] for r in
-             [*table_rows, *([total] if total else [])]]
     numeric = [all(is_number(r[c]) for r in table_rows) and
                any(r[c] not in (None, "") for r in table_rows) for c in cols]
+    cells = [[UNKNOWN if v is None and numeric[i] else printable(_cell(v))
+              for i, v in enumerate(r.values())]
+             for r in [*table_rows, *([total] if total else [])]]
     if wide:
         keep, dropped, widths = list(range(len(cols))), [], {}
     else:
@@ -146,6 +147,10 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
                 "print all)")
         for line in textwrap.wrap(printable(hint), width=max(40, width())):
             say(line)
+
+
+UNKNOWN = "unknown"
+"""A number that cannot be computed (or a total over one), in a table: never blank, never 0."""
 
 
 def _cell(v: Any) -> str:
