@@ -258,7 +258,7 @@ def _emit(rb: RunBuilder, no: int, m: Any, label: str = "") -> int | None:
     try:
         role, blocks = _blocks(m)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        known = isinstance(m, dict) and m.get("role") in _ROLES
+        known = isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"] in _ROLES
         cov.unknown(f"{rtype} (malformed)" if known else rtype)
         rb.issues.append(Issue(rb.source.path, no, f"{label or f'message {no}'} skipped: "
                                                    f"{type(exc).__name__}: {exc}"))

@@ -111,7 +111,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             pending = _message(b, i, m, pending, regex, lines.at(i))
             cov.counts[(rtype, "skipped" if role == "exit" else "modelled")] += 1
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            cov.unknown(rtype if role not in _ROLES else f"{rtype} (malformed)")
+            known = isinstance(role, str) and role in _ROLES
+            cov.unknown(f"{rtype} (malformed)" if known else rtype)
             issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
     return [b.build()]
 

@@ -134,7 +134,8 @@ def _opening(messages: list[Any]) -> list[tuple[str, str]]:
     for m in messages:
         if not isinstance(m, dict):
             continue
-        role = _ROLES.get(m.get("role"))  # type: ignore[arg-type]
+        raw = m.get("role")
+        role = _ROLES.get(raw) if isinstance(raw, str) else None
         if role == "assistant" and not m.get("is_demo"):
             return out
         if role is not None:
@@ -162,7 +163,7 @@ def _count_records(src: Source, doc: dict[str, Any], opening: int) -> None:
         name = (f"history/{role}" if isinstance(role, str) else "history (no role)") \
             + (f"/{kind}" if isinstance(kind, str) and kind else "") \
             + (" (demo)" if m.get("is_demo") else "")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             cov.unknown(name)
         elif opening:
             opening -= 1
