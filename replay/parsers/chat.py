@@ -76,6 +76,19 @@ def sniff(filename: str, head: bytes) -> bool:
     return _MSG_START.match(text) is not None or _MESSAGES.search(text) is not None
 
 
+def evidence(filename: str, head: bytes) -> str:
+    """What of a chat dump the head shows: a message list, a ``messages`` object, or message /
+    request lines; '' for none of these."""
+    text = head.lstrip()
+    if text.startswith(b"[") and _LIST_START.match(text):
+        return "a list of role/content messages"
+    if _MESSAGES.search(text):
+        return "an object with a messages list"
+    if _MSG_START.match(text):
+        return "role/content message lines"
+    return ""
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run from a chat message dump or a request log; bad messages are reported, skipped.
 

@@ -63,6 +63,15 @@ def sniff(filename: str, head: bytes) -> bool:
     return filename.endswith(".traj.json") or any(mark in head for mark in _HEAD_MARKS)
 
 
+def evidence(filename: str, head: bytes) -> str:
+    """What of mini-swe-agent the file shows: its name (``*.traj.json``) or the format's marks
+    in the head; '' for neither."""
+    marks = [m.decode().split(":")[0].strip('"') for m in _HEAD_MARKS if m in head]
+    said = [f"name {filename!r}"] if filename.endswith(".traj.json") else []
+    said += [f"{m} in the head" for m in dict.fromkeys(marks)]
+    return ", ".join(said)
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run from a mini-swe-agent trajectory; problems go to ``issues``.
 

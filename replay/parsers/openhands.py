@@ -80,6 +80,18 @@ def sniff(filename: str, head: bytes) -> bool:
     return (b'"observation"' in text or b'"action"' in text) and b'"source"' in text
 
 
+def evidence(filename: str, head: bytes) -> str:
+    """What of OpenHands the head shows: events with ``action``/``observation`` and ``source``
+    (in a top-level array or a wrapper's list); '' for none."""
+    text = head.lstrip()
+    kinds = [k for k in ("action", "observation") if b'"%s"' % k.encode() in text]
+    if not kinds or b'"source"' not in text:
+        return ""
+    where = "a wrapper's event list" if _WRAPPED.search(text) else \
+        "a top-level array" if text.startswith(b"[") else "an object"
+    return f"events with {'/'.join(kinds)} and source in {where}"
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run from an OpenHands V0 event list; bad events are reported and skipped.
 

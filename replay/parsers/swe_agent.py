@@ -67,6 +67,16 @@ def sniff(filename: str, head: bytes) -> bool:
     return any(key in head for key in (b'"observation"', b'"history"', b'"info"'))
 
 
+def evidence(filename: str, head: bytes) -> str:
+    """What of SWE-agent the head shows: a ``trajectory`` list and which step or run keys;
+    '' for no trajectory list."""
+    if not _TRAJECTORY.search(head):
+        return ""
+    keys = [k for k in ("observation", "history", "info") if b'"%s"' % k.encode() in head]
+    shape = "an object" if head.lstrip().startswith(b"{") else "not an object"
+    return f"{shape} with a trajectory list" + (f" and {'/'.join(keys)}" if keys else "")
+
+
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run from a SWE-agent trajectory file; problems go to ``issues``.
 
