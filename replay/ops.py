@@ -47,7 +47,8 @@ _NAMED = {
 }
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file",
               "absolute_path")
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+"""A file line of an apply_patch body: (action, path) (redact rewrites the same lines)."""
 _LINE_RANGE = re.compile(r"^\d+:\d+$")
 _SPLIT = re.compile(r"&&|\|\||;|\n")
 """Command separators (the parts are stripped: a \\s* around the separator made a split of a
@@ -154,7 +155,7 @@ def _classify_words(words: list[str], line: str) -> OpPath:
 
 
 def _classify_patch(patch: str) -> OpPath:
-    files = _PATCH_FILE.findall(patch)
+    files = PATCH_FILE.findall(patch)
     if not files:
         return OpPath("edit", "")
     action, path = files[0]

@@ -61,6 +61,12 @@ _INT64 = (-(2**63), 2**63 - 1)
 """The range of the schema's integer columns."""
 
 
+def _shown(value: Any) -> str:
+    """A recorded value as an issue quotes it: its repr, at most 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def json_int(value: Any) -> int | None:
     """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
     None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
@@ -176,9 +182,9 @@ class RunBuilder:
         never dropped without a word."""
         n = json_int(value)
         if n is None and value is not None:
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
             self.issues.append(Issue(self.source.path, self.line,
-                                     f"request {len(self._r['request'])}: {name} {shown} is "
+                                     f"request {len(self._r['request'])}: {name} "
+                                     f"{_shown(value)} is "
                                      f"not a token count ({type(value).__name__}; kept as "
                                      "unknown)"))
         return n
@@ -225,9 +231,8 @@ class RunBuilder:
                             ("tokens_saved", tokens_saved), ("full_chars", full_chars)):
             n = json_int(value)
             if value is not None and (n is None or not 0 <= n <= _INT64[1]):
-                shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
                 self.issues.append(Issue(self.source.path, self.line,
-                                         f"{kind} event: {name} {shown} is not a count "
+                                         f"{kind} event: {name} {_shown(value)} is not a count "
                                          "(kept as unknown)"))
                 n = None
             row[name] = n

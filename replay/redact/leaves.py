@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from replay.ops import classify_shell
+from replay.ops import PATCH_FILE, classify_shell
 from replay.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.redaction import EXACT_WORD
 
@@ -55,7 +55,6 @@ _TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_
 _INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
 _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
                               "write", "append"})
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _NAME = re.compile(r"[A-Za-z_$-][A-Za-z0-9_-]{0,63}")
 """A key that is a name (kept; ``-n`` too, a grep flag, and ``$set``, a Gemini CLI update);
 any other key is data."""
@@ -206,7 +205,7 @@ class Redactor:
                 parsed = None
             if isinstance(parsed, dict) and (key == "arguments" or "metadata" in parsed):
                 return json.dumps(self._input(parsed, key), ensure_ascii=False)
-        if "*** Begin Patch" in value and _PATCH_FILE.search(value):
+        if "*** Begin Patch" in value and PATCH_FILE.search(value):
             return self._patch(value)
         if (persisted := persisted_output(value)) is not None:
             # Claude Code's preview of an output saved to a file: its declared size is kept
@@ -259,7 +258,7 @@ class Redactor:
     def _patch(self, patch: str) -> str:
         """A patch with only its file lines (paths hashed) and a marker."""
         lines = [f"*** {action} File: {self.path_hash(path.strip())}"
-                 for action, path in _PATCH_FILE.findall(patch)]
+                 for action, path in PATCH_FILE.findall(patch)]
         return "\n".join(["*** Begin Patch", *lines, self.text(patch), "*** End Patch"])
 
 
