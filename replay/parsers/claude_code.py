@@ -99,6 +99,8 @@ class _Session:
     agent_id: str = ""
     titles: dict[str, str] = field(default_factory=dict)
     """``ai-title`` / ``custom-title`` record type -> the last title of that kind."""
+    side_agents: dict[int, str] = field(default_factory=dict)
+    """Line -> ``agentId`` of the inline sidechain records that name their subagent."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -234,18 +236,25 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         sess.recs[no] = rec
         sess.version = sess.version or (raw["version"] if isinstance(raw.get("version"), str)
                                         else "")
-        sess.agent_id = sess.agent_id or (raw["agentId"] if isinstance(raw.get("agentId"), str)
-                                          else "")
+        agent = raw["agentId"] if isinstance(raw.get("agentId"), str) else ""
+        sess.agent_id = sess.agent_id or agent
+        if agent and raw.get("isSidechain") is True:
+            sess.side_agents[no] = agent
     for kind, n in passed.items():
         src.coverage.skipped(kind, n)
     is_sub = path.parent.name == "subagents" and path.name.startswith("agent-")
-    drafts = []
+    drafts: list[RunDraft] = []
     for sess in sessions.values():
+        sides = [] if is_sub else _sidechains(sess)
         if not any(r.role in ("user", "assistant") for r in sess.recs.values()):
             for r in sess.recs.values():
                 src.coverage.skipped(r.rtype)
             continue
-        drafts.append(_run(src, issues, sess, len(drafts), path, is_sub))
+        main = _run(src, issues, sess, len(drafts), path, is_sub)
+        drafts.append(main)
+        for side in sides:
+            drafts.append(_run(src, issues, side, len(drafts), path, True,
+                               parent=main.run["run_id"]))
     if not drafts:
         issues.append(Issue(src.path, 0, "no user or assistant records"))
     return drafts
@@ -276,13 +285,44 @@ def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
                 message)
 
 
+def _sidechains(sess: _Session) -> list[_Session]:
+    """The subagent conversations written inline in a session file (Claude Code before the
+    ``subagents/`` folder: records with ``isSidechain: true``), each its own session, taken
+    out of ``sess``.  One per chain: records linked by ``parentUuid`` to the same root
+    (a sidechain's first record has no parent), ordered as in the file."""
+    side = [n for n in sess.nodes if n.sidechain]
+    if not side or all(n.sidechain for n in sess.nodes if n.message):
+        return []  # none, or a subagent's own file (moved out of its subagents folder)
+    parent = {n.uuid: n.parent for n in side if n.uuid}
+
+    def root(n: Node) -> str:
+        cur, seen = n.uuid, set()
+        while cur and parent.get(cur) in parent and cur not in seen:
+            seen.add(cur)
+            cur = parent[cur] or ""
+        return cur or f"line-{n.line}"
+
+    chains: dict[str, _Session] = {}
+    for n in side:
+        sub = chains.setdefault(root(n), _Session(links=sess.links, version=sess.version))
+        sub.nodes.append(n)
+        sub.recs[n.line] = sess.recs.pop(n.line)
+        sub.agent_id = sub.agent_id or sess.side_agents.get(n.line, "")
+    sess.nodes = [n for n in sess.nodes if not n.sidechain]
+    return [c for c in chains.values() if any(r.role in ("user", "assistant")
+                                               for r in c.recs.values())]
+
+
 def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
-         is_sub: bool) -> RunDraft:
-    """One session's run."""
-    agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub else "")
+         is_sub: bool, parent: str = "") -> RunDraft:
+    """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
+    the subagent was written inline, else found from the subagents folder)."""
+    agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
+    if is_sub and not agent_id:
+        agent_id = f"sidechain-{index}"
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=agent_id if is_sub else "",
-                   parent_run_id=_parent_run_id(path) if is_sub else "",
+                   parent_run_id=(parent or _parent_run_id(path)) if is_sub else "",
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
     found = resolve(sess.nodes, sess.links, is_sub)
     if found.cycle:
