@@ -109,10 +109,12 @@ class RunBuilder:
     _msg_agent: str = ""
     _calls: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     _orphans: int = 0
-    _compactions: int = 0
+    _compactions: list[int] = field(default_factory=list)
+    """The message index at which each counted harness compaction took effect."""
     _events: list[dict[str, Any]] = field(default_factory=list)
-    _nested: int = 0
-    _nested_results: int = 0
+    _nested: list[int] = field(default_factory=list)
+    """Message index of each nested call (not counted in ``n_tool_calls``)."""
+    _nested_results: list[int] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -146,7 +148,8 @@ class RunBuilder:
             op, path = "other", ""
         if text is None:
             text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        self._nested += nested
+        if nested:
+            self._nested.append(self._msg)
         if call_id:
             self._calls[call_id] = (tool, op, path)
         self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
@@ -156,7 +159,8 @@ class RunBuilder:
         """Add a result; it inherits the call's tool, op and path.  Orphans are reported (at
         ``line``, or the line a function given as ``line`` returns, called only then);
         ``nested``: the result of a nested call (see ``tool_call``), not counted."""
-        self._nested_results += nested
+        if nested:
+            self._nested_results.append(self._msg)
         call = self._calls.get(call_id)
         if call is None:
             self._orphans += 1
@@ -171,7 +175,7 @@ class RunBuilder:
         """Add a compaction summary; ``harness`` marks one the original harness wrote.
         ``counted=False``: its compaction is already counted (``event(harness_compaction=)``)."""
         if harness and counted:
-            self._compactions += 1
+            self._compactions.append(max(self._msg, 0))
         self._add(kind="summary", text=text, is_harness_summary=harness)
 
     def count(self, value: Any, name: str) -> int | None:
@@ -225,7 +229,7 @@ class RunBuilder:
         as recorded: one that is not a count, negative or out of range is one issue and
         unknown."""
         if harness_compaction:
-            self._compactions += 1
+            self._compactions.append(self._msg + 1 if msg is None else msg)
         row: dict[str, Any] = {}
         for name, value in (("pre_tokens", pre_tokens), ("post_tokens", post_tokens),
                             ("tokens_saved", tokens_saved), ("full_chars", full_chars)):
@@ -244,6 +248,28 @@ class RunBuilder:
     def set_event(self, index: int, **fields: Any) -> None:
         """Change fields of event ``index`` (e.g. a summary found after its boundary)."""
         self._events[index].update(fields)
+
+    def rewind(self, msg: int) -> tuple[int, int]:
+        """Drop message ``msg`` and everything after it (blocks, requests producing them,
+        events taking effect there): the harness rolled the conversation back and the model
+        never saw them again.  Returns (messages dropped, requests dropped)."""
+        if msg > self._msg:
+            return 0, 0
+        msg = max(msg, 0)
+        dropped = self._msg - msg + 1
+        self._rows = [row for row in self._rows if row[0] < msg]
+        keep = [i for i, out in enumerate(self._r["output_msg"]) if out < msg]
+        n_requests = len(self._r["request"]) - len(keep)
+        for c, values in self._r.items():
+            self._r[c] = [values[i] for i in keep]
+        self._r["request"] = list(range(len(keep)))
+        self._events = [e for e in self._events if e["msg"] < msg]
+        self._compactions = [m for m in self._compactions if m < msg]
+        self._nested = [m for m in self._nested if m < msg]
+        self._nested_results = [m for m in self._nested_results if m < msg]
+        self._msg = msg - 1
+        self._block = sum(1 for row in self._rows if row[0] == self._msg)
+        return dropped, n_requests
 
     @property
     def n_events(self) -> int:
@@ -271,10 +297,10 @@ class RunBuilder:
             "title": short_title(self.title) or first_prompt(zip(m["role"], kinds, m["text"])),
             "n_messages": self._msg + 1, "n_blocks": len(kinds),
             "n_requests": len(r["request"]),
-            "n_tool_calls": kinds.count("tool_call") - self._nested,
-            "n_tool_results": kinds.count("tool_result") - self._nested_results,
+            "n_tool_calls": kinds.count("tool_call") - len(self._nested),
+            "n_tool_results": kinds.count("tool_result") - len(self._nested_results),
             "n_orphan_results": self._orphans,
-            "n_harness_compactions": self._compactions,
+            "n_harness_compactions": len(self._compactions),
             "recorded_input_tokens": self._total("recorded input tokens", recorded),
             "recorded_output_tokens": self._total("recorded output tokens", outputs),
             "sha256": self.source.sha256,

@@ -60,8 +60,13 @@ replays its parent's lines (the parent's session_meta first, the parent's timest
 this run's context, but their assistant turns and token_counts are the parent's requests, not
 this run's (no request rows; the token_counts counted as skipped).
 
-Not handled: ``thread_rolled_back`` (the rolled-back turns stay in the stream; counted in
-coverage); ``is_error`` comes only from a JSON output's non-zero ``metadata.exit_code``, an
+Rollbacks: ``event_msg/thread_rolled_back`` (``num_turns``) drops the last turns from the
+history as Codex does when it rebuilds a thread (from the N-th last user turn start: a user
+message that is not context the harness wrote, or an ``agent_message`` item; all turns when N
+is larger): those messages and the requests that produced them are left out of the run, and an
+issue says how many (the run is the path the model went on with, as for Claude Code rewinds).
+A rollback reaching back past a compaction cuts the raw stream, not the replacement history.
+``is_error`` comes only from a JSON output's non-zero ``metadata.exit_code``, an
 output object's ``success: false`` / ``isError: true``, or a command's exit code.
 Checked against real rollouts of cli 0.58 and 0.104 (the shared samples) and the documented
 0.146–0.148 shapes (hand-made fixtures, ``tests/fixtures/codex``).
@@ -75,7 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.parsers import codex_items as it
-from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source, json_int
 from replay.parsers.codex_file import (
     SKIPPED_LINES,
     evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
@@ -146,6 +151,8 @@ class _Walk:
     introduced: set[str] = field(default_factory=set)  # new in a counted compacted line, unpaired
     in_history: set[str] = field(default_factory=set)  # in any compacted line's history
     nested: list[tuple[str, Any, str, bool]] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)
+    """Message index of each user turn's start (what a rollback counts back over)."""
 
     @property
     def cov(self) -> Coverage:
@@ -199,12 +206,14 @@ class _Walk:
             if role == "assistant":
                 self.output(ts)
             else:
-                self.start(it.ROLES[role], ts)
+                msg = self.start(it.ROLES[role], ts)
+                if role == "user" and it.is_turn_start(blocks):
+                    self.turns.append(msg)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
         elif t == "agent_message":
             blocks = it.content(p.get("content"))
-            self.start("user", ts)
+            self.turns.append(self.start("user", ts))
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
         elif t == "reasoning":
@@ -258,8 +267,31 @@ class _Walk:
                 self.cov.modelled(name)
             else:
                 self.cov.skipped(name)
+        elif t == "thread_rolled_back":
+            self.roll_back(no, p.get("num_turns"))
+            self.cov.modelled(name)
         else:
             self.cov.skipped(name)
+
+    def roll_back(self, no: int, num_turns: Any) -> None:
+        """Drop the last ``num_turns`` user turns (see the module's docstring)."""
+        n = json_int(num_turns)
+        if n is None or n < 0:
+            self.issues.append(Issue(self.src.path, no, f"thread_rolled_back: num_turns "
+                                     f"{num_turns!r} is not a count (nothing rolled back)"))
+            return
+        if n == 0 or not self.turns:
+            return
+        self.flush_nested("")
+        cut = self.turns[0] if n >= len(self.turns) else self.turns[-n]
+        msgs, _ = self.b.rewind(cut)
+        live = [r for r in self.runs if r[0] >= cut and not r[4]]
+        self.runs = [r for r in self.runs if r[0] < cut]
+        self.turns = [m for m in self.turns if m < cut]
+        self.open_run = False
+        self.issues.append(Issue(self.src.path, no, f"thread_rolled_back: the last {n} turn(s) "
+                                 f"rolled back; {msgs} message(s) and {len(live)} request(s) "
+                                 "left out (the model went on without them)"))
 
     def start(self, role: str, ts: str) -> int:
         """Start a non-assistant message (after the code-mode commands run so far); its index."""

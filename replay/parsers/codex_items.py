@@ -216,3 +216,15 @@ def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:
         if value is not None or name not in out:
             out[name] = value
     return out
+
+
+_CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
+               "<user_shell_command>", "<skill", "<turn_aborted>", "<subagent_notification>")
+"""How the user messages Codex writes for itself begin (lowercased): context, not a turn."""
+
+
+def is_turn_start(blocks: list[tuple[str, str]]) -> bool:
+    """Whether a user message's blocks start a user turn (Codex's ``is_user_turn_boundary``:
+    a user message that is not context the harness added), i.e. what a rollback counts."""
+    return not any(text.lstrip().lower().startswith(_CONTEXTUAL) for _kind, text in blocks)
+
