@@ -289,11 +289,14 @@ def _sidechains(sess: _Session) -> list[_Session]:
     """The subagent conversations written inline in a session file (Claude Code before the
     ``subagents/`` folder: records with ``isSidechain: true``), each its own session, taken
     out of ``sess``.  One per chain: records linked by ``parentUuid`` to the same root
-    (a sidechain's first record has no parent), ordered as in the file."""
+    (a sidechain's first record has no parent), ordered as in the file; a chain whose first
+    record names a parent found nowhere in the session (a gap in the log) continues the chain
+    before it rather than inventing a subagent."""
     side = [n for n in sess.nodes if n.sidechain]
     if not side or all(n.sidechain for n in sess.nodes if n.message):
         return []  # none, or a subagent's own file (moved out of its subagents folder)
     parent = {n.uuid: n.parent for n in side if n.uuid}
+    known = set(sess.links) | {n.uuid for n in sess.nodes if n.uuid}
 
     def root(n: Node) -> str:
         cur, seen = n.uuid, set()
@@ -303,8 +306,15 @@ def _sidechains(sess: _Session) -> list[_Session]:
         return cur or f"line-{n.line}"
 
     chains: dict[str, _Session] = {}
+    alias: dict[str, str] = {}
     for n in side:
-        sub = chains.setdefault(root(n), _Session(links=sess.links, version=sess.version))
+        key = root(n)
+        if key not in chains and key not in alias:
+            first = parent.get(key)
+            alias[key] = next(reversed(chains)) if chains and first and first not in known \
+                else key
+        key = alias.get(key, key)
+        sub = chains.setdefault(key, _Session(links=sess.links, version=sess.version))
         sub.nodes.append(n)
         sub.recs[n.line] = sess.recs.pop(n.line)
         sub.agent_id = sub.agent_id or sess.side_agents.get(n.line, "")

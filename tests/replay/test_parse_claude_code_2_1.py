@@ -45,10 +45,14 @@ def _facts(name: str) -> dict[str, Any]:
     per: dict[str, Counter[str]] = {}
     seen_ids: set[str] = set()
     first = next(r["sessionId"] for r in recs if r.get("sessionId"))
+    # a session file with subagent records written inline (isSidechain): those are runs of
+    # their own (one subagent per session in these fixtures); a subagent's own file is not split
+    mixed = any(not r.get("isSidechain") for r in recs if r["type"] in ("user", "assistant"))
     for r in recs:
         if r.get("uuid") in gone:
             continue
-        c = per.setdefault(r.get("sessionId", first), Counter())
+        side = mixed and r.get("isSidechain") is True
+        c = per.setdefault((r.get("sessionId", first), side), Counter())
         msg = r.get("message") or {}
         if r["type"] == "assistant" and msg["id"] not in seen_ids:
             seen_ids.add(msg["id"])
