@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from analysis.metrics import metrics
+from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
 from replay.errors import ReplayError
 from replay.policy import Policy
 from replay.run_label import run_key
 from replay.schema import SCHEMA_VERSION
-from replay.store import atomic_write_bytes
 from replay.trace import TRACE_VERSION, Trace
 
 BASELINE_FORMAT = 1

@@ -55,13 +55,13 @@ from analysis.report_pages import Image, Page, render_html, render_markdown
 from analysis.rereads import REREADS_COLUMNS, lint_placeholders, plot_rereads, rereads
 from analysis.summarisation import plot_summarisation, recorded_compactions, summarisation
 from analysis.timeline import plot_timeline
+from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.policy import Policy, policy_from_dict
 from replay.run import read_trace
 from replay.run_label import run_labels
 from replay.safe_names import file_name
-from replay.store import atomic_write_bytes
 from replay.trace import Trace
 
 DPI = 100

@@ -54,12 +54,13 @@ from analysis.run_facts import RunFacts, run_facts
 from analysis.sweep_cache import read_cached, rows_frame, run_key, write_cached
 from analysis.sweep_choice import ChoiceRule, chosen_yaml
 from analysis.sweep_plots import write_plots
+from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus
 from replay.engine import replay
 from replay.errors import ReplayError, ReplayInputError
 from replay.policy import Custom, policy_to_dict
 from replay.prepared import Calibration, PreparedRun
-from replay.store import Entry, atomic_write_bytes
+from replay.store import Entry
 from replay.workers import init_worker
 
 UNITS_PER_WORKER = 8

@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
+from replay.atomic_files import atomic_write_bytes
 from replay.safe_names import file_name
-from replay.store import Entry, atomic_write_bytes
+from replay.store import Entry
 from replay.trace import TRACE_VERSION
 
 ROW_COLUMNS: tuple[str, ...] = ("setting", "run_id", "policy", *METRIC_COLUMNS)

@@ -42,7 +42,7 @@ from analysis.pareto import (
     plot_metric,
     plot_pareto,
 )
-from replay.store import atomic_write_bytes
+from replay.atomic_files import atomic_write_bytes
 from replay.workers import init_worker
 
 Spec = tuple[str, tuple[str, ...]]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay import store
+from replay import store, store_index
 from replay.calibrate import MIN_POINTS, calibrate, corpus_fit
 from replay.calibrate import points as calibration_points
 from replay.engine import replay
@@ -42,7 +42,7 @@ class Corpus:
     def __init__(self, root: Path, entries: list[store.Entry],
                  report: IngestReport | None = None, *, keep_prepared: int = 8) -> None:
         self.root, self.entries, self.report = root, entries, report
-        self.runs: pa.Table = store.read_runs(root, entries)
+        self.runs: pa.Table = store_index.read_runs(root, entries)
         self._entry_of: dict[str, store.Entry] = dict(zip(
             self.runs["run_id"].to_pylist(),
             (e for e in entries for _ in range(e.n_runs))))
@@ -63,8 +63,8 @@ class Corpus:
         corpus._calibration, corpus._entry_of = {}, {}
         corpus._models, corpus._model_fits = None, {}
         corpus._all = store.RunTables(runs, messages, requests)
-        msg_spans = store.row_spans(messages["run_id"].to_pylist())
-        req_spans = store.row_spans(requests["run_id"].to_pylist())
+        msg_spans = store_index.row_spans(messages["run_id"].to_pylist())
+        req_spans = store_index.row_spans(requests["run_id"].to_pylist())
         corpus._loaded = ("", corpus._all, {
             rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
             for rid in runs["run_id"].to_pylist()})
@@ -94,8 +94,8 @@ class Corpus:
         entry = self._entry_of.get(run_id)
         if entry is not None and (self._loaded is None or self._loaded[0] != entry.key):
             tables = store.read_entry(self.root, entry.key)
-            msg_spans = store.row_spans(tables.messages["run_id"].to_pylist())
-            req_spans = store.row_spans(tables.requests["run_id"].to_pylist())
+            msg_spans = store_index.row_spans(tables.messages["run_id"].to_pylist())
+            req_spans = store_index.row_spans(tables.requests["run_id"].to_pylist())
             spans = {rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
                      for rid in tables.runs["run_id"].to_pylist()}
             self._loaded = (entry.key, tables, spans)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay import store, store_session
+from replay import atomic_files, store, store_index, store_session
 from replay.discover import discover, relative_source, sources
 from replay.errors import TokenizerError
 from replay.input_files import Unreadable, check_limits, read_input, sha256_of
@@ -288,7 +288,7 @@ class _Done:
     issues: tuple[Issue, ...]
     stored: bool
     index_rows: bytes
-    """The entry's rows of the store's run index (``store.index_rows``)."""
+    """The entry's rows of the store's run index (``store_index.index_rows``)."""
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
@@ -307,7 +307,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     store_session.journal(out, _entry(done))  # recorded the moment its files are complete
     col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
-    return replace(done, n_tokens=n_tokens, index_rows=store.index_rows(tables, key))
+    return replace(done, n_tokens=n_tokens, index_rows=store_index.index_rows(tables, key))
 
 
 def _entry(done: _Done) -> store.Entry:
@@ -355,7 +355,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         if name not in _TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
                                  f"for {' and '.join(_TOKEN_COLUMN)} only")
-    out = store.make_output_dir(out)
+    out = atomic_files.make_output_dir(out)
     with store_session.writing(out, on_wait):
         return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
 
@@ -387,7 +387,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     if todo:  # loading an encoding takes ~0.5 s: only when some file needs it, before anything
         for name in tokenizers:  # is written, and once (forked workers inherit it)
             encoding(name)
-    fresh = store.IndexRows()
+    fresh = store_index.IndexRows()
     finished: dict[str, store.Entry] = {}
 
     def on_finished(done: _Done) -> None:  # as each file finishes, in any order
@@ -417,7 +417,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         results.close()
         if not completed:  # interrupted: keep every file that finished, in whatever order
             entries.update(finished)
-        store.write_index(out, [entries[s] for s in sorted(entries)], fresh.table())
+        store_index.write_index(out, [entries[s] for s in sorted(entries)], fresh.table())
         store.write_manifest(out, entries)
         if completed:  # else kept: workers stopped by the interruption may have journalled more
             store_session.forget_journal(out)

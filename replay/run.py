@@ -20,11 +20,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from replay.atomic_files import atomic_write_bytes, atomic_write_text
 from replay.corpus import Corpus, iter_replays, replay_corpus
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
 from replay.run_label import run_labels
-from replay.store import atomic_write_bytes, atomic_write_text
 from replay.trace import SUMMARY_KINDS, TRACE_SCHEMAS, TRACE_VERSION, TRIM_KINDS, Trace
 
 SUMMARY_SCHEMA = pa.schema(

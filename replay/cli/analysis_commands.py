@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from replay import store
+from replay import atomic_files, store
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
@@ -439,8 +439,8 @@ def check(
     for note in result.notes:
         say(f"note: {note}")
     if junit:
-        store.atomic_write_bytes(junit, junit_xml(result))
+        atomic_files.atomic_write_bytes(junit, junit_xml(result))
     if markdown:
-        store.atomic_write_bytes(markdown, markdown_summary(result).encode())
+        atomic_files.atomic_write_bytes(markdown, markdown_summary(result).encode())
     _finish(corpus.report, strict, result.exit_code)
 

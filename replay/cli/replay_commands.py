@@ -16,7 +16,7 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
-from replay import store
+from replay import store, store_index
 from replay.calibrate import MIN_POINTS, calibration_rows
 from replay.cli.inputs import (
     CacheDirOpt,
@@ -103,7 +103,7 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
     ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
     compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
     with _errors():
-        table = store.runs(dataset)
+        table = store_index.runs(dataset)
         coverage = store.coverage_lines(dataset)
     shown = {"run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
              "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",

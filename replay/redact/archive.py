@@ -33,6 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.discover import discover, sources
 from replay.errors import OutputError
 from replay.ingest import parse_file, tokenize
@@ -45,7 +46,6 @@ from replay.redact.leaves import DRAFT, Redactor
 from replay.redact.secrets import scan
 from replay.redaction import ExactSizes, format_exact
 from replay.schema import SCHEMAS, TOKENIZERS
-from replay.store import atomic_write_bytes, make_output_dir
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
 """Formats ``redact`` writes one record a line."""

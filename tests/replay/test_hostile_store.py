@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay import store
+from replay import store, store_index
 from replay.cli import app
 from replay.corpus import open_corpus
 from replay.errors import StoreError
@@ -67,7 +67,7 @@ def test_crafted_entry_key_deletes_nothing(tmp_path: Path, key: object) -> None:
         ingest([logs], ds, jobs=1)
     assert (victim / "precious.txt").read_text() == "keep me"
     assert (ds / "manifest.json").read_bytes() == manifest  # nothing changed either
-    for read in (store.read_store, store.runs, lambda d: open_corpus([d])):
+    for read in (store.read_store, store_index.runs, lambda d: open_corpus([d])):
         with pytest.raises(StoreError, match="damaged store"):
             read(ds)
 
@@ -142,7 +142,7 @@ def _craft_run_id(ds: Path, run_id: str) -> None:
         schema = store.SCHEMAS[name]
         pq.write_table(pa.Table.from_arrays(table.columns, schema=schema),
                        folder / f"{name}.parquet")
-    (ds / store.INDEX_FILE).unlink()
+    (ds / store_index.INDEX_FILE).unlink()
 
 
 def test_sweep_cache_names_files_safely(tmp_path: Path) -> None:

@@ -15,10 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay import store
+from replay import store, store_index
 from replay.cli import app
 from replay.corpus import open_corpus
 from replay.ingest import ingest
+from replay.schema import RUN_INDEX
 
 SMALL = ("claude-code/short.jsonl", "claude-code/tool_heavy.jsonl",
          "openhands/basic_interactions.json",
@@ -27,12 +28,12 @@ SMALL = ("claude-code/short.jsonl", "claude-code/tool_heavy.jsonl",
 
 def _without_index(root: Path, entries: list[store.Entry], *, with_tokens: bool) -> pa.Table:
     """``read_runs`` from the entries' own files (the index moved aside and back)."""
-    index = root / store.INDEX_FILE
+    index = root / store_index.INDEX_FILE
     aside = root / "index.aside"
     index.rename(aside)
     try:
-        assert store.read_index(root) is None
-        return store.read_runs(root, entries, with_tokens=with_tokens)
+        assert store_index.read_index(root) is None
+        return store_index.read_runs(root, entries, with_tokens=with_tokens)
     finally:
         aside.rename(index)
 
@@ -47,14 +48,14 @@ def sample_store(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 def test_index_holds_every_entry_with_the_entry_files_rows(sample_store: Path) -> None:
     entries = list(store.read_manifest(sample_store).values())
-    index = store.read_index(sample_store)
+    index = store_index.read_index(sample_store)
     assert index is not None
     assert index["entry_key"].to_pylist() == [e.key for e in entries for _ in range(e.n_runs)]
     for with_tokens in (False, True):
-        got = store.read_runs(sample_store, entries, with_tokens=with_tokens)
+        got = store_index.read_runs(sample_store, entries, with_tokens=with_tokens)
         want = _without_index(sample_store, entries, with_tokens=with_tokens)
         assert got.equals(want) and got.schema.equals(want.schema, check_metadata=True)
-    assert sum(store.runs(sample_store)["tokens_o200k"].to_pylist()) > 0
+    assert sum(store_index.runs(sample_store)["tokens_o200k"].to_pylist()) > 0
 
 
 @given(st.data())
@@ -62,7 +63,7 @@ def test_any_subset_of_entries_in_any_order(sample_store: Path, data: st.DataObj
     """Rows follow the entries asked for, in their order, whether from the index or not."""
     entries = list(store.read_manifest(sample_store).values())
     picked = data.draw(st.lists(st.sampled_from(entries), unique_by=lambda e: e.key))
-    got = store.read_runs(sample_store, picked, with_tokens=data.draw(st.booleans()))
+    got = store_index.read_runs(sample_store, picked, with_tokens=data.draw(st.booleans()))
     assert got["source"].to_pylist() == [e.source for e in picked for _ in range(e.n_runs)]
     want = {r["run_id"]: r for r in store.read_store(sample_store).runs.to_pylist()}
     for row in got.to_pylist():
@@ -74,15 +75,15 @@ def test_damaged_index_is_ignored_and_rebuilt(samples: Path, tmp_path: Path) -> 
     out = tmp_path / "ds"
     ingest([samples / rel for rel in SMALL], out, jobs=1)
     entries = list(store.read_manifest(out).values())
-    good = store.runs(out)
-    (out / store.INDEX_FILE).write_bytes(b"PAR1 not really")
-    assert store.read_index(out) is None
-    assert store.runs(out).equals(good)  # from the entries' files
+    good = store_index.runs(out)
+    (out / store_index.INDEX_FILE).write_bytes(b"PAR1 not really")
+    assert store_index.read_index(out) is None
+    assert store_index.runs(out).equals(good)  # from the entries' files
     report = ingest([samples / rel for rel in SMALL], out, jobs=1)
     assert report.parsed == [] and len(report.cached) == len(SMALL)  # nothing re-parsed...
-    index = store.read_index(out)  # ...but the index is whole again
+    index = store_index.read_index(out)  # ...but the index is whole again
     assert index is not None and index.num_rows == sum(e.n_runs for e in entries)
-    assert store.runs(out).equals(good)
+    assert store_index.runs(out).equals(good)
 
 
 def test_index_newer_than_its_manifest_is_still_right(samples: Path, tmp_path: Path) -> None:
@@ -94,9 +95,9 @@ def test_index_newer_than_its_manifest_is_still_right(samples: Path, tmp_path: P
     ingest([samples / rel for rel in SMALL], out, jobs=1)
     (out / "manifest.json").write_bytes(old_manifest)
     (entry,) = store.read_manifest(out).values()
-    index = store.read_index(out)
+    index = store_index.read_index(out)
     assert index is not None and index.num_rows > entry.n_runs
-    got = store.runs(out)
+    got = store_index.runs(out)
     assert got["source"].to_pylist() == [entry.source] * entry.n_runs
     assert got.equals(_without_index(out, [entry], with_tokens=True))
 
@@ -113,10 +114,10 @@ def test_changed_file_replaces_its_index_rows(samples: Path, tmp_path: Path) -> 
     changed.write_text("".join(lines[: len(lines) // 2]))
     ingest([logs], out, jobs=1)
     entries = list(store.read_manifest(out).values())
-    index = store.read_index(out)
+    index = store_index.read_index(out)
     assert index is not None
     assert sorted(set(index["entry_key"].to_pylist())) == sorted(e.key for e in entries)
-    assert store.runs(out).equals(_without_index(out, entries, with_tokens=True))
+    assert store_index.runs(out).equals(_without_index(out, entries, with_tokens=True))
 
 
 def test_damaged_runs_file_is_named(samples: Path, tmp_path: Path) -> None:
@@ -132,7 +133,7 @@ def test_damaged_runs_file_is_named(samples: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", "--policy", "none", str(out), "--out",
                                       str(tmp_path / "o")])
     assert result.exit_code == 2 and str(folder) in result.output.replace("\n", "")
-    (out / store.INDEX_FILE).unlink()
+    (out / store_index.INDEX_FILE).unlink()
     result = CliRunner().invoke(app, ["runs", str(out)])
     assert result.exit_code == 2 and str(folder) in result.output.replace("\n", "")
     with pytest.raises(store.StoreError, match=re.escape(str(folder))):
@@ -144,11 +145,11 @@ def test_runs_command_json_unchanged_by_the_index(sample_store: Path) -> None:
     runner = CliRunner()
     with_index = runner.invoke(app, ["runs", str(sample_store), "--json"])
     aside = sample_store / "index.aside"
-    (sample_store / store.INDEX_FILE).rename(aside)
+    (sample_store / store_index.INDEX_FILE).rename(aside)
     try:
         without = runner.invoke(app, ["runs", str(sample_store), "--json"])
     finally:
-        aside.rename(sample_store / store.INDEX_FILE)
+        aside.rename(sample_store / store_index.INDEX_FILE)
     assert with_index.exit_code == 0 and without.exit_code == 0
     assert json.loads(with_index.stdout) == json.loads(without.stdout) != []
 
@@ -157,15 +158,15 @@ def test_index_rows_gathered_from_workers_keep_every_row_in_order(sample_store: 
     """What an ingest gathers from its workers (one IPC stream per entry, ``IndexRows``, merged
     every 256 entries) is the index: each entry's rows, in the order added."""
     entries = list(store.read_manifest(sample_store).values())
-    index = store.read_index(sample_store)
+    index = store_index.read_index(sample_store)
     assert index is not None
-    streams = [store.index_rows(store.read_entry(sample_store, e.key), e.key) for e in entries]
-    gathered = store.IndexRows()
+    streams = [store_index.index_rows(store.read_entry(sample_store, e.key), e.key) for e in entries]
+    gathered = store_index.IndexRows()
     order = [i for _ in range(12) for i in range(len(streams))][::-1]  # > 256 entries, reversed
     for i in order:
         gathered.add(streams[i])
     table = gathered.table()
-    assert table.schema.equals(store.RUN_INDEX, check_metadata=True)
+    assert table.schema.equals(RUN_INDEX, check_metadata=True)
     spans = [(s, t) for s, t in _spans(index["entry_key"].to_pylist())]
     want = pa.concat_tables([index.slice(spans[i][0], spans[i][1] - spans[i][0]) for i in order])
     assert table.equals(want)
