@@ -42,10 +42,12 @@ sys.path.insert(0, str(REPO))
 
 from replay import store
 from replay.discover import discover, sources
-from replay.ingest import ingest, parse_file, tokenize
+from replay.ingest import ingest
+from replay.parse_file import parse_file
 from replay.parsers import PARSERS, detect_format
 from replay.parsers.builder import Source
 from replay.redaction import declared, tokens_for
+from replay.run_tables import tokenize
 from replay.tokens import encoding
 
 TOKENIZER = "o200k_base"

@@ -20,9 +20,10 @@ from replay.calibrate import MIN_POINTS, calibrate, corpus_fit
 from replay.calibrate import points as calibration_points
 from replay.engine import replay
 from replay.errors import ReplayInputError
-from replay.ingest import DEFAULT_TOKENIZERS, IngestReport, ingest
+from replay.ingest import IngestReport, ingest
 from replay.policy import Policy
 from replay.prepared import Calibration, PreparedRun, prepare
+from replay.run_tables import DEFAULT_TOKENIZERS
 from replay.schema import SCHEMAS
 from replay.trace import Trace
 

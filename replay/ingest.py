@@ -1,19 +1,17 @@
 """Ingest: log files → parsed runs → token counts → the Parquet store.
 
-``parse_file`` reads one file (format detected from content unless given) and
-returns its runs as Arrow tables with tokens counted once; ``ingest`` does that
-for every file under the given paths, in parallel across files, skipping files
-whose cache entry already exists, and never losing what the store had for a
-file that now fails.  Every problem is an ``Issue`` (``file:line: reason``);
+``ingest`` reads every file under the given paths (each with ``replay.parse_file``: format
+detected from content unless given, runs as Arrow tables with tokens counted once), in
+parallel across files, skipping files whose cache entry already exists, and never losing what
+the store had for a file that now fails.  Every problem is an ``Issue`` (``file:line: reason``);
 the batch goes on.
 
-Not here: which files are read and the names they are stored under (``replay.discover``).
+Not here: which files are read and the names they are stored under (``replay.discover``),
+one file's parsing (``replay.parse_file``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -21,45 +19,18 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay import atomic_files, store, store_index, store_session
-from replay.discover import discover, relative_source, sources
+from replay.discover import discover, sources
 from replay.errors import TokenizerError
-from replay.input_files import Unreadable, check_limits, read_input, sha256_of
-from replay.parsers import (
-    PARSERS,
-    PARSERS_VERSION,
-    Detection,
-    check_format,
-)
-from replay.parsers.builder import Issue, RunDraft, Source
-from replay.parsers.head import SNIFF_BYTES, detect_file
-from replay.redaction import declared, exact, tokens_for
-from replay.schema import SCHEMAS
-from replay.tokens import count_one, count_tokens, encoding
+from replay.input_files import check_limits, sha256_of
+from replay.parse_file import parse_file
+from replay.parsers import PARSERS_VERSION, check_format
+from replay.parsers.builder import Issue
+from replay.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
+from replay.tokens import encoding
 from replay.workers import init_worker
-
-DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
-_TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
-_BOM = b"\xef\xbb\xbf"
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedFile:
-    """One file's runs (as tables) and the problems found in it."""
-
-    source: str
-    format: str
-    sha256: str
-    tables: store.RunTables | None
-    issues: tuple[Issue, ...]
-    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
-    """What became of each record type the parser met (``Coverage.by_type``)."""
-    detection: str = ""
-    """Why the format was chosen (``Detection.describe``; with ``explain`` only), or which
-    formats came closest to a file no parser takes."""
 
 
 @dataclass(slots=True)
@@ -78,201 +49,6 @@ class IngestReport:
     def ok(self) -> bool:
         """True when no file failed and no issue was reported."""
         return not self.failed and not self.issues
-
-
-def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
-               tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
-               threads: int = 1, explain: bool = False) -> ParsedFile:
-    """Parse one file into token-counted tables; problems are returned, never raised.
-
-    Args:
-        path: the log file.
-        root: the folder ``path`` is stored relative to (default: only its name).
-        fmt: force one parser instead of detecting the format.
-        tokenizers: encodings to count with (one column each).
-        rel: the stored source name (default: ``path`` relative to ``root``).
-        threads: threads counting tokens (1: only the calling thread).
-        explain: say why the format was chosen (``ParsedFile.detection``; a file no parser
-            takes always says which formats came closest).
-    """
-    rel = rel if rel is not None else relative_source(path, root)
-    issues: list[Issue] = []
-    try:
-        data = read_input(path)
-    except Unreadable as why:
-        return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(why)),))
-    sha = hashlib.sha256(data).hexdigest()
-    data = data.removeprefix(_BOM)  # a UTF-8 byte order mark: no format's first record
-    if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
-        return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
-    try:
-        found = Detection(fmt, "forced with --format") if fmt else \
-            detect_file(path.name, data, explain=explain)
-    except RecursionError:
-        return ParsedFile(rel, "", sha, None, (Issue(
-            str(path), 1, "JSON nested too deeply to detect the format; try --format"),))
-    name = found.format
-    if name is None:
-        return ParsedFile(rel, "", sha, None, (_unrecognised(str(path), data, found),),
-                          detection=found.describe())
-    if name not in PARSERS:
-        return ParsedFile(rel, "", sha, None, (Issue(
-            str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
-    src = Source(path=str(path), rel=rel, data=data, sha256=sha)
-    del data
-    try:
-        drafts = PARSERS[name].parse(src, issues)
-    except RecursionError:
-        issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
-        drafts = []
-    except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
-        issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
-        drafts = []
-    coverage, why = src.coverage.by_type(), found.describe()
-    if not drafts:
-        if not issues:
-            issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
-        return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
-    try:
-        tables = tokenize(drafts, tokenizers, threads=threads)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
-        issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
-                                          f"({type(exc).__name__}: {exc})"))
-        return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
-    return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
-
-
-def _unrecognised(path: str, data: bytes, found: Detection) -> Issue:
-    """Why no parser recognised a file, as precisely as can be told, and which formats came
-    closest."""
-    if b"\x00" in data[:4096]:
-        return Issue(path, 0, "binary file; try --format")
-    first = data[:4 * SNIFF_BYTES].lstrip()[:SNIFF_BYTES + 1].split(b"\n", 1)[0]
-    if len(first) > SNIFF_BYTES:
-        return Issue(path, 1, f"unknown format: the first line is over {SNIFF_BYTES:,} bytes, "
-                              f"too long to recognise; try --format")
-    try:
-        json.loads(first)
-    except RecursionError:
-        return Issue(path, 1, "JSON nested too deeply to recognise the format; try --format")
-    except ValueError:
-        pass
-    return Issue(path, 0, f"unknown format (no parser recognised it; {found.describe()}); "
-                          "try --format")
-
-
-def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
-             threads: int = 1) -> store.RunTables:
-    """Count tokens once per block and build the schema's tables.
-
-    Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
-    not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape like
-    ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.  A block holding
-    redaction markers is sized by their declared lengths and flagged; a block holding
-    ctxreplay's own markers (``replay redact``) gets the exact figures they declare
-    (``replay.redaction``).
-    """
-    messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
-    requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
-    events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
-    runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names
-            if col in drafts[0].run}
-    texts: list[str] = messages["text"]  # type: ignore[assignment]
-    try:
-        text = pa.array(texts, pa.string())
-    except UnicodeEncodeError:
-        texts = [_valid_unicode(t) for t in texts]
-        text = pa.array(texts, pa.string())
-    messages["text"] = text
-    n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
-    n_chars = [len(t) for t in texts]
-    messages["n_lines"] = n_lines = [t.count("\n") + 1 if t else 0 for t in texts]
-    exacts = {i: found for i, t in enumerate(texts) if (found := exact(t)) is not None}
-    redacted = {i: found for i, t in enumerate(texts)
-                if i not in exacts and (found := declared(t)) is not None}
-    if redacted or exacts:  # sized as the model saw them: the declared characters
-        n_bytes = n_bytes.to_pylist()
-        for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
-            n_chars[i] = len(rest) + chars
-            n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
-        for i, sizes in exacts.items():  # ctxreplay's own marker: the original's figures
-            n_chars[i], n_bytes[i], n_lines[i] = sizes.n_chars, sizes.n_bytes, sizes.n_lines
-    messages["n_bytes"], messages["n_chars"] = n_bytes, n_chars
-    estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
-    for name, col in _TOKEN_COLUMN.items():
-        if name not in tokenizers:
-            messages[col] = pa.nulls(len(texts), pa.int64())
-            continue
-        counts = count_tokens(texts, name, threads=threads)
-        for i, (rest, _, chars) in redacted.items():
-            counts[i] = count_one(rest, name) + tokens_for(chars, name)
-        for i, sizes in exacts.items():
-            declared_tokens = sizes.tokens_for(name)
-            if declared_tokens is None:  # a tokenizer the marker does not name: estimated
-                estimated.add(i)
-                declared_tokens = tokens_for(sizes.n_chars, name)
-            counts[i] = declared_tokens
-        messages[col] = counts
-    messages["tokens_estimated"] = [i in estimated for i in range(len(texts))] if estimated \
-        else [False] * len(texts)
-    _estimated_per_run(runs, drafts, messages, estimated)
-    return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
-                           requests=_table(requests, "requests"), events=_table(events, "events"))
-
-
-def _estimated_per_run(runs: dict[str, list[object]], drafts: list[RunDraft],
-                       messages: dict[str, object], redacted: set[int]) -> None:
-    """Each run's ``n_estimated_blocks`` and ``estimated_tokens_o200k`` (the o200k tokens of its
-    blocks sized from redaction markers; None when o200k was not counted)."""
-    o200k = messages["tokens_o200k"]
-    counted = isinstance(o200k, list)
-    n_blocks, tokens, lo = [], [], 0
-    for d in drafts:
-        hi = lo + len(d.messages["msg"])
-        mine = [i for i in redacted if lo <= i < hi] if redacted else []
-        n_blocks.append(len(mine))
-        tokens.append(sum(o200k[i] for i in mine) if counted else None)  # type: ignore[index]
-        lo = hi
-    runs["n_estimated_blocks"], runs["estimated_tokens_o200k"] = n_blocks, tokens
-
-
-def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],
-            counted: str) -> dict[str, list[object]]:
-    """The column lists of several runs' rows, one after the other, with a ``run_id`` column
-    (``counted`` is a column every row has); one run's lists are taken as they are."""
-    if len(parts) == 1:
-        return {"run_id": [run_ids[0]] * len(parts[0][counted]), **parts[0]}
-    out: dict[str, list[object]] = {"run_id": []}
-    for part, run_id in zip(parts, run_ids):
-        out["run_id"].extend([run_id] * len(part[counted]))
-        for col, values in part.items():
-            out.setdefault(col, []).extend(values)
-    return out
-
-
-def _table(columns: dict[str, object], name: str) -> pa.Table:
-    """The schema's table from column lists or arrays (each list converted once)."""
-    schema = SCHEMAS[name]
-    return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns[f.name], pa.Array)
-                                 else _array(v, f.type) for f in schema],  # type: ignore[arg-type]
-                                schema=schema)
-
-
-def _array(values: list[object], type_: pa.DataType) -> pa.Array:
-    """``values`` as an Arrow array; strings that are not valid Unicode get U+FFFD (any
-    string column may hold one)."""
-    try:
-        return pa.array(values, type_)
-    except UnicodeEncodeError:
-        return pa.array([_valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
-
-
-def _valid_unicode(s: str) -> str:
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:  # the same repair tiktoken applies before encoding
-        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +81,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
                  parsed.issues, True, b"", parsed.coverage)
     store_session.journal(out, _entry(done))  # recorded the moment its files are complete
-    col = _TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
+    col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
     return replace(done, n_tokens=n_tokens, index_rows=store_index.index_rows(tables, key))
 
@@ -352,9 +128,9 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
     check_format(fmt)
     check_limits()
     for name in tokenizers:
-        if name not in _TOKEN_COLUMN:
+        if name not in TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
-                                 f"for {' and '.join(_TOKEN_COLUMN)} only")
+                                 f"for {' and '.join(TOKEN_COLUMN)} only")
     out = atomic_files.make_output_dir(out)
     with store_session.writing(out, on_wait):
         return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)

@@ -22,8 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay.ingest import parse_file
 from replay.input_files import check_limits
+from replay.parse_file import parse_file
 from replay.parsers import check_format
 from replay.parsers.builder import Issue
 from replay.tokens import count_tokens

@@ -45,7 +45,6 @@ from replay.cli.output import (
     warn,
 )
 from replay.cli.tables import Layout
-from replay.ingest import DEFAULT_TOKENIZERS
 from replay.ingest import ingest as ingest_paths
 from replay.layout import run_dir, writable_dir
 from replay.policy import load_policy, policy_to_dict, presets
@@ -53,6 +52,7 @@ from replay.providers import PROVIDERS, provider_label, with_provider
 from replay.run import LazyRows, run_to, summary_table, write_run
 from replay.run import run as run_policy
 from replay.run_label import label_column, run_key, run_labels
+from replay.run_tables import DEFAULT_TOKENIZERS
 
 
 def ingest(

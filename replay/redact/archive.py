@@ -36,8 +36,8 @@ import pyarrow as pa
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.discover import discover, sources
 from replay.errors import OutputError
-from replay.ingest import parse_file, tokenize
 from replay.input_files import Unreadable, read_input
+from replay.parse_file import parse_file
 from replay.parsers import PARSERS, detect_format
 from replay.parsers.atif import COMPACTION_WORDS
 from replay.parsers.builder import Issue, Source
@@ -45,6 +45,7 @@ from replay.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.redact.leaves import DRAFT, Redactor
 from replay.redact.secrets import scan
 from replay.redaction import ExactSizes, format_exact
+from replay.run_tables import tokenize
 from replay.schema import SCHEMAS, TOKENIZERS
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")

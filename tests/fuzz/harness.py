@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from replay.ingest import ParsedFile, parse_file
+from replay.parse_file import ParsedFile, parse_file
 from replay.parsers import PARSERS
 from replay.parsers.builder import Issue, RunDraft, Source
 from replay.redaction import declared

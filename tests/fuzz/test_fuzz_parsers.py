@@ -46,7 +46,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.parsers import PARSERS
 from replay.parsers.builder import Issue, RunDraft
 from tests.fuzz.harness import (

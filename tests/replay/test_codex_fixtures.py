@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.parsers import codex, detect_format
 from replay.parsers.builder import Source
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.parsers import PARSERS, detect, detect_format
 from replay.parsers.claude_code import NON_MESSAGE_TYPES
 

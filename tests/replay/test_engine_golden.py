@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from replay.engine import replay
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.policy import load_policy
 from replay.prepared import prepare
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.parsers import atif, detect, detect_format
 from replay.parsers.builder import Issue, Source
 

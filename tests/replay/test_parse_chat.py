@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay.discover import LOG_SUFFIXES
-from replay.ingest import ParsedFile, parse_file
+from replay.parse_file import ParsedFile, parse_file
 from replay.parsers import chat, detect_format
 from replay.parsers.builder import Issue, Source
 

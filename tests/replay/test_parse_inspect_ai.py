@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay.discover import discover
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.parsers import detect_format, inspect_ai
 from replay.parsers.builder import Issue, Source
 

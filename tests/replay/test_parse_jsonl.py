@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.parsers.builder import Source
 from replay.parsers.jsonl import ItemLines, array_items, loads
 

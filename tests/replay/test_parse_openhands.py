@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from replay.discover import LOG_SUFFIXES
-from replay.ingest import ParsedFile, parse_file
+from replay.parse_file import ParsedFile, parse_file
 from replay.parsers import detect_format, openhands
 from replay.parsers.builder import Issue, Source
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import ParsedFile, parse_file
+from replay.parse_file import ParsedFile, parse_file
 from replay.parsers import detect_format
 from tests.conftest import SAMPLES
 

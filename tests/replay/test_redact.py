@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from replay.cli import app
 from replay.corpus import open_corpus
 from replay.discover import discover
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.policy import load_policy, presets
 from replay.redact import redact
 from replay.redact.fidelity import content_dependence

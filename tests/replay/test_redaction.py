@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from replay import store
 from replay.calibrate import calibrate
 from replay.cli import app
-from replay.ingest import ingest, parse_file
+from replay.ingest import ingest
+from replay.parse_file import parse_file
 from replay.prepared import prepare
 from replay.redaction import CHARS_PER_TOKEN, declared, tokens_for
 from replay.tokens import encoding

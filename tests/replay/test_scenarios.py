@@ -21,7 +21,7 @@ import pytest
 
 from analysis import lint_placeholders
 from replay.engine import replay
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.policy import Policy
 from replay.prepared import PreparedRun, prepare
 from replay.scenarios import (

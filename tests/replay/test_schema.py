@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from replay import schema, store
 from replay.errors import StoreError
-from replay.ingest import ingest, parse_file
+from replay.ingest import ingest
+from replay.parse_file import parse_file
 from replay.schema import MESSAGES, REQUESTS, RUNS, SCHEMA_VERSION, Message, Request, Run
 
 TABLES = {"runs": (Run, RUNS), "messages": (Message, MESSAGES), "requests": (Request, REQUESTS)}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import parse_file
+from replay.parse_file import parse_file
 from replay.synth import CORPUS, REGENERATE_COMMAND, Scenario, synth_run, write_corpus
 from replay.tokens import count_one
 

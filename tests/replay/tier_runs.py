@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.ingest import tokenize
 from replay.parsers.builder import RunBuilder, Source
 from replay.policy import Policy, policy_from_dict
 from replay.prepared import PreparedRun, prepare
+from replay.run_tables import tokenize
 from replay.trace import Trace
 
 
