@@ -29,7 +29,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from replay.synth import CORPUS, synth_run
+from replay.synth import synth_run
+from replay.synth_corpus import CORPUS
 
 
 def _child(cmd: list[str]) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 
 DESIGN.md section 6 lists what the two-tier harness (seed article 002) got wrong
 in its original settings.  Each ``FailureScenario`` here pairs a deterministic
-``replay.synth.Scenario`` that contains one of those cases with the policies to
+``replay.synth_scenario.Scenario`` that contains one of those cases with the policies to
 compare over it: the original settings (``two-tier-original``), the corrected
 side (usually the original plus the one fix the article names, so the fix is
 shown alone; scenario 1 uses the whole corrected preset) and, for reference,
@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from replay.policy import Policy, load_policy, replace_paths
-from replay.synth import Scenario, _atomic_write, synth_run
+from replay.synth import synth_run
+from replay.synth_corpus import write_text
+from replay.synth_scenario import Scenario
 
 ORIGINAL = "two-tier-original"
 CORRECTED = "two-tier-corrected"
@@ -277,7 +279,7 @@ def write_scenarios(out_dir: Path,
         The JSONL paths written, in scenario order.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = [_atomic_write(out_dir / f"{fs.name}.jsonl", synth_run(fs.scenario))
+    written = [write_text(out_dir / f"{fs.name}.jsonl", synth_run(fs.scenario))
                for fs in scenarios]
     lines = ["# Failure scenarios (synthetic)", "",
              ("One generated Claude Code run per failure the two-tier harness's authors measured "
@@ -290,7 +292,7 @@ def write_scenarios(out_dir: Path,
                   fs.failure, "",
                   f"- original: `{fs.original}`", f"- corrected: `{fs.corrected}`",
                   f"- metric: {fs.metric}", f"- expected: {fs.expected}", ""]
-    _atomic_write(out_dir / "README.md", "\n".join(lines))
+    write_text(out_dir / "README.md", "\n".join(lines))
     return written
 
 

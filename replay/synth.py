@@ -33,108 +33,20 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import random
 import uuid
-from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from replay import synth_prose as prose
 from replay.synth_repo import ADJS, NOUNS, VERBS, gerund
+from replay.synth_scenario import KINDS, Scenario
 from replay.synth_tools import TODO_DONE, Call, Workspace, lean
 from replay.tokens import count_one
 
-REGENERATE_COMMAND = "replay synth --out logs/"
-"""The command that regenerates the shipped corpus (quoted in ``logs/README.md``)."""
-KINDS = ("read", "edit", "write", "test", "grep", "glob", "bash")
-"""The action kinds; ``Scenario.p_<kind>`` are their weights."""
 _CACHE_TTL_MS = 5 * 60 * 1000
 _FRAMING_TOKENS = 3
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Scenario:
-    """One synthetic session: its size, its action mix and the failure cases it contains.
-
-    ``p_read`` … ``p_bash`` are relative weights of the action kinds (each in [0, 1]);
-    the other ``p_`` fields are probabilities.  Request indices count from 0.
-    """
-
-    name: str
-    seed: int
-    n_requests: int
-    task_text: str
-    model: str = "claude-sonnet-4-5-20250929"
-    start_ts: str = "2026-01-12T09:00:00.000Z"
-    n_files: int = 40
-    file_lines_min: int = 60
-    file_lines_max: int = 300
-    p_read: float = 0.35
-    p_edit: float = 0.2
-    p_write: float = 0.04
-    p_test: float = 0.12
-    p_grep: float = 0.12
-    p_glob: float = 0.03
-    p_bash: float = 0.08
-    p_reread: float = 0.25
-    """A read targets a file already read or written (else a new one, while any is left)."""
-    p_partial_read: float = 0.2
-    """A read of a file over 120 lines uses ``offset``/``limit``."""
-    reread_burst_at_request: int | None = None
-    """From here, ``reread_burst_reads`` requests in a row read one module (see below)."""
-    reread_burst_reads: int = 0
-    reread_burst_target: Literal["smallest", "largest"] = "smallest"
-    """Which module the burst reads: the smallest (a cheap loop) or the largest (each copy is
-    long enough for a trim tier to replace it)."""
-    test_output_lines_min: int = 30
-    test_output_lines_max: int = 150
-    p_test_fail: float = 0.6
-    """A test run fails (decreasing to 40 % of this by the end of the run)."""
-    big_output_at_request: int | None = None
-    """This request's only call is a verbose test run of about ``big_output_tokens``."""
-    big_output_tokens: int = 14_000
-    write_lines_min: int = 20
-    """Write content lines; an Edit inserts a quarter to a third of this range."""
-    write_lines_max: int = 120
-    p_parallel: float = 0.12
-    """A response makes 2-4 parallel calls."""
-    p_thinking: float = 0.25
-    p_intent: float = 0.55
-    """A response with calls starts with a short text ("Let me read `x.py`.")."""
-    p_error: float = 0.04
-    """A read or an edit fails (missing file, string not found)."""
-    todo_every_requests: int = 30
-    """A TodoWrite at request 1 and every this many requests after (0: never)."""
-    turn_every_requests: int = 80
-    """Mean requests per human turn: a turn ends with a text-only answer (0: one turn)."""
-    system_overhead_tokens: int = 17_800
-    """System prompt and tool schemas: in every prompt, never in the log."""
-    compact_at_tokens: int | None = None
-    """The recorded harness compacts before a request when the previous prompt exceeded this."""
-    claude_token_scale: float = 1.08
-    lean_tool_results: bool = False
-    """Record ``toolUseResult`` without its copies of file contents and outputs (the parsers read
-    the message content, so only the file gets smaller; no random draw depends on it)."""
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name.startswith("p_") and not 0.0 <= v <= 1.0:
-                raise ValueError(f"Scenario.{f.name}: {v} is not in [0, 1]")
-        if self.n_requests < 1:
-            raise ValueError(f"Scenario.n_requests: {self.n_requests} < 1")
-        for lo, hi in (("file_lines_min", "file_lines_max"), ("write_lines_min", "write_lines_max"),
-                       ("test_output_lines_min", "test_output_lines_max")):
-            if not 1 <= getattr(self, lo) <= getattr(self, hi):
-                raise ValueError(f"Scenario.{lo}/{hi}: need 1 <= min <= max")
-        if sum(getattr(self, f"p_{k}") for k in KINDS) <= 0:
-            raise ValueError("Scenario.p_read..p_bash: the action mix is all zero")
-        if self.compact_at_tokens is not None \
-                and self.compact_at_tokens <= self.system_overhead_tokens:
-            raise ValueError("Scenario.compact_at_tokens: must exceed system_overhead_tokens")
 
 
 class _Session:
@@ -328,48 +240,6 @@ class _Session:
         self.ctx += self._tok(c.content)
 
 
-CORPUS: tuple[Scenario, ...] = (
-    Scenario(name="refactor-long", seed=101, n_requests=280, n_files=60, file_lines_min=20,
-             file_lines_max=70, p_partial_read=0.6, task_text="Refactor the batch pipeline so "
-             "every stage takes an explicit window and no stage copies the entry list; keep the "
-             "public API and make the tests pass.", p_read=0.25, p_edit=0.24, p_write=0.02,
-             p_test=0.07, p_grep=0.22, p_glob=0.05, p_bash=0.15, p_parallel=0.06,
-             write_lines_min=10, write_lines_max=80, test_output_lines_min=15,
-             test_output_lines_max=45),
-    Scenario(name="test-fix-loop", seed=202, n_requests=240, n_files=40, file_lines_min=20,
-             file_lines_max=90, p_partial_read=0.6, task_text="The test suite fails after the "
-             "cache rewrite. Find out why and fix the code (not the tests).", p_read=0.2,
-             p_edit=0.2, p_write=0.02, p_test=0.22, p_grep=0.16, p_glob=0.06, p_bash=0.14,
-             p_parallel=0.05, write_lines_min=10, write_lines_max=60, test_output_lines_min=30,
-             test_output_lines_max=75, p_test_fail=0.85, big_output_at_request=170,
-             big_output_tokens=14_000, start_ts="2026-01-13T14:20:00.000Z"),
-    Scenario(name="write-heavy", seed=303, n_requests=200, n_files=30, file_lines_min=20,
-             file_lines_max=90, p_partial_read=0.6, task_text="Add a report module with one "
-             "renderer per metric, plus tests for each renderer.", p_read=0.14, p_edit=0.3,
-             p_write=0.1, p_test=0.1, p_grep=0.1, p_glob=0.06, p_bash=0.18, p_parallel=0.05,
-             write_lines_min=50, write_lines_max=160, test_output_lines_min=20,
-             test_output_lines_max=50, start_ts="2026-01-14T08:05:00.000Z"),
-    Scenario(name="explore-rereads", seed=404, n_requests=190, n_files=70, file_lines_min=20,
-             file_lines_max=100, task_text="Explain how a request flows from the session queue to "
-             "the worker pool, then fix the off-by-one in the window accounting.", p_read=0.46,
-             p_edit=0.06, p_write=0.0, p_test=0.04, p_grep=0.24, p_glob=0.08, p_bash=0.12,
-             p_reread=0.6, p_partial_read=0.6, reread_burst_at_request=120, reread_burst_reads=55,
-             write_lines_min=10, write_lines_max=40, test_output_lines_min=20,
-             test_output_lines_max=50,
-             start_ts="2026-01-15T10:45:00.000Z"),
-    Scenario(name="compacting-session", seed=505, n_requests=180, n_files=55, file_lines_min=20,
-             file_lines_max=120, p_partial_read=0.5, task_text="Port the ledger storage from JSON "
-             "files to SQLite, with a migration for existing data and tests for the migration.",
-             p_read=0.32, p_edit=0.24, p_write=0.05, p_test=0.12, p_grep=0.12, p_glob=0.04,
-             p_bash=0.11, write_lines_min=20, write_lines_max=120, test_output_lines_min=30,
-             test_output_lines_max=100, compact_at_tokens=100_000, model="claude-opus-4-6",
-             start_ts="2026-01-16T16:30:00.000Z"),
-)
-"""The embedded default corpus for ``logs/`` (``write_corpus``): a long refactor, a test-fix
-loop with one ~14k-token output, a Write/Edit-heavy session, an exploration with a 55-read
-burst of one file, and a session whose recorded harness compacts."""
-
-
 def synth_run(s: Scenario) -> str:
     """The whole Claude Code JSONL transcript of scenario ``s``, deterministic in ``s``.
 
@@ -380,35 +250,3 @@ def synth_run(s: Scenario) -> str:
         The JSONL text, one record per line, ending with a newline.
     """
     return _Session(s).run()
-
-
-def write_corpus(out_dir: Path, scenarios: tuple[Scenario, ...] = CORPUS) -> list[Path]:
-    """Write ``<out_dir>/<name>.jsonl`` per scenario and a README on how to regenerate them.
-
-    Each file goes to a temporary name first and is then moved into place.
-
-    Args:
-        out_dir: the folder (created if missing).
-        scenarios: what to write (default: the embedded ``CORPUS``).
-
-    Returns:
-        The JSONL paths written, in scenario order.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [_atomic_write(out_dir / f"{s.name}.jsonl", synth_run(s)) for s in scenarios]
-    readme = ["# Recorded runs (synthetic)", "",
-              ("These Claude Code transcripts are **generated**, not recorded: `replay.synth` "
-               "writes them from seeded scenarios, deterministically (same code, byte-identical "
-               "files). Do not edit them by hand; regenerate them with:"), "",
-              f"    {REGENERATE_COMMAND}",
-              "", "| file | requests | task |", "|---|---|---|",
-              *(f"| `{s.name}.jsonl` | {s.n_requests} | {s.task_text} |" for s in scenarios)]
-    _atomic_write(out_dir / "README.md", "\n".join(readme) + "\n")
-    return written
-
-
-def _atomic_write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path

@@ -234,7 +234,7 @@ def synth(
 ) -> None:
     """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
     from replay.scenarios import SCENARIOS, write_scenarios
-    from replay.synth import CORPUS, write_corpus
+    from replay.synth_corpus import CORPUS, write_corpus
 
     chosen = [s for s in CORPUS if not only or s.name in only]
     failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)

@@ -32,7 +32,8 @@ from replay.scenarios import (
     scenario,
     write_scenarios,
 )
-from replay.synth import CORPUS, synth_run
+from replay.synth import synth_run
+from replay.synth_corpus import CORPUS
 from replay.trace import Trace
 
 REPO = Path(__file__).resolve().parents[2]

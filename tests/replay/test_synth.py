@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from replay.parse_file import parse_file
-from replay.synth import CORPUS, REGENERATE_COMMAND, Scenario, synth_run, write_corpus
+from replay.synth import synth_run
+from replay.synth_corpus import CORPUS, REGENERATE_COMMAND, write_corpus
+from replay.synth_scenario import Scenario
 from replay.tokens import count_one
 
 SMALL = Scenario(name="small", seed=7, n_requests=80, n_files=14, file_lines_min=20,
@@ -75,7 +77,8 @@ def test_same_scenario_gives_identical_text_and_another_seed_does_not(small: str
 
 
 def test_output_does_not_depend_on_the_interpreter_hash_seed(small: str) -> None:
-    code = ("import sys, dataclasses; from replay.synth import synth_run, Scenario; "
+    code = ("import sys, dataclasses; from replay.synth import synth_run; "
+            "from replay.synth_scenario import Scenario; "
             f"sys.stdout.write(synth_run(Scenario(**{dataclasses.asdict(SMALL)!r})))")
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)
