@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from replay.synth_repo import ADJS, EXCS, NOUNS, VERBS, FakeRepo, edit_chunks, ident, python_source
 
 if TYPE_CHECKING:
-    from replay.synth import Scenario
+    from replay.synth_scenario import Scenario
 
 TODO_DONE = ("Todos have been modified successfully. Ensure that you continue to use the todo list "
              "to track your progress. Please proceed with the current tasks if applicable")
