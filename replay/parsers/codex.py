@@ -81,10 +81,12 @@ from typing import Any
 
 from replay.parsers import codex_items as it
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source, json_int
+from replay.parsers.codex_compaction import CompactionPairs, replacement
 from replay.parsers.codex_file import (
     SKIPPED_LINES,
     evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
     parent_run_id,
+    repeated,
     sniff,  # noqa: F401
     unique,
     usage_first,
@@ -147,9 +149,7 @@ class _Walk:
     """Line of a token_count with no run to attach to, reported unless a compaction follows."""
     by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     call_ids: set[str] = field(default_factory=set)
-    standalone: set[str] = field(default_factory=set)  # counted items, unpaired
-    introduced: set[str] = field(default_factory=set)  # new in a counted compacted line, unpaired
-    in_history: set[str] = field(default_factory=set)  # in any compacted line's history
+    pairs: CompactionPairs = field(default_factory=CompactionPairs)
     nested: list[tuple[str, Any, str, bool]] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
     """Message index of each user turn's start (what a rollback counts back over)."""
@@ -326,24 +326,10 @@ class _Walk:
         """Attach one usage record; False when it is a duplicate or a compaction's own call."""
         if not isinstance(info, dict):
             raise ValueError(f"token_count info is {type(info).__name__}, not an object")  # noqa: TRY004
-        total, last = info.get("total_token_usage"), info.get("last_token_usage")
+        total = info.get("total_token_usage")
         if total is not None and total == self.prev_total:
             return False  # the same request's usage written a second time
-        usage: dict[str, int | None]
-        if last is None and isinstance(total, dict):  # totals only: difference with the last one
-            prev = self.prev_total if isinstance(self.prev_total, dict) else {}
-            bad: list[str] = []
-            now = {k: it.opt_int(total, k, bad) for k, _ in it.USAGE if k in total}
-            diff = {k: None if v is None else v - (it.opt_int(prev, k, []) or 0)
-                    for k, v in now.items()}
-            usage = it.usage(diff, []) if min((v for v in diff.values() if v is not None),
-                                               default=0) >= 0 else \
-                {name: None for _, name in it.USAGE}  # totals went down: this request unknown
-        elif isinstance(last, dict):
-            bad = []
-            usage = it.usage(last, bad)
-        else:
-            raise ValueError("token_count info has no last_token_usage / total_token_usage object")
+        usage, bad = it.token_usage(info, self.prev_total)
         for what in bad:
             self.issues.append(Issue(self.src.path, no, f"token_count: {what} is not a token "
                                                         "count (kept as unknown)"))
@@ -379,7 +365,7 @@ class _Walk:
                 self.b.agent = p[key]
                 break
         which, text = it.instructions(p)
-        if which == "base_instructions" or which and not self._repeated(text):
+        if which == "base_instructions" or which and not repeated(self.records, text):
             self.start("system", ts)
             self.b.text(text)
             self.cov.modelled(f"session_meta/{which}")
@@ -392,66 +378,21 @@ class _Walk:
             self.cov.modelled("session_meta/parent") if self.b.parent_run_id else \
                 self.cov.unknown("session_meta/parent (rollout not found beside this file)")
 
-    def _repeated(self, text: str) -> bool:
-        """Whether a message item of the file contains ``text`` (legacy AGENTS.md copies)."""
-        needle = text.strip()
-        for _, rec in self.records:
-            p = rec.get("payload", rec)
-            if isinstance(p, dict) and p.get("type") == "message" and p.get("role") != "assistant" \
-                    and isinstance(p.get("content"), (list, str)) \
-                    and any(needle in t for _, t in it.content(p["content"])):
-                return True
-        return False
-
     def compacted(self, no: int, p: dict[str, Any], ts: str) -> None:
-        history = self.replacement(no, p)
-        encrypted = {i["encrypted_content"] for i in history if i.get("type") in it.COMPACTIONS
-                     and isinstance(i.get("encrypted_content"), str)}
+        history = replacement(p, self.by_id, lambda why: self.issues.append(
+            Issue(self.src.path, no, why)))
         self.cov.skipped("compacted/replacement_history item", len(history))
-        new, self.in_history = encrypted - self.in_history, self.in_history | encrypted
-        if encrypted & self.standalone:  # the remote compaction item already counted
-            self.standalone -= encrypted
+        if not self.pairs.compacted_line(history):  # the remote compaction item already counted
             self.cov.skipped("compacted")
             return
-        # a later compacted line's history keeps earlier compaction items: only the ones it
-        # brings in pair it with a standalone item written after it
-        self.introduced |= new
         self.summary(it.opt_str(p, "message") or it.summary_of(history), ts)
         self.cov.modelled("compacted")
 
-    def replacement(self, no: int, p: dict[str, Any]) -> list[dict[str, Any]]:
-        """A compacted line's replacement history, references resolved against earlier items."""
-        inline = p.get("replacement_history")
-        if isinstance(inline, list):
-            return [i for i in inline if isinstance(i, dict)]
-        entries = p.get("replacement_history_entries")
-        if not isinstance(entries, list):
-            return []
-        out, missing = [], 0
-        for entry in entries:
-            if not isinstance(entry, dict):
-                continue
-            if entry.get("type") == "inline" and isinstance(entry.get("item"), dict):
-                out.append(entry["item"])
-            elif entry.get("type") in ("reference", "reference_v2"):
-                found = self.by_id.get(str(entry.get("item_id")))
-                missing += found is None
-                if found is not None:
-                    out.append(found)
-        if missing:
-            self.issues.append(Issue(self.src.path, no, f"compacted: {missing} of "
-                                     f"{len(entries)} replacement-history references match no "
-                                     "earlier item (the summary is read from the rest)"))
-        return out
-
     def remote_compaction(self, p: dict[str, Any], ts: str, name: str) -> None:
         enc = p.get("encrypted_content")
-        if isinstance(enc, str) and enc in self.introduced:
-            self.introduced.discard(enc)
+        if not self.pairs.remote_item(enc):
             self.cov.skipped(name)  # also in a compacted line's history: one compaction
             return
-        if isinstance(enc, str):
-            self.standalone.add(enc)
         self.summary(it.opt_str(p, "summary") if isinstance(p.get("summary"), str) else "", ts)
         self.cov.modelled(name)
         if enc:

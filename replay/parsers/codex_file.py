@@ -3,7 +3,8 @@ the parent.
 
 ``sniff`` / ``evidence`` recognise a rollout from its head, ``unique`` drops an item written
 twice (reported), ``usage_first`` tells whether the file writes a token_count before or after
-the output it measures, ``parent_run_id`` finds the rollout a fork or subagent came from.
+the output it measures, ``parent_run_id`` finds the rollout a fork or subagent came from,
+``repeated`` whether a message of the file repeats a text (legacy AGENTS.md copies).
 
 Not here: the walk over the records (``replay.parsers.codex``).
 """
@@ -154,3 +155,15 @@ def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
     """Run id of the rollout at ``path`` (hashed once per version of the file)."""
     with open(path, "rb") as f:
         return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)
+
+
+def repeated(records: list[tuple[int, dict[str, Any]]], text: str) -> bool:
+    """Whether a message item of the file contains ``text`` (legacy AGENTS.md copies)."""
+    needle = text.strip()
+    for _, rec in records:
+        p = rec.get("payload", rec)
+        if isinstance(p, dict) and p.get("type") == "message" and p.get("role") != "assistant" \
+                and isinstance(p.get("content"), (list, str)) \
+                and any(needle in t for _, t in it.content(p["content"])):
+            return True
+    return False

@@ -218,6 +218,25 @@ def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:
     return out
 
 
+def token_usage(info: dict[str, Any], prev_total: Any) -> tuple[dict[str, int | None], list[str]]:
+    """One token_count ``info``'s usage as request fields, and the fields that were not counts.
+    With totals only, usage is the difference with ``prev_total`` (the previous line's
+    ``total_token_usage``); totals that went down make every field unknown."""
+    total, last = info.get("total_token_usage"), info.get("last_token_usage")
+    if last is None and isinstance(total, dict):  # totals only: difference with the last one
+        prev = prev_total if isinstance(prev_total, dict) else {}
+        bad: list[str] = []
+        now = {k: opt_int(total, k, bad) for k, _ in USAGE if k in total}
+        diff = {k: None if v is None else v - (opt_int(prev, k, []) or 0) for k, v in now.items()}
+        if min((v for v in diff.values() if v is not None), default=0) >= 0:
+            return usage(diff, []), bad
+        return {name: None for _, name in USAGE}, bad  # totals went down: this request unknown
+    if isinstance(last, dict):
+        bad = []
+        return usage(last, bad), bad
+    raise ValueError("token_count info has no last_token_usage / total_token_usage object")
+
+
 _CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
                "<user_shell_command>", "<skill", "<turn_aborted>", "<subagent_notification>")
 """How the user messages Codex writes for itself begin (lowercased): context, not a turn."""
