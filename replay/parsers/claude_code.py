@@ -37,18 +37,20 @@ modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TY
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source, run_id_for
+from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.parsers.claude_code_file import (
+    copied,
+    evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
+    parent_run_id,
+    sniff,  # noqa: F401
+)
 from replay.parsers.claude_code_path import Node, resolve
 from replay.parsers.claude_code_records import (
-    NON_MESSAGE_TYPES,
     Bad,
     Rec,
     count_other,
@@ -56,7 +58,7 @@ from replay.parsers.claude_code_records import (
     record,
     rtype,
 )
-from replay.parsers.jsonl import iter_records, loads
+from replay.parsers.jsonl import iter_records
 
 NAME = "claude_code"
 _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",
@@ -65,19 +67,6 @@ _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "q
 """Non-message record types read no further than their type and links (the bulk of a file)."""
 _TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 """Title records and their title key; the run's title is the user's own over the generated."""
-
-_MESSAGE_TYPES = ("user", "assistant")
-"""Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
-_LINK_KEYS = ("sessionId", "parentUuid", "logicalParentUuid", "uuid", "leafUuid", "messageId")
-_SIDE_KEYS = ("isSidechain", "userType", "agentId", "requestId", "cwd", "gitBranch")
-"""Keys of Claude Code records besides the links (subagent files may lack the links)."""
-_HEAD_TYPE = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
-_HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS + _SIDE_KEYS)
-                        + rb')"\s*:')
-_HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|logicalParentUuid|leafUuid|sessionId|uuid'
-                         rb'|isSidechain)"\s*:')
-
-
 
 @dataclass(slots=True)
 class _Group:
@@ -101,75 +90,6 @@ class _Session:
     """``ai-title`` / ``custom-title`` record type -> the last title of that kind."""
     side_agents: dict[int, str] = field(default_factory=dict)
     """Line -> ``agentId`` of the inline sidechain records that name their subagent."""
-
-
-def sniff(filename: str, head: bytes) -> bool:
-    """True when some record of the head is a Claude Code message (see ``evidence``).
-
-    Args:
-        filename: the file name (unused: content decides).
-        head: the first 64 KiB of the file.
-    """
-    return _scan(head, first_only=True)[0] > 0
-
-
-def evidence(filename: str, head: bytes) -> str:
-    """What of Claude Code the head shows: its message records (which decide) or only its
-    non-message records (which never do); '' when neither."""
-    n_msg, others = _scan(head)
-    kinds = ", ".join(f"{t} x{n}" for t, n in others.most_common(4))
-    if n_msg:
-        return (f"{n_msg} user/assistant record(s) with Claude Code keys in the first 64 KiB"
-                + (f" (besides {kinds})" if kinds else ""))
-    if others:
-        return (f"only non-message Claude Code records ({kinds}) in the first 64 KiB, "
-                "no user/assistant record to decide on")
-    return ""
-
-
-def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
-    """(message records with Claude Code keys, non-message Claude Code record types) among the
-    head's lines; an unparsable line (the head's cut-off last line, a first record longer than
-    the head) counts as a message when it opens like one and has its type and a link key.
-    ``first_only``: stop at the first message record, and decode only lines that could be one
-    (what ``sniff`` needs)."""
-    n_msg, others = 0, Counter[str]()
-    for raw in head.split(b"\n"):
-        if not raw.strip() or first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)):
-            continue
-        if n_msg and first_only:
-            break
-        try:
-            rec = loads(raw)
-        except (ValueError, RecursionError):
-            if _HEAD_START.match(raw) and _HEAD_TYPE.search(raw) and _HEAD_LINK.search(raw) \
-                    and b'"payload"' not in raw[:200]:
-                n_msg += 1
-            continue
-        if not isinstance(rec, dict) or "payload" in rec:
-            continue
-        kind = rec.get("type")
-        if kind in _MESSAGE_TYPES and _is_message(rec):
-            n_msg += 1
-        elif isinstance(kind, str) and kind in NON_MESSAGE_TYPES and (
-                any(k in rec for k in _LINK_KEYS) or kind != "summary" and kind != "result"):
-            others[kind] += 1
-        elif kind == "system" and isinstance(rec.get("subtype"), str) \
-                and any(k in rec for k in _LINK_KEYS):
-            others["system"] += 1
-    return n_msg, others
-
-
-def _is_message(rec: dict[str, Any]) -> bool:
-    """A user/assistant record shaped as Claude Code writes it: a ``message`` object and a link
-    key, or (subagent files) other Claude Code keys, or an Anthropic response (``msg_`` id)."""
-    msg = rec.get("message")
-    if not isinstance(msg, dict) or not ("content" in msg or "role" in msg):
-        return False
-    if any(k in rec for k in _LINK_KEYS) or any(k in rec for k in _SIDE_KEYS):
-        return True
-    mid = msg.get("id")
-    return isinstance(mid, str) and mid.startswith("msg_")
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -199,7 +119,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 sid = raw.get("sessionId")
                 sid = sid if isinstance(sid, str) and sid else first
                 first = first or sid
-                if sid == first or not _copied(path, sid, elsewhere):
+                if sid == first or not copied(path, sid, elsewhere):
                     parent = raw.get("parentUuid")
                     _session(sessions, sid).links[uuid] = parent if isinstance(parent, str) \
                         else None
@@ -210,7 +130,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         uuid = raw.get("uuid")
         uuid = uuid if isinstance(uuid, str) else ""
         kind = rtype(raw)
-        if sid != first and _copied(path, sid, elsewhere):
+        if sid != first and copied(path, sid, elsewhere):
             src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
             continue
         if uuid:
@@ -264,14 +184,6 @@ def _session(sessions: dict[str, _Session], sid: str) -> _Session:
     if sid not in sessions:
         sessions[sid] = _Session()
     return sessions[sid]
-
-
-def _copied(path: Path, sid: str, cache: dict[str, bool]) -> bool:
-    """Whether records of session ``sid`` belong to its own file beside this one."""
-    if sid not in cache:
-        cache[sid] = sid != path.stem and "/" not in sid and "\\" not in sid \
-            and not sid.startswith(".") and (path.parent / f"{sid}.jsonl").is_file()
-    return cache[sid]
 
 
 def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
@@ -332,7 +244,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
         agent_id = f"sidechain-{index}"
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=agent_id if is_sub else "",
-                   parent_run_id=(parent or _parent_run_id(path)) if is_sub else "",
+                   parent_run_id=(parent or parent_run_id(path)) if is_sub else "",
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
     found = resolve(sess.nodes, sess.links, is_sub)
     if found.cycle:
@@ -470,22 +382,3 @@ def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -
               output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,
               ts=first.ts,
               cache_miss_reason=miss, applied_edits=edits)
-
-
-
-def _parent_run_id(path: Path) -> str:
-    """Run id of ``<session>.jsonl`` two folders above ``<session>/subagents/agent-*.jsonl``."""
-    parent = path.parent.parent.parent / f"{path.parent.parent.name}.jsonl"
-    try:
-        st = parent.stat()
-        return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns)
-    except OSError:
-        return ""
-
-
-@functools.lru_cache(maxsize=64)
-def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
-    """Run id of the session file at ``path`` (hashed once for all its subagents, again
-    whenever the file changes: the file's identity, size and time are part of the key)."""
-    with open(path, "rb") as f:
-        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from replay.parse_file import parse_file
 from replay.parsers import PARSERS, detect, detect_format
-from replay.parsers.claude_code import NON_MESSAGE_TYPES
+from replay.parsers.claude_code_records import NON_MESSAGE_TYPES
 
 _USER = {"parentUuid": None, "isSidechain": False, "sessionId": "s", "type": "user",
          "message": {"role": "user", "content": "hi"}, "uuid": "u1", "version": "2.1.90"}
