@@ -30,11 +30,11 @@ from analysis.check import (
     fmt,
     pct,
 )
-from analysis.metrics import METRIC_DIRECTIONS
+from analysis.metrics import METRIC_DIRECTIONS, known
 from analysis.report_pages import md_cell
 
-HEADLINE_METRICS: tuple[str, ...] = ("overshoots_n", "overshoots_max_tokens",
-                                     "overshoots_total_tokens")
+HEADLINE_METRICS: tuple[str, ...] = known("overshoots_n", "overshoots_max_tokens",
+                                           "overshoots_total_tokens")
 """Named first among regressions: requests over the limit are rejected by the server."""
 _MOVED_ORDER = {"regressed": 0, "improved": 1, "within": 2, "ignored": 3, "appeared": 4,
                 "vanished": 4}

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import METRIC_DIRECTIONS
+from analysis.metrics import METRIC_DIRECTIONS, RATIOS, WEIGHTS, known
 
 TOTAL = "(all runs)"
 """``run_id`` of the totals rows."""
@@ -41,25 +41,7 @@ DIFF_COLUMNS: tuple[str, ...] = ("scope", "run_id", "metric", "a", "b", "delta",
                                  "direction", "verdict")
 KEYS: tuple[str, ...] = ("run_id", "policy")
 
-RATIOS: dict[str, tuple[str, str, float]] = {
-    "cache_invalidation_cached_share": ("cache_invalidation_cached_tokens", "tokens_sent", 1.0),
-    "summarisation_per_100_requests": ("summarisation_n", "n_requests", 100.0),
-    "summarisation_recorded_per_100_requests": ("summarisation_recorded_n", "n_requests", 100.0),
-    "overshoots_frac": ("overshoots_n", "n_requests", 1.0),
-}
-"""Metric → (numerator, denominator, scale): totals recomputed as a ratio of sums."""
-WEIGHTS: dict[str, str] = {
-    "summarisation_mean_requests_between": "summarisation_n",
-    "summarisation_mean_context_after_tokens": "summarisation_n",
-    "summarisation_mean_growback_requests": "summarisation_n",
-    "cache_invalidation_invalidated_per_action_tokens": "cache_invalidation_n_invalidating_actions",
-    "cache_invalidation_recorded_cached_share": "cache_invalidation_recorded_requests",
-    "cache_invalidation_cached_share_where_recorded": "cache_invalidation_recorded_requests",
-    "overshoots_est_vs_recorded_median_frac": "overshoots_n_comparable",
-    "overshoots_truth_vs_recorded_median_frac": "overshoots_n_comparable",
-}
-"""Metric → the column its cross-run mean is weighted by (default ``n_requests``)."""
-_NO_TOTAL = {"arg_share_results_bytes_at_args_peak"}
+_NO_TOTAL = set(known("arg_share_results_bytes_at_args_peak"))
 _MEAN_MARKS = ("_mean", "_median", "_p05", "_p95", "share", "_frac", "per_100", "per_action")
 
 

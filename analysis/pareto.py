@@ -14,8 +14,8 @@ per setting, over runs:
 - ``*_request`` columns (positions inside one run) are left out.
 
 ``best`` keeps the settings that meet every constraint (pandas ``query``
-expressions such as ``"overshoots_n == 0"``; the ``replay run`` summary names
-``overshoots``, ``cached_share``, ``summaries``, ``trims``, ``requests`` work too, and
+expressions such as ``"overshoots_n == 0"``; the short names ``overshoots``,
+``cached_share``, ``summaries``, ``trims``, ``requests`` (``ALIASES``) work too, and
 swept paths are written in backticks) and orders them by an objective.
 ``pareto_front`` keeps the settings no other setting beats on both of two metrics;
 ``plot_pareto`` and ``plot_metric`` draw them on an axes.
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS
+from analysis.metrics import FLOAT_COLUMNS, METRIC_COLUMNS, RATIOS, known
 from replay.errors import ReplayInputError
 
 ALIASES: dict[str, str] = {
@@ -45,19 +45,15 @@ ALIASES: dict[str, str] = {
     "trims": "n_trims",
     "requests": "n_requests",
 }
-"""Short names (those of the ``replay run`` summary) usable in constraints and objectives."""
-_RATIOS: dict[str, tuple[str, str, float]] = {
-    "cache_invalidation_cached_share": ("cache_invalidation_cached_tokens", "tokens_sent", 1.0),
-    "overshoots_frac": ("overshoots_n", "n_requests", 1.0),
-    "summarisation_per_100_requests": ("summarisation_n", "n_requests", 100.0),
-    "summarisation_recorded_per_100_requests": ("summarisation_recorded_n", "n_requests", 100.0),
-}
+"""Short names usable in constraints and objectives (the ``replay run`` summary used them before
+it took the metric names)."""
 PARETO_PAIRS: tuple[tuple[str, str, bool], ...] = (
     ("tokens_sent", "overshoots_n", True),
     ("tokens_sent", "cache_invalidation_cached_share", False),
 )
 """The fronts a sweep draws (``analysis.sweep_plots``): (x, y, whether lower y is better); lower
 x is better."""
+known(*ALIASES.values(), *(m for x, y, _ in PARETO_PAIRS for m in (x, y)))
 
 
 def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
@@ -76,8 +72,8 @@ def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
     for col in METRIC_COLUMNS:
         if col.endswith("_request"):
             continue
-        if col in _RATIOS:
-            num, den, scale = _RATIOS[col]
+        if col in RATIOS:
+            num, den, scale = RATIOS[col]
             sums = g[[num, den]].sum()
             out[col] = scale * sums[num] / sums[den].where(sums[den] > 0)
         elif any(k in col for k in ("max", "peak", "mismatch")):

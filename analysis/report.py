@@ -49,6 +49,7 @@ from analysis import frames
 from analysis.arg_share import arg_share, plot_arg_share
 from analysis.cache_invalidation import cache_invalidation, plot_cache_invalidation
 from analysis.diff import diff, totals
+from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.metrics import metrics
 from analysis.overshoots import overshoots, plot_overshoots
 from analysis.report_pages import Image, Page, render_html, render_markdown
@@ -288,8 +289,8 @@ def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Callable
          wide, per_policy(lambda r: r.arg_share, plot_arg_share, "call arguments in context")),
         ("summarisation", "Summaries",
          ("Context size right after each replayed summary (dots) and each compaction the "
-          "original harness recorded (crosses); red rings: thrash (fewer than 20 requests "
-          "after the previous summary)."),
+          "original harness recorded (crosses); red rings: thrash (fewer than "
+          f"{DEFAULT_PARAMS.thrash_requests} requests after the previous summary)."),
          (8.0, 4.2), together(lambda r: r.summarisation, plot_summarisation)),
         ("cache_invalidation", "Prefix-cache invalidation",
          (f"Cumulative tokens of the cached prefix invalidated by cuts, for {shown}; the "

@@ -21,27 +21,16 @@ from typing import Any
 import pandas as pd
 
 from analysis.diff import TOTAL
-from analysis.metrics import METRIC_DIRECTIONS
+from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from replay.policy import Policy
 from replay.providers import pricing_note, provider_label
 from replay.truth import TRUTH_SOURCES
 
-HEADLINE: tuple[tuple[str, str], ...] = (
-    ("n_requests", "requests"),
-    ("tokens_sent", "tokens sent"),
-    ("peak_tokens", "peak request (tokens)"),
-    ("overshoots_n", "overshoots"),
-    ("overshoots_max_tokens", "max overshoot (tokens)"),
-    ("n_summaries", "summaries"),
-    ("n_trims", "trims"),
-    ("cache_invalidation_n_small_trims", "small cache-invalidating trims"),
-    ("cache_invalidation_cached_share", "cached share of input"),
-    ("rereads_n_eviction_induced", "eviction-induced re-reads"),
-    ("rereads_n_loops", "re-read loops"),
-    ("arg_share_args_mean", "arguments share (mean)"),
-    ("arg_share_write_mean", "write/edit arguments share (mean)"),
-    ("cost_usd", "cost (USD)"),
-)
+HEADLINE: tuple[tuple[str, str], ...] = tuple((m, SPECS[m].header) for m in known(
+    "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
+    "n_summaries", "n_trims", "cache_invalidation_n_small_trims",
+    "cache_invalidation_cached_share", "rereads_n_eviction_induced", "rereads_n_loops",
+    "arg_share_args_mean", "arg_share_write_mean", "cost_usd"))
 """(metric column, header) of the headline and totals tables."""
 DIFF_ROWS_TOTAL = 15
 DIFF_ROWS_RUN = 10

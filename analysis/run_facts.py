@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 from analysis import frames
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
 from analysis.rereads import REREADS_COLUMNS, _mark_loops, _run_calls
 from analysis.summarisation import recorded_compactions
 from replay.corpus import Corpus
@@ -41,12 +42,13 @@ class RunFacts:
     """The first request after a recorded compaction (``inf`` when none)."""
 
 
-def run_facts(corpus: Corpus, run_id: str) -> RunFacts:
+def run_facts(corpus: Corpus, run_id: str, params: AnalysisParams = DEFAULT_PARAMS) -> RunFacts:
     """The policy-independent facts of one run, read from the corpus (once per run).
 
     Args:
         corpus: the corpus holding the run.
         run_id: the run.
+        params: the analyses' constants (the re-read loop's size and window).
 
     Returns:
         The run's facts, as ``analysis.rereads`` and ``analysis.summarisation`` see them.
@@ -60,7 +62,7 @@ def run_facts(corpus: Corpus, run_id: str) -> RunFacts:
     first = comps["request"].dropna()
     out_msgs = sorted(int(m) for m in recorded["output_msg"])
     calls = _run_calls(blocks, out_msgs) if len(blocks) else []
-    _mark_loops(calls, 3, 10)
+    _mark_loops(calls, params.loop_k, params.loop_window_requests)
     counts = dict.fromkeys(("rereads_n_reads", "rereads_n", "rereads_n_refresh",
                             "rereads_n_retry", "rereads_tokens", "rereads_n_identical",
                             "rereads_n_identical_unchanged"), 0)

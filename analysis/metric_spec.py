@@ -1,0 +1,114 @@
+"""How a metric is declared: once, next to the analysis that defines it.
+
+Each analysis module declares its per-run metrics as ``MetricPart``\\ s: a few
+``MetricSpec``\\ s (name, unit, dtype, better direction, description, how runs
+combine) and the one fast function that computes them from a replay's trace
+columns (``PartInput``).  ``analysis.metrics`` collects every module's parts
+(``PARTS``) and builds everything that lists metrics from them:
+``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``, the ratio and weight
+rules of totals, the ``replay run`` summary columns.  The analysis modules' pandas
+``*_summary`` functions compute the same columns independently (the readable
+definition, and the tests' oracle for the fast functions).
+
+``AnalysisParams`` holds the analyses' tunable constants (thrash spacing, small
+trim, re-read loop) with their defaults; the pandas and the fast paths both read
+them from here.
+
+Not here: the computations (the analysis modules), the registry (``analysis.metrics``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from replay.policy import Policy
+
+if TYPE_CHECKING:
+    from analysis.run_facts import RunFacts
+
+Better = Literal["lower", "higher"]
+Dtype = Literal["int64", "float64"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisParams:
+    """The analyses' constants, one place for the pandas and the fast path."""
+
+    thrash_requests: int = 20
+    """A summary fewer than this many requests after the previous one is thrash."""
+    small_reclaim_frac: float = 0.125
+    """A trim reclaiming less than this fraction of the usable window is small (1/8: the
+    corrected seed harness's rule)."""
+    loop_k: int = 3
+    """Reads of one path that make a re-read loop."""
+    loop_window_requests: int = 10
+    """A loop's reads lie within this many consecutive requests."""
+
+
+DEFAULT_PARAMS = AnalysisParams()
+"""The defaults every metric is computed with (baselines and sweep caches assume them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One per-run metric column: what it is, in which unit, and which way is better."""
+
+    name: str
+    unit: str
+    """What one unit is: ``count``, ``tokens``, ``requests``, ``request index``, ``bytes``,
+    ``fraction``, ``per 100 requests``, ``USD``."""
+    description: str
+    dtype: Dtype = "int64"
+    better: Better | None = None
+    """Which way is better (``check`` and ``diff`` judge it); None: neither."""
+    ratio: tuple[str, str, float] | None = None
+    """(numerator, denominator, scale) when the metric is a ratio of two summable metrics:
+    its total over runs is recomputed from their sums."""
+    weight: str | None = None
+    """The metric a cross-run mean of this one is weighted by (default ``n_requests``)."""
+    label: str = ""
+    """A short header for tables (default: the name)."""
+
+    @property
+    def header(self) -> str:
+        return self.label or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class PartInput:
+    """What a fast function reads: one replay's trace columns, its policy and run facts."""
+
+    requests: Mapping[str, list[Any]]
+    actions: Mapping[str, list[Any]]
+    evictions: Mapping[str, list[Any]]
+    applied: list[bool]
+    """Per action: not undone."""
+    policy: Policy
+    facts: RunFacts | None
+    """The run's policy-independent facts (``analysis.run_facts``); None when not read (only
+    parts with ``needs_facts=False`` can be computed then)."""
+    params: AnalysisParams = DEFAULT_PARAMS
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPart:
+    """Metrics computed together by one fast function over a replay's columns."""
+
+    name: str
+    metrics: tuple[MetricSpec, ...]
+    compute: Callable[[PartInput], dict[str, Any]]
+    """Returns a value for each of ``metrics`` (and nothing else)."""
+    needs_facts: bool = True
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.metrics)
+
+
+def run_facts_of(inp: PartInput) -> RunFacts:
+    """The run facts of ``inp``; ValueError when they were not read."""
+    if inp.facts is None:
+        raise ValueError("this metric needs the run's facts (analysis.run_facts)")
+    return inp.facts
