@@ -79,8 +79,9 @@ _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "t
              "is_error", "is_harness_summary", "ts", "agent")
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
              "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
-_EVENT_COLS = ("event", "kind", "msg", "request", "trigger", "pre_tokens", "post_tokens",
-               "tokens_saved", "summary_msg", "preserved_msgs", "call_ids", "full_chars")
+_EVENT_COLS: tuple[str, ...] = (
+    "event", "kind", "msg", "request", "trigger", "pre_tokens", "post_tokens", "tokens_saved",
+    "summary_msg", "preserved_msgs", "call_ids", "full_chars")
 
 
 @dataclass(slots=True)

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
-from replay.parsers.jsonl import as_text, first_record, iter_records, load_json, loads
+from replay.parsers.jsonl import as_str, as_text, first_record, iter_records, load_json, loads
 
 NAME = "chat"
 
@@ -370,7 +370,7 @@ def _request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[s
             continue
         used.add(idx)
         rb.source.coverage.modelled("request")
-        model = resp.get("model") if isinstance(resp.get("model"), str) else ""
+        model = as_str(resp.get("model"))
         _request(rb, resp.get("usage"), model, where[idx], models, _ts(rec) or _ts(resp))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.parsers.builder import Source
-from replay.parsers.jsonl import as_text
+from replay.parsers.jsonl import as_str, as_text
 
 NON_MESSAGE_TYPES = frozenset((
     "summary", "file-history-snapshot", "file-history-delta", "progress", "queue-operation",
@@ -80,7 +80,7 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
     """Validate one record into a ``Rec`` (raises ``Bad``); None for a record that is not
     part of the run."""
     kind = raw.get("type")
-    ts = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else ""
+    ts = as_str(raw.get("timestamp"))
     if kind == "attachment":
         text = attachment_text(raw.get("attachment"))
         return Rec(no, "attachment", rtype, uuid, ts, [("text", text)]) if text else None
@@ -105,8 +105,8 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
     usage = msg.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
-    mid = msg.get("id") if isinstance(msg.get("id"), str) and msg.get("id") else f"line-{no}"
-    model = msg.get("model") if isinstance(msg.get("model"), str) else ""
+    mid = as_str(msg.get("id")) or f"line-{no}"
+    model = as_str(msg.get("model"))
     diag = msg.get("diagnostics")
     miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
     miss = miss.get("type") if isinstance(miss, dict) else miss

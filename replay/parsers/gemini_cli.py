@@ -326,8 +326,8 @@ def _response_text(r: dict[str, Any]) -> str:
     resp = r.get("response")
     if isinstance(resp, dict):
         for key in ("output", "error", "content"):
-            if isinstance(resp.get(key), str):
-                return resp[key]
+            if isinstance(text := resp.get(key), str):
+                return text
     return resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)
 
 

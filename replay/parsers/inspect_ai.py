@@ -99,6 +99,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: collects what is wrong in the file (line 0: a zip or a document).
     """
     if src.data.startswith(ZIP_MAGIC):
+        samples: object
         header, samples = read_eval_zip(src, issues)
     else:
         doc = load_json(src, issues)
@@ -116,7 +117,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     version = _str(_obj(ev.get("packages")).get("inspect_ai"))
     task = _str(ev.get("task"))
     harness = " ".join(x for x in ("inspect_ai", version, f"({task})" if task else "") if x)
-    drafts = []
+    drafts: list[RunDraft] = []
     for k, sample in enumerate(samples):
         src.coverage.modelled("sample")
         if not isinstance(sample, dict):

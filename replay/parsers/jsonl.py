@@ -123,8 +123,8 @@ def as_text(content: Any) -> str:
                 elif isinstance(item.get("content"), (str, list)):
                     parts.append(as_text(item["content"]))
         return "\n".join(parts)
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return content["text"]
+    if isinstance(content, dict) and isinstance(text := content.get("text"), str):
+        return text
     return json.dumps(content, ensure_ascii=False)
 
 

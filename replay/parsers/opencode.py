@@ -192,8 +192,9 @@ def _harness(info: dict[str, Any]) -> str:
 def _message(b: RunBuilder, info: dict[str, Any], parts: Any, facts: _Facts) -> None:
     if not isinstance(parts, list):
         raise TypeError(f"parts is {type(parts).__name__}, not a list")
-    ids = [_obj(x).get("id") for x in parts]
-    if all(isinstance(i, str) and i.startswith("prt_") for i in ids) and ids != sorted(ids):
+    ids = [pid for x in parts
+           if isinstance(pid := _obj(x).get("id"), str) and pid.startswith("prt_")]
+    if len(ids) == len(parts) and ids != sorted(ids):
         # part ids ascend with time; a real 1.1.34 export lists them out of that order
         b.source.coverage.modelled("message/parts out of id order (read in id order)")
         parts = sorted(parts, key=lambda x: x["id"])

@@ -43,7 +43,7 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.builder import json_int as _int
-from replay.parsers.jsonl import array_items, as_text, load_json, loads
+from replay.parsers.jsonl import array_items, as_str, as_text, load_json, loads
 from replay.parsers.jsonl import as_obj as _obj
 
 NAME = "openhands"
@@ -100,6 +100,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: where problems are appended (``path:event_number: reason``).
     """
     doc = load_json(src, issues)
+    events: list[Any] | None
     if doc is None:  # damaged or truncated: keep the events before the break
         events = _readable_events(src, issues)
         if not events:
@@ -319,14 +320,14 @@ def _request(rb: RunBuilder, st: _State, ev: dict[str, Any], ts: str) -> None:
             if rid in st.responses:
                 return
             st.responses.add(rid)
-        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        usage = _obj(resp.get("usage"))
         details = _obj(usage.get("prompt_tokens_details"))
         out_details = _obj(usage.get("completion_tokens_details"))
         cache_read = rb.count(details.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
         anthropic_read = rb.count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
         if not cache_read and anthropic_read is not None:
             cache_read = anthropic_read
-        model = resp.get("model") if isinstance(resp.get("model"), str) else ""
+        model = as_str(resp.get("model"))
         _add_request(rb, st, model, ts, rb.count(usage.get("prompt_tokens"), "prompt_tokens"),
                      cache_read, rb.count(usage.get("cache_creation_input_tokens"),
                                           "cache_creation_input_tokens"),
@@ -340,7 +341,7 @@ def _request(rb: RunBuilder, st: _State, ev: dict[str, Any], ts: str) -> None:
     rid = last.get("response_id") if isinstance(last, dict) else None
     if isinstance(last, dict) and isinstance(rid, str) and rid and rid not in st.responses:
         st.responses.add(rid)
-        model = last.get("model") if isinstance(last.get("model"), str) else ""
+        model = as_str(last.get("model"))
         n = {k: rb.count(last.get(k), k) for k in ("prompt_tokens", "cache_read_tokens",
                                                    "cache_write_tokens", "completion_tokens")}
         _add_request(rb, st, model, ts, n["prompt_tokens"], n["cache_read_tokens"],
@@ -371,7 +372,7 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any],
             rb.text(text)
             return rtype, "modelled"
         return (rtype if obs in _IGNORED_OBSERVATIONS else f"{rtype} (no call)"), "skipped"
-    extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+    extras = _obj(ev.get("extras"))
     code = extras.get("exit_code")
     if code is None and isinstance(extras.get("metadata"), dict):
         code = extras["metadata"].get("exit_code")
