@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from replay.policy import Cache
+from replay.providers import Cache
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ import statistics
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from replay.policy import TokenCounter
+from replay.policy import TokenCounter, Tokenizer
 from replay.prepared import Calibration, PreparedRun
 
 if TYPE_CHECKING:
@@ -47,14 +47,14 @@ _NEGATIVE_OVERHEAD_TOKENS = -500.0
 """An overhead below this is flagged (a few hundred either way is fitting noise)."""
 
 
-def points(run: PreparedRun, tokenizer: str = "o200k_base",
+def points(run: PreparedRun, tokenizer: Tokenizer = "o200k_base",
            message_overhead_tokens: int = 0) -> list[tuple[float, float]]:
     """(tokenizer count of the context, recorded input) of each recorded request before the
     first harness compaction, in request order."""
     return _points(run, tokenizer, message_overhead_tokens)[0]
 
 
-def _points(run: PreparedRun, tokenizer: str,
+def _points(run: PreparedRun, tokenizer: Tokenizer,
             message_overhead_tokens: int) -> tuple[list[tuple[float, float]], int]:
     """The points and how many of them count blocks sized from redaction markers."""
     counts = run.counts(TokenCounter(method="tokenizer", tokenizer=tokenizer))
@@ -125,7 +125,7 @@ def from_points(pts: list[tuple[float, float]], source: str = "run",
                        flags=tuple(flags), source=source, n_points_estimated=n_estimated)
 
 
-def calibrate(run: PreparedRun, tokenizer: str = "o200k_base",
+def calibrate(run: PreparedRun, tokenizer: Tokenizer = "o200k_base",
               message_overhead_tokens: int = 0) -> Calibration | None:
     """The run's own fit (flagged ``few points`` under ``MIN_POINTS``), or None when it has
     fewer than two usable recorded requests."""

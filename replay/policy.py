@@ -50,6 +50,10 @@ class Server:
     truth carries them from the recorded usage instead, on runs that have it)."""
 
 
+Tokenizer = Literal["o200k_base", "cl100k_base"]
+"""The tokenizers a count can use (their per-block counts are ingest's ``tokens_*`` columns)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenCounter:
     """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
@@ -61,7 +65,7 @@ class TokenCounter:
     recorded usage falls back to the tokenizer, and the trace says so (``truth_source``)."""
     chars_per_token: float = 4.0
     """For ``chars``: characters per token."""
-    tokenizer: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+    tokenizer: Tokenizer = "o200k_base"
     scale: float = 1.0
     """Multiplier on the count (e.g. 1.1 for a tokenizer that reads 10 % above o200k)."""
 

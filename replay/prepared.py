@@ -144,7 +144,7 @@ class PreparedRun:
         table = self._counts.get(key)
         if table is None:
             table = self._counts[key] = {}
-        return table  # type: ignore[return-value]
+        return table
 
     def bytes_prefix(self) -> list[list[int]]:
         """Prefix sums of block bytes per category (other, args, write args, results)."""
@@ -154,7 +154,8 @@ class PreparedRun:
                 sums.append([0, *itertools.accumulate(
                     n if c == cat else 0 for n, c in zip(self.n_bytes, self.category))])
             self._counts["bytes"] = sums
-        return self._counts["bytes"]
+        prefix: list[list[int]] = self._counts["bytes"]
+        return prefix
 
     def outputs(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
         """Per request: output tokens as recorded, else the produced message's count under
@@ -165,7 +166,7 @@ class PreparedRun:
             of = self.counts(counter, calibration)
             got = self._counts[key] = [rec if rec is not None else sum(of[lo:hi]) for rec, (lo, hi)
                                        in zip(self.recorded_output, self.req_output_blocks)]
-        return got  # type: ignore[no-any-return]
+        return got
 
     def expired(self, ttl_s: float) -> list[bool]:
         """Per request: whether more than ``ttl_s`` passed since the previous timestamped
@@ -179,14 +180,15 @@ class PreparedRun:
                 if ts is not None:
                     prev = ts
             self._counts[key] = got
-        return got  # type: ignore[no-any-return]
+        return got
 
     def counts(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
         """Per-block token counts under ``counter`` (memoised)."""
         key = (counter, calibration if counter.method == "calibrated" else None)
         if key not in self._counts:
             self._counts[key] = _apply(self, counter, calibration)
-        return self._counts[key]
+        counts: list[int] = self._counts[key]
+        return counts
 
 
 def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:

@@ -66,7 +66,7 @@ def _events(run: PreparedRun) -> _Events:
             commands=[b for b in calls if ops[b] == "exec"],
             errors=[b for b in results if run.is_error[b]],
             exec_results=[b for b in results if ops[b] == "exec"])
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def gather(facts: Facts, run: PreparedRun, lo: int, hi: int) -> None:

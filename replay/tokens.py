@@ -136,7 +136,7 @@ def _with_file_reader(ctor: Callable[[], dict[str, Any]],
         try:
             return ctor()
         finally:
-            tiktoken.load.read_file_cached = original  # type: ignore[assignment]
+            tiktoken.load.read_file_cached = original
 
 
 def _from_local_file(name: str, path: Path,

@@ -144,7 +144,8 @@ class Trace:
         """One table as column lists (no Arrow conversion when built from columns)."""
         if self._cols is not None:
             return self._cols[name]
-        return self._tables[name].to_pydict()
+        cols: dict[str, list[Any]] = self._tables[name].to_pydict()
+        return cols
 
     @property
     def requests(self) -> pa.Table:

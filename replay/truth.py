@@ -81,7 +81,7 @@ def has_usage(run: PreparedRun) -> bool:
     got = run._counts.get("has_usage")
     if got is None:
         got = run._counts["has_usage"] = any(v is not None and v > 0 for v in run.recorded_input)
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def _plain(t: TokenCounter) -> TokenCounter:

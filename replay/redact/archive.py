@@ -233,7 +233,7 @@ def _texts(path: Path, rel: str, fmt: str, data: bytes) -> list[str] | None:
     """Every block's text as ``fmt``'s parser reads ``data``, in ingest order."""
     sha = hashlib.sha256(data).hexdigest()
     drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), [])
-    return [t for d in drafts for t in d.messages["text"]] if drafts else None  # type: ignore[misc]
+    return [t for d in drafts for t in d.messages["text"]] if drafts else None
 
 
 def _figures(messages: pa.Table) -> list[ExactSizes]:

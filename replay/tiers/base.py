@@ -170,7 +170,8 @@ def placeholder(run: PreparedRun, b: int, ph: Placeholder) -> str:
     memo = run.memo(("placeholder", ph))
     if b not in memo:
         memo[b] = _render(run, b, ph)
-    return memo[b]
+    text: str = memo[b]
+    return text
 
 
 def _render(run: PreparedRun, b: int, ph: Placeholder) -> str:
@@ -263,7 +264,7 @@ def _todo_calls(run: PreparedRun) -> list[int]:
         kind, tool = run.kind, run.tool
         got = memo["blocks"] = [b for b in range(run.n_blocks)
                                 if kind[b] == "tool_call" and tool[b] in _TODO_TOOLS]
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def _item(label: str, text: str, ctx: Context, env: Env, b: int) -> HeadItem:

@@ -76,7 +76,7 @@ def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines:
         category, n_chars, n_lines = run.category, run.n_chars, run.n_lines
         got = memo["blocks"] = [b for b in range(run.n_blocks) if category[b] in cats
                                 and n_chars[b] >= min_chars and n_lines[b] >= min_lines]
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
