@@ -18,15 +18,19 @@ import math
 import string
 import types
 import typing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from replay.errors import PolicyError
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from replay.policy import Policy, Trigger
 
+_D = TypeVar("_D", bound="DataclassInstance")
 
-def build(cls: type, doc: Any, where: str, key: str) -> Any:
+
+def build(cls: type[_D], doc: Any, where: str, key: str) -> _D:
     """An instance of the frozen dataclass ``cls`` from plain data, every field checked against
     its type hint (unknown keys, wrong types, fractions outside 0-1, numbers beyond ``MAX_INT``).
 
@@ -79,7 +83,7 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
         if not isinstance(v, list):
             raise PolicyError(where, path, f"expected a list, got {type(v).__name__}")
         return tuple(_value(args[0], item, where, f"{path}.{i}") for i, item in enumerate(v))
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return build(hint, v, where, path)
     if hint is bool:
         if not isinstance(v, bool):
@@ -113,7 +117,8 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
 
 def _tier(options: list[Any], v: Any, where: str, path: str) -> Any:
     tier_types = {f.default: cls for cls in options  # the union's tier classes by their 'type'
-                  for f in dataclasses.fields(cls) if f.name == "type"}
+                  for f in dataclasses.fields(cls)
+                  if f.name == "type" and isinstance(f.default, str)}
     if not isinstance(v, dict) or "type" not in v:
         raise PolicyError(where, path, f"a tier needs a 'type': one of {', '.join(tier_types)}")
     kind = v["type"]
