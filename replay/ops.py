@@ -2,7 +2,9 @@
 
 Every harness names its tools differently: Claude Code's Read/Write/Edit, Codex's
 shell and apply_patch, SWE-agent's and OpenHands' ``str_replace_editor`` commands,
-mini-swe-agent's bare shell commands.  ``classify`` maps a tool name and its
+mini-swe-agent's bare shell commands.  A call that writes the agent's todo list or plan
+(Claude Code's TodoWrite, Codex's update_plan, Gemini CLI's write_todos, ...) is ``todo``: what
+a summarise tier re-inserts (``reinsert: [todo]``), so no tier needs to know tool names.  ``classify`` maps a tool name and its
 arguments to one ``Op`` and the target path; shell command lines are read by
 ``classify_shell``.  Unknown tools are ``other``.
 
@@ -45,6 +47,8 @@ _NAMED = {
     "create": "write", "search_dir": "search", "search_file": "search",
     "glob": "list", "ls": "list", "list_dir": "list", "list_directory": "list", "list_files": "list",
 }
+_TODO_TOOLS = frozenset({"todowrite", "update_plan", "todo_write", "write_todos"})
+"""Tools that write the agent's todo list or plan (names lowercased)."""
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file",
               "absolute_path")
 PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
@@ -63,6 +67,8 @@ def classify(tool: str, args: Any) -> OpPath:
         args: the arguments: a dict, a raw string (a shell line, a patch), or None.
     """
     name = tool.strip().lower()
+    if name in _TODO_TOOLS:
+        return OpPath("todo", "")
     if name.startswith("mcp__"):
         name = name.rsplit("__", 1)[-1]
     if isinstance(args, dict):

@@ -22,11 +22,11 @@ SCHEMA_VERSION = "4"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]
-Op = Literal["read", "write", "edit", "search", "exec", "list", "other", ""]
+Op = Literal["read", "write", "edit", "search", "exec", "list", "todo", "other", ""]
 
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 KINDS: tuple[str, ...] = ("text", "tool_call", "tool_result", "reasoning", "summary", "image")
-OPS: tuple[str, ...] = ("read", "write", "edit", "search", "exec", "list", "other", "")
+OPS: tuple[str, ...] = ("read", "write", "edit", "search", "exec", "list", "todo", "other", "")
 TOKENIZERS: tuple[str, ...] = ("o200k_base", "cl100k_base")
 
 
@@ -88,7 +88,8 @@ class Message:
     tool: str
     """Tool name as recorded ('' for non-tool blocks)."""
     op: str
-    """Normalised operation of the call: read, write, edit, search, exec, list, other."""
+    """Normalised operation of the call: read, write, edit, search, exec, list, todo (writes
+    the agent's todo list or plan), other."""
     path: str
     """File a read/write/edit targets ('' when none)."""
     text: str

@@ -232,9 +232,6 @@ class _Vars(dict[str, Any]):
         return "{" + key + "}"
 
 
-_TODO_TOOLS = frozenset({"TodoWrite", "update_plan", "todo_write", "todowrite", "write_todos"})
-
-
 def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> list[HeadItem]:
     """The items re-inserted verbatim after a summary that cuts before ``split``."""
     run, out, memory = ctx.run, [], env.reinserts
@@ -257,13 +254,13 @@ def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> li
 
 
 def _todo_calls(run: PreparedRun) -> list[int]:
-    """The run's todo-list tool calls, in order (memoised per run)."""
+    """The run's todo-list calls (op ``todo``, ``replay.ops``), in order (memoised per run)."""
     memo = run.memo("todo_calls")
     got = memo.get("blocks")
     if got is None:
-        kind, tool = run.kind, run.tool
+        kind, op = run.kind, run.op
         got = memo["blocks"] = [b for b in range(run.n_blocks)
-                                if kind[b] == "tool_call" and tool[b] in _TODO_TOOLS]
+                                if kind[b] == "tool_call" and op[b] == "todo"]
     return got
 
 

@@ -1,8 +1,12 @@
-"""How tool calls are classified (replay.ops): the parts of a shell line."""
+"""How tool calls are classified (replay.ops): the parts of a shell line, the todo list."""
 
 from __future__ import annotations
 
 from replay.ops import _SPLIT, classify
+from replay.parsers.builder import RunBuilder, Source
+from replay.prepared import prepare
+from replay.run_tables import tokenize
+from replay.tiers.base import _todo_calls
 
 
 def test_a_command_of_blanks_splits_like_a_short_one() -> None:
@@ -14,3 +18,34 @@ def test_a_command_of_blanks_splits_like_a_short_one() -> None:
         ["a", "b", "c", "d", "e"]
     assert classify("Bash", {"command": "  cd src &&   cat  a.py ; \n rm b.txt  "}) == \
         classify("Bash", {"command": "cd src && cat a.py; rm b.txt"})
+
+
+def test_a_todo_list_call_is_the_todo_operation_in_every_harness() -> None:
+    """Claude Code's TodoWrite, Codex's update_plan, Gemini CLI's write_todos, OpenCode's
+    todowrite: one operation the parsers emit (the tiers knew these names before, #14 item 4)."""
+    calls = [("TodoWrite", {"todos": [{"content": "fix", "status": "pending"}]}),
+             ("update_plan", {"plan": [{"step": "fix", "status": "in_progress"}]}),
+             ("write_todos", {"todos": [{"description": "fix", "status": "pending"}]}),
+             ("todowrite", {"todos": []}), ("todo_write", {"todos": []}),
+             ("update_plan", '{"plan": []}')]
+    for tool, args in calls:
+        assert classify(tool, args) == ("todo", ""), tool
+    assert classify("TodoRead", {}).op == "other"  # reading the list changes nothing
+
+
+def test_the_summary_re_inserts_the_calls_the_parsers_marked_todo() -> None:
+    """The summarise tier's todo item is found by the operation, whatever the tool's name."""
+    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
+                   format="test", issues=[])
+    b.message("user")
+    b.text("task")
+    for i, tool in enumerate(["Read", "TodoWrite", "Bash", "update_plan", "write_todos"]):
+        b.message("assistant")
+        b.tool_call(f"c{i}", tool, {"todos": [], "command": "ls", "file_path": "a.py"})
+        b.request()
+        b.message("tool")
+        b.tool_result(f"c{i}", "ok")
+    tables = tokenize([b.build()], ("o200k_base",))
+    run = prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    assert [run.tool[k] for k in _todo_calls(run)] == ["TodoWrite", "update_plan", "write_todos"]
+    assert {run.op[k] for k in range(run.n_blocks) if run.tool[k] == "TodoWrite"} == {"todo"}
