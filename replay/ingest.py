@@ -40,6 +40,8 @@ class IngestReport:
     parsed: list[str] = field(default_factory=list)
     cached: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    no_conversation: dict[str, str] = field(default_factory=dict)
+    """Files that hold no conversation (not failures), and why."""
     issues: list[Issue] = field(default_factory=list)
     n_runs: int = 0
     n_tokens: int = 0
@@ -66,6 +68,7 @@ class _Done:
     index_rows: bytes
     """The entry's rows of the store's run index (``store_index.index_rows``)."""
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    no_conversation: str = ""
 
 
 def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
@@ -76,7 +79,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     tables = parsed.tables
     if tables is None or (strict and parsed.issues):
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
-                     b"", parsed.coverage)
+                     b"", parsed.coverage, parsed.no_conversation)
     store.write_entry(out, key, tables)
     done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
                  parsed.issues, True, b"", parsed.coverage)
@@ -182,6 +185,8 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
                 report.parsed.append(done.source)
                 report.n_runs += done.n_runs
                 report.n_tokens += done.n_tokens
+            elif done.no_conversation:
+                report.no_conversation[done.source] = done.no_conversation
             else:
                 report.failed.append(done.source)
             if on_file:

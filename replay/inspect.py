@@ -92,6 +92,9 @@ class Inspection:
     """Record type -> {fate: count}."""
     runs: tuple[RunReport, ...]
     issues: tuple[Issue, ...]
+    no_conversation: str = ""
+    """Why the file holds no run though nothing is wrong with it (only metadata records, a
+    companion file); '' otherwise."""
 
 
 def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
@@ -125,7 +128,7 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
                 events=tuple(EventNote(e["kind"], e["msg"], e["request"], _detail(e))
                              for e in events)))
     return Inspection(str(path), parsed.format, parsed.detection, parsed.coverage, tuple(runs),
-                      parsed.issues)
+                      parsed.issues, parsed.no_conversation)
 
 
 def _detail(e: dict) -> str:

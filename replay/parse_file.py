@@ -20,7 +20,7 @@ import pyarrow as pa
 from replay import store
 from replay.discover import relative_source
 from replay.input_files import Unreadable, read_input
-from replay.parsers import PARSERS, Detection
+from replay.parsers import PARSERS, Detection, companion
 from replay.parsers.builder import Issue, Source
 from replay.parsers.head import SNIFF_BYTES, detect_file
 from replay.run_tables import DEFAULT_TOKENIZERS, tokenize
@@ -42,6 +42,8 @@ class ParsedFile:
     detection: str = ""
     """Why the format was chosen (``Detection.describe``; with ``explain`` only), or which
     formats came closest to a file no parser takes."""
+    no_conversation: str = ""
+    """Why a file that is no failure holds no run (only metadata records, a companion file)."""
 
 
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
@@ -77,6 +79,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
             str(path), 1, "JSON nested too deeply to detect the format; try --format"),))
     name = found.format
     if name is None:
+        if why := companion(path):
+            return ParsedFile(rel, "", sha, None, (), no_conversation=why)
         return ParsedFile(rel, "", sha, None, (_unrecognised(str(path), data, found),),
                           detection=found.describe())
     if name not in PARSERS:
@@ -93,6 +97,9 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
         drafts = []
     coverage, why = src.coverage.by_type(), found.describe()
+    if not drafts and src.coverage.no_conversation and not issues:
+        return ParsedFile(rel, name, sha, None, (), coverage, why,
+                          no_conversation=src.coverage.no_conversation)
     if not drafts:
         if not issues:
             issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))

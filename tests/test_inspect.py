@@ -72,10 +72,24 @@ def test_a_run_without_requests_is_listed_with_the_reason(tmp_path: Path) -> Non
 
 def test_inspect_an_unknown_file_names_the_closest_format(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
-    path.write_text(json.dumps({"type": "mode", "mode": "normal", "sessionId": "s"}) + "\n")
+    mode = {"type": "mode", "mode": "normal", "sessionId": "s"}
+    path.write_text(json.dumps(mode) + "\n" + json.dumps({"type": "other"}) + "\n")
     result = runner.invoke(app, ["inspect", str(path)])
     assert result.exit_code == 1
     assert "closest: claude_code" in result.output
+
+
+def test_inspect_a_file_of_metadata_only_says_it_holds_no_conversation(tmp_path: Path) -> None:
+    """A Claude Code file of nothing but non-message records (common in ~/.claude/projects) is
+    read, its records counted, and said to hold no conversation: no failure."""
+    path = tmp_path / "x.jsonl"
+    path.write_text(json.dumps({"type": "mode", "mode": "normal", "sessionId": "s"}) + "\n")
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "no conversation: only mode x1 records" in result.output
+    doc = json.loads(runner.invoke(app, ["inspect", str(path), "--json"]).stdout)
+    assert doc["format"] == "claude_code" and doc["coverage"] == {"mode": {"skipped": 1}}
+    assert doc["runs"] == [] and doc["no_conversation"] == "only mode x1 records"
 
 
 def test_runs_shows_each_files_coverage(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from replay import store
-from replay.cli.output import _progress, error, say, warn
+from replay.cli.output import _progress, error, printable, say, warn
 from replay.corpus import open_corpus
 from replay.discover import LOG_SUFFIXES, discover
 from replay.ingest import IngestReport
@@ -80,11 +80,24 @@ def input_summary(report: IngestReport | None, strict: bool) -> str | None:
     if not input_exit_code(report, strict):
         return None
     assert report is not None
-    n_files = len(report.parsed) + len(report.cached) + len(report.failed)
+    n_files = len(report.parsed) + len(report.cached) + len(report.failed) + len(
+        report.no_conversation)
     shown = ", ".join(report.failed[:5]) + (", …" if len(report.failed) > 5 else "")
     line = f"inputs: {len(report.failed)} of {n_files} files failed" + (
         f" ({shown})" if shown else "") + f"; {len(report.issues)} issue{'' if len(report.issues) == 1 else 's'}"
     return line + ("; --strict: stopped at the first file with a problem" if strict else "")
+
+
+def no_conversation_note(report: IngestReport | None) -> str | None:
+    """One line naming the input files that hold no conversation (not failures: a session file
+    of ``summary`` records, a subagent's metadata), None when there is none."""
+    if report is None or not report.no_conversation:
+        return None
+    items = sorted(report.no_conversation.items())
+    shown = "; ".join(f"{printable(k)}: {printable(v)}" for k, v in items[:3])
+    more = f"; and {len(items) - 3} more" if len(items) > 3 else ""
+    return (f"note: {len(items)} file{' holds' if len(items) == 1 else 's hold'} no conversation, "
+            f"nothing to replay there ({shown}{more})")
 
 
 def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
@@ -129,6 +142,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
     if report is not None:
         for issue in report.issues:
             warn(issue)
+        if (note := no_conversation_note(report)) and not quiet:
+            say(note, err=True)
     if strict and input_exit_code(report, strict):
         _finish(report, strict)
     if not corpus.replayable():

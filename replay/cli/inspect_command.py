@@ -43,6 +43,8 @@ def inspect(
     else:
         say(found.path)
         say(f"format: {found.detection or 'not recognised'}")
+        if found.no_conversation:
+            say(f"no conversation: {found.no_conversation}")
         _emit([{"record type": t, **{f: n.get(f, 0) for f in ("modelled", "skipped",
                                                                      "unknown")}}
                for t, n in found.coverage.items()], False, title="records by type and fate")
@@ -62,5 +64,5 @@ def inspect(
                       title=f"run {r.run_id}: counted context (o200k) vs recorded input")
         for issue in found.issues:
             warn(issue)
-    if not found.format or found.issues and not found.runs:
+    if not found.format and not found.no_conversation or found.issues and not found.runs:
         raise typer.Exit(1)

@@ -33,6 +33,7 @@ from replay.cli.inputs import (
     _discover,
     _finish,
     _open,
+    no_conversation_note,
 )
 from replay.cli.output import (
     _emit,
@@ -75,12 +76,17 @@ def ingest(
     for issue in report.issues:
         warn(issue)
     doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
+           "no_conversation": report.no_conversation,
            "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
     if as_json:
         _print_json(doc)
     else:
+        if note := no_conversation_note(report):
+            say(note, err=True)
+        empty = f", {len(report.no_conversation)} without a conversation" \
+            if report.no_conversation else ""
         say(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
-            f"{len(report.cached)} reused from cache, {len(report.failed)} failed, "
+            f"{len(report.cached)} reused from cache, {len(report.failed)} failed{empty}, "
             f"{len(report.issues)} issues → {out}")
     _finish(report, strict)
 

@@ -12,6 +12,7 @@ this order, so more specific formats come first.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 from types import ModuleType
 
 from replay.parsers import (
@@ -88,6 +89,27 @@ def detect(filename: str, head: bytes) -> Detection:
     near = tuple((name, why) for name, module in PARSERS.items()
                  if (why := _evidence(module, filename, head)))
     return Detection(None, "", near)
+
+
+def metadata_only(filename: str, head: bytes) -> Detection | None:
+    """The format whose own non-message records are all a head holds (``metadata_only`` of
+    the parser: e.g. a Claude Code file of ``summary`` records), for a file no parser
+    recognises: that parser reads it to find out whether it holds a conversation at all."""
+    for name, module in PARSERS.items():
+        hook = getattr(module, "metadata_only", None)
+        if hook is not None and (why := hook(filename, head)):
+            return Detection(name, f"{why}; no other format matched, so it reads the rest")
+    return None
+
+
+def companion(path: PurePath) -> str:
+    """Why a file beside a format's logs is no log itself (a parser's ``companion``: e.g.
+    Claude Code's ``agent-*.meta.json``), or ''."""
+    for module in PARSERS.values():
+        hook = getattr(module, "companion", None)
+        if hook is not None and (why := hook(path)):
+            return str(why)
+    return ""
 
 
 def detect_format(filename: str, head: bytes) -> str | None:

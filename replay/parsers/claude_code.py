@@ -44,9 +44,12 @@ from typing import Any
 
 from replay.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.parsers.claude_code_file import (
+    companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
-    evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
+    evidence,  # noqa: F401
+    metadata_only,  # noqa: F401
     parent_run_id,
+    session_folder,
     sniff,  # noqa: F401
 )
 from replay.parsers.claude_code_path import Node, resolve
@@ -162,7 +165,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             sess.side_agents[no] = agent
     for kind, n in passed.items():
         src.coverage.skipped(kind, n)
-    is_sub = path.parent.name == "subagents" and path.name.startswith("agent-")
+    is_sub = path.name.startswith("agent-") and session_folder(path) is not None
     drafts: list[RunDraft] = []
     for sess in sessions.values():
         sides = [] if is_sub else _sidechains(sess)
@@ -176,7 +179,13 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             drafts.append(_run(src, issues, side, len(drafts), path, True,
                                parent=main.run["run_id"]))
     if not drafts:
-        issues.append(Issue(src.path, 0, "no user or assistant records"))
+        cov = src.coverage.by_type()
+        if cov and all(set(f) == {"skipped"} for f in cov.values()):  # (a broken line is an
+            # issue of its own: the file then fails on it, see ``replay.parse_file``)
+            src.coverage.no_conversation = "only " + ", ".join(
+                f"{t} x{f['skipped']}" for t, f in sorted(cov.items())) + " records"
+        else:
+            issues.append(Issue(src.path, 0, "no user or assistant records"))
     return drafts
 
 

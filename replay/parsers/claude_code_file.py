@@ -3,7 +3,8 @@
 ``sniff`` / ``evidence`` recognise a transcript from its head (a user/assistant record with
 Claude Code's keys decides; its other record types never do); ``copied`` tells whether a
 session's records belong to that session's own file beside this one (a resumed or forked
-session); ``parent_run_id`` finds the session a ``subagents/agent-*.jsonl`` file belongs to.
+session); ``parent_run_id`` finds the session a ``subagents/agent-*.jsonl`` file belongs to;
+``metadata_only`` and ``companion`` name files of a project folder that hold no conversation.
 
 Not here: the records (``replay.parsers.claude_code_records``), the walk over a file
 (``replay.parsers.claude_code``).
@@ -15,7 +16,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from replay.parsers.builder import run_id_for
@@ -58,6 +59,28 @@ def evidence(filename: str, head: bytes) -> str:
     return ""
 
 
+def metadata_only(filename: str, head: bytes) -> str:
+    """What a head made only of Claude Code's own non-message records holds (a session file of
+    ``summary`` or ``file-history-snapshot`` records: common in ``~/.claude/projects``), '' when
+    it holds anything else (then it is no Claude Code file, or ``sniff`` took it)."""
+    n_msg, others = _scan(head)
+    lines = [x for x in head.split(b"\n") if x.strip()]
+    complete = lines[:-1] if not head.endswith(b"\n") and len(lines) > 1 else lines
+    if n_msg or not others or sum(others.values()) != len(complete):
+        return ""
+    return "only non-message Claude Code records (" + ", ".join(
+        f"{t} x{n}" for t, n in others.most_common(4)) + ")"
+
+
+def companion(path: PurePath) -> str:
+    """Why a file of a Claude Code project folder is no transcript: a subagent's
+    ``agent-*.meta.json`` beside its ``agent-*.jsonl`` ('' for any other file)."""
+    if path.name.startswith("agent-") and path.name.endswith(".meta.json") \
+            and "subagents" in path.parts[:-1]:
+        return "Claude Code subagent metadata (agent-*.meta.json), not a transcript"
+    return ""
+
+
 def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
     """(message records with Claude Code keys, non-message Claude Code record types) among the
     head's lines; an unparsable line (the head's cut-off last line, a first record longer than
@@ -83,7 +106,8 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
         if kind in _MESSAGE_TYPES and _is_message(rec):
             n_msg += 1
         elif isinstance(kind, str) and kind in NON_MESSAGE_TYPES and (
-                any(k in rec for k in _LINK_KEYS) or kind != "summary" and kind != "result"):
+                any(k in rec for k in _LINK_KEYS) or kind != "summary" and kind != "result"
+                or kind == "result" and "agentId" in rec and "key" in rec):  # workflow journal
             others[kind] += 1
         elif kind == "system" and isinstance(rec.get("subtype"), str) \
                 and any(k in rec for k in _LINK_KEYS):
@@ -111,9 +135,25 @@ def copied(path: Path, sid: str, cache: dict[str, bool]) -> bool:
     return cache[sid]
 
 
+def session_folder(path: Path) -> Path | None:
+    """``<session>`` of a subagent file ``<session>/subagents/[workflows/<id>/…]agent-*.jsonl``
+    (the nearest ``subagents`` folder's parent, at most 6 levels up: subagents nest and
+    workflows keep theirs deeper), None when the file is in no ``subagents`` folder."""
+    for up, folder in enumerate(path.parents):
+        if up > 6:
+            break
+        if folder.name == "subagents":
+            return folder.parent
+    return None
+
+
 def parent_run_id(path: Path) -> str:
-    """Run id of ``<session>.jsonl`` two folders above ``<session>/subagents/agent-*.jsonl``."""
-    parent = path.parent.parent.parent / f"{path.parent.parent.name}.jsonl"
+    """Run id of the ``<session>.jsonl`` beside the folder of a subagent file
+    (``session_folder``)."""
+    session = session_folder(path)
+    if session is None:
+        return ""
+    parent = session.parent / f"{session.name}.jsonl"
     try:
         st = parent.stat()
         return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns)

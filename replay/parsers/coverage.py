@@ -30,6 +30,9 @@ class Coverage:
 
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(record type, fate) -> records."""
+    no_conversation: str = ""
+    """Set by a parser that returns no run because the file holds no conversation at all
+    (only metadata records): why, for the user; the file is then no failed input."""
 
     def modelled(self, record_type: str, n: int = 1) -> None:
         """``n`` records of this type became part of the run model."""

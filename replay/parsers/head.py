@@ -5,7 +5,9 @@ two cuts for a head that long content fills.
 Lines made of each record's first ``CUT_BYTES`` (a big snapshot or paste as the first record),
 then the file with every JSON string shortened to ``STRING_BYTES`` (a long system prompt or
 observation at the start of a single-document trajectory hid every key after it).  The
-``Detection`` says which cut decided.
+``Detection`` says which cut decided.  A head of nothing but one format's own non-message
+records (``metadata_only``) goes to that format last, which then says whether the file holds a
+conversation at all.
 
 Not here: what each parser sniffs (``replay.parsers``), reading the file (``replay.ingest``).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from replay.parsers import Detection, detect, detect_format
+from replay.parsers import Detection, detect, detect_format, metadata_only
 
 SNIFF_BYTES = 65536
 """How much of a file format detection sees."""
@@ -45,6 +47,8 @@ def detect_file(name: str, data: bytes, *, explain: bool = False) -> Detection:
         shown = cut(data)
         if shown is not None and (again := detect(name, shown)).format is not None:
             found = Detection(again.format, f"{again.reason} ({how})" if again.reason else how)
+    if found.format is None and (weak := metadata_only(name, head)) is not None:
+        return weak
     return found
 
 

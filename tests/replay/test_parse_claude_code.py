@@ -363,4 +363,10 @@ def test_empty_and_trafficless_files(tmp_path: Path) -> None:
     data = only_meta.read_bytes()
     src = Source(path=str(only_meta), rel="meta.jsonl", data=data, sha256="0" * 64)
     assert claude_code.parse(src, issues) == []
+    # a file of nothing but metadata records holds no conversation: said, not a problem
+    assert issues == [] and src.coverage.no_conversation == "only file-history-snapshot x1 records"
+    odd = _write(tmp_path / "odd.jsonl", [{"type": "file-history-snapshot", "messageId": "m",
+                                           "snapshot": {}}, {"type": "brand-new"}])
+    src = Source(path=str(odd), rel="odd.jsonl", data=odd.read_bytes(), sha256="0" * 64)
+    assert claude_code.parse(src, issues) == []
     assert [(i.line, i.reason) for i in issues] == [(0, "no user or assistant records")]
