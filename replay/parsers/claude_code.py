@@ -27,7 +27,9 @@ to the session's run; an ``agent-acompact-*`` file is the compaction request its
 is a plain response there: the session's own boundary counts the compaction once).  Records
 that copy another session of the same folder (a resumed or forked session: their
 ``sessionId`` names a file beside this one) are left to that file, so each response counts
-once.  A ``tool_use`` without an ``id`` gets ``gen-<line>-<block>`` and an issue.
+once; a forked session's copies of its parent's records (``forkedFrom``) are its context, but
+their responses are the parent's model calls (no request here), and the fork is linked to the
+parent's run when that file is beside it.  A ``tool_use`` without an ``id`` gets ``gen-<line>-<block>`` and an issue.
 
 Every record type is counted in ``src.coverage``: user/assistant/attachment/boundaries
 modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TYPES``, other
@@ -47,6 +49,7 @@ from replay.parsers.claude_code_file import (
     companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
     evidence,  # noqa: F401
+    fork_parent_run_id,
     metadata_only,  # noqa: F401
     parent_run_id,
     session_folder,
@@ -93,6 +96,10 @@ class _Session:
     """``ai-title`` / ``custom-title`` record type -> the last title of that kind."""
     side_agents: dict[int, str] = field(default_factory=dict)
     """Line -> ``agentId`` of the inline sidechain records that name their subagent."""
+    forked: set[int] = field(default_factory=set)
+    """Lines of records a forked session copied from its parent (``forkedFrom``)."""
+    fork_of: str = ""
+    """The session this one was forked from ('' for none)."""
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -156,6 +163,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             count_other(src, kind)
             continue
         sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta))
+        if isinstance(ff := raw.get("forkedFrom"), dict):
+            sess.forked.add(no)
+            if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
+                sess.fork_of = ff["sessionId"]
         sess.recs[no] = rec
         sess.version = sess.version or (raw["version"] if isinstance(raw.get("version"), str)
                                         else "")
@@ -253,7 +264,8 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
         agent_id = f"sidechain-{index}"
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=agent_id if is_sub else "",
-                   parent_run_id=(parent or parent_run_id(path)) if is_sub else "",
+                   parent_run_id=(parent or parent_run_id(path)) if is_sub
+                   else fork_parent_run_id(path, sess.fork_of),
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
     found = resolve(sess.nodes, sess.links, is_sub)
     if found.cycle:
@@ -275,9 +287,11 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
     state = _State()
     for item in _order(kept):
         if isinstance(item, _Group):
+            copy = all(r.line in sess.forked for r in item.recs)
             for r in item.recs:
-                src.coverage.modelled(r.rtype)
-            _emit_response(b, item, models, state)
+                src.coverage.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
+                                      "request)" if copy else r.rtype)
+            _emit_response(b, item, models, state, copy=copy)
         else:
             src.coverage.modelled(item.rtype)
             _emit(b, item, state)
@@ -347,7 +361,10 @@ def _emit(b: RunBuilder, r: Rec, st: _State) -> None:
             b.text(x[1], kind=x[0])
 
 
-def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -> None:
+def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State, *,
+                   copy: bool = False) -> None:
+    """A response's message, and its request unless ``copy`` (a forked session's copy of its
+    parent's response: context here, a model call of the parent)."""
     first = g.recs[0]
     msg = b.message("assistant", ts=first.ts)
     seen: set[str] = set()
@@ -375,8 +392,8 @@ def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State) -
         edits = edits or r.edits
         if u is None:
             u, b.line = r.usage, r.line
-    if model == "<synthetic>":
-        return  # written by the harness, not a model call
+    if model == "<synthetic>" or copy:
+        return  # written by the harness, or the parent's call: no model call of this run
     if model:
         models[model] += 1
     if u is None:

@@ -153,7 +153,18 @@ def parent_run_id(path: Path) -> str:
     session = session_folder(path)
     if session is None:
         return ""
-    parent = session.parent / f"{session.name}.jsonl"
+    return _session_run_id(session.parent / f"{session.name}.jsonl")
+
+
+def fork_parent_run_id(path: Path, sid: str) -> str:
+    """Run id of the session ``sid`` a forked session was copied from (``forkedFrom``), when
+    its file is beside this one ('' otherwise, or for a name that is no plain file name)."""
+    if not sid or sid == path.stem or "/" in sid or "\\" in sid or sid.startswith("."):
+        return ""
+    return _session_run_id(path.parent / f"{sid}.jsonl")
+
+
+def _session_run_id(parent: Path) -> str:
     try:
         st = parent.stat()
         return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns)
