@@ -74,7 +74,8 @@ class Corpus:
     @property
     def run_ids(self) -> list[str]:
         """Run ids in store order."""
-        return self.runs["run_id"].to_pylist()
+        ids: list[str] = self.runs["run_id"].to_pylist()
+        return ids
 
     def entry_of(self, run_id: str) -> store.Entry | None:
         """The store entry holding a run (None for in-memory corpora)."""
@@ -100,6 +101,8 @@ class Corpus:
             spans = {rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
                      for rid in tables.runs["run_id"].to_pylist()}
             self._loaded = (entry.key, tables, spans)
+        if self._loaded is None:  # a store-backed corpus without this run: nothing read yet
+            raise KeyError(run_id)
         _, tables, spans = self._loaded
         m0, m1, r0, r1 = spans[run_id]
         return tables.messages.slice(m0, m1 - m0), tables.requests.slice(r0, r1 - r0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -212,7 +212,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
 
 def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers: tuple[str, ...],
                  out: Path, strict: bool, jobs: int, on_finished: Callable[[_Done], None],
-                 ) -> Iterator[_Done]:
+                 ) -> Generator[_Done, None, None]:
     """Each file's outcome, in ``todo`` order; each also goes to ``on_finished`` as soon as it is
     done (in any order), and its run-index rows are dropped after that, so results waiting for
     an earlier file stay small."""

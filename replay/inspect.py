@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -131,7 +132,7 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
                       parsed.issues, parsed.no_conversation)
 
 
-def _detail(e: dict) -> str:
+def _detail(e: dict[str, Any]) -> str:
     """An event's recorded facts in a few words."""
     parts = [e["trigger"]] if e["trigger"] else []
     if e["pre_tokens"] is not None:
@@ -161,7 +162,8 @@ def _no_requests(msgs: pa.Table) -> str:
             "Claude Code <synthetic> records)")
 
 
-def _contexts(msgs: pa.Table, reqs: list[dict], events: list[dict]) -> list[RequestContext]:
+def _contexts(msgs: pa.Table, reqs: list[dict[str, Any]], events: list[dict[str, Any]]
+              ) -> list[RequestContext]:
     """Counted context per request (see the module docstring)."""
     m = msgs.select(["msg", "kind", "call_id", "tokens_o200k", "is_harness_summary"]).to_pylist()
     n_msgs = (m[-1]["msg"] + 1) if m else 0

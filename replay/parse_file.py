@@ -65,8 +65,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     issues: list[Issue] = []
     try:
         data = read_input(path)
-    except Unreadable as why:
-        return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(why)),))
+    except Unreadable as exc:
+        return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(exc)),))
     sha = hashlib.sha256(data).hexdigest()
     data = data.removeprefix(_BOM)  # a UTF-8 byte order mark: no format's first record
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)

@@ -10,6 +10,9 @@ Not here: the schema (``replay.schema``), the tokenizers (``replay.tokens``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,6 +25,8 @@ from replay.tokens import count_one, count_tokens
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 """Tokenizer → its column in the messages table (the store has a column for these only)."""
+_Columns = dict[str, list[Any] | pa.Array]
+"""A table's columns by name: the parsers' value lists, or Arrow arrays once converted."""
 
 
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
@@ -40,7 +45,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
     runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names
             if col in drafts[0].run}
-    texts: list[str] = messages["text"]  # type: ignore[assignment]
+    texts: list[str] = messages["text"]
     try:
         text = pa.array(texts, pa.string())
     except UnicodeEncodeError:
@@ -51,8 +56,8 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     n_chars = [len(t) for t in texts]
     messages["n_lines"] = n_lines = [t.count("\n") + 1 if t else 0 for t in texts]
     exacts = {i: found for i, t in enumerate(texts) if (found := exact(t)) is not None}
-    redacted = {i: found for i, t in enumerate(texts)
-                if i not in exacts and (found := declared(t)) is not None}
+    redacted = {i: marked for i, t in enumerate(texts)
+                if i not in exacts and (marked := declared(t)) is not None}
     if redacted or exacts:  # sized as the model saw them: the declared characters
         n_bytes = n_bytes.to_pylist()
         for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
@@ -83,29 +88,29 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
                            requests=_table(requests, "requests"), events=_table(events, "events"))
 
 
-def _estimated_per_run(runs: dict[str, list[object]], drafts: list[RunDraft],
-                       messages: dict[str, object], redacted: set[int]) -> None:
+def _estimated_per_run(runs: _Columns, drafts: list[RunDraft],
+                       messages: _Columns, redacted: set[int]) -> None:
     """Each run's ``n_estimated_blocks`` and ``estimated_tokens_o200k`` (the o200k tokens of its
     blocks sized from redaction markers; None when o200k was not counted)."""
     o200k = messages["tokens_o200k"]
-    counted = isinstance(o200k, list)
+    counts = o200k if isinstance(o200k, list) else None  # an Arrow null column: not counted
     n_blocks, tokens, lo = [], [], 0
     for d in drafts:
         hi = lo + len(d.messages["msg"])
         mine = [i for i in redacted if lo <= i < hi] if redacted else []
         n_blocks.append(len(mine))
-        tokens.append(sum(o200k[i] for i in mine) if counted else None)  # type: ignore[index]
+        tokens.append(sum(counts[i] for i in mine) if counts is not None else None)
         lo = hi
     runs["n_estimated_blocks"], runs["estimated_tokens_o200k"] = n_blocks, tokens
 
 
-def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],
-            counted: str) -> dict[str, list[object]]:
+def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
+            counted: str) -> _Columns:
     """The column lists of several runs' rows, one after the other, with a ``run_id`` column
     (``counted`` is a column every row has); one run's lists are taken as they are."""
     if len(parts) == 1:
         return {"run_id": [run_ids[0]] * len(parts[0][counted]), **parts[0]}
-    out: dict[str, list[object]] = {"run_id": []}
+    out: dict[str, list[Any]] = {"run_id": []}
     for part, run_id in zip(parts, run_ids):
         out["run_id"].extend([run_id] * len(part[counted]))
         for col, values in part.items():
@@ -113,11 +118,11 @@ def _concat(parts: list[dict[str, list[object]]], run_ids: list[str],
     return out
 
 
-def _table(columns: dict[str, object], name: str) -> pa.Table:
+def _table(columns: Mapping[str, list[Any] | pa.Array], name: str) -> pa.Table:
     """The schema's table from column lists or arrays (each list converted once)."""
     schema = SCHEMAS[name]
     return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns[f.name], pa.Array)
-                                 else _array(v, f.type) for f in schema],  # type: ignore[arg-type]
+                                 else _array(v, f.type) for f in schema],
                                 schema=schema)
 
 

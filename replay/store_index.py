@@ -58,7 +58,7 @@ def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) ->
     for entry in entries:
         span = spans.get(entry.key)
         if span is not None and span[1] - span[0] == entry.n_runs:
-            pieces.add_rows(index, *span)  # type: ignore[arg-type]
+            pieces.add_rows(index, *span)
         else:
             pieces.add(_entry_runs(root, entry, with_tokens))
     return pieces.table(RUN_INDEX)
@@ -71,7 +71,8 @@ class _Pieces:
     Python values are converted, so pyarrow never loads pandas here (~40 MB)."""
 
     def __init__(self, shape: Callable[[pa.Table], pa.Table]) -> None:
-        self.shape, self.tables = shape, []  # type: list[pa.Table]
+        self.shape = shape
+        self.tables: list[pa.Table] = []
         self._rows: tuple[pa.Table, int, int] | None = None
 
     def add_rows(self, source: pa.Table, start: int, stop: int) -> None:
@@ -148,7 +149,8 @@ def index_rows(tables: RunTables, key: str) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, RUN_INDEX) as writer:
         writer.write_table(keyed)
-    return sink.getvalue().to_pybytes()
+    stream: bytes = sink.getvalue().to_pybytes()
+    return stream
 
 
 def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
