@@ -122,9 +122,10 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
     cells = [[UNKNOWN if v is None and numeric[i] else printable(_cell(v))
               for i, v in enumerate(r.values())]
              for r in [*table_rows, *([total] if total else [])]]
-    if wide:
-        keep, dropped, widths = list(range(len(cols))), [], {}
-    else:
+    keep = list(range(len(cols)))
+    dropped: list[str] = []
+    widths: dict[int, int] = {}
+    if not wide:
         keep, dropped, widths = fit(cols, cells, numeric, width())
         cells = [[shorten(c, widths[i]) if i in widths else c for i, c in enumerate(row)]
                  for row in cells]

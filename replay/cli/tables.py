@@ -85,7 +85,9 @@ def fit(header: list[str], cells: list[list[str]], numeric: list[bool],
     """(the indexes of the columns that fit in ``width_chars``, the names left out, the width
     each kept text column gets: what is left after the numbers, shared by the text columns)."""
     longest = [max([len(name), *(len(r[i]) for r in cells)]) for i, name in enumerate(header)]
-    used, keep, dropped = 1, [], []
+    used = 1
+    keep: list[int] = []
+    dropped: list[str] = []
     for i, name in enumerate(header):
         need = longest[i] if numeric[i] else min(longest[i], max(WANT_TEXT, len(name)))
         if used + need + _BORDER <= width_chars or not keep:
@@ -127,8 +129,9 @@ def totals_row(rows: list[dict[str, Any]], shown: list[str], layout: Layout) -> 
         values = [r.get(col) for r in rows]
         if how and values and all(is_number(v) for v in values):
             # an unknown value (None) leaves the total unknown
-            known = None if any(v is None for v in values) else values
-            out[col] = None if known is None else sum(known) if how == "sum" else max(known)
+            known = [v for v in values if v is not None]
+            out[col] = None if len(known) < len(values) else \
+                sum(known) if how == "sum" else max(known)
         else:
             out[col] = f"total ({len(rows):,})" if i == 0 else None
     return out
