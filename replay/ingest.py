@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from replay import atomic_files, store, store_index, store_session
 from replay.discover import discover, sources
 from replay.errors import TokenizerError
-from replay.input_files import check_limits, sha256_of
+from replay.input_files import check_max_bytes, sha256_of
 from replay.parse_file import parse_file
 from replay.parsers import PARSERS_VERSION, check_format
 from replay.parsers.builder import Issue
@@ -129,7 +129,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         ReplayInputError: ``fmt`` names no parser (raised before anything is read).
     """
     check_format(fmt)
-    check_limits()
+    check_max_bytes()
     for name in tokenizers:
         if name not in TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "

@@ -61,15 +61,15 @@ def max_document_bytes() -> int:
 
 def document_too_big(size: int) -> str:
     """Why a JSON document of ``size`` bytes is not decoded ('' when it is within the limit)."""
-    limit = max_document_bytes()
-    if size <= limit:
+    max_bytes = max_document_bytes()
+    if size <= max_bytes:
         return ""
-    return (f"a whole-file JSON document of {size:,} bytes is over the {limit:,}-byte limit "
+    return (f"a whole-file JSON document of {size:,} bytes is over the {max_bytes:,}-byte limit "
             f"(decoding one takes up to 16x its size in memory); not read (raise it with "
             f"{ENV_MAX_DOCUMENT_BYTES}=BYTES)")
 
 
-def check_limits() -> None:
+def check_max_bytes() -> None:
     """Refuse a read limit set in the environment that is not a positive whole number of bytes
     (called before any file is read, so the command stops with exit 2 instead of falling back
     to the default without a word).
@@ -95,8 +95,8 @@ def _env_bytes(name: str, default: int) -> int:
     return value
 
 
-def _open(path: Path, limit: int) -> tuple[int, int]:
-    """A descriptor of ``path`` when it is a regular file within ``limit`` bytes, and its
+def _open(path: Path, max_bytes: int) -> tuple[int, int]:
+    """A descriptor of ``path`` when it is a regular file within ``max_bytes`` bytes, and its
     size."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -109,52 +109,52 @@ def _open(path: Path, limit: int) -> tuple[int, int]:
         if not stat.S_ISREG(st.st_mode):
             kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
             raise Unreadable(f"not a regular file ({kind}); not read")
-        if st.st_size > limit:
-            raise Unreadable(_too_big(st.st_size, limit))
+        if st.st_size > max_bytes:
+            raise Unreadable(_too_big(st.st_size, max_bytes))
     except BaseException:
         os.close(fd)
         raise
     return fd, st.st_size
 
 
-def _too_big(size: int | None, limit: int) -> str:
+def _too_big(size: int | None, max_bytes: int) -> str:
     what = f"{size:,} bytes" if size is not None else "more"
-    return (f"file of {what} is over the {limit:,}-byte limit per file; not read (raise it with "
+    return (f"file of {what} is over the {max_bytes:,}-byte limit per file; not read (raise it with "
             f"{ENV_MAX_FILE_BYTES}=BYTES)")
 
 
-def read_input(path: Path, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` (default ``max_file_bytes()``).
+def read_input(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` (default ``max_file_bytes()``).
 
     Raises:
         Unreadable: not a regular file, not readable, or over the limit (also a file that
             grows past it while being read).
     """
-    limit = max_file_bytes() if limit is None else limit
-    fd, size = _open(path, limit)
+    max_bytes = max_file_bytes() if max_bytes is None else max_bytes
+    fd, size = _open(path, max_bytes)
     try:
         with os.fdopen(fd, "rb", closefd=True) as f:
-            want = size + 1  # (never read(limit): that allocates the whole limit at once)
+            want = size + 1  # (never read(max_bytes): that allocates it all at once)
             data = f.read(want)
             if len(data) == want:  # growing, or a size the file system does not know
                 chunks, total = [data], len(data)
-                while total <= limit and (chunk := f.read(min(1 << 20, limit + 1 - total))):
+                while total <= max_bytes and (chunk := f.read(min(1 << 20, max_bytes + 1 - total))):
                     chunks.append(chunk)
                     total += len(chunk)
                 data = b"".join(chunks)
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise Unreadable(_too_big(None, limit))
+    if len(data) > max_bytes:
+        raise Unreadable(_too_big(None, max_bytes))
     return data
 
 
-def sha256_of(path: Path, limit: int | None = None) -> str:
+def sha256_of(path: Path, max_bytes: int | None = None) -> str:
     """The sha256 of ``path`` read as ``read_input`` would (in 1 MiB pieces); "" when it would
     not be read."""
-    limit = max_file_bytes() if limit is None else limit
+    max_bytes = max_file_bytes() if max_bytes is None else max_bytes
     try:
-        fd, _ = _open(path, limit)
+        fd, _ = _open(path, max_bytes)
     except Unreadable:
         return ""
     h, seen = hashlib.sha256(), 0
@@ -162,7 +162,7 @@ def sha256_of(path: Path, limit: int | None = None) -> str:
         with os.fdopen(fd, "rb", closefd=True) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 seen += len(chunk)
-                if seen > limit:
+                if seen > max_bytes:
                     return ""
                 h.update(chunk)
     except OSError:

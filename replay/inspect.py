@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay.input_files import check_limits
+from replay.input_files import check_max_bytes
 from replay.parse_file import parse_file
 from replay.parsers import check_format
 from replay.parsers.builder import Issue
@@ -109,7 +109,7 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
         ReplayInputError: ``fmt`` names no parser.
     """
     check_format(fmt)
-    check_limits()
+    check_max_bytes()
     parsed = parse_file(path, path.parent, fmt=fmt, explain=True)
     runs: list[RunReport] = []
     if parsed.tables is not None:

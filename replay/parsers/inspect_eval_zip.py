@@ -34,7 +34,7 @@ ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedE
 
 def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], list[Any]]:
     """The header and the samples of a ``.eval`` zip, each entry read within the bounds."""
-    cov, limit = src.coverage, max_document_bytes()
+    cov, max_bytes = src.coverage, max_document_bytes()
     try:
         z = zipfile.ZipFile(io.BytesIO(src.data))
         infos = z.infolist()
@@ -54,17 +54,17 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
         if kind not in ("samples", "header.json", "_journal/start.json"):
             cov.skipped("zip/summaries" if "summar" in name else f"zip/{name.split('/')[0]}")
             continue
-        if info.file_size > limit:
+        if info.file_size > max_bytes:
             cov.unknown(f"zip/{kind} (too large)")
             issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is {info.file_size:,} "
-                                             f"bytes uncompressed, over {limit:,} (skipped; "
+                                             f"bytes uncompressed, over {max_bytes:,} (skipped; "
                                              f"raise it with {ENV_MAX_DOCUMENT_BYTES}=BYTES)"))
             continue
         try:
             with z.open(info) as f:
-                raw = f.read(limit + 1)
-            if len(raw) > limit:
-                raise ValueError(f"more than {limit:,} bytes uncompressed")
+                raw = f.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                raise ValueError(f"more than {max_bytes:,} bytes uncompressed")
             value = loads(raw)
         except (*ZIP_ERRORS, RecursionError) as exc:
             cov.unknown(f"zip/{kind} (unreadable)")

@@ -33,14 +33,15 @@ class CollapseState:
     """Where its next trim inside the protected range resumes looking."""
 
 
-def limit(tier: Collapse, env: Env) -> int:
-    """The estimated-token level the tier fires at."""
+def threshold(tier: Collapse, env: Env) -> int:
+    """The estimated-token level the tier fires at (its actions' ``threshold_tokens``; for
+    the other tiers ``base.threshold`` of their trigger)."""
     return int((1.0 - tier.margin_frac) * env.usable)
 
 
 def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     """Cut until the estimate is under the threshold, if it is over."""
-    level = limit(tier, env)
+    level = threshold(tier, env)
     over = env.fixed_est + ctx.est()
     if over < level:
         return
