@@ -66,9 +66,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     plan = truth_plan(run, policy, calibration)
     fit = calibration.overhead_tokens if calibration is not None else 0.0
     fixed_est = s.fixed_overhead_tokens + (round(fit) if policy.estimator.method == "calibrated" else 0)
-    offsets = plan.offsets
+    offsets, heads = plan.offsets, run.recorded_summary
+    reattached = plan.reattached or [0] * len(run.harness_first_request)
     env = Env(policy=policy, calibration=calibration, action_rows=[], evictions=Evictions(),
-              fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter)
+              fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter,
+              reattached=reattached)
     truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(policy.estimator, calibration), truth_of,
                   s.message_overhead_tokens)
@@ -87,13 +89,16 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     for k, hi in enumerate(run.req_blocks):
         # 1. what arrived since the previous request
         ctx.hi = max(ctx.hi, hi)
-        env.fixed_truth = offset = offsets[k]
-        # 2. tiers that check before sending
+        env.fixed_truth = offsets[k]
+        if env.reused and heads[k] in env.reused:  # the harness's own restoration is sent too
+            env.fixed_truth += reattached[heads[k]]
+        # 2. tiers that check before sending (reusing a recorded compaction moves fixed_truth)
         env.request, env.when = k, "before"
         for step in before:
             step(ctx, env)
         # 3. the request as sent
         est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
+        offset = env.fixed_truth
         truth += offset
         common = _common_prefix(ctx, env, k, truth)
         output = outputs[k]
@@ -109,6 +114,8 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             env.request, env.when = k + 1, "after"
             if k + 1 < n:  # the cut applies to the next request: judged by its truth
                 env.fixed_truth = offsets[k + 1]
+                if env.reused and heads[k + 1] in env.reused:
+                    env.fixed_truth += reattached[heads[k + 1]]
             for step in after:
                 step(ctx, env)
     return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))

@@ -134,13 +134,28 @@ class Trim:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Restore:
-    """What a summary brings back, where the log recorded a compaction (``replay.tiers.summarise``)."""
+    """What a summary brings back: the recorded summary and restoration where the log recorded
+    a compaction nearby, a modelled summary size and re-attached files elsewhere
+    (``replay.tiers.summarise``; the model: ``replay.compaction_fit``)."""
 
     recorded_within_requests: int | None = 3
     """When a recorded compaction's first request after is within this many requests of the
     replayed summary, the replay uses the recorded summary and keeps what the harness kept
     after it (re-attached files, todo list, the messages after the boundary) instead of the stub
     summary and the re-inserted items (None: never)."""
+    summary_base_tokens: int | None = None
+    """Elsewhere (a counterfactual compaction), the stub summary's size is this plus
+    ``summary_tokens_per_summarised`` × the true tokens it replaces (None: the tier's fixed
+    ``summary_tokens``).  ``replay calibrate`` fits both on the corpus's recorded compactions
+    (``replay.compaction_fit``)."""
+    summary_tokens_per_summarised: float = 0.0
+    files: int = 0
+    """Re-attach the last this many files read before the cut (each file's newest read result,
+    in reading order), as Claude Code does after a compaction (0: none)."""
+    file_max_tokens: int = 5000
+    """Each re-attached file is cut to this many estimated tokens."""
+    files_max_tokens: int = 50000
+    """Re-attached files stop before this total (estimated tokens)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

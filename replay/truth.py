@@ -14,7 +14,11 @@ the trace and every summary:
   the fit is usable (``Calibration.usable``), otherwise the policy's ``truth.scale``
   (source ``anchored-unscaled``).  After a harness compaction the recorded context is the
   harness's summary plus what followed it (``PreparedRun.recorded_from`` /
-  ``recorded_summary``), which is what the recorded count measures.
+  ``recorded_summary``), which is what the recorded count measures.  What the harness
+  re-attached after its summary without writing it to the log (files it re-read, the todo
+  list) shows as a jump of the offset across the compaction (``reattached_tokens``); a replay
+  that did not reuse that recorded compaction does not hold it, so its offsets leave the jump
+  out (``TruthPlan.offsets``), and one that reused it adds it back (``TruthPlan.reattached``).
 - ``fitted`` — ``overhead + scale × count`` from the run's calibration
   (``truth.method: calibrated``).
 - ``tokenizer`` / ``chars`` — a plain count the policy asked for explicitly.
@@ -29,7 +33,7 @@ a replay adds one list lookup per request.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from replay.policy import Policy, TokenCounter
 from replay.prepared import Calibration, PreparedRun
@@ -54,7 +58,11 @@ class TruthPlan:
     counter: TokenCounter
     """The counter per-block truth counts (and created texts) are taken under."""
     offsets: list[int]
-    """Per request: tokens added to the context's count (fixed overhead or anchor offset)."""
+    """Per request: tokens added to the context's count (fixed overhead or anchor offset,
+    without what a recorded compaction re-attached unseen)."""
+    reattached: list[int] = field(default_factory=list)
+    """Per harness compaction: the unseen re-attached tokens, added back to the offsets of the
+    requests it heads when the replay reused that compaction (anchored truth only)."""
 
 
 def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None) -> TruthPlan:
@@ -66,8 +74,14 @@ def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None
             usable = calibration is not None and calibration.usable
             scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
             counter = TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=scale)
-            offsets = anchor_offsets(run, counter, policy.server.message_overhead_tokens)
-            return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets)
+            overhead = policy.server.message_overhead_tokens
+            offsets = anchor_offsets(run, counter, overhead)
+            jumps = reattached_tokens(run, counter, overhead)
+            if any(jumps):
+                offsets = [o - jumps[c] if c >= 0 else o
+                           for o, c in zip(offsets, run.recorded_summary)]
+            return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets,
+                             jumps)
         return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
     if t.method == "calibrated":
         if calibration is None:
@@ -110,6 +124,22 @@ def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -
     got = [first if o is None else o for o in offsets]
     run._counts[key] = got
     return got
+
+
+def reattached_tokens(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
+    """Per harness compaction: the anchor offset of its first request after minus that of the
+    last request with recorded usage before it — what the harness sent after its summary that
+    the log does not spell out (0 when either side has no recorded usage)."""
+    if not run.harness_first_request or not has_usage(run):
+        return [0] * len(run.harness_first_request)
+    offsets = anchor_offsets(run, counter, msg_overhead)
+    rec, out = run.recorded_input, []
+    for first in run.harness_first_request:
+        before = next((k for k in range(first - 1, -1, -1) if rec[k]), None) \
+            if first is not None else None
+        out.append(offsets[first] - offsets[before]
+                   if first is not None and before is not None and rec[first] else 0)
+    return out
 
 
 def recorded_summary_truth(run: PreparedRun, i: int, counter: TokenCounter, msg_overhead: int) -> int:

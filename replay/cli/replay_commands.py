@@ -46,6 +46,7 @@ from replay.cli.output import (
     warn,
 )
 from replay.cli.tables import Layout
+from replay.compaction_fit import compaction_report
 from replay.ingest import ingest as ingest_paths
 from replay.layout import run_dir, writable_dir
 from replay.policy import load_policy, policy_to_dict, presets
@@ -218,20 +219,58 @@ def run(
 
 def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = None,
               strict: StrictOpt = False, as_json: JsonOpt = False,
-              quiet: QuietOpt = False) -> None:
+              quiet: QuietOpt = False,
+              compactions: Annotated[bool, typer.Option(
+                  "--compactions", help="The recorded compactions and the model of a "
+                  "counterfactual compaction fitted on them, instead.")] = False) -> None:
     """Fit truth = overhead + scale × o200k count to each run's recorded usage.
 
     Errors are fractions (0.012 = 1.2 %): mean over the fitted points, and held out (fit on the
     first half of the pre-compaction requests, median error on the second).  A run with fewer
     than MIN_POINTS recorded requests gets its model's corpus-level fit (source: corpus);
     implausible fits are flagged and not used to scale anchored truth.
+
+    --compactions: per recorded compaction, the tokens before it, summarised, in its summary
+    and re-attached unseen after it; then the `restore:` numbers fitted on them (summary size,
+    files re-attached), or the documented defaults with too few compactions, saying which.
     """
     with _errors():
         corpus = _open(paths, cache_dir, fmt, quiet, strict)
+        if compactions:
+            doc = compaction_report(corpus)
+    if compactions:
+        if as_json:
+            _print_json(doc)
+        else:
+            _emit(doc["compactions"], False, title="recorded compactions (tokens)",
+                  layout=COMPACTIONS_LAYOUT)
+            m = doc["model"]
+            say("restore: {" + ", ".join(f"{k}: {m[k]}" for k in (
+                "summary_base_tokens", "summary_tokens_per_summarised", "files",
+                "file_max_tokens", "files_max_tokens")) + "}")
+            say(f"fitted from: {m['source']}; summary error median "
+                f"{_frac(m['summary_error_median_frac'])}, re-attached error median "
+                f"{_tokens(m['reattached_error_median_tokens'])}")
+        _finish(corpus.report, strict)
+        return
+    with _errors():
         rows = calibration_rows(corpus)
     _emit(rows, as_json, title=f"calibration of truth against recorded usage (errors as "
                                f"fractions; fewer than {MIN_POINTS} points: corpus fit per model)")
     _finish(corpus.report, strict)
+
+
+COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summarised_tokens",
+                                     "summary_tokens", "reattached_tokens",
+                                     "files_model_tokens"))
+
+
+def _frac(v: float | None) -> str:
+    return "unknown" if v is None else f"{v:.1%}"
+
+
+def _tokens(v: float | None) -> str:
+    return "unknown" if v is None else f"{round(v):,} tokens"
 
 
 def synth(

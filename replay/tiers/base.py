@@ -132,6 +132,11 @@ class Env:
     state lives in its step, ``replay.tiers.bind``)."""
     usable: int = 0
     """The window the harness plans against (set from the policy)."""
+    reattached: list[int] = field(default_factory=list)
+    """Per harness compaction: its unseen re-attached tokens (``replay.truth.TruthPlan``)."""
+    reused: set[int] = field(default_factory=set)
+    """Recorded compactions a tier reused: from their first request after on, their unseen
+    restoration is in ``fixed_truth`` (``reuse_recorded``)."""
 
     def __post_init__(self) -> None:
         self.usable = self.policy.usable_tokens
@@ -209,6 +214,15 @@ def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
         return 0
     prefix = env.fixed_truth + (0 if first_block is None else ctx.truth_before(first_block))
     return max(0, env.prev_truth - prefix)
+
+
+def reuse_recorded(env: Env, ctx: Context, c: int) -> None:
+    """A tier reuses recorded compaction ``c``: from the requests it heads in the log on, the
+    truth holds what the harness re-attached after it unseen."""
+    env.reused.add(c)
+    heads = ctx.run.recorded_summary
+    if env.request < len(heads) and heads[env.request] == c and env.reattached:
+        env.fixed_truth += env.reattached[c]
 
 
 def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_tokens: int,

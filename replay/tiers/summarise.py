@@ -10,8 +10,12 @@ from the oldest end) until it fits ``keep_max_frac`` of the usable window; the
 split then walks back to a safe point (a tool result never loses its call), or
 forward when walking back would break the cap — never past the newest output's start: a newest
 output larger than the cap stays, whole, in the remainder.  The head becomes the summary
-followed by the re-inserted items (task, todo list).  Every ``fail_every``-th
-summary fails and a marked mechanical fallback takes its place.
+followed by the re-inserted items (task, todo list) and, with ``restore.files``, the files
+read last (``replay.tiers.restore``).  Elsewhere than at a recorded compaction the stub's size
+follows ``restore.summary_base_tokens`` + ``restore.summary_tokens_per_summarised`` × the true
+tokens it replaces when set (the model ``replay calibrate`` fits on recorded compactions), else
+the fixed ``summary_tokens``.  Every ``fail_every``-th summary fails and a marked mechanical
+fallback takes its place.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from replay.context import Context, HeadItem
 from replay.policy import Summarise
 from replay.summariser import Facts, fallback, summarise
 from replay.tiers.apply import allowed_end, apply_cut
-from replay.tiers.base import Env, fires, reinserted, threshold
+from replay.tiers.base import Env, fires, reinserted, reuse_recorded, threshold
+from replay.tiers.restore import restored_files, summary_size
 from replay.trace import SUMMARISE, SUMMARISED
 from replay.truth import recorded_summary_truth
 
@@ -53,11 +58,12 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     if failed:
         text = fallback(st.facts, run, ctx.lo, split, tier.fallback_tokens)
     else:
-        text = summarise(st.facts, run, ctx.lo, split, tier.summary_tokens)
+        text = summarise(st.facts, run, ctx.lo, split, summary_size(tier, ctx, split))
     env.n_summaries += 1
     summary = HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                        len(text.encode("utf-8", "surrogatepass")))
-    head = [summary, *reinserted(ctx, env, split, tier.reinsert)]
+    head = [summary, *reinserted(ctx, env, split, tier.reinsert),
+            *restored_files(tier.restore, ctx, env, split)]
     apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
               protect_from=ctx.newest_output_start(), trigger_tokens=env.fixed_est + ctx.est(),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
@@ -84,6 +90,7 @@ def _reuse(tier: Summarise, st: SummariseState, c: int, ctx: Context, env: Env) 
     """Cut at the recorded boundary with the recorded summary as the head."""
     run = ctx.run
     st.reused.add(c)
+    reuse_recorded(env, ctx, c)
     text = run.harness_summary_text[c]
     summary = HeadItem("recorded summary", text, env.est_text(text),
                        recorded_summary_truth(run, c, env.truth_counter, ctx.msg_overhead),
