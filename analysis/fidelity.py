@@ -23,7 +23,6 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from replay import store
 from replay.corpus import Corpus
 from replay.engine import replay
 from replay.policy import load_policy
@@ -59,12 +58,16 @@ class RunFidelity:
     held_out_error_frac: float | None
 
 
-def fidelity(corpus: Corpus) -> list[RunFidelity]:
-    """The figures of every run of ``corpus`` that recorded usage."""
+def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFidelity]:
+    """The figures of every run of ``corpus`` (or of ``run_ids``, in that order) that recorded
+    usage."""
     fmts = dict(zip(corpus.run_ids, corpus.runs["format"].to_pylist()))
     sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
     out = []
-    for rid in corpus.replayable():
+    replayable = set(corpus.replayable())
+    for rid in corpus.replayable() if run_ids is None else run_ids:
+        if rid not in replayable:
+            continue
         run = corpus.prepared(rid)
         if not any(v is not None and v > 0 for v in run.recorded_input):
             continue
@@ -97,13 +100,7 @@ def fidelity(corpus: Corpus) -> list[RunFidelity]:
 
 def _first_trigger(corpus: Corpus, run_id: str) -> str:
     """The trigger of the run's first recorded compaction (its ``ContextEvent``), '' unknown."""
-    entry = corpus.entry_of(run_id)
-    if entry is None:
-        return ""
-    events = store.read_entry(corpus.root, entry.key).events
-    if events is None:
-        return ""
-    rows = [e for e in events.to_pylist() if e["run_id"] == run_id and e["kind"] == "compaction"]
+    rows = [e for e in corpus.events(run_id).to_pylist() if e["kind"] == "compaction"]
     return min(rows, key=lambda e: e["msg"])["trigger"] if rows else ""
 
 
@@ -138,6 +135,41 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "held_out_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in held),
         "held_out_error_median_frac": _median(held),
     }
+
+
+FIDELITY_NOTE = (
+    "Each run with recorded usage replayed under the policy of the harness that recorded it "
+    "(claude_code: claude-code, codex: codex, others: none): where it compacts against where "
+    "the log did (placement, judged within ±3 requests), the median relative error of the "
+    "request sizes from the recorded compaction on (target ±5 %), the median cache-read error "
+    "as a share of the recorded input (target ≤ 1 %) and the run's calibration error on held-out "
+    "requests (target ≤ 1.5 %). Unknown: the run lacks what the figure needs (no compaction, "
+    "too few points).")
+"""What the fidelity table shows (the report's caption)."""
+
+
+def totals_lines(t: dict[str, Any]) -> list[str]:
+    """The corpus totals of ``fidelity_totals`` against the targets, one sentence each."""
+    return [
+        (f"{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted "
+        f"({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with no recorded "
+        "trigger: not judged on placement and post-compaction size)"),
+        (f"placement within ±{PLACEMENT_TOLERANCE_REQUESTS} requests: "
+        f"{t['placement_within_tolerance']} of {t['runs_compacted']} "
+        f"({t['placement_missed']} never compacted in the replay)"),
+        (f"post-compaction sizes within ±{POST_SIZE_TARGET_FRAC:.0%}: "
+        f"{t['post_size_within_target']} of {t['runs_compacted']}; median "
+        f"{_pct(t['post_size_error_median_frac'], signed=True)}"),
+        (f"cache reads within {CACHE_READ_TARGET_FRAC:.0%} of input: "
+        f"{t['cache_read_within_target']} of {t['cache_read_runs']}; median "
+        f"{_pct(t['cache_read_error_median_frac'])}"),
+        (f"held-out error within {HELD_OUT_TARGET_FRAC:.1%}: {t['held_out_within_target']} of "
+        f"{t['held_out_runs']}; median {_pct(t['held_out_error_median_frac'])}"),
+    ]
+
+
+def _pct(v: float | None, signed: bool = False) -> str:
+    return "unknown" if v is None else (f"{v:+.2%}" if signed else f"{v:.2%}")
 
 
 def _median(values: list[float]) -> float | None:

@@ -1,8 +1,8 @@
 """The report of one or more policies over a corpus: a self-contained HTML page and Markdown.
 
-``write_report(corpus, [(policy, trace), ...], out)`` replays nothing: it takes
-traces (one policy each), computes ``analysis.metrics.metrics`` and the five
-analyses' frames, and writes
+``write_report(corpus, [(policy, trace), ...], out)`` replays nothing but the fidelity
+table (see below): it takes traces (one policy each), computes ``analysis.metrics.metrics``
+and the five analyses' frames, and writes
 
 - ``out/report.html`` — one file that needs nothing else: CSS inline, every
   plot a PNG inlined as a base64 ``data:`` URI, no script, no external URL;
@@ -15,8 +15,10 @@ lint_placeholders``); totals per policy (``analysis.diff.totals``); with several
 policies, the largest differences of each against the first
 (``analysis.diff.diff``); the headline table, one row per run and policy side
 by side (cells better / worse than the first policy's are coloured); one plot
-per analysis (policies side by side); and a timeline per run
-(``analysis.timeline``) for the ``max_timelines`` runs with the most requests.
+per analysis (policies side by side); a timeline per run
+(``analysis.timeline``) for the ``max_timelines`` runs with the most requests; and the fidelity
+of each run with recorded usage (``analysis.fidelity``: the one place the report replays, the
+recorded harness's own policy).
 
 Same inputs give byte-identical files: matplotlib's default style, a fixed
 hash salt and DPI, and no ``Software`` or date metadata in the PNGs.
@@ -49,6 +51,7 @@ from analysis import frames
 from analysis.arg_share import arg_share, plot_arg_share
 from analysis.cache_invalidation import cache_invalidation, plot_cache_invalidation
 from analysis.diff import diff, totals
+from analysis.fidelity import fidelity
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.metrics import metrics
 from analysis.overshoots import overshoots, plot_overshoots
@@ -148,6 +151,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         analyses=drawn[:n_analyses],
         timelines=drawn[n_analyses:],
         truth_sources=_truth_sources(reps),
+        fidelity=fidelity(corpus, run_ids),
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.diff import TOTAL
+from analysis.fidelity import FIDELITY_NOTE, RunFidelity, fidelity_totals, totals_lines
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from replay.policy import Policy
 from replay.providers import pricing_note, provider_label
@@ -79,6 +80,9 @@ class Page:
     timelines: list[Image]
     truth_sources: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
     """(run id, policy) → what judged its tokens (``replay.truth.TRUTH_SOURCES``)."""
+    fidelity: list[RunFidelity] = dataclasses.field(default_factory=list)
+    """Per run with recorded usage: how closely its harness's own policy reproduces the log
+    (``analysis.fidelity``), in report order."""
 
 
 def fmt_value(metric: str, v: Any) -> str:
@@ -126,6 +130,9 @@ def render_html(page: Page) -> str:
         parts.append(_html_table(*_diff_rows(d, page, a, b)))
     parts.append("<h2>Runs</h2>")
     parts.append(_html_headline(page))
+    parts.append("<h2>Fidelity: the recorded harness's own policy against its log</h2>")
+    parts += [f'<p class="muted">{e(FIDELITY_NOTE)}</p>', _html_table(*_fidelity_rows(page))]
+    parts.append("<ul>" + "".join(f"<li>{e(t)}</li>" for t in _fidelity_totals(page)) + "</ul>")
     parts.append("<h2>Analyses</h2>")
     parts += [_html_figure(im) for im in page.analyses]
     parts.append("<h2>Timelines</h2>")
@@ -149,10 +156,42 @@ def render_markdown(page: Page, image_dir: str) -> str:
         lines += ["", f"## Differences: {md_cell(b)} against {md_cell(a)}", "",
                   *_md_table(*_diff_rows(d, page, a, b))]
     header, rows, _ = _headline_rows(page)
-    lines += ["", "## Runs", "", *_md_table(header, rows), "", "## Figures", ""]
+    lines += ["", "## Runs", "", *_md_table(header, rows)]
+    lines += ["", "## Fidelity: the recorded harness's own policy against its log", "",
+              md_cell(FIDELITY_NOTE), "", *_md_table(*_fidelity_rows(page)), "",
+              *[f"- {md_cell(t)}" for t in _fidelity_totals(page)]]
+    lines += ["", "## Figures", ""]
     lines += [f"- [{md_cell(im.title)}]({image_dir}/{im.file})"
               for im in [*page.analyses, *page.timelines]]
     return "\n".join(lines) + "\n"
+
+
+def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
+    """One row per run with recorded usage; 'unknown' where a figure cannot be computed."""
+    label = {r["run_id"]: r.get("label", r["run_id"]) for r in page.runs}
+    header = ["run", "harness policy", "truth", "recorded compaction (request, trigger)",
+              "replayed compaction (request)", "placement error (requests)",
+              "post-compaction size error (median)", "cache-read error (median, of input)",
+              "held-out error (median)"]
+    rows = [[str(label.get(f.run_id, f.source)), f.policy, f.truth_source,
+             "none" if f.recorded_compaction is None
+             else f"{f.recorded_compaction} ({f.recorded_trigger or 'trigger unknown'})",
+             "none" if f.replayed_compaction is None else str(f.replayed_compaction),
+             _or_unknown(f.placement_error_requests, "{:+d}"),
+             _or_unknown(f.post_size_error_median_frac, "{:+.1%}"),
+             _or_unknown(f.cache_read_error_median_frac, "{:.2%}"),
+             _or_unknown(f.held_out_error_frac, "{:.2%}")] for f in page.fidelity]
+    if not rows:
+        rows.append(["(no run with recorded usage)", *[""] * (len(header) - 1)])
+    return header, rows
+
+
+def _fidelity_totals(page: Page) -> list[str]:
+    return totals_lines(fidelity_totals(page.fidelity)) if page.fidelity else []
+
+
+def _or_unknown(v: float | None, form: str) -> str:
+    return "unknown" if v is None else form.format(v)
 
 
 def _overview(page: Page) -> str:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analysis.fidelity import fidelity, fidelity_totals
+from analysis.fidelity import fidelity, fidelity_totals, totals_lines
 from replay.corpus import open_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,18 +42,10 @@ def main(paths: list[Path], as_json: bool) -> None:
               f"{_n(r.placement_error_requests, signed=True):>5s} "
               f"{_pct(r.post_size_error_median_frac, signed=True):>7s} "
               f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s}")
-    t = totals
-    print(f"\n{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted "
-          f"({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with no recorded "
-          f"trigger: not judged)")
-    print(f"  placement within ±3 requests: {t['placement_within_tolerance']} of "
-          f"{t['runs_compacted']} ({t['placement_missed']} never compacted in the replay)")
-    print(f"  post-compaction sizes within ±5 %: {t['post_size_within_target']} of "
-          f"{t['runs_compacted']}; median {_pct(t['post_size_error_median_frac'], signed=True)}")
-    print(f"  cache reads within 1 % of input: {t['cache_read_within_target']} of "
-          f"{t['cache_read_runs']}; median {_pct(t['cache_read_error_median_frac'])}")
-    print(f"  held-out error within 1.5 %: {t['held_out_within_target']} of "
-          f"{t['held_out_runs']}; median {_pct(t['held_out_error_median_frac'])}")
+    lines = totals_lines(totals)
+    print("\n" + lines[0])
+    for line in lines[1:]:
+        print("  " + line)
 
 
 def _cut(s: str, n: int) -> str:

@@ -67,7 +67,7 @@ def test_headline_row_per_run_and_policy(doc: ReportDoc, replayed: dict[str, Rep
 def test_markdown_has_the_same_headline_rows(corpus_report: ReportFiles,
                                              replayed: dict[str, Replayed]) -> None:
     md = corpus_report.markdown.read_text()
-    runs = md.split("## Runs", 1)[1].split("## Figures", 1)[0]
+    runs = md.split("## Runs", 1)[1].split("\n## ", 1)[0]
     rows = [line.split(" | ") for line in runs.splitlines() if line.startswith("| ")][1:]
     pairs = {(r[1], r[2]) for r in rows}
     assert pairs == {(r, n) for n in PRESETS for r in replayed[n].metrics["run_id"]}
