@@ -70,7 +70,7 @@ def read_results(run: PreparedRun) -> list[int]:
                             if kind[b] == "tool_result" and call_of[b] >= 0
                             and op[call_of[b]] == "read" and path[call_of[b]]
                             and not run.is_error[b]]
-    return got  # type: ignore[no-any-return]
+    return got
 
 
 def _file(b: int, cap_tokens: int, ctx: Context, env: Env) -> HeadItem:
