@@ -14,9 +14,10 @@ recorded usage):
   the log starts at the compaction);
 - ``summary_tokens``: the recorded summary's o200k count;
 - ``reattached_tokens``: what the first request after carried beyond its counted context,
-  minus what the request before carried (the anchor offset's jump, ``replay.truth``): the files,
-  todo list and hook output the harness re-attached without writing them to the log (None
-  without usage on both sides);
+  minus what the request before carried (the anchor offset's jump,
+  ``replay.truth.reattached_tokens``; against the calibration's overhead when the log starts at
+  the compaction): the files, todo list and hook output the harness re-attached without
+  writing them to the log (None without usage after it);
 - ``files_tokens_by_count``: what the files model (the last ``files`` files read, capped)
   re-attaches at that boundary, in the same units.
 
@@ -39,7 +40,7 @@ from replay.calibrate import fit
 from replay.policy import Restore, TokenCounter
 from replay.prepared import PreparedRun
 from replay.tiers.restore import pick_files
-from replay.truth import anchor_offsets
+from replay.truth import anchor_offsets, reattached_tokens
 
 if TYPE_CHECKING:
     from replay.corpus import Corpus
@@ -114,6 +115,7 @@ def recorded_compactions(corpus: Corpus) -> list[RecordedCompaction]:
         counter = TokenCounter(method="tokenizer", tokenizer="o200k_base", scale=scale)
         usage = any(v is not None and v > 0 for v in run.recorded_input)
         offsets = anchor_offsets(run, counter, 0) if usage else None
+        jumps = reattached_tokens(run, counter, 0)
         counts = run.counts(TokenCounter(method="tokenizer", tokenizer="o200k_base"))
         events = sorted((e for e in corpus.events(rid).to_pylist() if e["kind"] == "compaction"),
                         key=lambda e: e["msg"])
@@ -136,7 +138,8 @@ def recorded_compactions(corpus: Corpus) -> list[RecordedCompaction]:
                                    if tokens_before is not None and off_before is not None
                                    else None),
                 summary_tokens=tokens.get("o200k_base", next(iter(tokens.values()), 0)),
-                reattached_tokens=(off_after - off_before
+                reattached_tokens=(jumps[c] if before is not None and off_after is not None
+                                   else max(0, off_after - off_before)
                                    if off_after is not None and off_before is not None else None),
                 files_tokens_by_count=(_files_tokens(run, boundary, counts, scale)
                                        if before is not None else None),

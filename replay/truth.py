@@ -129,7 +129,8 @@ def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -
 def reattached_tokens(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
     """Per harness compaction: the anchor offset of its first request after minus that of the
     last request with recorded usage before it — what the harness sent after its summary that
-    the log does not spell out (0 when either side has no recorded usage)."""
+    the log does not spell out (0 when either side has no recorded usage; a negative jump is
+    the count's error on the recorded summary, not a re-attachment: 0)."""
     if not run.harness_first_request or not has_usage(run):
         return [0] * len(run.harness_first_request)
     offsets = anchor_offsets(run, counter, msg_overhead)
@@ -137,7 +138,7 @@ def reattached_tokens(run: PreparedRun, counter: TokenCounter, msg_overhead: int
     for first in run.harness_first_request:
         before = next((k for k in range(first - 1, -1, -1) if rec[k]), None) \
             if first is not None else None
-        out.append(offsets[first] - offsets[before]
+        out.append(max(0, offsets[first] - offsets[before])
                    if first is not None and before is not None and rec[first] else 0)
     return out
 

@@ -167,3 +167,12 @@ def test_a_replay_that_kept_the_history_sends_no_unseen_restoration(sample_corpu
     # across the recorded compaction the uncompacted replay grows by what arrived, not by what
     # the harness re-attached after its own summary
     assert truth[first] - truth[first - 1] == arrived
+
+
+def test_a_negative_jump_is_no_reattachment(tmp_path: Path) -> None:
+    """claude-code-log's compaction test file records 10 input tokens a request: its prompt after
+    the compaction is smaller than the counted summary (a jump of -19), which is the count's
+    error, not something re-attached."""
+    corpus = open_corpus([FIXTURES / "dag_compact_after_rewind.jsonl"], cache_dir=tmp_path)
+    (c,) = recorded_compactions(corpus)
+    assert c.reattached_tokens == 0 and c.first_request == 3
