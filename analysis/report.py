@@ -60,6 +60,7 @@ from analysis.rereads import REREADS_COLUMNS, lint_placeholders, plot_rereads, r
 from analysis.summarisation import plot_summarisation, recorded_compactions, summarisation
 from analysis.timeline import plot_timeline
 from replay.atomic_files import atomic_write_bytes
+from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.policy import Policy, policy_from_dict
@@ -152,6 +153,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         timelines=drawn[n_analyses:],
         truth_sources=_truth_sources(reps),
         fidelity=fidelity(corpus, run_ids),
+        compaction_model=model_lines(compaction_report(corpus)["model"]),
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]

@@ -83,6 +83,9 @@ class Page:
     fidelity: list[RunFidelity] = dataclasses.field(default_factory=list)
     """Per run with recorded usage: how closely its harness's own policy reproduces the log
     (``analysis.fidelity``), in report order."""
+    compaction_model: list[str] = dataclasses.field(default_factory=list)
+    """The counterfactual-compaction model fitted on the corpus's recorded compactions, in
+    words (``replay.compaction_fit.model_lines``)."""
 
 
 def fmt_value(metric: str, v: Any) -> str:
@@ -187,7 +190,9 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
 
 
 def _fidelity_totals(page: Page) -> list[str]:
-    return totals_lines(fidelity_totals(page.fidelity)) if page.fidelity else []
+    lines = totals_lines(fidelity_totals(page.fidelity)) if page.fidelity else []
+    return lines + [f"counterfactual compactions, model fitted on this corpus: {t}"
+                    for t in page.compaction_model]
 
 
 def _or_unknown(v: float | None, form: str) -> str:

@@ -218,3 +218,16 @@ def compaction_report(corpus: Corpus) -> dict[str, Any]:
             "reattached_error_median_tokens": got.reattached_error_median_tokens,
         },
     }
+
+
+def model_lines(model: dict[str, Any]) -> list[str]:
+    """The fitted model of ``compaction_report`` in words: the ``restore:`` numbers, then where
+    they came from and how well they fit (``replay calibrate --compactions`` and the report)."""
+    restore = ", ".join(f"{k}: {model[k]}" for k in (
+        "summary_base_tokens", "summary_tokens_per_summarised", "files", "file_max_tokens",
+        "files_max_tokens"))
+    s, r = model["summary_error_median_frac"], model["reattached_error_median_tokens"]
+    return ["restore: {" + restore + "}",
+            (f"fitted from: {model['source']}; summary error median "
+            f"{'unknown' if s is None else f'{s:.1%}'}, re-attached error median "
+            f"{'unknown' if r is None else f'{round(r):,} tokens'}")]

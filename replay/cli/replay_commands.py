@@ -46,7 +46,7 @@ from replay.cli.output import (
     warn,
 )
 from replay.cli.tables import Layout
-from replay.compaction_fit import compaction_report
+from replay.compaction_fit import compaction_report, model_lines
 from replay.ingest import ingest as ingest_paths
 from replay.layout import run_dir, writable_dir
 from replay.policy import load_policy, policy_to_dict, presets
@@ -244,13 +244,8 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
         else:
             _emit(doc["compactions"], False, title="recorded compactions (tokens)",
                   layout=COMPACTIONS_LAYOUT)
-            m = doc["model"]
-            say("restore: {" + ", ".join(f"{k}: {m[k]}" for k in (
-                "summary_base_tokens", "summary_tokens_per_summarised", "files",
-                "file_max_tokens", "files_max_tokens")) + "}")
-            say(f"fitted from: {m['source']}; summary error median "
-                f"{_frac(m['summary_error_median_frac'])}, re-attached error median "
-                f"{_tokens(m['reattached_error_median_tokens'])}")
+            for line in model_lines(doc["model"]):
+                say(line)
         _finish(corpus.report, strict)
         return
     with _errors():
@@ -263,14 +258,6 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
 COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summarised_tokens",
                                      "summary_tokens", "reattached_tokens",
                                      "files_model_tokens"))
-
-
-def _frac(v: float | None) -> str:
-    return "unknown" if v is None else f"{v:.1%}"
-
-
-def _tokens(v: float | None) -> str:
-    return "unknown" if v is None else f"{round(v):,} tokens"
 
 
 def synth(

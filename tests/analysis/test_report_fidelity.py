@@ -45,6 +45,11 @@ def test_the_fidelity_table_shows_each_run_with_usage(samples: Path, tmp_path: P
     assert plain["post-compaction size error (median)"] == "unknown"
     md = files.markdown.read_text()
     assert "## Fidelity" in md and "placement within ±3 requests: 1 of 1" in md
+    # the counterfactual-compaction model: one compaction here, so the defaults, said so
+    assert ("counterfactual compactions, model fitted on this corpus: restore: "
+            "{summary_base_tokens: 3500, summary_tokens_per_summarised: 0.0, files: 5") in md
+    assert "summary: defaults (1 measured compaction(s), fewer than 3)" in md
+    assert "defaults (1 measured compaction(s), fewer than 3)" in files.html.read_text()
 
 
 def test_every_fidelity_string_is_escaped() -> None:
