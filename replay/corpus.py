@@ -4,13 +4,19 @@
 an existing store; ``Corpus.prepared(run_id)`` gives a run ready for the engine
 (memoised, so sweeps prepare each run once); ``replay_corpus`` replays every run
 under one policy and concatenates the traces.
+
+The library entry points that do a command's whole work (``analysis.sweep_to``,
+``analysis.check_run``, ``analysis.compare``) take their runs as ``Runs``: a corpus, or paths
+that an ``Opener`` opens once the other arguments are checked (``project_opener``: as the
+commands do, into the project cache; the CLI passes one that also prints).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +27,7 @@ from replay.calibrate import points as calibration_points
 from replay.engine import replay
 from replay.errors import ReplayInputError
 from replay.ingest import IngestReport, ingest
+from replay.layout import cache_root, dataset_dir
 from replay.policy import Policy
 from replay.prepared import Calibration, PreparedRun, prepare
 from replay.run_tables import DEFAULT_TOKENIZERS
@@ -190,6 +197,28 @@ def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: st
     wanted = set(report.parsed + report.cached)
     entries = [e for s, e in store.read_manifest(cache_dir).items() if s in wanted]
     return Corpus(cache_dir, entries, report)
+
+
+Opener: TypeAlias = Callable[[list[Path]], Corpus]
+"""Opens the runs a library entry point was given as paths (log files or folders, or one
+dataset)."""
+Runs: TypeAlias = Corpus | Sequence[Path]
+"""The runs a library entry point works on: a corpus, or paths its ``Opener`` opens."""
+
+
+def project_opener(cache: Path | None = None) -> Opener:
+    """Open paths as the commands do: one dataset as it is, log files ingested into the project
+    cache's dataset (``replay.layout``: ``cache``, else ``$CTXREPLAY_CACHE_DIR``, else
+    ``.ctxreplay``)."""
+    return lambda paths: open_corpus(paths, cache_dir=dataset_dir(cache_root(cache)))
+
+
+def corpus_of(runs: Runs, open_runs: Opener | None = None) -> Corpus:
+    """``runs`` itself when it is a corpus, else the paths opened by ``open_runs`` (default:
+    ``project_opener()``)."""
+    if isinstance(runs, Corpus):
+        return runs
+    return (open_runs or project_opener())(list(runs))
 
 
 def replay_corpus(corpus: Corpus, policy: Policy, *, allow_python: bool = False,

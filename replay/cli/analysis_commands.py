@@ -11,13 +11,12 @@ Not here: the replay commands (``replay.cli.replay_commands``), printing and exi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from replay import atomic_files, store
+from replay import atomic_files
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
@@ -31,15 +30,21 @@ from replay.cli.inputs import (
     StrictOpt,
     WideOpt,
     _finish,
-    _open,
+    _opener,
 )
-from replay.cli.output import _emit, _errors, _print_json, _progress, _steps, say, warn
-from replay.errors import ReplayError
-from replay.layout import cache_root, dataset_dir, sweep_cache_dir, writable_dir
+from replay.cli.output import (
+    _counter,
+    _emit,
+    _errors,
+    _print_json,
+    _steps,
+    say,
+    warn,
+)
+from replay.layout import cache_root, sweep_cache_dir
 from replay.policy import load_policy
-from replay.providers import one_provider, pricing_note, with_provider
-from replay.run_label import label_column, run_labels
-from replay.run_select import select_runs
+from replay.providers import with_provider
+from replay.run_label import run_labels
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
 
@@ -83,21 +88,21 @@ def report(
     quiet: QuietOpt = False,
 ) -> None:
     """Write a self-contained report.html and a report.md for one run or a corpus, per policy."""
-    from analysis.report import write_report
+    from analysis.compare import report_to
 
-    with _errors():
-        writable_dir(out)
-        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids,
-                                               cache_dir, allow_python, fmt, quiet, provider,
-                                               own_providers, strict)
-        with _steps("report: drawing figures", quiet) as tick:
-            files = write_report(corpus, pairs, out, max_timelines=max_timelines,
-                                 on_figure=tick)
-    say(f"note: {priced}", err=True)
+    with _errors(), _counter("replay", quiet) as tick, \
+            _steps("report: drawing figures", quiet) as draw:
+        done = report_to(_compare_spec(paths, policy, traces, data, run_ids, provider,
+                                       own_providers, allow_python, cache_dir), out,
+                         max_timelines=max_timelines,
+                         open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
+                         on_figure=draw)
+    files = done.files
+    say(f"note: {done.traces.pricing}", err=True)
     say(files.html)
     say(files.markdown)
     say(f"{len(files.images)} figures in {files.html.parent / 'report_files'}")
-    _finish(corpus.report, strict)
+    _finish(done.traces.corpus.report, strict)
 
 
 def diff(
@@ -123,22 +128,17 @@ def diff(
     quiet: QuietOpt = False,
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
-    from analysis.diff import diff as diff_metrics
+    from analysis.compare import diff_policies
     from analysis.diff import to_records
-    from analysis.metrics import metrics
     from analysis.report_pages import fmt_rel, fmt_value
-    from replay.errors import ReplayInputError
 
-    with _errors():
-        corpus, pairs, priced = _policy_traces(paths, policy, traces, data, run_ids,
-                                               cache_dir, allow_python, fmt, quiet, provider,
-                                               own_providers, strict)
-        if len(pairs) != 2:
-            raise ReplayInputError(f"diff compares two policies or traces, got {len(pairs)}")
-        (pol_a, tr_a), (pol_b, tr_b) = pairs
-        d = diff_metrics(metrics(corpus, tr_a, pol_a), metrics(corpus, tr_b, pol_b))
+    with _errors(), _counter("replay", quiet) as tick:
+        done = diff_policies(_compare_spec(paths, policy, traces, data, run_ids, provider,
+                                           own_providers, allow_python, cache_dir),
+                             open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
+    d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     if as_json:
-        _print_json({"a": pol_a.name, "b": pol_b.name, "pricing": priced,
+        _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
                      "rows": to_records(d)})
         _finish(corpus.report, strict)
         return
@@ -149,7 +149,7 @@ def diff(
     rows = [{"run": labels.get(r["run_id"], r["run_id"]), "metric": r["metric"],
              "a": fmt_value(r["metric"], r["a"]), "b": fmt_value(r["metric"], r["b"]),
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
-    title = (f"b: {pol_b.name} against a: {pol_a.name}: {len(moved)} of {len(d)} (run, metric) "
+    title = (f"b: {done.b.name} against a: {done.a.name}: {len(moved)} of {len(d)} (run, metric) "
              f"values changed, largest first; {priced}")
     if rows:
         _emit(rows, False, title=title, columns=columns, wide=wide, as_csv=as_csv)
@@ -158,63 +158,18 @@ def diff(
     _finish(corpus.report, strict)
 
 
-def _policy_traces(paths: list[Path], policies: list[str] | None, traces: bool,
-                   data: list[Path] | None, run_ids: list[str] | None, cache: Path | None,
-                   allow_python: bool, fmt: str | None, quiet: bool, provider: str | None,
-                   own_providers: bool, strict: bool) -> tuple[Any, list[Any], str]:
-    """(corpus, [(policy, trace), ...], what they are priced under): replayed from PATHS under
-    one provider (``replay.providers.one_provider``), or read from `replay run` outputs."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _compare_spec(paths: list[Path], policies: list[str] | None, traces: bool,
+                  data: list[Path] | None, run_ids: list[str] | None, provider: str | None,
+                  own_providers: bool, allow_python: bool, cache: Path | None) -> Any:
+    """The options of report and diff as an ``analysis.compare.CompareSpec``."""
+    from analysis.compare import CompareSpec
 
-    from analysis.report import read_runs
-    from replay.corpus import replay_corpus
-    from replay.errors import ReplayInputError
-    from replay.trace import Trace
-
-    if traces:
-        if policies or provider:
-            raise ReplayInputError("--policy or --provider and --traces exclude each other: "
-                                   "traces carry their policy and prices in summary.json")
-        pairs = read_runs(paths)
-        source = list(data) if data else [next(
-            (d for d in (dataset_dir(cache_root(cache)), paths[0] / "dataset")
-             if store.is_store(d)), paths[0] / "dataset")]
-        if not data and not store.is_store(source[0]):
-            raise ReplayInputError(f"{paths[0]}: no dataset in the project cache "
-                                   f"({dataset_dir(cache_root(cache))}) nor beside the traces; "
-                                   "give --data with the logs or dataset they were replayed "
-                                   "from")
-        corpus = _open(source, cache, fmt, quiet, strict)
-        if run_ids:
-            keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
-                                        run_ids, labels=label_column(corpus.runs)),
-                            pa.string())
-            pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
-                                 for t in (tr.requests, tr.actions, tr.evictions))))
-                     for p, tr in pairs]
-        return corpus, pairs, pricing_note([p for p, _ in pairs])
-    if not policies:
-        raise ReplayInputError("give --policy (repeat it for several), or --traces with "
-                               "`replay run` output directories")
-    priced = one_provider([load_policy(p) for p in policies], provider, own=own_providers)
-    pols = priced.policies
-    corpus = _open(paths, cache, fmt, quiet, strict)
-    ids = corpus.replayable()
-    if run_ids:
-        sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-        labels = run_labels(corpus.runs)
-        ids = select_runs(ids, [sources[r] for r in ids], run_ids, paths,
-                          [labels[r] for r in ids])
-    with _progress("replay", len(ids) * len(pols), quiet) as tick:
-        return corpus, [(pol, replay_corpus(corpus, pol, allow_python=allow_python, run_ids=ids,
-                                            on_run=tick)) for pol in pols], priced.note
+    return CompareSpec(runs=paths, policies=tuple(policies or ()), traces=traces,
+                       data=tuple(data or ()), run_ids=tuple(run_ids or ()), provider=provider,
+                       own_providers=own_providers, allow_python=allow_python, cache_dir=cache)
 
 
 # --- sweep command (analysis.sweep) ---
-
-_SWEEP_SHOWN = ("overshoots_n", "tokens_sent", "cache_invalidation_cached_share", "cost_usd")
-
 
 def sweep(
     paths: PathsArg,
@@ -264,92 +219,37 @@ def sweep(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
-    from analysis.grid import load_spec, settings
-    from analysis.pareto import best as best_settings
-    from analysis.pareto import check_choice
-    from analysis.sweep import sweep as run_sweep
-    from analysis.sweep import write_sweep
-    from analysis.sweep_choice import ChoiceRule
+    from analysis.grid import load_spec
+    from analysis.sweep_to import sweep_to
 
     objective = maximise or minimise
     with _errors():
         base = load_policy(policy)
         base = with_provider(base, provider) if provider else base
         spec = load_spec(grid, axis or [], design=design, samples=samples, seed=seed)
-        chosen_from = settings(base, spec)
-        check_choice(best or [], objective, [p for p, _ in chosen_from[0].params]
-                     if chosen_from else [])
-        writable_dir(out / "sweep")
-        corpus = _open(paths, cache_dir, fmt, quiet, strict)
-        with _progress("sweep", len(corpus.replayable()) * len(chosen_from), quiet) as tick:
-            result = run_sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler,
-                               cache_dir=sweep_cache_dir(cache_root(cache_dir)) if cache else None,
-                               allow_python=allow_python, on_row=tick)
-        ranked = best_settings(result.table, best or [], objective, minimise=maximise is None,
-                               params=result.params)
-        with _steps("sweep: drawing plots", quiet) as tick:
-            rule = ChoiceRule(constraints=tuple(best or ()), objective=objective,
-                              minimise=maximise is None, design=spec.design,
-                              n_meeting=len(ranked))
-            files = write_sweep(result, out / "sweep", plots=plots, rule=rule,
-                                chosen=ranked["setting"].iloc[0] if len(ranked) else None,
-                                jobs=result.stats.n_workers, on_figure=tick)
-    s = result.stats
-    shown = [{"setting": r["setting"], **{p: r[p] for p in result.params},
-              **{c: r[c] for c in dict.fromkeys((objective, *_SWEEP_SHOWN))}}
-             for r in ranked.head(top).to_dict(orient="records")]
+        with _counter("sweep", quiet) as tick, _steps("sweep: drawing plots", quiet) as draw:
+            done = sweep_to(paths, base, spec, out / "sweep", best=best or [],
+                            objective=objective, minimise=maximise is None, jobs=jobs,
+                            scheduler=scheduler,
+                            cache_dir=sweep_cache_dir(cache_root(cache_dir)) if cache else None,
+                            plots=plots, allow_python=allow_python,
+                            open_runs=_opener(cache_dir, fmt, quiet, strict), on_row=tick,
+                            on_figure=draw)
+    s = done.result.stats
+    shown = done.best_rows(top)
     if as_json:
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
-                     "reused": s.n_reused, "files": [str(f) for f in files], "best": shown})
+                     "reused": s.n_reused, "files": [str(f) for f in done.files], "best": shown})
     else:
         say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
             f"{s.n_reused} reused → {out / 'sweep'}", err=True)
         _emit(shown, False, title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
-    if not len(ranked):
+    if done.exit_code:
         say("no setting meets the constraints", err=True)
-    _finish(corpus.report, strict, 0 if len(ranked) else 1)
+    _finish(done.corpus.report, strict, done.exit_code)
 
 # --- check command (analysis.check) ---
-
-
-@dataclass(frozen=True, slots=True)
-class _CheckArgs:
-    archive: list[Path]
-    policies: list[str]
-    baseline: Path
-    tolerances: Path | None
-    provider: str | None
-    out: Path
-    strict_logs: bool
-    source: Path | None
-
-
-def check_defaults(paths: list[Path] | None, policy: list[str] | None, baseline: Path | None,
-                   tolerances: Path | None, provider: str | None, out: Path | None,
-                   strict_logs: bool | None) -> _CheckArgs:
-    """The check's arguments: the command line's, else ``[tool.ctxreplay]``'s (``replay.config``)."""
-    from replay.config import find_config
-    from replay.errors import ReplayInputError
-
-    cfg = find_config(Path.cwd()) if not (paths and policy and baseline) else None
-    got = _CheckArgs(
-        archive=list(paths or (cfg.archive if cfg and cfg.archive else [])),
-        policies=list(policy or (cfg.policies if cfg and cfg.policies else [])),
-        baseline=baseline or (cfg.baseline if cfg else None),  # type: ignore[arg-type]
-        tolerances=tolerances or (cfg.tolerances if cfg else None),
-        provider=provider or (cfg.provider if cfg else None),
-        out=cache_root(out or (cfg.out if cfg and cfg.out else None)),
-        strict_logs=strict_logs if strict_logs is not None else bool(cfg and cfg.strict_logs),
-        source=cfg.source if cfg else None)
-    missing = [what for what, v in (("PATHS (config: archive)", got.archive),
-                                    ("--policy (config: policies)", got.policies),
-                                    ("--baseline (config: baseline)", got.baseline)) if not v]
-    if missing:
-        where = f"{cfg.source} does not say either" if cfg else \
-            "no [tool.ctxreplay] in pyproject.toml or ctxreplay.toml here or above"
-        raise ReplayInputError(f"check needs {', '.join(missing)}: {where}")
-    return got
 
 
 def check(
@@ -386,8 +286,6 @@ def check(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
-    from analysis import check as checking
-    from analysis.baseline import load_baseline
     from analysis.check_report import (
         change_rows,
         junit_xml,
@@ -396,38 +294,24 @@ def check(
         moved_rows,
         verdict,
     )
+    from analysis.check_run import CheckSettings, run_check
 
     with _errors():
-        cfg = check_defaults(paths, policy, baseline, tolerances, provider, out, strict_logs)
-        paths, baseline, tolerances, out = cfg.archive, cfg.baseline, cfg.tolerances, cfg.out
-        strict_logs = bool(cfg.strict_logs)
-        if cfg.source is not None:
-            say(f"defaults from {cfg.source}", err=True)
-        pols = [load_policy(p) for p in cfg.policies]
-        pols = [with_provider(p, cfg.provider) for p in pols] if cfg.provider else pols
-        tol = checking.load_tolerances(tolerances) if tolerances else checking.Tolerances()
-        old = None
-        try:
-            old = load_baseline(baseline) if not update or baseline.exists() else None
-        except ReplayError as exc:
-            if not update:
-                raise
-            warn(f"replacing an unreadable baseline: {exc}")
-        if old is not None and not update:
-            checking.preflight(old, pols, tol)
-        corpus = _open(paths, out, fmt, quiet, strict)
-        with _progress("check", len(corpus.replayable()) * len(pols), quiet) as tick:
-            if update:
-                changes = checking.update_baseline(corpus, pols, baseline, old, tol,
-                                                   allow_python=allow_python, on_run=tick)
-            else:
-                assert old is not None
-                result = checking.check(corpus, pols, old, tol, strict_logs=strict_logs,
-                                        allow_python=allow_python, on_run=tick)
-    if update:
-        say(f"baseline: wrote {baseline} ({len(changes):,} changes)")
+        settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,
+                                         provider=provider, cache_dir=out,
+                                         strict_logs=strict_logs)
+        if settings.source is not None:
+            say(f"defaults from {settings.source}", err=True)
+        with _counter("check", quiet) as tick:
+            done = run_check(settings, update=update, allow_python=allow_python,
+                             open_runs=_opener(settings.cache_dir, fmt, quiet, strict),
+                             on_run=tick, on_warning=warn)
+    corpus, result = done.corpus, done.result
+    if result is None:
+        changes = done.changes
+        say(f"baseline: wrote {settings.baseline} ({len(changes):,} changes)")
         if changes:
-            _emit(change_rows(changes[:200]), False, title="what the update changed"
+            _emit(change_rows(list(changes[:200])), False, title="what the update changed"
                   + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
         _finish(corpus.report, strict)
         return
@@ -442,5 +326,4 @@ def check(
         atomic_files.atomic_write_bytes(junit, junit_xml(result))
     if markdown:
         atomic_files.atomic_write_bytes(markdown, markdown_summary(result).encode())
-    _finish(corpus.report, strict, result.exit_code)
-
+    _finish(corpus.report, strict, done.exit_code)

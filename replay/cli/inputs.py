@@ -24,7 +24,7 @@ import typer
 
 from replay import store
 from replay.cli.output import _progress, error, printable, say, warn
-from replay.corpus import open_corpus
+from replay.corpus import Corpus, Opener, open_corpus
 from replay.discover import LOG_SUFFIXES, discover
 from replay.ingest import IngestReport
 from replay.layout import cache_root, dataset_dir
@@ -153,3 +153,12 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
                  else ""))
         _finish(report, strict, 1)
     return corpus
+
+
+def _opener(cache: Path | None, fmt: str | None, quiet: bool, strict: bool = False) -> Opener:
+    """``_open`` as the ``Opener`` a library entry point calls once it has checked its other
+    arguments (``replay.corpus.Runs``)."""
+    def open_runs(paths: list[Path]) -> Corpus:
+        corpus: Corpus = _open(paths, cache, fmt, quiet, strict)
+        return corpus
+    return open_runs

@@ -175,6 +175,35 @@ def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[str], N
 
 
 @contextmanager
+def _counter(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback ``(done, total)`` for work whose size only the library learns (the
+    runs of a corpus it opens): ``_progress``'s bar, started at the first call (only on a
+    terminal, outside CI, for more than one item)."""
+    if quiet or not sys.stderr.isatty() or os.environ.get("CI"):
+        yield lambda _done, _total: None
+        return
+    bar = Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(),
+                   TimeRemainingColumn(), console=err_console, transient=True)
+    task: list[Any] = []
+
+    def tick(done: int, total: int) -> None:
+        if total <= 1:
+            return
+        if not task:
+            bar.start()
+            task.append(bar.add_task(label, total=total))
+        bar.update(task[0], completed=done, total=total)
+        if done >= total:  # the next step may show a bar of its own: one live display at once
+            bar.stop()
+
+    try:
+        yield tick
+    finally:
+        if task:
+            bar.stop()
+
+
+@contextmanager
 def _steps(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     """A progress callback ``(done, total)`` for a library step that counts its own work (the
     figures of a report or a sweep): a bar on a terminal; else one line on stderr when the

@@ -26,8 +26,9 @@ from analysis.baseline import (
     stored_value,
     write_baseline,
 )
-from analysis.check import Tolerance, Tolerances, compare, judge, load_tolerances
+from analysis.check import compare, judge
 from analysis.check_report import junit_xml, markdown_summary, verdict
+from analysis.tolerances import Tolerance, Tolerances, load_tolerances
 from replay.cli import app
 from replay.corpus import Corpus, open_corpus
 from replay.policy import Policy, load_policy, policy_to_dict, replace_path

@@ -1,0 +1,195 @@
+"""Policies compared on the same runs, as ``replay report`` and ``replay diff`` do it.
+
+``policy_traces`` gives the (policy, trace) pairs: replayed from logs with the policies priced
+under one provider (``replay.providers.one_provider``), or read from ``replay run`` output
+folders (``traces=True``) with the dataset they were replayed from, optionally narrowed to some
+runs (``replay.run_select``).  ``report_to`` writes the report of those pairs; ``diff_policies``
+compares the metrics of two.  A notebook calls them as the commands do::
+
+    from analysis.compare import CompareSpec, diff_policies
+
+    d = diff_policies(CompareSpec(runs=[Path("logs")],
+                                  policies=("two-tier-original", "two-tier-corrected")))
+    d.table.head()             # (scope, run, metric) deltas, largest first
+
+Not here: the report itself (``analysis.report``), the diff table (``analysis.diff``), printing
+(``replay.cli``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analysis.diff import diff
+from analysis.metrics import metrics
+from analysis.report import ReportFiles, read_runs, write_report
+from replay import store
+from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
+from replay.errors import ReplayInputError
+from replay.layout import cache_root, dataset_dir, writable_dir
+from replay.policy import Policy, load_policy
+from replay.providers import one_provider, pricing_note
+from replay.run_label import label_column, run_labels
+from replay.run_select import select_runs
+from replay.trace import Trace
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompareSpec:
+    """What to compare: which runs, under which policies (or which ``replay run`` outputs),
+    priced how."""
+
+    runs: Runs
+    """A corpus, or log files/folders or one dataset; with ``traces``, ``replay run`` output
+    folders."""
+    policies: tuple[Policy | str, ...] = ()
+    """Policies, or policy files or preset names (not with ``traces``)."""
+    traces: bool = False
+    """Read the traces of ``replay run`` outputs instead of replaying."""
+    data: tuple[Path, ...] = ()
+    """With ``traces``: the logs or dataset they were replayed from (default: the project
+    cache's dataset, else ``DIR/dataset`` of the first folder)."""
+    run_ids: tuple[str, ...] = ()
+    """Only these runs (labels, sources, globs or ids, as ``--run`` takes them; empty: all)."""
+    provider: str | None = None
+    """Price every policy under this provider profile."""
+    own_providers: bool = False
+    """Price each policy under its own provider (default: every one under the first one's)."""
+    allow_python: bool = False
+    """Allow ``module:Class`` tiers."""
+    cache_dir: Path | None = None
+    """The project cache (``replay.layout.cache_root``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTraces:
+    """Policies and their traces over the same runs."""
+
+    corpus: Corpus
+    pairs: tuple[tuple[Policy, Trace], ...]
+    pricing: str
+    """What the costs are priced under, in one sentence (``replay.providers``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportOutcome:
+    """What ``report_to`` wrote, and from what."""
+
+    files: ReportFiles
+    traces: PolicyTraces
+
+
+@dataclass(frozen=True, slots=True)
+class DiffOutcome:
+    """Two policies' (or traces') metrics compared (``analysis.diff.diff``)."""
+
+    a: Policy
+    b: Policy
+    table: pd.DataFrame
+    """One row per (scope, run, metric), largest change first."""
+    traces: PolicyTraces
+
+
+def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
+                  on_run: Callable[[int, int], None] | None = None) -> PolicyTraces:
+    """Each policy's trace over the same runs (replayed, or read with ``spec.traces``).
+
+    Args:
+        spec: what to compare.
+        open_runs: opens ``spec.runs`` (or the traces' dataset) when given as paths (default:
+            ``replay.corpus.project_opener(spec.cache_dir)``).
+        on_run: ``(done, total)`` after each replayed (policy, run).
+
+    Raises:
+        ReplayInputError: policies and ``traces`` together, neither, no dataset for traces.
+        ReplayError: a policy cannot be loaded or replayed.
+    """
+    opener = open_runs or project_opener(spec.cache_dir)
+    if spec.traces:
+        return _read_traces(spec, opener)
+    if not spec.policies:
+        raise ReplayInputError("give --policy (repeat it for several), or --traces with "
+                               "`replay run` output directories")
+    priced = one_provider([p if isinstance(p, Policy) else load_policy(p) for p in spec.policies],
+                          spec.provider, own=spec.own_providers)
+    corpus = corpus_of(spec.runs, opener)
+    ids = corpus.replayable()
+    if spec.run_ids:
+        sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+        labels = run_labels(corpus.runs)
+        ids = select_runs(ids, [sources[r] for r in ids], list(spec.run_ids),
+                          [] if isinstance(spec.runs, Corpus) else list(spec.runs),
+                          [labels[r] for r in ids])
+    total, done = len(ids) * len(priced.policies), [0]
+
+    def tick(_run_id: str) -> None:
+        done[0] += 1
+        if on_run is not None:
+            on_run(done[0], total)
+
+    pairs = tuple((pol, replay_corpus(corpus, pol, allow_python=spec.allow_python, run_ids=ids,
+                                      on_run=tick)) for pol in priced.policies)
+    return PolicyTraces(corpus=corpus, pairs=pairs, pricing=priced.note)
+
+
+def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
+              open_runs: Opener | None = None, on_run: Callable[[int, int], None] | None = None,
+              on_figure: Callable[[int, int], None] | None = None) -> ReportOutcome:
+    """Write report.html, report.md and report_files/ under ``out`` (checked writable first)
+    for the traces of ``spec`` (``policy_traces``; ``write_report`` for ``max_timelines`` and
+    ``on_figure``)."""
+    writable_dir(out)
+    got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
+    files = write_report(got.corpus, list(got.pairs), out, max_timelines=max_timelines,
+                         on_figure=on_figure)
+    return ReportOutcome(files=files, traces=got)
+
+
+def diff_policies(spec: CompareSpec, *, open_runs: Opener | None = None,
+                  on_run: Callable[[int, int], None] | None = None) -> DiffOutcome:
+    """The metrics of two policies (or two ``replay run`` outputs) compared run by run and in
+    total: ``analysis.diff.diff`` over the traces of ``spec`` (``policy_traces``).
+
+    Raises:
+        ReplayInputError: not exactly two policies or traces.
+    """
+    got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
+    if len(got.pairs) != 2:
+        raise ReplayInputError(f"diff compares two policies or traces, got {len(got.pairs)}")
+    (pol_a, tr_a), (pol_b, tr_b) = got.pairs
+    table = diff(metrics(got.corpus, tr_a, pol_a), metrics(got.corpus, tr_b, pol_b))
+    return DiffOutcome(a=pol_a, b=pol_b, table=table, traces=got)
+
+
+def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
+    """The traces of ``replay run`` output folders, with the dataset they were replayed from."""
+    if spec.policies or spec.provider:
+        raise ReplayInputError("--policy or --provider and --traces exclude each other: "
+                               "traces carry their policy and prices in summary.json")
+    if isinstance(spec.runs, Corpus):
+        raise ReplayInputError("with traces, runs are `replay run` output folders")
+    dirs = list(spec.runs)
+    pairs = read_runs(dirs)
+    cached = dataset_dir(cache_root(spec.cache_dir))
+    source = list(spec.data) if spec.data else [next(
+        (d for d in (cached, dirs[0] / "dataset") if store.is_store(d)), dirs[0] / "dataset")]
+    if not spec.data and not store.is_store(source[0]):
+        raise ReplayInputError(f"{dirs[0]}: no dataset in the project cache ({cached}) nor "
+                               "beside the traces; give --data with the logs or dataset they "
+                               "were replayed from")
+    corpus = opener(source)
+    if spec.run_ids:
+        keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
+                                    list(spec.run_ids), labels=label_column(corpus.runs)),
+                        pa.string())
+        pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
+                             for t in (tr.requests, tr.actions, tr.evictions))))
+                 for p, tr in pairs]
+    return PolicyTraces(corpus=corpus, pairs=tuple(pairs),
+                        pricing=pricing_note([p for p, _ in pairs]))

@@ -1,0 +1,120 @@
+"""A whole sweep in one call, as ``replay sweep`` does it: ``sweep_to(runs, base, spec, out)``.
+
+The settings of a grid over a base policy (``analysis.grid``), checked with the choice rule
+before any run is opened; the replay of every (run, setting) (``analysis.sweep``); the settings
+ranked under the constraints (``analysis.pareto``); the table, settings, plots and chosen.yaml
+written under ``out`` (``write_sweep``).  A notebook or CI script calls it as the command does::
+
+    from analysis.grid import load_spec
+    from analysis.sweep_to import sweep_to
+    from replay.policy import load_policy
+
+    done = sweep_to([Path("logs")], load_policy("two-tier-corrected"),
+                    load_spec(None, ["tiers.1.keep_messages=8,16,24"]), Path("out/sweep"),
+                    best=["overshoots_n==0"])
+    done.ranked.head()         # settings meeting the constraints, best first
+
+Not here: the sweep itself (``analysis.sweep``), printing (``replay.cli``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.grid import SweepSpec, settings
+from analysis.pareto import best as best_settings
+from analysis.pareto import check_choice
+from analysis.sweep import SweepResult, sweep, write_sweep
+from analysis.sweep_choice import ChoiceRule
+from replay.corpus import Corpus, Opener, Runs, corpus_of
+from replay.layout import writable_dir
+from replay.policy import Policy
+
+SHOWN_METRICS = ("overshoots_n", "tokens_sent", "cache_invalidation_cached_share", "cost_usd")
+"""The metrics a sweep's summary shows for each of the best settings, after the objective."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOutcome:
+    """What ``sweep_to`` did: the sweep, its settings ranked, the files written."""
+
+    result: SweepResult
+    ranked: pd.DataFrame
+    """Settings meeting the constraints, best first (``analysis.pareto.best``); empty when none
+    does."""
+    rule: ChoiceRule
+    files: tuple[Path, ...]
+    corpus: Corpus
+
+    @property
+    def exit_code(self) -> int:
+        """0 when a setting meets the constraints, else 1."""
+        return 0 if len(self.ranked) else 1
+
+    def best_rows(self, top: int) -> list[dict[str, Any]]:
+        """The ``top`` best settings: id, swept values, the objective and ``SHOWN_METRICS``."""
+        params = self.result.params
+        shown = dict.fromkeys((self.rule.objective, *SHOWN_METRICS))
+        return [{"setting": r["setting"], **{p: r[p] for p in params}, **{c: r[c] for c in shown}}
+                for r in self.ranked.head(top).to_dict(orient="records")]
+
+
+def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
+             best: Sequence[str] = (), objective: str = "tokens_sent", minimise: bool = True,
+             jobs: int = 0, scheduler: Any = None, cache_dir: Path | None = None,
+             plots: bool = True, allow_python: bool = False, open_runs: Opener | None = None,
+             on_row: Callable[[int, int], None] | None = None,
+             on_figure: Callable[[int, int], None] | None = None) -> SweepOutcome:
+    """Sweep ``spec`` over ``base`` and write the outcome under ``out``.
+
+    Args:
+        runs: a corpus, or log files/folders or one dataset (opened by ``open_runs``, default
+            ``replay.corpus.project_opener()``, after the grid and the rule are checked).
+        base: the base policy.
+        spec: the grid (``analysis.grid.load_spec``).
+        out: the sweep folder (``out/sweep`` for the command): checked writable first.
+        best: constraints the chosen setting meets, e.g. ``"overshoots_n==0"``.
+        objective: the metric the chosen setting minimises (``minimise``) or maximises,
+            summed over runs.
+        jobs, scheduler, cache_dir, allow_python: as for ``analysis.sweep.sweep``.
+        plots: also draw the plots.
+        on_row: ``(done, total)`` after each (run, setting) row.
+        on_figure: ``(done, total)`` as the plots are drawn.
+
+    Returns:
+        The sweep, the settings ranked, the files, the corpus.
+
+    Raises:
+        ReplayError: a bad grid, constraint or objective (before any run is opened), a
+            setting that cannot be replayed.
+        OSError: ``out`` cannot be written.
+    """
+    chosen_from = settings(base, spec)
+    check_choice(list(best), objective,
+                 [p for p, _ in chosen_from[0].params] if chosen_from else [])
+    writable_dir(out)
+    corpus = corpus_of(runs, open_runs)
+    total = len(corpus.replayable()) * len(chosen_from)
+    done = [0]
+
+    def row(_run_id: str) -> None:
+        done[0] += 1
+        if on_row is not None:
+            on_row(done[0], total)
+
+    result = sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler, cache_dir=cache_dir,
+                   allow_python=allow_python, on_row=row)
+    ranked = best_settings(result.table, list(best), objective, minimise=minimise,
+                           params=result.params)
+    rule = ChoiceRule(constraints=tuple(best), objective=objective, minimise=minimise,
+                      design=spec.design, n_meeting=len(ranked))
+    files = write_sweep(result, out, plots=plots, rule=rule,
+                        chosen=ranked["setting"].iloc[0] if len(ranked) else None,
+                        jobs=result.stats.n_workers, on_figure=on_figure)
+    return SweepOutcome(result=result, ranked=ranked, rule=rule, files=tuple(files),
+                        corpus=corpus)
