@@ -2,14 +2,9 @@
 
 The metric modules accept the loaders' Arrow-backed frames and hand-built
 frames alike; ``floats`` and ``nullable_ints`` are the only dtype handling they share.
-The fast paths' statistics over plain lists (``mean``, ``quantile_sorted``, ``ratio``,
-``kahan_sum``) reproduce pandas' arithmetic step for step.
 """
 
 from __future__ import annotations
-
-import math
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,36 +20,3 @@ def nullable_ints(s: pd.Series) -> pd.arrays.IntegerArray:
     """``s`` as a nullable Int64 array (missing values as ``<NA>``)."""
     return pd.array([None if pd.isna(v) else int(v) for v in s], dtype="Int64")
 
-
-def mean(values: Sequence[float]) -> float:
-    """NumPy's mean (pairwise sum), as pandas takes it; NaN when empty."""
-    return float(np.mean(np.asarray(values, dtype="float64"))) if len(values) else math.nan
-
-
-def quantile_sorted(s: Sequence[float], q: float) -> float:
-    """pandas' ``Series.quantile`` of sorted values: NumPy's linear interpolation, step for step."""
-    if not s:
-        return math.nan
-    virtual = (len(s) - 1) * ((q * 100.0) / 100)
-    if virtual >= len(s) - 1:
-        return float(s[-1])
-    lo = math.floor(virtual)
-    t, a, b = virtual - lo, s[lo], s[lo + 1]
-    diff = b - a
-    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
-
-
-def ratio(num: float, den: float) -> float:
-    """``num / den`` as a float; NaN when ``den`` is 0."""
-    return float(num) / float(den) if den else math.nan
-
-
-def kahan_sum(values: Sequence[float]) -> float:
-    """A compensated sum, as pandas' grouped ``sum`` takes it."""
-    total = comp = 0.0
-    for v in values:
-        y = v - comp
-        t = total + y
-        comp = (t - total) - y
-        total = t
-    return total

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from analysis.metrics import metrics
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
@@ -119,11 +121,23 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
                                                run_ids=ids, on_run=on_run)))
         frame = metrics(corpus, trace, policy)
         order = tuple(c for c in frame.columns if c not in ("run_id", "policy"))
-        values = {keys[row["run_id"]]: {m: stored_value(row[m]) for m in order}
-                  for row in frame.to_dict("records")}
-        out[policy.name] = PolicyValues(digest=policy.digest(), values=values)
+        out[policy.name] = policy_values(policy, frame, keys)
     return Baseline(trace_version=TRACE_VERSION, schema_version=SCHEMA_VERSION, metrics=order,
                     runs=runs, policies=out)
+
+
+def policy_values(policy: Policy, frame: pd.DataFrame, keys: dict[str, str]) -> PolicyValues:
+    """What ``check`` stores and compares for one policy: its ``metrics()`` rows by run key.
+
+    Args:
+        policy: the measured policy.
+        frame: ``metrics()`` of its replay.
+        keys: run id → run key (``replay.run_label.run_key``).
+    """
+    order = [c for c in frame.columns if c not in ("run_id", "policy")]
+    values = {keys[row["run_id"]]: {m: stored_value(row[m]) for m in order}
+              for row in frame.to_dict("records")}
+    return PolicyValues(digest=policy.digest(), values=values)
 
 
 def stored_value(v: Any) -> Value:

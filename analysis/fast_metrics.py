@@ -9,11 +9,8 @@ millisecond a row).  This module computes the same columns in two parts:
   depend on the policy, once per run;
 - ``fast_metrics(facts, trace, policy)`` — one row (a dict in ``METRIC_COLUMNS``
   order) from the trace's column lists (``Trace.columns``), with no Arrow or
-  pandas per replay: each ``MetricPart`` of ``analysis.metrics.PARTS`` (declared
-  beside its analysis) computes its columns.
-
-``part_metrics(trace, policy, parts)`` computes only some parts, those that need no
-run facts (the ``replay run`` summary: ``analysis.run_summary``).
+  pandas per replay: each ``MetricPart`` of ``analysis.per_run.PARTS`` computes its
+  columns.
 
 The arithmetic of each part follows its analysis's pandas definition step by step
 (NumPy means, sums and percentiles where pandas used them), and
@@ -33,8 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, MetricPart, PartInput
-from analysis.metrics import FLOAT_COLUMNS, METRIC_COLUMNS, PARTS
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
+from analysis.per_run import FLOAT_COLUMNS, METRIC_COLUMNS, PARTS, part_metrics
 from analysis.run_facts import RunFacts
 from replay.policy import Policy
 from replay.trace import Trace
@@ -62,33 +59,6 @@ def fast_metrics(facts: RunFacts, trace: Trace, policy: Policy,
     row: dict[str, Any] = {"run_id": facts.run_id, "policy": policy.name}
     row.update(part_metrics(trace, policy, PARTS, facts=facts, params=params))
     return row
-
-
-def part_metrics(trace: Trace, policy: Policy, parts: Sequence[MetricPart], *,
-                 facts: RunFacts | None = None,
-                 params: AnalysisParams = DEFAULT_PARAMS) -> dict[str, Any]:
-    """The columns of ``parts`` for a replay of one run (its trace) under ``policy``.
-
-    Args:
-        trace: one run's replay.
-        policy: the replayed policy.
-        parts: which metrics (``analysis.metrics.PARTS`` or some of them).
-        facts: the run's facts; only parts with ``needs_facts=False`` without them.
-        params: the analyses' constants.
-
-    Returns:
-        Metric column → value, the parts' columns in order.
-
-    Raises:
-        ValueError: a part needs run facts and ``facts`` is None.
-    """
-    ac = trace.columns("actions")
-    inp = PartInput(trace.columns("requests"), ac, trace.columns("evictions"),
-                    [not u for u in ac["undone"]], policy, facts, params)
-    out: dict[str, Any] = {}
-    for part in parts:
-        out.update(part.compute(inp))
-    return out
 
 
 def metrics_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:

@@ -4,106 +4,51 @@
 analyses and joins their summaries after a few basic columns:
 
 ``n_requests``, ``tokens_sent``, ``peak_tokens``, ``n_summaries``, ``n_trims`` and
-``cost_usd`` (``BASIC``: their declarations say what each is).
+``cost_usd`` (``analysis.per_run.basic``: their declarations say what each is).
 
 Columns come in a fixed order (keys, basic, then ``rereads_*``,
 ``arg_share_*``, ``summarisation_*``, ``cache_invalidation_*``,
 ``overshoots_*``), rows sorted by ``run_id`` then ``policy``; integers are
 ``int64`` and everything else ``float64`` (NaN where a statistic is undefined),
 so two runs of the same inputs give equal frames.
-Every column is declared once, as a ``MetricSpec`` beside the analysis that defines it
-(``analysis.metric_spec``; the basic ones here, ``BASIC``); ``PARTS`` collects them, and
-``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS`` (which way is better),
-``RATIOS`` and ``WEIGHTS`` (how runs combine) are built from them.
+Every column is declared once, as a ``MetricSpec`` in ``analysis.per_run.<analysis>``
+beside its fast computation; ``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``
+(which way is better), ``RATIOS`` and ``WEIGHTS`` (how runs combine) are built from them
+there and re-exported here.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from analysis import frames
-from analysis._numeric import kahan_sum
-from analysis.arg_share import METRICS as arg_share_metrics
 from analysis.arg_share import arg_share, arg_share_summary
-from analysis.cache_invalidation import METRICS as cache_metrics
 from analysis.cache_invalidation import (
     cache_actions,
     cache_invalidation,
     cache_invalidation_summary,
 )
-from analysis.metric_spec import MetricPart, MetricSpec, PartInput
-from analysis.overshoots import METRICS as overshoots_metrics
 from analysis.overshoots import overshoots, overshoots_summary
-from analysis.rereads import METRICS as rereads_metrics
+from analysis.per_run import (
+    FLOAT_COLUMNS,
+    METRIC_COLUMNS,
+    METRIC_DIRECTIONS,
+    PARTS,
+    RATIOS,
+    SPECS,
+    WEIGHTS,
+    known,
+)
+from analysis.per_run.basic import BASIC
 from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
-from analysis.summarisation import METRICS as summarisation_metrics
 from analysis.summarisation import recorded_compactions, summarisation, summarisation_summary
 from replay.corpus import Corpus
 from replay.policy import Policy
 from replay.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
 
-
-def _fast_basic(inp: PartInput) -> dict[str, Any]:
-    """Requests, tokens sent, peak, applied summaries and trims, cost."""
-    rq, kinds, applied = inp.requests, inp.actions["kind"], inp.applied
-    return {
-        "n_requests": len(rq["request"]),
-        "tokens_sent": sum(rq["truth_tokens"]),
-        "peak_tokens": max(rq["truth_tokens"]),
-        "n_summaries": sum(1 for k, a in zip(kinds, applied) if a and k in SUMMARY_KINDS),
-        "n_trims": sum(1 for k, a in zip(kinds, applied) if a and k in TRIM_KINDS),
-        "cost_usd": kahan_sum(rq["cost_usd"]),
-    }
-
-
-BASIC = MetricPart("basic", (
-    MetricSpec("n_requests", "requests", "requests replayed", label="requests"),
-    MetricSpec("tokens_sent", "tokens", "Σ input tokens sent (by truth)", better="lower",
-               label="tokens sent"),
-    MetricSpec("peak_tokens", "tokens", "the largest request (by truth)", better="lower",
-               label="peak request (tokens)"),
-    MetricSpec("n_summaries", "count", "applied cuts that replace messages (kinds "
-               "SUMMARY_KINDS: summarise, collapse, custom_cut)", better="lower",
-               label="summaries"),
-    MetricSpec("n_trims", "count", "applied (not undone) trims (kinds TRIM_KINDS)",
-               better="lower", label="trims"),
-    MetricSpec("cost_usd", "USD", "Σ request cost under the policy's prices", dtype="float64",
-               better="lower", label="cost (USD)"),
-), _fast_basic, needs_facts=False)
-"""The basic metrics (``_basic`` computes the same with pandas)."""
+__all__ = ["BASIC", "BASIC_COLUMNS", "FLOAT_COLUMNS", "METRIC_COLUMNS", "METRIC_DIRECTIONS", "PARTS",
+           "RATIOS", "SPECS", "WEIGHTS", "known", "metrics"]
 BASIC_COLUMNS: tuple[str, ...] = BASIC.names
-
-PARTS: tuple[MetricPart, ...] = (BASIC, *rereads_metrics, *arg_share_metrics,
-                                 *summarisation_metrics, *cache_metrics, *overshoots_metrics)
-"""Every metric, by the fast function that computes it, in ``metrics()``'s column order."""
-SPECS: dict[str, MetricSpec] = {m.name: m for p in PARTS for m in p.metrics}
-"""Metric column → its declaration."""
-METRIC_COLUMNS: tuple[str, ...] = tuple(SPECS)
-"""The metric columns of ``metrics()``, in its order (after ``run_id`` and ``policy``)."""
-FLOAT_COLUMNS: frozenset[str] = frozenset(n for n, m in SPECS.items() if m.dtype == "float64")
-"""Columns that are float64 (the rest are int64)."""
-METRIC_DIRECTIONS: dict[str, str] = {n: m.better for n, m in SPECS.items() if m.better}
-"""Metric column → ``"lower"`` or ``"higher"`` (which direction is better)."""
-RATIOS: dict[str, tuple[str, str, float]] = {n: m.ratio for n, m in SPECS.items() if m.ratio}
-"""Metric → (numerator, denominator, scale): totals over runs recomputed as a ratio of sums."""
-WEIGHTS: dict[str, str] = {n: m.weight for n, m in SPECS.items() if m.weight}
-"""Metric → the metric its cross-run mean is weighted by (default ``n_requests``)."""
-if len(SPECS) != sum(len(p.metrics) for p in PARTS):
-    raise RuntimeError("a metric is declared twice")
-
-
-def known(*names: str) -> tuple[str, ...]:
-    """``names``, checked to be metric columns (for lists that pick some, e.g. a headline).
-
-    Raises:
-        KeyError: a name is not a declared metric.
-    """
-    unknown = [n for n in names if n not in SPECS]
-    if unknown:
-        raise KeyError(f"not declared metrics: {unknown}")
-    return names
 
 
 def metrics(corpus: Corpus, trace: Trace, policy: Policy) -> pd.DataFrame:

@@ -31,16 +31,13 @@ Not here: what the tiers did about it (``analysis.summarisation``, the actions t
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from analysis._numeric import floats, mean, quantile_sorted
-from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
+from analysis._numeric import floats
+from analysis.per_run.overshoots import METRICS
 
 
 def overshoots(requests: pd.DataFrame, *, compactions: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -162,87 +159,4 @@ def _q(s: pd.Series, q: float) -> float:
     return float(s.astype("float64").quantile(q)) if len(s) else np.nan
 
 
-def _fast_overshoots(inp: PartInput) -> dict[str, Any]:
-    """Overshoot counts and sizes, the margin that would have fired, the estimator's error."""
-    rq = inp.requests
-    n = len(rq["request"])
-    over_req: list[int] = []
-    over_tok: list[int] = []
-    margins: list[float] = []
-    errors: list[float] = []
-    for req, est, truth, over, window, reserve in zip(
-            rq["request"], rq["est_tokens"], rq["truth_tokens"], rq["overshoot_tokens"],
-            rq["window_tokens"], rq["reserve_tokens"]):
-        if over > 0:
-            over_req.append(req)
-            over_tok.append(over)
-            if window - reserve > 0:
-                margins.append(max(0.0, 1.0 - est / (window - reserve)))
-        if truth > 0:
-            errors.append((est - truth) / truth)
-    mean_abs = mean([abs(e) for e in errors])  # before sorting: the sum's order matters
-    errors.sort()
-    return {
-        "overshoots_n": len(over_req),
-        "overshoots_frac": len(over_req) / n if n else math.nan,
-        "overshoots_first_request": min(over_req) if over_req else -1,
-        "overshoots_max_tokens": max(over_tok) if over_tok else 0,
-        "overshoots_total_tokens": sum(over_tok),
-        "overshoots_margin_needed_max_frac": max(margins) if margins else math.nan,
-        "overshoots_est_error_median_frac": quantile_sorted(errors, 0.5),
-        "overshoots_est_error_p05_frac": quantile_sorted(errors, 0.05),
-        "overshoots_est_error_p95_frac": quantile_sorted(errors, 0.95),
-        "overshoots_est_error_mean_abs_frac": mean_abs,
-    }
-
-
-def _fast_recorded(inp: PartInput) -> dict[str, Any]:
-    """Estimate and truth against the recorded usage, on comparable requests."""
-    rq, first_comp = inp.requests, run_facts_of(inp).first_compaction_request
-    vs_est: list[float] = []
-    vs_truth: list[float] = []
-    for req, est, truth, raw, rec in zip(rq["request"], rq["est_tokens"], rq["truth_tokens"],
-                                         rq["raw_tokens"], rq["recorded_input_tokens"]):
-        if truth == raw and req < first_comp and rec is not None and rec > 0:
-            vs_est.append((est - rec) / rec)
-            vs_truth.append((truth - rec) / rec)
-    return {
-        "overshoots_n_comparable": len(vs_est),
-        "overshoots_est_vs_recorded_median_frac": quantile_sorted(sorted(vs_est), 0.5),
-        "overshoots_truth_vs_recorded_median_frac": quantile_sorted(sorted(vs_truth), 0.5),
-    }
-
-
-def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:
-    return MetricSpec(f"overshoots_{name}", unit, description, **kw)
-
-
-_F = "float64"
-OVERSHOOTS = MetricPart("overshoots", (
-    _spec("n", "requests", "requests over window − reserve (by truth)", better="lower",
-          label="overshoots"),
-    _spec("frac", "fraction", "overshoots / requests", dtype=_F,
-          ratio=("overshoots_n", "n_requests", 1.0)),
-    _spec("first_request", "request index", "the first overshoot (-1 when none)"),
-    _spec("max_tokens", "tokens", "the largest overshoot (0 when none)", better="lower",
-          label="max overshoot (tokens)"),
-    _spec("total_tokens", "tokens", "Σ overshoot tokens", better="lower"),
-    _spec("margin_needed_max_frac", "fraction", "the safety margin that would have fired before "
-          "every overshoot (NaN when none)", dtype=_F),
-    _spec("est_error_median_frac", "fraction", "median of (est − truth) / truth", dtype=_F),
-    _spec("est_error_p05_frac", "fraction", "5th percentile of (est − truth) / truth", dtype=_F),
-    _spec("est_error_p95_frac", "fraction", "95th percentile of (est − truth) / truth", dtype=_F),
-    _spec("est_error_mean_abs_frac", "fraction", "mean of |est − truth| / truth", dtype=_F,
-          better="lower"),
-), _fast_overshoots, needs_facts=False)
-OVERSHOOTS_RECORDED = MetricPart("overshoots_recorded", (
-    _spec("n_comparable", "requests", "requests comparable with the recorded usage (raw context, "
-          "before the first recorded compaction)"),
-    _spec("est_vs_recorded_median_frac", "fraction", "median (est − recorded) / recorded on "
-          "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
-    _spec("truth_vs_recorded_median_frac", "fraction", "median (truth − recorded) / recorded on "
-          "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
-), _fast_recorded)
-METRICS: tuple[MetricPart, ...] = (OVERSHOOTS, OVERSHOOTS_RECORDED)
-"""The per-run ``overshoots_*`` metrics (``overshoots_summary`` computes the same with pandas)."""
 _SUMMARY_COLUMNS = ["run_id", "policy", *(n for p in METRICS for n in p.names)]

@@ -54,7 +54,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 
-from analysis.metric_spec import DEFAULT_PARAMS, MetricPart, MetricSpec, PartInput, run_facts_of
+from analysis.metric_spec import DEFAULT_PARAMS
+from analysis.per_run.rereads import METRICS
 from analysis.placeholders import lint_placeholders
 from replay.trace import FATES
 
@@ -154,7 +155,7 @@ def rereads_summary(df: pd.DataFrame, *, keys: pd.DataFrame | None = None) -> pd
         vals = s.rename(name).reset_index() if len(s) else pd.DataFrame(columns=[*g, name])
         out = out.merge(vals, on=g, how="left")
         out[name] = pd.to_numeric(out[name]).fillna(0).astype("int64")
-    return out[[*g, *REREADS.names]]
+    return out[[*g, *(n for p in METRICS for n in p.names)]]
 
 
 def plot_rereads(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
@@ -333,63 +334,3 @@ def _classify(call: _Call, policy: str,
         "loop_id": call.loop_id, "is_identical_repeat": call.is_identical_repeat,
         "is_unchanged_repeat": call.is_unchanged_repeat,
     }
-
-
-def _fast_rereads(inp: PartInput) -> dict[str, Any]:
-    """The run's static re-read counts, and which candidates lost their previous result."""
-    facts, ev = run_facts_of(inp), inp.evictions
-    first: dict[tuple[int, int], tuple[int, str]] = {}
-    for m, b, r, fate in zip(ev["msg"], ev["block"], ev["request"], ev["fate"]):
-        key = (m, b)
-        if key not in first or r < first[key][0]:
-            first[key] = (r, fate)
-    out = dict(facts.static_rereads)
-    induced = dict.fromkeys(FATES, 0)
-    n_induced = tok_induced = tok_redundant = 0
-    for request, msg, block, tokens in facts.candidates:
-        hit = first.get((msg, block))
-        if hit is not None and hit[0] <= request:
-            n_induced += 1
-            tok_induced += tokens
-            if hit[1] in induced:
-                induced[hit[1]] += 1
-        else:
-            tok_redundant += tokens
-    out["rereads_n_redundant"] = len(facts.candidates) - n_induced
-    out["rereads_n_eviction_induced"] = n_induced
-    out["rereads_tokens_redundant"] = tok_redundant
-    out["rereads_tokens_eviction_induced"] = tok_induced
-    for fate, n in induced.items():
-        out[f"rereads_n_evicted_{fate}"] = n
-    return {c: out[c] for c in REREADS.names}
-
-
-def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:
-    return MetricSpec(f"rereads_{name}", unit, description, **kw)
-
-
-REREADS = MetricPart("rereads", (
-    _spec("n_reads", "count", "reads of a path"),
-    _spec("n", "count", "re-reads (reads of a path read before)"),
-    _spec("n_redundant", "count", "re-reads while the previous result was in context",
-          better="lower"),
-    _spec("n_eviction_induced", "count", "re-reads after the policy evicted the previous result",
-          better="lower", label="eviction-induced re-reads"),
-    _spec("n_refresh", "count", "re-reads after a write of the path"),
-    _spec("n_retry", "count", "re-reads after an error or a missing result"),
-    _spec("tokens", "tokens", "result tokens of re-reads"),
-    _spec("tokens_redundant", "tokens", "result tokens of redundant re-reads"),
-    _spec("tokens_eviction_induced", "tokens", "result tokens of eviction-induced re-reads",
-          better="lower"),
-    *(_spec(f"n_evicted_{fate}", "count", f"eviction-induced re-reads whose previous result was "
-            f"{fate}") for fate in FATES),
-    _spec("n_loops", "count", "re-read loops (loop_k reads of a path within "
-          "loop_window_requests)", better="lower", label="re-read loops"),
-    _spec("loop_reads", "count", "reads inside loops"),
-    _spec("max_loop_reads", "count", "reads of the largest loop"),
-    _spec("n_identical", "count", "calls identical to an earlier call (tool and arguments)"),
-    _spec("n_identical_unchanged", "count", "identical calls with no write in between",
-          better="lower"),
-), _fast_rereads)
-METRICS: tuple[MetricPart, ...] = (REREADS,)
-"""The per-run ``rereads_*`` metrics (``rereads_summary`` computes the same with pandas)."""

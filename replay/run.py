@@ -1,8 +1,9 @@
 """``run``: replay one policy over a corpus and keep the traces with a per-run summary.
 
-The summary has one row per run, named by its label (``replay.run_label``): requests, tokens sent, peak request, overshoots,
-summaries, trims, cached share, cost, and which truth judged them (``truth_source``,
-``replay.truth``).  ``write_run`` stores the traces as Parquet
+The summary has one row per run; what a row holds is the caller's ``RunSummary`` (the
+analysis layer's ``analysis.run_summary.RUN_SUMMARY``: the run's label, ``metrics()``'s
+main columns under the same names, which truth judged them), so this layer computes no
+metric.  ``write_run`` stores the traces as Parquet
 (``traces/{requests,actions,evictions}.parquet``) next to ``summary.json``,
 each written under a temporary name and renamed.
 """
@@ -21,25 +22,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes, atomic_write_text
-from replay.corpus import Corpus, iter_replays, replay_corpus
+from replay.corpus import Corpus, iter_replays
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
 from replay.run_label import run_labels
-from replay.trace import SUMMARY_KINDS, TRACE_SCHEMAS, TRACE_VERSION, TRIM_KINDS, Trace
+from replay.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
 
-SUMMARY_SCHEMA = pa.schema(
-    [(c, pa.string()) for c in ("run_id", "run", "source", "format", "policy")]
-    + [(c, pa.int64()) for c in ("requests", "tokens_sent", "peak_tokens", "overshoots",
-                                 "max_overshoot_tokens", "summaries", "trims")]
-    + [(c, pa.float64()) for c in ("cached_share", "cost_usd")]
-    + [("truth_source", pa.string()), ("note", pa.string())])
-"""One row per (run, policy): what ``run`` and ``run_to`` report; a run with no recorded
-request is a row too (``NOT_REPLAYED``): requests, tokens, overshoots, summaries, trims and
-cost 0 (there is nothing to send), peak, largest overshoot, cached share and truth unknown."""
-NOT_REPLAYED = "not replayed: no request"
-"""The ``note`` of a run with no recorded request (null for a replayed run); ``replay inspect
-FILE`` says why the file has none."""
-SUMMARY_COLUMNS: tuple[str, ...] = tuple(SUMMARY_SCHEMA.names)
+RunMeta = dict[str, tuple[str, str, str]]
+"""(label, source, format) of every run, by run id (``run_meta``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """How the per-run summary rows are made (``analysis.run_summary.RUN_SUMMARY``)."""
+
+    schema: pa.Schema
+    replayed: Callable[[Trace, Policy, RunMeta], list[dict[str, Any]]]
+    """The rows of one run's trace (replayed under the policy)."""
+    not_replayed: Callable[[Corpus, Policy, RunMeta], list[dict[str, Any]]]
+    """The rows of the corpus's runs with no recorded request (never dropped silently)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,21 +50,27 @@ class RunResult:
     policy: Policy
     trace: Trace
     summary: list[dict[str, Any]]
+    schema: pa.Schema
+    """The summary rows' schema."""
 
 
-def run(corpus: Corpus, policy: Policy, *, allow_python: bool = False,
+def run(corpus: Corpus, policy: Policy, *, summary: RunSummary, allow_python: bool = False,
         on_run: Callable[[str], None] | None = None) -> RunResult:
-    """Replay ``policy`` over every run of ``corpus`` and summarise each run."""
-    trace = replay_corpus(corpus, policy, allow_python=allow_python, on_run=on_run)
-    return RunResult(policy, trace, summarise_runs(corpus, trace)
-                     + not_replayed_rows(corpus, policy))
+    """Replay ``policy`` over every run of ``corpus`` and summarise each run with ``summary``."""
+    meta = run_meta(corpus)
+    traces, rows = [], []
+    for trace in iter_replays(corpus, policy, allow_python=allow_python, on_run=on_run):
+        traces.append(trace)
+        rows += summary.replayed(trace, policy, meta)
+    return RunResult(policy, Trace.concat(traces),
+                     rows + summary.not_replayed(corpus, policy, meta), summary.schema)
 
 
-def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = False,
-           on_run: Callable[[str], None] | None = None,
+def run_to(corpus: Corpus, policy: Policy, out: Path, *, summary: RunSummary,
+           allow_python: bool = False, on_run: Callable[[str], None] | None = None,
            release_memory: bool = False) -> pa.Table:
     """Replay ``policy`` over ``corpus`` streaming each run's trace to ``out``; the summary
-    rows as a table (``SUMMARY_SCHEMA``).
+    rows (``summary``) as a table.
 
     Memory stays bounded by the largest run: traces are appended to Parquet files under
     temporary names as runs finish, and renamed into place (with ``summary.json``) only
@@ -78,7 +85,7 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
     tmp = {n: out / "traces" / f".{n}.parquet.tmp{os.getpid()}" for n in TRACE_SCHEMAS}
     writers = {n: pq.ParquetWriter(tmp[n], TRACE_SCHEMAS[n], compression="zstd")
                for n in TRACE_SCHEMAS}
-    summary: dict[str, list[Any]] = {c: [] for c in SUMMARY_COLUMNS}
+    columns: dict[str, list[Any]] = {c: [] for c in summary.schema.names}
     meta = run_meta(corpus)
     try:
         pending: list[Trace] = []
@@ -88,8 +95,8 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
                                                 on_run=on_run), 1):
             if release_memory and i % _RUNS_PER_TRIM == 0:
                 release_freed_memory()
-            for row in summarise_runs(corpus, trace, meta):
-                for c, values in summary.items():
+            for row in summary.replayed(trace, policy, meta):
+                for c, values in columns.items():
                     values.append(row[c])
             pending.append(trace)
             n_pending += len(trace.columns("requests")["request"])
@@ -111,11 +118,11 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, allow_python: bool = Fa
         writer.close()
     for name, path in tmp.items():
         os.replace(path, out / "traces" / f"{name}.parquet")
-    for row in not_replayed_rows(corpus, policy, meta):
-        for c, values in summary.items():
+    for row in summary.not_replayed(corpus, policy, meta):
+        for c, values in columns.items():
             values.append(row[c])
-    table = pa.Table.from_pydict(summary, schema=SUMMARY_SCHEMA)
-    del summary
+    table = pa.Table.from_pydict(columns, schema=summary.schema)
+    del columns
     _write_summary(policy, LazyRows(table), out)
     return table
 
@@ -148,69 +155,7 @@ def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]
         done[name] = []
 
 
-def summarise_runs(corpus: Corpus, trace: Trace,
-                   meta: dict[str, tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
-    """One summary row per (run, policy) in the trace, in trace order."""
-    meta = meta if meta is not None else run_meta(corpus)
-    req, act = trace.columns("requests"), trace.columns("actions")
-    rq = ({"run_id": r, "policy": p, "truth_tokens": t, "overshoot_tokens": o, "cached_tokens": c,
-           "cost_usd": usd, "truth_source": ts} for r, p, t, o, c, usd, ts in zip(
-               req["run_id"], req["policy"], req["truth_tokens"], req["overshoot_tokens"],
-               req["cached_tokens"], req["cost_usd"], req["truth_source"]))
-    acts = ({"run_id": r, "policy": p, "kind": k, "undone": u} for r, p, k, u in zip(
-        act["run_id"], act["policy"], act["kind"], act["undone"]))
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in rq:
-        key = (r["run_id"], r["policy"])
-        row = rows.get(key)
-        if row is None:
-            label, source, fmt = meta.get(r["run_id"], (r["run_id"], "", ""))
-            row = rows[key] = {"run_id": key[0], "run": label, "source": source,
-                               "format": fmt, "policy": key[1], "requests": 0,
-                               "tokens_sent": 0, "peak_tokens": 0, "overshoots": 0,
-                               "max_overshoot_tokens": 0, "summaries": 0, "trims": 0,
-                               "cached_share": 0.0, "cost_usd": 0.0,
-                               "truth_source": r["truth_source"], "note": None,
-                               "_cached": 0}
-        row["requests"] += 1
-        row["tokens_sent"] += r["truth_tokens"]
-        row["peak_tokens"] = max(row["peak_tokens"], r["truth_tokens"])
-        row["overshoots"] += r["overshoot_tokens"] > 0
-        row["max_overshoot_tokens"] = max(row["max_overshoot_tokens"], r["overshoot_tokens"])
-        row["_cached"] += r["cached_tokens"]
-        row["cost_usd"] += r["cost_usd"]
-    for a in acts:
-        row = rows.get((a["run_id"], a["policy"]))
-        if row is None or a["undone"]:
-            continue
-        if a["kind"] in SUMMARY_KINDS:
-            row["summaries"] += 1
-        elif a["kind"] in TRIM_KINDS:
-            row["trims"] += 1
-    out = []
-    for row in rows.values():
-        cached = row.pop("_cached")
-        row["cached_share"] = round(cached / row["tokens_sent"], 6) if row["tokens_sent"] else 0.0
-        row["cost_usd"] = round(row["cost_usd"], 6)
-        out.append(row)
-    return out
-
-
-def not_replayed_rows(corpus: Corpus, policy: Policy,
-                      meta: dict[str, tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
-    """A summary row for each run with no recorded request (``NOT_REPLAYED``), by run id: never
-    dropped from the summary silently."""
-    meta = meta if meta is not None else run_meta(corpus)
-    left = sorted(set(corpus.run_ids) - set(corpus.replayable()))
-    named = {rid: meta.get(rid, (rid, "", "")) for rid in left}
-    return [{"run_id": rid, "run": named[rid][0], "source": named[rid][1],
-             "format": named[rid][2], "policy": policy.name, "requests": 0,
-             "tokens_sent": 0, "peak_tokens": None, "overshoots": 0, "max_overshoot_tokens": None,
-             "summaries": 0, "trims": 0, "cached_share": None, "cost_usd": 0.0,
-             "truth_source": None, "note": NOT_REPLAYED} for rid in left]
-
-
-def run_meta(corpus: Corpus) -> dict[str, tuple[str, str, str]]:
+def run_meta(corpus: Corpus) -> RunMeta:
     """(label, source, format) of every run, by run id (``replay.run_label``)."""
     runs = corpus.runs
     labels = run_labels(runs)
@@ -270,7 +215,8 @@ def read_trace(out: Path) -> Trace:
                    for n in ("requests", "actions", "evictions")))
 
 
-def summary_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Summary rows as an Arrow table (``SUMMARY_SCHEMA``)."""
-    return pa.Table.from_pylist([{c: r[c] for c in SUMMARY_COLUMNS} for r in rows],
-                                schema=SUMMARY_SCHEMA)
+def summary_table(result: RunResult) -> pa.Table:
+    """A run's summary rows as an Arrow table (its ``schema``)."""
+    names = result.schema.names
+    return pa.Table.from_pylist([{c: r[c] for c in names} for r in result.summary],
+                                schema=result.schema)

@@ -33,7 +33,7 @@ def test_run_on_the_embedded_corpus_writes_traces_and_summary(tmp_path: Path) ->
     over: dict[str, int] = {}
     for rid, o in zip(req["run_id"], req["overshoot_tokens"]):
         over[rid] = over.get(rid, 0) + (o > 0)
-    assert {r["source"]: r["overshoots"] for r in rows} == {
+    assert {r["source"]: r["overshoots_n"] for r in rows} == {
         s: over[rid] for rid, s in zip(
             [r["run_id"] for r in summary["runs"]], [r["source"] for r in summary["runs"]])}
 
@@ -66,7 +66,7 @@ def test_custom_python_tier_needs_allow_python(tmp_path: Path) -> None:
     allowed = runner.invoke(app, ["run", "--policy", str(policy), log, "--out", str(tmp_path / "b"),
                                   "--allow-python", "--json"])
     assert allowed.exit_code == 0, allowed.output
-    assert json.loads(allowed.stdout)[0]["trims"] > 0
+    assert json.loads(allowed.stdout)[0]["n_trims"] > 0
 
 
 def test_policies_lists_every_preset_as_json() -> None:

@@ -11,12 +11,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from analysis.run_summary import NOT_REPLAYED
 from replay.cli import app
 from replay.cli.tables import Layout, totals_row
 from replay.errors import ReplayInputError
 from replay.ingest import ingest
 from replay.parsers import PARSERS
-from replay.run import NOT_REPLAYED
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
@@ -77,10 +77,10 @@ def test_a_run_with_no_request_stays_in_the_run_table_with_its_reason(tmp_path: 
     args = ["run", "--policy", "none", str(logs), "--out", str(tmp_path / "out"), "-q"]
     rows = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     empty = next(r for r in rows if r["source"] == "only-user.jsonl")
-    assert empty["note"] == NOT_REPLAYED and empty["requests"] == 0
-    assert empty["peak_tokens"] is None and empty["cached_share"] is None  # unknown, not 0
+    assert empty["note"] == NOT_REPLAYED and empty["n_requests"] == 0
+    assert empty["peak_tokens"] is None and empty["cache_invalidation_cached_share"] is None  # unknown, not 0
     full = next(r for r in rows if r["source"] == "full.jsonl")
-    assert full["note"] is None and full["requests"] > 0
+    assert full["note"] is None and full["n_requests"] > 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert sorted(r["source"] for r in summary["runs"]) == ["full.jsonl", "only-user.jsonl"]
     table = runner.invoke(app, args, env={"COLUMNS": "100"})

@@ -61,11 +61,11 @@ def test_every_run_shows_its_source_and_numbers_are_whole(dataset: Path, tmp_pat
     for source in _sources():
         assert source in text or source[:20] in text  # shortened only at its end
     for r in rows:  # every number of the default columns printed whole, on one line
-        for col in ("requests", "tokens_sent", "peak_tokens", "overshoots"):
+        for col in ("n_requests", "tokens_sent", "peak_tokens", "overshoots_n"):
             assert f"{r[col]:,}" in text, (col, r[col])
     total_line = next(line for line in text.splitlines() if "total (" in line)
     assert f"{sum(r['tokens_sent'] for r in rows):,}" in total_line  # an independent sum
-    assert f"{sum(r['requests'] for r in rows):,}" in total_line
+    assert f"{sum(r['n_requests'] for r in rows):,}" in total_line
     assert f"{max(r['peak_tokens'] for r in rows):,}" in total_line
 
 

@@ -96,11 +96,12 @@ RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                               "recorded_input_tokens", "compactions"),
                      totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum"})
-RUN_LAYOUT = Layout(columns=("run", "requests", "note", "tokens_sent", "peak_tokens",
-                             "overshoots", "cost_usd", "summaries", "trims"),
-                    totals={"requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
-                            "overshoots": "sum", "max_overshoot_tokens": "max",
-                            "summaries": "sum", "trims": "sum", "cost_usd": "sum"})
+RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
+                             "overshoots_n", "cost_usd", "n_summaries", "n_trims"),
+                    totals={"n_requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
+                            "overshoots_n": "sum", "overshoots_max_tokens": "max",
+                            "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum"})
+"""The ``replay run`` table: ``analysis.run_summary.SUMMARY_METRICS`` (``metrics()``'s names)."""
 
 
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
@@ -183,6 +184,8 @@ def run(
 ) -> None:
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
+    from analysis.run_summary import RUN_SUMMARY  # pandas: imported when a run is asked for
+
     with _errors():
         pol = load_policy(policy)
         pol = with_provider(pol, provider) if provider else pol
@@ -191,12 +194,13 @@ def run(
         ids = corpus.replayable()
         with _progress("replay", len(ids), quiet) as tick:
             if report:  # the report needs every trace in memory
-                result = run_policy(corpus, pol, allow_python=allow_python, on_run=tick)
+                result = run_policy(corpus, pol, summary=RUN_SUMMARY, allow_python=allow_python,
+                                    on_run=tick)
                 write_run(result, out)
-                summary = summary_table(result.summary)
+                summary = summary_table(result)
             else:
-                summary = run_to(corpus, pol, out, allow_python=allow_python, on_run=tick,
-                                 release_memory=True)
+                summary = run_to(corpus, pol, out, summary=RUN_SUMMARY,
+                                 allow_python=allow_python, on_run=tick, release_memory=True)
         if report:
             from analysis.report import write_report
 

@@ -6,6 +6,7 @@ presets (ingest ~10 s cold, each replay and its metrics ~1 s).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -14,8 +15,10 @@ import pytest
 
 from analysis import frames
 from analysis.metrics import metrics
+from analysis.run_summary import RUN_SUMMARY
 from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.policy import Policy, load_policy
+from replay.run import RunResult, run
 from replay.trace import Trace
 
 PRESETS = ("two-tier-original", "two-tier-corrected")
@@ -56,3 +59,29 @@ def both_trace(replayed: dict[str, Replayed]) -> Trace:
 def recorded(sample_corpus: Corpus) -> pd.DataFrame:
     """The store's requests table as a frame."""
     return frames.recorded_requests_df(sample_corpus)
+
+
+class PresetRun(NamedTuple):
+    """A policy run over a corpus as ``replay run`` does it, with ``metrics()`` of its trace."""
+
+    corpus: Corpus
+    result: RunResult
+    metrics: pd.DataFrame
+
+
+@pytest.fixture(scope="session")
+def preset_run(logs_corpus: Corpus, sample_corpus: Corpus) -> Callable[[str, Policy], PresetRun]:
+    """``preset_run("logs" | "samples", policy)``: replayed and measured once per session (the
+    agreement and summary-definition tests share them)."""
+    corpora = {"logs": logs_corpus, "samples": sample_corpus}
+    done: dict[tuple[str, str], PresetRun] = {}
+
+    def get(which: str, policy: Policy) -> PresetRun:
+        key = (which, policy.digest())
+        if key not in done:
+            corpus = corpora[which]
+            result = run(corpus, policy, summary=RUN_SUMMARY)
+            done[key] = PresetRun(corpus, result, metrics(corpus, result.trace, policy))
+        return done[key]
+
+    return get

@@ -8,7 +8,7 @@ import pytest
 
 from analysis import frames
 from analysis.cache_invalidation import cache_actions
-from analysis.fast_metrics import fast_metrics, part_metrics
+from analysis.fast_metrics import fast_metrics
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
 from analysis.metrics import (
     FLOAT_COLUMNS,
@@ -20,6 +20,7 @@ from analysis.metrics import (
     WEIGHTS,
     known,
 )
+from analysis.per_run import part_metrics
 from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
 from analysis.run_facts import run_facts
 from analysis.summarisation import summarisation, summarisation_summary

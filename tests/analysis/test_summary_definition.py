@@ -9,23 +9,23 @@ replace blocks in place are trims.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from analysis.metrics import metrics
-from replay.corpus import Corpus
-from replay.policy import load_policy, policy_from_dict, presets
-from replay.run import run
+from replay.policy import Policy, load_policy, policy_from_dict, presets
+from tests.analysis.conftest import PresetRun
 
 COLLAPSE_ONLY = {"name": "collapse-only", "server": {"window_tokens": 40_000},
                  "tiers": [{"type": "collapse", "margin_frac": 0.1, "keep_messages": 8}]}
 
 
 @pytest.mark.parametrize("name", [*presets(), "collapse-only"])
-def test_replay_run_and_metrics_count_the_same_summaries_and_trims(logs_corpus: Corpus,
-                                                                  name: str) -> None:
+def test_replay_run_and_metrics_count_the_same_summaries_and_trims(
+        preset_run: Callable[[str, Policy], PresetRun], name: str) -> None:
     policy = policy_from_dict(COLLAPSE_ONLY) if name == "collapse-only" else load_policy(name)
-    result = run(logs_corpus, policy)
-    m = metrics(logs_corpus, result.trace, policy).set_index("run_id")
+    result, frame = preset_run("logs", policy)[1:]
+    m = frame.set_index("run_id")
     cuts = {"summarise", "collapse", "custom_cut"}
     by_hand: dict[str, list[int]] = {}
     for a in result.trace.actions.to_pylist():
@@ -35,7 +35,7 @@ def test_replay_run_and_metrics_count_the_same_summaries_and_trims(logs_corpus: 
     assert result.summary
     for row in result.summary:
         want = by_hand.get(row["run_id"], [0, 0])
-        assert [row["summaries"], row["trims"]] == want
+        assert [row["n_summaries"], row["n_trims"]] == want
         assert [m.loc[row["run_id"], "n_summaries"], m.loc[row["run_id"], "n_trims"]] == want
     if name == "collapse-only":
         assert sum(v[0] for v in by_hand.values()) > 0  # the case tests something

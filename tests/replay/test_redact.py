@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from analysis.run_summary import RUN_SUMMARY, SUMMARY_METRICS
 from replay.cli import app
 from replay.corpus import open_corpus
 from replay.discover import discover
@@ -31,8 +32,7 @@ from replay.redaction import ExactSizes, exact, format_exact
 from replay.run import run
 from tests.conftest import REPO
 
-_FIGURES = ("requests", "tokens_sent", "peak_tokens", "overshoots", "max_overshoot_tokens",
-            "summaries", "trims", "cached_share", "cost_usd")
+_FIGURES = SUMMARY_METRICS
 _AKIA = "AKIA" + "IOSFODNN7EXAMPLE"
 _GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 _KEY = "-----BEGIN RSA " + "PRIVATE KEY-----"
@@ -77,14 +77,14 @@ def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
     exact_presets = 0
     for name in presets():
         policy = load_policy(name)
-        was = {r["source"]: r for r in run(before, policy).summary}
-        now = {r["source"]: r for r in run(after, policy).summary}
+        was = {r["source"]: r for r in run(before, policy, summary=RUN_SUMMARY).summary}
+        now = {r["source"]: r for r in run(after, policy, summary=RUN_SUMMARY).summary}
         assert was.keys() == now.keys()
         depends = content_dependence(policy)
         exact_presets += not depends
         for source, row in was.items():
-            created = row["summaries"] or row["trims"]
-            compared = ("requests",) if depends and created else _FIGURES
+            created = row["n_summaries"] or row["n_trims"]
+            compared = ("n_requests",) if depends and created else _FIGURES
             for col in compared:
                 assert now[source][col] == row[col], (name, source, col, depends)
 

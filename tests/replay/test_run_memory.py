@@ -12,8 +12,9 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from analysis.run_summary import SUMMARY_SCHEMA
 from replay.memory import release_freed_memory
-from replay.run import SUMMARY_SCHEMA, LazyRows
+from replay.run import LazyRows
 
 _VALUE = {pa.string(): st.text(max_size=12), pa.int64(): st.integers(-(2**40), 2**40),
           pa.float64(): st.floats(allow_nan=False, allow_infinity=False)}

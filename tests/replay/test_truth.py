@@ -98,9 +98,10 @@ def test_runs_without_usage_fall_back_and_say_so(sample_corpus):  # type: ignore
 
 
 def test_truth_source_reaches_the_summary(sample_corpus):  # type: ignore[no-untyped-def]
+    from analysis.run_summary import RUN_SUMMARY
     from replay.run import run as run_policy
 
-    result = run_policy(sample_corpus, load_policy("none"))
+    result = run_policy(sample_corpus, load_policy("none"), summary=RUN_SUMMARY)
     sources = {r["source"]: r["truth_source"] for r in result.summary}
     assert sources["claude-code/" + NAME] == "anchored"
     assert sources["swe-agent/v1fc_gpt4__sweagenttestrepo-1c2844.traj"] == "tokenizer-fallback"

@@ -1,0 +1,91 @@
+r"""Every per-run metric, declared once, and its fast computation from a replay's columns.
+
+One module per analysis (``basic``, ``rereads``, ``arg_share``, ``summarisation``,
+``cache_invalidation``, ``overshoots``), each with its ``METRICS``: ``MetricPart``\ s of
+``MetricSpec``\ s (``analysis.metric_spec``) and the fast function that computes them.
+This package collects them (``PARTS``, ``SPECS``) and builds every list of metrics from
+them: ``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``, ``RATIOS``, ``WEIGHTS``;
+``part_metrics`` computes some or all parts for one run's replay.
+
+No pandas and no matplotlib here (``replay run`` imports this for its summary): the
+pandas roll-ups of the analysis modules (``analysis.metrics.metrics``) compute the same
+columns independently and are the tests' oracle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, MetricPart, MetricSpec, PartInput
+from analysis.per_run import (
+    arg_share,
+    basic,
+    cache_invalidation,
+    overshoots,
+    rereads,
+    summarisation,
+)
+from replay.policy import Policy
+from replay.trace import Trace
+
+if TYPE_CHECKING:
+    from analysis.run_facts import RunFacts
+
+PARTS: tuple[MetricPart, ...] = (*basic.METRICS, *rereads.METRICS, *arg_share.METRICS,
+                                 *summarisation.METRICS, *cache_invalidation.METRICS,
+                                 *overshoots.METRICS)
+"""Every metric, by the fast function that computes it, in ``metrics()``'s column order."""
+SPECS: dict[str, MetricSpec] = {m.name: m for p in PARTS for m in p.metrics}
+"""Metric column → its declaration."""
+METRIC_COLUMNS: tuple[str, ...] = tuple(SPECS)
+"""The metric columns of ``metrics()``, in its order (after ``run_id`` and ``policy``)."""
+FLOAT_COLUMNS: frozenset[str] = frozenset(n for n, m in SPECS.items() if m.dtype == "float64")
+"""Columns that are float64 (the rest are int64)."""
+METRIC_DIRECTIONS: dict[str, str] = {n: m.better for n, m in SPECS.items() if m.better}
+"""Metric column → ``"lower"`` or ``"higher"`` (which direction is better)."""
+RATIOS: dict[str, tuple[str, str, float]] = {n: m.ratio for n, m in SPECS.items() if m.ratio}
+"""Metric → (numerator, denominator, scale): totals over runs recomputed as a ratio of sums."""
+WEIGHTS: dict[str, str] = {n: m.weight for n, m in SPECS.items() if m.weight}
+"""Metric → the metric its cross-run mean is weighted by (default ``n_requests``)."""
+if len(SPECS) != sum(len(p.metrics) for p in PARTS):
+    raise RuntimeError("a metric is declared twice")
+
+
+def known(*names: str) -> tuple[str, ...]:
+    """``names``, checked to be metric columns (for lists that pick some, e.g. a headline).
+
+    Raises:
+        KeyError: a name is not a declared metric.
+    """
+    unknown = [n for n in names if n not in SPECS]
+    if unknown:
+        raise KeyError(f"not declared metrics: {unknown}")
+    return names
+
+
+def part_metrics(trace: Trace, policy: Policy, parts: Sequence[MetricPart], *,
+                 facts: RunFacts | None = None,
+                 params: AnalysisParams = DEFAULT_PARAMS) -> dict[str, Any]:
+    """The columns of ``parts`` for a replay of one run (its trace) under ``policy``.
+
+    Args:
+        trace: one run's replay.
+        policy: the replayed policy.
+        parts: which metrics (``PARTS`` or some of them).
+        facts: the run's facts; only parts with ``needs_facts=False`` without them.
+        params: the analyses' constants.
+
+    Returns:
+        Metric column → value, the parts' columns in order.
+
+    Raises:
+        ValueError: a part needs run facts and ``facts`` is None.
+    """
+    ac = trace.columns("actions")
+    inp = PartInput(trace.columns("requests"), ac, trace.columns("evictions"),
+                    [not u for u in ac["undone"]], policy, facts, params)
+    out: dict[str, Any] = {}
+    for part in parts:
+        out.update(part.compute(inp))
+    return out

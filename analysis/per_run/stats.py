@@ -1,0 +1,46 @@
+"""Statistics over plain lists that reproduce pandas' arithmetic step for step (no pandas).
+
+The fast per-run metrics (``analysis.per_run``) use them so that their values equal the
+pandas roll-ups' to the last bits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def mean(values: Sequence[float]) -> float:
+    """NumPy's mean (pairwise sum), as pandas takes it; NaN when empty."""
+    return float(np.mean(np.asarray(values, dtype="float64"))) if len(values) else math.nan
+
+
+def quantile_sorted(s: Sequence[float], q: float) -> float:
+    """pandas' ``Series.quantile`` of sorted values: NumPy's linear interpolation, step for step."""
+    if not s:
+        return math.nan
+    virtual = (len(s) - 1) * ((q * 100.0) / 100)
+    if virtual >= len(s) - 1:
+        return float(s[-1])
+    lo = math.floor(virtual)
+    t, a, b = virtual - lo, s[lo], s[lo + 1]
+    diff = b - a
+    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+
+
+def ratio(num: float, den: float) -> float:
+    """``num / den`` as a float; NaN when ``den`` is 0."""
+    return float(num) / float(den) if den else math.nan
+
+
+def kahan_sum(values: Sequence[float]) -> float:
+    """A compensated sum, as pandas' grouped ``sum`` takes it."""
+    total = comp = 0.0
+    for v in values:
+        y = v - comp
+        t = total + y
+        comp = (t - total) - y
+        total = t
+    return total

@@ -1,0 +1,101 @@
+"""The per-run ``summarisation_*`` metrics: declarations and their fast computation.
+
+Definitions: ``analysis.summarisation`` (whose pandas ``summarisation_summary`` computes the
+same columns, the tests' oracle).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
+from analysis.per_run.stats import mean
+from replay.trace import SUMMARY_KINDS
+
+
+def _fast_replayed(inp: PartInput) -> dict[str, Any]:
+    """Replayed summaries' frequency, spacing, size after and grow-back."""
+    rq, ac = inp.requests, inp.actions
+    idx = sorted((i for i, k in enumerate(ac["kind"]) if k in SUMMARY_KINDS),
+                 key=lambda i: ac["request"][i])
+    n_req = len(rq["request"])
+    reqs = [ac["request"][i] for i in idx]
+    gaps = [b - a for a, b in itertools.pairwise(reqs)]
+    after = [ac["context_after_tokens"][i] for i in idx]
+    grow = _fast_growback(idx, ac, rq)
+    return {
+        "summarisation_n": len(idx),
+        "summarisation_per_100_requests": 100.0 * len(idx) / n_req if n_req else math.nan,
+        "summarisation_first_request": min(reqs) if reqs else -1,
+        "summarisation_mean_requests_between": mean(gaps),
+        "summarisation_min_requests_between": float(min(gaps)) if gaps else math.nan,
+        "summarisation_mean_context_after_tokens": mean(after),
+        "summarisation_max_context_after_tokens": float(max(after)) if after else math.nan,
+        "summarisation_mean_growback_requests": mean(grow),
+        "summarisation_n_thrash": sum(1 for g in gaps if g < inp.params.thrash_requests),
+        "summarisation_n_failed": sum(1 for i in idx if ac["failed"][i]),
+    }
+
+
+def _fast_growback(idx: list[int], ac: Any, rq: Any) -> list[int]:
+    """Requests from each summary until the estimate reaches its tier's trigger level again."""
+    reqs, ests = rq["request"], rq["est_tokens"]
+    fired: dict[str, list[tuple[int, int]]] = {}
+    for i in idx:
+        if ac["when"][i] == "before":
+            fired.setdefault(ac["tier"][i], []).append((ac["request"][i], ac["trigger_tokens"][i]))
+    out = []
+    for i in idx:
+        r, thr = ac["request"][i], ac["threshold_tokens"][i]
+        start = next((j for j, q in enumerate(reqs) if q >= r), len(reqs))
+        hits = [q for q, e in zip(reqs[start:], ests[start:]) if e >= thr][:1]
+        hits += [q for q, trig in fired.get(ac["tier"][i], []) if q > r and trig >= thr]
+        if hits:
+            out.append(min(hits) - r)
+    return out
+
+
+def _fast_recorded(inp: PartInput) -> dict[str, Any]:
+    """The original harness's compactions of the run."""
+    n_req, n = len(inp.requests["request"]), run_facts_of(inp).n_compactions
+    return {"summarisation_recorded_n": n,
+            "summarisation_recorded_per_100_requests": 100.0 * n / n_req if n_req else math.nan}
+
+
+def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:
+    return MetricSpec(f"summarisation_{name}", unit, description, **kw)
+
+
+_F = "float64"
+_PER_SUMMARY = "summarisation_n"
+SUMMARISATION = MetricPart("summarisation", (
+    _spec("n", "count", "replayed summaries (cuts of kind summarise, collapse, custom_cut)",
+          better="lower"),
+    _spec("per_100_requests", "per 100 requests", "replayed summaries per 100 requests",
+          dtype=_F, better="lower", ratio=("summarisation_n", "n_requests", 100.0)),
+    _spec("first_request", "request index", "the first replayed summary (-1 when none)"),
+    _spec("mean_requests_between", "requests", "mean spacing of consecutive summaries",
+          dtype=_F, better="higher", weight=_PER_SUMMARY),
+    _spec("min_requests_between", "requests", "smallest spacing of consecutive summaries",
+          dtype=_F),
+    _spec("mean_context_after_tokens", "tokens", "mean context right after a summary", dtype=_F,
+          weight=_PER_SUMMARY),
+    _spec("max_context_after_tokens", "tokens", "largest context right after a summary",
+          dtype=_F),
+    _spec("mean_growback_requests", "requests", "mean requests until the estimate reaches the "
+          "trigger level again", dtype=_F, better="higher", weight=_PER_SUMMARY),
+    _spec("n_thrash", "count", "summaries fewer than thrash_requests after the previous one",
+          better="lower"),
+    _spec("n_failed", "count", "summaries whose summariser failed",
+          better="lower"),
+), _fast_replayed, needs_facts=False)
+SUMMARISATION_RECORDED = MetricPart("summarisation_recorded", (
+    _spec("recorded_n", "count", "compactions the original harness recorded"),
+    _spec("recorded_per_100_requests", "per 100 requests", "recorded compactions per 100 "
+          "requests", dtype=_F, ratio=("summarisation_recorded_n", "n_requests", 100.0)),
+), _fast_recorded)
+METRICS: tuple[MetricPart, ...] = (SUMMARISATION, SUMMARISATION_RECORDED)
+"""The per-run ``summarisation_*`` metrics (``summarisation_summary`` computes the same with
+pandas)."""
