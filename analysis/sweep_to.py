@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.grid import SweepSpec, settings
+from analysis.metrics import known
 from analysis.pareto import best as best_settings
 from analysis.pareto import check_choice
 from analysis.sweep import SweepResult, sweep, write_sweep
@@ -35,7 +36,8 @@ from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import writable_dir
 from replay.policy import Policy
 
-SHOWN_METRICS = ("overshoots_n", "tokens_sent", "cache_invalidation_cached_share", "cost_usd")
+SHOWN_METRICS = known("overshoots_n", "tokens_sent", "cache_invalidation_cached_share",
+                      "cost_usd")
 """The metrics a sweep's summary shows for each of the best settings, after the objective."""
 
 
