@@ -18,6 +18,7 @@ from analysis.diff import diff
 from analysis.grid import load_spec, settings
 from analysis.metrics import metrics
 from analysis.pareto import best
+from analysis.run_summary import RUN_SUMMARY
 from analysis.sweep import sweep
 from analysis.sweep_to import sweep_to
 from replay.corpus import Corpus, open_corpus, replay_corpus
@@ -142,7 +143,7 @@ def test_policy_traces_replays_each_policy_over_the_chosen_runs(corpus: Corpus) 
 
 def test_policy_traces_reads_replay_run_outputs(corpus: Corpus, tmp_path: Path) -> None:
     pol = load_policy(BASE)
-    run_to(corpus, pol, tmp_path / "a")
+    run_to(corpus, pol, tmp_path / "a", summary=RUN_SUMMARY)
     got = policy_traces(CompareSpec(runs=[tmp_path / "a"], traces=True,
                                     data=(corpus.root,)))
     assert got.corpus.run_ids == corpus.run_ids
