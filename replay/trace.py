@@ -15,6 +15,11 @@ A ``Trace`` holds three column tables, declared once here:
 - ``evictions``: one row per block a tier trimmed, summarised or dropped, with
   the request before which that happened.
 
+Each table's rows have a named type declared beside its schema (``RequestRow``, ``ActionRow``,
+``EvictionRow``; checked at import to be the table's columns, in order, with their types and
+nullability); the engine builds rows through them (its per-request loop keeps the measured
+values of ``RequestMeasured`` as flat positional values, for speed) and maps columns by name.
+
 The trace's vocabulary lives here too, and only here: the action kinds, the eviction fates and
 the kind families (trim-like, cut-like, summaries); tiers write these names, analyses read them.
 
@@ -23,7 +28,7 @@ Not here: computing it (``replay.engine``), metrics over it (``analysis``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, get_type_hints
 
 import pyarrow as pa
 
@@ -108,6 +113,107 @@ TRACE_SCHEMAS: dict[str, pa.Schema] = {"requests": REQUESTS, "actions": ACTIONS,
                                        "evictions": EVICTIONS}
 
 
+# -- rows: one named row type per table, its fields the table's columns in order -----------------
+# (checked against the schemas at import: ``_check_rows``)
+
+
+class RequestRow(NamedTuple):
+    """One row of ``requests``."""
+
+    run_id: str
+    policy: str
+    request: int
+    ts: str
+    est_tokens: int
+    truth_tokens: int
+    raw_tokens: int
+    recorded_input_tokens: int | None
+    recorded_cache_read_tokens: int | None
+    window_tokens: int
+    reserve_tokens: int
+    usable_tokens: int
+    overshoot_tokens: int
+    n_messages: int
+    n_blocks: int
+    bytes_args: int
+    bytes_args_write: int
+    bytes_results: int
+    bytes_other: int
+    cached_tokens: int
+    cache_write_tokens: int
+    fresh_tokens: int
+    invalidated_tokens: int
+    output_tokens: int
+    cost_usd: float
+    truth_source: str
+
+
+class RequestMeasured(NamedTuple):
+    """The values of ``requests`` the engine's loop measures at each request, in the order of
+    its flat rows (``replay.engine``); the other columns are the run's and the policy's."""
+
+    est_tokens: int
+    truth_tokens: int
+    overshoot_tokens: int
+    n_messages: int
+    n_blocks: int
+    bytes_args: int
+    bytes_args_write: int
+    bytes_results: int
+    bytes_other: int
+    cached_tokens: int
+    cache_write_tokens: int
+    fresh_tokens: int
+    invalidated_tokens: int
+    cost_usd: float
+
+
+class ActionRow(NamedTuple):
+    """One row of ``actions``."""
+
+    run_id: str
+    policy: str
+    action: int
+    request: int
+    tier: str
+    kind: str
+    when: str
+    trigger_tokens: int
+    threshold_tokens: int
+    n_blocks: int
+    first_msg: int
+    last_msg: int
+    reclaimed_tokens: int
+    """True tokens the action took out of the context."""
+    reclaimed_est_tokens: int
+    """The same by the policy's estimate."""
+    invalidated_tokens: int
+    undone: bool
+    failed: bool
+    summary_tokens: int
+    context_after_tokens: int
+    recorded_summary: bool
+    min_reclaim_tokens: int
+    protect_first_msg: int | None
+
+
+class EvictionRow(NamedTuple):
+    """One row of ``evictions``."""
+
+    run_id: str
+    policy: str
+    msg: int
+    block: int
+    request: int
+    tier: str
+    fate: str
+
+
+ROW_TYPES: dict[str, type[tuple[Any, ...]]] = {"requests": RequestRow, "actions": ActionRow,
+                                               "evictions": EvictionRow}
+"""Table name → its row type."""
+
+
 class Trace:
     """One replay's tables (or several replays' concatenated).
 
@@ -190,4 +296,31 @@ def _check_vocabulary() -> None:
         raise AssertionError("replay.trace: every kind is trim-like or cut-like, not both")
 
 
+_ARROW_OF = {"str": _S, "int": _I, "float": _F, "bool": _B}
+
+
+def _check_rows() -> None:
+    """Each row type's fields are its table's columns, in order, with the column's type and
+    nullability; the loop's measured values are columns of ``requests`` in table order (checked
+    at import)."""
+    for name, row in ROW_TYPES.items():
+        schema = TRACE_SCHEMAS[name]
+        if row._fields != tuple(schema.names):  # type: ignore[attr-defined]
+            raise AssertionError(f"replay.trace: {row.__name__}'s fields are not the columns "
+                                 f"of {name}")
+        for f, hint in get_type_hints(row).items():
+            nullable = hint != (base := hint.__args__[0] if hasattr(hint, "__args__") else hint)
+            column = schema.field(f)
+            if column.type != _ARROW_OF[base.__name__] or column.nullable != nullable:
+                raise AssertionError(f"replay.trace: {row.__name__}.{f} is {hint}, the column "
+                                     f"is {column.type} (nullable: {column.nullable})")
+    order = [REQUESTS.names.index(f) for f in RequestMeasured._fields]
+    if order != sorted(order):
+        raise AssertionError("replay.trace: RequestMeasured is not in the order of requests")
+    for f, hint in get_type_hints(RequestMeasured).items():
+        if hint != get_type_hints(RequestRow)[f]:
+            raise AssertionError(f"replay.trace: RequestMeasured.{f} is not RequestRow's type")
+
+
 _check_vocabulary()
+_check_rows()

@@ -91,7 +91,8 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=len(applied),
                   first_msg=run.msg[applied[0]], last_msg=run.msg[prev],
-                  reclaimed=(got_est, got_truth), invalidated=invalidated,
+                  reclaimed_est_tokens=got_est, reclaimed_tokens=got_truth,
+                  invalidated=invalidated,
                   min_reclaim_tokens=min_reclaim_tokens,
                   protect_first_msg=protect_first_msg(ctx, end))
     return Trimmed(len(applied), prev, got_est, got_truth)
@@ -107,7 +108,8 @@ def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks:
     run = ctx.run
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=n_blocks,
-                  first_msg=run.msg[first], last_msg=run.msg[last], reclaimed=(0, 0),
+                  first_msg=run.msg[first], last_msg=run.msg[last],
+                  reclaimed_est_tokens=0, reclaimed_tokens=0,
                   invalidated=0, undone=True, min_reclaim_tokens=min_reclaim_tokens,
                   protect_first_msg=protect_first_msg(
                       ctx, allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)))
@@ -133,7 +135,8 @@ def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier:
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=n, first_msg=first_msg,
                   last_msg=last_msg,
-                  reclaimed=(est_before - ctx.est(), truth_before - ctx.truth()),
+                  reclaimed_est_tokens=est_before - ctx.est(),
+                  reclaimed_tokens=truth_before - ctx.truth(),
                   invalidated=invalidated, failed=failed, summary_tokens=summary_tokens,
                   recorded=recorded, protect_first_msg=protect_first_msg(ctx, end))
     return n

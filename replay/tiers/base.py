@@ -17,10 +17,7 @@ from typing import Any
 from replay.context import Context, HeadItem
 from replay.policy import Placeholder, Policy, TokenCounter, Trigger
 from replay.prepared import Calibration, PreparedRun, text_count
-from replay.trace import ACTIONS
-
-ACTION_WIDTH = len(ACTIONS.names) - 2
-"""Values an action puts in ``Env.action_rows`` (every column but run and policy)."""
+from replay.trace import ActionRow
 
 
 @dataclass(slots=True)
@@ -110,9 +107,8 @@ class Env:
 
     policy: Policy
     calibration: Calibration | None
-    action_rows: list[Any]
-    """The actions table's rows, flat: ``ACTION_WIDTH`` values an action, in
-    ``replay.trace.ACTIONS`` column order after run and policy (filled in at the end)."""
+    action_rows: list[ActionRow]
+    """The actions table's rows."""
     evictions: Evictions
     fixed_est: int
     fixed_truth: int
@@ -227,16 +223,22 @@ def reuse_recorded(env: Env, ctx: Context, c: int) -> None:
 
 def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_tokens: int,
                   threshold_tokens: int, n_blocks: int, first_msg: int, last_msg: int,
-                  reclaimed: tuple[int, int], invalidated: int, undone: bool = False,
-                  failed: bool = False, summary_tokens: int = 0, recorded: bool = False,
-                  min_reclaim_tokens: int = 0, protect_first_msg: int | None = None) -> None:
-    """One actions row; ``reclaimed`` is (estimated, true) tokens; ``recorded``: the summary is
-    the one the log recorded."""
+                  reclaimed_est_tokens: int, reclaimed_tokens: int, invalidated: int,
+                  undone: bool = False, failed: bool = False, summary_tokens: int = 0,
+                  recorded: bool = False, min_reclaim_tokens: int = 0,
+                  protect_first_msg: int | None = None) -> None:
+    """One actions row; ``reclaimed_est_tokens`` / ``reclaimed_tokens``: what the action took
+    out by estimate / by truth; ``recorded``: the summary is the one the log recorded."""
     rows = env.action_rows
-    rows.extend((len(rows) // ACTION_WIDTH, env.request, tier, kind, env.when, trigger_tokens,
-                 threshold_tokens, n_blocks, first_msg, last_msg, reclaimed[1], reclaimed[0],
-                 invalidated, undone, failed, summary_tokens, env.fixed_truth + ctx.truth(),
-                 recorded, min_reclaim_tokens, protect_first_msg))
+    rows.append(ActionRow(
+        run_id=ctx.run.run_id, policy=env.policy.name, action=len(rows), request=env.request,
+        tier=tier, kind=kind, when=env.when, trigger_tokens=trigger_tokens,
+        threshold_tokens=threshold_tokens, n_blocks=n_blocks, first_msg=first_msg,
+        last_msg=last_msg, reclaimed_tokens=reclaimed_tokens,
+        reclaimed_est_tokens=reclaimed_est_tokens, invalidated_tokens=invalidated, undone=undone,
+        failed=failed, summary_tokens=summary_tokens,
+        context_after_tokens=env.fixed_truth + ctx.truth(), recorded_summary=recorded,
+        min_reclaim_tokens=min_reclaim_tokens, protect_first_msg=protect_first_msg))
 
 
 class _Vars(dict[str, Any]):
