@@ -33,9 +33,11 @@ from replay.cli.inputs import (
     _discover,
     _finish,
     _open,
+    _opener,
     no_conversation_note,
 )
 from replay.cli.output import (
+    _counter,
     _emit,
     _errors,
     _print_json,
@@ -48,11 +50,9 @@ from replay.cli.output import (
 from replay.cli.tables import Layout
 from replay.compaction_fit import compaction_report, model_lines
 from replay.ingest import ingest as ingest_paths
-from replay.layout import run_dir, writable_dir
 from replay.policy import load_policy, policy_to_dict, presets
 from replay.providers import PROVIDERS, provider_label, with_provider
-from replay.run import LazyRows, run_to, summary_table, write_run
-from replay.run import run as run_policy
+from replay.run import LazyRows
 from replay.run_label import label_column, run_key, run_labels
 from replay.run_tables import DEFAULT_TOKENIZERS
 
@@ -184,41 +184,29 @@ def run(
 ) -> None:
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
-    from analysis.run_summary import RUN_SUMMARY  # pandas: imported when a run is asked for
+    from analysis.policy_run import run_policy_to  # pandas: imported when a run is asked for
 
     with _errors():
         pol = load_policy(policy)
         pol = with_provider(pol, provider) if provider else pol
-        out = writable_dir(run_dir(pol.name, out))
-        corpus = _open(paths, cache_dir, fmt, quiet, strict)
-        ids = corpus.replayable()
-        with _progress("replay", len(ids), quiet) as tick:
-            if report:  # the report needs every trace in memory
-                result = run_policy(corpus, pol, summary=RUN_SUMMARY, allow_python=allow_python,
-                                    on_run=tick)
-                write_run(result, out)
-                summary = summary_table(result)
-            else:
-                summary = run_to(corpus, pol, out, summary=RUN_SUMMARY,
-                                 allow_python=allow_python, on_run=tick, release_memory=True)
-        if report:
-            from analysis.report import write_report
-
-            with _steps("report: drawing figures", quiet) as draw_tick:
-                write_report(corpus, [(pol, result.trace)], out, on_figure=draw_tick)
+        with _counter("replay", quiet) as tick, _steps("report: drawing figures", quiet) as draw:
+            done = run_policy_to(paths, pol, out, report=report, allow_python=allow_python,
+                                 open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
+                                 on_figure=draw)
+    summary = done.summary
     hidden = ["run_id", "format", "policy"] + (  # the note column only when a run has a note
         ["note"] if summary["note"].null_count == summary.num_rows and not (as_json or as_csv)
         else [])
     rows = LazyRows(summary.drop_columns(hidden))
-    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {out}", layout=RUN_LAYOUT,
+    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {done.out}", layout=RUN_LAYOUT,
           columns=columns, wide=wide, as_csv=as_csv)
-    left = sorted(set(corpus.run_ids) - set(ids))
+    left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
-        labels = run_labels(corpus.runs)
+        labels = run_labels(done.corpus.runs)
         say(f"note: {len(left)} run(s) with no recorded request not replayed: "
             + ", ".join(labels[r] for r in left[:20])
             + (" …" if len(left) > 20 else ""), err=True)
-    _finish(corpus.report, strict)
+    _finish(done.corpus.report, strict)
 
 
 def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = None,

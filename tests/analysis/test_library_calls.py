@@ -169,3 +169,22 @@ def test_report_to_writes_the_report(corpus: Corpus, tmp_path: Path) -> None:
                      max_timelines=1)
     assert done.files.html == tmp_path / "r" / "report.html" and done.files.html.is_file()
     assert done.files.markdown.is_file() and done.traces.pairs[0][0].name == BASE
+
+
+def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path: Path) -> None:
+    from analysis.policy_run import run_policy_to
+    from analysis.run_summary import RUN_SUMMARY
+    from replay.run import read_trace, run
+
+    pol = load_policy(BASE)
+    streamed = run_policy_to(corpus, pol, tmp_path / "a")
+    held = run_policy_to(corpus, pol, tmp_path / "b", report=True)
+    direct = run(corpus, pol, summary=RUN_SUMMARY)
+    for done in (streamed, held):
+        assert done.summary.num_rows == len(corpus.run_ids) and done.not_replayed == ()
+        assert read_trace(done.out).requests.equals(direct.trace.requests)
+        assert (done.out / "summary.json").is_file()
+    assert streamed.summary.equals(held.summary)
+    assert (held.out / "report.html").is_file() and not (streamed.out / "report.html").exists()
+    with pytest.raises(OSError):
+        run_policy_to([LOG], pol, LOG, open_runs=_never)  # a file is not a folder

@@ -1,0 +1,83 @@
+"""``replay run`` in one call: ``run_policy_to(runs, policy)`` replays a policy over a corpus
+and writes its traces and summary (and, with ``report``, the report) under one folder::
+
+    from analysis.policy_run import run_policy_to
+    from replay.policy import load_policy
+
+    done = run_policy_to([Path("logs")], load_policy("two-tier-corrected"))
+    done.summary.to_pandas()   # one row per run (analysis.run_summary), written to done.out
+
+Not here: the replay and its files (``replay.run``), the summary's columns
+(``analysis.run_summary``), printing (``replay.cli``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from analysis.report import write_report
+from analysis.run_summary import RUN_SUMMARY
+from replay.corpus import Corpus, Opener, Runs, corpus_of
+from replay.layout import run_dir, writable_dir
+from replay.policy import Policy
+from replay.run import run, run_to, summary_table, write_run
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRun:
+    """What ``run_policy_to`` did."""
+
+    summary: pa.Table
+    """One row per run (``analysis.run_summary``), as written to ``out/summary.json``."""
+    out: Path
+    corpus: Corpus
+    not_replayed: tuple[str, ...]
+    """Runs of the corpus with no recorded request (not replayed), by id."""
+
+
+def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report: bool = False,
+                  allow_python: bool = False, open_runs: Opener | None = None,
+                  on_run: Callable[[int, int], None] | None = None,
+                  on_figure: Callable[[int, int], None] | None = None) -> PolicyRun:
+    """Replay ``policy`` over ``runs`` and write its traces and summary under ``out``.
+
+    Args:
+        runs: a corpus, or log files/folders or one dataset (opened by ``open_runs``, default
+            ``replay.corpus.project_opener()``, once ``out`` is known to be writable).
+        policy: the policy.
+        out: the folder (default: ``out/<policy name>``, ``replay.layout.run_dir``).
+        report: also write report.html and report.md there (holds every trace in memory;
+            without it traces are streamed run by run).
+        allow_python: allow ``module:Class`` tiers.
+        on_run: ``(done, total)`` after each replayed run.
+        on_figure: the report's figures, as for ``analysis.report.write_report``.
+
+    Raises:
+        ReplayError: the policy cannot be replayed.
+        OSError: ``out`` cannot be written.
+    """
+    folder = writable_dir(run_dir(policy.name, out))
+    corpus = corpus_of(runs, open_runs)
+    ids = corpus.replayable()
+    done = [0]
+
+    def tick(_run_id: str) -> None:
+        done[0] += 1
+        if on_run is not None:
+            on_run(done[0], len(ids))
+
+    if report:
+        result = run(corpus, policy, summary=RUN_SUMMARY, allow_python=allow_python,
+                     on_run=tick)
+        write_run(result, folder)
+        summary = summary_table(result)
+        write_report(corpus, [(policy, result.trace)], folder, on_figure=on_figure)
+    else:
+        summary = run_to(corpus, policy, folder, summary=RUN_SUMMARY, allow_python=allow_python,
+                         on_run=tick, release_memory=True)
+    left = tuple(sorted(set(corpus.run_ids) - set(ids)))
+    return PolicyRun(summary=summary, out=folder, corpus=corpus, not_replayed=left)
