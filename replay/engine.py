@@ -154,7 +154,7 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     pre_truth = ctx.pre_truth
     raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets,
                                                   itertools.accumulate(run.req_blocks, max))]
-    given = {"run_id": [run.run_id] * n, "policy": [policy.name] * n, "request": list(range(n)),
+    given: dict[str, list[Any]] = {"run_id": [run.run_id] * n, "policy": [policy.name] * n, "request": list(range(n)),
              "ts": list(run.ts), "raw_tokens": raw, "recorded_input_tokens": list(run.recorded_input),
              "recorded_cache_read_tokens": list(run.recorded_cache_read),
              "window_tokens": [s.window_tokens] * n, "reserve_tokens": [s.reserve_tokens] * n,
