@@ -4,6 +4,7 @@
 keyed by entry key.  It is a cache: readers fall back to the entries' own files for any entry
 it does not hold (or when it is missing or of another schema), and every ingest rewrites it
 (``IndexRows`` gathers the rows its workers send back, ``write_index`` writes them).
+``run_listing`` is the runs as ``replay runs`` lists them (labels, parents by key, coverage).
 
 Not here: entries and the manifest (``replay.store``).
 """
@@ -18,11 +19,13 @@ import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
+from replay.run_label import label_column, run_key
 from replay.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
 from replay.store import (
     PARQUET_OPTIONS,
     Entry,
     RunTables,
+    coverage_lines,
     entry_dir,
     is_store,
     read_manifest,
@@ -40,6 +43,37 @@ def runs(root: Path) -> pa.Table:
 
 _MERGE_EVERY = 256
 """Pieces read between merges of run rows (see ``read_runs``)."""
+
+
+LISTED_COLUMNS: dict[str, str] = {
+    "run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
+    "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
+    "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
+    "n_harness_compactions": "compactions", "parent_run_id": "parent",
+    "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
+"""Index column → its name in ``run_listing`` (which adds ``coverage`` at the end)."""
+
+
+def run_listing(root: Path) -> pa.Table:
+    """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
+    (``LISTED_COLUMNS``), each run's label (``run``, ``replay.run_label``), its parent by run key
+    rather than id, and its file's coverage line (``replay.store.coverage_lines``).
+
+    Raises:
+        StoreError: ``root`` is not a readable dataset.
+    """
+    table = runs(root)
+    coverage = coverage_lines(root)
+    keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
+                                                         table["source"].to_pylist())}
+    table = table.append_column("run", pa.array(label_column(table), pa.string()))
+    table = table.set_column(table.schema.get_field_index("parent_run_id"), "parent_run_id",
+                             pa.array([keys.get(p, p) for p in
+                                       table["parent_run_id"].to_pylist()], pa.string()))
+    table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
+    return table.append_column("coverage", pa.array(
+        [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
+        pa.string()))
 
 
 def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:

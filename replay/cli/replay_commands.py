@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import pyarrow as pa
 import typer
 
-from replay import store, store_index
+from replay import store_index
 from replay.calibrate import MIN_POINTS, calibration_rows
 from replay.cli.inputs import (
     CacheDirOpt,
@@ -53,7 +52,7 @@ from replay.ingest import ingest as ingest_paths
 from replay.policy import load_policy, policy_to_dict, presets
 from replay.providers import PROVIDERS, provider_label, with_provider
 from replay.run import LazyRows
-from replay.run_label import label_column, run_key, run_labels
+from replay.run_label import run_labels
 from replay.run_tables import DEFAULT_TOKENIZERS
 
 
@@ -111,24 +110,7 @@ def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
     ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
     compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
     with _errors():
-        table = store_index.runs(dataset)
-        coverage = store.coverage_lines(dataset)
-    shown = {"run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
-             "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
-             "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
-             "n_harness_compactions": "compactions", "parent_run_id": "parent",
-             "n_estimated_blocks": "estimated_blocks",
-             "estimated_tokens_o200k": "estimated_tokens"}
-    keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
-                                                         table["source"].to_pylist())}
-    table = table.append_column("run", pa.array(label_column(table), pa.string()))
-    table = table.set_column(table.schema.get_field_index("parent_run_id"), "parent_run_id",
-                             pa.array([keys.get(p, p) for p in
-                                       table["parent_run_id"].to_pylist()], pa.string()))
-    table = table.select(list(shown)).rename_columns(list(shown.values()))
-    rows = LazyRows(table.append_column("coverage", pa.array(
-        [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
-        pa.string())))
+        rows = LazyRows(store_index.run_listing(dataset))
     if not len(rows):
         if as_json:
             _print_json([])

@@ -179,3 +179,23 @@ def _spans(keys: list[str]) -> list[tuple[int, int]]:
             out.append((start, i))
             start = i
     return out
+
+
+def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Path) -> None:
+    """``replay runs`` is one library call: ``store_index.run_listing`` (#14 item 5)."""
+    from replay.run_label import label_column, run_key
+    from replay.store import coverage_lines
+    from replay.store_index import LISTED_COLUMNS, run_listing
+
+    out = tmp_path / "ds"
+    ingest([Path(__file__).resolve().parents[2] / "logs" / "compacting-session.jsonl"], out)
+    listed, index = run_listing(out), store_index.runs(out)
+    assert listed.column_names == [*LISTED_COLUMNS.values(), "coverage"]
+    assert listed["run"].to_pylist() == label_column(index)
+    assert listed["requests"].to_pylist() == index["n_requests"].to_pylist()
+    keys = {r: run_key(r, s) for r, s in zip(index["run_id"].to_pylist(),
+                                              index["source"].to_pylist())}
+    assert listed["parent"].to_pylist() == [keys.get(p, p) for p in
+                                            index["parent_run_id"].to_pylist()]
+    assert listed["coverage"].to_pylist() == [coverage_lines(out)[s] for s in
+                                              index["source"].to_pylist()]
