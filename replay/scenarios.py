@@ -21,13 +21,15 @@ Not here: computing metrics (``analysis``), the replay (``replay.engine``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.errors import ReplayInputError
 from replay.policy import Policy, load_policy, replace_paths
 from replay.synth import synth_run
-from replay.synth_corpus import write_text
+from replay.synth_corpus import CORPUS, write_corpus, write_text
 from replay.synth_scenario import Scenario
 
 ORIGINAL = "two-tier-original"
@@ -294,6 +296,28 @@ def write_scenarios(out_dir: Path,
                   f"- metric: {fs.metric}", f"- expected: {fs.expected}", ""]
     write_text(out_dir / "README.md", "\n".join(lines))
     return written
+
+
+def write_generated(out_dir: Path, only: Sequence[str] = ()) -> list[Path]:
+    """Write the generated corpus (``replay.synth_corpus.CORPUS``) into ``out_dir`` and the
+    failure scenarios into ``out_dir/scenarios``, as ``replay synth`` does; ``only``: just the
+    sessions and scenarios of these names (default: all).
+
+    Returns:
+        The JSONL paths written, the corpus's first.
+
+    Raises:
+        ReplayInputError: ``only`` names none of them.
+    """
+    chosen = tuple(s for s in CORPUS if not only or s.name in only)
+    failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
+    if not chosen and not failures:
+        raise ReplayInputError(f"no scenario named {list(only)}; one of "
+                               f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
+    paths = write_corpus(out_dir, chosen) if chosen else []
+    if failures:
+        paths += write_scenarios(out_dir / "scenarios", failures)
+    return paths
 
 
 def scenario(name: str) -> FailureScenario:

@@ -239,18 +239,10 @@ def synth(
     only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
 ) -> None:
     """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
-    from replay.scenarios import SCENARIOS, write_scenarios
-    from replay.synth_corpus import CORPUS, write_corpus
+    from replay.scenarios import write_generated
 
-    chosen = [s for s in CORPUS if not only or s.name in only]
-    failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
-    if not chosen and not failures:
-        error(f"no scenario named {only}; one of "
-              f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
-        raise typer.Exit(2)
-    paths = write_corpus(out, tuple(chosen)) if chosen else []
-    if failures:
-        paths += write_scenarios(out / "scenarios", failures)
+    with _errors():
+        paths = write_generated(out, only or ())
     for path in paths:
         say(f"{path}  {path.stat().st_size:,} bytes")
 

@@ -327,3 +327,24 @@ def test_7_small_trims_cost_the_cache_until_a_minimum_reclaim_undoes_them() -> N
     assert sum(a["invalidated_tokens"] for a in kept) <= invalidated / 4
     assert sum(r["invalidated_tokens"] for r in cols(trace, "requests")) <= \
         sum(r["invalidated_tokens"] for r in cols(sides["original"][1], "requests")) / 4
+
+
+def test_write_generated_is_what_replay_synth_writes(tmp_path: Path) -> None:
+    """``replay synth`` is one library call (#14 item 5): ``write_generated``."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.errors import ReplayInputError
+    from replay.scenarios import SCENARIOS, write_generated
+
+    name = SCENARIOS[0].name
+    assert write_generated(tmp_path, [name]) == [tmp_path / "scenarios" / f"{name}.jsonl"]
+    assert (tmp_path / "scenarios" / "README.md").is_file()
+    with pytest.raises(ReplayInputError, match="no scenario named \\['nope'\\]"):
+        write_generated(tmp_path, ["nope"])
+    res = CliRunner().invoke(app, ["synth", "--out", str(tmp_path / "cli"), "--only", name])
+    assert res.exit_code == 0 and f"{name}.jsonl" in res.output
+    assert (tmp_path / "cli" / "scenarios" / f"{name}.jsonl").read_bytes() == \
+        (tmp_path / "scenarios" / f"{name}.jsonl").read_bytes()
+    bad = CliRunner().invoke(app, ["synth", "--out", str(tmp_path / "x"), "--only", "nope"])
+    assert bad.exit_code == 2 and "no scenario named ['nope']" in bad.output
