@@ -153,7 +153,8 @@ def junit_xml(result: CheckResult) -> bytes:
     if result.notes:
         ET.SubElement(root, "system-out").text = "\n".join(result.notes)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return xml + b"\n"
 
 
 def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:

@@ -312,11 +312,11 @@ def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Callable
             for name, title, caption, size, paint in specs]
 
 
-def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, dict],
+def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, dict[str, Any]],
                      max_timelines: int) -> list[Callable[[], Image]]:
     """One figure per run (the longest ``max_timelines``), one axes per policy; each drawn
     when called."""
-    out = []
+    out: list[Callable[[], Image]] = []
     for i, rid in enumerate(_longest(reps, run_ids, max(max_timelines, 0))):
         label = str(meta.get(rid, {}).get("label", "")) or rid
 
