@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.report import write_report
 from analysis.run_summary import RUN_SUMMARY
 from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import run_dir, writable_dir
@@ -75,6 +74,8 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
                      on_run=tick)
         write_run(result, folder)
         summary = summary_table(result)
+        # imported here: only the report needs pandas and matplotlib (~1 s to import)
+        from analysis.report import write_report
         write_report(corpus, [(policy, result.trace)], folder, on_figure=on_figure)
     else:
         summary = run_to(corpus, policy, folder, summary=RUN_SUMMARY, allow_python=allow_python,
