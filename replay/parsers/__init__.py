@@ -28,7 +28,7 @@ from replay.parsers import (
     swe_agent,
 )
 
-PARSERS_VERSION = "17"
+PARSERS_VERSION = "18"
 """Part of every ingest cache key: bump it when a parser's output changes, so stores re-parse."""
 
 PARSERS: dict[str, ModuleType] = {
