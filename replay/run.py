@@ -143,7 +143,8 @@ def _to_arrow(traces: list[Trace], done: dict[str, list[pa.Table]]) -> int:
     merged = Trace.concat(traces)
     for name, chunks in done.items():
         chunks.append(merged.table(name))
-    return done["requests"][-1].num_rows
+    added: int = done["requests"][-1].num_rows
+    return added
 
 
 def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]) -> None:
@@ -184,7 +185,7 @@ def _write_summary(policy: Policy, rows: list[dict[str, Any]], out: Path) -> Pat
     return path
 
 
-class LazyRows(list):  # type: ignore[type-arg]
+class LazyRows(list[dict[str, Any]]):
     """A table's rows as dicts, made a batch at a time as they are iterated.
 
     For ``json.JSONEncoder(indent=…).iterencode``, which encodes any ``list`` by ``len`` and
@@ -199,12 +200,13 @@ class LazyRows(list):  # type: ignore[type-arg]
         self.table = table
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        n_rows: int = self.table.num_rows
+        return n_rows
 
     def __bool__(self) -> bool:
-        return self.table.num_rows > 0
+        return len(self) > 0
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         for batch in self.table.to_batches(max_chunksize=self._BATCH):
             yield from batch.to_pylist()
 
