@@ -423,7 +423,12 @@ def check_drafts(drafts: Any, fmt: str) -> None:
 def check_tables(parsed: ParsedFile) -> None:
     t = parsed.tables
     if t is None:
-        assert parsed.issues, "no tables and no issue: a file silently dropped"
+        # no run is either a problem said (issues) or a file that holds no conversation, said
+        # with its reason, every record counted and none of them modelled
+        assert parsed.issues or parsed.no_conversation, \
+            "no tables and no issue: a file silently dropped"
+        if not parsed.issues:
+            assert all(set(f) == {"skipped"} for f in parsed.coverage.values()), parsed.coverage
         return
     runs = t.runs.to_pylist()
     assert runs, "tables with no run"
