@@ -33,11 +33,11 @@ import pandas as pd
 from analysis.metrics import metrics
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
+from replay.engine.trace import TRACE_VERSION, Trace
 from replay.errors import ReplayError
+from replay.ingest.run_label import run_key
+from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
-from replay.run_label import run_key
-from replay.schema import SCHEMA_VERSION
-from replay.trace import TRACE_VERSION, Trace
 
 BASELINE_FORMAT = 1
 """Version of the file layout itself (not of the engine)."""
@@ -132,7 +132,7 @@ def policy_values(policy: Policy, frame: pd.DataFrame, keys: dict[str, str]) -> 
     Args:
         policy: the measured policy.
         frame: ``metrics()`` of its replay.
-        keys: run id → run key (``replay.run_label.run_key``).
+        keys: run id → run key (``replay.ingest.run_label.run_key``).
     """
     order = [c for c in frame.columns if c not in ("run_id", "policy")]
     values = {keys[row["run_id"]]: {m: stored_value(row[m]) for m in order}

@@ -28,7 +28,7 @@ Definitions.
   = Σ ``recorded_cache_read_tokens`` / Σ ``recorded_input_tokens`` over the
   requests that have both, beside the replay's share over the same requests.
 
-Not here: the cache model itself (``replay.cache``), summary frequency.
+Not here: the cache model itself (``replay.engine.cache``), summary frequency.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from analysis._numeric import floats
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.cache_invalidation import METRICS
 from analysis.per_run.stats import ratio
+from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 from replay.policy import Policy
-from replay.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 
 def cache_invalidation(requests: pd.DataFrame, policy: Policy) -> pd.DataFrame:

@@ -43,8 +43,8 @@ from analysis.baseline import (
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.tolerances import Tolerance, Tolerances
 from replay.corpus import Corpus
+from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy
-from replay.run_label import run_key, run_labels
 
 Status = Literal["same", "within", "improved", "regressed", "ignored", "appeared", "vanished",
                  "changed log", "new run", "missing run", "new metric", "missing metric"]
@@ -87,7 +87,7 @@ class CheckResult:
     unreadable: tuple[str, ...] = ()
     """Logs of the archive that could not be read (their runs are not compared)."""
     labels: dict[str, str] = field(default_factory=dict)
-    """Run key → the run's label (``replay.run_label``), for the runs of the corpus checked."""
+    """Run key → the run's label (``replay.ingest.run_label``), for the runs of the corpus checked."""
 
     def label(self, run: str) -> str:
         """How a run is shown to people: its label, else its key (a run only the baseline has)."""

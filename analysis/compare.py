@@ -1,7 +1,7 @@
 """Policies compared on the same runs, as ``replay report`` and ``replay diff`` do it.
 
 ``policy_traces`` gives the (policy, trace) pairs: replayed from logs with the policies priced
-under one provider (``replay.providers.one_provider``), or read from ``replay run`` output
+under one provider (``replay.policy.providers.one_provider``), or read from ``replay run`` output
 folders (``traces=True``) with the dataset they were replayed from, optionally narrowed to some
 runs (``replay.run_select``).  ``report_to`` writes the report of those pairs; ``diff_policies``
 compares the metrics of two.  A notebook calls them as the commands do::
@@ -29,15 +29,15 @@ import pyarrow.compute as pc
 from analysis.diff import diff
 from analysis.metrics import metrics
 from analysis.report import ReportFiles, read_runs, write_report
-from replay import store
 from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
+from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
+from replay.ingest import store
+from replay.ingest.run_label import label_column, run_labels
 from replay.layout import cache_root, dataset_dir, writable_dir
 from replay.policy import Policy, load_policy
-from replay.providers import one_provider, pricing_note
-from replay.run_label import label_column, run_labels
+from replay.policy.providers import one_provider, pricing_note
 from replay.run_select import select_runs
-from replay.trace import Trace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,7 +74,7 @@ class PolicyTraces:
     corpus: Corpus
     pairs: tuple[tuple[Policy, Trace], ...]
     pricing: str
-    """What the costs are priced under, in one sentence (``replay.providers``)."""
+    """What the costs are priced under, in one sentence (``replay.policy.providers``)."""
 
 
 @dataclass(frozen=True, slots=True)

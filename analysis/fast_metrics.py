@@ -33,8 +33,8 @@ import pandas as pd
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
 from analysis.per_run import FLOAT_COLUMNS, METRIC_COLUMNS, PARTS, part_metrics
 from analysis.run_facts import RunFacts
+from replay.engine.trace import Trace
 from replay.policy import Policy
-from replay.trace import Trace
 
 __all__ = ["FLOAT_COLUMNS", "METRICS_VERSION", "METRIC_COLUMNS", "fast_metrics", "metrics_frame",
            "part_metrics"]
@@ -49,7 +49,7 @@ def fast_metrics(facts: RunFacts, trace: Trace, policy: Policy,
 
     Args:
         facts: ``run_facts`` of the replayed run.
-        trace: the replay (``replay.engine.replay`` of that run under ``policy``).
+        trace: the replay (``replay.engine.fold.replay`` of that run under ``policy``).
         policy: the replayed policy (prices, tier minimums, usable window).
         params: the analyses' constants.
 

@@ -11,7 +11,7 @@ it (``HARNESS_POLICY``) and compares the trace with the log:
 - ``cache_read_error_median_frac``: median |simulated cache read − recorded cache read| /
   recorded input, over the requests that recorded a cache read;
 - ``held_out_error_frac``: the run's own calibration fitted on the first half of its
-  pre-compaction requests, median error on the second half (``replay.calibrate``; None with too
+  pre-compaction requests, median error on the second half (``replay.engine.calibrate``; None with too
   few points).
 
 ``fidelity_totals`` gives the corpus figures against the targets of issue #15.
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.corpus import Corpus
-from replay.engine import replay
+from replay.engine.fold import replay
+from replay.engine.trace import CUT_KINDS
 from replay.policy import load_policy
-from replay.trace import CUT_KINDS
 
 HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex"}
 """The preset reproducing each format's harness; formats not listed use ``none`` (mini-swe-agent

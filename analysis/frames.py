@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay.corpus import Corpus
-from replay.schema import SCHEMAS
-from replay.trace import Trace
+from replay.engine.trace import Trace
+from replay.ingest.schema import SCHEMAS
 
 MESSAGE_COLUMNS_NO_TEXT: tuple[str, ...] = (
     "run_id", "msg", "block", "role", "kind", "call_id", "tool", "op", "path", "n_bytes",

@@ -43,8 +43,8 @@ from analysis.per_run.basic import BASIC
 from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
 from analysis.summarisation import recorded_compactions, summarisation, summarisation_summary
 from replay.corpus import Corpus
+from replay.engine.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
 from replay.policy import Policy
-from replay.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
 
 __all__ = ["BASIC", "BASIC_COLUMNS", "FLOAT_COLUMNS", "METRIC_COLUMNS", "METRIC_DIRECTIONS", "PARTS",
            "RATIOS", "SPECS", "WEIGHTS", "known", "metrics"]

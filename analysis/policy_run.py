@@ -5,10 +5,10 @@ and writes its traces and summary (and, with ``report``, the report) under one f
     from replay.policy import load_policy
 
     done = run_policy_to([Path("logs")], load_policy("two-tier-corrected"))
-    done.summary.to_pandas()   # one row per run (analysis.run_summary), written to done.out
+    done.summary.to_pandas()   # one row per run (analysis.run_rollup), written to done.out
 
-Not here: the replay and its files (``replay.run``), the summary's columns
-(``analysis.run_summary``), printing (``replay.cli``).
+Not here: the replay and its files (``replay.apply_policy``), the summary's columns
+(``analysis.run_rollup``), printing (``replay.cli``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.run_summary import RUN_SUMMARY
+from analysis.run_rollup import RUN_ROLLUP
+from replay.apply_policy import rollup_table, run, run_to, write_run
 from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import run_dir, writable_dir
 from replay.policy import Policy
-from replay.run import run, run_to, summary_table, write_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class PolicyRun:
     """What ``run_policy_to`` did."""
 
     summary: pa.Table
-    """One row per run (``analysis.run_summary``), as written to ``out/summary.json``."""
+    """One row per run (``analysis.run_rollup``), as written to ``out/summary.json``."""
     out: Path
     corpus: Corpus
     not_replayed: tuple[str, ...]
@@ -70,15 +70,15 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
             on_run(done[0], len(ids))
 
     if report:
-        result = run(corpus, policy, summary=RUN_SUMMARY, allow_python=allow_python,
+        result = run(corpus, policy, rollup=RUN_ROLLUP, allow_python=allow_python,
                      on_run=tick)
         write_run(result, folder)
-        summary = summary_table(result)
+        summary = rollup_table(result)
         # imported here: only the report needs pandas and matplotlib (~1 s to import)
         from analysis.report import write_report
         write_report(corpus, [(policy, result.trace)], folder, on_figure=on_figure)
     else:
-        summary = run_to(corpus, policy, folder, summary=RUN_SUMMARY, allow_python=allow_python,
+        summary = run_to(corpus, policy, folder, rollup=RUN_ROLLUP, allow_python=allow_python,
                          on_run=tick, release_memory=True)
     left = tuple(sorted(set(corpus.run_ids) - set(ids)))
     return PolicyRun(summary=summary, out=folder, corpus=corpus, not_replayed=left)

@@ -59,15 +59,15 @@ from analysis.report_pages import Image, Page, render_html, render_markdown
 from analysis.rereads import REREADS_COLUMNS, lint_placeholders, plot_rereads, rereads
 from analysis.summarisation import plot_summarisation, recorded_compactions, summarisation
 from analysis.timeline import plot_timeline
+from replay.apply_policy import read_trace
 from replay.atomic_files import atomic_write_bytes
 from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus
+from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
+from replay.ingest.run_label import run_labels
 from replay.policy import Policy, policy_from_dict
-from replay.run import read_trace
-from replay.run_label import run_labels
 from replay.safe_names import file_name
-from replay.trace import Trace
 
 DPI = 100
 LINE_RUNS = 4
@@ -234,7 +234,7 @@ def _gather(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]]) -> list[_Repla
 
 
 def _truth_sources(reps: list[_Replayed]) -> dict[tuple[str, str], str]:
-    """(run id, policy) → the truth that judged it (``replay.truth``)."""
+    """(run id, policy) → the truth that judged it (``replay.engine.truth``)."""
     out: dict[tuple[str, str], str] = {}
     for r in reps:
         req = r.requests

@@ -23,9 +23,9 @@ import pandas as pd
 from analysis.diff import TOTAL
 from analysis.fidelity import FIDELITY_NOTE, RunFidelity, fidelity_totals, totals_lines
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
+from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
-from replay.providers import pricing_note, provider_label
-from replay.truth import TRUTH_SOURCES
+from replay.policy.providers import pricing_note, provider_label
 
 HEADLINE: tuple[tuple[str, str], ...] = tuple((m, SPECS[m].header) for m in known(
     "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
@@ -70,7 +70,7 @@ class Page:
     policies: list[tuple[Policy, list[str]]]
     """Each policy, in report order, with its placeholder lint findings."""
     runs: list[dict[str, Any]]
-    """``run_id``, ``label`` (``replay.run_label``), ``source``, ``format``, ``model`` of each
+    """``run_id``, ``label`` (``replay.ingest.run_label``), ``source``, ``format``, ``model`` of each
     run, in report order."""
     metrics: pd.DataFrame
     totals: pd.DataFrame
@@ -79,7 +79,7 @@ class Page:
     analyses: list[Image]
     timelines: list[Image]
     truth_sources: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
-    """(run id, policy) → what judged its tokens (``replay.truth.TRUTH_SOURCES``)."""
+    """(run id, policy) → what judged its tokens (``replay.engine.truth.TRUTH_SOURCES``)."""
     fidelity: list[RunFidelity] = dataclasses.field(default_factory=list)
     """Per run with recorded usage: how closely its harness's own policy reproduces the log
     (``analysis.fidelity``), in report order."""

@@ -57,7 +57,7 @@ from matplotlib.axes import Axes
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.rereads import METRICS
 from analysis.placeholders import lint_placeholders
-from replay.trace import FATES
+from replay.engine.trace import FATES
 
 __all__ = ["CLASSES", "FATES", "REREADS_COLUMNS", "lint_placeholders", "plot_rereads", "rereads",
            "rereads_summary"]

@@ -46,7 +46,7 @@ from matplotlib.axes import Axes
 from analysis._numeric import floats, nullable_ints
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.summarisation import METRICS
-from replay.trace import SUMMARY_KINDS
+from replay.engine.trace import SUMMARY_KINDS
 
 
 def recorded_compactions(messages: pd.DataFrame, recorded_requests: pd.DataFrame) -> pd.DataFrame:

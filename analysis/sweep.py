@@ -1,7 +1,7 @@
 """Threshold sweeps: every setting of a grid replayed over every run, one row per (run, setting).
 
 ``sweep(corpus, settings)`` splits the work into units of one run and a batch of
-settings.  A unit opens that run's store entry only (``replay.store``), prepares
+settings.  A unit opens that run's store entry only (``replay.ingest.store``), prepares
 the run and its policy-independent facts once, replays each setting of the
 batch and computes its metrics (``analysis.fast_metrics``), and returns small
 rows; so a worker's memory is bounded by the largest run, not the archive.
@@ -56,11 +56,11 @@ from analysis.sweep_choice import ChoiceRule, chosen_yaml
 from analysis.sweep_plots import write_plots
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus
-from replay.engine import replay
+from replay.engine.fold import replay
+from replay.engine.prepared import Calibration, PreparedRun
 from replay.errors import ReplayError, ReplayInputError
+from replay.ingest.store import Entry
 from replay.policy import Custom, policy_to_dict
-from replay.prepared import Calibration, PreparedRun
-from replay.store import Entry
 from replay.workers import init_worker
 
 UNITS_PER_WORKER = 8

@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 
 from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
 from replay.atomic_files import atomic_write_bytes
+from replay.engine.trace import TRACE_VERSION
+from replay.ingest.store import Entry
 from replay.safe_names import file_name
-from replay.store import Entry
-from replay.trace import TRACE_VERSION
 
 ROW_COLUMNS: tuple[str, ...] = ("setting", "run_id", "policy", *METRIC_COLUMNS)
 """The columns of computed rows, as the sweep's workers return them."""

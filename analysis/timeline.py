@@ -27,7 +27,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from analysis._numeric import floats
-from replay.trace import COLLAPSE, COLLAPSE_TRIM, CUSTOM_CUT, CUSTOM_TRIM, SUMMARISE, TRIM
+from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, CUSTOM_CUT, CUSTOM_TRIM, SUMMARISE, TRIM
 
 ACTION_STYLES: dict[str, tuple[str, str]] = {
     TRIM: ("v", "tab:purple"),

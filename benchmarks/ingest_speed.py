@@ -7,7 +7,7 @@ Usage::
 PATH defaults to the sample logs (``../shared/logs-sample`` beside the repository).  Printed:
 
 * raw: tiktoken ``encode_ordinary`` over exactly the block texts ingest counts, one thread;
-* ingest, ``jobs=1``: ``replay.ingest.ingest`` into a fresh store, everything included (read,
+* ingest, ``jobs=1``: ``replay.ingest.batch.ingest`` into a fresh store, everything included (read,
   sha256, format detection, parsing, token counting, Arrow tables, zstd Parquet, manifest), one
   process and one thread, so like is compared with like;
 * their ratio (target ≥ 0.7) and where the ``jobs=1`` time goes: tokenising (the raw figure),
@@ -20,7 +20,7 @@ Each figure is the best of ``--repeat`` interleaved rounds (other load on the ma
 slows a round down).  The encoding is loaded once before timing (it is loaded once per process
 in real use too; its load time is printed separately).  Not a test: the only assertion is
 that every ingest counted exactly the raw number of tokens (blocks holding redaction markers
-sized by their declared lengths, as ``replay.redaction`` says).
+sized by their declared lengths, as ``replay.ingest.redaction`` says).
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from replay import store
-from replay.discover import discover, sources
-from replay.ingest import ingest
-from replay.parse_file import parse_file
-from replay.parsers import PARSERS, detect_format
-from replay.parsers.builder import Source
-from replay.redaction import declared, tokens_for
-from replay.run_tables import tokenize
-from replay.tokens import encoding
+from replay.ingest import store
+from replay.ingest.batch import ingest
+from replay.ingest.discover import discover, sources
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import PARSERS, detect_format
+from replay.ingest.parsers.builder import Source
+from replay.ingest.redaction import declared, tokens_for
+from replay.ingest.run_tables import tokenize
+from replay.ingest.tokens import encoding
 
 TOKENIZER = "o200k_base"
 

@@ -1,10 +1,10 @@
 """Per-kind scales (issue #15 item 4): does a scale per block kind predict held-out requests better
-than the one scale ``replay.calibrate`` fits?
+than the one scale ``replay.engine.calibrate`` fits?
 
     python benchmarks/per_kind_scales.py [PATH ...]
     (default: ../shared/logs-sample, logs/ and tests/fixtures)
 
-For every run whose calibration has a held-out error (``replay.calibrate.held_out_error``: fit on
+For every run whose calibration has a held-out error (``replay.engine.calibrate.held_out_error``: fit on
 the first half of the pre-compaction requests, median relative error on the second), it fits
 recorded input ≈ overhead + Σ scale_kind × o200k count of the context's blocks of that kind
 (text, tool_call, tool_result, other) by least squares on the same first half and reports the
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.calibrate import held_out_error, points
 from replay.corpus import open_corpus
+from replay.engine.calibrate import held_out_error, points
+from replay.engine.prepared import PreparedRun
 from replay.policy import TokenCounter
-from replay.prepared import PreparedRun
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("text", "tool_call", "tool_result", "other")
@@ -41,7 +41,7 @@ GENERATED = REPO / "logs"
 
 def kind_points(run: PreparedRun) -> list[tuple[list[float], float]]:
     """(o200k count of the context per kind, recorded input) of each recorded request before
-    the first harness compaction (the points of ``replay.calibrate.points``, split by kind)."""
+    the first harness compaction (the points of ``replay.engine.calibrate.points``, split by kind)."""
     counts = run.counts(TokenCounter(method="tokenizer", tokenizer="o200k_base"))
     total = [0.0] * len(KINDS)
     out, upto = [], 0

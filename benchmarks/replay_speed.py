@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from replay.corpus import open_corpus
-from replay.engine import replay
+from replay.engine.fold import replay
+from replay.engine.prepared import PreparedRun
+from replay.ingest.tokens import encoding
 from replay.policy import load_policy, presets
-from replay.prepared import PreparedRun
-from replay.tokens import encoding
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 9

@@ -29,8 +29,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from replay.synth import synth_run
-from replay.synth_corpus import CORPUS
+from replay.synth.embedded import CORPUS
+from replay.synth.generate import synth_run
 
 
 def _child(cmd: list[str]) -> tuple[float, float]:
@@ -59,7 +59,7 @@ def _per_request(long_run: Path, shorts: list[Path], work: Path, n: int, rounds:
     what a replay is O(…) in — is printed next to it.
     """
     from replay.corpus import Corpus, open_corpus
-    from replay.engine import replay
+    from replay.engine.fold import replay
     from replay.policy import load_policy
 
     corpus = open_corpus([long_run], cache_dir=work / "ds-long")
@@ -104,8 +104,8 @@ def _units(replay, policy, run, cal) -> int:  # type: ignore[no-untyped-def]
 
 
 def _store(paths: list[Path], ds: Path) -> tuple[Path, list]:  # type: ignore[type-arg]
-    from replay import store
-    from replay.ingest import ingest
+    from replay.ingest import store
+    from replay.ingest.batch import ingest
 
     ingest(paths, ds)
     manifest = store.read_manifest(ds)

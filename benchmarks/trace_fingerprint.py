@@ -24,9 +24,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from replay.corpus import open_corpus
-from replay.engine import replay
+from replay.engine.fold import replay
+from replay.engine.trace import TRACE_SCHEMAS
 from replay.policy import load_policy, presets
-from replay.trace import TRACE_SCHEMAS
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = [REPO / "logs", REPO.parent / "shared" / "logs-sample"]

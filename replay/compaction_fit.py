@@ -2,7 +2,7 @@
 
 Where a replay compacts away from a recorded compaction it has no recorded summary to reuse:
 the summarise tier writes a stub summary and re-attaches what ``Summarise.restore`` says
-(``replay.tiers.restore``).  This module measures the recorded compactions and fits that
+(``replay.engine.tiers.restore``).  This module measures the recorded compactions and fits that
 model's numbers, outside the engine; the numbers go into a policy's ``restore:`` block as data.
 
 Per recorded compaction (``RecordedCompaction``, from the run's ``compaction`` events and its
@@ -15,14 +15,14 @@ recorded usage):
 - ``summary_tokens``: the recorded summary's o200k count;
 - ``reattached_tokens``: what the first request after carried beyond its counted context,
   minus what the request before carried (the anchor offset's jump,
-  ``replay.truth.reattached_tokens``; against the calibration's overhead when the log starts at
+  ``replay.engine.truth.reattached_tokens``; against the calibration's overhead when the log starts at
   the compaction): the files, todo list and hook output the harness re-attached without
   writing them to the log (None without usage after it);
 - ``files_tokens_by_count``: what the files model (the last ``files`` files read, capped)
   re-attaches at that boundary, in the same units.
 
 The fit (``fit_compactions``): summary tokens = base + per-summarised × summarised tokens by
-least squares (``replay.calibrate.fit``) when the recorded summaries show a rising trend, else
+least squares (``replay.engine.calibrate.fit``) when the recorded summaries show a rising trend, else
 their median with no slope; ``files`` the count (0–``MAX_FILES``) whose re-attached tokens are
 closest (median absolute error) to the observed ones, over the compactions whose log holds what
 was read before them; caps as Claude Code's.  Only compactions of at least
@@ -36,11 +36,11 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from replay.calibrate import fit
+from replay.engine.calibrate import fit
+from replay.engine.prepared import PreparedRun
+from replay.engine.tiers.restore import pick_files
+from replay.engine.truth import anchor_offsets, reattached_tokens
 from replay.policy import Restore, TokenCounter
-from replay.prepared import PreparedRun
-from replay.tiers.restore import pick_files
-from replay.truth import anchor_offsets, reattached_tokens
 
 if TYPE_CHECKING:
     from replay.corpus import Corpus

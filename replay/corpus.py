@@ -21,18 +21,18 @@ from typing import TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay import store, store_index
-from replay.calibrate import MIN_POINTS, calibrate, corpus_fit
-from replay.calibrate import points as calibration_points
-from replay.engine import replay
+from replay.engine.calibrate import MIN_POINTS, calibrate, corpus_fit
+from replay.engine.calibrate import points as calibration_points
+from replay.engine.fold import replay
+from replay.engine.prepared import Calibration, PreparedRun, prepare
+from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
-from replay.ingest import IngestReport, ingest
+from replay.ingest import store, store_index
+from replay.ingest.batch import IngestReport, ingest
+from replay.ingest.run_tables import DEFAULT_TOKENIZERS
+from replay.ingest.schema import SCHEMAS
 from replay.layout import cache_root, dataset_dir
 from replay.policy import Policy
-from replay.prepared import Calibration, PreparedRun, prepare
-from replay.run_tables import DEFAULT_TOKENIZERS
-from replay.schema import SCHEMAS
-from replay.trace import Trace
 
 CORPUS_FIT_RUNS = 64
 """Runs pooled at most into a model's corpus-level fit (bounds its cost on an archive)."""

@@ -11,8 +11,8 @@
   name only when it is one safe path segment (``replay.safe_names.is_segment``), else its safe
   slug with a hash (``file_name``), so no name leads outside ``out/``.
 
-Not here: the store inside the dataset folder (``replay.store``), what a run writes
-(``replay.run``).
+Not here: the store inside the dataset folder (``replay.ingest.store``), what a run writes
+(``replay.apply_policy``).
 """
 
 from __future__ import annotations

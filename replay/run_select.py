@@ -1,14 +1,14 @@
 """Which runs a ``--run`` names: a label, a run key, a source path, a glob, or a run id.
 
 A run's source is its log's path relative to the folder given (``scenarios/big-output.jsonl``);
-its key adds ``#N`` for a file's later runs and its label a title (``replay.run_label``).
+its key adds ``#N`` for a file's later runs and its label a title (``replay.ingest.run_label``).
 ``--run`` takes the label as printed (``write-heavy.jsonl — Add a CSV export``, with or
 without a subagent's ``↳``), the key (``eval.json#1``), the source, the source with the folder
 in front (``logs/scenarios/…``), a glob over sources or labels (``scenarios/*``,
 ``*CSV export*``) or a run id (``4c7c533dc9ae8261-0``).  A value that names no run is an error
 with the closest labels, never an empty selection.
 
-Not here: opening the corpus (``replay.corpus``), what a label is (``replay.run_label``).
+Not here: opening the corpus (``replay.corpus``), what a label is (``replay.ingest.run_label``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replay.errors import ReplayInputError
-from replay.run_label import run_key, strip_mark
+from replay.ingest.run_label import run_key, strip_mark
 
 
 def select_runs(run_ids: Sequence[str], sources: Sequence[str], wanted: Sequence[str],

@@ -10,8 +10,8 @@ Everything a store, a log or a trace holds may have been crafted: a run id of
   source): a readable slug of ``text`` plus a short hash of it, so two different texts never
   share a file and no text can leave the folder it is joined to.
 
-Not here: what is damaged about a store (``replay.store``), reading input files
-(``replay.input_files``).
+Not here: what is damaged about a store (``replay.ingest.store``), reading input files
+(``replay.ingest.input_files``).
 """
 
 from __future__ import annotations

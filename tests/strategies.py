@@ -6,10 +6,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from replay.parsers.builder import RunBuilder, Source
+from replay.engine.prepared import PreparedRun, prepare
+from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, policy_from_dict
-from replay.prepared import PreparedRun, prepare
-from replay.run_tables import tokenize
 
 _TOOLS = [("Read", "read"), ("Write", "write"), ("Edit", "edit"), ("Bash", "exec"), ("Grep", "search")]
 

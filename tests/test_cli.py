@@ -59,7 +59,7 @@ def test_bad_policy_exits_2_with_the_key_path(tmp_path: Path) -> None:
 
 def test_custom_python_tier_needs_allow_python(tmp_path: Path) -> None:
     policy = tmp_path / "p.yaml"
-    policy.write_text("tiers:\n  - {type: custom, class: 'replay.tiers.custom:DropStaleReads'}\n")
+    policy.write_text("tiers:\n  - {type: custom, class: 'replay.engine.tiers.custom:DropStaleReads'}\n")
     log = str(REPO / "logs" / "explore-rereads.jsonl")
     refused = runner.invoke(app, ["run", "--policy", str(policy), log, "--out", str(tmp_path / "a")])
     assert refused.exit_code == 2 and "--allow-python" in refused.output

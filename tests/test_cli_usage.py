@@ -11,12 +11,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from analysis.run_summary import NOT_REPLAYED
+from analysis.run_rollup import NOT_REPLAYED
 from replay.cli import app
 from replay.cli.tables import Layout, totals_row
 from replay.errors import ReplayInputError
-from replay.ingest import ingest
-from replay.parsers import PARSERS
+from replay.ingest.batch import ingest
+from replay.ingest.parsers import PARSERS
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.tokens import count_tokens
+from replay.ingest.tokens import count_tokens
 
 runner = CliRunner()
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from replay import store
+from replay.ingest import store
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -26,8 +26,8 @@ from analysis.per_run import (
     rereads,
     summarisation,
 )
+from replay.engine.trace import Trace
 from replay.policy import Policy
-from replay.trace import Trace
 
 if TYPE_CHECKING:
     from analysis.run_facts import RunFacts

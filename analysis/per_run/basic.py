@@ -9,7 +9,7 @@ from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput
 from analysis.per_run.stats import kahan_sum
-from replay.trace import SUMMARY_KINDS, TRIM_KINDS
+from replay.engine.trace import SUMMARY_KINDS, TRIM_KINDS
 
 
 def _fast_basic(inp: PartInput) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput
 from analysis.per_run.stats import ratio
-from replay.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
+from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 
 def _fast_cache(inp: PartInput) -> dict[str, Any]:

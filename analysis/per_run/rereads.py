@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
-from replay.trace import FATES
+from replay.engine.trace import FATES
 
 
 def _fast_rereads(inp: PartInput) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
 from analysis.per_run.stats import mean
-from replay.trace import SUMMARY_KINDS
+from replay.engine.trace import SUMMARY_KINDS
 
 
 def _fast_replayed(inp: PartInput) -> dict[str, Any]:

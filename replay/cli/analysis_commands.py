@@ -41,10 +41,10 @@ from replay.cli.output import (
     say,
     warn,
 )
+from replay.ingest.run_label import run_labels
 from replay.layout import cache_root, sweep_cache_dir
 from replay.policy import load_policy
-from replay.providers import with_provider
-from replay.run_label import run_labels
+from replay.policy.providers import with_provider
 
 # --- report / diff commands (analysis.report, analysis.diff) ---
 

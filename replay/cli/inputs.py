@@ -22,13 +22,13 @@ from typing import Annotated, Any
 
 import typer
 
-from replay import store
 from replay.cli.output import _progress, error, printable, say, warn
 from replay.corpus import Corpus, Opener, open_corpus
-from replay.discover import LOG_SUFFIXES, discover
-from replay.ingest import IngestReport
+from replay.ingest import store
+from replay.ingest.batch import IngestReport
+from replay.ingest.discover import LOG_SUFFIXES, discover
+from replay.ingest.parsers import PARSERS
 from replay.layout import cache_root, dataset_dir
-from replay.parsers import PARSERS
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
                                                      "directory written by `replay ingest`.")]

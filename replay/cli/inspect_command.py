@@ -2,10 +2,10 @@
 
 Prints the detected format and why, every record type with its count and fate, the runs
 made (a run with no request with the reason) and, per request, the counted context next to
-the recorded input with the gap (``replay.inspect``).  Every string from the file is printed
+the recorded input with the gap (``replay.ingest.inspect``).  Every string from the file is printed
 as plain text: rich markup in it is shown, never interpreted.
 
-Not here: the report itself (``replay.inspect``).
+Not here: the report itself (``replay.ingest.inspect``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import typer
 
 from replay.cli.inputs import FormatOpt, JsonOpt
 from replay.cli.output import _emit, _errors, _print_json, error, say, warn
-from replay.inspect import inspect_file
+from replay.ingest.inspect import inspect_file
 
 
 def inspect(

@@ -95,7 +95,7 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
           layout: Layout | None = None, columns: str | None = None, wide: bool = False,
           as_csv: bool = False) -> None:
     """Rows as a table that fits the terminal (``replay.cli.tables``), or as JSON / CSV with
-    every column; ``rows`` may be a ``replay.run.LazyRows`` (made as printed)."""
+    every column; ``rows`` may be a ``replay.apply_policy.LazyRows`` (made as printed)."""
     if as_json:
         _print_json(rows)
         return

@@ -15,8 +15,7 @@ from typing import Annotated
 
 import typer
 
-from replay import store_index
-from replay.calibrate import MIN_POINTS, calibration_rows
+from replay.apply_policy import LazyRows
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
@@ -48,12 +47,13 @@ from replay.cli.output import (
 )
 from replay.cli.tables import Layout
 from replay.compaction_fit import compaction_report, model_lines
-from replay.ingest import ingest as ingest_paths
+from replay.engine.calibrate import MIN_POINTS, calibration_rows
+from replay.ingest import store_index
+from replay.ingest.batch import ingest as ingest_paths
+from replay.ingest.run_label import run_labels
+from replay.ingest.run_tables import DEFAULT_TOKENIZERS
 from replay.policy import load_policy, policy_to_dict, presets
-from replay.providers import PROVIDERS, provider_label, with_provider
-from replay.run import LazyRows
-from replay.run_label import run_labels
-from replay.run_tables import DEFAULT_TOKENIZERS
+from replay.policy.providers import PROVIDERS, provider_label, with_provider
 
 
 def ingest(
@@ -100,7 +100,7 @@ RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_t
                     totals={"n_requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
                             "overshoots_n": "sum", "overshoots_max_tokens": "max",
                             "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum"})
-"""The ``replay run`` table: ``analysis.run_summary.SUMMARY_METRICS`` (``metrics()``'s names)."""
+"""The ``replay run`` table: ``analysis.run_rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
 
 
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
@@ -239,7 +239,7 @@ def synth(
     only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
 ) -> None:
     """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
-    from replay.scenarios import write_generated
+    from replay.synth.failure_cases import write_generated
 
     with _errors():
         paths = write_generated(out, only or ())
@@ -254,7 +254,7 @@ def show_policy(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a policy as YAML (what differs from the defaults; --defaults: every field)."""
-    from replay.policy_doc import policy_yaml
+    from replay.policy.doc import policy_yaml
 
     with _errors():
         pol = load_policy(policy)

@@ -5,7 +5,7 @@ of the schema); each record is redacted (``replay.redact.leaves``) with draft ma
 draft is parsed again to see which markers each block shows; each block's figures go into its
 markers (the whole block's figures into one of them, zeros into the others: a marker shared by
 blocks, the same text shown twice, gets the figures once); the file is written with exact
-markers (``replay.redaction.format_exact``) and parsed a last time to check every block, request
+markers (``replay.ingest.redaction.format_exact``) and parsed a last time to check every block, request
 and event reads as the original's (paths as their hashes, timestamps shifted).  Whatever
 differs is an issue naming the file and the column.  A file where the secret check
 (``replay.redact.secrets``) finds anything is not written.
@@ -34,19 +34,19 @@ from typing import Any
 import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, make_output_dir
-from replay.discover import discover, sources
 from replay.errors import OutputError
-from replay.input_files import Unreadable, read_input
-from replay.parse_file import parse_file
-from replay.parsers import PARSERS, detect_format
-from replay.parsers.atif import COMPACTION_WORDS
-from replay.parsers.builder import Issue, Source
-from replay.parsers.mini_swe_agent import ACTION_PATTERN
+from replay.ingest.discover import discover, sources
+from replay.ingest.input_files import Unreadable, read_input
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import PARSERS, detect_format
+from replay.ingest.parsers.atif import COMPACTION_WORDS
+from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
+from replay.ingest.redaction import ExactSizes, format_exact
+from replay.ingest.run_tables import tokenize
+from replay.ingest.schema import SCHEMAS, TOKENIZERS
 from replay.redact.leaves import DRAFT, Redactor
 from replay.redact.secrets import scan
-from replay.redaction import ExactSizes, format_exact
-from replay.run_tables import tokenize
-from replay.schema import SCHEMAS, TOKENIZERS
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
 """Formats ``redact`` writes one record a line."""

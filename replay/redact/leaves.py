@@ -16,7 +16,7 @@ written back as JSON.  A tool-input object left with no text gets one extra key,
 ``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
 
 Not here: the exact figures (``replay.redact.archive``), the marker format
-(``replay.redaction``).
+(``replay.ingest.redaction``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from replay.ops import PATCH_FILE, classify_shell
-from replay.parsers.claude_code_records import PERSISTED_TAG, persisted_output
-from replay.redaction import EXACT_WORD
+from replay.ingest.ops import PATCH_FILE, classify_shell
+from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
+from replay.ingest.redaction import EXACT_WORD
 
 KEEP_KEYS = frozenset({
     "type", "subtype", "role", "name", "id", "uuid", "parentUuid", "logicalParentUuid",
@@ -263,7 +263,7 @@ class Redactor:
 
 
 def _argv(argv: list[str]) -> str:
-    """The command line an argv list runs, as ``replay.ops`` reads it."""
+    """The command line an argv list runs, as ``replay.ingest.ops`` reads it."""
     if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") \
             and argv[1] in ("-lc", "-c"):
         return argv[2]

@@ -15,11 +15,11 @@ import pytest
 
 from analysis import frames
 from analysis.metrics import metrics
-from analysis.run_summary import RUN_SUMMARY
+from analysis.run_rollup import RUN_ROLLUP
+from replay.apply_policy import RunResult, run
 from replay.corpus import Corpus, open_corpus, replay_corpus
+from replay.engine.trace import Trace
 from replay.policy import Policy, load_policy
-from replay.run import RunResult, run
-from replay.trace import Trace
 
 PRESETS = ("two-tier-original", "two-tier-corrected")
 
@@ -80,7 +80,7 @@ def preset_run(logs_corpus: Corpus, sample_corpus: Corpus) -> Callable[[str, Pol
         key = (which, policy.digest())
         if key not in done:
             corpus = corpora[which]
-            result = run(corpus, policy, summary=RUN_SUMMARY)
+            result = run(corpus, policy, rollup=RUN_ROLLUP)
             done[key] = PresetRun(corpus, result, metrics(corpus, result.trace, policy))
         return done[key]
 

@@ -1,6 +1,6 @@
 """Hand-built runs that replay through the real engine, each shaped like one case of DESIGN §6.
 
-A ``RunBuilder`` writes store rows directly (``replay.schema`` dataclasses), with
+A ``RunBuilder`` writes store rows directly (``replay.ingest.schema`` dataclasses), with
 token counts chosen by the test, so the answer is known by construction:
 
 - ``write_heavy_run`` — large write/edit arguments, small results: under the
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from replay.corpus import Corpus
-from replay.schema import Message, Request, Run, to_table
+from replay.ingest.schema import Message, Request, Run, to_table
 
 
 def _text(tokens: int) -> str:

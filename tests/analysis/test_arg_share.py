@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 
 from analysis import frames
 from analysis.arg_share import arg_share, arg_share_summary, plot_arg_share
-from replay.trace import Trace
+from replay.engine.trace import Trace
 
 
 def requests(*rows: tuple[int, int, int, int]) -> pd.DataFrame:

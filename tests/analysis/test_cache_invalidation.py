@@ -17,9 +17,9 @@ from analysis.cache_invalidation import (
     cache_invalidation_summary,
     plot_cache_invalidation,
 )
-from replay.cache import request_cache
+from replay.engine.cache import request_cache
+from replay.engine.trace import Trace
 from replay.policy import Cache, Policy, Prices, load_policy
-from replay.trace import Trace
 
 ANTHROPIC = dataclasses.replace(load_policy("two-tier-corrected"), cache=Cache())
 """Corrected two-tier tiers (min reclaim 1/8) with Anthropic prices (a cache-write premium)."""

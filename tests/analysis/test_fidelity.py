@@ -30,7 +30,7 @@ def _raw(path):  # type: ignore[no-untyped-def]
 
 
 def test_fidelity_of_the_auto_compacted_sample(samples, sample_corpus):  # type: ignore[no-untyped-def]
-    from replay.engine import replay
+    from replay.engine.fold import replay
     from replay.policy import load_policy
 
     rows = {r.source: r for r in fidelity(sample_corpus)}

@@ -6,7 +6,7 @@ import pandas as pd
 
 from analysis import frames
 from replay.corpus import Corpus
-from replay.trace import Trace
+from replay.engine.trace import Trace
 
 
 def test_messages_df_leaves_text_out_by_default(sample_corpus: Corpus) -> None:

@@ -18,13 +18,13 @@ from analysis.diff import diff
 from analysis.grid import load_spec, settings
 from analysis.metrics import metrics
 from analysis.pareto import best
-from analysis.run_summary import RUN_SUMMARY
+from analysis.run_rollup import RUN_ROLLUP
 from analysis.sweep import sweep
 from analysis.sweep_to import sweep_to
+from replay.apply_policy import run_to
 from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.errors import ReplayError, ReplayInputError
 from replay.policy import load_policy
-from replay.run import run_to
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "logs" / "compacting-session.jsonl"
@@ -143,7 +143,7 @@ def test_policy_traces_replays_each_policy_over_the_chosen_runs(corpus: Corpus) 
 
 def test_policy_traces_reads_replay_run_outputs(corpus: Corpus, tmp_path: Path) -> None:
     pol = load_policy(BASE)
-    run_to(corpus, pol, tmp_path / "a", summary=RUN_SUMMARY)
+    run_to(corpus, pol, tmp_path / "a", rollup=RUN_ROLLUP)
     got = policy_traces(CompareSpec(runs=[tmp_path / "a"], traces=True,
                                     data=(corpus.root,)))
     assert got.corpus.run_ids == corpus.run_ids
@@ -173,13 +173,13 @@ def test_report_to_writes_the_report(corpus: Corpus, tmp_path: Path) -> None:
 
 def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path: Path) -> None:
     from analysis.policy_run import run_policy_to
-    from analysis.run_summary import RUN_SUMMARY
-    from replay.run import read_trace, run
+    from analysis.run_rollup import RUN_ROLLUP
+    from replay.apply_policy import read_trace, run
 
     pol = load_policy(BASE)
     streamed = run_policy_to(corpus, pol, tmp_path / "a")
     held = run_policy_to(corpus, pol, tmp_path / "b", report=True)
-    direct = run(corpus, pol, summary=RUN_SUMMARY)
+    direct = run(corpus, pol, rollup=RUN_ROLLUP)
     for done in (streamed, held):
         assert done.summary.num_rows == len(corpus.run_ids) and done.not_replayed == ()
         assert read_trace(done.out).requests.equals(direct.trace.requests)

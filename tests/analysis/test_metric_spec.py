@@ -49,11 +49,11 @@ def test_a_name_that_is_not_declared_is_refused() -> None:
 
 
 def test_the_run_table_shows_summary_columns_only() -> None:
-    from analysis.run_summary import SUMMARY_METRICS, SUMMARY_SCHEMA
+    from analysis.run_rollup import ROLLUP_METRICS, ROLLUP_SCHEMA
     from replay.cli.replay_commands import RUN_LAYOUT
 
     shown = set(RUN_LAYOUT.columns) | set(RUN_LAYOUT.totals)
-    assert shown - {"run", "note"} <= set(SUMMARY_METRICS) <= set(SUMMARY_SCHEMA.names)
+    assert shown - {"run", "note"} <= set(ROLLUP_METRICS) <= set(ROLLUP_SCHEMA.names)
 
 
 def test_each_part_computes_exactly_its_declared_columns(sample_corpus: Corpus,

@@ -20,9 +20,9 @@ import pytest
 from analysis.baseline import policy_values, stored_value
 from analysis.metrics import METRIC_COLUMNS
 from analysis.report_pages import HEADLINE, Page, _headline_rows, fmt_value
-from analysis.run_summary import NOT_REPLAYED, SUMMARY_METRICS
+from analysis.run_rollup import NOT_REPLAYED, ROLLUP_METRICS
+from replay.ingest.run_label import run_key
 from replay.policy import Policy, load_policy, presets
-from replay.run_label import run_key
 from tests.analysis.conftest import PresetRun
 
 
@@ -42,12 +42,12 @@ def test_replay_run_metrics_check_and_report_agree(
     keys = {rid: run_key(rid, src) for rid, src in zip(corpus.runs["run_id"].to_pylist(),
                                                         corpus.runs["source"].to_pylist())}
     checked = policy_values(policy, frame, keys).values  # what `check` stores and compares
-    assert set(SUMMARY_METRICS) <= set(METRIC_COLUMNS)
-    replayed = [r for r in result.summary if r["note"] != NOT_REPLAYED]
+    assert set(ROLLUP_METRICS) <= set(METRIC_COLUMNS)
+    replayed = [r for r in result.rollup if r["note"] != NOT_REPLAYED]
     assert {r["run_id"] for r in replayed} == set(by_run) == set(corpus.replayable())
     for row in replayed:
         m, c = by_run[row["run_id"]], checked[keys[row["run_id"]]]
-        for name in SUMMARY_METRICS:
+        for name in ROLLUP_METRICS:
             assert _same(row[name], m[name]), (row["run"], name, row[name], m[name])
             assert _same(stored_value(row[name]), c[name]), (row["run"], name, c[name])
     page = Page(policies=[(policy, [])], runs=[{"run_id": r["run_id"], "label": r["run"]}
@@ -58,5 +58,5 @@ def test_replay_run_metrics_check_and_report_agree(
     for row in replayed:
         headline = dict(zip(header, shown[row["run_id"]], strict=True))
         for name, title in HEADLINE:
-            if name in SUMMARY_METRICS:
+            if name in ROLLUP_METRICS:
                 assert headline[title] == fmt_value(name, row[name]), (row["run"], name)

@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 
 from analysis import frames
 from analysis.overshoots import overshoots, overshoots_summary, plot_overshoots
-from replay.trace import Trace
+from replay.engine.trace import Trace
 
 
 def requests(truth: list[int], est: list[int], *, raw: list[int] | None = None,

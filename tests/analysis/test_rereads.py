@@ -18,8 +18,8 @@ from analysis.rereads import (
     rereads_summary,
 )
 from replay.corpus import Corpus
+from replay.engine.trace import Trace
 from replay.policy import load_policy, policy_from_dict, policy_to_dict
-from replay.trace import Trace
 
 P = "p"
 

@@ -16,7 +16,7 @@ from analysis.summarisation import (
     summarisation_summary,
 )
 from replay.corpus import Corpus
-from replay.trace import Trace
+from replay.engine.trace import Trace
 
 
 def action(request: int, *, kind: str = "summarise", when: str = "before", trigger: int = 100,

@@ -32,8 +32,8 @@ def test_replay_run_and_metrics_count_the_same_summaries_and_trims(
         if not a["undone"]:
             counts = by_hand.setdefault(a["run_id"], [0, 0])
             counts[0 if a["kind"] in cuts else 1] += 1
-    assert result.summary
-    for row in result.summary:
+    assert result.rollup
+    for row in result.rollup:
         want = by_hand.get(row["run_id"], [0, 0])
         assert [row["n_summaries"], row["n_trims"]] == want
         assert [m.loc[row["run_id"], "n_summaries"], m.loc[row["run_id"], "n_trims"]] == want

@@ -15,14 +15,14 @@ from analysis.grid import MAX_CELLS, apply, load_grid, load_spec, make_spec, set
 from analysis.metrics import metrics
 from analysis.pareto import aggregate, best, pareto_front, plot_pareto
 from analysis.run_facts import run_facts
-from analysis.run_summary import RUN_SUMMARY, SUMMARY_METRICS
+from analysis.run_rollup import ROLLUP_METRICS, RUN_ROLLUP
 from analysis.sweep import sweep, write_sweep
 from analysis.sweep_cache import read_cached
+from replay.apply_policy import run
 from replay.corpus import Corpus, open_corpus, replay_corpus
-from replay.engine import replay
+from replay.engine.fold import replay
 from replay.errors import PolicyError, ReplayInputError
 from replay.policy import load_policy, policy_to_dict, replace_path
-from replay.run import run
 from tests.analysis.conftest import Replayed
 from tests.analysis.scenarios import corpus_of, reread_after_trim_run, write_heavy_run
 
@@ -80,10 +80,10 @@ def test_sweep_over_one_run_equals_replay_run_for_each_setting(samples: Path,
     assert len(table) == len(chosen) * len(corpus.replayable()) == 4
     assert table["tokens_sent"].nunique() > 1 and table["n_trims"].nunique() > 1
     for s in chosen:
-        alone = run(corpus, s.policy, summary=RUN_SUMMARY)
+        alone = run(corpus, s.policy, rollup=RUN_ROLLUP)
         row = table[table["setting"] == s.id].iloc[0]
-        summary = alone.summary[0]
-        for col in SUMMARY_METRICS:  # replay run's summary: the same names and values
+        summary = alone.rollup[0]
+        for col in ROLLUP_METRICS:  # replay run's summary: the same names and values
             assert row[col] == summary[col], col
         full = metrics(corpus, alone.trace, s.policy).iloc[0]
         for col in METRIC_COLUMNS:
@@ -153,7 +153,7 @@ def test_cache_rows_of_other_run_data_are_not_reused(sample_corpus: Corpus,
 def test_python_tiers_run_only_when_allowed_and_are_never_cached(tmp_path: Path) -> None:
     corpus = corpus_of(reread_after_trim_run())
     base = replace_path(load_policy("none"), "tiers",
-                        [{"type": "custom", "class": "replay.tiers.custom:DropStaleReads"}])
+                        [{"type": "custom", "class": "replay.engine.tiers.custom:DropStaleReads"}])
     chosen = [apply(base, {})]
     with pytest.raises(ReplayInputError, match="allow_python"):
         sweep(corpus, chosen, jobs=1)

@@ -3,7 +3,7 @@
 Each fuzz input is one byte choosing the format, then the file's bytes.  The corpus starts from
 the same trimmed real seeds as the hypothesis suite (``tests/fuzz/harness.py``), written to a
 temporary folder; libFuzzer mutates them, guided by the branches it reaches in
-``replay.parsers`` and ``replay.ops``.  Every input goes through ``harness.check``: each sniffer
+``replay.ingest.parsers`` and ``replay.ingest.ops``.  Every input goes through ``harness.check``: each sniffer
 answers a bool, the format's parser and ``parse_file`` (detected and forced format) raise
 nothing, their issues and runs pass the schema checks, nothing takes over 5 s.  A failure
 stops the run and libFuzzer writes the input to ``crash-*``; turn it into a pinned test in
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 with atheris.instrument_imports(include=["replay"]):
-    from replay.parsers import PARSERS
+    from replay.ingest.parsers import PARSERS
     from tests.conftest import SAMPLES
     from tests.fuzz.harness import build_seeds, check
 

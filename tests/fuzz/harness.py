@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from replay.parse_file import ParsedFile, parse_file
-from replay.parsers import PARSERS
-from replay.parsers.builder import Issue, RunDraft, Source
-from replay.redaction import declared
-from replay.schema import KINDS, OPS, ROLES
+from replay.ingest.parse_file import ParsedFile, parse_file
+from replay.ingest.parsers import PARSERS
+from replay.ingest.parsers.builder import Issue, RunDraft, Source
+from replay.ingest.redaction import declared
+from replay.ingest.schema import KINDS, OPS, ROLES
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay.parse_file import parse_file
+from replay.ingest.parse_file import parse_file
 from tests.fuzz.harness import check, delete_at, dump_doc, dump_line, nodes, replace_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -46,9 +46,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from replay.parse_file import parse_file
-from replay.parsers import PARSERS
-from replay.parsers.builder import Issue, RunDraft
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import PARSERS
+from replay.ingest.parsers.builder import Issue, RunDraft
 from tests.fuzz.harness import (
     JSONL_FORMATS,
     Seed,
@@ -419,7 +419,7 @@ def test_million_spaces_in_a_message(tmp_path: Path) -> None:
 
 
 def test_huge_shell_word_is_classified_in_time() -> None:
-    from replay.ops import classify
+    from replay.ingest.ops import classify
 
     command = "echo '" + "QUJD" * 75_000 + "' | base64 -d > blob.bin"
     with hard_limit(0.5):  # fails (Hang) instead of waiting the seconds out
@@ -427,14 +427,14 @@ def test_huge_shell_word_is_classified_in_time() -> None:
 
 
 def test_many_assignments_are_classified_in_time() -> None:
-    from replay.ops import classify
+    from replay.ingest.ops import classify
 
     with hard_limit(0.5):
         classify("bash", "A=1 " * 30_000 + "ls")
 
 
 def test_env_pipe_is_classified() -> None:
-    from replay.ops import classify
+    from replay.ingest.ops import classify
 
     assert classify("bash", "env | grep PATH").op in ("exec", "search")
 
@@ -657,9 +657,9 @@ def test_chat_request_line_with_messages_as_a_string() -> None:
 
 
 def test_builder_keeps_a_call_the_classifier_fails_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bug in ``replay.ops.classify`` (e.g. IndexError on ``env | grep PATH``) escaped every
+    """A bug in ``replay.ingest.ops.classify`` (e.g. IndexError on ``env | grep PATH``) escaped every
     parser and lost the file.  The builder now keeps the call as op 'other' with an issue."""
-    from replay.parsers import builder
+    from replay.ingest.parsers import builder
 
     def broken(tool: str, args: Any) -> Any:
         raise IndexError("list index out of range")

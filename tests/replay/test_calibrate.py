@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay.calibrate import MIN_POINTS, from_points, points
 from replay.cli import app
+from replay.engine.calibrate import MIN_POINTS, from_points, points
 
 
 def _run_id(corpus, suffix: str) -> str:  # type: ignore[no-untyped-def]

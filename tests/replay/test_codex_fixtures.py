@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import parse_file
-from replay.parsers import codex, detect_format
-from replay.parsers.builder import Source
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import codex, detect_format
+from replay.ingest.parsers.builder import Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
 FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl"))
@@ -245,7 +245,7 @@ def test_fork_without_its_parent_says_so(tmp_path: Path) -> None:
 
 
 def test_detection_says_what_it_saw() -> None:
-    from replay.parsers import detect
+    from replay.ingest.parsers import detect
 
     head = (FIXTURES / FILES[0]).read_bytes()[:65536]
     got = detect(FILES[0], head)

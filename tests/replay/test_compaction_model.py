@@ -18,7 +18,7 @@ from replay.compaction_fit import (
     recorded_compactions,
 )
 from replay.corpus import open_corpus
-from replay.engine import replay
+from replay.engine.fold import replay
 from replay.policy import TokenCounter, load_policy, replace_path
 
 NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"

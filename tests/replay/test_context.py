@@ -8,8 +8,8 @@ from unittest.mock import patch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.context import Context
-from replay.prepared import PreparedRun
+from replay.engine.context import Context
+from replay.engine.prepared import PreparedRun
 from tests.strategies import runs
 
 
@@ -25,7 +25,7 @@ def test_queries_equal_a_recount_with_short_ranges_cut_down(run: PreparedRun, da
                                                           short: int) -> None:
     """The same, with the direct sums limited to a few blocks: the trim tree's paths (what long
     contexts take) answer the same."""
-    with patch("replay.context._SHORT_RANGE", short):
+    with patch("replay.engine.context._SHORT_RANGE", short):
         _check_against_recount(run, data)
 
 

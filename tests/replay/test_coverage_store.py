@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from replay import store
 from replay.errors import StoreError
-from replay.ingest import ingest
-from replay.parsers.coverage import Coverage, summary_line
+from replay.ingest import store
+from replay.ingest.batch import ingest
+from replay.ingest.parsers.coverage import Coverage, summary_line
 
 
 def _types(path: Path) -> Counter[str]:

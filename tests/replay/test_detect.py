@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.parse_file import parse_file
-from replay.parsers import PARSERS, detect, detect_format
-from replay.parsers.claude_code_records import NON_MESSAGE_TYPES
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import PARSERS, detect, detect_format
+from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
 
 _USER = {"parentUuid": None, "isSidechain": False, "sessionId": "s", "type": "user",
          "message": {"role": "user", "content": "hi"}, "uuid": "u1", "version": "2.1.90"}

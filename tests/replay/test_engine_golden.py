@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from replay.engine import replay
-from replay.parse_file import parse_file
+from replay.engine.fold import replay
+from replay.engine.prepared import prepare
+from replay.ingest.parse_file import parse_file
 from replay.policy import load_policy
-from replay.prepared import prepare
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 SCENARIOS = sorted(p.name for p in GOLDEN.iterdir() if (p / "input.json").exists())

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.engine import replay
+from replay.engine.fold import replay
+from replay.engine.prepared import PreparedRun
+from replay.engine.trace import Trace
 from replay.policy import policy_from_dict
-from replay.prepared import PreparedRun
-from replay.trace import Trace
 from tests.strategies import policies, runs
 
 REMOVED = ("summarised", "dropped")

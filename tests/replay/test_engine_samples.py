@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay.engine import replay
+from replay.engine.fold import replay
 from replay.policy import load_policy, replace_paths
 
 

@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay import store, store_index
 from replay.cli import app
 from replay.corpus import open_corpus
 from replay.errors import StoreError
-from replay.ingest import ingest
+from replay.ingest import store, store_index
+from replay.ingest.batch import ingest
 from replay.safe_names import file_name, is_segment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -318,7 +318,7 @@ def test_out_that_is_a_file_is_one_clear_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sample", ["openhands/basic_interactions.json", "LOG"])
 def test_a_utf8_bom_changes_nothing(tmp_path: Path, sample: str) -> None:
-    from replay.parse_file import parse_file
+    from replay.ingest.parse_file import parse_file
     from tests.conftest import SAMPLES
     source = LOG if sample == "LOG" else SAMPLES / sample
     plain, bom = tmp_path / "plain" / source.name, tmp_path / "bom" / source.name
@@ -345,8 +345,8 @@ def test_a_whole_file_document_over_the_limit_is_said_and_never_decoded(
     """#13 item 10: decoding a whole-file JSON document takes up to 16x its size, so one over
     CTXREPLAY_MAX_DOCUMENT_BYTES is one issue naming the limit and its variable, and no
     JSON value that large is ever decoded (JSON Lines stay bounded per line)."""
-    from replay.parse_file import parse_file
-    from replay.parsers import jsonl
+    from replay.ingest.parse_file import parse_file
+    from replay.ingest.parsers import jsonl
     from tests.conftest import SAMPLES
 
     fixtures = Path(__file__).parents[1] / "fixtures"

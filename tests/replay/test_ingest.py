@@ -27,12 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay import ingest as ingest_module
-from replay import store
 from replay.cli import app
-from replay.discover import discover
-from replay.ingest import IngestReport, ingest
-from replay.parsers import claude_code
+from replay.ingest import batch as ingest_module
+from replay.ingest import store
+from replay.ingest.batch import IngestReport, ingest
+from replay.ingest.discover import discover
+from replay.ingest.parsers import claude_code
 
 MINI_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 FORMAT_DIRS = {"claude-code": "claude_code", "codex": "codex", "mini-swe-agent": "mini_swe_agent",
@@ -233,7 +233,7 @@ def test_samples_every_result_has_one_earlier_call(sample_store: tuple[Path, Ing
 
 
 def test_samples_every_block_counted_once(sample_store: tuple[Path, IngestReport]) -> None:
-    from replay.tokens import encoding
+    from replay.ingest.tokens import encoding
 
     msgs = store.read_store(sample_store[0]).messages
     enc = encoding("o200k_base")

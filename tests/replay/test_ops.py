@@ -1,12 +1,12 @@
-"""How tool calls are classified (replay.ops): the parts of a shell line, the todo list."""
+"""How tool calls are classified (replay.ingest.ops): the parts of a shell line, the todo list."""
 
 from __future__ import annotations
 
-from replay.ops import _SPLIT, classify
-from replay.parsers.builder import RunBuilder, Source
-from replay.prepared import prepare
-from replay.run_tables import tokenize
-from replay.tiers.base import _todo_calls
+from replay.engine.prepared import prepare
+from replay.engine.tiers.base import _todo_calls
+from replay.ingest.ops import _SPLIT, classify
+from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.run_tables import tokenize
 
 
 def test_a_command_of_blanks_splits_like_a_short_one() -> None:

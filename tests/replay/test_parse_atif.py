@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import parse_file
-from replay.parsers import atif, detect, detect_format
-from replay.parsers.builder import Issue, Source
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import atif, detect, detect_format
+from replay.ingest.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "atif"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from replay.discover import LOG_SUFFIXES
-from replay.parse_file import ParsedFile, parse_file
-from replay.parsers import chat, detect_format
-from replay.parsers.builder import Issue, Source
+from replay.ingest.discover import LOG_SUFFIXES
+from replay.ingest.parse_file import ParsedFile, parse_file
+from replay.ingest.parsers import chat, detect_format
+from replay.ingest.parsers.builder import Issue, Source
 
 MINI = "mini-swe-agent/django__django-11095.traj.json"
 BASH = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)

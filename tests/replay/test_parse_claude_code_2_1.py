@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import ParsedFile, parse_file
+from replay.ingest.parse_file import ParsedFile, parse_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude_code"
 FILES = sorted(p.name for p in FIXTURES.glob("*.jsonl"))

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replay.ingest import ingest
-from replay.store import read_store
+from replay.ingest.batch import ingest
+from replay.ingest.store import read_store
 
 PARENT = "7f000000-0000-4000-8000-00000000000a"
 FORK = "7f000000-0000-4000-8000-00000000000b"

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replay.parse_file import parse_file
+from replay.ingest.parse_file import parse_file
 
 SID = "5e551011-0000-4000-8000-000000000001"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import parse_file
+from replay.ingest.parse_file import parse_file
 
 
 def _line(kind: str, payload: dict[str, Any], sec: int) -> dict[str, Any]:

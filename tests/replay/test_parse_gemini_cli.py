@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import parse_file
-from replay.parsers import detect, detect_format, gemini_cli
-from replay.parsers.builder import Issue, Source
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import detect, detect_format, gemini_cli
+from replay.ingest.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gemini_cli"
 NAMES = sorted(p.name for p in FIXTURES.glob("session-*"))

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from replay.discover import discover
-from replay.parse_file import parse_file
-from replay.parsers import detect_format, inspect_ai
-from replay.parsers.builder import Issue, Source
+from replay.ingest.discover import discover
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import detect_format, inspect_ai
+from replay.ingest.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect_ai"
 NAMES = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".json", ".eval"))

@@ -1,4 +1,4 @@
-"""The parsers' JSON decoder (``replay.parsers.jsonl.loads``) and lazily found item lines."""
+"""The parsers' JSON decoder (``replay.ingest.parsers.jsonl.loads``) and lazily found item lines."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.parse_file import parse_file
-from replay.parsers.builder import Source
-from replay.parsers.jsonl import ItemLines, array_items, loads
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers.jsonl import ItemLines, array_items, loads
 
 _SCALARS = st.one_of(
     st.none(), st.booleans(), st.floats(allow_nan=True, allow_infinity=True),
@@ -78,7 +78,7 @@ def test_item_lines_are_found_only_when_asked(monkeypatch: pytest.MonkeyPatch) -
         calls.append(key)
         return array_items(src, key)
 
-    monkeypatch.setattr("replay.parsers.jsonl.array_items", spy)
+    monkeypatch.setattr("replay.ingest.parsers.jsonl.array_items", spy)
     lines = ItemLines(_src(data), "steps", 2)
     assert calls == []
     assert (lines[1], lines.at(0)()) == (4, 2)
@@ -106,7 +106,7 @@ def test_mini_orphan_result_reports_its_line(tmp_path: Path) -> None:
 def test_json_int_is_the_one_reading_of_a_recorded_count() -> None:
     """Every parser reads usage counts through builder.json_int: whole numbers (also 12.0 as some
     writers put them) are counts; booleans, strings, NaN, infinities and fractions are not."""
-    from replay.parsers.builder import json_int
+    from replay.ingest.parsers.builder import json_int
 
     assert [json_int(v) for v in (12, 0, 12.0, -3)] == [12, 0, 12, -3]  # sign checked later
     assert [json_int(v) for v in (True, False, "12", float("nan"), float("inf"), 1.5, None,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import ParsedFile, parse_file
-from replay.parsers import detect_format
+from replay.ingest.parse_file import ParsedFile, parse_file
+from replay.ingest.parsers import detect_format
 from tests.conftest import SAMPLES
 
 FORMAT_DIR = "mini-swe-agent"

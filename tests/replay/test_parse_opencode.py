@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import parse_file
-from replay.parsers import detect, detect_format, opencode
-from replay.parsers.builder import Issue, Source
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import detect, detect_format, opencode
+from replay.ingest.parsers.builder import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "opencode"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.json*"))

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from replay.discover import LOG_SUFFIXES
-from replay.parse_file import ParsedFile, parse_file
-from replay.parsers import detect_format, openhands
-from replay.parsers.builder import Issue, Source
+from replay.ingest.discover import LOG_SUFFIXES
+from replay.ingest.parse_file import ParsedFile, parse_file
+from replay.ingest.parsers import detect_format, openhands
+from replay.ingest.parsers.builder import Issue, Source
 
 SAMPLE_FILES = ("basic.json", "basic_interactions.json")
 

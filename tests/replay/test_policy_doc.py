@@ -1,5 +1,5 @@
 """Policy files as people write them: ``extends:`` a preset with changed keys, and the YAML
-``show-policy`` prints (``replay.policy_doc``; issue 16 item 8)."""
+``show-policy`` prints (``replay.policy.doc``; issue 16 item 8)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from replay.cli import app
 from replay.errors import PolicyError
 from replay.policy import load_policy, policy_from_dict, presets, replace_path
-from replay.policy_doc import policy_yaml
+from replay.policy.doc import policy_yaml
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]

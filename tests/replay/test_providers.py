@@ -1,5 +1,5 @@
 """Provider profiles: separate from the harness policy, chosen by name, overridable, and what
-comparisons are priced under (``replay.providers``; issue 16 item 1)."""
+comparisons are priced under (``replay.policy.providers``; issue 16 item 1)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from replay.cli import app
 from replay.errors import PolicyError
 from replay.policy import Cache, load_policy, policy_from_dict, policy_to_dict, presets
-from replay.providers import DEFAULT_PROVIDER, PROVIDERS, one_provider, with_provider
+from replay.policy.providers import DEFAULT_PROVIDER, PROVIDERS, one_provider, with_provider
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_a_comparison_puts_every_policy_under_the_first_ones_provider_and_says_s
        st.sampled_from(sorted(PROVIDERS)))
 def test_two_presets_price_the_same_tokens_alike_under_one_provider(
         n_in: int, prefix: int, n_out: int, name: str) -> None:
-    from replay.cache import request_cache
+    from replay.engine.cache import request_cache
 
     a = with_provider(load_policy("claude-code"), name)
     b = with_provider(load_policy("two-tier-corrected"), name)

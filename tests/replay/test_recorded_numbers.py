@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.parse_file import parse_file
+from replay.ingest.parse_file import parse_file
 from tests.conftest import SAMPLES
 
 SHORT = SAMPLES / "claude-code" / "tool_heavy.jsonl"

@@ -19,20 +19,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analysis.run_summary import RUN_SUMMARY, SUMMARY_METRICS
+from analysis.run_rollup import ROLLUP_METRICS, RUN_ROLLUP
+from replay.apply_policy import run
 from replay.cli import app
 from replay.corpus import open_corpus
-from replay.discover import discover
-from replay.parse_file import parse_file
+from replay.ingest.discover import discover
+from replay.ingest.parse_file import parse_file
+from replay.ingest.redaction import ExactSizes, exact, format_exact
 from replay.policy import load_policy, presets
 from replay.redact import redact
 from replay.redact.fidelity import content_dependence
 from replay.redact.secrets import scan
-from replay.redaction import ExactSizes, exact, format_exact
-from replay.run import run
 from tests.conftest import REPO
 
-_FIGURES = SUMMARY_METRICS
+_FIGURES = ROLLUP_METRICS
 _AKIA = "AKIA" + "IOSFODNN7EXAMPLE"
 _GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 _KEY = "-----BEGIN RSA " + "PRIVATE KEY-----"
@@ -77,8 +77,8 @@ def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
     exact_presets = 0
     for name in presets():
         policy = load_policy(name)
-        was = {r["source"]: r for r in run(before, policy, summary=RUN_SUMMARY).summary}
-        now = {r["source"]: r for r in run(after, policy, summary=RUN_SUMMARY).summary}
+        was = {r["source"]: r for r in run(before, policy, rollup=RUN_ROLLUP).rollup}
+        now = {r["source"]: r for r in run(after, policy, rollup=RUN_ROLLUP).rollup}
         assert was.keys() == now.keys()
         depends = content_dependence(policy)
         exact_presets += not depends

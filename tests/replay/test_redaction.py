@@ -12,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay import store
-from replay.calibrate import calibrate
 from replay.cli import app
-from replay.ingest import ingest
-from replay.parse_file import parse_file
-from replay.prepared import prepare
-from replay.redaction import CHARS_PER_TOKEN, declared, tokens_for
-from replay.tokens import encoding
+from replay.engine.calibrate import calibrate
+from replay.engine.prepared import prepare
+from replay.ingest import store
+from replay.ingest.batch import ingest
+from replay.ingest.parse_file import parse_file
+from replay.ingest.redaction import CHARS_PER_TOKEN, declared, tokens_for
+from replay.ingest.tokens import encoding
 
 
 @pytest.mark.parametrize(("text", "chars"), [

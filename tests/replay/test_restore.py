@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from replay.engine import replay
+from replay.engine.fold import replay
 from replay.policy import load_policy, replace_path
 
 NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"

@@ -1,4 +1,4 @@
-"""Runs are named by a readable label, not a hash (``replay.run_label``; issue 16 item 5): the
+"""Runs are named by a readable label, not a hash (``replay.ingest.run_label``; issue 16 item 5): the
 source path, ``#N`` for a file's later runs, ``↳`` for a subagent, then the session title or
 first prompt; shown by ``runs``, ``run``, ``diff``, ``check`` and the report, and taken by
 ``--run``."""
@@ -13,7 +13,7 @@ import pyarrow as pa
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.run_label import TITLE_CHARS, first_prompt, run_labels, short_title
+from replay.ingest.run_label import TITLE_CHARS, first_prompt, run_labels, short_title
 
 runner = CliRunner()
 HASH = re.compile(r"\b[0-9a-f]{16}-\d+\b")
@@ -148,7 +148,9 @@ def test_title_rules() -> None:
                          ("user", "text", "[REDACTED len=40]"),
                          ("user", "text", "<pr>Fix it</pr> now")]) == "Fix it now"
     assert first_prompt([("assistant", "text", "hi")]) == ""
-    from replay.redaction import format_exact  # `replay redact`'s own marker is no title either
+    from replay.ingest.redaction import (
+        format_exact,  # `replay redact`'s own marker is no title either
+    )
     assert short_title(f"{format_exact(3, None)} {format_exact(4, None)}") == ""
 
 

@@ -12,20 +12,20 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.run_summary import SUMMARY_SCHEMA
+from analysis.run_rollup import ROLLUP_SCHEMA
+from replay.apply_policy import LazyRows
 from replay.memory import release_freed_memory
-from replay.run import LazyRows
 
 _VALUE = {pa.string(): st.text(max_size=12), pa.int64(): st.integers(-(2**40), 2**40),
           pa.float64(): st.floats(allow_nan=False, allow_infinity=False)}
 
 
-@given(st.lists(st.fixed_dictionaries({f.name: _VALUE[f.type] for f in SUMMARY_SCHEMA}),
+@given(st.lists(st.fixed_dictionaries({f.name: _VALUE[f.type] for f in ROLLUP_SCHEMA}),
                 max_size=2100))
 def test_lazy_rows_encode_exactly_like_the_dicts(rows: list[dict[str, object]]) -> None:
     """Across batch boundaries (1,024 rows) and for no rows at all."""
-    rows = [{c: r[c] for c in SUMMARY_SCHEMA.names} for r in rows]  # the run rows' key order
-    table = pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA)
+    rows = [{c: r[c] for c in ROLLUP_SCHEMA.names} for r in rows]  # the run rows' key order
+    table = pa.Table.from_pylist(rows, schema=ROLLUP_SCHEMA)
     doc = {"policy": {"name": "p"}, "runs": LazyRows(table)}
     streamed = "".join(json.JSONEncoder(indent=1, default=str).iterencode(doc))
     assert streamed == json.dumps({"policy": {"name": "p"}, "runs": rows}, indent=1, default=str)

@@ -2,7 +2,7 @@
 
 Each test ingests ``logs/scenarios/<name>.jsonl``, replays it under the
 scenario's original settings, its corrected side and the whole corrected
-preset (``replay.scenarios``), and asserts that the failure shows under the
+preset (``replay.synth.failure_cases``), and asserts that the failure shows under the
 original settings and is gone (or shrinks by the stated amount) under the
 corrected ones.  Every figure is derived here from the trace tables or the
 store messages; none is copied from the generator.
@@ -20,11 +20,13 @@ import pyarrow as pa
 import pytest
 
 from analysis import lint_placeholders
-from replay.engine import replay
-from replay.parse_file import parse_file
+from replay.engine.fold import replay
+from replay.engine.prepared import PreparedRun, prepare
+from replay.engine.trace import Trace
+from replay.ingest.parse_file import parse_file
 from replay.policy import Policy
-from replay.prepared import PreparedRun, prepare
-from replay.scenarios import (
+from replay.synth.embedded import CORPUS
+from replay.synth.failure_cases import (
     CORRECTED,
     ORIGINAL,
     SCENARIOS,
@@ -32,9 +34,7 @@ from replay.scenarios import (
     scenario,
     write_scenarios,
 )
-from replay.synth import synth_run
-from replay.synth_corpus import CORPUS
-from replay.trace import Trace
+from replay.synth.generate import synth_run
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = REPO / "logs" / "scenarios"
@@ -335,7 +335,7 @@ def test_write_generated_is_what_replay_synth_writes(tmp_path: Path) -> None:
 
     from replay.cli import app
     from replay.errors import ReplayInputError
-    from replay.scenarios import SCENARIOS, write_generated
+    from replay.synth.failure_cases import SCENARIOS, write_generated
 
     name = SCENARIOS[0].name
     assert write_generated(tmp_path, [name]) == [tmp_path / "scenarios" / f"{name}.jsonl"]

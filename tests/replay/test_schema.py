@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay import schema, store
 from replay.errors import StoreError
-from replay.ingest import ingest
-from replay.parse_file import parse_file
-from replay.schema import MESSAGES, REQUESTS, RUNS, SCHEMA_VERSION, Message, Request, Run
+from replay.ingest import schema, store
+from replay.ingest.batch import ingest
+from replay.ingest.parse_file import parse_file
+from replay.ingest.schema import MESSAGES, REQUESTS, RUNS, SCHEMA_VERSION, Message, Request, Run
 
 TABLES = {"runs": (Run, RUNS), "messages": (Message, MESSAGES), "requests": (Request, REQUESTS)}
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -113,7 +113,7 @@ def test_lone_surrogate_escapes_ingest_instead_of_crashing(tmp_path: Path) -> No
     texts = parsed.tables.messages["text"].to_pylist()
     assert texts[0] == "start \ufffd middle \ufffd end"
     assert texts[1] == "ok \ufffd"
-    from replay.tokens import encoding
+    from replay.ingest.tokens import encoding
 
     enc = encoding("o200k_base")
     counts = parsed.tables.messages["tokens_o200k"].to_pylist()

@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from replay import store, store_index
 from replay.cli import app
 from replay.corpus import open_corpus
-from replay.ingest import ingest
-from replay.schema import RUN_INDEX
+from replay.ingest import store, store_index
+from replay.ingest.batch import ingest
+from replay.ingest.schema import RUN_INDEX
 
 SMALL = ("claude-code/short.jsonl", "claude-code/tool_heavy.jsonl",
          "openhands/basic_interactions.json",
@@ -183,9 +183,9 @@ def _spans(keys: list[str]) -> list[tuple[int, int]]:
 
 def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Path) -> None:
     """``replay runs`` is one library call: ``store_index.run_listing`` (#14 item 5)."""
-    from replay.run_label import label_column, run_key
-    from replay.store import coverage_lines
-    from replay.store_index import LISTED_COLUMNS, run_listing
+    from replay.ingest.run_label import label_column, run_key
+    from replay.ingest.store import coverage_lines
+    from replay.ingest.store_index import LISTED_COLUMNS, run_listing
 
     out = tmp_path / "ds"
     ingest([Path(__file__).resolve().parents[2] / "logs" / "compacting-session.jsonl"], out)

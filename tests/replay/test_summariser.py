@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.prepared import PreparedRun
-from replay.summariser import _FIGURES, Facts, _record, gather, summarise
+from replay.engine.prepared import PreparedRun
+from replay.engine.summariser import _FIGURES, Facts, _record, gather, summarise
 from tests.strategies import runs
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from replay.parse_file import parse_file
-from replay.synth import synth_run
-from replay.synth_corpus import CORPUS, REGENERATE_COMMAND, write_corpus
-from replay.synth_scenario import Scenario
-from replay.tokens import count_one
+from replay.ingest.parse_file import parse_file
+from replay.ingest.tokens import count_one
+from replay.synth.embedded import CORPUS, REGENERATE_COMMAND, write_corpus
+from replay.synth.generate import synth_run
+from replay.synth.scenario import Scenario
 
 SMALL = Scenario(name="small", seed=7, n_requests=80, n_files=14, file_lines_min=20,
                  file_lines_max=150, task_text="Fix the flaky window test.", p_parallel=0.3,
@@ -77,8 +77,8 @@ def test_same_scenario_gives_identical_text_and_another_seed_does_not(small: str
 
 
 def test_output_does_not_depend_on_the_interpreter_hash_seed(small: str) -> None:
-    code = ("import sys, dataclasses; from replay.synth import synth_run; "
-            "from replay.synth_scenario import Scenario; "
+    code = ("import sys, dataclasses; from replay.synth.generate import synth_run; "
+            "from replay.synth.scenario import Scenario; "
             f"sys.stdout.write(synth_run(Scenario(**{dataclasses.asdict(SMALL)!r})))")
     env = dict(os.environ, PYTHONHASHSEED="12345")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)

@@ -3,8 +3,8 @@ level (never the newest output), then drops the oldest messages (never the newes
 
 from __future__ import annotations
 
-from replay.engine import replay
-from replay.tokens import encoding
+from replay.engine.fold import replay
+from replay.ingest.tokens import encoding
 from tests.replay.tier_runs import evicted, newest_message, policy, results_of, session
 
 

@@ -1,15 +1,15 @@
 """Custom tiers, directly: their decisions go through the engine's one way of changing the
-context (``replay.tiers.apply``), which keeps its invariants whatever a class asks for."""
+context (``replay.engine.tiers.apply``), which keeps its invariants whatever a class asks for."""
 
 from __future__ import annotations
 
 import pytest
 
-from replay.context import Context
-from replay.engine import replay
-from replay.tiers.apply import TierInvariantError, apply_cut, apply_trims
-from replay.tiers.base import Env, Evictions
-from replay.tiers.custom import CutBefore, TrimBlocks, View
+from replay.engine.context import Context
+from replay.engine.fold import replay
+from replay.engine.tiers.apply import TierInvariantError, apply_cut, apply_trims
+from replay.engine.tiers.base import Env, Evictions
+from replay.engine.tiers.custom import CutBefore, TrimBlocks, View
 from tests.replay.tier_runs import evicted, newest_message, policy, results_of, session
 
 

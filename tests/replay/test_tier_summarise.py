@@ -3,7 +3,7 @@ summary ever takes, however large (a newest result over ``keep_max_frac`` used t
 
 from __future__ import annotations
 
-from replay.engine import replay
+from replay.engine.fold import replay
 from tests.replay.tier_runs import context_end, evicted, newest_message, policy, session
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from replay.engine import replay
-from replay.tokens import encoding
+from replay.engine.fold import replay
+from replay.ingest.tokens import encoding
 from tests.replay.tier_runs import evicted, policy, results_of, session
 
 N_READS = 8

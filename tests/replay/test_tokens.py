@@ -4,7 +4,7 @@ The reference encoder is built by tiktoken itself from its own definitions
 (``tiktoken_ext.openai_public``: pattern, special tokens, official URL and sha256), with only its
 download (``tiktoken.load.read_file``) answered from a plain decompressed copy of the shipped file.
 tiktoken checks that copy against the official sha256, so the reference shares nothing with
-``replay.tokens`` but the file bytes, and those are proven official.
+``replay.ingest.tokens`` but the file bytes, and those are proven official.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
-from replay import tokens
 from replay.errors import TokenizerError
-from replay.tokens import count_one, count_tokens, encoding
+from replay.ingest import tokens
+from replay.ingest.tokens import count_one, count_tokens, encoding
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED_DIR = REPO / "replay" / "encodings"
+SHIPPED_DIR = REPO / "replay" / "ingest" / "encodings"
 SHIPPED = ("o200k_base", "cl100k_base")
 
 TEXTS = [
@@ -176,7 +176,7 @@ def test_encodings_ship_with_the_package() -> None:
     data = tomllib.loads((REPO / "pyproject.toml").read_text())
     globs = data["tool"]["setuptools"]["package-data"]["replay"]
     for name in SHIPPED:
-        rel = f"encodings/{name}.tiktoken.gz"
+        rel = f"ingest/encodings/{name}.tiktoken.gz"
         assert (REPO / "replay" / rel).is_file()
         assert any(fnmatch.fnmatch(rel, g) for g in globs), (rel, globs)
 

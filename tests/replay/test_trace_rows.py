@@ -8,12 +8,12 @@ from typing import NamedTuple
 
 import pytest
 
-from replay import trace
-from replay.context import Context
-from replay.engine import replay
-from replay.tiers.apply import apply_trims
-from replay.tiers.base import Env, Evictions
-from replay.trace import ROW_TYPES, TRACE_SCHEMAS, ActionRow, RequestMeasured, RequestRow
+from replay.engine import trace
+from replay.engine.context import Context
+from replay.engine.fold import replay
+from replay.engine.tiers.apply import apply_trims
+from replay.engine.tiers.base import Env, Evictions
+from replay.engine.trace import ROW_TYPES, TRACE_SCHEMAS, ActionRow, RequestMeasured, RequestRow
 from tests.replay.tier_runs import policy, results_of, session
 
 

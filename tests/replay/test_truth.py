@@ -1,4 +1,4 @@
-"""Truth anchored on recorded usage (``replay.truth``), against counts read from the raw logs."""
+"""Truth anchored on recorded usage (``replay.engine.truth``), against counts read from the raw logs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.engine import replay
+from replay.engine.fold import replay
+from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import load_policy, replace_path
-from replay.truth import TRUTH_SOURCES
 
 NAME = "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 """The 217-request Claude Code sample that auto-compacted once."""
@@ -98,11 +98,11 @@ def test_runs_without_usage_fall_back_and_say_so(sample_corpus):  # type: ignore
 
 
 def test_truth_source_reaches_the_summary(sample_corpus):  # type: ignore[no-untyped-def]
-    from analysis.run_summary import RUN_SUMMARY
-    from replay.run import run as run_policy
+    from analysis.run_rollup import RUN_ROLLUP
+    from replay.apply_policy import run as run_policy
 
-    result = run_policy(sample_corpus, load_policy("none"), summary=RUN_SUMMARY)
-    sources = {r["source"]: r["truth_source"] for r in result.summary}
+    result = run_policy(sample_corpus, load_policy("none"), rollup=RUN_ROLLUP)
+    sources = {r["source"]: r["truth_source"] for r in result.rollup}
     assert sources["claude-code/" + NAME] == "anchored"
     assert sources["swe-agent/v1fc_gpt4__sweagenttestrepo-1c2844.traj"] == "tokenizer-fallback"
     assert set(sources.values()) <= set(TRUTH_SOURCES)

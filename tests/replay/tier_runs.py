@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.parsers.builder import RunBuilder, Source
+from replay.engine.prepared import PreparedRun, prepare
+from replay.engine.trace import Trace
+from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, policy_from_dict
-from replay.prepared import PreparedRun, prepare
-from replay.run_tables import tokenize
-from replay.trace import Trace
 
 
 def lines(label: str, n: int) -> str:

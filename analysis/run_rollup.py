@@ -1,0 +1,100 @@
+"""The per-run roll-up of ``replay run``: a few of ``metrics()``'s columns, under the same names.
+
+One row per (run, policy): the run's label, source and format, the metrics of
+``ROLLUP_METRICS`` — computed by their analyses' fast functions
+(``analysis.per_run.part_metrics``, the very code sweeps use, so ``replay run``,
+``metrics()``, ``check`` and the report agree by construction) — and which truth
+judged them (``truth_source``, ``replay.engine.truth``).  A value that is undefined
+(a cached share of a run that sent no token) is unknown (None), never 0.
+
+A run with no recorded request is a row too (``NOT_REPLAYED``): request, token,
+overshoot, summary and trim counts and cost 0 (there is nothing to send), peak,
+largest overshoot, cached share and truth unknown.
+
+``RUN_ROLLUP`` is what ``replay.apply_policy.run`` / ``run_to`` take to make these rows:
+the replay layer streams the traces, this layer says what a row holds.
+
+Not here: replaying and writing traces (``replay.apply_policy``), printing (``replay.cli``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from analysis.per_run import PARTS, SPECS, known, part_metrics
+from replay.apply_policy import RunMeta, RunRollup
+from replay.corpus import Corpus
+from replay.engine.trace import Trace
+from replay.policy import Policy
+
+ROLLUP_METRICS: tuple[str, ...] = known(
+    "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
+    "n_summaries", "n_trims", "cache_invalidation_cached_share", "cost_usd")
+"""The metrics a ``replay run`` row shows (names and values as in ``metrics()``)."""
+_PARTS = tuple(p for p in PARTS if set(p.names) & set(ROLLUP_METRICS))
+if any(p.needs_facts for p in _PARTS):  # the roll-up reads no store table: replay run's speed
+    raise RuntimeError("a replay run roll-up metric needs the run's facts")
+ROLLUP_SCHEMA = pa.schema(
+    [(c, pa.string()) for c in ("run_id", "run", "source", "format", "policy")]
+    + [(c, pa.float64() if SPECS[c].dtype == "float64" else pa.int64())
+       for c in ROLLUP_METRICS]
+    + [("truth_source", pa.string()), ("note", pa.string())])
+"""One row per (run, policy), replayed or not."""
+NOT_REPLAYED = "not replayed: no request"
+"""The ``note`` of a run with no recorded request (null for a replayed run); ``replay inspect
+FILE`` says why the file has none."""
+_UNKNOWN_WITHOUT_REQUESTS = frozenset({"peak_tokens", "overshoots_max_tokens",
+                                       "cache_invalidation_cached_share"})
+"""Metrics that are unknown, not 0, for a run with no request."""
+
+
+def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str, Any]]:
+    """The roll-up row of one run's replay (none when the trace has no request).
+
+    Args:
+        trace: the replay of one run under ``policy``.
+        policy: the replayed policy.
+        meta: (label, source, format) of every run, by run id (``replay.apply_policy.run_meta``).
+
+    Returns:
+        One row in ``ROLLUP_SCHEMA``'s columns, or none.
+    """
+    rq = trace.columns("requests")
+    if not rq["request"]:
+        return []
+    rid = rq["run_id"][0]
+    if any(r != rid for r in rq["run_id"]):
+        raise ValueError("replayed_rows takes the trace of one run")
+    values = part_metrics(trace, policy, _PARTS)
+    label, source, fmt = meta.get(rid, (rid, "", ""))
+    row: dict[str, Any] = {"run_id": rid, "run": label, "source": source, "format": fmt,
+                           "policy": policy.name}
+    for name in ROLLUP_METRICS:
+        v = values[name]
+        row[name] = None if isinstance(v, float) and math.isnan(v) else v
+    row["truth_source"] = rq["truth_source"][0]
+    row["note"] = None
+    return [row]
+
+
+def not_replayed_rows(corpus: Corpus, policy: Policy, meta: RunMeta) -> list[dict[str, Any]]:
+    """A row for each run with no recorded request (``NOT_REPLAYED``), by run id: never dropped
+    from the roll-up silently."""
+    left = sorted(set(corpus.run_ids) - set(corpus.replayable()))
+    rows = []
+    for rid in left:
+        label, source, fmt = meta.get(rid, (rid, "", ""))
+        row: dict[str, Any] = {"run_id": rid, "run": label, "source": source, "format": fmt,
+                               "policy": policy.name}
+        for name in ROLLUP_METRICS:
+            zero = 0.0 if SPECS[name].dtype == "float64" else 0
+            row[name] = None if name in _UNKNOWN_WITHOUT_REQUESTS else zero
+        rows.append({**row, "truth_source": None, "note": NOT_REPLAYED})
+    return rows
+
+
+RUN_ROLLUP = RunRollup(ROLLUP_SCHEMA, replayed_rows, not_replayed_rows)
+"""What ``replay.apply_policy.run`` and ``run_to`` make their roll-up rows with."""

@@ -1,0 +1,164 @@
+"""Calibration: fit the server's real token counts from the usage a log recorded.
+
+Claude Code, Codex, mini-swe-agent and OpenHands logs carry the prompt size the
+server counted for each original request.  ``calibrate`` fits
+
+    recorded input tokens ≈ overhead_tokens + scale × (tokenizer count of the context)
+
+by least squares over the requests before the first harness compaction (after
+it, the recorded context is no longer the raw stream), and reports the fit
+error.  The overhead absorbs the system prompt and tool schemas the log does
+not contain; the scale absorbs the difference between the provider's tokenizer
+and ours.  A policy with ``truth: {method: calibrated}`` uses the fit; anchored
+truth (``replay.engine.truth``) uses its scale when the fit is usable.
+
+What it cannot do, it says (``Calibration.flags``; a flagged fit is not ``usable``):
+
+- fewer than ``MIN_POINTS`` recorded requests: ``few points`` — the fit is not made from the
+  run; ``corpus_fit`` pools the points of every run of the same model instead
+  (``source: corpus``), and without enough of those either the run has no fit;
+- a scale outside ``PLAUSIBLE_SCALE``: ``scale far from 1``;
+- a negative overhead (beyond rounding): ``negative overhead``.
+
+The held-out error fits the first half of the points and reports the median relative error
+on the second half (``held_out_error_frac``): how well the model predicts requests it has
+not seen, not how well it matches the ones it was fitted on.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from replay.engine.prepared import Calibration, PreparedRun
+from replay.policy import TokenCounter, Tokenizer
+
+if TYPE_CHECKING:
+    from replay.corpus import Corpus
+
+MIN_POINTS = 8
+"""Fewest recorded pre-compaction requests a run's own fit is made from (and the fewest in
+each half for the held-out error)."""
+PLAUSIBLE_SCALE = (0.7, 1.8)
+"""Scales of provider tokens per o200k token outside this range are flagged (observed on the
+samples: 1.09–1.63 for Claude models, whose tokenizer reads more tokens than o200k on code)."""
+_NEGATIVE_OVERHEAD_TOKENS = -500.0
+"""An overhead below this is flagged (a few hundred either way is fitting noise)."""
+
+
+def points(run: PreparedRun, tokenizer: Tokenizer = "o200k_base",
+           message_overhead_tokens: int = 0) -> list[tuple[float, float]]:
+    """(tokenizer count of the context, recorded input) of each recorded request before the
+    first harness compaction, in request order."""
+    return _points(run, tokenizer, message_overhead_tokens)[0]
+
+
+def _points(run: PreparedRun, tokenizer: Tokenizer,
+            message_overhead_tokens: int) -> tuple[list[tuple[float, float]], int]:
+    """The points and how many of them count blocks sized from redaction markers."""
+    counts = run.counts(TokenCounter(method="tokenizer", tokenizer=tokenizer))
+    out: list[tuple[float, float]] = []
+    total, upto, n_msgs, estimated, n_est = 0, 0, 0, False, 0
+    stop = run.first_compaction_request if run.first_compaction_request is not None else run.n_requests
+    for k in range(stop):
+        hi = run.req_blocks[k]
+        for b in range(upto, hi):
+            total += counts[b]
+            estimated = estimated or run.estimated[b]
+            if run.msg_start[run.ordinal[b]] == b:
+                n_msgs += 1
+        upto = max(upto, hi)
+        y = run.recorded_input[k]
+        if y is not None and y > 0:
+            out.append((float(total + n_msgs * message_overhead_tokens), float(y)))
+            n_est += estimated
+    return out, n_est
+
+
+def fit(pts: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares (overhead, scale), or None when the points do not determine a line."""
+    n = len(pts)
+    if n < 2:
+        return None
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    scale = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    overhead = my - scale * mx
+    if scale <= 0:
+        scale, overhead = my / mx if mx else 1.0, 0.0
+    return overhead, scale
+
+
+def held_out_error(pts: list[tuple[float, float]]) -> float | None:
+    """Median |fit − recorded| / recorded on the second half, fitted on the first half."""
+    half = len(pts) // 2
+    if half < MIN_POINTS // 2 or len(pts) - half < MIN_POINTS // 2:
+        return None
+    got = fit(pts[:half])
+    if got is None:
+        return None
+    overhead, scale = got
+    return statistics.median(abs(overhead + scale * x - y) / y for x, y in pts[half:])
+
+
+def from_points(pts: list[tuple[float, float]], source: str = "run",
+                n_estimated: int = 0) -> Calibration | None:
+    """The fit of ``pts`` with its errors and flags (None when no line fits them)."""
+    got = fit(pts)
+    if got is None:
+        return None
+    overhead, scale = got
+    flags = []
+    if len(pts) < MIN_POINTS:
+        flags.append("few points")
+    if not PLAUSIBLE_SCALE[0] <= scale <= PLAUSIBLE_SCALE[1]:
+        flags.append("scale far from 1")
+    if overhead < _NEGATIVE_OVERHEAD_TOKENS:
+        flags.append("negative overhead")
+    err = sum(abs(overhead + scale * x - y) / y for x, y in pts) / len(pts)
+    return Calibration(overhead_tokens=overhead, scale=scale, n_points=len(pts),
+                       mean_abs_error_frac=err, held_out_error_frac=held_out_error(pts),
+                       flags=tuple(flags), source=source, n_points_estimated=n_estimated)
+
+
+def calibrate(run: PreparedRun, tokenizer: Tokenizer = "o200k_base",
+              message_overhead_tokens: int = 0) -> Calibration | None:
+    """The run's own fit (flagged ``few points`` under ``MIN_POINTS``), or None when it has
+    fewer than two usable recorded requests."""
+    pts, n_est = _points(run, tokenizer, message_overhead_tokens)
+    return from_points(pts, n_estimated=n_est)
+
+
+def corpus_fit(point_sets: Iterable[list[tuple[float, float]]]) -> Calibration | None:
+    """One fit over the pooled points of several runs (of one model); flagged like a run's."""
+    pooled = [p for pts in point_sets for p in pts]
+    return from_points(pooled, source="corpus")
+
+
+def calibration_rows(corpus: Corpus) -> list[dict[str, Any]]:
+    """One row per replayable run of ``corpus``: the fit it gets, its errors and flags (numbers
+    as numbers; None where there is no fit)."""
+    rows = []
+    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+    models = dict(zip(corpus.run_ids, corpus.runs["model"].to_pylist()))
+    for rid in corpus.replayable():
+        own = len(points(corpus.prepared(rid)))
+        c = corpus.calibration(rid)
+        rows.append({
+            "source": sources[rid], "model": models[rid] or "", "points": own,
+            "fit": c.source if c else "none (no recorded usage)" if own == 0 else "none",
+            "fit_points": c.n_points if c else 0,
+            "points_estimated": c.n_points_estimated if c else 0,
+            "overhead_tokens": round(c.overhead_tokens) if c else None,
+            "scale": round(c.scale, 4) if c else None,
+            "mean_abs_error": round(c.mean_abs_error_frac, 6) if c else None,
+            "held_out_error": (round(c.held_out_error_frac, 6)
+                               if c and c.held_out_error_frac is not None else None),
+            "flags": ", ".join(c.flags) if c else ("no recorded usage" if own == 0
+                                                   else "too few points, no corpus fit"),
+        })
+    return rows

@@ -1,0 +1,341 @@
+"""The simulated context window during a replay, with running totals.
+
+The live context is a head (a summary and items re-inserted after it) followed
+by a contiguous range of the raw stream's messages, ``[lo, hi)`` in blocks;
+a block inside the range is either original or trimmed to a placeholder.
+Totals (estimate, truth, bytes per category) are kept incrementally, and two
+Fenwick trees give the tokens before any block in O(log n), so the prefix a
+cache can reuse follows from the earliest position changed since the last
+request — nothing is ever re-counted over the whole history.
+
+Every cut goes through ``cut_before``, which only accepts safe split points
+(no tool result separated from its call).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass, field
+
+from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
+
+_SHORT_RANGE = 1024
+"""Up to this many blocks, summing current sizes directly beats settling the trim tree."""
+
+
+class Fenwick:
+    """Prefix sums over a fixed number of slots with point updates.
+
+    Updates are queued and applied at the next query (``prefix`` or ``settled_tree``): a
+    replay whose queries all take the context's fast paths never pays for the tree.
+    """
+
+    __slots__ = ("n", "queued", "tree")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.tree = [0] * (n + 1)
+        self.queued: list[tuple[int, int]] = []
+
+    def add(self, i: int, delta: int) -> None:
+        """Add ``delta`` to slot ``i`` (applied at the next query)."""
+        self.queued.append((i, delta))
+
+    def settled_tree(self) -> list[int]:
+        """The tree with every queued update applied."""
+        tree, n = self.tree, self.n
+        for i, delta in self.queued:
+            i += 1
+            while i <= n:
+                tree[i] += delta
+                i += i & -i
+        self.queued.clear()
+        return tree
+
+    def prefix(self, i: int) -> int:
+        """Sum of slots ``[0, i)``."""
+        s, tree = 0, self.tree if not self.queued else self.settled_tree()
+        while i > 0:
+            s += tree[i]
+            i -= i & -i
+        return s
+
+
+@dataclass(slots=True)
+class HeadItem:
+    """A synthetic message at the head of the context (summary or re-inserted item)."""
+
+    label: str
+    text: str
+    est: int
+    truth: int
+    n_bytes: int
+
+
+@dataclass(slots=True)
+class Context:
+    """Mutable state of one replay; tiers change it only through its methods.
+
+    Block sizes with their message overhead and their prefix sums are computed
+    once per run and counter (``PreparedRun.sized``); the context itself only
+    tracks what tiers changed: a Fenwick tree of reductions from trims, the cut
+    point ``lo`` and the head.  Appending new messages is O(1).
+    """
+
+    run: PreparedRun
+    est_of: list[int]
+    truth_of: list[int]
+    msg_overhead: int
+    lo: int = 0
+    """First live block (a message start)."""
+    hi: int = 0
+    """One past the last appended block."""
+    head: list[HeadItem] = field(default_factory=list)
+    cur_est: list[int] = field(default_factory=list)
+    """Current estimated size of each block, message overhead included."""
+    cur_truth: list[int] = field(default_factory=list)
+    cur_bytes: list[int] = field(default_factory=list)
+    trimmed: list[bool] = field(default_factory=list)
+    pre_est: list[int] = field(init=False)
+    pre_truth: list[int] = field(init=False)
+    pre_bytes: list[list[int]] = field(init=False)
+    cut_est: Fenwick = field(init=False)
+    """Reductions (original − current) of trimmed blocks, estimated."""
+    cut_truth: Fenwick = field(init=False)
+    live_cut_est: int = 0
+    """Sum of trim reductions over live blocks (est)."""
+    live_cut_truth: int = 0
+    live_cut_bytes: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    n_live_trimmed: int = 0
+    last_trimmed: int = -1
+    """The highest block ever trimmed (-1: none)."""
+    """Trimmed blocks inside ``[lo, hi)``: while 0, prefix queries need no Fenwick tree."""
+    head_est: int = 0
+    head_truth: int = 0
+    head_n_bytes: int = 0
+    epoch: int = 0
+    """Bumped by every cut or trim, so tiers can tell when their cached view is stale."""
+    dirty: int | None = None
+    """Earliest changed position since the last request: -1 for the head, a block, or None."""
+    dirty_truth_before: int = 0
+    """``truth_before(dirty)`` for a block ``dirty``, taken when it became the earliest change
+    (later changes are all after it, or a cut resets ``dirty``): the cache prefix in O(1)."""
+
+    def __post_init__(self) -> None:
+        n = self.run.n_blocks
+        base_est, self.pre_est = self.run.sized(self.est_of, self.msg_overhead)
+        base_truth, self.pre_truth = self.run.sized(self.truth_of, self.msg_overhead)
+        self.pre_bytes = self.run.bytes_prefix()
+        self.cur_est, self.cur_truth = list(base_est), list(base_truth)
+        self.cur_bytes, self.trimmed = list(self.run.n_bytes), [False] * n
+        self.cut_est, self.cut_truth = Fenwick(n), Fenwick(n)
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def n_messages(self) -> int:
+        """Messages in context, head items included."""
+        if self.hi <= self.lo:
+            return len(self.head)
+        return self.run.ordinal[self.hi - 1] - self.run.ordinal[self.lo] + 1 + len(self.head)
+
+    def est(self) -> int:
+        """Estimated tokens of the live context (head and messages)."""
+        return self.head_est + self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est
+
+    def truth(self) -> int:
+        """True tokens of the live context (head and messages)."""
+        return (self.head_truth + self.pre_truth[self.hi] - self.pre_truth[self.lo]
+                - self.live_cut_truth)
+
+    def truth_before(self, b: int) -> int:
+        """True tokens before block ``b`` (head included)."""
+        if b > self.last_trimmed:  # no trimmed block at or after b: all live cuts are before it
+            cut = self.live_cut_truth
+        elif b == self.last_trimmed:  # b is the only one: all live cuts but its own
+            cut = self.live_cut_truth - (self.pre_truth[b + 1] - self.pre_truth[b]
+                                         - self.cur_truth[b])
+        else:
+            cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+        return self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
+
+    def est_from(self, b: int) -> int:
+        """Estimated tokens from block ``b`` to the end.
+
+        Exact three ways: the static sums when nothing from ``b`` on is trimmed, the current
+        sizes summed at C speed over a short range (the usual remainder, tens of blocks), else
+        the trim tree (O(log n)).
+        """
+        hi = self.hi
+        if b > self.last_trimmed:
+            return self.pre_est[hi] - self.pre_est[b]
+        if hi - b <= _SHORT_RANGE:
+            return sum(self.cur_est[b:hi])
+        cut = self.cut_est.prefix(hi) - self.cut_est.prefix(b)
+        return self.pre_est[hi] - self.pre_est[b] - cut
+
+    def block_reaching_est(self, tokens_back: int) -> int:
+        """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
+
+        With nothing trimmed from the block before the answer on (the usual case: trims stay
+        out of protected ranges), a bisection of the static prefix sums, then at most a short
+        walk back over trimmed blocks (in Python for the first 33, then summed at C speed);
+        otherwise a Fenwick lifting search over current sizes, whose tree nodes are the static
+        prefix sums' differences minus the trim tree's nodes.  O(log n) either way.
+        """
+        pre = self.pre_est
+        b = bisect.bisect_left(pre, pre[self.hi] - tokens_back, self.lo, self.hi + 1)
+        if not self.n_live_trimmed or b - 1 > self.last_trimmed:
+            # the static sums are exact from b - 1 on: nothing there is trimmed
+            return max(self.lo, min(b, self.hi))
+        if self.last_trimmed < b <= self.hi:
+            # exact from b on: walk back over the (trimmed, small) blocks that still fit
+            total, cur, lo = pre[self.hi] - pre[b], self.cur_est, self.lo
+            for x in range(b - 1, max(lo, b - 33) - 1, -1):
+                total += cur[x]
+                if total > tokens_back:
+                    return x + 1
+            if b - 33 <= lo:
+                return lo
+            # a longer run of small blocks: carry on at C speed, in chunks of 64, 128, ... blocks
+            end, step = b - 33, 64
+            while step <= _SHORT_RANGE:
+                start = max(lo, end - step)
+                sums = list(itertools.accumulate(reversed(cur[start:end]), initial=total))
+                k = bisect.bisect_right(sums, tokens_back)
+                if k < len(sums):
+                    return end - k + 1
+                if start == lo:
+                    return lo
+                total, end, step = sums[-1], start, step * 2
+        tree, n = self.cut_est.settled_tree(), self.run.n_blocks
+        target = pre[self.hi] - self.cut_est.prefix(self.hi) - tokens_back
+        if target <= 0:
+            return self.lo
+        pos, rem, step = 0, target, 1 << n.bit_length()
+        while step:
+            nxt = pos + step
+            if nxt <= n:
+                node = pre[nxt] - pre[nxt - (nxt & -nxt)] - tree[nxt]
+                if node < rem:
+                    pos, rem = nxt, rem - node
+            step >>= 1
+        return max(self.lo, min(pos + 1, self.hi))
+
+    def message_start_at_or_after(self, b: int) -> int:
+        """The first message boundary at or after block ``b``."""
+        run = self.run
+        if b >= self.hi:
+            return self.hi
+        o = run.ordinal[b]
+        return b if run.msg_start[o] == b else run.msg_start[o + 1]
+
+    def newest_output_start(self) -> int:
+        """First block of the newest message (tool output or prompt): never cut or trimmed."""
+        if self.hi <= self.lo:
+            return self.hi
+        return self.run.msg_start[self.run.ordinal[self.hi - 1]]
+
+    # -- changes ------------------------------------------------------------------------------
+    def set_block(self, b: int, est: int, truth: int, n_bytes: int) -> tuple[int, int]:
+        """Replace block ``b``'s content size (a trim); returns (est, truth) reclaimed."""
+        run = self.run
+        first = run.msg_start[run.ordinal[b]] == b
+        ov = self.msg_overhead if first else 0
+        de, dt = self.cur_est[b] - (est + ov), self.cur_truth[b] - (truth + ov)
+        db = self.cur_bytes[b] - n_bytes
+        self.cut_est.add(b, de)
+        self.cut_truth.add(b, dt)
+        self.live_cut_est += de
+        self.live_cut_truth += dt
+        self.live_cut_bytes[run.category[b]] += db
+        self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
+        if not self.trimmed[b]:
+            self.n_live_trimmed += 1
+            self.last_trimmed = max(self.last_trimmed, b)
+        self.trimmed[b] = True
+        self.epoch += 1
+        self._touch(b)
+        return de, dt
+
+    def cut_before(self, b: int, head: list[HeadItem]) -> int:
+        """Remove the blocks ``[lo, b)`` and replace the head; returns the blocks removed.
+
+        ``b`` must be a safe split point (``is_safe_split``); a caller walks to one first.
+        """
+        assert self.is_safe_split(b), "cut_before needs a safe split point"
+        run, removed = self.run, b - self.lo
+        if self.n_live_trimmed and self.hi - b < b - self.lo:  # fewer blocks stay: recount them
+            self._recount_live_cuts(b)
+        elif self.n_live_trimmed:  # the removed blocks' trims leave the live totals
+            pre_est, pre_truth, cur_est, cur_truth = (self.pre_est, self.pre_truth, self.cur_est,
+                                                      self.cur_truth)
+            cut_bytes, cur_bytes = self.live_cut_bytes, self.cur_bytes
+            # only the trimmed ones, picked out at C speed (a cut can remove thousands of blocks)
+            for x in itertools.compress(range(self.lo, b), self.trimmed[self.lo:b]):
+                self.live_cut_est -= pre_est[x + 1] - pre_est[x] - cur_est[x]
+                self.live_cut_truth -= pre_truth[x + 1] - pre_truth[x] - cur_truth[x]
+                cut_bytes[run.category[x]] -= run.n_bytes[x] - cur_bytes[x]
+                self.n_live_trimmed -= 1
+        self.lo = b
+        self.head = head
+        self.head_est = sum(h.est for h in head)
+        self.head_truth = sum(h.truth for h in head)
+        self.head_n_bytes = sum(h.n_bytes for h in head)
+        self.dirty = -1
+        self.epoch += 1
+        return removed
+
+    def _recount_live_cuts(self, b: int) -> None:
+        """The live trim totals over ``[b, hi)`` alone, counted afresh (sums at C speed)."""
+        hi, run, cut_bytes = self.hi, self.run, [0, 0, 0, 0]
+        b = min(b, hi)
+        self.live_cut_est = self.pre_est[hi] - self.pre_est[b] - sum(self.cur_est[b:hi])
+        self.live_cut_truth = self.pre_truth[hi] - self.pre_truth[b] - sum(self.cur_truth[b:hi])
+        n, cur_bytes = 0, self.cur_bytes
+        for x in itertools.compress(range(b, hi), self.trimmed[b:hi]):
+            cut_bytes[run.category[x]] += run.n_bytes[x] - cur_bytes[x]
+            n += 1
+        self.live_cut_bytes[:] = cut_bytes
+        self.n_live_trimmed = n
+
+    def is_safe_split(self, b: int) -> bool:
+        """Whether cutting before block ``b`` keeps every tool result with its call."""
+        if b >= self.hi:
+            return True
+        run = self.run
+        o = run.ordinal[b]
+        return run.msg_start[o] == b and run.safe_split[o]
+
+    def safe_split_at_or_before(self, b: int) -> int:
+        """The nearest safe split point at or before ``b`` (never before ``lo``)."""
+        b = min(b, self.hi)
+        while b > self.lo and not self.is_safe_split(b):
+            b -= 1
+        return b
+
+    def safe_split_at_or_after(self, b: int) -> int:
+        """The nearest safe split point at or after ``b``."""
+        while b < self.hi and not self.is_safe_split(b):
+            b += 1
+        return b
+
+    def measure(self) -> tuple[int, int, int, int, int, int, int, int]:
+        """What one request row needs, in one call: (estimated tokens, true tokens, messages,
+        blocks, bytes of all call args, of write/edit args, of results, of other text)."""
+        lo, hi, n_head = self.lo, self.hi, len(self.head)
+        (other, args, write, results), cut = self.pre_bytes, self.live_cut_bytes
+        w = write[hi] - write[lo] - cut[CAT_ARGS_WRITE]
+        ordinal = self.run.ordinal
+        return (self.head_est + self.pre_est[hi] - self.pre_est[lo] - self.live_cut_est,
+                self.head_truth + self.pre_truth[hi] - self.pre_truth[lo] - self.live_cut_truth,
+                (ordinal[hi - 1] - ordinal[lo] + 1 + n_head) if hi > lo else n_head,
+                hi - lo + n_head,
+                args[hi] - args[lo] - cut[CAT_ARGS] + w, w,
+                results[hi] - results[lo] - cut[CAT_RESULTS],
+                other[hi] - other[lo] - cut[CAT_OTHER] + self.head_n_bytes)
+
+    def _touch(self, b: int) -> None:
+        if self.dirty is None or (self.dirty != -1 and b < self.dirty):
+            self.dirty = b
+            self.dirty_truth_before = self.truth_before(b)

@@ -1,0 +1,311 @@
+"""A run made ready for replay: plain arrays, pairing, safe split points, counts per counter.
+
+``prepare`` turns one run's rows (from the store) into a ``PreparedRun`` once;
+a sweep then replays it under many policies.  Harness summary rows are left
+out (a replay starts from the raw stream).  ``counts`` gives per-block token
+counts under a ``TokenCounter`` (chars/N, a tokenizer, or a calibrated fit),
+memoised per counter so no text is re-tokenised across policies.
+
+Not here: the replay loop (``replay.engine.fold``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from replay.errors import ReplayInputError
+from replay.ingest.run_checks import check_run_tables
+from replay.policy import TokenCounter
+
+CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS = 0, 1, 2, 3
+"""Byte categories: other text, call arguments, write/edit arguments, tool results."""
+_TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """truth = overhead_tokens + scale × tokenizer count, fitted on recorded usage."""
+
+    overhead_tokens: float
+    scale: float
+    n_points: int
+    mean_abs_error_frac: float
+    """Mean |fit − recorded| / recorded over the points used."""
+    n_points_estimated: int = 0
+    """Points whose context holds blocks sized from redaction markers (an estimate, not a
+    tokenizer count: the fit is only as good as ``replay.ingest.redaction.CHARS_PER_TOKEN``)."""
+    held_out_error_frac: float | None = None
+    """Median |fit − recorded| / recorded on the second half of the points, fitted on the first
+    half only (None with too few points to split)."""
+    flags: tuple[str, ...] = ()
+    """Why the fit should not be trusted (``replay.engine.calibrate``): too few points, a scale far
+    from 1, a negative overhead.  Empty: usable."""
+    source: str = "run"
+    """``run``: fitted on this run; ``corpus``: the corpus-level fit for the run's model."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether the fit is trusted (no flags)."""
+        return not self.flags
+
+
+@dataclass(slots=True, kw_only=True)
+class PreparedRun:
+    """One run's blocks and requests as plain lists, ready for any policy."""
+
+    run_id: str
+    msg: list[int]
+    """Original message index of each block (harness summaries removed)."""
+    ordinal: list[int]
+    """Dense message ordinal of each block (0..n_messages-1)."""
+    msg_start: list[int]
+    """First block of each message ordinal (length n_messages + 1, last = n_blocks)."""
+    block: list[int]
+    kind: list[str]
+    role: list[str]
+    tool: list[str]
+    op: list[str]
+    path: list[str]
+    text: list[str]
+    call_id: list[str]
+    n_chars: list[int]
+    n_bytes: list[int]
+    n_lines: list[int]
+    is_error: list[bool]
+    estimated: list[bool]
+    """Per block: its token counts are estimated from redaction markers (``replay.ingest.redaction``)."""
+    category: list[int]
+    call_of: list[int]
+    """For a tool_result block, the block index of its call (-1 when orphaned or not a result)."""
+    safe_split: list[bool]
+    """Per message ordinal: cutting everything before it orphans no tool result."""
+    tokens: dict[str, list[int]]
+    """Tokenizer name → per-block counts from ingest."""
+    req_blocks: list[int]
+    """Per request: blocks in its context (all blocks of messages before its output)."""
+    req_output_blocks: list[tuple[int, int]]
+    """Per request: block range of the message it produced."""
+    recorded_input: list[int | None]
+    recorded_cache_read: list[int | None]
+    recorded_output: list[int | None]
+    ts: list[str]
+    ts_s: list[float | None]
+    first_compaction_request: int | None
+    """The first request after a harness compaction (None when the harness never compacted)."""
+    harness_summary_tokens: list[dict[str, int]] = field(default_factory=list)
+    """Per harness compaction (in order): its summary's tokens per tokenizer (rows left out)."""
+    recorded_from: list[int] = field(default_factory=list)
+    """Per request: first block of the context the harness really sent (0, or the first block
+    after the latest harness summary before it: the harness dropped everything before)."""
+    recorded_summary: list[int] = field(default_factory=list)
+    """Per request: index of the harness summary heading its recorded context (-1: none)."""
+    harness_summary_text: list[str] = field(default_factory=list)
+    """Per harness compaction: the recorded summary's text (its blocks joined by newlines)."""
+    harness_boundary: list[int] = field(default_factory=list)
+    """Per harness compaction: the first block after its summary (what the harness kept)."""
+    harness_first_request: list[int | None] = field(default_factory=list)
+    """Per harness compaction: the first request after it (None: the run ended first)."""
+    _counts: dict[Any, Any] = field(default_factory=dict)
+    """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
+
+    @property
+    def n_blocks(self) -> int:
+        """Blocks in the raw stream."""
+        return len(self.msg)
+
+    @property
+    def n_requests(self) -> int:
+        """Model calls in the run."""
+        return len(self.req_blocks)
+
+    def sized(self, values: list[int], overhead: int) -> tuple[list[int], list[int]]:
+        """Per-block sizes with the message overhead on each message's first block, and their
+        prefix sums (length n_blocks + 1); memoised per (values, overhead)."""
+        key = ("sized", id(values), overhead)
+        if key not in self._counts:
+            base = list(values)
+            if overhead:
+                for start in self.msg_start[:-1]:
+                    base[start] += overhead
+            self._counts[key] = (values, base, [0, *itertools.accumulate(base)])
+        _, base, prefix = self._counts[key]
+        return base, prefix
+
+    def memo(self, key: Any) -> dict[Any, Any]:
+        """A per-run memo table for pure derived values (placeholders, facts)."""
+        table = self._counts.get(key)
+        if table is None:
+            table = self._counts[key] = {}
+        return table
+
+    def bytes_prefix(self) -> list[list[int]]:
+        """Prefix sums of block bytes per category (other, args, write args, results)."""
+        if "bytes" not in self._counts:
+            sums = []
+            for cat in range(4):
+                sums.append([0, *itertools.accumulate(
+                    n if c == cat else 0 for n, c in zip(self.n_bytes, self.category))])
+            self._counts["bytes"] = sums
+        prefix: list[list[int]] = self._counts["bytes"]
+        return prefix
+
+    def outputs(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
+        """Per request: output tokens as recorded, else the produced message's count under
+        ``counter`` (memoised)."""
+        key = ("outputs", counter, calibration if counter.method == "calibrated" else None)
+        got = self._counts.get(key)
+        if got is None:
+            of = self.counts(counter, calibration)
+            got = self._counts[key] = [rec if rec is not None else sum(of[lo:hi]) for rec, (lo, hi)
+                                       in zip(self.recorded_output, self.req_output_blocks)]
+        return got
+
+    def expired(self, ttl_s: float) -> list[bool]:
+        """Per request: whether more than ``ttl_s`` passed since the previous timestamped
+        request (a cache entry would have expired); memoised."""
+        key = ("expired", ttl_s)
+        got = self._counts.get(key)
+        if got is None:
+            got, prev = [], None
+            for ts in self.ts_s:
+                got.append(prev is not None and ts is not None and ts - prev > ttl_s)
+                if ts is not None:
+                    prev = ts
+            self._counts[key] = got
+        return got
+
+    def counts(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
+        """Per-block token counts under ``counter`` (memoised)."""
+        key = (counter, calibration if counter.method == "calibrated" else None)
+        if key not in self._counts:
+            self._counts[key] = _apply(self, counter, calibration)
+        counts: list[int] = self._counts[key]
+        return counts
+
+
+def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
+    """Build a ``PreparedRun`` from one run's message and request rows (already filtered;
+    checked first: ``replay.ingest.run_checks``)."""
+    check_run_tables(messages, requests, run_id)
+    harness = messages["is_harness_summary"].to_pylist()
+    keep = pc.invert(messages["is_harness_summary"]) if any(harness) else None
+    summary_tokens: dict[int, dict[str, int]] = {}
+    summary_text: dict[int, list[str]] = {}
+    if keep is not None:
+        all_msgs = messages["msg"].to_pylist()
+        texts = messages["text"].to_pylist()
+        cols = {name: messages[c].to_pylist() for name, c in _TOKEN_COLUMN.items()}
+        for i, (m, h) in enumerate(zip(all_msgs, harness)):
+            if h:
+                summary_text.setdefault(m, []).append(texts[i] or "")
+                per = summary_tokens.setdefault(m, {})
+                for name, values in cols.items():
+                    if values[i] is not None:
+                        per[name] = per.get(name, 0) + values[i]
+    summary_msgs = sorted(summary_tokens)
+    first_compaction_msg = summary_msgs[0] if summary_msgs else None
+    if keep is not None:
+        messages = messages.filter(keep)
+    col = {name: messages[name].to_pylist() for name in (
+        "msg", "block", "kind", "role", "tool", "op", "path", "text", "call_id", "n_chars",
+        "n_bytes", "n_lines", "is_error", "tokens_o200k", "tokens_cl100k", "tokens_estimated")}
+    msg = col["msg"]
+    ordinal, msg_start = [], []
+    for b, m in enumerate(msg):
+        if b == 0 or m != msg[b - 1]:
+            msg_start.append(b)
+        ordinal.append(len(msg_start) - 1)
+    msg_start.append(len(msg))
+    n_msgs = len(msg_start) - 1
+    call_block: dict[str, int] = {}
+    call_of = [-1] * len(msg)
+    category = [CAT_OTHER] * len(msg)
+    min_call_ord = [n_msgs] * (n_msgs + 1)
+    for b, kind in enumerate(col["kind"]):
+        if kind == "tool_call":
+            category[b] = CAT_ARGS_WRITE if col["op"][b] in ("write", "edit") else CAT_ARGS
+            if col["call_id"][b]:
+                call_block[col["call_id"][b]] = b
+        elif kind == "tool_result":
+            category[b] = CAT_RESULTS
+            c = call_block.get(col["call_id"][b], -1)
+            call_of[b] = c
+            if c >= 0:
+                o = ordinal[b]
+                min_call_ord[o] = min(min_call_ord[o], ordinal[c])
+    safe = [True] * (n_msgs + 1)
+    running = n_msgs
+    for o in range(n_msgs, -1, -1):
+        running = min(running, min_call_ord[o])
+        safe[o] = running >= o
+    out_msgs = requests["output_msg"].to_pylist()
+    req_blocks = [bisect.bisect_left(msg, m) for m in out_msgs]
+    req_out = [(lo, bisect.bisect_left(msg, m + 1)) for lo, m in zip(req_blocks, out_msgs)]
+    ts = [t or "" for t in requests["ts"].to_pylist()]
+    first_comp = None
+    if first_compaction_msg is not None:
+        first_comp = next((i for i, m in enumerate(out_msgs) if m > first_compaction_msg), None)
+    rec_summary = [bisect.bisect_left(summary_msgs, m) - 1 for m in out_msgs]
+    rec_from = [bisect.bisect_left(msg, summary_msgs[s]) if s >= 0 else 0 for s in rec_summary]
+    tokens = {name: [t or 0 for t in col[c]] for name, c in _TOKEN_COLUMN.items()
+              if any(t is not None for t in col[c])}
+    if not tokens:
+        raise ReplayInputError(f"run {run_id}: no token counts stored; re-ingest with a tokenizer")
+    return PreparedRun(
+        run_id=run_id, msg=msg, ordinal=ordinal, msg_start=msg_start, block=col["block"],
+        kind=col["kind"], role=col["role"], tool=col["tool"], op=col["op"], path=col["path"],
+        text=col["text"], call_id=col["call_id"], n_chars=col["n_chars"], n_bytes=col["n_bytes"],
+        n_lines=col["n_lines"], is_error=col["is_error"],
+        estimated=col["tokens_estimated"], category=category, call_of=call_of,
+        safe_split=safe, tokens=tokens, req_blocks=req_blocks, req_output_blocks=req_out,
+        recorded_input=requests["input_tokens"].to_pylist(),
+        recorded_cache_read=requests["cache_read_tokens"].to_pylist(),
+        recorded_output=requests["output_tokens"].to_pylist(), ts=ts,
+        ts_s=[_seconds(t) for t in ts], first_compaction_request=first_comp,
+        harness_summary_tokens=[summary_tokens[m] for m in summary_msgs],
+        recorded_from=rec_from, recorded_summary=rec_summary,
+        harness_summary_text=["\n".join(summary_text[m]) for m in summary_msgs],
+        harness_boundary=[bisect.bisect_left(msg, m) for m in summary_msgs],
+        harness_first_request=[next((k for k, o in enumerate(out_msgs) if o > m), None)
+                               for m in summary_msgs],
+    )
+
+
+def text_count(text: str, counter: TokenCounter, calibration: Calibration | None = None) -> int:
+    """Tokens of a text the replay creates (placeholder, summary) under ``counter``."""
+    from replay.ingest.tokens import count_one
+
+    if counter.method == "chars":
+        return math.ceil(len(text) / counter.chars_per_token * counter.scale)
+    n = count_one(text, counter.tokenizer)
+    if counter.method == "calibrated" and calibration is not None:
+        return round(n * calibration.scale)
+    return round(n * counter.scale)
+
+
+def _apply(run: PreparedRun, counter: TokenCounter, calibration: Calibration | None) -> list[int]:
+    if counter.method == "chars":
+        f = counter.scale / counter.chars_per_token
+        return [math.ceil(c * f) for c in run.n_chars]
+    base = run.tokens.get(counter.tokenizer) or next(iter(run.tokens.values()))
+    scale = calibration.scale if counter.method == "calibrated" and calibration else counter.scale
+    if scale == 1.0:
+        return list(base)
+    return [round(t * scale) for t in base]
+
+
+def _seconds(ts: str) -> float | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,142 @@
+"""The one way a tier changes the context: ``apply_trims`` and ``apply_cut``.
+
+Every tier, built-in or custom, changes the context only through these two functions, which
+enforce the engine's invariants and write the action row and the eviction rows:
+
+- **no orphaned call/result**: a trim replaces a block's content (nothing is removed); a cut is
+  only ever at a safe split point (``Context.is_safe_split``);
+- **nothing inside the protected range**: every trimmed block and every cut lies before
+  ``protect_from``, the first block of the range the calling tier protects (a collapse tier that
+  may trim inside the other tiers' protected ranges passes the newest output's start);
+- **the newest output is never evicted**: ``protect_from`` is capped at the newest message's first
+  block, unless a trim tier explicitly trims it (``protect.newest: false``); a cut never takes it.
+
+A violation is a bug in a tier and raises ``TierInvariantError``, which ends the replay (no trace
+is made from a context that broke them); a custom tier's decision is clipped to the allowed range
+before it gets here (``replay.engine.tiers.custom``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from replay.engine.context import Context, HeadItem
+from replay.engine.tiers.base import Env, invalidated_from, record_action
+from replay.engine.trace import TRIMMED
+
+
+class TierInvariantError(AssertionError):
+    """A tier asked for a change the engine's invariants forbid (a bug in the tier)."""
+
+
+def allowed_end(ctx: Context, protect_from: int, *, may_touch_newest: bool = False) -> int:
+    """The first block a change may not reach: the protected range's start, capped at the newest
+    output's unless the tier explicitly may touch it."""
+    if may_touch_newest:
+        return max(ctx.lo, min(protect_from, ctx.hi))
+    return max(ctx.lo, min(protect_from, ctx.newest_output_start()))
+
+
+class Trimmed(NamedTuple):
+    """What ``apply_trims`` did."""
+
+    n_blocks: int
+    last_block: int
+    """The last block trimmed (-1: none)."""
+    est_tokens: int
+    """Estimated tokens reclaimed."""
+    truth_tokens: int
+    """True tokens reclaimed."""
+
+
+def protect_first_msg(ctx: Context, end: int) -> int | None:
+    """The first message a change could not touch (recorded with each action; None: none)."""
+    return ctx.run.msg[end] if end < ctx.hi else None
+
+
+def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int]], *, tier: str,
+                kind: str, protect_from: int, trigger_tokens: int, threshold_tokens: int,
+                may_touch_newest: bool = False, until_est: int | None = None,
+                min_reclaim_tokens: int = 0) -> Trimmed:
+    """Replace each block of ``sized`` — (block, est, truth, bytes) of its new content, in
+    increasing block order — and record one action and an eviction (``trimmed``) per block.
+
+    With ``until_est``, stop before the next block once the estimate (fixed overhead included)
+    is under it (``sized`` may then be a lazy iterator: what is not reached is not computed).
+    No action is recorded when nothing was trimmed.
+    """
+    end = allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)
+    applied: list[int] = []
+    prev = ctx.lo - 1
+    invalidated = got_est = got_truth = 0
+    set_block = ctx.set_block
+    for b, est, truth, n_bytes in sized:
+        if until_est is not None and env.fixed_est + ctx.est() < until_est:
+            break
+        if not prev < b < end:
+            raise TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
+                                     f"[{ctx.lo}, {end}) or out of order")
+        if not applied:
+            invalidated = invalidated_from(ctx, env, b)
+        de, dt = set_block(b, est, truth, n_bytes)
+        got_est += de
+        got_truth += dt
+        applied.append(b)
+        prev = b
+    if not applied:
+        return Trimmed(0, -1, 0, 0)
+    env.evictions.add_many(applied, env.request, tier, TRIMMED)
+    run = ctx.run
+    record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
+                  threshold_tokens=threshold_tokens, n_blocks=len(applied),
+                  first_msg=run.msg[applied[0]], last_msg=run.msg[prev],
+                  reclaimed_est_tokens=got_est, reclaimed_tokens=got_truth,
+                  invalidated=invalidated,
+                  min_reclaim_tokens=min_reclaim_tokens,
+                  protect_first_msg=protect_first_msg(ctx, end))
+    return Trimmed(len(applied), prev, got_est, got_truth)
+
+
+def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks: int, *,
+                        tier: str, kind: str,
+                        protect_from: int, trigger_tokens: int, threshold_tokens: int,
+                        min_reclaim_tokens: int, may_touch_newest: bool = False) -> None:
+    """A trim pass over ``n_blocks`` blocks from ``first`` to ``last`` that reclaimed too little,
+    undone in full: an action row (``undone``), nothing changed.  (Blocks as bounds, not a list:
+    a tier with a minimum may hold many pending candidates and be undone at every request.)"""
+    run = ctx.run
+    record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
+                  threshold_tokens=threshold_tokens, n_blocks=n_blocks,
+                  first_msg=run.msg[first], last_msg=run.msg[last],
+                  reclaimed_est_tokens=0, reclaimed_tokens=0,
+                  invalidated=0, undone=True, min_reclaim_tokens=min_reclaim_tokens,
+                  protect_first_msg=protect_first_msg(
+                      ctx, allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)))
+
+
+def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier: str, kind: str,
+              fate: str, protect_from: int, trigger_tokens: int, threshold_tokens: int,
+              summary_tokens: int = 0, failed: bool = False, recorded: bool = False) -> int:
+    """Remove every block before the safe ``split`` and put ``head`` (summary, re-inserted items)
+    in front; record one action and an eviction (``fate``) per removed block.  Returns the blocks
+    removed.  ``summary_tokens``: true tokens of the summary in ``head`` (0: none); ``recorded``:
+    that summary is the one the log recorded."""
+    end = allowed_end(ctx, protect_from)
+    if not ctx.lo < split <= end or not ctx.is_safe_split(split):
+        raise TierInvariantError(f"{tier}: cut before block {split} outside the allowed range "
+                                 f"({ctx.lo}, {end}] or not at a safe split point")
+    run = ctx.run
+    est_before, truth_before = ctx.est(), ctx.truth()
+    first_msg, last_msg = run.msg[ctx.lo], run.msg[split - 1]
+    invalidated = invalidated_from(ctx, env, None)
+    env.evictions.add_range(ctx.lo, split, env.request, tier, fate)
+    n = ctx.cut_before(split, head)
+    record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
+                  threshold_tokens=threshold_tokens, n_blocks=n, first_msg=first_msg,
+                  last_msg=last_msg,
+                  reclaimed_est_tokens=est_before - ctx.est(),
+                  reclaimed_tokens=truth_before - ctx.truth(),
+                  invalidated=invalidated, failed=failed, summary_tokens=summary_tokens,
+                  recorded=recorded, protect_first_msg=protect_first_msg(ctx, end))
+    return n

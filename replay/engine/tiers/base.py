@@ -1,0 +1,285 @@
+"""What every tier shares: the replay environment, triggers, placeholders, the action record.
+
+``Env`` carries the per-replay constants (policy, counters, usable window) and
+the trace columns that actions and evictions are appended to.  ``fires`` decides
+a trigger, ``placeholder`` renders what a trimmed block becomes, and
+``record_action`` writes one action row (called by ``replay.engine.tiers.apply``, the one place
+that changes the context).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
+
+from replay.engine.context import Context, HeadItem
+from replay.engine.prepared import Calibration, PreparedRun, text_count
+from replay.engine.trace import ActionRow
+from replay.policy import Placeholder, Policy, TokenCounter, Trigger
+
+
+@dataclass(slots=True)
+class Evictions:
+    """The evictions table as columns of block, request, tier and fate for blocks evicted one by
+    one (trims), and each cut as one range where it came in that order; run, policy, message
+    and block ids are filled in at the end, a cut's as slices of the run's: no object per
+    evicted block."""
+
+    blocks: list[int] = field(default_factory=list)
+    requests: list[int] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+    fates: list[str] = field(default_factory=list)
+    cuts: list[tuple[int, range, int, str, str]] = field(default_factory=list)
+    """(blocks evicted one by one before it, the range cut, request, tier, fate) per cut."""
+    n: int = 0
+    """Evicted blocks so far."""
+
+    def add(self, b: int, request: int, tier: str, fate: str) -> None:
+        """Block ``b`` was trimmed, summarised or dropped before ``request``."""
+        self.blocks.append(b)
+        self.requests.append(request)
+        self.tiers.append(tier)
+        self.fates.append(fate)
+        self.n += 1
+
+    def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
+        """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
+        n = len(blocks)
+        if n == 1:  # the usual pass of a trim at every request: plain appends are cheaper
+            self.add(blocks[0], request, tier, fate)
+            return
+        self.blocks += blocks
+        self.requests += repeat(request, n)
+        self.tiers += repeat(tier, n)
+        self.fates += repeat(fate, n)
+        self.n += n
+
+    def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
+        """Blocks ``[lo, hi)`` were removed before ``request``."""
+        self.cuts.append((len(self.blocks), range(lo, hi), request, tier, fate))
+        self.n += hi - lo
+
+    def columns(self, run: PreparedRun) -> tuple[list[int], list[int], list[int], list[str],
+                                                 list[str]]:
+        """Message id, block id, request, tier and fate of every evicted block, in order."""
+        msg, block = run.msg, run.block
+        if not self.cuts:
+            return ([msg[b] for b in self.blocks], [block[b] for b in self.blocks],
+                    self.requests, self.tiers, self.fates)
+        msgs: list[int] = []
+        block_ids: list[int] = []
+        requests: list[int] = []
+        tiers: list[str] = []
+        fates: list[str] = []
+        done = 0
+        for at, cut, request, tier, fate in [*self.cuts, (len(self.blocks), range(0), 0, "", "")]:
+            if at > done:  # the blocks evicted one by one since the previous cut
+                one_by_one = self.blocks[done:at]
+                msgs += [msg[b] for b in one_by_one]
+                block_ids += [block[b] for b in one_by_one]
+                requests += self.requests[done:at]
+                tiers += self.tiers[done:at]
+                fates += self.fates[done:at]
+                done = at
+            msgs += msg[cut.start:cut.stop]
+            block_ids += block[cut.start:cut.stop]
+            requests += repeat(request, len(cut))
+            tiers += repeat(tier, len(cut))
+            fates += repeat(fate, len(cut))
+        return msgs, block_ids, requests, tiers, fates
+
+
+@dataclass(slots=True)
+class Reinserts:
+    """What re-inserting items after a summary remembers across one replay."""
+
+    task: int | None = None
+    """The run's task block (its first user text; -1: none), found at first use."""
+    todo_upto: int = 0
+    """The furthest split so far: the todo list re-inserted is the newest before it."""
+
+
+@dataclass(slots=True)
+class Env:
+    """Per-replay constants and the trace being written."""
+
+    policy: Policy
+    calibration: Calibration | None
+    action_rows: list[ActionRow]
+    """The actions table's rows."""
+    evictions: Evictions
+    fixed_est: int
+    fixed_truth: int
+    """Tokens the truth adds to the context's count for the current request (fixed overhead,
+    a fitted overhead, or the anchor offset: ``replay.engine.truth``)."""
+    truth_counter: TokenCounter
+    """The counter truth counts are taken under (``replay.engine.truth.TruthPlan.counter``)."""
+    request: int = 0
+    """The request the next action takes effect for."""
+    when: str = "before"
+    prev_truth: int = 0
+    """True tokens of the last request sent (what the cache holds)."""
+    n_summaries: int = 0
+    """Summaries made so far, by every tier (for ``fail_every``)."""
+    reinserts: Reinserts = field(default_factory=lambda: Reinserts())
+    """What re-inserting items after a summary remembers (shared by every tier; each tier's own
+    state lives in its step, ``replay.engine.tiers.bind``)."""
+    usable: int = 0
+    """The window the harness plans against (set from the policy)."""
+    reattached: list[int] = field(default_factory=list)
+    """Per harness compaction: its unseen re-attached tokens (``replay.engine.truth.TruthPlan``)."""
+    reused: set[int] = field(default_factory=set)
+    """Recorded compactions a tier reused: from their first request after on, their unseen
+    restoration is in ``fixed_truth`` (``reuse_recorded``)."""
+
+    def __post_init__(self) -> None:
+        self.usable = self.policy.usable_tokens
+
+    def est_text(self, text: str) -> int:
+        """Estimated tokens of a text the replay creates."""
+        return text_count(text, self.policy.estimator, self.calibration)
+
+    def truth_text(self, text: str) -> int:
+        """True tokens of a text the replay creates."""
+        return text_count(text, self.truth_counter, self.calibration)
+
+
+def threshold(trigger: Trigger, env: Env) -> int:
+    """The estimated-token level a trigger fires at (0 for every-request / message triggers)."""
+    if trigger.at_tokens is not None:
+        return trigger.at_tokens
+    if trigger.at_frac is not None:
+        return int(trigger.at_frac * env.usable)
+    return 0
+
+
+def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
+    """Whether the trigger fires on the context as it is now."""
+    if trigger.every_request:
+        return True
+    if trigger.never:
+        return False
+    if trigger.after_messages is not None:
+        return ctx.n_messages >= trigger.after_messages
+    return env.fixed_est + ctx.est() >= threshold(trigger, env)
+
+
+def placeholder(run: PreparedRun, b: int, ph: Placeholder) -> str:
+    """What block ``b`` becomes when trimmed: head, the note, tail (memoised per run)."""
+    memo = run.memo(("placeholder", ph))
+    if b not in memo:
+        memo[b] = _render(run, b, ph)
+    text: str = memo[b]
+    return text
+
+
+def _render(run: PreparedRun, b: int, ph: Placeholder) -> str:
+    text = run.text[b]
+    note = ph.template.format_map(_Vars(tool=run.tool[b] or "tool", path=run.path[b] or "",
+                                        lines=run.n_lines[b], chars=run.n_chars[b],
+                                        call_id=run.call_id[b]))
+    parts = []
+    if ph.head_lines or ph.tail_lines:
+        lines = text.split("\n")
+        if ph.head_lines:
+            parts.append("\n".join(lines[: ph.head_lines]))
+        parts.append(note)
+        if ph.tail_lines:
+            parts.append("\n".join(lines[-ph.tail_lines:]))
+    else:
+        if ph.head_chars:
+            parts.append(text[: ph.head_chars])
+        parts.append(note)
+        if ph.tail_chars:
+            parts.append(text[-ph.tail_chars:])
+    return "\n".join(parts)
+
+
+def write_note(run: PreparedRun, b: int, template: str) -> str:
+    """What completed write/edit arguments shrink to."""
+    return template.format_map(_Vars(tool=run.tool[b] or "tool", path=run.path[b] or "a file",
+                                     lines=run.n_lines[b], chars=run.n_chars[b],
+                                     call_id=run.call_id[b]))
+
+
+def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
+    """Tokens of the last sent request a change at ``first_block`` (None: the head) invalidates."""
+    if env.prev_truth <= 0:
+        return 0
+    prefix = env.fixed_truth + (0 if first_block is None else ctx.truth_before(first_block))
+    return max(0, env.prev_truth - prefix)
+
+
+def reuse_recorded(env: Env, ctx: Context, c: int) -> None:
+    """A tier reuses recorded compaction ``c``: from the requests it heads in the log on, the
+    truth holds what the harness re-attached after it unseen."""
+    env.reused.add(c)
+    heads = ctx.run.recorded_summary
+    if env.request < len(heads) and heads[env.request] == c and env.reattached:
+        env.fixed_truth += env.reattached[c]
+
+
+def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_tokens: int,
+                  threshold_tokens: int, n_blocks: int, first_msg: int, last_msg: int,
+                  reclaimed_est_tokens: int, reclaimed_tokens: int, invalidated: int,
+                  undone: bool = False, failed: bool = False, summary_tokens: int = 0,
+                  recorded: bool = False, min_reclaim_tokens: int = 0,
+                  protect_first_msg: int | None = None) -> None:
+    """One actions row; ``reclaimed_est_tokens`` / ``reclaimed_tokens``: what the action took
+    out by estimate / by truth; ``recorded``: the summary is the one the log recorded."""
+    rows = env.action_rows
+    rows.append(ActionRow(
+        run_id=ctx.run.run_id, policy=env.policy.name, action=len(rows), request=env.request,
+        tier=tier, kind=kind, when=env.when, trigger_tokens=trigger_tokens,
+        threshold_tokens=threshold_tokens, n_blocks=n_blocks, first_msg=first_msg,
+        last_msg=last_msg, reclaimed_tokens=reclaimed_tokens,
+        reclaimed_est_tokens=reclaimed_est_tokens, invalidated_tokens=invalidated, undone=undone,
+        failed=failed, summary_tokens=summary_tokens,
+        context_after_tokens=env.fixed_truth + ctx.truth(), recorded_summary=recorded,
+        min_reclaim_tokens=min_reclaim_tokens, protect_first_msg=protect_first_msg))
+
+
+class _Vars(dict[str, Any]):
+    """Template variables; an unknown ``{name}`` stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> list[HeadItem]:
+    """The items re-inserted verbatim after a summary that cuts before ``split``."""
+    run, out, memory = ctx.run, [], env.reinserts
+    if "task" in items:
+        task = memory.task
+        if task is None:
+            task = memory.task = next((b for b in range(run.n_blocks)
+                                       if run.role[b] == "user" and run.kind[b] == "text"), -1)
+        if 0 <= task < split:
+            out.append(_item("task", run.text[task], ctx, env, task))
+    if "todo" in items:
+        # the newest todo-list call before the furthest split so far
+        upto = memory.todo_upto = max(memory.todo_upto, split)
+        todos = _todo_calls(run)
+        i = bisect.bisect_left(todos, upto)
+        latest = todos[i - 1] if i else -1
+        if 0 <= latest < split:
+            out.append(_item("todo", run.text[latest], ctx, env, latest))
+    return out
+
+
+def _todo_calls(run: PreparedRun) -> list[int]:
+    """The run's todo-list calls (op ``todo``, ``replay.ingest.ops``), in order (memoised per run)."""
+    memo = run.memo("todo_calls")
+    got = memo.get("blocks")
+    if got is None:
+        kind, op = run.kind, run.op
+        got = memo["blocks"] = [b for b in range(run.n_blocks)
+                                if kind[b] == "tool_call" and op[b] == "todo"]
+    return got
+
+
+def _item(label: str, text: str, ctx: Context, env: Env, b: int) -> HeadItem:
+    return HeadItem(label=label, text=text, est=ctx.est_of[b], truth=ctx.truth_of[b],
+                    n_bytes=ctx.run.n_bytes[b])

@@ -1,0 +1,107 @@
+"""Collapse: the emergency tier, when the estimate nears the harness's limit.
+
+Fires when estimate ≥ (1 − margin) × usable window.  First, if allowed, trims
+tool results inside the protected range (oldest first, until under the
+threshold); then drops the oldest messages, keeping ``keep_messages`` (or only
+as many as needed), optionally behind a stub summary.  Never touches the newest
+output, and every cut is at a safe split point.  Checked ``before`` sending (the
+corrected harness) or only ``after`` (the original one, which lets new output
+through unchecked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from replay.engine.context import Context, HeadItem
+from replay.engine.prepared import CAT_RESULTS
+from replay.engine.summariser import Facts, summarise
+from replay.engine.tiers.apply import apply_cut, apply_trims
+from replay.engine.tiers.base import Env, placeholder
+from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
+from replay.policy import Collapse
+
+
+@dataclass(slots=True)
+class CollapseState:
+    """One collapse tier's state in one replay."""
+
+    facts: Facts = field(default_factory=Facts)
+    """What its stub summaries so far recorded."""
+    cursor: int = 0
+    """Where its next trim inside the protected range resumes looking."""
+
+
+def threshold(tier: Collapse, env: Env) -> int:
+    """The estimated-token level the tier fires at (its actions' ``threshold_tokens``; for
+    the other tiers ``base.threshold`` of their trigger)."""
+    return int((1.0 - tier.margin_frac) * env.usable)
+
+
+def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
+    """Cut until the estimate is under the threshold, if it is over."""
+    level = threshold(tier, env)
+    over = env.fixed_est + ctx.est()
+    if over < level:
+        return
+    newest = ctx.newest_output_start()
+    if tier.may_trim_protected:
+        _trim_inside(tier, st, ctx, env, newest, level, over)
+    if env.fixed_est + ctx.est() < level:
+        return
+    run = ctx.run
+    if tier.keep_messages is not None:
+        last = run.ordinal[ctx.hi - 1]
+        start = run.msg_start[max(run.ordinal[ctx.lo], last - tier.keep_messages + 1)]
+    else:
+        start = ctx.lo
+        while start < newest and env.fixed_est + ctx.est_from(start) >= level:
+            start = run.msg_start[run.ordinal[start] + 1]
+    start = min(start, newest)
+    split = ctx.safe_split_at_or_before(start)
+    if env.fixed_est + ctx.est_from(split) >= level or split <= ctx.lo:
+        forward = ctx.safe_split_at_or_after(start)  # walking back kept too much: cut further
+        if forward <= newest:
+            split = forward
+    if split <= ctx.lo:
+        return
+    head: list[HeadItem] = []
+    if tier.summary_tokens:
+        text = summarise(st.facts, run, ctx.lo, split, tier.summary_tokens)
+        head = [HeadItem("summary", text, env.est_text(text), env.truth_text(text),
+                         len(text.encode("utf-8", "surrogatepass")))]
+    apply_cut(ctx, env, split, head, tier=tier.name, kind=COLLAPSE, fate=DROPPED,
+              protect_from=newest, trigger_tokens=over, threshold_tokens=level,
+              summary_tokens=sum(h.truth for h in head))
+
+
+def _trim_inside(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,
+                 level: int, over: int) -> None:
+    """Trim tool results up to the newest output (inside the other tiers' protected ranges),
+    oldest first, until the estimate is under ``level``."""
+    begin = max(ctx.lo, st.cursor)
+    done = apply_trims(ctx, env, _candidates(tier, ctx, env, begin, newest), tier=tier.name,
+                       kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
+                       threshold_tokens=level, until_est=level)
+    # resume where this pass stopped: after its last trim if the estimate got under the level
+    # before the newest output, else at the last block looked at
+    if begin >= newest:
+        st.cursor = begin
+    elif done.n_blocks and done.last_block + 1 < newest and env.fixed_est + ctx.est() < level:
+        st.cursor = done.last_block + 1
+    else:
+        st.cursor = newest - 1
+
+
+def _candidates(tier: Collapse, ctx: Context, env: Env, begin: int,
+                newest: int) -> Iterator[tuple[int, int, int, int]]:
+    """Untrimmed tool results in ``[begin, newest)`` whose placeholder is smaller, sized lazily."""
+    run = ctx.run
+    for b in range(begin, newest):
+        if run.category[b] != CAT_RESULTS or ctx.trimmed[b]:
+            continue
+        text = placeholder(run, b, tier.placeholder)
+        est = env.est_text(text)
+        if est < ctx.cur_est[b]:
+            yield b, est, env.truth_text(text), len(text.encode("utf-8", "surrogatepass"))

@@ -1,0 +1,124 @@
+"""Summarise: replace old messages with a stub summary and keep a verbatim remainder.
+
+Where the log recorded a compaction near this request (``Summarise.restore``), the recorded
+summary is used instead, and the cut falls at the recorded boundary: what the harness kept and
+re-attached after its summary stays verbatim, so a replay that compacts where the harness did
+sends what the harness sent.
+
+The remainder is the last ``keep_messages`` messages, shrunk (whole messages
+from the oldest end) until it fits ``keep_max_frac`` of the usable window; the
+split then walks back to a safe point (a tool result never loses its call), or
+forward when walking back would break the cap — never past the newest output's start: a newest
+output larger than the cap stays, whole, in the remainder.  The head becomes the summary
+followed by the re-inserted items (task, todo list) and, with ``restore.files``, the files
+read last (``replay.engine.tiers.restore``).  Elsewhere than at a recorded compaction the stub's size
+follows ``restore.summary_base_tokens`` + ``restore.summary_tokens_per_summarised`` × the true
+tokens it replaces when set (the model ``replay calibrate`` fits on recorded compactions), else
+the fixed ``summary_tokens``.  Every ``fail_every``-th summary fails and a marked mechanical
+fallback takes its place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from replay.engine.context import Context, HeadItem
+from replay.engine.summariser import Facts, fallback, summarise
+from replay.engine.tiers.apply import allowed_end, apply_cut
+from replay.engine.tiers.base import Env, fires, reinserted, reuse_recorded, threshold
+from replay.engine.tiers.restore import restored_files, summary_size
+from replay.engine.trace import SUMMARISE, SUMMARISED
+from replay.engine.truth import recorded_summary_truth
+from replay.policy import Summarise
+
+
+@dataclass(slots=True)
+class SummariseState:
+    """One summarise tier's state in one replay."""
+
+    facts: Facts = field(default_factory=Facts)
+    """What its summaries so far recorded (a later summary replaces the earlier one)."""
+    reused: set[int] = field(default_factory=set)
+    """Recorded compactions whose summary this tier has already reused."""
+
+
+def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
+    """Summarise if the trigger fires and there is enough to summarise."""
+    if not fires(tier.trigger, ctx, env) or ctx.n_messages <= tier.min_messages:
+        return
+    recorded = recorded_compaction(tier, st, ctx, env)
+    if recorded is not None:
+        _reuse(tier, st, recorded, ctx, env)
+        return
+    split = remainder_start(ctx, env, tier.keep_messages, tier.keep_max_frac)
+    if split <= ctx.lo:
+        return
+    run = ctx.run
+    failed = bool(tier.fail_every) and (env.n_summaries + 1) % tier.fail_every == 0
+    if failed:
+        text = fallback(st.facts, run, ctx.lo, split, tier.fallback_tokens)
+    else:
+        text = summarise(st.facts, run, ctx.lo, split, summary_size(tier, ctx, split))
+    env.n_summaries += 1
+    summary = HeadItem("summary", text, env.est_text(text), env.truth_text(text),
+                       len(text.encode("utf-8", "surrogatepass")))
+    head = [summary, *reinserted(ctx, env, split, tier.reinsert),
+            *restored_files(tier.restore, ctx, env, split)]
+    apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
+              protect_from=ctx.newest_output_start(), trigger_tokens=env.fixed_est + ctx.est(),
+              threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
+              failed=failed)
+
+
+def recorded_compaction(tier: Summarise, st: SummariseState, ctx: Context,
+                        env: Env) -> int | None:
+    """The recorded compaction this summary reuses: the first not yet reused whose first
+    request after is within ``restore.recorded_within_requests`` of this one and whose boundary
+    is inside the live context, at a safe split before the newest output (None: none)."""
+    tol, run = tier.restore.recorded_within_requests, ctx.run
+    if tol is None or not run.harness_boundary:
+        return None
+    end = allowed_end(ctx, ctx.newest_output_start())
+    for c, (first, split) in enumerate(zip(run.harness_first_request, run.harness_boundary)):
+        if (c not in st.reused and first is not None and abs(env.request - first) <= tol
+                and ctx.lo < split <= end and ctx.is_safe_split(split)):
+            return c
+    return None
+
+
+def _reuse(tier: Summarise, st: SummariseState, c: int, ctx: Context, env: Env) -> None:
+    """Cut at the recorded boundary with the recorded summary as the head."""
+    run = ctx.run
+    st.reused.add(c)
+    reuse_recorded(env, ctx, c)
+    text = run.harness_summary_text[c]
+    summary = HeadItem("recorded summary", text, env.est_text(text),
+                       recorded_summary_truth(run, c, env.truth_counter, ctx.msg_overhead),
+                       len(text.encode("utf-8", "surrogatepass")))
+    env.n_summaries += 1
+    apply_cut(ctx, env, run.harness_boundary[c], [summary], tier=tier.name, kind=SUMMARISE,
+              fate=SUMMARISED, protect_from=ctx.newest_output_start(),
+              trigger_tokens=env.fixed_est + ctx.est(),
+              threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
+              recorded=True)
+
+
+def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float) -> int:
+    """The safe block where the verbatim remainder begins: never after the newest output's
+    start, even when the newest output alone is over the cap."""
+    run = ctx.run
+    if ctx.hi <= ctx.lo:
+        return ctx.lo
+    newest = ctx.newest_output_start()
+    last = run.ordinal[ctx.hi - 1]
+    first = max(run.ordinal[ctx.lo], last - keep_messages + 1) if keep_messages else last + 1
+    start = min(run.msg_start[first], newest)
+    cap = int(keep_max_frac * env.usable)
+    while start < newest and ctx.est_from(start) > cap:
+        start = run.msg_start[run.ordinal[start] + 1]
+    split = ctx.safe_split_at_or_before(start)
+    if ctx.est_from(split) > cap:
+        forward = ctx.safe_split_at_or_after(start)  # walking back broke the cap: cut further
+        if forward <= newest:
+            split = forward
+    return split

@@ -1,0 +1,188 @@
+"""Trim: replace old tool output (and completed write/edit arguments) with placeholders.
+
+Guarantees: blocks are replaced, never removed, so no call loses its result;
+the protected recent range is never touched; a pass that would reclaim less
+than the minimum is undone in full (recorded as an undone action, nothing
+changes).  Each block is examined once per replay: a cursor remembers how far
+passes have looked, and candidates of undone passes stay pending, so the cost
+over a whole run is O(blocks).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from dataclasses import dataclass, field
+
+from replay.engine.context import Context
+from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
+from replay.engine.tiers.apply import apply_trims, record_undone_trims
+from replay.engine.tiers.base import Env, fires, placeholder, threshold, write_note
+from replay.engine.trace import TRIM
+from replay.policy import Protect, Trim
+
+
+@dataclass(slots=True)
+class TrimState:
+    """One trim tier's state in one replay (made by ``bind``; resolved at the first pass)."""
+
+    ready: bool = False
+    """Whether the constants below are resolved for this replay."""
+    cursor: int = 0
+    pending: list[tuple[int, int, int, int]] = field(default_factory=list)
+    """Candidates (block, est, truth, bytes) found but not applied, in block order."""
+    results: list[int] = field(default_factory=list)
+    """Tool-result blocks seen so far (for protecting the newest N)."""
+    seen: int = 0
+    gain_est: int = 0
+    """Estimated tokens the pending candidates would reclaim."""
+    epoch: int = -1
+    cats: frozenset[int] = frozenset()
+    """Byte categories this tier trims."""
+    sized_result: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """Per-run memo of (est, truth, bytes) of each result's placeholder under this policy."""
+    sized_write: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    minimum: int = 0
+    """Estimated tokens a pass must reclaim, or it is undone."""
+    threshold: int = 0
+    """The trigger's level (recorded with each action)."""
+    eligible: list[int] = field(default_factory=list)
+    """The run's blocks this tier could ever trim (category and size), in order."""
+
+
+def min_reclaim(tier: Trim, usable_tokens: int) -> int:
+    """Estimated tokens a pass must reclaim, or it is undone."""
+    return tier.min_reclaim_tokens or int(tier.min_reclaim_frac * usable_tokens)
+
+
+def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
+    """Everything constant in this replay, resolved once."""
+    run, counters = ctx.run, (env.policy.estimator, env.truth_counter, env.calibration)
+    st.cats = _categories(tier.blocks)
+    st.sized_result = run.memo(("sized", tier.placeholder, *counters))
+    st.sized_write = run.memo(("sized", tier.write_note, *counters))
+    st.minimum = min_reclaim(tier, env.usable)
+    st.threshold = threshold(tier.trigger, env)
+    st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines)
+    st.ready = True
+
+
+def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines: int) -> list[int]:
+    """Blocks of a trimmed category and at least the minimum size (memoised per run): a scan
+    then visits only these, not every block."""
+    memo = run.memo(("trim_eligible", cats, min_chars, min_lines))
+    got = memo.get("blocks")
+    if got is None:
+        category, n_chars, n_lines = run.category, run.n_chars, run.n_lines
+        got = memo["blocks"] = [b for b in range(run.n_blocks) if category[b] in cats
+                                and n_chars[b] >= min_chars and n_lines[b] >= min_lines]
+    return got
+
+
+def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
+    """Run one trim pass if the trigger fires."""
+    if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
+        return
+    if not st.ready:
+        _resolve(tier, st, ctx, env)
+    stop = protect_start(tier.protect, ctx, env, st)
+    begin = max(ctx.lo, st.cursor)
+    if begin < stop:
+        _scan(tier, ctx, env, st, begin, stop)
+        st.cursor = stop
+    if not st.pending:
+        st.epoch = ctx.epoch
+        return
+    if st.epoch != ctx.epoch:  # something was cut or trimmed since: re-check
+        st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
+        st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
+        st.epoch = ctx.epoch
+        if not st.pending:
+            return
+    pending, later = st.pending, None
+    if pending[-1][0] >= stop:  # the protected range grew back over candidates found before
+        cut = bisect.bisect_left(pending, (stop,))
+        pending, later = pending[:cut], pending[cut:]
+        if not pending:
+            return
+    gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
+    trigger_tokens = env.fixed_est + ctx.est()
+    if gain < st.minimum:
+        record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending),
+                            tier=tier.name, kind=TRIM,
+                            protect_from=stop, trigger_tokens=trigger_tokens,
+                            threshold_tokens=st.threshold, min_reclaim_tokens=st.minimum,
+                            may_touch_newest=not tier.protect.newest)
+        return
+    apply_trims(ctx, env, pending, tier=tier.name, kind=TRIM, protect_from=stop,
+                trigger_tokens=trigger_tokens, threshold_tokens=st.threshold,
+                may_touch_newest=not tier.protect.newest, min_reclaim_tokens=st.minimum)
+    st.pending = later or []
+    st.gain_est = 0 if later is None else st.gain_est - gain
+    st.epoch = ctx.epoch
+
+
+def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> None:
+    """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates."""
+    run, eligible = ctx.run, st.eligible
+    category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
+    for b in eligible[bisect.bisect_left(eligible, begin):bisect.bisect_left(eligible, stop)]:
+        if trimmed[b]:
+            continue
+        if category[b] == CAT_RESULTS:
+            got = st.sized_result.get(b)
+            if got is None:
+                got = st.sized_result[b] = _sized(env, placeholder(run, b, tier.placeholder))
+        else:
+            got = st.sized_write.get(b)
+            if got is None:
+                got = st.sized_write[b] = _sized(env, write_note(run, b, tier.write_note))
+        est = got[0]
+        if est < cur_est[b]:
+            st.pending.append((b, *got))
+            st.gain_est += cur_est[b] - est
+
+
+def _sized(env: Env, text: str) -> tuple[int, int, int]:
+    return env.est_text(text), env.truth_text(text), len(text.encode("utf-8", "surrogatepass"))
+
+
+@functools.cache
+def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
+    cats = {CAT_RESULTS} if "tool_results" in blocks else set()
+    if "write_args" in blocks or "call_args" in blocks:
+        cats.add(CAT_ARGS_WRITE)
+    if "call_args" in blocks:
+        cats.add(CAT_ARGS)
+    return frozenset(cats)
+
+
+def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = None) -> int:
+    """First block of the protected recent range (``hi`` when nothing is protected)."""
+    run, lo, hi = ctx.run, ctx.lo, ctx.hi
+    start = hi
+    if hi <= lo:
+        return hi
+    if p.messages:
+        last = run.ordinal[hi - 1]
+        first = max(run.ordinal[lo], last - p.messages + 1)
+        start = min(start, run.msg_start[first])
+    tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
+    if tokens:
+        start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
+    if p.tool_results:
+        st = st or TrimState()
+        if st.seen < hi:
+            category, res = run.category, st.results
+            for b in range(st.seen, hi):
+                if category[b] == CAT_RESULTS:
+                    res.append(b)
+            st.seen = hi
+        res = st.results
+        first = bisect.bisect_left(res, lo)
+        if first < len(res):
+            nth = res[max(first, len(res) - p.tool_results)]
+            start = min(start, run.msg_start[run.ordinal[nth]])
+    if p.newest:
+        start = min(start, ctx.newest_output_start())
+    return max(lo, start)

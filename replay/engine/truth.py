@@ -1,0 +1,157 @@
+"""Truth: how many tokens the server would really have counted for each replayed request.
+
+The replay judges overshoots, cache shares and cost by a *truth* count.  Which one a replay
+uses is decided here, once per (run, policy), and named by a ``truth_source`` that goes into
+the trace and every summary:
+
+- ``anchored`` — anchored on the usage the log recorded.  A request whose replayed context
+  is the recorded one takes the recorded input exactly (input + cache read + cache write);
+  once the policy has changed the context, truth = recorded input + scale × (replayed count −
+  recorded count), anchored on the most recent request with recorded usage (requests before
+  the first one anchor on it).  The offset ``recorded input − recorded count`` carries what
+  the log never spells out (system prompt, tool schemas, attachments, the provider's
+  tokenizer) exactly instead of fitting it.  ``scale`` is the run's calibration scale when
+  the fit is usable (``Calibration.usable``), otherwise the policy's ``truth.scale``
+  (source ``anchored-unscaled``).  After a harness compaction the recorded context is the
+  harness's summary plus what followed it (``PreparedRun.recorded_from`` /
+  ``recorded_summary``), which is what the recorded count measures.  What the harness
+  re-attached after its summary without writing it to the log (files it re-read, the todo
+  list) shows as a jump of the offset across the compaction (``reattached_tokens``); a replay
+  that did not reuse that recorded compaction does not hold it, so its offsets leave the jump
+  out (``TruthPlan.offsets``), and one that reused it adds it back (``TruthPlan.reattached``).
+- ``fitted`` — ``overhead + scale × count`` from the run's calibration
+  (``truth.method: calibrated``).
+- ``tokenizer`` / ``chars`` — a plain count the policy asked for explicitly.
+- ``tokenizer-fallback`` — the policy asked for ``anchored`` or ``calibrated`` but the run
+  has no recorded usage (or no fit): the policy's tokenizer × ``truth.scale`` plus
+  ``server.fixed_overhead_tokens``.
+
+Everything here is computed once per run and counter (memoised on the ``PreparedRun``):
+a replay adds one list lookup per request.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from replay.engine.prepared import Calibration, PreparedRun
+from replay.policy import Policy, TokenCounter
+
+TRUTH_SOURCES: dict[str, str] = {
+    "anchored": "recorded input + run-fitted scale × (replayed − recorded count)",
+    "anchored-unscaled": "recorded input + policy scale × (replayed − recorded count); "
+                         "no usable fit for the run",
+    "fitted": "overhead + scale × count, fitted on the run's recorded usage",
+    "tokenizer": "plain tokenizer count (asked for by the policy)",
+    "chars": "characters / N (asked for by the policy)",
+    "tokenizer-fallback": "tokenizer count: the policy asked for recorded usage the run lacks",
+}
+"""Every value ``truth_source`` can take, with what it means (shown by the report)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TruthPlan:
+    """How one replay counts truth: per-block counts and a per-request offset."""
+
+    source: str
+    counter: TokenCounter
+    """The counter per-block truth counts (and created texts) are taken under."""
+    offsets: list[int]
+    """Per request: tokens added to the context's count (fixed overhead or anchor offset,
+    without what a recorded compaction re-attached unseen)."""
+    reattached: list[int] = field(default_factory=list)
+    """Per harness compaction: the unseen re-attached tokens, added back to the offsets of the
+    requests it heads when the replay reused that compaction (anchored truth only)."""
+
+
+def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None) -> TruthPlan:
+    """Decide the truth of ``policy`` over ``run`` (see the module docstring)."""
+    t, fixed = policy.truth, policy.server.fixed_overhead_tokens
+    n = run.n_requests
+    if t.method == "anchored":
+        if has_usage(run):
+            usable = calibration is not None and calibration.usable
+            scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
+            counter = TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=scale)
+            overhead = policy.server.message_overhead_tokens
+            offsets = anchor_offsets(run, counter, overhead)
+            jumps = reattached_tokens(run, counter, overhead)
+            if any(jumps):
+                offsets = [o - jumps[c] if c >= 0 else o
+                           for o, c in zip(offsets, run.recorded_summary)]
+            return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets,
+                             jumps)
+        return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
+    if t.method == "calibrated":
+        if calibration is None:
+            return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
+        return TruthPlan("fitted", t, [fixed + round(calibration.overhead_tokens)] * n)
+    return TruthPlan(t.method, t, [fixed] * n)
+
+
+def has_usage(run: PreparedRun) -> bool:
+    """Whether any request of the run recorded its prompt size (memoised)."""
+    got = run._counts.get("has_usage")
+    if got is None:
+        got = run._counts["has_usage"] = any(v is not None and v > 0 for v in run.recorded_input)
+    return got
+
+
+def _plain(t: TokenCounter) -> TokenCounter:
+    return TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=t.scale)
+
+
+def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
+    """Per request: recorded input − recorded count of the anchor request (memoised)."""
+    key = ("anchor", counter, msg_overhead)
+    got = run._counts.get(key)
+    if got is not None:
+        return got  # type: ignore[no-any-return]
+    _, pre = run.sized(run.counts(counter), msg_overhead)
+    summaries = [recorded_summary_truth(run, i, counter, msg_overhead)
+                 for i in range(len(run.harness_summary_tokens))]
+    offsets: list[int | None] = []
+    last: int | None = None
+    for k, hi in enumerate(itertools.accumulate(run.req_blocks, max)):
+        rec = run.recorded_input[k]
+        if rec is not None and rec > 0:
+            s = run.recorded_summary[k]
+            count = pre[hi] - pre[run.recorded_from[k]] + (summaries[s] if s >= 0 else 0)
+            last = rec - count
+        offsets.append(last)
+    first = next(o for o in offsets if o is not None)
+    got = [first if o is None else o for o in offsets]
+    run._counts[key] = got
+    return got
+
+
+def reattached_tokens(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
+    """Per harness compaction: the anchor offset of its first request after minus that of the
+    last request with recorded usage before it — what the harness sent after its summary that
+    the log does not spell out (0 when either side has no recorded usage; a negative jump is
+    the count's error on the recorded summary, not a re-attachment: 0)."""
+    if not run.harness_first_request or not has_usage(run):
+        return [0] * len(run.harness_first_request)
+    offsets = anchor_offsets(run, counter, msg_overhead)
+    rec, out = run.recorded_input, []
+    for first in run.harness_first_request:
+        before = next((k for k in range(first - 1, -1, -1) if rec[k]), None) \
+            if first is not None else None
+        out.append(max(0, offsets[first] - offsets[before])
+                   if first is not None and before is not None and rec[first] else 0)
+    return out
+
+
+def recorded_summary_truth(run: PreparedRun, i: int, counter: TokenCounter, msg_overhead: int) -> int:
+    """True tokens of harness compaction ``i``'s recorded summary, as the anchor counts it
+    (so a replay that reuses it at the recorded point sends the recorded prompt exactly)."""
+    return _summary_count(run, i, counter) + msg_overhead
+
+
+def _summary_count(run: PreparedRun, i: int, counter: TokenCounter) -> int:
+    tokens = run.harness_summary_tokens[i]
+    base = tokens.get(counter.tokenizer)
+    if base is None:
+        base = next(iter(tokens.values()), 0)
+    return base if counter.scale == 1.0 else round(base * counter.scale)

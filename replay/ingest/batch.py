@@ -1,0 +1,266 @@
+"""Ingest: log files → parsed runs → token counts → the Parquet store.
+
+``ingest`` reads every file under the given paths (each with ``replay.ingest.parse_file``: format
+detected from content unless given, runs as Arrow tables with tokens counted once), in
+parallel across files, skipping files whose cache entry already exists, and never losing what
+the store had for a file that now fails.  Every problem is an ``Issue`` (``file:line: reason``);
+the batch goes on.
+
+Not here: which files are read and the names they are stored under (``replay.ingest.discover``),
+one file's parsing (``replay.ingest.parse_file``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Generator, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from replay import atomic_files
+from replay.errors import TokenizerError
+from replay.ingest import store, store_index, store_session
+from replay.ingest.discover import discover, sources
+from replay.ingest.input_files import check_max_bytes, sha256_of
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import PARSERS_VERSION, check_format
+from replay.ingest.parsers.builder import Issue
+from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
+from replay.ingest.tokens import encoding
+from replay.workers import init_worker
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What an ingest did: files parsed, reused from cache, failed, and every issue."""
+
+    parsed: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    no_conversation: dict[str, str] = field(default_factory=dict)
+    """Files that hold no conversation (not failures), and why."""
+    issues: list[Issue] = field(default_factory=list)
+    n_runs: int = 0
+    n_tokens: int = 0
+    """Tokens of the files parsed by this ingest (first tokenizer; cached files not counted)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no file failed and no issue was reported."""
+        return not self.failed and not self.issues
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """One file's outcome as the ingest loop needs it (small: crosses process boundaries)."""
+
+    source: str
+    format: str
+    sha256: str
+    key: str
+    n_runs: int
+    n_tokens: int
+    issues: tuple[Issue, ...]
+    stored: bool
+    index_rows: bytes
+    """The entry's rows of the store's run index (``store_index.index_rows``)."""
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    no_conversation: str = ""
+
+
+def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
+             out: Path, strict: bool, threads: int) -> _Done:
+    """Parse one file and write its entry (not yet in the manifest); runs in a worker."""
+    parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads)
+    key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
+    tables = parsed.tables
+    if tables is None or (strict and parsed.issues):
+        return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
+                     b"", parsed.coverage, parsed.no_conversation)
+    store.write_entry(out, key, tables)
+    done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
+                 parsed.issues, True, b"", parsed.coverage)
+    store_session.journal(out, _entry(done))  # recorded the moment its files are complete
+    col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
+    n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
+    return replace(done, n_tokens=n_tokens, index_rows=store_index.index_rows(tables, key))
+
+
+def _entry(done: _Done) -> store.Entry:
+    """The store entry of a file written by ``_process``."""
+    return store.Entry(done.source, done.key, done.sha256, done.format, done.n_runs,
+                       done.coverage, tuple((i.line, i.reason) for i in done.issues))
+
+
+def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
+           tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0, strict: bool = False,
+           on_file: Callable[[str], None] | None = None,
+           on_wait: Callable[[str], None] | None = None) -> IngestReport:
+    """Ingest every log file under ``paths`` into the store at ``out``.
+
+    A file that fails keeps whatever the store had for it.  Entries are written first and the
+    manifest last (also when the ingest is interrupted, listing every complete entry), so the
+    store is readable at every moment.  One ingest writes a store at a time (a file lock);
+    each finished entry is journalled at once, so an ingest killed outright loses none
+    (``replay.ingest.store_session``).  Issues found in a file are kept with its entry and reported
+    again whenever the entry is reused.
+
+    Args:
+        paths: files or folders (folders are searched for ``*.jsonl``, ``*.json``, ``*.traj``).
+        out: the dataset directory (created if missing).
+        fmt: force one parser instead of detecting the format.
+        tokenizers: encodings to count with (one column each).
+        jobs: worker processes (0: one per core, at most one per file); ``jobs=1`` uses one
+            core only.
+        strict: stop at the first file with an issue; that file counts as failed (not stored).
+        on_file: called with each file's source path when it is done (progress bars).
+        on_wait: called with a message when another ingest holds the store's lock and this
+            one waits for it (default: the message is printed on stderr).
+
+    Raises:
+        TokenizerError: a tokenizer has no column in the store (raised before anything is
+            read or written) or is not available (raised before anything is written; only
+            looked at when some file is not cached: a fully cached ingest loads no encoding).
+        StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
+        OutputError: ``out`` is a file, or a folder that cannot be created or written.
+        ReplayInputError: ``fmt`` names no parser (raised before anything is read).
+    """
+    check_format(fmt)
+    check_max_bytes()
+    for name in tokenizers:
+        if name not in TOKEN_COLUMN:
+            raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
+                                 f"for {' and '.join(TOKEN_COLUMN)} only")
+    out = atomic_files.make_output_dir(out)
+    with store_session.writing(out, on_wait):
+        return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
+
+
+def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
+                   tokenizers: tuple[str, ...], jobs: int, strict: bool,
+                   on_file: Callable[[str], None] | None) -> IngestReport:
+    """``ingest`` with the store's lock held."""
+    entries = store.read_manifest(out)
+    before = dict(entries)
+    for adopted in store_session.read_journal(out):  # finished by an ingest that was killed
+        entries[adopted.source] = adopted
+    report = IngestReport()
+    found = discover(paths)
+    todo: list[tuple[Path, Path, str]] = []
+    for (path, root), rel in zip(found, sources(found)):
+        old = entries.get(rel)
+        if old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers, PARSERS_VERSION) \
+                and store.has_entry(out, old.key):
+            report.cached.append(rel)
+            report.n_runs += old.n_runs
+            report.issues.extend(Issue(str(path), line, reason) for line, reason in old.issues)
+            if strict and old.issues:
+                report.failed.append(rel)
+            if on_file:
+                on_file(rel)
+            continue
+        todo.append((path, root, rel))
+    if todo:  # loading an encoding takes ~0.5 s: only when some file needs it, before anything
+        for name in tokenizers:  # is written, and once (forked workers inherit it)
+            encoding(name)
+    fresh = store_index.IndexRows()
+    finished: dict[str, store.Entry] = {}
+
+    def on_finished(done: _Done) -> None:  # as each file finishes, in any order
+        if done.index_rows:
+            fresh.add(done.index_rows)
+        if done.stored:
+            finished[done.source] = _entry(done)
+
+    results = _process_all(todo, fmt, tokenizers, out, strict, jobs, on_finished)
+    completed = False
+    try:
+        for done in results:
+            report.issues.extend(done.issues)
+            if done.stored:
+                entries[done.source] = finished[done.source]
+                report.parsed.append(done.source)
+                report.n_runs += done.n_runs
+                report.n_tokens += done.n_tokens
+            elif done.no_conversation:
+                report.no_conversation[done.source] = done.no_conversation
+            else:
+                report.failed.append(done.source)
+            if on_file:
+                on_file(done.source)
+            if strict and done.issues:
+                break
+        completed = True
+    finally:
+        results.close()
+        if not completed:  # interrupted: keep every file that finished, in whatever order
+            entries.update(finished)
+        store_index.write_index(out, [entries[s] for s in sorted(entries)], fresh.table())
+        store.write_manifest(out, entries)
+        if completed:  # else kept: workers stopped by the interruption may have journalled more
+            store_session.forget_journal(out)
+        store_session.remove_stale(out)  # what workers stopped midway left
+    live = {e.key for e in entries.values()}
+    for old in before.values():  # entries replaced by a new version of their file
+        if old.key not in live:
+            store.remove_entry(out, old.key)
+    return report
+
+
+def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers: tuple[str, ...],
+                 out: Path, strict: bool, jobs: int, on_finished: Callable[[_Done], None],
+                 ) -> Generator[_Done, None, None]:
+    """Each file's outcome, in ``todo`` order; each also goes to ``on_finished`` as soon as it is
+    done (in any order), and its run-index rows are dropped after that, so results waiting for
+    an earlier file stay small."""
+    cores = os.cpu_count() or 1
+    workers = min(jobs or cores, len(todo))
+    if workers <= 1:
+        threads = max(1, jobs or cores) if len(todo) == 1 else 1
+        for path, root, rel in todo:
+            yield _without_index(_process(path, root, rel, fmt, tokenizers, out, strict, threads),
+                                 on_finished)
+        return
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
+                               initargs=(os.getpid(), True))
+    try:
+        # biggest files first keeps every worker busy to the end; results still come in order
+        position: dict[Future[_Done], int] = {}
+        for k in sorted(range(len(todo)), key=lambda k: -_size(todo[k][0])):
+            path, root, rel = todo[k]
+            position[pool.submit(_process, path, root, rel, fmt, tokenizers, out, strict, 1)] = k
+        ready: dict[int, _Done] = {}
+        finished = as_completed(list(position))  # one waiter per future, not one per wait
+        for k in range(len(todo)):
+            while k not in ready:
+                future = next(finished)
+                ready[position.pop(future)] = _without_index(future.result(), on_finished)
+            yield ready.pop(k)
+    except BaseException:  # interrupted (Ctrl-C) or failed: stop the workers now, not after
+        for process in list(getattr(pool, "_processes", {}).values()):  # their current file
+            process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _without_index(done: _Done, on_finished: Callable[[_Done], None]) -> _Done:
+    on_finished(done)
+    return replace(done, index_rows=b"") if done.index_rows else done
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _sha256(path: Path) -> str:
+    return sha256_of(path)

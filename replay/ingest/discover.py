@@ -1,0 +1,85 @@
+"""Which files an ingest reads: every log file under the paths given, and the name each is
+stored under.
+
+A folder is searched for ``LOG_SUFFIXES`` files (a store's own files excepted); a file named
+directly is always taken; a file reached twice is listed once.  The stored name is the path
+relative to the folder given, made unique so that two inputs never share a store entry.
+
+Not here: reading or parsing them (``replay.ingest.batch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from replay.ingest import store
+
+LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
+"""File endings ingest looks at inside folders (files named directly are always tried)."""
+_SKIP_NAMES = ("manifest.json",)
+
+
+def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """Every log file under ``paths`` as (file, root), sorted; roots are the given folders.
+
+    Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
+    own files (a folder holding ``manifest.json`` and ``data/``); files named directly are
+    always taken.  A file reached twice is listed once.
+    """
+    found: list[tuple[Path, Path]] = []
+    seen: set[Path] = set()
+    for p in paths:
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if not f.is_dir())  # FIFOs etc. too:
+            # they are reported when read (``replay.ingest.input_files``), never opened blocking
+            stores = {f.parent for f in files if f.name in _SKIP_NAMES and store.is_store(f.parent)
+                      and (f.parent / "data").is_dir()}
+            candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
+                          and f.name not in _SKIP_NAMES
+                          and not any(d in stores for d in f.parents)]
+        else:
+            candidates = [(p, p.parent)]
+        for f, root in candidates:
+            key = _resolved(f)
+            if key not in seen:
+                seen.add(key)
+                found.append((f, root))
+    return found
+
+
+def sources(found: list[tuple[Path, Path]]) -> list[str]:
+    """The stored source name of each discovered file: its path relative to its root, made
+    unique (a later file whose relative path is taken gets its root's name, then its full path,
+    in front) so that two inputs never share one store entry."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for path, root in found:
+        rel = relative_source(path, root)
+        prefixed = f"{root.name}/{rel}" if root.name else rel
+        for candidate in (rel, prefixed, _resolved(path).as_posix()):
+            if candidate not in taken:
+                rel = candidate
+                break
+        taken.add(rel)
+        names.append(rel)
+    return names
+
+
+def relative_source(path: Path, root: Path | None) -> str:
+    """``path`` relative to the folder it was found in (its name alone when outside it)."""
+    if root is None:
+        return path.name
+    try:
+        return path.relative_to(root).as_posix() if path != root else path.name
+    except ValueError:
+        return path.name
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` resolved, or made absolute as it is when it cannot be (a symlink loop: then
+    reading it reports the loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop" (Python < 3.13)
+        return path.absolute()

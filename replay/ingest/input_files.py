@@ -1,0 +1,170 @@
+"""Reading one input file without trusting what it is: regular files only, bounded.
+
+A log named on the command line (or found in a folder) may be a FIFO that never ends, a device
+such as ``/dev/zero``, a socket, a symlink loop or simply too big.  ``read_input`` opens it
+without blocking, checks that it is a regular file *after* opening (no swap between check and
+read), and reads at most ``max_file_bytes()`` bytes; anything else is an ``Unreadable`` with
+a one-line reason, reported as that file's issue while the rest of the batch goes on.
+
+The limit is ``DEFAULT_MAX_FILE_BYTES`` (1 GiB), or the environment variable
+``CTXREPLAY_MAX_FILE_BYTES`` (bytes; e.g. ``4000000000``).
+
+A file read as one JSON document (SWE-agent, mini-swe-agent, OpenHands, ATIF, OpenCode export,
+Inspect ``.json`` and each ``.eval`` sample, chat dumps) is decoded whole, and decoding takes
+far more memory than the file: about 2x for a real trajectory, up to ~15x for a document of
+many tiny values (``benchmarks/document_memory.py``: 336 MB and 1,006 MB peak on ~61 MB
+files, 207 MB of it the interpreter).  Such a document is
+read only up to ``max_document_bytes()`` (``DEFAULT_MAX_DOCUMENT_BYTES``, 128 MiB: at most
+~2 GB per ingest worker), raised with ``CTXREPLAY_MAX_DOCUMENT_BYTES``.  JSON Lines formats are
+decoded line by line, but a run's records are kept until it is built (741 MB peak for 61 MB of
+minimal Claude Code records), so they are bounded by the file limit only.
+
+Not here: which files are read (``replay.ingest.discover``), parsing (``replay.ingest.parsers``).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from replay.errors import ConfigError
+
+DEFAULT_MAX_FILE_BYTES = 1 << 30
+"""Files larger than this (1 GiB) are reported and skipped unless the limit is raised."""
+ENV_MAX_FILE_BYTES = "CTXREPLAY_MAX_FILE_BYTES"
+DEFAULT_MAX_DOCUMENT_BYTES = 128 << 20
+"""The largest JSON document decoded whole (128 MiB), unless the limit is raised."""
+ENV_MAX_DOCUMENT_BYTES = "CTXREPLAY_MAX_DOCUMENT_BYTES"
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a folder"))
+
+
+class Unreadable(Exception):
+    """A file that is not read: why, in one line."""
+
+
+def max_file_bytes() -> int:
+    """The per-file read limit: ``CTXREPLAY_MAX_FILE_BYTES`` when set (a positive integer),
+    else ``DEFAULT_MAX_FILE_BYTES``."""
+    return _env_bytes(ENV_MAX_FILE_BYTES, DEFAULT_MAX_FILE_BYTES)
+
+
+def max_document_bytes() -> int:
+    """The largest JSON document decoded whole: ``CTXREPLAY_MAX_DOCUMENT_BYTES`` when set (a
+    positive integer), else ``DEFAULT_MAX_DOCUMENT_BYTES``."""
+    return _env_bytes(ENV_MAX_DOCUMENT_BYTES, DEFAULT_MAX_DOCUMENT_BYTES)
+
+
+def document_too_big(size: int) -> str:
+    """Why a JSON document of ``size`` bytes is not decoded ('' when it is within the limit)."""
+    max_bytes = max_document_bytes()
+    if size <= max_bytes:
+        return ""
+    return (f"a whole-file JSON document of {size:,} bytes is over the {max_bytes:,}-byte limit "
+            f"(decoding one takes up to 16x its size in memory); not read (raise it with "
+            f"{ENV_MAX_DOCUMENT_BYTES}=BYTES)")
+
+
+def check_max_bytes() -> None:
+    """Refuse a read limit set in the environment that is not a positive whole number of bytes
+    (called before any file is read, so the command stops with exit 2 instead of falling back
+    to the default without a word).
+
+    Raises:
+        ConfigError: naming the variable and its value.
+    """
+    max_file_bytes()
+    max_document_bytes()
+
+
+def _env_bytes(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError("environment", name, f"{raw[:40]!r} is not a positive whole number "
+                                               "of bytes")
+    return value
+
+
+def _open(path: Path, max_bytes: int) -> tuple[int, int]:
+    """A descriptor of ``path`` when it is a regular file within ``max_bytes`` bytes, and its
+    size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Unreadable("cannot read: a symlink loop") from None
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+            raise Unreadable(f"not a regular file ({kind}); not read")
+        if st.st_size > max_bytes:
+            raise Unreadable(_too_big(st.st_size, max_bytes))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st.st_size
+
+
+def _too_big(size: int | None, max_bytes: int) -> str:
+    what = f"{size:,} bytes" if size is not None else "more"
+    return (f"file of {what} is over the {max_bytes:,}-byte limit per file; not read (raise it with "
+            f"{ENV_MAX_FILE_BYTES}=BYTES)")
+
+
+def read_input(path: Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` (default ``max_file_bytes()``).
+
+    Raises:
+        Unreadable: not a regular file, not readable, or over the limit (also a file that
+            grows past it while being read).
+    """
+    max_bytes = max_file_bytes() if max_bytes is None else max_bytes
+    fd, size = _open(path, max_bytes)
+    try:
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            want = size + 1  # (never read(max_bytes): that allocates it all at once)
+            data = f.read(want)
+            if len(data) == want:  # growing, or a size the file system does not know
+                chunks, total = [data], len(data)
+                while total <= max_bytes and (chunk := f.read(min(1 << 20, max_bytes + 1 - total))):
+                    chunks.append(chunk)
+                    total += len(chunk)
+                data = b"".join(chunks)
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise Unreadable(_too_big(None, max_bytes))
+    return data
+
+
+def sha256_of(path: Path, max_bytes: int | None = None) -> str:
+    """The sha256 of ``path`` read as ``read_input`` would (in 1 MiB pieces); "" when it would
+    not be read."""
+    max_bytes = max_file_bytes() if max_bytes is None else max_bytes
+    try:
+        fd, _ = _open(path, max_bytes)
+    except Unreadable:
+        return ""
+    h, seen = hashlib.sha256(), 0
+    try:
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                seen += len(chunk)
+                if seen > max_bytes:
+                    return ""
+                h.update(chunk)
+    except OSError:
+        return ""
+    return h.hexdigest()

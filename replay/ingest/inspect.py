@@ -1,0 +1,206 @@
+"""What ``replay inspect FILE`` reports: one log file as the ingest reads it.
+
+``inspect_file`` parses one file (nothing is written) and returns the detected format and
+why, every record type with its count and fate (``replay.ingest.parsers.coverage``), the runs made
+(a run with no request says why), and per request the context the run model counts next to
+the input the log recorded, with the gap.  The counted context of a request is what the model
+saw as far as the log spells it out: after a compaction, the summary, the records re-attached
+after it and what follows (``replay.ingest.schema.ContextEvent``); a tool result cleared by a
+microcompaction counts as its placeholder from then on.  The gap is everything the log does
+not contain (the system prompt and tool schemas show up as a steady gap) plus the difference
+between the o200k tokenizer and the model's own.
+
+Not here: printing (``replay.cli.inspect_command``), parsing (``replay.ingest.parsers``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from replay.ingest.input_files import check_max_bytes
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import check_format
+from replay.ingest.parsers.builder import Issue
+from replay.ingest.tokens import count_tokens
+
+CLEARED_PLACEHOLDER = "[Old tool result content cleared]"
+"""What Claude Code sends in place of a microcompacted tool result."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One request's counted context next to its recorded input."""
+
+    request: int
+    output_msg: int
+    counted_tokens: int
+    """o200k tokens of the messages the model saw before this request, as the log shows them."""
+    recorded_input_tokens: int | None
+    """The prompt size the server recorded (None when the log has no usage)."""
+
+    @property
+    def gap_tokens(self) -> int | None:
+        """Recorded minus counted (None when nothing was recorded)."""
+        return None if self.recorded_input_tokens is None \
+            else self.recorded_input_tokens - self.counted_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class EventNote:
+    """One ``ContextEvent`` of the run, said in words."""
+
+    kind: str
+    msg: int
+    request: int | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """One run of the file."""
+
+    run_id: str
+    n_messages: int
+    n_requests: int
+    n_tool_calls: int
+    n_harness_compactions: int
+    n_events: int
+    """Context events (compactions, cleared or persisted tool results)."""
+    no_requests_reason: str
+    """Why the run has no request ('' when it has some)."""
+    requests: tuple[RequestContext, ...]
+    events: tuple[EventNote, ...] = ()
+    """What the harness did to the context besides adding messages (compactions with their
+    recorded facts, cleared and persisted tool results)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """Everything ``replay inspect`` shows for one file."""
+
+    path: str
+    format: str
+    """The parser used ('' when none took the file)."""
+    detection: str
+    """Why that format (or which came closest)."""
+    coverage: dict[str, dict[str, int]]
+    """Record type -> {fate: count}."""
+    runs: tuple[RunReport, ...]
+    issues: tuple[Issue, ...]
+    no_conversation: str = ""
+    """Why the file holds no run though nothing is wrong with it (only metadata records, a
+    companion file); '' otherwise."""
+
+
+def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
+    """Parse ``path`` and report its detection, coverage, runs and per-request context.
+
+    Args:
+        path: one log file.
+        fmt: force a parser instead of detecting the format.
+
+    Raises:
+        ReplayInputError: ``fmt`` names no parser.
+    """
+    check_format(fmt)
+    check_max_bytes()
+    parsed = parse_file(path, path.parent, fmt=fmt, explain=True)
+    runs: list[RunReport] = []
+    if parsed.tables is not None:
+        t = parsed.tables
+        for run in t.runs.to_pylist():
+            rid = run["run_id"]
+            msgs = t.messages.filter(pc.equal(t.messages["run_id"], rid))
+            reqs = t.requests.filter(pc.equal(t.requests["run_id"], rid)).to_pylist()
+            events = [] if t.events is None else \
+                t.events.filter(pc.equal(t.events["run_id"], rid)).to_pylist()
+            runs.append(RunReport(
+                run_id=rid, n_messages=run["n_messages"], n_requests=run["n_requests"],
+                n_tool_calls=run["n_tool_calls"],
+                n_harness_compactions=run["n_harness_compactions"], n_events=len(events),
+                no_requests_reason=_no_requests(msgs) if not reqs else "",
+                requests=tuple(_contexts(msgs, reqs, events)),
+                events=tuple(EventNote(e["kind"], e["msg"], e["request"], _detail(e))
+                             for e in events)))
+    return Inspection(str(path), parsed.format, parsed.detection, parsed.coverage, tuple(runs),
+                      parsed.issues, parsed.no_conversation)
+
+
+def _detail(e: dict[str, Any]) -> str:
+    """An event's recorded facts in a few words."""
+    parts = [e["trigger"]] if e["trigger"] else []
+    if e["pre_tokens"] is not None:
+        parts.append(f"{e['pre_tokens']:,} tokens before")
+    if e["post_tokens"] is not None:
+        parts.append(f"{e['post_tokens']:,} after")
+    if e["tokens_saved"] is not None:
+        parts.append(f"{e['tokens_saved']:,} saved")
+    if e["kind"] == "compaction":
+        parts.append("no summary recorded" if e["summary_msg"] is None
+                     else f"summary at message {e['summary_msg']}")
+        if e["preserved_msgs"]:
+            parts.append(f"{len(e['preserved_msgs'])} message(s) re-attached after it")
+    if e["call_ids"]:
+        what = "cleared" if e["kind"] == "microcompaction" else "preview of"
+        parts.append(f"{what} {len(e['call_ids'])} tool result(s)")
+    if e["full_chars"] is not None:
+        parts.append(f"full output {e['full_chars']:,} chars")
+    return ", ".join(parts)
+
+
+def _no_requests(msgs: pa.Table) -> str:
+    roles = set(msgs["role"].to_pylist())
+    if "assistant" not in roles:
+        return "no assistant message: the log records no model call"
+    return ("assistant messages but no recorded model call (harness-written responses, e.g. "
+            "Claude Code <synthetic> records)")
+
+
+def _contexts(msgs: pa.Table, reqs: list[dict[str, Any]], events: list[dict[str, Any]]
+              ) -> list[RequestContext]:
+    """Counted context per request (see the module docstring)."""
+    m = msgs.select(["msg", "kind", "call_id", "tokens_o200k", "is_harness_summary"]).to_pylist()
+    n_msgs = (m[-1]["msg"] + 1) if m else 0
+    per_msg = [0] * n_msgs
+    result_tokens: dict[str, list[tuple[int, int]]] = {}
+    summaries: list[int] = []
+    for row in m:
+        tok = row["tokens_o200k"] or 0
+        per_msg[row["msg"]] += tok
+        if row["kind"] == "tool_result" and row["call_id"]:
+            result_tokens.setdefault(row["call_id"], []).append((row["msg"], tok))
+        if row["is_harness_summary"] and (not summaries or summaries[-1] != row["msg"]):
+            summaries.append(row["msg"])
+    prefix = [0]
+    for tok in per_msg:
+        prefix.append(prefix[-1] + tok)
+    placeholder = count_tokens([CLEARED_PLACEHOLDER], "o200k_base")[0]
+    compactions = [e for e in events if e["kind"] == "compaction"]
+    micros = [e for e in events if e["kind"] == "microcompaction"]
+    out = []
+    for q in reqs:
+        o = q["output_msg"]
+        start, extra = 0, 0
+        k = bisect.bisect_right(summaries, o - 1)
+        if k:
+            start = summaries[k - 1]
+        last = next((e for e in reversed(compactions) if e["msg"] <= o), None)
+        if last is not None and last["msg"] >= start:
+            start = last["summary_msg"] if last["summary_msg"] is not None else last["msg"]
+            extra = sum(per_msg[p] for p in last["preserved_msgs"] if p < start)
+        counted = prefix[o] - prefix[min(start, o)] + extra
+        for e in micros:
+            if e["msg"] > o:
+                continue
+            for cid in e["call_ids"]:
+                for at, tok in result_tokens.get(cid, ()):
+                    if start <= at < o:
+                        counted -= max(0, tok - placeholder)
+        out.append(RequestContext(q["request"], o, counted, q["input_tokens"]))
+    return out

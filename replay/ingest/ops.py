@@ -1,0 +1,191 @@
+"""Normalised tool operations: what a tool call does (read, write, edit, …) and to which file.
+
+Every harness names its tools differently: Claude Code's Read/Write/Edit, Codex's
+shell and apply_patch, SWE-agent's and OpenHands' ``str_replace_editor`` commands,
+mini-swe-agent's bare shell commands.  A call that writes the agent's todo list or plan
+(Claude Code's TodoWrite, Codex's update_plan, Gemini CLI's write_todos, ...) is ``todo``: what
+a summarise tier re-inserts (``reinsert: [todo]``), so no tier needs to know tool names.  ``classify`` maps a tool name and its
+arguments to one ``Op`` and the target path; shell command lines are read by
+``classify_shell``.  Unknown tools are ``other``.
+
+Not here: pairing calls with results (``replay.ingest.parsers.builder``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, NamedTuple
+
+
+class OpPath(NamedTuple):
+    """The normalised operation of one call and the file it targets ('' when none)."""
+
+    op: str
+    path: str
+
+
+_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "view", "open", "xxd", "wc"}
+_SEARCHERS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "git-grep", "search_dir",
+              "search_file", "find_file"}
+_LISTERS = {"ls", "tree", "find", "fd", "dir", "du"}
+_WRAPPERS = {"sudo", "timeout", "time", "env", "nohup", "stdbuf"}
+_SHELL_TOOLS = {"bash", "shell", "exec_command", "execute_bash", "run", "terminal",
+                "local_shell", "container.exec", "cmd", "run_command", "bash_command"}
+_EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "edit_file", "editor",
+                 "text_editor", "file_editor"}
+_EDITOR_COMMANDS = {"view": "read", "create": "write", "str_replace": "edit", "insert": "edit",
+                    "undo_edit": "edit", "edit": "edit", "write": "write", "append": "edit"}
+_NAMED = {
+    "read": "read", "read_file": "read", "readfile": "read", "view_file": "read", "cat": "read",
+    "write": "write", "write_file": "write", "create_file": "write", "writefile": "write",
+    "edit": "edit", "multiedit": "edit", "notebookedit": "edit", "apply_patch": "edit",
+    "replace": "edit", "patch": "edit",
+    "grep": "search", "search": "search", "websearch": "search", "web_search": "search",
+    "codebase_search": "search", "search_file_content": "search", "find_file": "search",
+    "open": "read", "goto": "read", "scroll_up": "read", "scroll_down": "read",
+    "create": "write", "search_dir": "search", "search_file": "search",
+    "glob": "list", "ls": "list", "list_dir": "list", "list_directory": "list", "list_files": "list",
+}
+_TODO_TOOLS = frozenset({"todowrite", "update_plan", "todo_write", "write_todos"})
+"""Tools that write the agent's todo list or plan (names lowercased)."""
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_file",
+              "absolute_path")
+PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
+"""A file line of an apply_patch body: (action, path) (redact rewrites the same lines)."""
+_LINE_RANGE = re.compile(r"^\d+:\d+$")
+_SPLIT = re.compile(r"&&|\|\||;|\n")
+"""Command separators (the parts are stripped: a \\s* around the separator made a split of a
+long run of blanks quadratic)."""
+
+
+def classify(tool: str, args: Any) -> OpPath:
+    """The operation and target path of a call to ``tool`` with ``args``.
+
+    Args:
+        tool: the tool name as recorded.
+        args: the arguments: a dict, a raw string (a shell line, a patch), or None.
+    """
+    name = tool.strip().lower()
+    if name in _TODO_TOOLS:
+        return OpPath("todo", "")
+    if name.startswith("mcp__"):
+        name = name.rsplit("__", 1)[-1]
+    if isinstance(args, dict):
+        if name in _EDITOR_TOOLS or ("command" in args and "path" in args
+                                     and str(args.get("command")) in _EDITOR_COMMANDS):
+            op = _EDITOR_COMMANDS.get(str(args.get("command", "")), "other")
+            path = str(args.get("path", ""))
+            if op == "read" and path and not _looks_like_file(path):
+                op = "list"
+            return OpPath(op, path)
+        if name == "apply_patch":
+            return _classify_patch(str(args.get("input", args.get("patch", ""))))
+        if name in _SHELL_TOOLS or name.endswith("shell") or "cmd" in args and name not in _NAMED:
+            command = args.get("command", args.get("cmd", args.get("code", "")))
+            if isinstance(command, list):
+                command = _unwrap_argv(command)
+            return classify_shell(str(command))
+        op = _NAMED.get(name, "other")
+        path = next((str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)), "")
+        return OpPath(op, path)
+    text = "" if args is None else str(args)
+    if name == "apply_patch" or text.startswith("*** Begin Patch"):
+        return _classify_patch(text)
+    if name in _EDITOR_TOOLS or text.startswith("str_replace_editor "):
+        words = _words(text)
+        if words and words[0] == "str_replace_editor":
+            words = words[1:]
+        if len(words) >= 2 and words[0] in _EDITOR_COMMANDS:
+            return classify(name or "str_replace_editor", {"command": words[0], "path": words[1]})
+    if name in _SHELL_TOOLS or name in ("", "action"):
+        return classify_shell(text)
+    return OpPath(_NAMED.get(name, "other"), "")
+
+
+def classify_shell(command: str) -> OpPath:
+    """The operation and path of a shell command line (the first meaningful command counts)."""
+    if "*** Begin Patch" in command and "apply_patch" in command:  # apply_patch <<'PATCH' heredoc
+        return _classify_patch(command)
+    for part in _SPLIT.split(command):
+        words = _words(part.strip())
+        i = 0
+        while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
+                                  and not words[i].startswith("-")):
+            i += 1
+        words = words[i:]
+        if not words or words[0] in ("cd", "source", ".", "export", "set", "pushd", "echo") and (
+            ">" not in part
+        ):
+            continue
+        return _classify_words(words, part)
+    return OpPath("exec" if command.strip() else "other", "")
+
+
+def _classify_words(words: list[str], line: str) -> OpPath:
+    if "|" in words:
+        words = words[: words.index("|")]
+    if not words:  # `env | grep …`: the first command was only a wrapper
+        return OpPath("exec", "")
+    cmd = words[0].rsplit("/", 1)[-1]
+    args = [w for w in words[1:] if not w.startswith("-") and not _LINE_RANGE.match(w)]
+    redirect = re.search(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)", line)
+    if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
+        return OpPath("edit", args[-1] if args else "")
+    if cmd in ("tee",) or redirect and redirect.group(1) != "/dev/null" and cmd in (
+        "cat", "echo", "printf", "tee"
+    ):
+        target = redirect.group(1) if redirect else (args[-1] if args else "")
+        return OpPath("write", target)
+    if cmd == "sed" or cmd == "awk":
+        files = [a for a in args[1:] if _looks_like_file(a)]
+        return OpPath("read", files[-1] if files else "")
+    if cmd in _READERS:
+        files = [a for a in args if not a.isdigit()]
+        return OpPath("read", files[0] if files else "")
+    if cmd in ("python", "python3") and len(words) > 2 and words[1] == "-c":
+        return OpPath("exec", "")
+    if cmd in _SEARCHERS or cmd == "git" and len(words) > 1 and words[1] == "grep":
+        return OpPath("search", "")
+    if cmd in _LISTERS:
+        if cmd == "find" and ("-exec" in words or "-delete" in words):
+            return OpPath("exec", "")
+        return OpPath("list", args[0] if args else "")
+    if cmd in ("goto", "scroll_up", "scroll_down"):
+        return OpPath("read", "")
+    if cmd in ("create", "touch"):
+        return OpPath("write", args[0] if args else "")
+    if cmd in ("edit", "patch"):
+        return OpPath("edit", args[0] if args else "")
+    return OpPath("exec", "")
+
+
+def _classify_patch(patch: str) -> OpPath:
+    files = PATCH_FILE.findall(patch)
+    if not files:
+        return OpPath("edit", "")
+    action, path = files[0]
+    return OpPath("write" if action == "Add" else "edit", path.strip())
+
+
+def _unwrap_argv(argv: list[Any]) -> str:
+    parts = [str(a) for a in argv]
+    if len(parts) >= 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in (
+        "-lc", "-c"
+    ):
+        return parts[2]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _words(part: str) -> list[str]:
+    if len(part) > 65536 or not any(c in part for c in "'\"\\"):
+        return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
+    try:
+        return shlex.split(part, comments=False)
+    except ValueError:
+        return part.split()
+
+
+def _looks_like_file(path: str) -> bool:
+    tail = path.rstrip("/").rsplit("/", 1)[-1]
+    return "." in tail.lstrip(".") and not path.endswith("/")

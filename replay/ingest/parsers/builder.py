@@ -1,0 +1,346 @@
+"""Assembling one run's rows: the one way every parser emits the run model.
+
+A parser walks its format and calls ``message`` / ``text`` / ``tool_call`` /
+``tool_result`` / ``summary`` / ``request`` in context order; the builder numbers
+messages and blocks, classifies calls (``replay.ingest.ops``), pairs results with their
+calls, reports orphans, and produces column lists for the schema (tokens are
+filled in later, once, by ``replay.ingest.batch``).
+
+Not here: token counting, writing Parquet, format quirks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.ingest.ops import classify
+from replay.ingest.parsers.coverage import Coverage
+from replay.ingest.run_label import first_prompt, short_title
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """One input file as parsers see it."""
+
+    path: str
+    """Path as given on the command line (for messages)."""
+    rel: str
+    """Path relative to the ingest root (stored as ``Run.source``)."""
+    data: bytes
+    sha256: str
+    coverage: Coverage = field(default_factory=Coverage)
+    """What became of each record type the parser met (filled in by the parser)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """Something wrong in an input file: ``path:line: reason``; line 0 means the whole file."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
+
+
+@dataclass(slots=True)
+class RunDraft:
+    """A parsed run before tokenisation: run fields and message/request columns."""
+
+    run: dict[str, Any]
+    messages: dict[str, list[Any]]
+    requests: dict[str, list[Any]]
+    events: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _EVENT_COLS})
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+"""The range of the schema's integer columns."""
+
+
+def _shown(value: Any) -> str:
+    """A recorded value as an issue quotes it: its repr, at most 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def json_int(value: Any) -> int | None:
+    """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
+    None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
+    where the count is recorded (``RunBuilder.request``); a recorded token count that is
+    present but not a count is reported by ``RunBuilder.count``."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+_MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
+             "is_error", "is_harness_summary", "ts", "agent")
+_REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+             "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
+_EVENT_COLS: tuple[str, ...] = (
+    "event", "kind", "msg", "request", "trigger", "pre_tokens", "post_tokens", "tokens_saved",
+    "summary_msg", "preserved_msgs", "call_ids", "full_chars")
+
+
+@dataclass(slots=True)
+class RunBuilder:
+    """Collects one run's messages and requests in order."""
+
+    source: Source
+    index: int
+    format: str
+    issues: list[Issue]
+    model: str = ""
+    harness: str = ""
+    parent_run_id: str = ""
+    agent: str = ""
+    title: str = ""
+    """The session title the log records (set by the parser; else the first user prompt)."""
+    line: int = 0
+    """The input line being read, for issues (set by parsers that know it; 0: not known)."""
+    _rows: list[tuple[Any, ...]] = field(default_factory=list)
+    """Message rows as tuples in ``_MSG_COLS`` order (turned into columns by ``build``)."""
+    _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _REQ_COLS})
+    _msg: int = -1
+    _block: int = 0
+    _role: str = ""
+    _ts: str = ""
+    _msg_agent: str = ""
+    _calls: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    _orphans: int = 0
+    _compactions: list[int] = field(default_factory=list)
+    """The message index at which each counted harness compaction took effect."""
+    _events: list[dict[str, Any]] = field(default_factory=list)
+    _nested: list[int] = field(default_factory=list)
+    """Message index of each nested call (not counted in ``n_tool_calls``)."""
+    _nested_results: list[int] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        """Stable id from the source bytes and the run's index in the file."""
+        return run_id_for(self.source.sha256, self.index)
+
+    def message(self, role: str, *, ts: str = "", agent: str = "") -> int:
+        """Start a new message; returns its index.  (The previous one, if it got no block,
+        gets an empty text block: message indices stay dense and every message has a row.)"""
+        self._close()
+        self._msg += 1
+        self._block, self._role, self._ts, self._msg_agent = 0, role, ts, agent or self.agent
+        return self._msg
+
+    def text(self, text: str, *, kind: str = "text") -> None:
+        """Add a text-like block (text, reasoning, image placeholder) to the current message."""
+        self._add(kind=kind, text=text)
+
+    def tool_call(self, call_id: str, tool: str, args: Any, *, text: str | None = None,
+                  nested: bool = False) -> None:
+        """Add a call; ``args`` is a dict (stored as JSON) or a raw string (a command, a patch).
+
+        ``text`` (default: ``args`` as stored) is what the model saw of the call; ``nested``
+        marks a call made inside another call (a code-mode program's commands): a row for the
+        analyses, not counted in ``n_tool_calls``."""
+        try:
+            op, path = classify(tool, args)
+        except Exception as exc:  # noqa: BLE001 - a classifier bug must not cost the file: keep the call
+            self.issues.append(Issue(self.source.path, 0, f"tool call {call_id!r} ({tool}) not "
+                                     f"classified ({type(exc).__name__}: {exc}); op 'other'"))
+            op, path = "other", ""
+        if text is None:
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        if nested:
+            self._nested.append(self._msg)
+        if call_id:
+            self._calls[call_id] = (tool, op, path)
+        self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
+
+    def tool_result(self, call_id: str, text: str, *, is_error: bool = False,
+                    line: int | Callable[[], int] = 0, nested: bool = False) -> None:
+        """Add a result; it inherits the call's tool, op and path.  Orphans are reported (at
+        ``line``, or the line a function given as ``line`` returns, called only then);
+        ``nested``: the result of a nested call (see ``tool_call``), not counted."""
+        if nested:
+            self._nested_results.append(self._msg)
+        call = self._calls.get(call_id)
+        if call is None:
+            self._orphans += 1
+            self.issues.append(Issue(self.source.path, line if isinstance(line, int) else line(),
+                                     f"tool result {call_id!r} has no earlier call (kept, orphaned)"))
+            call = ("", "other", "")
+        tool, op, path = call
+        self._add(kind="tool_result", text=text, call_id=call_id, tool=tool, op=op, path=path,
+                  is_error=is_error)
+
+    def summary(self, text: str, *, harness: bool = True, counted: bool = True) -> None:
+        """Add a compaction summary; ``harness`` marks one the original harness wrote.
+        ``counted=False``: its compaction is already counted (``event(harness_compaction=)``)."""
+        if harness and counted:
+            self._compactions.append(max(self._msg, 0))
+        self._add(kind="summary", text=text, is_harness_summary=harness)
+
+    def count(self, value: Any, name: str) -> int | None:
+        """A token count recorded in the log for the next request (``json_int``), or None.
+
+        A value that is present but not a count (a string, a boolean, NaN, a fraction, an
+        object) is one issue naming the field and the value, and unknown (None): never 0,
+        never dropped without a word."""
+        n = json_int(value)
+        if n is None and value is not None:
+            self.issues.append(Issue(self.source.path, self.line,
+                                     f"request {len(self._r['request'])}: {name} "
+                                     f"{_shown(value)} is "
+                                     f"not a token count ({type(value).__name__}; kept as "
+                                     "unknown)"))
+        return n
+
+    def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
+                cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
+                output_tokens: int | None = None, reasoning_tokens: int | None = None,
+                model: str = "", ts: str = "", cache_miss_reason: str = "",
+                applied_edits: str = "") -> None:
+        """Record one model call producing ``output_msg`` (default: the current message)."""
+        r = self._r
+        r["cache_miss_reason"].append(cache_miss_reason)
+        r["applied_edits"].append(applied_edits)
+        r["request"].append(len(r["request"]))
+        r["output_msg"].append(self._msg if output_msg is None else output_msg)
+        for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
+                            ("cache_write_tokens", cache_write_tokens),
+                            ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
+            if value is not None and not 0 <= int(value) <= _INT64[1]:
+                self.issues.append(Issue(self.source.path, self.line,
+                                         f"request {len(r['request']) - 1}: "
+                                         f"{name} {value} is not a token count (negative or out "
+                                         "of range; kept as unknown)"))
+                value = None
+            r[name].append(None if value is None else int(value))
+        r["model"].append(model or self.model)
+        r["ts"].append(ts or self._ts)
+
+    def event(self, kind: str, *, msg: int | None = None, trigger: str = "",
+              pre_tokens: Any = None, post_tokens: Any = None, tokens_saved: Any = None,
+              summary_msg: int | None = None, preserved_msgs: list[int] | None = None,
+              call_ids: list[str] | None = None, full_chars: Any = None,
+              harness_compaction: bool = False) -> None:
+        """Record a ``ContextEvent`` taking effect at message ``msg`` (default: the next
+        message); its ``request`` is the first request made from then on (filled in by
+        ``build``).  ``harness_compaction`` counts it in ``n_harness_compactions`` (a
+        compaction whose summary is not added with ``summary``).  The counts are the values
+        as recorded: one that is not a count, negative or out of range is one issue and
+        unknown."""
+        if harness_compaction:
+            self._compactions.append(self._msg + 1 if msg is None else msg)
+        row: dict[str, Any] = {}
+        for name, value in (("pre_tokens", pre_tokens), ("post_tokens", post_tokens),
+                            ("tokens_saved", tokens_saved), ("full_chars", full_chars)):
+            n = json_int(value)
+            if value is not None and (n is None or not 0 <= n <= _INT64[1]):
+                self.issues.append(Issue(self.source.path, self.line,
+                                         f"{kind} event: {name} {_shown(value)} is not a count "
+                                         "(kept as unknown)"))
+                n = None
+            row[name] = n
+        row.update(kind=kind, msg=self._msg + 1 if msg is None else msg, trigger=trigger,
+                   summary_msg=summary_msg, preserved_msgs=list(preserved_msgs or ()),
+                   call_ids=list(call_ids or ()))
+        self._events.append(row)
+
+    def set_event(self, index: int, **fields: Any) -> None:
+        """Change fields of event ``index`` (e.g. a summary found after its boundary)."""
+        self._events[index].update(fields)
+
+    def rewind(self, msg: int) -> tuple[int, int]:
+        """Drop message ``msg`` and everything after it (blocks, requests producing them,
+        events taking effect there): the harness rolled the conversation back and the model
+        never saw them again.  Returns (messages dropped, requests dropped)."""
+        if msg > self._msg:
+            return 0, 0
+        msg = max(msg, 0)
+        dropped = self._msg - msg + 1
+        self._rows = [row for row in self._rows if row[0] < msg]
+        keep = [i for i, out in enumerate(self._r["output_msg"]) if out < msg]
+        n_requests = len(self._r["request"]) - len(keep)
+        for c, values in self._r.items():
+            self._r[c] = [values[i] for i in keep]
+        self._r["request"] = list(range(len(keep)))
+        self._events = [e for e in self._events if e["msg"] < msg]
+        self._compactions = [m for m in self._compactions if m < msg]
+        self._nested = [m for m in self._nested if m < msg]
+        self._nested_results = [m for m in self._nested_results if m < msg]
+        self._msg = msg - 1
+        self._block = sum(1 for row in self._rows if row[0] == self._msg)
+        return dropped, n_requests
+
+    @property
+    def n_events(self) -> int:
+        """Events recorded so far."""
+        return len(self._events)
+
+    @property
+    def n_blocks(self) -> int:
+        """Blocks added so far."""
+        return len(self._rows)
+
+    def build(self) -> RunDraft:
+        """The finished run: run fields (without token sums) and the column lists."""
+        self._close()
+        m = {c: list(v) for c, v in zip(_MSG_COLS, zip(*self._rows))} if self._rows \
+            else {c: [] for c in _MSG_COLS}
+        r = self._r
+        kinds = m["kind"]
+        recorded = [v for v in r["input_tokens"] if v is not None]
+        outputs = [v for v in r["output_tokens"] if v is not None]
+        run = {
+            "run_id": self.run_id, "format": self.format, "source": self.source.rel,
+            "model": self.model, "harness": self.harness, "parent_run_id": self.parent_run_id,
+            "agent": self.agent,
+            "title": short_title(self.title) or first_prompt(zip(m["role"], kinds, m["text"])),
+            "n_messages": self._msg + 1, "n_blocks": len(kinds),
+            "n_requests": len(r["request"]),
+            "n_tool_calls": kinds.count("tool_call") - len(self._nested),
+            "n_tool_results": kinds.count("tool_result") - len(self._nested_results),
+            "n_orphan_results": self._orphans,
+            "n_harness_compactions": len(self._compactions),
+            "recorded_input_tokens": self._total("recorded input tokens", recorded),
+            "recorded_output_tokens": self._total("recorded output tokens", outputs),
+            "sha256": self.source.sha256,
+        }
+        outs = r["output_msg"]
+        events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
+        for i, e in enumerate(sorted(self._events, key=lambda e: e["msg"])):
+            e = {**e, "event": i, "request": next(
+                (k for k, out in enumerate(outs) if out >= e["msg"]), None)}
+            for c in _EVENT_COLS:
+                events[c].append(e[c])
+        return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)
+
+    def _total(self, what: str, values: list[int]) -> int | None:
+        """The sum of a run's recorded counts, or None (with an issue) when it cannot be stored."""
+        if not values:
+            return None
+        total = sum(values)
+        if total > _INT64[1]:
+            self.issues.append(Issue(self.source.path, 0, f"the run's {what} add up to more "
+                                     "than a 64-bit count (run total kept as unknown)"))
+            return None
+        return total
+
+    def _close(self) -> None:
+        """Give the current message an empty text block if it has none (an assistant turn
+        with no content is still a message, and a request may have produced it)."""
+        if self._msg >= 0 and self._block == 0:
+            self._add(kind="text", text="")
+
+    def _add(self, *, kind: str, text: str, call_id: str = "", tool: str = "", op: str = "",
+             path: str = "", is_error: bool = False, is_harness_summary: bool = False) -> None:
+        if self._msg < 0:
+            self.message("user")
+        self._rows.append((self._msg, self._block, self._role, kind, call_id, tool, op, path, text,
+                           bool(is_error), is_harness_summary, self._ts, self._msg_agent))
+        self._block += 1
+
+
+def run_id_for(sha256: str, index: int) -> str:
+    """The stable run id of run ``index`` in a file with this sha256."""
+    return f"{sha256[:16]}-{index}"

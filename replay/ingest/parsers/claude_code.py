@@ -1,0 +1,410 @@
+"""Claude Code session transcripts (``~/.claude/projects/<slug>/<sessionId>.jsonl``).
+
+Checked against Claude Code 2.0.x-2.1.39 sessions (the shared samples) and the record shapes of
+2.1.x up to 2.1.280 (``pedropaulovc/claude-code-types``, public fixtures in
+``tests/fixtures/claude_code``: ``attachment``, ``compact_boundary`` with ``preservedSegment``,
+``microcompact_boundary``, ``<persisted-output>``, rewinds).
+
+One JSON record per line; one run per ``sessionId`` in the file (records without one belong
+to the first).  ``user`` records hold prompts or content blocks (``text`` / ``image`` /
+``tool_result``); ``assistant`` records are Anthropic API responses *streamed one content block
+per record*: records sharing ``message.id`` are one response (blocks concatenated, usage,
+``diagnostics.cache_miss_reason`` and ``context_management.applied_edits`` from the group's
+last record that has them).  ``attachment`` records are context the harness added (skill and
+deferred-tool listings, hook context, MCP instructions, queued prompts, files): a user message
+where the chain has them.  Which records the model saw, in which order: see
+``replay.ingest.parsers.claude_code_path`` (rewinds, compaction boundaries, preserved segments,
+reverse order).
+
+A ``system/compact_boundary`` is a compaction (a ``ContextEvent`` with ``trigger``,
+``preTokens``, ``postTokens``, the preserved records, and the ``isCompactSummary`` user record
+after it as its summary; counted even when no summary follows).  A
+``system/microcompact_boundary`` clears ``compactedToolIds`` (the model saw
+``[Old tool result content cleared]`` from then on; the rows keep the full text).  A tool
+result holding ``<persisted-output>`` is the preview the model saw (its declared full size is
+recorded).  Subagent files (``<session>/subagents/agent-<id>.jsonl``) are their own run linked
+to the session's run; an ``agent-acompact-*`` file is the compaction request itself (its answer
+is a plain response there: the session's own boundary counts the compaction once).  Records
+that copy another session of the same folder (a resumed or forked session: their
+``sessionId`` names a file beside this one) are left to that file, so each response counts
+once; a forked session's copies of its parent's records (``forkedFrom``) are its context, but
+their responses are the parent's model calls (no request here), and the fork is linked to the
+parent's run when that file is beside it.  A ``tool_use`` without an ``id`` gets ``gen-<line>-<block>`` and an issue.
+
+Every record type is counted in ``src.coverage``: user/assistant/attachment/boundaries
+modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TYPES``, other
+``system`` subtypes) skipped, anything else unknown.  ``<synthetic>`` assistant records
+(written by the harness) get no request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.claude_code_file import (
+    companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
+    copied,
+    evidence,  # noqa: F401
+    fork_parent_run_id,
+    metadata_only,  # noqa: F401
+    parent_run_id,
+    session_folder,
+    sniff,  # noqa: F401
+)
+from replay.ingest.parsers.claude_code_path import Node, resolve
+from replay.ingest.parsers.claude_code_records import (
+    Bad,
+    Rec,
+    count_other,
+    persisted_output,
+    record,
+    rtype,
+)
+from replay.ingest.parsers.jsonl import iter_records
+
+NAME = "claude_code"
+_PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",
+                   "summary", "last-prompt", "mode", "permission-mode", "ai-title", "custom-title",
+                   "agent-name", "agent-setting", "tag", "pr-link"))
+"""Non-message record types read no further than their type and links (the bulk of a file)."""
+_TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
+"""Title records and their title key; the run's title is the user's own over the generated."""
+
+@dataclass(slots=True)
+class _Group:
+    """All records of one streamed assistant response."""
+
+    recs: list[Rec] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Session:
+    """One ``sessionId``'s records."""
+
+    nodes: list[Node] = field(default_factory=list)
+    """The records the run is made of."""
+    links: dict[str, str | None] = field(default_factory=dict)
+    """uuid -> parent of the other records with a uuid (links of the chain only)."""
+    recs: dict[int, Rec] = field(default_factory=dict)
+    version: str = ""
+    agent_id: str = ""
+    titles: dict[str, str] = field(default_factory=dict)
+    """``ai-title`` / ``custom-title`` record type -> the last title of that kind."""
+    side_agents: dict[int, str] = field(default_factory=dict)
+    """Line -> ``agentId`` of the inline sidechain records that name their subagent."""
+    forked: set[int] = field(default_factory=set)
+    """Lines of records a forked session copied from its parent (``forkedFrom``)."""
+    fork_of: str = ""
+    """The session this one was forked from ('' for none)."""
+
+
+def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
+    """Parse one transcript into one run per session; bad records become issues.
+
+    Args:
+        src: the transcript file.
+        issues: where problems are reported (``path:line: reason``).
+    """
+    path = Path(src.path)
+    sessions: dict[str, _Session] = {}
+    seen_uuids: set[str] = set()
+    elsewhere: dict[str, bool] = {}
+    first = ""
+    passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
+    for no, raw in iter_records(src, issues):
+        kind = raw.get("type")
+        if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
+            passed[kind] = passed.get(kind, 0) + 1
+            if kind in _TITLE_KEYS and isinstance(title := raw.get(_TITLE_KEYS[kind]), str):
+                sid = raw.get("sessionId")
+                _session(sessions, sid if isinstance(sid, str) and sid else first).titles[
+                    kind] = title
+            uuid = raw.get("uuid")
+            if uuid.__class__ is str and uuid and uuid not in seen_uuids:
+                seen_uuids.add(uuid)
+                sid = raw.get("sessionId")
+                sid = sid if isinstance(sid, str) and sid else first
+                first = first or sid
+                if sid == first or not copied(path, sid, elsewhere):
+                    parent = raw.get("parentUuid")
+                    _session(sessions, sid).links[uuid] = parent if isinstance(parent, str) \
+                        else None
+            continue
+        sid = raw.get("sessionId")
+        sid = sid if isinstance(sid, str) and sid else first
+        first = first or sid
+        uuid = raw.get("uuid")
+        uuid = uuid if isinstance(uuid, str) else ""
+        kind = rtype(raw)
+        if sid != first and copied(path, sid, elsewhere):
+            src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
+            continue
+        if uuid:
+            if uuid in seen_uuids:
+                issues.append(Issue(src.path, no, f"duplicate record uuid {uuid!r} (skipped)"))
+                src.coverage.skipped(kind)
+                continue
+            seen_uuids.add(uuid)
+        try:
+            rec = record(no, raw, kind, uuid)
+        except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
+            issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
+            src.coverage.skipped(kind)
+            continue
+        sess = _session(sessions, sid)
+        if rec is None:
+            if uuid:  # still a link in the chain (a system record between two messages)
+                parent = raw.get("parentUuid") or raw.get("logicalParentUuid")
+                sess.links[uuid] = parent if isinstance(parent, str) else None
+            count_other(src, kind)
+            continue
+        sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta))
+        if isinstance(ff := raw.get("forkedFrom"), dict):
+            sess.forked.add(no)
+            if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
+                sess.fork_of = ff["sessionId"]
+        sess.recs[no] = rec
+        sess.version = sess.version or (raw["version"] if isinstance(raw.get("version"), str)
+                                        else "")
+        agent = raw["agentId"] if isinstance(raw.get("agentId"), str) else ""
+        sess.agent_id = sess.agent_id or agent
+        if agent and raw.get("isSidechain") is True:
+            sess.side_agents[no] = agent
+    for kind, n in passed.items():
+        src.coverage.skipped(kind, n)
+    is_sub = path.name.startswith("agent-") and session_folder(path) is not None
+    drafts: list[RunDraft] = []
+    for sess in sessions.values():
+        sides = [] if is_sub else _sidechains(sess)
+        if not any(r.role in ("user", "assistant") for r in sess.recs.values()):
+            for r in sess.recs.values():
+                src.coverage.skipped(r.rtype)
+            continue
+        main = _run(src, issues, sess, len(drafts), path, is_sub)
+        drafts.append(main)
+        for side in sides:
+            drafts.append(_run(src, issues, side, len(drafts), path, True,
+                               parent=main.run["run_id"]))
+    if not drafts:
+        cov = src.coverage.by_type()
+        if cov and all(set(f) == {"skipped"} for f in cov.values()):  # (a broken line is an
+            # issue of its own: the file then fails on it, see ``replay.ingest.parse_file``)
+            src.coverage.no_conversation = "only " + ", ".join(
+                f"{t} x{f['skipped']}" for t, f in sorted(cov.items())) + " records"
+        else:
+            issues.append(Issue(src.path, 0, "no user or assistant records"))
+    return drafts
+
+
+def _session(sessions: dict[str, _Session], sid: str) -> _Session:
+    if sid not in sessions:
+        sessions[sid] = _Session()
+    return sessions[sid]
+
+
+def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
+          meta: dict[str, Any] | None = None) -> Node:
+    parent, logical = raw.get("parentUuid"), raw.get("logicalParentUuid")
+    ts = raw.get("timestamp")
+    return Node(no, uuid, parent if isinstance(parent, str) and parent else None,
+                logical if isinstance(logical, str) and logical else None,
+                "parentUuid" in raw, raw.get("isSidechain") is True,
+                list((meta or {}).get("preserved", ())), ts if isinstance(ts, str) else "",
+                message)
+
+
+def _sidechains(sess: _Session) -> list[_Session]:
+    """The subagent conversations written inline in a session file (Claude Code before the
+    ``subagents/`` folder: records with ``isSidechain: true``), each its own session, taken
+    out of ``sess``.  One per chain: records linked by ``parentUuid`` to the same root
+    (a sidechain's first record has no parent), ordered as in the file; a chain whose first
+    record names a parent found nowhere in the session (a gap in the log) continues the chain
+    before it rather than inventing a subagent."""
+    side = [n for n in sess.nodes if n.sidechain]
+    if not side or all(n.sidechain for n in sess.nodes if n.message):
+        return []  # none, or a subagent's own file (moved out of its subagents folder)
+    parent = {n.uuid: n.parent for n in side if n.uuid}
+    known = set(sess.links) | {n.uuid for n in sess.nodes if n.uuid}
+
+    def root(n: Node) -> str:
+        cur, seen = n.uuid, set()
+        while cur and parent.get(cur) in parent and cur not in seen:
+            seen.add(cur)
+            cur = parent[cur] or ""
+        return cur or f"line-{n.line}"
+
+    chains: dict[str, _Session] = {}
+    alias: dict[str, str] = {}
+    for n in side:
+        key = root(n)
+        if key not in chains and key not in alias:
+            first = parent.get(key)
+            alias[key] = next(reversed(chains)) if chains and first and first not in known \
+                else key
+        key = alias.get(key, key)
+        sub = chains.setdefault(key, _Session(links=sess.links, version=sess.version))
+        sub.nodes.append(n)
+        sub.recs[n.line] = sess.recs.pop(n.line)
+        sub.agent_id = sub.agent_id or sess.side_agents.get(n.line, "")
+    sess.nodes = [n for n in sess.nodes if not n.sidechain]
+    return [c for c in chains.values() if any(r.role in ("user", "assistant")
+                                               for r in c.recs.values())]
+
+
+def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
+         is_sub: bool, parent: str = "") -> RunDraft:
+    """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
+    the subagent was written inline, else found from the subagents folder)."""
+    agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
+    if is_sub and not agent_id:
+        agent_id = f"sidechain-{index}"
+    b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
+                   agent=agent_id if is_sub else "",
+                   parent_run_id=(parent or parent_run_id(path)) if is_sub
+                   else fork_parent_run_id(path, sess.fork_of),
+                   title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
+    found = resolve(sess.nodes, sess.links, is_sub)
+    if found.cycle:
+        issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
+                                         "loop are used"))
+    on = [sess.recs[line] for line in found.order if line in sess.recs]
+    groups = {r.msg_id for r in on if r.role == "assistant"}
+    calls = {x[1] for r in sess.recs.values() if r.role == "assistant" and r.msg_id in groups
+             for x in r.blocks if x[0] == "call"}
+    extra = {line for line in found.off_path if (r := sess.recs.get(line)) is not None and (
+        r.role == "assistant" and r.msg_id in groups  # the rest of a kept response
+        or any(x[0] == "result" and x[1] in calls for x in r.blocks))}  # its parallel results
+    for line in found.off_path - extra:
+        rec = sess.recs.get(line)
+        if rec is not None:
+            src.coverage.skipped(f"{rec.rtype} (off the conversation path)")
+    kept = [sess.recs[line] for line in found.with_lines(extra) if line in sess.recs]
+    models: Counter[str] = Counter()
+    state = _State()
+    for item in _order(kept):
+        if isinstance(item, _Group):
+            copy = all(r.line in sess.forked for r in item.recs)
+            for r in item.recs:
+                src.coverage.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
+                                      "request)" if copy else r.rtype)
+            _emit_response(b, item, models, state, copy=copy)
+        else:
+            src.coverage.modelled(item.rtype)
+            _emit(b, item, state)
+    b.model = models.most_common(1)[0][0] if models else ""
+    return b.build()
+
+
+@dataclass(slots=True)
+class _State:
+    """What emission remembers: where each record went, the boundary awaiting its summary."""
+
+    msg_of: dict[str, int] = field(default_factory=dict)
+    """Record uuid -> message index."""
+    pending: int | None = None
+    """Event index of a compaction boundary not yet followed by its summary."""
+
+
+def _order(recs: list[Rec]) -> list[Rec | _Group]:
+    """Records with assistant responses grouped by ``message.id`` (at their first record)."""
+    items: list[Rec | _Group] = []
+    groups: dict[str, _Group] = {}
+    for r in recs:
+        if r.role != "assistant":
+            items.append(r)
+            continue
+        if r.msg_id not in groups:
+            groups[r.msg_id] = _Group()
+            items.append(groups[r.msg_id])
+        groups[r.msg_id].recs.append(r)
+    for g in groups.values():
+        g.recs.sort(key=lambda r: r.line)
+    return items
+
+
+def _emit(b: RunBuilder, r: Rec, st: _State) -> None:
+    """A user record, an attachment or a boundary."""
+    if r.role in ("compact", "micro"):
+        m, b.line = r.meta, r.line
+        if r.role == "micro":
+            b.event("microcompaction", trigger=m["trigger"], pre_tokens=m["pre"],
+                    tokens_saved=m["saved"], call_ids=m["cleared"])
+            return
+        st.pending = b.n_events
+        b.event("compaction", trigger=m["trigger"], pre_tokens=m["pre"], post_tokens=m["post"],
+                preserved_msgs=sorted({st.msg_of[u] for u in m.get("preserved", ())
+                                       if u in st.msg_of}), harness_compaction=True)
+        return
+    if not r.blocks:
+        return
+    role = "tool" if any(x[0] == "result" for x in r.blocks) else "user"
+    msg = b.message(role, ts=r.ts)
+    if r.uuid:
+        st.msg_of[r.uuid] = msg
+    for x in r.blocks:
+        if x[0] == "result":
+            b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
+            if (persisted := persisted_output(x[2])) is not None:
+                b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=persisted[1])
+        elif x[0] == "summary":
+            if st.pending is not None:
+                b.set_event(st.pending, summary_msg=msg)
+                b.summary(x[1], harness=True, counted=False)
+                st.pending = None
+            else:
+                b.summary(x[1], harness=True)
+        else:
+            b.text(x[1], kind=x[0])
+
+
+def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State, *,
+                   copy: bool = False) -> None:
+    """A response's message, and its request unless ``copy`` (a forked session's copy of its
+    parent's response: context here, a model call of the parent)."""
+    first = g.recs[0]
+    msg = b.message("assistant", ts=first.ts)
+    seen: set[str] = set()
+    for r in g.recs:
+        if r.uuid:
+            st.msg_of[r.uuid] = msg
+        for x in r.blocks:
+            if x[0] == "call":
+                call_id = x[1]
+                if not call_id:
+                    call_id = f"gen-{r.line}-{x[4]}"
+                    b.issues.append(Issue(b.source.path, r.line, f"tool_use block {x[4]} "
+                                          f"({x[2]}) has no id (kept as {call_id!r})"))
+                if call_id in seen:
+                    continue
+                seen.add(call_id)
+                b.tool_call(call_id, x[2], x[3])
+            else:
+                b.text(x[1], kind=x[0])
+    model = miss = edits = ""
+    u = None
+    for r in reversed(g.recs):  # each from the group's last record that has it
+        model = model or r.model
+        miss = miss or r.miss
+        edits = edits or r.edits
+        if u is None:
+            u, b.line = r.usage, r.line
+    if model == "<synthetic>" or copy:
+        return  # written by the harness, or the parent's call: no model call of this run
+    if model:
+        models[model] += 1
+    if u is None:
+        b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
+        return
+    keys = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens")
+    write, read, uncached = (b.count(u.get(k), k) for k in keys)
+    full = None if uncached is None and read is None and write is None \
+        or any(u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
+        else (uncached or 0) + (read or 0) + (write or 0)  # unknown when a part is not a count
+    b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
+              output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,
+              ts=first.ts,
+              cache_miss_reason=miss, applied_edits=edits)

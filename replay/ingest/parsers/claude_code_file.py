@@ -1,0 +1,180 @@
+"""Claude Code transcript files as a whole: detection, and the files beside one.
+
+``sniff`` / ``evidence`` recognise a transcript from its head (a user/assistant record with
+Claude Code's keys decides; its other record types never do); ``copied`` tells whether a
+session's records belong to that session's own file beside this one (a resumed or forked
+session); ``parent_run_id`` finds the session a ``subagents/agent-*.jsonl`` file belongs to;
+``metadata_only`` and ``companion`` name files of a project folder that hold no conversation.
+
+Not here: the records (``replay.ingest.parsers.claude_code_records``), the walk over a file
+(``replay.ingest.parsers.claude_code``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections import Counter
+from pathlib import Path, PurePath
+from typing import Any
+
+from replay.ingest.parsers.builder import run_id_for
+from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
+from replay.ingest.parsers.jsonl import loads
+
+_MESSAGE_TYPES = ("user", "assistant")
+"""Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
+_LINK_KEYS = ("sessionId", "parentUuid", "logicalParentUuid", "uuid", "leafUuid", "messageId")
+_SIDE_KEYS = ("isSidechain", "userType", "agentId", "requestId", "cwd", "gitBranch")
+"""Keys of Claude Code records besides the links (subagent files may lack the links)."""
+_HEAD_TYPE = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
+_HEAD_LINK = re.compile(rb'"(?:' + b"|".join(k.encode() for k in _LINK_KEYS + _SIDE_KEYS)
+                        + rb')"\s*:')
+_HEAD_START = re.compile(rb'^\s*\{\s*"(?:type|parentUuid|logicalParentUuid|leafUuid|sessionId|uuid'
+                         rb'|isSidechain)"\s*:')
+
+
+def sniff(filename: str, head: bytes) -> bool:
+    """True when some record of the head is a Claude Code message (see ``evidence``).
+
+    Args:
+        filename: the file name (unused: content decides).
+        head: the first 64 KiB of the file.
+    """
+    return _scan(head, first_only=True)[0] > 0
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of Claude Code the head shows: its message records (which decide) or only its
+    non-message records (which never do); '' when neither."""
+    n_msg, others = _scan(head)
+    kinds = ", ".join(f"{t} x{n}" for t, n in others.most_common(4))
+    if n_msg:
+        return (f"{n_msg} user/assistant record(s) with Claude Code keys in the first 64 KiB"
+                + (f" (besides {kinds})" if kinds else ""))
+    if others:
+        return (f"only non-message Claude Code records ({kinds}) in the first 64 KiB, "
+                "no user/assistant record to decide on")
+    return ""
+
+
+def metadata_only(filename: str, head: bytes) -> str:
+    """What a head made only of Claude Code's own non-message records holds (a session file of
+    ``summary`` or ``file-history-snapshot`` records: common in ``~/.claude/projects``), '' when
+    it holds anything else (then it is no Claude Code file, or ``sniff`` took it)."""
+    n_msg, others = _scan(head)
+    lines = [x for x in head.split(b"\n") if x.strip()]
+    complete = lines[:-1] if not head.endswith(b"\n") and len(lines) > 1 else lines
+    if n_msg or not others or sum(others.values()) != len(complete):
+        return ""
+    return "only non-message Claude Code records (" + ", ".join(
+        f"{t} x{n}" for t, n in others.most_common(4)) + ")"
+
+
+def companion(path: PurePath) -> str:
+    """Why a file of a Claude Code project folder is no transcript: a subagent's
+    ``agent-*.meta.json`` beside its ``agent-*.jsonl`` ('' for any other file)."""
+    if path.name.startswith("agent-") and path.name.endswith(".meta.json") \
+            and "subagents" in path.parts[:-1]:
+        return "Claude Code subagent metadata (agent-*.meta.json), not a transcript"
+    return ""
+
+
+def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
+    """(message records with Claude Code keys, non-message Claude Code record types) among the
+    head's lines; an unparsable line (the head's cut-off last line, a first record longer than
+    the head) counts as a message when it opens like one and has its type and a link key.
+    ``first_only``: stop at the first message record, and decode only lines that could be one
+    (what ``sniff`` needs)."""
+    n_msg, others = 0, Counter[str]()
+    for raw in head.split(b"\n"):
+        if not raw.strip() or first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)):
+            continue
+        if n_msg and first_only:
+            break
+        try:
+            rec = loads(raw)
+        except (ValueError, RecursionError):
+            if _HEAD_START.match(raw) and _HEAD_TYPE.search(raw) and _HEAD_LINK.search(raw) \
+                    and b'"payload"' not in raw[:200]:
+                n_msg += 1
+            continue
+        if not isinstance(rec, dict) or "payload" in rec:
+            continue
+        kind = rec.get("type")
+        if kind in _MESSAGE_TYPES and _is_message(rec):
+            n_msg += 1
+        elif isinstance(kind, str) and kind in NON_MESSAGE_TYPES and (
+                any(k in rec for k in _LINK_KEYS) or kind != "summary" and kind != "result"
+                or kind == "result" and "agentId" in rec and "key" in rec):  # workflow journal
+            others[kind] += 1
+        elif kind == "system" and isinstance(rec.get("subtype"), str) \
+                and any(k in rec for k in _LINK_KEYS):
+            others["system"] += 1
+    return n_msg, others
+
+
+def _is_message(rec: dict[str, Any]) -> bool:
+    """A user/assistant record shaped as Claude Code writes it: a ``message`` object and a link
+    key, or (subagent files) other Claude Code keys, or an Anthropic response (``msg_`` id)."""
+    msg = rec.get("message")
+    if not isinstance(msg, dict) or not ("content" in msg or "role" in msg):
+        return False
+    if any(k in rec for k in _LINK_KEYS) or any(k in rec for k in _SIDE_KEYS):
+        return True
+    mid = msg.get("id")
+    return isinstance(mid, str) and mid.startswith("msg_")
+
+
+def copied(path: Path, sid: str, cache: dict[str, bool]) -> bool:
+    """Whether records of session ``sid`` belong to its own file beside this one."""
+    if sid not in cache:
+        cache[sid] = sid != path.stem and "/" not in sid and "\\" not in sid \
+            and not sid.startswith(".") and (path.parent / f"{sid}.jsonl").is_file()
+    return cache[sid]
+
+
+def session_folder(path: Path) -> Path | None:
+    """``<session>`` of a subagent file ``<session>/subagents/[workflows/<id>/…]agent-*.jsonl``
+    (the nearest ``subagents`` folder's parent, at most 6 levels up: subagents nest and
+    workflows keep theirs deeper), None when the file is in no ``subagents`` folder."""
+    for up, folder in enumerate(path.parents):
+        if up > 6:
+            break
+        if folder.name == "subagents":
+            return folder.parent
+    return None
+
+
+def parent_run_id(path: Path) -> str:
+    """Run id of the ``<session>.jsonl`` beside the folder of a subagent file
+    (``session_folder``)."""
+    session = session_folder(path)
+    if session is None:
+        return ""
+    return _session_run_id(session.parent / f"{session.name}.jsonl")
+
+
+def fork_parent_run_id(path: Path, sid: str) -> str:
+    """Run id of the session ``sid`` a forked session was copied from (``forkedFrom``), when
+    its file is beside this one ('' otherwise, or for a name that is no plain file name)."""
+    if not sid or sid == path.stem or "/" in sid or "\\" in sid or sid.startswith("."):
+        return ""
+    return _session_run_id(path.parent / f"{sid}.jsonl")
+
+
+def _session_run_id(parent: Path) -> str:
+    try:
+        st = parent.stat()
+        return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    """Run id of the session file at ``path`` (hashed once for all its subagents, again
+    whenever the file changes: the file's identity, size and time are part of the key)."""
+    with open(path, "rb") as f:
+        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)

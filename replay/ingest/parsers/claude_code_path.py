@@ -1,0 +1,142 @@
+"""Which Claude Code records the model saw, and in what order: the conversation path.
+
+A transcript is a tree: every record has a ``uuid`` and a ``parentUuid``; a rewind starts a
+new branch from an earlier record, a compaction boundary has no parent but a
+``logicalParentUuid`` (the last record before it), and a *partial* compaction
+(``compactMetadata.preservedSegment`` / ``preservedMessages``) re-attaches some earlier
+records after its summary (the log relinks them there).  The path the model saw is the
+chain from the newest leaf back to the root, across boundaries; records of an abandoned
+branch (their chain joins the path) are left out; records whose chain never reaches the
+path (no ``parentUuid`` key, a parent outside the file) are kept where the file has them;
+sidechain records in a main-session file belong to subagents and are left out.
+
+Order: the path from the root, each other kept record right after the path record that
+precedes it in the file (so a well-ordered file keeps its file order, and a file written in
+reverse order or with relinked records gets the chain's order).
+
+Not here: what a record holds (``replay.ingest.parsers.claude_code``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Node:
+    """One record's place in the tree."""
+
+    line: int
+    uuid: str
+    parent: str | None
+    """``parentUuid`` (None for null or absent)."""
+    logical: str | None = None
+    """``logicalParentUuid`` (compaction boundaries)."""
+    has_parent_key: bool = True
+    """False when the record has no ``parentUuid`` key at all (an unlinked record)."""
+    sidechain: bool = False
+    preserved: list[str] = field(default_factory=list)
+    """Records a partial compaction re-attached after its summary, oldest first."""
+    ts: str = ""
+    message: bool = False
+    """A user/assistant record (a candidate leaf)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """The outcome: kept record lines in context order, and what was left out."""
+
+    order: list[int]
+    """Line numbers of the kept records, in context order."""
+    off_path: set[int]
+    """Lines of records left out (abandoned branches, sidechains)."""
+    rank: dict[int, tuple[int, int, int]]
+    """Every record's sort key for context order (``order`` is sorted by it)."""
+    cycle: bool = False
+    """The chain looped; what was walked before the loop was kept."""
+
+    def with_lines(self, lines: set[int]) -> list[int]:
+        """``order`` with the records ``lines`` (left out by the path, kept after all, e.g.
+        the parallel tool results of a kept response) in their places."""
+        return sorted(set(self.order) | lines, key=self.rank.__getitem__)
+
+
+def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: bool) -> Path:
+    """The conversation path through ``nodes`` (the records a run is made of, file order).
+
+    Args:
+        nodes: the records, each with its line, uuid ('' when absent) and links.
+        links: uuid -> parent of the session's other records (progress, system records …):
+            the chain passes through them.
+        sidechain_file: the file is a subagent's (its records are all sidechain).
+    """
+    by_uuid: dict[str, Node] = {u: Node(0, u, p) for u, p in links.items()}
+    by_uuid.update((n.uuid, n) for n in nodes if n.uuid)
+    parents = {n.parent for n in nodes if n.message and n.parent}
+    leaves = [n for n in nodes if n.message and n.uuid and n.uuid not in parents
+              and (sidechain_file or not n.sidechain)]
+    if not leaves:
+        return Path([n.line for n in nodes], set(), {n.line: (0, 0, n.line) for n in nodes})
+    leaf = max(leaves, key=lambda n: (n.ts, n.line))
+    walked, cycle = _walk(leaf, by_uuid)
+    on_path = {u: i for i, u in enumerate(reversed(walked))}
+    joins: dict[str, bool] = {}
+
+    def joins_path(n: Node) -> bool:
+        """Whether ``n``'s chain of parents reaches the path (memoised, loop-safe)."""
+        trail: list[str] = []
+        cur: Node | None = n
+        found = False
+        while cur is not None and cur.uuid and cur.uuid not in joins:
+            if cur.uuid in on_path:
+                found = True
+                break
+            if cur.uuid in trail:
+                break
+            trail.append(cur.uuid)
+            nxt = cur.parent or cur.logical
+            cur = by_uuid.get(nxt) if nxt else None
+        else:
+            if cur is not None and cur.uuid in joins:
+                found = joins[cur.uuid]
+        for u in trail:
+            joins[u] = found
+        return found
+
+    rank: dict[int, tuple[int, int, int]] = {}
+    off: set[int] = set()
+    last = -1
+    for n in nodes:
+        if n.uuid in on_path:
+            last = on_path[n.uuid]
+            rank[n.line] = (last, 0, n.line)
+            continue
+        rank[n.line] = (last, 1, n.line)
+        if n.sidechain and not sidechain_file or n.uuid and n.has_parent_key and joins_path(n):
+            off.add(n.line)
+    order = sorted((line for line in rank if line not in off), key=rank.__getitem__)
+    return Path(order, off, rank, cycle)
+
+
+def _walk(leaf: Node, by_uuid: dict[str, Node]) -> tuple[list[str], bool]:
+    """The uuids from ``leaf`` back to the root (leaf first), and whether the chain looped."""
+    path: list[str] = []
+    seen: set[str] = set()
+    cur: str | None = leaf.uuid
+    while cur and cur in by_uuid:
+        if cur in seen:
+            return path, True
+        node = by_uuid[cur]
+        seen.add(cur)
+        path.append(cur)
+        if node.preserved:  # partial compaction: the preserved records come before it
+            kept = [u for u in node.preserved if u in by_uuid]
+            path = [u for u in path if u not in kept]
+            path.extend(reversed(kept))
+            seen.update(kept)
+            nxt = by_uuid[kept[0]].parent if kept else None
+            cur = nxt if nxt and nxt not in seen else (
+                node.logical if node.logical and node.logical not in seen else None)
+            continue
+        cur = node.parent or node.logical
+    return path, False

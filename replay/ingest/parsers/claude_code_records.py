@@ -1,0 +1,231 @@
+"""Claude Code records, validated: what one transcript line is, as the parser needs it.
+
+``record`` turns a user, assistant, attachment or boundary record into a ``Rec`` (raising
+``Bad`` for a missing or wrong-typed field); ``rtype`` names a record for the coverage report;
+``NON_MESSAGE_TYPES`` are the known record types that are not context.
+
+Not here: which records the model saw (``replay.ingest.parsers.claude_code_path``), building the run
+(``replay.ingest.parsers.claude_code``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers.jsonl import as_str, as_text
+
+NON_MESSAGE_TYPES = frozenset((
+    "summary", "file-history-snapshot", "file-history-delta", "progress", "queue-operation",
+    "last-prompt", "mode", "permission-mode", "ai-title", "custom-title", "agent-name",
+    "agent-setting", "attachment", "bridge-session", "worktree-state", "fork-context-ref",
+    "frame-link", "relocated", "started", "result", "atis-latch", "pr-link",
+    "saved_hook_context", "tag"))
+"""Claude Code record types that are not messages: they never decide the format (other tools
+write records named ``summary`` or ``result`` too), and a head of nothing else is only near."""
+Block = tuple[Any, ...]
+"""A normalised content block: (kind, …) — see ``blocks``."""
+_CLEARED = "[Old tool result content cleared]"
+"""What the model saw in place of a microcompacted tool result."""
+
+@dataclass(slots=True)
+class Rec:
+    """A record the run is made of: a message, an attachment or a boundary."""
+
+    line: int
+    role: str
+    """user, assistant, attachment, compact (a compaction boundary) or micro."""
+    rtype: str
+    """Its coverage type."""
+    uuid: str
+    ts: str
+    blocks: list[Block] = field(default_factory=list)
+    msg_id: str = ""
+    model: str = ""
+    usage: dict[str, Any] | None = None
+    miss: str = ""
+    edits: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Bad(ValueError):
+    """A record with a missing or wrong-typed field."""
+
+
+def rtype(raw: dict[str, Any]) -> str:
+    """The coverage name of a record's type: ``type``, ``system/<subtype>``,
+    ``attachment/<type>``."""
+    kind = raw.get("type")
+    kind = kind if isinstance(kind, str) else f"<{type(kind).__name__}>"
+    if kind == "system" and isinstance(raw.get("subtype"), str):
+        return f"system/{raw['subtype']}"
+    att = raw.get("attachment")
+    if kind == "attachment" and isinstance(att, dict) and isinstance(att.get("type"), str):
+        return f"attachment/{att['type']}"
+    return kind
+
+
+def count_other(src: Source, rtype: str) -> None:
+    """Count a record that is not part of the run by its fate."""
+    if rtype.split("/")[0] in NON_MESSAGE_TYPES or rtype.startswith("system"):
+        src.coverage.skipped(rtype)
+    else:
+        src.coverage.unknown(rtype)
+
+
+def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
+    """Validate one record into a ``Rec`` (raises ``Bad``); None for a record that is not
+    part of the run."""
+    kind = raw.get("type")
+    ts = as_str(raw.get("timestamp"))
+    if kind == "attachment":
+        text = attachment_text(raw.get("attachment"))
+        return Rec(no, "attachment", rtype, uuid, ts, [("text", text)]) if text else None
+    if rtype in ("system/compact_boundary", "system/microcompact_boundary"):
+        return Rec(no, "compact" if rtype == "system/compact_boundary" else "micro", rtype,
+                    uuid, ts, meta=boundary_meta(raw))
+    if kind not in ("user", "assistant"):
+        return None
+    msg = raw.get("message")
+    if not isinstance(msg, dict):
+        raise Bad(f"{kind} record has no 'message' object")
+    content = msg.get("content")
+    if kind == "user":
+        summary = raw.get("isCompactSummary") is True
+        if isinstance(content, str):
+            blocks: list[Block] = [("summary" if summary else "text", content)]
+        elif summary and isinstance(content, list):
+            blocks = [("summary", as_text(content))]
+        else:
+            blocks = content_blocks(content, user=True)
+        return Rec(no, "user", rtype, uuid, ts, blocks)
+    usage = msg.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
+    mid = as_str(msg.get("id")) or f"line-{no}"
+    model = as_str(msg.get("model"))
+    diag = msg.get("diagnostics")
+    miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
+    miss = miss.get("type") if isinstance(miss, dict) else miss
+    cm = msg.get("context_management")
+    edits = cm.get("applied_edits") if isinstance(cm, dict) else None
+    return Rec(no, "assistant", rtype, uuid, ts, content_blocks(content, user=False), mid, model,
+               usage, miss if isinstance(miss, str) else "",
+               json.dumps(edits, ensure_ascii=False) if edits else "")
+
+
+def boundary_meta(raw: dict[str, Any]) -> dict[str, Any]:
+    """A boundary's recorded facts: trigger, token counts, preserved records, cleared calls
+    (``compactMetadata``; ``compact_metadata`` with snake-case keys in stream-json captures)."""
+    meta = raw.get("compactMetadata")
+    if not isinstance(meta, dict) and isinstance(raw.get("compact_metadata"), dict):
+        meta = {"preTokens": raw["compact_metadata"].get("pre_tokens"),
+                "postTokens": raw["compact_metadata"].get("post_tokens"),
+                "trigger": raw["compact_metadata"].get("trigger")}
+    if raw.get("subtype") == "microcompact_boundary" and isinstance(
+            raw.get("microcompactMetadata"), dict):
+        meta = raw["microcompactMetadata"]
+    meta = meta if isinstance(meta, dict) else {}
+    out: dict[str, Any] = {"trigger": meta.get("trigger") if isinstance(meta.get("trigger"), str)
+                           else ""}
+    for key, name in (("preTokens", "pre"), ("postTokens", "post"), ("tokensSaved", "saved")):
+        out[name] = meta.get(key)  # as recorded: RunBuilder.event checks and reports it
+    ids = meta.get("compactedToolIds")
+    out["cleared"] = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+    kept = meta.get("preservedMessages")
+    uuids = kept.get("uuids") if isinstance(kept, dict) else None
+    seg = meta.get("preservedSegment")
+    if isinstance(uuids, list) and uuids:
+        out["preserved"] = [u for u in uuids if isinstance(u, str)]
+    elif isinstance(seg, dict):
+        out["preserved"] = [u for u in (seg.get("headUuid"), seg.get("tailUuid"))
+                            if isinstance(u, str)]
+        out["preserved"] = list(dict.fromkeys(out["preserved"]))
+    return out
+
+
+def attachment_text(att: Any) -> str:
+    """What the model saw of an attachment: its text content, else the attachment as JSON
+    (its ``type`` names it)."""
+    if not isinstance(att, dict):
+        return ""
+    for key in ("content", "text", "prompt", "instructions", "addedLines", "stdout"):
+        v = att.get(key)
+        if isinstance(v, str) and v:
+            return v
+        if isinstance(v, list) and v:
+            return "\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)
+                             for x in v)
+    rest = {k: v for k, v in att.items() if k not in ("type", "timestamp", "uuid")}
+    return json.dumps(att, ensure_ascii=False) if rest else ""
+
+
+def content_blocks(content: Any, *, user: bool) -> list[Block]:
+    """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
+    ("result", id, text, is_error)."""
+    if isinstance(content, str):
+        return [("text", content)]
+    if not isinstance(content, list):
+        raise Bad(f"message.content is {type(content).__name__}, expected a string or a list")
+    out: list[Block] = []
+    for i, blk in enumerate(content):
+        if not isinstance(blk, dict):
+            raise Bad(f"content block {i} is {type(blk).__name__}, expected an object")
+        t = blk.get("type")
+        if t == "text":
+            out.append(("text", _str(blk, "text", i)))
+        elif t == "image":
+            out.append(("image", "[image]"))
+        elif t == "thinking":
+            out.append(("reasoning", _str(blk, "thinking", i)))
+        elif t == "redacted_thinking":
+            out.append(("reasoning", ""))
+        elif t in ("tool_use", "server_tool_use") and not user:
+            args = blk.get("input", {})
+            if args is not None and not isinstance(args, (dict, str)):
+                raise Bad(f"content block {i}: tool_use input is {type(args).__name__}")
+            call_id = blk.get("id")
+            if call_id is not None and not isinstance(call_id, str):
+                raise Bad(f"content block {i} ({t}): 'id' is {type(call_id).__name__}, "
+                           "expected a string")
+            out.append(("call", call_id or "", _str(blk, "name", i), args or {}, i))
+        elif t == "tool_result" and user:
+            out.append(("result", _str(blk, "tool_use_id", i), as_text(blk.get("content")),
+                        blk.get("is_error") is True))
+        else:
+            out.append(("text", json.dumps(blk, ensure_ascii=False)))
+    return out
+
+
+def _str(blk: dict[str, Any], key: str, i: int) -> str:
+    value = blk.get(key)
+    if not isinstance(value, str):
+        raise Bad(f"content block {i} ({blk.get('type')}): {key!r} is "
+                   f"{type(value).__name__}, expected a string")
+    return value
+
+
+PERSISTED_TAG = "<persisted-output>"
+_PERSISTED_SIZE = re.compile(r"Output too large \((\d+(?:\.\d+)?)\s*(B|KB|MB)\)")
+_PERSISTED_WINDOW = 1000
+"""Characters after the tag searched for the size line (it follows the tag directly)."""
+_UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
+
+
+def persisted_output(text: str) -> tuple[str, int] | None:
+    """A ``<persisted-output>`` preview's declared size: as written (``45.2KB``) and in
+    characters (from the unit, so approximate), or None when ``text`` is not one.
+
+    Linear in the text: the tag is found once and the size line looked for just after it (a
+    lazy ``<tag>.*?size`` pattern took minutes on a result repeating the tag)."""
+    start = text.find(PERSISTED_TAG)
+    if start < 0:
+        return None
+    found = _PERSISTED_SIZE.search(text, start, start + len(PERSISTED_TAG) + _PERSISTED_WINDOW)
+    if found is None:
+        return None
+    return found.group(1) + found.group(2), int(float(found.group(1)) * _UNITS[found.group(2)])
+

@@ -1,0 +1,169 @@
+"""Codex rollout files as a whole: detection, repeated items, the order of usage and output,
+the parent.
+
+``sniff`` / ``evidence`` recognise a rollout from its head, ``unique`` drops an item written
+twice (reported), ``usage_first`` tells whether the file writes a token_count before or after
+the output it measures, ``parent_run_id`` finds the rollout a fork or subagent came from,
+``repeated`` whether a message of the file repeats a text (legacy AGENTS.md copies).
+
+Not here: the walk over the records (``replay.ingest.parsers.codex``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from replay.ingest.parsers import codex_items as it
+from replay.ingest.parsers.builder import Issue, run_id_for
+
+ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
+            "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
+            "token_usage_record", "security_risk_score", "realtime_item")
+"""Rollout line types (0.146's eight and the uncertain 0.14x ones)."""
+SKIPPED_LINES = frozenset(ENVELOPE[5:])
+"""Line types understood and not context (counted as skipped)."""
+_MODERN_HEAD = re.compile(rb'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?:"ordinal"\s*:\s*\d+\s*,'
+                          rb'\s*)?"type"\s*:\s*"(?:%s)"\s*,\s*"payload"\s*:\s*\{'
+                          % b"|".join(t.encode() for t in ENVELOPE))
+_LEGACY_HEAD = re.compile(rb'\s*\{\s*"id"\s*:\s*"[^"]*"\s*,\s*"timestamp"\s*:\s*"[^"]*"\s*,'
+                          rb'\s*"(?:instructions|git)"\s*:')
+_SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{7,63}")
+
+
+def sniff(filename: str, head: bytes) -> bool:
+    """True for a Codex rollout (modern envelope lines or the legacy pre-envelope layout).
+
+    Args:
+        filename: the file name (unused: rollouts are recognised by content).
+        head: the first 64 KiB of the file.
+    """
+    if _MODERN_HEAD.match(head) or _LEGACY_HEAD.match(head):
+        return True
+    for i, raw in enumerate(head.split(b"\n", 40)[:40]):
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(rec, dict):
+            return False
+        if isinstance(rec.get("payload"), dict) and "timestamp" in rec:
+            if rec.get("type") == "session_meta" and i == 0 or rec.get("type") in ENVELOPE[1:]:
+                return True
+        elif "payload" not in rec and ("record_type" in rec or (
+                i == 0 and "id" in rec and "timestamp" in rec and "type" not in rec
+                and ("instructions" in rec or "git" in rec))):
+            return True
+    return False
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of a Codex rollout the head shows: envelope lines by type (a ``session_meta`` first
+    line or any other envelope type decides), or the legacy first line; '' when neither."""
+    if _LEGACY_HEAD.match(head):
+        return "a legacy rollout's first line (id, timestamp, instructions/git)"
+    kinds: Counter[str] = Counter()
+    for raw in head.split(b"\n", 40)[:40]:
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("payload"), dict) \
+                and rec.get("type") in ENVELOPE:
+            kinds[str(rec["type"])] += 1
+    if not kinds:
+        return ""
+    return "Codex envelope lines in the first 40: " + ", ".join(
+        f"{t} x{n}" for t, n in kinds.most_common(4))
+
+
+def unique(records: list[tuple[int, dict[str, Any]]], path: str,
+            issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
+    """``records`` without repeats of an earlier context item with the same identity (a call's
+    or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
+    written twice is reported, not counted twice.  Messages carry no identity and may
+    legitimately repeat."""
+    seen: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    out = []
+    for no, rec in records:
+        if "payload" in rec:
+            item = rec["payload"] if rec.get("type") == "response_item" else None
+        else:
+            item = rec  # legacy: bare items
+        ident = _identity(item)
+        if ident is not None:
+            same = seen.setdefault(ident, [])
+            first = next((n for n, earlier in same if earlier == item), 0)
+            if first:
+                issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line {first} "
+                                              "(record skipped)"))
+                continue
+            same.append((no, item))
+        out.append((no, rec))
+    return out
+
+
+def _identity(item: Any) -> tuple[str, str] | None:
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        return None
+    for key in ("call_id", "id", "encrypted_content"):
+        value = item.get(key)
+        if isinstance(value, str) and value:
+            return item["type"], value
+    return None
+
+
+def usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:
+    """True when the file's first usage-bearing token_count comes before any model output."""
+    outputs = (*it.CALLS, *it.HOSTED, "reasoning")
+    for _, rec in records:
+        p = rec.get("payload", rec)
+        if not isinstance(p, dict):
+            continue
+        if rec.get("type") == "event_msg" and p.get("type") == "token_count":
+            if p.get("info") is not None:
+                return True
+        elif rec.get("type") in ("response_item", *outputs, "message") and (
+                p.get("type") in outputs or p.get("role") == "assistant"):
+            return False
+    return False
+
+
+def parent_run_id(path: Path, session: str) -> str:
+    """Run id of the rollout of ``session`` beside ``path`` or in its ``sessions/YYYY/MM/DD``
+    tree ('' when not found; the id must look like a session id, no path characters)."""
+    if not _SESSION_ID.fullmatch(session):
+        return ""
+    pattern = f"rollout-*-{session}.jsonl"
+    here = path.parent
+    tree = here.parent.parent.parent if len(here.parts) > 3 else here
+    for folder, glob in ((here, pattern), (tree, f"*/*/*/{pattern}")):
+        for found in sorted(folder.glob(glob)):
+            if found.is_file() and found.resolve() != path.resolve():
+                st = found.stat()
+                return _run_id_of(str(found), st.st_ino, st.st_size, st.st_mtime_ns)
+    return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
+    """Run id of the rollout at ``path`` (hashed once per version of the file)."""
+    with open(path, "rb") as f:
+        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)
+
+
+def repeated(records: list[tuple[int, dict[str, Any]]], text: str) -> bool:
+    """Whether a message item of the file contains ``text`` (legacy AGENTS.md copies)."""
+    needle = text.strip()
+    for _, rec in records:
+        p = rec.get("payload", rec)
+        if isinstance(p, dict) and p.get("type") == "message" and p.get("role") != "assistant" \
+                and isinstance(p.get("content"), (list, str)) \
+                and any(needle in t for _, t in it.content(p["content"])):
+            return True
+    return False

@@ -1,0 +1,249 @@
+"""Codex rollout items → the values the run model needs (no state: one item in, values out).
+
+A Responses-API item (``response_item`` payload, legacy bare item, or an item inside a
+``compacted`` replacement history) and an ``item_completed`` turn item are read here: a call's
+id, tool name and arguments, a message's blocks, visible reasoning, a tool output's text and
+error flag, a compaction summary, a code-mode command.  Type errors raise ``ValueError``
+(the caller turns them into an issue for that line).
+
+Not here: the walk over a file, requests, usage (``replay.ingest.parsers.codex``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from replay.ingest.parsers.builder import json_int
+from replay.ingest.parsers.jsonl import as_text, loads
+
+CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
+"""Model-output calls whose result comes as a separate output item."""
+HOSTED = ("web_search_call", "image_generation_call")
+"""Model-output calls the server runs: the item is the call and its result together."""
+OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output",
+           "tool_search_output")
+COMPACTIONS = ("compaction", "compaction_summary", "context_compaction")
+"""Remote compaction items: the summary is ``encrypted_content``, not readable."""
+COMMANDS = ("CommandExecution", "commandExecution", "command_execution")
+"""``item_completed`` item types of a command a code-mode program ran."""
+USAGE = (("input_tokens", "input_tokens"), ("cached_input_tokens", "cache_read_tokens"),
+         ("cache_creation_input_tokens", "cache_write_tokens"),
+         ("cache_write_input_tokens", "cache_write_tokens"),
+         ("output_tokens", "output_tokens"), ("reasoning_output_tokens", "reasoning_tokens"))
+"""token_count usage keys → request fields."""
+ROLES = {"user": "user", "developer": "system", "system": "system", "assistant": "assistant"}
+_TOOL = {"local_shell_call": "local_shell", "tool_search_call": "tool_search",
+         "web_search_call": "web_search", "image_generation_call": "image_generation"}
+
+
+def call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
+    """(call id, tool name, args) of a model-output call item (``CALLS`` or ``HOSTED``)."""
+    call_id = opt_str(p, "call_id") or opt_str(p, "id") or f"call-{no}"
+    if t in ("web_search_call", "image_generation_call"):
+        keep = ("action",) if t == "web_search_call" else ("revised_prompt", "prompt")
+        args = {k: p[k] for k in keep if p.get(k) is not None}
+        return call_id, _TOOL[t], args.get("action", args) if t == "web_search_call" else args
+    if t == "local_shell_call":
+        action = p.get("action")
+        if not isinstance(action, dict):
+            raise ValueError(f"local_shell_call action is {type(action).__name__}, not an object")
+        return call_id, "local_shell", action
+    if t == "tool_search_call":
+        raw = p.get("arguments")
+        return call_id, "tool_search", raw if isinstance(raw, (dict, str)) else {}
+    name = p.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{t} name is {type(name).__name__}, not a non-empty string")
+    raw = p.get("input" if t == "custom_tool_call" else "arguments")
+    if raw is None or isinstance(raw, dict):
+        return call_id, name, raw or {}
+    if not isinstance(raw, str):
+        raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")  # noqa: TRY004
+    try:
+        parsed = loads(raw) if t == "function_call" else None
+    except ValueError:
+        parsed = None
+    return call_id, name, parsed if isinstance(parsed, dict) else raw
+
+
+def hosted_result(t: str, p: dict[str, Any]) -> str:
+    """What the item records of a hosted call's result: a generated image is an image; a web
+    search's results are not in the log ('')."""
+    if t == "image_generation_call" and p.get("result"):
+        return "[image]"
+    return ""
+
+
+def content(value: Any) -> list[tuple[str, str]]:
+    """A message's (or agent message's) content as (kind, text) blocks; an encrypted part is
+    an empty text (its content is not readable)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [("text", value)]
+    if not isinstance(value, list):
+        raise ValueError(f"message content is {type(value).__name__}, not a list")  # noqa: TRY004
+    blocks: list[tuple[str, str]] = []
+    for part in value:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_image", "image", "image_url"):
+            blocks.append(("image", "[image]"))
+        elif kind == "encrypted_content":
+            blocks.append(("text", ""))
+        elif isinstance(part, dict) and isinstance(part.get("refusal"), str):
+            blocks.append(("text", part["refusal"]))
+        else:
+            blocks.append(("text", as_text([part])))
+    return blocks
+
+
+def reasoning(p: dict[str, Any]) -> str:
+    """Visible reasoning text: summary texts then content texts ('' when only encrypted)."""
+    parts: list[str] = []
+    for key in ("summary", "content"):
+        value = p.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            raise ValueError(f"reasoning {key} is {type(value).__name__}, not a list")  # noqa: TRY004
+        for x in value:
+            text = x.get("text") if isinstance(x, dict) else x
+            if isinstance(text, str) and text:
+                parts.append(text)
+    return "\n".join(parts)
+
+
+def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
+    """(text the model saw, is_error) of an output item, a string output kept exactly."""
+    if t == "tool_search_output" and "output" not in p:
+        tools = p.get("tools")
+        return ("" if tools is None else json.dumps(tools, ensure_ascii=False)), False
+    output = p.get("output")
+    if output is None:
+        return "", False
+    if isinstance(output, str):  # 0.5x exec outputs: {"output": …, "metadata": {"exit_code": N}}
+        try:
+            meta = loads(output).get("metadata") if output.startswith('{"') else None
+        except (ValueError, AttributeError):
+            meta = None
+        return output, isinstance(meta, dict) and meta.get("exit_code") not in (0, None)
+    if isinstance(output, list):
+        return as_text(output), False
+    if isinstance(output, dict):  # {"content": …, "success": …} or any other object
+        failed = output.get("success") is False or output.get("isError") is True \
+            or output.get("is_error") is True
+        if "content" in output:
+            return as_text(output["content"]), failed
+        if isinstance(output.get("output"), str):
+            return output["output"], failed
+        return json.dumps(output, ensure_ascii=False), failed
+    raise ValueError(f"tool output is {type(output).__name__}, not a string or object")
+
+
+def summary_of(history: list[dict[str, Any]]) -> str:
+    """The summary text in a compaction's replacement history: its last message's text ('' when
+    it ends with an encrypted remote-compaction item or holds no message)."""
+    for item in reversed(history):
+        if item.get("type") in COMPACTIONS:
+            return ""
+        if item.get("type") == "message":
+            return "\n".join(text for _, text in content(item.get("content")))
+    return ""
+
+
+def command(item: dict[str, Any]) -> tuple[str, Any, str, bool]:
+    """(id, args, output, is_error) of a code-mode ``CommandExecution`` turn item."""
+    cmd = item.get("command")
+    if not isinstance(cmd, (str, list)):
+        raise ValueError(f"CommandExecution command is {type(cmd).__name__}, not a string")  # noqa: TRY004
+    ident = opt_str(item, "call_id") or opt_str(item, "id")
+    out = item.get("aggregated_output")
+    code = item.get("exit_code")
+    return ident, {"cmd": cmd}, out if isinstance(out, str) else "", code not in (0, None)
+
+
+def instructions(p: dict[str, Any]) -> tuple[str, str]:
+    """(which field, text) of a session_meta's model instructions: ``base_instructions.text``
+    (0.9x+: the system prompt), else legacy ``instructions`` (the user's AGENTS.md)."""
+    base = p.get("base_instructions")
+    if isinstance(base, dict) and isinstance(base.get("text"), str) and base["text"]:
+        return "base_instructions", base["text"]
+    if isinstance(base, str) and base:
+        return "base_instructions", base
+    legacy = p.get("instructions")
+    if isinstance(legacy, str) and legacy:
+        return "instructions", legacy
+    return "", ""
+
+
+def parent_session(p: dict[str, Any]) -> str:
+    """The session this one was forked or spawned from ('' when none is recorded)."""
+    for key in ("forked_from_id", "parent_thread_id"):
+        value = p.get(key)
+        if isinstance(value, str) and value:
+            return value
+    source = p.get("source")
+    spawn = source.get("subagent") if isinstance(source, dict) else None
+    spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+    value = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def opt_str(d: dict[str, Any], key: str) -> str:
+    """``d[key]`` as a string ('' when absent or null); any other type is an error."""
+    value = d.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"field {key!r} is {type(value).__name__}, not a string")
+    return value or ""
+
+
+def opt_int(d: dict[str, Any], key: str, bad: list[str]) -> int | None:
+    """``d[key]`` as a count (``json_int``; None when absent); a value that is present but not
+    a count is None and its key is appended to ``bad`` (the caller reports it)."""
+    value = json_int(d.get(key))
+    if value is None and d.get(key) is not None:
+        bad.append(f"{key} {d.get(key)!r:.40}")
+    return value
+
+
+def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:
+    """A token_count usage object as request fields (cache writes under either name);
+    fields that are not counts are unknown and named in ``bad``."""
+    out: dict[str, int | None] = {}
+    for key, name in USAGE:
+        value = opt_int(u, key, bad)
+        if value is not None or name not in out:
+            out[name] = value
+    return out
+
+
+def token_usage(info: dict[str, Any], prev_total: Any) -> tuple[dict[str, int | None], list[str]]:
+    """One token_count ``info``'s usage as request fields, and the fields that were not counts.
+    With totals only, usage is the difference with ``prev_total`` (the previous line's
+    ``total_token_usage``); totals that went down make every field unknown."""
+    total, last = info.get("total_token_usage"), info.get("last_token_usage")
+    if last is None and isinstance(total, dict):  # totals only: difference with the last one
+        prev = prev_total if isinstance(prev_total, dict) else {}
+        bad: list[str] = []
+        now = {k: opt_int(total, k, bad) for k, _ in USAGE if k in total}
+        diff = {k: None if v is None else v - (opt_int(prev, k, []) or 0) for k, v in now.items()}
+        if min((v for v in diff.values() if v is not None), default=0) >= 0:
+            return usage(diff, []), bad
+        return {name: None for _, name in USAGE}, bad  # totals went down: this request unknown
+    if isinstance(last, dict):
+        bad = []
+        return usage(last, bad), bad
+    raise ValueError("token_count info has no last_token_usage / total_token_usage object")
+
+
+_CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
+               "<user_shell_command>", "<skill", "<turn_aborted>", "<subagent_notification>")
+"""How the user messages Codex writes for itself begin (lowercased): context, not a turn."""
+
+
+def is_turn_start(blocks: list[tuple[str, str]]) -> bool:
+    """Whether a user message's blocks start a user turn (Codex's ``is_user_turn_boundary``:
+    a user message that is not context the harness added), i.e. what a rollback counts."""
+    return not any(text.lstrip().lower().startswith(_CONTEXTUAL) for _kind, text in blocks)
+

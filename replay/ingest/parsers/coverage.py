@@ -1,0 +1,91 @@
+"""Coverage: what became of every record a parser met in one file.
+
+Each parser counts, per record type (``"assistant"``, ``"event_msg/token_count"``,
+``"attachment/hook_context"``, …), how many records it *modelled* (turned into
+messages, blocks or requests), *skipped* (met, understood, and deliberately not
+context, e.g. a title record) or *unknown* (a type it does not know: kept out of
+the run and said).  Counts are per type, never one issue per line, so a file of
+10,000 unknown records is one line in the coverage report, not 10,000 warnings.
+
+A parser reaches its file's ``Coverage`` as ``src.coverage`` (one per ``Source``);
+ingest stores it with the file's entry, and ``replay runs`` / ``replay inspect``
+show it.
+
+Not here: the records themselves (the parsers), issues about broken lines
+(``replay.ingest.parsers.builder.Issue``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+FATES = ("modelled", "skipped", "unknown")
+"""What a record became: in the run model, deliberately left out, or not understood."""
+
+
+@dataclass(slots=True)
+class Coverage:
+    """Per-record-type counts for one file, by fate (see ``FATES``)."""
+
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(record type, fate) -> records."""
+    no_conversation: str = ""
+    """Set by a parser that returns no run because the file holds no conversation at all
+    (only metadata records): why, for the user; the file is then no failed input."""
+
+    def modelled(self, record_type: str, n: int = 1) -> None:
+        """``n`` records of this type became part of the run model."""
+        self.counts[(record_type, "modelled")] += n
+
+    def skipped(self, record_type: str, n: int = 1) -> None:
+        """``n`` records of this type were understood and deliberately left out."""
+        self.counts[(record_type, "skipped")] += n
+
+    def unknown(self, record_type: str, n: int = 1) -> None:
+        """``n`` records of a type the parser does not know were left out."""
+        self.counts[(record_type, "unknown")] += n
+
+    def by_type(self) -> dict[str, dict[str, int]]:
+        """``{record type: {fate: count}}``, types sorted."""
+        out: dict[str, dict[str, int]] = {}
+        for (rtype, fate), n in sorted(self.counts.items()):
+            out.setdefault(rtype, {})[fate] = n
+        return out
+
+    def total(self, fate: str | None = None) -> int:
+        """Records counted (of one fate, or all)."""
+        return sum(n for (_, f), n in self.counts.items() if fate is None or f == fate)
+
+    @classmethod
+    def from_by_type(cls, by_type: dict[str, dict[str, int]]) -> Coverage:
+        """The inverse of ``by_type`` (coverage as stored with an entry)."""
+        return cls(Counter({(t, f): n for t, fates in by_type.items() for f, n in fates.items()}))
+
+    def line(self) -> str:
+        """One line for the user: records read, by fate, and the types left out
+        (e.g. ``412 records: 380 modelled, 30 skipped (progress x25, …), 2 unknown (foo x2)``)."""
+        return summary_line(self.by_type())
+
+
+def summary_line(by_type: dict[str, dict[str, int]], *, types_shown: int = 3) -> str:
+    """``Coverage.line`` of a stored ``{type: {fate: count}}`` ('' for no coverage recorded)."""
+    if not by_type:
+        return ""
+    parts = []
+    for fate in FATES:
+        per = sorted(((n, t) for t, f in by_type.items() if (n := f.get(fate, 0))), reverse=True)
+        if not per:
+            continue
+        total = sum(n for n, _ in per)
+        if fate == "modelled":
+            parts.append(f"{total:,} modelled")
+            continue
+        if not types_shown:
+            parts.append(f"{total:,} {fate}")
+            continue
+        shown = ", ".join(f"{t} x{n:,}" for n, t in per[:types_shown])
+        more = f", +{len(per) - types_shown} types" if len(per) > types_shown else ""
+        parts.append(f"{total:,} {fate} ({shown}{more})")
+    read = sum(n for f in by_type.values() for n in f.values())
+    return f"{read:,} records: " + ", ".join(parts)

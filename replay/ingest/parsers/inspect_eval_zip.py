@@ -1,0 +1,86 @@
+"""Reading an Inspect AI ``.eval`` log (a zip of JSON files) within bounds.
+
+``read_eval_zip`` returns the log's header (``header.json``, else ``_journal/start.json``) and
+its samples (``samples/<id>_epoch_<n>.json``, in epoch then id order), reading each entry with
+the standard library's ``zipfile``: at most ``MAX_ENTRIES`` entries and ``input_files.max_document_bytes()``
+uncompressed bytes per entry (each is one JSON document, decoded whole) (the size recorded in the zip is checked first, and no more than
+the bound is ever decompressed), everything else reported.  Every entry is counted in the
+file's coverage (``zip/samples``, ``zip/header.json``, ``zip/summaries`` skipped, …).
+
+Not here: what a sample means (``replay.ingest.parsers.inspect_ai``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+import zipfile
+import zlib
+from typing import Any
+
+from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES, max_document_bytes
+from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.jsonl import loads
+
+MAX_ENTRIES = 100_000
+"""Zip entries looked at in one ``.eval`` file."""
+ZIP_MAGIC = b"PK\x03\x04"
+"""How a zip file starts."""
+ZIP_ERRORS = (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
+              zlib.error, struct.error)
+"""What a damaged zip raises (bad headers, bad CRC, a corrupt deflate stream, …)."""
+
+
+def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], list[Any]]:
+    """The header and the samples of a ``.eval`` zip, each entry read within the bounds."""
+    cov, max_bytes = src.coverage, max_document_bytes()
+    try:
+        z = zipfile.ZipFile(io.BytesIO(src.data))
+        infos = z.infolist()
+    except ZIP_ERRORS as exc:
+        issues.append(Issue(src.path, 0, f"damaged .eval zip: {exc}"))
+        return {}, []
+    if len(infos) > MAX_ENTRIES:
+        issues.append(Issue(src.path, 0, f"{len(infos):,} zip entries: read the first "
+                                         f"{MAX_ENTRIES:,}"))
+        infos = infos[:MAX_ENTRIES]
+    header: dict[str, Any] = {}
+    start: dict[str, Any] = {}
+    samples: list[tuple[str, Any]] = []
+    for info in infos:
+        name = info.filename
+        kind = "samples" if name.startswith("samples/") else name
+        if kind not in ("samples", "header.json", "_journal/start.json"):
+            cov.skipped("zip/summaries" if "summar" in name else f"zip/{name.split('/')[0]}")
+            continue
+        if info.file_size > max_bytes:
+            cov.unknown(f"zip/{kind} (too large)")
+            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is {info.file_size:,} "
+                                             f"bytes uncompressed, over {max_bytes:,} (skipped; "
+                                             f"raise it with {ENV_MAX_DOCUMENT_BYTES}=BYTES)"))
+            continue
+        try:
+            with z.open(info) as f:
+                raw = f.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                raise ValueError(f"more than {max_bytes:,} bytes uncompressed")
+            value = loads(raw)
+        except (*ZIP_ERRORS, RecursionError) as exc:
+            cov.unknown(f"zip/{kind} (unreadable)")
+            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r}: {exc} (skipped)"))
+            continue
+        cov.modelled(f"zip/{kind}")
+        if kind == "samples":
+            samples.append((name, value))
+        elif kind == "header.json" and isinstance(value, dict):
+            header = value
+        elif isinstance(value, dict):
+            start = value
+    samples.sort(key=lambda s: _sample_order(s[0]))
+    return header or start, [v for _, v in samples]
+
+
+def _sample_order(name: str) -> tuple[int, str]:
+    m = re.match(r"samples/(.*)_epoch_(\d+)\.json$", name)
+    return (int(m.group(2)), m.group(1)) if m else (0, name)

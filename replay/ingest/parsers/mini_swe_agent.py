@@ -1,0 +1,306 @@
+"""mini-swe-agent trajectories (``<instance>.traj.json``): one JSON document, one run.
+
+Checked against mini-swe-agent v1.15.0 (SWE-bench bash-only runs, 2025-11) and its oldest
+bare-list test fixture, the shared samples.
+
+``messages[]`` is the literal, append-only chat (no compaction).  v1
+(``trajectory_format: mini-swe-agent-1``): every message is ``{role, content}``; an
+assistant message holds a THOUGHT and its action in a fenced ```bash block (```
+``mswea_bash_command`` in old fixtures and v2 text mode; ``action_regex`` from the config
+wins when recorded), and the harness runs it only when there is exactly one block; the
+next user message is then its observation.  ``extra.response`` is the raw completion with
+``usage`` and ``model``.  Very old fixtures are a bare list of ``{role, content}``.
+
+Emitted: system/user → text; assistant → text (the content without the action block) +
+one ``bash`` call ``call-{index}`` with the raw command, then one request with its usage
+(``prompt_tokens`` is the full prompt, cached included); the observation → a ``tool``
+message.  An assistant message with zero or several blocks runs nothing: no call, and the
+next user message (the format error) stays a user message.
+
+v1.1 (mini-swe-agent 2.x, untested: no sample): structured ``tool_calls`` with ``role:
+tool`` results are used as recorded, ``extra.actions`` replaces the regex in text mode,
+format-error user messages (``extra.interrupt_type``) stay user messages, the ``exit``
+message is skipped, ``extra.timestamp`` becomes ``ts``.  Not handled: Responses-API message
+shapes in v2, the reasoning text some providers return in ``extra.response`` (it is not in
+the chat, so not in the context; its size is in ``reasoning_tokens``).
+
+Coverage (``src.coverage``): each message as ``message/<role>``, modelled (``exit``:
+skipped); the top-level ``info`` (config, stats), ``trajectory_format`` and ``instance_id``
+skipped, once each.  A role or top-level key not known here, and a message that is not an
+object or has a wrong-typed field, is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
+from replay.ingest.parsers.jsonl import as_obj as _obj
+
+NAME = "mini_swe_agent"
+
+ACTION_PATTERN = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
+"""The default action block of an assistant message (group 1: the command)."""
+_HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"mini-swe-agent',
+               b'"mini_version"')
+_TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
+_ROLES = {*_TEXT_ROLES, "assistant", "tool", "exit"}
+_SKIPPED_KEYS = ("info", "trajectory_format", "instance_id")
+"""Top-level keys read for the model / version / action pattern only, or not at all."""
+
+
+def sniff(filename: str, head: bytes) -> bool:
+    """True for a ``*.traj.json`` file or a head naming the mini-swe-agent format.
+
+    Args:
+        filename: the file name.
+        head: the first 64 KiB of the file.
+    """
+    return filename.endswith(".traj.json") or any(mark in head for mark in _HEAD_MARKS)
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of mini-swe-agent the file shows: its name (``*.traj.json``) or the format's marks
+    in the head; '' for neither."""
+    marks = [m.decode().split(":")[0].strip('"') for m in _HEAD_MARKS if m in head]
+    said = [f"name {filename!r}"] if filename.endswith(".traj.json") else []
+    said += [f"{m} in the head" for m in dict.fromkeys(marks)]
+    return ", ".join(said)
+
+
+def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
+    """One run from a mini-swe-agent trajectory; problems go to ``issues``.
+
+    Args:
+        src: the source file.
+        issues: collects what is wrong in the file (per message, or line 0 for the file).
+    """
+    doc = load_json(src, issues)
+    bare = src.data.lstrip()[:1] == b"["
+    found = None
+    if doc is None:
+        found, stop = array_items(src, None if bare else "messages")
+        if not found:
+            return []
+        issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
+                                            "messages (info lost)"))
+        doc = [item for _, item in found]
+    info: dict[str, Any] = {}
+    if isinstance(doc, list):
+        messages = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        messages, info = doc["messages"], _obj(doc.get("info"))
+    else:
+        issues.append(Issue(src.path, 0, "not a mini-swe-agent trajectory: no messages[] list"))
+        return []
+    cov = src.coverage
+    for key in doc if isinstance(doc, dict) else ():
+        if key in _SKIPPED_KEYS:
+            cov.skipped(key)
+        elif key != "messages":
+            cov.unknown(key)
+    lines = ItemLines(src, None if bare else "messages", len(messages), found)
+    config = _obj(info.get("config"))
+    version = info.get("mini_version")
+    b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages),
+                   harness=f"mini-swe-agent {version}" if version else "mini-swe-agent")
+    regex = _regex(config, src, issues)
+    pending: list[str] = []
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        rtype = "message (not an object)" if not isinstance(m, dict) else \
+            f"message/{role}" if isinstance(role, str) else "message (no role)"
+        try:
+            if not isinstance(m, dict):
+                raise TypeError(f"expected an object, got {type(m).__name__}")
+            pending = _message(b, i, m, pending, regex, lines.at(i))
+            cov.counts[(rtype, "skipped" if role == "exit" else "modelled")] += 1
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            known = isinstance(role, str) and role in _ROLES
+            cov.unknown(f"{rtype} (malformed)" if known else rtype)
+            issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
+    return [b.build()]
+
+
+def _model(config: dict[str, Any], messages: list[Any]) -> str:
+    name = _obj(config.get("model")).get("model_name")
+    if isinstance(name, str):
+        return name
+    for m in messages:
+        name = _response(m).get("model")
+        if isinstance(name, str) and name:
+            return name
+    return ""
+
+
+def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Pattern[str]:
+    """The trajectory's own ``action_regex`` when it is a valid pattern that runs in linear
+    time, else ``ACTION_PATTERN``, with one issue saying why (the pattern comes from the file:
+    a crafted one could hang the batch)."""
+    for part in ("model", "agent"):
+        pattern = _obj(config.get(part)).get("action_regex")
+        if not isinstance(pattern, str):
+            continue
+        try:
+            compiled = re.compile(pattern, re.DOTALL)
+        except (re.error, RecursionError, OverflowError) as exc:
+            why = f"is not a valid pattern ({exc})"
+        else:
+            why = "" if linear_pattern(compiled.pattern) else \
+                "repeats a repetition or an alternation (matching could take exponential time)"
+            if not why:
+                return compiled
+        issues.append(Issue(src.path, 0, f"config.{part}.action_regex {pattern[:60]!r} {why}; "
+                                         "the default action pattern is used"))
+        break
+    return re.compile(ACTION_PATTERN, re.DOTALL)
+
+
+def linear_pattern(pattern: str) -> bool:
+    """Whether no repetition in ``pattern`` repeats another repetition, an alternation or a
+    back-reference (the shapes of catastrophic backtracking, such as ``(a+)+`` or ``(a|a)*``).
+    """
+    import re._constants as c  # the parser's opcodes (sre_constants, deprecated alias)
+    import re._parser as sre_parse
+
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
+
+    def risky(items: Any) -> bool:  # holds a repeat, a branch or a back-reference
+        for op, av in items:
+            if op in repeats or op in (c.BRANCH, c.GROUPREF, c.GROUPREF_EXISTS):
+                return True
+            if op is c.SUBPATTERN and risky(av[-1]):
+                return True
+        return False
+
+    def parts(op: Any, av: Any) -> list[Any]:  # the sub-patterns of one item
+        if op in repeats:
+            return [av[2]]
+        if op is c.SUBPATTERN:
+            return [av[-1]]
+        if op is c.BRANCH:
+            return list(av[1])
+        return [av[1]] if op in (c.ASSERT, c.ASSERT_NOT) else []
+
+    def ok(items: Any) -> bool:
+        for op, av in items:
+            if op in repeats and (av[1] is c.MAXREPEAT or av[1] > 1) and risky(av[2]):
+                return False
+            if not all(ok(sub) for sub in parts(op, av)):
+                return False
+        return True
+
+    try:
+        return ok(sre_parse.parse(pattern, re.DOTALL))
+    except (re.error, RecursionError, OverflowError):
+        return False
+
+
+def _response(m: Any) -> dict[str, Any]:
+    return _obj(_obj(_obj(m).get("extra")).get("response"))
+
+
+
+def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
+             regex: re.Pattern[str], line: Callable[[], int]) -> list[str]:
+    """Emit one message; returns the text-mode call ids still waiting for an observation."""
+    role = m.get("role")
+    extra = _obj(m.get("extra"))
+    ts = _ts(extra.get("timestamp"))
+    content = m.get("content")
+    if role == "exit":
+        return []
+    if role == "assistant":
+        return _assistant(b, i, m, extra, ts, regex)
+    if role == "tool":
+        b.message("tool", ts=ts)
+        call_id = m.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = pending[0] if pending else f"call-{i}"
+        b.tool_result(call_id, as_text(content), line=line)
+        return [c for c in pending if c != call_id]
+    if role not in _TEXT_ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    if content is not None and not isinstance(content, (str, list)):
+        raise TypeError(f"content is {type(content).__name__}")
+    if role == "user" and pending and not extra.get("interrupt_type"):
+        b.message("tool", ts=ts)
+        b.tool_result(pending[0], as_text(content), line=line)
+        return pending[1:]
+    b.message(_TEXT_ROLES[role], ts=ts)
+    b.text(as_text(content))
+    return []
+
+
+def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], ts: str,
+               regex: re.Pattern[str]) -> list[str]:
+    content = m.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        raise TypeError(f"content is {type(content).__name__}")
+    text = as_text(content)
+    tool_calls = [tc for tc in m.get("tool_calls") or [] if isinstance(tc, dict)]
+    actions = extra.get("actions")
+    found = [] if tool_calls else list(regex.finditer(text))
+    commands = [found[0].group(1).strip()] if len(found) == 1 else []
+    if commands:
+        text = (text[:found[0].start()] + text[found[0].end():]).strip()
+    if not tool_calls and isinstance(actions, list) and actions:
+        commands = [str(a.get("command", "")) for a in actions if isinstance(a, dict)]
+    b.message("assistant", ts=ts)
+    if text:
+        b.text(text)
+    for k, tc in enumerate(tool_calls):
+        fn = _obj(tc.get("function"))
+        args: Any = fn.get("arguments", "")
+        if isinstance(args, str):
+            try:
+                args = loads(args)
+            except ValueError:
+                pass
+        call_id = tc.get("id")
+        b.tool_call(call_id if isinstance(call_id, str) and call_id else f"call-{i}-{k}",
+                    str(fn.get("name") or "bash"), args)
+    ids = [f"call-{i}" if len(commands) == 1 else f"call-{i}-{k}" for k in range(len(commands))]
+    for call_id, command in zip(ids, commands):
+        b.tool_call(call_id, "bash", command)
+    _request(b, _response(m), ts)
+    return ids
+
+
+def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
+    usage = _obj(response.get("usage"))
+    prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
+    completion = _details(usage, "completion_tokens_details", "output_tokens_details")
+    model = response.get("model")
+    b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
+                                   "prompt_tokens"),
+              cache_read_tokens=b.count(prompt.get("cached_tokens",
+                                                   usage.get("cache_read_input_tokens")),
+                                        "cached_tokens"),
+              cache_write_tokens=b.count(usage.get("cache_creation_input_tokens"),
+                                         "cache_creation_input_tokens"),
+              output_tokens=b.count(usage.get("completion_tokens", usage.get("output_tokens")),
+                                    "completion_tokens"),
+              reasoning_tokens=b.count(completion.get("reasoning_tokens"), "reasoning_tokens"),
+              model=model if isinstance(model, str) else "", ts=ts)
+
+
+def _details(usage: dict[str, Any], *keys: str) -> dict[str, Any]:
+    for key in keys:
+        if isinstance(usage.get(key), dict):
+            return _obj(usage[key])
+    return {}
+
+
+
+def _ts(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value, tz=UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            return ""
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,383 @@
+"""OpenHands V0 trajectories: a JSON array of events (or an object holding one).
+
+Checked against OpenHands V0 event streams (its runtime test trajectories at commit
+``59f5f0d``), the shared samples.
+
+Each event has ``id``, ``timestamp``, ``source`` and either ``action`` + ``args`` or
+``observation`` + ``content``/``extras``/``cause``.  Agent actions produced by
+function calling carry ``tool_call_metadata`` whose ``model_response`` is the full
+chat-completions response; a response with k tool calls is attached to k actions
+(and again to their observations), so actions are grouped by response id into ONE
+assistant message (all its calls) and ONE request, deduplicated on the id.  The
+actions of a group are interleaved with their observations in the stream; the
+message is emitted at the first action and the results follow it, which is the
+order OpenHands itself rebuilds for the model.  Observations become ``tool``
+messages when their ``cause`` (or ``tool_call_id``) names an emitted call; the
+result text is ``content`` (OpenHands appends small decorations such as the exit
+code line when it prompts, which are not recorded).  ``condensation`` actions
+become harness summaries.  Usage comes from ``model_response.usage``, else from
+the last entry of ``llm_metrics.token_usages`` when its response id is new.
+
+Coverage (``src.coverage``): each event as ``action/<action>`` or
+``observation/<observation>``.  Modelled: what became context (agent actions, user messages,
+``system``, ``condensation``; observations paired with a call, and ``error`` ones).  Skipped:
+the control actions (``change_agent_state``, ``recall``, …), ``action/<action> (<source>)`` for
+an action a user or the environment ran, ``agent_state_changed`` / ``null`` / ``recall``
+observations, ``observation/<observation> (no call)`` for any other observation whose call
+was not modelled, and the other keys of a wrapper object (once each).  Unknown: an event with
+neither ``action`` nor ``observation``, one that is not an object, and a malformed one
+(``action/<action> (malformed)``).
+
+Not handled: actions a user ran by hand (non-``message`` actions with source
+``user``), ``recall`` actions/observations (microagent knowledge), the system
+prompt when no ``system`` action is recorded, V1 SDK conversation folders, and
+evaluation ``output.jsonl`` files holding many instances (one run per file).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import json_int as _int
+from replay.ingest.parsers.jsonl import array_items, as_str, as_text, load_json, loads
+from replay.ingest.parsers.jsonl import as_obj as _obj
+
+NAME = "openhands"
+
+_IGNORED_ACTIONS = {"change_agent_state", "null", "pause", "resume", "stop", "recall",
+                    "condensation_request", "start"}
+_TEXT_ACTIONS = {"message", "finish", "think", "reject"}
+_IGNORED_OBSERVATIONS = {"agent_state_changed", "null", "recall"}
+_ARG_NOISE = {"thought", "impl_source", "translated_ipython_code", "security_risk",
+              "confirmation_state", "is_confirmed", "hidden"}
+_WRAPPER_KEYS = ("history", "events", "trajectory")
+_WRAPPED = re.compile(rb'"(?:history|events|trajectory)"\s*:\s*\[\s*\{\s*"id"\s*:\s*\d')
+
+
+@dataclass(slots=True)
+class _State:
+    groups: dict[str, list[tuple[int, dict[str, Any]]]]
+    emitted: set[str] = field(default_factory=set)
+    responses: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    call_of_event: dict[Any, str] = field(default_factory=dict)
+    models: Counter[str] = field(default_factory=Counter)
+    bad: set[int] = field(default_factory=set)
+    """Numbers of the events of a tool group that were reported and skipped."""
+
+
+def sniff(filename: str, head: bytes) -> bool:
+    """True for a JSON array of OpenHands events (``action``/``observation`` with ``source``)."""
+    text = head.lstrip()
+    if text.startswith(b"{"):  # an object wrapping the events (e.g. an evaluation record)
+        return _WRAPPED.search(text) is not None and b'"source"' in text
+    if not text.startswith(b"["):
+        return False
+    return (b'"observation"' in text or b'"action"' in text) and b'"source"' in text
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of OpenHands the head shows: events with ``action``/``observation`` and ``source``
+    (in a top-level array or a wrapper's list); '' for none."""
+    text = head.lstrip()
+    kinds = [k for k in ("action", "observation") if b'"%s"' % k.encode() in text]
+    if not kinds or b'"source"' not in text:
+        return ""
+    where = "a wrapper's event list" if _WRAPPED.search(text) else \
+        "a top-level array" if text.startswith(b"[") else "an object"
+    return f"events with {'/'.join(kinds)} and source in {where}"
+
+
+def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
+    """One run from an OpenHands V0 event list; bad events are reported and skipped.
+
+    Args:
+        src: the source file.
+        issues: where problems are appended (``path:event_number: reason``).
+    """
+    doc = load_json(src, issues)
+    events: list[Any] | None
+    if doc is None:  # damaged or truncated: keep the events before the break
+        events = _readable_events(src, issues)
+        if not events:
+            return []
+    else:
+        events = _events(doc)
+    if events is None:
+        issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
+                                         "with a 'history'/'events'/'trajectory' list)"))
+        return []
+    cov = src.coverage
+    if isinstance(doc, dict):
+        for key in doc:
+            if key != _wrapper_key(doc):
+                cov.skipped(key)
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for no, ev in enumerate(events, start=1):
+        key = _group_key(ev)
+        if key:
+            groups.setdefault(key, []).append((no, ev))
+    st = _State(groups)
+    rb = RunBuilder(src, 0, NAME, issues, harness="openhands")
+    for no, ev in enumerate(events, start=1):
+        if not isinstance(ev, dict):
+            cov.unknown("event (not an object)")
+            issues.append(Issue(src.path, no, f"event {no} is a {type(ev).__name__}, "
+                                              "not an object (skipped)"))
+            continue
+        kind = "action" if "action" in ev else "observation" if "observation" in ev else ""
+        rtype = f"{kind}/{ev[kind]}" if isinstance(ev.get(kind), str) else kind
+        try:
+            if kind == "action":
+                rtype, fate = _action(rb, st, ev, no, rtype)
+            elif kind == "observation":
+                rtype, fate = _observation(rb, st, ev, rtype)
+            else:
+                rtype, fate = "event (no action or observation)", "unknown"
+            if no in st.bad:
+                rtype, fate = f"{rtype} (malformed)", "unknown"
+            cov.counts[(rtype, fate)] += 1
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            cov.unknown(f"{rtype} (malformed)")
+            issues.append(Issue(src.path, no, f"event {no} (id {ev.get('id')!r}) skipped: "
+                                              f"{type(exc).__name__}: {exc}"))
+    if st.models:
+        rb.model = st.models.most_common(1)[0][0]
+    return [rb.build()]
+
+
+def _readable_events(src: Source, issues: list[Issue]) -> list[Any]:
+    """The events before the break of a damaged file (top-level array or a wrapper key's)."""
+    for key in (None, *_WRAPPER_KEYS):
+        found, stop = array_items(src, key)
+        if found:
+            issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
+                                                "events before the break"))
+            return [item for _, item in found]
+    return []
+
+
+def _events(doc: Any) -> list[Any] | None:
+    if isinstance(doc, list):
+        return doc
+    key = _wrapper_key(doc) if isinstance(doc, dict) else None
+    return doc[key] if key else None
+
+
+def _wrapper_key(doc: dict[str, Any]) -> str | None:
+    """The key of a wrapper object's event list (None when it has none)."""
+    return next((key for key in _WRAPPER_KEYS if isinstance(doc.get(key), list)), None)
+
+
+def _meta(ev: Any) -> dict[str, Any] | None:
+    meta = ev.get("tool_call_metadata") if isinstance(ev, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def _response(ev: dict[str, Any]) -> dict[str, Any] | None:
+    meta = _meta(ev)
+    resp = meta.get("model_response") if meta else ev.get("model_response")
+    return resp if isinstance(resp, dict) else None
+
+
+def _group_key(ev: Any) -> str | None:
+    """The response an agent tool action belongs to (None for actions without a call id)."""
+    meta = _meta(ev)
+    if meta is None or "action" not in ev or not isinstance(meta.get("tool_call_id"), str):
+        return None
+    resp = _response(ev)
+    rid = resp.get("id") if resp else None
+    return f"r:{rid}" if isinstance(rid, str) and rid else f"e:{ev.get('id')}"
+
+
+def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
+            rtype: str) -> tuple[str, str]:
+    """Emit one action; returns its coverage (type, fate)."""
+    action, ts = ev["action"], str(ev.get("timestamp") or "")
+    args = ev.get("args") or {}
+    if not isinstance(action, str) or not isinstance(args, dict):
+        raise TypeError("'action' must be a string and 'args' an object")
+    key = _group_key(ev)
+    if key is not None:
+        if key not in st.emitted:
+            st.emitted.add(key)
+            _tool_group(rb, st, st.groups.get(key) or [(no, ev)])
+        return rtype, "modelled"
+    source = ev.get("source")
+    if action == "condensation":
+        text = args.get("summary")
+        if not isinstance(text, str) or not text:
+            ids = args.get("forgotten_event_ids")
+            if not ids and args.get("forgotten_events_start_id") is not None:
+                ids = (f"{args.get('forgotten_events_start_id')}.."
+                       f"{args.get('forgotten_events_end_id')}")
+            text = f"[condensation: forgot events {ids}]"
+        rb.message("user", ts=ts)
+        rb.summary(text, harness=True)
+    elif action == "system":
+        rb.message("system", ts=ts)
+        rb.text(as_text(args.get("content", ev.get("message", ""))))
+    elif action in _IGNORED_ACTIONS:
+        return rtype, "skipped"
+    elif action == "message" and source != "agent":
+        images = args.get("image_urls") or []
+        rb.message("user", ts=ts)
+        rb.text(as_text(args.get("content", ev.get("message", ""))))
+        for _ in images if isinstance(images, list) else []:
+            rb.text("[image]", kind="image")
+    elif source != "agent":  # a command a user ran by hand: not modelled
+        return f"{rtype} ({source if isinstance(source, str) else 'no source'})", "skipped"
+    elif action in _TEXT_ACTIONS:
+        text = next((v for k in ("content", "final_thought", "thought", "reason")
+                     if isinstance(v := args.get(k), str) and v), ev.get("message") or "")
+        rb.message("assistant", ts=ts)
+        rb.text(as_text(text))
+        _request(rb, st, ev, ts)
+    else:
+        call_id = f"call-{ev.get('id', no)}"
+        thought = args.get("thought")
+        rb.message("assistant", ts=ts)
+        if isinstance(thought, str) and thought:
+            rb.text(thought)
+        rb.tool_call(call_id, action, {k: v for k, v in args.items() if k not in _ARG_NOISE})
+        st.calls.add(call_id)
+        st.call_of_event[ev.get("id")] = call_id
+        _request(rb, st, ev, ts)
+    return rtype, "modelled"
+
+
+def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, dict[str, Any]]]) -> None:
+    """One assistant message (text + every call of one model response) and its request."""
+    first = acts[0][1]
+    resp = _response(first)
+    msg = _choice_message(resp)
+    calls: list[tuple[str, str, Any, Any]] = []
+    thoughts: list[str] = []
+    for no, ev in acts:
+        try:
+            meta, args = _meta(ev) or {}, ev.get("args") or {}
+            call_id = str(meta["tool_call_id"])
+            tool = meta.get("function_name") or ev["action"]
+            if not isinstance(tool, str) or not isinstance(args, dict):
+                raise TypeError("'function_name' must be a string and 'args' an object")
+            found = _call_args(msg, call_id)
+            calls.append((call_id, tool, found if found is not None else
+                          {k: v for k, v in args.items() if k not in _ARG_NOISE}, ev.get("id")))
+            if isinstance(args.get("thought"), str) and args["thought"] not in thoughts:
+                thoughts.append(args["thought"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            st.bad.add(no)
+            rb.issues.append(Issue(rb.source.path, no, f"event {no} (id {ev.get('id')!r}) "
+                                                       f"skipped: {type(exc).__name__}: {exc}"))
+    content = msg.get("content") if msg else None
+    text = as_text(content) if content else "\n".join(t for t in thoughts if t)
+    reasoning = msg.get("reasoning_content") if msg else None
+    rb.message("assistant", ts=str(first.get("timestamp") or ""))
+    if isinstance(reasoning, str) and reasoning:
+        rb.text(reasoning, kind="reasoning")
+    if text or not calls:
+        rb.text(text)
+    for call_id, tool, args, event_id in calls:
+        rb.tool_call(call_id, tool, args)
+        st.calls.add(call_id)
+        st.call_of_event[event_id] = call_id
+    _request(rb, st, first, str(first.get("timestamp") or ""))
+
+
+def _choice_message(resp: dict[str, Any] | None) -> dict[str, Any] | None:
+    choices = resp.get("choices") if resp else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        msg = choices[0].get("message")
+        return msg if isinstance(msg, dict) else None
+    return None
+
+
+def _call_args(msg: dict[str, Any] | None, call_id: str) -> Any:
+    """The parsed arguments of tool call ``call_id`` in a response message (None if absent)."""
+    for tc in (msg or {}).get("tool_calls") or []:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if isinstance(fn, dict) and tc.get("id") == call_id:
+            raw = fn.get("arguments")
+            if isinstance(raw, str):
+                try:
+                    return loads(raw) if raw.strip() else {}
+                except ValueError:
+                    return raw
+            return raw if isinstance(raw, dict) else None
+    return None
+
+
+def _request(rb: RunBuilder, st: _State, ev: dict[str, Any], ts: str) -> None:
+    """Record the model call behind ``ev`` unless it has no usage record or was seen already."""
+    resp = _response(ev)
+    if resp is not None:
+        rid = resp.get("id")
+        if isinstance(rid, str) and rid:
+            if rid in st.responses:
+                return
+            st.responses.add(rid)
+        usage = _obj(resp.get("usage"))
+        details = _obj(usage.get("prompt_tokens_details"))
+        out_details = _obj(usage.get("completion_tokens_details"))
+        cache_read = rb.count(details.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
+        anthropic_read = rb.count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
+        if not cache_read and anthropic_read is not None:
+            cache_read = anthropic_read
+        model = as_str(resp.get("model"))
+        _add_request(rb, st, model, ts, rb.count(usage.get("prompt_tokens"), "prompt_tokens"),
+                     cache_read, rb.count(usage.get("cache_creation_input_tokens"),
+                                          "cache_creation_input_tokens"),
+                     rb.count(usage.get("completion_tokens"), "completion_tokens"),
+                     rb.count(out_details.get("reasoning_tokens"),
+                              "completion_tokens_details.reasoning_tokens"))
+        return
+    metrics = ev.get("llm_metrics")
+    usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
+    last = usages[-1] if isinstance(usages, list) and usages else None
+    rid = last.get("response_id") if isinstance(last, dict) else None
+    if isinstance(last, dict) and isinstance(rid, str) and rid and rid not in st.responses:
+        st.responses.add(rid)
+        model = as_str(last.get("model"))
+        n = {k: rb.count(last.get(k), k) for k in ("prompt_tokens", "cache_read_tokens",
+                                                   "cache_write_tokens", "completion_tokens")}
+        _add_request(rb, st, model, ts, n["prompt_tokens"], n["cache_read_tokens"],
+                     n["cache_write_tokens"], n["completion_tokens"], None)
+
+
+def _add_request(rb: RunBuilder, st: _State, model: str, ts: str, inp: int | None,
+                 cache_read: int | None, cache_write: int | None, out: int | None,
+                 reasoning: int | None) -> None:
+    if model:
+        st.models[model] += 1
+    rb.request(input_tokens=inp, cache_read_tokens=cache_read, cache_write_tokens=cache_write,
+               output_tokens=out, reasoning_tokens=reasoning, model=model, ts=ts)
+
+
+def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any],
+                 rtype: str) -> tuple[str, str]:
+    """Emit one observation; returns its coverage (type, fate)."""
+    obs, ts = ev["observation"], str(ev.get("timestamp") or "")
+    meta = _meta(ev) or {}
+    call_id = meta.get("tool_call_id")
+    if call_id not in st.calls:
+        call_id = st.call_of_event.get(ev.get("cause")) if ev.get("cause") is not None else None
+    text = as_text(ev.get("content", ""))
+    if call_id is None:
+        if obs == "error":  # OpenHands shows an error without a call to the model as user text
+            rb.message("user", ts=ts)
+            rb.text(text)
+            return rtype, "modelled"
+        return (rtype if obs in _IGNORED_OBSERVATIONS else f"{rtype} (no call)"), "skipped"
+    extras = _obj(ev.get("extras"))
+    code = extras.get("exit_code")
+    if code is None and isinstance(extras.get("metadata"), dict):
+        code = extras["metadata"].get("exit_code")
+    is_error = obs == "error" or (_int(code) is not None and code != 0)
+    rb.message("tool", ts=ts)
+    rb.tool_result(call_id, text, is_error=is_error)
+    return rtype, "modelled"
+

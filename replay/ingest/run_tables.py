@@ -1,0 +1,143 @@
+"""Parsed runs → the store's tables, with every block's tokens counted once.
+
+``tokenize`` turns the parsers' ``RunDraft`` column lists into the schema's Arrow tables (each
+column converted once), counts tokens with each tokenizer asked for (``TOKEN_COLUMN``: one
+column each), sizes blocks that hold redaction markers by what the markers declare, and repairs
+text that is not valid Unicode the way tiktoken does.
+
+Not here: the schema (``replay.ingest.schema``), the tokenizers (``replay.ingest.tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from replay.ingest import store
+from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.redaction import declared, exact, tokens_for
+from replay.ingest.schema import SCHEMAS
+from replay.ingest.tokens import count_one, count_tokens
+
+DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
+TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
+"""Tokenizer → its column in the messages table (the store has a column for these only)."""
+_Columns = dict[str, list[Any] | pa.Array]
+"""A table's columns by name: the parsers' value lists, or Arrow arrays once converted."""
+
+
+def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
+             threads: int = 1) -> store.RunTables:
+    """Count tokens once per block and build the schema's tables.
+
+    Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
+    not valid Unicode (a lone surrogate, as ``json.loads`` makes from an escape like
+    ``"\\ud800"``) is stored with U+FFFD in its place, as tiktoken counts it.  A block holding
+    redaction markers is sized by their declared lengths and flagged; a block holding
+    ctxreplay's own markers (``replay redact``) gets the exact figures they declare
+    (``replay.ingest.redaction``).
+    """
+    messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
+    requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
+    events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
+    runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names
+            if col in drafts[0].run}
+    texts: list[str] = messages["text"]
+    try:
+        text = pa.array(texts, pa.string())
+    except UnicodeEncodeError:
+        texts = [_valid_unicode(t) for t in texts]
+        text = pa.array(texts, pa.string())
+    messages["text"] = text
+    n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
+    n_chars = [len(t) for t in texts]
+    messages["n_lines"] = n_lines = [t.count("\n") + 1 if t else 0 for t in texts]
+    exacts = {i: found for i, t in enumerate(texts) if (found := exact(t)) is not None}
+    redacted = {i: marked for i, t in enumerate(texts)
+                if i not in exacts and (marked := declared(t)) is not None}
+    if redacted or exacts:  # sized as the model saw them: the declared characters
+        n_bytes = n_bytes.to_pylist()
+        for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
+            n_chars[i] = len(rest) + chars
+            n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
+        for i, sizes in exacts.items():  # ctxreplay's own marker: the original's figures
+            n_chars[i], n_bytes[i], n_lines[i] = sizes.n_chars, sizes.n_bytes, sizes.n_lines
+    messages["n_bytes"], messages["n_chars"] = n_bytes, n_chars
+    estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
+    for name, col in TOKEN_COLUMN.items():
+        if name not in tokenizers:
+            messages[col] = pa.nulls(len(texts), pa.int64())
+            continue
+        counts = count_tokens(texts, name, threads=threads)
+        for i, (rest, _, chars) in redacted.items():
+            counts[i] = count_one(rest, name) + tokens_for(chars, name)
+        for i, sizes in exacts.items():
+            declared_tokens = sizes.tokens_for(name)
+            if declared_tokens is None:  # a tokenizer the marker does not name: estimated
+                estimated.add(i)
+                declared_tokens = tokens_for(sizes.n_chars, name)
+            counts[i] = declared_tokens
+        messages[col] = counts
+    messages["tokens_estimated"] = [i in estimated for i in range(len(texts))] if estimated \
+        else [False] * len(texts)
+    _estimated_per_run(runs, drafts, messages, estimated)
+    return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
+                           requests=_table(requests, "requests"), events=_table(events, "events"))
+
+
+def _estimated_per_run(runs: _Columns, drafts: list[RunDraft],
+                       messages: _Columns, redacted: set[int]) -> None:
+    """Each run's ``n_estimated_blocks`` and ``estimated_tokens_o200k`` (the o200k tokens of its
+    blocks sized from redaction markers; None when o200k was not counted)."""
+    o200k = messages["tokens_o200k"]
+    counts = o200k if isinstance(o200k, list) else None  # an Arrow null column: not counted
+    n_blocks, tokens, lo = [], [], 0
+    for d in drafts:
+        hi = lo + len(d.messages["msg"])
+        mine = [i for i in redacted if lo <= i < hi] if redacted else []
+        n_blocks.append(len(mine))
+        tokens.append(sum(counts[i] for i in mine) if counts is not None else None)
+        lo = hi
+    runs["n_estimated_blocks"], runs["estimated_tokens_o200k"] = n_blocks, tokens
+
+
+def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
+            counted: str) -> _Columns:
+    """The column lists of several runs' rows, one after the other, with a ``run_id`` column
+    (``counted`` is a column every row has); one run's lists are taken as they are."""
+    if len(parts) == 1:
+        return {"run_id": [run_ids[0]] * len(parts[0][counted]), **parts[0]}
+    out: dict[str, list[Any]] = {"run_id": []}
+    for part, run_id in zip(parts, run_ids):
+        out["run_id"].extend([run_id] * len(part[counted]))
+        for col, values in part.items():
+            out.setdefault(col, []).extend(values)
+    return out
+
+
+def _table(columns: Mapping[str, list[Any] | pa.Array], name: str) -> pa.Table:
+    """The schema's table from column lists or arrays (each list converted once)."""
+    schema = SCHEMAS[name]
+    return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns[f.name], pa.Array)
+                                 else _array(v, f.type) for f in schema],
+                                schema=schema)
+
+
+def _array(values: list[object], type_: pa.DataType) -> pa.Array:
+    """``values`` as an Arrow array; strings that are not valid Unicode get U+FFFD (any
+    string column may hold one)."""
+    try:
+        return pa.array(values, type_)
+    except UnicodeEncodeError:
+        return pa.array([_valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
+
+
+def _valid_unicode(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:  # the same repair tiktoken applies before encoding
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

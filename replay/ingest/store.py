@@ -1,0 +1,262 @@
+"""The Parquet store: a dataset directory of ingested runs, written atomically.
+
+Layout::
+
+    DIR/manifest.json                       source → entry key, format, counts, coverage
+    DIR/data/<key>/{runs,messages,requests,events}.parquet
+    DIR/index.parquet                       every entry's runs rows + token totals (a cache)
+
+An entry key is derived from the source's sha256, its relative path, the
+tokenizers and the schema version, so re-ingesting an unchanged file finds its
+entry and does nothing.  Every file is written under a temporary name and
+renamed; the manifest is replaced last, so an interrupted ingest leaves the
+previous good state readable.  A source that fails to parse keeps its old entry.
+
+Not here: parsing (``replay.ingest.parsers``), tokenising (``replay.ingest.batch``), the run index and
+reading every run's rows (``replay.ingest.store_index``), atomic writes (``replay.atomic_files``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replay.atomic_files import atomic_write_bytes
+from replay.errors import StoreError
+from replay.ingest.parsers.coverage import summary_line
+from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
+from replay.safe_names import is_segment
+
+TABLES = ("runs", "messages", "requests", "events")
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "use_dictionary": False,
+                                   "write_statistics": False}
+"""How entries are written: zstd; no dictionary pages or column statistics (with zstd they make
+the files bigger and the writes slower, and whole entries are always read)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ingested source file in the store."""
+
+    source: str
+    key: str
+    sha256: str
+    format: str
+    n_runs: int
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict, hash=False)
+    """Record type -> {fate: records} as the parser counted them (``replay.ingest.parsers.coverage``);
+    kept with the entry, so a file reused from the cache shows the same coverage.  Not part of
+    the hash (a dict is not hashable; entries are hashed as cache keys, e.g. by ``sweep``)."""
+    issues: tuple[tuple[int, str], ...] = ()
+    """(line, reason) of every problem found when the file was parsed: part of the entry, so
+    an ingest that reuses it reports them again (and ``--strict`` fails every time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables:
+    """The tables of one or more runs."""
+
+    runs: pa.Table
+    messages: pa.Table
+    requests: pa.Table
+    events: pa.Table | None = None
+    """The runs' ``ContextEvent`` rows (None where a reader did not load them)."""
+
+
+def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "") -> str:
+    """The cache key of a source: content, location, tokenizers, parser and schema versions."""
+    where = hashlib.sha1(source.encode()).hexdigest()[:8]
+    toks = "+".join(t.split("_")[0] for t in tokenizers) or "none"
+    parsers = f"-p{parsers_version}" if parsers_version else ""
+    return f"{sha256[:24]}-{where}-{toks}{parsers}-v{SCHEMA_VERSION}"
+
+
+def entry_dir(root: Path, key: str) -> Path:
+    """The folder of entry ``key`` in the store at ``root``, after checking that the key is one
+    plain path segment (``safe_names.is_segment``) and the folder is not a symlink: a key read
+    from a crafted manifest never leads outside ``root/data``.
+
+    Raises:
+        StoreError: the key or the folder is not one ctxreplay writes (nothing is touched).
+    """
+    if not is_segment(key):
+        raise StoreError(f"{root}: damaged store: entry key {key!r} is not a plain folder name; "
+                         "nothing was read or changed (re-ingest into a new directory)")
+    folder = root / "data" / key
+    if folder.is_symlink():
+        raise StoreError(f"{folder}: damaged store: an entry folder is a symlink; nothing was "
+                         "read or changed (re-ingest into a new directory)")
+    return folder
+
+
+def write_entry(root: Path, key: str, tables: RunTables) -> None:
+    """Write one entry's tables into ``root/data/key`` atomically (whole directory rename)."""
+    final = entry_dir(root, key)
+    tmp = root / "data" / f".{key}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in TABLES:
+        table = getattr(tables, name)
+        if not table.schema.equals(SCHEMAS[name], check_metadata=True):
+            table = table.cast(SCHEMAS[name])
+        buf = pa.BufferOutputStream()  # in memory, then one plain write: much less overhead
+        pq.write_table(table, buf, **PARQUET_OPTIONS)
+        (tmp / f"{name}.parquet").write_bytes(buf.getvalue().to_pybytes())
+    if final.exists():  # moved aside, not deleted first: missing only between two renames
+        old = root / "data" / f".{key}.old{os.getpid()}"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+
+
+def remove_entry(root: Path, key: str) -> None:
+    """Delete entry ``key``'s folder (a checked key: never anything outside ``root/data``)."""
+    shutil.rmtree(entry_dir(root, key), ignore_errors=True)
+
+
+def has_entry(root: Path, key: str) -> bool:
+    """Whether a complete entry with this key is stored."""
+    folder = entry_dir(root, key)
+    return all((folder / f"{n}.parquet").is_file() for n in TABLES)
+
+
+def read_manifest(root: Path) -> dict[str, Entry]:
+    """The manifest of a store (empty for a new directory)."""
+    path = root / "manifest.json"
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
+                             f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
+        entries = {s: entry_from_doc(s, e, path) for s, e in doc["entries"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
+    return entries
+
+
+def entry_from_doc(source: str, doc: dict[str, Any], where: Path) -> Entry:
+    """An entry as the manifest (or the ingest journal) stores it, checked (``check_entry``).
+
+    Raises:
+        TypeError, KeyError: a field is missing, unknown or of the wrong shape.
+        StoreError: a field would lead outside the store or is not what ctxreplay writes.
+    """
+    entry = _checked(Entry(source=source, **{**doc, "issues": _issues(doc.get("issues", []))}))
+    check_entry(entry, where)
+    return entry
+
+
+def entry_doc(e: Entry) -> dict[str, Any]:
+    """What the manifest (and the ingest journal) stores of an entry."""
+    return {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs,
+            **({"coverage": e.coverage} if e.coverage else {}),
+            **({"issues": [list(i) for i in e.issues]} if e.issues else {})}
+
+
+def check_entry(entry: Entry, where: Path) -> None:
+    """Raise ``StoreError`` (naming ``where``) unless every field of ``entry`` is of the type
+    and shape ctxreplay writes: the key one plain path segment, the sha256 hex, the run count
+    a non-negative integer.  A store is trusted no further than this."""
+    problem = None
+    if not isinstance(entry.source, str) or not entry.source:
+        problem = f"source {entry.source!r} is not a file name"
+    elif not is_segment(entry.key):
+        problem = f"entry key {entry.key!r} is not a plain folder name"
+    elif not isinstance(entry.sha256, str) or re.fullmatch(r"[0-9a-f]{64}", entry.sha256) is None:
+        problem = f"sha256 {entry.sha256!r} is not a sha256"
+    elif not isinstance(entry.format, str):
+        problem = f"format {entry.format!r} is not a name"
+    elif type(entry.n_runs) is not int or entry.n_runs < 0:
+        problem = f"n_runs {entry.n_runs!r} is not a count"
+    if problem is not None:
+        raise StoreError(f"{where}: damaged store: {problem} (entry {str(entry.source)[:200]!r}); "
+                         "nothing was read or changed (re-ingest into a new directory)")
+
+
+def _issues(stored: Any) -> tuple[tuple[int, str], ...]:
+    """A manifest's ``issues`` list of an entry, checked: ``[[line, reason], ...]``."""
+    if not isinstance(stored, list) or not all(
+            isinstance(i, list) and len(i) == 2 and type(i[0]) is int and isinstance(i[1], str)
+            for i in stored):
+        raise TypeError("issues is not a list of [line, reason]")
+    return tuple((line, reason) for line, reason in stored)
+
+
+def _checked(entry: Entry) -> Entry:
+    """``entry`` when its coverage is ``{str: {str: int}}`` (it is shown to the user)."""
+    cov = entry.coverage
+    if not isinstance(cov, dict) or not all(
+            isinstance(t, str) and isinstance(f, dict) and all(
+                isinstance(k, str) and type(n) is int for k, n in f.items())
+            for t, f in cov.items()):
+        raise TypeError(f"entry {entry.source!r}: coverage is not {{type: {{fate: count}}}}")
+    return entry
+
+
+def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
+    """Replace the manifest atomically."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "entries": {s: entry_doc(e) for s, e in sorted(entries.items())},
+    }
+    atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode())
+
+
+def coverage_lines(root: Path) -> dict[str, str]:
+    """source -> its coverage as one short line (records read, modelled, skipped, unknown:
+    ``replay inspect`` lists the types), for every entry of the store that recorded one."""
+    return {s: line for s, e in read_manifest(root).items()
+            if (line := summary_line(e.coverage, types_shown=0))}
+
+
+def is_store(path: Path) -> bool:
+    """Whether ``path`` is a dataset directory written by ``replay ingest``."""
+    return (path / "manifest.json").is_file()
+
+
+def read_entry(root: Path, key: str) -> RunTables:
+    """One entry's tables, checked against the schema."""
+    tables, folder = {}, entry_dir(root, key)
+    for name in TABLES:
+        path = folder / f"{name}.parquet"
+        try:
+            table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: that imports pyarrow.dataset
+        except (OSError, pa.ArrowInvalid) as exc:  # and pandas (~40 MB) for one file
+            raise StoreError(f"{path}: unreadable ({exc})") from exc
+        if table.schema.metadata is None or table.schema.metadata.get(b"schema_version") != (
+            SCHEMA_VERSION.encode()
+        ) or not table.schema.equals(SCHEMAS[name], check_metadata=False):
+            raise StoreError(f"{path}: not schema version {SCHEMA_VERSION}; re-ingest")
+        tables[name] = table
+    return RunTables(**tables)
+
+
+def iter_entries(root: Path) -> Iterator[RunTables]:
+    """The store's entries one at a time, in source order (memory bounded by one entry)."""
+    for entry in read_manifest(root).values():
+        yield read_entry(root, entry.key)
+
+
+def read_store(root: Path) -> RunTables:
+    """All runs of a store as three tables."""
+    if not is_store(root):
+        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+    parts = list(iter_entries(root))
+    if not parts:
+        return RunTables(*(SCHEMAS[n].empty_table() for n in TABLES))
+    return RunTables(*(pa.concat_tables([getattr(p, n) for p in parts]) for n in TABLES))

@@ -1,0 +1,267 @@
+"""The store's run rows: ``runs`` of a whole store and the run index that makes reading them cheap.
+
+``DIR/index.parquet`` holds every entry's ``runs`` rows plus each run's ``tokens_o200k`` total,
+keyed by entry key.  It is a cache: readers fall back to the entries' own files for any entry
+it does not hold (or when it is missing or of another schema), and every ingest rewrites it
+(``IndexRows`` gathers the rows its workers send back, ``write_index`` writes them).
+``run_listing`` is the runs as ``replay runs`` lists them (labels, parents by key, coverage).
+
+Not here: entries and the manifest (``replay.ingest.store``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replay.atomic_files import atomic_write_bytes
+from replay.errors import StoreError
+from replay.ingest.run_label import label_column, run_key
+from replay.ingest.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
+from replay.ingest.store import (
+    PARQUET_OPTIONS,
+    Entry,
+    RunTables,
+    coverage_lines,
+    entry_dir,
+    is_store,
+    read_manifest,
+)
+
+INDEX_FILE = "index.parquet"
+
+
+def runs(root: Path) -> pa.Table:
+    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total (``replay runs``)."""
+    if not is_store(root):
+        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+    return read_runs(root, list(read_manifest(root).values()), with_tokens=True)
+
+
+_MERGE_EVERY = 256
+"""Pieces read between merges of run rows (see ``read_runs``)."""
+
+
+LISTED_COLUMNS: dict[str, str] = {
+    "run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
+    "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
+    "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
+    "n_harness_compactions": "compactions", "parent_run_id": "parent",
+    "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
+"""Index column → its name in ``run_listing`` (which adds ``coverage`` at the end)."""
+
+
+def run_listing(root: Path) -> pa.Table:
+    """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
+    (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
+    rather than id, and its file's coverage line (``replay.ingest.store.coverage_lines``).
+
+    Raises:
+        StoreError: ``root`` is not a readable dataset.
+    """
+    table = runs(root)
+    coverage = coverage_lines(root)
+    keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
+                                                         table["source"].to_pylist())}
+    table = table.append_column("run", pa.array(label_column(table), pa.string()))
+    table = table.set_column(table.schema.get_field_index("parent_run_id"), "parent_run_id",
+                             pa.array([keys.get(p, p) for p in
+                                       table["parent_run_id"].to_pylist()], pa.string()))
+    table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
+    return table.append_column("coverage", pa.array(
+        [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
+        pa.string()))
+
+
+def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:
+    """The ``runs`` rows of ``entries`` as one table, in entry order; message texts are never
+    loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total.
+
+    Rows come from the run index (one file for the whole store) for every entry it holds, and
+    from the entry's own files for the rest (a store written before the index existed, or an
+    index lost).  Each small file read holds its own schema and buffers (~25 KB for a one-run
+    entry), so such rows are merged into contiguous arrays every few hundred entries.
+    """
+    index = read_index(root)
+    spans = _key_spans(index) if index is not None else {}
+    names = RUN_INDEX.names[:-1] if with_tokens else SCHEMAS["runs"].names
+    pieces = _Pieces(lambda t: _shaped(t, names))
+    for entry in entries:
+        span = spans.get(entry.key)
+        if span is not None and span[1] - span[0] == entry.n_runs:
+            pieces.add_rows(index, *span)
+        else:
+            pieces.add(_entry_runs(root, entry, with_tokens))
+    return pieces.table(RUN_INDEX)
+
+
+class _Pieces:
+    """Tables to concatenate in order: whole tables, or rows of a bigger one (kept as slices,
+    touching row ranges joined).  Merged into contiguous arrays every few hundred pieces, as each
+    small table or slice holds its own schema and buffers (~25 KB for a one-run file).  No
+    Python values are converted, so pyarrow never loads pandas here (~40 MB)."""
+
+    def __init__(self, shape: Callable[[pa.Table], pa.Table]) -> None:
+        self.shape = shape
+        self.tables: list[pa.Table] = []
+        self._rows: tuple[pa.Table, int, int] | None = None
+
+    def add_rows(self, source: pa.Table, start: int, stop: int) -> None:
+        """Rows ``[start, stop)`` of ``source``."""
+        if self._rows is not None and self._rows[0] is source and self._rows[2] == start:
+            self._rows = (source, self._rows[1], stop)
+            return
+        self._close()
+        self._rows = (source, start, stop)
+
+    def add(self, table: pa.Table) -> None:
+        """A whole table."""
+        self._close()
+        self._append(table)
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        """Everything added, as one table (no rows of ``schema`` when nothing was)."""
+        self._close()
+        if not self.tables:  # not schema.empty_table(): that loads pandas
+            return self.shape(pa.Table.from_batches([], schema=schema))
+        return pa.concat_tables(self.tables).combine_chunks()
+
+    def _close(self) -> None:
+        if self._rows is not None:
+            source, start, stop = self._rows
+            self._rows = None
+            self._append(source.slice(start, stop - start))
+
+    def _append(self, table: pa.Table) -> None:
+        self.tables.append(self.shape(table))
+        if len(self.tables) >= _MERGE_EVERY:
+            self.tables = [pa.concat_tables(self.tables).combine_chunks()]
+
+
+def _shaped(table: pa.Table, names: list[str]) -> pa.Table:
+    return table.select(names).replace_schema_metadata(SCHEMAS["runs"].metadata)
+
+
+def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
+    """One entry's run rows read from its own files (with token totals if asked)."""
+    folder = entry_dir(root, entry.key)
+    try:
+        table = pq.ParquetFile(folder / "runs.parquet").read()
+        if not table.schema.equals(SCHEMAS["runs"], check_metadata=False):
+            raise StoreError(f"{folder / 'runs.parquet'}: not schema version {SCHEMA_VERSION}; "
+                             "re-ingest")
+        if with_tokens:
+            table = _with_tokens(table, pq.ParquetFile(folder / "messages.parquet").read(
+                columns=["run_id", "tokens_o200k"]))
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise StoreError(f"{folder}: unreadable ({exc})") from exc
+    if table.num_rows != entry.n_runs:
+        raise StoreError(f"{folder}: {table.num_rows} runs stored, the manifest says "
+                         f"{entry.n_runs}; re-ingest")
+    return table
+
+
+def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
+    total: dict[str, int] = {}
+    if messages is not None:
+        sums = messages.group_by("run_id").aggregate([("tokens_o200k", "sum")])
+        total = dict(zip(sums["run_id"].to_pylist(), sums["tokens_o200k_sum"].to_pylist()))
+    return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), pa.array(
+        [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
+
+
+# -- the run index -----------------------------------------------------------------------------
+
+def index_rows(tables: RunTables, key: str) -> bytes:
+    """One entry's rows of the run index as an Arrow IPC stream (what an ingest worker sends
+    back with each file it wrote; ``IndexRows`` gathers them)."""
+    runs_table = _with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]))
+    keyed = _keyed(runs_table, key)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, RUN_INDEX) as writer:
+        writer.write_table(keyed)
+    stream: bytes = sink.getvalue().to_pybytes()
+    return stream
+
+
+def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
+    return runs_with_tokens.append_column(RUN_INDEX.field("entry_key"), pa.array(
+        [key] * runs_with_tokens.num_rows, pa.string())).replace_schema_metadata(RUN_INDEX.metadata)
+
+
+def read_index(root: Path) -> pa.Table | None:
+    """The store's run index, or None when it is missing or not of this schema (then readers
+    use the entries' own files: the index is a cache, rebuilt by every ingest)."""
+    try:
+        table = pq.ParquetFile(root / INDEX_FILE).read()
+    except (OSError, pa.ArrowInvalid):
+        return None
+    if not table.schema.equals(RUN_INDEX, check_metadata=True):
+        return None
+    return table
+
+
+class IndexRows:
+    """Run-index rows gathered while an ingest runs (``index_rows`` of each entry written),
+    merged into contiguous Arrow every few hundred entries: a few hundred bytes a run."""
+
+    def __init__(self) -> None:
+        self._pieces = _Pieces(lambda t: t)
+
+    def add(self, stream: bytes) -> None:
+        """One entry's rows, as ``index_rows`` made them."""
+        self._pieces.add(pa.ipc.open_stream(stream).read_all())
+
+    def table(self) -> pa.Table:
+        """Every row added, in order, as one table."""
+        return self._pieces.table(RUN_INDEX)
+
+
+def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = None) -> None:
+    """Rewrite the run index for ``entries``: the rows of ``fresh`` (``IndexRows.table``) for
+    entries written just now, the old index's rows for the others, their own files as a last
+    resort (an entry that cannot be read is left out; readers then report it).
+
+    Rows are keyed by entry key, and a key names fixed content, so an index written by an
+    interrupted ingest (before its manifest) is still right for every entry it lists.
+    """
+    entries = list(entries)
+    old = read_index(root)
+    sources = [(t, _key_spans(t)) for t in (fresh, old) if t is not None and t.num_rows]
+    if (fresh is None or not fresh.num_rows) and old is not None \
+            and list(_key_spans(old)) == [e.key for e in entries]:
+        return  # nothing changed
+    pieces = _Pieces(lambda t: t)
+    for entry in entries:
+        found = next(((t, sp[entry.key]) for t, sp in sources if entry.key in sp), None)
+        if found is not None:
+            pieces.add_rows(found[0], *found[1])
+            continue
+        try:
+            pieces.add(_keyed(_entry_runs(root, entry, with_tokens=True), entry.key))
+        except StoreError:
+            continue
+    table = pieces.table(RUN_INDEX)
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf, **PARQUET_OPTIONS)
+    atomic_write_bytes(root / INDEX_FILE, buf.getvalue().to_pybytes())
+
+
+def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:
+    """entry key → its rows ``[start, stop)`` in the index (an entry's rows are contiguous)."""
+    return row_spans(index["entry_key"].to_pylist())
+
+
+def row_spans(ids: list[str]) -> dict[str, tuple[int, int]]:
+    """id → its rows ``[start, stop)`` in a column where each id's rows are contiguous (run ids
+    in an entry's tables, entry keys in the index)."""
+    spans: dict[str, tuple[int, int]] = {}
+    start = 0
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[start]:
+            spans[ids[start]] = (start, i)
+            start = i
+    return spans

@@ -1,0 +1,122 @@
+"""An ingest's hold on a store: one writer at a time, and nothing lost when it is interrupted.
+
+- ``writing(root)``: a real file lock (``DIR/.lock``, ``filelock``) held for the whole ingest,
+  so two ingests into one store run one after the other and both end with all their entries
+  in the manifest; a process that has to wait says so (``on_wait``, stderr by default).
+- The journal (``DIR/journal.jsonl``): one line per entry, written by the worker as soon as the
+  entry's files are complete, in whatever order workers finish.  The manifest is written when
+  the ingest ends (also on Ctrl-C, with every entry the ingest heard of); the next ingest
+  adopts every journalled entry whose files are complete (after a kill -9, or entries of
+  workers stopped by Ctrl-C), so finished work is reused.  Each line is checked like a
+  manifest entry.
+- Temporary files and folders an interrupted ingest left (``.KEY.tmpPID``, ``.KEY.oldPID``,
+  ``.manifest.json.tmpPID`` ...) are removed when the next ingest takes the lock.
+
+Not here: the store's layout (``replay.ingest.store``), the ingest loop (``replay.ingest.batch``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import filelock
+
+from replay.errors import StoreError
+from replay.ingest import store
+
+LOCK_FILE = ".lock"
+JOURNAL_FILE = "journal.jsonl"
+_STALE = re.compile(r"\..+\.(tmp|old)\d+")
+"""Names of the temporary files and folders ``store`` writes (``.NAME.tmpPID``/``.oldPID``)."""
+
+
+def _say_waiting(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def writing(root: Path, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the store's lock (waiting for another ingest to finish, and saying so), then
+    remove what interrupted ingests left behind.  ``root`` must exist."""
+    lock = filelock.FileLock(str(root / LOCK_FILE))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        (on_wait or _say_waiting)(f"{root}: another ingest is writing this store; waiting for it "
+                                  f"to finish (lock {root / LOCK_FILE})")
+        lock.acquire()
+    try:
+        remove_stale(root)
+        yield
+    finally:
+        lock.release()
+
+
+def remove_stale(root: Path) -> list[Path]:
+    """Delete the temporary files and folders interrupted ingests left in ``root`` and
+    ``root/data`` (only names ``store`` gives them; a symlink is unlinked, never followed).
+    Call with the lock held.  Returns what was removed."""
+    removed = []
+    for folder in (root, root / "data"):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for p in folder.iterdir():
+            if _STALE.fullmatch(p.name) is None:
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
+def read_journal(root: Path) -> list[store.Entry]:
+    """The entries an interrupted ingest journalled and whose files are complete, in order
+    (a later line for the same source wins).  A truncated last line is ignored; a line that
+    is not an entry ctxreplay writes makes the store damaged (``StoreError``)."""
+    path = root / JOURNAL_FILE
+    if not path.is_file() or path.is_symlink():
+        return []
+    entries = []
+    with path.open("rb") as f:
+        for no, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                break  # the line being written when the ingest was killed
+            try:
+                doc = json.loads(raw)
+                source = doc.pop("source")
+                if not isinstance(source, str):
+                    raise TypeError("source is not a string")
+                entry = store.entry_from_doc(source, doc, path)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise StoreError(f"{path}:{no}: damaged store: journal line is not an entry "
+                                 f"({exc}); nothing was read or changed") from exc
+            if store.has_entry(root, entry.key):
+                entries.append(entry)
+    return entries
+
+
+def journal(root: Path, entry: store.Entry) -> None:
+    """Record one finished entry (called by whichever process wrote its files).  One
+    ``O_APPEND`` write of one line, so lines of concurrent workers never interleave, and a
+    killed ingest loses none that was written."""
+    line = (json.dumps({"source": entry.source, **store.entry_doc(entry)}) + "\n").encode()
+    fd = os.open(root / JOURNAL_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def forget_journal(root: Path) -> None:
+    """Remove the journal: the manifest now lists every entry it held."""
+    (root / JOURNAL_FILE).unlink(missing_ok=True)

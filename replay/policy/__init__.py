@@ -1,0 +1,315 @@
+"""Policies: what a harness does to keep its context inside the window, as frozen data.
+
+A policy is the server it talks to, how it counts tokens (the *estimator*) and
+how the replay judges the truth, an ordered list of tiers (trim, summarise,
+collapse, or a Python class), and the provider whose cache and prices it is replayed
+under (a named profile of ``replay.policy.providers``, fields overridable).  Every field's unit is in
+its name.  ``load_policy`` reads YAML safely and validates it: an unknown key, a
+wrong type, a fraction outside 0–1 or contradicting fields raise ``PolicyError``
+naming the file, the key path and why, with a "did you mean" for misspellings
+(``replay.policy.check``).
+
+Not here: what tiers do (``replay.engine.tiers``), the replay loop (``replay.engine.fold``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from replay.errors import PolicyError
+from replay.policy.check import build, check
+from replay.policy.doc import preset_names, read_policy_doc
+from replay.policy.providers import (
+    DEFAULT_PROVIDER,
+    Cache,
+    Prices,  # noqa: F401  (re-exported: a policy's cache.prices)
+    cache_doc,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Server:
+    """The model server: the hard limit and what counts against it."""
+
+    window_tokens: int = 200_000
+    """Hard context window."""
+    reserve_tokens: int = 0
+    """Answer tokens requested (max_tokens); request + reserve must fit when ``reserve_counts``."""
+    reserve_counts: bool = True
+    """Whether the server counts the reserve against the window (vLLM, Anthropic: yes)."""
+    message_overhead_tokens: int = 0
+    """Template tokens per message (role markers)."""
+    fixed_overhead_tokens: int = 0
+    """System prompt and tool schemas the logs do not contain, sent with every request (anchored
+    truth carries them from the recorded usage instead, on runs that have it)."""
+
+
+Tokenizer = Literal["o200k_base", "cl100k_base"]
+"""The tokenizers a count can use (their per-block counts are ingest's ``tokens_*`` columns)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenCounter:
+    """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
+
+    method: Literal["chars", "tokenizer", "calibrated", "anchored"] = "tokenizer"
+    """``calibrated``: fitted to the run's recorded usage (for an estimator: a harness that
+    anchors on the server's reported counts, as Claude Code does).  ``anchored`` (truth only):
+    the recorded input, plus scale × what the policy changed (``replay.engine.truth``); a run without
+    recorded usage falls back to the tokenizer, and the trace says so (``truth_source``)."""
+    chars_per_token: float = 4.0
+    """For ``chars``: characters per token."""
+    tokenizer: Tokenizer = "o200k_base"
+    scale: float = 1.0
+    """Multiplier on the count (e.g. 1.1 for a tokenizer that reads 10 % above o200k)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    """When a tier considers acting; exactly one field is set."""
+
+    every_request: bool = False
+    at_tokens: int | None = None
+    """Estimated context tokens at or above which it fires."""
+    at_frac: float | None = None
+    """Fraction of the harness's usable window at or above which it fires."""
+    after_messages: int | None = None
+    """Messages in context at or above which it fires."""
+    never: bool = False
+    """The tier is switched off (kept in the policy, e.g. to compare with and without it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Protect:
+    """The recent range a tier leaves alone; unset fields protect nothing."""
+
+    messages: int = 0
+    tokens: int = 0
+    frac: float = 0.0
+    """Fraction of the usable window, counted back from the newest message."""
+    tool_results: int = 0
+    """The newest N tool results."""
+    newest: bool = True
+    """Never touch the newest message (output the model has not seen yet)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placeholder:
+    """What a trimmed block becomes: head and tail of the original around a note."""
+
+    template: str = "[{tool} output trimmed: {lines} lines, {chars} chars]"
+    """Variables: {tool}, {path}, {lines}, {chars}, {call_id}."""
+    head_lines: int = 0
+    tail_lines: int = 0
+    head_chars: int = 0
+    tail_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trim:
+    """Replace old tool output (and completed write/edit arguments) with placeholders."""
+
+    type: Literal["trim"] = "trim"
+    name: str = "trim"
+    when: Literal["before", "after"] = "before"
+    """Check before sending each request, or only after sending (too late for new output)."""
+    trigger: Trigger = field(default_factory=lambda: Trigger(every_request=True))
+    blocks: tuple[Literal["tool_results", "write_args", "call_args"], ...] = ("tool_results",)
+    min_chars: int = 0
+    min_lines: int = 0
+    protect: Protect = field(default_factory=Protect)
+    placeholder: Placeholder = field(default_factory=Placeholder)
+    write_note: str = "[{tool} applied to {path}: {lines} lines]"
+    """What completed write/edit arguments shrink to."""
+    min_reclaim_tokens: int = 0
+    min_reclaim_frac: float = 0.0
+    """Undo the whole pass when it would reclaim less than this fraction of the usable window."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Restore:
+    """What a summary brings back: the recorded summary and restoration where the log recorded
+    a compaction nearby, a modelled summary size and re-attached files elsewhere
+    (``replay.engine.tiers.summarise``; the model: ``replay.compaction_fit``)."""
+
+    recorded_within_requests: int | None = 3
+    """When a recorded compaction's first request after is within this many requests of the
+    replayed summary, the replay uses the recorded summary and keeps what the harness kept
+    after it (re-attached files, todo list, the messages after the boundary) instead of the stub
+    summary and the re-inserted items (None: never)."""
+    summary_base_tokens: int | None = None
+    """Elsewhere (a counterfactual compaction), the stub summary's size is this plus
+    ``summary_tokens_per_summarised`` × the true tokens it replaces (None: the tier's fixed
+    ``summary_tokens``).  ``replay calibrate`` fits both on the corpus's recorded compactions
+    (``replay.compaction_fit``)."""
+    summary_tokens_per_summarised: float = 0.0
+    files: int = 0
+    """Re-attach the last this many files read before the cut (each file's newest read result,
+    in reading order), as Claude Code does after a compaction (0: none)."""
+    file_max_tokens: int = 5000
+    """Each re-attached file is cut to this many estimated tokens."""
+    files_max_tokens: int = 50000
+    """Re-attached files stop before this total (estimated tokens)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summarise:
+    """Replace old messages with a (stub) summary, keep a verbatim remainder."""
+
+    type: Literal["summarise"] = "summarise"
+    name: str = "summarise"
+    when: Literal["before", "after"] = "before"
+    trigger: Trigger = field(default_factory=lambda: Trigger(at_frac=0.8))
+    min_messages: int = 0
+    """Only summarise with more messages than this in context."""
+    keep_messages: int = 8
+    """Verbatim remainder, in messages."""
+    keep_max_frac: float = 1.0
+    """Cap on the remainder as a fraction of the usable window."""
+    summary_tokens: int = 2000
+    reinsert: tuple[Literal["task", "todo"], ...] = ()
+    """Items re-inserted verbatim after every summary."""
+    fail_every: int = 0
+    """Inject a summariser failure every N summaries (0: never)."""
+    fallback_tokens: int = 400
+    """Size of the marked mechanical fallback used when the summariser fails."""
+    restore: Restore = field(default_factory=Restore)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collapse:
+    """Emergency: when the estimate nears the limit, trim inside the protected range, then drop."""
+
+    type: Literal["collapse"] = "collapse"
+    name: str = "collapse"
+    when: Literal["before", "after"] = "before"
+    margin_frac: float = 0.1
+    """Fires when estimate ≥ (1 − margin) × usable window."""
+    may_trim_protected: bool = False
+    placeholder: Placeholder = field(default_factory=Placeholder)
+    keep_messages: int | None = 4
+    """Messages kept after dropping (None: drop only until under the threshold)."""
+    summary_tokens: int = 0
+    """Size of the stub summary that replaces dropped messages (0: none)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Custom:
+    """A tier implemented in Python (``module:Class``); see ``replay.engine.tiers.custom``."""
+
+    type: Literal["custom"] = "custom"
+    name: str = "custom"
+    when: Literal["before", "after"] = "before"
+    cls: str = ""
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+Tier = Trim | Summarise | Collapse | Custom
+"""The tier types; YAML picks one by its ``type`` (``replay.policy.check``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """A complete context-management policy."""
+
+    name: str = "policy"
+    description: str = ""
+    source: str = ""
+    """Where the settings come from (paper, repository, article)."""
+    server: Server = field(default_factory=Server)
+    estimator: TokenCounter = field(
+        default_factory=lambda: TokenCounter(method="chars", chars_per_token=4.0))
+    truth: TokenCounter = field(default_factory=lambda: TokenCounter(method="anchored"))
+    """What the replay judges by; anchored on recorded usage unless a policy asks otherwise."""
+    subtract_reserve: bool = True
+    """Whether the harness subtracts the reserve from the window before its fractions and checks."""
+    tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
+    provider: str = DEFAULT_PROVIDER
+    """The provider profile ``cache`` starts from (``replay.policy.providers``; ``--provider``)."""
+    cache: Cache = field(default_factory=Cache)
+    """The profile's cache and prices with the policy's overrides (``cache:`` in YAML)."""
+
+    @property
+    def usable_tokens(self) -> int:
+        """The window the harness plans against (reserve subtracted when it does that)."""
+        s = self.server
+        return s.window_tokens - (s.reserve_tokens if self.subtract_reserve else 0)
+
+    def digest(self) -> str:
+        """A stable hash of every setting (for caches of sweep results)."""
+        blob = json.dumps(policy_to_dict(self), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and validate a policy YAML file, or a preset by name (``replay policies``); a file
+    may ``extends:`` a preset or another file (``replay.policy.doc``)."""
+    doc, where = read_policy_doc(path)
+    return policy_from_dict(doc, where)
+
+
+def presets() -> list[str]:
+    """Names of the shipped presets."""
+    return preset_names()
+
+
+def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:
+    """Build a validated ``Policy`` from plain data (as read from YAML)."""
+    if not isinstance(doc, dict):
+        raise PolicyError(where, "", "a policy is a mapping of keys to values")
+    known = {f.name for f in dataclasses.fields(Policy)}
+    if doc and not any(isinstance(k, str) and k in known for k in doc):  # keys not echoed:
+        raise PolicyError(where, "", "not a policy: none of its top-level keys is a policy "
+                                     f"key ({', '.join(sorted(known))})")  # maybe not a policy
+    policy = build(Policy, cache_doc(doc, where), where, "")
+    check(policy, where)
+    return policy
+
+
+def replace_path(policy: Policy, path: str, value: Any) -> Policy:
+    """A copy of ``policy`` with one field set by dotted path (``tiers.0.trigger.at_frac``)."""
+    return replace_paths(policy, ((path, value),))
+
+
+def replace_paths(policy: Policy, settings: Iterable[tuple[str, Any]]) -> Policy:
+    """A copy of ``policy`` with several fields set, validated once with all of them (two
+    fields that must change together — a smaller window and a trigger — can)."""
+    doc = policy_to_dict(policy)
+    shown = []
+    for path, value in settings:
+        set_path(doc, path, value)
+        shown.append(f"{path}={value!r}")
+    return policy_from_dict(doc, f"<{policy.name} with {', '.join(shown)}>")
+
+
+def set_path(doc: Any, path: str, value: Any) -> None:
+    """Set one field of a policy's plain data (``policy_to_dict``) by dotted path, tiers by
+    index; missing mappings on the way are created."""
+    node: Any = doc
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
+    if isinstance(node, list):
+        node[int(keys[-1])] = value
+    else:
+        node[keys[-1]] = value
+
+
+def policy_to_dict(obj: Any) -> Any:
+    """Plain data of a policy (the inverse of ``policy_from_dict``)."""
+    if dataclasses.is_dataclass(obj):
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            out["class" if f.name == "cls" else f.name] = (
+                dict(value) if f.name == "options" else policy_to_dict(value))
+        return out
+    if isinstance(obj, tuple):
+        return [policy_to_dict(v) for v in obj]
+    return obj

@@ -1,0 +1,218 @@
+"""Plain policy data (as read from YAML) → validated frozen dataclasses.
+
+``build`` fills a dataclass field by field from its type hints and refuses an unknown key (with
+a "did you mean"), a wrong type, a fraction outside 0–1, a negative count or a number beyond
+``MAX_INT``; ``check`` applies the cross-field rules the types cannot say (reserve inside the
+window, one reachable trigger per tier, unique tier names, templates ``str.format`` can fill).
+Every refusal is a ``PolicyError`` naming the file, the key path and why.
+
+Not here: the policy's fields (``replay.policy``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import math
+import string
+import types
+import typing
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from replay.errors import PolicyError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from replay.policy import Policy, Trigger
+
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def build(cls: type[_D], doc: Any, where: str, key: str) -> _D:
+    """An instance of the frozen dataclass ``cls`` from plain data, every field checked against
+    its type hint (unknown keys, wrong types, fractions outside 0-1, numbers beyond ``MAX_INT``).
+
+    Raises:
+        PolicyError: naming ``where``, the key path and why.
+    """
+    if not isinstance(doc, dict):
+        raise PolicyError(where, key or "(top)", f"expected a mapping, got {type(doc).__name__}")
+    hints = _hints(cls)
+    names = {("class" if f.name == "cls" else f.name): f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for k, v in doc.items():
+        path = f"{key}.{k}" if key else str(k)
+        if k not in names:
+            close = difflib.get_close_matches(str(k), list(names), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(names)}"
+            raise PolicyError(where, path, f"unknown key{hint}")
+        fname = names[k]
+        if fname == "options":
+            if not isinstance(v, dict):
+                raise PolicyError(where, path, "expected a mapping")
+            kwargs[fname] = tuple(sorted(v.items()))
+            continue
+        kwargs[fname] = _value(hints[fname], v, where, path)
+    return cls(**kwargs)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _value(hint: Any, v: Any, where: str, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        if v is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        if all(dataclasses.is_dataclass(a) for a in options):
+            return _tier(options, v, where, path)
+        return _value(options[0], v, where, path)
+    if origin is Literal:
+        if v not in args:
+            close = difflib.get_close_matches(str(v), [str(a) for a in args], n=1)
+            hint_txt = f"; did you mean {close[0]!r}?" if close else ""
+            raise PolicyError(where, path, f"{v!r} is not one of {', '.join(map(str, args))}{hint_txt}")
+        return v
+    if origin is tuple:
+        if not isinstance(v, list):
+            raise PolicyError(where, path, f"expected a list, got {type(v).__name__}")
+        return tuple(_value(args[0], item, where, f"{path}.{i}") for i, item in enumerate(v))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return build(hint, v, where, path)
+    if hint is bool:
+        if not isinstance(v, bool):
+            raise PolicyError(where, path, f"expected true or false, got {v!r}")
+        return v
+    if hint is int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise PolicyError(where, path, f"expected a whole number, got {v!r}")
+        if v < 0:
+            raise PolicyError(where, path, f"must be ≥ 0, got {v}")
+        if v > MAX_INT:
+            raise PolicyError(where, path, f"must be at most {MAX_INT:,} (2^53), got {v:.3g}")
+        return v
+    if hint is float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise PolicyError(where, path, f"expected a number, got {v!r}")
+        if not math.isfinite(v) or abs(v) > MAX_INT:
+            raise PolicyError(where, path, f"must be a finite number of at most {MAX_INT:,} "
+                                           f"(2^53), got {float(v)}")
+        if path.rsplit(".", 1)[-1].endswith("frac") and not 0.0 <= v <= 1.0:
+            raise PolicyError(where, path, f"a fraction must be between 0 and 1, got {v}")
+        if v < 0:
+            raise PolicyError(where, path, f"must be ≥ 0, got {v}")
+        return float(v)
+    if hint is str:
+        if not isinstance(v, str):
+            raise PolicyError(where, path, f"expected text, got {v!r}")
+        return v
+    return v
+
+
+def _tier(options: list[Any], v: Any, where: str, path: str) -> Any:
+    tier_types = {f.default: cls for cls in options  # the union's tier classes by their 'type'
+                  for f in dataclasses.fields(cls)
+                  if f.name == "type" and isinstance(f.default, str)}
+    if not isinstance(v, dict) or "type" not in v:
+        raise PolicyError(where, path, f"a tier needs a 'type': one of {', '.join(tier_types)}")
+    kind = v["type"]
+    if kind not in tier_types:
+        close = difflib.get_close_matches(str(kind), list(tier_types), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PolicyError(where, f"{path}.type", f"unknown tier type {kind!r}{hint}")
+    return build(tier_types[kind], v, where, path)
+
+
+def check(p: Policy, where: str) -> None:
+    """Cross-field rules the types cannot say."""
+    s = p.server
+    if s.window_tokens <= 0:
+        raise PolicyError(where, "server.window_tokens", "must be > 0")
+    if s.reserve_tokens >= s.window_tokens:
+        raise PolicyError(where, "server.reserve_tokens",
+                          f"reserve {s.reserve_tokens} leaves no room in window {s.window_tokens}")
+    for name, counter in (("estimator", p.estimator), ("truth", p.truth)):
+        if counter.method == "chars" and counter.chars_per_token <= 0:
+            raise PolicyError(where, f"{name}.chars_per_token", "must be > 0")
+        if counter.scale <= 0:
+            raise PolicyError(where, f"{name}.scale", "must be > 0 (a count scaled to 0 never "
+                                                      "reaches a trigger)")
+    if p.estimator.method == "anchored":
+        raise PolicyError(where, "estimator.method", "'anchored' is a truth method (the "
+                                                     "recorded usage of the request itself); "
+                                                     "an estimator can be 'calibrated'")
+    names: set[str] = set()
+    for i, tier in enumerate(p.tiers):
+        key = f"tiers.{i}"
+        if tier.name in names:
+            raise PolicyError(where, f"{key}.name", f"duplicate tier name {tier.name!r}")
+        names.add(tier.name)
+        trigger = getattr(tier, "trigger", None)
+        if trigger is not None:
+            _check_trigger(trigger, p, where, f"{key}.trigger")
+        for field_name in ("placeholder", "write_note"):
+            value = getattr(tier, field_name, None)
+            template = getattr(value, "template", value)  # a Placeholder's, or a write note
+            if isinstance(template, str):
+                _check_template(template, where, f"{key}.{field_name}"
+                                + (".template" if field_name == "placeholder" else ""))
+        if tier.type == "trim":
+            if tier.min_reclaim_tokens and tier.min_reclaim_frac:
+                raise PolicyError(where, f"{key}.min_reclaim_frac",
+                                  "set min_reclaim_tokens or min_reclaim_frac, not both")
+            if not tier.blocks:
+                raise PolicyError(where, f"{key}.blocks", "a trim tier needs at least one block kind")
+        if tier.type == "summarise" and tier.summary_tokens <= 0:
+            raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
+        if tier.type == "custom" and ":" not in tier.cls:
+            raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
+
+
+def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:
+    """Exactly one condition, and one the context can reach: a token level above the window
+    never fires (the server refuses the request first); ``never: true`` says so on purpose."""
+    n_set = sum([trigger.every_request, trigger.at_tokens is not None,
+                 trigger.at_frac is not None, trigger.after_messages is not None, trigger.never])
+    if n_set != 1:
+        raise PolicyError(where, key, f"set exactly one of every_request, at_tokens, at_frac, "
+                                      f"after_messages, never ({n_set} set)")
+    window = p.server.window_tokens
+    level, name = (trigger.at_tokens, "at_tokens") if trigger.at_tokens is not None else \
+        (None if trigger.at_frac is None else int(trigger.at_frac * p.usable_tokens), "at_frac")
+    if level is not None and level > window:
+        raise PolicyError(where, f"{key}.{name}", f"{level:,} tokens is above the window "
+                                                  f"({window:,}): the tier could "
+                                                  "never act; write 'never: true' to switch "
+                                                  "it off")
+    if (level is not None and level < 0) or (trigger.after_messages or 0) < 0:
+        raise PolicyError(where, key, "a trigger level must be ≥ 0")
+
+
+TEMPLATE_FIELDS: tuple[str, ...] = ("tool", "path", "lines", "chars", "call_id")
+"""The variables of a placeholder template and a write note (``replay.engine.tiers.base``)."""
+MAX_INT = 2**53
+"""Largest whole number (and magnitude of a number) a policy field takes: beyond it token
+counts stop being exact as floats and sums overflow int64."""
+
+
+def _check_template(template: str, where: str, key: str) -> None:
+    """Refuse a template ``str.format`` cannot fill with ``TEMPLATE_FIELDS``."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:  # a stray { or }
+        raise PolicyError(where, key, f"not a valid template ({exc}); write {{{{ and }}}} for "
+                                      f"a literal brace") from None
+    unknown = [f for f in fields if f not in TEMPLATE_FIELDS]
+    if unknown:
+        raise PolicyError(where, key, f"unknown template field {{{unknown[0]}}}; the fields are "
+                                      + ", ".join(f"{{{f}}}" for f in TEMPLATE_FIELDS))
+    try:
+        template.format(tool="t", path="p", lines=1, chars=1, call_id="c")
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise PolicyError(where, key, f"not a valid template ({exc})") from None
