@@ -9,16 +9,9 @@ per (run, metric):
 - ``verdict`` — ``better`` / ``worse`` / ``same`` by ``METRIC_DIRECTIONS`` (``b``
   against ``a``), '' for metrics without a direction or with a NaN.
 
-Totals (``scope = "total"``, ``run_id = TOTAL``) aggregate each side over the
-compared runs with ``totals``: counts, tokens, bytes and costs are summed;
-maxima and peaks take the maximum, minima the minimum; the pooled ratios are
-recomputed from their parts (cached share = Σ cached tokens / Σ tokens sent,
-summaries per 100 requests, overshoot fraction); every other mean, median,
-share or fraction is averaged over the runs weighted by what it is a mean of
-(requests by default, summaries for the per-summary means, comparable
-requests for the recorded-usage medians) — for medians and quantiles an
-approximation of the pooled statistic.  Request indices (``*_request``) have no
-total.
+Totals (``scope = "total"``, ``run_id = TOTAL``) combine each side over the
+compared runs (``analysis.run_totals``: one rule per metric, the same as a sweep's
+totals per setting).
 
 Rows where both sides are NaN are left out.  The totals come first, then the
 per-run rows; each section is sorted by the largest ``|rel_delta|`` first, then
@@ -33,7 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import METRIC_DIRECTIONS, RATIOS, WEIGHTS, known
+from analysis.metrics import METRIC_DIRECTIONS
+from analysis.run_totals import combine, total_rule
 
 TOTAL = "(all runs)"
 """``run_id`` of the totals rows."""
@@ -41,34 +35,8 @@ DIFF_COLUMNS: tuple[str, ...] = ("scope", "run_id", "metric", "a", "b", "delta",
                                  "direction", "verdict")
 KEYS: tuple[str, ...] = ("run_id", "policy")
 
-_NO_TOTAL = set(known("arg_share_results_bytes_at_args_peak"))
-_MEAN_MARKS = ("_mean", "_median", "_p05", "_p95", "share", "_frac", "per_100", "per_action")
-
-
-def total_rule(metric: str) -> str | None:
-    """How ``metric`` is aggregated across runs: ``sum``, ``max``, ``min``, ``ratio``, ``mean``.
-
-    Args:
-        metric: a metric column name.
-
-    Returns:
-        The rule, or None for metrics without a total (request indices).
-    """
-    if metric in RATIOS:
-        return "ratio"
-    if metric in _NO_TOTAL or metric.endswith("_request"):
-        return None
-    if "_max_" in metric or "peak" in metric or metric.endswith(("_max", "_mismatch_usd")):
-        return "max"
-    if "_min_" in metric:
-        return "min"
-    if any(mark in metric for mark in _MEAN_MARKS):
-        return "mean"
-    return "sum"
-
-
 def totals(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Every metric aggregated over the runs, one row per policy (``total_rule``).
+    """Every metric combined over the runs, one row per policy (``analysis.run_totals``).
 
     Args:
         metrics: the output of ``analysis.metrics.metrics`` (one or several policies).
@@ -78,13 +46,9 @@ def totals(metrics: pd.DataFrame) -> pd.DataFrame:
         order of first appearance.
     """
     cols = [c for c in metrics.columns if c not in KEYS and total_rule(c) is not None]
-    rows = []
-    for pol, g in metrics.groupby("policy", sort=False):
-        row: dict[str, Any] = {"policy": str(pol), "n_runs": len(g)}
-        for col in cols:
-            row[col] = _aggregate(g, col)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["policy", "n_runs", *cols])
+    out = combine(metrics, "policy", cols)
+    out.insert(0, "n_runs", metrics.groupby("policy", sort=False).size())
+    return out.rename_axis("policy").reset_index().astype({"policy": str})
 
 
 def diff(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.DataFrame:
@@ -126,38 +90,6 @@ def to_records(df: pd.DataFrame) -> list[dict[str, Any]]:
     for rec in df.to_dict(orient="records"):
         out.append({str(k): _plain(v) for k, v in rec.items()})
     return out
-
-
-def _aggregate(g: pd.DataFrame, col: str) -> float:
-    rule = total_rule(col)
-    vals = g[col].astype("float64")
-    if rule == "ratio":
-        num, den, scale = RATIOS[col]
-        if num not in g or den not in g:
-            return _weighted(vals, g["n_requests"].astype("float64"))
-        d = float(g[den].sum())
-        return scale * float(g[num].sum()) / d if d else math.nan
-    if vals.isna().all():
-        return math.nan
-    if rule == "sum":
-        return float(vals.sum())
-    if rule == "max":
-        return float(vals.max())
-    if rule == "min":
-        return float(vals.min())
-    weight = WEIGHTS.get(col, "n_requests")
-    w = g[weight].astype("float64") if weight in g else pd.Series(1.0, index=g.index)
-    return _weighted(vals, w)
-
-
-def _weighted(vals: pd.Series, w: pd.Series) -> float:
-    ok = vals.notna()
-    if not ok.any():
-        return math.nan
-    wsum = float(w[ok].sum())
-    if wsum <= 0:
-        return float(vals[ok].mean())
-    return float((vals[ok] * w[ok]).sum() / wsum)
 
 
 def _row(scope: str, run_id: str, metric: str, a: Any, b: Any) -> dict[str, Any] | None:

@@ -1,17 +1,9 @@
 """Choosing a setting from a sweep: totals over runs, constraints, Pareto fronts, and their plots.
 
 ``aggregate`` turns the sweep table (one row per run and setting) into one row
-per setting, over runs:
-
-- ratios are recomputed from sums: ``cache_invalidation_cached_share`` = Σ cached
-  tokens / Σ tokens sent, ``overshoots_frac`` = Σ overshoots / Σ requests,
-  ``summarisation_per_100_requests`` (and the recorded one) = 100 × Σ summaries /
-  Σ requests;
-- columns named ``*max*``, ``*peak*`` or ``*mismatch*`` take the maximum, ``*min*``
-  the minimum;
-- other counts, tokens and costs are summed; other fractions and means are averaged
-  over runs (undefined values skipped);
-- ``*_request`` columns (positions inside one run) are left out.
+per setting, each metric combined over runs as ``diff`` combines them
+(``analysis.run_totals``: ratios from summed parts, maxima, minima, means weighted by
+requests, sums; ``*_request`` columns left out).
 
 ``best`` keeps the settings that meet every constraint (pandas ``query``
 expressions such as ``"overshoots_n == 0"``; the short names ``overshoots``,
@@ -34,7 +26,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from analysis.metrics import FLOAT_COLUMNS, METRIC_COLUMNS, RATIOS, known
+from analysis.metrics import METRIC_COLUMNS, known
+from analysis.run_totals import combine
 from replay.errors import ReplayInputError
 
 ALIASES: dict[str, str] = {
@@ -69,21 +62,8 @@ def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
     g = table.groupby("setting", sort=True)
     out = g[list(params)].first() if params else pd.DataFrame(index=g.size().index)
     out["n_runs"] = g.size()
-    for col in METRIC_COLUMNS:
-        if col.endswith("_request"):
-            continue
-        if col in RATIOS:
-            num, den, scale = RATIOS[col]
-            sums = g[[num, den]].sum()
-            out[col] = scale * sums[num] / sums[den].where(sums[den] > 0)
-        elif any(k in col for k in ("max", "peak", "mismatch")):
-            out[col] = g[col].max()
-        elif "min" in col:
-            out[col] = g[col].min()
-        elif col in FLOAT_COLUMNS and not col.endswith("_usd"):
-            out[col] = g[col].mean()
-        else:
-            out[col] = g[col].sum()
+    totals = combine(table, "setting", METRIC_COLUMNS)
+    out = out.join(totals)
     return out.reset_index()
 
 
