@@ -52,6 +52,8 @@ def _tree(root: Path) -> dict[str, int]:
                                    "result": "swept"}])
     (wf / "agent-ag01.meta.json").write_text(json.dumps({"agentType": "general-purpose"}))
     (proj / SID / "subagents" / "agent-ab02.meta.json").write_text(json.dumps({"agentType": "x"}))
+    (proj / "sessions-index.json").write_text(json.dumps({"version": 1, "entries": [
+        {"sessionId": SID, "fullPath": str(proj / f"{SID}.jsonl"), "firstPrompt": "run"}]}))
     _write(proj / "a1b2c3d4-0000-4000-8000-000000000001.jsonl", [
         {"type": "summary", "summary": "Fixing the build", "leafUuid": "u9"},
         {"type": "summary", "summary": "Refactor", "leafUuid": "u8"}])
@@ -77,7 +79,7 @@ def test_a_project_folder_ingests_with_exit_0_and_names_what_holds_no_conversati
         f"{SID}/subagents/workflows/wf_01/agent-ag01.meta.json",
         f"{SID}/subagents/agent-ab02.meta.json",
         "a1b2c3d4-0000-4000-8000-000000000001.jsonl",
-        "a1b2c3d4-0000-4000-8000-000000000003.jsonl"))
+        "a1b2c3d4-0000-4000-8000-000000000003.jsonl", "sessions-index.json"))
     assert "summary x2" in doc["no_conversation"][
         "-home-me-repo/a1b2c3d4-0000-4000-8000-000000000001.jsonl"]
     runs = CliRunner().invoke(app, ["runs", str(out), "--json"])
@@ -87,7 +89,7 @@ def test_a_project_folder_ingests_with_exit_0_and_names_what_holds_no_conversati
     session = by_source[f"-home-me-repo/{SID}.jsonl"]
     assert sub["parent"] == session["source"]  # linked to its session (was unlinked)
     plain = CliRunner().invoke(app, ["ingest", str(tmp_path / "projects"), "--out", str(out)])
-    assert plain.exit_code == 0 and "5 files hold no conversation" in plain.output
+    assert plain.exit_code == 0 and "6 files hold no conversation" in plain.output
 
 
 def test_metadata_with_anything_else_is_still_a_failed_input(tmp_path: Path) -> None:

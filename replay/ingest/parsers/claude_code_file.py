@@ -74,10 +74,14 @@ def metadata_only(filename: str, head: bytes) -> str:
 
 def companion(path: PurePath) -> str:
     """Why a file of a Claude Code project folder is no transcript: a subagent's
-    ``agent-*.meta.json`` beside its ``agent-*.jsonl`` ('' for any other file)."""
+    ``agent-*.meta.json`` beside its ``agent-*.jsonl``, or the project's
+    ``sessions-index.json`` (its sessions' titles and paths) ('' for any other file)."""
     if path.name.startswith("agent-") and path.name.endswith(".meta.json") \
             and "subagents" in path.parts[:-1]:
         return "Claude Code subagent metadata (agent-*.meta.json), not a transcript"
+    if path.name == "sessions-index.json":
+        return "Claude Code's index of the project's sessions (sessions-index.json), not a " \
+               "transcript"
     return ""
 
 
