@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from replay.cli.output import _progress, error, printable, say, warn
+from replay.cli.output import _progress, error, say, warn
 from replay.corpus import Corpus, Opener, open_corpus
 from replay.ingest import store
 from replay.ingest.batch import IngestReport
@@ -94,7 +94,7 @@ def no_conversation_note(report: IngestReport | None) -> str | None:
     if report is None or not report.no_conversation:
         return None
     items = sorted(report.no_conversation.items())
-    shown = "; ".join(f"{printable(k)}: {printable(v)}" for k, v in items[:3])
+    shown = "; ".join(f"{k}: {v}" for k, v in items[:3])  # escaped where printed (``say``)
     more = f"; and {len(items) - 3} more" if len(items) > 3 else ""
     return (f"note: {len(items)} file{' holds' if len(items) == 1 else 's hold'} no conversation, "
             f"nothing to replay there ({shown}{more})")

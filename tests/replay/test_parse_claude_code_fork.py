@@ -54,3 +54,23 @@ def test_a_fork_counts_its_own_requests_and_links_its_parent(tmp_path: Path) -> 
     assert mine["n_requests"] == 1 and mine["n_messages"] == len(fork)  # all of it is context
     assert mine["parent_run_id"] == theirs["run_id"]
     assert mine["recorded_input_tokens"] == 100
+
+
+def test_a_crafted_fork_parent_name_stays_in_the_folder_and_costs_nothing(tmp_path: Path) -> None:
+    """``forkedFrom.sessionId`` comes from the file: a name with a separator, a leading dot or a
+    NUL names no file (was a ValueError from ``stat`` on the NUL: the whole file lost)."""
+    (tmp_path / "outside.jsonl").write_text("")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for n, bad in enumerate(("../outside", "a\x00b", ".hidden", "x/y")):
+        rec = _rec("user", "u1", None, FORK, "go")
+        reply = _rec("assistant", "a1", "u1", FORK, "ok")
+        for r in (rec, reply):
+            r["forkedFrom"] = {"sessionId": bad, "messageUuid": r["uuid"]}
+        _write(proj / f"f{n}.jsonl", [rec, reply, _rec("user", "u2", "a1", FORK, "more"),
+                                      _rec("assistant", "a2", "u2", FORK, "done")])
+    report = ingest([proj], tmp_path / "ds")
+    assert not report.failed and not report.issues, [str(i) for i in report.issues]
+    runs = read_store(tmp_path / "ds").runs.to_pylist()
+    assert len(runs) == 4 and all(r["parent_run_id"] == "" and r["n_requests"] == 1
+                                  for r in runs)

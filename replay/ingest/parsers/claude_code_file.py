@@ -131,11 +131,20 @@ def _is_message(rec: dict[str, Any]) -> bool:
     return isinstance(mid, str) and mid.startswith("msg_")
 
 
+def sibling(path: Path, sid: str) -> Path | None:
+    """The file of session ``sid`` beside the transcript ``path`` (``<sid>.jsonl`` in its
+    folder), or None when ``sid`` is this file's own, or no plain file name (a separator, a
+    leading dot, a NUL: a session id from the file never leaves its folder)."""
+    if not sid or sid == path.stem or any(c in sid for c in "/\\\x00") or sid.startswith("."):
+        return None
+    return path.parent / f"{sid}.jsonl"
+
+
 def copied(path: Path, sid: str, cache: dict[str, bool]) -> bool:
     """Whether records of session ``sid`` belong to its own file beside this one."""
     if sid not in cache:
-        cache[sid] = sid != path.stem and "/" not in sid and "\\" not in sid \
-            and not sid.startswith(".") and (path.parent / f"{sid}.jsonl").is_file()
+        file = sibling(path, sid)
+        cache[sid] = file is not None and file.is_file()
     return cache[sid]
 
 
@@ -163,9 +172,8 @@ def parent_run_id(path: Path) -> str:
 def fork_parent_run_id(path: Path, sid: str) -> str:
     """Run id of the session ``sid`` a forked session was copied from (``forkedFrom``), when
     its file is beside this one ('' otherwise, or for a name that is no plain file name)."""
-    if not sid or sid == path.stem or "/" in sid or "\\" in sid or sid.startswith("."):
-        return ""
-    return _session_run_id(path.parent / f"{sid}.jsonl")
+    file = sibling(path, sid)
+    return "" if file is None else _session_run_id(file)
 
 
 def _session_run_id(parent: Path) -> str:
