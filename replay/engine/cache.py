@@ -27,14 +27,18 @@ class RequestCache:
 
 
 def request_cache(cache: Cache, input_tokens: int, common_prefix_tokens: int,
-                  output_tokens: int) -> RequestCache:
+                  output_tokens: int, shortfall_tokens: int = 0) -> RequestCache:
     """Cache read / write / fresh split and cost of one request."""
-    return RequestCache(*pricer(cache)(input_tokens, common_prefix_tokens, output_tokens))
+    return RequestCache(*pricer(cache)(input_tokens, common_prefix_tokens, output_tokens,
+                                       shortfall_tokens))
 
 
-def pricer(cache: Cache) -> Callable[[int, int, int], tuple[int, int, int, float]]:
+def pricer(cache: Cache) -> Callable[[int, int, int, int], tuple[int, int, int, float]]:
     """``request_cache`` with the provider's constants bound once, for the replay loop:
-    ``(input, common prefix, output) -> (cached, cache write, fresh, cost)``."""
+    ``(input, common prefix, output, shortfall) -> (cached, cache write, fresh, cost)``.
+
+    ``shortfall``: tokens the real cache read less than this model on the recorded request
+    (``replay.engine.cache_anchor``; negative: more), taken off the model's read."""
     p = cache.prices
     none = cache.provider == "none"
     vllm = cache.provider == "vllm"
@@ -43,13 +47,15 @@ def pricer(cache: Cache) -> Callable[[int, int, int], tuple[int, int, int, float
     p_in, p_read = p.input_per_mtok, p.cache_read_per_mtok
     p_write, p_out = p.cache_write_per_mtok or 0.0, p.output_per_mtok
 
-    def split(input_tokens: int, common_prefix_tokens: int,
-              output_tokens: int) -> tuple[int, int, int, float]:
+    def split(input_tokens: int, common_prefix_tokens: int, output_tokens: int,
+              shortfall_tokens: int) -> tuple[int, int, int, float]:
         cached = 0
         if not none and common_prefix_tokens >= min_prefix:
             cached = (min(common_prefix_tokens, input_tokens) // g) * g
             if vllm and cached >= input_tokens:
                 cached = max(0, input_tokens - g)  # the last block is always computed
+        if shortfall_tokens and not none:
+            cached = min(input_tokens, max(0, cached - shortfall_tokens))
         rest = input_tokens - cached
         write, fresh = (rest, 0) if premium else (0, rest)
         cost = (fresh * p_in + cached * p_read + write * p_write + output_tokens * p_out) / 1e6

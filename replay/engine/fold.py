@@ -7,7 +7,8 @@ For each recorded request, in order:
 3. build the request and record it: tokens by estimate and by truth, the
    overshoot against window − reserve, the bytes of call arguments / results,
    the prefix the cache can reuse (from the earliest position changed since
-   the previous request), tokens invalidated, cost;
+   the previous request; under anchored truth corrected by the recorded cache's shortfall,
+   ``replay.engine.cache_anchor``), tokens invalidated, cost;
 4. let the ``after`` tiers act (they see the context as sent, not what comes next).
 
 No clock, no I/O, no randomness: the same run and policy give the same trace.  The one
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from replay.engine.cache import pricer
+from replay.engine.cache_anchor import cache_shortfalls
 from replay.engine.context import Context
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.tiers import bind
@@ -90,6 +92,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     window = s.window_tokens
     outputs, expired = run.outputs(plan.counter, calibration), run.expired(cache.ttl_s)
     split_cost, measure = pricer(cache), ctx.measure
+    shortfalls = cache_shortfalls(run, plan, cache, s.message_overhead_tokens) or [0] * run.n_requests
     rows: list[int | float] = []
     """The request rows, flat: a ``replay.engine.trace.RequestMeasured``'s values a request
     (``_columns`` slices them into columns by its field names)."""
@@ -110,7 +113,8 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         truth += offset
         common = _common_prefix(ctx, env, k, truth)
         output = outputs[k]
-        cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output)
+        cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output,
+                                                  shortfalls[k])
         invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
         # one RequestMeasured, in its field order, as a plain tuple: building the NamedTuple
         # by keyword here cost 15-20 % of a replay's CPU time (benchmarks, all presets)

@@ -19,6 +19,8 @@ the trace and every summary:
   list) shows as a jump of the offset across the compaction (``reattached_tokens``); a replay
   that did not reuse that recorded compaction does not hold it, so its offsets leave the jump
   out (``TruthPlan.offsets``), and one that reused it adds it back (``TruthPlan.reattached``).
+  Cache reads are anchored the same way (``replay.engine.cache_anchor``): an unchanged request
+  reads what the log recorded, a changed one the model's read less the recorded shortfall.
 - ``fitted`` — ``overhead + scale × count`` from the run's calibration
   (``truth.method: calibrated``).
 - ``tokenizer`` / ``chars`` — a plain count the policy asked for explicitly.
@@ -39,9 +41,11 @@ from replay.engine.prepared import Calibration, PreparedRun
 from replay.policy import Policy, TokenCounter
 
 TRUTH_SOURCES: dict[str, str] = {
-    "anchored": "recorded input + run-fitted scale × (replayed − recorded count)",
+    "anchored": "recorded input + run-fitted scale × (replayed − recorded count); cache reads "
+                "carry the recorded cache's shortfall",
     "anchored-unscaled": "recorded input + policy scale × (replayed − recorded count); "
-                         "no usable fit for the run",
+                         "no usable fit for the run; cache reads carry the recorded cache's "
+                         "shortfall",
     "fitted": "overhead + scale × count, fitted on the run's recorded usage",
     "tokenizer": "plain tokenizer count (asked for by the policy)",
     "chars": "characters / N (asked for by the policy)",
@@ -104,6 +108,18 @@ def _plain(t: TokenCounter) -> TokenCounter:
 
 def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
     """Per request: recorded input − recorded count of the anchor request (memoised)."""
+    return _anchors(run, counter, msg_overhead)[0]
+
+
+def recorded_truths(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
+    """Per request: the true size of the context the harness really sent — its recorded input,
+    or for a request without one its recorded count plus the anchor offset (what a replay
+    that keeps the recorded context sends under anchored truth); memoised."""
+    return _anchors(run, counter, msg_overhead)[1]
+
+
+def _anchors(run: PreparedRun, counter: TokenCounter,
+             msg_overhead: int) -> tuple[list[int], list[int]]:
     key = ("anchor", counter, msg_overhead)
     got = run._counts.get(key)
     if got is not None:
@@ -112,18 +128,21 @@ def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -
     summaries = [recorded_summary_truth(run, i, counter, msg_overhead)
                  for i in range(len(run.harness_summary_tokens))]
     offsets: list[int | None] = []
+    counts: list[int] = []
     last: int | None = None
     for k, hi in enumerate(itertools.accumulate(run.req_blocks, max)):
         rec = run.recorded_input[k]
+        s = run.recorded_summary[k]
+        count = pre[hi] - pre[run.recorded_from[k]] + (summaries[s] if s >= 0 else 0)
+        counts.append(count)
         if rec is not None and rec > 0:
-            s = run.recorded_summary[k]
-            count = pre[hi] - pre[run.recorded_from[k]] + (summaries[s] if s >= 0 else 0)
             last = rec - count
         offsets.append(last)
     first = next(o for o in offsets if o is not None)
-    got = [first if o is None else o for o in offsets]
-    run._counts[key] = got
-    return got
+    filled = [first if o is None else o for o in offsets]
+    sizes = [o + c for o, c in zip(filled, counts)]
+    run._counts[key] = (filled, sizes)
+    return filled, sizes
 
 
 def reattached_tokens(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:
