@@ -200,7 +200,10 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     """Fit truth = overhead + scale × o200k count to each run's recorded usage.
 
     Errors are fractions (0.012 = 1.2 %): mean over the fitted points, and held out (fit on the
-    first half of the pre-compaction requests, median error on the second).  A run with fewer
+    first half of the pre-compaction requests, median error on the second) of the two truths
+    that use the fit: held_out_fitted_error for overhead + scale × count, and
+    held_out_anchored_error for anchored truth (recorded input at the first half's last request
+    + scale × the count added since; a run's own fit only).  A run with fewer
     than MIN_POINTS recorded requests gets its model's corpus-level fit (source: corpus);
     implausible fits are flagged and not used to scale anchored truth.
 
@@ -225,10 +228,14 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     with _errors():
         rows = calibration_rows(corpus)
     _emit(rows, as_json, title=f"calibration of truth against recorded usage (errors as "
-                               f"fractions; fewer than {MIN_POINTS} points: corpus fit per model)")
+                               f"fractions; fewer than {MIN_POINTS} points: corpus fit per model, "
+                               "which has no anchored held-out error)",
+          layout=CALIBRATION_LAYOUT)
     _finish(corpus.report, strict)
 
 
+CALIBRATION_LAYOUT = Layout(columns=("source", "fit", "scale",
+                                     "held_out_fitted_error", "held_out_anchored_error", "flags"))
 COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summarised_tokens",
                                      "summary_tokens", "reattached_tokens",
                                      "files_model_tokens"))

@@ -44,7 +44,11 @@ class Calibration:
     tokenizer count: the fit is only as good as ``replay.ingest.redaction.CHARS_PER_TOKEN``)."""
     held_out_error_frac: float | None = None
     """Median |fit − recorded| / recorded on the second half of the points, fitted on the first
-    half only (None with too few points to split)."""
+    half only (None with too few points to split): the error of ``fitted`` truth."""
+    held_out_anchored_error_frac: float | None = None
+    """The same for ``anchored`` truth: anchored on the last point of the first half, median
+    |recorded there + scale × (count − count there) − recorded| / recorded on the second half
+    (``replay.engine.calibrate``; None with too few points, and for a corpus fit)."""
     flags: tuple[str, ...] = ()
     """Why the fit should not be trusted (``replay.engine.calibrate``): too few points, a scale far
     from 1, a negative overhead.  Empty: usable."""

@@ -1,4 +1,5 @@
-"""Calibration reports what it cannot do: held-out error, a minimum of points, implausible fits."""
+"""Calibration reports what it cannot do: held-out errors (of fitted and of anchored truth), a
+minimum of points, implausible fits."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.engine.calibrate import MIN_POINTS, from_points, points
+from replay.engine.calibrate import MIN_POINTS, corpus_fit, from_points, points
 
 
 def _run_id(corpus, suffix: str) -> str:  # type: ignore[no-untyped-def]
@@ -29,6 +30,42 @@ def test_held_out_error_is_fitted_on_the_first_half_only(sample_corpus):  # type
     expected = float(np.median(np.abs(overhead + scale * xs[half:] - ys[half:]) / ys[half:]))
     assert cal.held_out_error_frac is not None
     assert abs(cal.held_out_error_frac - expected) < 1e-9
+    # anchored truth: the recorded input of the first half's last request + scale × the growth
+    anchored = float(np.median(np.abs(ys[half - 1] + scale * (xs[half:] - xs[half - 1])
+                                      - ys[half:]) / ys[half:]))
+    assert cal.held_out_anchored_error_frac is not None
+    assert abs(cal.held_out_anchored_error_frac - anchored) < 1e-9
+
+
+HAND = [(1000.0, 2210.0), (2000.0, 3390.0), (3000.0, 4620.0), (4000.0, 5900.0),
+        (5000.0, 7100.0), (6000.0, 8150.0), (7000.0, 9500.0), (8000.0, 10400.0)]
+"""Eight requests: the first half near 1000 + 1.2 × count, its last one above the line."""
+
+
+def test_held_out_anchored_error_of_a_hand_made_run() -> None:
+    cal = from_points(HAND)
+    assert cal is not None and cal.held_out_anchored_error_frac is not None
+    # by hand: least squares over the first four points
+    x, y = [p[0] for p in HAND[:4]], [p[1] for p in HAND[:4]]
+    mx, my = sum(x) / 4, sum(y) / 4
+    scale = (sum((a - mx) * (b - my) for a, b in zip(x, y))
+             / sum((a - mx) ** 2 for a in x))
+    assert abs(scale - 1.23) < 1e-12  # (1500·1820 + 500·640 + 500·590 + 1500·1870) / 5e6
+    errors = sorted(abs(5900.0 + scale * (xi - 4000.0) - yi) / yi for xi, yi in HAND[4:])
+    assert abs(cal.held_out_anchored_error_frac - (errors[1] + errors[2]) / 2) < 1e-12
+    overhead = my - scale * mx  # the absolute model misses by its offset at the anchor too
+    absolute = sorted(abs(overhead + scale * xi - yi) / yi for xi, yi in HAND[4:])
+    assert abs(cal.held_out_error_frac - (absolute[1] + absolute[2]) / 2) < 1e-12  # type: ignore[operator]
+    assert abs(cal.held_out_anchored_error_frac - cal.held_out_error_frac) > 1e-3  # type: ignore[operator]
+
+
+def test_held_out_errors_need_enough_points_and_one_run() -> None:
+    few = from_points(HAND[:MIN_POINTS - 1])
+    assert few is not None and few.held_out_error_frac is None
+    assert few.held_out_anchored_error_frac is None
+    pooled = corpus_fit([HAND, HAND])  # one run's request does not anchor another's
+    assert pooled is not None and pooled.held_out_error_frac is not None
+    assert pooled.held_out_anchored_error_frac is None
 
 
 def test_too_few_points_take_the_models_corpus_fit(sample_corpus):  # type: ignore[no-untyped-def]
@@ -60,5 +97,9 @@ def test_calibrate_json_numbers_are_numbers(sample_corpus, tmp_path):  # type: i
     assert fitted
     for r in fitted:
         assert isinstance(r["scale"], float) and isinstance(r["mean_abs_error"], float)
-        assert r["held_out_error"] is None or isinstance(r["held_out_error"], float)
+        assert r["held_out_fitted_error"] is None or isinstance(r["held_out_fitted_error"], float)
+        assert (r["held_out_anchored_error"] is None
+                or isinstance(r["held_out_anchored_error"], float))
+    assert any(isinstance(r["held_out_anchored_error"], float) for r in fitted)
+    assert all(r["held_out_anchored_error"] is None for r in rows if r["fit"] == "corpus")
     assert any(r["fit"].startswith("none") and r["flags"] == "no recorded usage" for r in rows)
