@@ -10,9 +10,12 @@ it (``HARNESS_POLICY``) and compares the trace with the log:
   from the first recorded compaction on (None without a recorded compaction);
 - ``cache_read_error_median_frac``: median |simulated cache read − recorded cache read| /
   recorded input, over the requests that recorded a cache read;
-- ``held_out_error_frac``: the run's own calibration fitted on the first half of its
-  pre-compaction requests, median error on the second half (``replay.engine.calibrate``; None with too
-  few points).
+- ``held_out_error_frac``: the held-out error of the truth the replay uses — the run's own
+  calibration fitted on the first half of its pre-compaction requests, median error on the second
+  half (``replay.engine.calibrate``) of the anchored model for ``anchored`` truth
+  (``held_out_anchored_error_frac``) or of overhead + scale × count for ``fitted`` truth
+  (``held_out_fitted_error_frac``); both are given.  None with too few points, a corpus fit, or a
+  truth that does not use the fit (``anchored-unscaled``: the fit is flagged, its scale unused).
 
 ``fidelity_totals`` gives the corpus figures against the targets of issue #15.
 """
@@ -56,6 +59,11 @@ class RunFidelity:
     post_size_error_median_frac: float | None
     cache_read_error_median_frac: float | None
     held_out_error_frac: float | None
+    """Held-out error of the truth this replay uses (see the module docstring)."""
+    held_out_anchored_error_frac: float | None = None
+    """Held-out error of anchored truth (``Calibration.held_out_anchored_error_frac``)."""
+    held_out_fitted_error_frac: float | None = None
+    """Held-out error of overhead + scale × count (``Calibration.held_out_error_frac``)."""
 
 
 def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFidelity]:
@@ -85,16 +93,20 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFideli
                             if rec[k]])
         cache = _median([abs(c - r) / i for c, r, i in zip(
             req["cached_tokens"], run.recorded_cache_read, rec) if r is not None and i])
+        own = cal if cal is not None and cal.source == "run" else None
+        anchored = own.held_out_anchored_error_frac if own is not None else None
+        fitted = own.held_out_error_frac if own is not None else None
+        truth_source = req["truth_source"][0]
         out.append(RunFidelity(
-            run_id=rid, source=sources[rid], policy=name, truth_source=req["truth_source"][0],
+            run_id=rid, source=sources[rid], policy=name, truth_source=truth_source,
             n_requests=run.n_requests, recorded_compaction=rec_at,
             recorded_trigger=_first_trigger(corpus, rid) if rec_at is not None else "",
             replayed_compaction=rep_at,
             placement_error_requests=(rep_at - rec_at if rec_at is not None and rep_at is not None
                                       else None),
             post_size_error_median_frac=post, cache_read_error_median_frac=cache,
-            held_out_error_frac=(cal.held_out_error_frac
-                                 if cal is not None and cal.source == "run" else None)))
+            held_out_error_frac={"anchored": anchored, "fitted": fitted}.get(truth_source),
+            held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted))
     return out
 
 
@@ -118,6 +130,14 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     cache = [r.cache_read_error_median_frac for r in rows
              if r.cache_read_error_median_frac is not None]
     held = [r.held_out_error_frac for r in rows if r.held_out_error_frac is not None]
+    truths: dict[str, int] = {}
+    for r in rows:
+        if r.held_out_error_frac is not None:
+            truths[r.truth_source] = truths.get(r.truth_source, 0) + 1
+    anchored = [r.held_out_anchored_error_frac for r in rows
+                if r.held_out_anchored_error_frac is not None]
+    fitted = [r.held_out_fitted_error_frac for r in rows
+              if r.held_out_fitted_error_frac is not None]
     return {
         "runs": len(rows),
         "runs_compacted": len(compacted),
@@ -132,8 +152,15 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "cache_read_within_target": sum(x <= CACHE_READ_TARGET_FRAC for x in cache),
         "cache_read_error_median_frac": _median(cache),
         "held_out_runs": len(held),
+        "held_out_runs_by_truth": dict(sorted(truths.items())),
         "held_out_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in held),
         "held_out_error_median_frac": _median(held),
+        "held_out_anchored_runs": len(anchored),
+        "held_out_anchored_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in anchored),
+        "held_out_anchored_error_median_frac": _median(anchored),
+        "held_out_fitted_runs": len(fitted),
+        "held_out_fitted_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in fitted),
+        "held_out_fitted_error_median_frac": _median(fitted),
     }
 
 
@@ -142,9 +169,12 @@ FIDELITY_NOTE = (
     "(claude_code: claude-code, codex: codex, others: none): where it compacts against where "
     "the log did (placement, judged within ±3 requests), the median relative error of the "
     "request sizes from the recorded compaction on (target ±5 %), the median cache-read error "
-    "as a share of the recorded input (target ≤ 1 %) and the run's calibration error on held-out "
-    "requests (target ≤ 1.5 %). Unknown: the run lacks what the figure needs (no compaction, "
-    "too few points).")
+    "as a share of the recorded input (target ≤ 1 %) and the held-out error of the truth the "
+    "replay uses (target ≤ 1.5 %): fitted on the first half of the run's requests before any "
+    "compaction, the median error on the second half of anchored truth (the recorded input of "
+    "the first half's last request plus the scaled count added since) or of fitted truth "
+    "(overhead + scale × count); both models' figures are shown. Unknown: the run lacks what the "
+    "figure needs (no compaction, too few points, a fit the truth does not use).")
 """What the fidelity table shows (the report's caption)."""
 
 
@@ -163,9 +193,18 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         (f"cache reads within {CACHE_READ_TARGET_FRAC:.0%} of input: "
         f"{t['cache_read_within_target']} of {t['cache_read_runs']}; median "
         f"{_pct(t['cache_read_error_median_frac'])}"),
-        (f"held-out error within {HELD_OUT_TARGET_FRAC:.1%}: {t['held_out_within_target']} of "
-        f"{t['held_out_runs']}; median {_pct(t['held_out_error_median_frac'])}"),
+        (f"held-out error of the truth each replay uses ({_by_truth(t['held_out_runs_by_truth'])}) "
+        f"within {HELD_OUT_TARGET_FRAC:.1%}: {t['held_out_within_target']} of "
+        f"{t['held_out_runs']}; median {_pct(t['held_out_error_median_frac'])} (anchored model: "
+        f"{t['held_out_anchored_within_target']} of {t['held_out_anchored_runs']}, median "
+        f"{_pct(t['held_out_anchored_error_median_frac'])}; fitted overhead + scale × count: "
+        f"{t['held_out_fitted_within_target']} of {t['held_out_fitted_runs']}, median "
+        f"{_pct(t['held_out_fitted_error_median_frac'])})"),
     ]
+
+
+def _by_truth(runs: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v} run{'s' if v != 1 else ''}" for k, v in runs.items()) or "none"
 
 
 def _pct(v: float | None, signed: bool = False) -> str:

@@ -175,7 +175,8 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
     header = ["run", "harness policy", "truth", "recorded compaction (request, trigger)",
               "replayed compaction (request)", "placement error (requests)",
               "post-compaction size error (median)", "cache-read error (median, of input)",
-              "held-out error (median)"]
+              "held-out error of the truth used (median)",
+              "held-out error, anchored / fitted model (median)"]
     rows = [[str(label.get(f.run_id, f.source)), f.policy, f.truth_source,
              "none" if f.recorded_compaction is None
              else f"{f.recorded_compaction} ({f.recorded_trigger or 'trigger unknown'})",
@@ -183,7 +184,9 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
              _or_unknown(f.placement_error_requests, "{:+d}"),
              _or_unknown(f.post_size_error_median_frac, "{:+.1%}"),
              _or_unknown(f.cache_read_error_median_frac, "{:.2%}"),
-             _or_unknown(f.held_out_error_frac, "{:.2%}")] for f in page.fidelity]
+             _or_unknown(f.held_out_error_frac, "{:.2%}"),
+             (f"{_or_unknown(f.held_out_anchored_error_frac, '{:.2%}')} / "
+              f"{_or_unknown(f.held_out_fitted_error_frac, '{:.2%}')}")] for f in page.fidelity]
     if not rows:
         rows.append(["(no run with recorded usage)", *[""] * (len(header) - 1)])
     return header, rows

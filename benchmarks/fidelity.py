@@ -4,9 +4,11 @@
 
 For every run with recorded usage (``analysis.fidelity``): compaction placement error in
 requests, median error of the post-compaction request sizes, median cache-read error as a share
-of the recorded input, held-out per-request error of the run's calibration; then the corpus
-totals against the targets of issue #15 (placement within ±3 requests, post-compaction sizes
-within ±5 %, cache reads within 1 %, held-out error within 1.5 %).  ``--json`` prints the same.
+of the recorded input, held-out per-request error of the run's calibration for the truth the
+replay uses (``held``: anchored truth's for ``anchored``, overhead + scale × count's for
+``fitted``) and of both models (``h-anch``, ``h-fit``); then the corpus totals against the
+targets of issue #15 (placement within ±3 requests, post-compaction sizes within ±5 %, cache
+reads within 1 %, held-out error of the truth used within 1.5 %).  ``--json`` prints the same.
 """
 
 from __future__ import annotations
@@ -34,14 +36,16 @@ def main(paths: list[Path], as_json: bool) -> None:
                          indent=1))
         return
     print(f"{'source':58s} {'policy':12s} {'truth':18s} {'req':>4s} {'rec':>4s} {'trig':6s} {'rep':>4s} "
-          f"{'place':>5s} {'post':>7s} {'cache':>7s} {'held':>7s}")
+          f"{'place':>5s} {'post':>7s} {'cache':>7s} {'held':>7s} {'h-anch':>7s} {'h-fit':>7s}")
     for r in rows:
         print(f"{_cut(r.source, 58):58s} {r.policy:12s} {r.truth_source:18s} {r.n_requests:4d} "
               f"{_n(r.recorded_compaction):>4s} {r.recorded_trigger or '-':6s} "
               f"{_n(r.replayed_compaction):>4s} "
               f"{_n(r.placement_error_requests, signed=True):>5s} "
               f"{_pct(r.post_size_error_median_frac, signed=True):>7s} "
-              f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s}")
+              f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s} "
+              f"{_pct(r.held_out_anchored_error_frac):>7s} "
+              f"{_pct(r.held_out_fitted_error_frac):>7s}")
     lines = totals_lines(totals)
     print("\n" + lines[0])
     for line in lines[1:]:

@@ -39,6 +39,11 @@ def test_the_fidelity_table_shows_each_run_with_usage(samples: Path, tmp_path: P
     assert compacted[HEADER] == f"{f.placement_error_requests:+d}"
     assert compacted["post-compaction size error (median)"] == (
         f"{f.post_size_error_median_frac:+.1%}")
+    assert f.truth_source == "anchored"  # judged by anchored truth's held-out error
+    assert compacted["held-out error of the truth used (median)"] == (
+        f"{f.held_out_anchored_error_frac:.2%}")
+    assert compacted["held-out error, anchored / fitted model (median)"] == (
+        f"{f.held_out_anchored_error_frac:.2%} / {f.held_out_fitted_error_frac:.2%}")
     plain = rows["subagent.jsonl"]  # never compacted: unknown, not 0
     assert plain["recorded compaction (request, trigger)"] == "none"
     assert plain[HEADER] == "unknown"
