@@ -33,16 +33,17 @@ order) and take the median relative error on the second half (``None`` with fewe
   and one run's request does not anchor another's): None for ``source: corpus``.
 
 The scale is the least-squares one in both.  Robust slopes were measured against it on the
-anchored held-out error of the samples (2026-12-01) and not adopted: Theil–Sen was even (median
-2.37 % vs 2.38 %, 4 of 9 runs within 1.5 % either way) and a median of per-request step ratios,
-which ignores the steps that carry content the log does not show (Codex reasoning), was worse
-(2 of 9): that unseen growth is part of what the anchored model has to extrapolate.
+anchored held-out error (``benchmarks/anchored_scales.py``, 2026-12-01, 11 recorded runs) and not
+adopted: Theil–Sen was even (median 2.37 % vs 2.38 %, 5 of 11 within 1.5 % either way) and a
+median of per-request step ratios, which ignores the steps carrying content the log does not
+show (Codex reasoning), was worse (3 of 11): that unseen growth recurs, and the anchored model
+has to extrapolate it.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from replay.engine.prepared import Calibration, PreparedRun
@@ -111,31 +112,42 @@ def held_out_error(pts: list[tuple[float, float]]) -> float | None:
     """Median |fit − recorded| / recorded on the second half, fitted on the first half (the
     absolute model of ``fitted`` truth)."""
     got = _halves(pts)
-    if got is None:
+    fitted = fit(got[0]) if got is not None else None
+    if got is None or fitted is None:
         return None
-    (overhead, scale), _, later = got
-    return statistics.median(abs(overhead + scale * x - y) / y for x, y in later)
+    overhead, scale = fitted
+    return statistics.median(abs(overhead + scale * x - y) / y for x, y in got[1])
 
 
-def held_out_anchored_error(pts: list[tuple[float, float]]) -> float | None:
+def held_out_anchored_error(pts: list[tuple[float, float]],
+                            scale_of: Callable[[list[tuple[float, float]]], float | None]
+                            | None = None) -> float | None:
     """Median |y_a + scale × (x − x_a) − y| / y on the second half, the scale fitted on the
-    first half and (x_a, y_a) its last point (the model of ``anchored`` truth)."""
+    first half (least squares, or ``scale_of`` it: ``benchmarks/anchored_scales.py`` compares
+    others) and (x_a, y_a) its last point (the model of ``anchored`` truth)."""
     got = _halves(pts)
     if got is None:
         return None
-    (_, scale), (x_a, y_a), later = got
+    first, later = got
+    if scale_of is None:
+        fitted = fit(first)
+        scale = fitted[1] if fitted is not None else None
+    else:
+        scale = scale_of(first)
+    if scale is None:
+        return None
+    x_a, y_a = first[-1]
     return statistics.median(abs(y_a + scale * (x - x_a) - y) / y for x, y in later)
 
 
 def _halves(pts: list[tuple[float, float]]
-            ) -> tuple[tuple[float, float], tuple[float, float], list[tuple[float, float]]] | None:
-    """The fit of the first half, its last point and the second half; None with fewer than
-    ``MIN_POINTS // 2`` points in either half or no line through the first."""
+            ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]] | None:
+    """The first and the second half; None with fewer than ``MIN_POINTS // 2`` points in
+    either."""
     half = len(pts) // 2
     if half < MIN_POINTS // 2 or len(pts) - half < MIN_POINTS // 2:
         return None
-    got = fit(pts[:half])
-    return None if got is None else (got, pts[half - 1], pts[half:])
+    return pts[:half], pts[half:]
 
 
 def from_points(pts: list[tuple[float, float]], source: str = "run",

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.engine.calibrate import MIN_POINTS, corpus_fit, from_points, points
+from replay.engine.calibrate import (
+    MIN_POINTS,
+    corpus_fit,
+    from_points,
+    held_out_anchored_error,
+    points,
+)
 
 
 def _run_id(corpus, suffix: str) -> str:  # type: ignore[no-untyped-def]
@@ -57,6 +63,10 @@ def test_held_out_anchored_error_of_a_hand_made_run() -> None:
     absolute = sorted(abs(overhead + scale * xi - yi) / yi for xi, yi in HAND[4:])
     assert abs(cal.held_out_error_frac - (absolute[1] + absolute[2]) / 2) < 1e-12  # type: ignore[operator]
     assert abs(cal.held_out_anchored_error_frac - cal.held_out_error_frac) > 1e-3  # type: ignore[operator]
+    # another slope for the same anchored model (what benchmarks/anchored_scales.py compares)
+    unit = sorted(abs(5900.0 + (xi - 4000.0) - yi) / yi for xi, yi in HAND[4:])
+    got = held_out_anchored_error(HAND, scale_of=lambda first: 1.0 if first == HAND[:4] else None)
+    assert got is not None and abs(got - (unit[1] + unit[2]) / 2) < 1e-12
 
 
 def test_held_out_errors_need_enough_points_and_one_run() -> None:
