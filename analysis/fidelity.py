@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.corpus import Corpus
+from replay.engine.calibrate import from_points, points
 from replay.engine.fold import replay
+from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.trace import CUT_KINDS
-from replay.policy import load_policy
+from replay.policy import Policy, Summarise, load_policy
 
 HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex"}
 """The preset reproducing each format's harness; formats not listed use ``none`` (mini-swe-agent
@@ -38,6 +40,9 @@ PLACEMENT_TOLERANCE_REQUESTS = 3
 POST_SIZE_TARGET_FRAC = 0.05
 CACHE_READ_TARGET_FRAC = 0.01
 HELD_OUT_TARGET_FRAC = 0.015
+THRESHOLD_TOLERANCE_FRAC = 0.05
+"""A recorded compaction this far (relative) from the policy's trigger level was fired by a
+harness configured otherwise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +69,20 @@ class RunFidelity:
     """Held-out error of anchored truth (``Calibration.held_out_anchored_error_frac``)."""
     held_out_fitted_error_frac: float | None = None
     """Held-out error of overhead + scale × count (``Calibration.held_out_error_frac``)."""
+    placement_half_fit_error_requests: int | None = None
+    """Placement error with a calibration fitted on the first half of the points only."""
+    recorded_pre_tokens: int | None = None
+    """Recorded prompt of the last request with usage before the first compaction."""
+    policy_trigger_tokens: int | None = None
+    """Level the policy's first summarise tier fires at (None: none, or not a token level)."""
+
+    @property
+    def threshold_differs(self) -> bool:
+        """The harness auto-compacted away from the policy's trigger level (configured
+        otherwise)."""
+        pre, level = self.recorded_pre_tokens, self.policy_trigger_tokens
+        return self.recorded_trigger == "auto" and pre is not None and level is not None and \
+            abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level
 
 
 def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFidelity]:
@@ -80,12 +99,15 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFideli
         if not any(v is not None and v > 0 for v in run.recorded_input):
             continue
         name = HARNESS_POLICY.get(fmts[rid], "none")
-        cal = corpus.calibration(rid)
-        trace = replay(run, load_policy(name), calibration=cal)
-        req, act = trace.columns("requests"), trace.columns("actions")
-        cuts = [r for r, k, u in zip(act["request"], act["kind"], act["undone"])
-                if k in CUT_KINDS and not u]
-        rec_at, rep_at = run.first_compaction_request, min(cuts, default=None)
+        cal, policy = corpus.calibration(rid), load_policy(name)
+        trace = replay(run, policy, calibration=cal)
+        req = trace.columns("requests")
+        rec_at, rep_at = run.first_compaction_request, _first_cut(trace)
+        half_at = None
+        if rec_at is not None:
+            half = _half_fit(run)
+            if half is not None:
+                half_at = _first_cut(replay(run, policy, calibration=half))
         truth, rec = req["truth_tokens"], run.recorded_input
         post = None
         if rec_at is not None:
@@ -106,8 +128,41 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFideli
                                       else None),
             post_size_error_median_frac=post, cache_read_error_median_frac=cache,
             held_out_error_frac={"anchored": anchored, "fitted": fitted}.get(truth_source),
-            held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted))
+            held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted,
+            placement_half_fit_error_requests=(half_at - rec_at if rec_at is not None
+                                               and half_at is not None else None),
+            recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(policy)))
     return out
+
+
+def _first_cut(trace: Any) -> int | None:
+    """Request before which the replay first cut the context (None: never)."""
+    act = trace.columns("actions")
+    return min((r for r, k, u in zip(act["request"], act["kind"], act["undone"])
+                if k in CUT_KINDS and not u), default=None)
+
+
+def _half_fit(run: PreparedRun) -> Calibration | None:
+    """The run's calibration fitted on the first half of its pre-compaction points only."""
+    pts = points(run)
+    return from_points(pts[:len(pts) // 2]) if len(pts) >= 4 else None
+
+
+def _pre_tokens(run: PreparedRun) -> int | None:
+    first = run.first_compaction_request
+    if first is None:
+        return None
+    return next((r for r in reversed(run.recorded_input[:first]) if r), None)
+
+
+def _trigger_tokens(policy: Policy) -> int | None:
+    for tier in policy.tiers:
+        if isinstance(tier, Summarise):
+            t = tier.trigger
+            if t.at_tokens is not None:
+                return t.at_tokens
+            return None if t.at_frac is None else int(t.at_frac * policy.usable_tokens)
+    return None
 
 
 def _first_trigger(corpus: Corpus, run_id: str) -> str:
@@ -121,10 +176,12 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     placement and post-compaction targets apply to auto-compacted runs (a manual compaction is
     the user's choice, not the policy's); ``runs_manual`` / ``runs_trigger_unknown`` count the
     others."""
-    compacted = [r for r in rows if r.recorded_compaction is not None
-                 and r.recorded_trigger == "auto"]
+    auto = [r for r in rows if r.recorded_compaction is not None and r.recorded_trigger == "auto"]
+    compacted = [r for r in auto if not r.threshold_differs]
     placed = [r for r in compacted if r.placement_error_requests is not None
               and abs(r.placement_error_requests) <= PLACEMENT_TOLERANCE_REQUESTS]
+    half = [r for r in compacted if r.placement_half_fit_error_requests is not None
+            and abs(r.placement_half_fit_error_requests) <= PLACEMENT_TOLERANCE_REQUESTS]
     post = [r.post_size_error_median_frac for r in compacted
             if r.post_size_error_median_frac is not None]
     cache = [r.cache_read_error_median_frac for r in rows
@@ -141,11 +198,18 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     return {
         "runs": len(rows),
         "runs_compacted": len(compacted),
+        "runs_threshold_differs": [
+            {"source": r.source, "recorded_pre_tokens": r.recorded_pre_tokens,
+             "policy_trigger_tokens": r.policy_trigger_tokens,
+             "placement_error_requests": r.placement_error_requests,
+             "post_size_error_median_frac": r.post_size_error_median_frac}
+            for r in auto if r.threshold_differs],
         "runs_manual": sum(r.recorded_trigger == "manual" for r in rows),
         "runs_trigger_unknown": sum(r.recorded_compaction is not None and r.recorded_trigger == ""
                                     for r in rows),
         "placement_within_tolerance": len(placed),
         "placement_missed": sum(r.replayed_compaction is None for r in compacted),
+        "placement_half_fit_within_tolerance": len(half),
         "post_size_within_target": sum(abs(x) <= POST_SIZE_TARGET_FRAC for x in post),
         "post_size_error_median_frac": _median(post),
         "cache_read_runs": len(cache),
@@ -181,12 +245,19 @@ FIDELITY_NOTE = (
 def totals_lines(t: dict[str, Any]) -> list[str]:
     """The corpus totals of ``fidelity_totals`` against the targets, one sentence each."""
     return [
-        (f"{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted "
-        f"({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with no recorded "
-        "trigger: not judged on placement and post-compaction size)"),
+        (f"{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted at the "
+        f"policy's level ({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with "
+        f"no recorded trigger, {len(t['runs_threshold_differs'])} at another level: not judged "
+        "on placement and post-compaction size)"),
+        *(f"not judged on placement and post-compaction size: {r['source']} compacted at "
+          f"{r['recorded_pre_tokens']:,} recorded tokens, the policy at "
+          f"{r['policy_trigger_tokens']:,}: its harness was configured otherwise (replay it with "
+          "its own trigger level)" for r in t["runs_threshold_differs"]),
         (f"placement within ±{PLACEMENT_TOLERANCE_REQUESTS} requests: "
         f"{t['placement_within_tolerance']} of {t['runs_compacted']} "
-        f"({t['placement_missed']} never compacted in the replay)"),
+        f"({t['placement_missed']} never compacted in the replay); with a calibration fitted on "
+        f"the first half of the requests before the compaction: "
+        f"{t['placement_half_fit_within_tolerance']} of {t['runs_compacted']}"),
         (f"post-compaction sizes within ±{POST_SIZE_TARGET_FRAC:.0%}: "
         f"{t['post_size_within_target']} of {t['runs_compacted']}; median "
         f"{_pct(t['post_size_error_median_frac'], signed=True)}"),

@@ -174,6 +174,8 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
     label = {r["run_id"]: r.get("label", r["run_id"]) for r in page.runs}
     header = ["run", "harness policy", "truth", "recorded compaction (request, trigger)",
               "replayed compaction (request)", "placement error (requests)",
+              "placement error, half fit (requests)",
+              "recorded prompt before it / policy trigger (tokens)",
               "post-compaction size error (median)", "cache-read error (median, of input)",
               "held-out error of the truth used (median)",
               "held-out error, anchored / fitted model (median)"]
@@ -182,6 +184,10 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
              else f"{f.recorded_compaction} ({f.recorded_trigger or 'trigger unknown'})",
              "none" if f.replayed_compaction is None else str(f.replayed_compaction),
              _or_unknown(f.placement_error_requests, "{:+d}"),
+             _or_unknown(f.placement_half_fit_error_requests, "{:+d}"),
+             (f"{_or_unknown(f.recorded_pre_tokens, '{:,}')} / "
+              f"{_or_unknown(f.policy_trigger_tokens, '{:,}')}"
+              + (" (harness configured otherwise)" if f.threshold_differs else "")),
              _or_unknown(f.post_size_error_median_frac, "{:+.1%}"),
              _or_unknown(f.cache_read_error_median_frac, "{:.2%}"),
              _or_unknown(f.held_out_error_frac, "{:.2%}"),

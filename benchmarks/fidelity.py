@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analysis.fidelity import fidelity, fidelity_totals, totals_lines
+from analysis.fidelity import RunFidelity, fidelity, fidelity_totals, totals_lines
 from replay.corpus import open_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,12 +36,14 @@ def main(paths: list[Path], as_json: bool) -> None:
                          indent=1))
         return
     print(f"{'source':58s} {'policy':12s} {'truth':18s} {'req':>4s} {'rec':>4s} {'trig':6s} {'rep':>4s} "
-          f"{'place':>5s} {'post':>7s} {'cache':>7s} {'held':>7s} {'h-anch':>7s} {'h-fit':>7s}")
+          f"{'place':>5s} {'half':>5s} {'pre/trigger':>15s} {'post':>7s} {'cache':>7s} {'held':>7s} {'h-anch':>7s} {'h-fit':>7s}")
     for r in rows:
         print(f"{_cut(r.source, 58):58s} {r.policy:12s} {r.truth_source:18s} {r.n_requests:4d} "
               f"{_n(r.recorded_compaction):>4s} {r.recorded_trigger or '-':6s} "
               f"{_n(r.replayed_compaction):>4s} "
               f"{_n(r.placement_error_requests, signed=True):>5s} "
+              f"{_n(r.placement_half_fit_error_requests, signed=True):>5s} "
+              f"{_pre(r):>15s} "
               f"{_pct(r.post_size_error_median_frac, signed=True):>7s} "
               f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s} "
               f"{_pct(r.held_out_anchored_error_frac):>7s} "
@@ -50,6 +52,13 @@ def main(paths: list[Path], as_json: bool) -> None:
     print("\n" + lines[0])
     for line in lines[1:]:
         print("  " + line)
+
+
+def _pre(r: RunFidelity) -> str:
+    if r.recorded_pre_tokens is None:
+        return "–"
+    got = f"{r.recorded_pre_tokens // 1000}k/{_n(r.policy_trigger_tokens)}"
+    return got + ("!" if r.threshold_differs else "")
 
 
 def _cut(s: str, n: int) -> str:

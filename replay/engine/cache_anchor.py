@@ -4,8 +4,9 @@ The replay's cache model (``replay.engine.cache``) serves the prefix a request s
 previous one.  A real cache does not quite do that: it falls short (a miss, a breakpoint the
 harness placed before the end of the shared prefix, an entry gone before its lifetime) or goes
 beyond it (a prefix still warm from an earlier session or the parent agent: the first request
-of a run often reads the system prompt and tools from the cache).  Measured on the samples,
-the model alone is off by a median 4–45 % of the input on the runs where that happens.
+of a run often reads the system prompt and tools from the cache).  Measured on the samples
+(``benchmarks/fidelity.py`` before this anchoring), the model alone was off by a per-run median
+of 4–99 % of the input on 9 runs (mini-swe-agent, OpenHands, short Claude Code and Codex runs).
 
 Under anchored truth (``replay.engine.truth``) the replay carries the recorded difference over.
 Per request with a recorded cache read, the *shortfall* is what the model reads on the

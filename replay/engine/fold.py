@@ -20,6 +20,7 @@ costs O(messages + requests + actions).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import itertools
 from collections.abc import Iterator
@@ -74,14 +75,17 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     s, cache = policy.server, policy.cache
     plan = truth_plan(run, policy, calibration)
     fit = calibration.overhead_tokens if calibration is not None else 0.0
-    fixed_est = s.fixed_overhead_tokens + (round(fit) if policy.estimator.method == "calibrated" else 0)
+    estimator, anchored_est = policy.estimator, policy.estimator.method == "anchored"
+    if anchored_est:  # the first request, with no usage reported yet, is estimated as calibrated
+        estimator = dataclasses.replace(estimator, method="calibrated")
+    fixed_est = s.fixed_overhead_tokens + (round(fit) if estimator.method == "calibrated" else 0)
     offsets, heads = plan.offsets, run.recorded_summary
     reattached = plan.reattached or [0] * len(run.harness_first_request)
     env = Env(policy=policy, calibration=calibration, action_rows=[], evictions=Evictions(),
               fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter,
               reattached=reattached)
     truth_of = run.counts(plan.counter, calibration)
-    ctx = Context(run, run.counts(policy.estimator, calibration), truth_of,
+    ctx = Context(run, run.counts(estimator, calibration), truth_of,
                   s.message_overhead_tokens)
     steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python)
                            if isinstance(t, Custom) else None))
@@ -118,11 +122,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
         # one RequestMeasured, in its field order, as a plain tuple: building the NamedTuple
         # by keyword here cost 15-20 % of a replay's CPU time (benchmarks, all presets)
-        rows.extend((fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
+        rows.extend((env.fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
                      n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
                      invalidated, cost))
         ctx.dirty = None
         env.prev_truth = truth
+        if anchored_est:  # the harness now knows this request's usage: later estimates add to it
+            env.fixed_est = truth - est
         # 4. tiers that only check after sending: their cuts apply to the next request
         if after:
             env.request, env.when = k + 1, "after"

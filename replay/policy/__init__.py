@@ -59,10 +59,14 @@ class TokenCounter:
     """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
 
     method: Literal["chars", "tokenizer", "calibrated", "anchored"] = "tokenizer"
-    """``calibrated``: fitted to the run's recorded usage (for an estimator: a harness that
-    anchors on the server's reported counts, as Claude Code does).  ``anchored`` (truth only):
-    the recorded input, plus scale × what the policy changed (``replay.engine.truth``); a run without
-    recorded usage falls back to the tokenizer, and the trace says so (``truth_source``)."""
+    """``calibrated``: fitted to the run's recorded usage (overhead + scale × count).
+    ``anchored``, for truth: the recorded input, plus scale × what the policy changed
+    (``replay.engine.truth``); a run without recorded usage falls back to the tokenizer, and the
+    trace says so (``truth_source``).  ``anchored``, for an estimator: the previous request's
+    size as the server reported it (the replay's truth) plus the count of what changed since
+    (tokenizer × the run's calibration scale, else × ``scale``); the first request, before any
+    usage is reported, is estimated as ``calibrated`` — what Claude Code, Cline and Gemini CLI
+    do (``tokenCountWithEstimation``: last usage + a rough count of the messages since)."""
     chars_per_token: float = 4.0
     """For ``chars``: characters per token."""
     tokenizer: Tokenizer = "o200k_base"

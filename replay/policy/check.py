@@ -143,10 +143,6 @@ def check(p: Policy, where: str) -> None:
         if counter.scale <= 0:
             raise PolicyError(where, f"{name}.scale", "must be > 0 (a count scaled to 0 never "
                                                       "reaches a trigger)")
-    if p.estimator.method == "anchored":
-        raise PolicyError(where, "estimator.method", "'anchored' is a truth method (the "
-                                                     "recorded usage of the request itself); "
-                                                     "an estimator can be 'calibrated'")
     names: set[str] = set()
     for i, tier in enumerate(p.tiers):
         key = f"tiers.{i}"

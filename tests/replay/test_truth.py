@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from replay.engine.fold import replay
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import load_policy, replace_path
@@ -108,8 +106,39 @@ def test_truth_source_reaches_the_summary(sample_corpus):  # type: ignore[no-unt
     assert set(sources.values()) <= set(TRUTH_SOURCES)
 
 
-def test_an_estimator_cannot_be_anchored() -> None:
-    from replay.errors import PolicyError
+def test_an_anchored_estimator_adds_the_count_since_to_the_last_reported_size(  # type: ignore[no-untyped-def]
+        sample_corpus):
+    """Claude Code's ``tokenCountWithEstimation``: last usage + what arrived since.  Checked
+    against a replay estimating with the plain tokenizer (the same counts, another path)."""
+    rid = _run_id(sample_corpus, "claude-code/" + NAME)
+    run = sample_corpus.prepared(rid)
+    base = load_policy("none")
+    anchored = replace_path(base, "estimator.method", "anchored")
+    got = replay(run, anchored).requests.to_pydict()
+    plain = replay(run, base).requests.to_pydict()["est_tokens"]
+    truth = got["truth_tokens"]
+    # before any usage is reported: calibrated without a calibration = the plain count
+    assert got["est_tokens"][0] == plain[0]
+    assert got["est_tokens"][1:] == [t + p - q for t, p, q in zip(truth, plain[1:], plain)]
+    # the estimate the trigger sees tracks the server's count, not the tokenizer's
+    assert all(abs(e - t) < abs(p - t) for e, p, t in
+               zip(got["est_tokens"][1:50], plain[1:50], truth[1:50]))
 
-    with pytest.raises(PolicyError, match="estimator.method"):
-        replace_path(load_policy("none"), "estimator.method", "anchored")
+
+def test_claude_code_compacts_where_the_harness_did_and_sends_what_it_sent(  # type: ignore[no-untyped-def]
+        samples, sample_corpus):
+    """The 258c7280 sample auto-compacted before request 102 (its compact_boundary) at 166,759
+    tokens on a 167,000 trigger: the preset fires there, with the run's whole calibration or
+    only the first half of it, reuses the recorded summary and sends the recorded prompts."""
+    name = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    recorded, boundary = _recorded_prompts(samples / "claude-code" / name)
+    rid = _run_id(sample_corpus, "claude-code/" + name)
+    run = sample_corpus.prepared(rid)
+    from replay.engine.calibrate import from_points, points
+
+    pts = points(run)
+    for cal in (sample_corpus.calibration(rid), from_points(pts[:len(pts) // 2])):
+        trace = replay(run, load_policy("claude-code"), calibration=cal)
+        (action,) = trace.actions.to_pylist()
+        assert (action["request"], action["recorded_summary"]) == (boundary, True)
+        assert trace.requests.to_pydict()["truth_tokens"] == recorded

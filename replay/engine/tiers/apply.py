@@ -121,8 +121,10 @@ def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier:
     """Remove every block before the safe ``split`` and put ``head`` (summary, re-inserted items)
     in front; record one action and an eviction (``fate``) per removed block.  Returns the blocks
     removed.  ``summary_tokens``: true tokens of the summary in ``head`` (0: none); ``recorded``:
-    that summary is the one the log recorded."""
-    end = allowed_end(ctx, protect_from)
+    that summary is the one the log recorded, cut where the harness cut — past the newest
+    output too, when the log shows the harness summarised it (the one exception to "the newest
+    output is never evicted": it reproduces what the harness did, not what a policy chose)."""
+    end = allowed_end(ctx, protect_from, may_touch_newest=recorded)
     if not ctx.lo < split <= end or not ctx.is_safe_split(split):
         raise TierInvariantError(f"{tier}: cut before block {split} outside the allowed range "
                                  f"({ctx.lo}, {end}] or not at a safe split point")

@@ -74,11 +74,12 @@ def recorded_compaction(tier: Summarise, st: SummariseState, ctx: Context,
                         env: Env) -> int | None:
     """The recorded compaction this summary reuses: the first not yet reused whose first
     request after is within ``restore.recorded_within_requests`` of this one and whose boundary
-    is inside the live context, at a safe split before the newest output (None: none)."""
+    is inside the live context at a safe split (None: none).  The newest output may be inside
+    the cut: Claude Code summarises the tool result it just received, and the log shows it."""
     tol, run = tier.restore.recorded_within_requests, ctx.run
     if tol is None or not run.harness_boundary:
         return None
-    end = allowed_end(ctx, ctx.newest_output_start())
+    end = allowed_end(ctx, ctx.hi, may_touch_newest=True)
     for c, (first, split) in enumerate(zip(run.harness_first_request, run.harness_boundary)):
         if (c not in st.reused and first is not None and abs(env.request - first) <= tol
                 and ctx.lo < split <= end and ctx.is_safe_split(split)):
@@ -97,7 +98,7 @@ def _reuse(tier: Summarise, st: SummariseState, c: int, ctx: Context, env: Env) 
                        len(text.encode("utf-8", "surrogatepass")))
     env.n_summaries += 1
     apply_cut(ctx, env, run.harness_boundary[c], [summary], tier=tier.name, kind=SUMMARISE,
-              fate=SUMMARISED, protect_from=ctx.newest_output_start(),
+              fate=SUMMARISED, protect_from=ctx.hi,
               trigger_tokens=env.fixed_est + ctx.est(),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               recorded=True)
