@@ -230,7 +230,8 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
 
 FIDELITY_NOTE = (
     "Each run with recorded usage replayed under the policy of the harness that recorded it "
-    "(claude_code: claude-code, codex: codex, others: none): where it compacts against where "
+    "(claude_code: claude-code, codex: codex, others: none; a compaction the user asked for is "
+    "replayed where the log recorded it): where it compacts against where "
     "the log did (placement, judged within ±3 requests), the median relative error of the "
     "request sizes from the recorded compaction on (target ±5 %), the median cache-read error "
     "as a share of the recorded input (target ≤ 1 %) and the held-out error of the truth the "

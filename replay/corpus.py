@@ -128,7 +128,8 @@ class Corpus:
         """One run ready for replay (memoised, the most recent ``keep_prepared`` runs)."""
         run = self._prepared.get(run_id)
         if run is None:
-            run = self._prepared[run_id] = prepare(*self.run_tables(run_id), run_id)
+            run = self._prepared[run_id] = prepare(*self.run_tables(run_id), run_id,
+                                                   events=self.events(run_id))
             while len(self._prepared) > self._keep:
                 self._prepared.popitem(last=False)
         else:

@@ -3,7 +3,8 @@
 For each recorded request, in order:
 
 1. append the messages that arrived since the previous request;
-2. let the ``before`` tiers act, lightest first (each checks its own trigger);
+2. apply a compaction the user asked for there (``replay.engine.tiers.manual``), then let
+   the ``before`` tiers act, lightest first (each checks its own trigger);
 3. build the request and record it: tokens by estimate and by truth, the
    overshoot against window − reserve, the bytes of call arguments / results,
    the prefix the cache can reuse (from the earliest position changed since
@@ -34,6 +35,7 @@ from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.tiers import bind
 from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.base import Env, Evictions
+from replay.engine.tiers.manual import manual_at, replay_manual
 from replay.engine.trace import (
     ActionRow,
     EvictionRow,
@@ -101,14 +103,19 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     """The request rows, flat: a ``replay.engine.trace.RequestMeasured``'s values a request
     (``_columns`` slices them into columns by its field names)."""
     n = run.n_requests
+    manual = (manual_at(run.harness_first_request, run.harness_trigger)
+              if policy.manual_compactions == "keep" else {})
     for k, hi in enumerate(run.req_blocks):
         # 1. what arrived since the previous request
         ctx.hi = max(ctx.hi, hi)
         env.fixed_truth = offsets[k]
         if env.reused and heads[k] in env.reused:  # the harness's own restoration is sent too
             env.fixed_truth += reattached[heads[k]]
-        # 2. tiers that check before sending (reusing a recorded compaction moves fixed_truth)
+        # 2. the user's recorded /compact, then tiers that check before sending (reusing a
+        # recorded compaction moves fixed_truth)
         env.request, env.when = k, "before"
+        if manual and k in manual:
+            replay_manual(ctx, env, manual[k])
         for step in before:
             step(ctx, env)
         # 3. the request as sent

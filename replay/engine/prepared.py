@@ -117,6 +117,9 @@ class PreparedRun:
     """Per harness compaction: the first block after its summary (what the harness kept)."""
     harness_first_request: list[int | None] = field(default_factory=list)
     """Per harness compaction: the first request after it (None: the run ended first)."""
+    harness_trigger: list[str] = field(default_factory=list)
+    """Per harness compaction: ``auto`` or ``manual`` as recorded ('' when not recorded, or
+    prepared without the run's events)."""
     _counts: dict[Any, Any] = field(default_factory=dict)
     """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
 
@@ -195,9 +198,11 @@ class PreparedRun:
         return counts
 
 
-def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
+def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
+            events: pa.Table | None = None) -> PreparedRun:
     """Build a ``PreparedRun`` from one run's message and request rows (already filtered;
-    checked first: ``replay.ingest.run_checks``)."""
+    checked first: ``replay.ingest.run_checks``) and, when given, its ``ContextEvent`` rows
+    (for each compaction's recorded trigger)."""
     check_run_tables(messages, requests, run_id)
     harness = messages["is_harness_summary"].to_pylist()
     keep = pc.invert(messages["is_harness_summary"]) if any(harness) else None
@@ -215,6 +220,11 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
                     if values[i] is not None:
                         per[name] = per.get(name, 0) + values[i]
     summary_msgs = sorted(summary_tokens)
+    triggers: dict[int, str] = {}
+    if events is not None and summary_msgs:
+        for e in events.select(["kind", "summary_msg", "trigger"]).to_pylist():
+            if e["kind"] == "compaction" and e["summary_msg"] is not None:
+                triggers[e["summary_msg"]] = e["trigger"] or ""
     first_compaction_msg = summary_msgs[0] if summary_msgs else None
     if keep is not None:
         messages = messages.filter(keep)
@@ -280,6 +290,7 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str) -> PreparedRun:
         harness_boundary=[bisect.bisect_left(msg, m) for m in summary_msgs],
         harness_first_request=[next((k for k, o in enumerate(out_msgs) if o > m), None)
                                for m in summary_msgs],
+        harness_trigger=[triggers.get(m, "") for m in summary_msgs],
     )
 
 

@@ -234,6 +234,11 @@ class Policy:
     subtract_reserve: bool = True
     """Whether the harness subtracts the reserve from the window before its fractions and checks."""
     tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
+    manual_compactions: Literal["keep", "drop"] = "keep"
+    """A compaction the user asked for (Claude Code's ``/compact``, recorded ``trigger:
+    manual``): ``keep`` replays it where the log recorded it — the user's command, like the
+    user's messages, is part of the run, with the recorded summary (action tier
+    ``manual /compact``); ``drop`` replays the run as if it had not been typed."""
     provider: str = DEFAULT_PROVIDER
     """The provider profile ``cache`` starts from (``replay.policy.providers``; ``--provider``)."""
     cache: Cache = field(default_factory=Cache)

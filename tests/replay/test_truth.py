@@ -37,18 +37,26 @@ def _recorded_prompts(path: Path) -> tuple[list[int], int]:
     return list(seen.values()), boundary_at
 
 
-def test_none_reproduces_the_recorded_prompt_before_the_compaction(samples, sample_corpus):  # type: ignore[no-untyped-def]
+def test_none_reproduces_the_recorded_prompt_through_a_manual_compaction(samples, sample_corpus):  # type: ignore[no-untyped-def]
+    """The sample's compaction was the user's /compact (trigger manual): ``none`` replays it
+    (``manual_compactions: keep``) and sends every recorded prompt; with ``drop`` it keeps
+    everything after it."""
     recorded, boundary = _recorded_prompts(samples / "claude-code" / NAME)
     rid = _run_id(sample_corpus, "claude-code/" + NAME)
-    trace = replay(sample_corpus.prepared(rid), load_policy("none"),
-                   calibration=sample_corpus.calibration(rid))
+    run, cal = sample_corpus.prepared(rid), sample_corpus.calibration(rid)
+    trace = replay(run, load_policy("none"), calibration=cal)
     req = trace.requests.to_pydict()
     assert set(req["truth_source"]) == {"anchored"}
-    assert len(req["truth_tokens"]) == len(recorded)
-    # identical context: the recorded prompt exactly (input + cache read + cache write)
-    assert req["truth_tokens"][:boundary] == recorded[:boundary]
-    # after the harness compacted, `none` keeps everything: more than the harness sent
-    assert all(t > r for t, r in zip(req["truth_tokens"][boundary:], recorded[boundary:]))
+    assert req["truth_tokens"] == recorded  # input + cache read + cache write, every request
+    (action,) = trace.actions.to_pylist()
+    assert (action["tier"], action["request"], action["recorded_summary"], action["undone"]) \
+        == ("manual /compact", boundary, True, False)
+    dropped = replay(run, replace_path(load_policy("none"), "manual_compactions", "drop"),
+                     calibration=cal)
+    truth = dropped.requests["truth_tokens"].to_pylist()
+    assert dropped.actions.num_rows == 0
+    assert truth[:boundary] == recorded[:boundary]
+    assert all(t > r for t, r in zip(truth[boundary:], recorded[boundary:]))
 
 
 def test_claude_code_reproduces_it_until_a_compaction(samples, sample_corpus):  # type: ignore[no-untyped-def]

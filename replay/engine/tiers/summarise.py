@@ -81,7 +81,7 @@ def recorded_compaction(tier: Summarise, st: SummariseState, ctx: Context,
         return None
     end = allowed_end(ctx, ctx.hi, may_touch_newest=True)
     for c, (first, split) in enumerate(zip(run.harness_first_request, run.harness_boundary)):
-        if (c not in st.reused and first is not None and abs(env.request - first) <= tol
+        if (c not in st.reused and c not in env.reused and first is not None and abs(env.request - first) <= tol
                 and ctx.lo < split <= end and ctx.is_safe_split(split)):
             return c
     return None
@@ -92,16 +92,22 @@ def _reuse(tier: Summarise, st: SummariseState, c: int, ctx: Context, env: Env) 
     run = ctx.run
     st.reused.add(c)
     reuse_recorded(env, ctx, c)
-    text = run.harness_summary_text[c]
-    summary = HeadItem("recorded summary", text, env.est_text(text),
-                       recorded_summary_truth(run, c, env.truth_counter, ctx.msg_overhead),
-                       len(text.encode("utf-8", "surrogatepass")))
+    summary = recorded_summary_item(ctx, env, c)
     env.n_summaries += 1
     apply_cut(ctx, env, run.harness_boundary[c], [summary], tier=tier.name, kind=SUMMARISE,
               fate=SUMMARISED, protect_from=ctx.hi,
               trigger_tokens=env.fixed_est + ctx.est(),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               recorded=True)
+
+
+def recorded_summary_item(ctx: Context, env: Env, c: int) -> HeadItem:
+    """Recorded compaction ``c``'s summary as the head of a cut, sized as the anchor counts it."""
+    run = ctx.run
+    text = run.harness_summary_text[c]
+    return HeadItem("recorded summary", text, env.est_text(text),
+                    recorded_summary_truth(run, c, env.truth_counter, ctx.msg_overhead),
+                    len(text.encode("utf-8", "surrogatepass")))
 
 
 def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float) -> int:
