@@ -72,17 +72,24 @@ class RunFidelity:
     placement_half_fit_error_requests: int | None = None
     """Placement error with a calibration fitted on the first half of the points only."""
     recorded_pre_tokens: int | None = None
-    """Recorded prompt of the last request with usage before the first compaction."""
+    """Recorded prompt of the last request with usage before the first compaction; for a run
+    the harness never compacted, its largest recorded prompt."""
     policy_trigger_tokens: int | None = None
     """Level the policy's first summarise tier fires at (None: none, or not a token level)."""
+    points_estimated: int = 0
+    """Calibration points whose context holds blocks sized from redaction markers: their
+    held-out error measures the marker estimate (``replay.ingest.redaction``), not the model."""
 
     @property
     def threshold_differs(self) -> bool:
-        """The harness auto-compacted away from the policy's trigger level (configured
-        otherwise)."""
+        """The harness was configured otherwise: it auto-compacted away from the policy's
+        trigger level, or let the context pass that level without compacting."""
         pre, level = self.recorded_pre_tokens, self.policy_trigger_tokens
-        return self.recorded_trigger == "auto" and pre is not None and level is not None and \
-            abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level
+        if pre is None or level is None:
+            return False
+        if self.recorded_compaction is None:
+            return pre > (1 + THRESHOLD_TOLERANCE_FRAC) * level
+        return self.recorded_trigger == "auto" and abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level
 
 
 def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFidelity]:
@@ -131,7 +138,8 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFideli
             held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted,
             placement_half_fit_error_requests=(half_at - rec_at if rec_at is not None
                                                and half_at is not None else None),
-            recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(policy)))
+            recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(policy),
+            points_estimated=own.n_points_estimated if own is not None else 0))
     return out
 
 
@@ -151,7 +159,7 @@ def _half_fit(run: PreparedRun) -> Calibration | None:
 def _pre_tokens(run: PreparedRun) -> int | None:
     first = run.first_compaction_request
     if first is None:
-        return None
+        return max((r for r in run.recorded_input if r), default=None)
     return next((r for r in reversed(run.recorded_input[:first]) if r), None)
 
 
@@ -185,7 +193,7 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     post = [r.post_size_error_median_frac for r in compacted
             if r.post_size_error_median_frac is not None]
     cache = [r.cache_read_error_median_frac for r in rows
-             if r.cache_read_error_median_frac is not None]
+             if r.cache_read_error_median_frac is not None and not r.threshold_differs]
     held = [r.held_out_error_frac for r in rows if r.held_out_error_frac is not None]
     truths: dict[str, int] = {}
     for r in rows:
@@ -199,11 +207,13 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "runs": len(rows),
         "runs_compacted": len(compacted),
         "runs_threshold_differs": [
-            {"source": r.source, "recorded_pre_tokens": r.recorded_pre_tokens,
+            {"source": r.source, "compacted": r.recorded_compaction is not None,
+             "recorded_pre_tokens": r.recorded_pre_tokens,
              "policy_trigger_tokens": r.policy_trigger_tokens,
              "placement_error_requests": r.placement_error_requests,
-             "post_size_error_median_frac": r.post_size_error_median_frac}
-            for r in auto if r.threshold_differs],
+             "post_size_error_median_frac": r.post_size_error_median_frac,
+             "cache_read_error_median_frac": r.cache_read_error_median_frac}
+            for r in rows if r.threshold_differs],
         "runs_manual": sum(r.recorded_trigger == "manual" for r in rows),
         "runs_trigger_unknown": sum(r.recorded_compaction is not None and r.recorded_trigger == ""
                                     for r in rows),
@@ -218,6 +228,8 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "held_out_runs": len(held),
         "held_out_runs_by_truth": dict(sorted(truths.items())),
         "held_out_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in held),
+        "held_out_redacted_runs": sum(r.held_out_error_frac is not None and r.points_estimated > 0
+                                      for r in rows),
         "held_out_error_median_frac": _median(held),
         "held_out_anchored_runs": len(anchored),
         "held_out_anchored_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in anchored),
@@ -248,12 +260,15 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
     return [
         (f"{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted at the "
         f"policy's level ({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with "
-        f"no recorded trigger, {len(t['runs_threshold_differs'])} at another level: not judged "
-        "on placement and post-compaction size)"),
-        *(f"not judged on placement and post-compaction size: {r['source']} compacted at "
-          f"{r['recorded_pre_tokens']:,} recorded tokens, the policy at "
-          f"{r['policy_trigger_tokens']:,}: its harness was configured otherwise (replay it with "
-          "its own trigger level)" for r in t["runs_threshold_differs"]),
+        f"no recorded trigger, "
+        f"{sum(d['compacted'] for d in t['runs_threshold_differs'])} at another level: not "
+        "judged on placement and post-compaction size)"),
+        *(f"not judged: {r['source']} "
+          + (f"compacted at {r['recorded_pre_tokens']:,} recorded tokens" if r["compacted"]
+             else f"reached {r['recorded_pre_tokens']:,} recorded tokens without compacting")
+          + f", the policy compacts at {r['policy_trigger_tokens']:,}: its harness was "
+          "configured otherwise (replay it with its own trigger level)"
+          for r in t["runs_threshold_differs"]),
         (f"placement within ±{PLACEMENT_TOLERANCE_REQUESTS} requests: "
         f"{t['placement_within_tolerance']} of {t['runs_compacted']} "
         f"({t['placement_missed']} never compacted in the replay); with a calibration fitted on "
@@ -271,7 +286,8 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{t['held_out_anchored_within_target']} of {t['held_out_anchored_runs']}, median "
         f"{_pct(t['held_out_anchored_error_median_frac'])}; fitted overhead + scale × count: "
         f"{t['held_out_fitted_within_target']} of {t['held_out_fitted_runs']}, median "
-        f"{_pct(t['held_out_fitted_error_median_frac'])})"),
+        f"{_pct(t['held_out_fitted_error_median_frac'])}); {t['held_out_redacted_runs']} of those "
+        "runs are sized from redaction markers (their error is the marker estimate's)"),
     ]
 
 
