@@ -301,9 +301,15 @@ def text_count(text: str, counter: TokenCounter, calibration: Calibration | None
     if counter.method == "chars":
         return math.ceil(len(text) / counter.chars_per_token * counter.scale)
     n = count_one(text, counter.tokenizer)
-    if counter.method == "calibrated" and calibration is not None:
-        return round(n * calibration.scale)
-    return round(n * counter.scale)
+    return round(n * token_scale(counter, calibration))
+
+
+def token_scale(counter: TokenCounter, calibration: Calibration | None) -> float:
+    """The factor on tokenizer counts under ``counter``: the run's calibration scale for a
+    calibrated or anchored estimator when there is a fit, else the counter's own ``scale``."""
+    if counter.method in ("calibrated", "anchored") and calibration is not None:
+        return calibration.scale
+    return counter.scale
 
 
 def _apply(run: PreparedRun, counter: TokenCounter, calibration: Calibration | None) -> list[int]:
@@ -311,7 +317,7 @@ def _apply(run: PreparedRun, counter: TokenCounter, calibration: Calibration | N
         f = counter.scale / counter.chars_per_token
         return [math.ceil(c * f) for c in run.n_chars]
     base = run.tokens.get(counter.tokenizer) or next(iter(run.tokens.values()))
-    scale = calibration.scale if counter.method == "calibrated" and calibration else counter.scale
+    scale = token_scale(counter, calibration)
     if scale == 1.0:
         return list(base)
     return [round(t * scale) for t in base]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from replay.engine.context import Context, HeadItem
+from replay.engine.prepared import token_scale
 from replay.engine.summariser import Facts, fallback, summarise
 from replay.engine.tiers.apply import allowed_end, apply_cut
 from replay.engine.tiers.base import Env, fires, reinserted, reuse_recorded, threshold
@@ -105,9 +106,19 @@ def recorded_summary_item(ctx: Context, env: Env, c: int) -> HeadItem:
     """Recorded compaction ``c``'s summary as the head of a cut, sized as the anchor counts it."""
     run = ctx.run
     text = run.harness_summary_text[c]
-    return HeadItem("recorded summary", text, env.est_text(text),
+    return HeadItem("recorded summary", text, _recorded_summary_est(ctx, env, c),
                     recorded_summary_truth(run, c, env.truth_counter, ctx.msg_overhead),
                     len(text.encode("utf-8", "surrogatepass")))
+
+
+def _recorded_summary_est(ctx: Context, env: Env, c: int) -> int:
+    """The estimate of recorded summary ``c`` from its ingest counts (a summary redacted to a
+    size marker is sized from the marker, like any block), not from its text."""
+    counter, tokens = env.policy.estimator, ctx.run.harness_summary_tokens[c]
+    if counter.method == "chars" or not tokens:
+        return env.est_text(ctx.run.harness_summary_text[c])
+    base = tokens.get(counter.tokenizer, next(iter(tokens.values())))
+    return round(base * token_scale(counter, env.calibration))
 
 
 def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float) -> int:
