@@ -41,8 +41,8 @@ POST_SIZE_TARGET_FRAC = 0.05
 CACHE_READ_TARGET_FRAC = 0.01
 HELD_OUT_TARGET_FRAC = 0.015
 THRESHOLD_TOLERANCE_FRAC = 0.05
-"""A recorded compaction this far (relative) from the policy's trigger level was fired by a
-harness configured otherwise."""
+"""A recorded compaction this far (relative) from the policy's trigger level, or a context this
+far past it with no compaction, comes from a harness configured otherwise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,15 +81,25 @@ class RunFidelity:
     held-out error measures the marker estimate (``replay.ingest.redaction``), not the model."""
 
     @property
-    def threshold_differs(self) -> bool:
-        """The harness was configured otherwise: it auto-compacted away from the policy's
-        trigger level, or let the context pass that level without compacting."""
-        pre, level = self.recorded_pre_tokens, self.policy_trigger_tokens
+    def not_judged_reason(self) -> str:
+        """Why the policy is evidently not this run's harness's ('' when nothing says so): the
+        harness auto-compacted and the policy has no token-level summarise tier; it
+        auto-compacted away from the policy's level; or it let the context pass that level
+        without compacting."""
+        pre, level, name = self.recorded_pre_tokens, self.policy_trigger_tokens, self.policy
+        auto = self.recorded_compaction is not None and self.recorded_trigger == "auto"
+        if auto and level is None:
+            return (f"its harness auto-compacted; {name} has no summarise tier at a token "
+                    "level (no preset reproduces this harness)")
         if pre is None or level is None:
-            return False
-        if self.recorded_compaction is None:
-            return pre > (1 + THRESHOLD_TOLERANCE_FRAC) * level
-        return self.recorded_trigger == "auto" and abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level
+            return ""
+        if auto and abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level:
+            return (f"compacted at {pre:,} recorded tokens, {name} at {level:,}: its harness "
+                    "was configured otherwise (replay it with its own trigger level)")
+        if self.recorded_compaction is None and pre > (1 + THRESHOLD_TOLERANCE_FRAC) * level:
+            return (f"reached {pre:,} recorded tokens without compacting, {name} compacts at "
+                    f"{level:,}: its harness was configured otherwise")
+        return ""
 
 
 def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFidelity]:
@@ -185,15 +195,16 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     the user's choice, not the policy's); ``runs_manual`` / ``runs_trigger_unknown`` count the
     others."""
     auto = [r for r in rows if r.recorded_compaction is not None and r.recorded_trigger == "auto"]
-    compacted = [r for r in auto if not r.threshold_differs]
-    placed = [r for r in compacted if r.placement_error_requests is not None
+    compacted = [r for r in auto if not r.not_judged_reason]
+    placeable = [r for r in compacted if r.recorded_compaction]  # not one the log begins after
+    placed = [r for r in placeable if r.placement_error_requests is not None
               and abs(r.placement_error_requests) <= PLACEMENT_TOLERANCE_REQUESTS]
-    half = [r for r in compacted if r.placement_half_fit_error_requests is not None
+    half = [r for r in placeable if r.placement_half_fit_error_requests is not None
             and abs(r.placement_half_fit_error_requests) <= PLACEMENT_TOLERANCE_REQUESTS]
     post = [r.post_size_error_median_frac for r in compacted
             if r.post_size_error_median_frac is not None]
     cache = [r.cache_read_error_median_frac for r in rows
-             if r.cache_read_error_median_frac is not None and not r.threshold_differs]
+             if r.cache_read_error_median_frac is not None and not r.not_judged_reason]
     held = [r.held_out_error_frac for r in rows if r.held_out_error_frac is not None]
     truths: dict[str, int] = {}
     for r in rows:
@@ -206,19 +217,21 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     return {
         "runs": len(rows),
         "runs_compacted": len(compacted),
-        "runs_threshold_differs": [
-            {"source": r.source, "compacted": r.recorded_compaction is not None,
+        "runs_not_judged": [
+            {"source": r.source, "reason": r.not_judged_reason,
+             "compacted": r.recorded_compaction is not None,
              "recorded_pre_tokens": r.recorded_pre_tokens,
              "policy_trigger_tokens": r.policy_trigger_tokens,
              "placement_error_requests": r.placement_error_requests,
              "post_size_error_median_frac": r.post_size_error_median_frac,
              "cache_read_error_median_frac": r.cache_read_error_median_frac}
-            for r in rows if r.threshold_differs],
+            for r in rows if r.not_judged_reason],
         "runs_manual": sum(r.recorded_trigger == "manual" for r in rows),
         "runs_trigger_unknown": sum(r.recorded_compaction is not None and r.recorded_trigger == ""
                                     for r in rows),
         "placement_within_tolerance": len(placed),
-        "placement_missed": sum(r.replayed_compaction is None for r in compacted),
+        "placement_runs": len(placeable),
+        "placement_missed": sum(r.replayed_compaction is None for r in placeable),
         "placement_half_fit_within_tolerance": len(half),
         "post_size_within_target": sum(abs(x) <= POST_SIZE_TARGET_FRAC for x in post),
         "post_size_error_median_frac": _median(post),
@@ -261,19 +274,15 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         (f"{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted at the "
         f"policy's level ({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with "
         f"no recorded trigger, "
-        f"{sum(d['compacted'] for d in t['runs_threshold_differs'])} at another level: not "
-        "judged on placement and post-compaction size)"),
-        *(f"not judged: {r['source']} "
-          + (f"compacted at {r['recorded_pre_tokens']:,} recorded tokens" if r["compacted"]
-             else f"reached {r['recorded_pre_tokens']:,} recorded tokens without compacting")
-          + f", the policy compacts at {r['policy_trigger_tokens']:,}: its harness was "
-          "configured otherwise (replay it with its own trigger level)"
-          for r in t["runs_threshold_differs"]),
+        f"{sum(d['compacted'] for d in t['runs_not_judged'])} by a harness the policy is not: "
+        "not judged on placement and post-compaction size)"),
+        *(f"not judged: {r['source']}: {r['reason']}" for r in t["runs_not_judged"]),
         (f"placement within ±{PLACEMENT_TOLERANCE_REQUESTS} requests: "
-        f"{t['placement_within_tolerance']} of {t['runs_compacted']} "
-        f"({t['placement_missed']} never compacted in the replay); with a calibration fitted on "
-        f"the first half of the requests before the compaction: "
-        f"{t['placement_half_fit_within_tolerance']} of {t['runs_compacted']}"),
+        f"{t['placement_within_tolerance']} of {t['placement_runs']} "
+        f"({t['placement_missed']} never compacted in the replay, "
+        f"{t['runs_compacted'] - t['placement_runs']} logs begin after their compaction); with a "
+        "calibration fitted on the first half of the requests before the compaction: "
+        f"{t['placement_half_fit_within_tolerance']} of {t['placement_runs']}"),
         (f"post-compaction sizes within ±{POST_SIZE_TARGET_FRAC:.0%}: "
         f"{t['post_size_within_target']} of {t['runs_compacted']}; median "
         f"{_pct(t['post_size_error_median_frac'], signed=True)}"),

@@ -187,7 +187,7 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
              _or_unknown(f.placement_half_fit_error_requests, "{:+d}"),
              (f"{_or_unknown(f.recorded_pre_tokens, '{:,}')} / "
               f"{_or_unknown(f.policy_trigger_tokens, '{:,}')}"
-              + (" (harness configured otherwise)" if f.threshold_differs else "")),
+              + (" (not judged: harness configured otherwise)" if f.not_judged_reason else "")),
              _or_unknown(f.post_size_error_median_frac, "{:+.1%}"),
              _or_unknown(f.cache_read_error_median_frac, "{:.2%}"),
              _or_unknown(f.held_out_error_frac, "{:.2%}"),

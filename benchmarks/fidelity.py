@@ -56,9 +56,9 @@ def main(paths: list[Path], as_json: bool) -> None:
 
 def _pre(r: RunFidelity) -> str:
     if r.recorded_pre_tokens is None:
-        return "–"
+        return "–!" if r.not_judged_reason else "–"
     got = f"{r.recorded_pre_tokens // 1000}k/{_n(r.policy_trigger_tokens)}"
-    return got + ("!" if r.threshold_differs else "")
+    return got + ("!" if r.not_judged_reason else "")
 
 
 def _cut(s: str, n: int) -> str:

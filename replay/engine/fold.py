@@ -3,7 +3,7 @@
 For each recorded request, in order:
 
 1. append the messages that arrived since the previous request;
-2. apply a compaction the user asked for there (``replay.engine.tiers.manual``), then let
+2. apply a compaction the user asked for there (``replay.engine.tiers.recorded``), then let
    the ``before`` tiers act, lightest first (each checks its own trigger);
 3. build the request and record it: tokens by estimate and by truth, the
    overshoot against window − reserve, the bytes of call arguments / results,
@@ -35,7 +35,7 @@ from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.tiers import bind
 from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.base import Env, Evictions
-from replay.engine.tiers.manual import manual_at, replay_manual
+from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
 from replay.engine.trace import (
     ActionRow,
     EvictionRow,
@@ -103,6 +103,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     """The request rows, flat: a ``replay.engine.trace.RequestMeasured``'s values a request
     (``_columns`` slices them into columns by its field names)."""
     n = run.n_requests
+    start_after_recorded(ctx, env)
     manual = (manual_at(run.harness_first_request, run.harness_trigger)
               if policy.manual_compactions == "keep" else {})
     for k, hi in enumerate(run.req_blocks):

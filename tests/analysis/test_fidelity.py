@@ -52,7 +52,7 @@ def test_fidelity_of_the_auto_compacted_sample(samples, sample_corpus):  # type:
     assert abs(r.post_size_error_median_frac - expected) < 1e-12  # type: ignore[operator]
     # the harness compacted at the preset's level: judged, and placed on the recorded request
     assert r.recorded_pre_tokens == prompts[after - 1] and r.policy_trigger_tokens == 167_000
-    assert not r.threshold_differs
+    assert not r.not_judged_reason
     assert r.placement_error_requests == 0 and r.placement_half_fit_error_requests == 0
 
 
@@ -63,12 +63,13 @@ def test_a_harness_compacting_at_another_level_is_named_not_judged(logs_corpus):
     rows = fidelity(logs_corpus)
     (r,) = [r for r in rows if r.source == "compacting-session.jsonl"]
     assert r.recorded_trigger == "auto" and r.recorded_pre_tokens == prompts[after - 1]
-    assert 100_000 < prompts[after - 1] < 0.95 * 167_000 and r.threshold_differs
+    assert 100_000 < prompts[after - 1] < 0.95 * 167_000
+    assert r.not_judged_reason.startswith(f"compacted at {prompts[after - 1]:,} recorded tokens")
     t = fidelity_totals(rows)
-    assert [d["source"] for d in t["runs_threshold_differs"]
+    assert [d["source"] for d in t["runs_not_judged"]
             if d["compacted"]] == ["compacting-session.jsonl"]
     assert t["runs_compacted"] == 0  # the only auto-compacted run of logs/ is not judged
-    assert any("compacting-session.jsonl compacted at" in line and f"{prompts[after - 1]:,}" in line
+    assert any("compacting-session.jsonl: compacted at" in line and f"{prompts[after - 1]:,}" in line
                for line in totals_lines(t))
 
 
@@ -80,7 +81,7 @@ def test_runs_without_usage_are_left_out_and_totals_add_up(sample_corpus):  # ty
     assert t["runs"] == len(rows)
     compacted = [r for r in rows if r.recorded_compaction is not None]
     assert t["runs_compacted"] + t["runs_manual"] + t["runs_trigger_unknown"] \
-        + sum(d["compacted"] for d in t["runs_threshold_differs"]) == len(compacted)
+        + sum(d["compacted"] for d in t["runs_not_judged"]) == len(compacted)
     # the 217-request sample was compacted by hand (/compact): not a policy's placement
     manual = {r.source for r in rows if r.recorded_trigger == "manual"}
     assert manual == {"claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"}
@@ -129,14 +130,30 @@ def test_a_harness_that_never_compacted_past_the_trigger_is_named_not_judged(log
     the cache-read target."""
     rows = fidelity(logs_corpus)
     t = fidelity_totals(rows)
-    listed = {d["source"]: d for d in t["runs_threshold_differs"] if not d["compacted"]}
+    listed = {d["source"]: d for d in t["runs_not_judged"] if not d["compacted"]}
     for name in ("scenarios/summary-refires.jsonl", "scenarios/estimator-low-margin.jsonl"):
         prompts, after = _raw(REPO / "logs" / name)
         assert after is None and max(prompts) > 1.05 * 167_000
         assert listed[name]["recorded_pre_tokens"] == max(prompts)
     judged = [r for r in rows if r.cache_read_error_median_frac is not None
-              and not r.threshold_differs]
+              and not r.not_judged_reason]
     assert t["cache_read_runs"] == len(judged) < len([r for r in rows
                                                      if r.cache_read_error_median_frac is not None])
     # a run that stayed under the level is judged
     assert "refactor-long.jsonl" not in listed and max(_raw(REPO / "logs" / "refactor-long.jsonl")[0]) < 167_000
+
+
+def test_a_harness_no_preset_reproduces_is_named_not_judged(tmp_path):  # type: ignore[no-untyped-def]
+    """OpenCode auto-compacted (the export's compaction part); no preset reproduces OpenCode, so
+    the run is replayed under ``none`` and not judged on placement."""
+    from replay.corpus import open_corpus
+
+    path = REPO / "tests" / "fixtures" / "opencode" / "cart-discount.export.json"
+    assert '"compaction"' in path.read_text()  # the export records one
+    rows = fidelity(open_corpus([path], cache_dir=tmp_path / "ds"))
+    (r,) = rows
+    assert r.policy == "none" and r.recorded_trigger == "auto"
+    assert "no summarise tier" in r.not_judged_reason
+    t = fidelity_totals(rows)
+    assert t["runs_compacted"] == 0 and t["placement_missed"] == 0
+    assert [d["source"] for d in t["runs_not_judged"]] == [r.source]

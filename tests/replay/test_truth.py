@@ -150,3 +150,29 @@ def test_claude_code_compacts_where_the_harness_did_and_sends_what_it_sent(  # t
         (action,) = trace.actions.to_pylist()
         assert (action["request"], action["recorded_summary"]) == (boundary, True)
         assert trace.requests.to_pydict()["truth_tokens"] == recorded
+
+
+def test_a_log_that_begins_after_a_compaction_starts_from_its_summary(tmp_path):  # type: ignore[no-untyped-def]
+    """A session continued after an auto-compaction: its file begins with the compact_boundary
+    and the summary.  Every policy's first context holds that summary, so ``none`` sends the
+    recorded prompts (read here from the raw file) exactly."""
+    from replay.corpus import open_corpus
+    from tests.conftest import REPO
+
+    path = REPO / "tests" / "fixtures" / "claude_code" / \
+        "spotter-8463c716-after-compaction-2.1.39.jsonl"
+    first = json.loads(path.read_text().splitlines()[0])
+    assert first.get("subtype") == "compact_boundary"
+    seen: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "assistant" and not rec.get("isSidechain"):
+            u = rec["message"]["usage"]
+            seen.setdefault(rec["message"]["id"], u["input_tokens"]
+                            + u.get("cache_read_input_tokens", 0)
+                            + u.get("cache_creation_input_tokens", 0))
+    corpus = open_corpus([path], cache_dir=tmp_path / "ds")
+    (rid,) = corpus.replayable()
+    trace = replay(corpus.prepared(rid), load_policy("none"), calibration=corpus.calibration(rid))
+    assert trace.requests["truth_tokens"].to_pylist() == list(seen.values())
+    assert trace.actions.num_rows == 0  # where the run starts, not an action

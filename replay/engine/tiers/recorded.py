@@ -1,14 +1,17 @@
-"""The user's recorded ``/compact``, replayed where the log recorded it.
+"""Recorded compactions the replay takes from the log whatever the policy.
 
-A compaction the log records with ``trigger: manual`` was the user's command, not the
-harness's policy.  With ``manual_compactions: keep`` (the default) the replay applies it
-before the first request after it, whatever the policy: everything before the recorded
-boundary becomes the recorded summary (sized as the anchor counts it, with what the harness
-re-attached after it), as an action of the tier ``manual /compact`` (kind ``summarise``,
-``recorded_summary`` true).  When the policy has already cut past that boundary there is
-nothing left to compact: the action is recorded as undone, so the trace says it was not
-applied.  A policy's own summarise tier that fires near a manual compaction may reuse it
-first (``replay.engine.tiers.summarise``); it is then not applied twice.
+- **The user's ``/compact``.**  A compaction the log records with ``trigger: manual`` was the
+  user's command, not the harness's policy.  With ``manual_compactions: keep`` (the default) the
+  replay applies it before the first request after it: everything before the recorded boundary
+  becomes the recorded summary (sized as the anchor counts it, with what the harness re-attached
+  after it), as an action of the tier ``manual /compact`` (kind ``summarise``,
+  ``recorded_summary`` true).  When the policy has already cut past that boundary there is
+  nothing left to compact: the action is recorded as undone, so the trace says it was not
+  applied.  A policy's own summarise tier that fires near a manual compaction may reuse it
+  first (``replay.engine.tiers.summarise``); it is then not applied twice.
+- **A log that begins after a compaction** (a session continued in a new file, whose first
+  context is the summary): the replay's context starts with that recorded summary, as the
+  log's first request sent it; no action (it is where the run starts, like the system prompt).
 """
 
 from __future__ import annotations
@@ -49,3 +52,11 @@ def replay_manual(ctx: Context, env: Env, c: int) -> None:
     apply_cut(ctx, env, split, [summary], tier=MANUAL_TIER, kind=SUMMARISE, fate=SUMMARISED,
               protect_from=ctx.hi, trigger_tokens=trigger, threshold_tokens=0,
               summary_tokens=summary.truth, recorded=True)
+
+
+def start_after_recorded(ctx: Context, env: Env) -> None:
+    """Start the context with the recorded summary the log begins after, if it does."""
+    run = ctx.run
+    if run.harness_boundary and run.harness_boundary[0] == 0:
+        env.reused.add(0)
+        ctx.cut_before(0, [recorded_summary_item(ctx, env, 0)])
