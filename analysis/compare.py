@@ -183,7 +183,10 @@ def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
         raise ReplayInputError(f"{dirs[0]}: no dataset in the project cache ({cached}) nor "
                                "beside the traces; give --data with the logs or dataset they "
                                "were replayed from")
-    corpus = opener(source)
+    # the runs the traces hold, not the whole dataset: a run's calibration may pool the other
+    # runs of its model, and must pool the same ones as when the traces were replayed
+    traced = {r for _, tr in pairs for r in tr.requests["run_id"].to_pylist()}
+    corpus = opener(source).subset(traced)
     if spec.run_ids:
         keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
                                     list(spec.run_ids), labels=label_column(corpus.runs)),

@@ -78,6 +78,17 @@ class Corpus:
             for rid in runs["run_id"].to_pylist()})
         return corpus
 
+    def subset(self, run_ids: Iterable[str]) -> Corpus:
+        """The store entries holding ``run_ids`` (in store order) as a corpus of their own:
+        what opening just those runs' files gives, so fits pooled over the corpus
+        (``calibration``'s corpus-level fit) pool the same runs.  An in-memory corpus is
+        returned as it is."""
+        if not self.entries:
+            return self
+        keep = {id(self._entry_of[r]) for r in run_ids if r in self._entry_of}
+        return Corpus(self.root, [e for e in self.entries if id(e) in keep], self.report,
+                      keep_prepared=self._keep)
+
     @property
     def run_ids(self) -> list[str]:
         """Run ids in store order."""

@@ -269,3 +269,24 @@ def test_timeline_marks_limits_actions_overshoots_and_rereads() -> None:
     assert ax.get_ylabel() == "context size (tokens)"
     with pytest.raises(ValueError, match="one \\(run, policy\\)"):
         plot_timeline(pd.concat([requests, requests.assign(policy="q")]), actions)
+
+
+def test_a_report_from_traces_pools_the_runs_the_traces_hold(samples: Path, tmp_path: Path) -> None:
+    """A run with too few recorded requests borrows the fit of its model's other runs in the
+    corpus.  The project cache also holds other runs of that model (ingested earlier): a report
+    read from ``replay run`` traces must pool what the run pooled, not the whole cache (before:
+    the report said ``anchored`` where the run said ``anchored-unscaled``)."""
+    runner, cache = CliRunner(), tmp_path / "cache"
+    others = runner.invoke(app, ["run", str(samples / "claude-code"), "--policy", ORIGINAL,
+                                 "--out", str(tmp_path / "all"), "--cache-dir", str(cache), "-q"])
+    assert others.exit_code == 0, others.output
+    log = samples / "claude-code" / "tool_heavy.jsonl"
+    res = runner.invoke(app, ["run", str(log), "--policy", ORIGINAL, "--out", str(tmp_path / "run"),
+                              "--report", "--cache-dir", str(cache), "-q"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["report", "--traces", str(tmp_path / "run"), "--out",
+                              str(tmp_path / "from-traces"), "--cache-dir", str(cache), "-q"])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "from-traces" / "report.html").read_text()
+    assert "<td>anchored-unscaled</td>" in page  # 4 recorded requests: no usable fit of its own
+    assert page == (tmp_path / "run" / "report.html").read_text()
