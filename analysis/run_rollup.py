@@ -27,6 +27,7 @@ import pyarrow as pa
 from analysis.per_run import PARTS, SPECS, known, part_metrics
 from replay.apply_policy import RunMeta, RunRollup
 from replay.corpus import Corpus
+from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
 from replay.policy import Policy
 
@@ -76,8 +77,22 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
         v = values[name]
         row[name] = None if isinstance(v, float) and math.isnan(v) else v
     row["truth_source"] = rq["truth_source"][0]
-    row["note"] = None
+    row["note"] = _manual_note(trace)
     return [row]
+
+
+def _manual_note(trace: Trace) -> str | None:
+    """What the replay took from the log whatever the policy: the user's /compact
+    (``replay.engine.tiers.recorded``), counted in the summaries too."""
+    act = trace.columns("actions")
+    undone = [u for t, u in zip(act["tier"], act["undone"]) if t == MANUAL_TIER]
+    if not undone:
+        return None
+    done = undone.count(False)
+    note = f"{done} /compact replayed as recorded (in n_summaries; manual_compactions: keep)"
+    if done < len(undone):
+        note += f"; {len(undone) - done} not applied: the policy had already cut past it"
+    return note
 
 
 def not_replayed_rows(corpus: Corpus, policy: Policy, meta: RunMeta) -> list[dict[str, Any]]:

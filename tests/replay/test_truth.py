@@ -51,6 +51,14 @@ def test_none_reproduces_the_recorded_prompt_through_a_manual_compaction(samples
     (action,) = trace.actions.to_pylist()
     assert (action["tier"], action["request"], action["recorded_summary"], action["undone"]) \
         == ("manual /compact", boundary, True, False)
+    from analysis.run_rollup import RUN_ROLLUP
+    from replay.apply_policy import run as run_policy
+
+    rows = {r["source"]: r for r in run_policy(sample_corpus, load_policy("none"),
+                                               rollup=RUN_ROLLUP).rollup}
+    assert rows["claude-code/" + NAME]["note"].startswith("1 /compact replayed as recorded")
+    assert rows["claude-code/" + NAME]["n_summaries"] == 1
+    assert rows["claude-code/tool_heavy.jsonl"]["note"] is None
     dropped = replay(run, replace_path(load_policy("none"), "manual_compactions", "drop"),
                      calibration=cal)
     truth = dropped.requests["truth_tokens"].to_pylist()
