@@ -49,7 +49,7 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
         return
     recorded = recorded_compaction(tier, st, ctx, env)
     if recorded is not None:
-        _reuse(tier, st, recorded, ctx, env)
+        _reuse(tier, st, *recorded, ctx, env)
         return
     split = remainder_start(ctx, env, tier.keep_messages, tier.keep_max_frac)
     if split <= ctx.lo:
@@ -72,30 +72,37 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
 
 
 def recorded_compaction(tier: Summarise, st: SummariseState, ctx: Context,
-                        env: Env) -> int | None:
-    """The recorded compaction this summary reuses: the first not yet reused whose first
-    request after is within ``restore.recorded_within_requests`` of this one and whose boundary
-    is inside the live context at a safe split (None: none).  The newest output may be inside
-    the cut: Claude Code summarises the tool result it just received, and the log shows it."""
+                        env: Env) -> tuple[int, int] | None:
+    """The recorded compaction this summary reuses and where it cuts: the first not yet reused
+    whose first request after is within ``restore.recorded_within_requests`` of this one, cut
+    at its boundary when that is inside the live context at a safe split.  The newest output
+    may be inside the cut: Claude Code summarises the tool result it just received, and the
+    log shows it.  Fired before the recorded point (the boundary not reached yet), the cut
+    takes everything there is: the recorded summary then stands for a little more than the
+    replay has seen, and the exchanges up to the recorded point stay verbatim after it — closer
+    to the log than a stub summary.  None: no recorded compaction to reuse."""
     tol, run = tier.restore.recorded_within_requests, ctx.run
     if tol is None or not run.harness_boundary:
         return None
     end = allowed_end(ctx, ctx.hi, may_touch_newest=True)
     for c, (first, split) in enumerate(zip(run.harness_first_request, run.harness_boundary)):
-        if (c not in st.reused and c not in env.reused and first is not None and abs(env.request - first) <= tol
-                and ctx.lo < split <= end and ctx.is_safe_split(split)):
-            return c
+        if c in st.reused or c in env.reused or first is None or abs(env.request - first) > tol:
+            continue
+        if split > end and env.request < first:  # early: cut all there is
+            split = ctx.safe_split_at_or_before(end)
+        if ctx.lo < split <= end and ctx.is_safe_split(split):
+            return c, split
     return None
 
 
-def _reuse(tier: Summarise, st: SummariseState, c: int, ctx: Context, env: Env) -> None:
-    """Cut at the recorded boundary with the recorded summary as the head."""
-    run = ctx.run
+def _reuse(tier: Summarise, st: SummariseState, c: int, split: int, ctx: Context,
+           env: Env) -> None:
+    """Cut before ``split`` with recorded compaction ``c``'s summary as the head."""
     st.reused.add(c)
     reuse_recorded(env, ctx, c)
     summary = recorded_summary_item(ctx, env, c)
     env.n_summaries += 1
-    apply_cut(ctx, env, run.harness_boundary[c], [summary], tier=tier.name, kind=SUMMARISE,
+    apply_cut(ctx, env, split, [summary], tier=tier.name, kind=SUMMARISE,
               fate=SUMMARISED, protect_from=ctx.hi,
               trigger_tokens=env.fixed_est + ctx.est(),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
