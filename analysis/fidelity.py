@@ -102,9 +102,11 @@ class RunFidelity:
         return ""
 
 
-def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFidelity]:
+def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
+             policy: Policy | None = None) -> list[RunFidelity]:
     """The figures of every run of ``corpus`` (or of ``run_ids``, in that order) that recorded
-    usage."""
+    usage, each replayed under its format's harness preset (``HARNESS_POLICY``) or, when given,
+    under ``policy`` — the user's own configuration of their harness."""
     fmts = dict(zip(corpus.run_ids, corpus.runs["format"].to_pylist()))
     sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
     out = []
@@ -115,16 +117,16 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFideli
         run = corpus.prepared(rid)
         if not any(v is not None and v > 0 for v in run.recorded_input):
             continue
-        name = HARNESS_POLICY.get(fmts[rid], "none")
-        cal, policy = corpus.calibration(rid), load_policy(name)
-        trace = replay(run, policy, calibration=cal)
+        harness = policy or load_policy(HARNESS_POLICY.get(fmts[rid], "none"))
+        name, cal = harness.name, corpus.calibration(rid)
+        trace = replay(run, harness, calibration=cal)
         req = trace.columns("requests")
         rec_at, rep_at = run.first_compaction_request, _first_cut(trace)
         half_at = None
         if rec_at is not None:
             half = _half_fit(run)
             if half is not None:
-                half_at = _first_cut(replay(run, policy, calibration=half))
+                half_at = _first_cut(replay(run, harness, calibration=half))
         truth, rec = req["truth_tokens"], run.recorded_input
         post = None
         if rec_at is not None:
@@ -148,7 +150,7 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None) -> list[RunFideli
             held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted,
             placement_half_fit_error_requests=(half_at - rec_at if rec_at is not None
                                                and half_at is not None else None),
-            recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(policy),
+            recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(harness),
             points_estimated=own.n_points_estimated if own is not None else 0))
     return out
 

@@ -1,6 +1,7 @@
 """Fidelity: replaying each recorded harness's own policy, how close is the replay to the log?
 
-    python benchmarks/fidelity.py [PATH ...]      (default: ../shared/logs-sample and logs/)
+    python benchmarks/fidelity.py [--policy P] [--json] [PATH ...]
+                                   (default: ../shared/logs-sample and logs/)
 
 For every run with recorded usage (``analysis.fidelity``): compaction placement error in
 requests, median error of the post-compaction request sizes, median cache-read error as a share
@@ -9,27 +10,31 @@ replay uses (``held``: anchored truth's for ``anchored``, overhead + scale × co
 ``fitted``) and of both models (``h-anch``, ``h-fit``); then the corpus totals against the
 targets of issue #15 (placement within ±3 requests, post-compaction sizes within ±5 %, cache
 reads within 1 %, held-out error of the truth used within 1.5 %).  ``--json`` prints the same.
+``--policy`` replays every run under one policy: a harness configured otherwise (a run named
+"not judged") is measured under its own configuration.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 from analysis.fidelity import RunFidelity, fidelity, fidelity_totals, totals_lines
 from replay.corpus import open_corpus
+from replay.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def main(paths: list[Path], as_json: bool) -> None:
+def main(paths: list[Path], as_json: bool, policy: str | None = None) -> None:
     """Print the figures."""
+    harness = load_policy(policy) if policy else None
     with tempfile.TemporaryDirectory() as tmp:
         corpus = open_corpus(paths, cache_dir=Path(tmp) / "ds")
-        rows = fidelity(corpus)
+        rows = fidelity(corpus, policy=harness)
     totals = fidelity_totals(rows)
     if as_json:
         print(json.dumps({"runs": [dataclasses.asdict(r) for r in rows], "totals": totals},
@@ -74,6 +79,11 @@ def _pct(v: float | None, signed: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--json"]
-    main([Path(p) for p in args] or [REPO.parent / "shared" / "logs-sample", REPO / "logs"],
-         "--json" in sys.argv[1:])
+    parser = argparse.ArgumentParser(description="fidelity of the harness's own policy")
+    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--policy", help="replay every run under this policy (preset or YAML: "
+                                         "your harness's own configuration) instead of its "
+                                         "format's preset")
+    a = parser.parse_args()
+    main(a.paths or [REPO.parent / "shared" / "logs-sample", REPO / "logs"], a.json, a.policy)

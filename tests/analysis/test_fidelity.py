@@ -157,3 +157,20 @@ def test_a_harness_no_preset_reproduces_is_named_not_judged(tmp_path):  # type: 
     t = fidelity_totals(rows)
     assert t["runs_compacted"] == 0 and t["placement_missed"] == 0
     assert [d["source"] for d in t["runs_not_judged"]] == [r.source]
+
+
+def test_a_harness_configured_otherwise_is_measured_under_its_own_policy(logs_corpus):  # type: ignore[no-untyped-def]
+    """The generated harness compacts above 100,000 tokens: given that policy, the run is judged
+    and reproduced (one request early: its rule is 'the previous prompt exceeded', Claude
+    Code's 'the last usage plus what arrived since reaches')."""
+    from replay.policy import load_policy, replace_path
+
+    _, after = _raw(REPO / "logs" / "compacting-session.jsonl")
+    own = replace_path(load_policy("claude-code"), "tiers.0.trigger.at_tokens", 100_000)
+    rows = fidelity(logs_corpus, policy=own)
+    (r,) = [r for r in rows if r.source == "compacting-session.jsonl"]
+    assert r.policy == "claude-code" and r.policy_trigger_tokens == 100_000
+    assert r.recorded_compaction == after
+    assert not r.not_judged_reason and r.placement_error_requests == -1
+    assert r.post_size_error_median_frac is not None and abs(r.post_size_error_median_frac) < 0.01
+    assert all(x.policy == "claude-code" for x in rows)  # every run under the one policy
