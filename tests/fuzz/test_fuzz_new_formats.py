@@ -125,3 +125,24 @@ def test_every_node_replaced_once(name: str, workdir: Path) -> None:
             new = next(w for w in WRONG[(n % len(WRONG)):] + WRONG if type(w) is not type(old))
             mutated = [replace_at(v, path, new) if i == k else v for i, v in enumerate(values)]
             check(fmt, filename, _serialise(mutated, filename), workdir, LIMIT)
+
+
+def test_an_entry_flagged_encrypted_is_an_issue(workdir: Path) -> None:
+    """A flipped bit can mark an entry encrypted (found by the byte-flip fuzz: ``zipfile``
+    raised RuntimeError out of the parser).  Every entry so flagged is skipped with an issue
+    naming it; the rest of the log is read."""
+    import struct
+
+    fmt, filename, raw = _seed("inspect_eval")
+    buf, name = bytearray(raw), b"_journal/start.json"
+    at = 0
+    while (at := buf.find(b"PK\x01\x02", at)) >= 0:  # central directory entries
+        n = struct.unpack_from("<H", buf, at + 28)[0]
+        if bytes(buf[at + 46:at + 46 + n]) == name:
+            buf[at + 8] |= 0x1  # general purpose flag bit 0: encrypted
+            break
+        at += 4
+    assert at >= 0, "the seed has no _journal/start.json entry"
+    _, issues = check(fmt, filename, bytes(buf), workdir, LIMIT)
+    assert [i.reason for i in issues if "encrypted" in i.reason] == [
+        "zip entry '_journal/start.json' is encrypted (skipped)"]

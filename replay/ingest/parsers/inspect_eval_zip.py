@@ -60,6 +60,10 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
                                              f"bytes uncompressed, over {max_bytes:,} (skipped; "
                                              f"raise it with {ENV_MAX_DOCUMENT_BYTES}=BYTES)"))
             continue
+        if info.flag_bits & 0x1:  # encrypted: zipfile would raise RuntimeError on open
+            cov.unknown(f"zip/{kind} (encrypted)")
+            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is encrypted (skipped)"))
+            continue
         try:
             with z.open(info) as f:
                 raw = f.read(max_bytes + 1)
