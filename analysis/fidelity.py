@@ -95,10 +95,10 @@ class RunFidelity:
             return ""
         if auto and abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level:
             return (f"compacted at {pre:,} recorded tokens, {name} at {level:,}: its harness "
-                    "was configured otherwise (replay it with its own trigger level)")
+                    "was configured otherwise (replay it with its own trigger level: --policy)")
         if self.recorded_compaction is None and pre > (1 + THRESHOLD_TOLERANCE_FRAC) * level:
             return (f"reached {pre:,} recorded tokens without compacting, {name} compacts at "
-                    f"{level:,}: its harness was configured otherwise")
+                    f"{level:,}: its harness was configured otherwise (--policy)")
         return ""
 
 

@@ -13,6 +13,7 @@ registers the commands on it, in the order ``replay --help`` lists them:
   show-policy;
 - ``replay.cli.analysis_commands``: report, diff, sweep, check;
 - ``replay.cli.inspect_command``: inspect (one log file as the ingest reads it);
+- ``replay.cli.fidelity_command``: fidelity (the harness's own policy against its log);
 - ``replay.cli.redact_command``: redact (a shareable archive of log files);
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import typer
 
 from replay.cli.analysis_commands import check, diff, report, sweep
+from replay.cli.fidelity_command import fidelity
 from replay.cli.inspect_command import inspect
 from replay.cli.redact_command import redact
 from replay.cli.replay_commands import (
@@ -51,6 +53,7 @@ EXAMPLES: dict[str, str] = {
     "providers": "replay providers",
     "run": "replay run logs/ -p two-tier-corrected --out out/two-tier",
     "calibrate": "replay calibrate logs/ --json",
+    "fidelity": "replay fidelity ~/.claude/projects -p my-claude-code.yaml",
     "synth": "replay synth --out logs/ --only refactor-long",
     "show-policy": "replay show-policy two-tier-corrected --defaults",
     "report": "replay report logs/ -p claude-code -p two-tier-corrected --out out/report",
@@ -62,8 +65,8 @@ EXAMPLES: dict[str, str] = {
 """One example per command, shown at the end of its ``--help`` (as the line written here, not
 re-wrapped)."""
 
-for _command in (ingest, runs, inspect, policies, providers, run, calibrate, synth, show_policy,
-                 report, diff, sweep, check, redact):
+for _command in (ingest, runs, inspect, policies, providers, run, calibrate, fidelity, synth,
+                 show_policy, report, diff, sweep, check, redact):
     _name = _command.__name__.replace("_", "-")
     _example = EXAMPLES.get(_name)  # a command without one fails test_cli_usage, not the app
     app.command(epilog=f"\b\nExample: {_example}" if _example else None)(_command)

@@ -174,3 +174,25 @@ def test_a_harness_configured_otherwise_is_measured_under_its_own_policy(logs_co
     assert not r.not_judged_reason and r.placement_error_requests == -1
     assert r.post_size_error_median_frac is not None and abs(r.post_size_error_median_frac) < 0.01
     assert all(x.policy == "claude-code" for x in rows)  # every run under the one policy
+
+
+def test_the_fidelity_command(samples, tmp_path):  # type: ignore[no-untyped-def]
+    """``replay fidelity``: the library's figures as JSON; a policy it cannot load is exit 2."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    log = samples / "claude-code" / NAME
+    runner = CliRunner()
+    got = runner.invoke(app, ["fidelity", str(log), "--json", "--cache-dir", str(tmp_path)])
+    assert got.exit_code == 0, got.output
+    doc = json.loads(got.stdout)
+    (run,) = [r for r in doc["runs"] if r["source"].endswith(NAME)]
+    _, after = _raw(log)
+    assert run["recorded_compaction"] == after and run["placement_error_requests"] == 0
+    assert run["not_judged_reason"] == "" and doc["totals"]["placement_within_tolerance"] == 1
+    table = runner.invoke(app, ["fidelity", str(log), "--cache-dir", str(tmp_path)])
+    assert table.exit_code == 0 and "placement within ±3 requests: 1 of 1" in table.output
+    bad = runner.invoke(app, ["fidelity", str(log), "-p", str(tmp_path / "missing.yaml"),
+                              "--cache-dir", str(tmp_path)])
+    assert bad.exit_code == 2

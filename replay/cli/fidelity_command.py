@@ -1,0 +1,72 @@
+"""``replay fidelity PATHS``: how closely replaying each run's harness policy reproduces its log.
+
+For every run with recorded usage, under its format's harness preset or ``--policy`` (the
+user's own configuration of their harness): where the replay compacts against where the log
+did, the post-compaction request sizes, the cache reads and the held-out error of the truth
+used, then the totals against the targets of issue #15 — and, for each run the policy is
+evidently not the harness of, why it is not judged (``analysis.fidelity``).
+
+Not here: the figures themselves (``analysis.fidelity``, also in the HTML report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+import typer
+
+from replay.cli.inputs import (
+    CacheOutOpt,
+    FormatOpt,
+    JsonOpt,
+    PathsArg,
+    QuietOpt,
+    StrictOpt,
+    _finish,
+    _open,
+)
+from replay.cli.output import _emit, _errors, _print_json, say
+from replay.cli.tables import Layout
+from replay.policy import load_policy
+
+FIDELITY_LAYOUT = Layout(columns=(
+    "source", "policy", "recorded_compaction", "replayed_compaction", "placement_error_requests",
+    "post_size_error_median_frac", "cache_read_error_median_frac", "held_out_error_frac",
+    "not_judged_reason"))
+
+
+def fidelity(
+    paths: PathsArg,
+    policy: Annotated[str | None, typer.Option(
+        "--policy", "-p", help="Replay every run under this policy (preset or YAML: your "
+        "harness's own configuration) instead of its format's preset.")] = None,
+    cache_dir: CacheOutOpt = None, fmt: FormatOpt = None, strict: StrictOpt = False,
+    as_json: JsonOpt = False, quiet: QuietOpt = False,
+) -> None:
+    """Replay each run with recorded usage under its harness's policy and compare with the log.
+
+    Per run: the first compaction recorded and replayed (requests) and the placement error,
+    the median error of the request sizes after the recorded compaction, the median cache-read
+    error (a fraction of the recorded input), the held-out error of the truth used, and why a
+    run is not judged (its harness evidently ran another configuration: replay it with yours,
+    --policy).  Then the totals against the targets.  Errors are fractions (0.012 = 1.2 %).
+    """
+    from analysis.fidelity import fidelity as measure
+    from analysis.fidelity import fidelity_totals, totals_lines
+
+    with _errors():
+        harness = load_policy(policy) if policy else None
+        corpus = _open(paths, cache_dir, fmt, quiet, strict)
+        found = measure(corpus, policy=harness)
+    rows: list[dict[str, Any]] = [
+        {**dataclasses.asdict(r), "not_judged_reason": r.not_judged_reason} for r in found]
+    totals = fidelity_totals(found)
+    if as_json:
+        _print_json({"runs": rows, "totals": totals})
+    else:
+        _emit(rows, False, title="fidelity of the harness's own policy (errors as fractions)",
+              layout=FIDELITY_LAYOUT)
+        for line in totals_lines(totals):
+            say(line)
+    _finish(corpus.report, strict)
