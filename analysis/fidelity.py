@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.corpus import Corpus
-from replay.engine.calibrate import from_points, points
+from replay.engine.calibrate import first_half_fit
 from replay.engine.fold import replay
-from replay.engine.prepared import Calibration, PreparedRun
+from replay.engine.prepared import PreparedRun
 from replay.engine.trace import CUT_KINDS
 from replay.policy import Policy, Summarise, load_policy
 
@@ -124,7 +124,7 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         rec_at, rep_at = run.first_compaction_request, _first_cut(trace)
         half_at = None
         if rec_at is not None:
-            half = _half_fit(run)
+            half = first_half_fit(run)
             if half is not None:
                 half_at = _first_cut(replay(run, harness, calibration=half))
         truth, rec = req["truth_tokens"], run.recorded_input
@@ -162,12 +162,6 @@ def _first_cut(trace: Any) -> int | None:
                 if k in CUT_KINDS and not u), default=None)
 
 
-def _half_fit(run: PreparedRun) -> Calibration | None:
-    """The run's calibration fitted on the first half of its pre-compaction points only."""
-    pts = points(run)
-    return from_points(pts[:len(pts) // 2]) if len(pts) >= 4 else None
-
-
 def _pre_tokens(run: PreparedRun) -> int | None:
     first = run.first_compaction_request
     if first is None:
@@ -176,13 +170,8 @@ def _pre_tokens(run: PreparedRun) -> int | None:
 
 
 def _trigger_tokens(policy: Policy) -> int | None:
-    for tier in policy.tiers:
-        if isinstance(tier, Summarise):
-            t = tier.trigger
-            if t.at_tokens is not None:
-                return t.at_tokens
-            return None if t.at_frac is None else int(t.at_frac * policy.usable_tokens)
-    return None
+    first = next((t for t in policy.tiers if isinstance(t, Summarise)), None)
+    return None if first is None else first.trigger.level_tokens(policy.usable_tokens)
 
 
 def _first_trigger(corpus: Corpus, run_id: str) -> str:

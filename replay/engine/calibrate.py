@@ -140,6 +140,13 @@ def held_out_anchored_error(pts: list[tuple[float, float]],
     return statistics.median(abs(y_a + scale * (x - x_a) - y) / y for x, y in later)
 
 
+def first_half_fit(run: PreparedRun, tokenizer: Tokenizer = "o200k_base") -> Calibration | None:
+    """The run's calibration fitted on the first half of its points only — what it would know
+    had the log ended half-way to its first compaction (None when too few to split)."""
+    got = _halves(points(run, tokenizer))
+    return from_points(got[0]) if got is not None else None
+
+
 def _halves(pts: list[tuple[float, float]]
             ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]] | None:
     """The first and the second half; None with fewer than ``MIN_POINTS // 2`` points in

@@ -169,8 +169,15 @@ def recorded_summary_truth(run: PreparedRun, i: int, counter: TokenCounter, msg_
 
 
 def _summary_count(run: PreparedRun, i: int, counter: TokenCounter) -> int:
+    return summary_count(run, i, counter.tokenizer, counter.scale)
+
+
+def summary_count(run: PreparedRun, i: int, tokenizer: str, scale: float) -> int:
+    """Harness compaction ``i``'s recorded summary under ``tokenizer`` × ``scale``, from its
+    ingest counts (a summary redacted to a size marker is sized from the marker, like any block;
+    another tokenizer's count when this one was not stored)."""
     tokens = run.harness_summary_tokens[i]
-    base = tokens.get(counter.tokenizer)
+    base = tokens.get(tokenizer)
     if base is None:
         base = next(iter(tokens.values()), 0)
-    return base if counter.scale == 1.0 else round(base * counter.scale)
+    return base if scale == 1.0 else round(base * scale)

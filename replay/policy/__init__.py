@@ -88,6 +88,13 @@ class Trigger:
     never: bool = False
     """The tier is switched off (kept in the policy, e.g. to compare with and without it)."""
 
+    def level_tokens(self, usable_tokens: int) -> int | None:
+        """The estimated-token level it fires at: ``at_tokens``, or ``at_frac`` of the usable
+        window (None for every-request, message and never triggers)."""
+        if self.at_tokens is not None:
+            return self.at_tokens
+        return None if self.at_frac is None else int(self.at_frac * usable_tokens)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Protect:

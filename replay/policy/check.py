@@ -179,8 +179,8 @@ def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:
         raise PolicyError(where, key, f"set exactly one of every_request, at_tokens, at_frac, "
                                       f"after_messages, never ({n_set} set)")
     window = p.server.window_tokens
-    level, name = (trigger.at_tokens, "at_tokens") if trigger.at_tokens is not None else \
-        (None if trigger.at_frac is None else int(trigger.at_frac * p.usable_tokens), "at_frac")
+    level = trigger.level_tokens(p.usable_tokens)
+    name = "at_tokens" if trigger.at_tokens is not None else "at_frac"
     if level is not None and level > window:
         raise PolicyError(where, f"{key}.{name}", f"{level:,} tokens is above the window "
                                                   f"({window:,}): the tier could "

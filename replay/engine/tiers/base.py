@@ -148,11 +148,7 @@ class Env:
 
 def threshold(trigger: Trigger, env: Env) -> int:
     """The estimated-token level a trigger fires at (0 for every-request / message triggers)."""
-    if trigger.at_tokens is not None:
-        return trigger.at_tokens
-    if trigger.at_frac is not None:
-        return int(trigger.at_frac * env.usable)
-    return 0
+    return trigger.level_tokens(env.usable) or 0
 
 
 def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:

@@ -29,7 +29,7 @@ from replay.engine.tiers.apply import allowed_end, apply_cut
 from replay.engine.tiers.base import Env, fires, reinserted, reuse_recorded, threshold
 from replay.engine.tiers.restore import restored_files, summary_size
 from replay.engine.trace import SUMMARISE, SUMMARISED
-from replay.engine.truth import recorded_summary_truth
+from replay.engine.truth import recorded_summary_truth, summary_count
 from replay.policy import Summarise
 
 
@@ -121,11 +121,10 @@ def recorded_summary_item(ctx: Context, env: Env, c: int) -> HeadItem:
 def _recorded_summary_est(ctx: Context, env: Env, c: int) -> int:
     """The estimate of recorded summary ``c`` from its ingest counts (a summary redacted to a
     size marker is sized from the marker, like any block), not from its text."""
-    counter, tokens = env.policy.estimator, ctx.run.harness_summary_tokens[c]
-    if counter.method == "chars" or not tokens:
+    counter = env.policy.estimator
+    if counter.method == "chars" or not ctx.run.harness_summary_tokens[c]:
         return env.est_text(ctx.run.harness_summary_text[c])
-    base = tokens.get(counter.tokenizer, next(iter(tokens.values())))
-    return round(base * token_scale(counter, env.calibration))
+    return summary_count(ctx.run, c, counter.tokenizer, token_scale(counter, env.calibration))
 
 
 def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float) -> int:
