@@ -5,10 +5,10 @@ and writes its traces and summary (and, with ``report``, the report) under one f
     from replay.policy import load_policy
 
     done = run_policy_to([Path("logs")], load_policy("two-tier-corrected"))
-    done.summary.to_pandas()   # one row per run (analysis.run_rollup), written to done.out
+    done.summary.to_pandas()   # one row per run (analysis.per_run.rollup), written to done.out
 
 Not here: the replay and its files (``replay.apply_policy``), the summary's columns
-(``analysis.run_rollup``), printing (``replay.cli``).
+(``analysis.per_run.rollup``), printing (``replay.cli``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis.run_rollup import RUN_ROLLUP
+from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import rollup_table, run, run_to, write_run
 from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import run_dir, writable_dir
@@ -31,7 +31,7 @@ class PolicyRun:
     """What ``run_policy_to`` did."""
 
     summary: pa.Table
-    """One row per run (``analysis.run_rollup``), as written to ``out/summary.json``."""
+    """One row per run (``analysis.per_run.rollup``), as written to ``out/summary.json``."""
     out: Path
     corpus: Corpus
     not_replayed: tuple[str, ...]
@@ -53,7 +53,7 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
             without it traces are streamed run by run).
         allow_python: allow ``module:Class`` tiers.
         on_run: ``(done, total)`` after each replayed run.
-        on_figure: the report's figures, as for ``analysis.report.write_report``.
+        on_figure: the report's figures, as for ``analysis.report.build.write_report``.
 
     Raises:
         ReplayError: the policy cannot be replayed.
@@ -75,7 +75,7 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
         write_run(result, folder)
         summary = rollup_table(result)
         # imported here: only the report needs pandas and matplotlib (~1 s to import)
-        from analysis.report import write_report
+        from analysis.report.build import write_report
         write_report(corpus, [(policy, result.trace)], folder, on_figure=on_figure)
     else:
         summary = run_to(corpus, policy, folder, rollup=RUN_ROLLUP, allow_python=allow_python,

@@ -1,7 +1,7 @@
 """The facts of a recorded run that every metric row needs, whatever the policy replayed.
 
 ``run_facts(corpus, run_id)`` reads one run's tool blocks, recorded requests and
-harness-summary flags once and keeps what ``analysis.fast_metrics`` needs for any
+harness-summary flags once and keeps what ``analysis.per_run.fast_metrics`` needs for any
 number of replays of that run:
 
 - the ``rereads_*`` counts no eviction can change: reads, re-reads, refreshes,
@@ -11,7 +11,7 @@ number of replays of that run:
   first, with the previous result's block;
 - the harness's recorded compactions and the first request after one.
 
-Not here: anything that depends on the policy (``analysis.fast_metrics``).
+Not here: anything that depends on the policy (``analysis.per_run.fast_metrics``).
 """
 
 from __future__ import annotations

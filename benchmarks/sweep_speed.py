@@ -29,8 +29,8 @@ import threading
 import time
 from pathlib import Path
 
-from analysis.grid import make_spec, settings
-from analysis.sweep import sweep
+from analysis.sweep.core import sweep
+from analysis.sweep.grid import make_spec, settings
 from replay.corpus import open_corpus
 from replay.policy import load_policy
 

@@ -1,7 +1,7 @@
 """``run``: replay one policy over a corpus and keep the traces with a per-run roll-up.
 
 The roll-up has one row per run; what a row holds is the caller's ``RunRollup`` (the
-analysis layer's ``analysis.run_rollup.RUN_ROLLUP``: the run's label, ``metrics()``'s
+analysis layer's ``analysis.per_run.rollup.RUN_ROLLUP``: the run's label, ``metrics()``'s
 main columns under the same names, which truth judged them), so this layer computes no
 metric.  ``write_run`` stores the traces as Parquet
 (``traces/{requests,actions,evictions}.parquet``) next to ``summary.json``,
@@ -34,7 +34,7 @@ RunMeta = dict[str, tuple[str, str, str]]
 
 @dataclass(frozen=True, slots=True)
 class RunRollup:
-    """How the per-run roll-up rows are made (``analysis.run_rollup.RUN_ROLLUP``)."""
+    """How the per-run roll-up rows are made (``analysis.per_run.rollup.RUN_ROLLUP``)."""
 
     schema: pa.Schema
     replayed: Callable[[Trace, Policy, RunMeta], list[dict[str, Any]]]

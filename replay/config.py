@@ -17,7 +17,7 @@ Paths are relative to the file's folder, and what check writes (``out``, ``basel
 inside it.  An unknown key or a wrong type is a ``ConfigError``
 naming the file and the key (with a "did you mean").  Command-line options win over the file.
 
-Not here: what check does (``analysis.check``).
+Not here: what check does (``analysis.check.gate``).
 """
 
 from __future__ import annotations

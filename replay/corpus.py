@@ -5,8 +5,8 @@ an existing store; ``Corpus.prepared(run_id)`` gives a run ready for the engine
 (memoised, so sweeps prepare each run once); ``replay_corpus`` replays every run
 under one policy and concatenates the traces.
 
-The library entry points that do a command's whole work (``analysis.sweep_to``,
-``analysis.check_run``, ``analysis.compare``) take their runs as ``Runs``: a corpus, or paths
+The library entry points that do a command's whole work (``analysis.sweep.to_files``,
+``analysis.check.run``, ``analysis.report.compare``) take their runs as ``Runs``: a corpus, or paths
 that an ``Opener`` opens once the other arguments are checked (``project_opener``: as the
 commands do, into the project cache; the CLI passes one that also prints).
 """

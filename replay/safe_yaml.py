@@ -10,7 +10,7 @@ then builds the Python values (safe tags only).  Every refusal is a ``YamlRefuse
 message never quotes the file's content (a file named by mistake, ``-p /etc/shadow``, must not
 be echoed to the terminal).
 
-Not here: what the values mean (``replay.policy``, ``analysis.grid``, ``analysis.check``).
+Not here: what the values mean (``replay.policy``, ``analysis.sweep.grid``, ``analysis.check.gate``).
 """
 
 from __future__ import annotations

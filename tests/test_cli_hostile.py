@@ -307,7 +307,7 @@ def test_show_policy_prints_yaml_that_loads_back_to_the_same_policy(tmp_path: Pa
 
 
 def test_report_markdown_cells_escape_html_from_logs() -> None:
-    from analysis.report_pages import _md_table
+    from analysis.report.pages import _md_table
 
     lines = _md_table(["run"], [["<img src=x onerror=alert(1)>|a"]])
     assert "<img" not in "\n".join(lines) and "&lt;img src=x onerror=alert(1)&gt;\\|a" in lines[2]

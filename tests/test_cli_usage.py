@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from analysis.run_rollup import NOT_REPLAYED
+from analysis.per_run.rollup import NOT_REPLAYED
 from replay.cli import app
 from replay.cli.tables import Layout, totals_row
 from replay.errors import ReplayInputError

@@ -46,7 +46,7 @@ from replay.layout import cache_root, sweep_cache_dir
 from replay.policy import load_policy
 from replay.policy.providers import with_provider
 
-# --- report / diff commands (analysis.report, analysis.diff) ---
+# --- report / diff commands (analysis.report.build, analysis.report.diff) ---
 
 ReportPolicyOpt = Annotated[list[str] | None, typer.Option(
     "--policy", "-p", help="Policy YAML file or preset name, replayed over PATHS; repeat it to "
@@ -88,7 +88,7 @@ def report(
     quiet: QuietOpt = False,
 ) -> None:
     """Write a self-contained report.html and a report.md for one run or a corpus, per policy."""
-    from analysis.compare import report_to
+    from analysis.report.compare import report_to
 
     with _errors(), _counter("replay", quiet) as tick, \
             _steps("report: drawing figures", quiet) as draw:
@@ -128,9 +128,9 @@ def diff(
     quiet: QuietOpt = False,
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
-    from analysis.compare import diff_policies
-    from analysis.diff import to_records
-    from analysis.report_pages import fmt_rel, fmt_value
+    from analysis.report.compare import diff_policies
+    from analysis.report.diff import to_records
+    from analysis.report.pages import fmt_rel, fmt_value
 
     with _errors(), _counter("replay", quiet) as tick:
         done = diff_policies(_compare_spec(paths, policy, traces, data, run_ids, provider,
@@ -161,15 +161,15 @@ def diff(
 def _compare_spec(paths: list[Path], policies: list[str] | None, traces: bool,
                   data: list[Path] | None, run_ids: list[str] | None, provider: str | None,
                   own_providers: bool, allow_python: bool, cache: Path | None) -> Any:
-    """The options of report and diff as an ``analysis.compare.CompareSpec``."""
-    from analysis.compare import CompareSpec
+    """The options of report and diff as an ``analysis.report.compare.CompareSpec``."""
+    from analysis.report.compare import CompareSpec
 
     return CompareSpec(runs=paths, policies=tuple(policies or ()), traces=traces,
                        data=tuple(data or ()), run_ids=tuple(run_ids or ()), provider=provider,
                        own_providers=own_providers, allow_python=allow_python, cache_dir=cache)
 
 
-# --- sweep command (analysis.sweep) ---
+# --- sweep command (analysis.sweep.core) ---
 
 def sweep(
     paths: PathsArg,
@@ -219,8 +219,8 @@ def sweep(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
-    from analysis.grid import load_spec
-    from analysis.sweep_to import sweep_to
+    from analysis.sweep.grid import load_spec
+    from analysis.sweep.to_files import sweep_to
 
     objective = maximise or minimise
     with _errors():
@@ -249,7 +249,7 @@ def sweep(
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)
 
-# --- check command (analysis.check) ---
+# --- check command (analysis.check.gate) ---
 
 
 def check(
@@ -286,7 +286,7 @@ def check(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
-    from analysis.check_report import (
+    from analysis.check.report import (
         change_rows,
         junit_xml,
         markdown_summary,
@@ -294,7 +294,7 @@ def check(
         moved_rows,
         verdict,
     )
-    from analysis.check_run import CheckSettings, run_check
+    from analysis.check.run import CheckSettings, run_check
 
     with _errors():
         settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,

@@ -100,7 +100,7 @@ RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_t
                     totals={"n_requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
                             "overshoots_n": "sum", "overshoots_max_tokens": "max",
                             "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum"})
-"""The ``replay run`` table: ``analysis.run_rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
+"""The ``replay run`` table: ``analysis.per_run.rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
 
 
 def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],

@@ -15,7 +15,7 @@ import pytest
 
 from analysis import frames
 from analysis.metrics import metrics
-from analysis.run_rollup import RUN_ROLLUP
+from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import RunResult, run
 from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.engine.trace import Trace

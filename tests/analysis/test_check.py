@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from analysis.baseline import (
+from analysis.check.baseline import (
     Baseline,
     CheckError,
     RunInfo,
@@ -26,9 +26,9 @@ from analysis.baseline import (
     stored_value,
     write_baseline,
 )
-from analysis.check import compare, judge
-from analysis.check_report import junit_xml, markdown_summary, verdict
-from analysis.tolerances import Tolerance, Tolerances, load_tolerances
+from analysis.check.gate import compare, judge
+from analysis.check.report import junit_xml, markdown_summary, verdict
+from analysis.check.tolerances import Tolerance, Tolerances, load_tolerances
 from replay.cli import app
 from replay.corpus import Corpus, open_corpus
 from replay.policy import Policy, load_policy, policy_to_dict, replace_path

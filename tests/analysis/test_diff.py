@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from analysis.diff import DIFF_COLUMNS, TOTAL, diff, to_records, totals
 from analysis.metrics import METRIC_DIRECTIONS
+from analysis.report.diff import DIFF_COLUMNS, TOTAL, diff, to_records, totals
 from analysis.run_totals import total_rule
 from replay.cli import app
 from tests.analysis.conftest import PRESETS, Replayed

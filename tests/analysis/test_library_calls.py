@@ -1,5 +1,5 @@
 """Each command's work is one library call a notebook or CI script can make (#14 item 5):
-``analysis.sweep_to.sweep_to``, ``analysis.check_run.run_check``, ``analysis.compare``'s
+``analysis.sweep.to_files.sweep_to``, ``analysis.check.run.run_check``, ``analysis.report.compare``'s
 ``policy_traces`` / ``diff_policies`` / ``report_to``; called here without the CLI, their
 results checked against the lower-level functions they stand for."""
 
@@ -11,16 +11,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.baseline import CheckError, load_baseline, write_baseline
-from analysis.check_run import CheckSettings, run_check
-from analysis.compare import CompareSpec, diff_policies, policy_traces, report_to
-from analysis.diff import diff
-from analysis.grid import load_spec, settings
+from analysis.check.baseline import CheckError, load_baseline, write_baseline
+from analysis.check.run import CheckSettings, run_check
 from analysis.metrics import metrics
-from analysis.pareto import best
-from analysis.run_rollup import RUN_ROLLUP
-from analysis.sweep import sweep
-from analysis.sweep_to import sweep_to
+from analysis.per_run.rollup import RUN_ROLLUP
+from analysis.report.compare import CompareSpec, diff_policies, policy_traces, report_to
+from analysis.report.diff import diff
+from analysis.sweep.core import sweep
+from analysis.sweep.grid import load_spec, settings
+from analysis.sweep.pareto import best
+from analysis.sweep.to_files import sweep_to
 from replay.apply_policy import run_to
 from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.errors import ReplayError, ReplayInputError
@@ -172,8 +172,8 @@ def test_report_to_writes_the_report(corpus: Corpus, tmp_path: Path) -> None:
 
 
 def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path: Path) -> None:
+    from analysis.per_run.rollup import RUN_ROLLUP
     from analysis.policy_run import run_policy_to
-    from analysis.run_rollup import RUN_ROLLUP
     from replay.apply_policy import read_trace, run
 
     pol = load_policy(BASE)

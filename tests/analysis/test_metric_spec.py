@@ -8,7 +8,6 @@ import pytest
 
 from analysis import frames
 from analysis.cache_invalidation import cache_actions
-from analysis.fast_metrics import fast_metrics
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
 from analysis.metrics import (
     FLOAT_COLUMNS,
@@ -21,6 +20,7 @@ from analysis.metrics import (
     known,
 )
 from analysis.per_run import part_metrics
+from analysis.per_run.fast_metrics import fast_metrics
 from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
 from analysis.run_facts import run_facts
 from analysis.summarisation import summarisation, summarisation_summary
@@ -49,7 +49,7 @@ def test_a_name_that_is_not_declared_is_refused() -> None:
 
 
 def test_the_run_table_shows_summary_columns_only() -> None:
-    from analysis.run_rollup import ROLLUP_METRICS, ROLLUP_SCHEMA
+    from analysis.per_run.rollup import ROLLUP_METRICS, ROLLUP_SCHEMA
     from replay.cli.replay_commands import RUN_LAYOUT
 
     shown = set(RUN_LAYOUT.columns) | set(RUN_LAYOUT.totals)

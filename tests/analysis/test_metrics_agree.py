@@ -1,6 +1,6 @@
 """One value per metric, whoever shows it (#14 "How it is checked"): for every run of ``logs/``
 and of the samples under every preset, ``replay run``'s summary row, ``metrics()``, the values
-``replay check`` compares (``analysis.baseline.policy_values``, what ``measure`` stores for a
+``replay check`` compares (``analysis.check.baseline.policy_values``, what ``measure`` stores for a
 replay) and the report's headline agree on every metric they share, under the same name.  The
 replays are shared with ``test_summary_definition`` (``preset_run``).
 
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from analysis.baseline import policy_values, stored_value
+from analysis.check.baseline import policy_values, stored_value
 from analysis.metrics import METRIC_COLUMNS
-from analysis.report_pages import HEADLINE, Page, _headline_rows, fmt_value
-from analysis.run_rollup import NOT_REPLAYED, ROLLUP_METRICS
+from analysis.per_run.rollup import NOT_REPLAYED, ROLLUP_METRICS
+from analysis.report.pages import HEADLINE, Page, _headline_rows, fmt_value
 from replay.ingest.run_label import run_key
 from replay.policy import Policy, load_policy, presets
 from tests.analysis.conftest import PresetRun

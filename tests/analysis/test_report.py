@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from analysis.report import ReportFiles, write_report
+from analysis.report.build import ReportFiles, write_report
 from analysis.rereads import lint_placeholders
 from replay.cli import app
 from replay.corpus import Corpus, replay_corpus
@@ -246,7 +246,7 @@ def test_cli_report_usage_errors_exit_2(samples: Path, tmp_path: Path) -> None:
 def test_timeline_marks_limits_actions_overshoots_and_rereads() -> None:
     from matplotlib.figure import Figure
 
-    from analysis.timeline import plot_timeline
+    from analysis.report.timeline import plot_timeline
 
     n = 6
     requests = pd.DataFrame({

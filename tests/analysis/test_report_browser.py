@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report import write_report
+from analysis.report.build import write_report
 from replay.corpus import Corpus, replay_corpus
 from replay.policy import load_policy
 from tests.analysis.conftest import PRESETS, Replayed

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.fidelity import RunFidelity, fidelity
-from analysis.report import write_report
-from analysis.report_pages import Page, render_html, render_markdown
+from analysis.report.build import write_report
+from analysis.report.pages import Page, render_html, render_markdown
 from replay.corpus import open_corpus, replay_corpus
 from replay.policy import load_policy
 from tests.analysis.report_html import ReportDoc

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.diff import totals
 from analysis.metrics import METRIC_COLUMNS
-from analysis.pareto import aggregate
+from analysis.report.diff import totals
 from analysis.run_totals import total_rule
+from analysis.sweep.pareto import aggregate
 
 
 def _table(seed: int) -> pd.DataFrame:

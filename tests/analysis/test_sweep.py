@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.fast_metrics import METRIC_COLUMNS, fast_metrics, metrics_frame
-from analysis.grid import MAX_CELLS, apply, load_grid, load_spec, make_spec, settings
 from analysis.metrics import metrics
-from analysis.pareto import aggregate, best, pareto_front, plot_pareto
+from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics, metrics_frame
+from analysis.per_run.rollup import ROLLUP_METRICS, RUN_ROLLUP
 from analysis.run_facts import run_facts
-from analysis.run_rollup import ROLLUP_METRICS, RUN_ROLLUP
-from analysis.sweep import sweep, write_sweep
-from analysis.sweep_cache import read_cached
+from analysis.sweep.cache import read_cached
+from analysis.sweep.core import sweep, write_sweep
+from analysis.sweep.grid import MAX_CELLS, apply, load_grid, load_spec, make_spec, settings
+from analysis.sweep.pareto import aggregate, best, pareto_front, plot_pareto
 from replay.apply_policy import run
 from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.engine.fold import replay
@@ -316,8 +316,7 @@ def test_pareto_front_keeps_the_undominated_settings() -> None:
 
 def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from analysis import sweep_plots
-
+    from analysis.sweep import plots as sweep_plots
     figures = []
     draw = sweep_plots._metrics_figure
     monkeypatch.setattr(sweep_plots, "_metrics_figure",
@@ -337,7 +336,7 @@ def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
 
 
 def test_sweep_plots_drawn_in_workers_are_the_same_files(tmp_path: Path) -> None:
-    from analysis.sweep_plots import write_plots
+    from analysis.sweep.plots import write_plots
 
     here = write_plots(_table(), ["frac"], tmp_path / "here", jobs=1)
     there = write_plots(_table(), ["frac"], tmp_path / "there", jobs=2)

@@ -146,7 +146,7 @@ def _craft_run_id(ds: Path, run_id: str) -> None:
 
 
 def test_sweep_cache_names_files_safely(tmp_path: Path) -> None:
-    from analysis.sweep_cache import ROW_COLUMNS, read_cached, write_cached
+    from analysis.sweep.cache import ROW_COLUMNS, read_cached, write_cached
     cache = tmp_path / "out" / "sweep_cache"
     rows = pd.DataFrame([{c: 0 for c in ROW_COLUMNS}]).astype(
         {"setting": str, "run_id": str, "policy": str})

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analysis.run_rollup import ROLLUP_METRICS, RUN_ROLLUP
+from analysis.per_run.rollup import ROLLUP_METRICS, RUN_ROLLUP
 from replay.apply_policy import run
 from replay.cli import app
 from replay.corpus import open_corpus

@@ -12,7 +12,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.run_rollup import ROLLUP_SCHEMA
+from analysis.per_run.rollup import ROLLUP_SCHEMA
 from replay.apply_policy import LazyRows
 from replay.memory import release_freed_memory
 

@@ -51,7 +51,7 @@ def test_none_reproduces_the_recorded_prompt_through_a_manual_compaction(samples
     (action,) = trace.actions.to_pylist()
     assert (action["tier"], action["request"], action["recorded_summary"], action["undone"]) \
         == ("manual /compact", boundary, True, False)
-    from analysis.run_rollup import RUN_ROLLUP
+    from analysis.per_run.rollup import RUN_ROLLUP
     from replay.apply_policy import run as run_policy
 
     rows = {r["source"]: r for r in run_policy(sample_corpus, load_policy("none"),
@@ -112,7 +112,7 @@ def test_runs_without_usage_fall_back_and_say_so(sample_corpus):  # type: ignore
 
 
 def test_truth_source_reaches_the_summary(sample_corpus):  # type: ignore[no-untyped-def]
-    from analysis.run_rollup import RUN_ROLLUP
+    from analysis.per_run.rollup import RUN_ROLLUP
     from replay.apply_policy import run as run_policy
 
     result = run_policy(sample_corpus, load_policy("none"), rollup=RUN_ROLLUP)

@@ -6,7 +6,7 @@
 PNGs by relative path.  Both are pure functions of the ``Page``: no clock, no
 environment, so equal pages give equal bytes.
 
-Not here: computing the tables or drawing the images (``analysis.report``).
+Not here: computing the tables or drawing the images (``analysis.report.build``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.diff import TOTAL
 from analysis.fidelity import FIDELITY_NOTE, RunFidelity, fidelity_totals, totals_lines
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
+from analysis.report.diff import TOTAL
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
 from replay.policy.providers import pricing_note, provider_label
@@ -75,7 +75,7 @@ class Page:
     metrics: pd.DataFrame
     totals: pd.DataFrame
     diffs: list[tuple[str, str, pd.DataFrame]]
-    """(reference policy, other policy, ``analysis.diff.diff`` of the two)."""
+    """(reference policy, other policy, ``analysis.report.diff.diff`` of the two)."""
     analyses: list[Image]
     timelines: list[Image]
     truth_sources: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)

@@ -12,7 +12,7 @@ swept paths are written in backticks) and orders them by an objective.
 ``pareto_front`` keeps the settings no other setting beats on both of two metrics;
 ``plot_pareto`` and ``plot_metric`` draw them on an axes.
 
-Not here: running the sweep (``analysis.sweep``), writing its figures (``analysis.sweep_plots``).
+Not here: running the sweep (``analysis.sweep.core``), writing its figures (``analysis.sweep.plots``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ PARETO_PAIRS: tuple[tuple[str, str, bool], ...] = (
     ("tokens_sent", "overshoots_n", True),
     ("tokens_sent", "cache_invalidation_cached_share", False),
 )
-"""The fronts a sweep draws (``analysis.sweep_plots``): (x, y, whether lower y is better); lower
+"""The fronts a sweep draws (``analysis.sweep.plots``): (x, y, whether lower y is better); lower
 x is better."""
 known(*ALIASES.values(), *(m for x, y, _ in PARETO_PAIRS for m in (x, y)))
 

@@ -20,8 +20,8 @@ import math
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from analysis.baseline import BaselineChange, Value
-from analysis.check import (
+from analysis.check.baseline import BaselineChange, Value
+from analysis.check.gate import (
     CORPUS_STATUSES,
     NOTE_STATUSES,
     Case,
@@ -31,7 +31,7 @@ from analysis.check import (
     pct,
 )
 from analysis.metrics import METRIC_DIRECTIONS, known
-from analysis.report_pages import md_cell
+from analysis.report.pages import md_cell
 
 HEADLINE_METRICS: tuple[str, ...] = known("overshoots_n", "overshoots_max_tokens",
                                            "overshoots_total_tokens")

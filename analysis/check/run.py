@@ -4,17 +4,17 @@
 the provider, the project cache, whether changed logs fail; ``CheckSettings.resolve`` fills what
 was not given from the project's ``[tool.ctxreplay]`` (``replay.config``), as a bare
 ``replay check`` does.  ``run_check`` loads the policies, tolerances and baseline and checks them
-against each other before any log is read, then replays and compares (``analysis.check``) or,
+against each other before any log is read, then replays and compares (``analysis.check.gate``) or,
 with ``update``, rewrites the baseline::
 
-    from analysis.check_run import CheckSettings, run_check
+    from analysis.check.run import CheckSettings, run_check
 
     done = run_check(CheckSettings.resolve())      # the project's archive, policies, baseline
     done.exit_code                                  # 0 pass, 1 regression
     done.result.with_status("regressed")
 
-Not here: judging (``analysis.check``), tolerances (``analysis.tolerances``), renderings of the
-result (``analysis.check_report``), printing (``replay.cli``).
+Not here: judging (``analysis.check.gate``), tolerances (``analysis.check.tolerances``), renderings of the
+result (``analysis.check.report``), printing (``replay.cli``).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis import check as checking
-from analysis.baseline import BaselineChange, load_baseline
-from analysis.tolerances import Tolerances, load_tolerances
+from analysis.check import gate as checking
+from analysis.check.baseline import BaselineChange, load_baseline
+from analysis.check.tolerances import Tolerances, load_tolerances
 from replay.config import find_config
 from replay.corpus import Corpus, Opener, corpus_of, project_opener
 from replay.errors import ReplayError, ReplayInputError

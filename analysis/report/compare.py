@@ -6,13 +6,13 @@ folders (``traces=True``) with the dataset they were replayed from, optionally n
 runs (``replay.run_select``).  ``report_to`` writes the report of those pairs; ``diff_policies``
 compares the metrics of two.  A notebook calls them as the commands do::
 
-    from analysis.compare import CompareSpec, diff_policies
+    from analysis.report.compare import CompareSpec, diff_policies
 
     d = diff_policies(CompareSpec(runs=[Path("logs")],
                                   policies=("two-tier-original", "two-tier-corrected")))
     d.table.head()             # (scope, run, metric) deltas, largest first
 
-Not here: the report itself (``analysis.report``), the diff table (``analysis.diff``), printing
+Not here: the report itself (``analysis.report.build``), the diff table (``analysis.report.diff``), printing
 (``replay.cli``).
 """
 
@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.diff import diff
 from analysis.metrics import metrics
-from analysis.report import ReportFiles, read_runs, write_report
+from analysis.report.build import ReportFiles, read_runs, write_report
+from analysis.report.diff import diff
 from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
@@ -87,7 +87,7 @@ class ReportOutcome:
 
 @dataclass(frozen=True, slots=True)
 class DiffOutcome:
-    """Two policies' (or traces') metrics compared (``analysis.diff.diff``)."""
+    """Two policies' (or traces') metrics compared (``analysis.report.diff.diff``)."""
 
     a: Policy
     b: Policy
@@ -154,7 +154,7 @@ def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
 def diff_policies(spec: CompareSpec, *, open_runs: Opener | None = None,
                   on_run: Callable[[int, int], None] | None = None) -> DiffOutcome:
     """The metrics of two policies (or two ``replay run`` outputs) compared run by run and in
-    total: ``analysis.diff.diff`` over the traces of ``spec`` (``policy_traces``).
+    total: ``analysis.report.diff.diff`` over the traces of ``spec`` (``policy_traces``).
 
     Raises:
         ReplayInputError: not exactly two policies or traces.

@@ -3,7 +3,7 @@
 ``sweep(corpus, settings)`` splits the work into units of one run and a batch of
 settings.  A unit opens that run's store entry only (``replay.ingest.store``), prepares
 the run and its policy-independent facts once, replays each setting of the
-batch and computes its metrics (``analysis.fast_metrics``), and returns small
+batch and computes its metrics (``analysis.per_run.fast_metrics``), and returns small
 rows; so a worker's memory is bounded by the largest run, not the archive.
 Units run
 
@@ -17,14 +17,14 @@ Units run
 
 The same pure function computes every unit, and the table is sorted by
 (run_id, setting), so every executor gives the same table.  Rows already in the
-cache (``analysis.sweep_cache``) for the same run data, policy digest, engine and
+cache (``analysis.sweep.cache``) for the same run data, policy digest, engine and
 metrics versions are reused: extending a grid computes only the new cells.
 
 The table: ``run_id``, ``source``, ``setting`` (the policy digest), one column per
 swept path, ``policy``, then the ``metrics()`` columns.  ``write_sweep`` writes it as
-Parquet and CSV with ``settings.json`` and the plots of ``analysis.sweep_plots``.
+Parquet and CSV with ``settings.json`` and the plots of ``analysis.sweep.plots``.
 
-Not here: grids and designs (``analysis.grid``), choosing a setting (``analysis.pareto``).
+Not here: grids and designs (``analysis.sweep.grid``), choosing a setting (``analysis.sweep.pareto``).
 """
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from joblib.externals.loky import get_reusable_executor
 
-from analysis.fast_metrics import METRIC_COLUMNS, fast_metrics
-from analysis.grid import Setting
+from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics
 from analysis.run_facts import RunFacts, run_facts
-from analysis.sweep_cache import read_cached, rows_frame, run_key, write_cached
-from analysis.sweep_choice import ChoiceRule, chosen_yaml
-from analysis.sweep_plots import write_plots
+from analysis.sweep.cache import read_cached, rows_frame, run_key, write_cached
+from analysis.sweep.choice import ChoiceRule, chosen_yaml
+from analysis.sweep.grid import Setting
+from analysis.sweep.plots import write_plots
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus
 from replay.engine.fold import replay
@@ -125,7 +125,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
 
     Args:
         corpus: the runs (a store, as ``open_corpus`` gives; in-memory corpora work too).
-        settings: the settings (``analysis.grid.settings``).
+        settings: the settings (``analysis.sweep.grid.settings``).
         jobs: local worker processes (0: one per core, or this process when the sweep is
             smaller than ``INLINE_BELOW_REQUESTS``; 1: in this process).
         scheduler: a Dask scheduler address or ``distributed.Client`` (instead of ``jobs``).
@@ -209,7 +209,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         out: the folder to write to (created).
         plots: also draw each main metric against each swept path and the Pareto fronts.
         chosen: a setting id whose policy is written as ``chosen.yaml`` under its own name,
-            with a comment saying how it was chosen (``analysis.sweep_choice``; usable with
+            with a comment saying how it was chosen (``analysis.sweep.choice``; usable with
             ``replay run --policy``).
         rule: how it was chosen (constraints, metric, design), for that comment.
         jobs: worker processes drawing the plots (1: this process; 0: one per core);

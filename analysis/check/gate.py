@@ -1,6 +1,6 @@
 """``replay check``: compare every metric of a replay with a committed baseline, within tolerances.
 
-``check(corpus, policies, baseline, tolerances)`` replays each policy (``analysis.baseline.
+``check(corpus, policies, baseline, tolerances)`` replays each policy (``analysis.check.baseline.
 measure``) and judges every (policy, run, metric) *case* against the baseline:
 
 - ``same`` (equal as stored, or a float within ``FLOAT_NOISE_REL`` of its baseline), ``within`` (moved the bad way, or either way for a metric with
@@ -18,9 +18,9 @@ measure``) and judges every (policy, run, metric) *case* against the baseline:
 
 A baseline measured by another ``trace_version`` or ``schema_version`` fails every case:
 the engine changed, and the baseline must be updated in the same commit.  How far a metric may
-move the bad way is its tolerance (``analysis.tolerances``).  The verdict, JUnit XML and
-Markdown renderings of a result are in ``analysis.check_report``; the whole command in one call
-(project defaults, policies, baseline, replay) is ``analysis.check_run.run_check``.
+move the bad way is its tolerance (``analysis.check.tolerances``).  The verdict, JUnit XML and
+Markdown renderings of a result are in ``analysis.check.report``; the whole command in one call
+(project defaults, policies, baseline, replay) is ``analysis.check.run.run_check``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from analysis.baseline import (
+from analysis.check.baseline import (
     Baseline,
     BaselineChange,
     CheckError,
@@ -40,8 +40,8 @@ from analysis.baseline import (
     same_value,
     write_baseline,
 )
+from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
-from analysis.tolerances import Tolerance, Tolerances
 from replay.corpus import Corpus
 from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy

@@ -14,7 +14,7 @@ dropped the next time the run's file is written.  Files are replaced atomically
 tier (``module:Class``) are never cached: their code can change without their
 digest changing.
 
-Not here: computing rows (``analysis.sweep``).
+Not here: computing rows (``analysis.sweep.core``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
+from analysis.per_run.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
 from replay.atomic_files import atomic_write_bytes
 from replay.engine.trace import TRACE_VERSION
 from replay.ingest.store import Entry

@@ -11,12 +11,12 @@ and the five analyses' frames, and writes
   linking the same PNGs written under ``out/report_files/``.
 
 Sections: the policies and their placeholder lint (``analysis.rereads.
-lint_placeholders``); totals per policy (``analysis.diff.totals``); with several
+lint_placeholders``); totals per policy (``analysis.report.diff.totals``); with several
 policies, the largest differences of each against the first
-(``analysis.diff.diff``); the headline table, one row per run and policy side
+(``analysis.report.diff.diff``); the headline table, one row per run and policy side
 by side (cells better / worse than the first policy's are coloured); one plot
 per analysis (policies side by side); a timeline per run
-(``analysis.timeline``) for the ``max_timelines`` runs with the most requests; and the fidelity
+(``analysis.report.timeline``) for the ``max_timelines`` runs with the most requests; and the fidelity
 of each run with recorded usage (``analysis.fidelity``: the one place the report replays, the
 recorded harness's own policy).
 
@@ -24,8 +24,8 @@ Same inputs give byte-identical files: matplotlib's default style, a fixed
 hash salt and DPI, and no ``Software`` or date metadata in the PNGs.
 
 Not here: replaying (``replay.corpus``), the plots themselves (each analysis's
-``plot_*`` and ``analysis.timeline``), the HTML/Markdown markup
-(``analysis.report_pages``).
+``plot_*`` and ``analysis.report.timeline``), the HTML/Markdown markup
+(``analysis.report.pages``).
 """
 
 from __future__ import annotations
@@ -50,15 +50,15 @@ from matplotlib.figure import Figure
 from analysis import frames
 from analysis.arg_share import arg_share, plot_arg_share
 from analysis.cache_invalidation import cache_invalidation, plot_cache_invalidation
-from analysis.diff import diff, totals
 from analysis.fidelity import fidelity
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.metrics import metrics
 from analysis.overshoots import overshoots, plot_overshoots
-from analysis.report_pages import Image, Page, render_html, render_markdown
+from analysis.report.diff import diff, totals
+from analysis.report.pages import Image, Page, render_html, render_markdown
+from analysis.report.timeline import plot_timeline
 from analysis.rereads import REREADS_COLUMNS, lint_placeholders, plot_rereads, rereads
 from analysis.summarisation import plot_summarisation, recorded_compactions, summarisation
-from analysis.timeline import plot_timeline
 from replay.apply_policy import read_trace
 from replay.atomic_files import atomic_write_bytes
 from replay.compaction_fit import compaction_report, model_lines

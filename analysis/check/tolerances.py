@@ -6,7 +6,7 @@ an improvement beyond it fails too), no sign the metric's known direction
 (``METRIC_DIRECTIONS``; either way if none); ``any`` never fails.  ``Tolerances.for_metric``
 gives the one that applies to a metric.
 
-Not here: judging values with them (``analysis.check``).
+Not here: judging values with them (``analysis.check.gate``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analysis.baseline import CheckError
+from analysis.check.baseline import CheckError
 from analysis.metrics import METRIC_DIRECTIONS
 from replay.safe_yaml import YamlRefused, read_yaml_file
 

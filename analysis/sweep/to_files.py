@@ -1,12 +1,12 @@
 """A whole sweep in one call, as ``replay sweep`` does it: ``sweep_to(runs, base, spec, out)``.
 
-The settings of a grid over a base policy (``analysis.grid``), checked with the choice rule
-before any run is opened; the replay of every (run, setting) (``analysis.sweep``); the settings
-ranked under the constraints (``analysis.pareto``); the table, settings, plots and chosen.yaml
+The settings of a grid over a base policy (``analysis.sweep.grid``), checked with the choice rule
+before any run is opened; the replay of every (run, setting) (``analysis.sweep.core``); the settings
+ranked under the constraints (``analysis.sweep.pareto``); the table, settings, plots and chosen.yaml
 written under ``out`` (``write_sweep``).  A notebook or CI script calls it as the command does::
 
-    from analysis.grid import load_spec
-    from analysis.sweep_to import sweep_to
+    from analysis.sweep.grid import load_spec
+    from analysis.sweep.to_files import sweep_to
     from replay.policy import load_policy
 
     done = sweep_to([Path("logs")], load_policy("two-tier-corrected"),
@@ -14,7 +14,7 @@ written under ``out`` (``write_sweep``).  A notebook or CI script calls it as th
                     best=["overshoots_n==0"])
     done.ranked.head()         # settings meeting the constraints, best first
 
-Not here: the sweep itself (``analysis.sweep``), printing (``replay.cli``).
+Not here: the sweep itself (``analysis.sweep.core``), printing (``replay.cli``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.grid import SweepSpec, settings
 from analysis.metrics import known
-from analysis.pareto import best as best_settings
-from analysis.pareto import check_choice
-from analysis.sweep import SweepResult, sweep, write_sweep
-from analysis.sweep_choice import ChoiceRule
+from analysis.sweep.choice import ChoiceRule
+from analysis.sweep.core import SweepResult, sweep, write_sweep
+from analysis.sweep.grid import SweepSpec, settings
+from analysis.sweep.pareto import best as best_settings
+from analysis.sweep.pareto import check_choice
 from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import writable_dir
 from replay.policy import Policy
@@ -47,7 +47,7 @@ class SweepOutcome:
 
     result: SweepResult
     ranked: pd.DataFrame
-    """Settings meeting the constraints, best first (``analysis.pareto.best``); empty when none
+    """Settings meeting the constraints, best first (``analysis.sweep.pareto.best``); empty when none
     does."""
     rule: ChoiceRule
     files: tuple[Path, ...]
@@ -78,12 +78,12 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
         runs: a corpus, or log files/folders or one dataset (opened by ``open_runs``, default
             ``replay.corpus.project_opener()``, after the grid and the rule are checked).
         base: the base policy.
-        spec: the grid (``analysis.grid.load_spec``).
+        spec: the grid (``analysis.sweep.grid.load_spec``).
         out: the sweep folder (``out/sweep`` for the command): checked writable first.
         best: constraints the chosen setting meets, e.g. ``"overshoots_n==0"``.
         objective: the metric the chosen setting minimises (``minimise``) or maximises,
             summed over runs.
-        jobs, scheduler, cache_dir, allow_python: as for ``analysis.sweep.sweep``.
+        jobs, scheduler, cache_dir, allow_python: as for ``analysis.sweep.core.sweep``.
         plots: also draw the plots.
         on_row: ``(done, total)`` after each (run, setting) row.
         on_figure: ``(done, total)`` as the plots are drawn.

@@ -8,7 +8,7 @@ met the constraints, and this setting's values.  Everything in the comment comes
 grid and the command line; each line is kept one line (line breaks escaped), so the file stays
 the YAML ``replay run --policy`` reads.
 
-Not here: ranking settings (``analysis.pareto.best``), the sweep itself (``analysis.sweep``).
+Not here: ranking settings (``analysis.sweep.pareto.best``), the sweep itself (``analysis.sweep.core``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from analysis.grid import Setting
+from analysis.sweep.grid import Setting
 from replay.policy import Policy, policy_to_dict
 
 

@@ -16,7 +16,7 @@ One axes per (run, policy), over the request index (0-based, in run order):
   along the bottom, coloured by class.
 
 Not here: computing any of it (the trace, ``analysis.rereads``), laying out
-several policies side by side (``analysis.report``).
+several policies side by side (``analysis.report.build``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ within 1e-12 relative (the order of a float sum can differ between pandas' group
 sums and NumPy's).
 
 Not here: the definitions themselves (the analysis modules), the sweep loop
-(``analysis.sweep``).
+(``analysis.sweep.core``).
 """
 
 from __future__ import annotations

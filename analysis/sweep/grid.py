@@ -27,7 +27,7 @@ can); its id is the policy's
 ``digest()``, so the same policy is one setting however it was reached
 (duplicates are dropped, first kept).  Invalid values fail with the path and why.
 
-Not here: running the settings (``analysis.sweep``).
+Not here: running the settings (``analysis.sweep.core``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A sweep's figures: its Pareto fronts and each main metric against each swept path, as PNGs.
 
 ``write_plots(table, params, out)`` draws ``pareto_<y>_vs_<x>.png`` for each pair of
-``analysis.pareto.PARETO_PAIRS`` and ``metrics_vs_<path>.png`` (one small panel per main
+``analysis.sweep.pareto.PARETO_PAIRS`` and ``metrics_vs_<path>.png`` (one small panel per main
 metric) for each swept path.  The figures are independent, so with ``jobs`` above 1 they are
 drawn in worker processes (the loky pool a sweep used, still warm after it: ``jobs`` is then
 its size, so the pool is reused as it is; starting a pool only for the plots costs more than
@@ -14,8 +14,8 @@ column (the others share its range), four y ticks with compact labels (``60M``, 
 no ``1e7`` offset over the title), each metric's unit in its panel title instead of a
 rotated y label, PNGs compressed lightly.
 
-Not here: aggregating and choosing (``analysis.pareto``), running the sweep
-(``analysis.sweep``).
+Not here: aggregating and choosing (``analysis.sweep.pareto``), running the sweep
+(``analysis.sweep.core``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from analysis.metrics import METRIC_DIRECTIONS
-from analysis.pareto import (
+from analysis.sweep.pareto import (
     PARETO_PAIRS,
     _label,
     _numeric,

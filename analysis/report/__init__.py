@@ -1,0 +1,1 @@
+"""The HTML/Markdown report (build, pages, timeline) and policy comparisons (diff, compare)."""
