@@ -31,6 +31,10 @@ once; a forked session's copies of its parent's records (``forkedFrom``) are its
 their responses are the parent's model calls (no request here), and the fork is linked to the
 parent's run when that file is beside it.  A ``tool_use`` without an ``id`` gets ``gen-<line>-<block>`` and an issue.
 
+A record whose ``uuid`` an earlier record of the file has is a repeat (Claude Code re-appends
+older rows after a second ``/compact`` in one process): the first copy is kept, the repeats are
+counted as ``<type> (duplicate uuid)`` and named in one issue.
+
 Every record type is counted in ``src.coverage``: user/assistant/attachment/boundaries
 modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TYPES``, other
 ``system`` subtypes) skipped, anything else unknown.  ``<synthetic>`` assistant records
@@ -115,16 +119,21 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     elsewhere: dict[str, bool] = {}
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
+    duplicates: list[int] = []  # lines of records whose uuid an earlier record has
     for no, raw in iter_records(src, issues):
         kind = raw.get("type")
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
+            uuid = raw.get("uuid")
+            if uuid.__class__ is str and uuid in seen_uuids:
+                duplicates.append(no)
+                src.coverage.skipped(f"{kind} (duplicate uuid)")
+                continue
             passed[kind] = passed.get(kind, 0) + 1
             if kind in _TITLE_KEYS and isinstance(title := raw.get(_TITLE_KEYS[kind]), str):
                 sid = raw.get("sessionId")
                 _session(sessions, sid if isinstance(sid, str) and sid else first).titles[
                     kind] = title
-            uuid = raw.get("uuid")
-            if uuid.__class__ is str and uuid and uuid not in seen_uuids:
+            if uuid.__class__ is str and uuid:
                 seen_uuids.add(uuid)
                 sid = raw.get("sessionId")
                 sid = sid if isinstance(sid, str) and sid else first
@@ -144,9 +153,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
             continue
         if uuid:
-            if uuid in seen_uuids:
-                issues.append(Issue(src.path, no, f"duplicate record uuid {uuid!r} (skipped)"))
-                src.coverage.skipped(kind)
+            if uuid in seen_uuids:  # a row appended again (a second /compact in one process
+                # re-appends older rows: claude-code#92089): the first copy is the record
+                duplicates.append(no)
+                src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
             seen_uuids.add(uuid)
         try:
@@ -176,6 +186,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             sess.side_agents[no] = agent
     for kind, n in passed.items():
         src.coverage.skipped(kind, n)
+    if duplicates:
+        issues.append(Issue(src.path, duplicates[0], f"{len(duplicates)} record(s) repeat the "
+                            "uuid of an earlier record (first at this line; the first copy is "
+                            "kept, the repeats skipped)"))
     is_sub = path.name.startswith("agent-") and session_folder(path) is not None
     drafts: list[RunDraft] = []
     for sess in sessions.values():

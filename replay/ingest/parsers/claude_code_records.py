@@ -23,9 +23,15 @@ NON_MESSAGE_TYPES = frozenset((
     "last-prompt", "mode", "permission-mode", "ai-title", "custom-title", "agent-name",
     "agent-setting", "attachment", "bridge-session", "worktree-state", "fork-context-ref",
     "frame-link", "relocated", "started", "result", "atis-latch", "pr-link",
-    "saved_hook_context", "tag"))
+    "saved_hook_context", "tag",
+    # since 2.1.218 (harness-policies.md Part C; stream-json's ``command_lifecycle`` is
+    # ``{command_uuid, state}``): bookkeeping of the client, not what the model was sent
+    "command_lifecycle", "tool_result_meta", "historical", "dev_intent", "turn_preempted",
+    "usage_report", "pasted_content"))
 """Claude Code record types that are not messages: they never decide the format (other tools
-write records named ``summary`` or ``result`` too), and a head of nothing else is only near."""
+write records named ``summary`` or ``result`` too), and a head of nothing else is only near.
+``pasted_content`` keeps a paste the user message already holds (or names): counted, not
+added a second time."""
 Block = tuple[Any, ...]
 """A normalised content block: (kind, …) — see ``blocks``."""
 _CLEARED = "[Old tool result content cleared]"
