@@ -1,0 +1,309 @@
+"""Need detection: where the recorded run depends on a block's content, and where it fetched it again.
+
+A replay keeps the recorded trajectory fixed, so removing content the agent used later costs
+nothing unless something says where that content was used.  This module says it, once per
+prepared run (``run_needs(run)``, memoised in ``PreparedRun.memo``; pure, deterministic, no I/O).
+
+**Blocks.**  Indices are ``PreparedRun`` block indices.  A *fetched* block is a ``tool_result``
+whose call fetched content the agent could fetch again: a ``read`` of a path, or any other
+call that is not a write, an edit or the todo list (search, list, exec, other), re-issued
+identically.  Its *key* names that content: ``path:<file>`` for a read of a file,
+``call:<tool>\\x00<arguments>`` otherwise.  Other blocks have no entry (``RunNeeds.of`` gives
+None).
+
+**Requests.**  Request ``r`` sends blocks ``[0, run.req_blocks[r])`` and produces the blocks
+``run.req_output_blocks[r]``; a call issued at ``r`` is one of those.  Every request index below
+is such an ``r``.
+
+**Needs** (``BlockNeeds.needs`` / ``need_requests``): the requests whose output depends on the
+block's content, each a ``Need`` with the request, the dependent block (a call, or an assistant
+message), its operation kind (``replay.ingest.ops``: read, write, edit, search, exec, list,
+todo, other; ``text`` for an assistant message) and the name of the rule that found it
+(``RULES``).  A need is always at a request whose context holds the block
+(``block < run.req_blocks[need.request]``), so strictly after the request that issued its call.
+
+**Refetches** (``refetch_requests`` / ``refetch_blocks``): the later requests whose output fetched
+the same content again as recorded — a read of the same file (any range), or the same call
+re-issued — with the re-issued call blocks.  A refetch is never evidence of a need: it is what a
+need predicts, so no rule looks at it.
+
+**Cost** of fetching the block again: its recorded result — ``refetch_tokens(block, counts)`` is
+``counts[block]`` for any per-block counts of the run (``PreparedRun.counts``, ``run.tokens``).
+
+**Unmet needs.**  ``RunNeeds.first_unmet_need(block, removed_at_request)`` is the first need at or
+after ``removed_at_request`` (the first request whose context lacks the block) that no recorded
+refetch at or before it satisfies — the request where an agent without the block would have
+fetched it again — or None.  O(log n): two bisections.  A refetch issued by the same request as
+the need counts as satisfying it (the tools of one request run in order).  Whether the content
+is still in context some other way (a later copy kept, a summary that carries it) is the
+caller's to know.
+
+Rules (``RULES``, one ``Rule`` each, data; the evidence they use is defined once in
+``_EVIDENCE``):
+
+- ``names-path`` (the naive rule of issue #22): a file read before is needed by a later call
+  other than a read whose arguments name its path or file name.
+
+Not here: acting on needs (the engine's induced re-reads), judging them against real
+compactions (``analysis.fidelity``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from replay.engine.prepared import PreparedRun
+
+NEEDS_VERSION = 1
+"""Bumped whenever the rules change what they find (traces that use needs depend on it)."""
+
+FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
+"""Operation kinds whose result is content the agent could fetch again."""
+TEXT_OP = "text"
+"""The operation kind of a need found in an assistant message (not a call)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One need rule: which fetched blocks it applies to, which later blocks it looks at, and
+    the evidence that makes a later block depend on the fetched one."""
+
+    name: str
+    fetched_ops: frozenset[str]
+    """Operation kinds of the fetched block's call (a ``read`` needs a path)."""
+    dependent_ops: frozenset[str]
+    """Operation kinds of the later block (``text``: an assistant message)."""
+    evidence: str
+    """Key of ``_EVIDENCE``: how the later block shows it depends on the fetched content."""
+    description: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("names-path", frozenset({"read"}),
+         frozenset({"write", "edit", "search", "exec", "list", "todo", "other"}), "names_path",
+         "a later call other than a read names the file's path or file name"),
+)
+"""The rules, in the order a need's ``rule`` is attributed (the first that finds it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """A request whose output depends on a block's content."""
+
+    request: int
+    block: int
+    """The dependent block (a call, or an assistant message) in that request's output."""
+    op: str
+    """Its operation kind (``text`` for an assistant message)."""
+    rule: str
+    """The ``Rule.name`` that found it."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockNeeds:
+    """What the recorded run did later with one fetched block's content."""
+
+    block: int
+    call_block: int
+    """The call that fetched it."""
+    key: str
+    """The content: ``path:<file>`` or ``call:<tool>\\x00<arguments>``."""
+    needs: tuple[Need, ...]
+    """Ascending by request (at most one per request: the first dependent block)."""
+    need_requests: tuple[int, ...]
+    refetch_requests: tuple[int, ...]
+    """Ascending requests that fetched the same content again (one per request)."""
+    refetch_blocks: tuple[int, ...]
+    """The refetching call blocks, one per entry of ``refetch_requests``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunNeeds:
+    """Every fetched block's needs and refetches in one run (``run_needs``)."""
+
+    blocks: dict[int, BlockNeeds]
+    """Fetched block → its needs; blocks that are not fetched content are absent."""
+    rules: tuple[Rule, ...]
+
+    def of(self, block: int) -> BlockNeeds | None:
+        """The block's needs (None: not fetched content)."""
+        return self.blocks.get(block)
+
+    def first_unmet_need(self, block: int, removed_at_request: int) -> Need | None:
+        """The first need at or after ``removed_at_request`` not satisfied by a recorded refetch
+        at or before it (None: none; the block has no needs, or a refetch comes first)."""
+        got = self.blocks.get(block)
+        if got is None:
+            return None
+        i = bisect.bisect_left(got.need_requests, removed_at_request)
+        if i == len(got.needs):
+            return None
+        need = got.needs[i]
+        j = bisect.bisect_left(got.refetch_requests, removed_at_request)
+        if j < len(got.refetch_requests) and got.refetch_requests[j] <= need.request:
+            return None
+        return need
+
+    @staticmethod
+    def refetch_tokens(block: int, counts: Sequence[int]) -> int:
+        """Tokens of fetching ``block`` again: its recorded result under ``counts``."""
+        return counts[block]
+
+
+def run_needs(run: PreparedRun, rules: tuple[Rule, ...] = RULES) -> RunNeeds:
+    """The needs of every fetched block of ``run`` under ``rules`` (memoised per rules)."""
+    memo = run.memo("needs")
+    got = memo.get(rules)
+    if got is None:
+        got = memo[rules] = _compute(run, rules)
+    assert isinstance(got, RunNeeds)
+    return got
+
+
+# -- the computation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    block: int
+    call: int
+    op: str
+    key: str
+    path: str
+    name: str
+
+
+@dataclass(slots=True)
+class _Index:
+    """The run's fetched blocks, indexed for the evidence tests."""
+
+    run: PreparedRun
+    by_name: dict[str, list[_Fetched]]
+    """File name → fetched reads of files with that name, ascending by block."""
+    by_call: dict[str, list[_Fetched]]
+    """Call key → fetched non-read blocks with that key, ascending by block."""
+
+    def held(self, found: list[_Fetched], r: int) -> list[_Fetched]:
+        """Those of ``found`` in request ``r``'s context."""
+        n = self.run.req_blocks[r]
+        return [f for f in found if f.block < n]
+
+
+def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
+    fetched = [f for b in range(run.n_blocks) if (f := _fetched(run, b)) is not None]
+    index = _Index(run, {}, {})
+    for f in fetched:
+        (index.by_name if f.op == "read" else index.by_call).setdefault(
+            f.name if f.op == "read" else f.key, []).append(f)
+    needs: dict[int, list[Need]] = {f.block: [] for f in fetched}
+    refetch: dict[int, list[tuple[int, int]]] = {f.block: [] for f in fetched}
+    for r, (lo, hi) in enumerate(run.req_output_blocks):
+        for b in range(lo, hi):
+            op = _op_of(run, b)
+            if op is None:
+                continue
+            again = {f.block for f in _refetched(index, b, r)}
+            for blk in again:
+                got = refetch[blk]
+                if not got or got[-1][0] != r:
+                    got.append((r, b))
+            for rule in rules:
+                if op not in rule.dependent_ops:
+                    continue
+                for f in _EVIDENCE[rule.evidence](index, b, r):
+                    got_n = needs[f.block]
+                    if (f.op in rule.fetched_ops and f.block not in again
+                            and (not got_n or got_n[-1].request != r)):
+                        got_n.append(Need(r, b, op, rule.name))
+    out = {f.block: BlockNeeds(
+        block=f.block, call_block=f.call, key=f.key, needs=tuple(needs[f.block]),
+        need_requests=tuple(n.request for n in needs[f.block]),
+        refetch_requests=tuple(r for r, _ in refetch[f.block]),
+        refetch_blocks=tuple(b for _, b in refetch[f.block])) for f in fetched}
+    return RunNeeds(blocks=out, rules=rules)
+
+
+def _fetched(run: PreparedRun, b: int) -> _Fetched | None:
+    if run.kind[b] != "tool_result":
+        return None
+    call = run.call_of[b]
+    if call < 0 or run.is_error[b]:
+        return None
+    op = run.op[call]
+    if op not in FETCH_OPS:
+        return None
+    path = norm_path(run.path[call])
+    if op == "read":
+        if not path:
+            return None
+        return _Fetched(b, call, op, f"path:{path}", path, path.rsplit("/", 1)[-1])
+    return _Fetched(b, call, op, _call_key(run, call), "", "")
+
+
+def _call_key(run: PreparedRun, call: int) -> str:
+    return f"call:{run.tool[call]}\x00{run.text[call]}"
+
+
+def _refetched(index: _Index, b: int, r: int) -> list[_Fetched]:
+    """The fetched blocks in request ``r``'s context whose content call ``b`` fetches again."""
+    run = index.run
+    if run.kind[b] != "tool_call":
+        return []
+    if run.op[b] == "read":
+        path = norm_path(run.path[b])
+        if not path:
+            return []
+        found = index.by_name.get(path.rsplit("/", 1)[-1], [])
+        return index.held([f for f in found if same_file(f.path, path)], r)
+    return index.held(index.by_call.get(_call_key(run, b), []), r)
+
+
+def _op_of(run: PreparedRun, b: int) -> str | None:
+    if run.kind[b] == "tool_call":
+        return run.op[b] or "other"
+    if run.kind[b] == "text" and run.role[b] == "assistant":
+        return TEXT_OP
+    return None
+
+
+def norm_path(path: str) -> str:
+    """A recorded path as compared: stripped, without ``./`` prefixes or a trailing slash."""
+    p = path.strip()
+    while p.startswith("./"):
+        p = p[2:]
+    return p.rstrip("/") if len(p) > 1 else p
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two normalised paths name the same file (one may be relative to an unknown
+    working directory: equal, or one ends with ``/`` + the other)."""
+    if not a or not b:
+        return False
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+_PATHLIKE = re.compile(r"[\w.~/-]+")
+
+
+def path_names(text: str) -> set[str]:
+    """File names a text names: the last component of every path-like word in it."""
+    return {w.rstrip("/").rsplit("/", 1)[-1] for w in _PATHLIKE.findall(text)} - {""}
+
+
+def _names_path(index: _Index, b: int, r: int) -> list[_Fetched]:
+    """Fetched reads in context whose path or file name the block's text names."""
+    out: list[_Fetched] = []
+    for name in path_names(index.run.text[b]):
+        found = index.by_name.get(name)
+        if found:
+            out += index.held(found, r)
+    return out
+
+
+_EVIDENCE: dict[str, Callable[[_Index, int, int], list[_Fetched]]] = {
+    "names_path": _names_path,
+}
+"""Evidence name → the fetched blocks in context that block ``b`` of request ``r`` depends on."""
