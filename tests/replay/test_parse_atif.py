@@ -201,3 +201,82 @@ def test_claude_code_converter_steps_of_one_response_make_one_request(tmp_path: 
     cov = src.coverage.by_type()
     assert cov["note/agent step of the same API response"] == {"skipped": 1}
     assert cov["note/converter placeholder message"] == {"skipped": 1}
+
+
+_REAL = sorted(FIXTURES.glob("*.json"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_redacted_source_reads_as_the_agent_step_its_fields_show(tmp_path: Path,
+                                                                 seed: int) -> None:
+    """#26 item 12: a real trajectory whose agent steps' ``source`` is redacted (or removed)
+    reads to the same requests, calls and tokens; each is said once per file."""
+    import random
+    rng = random.Random(seed)
+    path = rng.choice(_REAL)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    agent = [s for s in doc["steps"] if s["source"] == "agent"
+             and (s.get("metrics") or s.get("tool_calls") or s.get("model_name")
+                  or s.get("reasoning_content") or (s.get("llm_call_count") or 0) >= 1)]
+    hidden = rng.sample(agent, k=max(1, len(agent) // 2))
+    for s in hidden:
+        if rng.random() < 0.5:
+            s["source"] = rng.choice(["[REDACTED]", "", "<redacted>"])
+        else:
+            del s["source"]
+    f = tmp_path / path.name
+    f.write_text(json.dumps(doc))
+    before, after = parse_file(path, path.parent), parse_file(f, tmp_path)
+    assert before.tables is not None and after.tables is not None
+    keep = ("n_requests", "n_tool_calls", "n_tool_results", "recorded_input_tokens",
+            "recorded_output_tokens", "n_harness_compactions")
+    assert [{k: r[k] for k in keep} for r in after.tables.runs.to_pylist()] == \
+        [{k: r[k] for k in keep} for r in before.tables.runs.to_pylist()]
+    said = [i.reason for i in after.issues if "redacted or missing source" in i.reason]
+    assert said == [(f"{len(hidden)} step(s) have a redacted or missing source: read as agent "
+                    "steps (they carry llm_call_count, metrics or tool calls)")]
+
+
+def test_a_redacted_step_with_no_agent_field_stays_unknown(tmp_path: Path) -> None:
+    f = tmp_path / "t.json"
+    f.write_bytes(_doc([{"step_id": 1, "source": "user", "message": "hi"},
+                        {"step_id": 2, "source": "[REDACTED]", "message": "x"}]))
+    parsed = parse_file(f, tmp_path)
+    assert any("unknown source" in i.reason for i in parsed.issues)
+
+
+@pytest.mark.parametrize("how", ["system", "agent-call"])
+def test_v17_replace_boundary_is_a_compaction(tmp_path: Path, how: str) -> None:
+    """#26 item 10: ATIF 1.7/1.8 marks a compaction with extra.context_management.boundary
+    'replace', on a system step or on an agent step calling a compact tool (shapes as the
+    public converters write them); the summary is its message and observation."""
+    path = FIXTURES / "terminus2-timeout.trajectory.json"  # a real run with no compaction
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    steps = doc["steps"]
+    cut = len(steps) // 2
+    mark = {"context_management": {"type": "compaction", "boundary": "replace"}}
+    if how == "system":
+        boundary = {"step_id": 0, "source": "system", "message": "Context reset",
+                    "observation": {"results": [{"content": "Summary: the work so far"}]},
+                    "extra": mark}
+    else:
+        boundary = {"step_id": 0, "source": "agent", "message": "", "llm_call_count": 0,
+                    "tool_calls": [{"tool_call_id": "c1", "function_name": "compact",
+                                    "arguments": {}}],
+                    "observation": {"results": [{"source_call_id": "c1",
+                                                 "content": "Summary: the work so far"}]},
+                    "extra": mark}
+    doc["steps"] = steps[:cut] + [boundary] + steps[cut:]
+    doc["schema_version"] = "ATIF-v1.7"
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(doc))
+    parsed = parse_file(f, tmp_path)
+    assert parsed.tables is not None and parsed.tables.events is not None
+    [ev] = parsed.tables.events.to_pylist()
+    msgs = parsed.tables.messages.to_pylist()
+    summary = [m["text"] for m in msgs if m["msg"] == ev["summary_msg"]]
+    assert "Summary: the work so far" in summary
+    run = parsed.tables.runs.to_pylist()[0]
+    live = sum(1 for s in steps if s["source"] == "agent" and not s.get("is_copied_context"))
+    assert run["n_harness_compactions"] == 1 and run["n_requests"] == live
+    assert f"step/{'system' if how == 'system' else 'agent'} (compaction)" in parsed.coverage

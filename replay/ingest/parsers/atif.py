@@ -40,7 +40,14 @@ are runs of their own).  Steps marked ``is_copied_context`` (a continuation file
 the context it starts from) are context but made no request here.  A step with
 ``llm_call_count: 0`` (v1.7, deterministic dispatch) makes no request.  Embedded
 ``subagent_trajectories`` (v1.7) become further runs whose parent is the trajectory
-holding them.
+holding them.  ATIF v1.7/1.8 marks a compaction on the step itself:
+``extra.context_management{type: "compaction", boundary: "replace"}`` on a system step, or on
+an agent step that calls a ``compact`` tool (``llm_call_count: 0``); either is a compaction
+whose message and observation results are the summary (``step/<source> (compaction)``).  A
+step whose ``source`` is redacted or missing, but which carries ``llm_call_count`` ≥ 1,
+``metrics``, ``tool_calls``, ``reasoning_content`` or ``model_name``, is an agent step (counted
+as ``note/source … agent step by <field>``, and said in one issue per file); without such
+fields it stays unknown.
 
 Coverage types: ``step/<source>``, ``step/agent (copied context)``, ``step/system
 (compaction)``, ``observation/result``, ``observation/subagent_trajectory_ref`` (skipped:
@@ -71,6 +78,7 @@ _STEPS = re.compile(rb'"steps"\s*:\s*\[\s*\{')
 _STEP_SOURCE = re.compile(rb'"source"\s*:\s*"(?:agent|user|system)"')
 COMPACTION_WORDS = re.compile(r"summari[sz]|compact", re.IGNORECASE)
 """What a system step says when it is a compaction (its message or ``extra``)."""
+_SOURCES = ("system", "user", "agent")
 _REQUEST_KEYS = ("requestId", "request_id", "message_id")
 """Keys of ``step.extra`` naming the API response a step came from."""
 _MAX_DEPTH = 8
@@ -132,6 +140,8 @@ class _State:
     """Steps whose cached tokens exceeded their prompt tokens (read as excluded)."""
     request_id: str = ""
     """The API response id of the last agent step ('' when it had none)."""
+    inferred: int = 0
+    """Steps whose ``source`` was redacted or missing, read as agent steps by their fields."""
 
 
 def _trajectory(src: Source, issues: list[Issue], doc: dict[str, Any], drafts: list[RunDraft],
@@ -155,6 +165,10 @@ def _trajectory(src: Source, issues: list[Issue], doc: dict[str, Any], drafts: l
             src.coverage.unknown("step (malformed)")
             issues.append(Issue(src.path, lines[i] if lines else 0,
                                 f"steps[{i}]: {exc} (step skipped)"))
+    if state.inferred:
+        issues.append(Issue(src.path, 0, f"{state.inferred} step(s) have a redacted or missing "
+                                         "source: read as agent steps (they carry "
+                                         "llm_call_count, metrics or tool calls)"))
     if state.excluded:
         issues.append(Issue(src.path, 0, f"{state.excluded} step(s) have cached_tokens above "
                                          "prompt_tokens: read as prompt + cached (a producer "
@@ -180,8 +194,25 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     ts = _str(step.get("timestamp"))
     copied = step.get("is_copied_context") is True
     text = as_text(step.get("message"))
+    if source not in _SOURCES and (inferred := _agent_evidence(step)):
+        cov.modelled(f"note/source {'redacted' if source else 'missing'}: agent step by "
+                     f"{inferred}")
+        state.inferred += 1
+        source = "agent"
     if source != "agent":
         state.request_id = ""  # a new prompt: the next agent step is a new API response
+    if not copied and _replaces(step):
+        # v1.7+: the context before this step is replaced (by a system note or a compact call
+        # of the agent: its message and results are what follows in the context)
+        cov.modelled(f"step/{source} (compaction)")
+        event = b.n_events
+        b.event("compaction", harness_compaction=True)
+        b.set_event(event, summary_msg=b.message("user", ts=ts))
+        b.summary(text, counted=False)
+        if source == "agent" and step.get("llm_call_count") != 0 and step.get("metrics"):
+            cov.skipped("note/compaction call (its usage is not a context request)")
+        _observation(state, i, step, [], ts, as_text_blocks=True)
+        return
     if source == "system":
         if not copied and _is_compaction(step, text):
             cov.modelled("step/system (compaction)")
@@ -238,6 +269,26 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
 def _is_compaction(step: dict[str, Any], text: str) -> bool:
     extra = _obj(step.get("extra"))
     return bool(COMPACTION_WORDS.search(text)) or "context_management" in extra
+
+
+def _replaces(step: dict[str, Any]) -> bool:
+    """ATIF v1.7+'s compaction mark on any step: ``extra.context_management.boundary`` is
+    ``replace`` (the context before the step is replaced by what follows)."""
+    cm = _obj(_obj(step.get("extra")).get("context_management"))
+    return cm.get("boundary") == "replace"
+
+
+def _agent_evidence(step: dict[str, Any]) -> str:
+    """Which field shows a step with a redacted or missing ``source`` is a model call ('' for
+    none): ``llm_call_count`` ≥ 1, token ``metrics``, ``tool_calls``, ``reasoning_content`` or
+    ``model_name`` (fields only agent steps carry)."""
+    calls = step.get("llm_call_count")
+    if isinstance(calls, int) and not isinstance(calls, bool) and calls >= 1:
+        return "llm_call_count"
+    for key in ("metrics", "tool_calls", "reasoning_content", "model_name"):
+        if step.get(key):
+            return key
+    return ""
 
 
 def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], ts: str, *,
