@@ -73,6 +73,7 @@ def policies(draw: Any) -> Policy:
         tiers.append({"type": "trim", "name": "t1", "when": draw(st.sampled_from(["before", "after"])),
                       "trigger": draw(st.sampled_from([{"every_request": True},
                                                        {"at_frac": draw(st.floats(0.1, 0.9))},
+                                                       {"after_events": draw(st.integers(1, 60))},
                                                        {"never": True}])),
                       "blocks": draw(st.sampled_from([["tool_results"], ["tool_results", "write_args"],
                                                       ["call_args"]])),
@@ -84,8 +85,11 @@ def policies(draw: Any) -> Policy:
                       "min_reclaim_tokens": draw(st.integers(0, 2000))})
     if draw(st.booleans()):
         tiers.append({"type": "summarise", "name": "s1",
-                      "trigger": {"at_frac": draw(st.floats(0.3, 0.95))},
+                      "trigger": draw(st.sampled_from([
+                          {"at_frac": draw(st.floats(0.3, 0.95))},
+                          {"after_events": draw(st.integers(2, 80))}])),
                       "keep_messages": draw(st.integers(0, 10)),
+                      "keep_first_messages": draw(st.sampled_from([0, 0, 1, 2])),
                       "keep_max_frac": draw(st.floats(0.05, 1.0)),
                       "summary_tokens": draw(st.integers(20, 300)),
                       "reinsert": draw(st.sampled_from([[], ["task"], ["task", "todo"]])),

@@ -139,6 +139,14 @@ class Context:
             return len(self.head)
         return self.run.ordinal[self.hi - 1] - self.run.ordinal[self.lo] + 1 + len(self.head)
 
+    @property
+    def n_events(self) -> int:
+        """Events in context (``PreparedRun.event_prefix``), each head item one."""
+        if self.hi <= self.lo:
+            return len(self.head)
+        events = self.run.event_prefix()
+        return events[self.hi] - events[self.lo] + len(self.head)
+
     def est(self) -> int:
         """Estimated tokens of the live context (head and messages)."""
         return self.head_est + self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est

@@ -189,6 +189,36 @@ class PreparedRun:
             self._counts[key] = got
         return got
 
+    def event_prefix(self) -> list[int]:
+        """Prefix sums of events over blocks (length n_blocks + 1; memoised): a tool call and a
+        tool result are one event each, a message with neither is one event (on its first
+        block) — the unit of OpenHands' condensers (``Trigger.after_events``)."""
+        got: list[int] | None = self._counts.get("event_prefix")
+        if got is None:
+            kind, ordinal, start = self.kind, self.ordinal, self.msg_start
+            has_tool = [False] * (len(start) - 1)
+            for b, k in enumerate(kind):
+                if k == "tool_call" or k == "tool_result":
+                    has_tool[ordinal[b]] = True
+            ones = [1 if k == "tool_call" or k == "tool_result"
+                    or (not has_tool[ordinal[b]] and start[ordinal[b]] == b) else 0
+                    for b, k in enumerate(kind)]
+            got = self._counts["event_prefix"] = [0, *itertools.accumulate(ones)]
+        return got
+
+    def gaps_s(self) -> list[float | None]:
+        """Per request: seconds since the previous timestamped request (None for the first
+        one and for a request without a timestamp); memoised (``Trigger.idle_minutes``)."""
+        got: list[float | None] | None = self._counts.get("gaps_s")
+        if got is None:
+            got, prev = [], None
+            for ts in self.ts_s:
+                got.append(None if ts is None or prev is None else ts - prev)
+                if ts is not None:
+                    prev = ts
+            self._counts["gaps_s"] = got
+        return got
+
     def counts(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
         """Per-block token counts under ``counter`` (memoised)."""
         key = (counter, calibration if counter.method == "calibrated" else None)

@@ -85,6 +85,16 @@ class Trigger:
     """Fraction of the harness's usable window at or above which it fires."""
     after_messages: int | None = None
     """Messages in context at or above which it fires."""
+    after_events: int | None = None
+    """Events in context at or above which it fires (OpenHands' condensers count events, not
+    tokens).  An event is a tool call, a tool result, or a message with neither (text, a
+    summary); a head item (summary, re-inserted item) is one event
+    (``replay.engine.prepared.PreparedRun.event_prefix``)."""
+    idle_minutes: float | None = None
+    """Fires on a request that comes at least this many minutes after the previous
+    timestamped request (Claude Code's time-based microcompact: the server's cache has expired
+    anyway).  The gap is taken between the requests' recorded timestamps; a request with no
+    timestamp, or the first one, never fires it (``replay.engine.prepared.PreparedRun.gaps_s``)."""
     never: bool = False
     """The tier is switched off (kept in the policy, e.g. to compare with and without it)."""
 
@@ -96,6 +106,11 @@ class Trigger:
         return None if self.at_frac is None else int(self.at_frac * usable_tokens)
 
 
+TRIGGER_KINDS: tuple[str, ...] = ("every_request", "at_tokens", "at_frac", "after_messages",
+                                  "after_events", "idle_minutes", "never")
+"""The fields of ``Trigger``: exactly one is set (``replay.policy.check``)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Protect:
     """The recent range a tier leaves alone; unset fields protect nothing."""
@@ -105,7 +120,11 @@ class Protect:
     frac: float = 0.0
     """Fraction of the usable window, counted back from the newest message."""
     tool_results: int = 0
-    """The newest N tool results."""
+    """The newest N tool results (of the tier's ``tools`` when it names some)."""
+    tool_result_tokens: int = 0
+    """The newest tool results up to this many estimated tokens in all (Gemini CLI's 50,000-token
+    budget of function responses): results are taken newest first while their sum stays within
+    it."""
     newest: bool = True
     """Never touch the newest message (output the model has not seen yet)."""
 
@@ -132,6 +151,12 @@ class Trim:
     """Check before sending each request, or only after sending (too late for new output)."""
     trigger: Trigger = field(default_factory=lambda: Trigger(every_request=True))
     blocks: tuple[Literal["tool_results", "write_args", "call_args"], ...] = ("tool_results",)
+    tools: tuple[str, ...] = ()
+    """Only blocks of these tools (names as recorded), and ``protect.tool_results`` counts only
+    their results (Claude Code's compactable tools); empty: every tool."""
+    exclude_tools: tuple[str, ...] = ()
+    """Never blocks of these tools (names as recorded); they still count for
+    ``protect.tool_results`` (Gemini CLI's retrieval tools, exempt from collapsing)."""
     min_chars: int = 0
     min_lines: int = 0
     protect: Protect = field(default_factory=Protect)
@@ -181,6 +206,12 @@ class Summarise:
     """Only summarise with more messages than this in context."""
     keep_messages: int = 8
     """Verbatim remainder, in messages."""
+    keep_events: int | None = None
+    """Verbatim remainder in events instead (OpenHands: ``max_size // 2 − keep_first − 1``): the
+    newest whole messages holding at most this many events (``Trigger.after_events``)."""
+    keep_first_messages: int = 0
+    """The run's first this many messages stay verbatim in front of the summary (OpenHands'
+    ``keep_first`` events: the summary goes in at offset ``keep_first``)."""
     keep_max_frac: float = 1.0
     """Cap on the remainder as a fraction of the usable window."""
     summary_tokens: int = 2000
@@ -206,6 +237,8 @@ class Collapse:
     placeholder: Placeholder = field(default_factory=Placeholder)
     keep_messages: int | None = 4
     """Messages kept after dropping (None: drop only until under the threshold)."""
+    trigger: Trigger | None = None
+    """When set, the tier fires on this trigger instead of the margin."""
     summary_tokens: int = 0
     """Size of the stub summary that replaces dropped messages (0: none)."""
 
@@ -219,6 +252,8 @@ class Custom:
     when: Literal["before", "after"] = "before"
     cls: str = ""
     options: tuple[tuple[str, Any], ...] = ()
+    trigger: Trigger = field(default_factory=lambda: Trigger(every_request=True))
+    """When the class is asked (``decide``); every request by default."""
 
 
 Tier = Trim | Summarise | Collapse | Custom

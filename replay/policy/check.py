@@ -70,7 +70,7 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
         if v is None and type(None) in args:
             return None
         options = [a for a in args if a is not type(None)]
-        if all(dataclasses.is_dataclass(a) for a in options):
+        if len(options) > 1 and all(dataclasses.is_dataclass(a) for a in options):
             return _tier(options, v, where, path)
         return _value(options[0], v, where, path)
     if origin is Literal:
@@ -150,7 +150,7 @@ def check(p: Policy, where: str) -> None:
             raise PolicyError(where, f"{key}.name", f"duplicate tier name {tier.name!r}")
         names.add(tier.name)
         trigger = getattr(tier, "trigger", None)
-        if trigger is not None:
+        if trigger is not None:  # a collapse tier's is optional (its margin otherwise)
             _check_trigger(trigger, p, where, f"{key}.trigger")
         for field_name in ("placeholder", "write_note"):
             value = getattr(tier, field_name, None)
@@ -173,11 +173,16 @@ def check(p: Policy, where: str) -> None:
 def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:
     """Exactly one condition, and one the context can reach: a token level above the window
     never fires (the server refuses the request first); ``never: true`` says so on purpose."""
-    n_set = sum([trigger.every_request, trigger.at_tokens is not None,
-                 trigger.at_frac is not None, trigger.after_messages is not None, trigger.never])
+    from replay.policy import TRIGGER_KINDS
+
+    n_set = sum(v is True if isinstance(v, bool) else v is not None
+                for v in (getattr(trigger, k) for k in TRIGGER_KINDS))
     if n_set != 1:
-        raise PolicyError(where, key, f"set exactly one of every_request, at_tokens, at_frac, "
-                                      f"after_messages, never ({n_set} set)")
+        raise PolicyError(where, key, f"set exactly one of {', '.join(TRIGGER_KINDS)} "
+                                      f"({n_set} set)")
+    if trigger.idle_minutes is not None and trigger.idle_minutes <= 0:
+        raise PolicyError(where, f"{key}.idle_minutes", "must be > 0 (a gap of 0 minutes is "
+                                                        "every request: every_request: true)")
     window = p.server.window_tokens
     level = trigger.level_tokens(p.usable_tokens)
     name = "at_tokens" if trigger.at_tokens is not None else "at_frac"

@@ -159,6 +159,12 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
         return False
     if trigger.after_messages is not None:
         return ctx.n_messages >= trigger.after_messages
+    if trigger.after_events is not None:
+        return ctx.n_events >= trigger.after_events
+    if trigger.idle_minutes is not None:
+        gaps = ctx.run.gaps_s()
+        gap = gaps[env.request] if env.request < len(gaps) else None
+        return gap is not None and gap >= 60.0 * trigger.idle_minutes
     return env.fixed_est + ctx.est() >= threshold(trigger, env)
 
 

@@ -1,6 +1,7 @@
 """Collapse: the emergency tier, when the estimate nears the harness's limit.
 
-Fires when estimate ≥ (1 − margin) × usable window.  First, if allowed, trims
+Fires when estimate ≥ (1 − margin) × usable window, or on its ``trigger`` when it has one
+(an event count, an idle gap, …).  First, if allowed, trims
 tool results inside the protected range (oldest first, until under the
 threshold); then drops the oldest messages, keeping ``keep_messages`` (or only
 as many as needed), optionally behind a stub summary.  Never touches the newest
@@ -18,7 +19,7 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import CAT_RESULTS
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
-from replay.engine.tiers.base import Env, placeholder
+from replay.engine.tiers.base import Env, fires, placeholder
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
 from replay.policy import Collapse
 
@@ -43,12 +44,12 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     """Cut until the estimate is under the threshold, if it is over."""
     level = threshold(tier, env)
     over = env.fixed_est + ctx.est()
-    if over < level:
+    if (over < level) if tier.trigger is None else not fires(tier.trigger, ctx, env):
         return
     newest = ctx.newest_output_start()
     if tier.may_trim_protected:
         _trim_inside(tier, st, ctx, env, newest, level, over)
-    if env.fixed_est + ctx.est() < level:
+    if tier.trigger is None and env.fixed_est + ctx.est() < level:
         return
     run = ctx.run
     if tier.keep_messages is not None:

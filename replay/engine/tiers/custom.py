@@ -1,7 +1,8 @@
 """Custom tiers: a Python class, named ``module:Class`` in the policy, for what YAML cannot say.
 
 The protocol is small.  The class is built with the policy's ``options`` as
-keyword arguments, and its ``decide(view)`` gets a read-only ``View`` of the
+keyword arguments, and its ``decide(view)`` — asked when the tier's ``trigger`` fires, every
+request by default — gets a read-only ``View`` of the
 context and returns ``None`` (do nothing) or a decision: ``TrimBlocks`` (replace
 these blocks with a note) or ``CutBefore`` (drop every message before this
 one, optionally behind a stub summary).  The engine applies decisions through
@@ -22,7 +23,7 @@ from typing import Protocol
 from replay.engine.context import Context, HeadItem
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
-from replay.engine.tiers.base import Env
+from replay.engine.tiers.base import Env, fires
 from replay.engine.trace import CUSTOM_CUT, CUSTOM_TRIM, DROPPED
 from replay.errors import PolicyError
 from replay.policy import Custom
@@ -111,6 +112,8 @@ def act(tier: Custom, st: CustomState, ctx: Context, env: Env) -> None:
     """Ask the class, then apply its decision through the engine's safe mechanisms: blocks
     outside ``[lo, newest output)`` or already trimmed are left out of a trim, and a cut walks
     back to a safe split point before the newest output."""
+    if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
+        return
     view = View(env.request, env.fixed_est + ctx.est(), env.usable, ctx.n_messages, ctx)
     decision = st.impl.decide(view)
     run = ctx.run

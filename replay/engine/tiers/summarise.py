@@ -20,6 +20,7 @@ fallback takes its place.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from replay.engine.context import Context, HeadItem
@@ -51,7 +52,7 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     if recorded is not None:
         _reuse(tier, st, *recorded, ctx, env)
         return
-    split = remainder_start(ctx, env, tier.keep_messages, tier.keep_max_frac)
+    split = remainder_start(ctx, env, tier.keep_messages, tier.keep_max_frac, tier.keep_events)
     if split <= ctx.lo:
         return
     run = ctx.run
@@ -63,7 +64,8 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     env.n_summaries += 1
     summary = HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                        len(text.encode("utf-8", "surrogatepass")))
-    head = [summary, *reinserted(ctx, env, split, tier.reinsert),
+    head = [*kept_first(ctx, split, tier.keep_first_messages), summary,
+            *reinserted(ctx, env, split, tier.reinsert),
             *restored_files(tier.restore, ctx, env, split)]
     apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
               protect_from=ctx.newest_output_start(), trigger_tokens=env.fixed_est + ctx.est(),
@@ -127,7 +129,19 @@ def _recorded_summary_est(ctx: Context, env: Env, c: int) -> int:
     return summary_count(ctx.run, c, counter.tokenizer, token_scale(counter, env.calibration))
 
 
-def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float) -> int:
+def kept_first(ctx: Context, split: int, n_messages: int) -> list[HeadItem]:
+    """The run's first ``n_messages`` messages as head items in front of the summary (each
+    block one item, as the context counts it), those of them the cut before ``split`` takes."""
+    run = ctx.run
+    if not n_messages:
+        return []
+    end = min(split, run.msg_start[min(n_messages, len(run.msg_start) - 1)])
+    return [HeadItem("first", run.text[b], ctx.est_of[b], ctx.truth_of[b], run.n_bytes[b])
+            for b in range(end)]
+
+
+def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float,
+                    keep_events: int | None = None) -> int:
     """The safe block where the verbatim remainder begins: never after the newest output's
     start, even when the newest output alone is over the cap."""
     run = ctx.run
@@ -135,7 +149,14 @@ def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: f
         return ctx.lo
     newest = ctx.newest_output_start()
     last = run.ordinal[ctx.hi - 1]
-    first = max(run.ordinal[ctx.lo], last - keep_messages + 1) if keep_messages else last + 1
+    if keep_events is not None:  # the newest whole messages holding at most keep_events
+        events = run.event_prefix()
+        b = bisect.bisect_left(events, events[ctx.hi] - keep_events)  # first block kept whole
+        first = run.ordinal[b] + (b < ctx.hi and run.msg_start[run.ordinal[b]] != b) \
+            if b < ctx.hi else last + 1
+        first = max(run.ordinal[ctx.lo], first)
+    else:
+        first = max(run.ordinal[ctx.lo], last - keep_messages + 1) if keep_messages else last + 1
     start = min(run.msg_start[first], newest)
     cap = int(keep_max_frac * env.usable)
     while start < newest and ctx.est_from(start) > cap:

@@ -47,7 +47,9 @@ class TrimState:
     threshold: int = 0
     """The trigger's level (recorded with each action)."""
     eligible: list[int] = field(default_factory=list)
-    """The run's blocks this tier could ever trim (category and size), in order."""
+    """The run's blocks this tier could ever trim (category, tool and size), in order."""
+    tools: frozenset[str] = frozenset()
+    """The tier's ``tools``: only their results count for ``protect.tool_results``."""
 
 
 def min_reclaim(tier: Trim, usable_tokens: int) -> int:
@@ -63,20 +65,37 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     st.sized_write = run.memo(("sized", tier.write_note, *counters))
     st.minimum = min_reclaim(tier, env.usable)
     st.threshold = threshold(tier.trigger, env)
-    st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines)
+    st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines, tier.tools,
+                            tier.exclude_tools)
+    st.tools = frozenset(tier.tools)
     st.ready = True
 
 
-def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines: int) -> list[int]:
-    """Blocks of a trimmed category and at least the minimum size (memoised per run): a scan
-    then visits only these, not every block."""
-    memo = run.memo(("trim_eligible", cats, min_chars, min_lines))
+def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines: int,
+              tools: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> list[int]:
+    """Blocks of a trimmed category, of the named tools (a result by its call's tool) and at
+    least the minimum size (memoised per run): a scan then visits only these, not every
+    block."""
+    memo = run.memo(("trim_eligible", cats, min_chars, min_lines, tools, exclude))
     got = memo.get("blocks")
     if got is None:
         category, n_chars, n_lines = run.category, run.n_chars, run.n_lines
-        got = memo["blocks"] = [b for b in range(run.n_blocks) if category[b] in cats
-                                and n_chars[b] >= min_chars and n_lines[b] >= min_lines]
+        got = [b for b in range(run.n_blocks) if category[b] in cats
+               and n_chars[b] >= min_chars and n_lines[b] >= min_lines]
+        if tools or exclude:
+            only, never = frozenset(tools), frozenset(exclude)
+            got = [b for b in got if (not only or tool_of(run, b) in only)
+                   and tool_of(run, b) not in never]
+        memo["blocks"] = got
     return got
+
+
+def tool_of(run: PreparedRun, b: int) -> str:
+    """The tool of block ``b`` as recorded: its own, else (a result) its call's."""
+    name = run.tool[b]
+    if not name and run.call_of[b] >= 0:
+        name = run.tool[run.call_of[b]]
+    return name
 
 
 def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
@@ -170,19 +189,36 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
     tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
     if tokens:
         start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
-    if p.tool_results:
+    if p.tool_results or p.tool_result_tokens:
         st = st or TrimState()
         if st.seen < hi:
-            category, res = run.category, st.results
+            category, res, only = run.category, st.results, st.tools
             for b in range(st.seen, hi):
-                if category[b] == CAT_RESULTS:
+                if category[b] == CAT_RESULTS and (not only or tool_of(run, b) in only):
                     res.append(b)
             st.seen = hi
         res = st.results
         first = bisect.bisect_left(res, lo)
-        if first < len(res):
+        if first < len(res) and p.tool_results:
             nth = res[max(first, len(res) - p.tool_results)]
             start = min(start, run.msg_start[run.ordinal[nth]])
+        if p.tool_result_tokens:
+            start = min(start, _within_budget(ctx, res, first, p.tool_result_tokens))
     if p.newest:
         start = min(start, ctx.newest_output_start())
     return max(lo, start)
+
+
+def _within_budget(ctx: Context, results: list[int], first: int, budget: int) -> int:
+    """Start of the message of the oldest live result in the newest run of results whose
+    estimated tokens sum to at most ``budget`` (``hi`` when not even the newest fits)."""
+    run, cur, used, start = ctx.run, ctx.cur_est, 0, ctx.hi
+    for i in range(len(results) - 1, first - 1, -1):
+        b = results[i]
+        if b >= ctx.hi:
+            continue
+        used += cur[b]
+        if used > budget:
+            break
+        start = run.msg_start[run.ordinal[b]]
+    return start
