@@ -31,7 +31,7 @@ from analysis.check.gate import (
     pct,
 )
 from analysis.metrics import METRIC_DIRECTIONS, known
-from analysis.report.pages import md_cell
+from replay.safe_text import markdown, xml_text
 
 HEADLINE_METRICS: tuple[str, ...] = known("overshoots_n", "overshoots_max_tokens",
                                            "overshoots_total_tokens")
@@ -119,30 +119,33 @@ def _pair(a: Value, b: Value) -> tuple[str, str]:
 
 
 def junit_xml(result: CheckResult) -> bytes:
-    """A JUnit XML report: one testsuite per policy, one testcase per (run, metric)."""
+    """A JUnit XML report: one testsuite per policy, one testcase per (run, metric); every
+    string from data through ``xml_text`` (well-formed XML 1.0 whatever the names hold)."""
+    x = xml_text
     root = ET.Element("testsuites", name="replay check")
     suites: dict[str, ET.Element] = {}
     for c in result.cases:
         suite = suites.get(c.policy)
         if suite is None:
-            suite = suites[c.policy] = ET.SubElement(root, "testsuite", name=c.policy)
+            suite = suites[c.policy] = ET.SubElement(root, "testsuite", name=x(c.policy))
             props = ET.SubElement(suite, "properties")
             for name in ("trace_version", "schema_version"):
-                ET.SubElement(props, "property", name=name, value=getattr(result, name))
-        case = ET.SubElement(suite, "testcase", classname=f"{c.policy}/{c.run}", name=c.metric,
-                             time="0")
+                ET.SubElement(props, "property", name=name, value=x(getattr(result, name)))
+        case = ET.SubElement(suite, "testcase", classname=x(f"{c.policy}/{c.run}"),
+                             name=x(c.metric), time="0")
         if c.failed:
             kind = ("engine" if result.engine_change else
                     "corpus" if c.status in CORPUS_STATUSES else "regression")
-            failure = ET.SubElement(case, "failure", message=c.message, type=kind)
-            failure.text = _case_text(c)
+            failure = ET.SubElement(case, "failure", message=x(c.message), type=kind)
+            failure.text = x(_case_text(c))
         elif c.status in _SKIPPED:
-            ET.SubElement(case, "skipped", message=c.message)
+            ET.SubElement(case, "skipped", message=x(c.message))
     if result.unreadable:
         inputs = ET.SubElement(root, "testsuite", name="inputs")
         for source in result.unreadable:
-            case = ET.SubElement(inputs, "testcase", classname="inputs", name=source, time="0")
-            ET.SubElement(case, "failure", message=f"unreadable log: {source}", type="input")
+            case = ET.SubElement(inputs, "testcase", classname="inputs", name=x(source),
+                                 time="0")
+            ET.SubElement(case, "failure", message=x(f"unreadable log: {source}"), type="input")
     for el in [root, *suites.values(), *root.findall("testsuite[@name='inputs']")]:
         cases = list(el.iter("testcase"))
         el.set("tests", str(len(cases)))
@@ -151,7 +154,7 @@ def junit_xml(result: CheckResult) -> bytes:
         el.set("skipped", str(sum(1 for t in cases if t.find("skipped") is not None)))
         el.set("time", "0")
     if result.notes:
-        ET.SubElement(root, "system-out").text = "\n".join(result.notes)
+        ET.SubElement(root, "system-out").text = "\n".join(x(n) for n in result.notes)
     ET.indent(root)
     xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return xml + b"\n"
@@ -165,7 +168,7 @@ def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
     notes = result.with_status("appeared", "vanished")
     counts = counts_by_kind(result)
     lines = [f"### replay check: {'PASS' if result.exit_code == 0 else 'FAIL'}", "",
-             verdict(result), "",
+             markdown(verdict(result)), "",
              "| " + " | ".join(counts) + " |", "|" + "---:|" * len(counts),
              "| " + " | ".join(f"{n:,}" for n in counts.values()) + " |", ""]
     for title, cases in (("Regressions", regressed), ("Improvements", improved),
@@ -174,7 +177,7 @@ def markdown_summary(result: CheckResult, *, max_rows: int = 50) -> str:
             lines += [f"#### {title} ({len(cases):,})", "",
                       *_md_table(cases, max_rows, result.labels), ""]
     if result.notes:
-        lines += ["#### Notes", "", *(f"- {md_cell(n)}" for n in result.notes), ""]
+        lines += ["#### Notes", "", *(f"- {markdown(n)}" for n in result.notes), ""]
     if within:
         lines += [f"<details><summary>Moved within tolerance ({len(within):,})</summary>", "",
                   *_md_table(within, max_rows, result.labels), "", "</details>", ""]
@@ -195,7 +198,7 @@ def _md_table(cases: list[Case], max_rows: int, labels: dict[str, str]) -> list[
     cols = ["policy", "run", "metric", "baseline", "current", "change", "tolerance"]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in moved_rows(cases[:max_rows], labels):
-        out.append("| " + " | ".join(md_cell(row[c]) for c in cols) + " |")
+        out.append("| " + " | ".join(markdown(row[c]) for c in cols) + " |")
     if len(cases) > max_rows:
         out.append(f"\n… and {len(cases) - max_rows:,} more")
     return out

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import html
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from analysis.report.diff import TOTAL
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
 from replay.policy.providers import pricing_note, provider_label
+from replay.safe_text import html_text, markdown
 
 HEADLINE: tuple[tuple[str, str], ...] = tuple((m, SPECS[m].header) for m in known(
     "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
@@ -114,7 +114,7 @@ def fmt_rel(rel: float) -> str:
 
 def render_html(page: Page) -> str:
     """The report as one self-contained HTML document."""
-    e = html.escape
+    e = html_text
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              "<title>ctxreplay report</title>", f"<style>{_CSS}</style></head><body>",
              "<h1>ctxreplay report</h1>", f"<p>{e(_overview(page))}</p>",
@@ -149,22 +149,22 @@ def render_html(page: Page) -> str:
 
 def render_markdown(page: Page, image_dir: str) -> str:
     """The report's tables as Markdown, with links to the PNGs under ``image_dir``."""
-    lines = ["# ctxreplay report", "", md_cell(_overview(page)), "", "## Policies", "",
+    lines = ["# ctxreplay report", "", markdown(_overview(page)), "", "## Policies", "",
              *_md_table(*_policy_rows(page)), "", "## Placeholder lint", ""]
     for policy, found in page.policies:
-        lines += ([f"- **{md_cell(policy.name)}**: {md_cell(f)}" for f in found] if found
-                  else [f"- {md_cell(policy.name)}: no placeholder invites re-calling"])
+        lines += ([f"- **{markdown(policy.name)}**: {markdown(f)}" for f in found] if found
+                  else [f"- {markdown(policy.name)}: no placeholder invites re-calling"])
     lines += ["", "## Totals over all runs", "", *_md_table(*_totals_rows(page))]
     for a, b, d in page.diffs:
-        lines += ["", f"## Differences: {md_cell(b)} against {md_cell(a)}", "",
+        lines += ["", f"## Differences: {markdown(b)} against {markdown(a)}", "",
                   *_md_table(*_diff_rows(d, page, a, b))]
     header, rows, _ = _headline_rows(page)
     lines += ["", "## Runs", "", *_md_table(header, rows)]
     lines += ["", "## Fidelity: the recorded harness's own policy against its log", "",
-              md_cell(FIDELITY_NOTE), "", *_md_table(*_fidelity_rows(page)), "",
-              *[f"- {md_cell(t)}" for t in _fidelity_totals(page)]]
+              markdown(FIDELITY_NOTE), "", *_md_table(*_fidelity_rows(page)), "",
+              *[f"- {markdown(t)}" for t in _fidelity_totals(page)]]
     lines += ["", "## Figures", ""]
-    lines += [f"- [{md_cell(im.title)}]({image_dir}/{im.file})"
+    lines += [f"- [{markdown(im.title)}]({image_dir}/{im.file})"
               for im in [*page.analyses, *page.timelines]]
     return "\n".join(lines) + "\n"
 
@@ -292,7 +292,7 @@ def _verdict(col: str, ref: dict[Any, Any] | None, m: dict[Any, Any]) -> str:
 def _html_headline(page: Page) -> str:
     """The headline table; a run's rows share its label and run id cells (rowspan)."""
     header, rows, classes = _headline_rows(page)
-    e = html.escape
+    e = html_text
     span: dict[str, int] = {}
     for row in rows:
         span[row[0]] = span.get(row[0], 0) + 1
@@ -314,7 +314,7 @@ def _html_headline(page: Page) -> str:
 
 
 def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    e = html.escape
+    e = html_text
     out = ['<div class="wide"><table>',
            "<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>"]
     for row in rows:
@@ -324,7 +324,7 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _html_figure(im: Image) -> str:
-    e = html.escape
+    e = html_text
     data = base64.b64encode(im.png).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{e(im.title)}" '
             f'width="{im.width_px}" height="{im.height_px}">'
@@ -332,18 +332,7 @@ def _html_figure(im: Image) -> str:
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(md_cell(h) for h in header) + " |",
+    out = ["| " + " | ".join(markdown(h) for h in header) + " |",
            "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(markdown(c) for c in row) + " |" for row in rows]
     return out
-
-
-_MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*[]|"})
-"""Markdown characters that would start code, emphasis, a link or a cell: backslash-escaped."""
-
-
-def md_cell(text: str) -> str:
-    """Any text of report.md that is not ours (names and strings from logs and policy files,
-    in cells, headings and lists): HTML escaped (as in report.html), Markdown's code, emphasis,
-    link and cell characters escaped, one line."""
-    return html.escape(str(text), quote=False).translate(_MD_ACTIVE).replace("\n", " ")

@@ -61,6 +61,7 @@ from replay.engine.prepared import Calibration, PreparedRun
 from replay.errors import ReplayError, ReplayInputError
 from replay.ingest.store import Entry
 from replay.policy import Custom, policy_to_dict
+from replay.safe_text import csv_cell
 from replay.workers import init_worker
 
 UNITS_PER_WORKER = 8
@@ -199,6 +200,16 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> pd.DataFrame:
     return rows_frame(out)
 
 
+def _csv(table: pd.DataFrame) -> str:
+    """The sweep table as CSV: every text cell and header through ``csv_cell`` (escaped, a
+    would-be formula behind a ``'``), numbers as they are."""
+    safe = table.rename(columns=lambda c: str(csv_cell(c)))
+    for col in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[col]):
+            safe[col] = safe[col].astype(object).map(csv_cell)
+    return str(safe.to_csv(index=False))
+
+
 def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
                 chosen: str | None = None, rule: ChoiceRule | None = None, jobs: int = 1,
                 on_figure: Callable[[int, int], None] | None = None) -> list[Path]:
@@ -224,7 +235,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
                    compression="zstd")
     written = [out / "sweep.parquet", out / "sweep.csv", out / "settings.json"]
     atomic_write_bytes(written[0], buf.getvalue())
-    atomic_write_bytes(written[1], result.table.to_csv(index=False).encode())
+    atomic_write_bytes(written[1], _csv(result.table).encode())
     doc = {s.id: {"params": dict(s.params), "policy": policy_to_dict(s.policy)}
            for s in result.settings}
     atomic_write_bytes(written[2], json.dumps(doc, indent=1, default=str).encode())

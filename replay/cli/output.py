@@ -8,7 +8,9 @@ into exit code 2.
 Every string printed here may come from a file, a log or a path: it is shown as plain text
 (never read as rich markup, so ``[/]`` or ``[bold red]`` in a tool id prints as written) and
 its terminal control characters, line breaks and bidirectional overrides are shown escaped
-(``\\x1b``, ``\\n``, ``\\u202e``) by ``printable``.  Commands print only through these
+(``\\x1b``, ``\\n``, ``\\u202e``) by ``printable`` (``replay.safe_text.terminal``); ``--csv``
+cells by ``replay.safe_text.csv_cell`` (escaped, and a cell that would start a formula
+behind a ``'``).  Commands print only through these
 functions, never with ``console.print`` of their own.
 
 Not here: the commands (``replay.cli.replay_commands``,
@@ -21,7 +23,6 @@ import csv
 import itertools
 import json
 import os
-import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -36,28 +37,14 @@ from rich.text import Text
 
 from replay.cli.tables import Layout, choose, fit, is_number, shorten, totals_row, width
 from replay.errors import ReplayError
+from replay.safe_text import csv_cell, terminal
 
 out_console = Console(width=None if sys.stdout.isatty() else 10_000)  # tables set their own
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
-                          "\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
-
-
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_char(m: re.Match[str]) -> str:
-    c = m.group()
-    return _SHORT_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) <= 0xFF else f"\\u{ord(c):04x}")
-
-
-def printable(value: object) -> str:
-    """``value`` as text safe for a terminal: control characters, line breaks, invisible and
-    bidirectional-override characters written as escapes (``\\x1b``, ``\\n``, ``\\u202e``)."""
-    text = "" if value is None else str(value)
-    return _UNPRINTABLE.sub(_escape_char, text)
+printable = terminal
+"""``replay.safe_text.terminal``: the one escaping of what a command prints."""
 
 
 def plain(value: object, style: str = "") -> Text:
@@ -110,9 +97,9 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
         raise typer.Exit(2) from None
     if as_csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(cols)
+        writer.writerow([csv_cell(c) for c in cols])
         for r in rows:
-            writer.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+            writer.writerow([csv_cell(r.get(c)) for c in cols])
         return
     shown = list(itertools.islice(iter(rows), _MAX_TABLE_ROWS))
     table_rows = [{c: r.get(c) for c in cols} for r in shown]

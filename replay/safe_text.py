@@ -1,0 +1,112 @@
+"""Strings from data made safe for each output format: one function per format.
+
+Every string a log, a policy file or a path holds may have been crafted.  Before it reaches an
+output it goes through the one function of that output's format:
+
+- ``terminal(value)``: control characters, line breaks, invisible and bidirectional-override
+  characters, lone surrogates (a file name that is not UTF-8) and non-characters written as
+  visible escapes (``\\x1b``, ``\\n``, ``\\u202e``, ``\\xff``); one line, printable anywhere.
+- ``csv_cell(value)``: ``terminal``, then a text cell that a spreadsheet would read as a
+  formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab, a carriage return or NUL, or
+  their full-width forms) gets a leading ``'``, as OWASP's CSV-injection guidance says.
+  Numbers are numbers, never changed (a negative figure stays ``-3``).
+- ``markdown(value)``: ``terminal``, HTML-escaped, Markdown's active characters (and a list
+  marker at its start) backslash-escaped, and no live ``@mention``, issue reference or autolink: a zero-width space
+  (``&#8203;``) follows every ``@`` and ``#`` and breaks ``://``, ``www.`` and ``GH-``.
+- ``xml_text(value)``: ``terminal``; it leaves no character XML 1.0 forbids (ElementTree
+  escapes ``&<>"`` itself).
+- ``html_text(value)``: ``terminal``, HTML-escaped (quotes too).
+- ``valid_text(value)``: a string that encodes as UTF-8, for names stored or hashed (a file
+  name's undecodable bytes as ``\\xff``, other lone surrogates as ``\\udXXX``).
+
+Not here: names made into paths (``replay.safe_names``), printing (``replay.cli.output``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
+                          "\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\ufffe\uffff"
+                          "\ud800-\udfff]")
+"""What ``terminal`` writes as an escape (it includes every character XML 1.0 forbids)."""
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    c = m.group()
+    if "\udc80" <= c <= "\udcff":  # an undecodable byte of a file name (surrogateescape)
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    return _SHORT_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) <= 0xFF else f"\\u{ord(c):04x}")
+
+
+def terminal(value: object) -> str:
+    """``value`` as text safe for a terminal (None: empty): control characters, line breaks,
+    invisible and bidirectional-override characters, lone surrogates and non-characters
+    written as escapes (``\\x1b``, ``\\n``, ``\\u202e``, ``\\xff``)."""
+    text = "" if value is None else str(value)
+    return _UNPRINTABLE.sub(_escape_char, text)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""First characters a spreadsheet reads as the start of a formula (with the full-width forms
+some normalise)."""
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell: numbers, booleans and None as they are; any other value ``terminal``-escaped
+    with a ``'`` in front when it would start a formula."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = terminal(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+_MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*[]|~!"})
+"""Markdown characters that would start code, emphasis, strikethrough, an image, a link or a
+cell: backslash-escaped (``<``, ``>`` and ``&`` are HTML-escaped before)."""
+_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+"""An ``_`` that could open or close emphasis (one inside a word, ``peak_tokens``, cannot)."""
+_BLOCK_START = re.compile(r"^([+-])|^(\d+)([.)])")
+"""A line start Markdown reads as a list item or a rule (``+ x``, ``- x``, ``---``, ``1. x``):
+its marker is backslash-escaped."""
+_ZWSP = "&#8203;"
+_LIVE = re.compile(r"(?<=[@#])|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=GH)(?=-)", re.IGNORECASE)
+"""Where a zero-width space goes: after ``@`` (mentions, e-mail autolinks) and ``#`` (issue
+references, headings), inside ``://`` and ``www.`` (autolinks) and ``GH-`` (references)."""
+
+
+def markdown(value: object) -> str:
+    """Text of a Markdown file (a pull-request comment) that is not ours: one line, no raw
+    HTML, no code, emphasis, link, image or cell syntax, no mention, reference or autolink."""
+    text = html.escape(terminal(value).strip(" "), quote=False).translate(_MD_ACTIVE)
+    text = _UNDERSCORE.sub(r"\\_", text)
+    text = _BLOCK_START.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", text)
+    return _LIVE.sub(_ZWSP, text)
+
+
+def xml_text(value: object) -> str:
+    """Text for an XML attribute or text node: ``terminal`` (which escapes every character
+    XML 1.0 forbids and the line breaks)."""
+    return terminal(value)
+
+
+def html_text(value: object) -> str:
+    """Text for HTML (element content or a quoted attribute): ``terminal``, HTML-escaped."""
+    return html.escape(terminal(value))
+
+
+def valid_text(value: str) -> str:
+    """``value`` as a string that encodes as UTF-8: an undecodable byte of a file name
+    (``os.fsdecode``'s surrogate escape) as ``\\xff``, any other lone surrogate as
+    ``\\udXXX``; a valid string is returned as it is."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        pass
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,0 +1,191 @@
+"""Every output format against hostile strings: one escaping function per format
+(``replay.safe_text``), and every writer uses it — ``runs --csv``, ``run --csv``, sweep.csv,
+``check --markdown``, ``check --junit``, the report.
+
+Properties on generated strings check each function; one end-to-end test per class builds
+hostile names from a seeded generator (formula starts, control characters, mentions, links)
+and reads every file the commands wrote with an independent reader (``csv``, ElementTree,
+markdown-it)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.safe_text import csv_cell, html_text, markdown, terminal, valid_text, xml_text
+
+runner = CliRunner()
+FORMULA_START = "=+-@\t\r\0\uff1d\uff0b\uff0d\uff20"
+"""OWASP's formula starts, with their full-width forms (the test's own list)."""
+_PIECES = ["=", "+", "-", "@", "\t", "\r", "\0", "\uff1d", "@octocat", "@SUM(1+1)",
+           "=HYPERLINK(\"http://x.test\")", "https://evil.test/a", "www.evil.test", "#12",
+           "GH-7", "a@b.test", "\x1b[31m", "\u202e", "\x07", "\n", "|", "`", "*", "_", "[x](y)",
+           "<b>", "&amp;", "\\", "'", ",", "\"", "\udcff", "\ufffe", "é", "x", "1"]
+hostile = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=8).map("".join)
+"""Strings made of the pieces attacks use, and anything else."""
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(text: str) -> bool:
+    return not re.search("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069"
+                         "\ud800-\udfff]", text)
+
+
+@given(hostile)
+def test_terminal_text_is_one_visible_line_that_encodes(s: str) -> None:
+    out = terminal(s)
+    assert _visible(out)
+    out.encode("utf-8")  # strict: no lone surrogate left
+    assert terminal(out) == out  # nothing left to escape
+    valid_text(s).encode("utf-8")
+    assert (valid_text(s) == s) == _encodes(s)
+
+
+def _encodes(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+@given(st.lists(hostile | st.integers() | st.floats(allow_nan=False) | st.none(), max_size=5))
+def test_a_csv_row_has_no_cell_a_spreadsheet_reads_as_a_formula(values: list[object]) -> None:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([csv_cell(v) for v in values])
+    text = buf.getvalue()
+    assert _visible(text.removesuffix("\n"))  # one line, nothing for the terminal
+    [row] = list(csv.reader(io.StringIO(text)))
+    for cell, value in zip(row, values):
+        if isinstance(value, str):
+            assert not cell.startswith(tuple(FORMULA_START)), cell
+            # the neutralised cell says what the text was: its escape with a ' in front
+            shown = terminal(value)
+            assert cell == ("'" + shown if shown.startswith(tuple(FORMULA_START)) else shown)
+        elif value is not None:  # numbers stay numbers (a negative figure too)
+            assert cell == str(value)
+
+
+_MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+_LIVE_TEXT = [re.compile(r"@[A-Za-z0-9]"), re.compile(r"#[0-9A-Za-z]"), re.compile("://"),
+              re.compile(r"(?i)www\."), re.compile(r"(?i)GH-[0-9]")]
+"""What GitHub turns into a mention, a reference or an autolink, in a rendered text node."""
+
+
+@given(hostile, hostile)
+@settings(max_examples=300)
+def test_markdown_text_renders_as_the_text_itself_with_nothing_live(a: str, b: str) -> None:
+    cell, line = markdown(a), markdown(b)
+    html = _MD.render(f"| run | x |\n|---|---|\n| {cell} | 1 |\n\n- {line}\n")
+    tokens = _MD.parse(f"| run | x |\n|---|---|\n| {cell} | 1 |\n\n- {line}\n")
+    kinds = {t.type for tok in tokens for t in [tok, *(tok.children or [])]}
+    assert not kinds & {"link_open", "image", "code_inline", "em_open", "strong_open",
+                        "s_open", "html_inline", "html_block", "heading_open", "fence",
+                        "code_block"}, kinds
+    assert html.count("<td>") == 2  # the cell stayed one cell
+    texts = [t.content for tok in tokens if tok.type == "inline" for t in tok.children or []
+             if t.type == "text"]
+    shown = "".join(texts)
+    for live in _LIVE_TEXT:
+        assert not live.search(shown), (live.pattern, shown)
+    # what the reader sees is the text, escaped for the terminal; only zero-width spaces added
+    def bare(t: str) -> str:  # Markdown trims a cell's and an item's spaces
+        return re.sub(r"\s", "", t.replace("\u200b", ""))
+    assert bare(shown) == bare("runx" + terminal(a) + "1" + terminal(b))
+
+
+@given(hostile)
+def test_xml_and_html_text_make_well_formed_documents(s: str) -> None:
+    root = ET.Element("testsuite", name=xml_text(s))
+    ET.SubElement(root, "failure", message=xml_text(s)).text = xml_text(s)
+    data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    assert not _ILLEGAL_XML.search(data.decode("utf-8"))
+    back = ET.fromstring(data)
+    assert back.get("name") == terminal(s) and (back[0].text or "") == terminal(s)
+    doc = f'<p title="{html_text(s)}">{html_text(s)}</p>'
+    assert "<" not in doc[3:-4].replace('title="', "") and _visible(doc)
+
+
+# --- end to end: every writer ------------------------------------------------------------
+
+def _hostile_names(seed: int) -> dict[str, str]:
+    """A model, a title and a file name each holding a formula start, a mention, a link and
+    control characters, drawn from ``seed``."""
+    rnd = random.Random(seed)
+
+    def pick(*extra: str) -> str:
+        return (rnd.choice("=+-@") + rnd.choice(["1+2", "SUM(1+1)", "HYPERLINK(\"u\")"])
+                + rnd.choice(["@octocat", "@team-x"]) + " " + rnd.choice(extra)
+                + rnd.choice(["\x1b[2J", "\x07", "\u202e"]))
+    return {"model": pick("m"), "title": pick("https://evil.test/x", "www.evil.test", "#4"),
+            "file": pick("f", "#12") + ".json"}
+
+
+def _chat_log(path: Path, model: str, title: str) -> None:
+    msgs: list[dict[str, object]] = [{"role": "user", "content": title}]
+    for i in range(3):
+        msgs.append({"role": "assistant", "content": "ok", "model": model, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": f"ls {i}"})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 30})
+    msgs.append({"role": "assistant", "content": "done", "model": model})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"messages": msgs}))
+
+
+def _csv_cells(text: str) -> list[str]:
+    return [c for row in csv.reader(io.StringIO(text)) for c in row]
+
+
+def test_every_writer_neutralises_hostile_names(tmp_path: Path) -> None:
+    names = _hostile_names(random.SystemRandom().randrange(2**32))
+    logs = tmp_path / "logs"
+    _chat_log(logs / names["file"].replace("/", "_"), names["model"], names["title"])
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    base = ["--cache-dir", str(cache), "-q"]
+    ran = runner.invoke(app, ["run", "-p", "none", str(logs), "--out", str(out), "--csv", *base])
+    assert ran.exit_code == 0, ran.output
+    listed = runner.invoke(app, ["runs", str(cache / "dataset"), "--csv"])
+    assert listed.exit_code == 0, listed.output
+    swept = runner.invoke(app, ["sweep", str(logs), "-p", "two-tier-corrected", "--axis",
+                                "tiers.0.min_chars=200,400", "--out", str(tmp_path / "s"),
+                                "--no-plots", "--jobs", "1", *base])
+    assert swept.exit_code in (0, 1), swept.output
+    sweep_csv = (tmp_path / "s" / "sweep" / "sweep.csv").read_text()
+    for text in (ran.stdout, listed.stdout, sweep_csv):
+        assert _visible(text.replace("\n", "")), text
+        cells = _csv_cells(text)
+        assert not [c for c in cells if c.startswith(tuple(FORMULA_START))
+                    and not re.fullmatch(r"-[0-9.e+-]+", c)], cells  # negative figures stay
+        assert any(c.startswith("'") and ("@octocat" in c or "@team-x" in c) for c in cells)
+    baseline = tmp_path / "b.json"
+    made = runner.invoke(app, ["check", str(logs), "-p", "none", "--baseline", str(baseline),
+                               "--update-baseline", *base])
+    assert made.exit_code == 0, made.output
+    (logs / ("b" + names["file"])).write_text("not a log\n")  # unreadable: named everywhere
+    md, junit = tmp_path / "check.md", tmp_path / "check.xml"
+    checked = runner.invoke(app, ["check", str(logs), "-p", "none", "--baseline", str(baseline),
+                                  "--markdown", str(md), "--junit", str(junit), *base])
+    assert checked.exit_code == 1, checked.output
+    root = ET.fromstring(junit.read_bytes())  # well-formed
+    assert any("\\x" in (e.get("name") or "") + (e.get("message") or "") or
+               "\\u202e" in (e.get("name") or "") for e in root.iter())
+    text = md.read_text()
+    assert _visible(text.replace("\n", ""))
+    tokens = _MD.parse(text)
+    shown = "".join(t.content for tok in tokens if tok.type == "inline"
+                    for t in tok.children or [] if t.type == "text")
+    assert "octocat" in shown or "team-x" in shown
+    for live in _LIVE_TEXT:
+        assert not live.search(shown), live.pattern
