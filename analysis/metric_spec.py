@@ -10,6 +10,9 @@ rules of totals, the ``replay run`` summary columns.  The analysis modules' pand
 ``*_summary`` functions compute the same columns independently (the readable
 definition, and the tests' oracle for the fast functions).
 
+``RunFacts`` is the type of a run's policy-independent facts (computed by
+``analysis.run_facts``), which ``PartInput`` carries.
+
 ``AnalysisParams`` holds the analyses' tunable constants (thrash spacing, small
 trim, re-read loop) with their defaults; the pandas and the fast paths both read
 them from here.
@@ -21,12 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from replay.policy import Policy
-
-if TYPE_CHECKING:
-    from analysis.run_facts import RunFacts
 
 Better = Literal["lower", "higher"]
 Dtype = Literal["int64", "float64"]
@@ -74,6 +74,22 @@ class MetricSpec:
     @property
     def header(self) -> str:
         return self.label or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the metrics need from one recorded run, whatever the policy."""
+
+    run_id: str
+    static_rereads: dict[str, int]
+    """The ``rereads_*`` counts no eviction can change (reads, loops, refreshes, retries, …)."""
+    candidates: tuple[tuple[int, int, int, int], ...]
+    """Re-reads that are redundant unless the policy evicted the previous result first:
+    (request of the re-read, previous result's msg, its block, the re-read's result tokens)."""
+    n_compactions: int
+    """Compactions the original harness recorded."""
+    first_compaction_request: float
+    """The first request after a recorded compaction (``inf`` when none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,35 +11,20 @@ number of replays of that run:
   first, with the previous result's block;
 - the harness's recorded compactions and the first request after one.
 
-Not here: anything that depends on the policy (``analysis.per_run.fast_metrics``).
+Not here: anything that depends on the policy (``analysis.per_run.fast_metrics``); the facts'
+type, ``RunFacts``, declared in ``analysis.metric_spec`` beside ``PartInput`` that carries it
+(the declarations import nothing above them: docs/architecture.md, Layers).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from analysis import frames
-from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
 from analysis.rereads import REREADS_COLUMNS, _mark_loops, _run_calls
 from analysis.summarisation import recorded_compactions
 from replay.corpus import Corpus
-
-
-@dataclass(frozen=True, slots=True)
-class RunFacts:
-    """What the metrics need from one recorded run, whatever the policy."""
-
-    run_id: str
-    static_rereads: dict[str, int]
-    """The ``rereads_*`` counts no eviction can change (reads, loops, refreshes, retries, …)."""
-    candidates: tuple[tuple[int, int, int, int], ...]
-    """Re-reads that are redundant unless the policy evicted the previous result first:
-    (request of the re-read, previous result's msg, its block, the re-read's result tokens)."""
-    n_compactions: int
-    """Compactions the original harness recorded."""
-    first_compaction_request: float
-    """The first request after a recorded compaction (``inf`` when none)."""
 
 
 def run_facts(corpus: Corpus, run_id: str, params: AnalysisParams = DEFAULT_PARAMS) -> RunFacts:

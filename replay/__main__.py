@@ -7,12 +7,14 @@ user wins).  Importing ``replay`` or ``replay.cli`` as a library changes nothing
 
 from __future__ import annotations
 
+from replay.memory import use_system_allocator
+
 
 def main() -> None:
     """Choose Arrow's allocator, then run the command line."""
-    from replay.memory import use_system_allocator
-
     use_system_allocator()
+    # after use_system_allocator: replay.cli imports pyarrow, whose memory pool is chosen when
+    # it is first imported
     from replay.cli import app
 
     app()

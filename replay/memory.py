@@ -40,6 +40,7 @@ def use_system_allocator() -> None:
     if "pyarrow" not in sys.modules:
         os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
         return
+    # only when pyarrow is loaded already: importing it earlier fixes the pool chosen above
     import pyarrow as pa
 
     pa.set_memory_pool(pa.system_memory_pool())

@@ -31,7 +31,7 @@ from replay.corpus import Corpus, Opener, corpus_of, project_opener
 from replay.errors import ReplayError, ReplayInputError
 from replay.layout import cache_root
 from replay.policy import Policy, load_policy
-from replay.policy.providers import with_provider
+from replay.policy.pricing import with_provider
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,9 +15,16 @@ columns independently and are the tests' oracle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, MetricPart, MetricSpec, PartInput
+from analysis.metric_spec import (
+    DEFAULT_PARAMS,
+    AnalysisParams,
+    MetricPart,
+    MetricSpec,
+    PartInput,
+    RunFacts,
+)
 from analysis.per_run import (
     arg_share,
     basic,
@@ -28,9 +35,6 @@ from analysis.per_run import (
 )
 from replay.engine.trace import Trace
 from replay.policy import Policy
-
-if TYPE_CHECKING:
-    from analysis.run_facts import RunFacts
 
 PARTS: tuple[MetricPart, ...] = (*basic.METRICS, *rereads.METRICS, *arg_share.METRICS,
                                  *summarisation.METRICS, *cache_invalidation.METRICS,

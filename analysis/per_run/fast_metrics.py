@@ -30,9 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
 from analysis.per_run import FLOAT_COLUMNS, METRIC_COLUMNS, PARTS, part_metrics
-from analysis.run_facts import RunFacts
 from replay.engine.trace import Trace
 from replay.policy import Policy
 

@@ -1,7 +1,7 @@
 """Policies compared on the same runs, as ``replay report`` and ``replay diff`` do it.
 
 ``policy_traces`` gives the (policy, trace) pairs: replayed from logs with the policies priced
-under one provider (``replay.policy.providers.one_provider``), or read from ``replay run`` output
+under one provider (``replay.policy.pricing.one_provider``), or read from ``replay run`` output
 folders (``traces=True``) with the dataset they were replayed from, optionally narrowed to some
 runs (``replay.run_select``).  ``report_to`` writes the report of those pairs; ``diff_policies``
 compares the metrics of two.  A notebook calls them as the commands do::
@@ -36,7 +36,7 @@ from replay.ingest import store
 from replay.ingest.run_label import label_column, run_labels
 from replay.layout import cache_root, dataset_dir, writable_dir
 from replay.policy import Policy, load_policy
-from replay.policy.providers import one_provider, pricing_note
+from replay.policy.pricing import one_provider, pricing_note
 from replay.run_select import select_runs
 
 

@@ -24,7 +24,8 @@ from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from analysis.report.diff import TOTAL
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
-from replay.policy.providers import pricing_note, provider_label
+from replay.policy.pricing import pricing_note
+from replay.policy.providers import provider_label
 from replay.safe_text import html_text, markdown
 
 HEADLINE: tuple[tuple[str, str], ...] = tuple((m, SPECS[m].header) for m in known(

@@ -48,8 +48,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from joblib.externals.loky import get_reusable_executor
 
+from analysis.metric_spec import RunFacts
 from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics
-from analysis.run_facts import RunFacts, run_facts
+from analysis.run_facts import run_facts
 from analysis.sweep.cache import read_cached, rows_frame, run_key, write_cached
 from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.grid import Setting
@@ -324,6 +325,7 @@ def _execute(units: list[SweepUnit], blob: bytes, *, jobs: int,
     if not units:
         return
     if client is not None:
+        # lazy: distributed is the optional dask extra, needed only with a scheduler
         from distributed import as_completed as dask_completed
 
         shared = client.scatter(blob, broadcast=True)
@@ -353,6 +355,7 @@ def _dask_client(scheduler: Any) -> Iterator[Any]:
         yield None
         return
     try:
+        # lazy: distributed is the optional dask extra, needed only with a scheduler
         from distributed import Client
     except ImportError:
         raise ReplayInputError("a Dask scheduler needs the dask extra: "

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from joblib.externals.loky import get_reusable_executor
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
@@ -85,8 +86,6 @@ def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *, jobs: 
             done += 1
             tick(done, len(specs))
         return [p for p, _ in specs]
-    from joblib.externals.loky import get_reusable_executor
-
     pool = get_reusable_executor(max_workers=workers, initializer=init_worker,
                                  initargs=(os.getpid(),))
     futures = {pool.submit(figure_png, agg, metrics, tuple(params), spec): path

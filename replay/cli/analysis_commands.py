@@ -44,7 +44,7 @@ from replay.cli.output import (
 from replay.ingest.run_label import run_labels
 from replay.layout import cache_root, sweep_cache_dir
 from replay.policy import load_policy
-from replay.policy.providers import with_provider
+from replay.policy.pricing import with_provider
 
 # --- report / diff commands (analysis.report.build, analysis.report.diff) ---
 
@@ -88,6 +88,7 @@ def report(
     quiet: QuietOpt = False,
 ) -> None:
     """Write a self-contained report.html and a report.md for one run or a corpus, per policy."""
+    # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.report.compare import report_to
 
     with _errors(), _counter("replay", quiet) as tick, \
@@ -128,6 +129,7 @@ def diff(
     quiet: QuietOpt = False,
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
+    # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
@@ -162,6 +164,7 @@ def _compare_spec(paths: list[Path], policies: list[str] | None, traces: bool,
                   data: list[Path] | None, run_ids: list[str] | None, provider: str | None,
                   own_providers: bool, allow_python: bool, cache: Path | None) -> Any:
     """The options of report and diff as an ``analysis.report.compare.CompareSpec``."""
+    # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.report.compare import CompareSpec
 
     return CompareSpec(runs=paths, policies=tuple(policies or ()), traces=traces,
@@ -219,6 +222,7 @@ def sweep(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
+    # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
 
@@ -286,6 +290,7 @@ def check(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
+    # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.check.report import (
         change_rows,
         junit_xml,

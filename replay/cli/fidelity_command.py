@@ -52,6 +52,7 @@ def fidelity(
     run is not judged (its harness evidently ran another configuration: replay it with yours,
     --policy).  Then the totals against the targets.  Errors are fractions (0.012 = 1.2 %).
     """
+    # lazy: pandas loads only for this command (start-up time of the others)
     from analysis.fidelity import fidelity as measure
     from analysis.fidelity import fidelity_totals, totals_lines
 

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from replay.apply_policy import LazyRows
+from replay.calibration_table import calibration_rows
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
@@ -47,13 +48,15 @@ from replay.cli.output import (
 )
 from replay.cli.tables import Layout
 from replay.compaction_fit import compaction_report, model_lines
-from replay.engine.calibrate import MIN_POINTS, calibration_rows
+from replay.engine.calibrate import MIN_POINTS
 from replay.ingest import store_index
 from replay.ingest.batch import ingest as ingest_paths
 from replay.ingest.run_label import run_labels
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS
 from replay.policy import load_policy, policy_to_dict, presets
-from replay.policy.providers import PROVIDERS, provider_label, with_provider
+from replay.policy.doc import policy_yaml
+from replay.policy.pricing import with_provider
+from replay.policy.providers import PROVIDERS, provider_label
 
 
 def ingest(
@@ -246,6 +249,7 @@ def synth(
     only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
 ) -> None:
     """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
+    # lazy: the generator's modules (~60 ms) load only for `replay synth` (start-up time)
     from replay.synth.failure_cases import write_generated
 
     with _errors():
@@ -261,8 +265,6 @@ def show_policy(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a policy as YAML (what differs from the defaults; --defaults: every field)."""
-    from replay.policy.doc import policy_yaml
-
     with _errors():
         pol = load_policy(policy)
     if as_json:

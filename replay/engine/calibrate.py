@@ -44,13 +44,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.policy import TokenCounter, Tokenizer
-
-if TYPE_CHECKING:
-    from replay.corpus import Corpus
 
 MIN_POINTS = 8
 """Fewest recorded pre-compaction requests a run's own fit is made from (and the fewest in
@@ -191,32 +187,3 @@ def corpus_fit(point_sets: Iterable[list[tuple[float, float]]]) -> Calibration |
     """One fit over the pooled points of several runs (of one model); flagged like a run's."""
     pooled = [p for pts in point_sets for p in pts]
     return from_points(pooled, source="corpus")
-
-
-def calibration_rows(corpus: Corpus) -> list[dict[str, Any]]:
-    """One row per replayable run of ``corpus``: the fit it gets, its errors and flags (numbers
-    as numbers; None where there is no fit)."""
-    rows = []
-    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
-    models = dict(zip(corpus.run_ids, corpus.runs["model"].to_pylist()))
-    for rid in corpus.replayable():
-        own = len(points(corpus.prepared(rid)))
-        c = corpus.calibration(rid)
-        rows.append({
-            "source": sources[rid], "model": models[rid] or "", "points": own,
-            "fit": c.source if c else "none (no recorded usage)" if own == 0 else "none",
-            "fit_points": c.n_points if c else 0,
-            "points_estimated": c.n_points_estimated if c else 0,
-            "overhead_tokens": round(c.overhead_tokens) if c else None,
-            "scale": round(c.scale, 4) if c else None,
-            "mean_abs_error": round(c.mean_abs_error_frac, 6) if c else None,
-            "held_out_fitted_error": _round(c.held_out_error_frac if c else None),
-            "held_out_anchored_error": _round(c.held_out_anchored_error_frac if c else None),
-            "flags": ", ".join(c.flags) if c else ("no recorded usage" if own == 0
-                                                   else "too few points, no corpus fit"),
-        })
-    return rows
-
-
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 6)

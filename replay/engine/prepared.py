@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from replay.errors import ReplayInputError
 from replay.ingest.run_checks import check_run_tables
+from replay.ingest.tokens import count_one
 from replay.policy import TokenCounter
 
 CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS = 0, 1, 2, 3
@@ -326,8 +327,6 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
 
 def text_count(text: str, counter: TokenCounter, calibration: Calibration | None = None) -> int:
     """Tokens of a text the replay creates (placeholder, summary) under ``counter``."""
-    from replay.ingest.tokens import count_one
-
     if counter.method == "chars":
         return math.ceil(len(text) / counter.chars_per_token * counter.scale)
     n = count_one(text, counter.tokenizer)

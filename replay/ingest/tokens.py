@@ -114,6 +114,7 @@ def _constructor(name: str) -> Callable[[], dict[str, Any]] | None:
     """tiktoken's own definition of ``name`` (pattern, specials, file and hash), if it has one."""
     try:
         tiktoken.list_encoding_names()  # fills the registry of constructors
+        # lazy, inside the try: a private module, absent from some tiktoken versions
         from tiktoken import registry
 
         return (registry.ENCODING_CONSTRUCTORS or {}).get(name)

@@ -9,293 +9,66 @@ wrong type, a fraction outside 0–1 or contradicting fields raise ``PolicyError
 naming the file, the key path and why, with a "did you mean" for misspellings
 (``replay.policy.check``).
 
+The dataclasses are declared in ``replay.policy.model`` and re-exported here, where users
+import them.
+
 Not here: what tiers do (``replay.engine.tiers``), the replay loop (``replay.engine.fold``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from replay.errors import PolicyError
 from replay.policy.check import build, check
 from replay.policy.doc import preset_names, read_policy_doc
-from replay.policy.providers import (
-    DEFAULT_PROVIDER,
-    Cache,
-    Prices,  # noqa: F401  (re-exported: a policy's cache.prices)
-    cache_doc,
+from replay.policy.model import (
+    TRIGGER_KINDS,
+    Collapse,
+    Custom,
+    Placeholder,
+    Policy,
+    Protect,
+    Restore,
+    Server,
+    Summarise,
+    Tier,
+    TokenCounter,
+    Tokenizer,
+    Trigger,
+    Trim,
+    policy_to_dict,
 )
+from replay.policy.providers import Cache, Prices, cache_doc
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Server:
-    """The model server: the hard limit and what counts against it."""
-
-    window_tokens: int = 200_000
-    """Hard context window."""
-    reserve_tokens: int = 0
-    """Answer tokens requested (max_tokens); request + reserve must fit when ``reserve_counts``."""
-    reserve_counts: bool = True
-    """Whether the server counts the reserve against the window (vLLM, Anthropic: yes)."""
-    message_overhead_tokens: int = 0
-    """Template tokens per message (role markers)."""
-    fixed_overhead_tokens: int = 0
-    """System prompt and tool schemas the logs do not contain, sent with every request (anchored
-    truth carries them from the recorded usage instead, on runs that have it)."""
-
-
-Tokenizer = Literal["o200k_base", "cl100k_base"]
-"""The tokenizers a count can use (their per-block counts are ingest's ``tokens_*`` columns)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TokenCounter:
-    """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
-
-    method: Literal["chars", "tokenizer", "calibrated", "anchored"] = "tokenizer"
-    """``calibrated``: fitted to the run's recorded usage (overhead + scale × count).
-    ``anchored``, for truth: the recorded input, plus scale × what the policy changed
-    (``replay.engine.truth``); a run without recorded usage falls back to the tokenizer, and the
-    trace says so (``truth_source``).  ``anchored``, for an estimator: the previous request's
-    size as the server reported it (the replay's truth) plus the count of what changed since
-    (tokenizer × the run's calibration scale, else × ``scale``); the first request, before any
-    usage is reported, is estimated as ``calibrated`` — what Claude Code, Cline and Gemini CLI
-    do (``tokenCountWithEstimation``: last usage + a rough count of the messages since)."""
-    chars_per_token: float = 4.0
-    """For ``chars``: characters per token."""
-    tokenizer: Tokenizer = "o200k_base"
-    scale: float = 1.0
-    """Multiplier on the count (e.g. 1.1 for a tokenizer that reads 10 % above o200k)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Trigger:
-    """When a tier considers acting; exactly one field is set."""
-
-    every_request: bool = False
-    at_tokens: int | None = None
-    """Estimated context tokens at or above which it fires."""
-    at_frac: float | None = None
-    """Fraction of the harness's usable window at or above which it fires."""
-    after_messages: int | None = None
-    """Messages in context at or above which it fires."""
-    after_events: int | None = None
-    """Events in context at or above which it fires (OpenHands' condensers count events, not
-    tokens).  An event is a tool call, a tool result, or a message with neither (text, a
-    summary); a head item (summary, re-inserted item) is one event
-    (``replay.engine.prepared.PreparedRun.event_prefix``)."""
-    idle_minutes: float | None = None
-    """Fires on a request that comes at least this many minutes after the previous
-    timestamped request (Claude Code's time-based microcompact: the server's cache has expired
-    anyway).  The gap is taken between the requests' recorded timestamps; a request with no
-    timestamp, or the first one, never fires it (``replay.engine.prepared.PreparedRun.gaps_s``)."""
-    never: bool = False
-    """The tier is switched off (kept in the policy, e.g. to compare with and without it)."""
-
-    def level_tokens(self, usable_tokens: int) -> int | None:
-        """The estimated-token level it fires at: ``at_tokens``, or ``at_frac`` of the usable
-        window (None for every-request, message and never triggers)."""
-        if self.at_tokens is not None:
-            return self.at_tokens
-        return None if self.at_frac is None else int(self.at_frac * usable_tokens)
-
-
-TRIGGER_KINDS: tuple[str, ...] = ("every_request", "at_tokens", "at_frac", "after_messages",
-                                  "after_events", "idle_minutes", "never")
-"""The fields of ``Trigger``: exactly one is set (``replay.policy.check``)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Protect:
-    """The recent range a tier leaves alone; unset fields protect nothing."""
-
-    messages: int = 0
-    tokens: int = 0
-    frac: float = 0.0
-    """Fraction of the usable window, counted back from the newest message."""
-    tool_results: int = 0
-    """The newest N tool results (of the tier's ``tools`` when it names some)."""
-    tool_result_tokens: int = 0
-    """The newest tool results up to this many estimated tokens in all (Gemini CLI's 50,000-token
-    budget of function responses): results are taken newest first while their sum stays within
-    it."""
-    newest: bool = True
-    """Never touch the newest message (output the model has not seen yet)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Placeholder:
-    """What a trimmed block becomes: head and tail of the original around a note."""
-
-    template: str = "[{tool} output trimmed: {lines} lines, {chars} chars]"
-    """Variables: {tool}, {path}, {lines}, {chars}, {call_id}."""
-    head_lines: int = 0
-    tail_lines: int = 0
-    head_chars: int = 0
-    tail_chars: int = 0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Trim:
-    """Replace old tool output (and completed write/edit arguments) with placeholders."""
-
-    type: Literal["trim"] = "trim"
-    name: str = "trim"
-    when: Literal["before", "after"] = "before"
-    """Check before sending each request, or only after sending (too late for new output)."""
-    trigger: Trigger = field(default_factory=lambda: Trigger(every_request=True))
-    blocks: tuple[Literal["tool_results", "write_args", "call_args"], ...] = ("tool_results",)
-    tools: tuple[str, ...] = ()
-    """Only blocks of these tools (names as recorded), and ``protect.tool_results`` counts only
-    their results (Claude Code's compactable tools); empty: every tool."""
-    exclude_tools: tuple[str, ...] = ()
-    """Never blocks of these tools (names as recorded); they still count for
-    ``protect.tool_results`` (Gemini CLI's retrieval tools, exempt from collapsing)."""
-    min_chars: int = 0
-    min_lines: int = 0
-    protect: Protect = field(default_factory=Protect)
-    placeholder: Placeholder = field(default_factory=Placeholder)
-    write_note: str = "[{tool} applied to {path}: {lines} lines]"
-    """What completed write/edit arguments shrink to."""
-    min_reclaim_tokens: int = 0
-    min_reclaim_frac: float = 0.0
-    """Undo the whole pass when it would reclaim less than this fraction of the usable window."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Restore:
-    """What a summary brings back: the recorded summary and restoration where the log recorded
-    a compaction nearby, a modelled summary size and re-attached files elsewhere
-    (``replay.engine.tiers.summarise``; the model: ``replay.compaction_fit``)."""
-
-    recorded_within_requests: int | None = 3
-    """When a recorded compaction's first request after is within this many requests of the
-    replayed summary, the replay uses the recorded summary and keeps what the harness kept
-    after it (re-attached files, todo list, the messages after the boundary) instead of the stub
-    summary and the re-inserted items (None: never)."""
-    summary_base_tokens: int | None = None
-    """Elsewhere (a counterfactual compaction), the stub summary's size is this plus
-    ``summary_tokens_per_summarised`` × the true tokens it replaces (None: the tier's fixed
-    ``summary_tokens``).  ``replay calibrate`` fits both on the corpus's recorded compactions
-    (``replay.compaction_fit``)."""
-    summary_tokens_per_summarised: float = 0.0
-    files: int = 0
-    """Re-attach the last this many files read before the cut (each file's newest read result,
-    in reading order), as Claude Code does after a compaction (0: none)."""
-    file_max_tokens: int = 5000
-    """Each re-attached file is cut to this many estimated tokens."""
-    files_max_tokens: int = 50000
-    """Re-attached files stop before this total (estimated tokens)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Summarise:
-    """Replace old messages with a (stub) summary, keep a verbatim remainder."""
-
-    type: Literal["summarise"] = "summarise"
-    name: str = "summarise"
-    when: Literal["before", "after"] = "before"
-    trigger: Trigger = field(default_factory=lambda: Trigger(at_frac=0.8))
-    min_messages: int = 0
-    """Only summarise with more messages than this in context."""
-    keep_messages: int = 8
-    """Verbatim remainder, in messages."""
-    keep_events: int | None = None
-    """Verbatim remainder in events instead (OpenHands: ``max_size // 2 − keep_first − 1``): the
-    newest whole messages holding at most this many events (``Trigger.after_events``)."""
-    keep_first_messages: int = 0
-    """The run's first this many messages stay verbatim in front of the summary (OpenHands'
-    ``keep_first`` events: the summary goes in at offset ``keep_first``)."""
-    keep_max_frac: float = 1.0
-    """Cap on the remainder as a fraction of the usable window."""
-    summary_tokens: int = 2000
-    reinsert: tuple[Literal["task", "todo"], ...] = ()
-    """Items re-inserted verbatim after every summary."""
-    fail_every: int = 0
-    """Inject a summariser failure every N summaries (0: never)."""
-    fallback_tokens: int = 400
-    """Size of the marked mechanical fallback used when the summariser fails."""
-    restore: Restore = field(default_factory=Restore)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Collapse:
-    """Emergency: when the estimate nears the limit, trim inside the protected range, then drop."""
-
-    type: Literal["collapse"] = "collapse"
-    name: str = "collapse"
-    when: Literal["before", "after"] = "before"
-    margin_frac: float = 0.1
-    """Fires when estimate ≥ (1 − margin) × usable window."""
-    may_trim_protected: bool = False
-    placeholder: Placeholder = field(default_factory=Placeholder)
-    keep_messages: int | None = 4
-    """Messages kept after dropping (None: drop only until under the threshold)."""
-    trigger: Trigger | None = None
-    """When set, the tier fires on this trigger instead of the margin."""
-    summary_tokens: int = 0
-    """Size of the stub summary that replaces dropped messages (0: none)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Custom:
-    """A tier implemented in Python (``module:Class``); see ``replay.engine.tiers.custom``."""
-
-    type: Literal["custom"] = "custom"
-    name: str = "custom"
-    when: Literal["before", "after"] = "before"
-    cls: str = ""
-    options: tuple[tuple[str, Any], ...] = ()
-    trigger: Trigger = field(default_factory=lambda: Trigger(every_request=True))
-    """When the class is asked (``decide``); every request by default."""
-
-
-Tier = Trim | Summarise | Collapse | Custom
-"""The tier types; YAML picks one by its ``type`` (``replay.policy.check``)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Policy:
-    """A complete context-management policy."""
-
-    name: str = "policy"
-    description: str = ""
-    source: str = ""
-    """Where the settings come from (paper, repository, article)."""
-    server: Server = field(default_factory=Server)
-    estimator: TokenCounter = field(
-        default_factory=lambda: TokenCounter(method="chars", chars_per_token=4.0))
-    truth: TokenCounter = field(default_factory=lambda: TokenCounter(method="anchored"))
-    """What the replay judges by; anchored on recorded usage unless a policy asks otherwise."""
-    subtract_reserve: bool = True
-    """Whether the harness subtracts the reserve from the window before its fractions and checks."""
-    tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
-    manual_compactions: Literal["keep", "drop"] = "keep"
-    """A compaction the user asked for (Claude Code's ``/compact``, recorded ``trigger:
-    manual``): ``keep`` replays it where the log recorded it — the user's command, like the
-    user's messages, is part of the run, with the recorded summary (action tier
-    ``manual /compact``); ``drop`` replays the run as if it had not been typed."""
-    provider: str = DEFAULT_PROVIDER
-    """The provider profile ``cache`` starts from (``replay.policy.providers``; ``--provider``)."""
-    cache: Cache = field(default_factory=Cache)
-    """The profile's cache and prices with the policy's overrides (``cache:`` in YAML)."""
-
-    @property
-    def usable_tokens(self) -> int:
-        """The window the harness plans against (reserve subtracted when it does that)."""
-        s = self.server
-        return s.window_tokens - (s.reserve_tokens if self.subtract_reserve else 0)
-
-    def digest(self) -> str:
-        """A stable hash of every setting (for caches of sweep results)."""
-        blob = json.dumps(policy_to_dict(self), sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+__all__ = [
+    "TRIGGER_KINDS",
+    "Cache",
+    "Collapse",
+    "Custom",
+    "Placeholder",
+    "Policy",
+    "Prices",
+    "Protect",
+    "Restore",
+    "Server",
+    "Summarise",
+    "Tier",
+    "TokenCounter",
+    "Tokenizer",
+    "Trigger",
+    "Trim",
+    "load_policy",
+    "policy_from_dict",
+    "policy_to_dict",
+    "presets",
+    "replace_path",
+    "replace_paths",
+    "set_path",
+]
 
 
 def load_policy(path: str | Path) -> Policy:
@@ -350,17 +123,3 @@ def set_path(doc: Any, path: str, value: Any) -> None:
         node[int(keys[-1])] = value
     else:
         node[keys[-1]] = value
-
-
-def policy_to_dict(obj: Any) -> Any:
-    """Plain data of a policy (the inverse of ``policy_from_dict``)."""
-    if dataclasses.is_dataclass(obj):
-        out = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
-            out["class" if f.name == "cls" else f.name] = (
-                dict(value) if f.name == "options" else policy_to_dict(value))
-        return out
-    if isinstance(obj, tuple):
-        return [policy_to_dict(v) for v in obj]
-    return obj

@@ -6,7 +6,7 @@ a "did you mean"), a wrong type, a fraction outside 0–1, a negative count or a
 window, one reachable trigger per tier, unique tier names, templates ``str.format`` can fill).
 Every refusal is a ``PolicyError`` naming the file, the key path and why.
 
-Not here: the policy's fields (``replay.policy``).
+Not here: the policy's fields (``replay.policy.model``).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import typing
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from replay.errors import PolicyError
+from replay.policy.model import TRIGGER_KINDS, Policy, Trigger
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from replay.policy import Policy, Trigger
 
 _D = TypeVar("_D", bound="DataclassInstance")
 
@@ -173,8 +173,6 @@ def check(p: Policy, where: str) -> None:
 def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:
     """Exactly one condition, and one the context can reach: a token level above the window
     never fires (the server refuses the request first); ``never: true`` says so on purpose."""
-    from replay.policy import TRIGGER_KINDS
-
     n_set = sum(v is True if isinstance(v, bool) else v is not None
                 for v in (getattr(trigger, k) for k in TRIGGER_KINDS))
     if n_set != 1:

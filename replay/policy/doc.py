@@ -22,16 +22,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from replay.errors import PolicyError
+from replay.policy.model import Policy, policy_to_dict
 from replay.policy.providers import PROVIDERS, deep_merge
 from replay.safe_yaml import YamlRefused, read_yaml_file
-
-if TYPE_CHECKING:
-    from replay.policy import Policy
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
@@ -136,8 +134,6 @@ def _merge_tiers(base: list[Any], changes: dict[Any, Any], where: str,
 
 def policy_yaml(policy: Policy, *, defaults: bool = False) -> str:
     """The policy as YAML: what differs from the defaults, or every field with ``defaults``."""
-    from replay.policy import Policy, policy_to_dict
-
     full = policy_to_dict(policy)
     if defaults:
         doc = full
@@ -171,8 +167,6 @@ def _minimal(obj: Any, keep: tuple[str, ...]) -> dict[str, Any]:
     """The fields of a dataclass that differ from their defaults, nested dataclasses likewise
     (against their own class's defaults: what the loader fills in for a missing key); a
     counter's ``method`` is always shown."""
-    from replay.policy import policy_to_dict
-
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)

@@ -3,9 +3,9 @@
 A policy says what the harness does; the provider says what the server caches and what it
 charges.  They are separate so that two policies compare under one price list: a policy names a
 profile (``provider: anthropic-sonnet-4``) and may override any of its fields under ``cache:``;
-``--provider NAME`` replaces it for every policy of a command (``with_provider``), and
-``one_provider`` is what ``diff``, ``report`` and the check's comparisons use to put several
-policies under one provider and say which.
+``--provider NAME`` replaces it for every policy of a command, and ``diff``, ``report`` and the
+check's comparisons put several policies under one provider and say which
+(``replay.policy.pricing``).
 
 Every profile names its source: ``../shared/reference/harness-policies.md`` part B1 (cache
 mechanics) and the providers' public price lists as of 2026 (anthropic.com/pricing,
@@ -13,7 +13,8 @@ docs.claude.com prompt-caching; openai.com/api/pricing).  ``vllm`` has no list p
 are an assumed self-hosted cost, said in its source.
 
 Not here: how a request is split into cached / written / fresh tokens and priced
-(``replay.engine.cache``), the policy model (``replay.policy``).
+(``replay.engine.cache``), the policy model (``replay.policy.model``), putting policies under
+a provider (``replay.policy.pricing``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from replay.errors import PolicyError
-
-if TYPE_CHECKING:
-    from replay.policy import Policy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,56 +172,3 @@ def _changed(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str
         elif value != b[k]:
             out.append(f"{prefix}{k}={b[k]}")
     return out
-
-
-def with_provider(policy: Policy, name: str) -> Policy:
-    """``policy`` replayed under the profile ``name`` (its own cache overrides dropped)."""
-    return dataclasses.replace(policy, provider=name, cache=provider(name, "--provider").cache)
-
-
-@dataclass(frozen=True, slots=True)
-class Pricing:
-    """The policies a comparison replays, and the sentence that says what they are priced under."""
-
-    policies: tuple[Policy, ...]
-    note: str
-    """Printed with the comparison (and written into reports)."""
-    one_provider: bool
-    """Whether every policy is priced under the same cache and prices."""
-
-
-def one_provider(policies: list[Policy], name: str | None = None, *,
-                 own: bool = False) -> Pricing:
-    """Put the policies of a comparison under one provider, and say which.
-
-    ``name`` (``--provider``): every policy under that profile.  Otherwise, when the policies
-    name different providers, every policy is priced under the first one's (its cache with its
-    overrides) unless ``own`` (``--own-providers``), which keeps each policy's own and says that
-    cost differences then include the price difference."""
-    if name is not None:
-        pols = tuple(with_provider(p, name) for p in policies)
-        return Pricing(pols, f"priced under provider {name} (--provider)", True)
-    first = policies[0]
-    if own or all(p.cache == first.cache for p in policies):
-        return Pricing(tuple(policies), pricing_note(policies),
-                       all(p.cache == first.cache for p in policies))
-    label = provider_label(first.provider, first.cache)
-    others = ", ".join(f"{p.name}: {provider_label(p.provider, p.cache)}" for p in policies[1:]
-                       if p.cache != first.cache)
-    pols = tuple(dataclasses.replace(p, provider=first.provider, cache=first.cache)
-                 for p in policies)
-    return Pricing(pols, f"priced under one provider, {label} ({first.name}'s; the policies "
-                         f"name others: {others}; --own-providers prices each under its own)",
-                   True)
-
-
-def pricing_note(policies: list[Policy]) -> str:
-    """What a comparison of these (already replayed) policies is priced under, in a sentence."""
-    if not policies:
-        return "no policy"
-    first = policies[0]
-    if all(p.cache == first.cache for p in policies):
-        return f"priced under provider {provider_label(first.provider, first.cache)}"
-    every = ", ".join(f"{p.name}: {provider_label(p.provider, p.cache)}" for p in policies)
-    return (f"each policy priced under its own provider ({every}): cost differences include "
-            "the price difference")

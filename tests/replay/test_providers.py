@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from replay.cli import app
 from replay.errors import PolicyError
 from replay.policy import Cache, load_policy, policy_from_dict, policy_to_dict, presets
-from replay.policy.providers import DEFAULT_PROVIDER, PROVIDERS, one_provider, with_provider
+from replay.policy.pricing import one_provider, with_provider
+from replay.policy.providers import DEFAULT_PROVIDER, PROVIDERS
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from types import ModuleType
 
+from replay.errors import ReplayInputError
 from replay.ingest.parsers import (
     atif,
     chat,
@@ -54,8 +55,6 @@ def check_format(fmt: str | None) -> None:
         ReplayInputError: ``fmt`` is not a ``PARSERS`` name (with the list).
     """
     if fmt is not None and fmt not in PARSERS:
-        from replay.errors import ReplayInputError
-
         raise ReplayInputError(f"unknown format {fmt!r}; one of {', '.join(PARSERS)}")
 
 

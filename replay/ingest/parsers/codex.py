@@ -79,7 +79,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.ingest.parsers import codex_items as it
+import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source, json_int
 from replay.ingest.parsers.codex_compaction import CompactionPairs, replacement
 from replay.ingest.parsers.codex_file import (

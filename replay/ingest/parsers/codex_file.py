@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from replay.ingest.parsers import codex_items as it
+import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.builder import Issue, run_id_for
 
 ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
