@@ -17,7 +17,14 @@ it (``HARNESS_POLICY``) and compares the trace with the log:
   (``held_out_fitted_error_frac``); both are given.  None with too few points, a corpus fit, or a
   truth that does not use the fit (``anchored-unscaled``: the fit is flagged, its scale unused).
 
-``fidelity_totals`` gives the corpus figures against the targets of issue #15.
+- ``reread_recall`` / ``reread_precision`` / ``reread_tokens_error_frac``: after every compaction
+  the harness recorded, the files the need rules (``replay.engine.needs``) predict the agent
+  fetched again against those it did, pooled over the run's compactions
+  (``analysis.reread_fidelity``; None without a compaction that removed something, or with
+  nothing recorded / predicted); ``rereads`` holds the counts, ``rereads_naive`` the same under the
+  naive rule of issue #22 (``NAIVE_RULES``), to compare with.
+
+``fidelity_totals`` gives the corpus figures against the targets of issues #15 and #22.
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.reread_fidelity import NO_REREADS, RereadFidelity, compaction_rereads, pooled
 from replay.corpus import Corpus
 from replay.engine.calibrate import first_half_fit
 from replay.engine.fold import replay
+from replay.engine.needs import NAIVE_RULES
 from replay.engine.prepared import PreparedRun
 from replay.engine.trace import CUT_KINDS
 from replay.policy import Policy, Summarise, load_policy
@@ -40,6 +49,11 @@ PLACEMENT_TOLERANCE_REQUESTS = 3
 POST_SIZE_TARGET_FRAC = 0.05
 CACHE_READ_TARGET_FRAC = 0.01
 HELD_OUT_TARGET_FRAC = 0.015
+REREAD_RECALL_TARGET = 0.85
+REREAD_PRECISION_TARGET = 0.75
+REREAD_TOKENS_TARGET_FRAC = 0.30
+"""Issue #22's targets for re-reads predicted after recorded compactions (pooled recall and
+precision; tokens within ±30 % per run)."""
 THRESHOLD_TOLERANCE_FRAC = 0.05
 """A recorded compaction this far (relative) from the policy's trigger level, or a context this
 far past it with no compaction, comes from a harness configured otherwise."""
@@ -79,6 +93,17 @@ class RunFidelity:
     points_estimated: int = 0
     """Calibration points whose context holds blocks sized from redaction markers: their
     held-out error measures the marker estimate (``replay.ingest.redaction``), not the model."""
+    reread_recall: float | None = None
+    """Files the agent fetched again after the run's recorded compactions that the need rules
+    predicted (``analysis.reread_fidelity``; None: none fetched again, or no compaction)."""
+    reread_precision: float | None = None
+    """Files predicted that the agent fetched again (None: none predicted)."""
+    reread_tokens_error_frac: float | None = None
+    """(predicted − recorded) / recorded re-read tokens after the compactions (None: none)."""
+    rereads: RereadFidelity | None = None
+    """The counts behind the three (None: no recorded compaction removed anything)."""
+    rereads_naive: RereadFidelity | None = None
+    """The same counts under the naive rule (``replay.engine.needs.NAIVE_RULES``)."""
 
     @property
     def not_judged_reason(self) -> str:
@@ -138,6 +163,7 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         anchored = own.held_out_anchored_error_frac if own is not None else None
         fitted = own.held_out_error_frac if own is not None else None
         truth_source = req["truth_source"][0]
+        rereads, naive = _rereads(run)
         out.append(RunFidelity(
             run_id=rid, source=sources[rid], policy=name, truth_source=truth_source,
             n_requests=run.n_requests, recorded_compaction=rec_at,
@@ -151,8 +177,20 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
             placement_half_fit_error_requests=(half_at - rec_at if rec_at is not None
                                                and half_at is not None else None),
             recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(harness),
-            points_estimated=own.n_points_estimated if own is not None else 0))
+            points_estimated=own.n_points_estimated if own is not None else 0,
+            reread_recall=rereads.recall if rereads else None,
+            reread_precision=rereads.precision if rereads else None,
+            reread_tokens_error_frac=rereads.tokens_error_frac if rereads else None,
+            rereads=rereads, rereads_naive=naive))
     return out
+
+
+def _rereads(run: PreparedRun) -> tuple[RereadFidelity | None, RereadFidelity | None]:
+    """The run's re-read figures under the rules and the naive rule (None: no compaction)."""
+    rows = compaction_rereads(run)
+    if not rows:
+        return None, None
+    return pooled(rows), pooled(compaction_rereads(run, rules=NAIVE_RULES))
 
 
 def _first_cut(trace: Any) -> int | None:
@@ -205,6 +243,9 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
                 if r.held_out_anchored_error_frac is not None]
     fitted = [r.held_out_fitted_error_frac for r in rows
               if r.held_out_fitted_error_frac is not None]
+    rereads = [r.rereads for r in rows if r.rereads is not None]
+    naive = [r.rereads_naive for r in rows if r.rereads_naive is not None]
+    per_run = [x.tokens_error_frac for x in rereads if x.tokens_error_frac is not None]
     return {
         "runs": len(rows),
         "runs_compacted": len(compacted),
@@ -241,7 +282,20 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "held_out_fitted_runs": len(fitted),
         "held_out_fitted_within_target": sum(x <= HELD_OUT_TARGET_FRAC for x in fitted),
         "held_out_fitted_error_median_frac": _median(fitted),
+        **_reread_totals("reread", rereads),
+        "reread_tokens_runs": len(per_run),
+        "reread_tokens_within_target": sum(abs(x) <= REREAD_TOKENS_TARGET_FRAC for x in per_run),
+        **_reread_totals("reread_naive", naive),
     }
+
+
+def _reread_totals(prefix: str, runs: list[RereadFidelity]) -> dict[str, Any]:
+    total = sum(runs, NO_REREADS)
+    return {f"{prefix}_runs": len(runs), f"{prefix}_compactions": total.compactions,
+            f"{prefix}_recorded": total.recorded, f"{prefix}_predicted": total.predicted,
+            f"{prefix}_hits": total.hits, f"{prefix}_recall": total.recall,
+            f"{prefix}_precision": total.precision,
+            f"{prefix}_tokens_error_frac": total.tokens_error_frac}
 
 
 FIDELITY_NOTE = (
@@ -254,8 +308,11 @@ FIDELITY_NOTE = (
     "replay uses (target ≤ 1.5 %): fitted on the first half of the run's requests before any "
     "compaction, the median error on the second half of anchored truth (the recorded input of "
     "the first half's last request plus the scaled count added since) or of fitted truth "
-    "(overhead + scale × count); both models' figures are shown. Unknown: the run lacks what the "
-    "figure needs (no compaction, too few points, a fit the truth does not use).")
+    "(overhead + scale × count); both models' figures are shown. After each recorded compaction, "
+    "the files the need rules predict the agent fetched again against those it did (re-read "
+    "recall, precision and the signed error of their tokens; targets 0.85, 0.75, ±30 %). "
+    "Unknown: the run lacks what the figure needs (no compaction, too few points, a fit the "
+    "truth does not use, nothing fetched again or predicted).")
 """What the fidelity table shows (the report's caption)."""
 
 
@@ -288,7 +345,21 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{t['held_out_fitted_within_target']} of {t['held_out_fitted_runs']}, median "
         f"{_pct(t['held_out_fitted_error_median_frac'])}); {t['held_out_redacted_runs']} of those "
         "runs are sized from redaction markers (their error is the marker estimate's)"),
+        (f"re-reads after {t['reread_compactions']} recorded compactions in {t['reread_runs']} "
+        f"runs: {t['reread_recorded']} files fetched again, {t['reread_predicted']} predicted, "
+        f"{t['reread_hits']} both: recall {_frac(t['reread_recall'])} (target "
+        f"≥ {REREAD_RECALL_TARGET}), precision {_frac(t['reread_precision'])} (target "
+        f"≥ {REREAD_PRECISION_TARGET}), tokens {_pct(t['reread_tokens_error_frac'], signed=True)}"
+        f" pooled, within ±{REREAD_TOKENS_TARGET_FRAC:.0%} in {t['reread_tokens_within_target']} "
+        f"of {t['reread_tokens_runs']} runs; the naive rule (a later non-read call names the "
+        f"file): recall {_frac(t['reread_naive_recall'])}, precision "
+        f"{_frac(t['reread_naive_precision'])}, tokens "
+        f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"),
     ]
+
+
+def _frac(v: float | None) -> str:
+    return "unknown" if v is None else f"{v:.2f}"
 
 
 def _by_truth(runs: dict[str, int]) -> str:

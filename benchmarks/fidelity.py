@@ -7,7 +7,9 @@ For every run with recorded usage (``analysis.fidelity``): compaction placement 
 requests, median error of the post-compaction request sizes, median cache-read error as a share
 of the recorded input, held-out per-request error of the run's calibration for the truth the
 replay uses (``held``: anchored truth's for ``anchored``, overhead + scale × count's for
-``fitted``) and of both models (``h-anch``, ``h-fit``); then the corpus totals against the
+``fitted``) and of both models (``h-anch``, ``h-fit``), the re-reads after recorded compactions
+predicted by the need rules against the log (``rr-rec`` recall, ``rr-prec`` precision, ``rr-tok``
+signed tokens error; ``analysis.reread_fidelity``); then the corpus totals against the
 targets of issue #15 (placement within ±3 requests, post-compaction sizes within ±5 %, cache
 reads within 1 %, held-out error of the truth used within 1.5 %).  ``--json`` prints the same.
 ``--policy`` replays every run under one policy: a harness configured otherwise (a run named
@@ -41,7 +43,8 @@ def main(paths: list[Path], as_json: bool, policy: str | None = None) -> None:
                          indent=1))
         return
     print(f"{'source':58s} {'policy':12s} {'truth':18s} {'req':>4s} {'rec':>4s} {'trig':6s} {'rep':>4s} "
-          f"{'place':>5s} {'half':>5s} {'pre/trigger':>15s} {'post':>7s} {'cache':>7s} {'held':>7s} {'h-anch':>7s} {'h-fit':>7s}")
+          f"{'place':>5s} {'half':>5s} {'pre/trigger':>15s} {'post':>7s} {'cache':>7s} {'held':>7s} {'h-anch':>7s} {'h-fit':>7s} "
+          f"{'rr-rec':>6s} {'rr-prec':>7s} {'rr-tok':>7s}")
     for r in rows:
         print(f"{_cut(r.source, 58):58s} {r.policy:12s} {r.truth_source:18s} {r.n_requests:4d} "
               f"{_n(r.recorded_compaction):>4s} {r.recorded_trigger or '-':6s} "
@@ -52,7 +55,9 @@ def main(paths: list[Path], as_json: bool, policy: str | None = None) -> None:
               f"{_pct(r.post_size_error_median_frac, signed=True):>7s} "
               f"{_pct(r.cache_read_error_median_frac):>7s} {_pct(r.held_out_error_frac):>7s} "
               f"{_pct(r.held_out_anchored_error_frac):>7s} "
-              f"{_pct(r.held_out_fitted_error_frac):>7s}")
+              f"{_pct(r.held_out_fitted_error_frac):>7s} "
+              f"{_f(r.reread_recall):>6s} {_f(r.reread_precision):>7s} "
+              f"{_pct(r.reread_tokens_error_frac, signed=True):>7s}")
     lines = totals_lines(totals)
     print("\n" + lines[0])
     for line in lines[1:]:
@@ -64,6 +69,10 @@ def _pre(r: RunFidelity) -> str:
         return "–!" if r.not_judged_reason else "–"
     got = f"{r.recorded_pre_tokens // 1000}k/{_n(r.policy_trigger_tokens)}"
     return got + ("!" if r.not_judged_reason else "")
+
+
+def _f(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
 
 
 def _cut(s: str, n: int) -> str:

@@ -179,7 +179,8 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
               "recorded prompt before it / policy trigger (tokens)",
               "post-compaction size error (median)", "cache-read error (median, of input)",
               "held-out error of the truth used (median)",
-              "held-out error, anchored / fitted model (median)"]
+              "held-out error, anchored / fitted model (median)",
+              "re-reads after recorded compactions: recall / precision / tokens error"]
     rows = [[str(label.get(f.run_id, f.source)), f.policy, f.truth_source,
              "none" if f.recorded_compaction is None
              else f"{f.recorded_compaction} ({f.recorded_trigger or 'trigger unknown'})",
@@ -193,7 +194,10 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
              _or_unknown(f.cache_read_error_median_frac, "{:.2%}"),
              _or_unknown(f.held_out_error_frac, "{:.2%}"),
              (f"{_or_unknown(f.held_out_anchored_error_frac, '{:.2%}')} / "
-              f"{_or_unknown(f.held_out_fitted_error_frac, '{:.2%}')}")] for f in page.fidelity]
+              f"{_or_unknown(f.held_out_fitted_error_frac, '{:.2%}')}"),
+             (f"{_or_unknown(f.reread_recall, '{:.2f}')} / "
+              f"{_or_unknown(f.reread_precision, '{:.2f}')} / "
+              f"{_or_unknown(f.reread_tokens_error_frac, '{:+.0%}')}")] for f in page.fidelity]
     if not rows:
         rows.append(["(no run with recorded usage)", *[""] * (len(header) - 1)])
     return header, rows

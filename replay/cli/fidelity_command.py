@@ -2,8 +2,9 @@
 
 For every run with recorded usage, under its format's harness preset or ``--policy`` (the
 user's own configuration of their harness): where the replay compacts against where the log
-did, the post-compaction request sizes, the cache reads and the held-out error of the truth
-used, then the totals against the targets of issue #15 — and, for each run the policy is
+did, the post-compaction request sizes, the cache reads, the held-out error of the truth
+used and the re-reads after recorded compactions (predicted by the need rules against the log),
+then the totals against the targets of issues #15 and #22 — and, for each run the policy is
 evidently not the harness of, why it is not judged (``analysis.fidelity``).
 
 Not here: the figures themselves (``analysis.fidelity``, also in the HTML report).
@@ -33,7 +34,7 @@ from replay.policy import load_policy
 FIDELITY_LAYOUT = Layout(columns=(
     "source", "policy", "recorded_compaction", "replayed_compaction", "placement_error_requests",
     "post_size_error_median_frac", "cache_read_error_median_frac", "held_out_error_frac",
-    "not_judged_reason"))
+    "reread_recall", "reread_precision", "reread_tokens_error_frac", "not_judged_reason"))
 
 
 def fidelity(
@@ -48,8 +49,9 @@ def fidelity(
 
     Per run: the first compaction recorded and replayed (requests) and the placement error,
     the median error of the request sizes after the recorded compaction, the median cache-read
-    error (a fraction of the recorded input), the held-out error of the truth used, and why a
-    run is not judged (its harness evidently ran another configuration: replay it with yours,
+    error (a fraction of the recorded input), the held-out error of the truth used, the files
+    fetched again after the recorded compactions against those the need rules predict (recall,
+    precision, signed tokens error), and why a run is not judged (its harness evidently ran another configuration: replay it with yours,
     --policy).  Then the totals against the targets.  Errors are fractions (0.012 = 1.2 %).
     """
     # lazy: pandas loads only for this command (start-up time of the others)

@@ -51,6 +51,7 @@ compactions (``analysis.fidelity``).
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,10 +82,22 @@ class Rule:
     description: str
 
 
-RULES: tuple[Rule, ...] = (
+NAIVE_RULES: tuple[Rule, ...] = (
     Rule("names-path", frozenset({"read"}),
          frozenset({"write", "edit", "search", "exec", "list", "todo", "other"}), "names_path",
          "a later call other than a read names the file's path or file name"),
+)
+"""The naive rule of issue #22, kept to compare with (``analysis.reread_fidelity``)."""
+
+RULES: tuple[Rule, ...] = (
+    Rule("edits-file", frozenset({"read"}), frozenset({"edit", "write"}), "same_file",
+         "an edit or write of the same file (Claude Code refuses an edit of a file not read)"),
+    Rule("searches-file", frozenset({"read"}), frozenset({"search"}), "names_path",
+         "a search whose arguments name the file (it looks inside it again)"),
+    Rule("uses-path", frozenset({"read"}), frozenset({"exec", "other", "edit", "write"}),
+         "names_path_in_use",
+         "a command or call whose arguments name the file, unless every command naming it only "
+         "stages, moves, lists or removes files (BOOKKEEPING: git, rm, mv, chmod, ...)"),
 )
 """The rules, in the order a need's ``rule`` is attributed (the first that finds it)."""
 
@@ -303,7 +316,50 @@ def _names_path(index: _Index, b: int, r: int) -> list[_Fetched]:
     return out
 
 
+def _same_file(index: _Index, b: int, r: int) -> list[_Fetched]:
+    """Fetched reads in context of the file the call ``b`` edits or writes."""
+    path = norm_path(index.run.path[b])
+    found = index.by_name.get(path.rsplit("/", 1)[-1], []) if path else []
+    return index.held([f for f in found if same_file(f.path, path)], r)
+
+
+BOOKKEEPING = frozenset({"git", "hg", "jj", "svn", "rm", "mv", "cp", "chmod", "chown", "mkdir",
+                         "touch", "ln", "ls", "stat", "du", "file", "rmdir"})
+"""Commands that stage, move, list or remove files without using what they hold."""
+_SEPARATORS = re.compile(r"&&|\|\||;|\n|\|")
+
+
+def _names_path_in_use(index: _Index, b: int, r: int) -> list[_Fetched]:
+    """``_names_path``, less the files named only by ``BOOKKEEPING`` commands."""
+    found = _names_path(index, b, r)
+    if not found or index.run.op[b] != "exec":
+        return found
+    command = _command(index.run.text[b])
+    used: set[str] = set()
+    for part in _SEPARATORS.split(command):
+        words = part.split()
+        while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
+            words = words[1:]
+        if words and words[0].rsplit("/", 1)[-1] not in BOOKKEEPING:
+            used |= path_names(part)
+    return [f for f in found if f.name in used]
+
+
+def _command(text: str) -> str:
+    """The command line of a shell call's recorded arguments (JSON or a raw line)."""
+    try:
+        args = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(args, dict):
+        got = args.get("command", args.get("cmd", ""))
+        return " ".join(map(str, got)) if isinstance(got, list) else str(got)
+    return text
+
+
 _EVIDENCE: dict[str, Callable[[_Index, int, int], list[_Fetched]]] = {
     "names_path": _names_path,
+    "names_path_in_use": _names_path_in_use,
+    "same_file": _same_file,
 }
 """Evidence name → the fetched blocks in context that block ``b`` of request ``r`` depends on."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import given, settings
 
-from replay.engine.needs import RunNeeds, run_needs
+from replay.engine.needs import NAIVE_RULES, RunNeeds, run_needs
 from replay.engine.prepared import PreparedRun
 from tests.strategies import runs
 
@@ -80,7 +80,7 @@ def test_naive_rule_on_a_real_session_matches_an_independent_count(samples, samp
     assert len(expected_needs) > 20 and len(expected_refetch) > 5  # the session exercises both
 
     run = sample_corpus.prepared(_run_id(sample_corpus, "claude-code/" + SESSION))
-    needs = run_needs(run)
+    needs = run_needs(run, NAIVE_RULES)
     got_needs, got_refetch = set(), set()
     for b in needs.blocks.values():
         if run.tool[b.call_block] != "Read":
@@ -123,6 +123,7 @@ def test_needs_are_only_at_later_requests_than_the_block(run: PreparedRun) -> No
     needs = run_needs(run)
     assert run_needs(run) is needs  # memoised: computed once per prepared run
     _check_invariants(run, needs)
+    _check_invariants(run, run_needs(run, NAIVE_RULES))
 
 
 def test_invariants_hold_on_the_real_samples(sample_corpus):  # type: ignore[no-untyped-def]

@@ -1,0 +1,157 @@
+"""Re-reads after a recorded compaction: what the need rules predict against what the log shows.
+
+For every compaction the harness recorded in a run (``PreparedRun.harness_boundary``; Claude
+Code ``compact_boundary``, Codex ``compacted``, OpenHands condensation, Inspect
+``CompactionEvent``, whatever the parser made a harness summary of), over the requests from the
+first one after it to the next compaction (or the run's end):
+
+- *removed*: the files whose read results the harness dropped — fetched read blocks
+  (``replay.engine.needs``) between the start of the context it compacted and its boundary;
+- *re-attached*: the files the harness put back after the summary, by the rule of the policy
+  that reproduces it (``replay.engine.tiers.restore.pick_files`` with the policy's first summarise
+  tier's ``restore``: Claude Code re-attaches up to 5 recently read files); they are carried, so
+  never predicted;
+- *recorded*: removed files the agent read again in the window, as the log shows
+  (``BlockNeeds.refetch_requests``);
+- *predicted*: removed files, not re-attached, with a need in the window
+  (``BlockNeeds.need_requests`` under the rules given) — found without looking at any re-read;
+- tokens: a predicted file costs its newest removed read result, a recorded one the result of
+  its first re-read in the window (tokenizer counts as ingested, ``o200k_base`` when stored).
+
+A file counts once per compaction.  Figures per run pool its compactions: recall = predicted and
+recorded / recorded, precision = predicted and recorded / predicted, tokens error = (predicted −
+recorded) / recorded tokens; None when the denominator is 0 (no compaction, nothing re-read,
+nothing predicted).  Re-issued calls other than reads (a command run again) are not judged:
+their output is the command's new result, not the content removed.
+
+Not here: the rules (``replay.engine.needs``), the rest of fidelity (``analysis.fidelity``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replay.engine.needs import RULES, Rule, run_needs
+from replay.engine.prepared import PreparedRun
+from replay.engine.tiers.restore import pick_files
+from replay.policy import Policy, Restore, Summarise
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRereads:
+    """One recorded compaction's re-reads, predicted and recorded (paths as recorded)."""
+
+    compaction: int
+    first_request: int
+    """First request after the compaction."""
+    end_request: int
+    """First request after the window (the next compaction's first request, or n_requests)."""
+    removed: tuple[str, ...]
+    reattached: tuple[str, ...]
+    recorded: tuple[str, ...]
+    predicted: tuple[str, ...]
+    recorded_tokens: int
+    predicted_tokens: int
+
+    @property
+    def hits(self) -> int:
+        """Files both predicted and recorded."""
+        return len(set(self.recorded) & set(self.predicted))
+
+
+@dataclass(frozen=True, slots=True)
+class RereadFidelity:
+    """A run's (or a corpus's) re-read figures pooled over its compactions."""
+
+    compactions: int
+    recorded: int
+    predicted: int
+    hits: int
+    recorded_tokens: int
+    predicted_tokens: int
+
+    @property
+    def recall(self) -> float | None:
+        """Recorded re-reads predicted (None: none recorded)."""
+        return self.hits / self.recorded if self.recorded else None
+
+    @property
+    def precision(self) -> float | None:
+        """Predicted re-reads recorded (None: none predicted)."""
+        return self.hits / self.predicted if self.predicted else None
+
+    @property
+    def tokens_error_frac(self) -> float | None:
+        """(predicted − recorded) / recorded re-read tokens (None: none recorded)."""
+        if not self.recorded_tokens:
+            return None
+        return (self.predicted_tokens - self.recorded_tokens) / self.recorded_tokens
+
+    def __add__(self, other: RereadFidelity) -> RereadFidelity:
+        return RereadFidelity(*(a + b for a, b in zip(_fields(self), _fields(other))))
+
+
+NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0)
+
+
+def _fields(r: RereadFidelity) -> tuple[int, ...]:
+    return (r.compactions, r.recorded, r.predicted, r.hits, r.recorded_tokens,
+            r.predicted_tokens)
+
+
+def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
+    """The figures of ``rows`` pooled."""
+    total = NO_REREADS
+    for c in rows:
+        total += RereadFidelity(1, len(c.recorded), len(c.predicted), c.hits,
+                                c.recorded_tokens, c.predicted_tokens)
+    return total
+
+
+def harness_restore(policy: Policy) -> Restore | None:
+    """What the policy's first summarise tier re-attaches after a summary (None: no tier)."""
+    tier = next((t for t in policy.tiers if isinstance(t, Summarise)), None)
+    return None if tier is None else tier.restore
+
+
+def compaction_rereads(run: PreparedRun, restore: Restore | None = None,
+                       rules: tuple[Rule, ...] = RULES) -> list[CompactionRereads]:
+    """Every recorded compaction of ``run`` with something before it: its re-reads predicted
+    under ``rules`` and recorded, with ``restore`` saying what the harness re-attached."""
+    needs = run_needs(run, rules)
+    tokens = run.tokens.get("o200k_base") or next(iter(run.tokens.values()))
+    result_of = {run.call_of[b]: b for b in range(run.n_blocks) if run.call_of[b] >= 0}
+    firsts = [(c, r) for c, r in enumerate(run.harness_first_request) if r is not None]
+    out = []
+    for i, (c, first) in enumerate(firsts):
+        boundary = run.harness_boundary[c]
+        start = run.recorded_from[first - 1] if first > 0 else 0
+        if boundary <= start:
+            continue  # the log begins after it: nothing it removed is in the log
+        end = firsts[i + 1][1] if i + 1 < len(firsts) else run.n_requests
+        by_path: dict[str, list[int]] = {}
+        for b in range(start, boundary):
+            got = needs.of(b)
+            if got is not None and got.key.startswith("path:"):
+                by_path.setdefault(run.path[got.call_block], []).append(b)
+        carried = set()
+        if restore is not None and restore.files:
+            carried = {run.path[run.call_of[b]] for b in pick_files(run, boundary, restore, tokens)}
+        recorded: dict[str, int] = {}
+        predicted: dict[str, int] = {}
+        for path, blocks in by_path.items():
+            again = min(((r, c2) for b in blocks for r, c2 in zip(
+                needs.blocks[b].refetch_requests, needs.blocks[b].refetch_blocks)
+                if first <= r < end), default=None)
+            if again is not None:
+                res = result_of.get(again[1])
+                recorded[path] = tokens[res] if res is not None else 0
+            if path not in carried and any(first <= r < end for b in blocks
+                                           for r in needs.blocks[b].need_requests):
+                predicted[path] = needs.refetch_tokens(blocks[-1], tokens)
+        out.append(CompactionRereads(
+            compaction=c, first_request=first, end_request=end, removed=tuple(by_path),
+            reattached=tuple(sorted(carried & set(by_path))), recorded=tuple(recorded),
+            predicted=tuple(predicted), recorded_tokens=sum(recorded.values()),
+            predicted_tokens=sum(predicted.values())))
+    return out
