@@ -135,7 +135,8 @@ def test_the_corpus_gives_a_runs_events(tmp_path: Path) -> None:
 
     path = FIXTURES / "dag_compact_after_rewind_preserved.jsonl"
     corpus = open_corpus([path], cache_dir=tmp_path / "ds")
-    [rid] = corpus.run_ids
+    rid, branch = corpus.run_ids  # the session, then the branch its rewind abandoned
+    assert corpus.events(branch).num_rows == 0
     [event] = corpus.events(rid).to_pylist()
     recs = [json.loads(line) for line in path.read_text().splitlines()]
     meta = next(r for r in recs if r.get("subtype") == "compact_boundary")["compactMetadata"]

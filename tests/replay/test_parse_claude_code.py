@@ -220,13 +220,14 @@ def _write(path: Path, lines: list[Any]) -> Path:
 Rows = list[dict[str, Any]]
 
 
-def _parse(path: Path) -> tuple[list[Issue], dict[str, Any], Rows, Rows]:
+def _parse(path: Path, runs: int = 1, which: int = 0
+           ) -> tuple[list[Issue], dict[str, Any], Rows, Rows]:
     issues: list[Issue] = []
     data = path.read_bytes()
     src = Source(path=str(path), rel=path.name, data=data, sha256=hashlib.sha256(data).hexdigest())
     drafts = claude_code.parse(src, issues)
-    assert len(drafts) == 1
-    d = drafts[0]
+    assert len(drafts) == runs
+    d = drafts[which]
     msgs = [dict(zip(d.messages, row)) for row in zip(*d.messages.values())]
     reqs = [dict(zip(d.requests, row)) for row in zip(*d.requests.values())]
     return issues, d.run, msgs, reqs
@@ -262,7 +263,7 @@ def test_streamed_response_with_parallel_tools(tmp_path: Path) -> None:
     assert run["harness"] == "claude-code 9.9.9" and run["model"] == "claude-x"
 
 
-def test_rewound_branch_is_dropped_and_compaction_bridged(tmp_path: Path) -> None:
+def test_rewound_branch_is_a_run_of_its_own_and_compaction_bridged(tmp_path: Path) -> None:
     boundary = {"parentUuid": None, "logicalParentUuid": "a3", "type": "system",
                 "subtype": "compact_boundary", "content": "Conversation compacted", "uuid": "b1",
                 "sessionId": "s"}
@@ -279,7 +280,8 @@ def test_rewound_branch_is_dropped_and_compaction_bridged(tmp_path: Path) -> Non
         _user("u4", "s1", [_text("next"), {"type": "image", "source": {}}], isMeta=True),
         _asst("a4", "u4", "m4", _text("fin")),
     ]
-    issues, run, msgs, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
+    path = _write(tmp_path / "s.jsonl", lines)
+    issues, run, msgs, reqs = _parse(path, runs=2)
     assert issues == []
     assert _texts(msgs) == [("user", "text", "first"), ("assistant", "text", "ok"),
                             ("user", "text", "edited prompt"), ("assistant", "text", "answer"),
@@ -287,6 +289,14 @@ def test_rewound_branch_is_dropped_and_compaction_bridged(tmp_path: Path) -> Non
                             ("user", "image", "[image]"), ("assistant", "text", "fin")]
     assert run["n_harness_compactions"] == 1 and len(reqs) == 3
     assert [m["is_harness_summary"] for m in msgs].count(True) == 1
+    # the abandoned branch was paid for: a run of its own, linked to the session's run, whose
+    # context is the chain up to its answer and whose one request is the abandoned answer
+    _, branch, bmsgs, breqs = _parse(path, runs=2, which=1)
+    assert branch["parent_run_id"] == run["run_id"] and branch["agent"] == "abandoned-1"
+    assert _texts(bmsgs) == [("user", "text", "first"), ("assistant", "text", "ok"),
+                             ("user", "text", "abandoned prompt"),
+                             ("assistant", "text", "abandoned answer")]
+    assert [r["output_msg"] for r in breqs] == [3]
 
 
 def test_broken_chain_falls_back_to_file_order(tmp_path: Path) -> None:

@@ -20,21 +20,25 @@ def _recs(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line]
 
 
-def _abandoned(recs: list[dict[str, Any]]) -> set[str]:
-    """uuids of rewound branches: when two user records share a parent, the earlier one (by
-    timestamp) and everything below it were abandoned."""
+def _abandoned(recs: list[dict[str, Any]]) -> dict[str, int]:
+    """uuids of rewound branches -> the branch's number (1, 2, … by its first record's
+    timestamp): when two user records share a parent, the earlier one (by timestamp) and
+    everything below it were abandoned; each such subtree is one branch (a run of its own)."""
     children: dict[str, list[dict[str, Any]]] = {}
     for r in recs:
         if r.get("parentUuid"):
             children.setdefault(r["parentUuid"], []).append(r)
-    out: set[str] = set()
+    roots: list[dict[str, Any]] = []
     for kids in children.values():
         users = sorted((k for k in kids if k["type"] == "user"), key=lambda k: k["timestamp"])
-        todo = [u["uuid"] for u in users[:-1]]
+        roots += users[:-1]
+    out: dict[str, int] = {}
+    for k, root in enumerate(sorted(roots, key=lambda r: r["timestamp"]), 1):
+        todo = [root["uuid"]]
         while todo:
             u = todo.pop()
-            out.add(u)
-            todo += [k["uuid"] for k in children.get(u, [])]
+            out.setdefault(u, k)
+            todo += [c["uuid"] for c in children.get(u, [])]
     return out
 
 
@@ -48,11 +52,10 @@ def _facts(name: str) -> dict[str, Any]:
     # a session file with subagent records written inline (isSidechain): those are runs of
     # their own (one subagent per session in these fixtures); a subagent's own file is not split
     mixed = any(not r.get("isSidechain") for r in recs if r["type"] in ("user", "assistant"))
-    for r in recs:
-        if r.get("uuid") in gone:
-            continue
+    for r in recs:  # the main runs first, then each abandoned branch's run
+        branch = gone.get(r.get("uuid", ""), 0)
         side = mixed and r.get("isSidechain") is True
-        c = per.setdefault((r.get("sessionId", first), side), Counter())
+        c = per.setdefault((r.get("sessionId", first), side, branch), Counter())
         msg = r.get("message") or {}
         if r["type"] == "assistant" and msg["id"] not in seen_ids:
             seen_ids.add(msg["id"])
@@ -70,7 +73,8 @@ def _facts(name: str) -> dict[str, Any]:
             c["compactions"] += 1
         elif r["type"] == "attachment":
             c["attachments"] += 1
-    return {"sessions": list(per.values()), "types": Counter(
+    return {"sessions": [per[k] for k in sorted(per, key=lambda k: k[2] > 0)],
+            "types": Counter(
         f"system/{r['subtype']}" if r["type"] == "system" else
         f"attachment/{r['attachment']['type']}" if r["type"] == "attachment" else r["type"]
         for r in recs)}
@@ -105,15 +109,24 @@ def test_fixture_counts_match_an_independent_walk(name: str) -> None:
 def test_rewind_then_compaction_keeps_the_path_the_model_saw() -> None:
     for name in ("dag_compact_after_rewind.jsonl", "dag_compact_after_rewind_preserved.jsonl",
                  "handmade_reverse_order.jsonl"):
-        msgs = _parsed(name).tables.messages.to_pylist()  # type: ignore[union-attr]
+        parsed = _parsed(name)
+        assert parsed.tables is not None
+        main, branch = parsed.tables.runs.to_pylist()  # the main path is the first run
+        msgs = [m for m in parsed.tables.messages.to_pylist() if m["run_id"] == main["run_id"]]
         texts = [m["text"] for m in msgs]
         assert "First attempt" not in texts and "First answer" not in texts, name
+        # the rewound branch (4 of 5 responses counted before): a run linked to the main one
+        assert (branch["parent_run_id"], branch["n_requests"]) == (main["run_id"], 1), name
+        assert [m["text"] for m in parsed.tables.messages.to_pylist()
+                if m["run_id"] == branch["run_id"]] == ["Start", "Ready", "First attempt",
+                                                        "First answer"], name
         assert texts[:6] == ["Start", "Ready", "Second attempt", "Second answer", "Keep going",
                              "Kept going"], name
         assert texts[-2:] == ["After compaction", "Final answer"], name
     events = _parsed("dag_compact_after_rewind_preserved.jsonl").tables.events.to_pylist()
     [ev] = events
-    msgs = _parsed("dag_compact_after_rewind_preserved.jsonl").tables.messages.to_pylist()
+    msgs = [m for m in _parsed("dag_compact_after_rewind_preserved.jsonl").tables.messages
+            .to_pylist() if m["run_id"] == ev["run_id"]]
     kept = {m["msg"]: m["text"] for m in msgs}
     assert [kept[i] for i in ev["preserved_msgs"]] == ["Second answer", "Keep going", "Kept going"]
     assert (ev["kind"], ev["trigger"], ev["pre_tokens"]) == ("compaction", "auto", 150000)

@@ -98,10 +98,24 @@ def test_every_message_record_is_counted(name: str) -> None:
 def test_rewind_compaction_and_double_recorded_responses() -> None:
     path = FIXTURES / "session-2026-08-21T13-02-0a9b8c7d.jsonl"
     src = _source(path)
-    (draft,) = gemini_cli.parse(src, [])
+    draft, branch = gemini_cli.parse(src, [])
     texts = draft.messages["text"]
     assert not any("rewrite it in Go" in t or "Go version" in t for t in texts)
-    assert src.coverage.by_type()["message (rewound)"] == {"skipped": 2}
+    assert src.coverage.by_type()["message (rewound: in the abandoned branch's run)"] == \
+        {"modelled": 2}
+    # the abandoned branch was sent and paid for: a run of its own, linked to the session's,
+    # whose requests are the rewound model messages only (independent walk of the records)
+    records = _records(path)
+    at = next(i for i, r in enumerate(records) if "$rewindTo" in r)
+    target = records[at]["$rewindTo"]
+    first = next(i for i, r in enumerate(records) if r.get("id") == target)
+    rewound = [r for r in records[first:at] if r.get("type") == "gemini" and "tokens" in r]
+    assert branch.run["parent_run_id"] == draft.run["run_id"]
+    assert branch.run["agent"] == "abandoned-1"
+    assert branch.requests["input_tokens"] == [r["tokens"]["input"] for r in rewound]
+    assert any("rewrite it in Go" in t for t in branch.messages["text"])
+    before = [r for r in records[:first] if r.get("type") in ("user", "gemini")]
+    assert branch.messages["text"][0] == draft.messages["text"][0] and len(before) >= 1
     kinds = draft.messages["kind"]
     assert kinds.count("summary") == 1
     summary = texts[kinds.index("summary")]

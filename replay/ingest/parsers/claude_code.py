@@ -14,7 +14,10 @@ last record that has them).  ``attachment`` records are context the harness adde
 deferred-tool listings, hook context, MCP instructions, queued prompts, files): a user message
 where the chain has them.  Which records the model saw, in which order: see
 ``replay.ingest.parsers.claude_code_path`` (rewinds, compaction boundaries, preserved segments,
-reverse order).
+reverse order).  The branches a rewind abandoned were model calls that were paid for: each is a
+run of its own after the session's run (agent ``abandoned-<k>``, linked to it like a fork;
+``replay.ingest.parsers.claude_code_branches``), its records counted as ``<type> (abandoned
+branch: a run of its own)``.
 
 A ``system/compact_boundary`` is a compaction (a ``ContextEvent`` with ``trigger``,
 ``preTokens``, ``postTokens``, the preserved records, and the ``isCompactSummary`` user record
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
 from replay.ingest.parsers.claude_code_file import (
     companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
@@ -68,6 +72,7 @@ from replay.ingest.parsers.claude_code_records import (
     record,
     rtype,
 )
+from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import iter_records
 
 NAME = "claude_code"
@@ -198,8 +203,19 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             for r in sess.recs.values():
                 src.coverage.skipped(r.rtype)
             continue
-        main = _run(src, issues, sess, len(drafts), path, is_sub)
+        branches, more = abandoned_branches(sess.nodes, sess.links, sess.recs, is_sub)
+        main = _run(src, issues, sess, len(drafts), path, is_sub,
+                    branch_lines=set().union(*(br.own for br in branches)))
         drafts.append(main)
+        for k, br in enumerate(branches, 1):
+            view = _Session(sess.nodes, sess.links, sess.recs, sess.version, sess.agent_id,
+                            forked=sess.forked | br.shared)
+            drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
+                               branch=(main.run["run_id"], f"abandoned-{k}")))
+        if more:
+            issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
+                                             f"{len(branches)} (not made into runs; their "
+                                             "records are counted off the path)"))
         for side in sides:
             drafts.append(_run(src, issues, side, len(drafts), path, True,
                                parent=main.run["run_id"]))
@@ -270,32 +286,33 @@ def _sidechains(sess: _Session) -> list[_Session]:
 
 
 def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
-         is_sub: bool, parent: str = "") -> RunDraft:
+         is_sub: bool, parent: str = "", *, leaf: Node | None = None,
+         branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
-    the subagent was written inline, else found from the subagents folder)."""
+    the subagent was written inline, else found from the subagents folder).  ``leaf`` and
+    ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
+    whose records the main run counted in the coverage (``branch_lines``: those of them only
+    the branch runs hold)."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
-                   agent=agent_id if is_sub else "",
-                   parent_run_id=(parent or parent_run_id(path)) if is_sub
-                   else fork_parent_run_id(path, sess.fork_of),
+                   agent=branch[1] if branch else agent_id if is_sub else "",
+                   parent_run_id=branch[0] if branch else (parent or parent_run_id(path))
+                   if is_sub else fork_parent_run_id(path, sess.fork_of),
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
-    found = resolve(sess.nodes, sess.links, is_sub)
+    found = resolve(sess.nodes, sess.links, is_sub, leaf)
+    cov = src.coverage if branch is None else Coverage()  # a branch's records: counted above
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
                                          "loop are used"))
-    on = [sess.recs[line] for line in found.order if line in sess.recs]
-    groups = {r.msg_id for r in on if r.role == "assistant"}
-    calls = {x[1] for r in sess.recs.values() if r.role == "assistant" and r.msg_id in groups
-             for x in r.blocks if x[0] == "call"}
-    extra = {line for line in found.off_path if (r := sess.recs.get(line)) is not None and (
-        r.role == "assistant" and r.msg_id in groups  # the rest of a kept response
-        or any(x[0] == "result" and x[1] in calls for x in r.blocks))}  # its parallel results
+    extra = kept_extra(found, sess.recs)
     for line in found.off_path - extra:
         rec = sess.recs.get(line)
-        if rec is not None:
-            src.coverage.skipped(f"{rec.rtype} (off the conversation path)")
+        if rec is not None and line in (branch_lines or ()):
+            cov.modelled(f"{rec.rtype} (abandoned branch: a run of its own)")
+        elif rec is not None:
+            cov.skipped(f"{rec.rtype} (off the conversation path)")
     kept = [sess.recs[line] for line in found.with_lines(extra) if line in sess.recs]
     models: Counter[str] = Counter()
     state = _State()
@@ -303,11 +320,11 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
         if isinstance(item, _Group):
             copy = all(r.line in sess.forked for r in item.recs)
             for r in item.recs:
-                src.coverage.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
+                cov.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
                                       "request)" if copy else r.rtype)
             _emit_response(b, item, models, state, copy=copy)
         else:
-            src.coverage.modelled(item.rtype)
+            cov.modelled(item.rtype)
             _emit(b, item, state)
     b.model = models.most_common(1)[0][0] if models else ""
     return b.build()

@@ -61,7 +61,16 @@ class Path:
         return sorted(set(self.order) | lines, key=self.rank.__getitem__)
 
 
-def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: bool) -> Path:
+def leaves(nodes: list[Node], sidechain_file: bool) -> list[Node]:
+    """The message records no message record continues (the ends of the tree's branches),
+    oldest first (timestamp, then line); the newest is the end of the conversation path."""
+    parents = {n.parent for n in nodes if n.message and n.parent}
+    return sorted((n for n in nodes if n.message and n.uuid and n.uuid not in parents
+                   and (sidechain_file or not n.sidechain)), key=lambda n: (n.ts, n.line))
+
+
+def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: bool,
+            leaf: Node | None = None) -> Path:
     """The conversation path through ``nodes`` (the records a run is made of, file order).
 
     Args:
@@ -69,15 +78,16 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
         links: uuid -> parent of the session's other records (progress, system records …):
             the chain passes through them.
         sidechain_file: the file is a subagent's (its records are all sidechain).
+        leaf: the branch to follow (an abandoned one); default: the newest leaf, the path the
+            conversation went on with.
     """
     by_uuid: dict[str, Node] = {u: Node(0, u, p) for u, p in links.items()}
     by_uuid.update((n.uuid, n) for n in nodes if n.uuid)
-    parents = {n.parent for n in nodes if n.message and n.parent}
-    leaves = [n for n in nodes if n.message and n.uuid and n.uuid not in parents
-              and (sidechain_file or not n.sidechain)]
-    if not leaves:
+    ends = leaves(nodes, sidechain_file)
+    if not ends:
         return Path([n.line for n in nodes], set(), {n.line: (0, 0, n.line) for n in nodes})
-    leaf = max(leaves, key=lambda n: (n.ts, n.line))
+    branch = leaf is not None  # an abandoned branch holds its chain only
+    leaf = leaf or ends[-1]
     walked, cycle = _walk(leaf, by_uuid)
     on_path = {u: i for i, u in enumerate(reversed(walked))}
     joins: dict[str, bool] = {}
@@ -112,7 +122,8 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
             rank[n.line] = (last, 0, n.line)
             continue
         rank[n.line] = (last, 1, n.line)
-        if n.sidechain and not sidechain_file or n.uuid and n.has_parent_key and joins_path(n):
+        if branch or n.sidechain and not sidechain_file or n.uuid and n.has_parent_key \
+                and joins_path(n):
             off.add(n.line)
     order = sorted((line for line in rank if line not in off), key=rank.__getitem__)
     return Path(order, off, rank, cycle)

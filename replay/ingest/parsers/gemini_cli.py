@@ -37,11 +37,14 @@ preserved messages (re-attached after the summary).  A checkpoint that drops not
 (masking, synthetic turns) updates the messages it names.  The single-JSON files (before
 the JSONL recorder of 2026-04) keep the whole history across a compression: nothing in them
 marks it (only the next request's smaller ``tokens.input`` shows it).  Rewound messages are left out of
-the run (the requests they made included) and counted in the coverage as ``message
-(rewound)``.
+the run (the requests they made included); the branch a rewind abandoned was sent and paid
+for, so it is a run of its own (agent ``abandoned-<k>``, linked to the session's run like a
+fork): the history as it stood before the rewind, with requests only for the messages the
+rewind dropped (counted as ``message (rewound: in the abandoned branch's run)``).
 
 Coverage types: ``metadata``, ``message/<type>``, ``$rewindTo``, ``$set/messages
-(compaction)``, ``$set/messages (update)``, ``$set/<key>``, ``message (rewound)``, ``record
+(compaction)``, ``$set/messages (update)``, ``$set/<key>``, ``message (rewound: in the abandoned branch's
+run)``, ``record
 (unrecognised)``.
 
 Checked against: the recording code of google-gemini/gemini-cli at 5411f11 (2026-08,
@@ -106,7 +109,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     for _, rec in records:
         h.record(rec)
     h.close()
-    return [_emit(src, issues, h)]
+    main = _emit(src, issues, h)
+    return [main] + [_emit(src, issues, _History(src, issues, epochs=[(live, [])], meta=h.meta),
+                           index=k, branch=(main.run["run_id"], dropped))
+                     for k, (live, dropped) in enumerate(h.branches, 1)]
 
 
 def _records(src: Source, issues: list[Issue]) -> list[tuple[int, dict[str, Any]]] | None:
@@ -150,6 +156,8 @@ class _History:
         field(default_factory=list)
     """(the history before a compaction, the messages the compaction added)."""
     meta: dict[str, Any] = field(default_factory=dict)
+    branches: list[tuple[dict[str, dict[str, Any]], set[str]]] = field(default_factory=list)
+    """Each rewind's abandoned branch: the history it was made in, and the ids it dropped."""
 
     def record(self, rec: dict[str, Any]) -> None:
         cov = self.src.coverage
@@ -161,10 +169,11 @@ class _History:
             cov.modelled("$rewindTo")
             ids = list(self.live)
             drop = ids[ids.index(target):] if target in self.live else ids
+            if drop:  # the abandoned branch was sent and paid for: a run of its own
+                self.branches.append((dict(self.live), set(drop)))
+                cov.modelled("message (rewound: in the abandoned branch's run)", len(drop))
             for i in drop:
                 del self.live[i]
-            if drop:
-                cov.skipped("message (rewound)", len(drop))
         elif "$set" in rec:
             update = rec["$set"]
             if not isinstance(update, dict):
@@ -215,14 +224,19 @@ def _is_message(m: Any) -> bool:
     return isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("type"), str)
 
 
-def _emit(src: Source, issues: list[Issue], h: _History) -> RunDraft:
+def _emit(src: Source, issues: list[Issue], h: _History, *, index: int = 0,
+          branch: tuple[str, set[str]] | None = None) -> RunDraft:
+    """The run of ``h``; with ``branch`` (the main run's id, the ids the rewind dropped), the
+    run of an abandoned branch: linked to the main run, requests only for its own messages
+    (the others are the main run's: context here)."""
     model = next((m["model"] for live, _ in h.epochs for m in live.values()
                   if isinstance(m.get("model"), str) and m["model"]), "")
     kind = h.meta.get("kind")
     sub = kind == "subagent" and isinstance(h.meta.get("sessionId"), str)
-    b = RunBuilder(src, 0, NAME, issues, model=model,
+    b = RunBuilder(src, index, NAME, issues, model=model,
                    harness="gemini-cli" + (f" ({kind})" if isinstance(kind, str) and kind else ""),
-                   agent=h.meta["sessionId"] if sub else "")
+                   agent=f"abandoned-{index}" if branch else h.meta["sessionId"] if sub else "",
+                   parent_run_id=branch[0] if branch else "")
     answered = {r["id"] for live, _ in h.epochs for m in live.values() if m["type"] == "user"
                 for r in _responses(m.get("content"))}
     done: dict[str, list[int]] = {}
@@ -236,9 +250,11 @@ def _emit(src: Source, issues: list[Issue], h: _History) -> RunDraft:
                 if m["type"] == "user":
                     done[mid] = _user(b, m)
                 else:
-                    done[mid] = _gemini(b, m, answered)
+                    done[mid] = _gemini(b, m, answered,
+                                        request=branch is None or mid in branch[1])
             except (TypeError, ValueError, AttributeError, KeyError) as exc:
-                src.coverage.unknown(f"message/{m['type']} (malformed)")
+                if branch is None:  # (a branch's messages are counted in the main walk)
+                    src.coverage.unknown(f"message/{m['type']} (malformed)")
                 issues.append(Issue(src.path, 0, f"message {mid[:80]!r}: {exc} (kept in part)"))
         if added:
             kept = sorted(i for mid in h.epochs[k + 1][0] if mid in done for i in done[mid])
@@ -269,8 +285,10 @@ def _user(b: RunBuilder, m: dict[str, Any]) -> list[int]:
     return made
 
 
-def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str]) -> list[int]:
-    """Emit a model message, its call and its results; the message indices made."""
+def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str], *,
+            request: bool = True) -> list[int]:
+    """Emit a model message, its call and its results; the message indices made (with no
+    request when ``request`` is False: another run counts it)."""
     ts = _str(m.get("timestamp"))
     msg = b.message("assistant", ts=ts)
     for t in _list(m.get("thoughts")):
@@ -292,7 +310,7 @@ def _gemini(b: RunBuilder, m: dict[str, Any], answered: set[str]) -> list[int]:
         b.tool_call(call_id, _str(tc.get("name")) or "tool", args if args is not None else {})
         ids.append(call_id)
     tokens = m.get("tokens")
-    if "model" in m or isinstance(tokens, dict):
+    if request and ("model" in m or isinstance(tokens, dict)):
         t = tokens if isinstance(tokens, dict) else {}
         b.request(output_msg=msg, input_tokens=b.count(t.get("input"), "tokens.input"),
                   cache_read_tokens=b.count(t.get("cached"), "tokens.cached"),

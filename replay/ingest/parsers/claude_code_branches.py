@@ -1,0 +1,86 @@
+"""Abandoned branches of a Claude Code transcript: what a rewind left behind, as runs.
+
+A rewind (``/rewind``, editing an earlier prompt, a retry) starts a new branch of the record
+tree from an earlier record; the conversation goes on along the newest branch (the path,
+``replay.ingest.parsers.claude_code_path``).  The responses of an abandoned branch were still
+model calls that were paid for, so each abandoned branch is a run of its own, linked to the
+session's run like a fork: its context is the chain from the root to its last record; the
+responses that chain shares with the session's run (or an earlier branch's) are context there,
+not requests again.  A branch that holds no message of its own (the parallel tool results of
+a response the path kept) is no run.
+
+Not here: building the runs (``replay.ingest.parsers.claude_code``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from replay.ingest.parsers.claude_code_path import Node, Path, leaves, resolve
+from replay.ingest.parsers.claude_code_records import Rec
+
+MAX_BRANCHES = 200
+"""Abandoned branches made into runs per session at the most (each costs a walk of the
+tree); the rest are named in an issue by the caller."""
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One abandoned branch."""
+
+    leaf: Node
+    """Its last record."""
+    shared: frozenset[int]
+    """Lines of its chain's responses that another run counts as requests (context here)."""
+    own: frozenset[int]
+    """Lines only this branch's run holds."""
+
+
+def kept_extra(found: Path, recs: dict[int, Rec]) -> set[int]:
+    """Lines off ``found``'s path that its run keeps anyway: the rest of a response it holds
+    (one record per content block) and the parallel tool results of its calls."""
+    groups = {r.msg_id for line in found.order if (r := recs.get(line)) is not None
+              and r.role == "assistant"}
+    calls = {x[1] for r in recs.values() if r.role == "assistant" and r.msg_id in groups
+             for x in r.blocks if x[0] == "call"}
+    return {line for line in found.off_path if (r := recs.get(line)) is not None and (
+        r.role == "assistant" and r.msg_id in groups
+        or any(x[0] == "result" and x[1] in calls for x in r.blocks))}
+
+
+def abandoned_branches(nodes: list[Node], links: dict[str, str | None], recs: dict[int, Rec],
+                       sidechain_file: bool) -> tuple[list[Branch], int]:
+    """The session's abandoned branches, oldest first, and how many more there were than
+    ``MAX_BRANCHES``."""
+    ends = leaves(nodes, sidechain_file)
+    if len(ends) < 2:
+        return [], 0
+    main = resolve(nodes, links, sidechain_file)
+    held = set(main.order) | kept_extra(main, recs)
+    ids = _response_ids(recs, held)
+    out: list[Branch] = []
+    more = 0
+    for leaf in ends[:-1]:
+        if leaf.line in held:
+            continue
+        if len(out) >= MAX_BRANCHES:
+            more += 1
+            continue
+        found = resolve(nodes, links, sidechain_file, leaf)
+        lines = set(found.order) | kept_extra(found, recs)
+        own = {line for line in lines - held if line in recs
+               and not (recs[line].role == "assistant" and recs[line].msg_id in ids)}
+        if not any(recs[line].role in ("user", "assistant") for line in own):
+            continue
+        shared = {line for line in lines if line in recs and recs[line].role == "assistant"
+                  and recs[line].msg_id in ids}
+        out.append(Branch(leaf, frozenset(shared), frozenset(own)))
+        held |= lines
+        ids |= _response_ids(recs, own)
+    return out, more
+
+
+def _response_ids(recs: dict[int, Rec], lines: Iterable[int]) -> set[str]:
+    return {r.msg_id for line in lines if (r := recs.get(line)) is not None
+            and r.role == "assistant"}
