@@ -354,3 +354,22 @@ def test_compacted_line_retaining_an_earlier_compaction_item_is_a_compaction(
     assert parsed.tables.runs["n_harness_compactions"][0].as_py() == 2
     summaries = [m["text"] for m in parsed.tables.messages.to_pylist() if m["kind"] == "summary"]
     assert summaries[-1] == "second summary" and len(summaries) == 2
+
+
+def test_retained_context_lines_are_skipped_not_context(tmp_path: Path) -> None:
+    """0.149+ writes ``retained_context`` lines (what a compaction kept): understood, not
+    context, so the run reads as without them and the file does not count as unknown."""
+    rel = "rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-0123456789ab.jsonl"
+    lines = (FIXTURES / rel).read_text().splitlines()
+    extra = json.dumps({"timestamp": "2026-08-09T18:00:13.000Z", "type": "retained_context",
+                        "payload": {"items": [{"type": "message", "role": "user"}]}})
+    (tmp_path / rel).write_text("\n".join(lines[:10] + [extra] + lines[10:]) + "\n")
+    data = (tmp_path / rel).read_bytes()
+    src = Source(path=str(tmp_path / rel), rel=rel, data=data,
+                 sha256=hashlib.sha256(data).hexdigest())
+    issues: list[Any] = []
+    draft = codex.parse(src, issues)
+    _, msgs, reqs, _ = _parse(rel)
+    assert issues == [] and src.coverage.by_type()["retained_context"] == {"skipped": 1}
+    assert [d.messages["text"] for d in draft] == [[m["text"] for m in msgs]]
+    assert [len(d.requests["request"]) for d in draft] == [len(reqs)]

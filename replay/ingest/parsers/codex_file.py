@@ -24,8 +24,10 @@ from replay.ingest.parsers.builder import Issue, run_id_for
 
 ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
             "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
-            "token_usage_record", "security_risk_score", "realtime_item")
-"""Rollout line types (0.146's eight and the uncertain 0.14x ones)."""
+            "token_usage_record", "security_risk_score", "realtime_item", "retained_context")
+"""Rollout line types (0.146's eight, the uncertain 0.14x ones and 0.149+'s
+``retained_context``, harness-policies.md Part C: what a compaction kept, which the
+``compacted`` line's replacement history already holds)."""
 SKIPPED_LINES = frozenset(ENVELOPE[5:])
 """Line types understood and not context (counted as skipped)."""
 _MODERN_HEAD = re.compile(rb'\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*(?:"ordinal"\s*:\s*\d+\s*,'
