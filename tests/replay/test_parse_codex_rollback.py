@@ -87,9 +87,20 @@ def test_rolled_back_turns_leave_the_run(tmp_path: Path, rolled: int) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
     parsed = parse_file(path, tmp_path)
     assert parsed.format == "codex" and parsed.tables is not None
-    [run] = parsed.tables.runs.to_pylist()
+    run, *branches = parsed.tables.runs.to_pylist()
     assert (run["n_requests"], run["n_tool_calls"], run["n_tool_results"]) == _expected(lines)
-    texts = parsed.tables.messages["text"].to_pylist()
+    # the rolled-back turns were paid for: their requests are a run of their own, linked to
+    # the session's run, and every request of the rollout is counted once over the two
+    recorded = sum(1 for r in lines if r["payload"].get("type") == "token_count")
+    assert run["n_requests"] + sum(b["n_requests"] for b in branches) == recorded
+    assert len(branches) == (rolled > 0)
+    for b in branches:
+        assert (b["parent_run_id"], b["agent"]) == (run["run_id"], "abandoned-1")
+        own = [m for m in parsed.tables.messages.to_pylist() if m["run_id"] == b["run_id"]]
+        assert "second task" in [m["text"] for m in own]
+        assert "third task" not in [m["text"] for m in own]
+    texts = [m["text"] for m in parsed.tables.messages.to_pylist()
+             if m["run_id"] == run["run_id"]]
     assert ("second task" in texts) == (rolled == 0)
     assert ("first task" in texts) == (rolled < 2)
     assert "third task" in texts

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.ingest.ops import classify
@@ -249,6 +249,16 @@ class RunBuilder:
     def set_event(self, index: int, **fields: Any) -> None:
         """Change fields of event ``index`` (e.g. a summary found after its boundary)."""
         self._events[index].update(fields)
+
+    def branch(self, index: int, agent: str) -> RunBuilder:
+        """A copy of the run so far as a run of its own (index ``index`` in the file, linked to
+        this one, named ``agent``): the branch a rollback is about to abandon.  Requests added
+        to this run before the copy are not copied (they are this run's; context there)."""
+        return replace(self, index=index, agent=agent, parent_run_id=self.run_id,
+                       _rows=list(self._rows), _r={c: [] for c in _REQ_COLS},
+                       _calls=dict(self._calls), _compactions=list(self._compactions),
+                       _events=[dict(e) for e in self._events], _nested=list(self._nested),
+                       _nested_results=list(self._nested_results))
 
     def rewind(self, msg: int) -> tuple[int, int]:
         """Drop message ``msg`` and everything after it (blocks, requests producing them,

@@ -64,7 +64,10 @@ Rollbacks: ``event_msg/thread_rolled_back`` (``num_turns``) drops the last turns
 history as Codex does when it rebuilds a thread (from the N-th last user turn start: a user
 message that is not context the harness wrote, or an ``agent_message`` item; all turns when N
 is larger): those messages and the requests that produced them are left out of the run, and an
-issue says how many (the run is the path the model went on with, as for Claude Code rewinds).
+issue says how many (the run is the path the model went on with, as for Claude Code rewinds);
+the rolled-back turns were sent and paid for, so they are a run of their own (agent
+``abandoned-<k>``, linked to the session's run): the run as it stood before the rollback, with
+requests only for the rolled-back turns.
 A rollback reaching back past a compaction cuts the raw stream, not the replacement history.
 ``is_error`` comes only from a JSON output's non-zero ``metadata.exit_code``, an
 output object's ``success: false`` / ``isError: true``, or a command's exit code.
@@ -118,7 +121,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues.append(Issue(src.path, 0, "no context items (response items) in this Codex rollout"))
         return []
     walk.finish()
-    return [walk.b.build()]
+    return [walk.b.build()] + [branch.build() for branch, _ in walk.branches]
 
 
 @dataclass(slots=True)
@@ -153,6 +156,8 @@ class _Walk:
     nested: list[tuple[str, Any, str, bool]] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
     """Message index of each user turn's start (what a rollback counts back over)."""
+    branches: list[tuple[RunBuilder, list[list[Any]]]] = field(default_factory=list)
+    """Each rollback's abandoned branch (a copy of the run before it) and its requests."""
 
     @property
     def cov(self) -> Coverage:
@@ -284,14 +289,19 @@ class _Walk:
             return
         self.flush_nested("")
         cut = self.turns[0] if n >= len(self.turns) else self.turns[-n]
-        msgs, _ = self.b.rewind(cut)
         live = [r for r in self.runs if r[0] >= cut and not r[4]]
+        if live:  # the rolled-back turns were sent and paid for: a run of their own
+            k = len(self.branches) + 1
+            self.branches.append((self.b.branch(k, f"abandoned-{k}"), live))
+        msgs, _ = self.b.rewind(cut)
         self.runs = [r for r in self.runs if r[0] < cut]
         self.turns = [m for m in self.turns if m < cut]
         self.open_run = False
         self.issues.append(Issue(self.src.path, no, f"thread_rolled_back: the last {n} turn(s) "
                                  f"rolled back; {msgs} message(s) and {len(live)} request(s) "
-                                 "left out (the model went on without them)"))
+                                 "left out (the model went on without them)" + (
+                                     f"; their {len(live)} request(s) are the run "
+                                     f"abandoned-{len(self.branches)}" if live else "")))
 
     def start(self, role: str, ts: str) -> int:
         """Start a non-assistant message (after the code-mode commands run so far); its index."""
@@ -426,3 +436,7 @@ class _Walk:
         for msg, ts, model, usage, replayed in self.runs:
             if not replayed:
                 self.b.request(output_msg=msg, ts=ts, model=model, **(usage or {}))
+        for branch, runs in self.branches:
+            branch.model, branch.harness = self.b.model, self.b.harness
+            for msg, ts, model, usage, _ in runs:
+                branch.request(output_msg=msg, ts=ts, model=model, **(usage or {}))
