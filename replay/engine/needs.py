@@ -39,10 +39,23 @@ is still in context some other way (a later copy kept, a summary that carries it
 caller's to know.
 
 Rules (``RULES``, one ``Rule`` each, data; the evidence they use is defined once in
-``_EVIDENCE``):
+``_EVIDENCE``), per operation kind of the later block; they apply to reads of a file:
 
-- ``names-path`` (the naive rule of issue #22): a file read before is needed by a later call
-  other than a read whose arguments name its path or file name.
+- ``edits-file`` (edit, write): an edit or write of the same file — Claude Code refuses to edit
+  a file not read in the session, and an edit's old text quotes the file;
+- ``searches-file`` (search): a search whose arguments name the file looks inside it again;
+- ``uses-path`` (exec, other, edit, write): a command or call whose arguments name the file,
+  unless every command naming it only stages, moves, lists or removes files (``BOOKKEEPING``:
+  ``git add a.py``, ``chmod``, ``rm``: they use the name, not what the file says);
+- ``mentions-file`` (text): an assistant message names the file (it talks about what it holds).
+
+``NAIVE_RULES`` is the issue's naive rule, kept to compare with: a file read before is needed by
+any later call other than a read that names its path or file name.  Measured, not adopted: a
+code identifier that the file was the last to bring into context, used in a later call or
+message (on the two sample compactions it found no re-read the other rules miss and one the agent
+never made; identifiers of a real code base recur in the agent's own edits).  A re-read that
+nothing in the run's calls explains (the agent re-opening a file it is about to work on) is
+beyond these rules: the log holds no evidence of it before it happens.
 
 Not here: acting on needs (the engine's induced re-reads), judging them against real
 compactions (``analysis.fidelity``).
@@ -58,7 +71,7 @@ from dataclasses import dataclass
 
 from replay.engine.prepared import PreparedRun
 
-NEEDS_VERSION = 1
+NEEDS_VERSION = 2
 """Bumped whenever the rules change what they find (traces that use needs depend on it)."""
 
 FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
@@ -98,6 +111,8 @@ RULES: tuple[Rule, ...] = (
          "names_path_in_use",
          "a command or call whose arguments name the file, unless every command naming it only "
          "stages, moves, lists or removes files (BOOKKEEPING: git, rm, mv, chmod, ...)"),
+    Rule("mentions-file", frozenset({"read"}), frozenset({TEXT_OP}), "names_path",
+         "an assistant message names the file's path or file name"),
 )
 """The rules, in the order a need's ``rule`` is attributed (the first that finds it)."""
 

@@ -38,9 +38,9 @@ def _names(text: str, path: str) -> bool:
 def _raw(path: Path) -> dict[str, Any]:
     """Files read before the session's one compaction, those read again after it, and those a
     later call depends on (naive: any non-read call names the file; rules: an edit or write of
-    it, or a call naming it other than a list, a todo or a command that only stages / moves /
-    lists / removes files)."""
-    calls, errors, after = [], set(), False
+    it, a call naming it other than a list, a todo or a command that only stages / moves /
+    lists / removes files, or an assistant message naming it)."""
+    calls, texts, errors, after = [], [], set(), False
     for line in path.read_text().splitlines():
         rec = json.loads(line)
         if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
@@ -49,6 +49,8 @@ def _raw(path: Path) -> dict[str, Any]:
         for part in content if isinstance(content, list) else []:
             if part.get("type") == "tool_use":
                 calls.append({**part, "after": after})
+            elif part.get("type") == "text" and rec.get("type") == "assistant" and after:
+                texts.append(part["text"])
             elif part.get("type") == "tool_result" and part.get("is_error"):
                 errors.add(part["tool_use_id"])
     removed = {p for c in calls if not c["after"] and c["id"] not in errors
@@ -73,6 +75,7 @@ def _raw(path: Path) -> dict[str, Any]:
                     rules.add(p)
             elif c["name"] not in ("Glob", "TodoWrite"):
                 rules.add(p)
+    rules |= {p for p in removed for t in texts if _names(t, p)}
     return {"removed": removed, "recorded": recorded, "naive": naive, "rules": rules}
 
 

@@ -130,3 +130,40 @@ def test_invariants_hold_on_the_real_samples(sample_corpus):  # type: ignore[no-
     for rid in sample_corpus.replayable():
         run = sample_corpus.prepared(rid)
         _check_invariants(run, run_needs(run))
+
+
+def test_rules_find_needs_in_edits_and_assistant_messages_of_a_real_session(samples, sample_corpus):  # type: ignore[no-untyped-def]
+    """Every need the rules attribute to an edit or an assistant message is one a plain walk of
+    the raw file finds: an Edit/Write of the read file, or assistant text naming it, in a later
+    turn (turns numbered by distinct assistant message ids)."""
+    path = samples / "claude-code" / SESSION
+    reads, edits, texts, turns = {}, set(), set(), []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") != "assistant":
+            continue
+        msg = rec["message"]
+        if msg["id"] not in turns:
+            turns.append(msg["id"])
+        for part in msg.get("content") or []:
+            if part.get("type") == "tool_use" and part["name"] == "Read":
+                reads[part["id"]] = (part["input"]["file_path"], len(turns) - 1)
+            elif part.get("type") == "tool_use" and part["name"] in ("Edit", "Write"):
+                edits.add((part["input"]["file_path"], len(turns) - 1))
+            elif part.get("type") == "text":
+                texts.add((part["text"], len(turns) - 1))
+    run = sample_corpus.prepared(_run_id(sample_corpus, "claude-code/" + SESSION))
+    found = {"edits-file": 0, "mentions-file": 0}
+    for b in run_needs(run).blocks.values():
+        if run.tool[b.call_block] != "Read":
+            continue
+        file, read_turn = reads[run.call_id[b.call_block]]
+        for n in b.needs:
+            turn = next(i for i, (lo, hi) in enumerate(run.req_output_blocks) if lo <= n.block < hi)
+            assert turn > read_turn
+            if n.rule == "edits-file":
+                assert (file, turn) in edits
+            elif n.rule == "mentions-file":
+                assert any(_names(t, file.rsplit("/", 1)[-1]) for t, k in texts if k == turn)
+            found[n.rule] = found.get(n.rule, 0) + 1
+    assert found["edits-file"] > 10 and found["mentions-file"] > 0
