@@ -123,6 +123,12 @@ class MetricPart:
         return tuple(m.name for m in self.metrics)
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` things in words: ``1 change``, ``2 changes``, ``1,204 policies`` (``plural``
+    when adding an s will not do)."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def run_facts_of(inp: PartInput) -> RunFacts:
     """The run facts of ``inp``; ValueError when they were not read."""
     if inp.facts is None:

@@ -22,7 +22,7 @@ def calibration_rows(corpus: Corpus) -> list[dict[str, Any]]:
         own = len(points(corpus.prepared(rid)))
         c = corpus.calibration(rid)
         rows.append({
-            "source": sources[rid], "model": models[rid] or "", "points": own,
+            "run_id": rid, "source": sources[rid], "model": models[rid] or "", "points": own,
             "fit": c.source if c else "none (no recorded usage)" if own == 0 else "none",
             "fit_points": c.n_points if c else 0,
             "points_estimated": c.n_points_estimated if c else 0,

@@ -83,10 +83,10 @@ def test_a_run_with_no_request_stays_in_the_run_table_with_its_reason(tmp_path: 
     assert full["note"] is None and full["n_requests"] > 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert sorted(r["source"] for r in summary["runs"]) == ["full.jsonl", "only-user.jsonl"]
-    table = runner.invoke(app, args, env={"COLUMNS": "100"})
+    table = runner.invoke(app, args, env={"COLUMNS": "120"})
     assert table.exit_code == 0, table.output
     line = next(ln for ln in table.stdout.splitlines() if "only-user.jsonl" in ln)
-    assert NOT_REPLAYED in line and max(map(len, table.stdout.splitlines())) <= 100
+    assert NOT_REPLAYED in line and max(map(len, table.stdout.splitlines())) <= 120
     assert "total (2)" in table.stdout
     # its peak is unknown, and the table says so (a blank cell reads as nothing, 0 as a value)
     peak = next(ln for ln in table.stdout.splitlines() if "peak" in ln)
@@ -123,3 +123,51 @@ def test_the_top_level_help_shows_an_example() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0 and "Example: replay run logs/" in result.output
     assert "<bool>" not in result.output
+
+
+_TABLE_OPTIONS = {"--columns", "--wide", "--csv", "--json"}
+_TABLE_COMMANDS = {"runs", "policies", "providers", "run", "calibrate", "fidelity", "diff",
+                   "sweep", "check", "inspect", "redact"}
+
+
+def test_every_command_that_prints_a_table_takes_the_table_options() -> None:
+    """The footer offers --columns, --wide, --csv and --json: every table command takes them
+    (issue #25 item 2: calibrate and fidelity refused --wide, sweep and check all three)."""
+    for name in _TABLE_COMMANDS:
+        opts = {o for p in _COMMANDS[name].params for o in p.opts}
+        assert _TABLE_OPTIONS <= opts, (name, _TABLE_OPTIONS - opts)
+
+
+def test_calibrate_shows_its_flags_and_takes_wide(tmp_path: Path) -> None:
+    args = ["calibrate", str(LOG), "--cache-dir", str(tmp_path), "-q"]
+    rows = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    flagged = [r for r in rows if r["flags"]]
+    narrow = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0, narrow.output
+    header = next(line for line in narrow.stdout.splitlines() if "run" in line and "┃" in line)
+    assert "flags" in header
+    for r in flagged:
+        assert r["flags"][:10] in narrow.stdout
+    wide = runner.invoke(app, [*args, "--wide"], env={"COLUMNS": "80"})
+    assert wide.exit_code == 0 and "held_out_anchored_error" in wide.stdout
+    csv_rows = list(__import__("csv").DictReader(
+        __import__("io").StringIO(runner.invoke(app, [*args, "--csv"]).stdout)))
+    assert [r["source"] for r in csv_rows] == [r["source"] for r in rows]
+
+
+@pytest.mark.parametrize("name", ["ingest", "run", "calibrate", "fidelity", "report", "diff",
+                                  "sweep", "check", "redact", "runs", "inspect"])
+def test_a_path_that_does_not_exist_is_a_usage_error(name: str, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    extra = {"ingest": ["--out", str(tmp_path / "d")], "redact": ["--out", str(tmp_path / "r")],
+             "check": ["--baseline", str(tmp_path / "b.json")],
+             "sweep": ["--axis", "server.window_tokens=100000"]}
+    policy = ["-p", "none"] if name in ("run", "report", "sweep", "check") else \
+        ["-p", "none", "-p", "claude-code"] if name == "diff" else []
+    paths = [str(missing)] if name in ("runs", "inspect") else [str(missing), str(LOG)]
+    cache = [] if name in ("ingest", "runs", "inspect", "redact") else \
+        ["--cache-dir", str(tmp_path / "c")]
+    result = runner.invoke(app, [name, *paths, *policy, *extra.get(name, []), *cache])
+    assert result.exit_code == 2, result.output
+    assert "no-such-folder" in " ".join(result.output.split())
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()

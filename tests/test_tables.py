@@ -59,7 +59,8 @@ def test_every_run_shows_its_source_and_numbers_are_whole(dataset: Path, tmp_pat
     rows = json.loads(_invoke(["run", "-p", "two-tier-corrected", str(dataset), "--out",
                                str(tmp_path / "o"), "-q", "--json"], 100))
     for source in _sources():
-        assert source in text or source[:20] in text  # shortened only at its end
+        assert any(source in line or source[:6] in line and source[-10:] in line
+                   for line in text.splitlines()), source  # whole, or its head and tail
     for r in rows:  # every number of the default columns printed whole, on one line
         for col in ("n_requests", "tokens_sent", "peak_tokens", "overshoots_n"):
             assert f"{r[col]:,}" in text, (col, r[col])
@@ -108,3 +109,53 @@ def test_fit_never_exceeds_the_width_and_keeps_numbers_whole(cols, width: int) -
     if len(keep) > 1:  # one column too wide on its own is shown anyway (and cut by rich)
         assert used <= width
 
+
+
+FIXTURES = REPO / "tests" / "fixtures"
+_ROLLOUT = "rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab6{}a.jsonl"
+_SESSION = "258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a88134{}.jsonl"
+
+
+@pytest.fixture(scope="module")
+def lookalikes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Logs whose names differ only at their end (Codex rollouts of one minute, one session's
+    subagents): cut from the right, their labels were the same (issue #25 item 1)."""
+    root = tmp_path_factory.mktemp("lookalikes") / "logs"
+    rollout = (FIXTURES / "codex" / "rollout-2026-08-09T20-25-45-019fe7c6-10ee-75f2-aeb2-"
+                              "e17e16a59b29.jsonl").read_bytes()
+    agent = (FIXTURES / "claude_code" / "agent-acompact-f46190.jsonl").read_bytes()
+    names = [f"codex/{_ROLLOUT.format(i)}" for i in range(3)] + \
+        [f"claude-code/{_SESSION.format(i)}" for i in range(2)]
+    for n, name in enumerate(names):  # each a different run: one changed word
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(rollout.replace(b"keep tests green", b"keep tests %d" % n)
+                                  if name.startswith("codex") else
+                                  agent.replace(b"nested too deep", b"nested %d deep" % n))
+    return root, names
+
+
+def _first_cells(text: str) -> list[str]:
+    """The first cell of each body row of a rich table (totals row left out)."""
+    cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
+    return [c for c in cells if not c.startswith("total (")]
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_runs_whose_names_differ_at_the_end_get_distinct_labels(
+        lookalikes: tuple[Path, list[str]], tmp_path: Path, columns: int) -> None:
+    root, names = lookalikes
+    cache = ["--cache-dir", str(tmp_path / "cache"), "-q"]
+    tables = {
+        "runs": _invoke(["ingest", str(root), "--out", str(tmp_path / "ds"), "-q"], columns)
+        and _invoke(["runs", str(tmp_path / "ds")], columns),
+        "run": _invoke(["run", str(root), "-p", "claude-code", "--out", str(tmp_path / "o"),
+                        "--columns", "run,n_requests,note", *cache], columns),
+        "calibrate": _invoke(["calibrate", str(root), *cache], columns),
+    }
+    for name, text in tables.items():
+        labels = _first_cells(text)
+        assert len(labels) == len(names), (name, text)
+        assert len(set(labels)) == len(labels), f"{name} at {columns}: {labels}"
+        assert max(len(line) for line in text.splitlines()) <= columns
+        for i in range(3):  # the distinguishing tail of each rollout is shown
+            assert any(f"{i}a.jsonl" in label for label in labels), (name, labels)

@@ -30,6 +30,7 @@ from analysis.check.gate import (
     fmt,
     pct,
 )
+from analysis.metric_spec import count
 from analysis.metrics import METRIC_DIRECTIONS, known
 from replay.safe_text import markdown, xml_text
 
@@ -239,5 +240,4 @@ def _runs(result: CheckResult, status: str) -> set[str]:
 
 
 def _count(items: Any, noun: str, plural: str | None = None) -> str:
-    n = len(items)
-    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+    return count(len(items), noun, plural)

@@ -20,17 +20,15 @@ from replay import atomic_files
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
-    ColumnsOpt,
-    CsvOpt,
     FormatOpt,
-    JsonOpt,
     PathsArg,
     ProviderOpt,
     QuietOpt,
     StrictOpt,
-    WideOpt,
     _finish,
     _opener,
+    existing,
+    table_command,
 )
 from replay.cli.output import (
     _counter,
@@ -41,6 +39,7 @@ from replay.cli.output import (
     say,
     warn,
 )
+from replay.cli.tables import TableOptions
 from replay.ingest.run_label import run_labels
 from replay.layout import cache_root, sweep_cache_dir
 from replay.policy import load_policy
@@ -69,8 +68,8 @@ OwnProvidersOpt = Annotated[bool, typer.Option(
 
 def report(
     paths: Annotated[list[Path], typer.Argument(
-        help="Log files/folders or one dataset (with --policy), or `replay run` output "
-             "directories (with --traces).")],
+        callback=existing, help="Log files/folders or one dataset (with --policy), or "
+                                "`replay run` output directories (with --traces).")],
     policy: ReportPolicyOpt = None,
     traces: TracesOpt = False,
     data: DataOpt = None,
@@ -106,9 +105,11 @@ def report(
     _finish(done.traces.corpus.report, strict)
 
 
+@table_command
 def diff(
     paths: Annotated[list[Path], typer.Argument(
-        help="Log files/folders or one dataset (with two --policy), or two `replay run` output "
+        callback=existing, help="Log files/folders or one dataset (with two --policy), or two "
+                                "`replay run` output "
              "directories (with --traces).")],
     policy: ReportPolicyOpt = None,
     traces: TracesOpt = False,
@@ -122,11 +123,9 @@ def diff(
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
-    columns: ColumnsOpt = None,
-    wide: WideOpt = False,
-    as_csv: CsvOpt = False,
-    as_json: JsonOpt = False,
     quiet: QuietOpt = False,
+    *,
+    table: TableOptions,
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
@@ -139,7 +138,7 @@ def diff(
                                            own_providers, allow_python, cache_dir),
                              open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
-    if as_json:
+    if table.as_json:
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
                      "rows": to_records(d)})
         _finish(corpus.report, strict)
@@ -154,7 +153,7 @@ def diff(
     title = (f"b: {done.b.name} against a: {done.a.name}: {len(moved)} of {len(d)} (run, metric) "
              f"values changed, largest first; {priced}")
     if rows:
-        _emit(rows, False, title=title, columns=columns, wide=wide, as_csv=as_csv)
+        _emit(rows, table, title=title)
     else:
         say(title)
     _finish(corpus.report, strict)
@@ -174,6 +173,7 @@ def _compare_spec(paths: list[Path], policies: list[str] | None, traces: bool,
 
 # --- sweep command (analysis.sweep.core) ---
 
+@table_command
 def sweep(
     paths: PathsArg,
     policy: Annotated[str, typer.Option("--policy", "-p", help="Base policy YAML file or "
@@ -218,8 +218,9 @@ def sweep(
         False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
-    as_json: JsonOpt = False,
     quiet: QuietOpt = False,
+    *,
+    table: TableOptions,
 ) -> None:
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
@@ -241,13 +242,13 @@ def sweep(
                             on_figure=draw)
     s = done.result.stats
     shown = done.best_rows(top)
-    if as_json:
+    if table.as_json:
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
                      "reused": s.n_reused, "files": [str(f) for f in done.files], "best": shown})
     else:
         say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
             f"{s.n_reused} reused → {out / 'sweep'}", err=True)
-        _emit(shown, False, title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
+        _emit(shown, table, title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
     if done.exit_code:
         say("no setting meets the constraints", err=True)
@@ -256,9 +257,11 @@ def sweep(
 # --- check command (analysis.check.gate) ---
 
 
+@table_command
 def check(
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Log files or folders, or one dataset directory (default: `archive` of "
+        callback=existing, help="Log files or folders, or one dataset directory (default: "
+                                "`archive` of "
              "[tool.ctxreplay] in pyproject.toml or ctxreplay.toml).")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy YAML file or preset name; repeat the option for several "
@@ -288,6 +291,8 @@ def check(
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
     quiet: QuietOpt = False,
+    *,
+    table: TableOptions,
 ) -> None:
     """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
@@ -300,6 +305,7 @@ def check(
         verdict,
     )
     from analysis.check.run import CheckSettings, run_check
+    from analysis.metric_spec import count
 
     with _errors():
         settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,
@@ -314,19 +320,29 @@ def check(
     corpus, result = done.corpus, done.result
     if result is None:
         changes = done.changes
-        say(f"baseline: wrote {settings.baseline} ({len(changes):,} changes)")
+        if table.as_json:
+            _print_json({"baseline": str(settings.baseline),
+                         "changes": change_rows(list(changes))})
+            _finish(corpus.report, strict)
+            return
+        say(f"baseline: wrote {settings.baseline} ({count(len(changes), 'change')})",
+            err=table.as_csv)
         if changes:
-            _emit(change_rows(list(changes[:200])), False, title="what the update changed"
+            _emit(change_rows(list(changes[:200])), table, title="what the update changed"
                   + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
         _finish(corpus.report, strict)
         return
-    say(verdict(result))
     rows = moved(result)
-    if rows:
-        _emit(moved_rows(rows[:40], result.labels), False, title="what moved"
+    if table.as_json:
+        _print_json({"verdict": verdict(result), "exit_code": done.exit_code,
+                     "moved": moved_rows(rows, result.labels), "notes": list(result.notes)})
+    else:
+        say(verdict(result), err=table.as_csv)
+    if rows and not table.as_json:
+        _emit(moved_rows(rows[:40], result.labels), table, title="what moved"
               + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
-    for note in result.notes:
-        say(f"note: {note}")
+    for note in [] if table.as_json else result.notes:
+        say(f"note: {note}", err=table.as_csv)
     if junit:
         atomic_files.atomic_write_bytes(junit, junit_xml(result))
     if markdown:

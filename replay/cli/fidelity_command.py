@@ -20,30 +20,32 @@ import typer
 from replay.cli.inputs import (
     CacheOutOpt,
     FormatOpt,
-    JsonOpt,
     PathsArg,
     QuietOpt,
     StrictOpt,
     _finish,
     _open,
+    table_command,
 )
 from replay.cli.output import _emit, _errors, _print_json, say
-from replay.cli.tables import Layout
+from replay.cli.tables import Layout, TableOptions
+from replay.ingest.run_label import run_labels
 from replay.policy import load_policy
 
 FIDELITY_LAYOUT = Layout(columns=(
-    "source", "policy", "recorded_compaction", "replayed_compaction", "placement_error_requests",
+    "run", "policy", "recorded_compaction", "replayed_compaction", "placement_error_requests",
     "post_size_error_median_frac", "cache_read_error_median_frac", "held_out_error_frac",
     "reread_recall", "reread_precision", "reread_tokens_error_frac", "not_judged_reason"))
 
 
+@table_command
 def fidelity(
     paths: PathsArg,
     policy: Annotated[str | None, typer.Option(
         "--policy", "-p", help="Replay every run under this policy (preset or YAML: your "
         "harness's own configuration) instead of its format's preset.")] = None,
     cache_dir: CacheOutOpt = None, fmt: FormatOpt = None, strict: StrictOpt = False,
-    as_json: JsonOpt = False, quiet: QuietOpt = False,
+    quiet: QuietOpt = False, *, table: TableOptions,
 ) -> None:
     """Replay each run with recorded usage under its harness's policy and compare with the log.
 
@@ -62,13 +64,15 @@ def fidelity(
         harness = load_policy(policy) if policy else None
         corpus = _open(paths, cache_dir, fmt, quiet, strict)
         found = measure(corpus, policy=harness)
+    labels = run_labels(corpus.runs)
     rows: list[dict[str, Any]] = [
-        {**dataclasses.asdict(r), "not_judged_reason": r.not_judged_reason} for r in found]
+        {"run": labels[r.run_id], **dataclasses.asdict(r), "not_judged_reason":
+         r.not_judged_reason} for r in found]
     totals = fidelity_totals(found)
-    if as_json:
+    if table.as_json:
         _print_json({"runs": rows, "totals": totals})
     else:
-        _emit(rows, False, title="fidelity of the harness's own policy (errors as fractions)",
+        _emit(rows, table, title="fidelity of the harness's own policy (errors as fractions)",
               layout=FIDELITY_LAYOUT)
         for line in totals_lines(totals):
             say(line)

@@ -17,12 +17,16 @@ Not here: options only the analysis commands take (``replay.cli.analysis_command
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from replay.cli.output import _progress, error, say, warn
+from replay.cli.tables import TableOptions
 from replay.corpus import Corpus, Opener, open_corpus
 from replay.ingest import store
 from replay.ingest.batch import IngestReport
@@ -30,14 +34,59 @@ from replay.ingest.discover import LOG_SUFFIXES, discover
 from replay.ingest.parsers import PARSERS
 from replay.layout import cache_root, dataset_dir
 
-PathsArg = Annotated[list[Path], typer.Argument(help="Log files or folders, or one dataset "
-                                                     "directory written by `replay ingest`.")]
+
+def existing(paths: Any) -> Any:
+    """Input paths that exist, or a usage error (exit 2) naming those that do not: a typo in a
+    path is the user's, not a failed input (``typer.Argument(callback=existing)``)."""
+    given = [paths] if isinstance(paths, Path) else list(paths or [])
+    missing = [str(p) for p in given if not p.exists()]
+    if missing:
+        raise typer.BadParameter(f"no such file or folder: {', '.join(missing)}")
+    return paths
+
+
+PathsArg = Annotated[list[Path], typer.Argument(
+    callback=existing, help="Log files or folders, or one dataset directory written by "
+                            "`replay ingest`.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ColumnsOpt = Annotated[str | None, typer.Option(
     "--columns", help="Comma-separated columns to show instead of the default few (--wide lists "
                       "them all).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Show every column, however wide.")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV (every column, or --columns).")]
+
+_TABLE_PARAMS = (
+    inspect.Parameter("columns", inspect.Parameter.KEYWORD_ONLY, default=None,
+                      annotation=ColumnsOpt),
+    inspect.Parameter("wide", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=WideOpt),
+    inspect.Parameter("as_csv", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=CsvOpt),
+    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation=JsonOpt),
+)
+"""The table options every command that prints a table takes (``table_command``)."""
+
+
+def table_command(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` (with a keyword parameter ``table: TableOptions``) as a command taking
+    ``--columns``, ``--wide``, ``--csv`` and ``--json``: the one definition of the table
+    options, so the footer's hint (``--columns A,B,… picks, --wide shows all, --csv/--json
+    print all``) holds for every table."""
+    sig = inspect.signature(command, eval_str=True)
+    own = [p for name, p in sig.parameters.items() if name != "table"]
+    taken = {p.name for p in own}
+    clash = taken & {p.name for p in _TABLE_PARAMS}
+    assert not clash, f"{command.__name__} declares table options itself: {clash}"
+    params = [*own, *_TABLE_PARAMS]
+
+    @functools.wraps(command)
+    def with_table(**kwargs: Any) -> None:
+        table = TableOptions(*(kwargs.pop(p.name) for p in _TABLE_PARAMS))
+        command(**kwargs, table=table)
+
+    with_table.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    with_table.__annotations__ = {p.name: p.annotation for p in params}
+    del with_table.__wrapped__  # typer reads the signature above, not the command's
+    return with_table
 
 
 def _known_format(value: str | None) -> str | None:

@@ -12,57 +12,74 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from replay.cli.inputs import FormatOpt, JsonOpt
+from replay.cli.inputs import FormatOpt, table_command
 from replay.cli.output import _emit, _errors, _print_json, error, say, warn
-from replay.ingest.inspect import inspect_file
+from replay.cli.tables import TableOptions
+from replay.ingest.inspect import Inspection, inspect_file
 
 
+@table_command
 def inspect(
     file: Annotated[Path, typer.Argument(help="One log file.")],
     fmt: FormatOpt = None,
-    as_json: JsonOpt = False,
+    *,
+    table: TableOptions,
 ) -> None:
     """Show how one log file is read: format and why, record types and their fate, runs,
-    and per request the counted context next to the recorded input."""
+    and per request the counted context next to the recorded input.
+
+    --columns and --csv apply to the per-request table (--csv prints only it, with a run
+    column); --json prints everything."""
     if not file.is_file():
         error(f"{file}: not a file")
         raise typer.Exit(2)
     with _errors():
         found = inspect_file(file, fmt=fmt)
-    if as_json:
+    if table.as_json:
         doc = dataclasses.asdict(found)
         doc["issues"] = [str(i) for i in found.issues]
         for run, rep in zip(doc["runs"], found.runs):
             for req, ctx in zip(run["requests"], rep.requests):
                 req["gap_tokens"] = ctx.gap_tokens
         _print_json(doc)
+    elif table.as_csv:
+        _emit(_request_rows(found, True), table, title="")
     else:
+        plain_table = TableOptions(wide=table.wide)
         say(found.path)
         say(f"format: {found.detection or 'not recognised'}")
         if found.no_conversation:
             say(f"no conversation: {found.no_conversation}")
         _emit([{"record type": t, **{f: n.get(f, 0) for f in ("modelled", "skipped",
                                                                      "unknown")}}
-               for t, n in found.coverage.items()], False, title="records by type and fate")
+               for t, n in found.coverage.items()], plain_table, title="records by type and fate")
         _emit([{"run": r.run_id, "messages": r.n_messages, "requests": r.n_requests,
                 "tool calls": r.n_tool_calls, "compactions": r.n_harness_compactions,
                 "context events": r.n_events, "no requests because": r.no_requests_reason}
-               for r in found.runs], False, title=f"{len(found.runs)} run(s)")
+               for r in found.runs], plain_table, title=f"{len(found.runs)} run(s)")
         for r in found.runs:
             if r.events:
                 _emit([{"event": e.kind, "at message": e.msg, "first request after": e.request,
-                        "recorded": e.detail} for e in r.events], False,
+                        "recorded": e.detail} for e in r.events], plain_table,
                       title=f"run {r.run_id}: context events")
             if r.requests:
-                _emit([{"request": c.request, "output msg": c.output_msg,
-                        "counted": c.counted_tokens, "recorded": c.recorded_input_tokens,
-                        "gap": c.gap_tokens} for c in r.requests], False,
+                _emit(_request_rows(found, False, r.run_id), table,
                       title=f"run {r.run_id}: counted context (o200k) vs recorded input")
         for issue in found.issues:
             warn(issue)
     if not found.format and not found.no_conversation or found.issues and not found.runs:
         raise typer.Exit(1)
+
+
+def _request_rows(found: Inspection, with_run: bool, run_id: str | None = None
+                  ) -> list[dict[str, Any]]:
+    """The per-request rows of ``found`` (of run ``run_id``, else of every run, then with
+    a ``run`` column when ``with_run``)."""
+    return [{**({"run": r.run_id} if with_run else {}), "request": c.request,
+             "output msg": c.output_msg, "counted": c.counted_tokens,
+             "recorded": c.recorded_input_tokens, "gap": c.gap_tokens}
+            for r in found.runs if run_id is None or r.run_id == run_id for c in r.requests]

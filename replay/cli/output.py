@@ -35,8 +35,22 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from replay.cli.tables import Layout, choose, fit, is_number, shorten, totals_row, width
+from replay.cli.tables import (
+    MIN_TEXT,
+    PLAIN,
+    Layout,
+    TableOptions,
+    choose,
+    fit,
+    is_number,
+    label_index,
+    priority,
+    shorten,
+    totals_row,
+    width,
+)
 from replay.errors import ReplayError
+from replay.ingest.run_label import distinct_width, short_labels
 from replay.safe_text import csv_cell, terminal
 
 out_console = Console(width=None if sys.stdout.isatty() else 10_000)  # tables set their own
@@ -78,11 +92,12 @@ _MAX_TABLE_ROWS = 500
 """Tables longer than this are cut in the terminal (``--json`` prints every row)."""
 
 
-def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
-          layout: Layout | None = None, columns: str | None = None, wide: bool = False,
-          as_csv: bool = False) -> None:
+def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str,
+          layout: Layout | None = None) -> None:
     """Rows as a table that fits the terminal (``replay.cli.tables``), or as JSON / CSV with
-    every column; ``rows`` may be a ``replay.apply_policy.LazyRows`` (made as printed)."""
+    every column, as ``table`` asks; ``rows`` may be a ``replay.apply_policy.LazyRows`` (made
+    as printed)."""
+    as_json, as_csv, wide, columns = table.as_json, table.as_csv, table.wide, table.columns
     if as_json:
         _print_json(rows)
         return
@@ -112,21 +127,25 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, *, title: str,
     keep = list(range(len(cols)))
     dropped: list[str] = []
     widths: dict[int, int] = {}
+    at = label_index(cols)
+    names = [row[at] for row in cells] if cols and not numeric[at] else []
     if not wide:
-        keep, dropped, widths = fit(cols, cells, numeric, width())
-        cells = [[shorten(c, widths[i]) if i in widths else c for i, c in enumerate(row)]
-                 for row in cells]
-    table = Table(title=plain(title), title_justify="left")
+        keep, dropped, widths = fit(cols, cells, numeric, width(), priority(cols, layout),
+                                    {at: distinct_width(names, MIN_TEXT)} if names else None)
+        short = short_labels(names, widths[at]) if names and at in widths else None
+        cells = [[short[n] if i == at and short else shorten(c, widths[i]) if i in widths else c
+                  for i, c in enumerate(row)] for n, row in enumerate(cells)]
+    grid = Table(title=plain(title), title_justify="left")
     for i in keep:
-        table.add_column(plain(shorten(cols[i], widths.get(i, len(cols[i])))),
+        grid.add_column(plain(shorten(cols[i], widths.get(i, len(cols[i])))),
                          justify="right" if numeric[i] else "left", no_wrap=True)
     for n, row in enumerate(cells):
-        table.add_row(*[Text(row[i]) for i in keep], end_section=n == len(table_rows) - 1,
+        grid.add_row(*[Text(row[i]) for i in keep], end_section=n == len(table_rows) - 1,
                       style="bold" if n >= len(table_rows) else None)
     full = 1 + sum(3 + max(len(shorten(cols[i], widths.get(i, len(cols[i])))),
                            *(len(r[i]) for r in cells)) for i in keep)
     Console(file=sys.stdout, width=full if wide else min(full, width()),
-            force_terminal=out_console.is_terminal, no_color=out_console.no_color).print(table)
+            force_terminal=out_console.is_terminal, no_color=out_console.no_color).print(grid)
     if len(rows) > _MAX_TABLE_ROWS:
         say(f"… {len(rows) - _MAX_TABLE_ROWS:,} more rows not shown (--json prints them all)")
     if dropped:

@@ -14,11 +14,13 @@ from typing import Annotated
 
 import typer
 
-from replay.cli.inputs import JsonOpt, PathsArg, QuietOpt, _discover
+from replay.cli.inputs import PathsArg, QuietOpt, _discover, table_command
 from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
+from replay.cli.tables import TableOptions
 from replay.redact import redact as redact_paths
 
 
+@table_command
 def redact(
     paths: PathsArg,
     out: Annotated[Path, typer.Option(help="Folder to write the redacted copies into (relative "
@@ -27,8 +29,9 @@ def redact(
     salt: Annotated[str, typer.Option(
         help="Secret mixed into path hashes (without it a known path can be recognised by "
              "hashing it); the same salt gives the same hashes.")] = "",
-    as_json: JsonOpt = False,
     quiet: QuietOpt = False,
+    *,
+    table: TableOptions,
 ) -> None:
     """Write log files as a shareable archive in their own format: text replaced by markers
     carrying its exact size and token counts, paths by stable hashes; it re-ingests with the
@@ -39,11 +42,11 @@ def redact(
     rows = [{"source": f.source, "format": f.format, "written": f.written, "runs": f.n_runs,
              "blocks": f.n_blocks, "markers": f.n_markers, "issues": len(f.issues)}
             for f in report.files]
-    if as_json:
+    if table.as_json:
         _print_json({"out": str(report.out), "files": rows, "paths_hashed": report.n_paths,
                      "issues": [str(i) for i in report.issues]})
     else:
-        _emit(rows, False, title="redacted files")
+        _emit(rows, table, title="redacted files")
         for issue in report.issues:
             warn(issue)
         written = sum(f.written for f in report.files)

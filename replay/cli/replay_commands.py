@@ -20,20 +20,19 @@ from replay.calibration_table import calibration_rows
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
-    ColumnsOpt,
-    CsvOpt,
     FormatOpt,
     JsonOpt,
     PathsArg,
     ProviderOpt,
     QuietOpt,
     StrictOpt,
-    WideOpt,
     _discover,
     _finish,
     _open,
     _opener,
+    existing,
     no_conversation_note,
+    table_command,
 )
 from replay.cli.output import (
     _counter,
@@ -46,7 +45,7 @@ from replay.cli.output import (
     say,
     warn,
 )
-from replay.cli.tables import Layout
+from replay.cli.tables import Layout, TableOptions
 from replay.compaction_fit import compaction_report, model_lines
 from replay.engine.calibrate import MIN_POINTS
 from replay.ingest import store_index
@@ -106,24 +105,25 @@ RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_t
 """The ``replay run`` table: ``analysis.per_run.rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
 
 
-def runs(dataset: Annotated[Path, typer.Argument(help="A dataset directory.")],
-         columns: ColumnsOpt = None, wide: WideOpt = False, as_csv: CsvOpt = False,
-         as_json: JsonOpt = False) -> None:
+@table_command
+def runs(dataset: Annotated[Path, typer.Argument(callback=existing,
+                                                 help="A dataset directory.")], *,
+         table: TableOptions) -> None:
     """List the runs in a dataset, each by its label (source path, #N for a file's later runs,
     ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
     compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
     with _errors():
         rows = LazyRows(store_index.run_listing(dataset))
     if not len(rows):
-        if as_json:
+        if table.as_json:
             _print_json([])
         error(f"no runs in the dataset {dataset}")
         raise typer.Exit(1)
-    _emit(rows, as_json, title=f"{len(rows)} runs in {dataset}", layout=RUNS_LAYOUT,
-          columns=columns, wide=wide, as_csv=as_csv)
+    _emit(rows, table, title=f"{len(rows)} runs in {dataset}", layout=RUNS_LAYOUT)
 
 
-def policies(as_json: JsonOpt = False) -> None:
+@table_command
+def policies(*, table: TableOptions) -> None:
     """List the shipped policy presets (usable by name with --policy)."""
     rows = []
     for name in presets():
@@ -132,10 +132,11 @@ def policies(as_json: JsonOpt = False) -> None:
                      "tiers": " → ".join(f"{t.type}:{t.name}" for t in p.tiers) or "-",
                      "provider": provider_label(p.provider, p.cache),
                      "description": p.description})
-    _emit(rows, as_json, title="policy presets")
+    _emit(rows, table, title="policy presets", layout=POLICIES_LAYOUT)
 
 
-def providers(as_json: JsonOpt = False) -> None:
+@table_command
+def providers(*, table: TableOptions) -> None:
     """List the provider profiles (cache and prices, USD per million tokens) for --provider."""
     rows = []
     for prof in PROVIDERS.values():
@@ -145,9 +146,10 @@ def providers(as_json: JsonOpt = False) -> None:
                      "input": pr.input_per_mtok, "cache_read": pr.cache_read_per_mtok,
                      "cache_write": pr.cache_write_per_mtok, "output": pr.output_per_mtok,
                      "source": prof.source})
-    _emit(rows, as_json, title="provider profiles (prices in USD per million tokens)")
+    _emit(rows, table, title="provider profiles (prices in USD per million tokens)")
 
 
+@table_command
 def run(
     paths: PathsArg,
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy YAML file or preset name.")],
@@ -161,11 +163,9 @@ def run(
     allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
-    columns: ColumnsOpt = None,
-    wide: WideOpt = False,
-    as_csv: CsvOpt = False,
-    as_json: JsonOpt = False,
     quiet: QuietOpt = False,
+    *,
+    table: TableOptions,
 ) -> None:
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
@@ -180,11 +180,11 @@ def run(
                                  on_figure=draw)
     summary = done.summary
     hidden = ["run_id", "format", "policy"] + (  # the note column only when a run has a note
-        ["note"] if summary["note"].null_count == summary.num_rows and not (as_json or as_csv)
+        ["note"] if summary["note"].null_count == summary.num_rows
+        and not (table.as_json or table.as_csv or table.columns)
         else [])
     rows = LazyRows(summary.drop_columns(hidden))
-    _emit(rows, as_json, title=f"{pol.name}: {len(rows)} runs → {done.out}", layout=RUN_LAYOUT,
-          columns=columns, wide=wide, as_csv=as_csv)
+    _emit(rows, table, title=f"{pol.name}: {len(rows)} runs → {done.out}", layout=RUN_LAYOUT)
     left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
         labels = run_labels(done.corpus.runs)
@@ -194,12 +194,13 @@ def run(
     _finish(done.corpus.report, strict)
 
 
+@table_command
 def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = None,
-              strict: StrictOpt = False, as_json: JsonOpt = False,
-              quiet: QuietOpt = False,
+              strict: StrictOpt = False, quiet: QuietOpt = False,
               compactions: Annotated[bool, typer.Option(
                   "--compactions", help="The recorded compactions and the model of a "
-                  "counterfactual compaction fitted on them, instead.")] = False) -> None:
+                  "counterfactual compaction fitted on them, instead.")] = False, *,
+              table: TableOptions) -> None:
     """Fit truth = overhead + scale × o200k count to each run's recorded usage.
 
     Errors are fractions (0.012 = 1.2 %): mean over the fitted points, and held out (fit on the
@@ -219,26 +220,29 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
         if compactions:
             doc = compaction_report(corpus)
     if compactions:
-        if as_json:
+        if table.as_json:
             _print_json(doc)
         else:
-            _emit(doc["compactions"], False, title="recorded compactions (tokens)",
+            _emit(doc["compactions"], table, title="recorded compactions (tokens)",
                   layout=COMPACTIONS_LAYOUT)
             for line in model_lines(doc["model"]):
                 say(line)
         _finish(corpus.report, strict)
         return
     with _errors():
-        rows = calibration_rows(corpus)
-    _emit(rows, as_json, title=f"calibration of truth against recorded usage (errors as "
+        labels = run_labels(corpus.runs)
+        rows = [{"run": labels[r["run_id"]], **r} for r in calibration_rows(corpus)]
+    _emit(rows, table, title=f"calibration of truth against recorded usage (errors as "
                                f"fractions; fewer than {MIN_POINTS} points: corpus fit per model, "
                                "which has no anchored held-out error)",
           layout=CALIBRATION_LAYOUT)
     _finish(corpus.report, strict)
 
 
-CALIBRATION_LAYOUT = Layout(columns=("source", "fit", "scale",
-                                     "held_out_fitted_error", "held_out_anchored_error", "flags"))
+CALIBRATION_LAYOUT = Layout(columns=("run", "fit", "scale", "held_out_fitted_error",
+                                     "held_out_anchored_error", "flags"),
+                            priority=("scale", "flags", "held_out_anchored_error"))
+POLICIES_LAYOUT = Layout(priority=("name", "tiers", "provider"))
 COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summarised_tokens",
                                      "summary_tokens", "reattached_tokens",
                                      "files_model_tokens"))

@@ -1,13 +1,17 @@
 """Tables that fit the terminal: the columns that matter, numbers never split, a totals row.
 
 ``Layout`` is how a command wants its table shown: the default columns (the few that matter),
-the columns a totals row adds up (``sum`` or ``max``).  ``fit`` decides what is printed for a
-terminal ``width`` (``COLUMNS``, else the terminal's, else ``PIPED_WIDTH``): the chosen columns
-in order while they fit — numbers at full width, never wrapped, text shortened with an ellipsis
-down to ``MIN_TEXT`` characters (each text column whole up to ``WANT_TEXT`` when the room allows,
-so a long run label does not cut a short note) — and the names of the columns left out, which the caller says
-(``--columns`` picks others, ``--wide`` shows every column at any width, ``--csv`` and
-``--json`` print every column as data).
+the columns a totals row adds up (``sum`` or ``max``) and which columns a narrow terminal keeps
+first (``priority``: the label, requests, tokens sent, overshoots, then the rest).
+``TableOptions`` is how the user asked for it (``--columns``, ``--wide``, ``--csv``, ``--json``;
+every command that prints a table takes them, ``replay.cli.inputs.table_command``).  ``fit``
+decides what is printed for a terminal ``width`` (``COLUMNS``, else the terminal's, else
+``PIPED_WIDTH``): the columns in priority order while they fit, shown left to right — numbers at
+full width, never wrapped; the label column (``run``, else the first) never narrower than where
+its labels stay distinct (``replay.ingest.run_label.short_labels``: cut in the middle, the file
+name's tail kept) and widened before later columns are kept; other text shortened with an
+ellipsis down to ``MIN_TEXT`` characters (each whole up to ``WANT_TEXT`` when the room allows)
+— and the names of the columns left out, which the caller says.
 
 Not here: escaping and printing (``replay.cli.output``).
 """
@@ -27,8 +31,32 @@ MIN_TEXT = 12
 """A text column is shortened to no fewer characters than this (with an ellipsis)."""
 WANT_TEXT = 24
 """Room a text column (a source path, a metric name) keeps before later columns are left out."""
+HEADLINE_COLUMNS = ("requests", "n_requests", "tokens_sent", "tokens", "overshoots_n")
+"""What a narrow table keeps after the label: requests, tokens sent, overshoots, then the rest."""
+WANT_LABEL = 48
+"""Room the label column (``least``) takes before other text columns share what is left."""
 _BORDER = 3
 """Characters a rich table adds per column (separator and padding)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """How the user asked for a command's table (``--columns``, ``--wide``, ``--csv``,
+    ``--json``): one definition, taken by every command that prints a table
+    (``replay.cli.inputs.table_command``)."""
+
+    columns: str | None = None
+    """``--columns A,B,…``: these columns instead of the layout's."""
+    wide: bool = False
+    """``--wide``: every column, however wide."""
+    as_csv: bool = False
+    """``--csv``: CSV with every column (or ``--columns``)."""
+    as_json: bool = False
+    """``--json``: JSON instead of a table."""
+
+
+PLAIN = TableOptions()
+"""A table as it fits the terminal (no option given)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +67,9 @@ class Layout:
     """The default columns, in order (empty: every column)."""
     totals: dict[str, str] = field(default_factory=dict)
     """Column → ``sum`` or ``max`` for a totals row (empty: no totals row)."""
+    priority: tuple[str, ...] = HEADLINE_COLUMNS
+    """The columns kept first, in this order, when the terminal is narrow (after the first
+    column, which names the row); the others follow left to right."""
 
 
 def width() -> int:
@@ -80,25 +111,36 @@ def choose(available: list[str], layout: Layout, columns: list[str] | None,
     return [c for c in layout.columns if c in available]
 
 
-def fit(header: list[str], cells: list[list[str]], numeric: list[bool],
-        width_chars: int) -> tuple[list[int], list[str], dict[int, int]]:
+def fit(header: list[str], cells: list[list[str]], numeric: list[bool], width_chars: int,
+        order: list[int] | None = None, least: dict[int, int] | None = None,
+        ) -> tuple[list[int], list[str], dict[int, int]]:
     """(the indexes of the columns that fit in ``width_chars``, the names left out, the width
-    each kept text column gets: what is left after the numbers, shared by the text columns)."""
+    each kept text column gets: what is left after the numbers, shared by the text columns).
+
+    Columns are kept in ``order`` (indexes, most important first; default left to right) while
+    they fit, shown left to right; ``least`` gives a text column the narrowest width it may
+    take (the label column's: where its labels stay distinct), which it gets before any later
+    column is kept."""
+    least = least or {}
     longest = [max([len(name), *(len(r[i]) for r in cells)]) for i, name in enumerate(header)]
     used = 1
     keep: list[int] = []
-    dropped: list[str] = []
-    for i, name in enumerate(header):
-        need = longest[i] if numeric[i] else min(longest[i], max(WANT_TEXT, len(name)))
+    for i in order if order is not None else range(len(header)):
+        need = longest[i] if numeric[i] else max(least.get(i, 0),
+                                                 min(longest[i], max(WANT_TEXT, len(header[i]))))
         if used + need + _BORDER <= width_chars or not keep:
             keep.append(i)
             used += need + _BORDER
-        else:
-            dropped.append(name)
+    keep.sort()
+    dropped = [name for i, name in enumerate(header) if i not in keep]
     text = [i for i in keep if not numeric[i]]
     spare = width_chars - 1 - sum(_BORDER + (longest[i] if numeric[i] else 0) for i in keep)
     widths: dict[int, int] = {}
-    base = {i: min(longest[i], WANT_TEXT) for i in text}  # a short text column shown whole
+    base = {i: max(least.get(i, 0), min(longest[i], WANT_TEXT)) for i in text}
+    for i in least:  # the label column first, up to WANT_LABEL (a preset's, a file's name)
+        if i in base:
+            base[i] = max(base[i], min(longest[i], WANT_LABEL, spare - sum(base.values())
+                                       + base[i]))
     if sum(base.values()) <= spare:  # first, then the rest shared by what is still cut
         spare -= sum(base.values())
         more = sorted(text, key=lambda i: longest[i] - base[i])
@@ -111,9 +153,28 @@ def fit(header: list[str], cells: list[list[str]], numeric: list[bool],
     for n, i in enumerate(sorted(text, key=lambda i: longest[i])):
         rest = sum(longest[j] for j in sorted(text, key=lambda j: longest[j])[n:])
         share = spare * longest[i] // rest if rest else spare  # in proportion to their lengths
-        widths[i] = max(1, min(longest[i], max(share, min(longest[i], MIN_TEXT))))
+        widths[i] = max(1, min(longest[i], max(share, min(longest[i], MIN_TEXT), least.get(i, 0))))
         spare -= widths[i]
     return keep, dropped, widths
+
+
+LABEL_COLUMN = "run"
+"""The column that names a table's rows when it has one (else its first column): its labels
+stay distinct however narrow the table (``replay.ingest.run_label.short_labels``)."""
+
+
+def label_index(cols: list[str]) -> int:
+    """The index of the column naming the rows: ``LABEL_COLUMN``, else the first."""
+    return cols.index(LABEL_COLUMN) if LABEL_COLUMN in cols else 0
+
+
+def priority(cols: list[str], layout: Layout) -> list[int]:
+    """The indexes of ``cols`` in the order they are kept when the table is narrow: the column
+    naming the rows (``label_index``), the layout's ``priority`` columns, then the rest left to
+    right."""
+    first = [label_index(cols)] if cols else []
+    named = [cols.index(c) for c in layout.priority if c in cols and cols.index(c) not in first]
+    return first + named + [i for i in range(len(cols)) if i not in named and i not in first]
 
 
 def shorten(text: str, width_chars: int) -> str:

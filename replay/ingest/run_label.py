@@ -9,6 +9,12 @@
   ``parent_run_id``) starts with ``↳`` and sorts under its parent in source order, and its
   title is the task its parent gave it.  Labels are unique because keys are.
 
+``short_labels(labels, width)``: the labels cut to ``width`` characters for a table, in the
+middle of the key (its head and the file name's tail — what tells runs apart, a subagent's id —
+are kept, the title goes first), or None when they would not stay distinct at that width;
+``distinct_width(labels)``: the narrowest width at which they do.  Within one table no two runs
+show the same label.
+
 Labels come from files: they are printed through ``replay.cli.output.printable`` and
 HTML-escaped in reports, never trusted.  ``--run`` takes a label, a key, a source, a glob over
 any of them or a run id (``replay.run_select``).
@@ -100,3 +106,54 @@ def run_labels(runs: Any) -> dict[str, str]:
 def strip_mark(text: str) -> str:
     """A label typed without its subagent mark matches too."""
     return text.removeprefix(SUBAGENT_MARK).removeprefix(SUBAGENT_MARK.strip())
+
+
+_TAIL_SHARES = (None, 0.5, 0.8, 0.35, 0.95, 0.2)
+"""How much of a cut key is its tail, tried in turn until the labels are distinct: None is the
+file name (with its ``/``) when it takes at most two thirds of the room, else two thirds."""
+
+
+def short_label(text: str, width_chars: int, tail_share: float | None = None) -> str:
+    """``text`` in at most ``width_chars`` characters: whole when it fits; else the subagent
+    mark, the key and as much of the title as fits (cut at its end); else the key cut in the
+    middle, its head and its tail (``tail_share`` of the room, None: the file name) kept."""
+    if len(text) <= width_chars:
+        return text
+    mark = SUBAGENT_MARK if text.startswith(SUBAGENT_MARK) else ""
+    key, sep, title = text[len(mark):].partition(TITLE_SEP)
+    room = width_chars - len(mark)
+    if len(key) <= room:
+        title_room = room - len(key) - len(sep)
+        if sep and title_room >= 4:
+            return mark + key + sep + title[:title_room - 1].rstrip() + "…"
+        return mark + key
+    if room < 3:
+        return (mark + key)[:max(0, width_chars - 1)] + "…"
+    if tail_share is None:
+        name = len(key) - key.rstrip("/").rfind("/")
+        tail = min(name, (room - 1) * 2 // 3)
+    else:
+        tail = round((room - 1) * tail_share)
+    tail = max(1, min(tail, room - 2))
+    return mark + key[:room - 1 - tail] + "…" + key[len(key) - tail:]
+
+
+def short_labels(labels: list[str], width_chars: int) -> list[str] | None:
+    """``labels`` each cut to ``width_chars`` (``short_label``) so that different labels stay
+    different (a label repeated stays one label), or None when no cut does at this width."""
+    wanted = len(set(labels))
+    for share in _TAIL_SHARES:
+        cut = [short_label(t, width_chars, share) for t in labels]
+        if len(set(cut)) == wanted:
+            return cut
+    return None
+
+
+def distinct_width(labels: list[str], least_chars: int = 1) -> int:
+    """The narrowest width (at least ``least_chars``) at which ``short_labels`` keeps
+    ``labels`` apart (their longest length at most: whole labels are apart)."""
+    longest = max((len(t) for t in labels), default=0)
+    for w in range(min(least_chars, longest), longest):
+        if short_labels(labels, w) is not None:
+            return w
+    return longest

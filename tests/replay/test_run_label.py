@@ -10,10 +10,21 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.ingest.run_label import TITLE_CHARS, first_prompt, run_labels, short_title
+from replay.ingest.run_label import (
+    TITLE_CHARS,
+    distinct_width,
+    first_prompt,
+    label,
+    run_labels,
+    short_label,
+    short_labels,
+    short_title,
+)
 
 runner = CliRunner()
 HASH = re.compile(r"\b[0-9a-f]{16}-\d+\b")
@@ -178,3 +189,32 @@ def test_a_recorded_session_title_is_the_title(tmp_path: Path) -> None:
     opencode = json.loads((logs / "cart-discount.export.json").read_text())["info"]["title"]
     assert runs["handmade_2_1_attachments_microcompact.jsonl"].endswith(" — " + claude["aiTitle"])
     assert runs["cart-discount.export.json"] == "cart-discount.export.json — " + opencode
+
+
+_keys = st.text(st.sampled_from("ab/-#.x"), min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), _keys, st.text(st.sampled_from("ab c"), max_size=30)),
+                min_size=1, max_size=12),
+       st.integers(1, 60))
+def test_short_labels_keep_distinct_labels_apart_and_fit(parts: list[tuple[bool, str, str]],
+                                                          width: int) -> None:
+    labels = [label(k, t.strip(), sub) for sub, k, t in parts]
+    cut = short_labels(labels, width)
+    if cut is not None:
+        assert all(len(c) <= max(width, 1) for c in cut)
+        pairs = dict(zip(labels, cut))
+        assert len(set(pairs.values())) == len(pairs)  # one label, one cut; two, two
+    least = distinct_width(labels)
+    assert short_labels(labels, least) is not None
+
+
+def test_a_cut_label_keeps_the_mark_and_the_file_names_tail() -> None:
+    sub = label("claude-code/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl",
+                "What is the output contract", True)
+    cut = short_label(sub, 40)
+    assert cut.startswith("↳ claude-code/") and cut.endswith("/agent-a881341.jsonl")
+    assert len(cut) == 40 and "…" in cut
+    assert short_label("codex/a.jsonl — a long title here", 20) == "codex/a.jsonl — a l…"
+    assert short_label("codex/a.jsonl — a long title here", 15) == "codex/a.jsonl"
