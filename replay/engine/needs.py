@@ -67,7 +67,7 @@ import bisect
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from replay.engine.prepared import PreparedRun
 
@@ -214,6 +214,22 @@ class _Index:
     by_call: dict[str, list[_Fetched]]
     """Call key → fetched non-read blocks with that key, ascending by block."""
 
+    _name_rx: dict[str, re.Pattern[str]] = field(default_factory=dict)
+
+    def names_in(self, text: str) -> set[str]:
+        """The fetched files' names that ``text`` names as a path's last component (a substring
+        search first, the word boundaries checked only where it is found)."""
+        out = set()
+        for name in self.by_name:
+            if name in text:
+                rx = self._name_rx.get(name)
+                if rx is None:
+                    rx = self._name_rx[name] = re.compile(
+                        r"(?:(?<=/)|(?<![\w.~/-]))" + re.escape(name) + r"/*(?![\w.~/-])")
+                if rx.search(text):
+                    out.add(name)
+        return out
+
     def held(self, found: list[_Fetched], r: int) -> list[_Fetched]:
         """Those of ``found`` in request ``r``'s context."""
         n = self.run.req_blocks[r]
@@ -324,7 +340,7 @@ def path_names(text: str) -> set[str]:
 def _names_path(index: _Index, b: int, r: int) -> list[_Fetched]:
     """Fetched reads in context whose path or file name the block's text names."""
     out: list[_Fetched] = []
-    for name in path_names(index.run.text[b]):
+    for name in index.names_in(index.run.text[b]):
         found = index.by_name.get(name)
         if found:
             out += index.held(found, r)
