@@ -30,6 +30,8 @@ def _args(name: str, tmp_path: Path) -> list[str]:
     """The least each command needs besides --format."""
     extra = {"ingest": ["--out", str(tmp_path / "d")], "check": ["--baseline",
                                                                  str(tmp_path / "b.json")]}
+    if name == "sql":
+        return [name, "SELECT 1", str(LOG)]
     policy = [] if name in ("ingest", "inspect", "calibrate") else ["-p", "none"]
     return [name, str(LOG), *policy, *extra.get(name, [])]
 

@@ -15,6 +15,7 @@ registers the commands on it, in the order ``replay --help`` lists them:
 - ``replay.cli.inspect_command``: inspect (one log file as the ingest reads it);
 - ``replay.cli.fidelity_command``: fidelity (the harness's own policy against its log);
 - ``replay.cli.redact_command``: redact (a shareable archive of log files);
+- ``replay.cli.sql_command``: sql (one query over the dataset and the traces, DuckDB);
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
 """
@@ -37,6 +38,7 @@ from replay.cli.replay_commands import (
     show_policy,
     synth,
 )
+from replay.cli.sql_command import sql
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Replay context-management policies over recorded coding-agent runs.",
@@ -61,12 +63,14 @@ EXAMPLES: dict[str, str] = {
     "sweep": "replay sweep logs/ -p two-tier-corrected --axis tiers.1.keep_messages=8,16,24",
     "check": "replay check logs/ -p two-tier-corrected --baseline ci/baseline.json",
     "redact": "replay redact ~/.claude/projects --out shared-logs",
+    "sql": "replay sql \"SELECT policy, sum(cost_usd) FROM trace_requests GROUP BY policy\" "
+           "-t out/two-tier",
 }
 """One example per command, shown at the end of its ``--help`` (as the line written here, not
 re-wrapped)."""
 
 for _command in (ingest, runs, inspect, policies, providers, run, calibrate, fidelity, synth,
-                 show_policy, report, diff, sweep, check, redact):
+                 show_policy, report, diff, sweep, check, redact, sql):
     _name = _command.__name__.replace("_", "-")
     _example = EXAMPLES.get(_name)  # a command without one fails test_cli_usage, not the app
     app.command(epilog=f"\b\nExample: {_example}" if _example else None)(_command)

@@ -1,0 +1,143 @@
+"""SQL over the dataset and the traces, with DuckDB (``replay sql QUERY``; docs/queries.md).
+
+``sql(query, corpus=…, traces=[…])`` runs one read-only query over these views:
+
+- ``runs``, ``messages``, ``requests``, ``events``: the dataset's tables (``replay.ingest.schema``),
+  read from exactly the store entries the corpus holds — the manifest's entries, each folder
+  checked by ``replay.ingest.store.entry_dir`` — never from whatever else lies under ``data/``
+  (an entry a changed log replaced, a crashed ingest's leftovers), which a glob would count twice;
+- ``trace_requests``, ``trace_actions``, ``trace_evictions``: the traces of each ``replay run
+  --out`` folder given (``traces/{requests,actions,evictions}.parquet``, ``replay.engine.trace``),
+  the folders' rows together, told apart by their ``policy`` column.
+
+Read-only by construction: one statement, and only a ``SELECT`` (``WITH``, ``DESCRIBE`` and
+``SHOW`` are selects to DuckDB); DuckDB runs in memory with file access off except to the files
+the views read, no extension installed or loaded, and its configuration locked.
+
+DuckDB is the optional ``sql`` extra (``pip install 'ctxreplay[sql]'``).
+
+Not here: printing (``replay.cli.sql_command``), the tables' columns (``replay.ingest.schema``,
+``replay.engine.trace``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from replay.corpus import Corpus
+from replay.engine.trace import TRACE_SCHEMAS
+from replay.errors import ReplayInputError
+from replay.ingest import store
+
+DATASET_VIEWS: tuple[str, ...] = store.TABLES
+"""The dataset's views, named as its tables."""
+TRACE_VIEWS: dict[str, str] = {f"trace_{name}": name for name in TRACE_SCHEMAS}
+"""Trace view → its table in a ``replay run`` folder's ``traces/``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SqlResult:
+    """A query's columns and rows, and the views it could read."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    views: tuple[str, ...]
+
+
+def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()) -> SqlResult:
+    """Run one read-only SQL query over the corpus's dataset and the traces' folders.
+
+    Args:
+        query: one ``SELECT`` (or ``WITH … SELECT``, ``DESCRIBE``, ``SHOW``) statement.
+        corpus: the dataset (views ``runs``, ``messages``, ``requests``, ``events``), or None.
+        traces: ``replay run --out`` folders (views ``trace_requests``, ``trace_actions``,
+            ``trace_evictions``).
+
+    Returns:
+        The columns and rows.
+
+    Raises:
+        ReplayInputError: DuckDB is not installed, nothing to query, a folder is not a ``replay
+            run`` output, the query is not one select, or DuckDB refuses it (its message).
+    """
+    try:
+        # lazy: duckdb is the optional sql extra; only this command needs it
+        import duckdb
+    except ImportError:
+        raise ReplayInputError("replay sql needs DuckDB: pip install 'ctxreplay[sql]'") from None
+    if corpus is None and not traces:
+        raise ReplayInputError("nothing to query: give log files or a dataset, or --traces")
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise ReplayInputError(f"not SQL DuckDB reads: {_one_line(exc)}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise ReplayInputError("replay sql runs one SELECT (or WITH, DESCRIBE, SHOW) statement: "
+                               "nothing that writes, attaches or sets")
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
+    try:
+        files = _dataset_files(corpus) if corpus is not None else {}
+        files.update(_trace_files(traces))
+        readable = sorted({str(p.parent.resolve()) + os.sep for ps in files.values() for p in ps})
+        con.execute(f"SET allowed_directories = [{', '.join(_literal(d) for d in readable)}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        for view, paths in files.items():
+            listed = ", ".join(_literal(str(p.resolve())) for p in paths)
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], "
+                        "union_by_name = true)")
+        try:
+            cur = con.execute(query)
+            rows = cur.fetchall()
+        except duckdb.Error as exc:
+            raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
+        columns = tuple(d[0] for d in cur.description or ())
+        return SqlResult(columns, rows, tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
+                                              if n in files))
+    finally:
+        con.close()
+
+
+def _dataset_files(corpus: Corpus) -> dict[str, list[Path]]:
+    """View → the Parquet files of the corpus's store entries."""
+    if not corpus.entries:
+        raise ReplayInputError("an in-memory corpus (Corpus.from_tables) has no dataset files "
+                               "to query: write it with replay ingest first")
+    folders = [store.entry_dir(corpus.root, e.key) for e in corpus.entries]
+    out: dict[str, list[Path]] = {}
+    for name in DATASET_VIEWS:
+        paths = [f / f"{name}.parquet" for f in folders]
+        missing = [p for p in paths if not p.is_file()]
+        if missing:
+            raise ReplayInputError(f"{missing[0]}: missing from the dataset (re-ingest it)")
+        out[name] = paths
+    return out
+
+
+def _trace_files(folders: Sequence[Path]) -> dict[str, list[Path]]:
+    """Trace view → the folders' trace files, each checked to be a regular file there."""
+    out: dict[str, list[Path]] = {}
+    for folder in folders:
+        for view, name in TRACE_VIEWS.items():
+            path = folder / "traces" / f"{name}.parquet"
+            if path.is_symlink() or not path.is_file():
+                raise ReplayInputError(f"{folder}: not a `replay run --out` folder (no "
+                                       f"traces/{name}.parquet as a plain file)")
+            out.setdefault(view, []).append(path)
+    return out
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _one_line(exc: Exception) -> str:
+    """DuckDB's message on one line (its caret lines, which point into the query, left out)."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    return " | ".join(line for line in lines if line and set(line) != {"^"})

@@ -1,0 +1,199 @@
+"""``replay sql`` (issue 27 item 5): every query docs/queries.md documents, run on the sample logs
+under two policies and checked against the same figure computed with pandas from the Parquet
+files (read here from the manifest and the run folders directly, not through ``replay.sql``);
+the exit codes; nothing written; only the manifest's entries read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from analysis.policy_run import run_policy_to
+from replay.cli import app
+from replay.corpus import Corpus, open_corpus
+from replay.engine.trace import TRIM_KINDS
+from replay.errors import ReplayInputError
+from replay.policy import load_policy
+from replay.sql import sql
+from tests.conftest import SAMPLES
+
+pytest.importorskip("duckdb")
+REPO = Path(__file__).resolve().parents[2]
+QUERIES: dict[str, str] = dict(re.findall(r"^### (\S+)\n.*?```sql\n(.*?)```",
+                                          (REPO / "docs" / "queries.md").read_text(),
+                                          re.DOTALL | re.MULTILINE))
+POLICIES = ("two-tier-original", "two-tier-corrected")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, list[Path]]:
+    """The samples' dataset and a ``replay run --out`` folder per policy."""
+    root = tmp_path_factory.mktemp("sql")
+    corpus = open_corpus([SAMPLES], cache_dir=root / "dataset")
+    outs = []
+    for name in POLICIES:
+        outs.append(root / name)
+        run_policy_to(corpus, load_policy(name), outs[-1])
+    return corpus, outs
+
+
+def dataset(corpus: Corpus, table: str) -> pd.DataFrame:
+    """A dataset table as pandas, from the entries manifest.json lists (the store's layout)."""
+    manifest = json.loads((corpus.root / "manifest.json").read_text())
+    keys = sorted(e["key"] for e in manifest["entries"].values())
+    return pd.concat([pq.read_table(corpus.root / "data" / k / f"{table}.parquet").to_pandas()
+                      for k in keys], ignore_index=True)
+
+
+def traces(outs: list[Path], table: str) -> pd.DataFrame:
+    return pd.concat([pd.read_parquet(o / "traces" / f"{table}.parquet") for o in outs],
+                     ignore_index=True)
+
+
+def rows(df: pd.DataFrame) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in df.itertuples(index=False)]
+
+
+def same(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
+    """Equal rows, in order; floats to 1e-9, null == NaN."""
+    assert len(got) == len(want), (len(got), len(want))
+    for g, w in zip(got, want):
+        assert len(g) == len(w), (g, w)
+        for a, b in zip(g, w):
+            if a is None or (isinstance(a, float) and math.isnan(a)):
+                assert b is None or (isinstance(b, float) and math.isnan(b)), (g, w)
+            elif isinstance(a, float) or isinstance(b, float):
+                assert a == pytest.approx(float(b), rel=1e-9, abs=1e-9), (g, w)
+            else:
+                assert a == b, (g, w)
+
+
+def test_the_documented_queries_are_the_ones_checked_here() -> None:
+    assert set(QUERIES) == {"trims-invalidating-cache", "overshoots-by-run",
+                            "reread-loops-per-file", "tokens-by-tool", "cost-per-policy"}
+    listed = re.search(r"kind IN \((.*?)\)", QUERIES["trims-invalidating-cache"])
+    assert listed and tuple(k.strip(" '") for k in listed.group(1).split(",")) == TRIM_KINDS
+
+
+def test_trims_invalidating_cache(data: tuple[Corpus, list[Path]]) -> None:
+    _, outs = data
+    a = traces(outs, "actions")
+    a = a[a["kind"].isin(TRIM_KINDS) & ~a["undone"]]
+    a = a.sort_values(["invalidated_tokens", "policy", "run_id", "request", "action"],
+                      ascending=[False, True, True, True, True], kind="stable").head(10)
+    want = rows(a[["policy", "run_id", "request", "tier", "kind", "invalidated_tokens",
+                   "reclaimed_tokens"]])
+    assert len(want) == 10 and want[0][5] > 0
+    same(sql(QUERIES["trims-invalidating-cache"], traces=outs).rows, want)
+
+
+def test_overshoots_by_run(data: tuple[Corpus, list[Path]]) -> None:
+    _, outs = data
+    r = traces(outs, "requests")
+    g = r.assign(over=r["overshoot_tokens"] > 0).groupby(["run_id", "policy"]).agg(
+        overshoots=("over", "sum"), max_overshoot_tokens=("overshoot_tokens", "max"),
+        requests=("request", "size")).reset_index()
+    g = g[g["overshoots"] > 0].sort_values(["overshoots", "run_id", "policy"],
+                                           ascending=[False, True, True], kind="stable")
+    want = rows(g)
+    assert want, "the samples overshoot under these policies"
+    same(sql(QUERIES["overshoots-by-run"], traces=outs).rows, want)
+
+
+def test_reread_loops_per_file(data: tuple[Corpus, list[Path]]) -> None:
+    corpus, _ = data
+    m, rq = dataset(corpus, "messages"), dataset(corpus, "requests")
+    reads = m[(m["kind"] == "tool_call") & (m["op"] == "read") & (m["path"] != "")]
+    found = []
+    for (run, path), g in reads.groupby(["run_id", "path"]):
+        out_msgs = np.sort(rq.loc[rq["run_id"] == run, "output_msg"].to_numpy())
+        idx = np.searchsorted(out_msgs, g["msg"].to_numpy(), side="left")  # first output ≥ msg
+        reqs = [int(i) for i in idx if i < len(out_msgs)]  # requests are 0..n-1 in order
+        window = [sum(1 for q in reqs if r - 9 <= q <= r) for r in reqs]
+        if window and max(window) >= 3:
+            found.append((run, path, len(reqs), max(window)))
+    found.sort(key=lambda t: (-t[3], -t[2], t[0], t[1]))
+    assert found, "the samples hold re-read loops"
+    same(sql(QUERIES["reread-loops-per-file"], corpus=corpus).rows, found)
+
+
+def test_tokens_by_tool(data: tuple[Corpus, list[Path]]) -> None:
+    corpus, _ = data
+    m = dataset(corpus, "messages")
+    m = m[m["kind"].isin(["tool_call", "tool_result"])]
+    call, res = m["kind"] == "tool_call", m["kind"] == "tool_result"
+    g = pd.DataFrame({
+        "calls": call.groupby(m["tool"]).sum(),
+        "call_tokens": m["tokens_o200k"].where(call).groupby(m["tool"]).sum(min_count=1),
+        "result_tokens": m["tokens_o200k"].where(res).groupby(m["tool"]).sum(min_count=1),
+        "tokens": m["tokens_o200k"].groupby(m["tool"]).sum(min_count=1),
+    }).reset_index().sort_values(["tokens", "tool"], ascending=[False, True], kind="stable")
+    want = rows(g[["tool", "calls", "call_tokens", "result_tokens", "tokens"]])
+    assert len(want) > 10
+    same(sql(QUERIES["tokens-by-tool"], corpus=corpus).rows, want)
+
+
+def test_cost_per_policy(data: tuple[Corpus, list[Path]]) -> None:
+    _, outs = data
+    r = traces(outs, "requests")
+    want = []
+    for policy, g in r.groupby("policy"):
+        want.append((policy, g["run_id"].nunique(), len(g), int(g["truth_tokens"].sum()),
+                     int(g["cached_tokens"].sum()),
+                     round(g["cached_tokens"].sum() / g["truth_tokens"].sum(), 4),
+                     round(float(g["cost_usd"].sum()), 4)))
+    want.sort(key=lambda t: (t[6], t[0]))
+    assert [w[0] for w in want] and len(want) == 2
+    same(sql(QUERIES["cost-per-policy"], traces=outs).rows, want)
+
+
+def test_only_the_manifests_entries_are_read(data: tuple[Corpus, list[Path]],
+                                             tmp_path: Path) -> None:
+    """A stale entry folder under data/ (a changed log's old version) is not counted twice."""
+    corpus, _ = data
+    copy = tmp_path / "ds"
+    shutil.copytree(corpus.root, copy)
+    first = min((copy / "data").iterdir())
+    shutil.copytree(first, copy / "data" / f"{first.name}-old")
+    n = len(dataset(corpus, "messages"))
+    again = open_corpus([copy])
+    assert sql("SELECT count(*) FROM messages", corpus=again).rows == [(n,)]
+    globbed = len(pd.concat([pd.read_parquet(p) for p in (copy / "data").glob("*/messages.parquet")]))
+    assert globbed > n
+
+
+def test_cli_prints_the_rows_and_exits_2_for_what_it_refuses(
+        data: tuple[Corpus, list[Path]], tmp_path: Path) -> None:
+    _, outs = data
+    t = [a for o in outs for a in ("-t", str(o))]
+    done = runner.invoke(app, ["sql", QUERIES["cost-per-policy"], *t, "--json"])
+    assert done.exit_code == 0, done.output
+    assert [r["policy"] for r in json.loads(done.stdout)] == [
+        r[0] for r in sql(QUERIES["cost-per-policy"], traces=outs).rows]
+    target = tmp_path / "x.csv"
+    for query in (f"COPY trace_requests TO '{target}'", "SELEC 1",
+                  "SELECT * FROM read_csv('/etc/passwd')", "SELECT 1; SELECT 2",
+                  f"ATTACH '{tmp_path / 'db.duckdb'}'", "SELECT * FROM messages"):
+        done = runner.invoke(app, ["sql", query, *t])
+        assert done.exit_code == 2, (query, done.output)
+        assert "error:" in done.output
+    assert list(tmp_path.iterdir()) == []
+    done = runner.invoke(app, ["sql", "SELECT 1", "-t", str(tmp_path)])
+    assert done.exit_code == 2 and "not a `replay run --out` folder" in done.output
+
+
+def test_a_query_needs_something_to_read() -> None:
+    with pytest.raises(ReplayInputError, match="nothing to query"):
+        sql("SELECT 1")
