@@ -345,8 +345,9 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{t['held_out_fitted_within_target']} of {t['held_out_fitted_runs']}, median "
         f"{_pct(t['held_out_fitted_error_median_frac'])}); {t['held_out_redacted_runs']} of those "
         "runs are sized from redaction markers (their error is the marker estimate's)"),
-        (f"re-reads after {t['reread_compactions']} recorded compactions in {t['reread_runs']} "
-        f"runs: {t['reread_recorded']} files fetched again, {t['reread_predicted']} predicted, "
+        (f"re-reads after {_n(t['reread_compactions'], 'recorded compaction')} in "
+        f"{_n(t['reread_runs'], 'run')}: {t['reread_recorded']} files fetched again, "
+        f"{t['reread_predicted']} predicted, "
         f"{t['reread_hits']} both: recall {_frac(t['reread_recall'])} (target "
         f"≥ {REREAD_RECALL_TARGET}), precision {_frac(t['reread_precision'])} (target "
         f"≥ {REREAD_PRECISION_TARGET}), tokens {_pct(t['reread_tokens_error_frac'], signed=True)}"
@@ -356,6 +357,10 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{_frac(t['reread_naive_precision'])}, tokens "
         f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"),
     ]
+
+
+def _n(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _frac(v: float | None) -> str:

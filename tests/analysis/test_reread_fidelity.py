@@ -129,7 +129,29 @@ def test_fidelity_rows_and_totals_pool_the_compactions(sample_corpus):  # type: 
     assert (t["reread_hits"], t["reread_recorded"], t["reread_predicted"]) == (hits, rec, pred)
     assert t["reread_recall"] == hits / rec and t["reread_precision"] == hits / pred
     assert t["reread_compactions"] == 2 and t["reread_runs"] == 2
-    assert any(line.startswith("re-reads after 2 recorded compactions") for line in totals_lines(t))
+    assert any(line.startswith("re-reads after 2 recorded compactions in 2 runs")
+               for line in totals_lines(t))
+
+
+def test_the_fidelity_command_shows_the_reread_figures(samples, sample_corpus, tmp_path):  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    log = samples / "claude-code" / SESSIONS[1]
+    runner = CliRunner()
+    got = runner.invoke(app, ["fidelity", str(log), "--json", "--cache-dir", str(tmp_path)])
+    assert got.exit_code == 0, got.output
+    (run,) = json.loads(got.stdout)["runs"]
+    raw = _raw(log)
+    hits = len(raw["recorded"] & raw["rules"])
+    assert run["reread_recall"] == hits / len(raw["recorded"])
+    assert run["reread_precision"] == hits / len(raw["rules"])
+    assert run["rereads"]["recorded"] == len(raw["recorded"])
+    assert run["rereads_naive"]["predicted"] == len(raw["naive"])
+    table = runner.invoke(app, ["fidelity", str(log), "--cache-dir", str(tmp_path)])
+    assert table.exit_code == 0
+    assert "re-reads after 1 recorded compaction in 1 run:" in table.output
 
 
 def test_a_run_without_compaction_has_unknown_reread_figures(sample_corpus):  # type: ignore[no-untyped-def]
