@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis.fidelity import fidelity, fidelity_totals, totals_lines
 from analysis.reread_fidelity import compaction_rereads, pooled
@@ -163,3 +165,65 @@ def test_a_run_without_compaction_has_unknown_reread_figures(sample_corpus):  # 
     t = fidelity_totals([row])
     assert t["reread_recall"] is None and t["reread_runs"] == 0
     assert "recall unknown" in totals_lines(t)[-1]
+
+
+def _compacted_run(steps: list[tuple[str, int]], compact_at: int, hide_rereads: bool) -> Any:
+    """A run of ``steps`` (tool, file number), compacted by the harness before step
+    ``compact_at``; with ``hide_rereads`` every read after the compaction reads an unrelated
+    file instead (the same shape, no re-read)."""
+    from replay.engine.prepared import prepare
+    from replay.ingest.parsers.builder import RunBuilder, Source
+    from replay.ingest.run_tables import tokenize
+
+    b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64), index=0,
+                   format="hyp", issues=[])
+    b.message("user")
+    b.text("task")
+    for i, (tool, n) in enumerate(steps):
+        if i == compact_at:
+            b.message("user")
+            b.summary("summary of the work so far")
+        path = f"src/f{n}.py"
+        if tool == "Read" and hide_rereads and i >= compact_at:
+            path = "elsewhere/unrelated.txt"
+        b.message("assistant")
+        if tool == "say":
+            b.text(f"now {path}")
+        else:
+            args = {"command": f"{'git add' if n % 2 else 'pytest'} {path}"} if tool == "Bash" \
+                else {"file_path": path}
+            b.tool_call(f"c{i}", tool, args)
+        b.request()
+        if tool != "say":
+            b.message("tool")
+            b.tool_result(f"c{i}", f"content of {path} " * 5)
+    b.message("assistant")
+    b.text("done")
+    b.request()
+    tables = tokenize([b.build()], ("o200k_base",))
+    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+
+
+_STEPS = st.lists(st.tuples(st.sampled_from(["Read", "Edit", "Write", "Bash", "Grep", "say"]),
+                            st.integers(0, 3)), min_size=2, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_STEPS, st.data())
+def test_predictions_never_look_at_the_rereads(steps, data):  # type: ignore[no-untyped-def]
+    """Predicted files are removed files, hits are bounded by both sides, and the prediction is
+    the same when the run's re-reads after the compaction read something else instead."""
+    at = data.draw(st.integers(1, len(steps) - 1))
+    run, hidden = _compacted_run(steps, at, False), _compacted_run(steps, at, True)
+    for rules in (NAIVE_RULES, None):
+        got = compaction_rereads(run) if rules is None else compaction_rereads(run, rules=rules)
+        alt = compaction_rereads(hidden) if rules is None else compaction_rereads(hidden,
+                                                                                rules=rules)
+        assert [c.predicted for c in got] == [c.predicted for c in alt]
+        assert all(not c.recorded for c in alt)
+        for c in got:
+            assert set(c.predicted) <= set(c.removed) and set(c.recorded) <= set(c.removed)
+            assert c.hits <= min(len(c.recorded), len(c.predicted))
+            p = pooled([c])
+            assert p.recall is None or 0 <= p.recall <= 1
+            assert p.precision is None or 0 <= p.precision <= 1
