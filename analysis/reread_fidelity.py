@@ -6,11 +6,13 @@ Code ``compact_boundary``, Codex ``compacted``, OpenHands condensation, Inspect
 first one after it to the next compaction (or the run's end):
 
 - *removed*: the files whose read results the harness dropped — fetched read blocks
-  (``replay.engine.needs``) between the start of the context it compacted and its boundary;
-- *re-attached*: the files the harness put back after the summary, by the rule of the policy
-  that reproduces it (``replay.engine.tiers.restore.pick_files`` with the policy's first summarise
-  tier's ``restore``: Claude Code re-attaches up to 5 recently read files); they are carried, so
-  never predicted;
+  (``replay.engine.needs``) between the start of the context it compacted and its boundary —
+  less those it kept a read of after the boundary (still in context: nothing to fetch again);
+- *re-attached*: when ``restore`` is given, the files the harness put back after the summary by
+  that rule (``replay.engine.tiers.restore.pick_files``: Claude Code re-attaches up to 5 recently
+  read files); they are carried, so never predicted.  ``analysis.fidelity`` gives none: Claude
+  Code does not write what it re-attaches to its log, and that rule, applied to the sample
+  compactions, marks as carried files the agent read again (recall 0.40 instead of 0.80);
 - *recorded*: removed files the agent read again in the window, as the log shows
   (``BlockNeeds.refetch_requests``);
 - *predicted*: removed files, not re-attached, with a need in the window
@@ -129,10 +131,12 @@ def compaction_rereads(run: PreparedRun, restore: Restore | None = None,
         if boundary <= start:
             continue  # the log begins after it: nothing it removed is in the log
         end = firsts[i + 1][1] if i + 1 < len(firsts) else run.n_requests
+        kept = {got.key for b in range(boundary, run.req_blocks[first])
+                if (got := needs.of(b)) is not None}
         by_path: dict[str, list[int]] = {}
         for b in range(start, boundary):
             got = needs.of(b)
-            if got is not None and got.key.startswith("path:"):
+            if got is not None and got.key.startswith("path:") and got.key not in kept:
                 by_path.setdefault(run.path[got.call_block], []).append(b)
         carried = set()
         if restore is not None and restore.files:
