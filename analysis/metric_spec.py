@@ -22,6 +22,8 @@ Not here: the computations (the analysis modules), the registry (``analysis.metr
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -75,6 +77,10 @@ class MetricSpec:
     def header(self) -> str:
         return self.label or self.name
 
+    def format(self, v: Any) -> str:
+        """A value of this metric for people (``format_value`` of its unit)."""
+        return format_value(self.unit, v)
+
 
 @dataclass(frozen=True, slots=True)
 class RunFacts:
@@ -121,6 +127,32 @@ class MetricPart:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(m.name for m in self.metrics)
+
+
+WHOLE_UNITS = frozenset({"count", "tokens", "requests", "request index", "bytes", "seconds"})
+"""Units shown as whole numbers (``1,234``): a mean of them too."""
+UNKNOWN_TEXT = "–"
+"""A value that cannot be computed, in a table or a report."""
+
+
+def format_value(unit: str, v: Any) -> str:
+    """``v`` for people, one rule per unit: counts, tokens, requests and bytes as whole numbers
+    with separators (``133,847,218``), fractions as a percentage (``12.3%``; two significant
+    digits below 0.1 %), USD with two decimals (``16.10``), anything else with up to two
+    decimals (a whole number whole); ``UNKNOWN_TEXT`` for None or NaN.  JSON and CSV keep the raw value."""
+    if v is None or isinstance(v, numbers.Real) and math.isnan(v):
+        return UNKNOWN_TEXT
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return str(v)
+    if isinstance(v, numbers.Integral) and unit not in ("fraction", "USD"):
+        return f"{int(v):,}"
+    x = float(v)
+    if unit in WHOLE_UNITS:
+        return f"{round(x):,}"
+    if unit == "fraction":
+        p = x * 100
+        return f"{p:,.1f}%" if abs(p) >= 0.1 or p == 0 else f"{p:.2g}%"
+    return f"{x:,.2f}"
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

@@ -31,7 +31,7 @@ from analysis.check.gate import (
     pct,
 )
 from analysis.metric_spec import count
-from analysis.metrics import METRIC_DIRECTIONS, known
+from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from replay.safe_text import markdown, xml_text
 
 HEADLINE_METRICS: tuple[str, ...] = known("overshoots_n", "overshoots_max_tokens",
@@ -96,7 +96,7 @@ def moved_rows(cases: list[Case], labels: dict[str, str] | None = None) -> list[
     metric, baseline, current, change, tolerance, status."""
     rows = []
     for c in cases:
-        base, current = _pair(c.baseline, c.current)
+        base, current = _pair(c.baseline, c.current, c.metric)
         rows.append({"policy": c.policy, "run": (labels or {}).get(c.run, c.run), "metric": c.metric, "baseline": base,
                      "current": current, "change": _short_change(c),
                      "tolerance": str(c.tolerance), "status": c.status})
@@ -113,9 +113,12 @@ def change_rows(changes: list[BaselineChange]) -> list[dict[str, str]]:
     return rows
 
 
-def _pair(a: Value, b: Value) -> tuple[str, str]:
-    """Two values formatted for people, in full when the short forms would look equal."""
-    short = fmt(a), fmt(b)
+def _pair(a: Value, b: Value, metric: str = "") -> tuple[str, str]:
+    """Two values formatted for people (a metric's by its unit, ``MetricSpec.format``), in
+    full when the short forms would look equal."""
+    spec = SPECS.get(metric)
+    short = (spec.format(a), spec.format(b)) if spec and a is not None and b is not None \
+        else (fmt(a), fmt(b))
     return short if short[0] != short[1] else (repr(a), repr(b))
 
 

@@ -52,6 +52,8 @@ RATIOS: dict[str, tuple[str, str, float]] = {n: m.ratio for n, m in SPECS.items(
 """Metric → (numerator, denominator, scale): totals over runs recomputed as a ratio of sums."""
 WEIGHTS: dict[str, str] = {n: m.weight for n, m in SPECS.items() if m.weight}
 """Metric → the metric its cross-run mean is weighted by (default ``n_requests``)."""
+UNITS: dict[str, str] = {n: m.unit for n, m in SPECS.items()}
+"""Metric column → its unit (how tables format it: ``analysis.metric_spec.format_value``)."""
 if len(SPECS) != sum(len(p.metrics) for p in PARTS):
     raise RuntimeError("a metric is declared twice")
 

@@ -90,7 +90,11 @@ class Page:
 
 
 def fmt_value(metric: str, v: Any) -> str:
-    """A metric value for a table: shares as percentages, counts with separators."""
+    """A metric value for a table: by its unit when it is a declared metric
+    (``MetricSpec.format``: one rule per unit), else shares as percentages, counts with
+    separators."""
+    if metric in SPECS:
+        return SPECS[metric].format(v)
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     v = float(v)

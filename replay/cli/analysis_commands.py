@@ -39,7 +39,7 @@ from replay.cli.output import (
     say,
     warn,
 )
-from replay.cli.tables import TableOptions
+from replay.cli.tables import Layout, TableOptions
 from replay.ingest.run_label import run_labels
 from replay.layout import cache_root, sweep_cache_dir
 from replay.policy import load_policy
@@ -224,6 +224,7 @@ def sweep(
 ) -> None:
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
+    from analysis.per_run import UNITS
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
 
@@ -248,7 +249,7 @@ def sweep(
     else:
         say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
             f"{s.n_reused} reused → {out / 'sweep'}", err=True)
-        _emit(shown, table, title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
+        _emit(shown, table, layout=Layout(units=UNITS), title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
     if done.exit_code:
         say("no setting meets the constraints", err=True)

@@ -72,8 +72,9 @@ def fidelity(
     if table.as_json:
         _print_json({"runs": rows, "totals": totals})
     else:
-        _emit(rows, table, title="fidelity of the harness's own policy (errors as fractions)",
-              layout=FIDELITY_LAYOUT)
+        units = {c: "fraction" for c in (rows[0] if rows else {}) if c.endswith("_frac")}
+        _emit(rows, table, layout=dataclasses.replace(FIDELITY_LAYOUT, units=units),
+              title="fidelity of the harness's own policy (errors in %; --json: fractions)")
         for line in totals_lines(totals):
             say(line)
     _finish(corpus.report, strict)

@@ -35,6 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from analysis.metric_spec import format_value
 from replay.cli.tables import (
     MIN_TEXT,
     PLAIN,
@@ -121,7 +122,8 @@ def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str
     total = totals_row(list(rows), cols, layout) if layout.totals and len(rows) > 1 else None
     numeric = [all(is_number(r[c]) for r in table_rows) and
                any(r[c] not in (None, "") for r in table_rows) for c in cols]
-    cells = [[UNKNOWN if v is None and numeric[i] else printable(_cell(v))
+    units = [layout.units.get(c) for c in cols]
+    cells = [[UNKNOWN if v is None and numeric[i] else printable(_cell(v, units[i]))
               for i, v in enumerate(r.values())]
              for r in [*table_rows, *([total] if total else [])]]
     keep = list(range(len(cols)))
@@ -160,9 +162,13 @@ UNKNOWN = "unknown"
 """A number that cannot be computed (or a total over one), in a table: never blank, never 0."""
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any, unit: str | None = None) -> str:
+    """A cell's text: a number by its column's unit (``format_value``: one rule per unit),
+    else whole numbers with separators and other numbers with four decimals."""
+    if unit is not None and v is not None:
+        return format_value(unit, v)
     if isinstance(v, float):
-        return f"{v:,.4f}" if abs(v) < 10 else f"{v:,.1f}"
+        return f"{v:,.4f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
     return "" if v is None else str(v)

@@ -10,6 +10,7 @@ codes (``replay.cli.output``).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -146,7 +147,9 @@ def providers(*, table: TableOptions) -> None:
                      "input": pr.input_per_mtok, "cache_read": pr.cache_read_per_mtok,
                      "cache_write": pr.cache_write_per_mtok, "output": pr.output_per_mtok,
                      "source": prof.source})
-    _emit(rows, table, title="provider profiles (prices in USD per million tokens)")
+    _emit(rows, table, title="provider profiles (prices in USD per million tokens)",
+          layout=Layout(units={"ttl_s": "seconds", **dict.fromkeys(
+              ("input", "cache_read", "cache_write", "output"), "USD")}))
 
 
 @table_command
@@ -169,6 +172,7 @@ def run(
 ) -> None:
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
+    from analysis.per_run import UNITS
     from analysis.policy_run import run_policy_to  # pandas: imported when a run is asked for
 
     with _errors():
@@ -184,7 +188,8 @@ def run(
         and not (table.as_json or table.as_csv or table.columns)
         else [])
     rows = LazyRows(summary.drop_columns(hidden))
-    _emit(rows, table, title=f"{pol.name}: {len(rows)} runs → {done.out}", layout=RUN_LAYOUT)
+    _emit(rows, table, title=f"{pol.name}: {len(rows)} runs → {done.out}",
+          layout=dataclasses.replace(RUN_LAYOUT, units=UNITS))
     left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
         labels = run_labels(done.corpus.runs)
@@ -232,8 +237,8 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     with _errors():
         labels = run_labels(corpus.runs)
         rows = [{"run": labels[r["run_id"]], **r} for r in calibration_rows(corpus)]
-    _emit(rows, table, title=f"calibration of truth against recorded usage (errors as "
-                               f"fractions; fewer than {MIN_POINTS} points: corpus fit per model, "
+    _emit(rows, table, title=f"calibration of truth against recorded usage (errors in %, "
+                               f"--json: fractions; fewer than {MIN_POINTS} points: corpus fit per model, "
                                "which has no anchored held-out error)",
           layout=CALIBRATION_LAYOUT)
     _finish(corpus.report, strict)
@@ -241,7 +246,10 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
 
 CALIBRATION_LAYOUT = Layout(columns=("run", "fit", "scale", "held_out_fitted_error",
                                      "held_out_anchored_error", "flags"),
-                            priority=("scale", "flags", "held_out_anchored_error"))
+                            priority=("scale", "flags", "held_out_anchored_error"),
+                            units={"mean_abs_error": "fraction", "held_out_fitted_error":
+                                   "fraction", "held_out_anchored_error": "fraction",
+                                   "overhead_tokens": "tokens"})
 POLICIES_LAYOUT = Layout(priority=("name", "tiers", "provider"))
 COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summarised_tokens",
                                      "summary_tokens", "reattached_tokens",

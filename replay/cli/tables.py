@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,8 @@ class Layout:
     """The default columns, in order (empty: every column)."""
     totals: dict[str, str] = field(default_factory=dict)
     """Column → ``sum`` or ``max`` for a totals row (empty: no totals row)."""
+    units: Mapping[str, str] = field(default_factory=dict)
+    """Column → its unit (``analysis.metric_spec.format_value``: whole numbers, %, USD)."""
     priority: tuple[str, ...] = HEADLINE_COLUMNS
     """The columns kept first, in this order, when the terminal is narrow (after the first
     column, which names the row); the others follow left to right."""

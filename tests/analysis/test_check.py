@@ -251,7 +251,7 @@ def test_update_baseline_rewrites_the_file_and_prints_the_diff(
     write_baseline(files["baseline"], _with_value(baseline, "reserve-exact", "overshoots_n", 7))
     result = _cli(store, files, "--update-baseline")
     assert result.exit_code == 0, result.output
-    assert _first_line(result.output) == f"baseline: wrote {files['baseline']} (1 changes)"
+    assert _first_line(result.output) == f"baseline: wrote {files['baseline']} (1 change)"
     assert f"reserve-exact / {RUN} / overshoots_n" in result.output
     assert load_baseline(files["baseline"]) == baseline
     assert _cli(store, files).exit_code == 0

@@ -240,6 +240,10 @@ def test_cli_report_usage_errors_exit_2(samples: Path, tmp_path: Path) -> None:
     assert runner.invoke(app, ["report", str(log), "--out", str(tmp_path)]).exit_code == 2
     res = runner.invoke(app, ["report", "--traces", str(tmp_path / "nothing")])
     assert res.exit_code == 2
+    assert "no such file or folder" in res.output and "nothing" in res.output
+    (tmp_path / "empty").mkdir()
+    res = runner.invoke(app, ["report", "--traces", str(tmp_path / "empty")])
+    assert res.exit_code == 2
     assert "no traces here" in res.output
 
 
