@@ -24,7 +24,8 @@ from replay.redact import redact as redact_paths
 def redact(
     paths: PathsArg,
     out: Annotated[Path, typer.Option(help="Folder to write the redacted copies into (relative "
-                                           "paths mirrored); must lie outside the inputs.")],
+                                           "paths mirrored; several input folders each under its "
+                                           "name); must lie outside the inputs.")],
     shift_days: Annotated[int, typer.Option(help="Move every timestamp by this many days.")] = 0,
     salt: Annotated[str, typer.Option(
         help="Secret mixed into path hashes (without it a known path can be recognised by "

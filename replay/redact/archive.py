@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.errors import OutputError
-from replay.ingest.discover import discover, sources
+from replay.ingest.discover import discover, relative_source, sources
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS, detect_format
@@ -118,11 +118,40 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str = "",
     out = make_output_dir(out)
     redactor = Redactor(salt=salt, shift_days=shift_days)
     files = []
-    for (path, _root), rel in zip(found, sources(found)):
+    for (path, _root), rel in zip(found, archive_names(paths, found)):
         files.append(_one(path, rel, out, redactor))
         if on_file:
             on_file(rel)
     return RedactReport(out, tuple(files), len(redactor.paths))
+
+
+def archive_names(paths: list[Path], found: list[tuple[Path, Path]]) -> list[str]:
+    """Where each discovered file's copy goes inside ``--out``: with one input folder, its path
+    relative to it (``sources``); with several, under a folder named after its input
+    (``a/x.jsonl``, ``b/sub/y.jsonl``; a second input of the same name gets ``-2``), so each
+    input keeps its own layout and none is merged into another.  A file named directly goes at
+    the top."""
+    folders = [p for p in paths if p.is_dir()]
+    if len(folders) <= 1:
+        return sources(found)
+    prefix: dict[Path, str] = {}
+    for p in folders:
+        base = p.resolve().name or "input"
+        name, k = base, 1
+        while name in prefix.values():
+            k += 1
+            name = f"{base}-{k}"
+        prefix[p] = name
+    names: list[str] = []
+    for path, root in found:
+        rel = relative_source(path, root)
+        name = f"{prefix[root]}/{rel}" if root in prefix else rel
+        base, k = name, 1
+        while name in names:  # a file named directly whose name an input folder took
+            k += 1
+            name = f"{Path(base).stem}-{k}{Path(base).suffix}"
+        names.append(name)
+    return names
 
 
 def _check_out(paths: list[Path], out: Path) -> None:

@@ -344,3 +344,21 @@ def test_the_other_formats_fixtures_redact_or_are_refused_with_a_reason(tmp_path
     assert not [i for f in written for i in f.issues]
     for f, _ in discover([tmp_path / "out"]):
         assert scan(f.read_bytes()) == [], f
+
+
+def test_several_input_folders_keep_their_own_layout(tmp_path: Path) -> None:
+    """``replay redact a/ b/ --out r`` (issue #25 item 9): r/a/… and r/b/…, each input's
+    relative layout kept; before, both were merged into r/ (b's clash renamed)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _write_jsonl(a / "session.jsonl", _claude_session())
+    _write_jsonl(a / "deep" / "more.jsonl", _claude_session())
+    _write_jsonl(b / "session.jsonl", _claude_session())
+    out = tmp_path / "r"
+    done = CliRunner().invoke(app, ["redact", str(a), str(b), "--out", str(out), "-q"])
+    assert done.exit_code == 0, done.output
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.jsonl"))
+    assert written == ["a/deep/more.jsonl", "a/session.jsonl", "b/session.jsonl"]
+    one = tmp_path / "r1"
+    assert CliRunner().invoke(app, ["redact", str(a), "--out", str(one), "-q"]).exit_code == 0
+    assert sorted(p.relative_to(one).as_posix() for p in one.rglob("*.jsonl")) == [
+        "deep/more.jsonl", "session.jsonl"]
