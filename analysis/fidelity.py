@@ -41,6 +41,7 @@ from replay.engine.needs import NAIVE_RULES
 from replay.engine.prepared import PreparedRun
 from replay.engine.trace import CUT_KINDS
 from replay.policy import Policy, Summarise, load_policy
+from replay.policy.harness import resolve
 
 HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex"}
 """The preset reproducing each format's harness; formats not listed use ``none`` (mini-swe-agent
@@ -90,6 +91,13 @@ class RunFidelity:
     the harness never compacted, its largest recorded prompt."""
     policy_trigger_tokens: int | None = None
     """Level the policy's first summarise tier fires at (None: none, or not a token level)."""
+    trigger_basis: str = ""
+    """How the policy's trigger level was reached for this run when the policy follows its
+    harness's arithmetic (``replay.policy.harness``: version, model, window, settings); ''
+    for a fixed level."""
+    trigger_estimated: bool = False
+    """A figure of that arithmetic is not documented for the run's version (or the version is
+    not recorded)."""
     points_estimated: int = 0
     """Calibration points whose context holds blocks sized from redaction markers: their
     held-out error measures the marker estimate (``replay.ingest.redaction``), not the model."""
@@ -119,8 +127,10 @@ class RunFidelity:
         if pre is None or level is None:
             return ""
         if auto and abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level:
-            return (f"compacted at {pre:,} recorded tokens, {name} at {level:,}: its harness "
-                    "was configured otherwise (replay it with its own trigger level: --policy)")
+            why = f" ({self.trigger_basis})" if self.trigger_basis else ""
+            return (f"compacted at {pre:,} recorded tokens, {name} at {level:,}{why}: its "
+                    "harness was configured otherwise (replay it with its own trigger level: "
+                    "--policy)")
         if self.recorded_compaction is None and pre > (1 + THRESHOLD_TOLERANCE_FRAC) * level:
             return (f"reached {pre:,} recorded tokens without compacting, {name} compacts at "
                     f"{level:,}: its harness was configured otherwise (--policy)")
@@ -143,6 +153,8 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         if not any(v is not None and v > 0 for v in run.recorded_input):
             continue
         harness = policy or load_policy(HARNESS_POLICY.get(fmts[rid], "none"))
+        resolved = (resolve(harness, run.harness, run.model) if harness.harness is not None
+                    else None)
         name, cal = harness.name, corpus.calibration(rid)
         trace = replay(run, harness, calibration=cal)
         req = trace.columns("requests")
@@ -176,7 +188,10 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
             held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted,
             placement_half_fit_error_requests=(half_at - rec_at if rec_at is not None
                                                and half_at is not None else None),
-            recorded_pre_tokens=_pre_tokens(run), policy_trigger_tokens=_trigger_tokens(harness),
+            recorded_pre_tokens=_pre_tokens(run),
+            policy_trigger_tokens=_trigger_tokens(resolved.policy if resolved else harness),
+            trigger_basis=resolved.basis if resolved else "",
+            trigger_estimated=resolved.estimated if resolved else False,
             points_estimated=own.n_points_estimated if own is not None else 0,
             reread_recall=rereads.recall if rereads else None,
             reread_precision=rereads.precision if rereads else None,

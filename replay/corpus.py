@@ -59,6 +59,7 @@ class Corpus:
         self._prepared: OrderedDict[str, PreparedRun] = OrderedDict()
         self._calibration: dict[str, Calibration | None] = {}
         self._models: dict[str, str] | None = None
+        self._harnesses: dict[str, str] | None = None
         self._model_fits: dict[str, Calibration | None] = {}
         self._all: store.RunTables | None = None
 
@@ -69,7 +70,7 @@ class Corpus:
         corpus.root, corpus.entries, corpus.report = Path("."), [], None
         corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
         corpus._calibration, corpus._entry_of = {}, {}
-        corpus._models, corpus._model_fits = None, {}
+        corpus._models, corpus._model_fits, corpus._harnesses = None, {}, None
         corpus._all = store.RunTables(runs, messages, requests)
         msg_spans = store_index.row_spans(messages["run_id"].to_pylist())
         req_spans = store_index.row_spans(requests["run_id"].to_pylist())
@@ -140,7 +141,9 @@ class Corpus:
         run = self._prepared.get(run_id)
         if run is None:
             run = self._prepared[run_id] = prepare(*self.run_tables(run_id), run_id,
-                                                   events=self.events(run_id))
+                                                   events=self.events(run_id),
+                                                   harness=self._harness_of(run_id),
+                                                   model=self._model_of(run_id))
             while len(self._prepared) > self._keep:
                 self._prepared.popitem(last=False)
         else:
@@ -159,6 +162,11 @@ class Corpus:
                     own = pooled
             self._calibration[run_id] = own
         return self._calibration[run_id]
+
+    def _harness_of(self, run_id: str) -> str:
+        if self._harnesses is None:
+            self._harnesses = dict(zip(self.run_ids, self.runs["harness"].to_pylist()))
+        return self._harnesses.get(run_id) or ""
 
     def _model_of(self, run_id: str) -> str:
         if self._models is None:

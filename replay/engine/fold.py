@@ -47,6 +47,7 @@ from replay.engine.trace import (
 from replay.engine.truth import TruthPlan, truth_plan
 from replay.errors import ReplayInputError
 from replay.policy import Custom, Policy
+from replay.policy.harness import resolve
 
 
 def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None = None,
@@ -74,6 +75,8 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
 
 def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             allow_python: bool) -> Trace:
+    if policy.harness is not None:  # the harness's arithmetic for this run's version and model
+        policy = resolve(policy, run.harness, run.model).policy
     s, cache = policy.server, policy.cache
     plan = truth_plan(run, policy, calibration)
     fit = calibration.overhead_tokens if calibration is not None else 0.0

@@ -121,6 +121,10 @@ class PreparedRun:
     harness_trigger: list[str] = field(default_factory=list)
     """Per harness compaction: ``auto`` or ``manual`` as recorded ('' when not recorded, or
     prepared without the run's events)."""
+    harness: str = ""
+    """The harness and version as the log records them (``Run.harness``; '' when not given)."""
+    model: str = ""
+    """The run's main model as recorded (``Run.model``; '' when not given)."""
     _counts: dict[Any, Any] = field(default_factory=dict)
     """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
 
@@ -230,20 +234,22 @@ class PreparedRun:
 
 
 def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
-            events: pa.Table | None = None) -> PreparedRun:
+            events: pa.Table | None = None, *, harness: str = "", model: str = "") -> PreparedRun:
     """Build a ``PreparedRun`` from one run's message and request rows (already filtered;
     checked first: ``replay.ingest.run_checks``) and, when given, its ``ContextEvent`` rows
-    (for each compaction's recorded trigger)."""
+    (for each compaction's recorded trigger), its recorded harness and main model (for a
+    policy that follows the harness's own arithmetic, ``replay.policy.harness``); the model
+    defaults to the most frequent one its requests name."""
     check_run_tables(messages, requests, run_id)
-    harness = messages["is_harness_summary"].to_pylist()
-    keep = pc.invert(messages["is_harness_summary"]) if any(harness) else None
+    summary_flags = messages["is_harness_summary"].to_pylist()
+    keep = pc.invert(messages["is_harness_summary"]) if any(summary_flags) else None
     summary_tokens: dict[int, dict[str, int]] = {}
     summary_text: dict[int, list[str]] = {}
     if keep is not None:
         all_msgs = messages["msg"].to_pylist()
         texts = messages["text"].to_pylist()
         cols = {name: messages[c].to_pylist() for name, c in _TOKEN_COLUMN.items()}
-        for i, (m, h) in enumerate(zip(all_msgs, harness)):
+        for i, (m, h) in enumerate(zip(all_msgs, summary_flags)):
             if h:
                 summary_text.setdefault(m, []).append(texts[i] or "")
                 per = summary_tokens.setdefault(m, {})
@@ -322,7 +328,17 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
         harness_first_request=[next((k for k, o in enumerate(out_msgs) if o > m), None)
                                for m in summary_msgs],
         harness_trigger=[triggers.get(m, "") for m in summary_msgs],
+        harness=harness, model=model or _main_model(requests["model"].to_pylist()),
     )
+
+
+def _main_model(models: list[str | None]) -> str:
+    """The model most requests name ('' when none does; the first named on a tie)."""
+    counts: dict[str, int] = {}
+    for m in models:
+        if m:
+            counts[m] = counts.get(m, 0) + 1
+    return max(counts, key=lambda m: counts[m], default="")
 
 
 def text_count(text: str, counter: TokenCounter, calibration: Calibration | None = None) -> int:

@@ -72,7 +72,12 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
         options = [a for a in args if a is not type(None)]
         if len(options) > 1 and all(dataclasses.is_dataclass(a) for a in options):
             return _tier(options, v, where, path)
-        return _value(options[0], v, where, path)
+        for option in options[:-1]:  # the first option the value fits (int | "auto")
+            try:
+                return _value(option, v, where, path)
+            except PolicyError:
+                pass
+        return _value(options[-1], v, where, path)
     if origin is Literal:
         if v not in args:
             close = difflib.get_close_matches(str(v), [str(a) for a in args], n=1)
@@ -143,6 +148,8 @@ def check(p: Policy, where: str) -> None:
         if counter.scale <= 0:
             raise PolicyError(where, f"{name}.scale", "must be > 0 (a count scaled to 0 never "
                                                       "reaches a trigger)")
+    if p.harness is not None:
+        _check_harness(p, where)
     names: set[str] = set()
     for i, tier in enumerate(p.tiers):
         key = f"tiers.{i}"
@@ -168,6 +175,29 @@ def check(p: Policy, where: str) -> None:
             raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
         if tier.type == "custom" and ":" not in tier.cls:
             raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
+
+
+def _check_harness(p: Policy, where: str) -> None:
+    """The harness's tier exists and has a trigger; its settings are in their ranges."""
+    from replay.policy.harness import AUTO_COMPACT_WINDOW_RANGE
+
+    h = p.harness
+    assert h is not None
+    tier = next((t for t in p.tiers if t.name == h.tier), None)
+    if tier is None or getattr(tier, "trigger", None) is None:
+        raise PolicyError(where, "harness.tier", f"no tier {h.tier!r} with a trigger; tiers: "
+                                                 + ", ".join(t.name for t in p.tiers))
+    pct = h.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE
+    if pct is not None and not 0 < pct <= 100:
+        raise PolicyError(where, "harness.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+                          f"a percentage above 0 and at most 100, got {pct}")
+    if h.CLAUDE_CODE_AUTO_COMPACT_WINDOW is not None and h.CLAUDE_CODE_AUTO_COMPACT_WINDOW <= 0:
+        raise PolicyError(where, "harness.CLAUDE_CODE_AUTO_COMPACT_WINDOW", "must be > 0")
+    lo, hi = AUTO_COMPACT_WINDOW_RANGE
+    acw = h.autoCompactWindow
+    if isinstance(acw, int) and not lo <= acw <= hi:
+        raise PolicyError(where, "harness.autoCompactWindow",
+                          f"{lo:,}–{hi:,} tokens or 'auto', got {acw:,}")
 
 
 def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:

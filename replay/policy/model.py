@@ -243,6 +243,24 @@ class Custom:
     """When the class is asked (``decide``); every request by default."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Harness:
+    """The harness whose own arithmetic sets the window and one tier's trigger per run, from the
+    version and model the log records and the settings below, under the harness's own names
+    (``replay.policy.harness``: the rule, its cited table of what changed when)."""
+
+    name: Literal["claude-code"] = "claude-code"
+    tier: str = "autocompact"
+    """The tier whose trigger the harness sets (``at_tokens``)."""
+    CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: float | None = None
+    """Percent of the effective window to compact at; it can only lower the threshold."""
+    CLAUDE_CODE_AUTO_COMPACT_WINDOW: int | None = None
+    """Caps the window the threshold is computed from (tokens)."""
+    autoCompactWindow: int | Literal["auto"] | None = None
+    """The settings.json value: 100,000–1,000,000 tokens, or ``auto`` (the model's window);
+    the environment variable wins when both are set."""
+
+
 Tier = Trim | Summarise | Collapse | Custom
 """The tier types; YAML picks one by its ``type`` (``replay.policy.check``)."""
 
@@ -263,6 +281,9 @@ class Policy:
     subtract_reserve: bool = True
     """Whether the harness subtracts the reserve from the window before its fractions and checks."""
     tiers: tuple[Trim | Summarise | Collapse | Custom, ...] = ()
+    harness: Harness | None = None
+    """When set, the window and the named tier's trigger follow the harness's own arithmetic
+    for each run's recorded version and model (``replay.policy.harness.resolve``)."""
     manual_compactions: Literal["keep", "drop"] = "keep"
     """A compaction the user asked for (Claude Code's ``/compact``, recorded ``trigger:
     manual``): ``keep`` replays it where the log recorded it — the user's command, like the

@@ -143,7 +143,9 @@ def kept_first(ctx: Context, split: int, n_messages: int) -> list[HeadItem]:
 def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float,
                     keep_events: int | None = None) -> int:
     """The safe block where the verbatim remainder begins: never after the newest output's
-    start, even when the newest output alone is over the cap."""
+    start, even when the newest output alone is over the cap.  A remainder counted in events
+    moves forward to a safe point (OpenHands forgets up to the next manipulation index, so it
+    keeps at most ``keep_events``); one counted in messages walks back (keeps more)."""
     run = ctx.run
     if ctx.hi <= ctx.lo:
         return ctx.lo
@@ -161,6 +163,10 @@ def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: f
     cap = int(keep_max_frac * env.usable)
     while start < newest and ctx.est_from(start) > cap:
         start = run.msg_start[run.ordinal[start] + 1]
+    if keep_events is not None:  # OpenHands forgets up to the next safe index: keep fewer
+        forward = ctx.safe_split_at_or_after(start)
+        if forward <= newest:
+            return forward
     split = ctx.safe_split_at_or_before(start)
     if ctx.est_from(split) > cap:
         forward = ctx.safe_split_at_or_after(start)  # walking back broke the cap: cut further

@@ -33,7 +33,8 @@ The context, in order:
   the program's call and output, counted there), so re-read and argument analyses see them;
   they are not counted in ``n_tool_calls``.  A command that is also a call item is skipped.
 * ``compacted`` is a harness compaction (a ``compaction`` ContextEvent pointing at its summary;
-  the rollout records no trigger or sizes): its ``message`` (or, when empty, the last message of its
+  the rollout records no trigger or sizes; one in the middle of a turn — a model call before it,
+  no user turn since — is ``auto``, a user's ``/compact`` cannot come mid-turn): its ``message`` (or, when empty, the last message of its
   replacement history) becomes the summary; the replacement history (``replacement_history``
   items, or ``replacement_history_entries`` inline / ``reference`` / ``reference_v2`` resolved
   against earlier items' ids; an unresolved reference is an issue) is not added to the stream
@@ -419,7 +420,10 @@ class _Walk:
         self.stray = 0  # the token_count just before a compaction measured the compaction
         self.flush_nested(ts)
         event = self.b.n_events
-        self.b.event("compaction", harness_compaction=True)
+        # mid-turn (a model call before it and no user turn since): the harness compacted on
+        # its own, as nobody typed /compact in the middle of a turn
+        mid_turn = bool(self.runs) and (not self.turns or self.turns[-1] < self.runs[-1][0])
+        self.b.event("compaction", harness_compaction=True, trigger="auto" if mid_turn else "")
         self.b.set_event(event, summary_msg=self.start("user", ts))
         self.b.summary(text, harness=True, counted=False)
         self.compacted_since_output = True

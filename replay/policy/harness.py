@@ -1,0 +1,166 @@
+"""A harness's own arithmetic: the trigger it computes from its version, the model and the
+user's settings, for the run being replayed (#26 items 5 and 6).
+
+A policy with ``harness: {name: claude-code, …}`` does not fix its window and auto-compact
+level: ``resolve`` sets them per run from what the log records — the harness version
+(``Run.harness``, e.g. ``claude-code 2.1.7``) and the model — and from the settings the user
+gave under the harness's own names (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``,
+``CLAUDE_CODE_AUTO_COMPACT_WINDOW``, ``autoCompactWindow``).  Pure: the same policy and run
+facts give the same policy; ``Resolved.basis`` says how the level was reached, in words, and
+``Resolved.estimated`` when a figure is not documented for that version.
+
+Claude Code (``CLAUDE_CODE_BUFFERS``, ``claude_code_window``):
+
+    window     = the model's context window (1,000,000 for a ``[1m]`` model id and the models
+                 that ship with 1M; else 200,000), capped by CLAUDE_CODE_AUTO_COMPACT_WINDOW,
+                 else by the autoCompactWindow setting (100,000–1,000,000 or ``auto``)
+    effective  = window − min(max output, 20,000)            (20,000 for every current model)
+    threshold  = effective − buffer(version)                 (13,000 from 2.1.25; 25,000 ≤ 2.1.7)
+    with CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = p: min(floor(effective × p / 100), threshold)
+
+The harness sets the tier's trigger only while it is the preset's (``at_tokens`` at
+``TODAY_LEVEL_TOKENS``): a level the user wrote in the tier stands, and ``basis`` says so.
+
+Not here: the policy model (``replay.policy``), where a replay applies it
+(``replay.engine.fold``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from replay.policy import Harness, Policy, Tier
+
+OUTPUT_RESERVE_CAP_TOKENS = 20_000
+"""MAX_OUTPUT_TOKENS_FOR_SUMMARY: the effective window is the window less min(max output, this)
+(autoCompact.ts as quoted by the teardown in harness-policies.md A2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BufferEra:
+    """Claude Code's auto-compact buffer (beyond the output reserve) from a version on."""
+
+    first_version: tuple[int, int, int]
+    buffer_tokens: int
+    measured: bool
+    """Whether this figure was measured on sessions of this era (else carried over)."""
+    source: str
+
+
+CLAUDE_CODE_BUFFERS: tuple[BufferEra, ...] = (
+    BufferEra((0, 0, 0), 25_000, True,
+              "window − 45,000: /context 'Autocompact buffer 45.0k (22.5 %)' on 2.0.30 "
+              "(checkeagle.com, harness-policies.md A2) and 2.0.53 (anthropics/claude-code#12333); "
+              "three 2.1.7 sessions auto-compacted at 154.0k–154.5k recorded tokens (#26)"),
+    BufferEra((2, 1, 8), 13_000, False,
+              "2.1.8–2.1.24 not measured: the figure of 2.1.25 on is assumed"),
+    BufferEra((2, 1, 25), 13_000, True,
+              "window − 33,000 = − min(max output, 20,000) − AUTOCOMPACT_BUFFER_TOKENS 13,000 "
+              "(autoCompact.ts, harness-policies.md A2); /context 'Autocompact buffer: 33k' "
+              "(anthropics/claude-code#23409, 2026-02-05; #63015, 2.1.153); sessions of "
+              "2.1.25–2.1.45 auto-compacted at 167,000 (#26)"),
+)
+"""What changed when, oldest first: the era of a version is the last whose first version it
+reaches.  Verified figures only; a gap between measured versions says so (``measured``)."""
+
+ONE_MILLION_MODELS: tuple[str, ...] = ("claude-opus-5", "claude-fable-5", "claude-sonnet-5-5")
+"""Model id prefixes whose Claude Code window is 1,000,000 tokens without a ``[1m]`` suffix:
+opus-5 and fable-5 sessions (Abinesh-L/claude-crusts v0.8.0 release notes), claude-sonnet-5-5
+(xsyetopz/claudetto wiki, 'Compaction And Context', Claude Code 2.1.296)."""
+DEFAULT_WINDOW_TOKENS = 200_000
+"""Claude Code's default window (the 2.1.296 strings, claudetto wiki)."""
+ONE_MILLION_TOKENS = 1_000_000
+AUTO_COMPACT_WINDOW_RANGE = (100_000, 1_000_000)
+"""The values the autoCompactWindow setting takes besides ``auto`` (claude-code docs as quoted
+by claude-code-log; Astro-Han/claude-pace v0.9.6: Claude Code 2.1.311+)."""
+
+
+TODAY_LEVEL_TOKENS = DEFAULT_WINDOW_TOKENS - OUTPUT_RESERVE_CAP_TOKENS - 13_000
+"""The level a preset writes for its harness tier (a 200k model today: 167,000).  A tier whose
+trigger is anything else was set by the user: their level stands, the window still follows the
+model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A policy with its window and trigger set for one run, and how."""
+
+    policy: Policy
+    level_tokens: int
+    basis: str
+    """The arithmetic in words (version, model, window, buffer, settings)."""
+    estimated: bool
+    """A figure used is not documented for the run's version (or the version is unknown)."""
+
+
+def version_of(harness: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a recorded harness string such as ``claude-code 2.1.39``."""
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", harness)
+    return None if m is None else (int(m[1]), int(m[2]), int(m[3]))
+
+
+def buffer_era(version: tuple[int, int, int] | None) -> BufferEra:
+    """The buffer era of a Claude Code version (the newest for an unknown version)."""
+    if version is None:
+        return CLAUDE_CODE_BUFFERS[-1]
+    return [e for e in CLAUDE_CODE_BUFFERS if version >= e.first_version][-1]
+
+
+def claude_code_window(model: str, h: Harness) -> tuple[int, str]:
+    """The window Claude Code plans against for ``model`` under the user's settings, and why."""
+    one_m = model.endswith("[1m]") or model.startswith(ONE_MILLION_MODELS)
+    window = ONE_MILLION_TOKENS if one_m else DEFAULT_WINDOW_TOKENS
+    why = f"{model or 'model not recorded'}: {window:,} window"
+    cap = h.CLAUDE_CODE_AUTO_COMPACT_WINDOW
+    name = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
+    if cap is None and isinstance(h.autoCompactWindow, int):
+        cap, name = h.autoCompactWindow, "autoCompactWindow"
+    if cap is not None and cap < window:
+        window, why = cap, f"{why}, capped at {cap:,} by {name}"
+    return window, why
+
+
+def resolve(policy: Policy, harness: str, model: str) -> Resolved:
+    """``policy`` with its window, reserve and harness tier's trigger set for a run recorded by
+    ``harness`` (as ``Run.harness`` records it) with ``model``."""
+    h = policy.harness
+    if h is None:
+        raise ValueError(f"policy {policy.name} names no harness")
+    version = version_of(harness) if harness.startswith(h.name) else None
+    era = buffer_era(version)
+    window, why = claude_code_window(model, h)
+    reserve = min(OUTPUT_RESERVE_CAP_TOKENS, window - 1)
+    effective = window - reserve
+    level = max(0, effective - era.buffer_tokens)  # a window smaller than the buffer: at once
+    recorded = ".".join(map(str, version)) if version else f"(version not recorded: {harness!r})"
+    basis = (f"claude-code {recorded}"
+             f", {why}: {window:,} − {reserve:,} − {era.buffer_tokens:,} = {level:,}")
+    pct = h.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE
+    if pct is not None:
+        lowered = min(int(effective * pct / 100), level)
+        basis += (f"; CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={pct:g}: min({effective:,} × {pct:g} % , "
+                  f"{level:,}) = {lowered:,}")
+        level = lowered
+    server = dataclasses.replace(policy.server, window_tokens=window, reserve_tokens=reserve)
+    tier = next(t for t in policy.tiers if t.name == h.tier)
+    own = getattr(tier, "trigger", None)
+    if own is None or own.at_tokens != TODAY_LEVEL_TOKENS:  # the user set their own level
+        fixed = own.level_tokens(window - reserve) if own is not None else None
+        basis = (f"{h.tier}'s trigger set by the policy, not by the harness's arithmetic "
+                 f"({basis}); level {fixed:,}" if fixed is not None else basis)
+        resolved = dataclasses.replace(policy, server=server)
+        return Resolved(resolved, fixed if fixed is not None else level, basis, estimated=False)
+    tiers = tuple(_with_level(t, level) if t.name == h.tier else t for t in policy.tiers)
+    resolved = dataclasses.replace(policy, server=server, tiers=tiers)
+    return Resolved(resolved, level, basis, estimated=version is None or not era.measured)
+
+
+def _with_level(tier: Tier, level: int) -> Tier:
+    """``tier`` with its trigger at ``level`` tokens."""
+    from replay.policy import Trigger
+
+    return dataclasses.replace(tier, trigger=Trigger(at_tokens=level))
