@@ -22,6 +22,22 @@ settings.register_profile("dev", max_examples=100, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The suite runs in parallel by default (pytest-xdist, one worker per core): a plain
+    ``python -m pytest`` gets ``-n auto --dist worksteal`` (an idle worker takes tests queued
+    for a busy one, so a few long tests do not leave a core idle at the end). Not in addopts,
+    so that ``-p no:xdist`` (or a missing xdist) still runs the suite serially; ``-n N``,
+    ``-n 0`` or ``--dist`` on the command line win. Every test is independent of the others
+    and of their order: session fixtures are built once per worker, and nothing is written
+    outside pytest's temporary folders (``project_cache`` below)."""
+    if not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    opt = config.option
+    if opt.numprocesses is None and opt.dist == "no" and not opt.collectonly and not opt.usepdb:
+        opt.numprocesses, opt.dist = "auto", "worksteal"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--update-golden`` rewrites the golden trace files instead of comparing with them."""
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected.json")

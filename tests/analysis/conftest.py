@@ -1,13 +1,12 @@
 """Real traces for the analysis tests.
 
-The sample logs are ingested once per session and replayed under both two-tier
-presets (ingest ~10 s cold, each replay and its metrics ~1 s).
+The sample logs (``tests/conftest.py``'s ``sample_corpus``, ingested once per session and
+worker) are replayed under both two-tier presets (each replay and its metrics ~1 s).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
@@ -17,7 +16,7 @@ from analysis import frames
 from analysis.metrics import metrics
 from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import RunResult, run
-from replay.corpus import Corpus, open_corpus, replay_corpus
+from replay.corpus import Corpus, replay_corpus
 from replay.engine.trace import Trace
 from replay.policy import Policy, load_policy
 
@@ -30,12 +29,6 @@ class Replayed(NamedTuple):
     policy: Policy
     trace: Trace
     metrics: pd.DataFrame
-
-
-@pytest.fixture(scope="session")
-def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """The real sample logs, ingested once."""
-    return open_corpus([samples], cache_dir=tmp_path_factory.mktemp("ds"))
 
 
 @pytest.fixture(scope="session")
