@@ -10,7 +10,8 @@ A spec is YAML (or the same dict / keyword arguments in Python)::
     samples: 200            # random: how many settings
     seed: 0                 # random: the seed (same seed, same settings)
 
-A path is the dotted path of ``replay.policy.replace_path`` (tiers by index).
+A path is the dotted path of ``replay.policy.replace_path`` (tiers by name, as policy files
+address them, or by index: ``tiers.tier2_summary.trigger.at_tokens``, ``tiers.1.keep_messages``).
 Ranges whose bounds (and step) are whole numbers give whole numbers.  Designs:
 
 - ``grid`` — the Cartesian product of every axis (refused above ``MAX_CELLS``,
@@ -32,6 +33,7 @@ Not here: running the settings (``analysis.sweep.core``).
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import math
@@ -43,6 +45,7 @@ from typing import Any, Literal
 
 from replay.errors import PolicyError
 from replay.policy import Policy, policy_from_dict, policy_to_dict, set_path
+from replay.policy.doc import item_index, item_name
 from replay.safe_yaml import YamlRefused, parse_yaml, read_yaml_file
 
 Design = Literal["grid", "random", "one_at_a_time"]
@@ -307,7 +310,11 @@ def apply(base: Policy, values: Mapping[str, Any] | tuple[tuple[str, Any], ...],
     policy = base
     if items:
         where = ", ".join(f"{path}={value!r}" for path, value in items)
-        policy = policy_from_dict(doc, f"<{base.name} with {where}>")
+        try:
+            policy = policy_from_dict(doc, f"<{base.name} with {where}>")
+        except PolicyError as exc:  # said with the tier as the paths name it
+            raise PolicyError(exc.path, _as_written(exc.key, [p for p, _ in items], doc),
+                              exc.reason) from None
     paths = report if report is not None else [path for path, _ in items]
     held = policy_to_dict(policy)
     params = tuple((path, _plain(_get(held, path))) for path in paths)
@@ -365,28 +372,54 @@ def _axis(path: str, v: Any, where: str) -> Axis:
 
 
 def _check_path(base: Policy, path: str) -> None:
-    """Fail early, naming the path, when it does not lead to a field of the base policy."""
+    """Fail early, naming the path as written (a tier by its name or index, ``item_index``),
+    when it does not lead to a field of the base policy."""
     node: Any = policy_to_dict(base)
     keys = path.split(".")
     for i, k in enumerate(keys):
         here = ".".join(keys[:i + 1])
         if isinstance(node, list):
-            if not k.isdigit() or int(k) >= len(node):
-                raise PolicyError(f"<{base.name}>", here, f"no item {k!r} (the list has "
-                                                          f"{len(node)}: 0–{len(node) - 1})")
-            node = node[int(k)]
+            at = item_index(node, k)
+            if at is None:
+                names = [str(item_name(t)) for t in node]
+                close = difflib.get_close_matches(k, names, n=1)
+                raise PolicyError(f"<{base.name}>", here, f"no item {k!r}"
+                                  + (f"; did you mean {close[0]!r}?" if close else "")
+                                  + f" (by name: {', '.join(names)}; or an index "
+                                    f"0–{len(node) - 1})")
+            node = node[at]
         elif isinstance(node, dict):
-            if k not in node and i < len(keys) - 1:
-                raise PolicyError(f"<{base.name}>", here, f"no such field (fields: "
-                                                          f"{', '.join(node)})")
+            if k not in node:
+                close = difflib.get_close_matches(k, list(node), n=1)
+                raise PolicyError(f"<{base.name}>", here, "no such field"
+                                  + (f"; did you mean {close[0]!r}?" if close else "")
+                                  + f" (fields: {', '.join(node)})")
             node = node.get(k)
         else:
             raise PolicyError(f"<{base.name}>", here, "is not a mapping or a list")
 
 
+def _as_written(key: str, paths: list[str], doc: Any) -> str:
+    """``key`` (a validation error's ``tiers.1.trigger…``) with the tier's index replaced by its
+    name when the swept paths address that tier by name."""
+    parts = key.split(".")
+    if len(parts) < 2 or parts[0] != "tiers" or not parts[1].isdigit():
+        return key
+    tiers = doc.get("tiers") or []
+    i = int(parts[1])
+    name = item_name(tiers[i]) if i < len(tiers) else None
+    if name is not None and any(p.split(".")[1:2] == [str(name)] for p in paths):
+        return ".".join(["tiers", str(name), *parts[2:]])
+    return key
+
+
 def _get(doc: Any, path: str) -> Any:
     for k in path.split("."):
-        doc = doc[int(k)] if isinstance(doc, list) else doc.get(k)
+        if isinstance(doc, list):
+            at = item_index(doc, k)
+            doc = None if at is None else doc[at]
+        else:
+            doc = doc.get(k)
     return doc
 
 

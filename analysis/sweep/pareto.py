@@ -124,8 +124,13 @@ def check_choice(constraints: Sequence[str], objective: str, params: Sequence[st
     if objective not in columns:
         raise ReplayInputError(f"objective {objective!r}: no such metric"
                                f"{_did_you_mean(objective, columns)}")
+    empty = pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
     for expr in constraints:
         _check_names(expr, columns)
+        try:  # its syntax too: a typo found after the sweep ran wastes the sweep
+            empty.query(_normalise(expr))
+        except Exception as exc:  # noqa: BLE001 - pandas raises many kinds for a bad expression
+            raise ReplayInputError(f"constraint {expr!r}: {exc}") from None
 
 
 def pareto_front(frame: pd.DataFrame, x: str, y: str, *, minimise_y: bool = True) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from typing import Any
 
 from replay.errors import PolicyError
 from replay.policy.check import build, check
-from replay.policy.doc import preset_names, read_policy_doc
+from replay.policy.doc import item_index, item_name, preset_names, read_policy_doc
 from replay.policy.model import (
     TRIGGER_KINDS,
     Collapse,
@@ -116,12 +116,26 @@ def replace_paths(policy: Policy, settings: Iterable[tuple[str, Any]]) -> Policy
 
 def set_path(doc: Any, path: str, value: Any) -> None:
     """Set one field of a policy's plain data (``policy_to_dict``) by dotted path, tiers by
-    index; missing mappings on the way are created."""
+    name or index (``tiers.tier2_summary.trigger.at_tokens``, ``tiers.1.keep_messages``:
+    ``replay.policy.doc.item_index``, as policy files address them); missing mappings on the
+    way are created.
+
+    Raises:
+        PolicyError: a list item the path names does not exist.
+    """
     node: Any = doc
     keys = path.split(".")
-    for k in keys[:-1]:
-        node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
-    if isinstance(node, list):
-        node[int(keys[-1])] = value
-    else:
-        node[keys[-1]] = value
+    for n, k in enumerate(keys):
+        if isinstance(node, list):
+            i = item_index(node, k)
+            if i is None:
+                raise PolicyError("<path>", ".".join(keys[:n + 1]), f"no item {k!r} (names: "
+                                  f"{', '.join(map(str, map(item_name, node)))}; or an index "
+                                  f"0–{len(node) - 1})")
+            if n == len(keys) - 1:
+                node[i] = value
+            node = node[i]
+        elif n == len(keys) - 1:
+            node[k] = value
+        else:
+            node = node.setdefault(k, {})

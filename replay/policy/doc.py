@@ -111,15 +111,34 @@ def _merge_policy(base: dict[str, Any], own: dict[str, Any], where: str,
     return out
 
 
+def item_name(item: Any) -> Any:
+    """What a list item (a tier) is called in a path or a policy file: its ``name``, else its
+    ``type`` (None for an item that is not a mapping)."""
+    return item.get("name", item.get("type")) if isinstance(item, dict) else None
+
+
+def item_index(items: list[Any], key: Any) -> int | None:
+    """The item of a list that ``key`` names, the one rule of policy files (``tiers:
+    {tier2_summary: …}``) and dotted paths (``tiers.tier2_summary.trigger.at_tokens``): an
+    item's name (``item_name``) first, else an index (``1`` or ``"1"``); None when neither."""
+    names = [item_name(t) for t in items]
+    if key in names:
+        return names.index(key)
+    if isinstance(key, str) and key.isdigit():
+        key = int(key)
+    if isinstance(key, int) and not isinstance(key, bool) and 0 <= key < len(items):
+        return key
+    return None
+
+
 def _merge_tiers(base: list[Any], changes: dict[Any, Any], where: str,
                  base_ref: str) -> list[Any]:
     tiers = [dict(t) if isinstance(t, dict) else t for t in base]
-    names = [t.get("name", t.get("type")) if isinstance(t, dict) else None for t in tiers]
+    names = [item_name(t) for t in tiers]
     for key, change in changes.items():
-        if key in names:
-            i = names.index(key)
-        elif isinstance(key, int) and 0 <= key < len(tiers):
-            i = key
+        found = item_index(tiers, key) if not isinstance(key, str) or key in names else None
+        if found is not None:
+            i = found
         else:
             close = difflib.get_close_matches(str(key), [str(n) for n in names], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
