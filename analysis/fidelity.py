@@ -33,6 +33,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.microcompact_check import (
+    MICROCOMPACT_POLICY,
+    MicrocompactCheck,
+    check_microcompactions,
+    microcompact_totals,
+)
 from analysis.reread_fidelity import NO_REREADS, RereadFidelity, compaction_rereads, pooled
 from replay.corpus import Corpus
 from replay.engine.calibrate import first_half_fit
@@ -91,6 +97,9 @@ class RunFidelity:
     the harness never compacted, its largest recorded prompt."""
     policy_trigger_tokens: int | None = None
     """Level the policy's first summarise tier fires at (None: none, or not a token level)."""
+    microcompact: MicrocompactCheck | None = None
+    """The run's recorded microcompactions against a replay under Claude Code's time-based
+    microcompact (``analysis.microcompact_check``; None: the log recorded none)."""
     trigger_basis: str = ""
     """How the policy's trigger level was reached for this run when the policy follows its
     harness's arithmetic (``replay.policy.harness``: version, model, window, settings); ''
@@ -176,6 +185,7 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         fitted = own.held_out_error_frac if own is not None else None
         truth_source = req["truth_source"][0]
         rereads, naive = _rereads(run)
+        micro = check_microcompactions(run, corpus.events(rid).to_pylist(), cal)
         out.append(RunFidelity(
             run_id=rid, source=sources[rid], policy=name, truth_source=truth_source,
             n_requests=run.n_requests, recorded_compaction=rec_at,
@@ -196,7 +206,7 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
             reread_recall=rereads.recall if rereads else None,
             reread_precision=rereads.precision if rereads else None,
             reread_tokens_error_frac=rereads.tokens_error_frac if rereads else None,
-            rereads=rereads, rereads_naive=naive))
+            rereads=rereads, rereads_naive=naive, microcompact=micro))
     return out
 
 
@@ -301,7 +311,9 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "reread_tokens_runs": len(per_run),
         "reread_tokens_within_target": sum(abs(x) <= REREAD_TOKENS_TARGET_FRAC for x in per_run),
         **_reread_totals("reread_naive", naive),
+        **microcompact_totals([r.microcompact for r in rows if r.microcompact is not None]),
     }
+
 
 
 def _reread_totals(prefix: str, runs: list[RereadFidelity]) -> dict[str, Any]:
@@ -371,6 +383,12 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"file): recall {_frac(t['reread_naive_recall'])}, precision "
         f"{_frac(t['reread_naive_precision'])}, tokens "
         f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"),
+        (f"microcompactions recorded (system/microcompact_boundary): "
+         f"{t['microcompact_recorded']} in {_n(t['microcompact_runs'], 'run')}; replayed under "
+         f"Claude Code's time-based microcompact ({MICROCOMPACT_POLICY}): "
+         f"{t['microcompact_replayed']}, {t['microcompact_matched']} before the recorded "
+         f"request; of the {t['microcompact_ids_recorded']} tool results the records name as "
+         f"cleared, {t['microcompact_ids_cleared']} cleared by then in the replay"),
     ]
 
 
