@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from replay.ingest import store
+from replay.safe_text import valid_text
 
 LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 """File endings ingest looks at inside folders (files named directly are always tried)."""
@@ -57,7 +58,7 @@ def sources(found: list[tuple[Path, Path]]) -> list[str]:
     for path, root in found:
         rel = relative_source(path, root)
         prefixed = f"{root.name}/{rel}" if root.name else rel
-        for candidate in (rel, prefixed, _resolved(path).as_posix()):
+        for candidate in (rel, prefixed, valid_text(_resolved(path).as_posix())):
             if candidate not in taken:
                 rel = candidate
                 break
@@ -67,13 +68,16 @@ def sources(found: list[tuple[Path, Path]]) -> list[str]:
 
 
 def relative_source(path: Path, root: Path | None) -> str:
-    """``path`` relative to the folder it was found in (its name alone when outside it)."""
+    """``path`` relative to the folder it was found in (its name alone when outside it), as
+    valid text: a name's bytes that are not UTF-8 are written ``\\xff``
+    (``replay.safe_text.valid_text``), so the name can be stored, hashed and printed."""
     if root is None:
-        return path.name
+        return valid_text(path.name)
     try:
-        return path.relative_to(root).as_posix() if path != root else path.name
+        rel = path.relative_to(root).as_posix() if path != root else path.name
     except ValueError:
-        return path.name
+        rel = path.name
+    return valid_text(rel)
 
 
 def _resolved(path: Path) -> Path:

@@ -15,6 +15,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import re
 import string
 import types
 import typing
@@ -230,13 +231,31 @@ MAX_INT = 2**53
 counts stop being exact as floats and sums overflow int64."""
 
 
+MAX_TEMPLATE_WIDTH = 1000
+"""Largest width or precision a template's format spec may give (``{tool:>40}``): a placeholder
+is a short note, and a larger one would make every trimmed block that many characters."""
+
+
 def _check_template(template: str, where: str, key: str) -> None:
-    """Refuse a template ``str.format`` cannot fill with ``TEMPLATE_FIELDS``."""
+    """Refuse a template ``str.format`` cannot fill with ``TEMPLATE_FIELDS``, and a format spec
+    that refers to another field (``{tool:{chars}}``: its width would come from the data) or
+    asks for a width or precision above ``MAX_TEMPLATE_WIDTH``; checked before it is tried."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parsed = list(string.Formatter().parse(template))
     except ValueError as exc:  # a stray { or }
         raise PolicyError(where, key, f"not a valid template ({exc}); write {{{{ and }}}} for "
                                       f"a literal brace") from None
+    fields = [f for _, f, _, _ in parsed if f is not None]
+    for _, field, spec, _ in parsed:
+        if field is None or not spec:
+            continue
+        if "{" in spec or "}" in spec:
+            raise PolicyError(where, key, f"the format spec of {{{field}:{spec}}} refers to "
+                                          "another field; give its width as a number")
+        if any(len(n.lstrip("0")) > 4 or int(n) > MAX_TEMPLATE_WIDTH
+               for n in re.findall(r"\d+", spec)):
+            raise PolicyError(where, key, f"the format spec of {{{field}:{spec[:40]}}} asks for "
+                                          f"more than {MAX_TEMPLATE_WIDTH:,} characters")
     unknown = [f for f in fields if f not in TEMPLATE_FIELDS]
     if unknown:
         raise PolicyError(where, key, f"unknown template field {{{unknown[0]}}}; the fields are "
