@@ -17,6 +17,8 @@ import typer
 from replay.cli.inputs import PathsArg, QuietOpt, _discover, table_command
 from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.cli.tables import TableOptions
+from replay.errors import ReplayError
+from replay.redact import read_salt
 from replay.redact import redact as redact_paths
 
 
@@ -27,9 +29,13 @@ def redact(
                                            "paths mirrored; several input folders each under its "
                                            "name); must lie outside the inputs.")],
     shift_days: Annotated[int, typer.Option(help="Move every timestamp by this many days.")] = 0,
-    salt: Annotated[str, typer.Option(
-        help="Secret mixed into path hashes (without it a known path can be recognised by "
-             "hashing it); the same salt gives the same hashes.")] = "",
+    salt: Annotated[str | None, typer.Option(
+        help="Secret mixed into every hash of a path or a name; the same salt gives the same "
+             "hashes (to link two archives). Default: a random salt for this archive alone, "
+             "kept nowhere.")] = None,
+    salt_file: Annotated[Path | None, typer.Option(
+        help="Read the salt from this file, outside --out (created with a random salt when "
+             "missing): archives made with it link to each other, and to nothing else.")] = None,
     quiet: QuietOpt = False,
     *,
     table: TableOptions,
@@ -39,19 +45,26 @@ def redact(
     original's figures."""
     files = _discover(paths)
     with _progress("redact", len(files), quiet) as tick, _errors():
+        if salt_file is not None:
+            if salt is not None:
+                raise ReplayError("--salt and --salt-file: give one")
+            salt = read_salt(salt_file, out)
         report = redact_paths(paths, out, shift_days=shift_days, salt=salt, on_file=tick)
-    rows = [{"source": f.source, "format": f.format, "written": f.written, "runs": f.n_runs,
-             "blocks": f.n_blocks, "markers": f.n_markers, "issues": len(f.issues)}
-            for f in report.files]
+    rows = [{"source": f.source, "archived_as": f.archived_as, "format": f.format,
+             "written": f.written, "runs": f.n_runs, "blocks": f.n_blocks,
+             "markers": f.n_markers, "issues": len(f.issues)} for f in report.files]
+    salted = ("salted with the salt given" if report.salt_given else
+              "salted with a random salt for this archive alone (kept nowhere)")
     if table.as_json:
         _print_json({"out": str(report.out), "files": rows, "paths_hashed": report.n_paths,
+                     "salt": "given" if report.salt_given else "random",
                      "issues": [str(i) for i in report.issues]})
     else:
         _emit(rows, table, title="redacted files")
         for issue in report.issues:
             warn(issue)
         written = sum(f.written for f in report.files)
-        say(f"{written} of {len(report.files)} files written, {report.n_paths} paths hashed, "
-            f"{len(report.issues)} issues → {report.out}")
+        say(f"{written} of {len(report.files)} files written, {report.n_paths} paths hashed "
+            f"({salted}), {len(report.issues)} issues → {report.out}")
     if not report.ok:
         raise typer.Exit(1)

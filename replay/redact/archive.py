@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import secrets
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, make_output_dir
-from replay.errors import OutputError
+from replay.errors import OutputError, ReplayError
 from replay.ingest.discover import discover, relative_source, sources
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
@@ -45,7 +47,7 @@ from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.ingest.redaction import ExactSizes, format_exact
 from replay.ingest.run_tables import tokenize
 from replay.ingest.schema import SCHEMAS, TOKENIZERS
-from replay.redact.leaves import DRAFT, Redactor
+from replay.redact.leaves import DRAFT, MAX_SHIFT_DAYS, Redactor, ShiftOutOfRange
 from replay.redact.secrets import scan
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
@@ -80,6 +82,9 @@ class RedactedFile:
     source: str
     format: str
     written: bool
+    archived_as: str
+    """Where the copy is (or would be) in the archive: ``source`` with its folder and file
+    names redacted (``replay.redact.leaves.Redactor.file_path``)."""
     n_runs: int
     n_blocks: int
     n_markers: int
@@ -93,6 +98,9 @@ class RedactReport:
     out: Path
     files: tuple[RedactedFile, ...]
     n_paths: int
+    salt_given: bool
+    """Whether the caller gave the salt; else a random one, used for this archive only and
+    kept nowhere."""
 
     @property
     def ok(self) -> bool:
@@ -104,25 +112,70 @@ class RedactReport:
         return [i for f in self.files for i in f.issues]
 
 
-def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str = "",
+def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | None = None,
            on_file: Callable[[str], None] | None = None) -> RedactReport:
     """Write a redacted copy of every log file under ``paths`` into ``out`` (relative paths
-    mirrored); ``on_file`` is called with each file's source name when it is done.
+    mirrored, their names redacted); ``on_file`` is called with each file's source name when
+    it is done.
+
+    ``salt`` is mixed into every hash of a path or a name; None (the default): a random salt
+    for this archive alone, written nowhere, so its hashes link to nothing outside it.  Give
+    the same salt to make two archives' hashes agree (and keep it out of both).
 
     Raises:
         OutputError: ``out`` is an input, inside an input folder, or holds an input; or
             cannot be created.
+        ReplayError: ``shift_days`` moves every date out of range.
     """
+    if abs(shift_days) > MAX_SHIFT_DAYS:
+        raise ReplayError(f"--shift-days {shift_days}: moves every date outside the years "
+                          f"1-9999 (at most ±{MAX_SHIFT_DAYS:,} days)")
     _check_out(paths, out)
     found = discover(paths)
     out = make_output_dir(out)
-    redactor = Redactor(salt=salt, shift_days=shift_days)
+    redactor = Redactor(salt=secrets.token_hex(SALT_BYTES) if salt is None else salt,
+                        shift_days=shift_days)
     files = []
     for (path, _root), rel in zip(found, archive_names(paths, found)):
-        files.append(_one(path, rel, out, redactor))
+        try:
+            files.append(_one(path, rel, out, redactor))
+        except ShiftOutOfRange as exc:
+            files.append(RedactedFile(rel, "", False, "", 0, 0, 0,
+                                      (Issue(str(path), 0, f"not written: {exc}"),)))
         if on_file:
             on_file(rel)
-    return RedactReport(out, tuple(files), len(redactor.paths))
+    return RedactReport(out, tuple(files), len(redactor.paths), salt is not None)
+
+
+SALT_BYTES = 16
+
+
+def read_salt(path: Path, out: Path) -> str:
+    """The salt kept in ``path`` (``--salt-file``), which must lie outside ``out``; a missing
+    file is created holding a new random salt (readable by its owner only).
+
+    Raises:
+        OutputError: ``path`` is inside ``out``, or cannot be read or created.
+    """
+    if out.resolve() in path.resolve().parents:
+        raise OutputError(f"{path}: --salt-file must lie outside --out (the salt would be "
+                          "shared with the archive)")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            text = read_input(path, max_bytes=4096).decode("utf-8").strip()
+        except (Unreadable, UnicodeDecodeError) as why:
+            raise OutputError(f"{path}: cannot read the salt ({why})") from None
+        if not text:
+            raise OutputError(f"{path}: the salt file is empty")
+        return text
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create the salt file ({exc.strerror or exc})") from None
+    salt = secrets.token_hex(SALT_BYTES)
+    with os.fdopen(fd, "w") as f:
+        f.write(salt + "\n")
+    return salt
 
 
 def archive_names(paths: list[Path], found: list[tuple[Path, Path]]) -> list[str]:
@@ -164,27 +217,24 @@ def _check_out(paths: list[Path], out: Path) -> None:
                               f"choose a folder outside them")
 
 
-_ROLLOUT = re.compile(r"^(rollout-)(\d{4}-\d{2}-\d{2})")
-
-
 def _dest(out: Path, rel: str, redactor: Redactor) -> Path | None:
-    """Where the copy of ``rel`` goes (a Codex rollout's date moved with the timestamps), or
-    None when ``rel`` would leave ``out``."""
+    """Where the copy of ``rel`` goes (its folder and file names redacted), or None when
+    ``rel`` would leave ``out``."""
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or any(p in ("..", "") for p in parts):
         return None
-    name = _ROLLOUT.sub(lambda m: m.group(1) + redactor.shift(m.group(2)), parts[-1])
-    dest = out.joinpath(*parts[:-1], name)
+    dest = out / redactor.file_path("/".join(parts))
     return dest if out.resolve() in dest.resolve().parents else None
 
 
 def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
     where = str(path)
+    dest = _dest(out, rel, redactor)
+    archived = dest.relative_to(out).as_posix() if dest is not None else ""
 
     def failed(reason: str, fmt: str = "", line: int = 0) -> RedactedFile:
-        return RedactedFile(rel, fmt, False, 0, 0, 0, (Issue(where, line, reason),))
+        return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (Issue(where, line, reason),))
 
-    dest = _dest(out, rel, redactor)
     if dest is None:
         return failed(f"cannot mirror its path {rel!r} inside --out; not written")
     original = parse_file(path, rel=rel, tokenizers=TOKENIZERS)
@@ -246,15 +296,16 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         "utf-8", "surrogatepass")
     issues = [Issue(where, 0, f"{n} blocks carry no marker and read with other sizes than the "
                               f"original ({why})") for why, n in unsized.items()]
-    if fmt != detect_format(path.name, final[:65536]):
+    if fmt != detect_format(dest.name, final[:65536]):
         issues.append(Issue(where, 0, f"the redacted copy is not recognised as {fmt}"))
     issues += _verify(path, rel, fmt, final, original, redactor)
-    if found := scan(final):
-        return RedactedFile(rel, fmt, False, 0, 0, 0, (*issues, Issue(
+    if found := scan(final) or scan(archived.encode("utf-8", "surrogatepass")):
+        return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (*issues, Issue(
             where, 0, f"not written: the redacted copy still holds a secret-like string "
                       f"({', '.join(found)})")))
     atomic_write_bytes(dest, final)
-    return RedactedFile(rel, fmt, True, original.tables.runs.num_rows, messages.num_rows,
+    return RedactedFile(rel, fmt, True, archived, original.tables.runs.num_rows,
+                        messages.num_rows,
                         sum(1 for v in figures.values() if v is not None), tuple(issues))
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
+from replay.errors import ReplayError
 from replay.ingest.ops import PATCH_FILE, classify_shell
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.ingest.redaction import EXACT_WORD
@@ -45,7 +46,26 @@ KEEP_KEYS = frozenset({
     "schema_version", "callID", "messageID", "modelID", "providerID", "tool", "mime", "event",
     "function", "span_id", "parent_id", "kind", "inspect_ai", "task", "$rewindTo",
 })
-"""Keys whose string values are ids, enums, names or timestamps: kept as written."""
+"""Keys whose string values are ids, enums, names or timestamps: kept as written, when the value
+has the shape of one (``KEPT_VALUE``) and is not inside a tool input or a ``DATA_KEYS``
+subtree (``keeps`` is the one rule)."""
+KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
+"""The shape of a value kept under ``KEEP_KEYS``: one token of at most 128 characters (an id, an
+enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
+key.  A timestamp (``_DATE``) is kept too."""
+PRODUCT_KEYS = frozenset({"originator"})
+"""Keys of ``KEEP_KEYS`` whose value is a product name of up to three words (Codex's
+``originator``: ``Codex Desktop``), kept when it has that shape (``PRODUCT_NAME``)."""
+PRODUCT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,24}(?: [A-Za-z0-9_.-]{1,24}){0,2}")
+DATA_KEYS = frozenset({"toolUseResult", "metadata", "dataset", "task_args", "model_args",
+                       "solver_args", "model_roles", "model_generate_config", "env", "store",
+                       "scores", "sample_metadata", "plan", "tags", "revision"})
+"""Keys whose subtree is the harness's or the user's own data, not the log's structure (a Claude
+Code tool's result object, Inspect's dataset, metadata and task arguments): inside, every string
+is replaced and every key is hashed, except ``READ_IN_DATA``."""
+READ_IN_DATA = frozenset({"trigger", "summary", "exit_code"})
+"""Keys a parser reads inside a data subtree (Inspect's compaction trigger and summary flag, an
+exit code): kept, with their value when it is an enum (``KEPT_VALUE``)."""
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
                        "absolute_path", "cwd", "filePath", "workdir"})
 """Keys whose string values are paths: hashed."""
@@ -62,8 +82,30 @@ _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
          "exec": "run"}
+_LAYOUT_FOLDERS = frozenset({"subagents", "workflows", "sessions"})
+_LOG_SUFFIX = re.compile(r"(?:\.(?:traj|trajectory|export|events|meta))?\.(?:jsonl|json|traj|eval)$")
+_ID_NAME = re.compile(r"(?:agent-(?:acompact-)?)?[0-9a-f]{6,}(?:-[0-9a-f]{2,})*")
+_DATED_NAME = re.compile(r"(rollout-|session-)(\d{4}-\d{2}-\d{2})(T[0-9-]*-[0-9a-f]{6,}(?:-[0-9a-f]{2,})*)")
 INJECTED_KEY = "ctxreplay_redacted"
 """The key added to a tool input that kept no text (it carries the block's marker)."""
+
+
+class ShiftOutOfRange(ReplayError):
+    """``--shift-days`` moves a timestamp of the file outside the years a date can have."""
+
+
+MAX_SHIFT_DAYS = (date.max - date.min).days
+"""A larger ``--shift-days`` moves every date out of range (a usage error)."""
+
+
+def keeps(key: str, value: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether a string ``value`` under ``key`` (outside tool inputs and data subtrees) is kept
+    as written: the key is on the keep-list (``KEEP_KEYS``, or ``extra``: a format's own enums)
+    and the value is one token or a timestamp.  The one definition of what survives redaction
+    besides structure (keys outside data subtrees), numbers, booleans and nulls."""
+    return (key in KEEP_KEYS or key in extra) and (
+        KEPT_VALUE.fullmatch(value) is not None or _DATE.match(value) is not None
+        or key in PRODUCT_KEYS and PRODUCT_NAME.fullmatch(value) is not None)
 
 
 def draft(key: str) -> str:
@@ -97,6 +139,8 @@ class Redactor:
     skipped when a user message holds them): such a leaf gets its container's marker."""
     _scope: str = ""
     """Inside a tool input: a digest of the whole input (its texts get keys of their own)."""
+    _data: bool = False
+    """Inside a ``DATA_KEYS`` subtree."""
     _found_text: bool = False
 
     def path_hash(self, path: str) -> str:
@@ -110,6 +154,28 @@ class Redactor:
             got = self.paths[path] = (f"p{digest.hexdigest()[:12]}{ext}"
                                       + ("/" if path.endswith("/") and path != "/" else ""))
         return got
+
+    def file_path(self, rel: str) -> str:
+        """The archive's name for a file at ``rel`` (a relative path, ``/``-separated): each
+        folder and file name replaced by a salted hash (``f<12 hex>``) with the format's file
+        suffix kept (``.jsonl``, ``.traj.json``); kept as written only when it is an id (a
+        session uuid, ``agent-<hex>``, ``rollout-<date>T…-<uuid>`` with the date shifted) or a
+        folder name a format's layout needs (``subagents``, ``workflows``, ``sessions``,
+        digits: ``2026/09/02``)."""
+        return "/".join(self._segment(part) for part in rel.split("/"))
+
+    def _segment(self, name: str) -> str:
+        if name in _LAYOUT_FOLDERS or name.isdigit() and len(name) <= 4 and not self.shift_days:
+            return name  # a date folder (2026/09/02) is hashed when dates move
+        m = _LOG_SUFFIX.search(name)
+        stem, suffix = (name[:m.start()], m.group(0)) if m and m.start() else (name, "")
+        if dated := _DATED_NAME.fullmatch(stem):
+            return dated.group(1) + self.shift(dated.group(2)) + dated.group(3) + suffix
+        if _ID_NAME.fullmatch(stem):
+            return stem + suffix
+        prefix = "agent-" if stem.startswith("agent-") else ""
+        digest = hashlib.sha256((self.salt + "\0name\0" + stem).encode("utf-8", "surrogatepass"))
+        return f"{prefix}f{digest.hexdigest()[:12]}{suffix}"
 
     def text(self, value: str) -> str:
         """The draft marker standing for ``value``: equal texts get equal markers, except inside
@@ -126,6 +192,12 @@ class Redactor:
         return self._walk(rec, "")
 
     def _walk(self, value: Any, key: str) -> Any:
+        if key in DATA_KEYS and isinstance(value, (dict, list)) and not self._data:
+            self._data = True
+            try:
+                return self._walk(value, "")
+            finally:
+                self._data = False
         if isinstance(value, dict):
             out = {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
                    else self._walk(v, k) for k, v in value.items()}
@@ -142,8 +214,11 @@ class Redactor:
         return value
 
     def _key(self, key: str) -> str:
-        """A key that is a name, kept; a key that is data (the file paths a Claude Code
-        file-history snapshot is keyed by), hashed like a path."""
+        """A key that is a name, kept (inside a data subtree only ``READ_IN_DATA``); a key
+        that is data (the file paths a Claude Code file-history snapshot is keyed by, any key
+        of a data subtree), hashed like a path."""
+        if self._data:
+            return key if key in READ_IN_DATA else self.path_hash(key)
         return key if _NAME.fullmatch(key) else self.path_hash(key)
 
     def _input(self, args: dict[str, Any], key: str) -> dict[str, Any]:
@@ -166,21 +241,33 @@ class Redactor:
 
     def shift(self, value: str) -> str:
         """A timestamp moved by ``shift_days`` (its time of day and format kept); a value that
-        is not a date is returned as it is."""
+        is not a date is returned as it is.
+
+        Raises:
+            ShiftOutOfRange: the moved date is not in the years 1-9999.
+        """
         m = _DATE.match(value) if self.shift_days else None
         if m is None:
             return value
         try:
             day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-            return (day + timedelta(days=self.shift_days)).isoformat() + value[10:]
-        except (ValueError, OverflowError):
+        except ValueError:  # not a date (a month 13): not a timestamp
             return value
+        try:
+            return (day + timedelta(days=self.shift_days)).isoformat() + value[10:]
+        except OverflowError:
+            raise ShiftOutOfRange(f"--shift-days {self.shift_days} moves {value[:10]} outside "
+                                  "the years 1-9999") from None
 
     def _string(self, value: str, key: str) -> str:
         if key in _TIME_KEYS and self.shift_days and _DATE.match(value):
             return self.shift(value)
-        if (key in KEEP_KEYS or key in self.keep) and not self._scope:  # inside a tool input a "name" may be anything
-            return value
+        if self._data:
+            if key in READ_IN_DATA and KEPT_VALUE.fullmatch(value):
+                return value
+            return self.path_hash(value) if key in PATH_KEYS and value else self.text(value)
+        if not self._scope and keeps(key, value, self.keep):  # inside a tool input a "name"
+            return value  # may be anything
         if key in PATH_KEYS and (self._scope or key != "filename"):  # an attached file's name
             return self.path_hash(value) if value else value  # is text the model sees
         if key in COMMAND_KEYS:

@@ -53,9 +53,10 @@ def test_exact_marker_declares_the_blocks_figures() -> None:
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> tuple[Path, Path]:
-    """(the originals, their redacted copy): ``logs/`` and every sample (Claude Code, Codex,
-    mini-swe-agent, SWE-agent, OpenHands)."""
+def archive(tmp_path_factory: pytest.TempPathFactory,
+            samples: Path) -> tuple[Path, Path, dict[str, str]]:
+    """(the originals, their redacted copy, each original's name in the copy): ``logs/`` and
+    every sample (Claude Code, Codex, mini-swe-agent, SWE-agent, OpenHands)."""
     root = tmp_path_factory.mktemp("redact")
     originals = root / "originals"
     shutil.copytree(REPO / "logs", originals / "logs")
@@ -64,12 +65,12 @@ def archive(tmp_path_factory: pytest.TempPathFactory, samples: Path) -> tuple[Pa
     report = redact([originals], root / "redacted")
     assert report.ok, [str(i) for i in report.issues]
     assert len(report.files) == len(discover([originals]))
-    return originals, root / "redacted"
+    return originals, root / "redacted", {f.source: f.archived_as for f in report.files}
 
 
-def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
-                                                    tmp_path: Path) -> None:
-    originals, redacted = archive
+def test_redacted_archive_replays_like_the_original(
+        archive: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    originals, redacted, names = archive
     before = open_corpus([originals], cache_dir=tmp_path / "a")
     after = open_corpus([redacted], cache_dir=tmp_path / "b")
     assert before.report is not None and after.report is not None
@@ -79,6 +80,7 @@ def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
         policy = load_policy(name)
         was = {r["source"]: r for r in run(before, policy, rollup=RUN_ROLLUP).rollup}
         now = {r["source"]: r for r in run(after, policy, rollup=RUN_ROLLUP).rollup}
+        was = {names[k]: v for k, v in was.items()}  # the copy's source names are redacted
         assert was.keys() == now.keys()
         depends = content_dependence(policy)
         exact_presets += not depends
@@ -89,13 +91,15 @@ def test_redacted_archive_replays_like_the_original(archive: tuple[Path, Path],
                 assert now[source][col] == row[col], (name, source, col, depends)
 
 
-def test_runs_read_back_with_the_original_figures_and_paths(archive: tuple[Path, Path]) -> None:
-    originals, redacted = archive
+def test_runs_read_back_with_the_original_figures_and_paths(
+        archive: tuple[Path, Path, dict[str, str]]) -> None:
+    originals, redacted, names = archive
     n_files = 0
     for path, _root in discover([originals]):
         rel = path.relative_to(originals)
         a = parse_file(path, tokenizers=("o200k_base", "cl100k_base")).tables
-        b = parse_file(redacted / rel, tokenizers=("o200k_base", "cl100k_base")).tables
+        b = parse_file(redacted / names[rel.as_posix()],
+                       tokenizers=("o200k_base", "cl100k_base")).tables
         assert a is not None and b is not None
         for col in ("kind", "role", "tool", "op", "n_chars", "n_bytes", "n_lines",
                     "tokens_o200k", "tokens_cl100k", "tokens_estimated", "is_error"):
@@ -231,7 +235,9 @@ def test_planted_secrets_are_not_in_the_archive(tmp_path: Path) -> None:
     report = redact([src], tmp_path / "out")
     assert report.ok, [str(i) for i in report.issues]
     written = [f for f, _ in discover([tmp_path / "out"])]
-    assert [f.relative_to(tmp_path / "out").as_posix() for f in written] == [
+    original = {f.archived_as: f.source for f in report.files}
+    assert sorted(f.relative_to(tmp_path / "out").as_posix() for f in written) == sorted(original)
+    assert sorted(original.values()) == [
         "claude/session.jsonl", "codex/rollout-2026-02-23T12-19-38-019c8a70.jsonl",
         "mini/task.traj.json"]
     for f in written:
@@ -239,7 +245,7 @@ def test_planted_secrets_are_not_in_the_archive(tmp_path: Path) -> None:
         assert scan(data) == [], f
         for secret in (*_SECRETS, "id_rsa", "MIIE", "/home/", "/srv/app"):
             assert secret.encode() not in data, (f, secret)
-        a = parse_file(src / f.relative_to(tmp_path / "out")).tables
+        a = parse_file(src / original[f.relative_to(tmp_path / "out").as_posix()]).tables
         b = parse_file(f).tables
         assert a is not None and b is not None
         assert b.messages["tokens_o200k"].to_pylist() == a.messages["tokens_o200k"].to_pylist()
@@ -253,10 +259,11 @@ def test_a_path_hashes_the_same_everywhere(tmp_path: Path) -> None:
     _write_jsonl(src / "codex" / "rollout-2026-02-23T12-19-38-019c8a70.jsonl", _codex_session())
 
     def paths(out: Path, salt: str) -> dict[str, list[str]]:
-        assert redact([src], out, salt=salt).ok
-        return {f.name: list(dict.fromkeys(  # each file once, in order (calls and results)
-            p for p in parse_file(f).tables.messages["path"].to_pylist() if p))
-                for f in sorted(out.rglob("*.jsonl"))}
+        report = redact([src], out, salt=salt)
+        assert report.ok
+        return {Path(f.source).name: list(dict.fromkeys(  # each file once, in order
+            p for p in parse_file(out / f.archived_as).tables.messages["path"].to_pylist()
+            if p)) for f in report.files}
 
     one, again, salted = (paths(tmp_path / "a", ""), paths(tmp_path / "b", ""),
                           paths(tmp_path / "c", "s3cret"))
@@ -273,12 +280,14 @@ def test_timestamps_shift_by_whole_days(tmp_path: Path) -> None:
     src = tmp_path / "in"
     _write_jsonl(src / "session.jsonl", _claude_session())
     _write_jsonl(src / "rollout-2026-02-23T12-19-38-019c8a70.jsonl", _codex_session())
-    assert redact([src], tmp_path / "out", shift_days=-400).ok
+    report = redact([src], tmp_path / "out", shift_days=-400)
+    assert report.ok
     codex = parse_file(tmp_path / "out" / "rollout-2025-01-19T12-19-38-019c8a70.jsonl").tables
     assert codex is not None
     assert {t[:10] for t in codex.requests["ts"].to_pylist()} == {"2025-01-19"}
     a = parse_file(src / "session.jsonl").tables
-    b = parse_file(tmp_path / "out" / "session.jsonl").tables
+    [session] = [f.archived_as for f in report.files if f.source == "session.jsonl"]
+    b = parse_file(tmp_path / "out" / session).tables
     assert a is not None and b is not None
     assert [t[:10] for t in b.messages["ts"].to_pylist()] == ["2024-12-11"] * a.messages.num_rows
     assert [t[10:] for t in b.messages["ts"].to_pylist()] == \
@@ -309,7 +318,9 @@ def test_the_parser_fixtures_redact_with_every_event_kept(tmp_path: Path) -> Non
     report = redact([fixtures / "claude_code", fixtures / "codex"], tmp_path / "out")
     assert report.ok, [str(i) for i in report.issues]
     a = parse_file(fixtures / "claude_code" / "handmade_2_1_attachments_microcompact.jsonl")
-    b = parse_file(tmp_path / "out" / "handmade_2_1_attachments_microcompact.jsonl")
+    [name] = [f.archived_as for f in report.files
+              if Path(f.source).name == "handmade_2_1_attachments_microcompact.jsonl"]
+    b = parse_file(tmp_path / "out" / name)
     assert a.tables is not None and b.tables is not None
     assert "persisted_output" in a.tables.events["kind"].to_pylist()
     assert b.tables.events.drop(["run_id"]).equals(a.tables.events.drop(["run_id"]))
@@ -333,7 +344,8 @@ def test_the_other_formats_fixtures_redact_or_are_refused_with_a_reason(tmp_path
         {"role": "assistant", "content": "done", "usage": {"prompt_tokens": 150}}]}))
     inputs = [fixtures / f for f in ("atif", "gemini_cli", "inspect_ai", "opencode")]
     report = redact([*inputs, chat.parent], tmp_path / "out")
-    refused = {f.source: [i.reason for i in f.issues] for f in report.files if not f.written}
+    refused = {Path(f.source).name: [i.reason for i in f.issues] for f in report.files
+               if not f.written}
     assert sorted(refused) == sorted([
         "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval",
         "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval",
@@ -354,11 +366,19 @@ def test_several_input_folders_keep_their_own_layout(tmp_path: Path) -> None:
     _write_jsonl(a / "deep" / "more.jsonl", _claude_session())
     _write_jsonl(b / "session.jsonl", _claude_session())
     out = tmp_path / "r"
-    done = CliRunner().invoke(app, ["redact", str(a), str(b), "--out", str(out), "-q"])
+    done = CliRunner().invoke(app, ["redact", str(a), str(b), "--out", str(out), "-q", "--json"])
     assert done.exit_code == 0, done.output
+    names = {f["source"]: f["archived_as"] for f in json.loads(done.stdout)["files"]}
+    assert sorted(names) == ["a/deep/more.jsonl", "a/session.jsonl", "b/session.jsonl"]
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.jsonl"))
-    assert written == ["a/deep/more.jsonl", "a/session.jsonl", "b/session.jsonl"]
+    assert written == sorted(names.values())
+    # each input under its own (redacted) folder, its layout kept
+    top = {k: v.split("/") for k, v in names.items()}
+    assert top["a/session.jsonl"][0] == top["a/deep/more.jsonl"][0] != top["b/session.jsonl"][0]
+    assert [len(top[k]) for k in sorted(top)] == [3, 2, 2]
     one = tmp_path / "r1"
-    assert CliRunner().invoke(app, ["redact", str(a), "--out", str(one), "-q"]).exit_code == 0
-    assert sorted(p.relative_to(one).as_posix() for p in one.rglob("*.jsonl")) == [
+    alone = CliRunner().invoke(app, ["redact", str(a), "--out", str(one), "-q", "--json"])
+    assert alone.exit_code == 0
+    assert sorted(f["source"] for f in json.loads(alone.stdout)["files"]) == [
         "deep/more.jsonl", "session.jsonl"]
+    assert sorted(len(p.relative_to(one).parts) for p in one.rglob("*.jsonl")) == [1, 2]
