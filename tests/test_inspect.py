@@ -146,3 +146,30 @@ def test_the_corpus_gives_a_runs_events(tmp_path: Path) -> None:
     assert [texts[i] for i in event["preserved_msgs"]] == [
         next(r["message"]["content"][0]["text"] for r in recs if r.get("uuid") == u)
         for u in meta["preservedMessages"]["uuids"]]
+
+
+def test_the_gap_is_explained_per_request_not_called_steady(samples: Path) -> None:
+    """Issue #25 item 11: on a Codex rollout the gap grows 8.9 k → 35.5 k; inspect gives per
+    request the hidden reasoning the earlier requests recorded, and one line saying where the
+    gap starts and what its growth goes with (checked against the raw file's token_count
+    events, read here with plain JSON)."""
+    log = samples / "codex" / "rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl"
+    infos = [json.loads(line)["payload"]["info"] for line in log.read_text().splitlines()
+             if '"token_count"' in line and json.loads(line)["payload"].get("info")]
+    usage = [i["last_token_usage"] for n, i in enumerate(infos)  # each event comes twice
+             if n == 0 or i["total_token_usage"] != infos[n - 1]["total_token_usage"]]
+    doc = json.loads(CliRunner().invoke(app, ["inspect", str(log), "--json"]).stdout)
+    [run] = doc["runs"]
+    recorded = [r["recorded_input_tokens"] for r in run["requests"]]
+    assert recorded == [u["input_tokens"] for u in usage][:len(recorded)]
+    hidden = [u["reasoning_output_tokens"] for u in usage]
+    assert [r["reasoning_before_tokens"] for r in run["requests"]] == [
+        sum(hidden[:k]) for k in range(len(recorded))]
+    first, last = run["requests"][0], run["requests"][-1]
+    story = run["gap_story"]
+    assert f"gap {first['gap_tokens']:,} at request 0" in story
+    assert f"→ {last['gap_tokens']:,} at request {last['request']}" in story
+    assert f"{sum(hidden[:-1]):,} hidden reasoning tokens" in story
+    text = CliRunner().invoke(app, ["inspect", str(log)], env={"COLUMNS": "120"}).stdout
+    assert "steady" not in text and story[:40] in " ".join(text.split())
+    assert "rollout-2026-02-23T12-40-23" in text and "-0 " not in text  # a label, not a hash

@@ -19,7 +19,7 @@ import typer
 from replay.cli.inputs import FormatOpt, table_command
 from replay.cli.output import _emit, _errors, _print_json, error, say, warn
 from replay.cli.tables import TableOptions
-from replay.ingest.inspect import Inspection, inspect_file
+from replay.ingest.inspect import Inspection, gap_story, inspect_file
 
 
 @table_command
@@ -45,6 +45,7 @@ def inspect(
         for run, rep in zip(doc["runs"], found.runs):
             for req, ctx in zip(run["requests"], rep.requests):
                 req["gap_tokens"] = ctx.gap_tokens
+            run["gap_story"] = gap_story(rep.requests)
         _print_json(doc)
     elif table.as_csv:
         _emit(_request_rows(found, True), table, title="")
@@ -57,7 +58,7 @@ def inspect(
         _emit([{"record type": t, **{f: n.get(f, 0) for f in ("modelled", "skipped",
                                                                      "unknown")}}
                for t, n in found.coverage.items()], plain_table, title="records by type and fate")
-        _emit([{"run": r.run_id, "messages": r.n_messages, "requests": r.n_requests,
+        _emit([{"run": r.label, "messages": r.n_messages, "requests": r.n_requests,
                 "tool calls": r.n_tool_calls, "compactions": r.n_harness_compactions,
                 "context events": r.n_events, "no requests because": r.no_requests_reason}
                for r in found.runs], plain_table, title=f"{len(found.runs)} run(s)")
@@ -65,10 +66,12 @@ def inspect(
             if r.events:
                 _emit([{"event": e.kind, "at message": e.msg, "first request after": e.request,
                         "recorded": e.detail} for e in r.events], plain_table,
-                      title=f"run {r.run_id}: context events")
+                      title=f"{r.label}: context events")
             if r.requests:
                 _emit(_request_rows(found, False, r.run_id), table,
-                      title=f"run {r.run_id}: counted context (o200k) vs recorded input")
+                      title=f"{r.label}: counted context (o200k) vs recorded input")
+                if story := gap_story(r.requests):
+                    say(story)
         for issue in found.issues:
             warn(issue)
     if not found.format and not found.no_conversation or found.issues and not found.runs:
@@ -79,7 +82,8 @@ def _request_rows(found: Inspection, with_run: bool, run_id: str | None = None
                   ) -> list[dict[str, Any]]:
     """The per-request rows of ``found`` (of run ``run_id``, else of every run, then with
     a ``run`` column when ``with_run``)."""
-    return [{**({"run": r.run_id} if with_run else {}), "request": c.request,
+    return [{**({"run": r.label} if with_run else {}), "request": c.request,
              "output msg": c.output_msg, "counted": c.counted_tokens,
-             "recorded": c.recorded_input_tokens, "gap": c.gap_tokens}
+             "recorded": c.recorded_input_tokens, "gap": c.gap_tokens,
+             "reasoning before": c.reasoning_before_tokens, "estimated": c.estimated_tokens}
             for r in found.runs if run_id is None or r.run_id == run_id for c in r.requests]
