@@ -5,10 +5,11 @@ table (see below): it takes traces (one policy each), computes ``analysis.metric
 and the five analyses' frames, and writes
 
 - ``out/report.html`` — one file that needs nothing else: CSS inline, every
-  plot a PNG inlined as a base64 ``data:`` URI, no script, no external URL;
+  analysis plot a PNG inlined as a base64 ``data:`` URI, the timelines interactive
+  (``analysis.report.interactive``: BokehJS inlined), no external URL, nothing fetched;
 - ``out/report.md`` — the same tables (headline per run and policy, totals,
   differences, placeholder lint), short enough for a pull-request comment,
-  linking the same PNGs written under ``out/report_files/``.
+  linking the same PNGs written under ``out/report_files/`` (the timelines too, static).
 
 Sections: the policies and their placeholder lint (``analysis.rereads.
 lint_placeholders``); totals per policy (``analysis.report.diff.totals``); with several
@@ -55,6 +56,7 @@ from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.metrics import metrics
 from analysis.overshoots import overshoots, plot_overshoots
 from analysis.report.diff import diff, totals
+from analysis.report.interactive import PolicyFrames, RunTimeline, timelines_html
 from analysis.report.pages import Image, Page, render_html, render_markdown
 from analysis.report.timeline import plot_timeline
 from analysis.rereads import REREADS_COLUMNS, lint_placeholders, plot_rereads, rereads
@@ -154,6 +156,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         truth_sources=_truth_sources(reps),
         fidelity=fidelity(corpus, run_ids),
         compaction_model=model_lines(compaction_report(corpus)["model"]),
+        interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]
@@ -338,6 +341,18 @@ def _timeline_images(reps: list[_Replayed], run_ids: list[str], meta: dict[str, 
         out.append(functools.partial(_image, file_name(f"timeline_{i:03d}_{rid}", ".png"),
                                      f"Timeline of {label}", caption, (6.5 * len(reps), 5.3),
                                      paint))
+    return out
+
+
+def _timelines(reps: list[_Replayed], run_ids: list[str], meta: dict[str, dict[str, Any]],
+               max_timelines: int) -> list[RunTimeline]:
+    """The interactive timelines' frames: the runs the static ones draw, every policy."""
+    out = []
+    for rid in _longest(reps, run_ids, max(max_timelines, 0)):
+        out.append(RunTimeline(rid, str(meta.get(rid, {}).get("label", "")) or rid, tuple(
+            PolicyFrames(r.policy.name, r.requests[r.requests["run_id"] == rid],
+                         r.actions[r.actions["run_id"] == rid],
+                         r.rereads[r.rereads["run_id"] == rid]) for r in reps)))
     return out
 
 

@@ -1,7 +1,8 @@
 """The report's markup: one ``Page`` of tables and images rendered as HTML or as Markdown.
 
 ``render_html`` gives a self-contained page: inline CSS, images as base64
-``data:image/png`` URIs, every text escaped, no script and no external URL.
+``data:image/png`` URIs, every text escaped, no external URL; its one script is the
+interactive timelines' (``Page.interactive``, BokehJS inlined), when there are any.
 ``render_markdown`` gives the same tables for a pull-request comment, linking the
 PNGs by relative path.  Both are pure functions of the ``Page``: no clock, no
 environment, so equal pages give equal bytes.
@@ -87,6 +88,9 @@ class Page:
     compaction_model: list[str] = dataclasses.field(default_factory=list)
     """The counterfactual-compaction model fitted on the corpus's recorded compactions, in
     words (``replay.compaction_fit.model_lines``)."""
+    interactive: str = ""
+    """The HTML page's timelines, interactive (``analysis.report.interactive``; scripts
+    inlined): shown instead of the ``timelines`` PNGs, which report.md keeps ('' : the PNGs)."""
 
 
 def fmt_value(metric: str, v: Any) -> str:
@@ -147,7 +151,8 @@ def render_html(page: Page) -> str:
     if len(page.timelines) < len(page.runs):
         parts.append(f'<p class="muted">{len(page.timelines)} of {len(page.runs)} runs '
                      "(those with the most requests).</p>")
-    parts += [_html_figure(im) for im in page.timelines]
+    parts += [page.interactive] if page.interactive else [_html_figure(im)
+                                                          for im in page.timelines]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
