@@ -172,8 +172,9 @@ def run(
 ) -> None:
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
+    # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
     from analysis.per_run import UNITS
-    from analysis.policy_run import run_policy_to  # pandas: imported when a run is asked for
+    from analysis.policy_run import run_policy_to
 
     with _errors():
         pol = load_policy(policy)

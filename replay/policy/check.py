@@ -22,6 +22,7 @@ import typing
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from replay.errors import PolicyError
+from replay.policy.harness import AUTO_COMPACT_WINDOW_RANGE
 from replay.policy.model import TRIGGER_KINDS, Policy, Trigger
 
 if TYPE_CHECKING:
@@ -180,8 +181,6 @@ def check(p: Policy, where: str) -> None:
 
 def _check_harness(p: Policy, where: str) -> None:
     """The harness's tier exists and has a trigger; its settings are in their ranges."""
-    from replay.policy.harness import AUTO_COMPACT_WINDOW_RANGE
-
     h = p.harness
     assert h is not None
     tier = next((t for t in p.tiers if t.name == h.tier), None)

@@ -30,10 +30,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from replay.policy import Harness, Policy, Tier
+from replay.policy.model import Harness, Policy, Tier, Trigger
 
 OUTPUT_RESERVE_CAP_TOKENS = 20_000
 """MAX_OUTPUT_TOKENS_FOR_SUMMARY: the effective window is the window less min(max output, this)
@@ -161,6 +159,4 @@ def resolve(policy: Policy, harness: str, model: str) -> Resolved:
 
 def _with_level(tier: Tier, level: int) -> Tier:
     """``tier`` with its trigger at ``level`` tokens."""
-    from replay.policy import Trigger
-
     return dataclasses.replace(tier, trigger=Trigger(at_tokens=level))
