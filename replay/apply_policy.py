@@ -28,8 +28,8 @@ from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
 
-RunMeta = dict[str, tuple[str, str, str]]
-"""(label, source, format) of every run, by run id (``run_meta``)."""
+RunMeta = dict[str, tuple[str, str, str, str, str]]
+"""(label, source, format, harness, model) of every run, by run id (``run_meta``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +157,15 @@ def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]
 
 
 def run_meta(corpus: Corpus) -> RunMeta:
-    """(label, source, format) of every run, by run id (``replay.ingest.run_label``)."""
+    """(label, source, format, harness, model) of every run, by run id
+    (``replay.ingest.run_label``; harness and model as recorded)."""
     runs = corpus.runs
     labels = run_labels(runs)
-    return {rid: (labels[rid], src, fmt) for rid, src, fmt in zip(
-        runs["run_id"].to_pylist(), runs["source"].to_pylist(), runs["format"].to_pylist())}
+    return {rid: (labels[rid], src, fmt, harness or "", model or "")
+            for rid, src, fmt, harness, model in zip(
+                runs["run_id"].to_pylist(), runs["source"].to_pylist(),
+                runs["format"].to_pylist(), runs["harness"].to_pylist(),
+                runs["model"].to_pylist())}
 
 
 def write_run(result: RunResult, out: Path) -> list[Path]:

@@ -30,6 +30,7 @@ from replay.corpus import Corpus
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
 from replay.policy import Policy
+from replay.policy.harness import TODAY_LEVEL_TOKENS, resolve
 
 ROLLUP_METRICS: tuple[str, ...] = known(
     "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
@@ -70,15 +71,41 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
     if any(r != rid for r in rq["run_id"]):
         raise ValueError("replayed_rows takes the trace of one run")
     values = part_metrics(trace, policy, _PARTS)
-    label, source, fmt = meta.get(rid, (rid, "", ""))
+    label, source, fmt, harness, model = meta.get(rid, (rid, "", "", "", ""))
     row: dict[str, Any] = {"run_id": rid, "run": label, "source": source, "format": fmt,
                            "policy": policy.name}
     for name in ROLLUP_METRICS:
         v = values[name]
         row[name] = None if isinstance(v, float) and math.isnan(v) else v
     row["truth_source"] = rq["truth_source"][0]
-    row["note"] = _manual_note(trace)
+    notes = [_manual_note(trace), _harness_note(policy, harness, model),
+             _idle_note(trace, policy)]
+    row["note"] = "; ".join(n for n in notes if n) or None
     return [row]
+
+
+def _harness_note(policy: Policy, harness: str, model: str) -> str | None:
+    """The level a policy following its harness's arithmetic took for this run, when it is not
+    today's default or rests on a figure not documented for the run's version."""
+    if policy.harness is None:
+        return None
+    r = resolve(policy, harness, model)
+    if r.level_tokens == TODAY_LEVEL_TOKENS and not r.estimated:
+        return None
+    return (f"{policy.harness.tier} at {r.level_tokens:,}: {r.basis}"
+            + (" (a figure not documented for this version: estimated)" if r.estimated else ""))
+
+
+def _idle_note(trace: Trace, policy: Policy) -> str | None:
+    """Requests an idle-time trigger cannot judge: no timestamp, so never an idle gap."""
+    if not any(getattr(getattr(t, "trigger", None), "idle_minutes", None) for t in policy.tiers):
+        return None
+    ts = trace.columns("requests")["ts"]
+    missing = sum(1 for t in ts if not t)
+    if not missing:
+        return None
+    return (f"{missing} of {len(ts)} requests have no timestamp: the idle_minutes trigger never "
+            "fires there")
 
 
 def _manual_note(trace: Trace) -> str | None:
@@ -101,7 +128,7 @@ def not_replayed_rows(corpus: Corpus, policy: Policy, meta: RunMeta) -> list[dic
     left = sorted(set(corpus.run_ids) - set(corpus.replayable()))
     rows = []
     for rid in left:
-        label, source, fmt = meta.get(rid, (rid, "", ""))
+        label, source, fmt, _, _ = meta.get(rid, (rid, "", "", "", ""))
         row: dict[str, Any] = {"run_id": rid, "run": label, "source": source, "format": fmt,
                                "policy": policy.name}
         for name in ROLLUP_METRICS:

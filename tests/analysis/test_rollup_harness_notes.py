@@ -1,0 +1,53 @@
+"""`replay run`'s note says the level a harness-following policy took for a run when it is not
+today's default, and how many requests an idle-time trigger cannot judge (#26 items 4-6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.per_run.rollup import RUN_ROLLUP
+from replay.apply_policy import run
+from replay.corpus import open_corpus
+from replay.policy import load_policy
+from tests.conftest import REPO
+
+FIXTURES = REPO / "tests" / "fixtures" / "claude_code"
+
+
+def _notes(path: Path, policy: str, tmp_path: Path) -> dict[str, str | None]:
+    corpus = open_corpus([path], cache_dir=tmp_path / "c")
+    return {r["source"]: r["note"] for r in run(corpus, load_policy(policy),
+                                                 rollup=RUN_ROLLUP).rollup}
+
+
+def test_an_old_version_s_level_is_in_the_note(tmp_path: Path) -> None:
+    path = FIXTURES / "ccl-sidechain-integrated-2.0.46.jsonl"
+    versions = {json.loads(line).get("version") for line in path.read_text().splitlines()
+                if line.strip()} - {None}
+    assert versions == {"2.0.46"}  # read from the raw file
+    notes = _notes(path, "claude-code", tmp_path)
+    assert notes and all(n is not None and n.startswith("autocompact at 155,000: claude-code "
+                                                        "2.0.46") for n in notes.values())
+
+
+def test_today_s_default_adds_no_note(tmp_path: Path) -> None:
+    notes = _notes(FIXTURES / "spotter-8463c716-after-compaction-2.1.39.jsonl", "claude-code",
+                   tmp_path)
+    assert notes and all(n is None for n in notes.values())
+
+
+def test_requests_without_a_timestamp_are_counted_for_an_idle_trigger(tmp_path: Path) -> None:
+    src = FIXTURES / "spotter-8463c716-after-compaction-2.1.39.jsonl"
+    records = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    for r in records:
+        r.pop("timestamp", None)
+    path = tmp_path / "untimed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    calls = {r["message"]["id"] for r in records
+             if r.get("type") == "assistant" and not r.get("isSidechain")}
+    notes = _notes(path, "claude-code-clearing", tmp_path)
+    (note,) = notes.values()
+    assert note == (f"{len(calls)} of {len(calls)} requests have no timestamp: the "
+                    "idle_minutes trigger never fires there")
+    assert _notes(src, "claude-code-clearing", tmp_path / "timed") == {src.name: None}
