@@ -24,6 +24,8 @@ Not here: per-tool breakdowns (the trace keeps only the categories).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -97,7 +99,8 @@ def arg_share_summary(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
 
 
-def plot_arg_share(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+def plot_arg_share(df: pd.DataFrame, *, ax: Axes | None = None,
+                   labels: Mapping[str, str] | None = None) -> Axes:
     """Share of the context held by call arguments (solid) and write/edit arguments (dashed).
 
     One pair of lines per (run, policy), over the request index.
@@ -105,15 +108,17 @@ def plot_arg_share(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Args:
         df: the output of ``arg_share`` (best for one or a few runs).
         ax: where to draw (default: a new figure).
+        labels: run id → how the legend names the run (default: its id).
 
     Returns:
         The axes drawn on.
     """
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
-        line = ax.plot(g["request"], g["args_share"], label=f"{rid} {pol}: all arguments")[0]
+        name = (labels or {}).get(rid, rid)
+        line = ax.plot(g["request"], g["args_share"], label=f"{name} {pol}: all arguments")[0]
         ax.plot(g["request"], g["write_share"], linestyle="--", color=line.get_color(),
-                label=f"{rid} {pol}: write/edit arguments")
+                label=f"{name} {pol}: write/edit arguments")
     ax.set_xlabel("request")
     ax.set_ylabel("share of context bytes (fraction)")
     ax.set_ylim(0, 1)

@@ -33,6 +33,8 @@ Not here: the cache model itself (``replay.engine.cache``), summary frequency.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -167,12 +169,14 @@ def cache_invalidation_summary(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataF
     return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
 
 
-def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None,
+                            labels: Mapping[str, str] | None = None) -> Axes:
     """Cumulative tokens invalidated by cuts, over the request index, one line per (run, policy).
 
     Args:
         df: the output of ``cache_invalidation``.
         ax: where to draw (default: a new figure).
+        labels: run id → how the legend names the run (default: its id).
 
     Returns:
         The axes drawn on.
@@ -181,7 +185,7 @@ def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
         share = ratio(g["cached_tokens"].sum(), g["truth_tokens"].sum())
         ax.plot(g["request"], g["invalidated_tokens"].cumsum(),
-                label=f"{rid} {pol} (cached share {share:.0%})")
+                label=f"{(labels or {}).get(rid, rid)} {pol} (cached share {share:.0%})")
     ax.set_xlabel("request")
     ax.set_ylabel("tokens invalidated, cumulative (tokens)")
     ax.set_title("Prefix-cache invalidation")

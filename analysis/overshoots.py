@@ -119,6 +119,15 @@ def overshoots_summary(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
 
 
+HIST_CLIP_PCT = 1.0
+"""The estimator histogram spans the 1st to 99th percentile of the errors widened by that
+range again on each side (and 0); errors beyond are drawn at its edges and counted in the
+legend, so one outlier does not squeeze the rest into a bin."""
+HIST_LOG_RATIO = 10.0
+"""The histogram's counts go on a log scale when its tallest bin is this many times the median
+bin's (a spike of exact estimates would flatten the rest)."""
+
+
 def plot_overshoots(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Distribution of the estimator's relative error (estimate vs truth; vs recorded usage).
 
@@ -135,12 +144,33 @@ def plot_overshoots(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     rec = df.drop_duplicates(subset=["run_id", "request"])["est_vs_recorded_frac"].dropna()
     if len(rec):
         series.append(("estimate vs recorded usage", rec))
-    for label, s in series:
-        ax.hist(s.to_numpy(dtype="float64"), bins=40, histtype="step", label=label)
+    values = [s.to_numpy(dtype="float64") for _, s in series]
+    pooled = np.concatenate(values) if values else np.zeros(0)
+    lo, hi = -1.0, 1.0
+    if len(pooled):  # the bulk's range, and as much again on each side as the data reach
+        p_lo, p_hi = (float(x) for x in np.percentile(pooled, [HIST_CLIP_PCT,
+                                                              100 - HIST_CLIP_PCT]))
+        more = max(p_hi - p_lo, 0.01)
+        lo = max(float(pooled.min()), p_lo - more)
+        hi = min(float(pooled.max()), p_hi + more)
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 0.01, hi + 0.01
+    bins = [float(b) for b in np.linspace(lo, hi, 41)]
+    tallest = []
+    for (label, _), v in zip(series, values):
+        out = int(((v < lo) | (v > hi)).sum())
+        counts = ax.hist(np.clip(v, lo, hi), bins=bins, histtype="step",
+                         label=label + (f" ({out} beyond the axis, drawn at its edges)"
+                                        if out else ""))[0]
+        tallest += [c for c in np.ravel(counts) if c > 0]
+    log = bool(tallest) and max(tallest) > HIST_LOG_RATIO * float(np.median(tallest))
+    if log:  # one spike (an exact estimator's zeros) would flatten every other bin
+        ax.set_yscale("log")
     n_over = int(df["is_overshoot"].sum())
     ax.axvline(0.0, color="grey", linewidth=0.8)
     ax.set_xlabel("relative error of the estimate ((est − reference) / reference, fraction)")
-    ax.set_ylabel("requests (count)")
+    ax.set_ylabel("requests (count, log scale)" if log else "requests (count)")
     ax.set_title(f"Estimator error ({n_over} requests over window − reserve)")
     ax.legend(fontsize="small")
     return ax

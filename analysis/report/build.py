@@ -67,7 +67,7 @@ from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
-from replay.ingest.run_label import run_labels
+from replay.ingest.run_label import run_labels, short_labels
 from replay.policy import Policy, policy_from_dict
 from replay.safe_names import file_name
 
@@ -134,7 +134,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
     meta = {r["run_id"]: {**r, "label": labels[r["run_id"]]} for r in corpus.runs.select(
         ["run_id", "source", "format", "model"]).to_pylist()}
     all_metrics = pd.concat([r.metrics for r in reps], ignore_index=True)
-    todo = _analysis_images(reps, run_ids)
+    todo = _analysis_images(reps, run_ids, {rid: str(m["label"]) for rid, m in meta.items()})
     n_analyses = len(todo)
     todo += _timeline_images(reps, run_ids, meta, max_timelines)
     tick = on_figure or (lambda _done, _total: None)
@@ -262,11 +262,21 @@ def _longest(reps: list[_Replayed], run_ids: list[str], k: int) -> list[str]:
     return sorted(run_ids, key=lambda rid: (-int(n.get(rid, 0)), pos[rid]))[:k]
 
 
-def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Callable[[], Image]]:
+LEGEND_CHARS = 40
+"""A run's label in a plot legend is cut to this many characters (kept distinct)."""
+
+
+def _analysis_images(reps: list[_Replayed], run_ids: list[str], labels: dict[str, str]
+                     ) -> list[Callable[[], Image]]:
     """One figure per analysis, policies side by side (or together in one axes); each drawn
-    when called."""
+    when called.  Line plots name runs by their labels (cut, kept distinct) and their captions
+    say which runs they show and why."""
     lines = _longest(reps, run_ids, LINE_RUNS)
-    shown = (f"the {len(lines)} longest runs" if len(lines) < len(run_ids) else "every run")
+    names = [labels.get(rid, rid) for rid in lines]
+    legend = dict(zip(lines, short_labels(names, LEGEND_CHARS) or names))
+    shown = (f"the {len(lines)} runs with the most requests of {len(run_ids)} (more lines "
+             f"would not be readable): {'; '.join(names)}" if len(lines) < len(run_ids)
+             else f"every run ({'; '.join(names)})")
 
     def per_policy(frame: Callable[[_Replayed], pd.DataFrame],
                    draw: Callable[..., Axes], title: str) -> Callable[[Figure], None]:
@@ -274,7 +284,7 @@ def _analysis_images(reps: list[_Replayed], run_ids: list[str]) -> list[Callable
             axes = fig.subplots(1, len(reps), sharey=True, squeeze=False)[0]
             for i, (ax, r) in enumerate(zip(axes, reps)):
                 df = frame(r)
-                draw(df[df["run_id"].isin(lines)], ax=ax)
+                draw(df[df["run_id"].isin(lines)], ax=ax, labels=legend)
                 ax.set_title(f"{r.policy.name}: {title}")
                 if i:
                     ax.set_ylabel("")

@@ -128,3 +128,17 @@ def test_real_estimator_reads_about_ten_percent_low(both_trace: Trace, preset: s
     # judged by the recorded usage the estimate reads lower still: it misses the system prompt
     anchored = big[~big["run_id"].isin(plain)]
     assert len(anchored) > 0 and (anchored["overshoots_est_error_median_frac"] < -0.095).all()
+
+
+def test_one_spike_or_outlier_does_not_flatten_the_error_histogram() -> None:
+    """Issue #25 item 10: 400 exact estimates, 60 spread within ±10 % and one estimate 50×
+    off; the axis spans the bulk (the outlier drawn at its edge and counted in the legend) and
+    the counts go on a log scale."""
+    truth = [1000] * 461
+    est = [1000] * 400 + [900 + 3 * k for k in range(60)] + [50_000]
+    ax = plot_overshoots(overshoots(requests(truth, est, window=100_000)))
+    low, high = ax.get_xlim()
+    assert -0.2 < low and high < 1.0  # the outlier's +49 would stretch it to 49
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("1 beyond the axis" in t for t in legend), legend

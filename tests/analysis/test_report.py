@@ -299,3 +299,27 @@ def test_a_report_from_traces_pools_the_runs_the_traces_hold(samples: Path, tmp_
     page = (tmp_path / "from-traces" / "report.html").read_text()
     assert "<td>anchored-unscaled</td>" in page  # 4 recorded requests: no usable fit of its own
     assert page == (tmp_path / "run" / "report.html").read_text()
+
+
+def test_analysis_plots_say_which_runs_they_show_and_name_them_by_label(
+        corpus_report: ReportFiles, sample_corpus: Corpus, replayed: dict[str, Replayed]) -> None:
+    """Issue #25 items 4 and 10: the line plots show the 4 runs with the most requests; the
+    caption says so and names them by label (the legends use the same labels, not hashes)."""
+    import html as html_mod
+
+    from replay.ingest.run_label import run_labels
+
+    m = replayed[ORIGINAL].metrics.sort_values("n_requests", ascending=False, kind="stable")
+    labels = run_labels(sample_corpus.runs)
+    text = corpus_report.html.read_text()
+    assert "the 4 runs with the most requests of 25" in text
+    for rid in m["run_id"].head(4):
+        assert html_mod.escape(labels[rid]) in text, labels[rid]
+    from analysis import frames
+    from analysis.arg_share import arg_share, plot_arg_share
+
+    req = frames.requests_df(replayed[ORIGINAL].trace)
+    first = m["run_id"].iloc[0]
+    ax = plot_arg_share(arg_share(req[req["run_id"] == first]), labels={first: "the-label"})
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend and all(t.startswith("the-label ") for t in legend)
