@@ -30,7 +30,7 @@ from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
 from replay.ingest.parsers.builder import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
-from replay.ingest.tokens import encoding
+from replay.ingest.tokens import encoder
 from replay.workers import init_worker
 
 
@@ -166,7 +166,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         todo.append((path, root, rel))
     if todo:  # loading an encoding takes ~0.5 s: only when some file needs it, before anything
         for name in tokenizers:  # is written, and once (forked workers inherit it)
-            encoding(name)
+            encoder(name)
     fresh = store_index.IndexRows()
     finished: dict[str, store.Entry] = {}
 

@@ -167,7 +167,8 @@ def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
 def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
     total: dict[str, int] = {}
     if messages is not None:
-        sums = messages.group_by("run_id").aggregate([("tokens_o200k", "sum")])
+        # one thread: a file's few runs, and Acero's thread pool costs more than it saves
+        sums = messages.group_by("run_id", use_threads=False).aggregate([("tokens_o200k", "sum")])
         total = dict(zip(sums["run_id"].to_pylist(), sums["tokens_o200k_sum"].to_pylist()))
     return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), pa.array(
         [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))

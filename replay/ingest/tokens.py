@@ -10,7 +10,11 @@ other encoding tiktoken knows (``r50k_base``, ``p50k_base``, …) is built from
 that file with tiktoken's own definition and hash check.  Only then is
 tiktoken asked, which downloads.
 
-Counts are identical to ``tiktoken.get_encoding(name).encode_ordinary``.
+Counts are identical to ``tiktoken.get_encoding(name).encode_ordinary``.  The shipped
+encodings are counted with splintr (``splintr-rs``, a dependency), built from the same
+sha256-checked file bytes and the same pattern: its ids are identical to tiktoken's on every
+text tests/replay/test_tokens.py tries (the samples, adversarial strings, unicode edge cases,
+random text) and it counts 5-8× faster.  Any other encoding is counted by tiktoken.
 Cheap estimators (chars/N) live in ``replay.estimator``, not here.
 """
 
@@ -21,6 +25,7 @@ import functools
 import gzip
 import hashlib
 import os
+import re
 import threading
 import zlib
 from collections.abc import Callable
@@ -28,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import splintr
 import tiktoken
 import tiktoken.load
 
@@ -95,13 +101,19 @@ def _read_bpe(path: Path) -> bytes:
                              f"{exc}); replace it with the official file or remove it") from exc
 
 
-def _load_ranks(path: Path, name: str) -> dict[bytes, int]:
+def _checked_bpe(path: Path, name: str) -> bytes:
+    """The file's uncompressed bytes, checked against the official sha256 of ``name``."""
     raw = _read_bpe(path)
     expected = _EXPECTED_SHA256.get(name)
     if expected and hashlib.sha256(raw).hexdigest() != expected:
         raise TokenizerError(f"{path}: sha256 does not match the official {name} file "
                              f"(expected {expected}); replace it with the official file or "
                              f"remove it")
+    return raw
+
+
+def _load_ranks(path: Path, name: str) -> dict[bytes, int]:
+    raw = _checked_bpe(path, name)
     a2b = binascii.a2b_base64
     try:
         return {a2b(token): int(rank) for token, rank in (line.split() for line in raw.splitlines()
@@ -210,29 +222,61 @@ def encoding(name: str) -> tiktoken.Encoding:
         ) from exc
 
 
+_POSSESSIVE = re.compile(r"(\+|\*|\?|\{\d+(?:,\d*)?\})\+")
+"""A possessive quantifier (``x++``, ``x?+``, ``x{1,3}+``): splintr's regex engine does not
+backtrack, so the plain greedy quantifier matches the same (its own copies of these patterns are
+written so; tests/replay/test_tokens.py checks the ids)."""
+
+
+@functools.cache
+def encoder(name: str) -> Callable[[str], list[int]]:
+    """The fastest encoder whose ids are tiktoken's ``encode_ordinary``: splintr for a shipped
+    encoding (from the same sha256-checked file and pattern), tiktoken for any other."""
+    path = _find_file(name)
+    if path is None or name not in _PATTERNS:
+        enc = encoding(name)
+        return lambda text: _encode_safely(enc, text)
+    raw = _checked_bpe(path, name)
+    try:
+        fast = splintr.Tokenizer.from_bytes(raw, _POSSESSIVE.sub(r"\1", _PATTERNS[name]),
+                                            _SPECIALS[name])
+    except ValueError as exc:
+        raise TokenizerError(f"{path}: not a .tiktoken file ({exc})") from exc
+    encode = fast.encode_ordinary
+
+    def encode_valid(text: str) -> list[int]:
+        try:
+            return encode(text)
+        except UnicodeEncodeError:  # a lone surrogate: repaired as tiktoken repairs it
+            return encode(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+
+    return encode_valid
+
+
 def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1) -> list[int]:
     """Token counts of ``texts`` under ``name``, as ``len(encode_ordinary(text))``.
 
-    ``threads`` > 1 splits the texts into that many interleaved slices counted in threads
-    (tiktoken releases the GIL while encoding); 1 counts in the calling thread only.
+    Each distinct text is counted once.  ``threads`` > 1 splits the distinct texts into that
+    many interleaved slices counted in threads (the encoders release the GIL); 1 counts in the
+    calling thread only.
     """
-    enc = encoding(name)
+    encode = encoder(name)
+    distinct = list(dict.fromkeys(texts))
+    if threads <= 1 or len(distinct) < 2 * threads:
+        counts = [len(encode(t)) for t in distinct]
+    else:
+        def count(part: int) -> list[int]:
+            return [len(encode(t)) for t in distinct[part::threads]]
 
-    def encode(t: str) -> list[int]:
-        return _encode_safely(enc, t)
-
-    if threads <= 1 or len(texts) < 2 * threads:
-        return [len(encode(t)) for t in texts]
-
-    def count(part: int) -> list[int]:
-        return [len(encode(t)) for t in texts[part::threads]]
-
-    with ThreadPoolExecutor(threads) as pool:
-        parts = list(pool.map(count, range(threads)))
-    out = [0] * len(texts)
-    for part, counts in enumerate(parts):
-        out[part::threads] = counts
-    return out
+        with ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(count, range(threads)))
+        counts = [0] * len(distinct)
+        for part, got in enumerate(parts):
+            counts[part::threads] = got
+    if len(distinct) == len(texts):
+        return counts
+    of = dict(zip(distinct, counts))
+    return [of[t] for t in texts]
 
 
 _CHUNK_CHARS = 65536
@@ -255,15 +299,15 @@ def _encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
 def count_one(text: str, name: str = "o200k_base") -> int:
     """Token count of one text (memoised for the short texts replays create)."""
     if len(text) > 4096:
-        return _count_long(text, name) if len(text) <= 65536 else len(_encode_safely(encoding(name), text))
+        return _count_long(text, name) if len(text) <= 65536 else len(encoder(name)(text))
     return _count_short(text, name)
 
 
 @functools.lru_cache(maxsize=256)
 def _count_long(text: str, name: str) -> int:
-    return len(encoding(name).encode_ordinary(text))
+    return len(encoder(name)(text))
 
 
 @functools.lru_cache(maxsize=16384)
 def _count_short(text: str, name: str) -> int:
-    return len(encoding(name).encode_ordinary(text))
+    return len(encoder(name)(text))

@@ -388,8 +388,8 @@ def test_fully_cached_ingest_loads_no_encoding(small_copy: Path, tmp_path: Path,
     out = tmp_path / "store"
     ingest([small_copy], out, jobs=1)
     loaded: list[str] = []
-    real = ingest_module.encoding
-    monkeypatch.setattr(ingest_module, "encoding", lambda name: loaded.append(name) or real(name))
+    real = ingest_module.encoder
+    monkeypatch.setattr(ingest_module, "encoder", lambda name: loaded.append(name) or real(name))
     report = ingest([small_copy], out, jobs=1)
     assert report.parsed == [] and len(report.cached) == len(SMALL_SAMPLES) and loaded == []
     (small_copy / "extra.jsonl").write_bytes((small_copy / SMALL_SAMPLES[0]).read_bytes())

@@ -91,8 +91,10 @@ def fresh_encodings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No memoised encodings before or after; no CTXREPLAY_ENCODINGS_DIR from outside."""
     monkeypatch.delenv("CTXREPLAY_ENCODINGS_DIR", raising=False)
     encoding.cache_clear()
+    tokens.encoder.cache_clear()
     yield
     encoding.cache_clear()
+    tokens.encoder.cache_clear()
 
 
 @pytest.fixture
@@ -277,3 +279,72 @@ def test_corrupted_file_for_a_tiktoken_encoding_fails_its_hash(fresh_encodings: 
     with pytest.raises(TokenizerError) as err:
         encoding("o200k_harmony")
     assert "sha256" in str(err.value) and "o200k_harmony" in str(err.value)
+
+
+def _adversarial() -> list[str]:
+    """Strings that break tokenizers: long runs of one kind of character (spaces, digits,
+    letters, newlines), megabyte words, scripts without spaces, emoji sequences, combining marks,
+    invisible characters, lone surrogates."""
+    import random
+
+    rng = random.Random(24)
+    letters = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(300_000))
+    mixed = "".join(chr(rng.choice([rng.randrange(0x20, 0x7F), rng.randrange(0x300, 0x370),
+                                    rng.randrange(0x1F300, 0x1FAFF), rng.randrange(0x4E00, 0x9FFF)]))
+                    for _ in range(100_000))
+    return [
+        *(" " * n for n in (1, 2, 3, 255, 256, 257, 4097, 65_537, 300_000)),
+        "\t" * 5000, "\n" * 5000, "\r\n" * 3000, " \n " * 4000, "a" + " " * 50_000 + "b",
+        "1" * 1_000_000, "12345 " * 20_000, "1,234,567.89 " * 5000,
+        "x" * 1_000_000, letters, "Aa" * 500_000,
+        "漢字かなカナ한국어" * 20_000, "这是一个没有空格的很长的句子" * 5000,
+        "😀👍🏽👨‍👩‍👧‍👦🇺🇳" * 5000, "🏳️‍🌈" * 3000,
+        "e\u0301" * 50_000, "a" + "\u0301" * 10_000, "z\u0336\u0347\u0318" * 5000,
+        "\u200b\u200d\ufeff" * 3000, "\u00a0" * 1000 + "b", "Ａｂｃ１２３" * 1000,
+        "'s'll'VE'Re" * 1000, "don't I'M HE'LL" * 500, "Straße İstanbul ǅ ﬁ" * 500,
+        "𝟘𝟙𝟚" * 1000, "ﷺ" * 1000, mixed, "a\ud800b" * 100, "\udc00", "x\ud83d\ude00",
+    ]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_counting_encoder_ids_identical_on_adversarial_strings(
+        name: str, reference: dict[str, tiktoken.Encoding]) -> None:
+    """The encoder ingest counts with (splintr, ``tokens.encoder``) gives tiktoken's very ids."""
+    fast, ref = tokens.encoder(name), reference[name]
+    for text in _adversarial():
+        assert fast(text) == ref.encode_ordinary(text), (len(text), text[:40])
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_counting_encoder_ids_identical_on_every_sample_text(
+        name: str, samples: Path, reference: dict[str, tiktoken.Encoding]) -> None:
+    """Every block text of the real sample logs, as ingest counts them."""
+    from replay.ingest.discover import discover, sources
+    from replay.ingest.parse_file import parse_file
+
+    found = discover([samples])
+    texts = [t for (path, root), rel in zip(found, sources(found))
+             if (parsed := parse_file(path, root, tokenizers=(), rel=rel)).tables is not None
+             for t in parsed.tables.messages["text"].to_pylist()]
+    assert len(texts) > 3000
+    fast, ref = tokens.encoder(name), reference[name]
+    differ = [t[:60] for t in texts if fast(t) != ref.encode_ordinary(t)]
+    assert differ == []
+
+
+def test_distinct_texts_are_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file repeats its system prompt and tool results: each distinct text is encoded once,
+    and every copy gets its count."""
+    seen: list[str] = []
+    real = tokens.encoder("o200k_base")
+
+    def spy(text: str) -> list[int]:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(tokens, "encoder", lambda name: spy)
+    texts = ["system prompt", "a", "system prompt", "b b", "a", "system prompt"]
+    for threads in (1, 2):
+        seen.clear()
+        assert count_tokens(texts, "o200k_base", threads=threads) == [len(real(t)) for t in texts]
+        assert sorted(seen) == ["a", "b b", "system prompt"]
