@@ -49,7 +49,8 @@ from replay.engine.trace import CUT_KINDS
 from replay.policy import Policy, Summarise, load_policy
 from replay.policy.harness import resolve
 
-HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex"}
+HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex",
+                                  "gemini_cli": "gemini-cli"}
 """The preset reproducing each format's harness; formats not listed use ``none`` (mini-swe-agent
 and OpenHands' default condenser do not manage the context)."""
 PLACEMENT_TOLERANCE_REQUESTS = 3
@@ -327,7 +328,8 @@ def _reread_totals(prefix: str, runs: list[RereadFidelity]) -> dict[str, Any]:
 
 FIDELITY_NOTE = (
     "Each run with recorded usage replayed under the policy of the harness that recorded it "
-    "(claude_code: claude-code, codex: codex, others: none; a compaction the user asked for is "
+    "(claude_code: claude-code, codex: codex, gemini_cli: gemini-cli, others: none; a "
+    "compaction the user asked for is "
     "replayed where the log recorded it): where it compacts against where "
     "the log did (placement, judged within ±3 requests), the median relative error of the "
     "request sizes from the recorded compaction on (target ±5 %), the median cache-read error "

@@ -87,3 +87,14 @@ def test_claude_code_clearing_microcompacts_after_an_hour_idle() -> None:
     res = results_of(run)
     compactable = [i for i in range(8) if tools[i] != "Task"]
     assert sorted(evicted(run, trace)) == [res[i] for i in compactable[:-5]]
+
+
+def test_gemini_cli_sessions_are_judged_against_the_gemini_cli_preset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from analysis.fidelity import fidelity
+    from replay.corpus import open_corpus
+    from tests.conftest import REPO
+
+    corpus = open_corpus([REPO / "tests" / "fixtures" / "gemini_cli"], cache_dir=tmp_path / "c")
+    rows = fidelity(corpus)
+    assert rows and {r.policy for r in rows} == {"gemini-cli"}
+    assert {r.policy_trigger_tokens for r in rows} == {1_048_576 // 2}
