@@ -20,7 +20,7 @@ Not here: computing rows (``analysis.sweep.core``).
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,13 @@ _SCHEMA = pa.schema([("run_key", pa.string()), ("setting", pa.string()), ("run_i
 def rows_frame(rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
     """Rows in ``ROW_COLUMNS`` order as a frame with their dtypes (int64 / float64 / str)."""
     columns = list(zip(*rows)) if rows else [()] * len(ROW_COLUMNS)
-    df = pd.DataFrame({c: np.array(v, dtype=_DTYPES[c]) for c, v in zip(ROW_COLUMNS, columns)})
+    return columns_frame(dict(zip(ROW_COLUMNS, columns)))
+
+
+def columns_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """Columns of rows (``ROW_COLUMNS`` → values, one per row) as a frame with their dtypes
+    (int64 / float64 / str): the one conversion a sweep makes, once for all its rows."""
+    df = pd.DataFrame({c: np.array(columns[c], dtype=_DTYPES[c]) for c in ROW_COLUMNS})
     return df.astype({c: "str" for c in ROW_COLUMNS[:3]})
 
 

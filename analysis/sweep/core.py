@@ -51,7 +51,14 @@ from joblib.externals.loky import get_reusable_executor
 from analysis.metric_spec import RunFacts
 from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics
 from analysis.run_facts import run_facts
-from analysis.sweep.cache import read_cached, rows_frame, run_key, write_cached
+from analysis.sweep.cache import (
+    ROW_COLUMNS,
+    columns_frame,
+    read_cached,
+    rows_frame,
+    run_key,
+    write_cached,
+)
 from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.grid import Setting
 from analysis.sweep.plots import write_plots
@@ -153,17 +160,18 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
         for rid in reused["run_id"]:
             on_row(rid)
     blob = pickle.dumps([(s.id, s.policy) for s in settings], protocol=pickle.HIGHEST_PROTOCOL)
-    computed: list[pd.DataFrame] = []
+    computed: dict[str, list[Any]] = {c: [] for c in ROW_COLUMNS}
     with _dask_client(scheduler) as client:
         workers = (sum(client.nthreads().values()) if client is not None else
                    jobs if jobs > 0 else _auto_jobs(corpus, todo))
         units = _plan(corpus, todo, entries, workers, allow_python)
-        for frame in _execute(units, blob, jobs=workers, client=client):
-            computed.append(frame)
+        for columns in _execute(units, blob, jobs=workers, client=client):
+            for c, values in columns.items():
+                computed[c] += values
             if on_row:
-                for rid in frame["run_id"]:
+                for rid in columns["run_id"]:
                     on_row(rid)
-    new = pd.concat(computed, ignore_index=True) if computed else rows_frame([])
+    new = columns_frame(computed)
     if cache_dir is not None:
         keep = {s.id for s, ok in zip(settings, cacheable) if ok}
         for rid, rows in new[new["setting"].isin(keep)].groupby("run_id", sort=True):
@@ -175,17 +183,19 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                        tuple(settings), stats)
 
 
-def sweep_unit(unit: SweepUnit, blob: bytes) -> pd.DataFrame:
-    """Replay a unit's settings over its run: one row per setting (``ROW_COLUMNS``).
+def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
+    """Replay a unit's settings over its run: one row per setting, as columns.
 
     The work function every executor runs; pure (same unit and settings, same rows).
+    Rows travel as plain column lists; the caller makes one frame of every unit's
+    (``analysis.sweep.cache.columns_frame``).
 
     Args:
         unit: the run and the settings' indices.
         blob: every setting of the sweep, pickled once as ``[(id, policy), ...]``.
 
     Returns:
-        The rows.
+        ``ROW_COLUMNS`` → the unit's values, one per setting.
     """
     run, calibration, facts = (_store_run(unit.root, unit.entry, unit.run_id)
                                if unit.entry is not None else _table_run(unit))
@@ -198,7 +208,7 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> pd.DataFrame:
         except ReplayError as exc:  # re-raised as a plain-message error that pickles
             raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
         out.append((sid, *fast_metrics(facts, trace, policy).values()))
-    return rows_frame(out)
+    return dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else {c: [] for c in ROW_COLUMNS}
 
 
 def _csv(table: pd.DataFrame) -> str:
@@ -320,7 +330,7 @@ def _plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
 
 
 def _execute(units: list[SweepUnit], blob: bytes, *, jobs: int,
-             client: Any) -> Iterator[pd.DataFrame]:
+             client: Any) -> Iterator[dict[str, list[Any]]]:
     """Each unit's rows, as units finish, on the chosen executor."""
     if not units:
         return
