@@ -6,7 +6,7 @@
 The largest grid is 10 × 10 × 10 values of the corrected two-tier preset's thresholds
 (the summary trigger, the protected fraction of the trim tier, the emergency
 margin); the smaller ones take every 10th / 100th of its settings.  After ingesting (not
-timed), for each grid it prints:
+timed) and a warm-up sweep of one setting that starts the workers, for each grid it prints:
 
 - the sweep with ``--jobs`` worker processes (no cache): wall time, CPU time of the whole
   process tree (this process and its workers, from /proc), time per setting, and the peak
@@ -155,6 +155,10 @@ def main(paths: list[Path], jobs: int, sizes: list[int]) -> None:
         print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
               f"{'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} {'wall ratio':>10} "
               f"{'CPU ratio':>9} {'peak RSS':>9}")
+        t = time.perf_counter()
+        sweep(corpus, grid[:1], jobs=jobs)
+        print(f"warm-up sweep of 1 setting (starts the {jobs} workers): "
+              f"{time.perf_counter() - t:.1f} s")
         parallel = None
         worst = 0
         for size in sizes:

@@ -9,33 +9,38 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from analysis.metric_spec import Better, MetricPart, MetricSpec, PartInput
 from analysis.per_run.stats import mean
 
 
 def _fast_arg_share(inp: PartInput) -> dict[str, Any]:
-    """Means and peaks of the byte shares over requests with a non-empty context."""
+    """Means and peaks of the byte shares over requests with a non-empty context (NumPy over
+    the request columns: the same divisions of the same whole numbers, the same pairwise sum)."""
     rq = inp.requests
-    args, write, results = rq["bytes_args"], rq["bytes_args_write"], rq["bytes_results"]
-    totals = [a + r + o for a, r, o in zip(args, results, rq["bytes_other"])]
-    ok = [i for i, t in enumerate(totals) if t > 0]
+    args, write, results = (np.asarray(rq[c], dtype=np.int64)
+                            for c in ("bytes_args", "bytes_args_write", "bytes_results"))
+    totals = args + results + np.asarray(rq["bytes_other"], dtype=np.int64)
+    ok = np.flatnonzero(totals > 0)
     out: dict[str, Any] = {}
-    for name, num in (("args", args), ("write", write), ("results", results)):
-        if not ok:
+    if not len(ok):
+        for name in ("args", "write", "results"):
             out.update({f"arg_share_{name}_mean": math.nan, f"arg_share_{name}_peak": math.nan,
                         f"arg_share_{name}_peak_request": -1})
-            continue
-        shares = [num[i] / totals[i] for i in ok]
-        peak = max(shares)
-        i = ok[shares.index(peak)]
+        out["arg_share_args_bytes_peak"] = out["arg_share_results_bytes_at_args_peak"] = 0
+        return {c: out[c] for c in ARG_SHARE.names}
+    denominators = totals[ok]
+    for name, num in (("args", args), ("write", write), ("results", results)):
+        shares = num[ok] / denominators
+        first = int(np.argmax(shares))  # the first of equal peaks, as list.index would
+        i = int(ok[first])
         out[f"arg_share_{name}_mean"] = mean(shares)
-        out[f"arg_share_{name}_peak"] = peak
+        out[f"arg_share_{name}_peak"] = float(shares[first])
         out[f"arg_share_{name}_peak_request"] = rq["request"][i]
         if name == "args":
-            out["arg_share_args_bytes_peak"] = args[i]
-            out["arg_share_results_bytes_at_args_peak"] = results[i]
-    if not ok:
-        out["arg_share_args_bytes_peak"] = out["arg_share_results_bytes_at_args_peak"] = 0
+            out["arg_share_args_bytes_peak"] = int(args[i])
+            out["arg_share_results_bytes_at_args_peak"] = int(results[i])
     return {c: out[c] for c in ARG_SHARE.names}
 
 

@@ -41,16 +41,22 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
             n_small += 1
             small_inv += inv
     w_price = p.cache_write_per_mtok or 0.0
-    read_usd = [c * p.cache_read_per_mtok / 1e6 for c in cached]
-    mismatch = max(abs(total - (((f * p.input_per_mtok / 1e6) + r) + (w * w_price / 1e6)
-                                + (o * p.output_per_mtok / 1e6)))
-                   for total, f, r, w, o in zip(cost, fresh, read_usd, write, out_t))
-    rec_in, rec_cr = rq["recorded_input_tokens"], rq["recorded_cache_read_tokens"]
-    both = [i for i, (a, b) in enumerate(zip(rec_in, rec_cr))
-            if a is not None and b is not None and a > 0]
+    # NumPy over the request columns: the same operations on the same numbers, in order
+    truth_a, cached_a, write_a, fresh_a = (np.asarray(v, dtype=np.int64)
+                                           for v in (truth, cached, write, fresh))
+    read_usd = cached_a * p.cache_read_per_mtok / 1e6
+    mismatch = np.max(np.abs(np.asarray(cost, dtype=np.float64)
+                             - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
+                                + (write_a * w_price / 1e6)
+                                + (np.asarray(out_t, dtype=np.int64) * p.output_per_mtok / 1e6))))
+    # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
+    rec_in = np.asarray(rq["recorded_input_tokens"], dtype=np.float64)
+    rec_cr = np.asarray(rq["recorded_cache_read_tokens"], dtype=np.float64)
+    both = ~np.isnan(rec_cr) & (rec_in > 0)
+    n_cached = int(cached_a.sum())
     out = {
-        "cache_invalidation_cached_share": ratio(sum(cached), sum(truth)),
-        "cache_invalidation_cached_tokens": sum(cached),
+        "cache_invalidation_cached_share": ratio(n_cached, int(truth_a.sum())),
+        "cache_invalidation_cached_tokens": n_cached,
         "cache_invalidation_invalidated_tokens": sum(rq["invalidated_tokens"]),
         "cache_invalidation_n_invalidating_actions": sum(1 for v in inv_applied if v > 0),
         "cache_invalidation_invalidated_per_action_tokens": (sum(inv_applied) / len(inv_applied)
@@ -60,15 +66,14 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
         "cache_invalidation_n_undone": len(applied) - sum(applied),
         "cache_invalidation_n_small_trims": n_small,
         "cache_invalidation_small_trim_invalidated_tokens": small_inv,
-        "cache_invalidation_cost_cache_read_usd": float(np.sum(np.array(read_usd))),
+        "cache_invalidation_cost_cache_read_usd": float(np.sum(read_usd)),
         "cache_invalidation_cost_mismatch_usd": float(mismatch),
-        "cache_invalidation_n_mispriced": sum(1 for c, w, f, t in zip(cached, write, fresh, truth)
-                                              if c + w + f != t),
-        "cache_invalidation_recorded_requests": len(both),
-        "cache_invalidation_recorded_cached_share": ratio(sum(rec_cr[i] for i in both),
-                                                          sum(rec_in[i] for i in both)),
-        "cache_invalidation_cached_share_where_recorded": ratio(sum(cached[i] for i in both),
-                                                                sum(truth[i] for i in both)),
+        "cache_invalidation_n_mispriced": int(np.count_nonzero(cached_a + write_a + fresh_a
+                                                               != truth_a)),
+        "cache_invalidation_recorded_requests": int(np.count_nonzero(both)),
+        "cache_invalidation_recorded_cached_share": ratio(rec_cr[both].sum(), rec_in[both].sum()),
+        "cache_invalidation_cached_share_where_recorded": ratio(int(cached_a[both].sum()),
+                                                                int(truth_a[both].sum())),
     }
     return {c: out[c] for c in CACHE_INVALIDATION.names}
 

@@ -12,14 +12,18 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def mean(values: Sequence[float]) -> float:
-    """NumPy's mean (pairwise sum), as pandas takes it; NaN when empty."""
-    return float(np.mean(np.asarray(values, dtype="float64"))) if len(values) else math.nan
+def mean(values: Sequence[float] | np.ndarray) -> float:
+    """NumPy's mean (pairwise sum), as pandas takes it; NaN when empty.
+
+    ``np.mean`` of a float64 array is its ``np.add.reduce`` divided by the count; calling the
+    reduction directly gives the same bits for a fifth of ``np.mean``'s overhead."""
+    n = len(values)
+    return float(np.add.reduce(np.asarray(values, dtype="float64"))) / n if n else math.nan
 
 
-def quantile_sorted(s: Sequence[float], q: float) -> float:
+def quantile_sorted(s: Sequence[float] | np.ndarray, q: float) -> float:
     """pandas' ``Series.quantile`` of sorted values: NumPy's linear interpolation, step for step."""
-    if not s:
+    if len(s) == 0:
         return math.nan
     virtual = (len(s) - 1) * ((q * 100.0) / 100)
     if virtual >= len(s) - 1:
