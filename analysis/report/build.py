@@ -104,7 +104,8 @@ class _Replayed:
 
 def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path, *,
                  max_timelines: int = 20,
-                 on_figure: Callable[[int, int], None] | None = None) -> ReportFiles:
+                 on_figure: Callable[[int, int], None] | None = None,
+                 pricing: str = "") -> ReportFiles:
     """Write ``out/report.html``, ``out/report.md`` and ``out/report_files/*.png``.
 
     Args:
@@ -114,6 +115,8 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
             shown as ``name #2``, ``name #3``.
         out: the output directory (created).
         max_timelines: timelines drawn, for the runs with the most requests (0: none).
+        pricing: how the comparison was priced, in a sentence (``replay.policy.pricing``;
+            default: said from the policies).
         on_figure: called with (figures drawn, figures in all): once with 0 before the
             first, then after each (drawing them is most of the report's time).
 
@@ -157,6 +160,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         fidelity=fidelity(corpus, run_ids),
         compaction_model=model_lines(compaction_report(corpus)["model"]),
         interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),
+        pricing=pricing,
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]

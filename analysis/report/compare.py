@@ -147,7 +147,7 @@ def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
     writable_dir(out)
     got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
     files = write_report(got.corpus, list(got.pairs), out, max_timelines=max_timelines,
-                         on_figure=on_figure)
+                         on_figure=on_figure, pricing=got.pricing)
     return ReportOutcome(files=files, traces=got)
 
 

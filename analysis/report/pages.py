@@ -23,6 +23,7 @@ import pandas as pd
 from analysis.fidelity import FIDELITY_NOTE, RunFidelity, fidelity_totals, totals_lines
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from analysis.report.diff import TOTAL
+from analysis.report.verdict import priced_by, verdict
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
 from replay.policy.pricing import pricing_note
@@ -88,6 +89,9 @@ class Page:
     compaction_model: list[str] = dataclasses.field(default_factory=list)
     """The counterfactual-compaction model fitted on the corpus's recorded compactions, in
     words (``replay.compaction_fit.model_lines``)."""
+    pricing: str = ""
+    """How the comparison was priced, as the command chose it (``replay.policy.pricing``;
+    '' : said from the policies as replayed)."""
     interactive: str = ""
     """The HTML page's timelines, interactive (``analysis.report.interactive``; scripts
     inlined): shown instead of the ``timelines`` PNGs, which report.md keeps ('' : the PNGs)."""
@@ -126,7 +130,8 @@ def render_html(page: Page) -> str:
     e = html_text
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              "<title>ctxreplay report</title>", f"<style>{_CSS}</style></head><body>",
-             "<h1>ctxreplay report</h1>", f"<p>{e(_overview(page))}</p>",
+             "<h1>ctxreplay report</h1>", f"<p><strong>{e(_verdict_line(page))}</strong></p>",
+             f"<p>{e(_overview(page))}</p>",
              "<h2>Policies</h2>", _html_table(*_policy_rows(page))]
     parts.append("<h2>Placeholder lint</h2><ul>")
     for policy, found in page.policies:
@@ -159,7 +164,8 @@ def render_html(page: Page) -> str:
 
 def render_markdown(page: Page, image_dir: str) -> str:
     """The report's tables as Markdown, with links to the PNGs under ``image_dir``."""
-    lines = ["# ctxreplay report", "", markdown(_overview(page)), "", "## Policies", "",
+    lines = ["# ctxreplay report", "", f"**{markdown(_verdict_line(page))}**", "",
+             markdown(_overview(page)), "", "## Policies", "",
              *_md_table(*_policy_rows(page)), "", "## Placeholder lint", ""]
     for policy, found in page.policies:
         lines += ([f"- **{markdown(policy.name)}**: {markdown(f)}" for f in found] if found
@@ -235,7 +241,7 @@ def _overview(page: Page) -> str:
                       for k, v in sorted(used.items()))
     return (f"{len(page.runs)} run{'s' if len(page.runs) != 1 else ''} ({fmts}) replayed under "
             f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}; "
-            f"{pricing_note([p for p, _ in page.policies])}."
+            f"{page.pricing or pricing_note([p for p, _ in page.policies])}."
             + (f" Truth: {truth}." if truth else ""))
 
 
@@ -249,10 +255,16 @@ def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _verdict_line(page: Page) -> str:
+    return verdict(page.totals, [p for p, _ in page.policies], page.pricing)
+
+
 def _totals_rows(page: Page) -> tuple[list[str], list[list[str]]]:
-    header = ["policy", "runs", *[h for _, h in HEADLINE]]
+    prices = priced_by([p for p, _ in page.policies])
+    header = ["policy", "runs", *[h for _, h in HEADLINE], "cost priced under"]
     rows = [[str(t["policy"]), f"{int(t['n_runs']):,}",
-             *[fmt_value(c, t.get(c)) for c, _ in HEADLINE]]
+             *[fmt_value(c, t.get(c)) for c, _ in HEADLINE],
+             prices.get(str(t["policy"]), "–")]
             for t in page.totals.to_dict(orient="records")]
     return header, rows
 

@@ -62,8 +62,27 @@ RunOpt = Annotated[list[str] | None, typer.Option(
                   "such as 'scenarios/*', or a run id (repeatable; default: every run).")]
 AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 OwnProvidersOpt = Annotated[bool, typer.Option(
-    "--own-providers", help="Price each policy under the provider it names (default: every "
-                            "policy under the first one's, so costs compare like for like).")]
+    "--own-providers", help="The same as --pricing own (the older spelling).")]
+def _pricing_choice(value: str | None) -> str | None:
+    if value is not None and value not in ("first", "own"):
+        raise typer.BadParameter(f"{value!r}: first or own")
+    return value
+
+
+PricingOpt = Annotated[str | None, typer.Option(
+    "--pricing", metavar="first|own", callback=_pricing_choice,
+    help="How policies that name different providers are priced: first (every policy under "
+         "the first one's, so costs compare like for like; the default) or own (each under "
+         "its own: cost differences then include the price difference). The report's verdict "
+         "and totals say which provider priced each cost; --provider NAME prices all under NAME.")]
+
+
+def _own(pricing: str | None, own_providers: bool) -> bool:
+    """Whether each policy is priced under its own provider (``--pricing``/``--own-providers``);
+    a usage error when they disagree."""
+    if own_providers and pricing == "first":
+        raise typer.BadParameter("--own-providers is --pricing own; not with --pricing first")
+    return own_providers or pricing == "own"
 
 
 def report(
@@ -80,6 +99,7 @@ def report(
     max_timelines: Annotated[int, typer.Option(help="Per-run timelines drawn, for the runs "
                                                     "with the most requests.")] = 20,
     provider: ProviderOpt = None,
+    pricing: PricingOpt = None,
     own_providers: OwnProvidersOpt = False,
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
@@ -93,7 +113,8 @@ def report(
     with _errors(), _counter("replay", quiet) as tick, \
             _steps("report: drawing figures", quiet) as draw:
         done = report_to(_compare_spec(paths, policy, traces, data, run_ids, provider,
-                                       own_providers, allow_python, cache_dir), out,
+                                       _own(pricing, own_providers), allow_python, cache_dir),
+                         out,
                          max_timelines=max_timelines,
                          open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
                          on_figure=draw)
@@ -119,6 +140,7 @@ def diff(
     top: Annotated[int, typer.Option(help="Rows shown per section in the table (JSON has "
                                           "every row).")] = 20,
     provider: ProviderOpt = None,
+    pricing: PricingOpt = None,
     own_providers: OwnProvidersOpt = False,
     allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
@@ -135,7 +157,8 @@ def diff(
 
     with _errors(), _counter("replay", quiet) as tick:
         done = diff_policies(_compare_spec(paths, policy, traces, data, run_ids, provider,
-                                           own_providers, allow_python, cache_dir),
+                                           _own(pricing, own_providers), allow_python,
+                                           cache_dir),
                              open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     if table.as_json:

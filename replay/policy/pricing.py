@@ -51,7 +51,7 @@ def one_provider(policies: list[Policy], name: str | None = None, *,
     pols = tuple(dataclasses.replace(p, provider=first.provider, cache=first.cache)
                  for p in policies)
     return Pricing(pols, f"priced under one provider, {label} ({first.name}'s; the policies "
-                         f"name others: {others}; --own-providers prices each under its own)",
+                         f"name others: {others}; --pricing own prices each under its own)",
                    True)
 
 

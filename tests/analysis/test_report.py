@@ -21,6 +21,7 @@ from replay.corpus import Corpus, replay_corpus
 from replay.policy import load_policy
 from tests.analysis.conftest import PRESETS, Replayed
 from tests.analysis.report_html import ReportDoc, decodes, png_of, png_size
+from tests.conftest import REPO
 
 ORIGINAL, CORRECTED = PRESETS
 HEADLINE_START = ["run", "run id", "policy"]
@@ -323,3 +324,31 @@ def test_analysis_plots_say_which_runs_they_show_and_name_them_by_label(
     ax = plot_arg_share(arg_share(req[req["run_id"] == first]), labels={first: "the-label"})
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend and all(t.startswith("the-label ") for t in legend)
+
+
+def test_the_verdict_says_who_wins_and_which_provider_priced_each_cost(tmp_path: Path) -> None:
+    """Issue #25 items 6 and 10: a one-line verdict at the top; the pricing chosen explicitly
+    (--pricing first|own) and said where the costs are."""
+    log = REPO / "logs" / "compacting-session.jsonl"
+    firsts: dict[str, str] = {}
+    for how in ("first", "own"):
+        out = tmp_path / how
+        res = CliRunner().invoke(app, ["report", str(log), "-p", "two-tier-corrected", "-p",
+                                       "claude-code", "--pricing", how, "--out", str(out),
+                                       "--cache-dir", str(tmp_path / "c"), "-q",
+                                       "--max-timelines", "0"])
+        assert res.exit_code == 0, res.output
+        md = (out / "report.md").read_text()
+        firsts[how] = md.splitlines()[2]
+        assert firsts[how].startswith("**Verdict over 1 run: fewest overshoots:")
+        assert "fewest tokens sent: " in firsts[how] and "cheapest: " in firsts[how]
+        totals = md[md.index("## Totals over all runs"):].splitlines()[4:6]
+        priced = [row.rstrip(" |").rsplit("|", 1)[-1].strip() for row in totals]
+        assert priced == (["vllm", "vllm"] if how == "first" else ["vllm",
+                                                                    "anthropic-sonnet-4"])
+    assert "costs priced under vllm" in firsts["first"]
+    assert "each under its own provider (two-tier-corrected: vllm, claude-code: " \
+           "anthropic-sonnet-4)" in firsts["own"]
+    clash = CliRunner().invoke(app, ["report", str(log), "-p", "none", "--pricing", "first",
+                                     "--own-providers", "--out", str(tmp_path / "x")])
+    assert clash.exit_code == 2
