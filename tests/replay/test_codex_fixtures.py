@@ -115,7 +115,7 @@ def _parse(rel: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], S
 
 
 def test_fixture_list() -> None:
-    assert len(FILES) == 6
+    assert len(FILES) == 7  # 6 + the real TraceLab 0.114 segment
 
 
 @pytest.mark.parametrize("rel", FILES)
