@@ -4,7 +4,11 @@
 settings.  A unit opens that run's store entry only (``replay.ingest.store``), prepares
 the run and its policy-independent facts once, replays each setting of the
 batch and computes its metrics (``analysis.per_run.fast_metrics``), and returns small
-rows; so a worker's memory is bounded by the largest run, not the archive.
+rows (as column lists: the caller makes one frame of all); so a worker's memory is bounded by
+the largest run, not the archive.  Settings share replays: a setting whose replay is certain to
+repeat one already made in the unit (the tiers it changes never opened their gate there, and
+stay shut at every level compared: ``replay.engine.share``) takes that trace instead of
+replaying; its metrics are its own.  Every executor, Dask's too, runs the same ``sweep_unit``.
 Units run
 
 - in this process (``jobs=1``),
@@ -66,9 +70,12 @@ from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus
 from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
+from replay.engine.probe import Probe
+from replay.engine.share import same_trace
+from replay.engine.trace import Trace
 from replay.errors import ReplayError, ReplayInputError
 from replay.ingest.store import Entry
-from replay.policy import Custom, policy_to_dict
+from replay.policy import Custom, Policy, policy_to_dict
 from replay.safe_text import csv_cell
 from replay.workers import init_worker
 
@@ -76,6 +83,8 @@ UNITS_PER_WORKER = 8
 """Work units planned per worker: enough to balance runs of very different lengths."""
 _REPLAY_OVERHEAD_REQUESTS = 5
 """A replay's fixed cost, in requests' worth, when sizing units."""
+SHARED_SOURCES = 16
+"""Replays of a unit kept to stand for later settings (``sweep_unit``)."""
 INLINE_BELOW_REQUESTS = 50_000
 """Request-replays below which ``jobs=0`` stays in this process (about two seconds of work;
 starting worker processes, each importing the libraries, costs more)."""
@@ -201,14 +210,33 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
                                if unit.entry is not None else _table_run(unit))
     everything = _settings_of(blob)
     out = []
+    sources: list[tuple[Policy, Probe, Trace]] = []
+    """Replays made so far, newest used first: a setting they stand for is not replayed."""
     for i in unit.indices:
         sid, policy = everything[i]
-        try:
-            trace = replay(run, policy, calibration=calibration, allow_python=unit.allow_python)
-        except ReplayError as exc:  # re-raised as a plain-message error that pickles
-            raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
+        trace = _shared(sources, policy)
+        if trace is None:
+            probe = Probe()
+            try:
+                trace = replay(run, policy, calibration=calibration,
+                               allow_python=unit.allow_python, probe=probe)
+            except ReplayError as exc:  # re-raised as a plain-message error that pickles
+                raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
+            sources.insert(0, (policy, probe, trace))
+            del sources[SHARED_SOURCES:]
         out.append((sid, *fast_metrics(facts, trace, policy).values()))
     return dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else {c: [] for c in ROW_COLUMNS}
+
+
+def _shared(sources: list[tuple[Policy, Probe, Trace]], policy: Policy) -> Trace | None:
+    """The trace of a replay made for another setting that ``policy``'s replay would repeat
+    exactly (``replay.engine.share.same_trace``), moved to the front; None when there is none."""
+    for k, (source, probe, trace) in enumerate(sources):
+        if same_trace(source, probe, policy):
+            if k:
+                sources.insert(0, sources.pop(k))
+            return trace
+    return None
 
 
 def _csv(table: pd.DataFrame) -> str:

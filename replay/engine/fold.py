@@ -32,6 +32,7 @@ from replay.engine.cache import pricer
 from replay.engine.cache_anchor import cache_shortfalls
 from replay.engine.context import Context
 from replay.engine.prepared import Calibration, PreparedRun
+from replay.engine.probe import Probe
 from replay.engine.tiers import bind
 from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.base import Env, Evictions
@@ -51,7 +52,7 @@ from replay.policy.harness import resolve
 
 
 def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None = None,
-           allow_python: bool = False) -> Trace:
+           allow_python: bool = False, probe: Probe | None = None) -> Trace:
     """Replay ``policy`` over ``run``.
 
     Args:
@@ -59,6 +60,8 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
         policy: the policy to simulate.
         calibration: the run's fit of truth to recorded usage (for ``truth.method: calibrated``).
         allow_python: allow ``module:Class`` tiers to be loaded.
+        probe: where the tiers' gates record what they compared (``replay.engine.probe``, for
+            ``replay.engine.share``); the trace is the same with or without.
 
     Returns:
         The trace: one row per request, per action and per evicted block.
@@ -70,11 +73,11 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     # pay per request for its own size.  Paused for the replay and restored once its working
     # state is gone (so the deferred collection has nothing big left to walk).
     with _collector_paused():
-        return _replay(run, policy, calibration, allow_python)
+        return _replay(run, policy, calibration, allow_python, probe)
 
 
 def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
-            allow_python: bool) -> Trace:
+            allow_python: bool, probe: Probe | None = None) -> Trace:
     if policy.harness is not None:  # the harness's arithmetic for this run's version and model
         policy = resolve(policy, run.harness, run.model).policy
     s, cache = policy.server, policy.cache
@@ -88,7 +91,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     reattached = plan.reattached or [0] * len(run.harness_first_request)
     env = Env(policy=policy, calibration=calibration, action_rows=[], evictions=Evictions(),
               fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter,
-              reattached=reattached)
+              reattached=reattached, probe=probe)
     truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(estimator, calibration), truth_of,
                   s.message_overhead_tokens)

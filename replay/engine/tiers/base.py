@@ -16,6 +16,7 @@ from typing import Any
 
 from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import Calibration, PreparedRun, text_count
+from replay.engine.probe import Probe
 from replay.engine.trace import ActionRow
 from replay.policy import Placeholder, Policy, TokenCounter, Trigger
 
@@ -133,6 +134,9 @@ class Env:
     reused: set[int] = field(default_factory=set)
     """Recorded compactions a tier reused: from their first request after on, their unseen
     restoration is in ``fixed_truth`` (``reuse_recorded``)."""
+    probe: Probe | None = None
+    """Where the tiers' gates record what they compared (``replay.engine.probe``; None: not
+    recorded)."""
 
     def __post_init__(self) -> None:
         self.usable = self.policy.usable_tokens
@@ -153,6 +157,8 @@ def threshold(trigger: Trigger, env: Env) -> int:
 
 def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
     """Whether the trigger fires on the context as it is now."""
+    if env.probe is not None:
+        return _probed(trigger, ctx, env, env.probe)
     if trigger.every_request:
         return True
     if trigger.never:
@@ -166,6 +172,21 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
         gap = gaps[env.request] if env.request < len(gaps) else None
         return gap is not None and gap >= 60.0 * trigger.idle_minutes
     return env.fixed_est + ctx.est() >= threshold(trigger, env)
+
+
+def _probed(trigger: Trigger, ctx: Context, env: Env, probe: Probe) -> bool:
+    """``fires``, recording the comparison in ``probe`` (``replay.engine.probe``)."""
+    if trigger.level_tokens(env.usable) is None:  # not a level: opened whenever checked
+        probe.saw(id(trigger), 0, True)
+        env.probe = None
+        try:
+            return fires(trigger, ctx, env)
+        finally:
+            env.probe = probe
+    level = env.fixed_est + ctx.est()
+    opened = level >= threshold(trigger, env)
+    probe.saw(id(trigger), level, opened)
+    return opened
 
 
 def placeholder(run: PreparedRun, b: int, ph: Placeholder) -> str:

@@ -37,13 +37,20 @@ class CollapseState:
 def threshold(tier: Collapse, env: Env) -> int:
     """The estimated-token level the tier fires at (its actions' ``threshold_tokens``; for
     the other tiers ``base.threshold`` of their trigger)."""
-    return int((1.0 - tier.margin_frac) * env.usable)
+    return level_tokens(tier, env.usable)
+
+
+def level_tokens(tier: Collapse, usable_tokens: int) -> int:
+    """(1 − margin) × the usable window, in whole tokens."""
+    return int((1.0 - tier.margin_frac) * usable_tokens)
 
 
 def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     """Cut until the estimate is under the threshold, if it is over."""
     level = threshold(tier, env)
     over = env.fixed_est + ctx.est()
+    if tier.trigger is None and env.probe is not None:
+        env.probe.saw(id(tier), over, over >= level)
     if (over < level) if tier.trigger is None else not fires(tier.trigger, ctx, env):
         return
     newest = ctx.newest_output_start()

@@ -1,0 +1,98 @@
+"""One replay standing for other settings (``replay.engine.share``): only when it is exact."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.engine.fold import replay
+from replay.engine.prepared import PreparedRun
+from replay.engine.probe import Probe
+from replay.engine.share import same_trace
+from replay.engine.trace import Trace
+from replay.policy import Collapse, Policy, Trigger, load_policy, replace_path
+from tests.strategies import policies, runs
+
+TABLES = ("requests", "actions", "evictions")
+
+
+def _columns(trace: Trace) -> dict[str, Any]:
+    return {t: trace.columns(t) for t in TABLES}
+
+
+@st.composite
+def moved_levels(draw: Any, policy: Policy) -> Policy:
+    """``policy`` with some tiers' level gates moved (a trigger's at_tokens / at_frac, a collapse
+    tier's margin), and sometimes another field of a tier changed too."""
+    tiers = []
+    for t in policy.tiers:
+        if isinstance(t, Collapse) and t.trigger is None and draw(st.booleans()):
+            t = dataclasses.replace(t, margin_frac=draw(st.floats(0.0, 0.5)))
+        elif t.trigger is not None and t.trigger.at_frac is not None and draw(st.booleans()):
+            t = dataclasses.replace(t, trigger=Trigger(at_tokens=draw(st.integers(0, 60000))))
+        if draw(st.integers(0, 4)) == 0:
+            t = dataclasses.replace(t, name=t.name + "-renamed")
+        tiers.append(t)
+    return dataclasses.replace(policy, tiers=tuple(tiers))
+
+
+@given(runs(), policies(), st.data())
+def test_a_shared_replay_is_the_other_settings_replay(run: PreparedRun, policy: Policy,
+                                                       data: st.DataObject) -> None:
+    """Whenever ``same_trace`` says another setting's replay repeats this one, replaying that
+    setting gives the same three tables, value for value; the probe changes nothing."""
+    probe = Probe()
+    trace = replay(run, policy, probe=probe)
+    assert _columns(trace) == _columns(replay(run, policy))
+    other = data.draw(moved_levels(policy))
+    if same_trace(policy, probe, other):
+        assert _columns(replay(run, other)) == _columns(trace)
+
+
+def test_sharing_on_the_samples_is_exact_and_happens(sample_corpus: Any) -> None:
+    """Over the real samples, a grid of summary triggers and emergency margins of the corrected
+    two-tier preset: every setting another's replay stands for replays to the same tables, some
+    settings share and some do not (their summary or emergency tier acts)."""
+    base = load_policy("two-tier-corrected")
+    grid = [replace_path(replace_path(base, "tiers.1.trigger.at_tokens", at),
+                         "tiers.2.margin_frac", margin)
+            for at in (20000, 40000, 80000, 112000) for margin in (0.05, 0.2, 0.32)]
+    shared = separate = 0
+    for rid in sample_corpus.replayable():
+        run, calibration = sample_corpus.prepared(rid), sample_corpus.calibration(rid)
+        sources: list[tuple[Policy, Probe, Trace]] = []
+        for policy in grid:
+            fresh = replay(run, policy, calibration=calibration)
+            stands = [tr for src, probe, tr in sources if same_trace(src, probe, policy)]
+            for trace in stands:
+                assert _columns(trace) == _columns(fresh), (rid, policy.tiers)
+            shared += bool(stands)
+            if not stands:
+                separate += 1
+                probe = Probe()
+                sources.append((policy, probe,
+                                replay(run, policy, calibration=calibration, probe=probe)))
+    assert shared > 0 and separate > len(sample_corpus.replayable())
+
+
+def test_a_gate_that_opened_or_is_not_a_level_never_shares() -> None:
+    """A tier whose gate opened, or whose trigger is a count, is never assumed quiet."""
+    base = load_policy("two-tier-corrected")
+    summary = base.tiers[1]
+    assert summary.trigger is not None
+    probe = Probe()
+    probe.saw(id(summary.trigger), 50000, True)
+    other = replace_path(base, "tiers.1.trigger.at_tokens", 90000)
+    assert not same_trace(base, probe, other)
+    quiet = Probe()
+    quiet.saw(id(summary.trigger), 50000, False)
+    assert same_trace(base, quiet, other)
+    assert not same_trace(base, quiet, replace_path(base, "tiers.1.trigger.at_tokens", 50000))
+    counted = dataclasses.replace(base, tiers=(
+        base.tiers[0], dataclasses.replace(summary, trigger=Trigger(after_events=5)),
+        base.tiers[2]))
+    assert not same_trace(base, quiet, counted)
+    assert not same_trace(base, quiet, replace_path(base, "server.window_tokens", 140000))
