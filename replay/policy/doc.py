@@ -196,7 +196,7 @@ def _minimal(obj: Any, keep: tuple[str, ...]) -> dict[str, Any]:
             if v == default:
                 continue
         if dataclasses.is_dataclass(v):
-            out[key] = _minimal(v, keep=())
+            out[key] = _minimal(v, keep=("name",) if f.name == "harness" else ())
         elif f.name == "tiers":
             out[key] = [_minimal(t, keep=("type", "name")) for t in v]
         else:
