@@ -119,3 +119,15 @@ def test_a_level_the_user_wrote_in_the_tier_stands_and_is_said() -> None:
     assert r.level_tokens == 100_000 and "set by the policy" in r.basis
     assert r.policy.tiers[0].trigger.at_tokens == 100_000
     assert r.policy.server.window_tokens == 1_000_000  # the model's window still applies
+
+
+def test_harness_null_fixes_the_level_whatever_the_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "fixed.yaml"
+    path.write_text("extends: claude-code\nharness: null\n")
+    p = load_policy(path)
+    assert p.harness is None
+    run = dataclasses.replace(session([300] * 3), harness="claude-code 2.1.7",
+                              model="claude-opus-4-6")
+    trace = replay(run, p)
+    assert set(trace.columns("requests")["window_tokens"]) == {200_000}
+    assert p.tiers[0].trigger.at_tokens == 167_000  # not 155,000: no per-run arithmetic
