@@ -127,7 +127,7 @@ def test_harness_null_fixes_the_level_whatever_the_run(tmp_path) -> None:  # typ
     p = load_policy(path)
     assert p.harness is None
     run = dataclasses.replace(session([300] * 3), harness="claude-code 2.1.7",
-                              model="claude-opus-4-6")
-    trace = replay(run, p)
-    assert set(trace.columns("requests")["window_tokens"]) == {200_000}
-    assert p.tiers[0].trigger.at_tokens == 167_000  # not 155,000: no per-run arithmetic
+                              model="claude-opus-5")
+    # with the harness, this run would plan against 1,000,000; without, the policy's 200,000
+    assert set(replay(run, load_policy(CC)).columns("requests")["window_tokens"]) == {1_000_000}
+    assert set(replay(run, p).columns("requests")["window_tokens"]) == {200_000}
