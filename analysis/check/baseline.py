@@ -23,6 +23,7 @@ import difflib
 import json
 import math
 import numbers
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_VERSION, Trace
 from replay.errors import ReplayError
+from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_key
 from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
@@ -155,15 +157,20 @@ def stored_value(v: Any) -> Value:
 def load_baseline(path: Path) -> Baseline:
     """Read and validate a baseline file.
 
+    A baseline is read as any input file (``replay.ingest.input_files.read_input``): a FIFO,
+    a device (``/dev/zero``) or a file over the document bound is refused, never read.
+
     Raises:
-        CheckError: the file is missing, is not JSON, or does not have the baseline layout
-            (the message names the offending key).
+        CheckError: the file is missing, is not a regular file within the bound, is not JSON,
+            or does not have the baseline layout (the message names the offending key).
     """
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise CheckError(f"{path}: no such baseline; create it with `replay check ... "
-                         f"--baseline {path} --update-baseline`") from None
+                         f"--baseline {path} --update-baseline`")
+    try:
+        doc = json.loads(read_input(path, max_document_bytes()).decode("utf-8"))
+    except Unreadable as why:
+        raise CheckError(f"{path}: not a baseline file: {why}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(
             exc, json.JSONDecodeError) else str(exc)

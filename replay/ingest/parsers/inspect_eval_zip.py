@@ -4,8 +4,12 @@
 its samples (``samples/<id>_epoch_<n>.json``, in epoch then id order), reading each entry with
 the standard library's ``zipfile``: at most ``MAX_ENTRIES`` entries and ``input_files.max_document_bytes()``
 uncompressed bytes per entry (each is one JSON document, decoded whole) (the size recorded in the zip is checked first, and no more than
-the bound is ever decompressed), everything else reported.  Every entry is counted in the
-file's coverage (``zip/samples``, ``zip/header.json``, ``zip/summaries`` skipped, …).
+the bound is ever decompressed), and the same bound for all the entries of the file together (a
+``.eval`` decompresses to no more than the ``.json`` log it stands for may be), everything else
+reported.  A sample is an entry ``samples/<name>.json`` read once: a second entry of the same
+name, or a name leaving ``samples/`` (``samples/../x``), is skipped with an issue.  Every entry
+is counted in the file's coverage (``zip/samples``, ``zip/header.json``, ``zip/summaries``
+skipped, …).
 
 Not here: what a sample means (``replay.ingest.parsers.inspect_ai``).
 """
@@ -48,11 +52,30 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
     header: dict[str, Any] = {}
     start: dict[str, Any] = {}
     samples: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    total = 0
+    over_total = 0
     for info in infos:
         name = info.filename
         kind = "samples" if name.startswith("samples/") else name
         if kind not in ("samples", "header.json", "_journal/start.json"):
             cov.skipped("zip/summaries" if "summar" in name else f"zip/{name.split('/')[0]}")
+            continue
+        if kind == "samples" and not _SAMPLE_NAME.fullmatch(name):
+            cov.unknown("zip/samples (not a sample name)")
+            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is not a sample "
+                                             "(samples/<name>.json) (skipped)"))
+            continue
+        if name in seen:
+            cov.unknown(f"zip/{kind} (duplicate)")
+            issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} appears again (the "
+                                             "later copy skipped)"))
+            continue
+        seen.add(name)
+        budget = max_bytes - total
+        if info.file_size <= max_bytes and info.file_size > budget:
+            cov.unknown(f"zip/{kind} (over the file's total)")
+            over_total += 1
             continue
         if info.file_size > max_bytes:
             cov.unknown(f"zip/{kind} (too large)")
@@ -66,9 +89,11 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
             continue
         try:
             with z.open(info) as f:
-                raw = f.read(max_bytes + 1)
-            if len(raw) > max_bytes:
-                raise ValueError(f"more than {max_bytes:,} bytes uncompressed")
+                raw = f.read(budget + 1)
+            if len(raw) > budget:  # the recorded size lied
+                raise ValueError(f"more than {budget:,} bytes uncompressed"
+                                 + (" (the file's total left)" if budget < max_bytes else ""))
+            total += len(raw)
             value = loads(raw)
         except (*ZIP_ERRORS, RecursionError) as exc:
             cov.unknown(f"zip/{kind} (unreadable)")
@@ -81,8 +106,16 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
             header = value
         elif isinstance(value, dict):
             start = value
+    if over_total:
+        issues.append(Issue(src.path, 0, f"{over_total:,} zip entries skipped: together the "
+                                         f"entries decompress to more than {max_bytes:,} bytes "
+                                         f"(raise it with {ENV_MAX_DOCUMENT_BYTES}=BYTES)"))
     samples.sort(key=lambda s: _sample_order(s[0]))
     return header or start, [v for _, v in samples]
+
+
+_SAMPLE_NAME = re.compile(r"samples/(?!\.)[^/\\]+\.json")
+"""A sample entry's name: one file directly inside ``samples/``."""
 
 
 def _sample_order(name: str) -> tuple[int, str]:
