@@ -160,7 +160,8 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     """
     cacheable = [not any(isinstance(t, Custom) for t in s.policy.tiers) for s in settings]
     if not all(cacheable) and not allow_python:
-        raise ReplayInputError("a setting has a module:Class tier; pass allow_python to run it")
+        raise ReplayInputError("a setting has a module:Class tier, which runs Python code; allow it "
+                               "with --allow-python (allow_python=True from Python)")
     ids = list(run_ids) if run_ids is not None else corpus.replayable()
     entries = _entries(corpus)
     keys = _run_keys(corpus, ids, entries) if cache_dir is not None else {}

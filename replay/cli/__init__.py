@@ -22,7 +22,11 @@ registers the commands on it, in the order ``replay --help`` lists them:
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import typer
+from typer.core import TyperCommand
 
 from replay.cli.analysis_commands import check, diff, report, sweep
 from replay.cli.fidelity_command import fidelity
@@ -69,11 +73,24 @@ EXAMPLES: dict[str, str] = {
 """One example per command, shown at the end of its ``--help`` (as the line written here, not
 re-wrapped)."""
 
+_CURLY = re.compile(r"^\{(.*)\}(?=(?:\.\.\.)?$)")
+
+
+class _Command(TyperCommand):
+    """A command whose usage line names its arguments as click does (``PATHS...``,
+    ``[PATHS]...``), not typer's ``{paths}...``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [_CURLY.sub(lambda m: m.group(1).upper(), p) for p in pieces]
+
+
 for _command in (ingest, runs, inspect, policies, providers, run, calibrate, fidelity, synth,
                  show_policy, report, diff, sweep, check, redact, sql):
     _name = _command.__name__.replace("_", "-")
     _example = EXAMPLES.get(_name)  # a command without one fails test_cli_usage, not the app
-    app.command(epilog=f"\b\nExample: {_example}" if _example else None)(_command)
+    app.command(cls=_Command,
+                epilog=f"\b\nExample: {_example}" if _example else None)(_command)
 
 
 def main() -> None:

@@ -87,7 +87,7 @@ def _own(pricing: str | None, own_providers: bool) -> bool:
 
 def report(
     paths: Annotated[list[Path], typer.Argument(
-        callback=existing, help="Log files/folders or one dataset (with --policy), or "
+        metavar="PATHS", callback=existing, help="Log files/folders or one dataset (with --policy), or "
                                 "`replay run` output directories (with --traces).")],
     policy: ReportPolicyOpt = None,
     traces: TracesOpt = False,
@@ -129,7 +129,7 @@ def report(
 @table_command
 def diff(
     paths: Annotated[list[Path], typer.Argument(
-        callback=existing, help="Log files/folders or one dataset (with two --policy), or two "
+        metavar="PATHS", callback=existing, help="Log files/folders or one dataset (with two --policy), or two "
                                 "`replay run` output "
              "directories (with --traces).")],
     policy: ReportPolicyOpt = None,
@@ -284,7 +284,7 @@ def sweep(
 @table_command
 def check(
     paths: Annotated[list[Path] | None, typer.Argument(
-        callback=existing, help="Log files or folders, or one dataset directory (default: "
+        metavar="PATHS", callback=existing, help="Log files or folders, or one dataset directory (default: "
                                 "`archive` of "
              "[tool.ctxreplay] in pyproject.toml or ctxreplay.toml).")] = None,
     policy: Annotated[list[str] | None, typer.Option(

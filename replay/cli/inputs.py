@@ -46,7 +46,7 @@ def existing(paths: Any) -> Any:
 
 
 PathsArg = Annotated[list[Path], typer.Argument(
-    callback=existing, help="Log files or folders, or one dataset directory written by "
+    metavar="PATHS", callback=existing, help="Log files or folders, or one dataset directory written by "
                             "`replay ingest`.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ColumnsOpt = Annotated[str | None, typer.Option(

@@ -24,7 +24,7 @@ from replay.ingest.inspect import Inspection, gap_story, inspect_file
 
 @table_command
 def inspect(
-    file: Annotated[Path, typer.Argument(help="One log file.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="One log file.")],
     fmt: FormatOpt = None,
     *,
     table: TableOptions,

@@ -107,7 +107,7 @@ RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_t
 
 
 @table_command
-def runs(dataset: Annotated[Path, typer.Argument(callback=existing,
+def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=existing,
                                                  help="A dataset directory.")], *,
          table: TableOptions) -> None:
     """List the runs in a dataset, each by its label (source path, #N for a file's later runs,
@@ -272,7 +272,7 @@ def synth(
 
 
 def show_policy(
-    policy: Annotated[str, typer.Argument(help="Policy file or preset name.")],
+    policy: Annotated[str, typer.Argument(metavar="POLICY", help="Policy file or preset name.")],
     defaults: Annotated[bool, typer.Option("--defaults", help="Fill in every field, defaults "
                                                               "included.")] = False,
     as_json: JsonOpt = False,

@@ -31,10 +31,10 @@ from replay.sql import sql as run_sql
 
 @table_command
 def sql(
-    query: Annotated[str, typer.Argument(help="One SELECT (or WITH, DESCRIBE, SHOW) statement; "
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="One SELECT (or WITH, DESCRIBE, SHOW) statement; "
                                               "docs/queries.md has the views and examples.")],
     paths: Annotated[list[Path] | None, typer.Argument(
-        help="Log files or folders, or one dataset directory written by `replay ingest`: the "
+        metavar="PATHS", help="Log files or folders, or one dataset directory written by `replay ingest`: the "
              "views runs, messages, requests, events.")] = None,
     traces: Annotated[list[Path] | None, typer.Option(
         "--traces", "-t", help="A folder written by `replay run --out` (repeat for several "

@@ -95,7 +95,8 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(estimator, calibration), truth_of,
                   s.message_overhead_tokens)
-    steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python)
+    steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python,
+                                               where=f"policy {policy.name}")
                            if isinstance(t, Custom) else None))
              for t in policy.tiers]
     before = [step for when, step in steps if when == "before"]

@@ -86,16 +86,16 @@ class CustomTier(Protocol):
         """What to do with the context as it is now."""
 
 
-def load(tier: Custom, *, allow_python: bool) -> CustomTier:
-    """Instantiate the class a custom tier names."""
+def load(tier: Custom, *, allow_python: bool, where: str = "policy") -> CustomTier:
+    """Instantiate the class a custom tier names (``where`` names its policy in errors)."""
     if not allow_python:
-        raise PolicyError("<policy>", f"tiers.{tier.name}.class",
+        raise PolicyError(where, f"tiers.{tier.name}.class",
                           f"{tier.cls!r} is Python code; allow it explicitly (--allow-python)")
     module, _, name = tier.cls.partition(":")
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise PolicyError("<policy>", f"tiers.{tier.name}.class", f"cannot load: {exc}") from exc
+        raise PolicyError(where, f"tiers.{tier.name}.class", f"cannot load: {exc}") from exc
     obj: CustomTier = cls(**dict(tier.options))
     return obj
 
