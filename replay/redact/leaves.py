@@ -82,6 +82,9 @@ _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
          "exec": "run"}
+_MAX_KEPT_NAME = 100
+"""A longer name is hashed even when it is an id: every name of the archive stays short (a
+255-byte name leaves no room for the temporary name it is written through)."""
 _LAYOUT_FOLDERS = frozenset({"subagents", "workflows", "sessions"})
 _LOG_SUFFIX = re.compile(r"(?:\.(?:traj|trajectory|export|events|meta))?\.(?:jsonl|json|traj|eval)$")
 _ID_NAME = re.compile(r"(?:agent-(?:acompact-)?)?[0-9a-f]{6,}(?:-[0-9a-f]{2,})*")
@@ -169,9 +172,9 @@ class Redactor:
             return name  # a date folder (2026/09/02) is hashed when dates move
         m = _LOG_SUFFIX.search(name)
         stem, suffix = (name[:m.start()], m.group(0)) if m and m.start() else (name, "")
-        if dated := _DATED_NAME.fullmatch(stem):
+        if len(stem) <= _MAX_KEPT_NAME and (dated := _DATED_NAME.fullmatch(stem)):
             return dated.group(1) + self.shift(dated.group(2)) + dated.group(3) + suffix
-        if _ID_NAME.fullmatch(stem):
+        if len(stem) <= _MAX_KEPT_NAME and _ID_NAME.fullmatch(stem):
             return stem + suffix
         prefix = "agent-" if stem.startswith("agent-") else ""
         digest = hashlib.sha256((self.salt + "\0name\0" + stem).encode("utf-8", "surrogatepass"))

@@ -210,3 +210,24 @@ def test_a_shift_that_leaves_the_calendar_is_an_error(tmp_path_factory: pytest.T
         assert result.exit_code == 0, result.output
         [copy] = list((tmp / "out").rglob("*.jsonl"))
         assert date.fromordinal(moved).isoformat() in copy.read_text()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(stem=st.one_of(st.text("0123456789abcdef", min_size=200, max_size=240),
+                      st.text(st.characters(codec="utf-8", exclude_characters="/\0"),
+                              min_size=60, max_size=120)))
+def test_a_file_name_of_up_to_255_bytes_is_written(tmp_path_factory: pytest.TempPathFactory,
+                                                   stem: str) -> None:
+    """Names filling a file system's 255 bytes: the archive's name is short (hashed), so the
+    copy and its temporary name fit; before, the temporary name was too long and redact
+    aborted the whole archive."""
+    tmp = tmp_path_factory.mktemp("long")
+    name = stem.encode()[:249].decode("utf-8", "ignore") + ".jsonl"
+    try:
+        _session(tmp / "in" / name, "2026-01-15T10:40:00.000Z")
+    except OSError:  # a name the file system itself refuses: nothing to test
+        return
+    _session(tmp / "in" / "other.jsonl", "2026-01-15T10:40:00.000Z")
+    report = redact([tmp / "in"], tmp / "out")
+    assert [f.written for f in report.files] == [True, True], [str(i) for i in report.issues]
+    assert all(len(f.archived_as.encode()) <= 120 for f in report.files)
