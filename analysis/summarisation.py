@@ -135,7 +135,6 @@ def summarisation_summary(df: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFr
         after, grow = floats(rep["context_after_tokens"]), floats(rep["growback_requests"]).dropna()
         rows.append({
             "run_id": rid, "policy": pol,
-            "summarisation_n": len(rep),
             "summarisation_per_100_requests": 100.0 * len(rep) / n if n else np.nan,
             "summarisation_first_request": int(rep["request"].min()) if len(rep) else -1,
             "summarisation_mean_requests_between": gaps.mean() if len(gaps) else np.nan,

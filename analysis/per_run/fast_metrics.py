@@ -38,8 +38,9 @@ from replay.policy import Policy
 __all__ = ["FLOAT_COLUMNS", "METRICS_VERSION", "METRIC_COLUMNS", "fast_metrics", "metrics_frame",
            "part_metrics"]
 
-METRICS_VERSION = "1"
-"""Bumped whenever a column changes meaning (sweep caches are keyed by it)."""
+METRICS_VERSION = "2"
+"""Bumped whenever a column changes meaning (sweep caches are keyed by it). 2: summarisation_n
+merged into n_summaries (#25 item 10)."""
 
 
 def fast_metrics(facts: RunFacts, trace: Trace, policy: Policy,

@@ -26,7 +26,6 @@ def _fast_replayed(inp: PartInput) -> dict[str, Any]:
     after = [ac["context_after_tokens"][i] for i in idx]
     grow = _fast_growback(idx, ac, rq)
     return {
-        "summarisation_n": len(idx),
         "summarisation_per_100_requests": 100.0 * len(idx) / n_req if n_req else math.nan,
         "summarisation_first_request": min(reqs) if reqs else -1,
         "summarisation_mean_requests_between": mean(gaps),
@@ -69,12 +68,12 @@ def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:
 
 
 _F = "float64"
-_PER_SUMMARY = "summarisation_n"
+_PER_SUMMARY = "n_summaries"
+"""The count of replayed summaries is ``n_summaries`` (``analysis.per_run.basic``): one metric;
+a second one (``summarisation_n``, always equal) was merged into it (METRICS_VERSION 2)."""
 SUMMARISATION = MetricPart("summarisation", (
-    _spec("n", "count", "replayed summaries (cuts of kind summarise, collapse, custom_cut)",
-          better="lower"),
     _spec("per_100_requests", "per 100 requests", "replayed summaries per 100 requests",
-          dtype=_F, better="lower", ratio=("summarisation_n", "n_requests", 100.0)),
+          dtype=_F, better="lower", ratio=(_PER_SUMMARY, "n_requests", 100.0)),
     _spec("first_request", "request index", "the first replayed summary (-1 when none)"),
     _spec("mean_requests_between", "requests", "mean spacing of consecutive summaries",
           dtype=_F, better="higher", weight=_PER_SUMMARY),

@@ -34,7 +34,7 @@ ALIASES: dict[str, str] = {
     "overshoots": "overshoots_n",
     "max_overshoot_tokens": "overshoots_max_tokens",
     "cached_share": "cache_invalidation_cached_share",
-    "summaries": "summarisation_n",
+    "summaries": "n_summaries",
     "trims": "n_trims",
     "requests": "n_requests",
 }

@@ -117,7 +117,7 @@ def test_totals_aggregate_each_metric_appropriately(replayed: dict[str, Replayed
     assert t["cache_invalidation_cached_share"] == pytest.approx(
         m["cache_invalidation_cached_tokens"].sum() / m["tokens_sent"].sum())
     assert t["summarisation_per_100_requests"] == pytest.approx(
-        100 * m["summarisation_n"].sum() / m["n_requests"].sum())
+        100 * m["n_summaries"].sum() / m["n_requests"].sum())
     assert "arg_share_args_peak_request" not in t.index
     assert total_rule("summarisation_min_requests_between") == "min"
     assert total_rule("overshoots_margin_needed_max_frac") == "max"

@@ -44,7 +44,7 @@ def test_spacing_and_thrash() -> None:
     assert df["requests_to_next"].tolist() == [10, 30, pd.NA]
     assert df["is_thrash"].tolist() == [False, True, False]
     s = summarisation_summary(df, requests([0] * 50)).iloc[0]
-    assert (s["summarisation_n"], s["summarisation_n_thrash"]) == (3, 1)
+    assert ((df["source"] == "replayed").sum(), s["summarisation_n_thrash"]) == (3, 1)
     assert s["summarisation_per_100_requests"] == 6.0
     assert (s["summarisation_mean_requests_between"], s["summarisation_min_requests_between"]) \
         == (20.0, 10.0)
@@ -87,7 +87,7 @@ def test_kinds_counted() -> None:
     df = summarisation(acts, requests([0] * 10))
     assert df["kind"].tolist() == ["collapse", "summarise"]
     s = summarisation_summary(df, requests([0] * 10)).iloc[0]
-    assert (s["summarisation_n"], s["summarisation_n_failed"]) == (2, 1)
+    assert (s["summarisation_per_100_requests"], s["summarisation_n_failed"]) == (20.0, 1)
 
 
 def test_edge_run_without_summaries_or_usage() -> None:
@@ -95,7 +95,7 @@ def test_edge_run_without_summaries_or_usage() -> None:
     df = summarisation(empty, requests([5, 6]))
     assert df.empty
     s = summarisation_summary(df, requests([5, 6])).iloc[0]
-    assert (s["summarisation_n"], s["summarisation_recorded_n"]) == (0, 0)
+    assert (s["summarisation_per_100_requests"], s["summarisation_recorded_n"]) == (0, 0)
     assert s["summarisation_first_request"] == -1
     assert np.isnan(s["summarisation_mean_requests_between"])
     assert np.isnan(s["summarisation_mean_context_after_tokens"])
@@ -116,7 +116,8 @@ def test_recorded_compactions_beside_replayed() -> None:
     first = recorded[recorded["request"].notna()]
     assert first["context_after_tokens"].tolist() == [40, 40]
     s = summarisation_summary(df, req).set_index("policy")
-    assert s.loc["x", "summarisation_n"] == 1 and s.loc["y", "summarisation_n"] == 0
+    assert s.loc["x", "summarisation_per_100_requests"] == 20.0  # 1 of 5 requests
+    assert s.loc["y", "summarisation_per_100_requests"] == 0
     assert (s["summarisation_recorded_n"] == 2).all()
 
 
@@ -135,7 +136,8 @@ def test_real_traces_match_actions_and_runs(sample_corpus: Corpus, both_trace: T
     s = summarisation_summary(df, req)
     assert len(s) == len(req.groupby(["run_id", "policy"]))
     n_cuts = act["kind"].isin(["summarise", "collapse", "custom_cut"]).sum()
-    assert s["summarisation_n"].sum() == n_cuts > 0
+    assert (df["source"] == "replayed").sum() == n_cuts > 0
+    assert "summarisation_n" not in s  # one metric: n_summaries (#25)
     runs = frames.runs_df(sample_corpus).set_index("run_id")["n_harness_compactions"]
     for rid, n in zip(s["run_id"], s["summarisation_recorded_n"]):
         assert n == runs[rid]

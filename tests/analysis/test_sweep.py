@@ -52,7 +52,7 @@ def test_fast_metrics_equal_the_two_tier_metrics(sample_corpus: Corpus,
                                                   replayed: dict[str, Replayed]) -> None:
     both = pd.concat([rep.metrics for rep in replayed.values()])
     for col in ("rereads_n_eviction_induced", "cache_invalidation_n_small_trims",
-                "cache_invalidation_n_below_min", "summarisation_n", "overshoots_n_comparable"):
+                "cache_invalidation_n_below_min", "n_summaries", "overshoots_n_comparable"):
         assert both[col].sum() > 0, f"{col}: the comparison must bite"
     for rep in replayed.values():
         fast = metrics_frame([fast_metrics(run_facts(sample_corpus, rid),
@@ -168,7 +168,7 @@ def test_in_memory_corpora_sweep_in_worker_processes() -> None:
     local, inline = sweep(corpus, chosen, jobs=2), sweep(corpus, chosen, jobs=1)
     pd.testing.assert_frame_equal(local.table, inline.table, check_exact=True)
     heavy = inline.table[inline.table["run_id"] == "write-heavy"].set_index("tiers.1.keep_messages")
-    assert heavy.loc[24, "summarisation_n"] > heavy.loc[8, "summarisation_n"]
+    assert heavy.loc[24, "n_summaries"] > heavy.loc[8, "n_summaries"]
 
 
 # --- grids ---------------------------------------------------------------------------------
