@@ -59,10 +59,12 @@ PRODUCT_KEYS = frozenset({"originator"})
 PRODUCT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,24}(?: [A-Za-z0-9_.-]{1,24}){0,2}")
 DATA_KEYS = frozenset({"toolUseResult", "metadata", "dataset", "task_args", "model_args",
                        "solver_args", "model_roles", "model_generate_config", "env", "store",
-                       "scores", "sample_metadata", "plan", "tags", "revision"})
+                       "scores", "sample_metadata", "plan", "tags", "revision",
+                       "trackedFileBackups"})
 """Keys whose subtree is the harness's or the user's own data, not the log's structure (a Claude
-Code tool's result object, Inspect's dataset, metadata and task arguments): inside, every string
-is replaced and every key is hashed, except ``READ_IN_DATA``."""
+Code tool's result object and file-history backups, Inspect's dataset, metadata and task
+arguments): inside, every string is replaced and every key is hashed, except
+``READ_IN_DATA``."""
 READ_IN_DATA = frozenset({"trigger", "summary", "exit_code"})
 """Keys a parser reads inside a data subtree (Inspect's compaction trigger and summary flag, an
 exit code): kept, with their value when it is an enum (``KEPT_VALUE``)."""
