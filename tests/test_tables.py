@@ -159,3 +159,23 @@ def test_runs_whose_names_differ_at_the_end_get_distinct_labels(
         assert max(len(line) for line in text.splitlines()) <= columns
         for i in range(3):  # the distinguishing tail of each rollout is shown
             assert any(f"{i}a.jsonl" in label for label in labels), (name, labels)
+
+
+def test_a_narrow_table_keeps_the_headline_columns_first(dataset: Path, tmp_path: Path) -> None:
+    """Issue #25 item 3: at 80 columns replay run keeps the label, requests, tokens sent and
+    overshoots (before: it kept cost_usd and hid overshoots_n)."""
+    text = _invoke(["run", "-p", "two-tier-corrected", str(dataset), "--out",
+                    str(tmp_path / "o"), "-q"], 80)
+    header = next(line for line in text.splitlines() if "┃" in line)
+    cols = [c.strip() for c in header.strip("┃").split("┃")]
+    assert cols[:4] == ["run", "n_requests", "tokens_sent", "overshoots_n"], cols
+
+
+def test_policy_names_are_whole_when_there_is_room() -> None:
+    """Issue #25 item 10: a 120-column pipe cut 'anthropic-context-editing'."""
+    from replay.policy import presets
+
+    for columns in (100, 120):
+        text = _invoke(["policies"], columns)
+        for name in presets():
+            assert f"│ {name} " in text, (columns, name)
