@@ -152,13 +152,13 @@ def main(paths: list[Path], jobs: int, sizes: list[int]) -> None:
         print(f"corpus: {n_runs} runs, {n_req:,} requests; grid: {len(grid):,} settings "
               f"(built and validated in {build:.1f} s); sweeps on {jobs} worker processes")
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-        print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
-              f"{'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} {'wall ratio':>10} "
-              f"{'CPU ratio':>9} {'peak RSS':>9}")
         t = time.perf_counter()
         sweep(corpus, grid[:1], jobs=jobs)
         print(f"warm-up sweep of 1 setting (starts the {jobs} workers): "
               f"{time.perf_counter() - t:.1f} s")
+        print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
+              f"{'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} {'wall ratio':>10} "
+              f"{'CPU ratio':>9} {'peak RSS':>9}")
         parallel = None
         worst = 0
         for size in sizes:

@@ -8,7 +8,8 @@ rows (as column lists: the caller makes one frame of all); so a worker's memory 
 the largest run, not the archive.  Settings share replays: a setting whose replay is certain to
 repeat one already made in the unit (the tiers it changes never opened their gate there, and
 stay shut at every level compared: ``replay.engine.share``) takes that trace instead of
-replaying; its metrics are its own.  Every executor, Dask's too, runs the same ``sweep_unit``.
+replaying, and that replay's metric row (the metrics read the trace and the policy's fields
+outside its tiers, equal for both).  Every executor, Dask's too, runs the same ``sweep_unit``.
 Units run
 
 - in this process (``jobs=1``),
@@ -72,7 +73,6 @@ from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.share import same_trace
-from replay.engine.trace import Trace
 from replay.errors import ReplayError, ReplayInputError
 from replay.ingest.store import Entry
 from replay.policy import Custom, Policy, policy_to_dict
@@ -211,32 +211,36 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
                                if unit.entry is not None else _table_run(unit))
     everything = _settings_of(blob)
     out = []
-    sources: list[tuple[Policy, Probe, Trace]] = []
-    """Replays made so far, newest used first: a setting they stand for is not replayed."""
+    sources: list[tuple[Policy, Probe, tuple[Any, ...]]] = []
+    """Replays made so far, newest used first, with their metric values: a setting one of them
+    stands for is not replayed, and its metrics are that replay's (they read the trace and the
+    policy's fields outside its tiers, which are the same: ``analysis.per_run``)."""
     for i in unit.indices:
         sid, policy = everything[i]
-        trace = _shared(sources, policy)
-        if trace is None:
+        values = _shared(sources, policy)
+        if values is None:
             probe = Probe()
             try:
                 trace = replay(run, policy, calibration=calibration,
                                allow_python=unit.allow_python, probe=probe)
             except ReplayError as exc:  # re-raised as a plain-message error that pickles
                 raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
-            sources.insert(0, (policy, probe, trace))
+            values = tuple(fast_metrics(facts, trace, policy).values())
+            sources.insert(0, (policy, probe, values))
             del sources[SHARED_SOURCES:]
-        out.append((sid, *fast_metrics(facts, trace, policy).values()))
+        out.append((sid, *values))
     return dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else {c: [] for c in ROW_COLUMNS}
 
 
-def _shared(sources: list[tuple[Policy, Probe, Trace]], policy: Policy) -> Trace | None:
-    """The trace of a replay made for another setting that ``policy``'s replay would repeat
-    exactly (``replay.engine.share.same_trace``), moved to the front; None when there is none."""
-    for k, (source, probe, trace) in enumerate(sources):
+def _shared(sources: list[tuple[Policy, Probe, tuple[Any, ...]]],
+            policy: Policy) -> tuple[Any, ...] | None:
+    """The metric values of a replay made for another setting that ``policy``'s replay would
+    repeat exactly (``replay.engine.share.same_trace``), moved to the front; None when none."""
+    for k, (source, probe, values) in enumerate(sources):
         if same_trace(source, probe, policy):
             if k:
                 sources.insert(0, sources.pop(k))
-            return trace
+            return values
     return None
 
 

@@ -90,6 +90,39 @@ def test_sweep_over_one_run_equals_replay_run_for_each_setting(samples: Path,
             assert row[col] == full[col] or (math.isnan(row[col]) and math.isnan(full[col])), col
 
 
+def test_settings_that_share_a_replay_get_the_rows_of_their_own_replays(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grid of summary triggers and emergency margins: the sweep replays fewer times than it has
+    (run, setting) cells, and every cell equals that setting's own replay's row, exactly."""
+    from analysis.sweep import core
+
+    chosen = settings(load_policy(BASE), make_spec({
+        "tiers.1.trigger.at_tokens": [30000, 60000, 100000],
+        "tiers.2.margin_frac": [0.05, 0.2, 0.4]}))
+    calls = []
+    real = core.replay
+
+    def counted(*args: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(core, "replay", counted)
+    table = sweep(sample_corpus, chosen, jobs=1).table
+    monkeypatch.undo()
+    n_cells = len(chosen) * len(sample_corpus.replayable())
+    assert len(table) == n_cells and len(calls) < n_cells / 2
+    assert table["summarisation_n"].nunique() > 1 and table["n_summaries"].max() > 0
+    for s in chosen:
+        for rid in sample_corpus.replayable():
+            own = fast_metrics(run_facts(sample_corpus, rid),
+                               replay(sample_corpus.prepared(rid), s.policy,
+                                      calibration=sample_corpus.calibration(rid)), s.policy)
+            row = table[(table["setting"] == s.id) & (table["run_id"] == rid)].iloc[0]
+            for col in METRIC_COLUMNS:
+                a, b = row[col], own[col]
+                assert a == b or (math.isnan(a) and math.isnan(b)), (rid, s.params, col)
+
+
 def test_local_processes_and_a_dask_cluster_give_identical_tables(sample_corpus: Corpus,
                                                                   tmp_path: Path) -> None:
     import distributed
