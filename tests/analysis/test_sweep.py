@@ -111,7 +111,7 @@ def test_settings_that_share_a_replay_get_the_rows_of_their_own_replays(
     monkeypatch.undo()
     n_cells = len(chosen) * len(sample_corpus.replayable())
     assert len(table) == n_cells and len(calls) < n_cells / 2
-    assert table["summarisation_n"].nunique() > 1 and table["n_summaries"].max() > 0
+    assert table["n_summaries"].nunique() > 1 and table["n_summaries"].max() > 0
     for s in chosen:
         for rid in sample_corpus.replayable():
             own = fast_metrics(run_facts(sample_corpus, rid),
