@@ -58,7 +58,8 @@ def cache_invalidation(requests: pd.DataFrame, policy: Policy) -> pd.DataFrame:
     Returns:
         One row per (run_id, policy, request): token columns, ``cached_share``,
         ``invalidated_tokens``, ``cost_usd``, ``cost_<part>_usd`` for fresh / cache_read /
-        cache_write / output, ``cost_check_usd``, ``is_priced_once``,
+        cache_write / output / the induced re-reads' calls (``replay.engine.induced``: in
+        ``cost_usd``), ``cost_check_usd``, ``is_priced_once``,
         ``recorded_input_tokens``, ``recorded_cache_read_tokens``, ``recorded_cached_share``.
     """
     p = policy.cache.prices
@@ -73,8 +74,10 @@ def cache_invalidation(requests: pd.DataFrame, policy: Policy) -> pd.DataFrame:
     out["cost_cache_read_usd"] = out["cached_tokens"] * p.cache_read_per_mtok / 1e6
     out["cost_cache_write_usd"] = out["cache_write_tokens"] * (p.cache_write_per_mtok or 0.0) / 1e6
     out["cost_output_usd"] = out["output_tokens"] * p.output_per_mtok / 1e6
+    out["cost_induced_usd"] = (floats(requests["induced_cost_usd"]).to_numpy()
+                               if "induced_cost_usd" in requests else 0.0)
     out["cost_check_usd"] = out[["cost_fresh_usd", "cost_cache_read_usd", "cost_cache_write_usd",
-                                 "cost_output_usd"]].sum(axis=1)
+                                 "cost_output_usd", "cost_induced_usd"]].sum(axis=1)
     out["is_priced_once"] = (out["cached_tokens"] + out["cache_write_tokens"]
                              + out["fresh_tokens"]) == out["truth_tokens"]
     rin = floats(requests["recorded_input_tokens"]).to_numpy()

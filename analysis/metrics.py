@@ -28,6 +28,7 @@ from analysis.cache_invalidation import (
     cache_invalidation,
     cache_invalidation_summary,
 )
+from analysis.induced import induced_summary
 from analysis.overshoots import overshoots, overshoots_summary
 from analysis.per_run import (
     FLOAT_COLUMNS,
@@ -85,6 +86,7 @@ def metrics(corpus: Corpus, trace: Trace, policy: Policy) -> pd.DataFrame:
         summarisation_summary(summarisation(act, req, comps), req),
         cache_invalidation_summary(cache_invalidation(req, policy), cache_actions(act, policy)),
         overshoots_summary(overshoots(req, compactions=comps)),
+        induced_summary(req, act),
     ]
     out = keys
     for part in parts:

@@ -4,28 +4,18 @@ The seed harness's placeholder said "call the tool again to see the full
 output", and the agent read one file 55 times in one turn (DESIGN §6).  A
 placeholder should name what was cut and ask for nothing.  ``lint_placeholders``
 flags every trim placeholder template, write note, collapse placeholder and
-custom-tier string option that matches one of ``INVITES`` (case-insensitive):
-"call … again", "read/run/open … again", "re-run", "re-read", "retry",
-"repeat", "to see the full …".
+custom-tier string option that matches one of ``INVITES`` (``replay.policy.invites``, where
+the phrasings are defined once: the replay acts on the same test, ``behaviour.invited_recall``).
 
 Not here: counting the re-reads such a text causes (``analysis.rereads``).
 """
 
 from __future__ import annotations
 
-import re
-
 from replay.policy import Collapse, Custom, Policy, Tier, Trim
+from replay.policy.invites import INVITES, invites_recall
 
-INVITES: tuple[str, ...] = (
-    r"\bcall\b[^.\]]{0,40}\bagain\b",
-    r"\b(read|run|open|fetch|execute|invoke|use|request)\b[^.\]]{0,40}\bagain\b",
-    r"\bre-?(run|call|read|fetch|issue|execute|request)\b",
-    r"\b(retry|repeat)\b",
-    r"\bto (see|get|view|read|retrieve) the (full|complete|whole|entire|rest)\b",
-)
-"""Regular expressions of phrasings that invite the model to call a tool again."""
-
+__all__ = ["INVITES", "lint_placeholders"]
 
 def lint_placeholders(policy: Policy) -> list[str]:
     """Placeholder texts of ``policy`` that invite the model to call the tool again.
@@ -43,12 +33,9 @@ def lint_placeholders(policy: Policy) -> list[str]:
     found: list[str] = []
     for i, tier in enumerate(policy.tiers):
         for field, text in _texts(tier):
-            for pattern in INVITES:
-                m = re.search(pattern, text, flags=re.IGNORECASE)
-                if m:
-                    found.append(f"tiers.{i}.{field}: {text!r} "
-                                 f"(invites re-calling: {m.group(0)!r})")
-                    break
+            phrase = invites_recall(text)
+            if phrase is not None:
+                found.append(f"tiers.{i}.{field}: {text!r} (invites re-calling: {phrase!r})")
     return found
 
 

@@ -81,7 +81,11 @@ def policies(draw: Any) -> Policy:
                       "protect": draw(st.sampled_from([{}, {"messages": 4}, {"tokens": 500},
                                                        {"frac": 0.3}, {"tool_results": 2}])),
                       "placeholder": {"head_chars": draw(st.integers(0, 80)),
-                                      "tail_chars": draw(st.integers(0, 40))},
+                                      "tail_chars": draw(st.integers(0, 40)),
+                                      "template": draw(st.sampled_from([
+                                          "[{tool} output trimmed: {lines} lines]",
+                                          ("[{tool} output trimmed. Call the tool again to "
+                                           "see the full output.]")]))},
                       "min_reclaim_tokens": draw(st.integers(0, 2000))})
     if draw(st.booleans()):
         tiers.append({"type": "summarise", "name": "s1",
@@ -108,4 +112,6 @@ def policies(draw: Any) -> Policy:
                                            {"method": "tokenizer"}])),
         "subtract_reserve": draw(st.booleans()),
         "tiers": tiers,
+        "behaviour": {"max_rereads_per_turn": draw(st.integers(0, 6)),
+                      "invited_recall": draw(st.sampled_from(["immediate", "at_need"]))},
     })

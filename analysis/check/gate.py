@@ -42,6 +42,7 @@ from analysis.check.baseline import (
 )
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
+from analysis.per_run.induced import INDUCED_NOTE
 from replay.corpus import Corpus
 from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy
@@ -173,6 +174,10 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
               if m not in baseline.metrics]
     notes += [f"missing metric (in the baseline only): {m}" for m in baseline.metrics
               if m not in current.metrics]
+    induced = sorted(name for name, cur in current.policies.items()
+                     if any((v.get("induced_rereads_n") or 0) > 0 for v in cur.values.values()))
+    if induced:
+        notes.append(f"{INDUCED_NOTE}: under {', '.join(induced)}")
     cases = []
     for name, cur in current.policies.items():
         if name not in baseline.policies:

@@ -1,7 +1,7 @@
 r"""Every per-run metric, declared once, and its fast computation from a replay's columns.
 
 One module per analysis (``basic``, ``rereads``, ``arg_share``, ``summarisation``,
-``cache_invalidation``, ``overshoots``), each with its ``METRICS``: ``MetricPart``\ s of
+``cache_invalidation``, ``overshoots``, ``induced``), each with its ``METRICS``: ``MetricPart``\ s of
 ``MetricSpec``\ s (``analysis.metric_spec``) and the fast function that computes them.
 This package collects them (``PARTS``, ``SPECS``) and builds every list of metrics from
 them: ``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``, ``RATIOS``, ``WEIGHTS``;
@@ -34,6 +34,7 @@ from analysis.per_run import (
     arg_share,
     basic,
     cache_invalidation,
+    induced,
     overshoots,
     rereads,
     summarisation,
@@ -43,7 +44,7 @@ from replay.policy import Policy
 
 PARTS: tuple[MetricPart, ...] = (*basic.METRICS, *rereads.METRICS, *arg_share.METRICS,
                                  *summarisation.METRICS, *cache_invalidation.METRICS,
-                                 *overshoots.METRICS)
+                                 *overshoots.METRICS, *induced.METRICS)
 """Every metric, by the fast function that computes it, in ``metrics()``'s column order."""
 SPECS: dict[str, MetricSpec] = {m.name: m for p in PARTS for m in p.metrics}
 """Metric column → its declaration."""

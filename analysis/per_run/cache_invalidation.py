@@ -48,7 +48,8 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
     mismatch = np.max(np.abs(np.asarray(cost, dtype=np.float64)
                              - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
                                 + (write_a * w_price / 1e6)
-                                + (np.asarray(out_t, dtype=np.int64) * p.output_per_mtok / 1e6))))
+                                + (np.asarray(out_t, dtype=np.int64) * p.output_per_mtok / 1e6)
+                                + np.asarray(rq["induced_cost_usd"], dtype=np.float64))))
     # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
     rec_in = np.asarray(rq["recorded_input_tokens"], dtype=np.float64)
     rec_cr = np.asarray(rq["recorded_cache_read_tokens"], dtype=np.float64)

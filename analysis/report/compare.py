@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.induced import includes_induced
 from analysis.metrics import metrics
 from analysis.report.build import ReportFiles, read_runs, write_report
 from analysis.report.diff import diff
@@ -94,6 +95,13 @@ class DiffOutcome:
     table: pd.DataFrame
     """One row per (scope, run, metric), largest change first."""
     traces: PolicyTraces
+
+    @property
+    def includes_induced(self) -> bool:
+        """Whether either side's figures include induced re-reads (``replay.engine.induced``)."""
+        t = self.table
+        rows = t[(t["metric"] == "induced_rereads_n") & (t["scope"] == "total")]
+        return includes_induced(rows["a"]) or includes_induced(rows["b"])
 
 
 def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.fidelity import FIDELITY_NOTE, RunFidelity, fidelity_totals, totals_lines
+from analysis.induced import INDUCED_NOTE, includes_induced
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from analysis.report.diff import TOTAL
 from analysis.report.verdict import priced_by, verdict
@@ -34,7 +35,8 @@ HEADLINE: tuple[tuple[str, str], ...] = tuple((m, SPECS[m].header) for m in know
     "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
     "n_summaries", "n_trims", "cache_invalidation_n_small_trims",
     "cache_invalidation_cached_share", "rereads_n_eviction_induced", "rereads_n_loops",
-    "arg_share_args_mean", "arg_share_write_mean", "cost_usd"))
+    "arg_share_args_mean", "arg_share_write_mean", "cost_usd", "induced_rereads_n",
+    "induced_rereads_tokens"))
 """(metric column, header) of the headline and totals tables."""
 DIFF_ROWS_TOTAL = 15
 DIFF_ROWS_RUN = 10
@@ -242,7 +244,9 @@ def _overview(page: Page) -> str:
     return (f"{len(page.runs)} run{'s' if len(page.runs) != 1 else ''} ({fmts}) replayed under "
             f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}; "
             f"{page.pricing or pricing_note([p for p, _ in page.policies])}."
-            + (f" Truth: {truth}." if truth else ""))
+            + (f" Truth: {truth}." if truth else "")
+            + (f" Note: {INDUCED_NOTE}." if "induced_rereads_n" in page.totals
+               and includes_induced(page.totals["induced_rereads_n"]) else ""))
 
 
 def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:

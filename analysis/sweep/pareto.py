@@ -37,15 +37,18 @@ ALIASES: dict[str, str] = {
     "summaries": "n_summaries",
     "trims": "n_trims",
     "requests": "n_requests",
+    "induced_rereads": "induced_rereads_n",
 }
 """Short names usable in constraints and objectives (the ``replay run`` summary used them before
 it took the metric names)."""
 PARETO_PAIRS: tuple[tuple[str, str, bool], ...] = (
     ("tokens_sent", "overshoots_n", True),
     ("tokens_sent", "cache_invalidation_cached_share", False),
+    ("cost_usd", "induced_rereads_n", True),
 )
 """The fronts a sweep draws (``analysis.sweep.plots``): (x, y, whether lower y is better); lower
-x is better."""
+x is better.  The last is the trade-off of induced re-reads (``replay.engine.induced``): a cheaper
+setting that makes the agent fetch more again."""
 known(*ALIASES.values(), *(m for x, y, _ in PARETO_PAIRS for m in (x, y)))
 
 

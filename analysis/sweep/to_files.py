@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.induced import includes_induced
 from analysis.metrics import known
 from analysis.sweep.choice import ChoiceRule
 from analysis.sweep.core import SweepResult, sweep, write_sweep
@@ -37,7 +38,7 @@ from replay.layout import writable_dir
 from replay.policy import Policy
 
 SHOWN_METRICS = known("overshoots_n", "tokens_sent", "cache_invalidation_cached_share",
-                      "cost_usd")
+                      "cost_usd", "induced_rereads_n", "induced_rereads_tokens")
 """The metrics a sweep's summary shows for each of the best settings, after the objective."""
 
 
@@ -57,6 +58,11 @@ class SweepOutcome:
     def exit_code(self) -> int:
         """0 when a setting meets the constraints, else 1."""
         return 0 if len(self.ranked) else 1
+
+    @property
+    def includes_induced(self) -> bool:
+        """Whether the figures include induced re-reads (``replay.engine.induced``)."""
+        return includes_induced(self.result.table["induced_rereads_n"])
 
     def best_rows(self, top: int) -> list[dict[str, Any]]:
         """The ``top`` best settings: id, swept values, the objective and ``SHOWN_METRICS``."""

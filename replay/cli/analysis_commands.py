@@ -151,6 +151,7 @@ def diff(
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
+    from analysis.per_run.induced import INDUCED_NOTE
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
@@ -163,7 +164,7 @@ def diff(
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     if table.as_json:
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
-                     "rows": to_records(d)})
+                     "includes_induced": done.includes_induced, "rows": to_records(d)})
         _finish(corpus.report, strict)
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
@@ -179,6 +180,8 @@ def diff(
         _emit(rows, table, title=title)
     else:
         say(title)
+    if done.includes_induced:
+        say(f"note: {INDUCED_NOTE}", err=True)
     _finish(corpus.report, strict)
 
 
@@ -248,6 +251,7 @@ def sweep(
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.per_run import UNITS
+    from analysis.per_run.induced import INDUCED_NOTE
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
 
@@ -268,12 +272,15 @@ def sweep(
     shown = done.best_rows(top)
     if table.as_json:
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
-                     "reused": s.n_reused, "files": [str(f) for f in done.files], "best": shown})
+                     "reused": s.n_reused, "files": [str(f) for f in done.files], "best": shown,
+                     "includes_induced": done.includes_induced})
     else:
         say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
             f"{s.n_reused} reused → {out / 'sweep'}", err=True)
         _emit(shown, table, layout=Layout(units=UNITS), title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
+        if done.includes_induced:
+            say(f"note: {INDUCED_NOTE}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)

@@ -99,10 +99,12 @@ RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                      totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum"})
 RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
-                             "overshoots_n", "cost_usd", "n_summaries", "n_trims"),
+                             "overshoots_n", "cost_usd", "n_summaries", "n_trims",
+                             "induced_rereads_n"),
                     totals={"n_requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
                             "overshoots_n": "sum", "overshoots_max_tokens": "max",
-                            "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum"})
+                            "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum",
+                            "induced_rereads_n": "sum", "induced_rereads_tokens": "sum"})
 """The ``replay run`` table: ``analysis.per_run.rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
 
 
@@ -174,6 +176,7 @@ def run(
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
     from analysis.per_run import UNITS
+    from analysis.per_run.induced import INDUCED_NOTE
     from analysis.policy_run import run_policy_to
 
     with _errors():
@@ -191,6 +194,8 @@ def run(
     rows = LazyRows(summary.drop_columns(hidden))
     _emit(rows, table, title=f"{pol.name}: {len(rows)} runs → {done.out}",
           layout=dataclasses.replace(RUN_LAYOUT, units=UNITS))
+    if any(summary["induced_rereads_n"].to_pylist()) and not table.as_json:
+        say(f"note: {INDUCED_NOTE}", err=True)
     left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
         labels = run_labels(done.corpus.runs)

@@ -18,6 +18,7 @@ import bisect
 import itertools
 from dataclasses import dataclass, field
 
+from replay.engine.induced_items import Induced
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
 
 _SHORT_RANGE = 1024
@@ -71,6 +72,9 @@ class HeadItem:
     est: int
     truth: int
     n_bytes: int
+    block: int = -1
+    """The block whose content it carries verbatim or cut (a re-inserted task or todo list, a
+    re-attached file; -1: none, a summary)."""
 
 
 @dataclass(slots=True)
@@ -121,6 +125,9 @@ class Context:
     dirty_truth_before: int = 0
     """``truth_before(dirty)`` for a block ``dirty``, taken when it became the earliest change
     (later changes are all after it, or a cut resets ``dirty``): the cache prefix in O(1)."""
+    induced: Induced = field(default_factory=lambda: Induced())
+    """Re-reads the replay inserted (``replay.engine.induced``): what the agent would have
+    fetched again, after the blocks they follow."""
 
     def __post_init__(self) -> None:
         n = self.run.n_blocks
@@ -135,26 +142,30 @@ class Context:
     @property
     def n_messages(self) -> int:
         """Messages in context, head items included."""
+        extra = len(self.head) + 2 * self.induced.n_live
         if self.hi <= self.lo:
-            return len(self.head)
-        return self.run.ordinal[self.hi - 1] - self.run.ordinal[self.lo] + 1 + len(self.head)
+            return extra
+        return self.run.ordinal[self.hi - 1] - self.run.ordinal[self.lo] + 1 + extra
 
     @property
     def n_events(self) -> int:
-        """Events in context (``PreparedRun.event_prefix``), each head item one."""
+        """Events in context (``PreparedRun.event_prefix``), each head item one, each induced
+        re-read two (its call and its result)."""
+        extra = len(self.head) + 2 * self.induced.n_live
         if self.hi <= self.lo:
-            return len(self.head)
+            return extra
         events = self.run.event_prefix()
-        return events[self.hi] - events[self.lo] + len(self.head)
+        return events[self.hi] - events[self.lo] + extra
 
     def est(self) -> int:
         """Estimated tokens of the live context (head and messages)."""
-        return self.head_est + self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est
+        return (self.head_est + self.pre_est[self.hi] - self.pre_est[self.lo] - self.live_cut_est
+                + self.induced.live_est)
 
     def truth(self) -> int:
         """True tokens of the live context (head and messages)."""
         return (self.head_truth + self.pre_truth[self.hi] - self.pre_truth[self.lo]
-                - self.live_cut_truth)
+                - self.live_cut_truth + self.induced.live_truth)
 
     def truth_before(self, b: int) -> int:
         """True tokens before block ``b`` (head included)."""
@@ -165,7 +176,9 @@ class Context:
                                          - self.cur_truth[b])
         else:
             cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
-        return self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
+        ind = self.induced
+        return (self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
+                + (ind.truth_after_blocks_before(b) if ind.n_live else 0))
 
     def est_from(self, b: int) -> int:
         """Estimated tokens from block ``b`` to the end.
@@ -174,13 +187,14 @@ class Context:
         sizes summed at C speed over a short range (the usual remainder, tens of blocks), else
         the trim tree (O(log n)).
         """
-        hi = self.hi
+        hi, ind = self.hi, self.induced
+        extra = ind.est_after_blocks_from(b) if ind.n_live else 0
         if b > self.last_trimmed:
-            return self.pre_est[hi] - self.pre_est[b]
+            return self.pre_est[hi] - self.pre_est[b] + extra
         if hi - b <= _SHORT_RANGE:
-            return sum(self.cur_est[b:hi])
+            return sum(self.cur_est[b:hi]) + extra
         cut = self.cut_est.prefix(hi) - self.cut_est.prefix(b)
-        return self.pre_est[hi] - self.pre_est[b] - cut
+        return self.pre_est[hi] - self.pre_est[b] - cut + extra
 
     def block_reaching_est(self, tokens_back: int) -> int:
         """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
@@ -285,6 +299,8 @@ class Context:
                 self.live_cut_truth -= pre_truth[x + 1] - pre_truth[x] - cur_truth[x]
                 cut_bytes[run.category[x]] -= run.n_bytes[x] - cur_bytes[x]
                 self.n_live_trimmed -= 1
+        if self.induced.n_live:
+            self.induced.drop_before(b)
         self.lo = b
         self.head = head
         self.head_est = sum(h.est for h in head)
@@ -334,7 +350,18 @@ class Context:
         lo, hi, n_head = self.lo, self.hi, len(self.head)
         (other, args, write, results), cut = self.pre_bytes, self.live_cut_bytes
         w = write[hi] - write[lo] - cut[CAT_ARGS_WRITE]
-        ordinal = self.run.ordinal
+        ordinal, ind = self.run.ordinal, self.induced
+        if ind.n_live:  # each re-read is two messages: the call and its result
+            n_head += 2 * ind.n_live
+            return (self.head_est + self.pre_est[hi] - self.pre_est[lo] - self.live_cut_est
+                    + ind.live_est,
+                    self.head_truth + self.pre_truth[hi] - self.pre_truth[lo]
+                    - self.live_cut_truth + ind.live_truth,
+                    (ordinal[hi - 1] - ordinal[lo] + 1 + n_head) if hi > lo else n_head,
+                    hi - lo + n_head,
+                    args[hi] - args[lo] - cut[CAT_ARGS] + w + ind.live_call_bytes, w,
+                    results[hi] - results[lo] - cut[CAT_RESULTS] + ind.live_result_bytes,
+                    other[hi] - other[lo] - cut[CAT_OTHER] + self.head_n_bytes)
         return (self.head_est + self.pre_est[hi] - self.pre_est[lo] - self.live_cut_est,
                 self.head_truth + self.pre_truth[hi] - self.pre_truth[lo] - self.live_cut_truth,
                 (ordinal[hi - 1] - ordinal[lo] + 1 + n_head) if hi > lo else n_head,
@@ -342,6 +369,22 @@ class Context:
                 args[hi] - args[lo] - cut[CAT_ARGS] + w, w,
                 results[hi] - results[lo] - cut[CAT_RESULTS],
                 other[hi] - other[lo] - cut[CAT_OTHER] + self.head_n_bytes)
+
+    def induced_truth_before(self, i: int) -> int:
+        """True tokens before induced re-read ``i`` (head included)."""
+        ind = self.induced
+        after = ind.pos[i] + 1
+        return self.truth_before(after) - sum(ind.truth[i:ind.upto(after)])
+
+    def touch_induced(self, i: int) -> None:
+        """Induced re-read ``i`` changed (trimmed): the cache prefix ends before it."""
+        after = self.induced.pos[i] + 1
+        tb = self.induced_truth_before(i)
+        self.epoch += 1
+        if self.dirty is None or (self.dirty != -1 and (
+                after < self.dirty or (after == self.dirty and tb < self.dirty_truth_before))):
+            self.dirty = after
+            self.dirty_truth_before = tb
 
     def _touch(self, b: int) -> None:
         if self.dirty is None or (self.dirty != -1 and b < self.dirty):

@@ -3,8 +3,10 @@
 For each recorded request, in order:
 
 1. append the messages that arrived since the previous request;
-2. apply a compaction the user asked for there (``replay.engine.tiers.recorded``), then let
-   the ``before`` tiers act, lightest first (each checks its own trigger);
+2. apply a compaction the user asked for there (``replay.engine.tiers.recorded``), insert
+   the re-reads the agent makes of what the policy removed and this request needs
+   (``replay.engine.induced``), then let the ``before`` tiers act, lightest first (each checks
+   its own trigger);
 3. build the request and record it: tokens by estimate and by truth, the
    overshoot against window − reserve, the bytes of call arguments / results,
    the prefix the cache can reuse (from the earliest position changed since
@@ -31,6 +33,8 @@ from typing import Any
 from replay.engine.cache import pricer
 from replay.engine.cache_anchor import cache_shortfalls
 from replay.engine.context import Context
+from replay.engine.induced import induce
+from replay.engine.induced_state import induce_state
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.tiers import bind
@@ -110,6 +114,8 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     """The request rows, flat: a ``replay.engine.trace.RequestMeasured``'s values a request
     (``_columns`` slices them into columns by its field names)."""
     n = run.n_requests
+    env.induce = st = induce_state(run, policy)
+    at = st.plan.at if st is not None else None
     start_after_recorded(ctx, env)
     manual = (manual_at(run.harness_first_request, run.harness_trigger)
               if policy.manual_compactions == "keep" else {})
@@ -124,6 +130,12 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         env.request, env.when = k, "before"
         if manual and k in manual:
             replay_manual(ctx, env, manual[k])
+        # re-reads the agent makes before this request (``replay.engine.induced``): the
+        # harness checks what they add before sending, as it checks what arrived
+        if at is not None and (at[k] or st.queue):  # type: ignore[union-attr]
+            calls = induce(st, ctx, env, k)  # type: ignore[arg-type]
+            if calls:
+                _pay_induced(ctx, env, k, calls, split_cost, expired[k])
         for step in before:
             step(ctx, env)
         # 3. the request as sent
@@ -156,6 +168,33 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
 
 
+def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
+                 split_cost: Any, expired: bool) -> None:
+    """Price the calls inserted before request ``k``: each sends the context as it was (its
+    cache reads the prefix shared with the call before it), and leaves the cache holding it."""
+    st = env.induce
+    assert st is not None
+    cost = 0.0
+    invalidated = 0
+    for i, (sent, output) in enumerate(calls):
+        if i == 0:
+            common = _common_prefix(ctx, env, k, sent)
+            if ctx.dirty is not None and k > 0:
+                invalidated = max(0, env.prev_truth - common)
+            if expired:
+                common = 0
+        else:
+            common = min(env.prev_truth, sent)
+        cost += split_cost(sent, common, output, 0)[3]
+        env.prev_truth = sent
+    ctx.dirty = None
+    st.requests.append(k)
+    st.n_calls.append(len(calls))
+    st.tokens.append(env.fixed_truth + ctx.truth() - calls[0][0])
+    st.cost_usd.append(cost)
+    st.invalidated.append(invalidated)
+
+
 _ROW = len(RequestMeasured._fields)
 """Values per request in the loop's flat rows."""
 
@@ -186,6 +225,7 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
              "usable_tokens": [policy.usable_tokens] * n,
              "output_tokens": list(run.outputs(plan.counter, env.calibration)),
              "truth_source": [plan.source] * n, **measured}
+    given |= _induced_columns(env, n, given)
     cols = empty_columns()
     cols["requests"] = {name: given.pop(name) for name in RequestRow._fields}
     if given:
@@ -197,6 +237,21 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
         cols["evictions"] = dict(zip(EvictionRow._fields, (
             [run.run_id] * m, [policy.name] * m, *env.evictions.columns(run))))
     return cols
+
+
+def _induced_columns(env: Env, n: int, given: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The requests' ``induced_*`` columns; the inserted calls' cost added to ``cost_usd`` and
+    what their first call invalidated to ``invalidated_tokens`` (the row's own saw none)."""
+    calls, tokens, cost = [0] * n, [0] * n, [0.0] * n
+    st = env.induce
+    if st is not None and st.requests:
+        own_cost, inval = given["cost_usd"], given["invalidated_tokens"]
+        for k, c, t, usd, inv in zip(st.requests, st.n_calls, st.tokens, st.cost_usd,
+                                     st.invalidated):
+            calls[k], tokens[k], cost[k] = c, t, usd
+            own_cost[k] += usd
+            inval[k] += inv
+    return {"induced_rereads": calls, "induced_tokens": tokens, "induced_cost_usd": cost}
 
 
 def _common_prefix(ctx: Context, env: Env, k: int, truth: int) -> int:

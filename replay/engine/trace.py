@@ -15,6 +15,12 @@ A ``Trace`` holds three column tables, declared once here:
 - ``evictions``: one row per block a tier trimmed, summarised or dropped, with
   the request before which that happened.
 
+Re-reads the replay induced (the agent fetching again what the policy removed, where the
+recorded run needs it: ``replay.engine.induced``) are marked in all three: the requests'
+``induced_*`` columns (calls inserted before a request, their tokens and cost), the action kind
+``induced_reread`` and the ``induced`` flag of actions and evictions, so every figure can be
+split into recorded and induced work.
+
 Each table's rows have a named type declared beside its schema (``RequestRow``, ``ActionRow``,
 ``EvictionRow``; checked at import to be the table's columns, in order, with their types and
 nullability); the engine builds rows through them (its per-request loop keeps the measured
@@ -47,20 +53,40 @@ CUSTOM_TRIM = "custom_trim"
 """A custom tier's ``TrimBlocks`` decision."""
 CUSTOM_CUT = "custom_cut"
 """A custom tier's ``CutBefore`` decision."""
-ACTION_KINDS: tuple[str, ...] = (TRIM, SUMMARISE, COLLAPSE, COLLAPSE_TRIM, CUSTOM_TRIM, CUSTOM_CUT)
+INDUCED_REREAD = "induced_reread"
+"""The agent fetching again what the policy had removed, where the recorded run needs it
+(``replay.engine.induced``): one more model call, and the content back in the context (the
+action's ``reclaimed_tokens`` is negative: the context grew).  ``undone``: the need was unmet
+but the policy's cap per turn was reached, nothing inserted."""
+ACTION_KINDS: tuple[str, ...] = (TRIM, SUMMARISE, COLLAPSE, COLLAPSE_TRIM, CUSTOM_TRIM, CUSTOM_CUT,
+                                 INDUCED_REREAD)
 
 TRIM_KINDS: tuple[str, ...] = (TRIM, COLLAPSE_TRIM, CUSTOM_TRIM)
 """Trim-like kinds: blocks replaced in place (nothing removed)."""
 CUT_KINDS: tuple[str, ...] = (SUMMARISE, COLLAPSE, CUSTOM_CUT)
 """Cut-like kinds: every message before a safe split removed (behind a head, if any)."""
+GROW_KINDS: tuple[str, ...] = (INDUCED_REREAD,)
+"""Kinds that add to the context (the agent's own doing, not a tier's)."""
+REMOVING_KINDS: tuple[str, ...] = TRIM_KINDS + CUT_KINDS
+"""Kinds by which a tier removes content (every kind but the growing ones)."""
 SUMMARY_KINDS: tuple[str, ...] = CUT_KINDS
 """What counts as a summary, everywhere (``replay run``, ``metrics()``, the summarisation
 analysis, the report): a replayed cut that replaces the oldest messages, by kind."""
+INDUCED_FAMILY = "induced"
+"""The family of ``GROW_KINDS`` (the agent's doing, no tier's)."""
 FAMILIES: dict[str, str] = {TRIM: "trim", SUMMARISE: "summarise", COLLAPSE: "collapse",
                             COLLAPSE_TRIM: "collapse", CUSTOM_TRIM: "custom",
-                            CUSTOM_CUT: "custom"}
+                            CUSTOM_CUT: "custom", INDUCED_REREAD: INDUCED_FAMILY}
 """Action kind → the tier family it comes from (reported per family)."""
 FAMILY_NAMES: tuple[str, ...] = ("trim", "summarise", "collapse", "custom")
+"""The tier families (an induced re-read is no tier's: its family is ``INDUCED_FAMILY``)."""
+INDUCED_AT_NEED = "need"
+"""The ``when`` of an induced re-read made where the recorded run needs the content."""
+INDUCED_INVITED = "invited"
+"""The ``when`` of an induced re-read a re-call placeholder asked for (``invited_recall:
+immediate``): made at the request after the placeholder was first sent."""
+INDUCED_TIER = "behaviour"
+"""The ``tier`` of an induced re-read's action row (the policy's ``behaviour:`` block)."""
 
 # -- vocabulary: eviction fates (``evictions.fate``) ---------------------------------------------
 TRIMMED = "trimmed"
@@ -73,7 +99,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "6"
+TRACE_VERSION = "7"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -96,6 +122,7 @@ REQUESTS = _schema("requests", [
     ("bytes_args", _I), ("bytes_args_write", _I), ("bytes_results", _I), ("bytes_other", _I),
     ("cached_tokens", _I), ("cache_write_tokens", _I), ("fresh_tokens", _I),
     ("invalidated_tokens", _I), ("output_tokens", _I), ("cost_usd", _F), ("truth_source", _S),
+    ("induced_rereads", _I), ("induced_tokens", _I), ("induced_cost_usd", _F),
 ])
 ACTIONS = _schema("actions", [
     ("run_id", _S), ("policy", _S), ("action", _I), ("request", _I), ("tier", _S), ("kind", _S),
@@ -103,11 +130,11 @@ ACTIONS = _schema("actions", [
     ("first_msg", _I), ("last_msg", _I), ("reclaimed_tokens", _I), ("reclaimed_est_tokens", _I),
     ("invalidated_tokens", _I), ("undone", _B), ("failed", _B), ("summary_tokens", _I),
     ("context_after_tokens", _I), ("recorded_summary", _B), ("min_reclaim_tokens", _I),
-    ("protect_first_msg", _I),
+    ("protect_first_msg", _I), ("induced", _B),
 ])
 EVICTIONS = _schema("evictions", [
     ("run_id", _S), ("policy", _S), ("msg", _I), ("block", _I), ("request", _I), ("tier", _S),
-    ("fate", _S),
+    ("fate", _S), ("induced", _B),
 ])
 TRACE_SCHEMAS: dict[str, pa.Schema] = {"requests": REQUESTS, "actions": ACTIONS,
                                        "evictions": EVICTIONS}
@@ -145,7 +172,15 @@ class RequestRow(NamedTuple):
     invalidated_tokens: int
     output_tokens: int
     cost_usd: float
+    """Of this request and of the re-reads induced before it (``induced_cost_usd``)."""
     truth_source: str
+    induced_rereads: int
+    """Model calls the replay inserted before this request: re-reads of content the policy had
+    removed and the recorded run needs here (``replay.engine.induced``; 0 without)."""
+    induced_tokens: int
+    """True tokens those re-reads put back into the context (call and result)."""
+    induced_cost_usd: float
+    """What those inserted calls cost (included in ``cost_usd``)."""
 
 
 class RequestMeasured(NamedTuple):
@@ -195,6 +230,8 @@ class ActionRow(NamedTuple):
     recorded_summary: bool
     min_reclaim_tokens: int
     protect_first_msg: int | None
+    induced: bool
+    """The action is an induced re-read, or acted on one (a re-read trimmed again)."""
 
 
 class EvictionRow(NamedTuple):
@@ -207,6 +244,8 @@ class EvictionRow(NamedTuple):
     request: int
     tier: str
     fate: str
+    induced: bool
+    """The block evicted is an induced re-read of ``block`` (not the recorded block)."""
 
 
 ROW_TYPES: dict[str, type[tuple[Any, ...]]] = {"requests": RequestRow, "actions": ActionRow,
@@ -290,10 +329,13 @@ def empty_columns() -> dict[str, dict[str, list[Any]]]:
 
 def _check_vocabulary() -> None:
     """Every kind has a family and every family is named (checked at import)."""
-    if set(FAMILIES) != set(ACTION_KINDS) or set(FAMILIES.values()) != set(FAMILY_NAMES):
+    if (set(FAMILIES) != set(ACTION_KINDS)
+            or set(FAMILIES.values()) != {*FAMILY_NAMES, INDUCED_FAMILY}):
         raise AssertionError("replay.engine.trace: action kinds and families disagree")
-    if set(TRIM_KINDS) | set(CUT_KINDS) != set(ACTION_KINDS) or set(TRIM_KINDS) & set(CUT_KINDS):
-        raise AssertionError("replay.engine.trace: every kind is trim-like or cut-like, not both")
+    groups = (TRIM_KINDS, CUT_KINDS, GROW_KINDS)
+    if set().union(*groups) != set(ACTION_KINDS) or sum(map(len, groups)) != len(ACTION_KINDS):
+        raise AssertionError("replay.engine.trace: every kind is trim-like, cut-like or growing, "
+                             "exactly one")
 
 
 _ARROW_OF = {"str": _S, "int": _I, "float": _F, "bool": _B}

@@ -27,6 +27,7 @@ from replay.policy.check import build, check
 from replay.policy.doc import item_index, item_name, preset_names, read_policy_doc
 from replay.policy.model import (
     TRIGGER_KINDS,
+    Behaviour,
     Collapse,
     Custom,
     Harness,
@@ -47,6 +48,7 @@ from replay.policy.providers import Cache, Prices, cache_doc
 
 __all__ = [
     "TRIGGER_KINDS",
+    "Behaviour",
     "Cache",
     "Collapse",
     "Custom",

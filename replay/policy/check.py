@@ -152,6 +152,7 @@ def check(p: Policy, where: str) -> None:
                                                       "reaches a trigger)")
     if p.harness is not None:
         _check_harness(p, where)
+    _check_behaviour(p, where)
     names: set[str] = set()
     for i, tier in enumerate(p.tiers):
         key = f"tiers.{i}"
@@ -198,6 +199,17 @@ def _check_harness(p: Policy, where: str) -> None:
     if isinstance(acw, int) and not lo <= acw <= hi:
         raise PolicyError(where, "harness.autoCompactWindow",
                           f"{lo:,}–{hi:,} tokens or 'auto', got {acw:,}")
+MAX_REREADS_PER_TURN = 1000
+"""The largest ``behaviour.max_rereads_per_turn``: the cap is what bounds a re-read loop."""
+
+
+def _check_behaviour(p: Policy, where: str) -> None:
+    """A cap that bounds the loop a re-call placeholder can start."""
+    b = p.behaviour
+    if b.max_rereads_per_turn > MAX_REREADS_PER_TURN:
+        raise PolicyError(where, "behaviour.max_rereads_per_turn",
+                          f"must be at most {MAX_REREADS_PER_TURN} (it bounds a re-read loop), "
+                          f"got {b.max_rereads_per_turn}")
 
 
 def _check_trigger(trigger: Trigger, p: Policy, where: str, key: str) -> None:

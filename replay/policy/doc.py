@@ -2,7 +2,8 @@
 
 ``read_policy_doc`` reads a policy file (or a preset by name) into plain data, resolving
 ``extends: <preset or file>``: the base's document with the extending file's keys merged over
-it, mapping into mapping (``server: {window_tokens: 100000}`` changes only the window).  Tiers
+it, mapping into mapping (``server: {window_tokens: 100000}`` changes only the window;
+``behaviour: {rereads: false}`` only that switch).  Tiers
 given as a list replace the base's; given as a mapping they change the base's tiers by name
 (``tiers: {tier2_summary: {trigger: {at_tokens: 60000}}}``).  An unknown preset, a missing file,
 a tier name the base lacks or a cycle (a extends b extends a) is a ``PolicyError`` naming the

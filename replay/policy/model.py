@@ -266,6 +266,32 @@ Tier = Trim | Summarise | Collapse | Custom
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Behaviour:
+    """What the agent does about what the policy removed (``replay.engine.induced``).
+
+    The replay keeps the recorded trajectory, so on its own an eviction of content the agent
+    uses later costs nothing.  With ``rereads`` on, where the recorded run depends on a removed
+    block (``replay.engine.needs``) and nothing supplies it — not still in context, not fetched
+    again as recorded first, not carried by a recorded compaction or a re-attached file — the
+    replay inserts the re-read the agent would have made: one more model call, and the block's
+    result back in the context, which grows; the cache, the later tiers and the overshoots
+    respond.  ``none`` removes nothing and so induces nothing."""
+
+    rereads: bool = True
+    """Insert the re-reads unmet needs call for (false: the trajectory costs nothing more)."""
+    max_rereads_per_turn: int = 20
+    """At most this many re-reads are induced in one turn (the requests answering one user
+    message); an unmet need beyond it is counted (an undone ``induced_reread`` action), not
+    re-read."""
+    invited_recall: Literal["immediate", "at_need"] = "immediate"
+    """What a placeholder that asks for a re-call (``replay.policy.invites``) does:
+    ``immediate``: the model re-reads what it replaced at the next request, if the content is
+    needed later — and if that re-read is trimmed again before the need, again (the seed's
+    loop, bounded by ``max_rereads_per_turn``); ``at_need``: like any placeholder, the re-read
+    waits for the need."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
     """A complete context-management policy."""
 
@@ -289,6 +315,8 @@ class Policy:
     manual``): ``keep`` replays it where the log recorded it — the user's command, like the
     user's messages, is part of the run, with the recorded summary (action tier
     ``manual /compact``); ``drop`` replays the run as if it had not been typed."""
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    """The agent's response to what the policy removed: induced re-reads (``Behaviour``)."""
     provider: str = DEFAULT_PROVIDER
     """The provider profile ``cache`` starts from (``replay.policy.providers``; ``--provider``)."""
     cache: Cache = field(default_factory=Cache)

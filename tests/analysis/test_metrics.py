@@ -14,7 +14,8 @@ from replay.policy import load_policy
 from tests.analysis.conftest import Replayed
 from tests.analysis.scenarios import corpus_of, reread_after_trim_run
 
-PREFIXES = ("rereads_", "arg_share_", "summarisation_", "cache_invalidation_", "overshoots_")
+PREFIXES = ("rereads_", "arg_share_", "summarisation_", "cache_invalidation_", "overshoots_",
+            "induced_rereads_")
 
 
 def test_one_row_per_run_and_policy(replayed: dict[str, Replayed]) -> None:

@@ -358,7 +358,8 @@ def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
     calls: list[tuple[int, int]] = []
     files = sweep_plots.write_plots(table, ["frac"], tmp_path,
                                     on_figure=lambda done, total: calls.append((done, total)))
-    assert calls == [(k, len(files)) for k in range(len(files) + 1)] and len(files) == 3
+    # the three Pareto fronts (the last: cost against induced re-reads) and the metrics grid
+    assert calls == [(k, len(files)) for k in range(len(files) + 1)] and len(files) == 4
     assert all(f.stat().st_size > 0 for f in files)
     [grid] = figures
     panel = next(ax for ax in grid.axes if ax.get_title().startswith("tokens_sent"))
@@ -390,6 +391,7 @@ def test_write_sweep_writes_tables_settings_plots_and_the_chosen_policy(
     assert {"sweep.parquet", "sweep.csv", "settings.json", "chosen.yaml",
             "pareto_overshoots_n_vs_tokens_sent.png",
             "pareto_cache_invalidation_cached_share_vs_tokens_sent.png",
+            "pareto_induced_rereads_n_vs_cost_usd.png",
             "metrics_vs_tiers_0_min_reclaim_frac.png",
             "metrics_vs_tiers_1_trigger_at_tokens.png"} <= names
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "sweep.parquet"), result.table)

@@ -10,9 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.engine.fold import replay
+from replay.engine.needs import run_needs
 from replay.engine.prepared import PreparedRun
-from replay.engine.trace import Trace
-from replay.policy import policy_from_dict
+from replay.engine.trace import INDUCED_REREAD, Trace
+from replay.policy import Policy, policy_from_dict
+from tests.replay.test_induced import (
+    _evicted_before,
+    _induced_actions,
+    _with,
+    _without_induced_columns,
+)
 from tests.strategies import policies, runs
 
 REMOVED = ("summarised", "dropped")
@@ -115,14 +122,17 @@ def test_before_send_check_with_margin_above_estimator_error_never_overshoots(
 
 @given(runs(), policies())
 def test_incremental_totals_equal_a_recount_of_the_live_context(run: PreparedRun, policy) -> None:
-    """Where no block was trimmed and no summary sits at the head yet, the engine's running
-    totals (tokens, result bytes) equal a recount over the blocks live at that request."""
+    """Where no block was trimmed, no summary sits at the head and nothing was re-read yet, the
+    engine's running totals (tokens, result bytes) equal a recount over the blocks live at that request."""
     trace = replay(run, policy)
     acts = trace.actions.to_pylist()
     first_trim = min((e["request"] for e in trace.evictions.to_pylist() if e["fate"] == "trimmed"),
                      default=10**9)
     first_head = min((a["request"] for a in acts if a["kind"] == "summarise" or a["summary_tokens"]),
                      default=10**9)
+    first_head = min(first_head, min((a["request"] for a in acts  # a re-read is no recorded block
+                                      if a["kind"] == INDUCED_REREAD and not a["undone"]),
+                                     default=10**9))
     tokens = run.tokens["o200k_base"]
     overhead = policy.server.message_overhead_tokens
     rows = trace.requests.to_pylist()
@@ -167,6 +177,8 @@ def test_newest_output_is_never_evicted_and_nothing_trimmed_inside_the_protected
     index = {(run.msg[b], run.block[b]): b for b in range(run.n_blocks)}
     lo = 0
     for row in trace.evictions.to_pylist():
+        if row["induced"]:  # a re-read the replay inserted (tests/replay/test_induced.py)
+            continue
         b = index[(row["msg"], row["block"])]
         k = row["request"] if when[row["tier"]] == "before" else row["request"] - 1
         hi = max(run.req_blocks[:k + 1])
@@ -189,3 +201,68 @@ def test_newest_output_is_never_evicted_and_nothing_trimmed_inside_the_protected
         if budget:
             assert sum(sizes[run.msg_start[ordinal[b]]:hi]) > budget, \
                 "trimmed inside the token-protected range"
+
+
+# -- induced re-reads (replay.engine.induced; real logs: tests/replay/test_induced.py) --------
+
+
+@given(runs(), policies())
+def test_induced_rereads_never_exceed_the_needs_of_removed_blocks(run: PreparedRun,
+                                                                  policy: Policy) -> None:
+    """Each re-read made at a need re-reads a block the policy evicted before that request and
+    the need rules name there; at most one per (block, need)."""
+    policy = _with(policy, invited_recall="at_need")
+    trace = replay(run, policy)
+    needs = run_needs(run)
+    evicted = _evicted_before(run, trace)
+    pairs = {(b, r) for b, bn in needs.blocks.items() for r in bn.need_requests
+             if evicted.get(b, 10**9) <= r}
+    made = [a for a in _induced_actions(trace) if not a["undone"]]
+    assert len(made) <= len(pairs)
+    for a in made:
+        assert a["when"] == "need"
+        assert any(run.msg[b] == a["first_msg"] for b, r in pairs if r == a["request"])
+    rq = trace.requests.to_pylist()
+    assert sum(r["induced_rereads"] for r in rq) == len(made)
+
+
+@given(runs())
+def test_with_nothing_removed_the_trace_is_unchanged(run: PreparedRun) -> None:
+    """A policy that never removes anything induces nothing: its trace equals the trace with the
+    model off, every column."""
+    idle = policy_from_dict({"name": "idle", "server": {"window_tokens": 10**9},
+                             "tiers": [{"type": "trim", "trigger": {"at_tokens": 10**8}}]})
+    on, off = replay(run, idle), replay(run, _with(idle, rereads=False))
+    for t in ("requests", "actions", "evictions"):
+        assert on.table(t).equals(off.table(t))
+    assert not _induced_actions(on)
+
+
+@given(runs(), policies())
+def test_the_model_changes_nothing_until_it_induces_a_reread(run: PreparedRun,
+                                                             policy: Policy) -> None:
+    """Before the first induced re-read every request row equals the one with the model off, and
+    at it (when no tier acts there) the context grows by exactly what was re-read and costs
+    more."""
+    on, off = replay(run, policy), replay(run, _with(policy, rereads=False))
+    rq_on, rq_off = on.requests.to_pylist(), off.requests.to_pylist()
+    first = next((k for k, r in enumerate(rq_on) if r["induced_rereads"]), None)
+    if first is None:
+        assert _without_induced_columns(on)["requests"] == _without_induced_columns(off)["requests"]
+        return
+    for k in range(first):
+        assert rq_on[k] == {**rq_off[k], "induced_rereads": 0, "induced_tokens": 0,
+                            "induced_cost_usd": 0.0}
+    acted = {(a["request"], a["when"]) for t in (on, off) for a in t.actions.to_pylist()
+             if a["kind"] != INDUCED_REREAD}
+    if (first, "before") not in acted:
+        assert rq_on[first]["truth_tokens"] - rq_off[first]["truth_tokens"] == \
+            rq_on[first]["induced_tokens"] > 0
+        assert rq_on[first]["cost_usd"] > rq_off[first]["cost_usd"]
+
+
+@given(runs(), policies())
+def test_induced_rereads_are_deterministic(run: PreparedRun, policy: Policy) -> None:
+    a, b = replay(run, policy), replay(run, policy)
+    for t in ("requests", "actions", "evictions"):
+        assert a.table(t).equals(b.table(t))

@@ -10,6 +10,7 @@ store messages; none is copied from the generator.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import statistics
 from collections import Counter
@@ -53,10 +54,17 @@ def ingested(name: str) -> tuple[PreparedRun, pa.Table]:
 
 
 @functools.cache
-def replayed(name: str) -> dict[str, tuple[Policy, Trace]]:
-    """The run under each side of the scenario: (policy, trace)."""
+def replayed(name: str, *, rereads: bool = True) -> dict[str, tuple[Policy, Trace]]:
+    """The run under each side of the scenario: (policy, trace).  ``rereads=False``: the
+    recorded trajectory as it is (no induced re-reads, ``replay.engine.induced``) — for the
+    scenarios that isolate one mechanism the seed measured on a fixed log."""
     run, _ = ingested(name)
-    return {side: (p, replay(run, p)) for side, p in scenario(name).policies().items()}
+    sides = scenario(name).policies().items()
+    if not rereads:
+        sides = [(side, dataclasses.replace(p, behaviour=dataclasses.replace(p.behaviour,
+                                                                              rereads=False)))
+                 for side, p in sides]
+    return {side: (p, replay(run, p)) for side, p in sides}
 
 
 def cols(trace: Trace, table: str) -> list[dict[str, Any]]:
@@ -138,7 +146,7 @@ def test_the_scenario_files_stay_small() -> None:
 def test_1_big_output_overshoots_after_send_but_not_with_a_check_before_sending() -> None:
     fs = SCENARIOS[0]
     run, _ = ingested(fs.name)
-    sides = replayed(fs.name)
+    sides = replayed(fs.name, rereads=False)  # the mechanism on the recorded trajectory
     big = max((b for b in range(run.n_blocks) if run.kind[b] == "tool_result"),
               key=lambda b: run.tokens["o200k_base"][b])
     assert run.tokens["o200k_base"][big] >= 12_000  # ~14,000 Claude tokens
@@ -221,7 +229,7 @@ def test_3_ten_percent_margin_fires_at_the_limit_twenty_percent_does_not() -> No
 def test_4_write_arguments_fill_the_context_until_completed_writes_shrink() -> None:
     fs = SCENARIOS[3]
     run, _ = ingested(fs.name)
-    sides = replayed(fs.name)
+    sides = replayed(fs.name, rereads=False)  # the mechanism on the recorded trajectory
 
     def trimmed_kinds(trace: Trace) -> Counter[str]:
         index = {(run.msg[b], run.block[b]): b for b in range(run.n_blocks)}
@@ -251,7 +259,7 @@ def test_5_summary_refires_until_the_remainder_is_capped() -> None:
     fs = SCENARIOS[4]
     run, _ = ingested(fs.name)
     assert run.n_requests == 236
-    sides = replayed(fs.name)
+    sides = replayed(fs.name, rereads=False)  # the mechanism on the recorded trajectory
 
     policy, trace = sides["original"]
     summaries = actions(trace, "summarise")
@@ -308,7 +316,7 @@ def test_6_recall_placeholder_sits_next_to_a_read_loop_and_the_lint_flags_it() -
 
 def test_7_small_trims_cost_the_cache_until_a_minimum_reclaim_undoes_them() -> None:
     fs = SCENARIOS[6]
-    sides = replayed(fs.name)
+    sides = replayed(fs.name, rereads=False)  # the mechanism on the recorded trajectory
 
     policy, trace = sides["original"]
     eighth = policy.usable_tokens // 8

@@ -18,7 +18,7 @@ before it gets here (``replay.engine.tiers.custom``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from replay.engine.context import Context, HeadItem
@@ -87,6 +87,8 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     if not applied:
         return Trimmed(0, -1, 0, 0)
     env.evictions.add_many(applied, env.request, tier, TRIMMED)
+    if env.induce is not None:
+        env.induce.removed(applied, env.request, tier)
     run = ctx.run
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=len(applied),
@@ -96,6 +98,56 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
                   min_reclaim_tokens=min_reclaim_tokens,
                   protect_first_msg=protect_first_msg(ctx, end))
     return Trimmed(len(applied), prev, got_est, got_truth)
+
+
+def apply_induced_trims(ctx: Context, env: Env,
+                        sized: Callable[[int], tuple[int, int, int] | None], *,
+                        tier: str, kind: str, protect_from: int, trigger_tokens: int,
+                        threshold_tokens: int, min_chars: int = 0, first: int = 0) -> int:
+    """Trim the induced re-reads (``replay.engine.induced``) from item ``first`` on before
+    ``protect_from`` whose result is still whole and at least ``min_chars`` long, each to
+    ``sized(block)`` — the (est, truth, bytes) of the placeholder of the block it re-read (None:
+    the tier would not trim that block); one
+    action (``induced``) and an eviction per item.  Returns one past the last item examined
+    (the caller's cursor: an item examined is trimmed, or never will be by this tier)."""
+    ind, run = ctx.induced, ctx.run
+    end = allowed_end(ctx, protect_from)
+    stop = ind.upto(end)
+    start = max(ind.lo, first)
+    if start >= stop:
+        return max(start, first)
+    ov = ctx.msg_overhead
+    done: list[int] = []
+    got_est = got_truth = invalidated = 0
+    for i in range(start, stop):
+        b = ind.src[i]
+        if ind.trimmed[i] or run.n_chars[b] < min_chars:
+            continue
+        got = sized(b)
+        if got is None:
+            continue
+        est, truth, n_bytes = got
+        if est + ov >= ind.est[i] - ind.call_est[i]:
+            continue
+        if not done and env.prev_truth > 0:
+            invalidated = max(0, env.prev_truth - env.fixed_truth - ctx.induced_truth_before(i))
+        de, dt = ind.shrink(i, (est + ov, truth + ov, n_bytes), env.request)
+        ctx.touch_induced(i)
+        got_est += de
+        got_truth += dt
+        done.append(i)
+        env.evictions.add_induced(b, env.request, tier, TRIMMED)
+        if env.induce is not None:
+            env.induce.removed_copy(b, env.request, tier)
+    if done:
+        first, last = run.msg[ind.src[done[0]]], run.msg[ind.src[done[-1]]]
+        record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
+                      threshold_tokens=threshold_tokens, n_blocks=len(done),
+                      first_msg=min(first, last), last_msg=max(first, last),
+                      reclaimed_est_tokens=got_est, reclaimed_tokens=got_truth,
+                      invalidated=invalidated, protect_first_msg=protect_first_msg(ctx, end),
+                      induced=True)
+    return stop
 
 
 def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks: int, *,
@@ -132,7 +184,15 @@ def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier:
     est_before, truth_before = ctx.est(), ctx.truth()
     first_msg, last_msg = run.msg[ctx.lo], run.msg[split - 1]
     invalidated = invalidated_from(ctx, env, None)
+    ind = ctx.induced
+    if ind.n_live:  # the re-reads inserted before the split go with it
+        for i in range(ind.lo, ind.upto(split)):
+            env.evictions.add_induced(ind.src[i], env.request, tier, fate)
+            if ind.gone_at[i] < 0:
+                ind.gone_at[i] = env.request
     env.evictions.add_range(ctx.lo, split, env.request, tier, fate)
+    if env.induce is not None:
+        env.induce.removed_range(ctx.lo, split, env.request)
     n = ctx.cut_before(split, head)
     record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                   threshold_tokens=threshold_tokens, n_blocks=n, first_msg=first_msg,

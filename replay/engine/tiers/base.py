@@ -15,6 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from replay.engine.context import Context, HeadItem
+from replay.engine.induced_state import InduceState
 from replay.engine.prepared import Calibration, PreparedRun, text_count
 from replay.engine.probe import Probe
 from replay.engine.trace import ActionRow
@@ -36,6 +37,8 @@ class Evictions:
     """(blocks evicted one by one before it, the range cut, request, tier, fate) per cut."""
     n: int = 0
     """Evicted blocks so far."""
+    n_induced: int = 0
+    """Of which induced re-reads (stored one by one as ``-1 - block``: ``add_induced``)."""
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
@@ -44,6 +47,12 @@ class Evictions:
         self.tiers.append(tier)
         self.fates.append(fate)
         self.n += 1
+
+    def add_induced(self, b: int, request: int, tier: str, fate: str) -> None:
+        """An induced re-read of block ``b`` was trimmed, summarised or dropped before
+        ``request``."""
+        self.add(-1 - b, request, tier, fate)
+        self.n_induced += 1
 
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
@@ -63,12 +72,15 @@ class Evictions:
         self.n += hi - lo
 
     def columns(self, run: PreparedRun) -> tuple[list[int], list[int], list[int], list[str],
-                                                 list[str]]:
-        """Message id, block id, request, tier and fate of every evicted block, in order."""
+                                                 list[str], list[bool]]:
+        """Message id, block id, request, tier, fate and whether it is an induced re-read, of
+        every evicted block, in order."""
+        if self.n_induced:
+            return self._columns_induced(run)
         msg, block = run.msg, run.block
         if not self.cuts:
             return ([msg[b] for b in self.blocks], [block[b] for b in self.blocks],
-                    self.requests, self.tiers, self.fates)
+                    self.requests, self.tiers, self.fates, [False] * self.n)
         msgs: list[int] = []
         block_ids: list[int] = []
         requests: list[int] = []
@@ -89,7 +101,22 @@ class Evictions:
             requests += repeat(request, len(cut))
             tiers += repeat(tier, len(cut))
             fates += repeat(fate, len(cut))
-        return msgs, block_ids, requests, tiers, fates
+        return msgs, block_ids, requests, tiers, fates, [False] * self.n
+
+    def _columns_induced(self, run: PreparedRun) -> tuple[list[int], list[int], list[int],
+                                                          list[str], list[str], list[bool]]:
+        """``columns`` with induced re-reads among the blocks evicted one by one."""
+        plain = Evictions([b if b >= 0 else -1 - b for b in self.blocks], self.requests,
+                          self.tiers, self.fates, self.cuts, self.n)
+        flags = [b < 0 for b in self.blocks]
+        msgs, block_ids, requests, tiers, fates, _ = plain.columns(run)
+        out: list[bool] = []
+        one = 0
+        for at, cut, *_ in [*self.cuts, (len(self.blocks), range(0), 0, "", "")]:
+            out += flags[one:at]  # the one-by-one rows before this cut, then the cut's
+            one = at
+            out += repeat(False, len(cut))
+        return msgs, block_ids, requests, tiers, fates, out
 
 
 @dataclass(slots=True)
@@ -131,6 +158,9 @@ class Env:
     """The window the harness plans against (set from the policy)."""
     reattached: list[int] = field(default_factory=list)
     """Per harness compaction: its unseen re-attached tokens (``replay.engine.truth.TruthPlan``)."""
+    induce: InduceState | None = None
+    """The agent's re-reads of what the policy removed (``replay.engine.induced``; None: the
+    policy's ``behaviour.rereads`` is off, or nothing in the run is ever needed again)."""
     reused: set[int] = field(default_factory=set)
     """Recorded compactions a tier reused: from their first request after on, their unseen
     restoration is in ``fixed_truth`` (``reuse_recorded``)."""
@@ -249,19 +279,21 @@ def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_token
                   reclaimed_est_tokens: int, reclaimed_tokens: int, invalidated: int,
                   undone: bool = False, failed: bool = False, summary_tokens: int = 0,
                   recorded: bool = False, min_reclaim_tokens: int = 0,
-                  protect_first_msg: int | None = None) -> None:
+                  protect_first_msg: int | None = None, induced: bool = False,
+                  when: str | None = None) -> None:
     """One actions row; ``reclaimed_est_tokens`` / ``reclaimed_tokens``: what the action took
     out by estimate / by truth; ``recorded``: the summary is the one the log recorded."""
     rows = env.action_rows
     rows.append(ActionRow(
         run_id=ctx.run.run_id, policy=env.policy.name, action=len(rows), request=env.request,
-        tier=tier, kind=kind, when=env.when, trigger_tokens=trigger_tokens,
+        tier=tier, kind=kind, when=when or env.when, trigger_tokens=trigger_tokens,
         threshold_tokens=threshold_tokens, n_blocks=n_blocks, first_msg=first_msg,
         last_msg=last_msg, reclaimed_tokens=reclaimed_tokens,
         reclaimed_est_tokens=reclaimed_est_tokens, invalidated_tokens=invalidated, undone=undone,
         failed=failed, summary_tokens=summary_tokens,
         context_after_tokens=env.fixed_truth + ctx.truth(), recorded_summary=recorded,
-        min_reclaim_tokens=min_reclaim_tokens, protect_first_msg=protect_first_msg))
+        min_reclaim_tokens=min_reclaim_tokens, protect_first_msg=protect_first_msg,
+        induced=induced))
 
 
 class _Vars(dict[str, Any]):
@@ -305,4 +337,4 @@ def _todo_calls(run: PreparedRun) -> list[int]:
 
 def _item(label: str, text: str, ctx: Context, env: Env, b: int) -> HeadItem:
     return HeadItem(label=label, text=text, est=ctx.est_of[b], truth=ctx.truth_of[b],
-                    n_bytes=ctx.run.n_bytes[b])
+                    n_bytes=ctx.run.n_bytes[b], block=b)

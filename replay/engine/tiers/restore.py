@@ -76,7 +76,7 @@ def read_results(run: PreparedRun) -> list[int]:
 def _file(b: int, cap_tokens: int, ctx: Context, env: Env) -> HeadItem:
     text = ctx.run.text[b]
     if ctx.est_of[b] <= cap_tokens:
-        return HeadItem("file", text, ctx.est_of[b], ctx.truth_of[b], ctx.run.n_bytes[b])
+        return HeadItem("file", text, ctx.est_of[b], ctx.truth_of[b], ctx.run.n_bytes[b], b)
     text = text[:cap_tokens * CHARS_PER_TOKEN]
     return HeadItem("file", text, env.est_text(text), env.truth_text(text),
-                    len(text.encode("utf-8", "surrogatepass")))
+                    len(text.encode("utf-8", "surrogatepass")), b)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from replay.engine.context import Context
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
-from replay.engine.tiers.apply import apply_trims, record_undone_trims
+from replay.engine.tiers.apply import apply_induced_trims, apply_trims, record_undone_trims
 from replay.engine.tiers.base import Env, fires, placeholder, threshold, write_note
 from replay.engine.trace import TRIM
 from replay.policy import Protect, Trim
@@ -48,6 +48,8 @@ class TrimState:
     """The trigger's level (recorded with each action)."""
     eligible: list[int] = field(default_factory=list)
     """The run's blocks this tier could ever trim (category, tool and size), in order."""
+    induced_cursor: int = 0
+    """The induced re-reads before this one were examined (``apply_induced_trims``)."""
     tools: frozenset[str] = frozenset()
     """The tier's ``tools``: only their results count for ``protect.tool_results``."""
 
@@ -105,6 +107,8 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     if not st.ready:
         _resolve(tier, st, ctx, env)
     stop = protect_start(tier.protect, ctx, env, st)
+    if not st.minimum and len(ctx.induced.pos) > st.induced_cursor and CAT_RESULTS in st.cats:
+        _trim_induced(tier, st, ctx, env, stop)
     begin = max(ctx.lo, st.cursor)
     if begin < stop:
         _scan(tier, ctx, env, st, begin, stop)
@@ -138,7 +142,29 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
                 may_touch_newest=not tier.protect.newest, min_reclaim_tokens=st.minimum)
     st.pending = later or []
     st.gain_est = 0 if later is None else st.gain_est - gain
+    if st.minimum and len(ctx.induced.pos) > st.induced_cursor and CAT_RESULTS in st.cats:
+        _trim_induced(tier, st, ctx, env, stop)  # with a pass that went through
     st.epoch = ctx.epoch
+
+
+def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> None:
+    """The induced re-reads before the protected range, trimmed as their blocks would be
+    (a tier with a minimum trims them only with a pass that went through)."""
+    run, eligible = ctx.run, st.eligible
+
+    def sized(b: int) -> tuple[int, int, int] | None:
+        i = bisect.bisect_left(eligible, b)
+        if i == len(eligible) or eligible[i] != b:
+            return None  # the tier would not trim the block (its kind, tools or size)
+        got = st.sized_result.get(b)
+        if got is None:
+            got = st.sized_result[b] = _sized(env, placeholder(run, b, tier.placeholder))
+        return got
+
+    st.induced_cursor = apply_induced_trims(
+        ctx, env, sized, tier=tier.name, kind=TRIM, protect_from=stop,
+        trigger_tokens=env.fixed_est + ctx.est(), threshold_tokens=st.threshold,
+        min_chars=tier.min_chars, first=st.induced_cursor)
 
 
 def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> None:

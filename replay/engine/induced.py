@@ -1,0 +1,119 @@
+"""Induced re-reads: the agent fetching again what the policy removed, where the run needs it.
+
+A replay keeps the recorded trajectory, so on its own evicting what the agent uses later costs
+nothing.  This step makes it cost what it would have: at each request where the recorded run
+depends on a block (``replay.engine.needs``) and the need is **unmet** — the block is not in
+the context whole, no copy the replay re-read earlier is, the recorded run did not fetch it
+again after it went (at or before the need), the recording's own context lacked it there too
+(the harness's compaction had removed it: what followed is already in the log), and no head
+item (a re-attached file, a re-inserted task) carries it — the replay inserts the re-read the
+agent would have made: one more model call, and the block's recorded result (or the file's
+newest content, when it was read again or written since) back at the end of the context.
+
+- The context grows (``replay.engine.induced_items``): the later triggers, the tiers, the
+  overshoots and the cache respond.  The inserted call is sent with the context as it is (the
+  cache reads the prefix it shares with the previous request and holds it after), so the request
+  that needed the content reads that prefix and sends the re-read fresh.
+- At most ``behaviour.max_rereads_per_turn`` re-reads are made in one turn; an unmet need past
+  the cap is an undone ``induced_reread`` action (counted, nothing inserted).
+- With ``behaviour.invited_recall: immediate``, a placeholder that asks for a re-call
+  (``replay.policy.invites``) makes the agent re-read what it replaced at the next request, when
+  the content is needed later; if that re-read is trimmed again before the need, it is re-read
+  again: the seed's loop, bounded by the cap and counted.
+- Inserted at request ``k`` before the ``before`` tiers act (the harness checks what the
+  re-reads add before it sends, as it checks what arrived; a need is judged on the context the
+  previous request left), recorded as actions of the tier ``behaviour`` and kind ``induced_reread``
+  (``reclaimed_tokens`` negative: what was added; ``when``: ``need``, or ``invited`` for a
+  placeholder's immediate re-read) and as the request's ``induced_*`` columns.
+
+Deterministic: the order is the needs' block order, then the queue's.  Not here: the need rules
+(``replay.engine.needs``), the live items and their totals (``replay.engine.induced_items``).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from replay.engine.context import Context
+from replay.engine.induced_state import InduceState
+from replay.engine.tiers.base import Env, record_action
+from replay.engine.trace import INDUCED_AT_NEED, INDUCED_INVITED, INDUCED_REREAD, INDUCED_TIER
+
+
+def induce(st: InduceState, ctx: Context, env: Env, k: int) -> list[tuple[int, int]]:
+    """Make the re-reads due before request ``k``; returns (true tokens of the context the
+    inserted call sent, its output tokens) per call, in order."""
+    turn = st.plan.turn_of[k]
+    if turn != st.turn:
+        st.turn, st.used = turn, 0
+    calls: list[tuple[int, int]] = []
+    if st.queue:
+        due = [b for r, b in st.queue if r <= k]
+        st.queue = [(r, b) for r, b in st.queue if r > k]
+        needs = st.plan.needs
+        for b in due:
+            bn = needs.of(b)
+            if bn is None:
+                continue
+            i = bisect.bisect_left(bn.need_requests, k)
+            if i < len(bn.need_requests) and unmet(st, ctx, b, bn.need_requests[i]):
+                _reread(st, ctx, env, b, calls, INDUCED_INVITED)
+    for b in st.plan.at[k]:
+        if unmet(st, ctx, b, k):
+            _reread(st, ctx, env, b, calls, INDUCED_AT_NEED)
+    return calls
+
+
+def unmet(st: InduceState, ctx: Context, b: int, need: int) -> bool:
+    """Whether the need of block ``b`` at request ``need`` is unmet in the context as it is."""
+    if ctx.lo <= b and not ctx.trimmed[b]:
+        return False  # still there, whole
+    run = ctx.run
+    if b < run.recorded_from[need]:
+        return False  # the recording lacked it there too: its consequence is in the log
+    since = st.gone_at[b]
+    i = st.copy.get(b)
+    if i is not None:
+        ind = ctx.induced
+        if ind.live(i):
+            return False  # re-read earlier and still there
+        since = max(since, ind.gone_at[i])
+    bn = st.plan.needs.of(b)
+    if bn is None:
+        return False
+    refetch = bn.refetch_requests
+    j = bisect.bisect_left(refetch, since)
+    if j < len(refetch) and refetch[j] <= need:
+        return False  # the recorded run fetched it again itself
+    return not any(h.block == b for h in ctx.head)
+
+
+def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[int, int]],
+            when: str) -> None:
+    """Insert one re-read of ``b`` at the end of the context (or count it, past the cap)."""
+    run = ctx.run
+    trigger = env.fixed_est + ctx.est()
+    if st.used >= st.cap:
+        record_action(env, ctx, tier=INDUCED_TIER, kind=INDUCED_REREAD, trigger_tokens=trigger,
+                      threshold_tokens=0, n_blocks=0, first_msg=run.msg[b], last_msg=run.msg[b],
+                      reclaimed_est_tokens=0, reclaimed_tokens=0, invalidated=0, undone=True,
+                      induced=True, when=when)
+        return
+    st.used += 1
+    sent = env.fixed_truth + ctx.truth()
+    call = run.call_of[b]
+    src = st.content_block(b, ctx.hi)
+    ov = ctx.msg_overhead
+    if call >= 0:
+        call_size = (ctx.est_of[call] + ov, ctx.truth_of[call] + ov, run.n_bytes[call])
+    else:
+        call_size = (ov, ov, 0)
+    result = (ctx.est_of[src] + ov, ctx.truth_of[src] + ov, run.n_bytes[src])
+    i = ctx.induced.add(ctx.hi - 1, b, call_size, result)
+    st.copy[b] = i
+    calls.append((sent, call_size[1] - ov))
+    record_action(env, ctx, tier=INDUCED_TIER, kind=INDUCED_REREAD, trigger_tokens=trigger,
+                  threshold_tokens=0, n_blocks=1, first_msg=run.msg[b], last_msg=run.msg[b],
+                  reclaimed_est_tokens=-(call_size[0] + result[0]),
+                  reclaimed_tokens=-(call_size[1] + result[1]), invalidated=0, induced=True,
+                  when=when)
