@@ -22,7 +22,8 @@ import pyarrow as pa
 from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import rollup_table, run, run_to, write_run
 from replay.corpus import Corpus, Opener, Runs, corpus_of
-from replay.layout import run_dir, writable_dir
+from replay.layout import cache_root, make_run_dir, run_dir
+from replay.output_targets import check_targets, run_targets
 from replay.policy import Policy
 
 
@@ -40,6 +41,7 @@ class PolicyRun:
 
 def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report: bool = False,
                   allow_python: bool = False, open_runs: Opener | None = None,
+                  cache_dir: Path | None = None,
                   on_run: Callable[[int, int], None] | None = None,
                   on_figure: Callable[[int, int], None] | None = None) -> PolicyRun:
     """Replay ``policy`` over ``runs`` and write its traces and summary under ``out``.
@@ -52,14 +54,22 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
         report: also write report.html and report.md there (holds every trace in memory;
             without it traces are streamed run by run).
         allow_python: allow ``module:Class`` tiers.
+        cache_dir: the project cache (``replay.layout.cache_root``), which ``out`` must be apart
+            from, as from the paths of ``runs`` (``replay.output_targets``).
         on_run: ``(done, total)`` after each replayed run.
         on_figure: the report's figures, as for ``analysis.report.build.write_report``.
 
     Raises:
         ReplayError: the policy cannot be replayed.
-        OSError: ``out`` cannot be written.
+        OutputError: ``out`` is or holds an input, is in the cache, is a symlink below the
+            folder named, or cannot be written (before any run is opened).
+        OSError: an output cannot be written (a full disk).
     """
-    folder = writable_dir(run_dir(policy.name, out))
+    check_targets(run_targets(run_dir(policy.name, out), "--out" if out else "out/POLICY",
+                              report=report),
+                  inputs=() if isinstance(runs, Corpus) else list(runs),
+                  cache=cache_root(cache_dir))
+    folder = make_run_dir(policy.name, out, report=report)
     corpus = corpus_of(runs, open_runs)
     ids = corpus.replayable()
     done = [0]

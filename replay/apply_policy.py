@@ -10,9 +10,9 @@ each written under a temporary name and renamed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay.atomic_files import atomic_write_bytes, atomic_write_text
+from replay.atomic_files import atomic_write_bytes, atomic_write_text, file_in, folder_fd
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
 from replay.ingest.run_label import run_labels
@@ -80,44 +80,37 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, rollup: RunRollup,
     (``replay.memory.release_freed_memory``, a process-wide effect: the ``replay`` command asks
     for it, a library call does not do it unasked).
     """
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "traces").mkdir(exist_ok=True)
-    tmp = {n: out / "traces" / f".{n}.parquet.tmp{os.getpid()}" for n in TRACE_SCHEMAS}
-    writers = {n: pq.ParquetWriter(tmp[n], TRACE_SCHEMAS[n], compression="zstd")
-               for n in TRACE_SCHEMAS}
     columns: dict[str, list[Any]] = {c: [] for c in rollup.schema.names}
     meta = run_meta(corpus)
-    try:
-        pending: list[Trace] = []
-        done: dict[str, list[pa.Table]] = {n: [] for n in TRACE_SCHEMAS}
-        n_pending = n_done = 0
-        for i, trace in enumerate(iter_replays(corpus, policy, allow_python=allow_python,
-                                                on_run=on_run), 1):
-            if release_memory and i % _RUNS_PER_TRIM == 0:
-                release_freed_memory()
-            for row in rollup.replayed(trace, policy, meta):
-                for c, values in columns.items():
-                    values.append(row[c])
-            pending.append(trace)
-            n_pending += len(trace.columns("requests")["request"])
-            if n_pending >= _ROWS_PER_CHUNK:  # column lists → compact Arrow chunks
-                n_done += _to_arrow(pending, done)
-                pending, n_pending = [], 0
-            if n_done >= _ROWS_PER_GROUP:
-                _flush(done, writers)
-                n_done = 0
-        _to_arrow(pending, done)
-        _flush(done, writers)
-    except BaseException:
-        for writer in writers.values():
-            writer.close()
-        for path in tmp.values():
-            path.unlink(missing_ok=True)
-        raise
-    for writer in writers.values():
-        writer.close()
-    for name, path in tmp.items():
-        os.replace(path, out / "traces" / f"{name}.parquet")
+    with contextlib.ExitStack() as files:  # renamed into place only when every run is done
+        traces = files.enter_context(folder_fd(out, ("traces",)))
+        writers = {n: pq.ParquetWriter(files.enter_context(file_in(
+            traces, f"{n}.parquet", shown=out / "traces" / f"{n}.parquet")),
+            TRACE_SCHEMAS[n], compression="zstd") for n in TRACE_SCHEMAS}
+        try:
+            pending: list[Trace] = []
+            done: dict[str, list[pa.Table]] = {n: [] for n in TRACE_SCHEMAS}
+            n_pending = n_done = 0
+            for i, trace in enumerate(iter_replays(corpus, policy, allow_python=allow_python,
+                                                    on_run=on_run), 1):
+                if release_memory and i % _RUNS_PER_TRIM == 0:
+                    release_freed_memory()
+                for row in rollup.replayed(trace, policy, meta):
+                    for c, values in columns.items():
+                        values.append(row[c])
+                pending.append(trace)
+                n_pending += len(trace.columns("requests")["request"])
+                if n_pending >= _ROWS_PER_CHUNK:  # column lists → compact Arrow chunks
+                    n_done += _to_arrow(pending, done)
+                    pending, n_pending = [], 0
+                if n_done >= _ROWS_PER_GROUP:
+                    _flush(done, writers)
+                    n_done = 0
+            _to_arrow(pending, done)
+            _flush(done, writers)
+        finally:
+            for writer in writers.values():
+                writer.close()
     for row in rollup.not_replayed(corpus, policy, meta):
         for c, values in columns.items():
             values.append(row[c])
@@ -175,7 +168,7 @@ def write_run(result: RunResult, out: Path) -> list[Path]:
         buf = io.BytesIO()
         pq.write_table(getattr(result.trace, name), buf, compression="zstd")
         path = out / "traces" / f"{name}.parquet"
-        atomic_write_bytes(path, buf.getvalue())
+        atomic_write_bytes(path, buf.getvalue(), within=out)
         written.append(path)
     written.append(_write_rollup(result.policy, result.rollup, out))
     return written
@@ -185,7 +178,7 @@ def _write_rollup(policy: Policy, rows: list[dict[str, Any]], out: Path) -> Path
     doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(policy),
            "policy_digest": policy.digest(), "runs": rows}
     path = out / "summary.json"
-    atomic_write_text(path, json.JSONEncoder(indent=1, default=str).iterencode(doc))
+    atomic_write_text(path, json.JSONEncoder(indent=1, default=str).iterencode(doc), within=out)
     return path
 
 

@@ -1,55 +1,244 @@
-"""Writing files so that a reader never sees half of one: a temporary name, then a rename.
+"""A safe output location: every file and folder a command writes lies inside the folder the
+user named, is written so that a reader never sees half of it, and never through a symlink.
 
-``atomic_write_bytes`` and ``atomic_write_text`` are what every writer of the project uses (the
-store, traces, reports, sweeps, baselines); ``make_output_dir`` checks an output folder first,
-so a command fails in one line before its work.
+The one definition every writer of the project uses (the store and its index, traces and
+summaries, reports, sweeps and their cache, baselines, JUnit/Markdown files, redacted copies):
+
+- ``make_output_dir(named, *derived)``: the folder the user named (created with its parents:
+  it may itself be a symlink, their choice) and the folders derived below it (a policy's name,
+  ``sweep``), each created or opened without following a symlink; checked writable by making
+  and removing a temporary file.  A command calls it before its work, so it fails in one line
+  first.
+- ``atomic_write_bytes(path, data, within=root)`` / ``atomic_write_text``: ``path`` must lie
+  below ``root`` (the folder named, or made by ``make_output_dir``); every folder between them
+  is opened with ``O_NOFOLLOW`` relative to the previous one (created when missing), the data
+  goes to a temporary file created there with ``O_EXCL | O_NOFOLLOW``, and is renamed over the
+  final name only when complete.  A symlink on the way, or in place of the file, is refused
+  with ``OutputError`` (nothing written, nothing followed); any failure (a full disk:
+  ``ENOSPC``) removes the temporary file before the error goes on.
+- ``output_folder(path, within=root)``: a folder below ``root`` opened the same way, as a
+  descriptor to list or delete in (``remove_files``: a report's stale figures), so a cleanup
+  never reaches outside what was named.
+
+The folder names are checked once per write, by descriptor: a symlink planted after the check
+cannot redirect a write (the rename happens in the folder that was opened).
+
+Not here: which paths a command may write at all (apart from its inputs, baseline, cache:
+``replay.output_targets``), where outputs go by default (``replay.layout``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterable
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from replay.errors import OutputError
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
-def make_output_dir(path: Path) -> Path:
-    """Create the folder ``path`` (and its parents) if needed and check it can be written.
+
+def _symlink_refused(path: Path) -> OutputError:
+    return OutputError(f"{path}: is a symlink inside the output folder; refused, nothing was "
+                       "written through it (remove it, or name another folder)")
+
+
+def _open_dir(name: str, parent_fd: int | None, shown: Path, *, create: bool) -> int:
+    """A descriptor of the folder ``name`` (relative to ``parent_fd``; None: ``name`` is a path
+    the user named, which may be a symlink), created when missing with ``create``."""
+    if parent_fd is None:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    for _ in range(2):
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+        except FileNotFoundError:
+            if not create:
+                raise
+            try:
+                os.mkdir(name, 0o777, dir_fd=parent_fd)
+            except FileExistsError:
+                pass  # made meanwhile by another writer: open it (checked again)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK) and _is_link(
+                    name, parent_fd):
+                raise _symlink_refused(shown) from None
+            raise
+    return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+
+
+def _is_link(name: str, parent_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _parts_below(path: Path, root: Path) -> tuple[str, ...]:
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        raise OutputError(f"{path}: not inside the output folder {root}; nothing written") from None
+    if any(p in ("", ".", "..") for p in parts):
+        raise OutputError(f"{path}: leaves the output folder {root}; nothing written")
+    return parts
+
+
+@contextmanager
+def folder_fd(root: Path, parts: Iterable[str] = (), *, create: bool = True) -> Iterator[int]:
+    """A descriptor of the folder ``root/parts…``: ``root`` as named, each part opened without
+    following a symlink (``OutputError``), created when missing with ``create``."""
+    if create and not os.path.isdir(root):
+        root.mkdir(parents=True, exist_ok=True)  # the folder named: its own symlinks are theirs
+    fd = _open_dir(str(root), None, root, create=False)
+    shown = root
+    try:
+        for part in parts:
+            shown = shown / part
+            child = _open_dir(part, fd, shown, create=create)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def make_output_dir(named: Path, *derived: str) -> Path:
+    """The folder ``named`` (created with its parents if needed) and the folders ``derived``
+    below it (created without following a symlink), checked writable; returns
+    ``named/derived…``.
 
     Raises:
-        OutputError: ``path`` (or a parent) is a file, or the folder cannot be created or is
-            not writable; one line naming it and why.
+        OutputError: a folder on the way is a file or a symlink below ``named``, cannot be
+            created, or cannot be written (a read-only file system); one line naming it.
     """
-    if path.exists() and not path.is_dir():
-        raise OutputError(f"{path}: exists and is not a folder; give --out a folder")
+    if named.exists() and not named.is_dir():
+        raise OutputError(f"{named}: exists and is not a folder; give --out a folder")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        named.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OutputError(f"{path}: cannot create this folder ({exc.strerror or exc})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise OutputError(f"{path}: this folder is not writable")
+        raise OutputError(f"{named}: cannot create this folder ({exc.strerror or exc})") from None
+    folder = named.joinpath(*derived)
+    try:
+        with folder_fd(named, derived) as fd:
+            probe = f".write-check-{os.getpid()}"
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                             dir_fd=fd))
+            os.unlink(probe, dir_fd=fd)
+    except OutputError:
+        raise
+    except NotADirectoryError:
+        raise OutputError(f"{folder}: a file is in the way of this folder") from None
+    except OSError as exc:
+        raise OutputError(f"{folder}: this folder is not writable ({exc.strerror or exc})"
+                          ) from None
+    return folder
+
+
+def output_file(path: Path) -> Path:
+    """Check a file the user named as an output (``--junit``, ``--markdown``, a baseline
+    written): not a folder, its folder created if missing and writable.
+
+    Raises:
+        OutputError: one line saying why it cannot be written (before any work).
+    """
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; name a file to write")
+    if path.exists() and not path.is_file() and not path.is_symlink():
+        raise OutputError(f"{path}: is not a regular file (a device, a FIFO); name a file")
+    make_output_dir(path.parent)
     return path
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+@contextmanager
+def output_folder(path: Path, *, within: Path) -> Iterator[int]:
+    """A descriptor of the existing folder ``path`` below ``within``, opened without following
+    a symlink on the way (for listing and removing files in it).
+
+    Raises:
+        OutputError: a folder on the way is a symlink.
+        FileNotFoundError: the folder does not exist.
+    """
+    with folder_fd(within, _parts_below(path, within), create=False) as fd:
+        yield fd
 
 
-def atomic_write_text(path: Path, chunks: Iterable[str]) -> None:
-    """Write text given in pieces (e.g. ``JSONEncoder.iterencode``) through a temporary file and
-    a rename; the whole text is never held in memory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+def remove_files(path: Path, *, within: Path, unwanted: Callable[[str], bool]) -> list[str]:
+    """Remove the regular files (and symlinks, never followed) of the folder ``path`` below
+    ``within`` whose name ``unwanted`` picks; the names removed (none when the folder is
+    missing)."""
     try:
-        with tmp.open("w", encoding="utf-8") as f:
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(tmp, path)
+        with output_folder(path, within=within) as fd:
+            removed = []
+            for name in sorted(os.listdir(fd)):
+                if not unwanted(name):
+                    continue
+                mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+                if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+                    os.unlink(name, dir_fd=fd)
+                    removed.append(name)
+            return removed
+    except FileNotFoundError:
+        return []
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, within: Path) -> None:
+    """Write ``data`` to ``path`` (below ``within``) through a temporary file and a rename,
+    never through a symlink (``OutputError``); the temporary file is removed on any failure."""
+    with atomic_stream(path, within=within) as f:
+        f.write(data)
+
+
+def atomic_write_text(path: Path, chunks: Iterable[str], *, within: Path) -> None:
+    """Write text given in pieces (e.g. ``JSONEncoder.iterencode``) to ``path`` below
+    ``within``, as ``atomic_write_bytes``; the whole text is never held in memory."""
+    with atomic_stream(path, within=within) as f:
+        for chunk in chunks:
+            f.write(chunk.encode("utf-8", "surrogatepass"))
+
+
+@contextmanager
+def atomic_stream(path: Path, *, within: Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` (below ``within``) in pieces: a temporary file, renamed
+    over ``path`` when the block ends without an error (as ``atomic_write_bytes``)."""
+    parts = _parts_below(path, within)
+    if not parts:
+        raise OutputError(f"{path}: is the output folder itself, not a file in it")
+    with folder_fd(within, parts[:-1]) as fd, file_in(fd, parts[-1], shown=path) as f:
+        yield f
+
+
+@contextmanager
+def file_in(fd: int, name: str, *, shown: Path) -> Iterator[BinaryIO]:
+    """The file ``name`` of the folder open as ``fd``, written as a temporary file
+    (``O_EXCL | O_NOFOLLOW``) renamed over ``name`` when the block ends, unless ``name`` is a
+    symlink or a folder (``OutputError``); the temporary file is removed on any failure (a full
+    disk) before the error goes on."""
+    tmp = f".{name[:200]}.tmp{os.getpid()}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        tfd = os.open(tmp, flags, 0o644, dir_fd=fd)
+    except FileExistsError:  # left by a killed writer with this pid: removed, never followed
+        os.unlink(tmp, dir_fd=fd)
+        tfd = os.open(tmp, flags, 0o644, dir_fd=fd)
+    try:
+        with os.fdopen(tfd, "wb") as f:
+            yield f
+        try:
+            mode: int | None = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and stat.S_ISLNK(mode):
+            raise _symlink_refused(shown)
+        if mode is not None and stat.S_ISDIR(mode):
+            raise OutputError(f"{shown}: is a folder; not replaced")
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        try:
+            os.unlink(tmp, dir_fd=fd)
+        except OSError:
+            pass
         raise

@@ -26,7 +26,7 @@ from replay.engine.calibrate import points as calibration_points
 from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun, prepare
 from replay.engine.trace import Trace
-from replay.errors import ReplayInputError
+from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store, store_index
 from replay.ingest.batch import IngestReport, ingest
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS
@@ -114,7 +114,7 @@ class Corpus:
         """One run's message and request rows (its store entry is read once and kept)."""
         entry = self._entry_of.get(run_id)
         if entry is not None and (self._loaded is None or self._loaded[0] != entry.key):
-            tables = store.read_entry(self.root, entry.key)
+            tables = store.read_entry(self.root, entry.key, entry.checksum)
             msg_spans = store_index.row_spans(tables.messages["run_id"].to_pylist())
             req_spans = store_index.row_spans(tables.requests["run_id"].to_pylist())
             spans = {rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
@@ -122,7 +122,11 @@ class Corpus:
             self._loaded = (entry.key, tables, spans)
         if self._loaded is None:  # a store-backed corpus without this run: nothing read yet
             raise KeyError(run_id)
-        _, tables, spans = self._loaded
+        key, tables, spans = self._loaded
+        if run_id not in spans:  # the index and the entry disagree: never a KeyError
+            raise StoreError(f"{self.root}: damaged store: entry {key} does not hold run "
+                             f"{run_id} that the index lists for it; `replay ingest` of its "
+                             "log repairs it")
         m0, m1, r0, r1 = spans[run_id]
         return tables.messages.slice(m0, m1 - m0), tables.requests.slice(r0, r1 - r0)
 
@@ -193,7 +197,7 @@ class Corpus:
 
     def _everything(self) -> store.RunTables:
         if self._all is None:
-            parts = [store.read_entry(self.root, e.key) for e in self.entries]
+            parts = [store.read_entry(self.root, e.key, e.checksum) for e in self.entries]
             if not parts:
                 self._all = store.RunTables(*(SCHEMAS[n].empty_table() for n in store.TABLES))
             else:
@@ -213,7 +217,7 @@ def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: st
     if cache_dir is None:
         raise ReplayInputError("log files need a dataset directory to ingest into (cache_dir)")
     report = ingest(paths, cache_dir, fmt=fmt, tokenizers=tokenizers, jobs=jobs, on_file=on_file,
-                    strict=strict)
+                    strict=strict, apart_from_inputs=False)
     wanted = set(report.parsed + report.cached)
     entries = [e for s, e in store.read_manifest(cache_dir).items() if s in wanted]
     return Corpus(cache_dir, entries, report)

@@ -18,9 +18,9 @@ Not here: the store inside the dataset folder (``replay.ingest.store``), what a 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from replay.atomic_files import make_output_dir
 from replay.safe_names import file_name, is_segment
 
 CACHE_ENV = "CTXREPLAY_CACHE_DIR"
@@ -60,15 +60,13 @@ def run_dir(policy_name: str, given: Path | None = None) -> Path:
     return given if given is not None else OUT / policy_folder(policy_name)
 
 
-def writable_dir(folder: Path) -> Path:
-    """``folder``, created if missing and checked writable by creating and removing a temporary
-    file in it (modes do not stop root, an immutable folder does), so that a command fails
-    before its work rather than after.
-
-    Raises:
-        OSError: the folder cannot be created or written.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-        pass
-    return folder
+def make_run_dir(policy_name: str, given: Path | None = None, *, report: bool = False) -> Path:
+    """``run_dir``, created (``replay.atomic_files.make_output_dir``): ``given`` as named, else
+    ``out`` as named and the policy's folder below it, never through a symlink (with
+    ``report``, its ``report_files`` folder too)."""
+    extra = ("report_files",) if report else ()
+    if given is not None:
+        make_output_dir(given, *extra)
+        return given
+    make_output_dir(OUT, policy_folder(policy_name), *extra)
+    return run_dir(policy_name)

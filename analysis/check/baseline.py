@@ -182,7 +182,7 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
     """Write ``baseline`` as pretty, key-sorted JSON (atomically)."""
     text = json.dumps(_to_doc(baseline), indent=1, sort_keys=True, ensure_ascii=False,
                       allow_nan=False)
-    atomic_write_bytes(path, (text + "\n").encode())
+    atomic_write_bytes(path, (text + "\n").encode(), within=path.parent)
 
 
 def diff_baselines(old: Baseline | None, new: Baseline) -> list[BaselineChange]:

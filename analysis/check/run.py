@@ -26,10 +26,12 @@ from pathlib import Path
 from analysis.check import gate as checking
 from analysis.check.baseline import BaselineChange, load_baseline
 from analysis.check.tolerances import Tolerances, load_tolerances
+from replay.atomic_files import output_file
 from replay.config import find_config
 from replay.corpus import Corpus, Opener, corpus_of, project_opener
 from replay.errors import ReplayError, ReplayInputError
 from replay.layout import cache_root
+from replay.output_targets import Target, check_targets
 from replay.policy import Policy, load_policy
 from replay.policy.pricing import with_provider
 
@@ -87,6 +89,30 @@ class CheckSettings:
             source=cfg.source if cfg else None)
 
 
+def check_outputs(settings: CheckSettings, *, update: bool,
+                  reports: Sequence[tuple[str, Path]]) -> None:
+    """Refuse, before any work, an output of the check that would overwrite what it reads
+    (``replay.output_targets``) or that cannot be written (a folder, a read-only file system,
+    ``/proc``: ``replay.atomic_files.output_file``).
+
+    Raises:
+        OutputError: one line naming the output and why.
+    """
+    targets = [Target(path, option) for option, path in reports]
+    kept: list[tuple[Path, str]] = [(Path(p), "a policy file") for p in settings.policies
+                                    if isinstance(p, str) and Path(p).is_file()]
+    kept += [(settings.tolerances, "the tolerances")] if settings.tolerances else []
+    kept += [(settings.source, "the project configuration")] if settings.source else []
+    if update:
+        targets.append(Target(settings.baseline, "--baseline"))
+    else:
+        kept.append((settings.baseline, "the baseline"))
+    check_targets(targets, inputs=list(settings.archive), kept=kept,
+                  cache=cache_root(settings.cache_dir))
+    for t in targets:
+        output_file(t.path)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
     """What ``run_check`` found: the comparison, or with ``update`` what the new baseline
@@ -106,7 +132,8 @@ class CheckOutcome:
 
 def run_check(settings: CheckSettings, *, update: bool = False, allow_python: bool = False,
               open_runs: Opener | None = None, on_run: Callable[[int, int], None] | None = None,
-              on_warning: Callable[[str], None] | None = None) -> CheckOutcome:
+              on_warning: Callable[[str], None] | None = None,
+              reports: Sequence[tuple[str, Path]] = ()) -> CheckOutcome:
     """Replay ``settings.archive`` under its policies and compare with the baseline (or, with
     ``update``, write the baseline).
 
@@ -120,11 +147,17 @@ def run_check(settings: CheckSettings, *, update: bool = False, allow_python: bo
             read and checked against each other.
         on_run: ``(done, total)`` after each replayed (policy, run).
         on_warning: told what was replaced (default: nothing said).
+        reports: the files the caller will write the result to, with their option
+            (``("--junit", path)``): checked with the baseline of ``update`` before any work
+            (``check_outputs``).
 
     Raises:
         ReplayError: a policy, the tolerances or the baseline cannot be read, or do not fit
             each other (``CheckError``, ``PolicyError``, ...).
+        OutputError: an output is an input, the baseline (unless ``update`` writes it), the
+            tolerances, a policy, in the project cache, a folder, or cannot be written.
     """
+    check_outputs(settings, update=update, reports=reports)
     pols = [p if isinstance(p, Policy) else load_policy(p) for p in settings.policies]
     pols = [with_provider(p, settings.provider) for p in pols] if settings.provider else pols
     tol = load_tolerances(settings.tolerances) if settings.tolerances else Tolerances()

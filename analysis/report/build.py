@@ -62,7 +62,7 @@ from analysis.report.timeline import plot_timeline
 from analysis.rereads import REREADS_COLUMNS, lint_placeholders, plot_rereads, rereads
 from analysis.summarisation import plot_summarisation, recorded_compactions, summarisation
 from replay.apply_policy import read_trace
-from replay.atomic_files import atomic_write_bytes
+from replay.atomic_files import atomic_write_bytes, remove_files
 from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus
 from replay.engine.trace import Trace
@@ -165,11 +165,13 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]
     for im in images:
-        atomic_write_bytes(files / im.file, im.png)
-    _remove_stale(files, {im.file for im in images})
+        atomic_write_bytes(files / im.file, im.png, within=out)
+    keep = {im.file for im in images}  # PNGs a previous report left that this one did not draw
+    remove_files(files, within=out, unwanted=lambda name: name.endswith(".png")
+                 and name not in keep)
     html, md = out / "report.html", out / "report.md"
-    atomic_write_bytes(html, render_html(page).encode())
-    atomic_write_bytes(md, render_markdown(page, files.name).encode())
+    atomic_write_bytes(html, render_html(page).encode(), within=out)
+    atomic_write_bytes(md, render_markdown(page, files.name).encode(), within=out)
     return ReportFiles(html=html, markdown=md, images=tuple(files / im.file for im in images))
 
 
@@ -411,11 +413,3 @@ def _empty_note(ax: Axes) -> None:
     if not ax.has_data():
         ax.text(0.5, 0.5, "nothing to show for these runs", ha="center", va="center",
                 transform=ax.transAxes, color="0.4")
-
-
-def _remove_stale(folder: Path, keep: set[str]) -> None:
-    """Delete PNGs a previous report left in ``folder`` that this one did not write."""
-    if folder.is_dir():
-        for f in sorted(folder.glob("*.png")):
-            if f.name not in keep:
-                f.unlink()

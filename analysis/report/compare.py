@@ -30,12 +30,14 @@ from analysis.induced import includes_induced
 from analysis.metrics import metrics
 from analysis.report.build import ReportFiles, read_runs, write_report
 from analysis.report.diff import diff
+from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
 from replay.ingest import store
 from replay.ingest.run_label import label_column, run_labels
-from replay.layout import cache_root, dataset_dir, writable_dir
+from replay.layout import cache_root, dataset_dir
+from replay.output_targets import check_targets, report_targets
 from replay.policy import Policy, load_policy
 from replay.policy.pricing import one_provider, pricing_note
 from replay.run_select import select_runs
@@ -149,10 +151,19 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
 def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
               open_runs: Opener | None = None, on_run: Callable[[int, int], None] | None = None,
               on_figure: Callable[[int, int], None] | None = None) -> ReportOutcome:
-    """Write report.html, report.md and report_files/ under ``out`` (checked writable first)
-    for the traces of ``spec`` (``policy_traces``; ``write_report`` for ``max_timelines`` and
-    ``on_figure``)."""
-    writable_dir(out)
+    """Write report.html, report.md and report_files/ under ``out`` for the traces of ``spec``
+    (``policy_traces``; ``write_report`` for ``max_timelines`` and ``on_figure``).
+
+    ``out`` is checked first: apart from the inputs (logs, a dataset, --traces folders, --data)
+    and the project cache (``replay.output_targets``), writable, no symlink in it
+    (``replay.atomic_files``).
+
+    Raises:
+        OutputError: ``out`` cannot be written there (before any run is opened).
+    """
+    inputs = [*([] if isinstance(spec.runs, Corpus) else list(spec.runs)), *spec.data]
+    check_targets(report_targets(out, "--out"), inputs=inputs, cache=cache_root(spec.cache_dir))
+    make_output_dir(out, "report_files")
     got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
     files = write_report(got.corpus, list(got.pairs), out, max_timelines=max_timelines,
                          on_figure=on_figure, pricing=got.pricing)

@@ -9,7 +9,10 @@ default; named by ``safe_names.file_name`` of the run id), one row per setting, 
   engine's ``TRACE_VERSION`` and ``fast_metrics.METRICS_VERSION``.
 
 A row is reused only when both keys match; rows of another ``run_key`` are
-dropped the next time the run's file is written.  Files are replaced atomically
+dropped the next time the run's file is written.  Each file carries in its metadata the run id
+and the ``run_key`` it answers and a checksum of its rows: a file that fails them (copied over
+another run's, edited, truncated) is dropped, counted (``SweepStats.n_cache_dropped``) and
+rewritten after its rows are replayed again.  Files are replaced atomically
 (temporary name + rename), by the parent process only.  Policies with a Python
 tier (``module:Class``) are never cached: their code can change without their
 digest changing.
@@ -19,8 +22,11 @@ Not here: computing rows (``analysis.sweep.core``).
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,33 +71,50 @@ def run_key(sha256: str, entry: Entry) -> str:
     return f"{sha256}:{data}:trace{TRACE_VERSION}:metrics{METRICS_VERSION}"
 
 
-def read_cached(cache_dir: Path, run_id: str, key: str) -> pd.DataFrame:
+@dataclass(frozen=True, slots=True)
+class Cached:
+    """What the cache holds for one run: the rows still valid, and whether its file failed
+    its check (then dropped: its rows are replayed again and the file rewritten)."""
+
+    rows: pd.DataFrame
+    damaged: bool = False
+
+
+def read_cached(cache_dir: Path, run_id: str, key: str) -> Cached:
     """The cached rows of one run under ``key``, one per setting (``ROW_COLUMNS``).
+
+    A file is believed only when it answers this run and key (its metadata and every row's
+    ``run_id``) and its rows match the checksum written with them; a file of another
+    ``run_key`` is stale (no rows, not damaged); anything else is damaged (no rows).
 
     Args:
         cache_dir: the cache directory.
         run_id: the run.
         key: ``run_key`` of the run as it is now.
-
-    Returns:
-        The rows still valid (none when there is no file, or it is unreadable).
     """
     path = _path(cache_dir, run_id)
-    table = None
-    if path.is_file():
-        try:
-            table = pq.read_table(path)
-        except (OSError, pa.ArrowInvalid):
-            table = None
-    if table is None or not table.schema.equals(_SCHEMA, check_metadata=False):
-        return rows_frame([])
+    if not path.is_file():
+        return Cached(rows_frame([]))
+    try:
+        table = pq.ParquetFile(path).read(use_threads=False)
+    except (OSError, pa.ArrowInvalid):
+        return Cached(rows_frame([]), damaged=True)
+    meta = table.schema.metadata or {}
+    if not table.schema.equals(_SCHEMA, check_metadata=False) or \
+            meta.get(_RUN_ID) != run_id.encode("utf-8", "surrogatepass") or \
+            meta.get(_CHECKSUM) != _checksum(table, meta.get(_KEY, b"")).encode():
+        return Cached(rows_frame([]), damaged=True)
+    if meta.get(_KEY) != key.encode("utf-8", "surrogatepass"):
+        return Cached(rows_frame([]))  # made by another engine, metrics or data: stale
     df = table.to_pandas()
-    valid: pd.DataFrame = df.loc[df["run_key"] == key, list(ROW_COLUMNS)]
-    return valid.reset_index(drop=True)
+    if not (df["run_id"] == run_id).all() or not (df["run_key"] == key).all():
+        return Cached(rows_frame([]), damaged=True)
+    return Cached(df.loc[:, list(ROW_COLUMNS)].reset_index(drop=True))
 
 
 def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> Path:
-    """Store the rows of one run under ``key`` (merged with the valid rows already there).
+    """Store the rows of one run under ``key`` (merged with the valid rows already there),
+    with the run id, the key and the rows' checksum in the file's metadata.
 
     Args:
         cache_dir: the cache directory.
@@ -101,17 +124,37 @@ def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> 
 
     Returns:
         The file written.
+
+    Raises:
+        OSError: the file cannot be written (a full disk); no partial file is left.
     """
-    merged = pd.concat([read_cached(cache_dir, run_id, key), rows[list(ROW_COLUMNS)]],
+    merged = pd.concat([read_cached(cache_dir, run_id, key).rows, rows[list(ROW_COLUMNS)]],
                        ignore_index=True)
     merged = merged.drop_duplicates("setting", keep="last").sort_values("setting")
     table = pa.Table.from_pandas(merged.assign(run_key=key)[_SCHEMA.names], schema=_SCHEMA,
                                  preserve_index=False)
+    key_bytes = key.encode("utf-8", "surrogatepass")
+    table = table.replace_schema_metadata({
+        _RUN_ID: run_id.encode("utf-8", "surrogatepass"), _KEY: key_bytes,
+        _CHECKSUM: _checksum(table, key_bytes).encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
     path = _path(cache_dir, run_id)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue(), within=cache_dir)
     return path
+
+
+_RUN_ID, _KEY, _CHECKSUM = b"ctxreplay.run_id", b"ctxreplay.run_key", b"ctxreplay.checksum"
+"""The file's metadata: the run it answers, the key, the sha256 of its rows (``_checksum``)."""
+
+
+def _checksum(table: pa.Table, key: bytes) -> str:
+    """sha256 of the key and the rows' values as canonical JSON (column by column)."""
+    h = hashlib.sha256(key + b"\n")
+    for name in _SCHEMA.names:
+        values = table.column(name).to_pylist() if name in table.column_names else None
+        h.update(json.dumps([name, values], allow_nan=True).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def _path(cache_dir: Path, run_id: str) -> Path:

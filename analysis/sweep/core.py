@@ -67,7 +67,7 @@ from analysis.sweep.cache import (
 from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.grid import Setting
 from analysis.sweep.plots import write_plots
-from replay.atomic_files import atomic_write_bytes
+from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
 from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
@@ -105,6 +105,13 @@ class SweepStats:
     n_workers: int = 1
     """Local worker processes of the pool that replayed them (1: this process or Dask); the
     pool stays up a while, so the plots are drawn in it (``write_sweep(jobs=n_workers)``)."""
+    n_cache_dropped: int = 0
+    """Runs whose cache file failed its check (another run's, edited, truncated): dropped,
+    their rows replayed again (``analysis.sweep.cache``)."""
+    n_cache_unwritten: int = 0
+    """Runs whose computed rows could not be stored in the cache (``cache_error``: a full
+    disk); the rows are in the result all the same."""
+    cache_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +170,12 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
         raise ReplayInputError("a setting has a module:Class tier, which runs Python code; allow it "
                                "with --allow-python (allow_python=True from Python)")
     ids = list(run_ids) if run_ids is not None else corpus.replayable()
+    if cache_dir is not None:  # its own folder in the project cache: never through a symlink
+        make_output_dir(cache_dir.parent, cache_dir.name)
     entries = _entries(corpus)
     keys = _run_keys(corpus, ids, entries) if cache_dir is not None else {}
-    reused, todo = _lookup(cache_dir, keys, ids, settings, cacheable)
+    dropped: list[str] = []
+    reused, todo = _lookup(cache_dir, keys, ids, settings, cacheable, dropped)
     if on_row:
         for rid in reused["run_id"]:
             on_row(rid)
@@ -182,13 +192,19 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                 for rid in columns["run_id"]:
                     on_row(rid)
     new = columns_frame(computed)
+    unwritten: list[str] = []
     if cache_dir is not None:
         keep = {s.id for s, ok in zip(settings, cacheable) if ok}
         for rid, rows in new[new["setting"].isin(keep)].groupby("run_id", sort=True):
             if rid in keys:
-                write_cached(cache_dir, str(rid), keys[str(rid)], rows)
+                try:
+                    write_cached(cache_dir, str(rid), keys[str(rid)], rows)
+                except OSError as exc:  # a full disk: the rows computed are kept in the result
+                    unwritten.append(exc.strerror or str(exc))
     pool = min(workers, len(units)) if client is None and workers > 1 and len(units) > 1 else 1
-    stats = SweepStats(len(ids), len(settings), len(new), len(reused), len(units), pool)
+    stats = SweepStats(len(ids), len(settings), len(new), len(reused), len(units), pool,
+                       n_cache_dropped=len(dropped), n_cache_unwritten=len(unwritten),
+                       cache_error=unwritten[0] if unwritten else "")
     return SweepResult(_table(pd.concat([reused, new], ignore_index=True), settings, corpus),
                        tuple(settings), stats)
 
@@ -278,15 +294,15 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
     pq.write_table(pa.Table.from_pandas(result.table, preserve_index=False), buf,
                    compression="zstd")
     written = [out / "sweep.parquet", out / "sweep.csv", out / "settings.json"]
-    atomic_write_bytes(written[0], buf.getvalue())
-    atomic_write_bytes(written[1], _csv(result.table).encode())
+    atomic_write_bytes(written[0], buf.getvalue(), within=out)
+    atomic_write_bytes(written[1], _csv(result.table).encode(), within=out)
     doc = {s.id: {"params": dict(s.params), "policy": policy_to_dict(s.policy)}
            for s in result.settings}
-    atomic_write_bytes(written[2], json.dumps(doc, indent=1, default=str).encode())
+    atomic_write_bytes(written[2], json.dumps(doc, indent=1, default=str).encode(), within=out)
     if chosen is not None:
         text = chosen_yaml(result.settings, chosen, rule)
         written.append(out / "chosen.yaml")
-        atomic_write_bytes(written[-1], text.encode())
+        atomic_write_bytes(written[-1], text.encode(), within=out)
     if plots and len(result.table):
         written += write_plots(result.table, result.params, out, jobs=jobs,
                                on_figure=on_figure)
@@ -306,15 +322,20 @@ def _run_keys(corpus: Corpus, ids: list[str], entries: dict[str, Entry]) -> dict
 
 def _lookup(cache_dir: Path | None, keys: dict[str, str], ids: list[str],
             settings: Sequence[Setting],
-            cacheable: list[bool]) -> tuple[pd.DataFrame, dict[str, list[int]]]:
-    """The cached rows of these settings, and per run the indices of the settings to compute."""
+            cacheable: list[bool], dropped: list[str]) -> tuple[pd.DataFrame,
+                                                                 dict[str, list[int]]]:
+    """The cached rows of these settings, and per run the indices of the settings to compute;
+    the runs whose cache file failed its check are appended to ``dropped``."""
     wanted = {s.id for s, ok in zip(settings, cacheable) if ok}
     found: list[pd.DataFrame] = []
     todo: dict[str, list[int]] = {}
     for rid in ids:
         have: set[str] = set()
         if cache_dir is not None and rid in keys:
-            cached = read_cached(cache_dir, rid, keys[rid])
+            got = read_cached(cache_dir, rid, keys[rid])
+            if got.damaged:
+                dropped.append(rid)
+            cached = got.rows
             found.append(cached[cached["setting"].isin(wanted)])
             have = set(found[-1]["setting"])
         todo[rid] = [i for i, s in enumerate(settings) if s.id not in have]

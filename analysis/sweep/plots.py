@@ -82,7 +82,7 @@ def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *, jobs: 
     done = 0
     if workers <= 1 or len(specs) <= 1:
         for path, spec in specs:
-            atomic_write_bytes(path, figure_png(agg, metrics, tuple(params), spec))
+            atomic_write_bytes(path, figure_png(agg, metrics, tuple(params), spec), within=out)
             done += 1
             tick(done, len(specs))
         return [p for p, _ in specs]
@@ -92,7 +92,7 @@ def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *, jobs: 
                for path, spec in specs}
     try:
         for fut in as_completed(futures):
-            atomic_write_bytes(futures[fut], fut.result())
+            atomic_write_bytes(futures[fut], fut.result(), within=out)
             done += 1
             tick(done, len(specs))
     finally:

@@ -33,8 +33,10 @@ from analysis.sweep.core import SweepResult, sweep, write_sweep
 from analysis.sweep.grid import SweepSpec, settings
 from analysis.sweep.pareto import best as best_settings
 from analysis.sweep.pareto import check_choice
+from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of
-from replay.layout import writable_dir
+from replay.layout import cache_root
+from replay.output_targets import Target, check_targets
 from replay.policy import Policy
 
 SHOWN_METRICS = known("overshoots_n", "tokens_sent", "cache_invalidation_cached_share",
@@ -76,6 +78,7 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
              best: Sequence[str] = (), objective: str = "tokens_sent", minimise: bool = True,
              jobs: int = 0, scheduler: Any = None, cache_dir: Path | None = None,
              plots: bool = True, allow_python: bool = False, open_runs: Opener | None = None,
+             project_cache: Path | None = None,
              on_row: Callable[[int, int], None] | None = None,
              on_figure: Callable[[int, int], None] | None = None) -> SweepOutcome:
     """Sweep ``spec`` over ``base`` and write the outcome under ``out``.
@@ -91,6 +94,8 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
             summed over runs.
         jobs, scheduler, cache_dir, allow_python: as for ``analysis.sweep.core.sweep``.
         plots: also draw the plots.
+        project_cache: the project cache (``replay.layout.cache_root``) ``out`` must be apart
+            from, as from the paths of ``runs`` (``replay.output_targets``).
         on_row: ``(done, total)`` after each (run, setting) row.
         on_figure: ``(done, total)`` as the plots are drawn.
 
@@ -100,12 +105,17 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
     Raises:
         ReplayError: a bad grid, constraint or objective (before any run is opened), a
             setting that cannot be replayed.
-        OSError: ``out`` cannot be written.
+        OutputError: ``out`` is or holds an input, is in the project cache, is a symlink, or
+            cannot be written (before any run is opened).
+        OSError: an output cannot be written (a full disk).
     """
     chosen_from = settings(base, spec)
     check_choice(list(best), objective,
                  [p for p, _ in chosen_from[0].params] if chosen_from else [])
-    writable_dir(out)
+    check_targets([Target(out, "--out", folder=True)],
+                  inputs=() if isinstance(runs, Corpus) else list(runs),
+                  cache=cache_root(project_cache))
+    make_output_dir(out.parent, out.name)  # the sweep's own folder: never through a symlink
     corpus = corpus_of(runs, open_runs)
     total = len(corpus.replayable()) * len(chosen_from)
     done = [0]

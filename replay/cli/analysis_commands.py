@@ -266,13 +266,22 @@ def sweep(
                             scheduler=scheduler,
                             cache_dir=sweep_cache_dir(cache_root(cache_dir)) if cache else None,
                             plots=plots, allow_python=allow_python,
-                            open_runs=_opener(cache_dir, fmt, quiet, strict), on_row=tick,
+                            open_runs=_opener(cache_dir, fmt, quiet, strict),
+                            project_cache=cache_dir, on_row=tick,
                             on_figure=draw)
     s = done.result.stats
     shown = done.best_rows(top)
+    if s.n_cache_dropped:
+        warn(f"sweep cache: {s.n_cache_dropped} run file(s) failed their check (another run's, "
+             "edited or truncated): dropped, their rows replayed again")
+    if s.n_cache_unwritten:
+        warn(f"sweep cache: the rows of {s.n_cache_unwritten} run(s) were not stored "
+             f"({s.cache_error}); the results below are complete")
     if table.as_json:
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
-                     "reused": s.n_reused, "files": [str(f) for f in done.files], "best": shown,
+                     "reused": s.n_reused, "cache_dropped": s.n_cache_dropped,
+                     "cache_unwritten": s.n_cache_unwritten,
+                     "files": [str(f) for f in done.files], "best": shown,
                      "includes_induced": done.includes_induced})
     else:
         say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} replayed, "
@@ -347,7 +356,9 @@ def check(
         with _counter("check", quiet) as tick:
             done = run_check(settings, update=update, allow_python=allow_python,
                              open_runs=_opener(settings.cache_dir, fmt, quiet, strict),
-                             on_run=tick, on_warning=warn)
+                             on_run=tick, on_warning=warn,
+                             reports=[(o, p) for o, p in (("--junit", junit),
+                                                          ("--markdown", markdown)) if p])
     corpus, result = done.corpus, done.result
     if result is None:
         changes = done.changes
@@ -374,8 +385,10 @@ def check(
               + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
     for note in [] if table.as_json else result.notes:
         say(f"note: {note}", err=table.as_csv)
-    if junit:
-        atomic_files.atomic_write_bytes(junit, junit_xml(result))
-    if markdown:
-        atomic_files.atomic_write_bytes(markdown, markdown_summary(result).encode())
+    with _errors():  # checked before the work; a full disk now is still one line, exit 2
+        if junit:
+            atomic_files.atomic_write_bytes(junit, junit_xml(result), within=junit.parent)
+        if markdown:
+            atomic_files.atomic_write_bytes(markdown, markdown_summary(result).encode(),
+                                            within=markdown.parent)
     _finish(corpus.report, strict, done.exit_code)

@@ -149,6 +149,18 @@ def no_conversation_note(report: IngestReport | None) -> str | None:
             f"nothing to replay there ({shown}{more})")
 
 
+def repaired_note(report: IngestReport | None) -> str | None:
+    """One line naming the input files whose cached entry failed its checksum and were parsed
+    again (``IngestReport.repaired``), None when there is none."""
+    if report is None or not report.repaired:
+        return None
+    shown = ", ".join(report.repaired[:5]) + (", …" if len(report.repaired) > 5 else "")
+    n = len(report.repaired)
+    return (f"cache: {n} stored entr{'y' if n == 1 else 'ies'} missing, damaged or without a "
+            f"checksum (truncated, swapped or edited files, or an older ctxreplay) parsed again "
+            f"from {'its log' if n == 1 else 'their logs'}: {shown}")
+
+
 def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
     """End a command that read logs: the summary of failed inputs on stderr, and exit with the
     larger of ``code`` and what the inputs call for (returns when both are 0)."""
@@ -191,6 +203,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
     if report is not None:
         for issue in report.issues:
             warn(issue)
+        if note := repaired_note(report):
+            warn(note)
         if (note := no_conversation_note(report)) and not quiet:
             say(note, err=True)
     if strict and input_exit_code(report, strict):

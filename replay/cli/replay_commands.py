@@ -33,6 +33,7 @@ from replay.cli.inputs import (
     _opener,
     existing,
     no_conversation_note,
+    repaired_note,
     table_command,
 )
 from replay.cli.output import (
@@ -78,7 +79,10 @@ def ingest(
                               on_file=tick)
     for issue in report.issues:
         warn(issue)
+    if note := repaired_note(report):
+        warn(note)
     doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
+           "repaired": report.repaired,
            "no_conversation": report.no_conversation,
            "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
     if as_json:
@@ -184,7 +188,8 @@ def run(
         pol = with_provider(pol, provider) if provider else pol
         with _counter("replay", quiet) as tick, _steps("report: drawing figures", quiet) as draw:
             done = run_policy_to(paths, pol, out, report=report, allow_python=allow_python,
-                                 open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
+                                 open_runs=_opener(cache_dir, fmt, quiet, strict),
+                                 cache_dir=cache_dir, on_run=tick,
                                  on_figure=draw)
     summary = done.summary
     hidden = ["run_id", "format", "policy"] + (  # the note column only when a run has a note

@@ -31,6 +31,7 @@ from replay.ingest.parsers import PARSERS_VERSION, check_format
 from replay.ingest.parsers.builder import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.tokens import encoder
+from replay.output_targets import Target, check_targets
 from replay.workers import init_worker
 
 
@@ -43,6 +44,9 @@ class IngestReport:
     failed: list[str] = field(default_factory=list)
     no_conversation: dict[str, str] = field(default_factory=dict)
     """Files that hold no conversation (not failures), and why."""
+    repaired: list[str] = field(default_factory=list)
+    """Files whose cached entry failed its checksum (truncated, swapped, edited, or written
+    before entries had one) and were parsed again (also in ``parsed`` when that worked)."""
     issues: list[Issue] = field(default_factory=list)
     n_runs: int = 0
     n_tokens: int = 0
@@ -70,6 +74,8 @@ class _Done:
     """The entry's rows of the store's run index (``store_index.index_rows``)."""
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     no_conversation: str = ""
+    checksum: str = ""
+    """The written entry's checksum (``store.entry_checksum``)."""
 
 
 def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
@@ -81,9 +87,9 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     if tables is None or (strict and parsed.issues):
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
                      b"", parsed.coverage, parsed.no_conversation)
-    store.write_entry(out, key, tables)
+    checksum = store.write_entry(out, key, tables)
     done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
-                 parsed.issues, True, b"", parsed.coverage)
+                 parsed.issues, True, b"", parsed.coverage, checksum=checksum)
     store_session.journal(out, _entry(done))  # recorded the moment its files are complete
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
@@ -93,13 +99,15 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
 def _entry(done: _Done) -> store.Entry:
     """The store entry of a file written by ``_process``."""
     return store.Entry(done.source, done.key, done.sha256, done.format, done.n_runs,
-                       done.coverage, tuple((i.line, i.reason) for i in done.issues))
+                       done.coverage, tuple((i.line, i.reason) for i in done.issues),
+                       done.checksum)
 
 
 def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
            tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0, strict: bool = False,
            on_file: Callable[[str], None] | None = None,
-           on_wait: Callable[[str], None] | None = None) -> IngestReport:
+           on_wait: Callable[[str], None] | None = None,
+           apart_from_inputs: bool = True) -> IngestReport:
     """Ingest every log file under ``paths`` into the store at ``out``.
 
     A file that fails keeps whatever the store had for it.  Entries are written first and the
@@ -120,13 +128,18 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         on_file: called with each file's source path when it is done (progress bars).
         on_wait: called with a message when another ingest holds the store's lock and this
             one waits for it (default: the message is printed on stderr).
+        apart_from_inputs: ``out`` is a folder the user named for this ingest: it must be
+            apart from ``paths`` (``replay.output_targets``).  False for the project cache's
+            dataset (``replay.corpus.open_corpus``): its folder ``dataset`` is then made below
+            the cache without following a symlink.
 
     Raises:
         TokenizerError: a tokenizer has no column in the store (raised before anything is
             read or written) or is not available (raised before anything is written; only
             looked at when some file is not cached: a fully cached ingest loads no encoding).
         StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
-        OutputError: ``out`` is a file, or a folder that cannot be created or written.
+        OutputError: ``out`` is a file, an input folder, holds an input, is a symlink (the
+            cache's dataset), or a folder that cannot be created or written.
         ReplayInputError: ``fmt`` names no parser (raised before anything is read).
     """
     check_format(fmt)
@@ -135,7 +148,12 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         if name not in TOKEN_COLUMN:
             raise TokenizerError(f"cannot ingest with tokenizer {name!r}: the store has a column "
                                  f"for {' and '.join(TOKEN_COLUMN)} only")
-    out = atomic_files.make_output_dir(out)
+    paths = list(paths)
+    if apart_from_inputs:
+        check_targets([Target(out, "--out", folder=True)], inputs=paths)
+        out = atomic_files.make_output_dir(out)
+    else:
+        out = atomic_files.make_output_dir(out.parent, out.name)
     with store_session.writing(out, on_wait):
         return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
 
@@ -153,8 +171,12 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)
-        if old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers, PARSERS_VERSION) \
-                and store.has_entry(out, old.key):
+        same = old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers,
+                                                               PARSERS_VERSION)
+        if same and old is not None and not store.intact(out, old):
+            report.repaired.append(rel)  # its cached entry fails its checksum: parsed again
+            same = False
+        if same and old is not None:
             report.cached.append(rel)
             report.n_runs += old.n_runs
             report.issues.extend(Issue(str(path), line, reason) for line, reason in old.issues)

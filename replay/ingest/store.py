@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from replay.atomic_files import atomic_write_bytes
+from replay.atomic_files import atomic_write_bytes, folder_fd
 from replay.errors import StoreError
 from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
@@ -60,6 +61,9 @@ class Entry:
     issues: tuple[tuple[int, str], ...] = ()
     """(line, reason) of every problem found when the file was parsed: part of the entry, so
     an ingest that reuses it reports them again (and ``--strict`` fails every time)."""
+    checksum: str = ""
+    """``entry_checksum`` of the entry's files as written: checked whenever the entry is read
+    (``read_entry``) or reused (``intact``); '' for an entry written before there was one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,27 +103,58 @@ def entry_dir(root: Path, key: str) -> Path:
     return folder
 
 
-def write_entry(root: Path, key: str, tables: RunTables) -> None:
-    """Write one entry's tables into ``root/data/key`` atomically (whole directory rename)."""
-    final = entry_dir(root, key)
-    tmp = root / "data" / f".{key}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name in TABLES:
-        table = getattr(tables, name)
-        if not table.schema.equals(SCHEMAS[name], check_metadata=True):
-            table = table.cast(SCHEMAS[name])
-        buf = pa.BufferOutputStream()  # in memory, then one plain write: much less overhead
-        pq.write_table(table, buf, **PARQUET_OPTIONS)
-        (tmp / f"{name}.parquet").write_bytes(buf.getvalue().to_pybytes())
-    if final.exists():  # moved aside, not deleted first: missing only between two renames
-        old = root / "data" / f".{key}.old{os.getpid()}"
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
+def entry_checksum(key: str, digests: list[str]) -> str:
+    """The checksum of an entry: its key and the sha256 of each of its ``TABLES`` files, so an
+    entry answers for its own key only (a folder copied or swapped under another key fails)."""
+    return hashlib.sha256("\n".join((key, *digests)).encode()).hexdigest()
+
+
+def write_entry(root: Path, key: str, tables: RunTables) -> str:
+    """Write one entry's tables into ``root/data/key`` atomically (whole directory rename),
+    never through a symlink (a symlink in the entry's place is removed, never followed);
+    returns the entry's checksum (``entry_checksum``, of the bytes just written)."""
+    if not is_segment(key):
+        entry_dir(root, key)  # raises: the key is no plain folder name
+    digests = []
+    with folder_fd(root, ("data",)) as data:
+        tmp = f".{key}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True, dir_fd=data)
+        os.mkdir(tmp, dir_fd=data)
+        folder = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=data)
+        try:
+            for name in TABLES:
+                table = getattr(tables, name)
+                if not table.schema.equals(SCHEMAS[name], check_metadata=True):
+                    table = table.cast(SCHEMAS[name])
+                buf = pa.BufferOutputStream()  # in memory, then one plain write: less overhead
+                pq.write_table(table, buf, **PARQUET_OPTIONS)
+                data_bytes = buf.getvalue()
+                digests.append(hashlib.sha256(data_bytes).hexdigest())
+                fd = os.open(f"{name}.parquet", os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | os.O_NOFOLLOW, 0o644, dir_fd=folder)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data_bytes)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True, dir_fd=data)
+            raise
+        finally:
+            os.close(folder)
+        try:
+            mode: int | None = os.stat(key, dir_fd=data, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISDIR(mode):  # a symlink or a file in its place
+            os.unlink(key, dir_fd=data)
+            mode = None
+        if mode is not None:  # moved aside, not deleted first: missing only between two renames
+            old = f".{key}.old{os.getpid()}"
+            shutil.rmtree(old, ignore_errors=True, dir_fd=data)
+            os.rename(key, old, src_dir_fd=data, dst_dir_fd=data)
+            os.rename(tmp, key, src_dir_fd=data, dst_dir_fd=data)
+            shutil.rmtree(old, ignore_errors=True, dir_fd=data)
+        else:
+            os.rename(tmp, key, src_dir_fd=data, dst_dir_fd=data)
+    return entry_checksum(key, digests)
 
 
 def remove_entry(root: Path, key: str) -> None:
@@ -127,15 +162,32 @@ def remove_entry(root: Path, key: str) -> None:
     shutil.rmtree(entry_dir(root, key), ignore_errors=True)
 
 
-def has_entry(root: Path, key: str) -> bool:
-    """Whether a complete entry with this key is stored."""
+def intact(root: Path, entry: Entry) -> bool:
+    """Whether ``entry``'s files are stored and match its checksum (False for an entry written
+    before entries had one: ``replay ingest`` parses its file again)."""
+    if not entry.checksum:
+        return False
+    try:
+        return _checksum_of(root, entry.key) == entry.checksum
+    except (OSError, StoreError):
+        return False
+
+
+def _checksum_of(root: Path, key: str) -> str:
     folder = entry_dir(root, key)
-    return all((folder / f"{n}.parquet").is_file() for n in TABLES)
+    digests = []
+    for name in TABLES:
+        with open(folder / f"{name}.parquet", "rb") as f:
+            digests.append(hashlib.file_digest(f, "sha256").hexdigest())
+    return entry_checksum(key, digests)
 
 
 def read_manifest(root: Path) -> dict[str, Entry]:
     """The manifest of a store (empty for a new directory)."""
     path = root / "manifest.json"
+    if path.is_symlink():
+        raise StoreError(f"{path}: damaged store: the manifest is a symlink; nothing was read "
+                         "or changed (remove it, or re-ingest into a new directory)")
     if not path.exists():
         return {}
     try:
@@ -165,7 +217,8 @@ def entry_doc(e: Entry) -> dict[str, Any]:
     """What the manifest (and the ingest journal) stores of an entry."""
     return {"key": e.key, "sha256": e.sha256, "format": e.format, "n_runs": e.n_runs,
             **({"coverage": e.coverage} if e.coverage else {}),
-            **({"issues": [list(i) for i in e.issues]} if e.issues else {})}
+            **({"issues": [list(i) for i in e.issues]} if e.issues else {}),
+            **({"checksum": e.checksum} if e.checksum else {})}
 
 
 def check_entry(entry: Entry, where: Path) -> None:
@@ -183,6 +236,9 @@ def check_entry(entry: Entry, where: Path) -> None:
         problem = f"format {entry.format!r} is not a name"
     elif type(entry.n_runs) is not int or entry.n_runs < 0:
         problem = f"n_runs {entry.n_runs!r} is not a count"
+    elif not isinstance(entry.checksum, str) or (
+            entry.checksum and re.fullmatch(r"[0-9a-f]{64}", entry.checksum) is None):
+        problem = f"checksum {entry.checksum!r} is not a sha256"
     if problem is not None:
         raise StoreError(f"{where}: damaged store: {problem} (entry {str(entry.source)[:200]!r}); "
                          "nothing was read or changed (re-ingest into a new directory)")
@@ -214,7 +270,7 @@ def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
         "schema_version": SCHEMA_VERSION,
         "entries": {s: entry_doc(e) for s, e in sorted(entries.items())},
     }
-    atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode())
+    atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode(), within=root)
 
 
 def coverage_lines(root: Path) -> dict[str, str]:
@@ -229,14 +285,32 @@ def is_store(path: Path) -> bool:
     return (path / "manifest.json").is_file()
 
 
-def read_entry(root: Path, key: str) -> RunTables:
-    """One entry's tables, checked against the schema."""
-    tables, folder = {}, entry_dir(root, key)
+def read_entry(root: Path, key: str, checksum: str = "") -> RunTables:
+    """One entry's tables, checked against the schema and, when ``checksum`` is given, against
+    the entry's checksum (the sha256 of what is read: no second read).
+
+    Raises:
+        StoreError: a file is missing or unreadable, not of this schema, or the files do not
+            match ``checksum`` (truncated, swapped or edited; ``replay ingest`` repairs it).
+    """
+    tables, raw, folder = {}, {}, entry_dir(root, key)
     for name in TABLES:
         path = folder / f"{name}.parquet"
         try:
-            table = pq.ParquetFile(path).read(use_threads=False)  # not read_table: that imports pyarrow.dataset
-        except (OSError, pa.ArrowInvalid) as exc:  # and pandas (~40 MB) for one file
+            raw[name] = path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"{path}: unreadable ({exc.strerror or exc}); `replay ingest` of "
+                             "its log repairs the entry") from exc
+    if checksum and entry_checksum(key, [hashlib.sha256(raw[n]).hexdigest()
+                                         for n in TABLES]) != checksum:
+        raise StoreError(f"{folder}: damaged store entry: its files do not match the checksum "
+                         "the manifest keeps (truncated, swapped or edited); nothing was "
+                         "replayed from it (`replay ingest` of its log repairs it)")
+    for name in TABLES:
+        path = folder / f"{name}.parquet"
+        try:  # not read_table: that imports pyarrow.dataset and pandas (~40 MB) for one file
+            table = pq.ParquetFile(pa.BufferReader(raw.pop(name))).read(use_threads=False)
+        except (OSError, pa.ArrowInvalid) as exc:
             raise StoreError(f"{path}: unreadable ({exc})") from exc
         if table.schema.metadata is None or table.schema.metadata.get(b"schema_version") != (
             SCHEMA_VERSION.encode()
@@ -249,7 +323,7 @@ def read_entry(root: Path, key: str) -> RunTables:
 def iter_entries(root: Path) -> Iterator[RunTables]:
     """The store's entries one at a time, in source order (memory bounded by one entry)."""
     for entry in read_manifest(root).values():
-        yield read_entry(root, entry.key)
+        yield read_entry(root, entry.key, entry.checksum)
 
 
 def read_store(root: Path) -> RunTables:

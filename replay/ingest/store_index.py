@@ -248,7 +248,7 @@ def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = N
     table = pieces.table(RUN_INDEX)
     buf = pa.BufferOutputStream()
     pq.write_table(table, buf, **PARQUET_OPTIONS)
-    atomic_write_bytes(root / INDEX_FILE, buf.getvalue().to_pybytes())
+    atomic_write_bytes(root / INDEX_FILE, buf.getvalue().to_pybytes(), within=root)
 
 
 def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:

@@ -99,7 +99,7 @@ def read_journal(root: Path) -> list[store.Entry]:
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise StoreError(f"{path}:{no}: damaged store: journal line is not an entry "
                                  f"({exc}); nothing was read or changed") from exc
-            if store.has_entry(root, entry.key):
+            if store.intact(root, entry):
                 entries.append(entry)
     return entries
 

@@ -47,6 +47,8 @@ from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.ingest.redaction import ExactSizes, format_exact
 from replay.ingest.run_tables import tokenize
 from replay.ingest.schema import SCHEMAS, TOKENIZERS
+from replay.layout import cache_root
+from replay.output_targets import Target, check_targets
 from replay.redact.leaves import DRAFT, MAX_SHIFT_DAYS, Redactor, ShiftOutOfRange
 from replay.redact.secrets import scan
 
@@ -130,7 +132,7 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
     if abs(shift_days) > MAX_SHIFT_DAYS:
         raise ReplayError(f"--shift-days {shift_days}: moves every date outside the years "
                           f"1-9999 (at most ±{MAX_SHIFT_DAYS:,} days)")
-    _check_out(paths, out)
+    check_targets([Target(out, "--out", folder=True)], inputs=paths, cache=cache_root(None))
     found = discover(paths)
     out = make_output_dir(out)
     redactor = Redactor(salt=secrets.token_hex(SALT_BYTES) if salt is None else salt,
@@ -207,24 +209,14 @@ def archive_names(paths: list[Path], found: list[tuple[Path, Path]]) -> list[str
     return names
 
 
-def _check_out(paths: list[Path], out: Path) -> None:
-    target = out.resolve()
-    for p in paths:
-        given = p.resolve()
-        if target == given or given in target.parents or target in given.parents:
-            raise OutputError(f"{out}: --out must be a folder apart from the inputs ({p} "
-                              f"{'holds it' if given in target.parents else 'is in it'}); "
-                              f"choose a folder outside them")
-
-
 def _dest(out: Path, rel: str, redactor: Redactor) -> Path | None:
     """Where the copy of ``rel`` goes (its folder and file names redacted), or None when
     ``rel`` would leave ``out``."""
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or any(p in ("..", "") for p in parts):
         return None
-    dest = out / redactor.file_path("/".join(parts))
-    return dest if out.resolve() in dest.resolve().parents else None
+    return out / redactor.file_path("/".join(parts))  # a symlink on the way: refused when
+    # written (``replay.atomic_files``)
 
 
 def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
@@ -303,7 +295,14 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (*issues, Issue(
             where, 0, f"not written: the redacted copy still holds a secret-like string "
                       f"({', '.join(found)})")))
-    atomic_write_bytes(dest, final)
+    try:
+        atomic_write_bytes(dest, final, within=out)
+    except OutputError as exc:  # a symlink inside --out: never followed
+        return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (*issues, Issue(
+            where, 0, f"not written: {exc}")))
+    except OSError as exc:  # a full disk: this file is not written (no partial copy is left)
+        return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (*issues, Issue(
+            where, 0, f"not written: {exc.strerror or exc} (no partial copy left)")))
     return RedactedFile(rel, fmt, True, archived, original.tables.runs.num_rows,
                         messages.num_rows,
                         sum(1 for v in figures.values() if v is not None), tuple(issues))

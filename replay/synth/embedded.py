@@ -87,5 +87,5 @@ def write_corpus(out_dir: Path, scenarios: tuple[Scenario, ...] = CORPUS) -> lis
 
 def write_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file and a rename; ``path``."""
-    atomic_write_text(path, [text])
+    atomic_write_text(path, [text], within=path.parent)
     return path

@@ -23,7 +23,7 @@ from analysis.sweep.pareto import best
 from analysis.sweep.to_files import sweep_to
 from replay.apply_policy import run_to
 from replay.corpus import Corpus, open_corpus, replay_corpus
-from replay.errors import ReplayError, ReplayInputError
+from replay.errors import OutputError, ReplayError, ReplayInputError
 from replay.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,8 +186,8 @@ def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path
         assert (done.out / "summary.json").is_file()
     assert streamed.summary.equals(held.summary)
     assert (held.out / "report.html").is_file() and not (streamed.out / "report.html").exists()
-    with pytest.raises(OSError):
-        run_policy_to([LOG], pol, LOG, open_runs=_never)  # a file is not a folder
+    with pytest.raises(OutputError, match="is the input"):
+        run_policy_to([LOG], pol, LOG, open_runs=_never)  # an input is never an output
 
 
 def test_replay_run_without_a_report_does_not_load_the_plotting_stack(tmp_path: Path) -> None:

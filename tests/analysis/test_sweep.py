@@ -179,8 +179,8 @@ def test_cache_rows_of_other_run_data_are_not_reused(sample_corpus: Corpus,
     import pyarrow.parquet as pq
 
     key = pq.read_table(files[0])["run_key"][0].as_py()
-    assert len(read_cached(tmp_path, rid, key)) == 4
-    assert read_cached(tmp_path, rid, key.replace("trace", "trace-other")).empty
+    assert len(read_cached(tmp_path, rid, key).rows) == 4
+    assert read_cached(tmp_path, rid, key.replace("trace", "trace-other")).rows.empty
 
 
 def test_python_tiers_run_only_when_allowed_and_are_never_cached(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from replay.errors import StoreError
 from replay.ingest import store, store_index
 from replay.ingest.batch import ingest
 from replay.safe_names import file_name, is_segment
+from tests.replay.stamp import restamp
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "logs" / "explore-rereads.jsonl"
@@ -143,18 +144,19 @@ def _craft_run_id(ds: Path, run_id: str) -> None:
         pq.write_table(pa.Table.from_arrays(table.columns, schema=schema),
                        folder / f"{name}.parquet")
     (ds / store_index.INDEX_FILE).unlink()
+    restamp(ds)  # a forged entry with a checksum to match: the run id's own checks next
 
 
 def test_sweep_cache_names_files_safely(tmp_path: Path) -> None:
     from analysis.sweep.cache import ROW_COLUMNS, read_cached, write_cached
     cache = tmp_path / "out" / "sweep_cache"
-    rows = pd.DataFrame([{c: 0 for c in ROW_COLUMNS}]).astype(
+    rows = pd.DataFrame([{c: 0 for c in ROW_COLUMNS} | {"run_id": "../../escaped"}]).astype(
         {"setting": str, "run_id": str, "policy": str})
     path = write_cached(cache, "../../escaped", "k", rows)
     assert path.parent == cache
     assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == [path.name]
-    assert len(read_cached(cache, "../../escaped", "k")) == 1
-    assert len(read_cached(cache, "escaped", "k")) == 0
+    assert len(read_cached(cache, "../../escaped", "k").rows) == 1
+    assert len(read_cached(cache, "escaped", "k").rows) == 0
 
 
 def test_crafted_run_id_writes_nothing_outside_out(tmp_path: Path) -> None:
@@ -462,6 +464,7 @@ def test_a_crafted_dataset_table_is_refused_not_replayed(tmp_path: Path, table: 
     (entry,) = (store / "data").iterdir()
     path = entry / f"{table}.parquet"
     pq.write_table(change(pq.read_table(path)), path)
+    restamp(store)  # past the entry's checksum: the run model's rules are the next line
     result = runner.invoke(app, ["run", "--policy", "none", str(store), "--out",
                                  str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
