@@ -2,7 +2,9 @@
 stored under.
 
 A folder is searched for ``LOG_SUFFIXES`` files (a store's own files excepted); a file named
-directly is always taken; a file reached twice is listed once.  The stored name is the path
+directly is always taken; a path reached twice (a folder and a file in it both given) is listed
+once.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
+of its own, under its own name (``replay.ingest.parsers.builder.run_id_for``).  The stored name is the path
 relative to the folder given, made unique so that two inputs never share a store entry.
 
 Not here: reading or parsing them (``replay.ingest.batch``).
@@ -10,6 +12,7 @@ Not here: reading or parsing them (``replay.ingest.batch``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,7 +29,8 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
 
     Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
     own files (a folder holding ``manifest.json`` and ``data/``); files named directly are
-    always taken.  A file reached twice is listed once.
+    always taken.  A path reached twice is listed once (the same path, not the same bytes:
+    a symlink or a copy of a file is listed under its own path).
     """
     found: list[tuple[Path, Path]] = []
     seen: set[Path] = set()
@@ -42,7 +46,7 @@ def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
         else:
             candidates = [(p, p.parent)]
         for f, root in candidates:
-            key = _resolved(f)
+            key = Path(os.path.abspath(f))
             if key not in seen:
                 seen.add(key)
                 found.append((f, root))

@@ -101,6 +101,12 @@ def _count(path: Path) -> dict[str, Any]:
     }
 
 
+def _run_id(sha256: str, source: str) -> str:
+    """The first run's id of the file with these bytes stored as ``source`` (content and
+    path, issue 23 item 6), computed here apart from the parser."""
+    return f"{sha256[:16]}-{hashlib.sha1(source.encode()).hexdigest()[:8]}-0"
+
+
 def _parse(rel: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], Source]:
     path = FIXTURES / rel
     data = path.read_bytes()
@@ -227,7 +233,7 @@ def test_fork_links_its_parent_and_skips_the_replayed_meta() -> None:
     prun, *_ = _parse(parent)
     frun, fmsgs, _, src = _parse(fork)
     assert prun["parent_run_id"] == ""
-    assert frun["parent_run_id"] == f"{sha[:16]}-0" == prun["run_id"]
+    assert frun["parent_run_id"] == _run_id(sha, parent) == prun["run_id"]
     assert src.coverage.by_type()["session_meta"] == {"modelled": 1, "skipped": 1}
     assert sum(m["role"] == "system" for m in fmsgs) == 1  # one system prompt, not two
 
@@ -280,7 +286,7 @@ def test_spawned_subagent_links_its_parent_and_names_its_agent(tmp_path: Path) -
     assert parsed.tables is not None and parsed.issues == ()
     run = parsed.tables.runs.to_pylist()[0]
     sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
-    assert run["parent_run_id"] == f"{sha[:16]}-0"
+    assert run["parent_run_id"] == _run_id(sha, parent)  # stored relative to tmp_path
     assert run["agent"] == "/root/worker"
 
 

@@ -147,6 +147,12 @@ def test_sample_message_order_is_file_order(samples: Path, rel: str) -> None:
     assert sum(b < a for a, b in itertools.pairwise(stamps)) <= 1
 
 
+def _run_id(sha256: str, source: str) -> str:
+    """The first run's id of the file with these bytes stored as ``source`` (content and
+    path, issue 23 item 6), computed here apart from the parser."""
+    return f"{sha256[:16]}-{hashlib.sha1(source.encode()).hexdigest()[:8]}-0"
+
+
 @pytest.mark.parametrize("rel", [r for r in SAMPLE_FILES if "/subagents/" in r])
 def test_subagent_links_to_parent_run(samples: Path, rel: str) -> None:
     path = samples / "claude-code" / rel
@@ -154,7 +160,7 @@ def test_subagent_links_to_parent_run(samples: Path, rel: str) -> None:
     sha = hashlib.sha256(parent.read_bytes()).hexdigest()
     run, msgs, _ = _rows(_parsed(str(path)))
     agent_ids = {r["agentId"] for r in _raw(path)}
-    assert run["parent_run_id"] == f"{sha[:16]}-0"
+    assert run["parent_run_id"] == _run_id(sha, parent.name)  # the file given alone: its name
     assert run["parent_run_id"] == _rows(_parsed(str(parent)))[0]["run_id"]
     assert {run["agent"]} == agent_ids and {m["agent"] for m in msgs} == agent_ids
 
@@ -317,7 +323,8 @@ def test_subagent_without_parent_file(tmp_path: Path) -> None:
     assert run["parent_run_id"] == "" and run["agent"] == "abc"
     parent = _write(tmp_path / "sess.jsonl", [_user("p1", None, "hi")])
     _, run, _, _ = _parse(sub)
-    assert run["parent_run_id"] == hashlib.sha256(parent.read_bytes()).hexdigest()[:16] + "-0"
+    assert run["parent_run_id"] == _run_id(hashlib.sha256(parent.read_bytes()).hexdigest(),
+                                           parent.name)
 
 
 # ---- bad input -------------------------------------------------------------------------------

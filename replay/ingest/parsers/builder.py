@@ -11,9 +11,11 @@ Not here: token counting, writing Parquet, format quirks.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from replay.ingest.ops import classify
@@ -120,7 +122,7 @@ class RunBuilder:
     @property
     def run_id(self) -> str:
         """Stable id from the source bytes and the run's index in the file."""
-        return run_id_for(self.source.sha256, self.index)
+        return run_id_for(self.source.sha256, self.index, self.source.rel)
 
     def message(self, role: str, *, ts: str = "", agent: str = "") -> int:
         """Start a new message; returns its index.  (The previous one, if it got no block,
@@ -351,6 +353,23 @@ class RunBuilder:
         self._block += 1
 
 
-def run_id_for(sha256: str, index: int) -> str:
-    """The stable run id of run ``index`` in a file with this sha256."""
-    return f"{sha256[:16]}-{index}"
+def run_id_for(sha256: str, index: int, source: str) -> str:
+    """The stable run id of run ``index`` in the file stored as ``source`` with this sha256:
+    content and path both, so identical bytes read at two paths (a copy, a hard link, a
+    symlink) are two runs, never merged (``replay.ingest.run_label``)."""
+    where = hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{sha256[:16]}-{where}-{index}"
+
+
+def stored_source(path: Path, rel: str, other: Path) -> str:
+    """The source name ``other`` (a file beside ``path``: a session's parent) is stored under
+    when ``path`` is stored as ``rel``: its path relative to the same folder given (its name
+    alone when it is outside it)."""
+    parts = Path(rel).parts
+    if not parts or Path(path).parts[-len(parts):] != parts:
+        return other.name
+    root = Path(path).parents[len(parts) - 1]
+    try:
+        return other.relative_to(root).as_posix()
+    except ValueError:
+        return other.name

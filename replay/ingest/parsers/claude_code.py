@@ -298,8 +298,8 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
         agent_id = f"sidechain-{index}"
     b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
                    agent=branch[1] if branch else agent_id if is_sub else "",
-                   parent_run_id=branch[0] if branch else (parent or parent_run_id(path))
-                   if is_sub else fork_parent_run_id(path, sess.fork_of),
+                   parent_run_id=branch[0] if branch else (parent or parent_run_id(path, src.rel))
+                   if is_sub else fork_parent_run_id(path, sess.fork_of, src.rel),
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
     found = resolve(sess.nodes, sess.links, is_sub, leaf)
     cov = src.coverage if branch is None else Coverage()  # a branch's records: counted above

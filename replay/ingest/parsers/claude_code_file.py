@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path, PurePath
 from typing import Any
 
-from replay.ingest.parsers.builder import run_id_for
+from replay.ingest.parsers.builder import run_id_for, stored_source
 from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
 from replay.ingest.parsers.jsonl import loads
 
@@ -160,33 +160,35 @@ def session_folder(path: Path) -> Path | None:
     return None
 
 
-def parent_run_id(path: Path) -> str:
+def parent_run_id(path: Path, rel: str) -> str:
     """Run id of the ``<session>.jsonl`` beside the folder of a subagent file
-    (``session_folder``)."""
+    (``session_folder``) stored as ``rel``."""
     session = session_folder(path)
     if session is None:
         return ""
-    return _session_run_id(session.parent / f"{session.name}.jsonl")
+    return _session_run_id(session.parent / f"{session.name}.jsonl", path, rel)
 
 
-def fork_parent_run_id(path: Path, sid: str) -> str:
+def fork_parent_run_id(path: Path, sid: str, rel: str) -> str:
     """Run id of the session ``sid`` a forked session was copied from (``forkedFrom``), when
     its file is beside this one ('' otherwise, or for a name that is no plain file name)."""
     file = sibling(path, sid)
-    return "" if file is None else _session_run_id(file)
+    return "" if file is None else _session_run_id(file, path, rel)
 
 
-def _session_run_id(parent: Path) -> str:
+def _session_run_id(parent: Path, path: Path, rel: str) -> str:
+    """Run id of the session file ``parent``, stored beside ``path`` (stored as ``rel``)."""
     try:
         st = parent.stat()
-        return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns)
+        return _run_id_of(str(parent), st.st_ino, st.st_size, st.st_mtime_ns,
+                          stored_source(path, rel, parent))
     except OSError:
         return ""
 
 
 @functools.lru_cache(maxsize=64)
-def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
+def _run_id_of(path: str, inode: int, size: int, mtime_ns: int, source: str) -> str:
     """Run id of the session file at ``path`` (hashed once for all its subagents, again
     whenever the file changes: the file's identity, size and time are part of the key)."""
     with open(path, "rb") as f:
-        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)
+        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0, source)

@@ -385,7 +385,7 @@ class _Walk:
         parent = it.parent_session(p)
         if parent:
             self.fork_ts = ts or it.opt_str(p, "timestamp")
-            self.b.parent_run_id = parent_run_id(Path(self.src.path), parent)
+            self.b.parent_run_id = parent_run_id(Path(self.src.path), parent, self.src.rel)
             self.cov.modelled("session_meta/parent") if self.b.parent_run_id else \
                 self.cov.unknown("session_meta/parent (rollout not found beside this file)")
 

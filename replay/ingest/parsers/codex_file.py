@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
-from replay.ingest.parsers.builder import Issue, run_id_for
+from replay.ingest.parsers.builder import Issue, run_id_for, stored_source
 
 ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
             "world_state", "inter_agent_communication", "inter_agent_communication_metadata",
@@ -136,9 +136,10 @@ def usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:
     return False
 
 
-def parent_run_id(path: Path, session: str) -> str:
-    """Run id of the rollout of ``session`` beside ``path`` or in its ``sessions/YYYY/MM/DD``
-    tree ('' when not found; the id must look like a session id, no path characters)."""
+def parent_run_id(path: Path, session: str, rel: str) -> str:
+    """Run id of the rollout of ``session`` beside ``path`` (stored as ``rel``) or in its
+    ``sessions/YYYY/MM/DD`` tree ('' when not found; the id must look like a session id, no
+    path characters)."""
     if not _SESSION_ID.fullmatch(session):
         return ""
     pattern = f"rollout-*-{session}.jsonl"
@@ -148,15 +149,16 @@ def parent_run_id(path: Path, session: str) -> str:
         for found in sorted(folder.glob(glob)):
             if found.is_file() and found.resolve() != path.resolve():
                 st = found.stat()
-                return _run_id_of(str(found), st.st_ino, st.st_size, st.st_mtime_ns)
+                return _run_id_of(str(found), st.st_ino, st.st_size, st.st_mtime_ns,
+                                  stored_source(path, rel, found))
     return ""
 
 
 @functools.lru_cache(maxsize=64)
-def _run_id_of(path: str, inode: int, size: int, mtime_ns: int) -> str:
+def _run_id_of(path: str, inode: int, size: int, mtime_ns: int, source: str) -> str:
     """Run id of the rollout at ``path`` (hashed once per version of the file)."""
     with open(path, "rb") as f:
-        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0)
+        return run_id_for(hashlib.file_digest(f, "sha256").hexdigest(), 0, source)
 
 
 def repeated(records: list[tuple[int, dict[str, Any]]], text: str) -> bool:
