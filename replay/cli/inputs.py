@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,9 +38,11 @@ from replay.layout import cache_root, dataset_dir
 
 def existing(paths: Any) -> Any:
     """Input paths that exist, or a usage error (exit 2) naming those that do not: a typo in a
-    path is the user's, not a failed input (``typer.Argument(callback=existing)``)."""
+    path is the user's, not a failed input (``typer.Argument(callback=existing)``).  A path
+    that is there but cannot be followed (a symlink loop, a dangling link) is an input that
+    fails when read (exit 1), not a typo."""
     given = [paths] if isinstance(paths, Path) else list(paths or [])
-    missing = [str(p) for p in given if not p.exists()]
+    missing = [str(p) for p in given if not os.path.lexists(p)]
     if missing:
         raise typer.BadParameter(f"no such file or folder: {', '.join(missing)}")
     return paths

@@ -41,6 +41,10 @@ def content_dependence(policy: Policy) -> tuple[str, ...]:
             why.append(f"{name}: the write note names the path (a hash now)")
         if isinstance(tier, Custom):
             why.append(f"{name}: a custom tier may read the text")
+    if policy.behaviour.rereads and policy.tiers:
+        why.append("behaviour.rereads: the need rules read the assistant's messages for "
+                   "file names (replay.engine.needs, mentions-file), which redaction "
+                   "replaces by markers")
     return tuple(why)
 
 
