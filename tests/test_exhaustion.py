@@ -254,7 +254,7 @@ def test_a_custom_tier_without_allow_python_names_its_policy_and_the_option(
     name = "p" + "".join(random.SystemRandom().choice("abcdefgh") for _ in range(8))
     policy = tmp_path / f"{name}.yaml"
     policy.write_text("extends: none\ntiers:\n  - type: custom\n    name: mine\n"
-                      "    class: 'tests.replay.test_tier_custom:TrimEverything'\n")
+                      "    class: 'tests.replay.engine.test_tier_custom:TrimEverything'\n")
     log = _chat_log(tmp_path / "a.json")
     ran = runner.invoke(app, ["run", "-p", str(policy), str(log), "--out", str(tmp_path / "o"),
                               "--cache-dir", str(tmp_path / "c"), "-q"])

@@ -10,7 +10,7 @@ them: ``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``, ``RATIOS``, 
 A fast function reads the trace, the run's facts and the policy's fields outside its tiers
 (prices, the usable window, the name), never a tier's settings: a sweep gives the row of one
 replay to every setting that replay stands for (``replay.engine.share``), and
-``tests/analysis/test_sweep.py`` checks the rows equal those computed under each setting.
+``tests/analysis/sweep/test_sweep.py`` checks the rows equal those computed under each setting.
 
 No pandas and no matplotlib here (``replay run`` imports this for its summary): the
 pandas roll-ups of the analysis modules (``analysis.metrics.metrics``) compute the same

@@ -14,7 +14,7 @@ millisecond a row).  This module computes the same columns in two parts:
 
 The arithmetic of each part follows its analysis's pandas definition step by step
 (NumPy means, sums and percentiles where pandas used them), and
-``tests/analysis/test_sweep.py`` checks the rows equal ``metrics()`` on real traces,
+``tests/analysis/sweep/test_sweep.py`` checks the rows equal ``metrics()`` on real traces,
 column by column.  Integers are equal exactly; floats are equal to the last bits or
 within 1e-12 relative (the order of a float sum can differ between pandas' grouped
 sums and NumPy's).

@@ -13,7 +13,7 @@ tiktoken asked, which downloads.
 Counts are identical to ``tiktoken.get_encoding(name).encode_ordinary``.  The shipped
 encodings are counted with splintr (``splintr-rs``, a dependency), built from the same
 sha256-checked file bytes and the same pattern: its ids are identical to tiktoken's on every
-text tests/replay/test_tokens.py tries (the samples, adversarial strings, unicode edge cases,
+text tests/replay/ingest/test_tokens.py tries (the samples, adversarial strings, unicode edge cases,
 random text) and it counts 5-8× faster.  Any other encoding is counted by tiktoken.
 Cheap estimators (chars/N) live in ``replay.estimator``, not here.
 """
@@ -225,7 +225,7 @@ def encoding(name: str) -> tiktoken.Encoding:
 _POSSESSIVE = re.compile(r"(\+|\*|\?|\{\d+(?:,\d*)?\})\+")
 """A possessive quantifier (``x++``, ``x?+``, ``x{1,3}+``): splintr's regex engine does not
 backtrack, so the plain greedy quantifier matches the same (its own copies of these patterns are
-written so; tests/replay/test_tokens.py checks the ids)."""
+written so; tests/replay/ingest/test_tokens.py checks the ids)."""
 
 
 @functools.cache

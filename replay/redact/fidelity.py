@@ -16,7 +16,7 @@ recorded usage.  What a replay *writes* from a block's text is not: the text is 
 * a custom tier may read the text.
 
 A policy with none of these replays a redacted archive exactly as the original (measured on
-``logs/`` and the Claude Code and Codex samples: ``tests/replay/test_redact.py``).
+``logs/`` and the Claude Code and Codex samples: ``tests/replay/redact/test_redact.py``).
 
 Not here: writing the archive (``replay.redact.archive``).
 """

@@ -13,7 +13,7 @@ generated run's system prompt as fixed overhead.  ``write_scenarios`` writes
 puts them in ``logs/scenarios/``.
 
 The metric and its expected direction are stated here in words;
-``tests/replay/test_scenarios.py`` derives the figures from the traces and
+``tests/replay/synth/test_scenarios.py`` derives the figures from the traces and
 asserts them.
 
 Not here: computing metrics (``analysis``), the replay (``replay.engine.fold``).
@@ -288,7 +288,7 @@ def write_scenarios(out_dir: Path,
               "(DESIGN.md section 6), written by `replay.synth.failure_cases.write_scenarios`, "
               "deterministically; regenerate with `replay synth --out logs/`. Each is replayed "
               "under the original settings and the corrected side by "
-              "`tests/replay/test_scenarios.py`."), ""]
+              "`tests/replay/synth/test_scenarios.py`."), ""]
     for fs in scenarios:
         lines += [f"## {fs.number}. `{fs.name}.jsonl` ({fs.scenario.n_requests} requests)", "",
                   fs.failure, "",

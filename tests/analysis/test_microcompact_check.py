@@ -15,7 +15,7 @@ from replay.engine.prepared import prepare
 from replay.ingest.parsers.builder import RunBuilder, Source
 from replay.ingest.run_tables import tokenize
 from tests.conftest import REPO
-from tests.replay.tier_runs import lines
+from tests.replay.engine.tier_runs import lines
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 FIXTURE = REPO / "tests" / "fixtures" / "claude_code" / "handmade_2_1_attachments_microcompact.jsonl"

@@ -1,0 +1,175 @@
+"""Usage errors, help text and the run table's traps (issue #16 items 6 and 10)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from analysis.per_run.rollup import NOT_REPLAYED
+from replay.cli import app
+from replay.cli.tables import Layout, totals_row
+from replay.errors import ReplayInputError
+from replay.ingest.batch import ingest
+from replay.ingest.parsers import PARSERS
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[3]
+LOG = REPO / "logs" / "compacting-session.jsonl"
+_COMMANDS = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+_WITH_FORMAT = sorted(name for name, cmd in _COMMANDS.items()
+                      if any("--format" in p.opts for p in cmd.params))
+
+
+def _args(name: str, tmp_path: Path) -> list[str]:
+    """The least each command needs besides --format."""
+    extra = {"ingest": ["--out", str(tmp_path / "d")], "check": ["--baseline",
+                                                                 str(tmp_path / "b.json")]}
+    if name == "sql":
+        return [name, "SELECT 1", str(LOG)]
+    policy = [] if name in ("ingest", "inspect", "calibrate") else ["-p", "none"]
+    return [name, str(LOG), *policy, *extra.get(name, [])]
+
+
+def test_every_command_that_reads_logs_takes_format() -> None:
+    assert {"ingest", "run", "calibrate", "report", "diff", "sweep", "inspect"} <= set(
+        _WITH_FORMAT)
+
+
+@pytest.mark.parametrize("name", _WITH_FORMAT)
+def test_an_unknown_format_is_a_usage_error_listing_the_formats(name: str,
+                                                                tmp_path: Path) -> None:
+    result = runner.invoke(app, [*_args(name, tmp_path), "--format", "claud"])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "'claud' is not a format" in text
+    for fmt in PARSERS:
+        assert fmt in text
+    assert not (tmp_path / "out").exists() and not (tmp_path / "d").exists()
+
+
+def test_the_library_refuses_an_unknown_format_before_reading(tmp_path: Path) -> None:
+    with pytest.raises(ReplayInputError, match="unknown format 'claud'; one of claude_code"):
+        ingest([LOG], tmp_path / "d", fmt="claud")
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_known_format_is_still_taken(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["inspect", str(LOG), "--format", "claude_code"])
+    assert result.exit_code == 0, result.output
+
+
+def _logs_with_a_run_without_requests(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "full.jsonl").write_text(LOG.read_text())
+    (logs / "only-user.jsonl").write_text(json.dumps(
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+         "message": {"role": "user", "content": "hello"}}) + "\n")
+    return logs
+
+
+def test_a_run_with_no_request_stays_in_the_run_table_with_its_reason(tmp_path: Path) -> None:
+    logs = _logs_with_a_run_without_requests(tmp_path)
+    args = ["run", "--policy", "none", str(logs), "--out", str(tmp_path / "out"), "-q"]
+    rows = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    empty = next(r for r in rows if r["source"] == "only-user.jsonl")
+    assert empty["note"] == NOT_REPLAYED and empty["n_requests"] == 0
+    assert empty["peak_tokens"] is None and empty["cache_invalidation_cached_share"] is None  # unknown, not 0
+    full = next(r for r in rows if r["source"] == "full.jsonl")
+    assert full["note"] is None and full["n_requests"] > 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert sorted(r["source"] for r in summary["runs"]) == ["full.jsonl", "only-user.jsonl"]
+    table = runner.invoke(app, args, env={"COLUMNS": "120"})
+    assert table.exit_code == 0, table.output
+    line = next(ln for ln in table.stdout.splitlines() if "only-user.jsonl" in ln)
+    assert NOT_REPLAYED in line and max(map(len, table.stdout.splitlines())) <= 120
+    assert "total (2)" in table.stdout
+    # its peak is unknown, and the table says so (a blank cell reads as nothing, 0 as a value)
+    peak = next(ln for ln in table.stdout.splitlines() if "peak" in ln)
+    col = peak.index("peak")
+    assert "unknown" in line[col - 4:col + 16], (peak, line)
+
+
+def test_a_table_total_over_an_unknown_value_is_unknown() -> None:
+    rows = [{"source": "a", "tokens": 5, "peak": 3}, {"source": "b", "tokens": 2, "peak": None}]
+    total = totals_row(rows, ["source", "tokens", "peak"],
+                       Layout(totals={"tokens": "sum", "peak": "max"}))
+    assert total == {"source": "total (2)", "tokens": 7, "peak": None}
+
+
+@pytest.mark.parametrize("name", sorted(_COMMANDS))
+def test_each_command_help_has_an_example_and_real_flag_types(name: str) -> None:
+    result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    examples = [ln.strip() for ln in result.output.splitlines()
+                if re.match(rf"Example: replay {name}( |$)", ln.strip())]
+    assert examples, f"replay {name} --help shows no example"
+    # the example uses only options the command has
+    cmd = _COMMANDS[name]
+    known = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+    words = shlex.split(examples[0].removeprefix("Example: "))
+    assert all(w in known for w in words if w.startswith("-")), examples[0]
+    flags = [p for p in cmd.params if getattr(p, "is_flag", False) and p.secondary_opts]
+    for p in flags:  # a flag with an opposite reads --x / --no-x
+        assert f"{p.opts[0]} / {p.secondary_opts[0]}" in result.output
+
+
+def test_the_top_level_help_shows_an_example() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0 and "Example: replay run logs/" in result.output
+    assert "<bool>" not in result.output
+
+
+_TABLE_OPTIONS = {"--columns", "--wide", "--csv", "--json"}
+_TABLE_COMMANDS = {"runs", "policies", "providers", "run", "calibrate", "fidelity", "diff",
+                   "sweep", "check", "inspect", "redact"}
+
+
+def test_every_command_that_prints_a_table_takes_the_table_options() -> None:
+    """The footer offers --columns, --wide, --csv and --json: every table command takes them
+    (issue #25 item 2: calibrate and fidelity refused --wide, sweep and check all three)."""
+    for name in _TABLE_COMMANDS:
+        opts = {o for p in _COMMANDS[name].params for o in p.opts}
+        assert _TABLE_OPTIONS <= opts, (name, _TABLE_OPTIONS - opts)
+
+
+def test_calibrate_shows_its_flags_and_takes_wide(tmp_path: Path) -> None:
+    args = ["calibrate", str(LOG), "--cache-dir", str(tmp_path), "-q"]
+    rows = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    flagged = [r for r in rows if r["flags"]]
+    narrow = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0, narrow.output
+    header = next(line for line in narrow.stdout.splitlines() if "run" in line and "┃" in line)
+    assert "flags" in header
+    for r in flagged:
+        assert r["flags"][:10] in narrow.stdout
+    wide = runner.invoke(app, [*args, "--wide"], env={"COLUMNS": "80"})
+    assert wide.exit_code == 0 and "held_out_anchored_error" in wide.stdout
+    csv_rows = list(__import__("csv").DictReader(
+        __import__("io").StringIO(runner.invoke(app, [*args, "--csv"]).stdout)))
+    assert [r["source"] for r in csv_rows] == [r["source"] for r in rows]
+
+
+@pytest.mark.parametrize("name", ["ingest", "run", "calibrate", "fidelity", "report", "diff",
+                                  "sweep", "check", "redact", "runs", "inspect"])
+def test_a_path_that_does_not_exist_is_a_usage_error(name: str, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder"
+    extra = {"ingest": ["--out", str(tmp_path / "d")], "redact": ["--out", str(tmp_path / "r")],
+             "check": ["--baseline", str(tmp_path / "b.json")],
+             "sweep": ["--axis", "server.window_tokens=100000"]}
+    policy = ["-p", "none"] if name in ("run", "report", "sweep", "check") else \
+        ["-p", "none", "-p", "claude-code"] if name == "diff" else []
+    paths = [str(missing)] if name in ("runs", "inspect") else [str(missing), str(LOG)]
+    cache = [] if name in ("ingest", "runs", "inspect", "redact") else \
+        ["--cache-dir", str(tmp_path / "c")]
+    result = runner.invoke(app, [name, *paths, *policy, *extra.get(name, []), *cache])
+    assert result.exit_code == 2, result.output
+    assert "no-such-folder" in " ".join(result.output.split())
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()

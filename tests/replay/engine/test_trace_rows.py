@@ -1,0 +1,66 @@
+"""The trace's rows are built through named row types declared beside the schemas (#14 item 2):
+each type's fields are its table's columns in order and type, checked at import; an action row
+says which reclaimed count is the truth and which the estimate by name."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pytest
+
+from replay.engine import trace
+from replay.engine.context import Context
+from replay.engine.fold import replay
+from replay.engine.tiers.apply import apply_trims
+from replay.engine.tiers.base import Env, Evictions
+from replay.engine.trace import ROW_TYPES, TRACE_SCHEMAS, ActionRow, RequestMeasured, RequestRow
+from tests.replay.engine.tier_runs import policy, results_of, session
+
+
+def test_each_row_type_is_its_tables_columns() -> None:
+    for name, row in ROW_TYPES.items():
+        assert row._fields == tuple(TRACE_SCHEMAS[name].names)  # type: ignore[attr-defined]
+    assert set(RequestMeasured._fields) < set(RequestRow._fields)
+
+
+def test_a_row_type_that_disagrees_with_its_schema_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fields = list(ActionRow.__annotations__.items())
+    i = [f for f, _ in fields].index("reclaimed_tokens")
+    fields[i], fields[i + 1] = fields[i + 1], fields[i]  # estimate before truth
+    monkeypatch.setitem(ROW_TYPES, "actions", NamedTuple("Swapped", fields))  # type: ignore[misc]
+    with pytest.raises(AssertionError, match="not the columns of actions"):
+        trace._check_rows()
+    wrong_type = [(f, str if f == "request" else t) for f, t in ActionRow.__annotations__.items()]
+    monkeypatch.setitem(ROW_TYPES, "actions",
+                        NamedTuple("WrongType", wrong_type))  # type: ignore[misc]
+    with pytest.raises(AssertionError, match="request"):
+        trace._check_rows()
+
+
+def test_an_action_row_puts_truth_and_estimate_under_their_names() -> None:
+    run = session([40] * 4, every_step=False)
+    est = list(run.tokens["o200k_base"])
+    truth = [2 * t for t in est]  # truth counts twice the estimate: the two cannot be swapped
+    ctx = Context(run, est, truth, 0)
+    ctx.hi = run.req_blocks[-1]
+    p = policy([])
+    env = Env(policy=p, calibration=None, action_rows=[], evictions=Evictions(), fixed_est=0,
+              fixed_truth=0, truth_counter=p.truth)
+    first = results_of(run)[0]
+    apply_trims(ctx, env, [(first, 1, 1, 1)], protect_from=ctx.hi, tier="t", kind="trim",
+                trigger_tokens=0, threshold_tokens=0)
+    (row,) = env.action_rows
+    assert isinstance(row, ActionRow)
+    assert row.reclaimed_est_tokens == est[first] - 1
+    assert row.reclaimed_tokens == truth[first] - 1
+    assert row.run_id == run.run_id and row.policy == p.name
+
+
+def test_trace_rows_read_back_as_the_row_types() -> None:
+    run = session([40] * 6, every_step=False)
+    got = replay(run, policy([{"type": "trim"}, {"type": "collapse"}], window=900))
+    for name, row in ROW_TYPES.items():
+        for values in got.table(name).to_pylist():
+            assert row(**values)._asdict() == values
+    assert got.actions.num_rows > 0

@@ -1,0 +1,113 @@
+"""Recorded token counts that cannot be counts (#13 item 13): kept as unknown, said, file kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replay.ingest.parse_file import parse_file
+from tests.conftest import SAMPLES
+
+SHORT = SAMPLES / "claude-code" / "tool_heavy.jsonl"
+
+
+def _rewrite(tmp_path: Path, change) -> Path:
+    lines = []
+    for line in SHORT.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "assistant" and isinstance(rec["message"].get("usage"), dict):
+            change(rec["message"]["usage"])
+        lines.append(json.dumps(rec))
+    out = tmp_path / "short.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_a_negative_count_is_unknown_and_said(tmp_path: Path) -> None:
+    path = _rewrite(tmp_path, lambda u: u.update(input_tokens=-799_982_304_000))
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None  # the rest of the file is kept
+    inputs = parsed.tables.requests.column("input_tokens").to_pylist()
+    assert inputs and all(v is None for v in inputs)
+    assert parsed.tables.runs.column("recorded_input_tokens").to_pylist() == [None]
+    assert any("not a token count" in str(i) and "input_tokens" in str(i) for i in parsed.issues)
+
+
+def test_a_run_total_beyond_int64_keeps_the_file(tmp_path: Path) -> None:
+    path = _rewrite(tmp_path, lambda u: u.update(output_tokens=2**62))
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None
+    outputs = parsed.tables.requests.column("output_tokens").to_pylist()
+    assert len(outputs) > 1 and all(v == 2**62 for v in outputs)  # each request's own count stays
+    assert parsed.tables.runs.column("recorded_output_tokens").to_pylist() == [None]
+    assert any("64-bit" in str(i) for i in parsed.issues)
+
+
+COUNT_KEYS = {"input_tokens", "prompt_tokens", "output_tokens", "completion_tokens",
+              "cache_read_input_tokens", "cached_tokens", "cache_creation_input_tokens"}
+"""Usage fields of the formats' token records (OpenAI, Anthropic and Codex spellings)."""
+FILES = [SAMPLES / "claude-code" / "tool_heavy.jsonl",
+         SAMPLES / "codex" / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+         SAMPLES / "mini-swe-agent" / "django__django-11095.traj.json",
+         SAMPLES / "openhands" / "basic.json",
+         Path(__file__).parents[2] / "fixtures" / "atif" / "terminus2-linear-history.trajectory.json"]
+
+
+def _spoil_first_count(node: object, bad: object) -> bool:
+    """Replace the first positive whole count under a usage key (depth first) with ``bad``."""
+    if isinstance(node, dict):
+        if "last_token_usage" in node:  # Codex: the request's own usage (totals only de-dup)
+            return _spoil_first_count(node["last_token_usage"], bad)
+        for key, value in node.items():
+            if key in COUNT_KEYS and type(value) is int and value > 0:
+                node[key] = bad
+                return True
+            if _spoil_first_count(value, bad):
+                return True
+    elif isinstance(node, list):
+        return any(_spoil_first_count(item, bad) for item in node)
+    return False
+
+
+@pytest.mark.parametrize("bad", ["many", True, 1.5, {"n": 3}], ids=["str", "bool", "frac", "obj"])
+@pytest.mark.parametrize("path", FILES, ids=[p.parent.name for p in FILES])
+def test_a_count_that_is_not_a_number_is_said_and_unknown(tmp_path: Path, path: Path,
+                                                          bad: object) -> None:
+    """A usage field holding a string, a boolean, a fraction or an object is one issue naming
+    the value, that field is unknown, and every request of the file is kept."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            rec = json.loads(line)
+            if _spoil_first_count(rec, bad):
+                lines[i], spoiled_line = json.dumps(rec), i + 1
+                break
+        spoiled = "\n".join(lines) + "\n"
+    else:
+        doc = json.loads(text)
+        assert _spoil_first_count(doc, bad)
+        spoiled, spoiled_line = json.dumps(doc), None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    clean = parse_file(_copy(path, tmp_path / "a" / path.name), tmp_path / "a")
+    target = tmp_path / "b" / path.name
+    target.write_text(spoiled, encoding="utf-8")
+    parsed = parse_file(target, tmp_path / "b")
+    assert clean.tables is not None and parsed.tables is not None
+    said = [i for i in parsed.issues if "is not a token count" in i.reason
+            and repr(bad)[:20] in i.reason]
+    assert len(said) == 1, parsed.issues
+    if spoiled_line is not None:
+        assert said[0].line == spoiled_line
+    assert parsed.tables.requests.num_rows == clean.tables.requests.num_rows
+    cols = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    nulls = sum(parsed.tables.requests.column(c).null_count for c in cols)
+    assert nulls > sum(clean.tables.requests.column(c).null_count for c in cols)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.write_bytes(src.read_bytes())
+    return dst
