@@ -1,7 +1,7 @@
 """Coverage-guided fuzzing of every parser with atheris (libFuzzer); not collected by pytest.
 
 Each fuzz input is one byte choosing the format, then the file's bytes.  The corpus starts from
-the same trimmed real seeds as the hypothesis suite (``tests/fuzz/harness.py``), written to a
+the same trimmed real seeds as the hypothesis suite (``tests/fuzz/seeds.py``), written to a
 temporary folder; libFuzzer mutates them, guided by the branches it reaches in
 ``replay.ingest.parsers`` and ``replay.ingest.ops``.  Every input goes through ``harness.check``: each sniffer
 answers a bool, the format's parser and ``parse_file`` (detected and forced format) raise
@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO))
 with atheris.instrument_imports(include=["replay"]):
     from replay.ingest.parsers import PARSERS
     from tests.conftest import SAMPLES
-    from tests.fuzz.harness import build_seeds, check
+    from tests.fuzz.harness import check
+    from tests.fuzz.seeds import build_seeds
 
 FORMATS = sorted(PARSERS)
 NAMES = {"claude_code": "session.jsonl", "codex": "rollout.jsonl", "swe_agent": "run.traj",

@@ -1,23 +1,18 @@
-"""What the fuzz tests share: small real seeds, byte and JSON mutations, and the checks.
-
-Seeds are built in memory from the real samples (``tests/conftest.SAMPLES``): the first lines
-or steps of one sample per layout, every string over ``_MAX_STR`` characters cut, written back
-in the format's own layout (compact JSON Lines, or an indented document).  Nothing is copied
-into the repository.  ``tests/fuzz/test_fuzz_parsers.py`` (hypothesis) and
-``tests/fuzz/atheris_parsers.py`` (coverage-guided) both drive ``check``.
+"""What every fuzzed input must satisfy (``check``): each sniffer answers a bool, and the format's
+parser and ``parse_file`` (format detected and forced) return well-formed issues and runs that
+satisfy the schema invariants, in time.  ``tests/fuzz/test_fuzz_parsers.py`` (hypothesis) and
+``tests/fuzz/atheris_parsers.py`` (coverage-guided) both drive ``check``, on the seeds of
+``tests/fuzz/seeds.py`` mutated by ``tests/fuzz/mutations.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,273 +21,17 @@ from replay.ingest.parsers import PARSERS
 from replay.ingest.parsers.builder import Issue, RunDraft, Source
 from replay.ingest.redaction import declared
 from replay.ingest.schema import KINDS, OPS, ROLES
+from tests.fuzz.mutations import split_lines
 
 T = TypeVar("T")
 
 JSONL_FORMATS = ("claude_code", "codex")
 """Formats that are always JSON Lines (chat is JSON Lines only in some of its shapes)."""
-_MAX_STR = 300
 KNOWN_TABLE_FAILURES: tuple[str, ...] = ()
 """Reasons ``parse_file`` may still lose a parsed file for, by a known bug outside the parsers
 (pinned in ``test_fuzz_parsers.py``: ``test_lone_surrogate_outside_the_text``).  Remove an
 entry when its bug is fixed."""
-SENTINEL = "\x00ctxreplay-fuzz\x00"
-"""Stands in for a replaced JSON value while its container is serialised."""
 
-
-# --------------------------------------------------------------------------- seeds
-
-@dataclass(frozen=True, slots=True, repr=False)
-class Seed:
-    """One small real input: its format, the file name it is written under, its bytes."""
-
-    name: str
-    fmt: str
-    filename: str
-    data: bytes
-    jsonl: bool
-    """One JSON object per line (every line is a record) rather than one JSON document."""
-
-    def __repr__(self) -> str:
-        return f"<seed {self.name}: {self.fmt}, {len(self.data):,} bytes>"
-
-
-class Seeds(dict[str, Seed]):
-    """The seeds by name (a short repr: hypothesis prints the test's arguments)."""
-
-    def __repr__(self) -> str:
-        return f"<{len(self)} seeds: {', '.join(self)}>"
-
-
-def _trim(value: Any, keep: tuple[str, ...] = ()) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= _MAX_STR else value[:_MAX_STR]
-    if isinstance(value, list):
-        return [_trim(v, keep) for v in value]
-    if isinstance(value, dict):
-        return {k: v if k in keep else _trim(v, keep) for k, v in value.items()}
-    return value
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _utf8(text: str) -> bytes:
-    """JSON text as UTF-8, lone surrogates (from parsed ``\\ud800`` escapes) escaped again."""
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
-
-
-def dump_line(obj: Any) -> bytes:
-    """One JSON Lines record as the seeds write it."""
-    return _utf8(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
-
-
-def dump_doc(obj: Any) -> bytes:
-    """One JSON document as the seeds write it."""
-    return _utf8(json.dumps(obj, ensure_ascii=False, indent=2)) + b"\n"
-
-
-def _jsonl(records: list[Any]) -> bytes:
-    return b"".join(dump_line(r) + b"\n" for r in records)
-
-
-def _lines(path: Path, n: int) -> list[Any]:
-    out = []
-    with path.open("rb") as f:
-        for raw in f:
-            if len(out) == n:
-                break
-            out.append(_trim(json.loads(raw)))
-    return out
-
-
-def _openai_chat(mini: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A mini-swe-agent chat as an OpenAI tool-calling transcript (bash blocks → tool calls)."""
-    block = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
-    out: list[dict[str, Any]] = []
-    pending = None
-    for i, m in enumerate(mini):
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
-        if m["role"] == "assistant":
-            found = block.findall(content)
-            msg: dict[str, Any] = {"role": "assistant", "content": block.sub("", content).strip()}
-            resp = (m.get("extra") or {}).get("response") or {}
-            if isinstance(resp.get("usage"), dict):
-                msg["usage"] = resp["usage"]
-            if isinstance(resp.get("model"), str):
-                msg["model"] = resp["model"]
-            pending = f"call_{i}" if len(found) == 1 else None
-            if pending:
-                msg["tool_calls"] = [{"id": pending, "type": "function", "function": {
-                    "name": "bash", "arguments": json.dumps({"command": found[0]})}}]
-            out.append(msg)
-        elif m["role"] == "user" and pending:
-            out.append({"role": "tool", "tool_call_id": pending, "content": content})
-            pending = None
-        else:
-            out.append({"role": m["role"], "content": content})
-    return out
-
-
-def _request_log(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    plain = [{k: v for k, v in m.items() if k not in ("usage", "model")} for m in chat]
-    return [{"messages": plain[:k], "response": {
-        "id": f"resp-{k}", "model": m.get("model", ""), "created": 1763510154 + k,
-        "choices": [{"index": 0, "message": plain[k]}], "usage": m.get("usage")}}
-        for k, m in enumerate(chat) if m["role"] == "assistant"]
-
-
-def build_seeds(samples: Path) -> Seeds:
-    """Every seed, by name, built from the sample logs folder."""
-    seeds: list[Seed] = []
-
-    def add(name: str, fmt: str, filename: str, data: bytes, jsonl: bool) -> None:
-        seeds.append(Seed(name, fmt, filename, data, jsonl))
-
-    cc = samples / "claude-code"
-    add("claude_short", "claude_code", "short.jsonl", _jsonl(_lines(cc / "short.jsonl", 15)), True)
-    add("claude_tools", "claude_code", "tool_heavy.jsonl",
-        _jsonl(_lines(cc / "tool_heavy.jsonl", 24)), True)
-    cx = samples / "codex"
-    small = next(cx.glob("rollout-2026-02-23T13-19-38-*.jsonl"))
-    add("codex_small", "codex", small.name, _jsonl(_lines(small, 19)), True)
-    modern = next(cx.glob("rollout-2025-11-17T15-30-28-*.jsonl"))
-    add("codex_2025", "codex", modern.name, _jsonl(_lines(modern, 40)), True)
-    add("codex_legacy", "codex", "rollout-legacy.jsonl",
-        _jsonl(_lines(cx / "example-legacy-2025-09-10.jsonl", 30)), True)
-
-    swe = json.loads((samples / "swe-agent" / "v1fc_gpt4__sweagenttestrepo-1c2844.traj")
-                     .read_text(encoding="utf-8"))
-    swe["trajectory"] = swe["trajectory"][:3]
-    swe["history"] = swe["history"][:7]
-    add("swe_fc", "swe_agent", "sweagenttestrepo.traj", dump_doc(_trim(swe, ("replay_config",))),
-        False)
-    v0 = json.loads((samples / "swe-agent" / "v0_gpt4__pydicom__pydicom-1458.traj")
-                    .read_text(encoding="utf-8"))
-    v0["trajectory"] = v0["trajectory"][:3]
-    v0["history"] = v0["history"][:8]
-    add("swe_v0", "swe_agent", "pydicom.traj", dump_doc(_trim(v0, ("replay_config",))), False)
-
-    mini_path = samples / "mini-swe-agent" / "minirepo_test_github_issue.traj.json"
-    mini = json.loads(mini_path.read_text(encoding="utf-8"))
-    add("mini", "mini_swe_agent", mini_path.name, dump_doc(_trim(mini)), False)
-    mini_v1 = json.loads((samples / "mini-swe-agent" / "django__django-11163.traj.json")
-                         .read_text(encoding="utf-8"))
-    mini_v1["messages"] = mini_v1["messages"][:7]
-    add("mini_v1", "mini_swe_agent", "django__django-11163.traj.json", dump_doc(_trim(mini_v1)),
-        False)
-
-    oh = samples / "openhands"
-    add("openhands_interactions", "openhands", "basic_interactions.json",
-        dump_doc(_trim(json.loads((oh / "basic_interactions.json").read_text(encoding="utf-8")))),
-        False)
-    add("openhands_basic", "openhands", "basic.json",
-        dump_doc(_trim(json.loads((oh / "basic.json").read_text(encoding="utf-8")))), False)
-
-    chat = _trim(_openai_chat(mini))
-    add("chat_object", "chat", "chat.json", dump_doc({"model": "gpt-x", "messages": chat}), False)
-    add("chat_list", "chat", "chat-list.json", dump_doc(chat), False)
-    add("chat_jsonl", "chat", "chat.jsonl", _jsonl(chat), True)
-    add("chat_requests", "chat", "requests.jsonl", _jsonl(_request_log(chat[:9])), True)
-    return Seeds((s.name, s) for s in seeds)
-
-
-# --------------------------------------------------------------------------- mutations
-
-class Mutated(bytes):
-    """Mutated input bytes whose repr shows only where they differ from the seed."""
-
-    seed: bytes = b""
-
-    def __repr__(self) -> str:
-        a, b = self.seed, bytes(self)
-        i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        j = 0
-        while j < min(len(a), len(b)) - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
-            j += 1
-        changed = b[i:len(b) - j]
-        shown = changed if len(changed) <= 300 else changed[:150] + b"..." + changed[-150:]
-        return (f"<{len(b):,} bytes; seed bytes {i:,}..{len(a) - j:,} (of {len(a):,}) "
-                f"replaced by {len(changed):,} bytes {shown!r}; before: {b[max(0, i - 60):i]!r}>")
-
-
-def mutated(seed: bytes, data: bytes) -> Mutated:
-    out = Mutated(data)
-    out.seed = seed
-    return out
-
-
-def split_lines(data: bytes) -> list[bytes]:
-    """The lines of ``data`` without their newlines (a final newline ends the last line)."""
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return lines
-
-
-def join_lines(lines: list[bytes], data: bytes) -> bytes:
-    """``lines`` joined, ending with a newline when ``data`` did."""
-    return b"\n".join(lines) + (b"\n" if data.endswith(b"\n") else b"")
-
-
-def json_object(raw: bytes) -> dict[str, Any] | None:
-    """The line as a JSON object the way ``iter_records`` reads it, else None."""
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """Every (path, value) inside a JSON value, the value itself first."""
-    yield path, value
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from nodes(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from nodes(v, (*path, i))
-
-
-def replace_at(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    """A copy of ``value`` with the node at ``path`` replaced (``path`` empty: ``new``)."""
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        return {k: replace_at(v, rest, new) if k == head else v for k, v in value.items()}
-    return [replace_at(v, rest, new) if i == head else v for i, v in enumerate(value)]
-
-
-def delete_at(value: Any, path: tuple[Any, ...]) -> Any:
-    """A copy of ``value`` without the dict key (or list item) at ``path`` (non-empty)."""
-    head, rest = path[0], path[1:]
-    if rest:
-        if isinstance(value, dict):
-            return {k: delete_at(v, rest) if k == head else v for k, v in value.items()}
-        return [delete_at(v, rest) if i == head else v for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {k: v for k, v in value.items() if k != head}
-    return [v for i, v in enumerate(value) if i != head]
-
-
-def serialise_with(doc: Any, path: tuple[Any, ...], replacement: bytes, jsonl: bool) -> bytes:
-    """``doc`` serialised in the seed layout with the node at ``path`` written as raw bytes
-    (for values too deep or too big to build as Python objects)."""
-    dump = dump_line if jsonl else dump_doc
-    text = dump(replace_at(doc, path, SENTINEL))
-    token = dump_line(SENTINEL)
-    assert text.count(token) == 1
-    return text.replace(token, replacement)
-
-
-def deep_list(inner: bytes, depth: int) -> bytes:
-    """``inner`` wrapped in ``depth`` JSON lists."""
-    return b"[" * depth + inner + b"]" * depth
-
-
-# --------------------------------------------------------------------------- checks
 
 class Hang(Exception):
     """Raised by the alarm when one call overruns its hard limit.  (``parse_file`` turns it into

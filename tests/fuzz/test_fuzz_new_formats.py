@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from tests.fuzz.harness import check, delete_at, dump_doc, dump_line, nodes, replace_at
+from tests.fuzz.harness import check
+from tests.fuzz.mutations import delete_at, nodes, replace_at
+from tests.fuzz.seeds import dump_doc, dump_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SEEDS = {

@@ -1,6 +1,6 @@
 """Fuzzing every parser with mutated real logs: parsed, or reported per file / per line.
 
-Seeds are small trimmed copies of the real samples (``tests/fuzz/harness.py`` builds them in
+Seeds are small trimmed copies of the real samples (``tests/fuzz/seeds.py`` builds them in
 memory, one per layout: Claude Code, Codex modern and legacy, SWE-agent function-calling and
 v0, mini-swe-agent list and v1, OpenHands, and chat in its four shapes).  Mutations: truncation
 at any byte, bit flips, inserted bytes (NUL, 0xFF, invalid and overlong UTF-8, encoded
@@ -51,25 +51,24 @@ from replay.ingest.parsers import PARSERS
 from replay.ingest.parsers.builder import Issue, RunDraft
 from tests.fuzz.harness import (
     JSONL_FORMATS,
-    Seed,
-    build_seeds,
     check,
-    deep_list,
-    delete_at,
-    dump_doc,
-    dump_line,
     explain_difference,
     hard_limit,
+    parse_direct,
+    same_parse,
+)
+from tests.fuzz.mutations import (
+    deep_list,
+    delete_at,
     join_lines,
     json_object,
     mutated,
     nodes,
-    parse_direct,
     replace_at,
-    same_parse,
     serialise_with,
     split_lines,
 )
+from tests.fuzz.seeds import Seed, build_seeds, dump_doc, dump_line
 
 EXAMPLES = max(1, int(os.environ.get("CTXREPLAY_FUZZ_EXAMPLES", "25")))
 LIMIT = float(os.environ.get("CTXREPLAY_FUZZ_SECONDS", "5"))
