@@ -7,7 +7,7 @@ temporary folder; libFuzzer mutates them, guided by the branches it reaches in
 answers a bool, the format's parser and ``parse_file`` (detected and forced format) raise
 nothing, their issues and runs pass the schema checks, nothing takes over 5 s.  A failure
 stops the run and libFuzzer writes the input to ``crash-*``; turn it into a pinned test in
-``tests/fuzz/test_fuzz_parsers.py``.
+``tests/fuzz/test_fuzz_pinned.py``.
 
 Run from the repository root (``pip install atheris`` first)::
 

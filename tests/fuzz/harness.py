@@ -8,6 +8,7 @@ satisfy the schema invariants, in time.  ``tests/fuzz/test_fuzz_parsers.py`` (hy
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import time
 from collections import Counter
@@ -29,8 +30,12 @@ JSONL_FORMATS = ("claude_code", "codex")
 """Formats that are always JSON Lines (chat is JSON Lines only in some of its shapes)."""
 KNOWN_TABLE_FAILURES: tuple[str, ...] = ()
 """Reasons ``parse_file`` may still lose a parsed file for, by a known bug outside the parsers
-(pinned in ``test_fuzz_parsers.py``: ``test_lone_surrogate_outside_the_text``).  Remove an
+(pinned in ``test_fuzz_pinned.py``: ``test_lone_surrogate_outside_the_text``).  Remove an
 entry when its bug is fixed."""
+
+EXAMPLES = max(1, int(os.environ.get("CTXREPLAY_FUZZ_EXAMPLES", "25")))
+LIMIT = float(os.environ.get("CTXREPLAY_FUZZ_SECONDS", "5"))
+"""Seconds one parse of a small input may take (huge inputs get 1.5 s more per MiB)."""
 
 
 class Hang(Exception):
@@ -261,3 +266,27 @@ def explain_difference(a: list[RunDraft], b: list[RunDraft]) -> str:
                     return (f"{table}.{col} differs at row {i}: "
                             f"{p[col][i:i + 1]!r} vs {q[col][i:i + 1]!r}")
     return "no difference"
+
+
+def _identity(fmt: str, rec: dict[str, Any] | None) -> bool:
+    """Whether a JSON Lines record can be told apart from a legitimate repeat."""
+    if rec is None:
+        return False
+    if fmt == "claude_code":
+        return isinstance(rec.get("uuid"), str) and bool(rec["uuid"])
+    if fmt == "codex":  # a context item with a call id, an id or encrypted reasoning
+        item = rec.get("payload") if rec.get("type") == "response_item" else rec
+        keys = ("call_id", "id", "encrypted_content")
+        return isinstance(item, dict) and "payload" not in item and "type" in item and any(
+            isinstance(item.get(k), str) and item[k] for k in keys)
+    if "messages" in rec:  # a request-log line: its response can be matched once
+        return True
+    calls = rec.get("tool_calls") if isinstance(rec.get("tool_calls"), list) else []
+    return isinstance(rec.get("tool_call_id"), str) or any(
+        isinstance(c, dict) and isinstance(c.get("id"), str) for c in calls)
+
+
+def _run_of(fmt: str, name: str, data: bytes) -> tuple[RunDraft, list[Issue]]:
+    drafts, issues = parse_direct(fmt, name, data, LIMIT)
+    assert len(drafts) == 1, [str(i) for i in issues]
+    return drafts[0], issues

@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import Any
 
 _MAX_STR = 300
+SEEDS_AT_IMPORT = ("claude_short", "claude_tools", "codex_small", "codex_2025", "codex_legacy",
+                   "swe_fc", "swe_v0", "mini", "mini_v1", "openhands_interactions",
+                   "openhands_basic", "chat_object", "chat_list", "chat_jsonl", "chat_requests")
+"""The names ``build_seeds`` gives, in order, known at import so that tests can be parametrized
+by them (the ``seeds`` fixture checks them)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
