@@ -19,8 +19,6 @@ from tests.fuzz.mutations import (
 )
 from tests.fuzz.seeds import SEEDS_AT_IMPORT, Seed, dump_doc, dump_line
 
-# --------------------------------------------------------------------------- exhaustive sweep
-
 SWEEP_VALUES = [b'"xyz"', b'""', b"[]", b'["a"]', b"{}", b'{"a":1}', b"[{}]", b"1", b"-1", b"1.5",
                 b"1e400", b"9223372036854775808", b"null", b"true", b'"\\ud800"']
 
