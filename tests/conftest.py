@@ -86,3 +86,27 @@ def logs_corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     from replay.corpus import open_corpus
 
     return open_corpus([REPO / "logs"], cache_dir=tmp_path_factory.mktemp("logs") / "dataset")
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A folder nobody may write: mode 0555, and for root (whom modes do not stop) the
+    immutable attribute; skipped with the reason when neither holds here."""
+    import os
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    immutable = False
+    if os.geteuid() == 0:
+        immutable = subprocess.run(["chattr", "+i", str(ro)], capture_output=True,
+                                   check=False).returncode == 0
+        if not immutable:
+            pytest.skip("running as root and chattr +i is not available: no read-only folder")
+    try:
+        yield ro
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(ro)], check=False)
+        ro.chmod(0o755)

@@ -26,7 +26,6 @@ from typer.testing import CliRunner, Result
 from replay import atomic_files
 from replay.cli import app
 from replay.layout import CACHE_ENV
-from tests.replay.ingest.test_hostile_store import read_only_dir  # noqa: F401 - a fixture
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]

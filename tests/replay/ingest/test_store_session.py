@@ -1,0 +1,100 @@
+"""The store across ingests: a cached entry keeps its issues, a crafted journal line touches
+nothing, a second ingest waits for the lock and says so, two concurrent ingests keep both
+batches.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from replay.cli import app
+from replay.errors import StoreError
+from replay.ingest import store
+from replay.ingest.batch import ingest
+from tests.replay.ingest.store_helpers import LOG, REPO, _store, _victim, runner
+
+
+def _damaged_log(folder: Path) -> Path:
+    folder.mkdir()
+    path = folder / "damaged.jsonl"
+    path.write_text(LOG.read_text() + "{not json\n")
+    return path
+
+
+def test_cached_entries_keep_their_issues(tmp_path: Path) -> None:
+    logs, ds = tmp_path / "logs", tmp_path / "ds"
+    _damaged_log(logs)
+    first = ingest([logs], ds, jobs=1)
+    assert first.parsed == ["damaged.jsonl"] and first.issues
+    again = ingest([logs], ds, jobs=1)
+    assert again.cached == ["damaged.jsonl"]
+    assert [str(i) for i in again.issues] == [str(i) for i in first.issues]
+    result = runner.invoke(app, ["ingest", str(logs), "--out", str(ds), "-q", "--strict"])
+    assert result.exit_code == 1
+
+
+def test_crafted_journal_line_touches_nothing(tmp_path: Path) -> None:
+    ds, logs = _store(tmp_path)
+    victim = _victim(tmp_path)
+    (entry,) = store.read_manifest(ds).values()
+    line = {"source": "a.jsonl", **store.entry_doc(entry), "key": "../../victim"}
+    (ds / "journal.jsonl").write_text(json.dumps(line) + "\n")
+    with pytest.raises(StoreError, match="damaged store"):
+        ingest([logs], ds, jobs=1)
+    assert (victim / "precious.txt").exists()
+
+
+def test_a_second_ingest_waits_for_the_lock_and_says_so(tmp_path: Path) -> None:
+    import filelock
+    ds, _logs = _store(tmp_path)
+    more = tmp_path / "more"
+    more.mkdir()
+    shutil.copy(REPO / "logs" / "write-heavy.jsonl", more / "b.jsonl")
+    said: list[str] = []
+    lock = filelock.FileLock(str(ds / ".lock"))
+    lock.acquire()
+
+    def waiting(message: str) -> None:
+        said.append(message)
+        lock.release()  # the other ingest finishes now
+
+    report = ingest([more], ds, jobs=1, on_wait=waiting)
+    assert len(said) == 1 and "waiting" in said[0]
+    assert report.parsed == ["b.jsonl"]
+    assert set(store.read_manifest(ds)) == {"a.jsonl", "b.jsonl"}
+
+
+def test_two_concurrent_ingests_keep_both_batches(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    import filelock
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    batches = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(3):
+            (folder / f"{name}{i}.jsonl").write_text(LOG.read_text() + "\n" * (i + 1))
+        batches.append(folder)
+    lock = filelock.FileLock(str(ds / ".lock"))
+    lock.acquire()  # both start while the store is busy: both must wait, then both finish
+    errs = [tmp_path / f"err{i}.txt" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", "from replay.cli import app; app()", "ingest",
+                               str(b), "--out", str(ds), "-q", "--jobs", "1"],
+                              stdout=subprocess.DEVNULL, stderr=err.open("w"))
+             for b, err in zip(batches, errs)]
+    deadline = time.monotonic() + 120  # a bound on a hang, not a timing assertion
+    while not all("waiting" in e.read_text() for e in errs):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
+            [e.read_text() for e in errs]
+        time.sleep(0.1)
+    lock.release()
+    assert [p.wait(timeout=300) for p in procs] == [0, 0], [e.read_text() for e in errs]
+    assert len(store.read_manifest(ds)) == 6
