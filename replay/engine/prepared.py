@@ -106,14 +106,17 @@ class PreparedRun:
     first_compaction_request: int | None
     """The first request after a harness compaction (None when the harness never compacted)."""
     harness_summary_tokens: list[dict[str, int]] = field(default_factory=list)
-    """Per harness compaction (in order): its summary's tokens per tokenizer (rows left out)."""
+    """Per harness compaction (in order): its summary's tokens per tokenizer (rows left out),
+    with those of the messages it re-attached after the summary (``ContextEvent.preserved_msgs``
+    before it; when prepared with the run's events)."""
     recorded_from: list[int] = field(default_factory=list)
     """Per request: first block of the context the harness really sent (0, or the first block
     after the latest harness summary before it: the harness dropped everything before)."""
     recorded_summary: list[int] = field(default_factory=list)
     """Per request: index of the harness summary heading its recorded context (-1: none)."""
     harness_summary_text: list[str] = field(default_factory=list)
-    """Per harness compaction: the recorded summary's text (its blocks joined by newlines)."""
+    """Per harness compaction: the recorded summary's text (its blocks joined by newlines), then
+    the texts of the messages it re-attached."""
     harness_boundary: list[int] = field(default_factory=list)
     """Per harness compaction: the first block after its summary (what the harness kept)."""
     harness_first_request: list[int | None] = field(default_factory=list)
@@ -259,9 +262,11 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
     summary_msgs = sorted(summary_tokens)
     triggers: dict[int, str] = {}
     if events is not None and summary_msgs:
-        for e in events.select(["kind", "summary_msg", "trigger"]).to_pylist():
-            if e["kind"] == "compaction" and e["summary_msg"] is not None:
+        for e in events.select(["kind", "msg", "summary_msg", "trigger",
+                                "preserved_msgs"]).to_pylist():
+            if e["kind"] == "compaction" and e["summary_msg"] in summary_tokens:
                 triggers[e["summary_msg"]] = e["trigger"] or ""
+                _reattach(messages, e, summary_tokens, summary_text)
     first_compaction_msg = summary_msgs[0] if summary_msgs else None
     if keep is not None:
         messages = messages.filter(keep)
@@ -330,6 +335,27 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
         harness_trigger=[triggers.get(m, "") for m in summary_msgs],
         harness=harness, model=model or _main_model(requests["model"].to_pylist()),
     )
+
+
+def _reattach(messages: pa.Table, event: dict[str, Any], summary_tokens: dict[int, dict[str, int]],
+              summary_text: dict[int, list[str]]) -> None:
+    """What compaction ``event`` re-attached after its summary (``preserved_msgs`` before the
+    compaction: a partial compaction's kept records, Gemini CLI's kept turns, what an Inspect
+    summary keeps) joins the recorded summary's counts and text: the replay that applies or
+    reuses that compaction sends them after the summary, as the harness did (they stay in the
+    stream before it, where they were).  Their message overheads are not added (the anchor
+    absorbs them).  Preserved messages at or after the compaction are in the stream already."""
+    kept = {p for p in event["preserved_msgs"] or () if p < event["msg"]}
+    if not kept:
+        return
+    m, per = event["summary_msg"], summary_tokens[event["summary_msg"]]
+    rows = messages.filter(pc.is_in(messages["msg"], pa.array(sorted(kept), pa.int64())))
+    texts = rows["text"].to_pylist()
+    summary_text[m].extend(t for t in texts if t)
+    for name, c in _TOKEN_COLUMN.items():
+        values = [v for v in rows[c].to_pylist() if v is not None]
+        if values and name in per:
+            per[name] += sum(values)
 
 
 def _main_model(models: list[str | None]) -> str:

@@ -21,7 +21,11 @@ branch: a run of its own)``.
 
 A ``system/compact_boundary`` is a compaction (a ``ContextEvent`` with ``trigger``,
 ``preTokens``, ``postTokens``, the preserved records, and the ``isCompactSummary`` user record
-after it as its summary; counted even when no summary follows).  A
+after it as its summary; counted even when no summary follows).  A partial compaction's
+preserved segment (a manual ``/compact`` of 2.1.2xx keeps one) is relinked as the client
+relinks it, so the compaction is on the path; its records stay where they were and are the
+event's ``preserved_msgs``, which a replay re-attaches after the summary
+(``replay.engine.prepared``).  Records written by the emission: ``claude_code_emit``.  A
 ``system/microcompact_boundary`` clears ``compactedToolIds`` (the model saw
 ``[Old tool result content cleared]`` from then on; the rows keep the full text).  A tool
 result holding ``<persisted-output>`` is the preview the model saw (its declared full size is
@@ -53,6 +57,7 @@ from typing import Any
 
 from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
 from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
+from replay.ingest.parsers.claude_code_emit import Group, State, emit, emit_response, order
 from replay.ingest.parsers.claude_code_file import (
     companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
@@ -64,14 +69,7 @@ from replay.ingest.parsers.claude_code_file import (
     sniff,  # noqa: F401
 )
 from replay.ingest.parsers.claude_code_path import Node, resolve
-from replay.ingest.parsers.claude_code_records import (
-    Bad,
-    Rec,
-    count_other,
-    persisted_output,
-    record,
-    rtype,
-)
+from replay.ingest.parsers.claude_code_records import Bad, Rec, count_other, record, rtype
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import iter_records
 
@@ -82,13 +80,6 @@ _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "q
 """Non-message record types read no further than their type and links (the bulk of a file)."""
 _TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 """Title records and their title key; the run's title is the user's own over the generated."""
-
-@dataclass(slots=True)
-class _Group:
-    """All records of one streamed assistant response."""
-
-    recs: list[Rec] = field(default_factory=list)
-
 
 @dataclass(slots=True)
 class _Session:
@@ -243,8 +234,8 @@ def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
     return Node(no, uuid, parent if isinstance(parent, str) and parent else None,
                 logical if isinstance(logical, str) and logical else None,
                 "parentUuid" in raw, raw.get("isSidechain") is True,
-                list((meta or {}).get("preserved", ())), ts if isinstance(ts, str) else "",
-                message)
+                list((meta or {}).get("preserved", ())), (meta or {}).get("segment"),
+                ts if isinstance(ts, str) else "", message)
 
 
 def _sidechains(sess: _Session) -> list[_Session]:
@@ -315,127 +306,16 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
             cov.skipped(f"{rec.rtype} (off the conversation path)")
     kept = [sess.recs[line] for line in found.with_lines(extra) if line in sess.recs]
     models: Counter[str] = Counter()
-    state = _State()
-    for item in _order(kept):
-        if isinstance(item, _Group):
+    state = State(preserved=found.preserved)
+    for item in order(kept):
+        if isinstance(item, Group):
             copy = all(r.line in sess.forked for r in item.recs)
             for r in item.recs:
                 cov.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
                                       "request)" if copy else r.rtype)
-            _emit_response(b, item, models, state, copy=copy)
+            emit_response(b, item, models, state, copy=copy)
         else:
             cov.modelled(item.rtype)
-            _emit(b, item, state)
+            emit(b, item, state)
     b.model = models.most_common(1)[0][0] if models else ""
     return b.build()
-
-
-@dataclass(slots=True)
-class _State:
-    """What emission remembers: where each record went, the boundary awaiting its summary."""
-
-    msg_of: dict[str, int] = field(default_factory=dict)
-    """Record uuid -> message index."""
-    pending: int | None = None
-    """Event index of a compaction boundary not yet followed by its summary."""
-
-
-def _order(recs: list[Rec]) -> list[Rec | _Group]:
-    """Records with assistant responses grouped by ``message.id`` (at their first record)."""
-    items: list[Rec | _Group] = []
-    groups: dict[str, _Group] = {}
-    for r in recs:
-        if r.role != "assistant":
-            items.append(r)
-            continue
-        if r.msg_id not in groups:
-            groups[r.msg_id] = _Group()
-            items.append(groups[r.msg_id])
-        groups[r.msg_id].recs.append(r)
-    for g in groups.values():
-        g.recs.sort(key=lambda r: r.line)
-    return items
-
-
-def _emit(b: RunBuilder, r: Rec, st: _State) -> None:
-    """A user record, an attachment or a boundary."""
-    if r.role in ("compact", "micro"):
-        m, b.line = r.meta, r.line
-        if r.role == "micro":
-            b.event("microcompaction", trigger=m["trigger"], pre_tokens=m["pre"],
-                    tokens_saved=m["saved"], call_ids=m["cleared"])
-            return
-        st.pending = b.n_events
-        b.event("compaction", trigger=m["trigger"], pre_tokens=m["pre"], post_tokens=m["post"],
-                preserved_msgs=sorted({st.msg_of[u] for u in m.get("preserved", ())
-                                       if u in st.msg_of}), harness_compaction=True)
-        return
-    if not r.blocks:
-        return
-    role = "tool" if any(x[0] == "result" for x in r.blocks) else "user"
-    msg = b.message(role, ts=r.ts)
-    if r.uuid:
-        st.msg_of[r.uuid] = msg
-    for x in r.blocks:
-        if x[0] == "result":
-            b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
-            if (persisted := persisted_output(x[2])) is not None:
-                b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=persisted[1])
-        elif x[0] == "summary":
-            if st.pending is not None:
-                b.set_event(st.pending, summary_msg=msg)
-                b.summary(x[1], harness=True, counted=False)
-                st.pending = None
-            else:
-                b.summary(x[1], harness=True)
-        else:
-            b.text(x[1], kind=x[0])
-
-
-def _emit_response(b: RunBuilder, g: _Group, models: Counter[str], st: _State, *,
-                   copy: bool = False) -> None:
-    """A response's message, and its request unless ``copy`` (a forked session's copy of its
-    parent's response: context here, a model call of the parent)."""
-    first = g.recs[0]
-    msg = b.message("assistant", ts=first.ts)
-    seen: set[str] = set()
-    for r in g.recs:
-        if r.uuid:
-            st.msg_of[r.uuid] = msg
-        for x in r.blocks:
-            if x[0] == "call":
-                call_id = x[1]
-                if not call_id:
-                    call_id = f"gen-{r.line}-{x[4]}"
-                    b.issues.append(Issue(b.source.path, r.line, f"tool_use block {x[4]} "
-                                          f"({x[2]}) has no id (kept as {call_id!r})"))
-                if call_id in seen:
-                    continue
-                seen.add(call_id)
-                b.tool_call(call_id, x[2], x[3])
-            else:
-                b.text(x[1], kind=x[0])
-    model = miss = edits = ""
-    u = None
-    for r in reversed(g.recs):  # each from the group's last record that has it
-        model = model or r.model
-        miss = miss or r.miss
-        edits = edits or r.edits
-        if u is None:
-            u, b.line = r.usage, r.line
-    if model == "<synthetic>" or copy:
-        return  # written by the harness, or the parent's call: no model call of this run
-    if model:
-        models[model] += 1
-    if u is None:
-        b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
-        return
-    keys = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens")
-    write, read, uncached = (b.count(u.get(k), k) for k in keys)
-    full = None if uncached is None and read is None and write is None \
-        or any(u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
-        else (uncached or 0) + (read or 0) + (write or 0)  # unknown when a part is not a count
-    b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
-              output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,
-              ts=first.ts,
-              cache_miss_reason=miss, applied_edits=edits)

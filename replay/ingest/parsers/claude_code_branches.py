@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from replay.ingest.parsers.claude_code_path import Node, Path, leaves, resolve
+from replay.ingest.parsers.claude_code_path import Node, Path, leaves, resolve, segments
 from replay.ingest.parsers.claude_code_records import Rec
 
 MAX_BRANCHES = 200
@@ -53,7 +53,7 @@ def abandoned_branches(nodes: list[Node], links: dict[str, str | None], recs: di
                        sidechain_file: bool) -> tuple[list[Branch], int]:
     """The session's abandoned branches, oldest first, and how many more there were than
     ``MAX_BRANCHES``."""
-    ends = leaves(nodes, sidechain_file)
+    ends = leaves(nodes, sidechain_file, segments(nodes, links))
     if len(ends) < 2:
         return [], 0
     main = resolve(nodes, links, sidechain_file)

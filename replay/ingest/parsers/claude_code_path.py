@@ -4,7 +4,18 @@ A transcript is a tree: every record has a ``uuid`` and a ``parentUuid``; a rewi
 new branch from an earlier record, a compaction boundary has no parent but a
 ``logicalParentUuid`` (the last record before it), and a *partial* compaction
 (``compactMetadata.preservedSegment`` / ``preservedMessages``) re-attaches some earlier
-records after its summary (the log relinks them there).  The path the model saw is the
+records after its summary.  The client writes those records once, before the boundary with
+their old parents, and the next record after the compaction names the segment's tail (or the
+anchor) as its parent; reading a transcript it walks tail → head by ``parentUuid``, relinks the
+head after the anchor and the anchor's other children after the tail
+(``applyPreservedSegmentRelinks``, sessionStorage.ts, as quoted by public reverse-engineering
+of the client and the SDK's port of it).  ``segments`` finds the segments whose walk holds; the
+path walk, coming from after the compaction to the tail, goes on at the anchor (the summary,
+the boundary), so the compaction is on the path, and the records of the segment stay where they
+were before it (the context before the compaction; ``ContextEvent.preserved_msgs`` re-attaches
+them after the summary).  A segment whose walk breaks (the synthetic shape of claude-code-log's
+fixture writes the tail after the summary) falls back to ``preservedMessages``: those records
+are moved before the boundary.  The path the model saw is the
 chain from the newest leaf back to the root, across boundaries; records of an abandoned
 branch (their chain joins the path) are left out; records whose chain never reaches the
 path (no ``parentUuid`` key, a parent outside the file) are kept where the file has them;
@@ -37,6 +48,8 @@ class Node:
     sidechain: bool = False
     preserved: list[str] = field(default_factory=list)
     """Records a partial compaction re-attached after its summary, oldest first."""
+    segment: tuple[str, str, str] | None = None
+    """A boundary's ``preservedSegment``: (head, anchor, tail) uuids."""
     ts: str = ""
     message: bool = False
     """A user/assistant record (a candidate leaf)."""
@@ -54,6 +67,9 @@ class Path:
     """Every record's sort key for context order (``order`` is sorted by it)."""
     cycle: bool = False
     """The chain looped; what was walked before the loop was kept."""
+    preserved: dict[str, list[str]] = field(default_factory=dict)
+    """Boundary uuid -> the uuids of its preserved segment, head first (``segments``), for
+    the boundaries on the path."""
 
     def with_lines(self, lines: set[int]) -> list[int]:
         """``order`` with the records ``lines`` (left out by the path, kept after all, e.g.
@@ -61,10 +77,47 @@ class Path:
         return sorted(set(self.order) | lines, key=self.rank.__getitem__)
 
 
-def leaves(nodes: list[Node], sidechain_file: bool) -> list[Node]:
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A partial compaction's preserved segment whose chain holds."""
+
+    boundary: str
+    anchor: str
+    tail: str
+    uuids: tuple[str, ...]
+    """The segment's records, head first (those without a uuid of their own: none)."""
+
+
+def segments(nodes: list[Node], links: dict[str, str | None]) -> dict[str, Segment]:
+    """Tail uuid -> the preserved segment of each boundary whose walk from its tail back to its
+    head by ``parentUuid`` reaches the head (the client's check before it relinks; a walk
+    that breaks, loops or meets the anchor first relinks nothing)."""
+    parent: dict[str, str | None] = dict(links)
+    parent.update((n.uuid, n.parent) for n in nodes if n.uuid)
+    out: dict[str, Segment] = {}
+    for n in nodes:
+        if n.segment is None or not n.uuid:
+            continue
+        head, anchor, tail = n.segment
+        walked: list[str] = []
+        cur: str | None = tail
+        while cur is not None and cur in parent and cur not in walked and cur != anchor:
+            walked.append(cur)
+            if cur == head:
+                break
+            cur = parent[cur]
+        if walked and walked[-1] == head and anchor in parent:
+            out[tail] = Segment(n.uuid, anchor, tail, tuple(reversed(walked)))
+    return out
+
+
+def leaves(nodes: list[Node], sidechain_file: bool,
+           segs: dict[str, Segment] | None = None) -> list[Node]:
     """The message records no message record continues (the ends of the tree's branches),
-    oldest first (timestamp, then line); the newest is the end of the conversation path."""
+    oldest first (timestamp, then line); the newest is the end of the conversation path.  The
+    anchor of a preserved segment (``segs``) is continued by the segment's head."""
     parents = {n.parent for n in nodes if n.message and n.parent}
+    parents |= {s.anchor for s in (segs or {}).values()}
     return sorted((n for n in nodes if n.message and n.uuid and n.uuid not in parents
                    and (sidechain_file or not n.sidechain)), key=lambda n: (n.ts, n.line))
 
@@ -83,12 +136,13 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
     """
     by_uuid: dict[str, Node] = {u: Node(0, u, p) for u, p in links.items()}
     by_uuid.update((n.uuid, n) for n in nodes if n.uuid)
-    ends = leaves(nodes, sidechain_file)
+    segs = segments(nodes, links)
+    ends = leaves(nodes, sidechain_file, segs)
     if not ends:
         return Path([n.line for n in nodes], set(), {n.line: (0, 0, n.line) for n in nodes})
     branch = leaf is not None  # an abandoned branch holds its chain only
     leaf = leaf or ends[-1]
-    walked, cycle = _walk(leaf, by_uuid)
+    walked, cycle = _walk(leaf, by_uuid, segs)
     on_path = {u: i for i, u in enumerate(reversed(walked))}
     joins: dict[str, bool] = {}
 
@@ -126,13 +180,19 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
                 and joins_path(n):
             off.add(n.line)
     order = sorted((line for line in rank if line not in off), key=rank.__getitem__)
-    return Path(order, off, rank, cycle)
+    kept = {s.boundary: list(s.uuids) for s in segs.values() if s.boundary in on_path}
+    return Path(order, off, rank, cycle, kept)
 
 
-def _walk(leaf: Node, by_uuid: dict[str, Node]) -> tuple[list[str], bool]:
-    """The uuids from ``leaf`` back to the root (leaf first), and whether the chain looped."""
+def _walk(leaf: Node, by_uuid: dict[str, Node],
+          segs: dict[str, Segment]) -> tuple[list[str], bool]:
+    """The uuids from ``leaf`` back to the root (leaf first), and whether the chain looped.
+    Coming from after a partial compaction to its segment's tail, the walk goes on at the
+    anchor (the records of the segment come again before the boundary)."""
     path: list[str] = []
     seen: set[str] = set()
+    crossed: set[str] = set()
+    relinked = {s.boundary for s in segs.values()}
     cur: str | None = leaf.uuid
     while cur and cur in by_uuid:
         if cur in seen:
@@ -140,7 +200,9 @@ def _walk(leaf: Node, by_uuid: dict[str, Node]) -> tuple[list[str], bool]:
         node = by_uuid[cur]
         seen.add(cur)
         path.append(cur)
-        if node.preserved:  # partial compaction: the preserved records come before it
+        if cur in relinked:
+            crossed.add(cur)
+        elif node.preserved:  # a broken segment: its preserved records come before it
             kept = [u for u in node.preserved if u in by_uuid]
             path = [u for u in path if u not in kept]
             path.extend(reversed(kept))
@@ -150,4 +212,7 @@ def _walk(leaf: Node, by_uuid: dict[str, Node]) -> tuple[list[str], bool]:
                 node.logical if node.logical and node.logical not in seen else None)
             continue
         cur = node.parent or node.logical
+        seg = segs.get(cur) if cur else None
+        if seg is not None and seg.boundary not in crossed and node.uuid not in seg.uuids:
+            cur = seg.anchor
     return path, False

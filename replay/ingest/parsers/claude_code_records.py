@@ -123,8 +123,14 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
                json.dumps(edits, ensure_ascii=False) if edits else "")
 
 
+_SEGMENT = ("headUuid", "anchorUuid", "tailUuid")
+"""``compactMetadata.preservedSegment``'s keys, in the order ``boundary_meta`` gives them."""
+
+
 def boundary_meta(raw: dict[str, Any]) -> dict[str, Any]:
-    """A boundary's recorded facts: trigger, token counts, preserved records, cleared calls
+    """A boundary's recorded facts: trigger, token counts, preserved records (``preserved``:
+    the uuids ``preservedMessages`` lists, else the segment's head and tail; ``segment``:
+    (head, anchor, tail) when ``preservedSegment`` names all three), cleared calls
     (``compactMetadata``; ``compact_metadata`` with snake-case keys in stream-json captures)."""
     meta = raw.get("compactMetadata")
     if not isinstance(meta, dict) and isinstance(raw.get("compact_metadata"), dict):
@@ -144,6 +150,8 @@ def boundary_meta(raw: dict[str, Any]) -> dict[str, Any]:
     kept = meta.get("preservedMessages")
     uuids = kept.get("uuids") if isinstance(kept, dict) else None
     seg = meta.get("preservedSegment")
+    if isinstance(seg, dict) and all(isinstance(seg.get(k), str) and seg[k] for k in _SEGMENT):
+        out["segment"] = tuple(seg[k] for k in _SEGMENT)
     if isinstance(uuids, list) and uuids:
         out["preserved"] = [u for u in uuids if isinstance(u, str)]
     elif isinstance(seg, dict):

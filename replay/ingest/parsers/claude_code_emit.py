@@ -1,0 +1,143 @@
+"""Claude Code records into a run's rows: messages, requests and context events.
+
+``order`` groups the records of one streamed response (one record per content block, sharing
+``message.id``); ``emit`` writes a user record, an attachment or a boundary, ``emit_response``
+a response and its request.  A compaction boundary is a ``compaction`` event whose summary is
+the ``isCompactSummary`` record after it and whose ``preserved_msgs`` are the messages of the
+records a partial compaction re-attached after the summary (``State.preserved``: the segment
+the path found, else ``preservedMessages``).
+
+Not here: which records, in which order (``replay.ingest.parsers.claude_code_path``), the runs
+of a file (``replay.ingest.parsers.claude_code``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from replay.ingest.parsers.builder import Issue, RunBuilder
+from replay.ingest.parsers.claude_code_records import Rec, persisted_output
+
+
+@dataclass(slots=True)
+class Group:
+    """All records of one streamed assistant response."""
+
+    recs: list[Rec] = field(default_factory=list)
+
+
+
+@dataclass(slots=True)
+class State:
+    """What emission remembers: where each record went, the boundary awaiting its summary."""
+
+    msg_of: dict[str, int] = field(default_factory=dict)
+    """Record uuid -> message index."""
+    pending: int | None = None
+    """Event index of a compaction boundary not yet followed by its summary."""
+    preserved: dict[str, list[str]] = field(default_factory=dict)
+    """Boundary uuid -> the records its preserved segment re-attached (head first), as the
+    path found them (``claude_code_path.Path.preserved``)."""
+
+
+def order(recs: list[Rec]) -> list[Rec | Group]:
+    """Records with assistant responses grouped by ``message.id`` (at their first record)."""
+    items: list[Rec | Group] = []
+    groups: dict[str, Group] = {}
+    for r in recs:
+        if r.role != "assistant":
+            items.append(r)
+            continue
+        if r.msg_id not in groups:
+            groups[r.msg_id] = Group()
+            items.append(groups[r.msg_id])
+        groups[r.msg_id].recs.append(r)
+    for g in groups.values():
+        g.recs.sort(key=lambda r: r.line)
+    return items
+
+
+def emit(b: RunBuilder, r: Rec, st: State) -> None:
+    """A user record, an attachment or a boundary."""
+    if r.role in ("compact", "micro"):
+        m, b.line = r.meta, r.line
+        if r.role == "micro":
+            b.event("microcompaction", trigger=m["trigger"], pre_tokens=m["pre"],
+                    tokens_saved=m["saved"], call_ids=m["cleared"])
+            return
+        st.pending = b.n_events
+        b.event("compaction", trigger=m["trigger"], pre_tokens=m["pre"], post_tokens=m["post"],
+                preserved_msgs=sorted({st.msg_of[u] for u in st.preserved.get(
+                    r.uuid, m.get("preserved", ())) if u in st.msg_of}),
+                harness_compaction=True)
+        return
+    if not r.blocks:
+        return
+    role = "tool" if any(x[0] == "result" for x in r.blocks) else "user"
+    msg = b.message(role, ts=r.ts)
+    if r.uuid:
+        st.msg_of[r.uuid] = msg
+    for x in r.blocks:
+        if x[0] == "result":
+            b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
+            if (persisted := persisted_output(x[2])) is not None:
+                b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=persisted[1])
+        elif x[0] == "summary":
+            if st.pending is not None:
+                b.set_event(st.pending, summary_msg=msg)
+                b.summary(x[1], harness=True, counted=False)
+                st.pending = None
+            else:
+                b.summary(x[1], harness=True)
+        else:
+            b.text(x[1], kind=x[0])
+
+
+def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
+                   copy: bool = False) -> None:
+    """A response's message, and its request unless ``copy`` (a forked session's copy of its
+    parent's response: context here, a model call of the parent)."""
+    first = g.recs[0]
+    msg = b.message("assistant", ts=first.ts)
+    seen: set[str] = set()
+    for r in g.recs:
+        if r.uuid:
+            st.msg_of[r.uuid] = msg
+        for x in r.blocks:
+            if x[0] == "call":
+                call_id = x[1]
+                if not call_id:
+                    call_id = f"gen-{r.line}-{x[4]}"
+                    b.issues.append(Issue(b.source.path, r.line, f"tool_use block {x[4]} "
+                                          f"({x[2]}) has no id (kept as {call_id!r})"))
+                if call_id in seen:
+                    continue
+                seen.add(call_id)
+                b.tool_call(call_id, x[2], x[3])
+            else:
+                b.text(x[1], kind=x[0])
+    model = miss = edits = ""
+    u = None
+    for r in reversed(g.recs):  # each from the group's last record that has it
+        model = model or r.model
+        miss = miss or r.miss
+        edits = edits or r.edits
+        if u is None:
+            u, b.line = r.usage, r.line
+    if model == "<synthetic>" or copy:
+        return  # written by the harness, or the parent's call: no model call of this run
+    if model:
+        models[model] += 1
+    if u is None:
+        b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
+        return
+    keys = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens")
+    write, read, uncached = (b.count(u.get(k), k) for k in keys)
+    full = None if uncached is None and read is None and write is None \
+        or any(u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
+        else (uncached or 0) + (read or 0) + (write or 0)  # unknown when a part is not a count
+    b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
+              output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,
+              ts=first.ts,
+              cache_miss_reason=miss, applied_edits=edits)
