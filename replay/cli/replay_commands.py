@@ -62,7 +62,7 @@ from replay.policy.providers import PROVIDERS, provider_label
 
 def ingest(
     paths: PathsArg,
-    out: Annotated[Path, typer.Option(help="Dataset directory to write (Parquet, zstd).")],
+    out: Annotated[Path, typer.Option(help="Dataset directory to write (Parquet, LZ4).")],
     fmt: FormatOpt = None,
     tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
         ",".join(DEFAULT_TOKENIZERS),

@@ -166,10 +166,12 @@ def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
 
 def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
     total: dict[str, int] = {}
-    if messages is not None:
-        # one thread: a file's few runs, and Acero's thread pool costs more than it saves
-        sums = messages.group_by("run_id", use_threads=False).aggregate([("tokens_o200k", "sum")])
-        total = dict(zip(sums["run_id"].to_pylist(), sums["tokens_o200k_sum"].to_pylist()))
+    if messages is not None:  # a plain loop: a file's few thousand rows cost less than an
+        # Acero group_by's set-up (0.5 ms a file)
+        for run_id, n in zip(messages["run_id"].to_pylist(),
+                             messages["tokens_o200k"].to_pylist()):
+            if n is not None:
+                total[run_id] = total.get(run_id, 0) + n
     return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), pa.array(
         [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
 

@@ -90,11 +90,11 @@ def reference() -> dict[str, tiktoken.Encoding]:
 def fresh_encodings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No memoised encodings before or after; no CTXREPLAY_ENCODINGS_DIR from outside."""
     monkeypatch.delenv("CTXREPLAY_ENCODINGS_DIR", raising=False)
-    encoding.cache_clear()
-    tokens.encoder.cache_clear()
+    for memo in (encoding, tokens.encoder, tokens.counter, tokens._splintr):
+        memo.cache_clear()
     yield
-    encoding.cache_clear()
-    tokens.encoder.cache_clear()
+    for memo in (encoding, tokens.encoder, tokens.counter, tokens._splintr):
+        memo.cache_clear()
 
 
 @pytest.fixture
@@ -309,10 +309,13 @@ def _adversarial() -> list[str]:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_counting_encoder_ids_identical_on_adversarial_strings(
         name: str, reference: dict[str, tiktoken.Encoding]) -> None:
-    """The encoder ingest counts with (splintr, ``tokens.encoder``) gives tiktoken's very ids."""
-    fast, ref = tokens.encoder(name), reference[name]
+    """The encoder ingest counts with (splintr, ``tokens.encoder``) gives tiktoken's very ids,
+    and the counter ingest calls (``tokens.counter``: splintr's flat ids) their number."""
+    fast, count, ref = tokens.encoder(name), tokens.counter(name), reference[name]
     for text in _adversarial():
-        assert fast(text) == ref.encode_ordinary(text), (len(text), text[:40])
+        expected = ref.encode_ordinary(text)
+        assert fast(text) == expected, (len(text), text[:40])
+        assert count(text) == len(expected), (len(text), text[:40])
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -327,9 +330,11 @@ def test_counting_encoder_ids_identical_on_every_sample_text(
              if (parsed := parse_file(path, root, tokenizers=(), rel=rel)).tables is not None
              for t in parsed.tables.messages["text"].to_pylist()]
     assert len(texts) > 3000
-    fast, ref = tokens.encoder(name), reference[name]
+    fast, count, ref = tokens.encoder(name), tokens.counter(name), reference[name]
     differ = [t[:60] for t in texts if fast(t) != ref.encode_ordinary(t)]
     assert differ == []
+    miscounted = [t[:60] for t in texts if count(t) != len(ref.encode_ordinary(t))]
+    assert miscounted == []
 
 
 def test_distinct_texts_are_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -337,12 +342,13 @@ def test_distinct_texts_are_counted_once(monkeypatch: pytest.MonkeyPatch) -> Non
     and every copy gets its count."""
     seen: list[str] = []
     real = tokens.encoder("o200k_base")
+    real_count = tokens.counter("o200k_base")
 
-    def spy(text: str) -> list[int]:
+    def spy(text: str) -> int:
         seen.append(text)
-        return real(text)
+        return real_count(text)
 
-    monkeypatch.setattr(tokens, "encoder", lambda name: spy)
+    monkeypatch.setattr(tokens, "counter", lambda name: spy)
     texts = ["system prompt", "a", "system prompt", "b b", "a", "system prompt"]
     for threads in (1, 2):
         seen.clear()
