@@ -15,7 +15,6 @@ import dataclasses
 from typing import Any
 
 import pandas as pd
-import pytest
 
 from analysis.metrics import metrics
 from replay.corpus import Corpus, replay_corpus
@@ -128,8 +127,6 @@ def test_corpus_fewer_summaries_with_corrected_settings(logs_corpus: Corpus) -> 
 
 # -- minimum reclaim of an eighth of the window ---------------------------------------------------
 
-@pytest.mark.xfail(reason="since induced re-reads (#22, a641155) the corrected trim tier makes "
-                   "a few small trims again on 2 sample runs; not yet explained", strict=False)
 def test_real_fewer_cache_invalidating_small_trims(replayed: dict[str, Replayed]) -> None:
     o, c = replayed[ORIGINAL].metrics, replayed[CORRECTED].metrics
     assert o["cache_invalidation_n_small_trims"].sum() > c["cache_invalidation_n_small_trims"].sum()
@@ -141,8 +138,6 @@ def test_real_fewer_cache_invalidating_small_trims(replayed: dict[str, Replayed]
             >= cached["cache_invalidation_cached_share_o"] - 1e-12).all()
 
 
-@pytest.mark.xfail(reason="since induced re-reads (#22, a641155) the corrected trim tier makes "
-                   "a few small trims again on 2 sample runs; not yet explained", strict=False)
 def test_real_min_reclaim_alone_removes_small_trims(sample_corpus: Corpus,
                                                     replayed: dict[str, Replayed]) -> None:
     floor = variant(ORIGINAL, "original+min_reclaim", tiers__0__min_reclaim_frac=0.125)

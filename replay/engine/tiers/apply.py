@@ -103,13 +103,16 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
 def apply_induced_trims(ctx: Context, env: Env,
                         sized: Callable[[int], tuple[int, int, int] | None], *,
                         tier: str, kind: str, protect_from: int, trigger_tokens: int,
-                        threshold_tokens: int, min_chars: int = 0, first: int = 0) -> int:
+                        threshold_tokens: int, min_chars: int = 0, first: int = 0,
+                        into: int | None = None) -> int:
     """Trim the induced re-reads (``replay.engine.induced``) from item ``first`` on before
     ``protect_from`` whose result is still whole and at least ``min_chars`` long, each to
     ``sized(block)`` — the (est, truth, bytes) of the placeholder of the block it re-read (None:
-    the tier would not trim that block); one
-    action (``induced``) and an eviction per item.  Returns one past the last item examined
-    (the caller's cursor: an item examined is trimmed, or never will be by this tier)."""
+    the tier would not trim that block); an eviction per item and one action (``induced``), or,
+    with ``into``, the items join that action row (the pass just applied at this request: one
+    pass, one action — its blocks, its reclaim, and what it invalidated counted from the
+    earliest change of either).  Returns one past the last item examined (the caller's cursor:
+    an item examined is trimmed, or never will be by this tier)."""
     ind, run = ctx.induced, ctx.run
     end = allowed_end(ctx, protect_from)
     stop = ind.upto(end)
@@ -139,7 +142,18 @@ def apply_induced_trims(ctx: Context, env: Env,
         env.evictions.add_induced(b, env.request, tier, TRIMMED)
         if env.induce is not None:
             env.induce.removed_copy(b, env.request, tier)
-    if done:
+    if done and into is not None:
+        row = env.action_rows[into]
+        lo_msg = min(run.msg[ind.src[i]] for i in done)
+        hi_msg = max(run.msg[ind.src[i]] for i in done)
+        env.action_rows[into] = row._replace(
+            n_blocks=row.n_blocks + len(done), first_msg=min(row.first_msg, lo_msg),
+            last_msg=max(row.last_msg, hi_msg),
+            reclaimed_est_tokens=row.reclaimed_est_tokens + got_est,
+            reclaimed_tokens=row.reclaimed_tokens + got_truth,
+            invalidated_tokens=max(row.invalidated_tokens, invalidated),
+            context_after_tokens=env.fixed_truth + ctx.truth(), induced=True)
+    elif done:
         first, last = run.msg[ind.src[done[0]]], run.msg[ind.src[done[-1]]]
         record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                       threshold_tokens=threshold_tokens, n_blocks=len(done),

@@ -107,27 +107,36 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     if not st.ready:
         _resolve(tier, st, ctx, env)
     stop = protect_start(tier.protect, ctx, env, st)
-    if not st.minimum and len(ctx.induced.pos) > st.induced_cursor and CAT_RESULTS in st.cats:
-        _trim_induced(tier, st, ctx, env, stop)
     begin = max(ctx.lo, st.cursor)
     if begin < stop:
         _scan(tier, ctx, env, st, begin, stop)
         st.cursor = stop
+    passed = _pass(tier, st, ctx, env, stop)
+    if (passed or not st.minimum) and len(ctx.induced.pos) > st.induced_cursor \
+            and CAT_RESULTS in st.cats:
+        # the re-reads before the protected range go with the pass, in its one action (a tier
+        # with a minimum trims them only with a pass that went through)
+        _trim_induced(tier, st, ctx, env, stop, into=len(env.action_rows) - 1 if passed else None)
+    st.epoch = ctx.epoch
+
+
+def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
+    """Trim the pending candidates before ``stop`` if they reclaim the minimum (one action, or
+    one undone action); returns whether a pass went through."""
     if not st.pending:
-        st.epoch = ctx.epoch
-        return
+        return False
     if st.epoch != ctx.epoch:  # something was cut or trimmed since: re-check
         st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
         st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
         st.epoch = ctx.epoch
         if not st.pending:
-            return
+            return False
     pending, later = st.pending, None
     if pending[-1][0] >= stop:  # the protected range grew back over candidates found before
         cut = bisect.bisect_left(pending, (stop,))
         pending, later = pending[:cut], pending[cut:]
         if not pending:
-            return
+            return False
     gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
     trigger_tokens = env.fixed_est + ctx.est()
     if gain < st.minimum:
@@ -136,20 +145,19 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
                             protect_from=stop, trigger_tokens=trigger_tokens,
                             threshold_tokens=st.threshold, min_reclaim_tokens=st.minimum,
                             may_touch_newest=not tier.protect.newest)
-        return
+        return False
     apply_trims(ctx, env, pending, tier=tier.name, kind=TRIM, protect_from=stop,
                 trigger_tokens=trigger_tokens, threshold_tokens=st.threshold,
                 may_touch_newest=not tier.protect.newest, min_reclaim_tokens=st.minimum)
     st.pending = later or []
     st.gain_est = 0 if later is None else st.gain_est - gain
-    if st.minimum and len(ctx.induced.pos) > st.induced_cursor and CAT_RESULTS in st.cats:
-        _trim_induced(tier, st, ctx, env, stop)  # with a pass that went through
-    st.epoch = ctx.epoch
+    return True
 
 
-def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> None:
-    """The induced re-reads before the protected range, trimmed as their blocks would be
-    (a tier with a minimum trims them only with a pass that went through)."""
+def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
+                  into: int | None) -> None:
+    """The induced re-reads before the protected range, trimmed as their blocks would be;
+    ``into``: the action row of the pass they go with (None: their own action)."""
     run, eligible = ctx.run, st.eligible
 
     def sized(b: int) -> tuple[int, int, int] | None:
@@ -164,7 +172,7 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) 
     st.induced_cursor = apply_induced_trims(
         ctx, env, sized, tier=tier.name, kind=TRIM, protect_from=stop,
         trigger_tokens=env.fixed_est + ctx.est(), threshold_tokens=st.threshold,
-        min_chars=tier.min_chars, first=st.induced_cursor)
+        min_chars=tier.min_chars, first=st.induced_cursor, into=into)
 
 
 def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> None:
