@@ -33,6 +33,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.fidelity_recorded import first_trigger, post_tokens_error, pre_tokens
 from analysis.microcompact_check import (
     MICROCOMPACT_POLICY,
     MicrocompactCheck,
@@ -94,8 +95,19 @@ class RunFidelity:
     placement_half_fit_error_requests: int | None = None
     """Placement error with a calibration fitted on the first half of the points only."""
     recorded_pre_tokens: int | None = None
-    """Recorded prompt of the last request with usage before the first compaction; for a run
-    the harness never compacted, its largest recorded prompt."""
+    """The level the harness compacted at: the first compaction's own recorded count
+    (``ContextEvent.pre_tokens``: Claude Code's ``compactMetadata.preTokens``, the count it
+    compared with its threshold) where the log has it, else the recorded prompt of the last
+    request with usage before it; for a run the harness never compacted, its largest recorded
+    prompt.  ``recorded_pre_basis`` says which."""
+    recorded_pre_basis: str = ""
+    """``compaction`` (the event's recorded count), ``last request`` or ``largest request``;
+    '' when ``recorded_pre_tokens`` is unknown."""
+    post_tokens_error_frac: float | None = None
+    """(replayed context right after its first compaction − the first recorded compaction's
+    own post-compaction count) / that count, where the log records one (Claude Code 2.1.2xx
+    ``compactMetadata.postTokens``: the client's rough count of what it kept, not an API
+    figure; None when not recorded or the replay did not compact)."""
     policy_trigger_tokens: int | None = None
     """Level the policy's first summarise tier fires at (None: none, or not a token level)."""
     microcompact: MicrocompactCheck | None = None
@@ -138,7 +150,9 @@ class RunFidelity:
             return ""
         if auto and abs(pre - level) > THRESHOLD_TOLERANCE_FRAC * level:
             why = f" ({self.trigger_basis})" if self.trigger_basis else ""
-            return (f"compacted at {pre:,} recorded tokens, {name} at {level:,}{why}: its "
+            own = " (its compaction's own count)" if self.recorded_pre_basis == "compaction" \
+                else ""
+            return (f"compacted at {pre:,} recorded tokens{own}, {name} at {level:,}{why}: its "
                     "harness was configured otherwise (replay it with its own trigger level: "
                     "--policy)")
         if self.recorded_compaction is None and pre > (1 + THRESHOLD_TOLERANCE_FRAC) * level:
@@ -186,11 +200,13 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         fitted = own.held_out_error_frac if own is not None else None
         truth_source = req["truth_source"][0]
         rereads, naive = _rereads(run)
-        micro = check_microcompactions(run, corpus.events(rid).to_pylist(), cal)
+        events = corpus.events(rid).to_pylist()
+        micro = check_microcompactions(run, events, cal)
+        pre, pre_basis = pre_tokens(run, events)
         out.append(RunFidelity(
             run_id=rid, source=sources[rid], policy=name, truth_source=truth_source,
             n_requests=run.n_requests, recorded_compaction=rec_at,
-            recorded_trigger=_first_trigger(corpus, rid) if rec_at is not None else "",
+            recorded_trigger=first_trigger(events) if rec_at is not None else "",
             replayed_compaction=rep_at,
             placement_error_requests=(rep_at - rec_at if rec_at is not None and rep_at is not None
                                       else None),
@@ -199,7 +215,8 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
             held_out_anchored_error_frac=anchored, held_out_fitted_error_frac=fitted,
             placement_half_fit_error_requests=(half_at - rec_at if rec_at is not None
                                                and half_at is not None else None),
-            recorded_pre_tokens=_pre_tokens(run),
+            recorded_pre_tokens=pre, recorded_pre_basis=pre_basis,
+            post_tokens_error_frac=post_tokens_error(trace, events),
             policy_trigger_tokens=_trigger_tokens(resolved.policy if resolved else harness),
             trigger_basis=resolved.basis if resolved else "",
             trigger_estimated=resolved.estimated if resolved else False,
@@ -226,22 +243,9 @@ def _first_cut(trace: Any) -> int | None:
                 if k in CUT_KINDS and not u), default=None)
 
 
-def _pre_tokens(run: PreparedRun) -> int | None:
-    first = run.first_compaction_request
-    if first is None:
-        return max((r for r in run.recorded_input if r), default=None)
-    return next((r for r in reversed(run.recorded_input[:first]) if r), None)
-
-
 def _trigger_tokens(policy: Policy) -> int | None:
     first = next((t for t in policy.tiers if isinstance(t, Summarise)), None)
     return None if first is None else first.trigger.level_tokens(policy.usable_tokens)
-
-
-def _first_trigger(corpus: Corpus, run_id: str) -> str:
-    """The trigger of the run's first recorded compaction (its ``ContextEvent``), '' unknown."""
-    rows = [e for e in corpus.events(run_id).to_pylist() if e["kind"] == "compaction"]
-    return min(rows, key=lambda e: e["msg"])["trigger"] if rows else ""
 
 
 def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
@@ -279,6 +283,7 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
             {"source": r.source, "reason": r.not_judged_reason,
              "compacted": r.recorded_compaction is not None,
              "recorded_pre_tokens": r.recorded_pre_tokens,
+             "recorded_pre_basis": r.recorded_pre_basis,
              "policy_trigger_tokens": r.policy_trigger_tokens,
              "placement_error_requests": r.placement_error_requests,
              "post_size_error_median_frac": r.post_size_error_median_frac,

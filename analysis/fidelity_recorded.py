@@ -1,0 +1,56 @@
+"""What the log recorded of a run's harness compactions, as fidelity reads it: the first
+compaction, the level the harness compacted at and the trigger it recorded, and the replay's
+size after its first cut against the count the harness recorded after its own.
+
+The level is the compaction's own count where the log has it (``ContextEvent.pre_tokens``:
+Claude Code's ``compactMetadata.preTokens``, the count the client compared with its
+threshold: the last usage plus its estimate of what came since), else the last recorded
+prompt before it — which is short of the level by what arrived after that request (a large
+tool result can be most of the 5 % tolerance).
+
+Not here: the figures and their targets (``analysis.fidelity``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.engine.prepared import PreparedRun
+from replay.engine.trace import CUT_KINDS
+
+
+def first_compaction(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's first recorded compaction event (None: none)."""
+    rows = [e for e in events if e["kind"] == "compaction"]
+    return min(rows, key=lambda e: e["msg"]) if rows else None
+
+
+def pre_tokens(run: PreparedRun, events: list[dict[str, Any]]) -> tuple[int | None, str]:
+    """The level the harness compacted at and where it comes from (``recorded_pre_tokens``)."""
+    first = run.first_compaction_request
+    if first is None:
+        top = max((r for r in run.recorded_input if r), default=None)
+        return top, "largest request" if top is not None else ""
+    event = first_compaction(events)
+    if event is not None and event["pre_tokens"]:
+        return event["pre_tokens"], "compaction"
+    last = next((r for r in reversed(run.recorded_input[:first]) if r), None)
+    return last, "last request" if last is not None else ""
+
+
+def post_tokens_error(trace: Any, events: list[dict[str, Any]]) -> float | None:
+    """``post_tokens_error_frac``: the replay's context after its first cut against the first
+    recorded compaction's own post-compaction count."""
+    event = first_compaction(events)
+    if event is None or not event["post_tokens"]:
+        return None
+    act = trace.columns("actions")
+    after = next((a for k, u, a in zip(act["kind"], act["undone"], act["context_after_tokens"])
+                  if k in CUT_KINDS and not u), None)
+    return None if after is None else (after - event["post_tokens"]) / event["post_tokens"]
+
+
+def first_trigger(events: list[dict[str, Any]]) -> str:
+    """The trigger of the run's first recorded compaction (its ``ContextEvent``), '' unknown."""
+    event = first_compaction(events)
+    return event["trigger"] if event is not None else ""

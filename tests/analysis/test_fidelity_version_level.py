@@ -1,0 +1,84 @@
+"""Fidelity judges a Claude Code run under its own version's level (issue #26 item 6): 2.1.7
+sessions auto-compacted at 154.0k-154.5k recorded tokens, the default of that version
+(155,000), and are not 'configured otherwise'; the level the harness compacted at is the count
+its boundary records (``compactMetadata.preTokens``) where there is one.
+
+The run is real-shaped: the real auto-compacted 2.1.39 sample (``../shared/logs-sample``, read
+in place, written to tmp changed) with its version field set to 2.1.7 and every recorded usage
+figure scaled so that its last prompt before the boundary is 146,000 tokens, and the boundary's
+own count set to 154,300 (in the issue's 2.1.7 range: the client counts the last usage plus its
+estimate of what came since).  The count is the boundary's whatever the content since the last
+prompt (here little): the test is about which level judges the run, not about placement.
+Figures expected here come from the changed JSON records, not from the parser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analysis.fidelity import THRESHOLD_TOLERANCE_FRAC, fidelity
+from replay.corpus import open_corpus
+
+NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+LAST_PROMPT, PRE_TOKENS = 146_000, 154_300
+USAGE = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+         "output_tokens")
+
+
+def _prompt(u: dict[str, Any]) -> int:
+    return int(u["input_tokens"] + u.get("cache_read_input_tokens", 0)
+               + u.get("cache_creation_input_tokens", 0))
+
+
+def _session(samples: Path, version: str) -> list[dict[str, Any]]:
+    recs = [json.loads(line) for line in (samples / "claude-code" / NAME).read_text().splitlines()]
+    at = next(i for i, r in enumerate(recs) if r.get("subtype") == "compact_boundary")
+    last = next(_prompt(r["message"]["usage"]) for r in reversed(recs[:at])
+                if r.get("type") == "assistant" and not r.get("isSidechain"))
+    scale = LAST_PROMPT / last
+    out = []
+    for r in recs:
+        if "version" in r:
+            r = {**r, "version": version}
+        if r.get("type") == "assistant" and isinstance(r["message"].get("usage"), dict):
+            u = dict(r["message"]["usage"])
+            for k in USAGE:
+                if isinstance(u.get(k), int):
+                    u[k] = round(u[k] * scale)
+            r = {**r, "message": {**r["message"], "usage": u}}
+        if r.get("subtype") == "compact_boundary":
+            r = {**r, "compactMetadata": {**r["compactMetadata"], "preTokens": PRE_TOKENS}}
+        out.append(r)
+    return out
+
+
+@pytest.mark.parametrize(("version", "level", "judged"), [("2.1.7", 155_000, True),
+                                                          ("2.1.39", 167_000, False)])
+def test_a_run_is_judged_under_its_versions_level(samples: Path, tmp_path: Path, version: str,
+                                                   level: int, judged: bool) -> None:
+    recs = _session(samples, version)
+    path = tmp_path / NAME
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    boundary = next(r for r in recs if r.get("subtype") == "compact_boundary")
+    assert boundary["compactMetadata"]["trigger"] == "auto"
+    at = recs.index(boundary)
+    last = next(_prompt(r["message"]["usage"]) for r in reversed(recs[:at])
+                if r.get("type") == "assistant" and not r.get("isSidechain"))
+    # the last prompt alone is more than the tolerance below 155,000; the boundary's count is not
+    assert abs(last - 155_000) > THRESHOLD_TOLERANCE_FRAC * 155_000
+    assert abs(PRE_TOKENS - 155_000) <= THRESHOLD_TOLERANCE_FRAC * 155_000
+    corpus = open_corpus([path], cache_dir=tmp_path / "ds")
+    (r,) = [r for r in fidelity(corpus) if r.source == NAME]
+    assert r.policy == "claude-code" and r.recorded_trigger == "auto"
+    assert (r.recorded_pre_tokens, r.recorded_pre_basis) == (PRE_TOKENS, "compaction")
+    assert r.policy_trigger_tokens == level
+    assert f"claude-code {version}" in r.trigger_basis
+    if judged:  # the version's default explains it: judged on placement and size
+        assert not r.not_judged_reason
+        assert r.placement_error_requests is not None
+    else:  # 154,300 is 7.6 % under 167,000: that harness was configured otherwise
+        assert r.not_judged_reason.startswith(f"compacted at {PRE_TOKENS:,} recorded tokens")
+        assert "configured otherwise" in r.not_judged_reason
