@@ -1,0 +1,78 @@
+"""``replay check``'s usage and configuration errors: a malformed or missing baseline, bad
+tolerances or policies, a policy missing from the baseline and two policies of one name all
+exit 2 with one line naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.analysis.check.check_helpers import RUN, _cli, _flat
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"format": 1, "trace_version": "1",', "not a valid baseline (invalid JSON at line 1"),
+    ("[]", "(top): expected a mapping, got list"),
+])
+def test_malformed_baseline_exits_2(store: Path, files: dict[str, Path], text: str,
+                                   message: str) -> None:
+    files["baseline"].write_text(text)
+    result = _cli(store, files)
+    assert result.exit_code == 2
+    assert f"{files['baseline']}: {message}" in _flat(result)
+
+
+def test_baseline_with_a_non_number_exits_2_naming_the_key(store: Path,
+                                                           files: dict[str, Path]) -> None:
+    doc = json.loads(files["baseline"].read_text())
+    doc["policies"]["reserve-exact"]["runs"][RUN]["overshoots_n"] = "zero"
+    files["baseline"].write_text(json.dumps(doc))
+    result = _cli(store, files)
+    assert result.exit_code == 2
+    assert f"policies.reserve-exact.runs.{RUN}.overshoots_n: expected a number" in _flat(result)
+
+
+def test_missing_baseline_exits_2_and_says_how_to_create_it(store: Path,
+                                                            files: dict[str, Path]) -> None:
+    files["baseline"].unlink()
+    result = _cli(store, files)
+    assert result.exit_code == 2 and "--update-baseline" in result.output
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("overshots_n: +0\n", "overshots_n: unknown metric; did you mean 'overshoots_n'?"),
+    ("direction: {peak_tokenz: lower}\n", "direction.peak_tokenz: unknown metric"),
+    ("cost_usd: +five\n", "cost_usd: '+five' is not a tolerance"),
+    ("cost_usd: -1%\n", "cost_usd: '-1%' allows the metric to fall, but lower is better"),
+    ("direction: {cost_usd: sideways}\n", "direction.cost_usd: 'sideways' is not lower"),
+    ("- a list\n", "expected a mapping of metric names to tolerances"),
+])
+def test_bad_tolerances_exit_2_naming_the_key(store: Path, files: dict[str, Path],
+                                              tmp_path: Path, text: str, message: str) -> None:
+    tol = tmp_path / "tolerances.yaml"
+    tol.write_text(text)
+    result = _cli(store, files, "--tolerances", str(tol))
+    assert result.exit_code == 2, result.output
+    assert f"{tol}: {message}" in _flat(result)
+
+
+def test_bad_policy_exits_2_with_the_key_path(store: Path, files: dict[str, Path]) -> None:
+    files["reserve-exact"].write_text("name: reserve-exact\nserver: {windw_tokens: 5}\n")
+    result = _cli(store, files)
+    assert result.exit_code == 2
+    assert "server.windw_tokens" in _flat(result) and "window_tokens" in _flat(result)
+
+
+def test_policy_missing_from_the_baseline_exits_2(store: Path, files: dict[str, Path]) -> None:
+    result = _cli(store, files, policies=("corecoder",))
+    assert result.exit_code == 2
+    assert "the baseline has no policy 'corecoder'" in _flat(result)
+
+
+def test_two_policies_with_one_name_exit_2(store: Path, files: dict[str, Path]) -> None:
+    result = _cli(store, files, "--update-baseline",
+                  policies=("reserve-exact", "reserve-exact"))
+    assert result.exit_code == 2 and "two policies are named 'reserve-exact'" in _flat(result)
