@@ -9,6 +9,8 @@ import matplotlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.outputs_project import project  # noqa: F401 - the output-trust tests' fixture
+
 matplotlib.use("Agg")
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,0 +1,142 @@
+"""Cache entries carry a checksum and the key they answer (issue 23, items 7–8): every way of
+damaging a store entry or a sweep cache file, drawn by a seeded generator, is found, said, and
+computed again, with the same figures.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.outputs_project import REPO, _invoke, _one_error_line, _run_json, _sweep
+
+
+def _damages(seed: int) -> Iterator[tuple[str, Callable[[Path], None]]]:
+    """Ways a store's entries get damaged, each drawn with ``seed`` (which entry, where cut)."""
+    rng = random.Random(seed)
+
+    def entries(ds: Path) -> list[Path]:
+        return sorted(p for p in (ds / "data").iterdir() if p.is_dir())
+
+    def truncate(ds: Path) -> None:
+        e = rng.choice(entries(ds))
+        f = e / rng.choice(["requests.parquet", "messages.parquet", "runs.parquet"])
+        f.write_bytes(f.read_bytes()[:rng.randrange(0, f.stat().st_size)])
+
+    def swap_folders(ds: Path) -> None:
+        a, b = rng.sample(entries(ds), 2)
+        a.rename(ds / "tmp")
+        b.rename(a)
+        (ds / "tmp").rename(b)
+
+    def swap_file(ds: Path) -> None:
+        a, b = rng.sample(entries(ds), 2)
+        name = rng.choice(["requests.parquet", "messages.parquet", "runs.parquet",
+                           "events.parquet"])
+        shutil.copy(a / name, b / name)
+
+    def flip_byte(ds: Path) -> None:
+        f = rng.choice(entries(ds)) / "requests.parquet"
+        data = bytearray(f.read_bytes())
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        f.write_bytes(bytes(data))
+
+    def remove_file(ds: Path) -> None:
+        (rng.choice(entries(ds)) / "messages.parquet").unlink()
+
+    def symlinked_entry(ds: Path) -> None:
+        a, b = rng.sample(entries(ds), 2)
+        shutil.rmtree(b)
+        b.symlink_to(a)
+
+    yield from [("truncate", truncate), ("swap folders", swap_folders),
+                ("swap a file", swap_file), ("flip a bit", flip_byte),
+                ("remove a file", remove_file), ("symlinked entry", symlinked_entry)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("damage", [name for name, _ in _damages(0)])
+def test_a_damaged_store_entry_is_parsed_again_with_a_line_and_the_same_figures(
+        project: Path, damage: str, seed: int) -> None:
+    for log in sorted((REPO / "logs" / "scenarios").glob("*.jsonl"))[:4]:
+        shutil.copy(log, project / "logs" / log.name)
+    clean = _run_json(["run", "logs", "-p", "none", "-q", "--out", "a"])
+    dict(_damages(seed))[damage](project / ".ctxreplay" / "dataset")
+    result = _invoke(["run", "logs", "-p", "none", "-q", "--out", "b", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == clean  # no wrong number
+    assert "parsed again" in result.output
+    again = _invoke(["ingest", "logs", "--out", ".ctxreplay/dataset", "--json"])
+    assert json.loads(again.stdout)["repaired"] == []  # the first command repaired it
+
+
+@pytest.mark.parametrize("damage", [name for name, _ in _damages(0)])
+def test_a_dataset_given_directly_with_a_damaged_entry_is_refused_in_one_line(
+        project: Path, damage: str) -> None:
+    for log in sorted((REPO / "logs" / "scenarios").glob("*.jsonl"))[:3]:
+        shutil.copy(log, project / "logs" / log.name)
+    assert _invoke(["ingest", "logs", "--out", "ds", "-q"]).exit_code == 0
+    dict(_damages(3))[damage](project / "ds")
+    result = _invoke(["run", "ds", "-p", "none", "-q", "--out", "o"])
+    assert result.exit_code == 2, result.output
+    assert "ingest" in _one_error_line(result)  # says how to repair it
+    repaired = _invoke(["ingest", "logs", "--out", "ds", "--json", "-q"])
+    assert len(json.loads(repaired.stdout)["repaired"]) >= 1
+    assert _invoke(["run", "ds", "-p", "none", "-q", "--out", "o"]).exit_code == 0
+
+
+def _sweep_table(project: Path) -> list[dict[str, object]]:
+    rows = pq.read_table(project / "o" / "sweep" / "sweep.parquet").to_pylist()
+    return sorted(rows, key=lambda r: (str(r["run_id"]), str(r["setting"])))
+
+
+def _sweep_damages(rng: random.Random) -> Iterator[tuple[str, Callable[[list[Path]], None]]]:
+    def copy_over(files: list[Path]) -> None:
+        a, b = rng.sample(files, 2)
+        shutil.copy(a, b)
+
+    def copy_fixing_key(files: list[Path]) -> None:  # the key column made to fit
+        a, b = rng.sample(files, 2)
+        ta, tb = pq.read_table(a), pq.read_table(b)
+        col = ta.schema.get_field_index("run_key")
+        fixed = ta.set_column(col, "run_key", tb.column("run_key"))
+        pq.write_table(fixed.replace_schema_metadata({
+            **(ta.schema.metadata or {}), **{k: v for k, v in (tb.schema.metadata or {}).items()
+                                             if k != b"ctxreplay.checksum"}}), b)
+
+    def edit_metric(files: list[Path]) -> None:
+        f = rng.choice(files)
+        t = pq.read_table(f)
+        col = t.schema.get_field_index("tokens_sent")
+        values = [v + 1 for v in t.column("tokens_sent").to_pylist()]
+        pq.write_table(t.set_column(col, t.schema.field(col), [values]), f)
+
+    def truncate(files: list[Path]) -> None:
+        f = rng.choice(files)
+        f.write_bytes(f.read_bytes()[:rng.randrange(f.stat().st_size)])
+
+    yield from [("copy over another", copy_over), ("copy, key fixed", copy_fixing_key),
+                ("edit a metric", edit_metric), ("truncate", truncate)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("damage", [name for name, _ in _sweep_damages(random.Random(0))])
+def test_a_damaged_sweep_cache_file_is_dropped_said_and_replayed(project: Path, damage: str,
+                                                                 seed: int) -> None:
+    first = _sweep()
+    assert first["reused"] == 0 and first["cache_dropped"] == 0
+    clean = _sweep_table(project)
+    files = sorted((project / ".ctxreplay" / "sweep_cache").glob("*.parquet"))
+    dict(_sweep_damages(random.Random(seed)))[damage](files)
+    again = _sweep()
+    assert again["cache_dropped"] == 1
+    n_settings = again["settings"]
+    assert again["computed"] == n_settings and again["reused"] == first["computed"] - n_settings
+    assert _sweep_table(project) == clean  # no run twice, none missing, no edited value
+    assert _sweep()["cache_dropped"] == 0  # rewritten

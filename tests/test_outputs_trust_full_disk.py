@@ -1,0 +1,72 @@
+"""A full disk keeps what was computed and leaves no temporary file (issue 23, item 23): the sweep
+cache, a report's figures and redacted copies, written on a disk that fills at the n-th file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from replay import atomic_files
+from tests.outputs_project import AXIS, SMALL, _invoke, _one_error_line, _sweep
+
+
+@pytest.mark.parametrize("n_files", [1, 2])
+def test_a_full_disk_while_storing_the_sweep_cache_keeps_the_results(
+        project: Path, monkeypatch: pytest.MonkeyPatch, n_files: int) -> None:
+    _invoke(["calibrate", "logs", "-q", "--json"])  # the dataset written before the disk fills
+    clean = _sweep(["--no-cache"])
+    monkeypatch.setattr("analysis.sweep.cache.atomic_write_bytes", _failing_after(n_files))
+    result = _invoke(["sweep", "logs", "-p", "two-tier-corrected", *AXIS, "--out", "o2", "-q",
+                      "--jobs", "1", "--no-plots", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["best"] == clean["best"]
+    assert doc["cache_unwritten"] == max(0, len(SMALL) - n_files + 1)
+    assert "not stored" in result.output and "No space left" in result.output
+    assert not [p for p in project.rglob("*.tmp*")]
+
+
+def _failing_after(n: int) -> Callable[..., None]:
+    """``atomic_write_bytes`` on a disk that fills at the ``n``-th file: that write stops
+    half-way with ENOSPC (its temporary file begun), and so does every later one."""
+    count = [0]
+    real = atomic_files.atomic_write_bytes
+
+    def write(path: Path, data: bytes, *, within: Path) -> None:
+        count[0] += 1
+        if count[0] >= n:
+            with atomic_files.atomic_stream(path, within=within) as f:
+                f.write(data[:10])
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(path, data, within=within)
+    return write
+
+
+@pytest.mark.parametrize("n_files", [1, 3])
+def test_a_full_disk_while_drawing_a_report_leaves_no_temporary_file(
+        project: Path, monkeypatch: pytest.MonkeyPatch, n_files: int) -> None:
+    _invoke(["calibrate", "logs", "-q", "--json"])
+    monkeypatch.setattr("analysis.report.build.atomic_write_bytes", _failing_after(n_files))
+    result = _invoke(["report", "logs", "-p", "none", "--out", "o", "-q",
+                      "--max-timelines", "2"])
+    assert result.exit_code == 2, result.output
+    assert "No space left" in _one_error_line(result)
+    assert not [p for p in project.rglob("*.tmp*")]
+    written = list((project / "o" / "report_files").glob("*.png"))
+    assert len(written) == n_files - 1  # the figures written before stay, whole
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+
+
+def test_a_full_disk_while_redacting_leaves_no_partial_copy(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("replay.redact.archive.atomic_write_bytes", _failing_after(1))
+    result = _invoke(["redact", "logs", "--out", "r"])
+    assert result.exit_code == 1, result.output
+    assert "No space left" in result.output
+    assert not [p for p in (project / "r").rglob("*") if p.is_file()]
