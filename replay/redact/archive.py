@@ -17,39 +17,37 @@ call, OpenHands' event kinds and ATIF's compaction words are kept.  An Inspect `
 zip) is refused, and so is any file whose redacted copy would not read as the same blocks
 (an issue for that file, which is not written).
 
-Not here: which leaves are redacted (``replay.redact.leaves``).
+Not here: which leaves are redacted (``replay.redact.leaves``), the figures each marker carries
+(``replay.redact.marker_sizes``), reading the copy back (``replay.redact.readback``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import secrets
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.errors import OutputError, ReplayError
 from replay.ingest.discover import discover, relative_source, sources
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers import PARSERS, detect_format
+from replay.ingest.parsers import detect_format
 from replay.ingest.parsers.atif import COMPACTION_WORDS
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.builder import Issue
 from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
-from replay.ingest.redaction import ExactSizes, format_exact
-from replay.ingest.run_tables import tokenize
-from replay.ingest.schema import SCHEMAS, TOKENIZERS
+from replay.ingest.redaction import format_exact
+from replay.ingest.schema import TOKENIZERS
 from replay.layout import cache_root
 from replay.output_targets import Target, check_targets
 from replay.redact.leaves import DRAFT, MAX_SHIFT_DAYS, Redactor, ShiftOutOfRange
+from replay.redact.marker_sizes import assign_figures, block_figures
+from replay.redact.readback import block_texts, verify_copy
 from replay.redact.secrets import scan
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
@@ -62,19 +60,6 @@ _FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
 _OPENHANDS_KEEP = frozenset({"action", "observation", "function_name", "tool_call_id",
                              "response_id"})
 """OpenHands event kinds and the ids that pair calls, results and responses."""
-
-_TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
-_COMPARED = {
-    "messages": ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "n_bytes",
-                 "n_chars", "n_lines", "tokens_o200k", "tokens_cl100k", "is_error",
-                 "tokens_estimated", "is_harness_summary", "ts", "agent"),
-    "runs": tuple(c for c in SCHEMAS["runs"].names
-                  if c not in ("run_id", "parent_run_id", "source", "sha256", "title")),
-    "requests": None, "events": None,
-}
-"""Columns a redacted file must read back equal (None: every column but ``run_id``; a run's id
-and its parent's derive from the file's sha256, which redaction changes; a run's title is its
-session title or first prompt, text that redaction replaces)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,13 +256,14 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         redactor.keep, redactor.flags = frozenset(), None
         lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
                                                    separators=(",", ":")) for rec in records]
-    draft_texts = _texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))
+    draft_texts = block_texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))
     messages = original.tables.messages
     if draft_texts is None or len(draft_texts) != messages.num_rows:
         return failed(f"not redacted: the redacted copy reads as "
                       f"{0 if draft_texts is None else len(draft_texts)} blocks, the original "
                       f"as {messages.num_rows}", fmt)
-    figures, unsized = _assign(draft_texts, messages["text"].to_pylist(), _figures(messages))
+    figures, unsized = assign_figures(draft_texts, messages["text"].to_pylist(),
+                                      block_figures(messages))
     idents: dict[str, int] = {}
 
     def final_marker(m: re.Match[str]) -> str:
@@ -290,7 +276,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                               f"original ({why})") for why, n in unsized.items()]
     if fmt != detect_format(dest.name, final[:65536]):
         issues.append(Issue(where, 0, f"the redacted copy is not recognised as {fmt}"))
-    issues += _verify(path, rel, fmt, final, original, redactor)
+    issues += verify_copy(path, rel, fmt, final, original, redactor)
     if found := scan(final) or scan(archived.encode("utf-8", "surrogatepass")):
         return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (*issues, Issue(
             where, 0, f"not written: the redacted copy still holds a secret-like string "
@@ -306,25 +292,6 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
     return RedactedFile(rel, fmt, True, archived, original.tables.runs.num_rows,
                         messages.num_rows,
                         sum(1 for v in figures.values() if v is not None), tuple(issues))
-
-
-def _texts(path: Path, rel: str, fmt: str, data: bytes) -> list[str] | None:
-    """Every block's text as ``fmt``'s parser reads ``data``, in ingest order."""
-    sha = hashlib.sha256(data).hexdigest()
-    drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), [])
-    return [t for d in drafts for t in d.messages["text"]] if drafts else None
-
-
-def _figures(messages: pa.Table) -> list[ExactSizes]:
-    cols = {c: messages[c].to_pylist() for c in ("n_chars", "n_bytes", "n_lines",
-                                                 "tokens_estimated", *_TOKEN_COLUMN.values())}
-    return [ExactSizes(cols["n_chars"][i], cols["n_bytes"][i], cols["n_lines"][i],
-                       tuple((name, cols[col][i]) for name, col in sorted(_TOKEN_COLUMN.items())),
-                       estimated=cols["tokens_estimated"][i])
-            for i in range(messages.num_rows)]
-
-
-_ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(_TOKEN_COLUMN)))
 
 
 def _tool_names(document: Any) -> frozenset[str]:
@@ -349,80 +316,3 @@ def _user_texts(records: list[Any]) -> list[str]:
             out += [x["text"] for x in content if isinstance(x, dict)
                     and isinstance(x.get("text"), str)]
     return out
-
-
-def _assign(texts: list[str], originals: list[str], want: list[ExactSizes],
-            ) -> tuple[dict[str, ExactSizes | None], Counter[str]]:
-    """Each draft marker's figures, so that every block's markers sum to its figures; and how
-    many blocks could not get theirs, by reason."""
-    keys = [list(dict.fromkeys(DRAFT.findall(t))) for t in texts]  # a repeat counts once
-    shown = Counter(k for ks in keys for k in set(ks))
-    figures: dict[str, ExactSizes | None] = {}
-    unsized: Counter[str] = Counter()
-    for ks, target, text, original in zip(keys, want, texts, originals):
-        if not ks:
-            if text != original:
-                unsized["no text leaf left in the block"] += 1
-            continue
-        free = sorted({k for k in ks if k not in figures}, key=lambda k: (shown[k], ks.index(k)))
-        have = [figures[k] for k in ks if k in figures]
-        rest = _minus(target, [s for s in have if s is not None])
-        if rest is None or not free and (rest.n_chars, rest.n_bytes, rest.n_lines,
-                                         rest.tokens) != (0, 0, 0, _ZERO.tokens):
-            unsized["a marker shared with another block"] += 1
-        if not free:
-            continue
-        figures[free[0]] = rest if rest is not None else _ZERO
-        for k in free[1:]:
-            figures[k] = _ZERO
-    return figures, unsized
-
-
-def _minus(a: ExactSizes, parts: list[ExactSizes]) -> ExactSizes | None:
-    """``a`` less the sum of ``parts`` (None when that is negative)."""
-    chars = a.n_chars - sum(p.n_chars for p in parts)
-    size = a.n_bytes - sum(p.n_bytes for p in parts)
-    lines = a.n_lines - sum(p.n_lines for p in parts)
-    tokens = tuple((name, (n or 0) - sum(dict(p.tokens).get(name) or 0 for p in parts))
-                   for name, n in a.tokens)
-    if min(chars, size, lines, *(n for _, n in tokens)) < 0:
-        return None
-    return ExactSizes(chars, size, lines, tokens, estimated=a.estimated)
-
-
-def _verify(path: Path, rel: str, fmt: str, data: bytes, original: Any,
-            redactor: Redactor) -> list[Issue]:
-    """Issues for every column of the redacted copy that reads other than the original's, and
-    for what its parse reports that the original's did not."""
-    want = original.tables
-    known = {(i.line, i.reason) for i in original.issues}
-    issues: list[Issue] = []
-    sha = hashlib.sha256(data).hexdigest()
-    drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), issues)
-    if not drafts:
-        return [Issue(str(path), 0, "the redacted copy holds no run")]
-    got = tokenize(drafts, TOKENIZERS)
-    out = [Issue(str(path), i.line, f"the redacted copy: {i.reason}") for i in issues
-           if (i.line, i.reason) not in known]
-    for table, columns in _COMPARED.items():
-        a, b = getattr(want, table), getattr(got, table)
-        if a.num_rows != b.num_rows:
-            out.append(Issue(str(path), 0, f"{table}: {b.num_rows} rows, the original "
-                                           f"{a.num_rows}"))
-            continue
-        for col in columns or [c for c in a.column_names if c != "run_id"]:
-            expected = _expected(col, a[col].to_pylist(), redactor)
-            n = sum(x != y for x, y in zip(expected, b[col].to_pylist()))
-            if n:
-                out.append(Issue(str(path), 0, f"{table}.{col}: {n} of {a.num_rows} rows read "
-                                               f"other than the original's"))
-    return out
-
-
-def _expected(col: str, values: list[Any], redactor: Redactor) -> list[Any]:
-    """The original's column as the redacted copy should read it."""
-    if col == "path":
-        return [redactor.path_hash(v) if v else v for v in values]
-    if col == "ts" and redactor.shift_days:
-        return [redactor.shift(v) if isinstance(v, str) else v for v in values]
-    return values

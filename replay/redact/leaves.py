@@ -15,7 +15,7 @@ structure get the little it needs kept (``Redactor`` fields, set per file by
 written back as JSON.  A tool-input object left with no text gets one extra key,
 ``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
 
-Not here: the exact figures (``replay.redact.archive``), the marker format
+Not here: the exact figures (``replay.redact.marker_sizes``), the marker format
 (``replay.ingest.redaction``).
 """
 
