@@ -9,8 +9,9 @@ margin); the smaller ones take every 10th / 100th of its settings.  After ingest
 timed) and a warm-up sweep of one setting that starts the workers, for each grid it prints:
 
 - the sweep with ``--jobs`` worker processes (no cache): wall time, CPU time of the whole
-  process tree (this process and its workers, from /proc), time per setting, and the peak
-  resident memory of the tree (sampled from /proc every 50 ms);
+  process tree (this process and its workers, from /proc; less the CPU of the thread sampling
+  the memory), time per setting, and the peak resident memory of the tree (sampled from /proc
+  every 50 ms);
 - the bare engine: every (run, setting) of the same grid replayed in this process with no
   metrics, no loading and no table (``replay.engine.fold.replay`` only), CPU time, and that
   time divided by the cores the sweep used: what the same request-replays cost the engine alone;
@@ -48,10 +49,14 @@ AXES = {
 
 
 class TreeMemory:
-    """Samples the summed resident memory of this process and its descendants (Linux /proc)."""
+    """Samples the summed resident memory of this process and its descendants (Linux /proc).
+
+    Each sample walks /proc (a few ms of CPU); ``own_cpu_s`` is what the sampling thread spent,
+    which ``timed_sweep`` takes off the tree's CPU time: the sweep does not pay for its meter."""
 
     def __init__(self, every_s: float = 0.05) -> None:
         self.peak_bytes = 0
+        self.own_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
 
@@ -64,9 +69,11 @@ class TreeMemory:
         self._thread.join()
 
     def _run(self, every_s: float) -> None:
+        t = time.thread_time()
         while not self._stop.is_set():
             self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(os.getpid()))
             self._stop.wait(every_s)
+        self.own_cpu_s = time.thread_time() - t
 
 
 def tree_pids(root: int) -> set[int]:
@@ -128,7 +135,8 @@ def engine_cpu_s(corpus: Corpus, chosen: list[Setting]) -> float:
 
 def timed_sweep(corpus: Corpus, chosen: list[Setting], jobs: int) -> tuple[SweepResult, float,
                                                                             float, int]:
-    """The sweep, its wall and process-tree CPU seconds, and the tree's peak RSS bytes."""
+    """The sweep, its wall and process-tree CPU seconds (less the memory sampler's own), and the
+    tree's peak RSS bytes."""
     me = os.getpid()
     cpu0 = tree_cpu_s(me)
     with TreeMemory() as mem:
@@ -136,7 +144,7 @@ def timed_sweep(corpus: Corpus, chosen: list[Setting], jobs: int) -> tuple[Sweep
         result = sweep(corpus, chosen, jobs=jobs)
         wall = time.perf_counter() - t
     cpu1 = tree_cpu_s(me)
-    cpu = sum(v - cpu0.get(pid, 0.0) for pid, v in cpu1.items())
+    cpu = sum(v - cpu0.get(pid, 0.0) for pid, v in cpu1.items()) - mem.own_cpu_s
     return result, wall, cpu, mem.peak_bytes
 
 
