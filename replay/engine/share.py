@@ -22,23 +22,68 @@ as much as they like.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from replay.engine.probe import Probe
 from replay.engine.tiers import collapse
 from replay.policy import Collapse, Custom, Policy
 
+Shape = tuple[int, tuple[int, ...]]
+"""A policy's fields outside its tiers, and each of its tiers, as numbers (``Shapes``)."""
 
-def same_trace(source: Policy, probe: Probe, other: Policy) -> bool:
+
+class Shapes:
+    """Numbers for the parts of many policies: equal parts get one number (the first seen),
+    so two policies' parts are equal exactly when their numbers are."""
+
+    __slots__ = ("_numbers", "_shapes")
+
+    def __init__(self) -> None:
+        self._numbers: dict[Any, int] = {}
+        self._shapes: dict[int, tuple[Policy, Shape | None]] = {}
+        """id(policy) → the policy (kept, so that its id is not reused) and its shape."""
+
+    def of(self, policy: Policy) -> Shape | None:
+        """The policy's shape (None: a part that cannot be numbered, e.g. unhashable options)."""
+        got = self._shapes.get(id(policy))
+        if got is None:
+            try:
+                shape: Shape | None = (
+                    self._number(("rest", *(getattr(policy, f) for f in _REST_FIELDS))),
+                    tuple(self._number(t) for t in policy.tiers))
+            except TypeError:
+                shape = None
+            got = self._shapes[id(policy)] = (policy, shape)
+        return got[1]
+
+    def _number(self, part: Any) -> int:
+        return self._numbers.setdefault(part, len(self._numbers))
+
+
+_REST_FIELDS = tuple(f.name for f in dataclasses.fields(Policy) if f.name != "tiers")
+"""The policy's fields outside its tiers."""
+
+
+def same_trace(source: Policy, probe: Probe, other: Policy, shapes: Shapes | None = None) -> bool:
     """Whether replaying ``other`` gives the trace ``source``'s replay gave (``probe``: what
-    that replay's gates compared).  False whenever it cannot be told for certain."""
+    that replay's gates compared).  False whenever it cannot be told for certain.  ``shapes``:
+    where the two policies' parts are numbered (the same answer, faster when asked often)."""
     if source.harness is not None or other.harness is not None:
         return False
     a_tiers, b_tiers = source.tiers, other.tiers
     if len(a_tiers) != len(b_tiers):
         return False
-    differ = [(a, b) for a, b in zip(a_tiers, b_tiers) if a != b]
-    if not differ or dataclasses.replace(other, tiers=a_tiers) != source:
-        return not differ and other == source
+    a_shape = shapes.of(source) if shapes is not None else None
+    b_shape = shapes.of(other) if shapes is not None else None
+    if a_shape is not None and b_shape is not None:
+        differ = [(a, b) for a, b, i, j in zip(a_tiers, b_tiers, a_shape[1], b_shape[1])
+                  if i != j]
+        if not differ or a_shape[0] != b_shape[0]:
+            return not differ and a_shape[0] == b_shape[0]
+    else:
+        differ = [(a, b) for a, b in zip(a_tiers, b_tiers) if a != b]
+        if not differ or dataclasses.replace(other, tiers=a_tiers) != source:
+            return not differ and other == source
     usable = source.usable_tokens
     level: int | None
     for a, b in differ:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun
 from replay.engine.probe import Probe
-from replay.engine.share import same_trace
+from replay.engine.share import Shapes, same_trace
 from replay.engine.trace import Trace
 from replay.policy import Collapse, Policy, Trigger, load_policy, replace_path
 from tests.strategies import policies, runs
@@ -96,3 +96,37 @@ def test_a_gate_that_opened_or_is_not_a_level_never_shares() -> None:
         base.tiers[2]))
     assert not same_trace(base, quiet, counted)
     assert not same_trace(base, quiet, replace_path(base, "server.window_tokens", 140000))
+
+
+@st.composite
+def probed_pairs(draw: Any) -> tuple[Policy, Probe, Policy]:
+    """A policy, a probe of its gates (some shut below a level, some opened) and another policy:
+    its levels moved, or a field outside its tiers changed, or itself rebuilt equal."""
+    policy = draw(policies())
+    probe = Probe()
+    for t in policy.tiers:
+        key = id(t) if isinstance(t, Collapse) and t.trigger is None else id(t.trigger)
+        probe.saw(key, draw(st.integers(0, 60000)), draw(st.booleans()))
+    other = draw(moved_levels(policy))
+    change = draw(st.sampled_from(["none", "window", "name", "copy"]))
+    if change == "window":
+        other = dataclasses.replace(other, server=dataclasses.replace(
+            other.server, window_tokens=other.server.window_tokens + 1))
+    elif change == "name":
+        other = dataclasses.replace(other, name=other.name + "-other")
+    elif change == "copy":  # equal, not the same objects: as a sweep's settings are
+        other = dataclasses.replace(other, tiers=tuple(dataclasses.replace(t)
+                                                       for t in other.tiers))
+    return policy, probe, other
+
+
+@given(st.lists(probed_pairs(), min_size=1, max_size=4))
+def test_numbered_shapes_give_the_answer_of_comparing_the_policies(
+        pairs: list[tuple[Policy, Probe, Policy]]) -> None:
+    """``same_trace`` with the policies' parts numbered (one ``Shapes`` for many policies, as a
+    sweep asks) answers exactly as comparing the policies field by field does."""
+    shapes = Shapes()
+    for policy, probe, other in pairs:
+        expected = same_trace(policy, probe, other)
+        assert same_trace(policy, probe, other, shapes) == expected
+        assert same_trace(other, probe, policy, shapes) == same_trace(other, probe, policy)
