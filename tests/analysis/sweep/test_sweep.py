@@ -94,19 +94,19 @@ def test_settings_that_share_a_replay_get_the_rows_of_their_own_replays(
         sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
     """A grid of summary triggers and emergency margins: the sweep replays fewer times than it has
     (run, setting) cells, and every cell equals that setting's own replay's row, exactly."""
-    from analysis.sweep import core
+    from analysis.sweep import unit
 
     chosen = settings(load_policy(BASE), make_spec({
         "tiers.1.trigger.at_tokens": [30000, 60000, 100000],
         "tiers.2.margin_frac": [0.05, 0.2, 0.4]}))
     calls = []
-    real = core.replay
+    real = unit.replay
 
     def counted(*args: object, **kw: object) -> object:
         calls.append(1)
         return real(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(core, "replay", counted)
+    monkeypatch.setattr(unit, "replay", counted)
     table = sweep(sample_corpus, chosen, jobs=1).table
     monkeypatch.undo()
     n_cells = len(chosen) * len(sample_corpus.replayable())

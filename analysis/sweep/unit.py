@@ -1,0 +1,163 @@
+"""One unit of a sweep's work: one run and a batch of settings → one metric row per setting.
+
+``sweep_unit(unit, blob)`` is the pure function every executor runs (this process, local
+workers, Dask).  It opens that run's store entry only (``replay.ingest.store``), prepares the run
+and its policy-independent facts (``analysis.run_facts``), replays each setting of the batch and
+computes its metrics (``analysis.per_run.fast_metrics``), and returns the rows as column lists;
+so a worker's memory is bounded by the runs it keeps, not the archive.
+
+Settings share replays: a setting whose replay is certain to repeat one already made in the unit
+(the tiers it changes never opened their gate there, and stay shut at every level compared:
+``replay.engine.share``) takes that replay's metric row instead of replaying (the metrics read
+the trace and the policy's fields outside its tiers, equal for both).
+
+A process keeps the runs it loaded, prepared with their facts, between units and sweeps, the
+most recently used first, up to ``KEEP_LOADED_REQUESTS`` requests' worth (at least the last
+two): a worker given a run it had before does not read and prepare it again.  A run is kept
+under its store entry (key and checksum), so a run ingested again is loaded again.
+
+Not here: planning units and running them (``analysis.sweep.execute``), the table
+(``analysis.sweep.core``).
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analysis.metric_spec import RunFacts
+from analysis.per_run.fast_metrics import fast_metrics
+from analysis.run_facts import run_facts
+from analysis.sweep.cache import ROW_COLUMNS
+from replay.corpus import Corpus
+from replay.engine.fold import replay
+from replay.engine.prepared import Calibration, PreparedRun
+from replay.engine.probe import Probe
+from replay.engine.share import Shapes, same_trace
+from replay.errors import ReplayError, ReplayInputError
+from replay.ingest.store import Entry
+from replay.policy import Policy
+
+SHARED_SOURCES = 16
+"""Replays of a unit kept to stand for later settings (``sweep_unit``)."""
+KEEP_LOADED_REQUESTS = 4_000
+"""Requests' worth of loaded runs a process keeps between units and sweeps (a prepared run with
+its memo tables takes about 30-40 KB a request: some 150 MB)."""
+
+Loaded = tuple[PreparedRun, Calibration | None, RunFacts]
+"""A run ready for a unit: prepared, its calibration and its facts."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepUnit:
+    """One run and the indices of the settings to replay over it."""
+
+    run_id: str
+    indices: tuple[int, ...]
+    root: str
+    entry: Entry | None
+    """The run's store entry (None: ``tables`` carries the run)."""
+    tables: tuple[pa.Table, pa.Table, pa.Table] | None
+    """runs, messages, requests of the run, for corpora that are not a store."""
+    allow_python: bool
+
+
+def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
+    """Replay a unit's settings over its run: one row per setting, as columns.
+
+    The work function every executor runs; pure (same unit and settings, same rows).
+    Rows travel as plain column lists; the caller makes one frame of every unit's
+    (``analysis.sweep.cache.columns_frame``).
+
+    Args:
+        unit: the run and the settings' indices.
+        blob: every setting of the sweep, pickled once as ``[(id, policy), ...]``.
+
+    Returns:
+        ``ROW_COLUMNS`` → the unit's values, one per setting.
+    """
+    run, calibration, facts = (_store_run(unit.root, unit.entry, unit.run_id)
+                               if unit.entry is not None else _table_run(unit))
+    everything, shapes = _settings_of(blob)
+    out = []
+    sources: list[tuple[Policy, Probe, tuple[Any, ...]]] = []
+    """Replays made so far, newest used first, with their metric values: a setting one of them
+    stands for is not replayed, and its metrics are that replay's (they read the trace and the
+    policy's fields outside its tiers, which are the same: ``analysis.per_run``)."""
+    for i in unit.indices:
+        sid, policy = everything[i]
+        values = _shared(sources, policy, shapes)
+        if values is None:
+            probe = Probe()
+            try:
+                trace = replay(run, policy, calibration=calibration,
+                               allow_python=unit.allow_python, probe=probe)
+            except ReplayError as exc:  # re-raised as a plain-message error that pickles
+                raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
+            values = tuple(fast_metrics(facts, trace, policy).values())
+            sources.insert(0, (policy, probe, values))
+            del sources[SHARED_SOURCES:]
+        out.append((sid, *values))
+    return dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else {c: [] for c in ROW_COLUMNS}
+
+
+def _shared(sources: list[tuple[Policy, Probe, tuple[Any, ...]]], policy: Policy,
+            shapes: Shapes) -> tuple[Any, ...] | None:
+    """The metric values of a replay made for another setting that ``policy``'s replay would
+    repeat exactly (``replay.engine.share.same_trace``), moved to the front; None when none."""
+    for k, (source, probe, values) in enumerate(sources):
+        if same_trace(source, probe, policy, shapes):
+            if k:
+                sources.insert(0, sources.pop(k))
+            return values
+    return None
+
+
+_loaded: OrderedDict[tuple[str, Entry, str], Loaded] = OrderedDict()
+"""The runs this process keeps (``_store_run``), least recently used first."""
+
+
+def _store_run(root: str, entry: Entry, run_id: str) -> Loaded:
+    """A run of a store, prepared, with its calibration and facts: loaded once per process while
+    it stays among the runs kept."""
+    key = (root, entry, run_id)
+    got = _loaded.get(key)
+    if got is not None:
+        _loaded.move_to_end(key)
+        return got
+    corpus = Corpus(Path(root), [entry], keep_prepared=1)
+    got = _loaded[key] = (corpus.prepared(run_id), corpus.calibration(run_id),
+                          run_facts(corpus, run_id))
+    kept = sum(run.n_requests for run, _, _ in _loaded.values())
+    while len(_loaded) > 2 and kept > KEEP_LOADED_REQUESTS:
+        _, (old, _, _) = _loaded.popitem(last=False)
+        kept -= old.n_requests
+    return got
+
+
+def _table_run(unit: SweepUnit) -> Loaded:
+    assert unit.tables is not None
+    corpus = Corpus.from_tables(*unit.tables)
+    return (corpus.prepared(unit.run_id), corpus.calibration(unit.run_id),
+            run_facts(corpus, unit.run_id))
+
+
+@functools.lru_cache(maxsize=2)
+def _settings_of(blob: bytes) -> tuple[list[tuple[str, Any]], Shapes]:
+    """The sweep's settings, unpickled once per process and sweep, and where their parts are
+    numbered for ``same_trace``."""
+    return pickle.loads(blob), Shapes()
+
+
+def run_tables(corpus: Corpus, run_id: str) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """runs, messages and requests of one run, for a unit of a corpus that is not a store."""
+    messages, requests = corpus.run_tables(run_id)
+    runs = corpus.runs.filter(pc.equal(corpus.runs["run_id"], run_id))
+    return runs, messages, requests

@@ -1,0 +1,62 @@
+"""A sweep's unit of work (``analysis.sweep.unit``): the runs a process keeps between sweeps."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+
+from analysis.sweep import unit
+from analysis.sweep.core import sweep
+from analysis.sweep.grid import make_spec, settings
+from replay.corpus import Corpus
+from replay.policy import load_policy
+
+
+def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each run the unit module prepares from its store, by id, from now on (none kept yet)."""
+    loads: list[str] = []
+    real = unit.run_facts
+
+    def counted(corpus: Corpus, run_id: str, *args: Any) -> Any:
+        loads.append(run_id)
+        return real(corpus, run_id, *args)
+
+    monkeypatch.setattr(unit, "_loaded", OrderedDict())
+    monkeypatch.setattr(unit, "run_facts", counted)
+    return loads
+
+
+def test_a_second_sweep_in_the_same_process_loads_no_run_again(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within the kept requests, every run is read and prepared once per process: a second
+    sweep of other settings gives its own rows without loading any run again."""
+    loads = _counting_loads(monkeypatch)
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [50000, 90000]}))
+    ids = sample_corpus.replayable()
+    n_requests = sum(sample_corpus.runs["n_requests"].to_pylist())
+    assert n_requests <= unit.KEEP_LOADED_REQUESTS  # the samples fit: all are kept
+    first = sweep(sample_corpus, grid[:1], jobs=1).table
+    assert sorted(loads) == sorted(ids)
+    second = sweep(sample_corpus, grid[1:], jobs=1).table
+    assert sorted(loads) == sorted(ids)  # nothing loaded again
+    assert set(first["setting"]) == {grid[0].id} and set(second["setting"]) == {grid[1].id}
+    assert len(second) == len(ids)
+
+
+def test_the_runs_kept_are_bounded_by_their_requests(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over the bound, the least recently used runs are let go (the last two always stay), and
+    a run let go is loaded again when asked for."""
+    loads = _counting_loads(monkeypatch)
+    monkeypatch.setattr(unit, "KEEP_LOADED_REQUESTS", 1)
+    policy = load_policy("two-tier-corrected")
+    grid = settings(policy, make_spec({"tiers.1.trigger.at_tokens": [50000]}))
+    ids = sample_corpus.replayable()
+    sweep(sample_corpus, grid, jobs=1)
+    assert len(unit._loaded) == 2
+    sweep(sample_corpus, grid, jobs=1)
+    # the two kept are the first sweep's last two runs, asked last again: let go by then
+    assert sorted(loads) == sorted(ids * 2)
