@@ -97,9 +97,11 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
         drafts = []
     coverage, why = src.coverage.by_type(), found.describe()
-    if not drafts and src.coverage.no_conversation and not issues:
+    no_conversation = src.coverage.no_conversation
+    del src  # the file's bytes are not needed past the parser: not held while counting
+    if not drafts and no_conversation and not issues:
         return ParsedFile(rel, name, sha, None, (), coverage, why,
-                          no_conversation=src.coverage.no_conversation)
+                          no_conversation=no_conversation)
     if not drafts:
         if not issues:
             issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
