@@ -181,9 +181,53 @@ def _words(part: str) -> list[str]:
     if len(part) > 65536 or not any(c in part for c in "'\"\\"):
         return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
     try:
-        return shlex.split(part, comments=False)
+        return shell_split(part)
     except ValueError:
         return part.split()
+
+
+_PIECE = re.compile(r"""([ \t\r\n]+)|'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^ \t\r\n'"\\]+)""",
+                    re.DOTALL)
+"""One piece of a POSIX shell word list: blanks, a single-quoted string, a double-quoted string,
+an escaped character, or plain characters."""
+_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def shell_split(line: str) -> list[str]:
+    """``shlex.split(line, comments=False)``, exactly (POSIX rules: words split at space, tab,
+    CR and LF; single quotes literal; in double quotes a backslash escapes only ``"`` and
+    ``\\``; outside quotes it escapes any character; ``''`` is an empty word), by one regular
+    expression instead of shlex's character-at-a-time reader (about 10x less CPU on the
+    samples' commands).  tests/replay/ingest/test_ops_shell_split.py checks it against shlex.
+
+    Raises:
+        ValueError: an unclosed quote or a backslash at the end, as shlex raises.
+    """
+    words: list[str] = []
+    word: list[str] | None = None  # the word being read (None: between words)
+    pos, end = 0, len(line)
+    match = _PIECE.match
+    while pos < end:
+        m = match(line, pos)
+        if m is None:  # an unclosed quote, or a backslash with nothing after it
+            raise ValueError("No closing quotation" if line[pos] in "'\"" else
+                             "No escaped character")
+        pos = m.end()
+        blank, single, double, escaped, plain = m.groups()
+        if blank is not None:
+            if word is not None:
+                words.append("".join(word))
+                word = None
+            continue
+        piece = single if single is not None else escaped if escaped is not None else \
+            plain if plain is not None else _DQ_ESCAPE.sub(r"\1", double)
+        if word is None:
+            word = [piece]
+        else:
+            word.append(piece)
+    if word is not None:
+        words.append("".join(word))
+    return words
 
 
 def _looks_like_file(path: str) -> bool:
