@@ -48,7 +48,7 @@ from replay.engine.needs import NAIVE_RULES
 from replay.engine.prepared import PreparedRun
 from replay.engine.trace import CUT_KINDS
 from replay.policy import Policy, Summarise, load_policy
-from replay.policy.harness import resolve
+from replay.policy.harness import largest_prompt, resolve
 
 HARNESS_POLICY: dict[str, str] = {"claude_code": "claude-code", "codex": "codex",
                                   "gemini_cli": "gemini-cli"}
@@ -177,7 +177,8 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         if not any(v is not None and v > 0 for v in run.recorded_input):
             continue
         harness = policy or load_policy(HARNESS_POLICY.get(fmts[rid], "none"))
-        resolved = (resolve(harness, run.harness, run.model) if harness.harness is not None
+        resolved = (resolve(harness, run.harness, run.model, largest_prompt(run.recorded_input))
+                    if harness.harness is not None
                     else None)
         name, cal = harness.name, corpus.calibration(rid)
         trace = replay(run, harness, calibration=cal)

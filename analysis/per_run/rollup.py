@@ -30,7 +30,7 @@ from replay.corpus import Corpus
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
 from replay.policy import Policy
-from replay.policy.harness import TODAY_LEVEL_TOKENS, resolve
+from replay.policy.harness import TODAY_LEVEL_TOKENS, largest_prompt, resolve
 
 ROLLUP_METRICS: tuple[str, ...] = known(
     "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
@@ -79,18 +79,21 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
         v = values[name]
         row[name] = None if isinstance(v, float) and math.isnan(v) else v
     row["truth_source"] = rq["truth_source"][0]
-    notes = [_manual_note(trace), _harness_note(policy, harness, model),
+    notes = [_manual_note(trace), _harness_note(policy, harness, model, largest_prompt(
+        rq["recorded_input_tokens"])),
              _idle_note(trace, policy)]
     row["note"] = "; ".join(n for n in notes if n) or None
     return [row]
 
 
-def _harness_note(policy: Policy, harness: str, model: str) -> str | None:
-    """The level a policy following its harness's arithmetic took for this run, when it is not
-    today's default or rests on a figure not documented for the run's version."""
+def _harness_note(policy: Policy, harness: str, model: str,
+                  largest_prompt_tokens: int | None) -> str | None:
+    """The level a policy following its harness's arithmetic took for this run (its window and
+    why are in the basis), when it is not today's default or rests on a figure not documented
+    for the run's version."""
     if policy.harness is None:
         return None
-    r = resolve(policy, harness, model)
+    r = resolve(policy, harness, model, largest_prompt_tokens)
     if r.level_tokens == TODAY_LEVEL_TOKENS and not r.estimated:
         return None
     return (f"{policy.harness.tier} at {r.level_tokens:,}: {r.basis}"

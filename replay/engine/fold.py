@@ -52,7 +52,7 @@ from replay.engine.trace import (
 from replay.engine.truth import TruthPlan, truth_plan
 from replay.errors import ReplayInputError
 from replay.policy import Custom, Policy
-from replay.policy.harness import resolve
+from replay.policy.harness import largest_prompt, resolve
 
 
 def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None = None,
@@ -83,7 +83,8 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
 def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             allow_python: bool, probe: Probe | None = None) -> Trace:
     if policy.harness is not None:  # the harness's arithmetic for this run's version and model
-        policy = resolve(policy, run.harness, run.model).policy
+        policy = resolve(policy, run.harness, run.model,
+                         largest_prompt(run.recorded_input)).policy
     s, cache = policy.server, policy.cache
     plan = truth_plan(run, policy, calibration)
     fit = calibration.overhead_tokens if calibration is not None else 0.0

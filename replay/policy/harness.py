@@ -11,9 +11,19 @@ facts give the same policy; ``Resolved.basis`` says how the level was reached, i
 
 Claude Code (``CLAUDE_CODE_BUFFERS``, ``claude_code_window``):
 
-    window     = the model's context window (1,000,000 for a ``[1m]`` model id and the models
-                 that ship with 1M; else 200,000), capped by CLAUDE_CODE_AUTO_COMPACT_WINDOW,
-                 else by the autoCompactWindow setting (100,000–1,000,000 or ``auto``)
+    window     = the model's context window (1,000,000 for a ``[1m]`` model id, the models
+                 that ship with 1M, and a run whose recorded prompts pass 200,000; else
+                 200,000), capped by CLAUDE_CODE_AUTO_COMPACT_WINDOW, else by the
+                 autoCompactWindow setting (100,000–1,000,000 or ``auto``)
+
+What a transcript records of the window: the assistant records' ``message.model`` is the API's
+model id, without the ``[1m]`` the user chose (a stream-json ``system/init`` line names
+``claude-opus-4-6[1m]`` where the assistant message of the same session names
+``claude-opus-4-6``, as public captures quoted in test suites show; the 1M window is the
+``context-1m`` beta header, not in the transcript); ``autoCompactWindow`` is a setting, not in
+the transcript.  What it does record is usage: a prompt over 200,000 tokens was sent to a 1M
+window (the API refuses a prompt over the window), so such a run is planned against 1,000,000
+(``claude_code_window``'s ``largest_prompt_tokens``; ``basis`` says so).
     effective  = window − min(max output, 20,000)            (20,000 for every current model)
     threshold  = effective − buffer(version)                 (13,000 from 2.1.25; 25,000 ≤ 2.1.7)
     with CLAUDE_AUTOCOMPACT_PCT_OVERRIDE = p: min(floor(effective × p / 100), threshold)
@@ -108,11 +118,19 @@ def buffer_era(version: tuple[int, int, int] | None) -> BufferEra:
     return [e for e in CLAUDE_CODE_BUFFERS if version >= e.first_version][-1]
 
 
-def claude_code_window(model: str, h: Harness) -> tuple[int, str]:
-    """The window Claude Code plans against for ``model`` under the user's settings, and why."""
+def claude_code_window(model: str, h: Harness,
+                       largest_prompt_tokens: int | None = None) -> tuple[int, str]:
+    """The window Claude Code plans against for ``model`` under the user's settings, and why;
+    ``largest_prompt_tokens``: the run's largest recorded prompt (over 200,000: a 1M window)."""
     one_m = model.endswith("[1m]") or model.startswith(ONE_MILLION_MODELS)
     window = ONE_MILLION_TOKENS if one_m else DEFAULT_WINDOW_TOKENS
     why = f"{model or 'model not recorded'}: {window:,} window"
+    if not one_m and largest_prompt_tokens is not None \
+            and largest_prompt_tokens > DEFAULT_WINDOW_TOKENS:
+        window = ONE_MILLION_TOKENS
+        why = (f"{model or 'model not recorded'}: {window:,} window (a recorded prompt of "
+               f"{largest_prompt_tokens:,} tokens is over {DEFAULT_WINDOW_TOKENS:,}: a [1m] model "
+               "or the context-1m beta, which the transcript does not name)")
     cap = h.CLAUDE_CODE_AUTO_COMPACT_WINDOW
     name = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
     if cap is None and isinstance(h.autoCompactWindow, int):
@@ -122,15 +140,22 @@ def claude_code_window(model: str, h: Harness) -> tuple[int, str]:
     return window, why
 
 
-def resolve(policy: Policy, harness: str, model: str) -> Resolved:
+def largest_prompt(recorded_input: list[int | None]) -> int | None:
+    """The largest recorded prompt of a run (None when none is recorded)."""
+    return max((r for r in recorded_input if r is not None), default=None)
+
+
+def resolve(policy: Policy, harness: str, model: str,
+            largest_prompt_tokens: int | None = None) -> Resolved:
     """``policy`` with its window, reserve and harness tier's trigger set for a run recorded by
-    ``harness`` (as ``Run.harness`` records it) with ``model``."""
+    ``harness`` (as ``Run.harness`` records it) with ``model`` and, when given, its largest
+    recorded prompt (``largest_prompt``: evidence of the window)."""
     h = policy.harness
     if h is None:
         raise ValueError(f"policy {policy.name} names no harness")
     version = version_of(harness) if harness.startswith(h.name) else None
     era = buffer_era(version)
-    window, why = claude_code_window(model, h)
+    window, why = claude_code_window(model, h, largest_prompt_tokens)
     reserve = min(OUTPUT_RESERVE_CAP_TOKENS, window - 1)
     effective = window - reserve
     level = max(0, effective - era.buffer_tokens)  # a window smaller than the buffer: at once

@@ -137,14 +137,21 @@ def _ols_scale(pts):  # type: ignore[no-untyped-def]
 def test_a_harness_that_never_compacted_past_the_trigger_is_named_not_judged(logs_corpus):  # type: ignore[no-untyped-def]
     """Generated scenarios whose harness let the context grow past 167,000 tokens without
     compacting: claude-code is not their harness's policy; they are listed, not counted against
-    the cache-read target."""
+    the cache-read target.  Those whose prompts pass 200,000 ran on a 1M window (the prompt
+    would not have fit 200,000): claude-code plans them against 967,000, under which they are
+    judged."""
     rows = fidelity(logs_corpus)
     t = fidelity_totals(rows)
     listed = {d["source"]: d for d in t["runs_not_judged"] if not d["compacted"]}
+    by_source = {r.source: r for r in rows}
+    name = "scenarios/reserve-long-turn.jsonl"
+    prompts, after = _raw(REPO / "logs" / name)
+    assert after is None and 1.05 * 167_000 < max(prompts) <= 200_000
+    assert listed[name]["recorded_pre_tokens"] == max(prompts)
     for name in ("scenarios/summary-refires.jsonl", "scenarios/estimator-low-margin.jsonl"):
         prompts, after = _raw(REPO / "logs" / name)
-        assert after is None and max(prompts) > 1.05 * 167_000
-        assert listed[name]["recorded_pre_tokens"] == max(prompts)
+        assert after is None and 200_000 < max(prompts) < 0.95 * 967_000
+        assert name not in listed and by_source[name].policy_trigger_tokens == 967_000
     judged = [r for r in rows if r.cache_read_error_median_frac is not None
               and not r.not_judged_reason]
     assert t["cache_read_runs"] == len(judged) < len([r for r in rows
