@@ -3,7 +3,11 @@
 Checked against Claude Code 2.0.x-2.1.39 sessions (the shared samples) and the record shapes of
 2.1.x up to 2.1.280 (``pedropaulovc/claude-code-types``, public fixtures in
 ``tests/fixtures/claude_code``: ``attachment``, ``compact_boundary`` with ``preservedSegment``,
-``microcompact_boundary``, ``<persisted-output>``, rewinds).
+``microcompact_boundary``, ``<persisted-output>``, rewinds).  The 2.1.2xx partial compaction
+(``preservedSegment`` / ``preservedMessages``, the next record under the segment's tail,
+``postTokens``, ``messagesSummarized``) is checked on a real-shaped file only: the real 2.1.157
+TraceLab session with the records a ``/compact`` writes inserted as the client writes them (no
+public real transcript holding one was found); ``messagesSummarized`` is read by nothing.
 
 One JSON record per line; one run per ``sessionId`` in the file (records without one belong
 to the first).  ``user`` records hold prompts or content blocks (``text`` / ``image`` /
