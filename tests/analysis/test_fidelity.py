@@ -7,6 +7,7 @@ import statistics
 
 from analysis.fidelity import HELD_OUT_TARGET_FRAC, fidelity, fidelity_totals, totals_lines
 from replay.engine.calibrate import points
+from tests.claude_code_raw import recorded_prompts
 from tests.conftest import REPO
 
 NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
@@ -19,30 +20,12 @@ def _pre_tokens(path):  # type: ignore[no-untyped-def]
                 for line in path.read_text().splitlines() if '"compact_boundary"' in line)
 
 
-def _raw(path):  # type: ignore[no-untyped-def]
-    """Per request (assistant message id, main chain): the recorded prompt; and the first request
-    after the compact_boundary."""
-    prompts: dict[str, int] = {}
-    after = None
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("isSidechain"):
-            continue
-        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
-            after = len(prompts) if after is None else after
-        if rec.get("type") == "assistant" and rec["message"]["id"] not in prompts:
-            u = rec["message"]["usage"]
-            prompts[rec["message"]["id"]] = (u["input_tokens"] + u.get("cache_read_input_tokens", 0)
-                                             + u.get("cache_creation_input_tokens", 0))
-    return list(prompts.values()), after
-
-
 def test_fidelity_of_the_auto_compacted_sample(samples, sample_corpus):  # type: ignore[no-untyped-def]
     from replay.engine.fold import replay
     from replay.policy import load_policy
 
     rows = {r.source: r for r in fidelity(sample_corpus)}
-    prompts, after = _raw(samples / "claude-code" / NAME)
+    prompts, after = recorded_prompts(samples / "claude-code" / NAME)
     r = rows["claude-code/" + NAME]
     assert r.policy == "claude-code" and r.truth_source == "anchored"
     assert r.recorded_trigger == "auto"
@@ -145,11 +128,11 @@ def test_a_harness_that_never_compacted_past_the_trigger_is_named_not_judged(log
     listed = {d["source"]: d for d in t["runs_not_judged"] if not d["compacted"]}
     by_source = {r.source: r for r in rows}
     name = "scenarios/reserve-long-turn.jsonl"
-    prompts, after = _raw(REPO / "logs" / name)
+    prompts, after = recorded_prompts(REPO / "logs" / name)
     assert after is None and 1.05 * 167_000 < max(prompts) <= 200_000
     assert listed[name]["recorded_pre_tokens"] == max(prompts)
     for name in ("scenarios/summary-refires.jsonl", "scenarios/estimator-low-margin.jsonl"):
-        prompts, after = _raw(REPO / "logs" / name)
+        prompts, after = recorded_prompts(REPO / "logs" / name)
         assert after is None and 200_000 < max(prompts) < 0.95 * 967_000
         assert name not in listed and by_source[name].policy_trigger_tokens == 967_000
     judged = [r for r in rows if r.cache_read_error_median_frac is not None
@@ -157,7 +140,7 @@ def test_a_harness_that_never_compacted_past_the_trigger_is_named_not_judged(log
     assert t["cache_read_runs"] == len(judged) < len([r for r in rows
                                                      if r.cache_read_error_median_frac is not None])
     # a run that stayed under the level is judged
-    assert "refactor-long.jsonl" not in listed and max(_raw(REPO / "logs" / "refactor-long.jsonl")[0]) < 167_000
+    assert "refactor-long.jsonl" not in listed and max(recorded_prompts(REPO / "logs" / "refactor-long.jsonl")[0]) < 167_000
 
 
 def test_a_harness_no_preset_reproduces_is_named_not_judged(tmp_path):  # type: ignore[no-untyped-def]
@@ -182,7 +165,7 @@ def test_a_harness_configured_otherwise_is_measured_under_its_own_policy(logs_co
     Code's 'the last usage plus what arrived since reaches')."""
     from replay.policy import load_policy, replace_path
 
-    _, after = _raw(REPO / "logs" / "compacting-session.jsonl")
+    _, after = recorded_prompts(REPO / "logs" / "compacting-session.jsonl")
     own = replace_path(load_policy("claude-code"), "tiers.0.trigger.at_tokens", 100_000)
     rows = fidelity(logs_corpus, policy=own)
     (r,) = [r for r in rows if r.source == "compacting-session.jsonl"]
@@ -205,7 +188,7 @@ def test_the_fidelity_command(samples, tmp_path):  # type: ignore[no-untyped-def
     assert got.exit_code == 0, got.output
     doc = json.loads(got.stdout)
     (run,) = [r for r in doc["runs"] if r["source"].endswith(NAME)]
-    _, after = _raw(log)
+    _, after = recorded_prompts(log)
     assert run["recorded_compaction"] == after and run["placement_error_requests"] == 0
     assert run["not_judged_reason"] == "" and doc["totals"]["placement_within_tolerance"] == 1
     table = runner.invoke(app, ["fidelity", str(log), "--cache-dir", str(tmp_path)])

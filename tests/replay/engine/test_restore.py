@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from replay.engine.fold import replay
 from replay.policy import load_policy, replace_path
+from tests.claude_code_raw import recorded_prompts
 
 NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 """The Claude Code sample that auto-compacted once (at 167,094 tokens)."""
-
-
-def _raw(path):  # type: ignore[no-untyped-def]
-    """Per request (main chain): the recorded prompt; the first request after the boundary."""
-    prompts: dict[str, int] = {}
-    after = None
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("isSidechain"):
-            continue
-        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
-            after = len(prompts) if after is None else after
-        if rec.get("type") == "assistant" and rec["message"]["id"] not in prompts:
-            u = rec["message"]["usage"]
-            prompts[rec["message"]["id"]] = (u["input_tokens"] + u.get("cache_read_input_tokens", 0)
-                                             + u.get("cache_creation_input_tokens", 0))
-    return list(prompts.values()), after
 
 
 def _trace(corpus, policy):  # type: ignore[no-untyped-def]
@@ -41,7 +23,7 @@ def test_the_recorded_summary_makes_the_replay_send_what_the_harness_sent(  # ty
         samples, sample_corpus, estimator):
     """The preset's anchored estimator fires where the harness did; a fitted estimator fires one
     request late (the case issue #15 measured) and still reuses the recorded compaction."""
-    prompts, after = _raw(samples / "claude-code" / NAME)
+    prompts, after = recorded_prompts(samples / "claude-code" / NAME)
     policy = replace_path(load_policy("claude-code"), "estimator.method", estimator)
     trace = _trace(sample_corpus, policy)
     acts = [a for a in trace.actions.to_pylist() if a["kind"] == "summarise"]
@@ -77,7 +59,7 @@ def test_fired_early_the_recorded_summary_is_still_reused(logs_corpus, early):  
     prompts within 2.5 % of the recorded ones; the stub summary misses them by more than 10 %."""
     from tests.conftest import REPO
 
-    prompts, after = _raw(REPO / "logs" / "compacting-session.jsonl")
+    prompts, after = recorded_prompts(REPO / "logs" / "compacting-session.jsonl")
     rid = next(r for r, s in zip(logs_corpus.run_ids, logs_corpus.runs["source"].to_pylist())
                if s == "compacting-session.jsonl")
     run, cal = logs_corpus.prepared(rid), logs_corpus.calibration(rid)

@@ -8,6 +8,7 @@ from pathlib import Path
 from replay.engine.fold import replay
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import load_policy, replace_path
+from tests.claude_code_raw import recorded_prompts
 
 NAME = "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 """The 217-request Claude Code sample that auto-compacted once."""
@@ -19,22 +20,10 @@ def _run_id(corpus, suffix: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def _recorded_prompts(path: Path) -> tuple[list[int], int]:
-    """Per assistant message id, in order: input + cache read + cache write as the file records
-    them; and the index of the first request after the first compact_boundary."""
-    seen: dict[str, int] = {}
-    boundary_at = None
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("isSidechain"):
-            continue
-        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
-            boundary_at = len(seen) if boundary_at is None else boundary_at
-        if rec.get("type") == "assistant" and rec["message"]["id"] not in seen:
-            u = rec["message"]["usage"]
-            seen[rec["message"]["id"]] = (u["input_tokens"] + u.get("cache_read_input_tokens", 0)
-                                          + u.get("cache_creation_input_tokens", 0))
+    """``recorded_prompts`` of a log that has a compact_boundary."""
+    prompts, boundary_at = recorded_prompts(path)
     assert boundary_at is not None
-    return list(seen.values()), boundary_at
+    return prompts, boundary_at
 
 
 def test_none_reproduces_the_recorded_prompt_through_a_manual_compaction(samples, sample_corpus):  # type: ignore[no-untyped-def]
