@@ -14,11 +14,9 @@ from typing import Any
 import pytest
 
 from replay.engine.fold import replay
-from replay.engine.prepared import PreparedRun, prepare
-from replay.ingest.parsers.builder import RunBuilder, Source
-from replay.ingest.run_tables import tokenize
+from replay.engine.prepared import PreparedRun
 from replay.policy import load_policy, policy_from_dict
-from tests.replay.engine.tier_runs import lines
+from tests.replay.engine.tier_runs import lines, prepared, start
 
 NAME = "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 RECORDED_INPUT = [20_000, 22_000, 24_000, 26_000, 28_000]
@@ -56,10 +54,7 @@ def test_an_unchanged_context_reads_what_the_log_recorded(samples, sample_corpus
 
 def _run(reads: list[int]) -> PreparedRun:
     """A task and four reads of 200 lines, a request after each call and a final answer."""
-    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
-                   format="test", issues=[])
-    b.message("user")
-    b.text(lines("task", 3))
+    b = start()
     usage = iter(zip(RECORDED_INPUT, reads))
     for i in range(4):
         b.message("assistant")
@@ -72,8 +67,7 @@ def _run(reads: list[int]) -> PreparedRun:
     b.text("finished")
     rec, read = next(usage)
     b.request(input_tokens=rec, cache_read_tokens=read)
-    tables = tokenize([b.build()], ("o200k_base",))
-    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    return prepared(b)
 
 
 def _policy(**over: Any) -> Any:

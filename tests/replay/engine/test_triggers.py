@@ -15,11 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.engine.fold import replay
-from replay.engine.prepared import PreparedRun, prepare
+from replay.engine.prepared import PreparedRun
 from replay.errors import PolicyError
-from replay.ingest.parsers.builder import RunBuilder, Source
-from replay.ingest.run_tables import tokenize
-from tests.replay.engine.tier_runs import evicted, lines, policy, results_of, session
+from tests.replay.engine.tier_runs import (
+    evicted,
+    lines,
+    policy,
+    prepared,
+    results_of,
+    session,
+    start,
+)
 from tests.strategies import runs
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -28,10 +34,7 @@ T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 def _timed(minutes_after: list[float], tools: list[str] | None = None) -> PreparedRun:
     """A task, then per entry a call and its result; request k is made ``minutes_after[k]``
     minutes after the start (its timestamp), tool k is ``tools[k]`` (default Read)."""
-    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
-                   format="test", issues=[])
-    b.message("user")
-    b.text(lines("task", 3))
+    b = start()
     for i, m in enumerate(minutes_after):
         b.message("assistant")
         b.tool_call(f"c{i}", (tools or [])[i] if tools else "Read", {"file_path": f"f{i}.py"})
@@ -41,8 +44,7 @@ def _timed(minutes_after: list[float], tools: list[str] | None = None) -> Prepar
     b.message("assistant")
     b.text("finished")
     b.request(ts="")  # no timestamp: never an idle gap
-    tables = tokenize([b.build()], ("o200k_base",))
-    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    return prepared(b)
 
 
 def _fired_at(trace: Any, tier: str) -> list[int]:

@@ -22,12 +22,25 @@ def lines(label: str, n: int) -> str:
     return "\n".join(f"{label} line {i}: value={i * 7 % 13} ok" for i in range(n))
 
 
-def session(results: list[int], *, every_step: bool = True) -> PreparedRun:
-    """A task, one read per entry of ``results`` (its result that many lines), a final answer."""
+def start() -> RunBuilder:
+    """A hand-built run over a stand-in source (no file behind it), holding the task: a user
+    message of three lines."""
     b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
                    format="test", issues=[])
     b.message("user")
     b.text(lines("task", 3))
+    return b
+
+
+def prepared(b: RunBuilder) -> PreparedRun:
+    """The built run, its blocks counted with o200k, prepared for replay."""
+    tables = tokenize([b.build()], ("o200k_base",))
+    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+
+
+def session(results: list[int], *, every_step: bool = True) -> PreparedRun:
+    """A task, one read per entry of ``results`` (its result that many lines), a final answer."""
+    b = start()
     for i, n in enumerate(results):
         b.message("assistant")
         b.tool_call(f"c{i}", "Read", {"file_path": f"src/f{i}.py"})
@@ -38,8 +51,7 @@ def session(results: list[int], *, every_step: bool = True) -> PreparedRun:
     b.message("assistant")
     b.text("finished")
     b.request()
-    tables = tokenize([b.build()], ("o200k_base",))
-    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    return prepared(b)
 
 
 def policy(tiers: list[dict[str, Any]], *, window: int = 100_000) -> Policy:
