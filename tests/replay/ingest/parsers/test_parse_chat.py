@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from replay.ingest.discover import LOG_SUFFIXES
-from replay.ingest.parse_file import ParsedFile, parse_file
+from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import chat, detect_format
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.builder import Issue
+from tests.replay.ingest.parsers.parsed_rows import one_run_rows, stand_in_source
 
 MINI = "mini-swe-agent/django__django-11095.traj.json"
 BASH = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
@@ -76,17 +77,6 @@ def _shapes(samples: Path, tmp_path: Path) -> dict[str, Path]:
     return {k: p for k, (p, _) in files.items()}
 
 
-def _rows(parsed: ParsedFile) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    assert parsed.tables is not None, [str(i) for i in parsed.issues]
-    runs = parsed.tables.runs.to_pylist()
-    assert len(runs) == 1
-    return runs[0], parsed.tables.messages.to_pylist(), parsed.tables.requests.to_pylist()
-
-
-def _src(path: str, data: bytes) -> Source:
-    return Source(path=path, rel=Path(path).name, data=data, sha256="0" * 64)
-
-
 @pytest.mark.parametrize("shape", ["a", "b", "c", "d"])
 def test_shapes_match_counts_from_the_source(samples: Path, tmp_path: Path, shape: str) -> None:
     msgs = _openai_messages(samples)
@@ -99,7 +89,7 @@ def test_shapes_match_counts_from_the_source(samples: Path, tmp_path: Path, shap
     assert detect_format(path.name, path.read_bytes()[:65536]) == "chat"
     parsed = parse_file(path, path.parent)
     assert parsed.format == "chat" and parsed.issues == ()
-    run, rows, reqs = _rows(parsed)
+    run, rows, reqs = one_run_rows(parsed)
     assert run["n_messages"] == len(msgs)
     assert run["n_requests"] == len(assistants) == 35
     assert run["n_tool_calls"] == n_calls and run["n_tool_results"] == n_results
@@ -125,7 +115,7 @@ def test_shapes_match_counts_from_the_source(samples: Path, tmp_path: Path, shap
 
 
 def test_the_four_shapes_give_the_same_messages(samples: Path, tmp_path: Path) -> None:
-    tables = {k: _rows(parse_file(p, p.parent))[1:] for k, p in _shapes(samples, tmp_path).items()}
+    tables = {k: one_run_rows(parse_file(p, p.parent))[1:] for k, p in _shapes(samples, tmp_path).items()}
     key = lambda rows: [tuple(r[c] for c in COLS) for r in rows]
     a_rows, a_reqs = tables["a"]
     for shape in ("b", "c"):
@@ -151,7 +141,7 @@ def test_request_log_with_a_rewritten_history(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     parsed = parse_file(path, tmp_path)
-    _run, rows, reqs = _rows(parsed)
+    _run, rows, reqs = one_run_rows(parsed)
     assert [r["text"] for r in rows] == ["summary of earlier", "two"]
     assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 7)]
     assert [i.line for i in parsed.issues] == [1] and "not in" in parsed.issues[0].reason
@@ -173,7 +163,7 @@ def test_anthropic_blocks_and_usage(tmp_path: Path) -> None:
     path = tmp_path / "anthropic.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert chat.sniff(path.name, path.read_bytes())
-    _run, rows, reqs = _rows(parse_file(path, tmp_path))
+    _run, rows, reqs = one_run_rows(parse_file(path, tmp_path))
     assert [(r["role"], r["kind"]) for r in rows] == [
         ("system", "text"), ("user", "text"), ("user", "image"), ("assistant", "reasoning"),
         ("assistant", "tool_call"), ("tool", "tool_result")]
@@ -210,7 +200,7 @@ def test_bad_lines_are_reported_and_the_rest_parsed(tmp_path: Path) -> None:
     assert sorted(by_line) == [2, 4, 6, 7], by_line
     assert "malformed JSON" in by_line[2] and "incomplete last line" in by_line[7]
     assert "content" in by_line[4] and "wizard" in by_line[6]
-    _run, rows, reqs = _rows(parsed)
+    _run, rows, reqs = one_run_rows(parsed)
     assert [(r["role"], r["kind"]) for r in rows] == [
         ("user", "text"), ("assistant", "tool_call"), ("tool", "tool_result")]
     assert [(r["output_msg"], r["input_tokens"], r["output_tokens"]) for r in reqs] == [(1, 9, 3)]
@@ -221,13 +211,13 @@ def test_wrong_types_in_a_json_document_and_empty_files(tmp_path: Path) -> None:
                         {"role": "assistant", "content": "a", "tool_calls": "oops"},
                         {"role": "assistant", "content": "fine"}]}
     issues: list[Issue] = []
-    drafts = chat.parse(_src("doc.json", json.dumps(doc).encode()), issues)
+    drafts = chat.parse(stand_in_source("doc.json", json.dumps(doc).encode()), issues)
     assert [i.line for i in issues] == [2, 3]
     assert "message 2" in issues[0].reason and "tool_calls" in issues[1].reason
     assert drafts[0].messages["text"] == ["q", "fine"] and drafts[0].requests["output_msg"] == [1]
     for data in (b"", b"[]", b"{}", b'"just a string"'):
         issues = []
-        assert chat.parse(_src("e.json", data), issues) == [] and issues and issues[0].line == 0
+        assert chat.parse(stand_in_source("e.json", data), issues) == [] and issues and issues[0].line == 0
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"\n\n")
     assert parse_file(empty, tmp_path, fmt="chat").tables is None

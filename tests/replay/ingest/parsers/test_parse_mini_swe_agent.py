@@ -13,6 +13,7 @@ import pytest
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import detect_format
 from tests.conftest import SAMPLES
+from tests.replay.ingest.parsers.parsed_rows import assert_detected_only_in, table_rows
 
 FORMAT_DIR = "mini-swe-agent"
 SAMPLE_NAMES = sorted(p.name for p in (SAMPLES / FORMAT_DIR).glob("*.traj.json"))
@@ -24,11 +25,6 @@ def _parsed(path: Path) -> ParsedFile:
     assert parsed.format == "mini_swe_agent"
     assert parsed.tables is not None, [str(i) for i in parsed.issues]
     return parsed
-
-
-def _rows(parsed: ParsedFile, table: str) -> list[dict[str, Any]]:
-    assert parsed.tables is not None
-    return getattr(parsed.tables, table).to_pylist()
 
 
 def _usage(m: dict[str, Any]) -> dict[str, Any]:
@@ -52,9 +48,9 @@ def test_sample_counts_match_raw_json(samples: Path, name: str) -> None:
 
     parsed = _parsed(path)
     assert not parsed.issues
-    run = _rows(parsed, "runs")[0]
-    msgs = _rows(parsed, "messages")
-    reqs = _rows(parsed, "requests")
+    run = table_rows(parsed, "runs")[0]
+    msgs = table_rows(parsed, "messages")
+    reqs = table_rows(parsed, "requests")
 
     assert run["n_messages"] == len(chat)
     assert run["n_requests"] == len(reqs) == len(assistants)
@@ -108,7 +104,7 @@ def test_format_errors_stay_user_messages(samples: Path) -> None:
     bad = [k for k, m in enumerate(chat)
            if m["role"] == "assistant" and len(BLOCK.findall(m["content"])) != 1]
     assert len(bad) == 3
-    msgs = _rows(_parsed(path), "messages")
+    msgs = table_rows(_parsed(path), "messages")
     for k in bad:
         assert [r["kind"] for r in msgs if r["msg"] == k] == ["text"]
         assert [(r["role"], r["text"]) for r in msgs if r["msg"] == k + 1] == \
@@ -116,16 +112,7 @@ def test_format_errors_stay_user_messages(samples: Path) -> None:
 
 
 def test_detection(samples: Path) -> None:
-    for path in sorted(samples.rglob("*")):
-        if not path.is_file() or not path.name.endswith((".jsonl", ".json", ".traj")):
-            continue
-        with path.open("rb") as f:
-            head = f.read(65536)
-        found = detect_format(path.name, head)
-        if path.parent.name == FORMAT_DIR:
-            assert found == "mini_swe_agent", path
-        else:
-            assert found != "mini_swe_agent", path
+    assert_detected_only_in(samples, FORMAT_DIR, "mini_swe_agent")
     head = b'{"info": {"mini_version": "1.15.0"}, "trajectory_format": "mini-swe-agent-1"}'
     assert detect_format("run.json", head) == "mini_swe_agent"
 
@@ -150,13 +137,13 @@ def test_v1_1_tool_calls_and_exit(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     parsed = _parsed(path)
     assert not parsed.issues
-    msgs = _rows(parsed, "messages")
+    msgs = table_rows(parsed, "messages")
     assert [(r["msg"], r["role"], r["kind"]) for r in msgs] == [
         (0, "system", "text"), (1, "user", "text"), (2, "assistant", "text"),
         (2, "assistant", "tool_call"), (3, "tool", "tool_result"), (4, "assistant", "text"),
         (5, "user", "text")]
     assert msgs[3]["call_id"] == msgs[4]["call_id"] == "c1" and msgs[3]["op"] == "list"
-    reqs = _rows(parsed, "requests")
+    reqs = table_rows(parsed, "requests")
     assert [r["input_tokens"] for r in reqs] == [7, None]
     assert reqs[0]["ts"].startswith("1970-01-01")
 
@@ -262,7 +249,7 @@ def test_an_action_regex_from_the_file_is_used_only_when_it_is_safe(
     assert len(said) == (1 if used == "default" else 0), parsed.issues
     if said:
         assert "the default action pattern is used" in said[0]
-    calls = [r for r in _rows(parsed, "messages") if r["kind"] == "tool_call"]
+    calls = [r for r in table_rows(parsed, "messages") if r["kind"] == "tool_call"]
     assert [c["text"] for c in calls] == ["ls d0", "ls d1"]
 
 

@@ -14,24 +14,14 @@ import pytest
 from replay.ingest.discover import LOG_SUFFIXES
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import detect_format, openhands
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.builder import Issue
+from tests.replay.ingest.parsers.parsed_rows import one_run_rows, stand_in_source
 
 SAMPLE_FILES = ("basic.json", "basic_interactions.json")
 
 
 def _parse(path: Path) -> ParsedFile:
     return parse_file(path, path.parent, fmt="openhands")
-
-
-def _rows(parsed: ParsedFile) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    assert parsed.tables is not None, [str(i) for i in parsed.issues]
-    runs = parsed.tables.runs.to_pylist()
-    assert len(runs) == 1
-    return runs[0], parsed.tables.messages.to_pylist(), parsed.tables.requests.to_pylist()
-
-
-def _src(path: str, data: bytes) -> Source:
-    return Source(path=path, rel=Path(path).name, data=data, sha256="0" * 64)
 
 
 def _write(tmp_path: Path, events: Any, name: str = "events.json") -> Path:
@@ -70,7 +60,7 @@ def test_sample_matches_raw_counts(samples: Path, name: str) -> None:
 
     parsed = _parse(path)
     assert parsed.issues == ()
-    run, msgs, reqs = _rows(parsed)
+    run, msgs, reqs = one_run_rows(parsed)
     assert run["format"] == "openhands"
     assert run["n_requests"] == len(reqs) == len(responses)
     assert run["n_tool_calls"] == len(tool_actions)
@@ -162,7 +152,7 @@ def _two_call_stream(samples: Path) -> list[dict[str, Any]]:
 
 def test_k_call_response_is_one_message_and_one_request(samples: Path, tmp_path: Path) -> None:
     events = _two_call_stream(samples)
-    run, msgs, reqs = _rows(_parse(_write(tmp_path, events)))
+    run, msgs, reqs = one_run_rows(_parse(_write(tmp_path, events)))
     assert run["n_requests"] == 2  # the 2-call response once, the finish response once
     first = [m for m in msgs if m["msg"] == 1]
     assert [m["kind"] for m in first] == ["text", "tool_call", "tool_call"]
@@ -199,7 +189,7 @@ def test_wrapper_object_condensation_and_calls_without_metadata(samples: Path,
     ]
     path = _write(tmp_path, {"instance_id": "x", "history": events}, "out.json")
     assert openhands.sniff(path.name, path.read_bytes())
-    run, msgs, reqs = _rows(_parse(path))
+    run, msgs, reqs = one_run_rows(_parse(path))
     assert reqs == [] and run["n_harness_compactions"] == 2
     assert [(m["role"], m["kind"]) for m in msgs] == [
         ("system", "text"), ("user", "text"), ("assistant", "text"), ("assistant", "tool_call"),
@@ -220,7 +210,7 @@ def test_bad_events_are_reported_and_skipped(samples: Path, tmp_path: Path) -> N
     issues: list[Issue] = []
     path = _write(tmp_path, events)
     data = path.read_bytes()
-    src = _src(str(path), data)
+    src = stand_in_source(str(path), data)
     drafts = openhands.parse(src, issues)
     assert len(drafts) == 1
     lines = sorted(i.line for i in issues)
@@ -247,10 +237,10 @@ def test_truncated_and_empty_files(samples: Path, tmp_path: Path) -> None:
     empty.write_text("", encoding="utf-8")
     assert _parse(empty).tables is None and "empty" in _parse(empty).issues[0].reason
     issues: list[Issue] = []
-    assert openhands.parse(_src("x.json", b'{"a": 1}'), issues) == []
+    assert openhands.parse(stand_in_source("x.json", b'{"a": 1}'), issues) == []
     assert issues and issues[0].line == 0
     issues = []
-    drafts = openhands.parse(_src("y.json", b"[]"), issues)
+    drafts = openhands.parse(stand_in_source("y.json", b"[]"), issues)
     assert issues == [] and drafts[0].run["n_messages"] == 0
 
 
@@ -270,7 +260,7 @@ def test_usage_from_llm_metrics_is_counted_once_per_response(tmp_path: Path) -> 
         {"id": 3, "source": "agent", "action": "finish", "args": {"final_thought": "done"},
          "llm_metrics": second},
     ]
-    run, msgs, reqs = _rows(_parse(_write(tmp_path, events)))
+    run, msgs, reqs = one_run_rows(_parse(_write(tmp_path, events)))
     assert [m["text"] for m in msgs] == ["hi", "hello", "again", "done"]
     assert [(r["output_msg"], r["input_tokens"], r["cache_read_tokens"], r["model"])
             for r in reqs] == [(1, 50, 1, "gpt-x"), (3, 80, 1, "gpt-x")]

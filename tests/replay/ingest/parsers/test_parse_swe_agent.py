@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from replay.ingest.parse_file import ParsedFile, parse_file
-from replay.ingest.parsers import detect_format
 from tests.conftest import SAMPLES
+from tests.replay.ingest.parsers.parsed_rows import assert_detected_only_in, table_rows
 
 FORMAT_DIR = "swe-agent"
 SAMPLE_NAMES = sorted(p.name for p in (SAMPLES / FORMAT_DIR).glob("*.traj"))
@@ -22,11 +22,6 @@ def _parsed(path: Path) -> ParsedFile:
     assert parsed.format == "swe_agent"
     assert parsed.tables is not None, [str(i) for i in parsed.issues]
     return parsed
-
-
-def _rows(parsed: ParsedFile, table: str) -> list[dict[str, Any]]:
-    assert parsed.tables is not None
-    return getattr(parsed.tables, table).to_pylist()
 
 
 def test_all_samples_are_listed(samples: Path) -> None:
@@ -43,9 +38,9 @@ def test_sample_counts_match_raw_json(samples: Path, name: str) -> None:
 
     parsed = _parsed(path)
     assert not parsed.issues
-    run = _rows(parsed, "runs")[0]
-    msgs = _rows(parsed, "messages")
-    reqs = _rows(parsed, "requests")
+    run = table_rows(parsed, "runs")[0]
+    msgs = table_rows(parsed, "messages")
+    reqs = table_rows(parsed, "requests")
 
     assert run["n_requests"] == len(reqs) == len(steps)
     assert run["n_tool_calls"] == len(acted)
@@ -102,7 +97,7 @@ def test_plain_text_step_and_requery_prompt(samples: Path) -> None:
     k = empty[0]
     reply = steps[k + 1]["query"][-1]
     assert reply["role"] == "user"
-    msgs = _rows(_parsed(path), "messages")
+    msgs = table_rows(_parsed(path), "messages")
     texts = [(r["role"], r["kind"], r["text"]) for r in msgs]
     at = texts.index(("assistant", "text", steps[k]["response"]))
     assert texts[at + 1] == ("user", "text", reply["content"][0]["text"]
@@ -114,7 +109,7 @@ def test_editor_actions_become_dict_args(samples: Path) -> None:
     raw = json.loads(path.read_text())
     views = [s["action"] for s in raw["trajectory"]
              if s["action"].startswith("str_replace_editor view")]
-    msgs = _rows(_parsed(path), "messages")
+    msgs = table_rows(_parsed(path), "messages")
     editor = [r for r in msgs if r["kind"] == "tool_call" and r["tool"] == "str_replace_editor"
               and json.loads(r["text"])["command"] == "view"]
     assert len(editor) == len(views)
@@ -125,16 +120,7 @@ def test_editor_actions_become_dict_args(samples: Path) -> None:
 
 
 def test_detection(samples: Path) -> None:
-    for path in sorted(samples.rglob("*")):
-        if not path.is_file() or not path.name.endswith((".jsonl", ".json", ".traj")):
-            continue
-        with path.open("rb") as f:
-            head = f.read(65536)
-        found = detect_format(path.name, head)
-        if path.parent.name == FORMAT_DIR:
-            assert found == "swe_agent", path
-        else:
-            assert found != "swe_agent", path
+    assert_detected_only_in(samples, FORMAT_DIR, "swe_agent")
 
 
 # --- bad input ----------------------------------------------------------------------------
