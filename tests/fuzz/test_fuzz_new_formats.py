@@ -8,7 +8,6 @@ a wrong-typed value, one at a time.  Example counts follow ``CTXREPLAY_FUZZ_EXAM
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from tests.fuzz.harness import check
+from tests.fuzz.harness import EXAMPLES, LIMIT, check
 from tests.fuzz.mutations import delete_at, nodes, replace_at
 from tests.fuzz.seeds import dump_doc, dump_line
 
@@ -32,8 +31,6 @@ SEEDS = {
     "inspect_json": ("inspect_ai", "hand-made-compaction.json"),
     "inspect_eval": ("inspect_ai", "log_message_deduplication.eval"),
 }
-EXAMPLES = max(1, int(os.environ.get("CTXREPLAY_FUZZ_EXAMPLES", "25")))
-LIMIT = float(os.environ.get("CTXREPLAY_FUZZ_SECONDS", "5"))
 WRONG: list[Any] = [0, -1, 1.5, 2**63, "", "x", [], [1], {}, {"a": 1}, None, True]
 fuzz = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
