@@ -17,6 +17,9 @@ timed) and a warm-up sweep of one setting that starts the workers, for each grid
   time divided by the cores the sweep used: what the same request-replays cost the engine alone;
 - their ratios: sweep wall ÷ (engine CPU ÷ cores) and sweep CPU ÷ engine CPU (target ≤ 1.0;
   on a machine loaded by other processes the CPU ratio is the steadier one).
+- the replays the sweep made (the other cells took the row of a replay standing for theirs
+  exactly) and the units that read and prepared their run (the others' worker had kept it from
+  an earlier unit or sweep: the warm-up loads each run in one of the workers).
 
 For the largest grid also the reference: the same sweep done serially in this one process,
 the speed-up over it, and whether the two tables are identical cell by cell.
@@ -166,7 +169,7 @@ def main(paths: list[Path], jobs: int, sizes: list[int]) -> None:
               f"{time.perf_counter() - t:.1f} s")
         print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
               f"{'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} {'wall ratio':>10} "
-              f"{'CPU ratio':>9} {'peak RSS':>9}")
+              f"{'CPU ratio':>9} {'peak RSS':>9} {'replays':>8} {'loads':>5}")
         parallel = None
         worst = 0
         for size in sizes:
@@ -177,7 +180,8 @@ def main(paths: list[Path], jobs: int, sizes: list[int]) -> None:
             worst = max(worst, peak)
             print(f"{len(chosen):>8,} {n_req * len(chosen):>12,} {wall:>9.2f}s {cpu:>9.2f}s "
                   f"{wall / len(chosen) * 1000:>9.1f}ms {engine:>9.2f}s {bare:>11.2f}s "
-                  f"{wall / bare:>10.2f} {cpu / engine:>9.2f} {peak / 2**20:>6,.0f} MiB")
+                  f"{wall / bare:>10.2f} {cpu / engine:>9.2f} {peak / 2**20:>6,.0f} MiB "
+                  f"{result.stats.n_replays:>8,} {result.stats.n_runs_loaded:>5}")
             parallel = (result, chosen, wall)
         assert parallel is not None
         result, chosen, wall = parallel

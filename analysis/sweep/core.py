@@ -57,7 +57,7 @@ class SweepStats:
     n_runs: int
     n_settings: int
     n_computed: int
-    """(run, setting) rows replayed now."""
+    """(run, setting) rows computed now."""
     n_reused: int
     """Rows taken from the cache."""
     n_units: int
@@ -72,6 +72,12 @@ class SweepStats:
     """Runs whose computed rows could not be stored in the cache (``cache_error``: a full
     disk); the rows are in the result all the same."""
     cache_error: str = ""
+    n_replays: int = 0
+    """Replays made for the rows computed: the other rows are those of a replay that stands for
+    their setting's exactly (``analysis.sweep.unit``)."""
+    n_runs_loaded: int = 0
+    """Units that read and prepared their run (the others' process had kept it from an earlier
+    unit or sweep: ``analysis.sweep.unit``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,15 +134,18 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
             on_row(rid)
     blob = pickle.dumps([(s.id, s.policy) for s in settings], protocol=pickle.HIGHEST_PROTOCOL)
     computed: dict[str, list[Any]] = {c: [] for c in ROW_COLUMNS}
+    n_replays = n_loaded = 0
     with dask_client(scheduler) as client:
         workers = (sum(client.nthreads().values()) if client is not None else
                    jobs if jobs > 0 else auto_jobs(corpus, todo))
         units = plan(corpus, todo, entries, workers, allow_python)
-        for columns in execute(units, blob, jobs=workers, client=client):
-            for c, values in columns.items():
+        for done in execute(units, blob, jobs=workers, client=client):
+            for c, values in done.columns.items():
                 computed[c] += values
+            n_replays += done.n_replays
+            n_loaded += done.loaded
             if on_row:
-                for rid in columns["run_id"]:
+                for rid in done.columns["run_id"]:
                     on_row(rid)
     new = columns_frame(computed)
     unwritten: list[str] = []
@@ -151,7 +160,8 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     pool = min(workers, len(units)) if client is None and workers > 1 and len(units) > 1 else 1
     stats = SweepStats(len(ids), len(settings), len(new), len(reused), len(units), pool,
                        n_cache_dropped=len(dropped), n_cache_unwritten=len(unwritten),
-                       cache_error=unwritten[0] if unwritten else "")
+                       cache_error=unwritten[0] if unwritten else "", n_replays=n_replays,
+                       n_runs_loaded=n_loaded)
     return SweepResult(_table(pd.concat([reused, new], ignore_index=True), settings, corpus),
                        tuple(settings), stats)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from joblib.externals.loky import get_reusable_executor
 
-from analysis.sweep.unit import SweepUnit, run_tables, sweep_unit
+from analysis.sweep.unit import SweepUnit, UnitRows, run_tables, sweep_unit
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.ingest.store import Entry
@@ -84,7 +84,7 @@ def plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
 
 
 def execute(units: list[SweepUnit], blob: bytes, *, jobs: int,
-            client: Any) -> Iterator[dict[str, list[Any]]]:
+            client: Any) -> Iterator[UnitRows]:
     """Each unit's rows, as units finish, on the chosen executor."""
     if not units:
         return

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,19 @@ class SweepUnit:
     allow_python: bool
 
 
-def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
+@dataclass(frozen=True, slots=True)
+class UnitRows:
+    """What a unit gives back: its rows and what it took to make them."""
+
+    columns: dict[str, list[Any]]
+    """``ROW_COLUMNS`` → the unit's values, one per setting."""
+    n_replays: int
+    """Replays made (the other settings took the row of a replay that stands for theirs)."""
+    loaded: bool
+    """The run was read and prepared for this unit (False: its process had kept it)."""
+
+
+def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
     """Replay a unit's settings over its run: one row per setting, as columns.
 
     The work function every executor runs; pure (same unit and settings, same rows).
@@ -81,10 +94,11 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
         blob: every setting of the sweep, pickled once as ``[(id, policy), ...]``.
 
     Returns:
-        ``ROW_COLUMNS`` → the unit's values, one per setting.
+        The rows, the replays made and whether the run was loaded.
     """
-    run, calibration, facts = (_store_run(unit.root, unit.entry, unit.run_id)
-                               if unit.entry is not None else _table_run(unit))
+    (run, calibration, facts), loaded = (_store_run(unit.root, unit.entry, unit.run_id)
+                                         if unit.entry is not None else (_table_run(unit), True))
+    n_replays = 0
     everything, shapes = _settings_of(blob)
     out = []
     sources: list[tuple[Policy, Probe, tuple[Any, ...]]] = []
@@ -102,10 +116,13 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> dict[str, list[Any]]:
             except ReplayError as exc:  # re-raised as a plain-message error that pickles
                 raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
             values = tuple(fast_metrics(facts, trace, policy).values())
+            n_replays += 1
             sources.insert(0, (policy, probe, values))
             del sources[SHARED_SOURCES:]
         out.append((sid, *values))
-    return dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else {c: [] for c in ROW_COLUMNS}
+    columns = (dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else
+               {c: [] for c in ROW_COLUMNS})
+    return UnitRows(columns, n_replays, loaded)
 
 
 def _shared(sources: list[tuple[Policy, Probe, tuple[Any, ...]]], policy: Policy,
@@ -122,24 +139,28 @@ def _shared(sources: list[tuple[Policy, Probe, tuple[Any, ...]]], policy: Policy
 
 _loaded: OrderedDict[tuple[str, Entry, str], Loaded] = OrderedDict()
 """The runs this process keeps (``_store_run``), least recently used first."""
+_loaded_lock = threading.Lock()
+"""Held while ``_loaded`` changes (a Dask worker runs units in threads)."""
 
 
-def _store_run(root: str, entry: Entry, run_id: str) -> Loaded:
-    """A run of a store, prepared, with its calibration and facts: loaded once per process while
-    it stays among the runs kept."""
+def _store_run(root: str, entry: Entry, run_id: str) -> tuple[Loaded, bool]:
+    """A run of a store, prepared, with its calibration and facts, and whether it was loaded now
+    (False: kept from an earlier unit; loaded once per process while it stays kept)."""
     key = (root, entry, run_id)
-    got = _loaded.get(key)
-    if got is not None:
-        _loaded.move_to_end(key)
-        return got
+    with _loaded_lock:
+        got = _loaded.get(key)
+        if got is not None:
+            _loaded.move_to_end(key)
+            return got, False
     corpus = Corpus(Path(root), [entry], keep_prepared=1)
-    got = _loaded[key] = (corpus.prepared(run_id), corpus.calibration(run_id),
-                          run_facts(corpus, run_id))
-    kept = sum(run.n_requests for run, _, _ in _loaded.values())
-    while len(_loaded) > 2 and kept > KEEP_LOADED_REQUESTS:
-        _, (old, _, _) = _loaded.popitem(last=False)
-        kept -= old.n_requests
-    return got
+    got = (corpus.prepared(run_id), corpus.calibration(run_id), run_facts(corpus, run_id))
+    with _loaded_lock:
+        _loaded[key] = got
+        kept = sum(run.n_requests for run, _, _ in _loaded.values())
+        while len(_loaded) > 2 and kept > KEEP_LOADED_REQUESTS:
+            _, (old, _, _) = _loaded.popitem(last=False)
+            kept -= old.n_requests
+    return got, True
 
 
 def _table_run(unit: SweepUnit) -> Loaded:

@@ -22,6 +22,7 @@ as much as they like.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 from replay.engine.probe import Probe
@@ -36,9 +37,10 @@ class Shapes:
     """Numbers for the parts of many policies: equal parts get one number (the first seen),
     so two policies' parts are equal exactly when their numbers are."""
 
-    __slots__ = ("_numbers", "_shapes")
+    __slots__ = ("_lock", "_numbers", "_shapes")
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._numbers: dict[Any, int] = {}
         self._shapes: dict[int, tuple[Policy, Shape | None]] = {}
         """id(policy) → the policy (kept, so that its id is not reused) and its shape."""
@@ -47,13 +49,16 @@ class Shapes:
         """The policy's shape (None: a part that cannot be numbered, e.g. unhashable options)."""
         got = self._shapes.get(id(policy))
         if got is None:
-            try:
-                shape: Shape | None = (
-                    self._number(("rest", *(getattr(policy, f) for f in _REST_FIELDS))),
-                    tuple(self._number(t) for t in policy.tiers))
-            except TypeError:
-                shape = None
-            got = self._shapes[id(policy)] = (policy, shape)
+            with self._lock:  # threads of one process (a Dask worker's) number parts one at a time
+                got = self._shapes.get(id(policy))
+                if got is None:
+                    try:
+                        shape: Shape | None = (
+                            self._number(("rest", *(getattr(policy, f) for f in _REST_FIELDS))),
+                            tuple(self._number(t) for t in policy.tiers))
+                    except TypeError:
+                        shape = None
+                    got = self._shapes[id(policy)] = (policy, shape)
         return got[1]
 
     def _number(self, part: Any) -> int:

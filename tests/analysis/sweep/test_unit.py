@@ -38,10 +38,14 @@ def test_a_second_sweep_in_the_same_process_loads_no_run_again(
     ids = sample_corpus.replayable()
     n_requests = sum(sample_corpus.runs["n_requests"].to_pylist())
     assert n_requests <= unit.KEEP_LOADED_REQUESTS  # the samples fit: all are kept
-    first = sweep(sample_corpus, grid[:1], jobs=1).table
+    first_sweep = sweep(sample_corpus, grid[:1], jobs=1)
+    first = first_sweep.table
     assert sorted(loads) == sorted(ids)
-    second = sweep(sample_corpus, grid[1:], jobs=1).table
+    assert first_sweep.stats.n_runs_loaded == len(ids)  # said where the user sees it
+    second_sweep = sweep(sample_corpus, grid[1:], jobs=1)
+    second = second_sweep.table
     assert sorted(loads) == sorted(ids)  # nothing loaded again
+    assert second_sweep.stats.n_runs_loaded == 0
     assert set(first["setting"]) == {grid[0].id} and set(second["setting"]) == {grid[1].id}
     assert len(second) == len(ids)
 
@@ -60,3 +64,22 @@ def test_the_runs_kept_are_bounded_by_their_requests(
     sweep(sample_corpus, grid, jobs=1)
     # the two kept are the first sweep's last two runs, asked last again: let go by then
     assert sorted(loads) == sorted(ids * 2)
+
+
+def test_the_stats_count_the_replays_made(sample_corpus: Corpus,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``n_replays`` is the number of replays the units made, fewer than the rows computed when
+    settings share (summary triggers that never fire on the short runs)."""
+    calls: list[int] = []
+    real = unit.replay
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(unit, "replay", counted)
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [40000, 70000, 100000]}))
+    stats = sweep(sample_corpus, grid, jobs=1).stats
+    assert stats.n_replays == len(calls)
+    assert stats.n_replays < stats.n_computed == len(grid) * len(sample_corpus.replayable())
