@@ -134,13 +134,15 @@ def inspect_file(path: Path, *, fmt: str | None = None) -> Inspection:
             reqs = t.requests.filter(pc.equal(t.requests["run_id"], rid)).to_pylist()
             events = [] if t.events is None else \
                 t.events.filter(pc.equal(t.events["run_id"], rid)).to_pylist()
+            summarised = _summarised(events)
             runs.append(RunReport(
                 run_id=rid, n_messages=run["n_messages"], n_requests=run["n_requests"],
                 n_tool_calls=run["n_tool_calls"],
                 n_harness_compactions=run["n_harness_compactions"], n_events=len(events),
                 no_requests_reason=_no_requests(msgs) if not reqs else "",
                 requests=tuple(_contexts(msgs, reqs, events)), label=labels[rid],
-                events=tuple(EventNote(e["kind"], e["msg"], e["request"], _detail(e))
+                events=tuple(EventNote(e["kind"], e["msg"], e["request"],
+                                       _detail(e, summarised.get(e["event"])))
                              for e in events)))
     return Inspection(str(path), parsed.format, parsed.detection, parsed.coverage, tuple(runs),
                       parsed.issues, parsed.no_conversation)
@@ -174,8 +176,21 @@ def gap_story(requests: tuple[RequestContext, ...]) -> str:
     return "; ".join(parts)
 
 
-def _detail(e: dict[str, Any]) -> str:
-    """An event's recorded facts in a few words."""
+def _summarised(events: list[dict[str, Any]]) -> dict[int, int]:
+    """Per compaction event: the messages its summary replaced — those since the previous
+    compaction's summary (or the run's start) up to it, less those it re-attached."""
+    out: dict[int, int] = {}
+    start = 0
+    for e in sorted((e for e in events if e["kind"] == "compaction"), key=lambda e: e["msg"]):
+        kept = {p for p in e["preserved_msgs"] if start <= p < e["msg"]}
+        out[e["event"]] = max(0, e["msg"] - start - len(kept))
+        start = e["summary_msg"] + 1 if e["summary_msg"] is not None else e["msg"]
+    return out
+
+
+def _detail(e: dict[str, Any], summarised: int | None = None) -> str:
+    """An event's recorded facts in a few words (``summarised``: the messages a compaction's
+    summary replaced, ``_summarised``)."""
     parts = [e["trigger"]] if e["trigger"] else []
     if e["pre_tokens"] is not None:
         parts.append(f"{e['pre_tokens']:,} tokens before")
@@ -186,6 +201,8 @@ def _detail(e: dict[str, Any]) -> str:
     if e["kind"] == "compaction":
         parts.append("no summary recorded" if e["summary_msg"] is None
                      else f"summary at message {e['summary_msg']}")
+        if summarised is not None:
+            parts.append(f"{summarised} message(s) summarised")
         if e["preserved_msgs"]:
             parts.append(f"{len(e['preserved_msgs'])} message(s) re-attached after it")
     if e["call_ids"]:

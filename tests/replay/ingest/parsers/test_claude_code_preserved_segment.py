@@ -20,6 +20,7 @@ from typing import Any
 from replay.corpus import open_corpus
 from replay.engine.fold import replay
 from replay.engine.tiers.recorded import MANUAL_TIER
+from replay.ingest.inspect import inspect_file
 from replay.ingest.parse_file import parse_file
 from replay.ingest.tokens import count_tokens
 from replay.policy import load_policy
@@ -176,3 +177,23 @@ def test_a_segment_whose_tail_was_not_written_is_not_relinked(tmp_path: Path) ->
     assert run["n_harness_compactions"] == 1
     assert run["n_requests"] == len(facts["prompts"])
     assert run["recorded_input_tokens"] == sum(facts["prompts"].values())
+
+
+def test_inspect_counts_the_messages_summarised(tmp_path: Path) -> None:
+    """``replay inspect`` names how many messages the summary replaced: those before the
+    boundary less the kept ones, by a plain walk (a user or attachment record is a message, a
+    response is one message per message id)."""
+    recs = compacted()
+    at = next(i for i, r in enumerate(recs) if r.get("subtype") == "compact_boundary")
+    before = recs[:at]
+    n_before = sum(r["type"] == "user" for r in before) + sum(
+        r["type"] == "attachment" for r in before) + len(
+        {r["message"]["id"] for r in before if r["type"] == "assistant"})
+    meta = recs[at]["compactMetadata"]
+    kept = [r for r in before if r.get("uuid") in meta["preservedMessages"]["uuids"]]
+    n_kept = sum(r["type"] != "assistant" for r in kept) + len(
+        {r["message"]["id"] for r in kept if r["type"] == "assistant"})
+    report = inspect_file(_write(tmp_path, recs))
+    [note] = [e for e in report.runs[0].events if e.kind == "compaction"]
+    assert f"{n_before - n_kept} message(s) summarised" in note.detail
+    assert f"{n_kept} message(s) re-attached after it" in note.detail
