@@ -59,7 +59,8 @@ def test_random_transcripts_deterministic_and_paired(transcript: tuple[list[str]
 
 
 def test_sniffer_sees_claude_samples(samples: Path) -> None:
-    """Guard for the generated transcripts above: they are sniffed like the real ones."""
+    """Guard for the generated transcripts (``ingest_helpers._claude``): they are sniffed like
+    the real ones."""
     head = _write(Path(tempfile.mkdtemp()) / "t.jsonl", _claude(1)).read_bytes()[:65536]
     assert claude_code.sniff("t.jsonl", head)
     real = (samples / "claude-code" / "short.jsonl").read_bytes()[:65536]
