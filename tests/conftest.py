@@ -9,8 +9,6 @@ import matplotlib
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.outputs_project import project  # noqa: F401 - the output-trust tests' fixture
-
 matplotlib.use("Agg")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,3 +110,20 @@ def read_only_dir(tmp_path: Path):  # type: ignore[no-untyped-def]
         if immutable:
             subprocess.run(["chattr", "-i", str(ro)], check=False)
         ro.chmod(0o755)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty current folder with two logs under ``logs/`` and no cache in the environment:
+    the output-trust tests' project (``tests/outputs_project.py``); a module may define its own."""
+    import shutil
+
+    from replay.layout import CACHE_ENV
+    from tests.outputs_project import SMALL  # lazy: it loads the CLI, for these tests only
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    (tmp_path / "logs").mkdir()
+    for log in SMALL:
+        shutil.copy(log, tmp_path / "logs" / log.name)
+    return tmp_path

@@ -1,6 +1,6 @@
-"""A throwaway project for the output-trust tests (issue 23): the ``project`` fixture (the current
-folder, two small generated logs under ``logs/``, no cache in the environment; tests/conftest.py
-makes it available), and running commands in it through the CLI.
+"""A throwaway project for the output-trust tests (issue 23): the two small logs the ``project``
+fixture copies (the fixture is in tests/conftest.py), and running commands in it through the
+CLI.
 """
 
 from __future__ import annotations
@@ -8,31 +8,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner, Result
 
 from replay.cli import app
-from replay.layout import CACHE_ENV
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 SMALL = sorted((REPO / "logs" / "scenarios").glob("*.jsonl"), key=lambda p: p.stat().st_size)[:2]
 """The two smallest generated logs (a few hundred KB): every command is quick on them."""
 AXIS = ["--axis", "tiers.1.keep_messages=8,16"]
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty current folder with two logs under ``logs/`` and no cache in the environment."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(CACHE_ENV, raising=False)
-    (tmp_path / "logs").mkdir()
-    for log in SMALL:
-        shutil.copy(log, tmp_path / "logs" / log.name)
-    return tmp_path
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
