@@ -299,6 +299,9 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "placement_half_fit_within_tolerance": len(half),
         "post_size_within_target": sum(abs(x) <= POST_SIZE_TARGET_FRAC for x in post),
         "post_size_error_median_frac": _median(post),
+        "post_tokens_runs": len(own_post := [r.post_tokens_error_frac for r in rows
+                                             if r.post_tokens_error_frac is not None]),
+        "post_tokens_error_median_frac": _median(own_post),
         "cache_read_runs": len(cache),
         "cache_read_within_target": sum(x <= CACHE_READ_TARGET_FRAC for x in cache),
         "cache_read_error_median_frac": _median(cache),
@@ -368,7 +371,11 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{t['placement_half_fit_within_tolerance']} of {t['placement_runs']}"),
         (f"post-compaction sizes within ±{POST_SIZE_TARGET_FRAC:.0%}: "
         f"{t['post_size_within_target']} of {t['runs_compacted']}; median "
-        f"{_pct(t['post_size_error_median_frac'], signed=True)}"),
+        f"{_pct(t['post_size_error_median_frac'], signed=True)}"
+        + (f"; against the compaction's own post-compaction count, where the log records one "
+           f"({_n(t['post_tokens_runs'], 'run')}): median "
+           f"{_pct(t['post_tokens_error_median_frac'], signed=True)}"
+           if t["post_tokens_runs"] else "")),
         (f"cache reads within {CACHE_READ_TARGET_FRAC:.0%} of input: "
         f"{t['cache_read_within_target']} of {t['cache_read_runs']}; median "
         f"{_pct(t['cache_read_error_median_frac'])}"),

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from analysis.fidelity import THRESHOLD_TOLERANCE_FRAC, fidelity
+from analysis.fidelity import THRESHOLD_TOLERANCE_FRAC, fidelity, fidelity_totals, totals_lines
 from replay.corpus import open_corpus
 
 NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
@@ -82,3 +82,36 @@ def test_a_run_is_judged_under_its_versions_level(samples: Path, tmp_path: Path,
     else:  # 154,300 is 7.6 % under 167,000: that harness was configured otherwise
         assert r.not_judged_reason.startswith(f"compacted at {PRE_TOKENS:,} recorded tokens")
         assert "configured otherwise" in r.not_judged_reason
+
+
+def test_the_compactions_own_post_count_is_compared_where_recorded(tmp_path: Path) -> None:
+    """compactMetadata.postTokens (2.1.2xx) is the harness's own count of what it kept: fidelity
+    gives the replay's context right after its first cut against it, and nothing without it."""
+    from replay.engine.fold import replay
+    from replay.policy import load_policy
+    from tests.replay.ingest.parsers.test_claude_code_preserved_segment import compacted
+
+    figures = {}
+    for post in (None, 20_000):
+        recs = compacted()
+        if post is not None:
+            for r in recs:
+                if r.get("subtype") == "compact_boundary":
+                    r["compactMetadata"]["postTokens"] = post
+        path = tmp_path / f"post-{post}" / "s.jsonl"
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        corpus = open_corpus([path], cache_dir=path.parent / "ds")
+        [f] = fidelity(corpus)
+        [rid] = corpus.run_ids
+        trace = replay(corpus.prepared(rid), load_policy("claude-code"),
+                       calibration=corpus.calibration(rid))
+        act = trace.columns("actions")
+        after = next(a for k, u, a in zip(act["kind"], act["undone"], act["context_after_tokens"])
+                     if k == "summarise" and not u)
+        figures[post] = (f.post_tokens_error_frac, after)
+        line = next(x for x in totals_lines(fidelity_totals([f])) if x.startswith("post-comp"))
+        assert ("compaction's own post-compaction count" in line) == (post is not None)
+    assert figures[None][0] is None
+    got, after = figures[20_000]
+    assert got == (after - 20_000) / 20_000 and after > 0
