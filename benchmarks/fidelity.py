@@ -24,7 +24,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from analysis.fidelity import RunFidelity, fidelity, fidelity_totals, totals_lines
+from analysis.fidelity import RunFidelity, fidelity, fidelity_totals
+from analysis.fidelity_lines import totals_lines
 from replay.corpus import open_corpus
 from replay.policy import load_policy
 

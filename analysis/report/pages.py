@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.fidelity import FIDELITY_NOTE, RunFidelity, fidelity_totals, totals_lines
+from analysis.fidelity import RunFidelity, fidelity_totals
+from analysis.fidelity_lines import FIDELITY_NOTE, totals_lines
 from analysis.induced import INDUCED_NOTE, includes_induced
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from analysis.report.diff import TOTAL

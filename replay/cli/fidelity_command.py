@@ -58,7 +58,8 @@ def fidelity(
     """
     # lazy: pandas loads only for this command (start-up time of the others)
     from analysis.fidelity import fidelity as measure
-    from analysis.fidelity import fidelity_totals, totals_lines
+    from analysis.fidelity import fidelity_totals
+    from analysis.fidelity_lines import totals_lines
 
     with _errors():
         harness = load_policy(policy) if policy else None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import statistics
 
-from analysis.fidelity import HELD_OUT_TARGET_FRAC, fidelity, fidelity_totals, totals_lines
+from analysis.fidelity import HELD_OUT_TARGET_FRAC, fidelity, fidelity_totals
+from analysis.fidelity_lines import totals_lines
 from replay.engine.calibrate import points
 from tests.claude_code_raw import recorded_prompts
 from tests.conftest import REPO

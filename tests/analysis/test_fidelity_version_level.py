@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from analysis.fidelity import THRESHOLD_TOLERANCE_FRAC, fidelity, fidelity_totals, totals_lines
+from analysis.fidelity import THRESHOLD_TOLERANCE_FRAC, fidelity, fidelity_totals
+from analysis.fidelity_lines import totals_lines
 from replay.corpus import open_corpus
 
 NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"

@@ -8,7 +8,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from analysis.fidelity import fidelity, fidelity_totals, totals_lines
+from analysis.fidelity import fidelity, fidelity_totals
+from analysis.fidelity_lines import totals_lines
 from analysis.microcompact_check import check_microcompactions
 from replay.corpus import open_corpus
 from replay.engine.prepared import prepare

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.fidelity import fidelity, fidelity_totals, totals_lines
+from analysis.fidelity import fidelity, fidelity_totals
+from analysis.fidelity_lines import totals_lines
 from analysis.reread_fidelity import compaction_rereads, pooled
 from replay.engine.needs import NAIVE_RULES
 
