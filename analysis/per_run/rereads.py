@@ -17,10 +17,13 @@ def _fast_rereads(inp: PartInput) -> dict[str, Any]:
     """The run's static re-read counts, and which candidates lost their previous result."""
     facts, ev = run_facts_of(inp), inp.evictions
     first: dict[tuple[int, int], tuple[int, str]] = {}
-    for m, b, r, fate in zip(ev["msg"], ev["block"], ev["request"], ev["fate"]):
-        key = (m, b)
-        if key not in first or r < first[key][0]:
-            first[key] = (r, fate)
+    """The first eviction of each candidate's previous result (no other block is looked up)."""
+    wanted = {(msg, block) for _, msg, block, _ in facts.candidates}
+    if wanted:
+        for m, b, r, fate in zip(ev["msg"], ev["block"], ev["request"], ev["fate"]):
+            key = (m, b)
+            if key in wanted and (key not in first or r < first[key][0]):
+                first[key] = (r, fate)
     out = dict(facts.static_rereads)
     induced = dict.fromkeys(FATES, 0)
     n_induced = tok_induced = tok_redundant = 0
