@@ -4,15 +4,18 @@ size after its first cut against the count the harness recorded after its own.
 
 The level is the compaction's own count where the log has it (``ContextEvent.pre_tokens``:
 Claude Code's ``compactMetadata.preTokens``, the count the client compared with its
-threshold: the last usage plus its estimate of what came since), else the last recorded
-prompt before it — which is short of the level by what arrived after that request (a large
-tool result can be most of the 5 % tolerance).
+threshold: the last usage plus its estimate of what came since) and it follows from the log
+(the last recorded usage plus what the log holds since, with a margin: a hand-made file's
+count that the usage cannot explain is not taken), else the last recorded prompt before it —
+which is short of the level by what arrived after that request (a large tool result can be
+most of the 5 % tolerance).
 
 Not here: the figures and their targets (``analysis.fidelity``).
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from replay.engine.prepared import PreparedRun
@@ -31,11 +34,30 @@ def pre_tokens(run: PreparedRun, events: list[dict[str, Any]]) -> tuple[int | No
     if first is None:
         top = max((r for r in run.recorded_input if r), default=None)
         return top, "largest request" if top is not None else ""
+    k = next((k for k in range(first - 1, -1, -1) if run.recorded_input[k]), None)
+    last = run.recorded_input[k] if k is not None else None
     event = first_compaction(events)
-    if event is not None and event["pre_tokens"]:
-        return event["pre_tokens"], "compaction"
-    last = next((r for r in reversed(run.recorded_input[:first]) if r), None)
-    return last, "last request" if last is not None else ""
+    own = event["pre_tokens"] if event is not None else None
+    if own and event is not None and _follows(run, k, own, event["msg"]):
+        return own, "compaction"
+    if last is None:
+        return None, ""
+    return last, ("last request" if not own else f"last request (the compaction's own count, "
+                  f"{own:,}, is not the last usage plus what the log holds since)")
+
+
+def _follows(run: PreparedRun, k: int | None, own: int, msg: int) -> bool:
+    """Whether a compaction's own count can be the last recorded usage (request ``k``'s prompt
+    and output) plus what the log holds between that request's answer and the compaction
+    (counted, with a margin: twice that count and 2,000 tokens + 2 % of the prompt)."""
+    if k is None:
+        return True
+    prompt = run.recorded_input[k] or 0
+    tokens = next(iter(run.tokens.values()))
+    since = sum(tokens[run.req_output_blocks[k][1]:bisect.bisect_left(run.msg, msg)])
+    slack = 2_000 + 0.02 * prompt
+    return prompt - slack <= own <= (prompt + (run.recorded_output[k] or 0) + 2 * since
+                                      + slack)
 
 
 def post_tokens_error(trace: Any, events: list[dict[str, Any]]) -> float | None:

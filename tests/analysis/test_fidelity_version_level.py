@@ -5,11 +5,11 @@ its boundary records (``compactMetadata.preTokens``) where there is one.
 
 The run is real-shaped: the real auto-compacted 2.1.39 sample (``../shared/logs-sample``, read
 in place, written to tmp changed) with its version field set to 2.1.7 and every recorded usage
-figure scaled so that its last prompt before the boundary is 146,000 tokens, and the boundary's
+figure scaled so that its last prompt before the boundary is 146,000 tokens, the tool result
+between that request and the boundary grown to a long test log (~8k tokens) and the boundary's
 own count set to 154,300 (in the issue's 2.1.7 range: the client counts the last usage plus its
-estimate of what came since).  The count is the boundary's whatever the content since the last
-prompt (here little): the test is about which level judges the run, not about placement.
-Figures expected here come from the changed JSON records, not from the parser."""
+estimate of what came since, here the long result).  Figures expected here come from the
+changed JSON records, not from the parser."""
 
 from __future__ import annotations
 
@@ -53,6 +53,12 @@ def _session(samples: Path, version: str) -> list[dict[str, Any]]:
         if r.get("subtype") == "compact_boundary":
             r = {**r, "compactMetadata": {**r["compactMetadata"], "preTokens": PRE_TOKENS}}
         out.append(r)
+    last_result = next(i for i in range(at - 1, -1, -1) if out[i].get("type") == "user")
+    r = out[last_result]
+    [block] = r["message"]["content"]
+    block = {**block, "content": str(block["content"]) + "\n" + "\n".join(
+        f"ok {i} - spotter suite case {i} passed" for i in range(1, 801))}
+    out[last_result] = {**r, "message": {**r["message"], "content": [block]}}
     return out
 
 
@@ -78,6 +84,7 @@ def test_a_run_is_judged_under_its_versions_level(samples: Path, tmp_path: Path,
     assert r.policy_trigger_tokens == level
     assert f"claude-code {version}" in r.trigger_basis
     if judged:  # the version's default explains it: judged on placement and size
+        assert r.placement_error_requests is not None and abs(r.placement_error_requests) <= 3
         assert not r.not_judged_reason
         assert r.placement_error_requests is not None
     else:  # 154,300 is 7.6 % under 167,000: that harness was configured otherwise
@@ -116,3 +123,19 @@ def test_the_compactions_own_post_count_is_compared_where_recorded(tmp_path: Pat
     assert figures[None][0] is None
     got, after = figures[20_000]
     assert got == (after - 20_000) / 20_000 and after > 0
+
+
+def test_a_count_the_log_cannot_explain_is_not_taken(samples: Path, tmp_path: Path) -> None:
+    """A boundary count far above the last usage plus what came since (a hand-made file's
+    150,000 after prompts of a few hundred tokens) is not the level: the last prompt is, and the
+    basis says why."""
+    recs = _session(samples, "2.1.7")
+    for r in recs:
+        if r.get("subtype") == "compact_boundary":
+            r["compactMetadata"]["preTokens"] = 190_000
+    path = tmp_path / NAME
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (r,) = [r for r in fidelity(open_corpus([path], cache_dir=tmp_path / "ds"))
+            if r.source == NAME]
+    assert r.recorded_pre_tokens == LAST_PROMPT
+    assert r.recorded_pre_basis.startswith("last request (the compaction's own count, 190,000")
