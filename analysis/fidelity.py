@@ -100,8 +100,9 @@ class RunFidelity:
     request with usage before it; for a run the harness never compacted, its largest recorded
     prompt.  ``recorded_pre_basis`` says which."""
     recorded_pre_basis: str = ""
-    """``compaction`` (the event's recorded count), ``last request`` or ``largest request``;
-    '' when ``recorded_pre_tokens`` is unknown."""
+    """``compaction`` (the event's recorded count), ``last request`` or ``largest request``
+    (``… with its output and earlier turns' reasoning`` for Codex, what it compared); '' when
+    ``recorded_pre_tokens`` is unknown."""
     post_tokens_error_frac: float | None = None
     """(replayed context right after its first compaction − the first recorded compaction's
     own post-compaction count) / that count, where the log records one (Claude Code 2.1.2xx
@@ -119,6 +120,11 @@ class RunFidelity:
     trigger_estimated: bool = False
     """A figure of that arithmetic is not documented for the run's version (or the version is
     not recorded)."""
+    window_from_table: bool = False
+    """The log records no window: the harness's model table gave it (Codex; counted)."""
+    summaries_encrypted: int = 0
+    """Recorded compactions whose summary was encrypted in the log, sized by Codex's estimate
+    from its encrypted bytes (counted)."""
     points_estimated: int = 0
     """Calibration points whose context holds blocks sized from redaction markers: their
     held-out error measures the marker estimate (``replay.ingest.redaction``), not the model."""
@@ -176,9 +182,10 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         if not any(v is not None and v > 0 for v in run.recorded_input):
             continue
         harness = policy or load_policy(HARNESS_POLICY.get(fmts[rid], "none"))
-        resolved = (resolve(harness, run.harness, run.model, largest_prompt(run.recorded_input))
-                    if harness.harness is not None
-                    else None)
+        resolved = (resolve(harness, run.harness, run.model, largest_prompt(run.recorded_input),
+                            window_tokens=run.window_tokens,
+                            compact_limit_tokens=run.compact_limit_tokens)
+                    if harness.harness is not None else None)
         name, cal = harness.name, corpus.calibration(rid)
         trace = replay(run, harness, calibration=cal)
         req = trace.columns("requests")
@@ -202,7 +209,7 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
         rereads, naive = _rereads(run)
         events = corpus.events(rid).to_pylist()
         micro = check_microcompactions(run, events, cal)
-        pre, pre_basis = pre_tokens(run, events)
+        pre, pre_basis = pre_tokens(run, events, harness)
         out.append(RunFidelity(
             run_id=rid, source=sources[rid], policy=name, truth_source=truth_source,
             n_requests=run.n_requests, recorded_compaction=rec_at,
@@ -220,6 +227,8 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
             policy_trigger_tokens=_trigger_tokens(resolved.policy if resolved else harness),
             trigger_basis=resolved.basis if resolved else "",
             trigger_estimated=resolved.estimated if resolved else False,
+            window_from_table=resolved.window_from_table if resolved else False,
+            summaries_encrypted=sum(run.harness_summary_encrypted),
             points_estimated=own.n_points_estimated if own is not None else 0,
             reread_recall=rereads.recall if rereads else None,
             reread_precision=rereads.precision if rereads else None,
@@ -321,6 +330,8 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
         "reread_tokens_within_target": sum(abs(x) <= REREAD_TOKENS_TARGET_FRAC for x in per_run),
         **_reread_totals("reread_naive", naive),
         **microcompact_totals([r.microcompact for r in rows if r.microcompact is not None]),
+        "runs_window_from_table": sum(r.window_from_table for r in rows),
+        "summaries_encrypted": sum(r.summaries_encrypted for r in rows),
     }
 
 

@@ -83,6 +83,10 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"file): recall {_frac(t['reread_naive_recall'])}, precision "
         f"{_frac(t['reread_naive_precision'])}, tokens "
         f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"),
+        (f"estimated: {_n(t['runs_window_from_table'], 'run')} planned against the model "
+         "table's window (the log records none); "
+         f"{_n(t['summaries_encrypted'], 'recorded summary', plural='recorded summaries')} "
+         "encrypted in the log, sized from their encrypted bytes"),
         (f"microcompactions recorded (system/microcompact_boundary): "
          f"{t['microcompact_recorded']} in {_n(t['microcompact_runs'], 'run')}; replayed under "
          f"Claude Code's time-based microcompact ({MICROCOMPACT_POLICY}): "
@@ -92,8 +96,8 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
     ]
 
 
-def _n(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def _n(n: int, noun: str, *, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _frac(v: float | None) -> str:

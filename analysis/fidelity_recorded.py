@@ -18,8 +18,10 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from replay.engine.hidden_reasoning import counts_hidden_reasoning, reasoning_between
 from replay.engine.prepared import PreparedRun
 from replay.engine.trace import CUT_KINDS
+from replay.policy import Policy
 
 
 def first_compaction(events: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -28,22 +30,38 @@ def first_compaction(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(rows, key=lambda e: e["msg"]) if rows else None
 
 
-def pre_tokens(run: PreparedRun, events: list[dict[str, Any]]) -> tuple[int | None, str]:
-    """The level the harness compacted at and where it comes from (``recorded_pre_tokens``)."""
+def pre_tokens(run: PreparedRun, events: list[dict[str, Any]],
+               policy: Policy | None = None) -> tuple[int | None, str]:
+    """The level the harness compacted at and where it comes from (``recorded_pre_tokens``).
+    For a harness that also counts earlier turns' reasoning (Codex: ``policy`` counts it), a
+    recorded request's figure is what the harness compared: its input and output and the
+    reasoning before its turn (``replay.engine.hidden_reasoning``)."""
     first = run.first_compaction_request
+    rec = run.recorded_input
     if first is None:
-        top = max((r for r in run.recorded_input if r), default=None)
-        return top, "largest request" if top is not None else ""
-    k = next((k for k in range(first - 1, -1, -1) if run.recorded_input[k]), None)
-    last = run.recorded_input[k] if k is not None else None
+        k = max((k for k, r in enumerate(rec) if r), key=lambda k: rec[k] or 0, default=None)
+        return _compared(run, k, policy, "largest request")
+    k = next((k for k in range(first - 1, -1, -1) if rec[k]), None)
     event = first_compaction(events)
     own = event["pre_tokens"] if event is not None else None
     if own and event is not None and _follows(run, k, own, event["msg"]):
         return own, "compaction"
-    if last is None:
+    return _compared(run, k, policy, "last request" if not own else (
+        f"last request (the compaction's own count, {own:,}, is not the last usage plus what "
+        "the log holds since)"))
+
+
+def _compared(run: PreparedRun, k: int | None, policy: Policy | None,
+              basis: str) -> tuple[int | None, str]:
+    """Request ``k``'s recorded prompt, or for Codex what it compared after that request."""
+    if k is None:
         return None, ""
-    return last, ("last request" if not own else f"last request (the compaction's own count, "
-                  f"{own:,}, is not the last usage plus what the log holds since)")
+    pre = run.recorded_input[k] or 0
+    if policy is not None and counts_hidden_reasoning(policy):
+        end = run.req_output_blocks[k][1]
+        pre += (run.recorded_output[k] or 0) + reasoning_between(run, run.recorded_from[k], end)
+        basis += " with its output and earlier turns' reasoning"
+    return pre, basis
 
 
 def _follows(run: PreparedRun, k: int | None, own: int, msg: int) -> bool:

@@ -60,6 +60,7 @@ class Corpus:
         self._calibration: dict[str, Calibration | None] = {}
         self._models: dict[str, str] | None = None
         self._harnesses: dict[str, str] | None = None
+        self._windows: dict[str, tuple[int | None, int | None]] | None = None
         self._model_fits: dict[str, Calibration | None] = {}
         self._all: store.RunTables | None = None
 
@@ -71,6 +72,7 @@ class Corpus:
         corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
         corpus._calibration, corpus._entry_of = {}, {}
         corpus._models, corpus._model_fits, corpus._harnesses = None, {}, None
+        corpus._windows = None
         corpus._all = store.RunTables(runs, messages, requests)
         msg_spans = store_index.row_spans(messages["run_id"].to_pylist())
         req_spans = store_index.row_spans(requests["run_id"].to_pylist())
@@ -147,7 +149,9 @@ class Corpus:
             run = self._prepared[run_id] = prepare(*self.run_tables(run_id), run_id,
                                                    events=self.events(run_id),
                                                    harness=self._harness_of(run_id),
-                                                   model=self._model_of(run_id))
+                                                   model=self._model_of(run_id),
+                                                   window_tokens=self._windows_of(run_id)[0],
+                                                   compact_limit_tokens=self._windows_of(run_id)[1])
             while len(self._prepared) > self._keep:
                 self._prepared.popitem(last=False)
         else:
@@ -166,6 +170,15 @@ class Corpus:
                     own = pooled
             self._calibration[run_id] = own
         return self._calibration[run_id]
+
+    def _windows_of(self, run_id: str) -> tuple[int | None, int | None]:
+        """The window and auto-compact limit the run's log records (None: not recorded)."""
+        if self._windows is None:
+            cols = [self.runs[c].to_pylist() if c in self.runs.column_names
+                    else [None] * self.runs.num_rows
+                    for c in ("recorded_window_tokens", "recorded_compact_limit_tokens")]
+            self._windows = dict(zip(self.run_ids, zip(*cols)))
+        return self._windows.get(run_id, (None, None))
 
     def _harness_of(self, run_id: str) -> str:
         if self._harnesses is None:

@@ -83,8 +83,9 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
 def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             allow_python: bool, probe: Probe | None = None) -> Trace:
     if policy.harness is not None:  # the harness's arithmetic for this run's version and model
-        policy = resolve(policy, run.harness, run.model,
-                         largest_prompt(run.recorded_input)).policy
+        policy = resolve(policy, run.harness, run.model, largest_prompt(run.recorded_input),
+                         window_tokens=run.window_tokens,
+                         compact_limit_tokens=run.compact_limit_tokens).policy
     s, cache = policy.server, policy.cache
     plan = truth_plan(run, policy, calibration)
     fit = calibration.overhead_tokens if calibration is not None else 0.0

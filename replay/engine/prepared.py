@@ -124,10 +124,21 @@ class PreparedRun:
     harness_trigger: list[str] = field(default_factory=list)
     """Per harness compaction: ``auto`` or ``manual`` as recorded ('' when not recorded, or
     prepared without the run's events)."""
+    harness_summary_encrypted: list[bool] = field(default_factory=list)
+    """Per harness compaction: its summary was encrypted in the log (a Codex remote compaction):
+    its text is a size marker, its size an estimate (``codex_compaction.encrypted_summary``)."""
     harness: str = ""
     """The harness and version as the log records them (``Run.harness``; '' when not given)."""
     model: str = ""
     """The run's main model as recorded (``Run.model``; '' when not given)."""
+    window_tokens: int | None = None
+    """The window the harness planned against as the log records it
+    (``Run.recorded_window_tokens``; None when not recorded or not given)."""
+    compact_limit_tokens: int | None = None
+    """The auto-compact limit as the log records it (``Run.recorded_compact_limit_tokens``)."""
+    encrypted_bytes: list[int] = field(default_factory=list)
+    """Per block: the length of its encrypted form as recorded (``Message.encrypted_bytes``;
+    empty when the rows have no such column: none)."""
     _counts: dict[Any, Any] = field(default_factory=dict)
     """Memo of derived per-run values: counts per counter, sized prefixes, placeholders."""
 
@@ -237,24 +248,32 @@ class PreparedRun:
 
 
 def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
-            events: pa.Table | None = None, *, harness: str = "", model: str = "") -> PreparedRun:
+            events: pa.Table | None = None, *, harness: str = "", model: str = "",
+            window_tokens: int | None = None,
+            compact_limit_tokens: int | None = None) -> PreparedRun:
     """Build a ``PreparedRun`` from one run's message and request rows (already filtered;
     checked first: ``replay.ingest.run_checks``) and, when given, its ``ContextEvent`` rows
     (for each compaction's recorded trigger), its recorded harness and main model (for a
-    policy that follows the harness's own arithmetic, ``replay.policy.harness``); the model
-    defaults to the most frequent one its requests name."""
+    policy that follows the harness's own arithmetic, ``replay.policy.harness``, with the
+    window and limit the log records); the model defaults to the most frequent one its requests
+    name."""
     check_run_tables(messages, requests, run_id)
     summary_flags = messages["is_harness_summary"].to_pylist()
     keep = pc.invert(messages["is_harness_summary"]) if any(summary_flags) else None
     summary_tokens: dict[int, dict[str, int]] = {}
     summary_text: dict[int, list[str]] = {}
+    summary_encrypted: set[int] = set()
     if keep is not None:
         all_msgs = messages["msg"].to_pylist()
         texts = messages["text"].to_pylist()
         cols = {name: messages[c].to_pylist() for name, c in _TOKEN_COLUMN.items()}
+        enc = (messages["encrypted_bytes"].to_pylist() if "encrypted_bytes" in messages.column_names
+               else [0] * len(texts))
         for i, (m, h) in enumerate(zip(all_msgs, summary_flags)):
             if h:
                 summary_text.setdefault(m, []).append(texts[i] or "")
+                if enc[i]:
+                    summary_encrypted.add(m)
                 per = summary_tokens.setdefault(m, {})
                 for name, values in cols.items():
                     if values[i] is not None:
@@ -333,7 +352,11 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
         harness_first_request=[next((k for k, o in enumerate(out_msgs) if o > m), None)
                                for m in summary_msgs],
         harness_trigger=[triggers.get(m, "") for m in summary_msgs],
+        harness_summary_encrypted=[m in summary_encrypted for m in summary_msgs],
         harness=harness, model=model or _main_model(requests["model"].to_pylist()),
+        window_tokens=window_tokens, compact_limit_tokens=compact_limit_tokens,
+        encrypted_bytes=(messages["encrypted_bytes"].to_pylist()
+                         if "encrypted_bytes" in messages.column_names else []),
     )
 
 

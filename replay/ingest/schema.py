@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]
@@ -68,6 +68,14 @@ class Run:
     estimated_tokens_o200k: int | None = None
     """o200k tokens of those blocks (None when o200k was not counted): this much of the run's
     token count is an estimate, not a tokenizer count."""
+    recorded_window_tokens: int | None = None
+    """The context window the harness planned against, as the log records it (Codex
+    ``token_count`` ``info.model_context_window``: the model's window × its effective percent);
+    None when the log does not say (a harness's arithmetic then takes its model table,
+    ``replay.policy.harness``)."""
+    recorded_compact_limit_tokens: int | None = None
+    """The auto-compact limit as the log records it (Codex ``info.auto_compact_token_limit``);
+    None when not recorded."""
     sha256: str
     """sha256 of the whole source file."""
 
@@ -107,6 +115,11 @@ class Message:
     """The block holds redaction markers (``[REDACTED_OUTPUT len=4045 sha=…]``): its token
     counts and ``n_chars`` size the redacted text by the declared length at
     ``replay.ingest.redaction.CHARS_PER_TOKEN``, an estimate, not a tokenizer count."""
+    encrypted_bytes: int = 0
+    """Length of the block's encrypted form as recorded (Codex reasoning or a remote compaction's
+    ``encrypted_content``; a redaction marker's declared length when a sanitiser replaced it); 0
+    when none.  The text the model saw is not in the log: Codex's own trigger estimates it
+    from this length (``replay.engine.hidden_reasoning``)."""
     is_error: bool
     is_harness_summary: bool
     """A compaction summary written by the original harness; replays start without it."""

@@ -180,6 +180,12 @@ def check(p: Policy, where: str) -> None:
             raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
 
 
+_CLAUDE_SETTINGS = ("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+                    "autoCompactWindow")
+_CODEX_SETTINGS = ("model_context_window", "model_auto_compact_token_limit",
+                   "server_reasoning_included")
+
+
 def _check_harness(p: Policy, where: str) -> None:
     """The harness's tier exists and has a trigger; its settings are in their ranges."""
     h = p.harness
@@ -188,6 +194,16 @@ def _check_harness(p: Policy, where: str) -> None:
     if tier is None or getattr(tier, "trigger", None) is None:
         raise PolicyError(where, "harness.tier", f"no tier {h.tier!r} with a trigger; tiers: "
                                                  + ", ".join(t.name for t in p.tiers))
+    others = _CODEX_SETTINGS if h.name == "claude-code" else _CLAUDE_SETTINGS
+    for name in others:
+        if getattr(h, name) not in (None, False):
+            raise PolicyError(where, f"harness.{name}", f"not a setting of {h.name} (its "
+                              "settings: " + ", ".join(_CLAUDE_SETTINGS if h.name == "claude-code"
+                                                       else _CODEX_SETTINGS) + ")")
+    for name in ("model_context_window", "model_auto_compact_token_limit"):
+        value = getattr(h, name)
+        if value is not None and value <= 0:
+            raise PolicyError(where, f"harness.{name}", "must be > 0")
     pct = h.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE
     if pct is not None and not 0 < pct <= 100:
         raise PolicyError(where, "harness.CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",

@@ -1,5 +1,6 @@
 """A harness's own arithmetic: the trigger it computes from its version, the model and the
-user's settings, for the run being replayed (#26 items 5 and 6).
+user's settings, for the run being replayed (#26 items 5 and 6): Claude Code's here, Codex's in
+``replay.policy.codex_harness`` (``harness: {name: codex}``), both through ``resolve``.
 
 A policy with ``harness: {name: claude-code, …}`` does not fix its window and auto-compact
 level: ``resolve`` sets them per run from what the log records — the harness version
@@ -41,6 +42,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from replay.policy.codex_harness import PRESET_LEVEL_TOKENS as CODEX_PRESET_LEVEL
+from replay.policy.codex_harness import codex_level, with_codex_level
 from replay.policy.model import Harness, Policy, Tier, Trigger
 
 OUTPUT_RESERVE_CAP_TOKENS = 20_000
@@ -103,6 +106,8 @@ class Resolved:
     """The arithmetic in words (version, model, window, buffer, settings)."""
     estimated: bool
     """A figure used is not documented for the run's version (or the version is unknown)."""
+    window_from_table: bool = False
+    """The log records no window: the harness's model table gave it (Codex)."""
 
 
 def version_of(harness: str) -> tuple[int, int, int] | None:
@@ -146,13 +151,17 @@ def largest_prompt(recorded_input: list[int | None]) -> int | None:
 
 
 def resolve(policy: Policy, harness: str, model: str,
-            largest_prompt_tokens: int | None = None) -> Resolved:
+            largest_prompt_tokens: int | None = None, *, window_tokens: int | None = None,
+            compact_limit_tokens: int | None = None) -> Resolved:
     """``policy`` with its window, reserve and harness tier's trigger set for a run recorded by
     ``harness`` (as ``Run.harness`` records it) with ``model`` and, when given, its largest
-    recorded prompt (``largest_prompt``: evidence of the window)."""
+    recorded prompt (``largest_prompt``: evidence of the window), and the window and limit its
+    log records (``Run.recorded_window_tokens`` / ``recorded_compact_limit_tokens``; Codex)."""
     h = policy.harness
     if h is None:
         raise ValueError(f"policy {policy.name} names no harness")
+    if h.name == "codex":
+        return _codex(policy, h, harness, model, window_tokens, compact_limit_tokens)
     version = version_of(harness) if harness.startswith(h.name) else None
     era = buffer_era(version)
     window, why = claude_code_window(model, h, largest_prompt_tokens)
@@ -180,6 +189,29 @@ def resolve(policy: Policy, harness: str, model: str,
     tiers = tuple(_with_level(t, level) if t.name == h.tier else t for t in policy.tiers)
     resolved = dataclasses.replace(policy, server=server, tiers=tiers)
     return Resolved(resolved, level, basis, estimated=version is None or not era.measured)
+
+
+def _codex(policy: Policy, h: Harness, harness: str, model: str, window: int | None,
+           limit: int | None) -> Resolved:
+    """Codex's arithmetic (``replay.policy.codex_harness``) applied as Claude Code's is: the
+    tier's trigger only while it is the preset's."""
+    lv = codex_level(h, harness, model, window, limit)
+    resolved = with_codex_level(policy, lv)
+    tier = next(t for t in policy.tiers if t.name == h.tier)
+    own = getattr(tier, "trigger", None)
+    basis = lv.basis + (" (the model table's window: the log records none)"
+                        if lv.window_from_table else "")
+    if own is None or own.at_tokens != CODEX_PRESET_LEVEL:  # the user set their own level
+        fixed = own.level_tokens(lv.window_tokens) if own is not None else None
+        if fixed is not None:
+            basis = (f"{h.tier}'s trigger set by the policy, not by the harness's arithmetic "
+                     f"({basis}); level {fixed:,}")
+        return Resolved(resolved, fixed if fixed is not None else lv.level_tokens, basis,
+                        estimated=False, window_from_table=lv.window_from_table)
+    tiers = tuple(_with_level(t, lv.level_tokens) if t.name == h.tier else t
+                  for t in policy.tiers)
+    return Resolved(dataclasses.replace(resolved, tiers=tiers), lv.level_tokens, basis,
+                    estimated=lv.estimated, window_from_table=lv.window_from_table)
 
 
 def _with_level(tier: Tier, level: int) -> Tier:

@@ -249,7 +249,7 @@ class Harness:
     version and model the log records and the settings below, under the harness's own names
     (``replay.policy.harness``: the rule, its cited table of what changed when)."""
 
-    name: Literal["claude-code"] = "claude-code"
+    name: Literal["claude-code", "codex"] = "claude-code"
     tier: str = "autocompact"
     """The tier whose trigger the harness sets (``at_tokens``)."""
     CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: float | None = None
@@ -259,6 +259,15 @@ class Harness:
     autoCompactWindow: int | Literal["auto"] | None = None
     """The settings.json value: 100,000–1,000,000 tokens, or ``auto`` (the model's window);
     the environment variable wins when both are set."""
+    model_context_window: int | None = None
+    """Codex (config.toml): the model's context window, in place of the one the log records or
+    the model table gives (``replay.policy.codex_harness``)."""
+    model_auto_compact_token_limit: int | None = None
+    """Codex (config.toml): the auto-compact limit, in place of the one the log records or
+    9/10 of the window."""
+    server_reasoning_included: bool = False
+    """Codex: the server counted earlier turns' reasoning in its usage, so Codex does not add
+    its estimate of them (``ContextManager::get_total_token_usage``)."""
 
 
 Tier = Trim | Summarise | Collapse | Custom

@@ -7,7 +7,8 @@ a file); a shell command becomes a stand-in that names the same operation on the
 (``echo <marker>; cat <hash>``), a patch keeps its ``*** Update File:`` lines with hashed
 paths; every other string is text and becomes a *draft* marker (``[REDACTED_CTXREPLAY
 id=…]``), which ``replay.redact.archive`` turns into the exact marker of the block that shows
-it.  Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such
+it; an ``encrypted_content`` becomes a marker declaring its length (with a salted digest).
+Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such
 as the file paths a Claude Code file-history snapshot is keyed by, is hashed like a path);
 timestamps are shifted by whole days when asked.  Formats whose parser reads text for its
 structure get the little it needs kept (``Redactor`` fields, set per file by
@@ -31,6 +32,7 @@ from typing import Any
 from replay.errors import ReplayError
 from replay.ingest.ops import PATCH_FILE, classify_shell
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
+from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.redaction import EXACT_WORD
 
 KEEP_KEYS = frozenset({
@@ -192,6 +194,13 @@ class Redactor:
         self._found_text = True
         return draft(key)
 
+    def encrypted(self, value: str) -> str:
+        """An ``encrypted_content`` (Codex reasoning, a remote compaction's summary): a marker
+        declaring its length, which the parser sizes Codex's estimates from, and a salted
+        digest, so that two items stay two (``replay.ingest.parsers.codex_compaction``)."""
+        digest = hashlib.sha256((self.salt + "\0enc\0" + value).encode("utf-8", "surrogatepass"))
+        return f"[REDACTED_ENCRYPTED_CONTENT len={encrypted_len(value)} sha={digest.hexdigest()[:12]}]"
+
     def record(self, rec: Any) -> Any:
         """The redacted copy of one record."""
         return self._walk(rec, "")
@@ -267,6 +276,8 @@ class Redactor:
     def _string(self, value: str, key: str) -> str:
         if key in _TIME_KEYS and self.shift_days and _DATE.match(value):
             return self.shift(value)
+        if key == "encrypted_content" and value:
+            return self.encrypted(value)
         if self._data:
             if key in READ_IN_DATA and KEPT_VALUE.fullmatch(value):
                 return value

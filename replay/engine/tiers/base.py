@@ -15,6 +15,7 @@ from itertools import repeat
 from typing import Any
 
 from replay.engine.context import Context, HeadItem
+from replay.engine.hidden_reasoning import counts_hidden_reasoning, earlier_reasoning_tokens
 from replay.engine.induced_state import InduceState
 from replay.engine.prepared import Calibration, PreparedRun, text_count
 from replay.engine.probe import Probe
@@ -167,9 +168,13 @@ class Env:
     probe: Probe | None = None
     """Where the tiers' gates record what they compared (``replay.engine.probe``; None: not
     recorded)."""
+    hidden_reasoning: bool = False
+    """The harness also counts earlier turns' encrypted reasoning (Codex, unless
+    ``server_reasoning_included``): ``harness_estimate`` adds it (set from the policy)."""
 
     def __post_init__(self) -> None:
         self.usable = self.policy.usable_tokens
+        self.hidden_reasoning = counts_hidden_reasoning(self.policy)
 
     def est_text(self, text: str) -> int:
         """Estimated tokens of a text the replay creates."""
@@ -178,6 +183,13 @@ class Env:
     def truth_text(self, text: str) -> int:
         """True tokens of a text the replay creates."""
         return text_count(text, self.truth_counter, self.calibration)
+
+
+def harness_estimate(ctx: Context, env: Env) -> int:
+    """What the harness compares with a token trigger: the estimate of the context, plus for
+    Codex the earlier turns' reasoning it counts (``replay.engine.hidden_reasoning``)."""
+    est = env.fixed_est + ctx.est()
+    return est + earlier_reasoning_tokens(ctx) if env.hidden_reasoning else est
 
 
 def threshold(trigger: Trigger, env: Env) -> int:
@@ -201,7 +213,7 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
         gaps = ctx.run.gaps_s()
         gap = gaps[env.request] if env.request < len(gaps) else None
         return gap is not None and gap >= 60.0 * trigger.idle_minutes
-    return env.fixed_est + ctx.est() >= threshold(trigger, env)
+    return harness_estimate(ctx, env) >= threshold(trigger, env)
 
 
 def _probed(trigger: Trigger, ctx: Context, env: Env, probe: Probe) -> bool:
@@ -213,7 +225,7 @@ def _probed(trigger: Trigger, ctx: Context, env: Env, probe: Probe) -> bool:
             return fires(trigger, ctx, env)
         finally:
             env.probe = probe
-    level = env.fixed_est + ctx.est()
+    level = harness_estimate(ctx, env)
     opened = level >= threshold(trigger, env)
     probe.saw(id(trigger), level, opened)
     return opened

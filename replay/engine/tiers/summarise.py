@@ -27,7 +27,14 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import token_scale
 from replay.engine.summariser import Facts, fallback, summarise
 from replay.engine.tiers.apply import allowed_end, apply_cut
-from replay.engine.tiers.base import Env, fires, reinserted, reuse_recorded, threshold
+from replay.engine.tiers.base import (
+    Env,
+    fires,
+    harness_estimate,
+    reinserted,
+    reuse_recorded,
+    threshold,
+)
 from replay.engine.tiers.restore import restored_files, summary_size
 from replay.engine.trace import SUMMARISE, SUMMARISED
 from replay.engine.truth import recorded_summary_truth, summary_count
@@ -68,7 +75,7 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
             *reinserted(ctx, env, split, tier.reinsert),
             *restored_files(tier.restore, ctx, env, split)]
     apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
-              protect_from=ctx.newest_output_start(), trigger_tokens=env.fixed_est + ctx.est(),
+              protect_from=ctx.newest_output_start(), trigger_tokens=harness_estimate(ctx, env),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               failed=failed)
 
@@ -106,7 +113,7 @@ def _reuse(tier: Summarise, st: SummariseState, c: int, split: int, ctx: Context
     env.n_summaries += 1
     apply_cut(ctx, env, split, [summary], tier=tier.name, kind=SUMMARISE,
               fate=SUMMARISED, protect_from=ctx.hi,
-              trigger_tokens=env.fixed_est + ctx.est(),
+              trigger_tokens=harness_estimate(ctx, env),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               recorded=True)
 

@@ -78,7 +78,7 @@ def json_int(value: Any) -> int | None:
         return int(value) if value.is_integer() else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
-             "is_error", "is_harness_summary", "ts", "agent")
+             "is_error", "is_harness_summary", "ts", "agent", "encrypted_bytes")
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
              "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
 _EVENT_COLS: tuple[str, ...] = (
@@ -100,6 +100,10 @@ class RunBuilder:
     agent: str = ""
     title: str = ""
     """The session title the log records (set by the parser; else the first user prompt)."""
+    window_tokens: int | None = None
+    """``Run.recorded_window_tokens`` (set by a parser whose log records it)."""
+    compact_limit_tokens: int | None = None
+    """``Run.recorded_compact_limit_tokens`` (set by a parser whose log records it)."""
     line: int = 0
     """The input line being read, for issues (set by parsers that know it; 0: not known)."""
     _rows: list[tuple[Any, ...]] = field(default_factory=list)
@@ -132,9 +136,10 @@ class RunBuilder:
         self._block, self._role, self._ts, self._msg_agent = 0, role, ts, agent or self.agent
         return self._msg
 
-    def text(self, text: str, *, kind: str = "text") -> None:
-        """Add a text-like block (text, reasoning, image placeholder) to the current message."""
-        self._add(kind=kind, text=text)
+    def text(self, text: str, *, kind: str = "text", encrypted_bytes: int = 0) -> None:
+        """Add a text-like block (text, reasoning, image placeholder) to the current message;
+        ``encrypted_bytes``: the length of its encrypted form as recorded (``Message``)."""
+        self._add(kind=kind, text=text, encrypted_bytes=encrypted_bytes)
 
     def tool_call(self, call_id: str, tool: str, args: Any, *, text: str | None = None,
                   nested: bool = False) -> None:
@@ -174,12 +179,15 @@ class RunBuilder:
         self._add(kind="tool_result", text=text, call_id=call_id, tool=tool, op=op, path=path,
                   is_error=is_error)
 
-    def summary(self, text: str, *, harness: bool = True, counted: bool = True) -> None:
+    def summary(self, text: str, *, harness: bool = True, counted: bool = True,
+                encrypted_bytes: int = 0) -> None:
         """Add a compaction summary; ``harness`` marks one the original harness wrote.
-        ``counted=False``: its compaction is already counted (``event(harness_compaction=)``)."""
+        ``counted=False``: its compaction is already counted (``event(harness_compaction=)``);
+        ``encrypted_bytes``: the length of an encrypted summary as recorded (``Message``)."""
         if harness and counted:
             self._compactions.append(max(self._msg, 0))
-        self._add(kind="summary", text=text, is_harness_summary=harness)
+        self._add(kind="summary", text=text, is_harness_summary=harness,
+                  encrypted_bytes=encrypted_bytes)
 
     def count(self, value: Any, name: str) -> int | None:
         """A token count recorded in the log for the next request (``json_int``), or None.
@@ -285,6 +293,11 @@ class RunBuilder:
         return dropped, n_requests
 
     @property
+    def msg_index(self) -> int:
+        """The message being written (-1 before the first)."""
+        return self._msg
+
+    @property
     def n_events(self) -> int:
         """Events recorded so far."""
         return len(self._events)
@@ -316,6 +329,8 @@ class RunBuilder:
             "n_harness_compactions": len(self._compactions),
             "recorded_input_tokens": self._total("recorded input tokens", recorded),
             "recorded_output_tokens": self._total("recorded output tokens", outputs),
+            "recorded_window_tokens": self.window_tokens,
+            "recorded_compact_limit_tokens": self.compact_limit_tokens,
             "sha256": self.source.sha256,
         }
         outs = r["output_msg"]
@@ -345,11 +360,13 @@ class RunBuilder:
             self._add(kind="text", text="")
 
     def _add(self, *, kind: str, text: str, call_id: str = "", tool: str = "", op: str = "",
-             path: str = "", is_error: bool = False, is_harness_summary: bool = False) -> None:
+             path: str = "", is_error: bool = False, is_harness_summary: bool = False,
+             encrypted_bytes: int = 0) -> None:
         if self._msg < 0:
             self.message("user")
         self._rows.append((self._msg, self._block, self._role, kind, call_id, tool, op, path, text,
-                           bool(is_error), is_harness_summary, self._ts, self._msg_agent))
+                           bool(is_error), is_harness_summary, self._ts, self._msg_agent,
+                           encrypted_bytes))
         self._block += 1
 
 

@@ -1,12 +1,13 @@
-"""Codex compactions: a compacted line's replacement history, and which compaction records are
-one compaction.
+"""Codex compactions: a compacted line's replacement history and its summary, and which
+compaction records are one compaction.
 
 A compaction can be written twice: as a ``compacted`` line and as a remote compaction item
 (``compaction``, ``compaction_summary``) whose ``encrypted_content`` the line's history also
 holds.  ``CompactionPairs`` pairs them once, in either order: a later compacted line whose
 history only retains an earlier compaction item is a compaction of its own.  ``replacement``
 reads a compacted line's history (inline, or ``reference`` / ``reference_v2`` entries resolved
-against earlier items' ids).
+against earlier items' ids); ``summary_item`` finds the summary in it (the history is
+authoritative), and ``encrypted_summary`` sizes an encrypted one as Codex estimates it.
 
 Not here: the walk that turns a compaction into an event and a summary message
 (``replay.ingest.parsers.codex``).
@@ -18,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.ingest.parsers.codex_items import COMPACTIONS
+from replay.ingest.parsers.codex_items import COMPACTIONS, content
+from replay.ingest.redaction import declared
+from replay.policy.codex_harness import decrypted_bytes
 
 
 @dataclass(slots=True)
@@ -82,3 +85,48 @@ def replacement(p: dict[str, Any], by_id: dict[str, dict[str, Any]],
         report(f"compacted: {missing} of {len(entries)} replacement-history references match no "
                "earlier item (the summary is read from the rest)")
     return out
+
+
+def encrypted_len(enc: Any) -> int:
+    """Length of an ``encrypted_content`` as recorded: the characters a sanitiser's marker
+    declares in its place (``[REDACTED_ENCRYPTED_CONTENT len=N …]``), else the string's length;
+    0 when there is none."""
+    if not isinstance(enc, str) or not enc:
+        return 0
+    marked = declared(enc)
+    return marked[2] if marked is not None else len(enc)
+
+
+def encrypted_summary(encoded_len: int) -> str:
+    """The text standing for a remote compaction's encrypted summary: a size marker declaring
+    what Codex itself estimates its content at (``codex_harness.decrypted_bytes``), so the
+    block is sized, flagged estimated and counted as such (``replay.ingest.redaction``)."""
+    return (f"[REDACTED_ENCRYPTED_SUMMARY len={decrypted_bytes(encoded_len)} estimated from "
+            f"{encoded_len} encrypted bytes]")
+
+
+def summary_item(p: dict[str, Any], history: list[dict[str, Any]]) -> tuple[str, int, int | None]:
+    """(summary text, encrypted bytes, index in ``history`` or None) of a compacted line.  The
+    replacement history is authoritative: when it ends with a remote compaction item, the
+    summary is that item (encrypted: a size marker, ``encrypted_summary``); else a non-empty
+    ``message`` is the summary (a local compaction writes the same text as the history's last
+    user message); an empty one (0.149+, or a sanitiser's empty marker) gives way to the
+    history's last message."""
+    last = next((k for k in range(len(history) - 1, -1, -1)
+                 if history[k].get("type") in (*COMPACTIONS, "message")), None)
+    if last is not None and history[last].get("type") in COMPACTIONS:
+        n = encrypted_len(history[last].get("encrypted_content"))
+        return (encrypted_summary(n) if n else ""), n, last
+    message = p.get("message")
+    if isinstance(message, str) and message:
+        marked = declared(message)
+        if not (marked is not None and marked[2] == 0 and not marked[0].strip()):
+            same = last is not None and message in _text(history[last])
+            return message, 0, last if same else None
+    if last is None:
+        return "", 0, None
+    return _text(history[last]), 0, last
+
+
+def _text(item: dict[str, Any]) -> str:
+    return "\n".join(text for _, text in content(item.get("content")))

@@ -3,7 +3,7 @@
 A Responses-API item (``response_item`` payload, legacy bare item, or an item inside a
 ``compacted`` replacement history) and an ``item_completed`` turn item are read here: a call's
 id, tool name and arguments, a message's blocks, visible reasoning, a tool output's text and
-error flag, a compaction summary, a code-mode command.  Type errors raise ``ValueError``
+error flag, a code-mode command.  Type errors raise ``ValueError``
 (the caller turns them into an issue for that line).
 
 Not here: the walk over a file, requests, usage (``replay.ingest.parsers.codex``).
@@ -139,17 +139,6 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
             return output["output"], failed
         return json.dumps(output, ensure_ascii=False), failed
     raise ValueError(f"tool output is {type(output).__name__}, not a string or object")
-
-
-def summary_of(history: list[dict[str, Any]]) -> str:
-    """The summary text in a compaction's replacement history: its last message's text ('' when
-    it ends with an encrypted remote-compaction item or holds no message)."""
-    for item in reversed(history):
-        if item.get("type") in COMPACTIONS:
-            return ""
-        if item.get("type") == "message":
-            return "\n".join(text for _, text in content(item.get("content")))
-    return ""
 
 
 def command(item: dict[str, Any]) -> tuple[str, Any, str, bool]:

@@ -6,6 +6,7 @@ type became (coverage); instructions, code-mode commands, compaction summaries, 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -171,8 +172,8 @@ def test_new_line_types_are_skipped_not_context() -> None:
               "realtime_item"):
         assert cov[t] == {"skipped": 1}
     assert cov["event_msg/thread_rolled_back"] == {"modelled": 1}  # num_turns 0: no change
-    assert cov["response_item/compaction/encrypted_content (summary text unavailable)"] == {
-        "skipped": 1}
+    assert cov["response_item/compaction/encrypted_content (sized from its encrypted bytes: "
+               "estimated)"] == {"modelled": 1}
     # the delivered agent message is context (its encrypted part is not readable)
     agent = [m for m in msgs if m["text"] == "Reviewer: keep x in a.py."]
     assert len(agent) == 1 and agent[0]["role"] == "user"
@@ -186,10 +187,15 @@ def test_compaction_summaries() -> None:
     summaries = [m for m in msgs if m["kind"] == "summary"]
     assert all(m["is_harness_summary"] for m in summaries)
     # 1: empty message -> the replacement history's last message; 2: the message;
-    # 3: a remote compaction: encrypted, no text (and its compacted line is not a second one)
+    # 3: a remote compaction: encrypted, a size marker of what Codex estimates it at (encoded
+    # x 3/4 - 650 bytes) (and its compacted line is not a second one)
     first_history = compacted[0]["replacement_history"]
+    enc = next(r["payload"]["encrypted_content"] for r in recs
+               if r["type"] == "response_item" and r["payload"]["type"] == "compaction")
+    marker = (f"[REDACTED_ENCRYPTED_SUMMARY len={max(0, len(enc) * 3 // 4 - 650)} estimated "
+              f"from {len(enc)} encrypted bytes]")
     assert [m["text"] for m in summaries] == [first_history[-1]["content"][0]["text"],
-                                              compacted[1]["message"], ""]
+                                              compacted[1]["message"], marker]
     # each is a compaction event pointing at its summary message
     events = parse_file(FIXTURES / rel, FIXTURES).tables.events.to_pylist()  # type: ignore[union-attr]
     assert [(e["kind"], e["summary_msg"]) for e in events] == [
@@ -309,8 +315,12 @@ def test_third_party_catalog_counts_match_raw() -> None:
     src = Source(path=str(path), rel=path.name, data=data, sha256=hashlib.sha256(data).hexdigest())
     issues: list[Any] = []
     codex.parse(src, issues)
-    assert [i.reason for i in issues] == [
-        f"tool result {o!r} has no earlier call (kept, orphaned)" for o in orphans]
+    # the catalog's trimmed lines all carry ordinal 0: every one after the first is out of order
+    ordinals = [r["ordinal"] for r in recs if "ordinal" in r]
+    late = sum(1 for a, b in itertools.pairwise(ordinals) if b <= a)
+    assert late > 0 and [i.reason for i in issues] == [
+        f"tool result {o!r} has no earlier call (kept, orphaned)" for o in orphans] + [
+        f"{late} line(s) carry an ordinal not above the previous line's (read in file order)"]
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None
     run = parsed.tables.runs.to_pylist()[0]

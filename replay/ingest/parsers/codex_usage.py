@@ -1,0 +1,122 @@
+"""Codex usage: which request each ``token_count`` measures, and the window it records.
+
+Usage comes from ``event_msg`` ``token_count`` events with ``info`` (``info`` null: skipped),
+deduplicated (late-2025+ builds write each twice with the same ``total_token_usage``).  0.5x
+builds write a token_count BEFORE the items it measures, 0.10x+ right AFTER them: the file's
+order is taken from its first usage-bearing token_count (``codex_file.usage_first``).  When
+only totals are recorded, usage is the difference of consecutive totals; totals that go down
+(after a compaction or a rollback) make that request's usage unknown.  The token_count of a
+compaction's own model call (just before or after the compacted line, with no model output
+between) is skipped; any other token_count with no request to attach to is reported and
+dropped.
+
+The window: ``info.model_context_window`` (0.9x+; ``task_started`` carries it too) is the
+window Codex planned against (the model's ``context_window`` × its
+``effective_context_window_percent``), and ``info.auto_compact_token_limit`` (0.14x+) the limit
+it compacted at; the run records the most frequent value of each (``Run.recorded_window_tokens``,
+``Run.recorded_compact_limit_tokens``), and an issue says when a file holds several.
+
+Not here: the walk over the records (``replay.ingest.parsers.codex_walk``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import replay.ingest.parsers.codex_items as it
+from replay.ingest.parsers.builder import Issue, json_int
+
+NO_RUN = "token_count with no model output to attach it to (usage dropped)"
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request's fields as the walk collects them: [output message, ts, model, usage,
+    replayed] (``replayed``: a fork's copy of its parent's request, not this run's)."""
+
+    msg: int
+    ts: str
+    model: str
+    usage: dict[str, Any] | None
+    """Request fields (``input_tokens``, … as ``RunBuilder.request`` takes them); None: none."""
+    replayed: bool
+
+
+@dataclass(slots=True)
+class UsageTrack:
+    """Usage waiting for its request, the last totals, the windows recorded."""
+
+    path: str
+    issues: list[Issue]
+    usage_first: bool
+    pending: dict[str, int | None] | None = None
+    pending_line: int = 0
+    prev_total: Any = None
+    stray: int = 0
+    """Line of a token_count with no request to attach to, reported unless a compaction follows."""
+    windows: Counter[int] = field(default_factory=Counter)
+    limits: Counter[int] = field(default_factory=Counter)
+
+    def token_count(self, no: int, info: Any, runs: list[Pending], *, replaying: bool,
+                    compacted_since_output: bool) -> str:
+        """Attach one usage record to ``runs``: ``modelled``, ``duplicate`` (the same usage
+        written twice) or ``skipped`` (a fork's replayed parent request, a compaction's own
+        call, or nothing to attach to yet)."""
+        if not isinstance(info, dict):
+            raise ValueError(f"token_count info is {type(info).__name__}, not an object")  # noqa: TRY004
+        self.window(info)
+        total = info.get("total_token_usage")
+        if total is not None and total == self.prev_total:
+            return "duplicate"  # the same request's usage written a second time
+        usage, bad = it.token_usage(info, self.prev_total)
+        for what in bad:
+            self.issues.append(Issue(self.path, no, f"token_count: {what} is not a token "
+                                                    "count (kept as unknown)"))
+        self.prev_total = total
+        if replaying or compacted_since_output:  # the parent's request / the compaction's call
+            return "skipped"
+        if self.usage_first:  # measures the run that follows
+            if self.pending is not None:
+                self.issues.append(Issue(self.path, self.pending_line, NO_RUN))
+            self.pending, self.pending_line = usage, no
+        elif runs and runs[-1].usage is None:  # measures the run just written
+            runs[-1].usage = usage
+        else:  # a compaction's own call when a compaction follows; else reported
+            self.stray = no
+            return "skipped"
+        return "modelled"
+
+    def window(self, info: dict[str, Any]) -> None:
+        """Count the window and limit a token_count (or task_started) records."""
+        for key, counts in (("model_context_window", self.windows),
+                            ("auto_compact_token_limit", self.limits)):
+            n = json_int(info.get(key))
+            if n is not None and n > 0:
+                counts[n] += 1
+
+    def take_pending(self) -> dict[str, int | None] | None:
+        """Usage recorded before the request now starting (usage-first files); cleared."""
+        usage, self.pending = self.pending, None
+        return usage
+
+    def report_stray(self) -> None:
+        if self.stray:
+            self.issues.append(Issue(self.path, self.stray, NO_RUN))
+            self.stray = 0
+
+    def finish(self) -> tuple[int | None, int | None]:
+        """Report what is left unattached; the run's window and limit (most frequent value)."""
+        self.report_stray()
+        if self.pending is not None:
+            self.issues.append(Issue(self.path, self.pending_line, NO_RUN))
+        for name, counts in (("model_context_window", self.windows),
+                             ("auto_compact_token_limit", self.limits)):
+            if len(counts) > 1:
+                self.issues.append(Issue(self.path, 0, f"token_count {name} takes "
+                                         f"{len(counts)} values ("
+                                         + ", ".join(f"{v:,} x{n}" for v, n in counts.most_common())
+                                         + "): the run records the most frequent"))
+        return (self.windows.most_common(1)[0][0] if self.windows else None,
+                self.limits.most_common(1)[0][0] if self.limits else None)
