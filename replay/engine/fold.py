@@ -33,6 +33,7 @@ from typing import Any
 from replay.engine.cache import pricer
 from replay.engine.cache_anchor import cache_shortfalls
 from replay.engine.context import Context
+from replay.engine.hidden_reasoning import has_hidden_reasoning
 from replay.engine.induced import induce
 from replay.engine.induced_state import induce_state
 from replay.engine.prepared import Calibration, PreparedRun
@@ -98,6 +99,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     env = Env(policy=policy, calibration=calibration, action_rows=[], evictions=Evictions(),
               fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter,
               reattached=reattached, probe=probe)
+    env.hidden_reasoning = env.hidden_reasoning and has_hidden_reasoning(run)
     truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(estimator, calibration), truth_of,
                   s.message_overhead_tokens)

@@ -34,6 +34,11 @@ def counts_hidden_reasoning(policy: Policy) -> bool:
     return h is not None and h.name == "codex" and not h.server_reasoning_included
 
 
+def has_hidden_reasoning(run: PreparedRun) -> bool:
+    """Whether the run records any encrypted reasoning (else the term is 0 throughout)."""
+    return bool(_arrays(run)[0])
+
+
 def earlier_reasoning_tokens(ctx: Context) -> int:
     """Codex's estimate of the live context's reasoning before its newest user turn."""
     return reasoning_between(ctx.run, ctx.lo, ctx.hi)

@@ -202,8 +202,14 @@ class Summarise:
     keep_max_frac: float = 1.0
     """Cap on the remainder as a fraction of the usable window."""
     summary_tokens: int = 2000
-    reinsert: tuple[Literal["task", "todo"], ...] = ()
-    """Items re-inserted verbatim after every summary."""
+    reinsert: tuple[Literal["task", "todo", "user_messages"], ...] = ()
+    """Items re-inserted verbatim after every summary: the task (the run's first user text),
+    the newest todo list, or the newest user messages within ``reinsert_user_tokens`` (Codex:
+    ``build_compacted_history`` keeps the most recent real user messages, newest first, the
+    one at the budget's edge cut)."""
+    reinsert_user_tokens: int = 20_000
+    """The budget of ``user_messages`` in estimated tokens (Codex's
+    ``COMPACT_USER_MESSAGE_MAX_TOKENS``, compact.rs)."""
     fail_every: int = 0
     """Inject a summariser failure every N summaries (0: never)."""
     fallback_tokens: int = 400

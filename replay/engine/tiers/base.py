@@ -315,8 +315,10 @@ class _Vars(dict[str, Any]):
         return "{" + key + "}"
 
 
-def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> list[HeadItem]:
-    """The items re-inserted verbatim after a summary that cuts before ``split``."""
+def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...],
+               user_tokens: int = 0) -> list[HeadItem]:
+    """The items re-inserted verbatim after a summary that cuts before ``split`` (the user
+    messages within ``user_tokens``)."""
     run, out, memory = ctx.run, [], env.reinserts
     if "task" in items:
         task = memory.task
@@ -333,7 +335,33 @@ def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...]) -> li
         latest = todos[i - 1] if i else -1
         if 0 <= latest < split:
             out.append(_item("todo", run.text[latest], ctx, env, latest))
+    if "user_messages" in items:
+        out.extend(_user_messages(ctx, env, split, user_tokens))
     return out
+
+
+def _user_messages(ctx: Context, env: Env, split: int, budget: int) -> list[HeadItem]:
+    """The newest user text blocks before ``split`` whose estimates fit ``budget`` together,
+    oldest first; the one at the budget's edge cut to what is left (its head and tail, as
+    Codex's ``truncate_text`` keeps them)."""
+    run, kept = ctx.run, []
+    b = split
+    while budget > 0 and b > 0:
+        b -= 1
+        if run.role[b] != "user" or run.kind[b] != "text" or not run.text[b]:
+            continue
+        if ctx.est_of[b] <= budget:
+            kept.append(_item("user message", run.text[b], ctx, env, b))
+            budget -= ctx.est_of[b]
+            continue
+        text = run.text[b]
+        keep = max(0, len(text) * budget // max(ctx.est_of[b], 1))
+        cut = f"{text[:keep // 2]}…{ctx.est_of[b] - budget} tokens truncated…{text[len(text) - keep // 2:]}"
+        kept.append(HeadItem(label="user message", text=cut, est=env.est_text(cut),
+                             truth=env.truth_text(cut), n_bytes=len(cut.encode("utf-8", "replace")),
+                             block=b))
+        break
+    return kept[::-1]
 
 
 def _todo_calls(run: PreparedRun) -> list[int]:

@@ -72,7 +72,7 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     summary = HeadItem("summary", text, env.est_text(text), env.truth_text(text),
                        len(text.encode("utf-8", "surrogatepass")))
     head = [*kept_first(ctx, split, tier.keep_first_messages), summary,
-            *reinserted(ctx, env, split, tier.reinsert),
+            *reinserted(ctx, env, split, tier.reinsert, tier.reinsert_user_tokens),
             *restored_files(tier.restore, ctx, env, split)]
     apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
               protect_from=ctx.newest_output_start(), trigger_tokens=harness_estimate(ctx, env),
