@@ -17,8 +17,10 @@ first one after it to the next compaction (or the run's end):
   (``BlockNeeds.refetch_requests``);
 - *predicted*: removed files, not re-attached, with a need in the window
   (``BlockNeeds.need_requests`` under the rules given) — found without looking at any re-read;
-- tokens: a predicted file costs its newest removed read result, a recorded one the result of
-  its first re-read in the window (tokenizer counts as ingested, ``o200k_base`` when stored).
+- tokens: a predicted file costs what fetching its newest removed read again returns with the
+  log known up to the boundary (``replay.engine.refetch``: the file whole as last seen, the
+  replay's induced re-reads insert the same), a recorded one the result of its first re-read in
+  the window (tokenizer counts as ingested, ``o200k_base`` when stored).
 
 A file counts once per compaction.  Figures per run pool its compactions: recall = predicted and
 recorded / recorded, precision = predicted and recorded / predicted, tokens error = (predicted −
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 
 from replay.engine.needs import RULES, Rule, run_needs
 from replay.engine.prepared import PreparedRun
+from replay.engine.refetch import refetch_block
 from replay.engine.tiers.restore import pick_files
 from replay.policy import Policy, Restore, Summarise
 
@@ -152,7 +155,7 @@ def compaction_rereads(run: PreparedRun, restore: Restore | None = None,
                 recorded[path] = tokens[res] if res is not None else 0
             if path not in carried and any(first <= r < end for b in blocks
                                            for r in needs.blocks[b].need_requests):
-                predicted[path] = needs.refetch_tokens(blocks[-1], tokens)
+                predicted[path] = tokens[refetch_block(run, blocks[-1], boundary)]
         out.append(CompactionRereads(
             compaction=c, first_request=first, end_request=end, removed=tuple(by_path),
             reattached=tuple(sorted(carried & set(by_path))), recorded=tuple(recorded),

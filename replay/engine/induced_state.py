@@ -9,8 +9,8 @@ request from which the block is gone; a trim by a tier whose placeholder invites
 ``immediate`` and the block is needed later.
 
 The per-run arrays come from the need rules (``replay.engine.needs``), memoised per run: which
-blocks the recorded run needs at each request, which turn each request belongs to, and each
-file's content blocks (what a re-read of a file returns after a write).
+blocks the recorded run needs at each request and which turn each request belongs to; what a
+re-read returns is ``replay.engine.refetch``'s.
 
 Not here: acting at a request (``replay.engine.induced``), the live items
 (``replay.engine.induced_items``).
@@ -18,11 +18,11 @@ Not here: acting at a request (``replay.engine.induced``), the live items
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 
-from replay.engine.needs import RunNeeds, norm_path, run_needs
+from replay.engine.needs import RunNeeds, run_needs
 from replay.engine.prepared import PreparedRun
+from replay.engine.refetch import refetch_block
 from replay.policy import Policy, Trim
 from replay.policy.invites import invites_recall
 
@@ -31,14 +31,12 @@ from replay.policy.invites import invites_recall
 class NeedPlan:
     """The run's needs as the replay loop reads them (policy-independent; memoised per run)."""
 
+    run: PreparedRun
     needs: RunNeeds
     at: list[tuple[int, ...]]
     """Per request: the blocks the recorded run needs there (ascending)."""
     turn_of: list[int]
     """Per request: its turn (a new turn starts at a request after a user text)."""
-    content: dict[str, list[int]]
-    """File key (``path:<file>``) → its content blocks in order: read results and whole-file
-    writes (a re-read after a write returns the written content)."""
 
 
 def need_plan(run: PreparedRun) -> NeedPlan:
@@ -54,19 +52,9 @@ def need_plan(run: PreparedRun) -> NeedPlan:
 def _plan(run: PreparedRun) -> NeedPlan:
     needs = run_needs(run)
     at: list[list[int]] = [[] for _ in range(run.n_requests)]
-    content: dict[str, list[int]] = {}
     for b, bn in needs.blocks.items():
         for r in bn.need_requests:
             at[r].append(b)
-        if bn.key.startswith("path:"):
-            content.setdefault(bn.key, []).append(b)
-    for b in range(run.n_blocks):
-        if run.kind[b] == "tool_call" and run.op[b] == "write" and run.path[b]:
-            key = "path:" + norm_path(run.path[b])
-            if key in content:
-                content[key].append(b)
-    for blocks in content.values():
-        blocks.sort()
     turn_of, turn, prev = [], 0, 0
     role, kind = run.role, run.kind
     for hi in run.req_blocks:
@@ -74,7 +62,7 @@ def _plan(run: PreparedRun) -> NeedPlan:
             turn += 1
         prev = max(prev, hi)
         turn_of.append(turn)
-    return NeedPlan(needs, [tuple(sorted(a)) for a in at], turn_of, content)
+    return NeedPlan(run, needs, [tuple(sorted(a)) for a in at], turn_of)
 
 
 @dataclass(slots=True)
@@ -125,15 +113,9 @@ class InduceState:
         gone[lo:hi] = [g if g >= 0 else request for g in gone[lo:hi]]
 
     def content_block(self, b: int, before: int) -> int:
-        """What a re-read of ``b`` returns when made with blocks ``[0, before)`` in the run:
-        the file's newest content (a later read or whole-file write) if ``b`` read a file,
-        else ``b``'s own recorded result."""
-        bn = self.plan.needs.of(b)
-        blocks = self.plan.content.get(bn.key) if bn is not None else None
-        if not blocks:
-            return b
-        i = bisect.bisect_left(blocks, before)
-        return blocks[i - 1] if i and blocks[i - 1] > b else b
+        """What a re-read of ``b`` returns when made with blocks ``[0, before)`` in the run
+        (``replay.engine.refetch``: a file whole as known by then, else ``b``'s own result)."""
+        return refetch_block(self.plan.run, b, before)
 
 
 def induce_state(run: PreparedRun, policy: Policy) -> InduceState | None:

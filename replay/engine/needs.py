@@ -16,19 +16,20 @@ None).
 is such an ``r``.
 
 **Needs** (``BlockNeeds.needs`` / ``need_requests``): the requests whose output depends on the
-block's content, each a ``Need`` with the request, the dependent block (a call, or an assistant
-message), its operation kind (``replay.ingest.ops``: read, write, edit, search, exec, list,
-todo, other; ``text`` for an assistant message) and the name of the rule that found it
-(``RULES``).  A need is always at a request whose context holds the block
-(``block < run.req_blocks[need.request]``), so strictly after the request that issued its call.
+block's content, each a ``Need`` with the request, the dependent block (a call or an assistant
+message in the request's output, or a user-role message that arrived just before it: the
+request answers it), its operation kind (``replay.ingest.ops``: read, write, edit, search,
+exec, list, todo, other; ``text`` for an assistant message, ``user`` for a user-role one) and
+the name of the rule that found it (``RULES``).  A need is always at a request whose context
+holds the block (``block < run.req_blocks[need.request]``), so strictly after the request that
+issued its call.
 
 **Refetches** (``refetch_requests`` / ``refetch_blocks``): the later requests whose output fetched
 the same content again as recorded — a read of the same file (any range), or the same call
 re-issued — with the re-issued call blocks.  A refetch is never evidence of a need: it is what a
 need predicts, so no rule looks at it.
 
-**Cost** of fetching the block again: its recorded result — ``refetch_tokens(block, counts)`` is
-``counts[block]`` for any per-block counts of the run (``PreparedRun.counts``, ``run.tokens``).
+**Cost** of fetching the block again: ``replay.engine.refetch`` (what a re-read returns).
 
 **Unmet needs.**  ``RunNeeds.first_unmet_need(block, removed_at_request)`` is the first need at or
 after ``removed_at_request`` (the first request whose context lacks the block) that no recorded
@@ -43,17 +44,25 @@ Rules (``RULES``, one ``Rule`` each, data; the evidence they use is defined once
 
 - ``edits-file`` (edit, write): an edit or write of the same file — Claude Code refuses to edit
   a file not read in the session, and an edit's old text quotes the file;
-- ``searches-file`` (search): a search whose arguments name the file looks inside it again;
-- ``uses-path`` (exec, other, edit, write): a command or call whose arguments name the file,
-  unless every command naming it only stages, moves, lists or removes files (``BOOKKEEPING``:
-  ``git add a.py``, ``chmod``, ``rm``: they use the name, not what the file says);
-- ``mentions-file`` (text): an assistant message names the file (it talks about what it holds).
+- ``searches-file`` (search, list): a search whose arguments name the file looks inside it
+  again; a listing (a glob) naming it looks for it to open it;
+- ``uses-path`` (exec, other): a command or call whose arguments name the file, unless every
+  command naming it only stages, moves, lists or removes files (``BOOKKEEPING``: ``git add
+  a.py``, ``chmod``, ``rm``: they use the name, not what the file says).  Not an edit or write
+  of another file: a name in the code being written refers to the file (a test naming its
+  fixture), it does not use what the file says;
+- ``mentions-file`` (text): an assistant message names the file (it talks about what it holds);
+- ``notified-file`` (user): a user-role message names the file — the user pointing at it, or a
+  harness notice the agent answers by opening it (Claude Code's ``<task-notification>`` naming
+  a background task's output file, read with ``tail`` while the task ran).
 
 ``NAIVE_RULES`` is the issue's naive rule, kept to compare with: a file read before is needed by
 any later call other than a read that names its path or file name.  Measured, not adopted: a
 code identifier that the file was the last to bring into context, used in a later call or
 message (on the two sample compactions it found no re-read the other rules miss and one the agent
-never made; identifiers of a real code base recur in the agent's own edits).  A re-read that
+never made; identifiers of a real code base recur in the agent's own edits); the assistant's
+recorded reasoning naming the file, like ``mentions-file`` (on the five real compactions it
+changed no prediction: where reasoning names a file, the text or a call does too).  A re-read that
 nothing in the run's calls explains (the agent re-opening a file it is about to work on) is
 beyond these rules: the log holds no evidence of it before it happens.
 
@@ -66,18 +75,21 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.engine.prepared import PreparedRun
 
-NEEDS_VERSION = 2
+NEEDS_VERSION = 3
 """Bumped whenever the rules change what they find (traces that use needs depend on it)."""
 
 FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
 """Operation kinds whose result is content the agent could fetch again."""
 TEXT_OP = "text"
 """The operation kind of a need found in an assistant message (not a call)."""
+USER_OP = "user"
+"""The operation kind of a need found in a user-role message: the user's words, or a notice the
+harness writes in the user's turn (a background task's completion naming its output file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +117,18 @@ NAIVE_RULES: tuple[Rule, ...] = (
 RULES: tuple[Rule, ...] = (
     Rule("edits-file", frozenset({"read"}), frozenset({"edit", "write"}), "same_file",
          "an edit or write of the same file (Claude Code refuses an edit of a file not read)"),
-    Rule("searches-file", frozenset({"read"}), frozenset({"search"}), "names_path",
-         "a search whose arguments name the file (it looks inside it again)"),
-    Rule("uses-path", frozenset({"read"}), frozenset({"exec", "other", "edit", "write"}),
+    Rule("searches-file", frozenset({"read"}), frozenset({"search", "list"}), "names_path",
+         "a search or a file listing whose arguments name the file (it looks inside it again, "
+         "or looks for it to open it)"),
+    Rule("uses-path", frozenset({"read"}), frozenset({"exec", "other"}),
          "names_path_in_use",
          "a command or call whose arguments name the file, unless every command naming it only "
          "stages, moves, lists or removes files (BOOKKEEPING: git, rm, mv, chmod, ...)"),
     Rule("mentions-file", frozenset({"read"}), frozenset({TEXT_OP}), "names_path",
          "an assistant message names the file's path or file name"),
+    Rule("notified-file", frozenset({"read"}), frozenset({USER_OP}), "names_path",
+         "a user-role message names the file: the user's words, or a harness notice (a "
+         "background task's completion naming its output file)"),
 )
 """The rules, in the order a need's ``rule`` is attributed (the first that finds it)."""
 
@@ -123,9 +139,10 @@ class Need:
 
     request: int
     block: int
-    """The dependent block (a call, or an assistant message) in that request's output."""
+    """The dependent block: a call or an assistant message in that request's output, or a
+    user-role message that arrived just before it."""
     op: str
-    """Its operation kind (``text`` for an assistant message)."""
+    """Its operation kind (``text``: an assistant message, ``user``: a user-role one)."""
     rule: str
     """The ``Rule.name`` that found it."""
 
@@ -174,11 +191,6 @@ class RunNeeds:
         if j < len(got.refetch_requests) and got.refetch_requests[j] <= need.request:
             return None
         return need
-
-    @staticmethod
-    def refetch_tokens(block: int, counts: Sequence[int]) -> int:
-        """Tokens of fetching ``block`` again: its recorded result under ``counts``."""
-        return counts[block]
 
 
 def run_needs(run: PreparedRun, rules: tuple[Rule, ...] = RULES) -> RunNeeds:
@@ -244,8 +256,12 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
             f.name if f.op == "read" else f.key, []).append(f)
     needs: dict[int, list[Need]] = {f.block: [] for f in fetched}
     refetch: dict[int, list[tuple[int, int]]] = {f.block: [] for f in fetched}
+    seen = 0
     for r, (lo, hi) in enumerate(run.req_output_blocks):
-        for b in range(lo, hi):
+        # what arrived before request r (user messages: their need is at r), then its output
+        arrived = [b for b in range(seen, run.req_blocks[r]) if not lo <= b < hi]
+        seen = max(seen, run.req_blocks[r], hi)
+        for b in (*arrived, *range(lo, hi)):
             op = _op_of(run, b)
             if op is None:
                 continue
@@ -306,10 +322,11 @@ def _refetched(index: _Index, b: int, r: int) -> list[_Fetched]:
 
 
 def _op_of(run: PreparedRun, b: int) -> str | None:
-    if run.kind[b] == "tool_call":
+    kind, role = run.kind[b], run.role[b]
+    if kind == "tool_call":
         return run.op[b] or "other"
-    if run.kind[b] == "text" and run.role[b] == "assistant":
-        return TEXT_OP
+    if kind == "text" and role in ("assistant", "user"):
+        return TEXT_OP if role == "assistant" else USER_OP
     return None
 
 

@@ -5,8 +5,6 @@ JSONL written here, and the pooled figures against the counts."""
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,71 +15,10 @@ from analysis.fidelity import fidelity, fidelity_totals
 from analysis.fidelity_lines import totals_lines
 from analysis.reread_fidelity import compaction_rereads, pooled
 from replay.engine.needs import NAIVE_RULES
+from tests.analysis.raw_compactions import raw_rereads, raw_tokens
 
 SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl",
             "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")
-_SHELL_READ = re.compile(r"^(?:cat|head|tail)(?: -\S+)* (\S+)$")
-_KEEPS_FILES = {"git", "rm", "mv", "cp", "chmod", "ls", "mkdir", "touch"}
-
-
-def _read_path(call: dict[str, Any]) -> str | None:
-    if call["name"] == "Read":
-        return str(call["input"]["file_path"])
-    if call["name"] == "Bash":
-        m = _SHELL_READ.match(call["input"]["command"].strip())
-        return m.group(1) if m else None
-    return None
-
-
-def _names(text: str, path: str) -> bool:
-    name = re.escape(path.rsplit("/", 1)[-1])
-    return re.search(r"(?<![\w.~-])" + name + r"(?![\w.~-])", text) is not None
-
-
-def _raw(path: Path) -> dict[str, Any]:
-    """Files read before the session's one compaction, those read again after it, and those a
-    later call depends on (naive: any non-read call names the file; rules: an edit or write of
-    it, a call naming it other than a list, a todo or a command that only stages / moves /
-    lists / removes files, or an assistant message naming it)."""
-    calls, texts, errors, after = [], [], set(), False
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
-            after = True
-        content = (rec.get("message") or {}).get("content")
-        for part in content if isinstance(content, list) else []:
-            if part.get("type") == "tool_use":
-                calls.append({**part, "after": after})
-            elif part.get("type") == "text" and rec.get("type") == "assistant" and after:
-                texts.append(part["text"])
-            elif part.get("type") == "tool_result" and part.get("is_error"):
-                errors.add(part["tool_use_id"])
-    removed = {p for c in calls if not c["after"] and c["id"] not in errors
-               and (p := _read_path(c))}
-    later = [c for c in calls if c["after"]]
-    recorded = {p for c in later if (p := _read_path(c)) in removed}
-    naive, rules = set(), set()
-    for c in later:
-        if _read_path(c) is not None:
-            continue
-        text = json.dumps(c["input"])
-        for p in removed:
-            if not _names(text, p):
-                continue
-            naive.add(p)
-            if c["name"] in ("Edit", "Write") or c["name"] == "Grep":
-                rules.add(p)
-            elif c["name"] == "Bash":
-                parts = re.split(r"&&|\|\||;|\n|\|", c["input"]["command"])
-                if any(_names(s, p) and s.split() and s.split()[0] not in _KEEPS_FILES
-                       for s in parts):
-                    rules.add(p)
-            elif c["name"] not in ("Glob", "TodoWrite"):
-                rules.add(p)
-    rules |= {p for p in removed for t in texts if _names(t, p)}
-    return {"removed": removed, "recorded": recorded, "naive": naive, "rules": rules}
-
-
 def _run_id(corpus: Any, name: str) -> str:
     return next(r for r, s in zip(corpus.run_ids, corpus.runs["source"].to_pylist())
                 if s.endswith("claude-code/" + name))
@@ -89,7 +26,7 @@ def _run_id(corpus: Any, name: str) -> str:
 
 @pytest.mark.parametrize("name", SESSIONS)
 def test_rereads_after_a_real_compaction_match_the_raw_file(samples, sample_corpus, name):  # type: ignore[no-untyped-def]
-    raw = _raw(samples / "claude-code" / name)
+    raw = raw_rereads(samples / "claude-code" / name)
     assert raw["recorded"] and raw["rules"]  # the session exercises both
     run = sample_corpus.prepared(_run_id(sample_corpus, name))
     (got,) = compaction_rereads(run)
@@ -98,22 +35,9 @@ def test_rereads_after_a_real_compaction_match_the_raw_file(samples, sample_corp
     assert set(got.recorded) == raw["recorded"] == set(naive.recorded)
     assert set(got.predicted) == raw["rules"]
     assert set(naive.predicted) == raw["naive"]
-    # tokens: each recorded file's first re-read result, each predicted file's last removed read
-    tokens = run.tokens["o200k_base"]
-    result_of = {run.call_id[b]: b for b in range(run.n_blocks) if run.kind[b] == "tool_result"}
-    calls = [b for b in range(run.n_blocks) if run.kind[b] == "tool_call" and run.op[b] == "read"]
-    first_after = {}
-    last_before = {}
-    for b in calls:
-        res = result_of.get(run.call_id[b])
-        if res is None:
-            continue
-        if b >= run.harness_boundary[0]:
-            first_after.setdefault(run.path[b], tokens[res])
-        elif not run.is_error[res]:
-            last_before[run.path[b]] = tokens[res]
-    assert got.recorded_tokens == sum(first_after[p] for p in raw["recorded"])
-    assert got.predicted_tokens == sum(last_before[p] for p in raw["rules"])
+    recorded, predicted = raw_tokens(run, samples / "claude-code" / name, raw)
+    assert got.recorded_tokens == recorded
+    assert got.predicted_tokens == predicted
 
 
 def test_fidelity_rows_and_totals_pool_the_compactions(sample_corpus):  # type: ignore[no-untyped-def]
@@ -146,7 +70,7 @@ def test_the_fidelity_command_shows_the_reread_figures(samples, sample_corpus, t
     got = runner.invoke(app, ["fidelity", str(log), "--json", "--cache-dir", str(tmp_path)])
     assert got.exit_code == 0, got.output
     (run,) = json.loads(got.stdout)["runs"]
-    raw = _raw(log)
+    raw = raw_rereads(log)
     hits = len(raw["recorded"] & raw["rules"])
     assert run["reread_recall"] == hits / len(raw["recorded"])
     assert run["reread_precision"] == hits / len(raw["rules"])

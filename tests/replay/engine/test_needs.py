@@ -102,7 +102,12 @@ def _check_invariants(run: PreparedRun, needs: RunNeeds) -> None:
             # needs are only ever at later requests than the block: it is in their context
             assert blk < run.req_blocks[n.request]
             assert n.request > issued[got.call_block]
-            assert issued[n.block] == n.request
+            if n.op == "user":  # a user-role message: it arrived just before its request
+                assert run.role[n.block] == "user" and n.block not in issued
+                assert n.block < run.req_blocks[n.request]
+                assert n.request == 0 or run.req_blocks[n.request - 1] <= n.block
+            else:
+                assert issued[n.block] == n.request
             assert n.block not in got.refetch_blocks  # a re-fetch is never evidence of a need
         for r, c in zip(got.refetch_requests, got.refetch_blocks):
             assert blk < run.req_blocks[r] and issued[c] == r
