@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from replay.engine.needs import RunNeeds, run_needs
 from replay.engine.prepared import PreparedRun
-from replay.engine.refetch import refetch_block
+from replay.engine.refetch import FileContents, file_contents
 from replay.policy import Policy, Trim
 from replay.policy.invites import invites_recall
 
@@ -31,8 +31,9 @@ from replay.policy.invites import invites_recall
 class NeedPlan:
     """The run's needs as the replay loop reads them (policy-independent; memoised per run)."""
 
-    run: PreparedRun
     needs: RunNeeds
+    contents: FileContents
+    """What a re-read returns (``replay.engine.refetch``)."""
     at: list[tuple[int, ...]]
     """Per request: the blocks the recorded run needs there (ascending)."""
     turn_of: list[int]
@@ -62,7 +63,7 @@ def _plan(run: PreparedRun) -> NeedPlan:
             turn += 1
         prev = max(prev, hi)
         turn_of.append(turn)
-    return NeedPlan(run, needs, [tuple(sorted(a)) for a in at], turn_of)
+    return NeedPlan(needs, file_contents(run), [tuple(sorted(a)) for a in at], turn_of)
 
 
 @dataclass(slots=True)
@@ -115,7 +116,7 @@ class InduceState:
     def content_block(self, b: int, before: int) -> int:
         """What a re-read of ``b`` returns when made with blocks ``[0, before)`` in the run
         (``replay.engine.refetch``: a file whole as known by then, else ``b``'s own result)."""
-        return refetch_block(self.plan.run, b, before)
+        return self.plan.contents.refetch(b, before)
 
 
 def induce_state(run: PreparedRun, policy: Policy) -> InduceState | None:

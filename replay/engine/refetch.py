@@ -57,8 +57,18 @@ class FileContents:
     """Per file key (``path:<file>``): its content blocks in order — read results and
     whole-file writes — and, per position, the block a re-read made after it returns."""
 
+    key_of: dict[int, str]
+    """Fetched read block → its file key."""
     blocks: dict[str, list[int]]
     returns: dict[str, list[int]]
+
+    def refetch(self, block: int, before: int) -> int:
+        """``refetch_block`` on this run's index."""
+        key = self.key_of.get(block)
+        if key is None:
+            return block
+        i = bisect.bisect_left(self.blocks[key], before)
+        return self.returns[key][i - 1] if i else block
 
 
 def file_contents(run: PreparedRun) -> FileContents:
@@ -74,8 +84,10 @@ def file_contents(run: PreparedRun) -> FileContents:
 def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
     whole: dict[int, bool] = {}
     blocks: dict[str, list[int]] = {}
+    key_of: dict[int, str] = {}
     for b, bn in needs.blocks.items():
         if bn.key.startswith("path:"):
+            key_of[b] = bn.key
             blocks.setdefault(bn.key, []).append(b)
             whole[b] = not reads_part(run, bn.call_block)
     for b in range(run.n_blocks):
@@ -96,17 +108,11 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
                 largest = b
             out.append(newest_whole if newest_whole >= 0 else largest)
         returns[key] = out
-    return FileContents(blocks, returns)
+    return FileContents(key_of, blocks, returns)
 
 
 def refetch_block(run: PreparedRun, block: int, before: int) -> int:
     """The block whose content fetching ``block`` again returns, made when the run's blocks
     ``[0, before)`` are known (``before > block``): the file whole as known by then for a read
     of a file, else ``block`` itself."""
-    bn = run_needs(run).of(block)
-    if bn is None or not bn.key.startswith("path:"):
-        return block
-    contents = file_contents(run)
-    found = contents.blocks[bn.key]
-    i = bisect.bisect_left(found, before)
-    return contents.returns[bn.key][i - 1] if i else block
+    return file_contents(run).refetch(block, before)
