@@ -33,6 +33,7 @@ from replay.ingest import store
 from replay.ingest.batch import IngestReport
 from replay.ingest.discover import LOG_SUFFIXES, discover
 from replay.ingest.parsers import PARSERS
+from replay.ingest.schema import SCHEMA_VERSION
 from replay.layout import cache_root, dataset_dir
 
 
@@ -164,6 +165,18 @@ def repaired_note(report: IngestReport | None) -> str | None:
             f"from {'its log' if n == 1 else 'their logs'}: {shown}")
 
 
+def rebuilt_note(report: IngestReport | None) -> str | None:
+    """One line saying that the dataset folder held a store an older ctxreplay wrote, rebuilt by
+    this ingest (``IngestReport.rebuilt_from_schema``), None when it did not."""
+    if report is None or report.rebuilt_from_schema is None:
+        return None
+    dropped = (f"; {report.dropped_older} entr{'y' if report.dropped_older == 1 else 'ies'} of "
+               "files not given now dropped from it") if report.dropped_older else ""
+    return (f"cache: the dataset was written by an older ctxreplay (schema version "
+            f"{report.rebuilt_from_schema}, this one writes {SCHEMA_VERSION}): rebuilt, every "
+            f"file given parsed again{dropped}")
+
+
 def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
     """End a command that read logs: the summary of failed inputs on stderr, and exit with the
     larger of ``code`` and what the inputs call for (returns when both are 0)."""
@@ -207,6 +220,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
         for issue in report.issues:
             warn(issue)
         if note := repaired_note(report):
+            warn(note)
+        if note := rebuilt_note(report):
             warn(note)
         if (note := no_conversation_note(report)) and not quiet:
             say(note, err=True)

@@ -33,6 +33,7 @@ from replay.cli.inputs import (
     _opener,
     existing,
     no_conversation_note,
+    rebuilt_note,
     repaired_note,
     table_command,
 )
@@ -81,8 +82,11 @@ def ingest(
         warn(issue)
     if note := repaired_note(report):
         warn(note)
+    if note := rebuilt_note(report):
+        warn(note)
     doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
-           "repaired": report.repaired,
+           "repaired": report.repaired, "rebuilt_from_schema": report.rebuilt_from_schema,
+           "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
            "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
     if as_json:

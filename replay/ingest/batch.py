@@ -47,6 +47,13 @@ class IngestReport:
     repaired: list[str] = field(default_factory=list)
     """Files whose cached entry failed its checksum (truncated, swapped, edited, or written
     before entries had one) and were parsed again (also in ``parsed`` when that worked)."""
+    rebuilt_from_schema: str | None = None
+    """The schema version of a store an older ctxreplay wrote into this folder, which this
+    ingest rebuilt (every given file parsed again; entries of files not given now dropped:
+    ``dropped_older``), None when the store was of this version or new."""
+    dropped_older: int = 0
+    """Entries of that older store that this ingest did not rebuild (their files were not
+    given): no longer in the dataset."""
     issues: list[Issue] = field(default_factory=list)
     n_runs: int = 0
     n_tokens: int = 0
@@ -162,11 +169,16 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
                    tokenizers: tuple[str, ...], jobs: int, strict: bool,
                    on_file: Callable[[str], None] | None) -> IngestReport:
     """``ingest`` with the store's lock held."""
-    entries = store.read_manifest(out)
-    before = dict(entries)
-    for adopted in store_session.read_journal(out):  # finished by an ingest that was killed
-        entries[adopted.source] = adopted
     report = IngestReport()
+    older = store.older_store(out)  # an older ctxreplay's store: rebuilt, not refused
+    entries = {} if older else store.read_manifest(out)
+    before = dict(entries)
+    if older is None:
+        for adopted in store_session.read_journal(out):  # finished by an ingest that was killed
+            entries[adopted.source] = adopted
+    else:
+        report.rebuilt_from_schema = older[0]
+        store_session.forget_journal(out)  # its lines are the older version's entries
     found = discover(paths)
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
@@ -230,6 +242,12 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     for old in before.values():  # entries replaced by a new version of their file
         if old.key not in live:
             store.remove_entry(out, old.key)
+    if older is not None:  # the older store's entries: unreadable now, their folders removed
+        given = set(sources(found))
+        report.dropped_older = sum(1 for s in older[1] if s not in given)
+        for key in older[1].values():
+            if key not in live:
+                store.remove_entry(out, key)
     return report
 
 
