@@ -87,9 +87,9 @@ def test_the_modelled_summary_size_replaces_the_fixed_stub(sample_corpus):  # ty
         summarised["reclaimed_tokens"] + size["grows"])
 
 
-def test_the_recorded_compactions_of_real_logs(samples):  # type: ignore[no-untyped-def]
+def test_the_recorded_compactions_of_real_logs(samples, tmp_path):  # type: ignore[no-untyped-def]
     corpus = open_corpus([samples / "claude-code" / NAME, FIXTURES / SPOTTER],
-                         cache_dir=Path("/tmp") / "ctxreplay-test-compactions")
+                         cache_dir=tmp_path / "ds")
     got = {c.source.rsplit("/", 1)[-1]: c for c in recorded_compactions(corpus)}
     s, f = got[NAME], got[SPOTTER]
     assert (s.trigger, s.first_request, s.summary_tokens > 2000) == ("auto", 102, True)
