@@ -119,7 +119,6 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     (``_columns`` slices them into columns by its field names)."""
     n = run.n_requests
     env.induce = st = induce_state(run, policy)
-    at = st.plan.at if st is not None else None
     start_after_recorded(ctx, env)
     manual = (manual_at(run.harness_first_request, run.harness_trigger)
               if policy.manual_compactions == "keep" else {})
@@ -136,10 +135,12 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             replay_manual(ctx, env, manual[k])
         # re-reads the agent makes before this request (``replay.engine.induced``): the
         # harness checks what they add before sending, as it checks what arrived
-        if at is not None and (at[k] or st.queue):  # type: ignore[union-attr]
-            calls = induce(st, ctx, env, k)  # type: ignore[arg-type]
-            if calls:
-                _pay_induced(ctx, env, k, calls, split_cost, expired[k])
+        if st is not None:
+            if k in st.due or st.queue:
+                calls = induce(st, ctx, env, k)
+                if calls:
+                    _pay_induced(ctx, env, k, calls, split_cost, expired[k])
+            st.now = k + 1
         for step in before:
             step(ctx, env)
         # 3. the request as sent

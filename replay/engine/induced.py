@@ -58,39 +58,60 @@ def induce(st: InduceState, ctx: Context, env: Env, k: int) -> list[tuple[int, i
             i = bisect.bisect_left(bn.need_requests, k)
             if i < len(bn.need_requests) and unmet(st, ctx, b, bn.need_requests[i]):
                 _reread(st, ctx, env, b, calls, INDUCED_INVITED)
-    for b in st.plan.at[k]:
-        if unmet(st, ctx, b, k):
-            _reread(st, ctx, env, b, calls, INDUCED_AT_NEED)
+    for b in st.due_at(k):  # removed blocks needed here (one still in context whole is met)
+        state = need_state(st, ctx, b, k)
+        if state == UNMET:
+            if _reread(st, ctx, env, b, calls, INDUCED_AT_NEED):
+                continue  # met while the copy stays: its removal schedules the next check
+            st.schedule(b, k + 1)
+        elif state == MET_HERE:
+            st.schedule(b, k + 1)
+        # MET_WHILE_COPY: scheduled again when the copy goes; MET_FROM_NOW_ON: never again
     return calls
+
+
+UNMET, MET_HERE, MET_WHILE_COPY, MET_FROM_NOW_ON = range(4)
+"""What ``need_state`` finds: the need is unmet; met here (the block is in context, the
+recording lacked it too, or a head item carries it: a later need may be unmet); met while the
+newest re-read of the block stays in context whole; met at this need and every later one (the
+recorded run fetched the content again since it went, and only a re-read — which needs an unmet
+need — could change when it went)."""
 
 
 def unmet(st: InduceState, ctx: Context, b: int, need: int) -> bool:
     """Whether the need of block ``b`` at request ``need`` is unmet in the context as it is."""
+    return need_state(st, ctx, b, need) == UNMET
+
+
+def need_state(st: InduceState, ctx: Context, b: int, need: int) -> int:
+    """The need of block ``b`` at request ``need`` in the context as it is: ``UNMET`` or why it
+    is met (see ``UNMET``)."""
     if ctx.lo <= b and not ctx.trimmed[b]:
-        return False  # still there, whole
+        return MET_HERE  # still there, whole
     run = ctx.run
     if b < run.recorded_from[need]:
-        return False  # the recording lacked it there too: its consequence is in the log
+        return MET_HERE  # the recording lacked it there too: its consequence is in the log
     since = st.gone_at[b]
     i = st.copy.get(b)
     if i is not None:
         ind = ctx.induced
         if ind.live(i):
-            return False  # re-read earlier and still there
+            return MET_WHILE_COPY  # re-read earlier and still there
         since = max(since, ind.gone_at[i])
     bn = st.plan.needs.of(b)
     if bn is None:
-        return False
+        return MET_FROM_NOW_ON
     refetch = bn.refetch_requests
     j = bisect.bisect_left(refetch, since)
     if j < len(refetch) and refetch[j] <= need:
-        return False  # the recorded run fetched it again itself
-    return not any(h.block == b for h in ctx.head)
+        return MET_FROM_NOW_ON  # the recorded run fetched it again itself
+    return MET_HERE if any(h.block == b for h in ctx.head) else UNMET
 
 
 def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[int, int]],
-            when: str) -> None:
-    """Insert one re-read of ``b`` at the end of the context (or count it, past the cap)."""
+            when: str) -> bool:
+    """Insert one re-read of ``b`` at the end of the context (or count it, past the cap);
+    returns whether it was inserted."""
     run = ctx.run
     trigger = env.fixed_est + ctx.est()
     if st.used >= st.cap:
@@ -98,7 +119,7 @@ def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[i
                       threshold_tokens=0, n_blocks=0, first_msg=run.msg[b], last_msg=run.msg[b],
                       reclaimed_est_tokens=0, reclaimed_tokens=0, invalidated=0, undone=True,
                       induced=True, when=when)
-        return
+        return False
     st.used += 1
     sent = env.fixed_truth + ctx.truth()
     call = run.call_of[b]
@@ -117,3 +138,4 @@ def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[i
                   reclaimed_est_tokens=-(call_size[0] + result[0]),
                   reclaimed_tokens=-(call_size[1] + result[1]), invalidated=0, induced=True,
                   when=when)
+    return True

@@ -18,6 +18,7 @@ Not here: acting at a request (``replay.engine.induced``), the live items
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from replay.engine.needs import RunNeeds, run_needs
@@ -38,6 +39,11 @@ class NeedPlan:
     """Per request: the blocks the recorded run needs there (ascending)."""
     turn_of: list[int]
     """Per request: its turn (a new turn starts at a request after a user text)."""
+    need_requests: dict[int, tuple[int, ...]]
+    """Block → the requests that need it (``BlockNeeds.need_requests``), for blocks needed at
+    least once: what a removal schedules."""
+    needed: list[int]
+    """The blocks of ``need_requests``, ascending (a cut schedules those in its range)."""
 
 
 def need_plan(run: PreparedRun) -> NeedPlan:
@@ -63,7 +69,9 @@ def _plan(run: PreparedRun) -> NeedPlan:
             turn += 1
         prev = max(prev, hi)
         turn_of.append(turn)
-    return NeedPlan(needs, file_contents(run), [tuple(sorted(a)) for a in at], turn_of)
+    need_requests = {b: bn.need_requests for b, bn in needs.blocks.items() if bn.need_requests}
+    return NeedPlan(needs, file_contents(run), [tuple(sorted(a)) for a in at], turn_of,
+                    need_requests, sorted(need_requests))
 
 
 @dataclass(slots=True)
@@ -91,26 +99,82 @@ class InduceState:
     tokens: list[int] = field(default_factory=list)
     cost_usd: list[float] = field(default_factory=list)
     invalidated: list[int] = field(default_factory=list)
+    due: dict[int, list[int]] = field(default_factory=dict)
+    """Request → removed blocks whose need there is to be checked (``replay.engine.induced``;
+    an entry is stale unless ``check_at`` of its block names that request).  Only a removed
+    block can have an unmet need, so a block is scheduled when it goes, at its first need from
+    ``now`` on; after a check, at its next need while the need could become unmet, when its
+    re-read goes while that copy stands for it, never again once the recorded run fetched it
+    itself (``induced.check_due``)."""
+    check_at: list[int] = field(default_factory=list)
+    """Per block: the request whose need is checked next (-1: none scheduled)."""
+    now: int = 0
+    """The first request whose re-reads were not decided yet (the fold sets it)."""
 
     def removed(self, blocks: list[int], request: int, tier: str) -> None:
         """``blocks`` were trimmed by ``tier`` and are gone from ``request`` on."""
         gone, needs = self.gone_at, self.plan.needs
         recall = tier in self.recall_tiers
+        need_requests = self.plan.need_requests
         for b in blocks:
             if gone[b] < 0:
                 gone[b] = request
+                if b in need_requests:
+                    self.schedule(b, self.now)
             if recall and needs.first_unmet_need(b, request) is not None:
                 self.queue.append((request + 1, b))
 
-    def removed_copy(self, b: int, request: int, tier: str) -> None:
-        """The induced re-read of ``b`` was trimmed by ``tier`` (its placeholder may ask again)."""
+    def schedule(self, b: int, after: int) -> None:
+        """Check removed block ``b`` at its first need at or after request ``after`` (none:
+        nothing scheduled)."""
+        reqs = self.plan.need_requests[b]
+        i = bisect.bisect_left(reqs, after)
+        if i == len(reqs):
+            self.check_at[b] = -1
+            return
+        r = reqs[i]
+        if self.check_at[b] != r:
+            self.check_at[b] = r
+            got = self.due.get(r)
+            if got is None:
+                self.due[r] = [b]
+            else:
+                got.append(b)
+
+    def due_at(self, k: int) -> list[int]:
+        """The blocks whose need at request ``k`` is to be checked, ascending, each once (none
+        scheduled after it until ``schedule`` is called again)."""
+        got = self.due.pop(k, None)
+        if got is None:
+            return []
+        check_at, out = self.check_at, []
+        for b in sorted(set(got)):
+            if check_at[b] == k:
+                check_at[b] = -1
+                out.append(b)
+        return out
+
+    def removed_copy(self, b: int, item: int, request: int, tier: str) -> None:
+        """The induced re-read ``item`` of ``b`` was trimmed by ``tier`` (its placeholder may ask
+        again)."""
         if tier in self.recall_tiers and self.plan.needs.first_unmet_need(b, request) is not None:
             self.queue.append((request + 1, b))
+        self.copy_gone(b, item)
+
+    def copy_gone(self, b: int, item: int) -> None:
+        """The induced re-read ``item`` of ``b`` left the context or was trimmed: when it was
+        the newest copy, ``b``'s later needs are checked again."""
+        if self.copy.get(b) == item and b in self.plan.need_requests:
+            self.schedule(b, self.now)
 
     def removed_range(self, lo: int, hi: int, request: int) -> None:
         """Blocks ``[lo, hi)`` were cut and are gone from ``request`` on (a block trimmed
         before keeps its earlier time)."""
-        gone = self.gone_at
+        gone, plan = self.gone_at, self.plan
+        needed = plan.needed
+        for b in needed[bisect.bisect_left(needed, lo):bisect.bisect_left(needed, hi)]:
+            if gone[b] < 0:
+                self.schedule(b, self.now)
         gone[lo:hi] = [g if g >= 0 else request for g in gone[lo:hi]]
 
     def content_block(self, b: int, before: int) -> int:
@@ -130,7 +194,8 @@ def induce_state(run: PreparedRun, policy: Policy) -> InduceState | None:
     recall: frozenset[str] = frozenset()
     if behaviour.invited_recall == "immediate":
         recall = frozenset(t.name for t in policy.tiers if _invites(t))
-    return InduceState(plan, behaviour.max_rereads_per_turn, recall, [-1] * run.n_blocks)
+    return InduceState(plan, behaviour.max_rereads_per_turn, recall, [-1] * run.n_blocks,
+                       check_at=[-1] * run.n_blocks)
 
 
 def _invites(tier: object) -> bool:

@@ -141,7 +141,7 @@ def apply_induced_trims(ctx: Context, env: Env,
         done.append(i)
         env.evictions.add_induced(b, env.request, tier, TRIMMED)
         if env.induce is not None:
-            env.induce.removed_copy(b, env.request, tier)
+            env.induce.removed_copy(b, i, env.request, tier)
     if done and into is not None:
         row = env.action_rows[into]
         lo_msg = min(run.msg[ind.src[i]] for i in done)
@@ -204,6 +204,8 @@ def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier:
             env.evictions.add_induced(ind.src[i], env.request, tier, fate)
             if ind.gone_at[i] < 0:
                 ind.gone_at[i] = env.request
+                if env.induce is not None:
+                    env.induce.copy_gone(ind.src[i], i)
     env.evictions.add_range(ctx.lo, split, env.request, tier, fate)
     if env.induce is not None:
         env.induce.removed_range(ctx.lo, split, env.request)
