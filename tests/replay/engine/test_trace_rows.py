@@ -12,7 +12,7 @@ from replay.engine import trace
 from replay.engine.context import Context
 from replay.engine.fold import replay
 from replay.engine.tiers.apply import apply_trims
-from replay.engine.tiers.base import Env, Evictions
+from replay.engine.tiers.base import Env, Evictions, record_action
 from replay.engine.trace import ROW_TYPES, TRACE_SCHEMAS, ActionRow, RequestMeasured, RequestRow
 from tests.replay.engine.tier_runs import policy, results_of, session
 
@@ -55,6 +55,29 @@ def test_an_action_row_puts_truth_and_estimate_under_their_names() -> None:
     assert row.reclaimed_est_tokens == est[first] - 1
     assert row.reclaimed_tokens == truth[first] - 1
     assert row.run_id == run.run_id and row.policy == p.name
+
+
+def test_record_action_puts_every_value_under_its_name() -> None:
+    run = session([40] * 4, every_step=False)
+    counts = list(run.tokens["o200k_base"])
+    ctx = Context(run, counts, counts, 0)
+    ctx.hi = run.req_blocks[-1]
+    p = policy([])
+    env = Env(policy=p, calibration=None, action_rows=[], evictions=Evictions(), fixed_est=0,
+              fixed_truth=1000, truth_counter=p.truth, request=7, when="after")
+    given = {"tier": "t", "kind": "k", "trigger_tokens": 11, "threshold_tokens": 12,
+             "n_blocks": 13, "first_msg": 14, "last_msg": 15, "reclaimed_est_tokens": 16,
+             "reclaimed_tokens": 17, "invalidated": 18, "undone": True, "failed": False,
+             "summary_tokens": 19, "recorded": True, "min_reclaim_tokens": 20,
+             "protect_first_msg": 21, "induced": True}
+    record_action(env, ctx, **given)  # type: ignore[arg-type]
+    (row,) = env.action_rows
+    assert isinstance(row, ActionRow)
+    want = {("invalidated_tokens" if k == "invalidated" else
+             "recorded_summary" if k == "recorded" else k): v for k, v in given.items()}
+    want |= {"run_id": run.run_id, "policy": p.name, "action": 0, "request": 7, "when": "after",
+             "context_after_tokens": 1000 + ctx.truth()}
+    assert row._asdict() == want
 
 
 def test_trace_rows_read_back_as_the_row_types() -> None:
