@@ -259,25 +259,30 @@ class Context:
         return self.run.msg_start[self.run.ordinal[self.hi - 1]]
 
     # -- changes ------------------------------------------------------------------------------
-    def set_block(self, b: int, est: int, truth: int, n_bytes: int) -> tuple[int, int]:
-        """Replace block ``b``'s content size (a trim); returns (est, truth) reclaimed."""
+    def set_block(self, b: int, est: int, truth: int, n_bytes: int,
+                  truth_before: int | None = None) -> tuple[int, int]:
+        """Replace block ``b``'s content size (a trim); returns (est, truth) reclaimed.
+        ``truth_before``: ``truth_before(b)`` when the caller has it (it does not depend on
+        ``b``'s own size)."""
         run = self.run
-        first = run.msg_start[run.ordinal[b]] == b
-        ov = self.msg_overhead if first else 0
+        ov = self.msg_overhead if run.msg_start[run.ordinal[b]] == b else 0
         de, dt = self.cur_est[b] - (est + ov), self.cur_truth[b] - (truth + ov)
-        db = self.cur_bytes[b] - n_bytes
-        self.cut_est.add(b, de)
-        self.cut_truth.add(b, dt)
+        self.cut_est.queued.append((b, de))  # Fenwick.add, inlined: one call a trimmed block
+        self.cut_truth.queued.append((b, dt))
         self.live_cut_est += de
         self.live_cut_truth += dt
-        self.live_cut_bytes[run.category[b]] += db
+        self.live_cut_bytes[run.category[b]] += self.cur_bytes[b] - n_bytes
         self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
         if not self.trimmed[b]:
             self.n_live_trimmed += 1
             self.last_trimmed = max(self.last_trimmed, b)
         self.trimmed[b] = True
         self.epoch += 1
-        self._touch(b)
+        dirty = self.dirty
+        if dirty is None or (dirty != -1 and b < dirty):  # _touch, inlined
+            self.dirty = b
+            self.dirty_truth_before = (self.truth_before(b) if truth_before is None
+                                       else truth_before)
         return de, dt
 
     def cut_before(self, b: int, head: list[HeadItem]) -> int:

@@ -77,9 +77,14 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
         if not prev < b < end:
             raise TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
                                      f"[{ctx.lo}, {end}) or out of order")
-        if not applied:
-            invalidated = invalidated_from(ctx, env, b)
-        de, dt = set_block(b, est, truth, n_bytes)
+        if applied:
+            de, dt = set_block(b, est, truth, n_bytes)
+        else:  # the tokens before the first trimmed block: what it invalidates, and the cache's
+            # prefix (Context.dirty_truth_before) if it is the earliest change since the request
+            before = ctx.truth_before(b)
+            if env.prev_truth > 0:
+                invalidated = max(0, env.prev_truth - env.fixed_truth - before)
+            de, dt = set_block(b, est, truth, n_bytes, before)
         got_est += de
         got_truth += dt
         applied.append(b)

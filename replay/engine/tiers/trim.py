@@ -112,8 +112,7 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
         _scan(tier, ctx, env, st, begin, stop)
         st.cursor = stop
     passed = _pass(tier, st, ctx, env, stop)
-    if (passed or not st.minimum) and len(ctx.induced.pos) > st.induced_cursor \
-            and CAT_RESULTS in st.cats:
+    if (passed or not st.minimum) and _induced_before(ctx, st, stop) and CAT_RESULTS in st.cats:
         # the re-reads before the protected range go with the pass, in its one action (a tier
         # with a minimum trims them only with a pass that went through)
         _trim_induced(tier, st, ctx, env, stop, into=len(env.action_rows) - 1 if passed else None)
@@ -152,6 +151,13 @@ def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
     st.pending = later or []
     st.gain_est = 0 if later is None else st.gain_est - gain
     return True
+
+
+def _induced_before(ctx: Context, st: TrimState, stop: int) -> bool:
+    """Whether an induced re-read from the tier's cursor on may lie before ``stop`` (when not,
+    ``_trim_induced`` would examine none and leave the cursor where it is)."""
+    ind, cursor = ctx.induced, st.induced_cursor
+    return len(ind.pos) > cursor and (cursor < ind.lo or ind.pos[cursor] < stop)
 
 
 def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
