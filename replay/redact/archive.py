@@ -45,10 +45,11 @@ from replay.ingest.redaction import format_exact
 from replay.ingest.schema import TOKENIZERS
 from replay.layout import cache_root
 from replay.output_targets import Target, check_targets
-from replay.redact.leaves import DRAFT, MAX_SHIFT_DAYS, Redactor, ShiftOutOfRange
+from replay.redact.leaves import DRAFT, Redactor
 from replay.redact.marker_sizes import assign_figures, block_figures
 from replay.redact.readback import block_texts, verify_copy
 from replay.redact.secrets import scan
+from replay.redact.time_shift import MAX_SHIFT_DAYS, ShiftOutOfRange
 
 JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
 """Formats ``redact`` writes one record a line."""

@@ -10,9 +10,9 @@ id=…]``), which ``replay.redact.archive`` turns into the exact marker of the b
 it; an ``encrypted_content`` becomes a marker declaring its length (with a salted digest).
 Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such
 as the file paths a Claude Code file-history snapshot is keyed by, is hashed like a path);
-timestamps are shifted by whole days when asked.  Formats whose parser reads text for its
-structure get the little it needs kept (``Redactor`` fields, set per file by
-``replay.redact.archive``).  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
+timestamps are shifted by whole days when asked (``replay.redact.time_shift``; a time inside
+an id is kept as written).  Formats whose parser reads text for its structure get the
+little it needs kept (``Redactor`` fields, set per file by ``replay.redact.archive``).  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
 written back as JSON.  A tool-input object left with no text gets one extra key,
 ``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
 
@@ -26,14 +26,20 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from typing import Any
 
-from replay.errors import ReplayError
 from replay.ingest.ops import PATCH_FILE, classify_shell
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.redaction import EXACT_WORD
+from replay.redact.time_shift import (
+    CLOCK_KEY,
+    DATE,
+    EPOCH_KEYS,
+    TIME_KEYS,
+    shift_date,
+    shift_epoch,
+)
 
 KEEP_KEYS = frozenset({
     "type", "subtype", "role", "name", "id", "uuid", "parentUuid", "logicalParentUuid",
@@ -54,7 +60,7 @@ subtree (``keeps`` is the one rule)."""
 KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
 """The shape of a value kept under ``KEEP_KEYS``: one token of at most 128 characters (an id, an
 enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
-key.  A timestamp (``_DATE``) is kept too."""
+key.  A timestamp (``DATE``) is kept too."""
 PRODUCT_KEYS = frozenset({"originator"})
 """Keys of ``KEEP_KEYS`` whose value is a product name of up to three words (Codex's
 ``originator``: ``Codex Desktop``), kept when it has that shape (``PRODUCT_NAME``)."""
@@ -75,14 +81,12 @@ PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file",
 """Keys whose string values are paths: hashed."""
 COMMAND_KEYS = frozenset({"command", "cmd"})
 _JSON_TEXT_KEYS = frozenset({"arguments", "output"})
-_TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at"})
 _INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
 _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
                               "write", "append"})
 _NAME = re.compile(r"[A-Za-z_$-][A-Za-z0-9_-]{0,63}")
 """A key that is a name (kept; ``-n`` too, a grep flag, and ``$set``, a Gemini CLI update);
 any other key is data."""
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
          "exec": "run"}
@@ -97,21 +101,13 @@ INJECTED_KEY = "ctxreplay_redacted"
 """The key added to a tool input that kept no text (it carries the block's marker)."""
 
 
-class ShiftOutOfRange(ReplayError):
-    """``--shift-days`` moves a timestamp of the file outside the years a date can have."""
-
-
-MAX_SHIFT_DAYS = (date.max - date.min).days
-"""A larger ``--shift-days`` moves every date out of range (a usage error)."""
-
-
 def keeps(key: str, value: str, extra: frozenset[str] = frozenset()) -> bool:
     """Whether a string ``value`` under ``key`` (outside tool inputs and data subtrees) is kept
     as written: the key is on the keep-list (``KEEP_KEYS``, or ``extra``: a format's own enums)
     and the value is one token or a timestamp.  The one definition of what survives redaction
     besides structure (keys outside data subtrees), numbers, booleans and nulls."""
     return (key in KEEP_KEYS or key in extra) and (
-        KEPT_VALUE.fullmatch(value) is not None or _DATE.match(value) is not None
+        KEPT_VALUE.fullmatch(value) is not None or DATE.match(value) is not None
         or key in PRODUCT_KEYS and PRODUCT_NAME.fullmatch(value) is not None)
 
 
@@ -148,6 +144,8 @@ class Redactor:
     """Inside a tool input: a digest of the whole input (its texts get keys of their own)."""
     _data: bool = False
     """Inside a ``DATA_KEYS`` subtree."""
+    _clock: bool = False
+    """Inside a ``CLOCK_KEY`` object (its numbers are epoch times)."""
     _found_text: bool = False
 
     def path_hash(self, path: str) -> str:
@@ -212,6 +210,12 @@ class Redactor:
                 return self._walk(value, "")
             finally:
                 self._data = False
+        if key == CLOCK_KEY and isinstance(value, dict) and not self._clock:
+            self._clock = True
+            try:
+                return self._walk(value, "")
+            finally:
+                self._clock = False
         if isinstance(value, dict):
             out = {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
                    else self._walk(v, k) for k, v in value.items()}
@@ -225,6 +229,9 @@ class Redactor:
             return [self._walk(x, key) for x in value]
         if isinstance(value, str):
             return self._string(value, key)
+        if self.shift_days and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and (self._clock or key in EPOCH_KEYS):
+            return self.shift_epoch(value)
         return value
 
     def _key(self, key: str) -> str:
@@ -254,27 +261,15 @@ class Redactor:
         return out
 
     def shift(self, value: str) -> str:
-        """A timestamp moved by ``shift_days`` (its time of day and format kept); a value that
-        is not a date is returned as it is.
+        """``value`` with its date moved by ``shift_days`` (``replay.redact.time_shift``)."""
+        return shift_date(value, self.shift_days)
 
-        Raises:
-            ShiftOutOfRange: the moved date is not in the years 1-9999.
-        """
-        m = _DATE.match(value) if self.shift_days else None
-        if m is None:
-            return value
-        try:
-            day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        except ValueError:  # not a date (a month 13): not a timestamp
-            return value
-        try:
-            return (day + timedelta(days=self.shift_days)).isoformat() + value[10:]
-        except OverflowError:
-            raise ShiftOutOfRange(f"--shift-days {self.shift_days} moves {value[:10]} outside "
-                                  "the years 1-9999") from None
+    def shift_epoch(self, value: float) -> float:
+        """An epoch time moved by ``shift_days`` (``replay.redact.time_shift``)."""
+        return shift_epoch(value, self.shift_days)
 
     def _string(self, value: str, key: str) -> str:
-        if key in _TIME_KEYS and self.shift_days and _DATE.match(value):
+        if key in TIME_KEYS and self.shift_days and DATE.match(value):
             return self.shift(value)
         if key == "encrypted_content" and value:
             return self.encrypted(value)

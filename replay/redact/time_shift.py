@@ -1,0 +1,80 @@
+"""``--shift-days``: which timestamps of a log move and how (one definition; used by
+``replay.redact.leaves`` when it writes a copy and by ``replay.redact.readback`` through it).
+
+A moment is an ISO date at the start of a string under ``TIME_KEYS``, or an epoch number (in
+seconds, or milliseconds) under ``EPOCH_KEYS`` or inside a ``time`` object (OpenCode).  Not
+moved: a time inside an id (a UUIDv7, a Gemini CLI call id ``run_shell_command-<ms>-0``),
+which must stay as written so calls and results still pair, and a date inside a model name.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta
+
+from replay.errors import ReplayError
+
+TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at"})
+EPOCH_KEYS = TIME_KEYS | {"created", "completed_at", "resets_at"}
+"""Keys whose numbers are epoch times (OpenAI's ``created``, Codex's ``completed_at`` and rate
+limits' ``resets_at``): shifted (``shift_epoch``); their strings are text unless ``TIME_KEYS``."""
+CLOCK_KEY = "time"
+"""An object of moments (OpenCode's ``time: {created, completed, start, end, compacted}``): its
+numbers are epoch times, shifted like ``TIME_KEYS``' numbers (``shift_epoch``)."""
+_EPOCH_S_MIN, _EPOCH_MS_MIN = 1e8, 1e11
+"""A number under a time key is an epoch time from 1e8 (1973 in seconds) on, in milliseconds
+from 1e11 (1973 in milliseconds; year 5138 in seconds); a smaller one (a duration, an offset)
+is not a moment and is kept."""
+DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+
+
+class ShiftOutOfRange(ReplayError):
+    """``--shift-days`` moves a timestamp of the file outside the years a date can have."""
+
+
+MAX_SHIFT_DAYS = (date.max - date.min).days
+"""A larger ``--shift-days`` moves every date out of range (a usage error)."""
+
+
+def shift_date(value: str, shift_days: int) -> str:
+    """A timestamp moved by ``shift_days`` (its time of day and format kept); a value that
+    is not a date is returned as it is.
+
+    Raises:
+        ShiftOutOfRange: the moved date is not in the years 1-9999.
+    """
+    m = DATE.match(value) if shift_days else None
+    if m is None:
+        return value
+    try:
+        day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:  # not a date (a month 13): not a timestamp
+        return value
+    try:
+        return (day + timedelta(days=shift_days)).isoformat() + value[10:]
+    except OverflowError:
+        raise ShiftOutOfRange(f"--shift-days {shift_days} moves {value[:10]} outside the "
+                              "years 1-9999") from None
+
+
+def shift_epoch(value: float, shift_days: int) -> float:
+    """An epoch time (seconds, or milliseconds from ``_EPOCH_MS_MIN``) moved by
+    ``shift_days``; a smaller number (not a moment) is returned as it is.
+
+    Raises:
+        ShiftOutOfRange: the moved moment is not in the years 1-9999.
+    """
+    if not shift_days or abs(value) < _EPOCH_S_MIN:
+        return value
+    unit = 1000 if abs(value) >= _EPOCH_MS_MIN else 1
+    moved = value + shift_days * 86400 * unit
+    try:
+        datetime.fromtimestamp(value / unit, tz=UTC)
+    except (OverflowError, OSError, ValueError):  # not a moment a date can hold
+        return value
+    try:
+        datetime.fromtimestamp(moved / unit, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ShiftOutOfRange(f"--shift-days {shift_days} moves the epoch time "
+                              f"{value} outside the years 1-9999") from None
+    return moved
