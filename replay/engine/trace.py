@@ -324,7 +324,9 @@ class Trace:
 
 def empty_columns() -> dict[str, dict[str, list[Any]]]:
     """Empty column lists for every trace table."""
-    return {name: {f: [] for f in schema.names} for name, schema in TRACE_SCHEMAS.items()}
+    # the row types' fields are the schemas' column names (checked at import, _check_rows):
+    # a tuple, where Schema.names builds a list from Arrow's fields at every call
+    return {name: {f: [] for f in row._fields} for name, row in ROW_TYPES.items()}  # type: ignore[attr-defined]
 
 
 def _check_vocabulary() -> None:
