@@ -1,0 +1,96 @@
+"""Sweep grids: the product in order, ranges, random and one-at-a-time designs, the size limit,
+settings validated and named by their path, grid files and inline axes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.sweep.grid import MAX_CELLS, apply, load_grid, load_spec, make_spec, settings
+from replay.errors import PolicyError
+from replay.policy import load_policy
+from tests.analysis.sweep.small_grid import BASE
+
+
+def test_grid_is_the_product_in_order_with_whole_number_ranges() -> None:
+    spec = make_spec({"tiers.0.min_reclaim_frac": [0, 0.0625, 0.125],
+                      "tiers.1.trigger.at_tokens": {"start": 40000, "stop": 120000, "num": 5}})
+    chosen = settings(load_policy(BASE), spec)
+    assert spec.size == len(chosen) == 15
+    assert chosen[0].params == (("tiers.0.min_reclaim_frac", 0.0),
+                                ("tiers.1.trigger.at_tokens", 40000))
+    assert [dict(s.params)["tiers.1.trigger.at_tokens"] for s in chosen[:5]] == [
+        40000, 60000, 80000, 100000, 120000]
+    assert len({s.id for s in chosen}) == 15
+    assert all(s.id == s.policy.digest() for s in chosen)
+
+
+def test_step_ranges_include_the_stop_and_float_ranges_stay_floats() -> None:
+    spec = make_spec({"tiers.2.margin_frac": {"start": 0.1, "stop": 0.3, "step": 0.05}})
+    assert spec.axes[0].points() == (0.1, 0.15, 0.2, 0.25, 0.3)
+
+
+def test_random_design_is_seeded_and_stays_within_bounds() -> None:
+    axes = {"tiers.0.protect.frac": {"start": 0.1, "stop": 0.5, "num": 2},
+            "tiers.1.keep_messages": [4, 8, 16]}
+    a = settings(load_policy(BASE), make_spec(axes, design="random", samples=20, seed=7))
+    b = settings(load_policy(BASE), make_spec(axes, design="random", samples=20, seed=7))
+    c = settings(load_policy(BASE), make_spec(axes, design="random", samples=20, seed=8))
+    assert [s.id for s in a] == [s.id for s in b] != [s.id for s in c]
+    fracs = [dict(s.params)["tiers.0.protect.frac"] for s in a]
+    assert all(0.1 <= f <= 0.5 for f in fracs) and len(set(fracs)) == len(a)
+    assert {dict(s.params)["tiers.1.keep_messages"] for s in a} <= {4, 8, 16}
+
+
+def test_one_at_a_time_varies_each_axis_alone_around_the_base() -> None:
+    base = load_policy(BASE)
+    spec = make_spec({"tiers.1.keep_messages": [8, 24, 40], "tiers.2.margin_frac": [0.1, 0.2]},
+                     design="one_at_a_time")
+    chosen = settings(base, spec)
+    assert chosen[0].id == base.digest()
+    assert spec.size == 6 and len(chosen) == 4  # keep_messages=24 and margin 0.2 are the base
+    for s in chosen[1:]:
+        changed = [p for p, v in s.params if v != dict(apply(base, {}, report=[p]).params)[p]]
+        assert len(changed) == 1
+
+
+def test_absurd_grids_are_refused_with_their_size() -> None:
+    spec = make_spec({"tiers.1.keep_messages": list(range(1000)),
+                      "tiers.1.summary_tokens": list(range(1, 1001))})
+    with pytest.raises(PolicyError, match=r"1,000,000 settings \(1000 × 1000\)"):
+        settings(load_policy(BASE), spec)
+    assert MAX_CELLS == 100_000
+
+
+@pytest.mark.parametrize(("axes", "path"), [
+    ({"tiers.7.keep_messages": [1]}, "tiers.7"),
+    ({"tiers.0.min_reclaim_frac": [1.5]}, "tiers.0.min_reclaim_frac"),
+    ({"tiers.1.trigger.at_tokns": [1]}, "tiers.1.trigger.at_tokns"),
+    ({"tiers.1.trigger.at_frac": [0.5]}, "tiers.1.trigger"),
+])
+def test_invalid_settings_name_the_path(axes: dict[str, list[float]], path: str) -> None:
+    with pytest.raises(PolicyError) as err:
+        settings(load_policy(BASE), make_spec(axes))
+    assert err.value.key == path
+
+
+def test_fields_that_change_together_are_validated_together() -> None:
+    spec = make_spec({"tiers.1.trigger.at_tokens": [None], "tiers.1.trigger.at_frac": [0.5, 0.7]})
+    chosen = settings(load_policy(BASE), spec)
+    assert [s.policy.tiers[1].trigger.at_frac for s in chosen] == [0.5, 0.7]
+
+
+def test_grid_yaml_and_inline_axes(tmp_path: Path) -> None:
+    path = tmp_path / "grid.yaml"
+    path.write_text("grid:\n  tiers.0.min_reclaim_frac: [0, 0.125]\n"
+                    "  tiers.1.trigger.at_tokens: {start: 40000, stop: 80000, num: 3}\n"
+                    "design: grid\n")
+    assert load_grid(path).size == 6
+    spec = load_spec(path, ["tiers.2.margin_frac=0.1,0.2", "tiers.1.keep_messages=8:24:3"])
+    assert spec.size == 6 * 2 * 3
+    assert spec.axes[-1].points() == (8, 16, 24)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grid: {tiers.0.min_reclaim_frac: [0]}\ndesing: random\n")
+    with pytest.raises(PolicyError, match="desing"):
+        load_grid(bad)
