@@ -40,7 +40,8 @@ is still in context some other way (a later copy kept, a summary that carries it
 caller's to know.
 
 Rules (``RULES``, one ``Rule`` each, data; the evidence they use is defined once in
-``_EVIDENCE``), per operation kind of the later block; they apply to reads of a file:
+``replay.engine.need_evidence.EVIDENCE``), per operation kind of the later block; they apply to
+reads of a file:
 
 - ``edits-file`` (edit, write): an edit or write of the same file — Claude Code refuses to edit
   a file not read in the session, and an edit's old text quotes the file;
@@ -66,30 +67,38 @@ changed no prediction: where reasoning names a file, the text or a call does too
 nothing in the run's calls explains (the agent re-opening a file it is about to work on) is
 beyond these rules: the log holds no evidence of it before it happens.
 
-Not here: acting on needs (the engine's induced re-reads), judging them against real
-compactions (``analysis.fidelity``).
+Not here: the fetched blocks' index and the evidence tests (``replay.engine.need_evidence``),
+acting on needs (the engine's induced re-reads), judging them against real compactions
+(``analysis.fidelity``).
 """
 
 from __future__ import annotations
 
 import bisect
-import json
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from replay.engine.need_evidence import (
+    BOOKKEEPING,
+    EVIDENCE,
+    FETCH_OPS,
+    TEXT_OP,
+    USER_OP,
+    FetchedIndex,
+    fetched_block,
+    norm_path,
+    op_of,
+    path_names,
+    refetched,
+    same_file,
+)
 from replay.engine.prepared import PreparedRun
+
+__all__ = ["BOOKKEEPING", "FETCH_OPS", "NAIVE_RULES", "NEEDS_VERSION", "RULES", "TEXT_OP",
+           "USER_OP", "BlockNeeds", "Need", "Rule", "RunNeeds", "norm_path", "path_names",
+           "run_needs", "same_file"]
 
 NEEDS_VERSION = 3
 """Bumped whenever the rules change what they find (traces that use needs depend on it)."""
-
-FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
-"""Operation kinds whose result is content the agent could fetch again."""
-TEXT_OP = "text"
-"""The operation kind of a need found in an assistant message (not a call)."""
-USER_OP = "user"
-"""The operation kind of a need found in a user-role message: the user's words, or a notice the
-harness writes in the user's turn (a background task's completion naming its output file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +112,7 @@ class Rule:
     dependent_ops: frozenset[str]
     """Operation kinds of the later block (``text``: an assistant message)."""
     evidence: str
-    """Key of ``_EVIDENCE``: how the later block shows it depends on the fetched content."""
+    """Key of ``EVIDENCE``: how the later block shows it depends on the fetched content."""
     description: str
 
 
@@ -206,51 +215,9 @@ def run_needs(run: PreparedRun, rules: tuple[Rule, ...] = RULES) -> RunNeeds:
 # -- the computation ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Fetched:
-    block: int
-    call: int
-    op: str
-    key: str
-    path: str
-    name: str
-
-
-@dataclass(slots=True)
-class _Index:
-    """The run's fetched blocks, indexed for the evidence tests."""
-
-    run: PreparedRun
-    by_name: dict[str, list[_Fetched]]
-    """File name → fetched reads of files with that name, ascending by block."""
-    by_call: dict[str, list[_Fetched]]
-    """Call key → fetched non-read blocks with that key, ascending by block."""
-
-    _name_rx: dict[str, re.Pattern[str]] = field(default_factory=dict)
-
-    def names_in(self, text: str) -> set[str]:
-        """The fetched files' names that ``text`` names as a path's last component (a substring
-        search first, the word boundaries checked only where it is found)."""
-        out = set()
-        for name in self.by_name:
-            if name in text:
-                rx = self._name_rx.get(name)
-                if rx is None:
-                    rx = self._name_rx[name] = re.compile(
-                        r"(?:(?<=/)|(?<![\w.~/-]))" + re.escape(name) + r"/*(?![\w.~/-])")
-                if rx.search(text):
-                    out.add(name)
-        return out
-
-    def held(self, found: list[_Fetched], r: int) -> list[_Fetched]:
-        """Those of ``found`` in request ``r``'s context."""
-        n = self.run.req_blocks[r]
-        return [f for f in found if f.block < n]
-
-
 def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
-    fetched = [f for b in range(run.n_blocks) if (f := _fetched(run, b)) is not None]
-    index = _Index(run, {}, {})
+    fetched = [f for b in range(run.n_blocks) if (f := fetched_block(run, b)) is not None]
+    index = FetchedIndex(run, {}, {})
     for f in fetched:
         (index.by_name if f.op == "read" else index.by_call).setdefault(
             f.name if f.op == "read" else f.key, []).append(f)
@@ -262,10 +229,10 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
         arrived = [b for b in range(seen, run.req_blocks[r]) if not lo <= b < hi]
         seen = max(seen, run.req_blocks[r], hi)
         for b in (*arrived, *range(lo, hi)):
-            op = _op_of(run, b)
+            op = op_of(run, b)
             if op is None:
                 continue
-            again = {f.block for f in _refetched(index, b, r)}
+            again = {f.block for f in refetched(index, b, r)}
             for blk in again:
                 got = refetch[blk]
                 if not got or got[-1][0] != r:
@@ -273,7 +240,7 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
             for rule in rules:
                 if op not in rule.dependent_ops:
                     continue
-                for f in _EVIDENCE[rule.evidence](index, b, r):
+                for f in EVIDENCE[rule.evidence](index, b, r):
                     got_n = needs[f.block]
                     if (f.op in rule.fetched_ops and f.block not in again
                             and (not got_n or got_n[-1].request != r)):
@@ -285,129 +252,3 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
         refetch_blocks=tuple(b for _, b in refetch[f.block])) for f in fetched}
     return RunNeeds(blocks=out, rules=rules)
 
-
-def _fetched(run: PreparedRun, b: int) -> _Fetched | None:
-    if run.kind[b] != "tool_result":
-        return None
-    call = run.call_of[b]
-    if call < 0 or run.is_error[b]:
-        return None
-    op = run.op[call]
-    if op not in FETCH_OPS:
-        return None
-    path = norm_path(run.path[call])
-    if op == "read":
-        if not path:
-            return None
-        return _Fetched(b, call, op, f"path:{path}", path, path.rsplit("/", 1)[-1])
-    return _Fetched(b, call, op, _call_key(run, call), "", "")
-
-
-def _call_key(run: PreparedRun, call: int) -> str:
-    return f"call:{run.tool[call]}\x00{run.text[call]}"
-
-
-def _refetched(index: _Index, b: int, r: int) -> list[_Fetched]:
-    """The fetched blocks in request ``r``'s context whose content call ``b`` fetches again."""
-    run = index.run
-    if run.kind[b] != "tool_call":
-        return []
-    if run.op[b] == "read":
-        path = norm_path(run.path[b])
-        if not path:
-            return []
-        found = index.by_name.get(path.rsplit("/", 1)[-1], [])
-        return index.held([f for f in found if same_file(f.path, path)], r)
-    return index.held(index.by_call.get(_call_key(run, b), []), r)
-
-
-def _op_of(run: PreparedRun, b: int) -> str | None:
-    kind, role = run.kind[b], run.role[b]
-    if kind == "tool_call":
-        return run.op[b] or "other"
-    if kind == "text" and role in ("assistant", "user"):
-        return TEXT_OP if role == "assistant" else USER_OP
-    return None
-
-
-def norm_path(path: str) -> str:
-    """A recorded path as compared: stripped, without ``./`` prefixes or a trailing slash."""
-    p = path.strip()
-    while p.startswith("./"):
-        p = p[2:]
-    return p.rstrip("/") if len(p) > 1 else p
-
-
-def same_file(a: str, b: str) -> bool:
-    """Whether two normalised paths name the same file (one may be relative to an unknown
-    working directory: equal, or one ends with ``/`` + the other)."""
-    if not a or not b:
-        return False
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
-
-
-_PATHLIKE = re.compile(r"[\w.~/-]+")
-
-
-def path_names(text: str) -> set[str]:
-    """File names a text names: the last component of every path-like word in it."""
-    return {w.rstrip("/").rsplit("/", 1)[-1] for w in _PATHLIKE.findall(text)} - {""}
-
-
-def _names_path(index: _Index, b: int, r: int) -> list[_Fetched]:
-    """Fetched reads in context whose path or file name the block's text names."""
-    out: list[_Fetched] = []
-    for name in index.names_in(index.run.text[b]):
-        found = index.by_name.get(name)
-        if found:
-            out += index.held(found, r)
-    return out
-
-
-def _same_file(index: _Index, b: int, r: int) -> list[_Fetched]:
-    """Fetched reads in context of the file the call ``b`` edits or writes."""
-    path = norm_path(index.run.path[b])
-    found = index.by_name.get(path.rsplit("/", 1)[-1], []) if path else []
-    return index.held([f for f in found if same_file(f.path, path)], r)
-
-
-BOOKKEEPING = frozenset({"git", "hg", "jj", "svn", "rm", "mv", "cp", "chmod", "chown", "mkdir",
-                         "touch", "ln", "ls", "stat", "du", "file", "rmdir"})
-"""Commands that stage, move, list or remove files without using what they hold."""
-_SEPARATORS = re.compile(r"&&|\|\||;|\n|\|")
-
-
-def _names_path_in_use(index: _Index, b: int, r: int) -> list[_Fetched]:
-    """``_names_path``, less the files named only by ``BOOKKEEPING`` commands."""
-    found = _names_path(index, b, r)
-    if not found or index.run.op[b] != "exec":
-        return found
-    command = _command(index.run.text[b])
-    used: set[str] = set()
-    for part in _SEPARATORS.split(command):
-        words = part.split()
-        while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
-            words = words[1:]
-        if words and words[0].rsplit("/", 1)[-1] not in BOOKKEEPING:
-            used |= path_names(part)
-    return [f for f in found if f.name in used]
-
-
-def _command(text: str) -> str:
-    """The command line of a shell call's recorded arguments (JSON or a raw line)."""
-    try:
-        args = json.loads(text)
-    except ValueError:
-        return text
-    if isinstance(args, dict):
-        got = args.get("command", args.get("cmd", ""))
-        return " ".join(map(str, got)) if isinstance(got, list) else str(got)
-    return text
-
-
-_EVIDENCE: dict[str, Callable[[_Index, int, int], list[_Fetched]]] = {
-    "names_path": _names_path,
-    "names_path_in_use": _names_path_in_use,
-    "same_file": _same_file,
-}
-"""Evidence name → the fetched blocks in context that block ``b`` of request ``r`` depends on."""

@@ -1,0 +1,196 @@
+"""Need evidence: a run's fetched blocks indexed by file name and call, and the tests that say a
+later block depends on one (``EVIDENCE``, named by each rule of ``replay.engine.needs``) or
+fetches its content again (``refetched``).  Pure, deterministic, no I/O.
+
+Not here: the rules, the needs they find and the unmet-need queries (``replay.engine.needs``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from replay.engine.prepared import PreparedRun
+
+FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
+"""Operation kinds whose result is content the agent could fetch again."""
+TEXT_OP = "text"
+"""The operation kind of a need found in an assistant message (not a call)."""
+USER_OP = "user"
+"""The operation kind of a need found in a user-role message: the user's words, or a notice the
+harness writes in the user's turn (a background task's completion naming its output file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A fetched block: its call, operation kind, content key, and for a read the file's path
+    and name."""
+
+    block: int
+    call: int
+    op: str
+    key: str
+    path: str
+    name: str
+
+
+@dataclass(slots=True)
+class FetchedIndex:
+    """The run's fetched blocks, indexed for the evidence tests."""
+
+    run: PreparedRun
+    by_name: dict[str, list[Fetched]]
+    """File name → fetched reads of files with that name, ascending by block."""
+    by_call: dict[str, list[Fetched]]
+    """Call key → fetched non-read blocks with that key, ascending by block."""
+
+    _name_rx: dict[str, re.Pattern[str]] = field(default_factory=dict)
+
+    def names_in(self, text: str) -> set[str]:
+        """The fetched files' names that ``text`` names as a path's last component (a substring
+        search first, the word boundaries checked only where it is found)."""
+        out = set()
+        for name in self.by_name:
+            if name in text:
+                rx = self._name_rx.get(name)
+                if rx is None:
+                    rx = self._name_rx[name] = re.compile(
+                        r"(?:(?<=/)|(?<![\w.~/-]))" + re.escape(name) + r"/*(?![\w.~/-])")
+                if rx.search(text):
+                    out.add(name)
+        return out
+
+    def held(self, found: list[Fetched], r: int) -> list[Fetched]:
+        """Those of ``found`` in request ``r``'s context."""
+        n = self.run.req_blocks[r]
+        return [f for f in found if f.block < n]
+
+
+def fetched_block(run: PreparedRun, b: int) -> Fetched | None:
+    """Block ``b`` as fetched content (None: not a tool result of a fetch)."""
+    if run.kind[b] != "tool_result":
+        return None
+    call = run.call_of[b]
+    if call < 0 or run.is_error[b]:
+        return None
+    op = run.op[call]
+    if op not in FETCH_OPS:
+        return None
+    path = norm_path(run.path[call])
+    if op == "read":
+        if not path:
+            return None
+        return Fetched(b, call, op, f"path:{path}", path, path.rsplit("/", 1)[-1])
+    return Fetched(b, call, op, _call_key(run, call), "", "")
+
+
+def _call_key(run: PreparedRun, call: int) -> str:
+    return f"call:{run.tool[call]}\x00{run.text[call]}"
+
+
+def refetched(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """The fetched blocks in request ``r``'s context whose content call ``b`` fetches again."""
+    run = index.run
+    if run.kind[b] != "tool_call":
+        return []
+    if run.op[b] == "read":
+        path = norm_path(run.path[b])
+        if not path:
+            return []
+        found = index.by_name.get(path.rsplit("/", 1)[-1], [])
+        return index.held([f for f in found if same_file(f.path, path)], r)
+    return index.held(index.by_call.get(_call_key(run, b), []), r)
+
+
+def op_of(run: PreparedRun, b: int) -> str | None:
+    kind, role = run.kind[b], run.role[b]
+    if kind == "tool_call":
+        return run.op[b] or "other"
+    if kind == "text" and role in ("assistant", "user"):
+        return TEXT_OP if role == "assistant" else USER_OP
+    return None
+
+
+def norm_path(path: str) -> str:
+    """A recorded path as compared: stripped, without ``./`` prefixes or a trailing slash."""
+    p = path.strip()
+    while p.startswith("./"):
+        p = p[2:]
+    return p.rstrip("/") if len(p) > 1 else p
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two normalised paths name the same file (one may be relative to an unknown
+    working directory: equal, or one ends with ``/`` + the other)."""
+    if not a or not b:
+        return False
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+_PATHLIKE = re.compile(r"[\w.~/-]+")
+
+
+def path_names(text: str) -> set[str]:
+    """File names a text names: the last component of every path-like word in it."""
+    return {w.rstrip("/").rsplit("/", 1)[-1] for w in _PATHLIKE.findall(text)} - {""}
+
+
+def _names_path(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """Fetched reads in context whose path or file name the block's text names."""
+    out: list[Fetched] = []
+    for name in index.names_in(index.run.text[b]):
+        found = index.by_name.get(name)
+        if found:
+            out += index.held(found, r)
+    return out
+
+
+def _same_file(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """Fetched reads in context of the file the call ``b`` edits or writes."""
+    path = norm_path(index.run.path[b])
+    found = index.by_name.get(path.rsplit("/", 1)[-1], []) if path else []
+    return index.held([f for f in found if same_file(f.path, path)], r)
+
+
+BOOKKEEPING = frozenset({"git", "hg", "jj", "svn", "rm", "mv", "cp", "chmod", "chown", "mkdir",
+                         "touch", "ln", "ls", "stat", "du", "file", "rmdir"})
+"""Commands that stage, move, list or remove files without using what they hold."""
+_SEPARATORS = re.compile(r"&&|\|\||;|\n|\|")
+
+
+def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """``_names_path``, less the files named only by ``BOOKKEEPING`` commands."""
+    found = _names_path(index, b, r)
+    if not found or index.run.op[b] != "exec":
+        return found
+    command = _command(index.run.text[b])
+    used: set[str] = set()
+    for part in _SEPARATORS.split(command):
+        words = part.split()
+        while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
+            words = words[1:]
+        if words and words[0].rsplit("/", 1)[-1] not in BOOKKEEPING:
+            used |= path_names(part)
+    return [f for f in found if f.name in used]
+
+
+def _command(text: str) -> str:
+    """The command line of a shell call's recorded arguments (JSON or a raw line)."""
+    try:
+        args = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(args, dict):
+        got = args.get("command", args.get("cmd", ""))
+        return " ".join(map(str, got)) if isinstance(got, list) else str(got)
+    return text
+
+
+EVIDENCE: dict[str, Callable[[FetchedIndex, int, int], list[Fetched]]] = {
+    "names_path": _names_path,
+    "names_path_in_use": _names_path_in_use,
+    "same_file": _same_file,
+}
+"""Evidence name → the fetched blocks in context that block ``b`` of request ``r`` depends on."""
