@@ -8,14 +8,14 @@ first one after it to the next compaction (or the run's end):
 - *removed*: the files whose read results the harness dropped — fetched read blocks
   (``replay.engine.needs``) between the start of the context it compacted and its boundary —
   less those it kept a read of after the boundary (still in context: nothing to fetch again);
-- *re-attached*: when ``restore`` is given, the files the harness put back after the summary by
-  that rule (``replay.engine.tiers.restore.pick_files``: Claude Code re-attaches up to 5 recently
-  read files); they are carried, so never predicted.  ``analysis.fidelity`` gives none: Claude
-  Code does not write what it re-attaches to its log, and that rule, applied to the sample
-  compactions, marks as carried files the agent read again (recall 0.40 instead of 0.80);
+- re-attachment: a rule of what the harness put back after the summary is not applied.
+  Claude Code does not write what it re-attaches to its log, and its rule
+  (``replay.engine.tiers.restore.pick_files``: up to 5 recently read files), applied to the
+  sample compactions, marks as carried files the agent read again (recall 0.40 instead of
+  0.80); what the log itself holds after the boundary is kept, above;
 - *recorded*: removed files the agent read again in the window, as the log shows
   (``BlockNeeds.refetch_requests``);
-- *predicted*: removed files, not re-attached, with a need in the window
+- *predicted*: removed files with a need in the window
   (``BlockNeeds.need_requests`` under the rules given) — found without looking at any re-read;
 - tokens: a predicted file costs what fetching its newest removed read again returns with the
   log known up to the boundary (``replay.engine.refetch``: the file whole as last seen, the
@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from replay.engine.needs import RULES, Rule, run_needs
 from replay.engine.prepared import PreparedRun
 from replay.engine.refetch import refetch_block
-from replay.engine.tiers.restore import pick_files
-from replay.policy import Policy, Restore, Summarise
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +50,6 @@ class CompactionRereads:
     end_request: int
     """First request after the window (the next compaction's first request, or n_requests)."""
     removed: tuple[str, ...]
-    reattached: tuple[str, ...]
     recorded: tuple[str, ...]
     predicted: tuple[str, ...]
     recorded_tokens: int
@@ -113,16 +110,11 @@ def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
     return total
 
 
-def harness_restore(policy: Policy) -> Restore | None:
-    """What the policy's first summarise tier re-attaches after a summary (None: no tier)."""
-    tier = next((t for t in policy.tiers if isinstance(t, Summarise)), None)
-    return None if tier is None else tier.restore
-
-
-def compaction_rereads(run: PreparedRun, restore: Restore | None = None,
+def compaction_rereads(run: PreparedRun,
                        rules: tuple[Rule, ...] = RULES) -> list[CompactionRereads]:
     """Every recorded compaction of ``run`` with something before it: its re-reads predicted
-    under ``rules`` and recorded, with ``restore`` saying what the harness re-attached."""
+    under ``rules`` and recorded (what the log re-attached after the boundary is kept, not
+    removed)."""
     needs = run_needs(run, rules)
     tokens = run.tokens.get("o200k_base") or next(iter(run.tokens.values()))
     result_of = {run.call_of[b]: b for b in range(run.n_blocks) if run.call_of[b] >= 0}
@@ -141,9 +133,6 @@ def compaction_rereads(run: PreparedRun, restore: Restore | None = None,
             got = needs.of(b)
             if got is not None and got.key.startswith("path:") and got.key not in kept:
                 by_path.setdefault(run.path[got.call_block], []).append(b)
-        carried = set()
-        if restore is not None and restore.files:
-            carried = {run.path[run.call_of[b]] for b in pick_files(run, boundary, restore, tokens)}
         recorded: dict[str, int] = {}
         predicted: dict[str, int] = {}
         for path, blocks in by_path.items():
@@ -153,12 +142,12 @@ def compaction_rereads(run: PreparedRun, restore: Restore | None = None,
             if again is not None:
                 res = result_of.get(again[1])
                 recorded[path] = tokens[res] if res is not None else 0
-            if path not in carried and any(first <= r < end for b in blocks
+            if any(first <= r < end for b in blocks
                                            for r in needs.blocks[b].need_requests):
                 predicted[path] = tokens[refetch_block(run, blocks[-1], boundary)]
         out.append(CompactionRereads(
             compaction=c, first_request=first, end_request=end, removed=tuple(by_path),
-            reattached=tuple(sorted(carried & set(by_path))), recorded=tuple(recorded),
+            recorded=tuple(recorded),
             predicted=tuple(predicted), recorded_tokens=sum(recorded.values()),
             predicted_tokens=sum(predicted.values())))
     return out
