@@ -176,9 +176,11 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     if older is None:
         for adopted in store_session.read_journal(out):  # finished by an ingest that was killed
             entries[adopted.source] = adopted
-    else:
+    else:  # unreadable by this version: removed first, so an interrupted rebuild leaves none
         report.rebuilt_from_schema = older[0]
         store_session.forget_journal(out)  # its lines are the older version's entries
+        for key in older[1].values():
+            store.remove_entry(out, key)
     found = discover(paths)
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
@@ -242,12 +244,9 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     for old in before.values():  # entries replaced by a new version of their file
         if old.key not in live:
             store.remove_entry(out, old.key)
-    if older is not None:  # the older store's entries: unreadable now, their folders removed
+    if older is not None:
         given = set(sources(found))
         report.dropped_older = sum(1 for s in older[1] if s not in given)
-        for key in older[1].values():
-            if key not in live:
-                store.remove_entry(out, key)
     return report
 
 
