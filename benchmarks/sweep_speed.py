@@ -6,7 +6,8 @@
 The largest grid is 10 × 10 × 10 values of the corrected two-tier preset's thresholds
 (the summary trigger, the protected fraction of the trim tier, the emergency
 margin); the smaller ones take every 10th / 100th of its settings.  After ingesting (not
-timed) and a warm-up sweep of one setting that starts the workers, for each grid it prints:
+timed) and a warm-up (not timed: a sweep of one setting that starts the workers, then every
+worker reads and prepares every run), for each grid it prints:
 
 - the sweep with ``--jobs`` worker processes (no cache): wall time, CPU time of the whole
   process tree (this process and its workers, from /proc; less the CPU of the thread sampling
@@ -18,8 +19,9 @@ timed) and a warm-up sweep of one setting that starts the workers, for each grid
 - their ratios: sweep wall ÷ (engine CPU ÷ cores) and sweep CPU ÷ engine CPU (target ≤ 1.0;
   on a machine loaded by other processes the CPU ratio is the steadier one).
 - the replays the sweep made (the other cells took the row of a replay standing for theirs
-  exactly) and the units that read and prepared their run (the others' worker had kept it from
-  an earlier unit or sweep: the warm-up loads each run in one of the workers).
+  exactly) and the units that read and prepared their run (the others' worker had kept it: the
+  warm-up loads every run in every worker, ``analysis.sweep.execute.warm``, as the bare engine
+  prepares its runs before its clock starts).
 
 For the largest grid also the reference: the same sweep done serially in this one process,
 the speed-up over it, and whether the two tables are identical cell by cell.
@@ -38,6 +40,7 @@ import time
 from pathlib import Path
 
 from analysis.sweep.core import SweepResult, sweep
+from analysis.sweep.execute import warm
 from analysis.sweep.grid import Setting, make_spec, settings
 from replay.corpus import Corpus, open_corpus
 from replay.engine.fold import replay
@@ -165,8 +168,14 @@ def main(paths: list[Path], jobs: int, sizes: list[int]) -> None:
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         t = time.perf_counter()
         sweep(corpus, grid[:1], jobs=jobs)
-        print(f"warm-up sweep of 1 setting (starts the {jobs} workers): "
-              f"{time.perf_counter() - t:.1f} s")
+        warmed = warm(corpus, jobs)
+        print(f"warm-up (not timed): a sweep of 1 setting starts the {jobs} workers, then "
+              f"{warmed.n_workers} of them keep {warmed.n_runs} of the {n_runs} runs each "
+              f"({warmed.n_loads} read and prepared now): {time.perf_counter() - t:.1f} s")
+        print("both sides exclude reading and preparing runs (the engine's are prepared before "
+              "its clock starts; the sweep's workers keep theirs from the warm-up: 'loads' "
+              "counts the units that still read one); the sweep includes everything else "
+              "(planning, shipping units, metrics, the table)")
         print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
               f"{'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} {'wall ratio':>10} "
               f"{'CPU ratio':>9} {'peak RSS':>9} {'replays':>8} {'loads':>5}")

@@ -23,11 +23,19 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import as_completed
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from joblib.externals.loky import get_reusable_executor
 
-from analysis.sweep.unit import SweepUnit, UnitRows, run_tables, sweep_unit
+from analysis.sweep.unit import (
+    KEEP_LOADED_REQUESTS,
+    SweepUnit,
+    UnitRows,
+    keep_runs,
+    run_tables,
+    sweep_unit,
+)
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.ingest.store import Entry
@@ -110,6 +118,56 @@ def execute(units: list[SweepUnit], blob: bytes, *, jobs: int,
         finally:
             for fut in futures:
                 fut.cancel()
+
+
+WARM_ROUNDS = 8
+"""Rounds of one load task per worker ``warm`` sends at most until every worker has run one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Warmed:
+    """What ``warm`` did."""
+
+    n_workers: int
+    """Workers of the pool that now keep the runs (fewer than asked: the pool gave some no
+    task within ``WARM_ROUNDS`` rounds; they load a run when a unit first needs it)."""
+    n_runs: int
+    """Runs each of them keeps (the longest first, up to ``KEEP_LOADED_REQUESTS`` requests)."""
+    n_loads: int
+    """Runs read and prepared by the warm-up (the others were kept already)."""
+
+
+def warm(corpus: Corpus, jobs: int) -> Warmed:
+    """Start the local pool of ``jobs`` workers, as ``execute`` would, and have each load and
+    keep the store's replayable runs, so that a sweep that follows reads and prepares none
+    (``analysis.sweep.unit``; runs not in a store are carried by their units, never kept).
+
+    The pool hands tasks to whichever worker is free: one task per worker is sent a round,
+    until every worker has run one (a worker that has the runs already finishes at once)."""
+    n_req = dict(zip(corpus.runs["run_id"].to_pylist(), corpus.runs["n_requests"].to_pylist()))
+    entries = {rid: e for rid in corpus.replayable() if (e := corpus.entry_of(rid)) is not None}
+    runs: list[tuple[str, Entry]] = []
+    kept = 0
+    for rid in sorted(entries, key=lambda r: (-n_req[r], r)):
+        if runs and kept + n_req[rid] > KEEP_LOADED_REQUESTS:
+            break
+        runs.append((rid, entries[rid]))
+        kept += n_req[rid]
+    if jobs <= 1 or not runs:
+        loads = keep_runs(str(corpus.root), tuple(runs))[1] if runs else 0
+        return Warmed(1, len(runs), loads)
+    pool = get_reusable_executor(max_workers=jobs, initializer=init_worker,
+                                 initargs=(os.getpid(),))
+    seen: set[int] = set()
+    loads = 0
+    for _ in range(WARM_ROUNDS):
+        for fut in [pool.submit(keep_runs, str(corpus.root), tuple(runs)) for _ in range(jobs)]:
+            pid, n = fut.result()
+            seen.add(pid)
+            loads += n
+        if len(seen) >= jobs:
+            break
+    return Warmed(min(len(seen), jobs), len(runs), loads)
 
 
 @contextmanager

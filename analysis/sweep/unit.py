@@ -23,6 +23,7 @@ Not here: planning units and running them (``analysis.sweep.execute``), the tabl
 from __future__ import annotations
 
 import functools
+import os
 import pickle
 import threading
 from collections import OrderedDict
@@ -161,6 +162,13 @@ def _store_run(root: str, entry: Entry, run_id: str) -> tuple[Loaded, bool]:
             _, (old, _, _) = _loaded.popitem(last=False)
             kept -= old.n_requests
     return got, True
+
+
+def keep_runs(root: str, runs: tuple[tuple[str, Entry], ...]) -> tuple[int, int]:
+    """Load and keep these runs of a store in this process, as a unit of them would
+    (``analysis.sweep.execute.warm``): this process's id and how many it loaded now (the others
+    it had kept)."""
+    return os.getpid(), sum(_store_run(root, entry, rid)[1] for rid, entry in runs)
 
 
 def _table_run(unit: SweepUnit) -> Loaded:

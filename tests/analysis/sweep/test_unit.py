@@ -9,6 +9,7 @@ import pytest
 
 from analysis.sweep import unit
 from analysis.sweep.core import sweep
+from analysis.sweep.execute import warm
 from analysis.sweep.grid import make_spec, settings
 from replay.corpus import Corpus
 from replay.policy import load_policy
@@ -83,3 +84,31 @@ def test_the_stats_count_the_replays_made(sample_corpus: Corpus,
     stats = sweep(sample_corpus, grid, jobs=1).stats
     assert stats.n_replays == len(calls)
     assert stats.n_replays < stats.n_computed == len(grid) * len(sample_corpus.replayable())
+
+
+def test_warming_loads_every_run_once_and_the_sweep_after_loads_none(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``warm`` in this process reads and prepares each run once (a second warm-up reads
+    none), and a sweep that follows loads none."""
+    loads = _counting_loads(monkeypatch)
+    ids = sample_corpus.replayable()
+    warmed = warm(sample_corpus, 1)
+    assert (warmed.n_workers, warmed.n_runs, warmed.n_loads) == (1, len(ids), len(ids))
+    assert sorted(loads) == sorted(ids)
+    assert warm(sample_corpus, 1).n_loads == 0
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [50000]}))
+    assert sweep(sample_corpus, grid, jobs=1).stats.n_runs_loaded == 0
+    assert sorted(loads) == sorted(ids)
+
+
+def test_warming_the_workers_loads_every_run_in_each(sample_corpus: Corpus) -> None:
+    """With two workers each keeps every run: a sweep on them after loads none, whichever
+    worker each unit lands on."""
+    warmed = warm(sample_corpus, 2)
+    assert (warmed.n_workers, warmed.n_runs) == (2, len(sample_corpus.replayable()))
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [45000, 95000]}))
+    result = sweep(sample_corpus, grid, jobs=2)
+    assert result.stats.n_units > 2 and result.stats.n_workers == 2
+    assert result.stats.n_runs_loaded == 0
