@@ -18,9 +18,11 @@ first one after it to the next compaction (or the run's end):
 - *predicted*: removed files with a need in the window
   (``BlockNeeds.need_requests`` under the rules given) — found without looking at any re-read;
 - tokens: a predicted file costs what fetching its newest removed read again returns with the
-  log known up to the boundary (``replay.engine.refetch``: the file whole as last seen, the
-  replay's induced re-reads insert the same), a recorded one the result of its first re-read in
-  the window (tokenizer counts as ingested, ``o200k_base`` when stored).
+  log known up to the boundary (``replay.engine.refetch``: the file whole as known then, the
+  agent's edits applied, as its reads render it; the replay's induced re-reads insert the same,
+  known up to the need), a recorded one the result of its first re-read in the window
+  (tokenizer counts as ingested, ``o200k_base`` when stored).  Known up to the boundary, not
+  the need: a recorded re-read between them must not size its own prediction.
 
 A file counts once per compaction.  Figures per run pool its compactions: recall = predicted and
 recorded / recorded, precision = predicted and recorded / predicted, tokens error = (predicted −
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 
 from replay.engine.needs import RULES, Rule, run_needs
 from replay.engine.prepared import PreparedRun
-from replay.engine.refetch import refetch_block
+from replay.engine.refetch import refetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +144,9 @@ def compaction_rereads(run: PreparedRun,
             if again is not None:
                 res = result_of.get(again[1])
                 recorded[path] = tokens[res] if res is not None else 0
-            if any(first <= r < end for b in blocks
-                                           for r in needs.blocks[b].need_requests):
-                predicted[path] = tokens[refetch_block(run, blocks[-1], boundary)]
+            if any(first <= r < end for b in blocks for r in needs.blocks[b].need_requests):
+                again_as = refetch(run, blocks[-1], boundary)
+                predicted[path] = again_as.scaled(run, tokens[again_as.block])
         out.append(CompactionRereads(
             compaction=c, first_request=first, end_request=end, removed=tuple(by_path),
             recorded=tuple(recorded),

@@ -7,8 +7,9 @@ the context whole, no copy the replay re-read earlier is, the recorded run did n
 again after it went (at or before the need), the recording's own context lacked it there too
 (the harness's compaction had removed it: what followed is already in the log), and no head
 item (a re-attached file, a re-inserted task) carries it — the replay inserts the re-read the
-agent would have made: one more model call, and the block's recorded result (or the file's
-newest content, when it was read again or written since) back at the end of the context.
+agent would have made: one more model call, and the block's recorded result (for a read of a
+file, the file whole as known then, edits applied: ``replay.engine.refetch``) back at the end
+of the context.
 
 - The context grows (``replay.engine.induced_items``): the later triggers, the tiers, the
   overshoots and the cache respond.  The inserted call is sent with the context as it is (the
@@ -123,13 +124,15 @@ def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[i
     st.used += 1
     sent = env.fixed_truth + ctx.truth()
     call = run.call_of[b]
-    src = st.content_block(b, ctx.hi)
+    src = st.content(run, b, ctx.hi)
     ov = ctx.msg_overhead
     if call >= 0:
         call_size = (ctx.est_of[call] + ov, ctx.truth_of[call] + ov, run.n_bytes[call])
     else:
         call_size = (ov, ov, 0)
-    result = (ctx.est_of[src] + ov, ctx.truth_of[src] + ov, run.n_bytes[src])
+    blk = src.block
+    result = (src.scaled(run, ctx.est_of[blk]) + ov, src.scaled(run, ctx.truth_of[blk]) + ov,
+              src.scaled(run, run.n_bytes[blk]))
     i = ctx.induced.add(ctx.hi - 1, b, call_size, result)
     st.copy[b] = i
     calls.append((sent, call_size[1] - ov))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from replay.engine.needs import RunNeeds, run_needs
 from replay.engine.prepared import PreparedRun
-from replay.engine.refetch import FileContents, file_contents
+from replay.engine.refetch import FileContents, Refetched, file_contents
 from replay.policy import Policy, Trim
 from replay.policy.invites import invites_recall
 
@@ -177,10 +177,10 @@ class InduceState:
                 self.schedule(b, self.now)
         gone[lo:hi] = [g if g >= 0 else request for g in gone[lo:hi]]
 
-    def content_block(self, b: int, before: int) -> int:
+    def content(self, run: PreparedRun, b: int, before: int) -> Refetched:
         """What a re-read of ``b`` returns when made with blocks ``[0, before)`` in the run
         (``replay.engine.refetch``: a file whole as known by then, else ``b``'s own result)."""
-        return self.plan.contents.refetch(b, before)
+        return self.plan.contents.refetch(run, b, before)
 
 
 def induce_state(run: PreparedRun, policy: Policy) -> InduceState | None:

@@ -109,35 +109,78 @@ def raw_calls(path: Path) -> list[dict[str, Any]]:
     return calls
 
 
+def raw_results(path: Path) -> dict[str, str]:
+    """Every tool_result's text (its text parts joined) by the id of its call."""
+    out = {}
+    for line in path.read_text().splitlines():
+        content = (json.loads(line).get("message") or {}).get("content")
+        for part in content if isinstance(content, list) else []:
+            if part.get("type") == "tool_result":
+                got = part.get("content")
+                if isinstance(got, list):
+                    got = "".join(p.get("text", "") for p in got if isinstance(p, dict))
+                out[part["tool_use_id"]] = str(got or "")
+    return out
+
+
+_NUMBERED = re.compile(r" *\d+(?:→|\t)")
+
+
 def raw_tokens(run: PreparedRun, path: Path, raw: dict[str, Any]) -> tuple[int, int]:
     """(recorded, predicted) re-read tokens of the raw walk ``raw`` of ``path``, each block's
-    tokens taken from ``run`` by call id: each recorded file's first re-read result; each
-    predicted file whole as known at the boundary — its newest whole read (no offset/limit, or
-    cat) or Write before it, else its largest part read (by characters)."""
-    tokens = run.tokens["o200k_base"]
+    tokens and characters taken from ``run`` by call id: each recorded file's first re-read
+    result; each predicted file whole as known at the boundary — its newest whole read (no
+    offset/limit, or cat) or Write before it, else its largest part read (by characters) — with
+    the Edits and MultiEdits of it since applied (characters and lines of new minus old text),
+    a Write's text and the edits' lines rendered with the line-number prefix of the file's
+    newest read result; tokens scaled by characters from the whole read itself, or for a Write
+    from the file's newest read result (else the Write call).  Failed calls change nothing."""
+    tokens, chars = run.tokens["o200k_base"], run.n_chars
     result_of = {run.call_id[b]: b for b in range(run.n_blocks) if run.kind[b] == "tool_result"}
     call_of = {run.call_id[b]: b for b in range(run.n_blocks) if run.kind[b] == "tool_call"}
+    texts = raw_results(path)
     first_after: dict[str, int] = {}
-    whole_before: dict[str, int] = {}
-    parts_before: dict[str, list[int]] = {}
+    files: dict[str, dict[str, Any]] = {}
     for c in raw_calls(path):
         res = result_of.get(c["id"])
-        file = read_path(c)
-        if c["name"] == "Write" and not c["after"]:
-            whole_before[c["input"]["file_path"]] = tokens[call_of[c["id"]]]
-        if file is None or res is None:
-            continue
+        file, name, args = read_path(c), c["name"], c["input"]
         if c["after"]:
-            if (named := same(file, raw["removed"])) is not None:
+            named = same(file, raw["removed"]) if res is not None else None
+            if named is not None:
                 first_after.setdefault(named, tokens[res])
-        elif c["id"] not in raw["errors"]:
-            part = ("offset" in c["input"] or "limit" in c["input"]
-                    or c["name"] == "Bash" and c["input"]["command"].split()[0] in ("head", "tail"))
-            if part:
-                parts_before.setdefault(file, []).append(res)
-            else:
-                whole_before[file] = tokens[res]
-    largest = {p: tokens[max(bs, key=lambda b: (run.n_chars[b], -b))]
-               for p, bs in parts_before.items()}
-    return (sum(first_after[p] for p in raw["recorded"]),
-            sum(whole_before.get(p, largest.get(p, 0)) for p in raw["rules"]))
+            continue
+        if c["id"] in raw["errors"]:
+            continue
+        if name in ("Write", "Edit", "MultiEdit"):
+            f = files.setdefault(args["file_path"], {"whole": False, "prefix": 0, "read": None})
+            if name == "Write":
+                text = args["content"]
+                f.update(whole=True, base=call_of[c["id"]], chars=len(text), dc=0, dl=0,
+                         lines=text.count("\n") + (not text.endswith("\n")))
+            elif f["whole"]:
+                for e in [args, *args.get("edits", [])]:
+                    if "old_string" in e:
+                        f["dc"] += len(e["new_string"]) - len(e["old_string"])
+                        f["dl"] += e["new_string"].count("\n") - e["old_string"].count("\n")
+        elif file is not None and res is not None:
+            f = files.setdefault(file, {"whole": False, "prefix": 0, "read": None})
+            numbered = _NUMBERED.match(texts.get(c["id"], ""))
+            f["prefix"], f["read"] = (numbered.end() if numbered else 0), res
+            part = ("offset" in args or "limit" in args
+                    or name == "Bash" and args["command"].split()[0] in ("head", "tail"))
+            if not part:
+                f.update(whole=True, base=res, chars=chars[res], lines=0, dc=0, dl=0)
+            elif not f["whole"] and ("base" not in f or chars[res] > chars[f["base"]]):
+                f.update(base=res, chars=chars[res], lines=0, dc=0, dl=0)
+
+    def predicted(file: str) -> int:
+        f = files.get(file)
+        if f is None or "base" not in f:
+            return 0
+        n = f["chars"] + f["prefix"] * (f["lines"] + f["dl"]) + f["dc"]
+        block = f["read"] if f["lines"] and f["read"] is not None else f["base"]
+        if n == chars[block]:
+            return int(tokens[block])
+        return int((tokens[block] * n + chars[block] // 2) // chars[block])
+
+    return (sum(first_after[p] for p in raw["recorded"]), sum(predicted(p) for p in raw["rules"]))

@@ -7,8 +7,10 @@ walk of each raw file (``tests.analysis.raw_compactions``); the pooled figures a
 that walk's sets and asserted against the targets (recall >= 0.85, precision >= 0.75), with the
 naive rule beside them.
 
-The per-session tokens target (within +-30 % in every session) is not met and not asserted:
-``python benchmarks/fidelity.py`` prints the figures."""
+The per-session tokens target (within +-30 % in every session) is met in 3 of the 5 sessions and
+not asserted: in ae4a77f8 the agent re-read parts of files it had read whole (a re-read is
+predicted whole: the range read last does not tell the range read next), in fa812bfe it re-read
+a file nothing before names (a recall miss); ``python benchmarks/fidelity.py`` prints them."""
 
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def test_real_compactions_meet_the_targets(sessions: dict[Path, tuple[Corpus, st
 
 def test_pooled_tokens_within_a_third(sessions: dict[Path, tuple[Corpus, str]]) -> None:
     """Pooled over the five compactions the predicted re-read tokens are within +-30 % of the
-    recorded ones (per session they are not: the figures vary from -52 % to +118 %)."""
+    recorded ones (per session not always: see the module's docstring)."""
     total = sum((pooled(compaction_rereads(c.prepared(r))) for c, r in sessions.values()),
                 start=pooled([]))
     assert total.tokens_error_frac is not None and abs(total.tokens_error_frac) <= 0.30

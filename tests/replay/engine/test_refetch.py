@@ -1,11 +1,12 @@
-"""What fetching a block again returns (replay.engine.refetch): a file whole as known by then."""
+"""What fetching a block again returns (replay.engine.refetch): a file whole as known by then,
+edits applied, as its reads render it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from replay.engine.prepared import PreparedRun, prepare
-from replay.engine.refetch import reads_part, refetch_block
+from replay.engine.refetch import reads_part, refetch
 from replay.ingest.parsers.builder import RunBuilder, Source
 from replay.ingest.run_tables import tokenize
 
@@ -41,18 +42,74 @@ def test_a_reread_returns_the_file_whole_as_known_by_then() -> None:
     ])
     result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
               if run.kind[k] == "tool_result"}
-    call = {run.call_id[k]: k for k in range(run.n_blocks) if run.kind[k] == "tool_call"}
     end = run.n_blocks
-    # a part read of a file read whole before: the whole read; after the write: the write
-    assert refetch_block(run, result["a2"], result["a2"] + 1) == result["a1"]
-    assert refetch_block(run, result["a2"], end) == call["w"]
-    assert refetch_block(run, result["a1"], result["a1"] + 1) == result["a1"]
+
+    def block(b: int, before: int) -> int:
+        return refetch(run, b, before).block
+
+    # a part read of a file read whole before: the whole read (exactly its characters)
+    assert refetch(run, result["a2"], result["a2"] + 1) == refetch(run, result["a1"], end - 20)
+    assert block(result["a2"], result["a2"] + 1) == result["a1"]
+    assert refetch(run, result["a1"], result["a1"] + 1).chars == run.n_chars[result["a1"]]
+    # after the write: the written text (no line numbers in these reads), sized by the newest
+    # read result of the file
+    got = refetch(run, result["a2"], end)
+    assert (got.block, got.chars) == (result["a2"], len("new a " * 80))
     # only parts read: the largest part known by then, never a later one
-    assert refetch_block(run, result["b1"], result["b1"] + 1) == result["b1"]
-    assert refetch_block(run, result["b1"], end) == result["b2"]
-    assert refetch_block(run, result["b3"], result["b3"] + 1) == result["b2"]
+    assert block(result["b1"], result["b1"] + 1) == result["b1"]
+    assert block(result["b1"], end) == result["b2"]
+    assert block(result["b3"], result["b3"] + 1) == result["b2"]
     # not a read of a file: its own result
-    assert refetch_block(run, result["g"], end) == result["g"]
+    assert refetch(run, result["g"], end) == refetch(run, result["g"], result["g"] + 1)
+    assert block(result["g"], end) == result["g"]
+
+
+NUMBERED = "".join(f"{i:6d}→line {i}\n" for i in range(1, 11))
+"""A file of ten lines as Claude Code's Read renders it (a 6-wide line number and an arrow)."""
+
+
+def test_edits_since_the_whole_read_are_applied() -> None:
+    run = _run([
+        ("r", "Read", {"file_path": "a.py"}, NUMBERED),
+        ("e1", "Edit", {"file_path": "a.py", "old_string": "line 3", "new_string": "x\ny\nz"}, "ok"),
+        ("e2", "MultiEdit", {"file_path": "a.py", "edits": [
+            {"old_string": "line 10", "new_string": ""},
+            {"old_string": "line 4", "new_string": "line 4 longer"}]}, "ok"),
+        ("e3", "apply_patch", {"input": "*** patch"}, "ok"),
+        ("p", "Read", {"file_path": "a.py", "offset": 2, "limit": 1}, "     2→line 2\n"),
+    ])
+    result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
+              if run.kind[k] == "tool_result"}
+    call = {run.call_id[k]: k for k in range(run.n_blocks) if run.kind[k] == "tool_call"}
+    r, n = result["r"], run.n_chars[result["r"]]
+    assert refetch(run, r, call["e1"]).chars == n  # nothing edited yet: the read as it was
+    # e1: 6 characters replaced by 5 and two more lines, each rendered with a 7-character prefix
+    assert refetch(run, r, call["e1"] + 1) == type(refetch(run, r, r + 1))(r, n - 1 + 2 * 7)
+    # e2: -7 and +7 characters
+    assert refetch(run, r, call["e2"] + 1).chars == n - 1 + 2 * 7 - 7 + 7
+    # a part read changes nothing known about the whole file
+    assert refetch(run, result["p"], run.n_blocks).chars == n - 1 + 14
+    got = refetch(run, r, run.n_blocks)
+    assert got.scaled(run, 1000) == (1000 * got.chars + n // 2) // n
+    assert refetch(run, r, r + 1).scaled(run, 1234) == 1234  # unchanged: the count itself
+
+
+def test_a_write_is_rendered_as_the_files_reads_render_it() -> None:
+    text = "a\nb\nc\n"
+    run = _run([
+        ("r", "Read", {"file_path": "a.py"}, NUMBERED),
+        ("w", "Write", {"file_path": "a.py", "content": text}, "ok"),
+        ("n", "Write", {"file_path": "new.py", "content": text}, "ok"),
+        ("p", "Read", {"file_path": "new.py", "limit": 1}, "a"),
+    ])
+    result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
+              if run.kind[k] == "tool_result"}
+    got = refetch(run, result["r"], run.n_blocks)
+    assert (got.block, got.chars) == (result["r"], len(text) + 3 * 7)
+    # written before its only read, which shows no line numbers: the text as written, and the
+    # write stays the whole content (a part read after it is not)
+    got = refetch(run, result["p"], run.n_blocks)
+    assert (got.block, got.chars) == (result["p"], len(text))
 
 
 def test_a_read_of_part_of_a_file() -> None:
