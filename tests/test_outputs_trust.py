@@ -98,6 +98,32 @@ def test_a_report_s_stale_figures_are_removed_inside_report_files_only(project: 
 
 # --- items 3–5: no command writes its inputs, baseline, tolerances, policies or the cache -----
 
+@pytest.fixture(scope="session")
+def checked_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``project`` fixture's folder (its two logs) with what the tests below start from: a
+    policy and tolerances file, a dataset ``ds`` of the logs, the project cache (``calibrate``
+    ingested into it) with an empty sweep cache, and ``base.json`` (``check
+    --update-baseline``).  Made once per worker; each test copies it over its own ``project``
+    (the commands store paths relative to the project, so the copy is the same project)."""
+    from replay.layout import CACHE_ENV
+
+    folder = tmp_path_factory.mktemp("checked-project")
+    (folder / "logs").mkdir()
+    for log in SMALL:
+        shutil.copy(log, folder / "logs" / log.name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        mp.delenv(CACHE_ENV, raising=False)
+        (folder / "policy.yaml").write_text("extends: none\n")
+        (folder / "tol.yaml").write_text("default: {rel: 0.0}\n")
+        assert _invoke(["ingest", "logs", "--out", "ds", "-q"]).exit_code == 0
+        assert _invoke(["calibrate", "logs", "-q", "--json"]).exit_code == 0  # the cache exists
+        (folder / ".ctxreplay" / "sweep_cache").mkdir()
+        assert _invoke(["check", "logs", "-p", "none", "--baseline", "base.json",
+                        "--update-baseline", "-q"]).exit_code == 0
+    return folder
+
+
 def _target_cases() -> Iterator[tuple[str, list[str], str]]:
     """(case id, command line, what the refusal names) for every kind of thing a command reads
     named as one of its outputs."""
@@ -136,15 +162,12 @@ def _target_cases() -> Iterator[tuple[str, list[str], str]]:
 @pytest.mark.parametrize(("case", "args", "said"), list(_target_cases()),
                          ids=[c for c, _, _ in _target_cases()])
 def test_an_output_that_is_an_input_the_baseline_or_the_cache_is_refused_before_any_work(
-        project: Path, case: str, args: list[str], said: str) -> None:
-    (project / "policy.yaml").write_text("extends: none\n")
-    (project / "tol.yaml").write_text("default: {rel: 0.0}\n")
-    if "dataset" in case:
-        assert _invoke(["ingest", "logs", "--out", "ds", "-q"]).exit_code == 0
-    assert _invoke(["calibrate", "logs", "-q", "--json"]).exit_code == 0  # the cache exists
-    (project / ".ctxreplay" / "sweep_cache").mkdir()
-    assert _invoke(["check", "logs", "-p", "none", "--baseline", "base.json",
-                    "--update-baseline", "-q"]).exit_code == 0
+        project: Path, checked_project: Path, case: str, args: list[str], said: str) -> None:
+    def dataset_only_if_named(folder: str, names: list[str]) -> list[str]:
+        return ["ds"] if Path(folder) == checked_project and "dataset" not in case else []
+
+    shutil.copytree(checked_project, project, symlinks=True, dirs_exist_ok=True,
+                    ignore=dataset_only_if_named)
     cache_before = _snapshot(project / ".ctxreplay")
     before = _snapshot(project)
     result = _invoke(args)
@@ -160,10 +183,10 @@ def test_an_output_that_is_an_input_the_baseline_or_the_cache_is_refused_before_
 @pytest.mark.parametrize("target", ["a folder", "/proc/version", "/proc/new.xml",
                                     "under a file", "read-only"])
 @pytest.mark.parametrize("option", ["--junit", "--markdown", "--baseline"])
-def test_an_unwritable_check_output_is_a_usage_error(project: Path, target: str, option: str,
+def test_an_unwritable_check_output_is_a_usage_error(project: Path, checked_project: Path,
+                                                     target: str, option: str,
                                                      request: pytest.FixtureRequest) -> None:
-    assert _invoke(["check", "logs", "-p", "none", "--baseline", "base.json",
-                    "--update-baseline", "-q"]).exit_code == 0
+    shutil.copy(checked_project / "base.json", project / "base.json")  # the project's baseline
     (project / "dir").mkdir()
     (project / "afile").write_text("x")
     path = {"a folder": "dir", "under a file": "afile/x.xml"}.get(target, target)
@@ -173,7 +196,7 @@ def test_an_unwritable_check_output_is_a_usage_error(project: Path, target: str,
     args = ["check", "logs", "-p", "none", "--baseline", "base.json", option, path, "-q", *extra]
     if option == "--baseline":
         args = ["check", "logs", "-p", "none", "--baseline", path, "-q", *extra]
-    shutil.rmtree(project / ".ctxreplay")
+    assert not (project / ".ctxreplay").exists()  # the baseline was made in another folder
     result = _invoke(args)
     assert result.exit_code == 2, result.output
     _one_error_line(result)
