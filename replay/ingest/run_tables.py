@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay.ingest import store
+from replay.ingest.arrow_columns import column
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.redaction import declared, exact, tokens_for
 from replay.ingest.schema import SCHEMAS
@@ -47,10 +48,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
             if col in drafts[0].run}
     texts: list[str] = messages["text"]
     try:
-        text = pa.array(texts, pa.string())
+        text = column(texts, pa.string())
     except UnicodeEncodeError:
         texts = [_valid_unicode(t) for t in texts]
-        text = pa.array(texts, pa.string())
+        text = column(texts, pa.string())
     messages["text"] = text
     n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
     n_chars = [len(t) for t in texts]
@@ -127,12 +128,12 @@ def _table(columns: Mapping[str, list[Any] | pa.Array], name: str) -> pa.Table:
 
 
 def _array(values: list[object], type_: pa.DataType) -> pa.Array:
-    """``values`` as an Arrow array; strings that are not valid Unicode get U+FFFD (any
-    string column may hold one)."""
+    """``values`` as an Arrow array (``arrow_columns.column``: no pandas imported); strings
+    that are not valid Unicode get U+FFFD (any string column may hold one)."""
     try:
-        return pa.array(values, type_)
+        return column(values, type_)
     except UnicodeEncodeError:
-        return pa.array([_valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
+        return column([_valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
 
 
 def _valid_unicode(s: str) -> str:

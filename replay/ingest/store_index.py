@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
+from replay.ingest.arrow_columns import column
 from replay.ingest.run_label import label_column, run_key
 from replay.ingest.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
 from replay.ingest.store import (
@@ -172,7 +173,7 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
                              messages["tokens_o200k"].to_pylist()):
             if n is not None:
                 total[run_id] = total.get(run_id, 0) + n
-    return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), pa.array(
+    return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), column(
         [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
 
 
@@ -191,7 +192,7 @@ def index_rows(tables: RunTables, key: str) -> bytes:
 
 
 def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
-    return runs_with_tokens.append_column(RUN_INDEX.field("entry_key"), pa.array(
+    return runs_with_tokens.append_column(RUN_INDEX.field("entry_key"), column(
         [key] * runs_with_tokens.num_rows, pa.string())).replace_schema_metadata(RUN_INDEX.metadata)
 
 

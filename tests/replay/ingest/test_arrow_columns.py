@@ -1,0 +1,84 @@
+"""``arrow_columns.column`` builds the arrays ``pa.array`` builds, without importing pandas."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.ingest.arrow_columns import column
+from replay.ingest.schema import SCHEMAS
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+FLOATS = st.floats(allow_nan=False) | st.integers(-(2**53), 2**53)
+TEXT = st.text(st.characters(exclude_categories=("Cs",)))  # no lone surrogates
+VALUES: dict[pa.DataType, st.SearchStrategy[Any]] = {
+    pa.string(): TEXT,
+    pa.int64(): INT64,
+    pa.float64(): FLOATS,
+    pa.bool_(): st.booleans(),
+    pa.list_(pa.int64()): st.lists(st.none() | INT64, max_size=4),
+    pa.list_(pa.string()): st.lists(st.none() | TEXT, max_size=4),
+}
+
+
+def test_every_column_type_of_the_store_is_built_here() -> None:
+    types = {f.type for schema in SCHEMAS.values() for f in schema}
+    assert types <= set(VALUES), types - set(VALUES)
+
+
+@pytest.mark.parametrize("type_", list(VALUES), ids=str)
+@given(data=st.data())
+def test_same_array_as_pa_array(type_: pa.DataType, data: st.DataObject) -> None:
+    values = data.draw(st.lists(st.none() | VALUES[type_], max_size=40))
+    built = column(values, type_)
+    built.validate(full=True)
+    expected = pa.array(values, type_)
+    assert built.type == expected.type
+    assert built.null_count == expected.null_count
+    assert built.to_pylist() == expected.to_pylist()
+    assert built.equals(expected)
+
+
+@pytest.mark.parametrize(("values", "type_"), [
+    ([1, True], pa.int64()),
+    (["a", 1], pa.string()),
+    ([b"a"], pa.string()),
+    ([1.5], pa.int64()),
+    ([1], pa.bool_()),
+    ([True], pa.float64()),
+    (["a"], pa.list_(pa.string())),
+    ([[1, "a"]], pa.list_(pa.int64())),
+])
+def test_a_value_of_another_type_is_refused(values: list[Any], type_: pa.DataType) -> None:
+    with pytest.raises(TypeError):
+        column(values, type_)
+
+
+def test_errors_as_pa_array_raises_them() -> None:
+    with pytest.raises(OverflowError):
+        column([2**63], pa.int64())
+    with pytest.raises(UnicodeEncodeError):
+        column(["a\ud800"], pa.string())
+
+
+def test_ingesting_imports_no_pandas(tmp_path: Any) -> None:
+    """The point of the module: an ingest process never imports pandas (pyarrow's pa.array
+    would, on its first call)."""
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"type": "user", "sessionId": "s", "uuid": "u1", "message": {"role": '
+                   '"user", "content": "hi"}}\n{"type": "assistant", "sessionId": "s", "uuid": '
+                   '"u2", "parentUuid": "u1", "message": {"id": "m", "role": "assistant", '
+                   '"content": [{"type": "text", "text": "hello"}], "usage": {"input_tokens": '
+                   '3, "output_tokens": 1}}}\n')
+    code = ("import sys; from pathlib import Path; from replay.ingest.batch import ingest; "
+            f"r = ingest([Path({str(log)!r})], Path({str(tmp_path / 'ds')!r}), jobs=1); "
+            "assert r.parsed and not r.failed, r; print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
