@@ -57,6 +57,7 @@ def redact(
               "salted with a random salt for this archive alone (kept nowhere)")
     if table.as_json:
         _print_json({"out": str(report.out), "files": rows, "paths_hashed": report.n_paths,
+                     "stand_ins": report.n_stand_ins,
                      "salt": "given" if report.salt_given else "random",
                      "issues": [str(i) for i in report.issues]})
     else:
@@ -65,6 +66,7 @@ def redact(
             warn(issue)
         written = sum(f.written for f in report.files)
         say(f"{written} of {len(report.files)} files written, {report.n_paths} paths hashed "
-            f"({salted}), {len(report.issues)} issues → {report.out}")
+            f"({salted}), {report.n_stand_ins} ids given a stand-in, {len(report.issues)} "
+            f"issues → {report.out}")
     if not report.ok:
         raise typer.Exit(1)

@@ -3,6 +3,7 @@ with the original's figures (``replay.redact.archive``); which leaves are kept, 
 replaced (``replay.redact.leaves``); the secret check on what is written
 (``replay.redact.secrets``)."""
 
-from replay.redact.archive import SUPPORTED, RedactedFile, RedactReport, read_salt, redact
+from replay.redact.archive import RedactedFile, RedactReport, read_salt, redact
+from replay.redact.payload import SUPPORTED
 
 __all__ = ["SUPPORTED", "RedactReport", "RedactedFile", "read_salt", "redact"]

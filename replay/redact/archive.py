@@ -10,12 +10,14 @@ and event reads as the original's (paths as their hashes, timestamps shifted).  
 differs is an issue naming the file and the column.  A file where the secret check
 (``replay.redact.secrets``) finds anything is not written.
 
-Every format is supported (``SUPPORTED``), one record a line or one document as the file is:
-mini-swe-agent's action blocks keep their fence around a stand-in command, a SWE-agent step's
-action keeps its tool name (or becomes a stand-in command) so it still matches its history
-call, OpenHands' event kinds and ATIF's compaction words are kept.  An Inspect ``.eval`` (a
-zip) is refused, and so is any file whose redacted copy would not read as the same blocks
-(an issue for that file, which is not written).
+Every format is supported (``replay.redact.payload.SUPPORTED``), one record a line, one
+document, or an Inspect ``.eval`` zip of documents, as the file is: mini-swe-agent's action
+blocks keep their fence around a stand-in command, a SWE-agent step's action keeps its tool name
+(or becomes a stand-in command) so it still matches its history call, OpenHands' event kinds
+and ATIF's compaction words are kept.  A marker that blocks of other sizes share is split by
+block (``replay.redact.marker_sizes.split_by_block``: one more draft, read twice).  A file
+whose redacted copy would not read as the same blocks is refused (an issue for that file,
+which is not written), and so is a zip that breaks a rule of ``replay.redact.eval_zip``.
 
 Not here: which leaves are redacted (``replay.redact.leaves``), the figures each marker carries
 (``replay.redact.marker_sizes``), reading the copy back (``replay.redact.readback``).
@@ -23,14 +25,13 @@ Not here: which leaves are redacted (``replay.redact.leaves``), the figures each
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.errors import OutputError, ReplayError
@@ -38,29 +39,22 @@ from replay.ingest.discover import discover, relative_source, sources
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import detect_format
-from replay.ingest.parsers.atif import COMPACTION_WORDS
 from replay.ingest.parsers.builder import Issue
-from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
-from replay.ingest.redaction import format_exact
+from replay.ingest.redaction import ExactSizes, format_exact
 from replay.ingest.schema import TOKENIZERS
 from replay.layout import cache_root
 from replay.output_targets import Target, check_targets
 from replay.redact.leaves import DRAFT, Redactor
-from replay.redact.marker_sizes import assign_figures, block_figures
+from replay.redact.marker_sizes import (
+    assign_figures,
+    block_figures,
+    probe_split,
+    split_by_block,
+)
+from replay.redact.payload import SUPPORTED, Unredactable, read_payload
 from replay.redact.readback import block_texts, verify_copy
 from replay.redact.secrets import scan
 from replay.redact.time_shift import MAX_SHIFT_DAYS, ShiftOutOfRange
-
-JSON_LINES: tuple[str, ...] = ("claude_code", "codex", "gemini_cli", "opencode", "chat")
-"""Formats ``redact`` writes one record a line."""
-WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent", "openhands", "atif",
-                                "gemini_cli", "inspect_ai", "opencode", "chat")
-"""Formats ``redact`` writes as one JSON document."""
-SUPPORTED: tuple[str, ...] = tuple(dict.fromkeys((*JSON_LINES, *WHOLE_FILE)))
-_FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
-_OPENHANDS_KEEP = frozenset({"action", "observation", "function_name", "tool_call_id",
-                             "response_id"})
-"""OpenHands event kinds and the ids that pair calls, results and responses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +80,9 @@ class RedactReport:
     out: Path
     files: tuple[RedactedFile, ...]
     n_paths: int
+    n_stand_ins: int
+    """Ids, enums and timestamps that could not be kept as written, each given a stand-in
+    (``replay.redact.leaves.Redactor.ident``), and attachment hashes."""
     salt_given: bool
     """Whether the caller gave the salt; else a random one, used for this archive only and
     kept nowhere."""
@@ -132,7 +129,8 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
                                       (Issue(str(path), 0, f"not written: {exc}"),)))
         if on_file:
             on_file(rel)
-    return RedactReport(out, tuple(files), len(redactor.paths), salt is not None)
+    return RedactReport(out, tuple(files), len(redactor.paths), len(redactor.idents),
+                        salt is not None)
 
 
 SALT_BYTES = 16
@@ -227,58 +225,42 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         data = read_input(path).removeprefix(b"\xef\xbb\xbf")
     except Unreadable as why:
         return failed(str(why), fmt)
-    if data.startswith(b"PK"):
-        return failed("not redacted: a zip archive (Inspect .eval) is not supported by redact "
-                      "yet; export the log as JSON (inspect log convert --to json)", fmt)
-    whole = fmt in WHOLE_FILE and (fmt not in JSON_LINES or path.suffix != ".jsonl")
-    try:  # one JSON document, or JSON Lines (Gemini CLI and OpenCode have both)
-        document = json.loads(data) if whole else None
-    except ValueError:
-        document = None
-    if document is not None:
-        if fmt == "mini_swe_agent" and b'"action_regex"' in data:
-            return failed("not redacted: a custom action_regex (only the default fence is "
-                          "rewritten)", fmt)
-        redactor.containers, redactor.fenced = [], _FENCE if fmt == "mini_swe_agent" else None
-        redactor.swe_tools = _tool_names(document) if fmt == "swe_agent" else None
-        redactor.keep = _OPENHANDS_KEEP if fmt == "openhands" else frozenset()
-        redactor.flags = COMPACTION_WORDS if fmt == "atif" else None
-        lines = [json.dumps(redactor.record(document), ensure_ascii=False, indent=1)]
-    else:
-        records: list[Any] = []
-        for no, raw in enumerate(data.split(b"\n"), 1):
-            try:
-                records.append(json.loads(raw) if raw.strip() else None)
-            except ValueError:
-                return failed("not JSON: a line redact cannot read is never copied; not "
-                              "written", fmt, no)
-        redactor.containers = _user_texts(records) if fmt == "codex" else []
-        redactor.fenced = redactor.swe_tools = None
-        redactor.keep, redactor.flags = frozenset(), None
-        lines = ["" if rec is None else json.dumps(redactor.record(rec), ensure_ascii=False,
-                                                   separators=(",", ":")) for rec in records]
-    draft_texts = block_texts(path, rel, fmt, "\n".join(lines).encode("utf-8", "surrogatepass"))
+    try:
+        payload = read_payload(data, fmt, path.suffix, redactor)
+    except Unredactable as why:
+        return failed(str(why), fmt, why.line)
     messages = original.tables.messages
+    originals = messages["text"].to_pylist()
+    want = block_figures(messages)
+
+    def drafted() -> tuple[list[str], list[str] | None]:
+        texts = payload.render(redactor)
+        return texts, block_texts(path, rel, fmt, payload.pack(texts))
+
+    redactor.split = {}
+    lines, draft_texts = drafted()
     if draft_texts is None or len(draft_texts) != messages.num_rows:
         return failed(f"not redacted: the redacted copy reads as "
                       f"{0 if draft_texts is None else len(draft_texts)} blocks, the original "
                       f"as {messages.num_rows}", fmt)
-    figures, unsized = assign_figures(draft_texts, messages["text"].to_pylist(),
-                                      block_figures(messages))
+    figures, unsized, shared = assign_figures(draft_texts, originals, want)
+    if shared:  # markers shared by blocks of other sizes: split them by block, when it helps
+        lines, draft_texts, figures, unsized = _split(
+            drafted, redactor, (lines, draft_texts, figures, unsized), shared, originals, want)
     idents: dict[str, int] = {}
 
     def final_marker(m: re.Match[str]) -> str:
         ident = idents.setdefault(m.group(1), len(idents) + 1)
         return format_exact(ident, figures.get(m.group(1)))
 
-    final = "\n".join(DRAFT.sub(final_marker, line) for line in lines).encode(
-        "utf-8", "surrogatepass")
+    texts = [DRAFT.sub(final_marker, line) for line in lines]
+    final = payload.pack(texts)
     issues = [Issue(where, 0, f"{n} blocks carry no marker and read with other sizes than the "
                               f"original ({why})") for why, n in unsized.items()]
     if fmt != detect_format(dest.name, final[:65536]):
         issues.append(Issue(where, 0, f"the redacted copy is not recognised as {fmt}"))
     issues += verify_copy(path, rel, fmt, final, original, redactor)
-    if found := scan(final) or scan(archived.encode("utf-8", "surrogatepass")):
+    if found := scan(payload.plain(texts)) or scan(archived.encode("utf-8", "surrogatepass")):
         return RedactedFile(rel, fmt, False, archived, 0, 0, 0, (*issues, Issue(
             where, 0, f"not written: the redacted copy still holds a secret-like string "
                       f"({', '.join(found)})")))
@@ -295,25 +277,28 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                         sum(1 for v in figures.values() if v is not None), tuple(issues))
 
 
-def _tool_names(document: Any) -> frozenset[str]:
-    """The tool names a SWE-agent trajectory's history calls."""
-    history = document.get("history") if isinstance(document, dict) else None
-    return frozenset(tc["function"]["name"] for m in history or [] if isinstance(m, dict)
-                     for tc in m.get("tool_calls") or [] if isinstance(tc, dict)
-                     and isinstance(tc.get("function"), dict)
-                     and isinstance(tc["function"].get("name"), str))
+_Drafted = tuple[list[str], list[str], dict[str, ExactSizes | None], Counter[str]]
 
 
-def _user_texts(records: list[Any]) -> list[str]:
-    """The part texts of a Codex file's non-assistant messages."""
-    out = []
-    for rec in records:
-        p = rec.get("payload", rec) if isinstance(rec, dict) else None
-        content = p.get("content") if isinstance(p, dict) and p.get("type") == "message" \
-            and p.get("role") != "assistant" else None
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out += [x["text"] for x in content if isinstance(x, dict)
-                    and isinstance(x.get("text"), str)]
-    return out
+def _split(drafted: Callable[[], tuple[list[str], list[str] | None]], redactor: Redactor,
+           first: _Drafted, shared: list[int], originals: list[str],
+           want: list[ExactSizes]) -> _Drafted:
+    """The draft again with the markers of the ``shared`` blocks split by block
+    (``replay.redact.marker_sizes.split_by_block``), when its copy reads as the same blocks
+    and fewer blocks lack their figures; else ``first``."""
+    keys = {k for b in shared for k in DRAFT.findall(first[1][b])}
+    redactor.split = probe = probe_split(redactor.occurrences, keys)
+    _, probe_texts = drafted()
+    if probe_texts is None or len(probe_texts) != len(originals):
+        redactor.split = {}
+        return first
+    redactor.split = split_by_block(redactor.occurrences, probe, probe_texts, originals)
+    lines, texts = drafted()
+    if texts is None or len(texts) != len(originals):
+        redactor.split = {}
+        return first
+    figures, unsized, still = assign_figures(texts, originals, want)
+    if len(still) >= len(shared):
+        redactor.split = {}
+        return first
+    return lines, texts, figures, unsized

@@ -1,7 +1,8 @@
 """One log record's JSON → its redacted copy: which string leaves are kept, hashed or replaced.
 
 Default deny: a string leaf is kept only under a key known to hold an id, an enum, a tool or
-model name or a timestamp (``KEEP_KEYS``); a path (under ``PATH_KEYS``) becomes a stable hash
+model name or a timestamp (``replay.redact.keep_list``: one of another shape gets a stand-in,
+``Redactor.ident``); a path (under ``PATH_KEYS``) becomes a stable hash
 (``path_hash``: the same path always gives the same hash, its extension kept so a file stays
 a file); a shell command becomes a stand-in that names the same operation on the hashed path
 (``echo <marker>; cat <hash>``), a patch keeps its ``*** Update File:`` lines with hashed
@@ -32,6 +33,18 @@ from replay.ingest.ops import PATCH_FILE, classify_shell
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.redaction import EXACT_WORD
+from replay.redact.keep_list import (
+    ATTACHMENT,
+    DATA_KEYS,
+    ID_KEYED,
+    INPUT_ENUMS,
+    KEEP_KEYS,
+    KEPT_VALUE,
+    PATH_KEYED,
+    PATH_KEYS,
+    READ_IN_DATA,
+    keeps,
+)
 from replay.redact.time_shift import (
     CLOCK_KEY,
     DATE,
@@ -41,44 +54,6 @@ from replay.redact.time_shift import (
     shift_epoch,
 )
 
-KEEP_KEYS = frozenset({
-    "type", "subtype", "role", "name", "id", "uuid", "parentUuid", "logicalParentUuid",
-    "leafUuid", "tool_use_id", "call_id", "item_id", "sessionId", "session_id", "agentId",
-    "requestId", "timestamp", "model", "stop_reason", "version", "cli_version", "originator",
-    "userType", "level", "trigger", "status", "media_type", "headUuid", "tailUuid", "uuids",
-    "compactedToolIds", "toolUseID", "parentToolUseID", "promptId", "isSidechain", "effort",
-    "record_type", "model_provider", "forked_from_id", "parent_thread_id", "turn_id",
-    "hookEvent", "permissionMode", "source", "service_tier", "speed", "tool_name",
-    "model_name", "mini_version", "trajectory_format", "interrupt_type", "action_regex",
-    "swe_agent_version", "tool_call_id", "function_name", "source_call_id", "trajectory_id",
-    "schema_version", "callID", "messageID", "modelID", "providerID", "tool", "mime", "event",
-    "function", "span_id", "parent_id", "kind", "inspect_ai", "task", "$rewindTo",
-})
-"""Keys whose string values are ids, enums, names or timestamps: kept as written, when the value
-has the shape of one (``KEPT_VALUE``) and is not inside a tool input or a ``DATA_KEYS``
-subtree (``keeps`` is the one rule)."""
-KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
-"""The shape of a value kept under ``KEEP_KEYS``: one token of at most 128 characters (an id, an
-enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
-key.  A timestamp (``DATE``) is kept too."""
-PRODUCT_KEYS = frozenset({"originator"})
-"""Keys of ``KEEP_KEYS`` whose value is a product name of up to three words (Codex's
-``originator``: ``Codex Desktop``), kept when it has that shape (``PRODUCT_NAME``)."""
-PRODUCT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,24}(?: [A-Za-z0-9_.-]{1,24}){0,2}")
-DATA_KEYS = frozenset({"toolUseResult", "metadata", "dataset", "task_args", "model_args",
-                       "solver_args", "model_roles", "model_generate_config", "env", "store",
-                       "scores", "sample_metadata", "plan", "tags", "revision",
-                       "trackedFileBackups"})
-"""Keys whose subtree is the harness's or the user's own data, not the log's structure (a Claude
-Code tool's result object and file-history backups, Inspect's dataset, metadata and task
-arguments): inside, every string is replaced and every key is hashed, except
-``READ_IN_DATA``."""
-READ_IN_DATA = frozenset({"trigger", "summary", "exit_code"})
-"""Keys a parser reads inside a data subtree (Inspect's compaction trigger and summary flag, an
-exit code): kept, with their value when it is an enum (``KEPT_VALUE``)."""
-PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
-                       "absolute_path", "cwd", "filePath", "workdir"})
-"""Keys whose string values are paths: hashed."""
 COMMAND_KEYS = frozenset({"command", "cmd"})
 _JSON_TEXT_KEYS = frozenset({"arguments", "output"})
 _INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
@@ -99,16 +74,6 @@ _ID_NAME = re.compile(r"(?:agent-(?:acompact-)?)?[0-9a-f]{6,}(?:-[0-9a-f]{2,})*"
 _DATED_NAME = re.compile(r"(rollout-|session-)(\d{4}-\d{2}-\d{2})(T[0-9-]*-[0-9a-f]{6,}(?:-[0-9a-f]{2,})*)")
 INJECTED_KEY = "ctxreplay_redacted"
 """The key added to a tool input that kept no text (it carries the block's marker)."""
-
-
-def keeps(key: str, value: str, extra: frozenset[str] = frozenset()) -> bool:
-    """Whether a string ``value`` under ``key`` (outside tool inputs and data subtrees) is kept
-    as written: the key is on the keep-list (``KEEP_KEYS``, or ``extra``: a format's own enums)
-    and the value is one token or a timestamp.  The one definition of what survives redaction
-    besides structure (keys outside data subtrees), numbers, booleans and nulls."""
-    return (key in KEEP_KEYS or key in extra) and (
-        KEPT_VALUE.fullmatch(value) is not None or DATE.match(value) is not None
-        or key in PRODUCT_KEYS and PRODUCT_NAME.fullmatch(value) is not None)
 
 
 def draft(key: str) -> str:
@@ -137,9 +102,18 @@ class Redactor:
     keep: frozenset[str] = frozenset()
     """Keys whose values this file's format uses as enums, besides ``KEEP_KEYS`` (OpenHands'
     ``action`` / ``observation`` kinds)."""
-    containers: list[str] = field(default_factory=list)
-    """Texts of this file that may contain another leaf (Codex legacy ``instructions`` are
-    skipped when a user message holds them): such a leaf gets its container's marker."""
+    needles: list[str] = field(default_factory=list)
+    """Texts a parser looks for inside other texts of this file (Codex: legacy
+    ``instructions`` a user message repeats; Inspect: a summarisation call's answer inside the
+    summary): a text holding one is written as markers around the needle's own marker, so the
+    copy still holds it (``_split_needles``)."""
+    occurrences: list[tuple[str, str]] = field(default_factory=list)
+    """(draft key, text) of every text leaf met, in walk order (the walk of one file is
+    deterministic: the same file walks to the same order)."""
+    split: dict[int, str] = field(default_factory=dict)
+    """Occurrence number → the draft key it gets instead of its text's
+    (``replay.redact.marker_sizes.split_shared``: a text shown by blocks that need other
+    sizes)."""
     _scope: str = ""
     """Inside a tool input: a digest of the whole input (its texts get keys of their own)."""
     _data: bool = False
@@ -147,6 +121,38 @@ class Redactor:
     _clock: bool = False
     """Inside a ``CLOCK_KEY`` object (its numbers are epoch times)."""
     _found_text: bool = False
+    data_keys: frozenset[str] = DATA_KEYS
+    """This file's data-subtree keys (``data_keys``)."""
+    idents: dict[str, str] = field(default_factory=dict)
+    """Original id, enum or timestamp of another shape than ``KEPT_VALUE`` → its stand-in
+    (``ident``; the same for the whole archive)."""
+
+    def ident(self, value: str) -> str:
+        """The stand-in of an id, an enum or a timestamp that cannot be kept as written (a
+        space in it, longer than 128 characters), or of an attachment's hash: ``x`` and 16 hex
+        of a salted hash, one token.
+        Equal values get equal stand-ins and distinct ones (all but surely) distinct ones, so
+        calls and results still pair and records keep their ids; a stand-in is never a text
+        marker, so an id never shares one with a text that reads the same."""
+        if not value:
+            return value
+        got = self.idents.get(value)
+        if got is None:
+            digest = hashlib.sha256((self.salt + "\0id\0" + value).encode("utf-8",
+                                                                          "surrogatepass"))
+            got = self.idents[value] = f"x{digest.hexdigest()[:16]}"
+        return got
+
+    def standin_text(self, text: str) -> str:
+        """``text`` (an issue a parser wrote, quoting a value) with every original value that
+        has a stand-in replaced by it, as the copy's parser would quote it."""
+        for value, standin in self.idents.items():
+            if value in text:
+                text = text.replace(repr(value), repr(standin)).replace(value, standin)
+            shown = repr(value)
+            if len(shown) > 40 and shown[:37] in text:  # quoted at most 40 characters long
+                text = text.replace(shown[:37] + "...", repr(standin))
+        return text
 
     def path_hash(self, path: str) -> str:
         """The stable stand-in of ``path``: ``p<12 hex>`` plus its extension (and a trailing
@@ -190,7 +196,23 @@ class Redactor:
         key = hashlib.sha256((self._scope + "\0" + value).encode("utf-8", "surrogatepass")
                              ).hexdigest()[:16]
         self._found_text = True
-        return draft(key)
+        self.occurrences.append((key, value))
+        return draft(self.split.get(len(self.occurrences) - 1, key))
+
+    def start_file(self) -> None:
+        """Before walking a file (again): occurrences are counted from the start."""
+        self.occurrences = []
+
+    def _split_needles(self, value: str) -> str:
+        """``value``'s marker, or markers around each needle it holds (``needles``)."""
+        for needle in self.needles:
+            if needle in value:
+                if value.strip() == needle:
+                    return self.text(needle)
+                at = value.index(needle)
+                return (self._split_needles(value[:at]) + self.text(needle)
+                        + self._split_needles(value[at + len(needle):]))
+        return self.text(value)
 
     def encrypted(self, value: str) -> str:
         """An ``encrypted_content`` (Codex reasoning, a remote compaction's summary): a marker
@@ -204,7 +226,7 @@ class Redactor:
         return self._walk(rec, "")
 
     def _walk(self, value: Any, key: str) -> Any:
-        if key in DATA_KEYS and isinstance(value, (dict, list)) and not self._data:
+        if key in self.data_keys and isinstance(value, (dict, list)) and not self._data:
             self._data = True
             try:
                 return self._walk(value, "")
@@ -216,6 +238,10 @@ class Redactor:
                 return self._walk(value, "")
             finally:
                 self._clock = False
+        if key in PATH_KEYED and isinstance(value, dict) and not self._data:
+            return {self.path_hash(k): self._walk(v, "") for k, v in value.items()}
+        if key in ID_KEYED and isinstance(value, dict) and not self._data:
+            return {self.ident(k): self._walk(v, "") for k, v in value.items()}
         if isinstance(value, dict):
             out = {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
                    else self._walk(v, k) for k, v in value.items()}
@@ -269,16 +295,21 @@ class Redactor:
         return shift_epoch(value, self.shift_days)
 
     def _string(self, value: str, key: str) -> str:
-        if key in TIME_KEYS and self.shift_days and DATE.match(value):
-            return self.shift(value)
+        if key in TIME_KEYS and DATE.match(value) and (self.shift_days or not self._data):
+            return self.shift(value)  # a moment: kept, moved by --shift-days
         if key == "encrypted_content" and value:
             return self.encrypted(value)
+        if value.startswith(ATTACHMENT) and KEPT_VALUE.fullmatch(value):
+            return ATTACHMENT + self.ident(value[len(ATTACHMENT):])
         if self._data:
             if key in READ_IN_DATA and KEPT_VALUE.fullmatch(value):
                 return value
             return self.path_hash(value) if key in PATH_KEYS and value else self.text(value)
-        if not self._scope and keeps(key, value, self.keep):  # inside a tool input a "name"
-            return value  # may be anything
+        if not self._scope and (key in KEEP_KEYS or key in self.keep or key in TIME_KEYS):
+            # inside a tool input a "name" may be anything
+            return value if keeps(key, value, self.keep) else self.ident(value)
+        if self._scope and value in INPUT_ENUMS.get(key, ()):
+            return value
         if key in PATH_KEYS and (self._scope or key != "filename"):  # an attached file's name
             return self.path_hash(value) if value else value  # is text the model sees
         if key in COMMAND_KEYS:
@@ -292,10 +323,6 @@ class Redactor:
                 config = None
             if isinstance(config, dict):
                 return json.dumps(self._walk(config, ""), ensure_ascii=False)
-        if key == "instructions" and (needle := value.strip()):
-            inside = next((c for c in self.containers if needle in c), None)
-            if inside is not None:
-                return self.text(inside)
         if key in _JSON_TEXT_KEYS and value.lstrip().startswith("{"):
             try:
                 parsed = json.loads(value)
@@ -311,7 +338,7 @@ class Redactor:
                     "</persisted-output>")
         if self.flags and (m := self.flags.search(value)):
             return f"{self.text(value)} ({m.group(0)})"
-        return self.text(value)
+        return self._split_needles(value) if self.needles else self.text(value)
 
     def _command(self, command: str) -> str:
         """A shell line naming the same operation on the hashed path, with a marker."""

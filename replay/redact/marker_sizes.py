@@ -3,18 +3,26 @@
 markers and zeros into the others, so that every block's markers sum to its figures; a marker
 several blocks show gets its figures once.  Blocks that cannot get theirs are counted by reason.
 
+A marker shared by blocks that need other figures (the same text alone in one block and inside a
+larger one: a tool description alone and inside a dumped tool list, a message's text and the
+same text before an image) is split (``probe_split``, ``split_by_block``): each occurrence of
+its text inside a larger block gets a marker of its own, keyed by that block's original text,
+so equal blocks still show equal markers; an occurrence that is a whole block by itself, or in
+no block (a replacement history's copy, which a parser matches by text), keeps its text's.
+
 Not here: the markers' text (``replay.ingest.redaction.format_exact``), where the markers go
 (``replay.redact.leaves``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 
 import pyarrow as pa
 
 from replay.ingest.redaction import ExactSizes
-from replay.redact.leaves import DRAFT
+from replay.redact.leaves import DRAFT, draft
 
 _TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 
@@ -33,14 +41,16 @@ _ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(_TOKEN_COLUMN)))
 
 
 def assign_figures(texts: list[str], originals: list[str], want: list[ExactSizes],
-                   ) -> tuple[dict[str, ExactSizes | None], Counter[str]]:
-    """Each draft marker's figures, so that every block's markers sum to its figures; and how
-    many blocks could not get theirs, by reason."""
+                   ) -> tuple[dict[str, ExactSizes | None], Counter[str], list[int]]:
+    """Each draft marker's figures, so that every block's markers sum to its figures; how many
+    blocks could not get theirs, by reason; and which blocks could not, because every marker
+    they show already carries another block's figures."""
     keys = [list(dict.fromkeys(DRAFT.findall(t))) for t in texts]  # a repeat counts once
     shown = Counter(k for ks in keys for k in set(ks))
     figures: dict[str, ExactSizes | None] = {}
     unsized: Counter[str] = Counter()
-    for ks, target, text, original in zip(keys, want, texts, originals):
+    shared: list[int] = []
+    for block, (ks, target, text, original) in enumerate(zip(keys, want, texts, originals)):
         if not ks:
             if text != original:
                 unsized["no text leaf left in the block"] += 1
@@ -51,12 +61,42 @@ def assign_figures(texts: list[str], originals: list[str], want: list[ExactSizes
         if rest is None or not free and (rest.n_chars, rest.n_bytes, rest.n_lines,
                                          rest.tokens) != (0, 0, 0, _ZERO.tokens):
             unsized["a marker shared with another block"] += 1
+            shared.append(block)
         if not free:
             continue
         figures[free[0]] = rest if rest is not None else _ZERO
         for k in free[1:]:
             figures[k] = _ZERO
-    return figures, unsized
+    return figures, unsized, shared
+
+
+def probe_split(occurrences: list[tuple[str, str]], keys: set[str]) -> dict[int, str]:
+    """A draft key of its own for every occurrence of the draft ``keys`` (to see, by parsing
+    the probe, which blocks each occurrence lands in)."""
+    return {n: _key(key, str(n)) for n, (key, _) in enumerate(occurrences) if key in keys}
+
+
+def split_by_block(occurrences: list[tuple[str, str]], probe: dict[int, str],
+                   probe_texts: list[str], originals: list[str]) -> dict[int, str]:
+    """The draft key of each probed occurrence: its text's own when it is a whole block by
+    itself (the original block's text is the occurrence's text) or in no block; else one keyed
+    by the original texts of the blocks it lands in."""
+    where: dict[str, list[int]] = {}
+    for block, text in enumerate(probe_texts):
+        for key in dict.fromkeys(DRAFT.findall(text)):
+            where.setdefault(key, []).append(block)
+    split: dict[int, str] = {}
+    for n, probed in probe.items():
+        key, value = occurrences[n]
+        blocks = where.get(probed, [])
+        if all(originals[b] == value and probe_texts[b] == draft(probed) for b in blocks):
+            continue
+        split[n] = _key(key, *sorted({originals[b] for b in blocks}))
+    return split
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _minus(a: ExactSizes, parts: list[ExactSizes]) -> ExactSizes | None:

@@ -42,7 +42,7 @@ def verify_copy(path: Path, rel: str, fmt: str, data: bytes, original: Any,
     """Issues for every column of the redacted copy that reads other than the original's, and
     for what its parse reports that the original's did not."""
     want = original.tables
-    known = {(i.line, i.reason) for i in original.issues}
+    known = {(i.line, redactor.standin_text(i.reason)) for i in original.issues}
     issues: list[Issue] = []
     sha = hashlib.sha256(data).hexdigest()
     drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), issues)
@@ -67,9 +67,12 @@ def verify_copy(path: Path, rel: str, fmt: str, data: bytes, original: Any,
 
 
 def _expected(col: str, values: list[Any], redactor: Redactor) -> list[Any]:
-    """The original's column as the redacted copy should read it."""
+    """The original's column as the redacted copy should read it (paths as their hashes, ids
+    and timestamps that could not be kept as their stand-ins, timestamps shifted)."""
     if col == "path":
         return [redactor.path_hash(v) if v else v for v in values]
+    if redactor.idents:
+        values = [redactor.idents.get(v, v) if isinstance(v, str) else v for v in values]
     if col == "ts" and redactor.shift_days:
         return [redactor.shift(v) if isinstance(v, str) else v for v in values]
     return values

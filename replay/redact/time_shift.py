@@ -14,8 +14,12 @@ from datetime import UTC, date, datetime, timedelta
 
 from replay.errors import ReplayError
 
-TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at"})
-EPOCH_KEYS = TIME_KEYS | {"created", "completed_at", "resets_at"}
+TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at",
+                       "completed_at"})
+"""Keys whose strings are moments (Codex's turn events write ``started_at`` / ``completed_at``
+as ISO strings): one that starts with a date is kept (moved by ``--shift-days``); one of another
+shape gets a stand-in (``replay.redact.leaves``)."""
+EPOCH_KEYS = TIME_KEYS | {"created", "resets_at"}
 """Keys whose numbers are epoch times (OpenAI's ``created``, Codex's ``completed_at`` and rate
 limits' ``resets_at``): shifted (``shift_epoch``); their strings are text unless ``TIME_KEYS``."""
 CLOCK_KEY = "time"

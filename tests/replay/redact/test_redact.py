@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -301,11 +302,18 @@ def test_cli_refuses_out_inside_an_input_and_unsupported_formats(tmp_path: Path)
     inside = runner.invoke(app, ["redact", str(src), "--out", str(src / "shared"), "-q"])
     assert inside.exit_code == 2 and "apart from the inputs" in inside.output
     assert not (src / "shared").exists()
-    zipped = REPO / "tests" / "fixtures" / "inspect_ai" / "log_message_deduplication.eval"
-    other = runner.invoke(app, ["redact", str(zipped), "--out", str(tmp_path / "o"), "-q"])
+    zipped = tmp_path / "hostile" / "log.eval"  # a member leaving the zip: refused
+    zipped.parent.mkdir()
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "t"}, "status": "success"}))
+        z.writestr("samples/1_epoch_1.json", json.dumps({"id": 1, "epoch": 1, "messages": [
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}))
+        z.writestr("samples/../../escape.json", json.dumps({"id": 2}))
+    other = runner.invoke(app, ["redact", str(zipped.parent), "--out", str(tmp_path / "o"),
+                                "-q"])
     assert other.exit_code == 1
-    assert "a zip archive (Inspect .eval) is not supported by redact yet" in other.output
-    assert not list((tmp_path / "o").rglob("*.json"))
+    assert "not a relative path inside the zip" in other.output
+    assert not [p for p in (tmp_path / "o").rglob("*") if p.is_file()]
     done = runner.invoke(app, ["redact", str(src), "--out", str(tmp_path / "ok"), "-q"])
     assert done.exit_code == 0, done.output
     assert "1 of 1 files written" in done.output
@@ -326,11 +334,10 @@ def test_the_parser_fixtures_redact_with_every_event_kept(tmp_path: Path) -> Non
     assert b.tables.events.drop(["run_id"]).equals(a.tables.events.drop(["run_id"]))
 
 
-def test_the_other_formats_fixtures_redact_or_are_refused_with_a_reason(tmp_path: Path) -> None:
-    """ATIF, Gemini CLI (JSON and JSON Lines), Inspect (JSON), OpenCode (export and events) and
-    plain chat lists: written and read back as the originals (the redact check), except an
-    Inspect .eval (a zip) and the Inspect log whose compaction re-sends messages the parser
-    recognises by their text (redacted, they read as other messages): refused, not written."""
+def test_the_other_formats_fixtures_redact(tmp_path: Path) -> None:
+    """ATIF, Gemini CLI (JSON and JSON Lines), Inspect (JSON and .eval zips), OpenCode (export
+    and events) and plain chat lists: written and read back as the originals (the redact
+    check); before, the .eval zips and the hand-made Inspect compaction were refused."""
     fixtures = REPO / "tests" / "fixtures"
     chat = tmp_path / "chat" / "dump.json"
     chat.parent.mkdir()
@@ -344,18 +351,17 @@ def test_the_other_formats_fixtures_redact_or_are_refused_with_a_reason(tmp_path
         {"role": "assistant", "content": "done", "usage": {"prompt_tokens": 150}}]}))
     inputs = [fixtures / f for f in ("atif", "gemini_cli", "inspect_ai", "opencode")]
     report = redact([*inputs, chat.parent], tmp_path / "out")
-    refused = {Path(f.source).name: [i.reason for i in f.issues] for f in report.files
-               if not f.written}
-    assert sorted(refused) == sorted([
-        "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval",
-        "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval",
-        "log_message_deduplication.eval", "hand-made-compaction.json"])
-    assert "the redacted copy reads as" in refused["hand-made-compaction.json"][0]
+    assert [(f.source, [i.reason for i in f.issues]) for f in report.files
+            if not f.written] == []
     written = [f for f in report.files if f.written]
     assert {f.format for f in written} == {"atif", "gemini_cli", "inspect_ai", "opencode", "chat"}
     assert not [i for f in written for i in f.issues]
     for f, _ in discover([tmp_path / "out"]):
-        assert scan(f.read_bytes()) == [], f
+        if zipfile.is_zipfile(f):  # an .eval: its members, uncompressed
+            with zipfile.ZipFile(f) as z:
+                assert scan(b"\n".join(z.read(n) for n in z.namelist())) == [], f
+        else:
+            assert scan(f.read_bytes()) == [], f
 
 
 def test_several_input_folders_keep_their_own_layout(tmp_path: Path) -> None:

@@ -28,7 +28,17 @@ from replay.cli import app
 from replay.ingest.discover import discover
 from replay.redact import redact
 from replay.redact.archive import archive_names
-from replay.redact.leaves import DATA_KEYS, READ_IN_DATA, keeps
+from replay.redact.keep_list import (
+    DATA_KEYS,
+    ID_KEYED,
+    INPUT_ENUMS,
+    KEPT_VALUE,
+    PATH_KEYED,
+    READ_IN_DATA,
+    data_keys,
+    enum_keys,
+    keeps,
+)
 from replay.redact.secrets import scan
 from tests.conftest import REPO, SAMPLES
 
@@ -44,6 +54,9 @@ _ID_OR_LAYOUT = re.compile(r"subagents|workflows|sessions|\d{1,4}|(agent-(acompa
 
 
 def _documents(path: Path) -> list[object]:
+    if zipfile.is_zipfile(path):  # an Inspect .eval: each member is one document
+        with zipfile.ZipFile(path) as z:
+            return [json.loads(z.read(name)) for name in z.namelist()]
     data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
     try:
         return [json.loads(data)]
@@ -51,20 +64,24 @@ def _documents(path: Path) -> list[object]:
         return [json.loads(line) for line in data.split(b"\n") if line.strip()]
 
 
-def _walk(value: object, key: str = "", scope: str = "") -> Iterator[tuple[str, bool]]:
+def _walk(value: object, key: str = "", scope: str = "", data: frozenset[str] = DATA_KEYS,
+          enums: frozenset[str] = frozenset()) -> Iterator[tuple[str, bool]]:
     """(string, kept) for every string and key of a JSON value; ``scope``: "" (structure),
-    "input" (a tool input) or "data" (a data subtree)."""
-    if key in DATA_KEYS and isinstance(value, (dict, list)) and scope != "data":
+    "input" (a tool input) or "data" (a data subtree); ``data`` and ``enums``: the format's
+    data keys and enum keys."""
+    if key in data and isinstance(value, (dict, list)) and scope != "data":
         scope = "data"
     if isinstance(value, dict):
         for k, v in value.items():
-            yield k, scope != "data" or k in READ_IN_DATA
+            # keys of an object keyed by paths or ids (Codex's changes, Inspect's
+            # attachments) are data; any other key is structure outside data subtrees
+            yield k, (scope != "data" or k in READ_IN_DATA) and key not in PATH_KEYED | ID_KEYED
             inner = "input" if k in _TOOL_INPUT and isinstance(v, dict) and scope != "data" \
                 else scope
-            yield from _walk(v, k, inner)
+            yield from _walk(v, k, inner, data, enums)
     elif isinstance(value, list):
         for v in value:
-            yield from _walk(v, key, scope)
+            yield from _walk(v, key, scope, data, enums)
     elif isinstance(value, str):
         inner_doc = None
         if value.lstrip().startswith(("{", "[")):
@@ -73,11 +90,36 @@ def _walk(value: object, key: str = "", scope: str = "") -> Iterator[tuple[str, 
             except ValueError:
                 inner_doc = None
         if not isinstance(inner_doc, (dict, list)):  # a JSON text is searched in its parts
-            yield value, scope == "" and keeps(key, value) or value in _KEPT_ANYWHERE
+            yield value, scope == "" and keeps(key, value, enums) or value in _KEPT_ANYWHERE \
+                or scope == "input" and value in INPUT_ENUMS.get(key, ()) \
+                or scope == "data" and key in READ_IN_DATA and bool(KEPT_VALUE.fullmatch(value))
             return
         # SWE-agent's replay_config is the run's configuration (structure); any other JSON
         # text is a tool's arguments or output (a tool input)
-        yield from _walk(inner_doc, "", scope if key == "replay_config" else scope or "input")
+        yield from _walk(inner_doc, "", scope if key == "replay_config" else scope or "input",
+                         data, enums)
+
+
+_EVAL_LAYOUT = {"samples", "_journal", "summaries", "header.json", "start.json",
+                "summaries.json", "reductions.json"}
+"""The folder and file names of Inspect's .eval layout (README: kept)."""
+
+
+def _members(path: Path) -> set[str]:
+    """The member names of a zip and their parts, but Inspect's layout (none for a file that is
+    no zip)."""
+    if not zipfile.is_zipfile(path):
+        return set()
+    with zipfile.ZipFile(path) as z:
+        return {x for n in z.namelist() for x in (n, *n.split("/"))} - _EVAL_LAYOUT
+
+
+def _plain(path: Path) -> bytes:
+    """A file's bytes, a zip's members uncompressed."""
+    if not zipfile.is_zipfile(path):
+        return path.read_bytes()
+    with zipfile.ZipFile(path) as z:
+        return b"\n".join(z.read(n) for n in z.namelist())
 
 
 def _archive_strings(path: Path) -> set[str]:
@@ -106,22 +148,20 @@ def test_no_string_outside_the_keep_list_survives(
     assert {f.format for f in written} >= {"claude_code", "codex", "mini_swe_agent", "swe_agent",
                                            "openhands", "atif", "gemini_cli", "inspect_ai",
                                            "opencode"}
-    checked = 0
+    checked = zips = 0
     for f in written:
         source = paths[f.source]
-        if zipfile.is_zipfile(source):
-            continue
         secret: set[str] = set()
         kept: set[str] = set()
         for doc in _documents(source):
-            for s, k in _walk(doc):
+            for s, k in _walk(doc, data=data_keys(f.format), enums=enum_keys(f.format)):
                 (kept if k else secret).add(s)
         # folder and file names of the original are strings of it too
         secret |= {n for part in Path(f.source).parts for n in (part, part.split(".")[0])
                    if not _ID_OR_LAYOUT.fullmatch(n.split(".")[0])}
         secret = {s for s in secret - kept if len(s) > 3}
         copy = out / f.archived_as
-        theirs = _archive_strings(copy) | set(Path(f.archived_as).parts)
+        theirs = _archive_strings(copy) | set(Path(f.archived_as).parts) | _members(copy)
         exact = sorted(s for s in secret if s in theirs)
         assert not exact, (f.source, exact[:10])
         by_prefix: dict[str, list[str]] = {}
@@ -131,9 +171,10 @@ def test_no_string_outside_the_keep_list_survives(
         inside = sorted({s for a in theirs - kept for i in range(len(a) - 7)
                          for s in by_prefix.get(a[i:i + 8], ()) if a.startswith(s, i)})
         assert not inside, (f.source, inside[:10])
-        assert scan(copy.read_bytes()) == [] and scan(f.archived_as.encode()) == []
+        assert scan(_plain(copy)) == [] and scan(f.archived_as.encode()) == []
+        zips += zipfile.is_zipfile(copy)
         checked += 1
-    assert checked >= 50
+    assert checked >= 50 and zips == 3
 
 
 def _session(path: Path, ts: str) -> None:

@@ -21,7 +21,7 @@ from replay.ingest.parsers.builder import Source
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "codex"
 FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl"))
 # a third-party schema catalog, not one session (see its SOURCES.md); kept apart: its repeated
-# placeholder values are a case the redact round-trip check refuses (a marker shared by blocks)
+# placeholder values stand for ids, times and texts alike (redact: test_redact_structure.py)
 CATALOG = FIXTURES.parent / "codex_catalog" / "agent-sessions-stage0-codex-0.146.jsonl"
 OUTPUT_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call",
                 "web_search_call", "image_generation_call"}
