@@ -243,7 +243,8 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
         return failed(f"not redacted: the redacted copy reads as "
                       f"{0 if draft_texts is None else len(draft_texts)} blocks, the original "
                       f"as {messages.num_rows}", fmt)
-    figures, unsized, shared = assign_figures(draft_texts, originals, want)
+    figures, unsized, shared = assign_figures(draft_texts, originals, want,
+                                              redactor.text_lengths())
     if shared:  # markers shared by blocks of other sizes: split them by block, when it helps
         lines, draft_texts, figures, unsized = _split(
             drafted, redactor, (lines, draft_texts, figures, unsized), shared, originals, want)
@@ -297,7 +298,7 @@ def _split(drafted: Callable[[], tuple[list[str], list[str] | None]], redactor: 
     if texts is None or len(texts) != len(originals):
         redactor.split = {}
         return first
-    figures, unsized, still = assign_figures(texts, originals, want)
+    figures, unsized, still = assign_figures(texts, originals, want, redactor.text_lengths())
     if len(still) >= len(shared):
         redactor.split = {}
         return first

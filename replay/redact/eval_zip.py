@@ -13,7 +13,7 @@ read is never copied, and a log missing one would not re-ingest as the original.
 Member names: Inspect's layout (``header.json``, ``_journal/start.json``, ``summaries.json``,
 ``reductions.json``, ``_journal/summaries/<n>.json``) is kept; a sample's
 ``samples/<id>_epoch_<n>.json`` keeps its id when it is one token, as the sample's ``id`` is kept
-(``replay.redact.leaves.keeps``), and gets the id's stand-in otherwise; any other name is
+(``replay.redact.keep_list.keeps``), and gets the id's stand-in otherwise; any other name is
 redacted like a file name.  The new zip is deflated, its members dated 1980-01-01 (the
 original's times are not copied) and readable by their owner.
 

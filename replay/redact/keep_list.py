@@ -41,10 +41,11 @@ subtree (``keeps`` is the one rule); a value of another shape is replaced by its
 values, and a text marker would merge an id with a text that reads the same."""
 INPUT_ENUMS: dict[str, frozenset[str]] = {
     "type": frozenset({"search", "open_page", "openPage", "find_in_page", "findInPage",
-                       "other"}),
+                       "other", "exec", "command"}),
 }
 """Inside a tool input, values kept because they are a closed vocabulary of the log format's own
-(Codex's ``web_search_call`` ``action.type``), not the user's text."""
+(Codex's ``web_search_call`` ``action.type``, a ``local_shell_call``'s ``exec``, a guardian
+assessment's ``command``), not the user's text."""
 ATTACHMENT = "attachment://"
 """How an Inspect text that stands for an attachment begins (``attachment://<hash>``, the hash a
 key of the sample's ``attachments``): the hash gets its stand-in (``Redactor.ident``) in the

@@ -199,6 +199,14 @@ class Redactor:
         self.occurrences.append((key, value))
         return draft(self.split.get(len(self.occurrences) - 1, key))
 
+    def text_lengths(self) -> dict[str, int]:
+        """Each draft key of the last walk → the length of the longest text it stands for."""
+        out: dict[str, int] = {}
+        for n, (key, value) in enumerate(self.occurrences):
+            k = self.split.get(n, key)
+            out[k] = max(out.get(k, 0), len(value))
+        return out
+
     def start_file(self) -> None:
         """Before walking a file (again): occurrences are counted from the start."""
         self.occurrences = []

@@ -41,10 +41,13 @@ _ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(_TOKEN_COLUMN)))
 
 
 def assign_figures(texts: list[str], originals: list[str], want: list[ExactSizes],
+                   lengths: dict[str, int] | None = None,
                    ) -> tuple[dict[str, ExactSizes | None], Counter[str], list[int]]:
     """Each draft marker's figures, so that every block's markers sum to its figures; how many
     blocks could not get theirs, by reason; and which blocks could not, because every marker
-    they show already carries another block's figures."""
+    they show already carries another block's figures.  A block's figures go to the marker
+    fewest blocks show, of those the one standing for the longest text (``lengths``: draft
+    key → characters; the query of a search, not a word beside it), and zeros to the others."""
     keys = [list(dict.fromkeys(DRAFT.findall(t))) for t in texts]  # a repeat counts once
     shown = Counter(k for ks in keys for k in set(ks))
     figures: dict[str, ExactSizes | None] = {}
@@ -55,7 +58,8 @@ def assign_figures(texts: list[str], originals: list[str], want: list[ExactSizes
             if text != original:
                 unsized["no text leaf left in the block"] += 1
             continue
-        free = sorted({k for k in ks if k not in figures}, key=lambda k: (shown[k], ks.index(k)))
+        free = sorted({k for k in ks if k not in figures},
+                      key=lambda k: (shown[k], -(lengths or {}).get(k, 0), ks.index(k)))
         have = [figures[k] for k in ks if k in figures]
         rest = _minus(target, [s for s in have if s is not None])
         if rest is None or not free and (rest.n_chars, rest.n_bytes, rest.n_lines,

@@ -4,7 +4,7 @@ longer than 3 characters that the keep-list does not keep (values, keys, JSON in
 folder and file names).
 
 The originals are walked here as plain JSON, independently of the redactor; what survives is
-decided by ``replay.redact.leaves.keeps`` (the keep-list: the one definition) and the structure
+decided by ``replay.redact.keep_list.keeps`` (the keep-list: the one definition) and the structure
 rules the README states (keys outside data subtrees, tool and editor command names).  A string
 of 4-7 characters leaks when it is one of the archive's strings (a value, a key, a name); a
 longer one when it is inside any of them.

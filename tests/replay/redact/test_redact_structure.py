@@ -129,3 +129,27 @@ def test_equal_texts_in_blocks_of_other_sizes_get_their_own_markers(tmp_path: Pa
     assert len(user) == 2 and user[0] == user[1]  # equal blocks still read equal
     assert output and user[0] not in output[0]  # the larger block has a marker of its own
     assert words not in copy.read_text()
+
+
+def test_a_blocks_figures_go_on_the_marker_of_its_longest_text(tmp_path: Path) -> None:
+    """A call whose arguments hold a short and a long text: the block's figures are declared by
+    the long text's marker, zeros by the short one's (before: by whichever came first)."""
+    src = tmp_path / "in" / "rollout.jsonl"
+    src.parent.mkdir()
+    args = {"pattern": "x1", "explanation": "look for every caller of the parser, then list them"}
+    src.write_text("\n".join([
+        _line("session_meta", {"id": "s1", "cli_version": "0.146.0"}),
+        _line("response_item", {"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": "go"}]}),
+        _line("response_item", {"type": "function_call", "call_id": "c1", "name": "grep",
+                                "arguments": json.dumps(args)}),
+    ]) + "\n")
+    copy = _redact_one(src, tmp_path / "out")
+    a = parse_file(src).tables
+    assert a is not None
+    [call] = [r for r in _records(copy) if r["payload"].get("type") == "function_call"]
+    written = json.loads(call["payload"]["arguments"])
+    chars = {k: int(v.split("chars=")[1].split()[0]) for k, v in written.items()}
+    [block] = [n for n, t in zip(a.messages["n_chars"].to_pylist(),
+                                 a.messages["text"].to_pylist()) if "explanation" in t]
+    assert chars == {"pattern": 0, "explanation": block}
