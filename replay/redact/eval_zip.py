@@ -37,7 +37,8 @@ from replay.redact.leaves import Redactor
 
 _LAYOUT = re.compile(r"header\.json|_journal/start\.json|summaries\.json|reductions\.json"
                      r"|_journal/summaries/\d{1,9}\.json")
-_SAMPLE = re.compile(r"samples/(.+)_epoch_(\d{1,9})\.json")
+_SAMPLE = re.compile(r"samples/([^/\\]+)_epoch_(\d{1,9})\.json")
+"""A sample member, one file directly inside ``samples/`` (the ingest reads no other)."""
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
@@ -102,8 +103,7 @@ def member_name(name: str, redactor: Redactor) -> str:
         return name
     if m := _SAMPLE.fullmatch(name):
         ident = m.group(1)
-        kept = ident if KEPT_VALUE.fullmatch(ident) and "/" not in ident \
-            else redactor.ident(ident)
+        kept = ident if KEPT_VALUE.fullmatch(ident) else redactor.ident(ident)
         return f"samples/{kept}_epoch_{m.group(2)}.json"
     return redactor.file_path(name)
 

@@ -143,17 +143,6 @@ class Redactor:
             got = self.idents[value] = f"x{digest.hexdigest()[:16]}"
         return got
 
-    def standin_text(self, text: str) -> str:
-        """``text`` (an issue a parser wrote, quoting a value) with every original value that
-        has a stand-in replaced by it, as the copy's parser would quote it."""
-        for value, standin in self.idents.items():
-            if value in text:
-                text = text.replace(repr(value), repr(standin)).replace(value, standin)
-            shown = repr(value)
-            if len(shown) > 40 and shown[:37] in text:  # quoted at most 40 characters long
-                text = text.replace(shown[:37] + "...", repr(standin))
-        return text
-
     def path_hash(self, path: str) -> str:
         """The stable stand-in of ``path``: ``p<12 hex>`` plus its extension (and a trailing
         slash when it had one)."""

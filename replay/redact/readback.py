@@ -8,6 +8,7 @@ Not here: writing the copy (``replay.redact.archive``).
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ def verify_copy(path: Path, rel: str, fmt: str, data: bytes, original: Any,
     """Issues for every column of the redacted copy that reads other than the original's, and
     for what its parse reports that the original's did not."""
     want = original.tables
-    known = {(i.line, redactor.standin_text(i.reason)) for i in original.issues}
+    stand_ins = _StandIns(redactor.idents)
+    known = {(i.line, stand_ins.text(i.reason)) for i in original.issues}
     issues: list[Issue] = []
     sha = hashlib.sha256(data).hexdigest()
     drafts = PARSERS[fmt].parse(Source(path=str(path), rel=rel, data=data, sha256=sha), issues)
@@ -58,7 +60,7 @@ def verify_copy(path: Path, rel: str, fmt: str, data: bytes, original: Any,
                                            f"{a.num_rows}"))
             continue
         for col in columns or [c for c in a.column_names if c != "run_id"]:
-            expected = _expected(col, a[col].to_pylist(), redactor)
+            expected = _expected(col, a[col].to_pylist(), redactor, stand_ins)
             n = sum(x != y for x, y in zip(expected, b[col].to_pylist()))
             if n:
                 out.append(Issue(str(path), 0, f"{table}.{col}: {n} of {a.num_rows} rows read "
@@ -66,13 +68,35 @@ def verify_copy(path: Path, rel: str, fmt: str, data: bytes, original: Any,
     return out
 
 
-def _expected(col: str, values: list[Any], redactor: Redactor) -> list[Any]:
+class _StandIns:
+    """Original values that got a stand-in (``Redactor.idents``), replaced in a text."""
+
+    def __init__(self, idents: dict[str, str]) -> None:
+        self.idents = idents
+        alternatives = sorted(idents, key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, alternatives))) if idents else None
+
+    def text(self, text: str) -> str:
+        """``text`` (a column value or an issue a parser wrote: Inspect's run agent ``sample
+        <id> epoch <n>``, a quoted call id) with every original value that has a stand-in
+        replaced by it, as the copy's parser writes it."""
+        if self.pattern is None:
+            return text
+        for value, standin in self.idents.items():  # an issue quotes at most 40 characters
+            shown = repr(value)
+            if len(shown) > 40 and shown[:37] + "..." in text:
+                text = text.replace(shown[:37] + "...", repr(standin))
+        return self.pattern.sub(lambda m: self.idents[m.group(0)], text)
+
+
+def _expected(col: str, values: list[Any], redactor: Redactor,
+              stand_ins: _StandIns) -> list[Any]:
     """The original's column as the redacted copy should read it (paths as their hashes, ids
     and timestamps that could not be kept as their stand-ins, timestamps shifted)."""
     if col == "path":
         return [redactor.path_hash(v) if v else v for v in values]
-    if redactor.idents:
-        values = [redactor.idents.get(v, v) if isinstance(v, str) else v for v in values]
+    if stand_ins.pattern is not None:
+        values = [stand_ins.text(v) if isinstance(v, str) else v for v in values]
     if col == "ts" and redactor.shift_days:
         return [redactor.shift(v) if isinstance(v, str) else v for v in values]
     return values

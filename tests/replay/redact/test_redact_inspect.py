@@ -139,3 +139,30 @@ def test_a_zip_breaking_a_rule_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     [f] = report.files
     assert not f.written and any(why in i.reason for i in f.issues), f.issues
     assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+
+
+def test_a_sample_id_that_is_not_one_token_gets_one_stand_in(tmp_path: Path) -> None:
+    """The id names the sample's member and its run (``sample <id> epoch <n>``): both read the
+    same stand-in (before: the runs' agent read other than the original's, 2 issues)."""
+    source = tmp_path / "in" / "log.eval"
+    source.parent.mkdir()
+    sample = {"id": "case of the missing key", "epoch": 1, "messages": [
+        {"role": "user", "content": "what is in the box"},
+        {"role": "assistant", "content": "a secret plan"}]}
+    with zipfile.ZipFile(source, "w") as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "t", "model": "m"},
+                                              "status": "success"}))
+        z.writestr(f"samples/{sample['id']}_epoch_1.json", json.dumps(sample))
+    report = redact([source.parent], tmp_path / "out")
+    [f] = report.files
+    assert f.written and not f.issues, [i.reason for i in f.issues]
+    assert report.n_stand_ins == 1
+    copy = tmp_path / "out" / f.archived_as
+    with zipfile.ZipFile(copy) as z:
+        [name] = [n for n in z.namelist() if n.startswith("samples/")]
+        member = json.loads(z.read(name))
+    assert name == f"samples/{member['id']}_epoch_1.json" and " " not in member["id"]
+    b = parse_file(copy).tables
+    assert b is not None
+    assert b.runs["agent"].to_pylist() == [f"sample {member['id']} epoch 1"]
+    assert "missing key" not in name and "missing key" not in json.dumps(member)
