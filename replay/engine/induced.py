@@ -6,10 +6,12 @@ depends on a block (``replay.engine.needs``) and the need is **unmet** — the b
 the context whole, no copy the replay re-read earlier is, the recorded run did not fetch it
 again after it went (at or before the need), the recording's own context lacked it there too
 (the harness's compaction had removed it: what followed is already in the log), and no head
-item (a re-attached file, a re-inserted task) carries it — the replay inserts the re-read the
-agent would have made: one more model call, and the block's recorded result (for a read of a
-file, the file whole as known then, edits applied: ``replay.engine.refetch``) back at the end
-of the context.
+item (a re-attached file, a re-inserted task) carries it, nor, for a read of a file, is the file
+in the context whole some other way (a newer whole read of it, or the replay's re-read of it made
+for another of its blocks: one re-read per file, as fidelity counts) — the replay inserts the
+re-read the agent would have made: one more model call, and the block's recorded result (for a
+read of a file, the file whole as known then, edits applied: ``replay.engine.refetch``) back at
+the end of the context.
 
 - The context grows (``replay.engine.induced_items``): the later triggers, the tiers, the
   overshoots and the cache respond.  The inserted call is sent with the context as it is (the
@@ -106,7 +108,30 @@ def need_state(st: InduceState, ctx: Context, b: int, need: int) -> int:
     j = bisect.bisect_left(refetch, since)
     if j < len(refetch) and refetch[j] <= need:
         return MET_FROM_NOW_ON  # the recorded run fetched it again itself
-    return MET_HERE if any(h.block == b for h in ctx.head) else UNMET
+    if any(h.block == b for h in ctx.head) or file_in_context(st, ctx, b):
+        return MET_HERE
+    return UNMET
+
+
+def file_in_context(st: InduceState, ctx: Context, b: int) -> bool:
+    """Whether the file block ``b`` read is in the context whole some other way: a read of the
+    whole file after ``b``, in context untrimmed, or the replay's newest re-read of the file
+    (made for another of its blocks), in context whole.  An agent with the file in front of it
+    does not read it again; fidelity likewise counts no re-read of a file the harness kept."""
+    contents = st.plan.contents
+    key = contents.key_of.get(b)
+    if key is None:
+        return False
+    i = st.file_copy.get(key)
+    if i is not None and ctx.induced.live(i):
+        return True
+    reads, trimmed = contents.whole_reads[key], ctx.trimmed
+    j = bisect.bisect_left(reads, max(b + 1, ctx.lo))
+    while j < len(reads) and reads[j] < ctx.hi:
+        if not trimmed[reads[j]]:
+            return True
+        j += 1
+    return False
 
 
 def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[int, int]],
@@ -135,6 +160,9 @@ def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[i
               src.scaled(run, run.n_bytes[blk]))
     i = ctx.induced.add(ctx.hi - 1, b, call_size, result)
     st.copy[b] = i
+    key = st.plan.contents.key_of.get(b)
+    if key is not None:
+        st.file_copy[key] = i
     calls.append((sent, call_size[1] - ov))
     record_action(env, ctx, tier=INDUCED_TIER, kind=INDUCED_REREAD, trigger_tokens=trigger,
                   threshold_tokens=0, n_blocks=1, first_msg=run.msg[b], last_msg=run.msg[b],

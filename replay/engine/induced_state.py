@@ -87,6 +87,9 @@ class InduceState:
     """Per block: the first request whose context lacks it (-1: never removed)."""
     copy: dict[int, int] = field(default_factory=dict)
     """Block → its newest induced re-read (an item of ``Context.induced``)."""
+    file_copy: dict[str, int] = field(default_factory=dict)
+    """File key (``path:<file>``) → the newest induced re-read of the file (the file whole as
+    known then, whichever of its blocks it was made for)."""
     queue: list[tuple[int, int]] = field(default_factory=list)
     """(request due, block): immediate re-reads a placeholder asked for."""
     turn: int = -1

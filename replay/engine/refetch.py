@@ -104,6 +104,8 @@ class FileContents:
     """Fetched read block → its file key."""
     events: dict[str, list[int]]
     returns: dict[str, list[Refetched]]
+    whole_reads: dict[str, list[int]]
+    """File key → its fetched reads of the whole file, ascending (what holds it whole)."""
     edits_unapplied: int
     """Edits of read files whose arguments hold no replaced/new text pair (not applied)."""
 
@@ -181,7 +183,10 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
                 unapplied += not _edit(f, run.text[b])
             out.append(f.now())
         returns[key] = out
-    return FileContents(key_of, events, returns, unapplied)
+    whole_reads = {key: [b for b in found if run.kind[b] == "tool_result"
+                         and not reads_part(run, run.call_of[b])]
+                   for key, found in events.items()}
+    return FileContents(key_of, events, returns, whole_reads, unapplied)
 
 
 def _read(run: PreparedRun, f: _File, b: int) -> None:
