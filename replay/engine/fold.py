@@ -24,10 +24,7 @@ costs O(messages + requests + actions).
 from __future__ import annotations
 
 import dataclasses
-import gc
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from replay.engine.cache import pricer
@@ -52,6 +49,7 @@ from replay.engine.trace import (
 )
 from replay.engine.truth import TruthPlan, truth_plan
 from replay.errors import ReplayInputError
+from replay.memory import collector_paused
 from replay.policy import Custom, Policy
 from replay.policy.harness import largest_prompt, resolve
 
@@ -77,7 +75,7 @@ def replay(run: PreparedRun, policy: Policy, *, calibration: Calibration | None 
     # periodic scans would only re-walk the run's and the context's arrays, making a long run
     # pay per request for its own size.  Paused for the replay and restored once its working
     # state is gone (so the deferred collection has nothing big left to walk).
-    with _collector_paused():
+    with collector_paused():
         return _replay(run, policy, calibration, allow_python, probe)
 
 
@@ -202,17 +200,6 @@ def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
 
 _ROW = len(RequestMeasured._fields)
 """Values per request in the loop's flat rows."""
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,

@@ -24,6 +24,7 @@ from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.builder import Issue, Source
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, tokenize
+from replay.memory import collector_paused
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -88,31 +89,32 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
             str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
     src = Source(path=str(path), rel=rel, data=data, sha256=sha)
     del data
-    try:
-        drafts = PARSERS[name].parse(src, issues)
-    except RecursionError:
-        issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
-        drafts = []
-    except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
-        issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
-        drafts = []
-    coverage, why = src.coverage.by_type(), found.describe()
-    no_conversation = src.coverage.no_conversation
-    del src  # the file's bytes are not needed past the parser: not held while counting
-    if not drafts and no_conversation and not issues:
-        return ParsedFile(rel, name, sha, None, (), coverage, why,
-                          no_conversation=no_conversation)
-    if not drafts:
-        if not issues:
-            issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
-        return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
-    try:
-        tables = tokenize(drafts, tokenizers, threads=threads)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
-        issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
-                                          f"({type(exc).__name__}: {exc})"))
-        return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
-    return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
+    with collector_paused():  # a parse makes millions of objects, none of them garbage
+        try:
+            drafts = PARSERS[name].parse(src, issues)
+        except RecursionError:
+            issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
+            drafts = []
+        except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
+            issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
+            drafts = []
+        coverage, why = src.coverage.by_type(), found.describe()
+        no_conversation = src.coverage.no_conversation
+        del src  # the file's bytes are not needed past the parser: not held while counting
+        if not drafts and no_conversation and not issues:
+            return ParsedFile(rel, name, sha, None, (), coverage, why,
+                              no_conversation=no_conversation)
+        if not drafts:
+            if not issues:
+                issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
+            return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
+        try:
+            tables = tokenize(drafts, tokenizers, threads=threads)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+            issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
+                                              f"({type(exc).__name__}: {exc})"))
+            return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
+        return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
 
 
 def _unrecognised(path: str, data: bytes, found: Detection) -> Issue:
