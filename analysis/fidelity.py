@@ -342,7 +342,8 @@ def _reread_totals(prefix: str, runs: list[RereadFidelity]) -> dict[str, Any]:
             f"{prefix}_recorded": total.recorded, f"{prefix}_predicted": total.predicted,
             f"{prefix}_hits": total.hits, f"{prefix}_recall": total.recall,
             f"{prefix}_precision": total.precision,
-            f"{prefix}_tokens_error_frac": total.tokens_error_frac}
+            f"{prefix}_tokens_error_frac": total.tokens_error_frac,
+            f"{prefix}_edits_unapplied": total.edits_unapplied}
 
 
 def _median(values: list[float]) -> float | None:

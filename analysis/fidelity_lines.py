@@ -82,7 +82,10 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"of {t['reread_tokens_runs']} runs; the naive rule (a later non-read call names the "
         f"file): recall {_frac(t['reread_naive_recall'])}, precision "
         f"{_frac(t['reread_naive_precision'])}, tokens "
-        f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"),
+        f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"
+        + (f"; {_n(t['reread_edits_unapplied'], 'edit')} of predicted files not applied to "
+           "their sizes (no replaced/new text: a patch, a shell edit)"
+           if t.get("reread_edits_unapplied") else "")),
         (f"estimated: {_n(t['runs_window_from_table'], 'run')} planned against the model "
          "table's window (the log records none); "
          f"{_n(t['summaries_encrypted'], 'recorded summary', plural='recorded summaries')} "

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from replay.engine.needs import RULES, Rule, run_needs
 from replay.engine.prepared import PreparedRun
-from replay.engine.refetch import refetch
+from replay.engine.refetch import file_contents, refetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,10 @@ class CompactionRereads:
     predicted: tuple[str, ...]
     recorded_tokens: int
     predicted_tokens: int
+    edits_unapplied: int = 0
+    """Edits of the predicted files before the boundary not applied to their sizes (no
+    replaced/new text: a patch, a shell edit; ``replay.engine.refetch``): those sizes are the
+    file as last read or written."""
 
     @property
     def hits(self) -> int:
@@ -73,6 +77,8 @@ class RereadFidelity:
     hits: int
     recorded_tokens: int
     predicted_tokens: int
+    edits_unapplied: int = 0
+    """``CompactionRereads.edits_unapplied`` summed."""
 
     @property
     def recall(self) -> float | None:
@@ -95,12 +101,12 @@ class RereadFidelity:
         return RereadFidelity(*(a + b for a, b in zip(_fields(self), _fields(other))))
 
 
-NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0)
+NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0, 0)
 
 
 def _fields(r: RereadFidelity) -> tuple[int, ...]:
     return (r.compactions, r.recorded, r.predicted, r.hits, r.recorded_tokens,
-            r.predicted_tokens)
+            r.predicted_tokens, r.edits_unapplied)
 
 
 def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
@@ -108,7 +114,7 @@ def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
     total = NO_REREADS
     for c in rows:
         total += RereadFidelity(1, len(c.recorded), len(c.predicted), c.hits,
-                                c.recorded_tokens, c.predicted_tokens)
+                                c.recorded_tokens, c.predicted_tokens, c.edits_unapplied)
     return total
 
 
@@ -137,6 +143,7 @@ def compaction_rereads(run: PreparedRun,
                 by_path.setdefault(run.path[got.call_block], []).append(b)
         recorded: dict[str, int] = {}
         predicted: dict[str, int] = {}
+        unapplied = 0
         for path, blocks in by_path.items():
             again = min(((r, c2) for b in blocks for r, c2 in zip(
                 needs.blocks[b].refetch_requests, needs.blocks[b].refetch_blocks)
@@ -147,9 +154,10 @@ def compaction_rereads(run: PreparedRun,
             if any(first <= r < end for b in blocks for r in needs.blocks[b].need_requests):
                 again_as = refetch(run, blocks[-1], boundary)
                 predicted[path] = again_as.scaled(run, tokens[again_as.block])
+                unapplied += file_contents(run).unapplied_before(blocks[-1], boundary)
         out.append(CompactionRereads(
             compaction=c, first_request=first, end_request=end, removed=tuple(by_path),
             recorded=tuple(recorded),
             predicted=tuple(predicted), recorded_tokens=sum(recorded.values()),
-            predicted_tokens=sum(predicted.values())))
+            predicted_tokens=sum(predicted.values()), edits_unapplied=unapplied))
     return out

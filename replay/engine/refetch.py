@@ -19,7 +19,8 @@ a predicted re-read costs).
     Claude Code's ``     1→``; none when the file was never read);
   - with the agent's edits of the file since applied (``EDIT_ARGS``: the replaced text's length
     and line count exchanged for the new text's; an edit whose arguments hold no such pair —
-    a patch, an unknown tool — is not applied, and counted in ``FileContents.edits_unapplied``;
+    a patch, an unknown tool — is not applied, and counted (``FileContents.unapplied``; fidelity
+    says how many touched the files it sized);
     ``replace_all`` is applied once; a write or edit whose result is an error changes nothing);
   - when the file was only ever read in parts: the largest part read (by characters; at least
     what the agent saw), a lower bound of the file; edits are then not applied.
@@ -106,8 +107,20 @@ class FileContents:
     returns: dict[str, list[Refetched]]
     whole_reads: dict[str, list[int]]
     """File key → its fetched reads of the whole file, ascending (what holds it whole)."""
-    edits_unapplied: int
-    """Edits of read files whose arguments hold no replaced/new text pair (not applied)."""
+    unapplied: dict[str, list[int]]
+    """File key → its edits, ascending, whose arguments hold no replaced/new text pair (not
+    applied: the size is an estimate)."""
+
+    @property
+    def edits_unapplied(self) -> int:
+        """Edits of read files not applied, in the whole run."""
+        return sum(map(len, self.unapplied.values()))
+
+    def unapplied_before(self, block: int, before: int) -> int:
+        """Edits of ``block``'s file before ``before`` not applied to what a re-read returns."""
+        key = self.key_of.get(block)
+        got = self.unapplied.get(key) if key is not None else None
+        return bisect.bisect_left(got, before) if got else 0
 
     def refetch(self, run: PreparedRun, block: int, before: int) -> Refetched:
         """``refetch`` on this run's index."""
@@ -170,7 +183,7 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
             if key in events:
                 events[key].append(b)
     returns: dict[str, list[Refetched]] = {}
-    unapplied = 0
+    unapplied: dict[str, list[int]] = {}
     for key, found in events.items():
         found.sort()
         f, out = _File(), []
@@ -179,8 +192,8 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
                 _read(run, f, b)
             elif run.op[b] == "write":
                 _write(run, f, b)
-            elif f.whole:
-                unapplied += not _edit(f, run.text[b])
+            elif f.whole and not _edit(f, run.text[b]):
+                unapplied.setdefault(key, []).append(b)
             out.append(f.now())
         returns[key] = out
     whole_reads = {key: [b for b in found if run.kind[b] == "tool_result"

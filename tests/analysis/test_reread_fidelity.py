@@ -152,3 +152,18 @@ def test_predictions_never_look_at_the_rereads(steps, data):  # type: ignore[no-
             p = pooled([c])
             assert p.recall is None or 0 <= p.recall <= 1
             assert p.precision is None or 0 <= p.precision <= 1
+
+
+def test_edits_not_applied_to_predicted_sizes_are_counted_and_said() -> None:
+    from analysis.fidelity import fidelity_totals
+    from analysis.reread_fidelity import CompactionRereads
+
+    rows = [CompactionRereads(0, 1, 5, ("a",), ("a",), ("a",), 10, 12, edits_unapplied=2),
+            CompactionRereads(1, 5, 9, ("b",), (), ("b",), 0, 7, edits_unapplied=1)]
+    assert pooled(rows).edits_unapplied == 3
+    totals = fidelity_totals([])
+    assert totals["reread_edits_unapplied"] == 0
+    assert not any("not applied" in line for line in totals_lines(totals))
+    totals["reread_edits_unapplied"] = 3
+    (line,) = [x for x in totals_lines(totals) if x.startswith("re-reads")]
+    assert "3 edits of predicted files not applied to their sizes" in line

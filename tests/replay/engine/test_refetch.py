@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.engine.prepared import PreparedRun, prepare
-from replay.engine.refetch import reads_part, refetch
+from replay.engine.refetch import file_contents, reads_part, refetch
 from replay.ingest.parsers.builder import RunBuilder, Source
 from replay.ingest.run_tables import tokenize
 
@@ -75,7 +75,7 @@ def test_edits_since_the_whole_read_are_applied() -> None:
         ("e2", "MultiEdit", {"file_path": "a.py", "edits": [
             {"old_string": "line 10", "new_string": ""},
             {"old_string": "line 4", "new_string": "line 4 longer"}]}, "ok"),
-        ("e3", "apply_patch", {"input": "*** patch"}, "ok"),
+        ("e3", "Edit", {"file_path": "a.py", "patch": "@@ -1 +1 @@"}, "ok"),
         ("p", "Read", {"file_path": "a.py", "offset": 2, "limit": 1}, "     2→line 2\n"),
     ])
     result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
@@ -91,6 +91,12 @@ def test_edits_since_the_whole_read_are_applied() -> None:
     assert refetch(run, result["p"], run.n_blocks).chars == n - 1 + 14
     got = refetch(run, r, run.n_blocks)
     assert got.scaled(run, 1000) == (1000 * got.chars + n // 2) // n
+    # an edit without a replaced/new pair is not applied, and counted from where it is
+    assert got == refetch(run, r, call["e3"])
+    contents = file_contents(run)
+    assert contents.edits_unapplied == 1
+    assert contents.unapplied_before(r, call["e3"]) == 0
+    assert contents.unapplied_before(result["p"], call["e3"] + 1) == 1
     assert refetch(run, r, r + 1).scaled(run, 1234) == 1234  # unchanged: the count itself
 
 
