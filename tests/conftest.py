@@ -38,6 +38,39 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         opt.numprocesses, opt.dist = "auto", "worksteal"
 
 
+SLOW_FIRST = (
+    "test_mypy_strict_passes",
+    "test_the_schedule_makes_the_trace_of_checking_every_need",
+    "test_local_processes_and_a_dask_cluster_give_identical_tables",
+    "test_redacted_archive_replays_like_the_original",
+    "test_killed_sweep_keeps_the_previous_table",
+    "test_notebook_runs_top_to_bottom",
+    "test_file_names_of_any_bytes_are_read_named_and_printed_by_every_command",
+    "test_logs_hold_their_committed_baseline",
+    "test_killed_ingest_journal_reuses_every_finished_entry",
+    "test_killed_run_keeps_the_previous_outputs",
+    "test_a_report_folder_holds_the_report_only",
+    "test_extending_a_grid_computes_only_the_new_cells",
+    "test_settings_that_share_a_replay_get_the_rows_of_their_own_replays",
+    "test_real_no_overshoots_with_before_send_check",
+    "test_killed_ingest_keeps_the_previous_store_readable",
+    "test_interrupted_ingest_lists_every_finished_entry",
+)
+"""Tests that take 8-60 s each (``python -m pytest --durations=30``), slowest first.  They run
+before the others, so that xdist's workers end on short tests: with ``--dist worksteal`` a
+worker that runs out of tests takes half of the other's queue from its end, and a long test
+started last would leave the other core idle meanwhile.  A name that no longer exists is no
+error; the order of the rest is kept."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the ``SLOW_FIRST`` tests to the front, slowest first (the same order on every
+    xdist worker: each collects, and the collections must agree)."""
+    rank = {name: k for k, name in enumerate(SLOW_FIRST)}
+    slow = len(rank)
+    items.sort(key=lambda item: rank.get(getattr(item, "originalname", item.name), slow))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--update-golden`` rewrites the golden trace files instead of comparing with them."""
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected.json")
