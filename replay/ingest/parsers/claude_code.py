@@ -55,6 +55,7 @@ modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TY
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,13 +233,14 @@ def _session(sessions: dict[str, _Session], sid: str) -> _Session:
 
 
 def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
-          meta: dict[str, Any] | None = None) -> Node:
+          meta: Mapping[str, Any] | None = None) -> Node:
     parent, logical = raw.get("parentUuid"), raw.get("logicalParentUuid")
     ts = raw.get("timestamp")
     return Node(no, uuid, parent if isinstance(parent, str) and parent else None,
                 logical if isinstance(logical, str) and logical else None,
                 "parentUuid" in raw, raw.get("isSidechain") is True,
-                list((meta or {}).get("preserved", ())), (meta or {}).get("segment"),
+                tuple(meta.get("preserved", ())) if meta else (),
+                meta.get("segment") if meta else None,
                 ts if isinstance(ts, str) else "", message)
 
 

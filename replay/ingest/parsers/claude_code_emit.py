@@ -61,7 +61,7 @@ def order(recs: list[Rec]) -> list[Rec | Group]:
 def emit(b: RunBuilder, r: Rec, st: State) -> None:
     """A user record, an attachment or a boundary."""
     if r.role in ("compact", "micro"):
-        m, b.line = r.meta, r.line
+        m, b.line = r.meta or {}, r.line
         if r.role == "micro":
             b.event("microcompaction", trigger=m["trigger"], pre_tokens=m["pre"],
                     tokens_saved=m["saved"], call_ids=m["cleared"])

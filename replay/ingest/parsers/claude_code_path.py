@@ -46,8 +46,9 @@ class Node:
     has_parent_key: bool = True
     """False when the record has no ``parentUuid`` key at all (an unlinked record)."""
     sidechain: bool = False
-    preserved: list[str] = field(default_factory=list)
-    """Records a partial compaction re-attached after its summary, oldest first."""
+    preserved: tuple[str, ...] = ()
+    """Records a partial compaction re-attached after its summary, oldest first (a tuple: most
+    records have none, and the empty one is shared)."""
     segment: tuple[str, str, str] | None = None
     """A boundary's ``preservedSegment``: (head, anchor, tail) uuids."""
     ts: str = ""

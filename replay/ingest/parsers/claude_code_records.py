@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,9 @@ class Rec:
     usage: dict[str, Any] | None = None
     miss: str = ""
     edits: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] | None = None
+    """A boundary's recorded facts (``boundary_meta``); None for the other records (no empty
+    dict each: a transcript has hundreds of thousands of records)."""
 
 
 class Bad(ValueError):
@@ -65,7 +68,7 @@ def rtype(raw: dict[str, Any]) -> str:
     """The coverage name of a record's type: ``type``, ``system/<subtype>``,
     ``attachment/<type>``."""
     kind = raw.get("type")
-    kind = kind if isinstance(kind, str) else f"<{type(kind).__name__}>"
+    kind = sys.intern(kind) if isinstance(kind, str) else f"<{type(kind).__name__}>"
     if kind == "system" and isinstance(raw.get("subtype"), str):
         return f"system/{raw['subtype']}"
     att = raw.get("attachment")
