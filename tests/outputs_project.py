@@ -8,8 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from replay.cli import app
@@ -19,6 +23,24 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = sorted((REPO / "logs" / "scenarios").glob("*.jsonl"), key=lambda p: p.stat().st_size)[:2]
 """The two smallest generated logs (a few hundred KB): every command is quick on them."""
 AXIS = ["--axis", "tiers.1.keep_messages=8,16"]
+
+
+@contextmanager
+def new_project(folder: Path) -> Iterator[Path]:
+    """``folder`` made a project as the ``project`` fixture makes one (the two logs under
+    ``logs/``, no cache in the environment) and the current folder while inside: for the
+    session fixtures that prepare a state once per worker, which each test copies over its own
+    ``project`` (the commands store paths relative to the project, so the copy is the same
+    project)."""
+    from replay.layout import CACHE_ENV
+
+    (folder / "logs").mkdir(parents=True)
+    for log in SMALL:
+        shutil.copy(log, folder / "logs" / log.name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        mp.delenv(CACHE_ENV, raising=False)
+        yield folder
 
 
 def _snapshot(folder: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.outputs_project import AXIS, SMALL, _invoke, _one_error_line, _snapshot
+from tests.outputs_project import AXIS, SMALL, _invoke, _one_error_line, _snapshot, new_project
 
 # --- items 1–2: a symlink at any component a command writes is refused, never followed --------
 
@@ -103,17 +103,8 @@ def checked_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``project`` fixture's folder (its two logs) with what the tests below start from: a
     policy and tolerances file, a dataset ``ds`` of the logs, the project cache (``calibrate``
     ingested into it) with an empty sweep cache, and ``base.json`` (``check
-    --update-baseline``).  Made once per worker; each test copies it over its own ``project``
-    (the commands store paths relative to the project, so the copy is the same project)."""
-    from replay.layout import CACHE_ENV
-
-    folder = tmp_path_factory.mktemp("checked-project")
-    (folder / "logs").mkdir()
-    for log in SMALL:
-        shutil.copy(log, folder / "logs" / log.name)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(folder)
-        mp.delenv(CACHE_ENV, raising=False)
+    --update-baseline``).  Made once per worker, copied by each test (``new_project``)."""
+    with new_project(tmp_path_factory.mktemp("checked-project") / "project") as folder:
         (folder / "policy.yaml").write_text("extends: none\n")
         (folder / "tol.yaml").write_text("default: {rel: 0.0}\n")
         assert _invoke(["ingest", "logs", "--out", "ds", "-q"]).exit_code == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.outputs_project import REPO, _invoke, _one_error_line, _run_json, _sweep
+from tests.outputs_project import REPO, _invoke, _one_error_line, _run_json, _sweep, new_project
 
 
 def _damages(seed: int) -> Iterator[tuple[str, Callable[[Path], None]]]:
@@ -60,13 +60,26 @@ def _damages(seed: int) -> Iterator[tuple[str, Callable[[Path], None]]]:
                 ("remove a file", remove_file), ("symlinked entry", symlinked_entry)]
 
 
+@pytest.fixture(scope="session")
+def ran_project(tmp_path_factory: pytest.TempPathFactory,
+                ) -> tuple[Path, list[dict[str, object]]]:
+    """A project with the first four scenario logs after ``run -p none --out a`` (which
+    ingested them into the project cache), and that run's rows: made once per worker, copied
+    by each test (``new_project``)."""
+    with new_project(tmp_path_factory.mktemp("ran-project") / "project") as folder:
+        for log in sorted((REPO / "logs" / "scenarios").glob("*.jsonl"))[:4]:
+            shutil.copy(log, folder / "logs" / log.name)
+        clean = _run_json(["run", "logs", "-p", "none", "-q", "--out", "a"])
+    return folder, clean
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("damage", [name for name, _ in _damages(0)])
 def test_a_damaged_store_entry_is_parsed_again_with_a_line_and_the_same_figures(
-        project: Path, damage: str, seed: int) -> None:
-    for log in sorted((REPO / "logs" / "scenarios").glob("*.jsonl"))[:4]:
-        shutil.copy(log, project / "logs" / log.name)
-    clean = _run_json(["run", "logs", "-p", "none", "-q", "--out", "a"])
+        project: Path, ran_project: tuple[Path, list[dict[str, object]]], damage: str,
+        seed: int) -> None:
+    ran, clean = ran_project
+    shutil.copytree(ran, project, symlinks=True, dirs_exist_ok=True)
     dict(_damages(seed))[damage](project / ".ctxreplay" / "dataset")
     result = _invoke(["run", "logs", "-p", "none", "-q", "--out", "b", "--json"])
     assert result.exit_code == 0, result.output
@@ -76,12 +89,21 @@ def test_a_damaged_store_entry_is_parsed_again_with_a_line_and_the_same_figures(
     assert json.loads(again.stdout)["repaired"] == []  # the first command repaired it
 
 
+@pytest.fixture(scope="session")
+def ingested_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with the first three scenario logs ingested into the dataset ``ds``: made
+    once per worker, copied by each test (``new_project``)."""
+    with new_project(tmp_path_factory.mktemp("ingested-project") / "project") as folder:
+        for log in sorted((REPO / "logs" / "scenarios").glob("*.jsonl"))[:3]:
+            shutil.copy(log, folder / "logs" / log.name)
+        assert _invoke(["ingest", "logs", "--out", "ds", "-q"]).exit_code == 0
+    return folder
+
+
 @pytest.mark.parametrize("damage", [name for name, _ in _damages(0)])
 def test_a_dataset_given_directly_with_a_damaged_entry_is_refused_in_one_line(
-        project: Path, damage: str) -> None:
-    for log in sorted((REPO / "logs" / "scenarios").glob("*.jsonl"))[:3]:
-        shutil.copy(log, project / "logs" / log.name)
-    assert _invoke(["ingest", "logs", "--out", "ds", "-q"]).exit_code == 0
+        project: Path, ingested_project: Path, damage: str) -> None:
+    shutil.copytree(ingested_project, project, symlinks=True, dirs_exist_ok=True)
     dict(_damages(3))[damage](project / "ds")
     result = _invoke(["run", "ds", "-p", "none", "-q", "--out", "o"])
     assert result.exit_code == 2, result.output
@@ -125,13 +147,25 @@ def _sweep_damages(rng: random.Random) -> Iterator[tuple[str, Callable[[list[Pat
                 ("edit a metric", edit_metric), ("truncate", truncate)]
 
 
+@pytest.fixture(scope="session")
+def swept_project(tmp_path_factory: pytest.TempPathFactory,
+                  ) -> tuple[Path, dict[str, object], list[dict[str, object]]]:
+    """A project after its first sweep (``_sweep``), with that sweep's ``--json`` document and
+    its table: made once per worker, copied by each test (``new_project``)."""
+    with new_project(tmp_path_factory.mktemp("swept-project") / "project") as folder:
+        first = _sweep()
+        clean = _sweep_table(folder)
+    return folder, first, clean
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("damage", [name for name, _ in _sweep_damages(random.Random(0))])
-def test_a_damaged_sweep_cache_file_is_dropped_said_and_replayed(project: Path, damage: str,
-                                                                 seed: int) -> None:
-    first = _sweep()
+def test_a_damaged_sweep_cache_file_is_dropped_said_and_replayed(
+        project: Path, swept_project: tuple[Path, dict[str, object], list[dict[str, object]]],
+        damage: str, seed: int) -> None:
+    swept, first, clean = swept_project
+    shutil.copytree(swept, project, symlinks=True, dirs_exist_ok=True)
     assert first["reused"] == 0 and first["cache_dropped"] == 0
-    clean = _sweep_table(project)
     files = sorted((project / ".ctxreplay" / "sweep_cache").glob("*.parquet"))
     dict(_sweep_damages(random.Random(seed)))[damage](files)
     again = _sweep()
