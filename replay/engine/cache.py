@@ -34,8 +34,29 @@ def request_cache(cache: Cache, input_tokens: int, common_prefix_tokens: int,
 
 
 def pricer(cache: Cache) -> Callable[[int, int, int, int], tuple[int, int, int, float]]:
-    """``request_cache`` with the provider's constants bound once, for the replay loop:
-    ``(input, common prefix, output, shortfall) -> (cached, cache write, fresh, cost)``.
+    """``request_cache`` with the provider's constants bound once:
+    ``(input, common prefix, output, shortfall) -> (cached, cache write, fresh, cost)``
+    (``prices`` for one request)."""
+    batch = prices(cache)
+
+    def split(input_tokens: int, common_prefix_tokens: int, output_tokens: int,
+              shortfall_tokens: int) -> tuple[int, int, int, float]:
+        cached, write, fresh, cost = batch([input_tokens], [common_prefix_tokens],
+                                           [output_tokens], [shortfall_tokens])
+        return cached[0], write[0], fresh[0], cost[0]
+
+    return split
+
+
+Prices = Callable[[list[int], list[int], list[int], list[int]],
+                  tuple[list[int], list[int], list[int], list[float]]]
+"""Columns of (input, common prefix, output, shortfall) -> columns of (cached, cache write,
+fresh, cost)."""
+
+
+def prices(cache: Cache) -> Prices:
+    """The provider's cache model and prices with its constants bound once, over columns of
+    requests (the replay prices all its requests in one call, after its loop).
 
     ``shortfall``: tokens the real cache read less than this model on the recorded request
     (``replay.engine.cache_anchor``; negative: more), taken off the model's read."""
@@ -47,18 +68,25 @@ def pricer(cache: Cache) -> Callable[[int, int, int, int], tuple[int, int, int, 
     p_in, p_read = p.input_per_mtok, p.cache_read_per_mtok
     p_write, p_out = p.cache_write_per_mtok or 0.0, p.output_per_mtok
 
-    def split(input_tokens: int, common_prefix_tokens: int, output_tokens: int,
-              shortfall_tokens: int) -> tuple[int, int, int, float]:
-        cached = 0
-        if not none and common_prefix_tokens >= min_prefix:
-            cached = (min(common_prefix_tokens, input_tokens) // g) * g
-            if vllm and cached >= input_tokens:
-                cached = max(0, input_tokens - g)  # the last block is always computed
-        if shortfall_tokens and not none:
-            cached = min(input_tokens, max(0, cached - shortfall_tokens))
-        rest = input_tokens - cached
-        write, fresh = (rest, 0) if premium else (0, rest)
-        cost = (fresh * p_in + cached * p_read + write * p_write + output_tokens * p_out) / 1e6
-        return cached, write, fresh, round(cost, 9)
+    def batch(inputs: list[int], commons: list[int], outputs: list[int],
+              shortfalls: list[int]) -> tuple[list[int], list[int], list[int], list[float]]:
+        cached_all = [0] * len(inputs)
+        if not none:
+            for k, (input_tokens, common, shortfall) in enumerate(zip(inputs, commons,
+                                                                      shortfalls)):
+                cached = 0
+                if common >= min_prefix:
+                    cached = (min(common, input_tokens) // g) * g
+                    if vllm and cached >= input_tokens:
+                        cached = max(0, input_tokens - g)  # the last block is always computed
+                if shortfall:
+                    cached = min(input_tokens, max(0, cached - shortfall))
+                cached_all[k] = cached
+        rest = [i - c for i, c in zip(inputs, cached_all)]
+        zeros = [0] * len(inputs)
+        write, fresh = (rest, zeros) if premium else (zeros, rest)
+        cost = [round((f * p_in + c * p_read + w * p_write + o * p_out) / 1e6, 9)
+                for f, c, w, o in zip(fresh, cached_all, write, outputs)]
+        return cached_all, write, fresh, cost
 
-    return split
+    return batch

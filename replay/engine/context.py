@@ -381,10 +381,12 @@ class Context:
         after = ind.pos[i] + 1
         return self.truth_before(after) - sum(ind.truth[i:ind.upto(after)])
 
-    def touch_induced(self, i: int) -> None:
-        """Induced re-read ``i`` changed (trimmed): the cache prefix ends before it."""
+    def touch_induced(self, i: int, truth_before: int | None = None) -> None:
+        """Induced re-read ``i`` changed (trimmed): the cache prefix ends before it.
+        ``truth_before``: ``induced_truth_before(i)`` when the caller has it (it does not
+        depend on the item's own size)."""
         after = self.induced.pos[i] + 1
-        tb = self.induced_truth_before(i)
+        tb = self.induced_truth_before(i) if truth_before is None else truth_before
         self.epoch += 1
         if self.dirty is None or (self.dirty != -1 and (
                 after < self.dirty or (after == self.dirty and tb < self.dirty_truth_before))):

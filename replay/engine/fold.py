@@ -27,7 +27,7 @@ import dataclasses
 import itertools
 from typing import Any
 
-from replay.engine.cache import pricer
+from replay.engine.cache import Prices, prices
 from replay.engine.cache_anchor import cache_shortfalls
 from replay.engine.context import Context
 from replay.engine.hidden_reasoning import has_hidden_reasoning
@@ -107,14 +107,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
              for t in policy.tiers]
     before = [step for when, step in steps if when == "before"]
     after = [step for when, step in steps if when == "after"]
-    reserve_counted = s.reserve_tokens if s.reserve_counts else 0
-    window = s.window_tokens
-    outputs, expired = run.outputs(plan.counter, calibration), run.expired(cache.ttl_s)
-    split_cost, measure = pricer(cache), ctx.measure
-    shortfalls = cache_shortfalls(run, plan, cache, s.message_overhead_tokens) or [0] * run.n_requests
-    rows: list[int | float] = []
-    """The request rows, flat: a ``replay.engine.trace.RequestMeasured``'s values a request
-    (``_columns`` slices them into columns by its field names)."""
+    expired = run.expired(cache.ttl_s)
+    price_all, measure = prices(cache), ctx.measure
+    rows: list[int] = []
+    """The request rows, flat: ``_LOOP``'s values a request (``_columns`` slices them into
+    columns, and prices every request in one call)."""
     n = run.n_requests
     env.induce = st = induce_state(run, policy)
     start_after_recorded(ctx, env)
@@ -137,7 +134,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             if k in st.due or st.queue:
                 calls = induce(st, ctx, env, k)
                 if calls:
-                    _pay_induced(ctx, env, k, calls, split_cost, expired[k])
+                    _pay_induced(ctx, env, k, calls, price_all, expired[k])
             st.now = k + 1
         for step in before:
             step(ctx, env)
@@ -146,15 +143,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         offset = env.fixed_truth
         truth += offset
         common = _common_prefix(ctx, env, k, truth)
-        output = outputs[k]
-        cached, written, fresh, cost = split_cost(truth, 0 if expired[k] else common, output,
-                                                  shortfalls[k])
         invalidated = 0 if ctx.dirty is None or k == 0 else max(0, env.prev_truth - common)
-        # one RequestMeasured, in its field order, as a plain tuple: building the NamedTuple
-        # by keyword here cost 15-20 % of a replay's CPU time (benchmarks, all presets)
-        rows.extend((env.fixed_est + est, truth, max(0, truth + reserve_counted - window), n_msgs,
-                     n_blocks, b_args, b_write, b_results, b_other, cached, written, fresh,
-                     invalidated, cost))
+        # one _LOOP row, in its order, as plain values (the cache's read, the cost and the
+        # overshoot follow in _columns, for all requests at once)
+        rows.extend((env.fixed_est + est, truth, n_msgs, n_blocks, b_args, b_write, b_results,
+                     b_other, 0 if expired[k] else common, invalidated))
         ctx.dirty = None
         env.prev_truth = truth
         if anchored_est:  # the harness now knows this request's usage: later estimates add to it
@@ -172,13 +165,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
 
 
 def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
-                 split_cost: Any, expired: bool) -> None:
+                 price_all: Prices, expired: bool) -> None:
     """Price the calls inserted before request ``k``: each sends the context as it was (its
     cache reads the prefix shared with the call before it), and leaves the cache holding it."""
     st = env.induce
     assert st is not None
-    cost = 0.0
     invalidated = 0
+    sents, commons, outputs = [], [], []
     for i, (sent, output) in enumerate(calls):
         if i == 0:
             common = _common_prefix(ctx, env, k, sent)
@@ -188,8 +181,13 @@ def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
                 common = 0
         else:
             common = min(env.prev_truth, sent)
-        cost += split_cost(sent, common, output, 0)[3]
+        sents.append(sent)
+        commons.append(common)
+        outputs.append(output)
         env.prev_truth = sent
+    cost = 0.0
+    for usd in price_all(sents, commons, outputs, [0] * len(calls))[3]:
+        cost += usd  # in call order, as the calls are made
     ctx.dirty = None
     st.requests.append(k)
     st.n_calls.append(len(calls))
@@ -198,15 +196,29 @@ def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
     st.invalidated.append(invalidated)
 
 
-_ROW = len(RequestMeasured._fields)
-"""Values per request in the loop's flat rows."""
+_LOOP = ("est_tokens", "truth_tokens", "n_messages", "n_blocks", "bytes_args",
+         "bytes_args_write", "bytes_results", "bytes_other", "common", "invalidated_tokens")
+"""The values the loop keeps per request, in the order of its flat rows: ``RequestMeasured``'s
+but what follows from them (the overshoot, the cache's read and the cost), and ``common``, the
+prefix the request shares with the previous one (0 when the cache expired)."""
+_ROW = len(_LOOP)
 
 
 def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
-             rows: list[int | float], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
+             rows: list[int], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
     """The trace's column lists: per-request values from the loop, the rest filled in."""
-    s = policy.server
-    measured = dict(zip(RequestMeasured._fields, (rows[i::_ROW] for i in range(_ROW))))
+    s, cache = policy.server, policy.cache
+    measured: dict[str, list[Any]] = dict(zip(_LOOP, (rows[i::_ROW] for i in range(_ROW))))
+    truths, commons = measured["truth_tokens"], measured.pop("common")
+    outputs = run.outputs(plan.counter, env.calibration)
+    shortfalls = (cache_shortfalls(run, plan, cache, s.message_overhead_tokens)
+                  or [0] * n)
+    (measured["cached_tokens"], measured["cache_write_tokens"], measured["fresh_tokens"],
+     measured["cost_usd"]) = prices(cache)(truths, commons, outputs, shortfalls)
+    over = (s.reserve_tokens if s.reserve_counts else 0) - s.window_tokens
+    measured["overshoot_tokens"] = [max(0, t + over) for t in truths]
+    if set(measured) != set(RequestMeasured._fields):
+        raise AssertionError("replay.engine.fold: the loop's values are not RequestMeasured's")
     pre_truth = ctx.pre_truth
     raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets,
                                                   itertools.accumulate(run.req_blocks, max))]
@@ -215,7 +227,7 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
              "recorded_cache_read_tokens": list(run.recorded_cache_read),
              "window_tokens": [s.window_tokens] * n, "reserve_tokens": [s.reserve_tokens] * n,
              "usable_tokens": [policy.usable_tokens] * n,
-             "output_tokens": list(run.outputs(plan.counter, env.calibration)),
+             "output_tokens": list(outputs),
              "truth_source": [plan.source] * n, **measured}
     given |= _induced_columns(env, n, given)
     cols = empty_columns()

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from replay.engine.context import Context, HeadItem
-from replay.engine.tiers.base import Env, invalidated_from, record_action
+from replay.engine.tiers.base import Env, invalidated_from, record_action, replace_row
 from replay.engine.trace import TRIMMED
 
 
@@ -33,9 +33,14 @@ class TierInvariantError(AssertionError):
 def allowed_end(ctx: Context, protect_from: int, *, may_touch_newest: bool = False) -> int:
     """The first block a change may not reach: the protected range's start, capped at the newest
     output's unless the tier explicitly may touch it."""
-    if may_touch_newest:
-        return max(ctx.lo, min(protect_from, ctx.hi))
-    return max(ctx.lo, min(protect_from, ctx.newest_output_start()))
+    lo, hi = ctx.lo, ctx.hi
+    if may_touch_newest or hi <= lo:
+        end = hi
+    else:  # Context.newest_output_start, inlined
+        run = ctx.run
+        end = run.msg_start[run.ordinal[hi - 1]]
+    end = min(end, protect_from)
+    return max(lo, end)
 
 
 class Trimmed(NamedTuple):
@@ -67,30 +72,42 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     No action is recorded when nothing was trimmed.
     """
     end = allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)
-    applied: list[int] = []
-    prev = ctx.lo - 1
-    invalidated = got_est = got_truth = 0
-    set_block = ctx.set_block
-    for b, est, truth, n_bytes in sized:
-        if until_est is not None and env.fixed_est + ctx.est() < until_est:
-            break
-        if not prev < b < end:
+    if until_est is None and type(sized) is list and len(sized) == 1:
+        # one block (a trim at every request usually finds one): no list, no loop
+        b, est, truth, n_bytes = sized[0]
+        if not ctx.lo <= b < end:
             raise TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
                                      f"[{ctx.lo}, {end}) or out of order")
-        if applied:
-            de, dt = set_block(b, est, truth, n_bytes)
-        else:  # the tokens before the first trimmed block: what it invalidates, and the cache's
-            # prefix (Context.dirty_truth_before) if it is the earliest change since the request
-            before = ctx.truth_before(b)
-            if env.prev_truth > 0:
-                invalidated = max(0, env.prev_truth - env.fixed_truth - before)
-            de, dt = set_block(b, est, truth, n_bytes, before)
-        got_est += de
-        got_truth += dt
-        applied.append(b)
-        prev = b
-    if not applied:
-        return Trimmed(0, -1, 0, 0)
+        # the tokens before it: what it invalidates, and the cache's prefix
+        # (Context.dirty_truth_before) if it is the earliest change since the request
+        before = ctx.truth_before(b)
+        invalidated = (max(0, env.prev_truth - env.fixed_truth - before) if env.prev_truth > 0
+                       else 0)
+        got_est, got_truth = ctx.set_block(b, est, truth, n_bytes, before)
+        applied, prev = [b], b
+    else:
+        applied, prev = [], ctx.lo - 1
+        invalidated = got_est = got_truth = 0
+        set_block = ctx.set_block
+        for b, est, truth, n_bytes in sized:
+            if until_est is not None and env.fixed_est + ctx.est() < until_est:
+                break
+            if not prev < b < end:
+                raise TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
+                                         f"[{ctx.lo}, {end}) or out of order")
+            if applied:
+                de, dt = set_block(b, est, truth, n_bytes)
+            else:  # the tokens before the first trimmed block, as above
+                before = ctx.truth_before(b)
+                if env.prev_truth > 0:
+                    invalidated = max(0, env.prev_truth - env.fixed_truth - before)
+                de, dt = set_block(b, est, truth, n_bytes, before)
+            got_est += de
+            got_truth += dt
+            applied.append(b)
+            prev = b
+        if not applied:
+            return _NOTHING
     env.evictions.add_many(applied, env.request, tier, TRIMMED)
     if env.induce is not None:
         env.induce.removed(applied, env.request, tier)
@@ -102,7 +119,12 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
                   invalidated=invalidated,
                   min_reclaim_tokens=min_reclaim_tokens,
                   protect_first_msg=protect_first_msg(ctx, end))
-    return Trimmed(len(applied), prev, got_est, got_truth)
+    return _new_trimmed(Trimmed, (len(applied), prev, got_est, got_truth))
+
+
+_NOTHING = Trimmed(0, -1, 0, 0)
+_new_trimmed = tuple.__new__
+"""A ``Trimmed`` from its values in field order, without NamedTuple's Python-level ``__new__``."""
 
 
 def apply_induced_trims(ctx: Context, env: Env,
@@ -137,10 +159,11 @@ def apply_induced_trims(ctx: Context, env: Env,
         est, truth, n_bytes = got
         if est + ov >= ind.est[i] - ind.call_est[i]:
             continue
+        before = ctx.induced_truth_before(i)
         if not done and env.prev_truth > 0:
-            invalidated = max(0, env.prev_truth - env.fixed_truth - ctx.induced_truth_before(i))
+            invalidated = max(0, env.prev_truth - env.fixed_truth - before)
         de, dt = ind.shrink(i, (est + ov, truth + ov, n_bytes), env.request)
-        ctx.touch_induced(i)
+        ctx.touch_induced(i, before)
         got_est += de
         got_truth += dt
         done.append(i)
@@ -151,8 +174,8 @@ def apply_induced_trims(ctx: Context, env: Env,
         row = env.action_rows[into]
         lo_msg = min(run.msg[ind.src[i]] for i in done)
         hi_msg = max(run.msg[ind.src[i]] for i in done)
-        env.action_rows[into] = row._replace(
-            n_blocks=row.n_blocks + len(done), first_msg=min(row.first_msg, lo_msg),
+        env.action_rows[into] = replace_row(
+            row, n_blocks=row.n_blocks + len(done), first_msg=min(row.first_msg, lo_msg),
             last_msg=max(row.last_msg, hi_msg),
             reclaimed_est_tokens=row.reclaimed_est_tokens + got_est,
             reclaimed_tokens=row.reclaimed_tokens + got_truth,

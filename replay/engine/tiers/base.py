@@ -59,7 +59,11 @@ class Evictions:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
         n = len(blocks)
         if n == 1:  # the usual pass of a trim at every request: plain appends are cheaper
-            self.add(blocks[0], request, tier, fate)
+            self.blocks.append(blocks[0])
+            self.requests.append(request)
+            self.tiers.append(tier)
+            self.fates.append(fate)
+            self.n += 1
             return
         self.blocks += blocks
         self.requests += repeat(request, n)
@@ -308,6 +312,17 @@ def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_token
 
 _new_row = tuple.__new__
 """A NamedTuple row from its values in field order (the C constructor ``_make`` calls)."""
+
+
+def replace_row(row: ActionRow, **changes: Any) -> ActionRow:
+    """``row`` with the named values changed (``_replace``, without its Python-level ``_make``)."""
+    values = list(row)
+    for name, value in changes.items():
+        values[_ACTION_FIELD[name]] = value
+    return _new_row(ActionRow, values)
+
+
+_ACTION_FIELD = {name: i for i, name in enumerate(ActionRow._fields)}
 
 
 class _Vars(dict[str, Any]):

@@ -29,11 +29,14 @@ class TrimState:
     ready: bool = False
     """Whether the constants below are resolved for this replay."""
     cursor: int = 0
+    """The blocks before it were scanned."""
+    next_eligible: int = 0
+    """The index in ``eligible`` of the first block at or after ``cursor``."""
     pending: list[tuple[int, int, int, int]] = field(default_factory=list)
     """Candidates (block, est, truth, bytes) found but not applied, in block order."""
-    results: list[int] = field(default_factory=list)
-    """Tool-result blocks seen so far (for protecting the newest N)."""
-    seen: int = 0
+    results: list[int] | None = None
+    """The run's tool-result blocks of the tier's ``tools`` (for protecting the newest N;
+    memoised per run, found at the first pass)."""
     gain_est: int = 0
     """Estimated tokens the pending candidates would reclaim."""
     epoch: int = -1
@@ -109,10 +112,13 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     stop = protect_start(tier.protect, ctx, env, st)
     begin = max(ctx.lo, st.cursor)
     if begin < stop:
-        _scan(tier, ctx, env, st, begin, stop)
-        st.cursor = stop
-    passed = _pass(tier, st, ctx, env, stop)
-    if (passed or not st.minimum) and _induced_before(ctx, st, stop) and CAT_RESULTS in st.cats:
+        eligible, e = st.eligible, st.next_eligible
+        if e < len(eligible) and eligible[e] < stop:  # a block to look at: scan
+            e = _scan(tier, ctx, env, st, begin, stop)
+        st.cursor, st.next_eligible = stop, e
+    passed = _pass(tier, st, ctx, env, stop) if st.pending else False
+    if ((passed or not st.minimum) and len(ctx.induced.pos) > st.induced_cursor
+            and _induced_before(ctx, st, stop) and CAT_RESULTS in st.cats):
         # the re-reads before the protected range go with the pass, in its one action (a tier
         # with a minimum trims them only with a pass that went through)
         _trim_induced(tier, st, ctx, env, stop, into=len(env.action_rows) - 1 if passed else None)
@@ -121,9 +127,8 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
 
 def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
     """Trim the pending candidates before ``stop`` if they reclaim the minimum (one action, or
-    one undone action); returns whether a pass went through."""
-    if not st.pending:
-        return False
+    one undone action); returns whether a pass went through (there are some: the caller
+    checks)."""
     if st.epoch != ctx.epoch:  # something was cut or trimmed since: re-check
         st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
         st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
@@ -181,11 +186,14 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
         min_chars=tier.min_chars, first=st.induced_cursor, into=into)
 
 
-def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> None:
-    """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates."""
+def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> int:
+    """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates; returns
+    the index in ``st.eligible`` of the first block at or after ``stop``."""
     run, eligible = ctx.run, st.eligible
     category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
-    for b in eligible[bisect.bisect_left(eligible, begin):bisect.bisect_left(eligible, stop)]:
+    first = bisect.bisect_left(eligible, begin, st.next_eligible)
+    end = bisect.bisect_left(eligible, stop, first)
+    for b in eligible[first:end]:
         if trimmed[b]:
             continue
         if category[b] == CAT_RESULTS:
@@ -200,6 +208,7 @@ def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: i
         if est < cur_est[b]:
             st.pending.append((b, *got))
             st.gain_est += cur_est[b] - est
+    return end
 
 
 def _sized(env: Env, text: str) -> tuple[int, int, int]:
@@ -230,33 +239,44 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
     if tokens:
         start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
     if p.tool_results or p.tool_result_tokens:
-        st = st or TrimState()
-        if st.seen < hi:
-            category, res, only = run.category, st.results, st.tools
-            for b in range(st.seen, hi):
-                if category[b] == CAT_RESULTS and (not only or tool_of(run, b) in only):
-                    res.append(b)
-            st.seen = hi
-        res = st.results
-        first = bisect.bisect_left(res, lo)
-        if first < len(res) and p.tool_results:
-            nth = res[max(first, len(res) - p.tool_results)]
-            start = min(start, run.msg_start[run.ordinal[nth]])
+        res = st.results if st is not None else None
+        if res is None:
+            res = _results(run, st.tools if st is not None else frozenset())
+            if st is not None:
+                st.results = res
+        # the live results: res[first:end] (a bisection each, not a walk over new blocks)
+        first, end = bisect.bisect_left(res, lo), bisect.bisect_left(res, hi)
+        if first < end and p.tool_results:
+            nth = res[max(first, end - p.tool_results)]
+            nth_start = run.msg_start[run.ordinal[nth]]
+            start = min(start, nth_start)
         if p.tool_result_tokens:
-            start = min(start, _within_budget(ctx, res, first, p.tool_result_tokens))
-    if p.newest:
-        start = min(start, ctx.newest_output_start())
+            start = min(start, _within_budget(ctx, res, first, end, p.tool_result_tokens))
+    if p.newest:  # Context.newest_output_start, inlined (hi > lo here)
+        newest = run.msg_start[run.ordinal[hi - 1]]
+        start = min(start, newest)
     return max(lo, start)
 
 
-def _within_budget(ctx: Context, results: list[int], first: int, budget: int) -> int:
-    """Start of the message of the oldest live result in the newest run of results whose
-    estimated tokens sum to at most ``budget`` (``hi`` when not even the newest fits)."""
+def _results(run: PreparedRun, tools: frozenset[str]) -> list[int]:
+    """The run's tool-result blocks, of ``tools`` only when given, in order (memoised per
+    run)."""
+    memo = run.memo(("trim_results", tools))
+    got = memo.get("blocks")
+    if got is None:
+        category = run.category
+        got = memo["blocks"] = [b for b in range(run.n_blocks) if category[b] == CAT_RESULTS
+                                and (not tools or tool_of(run, b) in tools)]
+    return got
+
+
+def _within_budget(ctx: Context, results: list[int], first: int, end: int, budget: int) -> int:
+    """Start of the message of the oldest live result (``results[first:end]``) in the newest run
+    of results whose estimated tokens sum to at most ``budget`` (``hi`` when not even the newest
+    fits)."""
     run, cur, used, start = ctx.run, ctx.cur_est, 0, ctx.hi
-    for i in range(len(results) - 1, first - 1, -1):
+    for i in range(end - 1, first - 1, -1):
         b = results[i]
-        if b >= ctx.hi:
-            continue
         used += cur[b]
         if used > budget:
             break

@@ -12,7 +12,7 @@ from replay.engine import trace
 from replay.engine.context import Context
 from replay.engine.fold import replay
 from replay.engine.tiers.apply import apply_trims
-from replay.engine.tiers.base import Env, Evictions, record_action
+from replay.engine.tiers.base import Env, Evictions, record_action, replace_row
 from replay.engine.trace import ROW_TYPES, TRACE_SCHEMAS, ActionRow, RequestMeasured, RequestRow
 from tests.replay.engine.tier_runs import policy, results_of, session
 
@@ -87,3 +87,12 @@ def test_trace_rows_read_back_as_the_row_types() -> None:
         for values in got.table(name).to_pylist():
             assert row(**values)._asdict() == values
     assert got.actions.num_rows > 0
+
+
+def test_replace_row_changes_only_the_named_values() -> None:
+    row = ActionRow._make(range(len(ActionRow._fields)))  # every value distinct: its position
+    changed = replace_row(row, n_blocks=-1, induced=-2, first_msg=-3)
+    assert isinstance(changed, ActionRow)
+    assert changed._asdict() == row._replace(n_blocks=-1, induced=-2, first_msg=-3)._asdict()
+    with pytest.raises(KeyError):
+        replace_row(row, no_such_column=1)
