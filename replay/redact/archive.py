@@ -50,6 +50,7 @@ from replay.redact.marker_sizes import (
     block_figures,
     probe_split,
     split_by_block,
+    text_lengths,
 )
 from replay.redact.payload import SUPPORTED, Unredactable, read_payload
 from replay.redact.readback import block_texts, verify_copy
@@ -244,7 +245,7 @@ def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
                       f"{0 if draft_texts is None else len(draft_texts)} blocks, the original "
                       f"as {messages.num_rows}", fmt)
     figures, unsized, shared = assign_figures(draft_texts, originals, want,
-                                              redactor.text_lengths())
+                                              text_lengths(redactor.occurrences, {}))
     if shared:  # markers shared by blocks of other sizes: split them by block, when it helps
         lines, draft_texts, figures, unsized = _split(
             drafted, redactor, (lines, draft_texts, figures, unsized), shared, originals, want)
@@ -288,7 +289,8 @@ def _split(drafted: Callable[[], tuple[list[str], list[str] | None]], redactor: 
     (``replay.redact.marker_sizes.split_by_block``), when its copy reads as the same blocks
     and fewer blocks lack their figures; else ``first``."""
     keys = {k for b in shared for k in DRAFT.findall(first[1][b])}
-    redactor.split = probe = probe_split(redactor.occurrences, keys)
+    redactor.split = probe = probe_split(redactor.occurrences, redactor.places,
+                                         redactor.units, keys)
     _, probe_texts = drafted()
     if probe_texts is None or len(probe_texts) != len(originals):
         redactor.split = {}
@@ -298,7 +300,8 @@ def _split(drafted: Callable[[], tuple[list[str], list[str] | None]], redactor: 
     if texts is None or len(texts) != len(originals):
         redactor.split = {}
         return first
-    figures, unsized, still = assign_figures(texts, originals, want, redactor.text_lengths())
+    figures, unsized, still = assign_figures(
+        texts, originals, want, text_lengths(redactor.occurrences, redactor.split))
     if len(still) >= len(shared):
         redactor.split = {}
         return first

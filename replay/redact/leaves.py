@@ -103,17 +103,17 @@ class Redactor:
     """Keys whose values this file's format uses as enums, besides ``KEEP_KEYS`` (OpenHands'
     ``action`` / ``observation`` kinds)."""
     needles: list[str] = field(default_factory=list)
-    """Texts a parser looks for inside other texts of this file (Codex: legacy
-    ``instructions`` a user message repeats; Inspect: a summarisation call's answer inside the
-    summary): a text holding one is written as markers around the needle's own marker, so the
-    copy still holds it (``_split_needles``)."""
+    """Texts a parser looks for inside other texts (``replay.redact.payload``): a text holding
+    one is written as markers around the needle's own marker (``_split_needles``)."""
     occurrences: list[tuple[str, str]] = field(default_factory=list)
-    """(draft key, text) of every text leaf met, in walk order (the walk of one file is
-    deterministic: the same file walks to the same order)."""
+    """(draft key, text) of every text leaf met, in (deterministic) walk order."""
+    places: list[tuple[int, int]] = field(default_factory=list)
+    """Each occurrence's unit (into ``units``: each record, and each object directly below a
+    record, such as a Codex line's ``payload``) and its number inside the unit."""
+    units: list[Any] = field(default_factory=list)
     split: dict[int, str] = field(default_factory=dict)
     """Occurrence number → the draft key it gets instead of its text's
-    (``replay.redact.marker_sizes.split_shared``: a text shown by blocks that need other
-    sizes)."""
+    (``replay.redact.marker_sizes.split_by_block``)."""
     _scope: str = ""
     """Inside a tool input: a digest of the whole input (its texts get keys of their own)."""
     _data: bool = False
@@ -121,6 +121,9 @@ class Redactor:
     _clock: bool = False
     """Inside a ``CLOCK_KEY`` object (its numbers are epoch times)."""
     _found_text: bool = False
+    _unit_start: int = 0
+    _depth: int = 0
+    _root: Any = None
     data_keys: frozenset[str] = DATA_KEYS
     """This file's data-subtree keys (``data_keys``)."""
     idents: dict[str, str] = field(default_factory=dict)
@@ -128,20 +131,14 @@ class Redactor:
     (``ident``; the same for the whole archive)."""
 
     def ident(self, value: str) -> str:
-        """The stand-in of an id, an enum or a timestamp that cannot be kept as written (a
-        space in it, longer than 128 characters), or of an attachment's hash: ``x`` and 16 hex
-        of a salted hash, one token.
-        Equal values get equal stand-ins and distinct ones (all but surely) distinct ones, so
-        calls and results still pair and records keep their ids; a stand-in is never a text
-        marker, so an id never shares one with a text that reads the same."""
-        if not value:
-            return value
-        got = self.idents.get(value)
-        if got is None:
-            digest = hashlib.sha256((self.salt + "\0id\0" + value).encode("utf-8",
-                                                                          "surrogatepass"))
-            got = self.idents[value] = f"x{digest.hexdigest()[:16]}"
-        return got
+        """The stand-in of an id, an enum or a timestamp not kept as written (a space in it,
+        over 128 characters), or of an attachment's hash: ``x`` and 16 hex of a salted hash.
+        Equal values get equal stand-ins, distinct ones (all but surely) distinct ones, so
+        calls and results still pair; never a text marker, shared with a text of same words."""
+        if value and value not in self.idents:
+            digest = hashlib.sha256(f"{self.salt}\0id\0{value}".encode("utf-8", "surrogatepass"))
+            self.idents[value] = f"x{digest.hexdigest()[:16]}"
+        return self.idents.get(value, value)
 
     def path_hash(self, path: str) -> str:
         """The stable stand-in of ``path``: ``p<12 hex>`` plus its extension (and a trailing
@@ -186,19 +183,12 @@ class Redactor:
                              ).hexdigest()[:16]
         self._found_text = True
         self.occurrences.append((key, value))
+        self.places.append((len(self.units) - 1, len(self.places) - self._unit_start))
         return draft(self.split.get(len(self.occurrences) - 1, key))
-
-    def text_lengths(self) -> dict[str, int]:
-        """Each draft key of the last walk → the length of the longest text it stands for."""
-        out: dict[str, int] = {}
-        for n, (key, value) in enumerate(self.occurrences):
-            k = self.split.get(n, key)
-            out[k] = max(out.get(k, 0), len(value))
-        return out
 
     def start_file(self) -> None:
         """Before walking a file (again): occurrences are counted from the start."""
-        self.occurrences = []
+        self.occurrences, self.places, self.units = [], [], []
 
     def _split_needles(self, value: str) -> str:
         """``value``'s marker, or markers around each needle it holds (``needles``)."""
@@ -220,7 +210,13 @@ class Redactor:
 
     def record(self, rec: Any) -> Any:
         """The redacted copy of one record."""
+        self._root, self._depth = rec, 0
+        self._unit(rec)
         return self._walk(rec, "")
+
+    def _unit(self, value: Any) -> None:
+        self.units.append(value)
+        self._unit_start = len(self.places)
 
     def _walk(self, value: Any, key: str) -> Any:
         if key in self.data_keys and isinstance(value, (dict, list)) and not self._data:
@@ -240,8 +236,14 @@ class Redactor:
         if key in ID_KEYED and isinstance(value, dict) and not self._data:
             return {self.ident(k): self._walk(v, "") for k, v in value.items()}
         if isinstance(value, dict):
+            unit, self._depth = self._depth == 1, self._depth + 1  # an object below the record
+            if unit:
+                self._unit(value)
             out = {self._key(k): self._input(v, k) if k in _INPUT_KEYS and isinstance(v, dict)
                    else self._walk(v, k) for k, v in value.items()}
+            self._depth -= 1
+            if unit:
+                self._unit(self._root)
             if self.fenced and value.get("role") == "assistant" \
                     and isinstance(value.get("content"), str):
                 out["content"] = self._with_actions(value["content"], self.fenced)

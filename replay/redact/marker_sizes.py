@@ -17,7 +17,9 @@ Not here: the markers' text (``replay.ingest.redaction.format_exact``), where th
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa
 
@@ -74,10 +76,29 @@ def assign_figures(texts: list[str], originals: list[str], want: list[ExactSizes
     return figures, unsized, shared
 
 
-def probe_split(occurrences: list[tuple[str, str]], keys: set[str]) -> dict[int, str]:
+def text_lengths(occurrences: list[tuple[str, str]], split: dict[int, str]) -> dict[str, int]:
+    """Each draft key of a walk → the length of the longest text it stands for."""
+    out: dict[str, int] = {}
+    for n, (key, value) in enumerate(occurrences):
+        k = split.get(n, key)
+        out[k] = max(out.get(k, 0), len(value))
+    return out
+
+
+def probe_split(occurrences: list[tuple[str, str]], places: list[tuple[int, int]],
+                units: list[Any], keys: set[str]) -> dict[int, str]:
     """A draft key of its own for every occurrence of the draft ``keys`` (to see, by parsing
-    the probe, which blocks each occurrence lands in)."""
-    return {n: _key(key, str(n)) for n, (key, _) in enumerate(occurrences) if key in keys}
+    the probe, which blocks each occurrence lands in), keyed by its place in its unit and the
+    unit's content (``Redactor.units``), so that items a parser skips as repeats of each other
+    (equal Codex payloads on two lines) stay equal."""
+    digests: dict[int, str] = {}
+    split = {}
+    for n, ((key, _), (u, i)) in enumerate(zip(occurrences, places)):
+        if key in keys:
+            if u not in digests:
+                digests[u] = _key(json.dumps(units[u], sort_keys=True, ensure_ascii=False))
+            split[n] = _key(key, digests[u], str(i))
+    return split
 
 
 def split_by_block(occurrences: list[tuple[str, str]], probe: dict[int, str],

@@ -82,9 +82,11 @@ class _StandIns:
         replaced by it, as the copy's parser writes it."""
         if self.pattern is None:
             return text
-        for value, standin in self.idents.items():  # an issue quotes at most 40 characters
-            shown = repr(value)
-            if len(shown) > 40 and shown[:37] + "..." in text:
+        for value, standin in self.idents.items():  # an issue quotes a value as its repr,
+            shown = repr(value)  # cut at 40 characters
+            if shown in text:
+                text = text.replace(shown, repr(standin))
+            elif len(shown) > 40 and shown[:37] + "..." in text:
                 text = text.replace(shown[:37] + "...", repr(standin))
         return self.pattern.sub(lambda m: self.idents[m.group(0)], text)
 
