@@ -116,7 +116,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """
     path = Path(src.path)
     sessions: dict[str, _Session] = {}
-    seen_uuids: set[str] = set()
+    seen_uuids: dict[str, str] = {}  # each uuid once: a record's parent is the earlier
+    # record's own string, not a copy per record (a transcript of small records holds many)
     elsewhere: dict[str, bool] = {}
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
@@ -135,14 +136,14 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 _session(sessions, sid if isinstance(sid, str) and sid else first).titles[
                     kind] = title
             if uuid.__class__ is str and uuid:
-                seen_uuids.add(uuid)
+                seen_uuids[uuid] = uuid
                 sid = raw.get("sessionId")
                 sid = sid if isinstance(sid, str) and sid else first
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
                     parent = raw.get("parentUuid")
-                    _session(sessions, sid).links[uuid] = parent if isinstance(parent, str) \
-                        else None
+                    _session(sessions, sid).links[uuid] = seen_uuids.get(parent, parent) \
+                        if isinstance(parent, str) else None
             continue
         sid = raw.get("sessionId")
         sid = sid if isinstance(sid, str) and sid else first
@@ -159,7 +160,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 duplicates.append(no)
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
-            seen_uuids.add(uuid)
+            seen_uuids[uuid] = uuid
         try:
             rec = record(no, raw, kind, uuid)
         except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -173,7 +174,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 sess.links[uuid] = parent if isinstance(parent, str) else None
             count_other(src, kind)
             continue
-        sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta))
+        sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta,
+                                seen_uuids))
         if isinstance(ff := raw.get("forkedFrom"), dict):
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
@@ -233,8 +235,11 @@ def _session(sessions: dict[str, _Session], sid: str) -> _Session:
 
 
 def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
-          meta: Mapping[str, Any] | None = None) -> Node:
+          meta: Mapping[str, Any] | None = None, known: Mapping[str, str] | None = None) -> Node:
+    """``known``: the uuids read so far, each as one string (the parent is given as that)."""
     parent, logical = raw.get("parentUuid"), raw.get("logicalParentUuid")
+    if known and isinstance(parent, str):
+        parent = known.get(parent, parent)
     ts = raw.get("timestamp")
     return Node(no, uuid, parent if isinstance(parent, str) and parent else None,
                 logical if isinstance(logical, str) and logical else None,
