@@ -73,7 +73,7 @@ from replay.ingest.parsers.claude_code_file import (
     session_folder,
     sniff,  # noqa: F401
 )
-from replay.ingest.parsers.claude_code_path import Node, resolve
+from replay.ingest.parsers.claude_code_path import Node, Resolved
 from replay.ingest.parsers.claude_code_records import Bad, Rec, count_other, record, rtype
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import iter_records
@@ -201,15 +201,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             for r in sess.recs.values():
                 src.coverage.skipped(r.rtype)
             continue
-        branches, more = abandoned_branches(sess.nodes, sess.links, sess.recs, is_sub)
-        main = _run(src, issues, sess, len(drafts), path, is_sub,
+        paths = Resolved(sess.nodes, sess.links, is_sub)
+        branches, more = abandoned_branches(sess.nodes, sess.links, sess.recs, is_sub, paths)
+        main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths,
                     branch_lines=set().union(*(br.own for br in branches)))
         drafts.append(main)
         for k, br in enumerate(branches, 1):
             view = _Session(sess.nodes, sess.links, sess.recs, sess.version, sess.agent_id,
                             forked=sess.forked | br.shared)
             drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
-                               branch=(main.run["run_id"], f"abandoned-{k}")))
+                               branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths))
         if more:
             issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
                                              f"{len(branches)} (not made into runs; their "
@@ -289,12 +290,14 @@ def _sidechains(sess: _Session) -> list[_Session]:
 
 def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
-         branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None) -> RunDraft:
+         branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
+         paths: Resolved | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
     whose records the main run counted in the coverage (``branch_lines``: those of them only
-    the branch runs hold)."""
+    the branch runs hold); ``paths``: the paths through ``sess``'s records, when already
+    resolved for its other runs."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
@@ -303,7 +306,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
                    parent_run_id=branch[0] if branch else (parent or parent_run_id(path, src.rel))
                    if is_sub else fork_parent_run_id(path, sess.fork_of, src.rel),
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
-    found = resolve(sess.nodes, sess.links, is_sub, leaf)
+    found = (paths or Resolved(sess.nodes, sess.links, is_sub))(leaf)
     cov = src.coverage if branch is None else Coverage()  # a branch's records: counted above
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "

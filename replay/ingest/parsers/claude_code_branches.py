@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from replay.ingest.parsers.claude_code_path import Node, Path, leaves, resolve, segments
+from replay.ingest.parsers.claude_code_path import Node, Path, Resolved, leaves, segments
 from replay.ingest.parsers.claude_code_records import Rec
 
 MAX_BRANCHES = 200
@@ -50,13 +50,15 @@ def kept_extra(found: Path, recs: dict[int, Rec]) -> set[int]:
 
 
 def abandoned_branches(nodes: list[Node], links: dict[str, str | None], recs: dict[int, Rec],
-                       sidechain_file: bool) -> tuple[list[Branch], int]:
+                       sidechain_file: bool,
+                       paths: Resolved | None = None) -> tuple[list[Branch], int]:
     """The session's abandoned branches, oldest first, and how many more there were than
     ``MAX_BRANCHES``."""
     ends = leaves(nodes, sidechain_file, segments(nodes, links))
     if len(ends) < 2:
         return [], 0
-    main = resolve(nodes, links, sidechain_file)
+    paths = paths or Resolved(nodes, links, sidechain_file)
+    main = paths()
     held = set(main.order) | kept_extra(main, recs)
     ids = _response_ids(recs, held)
     out: list[Branch] = []
@@ -67,7 +69,7 @@ def abandoned_branches(nodes: list[Node], links: dict[str, str | None], recs: di
         if len(out) >= MAX_BRANCHES:
             more += 1
             continue
-        found = resolve(nodes, links, sidechain_file, leaf)
+        found = paths(leaf)
         lines = set(found.order) | kept_extra(found, recs)
         own = {line for line in lines - held if line in recs
                and not (recs[line].role == "assistant" and recs[line].msg_id in ids)}

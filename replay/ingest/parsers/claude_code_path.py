@@ -185,6 +185,25 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
     return Path(order, off, rank, cycle, kept)
 
 
+class Resolved:
+    """``resolve`` over one session's records, each leaf's path computed once: finding the
+    abandoned branches resolves the main path and each branch's, and each run's own is the
+    same path again."""
+
+    def __init__(self, nodes: list[Node], links: dict[str, str | None],
+                 sidechain_file: bool) -> None:
+        self._args = nodes, links, sidechain_file
+        self._paths: dict[int | None, Path] = {}
+
+    def __call__(self, leaf: Node | None = None) -> Path:
+        """``resolve(nodes, links, sidechain_file, leaf)``, remembered."""
+        key = None if leaf is None else leaf.line
+        found = self._paths.get(key)
+        if found is None:
+            found = self._paths[key] = resolve(*self._args, leaf)
+        return found
+
+
 def _walk(leaf: Node, by_uuid: dict[str, Node],
           segs: dict[str, Segment]) -> tuple[list[str], bool]:
     """The uuids from ``leaf`` back to the root (leaf first), and whether the chain looped.
