@@ -99,6 +99,9 @@ class Redactor:
     """SWE-agent: the tool names its history calls (an ``action`` naming one keeps the name)."""
     flags: re.Pattern[str] | None = None
     """Words a parser looks for in a text (ATIF's compaction notes): kept after its marker."""
+    prefixes: tuple[str, ...] = ()
+    """Tags a parser reads at a text's start (Codex's own ``<environment_context>`` messages are
+    no user turn): kept before the marker."""
     keep: frozenset[str] = frozenset()
     """Keys whose values this file's format uses as enums, besides ``KEEP_KEYS`` (OpenHands'
     ``action`` / ``observation`` kinds)."""
@@ -192,14 +195,12 @@ class Redactor:
 
     def _split_needles(self, value: str) -> str:
         """``value``'s marker, or markers around each needle it holds (``needles``)."""
-        for needle in self.needles:
-            if needle in value:
-                if value.strip() == needle:
-                    return self.text(needle)
-                at = value.index(needle)
-                return (self._split_needles(value[:at]) + self.text(needle)
-                        + self._split_needles(value[at + len(needle):]))
-        return self.text(value)
+        if (needle := next((n for n in self.needles if n in value), None)) is None:
+            return self.text(value)
+        if value.strip() == needle:
+            return self.text(needle)
+        before, _, after = value.partition(needle)
+        return self._split_needles(before) + self.text(needle) + self._split_needles(after)
 
     def encrypted(self, value: str) -> str:
         """An ``encrypted_content`` (Codex reasoning, a remote compaction's summary): a marker
@@ -337,7 +338,10 @@ class Redactor:
                     "</persisted-output>")
         if self.flags and (m := self.flags.search(value)):
             return f"{self.text(value)} ({m.group(0)})"
-        return self._split_needles(value) if self.needles else self.text(value)
+        rest = value.lstrip()  # a tag it begins with (``prefixes``), as written
+        head = next((value[:len(value) - len(rest) + len(p)] for p in self.prefixes
+                     if rest.lower().startswith(p)), "")
+        return head + (self._split_needles(value) if self.needles else self.text(value))
 
     def _command(self, command: str) -> str:
         """A shell line naming the same operation on the hashed path, with a marker."""

@@ -7,7 +7,7 @@ indented, for the others (Gemini CLI and OpenCode have both, as the file is); a 
 members each redacted as one document, written compact into a new zip
 (``replay.redact.eval_zip``).  Per format, the redactor is told what its parser reads in text
 (``configure``): mini-swe-agent's action fence, SWE-agent's tool names, OpenHands' event kinds,
-ATIF's compaction words, and the needles a parser looks for inside other texts (Codex's legacy
+ATIF's compaction words, the tags Codex's own user messages begin with, and the needles a parser looks for inside other texts (Codex's legacy
 ``instructions`` repeated in a user message; Inspect's summarisation answers inside the
 summary: ``inspect_needles``).
 
@@ -24,6 +24,7 @@ from typing import Any
 
 from replay.errors import ReplayError
 from replay.ingest.parsers.atif import COMPACTION_WORDS
+from replay.ingest.parsers.codex_items import CONTEXTUAL
 from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.redact.eval_zip import Refused, member_name, read_members, write_members
 from replay.redact.keep_list import data_keys, enum_keys
@@ -125,6 +126,7 @@ def configure(redactor: Redactor, fmt: str, values: list[Any]) -> None:
     redactor.swe_tools = _tool_names(values[0]) if fmt == "swe_agent" and values else None
     redactor.keep = enum_keys(fmt)
     redactor.flags = COMPACTION_WORDS if fmt == "atif" else None
+    redactor.prefixes = CONTEXTUAL if fmt == "codex" else ()
     redactor.needles = codex_needles(values) if fmt == "codex" else \
         inspect_needles(values) if fmt == "inspect_ai" else []
 

@@ -226,7 +226,7 @@ def token_usage(info: dict[str, Any], prev_total: Any) -> tuple[dict[str, int | 
     raise ValueError("token_count info has no last_token_usage / total_token_usage object")
 
 
-_CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
+CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
                "<user_shell_command>", "<skill", "<turn_aborted>", "<subagent_notification>")
 """How the user messages Codex writes for itself begin (lowercased): context, not a turn."""
 
@@ -234,5 +234,5 @@ _CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md inst
 def is_turn_start(blocks: list[tuple[str, str]]) -> bool:
     """Whether a user message's blocks start a user turn (Codex's ``is_user_turn_boundary``:
     a user message that is not context the harness added), i.e. what a rollback counts."""
-    return not any(text.lstrip().lower().startswith(_CONTEXTUAL) for _kind, text in blocks)
+    return not any(text.lstrip().lower().startswith(CONTEXTUAL) for _kind, text in blocks)
 

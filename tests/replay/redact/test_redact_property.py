@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 from replay.redact import redact
 
 _POOL = ("[trimmed for fixture]", "same words", "call-1", "2026-08-03T10:48:56.000Z",
-         "shell", "a.txt\nb.txt\n", "the same words here")
-"""Values shared across roles: texts with spaces, a token id, a date, a tool name, lines."""
+         "shell", "a.txt\nb.txt\n", "the same words here",
+         "<environment_context>\n  <cwd>/home/u</cwd>\n</environment_context>")
+"""Values shared across roles: texts with spaces, a token id, a date, a tool name, lines, a
+context message Codex writes itself (no user turn)."""
 _SPACED = [v for v in _POOL if " " in v]
 
 

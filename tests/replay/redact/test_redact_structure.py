@@ -153,3 +153,32 @@ def test_a_blocks_figures_go_on_the_marker_of_its_longest_text(tmp_path: Path) -
     [block] = [n for n, t in zip(a.messages["n_chars"].to_pylist(),
                                  a.messages["text"].to_pylist()) if "explanation" in t]
     assert chars == {"pattern": 0, "explanation": block}
+
+
+def test_codex_context_messages_stay_no_user_turn(tmp_path: Path) -> None:
+    """Codex writes ``<environment_context>`` user messages itself; its parser does not count
+    them as a user turn, so a compaction after one is still mid-turn (``auto``).  Redacted as a
+    bare marker, the message read as a turn and the trigger as '' (before: "events.trigger: 1 of
+    1 rows read other than the original's")."""
+    src = tmp_path / "in" / "rollout.jsonl"
+    src.parent.mkdir()
+    src.write_text("\n".join([
+        _line("session_meta", {"id": "s1", "cli_version": "0.146.0"}),
+        _line("response_item", {"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": "do the thing"}]}),
+        _line("response_item", {"type": "function_call", "call_id": "c1", "name": "shell",
+                                "arguments": json.dumps({"command": ["ls"]})}),
+        _line("response_item", {"type": "function_call_output", "call_id": "c1",
+                                "output": "a.txt"}),
+        _line("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text",
+             "text": "<environment_context>\n  <cwd>/home/u/app</cwd>\n</environment_context>"}]}),
+        _line("compacted", {"message": "what was done so far"}),
+    ]) + "\n")
+    copy = _redact_one(src, tmp_path / "out")
+    a, b = parse_file(src).tables, parse_file(copy).tables
+    assert a is not None and b is not None
+    # a model call, then no user turn before the compaction: mid-turn
+    assert a.events["trigger"].to_pylist() == b.events["trigger"].to_pylist() == ["auto"]
+    text = copy.read_text()
+    assert "<environment_context>[REDACTED_CTXREPLAY" in text and "/home/u" not in text
