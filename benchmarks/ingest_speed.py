@@ -18,7 +18,10 @@ PATH defaults to the sample logs (``../shared/logs-sample`` beside the repositor
   directories, run index, manifest, and whatever the parts cost more inside one real ingest
   than alone) — once with tiktoken counting every block (before) and once as ingest counts
   (after; the other parts are the same code in both lines);
-* ingest with ``jobs=2`` (both cores: one worker process per core) against ``jobs=1``.
+* ingest with ``jobs=2`` (both cores: one worker process per core) against ``jobs=1``;
+* what the figures above leave out, a process's own start: ``python -m replay ingest`` of the
+  smallest file in a fresh process (imports, the encoding's load, the ingest), its CPU time
+  and peak resident memory, best of ``--repeat``, and whether it imported pandas.
 
 Each figure is the best of ``--repeat`` interleaved rounds (other load on the machine only ever
 slows a round down).  The encoding is loaded once before timing (it is loaded once per process
@@ -35,6 +38,7 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,6 +70,28 @@ def _clock(fn: Callable[[], object], rounds: list[tuple[float, float]]) -> None:
     w, c = time.perf_counter(), cpu()
     fn()
     rounds.append((time.perf_counter() - w, cpu() - c))
+
+
+def _fresh_process(path: Path, work: Path) -> tuple[float, float, bool]:
+    """CPU seconds, peak RSS (MB) and whether pandas was imported, of one ``python -m replay
+    ingest PATH`` process (run in-process by a fresh interpreter, which then reads its own
+    ``getrusage`` and ``VmHWM``: ``ru_maxrss`` would start from this big process's, as a
+    forked child's does on Linux)."""
+    out = work / f"fresh{os.getpid()}-{time.perf_counter_ns()}"
+    code = ("import resource, runpy, sys\n"
+            f"sys.argv = ['replay', 'ingest', {str(path)!r}, '--out', {str(out)!r}, '-q', "
+            "'--jobs', '1']\n"
+            "try:\n    runpy.run_module('replay', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+            "hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')]\n"
+            "print(u.ru_utime + u.ru_stime, int(hwm[0].split()[1]) / 1024, "
+            "'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    shutil.rmtree(out, ignore_errors=True)
+    cpu, rss, pandas = done.stdout.split()[-3:]
+    return float(cpu), float(rss), pandas == "True"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             _clock(write_only, timings["write"])
             clear()
         files_cpu = per_file_cpu()
+        fresh = [_fresh_process(min(found, key=lambda f: f[0].stat().st_size)[0], work)
+                 for _ in range(args.repeat)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -214,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     total, longest = sum(files_cpu), max(files_cpu)
     print(f"{'  best possible on 2 idle cores':<40}: {total / max(total / 2, longest):.2f}x (files "
           f"take {total:.3f} s CPU in all, the longest {longest:.3f} s)")
+    print(f"{'fresh `replay ingest` of 1 small file':<40}: CPU {min(c for c, _, _ in fresh):.3f} s, "
+          f"peak RSS {min(r for _, r, _ in fresh):.0f} MB (whole process, best of "
+          f"{len(fresh)}); pandas imported: {'yes' if any(p for _, _, p in fresh) else 'no'}")
     if os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1):
         print("note: the machine is busy with other work; wall times and the jobs=2 speed-up are "
               "understated, CPU times are the fairer figures")
