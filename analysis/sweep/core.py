@@ -44,6 +44,7 @@ from analysis.sweep.grid import Setting
 from analysis.sweep.plots import write_plots
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
+from replay.engine.share import share_rank
 from replay.errors import ReplayInputError
 from replay.ingest.store import Entry
 from replay.policy import Custom, policy_to_dict
@@ -129,6 +130,8 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     keys = _run_keys(corpus, ids, entries) if cache_dir is not None else {}
     dropped: list[str] = []
     reused, todo = _lookup(cache_dir, keys, ids, settings, cacheable, dropped)
+    rank = share_rank([s.policy for s in settings])  # settings likely to share, side by side
+    todo = {rid: sorted(ix, key=rank.__getitem__) for rid, ix in todo.items()}
     if on_row:
         for rid in reused["run_id"]:
             on_row(rid)

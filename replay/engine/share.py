@@ -107,3 +107,36 @@ def same_trace(source: Policy, probe: Probe, other: Policy, shapes: Shapes | Non
         if seen >= level:
             return False
     return True
+
+
+def share_rank(policies: list[Policy]) -> list[int]:
+    """Each policy's place in an order where those that differ only in their gates' levels are
+    next to each other, each group by its levels ascending (groups in the order they first
+    appear): replayed in that order, the settings one replay stands for (``same_trace``: levels
+    its gates never reached) come right after it, while it is still among the replays a sweep
+    keeps to compare with.  Any order gives the same rows."""
+    groups: dict[Any, int] = {}
+    keys = []
+    for i, policy in enumerate(policies):
+        usable = policy.usable_tokens
+        levels: list[int] = []
+        tiers = []
+        for t in policy.tiers:
+            level: int | None = None
+            trigger = None if isinstance(t, Custom) else t.trigger
+            if isinstance(t, Collapse) and trigger is None:
+                level, t = collapse.level_tokens(t, usable), dataclasses.replace(t, margin_frac=0.0)
+            elif trigger is not None and (level := trigger.level_tokens(usable)) is not None:
+                t = dataclasses.replace(t, trigger=dataclasses.replace(trigger, at_tokens=None,
+                                                                       at_frac=None))
+            levels.append(level or 0)
+            tiers.append(t)
+        try:
+            group = groups.setdefault(dataclasses.replace(policy, tiers=tuple(tiers)), len(groups))
+        except TypeError:  # a part that cannot be hashed: keep the order given
+            return list(range(len(policies)))
+        keys.append((group, levels, i))
+    rank = [0] * len(policies)
+    for r, (_, _, i) in enumerate(sorted(keys)):
+        rank[i] = r
+    return rank

@@ -112,3 +112,25 @@ def test_warming_the_workers_loads_every_run_in_each(sample_corpus: Corpus) -> N
     result = sweep(sample_corpus, grid, jobs=2)
     assert result.stats.n_units > 2 and result.stats.n_workers == 2
     assert result.stats.n_runs_loaded == 0
+
+
+def test_settings_are_replayed_in_an_order_that_lets_more_share(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """18 protected fractions inside 3 summary triggers: in the order given, a setting's
+    trigger-mates are 18 settings back, out of the 16 replays kept to compare with; in the
+    sweep's order (``share_rank``) they follow one another, and on runs that never reach the
+    lowest trigger one replay per fraction stands for all three.  Same rows either way."""
+    from analysis.sweep import core
+
+    grid = settings(load_policy("two-tier-corrected"), make_spec({
+        "tiers.1.trigger.at_tokens": [60000, 80000, 100000],
+        "tiers.0.protect.frac": [round(0.05 + 0.025 * i, 3) for i in range(18)]}))
+    assert unit.SHARED_SOURCES < 18
+    n_req = dict(zip(sample_corpus.runs["run_id"].to_pylist(),
+                     sample_corpus.runs["n_requests"].to_pylist()))
+    short = sorted(sample_corpus.replayable(), key=lambda r: (n_req[r], r))[:3]
+    ordered = sweep(sample_corpus, grid, jobs=1, run_ids=short)
+    monkeypatch.setattr(core, "share_rank", lambda policies: list(range(len(policies))))
+    as_given = sweep(sample_corpus, grid, jobs=1, run_ids=short)
+    assert ordered.table.equals(as_given.table)
+    assert ordered.stats.n_replays == 18 * len(short) < as_given.stats.n_replays

@@ -1,0 +1,46 @@
+"""The order a sweep replays its settings in (``replay.engine.share.share_rank``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.engine.share import share_rank
+from replay.policy import Policy, load_policy, replace_path
+from tests.strategies import policies
+
+
+def _setting(at_tokens: int, protect: float, margin: float) -> Policy:
+    policy = load_policy("two-tier-corrected")
+    for path, value in (("tiers.1.trigger.at_tokens", at_tokens),
+                        ("tiers.0.protect.frac", protect), ("tiers.2.margin_frac", margin)):
+        policy = replace_path(policy, path, value)
+    return policy
+
+
+def test_settings_differing_in_levels_only_come_together_lowest_levels_first() -> None:
+    """Groups (here: the protected fraction, not a level) in the order they first appear; inside
+    a group by the summary trigger, then by the emergency level (1 - margin: a wider margin is a
+    lower level)."""
+    given_order = [(80000, 0.3, 0.1), (40000, 0.05, 0.2), (40000, 0.3, 0.2),
+                   (80000, 0.05, 0.1), (40000, 0.3, 0.1), (80000, 0.05, 0.2)]
+    rank = share_rank([_setting(*p) for p in given_order])
+    ordered = [p for _, p in sorted(zip(rank, given_order))]
+    assert ordered == [(40000, 0.3, 0.2), (40000, 0.3, 0.1), (80000, 0.3, 0.1),
+                       (40000, 0.05, 0.2), (80000, 0.05, 0.2), (80000, 0.05, 0.1)]
+
+
+@given(st.lists(policies(), min_size=1, max_size=6))
+def test_the_rank_is_an_order_of_all_and_groups_keep_their_first_appearance(
+        drawn: list[Policy]) -> None:
+    """Every policy gets one place; copies under another name (a group of their own: the name
+    is not a level) all come after every group of the originals, which appear first."""
+    drawn = [dataclasses.replace(p, name="a") for p in drawn]
+    named = [*drawn, *(dataclasses.replace(p, name="b") for p in drawn), *drawn]
+    rank = share_rank(named)
+    assert sorted(rank) == list(range(len(named)))
+    names = [named[i].name for i in sorted(range(len(named)), key=rank.__getitem__)]
+    n = 2 * len(drawn)
+    assert names == ["a"] * n + ["b"] * len(drawn)
