@@ -230,16 +230,19 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
              "output_tokens": list(outputs),
              "truth_source": [plan.source] * n, **measured}
     given |= _induced_columns(env, n, given)
-    cols = empty_columns()
-    cols["requests"] = {name: given.pop(name) for name in RequestRow._fields}
+    cols = {"requests": {name: given.pop(name) for name in RequestRow._fields}}
     if given:
         raise AssertionError(f"replay.engine.fold: values for no requests column: {sorted(given)}")
     if env.action_rows:
         cols["actions"] = dict(zip(ActionRow._fields, map(list, zip(*env.action_rows))))
+    else:
+        cols |= empty_columns(("actions",))
     m = env.evictions.n
     if m:
         cols["evictions"] = dict(zip(EvictionRow._fields, (
             [run.run_id] * m, [policy.name] * m, *env.evictions.columns(run))))
+    else:
+        cols |= empty_columns(("evictions",))
     return cols
 
 

@@ -205,6 +205,8 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
     """Whether the trigger fires on the context as it is now."""
     if env.probe is not None:
         return _probed(trigger, ctx, env, env.probe)
+    if trigger.at_tokens is not None:  # the usual level, first (``threshold``: the level itself)
+        return harness_estimate(ctx, env) >= trigger.at_tokens
     if trigger.every_request:
         return True
     if trigger.never:
