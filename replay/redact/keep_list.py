@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from replay.redact.time_shift import DATE
+from replay.redact.time_shift import MOMENT
 
 KEEP_KEYS = frozenset({
     "type", "subtype", "role", "name", "id", "uuid", "parentUuid", "logicalParentUuid",
@@ -59,7 +59,7 @@ of it is hashed like a path, whatever it looks like (``Makefile`` too), and stay
 KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
 """The shape of a value kept under ``KEEP_KEYS``: one token of at most 128 characters (an id, an
 enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
-key.  A timestamp (``DATE``) is kept too."""
+key.  A timestamp (``MOMENT``, the whole value) is kept too."""
 PRODUCT_KEYS = frozenset({"originator"})
 """Keys of ``KEEP_KEYS`` whose value is a product name of up to three words (Codex's
 ``originator``: ``Codex Desktop``), kept when it has that shape (``PRODUCT_NAME``)."""
@@ -109,5 +109,5 @@ def keeps(key: str, value: str, extra: frozenset[str] = frozenset()) -> bool:
     and the value is one token or a timestamp.  The one definition of what survives redaction
     besides structure (keys outside data subtrees), numbers, booleans and nulls."""
     return (key in KEEP_KEYS or key in extra) and (
-        KEPT_VALUE.fullmatch(value) is not None or DATE.match(value) is not None
+        KEPT_VALUE.fullmatch(value) is not None or MOMENT.fullmatch(value) is not None
         or key in PRODUCT_KEYS and PRODUCT_NAME.fullmatch(value) is not None)

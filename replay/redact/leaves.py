@@ -47,8 +47,8 @@ from replay.redact.keep_list import (
 )
 from replay.redact.time_shift import (
     CLOCK_KEY,
-    DATE,
     EPOCH_KEYS,
+    MOMENT,
     TIME_KEYS,
     shift_date,
     shift_epoch,
@@ -295,7 +295,7 @@ class Redactor:
         return shift_epoch(value, self.shift_days)
 
     def _string(self, value: str, key: str) -> str:
-        if key in TIME_KEYS and DATE.match(value) and (self.shift_days or not self._data):
+        if key in TIME_KEYS and MOMENT.fullmatch(value) and (self.shift_days or not self._data):
             return self.shift(value)  # a moment: kept, moved by --shift-days
         if key == "encrypted_content" and value:
             return self.encrypted(value)

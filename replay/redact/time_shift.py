@@ -17,7 +17,7 @@ from replay.errors import ReplayError
 TIME_KEYS = frozenset({"timestamp", "ts", "created_at", "updated_at", "started_at",
                        "completed_at"})
 """Keys whose strings are moments (Codex's turn events write ``started_at`` / ``completed_at``
-as ISO strings): one that starts with a date is kept (moved by ``--shift-days``); one of another
+as ISO strings): one that is a moment (``MOMENT``) is kept (moved by ``--shift-days``); one of another
 shape gets a stand-in (``replay.redact.leaves``)."""
 EPOCH_KEYS = TIME_KEYS | {"created", "resets_at"}
 """Keys whose numbers are epoch times (OpenAI's ``created``, Codex's ``completed_at`` and rate
@@ -30,6 +30,11 @@ _EPOCH_S_MIN, _EPOCH_MS_MIN = 1e8, 1e11
 from 1e11 (1973 in milliseconds; year 5138 in seconds); a smaller one (a duration, an offset)
 is not a moment and is kept."""
 DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?)?"
+                    r"(?:Z|[+-]\d{2}(?::?\d{2})?)?")
+"""A moment as a whole string (``fullmatch``): an ISO date, then at most a time of day and an
+offset.  Only such a string under ``TIME_KEYS`` is kept (moved by ``--shift-days``): a text that
+merely begins with a date (``2026-08-03 call with Alice``) is the user's, never kept."""
 
 
 class ShiftOutOfRange(ReplayError):
