@@ -30,7 +30,7 @@ from typing import Any
 
 from replay.errors import ReplayError
 from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES, max_document_bytes
-from replay.ingest.parsers.inspect_eval_zip import MAX_ENTRIES, ZIP_ERRORS
+from replay.ingest.parsers.inspect_eval_zip import MAX_ENTRIES, ZIP_ERRORS, read_entry
 from replay.ingest.parsers.jsonl import loads
 from replay.redact.keep_list import KEPT_VALUE
 from replay.redact.leaves import Redactor
@@ -84,10 +84,7 @@ def read_members(data: bytes) -> list[tuple[str, Any]]:
                           f"the {budget:,} left of {max_bytes:,} for the file (raise it with "
                           f"{ENV_MAX_DOCUMENT_BYTES}=BYTES)")
         try:
-            with z.open(info) as f:
-                raw = f.read(budget + 1)
-            if len(raw) > budget:
-                raise ValueError(f"more than {budget:,} bytes uncompressed")
+            raw = read_entry(z, info, budget, max_bytes)
             value = loads(raw)
         except (*ZIP_ERRORS, RecursionError) as exc:
             raise Refused(f"zip member {shown}: not a JSON document redact can read "

@@ -25,6 +25,7 @@ from typing import Any
 from replay.errors import ReplayError
 from replay.ingest.parsers.atif import COMPACTION_WORDS
 from replay.ingest.parsers.codex_items import CONTEXTUAL
+from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC
 from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
 from replay.redact.eval_zip import Refused, member_name, read_members, write_members
 from replay.redact.keep_list import data_keys, enum_keys
@@ -37,7 +38,6 @@ WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent", "openhands", "atif
 """Formats ``redact`` writes as one JSON document (Inspect: also a ``.eval`` zip of them)."""
 SUPPORTED: tuple[str, ...] = tuple(dict.fromkeys((*JSON_LINES, *WHOLE_FILE)))
 _FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
-ZIP_MAGIC = b"PK"
 
 
 class Unredactable(ReplayError):

@@ -88,11 +88,7 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
             issues.append(Issue(src.path, 0, f"zip entry {name[:120]!r} is encrypted (skipped)"))
             continue
         try:
-            with z.open(info) as f:
-                raw = f.read(budget + 1)
-            if len(raw) > budget:  # the recorded size lied
-                raise ValueError(f"more than {budget:,} bytes uncompressed"
-                                 + (" (the file's total left)" if budget < max_bytes else ""))
+            raw = read_entry(z, info, budget, max_bytes)
             total += len(raw)
             value = loads(raw)
         except (*ZIP_ERRORS, RecursionError) as exc:
@@ -112,6 +108,23 @@ def read_eval_zip(src: Source, issues: list[Issue]) -> tuple[dict[str, Any], lis
                                          f"(raise it with {ENV_MAX_DOCUMENT_BYTES}=BYTES)"))
     samples.sort(key=lambda s: _sample_order(s[0]))
     return header or start, [v for _, v in samples]
+
+
+def read_entry(z: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int, max_bytes: int) -> bytes:
+    """Entry ``info``'s uncompressed bytes, at most ``budget`` (what is left of the file's
+    ``max_bytes``), no more than ``budget`` + 1 ever decompressed: the one bounded read of an
+    entry, for the ingest and for ``replay.redact.eval_zip``.
+
+    Raises:
+        ValueError: the entry is longer than ``budget`` (its recorded size lied).
+        One of ``ZIP_ERRORS``: a damaged entry.
+    """
+    with z.open(info) as f:
+        raw = f.read(budget + 1)
+    if len(raw) > budget:
+        raise ValueError(f"more than {budget:,} bytes uncompressed"
+                         + (" (the file's total left)" if budget < max_bytes else ""))
+    return raw
 
 
 _SAMPLE_NAME = re.compile(r"samples/(?!\.)[^/\\]+\.json")
