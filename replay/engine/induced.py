@@ -125,12 +125,15 @@ def file_in_context(st: InduceState, ctx: Context, b: int) -> bool:
     i = st.file_copy.get(key)
     if i is not None and ctx.induced.live(i):
         return True
+    # newest first: a trim cuts old blocks first, so the newest whole read in the context is
+    # usually untrimmed and this is one bisect, not a walk over every read since ``b``
     reads, trimmed = contents.whole_reads[key], ctx.trimmed
-    j = bisect.bisect_left(reads, max(b + 1, ctx.lo))
-    while j < len(reads) and reads[j] < ctx.hi:
+    first = max(b + 1, ctx.lo)
+    j = bisect.bisect_left(reads, ctx.hi) - 1
+    while j >= 0 and reads[j] >= first:
         if not trimmed[reads[j]]:
             return True
-        j += 1
+        j -= 1
     return False
 
 
