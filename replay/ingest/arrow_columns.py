@@ -9,8 +9,9 @@ to ``pa.array``.
 
 It takes exactly the values of the column's type (``bool`` is no ``int64``, an ``int`` is a
 ``float64``, a tuple is a list) and raises ``TypeError`` for any other value, ``OverflowError``
-for an integer beyond ``int64``, and ``UnicodeEncodeError`` for a string that is not valid
-Unicode (a lone surrogate), as ``pa.array`` does; the arrays equal ``pa.array``'s (a property
+for an integer beyond ``int64``, ``ValueError`` for an integer a ``float64`` would round (beyond
+2**53), and ``UnicodeEncodeError`` for a string that is not valid Unicode (a lone surrogate),
+as ``pa.array`` does; the arrays equal ``pa.array``'s (a property
 test checks it).
 
 Not here: which columns a table has (``replay.ingest.schema``), the tables
@@ -37,6 +38,7 @@ _ACCEPTED: dict[pa.DataType, frozenset[type]] = {
 _ZERO: dict[pa.DataType, Any] = {_STRING: "", _INT64: 0, _FLOAT64: 0.0, _BOOL: False}
 _LISTS = frozenset((list, tuple, _NONE))
 _DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+_EXACT = 2**53  # the largest magnitude up to which every integer is a float64
 
 
 def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
@@ -46,6 +48,7 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     Raises:
         TypeError: a value that is not of ``type_``.
         OverflowError: an integer beyond ``int64``.
+        ValueError: an integer of a ``float64`` column that it would round.
         UnicodeEncodeError: a string that is not valid Unicode.
     """
     if type_ == _STRING:
@@ -75,6 +78,10 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     if type_ == _INT64:
         return pa.Array.from_buffers(_INT64, n, [valid, pa.py_buffer(array("q", values))], nulls)
     if type_ == _FLOAT64:
+        if int in found:  # pa.array refuses an integer a float64 would round; so does this
+            inexact = next((v for v in values if type(v) is int and abs(v) > _EXACT), None)
+            if inexact is not None:
+                raise ValueError(f"integer {inexact} has no exact float64 value")
         return pa.Array.from_buffers(_FLOAT64, n, [valid, pa.py_buffer(array("d", values))],
                                      nulls)
     return pa.Array.from_buffers(_BOOL, n, [valid, _bits(bytes(values))], nulls)

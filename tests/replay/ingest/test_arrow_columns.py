@@ -67,6 +67,15 @@ def test_errors_as_pa_array_raises_them() -> None:
         column(["a\ud800"], pa.string())
 
 
+@pytest.mark.parametrize("value", [2**53 + 1, 2**53 + 2, -(2**53) - 1, 2**64])
+def test_an_integer_no_float64_holds_exactly_is_refused_as_pa_array_refuses_it(
+        value: int) -> None:
+    with pytest.raises(pa.ArrowInvalid):
+        pa.array([value], pa.float64())
+    with pytest.raises(ValueError):  # not rounded to the nearest float64, silently
+        column([1.5, value], pa.float64())
+
+
 def test_ingesting_imports_no_pandas(tmp_path: Any) -> None:
     """The point of the module: an ingest process never imports pandas (pyarrow's pa.array
     would, on its first call)."""
