@@ -84,7 +84,20 @@ def data_keys(fmt: str) -> frozenset[str]:
 
 READ_IN_DATA = frozenset({"trigger", "summary", "exit_code"})
 """Keys a parser reads inside a data subtree (Inspect's compaction trigger and summary flag, an
-exit code): kept, with their value when it is an enum (``KEPT_VALUE``)."""
+exit code): kept; their numbers and booleans too, their strings only as ``keeps_in_data``
+says."""
+ENUMS_IN_DATA = frozenset({"trigger"})
+"""Keys of ``READ_IN_DATA`` whose string value a parser reads as an enum (a compaction's
+``trigger``: ``auto``, ``manual``); a string under the others (``summary``, ``exit_code``: a
+flag and a number when a parser reads them) is the user's data."""
+
+
+def keeps_in_data(key: str, value: str) -> bool:
+    """Whether a string ``value`` under ``key`` inside a data subtree is kept as written: an
+    enum a parser reads there (``ENUMS_IN_DATA``) of one token (``KEPT_VALUE``)."""
+    return key in ENUMS_IN_DATA and KEPT_VALUE.fullmatch(value) is not None
+
+
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
                        "absolute_path", "cwd", "filePath", "workdir"})
 """Keys whose string values are paths: hashed."""

@@ -44,6 +44,7 @@ from replay.redact.keep_list import (
     PATH_KEYS,
     READ_IN_DATA,
     keeps,
+    keeps_in_data,
 )
 from replay.redact.time_shift import (
     CLOCK_KEY,
@@ -302,7 +303,7 @@ class Redactor:
         if value.startswith(ATTACHMENT) and KEPT_VALUE.fullmatch(value):
             return ATTACHMENT + self.ident(value[len(ATTACHMENT):])
         if self._data:
-            if key in READ_IN_DATA and KEPT_VALUE.fullmatch(value):
+            if keeps_in_data(key, value):
                 return value
             return self.path_hash(value) if key in PATH_KEYS and value else self.text(value)
         if not self._scope and (key in KEEP_KEYS or key in self.keep or key in TIME_KEYS):

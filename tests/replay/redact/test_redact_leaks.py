@@ -32,12 +32,12 @@ from replay.redact.keep_list import (
     DATA_KEYS,
     ID_KEYED,
     INPUT_ENUMS,
-    KEPT_VALUE,
     PATH_KEYED,
     READ_IN_DATA,
     data_keys,
     enum_keys,
     keeps,
+    keeps_in_data,
 )
 from replay.redact.secrets import scan
 from tests.conftest import REPO, SAMPLES
@@ -92,7 +92,7 @@ def _walk(value: object, key: str = "", scope: str = "", data: frozenset[str] = 
         if not isinstance(inner_doc, (dict, list)):  # a JSON text is searched in its parts
             yield value, scope == "" and keeps(key, value, enums) or value in _KEPT_ANYWHERE \
                 or scope == "input" and value in INPUT_ENUMS.get(key, ()) \
-                or scope == "data" and key in READ_IN_DATA and bool(KEPT_VALUE.fullmatch(value))
+                or scope == "data" and keeps_in_data(key, value)
             return
         # SWE-agent's replay_config is the run's configuration (structure); any other JSON
         # text is a tool's arguments or output (a tool input)
