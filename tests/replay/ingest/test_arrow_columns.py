@@ -45,6 +45,18 @@ def test_same_array_as_pa_array(type_: pa.DataType, data: st.DataObject) -> None
     assert built.equals(expected)
 
 
+@given(st.lists(st.none() | st.floats(allow_nan=False) | INT64, max_size=20))
+def test_float64_refuses_what_pa_array_refuses_and_builds_what_it_builds(
+        values: list[float | int | None]) -> None:
+    try:
+        expected = pa.array(values, pa.float64())
+    except pa.ArrowInvalid:  # an integer that float64 would round
+        with pytest.raises(ValueError):
+            column(values, pa.float64())
+    else:
+        assert column(values, pa.float64()).equals(expected)
+
+
 @pytest.mark.parametrize(("values", "type_"), [
     ([1, True], pa.int64()),
     (["a", 1], pa.string()),
