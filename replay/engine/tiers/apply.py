@@ -72,42 +72,29 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     No action is recorded when nothing was trimmed.
     """
     end = allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)
-    if until_est is None and type(sized) is list and len(sized) == 1:
-        # one block (a trim at every request usually finds one): no list, no loop
-        b, est, truth, n_bytes = sized[0]
-        if not ctx.lo <= b < end:
-            raise TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
-                                     f"[{ctx.lo}, {end}) or out of order")
-        # the tokens before it: what it invalidates, and the cache's prefix
-        # (Context.dirty_truth_before) if it is the earliest change since the request
-        before = ctx.truth_before(b)
-        invalidated = (max(0, env.prev_truth - env.fixed_truth - before) if env.prev_truth > 0
-                       else 0)
-        got_est, got_truth = ctx.set_block(b, est, truth, n_bytes, before)
-        applied, prev = [b], b
-    else:
-        applied, prev = [], ctx.lo - 1
-        invalidated = got_est = got_truth = 0
-        set_block = ctx.set_block
-        for b, est, truth, n_bytes in sized:
-            if until_est is not None and env.fixed_est + ctx.est() < until_est:
-                break
-            if not prev < b < end:
-                raise TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
-                                         f"[{ctx.lo}, {end}) or out of order")
-            if applied:
-                de, dt = set_block(b, est, truth, n_bytes)
-            else:  # the tokens before the first trimmed block, as above
-                before = ctx.truth_before(b)
-                if env.prev_truth > 0:
-                    invalidated = max(0, env.prev_truth - env.fixed_truth - before)
-                de, dt = set_block(b, est, truth, n_bytes, before)
-            got_est += de
-            got_truth += dt
-            applied.append(b)
-            prev = b
-        if not applied:
-            return _NOTHING
+    blocks = iter(sized)
+    first = next(blocks, None)
+    if first is None or until_est is not None and env.fixed_est + ctx.est() < until_est:
+        return _NOTHING
+    b, est, truth, n_bytes = first
+    if not ctx.lo <= b < end:
+        raise _misplaced(tier, b, ctx, end)
+    # the tokens before the first trimmed block: what it invalidates, and the cache's prefix
+    # (Context.dirty_truth_before) if it is the earliest change since the request
+    before = ctx.truth_before(b)
+    invalidated = max(0, env.prev_truth - env.fixed_truth - before) if env.prev_truth > 0 else 0
+    got_est, got_truth = ctx.set_block(b, est, truth, n_bytes, before)
+    applied, prev = [b], b
+    for b, est, truth, n_bytes in blocks:  # none for one block (a trim at every request)
+        if until_est is not None and env.fixed_est + ctx.est() < until_est:
+            break
+        if not prev < b < end:
+            raise _misplaced(tier, b, ctx, end)
+        de, dt = ctx.set_block(b, est, truth, n_bytes)
+        got_est += de
+        got_truth += dt
+        applied.append(b)
+        prev = b
     env.evictions.add_many(applied, env.request, tier, TRIMMED)
     if env.induce is not None:
         env.induce.removed(applied, env.request, tier)
@@ -120,6 +107,11 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
                   min_reclaim_tokens=min_reclaim_tokens,
                   protect_first_msg=protect_first_msg(ctx, end))
     return _new_trimmed(Trimmed, (len(applied), prev, got_est, got_truth))
+
+
+def _misplaced(tier: str, b: int, ctx: Context, end: int) -> TierInvariantError:
+    return TierInvariantError(f"{tier}: trims block {b} outside the allowed range "
+                              f"[{ctx.lo}, {end}) or out of order")
 
 
 _NOTHING = Trimmed(0, -1, 0, 0)
