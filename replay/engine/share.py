@@ -94,14 +94,10 @@ def same_trace(source: Policy, probe: Probe, other: Policy, shapes: Shapes | Non
     for a, b in differ:
         if type(a) is not type(b) or isinstance(a, Custom) or a.when != b.when:
             return False
-        if isinstance(a, Collapse) and isinstance(b, Collapse) and a.trigger is None:
-            if b.trigger is not None:
-                return False
-            seen, level = probe.shut(id(a)), collapse.level_tokens(b, usable)
-        else:
-            if b.trigger is None or a.trigger is None:
-                return False
-            seen, level = probe.shut(id(a.trigger)), b.trigger.level_tokens(usable)
+        gate_a, gate_b = _gate(a), _gate(b)
+        if gate_a is None or gate_b is None or (gate_a is a) != (gate_b is b):
+            return False
+        seen, level = probe.shut(id(gate_a)), _level(b, usable)
         if seen is None or level is None or b.trigger is not None and b.trigger.every_request:
             return False
         if seen >= level:
@@ -122,13 +118,12 @@ def share_rank(policies: list[Policy]) -> list[int]:
         levels: list[int] = []
         tiers = []
         for t in policy.tiers:
-            level: int | None = None
-            trigger = None if isinstance(t, Custom) else t.trigger
-            if isinstance(t, Collapse) and trigger is None:
-                level, t = collapse.level_tokens(t, usable), dataclasses.replace(t, margin_frac=0.0)
-            elif trigger is not None and (level := trigger.level_tokens(usable)) is not None:
-                t = dataclasses.replace(t, trigger=dataclasses.replace(trigger, at_tokens=None,
-                                                                       at_frac=None))
+            level = _level(t, usable)
+            if level is not None:  # the tier without its level
+                gate = _gate(t)
+                t = (dataclasses.replace(t, margin_frac=0.0) if gate is t else
+                     dataclasses.replace(t, trigger=dataclasses.replace(gate, at_tokens=None,
+                                                                        at_frac=None)))
             levels.append(level or 0)
             tiers.append(t)
         try:
@@ -140,3 +135,24 @@ def share_rank(policies: list[Policy]) -> list[int]:
     for r, (_, _, i) in enumerate(sorted(keys)):
         rank[i] = r
     return rank
+
+
+def _gate(tier: Any) -> Any:
+    """What gates ``tier`` and is probed (``Probe.shut`` by its id): a collapse tier without
+    trigger itself (its margin), else its trigger; None for a Python class or no trigger."""
+    if isinstance(tier, Custom):
+        return None
+    if isinstance(tier, Collapse) and tier.trigger is None:
+        return tier
+    return tier.trigger
+
+
+def _level(tier: Any, usable_tokens: int) -> int | None:
+    """The level ``tier``'s gate opens at (None: not a level gate)."""
+    gate = _gate(tier)
+    if gate is None:
+        return None
+    if gate is tier:
+        return collapse.level_tokens(tier, usable_tokens)
+    level: int | None = gate.level_tokens(usable_tokens)
+    return level
