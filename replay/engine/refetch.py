@@ -184,32 +184,34 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
                 events[key].append(b)
     returns: dict[str, list[Refetched]] = {}
     unapplied: dict[str, list[int]] = {}
+    whole_reads: dict[str, list[int]] = {}
     for key, found in events.items():
         found.sort()
-        f, out = _File(), []
+        f, out, wholes = _File(), [], []
         for b in found:
             if run.kind[b] == "tool_result":
-                _read(run, f, b)
+                if _read(run, f, b):
+                    wholes.append(b)
             elif run.op[b] == "write":
                 _write(run, f, b)
             elif f.whole and not _edit(f, run.text[b]):
                 unapplied.setdefault(key, []).append(b)
             out.append(f.now())
-        returns[key] = out
-    whole_reads = {key: [b for b in found if run.kind[b] == "tool_result"
-                         and not reads_part(run, run.call_of[b])]
-                   for key, found in events.items()}
+        returns[key], whole_reads[key] = out, wholes
     return FileContents(key_of, events, returns, whole_reads, unapplied)
 
 
-def _read(run: PreparedRun, f: _File, b: int) -> None:
+def _read(run: PreparedRun, f: _File, b: int) -> bool:
+    """Take read result ``b``; returns whether it read the whole file."""
     m = LINE_PREFIX.match(run.text[b])
     f.prefix, f.newest_read = (m.end() if m else 0), b
     if not reads_part(run, run.call_of[b]):
         f.whole, f.base, f.base_chars, f.base_lines = True, b, run.n_chars[b], 0
         f.delta_chars = f.delta_lines = 0
-    elif not f.whole and (f.base < 0 or run.n_chars[b] > run.n_chars[f.base]):
+        return True
+    if not f.whole and (f.base < 0 or run.n_chars[b] > run.n_chars[f.base]):
         f.base, f.base_chars, f.base_lines = b, run.n_chars[b], 0
+    return False
 
 
 def _write(run: PreparedRun, f: _File, b: int) -> None:
