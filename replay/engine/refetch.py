@@ -110,6 +110,9 @@ class FileContents:
     unapplied: dict[str, list[int]]
     """File key → its edits, ascending, whose arguments hold no replaced/new text pair (not
     applied: the size is an estimate)."""
+    stale: dict[str, list[int]]
+    """File key → per event (as ``events``), how many of ``unapplied`` a re-read made after it
+    misses: those since the newest whole content (a later whole read or write shows them)."""
 
     @property
     def edits_unapplied(self) -> int:
@@ -117,10 +120,13 @@ class FileContents:
         return sum(map(len, self.unapplied.values()))
 
     def unapplied_before(self, block: int, before: int) -> int:
-        """Edits of ``block``'s file before ``before`` not applied to what a re-read returns."""
+        """Edits of ``block``'s file before ``before`` not applied to what a re-read returns
+        (none before its whole content: that shows them)."""
         key = self.key_of.get(block)
-        got = self.unapplied.get(key) if key is not None else None
-        return bisect.bisect_left(got, before) if got else 0
+        if key is None or key not in self.unapplied:
+            return 0
+        i = bisect.bisect_left(self.events[key], before)
+        return self.stale[key][i - 1] if i else 0
 
     def refetch(self, run: PreparedRun, block: int, before: int) -> Refetched:
         """``refetch`` on this run's index."""
@@ -158,6 +164,8 @@ class _File:
     prefix: int = 0
     """Characters of the line-number prefix the newest read result shows (0: none)."""
     newest_read: int = -1
+    stale: int = 0
+    """Edits since ``base`` not applied (their replaced/new text unknown)."""
 
     def now(self) -> Refetched:
         chars = (self.base_chars + self.prefix * self.base_lines + self.delta_chars
@@ -185,9 +193,10 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
     returns: dict[str, list[Refetched]] = {}
     unapplied: dict[str, list[int]] = {}
     whole_reads: dict[str, list[int]] = {}
+    stale: dict[str, list[int]] = {}
     for key, found in events.items():
         found.sort()
-        f, out, wholes = _File(), [], []
+        f, out, wholes, missed = _File(), [], [], []
         for b in found:
             if run.kind[b] == "tool_result":
                 if _read(run, f, b):
@@ -196,9 +205,11 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
                 _write(run, f, b)
             elif f.whole and not _edit(f, run.text[b]):
                 unapplied.setdefault(key, []).append(b)
+                f.stale += 1
             out.append(f.now())
-        returns[key], whole_reads[key] = out, wholes
-    return FileContents(key_of, events, returns, whole_reads, unapplied)
+            missed.append(f.stale)
+        returns[key], whole_reads[key], stale[key] = out, wholes, missed
+    return FileContents(key_of, events, returns, whole_reads, unapplied, stale)
 
 
 def _read(run: PreparedRun, f: _File, b: int) -> bool:
@@ -207,7 +218,7 @@ def _read(run: PreparedRun, f: _File, b: int) -> bool:
     f.prefix, f.newest_read = (m.end() if m else 0), b
     if not reads_part(run, run.call_of[b]):
         f.whole, f.base, f.base_chars, f.base_lines = True, b, run.n_chars[b], 0
-        f.delta_chars = f.delta_lines = 0
+        f.delta_chars = f.delta_lines = f.stale = 0
         return True
     if not f.whole and (f.base < 0 or run.n_chars[b] > run.n_chars[f.base]):
         f.base, f.base_chars, f.base_lines = b, run.n_chars[b], 0
@@ -217,7 +228,7 @@ def _read(run: PreparedRun, f: _File, b: int) -> bool:
 def _write(run: PreparedRun, f: _File, b: int) -> None:
     args = _args(run.text[b]) or {}
     text = next((v for k in WRITE_ARGS if isinstance(v := args.get(k), str)), None)
-    f.whole, f.base, f.delta_chars, f.delta_lines = True, b, 0, 0
+    f.whole, f.base, f.delta_chars, f.delta_lines, f.stale = True, b, 0, 0, 0
     if text is None:  # no text to render: the call's characters, as before this rule
         f.base_chars, f.base_lines = run.n_chars[b], 0
     else:

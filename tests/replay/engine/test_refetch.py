@@ -130,3 +130,21 @@ def test_a_read_of_part_of_a_file() -> None:
     call = {run.call_id[k]: k for k in range(run.n_blocks) if run.kind[k] == "tool_call"}
     assert {c: reads_part(run, k) for c, k in call.items()} == {
         "r1": False, "r2": True, "r3": True, "s1": True, "s2": False, "s3": True}
+
+
+def test_an_edit_not_applied_counts_only_until_the_file_is_read_whole_again() -> None:
+    run = _run([
+        ("r", "Read", {"file_path": "a.py"}, NUMBERED),
+        ("e", "Edit", {"file_path": "a.py", "patch": "@@ -1 +1 @@"}, "ok"),
+        ("r2", "Read", {"file_path": "a.py"}, NUMBERED),
+    ])
+    result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
+              if run.kind[k] == "tool_result"}
+    call = {run.call_id[k]: k for k in range(run.n_blocks) if run.kind[k] == "tool_call"}
+    contents = file_contents(run)
+    assert contents.edits_unapplied == 1
+    # between the edit and the new whole read, the re-read's size misses the edit
+    assert contents.unapplied_before(result["r"], call["e"] + 1) == 1
+    # the second whole read shows the file as edited: nothing left unapplied
+    assert refetch(run, result["r"], run.n_blocks).block == result["r2"]
+    assert contents.unapplied_before(result["r"], run.n_blocks) == 0
