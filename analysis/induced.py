@@ -42,6 +42,9 @@ def induced_summary(requests: pd.DataFrame, actions: pd.DataFrame) -> pd.DataFra
     out["induced_rereads_repeat_n"] = repeats.reindex(idx, fill_value=0).to_numpy().astype("int64")
     invited = made[made["when"] == INDUCED_INVITED].groupby(keys).size()
     out["induced_rereads_invited_n"] = invited.reindex(idx, fill_value=0).to_numpy().astype("int64")
+    estimated = made[made["size_estimate"] != ""].groupby(keys).size()
+    out["induced_rereads_estimated_n"] = (estimated.reindex(idx, fill_value=0).to_numpy()
+                                          .astype("int64"))
     return out
 
 

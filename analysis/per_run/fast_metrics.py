@@ -38,11 +38,12 @@ from replay.policy import Policy
 __all__ = ["FLOAT_COLUMNS", "METRICS_VERSION", "METRIC_COLUMNS", "fast_metrics", "metrics_frame",
            "part_metrics"]
 
-METRICS_VERSION = "3"
+METRICS_VERSION = "4"
 """Bumped whenever a column changes meaning (sweep caches are keyed by it). 2: summarisation_n
 merged into n_summaries (#25 item 10).  3: ``cost_usd`` and
 ``cache_invalidation_invalidated_tokens`` include induced re-reads, and the
-``induced_rereads_*`` columns (``analysis.per_run.induced``)."""
+``induced_rereads_*`` columns (``analysis.per_run.induced``).  4:
+``induced_rereads_estimated_n`` (re-reads sized without an edit the replay cannot apply)."""
 
 
 def fast_metrics(facts: RunFacts, trace: Trace, policy: Policy,

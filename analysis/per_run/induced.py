@@ -23,18 +23,31 @@ INDUCED_NOTE = ("figures include induced work: re-reads the replay inserted wher
 """What every output says when its figures include induced re-reads."""
 
 
+def estimated_note(n_estimated: int) -> str:
+    """What an output says when ``n_estimated`` induced re-reads were sized as estimates
+    (``induced_rereads_estimated_n``); empty when none were."""
+    if not n_estimated:
+        return ""
+    return (f"{n_estimated} induced re-read(s) sized as estimates — of a file edited by an edit "
+            "the replay cannot apply (a patch, an unknown tool), or only ever read in parts "
+            "(sized as the largest part read, a lower bound): induced_rereads_estimated_n, "
+            "the traces' actions.size_estimate")
+
+
 def _fast_induced(inp: PartInput) -> dict[str, Any]:
     """Induced re-reads: made, their tokens and cost, capped, repeated."""
     rq, ac = inp.requests, inp.actions
     seen: set[int] = set()
-    capped = repeats = invited = 0
-    for kind, undone, msg, when in zip(ac["kind"], ac["undone"], ac["first_msg"], ac["when"]):
+    capped = repeats = invited = estimated = 0
+    for kind, undone, msg, when, estimate in zip(ac["kind"], ac["undone"], ac["first_msg"],
+                                               ac["when"], ac["size_estimate"]):
         if kind != INDUCED_REREAD:
             continue
         if undone:
             capped += 1
             continue
         invited += when == INDUCED_INVITED
+        estimated += bool(estimate)
         if msg in seen:
             repeats += 1
         else:
@@ -46,6 +59,7 @@ def _fast_induced(inp: PartInput) -> dict[str, Any]:
         "induced_rereads_capped_n": capped,
         "induced_rereads_repeat_n": repeats,
         "induced_rereads_invited_n": invited,
+        "induced_rereads_estimated_n": estimated,
     }
 
 
@@ -68,6 +82,10 @@ INDUCED = MetricPart("induced", (
           better="lower", label="induced re-read repeats"),
     _spec("invited_n", "count", "re-reads a placeholder asking for a re-call made at once "
           "(behaviour.invited_recall: immediate)", better="lower"),
+    _spec("estimated_n", "count", "re-reads whose size is an estimate (actions.size_estimate): "
+          "of a file edited by an edit the replay cannot apply (a patch, an unknown tool), or "
+          "only ever read in parts (sized as the largest part read, a lower bound)",
+          better="lower"),
 ), _fast_induced, needs_facts=False)
 METRICS: tuple[MetricPart, ...] = (INDUCED,)
 """The per-run ``induced_rereads_*`` metrics (``induced_summary`` computes the same with

@@ -35,7 +35,7 @@ from replay.policy.harness import TODAY_LEVEL_TOKENS, largest_prompt, resolve
 ROLLUP_METRICS: tuple[str, ...] = known(
     "n_requests", "tokens_sent", "peak_tokens", "overshoots_n", "overshoots_max_tokens",
     "n_summaries", "n_trims", "cache_invalidation_cached_share", "cost_usd",
-    "induced_rereads_n", "induced_rereads_tokens")
+    "induced_rereads_n", "induced_rereads_tokens", "induced_rereads_estimated_n")
 """The metrics a ``replay run`` row shows (names and values as in ``metrics()``)."""
 _PARTS = tuple(p for p in PARTS if set(p.names) & set(ROLLUP_METRICS))
 if any(p.needs_facts for p in _PARTS):  # the roll-up reads no store table: replay run's speed

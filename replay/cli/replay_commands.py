@@ -112,7 +112,8 @@ RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_t
                     totals={"n_requests": "sum", "tokens_sent": "sum", "peak_tokens": "max",
                             "overshoots_n": "sum", "overshoots_max_tokens": "max",
                             "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum",
-                            "induced_rereads_n": "sum", "induced_rereads_tokens": "sum"})
+                            "induced_rereads_n": "sum", "induced_rereads_tokens": "sum",
+                            "induced_rereads_estimated_n": "sum"})
 """The ``replay run`` table: ``analysis.per_run.rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
 
 
@@ -184,7 +185,7 @@ def run(
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
     from analysis.per_run import UNITS
-    from analysis.per_run.induced import INDUCED_NOTE
+    from analysis.per_run.induced import INDUCED_NOTE, estimated_note
     from analysis.policy_run import run_policy_to
 
     with _errors():
@@ -205,6 +206,8 @@ def run(
           layout=dataclasses.replace(RUN_LAYOUT, units=UNITS))
     if any(summary["induced_rereads_n"].to_pylist()) and not table.as_json:
         say(f"note: {INDUCED_NOTE}", err=True)
+        if note := estimated_note(sum(summary["induced_rereads_estimated_n"].to_pylist())):
+            say(f"note: {note}", err=True)
     left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request
         labels = run_labels(done.corpus.runs)

@@ -171,5 +171,5 @@ def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[i
                   threshold_tokens=0, n_blocks=1, first_msg=run.msg[b], last_msg=run.msg[b],
                   reclaimed_est_tokens=-(call_size[0] + result[0]),
                   reclaimed_tokens=-(call_size[1] + result[1]), invalidated=0, induced=True,
-                  when=when)
+                  when=when, size_estimate=st.plan.contents.estimate(b, ctx.hi))
     return True

@@ -35,7 +35,9 @@ newest read result of the file (the density of the file as rendered), else the w
 
 A read of part of a file (``reads_part``): a read call whose arguments hold a range
 (``PART_ARGS``: Claude Code's ``offset``/``limit``, the editors' ``view_range``, ...), or a shell
-read by ``head``/``tail`` (``PART_COMMANDS``).
+read that prints part of the file (``replay.ingest.ops.shell_reads_part``: ``sed -n '1,200p'``,
+``head``/``tail``, ``grep``, or a read piped on: ``nl -ba f | sed -n '583,600p'``; Codex's
+``["bash", "-lc", "..."]`` unwrapped first).
 
 Pure and deterministic; the per-run index is memoised in ``PreparedRun.memo``.  Not here: which
 blocks are fetched content and their keys (``replay.engine.needs``).
@@ -51,17 +53,23 @@ from typing import Any
 
 from replay.engine.needs import RunNeeds, norm_path, run_needs
 from replay.engine.prepared import PreparedRun
+from replay.ingest.ops import shell_reads_part, unwrap_argv
 
 PART_ARGS = frozenset({"offset", "limit", "view_range", "line_range", "start_line", "end_line"})
 """Read arguments that make a read one of part of the file."""
-PART_COMMANDS = frozenset({"head", "tail"})
-"""Shell readers that read part of a file."""
 WRITE_ARGS = ("content", "file_text", "contents")
 """Arguments of a whole-file write that hold the text written (Claude Code ``Write``, the
 editors' ``create``)."""
 EDIT_ARGS = (("old_string", "new_string"), ("old_str", "new_str"))
 """Argument pairs of an edit: the text replaced and its replacement (Claude Code ``Edit`` and
 ``MultiEdit``'s ``edits`` entries, the editors' ``str_replace``)."""
+UNAPPLIED_EDITS = "unapplied_edits"
+"""A re-read's size misses edits of the file the replay cannot apply (``FileContents.unapplied``)."""
+PARTS_ONLY = "parts_only"
+"""A re-read's size is the largest part of the file read so far (never read whole): a lower
+bound."""
+SIZE_ESTIMATES = (UNAPPLIED_EDITS, PARTS_ONLY)
+"""Why a re-read's size is an estimate (the trace's ``actions.size_estimate``; "" when exact)."""
 LINE_PREFIX = re.compile(r" *\d+(?:→|\t)")
 """A read result's line-number prefix, at the start of its first line."""
 
@@ -74,9 +82,8 @@ def reads_part(run: PreparedRun, call: int) -> bool:
         if PART_ARGS & args.keys():
             return True
         command = args.get("command", args.get("cmd"))
-        text = " ".join(map(str, command)) if isinstance(command, list) else str(command or "")
-    words = text.split()
-    return bool(words) and words[0].rsplit("/", 1)[-1] in PART_COMMANDS
+        text = unwrap_argv(command) if isinstance(command, list) else str(command or "")
+    return shell_reads_part(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +120,9 @@ class FileContents:
     stale: dict[str, list[int]]
     """File key → per event (as ``events``), how many of ``unapplied`` a re-read made after it
     misses: those since the newest whole content (a later whole read or write shows them)."""
+    parts_only: dict[str, list[bool]]
+    """File key → per event (as ``events``), whether the file was known only by reads of parts
+    of it then (a re-read made after it is sized as the largest part read: a lower bound)."""
 
     @property
     def edits_unapplied(self) -> int:
@@ -127,6 +137,19 @@ class FileContents:
             return 0
         i = bisect.bisect_left(self.events[key], before)
         return self.stale[key][i - 1] if i else 0
+
+    def estimate(self, block: int, before: int) -> str:
+        """Why what a re-read of ``block`` made with blocks ``[0, before)`` returns is an
+        estimate: ``UNAPPLIED_EDITS``, ``PARTS_ONLY``, or "" (exact, as this module defines it)."""
+        key = self.key_of.get(block)
+        if key is None:
+            return ""
+        i = bisect.bisect_left(self.events[key], before)
+        if not i:
+            return ""
+        if self.parts_only[key][i - 1]:
+            return PARTS_ONLY
+        return UNAPPLIED_EDITS if self.stale[key][i - 1] else ""
 
     def refetch(self, run: PreparedRun, block: int, before: int) -> Refetched:
         """``refetch`` on this run's index."""
@@ -194,9 +217,10 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
     unapplied: dict[str, list[int]] = {}
     whole_reads: dict[str, list[int]] = {}
     stale: dict[str, list[int]] = {}
+    parts_only: dict[str, list[bool]] = {}
     for key, found in events.items():
         found.sort()
-        f, out, wholes, missed = _File(), [], [], []
+        f, out, wholes, missed, parts = _File(), [], [], [], []
         for b in found:
             if run.kind[b] == "tool_result":
                 if _read(run, f, b):
@@ -208,8 +232,9 @@ def _index(run: PreparedRun, needs: RunNeeds) -> FileContents:
                 f.stale += 1
             out.append(f.now())
             missed.append(f.stale)
-        returns[key], whole_reads[key], stale[key] = out, wholes, missed
-    return FileContents(key_of, events, returns, whole_reads, unapplied, stale)
+            parts.append(not f.whole)
+        returns[key], whole_reads[key], stale[key], parts_only[key] = out, wholes, missed, parts
+    return FileContents(key_of, events, returns, whole_reads, unapplied, stale, parts_only)
 
 
 def _read(run: PreparedRun, f: _File, b: int) -> bool:

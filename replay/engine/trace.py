@@ -100,7 +100,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "14"
+TRACE_VERSION = "15"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -131,7 +131,7 @@ ACTIONS = _schema("actions", [
     ("first_msg", _I), ("last_msg", _I), ("reclaimed_tokens", _I), ("reclaimed_est_tokens", _I),
     ("invalidated_tokens", _I), ("undone", _B), ("failed", _B), ("summary_tokens", _I),
     ("context_after_tokens", _I), ("recorded_summary", _B), ("min_reclaim_tokens", _I),
-    ("protect_first_msg", _I), ("induced", _B),
+    ("protect_first_msg", _I), ("induced", _B), ("size_estimate", _S),
 ])
 EVICTIONS = _schema("evictions", [
     ("run_id", _S), ("policy", _S), ("msg", _I), ("block", _I), ("request", _I), ("tier", _S),
@@ -233,6 +233,11 @@ class ActionRow(NamedTuple):
     protect_first_msg: int | None
     induced: bool
     """The action is an induced re-read, or acted on one (a re-read trimmed again)."""
+    size_estimate: str
+    """An induced re-read whose size is an estimate, and why (``replay.engine.refetch``):
+    ``unapplied_edits`` — the file was edited since its newest whole content by an edit the
+    replay cannot apply (a patch, an unknown tool); ``parts_only`` — the file was only ever read
+    in parts (sized as the largest part read, a lower bound); "" otherwise."""
 
 
 class EvictionRow(NamedTuple):

@@ -84,7 +84,7 @@ def classify(tool: str, args: Any) -> OpPath:
         if name in _SHELL_TOOLS or name.endswith("shell") or "cmd" in args and name not in _NAMED:
             command = args.get("command", args.get("cmd", args.get("code", "")))
             if isinstance(command, list):
-                command = _unwrap_argv(command)
+                command = unwrap_argv(command)
             return classify_shell(str(command))
         op = _NAMED.get(name, "other")
         path = next((str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)), "")
@@ -107,6 +107,30 @@ def classify_shell(command: str) -> OpPath:
     """The operation and path of a shell command line (the first meaningful command counts)."""
     if "*** Begin Patch" in command and "apply_patch" in command:  # apply_patch <<'PATCH' heredoc
         return _classify_patch(command)
+    first = _first_command(command)
+    if first is None:
+        return OpPath("exec" if command.strip() else "other", "")
+    return _classify_words(*first)
+
+
+PART_READERS = frozenset({"head", "tail", "sed", "awk", "grep"})
+"""Shell readers that print part of a file (a range of lines, the lines that match)."""
+
+
+def shell_reads_part(command: str) -> bool:
+    """Whether a shell read prints only part of its file: its reader is one of
+    ``PART_READERS`` (``sed -n '1,200p' f``, ``head -50 f``), or its output is piped on to
+    another command (``nl -ba f | sed -n '583,600p'``, ``cat f | grep x``)."""
+    first = _first_command(command)
+    if first is None:
+        return False
+    words = first[0]
+    return words[0].rsplit("/", 1)[-1] in PART_READERS or "|" in words
+
+
+def _first_command(command: str) -> tuple[list[str], str] | None:
+    """The first meaningful command of a line (wrappers and ``VAR=value`` skipped; ``cd``,
+    ``export``, ``echo`` ... without a redirect skipped) as (its words, its part of the line)."""
     for part in _SPLIT.split(command):
         words = _words(part.strip())
         i = 0
@@ -118,8 +142,8 @@ def classify_shell(command: str) -> OpPath:
             ">" not in part
         ):
             continue
-        return _classify_words(words, part)
-    return OpPath("exec" if command.strip() else "other", "")
+        return words, part
+    return None
 
 
 def _classify_words(words: list[str], line: str) -> OpPath:
@@ -168,7 +192,7 @@ def _classify_patch(patch: str) -> OpPath:
     return OpPath("write" if action == "Add" else "edit", path.strip())
 
 
-def _unwrap_argv(argv: list[Any]) -> str:
+def unwrap_argv(argv: list[Any]) -> str:
     parts = [str(a) for a in argv]
     if len(parts) >= 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in (
         "-lc", "-c"

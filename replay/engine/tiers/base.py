@@ -298,7 +298,7 @@ def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_token
                   undone: bool = False, failed: bool = False, summary_tokens: int = 0,
                   recorded: bool = False, min_reclaim_tokens: int = 0,
                   protect_first_msg: int | None = None, induced: bool = False,
-                  when: str | None = None) -> None:
+                  when: str | None = None, size_estimate: str = "") -> None:
     """One actions row; ``reclaimed_est_tokens`` / ``reclaimed_tokens``: what the action took
     out by estimate / by truth; ``recorded``: the summary is the one the log recorded."""
     rows = env.action_rows
@@ -309,7 +309,7 @@ def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_token
         trigger_tokens, threshold_tokens, n_blocks, first_msg, last_msg, reclaimed_tokens,
         reclaimed_est_tokens, invalidated, undone, failed, summary_tokens,
         env.fixed_truth + ctx.truth(), recorded, min_reclaim_tokens, protect_first_msg,
-        induced)))
+        induced, size_estimate)))
 
 
 _new_row = tuple.__new__

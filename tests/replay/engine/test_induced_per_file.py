@@ -17,6 +17,7 @@ import pytest
 from replay.engine.fold import replay
 from replay.engine.trace import INDUCED_REREAD
 from replay.policy import load_policy
+from tests.replay.engine.raw_reads import read_whole
 
 
 def _file_reads(run) -> dict[int, tuple[str, bool]]:  # type: ignore[no-untyped-def]
@@ -32,10 +33,7 @@ def _file_reads(run) -> dict[int, tuple[str, bool]]:  # type: ignore[no-untyped-
             continue
         if not isinstance(args, dict) or not run.path[call]:
             continue
-        command = str(args.get("command", ""))
-        ranged = bool({"offset", "limit", "view_range"} & args.keys()) or command.split()[:1] in (
-            ["head"], ["tail"])
-        out[b] = (run.path[call].strip(), not ranged)
+        out[b] = (run.path[call].strip(), read_whole(args, run.text[call]))
     return out
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from replay.engine.prepared import PreparedRun, prepare
-from replay.engine.refetch import file_contents, reads_part, refetch
+from replay.engine.refetch import (
+    PARTS_ONLY,
+    UNAPPLIED_EDITS,
+    file_contents,
+    reads_part,
+    refetch,
+)
 from replay.ingest.parsers.builder import RunBuilder, Source
 from replay.ingest.run_tables import tokenize
 
@@ -126,10 +132,15 @@ def test_a_read_of_part_of_a_file() -> None:
         ("s1", "Bash", {"command": "head -20 a.py"}, "x"),
         ("s2", "Bash", {"command": "cat a.py"}, "x"),
         ("s3", "Bash", {"command": "/usr/bin/tail -n 5 a.py"}, "x"),
+        ("s4", "Bash", {"command": "cd /repo && nl -ba a.py | sed -n '583,600p'"}, "x"),
+        ("c1", "shell", {"command": ["bash", "-lc", "sed -n '1,200p' a.py"]}, "x"),
+        ("c2", "shell", {"command": ["bash", "-lc", "cat -n a.py"]}, "x"),
+        ("c3", "shell", {"command": ["/bin/bash", "-c", "cat a.py | grep def"]}, "x"),
     ])
     call = {run.call_id[k]: k for k in range(run.n_blocks) if run.kind[k] == "tool_call"}
     assert {c: reads_part(run, k) for c, k in call.items()} == {
-        "r1": False, "r2": True, "r3": True, "s1": True, "s2": False, "s3": True}
+        "r1": False, "r2": True, "r3": True, "s1": True, "s2": False, "s3": True, "s4": True,
+        "c1": True, "c2": False, "c3": True}
 
 
 def test_an_edit_not_applied_counts_only_until_the_file_is_read_whole_again() -> None:
@@ -145,6 +156,22 @@ def test_an_edit_not_applied_counts_only_until_the_file_is_read_whole_again() ->
     assert contents.edits_unapplied == 1
     # between the edit and the new whole read, the re-read's size misses the edit
     assert contents.unapplied_before(result["r"], call["e"] + 1) == 1
+    assert contents.estimate(result["r"], call["e"] + 1) == UNAPPLIED_EDITS
+    assert contents.estimate(result["r"], call["e"]) == ""  # before the edit: exact
     # the second whole read shows the file as edited: nothing left unapplied
     assert refetch(run, result["r"], run.n_blocks).block == result["r2"]
     assert contents.unapplied_before(result["r"], run.n_blocks) == 0
+    assert contents.estimate(result["r"], run.n_blocks) == ""
+
+
+def test_a_file_only_read_in_parts_is_a_lower_bound_until_read_whole() -> None:
+    run = _run([
+        ("p", "Read", {"file_path": "a.py", "offset": 10, "limit": 5}, NUMBERED),
+        ("s", "Bash", {"command": "sed -n '1,3p' a.py"}, "x"),
+        ("w", "Read", {"file_path": "a.py"}, NUMBERED),
+    ])
+    result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
+              if run.kind[k] == "tool_result"}
+    contents = file_contents(run)
+    assert contents.estimate(result["p"], result["s"] + 1) == PARTS_ONLY
+    assert contents.estimate(result["p"], result["w"] + 1) == ""

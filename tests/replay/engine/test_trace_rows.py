@@ -69,7 +69,7 @@ def test_record_action_puts_every_value_under_its_name() -> None:
              "n_blocks": 13, "first_msg": 14, "last_msg": 15, "reclaimed_est_tokens": 16,
              "reclaimed_tokens": 17, "invalidated": 18, "undone": True, "failed": False,
              "summary_tokens": 19, "recorded": True, "min_reclaim_tokens": 20,
-             "protect_first_msg": 21, "induced": True}
+             "protect_first_msg": 21, "induced": True, "size_estimate": "parts_only"}
     record_action(env, ctx, **given)  # type: ignore[arg-type]
     (row,) = env.action_rows
     assert isinstance(row, ActionRow)
