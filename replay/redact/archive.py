@@ -83,7 +83,8 @@ class RedactReport:
     n_paths: int
     n_stand_ins: int
     """Ids, enums and timestamps that could not be kept as written, each given a stand-in
-    (``replay.redact.leaves.Redactor.ident``), and attachment hashes."""
+    (``replay.redact.leaves.Redactor.ident``), and attachment hashes: distinct, in the copies
+    written (a refused file's are in none)."""
     salt_given: bool
     """Whether the caller gave the salt; else a random one, used for this archive only and
     kept nowhere."""
@@ -121,17 +122,20 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
     out = make_output_dir(out)
     redactor = Redactor(salt=secrets.token_hex(SALT_BYTES) if salt is None else salt,
                         shift_days=shift_days)
-    files = []
+    files, written = [], set()
     for (path, _root), rel in zip(found, archive_names(paths, found)):
+        redactor.used.clear()
         try:
             files.append(_one(path, rel, out, redactor))
         except ShiftOutOfRange as exc:
             files.append(RedactedFile(rel, "", False, "", 0, 0, 0,
                                       (Issue(str(path), 0, f"not written: {exc}"),)))
+        if files[-1].written:  # a refused file's hashes and stand-ins are in no copy
+            written |= redactor.used
         if on_file:
             on_file(rel)
-    return RedactReport(out, tuple(files), len(redactor.paths), len(redactor.idents),
-                        salt is not None)
+    n_paths = sum(k.startswith("path\0") for k in written)
+    return RedactReport(out, tuple(files), n_paths, len(written) - n_paths, salt is not None)
 
 
 SALT_BYTES = 16

@@ -133,6 +133,9 @@ class Redactor:
     idents: dict[str, str] = field(default_factory=dict)
     """Original id, enum or timestamp of another shape than ``KEPT_VALUE`` → its stand-in
     (``ident``; the same for the whole archive)."""
+    used: set[str] = field(default_factory=set)
+    """The keys of ``idents`` and ``paths`` given out since ``used`` was last emptied (the
+    archive counts those of the files it wrote: a refused file's are in no copy)."""
 
     def ident(self, value: str) -> str:
         """The stand-in of an id, an enum or a timestamp not kept as written (a space in it,
@@ -142,6 +145,8 @@ class Redactor:
         if value and value not in self.idents:
             digest = hashlib.sha256(f"{self.salt}\0id\0{value}".encode("utf-8", "surrogatepass"))
             self.idents[value] = f"x{digest.hexdigest()[:16]}"
+        if value:
+            self.used.add("id\0" + value)
         return self.idents.get(value, value)
 
     def path_hash(self, path: str) -> str:
@@ -154,6 +159,7 @@ class Redactor:
             ext = m.group(0) if (m := _EXT.search(tail)) and tail != m.group(0) else ""
             got = self.paths[path] = (f"p{digest.hexdigest()[:12]}{ext}"
                                       + ("/" if path.endswith("/") and path != "/" else ""))
+        self.used.add("path\0" + path)
         return got
 
     def file_path(self, rel: str) -> str:

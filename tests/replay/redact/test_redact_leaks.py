@@ -272,3 +272,19 @@ def test_a_file_name_of_up_to_255_bytes_is_written(tmp_path_factory: pytest.Temp
     report = redact([tmp / "in"], tmp / "out")
     assert [f.written for f in report.files] == [True, True], [str(i) for i in report.issues]
     assert all(len(f.archived_as.encode()) <= 120 for f in report.files)
+
+
+def test_a_refused_files_stand_ins_are_not_counted(tmp_path: Path) -> None:
+    """The summary's stand-ins and hashed paths are those of the copies written: a file refused
+    after some of its ids were given stand-ins (a later date leaves the calendar) is in no
+    copy, and neither are they."""
+    _session(tmp_path / "in" / "a.jsonl", "2020-06-15T10:40:00.000Z")
+    alone = redact([tmp_path / "in"], tmp_path / "alone", shift_days=5)
+    _session(tmp_path / "in" / "b.jsonl", "2020-06-15T10:40:00.000Z")
+    recs = [json.loads(line) for line in (tmp_path / "in" / "b.jsonl").read_text().splitlines()]
+    recs[0]["sessionId"] = "a session id with spaces"  # not kept as written: a stand-in
+    recs[1]["timestamp"] = "9999-12-30T10:40:00.000Z"  # shifted 5 days: past year 9999
+    (tmp_path / "in" / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    both = redact([tmp_path / "in"], tmp_path / "out", shift_days=5)
+    assert {f.source: f.written for f in both.files} == {"a.jsonl": True, "b.jsonl": False}
+    assert (both.n_stand_ins, both.n_paths) == (alone.n_stand_ins, alone.n_paths)
