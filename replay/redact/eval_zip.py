@@ -100,7 +100,7 @@ def member_name(name: str, redactor: Redactor) -> str:
         return name
     if m := _SAMPLE.fullmatch(name):
         ident = m.group(1)
-        kept = ident if KEPT_VALUE.fullmatch(ident) else redactor.ident(ident)
+        kept = redactor.kept_id(ident) if KEPT_VALUE.fullmatch(ident) else redactor.ident(ident)
         return f"samples/{kept}_epoch_{m.group(2)}.json"
     return redactor.file_path(name)
 

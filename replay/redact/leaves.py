@@ -53,6 +53,7 @@ from replay.redact.time_shift import (
     TIME_KEYS,
     shift_date,
     shift_epoch,
+    shift_ids,
 )
 
 COMMAND_KEYS = frozenset({"command", "cmd"})
@@ -177,9 +178,10 @@ class Redactor:
         m = _LOG_SUFFIX.search(name)
         stem, suffix = (name[:m.start()], m.group(0)) if m and m.start() else (name, "")
         if len(stem) <= _MAX_KEPT_NAME and (dated := _DATED_NAME.fullmatch(stem)):
-            return dated.group(1) + self.shift(dated.group(2)) + dated.group(3) + suffix
+            return (dated.group(1) + self.shift(dated.group(2)) + self.kept_id(dated.group(3))
+                    + suffix)
         if len(stem) <= _MAX_KEPT_NAME and _ID_NAME.fullmatch(stem):
-            return stem + suffix
+            return self.kept_id(stem) + suffix
         prefix = "agent-" if stem.startswith("agent-") else ""
         digest = hashlib.sha256((self.salt + "\0name\0" + stem).encode("utf-8", "surrogatepass"))
         return f"{prefix}f{digest.hexdigest()[:12]}{suffix}"
@@ -293,6 +295,11 @@ class Redactor:
             out["command"] = command
         return out
 
+    def kept_id(self, value: str) -> str:
+        """An id kept as written, the moments inside it moved by ``shift_days``
+        (``replay.redact.time_shift.shift_ids``)."""
+        return shift_ids(value, self.shift_days)
+
     def shift(self, value: str) -> str:
         """``value`` with its date moved by ``shift_days`` (``replay.redact.time_shift``)."""
         return shift_date(value, self.shift_days)
@@ -314,7 +321,7 @@ class Redactor:
             return self.path_hash(value) if key in PATH_KEYS and value else self.text(value)
         if not self._scope and (key in KEEP_KEYS or key in self.keep or key in TIME_KEYS):
             # inside a tool input a "name" may be anything
-            return value if keeps(key, value, self.keep) else self.ident(value)
+            return self.kept_id(value) if keeps(key, value, self.keep) else self.ident(value)
         if self._scope and value in INPUT_ENUMS.get(key, ()):
             return value
         if key in PATH_KEYS and (self._scope or key != "filename"):  # an attached file's name

@@ -103,11 +103,14 @@ def _any_of(texts: dict[str, str]) -> re.Pattern[str] | None:
 def _expected(col: str, values: list[Any], redactor: Redactor,
               stand_ins: _StandIns) -> list[Any]:
     """The original's column as the redacted copy should read it (paths as their hashes, ids
-    and timestamps that could not be kept as their stand-ins, timestamps shifted)."""
+    and timestamps that could not be kept as their stand-ins, timestamps shifted, the moments
+    inside kept ids too)."""
     if col == "path":
         return [redactor.path_hash(v) if v else v for v in values]
     if stand_ins.pattern is not None:
         values = [stand_ins.text(v) if isinstance(v, str) else v for v in values]
     if col == "ts" and redactor.shift_days:
         return [redactor.shift(v) if isinstance(v, str) else v for v in values]
+    if redactor.shift_days:  # the moments inside ids kept as written moved with the dates
+        return [redactor.kept_id(v) if isinstance(v, str) else v for v in values]
     return values

@@ -3,8 +3,10 @@
 
 A moment is an ISO date at the start of a string under ``TIME_KEYS``, or an epoch number (in
 seconds, or milliseconds) under ``EPOCH_KEYS`` or inside a ``time`` object (OpenCode).  Not
-moved: a time inside an id (a UUIDv7, a Gemini CLI call id ``run_shell_command-<ms>-0``),
-which must stay as written so calls and results still pair, and a date inside a model name.
+moved: a date inside a model name.  A time inside an id kept as written — a UUIDv7's 48-bit
+milliseconds, a Gemini CLI call id's ``run_shell_command-<ms>-0`` — moves with the dates
+(``shift_ids``): the same for every occurrence, so calls and results still pair, and the id no
+longer tells the moment the dates were moved to hide.
 """
 
 from __future__ import annotations
@@ -87,3 +89,41 @@ def shift_epoch(value: float, shift_days: int) -> float:
         raise ShiftOutOfRange(f"--shift-days {shift_days} moves the epoch time "
                               f"{value} outside the years 1-9999") from None
     return moved
+
+
+UUID7 = re.compile(r"\b([0-9a-fA-F]{8})-([0-9a-fA-F]{4})(-7[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}"
+                   r"-[0-9a-fA-F]{12})\b")
+"""A UUIDv7: its first 48 bits are the Unix time in milliseconds."""
+ID_EPOCH_MS = re.compile(r"(?<=-)1\d{12}(?=-|$)")
+"""Milliseconds since the epoch between dashes inside an id (2001-2286: Gemini CLI's
+``<tool>-<ms>-<n>`` call ids)."""
+_DAY_MS = 86_400_000
+
+
+def shift_ids(value: str, shift_days: int) -> str:
+    """``value`` (an id kept as written) with the moments inside it moved by ``shift_days``:
+    each UUIDv7's milliseconds and each ``ID_EPOCH_MS``; equal values stay equal, distinct
+    ones distinct.
+
+    Raises:
+        ShiftOutOfRange: a moved UUIDv7 time is before 1970 or past its 48 bits.
+    """
+    if not shift_days or "-" not in value:
+        return value
+    return ID_EPOCH_MS.sub(lambda m: _moved_ms(int(m.group(0)), shift_days),
+                           UUID7.sub(lambda m: _moved_uuid7(m, shift_days), value))
+
+
+def _moved_uuid7(m: re.Match[str], shift_days: int) -> str:
+    ms = int(m.group(1) + m.group(2), 16) + shift_days * _DAY_MS
+    if not 0 <= ms < 1 << 48:
+        raise ShiftOutOfRange(f"--shift-days {shift_days} moves the time of the UUIDv7 "
+                              f"{m.group(0)} outside what it can hold")
+    digits = f"{ms:012x}"
+    if m.group(1).isupper() or m.group(2).isupper():
+        digits = digits.upper()
+    return f"{digits[:8]}-{digits[8:]}{m.group(3)}"
+
+
+def _moved_ms(ms: int, shift_days: int) -> str:
+    return str(int(shift_epoch(ms, shift_days)))

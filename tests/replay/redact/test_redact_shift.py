@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 import zipfile
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.redact import redact
+from replay.redact.time_shift import ShiftOutOfRange, shift_ids
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -98,3 +100,45 @@ def test_shift_days_moves_every_timestamp_of_every_format(folder: str, tmp_path:
         left_dates, left_numbers = _moments(copy)
         assert left_dates <= moved_dates, (f.source, sorted(left_dates - moved_dates))
         assert left_numbers <= moved_numbers, (f.source, sorted(left_numbers - moved_numbers))
+
+
+def _times_in_ids(path: Path) -> set[int]:
+    """The milliseconds inside the ids written in ``path`` (its text whole, names included):
+    each UUIDv7's (``uuid.UUID(...).version == 7``, its first 48 bits) and each ``-<13
+    digits>-`` of a call id (Gemini CLI's ``run_shell_command-<ms>-0``)."""
+    text = path.name + "\n" + "\n".join(json.dumps(d) for d in _documents(path))
+    out = set()
+    for m in re.finditer(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                         r"[0-9a-fA-F]{12}", text):
+        u = uuid.UUID(m.group(0))
+        if u.version == 7:
+            out.add(int(u.hex[:12], 16))
+    out.update(int(m) for m in re.findall(r"[a-z_]-(1\d{12})(?=-|\")", text))
+    return out
+
+
+@pytest.mark.parametrize("where", [FIXTURES / "gemini_cli", REPO.parent / "shared" /
+                                   "logs-sample" / "codex"], ids=["gemini_cli", "codex"])
+def test_a_time_inside_an_id_moves_with_the_dates(where: Path, tmp_path: Path) -> None:
+    """A UUIDv7 (Codex session ids, in the records and the file names) and a Gemini CLI call
+    id carry the moment they were made: with --shift-days the copy holds them moved by the
+    days asked, never as recorded (calls and results still pair: every file reads back)."""
+    report = redact([where], tmp_path / "out", shift_days=DAYS, salt="t")
+    checked = 0
+    for f in report.files:
+        assert f.written and not f.issues, (f.source, [i.reason for i in f.issues])
+        before = _times_in_ids(where / f.source)
+        after = _times_in_ids(tmp_path / "out" / f.archived_as)
+        assert after == {ms + DAYS * 86_400_000 for ms in before}, f.source
+        checked += len(before)
+    assert checked >= 4
+
+
+def test_shift_ids_keeps_ids_distinct_and_refuses_a_time_before_1970() -> None:
+    a, b = "019a93b9-f380-7600-98ff-940e6b99603c", "019A93B9-F381-7600-98FF-940E6B99603C"
+    moved = {shift_ids(v, 1) for v in (a, b, a)}
+    assert len(moved) == 2 and shift_ids(b, 1).isupper()
+    assert shift_ids(a, 0) == a and shift_ids("cf4def41-21e0-4b91-adb4-5397c1492084", 9) == (
+        "cf4def41-21e0-4b91-adb4-5397c1492084")  # a UUIDv4 holds no time
+    with pytest.raises(ShiftOutOfRange):
+        shift_ids(a, -30_000)
