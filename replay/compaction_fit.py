@@ -18,7 +18,8 @@ recorded usage):
   ``replay.engine.truth.reattached_tokens``; against the calibration's overhead when the log starts at
   the compaction): the files, todo list and hook output the harness re-attached without
   writing them to the log (None without usage after it);
-- ``files_tokens_by_count``: what the files model (the last ``files`` files read, capped)
+- ``files_tokens_by_count``: what the files model (the last ``files`` files read, those over the
+  per-file cap named, not attached: ``replay.engine.tiers.restore.pick_files``)
   re-attaches at that boundary, in the same units.
 
 The fit (``fit_compactions``): summary tokens = base + per-summarised × summarised tokens by
@@ -183,8 +184,7 @@ def _said(n: int) -> str:
 
 def _files_tokens(run: PreparedRun, boundary: int, counts: list[int],
                   scale: float) -> tuple[int, ...]:
-    cap = DEFAULT.file_max_tokens
-    return tuple(round(scale * sum(min(counts[b], cap) for b in pick_files(
+    return tuple(round(scale * sum(counts[b] for b in pick_files(
         run, boundary, replace(DEFAULT, files=k), counts))) for k in range(MAX_FILES + 1))
 
 

@@ -176,7 +176,8 @@ class Restore:
     """Re-attach the last this many files read before the cut (each file's newest read result,
     in reading order), as Claude Code does after a compaction (0: none)."""
     file_max_tokens: int = 5000
-    """Each re-attached file is cut to this many estimated tokens."""
+    """A file over this many estimated tokens is not re-attached (Claude Code names it instead:
+    ``replay.engine.tiers.restore``)."""
     files_max_tokens: int = 50000
     """Re-attached files stop before this total (estimated tokens)."""
 

@@ -73,7 +73,7 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
                        len(text.encode("utf-8", "surrogatepass")))
     head = [*kept_first(ctx, split, tier.keep_first_messages), summary,
             *reinserted(ctx, env, split, tier.reinsert, tier.reinsert_user_tokens),
-            *restored_files(tier.restore, ctx, env, split)]
+            *restored_files(tier.restore, ctx, split)]
     apply_cut(ctx, env, split, head, tier=tier.name, kind=SUMMARISE, fate=SUMMARISED,
               protect_from=ctx.newest_output_start(), trigger_tokens=harness_estimate(ctx, env),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
