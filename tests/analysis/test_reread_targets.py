@@ -9,8 +9,12 @@ naive rule beside them.
 
 The per-session tokens target (within +-30 % in every session) is met in 3 of the 5 sessions and
 not asserted: in ae4a77f8 the agent re-read parts of files it had read whole (a re-read is
-predicted whole: the range read last does not tell the range read next), in fa812bfe it re-read
-a file nothing before names (a recall miss); ``python benchmarks/fidelity.py`` prints them."""
+predicted whole: the range read last does not tell the range read next; hooks_controller.ex was
+among the files the harness re-attached, and the agent read the 20 lines it meant to edit), in
+fa812bfe it re-read a file nothing before names (a recall miss: one of the two files it edited
+last, over 5,000 tokens, so named by the harness but not attached); the README's fidelity
+paragraph gives the rules measured against them and rejected; ``python benchmarks/fidelity.py``
+prints them."""
 
 from __future__ import annotations
 
