@@ -25,14 +25,16 @@ Not here: per-tool breakdowns (the trace keeps only the categories).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 
 from analysis._numeric import floats
 from analysis.per_run.arg_share import METRICS
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
+    from matplotlib.axes import Axes
 
 SHARES: tuple[str, ...] = ("args", "write", "results", "other")
 """Share names; the per-request columns are ``<name>_share``."""
@@ -113,6 +115,8 @@ def plot_arg_share(df: pd.DataFrame, *, ax: Axes | None = None,
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
         name = (labels or {}).get(rid, rid)

@@ -34,11 +34,10 @@ Not here: the cache model itself (``replay.engine.cache``), summary frequency.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 
 from analysis._numeric import floats
 from analysis.metric_spec import DEFAULT_PARAMS
@@ -46,6 +45,9 @@ from analysis.per_run.cache_invalidation import METRICS
 from analysis.per_run.stats import ratio
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 from replay.policy import Policy
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
+    from matplotlib.axes import Axes
 
 
 def cache_invalidation(requests: pd.DataFrame, policy: Policy) -> pd.DataFrame:
@@ -184,6 +186,8 @@ def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None,
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
         share = ratio(g["cached_tokens"].sum(), g["truth_tokens"].sum())

@@ -31,13 +31,16 @@ Not here: what the tiers did about it (``analysis.summarisation``, the actions t
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 
 from analysis._numeric import floats
 from analysis.per_run.overshoots import METRICS
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
+    from matplotlib.axes import Axes
 
 
 def overshoots(requests: pd.DataFrame, *, compactions: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -138,6 +141,8 @@ def plot_overshoots(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     series = [(f"{pol}: estimate vs truth", g["est_error_frac"].dropna())
               for pol, g in df.groupby("policy", sort=True)]

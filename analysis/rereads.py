@@ -48,16 +48,17 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.axes import Axes
 
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.rereads import METRICS
 from analysis.placeholders import lint_placeholders
 from replay.engine.trace import FATES
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
+    from matplotlib.axes import Axes
 
 __all__ = ["CLASSES", "FATES", "REREADS_COLUMNS", "lint_placeholders", "plot_rereads", "rereads",
            "rereads_summary"]
@@ -168,6 +169,8 @@ def plot_rereads(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
     again = df[df["is_read"] & (df["reread_class"] != "first")]
     counts = (again.groupby(["policy", "reread_class"]).size().unstack(fill_value=0)

@@ -37,16 +37,18 @@ Not here: what a summary contains (the stub summariser), cache effects
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 
 from analysis._numeric import floats, nullable_ints
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.summarisation import METRICS
 from replay.engine.trace import SUMMARY_KINDS
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
+    from matplotlib.axes import Axes
 
 
 def recorded_compactions(messages: pd.DataFrame, recorded_requests: pd.DataFrame) -> pd.DataFrame:
@@ -163,6 +165,8 @@ def plot_summarisation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (pol, src), g in df.groupby(["policy", "source"], sort=True):
         g = g.dropna(subset=["request", "context_after_tokens"])

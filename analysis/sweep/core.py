@@ -41,7 +41,6 @@ from analysis.sweep.cache import (
 from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.execute import auto_jobs, dask_client, execute, plan
 from analysis.sweep.grid import Setting
-from analysis.sweep.plots import write_plots
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
 from replay.engine.share import share_rank
@@ -213,6 +212,8 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         written.append(out / "chosen.yaml")
         atomic_write_bytes(written[-1], text.encode(), within=out)
     if plots and len(result.table):
+        from analysis.sweep.plots import write_plots  # matplotlib only when plots are drawn
+
         written += write_plots(result.table, result.params, out, jobs=jobs,
                                on_figure=on_figure)
     return written

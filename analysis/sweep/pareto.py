@@ -20,15 +20,17 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 
 from analysis.metrics import METRIC_COLUMNS, known
 from analysis.run_totals import combine
 from replay.errors import ReplayInputError
+
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
+    from matplotlib.axes import Axes
 
 ALIASES: dict[str, str] = {
     "overshoots": "overshoots_n",
@@ -173,6 +175,8 @@ def plot_pareto(frame: pd.DataFrame, x: str, y: str, *, minimise_y: bool = True,
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4.5))[1]
     front = pareto_front(frame, x, y, minimise_y=minimise_y)
     ax.scatter(frame[x], frame[y], s=12, color="0.6", label=f"settings ({len(frame)})")
@@ -204,6 +208,8 @@ def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[s
     Returns:
         The axes drawn on.
     """
+    import matplotlib.pyplot as plt
+
     ax = ax if ax is not None else plt.subplots(figsize=(5, 3.5))[1]
     others = [p for p in params if p != param]
     # only the columns drawn: grouping a sweep's ~80 metric columns per panel was slow

@@ -191,9 +191,10 @@ def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path
 
 
 def test_replay_run_without_a_report_does_not_load_the_plotting_stack(tmp_path: Path) -> None:
-    """``replay run`` (the main job) imports matplotlib only for ``--report``: loading it cost
-    ~1 s of a ~3 s run (the main job got 30 % slower when ``run_policy_to`` imported the report
-    module at the top)."""
+    """``replay run`` (the main job) imports matplotlib only for ``--report``, ``replay sweep``
+    only to draw its plots: loading it cost ~1 s of a ~3 s run (the main job got 30 % slower
+    when ``run_policy_to`` imported the report module at the top; a sweep with ``--no-plots``
+    loaded it through the metric modules' plot functions until they imported it inside)."""
     import subprocess
     import sys
 
@@ -205,6 +206,11 @@ def test_replay_run_without_a_report_does_not_load_the_plotting_stack(tmp_path: 
         f"r = CliRunner().invoke(app, ['run', '--policy', 'two-tier-corrected', "
         f"{str(repo / 'logs' / 'write-heavy.jsonl')!r}, '--out', {str(tmp_path / 'o')!r}, "
         f"'--cache-dir', {str(tmp_path / 'c')!r}, '-q'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        f"r = CliRunner().invoke(app, ['sweep', {str(repo / 'logs' / 'write-heavy.jsonl')!r}, "
+        "'-p', 'two-tier-corrected', '--axis', 'tiers.0.protect.frac=0.1,0.3', '--no-plots', "
+        f"'--no-cache', '--out', {str(tmp_path / 's')!r}, '--cache-dir', "
+        f"{str(tmp_path / 'c')!r}, '-q'])\n"
         "assert r.exit_code == 0, r.output\n"
         "print('matplotlib' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo,
