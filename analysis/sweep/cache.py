@@ -8,8 +8,8 @@ default; named by ``safe_names.file_name`` of the run id), one row per setting, 
   store's tokenizers and schema version (the tail of its store entry key), the
   engine's ``TRACE_VERSION`` and ``fast_metrics.METRICS_VERSION``.
 
-A row is reused only when both keys match; rows of another ``run_key`` are
-dropped the next time the run's file is written.  Each file carries in its metadata the run id
+A row is reused only when both keys match; rows of another ``run_key`` (or a file of another
+``CACHE_FORMAT``) are dropped the next time the run's file is written.  Each file carries in its metadata the run id
 and the ``run_key`` it answers and a checksum of its rows: a file that fails them (copied over
 another run's, edited, truncated) is dropped, counted (``SweepStats.n_cache_dropped``) and
 rewritten after its rows are replayed again.  Files are replaced atomically
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analysis.per_run.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
@@ -85,31 +86,43 @@ def read_cached(cache_dir: Path, run_id: str, key: str) -> Cached:
 
     A file is believed only when it answers this run and key (its metadata and every row's
     ``run_id``) and its rows match the checksum written with them; a file of another
-    ``run_key`` is stale (no rows, not damaged); anything else is damaged (no rows).
+    ``run_key`` or of another ``CACHE_FORMAT`` is stale (no rows, not damaged); anything else
+    is damaged (no rows).
 
     Args:
         cache_dir: the cache directory.
         run_id: the run.
         key: ``run_key`` of the run as it is now.
     """
+    table, damaged = _read_table(cache_dir, run_id, key)
+    if table is None:
+        return Cached(rows_frame([]), damaged=damaged)
+    return Cached(table.select(list(ROW_COLUMNS)).to_pandas())
+
+
+def _read_table(cache_dir: Path, run_id: str, key: str) -> tuple[pa.Table | None, bool]:
+    """``read_cached``'s rows as the file holds them (with ``run_key``), or None and whether
+    the file was damaged."""
     path = _path(cache_dir, run_id)
     if not path.is_file():
-        return Cached(rows_frame([]))
+        return None, False
     try:
         table = pq.ParquetFile(path).read(use_threads=False)
     except (OSError, pa.ArrowInvalid):
-        return Cached(rows_frame([]), damaged=True)
+        return None, True
     meta = table.schema.metadata or {}
+    if meta.get(_FORMAT) != CACHE_FORMAT:
+        return None, False  # written by another ctxreplay: stale, rewritten
     if not table.schema.equals(_SCHEMA, check_metadata=False) or \
             meta.get(_RUN_ID) != run_id.encode("utf-8", "surrogatepass") or \
             meta.get(_CHECKSUM) != _checksum(table, meta.get(_KEY, b"")).encode():
-        return Cached(rows_frame([]), damaged=True)
+        return None, True
     if meta.get(_KEY) != key.encode("utf-8", "surrogatepass"):
-        return Cached(rows_frame([]))  # made by another engine, metrics or data: stale
-    df = table.to_pandas()
-    if not (df["run_id"] == run_id).all() or not (df["run_key"] == key).all():
-        return Cached(rows_frame([]), damaged=True)
-    return Cached(df.loc[:, list(ROW_COLUMNS)].reset_index(drop=True))
+        return None, False  # made by another engine, metrics or data: stale
+    if not all(pc.all(pc.equal(table[c], v), skip_nulls=False, min_count=0).as_py() is True
+               for c, v in (("run_id", run_id), ("run_key", key))):  # a null is no match
+        return None, True
+    return table, False
 
 
 def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> Path:
@@ -128,14 +141,17 @@ def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> 
     Raises:
         OSError: the file cannot be written (a full disk); no partial file is left.
     """
-    merged = pd.concat([read_cached(cache_dir, run_id, key).rows, rows[list(ROW_COLUMNS)]],
-                       ignore_index=True)
-    merged = merged.drop_duplicates("setting", keep="last").sort_values("setting")
-    table = pa.Table.from_pandas(merged.assign(run_key=key)[_SCHEMA.names], schema=_SCHEMA,
-                                 preserve_index=False)
+    new = pa.Table.from_pandas(rows[list(ROW_COLUMNS)].assign(run_key=key)[_SCHEMA.names],
+                               schema=_SCHEMA, preserve_index=False)
+    old, _ = _read_table(cache_dir, run_id, key)
+    merged = pa.concat_tables([old.replace_schema_metadata(None), new]) if old is not None \
+        else new
+    last = {s: i for i, s in enumerate(merged["setting"].to_pylist())}  # a setting's newest row
+    order = sorted(last)
+    table = merged.take(pa.array([last[s] for s in order], pa.int64()))
     key_bytes = key.encode("utf-8", "surrogatepass")
     table = table.replace_schema_metadata({
-        _RUN_ID: run_id.encode("utf-8", "surrogatepass"), _KEY: key_bytes,
+        _RUN_ID: run_id.encode("utf-8", "surrogatepass"), _KEY: key_bytes, _FORMAT: CACHE_FORMAT,
         _CHECKSUM: _checksum(table, key_bytes).encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
@@ -146,14 +162,34 @@ def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> 
 
 _RUN_ID, _KEY, _CHECKSUM = b"ctxreplay.run_id", b"ctxreplay.run_key", b"ctxreplay.checksum"
 """The file's metadata: the run it answers, the key, the sha256 of its rows (``_checksum``)."""
+_FORMAT = b"ctxreplay.cache_format"
+CACHE_FORMAT = b"2"
+"""The file layout and checksum of this module (2: the checksum hashes numbers as their
+little-endian bytes, not as JSON); a file of another format is stale, not damaged."""
 
 
 def _checksum(table: pa.Table, key: bytes) -> str:
-    """sha256 of the key and the rows' values as canonical JSON (column by column)."""
+    """sha256 of the key and the rows' values, column by column: strings as JSON, numbers as
+    their little-endian 8-byte values with a null mask (one hash per column, no Python object
+    per value)."""
     h = hashlib.sha256(key + b"\n")
+    present = set(table.column_names)  # once: the list is made anew on each access
     for name in _SCHEMA.names:
-        values = table.column(name).to_pylist() if name in table.column_names else None
-        h.update(json.dumps([name, values], allow_nan=True).encode("utf-8", "surrogatepass"))
+        h.update(json.dumps(name).encode() + b"\0")
+        if name not in present:
+            h.update(b"absent\0")
+            continue
+        col = table.column(name)
+        if pa.types.is_string(col.type):
+            h.update(json.dumps(col.to_pylist()).encode("utf-8", "surrogatepass"))
+        else:
+            h.update(b"%d\0" % col.null_count)
+            if col.null_count:
+                h.update(pc.is_null(col).to_numpy(zero_copy_only=False).tobytes())
+                col = col.fill_null(0)
+            h.update(col.to_numpy().astype("<f8" if pa.types.is_floating(col.type) else "<i8",
+                                           copy=False).tobytes())
+        h.update(b"\0")
     return h.hexdigest()
 
 

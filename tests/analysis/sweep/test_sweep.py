@@ -178,6 +178,42 @@ def test_cache_rows_of_other_run_data_are_not_reused(sample_corpus: Corpus,
     key = pq.read_table(files[0])["run_key"][0].as_py()
     assert len(read_cached(tmp_path, rid, key).rows) == 4
     assert read_cached(tmp_path, rid, key.replace("trace", "trace-other")).rows.empty
+    # a file an older ctxreplay wrote (no cache_format, its own checksum) is stale, not damaged:
+    # not believed, not counted as dropped, and rewritten in this format
+    table = pq.read_table(files[0])
+    meta = {k: v for k, v in (table.schema.metadata or {}).items()
+            if k != b"ctxreplay.cache_format"}
+    pq.write_table(table.replace_schema_metadata(meta), files[0])
+    got = read_cached(tmp_path, rid, key)
+    assert got.rows.empty and not got.damaged
+    again = sweep(sample_corpus, settings(load_policy(BASE), make_spec(SMALL)), jobs=1,
+                  cache_dir=tmp_path, run_ids=[rid])
+    assert (again.stats.n_computed, again.stats.n_cache_dropped) == (4, 0)
+    assert len(read_cached(tmp_path, rid, key).rows) == 4
+
+
+def test_the_cache_checksum_sees_every_value(tmp_path: Path) -> None:
+    """A row's every value is in its file's checksum: a changed number, a number made
+    unknown (null), a changed setting id each make the file damaged (``_checksum`` hashes
+    numbers as bytes with their null mask, strings as JSON)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analysis.sweep.cache import ROW_COLUMNS, rows_frame, write_cached
+
+    floats = [c for c in ROW_COLUMNS[3:] if c.endswith("_share")][:1] or ["cost_usd"]
+    rows = rows_frame([tuple(["s1", "r", "p"] + [1] * (len(ROW_COLUMNS) - 3)),
+                       tuple(["s2", "r", "p"] + [2] * (len(ROW_COLUMNS) - 3))])
+    path = write_cached(tmp_path, "r", "k", rows)
+    assert len(read_cached(tmp_path, "r", "k").rows) == 2
+    original = pq.read_table(path)
+    edits = {"tokens_sent": [1, 3], floats[0]: [1.0, None], "setting": ["s1", "s3"]}
+    for column, values in edits.items():
+        i = original.schema.get_field_index(column)
+        changed = original.set_column(i, original.schema.field(i),
+                                      [pa.array(values, original.schema.field(i).type)])
+        pq.write_table(changed, path)
+        assert read_cached(tmp_path, "r", "k").damaged, column
 
 
 def test_python_tiers_run_only_when_allowed_and_are_never_cached(tmp_path: Path) -> None:
