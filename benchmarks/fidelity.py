@@ -36,7 +36,7 @@ from replay.policy import load_policy
 
 REPO = Path(__file__).resolve().parents[1]
 COMPACTIONS = REPO / "tests" / "fixtures" / "claude_code" / "compactions"
-"""Real Claude Code sessions with a compaction, gzip-compressed (see SOURCES.md there)."""
+"""Real Claude Code sessions with a compaction, gzip-compressed (their sources: tests/fixtures/claude_code/SOURCES.md)."""
 
 
 def main(paths: list[Path], as_json: bool, policy: str | None = None,

@@ -1,7 +1,7 @@
 """Issue #22's targets for re-reads after real compactions, on every real compaction the
 repository holds: the two Claude Code samples (``../shared/logs-sample``) and three more real
 sessions of the same public project committed gzip-compressed as fixtures
-(``tests/fixtures/claude_code/compactions``, see SOURCES.md), decompressed into a temporary
+(``tests/fixtures/claude_code/compactions``, sources in tests/fixtures/claude_code/SOURCES.md), decompressed into a temporary
 folder.  The recorded re-reads, the predicted files and the tokens are checked against a plain
 walk of each raw file (``tests.analysis.raw_compactions``); the pooled figures are computed from
 that walk's sets and asserted against the targets (recall >= 0.85, precision >= 0.75), with the
