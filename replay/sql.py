@@ -3,9 +3,11 @@
 ``sql(query, corpus=…, traces=[…])`` runs one read-only query over these views:
 
 - ``runs``, ``messages``, ``requests``, ``events``: the dataset's tables (``replay.ingest.schema``),
-  read from exactly the store entries the corpus holds — the manifest's entries, each folder
-  checked by ``replay.ingest.store.entry_dir`` — never from whatever else lies under ``data/``
-  (an entry a changed log replaced, a crashed ingest's leftovers), which a glob would count twice;
+  read from exactly the store entries the corpus holds — the manifest's entries, each file
+  checked by ``replay.ingest.store.entry_file`` — never from whatever else lies under ``data/``
+  (an entry a changed log replaced, a crashed ingest's leftovers), which a glob would count twice:
+  ``messages`` by DuckDB from the entries' Parquet files, the three small tables from their
+  footers (``replay.ingest.entry_file``), handed to DuckDB as Arrow tables;
 - ``trace_requests``, ``trace_actions``, ``trace_evictions``: the traces of each ``replay run
   --out`` folder given (``traces/{requests,actions,evictions}.parquet``, ``replay.engine.trace``),
   the folders' rows together, told apart by their ``policy`` column.
@@ -28,9 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from replay.corpus import Corpus
 from replay.engine.trace import TRACE_SCHEMAS
-from replay.errors import ReplayInputError
+from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store
 
 DATASET_VIEWS: tuple[str, ...] = store.TABLES
@@ -81,7 +85,7 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                              "autoload_known_extensions": False})
     try:
-        files = _dataset_files(corpus) if corpus is not None else {}
+        files, tables = _dataset(corpus) if corpus is not None else ({}, {})
         files.update(_trace_files(traces))
         readable = sorted({str(p.parent.resolve()) + os.sep for ps in files.values() for p in ps})
         con.execute(f"SET allowed_directories = [{', '.join(_literal(d) for d in readable)}]")
@@ -91,6 +95,8 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             listed = ", ".join(_literal(str(p.resolve())) for p in paths)
             con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], "
                         "union_by_name = true)")
+        for view, table in tables.items():
+            con.register(view, table)
         try:
             cur = con.execute(query)
             rows = cur.fetchall()
@@ -98,25 +104,28 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
         columns = tuple(d[0] for d in cur.description or ())
         return SqlResult(columns, rows, tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
-                                              if n in files))
+                                              if n in files or n in tables))
     finally:
         con.close()
 
 
-def _dataset_files(corpus: Corpus) -> dict[str, list[Path]]:
-    """View → the Parquet files of the corpus's store entries."""
+def _dataset(corpus: Corpus) -> tuple[dict[str, list[Path]], dict[str, pa.Table]]:
+    """The corpus's store entries: the Parquet files of the ``messages`` view, and the tables
+    of the other views (from the files' footers)."""
     if not corpus.entries:
         raise ReplayInputError("an in-memory corpus (Corpus.from_tables) has no dataset files "
                                "to query: write it with replay ingest first")
-    folders = [store.entry_dir(corpus.root, e.key) for e in corpus.entries]
-    out: dict[str, list[Path]] = {}
-    for name in DATASET_VIEWS:
-        paths = [f / f"{name}.parquet" for f in folders]
-        missing = [p for p in paths if not p.is_file()]
-        if missing:
-            raise ReplayInputError(f"{missing[0]}: missing from the dataset (re-ingest it)")
-        out[name] = paths
-    return out
+    paths = [store.entry_file(corpus.root, e.key) for e in corpus.entries]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        raise ReplayInputError(f"{missing[0]}: missing from the dataset (re-ingest it)")
+    try:
+        footers = [store.read_footer(corpus.root, e.key) for e in corpus.entries]
+    except StoreError as exc:
+        raise ReplayInputError(str(exc)) from None
+    tables = {name: pa.concat_tables([f[name] for f in footers]) for name in DATASET_VIEWS
+              if name != "messages"}
+    return {"messages": paths}, tables
 
 
 def _trace_files(folders: Sequence[Path]) -> dict[str, list[Path]]:

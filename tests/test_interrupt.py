@@ -117,8 +117,8 @@ def _many_logs(folder: Path, n: int) -> None:
 
 
 def _complete_keys(ds: Path) -> set[str]:
-    return {p.name for p in (ds / "data").iterdir() if not p.name.startswith(".")
-            and all((p / f"{t}.parquet").is_file() for t in store.TABLES)}
+    return {p.name.removesuffix(store.ENTRY_SUFFIX) for p in (ds / "data").iterdir()
+            if not p.name.startswith(".") and p.name.endswith(store.ENTRY_SUFFIX) and p.is_file()}
 
 
 def test_killed_ingest_journal_reuses_every_finished_entry(tmp_path: Path) -> None:

@@ -21,42 +21,39 @@ def _damages(seed: int) -> Iterator[tuple[str, Callable[[Path], None]]]:
     """Ways a store's entries get damaged, each drawn with ``seed`` (which entry, where cut)."""
     rng = random.Random(seed)
 
-    def entries(ds: Path) -> list[Path]:
-        return sorted(p for p in (ds / "data").iterdir() if p.is_dir())
+    def entries(ds: Path) -> list[Path]:  # one Parquet file an entry
+        return sorted(p for p in (ds / "data").iterdir() if p.is_file())
 
     def truncate(ds: Path) -> None:
-        e = rng.choice(entries(ds))
-        f = e / rng.choice(["requests.parquet", "messages.parquet", "runs.parquet"])
+        f = rng.choice(entries(ds))
         f.write_bytes(f.read_bytes()[:rng.randrange(0, f.stat().st_size)])
 
-    def swap_folders(ds: Path) -> None:
+    def swap_entries(ds: Path) -> None:
         a, b = rng.sample(entries(ds), 2)
         a.rename(ds / "tmp")
         b.rename(a)
         (ds / "tmp").rename(b)
 
-    def swap_file(ds: Path) -> None:
+    def copy_over(ds: Path) -> None:
         a, b = rng.sample(entries(ds), 2)
-        name = rng.choice(["requests.parquet", "messages.parquet", "runs.parquet",
-                           "events.parquet"])
-        shutil.copy(a / name, b / name)
+        shutil.copy(a, b)
 
     def flip_byte(ds: Path) -> None:
-        f = rng.choice(entries(ds)) / "requests.parquet"
+        f = rng.choice(entries(ds))
         data = bytearray(f.read_bytes())
         data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
         f.write_bytes(bytes(data))
 
     def remove_file(ds: Path) -> None:
-        (rng.choice(entries(ds)) / "messages.parquet").unlink()
+        rng.choice(entries(ds)).unlink()
 
     def symlinked_entry(ds: Path) -> None:
         a, b = rng.sample(entries(ds), 2)
-        shutil.rmtree(b)
+        b.unlink()
         b.symlink_to(a)
 
-    yield from [("truncate", truncate), ("swap folders", swap_folders),
-                ("swap a file", swap_file), ("flip a bit", flip_byte),
+    yield from [("truncate", truncate), ("swap entries", swap_entries),
+                ("copy one over another", copy_over), ("flip a bit", flip_byte),
                 ("remove a file", remove_file), ("symlinked entry", symlinked_entry)]
 
 

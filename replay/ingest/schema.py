@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 Role = Literal["system", "user", "assistant", "tool"]
 Kind = Literal["text", "tool_call", "tool_result", "reasoning", "summary", "image"]

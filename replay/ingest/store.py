@@ -3,7 +3,9 @@
 Layout::
 
     DIR/manifest.json                       source → entry key, format, counts, coverage
-    DIR/data/<key>/{runs,messages,requests,events}.parquet
+    DIR/data/<key>.parquet                  one entry: its messages table (the file's rows);
+                                            its runs, requests and events tables in the
+                                            file's footer (``ENTRY_FOOTER``)
     DIR/index.parquet                       every entry's runs rows + token totals (a cache)
 
 An entry key is derived from the source's sha256, its relative path, the
@@ -11,6 +13,12 @@ tokenizers and the schema version, so re-ingesting an unchanged file finds its
 entry and does nothing.  Every file is written under a temporary name and
 renamed; the manifest is replaced last, so an interrupted ingest leaves the
 previous good state readable.  A source that fails to parse keeps its old entry.
+
+One file per entry (schema version 6; up to 5, a folder of four Parquet files): the three small
+tables ride in the footer of the messages file, each as an Arrow IPC stream, because Parquet's
+fixed cost per column chunk (about 10 µs, whatever the rows) made a one-row ``runs`` table and
+an empty ``events`` table cost more to write than most entries' messages, and each file
+created is a file-system operation more.
 
 Not here: parsing (``replay.ingest.parsers``), tokenising (``replay.ingest.batch``), the run index and
 reading every run's rows (``replay.ingest.store_index``), atomic writes (``replay.atomic_files``).
@@ -30,23 +38,28 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes, folder_fd
 from replay.errors import StoreError
+from replay.ingest.entry_file import decode, decode_footer, decode_runs, encode
 from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.safe_names import is_segment
 
 TABLES = ("runs", "messages", "requests", "events")
-PARQUET_OPTIONS: dict[str, Any] = {"compression": "lz4", "use_dictionary": False,
-                                   "write_statistics": False}
-"""How entries are written: LZ4 (LZ4_RAW in the file); no dictionary pages or column
-statistics (they make the files bigger and the writes slower, and whole entries are always
-read).  LZ4 rather than zstd: writing the samples' entries takes about 0.6x the CPU of zstd
-for files about 1.4x bigger (1.48 vs 1.07 MB; ``benchmarks/ingest_speed.py``), and a store is
-written once per log but its writes are a tenth of an ingest.  Readers take any codec: entries
-written with zstd read as before."""
+ENTRY_SUFFIX = ".parquet"
+"""An entry's file name: its key and this (``replay.ingest.entry_file``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables:
+    """The tables of one or more runs."""
+
+    runs: pa.Table
+    messages: pa.Table
+    requests: pa.Table
+    events: pa.Table | None = None
+    """The runs' ``ContextEvent`` rows (None where a reader did not load them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,17 +83,6 @@ class Entry:
     (``read_entry``) or reused (``intact``); '' for an entry written before there was one."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunTables:
-    """The tables of one or more runs."""
-
-    runs: pa.Table
-    messages: pa.Table
-    requests: pa.Table
-    events: pa.Table | None = None
-    """The runs' ``ContextEvent`` rows (None where a reader did not load them)."""
-
-
 def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "") -> str:
     """The cache key of a source: content, location, tokenizers, parser and schema versions."""
     where = hashlib.sha1(source.encode()).hexdigest()[:8]
@@ -89,85 +91,86 @@ def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_ver
     return f"{sha256[:24]}-{where}-{toks}{parsers}-v{SCHEMA_VERSION}"
 
 
-def entry_dir(root: Path, key: str) -> Path:
-    """The folder of entry ``key`` in the store at ``root``, after checking that the key is one
-    plain path segment (``safe_names.is_segment``) and the folder is not a symlink: a key read
+def entry_file(root: Path, key: str) -> Path:
+    """The file of entry ``key`` in the store at ``root``, after checking that the key is one
+    plain path segment (``safe_names.is_segment``) and the file is not a symlink: a key read
     from a crafted manifest never leads outside ``root/data``.
 
     Raises:
-        StoreError: the key or the folder is not one ctxreplay writes (nothing is touched).
+        StoreError: the key or the file is not one ctxreplay writes (nothing is touched).
     """
     if not is_segment(key):
-        raise StoreError(f"{root}: damaged store: entry key {key!r} is not a plain folder name; "
+        raise StoreError(f"{root}: damaged store: entry key {key!r} is not a plain file name; "
                          "nothing was read or changed (re-ingest into a new directory)")
-    folder = root / "data" / key
-    if folder.is_symlink():
-        raise StoreError(f"{folder}: damaged store: an entry folder is a symlink; nothing was "
+    path = root / "data" / f"{key}{ENTRY_SUFFIX}"
+    if path.is_symlink():
+        raise StoreError(f"{path}: damaged store: an entry file is a symlink; nothing was "
                          "read or changed (re-ingest into a new directory)")
-    return folder
+    return path
 
 
 def entry_checksum(key: str, digests: list[str]) -> str:
-    """The checksum of an entry: its key and the sha256 of each of its ``TABLES`` files, so an
-    entry answers for its own key only (a folder copied or swapped under another key fails)."""
+    """The checksum of an entry: its key and the sha256 of its file, so an entry answers for
+    its own key only (a file copied or swapped under another key fails)."""
     return hashlib.sha256("\n".join((key, *digests)).encode()).hexdigest()
 
 
 def write_entry(root: Path, key: str, tables: RunTables) -> str:
-    """Write one entry's tables into ``root/data/key`` atomically (whole directory rename),
-    never through a symlink (a symlink in the entry's place is removed, never followed);
-    returns the entry's checksum (``entry_checksum``, of the bytes just written)."""
+    """Write one entry's tables into ``root/data/KEY.parquet`` atomically (written under a
+    temporary name, then renamed), never through a symlink (a symlink in the entry's place is
+    replaced, never followed); returns the entry's checksum (``entry_checksum``, of the bytes
+    just written)."""
     if not is_segment(key):
-        entry_dir(root, key)  # raises: the key is no plain folder name
-    digests = []
+        entry_file(root, key)  # raises: the key is no plain file name
+    data_bytes = encode({name: getattr(tables, name) for name in TABLES})
+    name, tmp = f"{key}{ENTRY_SUFFIX}", f".{key}.tmp{os.getpid()}"
     with folder_fd(root, ("data",)) as data:
-        tmp = f".{key}.tmp{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True, dir_fd=data)
-        os.mkdir(tmp, dir_fd=data)
-        folder = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=data)
+        _remove(tmp, data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                     dir_fd=data)
         try:
-            for name in TABLES:
-                table = getattr(tables, name)
-                if not table.schema.equals(SCHEMAS[name], check_metadata=True):
-                    table = table.cast(SCHEMAS[name])
-                buf = pa.BufferOutputStream()  # in memory, then one plain write: less overhead
-                pq.write_table(table, buf, **PARQUET_OPTIONS)
-                data_bytes = buf.getvalue()
-                digests.append(hashlib.sha256(data_bytes).hexdigest())
-                fd = os.open(f"{name}.parquet", os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                             | os.O_NOFOLLOW, 0o644, dir_fd=folder)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data_bytes)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data_bytes)
+            try:
+                if stat.S_ISDIR(os.stat(name, dir_fd=data, follow_symlinks=False).st_mode):
+                    shutil.rmtree(name, ignore_errors=True, dir_fd=data)  # no file's place
+            except FileNotFoundError:
+                pass
+            os.rename(tmp, name, src_dir_fd=data, dst_dir_fd=data)  # over a symlink: replaced
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True, dir_fd=data)
+            _remove(tmp, data)
             raise
-        finally:
-            os.close(folder)
-        try:
-            mode: int | None = os.stat(key, dir_fd=data, follow_symlinks=False).st_mode
-        except FileNotFoundError:
-            mode = None
-        if mode is not None and not stat.S_ISDIR(mode):  # a symlink or a file in its place
-            os.unlink(key, dir_fd=data)
-            mode = None
-        if mode is not None:  # moved aside, not deleted first: missing only between two renames
-            old = f".{key}.old{os.getpid()}"
-            shutil.rmtree(old, ignore_errors=True, dir_fd=data)
-            os.rename(key, old, src_dir_fd=data, dst_dir_fd=data)
-            os.rename(tmp, key, src_dir_fd=data, dst_dir_fd=data)
-            shutil.rmtree(old, ignore_errors=True, dir_fd=data)
-        else:
-            os.rename(tmp, key, src_dir_fd=data, dst_dir_fd=data)
-    return entry_checksum(key, digests)
+    return entry_checksum(key, [hashlib.sha256(data_bytes).hexdigest()])
+
+
+def _remove(name: str, folder: int) -> None:
+    """Delete ``name`` in ``folder`` (a descriptor) if it is there: a file or a symlink is
+    unlinked, a folder removed with what it holds."""
+    try:
+        mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(name, ignore_errors=True, dir_fd=folder)
+    else:
+        os.unlink(name, dir_fd=folder)
 
 
 def remove_entry(root: Path, key: str) -> None:
-    """Delete entry ``key``'s folder (a checked key: never anything outside ``root/data``)."""
-    shutil.rmtree(entry_dir(root, key), ignore_errors=True)
+    """Delete entry ``key``'s file, or the folder an older ctxreplay kept an entry in (a
+    checked key, ``entry_file``: never anything outside ``root/data``; a symlinked folder is
+    unlinked, not followed)."""
+    entry_file(root, key)  # raises: the key is no plain file name, or its file is a symlink
+    folder = root / "data"
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    with folder_fd(root, ("data",)) as data:
+        for name in (f"{key}{ENTRY_SUFFIX}", key):
+            _remove(name, data)
 
 
 def intact(root: Path, entry: Entry) -> bool:
-    """Whether ``entry``'s files are stored and match its checksum (False for an entry written
+    """Whether ``entry``'s file is stored and matches its checksum (False for an entry written
     before entries had one: ``replay ingest`` parses its file again)."""
     if not entry.checksum:
         return False
@@ -178,12 +181,8 @@ def intact(root: Path, entry: Entry) -> bool:
 
 
 def _checksum_of(root: Path, key: str) -> str:
-    folder = entry_dir(root, key)
-    digests = []
-    for name in TABLES:
-        with open(folder / f"{name}.parquet", "rb") as f:
-            digests.append(hashlib.file_digest(f, "sha256").hexdigest())
-    return entry_checksum(key, digests)
+    with open(entry_file(root, key), "rb") as f:
+        return entry_checksum(key, [hashlib.file_digest(f, "sha256").hexdigest()])
 
 
 def read_manifest(root: Path) -> dict[str, Entry]:
@@ -318,34 +317,46 @@ def read_entry(root: Path, key: str, checksum: str = "") -> RunTables:
     the entry's checksum (the sha256 of what is read: no second read).
 
     Raises:
-        StoreError: a file is missing or unreadable, not of this schema, or the files do not
-            match ``checksum`` (truncated, swapped or edited; ``replay ingest`` repairs it).
+        StoreError: the file is missing or unreadable, not of this schema, or does not match
+            ``checksum`` (truncated, swapped or edited; ``replay ingest`` repairs it).
     """
-    tables, raw, folder = {}, {}, entry_dir(root, key)
-    for name in TABLES:
-        path = folder / f"{name}.parquet"
-        try:
-            raw[name] = path.read_bytes()
-        except OSError as exc:
-            raise StoreError(f"{path}: unreadable ({exc.strerror or exc}); `replay ingest` of "
-                             "its log repairs the entry") from exc
-    if checksum and entry_checksum(key, [hashlib.sha256(raw[n]).hexdigest()
-                                         for n in TABLES]) != checksum:
-        raise StoreError(f"{folder}: damaged store entry: its files do not match the checksum "
+    path = entry_file(root, key)
+    raw = _read(path)
+    if checksum and entry_checksum(key, [hashlib.sha256(raw).hexdigest()]) != checksum:
+        raise StoreError(f"{path}: damaged store entry: its file does not match the checksum "
                          "the manifest keeps (truncated, swapped or edited); nothing was "
                          "replayed from it (`replay ingest` of its log repairs it)")
-    for name in TABLES:
-        path = folder / f"{name}.parquet"
-        try:  # not read_table: that imports pyarrow.dataset and pandas (~40 MB) for one file
-            table = pq.ParquetFile(pa.BufferReader(raw.pop(name))).read(use_threads=False)
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise StoreError(f"{path}: unreadable ({exc})") from exc
-        if table.schema.metadata is None or table.schema.metadata.get(b"schema_version") != (
-            SCHEMA_VERSION.encode()
-        ) or not table.schema.equals(SCHEMAS[name], check_metadata=False):
-            raise StoreError(f"{path}: not schema version {SCHEMA_VERSION}; re-ingest")
-        tables[name] = table
-    return RunTables(**tables)
+    return RunTables(**decode(raw, str(path)))
+
+
+def read_entry_runs(root: Path, key: str) -> tuple[pa.Table, pa.Table]:
+    """One entry's runs table, and its messages' ``run_id`` and ``tokens_o200k`` columns
+    (``entry_file.decode_runs``; not checked against the entry's checksum).
+
+    Raises:
+        StoreError: the file is missing, unreadable or not of this schema.
+    """
+    path = entry_file(root, key)
+    return decode_runs(_read(path), str(path))
+
+
+def read_footer(root: Path, key: str) -> dict[str, pa.Table]:
+    """One entry's ``runs``, ``requests`` and ``events`` tables, without its messages
+    (``entry_file.decode_footer``; not checked against the entry's checksum).
+
+    Raises:
+        StoreError: the file is missing, unreadable or not of this schema.
+    """
+    path = entry_file(root, key)
+    return decode_footer(_read(path), str(path))
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"{path}: unreadable ({exc.strerror or exc}); `replay ingest` of "
+                         "its log repairs the entry") from exc
 
 
 def iter_entries(root: Path) -> Iterator[RunTables]:

@@ -20,15 +20,16 @@ import pyarrow.parquet as pq
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
 from replay.ingest.arrow_columns import column
+from replay.ingest.entry_file import PARQUET_OPTIONS
 from replay.ingest.run_label import label_column, run_key
-from replay.ingest.schema import RUN_INDEX, SCHEMA_VERSION, SCHEMAS
+from replay.ingest.schema import RUN_INDEX, SCHEMAS
 from replay.ingest.store import (
-    PARQUET_OPTIONS,
     Entry,
     RunTables,
     coverage_lines,
-    entry_dir,
+    entry_file,
     is_store,
+    read_entry_runs,
     read_manifest,
 )
 
@@ -147,21 +148,13 @@ def _shaped(table: pa.Table, names: list[str]) -> pa.Table:
 
 
 def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
-    """One entry's run rows read from its own files (with token totals if asked)."""
-    folder = entry_dir(root, entry.key)
-    try:
-        table = pq.ParquetFile(folder / "runs.parquet").read()
-        if not table.schema.equals(SCHEMAS["runs"], check_metadata=False):
-            raise StoreError(f"{folder / 'runs.parquet'}: not schema version {SCHEMA_VERSION}; "
-                             "re-ingest")
-        if with_tokens:
-            table = _with_tokens(table, pq.ParquetFile(folder / "messages.parquet").read(
-                columns=["run_id", "tokens_o200k"]))
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise StoreError(f"{folder}: unreadable ({exc})") from exc
+    """One entry's run rows read from its own file (with token totals if asked)."""
+    table, tokens = read_entry_runs(root, entry.key)
+    if with_tokens:
+        table = _with_tokens(table, tokens)
     if table.num_rows != entry.n_runs:
-        raise StoreError(f"{folder}: {table.num_rows} runs stored, the manifest says "
-                         f"{entry.n_runs}; re-ingest")
+        raise StoreError(f"{entry_file(root, entry.key)}: {table.num_rows} runs stored, the "
+                         f"manifest says {entry.n_runs}; re-ingest")
     return table
 
 

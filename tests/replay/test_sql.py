@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -24,6 +23,7 @@ from replay.cli import app
 from replay.corpus import Corpus, open_corpus
 from replay.engine.trace import TRIM_KINDS
 from replay.errors import ReplayInputError
+from replay.ingest import store
 from replay.policy import load_policy
 from replay.sql import sql
 from tests.conftest import SAMPLES
@@ -53,7 +53,7 @@ def dataset(corpus: Corpus, table: str) -> pd.DataFrame:
     """A dataset table as pandas, from the entries manifest.json lists (the store's layout)."""
     manifest = json.loads((corpus.root / "manifest.json").read_text())
     keys = sorted(e["key"] for e in manifest["entries"].values())
-    return pd.concat([pq.read_table(corpus.root / "data" / k / f"{table}.parquet").to_pandas()
+    return pd.concat([getattr(store.read_entry(corpus.root, k), table).to_pandas()
                       for k in keys], ignore_index=True)
 
 
@@ -161,16 +161,19 @@ def test_cost_per_policy(data: tuple[Corpus, list[Path]]) -> None:
 
 def test_only_the_manifests_entries_are_read(data: tuple[Corpus, list[Path]],
                                              tmp_path: Path) -> None:
-    """A stale entry folder under data/ (a changed log's old version) is not counted twice."""
+    """A stale entry file under data/ (a changed log's old version) is not counted twice."""
     corpus, _ = data
     copy = tmp_path / "ds"
     shutil.copytree(corpus.root, copy)
     first = min((copy / "data").iterdir())
-    shutil.copytree(first, copy / "data" / f"{first.name}-old")
+    shutil.copy(first, copy / "data" / f"{first.stem}-old.parquet")
     n = len(dataset(corpus, "messages"))
     again = open_corpus([copy])
     assert sql("SELECT count(*) FROM messages", corpus=again).rows == [(n,)]
-    globbed = len(pd.concat([pd.read_parquet(p) for p in (copy / "data").glob("*/messages.parquet")]))
+    for view in ("runs", "requests"):
+        m = len(dataset(corpus, view))
+        assert sql(f"SELECT count(*) FROM {view}", corpus=again).rows == [(m,)]
+    globbed = len(pd.concat([pd.read_parquet(p) for p in (copy / "data").glob("*.parquet")]))
     assert globbed > n
 
 

@@ -6,12 +6,10 @@ figures from rows that break the run model.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,7 +21,7 @@ from replay.ingest import store, store_index
 from replay.ingest.batch import ingest
 from replay.safe_names import file_name, is_segment
 from tests.replay.ingest.store_helpers import LOG, _edit_manifest, _store, _victim, runner
-from tests.replay.stamp import restamp
+from tests.replay.stamp import forge, restamp
 
 
 @pytest.mark.parametrize("key", ["../../victim", "ABSOLUTE", "..", ".", "a/b", "", 7, None])
@@ -76,8 +74,9 @@ def test_entry_folder_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
     ds, logs = _store(tmp_path)
     victim = _victim(tmp_path)
     (key,) = [e.key for e in store.read_manifest(ds).values()]
-    shutil.rmtree(ds / "data" / key)
-    (ds / "data" / key).symlink_to(victim, target_is_directory=True)
+    (victim / "entry.parquet").write_bytes(store.entry_file(ds, key).read_bytes())
+    store.entry_file(ds, key).unlink()
+    (ds / "data" / f"{key}{store.ENTRY_SUFFIX}").symlink_to(victim / "entry.parquet")
     (logs / "a.jsonl").write_text(LOG.read_text() + "\n")
     with pytest.raises(StoreError, match="symlink"):
         store.read_entry(ds, key)
@@ -104,14 +103,13 @@ def test_different_texts_give_different_file_names(a: str, b: str) -> None:
 def _craft_run_id(ds: Path, run_id: str) -> None:
     """Rewrite every table of the store's one entry with ``run_id`` for its run."""
     (entry,) = store.read_manifest(ds).values()
-    folder = ds / "data" / entry.key
     for name in store.TABLES:
-        table = pq.read_table(folder / f"{name}.parquet")
-        col = table.schema.get_field_index("run_id")
-        table = table.set_column(col, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
-        schema = store.SCHEMAS[name]
-        pq.write_table(pa.Table.from_arrays(table.columns, schema=schema),
-                       folder / f"{name}.parquet")
+        def crafted(table: pa.Table, name: str = name) -> pa.Table:
+            col = table.schema.get_field_index("run_id")
+            table = table.set_column(col, "run_id",
+                                     pa.array([run_id] * table.num_rows, pa.string()))
+            return pa.Table.from_arrays(table.columns, schema=store.SCHEMAS[name])
+        forge(store.entry_file(ds, entry.key), name, crafted)
     (ds / store_index.INDEX_FILE).unlink()
     restamp(ds)  # a forged entry with a checksum to match: the run id's own checks next
 
@@ -177,13 +175,11 @@ def test_a_crafted_dataset_table_is_refused_not_replayed(tmp_path: Path, table: 
                                                           rule: str) -> None:
     """A dataset's Parquet rows that break the run model (written by hand, not by ingest)
     are refused with the run and the rule, exit 2, instead of giving figures without a word."""
-    import pyarrow.parquet as pq
 
     store = tmp_path / "ds"
     ingest([LOG], store, jobs=1)
-    (entry,) = (store / "data").iterdir()
-    path = entry / f"{table}.parquet"
-    pq.write_table(change(pq.read_table(path)), path)
+    (path,) = (store / "data").iterdir()
+    forge(path, table, change)
     restamp(store)  # past the entry's checksum: the run model's rules are the next line
     result = runner.invoke(app, ["run", "--policy", "none", str(store), "--out",
                                  str(tmp_path / "out")])

@@ -8,7 +8,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from replay.ingest import store
@@ -88,16 +87,11 @@ def test_failure_while_writing_keeps_the_previous_manifest(tmp_path: Path,
     ingest([logs], out, jobs=1)
     manifest_before = (out / "manifest.json").read_bytes()
     _write(logs / "b.jsonl", _claude(2, tag="b"))
-    calls = {"n": 0}
-    real = pq.write_table
 
-    def disk_full(*args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError(28, "No space left on device")
-        real(*args, **kwargs)
+    def disk_full(*args: Any, **kwargs: Any) -> bytes:
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pq, "write_table", disk_full)
+    monkeypatch.setattr(store, "encode", disk_full)  # writing the entry of b.jsonl fails
     with pytest.raises(OSError):
         ingest([logs], out, jobs=1)
     assert (out / "manifest.json").read_bytes() == manifest_before

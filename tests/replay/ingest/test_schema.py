@@ -23,7 +23,7 @@ from replay.ingest import schema, store
 from replay.ingest.batch import ingest
 from replay.ingest.parse_file import parse_file
 from replay.ingest.schema import MESSAGES, REQUESTS, RUNS, SCHEMA_VERSION, Message, Request, Run
-from tests.replay.stamp import restamp
+from tests.replay.stamp import forge, restamp
 
 TABLES = {"runs": (Run, RUNS), "messages": (Message, MESSAGES), "requests": (Request, REQUESTS)}
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -139,12 +139,13 @@ def _store_with_one_entry(tmp_path: Path) -> Path:
 
 def test_schema_version_is_in_every_parquet_file(tmp_path: Path) -> None:
     out = _store_with_one_entry(tmp_path)
-    files = sorted((out / "data").rglob("*.parquet"))
-    assert [f.name for f in files] == ["events.parquet", "messages.parquet", "requests.parquet",
-                                      "runs.parquet"]
-    for f in files:
-        meta = pq.read_schema(f).metadata
-        assert meta[b"schema_version"] == SCHEMA_VERSION.encode()
+    (entry,) = store.read_manifest(out).values()
+    assert sorted((out / "data").rglob("*")) == [store.entry_file(out, entry.key)]
+    meta = pq.read_schema(store.entry_file(out, entry.key)).metadata
+    assert meta[b"schema_version"] == SCHEMA_VERSION.encode() and meta[b"table"] == b"Message"
+    for table in store.TABLES:  # the three small tables' own schemas, in the file's footer
+        schema = getattr(store.read_entry(out, entry.key), table).schema
+        assert schema.metadata[b"schema_version"] == SCHEMA_VERSION.encode()
     assert json.loads((out / "manifest.json").read_text())["schema_version"] == SCHEMA_VERSION
 
 
@@ -169,10 +170,9 @@ def test_store_of_another_version_is_rejected(tmp_path: Path) -> None:
 
 def test_parquet_file_of_another_version_is_rejected(tmp_path: Path) -> None:
     out = _store_with_one_entry(tmp_path)
-    path = next((out / "data").rglob("messages.parquet"))
-    tbl = pq.read_table(path)
-    old = tbl.replace_schema_metadata({**tbl.schema.metadata, b"schema_version": b"0"})
-    pq.write_table(old, path)
+    path = next((out / "data").rglob("*.parquet"))
+    forge(path, "messages", lambda tbl: tbl.replace_schema_metadata(
+        {**tbl.schema.metadata, b"schema_version": b"0"}))
     restamp(out)  # past the entry's checksum: the schema version is checked next
     with pytest.raises(StoreError) as err:
         store.read_store(out)
@@ -181,10 +181,11 @@ def test_parquet_file_of_another_version_is_rejected(tmp_path: Path) -> None:
 
 def test_parquet_file_with_other_columns_is_rejected(tmp_path: Path) -> None:
     out = _store_with_one_entry(tmp_path)
-    path = next((out / "data").rglob("requests.parquet"))
-    tbl = pq.read_table(path)
-    pq.write_table(tbl.drop_columns(["model"]).replace_schema_metadata(tbl.schema.metadata), path)
-    with pytest.raises(StoreError):
+    path = next((out / "data").rglob("*.parquet"))
+    forge(path, "requests", lambda tbl: tbl.drop_columns(["model"]).replace_schema_metadata(
+        tbl.schema.metadata))
+    restamp(out)  # past the entry's checksum: the columns are checked next
+    with pytest.raises(StoreError, match="requests table not of schema version"):
         store.read_store(out)
 
 

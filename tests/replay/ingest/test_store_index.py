@@ -121,14 +121,13 @@ def test_changed_file_replaces_its_index_rows(samples: Path, tmp_path: Path) -> 
 
 
 def test_damaged_runs_file_is_named(samples: Path, tmp_path: Path) -> None:
-    """A damaged ``runs.parquet`` of an entry is named by ``replay runs`` and by opening the
-    store when the rows come from the entry's files, and by ``replay run`` (which reads the
-    entry) when they come from the index; the store itself is not changed."""
+    """A damaged entry file is named by ``replay runs`` and by opening the store when the rows
+    come from the entry's file, and by ``replay run`` (which reads the entry) when they come
+    from the index; the store itself is not changed."""
     out = tmp_path / "ds"
     ingest([samples / SMALL[0]], out, jobs=1)
     (entry,) = store.read_manifest(out).values()
-    folder = out / "data" / entry.key
-    damaged = folder / "runs.parquet"
+    damaged = folder = store.entry_file(out, entry.key)
     damaged.write_bytes(damaged.read_bytes()[:40])
     result = CliRunner().invoke(app, ["run", "--policy", "none", str(out), "--out",
                                       str(tmp_path / "o")])

@@ -20,13 +20,15 @@ from tests.replay.ingest.store_helpers import LOG, _store, _victim, runner
 
 
 def _make_older(ds: Path, version: str, extra: dict[str, str]) -> list[str]:
-    """Rewrite ``ds`` as a store of ``version``: its entries' folders renamed to keys of that
-    version, plus ``extra`` (source -> key) entries whose folders exist.  The keys written."""
+    """Rewrite ``ds`` as a store of ``version``: its entries' files moved into folders (the
+    layout up to version 5) named by keys of that version, plus ``extra`` (source -> key)
+    entries whose folders exist.  The keys written."""
     doc = json.loads((ds / "manifest.json").read_text())
     keys = []
     for entry in doc["entries"].values():
         old = entry["key"].replace(f"-v{SCHEMA_VERSION}", f"-v{version}")
-        (ds / "data" / entry["key"]).rename(ds / "data" / old)
+        (ds / "data" / old).mkdir()
+        (ds / "data" / f"{entry['key']}.parquet").rename(ds / "data" / old / "messages.parquet")
         entry["key"] = old
         keys.append(old)
     for source, key in extra.items():
