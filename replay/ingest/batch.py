@@ -30,7 +30,7 @@ from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
 from replay.ingest.parsers.builder import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
-from replay.ingest.tokens import encoder
+from replay.ingest.tokens import encoder, warm
 from replay.output_targets import Target, check_targets
 from replay.workers import init_worker
 
@@ -265,7 +265,11 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
                                  on_finished)
         return
     methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    forked = "fork" in methods
+    if forked:  # loaded once here, not once in every worker (a fork inherits it)
+        for name in tokenizers:
+            warm(name)
+    context = multiprocessing.get_context("fork" if forked else None)
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
                                initargs=(os.getpid(), True))
     try:

@@ -9,12 +9,15 @@ its lines were reported and skipped.
 from __future__ import annotations
 
 import json
+import os
 import random
 import tracemalloc
 from collections import Counter
 from pathlib import Path
 
-from replay.ingest import store
+import pytest
+
+from replay.ingest import batch, store
 from replay.ingest.batch import IngestReport, ingest
 from replay.ingest.discover import discover
 from tests.replay.ingest.ingest_helpers import (
@@ -265,3 +268,18 @@ def test_logs_in_a_folder_named_data_are_found(tmp_path: Path) -> None:
     ingest([tmp_path / "logs" / "data"], tmp_path / "logs" / "store", jobs=1)  # a store inside
     found = [f.relative_to(tmp_path / "logs").as_posix() for f, _ in discover([tmp_path / "logs"])]
     assert found == ["data/s.jsonl"]
+
+
+def test_the_counter_is_warmed_once_before_workers_fork(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers inherit a warm counter (``tokens.warm``, in the parent, once per tokenizer) rather
+    than each building its regex's Unicode tables again; one process warms nothing up front."""
+    calls: list[tuple[str, int]] = []
+    monkeypatch.setattr(batch, "warm", lambda name: calls.append((name, os.getpid())))
+    logs = tmp_path / "logs"
+    for k in range(3):
+        _write(logs / f"f{k}.jsonl", _claude(2, tag=f"f{k}", texts=["ünïcode wörds"]))
+    assert ingest([logs], tmp_path / "one", jobs=1).parsed and calls == []
+    report = ingest([logs], tmp_path / "two", jobs=2, tokenizers=("o200k_base", "cl100k_base"))
+    assert len(report.parsed) == 3
+    assert calls == [("o200k_base", os.getpid()), ("cl100k_base", os.getpid())]
