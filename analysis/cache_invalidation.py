@@ -186,7 +186,7 @@ def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None,
     Returns:
         The axes drawn on.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):

@@ -141,7 +141,7 @@ def plot_overshoots(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Returns:
         The axes drawn on.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     series = [(f"{pol}: estimate vs truth", g["est_error_frac"].dropna())

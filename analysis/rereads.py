@@ -169,7 +169,7 @@ def plot_rereads(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Returns:
         The axes drawn on.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
     again = df[df["is_read"] & (df["reread_class"] != "first")]

@@ -165,7 +165,7 @@ def plot_summarisation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     Returns:
         The axes drawn on.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (pol, src), g in df.groupby(["policy", "source"], sort=True):

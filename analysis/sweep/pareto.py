@@ -175,7 +175,7 @@ def plot_pareto(frame: pd.DataFrame, x: str, y: str, *, minimise_y: bool = True,
     Returns:
         The axes drawn on.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4.5))[1]
     front = pareto_front(frame, x, y, minimise_y=minimise_y)
@@ -208,7 +208,7 @@ def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[s
     Returns:
         The axes drawn on.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(5, 3.5))[1]
     others = [p for p in params if p != param]
