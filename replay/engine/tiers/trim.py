@@ -55,6 +55,10 @@ class TrimState:
     """The induced re-reads before this one were examined (``apply_induced_trims``)."""
     tools: frozenset[str] = frozenset()
     """The tier's ``tools``: only their results count for ``protect.tool_results``."""
+    reach: tuple[int, int, int, int] = (-1, 0, 0, 0)
+    """The protected range by tokens at the previous pass: (``Context.epoch``, ``hi``, its first
+    block, the estimated tokens from it to ``hi`` when some of them are trimmed); see
+    ``_reaching_est``."""
 
 
 def min_reclaim(tier: Trim, usable_tokens: int) -> int:
@@ -237,7 +241,9 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
         start = min(start, run.msg_start[first])
     tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
     if tokens:
-        start = min(start, ctx.message_start_at_or_after(ctx.block_reaching_est(tokens)))
+        reach = (ctx.block_reaching_est(tokens) if st is None
+                 else _reaching_est(ctx, tokens, st))
+        start = min(start, ctx.message_start_at_or_after(reach))
     if p.tool_results or p.tool_result_tokens:
         res = st.results if st is not None else None
         if res is None:
@@ -256,6 +262,32 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
         newest = run.msg_start[run.ordinal[hi - 1]]
         start = min(start, newest)
     return max(lo, start)
+
+
+def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
+    """``ctx.block_reaching_est(tokens)``, carried forward from the tier's previous pass while
+    nothing was trimmed or cut since (the same ``Context.epoch``): the blocks that arrived since
+    are whole, so the tokens from the previous answer on only grew by theirs and the answer only
+    moves forward — a bisection of the static sums from it when nothing from it on is trimmed,
+    else a walk forward over the blocks the new ones push out (where the search walks back over
+    the trimmed blocks before the range at every pass)."""
+    epoch, hi, b, total = st.reach
+    pre = ctx.pre_est
+    if epoch != ctx.epoch:
+        b = ctx.block_reaching_est(tokens)
+        total = 0 if b > ctx.last_trimmed else sum(ctx.cur_est[b:ctx.hi])
+    elif b > ctx.last_trimmed:  # the static sums are exact from b on
+        b = bisect.bisect_left(pre, pre[ctx.hi] - tokens, b, ctx.hi + 1)
+    else:  # total: the tokens of [b, hi), carried (hence only where something is trimmed)
+        total += pre[ctx.hi] - pre[hi]
+        cur = ctx.cur_est
+        while total > tokens:  # then b < hi: the blocks from b on hold tokens
+            total -= cur[b]
+            b += 1
+        if b > ctx.last_trimmed:
+            total = 0
+    st.reach = (ctx.epoch, ctx.hi, b, total)
+    return b
 
 
 def _results(run: PreparedRun, tools: frozenset[str]) -> list[int]:

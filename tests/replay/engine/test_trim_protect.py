@@ -1,0 +1,35 @@
+"""A trim tier's protected range by tokens, carried from pass to pass, against the search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.engine.context import Context
+from replay.engine.prepared import PreparedRun
+from replay.engine.tiers.trim import TrimState, _reaching_est
+from tests.strategies import runs
+
+
+@given(runs(), st.data())
+def test_the_carried_range_start_is_the_search_s_as_blocks_arrive_and_are_trimmed_or_cut(
+        run: PreparedRun, data: Any) -> None:
+    """At every request (blocks arriving a few at a time, with trims — inside the range or
+    before it — and cuts between some of them), ``_reaching_est`` answers what
+    ``Context.block_reaching_est`` answers, for the tier's fixed token budget."""
+    tokens = run.tokens["o200k_base"]
+    ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
+    budget = data.draw(st.integers(0, max(1, sum(tokens) // 2)))
+    state = TrimState()
+    while ctx.hi < run.n_blocks:
+        ctx.hi = min(run.n_blocks, ctx.hi + data.draw(st.integers(1, 4)))
+        if data.draw(st.integers(0, 3)) == 0:  # a change: the epoch moves on
+            for b in data.draw(st.lists(st.integers(ctx.lo, ctx.hi - 1), max_size=3)):
+                if not ctx.trimmed[b]:
+                    ctx.set_block(b, tokens[b] // 3, tokens[b] // 3, run.n_bytes[b] // 3)
+            safe = [b for b in range(ctx.lo + 1, ctx.hi) if ctx.is_safe_split(b)]
+            if data.draw(st.booleans()) and safe:
+                ctx.cut_before(data.draw(st.sampled_from(safe)), [])
+        assert _reaching_est(ctx, budget, state) == ctx.block_reaching_est(budget)
