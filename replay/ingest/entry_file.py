@@ -120,6 +120,7 @@ def _read_ipc(footer: dict[bytes, bytes], key: bytes, shown: str) -> pa.Table:
         raise StoreError(f"{shown}: no {key.decode()} table in its footer; not schema version "
                          f"{SCHEMA_VERSION}; re-ingest")
     table: pa.Table = pa.ipc.open_stream(stream).read_all()
+    table.validate(full=True)  # crafted footer bytes: offsets, UTF-8 (ArrowInvalid: StoreError)
     return table
 
 
