@@ -186,3 +186,40 @@ def test_a_crafted_dataset_table_is_refused_not_replayed(tmp_path: Path, table: 
     assert result.exit_code == 2, result.output
     assert "damaged dataset: run" in result.output and rule in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_footer_table_with_invalid_utf8_is_refused_by_decode() -> None:
+    """The footer's tables are Arrow IPC streams, which a reader takes as written: a crafted
+    string that is not UTF-8 (what ``Array.from_buffers`` and the IPC writer both let through)
+    makes ``entry_file.decode`` raise a StoreError instead of handing it on."""
+    import pyarrow as pa
+
+    from replay.errors import StoreError
+    from replay.ingest import entry_file
+    from replay.ingest.schema import SCHEMAS
+
+    runs = SCHEMAS["runs"]
+    column = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(
+        (0).to_bytes(4, "little") + (2).to_bytes(4, "little")), pa.py_buffer(b"\xff\xfe")])
+    first = runs.empty_table().column(0).type
+    assert first == pa.string()
+    data = entry_file.encode({"messages": SCHEMAS["messages"].empty_table(),
+                              "runs": SCHEMAS["runs"].empty_table()})
+    assert entry_file.decode(data, "ok")["runs"].num_rows == 0
+    crafted = pa.table([column] + [pa.nulls(1, f.type) for f in list(runs)[1:]],
+                       schema=runs.remove_metadata()).replace_schema_metadata(runs.metadata)
+    footer = {**entry_file.ENTRY_FOOTER}
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, crafted.schema) as w:
+        w.write_table(crafted)
+    import pyarrow.parquet as pq
+    out = pa.BufferOutputStream()
+    with pq.ParquetWriter(out, SCHEMAS["messages"]) as writer:
+        writer.write_table(SCHEMAS["messages"].empty_table())
+        writer.add_key_value_metadata({footer["runs"]: sink.getvalue().to_pybytes(),
+                                       footer["requests"]: entry_file._ipc(
+                                           SCHEMAS["requests"].empty_table()),
+                                       footer["events"]: entry_file._ipc(
+                                           SCHEMAS["events"].empty_table())})
+    with pytest.raises(StoreError):
+        entry_file.decode(out.getvalue().to_pybytes(), "crafted")
