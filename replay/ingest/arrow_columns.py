@@ -4,8 +4,8 @@
 list is a pandas object): about 0.2-0.3 s of CPU and 40 MB in every ingest process, for columns
 that only ever hold plain Python values.  ``column`` builds the same arrays from buffers for the
 types the store's tables use (``replay.ingest.schema``): ``string``, ``int64``, ``float64``,
-``bool`` and lists of ``int64`` or ``string``, with ``None`` as null; any other type is handed
-to ``pa.array``.
+``bool`` and lists of ``int64`` or ``string``, with ``None`` as null (an ``int64`` column may
+also come as an ``array('q')``, taken as it is); any other type is handed to ``pa.array``.
 
 It takes exactly the values of the column's type (``bool`` is no ``int64``, an ``int`` is a
 ``float64``, a tuple is a list) and raises ``TypeError`` for any other value, ``OverflowError``
@@ -51,6 +51,8 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         ValueError: an integer of a ``float64`` column that it would round.
         UnicodeEncodeError: a string that is not valid Unicode.
     """
+    if type(values) is array and values.typecode == "q" and type_ == _INT64:
+        return pa.Array.from_buffers(_INT64, len(values), [None, pa.py_buffer(values)], 0)
     if type_ == _STRING:
         try:  # the common case first: only strings (_strings refuses anything else)
             return _strings(values, None, 0)

@@ -114,8 +114,8 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
     out: dict[str, list[Any]] = {"run_id": []}
     for part, run_id in zip(parts, run_ids):
         out["run_id"].extend([run_id] * len(part[counted]))
-        for col, values in part.items():
-            out.setdefault(col, []).extend(values)
+        for col, values in part.items():  # (an array('q') column stays one: values[:0])
+            out.setdefault(col, values[:0]).extend(values)
     return out
 
 

@@ -11,8 +11,10 @@ Not here: token counting, writing Parquet, format quirks.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,6 +81,10 @@ def json_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent", "encrypted_bytes")
+_CHUNK_ROWS = 4096
+"""Rows kept as tuples before they are moved into the message columns (``RunBuilder._m``)."""
+_INT_MSG_COLS = frozenset(("msg", "block", "encrypted_bytes"))
+"""Message columns kept as ``array('q')`` while a run is built: 8 bytes a row, no int object."""
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
              "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
 _EVENT_COLS: tuple[str, ...] = (
@@ -106,8 +112,14 @@ class RunBuilder:
     """``Run.recorded_compact_limit_tokens`` (set by a parser whose log records it)."""
     line: int = 0
     """The input line being read, for issues (set by parsers that know it; 0: not known)."""
+    _m: tuple[Any, ...] = field(default_factory=lambda: _message_columns())
+    """The message rows so far, a column each in ``_MSG_COLS`` order (``_message_columns``),
+    but for the newest ones in ``_rows``: rows are added as tuples (one append a block) and
+    moved into the columns ``_CHUNK_ROWS`` at a time, so a big run is never held as a tuple
+    per row (a tuple's header a row, then rows and columns both at once when built: ~1.3x
+    the rows' memory more at the peak)."""
     _rows: list[tuple[Any, ...]] = field(default_factory=list)
-    """Message rows as tuples in ``_MSG_COLS`` order (turned into columns by ``build``)."""
+    """The newest message rows, as tuples in ``_MSG_COLS`` order (``_flush`` moves them)."""
     _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _REQ_COLS})
     _msg: int = -1
     _block: int = 0
@@ -265,7 +277,8 @@ class RunBuilder:
         this one, named ``agent``): the branch a rollback is about to abandon.  Requests added
         to this run before the copy are not copied (they are this run's; context there)."""
         return replace(self, index=index, agent=agent, parent_run_id=self.run_id,
-                       _rows=list(self._rows), _r={c: [] for c in _REQ_COLS},
+                       _m=tuple(c[:] for c in self._flushed()), _rows=[],
+                       _r={c: [] for c in _REQ_COLS},
                        _calls=dict(self._calls), _compactions=list(self._compactions),
                        _events=[dict(e) for e in self._events], _nested=list(self._nested),
                        _nested_results=list(self._nested_results))
@@ -278,7 +291,10 @@ class RunBuilder:
             return 0, 0
         msg = max(msg, 0)
         dropped = self._msg - msg + 1
-        self._rows = [row for row in self._rows if row[0] < msg]
+        msgs = self._flushed()[0]
+        cut = bisect.bisect_left(msgs, msg)  # (rows are in message order)
+        for c in self._m:
+            del c[cut:]
         keep = [i for i, out in enumerate(self._r["output_msg"]) if out < msg]
         n_requests = len(self._r["request"]) - len(keep)
         for c, values in self._r.items():
@@ -289,7 +305,7 @@ class RunBuilder:
         self._nested = [m for m in self._nested if m < msg]
         self._nested_results = [m for m in self._nested_results if m < msg]
         self._msg = msg - 1
-        self._block = sum(1 for row in self._rows if row[0] == self._msg)
+        self._block = cut - bisect.bisect_left(msgs, self._msg)
         return dropped, n_requests
 
     @property
@@ -305,13 +321,15 @@ class RunBuilder:
     @property
     def n_blocks(self) -> int:
         """Blocks added so far."""
-        return len(self._rows)
+        return len(self._m[0]) + len(self._rows)
 
     def build(self) -> RunDraft:
-        """The finished run: run fields (without token sums) and the column lists."""
+        """The finished run: run fields (without token sums) and the columns.  The message
+        columns are handed over, not copied: call it once, when the run is complete (a block
+        added after it fails)."""
         self._close()
-        m = {c: list(v) for c, v in zip(_MSG_COLS, zip(*self._rows))} if self._rows \
-            else {c: [] for c in _MSG_COLS}
+        m = dict(zip(_MSG_COLS, self._flushed()))
+        self._m = ()
         r = self._r
         kinds = m["kind"]
         recorded = [v for v in r["input_tokens"] if v is not None]
@@ -353,6 +371,18 @@ class RunBuilder:
             return None
         return total
 
+    def _flushed(self) -> tuple[Any, ...]:
+        """The message columns, with every row added so far moved into them."""
+        self._flush()
+        return self._m
+
+    def _flush(self) -> None:
+        """Move the rows of ``_rows`` into the columns (one C-level transposition)."""
+        if self._rows:
+            for col, values in zip(self._m, zip(*self._rows)):
+                col.extend(values)
+            self._rows.clear()
+
     def _close(self) -> None:
         """Give the current message an empty text block if it has none (an assistant turn
         with no content is still a message, and a request may have produced it)."""
@@ -364,10 +394,19 @@ class RunBuilder:
              encrypted_bytes: int = 0) -> None:
         if self._msg < 0:
             self.message("user")
-        self._rows.append((self._msg, self._block, self._role, kind, call_id, tool, op, path, text,
-                           bool(is_error), is_harness_summary, self._ts, self._msg_agent,
-                           encrypted_bytes))
+        rows = self._rows
+        rows.append((self._msg, self._block, self._role, kind, call_id, tool, op, path, text,
+                     bool(is_error), is_harness_summary, self._ts, self._msg_agent,
+                     encrypted_bytes))
+        if len(rows) == _CHUNK_ROWS:
+            self._flush()
         self._block += 1
+
+
+def _message_columns() -> tuple[Any, ...]:
+    """Empty message columns in ``_MSG_COLS`` order: ``array('q')`` for the integer ones, lists
+    for the others."""
+    return tuple(array("q") if c in _INT_MSG_COLS else [] for c in _MSG_COLS)
 
 
 def run_id_for(sha256: str, index: int, source: str) -> str:

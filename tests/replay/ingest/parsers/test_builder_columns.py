@@ -1,0 +1,73 @@
+"""RunBuilder keeps a run's message rows as columns (moved from tuples a chunk at a time): what
+a parser gets back is the same whatever the chunk boundaries, rewinds and branches."""
+
+from __future__ import annotations
+
+from array import array
+
+import pyarrow as pa
+
+from replay.ingest.arrow_columns import column
+from replay.ingest.parsers import builder
+from replay.ingest.parsers.builder import RunBuilder, Source
+
+N = builder._CHUNK_ROWS
+
+
+def _builder() -> RunBuilder:
+    return RunBuilder(Source(path="f", rel="f", data=b"", sha256="0" * 64), 0, "chat", [])
+
+
+def _messages(rb: RunBuilder, first: int, last: int) -> None:
+    """Messages ``first..last``: message k holds k % 3 + 1 text blocks ``k.b``."""
+    for k in range(first, last):
+        rb.message("user" if k % 2 else "assistant")
+        for b in range(k % 3 + 1):
+            rb.text(f"{k}.{b}")
+
+
+def _expected(last: int) -> tuple[list[int], list[int], list[str]]:
+    msgs, blocks, texts = [], [], []
+    for k in range(last):
+        for b in range(k % 3 + 1):
+            msgs.append(k)
+            blocks.append(b)
+            texts.append(f"{k}.{b}")
+    return msgs, blocks, texts
+
+
+def test_columns_across_chunks_equal_the_rows_added() -> None:
+    rb = _builder()
+    _messages(rb, 0, N)  # 2N blocks: past two chunk boundaries
+    assert rb.n_blocks == len(_expected(N)[0])
+    m = rb.build().messages
+    msgs, blocks, texts = _expected(N)
+    assert list(m["msg"]) == msgs and list(m["block"]) == blocks and m["text"] == texts
+    assert m["role"] == ["user" if k % 2 else "assistant" for k in msgs]
+
+
+def test_rewind_and_branch_across_a_chunk_boundary() -> None:
+    rb = _builder()
+    _messages(rb, 0, N)
+    cut = N // 2 + 7  # a message whose blocks were moved into the columns already
+    branch = rb.branch(1, "abandoned-1")
+    assert rb.rewind(cut) == (N - cut, 0)
+    assert rb.n_blocks == len(_expected(cut)[0])
+    rb.text("more")  # goes on in the last message kept, after its blocks
+    _messages(rb, cut, cut + 5)
+    m = rb.build().messages
+    msgs, blocks, texts = _expected(cut)
+    last = cut - 1
+    msgs, blocks, texts = msgs + [last], blocks + [last % 3 + 1], texts + ["more"]
+    tail = _expected(cut + 5)
+    k0 = len(_expected(cut)[0])
+    assert list(m["msg"]) == msgs + tail[0][k0:]
+    assert list(m["block"]) == blocks + tail[1][k0:]
+    assert m["text"] == texts + tail[2][k0:]
+    b = branch.build().messages  # the copy taken before the rewind is whole
+    assert (list(b["msg"]), list(b["block"]), b["text"]) == _expected(N)
+
+
+def test_an_int64_array_column_equals_pa_array() -> None:
+    values = [0, -1, 2**63 - 1, -(2**63), 42]
+    assert column(array("q", values), pa.int64()).equals(pa.array(values, pa.int64()))
