@@ -38,6 +38,14 @@ class Source:
     coverage: Coverage = field(default_factory=Coverage)
     """What became of each record type the parser met (filled in by the parser)."""
 
+    def release_data(self) -> None:
+        """Let the file's bytes go: a parser that has read every record calls it, so they are
+        not held while its runs are built.  ``data`` is then a released ``memoryview``: any use
+        of it raises (``ValueError``), never an empty file read silently."""
+        gone = memoryview(b"")
+        gone.release()
+        object.__setattr__(self, "data", gone)  # (frozen: the one field that changes, once)
+
 
 @dataclass(frozen=True, slots=True)
 class Issue:

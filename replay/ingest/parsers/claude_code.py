@@ -187,6 +187,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         sess.agent_id = sess.agent_id or agent
         if agent and raw.get("isSidechain") is True:
             sess.side_agents[no] = agent
+    src.release_data()  # every record read: the file's bytes are not held while runs are built
     for kind, n in passed.items():
         src.coverage.skipped(kind, n)
     if duplicates:

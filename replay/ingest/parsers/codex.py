@@ -104,6 +104,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: problems found are appended here.
     """
     records = unique(list(iter_records(src, issues)), src.path, issues)
+    src.release_data()  # every record read: the file's bytes are not held while runs are built
     if not records:
         issues.append(Issue(src.path, 0, "no JSON records in this Codex rollout"))
         return []

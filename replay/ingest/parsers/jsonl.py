@@ -45,12 +45,12 @@ def loads(data: bytes | str) -> Any:
 def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Every JSON object line of ``src`` with its 1-based line number; problems go to ``issues``."""
     data = src.data
-    lines = data.split(b"\n")
-    last = len(lines)
-    if lines and lines[-1] == b"":
-        lines.pop()
-        last = 0  # file ends with a newline: no line is partial
-    for no, raw in enumerate(lines, start=1):
+    size, pos, no = len(data), 0, 0
+    while pos < size:  # a line at a time: never every line's bytes at once beside the file's
+        end = data.find(b"\n", pos)
+        partial = end < 0  # the last line, with no newline after it
+        end = size if partial else end
+        raw, pos, no = data[pos:end], end + 1, no + 1
         if not raw.strip():
             continue
         if len(raw) > MAX_LINE_BYTES:
@@ -63,7 +63,7 @@ def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[s
             issues.append(Issue(src.path, no, f"invalid UTF-8 at byte {exc.start} (line skipped)"))
             continue
         except ValueError as exc:
-            what = "incomplete last line (file still being written?)" if no == last else "malformed JSON"
+            what = "incomplete last line (file still being written?)" if partial else "malformed JSON"
             issues.append(Issue(src.path, no, f"{what}: {exc} (line skipped)"))
             continue
         except RecursionError:

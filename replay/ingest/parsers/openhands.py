@@ -106,6 +106,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         if not events:
             return []
     else:
+        src.release_data()  # decoded: the file's bytes are not held while the run is built
         events = _events(doc)
     if events is None:
         issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
@@ -124,6 +125,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     st = _State(groups)
     rb = RunBuilder(src, 0, NAME, issues, harness="openhands")
     for no, ev in enumerate(events, start=1):
+        events[no - 1] = None  # each event let go once read: the run grows as the document goes
         if not isinstance(ev, dict):
             cov.unknown("event (not an object)")
             issues.append(Issue(src.path, no, f"event {no} is a {type(ev).__name__}, "
@@ -205,7 +207,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
     if key is not None:
         if key not in st.emitted:
             st.emitted.add(key)
-            _tool_group(rb, st, st.groups.get(key) or [(no, ev)])
+            _tool_group(rb, st, st.groups.pop(key, []) or [(no, ev)])
         return rtype, "modelled"
     source = ev.get("source")
     if action == "condensation":
