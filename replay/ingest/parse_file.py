@@ -109,7 +109,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                 issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
             return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
         try:
-            tables = tokenize(drafts, tokenizers, threads=threads)
+            tables = tokenize(drafts, tokenizers, threads=threads, consume=True)
         except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
             issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
                                               f"({type(exc).__name__}: {exc})"))

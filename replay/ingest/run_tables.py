@@ -10,7 +10,6 @@ Not here: the schema (``replay.ingest.schema``), the tokenizers (``replay.ingest
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +30,7 @@ _Columns = dict[str, list[Any] | pa.Array]
 
 
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
-             threads: int = 1) -> store.RunTables:
+             threads: int = 1, consume: bool = False) -> store.RunTables:
     """Count tokens once per block and build the schema's tables.
 
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
@@ -40,13 +39,22 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     redaction markers is sized by their declared lengths and flagged; a block holding
     ctxreplay's own markers (``replay redact``) gets the exact figures they declare
     (``replay.ingest.redaction``).
+
+    ``consume``: the drafts' columns are taken, not copied (each draft's ``messages``,
+    ``requests`` and ``events`` are left empty), so every column is let go as soon as it is
+    converted: a big file's Python lists and its Arrow table are not held whole side by side.
     """
+    n_blocks = [len(d.messages["msg"]) for d in drafts]
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
     events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
     runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names
             if col in drafts[0].run}
+    if consume:
+        for d in drafts:
+            d.messages, d.requests, d.events = {}, {}, {}
     texts: list[str] = messages["text"]
+    n = len(texts)
     try:
         text = column(texts, pa.string())
     except UnicodeEncodeError:
@@ -70,7 +78,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
     for name, col in TOKEN_COLUMN.items():
         if name not in tokenizers:
-            messages[col] = pa.nulls(len(texts), pa.int64())
+            messages[col] = pa.nulls(n, pa.int64())
             continue
         counts = count_tokens(texts, name, threads=threads)
         for i, (rest, _, chars) in redacted.items():
@@ -82,22 +90,24 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
                 declared_tokens = tokens_for(sizes.n_chars, name)
             counts[i] = declared_tokens
         messages[col] = counts
-    messages["tokens_estimated"] = [i in estimated for i in range(len(texts))] if estimated \
-        else [False] * len(texts)
-    _estimated_per_run(runs, drafts, messages, estimated)
+    del texts  # (the strings are in the Arrow column now)
+    messages["tokens_estimated"] = [i in estimated for i in range(n)] if estimated \
+        else [False] * n
+    _estimated_per_run(runs, n_blocks, messages, estimated)
     return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
                            requests=_table(requests, "requests"), events=_table(events, "events"))
 
 
-def _estimated_per_run(runs: _Columns, drafts: list[RunDraft],
+def _estimated_per_run(runs: _Columns, n_blocks_of: list[int],
                        messages: _Columns, redacted: set[int]) -> None:
     """Each run's ``n_estimated_blocks`` and ``estimated_tokens_o200k`` (the o200k tokens of its
-    blocks sized from redaction markers; None when o200k was not counted)."""
+    blocks sized from redaction markers; None when o200k was not counted); ``n_blocks_of``:
+    each run's number of blocks, in order."""
     o200k = messages["tokens_o200k"]
     counts = o200k if isinstance(o200k, list) else None  # an Arrow null column: not counted
     n_blocks, tokens, lo = [], [], 0
-    for d in drafts:
-        hi = lo + len(d.messages["msg"])
+    for size in n_blocks_of:
+        hi = lo + size
         mine = [i for i in redacted if lo <= i < hi] if redacted else []
         n_blocks.append(len(mine))
         tokens.append(sum(counts[i] for i in mine) if counts is not None else None)
@@ -119,10 +129,11 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
     return out
 
 
-def _table(columns: Mapping[str, list[Any] | pa.Array], name: str) -> pa.Table:
-    """The schema's table from column lists or arrays (each list converted once)."""
+def _table(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
+    """The schema's table from column lists or arrays (each list converted once, then taken
+    out of ``columns``: a list is let go as soon as its array is made)."""
     schema = SCHEMAS[name]
-    return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns[f.name], pa.Array)
+    return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns.pop(f.name), pa.Array)
                                  else _array(v, f.type) for f in schema],
                                 schema=schema)
 

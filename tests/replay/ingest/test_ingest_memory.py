@@ -7,13 +7,16 @@ Checked without timing or measuring memory: which objects are alive at a given s
 from __future__ import annotations
 
 import gc
+import json
 from typing import Any
 
 import pytest
 
 from replay.ingest import parse_file as parse_file_module
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers import PARSERS
+from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.run_tables import tokenize
 from tests.conftest import SAMPLES
 
 
@@ -40,3 +43,79 @@ def test_file_bytes_are_released_before_counting(sample: str,
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.messages.num_rows > 0
     assert alive == [0]
+
+
+def _openhands_events(path: Any) -> Any:
+    events = []
+    for i in range(3):
+        events.append({"id": 2 * i, "source": "agent", "action": "run",
+                       "args": {"command": "ls"}, "message": "x"})
+        events.append({"id": 2 * i + 1, "source": "agent", "observation": "run", "content": "y",
+                       "extras": {"exit_code": 0}, "cause": 2 * i})
+    path.write_text(json.dumps(events))
+    return path
+
+
+@pytest.mark.parametrize("sample", [
+    "claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+    "codex/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    None,  # an OpenHands event list (one JSON document), written below
+])
+def test_file_bytes_are_released_before_the_runs_are_built(
+        sample: str | None, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser that has read every record (a JSON Lines file) or decoded its document
+    (OpenHands) lets the file's bytes go before it builds its runs; reading them after that
+    raises, never reads as an empty file."""
+    path = SAMPLES / sample if sample else _openhands_events(tmp_path / "events.json")
+    released: list[bool] = []
+    real = RunBuilder.build
+
+    def spy(self: RunBuilder) -> Any:
+        with pytest.raises(ValueError):
+            len(self.source.data)
+        released.append(True)
+        return real(self)
+
+    monkeypatch.setattr(RunBuilder, "build", spy)
+    parsed = parse_file(path, path.parent)
+    assert parsed.tables is not None and parsed.tables.messages.num_rows > 0
+    assert released and all(released)
+
+
+def test_openhands_events_are_let_go_as_they_are_read(tmp_path: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoded event list is emptied as the run grows: when the run is built, of the
+    document's six events only the last one read is alive (the loop's variable), not the
+    document whole beside the run."""
+    path = _openhands_events(tmp_path / "events.json")
+    alive: list[int] = []
+    real = RunBuilder.build
+
+    def spy(self: RunBuilder) -> Any:
+        gc.collect()
+        alive.append(sum(isinstance(o, dict) and o.get("source") == "agent"
+                         for o in gc.get_objects()))
+        return real(self)
+
+    monkeypatch.setattr(RunBuilder, "build", spy)
+    assert parse_file(path, path.parent).tables is not None
+    assert alive == [1]
+
+
+def test_tokenize_lets_the_drafts_columns_go(tmp_path: Any) -> None:
+    """``tokenize(consume=True)`` (as ``parse_file`` calls it) takes the drafts' columns: the
+    drafts are left empty, and the tables are those of a tokenize that copies."""
+    path = SAMPLES / "claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    data = path.read_bytes()
+
+    def drafts() -> Any:
+        src = Source(path=str(path), rel=path.name, data=data, sha256="0" * 64)
+        return PARSERS["claude_code"].parse(src, [])
+
+    kept, taken = drafts(), drafts()
+    copied = tokenize(kept, ("o200k_base",))
+    consumed = tokenize(taken, ("o200k_base",), consume=True)
+    assert all(d.messages for d in kept)
+    assert all(not d.messages and not d.requests and not d.events for d in taken)
+    for name in ("runs", "messages", "requests", "events"):
+        assert getattr(consumed, name).equals(getattr(copied, name))
