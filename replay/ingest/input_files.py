@@ -11,12 +11,13 @@ The limit is ``DEFAULT_MAX_FILE_BYTES`` (1 GiB), or the environment variable
 
 A file read as one JSON document (SWE-agent, mini-swe-agent, OpenHands, ATIF, OpenCode export,
 Inspect ``.json`` and each ``.eval`` sample, chat dumps) is decoded whole, and decoding takes
-far more memory than the file: under 2x for a real trajectory, up to ~12x for a document of
-many tiny values (``benchmarks/document_memory.py``: 280 MB and 914 MB peak on ~61 MB
-files, 169 MB of it an ingest of a one-record file).  Such a document is
+far more memory than the file: 2.5x for a trajectory, ~9x for an OpenHands document of many
+tiny values (``benchmarks/document_memory.py``: 281 MB and 696 MB peak on ~61 MB files, 132 MB
+of it an ingest of a one-record file; ~12x, as OpenHands' was, where a parser holds the decoded
+document until its run is built: every parser but OpenHands').  Such a document is
 read only up to ``max_document_bytes()`` (``DEFAULT_MAX_DOCUMENT_BYTES``, 128 MiB: at most
 ~2 GB per ingest worker), raised with ``CTXREPLAY_MAX_DOCUMENT_BYTES``.  JSON Lines formats are
-decoded line by line, but a run's records are kept until it is built (700 MB peak for 61 MB of
+decoded line by line, but a run's records are kept until it is built (510 MB peak for 61 MB of
 minimal Claude Code records), so they are bounded by the file limit only.
 
 Not here: which files are read (``replay.ingest.discover``), parsing (``replay.ingest.parsers``).
