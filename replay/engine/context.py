@@ -264,19 +264,26 @@ class Context:
         """Replace block ``b``'s content size (a trim); returns (est, truth) reclaimed.
         ``truth_before``: ``truth_before(b)`` when the caller has it (it does not depend on
         ``b``'s own size)."""
-        run = self.run
-        ov = self.msg_overhead if run.msg_start[run.ordinal[b]] == b else 0
-        de, dt = self.cur_est[b] - (est + ov), self.cur_truth[b] - (truth + ov)
+        run = self.run  # locals, plain statements: called per trimmed block (a hot path)
+        if run.msg_start[run.ordinal[b]] == b:
+            est += self.msg_overhead
+            truth += self.msg_overhead
+        cur_est, cur_truth, cur_bytes = self.cur_est, self.cur_truth, self.cur_bytes
+        de = cur_est[b] - est
+        dt = cur_truth[b] - truth
         self.cut_est.queued.append((b, de))  # Fenwick.add, inlined: one call a trimmed block
         self.cut_truth.queued.append((b, dt))
         self.live_cut_est += de
         self.live_cut_truth += dt
-        self.live_cut_bytes[run.category[b]] += self.cur_bytes[b] - n_bytes
-        self.cur_est[b], self.cur_truth[b], self.cur_bytes[b] = est + ov, truth + ov, n_bytes
-        if not self.trimmed[b]:
+        self.live_cut_bytes[run.category[b]] += cur_bytes[b] - n_bytes
+        cur_est[b] = est
+        cur_truth[b] = truth
+        cur_bytes[b] = n_bytes
+        trimmed = self.trimmed
+        if not trimmed[b]:
+            trimmed[b] = True
             self.n_live_trimmed += 1
             self.last_trimmed = max(self.last_trimmed, b)
-        self.trimmed[b] = True
         self.epoch += 1
         dirty = self.dirty
         if dirty is None or (dirty != -1 and b < dirty):  # _touch, inlined

@@ -30,7 +30,7 @@ class TierInvariantError(AssertionError):
     """A tier asked for a change the engine's invariants forbid (a bug in the tier)."""
 
 
-def allowed_end(ctx: Context, protect_from: int, *, may_touch_newest: bool = False) -> int:
+def allowed_end(ctx: Context, protect_from: int, may_touch_newest: bool = False) -> int:
     """The first block a change may not reach: the protected range's start, capped at the newest
     output's unless the tier explicitly may touch it."""
     lo, hi = ctx.lo, ctx.hi
@@ -60,7 +60,7 @@ def protect_first_msg(ctx: Context, end: int) -> int | None:
     return ctx.run.msg[end] if end < ctx.hi else None
 
 
-def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int]], *, tier: str,
+def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int]], tier: str,
                 kind: str, protect_from: int, trigger_tokens: int, threshold_tokens: int,
                 may_touch_newest: bool = False, until_est: int | None = None,
                 min_reclaim_tokens: int = 0) -> Trimmed:
@@ -69,9 +69,11 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
 
     With ``until_est``, stop before the next block once the estimate (fixed overhead included)
     is under it (``sized`` may then be a lazy iterator: what is not reached is not computed).
-    No action is recorded when nothing was trimmed.
+    No action is recorded when nothing was trimmed.  (Its arguments and those of the calls it
+    makes go by position where a trim at every request passes: keyword matching costs more
+    than the work.)
     """
-    end = allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)
+    end = allowed_end(ctx, protect_from, may_touch_newest)
     blocks = iter(sized)
     first = next(blocks, None)
     if first is None or until_est is not None and env.fixed_est + ctx.est() < until_est:
@@ -98,14 +100,12 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     env.evictions.add_many(applied, env.request, tier, TRIMMED)
     if env.induce is not None:
         env.induce.removed(applied, env.request, tier)
-    run = ctx.run
-    record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
-                  threshold_tokens=threshold_tokens, n_blocks=len(applied),
-                  first_msg=run.msg[applied[0]], last_msg=run.msg[prev],
-                  reclaimed_est_tokens=got_est, reclaimed_tokens=got_truth,
-                  invalidated=invalidated,
-                  min_reclaim_tokens=min_reclaim_tokens,
-                  protect_first_msg=protect_first_msg(ctx, end))
+    msg = ctx.run.msg
+    # record_action's values by position (tier, kind, trigger, threshold, n_blocks, first_msg,
+    # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg inlined)
+    record_action(env, ctx, tier, kind, trigger_tokens, threshold_tokens, len(applied),
+                  msg[applied[0]], msg[prev], got_est, got_truth, invalidated, min_reclaim_tokens,
+                  msg[end] if end < ctx.hi else None)
     return _new_trimmed(Trimmed, (len(applied), prev, got_est, got_truth))
 
 

@@ -25,17 +25,15 @@ from replay.policy import Placeholder, Policy, TokenCounter, Trigger
 
 @dataclass(slots=True)
 class Evictions:
-    """The evictions table as columns of block, request, tier and fate for blocks evicted one by
-    one (trims), and each cut as one range where it came in that order; run, policy, message
-    and block ids are filled in at the end, a cut's as slices of the run's: no object per
-    evicted block."""
+    """The evictions table as (block, request, tier, fate) rows for blocks evicted one by one
+    (trims), and each cut as one range where it came in that order; run, policy, message and
+    block ids are filled in at the end, a cut's as slices of the run's: no object per evicted
+    block beyond its row.  (One list of rows rather than four columns: a trim at every request
+    appends once, not four times; ``columns`` transposes them at C speed.)"""
 
-    blocks: list[int] = field(default_factory=list)
-    requests: list[int] = field(default_factory=list)
-    tiers: list[str] = field(default_factory=list)
-    fates: list[str] = field(default_factory=list)
+    rows: list[tuple[int, int, str, str]] = field(default_factory=list)
     cuts: list[tuple[int, range, int, str, str]] = field(default_factory=list)
-    """(blocks evicted one by one before it, the range cut, request, tier, fate) per cut."""
+    """(rows evicted one by one before it, the range cut, request, tier, fate) per cut."""
     n: int = 0
     """Evicted blocks so far."""
     n_induced: int = 0
@@ -43,10 +41,7 @@ class Evictions:
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
-        self.blocks.append(b)
-        self.requests.append(request)
-        self.tiers.append(tier)
-        self.fates.append(fate)
+        self.rows.append((b, request, tier, fate))
         self.n += 1
 
     def add_induced(self, b: int, request: int, tier: str, fate: str) -> None:
@@ -57,71 +52,63 @@ class Evictions:
 
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
-        n = len(blocks)
-        if n == 1:  # the usual pass of a trim at every request: plain appends are cheaper
-            self.blocks.append(blocks[0])
-            self.requests.append(request)
-            self.tiers.append(tier)
-            self.fates.append(fate)
+        if len(blocks) == 1:  # the usual pass of a trim at every request: one plain append
+            self.rows.append((blocks[0], request, tier, fate))
             self.n += 1
             return
-        self.blocks += blocks
-        self.requests += repeat(request, n)
-        self.tiers += repeat(tier, n)
-        self.fates += repeat(fate, n)
-        self.n += n
+        self.rows += zip(blocks, repeat(request), repeat(tier), repeat(fate))
+        self.n += len(blocks)
 
     def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
         """Blocks ``[lo, hi)`` were removed before ``request``."""
-        self.cuts.append((len(self.blocks), range(lo, hi), request, tier, fate))
+        self.cuts.append((len(self.rows), range(lo, hi), request, tier, fate))
         self.n += hi - lo
 
     def columns(self, run: PreparedRun) -> tuple[list[int], list[int], list[int], list[str],
                                                  list[str], list[bool]]:
         """Message id, block id, request, tier, fate and whether it is an induced re-read, of
         every evicted block, in order."""
-        if self.n_induced:
-            return self._columns_induced(run)
+        blocks, requests, tiers, fates = _transposed(self.rows)
+        flags = [b < 0 for b in blocks] if self.n_induced else None
+        if flags is not None:
+            blocks = [b if b >= 0 else -1 - b for b in blocks]
         msg, block = run.msg, run.block
         if not self.cuts:
-            return ([msg[b] for b in self.blocks], [block[b] for b in self.blocks],
-                    self.requests, self.tiers, self.fates, [False] * self.n)
+            return ([msg[b] for b in blocks], [block[b] for b in blocks], requests, tiers, fates,
+                    flags if flags is not None else [False] * self.n)
         msgs: list[int] = []
         block_ids: list[int] = []
-        requests: list[int] = []
-        tiers: list[str] = []
-        fates: list[str] = []
+        out_requests: list[int] = []
+        out_tiers: list[str] = []
+        out_fates: list[str] = []
+        out_flags: list[bool] = []
         done = 0
-        for at, cut, request, tier, fate in [*self.cuts, (len(self.blocks), range(0), 0, "", "")]:
+        for at, cut, request, tier, fate in [*self.cuts, (len(blocks), range(0), 0, "", "")]:
             if at > done:  # the blocks evicted one by one since the previous cut
-                one_by_one = self.blocks[done:at]
+                one_by_one = blocks[done:at]
                 msgs += [msg[b] for b in one_by_one]
                 block_ids += [block[b] for b in one_by_one]
-                requests += self.requests[done:at]
-                tiers += self.tiers[done:at]
-                fates += self.fates[done:at]
+                out_requests += requests[done:at]
+                out_tiers += tiers[done:at]
+                out_fates += fates[done:at]
+                out_flags += flags[done:at] if flags is not None else repeat(False, at - done)
                 done = at
             msgs += msg[cut.start:cut.stop]
             block_ids += block[cut.start:cut.stop]
-            requests += repeat(request, len(cut))
-            tiers += repeat(tier, len(cut))
-            fates += repeat(fate, len(cut))
-        return msgs, block_ids, requests, tiers, fates, [False] * self.n
+            out_requests += repeat(request, len(cut))
+            out_tiers += repeat(tier, len(cut))
+            out_fates += repeat(fate, len(cut))
+            out_flags += repeat(False, len(cut))
+        return msgs, block_ids, out_requests, out_tiers, out_fates, out_flags
 
-    def _columns_induced(self, run: PreparedRun) -> tuple[list[int], list[int], list[int],
-                                                          list[str], list[str], list[bool]]:
-        """``columns`` with induced re-reads among the blocks evicted one by one."""
-        plain = Evictions([b if b >= 0 else -1 - b for b in self.blocks], self.requests,
-                          self.tiers, self.fates, self.cuts, self.n)
-        flags = [b < 0 for b in self.blocks]
-        msgs, block_ids, requests, tiers, fates, _ = plain.columns(run)
-        out: list[bool] = []
-        one = 0
-        for at, cut, *_ in [*self.cuts, (len(self.blocks), range(0), 0, "", "")]:
-            out += flags[one:at]  # the one-by-one rows before this cut, then the cut's
-            one = at
-            out += repeat(False, len(cut))
-        return msgs, block_ids, requests, tiers, fates, out
+
+def _transposed(rows: list[tuple[int, int, str, str]]) -> tuple[list[int], list[int], list[str],
+                                                                 list[str]]:
+    """The eviction rows as four columns (block, request, tier, fate)."""
+    if not rows:
+        return [], [], [], []
+    blocks, requests, tiers, fates = zip(*rows)
+    return list(blocks), list(requests), list(tiers), list(fates)
 
 
 @dataclass(slots=True)
@@ -292,15 +279,18 @@ def reuse_recorded(env: Env, ctx: Context, c: int) -> None:
         env.fixed_truth += env.reattached[c]
 
 
-def record_action(env: Env, ctx: Context, *, tier: str, kind: str, trigger_tokens: int,
+def record_action(env: Env, ctx: Context, tier: str, kind: str, trigger_tokens: int,
                   threshold_tokens: int, n_blocks: int, first_msg: int, last_msg: int,
                   reclaimed_est_tokens: int, reclaimed_tokens: int, invalidated: int,
+                  min_reclaim_tokens: int = 0, protect_first_msg: int | None = None,
                   undone: bool = False, failed: bool = False, summary_tokens: int = 0,
-                  recorded: bool = False, min_reclaim_tokens: int = 0,
-                  protect_first_msg: int | None = None, induced: bool = False,
+                  recorded: bool = False, induced: bool = False,
                   when: str | None = None, size_estimate: str = "") -> None:
     """One actions row; ``reclaimed_est_tokens`` / ``reclaimed_tokens``: what the action took
-    out by estimate / by truth; ``recorded``: the summary is the one the log recorded."""
+    out by estimate / by truth; ``recorded``: the summary is the one the log recorded.
+
+    Call it with keywords, except on a hot path: ``apply_trims`` (a trim at every request)
+    passes its first 14 values by position, as keyword matching costs more than the row."""
     rows = env.action_rows
     # the row's values in ActionRow's field order, made into one without NamedTuple's keyword
     # constructor (five times the cost; tests/replay/engine/test_trace_rows.py checks the order)

@@ -154,9 +154,10 @@ def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
                             threshold_tokens=st.threshold, min_reclaim_tokens=st.minimum,
                             may_touch_newest=not tier.protect.newest)
         return False
-    apply_trims(ctx, env, pending, tier=tier.name, kind=TRIM, protect_from=stop,
-                trigger_tokens=trigger_tokens, threshold_tokens=st.threshold,
-                may_touch_newest=not tier.protect.newest, min_reclaim_tokens=st.minimum)
+    # by position (apply_trims: keyword matching costs more than a one-block trim): tier, kind,
+    # protect_from, trigger, threshold, may_touch_newest, until_est, min_reclaim
+    apply_trims(ctx, env, pending, tier.name, TRIM, stop, trigger_tokens, st.threshold,
+                not tier.protect.newest, None, st.minimum)
     st.pending = later or []
     st.gain_est = 0 if later is None else st.gain_est - gain
     return True
