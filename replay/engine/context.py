@@ -283,7 +283,9 @@ class Context:
         if not trimmed[b]:
             trimmed[b] = True
             self.n_live_trimmed += 1
-            self.last_trimmed = max(self.last_trimmed, b)
+            # max() without the builtin's call (which costs many comparisons: see allowed_end)
+            if b > self.last_trimmed:  # noqa: PLR1730
+                self.last_trimmed = b
         self.epoch += 1
         dirty = self.dirty
         if dirty is None or (dirty != -1 and b < dirty):  # _touch, inlined

@@ -114,7 +114,7 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     if not st.ready:
         _resolve(tier, st, ctx, env)
     stop = protect_start(tier.protect, ctx, env, st)
-    begin = max(ctx.lo, st.cursor)
+    begin = st.cursor if st.cursor > ctx.lo else ctx.lo  # noqa: FURB136 (see protect_start)
     if begin < stop:
         eligible, e = st.eligible, st.next_eligible
         if e < len(eligible) and eligible[e] < stop:  # a block to look at: scan
@@ -231,7 +231,11 @@ def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
 
 
 def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = None) -> int:
-    """First block of the protected recent range (``hi`` when nothing is protected)."""
+    """First block of the protected recent range (``hi`` when nothing is protected).
+
+    (Conditional expressions where ``min`` / ``max`` of two ints would do, FURB136 off: this
+    runs at every pass of every trim tier, and a builtin min/max of two ints costs about 1,000
+    instructions — an argument tuple, keyword parsing — ten times the comparison.)"""
     run, lo, hi = ctx.run, ctx.lo, ctx.hi
     start = hi
     if hi <= lo:
@@ -254,15 +258,16 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
         # the live results: res[first:end] (a bisection each, not a walk over new blocks)
         first, end = bisect.bisect_left(res, lo), bisect.bisect_left(res, hi)
         if first < end and p.tool_results:
-            nth = res[max(first, end - p.tool_results)]
+            nth = end - p.tool_results
+            nth = res[first if first > nth else nth]  # noqa: FURB136
             nth_start = run.msg_start[run.ordinal[nth]]
-            start = min(start, nth_start)
+            start = nth_start if nth_start < start else start  # noqa: FURB136
         if p.tool_result_tokens:
             start = min(start, _within_budget(ctx, res, first, end, p.tool_result_tokens))
     if p.newest:  # Context.newest_output_start, inlined (hi > lo here)
         newest = run.msg_start[run.ordinal[hi - 1]]
-        start = min(start, newest)
-    return max(lo, start)
+        start = newest if newest < start else start  # noqa: FURB136
+    return start if start > lo else lo  # noqa: FURB136
 
 
 def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
