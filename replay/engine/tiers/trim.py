@@ -244,11 +244,15 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
         last = run.ordinal[hi - 1]
         first = max(run.ordinal[lo], last - p.messages + 1)
         start = min(start, run.msg_start[first])
-    tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
+    tokens = p.tokens
+    if p.frac:
+        by_frac = int(p.frac * env.usable)
+        tokens = by_frac if by_frac > tokens else tokens  # noqa: FURB136
     if tokens:
         reach = (ctx.block_reaching_est(tokens) if st is None
                  else _reaching_est(ctx, tokens, st))
-        start = min(start, ctx.message_start_at_or_after(reach))
+        reach = ctx.message_start_at_or_after(reach)
+        start = reach if reach < start else start  # noqa: FURB136
     if p.tool_results or p.tool_result_tokens:
         res = st.results if st is not None else None
         if res is None:
@@ -263,7 +267,8 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
             nth_start = run.msg_start[run.ordinal[nth]]
             start = nth_start if nth_start < start else start  # noqa: FURB136
         if p.tool_result_tokens:
-            start = min(start, _within_budget(ctx, res, first, end, p.tool_result_tokens))
+            nth = _within_budget(ctx, res, first, end, p.tool_result_tokens)
+            start = nth if nth < start else start  # noqa: FURB136
     if p.newest:  # Context.newest_output_start, inlined (hi > lo here)
         newest = run.msg_start[run.ordinal[hi - 1]]
         start = newest if newest < start else start  # noqa: FURB136
