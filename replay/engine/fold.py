@@ -227,8 +227,7 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     if set(measured) != set(RequestMeasured._fields):
         raise AssertionError("replay.engine.fold: the loop's values are not RequestMeasured's")
     pre_truth = ctx.pre_truth
-    raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets,
-                                                  itertools.accumulate(run.req_blocks, max))]
+    raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets, _request_ends(run))]
     given: dict[str, list[Any]] = {"run_id": [run.run_id] * n, "policy": [policy.name] * n, "request": list(range(n)),
              "ts": list(run.ts), "raw_tokens": raw, "recorded_input_tokens": list(run.recorded_input),
              "recorded_cache_read_tokens": list(run.recorded_cache_read),
@@ -266,6 +265,16 @@ def _induced_columns(env: Env, n: int, given: dict[str, list[Any]]) -> dict[str,
             own_cost[k] += usd
             inval[k] += inv
     return {"induced_rereads": calls, "induced_tokens": tokens, "induced_cost_usd": cost}
+
+
+def _request_ends(run: PreparedRun) -> list[int]:
+    """One past the last block sent at each request: the running max of ``req_blocks``
+    (memoised per run: a builtin max per request costs more than the rest of the column)."""
+    memo = run.memo("request_ends")
+    got = memo.get(None)
+    if got is None:
+        got = memo[None] = list(itertools.accumulate(run.req_blocks, max))
+    return got
 
 
 def _common_prefix(ctx: Context, env: Env, k: int, truth: int) -> int:
