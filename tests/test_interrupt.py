@@ -95,8 +95,11 @@ def test_killed_sweep_keeps_the_previous_table(tmp_path: Path) -> None:
                                "--jobs", "1", "--no-plots", "-q"), check=True, capture_output=True)
     kept = {name: (out / "sweep" / name).read_bytes() for name in ("sweep.parquet", "sweep.csv")}
     start = time.monotonic()
+    # a sweep long enough to be killed midway (three times the points: a faster engine made the
+    # single axis finish inside the 4 s some of the time)
     proc = subprocess.Popen(_replay_cmd("sweep", "-p", "two-tier-corrected", "--axis",
-                                        "tiers.1.trigger.at_tokens=40000:120000:1500", logs,
+                                        "tiers.1.trigger.at_tokens=40000:120000:1500", "--axis",
+                                        "tiers.0.protect.frac=0.2,0.3,0.4", logs,
                                         "--out", str(out), "--jobs", "1", "--no-plots", "-q",
                                         "--no-cache"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
