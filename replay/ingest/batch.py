@@ -94,10 +94,14 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     if tables is None or (strict and parsed.issues):
         return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
                      b"", parsed.coverage, parsed.no_conversation)
-    checksum = store.write_entry(out, key, tables)
     done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
-                 parsed.issues, True, b"", parsed.coverage, checksum=checksum)
-    store_session.journal(out, _entry(done))  # recorded the moment its files are complete
+                 parsed.issues, True, b"", parsed.coverage)
+
+    def journal(checksum: str) -> None:  # before the entry's rename: a worker killed right
+        # after it (its parent gone) still leaves the complete entry journalled
+        store_session.journal(out, _entry(replace(done, checksum=checksum)))
+
+    done = replace(done, checksum=store.write_entry(out, key, tables, before_rename=journal))
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
     return replace(done, n_tokens=n_tokens, index_rows=store_index.index_rows(tables, key))

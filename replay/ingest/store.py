@@ -32,7 +32,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,14 +115,19 @@ def entry_checksum(key: str, digests: list[str]) -> str:
     return hashlib.sha256("\n".join((key, *digests)).encode()).hexdigest()
 
 
-def write_entry(root: Path, key: str, tables: RunTables) -> str:
+def write_entry(root: Path, key: str, tables: RunTables,
+                before_rename: Callable[[str], None] | None = None) -> str:
     """Write one entry's tables into ``root/data/KEY.parquet`` atomically (written under a
     temporary name, then renamed), never through a symlink (a symlink in the entry's place is
     replaced, never followed); returns the entry's checksum (``entry_checksum``, of the bytes
-    just written)."""
+    just written).  ``before_rename`` is called with that checksum once the bytes are written,
+    before the rename: a journal line made there is never missing for a complete entry (a
+    process killed between the two leaves a line whose file is not there, which the journal's
+    reader skips)."""
     if not is_segment(key):
         entry_file(root, key)  # raises: the key is no plain file name
     data_bytes = encode({name: getattr(tables, name) for name in TABLES})
+    checksum = entry_checksum(key, [hashlib.sha256(data_bytes).hexdigest()])
     name, tmp = f"{key}{ENTRY_SUFFIX}", f".{key}.tmp{os.getpid()}"
     with folder_fd(root, ("data",)) as data:
         _remove(tmp, data)
@@ -136,11 +141,13 @@ def write_entry(root: Path, key: str, tables: RunTables) -> str:
                     shutil.rmtree(name, ignore_errors=True, dir_fd=data)  # no file's place
             except FileNotFoundError:
                 pass
+            if before_rename is not None:
+                before_rename(checksum)
             os.rename(tmp, name, src_dir_fd=data, dst_dir_fd=data)  # over a symlink: replaced
         except BaseException:
             _remove(tmp, data)
             raise
-    return entry_checksum(key, [hashlib.sha256(data_bytes).hexdigest()])
+    return checksum
 
 
 def _remove(name: str, folder: int) -> None:
