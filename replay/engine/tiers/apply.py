@@ -106,10 +106,10 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
         env.induce.removed(applied, env.request, tier)
     msg = ctx.run.msg
     # record_action's values by position (tier, kind, trigger, threshold, n_blocks, first_msg,
-    # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg inlined)
+    # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg)
     record_action(env, ctx, tier, kind, trigger_tokens, threshold_tokens, len(applied),
                   msg[applied[0]], msg[prev], got_est, got_truth, invalidated, min_reclaim_tokens,
-                  msg[end] if end < ctx.hi else None)
+                  protect_first_msg(ctx, end))
     return _new_trimmed(Trimmed, (len(applied), prev, got_est, got_truth))
 
 
