@@ -34,7 +34,7 @@ from analysis.sweep.unit import (
     UnitRows,
     keep_runs,
     run_tables,
-    sweep_unit,
+    sweep_units,
 )
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
@@ -64,18 +64,28 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
+Task = tuple[SweepUnit, ...]
+"""Units sent to a worker together (``plan``)."""
+
+
 def plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
-         workers: int, allow_python: bool) -> list[SweepUnit]:
-    """Units of (run, batch of settings) sized to balance ``workers``, the longest runs first.
+         workers: int, allow_python: bool) -> list[Task]:
+    """Units of (run, batch of settings) sized to balance ``workers``, the longest runs first,
+    grouped into tasks of about one balancing share each.
 
     A run's units are consecutive, so a worker moves from run to run rather than back
-    and forth, and prepares each run once (its per-run memo tables warm up once too).
+    and forth, and prepares each run once (its per-run memo tables warm up once too).  A run
+    shorter than a share is one unit, and consecutive short units travel as one task: sending a
+    task to a worker and its rows back costs a few milliseconds of CPU, as much as replaying a
+    short run for several settings.
     """
     n_req = dict(zip(corpus.runs["run_id"].to_pylist(), corpus.runs["n_requests"].to_pylist()))
     cost = {rid: n_req[rid] + _REPLAY_OVERHEAD_REQUESTS for rid in todo}
     total = sum(cost[rid] * len(ix) for rid, ix in todo.items())
     target = max(1.0, total / (max(workers, 2) * UNITS_PER_WORKER))
-    units = []
+    tasks: list[Task] = []
+    task: list[SweepUnit] = []
+    task_cost = 0.0
     for rid in sorted(todo, key=lambda r: (-cost[r] * len(todo[r]), r)):
         ix = todo[rid]
         if not ix:
@@ -86,35 +96,41 @@ def plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
         tables = None if entry is not None else run_tables(corpus, rid)
         root = str(corpus.root) if entry is not None else ""
         for lo in range(0, len(ix), size):
-            units.append(SweepUnit(rid, tuple(ix[lo:lo + size]), root, entry, tables,
-                                   allow_python))
-    return units
+            task.append(SweepUnit(rid, tuple(ix[lo:lo + size]), root, entry, tables,
+                                  allow_python))
+            task_cost += cost[rid] * len(task[-1].indices)
+            if task_cost >= target:
+                tasks.append(tuple(task))
+                task, task_cost = [], 0.0
+    if task:
+        tasks.append(tuple(task))
+    return tasks
 
 
-def execute(units: list[SweepUnit], blob: bytes, *, jobs: int,
+def execute(tasks: list[Task], blob: bytes, *, jobs: int,
             client: Any) -> Iterator[UnitRows]:
-    """Each unit's rows, as units finish, on the chosen executor."""
-    if not units:
+    """Each unit's rows, as tasks finish, on the chosen executor."""
+    if not tasks:
         return
     if client is not None:
         # lazy: distributed is the optional dask extra, needed only with a scheduler
         from distributed import as_completed as dask_completed
 
         shared = client.scatter(blob, broadcast=True)
-        futures = client.map(sweep_unit, units, blob=shared, pure=False)
+        futures = client.map(sweep_units, tasks, blob=shared, pure=False)
         for fut in dask_completed(futures):  # type: ignore[no-untyped-call]
-            yield fut.result()
+            yield from fut.result()
             fut.release()
-    elif jobs <= 1 or len(units) == 1:
-        for unit in units:
-            yield sweep_unit(unit, blob)
+    elif jobs <= 1 or len(tasks) == 1:
+        for task in tasks:
+            yield from sweep_units(task, blob)
     else:
-        pool = get_reusable_executor(max_workers=min(jobs, len(units)), initializer=init_worker,
+        pool = get_reusable_executor(max_workers=min(jobs, len(tasks)), initializer=init_worker,
                                      initargs=(os.getpid(),))
-        futures = [pool.submit(sweep_unit, u, blob) for u in units]
+        futures = [pool.submit(sweep_units, t, blob) for t in tasks]
         try:
             for fut in as_completed(futures):
-                yield fut.result()
+                yield from fut.result()
         finally:
             for fut in futures:
                 fut.cancel()

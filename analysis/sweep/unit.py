@@ -126,6 +126,11 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
     return UnitRows(columns, n_replays, loaded)
 
 
+def sweep_units(units: tuple[SweepUnit, ...], blob: bytes) -> list[UnitRows]:
+    """``sweep_unit`` of each unit in turn (a task of several units: one trip to a worker)."""
+    return [sweep_unit(unit, blob) for unit in units]
+
+
 def _shared(sources: list[tuple[Policy, Probe, tuple[Any, ...]]], policy: Policy,
             shapes: Shapes) -> tuple[Any, ...] | None:
     """The metric values of a replay made for another setting that ``policy``'s replay would
