@@ -34,7 +34,6 @@ from analysis.sweep.cache import (
     ROW_COLUMNS,
     columns_frame,
     read_cached,
-    rows_frame,
     run_key,
     write_cached,
 )
@@ -132,7 +131,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     rank = share_rank([s.policy for s in settings])  # settings likely to share, side by side
     todo = {rid: sorted(ix, key=rank.__getitem__) for rid, ix in todo.items()}
     if on_row:
-        for rid in reused["run_id"]:
+        for rid in ([] if reused is None else reused["run_id"]):
             on_row(rid)
     blob = pickle.dumps([(s.id, s.policy) for s in settings], protocol=pickle.HIGHEST_PROTOCOL)
     computed: dict[str, list[Any]] = {c: [] for c in ROW_COLUMNS}
@@ -140,8 +139,8 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     with dask_client(scheduler) as client:
         workers = (sum(client.nthreads().values()) if client is not None else
                    jobs if jobs > 0 else auto_jobs(corpus, todo))
-        units = plan(corpus, todo, entries, workers, allow_python)
-        for done in execute(units, blob, jobs=workers, client=client):
+        tasks = plan(corpus, todo, entries, workers, allow_python)
+        for done in execute(tasks, blob, jobs=workers, client=client):
             for c, values in done.columns.items():
                 computed[c] += values
             n_replays += done.n_replays
@@ -159,12 +158,14 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                     write_cached(cache_dir, str(rid), keys[str(rid)], rows)
                 except OSError as exc:  # a full disk: the rows computed are kept in the result
                     unwritten.append(exc.strerror or str(exc))
-    pool = min(workers, len(units)) if client is None and workers > 1 and len(units) > 1 else 1
-    stats = SweepStats(len(ids), len(settings), len(new), len(reused), len(units), pool,
+    pool = min(workers, len(tasks)) if client is None and workers > 1 and len(tasks) > 1 else 1
+    stats = SweepStats(len(ids), len(settings), len(new), 0 if reused is None else len(reused),
+                       sum(map(len, tasks)), pool,
                        n_cache_dropped=len(dropped), n_cache_unwritten=len(unwritten),
                        cache_error=unwritten[0] if unwritten else "", n_replays=n_replays,
                        n_runs_loaded=n_loaded)
-    return SweepResult(_table(pd.concat([reused, new], ignore_index=True), settings, corpus),
+    rows = new if reused is None else pd.concat([reused, new], ignore_index=True)
+    return SweepResult(_table(rows, settings, corpus),
                        tuple(settings), stats)
 
 
@@ -232,10 +233,11 @@ def _run_keys(corpus: Corpus, ids: list[str], entries: dict[str, Entry]) -> dict
 
 def _lookup(cache_dir: Path | None, keys: dict[str, str], ids: list[str],
             settings: Sequence[Setting],
-            cacheable: list[bool], dropped: list[str]) -> tuple[pd.DataFrame,
+            cacheable: list[bool], dropped: list[str]) -> tuple[pd.DataFrame | None,
                                                                  dict[str, list[int]]]:
-    """The cached rows of these settings, and per run the indices of the settings to compute;
-    the runs whose cache file failed its check are appended to ``dropped``."""
+    """The cached rows of these settings (None: no cache was read), and per run the indices of
+    the settings to compute; the runs whose cache file failed its check are appended to
+    ``dropped``."""
     wanted = {s.id for s, ok in zip(settings, cacheable) if ok}
     found: list[pd.DataFrame] = []
     todo: dict[str, list[int]] = {}
@@ -249,7 +251,7 @@ def _lookup(cache_dir: Path | None, keys: dict[str, str], ids: list[str],
             found.append(cached[cached["setting"].isin(wanted)])
             have = set(found[-1]["setting"])
         todo[rid] = [i for i, s in enumerate(settings) if s.id not in have]
-    return (pd.concat(found, ignore_index=True) if found else rows_frame([])), todo
+    return (pd.concat(found, ignore_index=True) if found else None), todo
 
 
 def _table(rows: pd.DataFrame, settings: Sequence[Setting], corpus: Corpus) -> pd.DataFrame:
