@@ -11,14 +11,14 @@ id=…]``), which ``replay.redact.archive`` turns into the exact marker of the b
 it; an ``encrypted_content`` becomes a marker declaring its length (with a salted digest).
 Keys that are names, numbers, booleans and nulls are kept (a key that is not a name, such
 as the file paths a Claude Code file-history snapshot is keyed by, is hashed like a path);
-timestamps are shifted by whole days when asked (``replay.redact.time_shift``; a time inside
-an id is kept as written).  Formats whose parser reads text for its structure get the
+timestamps are shifted by whole days when asked (``replay.redact.time_shift``; so are the
+moments inside kept ids, ``Redactor.kept_id``).  Formats whose parser reads text for its structure get the
 little it needs kept (``Redactor`` fields, set per file by ``replay.redact.archive``).  Tool arguments that are a JSON text (Codex ``arguments``) are redacted inside and
 written back as JSON.  A tool-input object left with no text gets one extra key,
 ``ctxreplay_redacted``, holding a marker, so the block still carries its original size.
 
-Not here: the exact figures (``replay.redact.marker_sizes``), the marker format
-(``replay.ingest.redaction``).
+Not here: the stand-ins of commands, actions and patches (``replay.redact.stand_ins``), the
+exact figures (``replay.redact.marker_sizes``), the marker format (``replay.ingest.redaction``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.ingest.ops import PATCH_FILE, classify_shell
+from replay.ingest.ops import PATCH_FILE
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.redaction import EXACT_WORD
+from replay.redact import stand_ins
 from replay.redact.keep_list import (
     ATTACHMENT,
     DATA_KEYS,
@@ -46,6 +47,7 @@ from replay.redact.keep_list import (
     keeps,
     keeps_in_data,
 )
+from replay.redact.stand_ins import COMMAND_KEYS, EDITOR_COMMANDS
 from replay.redact.time_shift import (
     CLOCK_KEY,
     EPOCH_KEYS,
@@ -56,17 +58,12 @@ from replay.redact.time_shift import (
     shift_ids,
 )
 
-COMMAND_KEYS = frozenset({"command", "cmd"})
 _JSON_TEXT_KEYS = frozenset({"arguments", "output"})
 _INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
-_EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
-                              "write", "append"})
 _NAME = re.compile(r"[A-Za-z_$-][A-Za-z0-9_-]{0,63}")
 """A key that is a name (kept; ``-n`` too, a grep flag, and ``$set``, a Gemini CLI update);
 any other key is data."""
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-_VERB = {"read": "cat", "write": "tee", "edit": "patch", "list": "ls", "search": "grep",
-         "exec": "run"}
 _MAX_KEPT_NAME = 100
 """A longer name is hashed even when it is an id: every name of the archive stays short (a
 255-byte name leaves no room for the temporary name it is written through)."""
@@ -256,11 +253,12 @@ class Redactor:
                 self._unit(self._root)
             if self.fenced and value.get("role") == "assistant" \
                     and isinstance(value.get("content"), str):
-                out["content"] = self._with_actions(value["content"], self.fenced)
+                out["content"] = stand_ins.with_actions(value["content"], self.fenced, self.text,
+                                                        self._command)
             return out
         if isinstance(value, list):
             if key in COMMAND_KEYS and all(isinstance(x, str) for x in value) and value:
-                return ["bash", "-lc", self._command(_argv(value))]
+                return ["bash", "-lc", self._command(stand_ins.argv_line(value))]
             return [self._walk(x, key) for x in value]
         if isinstance(value, str):
             return self._string(value, key)
@@ -291,7 +289,7 @@ class Redactor:
     def _walk_args(self, args: dict[str, Any], key: str) -> dict[str, Any]:
         out = {self._key(k): self._walk(v, k) for k, v in args.items()}
         command = args.get("command")
-        if isinstance(command, str) and command in _EDITOR_COMMANDS:  # an editor sub-command
+        if isinstance(command, str) and command in EDITOR_COMMANDS:  # an editor sub-command
             out["command"] = command
         return out
 
@@ -327,9 +325,10 @@ class Redactor:
         if key in PATH_KEYS and (self._scope or key != "filename"):  # an attached file's name
             return self.path_hash(value) if value else value  # is text the model sees
         if key in COMMAND_KEYS:
-            return value if value in _EDITOR_COMMANDS else self._command(value)
+            return value if value in EDITOR_COMMANDS else self._command(value)
         if key == "action" and self.swe_tools is not None:
-            return self._swe_action(value, self.swe_tools)
+            return stand_ins.swe_action(value, self.swe_tools, self.path_hash, self.text,
+                                        self._command)
         if key == "replay_config" and value.lstrip().startswith("{"):
             try:
                 config = json.loads(value)
@@ -345,7 +344,7 @@ class Redactor:
             if isinstance(parsed, dict) and (key == "arguments" or "metadata" in parsed):
                 return json.dumps(self._input(parsed, key), ensure_ascii=False)
         if "*** Begin Patch" in value and PATCH_FILE.search(value):
-            return self._patch(value)
+            return stand_ins.patch(value, self.path_hash, self.text)
         if (persisted := persisted_output(value)) is not None:
             # Claude Code's preview of an output saved to a file: its declared size is kept
             return (f"{PERSISTED_TAG}{self.text(value)}\nOutput too large ({persisted[0]})"
@@ -358,57 +357,14 @@ class Redactor:
         return head + (self._split_needles(value) if self.needles else self.text(value))
 
     def _command(self, command: str) -> str:
-        """A shell line naming the same operation on the hashed path, with a marker."""
-        if not command.strip():
-            return command
-        op, path = classify_shell(command)
-        verb = _VERB.get(op, "run")
-        target = f" {self.path_hash(path)}" if path else ""
-        if self.swe_tools is not None:  # the step's action and its history call must match
-            scope, self._scope = self._scope, ""
-            marker, self._scope = self.text(command), scope
-        else:
-            marker = self.text(command)
-        return f"echo {marker}; {verb}{target}"
+        """A shell line's stand-in (``replay.redact.stand_ins.command``)."""
+        return stand_ins.command(command, self.path_hash, self._command_text)
 
-    def _swe_action(self, action: str, tools: frozenset[str]) -> str:
-        """A SWE-agent step's action: an editor call keeps its sub-command and hashed path, a
-        call of a named tool keeps the name (the history call it matches holds the rest), any
-        other command becomes a stand-in naming the same operation."""
-        words = action.split()
-        if not words:
-            return action
-        if words[0] == "str_replace_editor" and len(words) >= 3 \
-                and words[1] in _EDITOR_COMMANDS:
-            return f'{words[0]} {words[1]} {self.path_hash(words[2])} --ctxreplay ' \
-                   f'"{self.text(action)}"'
-        if words[0] in tools and words[0] != "bash":
-            return f"{words[0]} {self.text(action)}"
-        return self._command(action)
-
-    def _with_actions(self, text: str, fenced: re.Pattern[str]) -> str:
-        """A mini-swe-agent answer: its thought as a marker, then as many action blocks as it
-        had, each command a stand-in (one block: the call the harness ran)."""
-        found = list(fenced.finditer(text))
-        if len(found) != 1:  # no call: the whole text is one block, the fences stay empty
-            return "\n".join([self.text(text), *["```bash\nrun\n```"] * len(found)])
-        thought = (text[:found[0].start()] + text[found[0].end():]).strip()
-        command = self._command(found[0].group(1).strip())
-        return "\n".join([self.text(thought), f"```bash\n{command}\n```"]) if thought \
-            else f"```bash\n{command}\n```"
-
-    def _patch(self, patch: str) -> str:
-        """A patch with only its file lines (paths hashed) and a marker."""
-        lines = [f"*** {action} File: {self.path_hash(path.strip())}"
-                 for action, path in PATCH_FILE.findall(patch)]
-        return "\n".join(["*** Begin Patch", *lines, self.text(patch), "*** End Patch"])
-
-
-def _argv(argv: list[str]) -> str:
-    """The command line an argv list runs, as ``replay.ingest.ops`` reads it."""
-    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") \
-            and argv[1] in ("-lc", "-c"):
-        return argv[2]
-    return " ".join(argv)
-
-
+    def _command_text(self, command: str) -> str:
+        """A command's marker: for SWE-agent outside a tool input's scope (the step's action and
+        its history call must get the same marker)."""
+        if self.swe_tools is None:
+            return self.text(command)
+        scope, self._scope = self._scope, ""
+        marker, self._scope = self.text(command), scope
+        return marker
