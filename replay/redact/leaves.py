@@ -33,7 +33,6 @@ from replay.ingest.ops import PATCH_FILE
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.redaction import EXACT_WORD
-from replay.redact import stand_ins
 from replay.redact.keep_list import (
     ATTACHMENT,
     DATA_KEYS,
@@ -47,7 +46,15 @@ from replay.redact.keep_list import (
     keeps,
     keeps_in_data,
 )
-from replay.redact.stand_ins import COMMAND_KEYS, EDITOR_COMMANDS
+from replay.redact.stand_ins import (
+    COMMAND_KEYS,
+    EDITOR_COMMANDS,
+    answer_stand_in,
+    argv_line,
+    command_stand_in,
+    patch_stand_in,
+    swe_action_stand_in,
+)
 from replay.redact.time_shift import (
     CLOCK_KEY,
     EPOCH_KEYS,
@@ -253,12 +260,12 @@ class Redactor:
                 self._unit(self._root)
             if self.fenced and value.get("role") == "assistant" \
                     and isinstance(value.get("content"), str):
-                out["content"] = stand_ins.with_actions(value["content"], self.fenced, self.text,
-                                                        self._command)
+                out["content"] = answer_stand_in(value["content"], self.fenced, self.text,
+                                                 self._command)
             return out
         if isinstance(value, list):
             if key in COMMAND_KEYS and all(isinstance(x, str) for x in value) and value:
-                return ["bash", "-lc", self._command(stand_ins.argv_line(value))]
+                return ["bash", "-lc", self._command(argv_line(value))]
             return [self._walk(x, key) for x in value]
         if isinstance(value, str):
             return self._string(value, key)
@@ -327,8 +334,8 @@ class Redactor:
         if key in COMMAND_KEYS:
             return value if value in EDITOR_COMMANDS else self._command(value)
         if key == "action" and self.swe_tools is not None:
-            return stand_ins.swe_action(value, self.swe_tools, self.path_hash, self.text,
-                                        self._command)
+            return swe_action_stand_in(value, self.swe_tools, self.path_hash, self.text,
+                                       self._command)
         if key == "replay_config" and value.lstrip().startswith("{"):
             try:
                 config = json.loads(value)
@@ -344,7 +351,7 @@ class Redactor:
             if isinstance(parsed, dict) and (key == "arguments" or "metadata" in parsed):
                 return json.dumps(self._input(parsed, key), ensure_ascii=False)
         if "*** Begin Patch" in value and PATCH_FILE.search(value):
-            return stand_ins.patch(value, self.path_hash, self.text)
+            return patch_stand_in(value, self.path_hash, self.text)
         if (persisted := persisted_output(value)) is not None:
             # Claude Code's preview of an output saved to a file: its declared size is kept
             return (f"{PERSISTED_TAG}{self.text(value)}\nOutput too large ({persisted[0]})"
@@ -357,8 +364,8 @@ class Redactor:
         return head + (self._split_needles(value) if self.needles else self.text(value))
 
     def _command(self, command: str) -> str:
-        """A shell line's stand-in (``replay.redact.stand_ins.command``)."""
-        return stand_ins.command(command, self.path_hash, self._command_text)
+        """A shell line's stand-in (``replay.redact.stand_ins.command_stand_in``)."""
+        return command_stand_in(command, self.path_hash, self._command_text)
 
     def _command_text(self, command: str) -> str:
         """A command's marker: for SWE-agent outside a tool input's scope (the step's action and

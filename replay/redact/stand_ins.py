@@ -28,7 +28,7 @@ Text = Callable[[str], str]
 """A text → its marker."""
 
 
-def command(line: str, path_hash: Text, text: Text) -> str:
+def command_stand_in(line: str, path_hash: Text, text: Text) -> str:
     """A shell line naming the same operation on the hashed path, with a marker."""
     if not line.strip():
         return line
@@ -38,7 +38,7 @@ def command(line: str, path_hash: Text, text: Text) -> str:
     return f"echo {text(line)}; {verb}{target}"
 
 
-def swe_action(action: str, tools: frozenset[str], path_hash: Text, text: Text,
+def swe_action_stand_in(action: str, tools: frozenset[str], path_hash: Text, text: Text,
                shell: Text) -> str:
     """A SWE-agent step's action: an editor call keeps its sub-command and hashed path, a
     call of a named tool keeps the name (the history call it matches holds the rest), any
@@ -53,7 +53,7 @@ def swe_action(action: str, tools: frozenset[str], path_hash: Text, text: Text,
     return shell(action)
 
 
-def with_actions(answer: str, fenced: re.Pattern[str], text: Text, shell: Text) -> str:
+def answer_stand_in(answer: str, fenced: re.Pattern[str], text: Text, shell: Text) -> str:
     """A mini-swe-agent answer: its thought as a marker, then as many action blocks as it
     had, each command a stand-in (``shell``; one block: the call the harness ran)."""
     found = list(fenced.finditer(answer))
@@ -65,7 +65,7 @@ def with_actions(answer: str, fenced: re.Pattern[str], text: Text, shell: Text) 
         else f"```bash\n{line}\n```"
 
 
-def patch(text_of_patch: str, path_hash: Text, text: Text) -> str:
+def patch_stand_in(text_of_patch: str, path_hash: Text, text: Text) -> str:
     """A patch with only its file lines (paths hashed) and a marker."""
     lines = [f"*** {action} File: {path_hash(path.strip())}"
              for action, path in PATCH_FILE.findall(text_of_patch)]
