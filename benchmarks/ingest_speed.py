@@ -53,7 +53,7 @@ from replay.ingest.batch import ingest
 from replay.ingest.discover import discover, sources
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS, detect_format
-from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers.source import Source
 from replay.ingest.redaction import declared, tokens_for
 from replay.ingest.run_tables import tokenize
 from replay.ingest.tokens import count_tokens, encoding

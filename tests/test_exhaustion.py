@@ -145,7 +145,7 @@ def test_an_eval_zip_decompresses_to_at_most_the_document_bound_in_all(
 
     from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES
     from replay.ingest.parsers import inspect_eval_zip
-    from replay.ingest.parsers.builder import Issue, Source
+    from replay.ingest.parsers.source import Issue, Source
 
     limit = 20_000
     monkeypatch.setenv(ENV_MAX_DOCUMENT_BYTES, str(limit))

@@ -28,7 +28,7 @@ from replay.ingest.discover import discover, sources
 from replay.ingest.input_files import check_max_bytes, sha256_of
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
-from replay.ingest.parsers.builder import Issue
+from replay.ingest.parsers.source import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.tokens import encoder, warm
 from replay.output_targets import Target, check_targets

@@ -4,7 +4,7 @@ stored under.
 A folder is searched for ``LOG_SUFFIXES`` files (a store's own files excepted); a file named
 directly is always taken; a path reached twice (a folder and a file in it both given) is listed
 once.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
-of its own, under its own name (``replay.ingest.parsers.builder.run_id_for``).  The stored name is the path
+of its own, under its own name (``replay.ingest.parsers.source.run_id_for``).  The stored name is the path
 relative to the folder given, made unique so that two inputs never share a store entry.
 
 Not here: reading or parsing them (``replay.ingest.batch``).

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from replay.ingest.input_files import check_max_bytes
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import check_format
-from replay.ingest.parsers.builder import Issue
+from replay.ingest.parsers.source import Issue
 from replay.ingest.run_label import run_labels
 from replay.ingest.tokens import count_tokens
 

@@ -21,8 +21,8 @@ from replay.ingest import store
 from replay.ingest.discover import relative_source
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parsers import PARSERS, Detection, companion
-from replay.ingest.parsers.builder import Issue, Source
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
+from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, tokenize
 from replay.memory import collector_paused
 

@@ -39,7 +39,7 @@ from replay.ingest.discover import discover, relative_source, sources
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import detect_format
-from replay.ingest.parsers.builder import Issue
+from replay.ingest.parsers.source import Issue
 from replay.ingest.redaction import ExactSizes, format_exact
 from replay.ingest.schema import TOKENIZERS
 from replay.layout import cache_root

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.ingest.parsers import PARSERS
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.run_tables import tokenize
 from replay.ingest.schema import SCHEMAS, TOKENIZERS
 from replay.redact.leaves import Redactor

@@ -13,7 +13,8 @@ from analysis.fidelity_lines import totals_lines
 from analysis.microcompact_check import check_microcompactions
 from replay.corpus import open_corpus
 from replay.engine.prepared import prepare
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from tests.conftest import REPO
 from tests.replay.engine.tier_runs import lines

@@ -97,7 +97,8 @@ def _compacted_run(steps: list[tuple[str, int]], compact_at: int, hide_rereads: 
     ``compact_at``; with ``hide_rereads`` every read after the compaction reads an unrelated
     file instead (the same shape, no re-read)."""
     from replay.engine.prepared import prepare
-    from replay.ingest.parsers.builder import RunBuilder, Source
+    from replay.ingest.parsers.builder import RunBuilder
+    from replay.ingest.parsers.source import Source
     from replay.ingest.run_tables import tokenize
 
     b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64), index=0,

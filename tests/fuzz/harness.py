@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import PARSERS
-from replay.ingest.parsers.builder import Issue, RunDraft, Source
+from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.redaction import declared
 from replay.ingest.schema import KINDS, OPS, ROLES
 from tests.fuzz.mutations import split_lines

@@ -13,7 +13,7 @@ import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS
-from replay.ingest.parsers.builder import Issue
+from replay.ingest.parsers.source import Issue, Source
 from tests.fuzz.harness import (
     LIMIT,
     _identity,
@@ -271,7 +271,7 @@ def test_builder_keeps_a_call_the_classifier_fails_on(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(builder, "classify", broken)
     issues: list[Issue] = []
-    b = builder.RunBuilder(builder.Source(path="p", rel="p", data=b"", sha256="0" * 64), 0, "t",
+    b = builder.RunBuilder(Source(path="p", rel="p", data=b"", sha256="0" * 64), 0, "t",
                            issues)
     b.message("assistant")
     b.tool_call("c1", "Bash", {"command": "env | grep PATH"})

@@ -66,10 +66,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, as_text, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "atif"
 

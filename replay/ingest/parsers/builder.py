@@ -6,57 +6,22 @@ messages and blocks, classifies calls (``replay.ingest.ops``), pairs results wit
 calls, reports orphans, and produces column lists for the schema (tokens are
 filled in later, once, by ``replay.ingest.batch``).
 
-Not here: token counting, writing Parquet, format quirks.
+Not here: token counting, writing Parquet, format quirks, the input file and its issues
+(``replay.ingest.parsers.source``).
 """
 
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from replay.ingest.ops import classify
-from replay.ingest.parsers.coverage import Coverage
+from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Source:
-    """One input file as parsers see it."""
-
-    path: str
-    """Path as given on the command line (for messages)."""
-    rel: str
-    """Path relative to the ingest root (stored as ``Run.source``)."""
-    data: bytes
-    sha256: str
-    coverage: Coverage = field(default_factory=Coverage)
-    """What became of each record type the parser met (filled in by the parser)."""
-
-    def release_data(self) -> None:
-        """Let the file's bytes go: a parser that has read every record calls it, so they are
-        not held while its runs are built.  ``data`` is then a released ``memoryview``: any use
-        of it raises (``ValueError``), never an empty file read silently."""
-        gone = memoryview(b"")
-        gone.release()
-        object.__setattr__(self, "data", gone)  # (frozen: the one field that changes, once)
-
-
-@dataclass(frozen=True, slots=True)
-class Issue:
-    """Something wrong in an input file: ``path:line: reason``; line 0 means the whole file."""
-
-    path: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
 
 
 @dataclass(slots=True)
@@ -415,25 +380,3 @@ def _message_columns() -> tuple[Any, ...]:
     """Empty message columns in ``_MSG_COLS`` order: ``array('q')`` for the integer ones, lists
     for the others."""
     return tuple(array("q") if c in _INT_MSG_COLS else [] for c in _MSG_COLS)
-
-
-def run_id_for(sha256: str, index: int, source: str) -> str:
-    """The stable run id of run ``index`` in the file stored as ``source`` with this sha256:
-    content and path both, so identical bytes read at two paths (a copy, a hard link, a
-    symlink) are two runs, never merged (``replay.ingest.run_label``)."""
-    where = hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{sha256[:16]}-{where}-{index}"
-
-
-def stored_source(path: Path, rel: str, other: Path) -> str:
-    """The source name ``other`` (a file beside ``path``: a session's parent) is stored under
-    when ``path`` is stored as ``rel``: its path relative to the same folder given (its name
-    alone when it is outside it)."""
-    parts = Path(rel).parts
-    if not parts or Path(path).parts[-len(parts):] != parts:
-        return other.name
-    root = Path(path).parents[len(parts) - 1]
-    try:
-        return other.relative_to(root).as_posix()
-    except ValueError:
-        return other.name

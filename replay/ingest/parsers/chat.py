@@ -42,10 +42,11 @@ import re
 from collections import Counter
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.chat_messages import emit_message, message_type
 from replay.ingest.parsers.chat_requests import add_request, request_log
 from replay.ingest.parsers.jsonl import first_record, iter_records, load_json
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "chat"
 

@@ -15,8 +15,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.jsonl import as_text, loads
+from replay.ingest.parsers.source import Issue
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
           "tool": "tool"}

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.chat_messages import emit_message, message_key, record_ts
 from replay.ingest.parsers.jsonl import as_str
+from replay.ingest.parsers.source import Issue
 
 
 def add_request(rb: RunBuilder, usage: Any, model: str, output_msg: int | None,

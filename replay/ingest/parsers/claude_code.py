@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
 from replay.ingest.parsers.claude_code_emit import Group, State, emit, emit_response, order
 from replay.ingest.parsers.claude_code_file import (
@@ -77,6 +77,7 @@ from replay.ingest.parsers.claude_code_path import Node, Resolved
 from replay.ingest.parsers.claude_code_records import Bad, Rec, count_other, record, rtype
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import iter_records
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "claude_code"
 _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",

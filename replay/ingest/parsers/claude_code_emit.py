@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from replay.ingest.parsers.builder import Issue, RunBuilder
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.claude_code_records import Rec, persisted_output
+from replay.ingest.parsers.source import Issue
 
 
 @dataclass(slots=True)

@@ -19,9 +19,9 @@ from collections import Counter
 from pathlib import Path, PurePath
 from typing import Any
 
-from replay.ingest.parsers.builder import run_id_for, stored_source
 from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
 from replay.ingest.parsers.jsonl import loads
+from replay.ingest.parsers.source import run_id_for, stored_source
 
 _MESSAGE_TYPES = ("user", "assistant")
 """Record types that decide the format (with Claude Code's keys around a ``message`` object)."""

@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.ingest.parsers.builder import Source
 from replay.ingest.parsers.jsonl import as_str, as_text
+from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((
     "summary", "file-history-snapshot", "file-history-delta", "progress", "queue-operation",

@@ -81,7 +81,7 @@ The walk: ``replay.ingest.parsers.codex_walk``.
 
 from __future__ import annotations
 
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.codex_file import (
     evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
     sniff,  # noqa: F401
@@ -91,6 +91,7 @@ from replay.ingest.parsers.codex_file import (
 from replay.ingest.parsers.codex_usage import UsageTrack
 from replay.ingest.parsers.codex_walk import Walk
 from replay.ingest.parsers.jsonl import iter_records
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "codex"
 

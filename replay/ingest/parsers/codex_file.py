@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
-from replay.ingest.parsers.builder import Issue, run_id_for, stored_source
+from replay.ingest.parsers.source import Issue, run_id_for, stored_source
 
 ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
             "world_state", "inter_agent_communication", "inter_agent_communication_metadata",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
-from replay.ingest.parsers.builder import Issue, RunBuilder, Source, json_int
+from replay.ingest.parsers.builder import RunBuilder, json_int
 from replay.ingest.parsers.codex_compaction import (
     CompactionPairs,
     encrypted_len,
@@ -25,6 +25,7 @@ from replay.ingest.parsers.codex_file import SKIPPED_LINES, parent_run_id, repea
 from replay.ingest.parsers.codex_rollback import Branch, roll_back
 from replay.ingest.parsers.codex_usage import Pending, UsageTrack
 from replay.ingest.parsers.coverage import Coverage
+from replay.ingest.parsers.source import Issue, Source
 
 ORDINAL = "line ordinal"
 """Coverage name of the lines carrying an ``ordinal`` (0.14x+): modelled when it is above the

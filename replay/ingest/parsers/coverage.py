@@ -12,7 +12,7 @@ ingest stores it with the file's entry, and ``replay runs`` / ``replay inspect``
 show it.
 
 Not here: the records themselves (the parsers), issues about broken lines
-(``replay.ingest.parsers.builder.Issue``).
+(``replay.ingest.parsers.source.Issue``).
 """
 
 from __future__ import annotations

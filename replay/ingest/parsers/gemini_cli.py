@@ -60,9 +60,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.input_files import document_too_big
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import MAX_LINE_BYTES, array_items, iter_records, loads
 from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "gemini_cli"
 

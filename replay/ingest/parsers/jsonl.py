@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from replay.ingest.input_files import document_too_big
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.source import Issue, Source
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A single line longer than this is reported and skipped: no model's context holds one record

@@ -37,9 +37,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "mini_swe_agent"
 

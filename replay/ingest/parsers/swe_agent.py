@@ -41,8 +41,9 @@ import re
 import shlex
 from typing import Any
 
-from replay.ingest.parsers.builder import Issue, RunBuilder, RunDraft, Source
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, as_text, load_or_salvage, loads
+from replay.ingest.parsers.source import Issue, Source
 
 NAME = "swe_agent"
 

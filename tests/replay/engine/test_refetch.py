@@ -13,7 +13,8 @@ from replay.engine.refetch import (
     reads_part,
     refetch,
 )
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 
 

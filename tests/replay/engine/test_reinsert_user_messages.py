@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun, prepare
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from tests.replay.engine.tier_runs import lines, policy
 

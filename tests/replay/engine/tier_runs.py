@@ -12,7 +12,8 @@ from typing import Any
 
 from replay.engine.prepared import PreparedRun, prepare
 from replay.engine.trace import Trace
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, policy_from_dict
 

@@ -15,7 +15,8 @@ import pytest
 from replay.ingest import parse_file as parse_file_module
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from tests.conftest import SAMPLES
 

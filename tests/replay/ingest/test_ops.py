@@ -5,7 +5,8 @@ from __future__ import annotations
 from replay.engine.prepared import prepare
 from replay.engine.tiers.base import _todo_calls
 from replay.ingest.ops import _SPLIT, classify
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 
 

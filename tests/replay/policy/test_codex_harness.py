@@ -12,7 +12,8 @@ import pytest
 from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun, prepare
 from replay.errors import PolicyError
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, load_policy, replace_path
 from replay.policy.harness import resolve

@@ -8,7 +8,7 @@ from typing import Any
 
 from replay.ingest.parse_file import ParsedFile
 from replay.ingest.parsers import detect_format
-from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers.source import Source
 
 
 def one_run_rows(parsed: ParsedFile

@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from replay.ingest.arrow_columns import column
 from replay.ingest.parsers import builder
-from replay.ingest.parsers.builder import RunBuilder, Source
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.source import Source
 
 N = builder._CHUNK_ROWS
 

@@ -16,7 +16,7 @@ import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import codex, detect_format
-from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers.source import Source
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "codex"
 FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl"))

@@ -16,7 +16,7 @@ import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import codex
-from replay.ingest.parsers.builder import Source
+from replay.ingest.parsers.source import Source
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "codex"

@@ -12,7 +12,7 @@ import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import atif, detect, detect_format
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.source import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "atif"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))

@@ -15,7 +15,7 @@ import pytest
 from replay.ingest.discover import LOG_SUFFIXES
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import chat, detect_format
-from replay.ingest.parsers.builder import Issue
+from replay.ingest.parsers.source import Issue
 from tests.replay.ingest.parsers.parsed_rows import one_run_rows, stand_in_source
 
 MINI = "mini-swe-agent/django__django-11095.traj.json"

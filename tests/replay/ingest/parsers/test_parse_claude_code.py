@@ -16,7 +16,7 @@ import pytest
 from replay.ingest.discover import LOG_SUFFIXES
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import claude_code, detect_format
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.source import Issue, Source
 
 SAMPLE_FILES = (
     "258c7280-ae70-4798-800f-63464d01a85d.jsonl",

@@ -10,7 +10,7 @@ from typing import Any
 
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import codex
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.source import Issue, Source
 from tests.replay.ingest.parsers.parsed_rows import one_run_rows
 
 # --- hand-made rollouts -------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from replay.ingest.discover import discover
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import detect_format, inspect_ai
-from replay.ingest.parsers.builder import Issue, Source
+from replay.ingest.parsers.source import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inspect_ai"
 NAMES = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".json", ".eval"))

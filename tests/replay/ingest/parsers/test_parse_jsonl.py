@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers.builder import Source
 from replay.ingest.parsers.jsonl import ItemLines, array_items, loads
+from replay.ingest.parsers.source import Source
 
 _SCALARS = st.one_of(
     st.none(), st.booleans(), st.floats(allow_nan=True, allow_infinity=True),

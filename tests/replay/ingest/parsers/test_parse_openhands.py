@@ -14,7 +14,7 @@ import pytest
 from replay.ingest.discover import LOG_SUFFIXES
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import detect_format, openhands
-from replay.ingest.parsers.builder import Issue
+from replay.ingest.parsers.source import Issue
 from tests.replay.ingest.parsers.parsed_rows import one_run_rows, stand_in_source
 
 SAMPLE_FILES = ("basic.json", "basic_interactions.json")
