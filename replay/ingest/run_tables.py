@@ -10,6 +10,7 @@ Not here: the schema (``replay.ingest.schema``), the tokenizers (``replay.ingest
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pyarrow as pa
@@ -131,11 +132,19 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
 
 def _table(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     """The schema's table from column lists or arrays (each list converted once, then taken
-    out of ``columns``: a list is let go as soon as its array is made)."""
-    schema = SCHEMAS[name]
-    return pa.Table.from_arrays([v.cast(f.type) if isinstance(v := columns.pop(f.name), pa.Array)
-                                 else _array(v, f.type) for f in schema],
-                                schema=schema)
+    out of ``columns``: a list is let go as soon as its array is made; an array already of
+    its field's type is taken as it is)."""
+    return pa.Table.from_arrays([(v if v.type == type_ else v.cast(type_))
+                                 if isinstance(v := columns.pop(col), pa.Array)
+                                 else _array(v, type_) for col, type_ in _fields(name)],
+                                schema=SCHEMAS[name])
+
+
+@functools.cache
+def _fields(name: str) -> tuple[tuple[str, pa.DataType], ...]:
+    """(name, type) of each field of table ``name``'s schema: read once, not per table made
+    (pyarrow makes a new Field object for each field read, 1.5 µs each)."""
+    return tuple((f.name, f.type) for f in SCHEMAS[name])
 
 
 def _array(values: list[object], type_: pa.DataType) -> pa.Array:
