@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from replay.ingest import store
 from replay.ingest.arrow_columns import column
 from replay.ingest.parsers.builder import RunDraft
-from replay.ingest.redaction import declared, exact, tokens_for
+from replay.ingest.redaction import declared, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens
 
@@ -65,9 +65,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
     n_chars = [len(t) for t in texts]
     messages["n_lines"] = n_lines = [t.count("\n") + 1 if t else 0 for t in texts]
-    exacts = {i: found for i, t in enumerate(texts) if (found := exact(t)) is not None}
-    redacted = {i: marked for i, t in enumerate(texts)
-                if i not in exacts and (marked := declared(t)) is not None}
+    maybe = [i for i, t in enumerate(texts) if says_redacted(t)]  # (one test a text, not two)
+    exacts = {i: found for i in maybe if (found := exact(texts[i])) is not None}
+    redacted = {i: marked for i in maybe
+                if i not in exacts and (marked := declared(texts[i])) is not None}
     if redacted or exacts:  # sized as the model saw them: the declared characters
         n_bytes = n_bytes.to_pylist()
         for i, (rest, _, chars) in redacted.items():  # (taken as bytes)

@@ -18,7 +18,15 @@ from replay.engine.prepared import prepare
 from replay.ingest import store
 from replay.ingest.batch import ingest
 from replay.ingest.parse_file import parse_file
-from replay.ingest.redaction import CHARS_PER_TOKEN, declared, tokens_for
+from replay.ingest.redaction import (
+    CHARS_PER_TOKEN,
+    ExactSizes,
+    declared,
+    exact,
+    format_exact,
+    says_redacted,
+    tokens_for,
+)
 from replay.ingest.tokens import encoding
 
 
@@ -63,6 +71,19 @@ def test_declared_sums_every_marker_and_keeps_the_rest(parts: list[tuple[str, in
     assert n_markers == len(parts)
     assert chars == sum(n for _, n in parts)
     assert rest == "".join(head for head, _ in parts) + tail
+
+
+def test_says_redacted_picks_every_marker_kind() -> None:
+    """``run_tables.tokenize`` reads markers only in the texts ``says_redacted`` picks: it must
+    pick ctxreplay's own exact markers and every declared shape, in each case markers write."""
+    sizes = ExactSizes(10, 12, 1, (("o200k_base", 3),))
+    for text in (format_exact(1, None), "x " + format_exact(2, sizes)):
+        assert says_redacted(text)
+    assert exact("x " + format_exact(2, sizes)) == sizes
+    for text in ("[REDACTED_OUTPUT len=4045 sha=9f2c01ab]", "[Redacted len=3]",
+                 "[redacted: 3 chars]", "[26 chars redacted]"):
+        assert says_redacted(text) and declared(text) is not None
+    assert not says_redacted("[26 chars removed]")
 
 
 def test_tokens_for_uses_the_documented_ratio() -> None:
