@@ -93,7 +93,8 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
     (what ``sniff`` needs)."""
     n_msg, others = 0, Counter[str]()
     for raw in head.split(b"\n"):
-        if not raw.strip() or first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)):
+        if first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)) \
+                or not raw.strip():  # (the byte tests first: strip copies the line)
             continue
         if n_msg and first_only:
             break

@@ -48,6 +48,11 @@ def sniff(filename: str, head: bytes) -> bool:
     if _MODERN_HEAD.match(head) or _LEGACY_HEAD.match(head):
         return True
     for i, raw in enumerate(head.split(b"\n", 40)[:40]):
+        text = raw.strip()  # no JSON text is blank, starts with a closing bracket, comma or
+        # colon or ends with a comma, colon or opening bracket: a pretty-printed document's
+        # lines are not tried (``json.loads`` raising costs ~10 µs a line)
+        if not text or text[:1] in b"]},:" or text[-1:] in b",:{[":
+            continue
         try:
             rec = json.loads(raw)
         except (ValueError, RecursionError):
