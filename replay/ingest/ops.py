@@ -54,6 +54,10 @@ _PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file", "target_
 PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 """A file line of an apply_patch body: (action, path) (redact rewrites the same lines)."""
 _LINE_RANGE = re.compile(r"^\d+:\d+$")
+_REDIRECT = re.compile(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)")
+"""A shell redirect into a file (``> f``, ``>> f``; not ``2>`` or ``&>``): the file written."""
+_WRITERS = frozenset(("cat", "echo", "printf", "tee"))
+"""Commands whose redirected output is a file written (``cat > f <<EOF``, ``echo x >> f``)."""
 _SPLIT = re.compile(r"&&|\|\||;|\n")
 """Command separators (the parts are stripped: a \\s* around the separator made a split of a
 long run of blanks quadratic)."""
@@ -153,12 +157,10 @@ def _classify_words(words: list[str], line: str) -> OpPath:
         return OpPath("exec", "")
     cmd = words[0].rsplit("/", 1)[-1]
     args = [w for w in words[1:] if not w.startswith("-") and not _LINE_RANGE.match(w)]
-    redirect = re.search(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)", line)
+    redirect = _REDIRECT.search(line) if cmd in _WRITERS else None
     if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
         return OpPath("edit", args[-1] if args else "")
-    if cmd in ("tee",) or redirect and redirect.group(1) != "/dev/null" and cmd in (
-        "cat", "echo", "printf", "tee"
-    ):
+    if cmd == "tee" or redirect and redirect.group(1) != "/dev/null":
         target = redirect.group(1) if redirect else (args[-1] if args else "")
         return OpPath("write", target)
     if cmd == "sed" or cmd == "awk":
@@ -202,7 +204,7 @@ def unwrap_argv(argv: list[Any]) -> str:
 
 
 def _words(part: str) -> list[str]:
-    if len(part) > 65536 or not any(c in part for c in "'\"\\"):
+    if len(part) > 65536 or not ("'" in part or '"' in part or "\\" in part):
         return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
     try:
         return shell_split(part)
