@@ -60,8 +60,8 @@ def call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
         return call_id, name, raw or {}
     if not isinstance(raw, str):
         raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")  # noqa: TRY004
-    try:
-        parsed = loads(raw) if t == "function_call" else None
+    try:  # only an object's text can decode to one (a sanitiser's marker is no JSON: not tried)
+        parsed = loads(raw) if t == "function_call" and raw.lstrip()[:1] == "{" else None
     except ValueError:
         parsed = None
     return call_id, name, parsed if isinstance(parsed, dict) else raw
