@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
 from replay.ingest.arrow_columns import column
-from replay.ingest.entry_file import PARQUET_OPTIONS
+from replay.ingest.entry_file import IPC_OPTIONS, PARQUET_OPTIONS
 from replay.ingest.run_label import label_column, run_key
 from replay.ingest.schema import RUN_INDEX, SCHEMAS
 from replay.ingest.store import (
@@ -178,7 +178,7 @@ def index_rows(tables: RunTables, key: str) -> bytes:
     runs_table = _with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]))
     keyed = _keyed(runs_table, key)
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, RUN_INDEX) as writer:
+    with pa.ipc.new_stream(sink, RUN_INDEX, options=IPC_OPTIONS) as writer:
         writer.write_table(keyed)
     stream: bytes = sink.getvalue().to_pybytes()
     return stream
