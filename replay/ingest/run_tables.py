@@ -134,7 +134,21 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
 def _table(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     """The schema's table from column lists or arrays (each list converted once, then taken
     out of ``columns``: a list is let go as soon as its array is made; an array already of
-    its field's type is taken as it is)."""
+    its field's type is taken as it is); with no rows, the one empty table of the schema
+    (``_empty``: most files' events)."""
+    if not any(map(len, columns.values())):
+        return _empty(name)
+    return _converted(columns, name)
+
+
+@functools.cache
+def _empty(name: str) -> pa.Table:
+    """Table ``name`` with no rows, made once (a table is immutable: every file without
+    events shares it; making it costs a conversion a column)."""
+    return _converted({col: [] for col, _ in _fields(name)}, name)
+
+
+def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     return pa.Table.from_arrays([(v if v.type == type_ else v.cast(type_))
                                  if isinstance(v := columns.pop(col), pa.Array)
                                  else _array(v, type_) for col, type_ in _fields(name)],
