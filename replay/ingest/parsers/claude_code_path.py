@@ -135,15 +135,14 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
         leaf: the branch to follow (an abandoned one); default: the newest leaf, the path the
             conversation went on with.
     """
-    by_uuid: dict[str, Node] = {u: Node(0, u, p) for u, p in links.items()}
-    by_uuid.update((n.uuid, n) for n in nodes if n.uuid)
+    tree = _Tree(nodes, links)
     segs = segments(nodes, links)
     ends = leaves(nodes, sidechain_file, segs)
     if not ends:
         return Path([n.line for n in nodes], set(), {n.line: (0, 0, n.line) for n in nodes})
     branch = leaf is not None  # an abandoned branch holds its chain only
     leaf = leaf or ends[-1]
-    walked, cycle = _walk(leaf, by_uuid, segs)
+    walked, cycle = _walk(leaf, tree, segs)
     on_path = {u: i for i, u in enumerate(reversed(walked))}
     joins: dict[str, bool] = {}
 
@@ -160,7 +159,7 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
                 break
             trail.append(cur.uuid)
             nxt = cur.parent or cur.logical
-            cur = by_uuid.get(nxt) if nxt else None
+            cur = tree.get(nxt) if nxt else None
         else:
             if cur is not None and cur.uuid in joins:
                 found = joins[cur.uuid]
@@ -204,8 +203,27 @@ class Resolved:
         return found
 
 
-def _walk(leaf: Node, by_uuid: dict[str, Node],
-          segs: dict[str, Segment]) -> tuple[list[str], bool]:
+class _Tree:
+    """uuid -> Node of one session: its records (``nodes``, a later one over an earlier one of
+    the same uuid) and, made when first asked for, a bare Node for each other record with a
+    uuid (``links``: progress and system records, thousands in a long session, of which a walk
+    meets only those on its chain)."""
+
+    __slots__ = ("_known", "_links")
+
+    def __init__(self, nodes: list[Node], links: dict[str, str | None]) -> None:
+        self._known = {n.uuid: n for n in nodes if n.uuid}
+        self._links = links
+
+    def get(self, uuid: str) -> Node | None:
+        """The Node of ``uuid``, or None when no record of the session has it."""
+        node = self._known.get(uuid)
+        if node is None and uuid in self._links:
+            node = self._known[uuid] = Node(0, uuid, self._links[uuid])
+        return node
+
+
+def _walk(leaf: Node, tree: _Tree, segs: dict[str, Segment]) -> tuple[list[str], bool]:
     """The uuids from ``leaf`` back to the root (leaf first), and whether the chain looped.
     Coming from after a partial compaction to its segment's tail, the walk goes on at the
     anchor (the records of the segment come again before the boundary)."""
@@ -214,20 +232,20 @@ def _walk(leaf: Node, by_uuid: dict[str, Node],
     crossed: set[str] = set()
     relinked = {s.boundary for s in segs.values()}
     cur: str | None = leaf.uuid
-    while cur and cur in by_uuid:
+    while cur and (node := tree.get(cur)) is not None:
         if cur in seen:
             return path, True
-        node = by_uuid[cur]
         seen.add(cur)
         path.append(cur)
         if cur in relinked:
             crossed.add(cur)
         elif node.preserved:  # a broken segment: its preserved records come before it
-            kept = [u for u in node.preserved if u in by_uuid]
+            found = [(u, k) for u in node.preserved if (k := tree.get(u)) is not None]
+            kept = [u for u, _ in found]
             path = [u for u in path if u not in kept]
             path.extend(reversed(kept))
             seen.update(kept)
-            nxt = by_uuid[kept[0]].parent if kept else None
+            nxt = found[0][1].parent if found else None
             cur = nxt if nxt and nxt not in seen else (
                 node.logical if node.logical and node.logical not in seen else None)
             continue
