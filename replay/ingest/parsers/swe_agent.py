@@ -38,9 +38,9 @@ files (every step is read as one flat run).
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any
 
+from replay.ingest.ops import shell_split
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, as_text, load_or_salvage, loads
 from replay.ingest.parsers.source import Issue, Source
@@ -242,7 +242,7 @@ def _call(i: int, action: str, calls: list[dict[str, Any]],
 def _editor_args(action: str) -> dict[str, Any]:
     """``str_replace_editor view /p --view_range 1 9`` → {"command", "path", "view_range"}."""
     try:
-        words = shlex.split(action)
+        words = shell_split(action)
     except ValueError:
         parts = action.split(None, 3)
         args: dict[str, Any] = dict(zip(("command", "path"), parts[1:3]))
