@@ -13,13 +13,13 @@ Not here: token counting, writing Parquet, format quirks, the input file and its
 from __future__ import annotations
 
 import bisect
-import json
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.ingest.ops import classify
+from replay.ingest.parsers.jsonl import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
 
@@ -140,7 +140,7 @@ class RunBuilder:
                                      f"classified ({type(exc).__name__}: {exc}); op 'other'"))
             op, path = "other", ""
         if text is None:
-            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            text = args if isinstance(args, str) else json_text(args)
         if nested:
             self._nested.append(self._msg)
         if call_id:

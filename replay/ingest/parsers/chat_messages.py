@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.jsonl import as_text, loads
+from replay.ingest.parsers.jsonl import as_text, json_text, loads
 from replay.ingest.parsers.source import Issue
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -95,7 +95,7 @@ def _part(p: Any) -> Block:
         return ("reasoning", str(p.get("thinking") or ""))
     if kind == "redacted_thinking":
         return ("reasoning", "")
-    return ("text", as_text([p]) or json.dumps(p, ensure_ascii=False))
+    return ("text", as_text([p]) or json_text(p))
 
 
 def _json_or_raw(raw: str) -> Any:

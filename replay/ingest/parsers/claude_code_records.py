@@ -10,13 +10,12 @@ Not here: which records the model saw (``replay.ingest.parsers.claude_code_path`
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.ingest.parsers.jsonl import as_str, as_text
+from replay.ingest.parsers.jsonl import as_str, as_text, json_text
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((
@@ -123,7 +122,7 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
     edits = cm.get("applied_edits") if isinstance(cm, dict) else None
     return Rec(no, "assistant", rtype, uuid, ts, content_blocks(content, user=False), mid, model,
                usage, miss if isinstance(miss, str) else "",
-               json.dumps(edits, ensure_ascii=False) if edits else "")
+               json_text(edits) if edits else "")
 
 
 _SEGMENT = ("headUuid", "anchorUuid", "tailUuid")
@@ -174,10 +173,10 @@ def attachment_text(att: Any) -> str:
         if isinstance(v, str) and v:
             return v
         if isinstance(v, list) and v:
-            return "\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)
+            return "\n".join(x if isinstance(x, str) else json_text(x)
                              for x in v)
     rest = {k: v for k, v in att.items() if k not in ("type", "timestamp", "uuid")}
-    return json.dumps(att, ensure_ascii=False) if rest else ""
+    return json_text(att) if rest else ""
 
 
 def content_blocks(content: Any, *, user: bool) -> list[Block]:
@@ -213,7 +212,7 @@ def content_blocks(content: Any, *, user: bool) -> list[Block]:
             out.append(("result", _str(blk, "tool_use_id", i), as_text(blk.get("content")),
                         blk.get("is_error") is True))
         else:
-            out.append(("text", json.dumps(blk, ensure_ascii=False)))
+            out.append(("text", json_text(blk)))
     return out
 
 

@@ -11,11 +11,10 @@ Not here: the walk over a file, requests, usage (``replay.ingest.parsers.codex``
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from replay.ingest.parsers.builder import json_int
-from replay.ingest.parsers.jsonl import as_text, loads
+from replay.ingest.parsers.jsonl import as_text, json_text, loads
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
 """Model-output calls whose result comes as a separate output item."""
@@ -118,7 +117,7 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
     """(text the model saw, is_error) of an output item, a string output kept exactly."""
     if t == "tool_search_output" and "output" not in p:
         tools = p.get("tools")
-        return ("" if tools is None else json.dumps(tools, ensure_ascii=False)), False
+        return ("" if tools is None else json_text(tools)), False
     output = p.get("output")
     if output is None:
         return "", False
@@ -137,7 +136,7 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
             return as_text(output["content"]), failed
         if isinstance(output.get("output"), str):
             return output["output"], failed
-        return json.dumps(output, ensure_ascii=False), failed
+        return json_text(output), failed
     raise ValueError(f"tool output is {type(output).__name__}, not a string or object")
 
 

@@ -54,14 +54,19 @@ Checked against: the recording code of google-gemini/gemini-cli at 5411f11 (2026
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.input_files import document_too_big
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.jsonl import MAX_LINE_BYTES, array_items, iter_records, loads
+from replay.ingest.parsers.jsonl import (
+    MAX_LINE_BYTES,
+    array_items,
+    iter_records,
+    json_text,
+    loads,
+)
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.source import Issue, Source
 
@@ -347,7 +352,7 @@ def _response_text(r: dict[str, Any]) -> str:
         for key in ("output", "error", "content"):
             if isinstance(text := resp.get(key), str):
                 return text
-    return resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)
+    return resp if isinstance(resp, str) else json_text(resp)
 
 
 def _is_error(r: dict[str, Any]) -> bool:

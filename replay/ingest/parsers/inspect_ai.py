@@ -52,7 +52,7 @@ from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
-from replay.ingest.parsers.jsonl import load_json
+from replay.ingest.parsers.jsonl import json_text, load_json
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "inspect_ai"
@@ -301,7 +301,7 @@ class _Sample:
                 else ("reasoning", "[redacted reasoning]")
         if t in ("image", "audio", "video", "document"):
             return "image", f"[{t}]"
-        return "text", json.dumps(p, ensure_ascii=False)[:10_000] if p else ""
+        return "text", json_text(p)[:10_000] if p else ""
 
     def text(self, content: Any) -> str:
         parts = content if isinstance(content, list) else [content]
