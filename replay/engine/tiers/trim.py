@@ -36,7 +36,10 @@ class TrimState:
     """Candidates (block, est, truth, bytes) found but not applied, in block order."""
     results: list[int] | None = None
     """The run's tool-result blocks of the tier's ``tools`` (for protecting the newest N;
-    memoised per run, found at the first pass)."""
+    memoised per run, found at the first pass), then ``n_blocks``: a sentinel past any ``hi``."""
+    live_results: tuple[int, int] = (0, 0)
+    """``results[first:end]``, the live ones at the previous pass: ``lo`` and ``hi`` only grow,
+    so the next pass walks them forward from there (see ``protect_start``)."""
     gain_est: int = 0
     """Estimated tokens the pending candidates would reclaim."""
     epoch: int = -1
@@ -196,8 +199,13 @@ def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: i
     the index in ``st.eligible`` of the first block at or after ``stop``."""
     run, eligible = ctx.run, st.eligible
     category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
-    first = bisect.bisect_left(eligible, begin, st.next_eligible)
-    end = bisect.bisect_left(eligible, stop, first)
+    # where the last scan stopped, unless a cut moved lo past it; then forward to stop (the
+    # blocks the loop visits: a bisection would cost a dozen comparisons for the usual one)
+    first = (st.next_eligible if begin == st.cursor
+             else bisect.bisect_left(eligible, begin, st.next_eligible))
+    end, n = first, len(eligible)
+    while end < n and eligible[end] < stop:
+        end += 1
     for b in eligible[first:end]:
         if trimmed[b]:
             continue
@@ -254,13 +262,19 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
         reach = ctx.message_start_at_or_after(reach)
         start = reach if reach < start else start  # noqa: FURB136
     if p.tool_results or p.tool_result_tokens:
-        res = st.results if st is not None else None
-        if res is None:
-            res = _results(run, st.tools if st is not None else frozenset())
-            if st is not None:
-                st.results = res
-        # the live results: res[first:end] (a bisection each, not a walk over new blocks)
-        first, end = bisect.bisect_left(res, lo), bisect.bisect_left(res, hi)
+        if st is None:
+            res = _results(run, frozenset())
+            first, end = bisect.bisect_left(res, lo), bisect.bisect_left(res, hi)
+        else:
+            res = st.results if st.results is not None else _with_sentinel(run, st)
+            # the live results res[first:end], walked forward from the previous pass (a step or
+            # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
+            first, end = st.live_results
+            while res[first] < lo:
+                first += 1
+            while res[end] < hi:
+                end += 1
+            st.live_results = (first, end)
         if first < end and p.tool_results:
             nth = end - p.tool_results
             nth = res[first if first > nth else nth]  # noqa: FURB136
@@ -299,6 +313,12 @@ def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
             total = 0
     st.reach = (ctx.epoch, ctx.hi, b, total)
     return b
+
+
+def _with_sentinel(run: PreparedRun, st: TrimState) -> list[int]:
+    """``st.results`` made: the tier's results (``_results``), then ``n_blocks``."""
+    st.results = [*_results(run, st.tools), run.n_blocks]
+    return st.results
 
 
 def _results(run: PreparedRun, tools: frozenset[str]) -> list[int]:
