@@ -79,7 +79,7 @@ class Induced:
     def truth_after_blocks_before(self, b: int) -> int:
         """True tokens of the live items before block ``b``: summed over the shorter side
         (a trim's block is usually older than most items, whose total is kept)."""
-        i = self.upto(b)
+        i = bisect.bisect_left(self.pos, b, self.lo)  # upto(b), without a call: one a trim
         if i - self.lo <= len(self.pos) - i:
             return sum(self.truth[self.lo:i])
         return self.live_truth - sum(self.truth[i:])

@@ -188,21 +188,19 @@ def apply_induced_trims(ctx: Context, env: Env,
     return stop
 
 
-def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks: int, *,
-                        tier: str, kind: str,
-                        protect_from: int, trigger_tokens: int, threshold_tokens: int,
-                        min_reclaim_tokens: int, may_touch_newest: bool = False) -> None:
+def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks: int,
+                        tier: str, kind: str, protect_from: int, trigger_tokens: int,
+                        threshold_tokens: int, min_reclaim_tokens: int,
+                        may_touch_newest: bool = False) -> None:
     """A trim pass over ``n_blocks`` blocks from ``first`` to ``last`` that reclaimed too little,
     undone in full: an action row (``undone``), nothing changed.  (Blocks as bounds, not a list:
-    a tier with a minimum may hold many pending candidates and be undone at every request.)"""
-    run = ctx.run
-    record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
-                  threshold_tokens=threshold_tokens, n_blocks=n_blocks,
-                  first_msg=run.msg[first], last_msg=run.msg[last],
-                  reclaimed_est_tokens=0, reclaimed_tokens=0,
-                  invalidated=0, undone=True, min_reclaim_tokens=min_reclaim_tokens,
-                  protect_first_msg=protect_first_msg(
-                      ctx, allowed_end(ctx, protect_from, may_touch_newest=may_touch_newest)))
+    a tier with a minimum may hold many pending candidates and be undone at every request; for
+    the same reason its calls go by position, as ``apply_trims``'s do.)"""
+    msg = ctx.run.msg
+    # record_action's values by position (see apply_trims), then undone
+    record_action(env, ctx, tier, kind, trigger_tokens, threshold_tokens, n_blocks, msg[first],
+                  msg[last], 0, 0, 0, min_reclaim_tokens,
+                  protect_first_msg(ctx, allowed_end(ctx, protect_from, may_touch_newest)), True)
 
 
 def apply_cut(ctx: Context, env: Env, split: int, head: list[HeadItem], *, tier: str, kind: str,

@@ -124,10 +124,12 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
             e = _scan(tier, ctx, env, st, begin, stop)
         st.cursor, st.next_eligible = stop, e
     passed = _pass(tier, st, ctx, env, stop) if st.pending else False
-    if ((passed or not st.minimum) and len(ctx.induced.pos) > st.induced_cursor
-            and _induced_before(ctx, st, stop) and CAT_RESULTS in st.cats):
-        # the re-reads before the protected range go with the pass, in its one action (a tier
-        # with a minimum trims them only with a pass that went through)
+    ind, cursor = ctx.induced, st.induced_cursor
+    if ((passed or not st.minimum) and len(ind.pos) > cursor
+            and (cursor < ind.lo or ind.pos[cursor] < stop) and CAT_RESULTS in st.cats):
+        # an induced re-read from the tier's cursor on may lie before stop (else _trim_induced
+        # would examine none): the re-reads before the protected range go with the pass, in its
+        # one action (a tier with a minimum trims them only with a pass that went through)
         _trim_induced(tier, st, ctx, env, stop, into=len(env.action_rows) - 1 if passed else None)
     st.epoch = ctx.epoch
 
@@ -151,11 +153,11 @@ def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
     gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
     trigger_tokens = env.fixed_est + ctx.est()
     if gain < st.minimum:
-        record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending),
-                            tier=tier.name, kind=TRIM,
-                            protect_from=stop, trigger_tokens=trigger_tokens,
-                            threshold_tokens=st.threshold, min_reclaim_tokens=st.minimum,
-                            may_touch_newest=not tier.protect.newest)
+        # by position (see below): tier, kind, protect_from, trigger, threshold, min_reclaim,
+        # may_touch_newest
+        record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending), tier.name,
+                            TRIM, stop, trigger_tokens, st.threshold, st.minimum,
+                            not tier.protect.newest)
         return False
     # by position (apply_trims: keyword matching costs more than a one-block trim): tier, kind,
     # protect_from, trigger, threshold, may_touch_newest, until_est, min_reclaim
@@ -164,13 +166,6 @@ def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
     st.pending = later or []
     st.gain_est = 0 if later is None else st.gain_est - gain
     return True
-
-
-def _induced_before(ctx: Context, st: TrimState, stop: int) -> bool:
-    """Whether an induced re-read from the tier's cursor on may lie before ``stop`` (when not,
-    ``_trim_induced`` would examine none and leave the cursor where it is)."""
-    ind, cursor = ctx.induced, st.induced_cursor
-    return len(ind.pos) > cursor and (cursor < ind.lo or ind.pos[cursor] < stop)
 
 
 def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
