@@ -48,6 +48,9 @@ SIGNIFICANT_DIGITS = 10
 """Floats are stored rounded to this many significant digits…"""
 DECIMALS = 12
 """…and to this many decimals (a sum that should be 0 but is 1e-18 is stored as 0)."""
+MAX_VALUE = 2.0**53
+"""The largest magnitude of a metric value a baseline holds: every value ``stored_value``
+writes is a count or a float far below it; a larger one (or NaN, ±inf) was put there by hand."""
 
 Value = int | float | None
 """A metric value as stored: a whole number, a float, or None (undefined)."""
@@ -175,6 +178,8 @@ def load_baseline(path: Path) -> Baseline:
         where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(
             exc, json.JSONDecodeError) else str(exc)
         raise CheckError(f"{path}: not a valid baseline (invalid JSON at {where})") from None
+    except ValueError as exc:  # json's bound on an integer's digits (sys.get_int_max_str_digits)
+        raise CheckError(f"{path}: not a valid baseline ({str(exc).splitlines()[0]})") from None
     return _from_doc(doc, str(path))
 
 
@@ -282,6 +287,13 @@ def _from_doc(doc: Any, where: str) -> Baseline:
                 if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
                     raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a number "
                                      f"or null, got {v!r}")
+                if v is not None and not abs(v) <= MAX_VALUE:  # NaN compares false too
+                    # json reads NaN, Infinity and 1e999; NaN or ±inf would compare equal or
+                    # "improved" to any value (a regression passed), a huge int overflowed
+                    got = v if isinstance(v, float) else \
+                        f"a whole number of {len(str(abs(v)))} digits"
+                    raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a "
+                                     f"finite number of at most {MAX_VALUE:.0e} or null, got {got}")
             values[run] = vals
         policies[name] = PolicyValues(digest=str(pol["digest"]), values=values)
     return Baseline(trace_version=top["trace_version"], schema_version=top["schema_version"],

@@ -76,3 +76,31 @@ def test_two_policies_with_one_name_exit_2(store: Path, files: dict[str, Path]) 
     result = _cli(store, files, "--update-baseline",
                   policies=("reserve-exact", "reserve-exact"))
     assert result.exit_code == 2 and "two policies are named 'reserve-exact'" in _flat(result)
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf"), ("1e999", "inf"),
+    ("1" + "0" * 400, "a whole number of 401 digits"), ("1e300", "1e+300"),
+], ids=["nan", "inf", "-inf", "1e999", "401 digits", "1e300"])
+def test_baseline_with_a_value_no_metric_has_exits_2(store: Path, files: dict[str, Path],
+                                                      value: str, shown: str) -> None:
+    """json reads NaN, ±Infinity and huge numbers: a NaN baseline made a regression 'improved',
+    ±inf compared equal to any value (check passed), a 400-digit int was an OverflowError."""
+    doc = json.loads(files["baseline"].read_text())
+    doc["policies"]["reserve-exact"]["runs"][RUN]["overshoots_n"] = "VALUE"
+    files["baseline"].write_text(json.dumps(doc).replace('"VALUE"', value))
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert f"policies.reserve-exact.runs.{RUN}.overshoots_n: expected a finite number" \
+        in _flat(result) and f"got {shown}" in _flat(result)
+
+
+def test_baseline_with_an_integer_json_cannot_read_exits_2(store: Path,
+                                                           files: dict[str, Path]) -> None:
+    """An integer of more digits than Python converts (4300) is a ValueError, not a
+    JSONDecodeError: it was a traceback."""
+    text = files["baseline"].read_text().replace('"format": 1', '"format": 1' + "0" * 5000, 1)
+    files["baseline"].write_text(text)
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert f"{files['baseline']}: not a valid baseline (Exceeds the limit" in _flat(result)
