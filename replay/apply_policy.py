@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 from replay.atomic_files import atomic_write_bytes, atomic_write_text, file_in, folder_fd
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
+from replay.errors import ReplayInputError
+from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_to_dict
@@ -208,10 +210,61 @@ class LazyRows(list[dict[str, Any]]):
             yield from batch.to_pylist()
 
 
+def read_summary(out: Path) -> dict[str, Any]:
+    """The ``summary.json`` a ``write_run`` stored under ``out``, checked as any input: a
+    regular file within the document bound, JSON, a mapping written by this engine
+    (``trace_version``) holding the policy (a mapping; ``policy_from_dict`` checks its keys).
+
+    Raises:
+        ReplayInputError: any of these is not so (one line naming the file).
+    """
+    path = out / "summary.json"
+    try:
+        doc = json.loads(read_input(path, max_document_bytes()))
+    except Unreadable as why:
+        raise ReplayInputError(f"{path}: not a `replay run` summary: {why}") from None
+    except ValueError as exc:  # JSONDecodeError, not UTF-8, json's bound on an int's digits
+        raise ReplayInputError(f"{path}: not a `replay run` summary (not JSON: "
+                               f"{str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("policy"), dict):
+        raise ReplayInputError(f"{path}: not a `replay run` summary (no policy mapping)")
+    _same_engine(path, doc.get("trace_version"))
+    return doc
+
+
 def read_trace(out: Path) -> Trace:
-    """The traces a ``write_run`` stored under ``out``."""
-    return Trace(*(pq.ParquetFile(out / "traces" / f"{n}.parquet").read()
-                   for n in ("requests", "actions", "evictions")))
+    """The traces a ``write_run`` stored under ``out``, each file checked: a regular Parquet
+    file this engine wrote (``trace_version`` in its schema's metadata) with the columns and
+    types of ``TRACE_SCHEMAS``.
+
+    Raises:
+        ReplayInputError: a file is missing, not Parquet, from another engine or of another
+            schema (one line naming it).
+    """
+    tables = []
+    for name, schema in TRACE_SCHEMAS.items():
+        path = out / "traces" / f"{name}.parquet"
+        try:
+            if path.is_symlink() or not path.is_file():
+                raise ReplayInputError(f"{path}: not a `replay run` trace (not a plain file)")
+            with pq.ParquetFile(path) as f:
+                meta = f.schema_arrow.metadata or {}
+                _same_engine(path, meta.get(b"trace_version", b"").decode("utf-8", "replace"))
+                if not f.schema_arrow.remove_metadata().equals(schema.remove_metadata()):
+                    raise ReplayInputError(f"{path}: not a `replay run` trace (its columns "
+                                           f"are not the {name} table's)")
+                tables.append(f.read())
+        except (OSError, pa.ArrowException) as exc:
+            raise ReplayInputError(f"{path}: not a `replay run` trace "
+                                   f"({str(exc).splitlines()[0]})") from None
+    return Trace(*tables)
+
+
+def _same_engine(path: Path, version: object) -> None:
+    """Refuse a trace file another engine wrote: its figures are not this engine's."""
+    if version != TRACE_VERSION:
+        raise ReplayInputError(f"{path}: trace version {version!r}, this ctxreplay writes "
+                               f"{TRACE_VERSION!r}; replay the policy again with `replay run`")
 
 
 def rollup_table(result: RunResult) -> pa.Table:

@@ -32,7 +32,6 @@ markup (``analysis.report.pages``).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,7 @@ from analysis.report.interactive import PolicyFrames, RunTimeline, timelines_htm
 from analysis.report.pages import Image, Page, render_html, render_markdown
 from analysis.report.replayed import Replayed, gather, longest, run_order, truth_sources
 from analysis.rereads import lint_placeholders
-from replay.apply_policy import read_trace
+from replay.apply_policy import read_summary, read_trace
 from replay.atomic_files import atomic_write_bytes, remove_files
 from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus
@@ -158,7 +157,7 @@ def read_runs(dirs: Sequence[Path]) -> list[tuple[Policy, Trace]]:
         if not summary.is_file() or not (d / "traces" / "requests.parquet").is_file():
             raise ReplayInputError(f"{d}: no traces here (expected summary.json and traces/ "
                                    "written by `replay run`)")
-        doc = json.loads(summary.read_text())
+        doc = read_summary(d)
         out.append((policy_from_dict(doc["policy"], str(summary)), read_trace(d)))
     return out
 
