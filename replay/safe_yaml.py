@@ -134,8 +134,28 @@ def _check_nodes(root: yaml.Node) -> None:
         if key in on_path:
             raise YamlRefused("an alias refers to the node that contains it")
         on_path.add(key)
+        _no_duplicate_keys(node)
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in expanded)
+
+
+def _no_duplicate_keys(node: yaml.Node) -> None:
+    """Refuse a mapping that gives one key twice: YAML keeps the last silently, so a copied
+    line (``window_tokens: 100000`` above ``window_tokens: 5``) would change the setting
+    unseen.  Keys are compared as written with their tag (``1`` and ``'1'`` differ); merge
+    keys (``<<``), which explicit keys may override, are not keys."""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: dict[tuple[str, str], int] = {}
+    for k, _ in node.value:
+        if not isinstance(k, yaml.ScalarNode) or k.tag == "tag:yaml.org,2002:merge":
+            continue
+        line, ident = k.start_mark.line + 1, (k.tag, k.value)
+        if ident in seen:
+            where = f"line {line}" if seen[ident] == line else f"lines {seen[ident]} and {line}"
+            raise YamlRefused(f"a key is given twice in one mapping ({where}; YAML would keep "
+                              "only the last)")
+        seen[ident] = line
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

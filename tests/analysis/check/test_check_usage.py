@@ -49,6 +49,8 @@ def test_missing_baseline_exits_2_and_says_how_to_create_it(store: Path,
     ("cost_usd: -1%\n", "cost_usd: '-1%' allows the metric to fall, but lower is better"),
     ("direction: {cost_usd: sideways}\n", "direction.cost_usd: 'sideways' is not lower"),
     ("- a list\n", "expected a mapping of metric names to tolerances"),
+    ("cost_usd: +1%\ncost_usd: +50%\n",
+     "not read as tolerances: a key is given twice in one mapping (lines 1 and 2"),
 ])
 def test_bad_tolerances_exit_2_naming_the_key(store: Path, files: dict[str, Path],
                                               tmp_path: Path, text: str, message: str) -> None:

@@ -94,3 +94,13 @@ def test_grid_yaml_and_inline_axes(tmp_path: Path) -> None:
     bad.write_text("grid: {tiers.0.min_reclaim_frac: [0]}\ndesing: random\n")
     with pytest.raises(PolicyError, match="desing"):
         load_grid(bad)
+
+
+def test_a_grid_axis_given_twice_is_refused(tmp_path: Path) -> None:
+    """YAML keeps the last of two equal keys: the first axis would vanish from the sweep."""
+    path = tmp_path / "grid.yaml"
+    path.write_text("grid:\n  tiers.0.min_reclaim_frac: [0, 0.125]\n"
+                    "  tiers.0.min_reclaim_frac: [0.5]\n")
+    with pytest.raises(PolicyError, match=r"a key is given twice in one mapping \(lines 2 and 3"):
+        load_grid(path)
+

@@ -242,6 +242,10 @@ ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     ("server: {window_tokens: *x}\nx: &x [1]\n", "invalid YAML"),
     ("tiers: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 100 levels deep"),
     ("a: &a [*a]\n", "refers to the node that contains it"),
+    ("server: {window_tokens: 100000}\nserver: {window_tokens: 5}\n",
+     "a key is given twice in one mapping (lines 1 and 2; YAML would keep only the last)"),
+    ("server: {window_tokens: 100000, window_tokens: 5}\n",
+     "a key is given twice in one mapping (line 1;"),
     ("estimator: {method: chars, chars_per_token: .nan}\n", "estimator.chars_per_token"),
     ("truth: {scale: .inf}\n", "truth.scale"),
     ("estimator: {scale: 0}\n", "estimator.scale: must be > 0"),
@@ -264,6 +268,15 @@ def test_a_hostile_policy_file_is_refused_with_exit_2(tmp_path: Path, text: str,
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert message in result.stderr
+
+
+def test_merge_keys_are_not_duplicate_keys(tmp_path: Path) -> None:
+    """An explicit key overrides what ``<<`` merges in: that is YAML, not a key given twice."""
+    path = _policy(tmp_path, "tiers:\n- &t {type: trim, name: a, min_chars: 2000}\n"
+                             "- {<<: *t, name: b, min_chars: 4000}\n")
+    result = runner.invoke(app, ["show-policy", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "min_chars: 4000" in result.output
 
 
 def test_a_large_policy_file_is_refused_with_the_limit(tmp_path: Path) -> None:
