@@ -74,8 +74,13 @@ def settings(base: Policy, spec: SweepSpec, *, max_cells: int = MAX_CELLS) -> li
         raise PolicyError("<grid>", "", f"{size:,} settings{shape} is more than the "
                                         f"{max_cells:,} a sweep may have; use design: random or "
                                         f"one_at_a_time, or fewer values")
+    fields: dict[str, str] = {}
     for axis in spec.axes:
-        _check_path(base, axis.path)
+        field = _check_path(base, axis.path)
+        if field in fields:  # a tier by name and by index: one axis's values would be lost
+            raise PolicyError("<grid>", axis.path, f"sets the same field as {fields[field]}; "
+                                                   "give each field one axis")
+        fields[field] = axis.path
     out: dict[str, Setting] = {}
     paths = [a.path for a in spec.axes]
     for combo in _combinations(spec):
@@ -129,11 +134,13 @@ def _combinations(spec: SweepSpec) -> list[tuple[tuple[str, Any], ...]]:
     return combos
 
 
-def _check_path(base: Policy, path: str) -> None:
-    """Fail early, naming the path as written (a tier by its name or index, ``item_index``),
-    when it does not lead to a field of the base policy."""
+def _check_path(base: Policy, path: str) -> str:
+    """The field ``path`` leads to, as a path with every item by its index; fail early, naming
+    the path as written (a tier by its name or index, ``item_index``), when it does not lead
+    to a field of the base policy."""
     node: Any = policy_to_dict(base)
     keys = path.split(".")
+    field = []
     for i, k in enumerate(keys):
         here = ".".join(keys[:i + 1])
         if isinstance(node, list):
@@ -146,6 +153,7 @@ def _check_path(base: Policy, path: str) -> None:
                                   + f" (by name: {', '.join(names)}; or an index "
                                     f"0–{len(node) - 1})")
             node = node[at]
+            field.append(str(at))
         elif isinstance(node, dict):
             if k not in node:
                 close = difflib.get_close_matches(k, list(node), n=1)
@@ -153,8 +161,10 @@ def _check_path(base: Policy, path: str) -> None:
                                   + (f"; did you mean {close[0]!r}?" if close else "")
                                   + f" (fields: {', '.join(node)})")
             node = node.get(k)
+            field.append(k)
         else:
             raise PolicyError(f"<{base.name}>", here, "is not a mapping or a list")
+    return ".".join(field)
 
 
 def _as_written(key: str, paths: list[str], doc: Any) -> str:

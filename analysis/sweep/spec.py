@@ -204,6 +204,9 @@ def load_spec(grid_file: str | Path | None, axes: Sequence[str] = (), *,
         path, sep, values = text.partition("=")
         if not sep or not path.strip() or not values.strip():
             raise PolicyError("<--axis>", text, "expected PATH=V1,V2,... or PATH=START:STOP:NUM")
+        if path.strip() in doc["grid"]:  # the later values would replace the earlier unseen
+            raise PolicyError("<--axis>", text, f"{path.strip()} is given twice (in --axis or "
+                                                "the grid file); give each field one axis")
         parts = values.split(":")
         try:
             if len(parts) == 3:

@@ -104,3 +104,26 @@ def test_a_grid_axis_given_twice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match=r"a key is given twice in one mapping \(lines 2 and 3"):
         load_grid(path)
 
+
+def test_two_axes_on_one_field_are_refused() -> None:
+    """A tier by index and by name is one field: the later axis's values replaced the
+    earlier's in every setting, so the sweep ran none of them and its table showed them as
+    swept (two axes of [0, 0.5] and [0.25] gave one setting, 0.25 in both columns)."""
+    spec = make_spec({"tiers.0.min_reclaim_frac": [0, 0.5],
+                      "tiers.tier1_trim.min_reclaim_frac": [0.25]})
+    with pytest.raises(PolicyError, match="sets the same field as tiers.0.min_reclaim_frac") \
+            as err:
+        settings(load_policy(BASE), spec)
+    assert err.value.key == "tiers.tier1_trim.min_reclaim_frac"
+    distinct = make_spec({"tiers.tier1_trim.min_reclaim_frac": [0, 0.5],
+                          "tiers.tier2_summary.keep_messages": [8, 16]})
+    assert len(settings(load_policy(BASE), distinct)) == 4
+
+
+def test_an_inline_axis_given_twice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="tiers.1.keep_messages is given twice"):
+        load_spec(None, ["tiers.1.keep_messages=8,16", "tiers.1.keep_messages=24"])
+    path = tmp_path / "grid.yaml"
+    path.write_text("grid:\n  tiers.1.keep_messages: [8, 16]\n")
+    with pytest.raises(PolicyError, match="tiers.1.keep_messages is given twice"):
+        load_spec(path, ["tiers.1.keep_messages=24"])
