@@ -189,8 +189,15 @@ def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
 
 
 def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
-    """The log files under ``paths``; exits 2 when there is none."""
-    files = discover(paths)
+    """The log files under ``paths``, with a note naming the folder links not followed; exits
+    2 when there is none."""
+    links: list[Path] = []
+    files = discover(paths, not_followed=links)
+    if links:
+        shown = ", ".join(map(str, links[:5])) + (", …" if len(links) > 5 else "")
+        say(f"note: {len(links)} symlink{'s' if len(links) > 1 else ''} to a folder not followed "
+            f"({shown}); name {'them' if len(links) > 1 else 'it'} to read the logs there",
+            err=True)
     if not files:
         error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
               f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")

@@ -24,19 +24,25 @@ LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 _SKIP_NAMES = ("manifest.json",)
 
 
-def discover(paths: Iterable[Path]) -> list[tuple[Path, Path]]:
+def discover(paths: Iterable[Path], *,
+             not_followed: list[Path] | None = None) -> list[tuple[Path, Path]]:
     """Every log file under ``paths`` as (file, root), sorted; roots are the given folders.
 
     Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
     own files (a folder holding ``manifest.json`` and ``data/``); files named directly are
     always taken.  A path reached twice is listed once (the same path, not the same bytes:
-    a symlink or a copy of a file is listed under its own path).
+    a symlink or a copy of a file is listed under its own path).  A symlink to a folder inside
+    a folder is not followed (it may lead anywhere, ``/`` or back up: a loop); it is appended
+    to ``not_followed`` so that the caller says so (naming the link reads it).
     """
     found: list[tuple[Path, Path]] = []
     seen: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if not f.is_dir())  # FIFOs etc. too:
+            entries = list(p.rglob("*"))
+            if not_followed is not None:
+                not_followed.extend(sorted(f for f in entries if f.is_dir() and f.is_symlink()))
+            files = sorted(f for f in entries if not f.is_dir())  # FIFOs etc. too:
             # they are reported when read (``replay.ingest.input_files``), never opened blocking
             stores = {f.parent for f in files if f.name in _SKIP_NAMES and store.is_store(f.parent)
                       and (f.parent / "data").is_dir()}

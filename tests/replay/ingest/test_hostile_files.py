@@ -39,6 +39,26 @@ def test_fifo_device_and_symlink_loop_are_reported_and_the_rest_ingested(tmp_pat
     assert result.exit_code == 1 and "Traceback" not in result.output
 
 
+def test_a_symlink_to_a_folder_is_not_followed_and_said(tmp_path: Path) -> None:
+    """A linked folder may lead anywhere (``/``, or back up: a loop), so it is not walked; it
+    was skipped silently, its logs missing from every figure with exit 0."""
+    logs, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
+    logs.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(LOG, logs / "here.jsonl")
+    shutil.copy(LOG, elsewhere / "there.jsonl")
+    (logs / "project").symlink_to(elsewhere)
+    (logs / "up").symlink_to(tmp_path)
+    result = runner.invoke(app, ["ingest", str(logs), "--out", str(tmp_path / "ds"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"note: 2 symlinks to a folder not followed ({logs / 'project'}, {logs / 'up'}); " \
+           "name them to read the logs there" in " ".join(result.stderr.split())
+    assert "1 runs from 1 files parsed" in result.output
+    named = runner.invoke(app, ["ingest", str(logs / "project"), "--out", str(tmp_path / "d2")])
+    assert named.exit_code == 0 and "1 runs from 1 files parsed" in named.output
+    assert "not followed" not in named.stderr
+
+
 def test_files_over_the_size_limit_are_reported(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     logs = tmp_path / "logs"
