@@ -48,8 +48,31 @@ class SqlResult:
     """A query's columns and rows, and the views it could read."""
 
     columns: tuple[str, ...]
+    """Each column's name, unique (``unique_columns``)."""
     rows: list[tuple[Any, ...]]
     views: tuple[str, ...]
+    renamed: tuple[tuple[str, str], ...] = ()
+    """(name as the query gave it, name given) of each column renamed to be unique."""
+
+
+def unique_columns(names: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The columns' names made unique, and what was renamed: a query may name two columns
+    alike (``SELECT r.n_requests, q.n_requests``), and rows keyed by name (a table, JSON)
+    would keep one of them.  A repeated name gets ``_1``, ``_2``… (as DuckDB names them when
+    it stores such a result), never a name another column has."""
+    taken = set(names)
+    seen: set[str] = set()
+    out, renamed = [], []
+    for name in names:
+        new, k = name, 0
+        while new in seen or (k and new in taken):
+            k += 1
+            new = f"{name}_{k}"
+        seen.add(new)
+        out.append(new)
+        if new != name:
+            renamed.append((name, new))
+    return tuple(out), tuple(renamed)
 
 
 def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()) -> SqlResult:
@@ -102,9 +125,9 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             rows = cur.fetchall()
         except duckdb.Error as exc:
             raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
-        columns = tuple(d[0] for d in cur.description or ())
+        columns, renamed = unique_columns([d[0] for d in cur.description or ()])
         return SqlResult(columns, rows, tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
-                                              if n in files or n in tables))
+                                              if n in files or n in tables), renamed)
     finally:
         con.close()
 

@@ -10,8 +10,9 @@ Not here: running the query (``replay.sql``).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -51,9 +52,38 @@ def sql(
     corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
     with _errors():
         result = run_sql(query, corpus=corpus, traces=traces or ())
+    if result.renamed:
+        say("note: columns of one name renamed so that none is lost: "
+            + ", ".join(f"{old} → {new}" for old, new in result.renamed), err=True)
     rows = [dict(zip(result.columns, r)) for r in result.rows]
+    if table.as_json:
+        rows, n_nonfinite = _finite(rows)
+        if n_nonfinite:
+            say(f"note: {n_nonfinite:,} values NaN or ±infinity printed as null (JSON has no "
+                "such numbers; --csv or the table shows them)", err=True)
     if rows or table.as_json:
         _emit(rows, table, title=f"{len(rows):,} rows")
     else:
         say(f"no rows (columns: {', '.join(result.columns)})")
     _finish(corpus.report if corpus is not None else None, strict)
+
+
+def _finite(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``rows`` with every NaN and ±inf (a query's ``x / 0``, also inside lists and structs)
+    as None, which JSON can say, and how many there were: ``json`` would write ``NaN`` and
+    ``Infinity``, which no JSON reader takes."""
+    count = 0
+
+    def fix(v: Any) -> Any:
+        nonlocal count
+        if isinstance(v, float) and not math.isfinite(v):
+            count += 1
+            return None
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [fix(x) for x in v]
+        return v
+
+    fixed = [{k: fix(v) for k, v in row.items()} for row in rows]
+    return fixed, count

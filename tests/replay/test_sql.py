@@ -200,3 +200,38 @@ def test_cli_prints_the_rows_and_exits_2_for_what_it_refuses(
 def test_a_query_needs_something_to_read() -> None:
     with pytest.raises(ReplayInputError, match="nothing to query"):
         sql("SELECT 1")
+
+
+def test_columns_of_one_name_are_all_kept(data: tuple[Corpus, list[Path]]) -> None:
+    """Rows were keyed by name: of ``r.n_requests, q.n_requests`` the table, CSV and JSON
+    showed one column, the other's values under its name."""
+    _, outs = data
+    query = ("SELECT r.run_id, r.request AS n_requests, q.n_requests, 0 AS n_requests_1 "
+             "FROM trace_requests r, (SELECT 7 AS n_requests) q WHERE r.request = 3 LIMIT 1")
+    got = sql(query, traces=outs[:1])
+    assert got.columns == ("run_id", "n_requests", "n_requests_2", "n_requests_1")
+    assert got.renamed == (("n_requests", "n_requests_2"),)
+    done = runner.invoke(app, ["sql", query, "-t", str(outs[0]), "--json"])
+    assert done.exit_code == 0, done.output
+    row = json.loads(done.stdout)[0]
+    assert (row["n_requests"], row["n_requests_2"], row["n_requests_1"]) == (3, 7, 0)
+    assert "note: columns of one name renamed so that none is lost: n_requests → " \
+           "n_requests_2" in done.stderr
+
+
+def test_json_holds_only_numbers_json_has(data: tuple[Corpus, list[Path]]) -> None:
+    """A ratio over zero (NaN, ±inf) was written NaN / Infinity: no JSON reader takes it."""
+    _, outs = data
+    query = ("SELECT 0.0 / 0.0 AS nan, 1.0 / 0.0 AS inf, [1.5, -1.0 / 0.0] AS l, "
+             "{'x': 0.0 / 0.0} AS s FROM trace_requests LIMIT 1")
+    done = runner.invoke(app, ["sql", query, "-t", str(outs[0]), "--json"])
+    assert done.exit_code == 0, done.output
+
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    rows = json.loads(done.stdout, parse_constant=refuse)
+    assert rows == [{"nan": None, "inf": None, "l": [1.5, None], "s": {"x": None}}]
+    assert "note: 4 values NaN or ±infinity printed as null" in done.stderr
+    table = runner.invoke(app, ["sql", query, "-t", str(outs[0]), "--csv"])
+    assert table.exit_code == 0 and "nan,inf" in table.stdout
