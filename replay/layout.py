@@ -49,10 +49,18 @@ def sweep_cache_dir(cache: Path) -> Path:
     return cache / "sweep_cache"
 
 
+SWEEP = "sweep"
+"""The sweep's folder under its output root (``out/sweep``)."""
+REPORT_NAMES = ("report.html", "report.md", "report_files")
+"""What ``replay report`` writes in its folder, ``out`` by default."""
+
+
 def policy_folder(name: str) -> str:
-    """One safe path segment for a policy name: the name itself when it is one, else a slug of
-    it with a hash of the whole name."""
-    return name if is_segment(name) else file_name(name)
+    """One safe path segment for a policy name: the name itself when it is one and no other
+    output's name under ``out`` (``SWEEP``, ``REPORT_NAMES``), else a slug of it with a hash
+    of the whole name — so a policy named ``sweep`` never writes into the sweep's folder."""
+    taken = name.casefold() in (SWEEP, *REPORT_NAMES)  # one folder on a case-blind disk too
+    return name if is_segment(name) and not taken else file_name(name)
 
 
 def run_dir(policy_name: str, given: Path | None = None) -> Path:

@@ -91,6 +91,19 @@ def test_a_policy_name_from_a_file_is_one_folder_under_out(project: Path, name: 
                or project / ".ctxreplay" in (p, *p.parents) for p in written)
 
 
+@pytest.mark.parametrize("name", ["sweep", "report_files", "Report.html"])
+def test_a_policy_named_as_another_output_gets_a_folder_of_its_own(project: Path,
+                                                                   name: str) -> None:
+    """out/ also holds the sweep's folder and, by default, the report: a policy named
+    ``sweep`` wrote its traces into out/sweep beside the sweep's tables."""
+    policy = project / "p.yaml"
+    policy.write_text(yaml.safe_dump({"extends": "none", "name": name}))
+    result = runner.invoke(app, ["run", LOGS[0], "-p", str(policy), "-q"])
+    assert result.exit_code == 0, result.output
+    (folder,) = list((project / "out").iterdir())
+    assert folder.name.startswith(f"{name}-") and (folder / "summary.json").is_file()
+
+
 def test_the_chosen_setting_has_its_own_name_and_says_how_it_was_chosen(project: Path) -> None:
     result = runner.invoke(app, ["sweep", *LOGS, "-p", "two-tier-corrected", "--axis",
                                  "tiers.1.trigger.at_tokens=60000,80000", "--best",

@@ -41,7 +41,7 @@ from replay.cli.output import (
 )
 from replay.cli.tables import Layout, TableOptions
 from replay.ingest.run_label import run_labels
-from replay.layout import cache_root, sweep_cache_dir
+from replay.layout import SWEEP, cache_root, sweep_cache_dir
 from replay.policy import load_policy
 from replay.policy.pricing import with_provider
 
@@ -261,7 +261,7 @@ def sweep(
         base = with_provider(base, provider) if provider else base
         spec = load_spec(grid, axis or [], design=design, samples=samples, seed=seed)
         with _counter("sweep", quiet) as tick, _steps("sweep: drawing plots", quiet) as draw:
-            done = sweep_to(paths, base, spec, out / "sweep", best=best or [],
+            done = sweep_to(paths, base, spec, out / SWEEP, best=best or [],
                             objective=objective, minimise=maximise is None, jobs=jobs,
                             scheduler=scheduler,
                             cache_dir=sweep_cache_dir(cache_root(cache_dir)) if cache else None,
