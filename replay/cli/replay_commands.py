@@ -105,7 +105,8 @@ def ingest(
 RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                               "recorded_input_tokens", "compactions"),
                      totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
-                             "compactions": "sum", "tool_calls": "sum", "messages": "sum"})
+                             "compactions": "sum", "tool_calls": "sum", "messages": "sum",
+                             "estimated_blocks": "sum", "estimated_tokens": "sum"})
 RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
                              "overshoots_n", "cost_usd", "n_summaries", "n_trims",
                              "induced_rereads_n"),

@@ -186,7 +186,9 @@ def shorten(text: str, width_chars: int) -> str:
 
 
 def totals_row(rows: list[dict[str, Any]], shown: list[str], layout: Layout) -> dict[str, Any]:
-    """The totals row of ``rows`` for the ``shown`` columns (unknown values stay unknown)."""
+    """The totals row of ``rows`` for the ``shown`` columns (unknown values stay unknown; a
+    column without a total, a share or a name, is blank: not ``unknown``, which says a value
+    is missing)."""
     out: dict[str, Any] = {}
     for i, col in enumerate(shown):
         how = layout.totals.get(col)
@@ -197,5 +199,5 @@ def totals_row(rows: list[dict[str, Any]], shown: list[str], layout: Layout) -> 
             out[col] = None if len(known) < len(values) else \
                 sum(known) if how == "sum" else max(known)
         else:
-            out[col] = f"total ({len(rows):,})" if i == 0 else None
+            out[col] = f"total ({len(rows):,})" if i == 0 else ""
     return out

@@ -103,6 +103,25 @@ def test_a_table_total_over_an_unknown_value_is_unknown() -> None:
     assert total == {"source": "total (2)", "tokens": 7, "peak": None}
 
 
+def test_a_column_without_a_total_is_blank_not_unknown(tmp_path: Path) -> None:
+    """``unknown`` says a value is missing: a share has no total, and estimated blocks (all 0)
+    sum to 0; both totals read ``unknown`` although every value was known."""
+    rows = [{"source": "a", "share": 0.5}, {"source": "b", "share": 0.25}]
+    assert totals_row(rows, ["source", "share"], Layout(totals={})) == {
+        "source": "total (2)", "share": ""}
+    logs = Path(__file__).resolve().parents[3] / "logs"
+    ds = tmp_path / "ds"
+    assert runner.invoke(app, ["ingest", str(logs / "write-heavy.jsonl"),
+                               str(logs / "test-fix-loop.jsonl"), "--out", str(ds)]).exit_code == 0
+    table = runner.invoke(app, ["runs", str(ds), "--columns", "run,estimated_blocks"])
+    total = next(ln for ln in table.stdout.splitlines() if "total (2)" in ln)
+    assert "unknown" not in total and total.rstrip(" │").endswith(" 0"), total
+    ran = runner.invoke(app, ["run", "-p", "none", str(ds), "--out", str(tmp_path / "o"),
+                              "--columns", "run,cache_invalidation_cached_share"])
+    total = next(ln for ln in ran.stdout.splitlines() if "total (2)" in ln)
+    assert "unknown" not in total, total
+
+
 @pytest.mark.parametrize("name", sorted(_COMMANDS))
 def test_each_command_help_has_an_example_and_real_flag_types(name: str) -> None:
     result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "100"})
