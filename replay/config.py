@@ -96,6 +96,8 @@ def read_config(path: Path) -> ProjectConfig | None:
         raise ConfigError(where, "", f"cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(where, "", f"invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(where, "", "invalid TOML: nested too deeply to read") from None
     if path.name == "pyproject.toml":
         table = doc.get("tool", {}).get("ctxreplay") if isinstance(doc.get("tool"), dict) else None
         key = "tool.ctxreplay"

@@ -100,6 +100,24 @@ def test_a_typo_in_the_config_is_refused_with_the_key(tmp_path: Path) -> None:
         read_config(path)
 
 
+@pytest.mark.parametrize("value", ["[" * 50_000 + "]" * 50_000, "{a=" * 5_000 + "1" + "}" * 5_000],
+                         ids=["arrays", "inline tables"])
+def test_a_config_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path, value: str) -> None:
+    """tomllib parses nesting recursively: a cloned project's pyproject.toml with a deep array
+    anywhere (not only in [tool.ctxreplay]) made every bare check a RecursionError traceback."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nx = {value}\n')
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        find_config(tmp_path)
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        result = runner.invoke(app, ["check"])
+    finally:
+        os.chdir(old)
+    assert result.exit_code == 2 and "invalid TOML: nested too deeply" in result.output
+
+
 def test_ctxreplay_toml_takes_top_level_keys(tmp_path: Path) -> None:
     (tmp_path / "ctxreplay.toml").write_text('baseline = "b.json"\nstrict_logs = true\n')
     cfg = read_config(tmp_path / "ctxreplay.toml")
