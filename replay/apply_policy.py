@@ -223,7 +223,7 @@ def read_summary(out: Path) -> dict[str, Any]:
         doc = json.loads(read_input(path, max_document_bytes()))
     except Unreadable as why:
         raise ReplayInputError(f"{path}: not a `replay run` summary: {why}") from None
-    except ValueError as exc:  # JSONDecodeError, not UTF-8, json's bound on an int's digits
+    except (ValueError, RecursionError) as exc:  # not JSON or UTF-8, an int's digits, nesting
         raise ReplayInputError(f"{path}: not a `replay run` summary (not JSON: "
                                f"{str(exc).splitlines()[0]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("policy"), dict):

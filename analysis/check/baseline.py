@@ -178,7 +178,7 @@ def load_baseline(path: Path) -> Baseline:
         where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(
             exc, json.JSONDecodeError) else str(exc)
         raise CheckError(f"{path}: not a valid baseline (invalid JSON at {where})") from None
-    except ValueError as exc:  # json's bound on an integer's digits (sys.get_int_max_str_digits)
+    except (ValueError, RecursionError) as exc:  # json's bound on an int's digits; nesting
         raise CheckError(f"{path}: not a valid baseline ({str(exc).splitlines()[0]})") from None
     return _from_doc(doc, str(path))
 

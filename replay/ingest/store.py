@@ -206,7 +206,7 @@ def read_manifest(root: Path) -> dict[str, Entry]:
             raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
                              f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
         entries = {s: entry_from_doc(s, e, path) for s, e in doc["entries"].items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
     return entries
 
@@ -230,7 +230,7 @@ def older_store(root: Path) -> tuple[str, dict[str, str]] | None:
             return None
         keys = {str(s): e["key"] for s, e in doc["entries"].items()
                 if isinstance(e, dict) and isinstance(e.get("key"), str)}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return version, {s: k for s, k in keys.items() if is_segment(k)}
 

@@ -96,7 +96,7 @@ def read_journal(root: Path) -> list[store.Entry]:
                 if not isinstance(source, str):
                     raise TypeError("source is not a string")
                 entry = store.entry_from_doc(source, doc, path)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 raise StoreError(f"{path}:{no}: damaged store: journal line is not an entry "
                                  f"({exc}); nothing was read or changed") from exc
             if store.intact(root, entry):

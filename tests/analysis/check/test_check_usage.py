@@ -106,3 +106,11 @@ def test_baseline_with_an_integer_json_cannot_read_exits_2(store: Path,
     result = _cli(store, files)
     assert result.exit_code == 2, result.output
     assert f"{files['baseline']}: not a valid baseline (Exceeds the limit" in _flat(result)
+
+
+def test_baseline_nested_too_deeply_exits_2(store: Path, files: dict[str, Path]) -> None:
+    """json.loads raises RecursionError (not a ValueError) past Python's recursion limit."""
+    files["baseline"].write_text("[" * 100_000 + "]" * 100_000)
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert f"{files['baseline']}: not a valid baseline (maximum recursion depth" in _flat(result)

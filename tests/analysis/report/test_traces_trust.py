@@ -72,6 +72,8 @@ DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "truncated json": (_summary('{"policy": '), "not a `replay run` summary (not JSON"),
     "no policy": (_summary('{"runs": []}'), "not a `replay run` summary (no policy mapping)"),
     "digits": (_summary('{"policy": 1' + "0" * 5000 + "}"), "(not JSON: Exceeds the limit"),
+    "nested too deeply": (_summary("[" * 100_000 + "]" * 100_000),
+                          "(not JSON: maximum recursion depth"),
     "other engine's summary": (_other_version, "this ctxreplay writes"),
     "not parquet": (_garbage, "not a `replay run` trace"),
     "foreign parquet": (_requests(pa.table({"x": [1]})), "trace version ''"),

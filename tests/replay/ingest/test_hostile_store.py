@@ -70,6 +70,25 @@ def test_manifest_of_the_wrong_shape_is_a_store_error(tmp_path: Path, doc: objec
         store.read_manifest(ds)
 
 
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested past Python's recursion limit: json.loads raises RecursionError, not ValueError."""
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "journal.jsonl"])
+def test_a_store_file_nested_too_deeply_is_damaged_not_a_traceback(tmp_path: Path,
+                                                                   name: str) -> None:
+    ds, logs = _store(tmp_path)
+    (ds / name).write_text(DEEP + "\n")
+    reads = [["ingest", str(logs), "--out", str(ds)]]  # the journal: only an ingest adopts it
+    for args in [["runs", str(ds)], *reads] if name == "manifest.json" else reads:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert isinstance(result.exception, SystemExit), result.exception
+        assert f"{ds / name}" in result.output and "maximum recursion depth" in result.output
+    if name == "manifest.json":  # older_store reads it too: not an older store, said once
+        assert store.older_store(ds) is None
+
+
 def test_entry_folder_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
     ds, logs = _store(tmp_path)
     victim = _victim(tmp_path)
