@@ -43,7 +43,7 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.builder import json_int as _int
-from replay.ingest.parsers.jsonl import array_items, as_str, as_text, load_json, loads
+from replay.ingest.parsers.jsonl import array_items, as_str, as_text, item, load_json, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source
 
@@ -61,7 +61,9 @@ _WRAPPED = re.compile(rb'"(?:history|events|trajectory)"\s*:\s*\[\s*\{\s*"id"\s*
 
 @dataclass(slots=True)
 class _State:
-    groups: dict[str, list[tuple[int, dict[str, Any]]]]
+    groups: dict[str, list[tuple[int, Any]]]
+    """The actions of each model response, by response: (event number, the event as read, still
+    undecoded: ``jsonl.item``)."""
     emitted: set[str] = field(default_factory=set)
     responses: set[str] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)
@@ -100,14 +102,14 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: where problems are appended (``path:event_number: reason``).
     """
-    doc = load_json(src, issues)
+    doc = load_json(src, issues, lazy=(None, *_WRAPPER_KEYS))  # events decoded one by one
     events: list[Any] | None
     if doc is None:  # damaged or truncated: keep the events before the break
         events = _readable_events(src, issues)
         if not events:
             return []
     else:
-        src.release_data()  # decoded: the file's bytes are not held while the run is built
+        src.release_data()  # read: the file's bytes go with the last event still undecoded
         events = _events(doc)
     if events is None:
         issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
@@ -118,15 +120,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         for key in doc:
             if key != _wrapper_key(doc):
                 cov.skipped(key)
-    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for no, ev in enumerate(events, start=1):
-        key = _group_key(ev)
+    groups: dict[str, list[tuple[int, Any]]] = {}
+    for no, raw in enumerate(events, start=1):
+        key = _group_key(item(raw))
         if key:
-            groups.setdefault(key, []).append((no, ev))
+            groups.setdefault(key, []).append((no, raw))
     st = _State(groups)
     rb = RunBuilder(src, 0, NAME, issues, harness="openhands")
-    for no, ev in enumerate(events, start=1):
-        events[no - 1] = None  # each event let go once read: the run grows as the document goes
+    for no, raw in enumerate(events, start=1):
+        ev = item(raw)
+        events[no - 1] = raw = None  # each event let go once read: the run grows as it goes
         if not isinstance(ev, dict):
             cov.unknown("event (not an object)")
             issues.append(Issue(src.path, no, f"event {no} is a {type(ev).__name__}, "
@@ -253,8 +256,10 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
     return rtype, "modelled"
 
 
-def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, dict[str, Any]]]) -> None:
-    """One assistant message (text + every call of one model response) and its request."""
+def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None:
+    """One assistant message (text + every call of one model response) and its request; the
+    actions as read (``_State.groups``)."""
+    acts = [(no, item(ev)) for no, ev in acts]
     first = acts[0][1]
     resp = _response(first)
     msg = _choice_message(resp)

@@ -42,7 +42,7 @@ from typing import Any
 
 from replay.ingest.ops import shell_split
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.jsonl import ItemLines, as_text, load_or_salvage, loads
+from replay.ingest.parsers.jsonl import ItemLines, as_text, item, load_or_salvage, loads
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "swe_agent"
@@ -86,7 +86,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: collects what is wrong in the file (per step, or line 0 for the whole file).
     """
     doc, found = load_or_salvage(src, issues, "trajectory", "trajectory steps",
-                                 "history and info lost")
+                                 "history and info lost", lazy=("trajectory", "history"))
     if doc is None:
         return []
     if not isinstance(doc, dict) or not isinstance(doc.get("trajectory"), list):
@@ -98,19 +98,17 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     version = info.get("swe_agent_version")
     b = RunBuilder(src, 0, NAME, issues, model=_model(doc),
                    harness=f"swe-agent {version}" if version else "swe-agent")
-    steps: list[Any] = doc["trajectory"]
-    history = [m for m in _list(doc.get("history")) if isinstance(m, dict)]
-    first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    opening = _opening(history)
-    _count_records(src, doc, len(opening))
+    steps: list[Any] = doc["trajectory"]  # undecoded (jsonl.item) unless salvaged
+    first = item(steps[0]) if steps else None
+    first = first if isinstance(first, dict) else {}
+    opening, calls = _read_history(src, doc)
     opening = opening or _opening(_list(first.get("query")) or _list(first.get("messages")))
     for role, text in opening:
         b.message(role)
         b.text(text)
-    calls = [tc for m in history if m.get("role") == "assistant"
-             for tc in _list(m.get("tool_calls")) if isinstance(tc, dict)]
     cursor = 0
-    for i, step in enumerate(steps):
+    for i, raw in enumerate(steps):
+        step = item(raw)
         try:
             if not isinstance(step, dict):
                 raise TypeError(f"expected an object, got {type(step).__name__}")
@@ -154,9 +152,12 @@ def _opening(messages: list[Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _count_records(src: Source, doc: dict[str, Any], opening: int) -> None:
-    """Count the file's history entries (the first ``opening`` known-role ones modelled) and
-    its other top-level keys in ``src.coverage`` (steps are counted as they are read)."""
+def _read_history(src: Source, doc: dict[str, Any]) -> tuple[list[tuple[str, str]],
+                                                             list[dict[str, Any]]]:
+    """The ``history``'s opening (``_opening``) and its assistant messages' tool calls, read one
+    entry at a time (each decoded, ``jsonl.item``, and let go); counts its entries (the
+    opening's modelled) and the file's other top-level keys in ``src.coverage`` (steps are
+    counted as they are read)."""
     cov = src.coverage
     for key in doc:
         if key in _SKIPPED_KEYS:
@@ -166,7 +167,11 @@ def _count_records(src: Source, doc: dict[str, Any], opening: int) -> None:
     raw = doc.get("history")
     if raw is not None and not isinstance(raw, list):
         cov.unknown("history (not a list)")
+    opening: list[tuple[str, str]] = []
+    in_opening = True  # until the first assistant turn that is not a demonstration
+    calls: list[dict[str, Any]] = []
     for m in _list(raw):
+        m = item(m)
         if not isinstance(m, dict):
             cov.unknown("history (not an object)")
             continue
@@ -174,13 +179,19 @@ def _count_records(src: Source, doc: dict[str, Any], opening: int) -> None:
         name = (f"history/{role}" if isinstance(role, str) else "history (no role)") \
             + (f"/{kind}" if isinstance(kind, str) and kind else "") \
             + (" (demo)" if m.get("is_demo") else "")
-        if not isinstance(role, str) or role not in _ROLES:
+        if role == "assistant":
+            calls.extend(tc for tc in _list(m.get("tool_calls")) if isinstance(tc, dict))
+        known = _ROLES.get(role) if isinstance(role, str) else None
+        if known is None:
             cov.unknown(name)
-        elif opening:
-            opening -= 1
+            continue
+        in_opening = in_opening and not (known == "assistant" and not m.get("is_demo"))
+        if in_opening:
+            opening.append((known, as_text(m.get("content"))))
             cov.modelled(name)
         else:
             cov.skipped(name)
+    return opening, calls
 
 
 def _step(b: RunBuilder, i: int, step: dict[str, Any], steps: list[Any],
@@ -269,7 +280,7 @@ def _editor_args(action: str) -> dict[str, Any]:
 
 def _requery_prompt(steps: list[Any], i: int) -> str:
     """The harness's reply to a step without an action, as the next step's ``query`` ends."""
-    nxt = steps[i + 1] if i + 1 < len(steps) else None
+    nxt = item(steps[i + 1]) if i + 1 < len(steps) else None
     query = nxt.get("query") if isinstance(nxt, dict) else None
     if isinstance(query, list) and query and isinstance(query[-1], dict) \
             and query[-1].get("role") == "user":

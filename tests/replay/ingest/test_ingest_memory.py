@@ -14,7 +14,7 @@ import pytest
 
 from replay.ingest import parse_file as parse_file_module
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers import PARSERS
+from replay.ingest.parsers import PARSERS, jsonl
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
@@ -120,3 +120,50 @@ def test_tokenize_lets_the_drafts_columns_go(tmp_path: Any) -> None:
     assert all(not d.messages and not d.requests and not d.events for d in taken)
     for name in ("runs", "messages", "requests", "events"):
         assert getattr(consumed, name).equals(getattr(copied, name))
+
+
+_DOCUMENTS = [*sorted((SAMPLES / "swe-agent").glob("*.traj")),
+              *sorted((SAMPLES / "openhands").glob("*.json"))]
+
+
+@pytest.mark.parametrize("path", _DOCUMENTS, ids=lambda p: p.name)
+def test_a_document_read_lazily_is_parsed_as_one_decoded_whole(
+        path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SWE-agent and OpenHands documents of ``jsonl.LAZY_MIN_BYTES`` or more are read with
+    their steps / history / events undecoded, item by item: the same tables, issues and
+    coverage as the document decoded whole."""
+    whole = parse_file(path, path.parent)
+    monkeypatch.setattr(jsonl, "LAZY_MIN_BYTES", 0)
+    lazy = parse_file(path, path.parent)
+    assert whole.tables is not None and lazy.tables is not None
+    for name in ("runs", "messages", "requests", "events"):
+        assert getattr(lazy.tables, name).equals(getattr(whole.tables, name)), name
+    assert (lazy.issues, lazy.coverage) == (whole.issues, whole.coverage)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_lazy_document_holds_one_decoded_item_at_a_time(
+        lazy: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the run is built, of a trajectory's 40 steps only the first (read for the opening)
+    and the last read are alive decoded when the document was read lazily; all 40 when it was
+    decoded whole (a small document: under ``LAZY_MIN_BYTES``)."""
+    steps = [{"thought": f"t{i}", "action": f"ls {i}", "observation": f"o{i}",
+              "state": {"open_file": "n/a"}} for i in range(40)]  # (a dict of strings only is
+    # not tracked by the collector: gc.get_objects would not see it)
+    path = tmp_path / "t.traj"
+    path.write_text(json.dumps({"trajectory": steps, "history": [], "info": {}}))
+    del steps
+    if lazy:
+        monkeypatch.setattr(jsonl, "LAZY_MIN_BYTES", 0)
+    alive: list[int] = []
+    real = RunBuilder.build
+
+    def spy(self: RunBuilder) -> Any:
+        gc.collect()
+        alive.append(sum(isinstance(o, dict) and "observation" in o for o in gc.get_objects()))
+        return real(self)
+
+    monkeypatch.setattr(RunBuilder, "build", spy)
+    parsed = parse_file(path, path.parent)
+    assert parsed.tables is not None and parsed.tables.requests.num_rows == 40
+    assert alive == ([2] if lazy else [40])

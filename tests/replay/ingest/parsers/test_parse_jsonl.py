@@ -1,4 +1,5 @@
-"""The parsers' JSON decoder (``replay.ingest.parsers.jsonl.loads``) and lazily found item lines."""
+"""The parsers' JSON decoder (``replay.ingest.parsers.jsonl.loads``), documents read with their
+big arrays undecoded (``load_json(lazy=...)``) and lazily found item lines."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers.jsonl import ItemLines, array_items, loads
+from replay.ingest.parsers import jsonl
+from replay.ingest.parsers.jsonl import ItemLines, array_items, item, load_json, loads
 from replay.ingest.parsers.source import Source
 
 _SCALARS = st.one_of(
@@ -68,6 +72,62 @@ def test_loads_raises_what_json_raises() -> None:
 
 def _src(data: bytes) -> Source:
     return Source(path="x.json", rel="x.json", data=data, sha256="0" * 64)
+
+
+_LAZY = (None, "events")
+
+
+def _read(data: bytes, lazy: tuple[str | None, ...]) -> tuple[str, list[str]]:
+    """``load_json``'s document, its lazy arrays' items decoded (``item``), and its issues."""
+    issues: list[Any] = []
+    with mock.patch.object(jsonl, "LAZY_MIN_BYTES", 0):  # lazy whatever the size
+        doc = load_json(_src(data), issues, lazy)
+    if isinstance(doc, list) and None in lazy:
+        doc = [item(v) for v in doc]
+    elif isinstance(doc, dict):
+        doc = {k: [item(v) for v in d] if k in lazy and isinstance(d, list) else d
+               for k, d in doc.items()}
+    return repr(doc), [str(i) for i in issues]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_VALUES, max_size=4), _VALUES, st.booleans(), st.booleans())
+def test_a_lazy_document_reads_as_the_whole_one(events: list[Any], other: Any, wrapped: bool,
+                                                 ascii_only: bool) -> None:
+    """Read with its event list undecoded, item by item, a document gives the values (and for
+    one that is not UTF-8 or not JSON as msgspec reads it, the issues) of the whole decode."""
+    doc: Any = {"other": other, "events": events} if wrapped else events
+    data = json.dumps(doc, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    assert _read(data, _LAZY) == _read(data, ())
+
+
+@pytest.mark.parametrize("data", [
+    b'[1, NaN]', b'[{"a": "\\ud800"}]', b'["\xff"]', b'{"events": ["\xed\xa0\x80"]}',
+    b'{"events": [1e400, {"a": 1, "a": 2}], "x": 1, "events": [2]}', b'[1, 2', b'[1] x',
+    b'{"events": [1,]}', b'[' * 5000 + b']' * 5000, b'{"events": 3}', b'"text"', b'',
+    b'{"events": [[' + b'[' * 3000 + b']' * 3000 + b']]}', b'{"events": [{"a": Infinity}]}',
+    b'[123456789012345678901234567890, -0.0, 0.1e-400]', b'{"x": [1], "events": []}',
+])
+def test_a_lazy_document_reads_as_the_whole_one_on_edge_cases(data: bytes) -> None:
+    """Same values, same issues (a malformed document is said the same way), whatever msgspec
+    refuses or reads otherwise."""
+    assert _read(data, _LAZY) == _read(data, ())
+
+
+def test_a_lazy_array_is_left_undecoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The arrays named are lists of undecoded items (the rest of the document decoded); an
+    array not named, and a document under ``LAZY_MIN_BYTES``, hold values."""
+    data = b'{"events": [{"id": 1}, [2]], "other": [{"id": 3}], "n": 4}'
+    assert load_json(_src(data), [], ("events",))["events"] == [{"id": 1}, [2]]  # small
+    monkeypatch.setattr(jsonl, "LAZY_MIN_BYTES", len(data))
+    doc = load_json(_src(data), [], ("events",))
+    assert [type(v) for v in doc["events"]] == [msgspec.Raw, msgspec.Raw]
+    assert [item(v) for v in doc["events"]] == [{"id": 1}, [2]]
+    assert (doc["other"], doc["n"]) == ([{"id": 3}], 4)
+    monkeypatch.setattr(jsonl, "LAZY_MIN_BYTES", 0)
+    top = load_json(_src(b' [{"id": 1}, 2] '), [], (None,))
+    assert [type(v) for v in top] == [msgspec.Raw, msgspec.Raw]
+    assert load_json(_src(b' [{"id": 1}, 2] '), [], ("events",)) == [{"id": 1}, 2]
 
 
 def test_item_lines_are_found_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
