@@ -100,6 +100,9 @@ class RunBuilder:
     _ts: str = ""
     _msg_agent: str = ""
     _calls: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    _kinds: dict[tuple[str, str, str], tuple[str, str, str]] = field(default_factory=dict)
+    """Each (tool, op, path) of a call once: ``_calls`` and the rows share it and its strings
+    (a run of many calls holds a handful of tools, not a tuple and a tool name per call)."""
     _orphans: int = 0
     _compactions: list[int] = field(default_factory=list)
     """The message index at which each counted harness compaction took effect."""
@@ -143,8 +146,14 @@ class RunBuilder:
             text = args if isinstance(args, str) else json_text(args)
         if nested:
             self._nested.append(self._msg)
+        kinds = (tool, op, path)
+        try:
+            kinds = self._kinds.setdefault(kinds, kinds)
+        except TypeError:  # a value that cannot be a key (no parser gives one): kept as given
+            pass
+        tool, op, path = kinds
         if call_id:
-            self._calls[call_id] = (tool, op, path)
+            self._calls[call_id] = kinds
         self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
 
     def tool_result(self, call_id: str, text: str, *, is_error: bool = False,

@@ -3,6 +3,7 @@ a parser gets back is the same whatever the chunk boundaries, rewinds and branch
 
 from __future__ import annotations
 
+import json
 from array import array
 
 import pyarrow as pa
@@ -72,3 +73,20 @@ def test_rewind_and_branch_across_a_chunk_boundary() -> None:
 def test_an_int64_array_column_equals_pa_array() -> None:
     values = [0, -1, 2**63 - 1, -(2**63), 42]
     assert column(array("q", values), pa.int64()).equals(pa.array(values, pa.int64()))
+
+
+def test_calls_of_one_tool_share_one_tool_name() -> None:
+    """Each call's tool name arrives as a string of its own (as a decoder gives it); the run's
+    rows hold one string per (tool, op, path), the results theirs too, the values unchanged."""
+    rb = _builder()
+    for i in range(3):
+        rb.message("assistant")
+        rb.tool_call(f"c{i}", json.loads('"Bash"'), {"command": "ls"})  # a new string each
+        rb.message("tool")
+        rb.tool_result(f"c{i}", "out")
+    rb.message("assistant")
+    rb.tool_call("r", json.loads('"Read"'), {"file_path": "/a.py"})
+    msgs = rb.build().messages
+    assert msgs["tool"] == ["Bash"] * 6 + ["Read"]
+    assert len({id(t) for t in msgs["tool"][:6]}) == 1
+    assert msgs["op"][-1] == "read" and msgs["path"][-1] == "/a.py"
