@@ -13,11 +13,13 @@ A file read as one JSON document (SWE-agent, mini-swe-agent, OpenHands, ATIF, Op
 Inspect ``.json`` and each ``.eval`` sample, chat dumps) is decoded whole, and decoding takes
 far more memory than the file: 2.5x for a trajectory, ~9x for an OpenHands document of many
 tiny values (``benchmarks/document_memory.py``: 281 MB and 696 MB peak on ~61 MB files, 132 MB
-of it an ingest of a one-record file; ~12x, as OpenHands' was, where a parser holds the decoded
-document until its run is built: every parser but OpenHands').  Such a document is
+of it an ingest of a one-record file), ~12x where a parser holds the decoded document until its
+run is built.  SWE-agent and OpenHands documents of ``jsonl.LAZY_MIN_BYTES`` or more are read
+an item of their big arrays at a time instead (188 MB and 382 MB peak on the same files:
+0.9x, 3.8x).  Such a document is
 read only up to ``max_document_bytes()`` (``DEFAULT_MAX_DOCUMENT_BYTES``, 128 MiB: at most
 ~2 GB per ingest worker), raised with ``CTXREPLAY_MAX_DOCUMENT_BYTES``.  JSON Lines formats are
-decoded line by line, but a run's records are kept until it is built (510 MB peak for 61 MB of
+decoded line by line, but a run's records are kept until it is built (507 MB peak for 61 MB of
 minimal Claude Code records), so they are bounded by the file limit only.
 
 Not here: which files are read (``replay.ingest.discover``), parsing (``replay.ingest.parsers``).
