@@ -76,14 +76,11 @@ def test_the_command_line_wins_over_the_config(project: Path) -> None:
     assert other.exit_code == 2 and "claude-code" in other.output  # not in that baseline
 
 
-def test_without_a_config_check_names_what_is_missing(tmp_path: Path) -> None:
+def test_without_a_config_check_names_what_is_missing(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".git").mkdir()
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        result = runner.invoke(app, ["check"])
-    finally:
-        os.chdir(old)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check"])
     assert result.exit_code == 2
     assert "PATHS" in result.output and "--baseline" in result.output
     assert "tool.ctxreplay" in result.output
@@ -102,19 +99,16 @@ def test_a_typo_in_the_config_is_refused_with_the_key(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", ["[" * 50_000 + "]" * 50_000, "{a=" * 5_000 + "1" + "}" * 5_000],
                          ids=["arrays", "inline tables"])
-def test_a_config_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path, value: str) -> None:
+def test_a_config_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path, value: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """tomllib parses nesting recursively: a cloned project's pyproject.toml with a deep array
     anywhere (not only in [tool.ctxreplay]) made every bare check a RecursionError traceback."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nx = {value}\n')
     with pytest.raises(ConfigError, match="nested too deeply"):
         find_config(tmp_path)
-    old = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        result = runner.invoke(app, ["check"])
-    finally:
-        os.chdir(old)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check"])
     assert result.exit_code == 2 and "invalid TOML: nested too deeply" in result.output
 
 
