@@ -88,7 +88,8 @@ def ingest(
            "repaired": report.repaired, "rebuilt_from_schema": report.rebuilt_from_schema,
            "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
-           "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues]}
+           "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues],
+           "not_followed": report.not_followed}
     if as_json:
         _print_json(doc)
     else:

@@ -58,6 +58,9 @@ class IngestReport:
     n_runs: int = 0
     n_tokens: int = 0
     """Tokens of the files parsed by this ingest (first tokenizer; cached files not counted)."""
+    not_followed: list[str] = field(default_factory=list)
+    """Symlinks to a folder inside an input folder, not walked (``discover``; naming one reads
+    it)."""
 
     @property
     def ok(self) -> bool:
@@ -185,7 +188,9 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         store_session.forget_journal(out)  # its lines are the older version's entries
         for key in older[1].values():
             store.remove_entry(out, key)
-    found = discover(paths)
+    links: list[Path] = []
+    found = discover(paths, not_followed=links)
+    report.not_followed = [str(p) for p in links]
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)

@@ -5,6 +5,7 @@ read limits in the environment that are not numbers.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -54,6 +55,9 @@ def test_a_symlink_to_a_folder_is_not_followed_and_said(tmp_path: Path) -> None:
     assert f"note: 2 symlinks to a folder not followed ({logs / 'project'}, {logs / 'up'}); " \
            "name them to read the logs there" in " ".join(result.stderr.split())
     assert "1 runs from 1 files parsed" in result.output
+    as_json = runner.invoke(app, ["ingest", str(logs), "--out", str(tmp_path / "ds"), "--json"])
+    assert as_json.exit_code == 0
+    assert json.loads(as_json.stdout)["not_followed"] == [str(logs / "project"), str(logs / "up")]
     named = runner.invoke(app, ["ingest", str(logs / "project"), "--out", str(tmp_path / "d2")])
     assert named.exit_code == 0 and "1 runs from 1 files parsed" in named.output
     assert "not followed" not in named.stderr
