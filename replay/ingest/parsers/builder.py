@@ -213,9 +213,12 @@ class RunBuilder:
                             ("cache_write_tokens", cache_write_tokens),
                             ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
             if value is not None and not 0 <= int(value) <= _INT64[1]:
+                shown = str(int(value))  # a float as big as 1e300 is a 301-digit int
+                if len(shown) > 24:
+                    shown = f"{shown[:12]}… ({len(shown.lstrip('-'))} digits)"
                 self.issues.append(Issue(self.source.path, self.line,
                                          f"request {len(r['request']) - 1}: "
-                                         f"{name} {value} is not a token count (negative or out "
+                                         f"{name} {shown} is not a token count (negative or out "
                                          "of range; kept as unknown)"))
                 value = None
             r[name].append(None if value is None else int(value))

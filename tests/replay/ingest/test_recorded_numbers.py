@@ -35,6 +35,15 @@ def test_a_negative_count_is_unknown_and_said(tmp_path: Path) -> None:
     assert any("not a token count" in str(i) and "input_tokens" in str(i) for i in parsed.issues)
 
 
+def test_a_huge_count_is_said_in_a_short_line(tmp_path: Path) -> None:
+    """1e300 decodes to a float whose int has 301 digits: the warning shows its head and its
+    length, not a line of digits."""
+    path = _rewrite(tmp_path, lambda u: u.update(input_tokens=1e300))
+    parsed = parse_file(path, tmp_path)
+    said = [str(i) for i in parsed.issues if "not a token count" in str(i)]
+    assert said and all("… (301 digits)" in line and len(line) < 400 for line in said)
+
+
 def test_a_run_total_beyond_int64_keeps_the_file(tmp_path: Path) -> None:
     path = _rewrite(tmp_path, lambda u: u.update(output_tokens=2**62))
     parsed = parse_file(path, tmp_path)
