@@ -39,16 +39,20 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 
 def _shown(value: Any) -> str:
-    """A recorded value as an issue quotes it: its repr, at most 40 characters."""
+    """A recorded value as an issue quotes it: its repr, at most 40 characters (a long whole
+    number, such as the int of a float like 1e300, as its head and its number of digits)."""
     text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:12]}… ({len(text.lstrip('-'))} digits)"
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 def json_int(value: Any) -> int | None:
     """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
     None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
-    where the count is recorded (``RunBuilder.request``); a recorded token count that is
-    present but not a count is reported by ``RunBuilder.count``."""
+    where the count is read (``RunBuilder.count``, under the log's field name) and where it is
+    recorded (``RunBuilder.request``); a recorded token count that is present but not a count
+    is reported by ``RunBuilder.count``."""
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -196,6 +200,13 @@ class RunBuilder:
                                      f"{_shown(value)} is "
                                      f"not a token count ({type(value).__name__}; kept as "
                                      "unknown)"))
+        elif n is not None and not 0 <= n <= _INT64[1]:
+            # here under the log's field name: a sum of parts (``request``) would hide one
+            self.issues.append(Issue(self.source.path, self.line,
+                                     f"request {len(self._r['request'])}: {name} {_shown(n)} is "
+                                     "not a token count (negative or out of range; kept as "
+                                     "unknown)"))
+            n = None
         return n
 
     def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
@@ -213,13 +224,10 @@ class RunBuilder:
                             ("cache_write_tokens", cache_write_tokens),
                             ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
             if value is not None and not 0 <= int(value) <= _INT64[1]:
-                shown = str(int(value))  # a float as big as 1e300 is a 301-digit int
-                if len(shown) > 24:
-                    shown = f"{shown[:12]}… ({len(shown.lstrip('-'))} digits)"
                 self.issues.append(Issue(self.source.path, self.line,
                                          f"request {len(r['request']) - 1}: "
-                                         f"{name} {shown} is not a token count (negative or out "
-                                         "of range; kept as unknown)"))
+                                         f"{name} {_shown(int(value))} is not a token count "
+                                         "(negative or out of range; kept as unknown)"))
                 value = None
             r[name].append(None if value is None else int(value))
         r["model"].append(model or self.model)

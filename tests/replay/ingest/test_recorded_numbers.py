@@ -35,6 +35,20 @@ def test_a_negative_count_is_unknown_and_said(tmp_path: Path) -> None:
     assert any("not a token count" in str(i) and "input_tokens" in str(i) for i in parsed.issues)
 
 
+def test_a_negative_part_of_a_summed_input_is_not_absorbed(tmp_path: Path) -> None:
+    """Claude Code's input is uncached + cache read + cache write: a negative uncached part
+    beside positive others summed to a plausible count, kept and unsaid."""
+    def change(u: dict[str, int]) -> None:
+        u.update(input_tokens=-5, cache_read_input_tokens=100, cache_creation_input_tokens=10)
+
+    parsed = parse_file(_rewrite(tmp_path, change), tmp_path)
+    assert parsed.tables is not None
+    inputs = parsed.tables.requests.column("input_tokens").to_pylist()
+    assert inputs and all(v is None for v in inputs)
+    assert parsed.tables.requests.column("cache_read_tokens").to_pylist()[0] == 100
+    assert any("input_tokens -5 is not a token count" in str(i) for i in parsed.issues)
+
+
 def test_a_huge_count_is_said_in_a_short_line(tmp_path: Path) -> None:
     """1e300 decodes to a float whose int has 301 digits: the warning shows its head and its
     length, not a line of digits."""
