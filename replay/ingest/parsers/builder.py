@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.ingest.ops import classify
+from replay.ingest.parsers.counts import INT64_MAX, json_int, not_a_count, shown
 from replay.ingest.parsers.jsonl import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
@@ -34,28 +35,6 @@ class RunDraft:
     events: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _EVENT_COLS})
 
 
-_INT64 = (-(2**63), 2**63 - 1)
-"""The range of the schema's integer columns."""
-
-
-def _shown(value: Any) -> str:
-    """A recorded value as an issue quotes it: its repr, at most 40 characters (a long whole
-    number, such as the int of a float like 1e300, as its head and its number of digits)."""
-    text = repr(value)
-    if isinstance(value, int) and len(text) > 24:
-        return f"{text[:12]}… ({len(text.lstrip('-'))} digits)"
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def json_int(value: Any) -> int | None:
-    """A JSON number that is a whole count (``12``, or ``12.0`` as some writers put it), else
-    None: booleans, strings, NaN and fractions are not counts.  Range and sign are checked
-    where the count is read (``RunBuilder.count``, under the log's field name) and where it is
-    recorded (``RunBuilder.request``); a recorded token count that is present but not a count
-    is reported by ``RunBuilder.count``."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent", "encrypted_bytes")
 _CHUNK_ROWS = 4096
@@ -188,26 +167,22 @@ class RunBuilder:
                   encrypted_bytes=encrypted_bytes)
 
     def count(self, value: Any, name: str) -> int | None:
-        """A token count recorded in the log for the next request (``json_int``), or None.
+        """A token count recorded in the log for the next request (``counts``), or None.
 
         A value that is present but not a count (a string, a boolean, NaN, a fraction, an
-        object) is one issue naming the field and the value, and unknown (None): never 0,
-        never dropped without a word."""
-        n = json_int(value)
-        if n is None and value is not None:
+        object, a negative or out-of-range number) is one issue naming the log's own field and
+        the value, and unknown (None): never 0, never dropped without a word, and never hidden
+        in a sum of parts (``request`` checks only what it records)."""
+        if value is None:
+            return None
+        why = not_a_count(value)
+        if why is not None:
             self.issues.append(Issue(self.source.path, self.line,
                                      f"request {len(self._r['request'])}: {name} "
-                                     f"{_shown(value)} is "
-                                     f"not a token count ({type(value).__name__}; kept as "
+                                     f"{shown(value)} is not a token count ({why}; kept as "
                                      "unknown)"))
-        elif n is not None and not 0 <= n <= _INT64[1]:
-            # here under the log's field name: a sum of parts (``request``) would hide one
-            self.issues.append(Issue(self.source.path, self.line,
-                                     f"request {len(self._r['request'])}: {name} {_shown(n)} is "
-                                     "not a token count (negative or out of range; kept as "
-                                     "unknown)"))
-            n = None
-        return n
+            return None
+        return json_int(value)
 
     def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
@@ -223,11 +198,11 @@ class RunBuilder:
         for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
                             ("cache_write_tokens", cache_write_tokens),
                             ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
-            if value is not None and not 0 <= int(value) <= _INT64[1]:
+            if value is not None and (why := not_a_count(value)) is not None:
                 self.issues.append(Issue(self.source.path, self.line,
                                          f"request {len(r['request']) - 1}: "
-                                         f"{name} {_shown(int(value))} is not a token count "
-                                         "(negative or out of range; kept as unknown)"))
+                                         f"{name} {shown(value)} is not a token count "
+                                         f"({why}; kept as unknown)"))
                 value = None
             r[name].append(None if value is None else int(value))
         r["model"].append(model or self.model)
@@ -249,13 +224,12 @@ class RunBuilder:
         row: dict[str, Any] = {}
         for name, value in (("pre_tokens", pre_tokens), ("post_tokens", post_tokens),
                             ("tokens_saved", tokens_saved), ("full_chars", full_chars)):
-            n = json_int(value)
-            if value is not None and (n is None or not 0 <= n <= _INT64[1]):
+            if value is not None and not_a_count(value) is not None:
                 self.issues.append(Issue(self.source.path, self.line,
-                                         f"{kind} event: {name} {_shown(value)} is not a count "
+                                         f"{kind} event: {name} {shown(value)} is not a count "
                                          "(kept as unknown)"))
-                n = None
-            row[name] = n
+                value = None
+            row[name] = None if value is None else json_int(value)
         row.update(kind=kind, msg=self._msg + 1 if msg is None else msg, trigger=trigger,
                    summary_msg=summary_msg, preserved_msgs=list(preserved_msgs or ()),
                    call_ids=list(call_ids or ()))
@@ -358,7 +332,7 @@ class RunBuilder:
         if not values:
             return None
         total = sum(values)
-        if total > _INT64[1]:
+        if total > INT64_MAX:
             self.issues.append(Issue(self.source.path, 0, f"the run's {what} add up to more "
                                      "than a 64-bit count (run total kept as unknown)"))
             return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.ingest.parsers.builder import json_int
+from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.jsonl import as_text, json_text, loads
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, json_int
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.codex_usage import Pending
+from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.source import Issue
 
 Branch = tuple[RunBuilder, list[Pending]]

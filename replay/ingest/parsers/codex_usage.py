@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
-from replay.ingest.parsers.builder import json_int
+from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.source import Issue
 
 NO_RUN = "token_count with no model output to attach it to (usage dropped)"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
-from replay.ingest.parsers.builder import RunBuilder, json_int
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.codex_compaction import (
     CompactionPairs,
     encrypted_len,
@@ -24,6 +24,7 @@ from replay.ingest.parsers.codex_compaction import (
 from replay.ingest.parsers.codex_file import SKIPPED_LINES, parent_run_id, repeated
 from replay.ingest.parsers.codex_rollback import Branch, roll_back
 from replay.ingest.parsers.codex_usage import Pending, UsageTrack
+from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.source import Issue, Source
 

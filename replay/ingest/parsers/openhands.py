@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.builder import json_int as _int
+from replay.ingest.parsers.counts import json_int as _int
 from replay.ingest.parsers.jsonl import array_items, as_str, as_text, item, load_json, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source

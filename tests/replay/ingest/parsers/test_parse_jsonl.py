@@ -164,9 +164,9 @@ def test_mini_orphan_result_reports_its_line(tmp_path: Path) -> None:
 
 
 def test_json_int_is_the_one_reading_of_a_recorded_count() -> None:
-    """Every parser reads usage counts through builder.json_int: whole numbers (also 12.0 as some
+    """Every parser reads usage counts through counts.json_int: whole numbers (also 12.0 as some
     writers put them) are counts; booleans, strings, NaN, infinities and fractions are not."""
-    from replay.ingest.parsers.builder import json_int
+    from replay.ingest.parsers.counts import json_int
 
     assert [json_int(v) for v in (12, 0, 12.0, -3)] == [12, 0, 12, -3]  # sign checked later
     assert [json_int(v) for v in (True, False, "12", float("nan"), float("inf"), 1.5, None,

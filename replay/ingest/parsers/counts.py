@@ -1,0 +1,43 @@
+"""What a recorded count is: the one reading of a token (or other) count a log writes.
+
+A count is a JSON whole number (``12``, or ``12.0`` as some writers put it) from 0 to the
+largest value of the schema's 64-bit integer columns.  ``json_int`` reads the number
+(booleans, strings, NaN and fractions are not counts); ``not_a_count`` says why a value present
+in a log is not a count (None when it is one), for the issue that keeps it unknown; ``shown``
+quotes a value in that issue.
+
+Not here: where the issues are recorded (``replay.ingest.parsers.builder.RunBuilder``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+INT64_MAX = 2**63 - 1
+"""The largest value of the schema's integer columns."""
+
+
+def json_int(value: Any) -> int | None:
+    """A JSON number that is a whole number, else None (sign and range: ``not_a_count``)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def not_a_count(value: Any) -> str | None:
+    """Why ``value`` (present in a log) is not a count, as an issue says it; None when it is."""
+    n = json_int(value)
+    if n is None:
+        return type(value).__name__
+    return None if 0 <= n <= INT64_MAX else "negative or out of range"
+
+
+def shown(value: Any) -> str:
+    """A recorded value as an issue quotes it: its repr, at most 40 characters (a long whole
+    number, such as the int of a float like 1e300, as its head and its number of digits)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:12]}… ({len(text.lstrip('-'))} digits)"
+    return text if len(text) <= 40 else text[:37] + "..."
