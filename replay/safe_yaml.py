@@ -154,7 +154,7 @@ def _no_duplicate_keys(node: yaml.Node) -> None:
         if ident in seen:
             where = f"line {line}" if seen[ident] == line else f"lines {seen[ident]} and {line}"
             raise YamlRefused(f"a key is given twice in one mapping ({where}; YAML would keep "
-                              "only the last)")
+                              f"only the last): {k.value[:60]!r}")
         seen[ident] = line
 
 

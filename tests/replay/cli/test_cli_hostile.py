@@ -243,7 +243,8 @@ ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     ("tiers: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested more than 100 levels deep"),
     ("a: &a [*a]\n", "refers to the node that contains it"),
     ("server: {window_tokens: 100000}\nserver: {window_tokens: 5}\n",
-     "a key is given twice in one mapping (lines 1 and 2; YAML would keep only the last)"),
+     ("a key is given twice in one mapping (lines 1 and 2; YAML would keep only the last): "
+      "'server'")),
     ("server: {window_tokens: 100000, window_tokens: 5}\n",
      "a key is given twice in one mapping (line 1;"),
     ("estimator: {method: chars, chars_per_token: .nan}\n", "estimator.chars_per_token"),
