@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from corpus_args import corpus_paths
 
 from replay.corpus import open_corpus
 from replay.engine.calibrate import held_out_anchored_error, points
@@ -121,5 +122,5 @@ def _pct(v: float | None) -> str:
 
 
 if __name__ == "__main__":
-    main([Path(p) for p in sys.argv[1:]] or [REPO.parent / "shared" / "logs-sample",
-                                              REPO / "logs", REPO / "tests" / "fixtures"])
+    main(corpus_paths(__doc__, [REPO.parent / "shared" / "logs-sample",
+                                              REPO / "logs", REPO / "tests" / "fixtures"]))

@@ -23,11 +23,11 @@ calibration keeps one scale.
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from corpus_args import corpus_paths
 
 from replay.corpus import open_corpus
 from replay.engine.calibrate import held_out_error, points
@@ -93,5 +93,5 @@ def main(paths: list[Path]) -> None:
 
 
 if __name__ == "__main__":
-    main([Path(p) for p in sys.argv[1:]] or [REPO.parent / "shared" / "logs-sample",
-                                              REPO / "logs", REPO / "tests" / "fixtures"])
+    main(corpus_paths(__doc__, [REPO.parent / "shared" / "logs-sample",
+                                              REPO / "logs", REPO / "tests" / "fixtures"]))

@@ -16,10 +16,11 @@ targets: ≥ 50,000 requests/s per core and
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from corpus_args import corpus_paths, no_runs
 
 from replay.corpus import open_corpus
 from replay.engine.fold import replay
@@ -52,6 +53,8 @@ def main(paths: list[Path]) -> None:
         corpus = open_corpus(paths, cache_dir=Path(tmp) / "ds")
         ids = corpus.replayable()
         runs = [(corpus.prepared(r), corpus.calibration(r)) for r in ids]
+        if not runs:
+            no_runs(paths)
         n_req = sum(r.n_requests for r, _ in runs)
         print(f"corpus: {len(runs)} runs, {n_req:,} requests")
         policies = {name: load_policy(name) for name in presets()}
@@ -86,4 +89,4 @@ def _time(fn: object) -> float:
 
 
 if __name__ == "__main__":
-    main([Path(p) for p in sys.argv[1:]] or [REPO.parent / "shared" / "logs-sample"])
+    main(corpus_paths(__doc__, [REPO.parent / "shared" / "logs-sample"]))
