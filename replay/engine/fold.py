@@ -108,7 +108,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     before = [step for when, step in steps if when == "before"]
     after = [step for when, step in steps if when == "after"]
     expired = run.expired(cache.ttl_s)
-    price_all, measure = prices(cache), ctx.measure
+    measure = ctx.measure
     rows: list[int] = []
     """The request rows, flat: ``_LOOP``'s values a request (``_columns`` slices them into
     columns, and prices every request in one call)."""
@@ -138,7 +138,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             if k in st.due or st.queue:
                 calls = induce(st, ctx, env, k)
                 if calls:
-                    _pay_induced(ctx, env, k, calls, price_all, expired[k])
+                    _pay_induced(ctx, env, k, calls, expired[k])
             st.now = k + 1
         for step in before:
             step(ctx, env)
@@ -170,13 +170,14 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
 
 
 def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
-                 price_all: Prices, expired: bool) -> None:
-    """Price the calls inserted before request ``k``: each sends the context as it was (its
-    cache reads the prefix shared with the call before it), and leaves the cache holding it."""
+                 expired: bool) -> None:
+    """Record the calls inserted before request ``k``: each sends the context as it was (its
+    cache reads the prefix shared with the call before it), and leaves the cache holding it.
+    They are priced with the requests, in one batch (``_induced_columns``)."""
     st = env.induce
     assert st is not None
     invalidated = 0
-    sents, commons, outputs = [], [], []
+    sents, commons, outputs = st.call_sent, st.call_common, st.call_output
     for i, (sent, output) in enumerate(calls):
         if i == 0:
             common = _common_prefix(ctx, env, k, sent)
@@ -190,14 +191,10 @@ def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
         commons.append(common)
         outputs.append(output)
         env.prev_truth = sent
-    cost = 0.0
-    for usd in price_all(sents, commons, outputs, [0] * len(calls))[3]:
-        cost += usd  # in call order, as the calls are made
     ctx.dirty = None
     st.requests.append(k)
     st.n_calls.append(len(calls))
     st.tokens.append(env.fixed_truth + ctx.truth() - calls[0][0])
-    st.cost_usd.append(cost)
     st.invalidated.append(invalidated)
 
 
@@ -218,8 +215,9 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     outputs = run.outputs(plan.counter, env.calibration)
     shortfalls = (cache_shortfalls(run, plan, cache, s.message_overhead_tokens)
                   or [0] * n)
+    price_all = prices(cache)
     (measured["cached_tokens"], measured["cache_write_tokens"], measured["fresh_tokens"],
-     measured["cost_usd"]) = prices(cache)(truths, commons, outputs, shortfalls)
+     measured["cost_usd"]) = price_all(truths, commons, outputs, shortfalls)
     over = (s.reserve_tokens if s.reserve_counts else 0) - s.window_tokens
     # max(0, …) without the builtin's call (see _replay)
     measured["overshoot_tokens"] = [t + over if t + over > 0 else 0  # noqa: FURB136
@@ -235,7 +233,7 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
              "usable_tokens": [policy.usable_tokens] * n,
              "output_tokens": list(outputs),
              "truth_source": [plan.source] * n, **measured}
-    given |= _induced_columns(env, n, given)
+    given |= _induced_columns(env, n, given, price_all)
     cols = {"requests": {name: given.pop(name) for name in RequestRow._fields}}
     if given:
         raise AssertionError(f"replay.engine.fold: values for no requests column: {sorted(given)}")
@@ -252,15 +250,22 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     return cols
 
 
-def _induced_columns(env: Env, n: int, given: dict[str, list[Any]]) -> dict[str, list[Any]]:
+def _induced_columns(env: Env, n: int, given: dict[str, list[Any]],
+                     price_all: Prices) -> dict[str, list[Any]]:
     """The requests' ``induced_*`` columns; the inserted calls' cost added to ``cost_usd`` and
-    what their first call invalidated to ``invalidated_tokens`` (the row's own saw none)."""
+    what their first call invalidated to ``invalidated_tokens`` (the row's own saw none).  The
+    calls are priced in one batch, each request's summed in call order, as they are made."""
     calls, tokens, cost = [0] * n, [0] * n, [0.0] * n
     st = env.induce
     if st is not None and st.requests:
-        own_cost, inval = given["cost_usd"], given["invalidated_tokens"]
-        for k, c, t, usd, inv in zip(st.requests, st.n_calls, st.tokens, st.cost_usd,
-                                     st.invalidated):
+        n_all = len(st.call_sent)
+        each = price_all(st.call_sent, st.call_common, st.call_output, [0] * n_all)[3]
+        own_cost, inval, at = given["cost_usd"], given["invalidated_tokens"], 0
+        for k, c, t, inv in zip(st.requests, st.n_calls, st.tokens, st.invalidated):
+            usd = 0.0
+            for x in each[at:at + c]:
+                usd += x  # in call order, as the calls are made
+            at += c
             calls[k], tokens[k], cost[k] = c, t, usd
             own_cost[k] += usd
             inval[k] += inv

@@ -97,11 +97,16 @@ class InduceState:
     """Re-reads induced in ``turn`` so far."""
     requests: list[int] = field(default_factory=list)
     """The requests re-reads were induced before, one entry each, with (parallel) the calls,
-    their tokens, their cost and what their first call invalidated."""
+    their tokens and what their first call invalidated."""
     n_calls: list[int] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
-    cost_usd: list[float] = field(default_factory=list)
     invalidated: list[int] = field(default_factory=list)
+    call_sent: list[int] = field(default_factory=list)
+    """Every inserted call, in order (``n_calls`` of them per entry of ``requests``): the true
+    tokens it sent, the prefix its cache shared with the call before, its output tokens (priced
+    with the requests, in one batch, at the end)."""
+    call_common: list[int] = field(default_factory=list)
+    call_output: list[int] = field(default_factory=list)
     due: dict[int, list[int]] = field(default_factory=dict)
     """Request → removed blocks whose need there is to be checked (``replay.engine.induced``;
     an entry is stale unless ``check_at`` of its block names that request).  Only a removed

@@ -76,13 +76,17 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     makes go by position where a trim at every request passes: keyword matching costs more
     than the work.)
     """
-    end = allowed_end(ctx, protect_from, may_touch_newest)
+    lo, hi, run = ctx.lo, ctx.hi, ctx.run
+    # allowed_end, inlined (called at every trim: a call costs more than its few comparisons)
+    end = hi if may_touch_newest or hi <= lo else run.msg_start[run.ordinal[hi - 1]]
+    end = protect_from if protect_from < end else end  # noqa: FURB136
+    end = end if end > lo else lo  # noqa: FURB136
     blocks = iter(sized)
     first = next(blocks, None)
     if first is None or until_est is not None and env.fixed_est + ctx.est() < until_est:
         return _NOTHING
     b, est, truth, n_bytes = first
-    if not ctx.lo <= b < end:
+    if not lo <= b < end:
         raise _misplaced(tier, b, ctx, end)
     # the tokens before the first trimmed block: what it invalidates, and the cache's prefix
     # (Context.dirty_truth_before) if it is the earliest change since the request
@@ -104,13 +108,13 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     env.evictions.add_many(applied, env.request, tier, TRIMMED)
     if env.induce is not None:
         env.induce.removed(applied, env.request, tier)
-    msg = ctx.run.msg
+    msg, n = run.msg, len(applied)
     # record_action's values by position (tier, kind, trigger, threshold, n_blocks, first_msg,
-    # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg)
-    record_action(env, ctx, tier, kind, trigger_tokens, threshold_tokens, len(applied),
-                  msg[applied[0]], msg[prev], got_est, got_truth, invalidated, min_reclaim_tokens,
-                  protect_first_msg(ctx, end))
-    return _new_trimmed(Trimmed, (len(applied), prev, got_est, got_truth))
+    # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg: inlined)
+    record_action(env, ctx, tier, kind, trigger_tokens, threshold_tokens, n, msg[applied[0]],
+                  msg[prev], got_est, got_truth, invalidated, min_reclaim_tokens,
+                  msg[end] if end < hi else None)
+    return _new_trimmed(Trimmed, (n, prev, got_est, got_truth))
 
 
 def _misplaced(tier: str, b: int, ctx: Context, end: int) -> TierInvariantError:

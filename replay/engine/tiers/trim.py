@@ -53,7 +53,11 @@ class TrimState:
     threshold: int = 0
     """The trigger's level (recorded with each action)."""
     eligible: list[int] = field(default_factory=list)
-    """The run's blocks this tier could ever trim (category, tool and size), in order."""
+    """The run's blocks this tier could ever trim (category, tool and size), in order, then
+    ``n_blocks``: a sentinel past any ``hi`` (a walk forward needs no length check)."""
+    protect_tokens: int = 0
+    """The protected range by estimated tokens (``protect.tokens``, or its ``frac`` of the usable
+    window if more; 0: none), resolved once."""
     induced_cursor: int = 0
     """The induced re-reads before this one were examined (``apply_induced_trims``)."""
     tools: frozenset[str] = frozenset()
@@ -79,6 +83,8 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     st.threshold = threshold(tier.trigger, env)
     st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines, tier.tools,
                             tier.exclude_tools)
+    p = tier.protect
+    st.protect_tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
     st.tools = frozenset(tier.tools)
     st.ready = True
 
@@ -86,8 +92,8 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
 def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines: int,
               tools: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> list[int]:
     """Blocks of a trimmed category, of the named tools (a result by its call's tool) and at
-    least the minimum size (memoised per run): a scan then visits only these, not every
-    block."""
+    least the minimum size, then ``n_blocks`` (a sentinel; memoised per run): a scan then visits
+    only these, not every block."""
     memo = run.memo(("trim_eligible", cats, min_chars, min_lines, tools, exclude))
     got = memo.get("blocks")
     if got is None:
@@ -98,6 +104,7 @@ def _eligible(run: PreparedRun, cats: frozenset[int], min_chars: int, min_lines:
             only, never = frozenset(tools), frozenset(exclude)
             got = [b for b in got if (not only or tool_of(run, b) in only)
                    and tool_of(run, b) not in never]
+        got.append(run.n_blocks)
         memo["blocks"] = got
     return got
 
@@ -116,11 +123,11 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
         return
     if not st.ready:
         _resolve(tier, st, ctx, env)
-    stop = protect_start(tier.protect, ctx, env, st)
+    stop = protect_start(tier.protect, ctx, st)
     begin = st.cursor if st.cursor > ctx.lo else ctx.lo  # noqa: FURB136 (see protect_start)
     if begin < stop:
-        eligible, e = st.eligible, st.next_eligible
-        if e < len(eligible) and eligible[e] < stop:  # a block to look at: scan
+        e = st.next_eligible
+        if st.eligible[e] < stop:  # a block to look at: scan (the sentinel ends the list)
             e = _scan(tier, ctx, env, st, begin, stop)
         st.cursor, st.next_eligible = stop, e
     passed = _pass(tier, st, ctx, env, stop) if st.pending else False
@@ -176,7 +183,7 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
 
     def sized(b: int) -> tuple[int, int, int] | None:
         i = bisect.bisect_left(eligible, b)
-        if i == len(eligible) or eligible[i] != b:
+        if eligible[i] != b:  # (the sentinel, n_blocks, ends the list)
             return None  # the tier would not trim the block (its kind, tools or size)
         got = st.sized_result.get(b)
         if got is None:
@@ -198,8 +205,8 @@ def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: i
     # blocks the loop visits: a bisection would cost a dozen comparisons for the usual one)
     first = (st.next_eligible if begin == st.cursor
              else bisect.bisect_left(eligible, begin, st.next_eligible))
-    end, n = first, len(eligible)
-    while end < n and eligible[end] < stop:
+    end = first
+    while eligible[end] < stop:  # the sentinel ends the walk
         end += 1
     for b in eligible[first:end]:
         if trimmed[b]:
@@ -233,7 +240,7 @@ def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
     return frozenset(cats)
 
 
-def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = None) -> int:
+def protect_start(p: Protect, ctx: Context, st: TrimState) -> int:
     """First block of the protected recent range (``hi`` when nothing is protected).
 
     (Conditional expressions where ``min`` / ``max`` of two ints would do, FURB136 off: this
@@ -247,29 +254,23 @@ def protect_start(p: Protect, ctx: Context, env: Env, st: TrimState | None = Non
         last = run.ordinal[hi - 1]
         first = max(run.ordinal[lo], last - p.messages + 1)
         start = min(start, run.msg_start[first])
-    tokens = p.tokens
-    if p.frac:
-        by_frac = int(p.frac * env.usable)
-        tokens = by_frac if by_frac > tokens else tokens  # noqa: FURB136
+    tokens = st.protect_tokens
     if tokens:
-        reach = (ctx.block_reaching_est(tokens) if st is None
-                 else _reaching_est(ctx, tokens, st))
-        reach = ctx.message_start_at_or_after(reach)
+        reach = _reaching_est(ctx, tokens, st)
+        if reach < hi:  # Context.message_start_at_or_after, inlined (a call a pass)
+            o = run.ordinal[reach]
+            reach = reach if run.msg_start[o] == reach else run.msg_start[o + 1]
         start = reach if reach < start else start  # noqa: FURB136
     if p.tool_results or p.tool_result_tokens:
-        if st is None:
-            res = _results(run, frozenset())
-            first, end = bisect.bisect_left(res, lo), bisect.bisect_left(res, hi)
-        else:
-            res = st.results if st.results is not None else _with_sentinel(run, st)
-            # the live results res[first:end], walked forward from the previous pass (a step or
-            # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
-            first, end = st.live_results
-            while res[first] < lo:
-                first += 1
-            while res[end] < hi:
-                end += 1
-            st.live_results = (first, end)
+        res = st.results if st.results is not None else _with_sentinel(run, st)
+        # the live results res[first:end], walked forward from the previous pass (a step or
+        # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
+        first, end = st.live_results
+        while res[first] < lo:
+            first += 1
+        while res[end] < hi:
+            end += 1
+        st.live_results = (first, end)
         if first < end and p.tool_results:
             nth = end - p.tool_results
             nth = res[first if first > nth else nth]  # noqa: FURB136
