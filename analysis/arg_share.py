@@ -32,6 +32,7 @@ import pandas as pd
 
 from analysis._numeric import floats
 from analysis.per_run.arg_share import METRICS
+from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes
@@ -119,10 +120,10 @@ def plot_arg_share(df: pd.DataFrame, *, ax: Axes | None = None,
 
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
-        name = (labels or {}).get(rid, rid)
-        line = ax.plot(g["request"], g["args_share"], label=f"{name} {pol}: all arguments")[0]
+        name = plot_text(f"{(labels or {}).get(rid, rid)} {pol}")
+        line = ax.plot(g["request"], g["args_share"], label=f"{name}: all arguments")[0]
         ax.plot(g["request"], g["write_share"], linestyle="--", color=line.get_color(),
-                label=f"{name} {pol}: write/edit arguments")
+                label=f"{name}: write/edit arguments")
     ax.set_xlabel("request")
     ax.set_ylabel("share of context bytes (fraction)")
     ax.set_ylim(0, 1)

@@ -45,6 +45,7 @@ from analysis.per_run.cache_invalidation import METRICS
 from analysis.per_run.stats import ratio
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 from replay.policy import Policy
+from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes
@@ -192,7 +193,8 @@ def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None,
     for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
         share = ratio(g["cached_tokens"].sum(), g["truth_tokens"].sum())
         ax.plot(g["request"], g["invalidated_tokens"].cumsum(),
-                label=f"{(labels or {}).get(rid, rid)} {pol} (cached share {share:.0%})")
+                label=f"{plot_text(f'{(labels or {}).get(rid, rid)} {pol}')} "
+                      f"(cached share {share:.0%})")
     ax.set_xlabel("request")
     ax.set_ylabel("tokens invalidated, cumulative (tokens)")
     ax.set_title("Prefix-cache invalidation")

@@ -38,6 +38,7 @@ import pandas as pd
 
 from analysis._numeric import floats
 from analysis.per_run.overshoots import METRICS
+from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes
@@ -144,7 +145,7 @@ def plot_overshoots(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     import matplotlib.pyplot as plt  # lazy: matplotlib loads only when a plot is drawn
 
     ax = ax if ax is not None else plt.subplots(figsize=(7, 4))[1]
-    series = [(f"{pol}: estimate vs truth", g["est_error_frac"].dropna())
+    series = [(f"{plot_text(pol)}: estimate vs truth", g["est_error_frac"].dropna())
               for pol, g in df.groupby("policy", sort=True)]
     rec = df.drop_duplicates(subset=["run_id", "request"])["est_vs_recorded_frac"].dropna()
     if len(rec):

@@ -56,6 +56,7 @@ from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.rereads import METRICS
 from analysis.placeholders import lint_placeholders
 from replay.engine.trace import FATES
+from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes
@@ -180,7 +181,8 @@ def plot_rereads(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     bottom = [0] * len(policies)
     for cls in CLASSES:
         vals = [int(v) for v in counts[cls]] if len(counts) else [0] * len(policies)
-        ax.bar(policies, vals, bottom=bottom, label=cls.replace("_", "-"))
+        ax.bar([plot_text(p) for p in policies], vals, bottom=bottom,
+               label=cls.replace("_", "-"))
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xlabel("policy")
     ax.set_ylabel("re-reads (count)")

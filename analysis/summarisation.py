@@ -46,6 +46,7 @@ from analysis._numeric import floats, nullable_ints
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.summarisation import METRICS
 from replay.engine.trace import SUMMARY_KINDS
+from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes
@@ -172,7 +173,7 @@ def plot_summarisation(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
         g = g.dropna(subset=["request", "context_after_tokens"])
         marker = "o" if src == "replayed" else "x"
         ax.scatter(floats(g["request"]), floats(g["context_after_tokens"]), marker=marker,
-                   label=f"{pol} ({src})")
+                   label=f"{plot_text(pol)} ({src})")
         thrash = g[g["is_thrash"]]
         if len(thrash):
             ax.scatter(floats(thrash["request"]), floats(thrash["context_after_tokens"]),

@@ -34,6 +34,7 @@ from analysis.rereads import plot_rereads
 from analysis.summarisation import plot_summarisation
 from replay.ingest.run_label import short_labels
 from replay.safe_names import file_name
+from replay.safe_text import plot_text
 
 DPI = 100
 LINE_RUNS = 4
@@ -63,7 +64,7 @@ def analysis_images(reps: list[Replayed], run_ids: list[str], labels: dict[str, 
             for i, (ax, r) in enumerate(zip(axes, reps)):
                 df = frame(r)
                 draw(df[df["run_id"].isin(lines)], ax=ax, labels=legend)
-                ax.set_title(f"{r.policy.name}: {title}")
+                ax.set_title(f"{plot_text(r.policy.name)}: {title}")
                 if i:
                     ax.set_ylabel("")
         return paint
@@ -120,7 +121,7 @@ def timeline_images(reps: list[Replayed], run_ids: list[str], meta: dict[str, di
                 plot_timeline(req, act, rr, ax=ax, title=r.policy.name)
                 if i:
                     ax.set_ylabel("")
-            fig.suptitle(f"{label}  ({rid})".replace("$", r"\$"), fontsize="medium")  # no mathtext
+            fig.suptitle(plot_text(f"{label}  ({rid})"), fontsize="medium")
             _margins_in(fig, left=0.85, right=0.2, bottom=1.35, top=0.55, wspace=0.08)
 
         caption = (f"{label} ({rid}): context size by request under each policy; the window "

@@ -28,6 +28,7 @@ from matplotlib.axes import Axes
 
 from analysis._numeric import floats
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, CUSTOM_CUT, CUSTOM_TRIM, SUMMARISE, TRIM
+from replay.safe_text import plot_text
 
 ACTION_STYLES: dict[str, tuple[str, str]] = {
     TRIM: ("v", "tab:purple"),
@@ -99,7 +100,8 @@ def plot_timeline(requests: pd.DataFrame, actions: pd.DataFrame,
         ax.set_xlim(-0.5, max(float(x.max()), 1.0) + 0.5)
     ax.yaxis.set_major_formatter(_thousands)
     ax.grid(True, linewidth=0.3, alpha=0.6)
-    ax.set_title(title if title is not None else " ".join(keys[0]) if keys else "no requests",
+    ax.set_title(plot_text(title if title is not None else " ".join(keys[0]) if keys
+                           else "no requests"),
                  fontsize="medium")
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=3,
               frameon=False, borderaxespad=0.0)

@@ -28,6 +28,7 @@ import pandas as pd
 from analysis.metrics import METRIC_COLUMNS, known
 from analysis.run_totals import combine
 from replay.errors import ReplayInputError
+from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes
@@ -219,7 +220,7 @@ def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[s
     elif len(others) == 1 and f[others[0]].nunique() <= 6:
         for value, g in f.groupby(others[0], sort=True, dropna=False):
             g = g.sort_values("_x")
-            ax.plot(g["_x"], g[metric], "o-", ms=3, label=f"{_short(others[0])}={value}")
+            ax.plot(g["_x"], g[metric], "o-", ms=3, label=plot_text(f"{_short(others[0])}={value}"))
     else:
         by_x = f.groupby("_x", sort=True)[metric]
         mean, lo, hi = by_x.mean(), by_x.min(), by_x.max()
@@ -231,7 +232,8 @@ def plot_metric(frame: pd.DataFrame, param: str, metric: str, params: Sequence[s
     ax.set_ylabel(_label(metric), fontsize="x-small")
     if not pd.api.types.is_numeric_dtype(frame[param]):
         labels = sorted(frame[param].astype(str).unique())
-        ax.set_xticks(range(len(labels)), labels, rotation=30, fontsize="x-small")
+        ax.set_xticks(range(len(labels)), [plot_text(v) for v in labels], rotation=30,
+                      fontsize="x-small")
     return ax
 
 
