@@ -19,6 +19,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay import atomic_files
@@ -80,8 +81,9 @@ class _Done:
     n_tokens: int
     issues: tuple[Issue, ...]
     stored: bool
-    index_rows: bytes
-    """The entry's rows of the store's run index (``store_index.index_rows``)."""
+    index_rows: bytes | pa.Table
+    """The entry's rows of the store's run index (``store_index.index_rows``): a stream from a
+    worker process, the table itself from ``_process`` called in the ingest's own process."""
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     no_conversation: str = ""
     checksum: str = ""
@@ -89,8 +91,9 @@ class _Done:
 
 
 def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
-             out: Path, strict: bool, threads: int) -> _Done:
-    """Parse one file and write its entry (not yet in the manifest); runs in a worker."""
+             out: Path, strict: bool, threads: int, in_worker: bool = True) -> _Done:
+    """Parse one file and write its entry (not yet in the manifest); runs in a worker
+    (``in_worker=False``: in the ingest's own process, its run-index rows kept as a table)."""
     parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads)
     key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
     tables = parsed.tables
@@ -107,7 +110,8 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     done = replace(done, checksum=store.write_entry(out, key, tables, before_rename=journal))
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
-    return replace(done, n_tokens=n_tokens, index_rows=store_index.index_rows(tables, key))
+    return replace(done, n_tokens=n_tokens,
+                   index_rows=store_index.index_rows(tables, key, stream=in_worker))
 
 
 def _entry(done: _Done) -> store.Entry:
@@ -216,7 +220,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     finished: dict[str, store.Entry] = {}
 
     def on_finished(done: _Done) -> None:  # as each file finishes, in any order
-        if done.index_rows:
+        if len(done.index_rows):
             fresh.add(done.index_rows)
         if done.stored:
             finished[done.source] = _entry(done)
@@ -270,8 +274,8 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
     if workers <= 1:
         threads = max(1, jobs or cores) if len(todo) == 1 else 1
         for path, root, rel in todo:
-            yield _without_index(_process(path, root, rel, fmt, tokenizers, out, strict, threads),
-                                 on_finished)
+            yield _without_index(_process(path, root, rel, fmt, tokenizers, out, strict, threads,
+                                          in_worker=False), on_finished)
         return
     methods = multiprocessing.get_all_start_methods()
     forked = "fork" in methods
@@ -304,7 +308,7 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
 
 def _without_index(done: _Done, on_finished: Callable[[_Done], None]) -> _Done:
     on_finished(done)
-    return replace(done, index_rows=b"") if done.index_rows else done
+    return replace(done, index_rows=b"") if len(done.index_rows) else done
 
 
 def _size(path: Path) -> int:

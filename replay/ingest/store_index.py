@@ -172,16 +172,19 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
 
 # -- the run index -----------------------------------------------------------------------------
 
-def index_rows(tables: RunTables, key: str) -> bytes:
-    """One entry's rows of the run index as an Arrow IPC stream (what an ingest worker sends
-    back with each file it wrote; ``IndexRows`` gathers them)."""
+def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | pa.Table:
+    """One entry's rows of the run index: as an Arrow IPC stream (what an ingest worker sends
+    back with each file it wrote), or with ``stream=False`` as the table itself (an ingest in
+    one process: no stream written only to be read back); ``IndexRows`` gathers either."""
     runs_table = _with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]))
     keyed = _keyed(runs_table, key)
+    if not stream:
+        return keyed
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, RUN_INDEX, options=IPC_OPTIONS) as writer:
         writer.write_table(keyed)
-    stream: bytes = sink.getvalue().to_pybytes()
-    return stream
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
@@ -208,9 +211,10 @@ class IndexRows:
     def __init__(self) -> None:
         self._pieces = _Pieces(lambda t: t)
 
-    def add(self, stream: bytes) -> None:
-        """One entry's rows, as ``index_rows`` made them."""
-        self._pieces.add(pa.ipc.open_stream(stream).read_all())
+    def add(self, rows: bytes | pa.Table) -> None:
+        """One entry's rows, as ``index_rows`` made them (a stream, or the table)."""
+        self._pieces.add(rows if isinstance(rows, pa.Table) else
+                         pa.ipc.open_stream(rows).read_all())
 
     def table(self) -> pa.Table:
         """Every row added, in order, as one table."""
