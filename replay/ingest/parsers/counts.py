@@ -19,6 +19,8 @@ INT64_MAX = 2**63 - 1
 
 def json_int(value: Any) -> int | None:
     """A JSON number that is a whole number, else None (sign and range: ``not_a_count``)."""
+    if type(value) is int:  # what decoded JSON holds nearly always: one test, no call more
+        return value
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -26,6 +28,8 @@ def json_int(value: Any) -> int | None:
 
 def not_a_count(value: Any) -> str | None:
     """Why ``value`` (present in a log) is not a count, as an issue says it; None when it is."""
+    if type(value) is int and 0 <= value <= INT64_MAX:  # (the common case, without a call)
+        return None
     n = json_int(value)
     if n is None:
         return type(value).__name__
