@@ -153,6 +153,27 @@ def no_conversation_note(report: IngestReport | None) -> str | None:
             f"nothing to replay there ({shown}{more})")
 
 
+def unknown_note(report: IngestReport | None) -> str | None:
+    """One line counting the records of types their parser does not know, left out of the runs
+    (``IngestReport.unknown``: a newer version's record, or a second format appended to a
+    file), with the files that hold the most; None when every record was understood."""
+    if report is None or not report.unknown:
+        return None
+    per = sorted(((sum(t.values()), src, t) for src, t in report.unknown.items()),
+                 key=lambda x: (-x[0], x[1]))
+    n = sum(k for k, _, _ in per)
+
+    def types(t: dict[str, int]) -> str:
+        top = sorted(t.items(), key=lambda x: (-x[1], x[0]))
+        return ", ".join(f"{k} x{v:,}" for k, v in top[:3]) + (
+            f", +{len(top) - 3} more types" if len(top) > 3 else "")
+    shown = "; ".join(f"{src}: {types(t)}" for _, src, t in per[:3])  # escaped where printed
+    more = f"; and {len(per) - 3} more files" if len(per) > 3 else ""
+    return (f"note: {n:,} record{'' if n == 1 else 's'} of a type the parser does not know "
+            f"left out of the runs ({shown}{more}); `replay inspect FILE` shows how a file is "
+            "read")
+
+
 def repaired_note(report: IngestReport | None) -> str | None:
     """One line naming the input files whose cached entry failed its checksum and were parsed
     again (``IngestReport.repaired``), None when there is none."""
@@ -231,6 +252,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
         if note := rebuilt_note(report):
             warn(note)
         if (note := no_conversation_note(report)) and not quiet:
+            say(note, err=True)
+        if note := unknown_note(report):
             say(note, err=True)
     if strict and input_exit_code(report, strict):
         _finish(report, strict)

@@ -36,6 +36,7 @@ from replay.cli.inputs import (
     rebuilt_note,
     repaired_note,
     table_command,
+    unknown_note,
 )
 from replay.cli.output import (
     _counter,
@@ -89,11 +90,13 @@ def ingest(
            "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
            "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues],
-           "not_followed": report.not_followed}
+           "not_followed": report.not_followed, "unknown_records": report.unknown}
     if as_json:
         _print_json(doc)
     else:
         if note := no_conversation_note(report):
+            say(note, err=True)
+        if note := unknown_note(report):
             say(note, err=True)
         empty = f", {len(report.no_conversation)} without a conversation" \
             if report.no_conversation else ""

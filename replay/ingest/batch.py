@@ -29,6 +29,7 @@ from replay.ingest.discover import discover, sources
 from replay.ingest.input_files import check_max_bytes, sha256_of
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
+from replay.ingest.parsers.coverage import unknown_types
 from replay.ingest.parsers.source import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.tokens import encoder, warm
@@ -62,6 +63,10 @@ class IngestReport:
     not_followed: list[str] = field(default_factory=list)
     """Symlinks to a folder inside an input folder, not walked (``discover``; naming one reads
     it)."""
+    unknown: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Files stored (parsed now or reused) holding records of types their parser does not know,
+    left out of their runs: source -> {record type: records}, so every command can say so
+    (a file of two formats concatenated is read as the first, the second's records unknown)."""
 
     @property
     def ok(self) -> bool:
@@ -206,6 +211,8 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         if same and old is not None:
             report.cached.append(rel)
             report.n_runs += old.n_runs
+            if unknown := unknown_types(old.coverage):
+                report.unknown[rel] = unknown
             report.issues.extend(Issue(str(path), line, reason) for line, reason in old.issues)
             if strict and old.issues:
                 report.failed.append(rel)
@@ -234,6 +241,8 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
                 entries[done.source] = finished[done.source]
                 report.parsed.append(done.source)
                 report.n_runs += done.n_runs
+                if unknown := unknown_types(done.coverage):
+                    report.unknown[done.source] = unknown
                 report.n_tokens += done.n_tokens
             elif done.no_conversation:
                 report.no_conversation[done.source] = done.no_conversation

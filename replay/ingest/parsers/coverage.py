@@ -68,6 +68,12 @@ class Coverage:
         return summary_line(self.by_type())
 
 
+def unknown_types(by_type: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Record type -> records of a type the parser does not know, of a stored
+    ``{type: {fate: count}}`` (empty: every record was understood)."""
+    return {t: n for t, fates in sorted(by_type.items()) if (n := fates.get("unknown", 0))}
+
+
 def summary_line(by_type: dict[str, dict[str, int]], *, types_shown: int = 3) -> str:
     """``Coverage.line`` of a stored ``{type: {fate: count}}`` ('' for no coverage recorded)."""
     if not by_type:
