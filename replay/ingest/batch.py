@@ -257,8 +257,9 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         results.close()
         if not completed:  # interrupted: keep every file that finished, in whatever order
             entries.update(finished)
-        store_index.write_index(out, [entries[s] for s in sorted(entries)], fresh.table())
-        store.write_manifest(out, entries)
+        index_sha256 = store_index.write_index(out, [entries[s] for s in sorted(entries)],
+                                               fresh.table())
+        store.write_manifest(out, entries, index_sha256)
         if completed:  # else kept: workers stopped by the interruption may have journalled more
             store_session.forget_journal(out)
         store_session.remove_stale(out)  # what workers stopped midway left

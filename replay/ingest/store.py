@@ -6,7 +6,8 @@ Layout::
     DIR/data/<key>.parquet                  one entry: its messages table (the file's rows);
                                             its runs, requests and events tables in the
                                             file's footer (``ENTRY_FOOTER``)
-    DIR/index.parquet                       every entry's runs rows + token totals (a cache)
+    DIR/index.parquet                       every entry's runs rows + token totals (a cache,
+                                            checked against the manifest's index_sha256)
 
 An entry key is derived from the source's sha256, its relative path, the
 tokenizers and the schema version, so re-ingesting an unchanged file finds its
@@ -298,13 +299,27 @@ def _checked(entry: Entry) -> Entry:
     return entry
 
 
-def write_manifest(root: Path, entries: dict[str, Entry]) -> None:
-    """Replace the manifest atomically."""
+def write_manifest(root: Path, entries: dict[str, Entry], index_sha256: str = "") -> None:
+    """Replace the manifest atomically; ``index_sha256``: the sha256 of the run index written
+    just before (``replay.ingest.store_index.write_index``), which readers check it against."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "entries": {s: entry_doc(e) for s, e in sorted(entries.items())},
     }
+    if index_sha256:
+        doc["index_sha256"] = index_sha256
     atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode(), within=root)
+
+
+def manifest_index_sha256(root: Path) -> str:
+    """The sha256 the manifest records for the run index ('' when it records none, or cannot be
+    read: the index is then not used)."""
+    try:
+        doc = json.loads((root / "manifest.json").read_bytes())
+        value = doc.get("index_sha256") if isinstance(doc, dict) else None
+    except (OSError, ValueError, RecursionError):
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 def coverage_lines(root: Path) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 ``DIR/index.parquet`` holds every entry's ``runs`` rows plus each run's ``tokens_o200k`` total,
 keyed by entry key.  It is a cache: readers fall back to the entries' own files for any entry
-it does not hold (or when it is missing or of another schema), and every ingest rewrites it
+it does not hold (or when it is missing, of another schema, or not the file whose sha256 the
+manifest records: ``index_sha256``), and every ingest rewrites it
 (``IndexRows`` gathers the rows its workers send back, ``write_index`` writes them).
 ``run_listing`` is the runs as ``replay runs`` lists them (labels, parents by key, coverage).
 
@@ -11,6 +12,9 @@ Not here: entries and the manifest (``replay.ingest.store``).
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -29,6 +33,7 @@ from replay.ingest.store import (
     coverage_lines,
     entry_file,
     is_store,
+    manifest_index_sha256,
     read_entry_runs,
     read_manifest,
 )
@@ -193,15 +198,29 @@ def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
 
 
 def read_index(root: Path) -> pa.Table | None:
-    """The store's run index, or None when it is missing or not of this schema (then readers
-    use the entries' own files: the index is a cache, rebuilt by every ingest)."""
+    """The store's run index, or None when it is missing, not of this schema or not the file
+    the manifest records (``index_sha256``: an index edited, truncated or copied in by hand, or
+    written by an ingest stopped before its manifest); readers then use the entries' own files:
+    the index is a cache, rebuilt by every ingest."""
+    found = _checked_index(root)
+    return found[0] if found is not None else None
+
+
+def _checked_index(root: Path) -> tuple[pa.Table, str] | None:
+    """(the run index, its sha256) when it is the file the manifest records, else None."""
+    expected = manifest_index_sha256(root)
+    if not expected:
+        return None
     try:
-        table = pq.ParquetFile(root / INDEX_FILE).read()
+        data = _regular_file_bytes(root / INDEX_FILE)
+        if data is None or hashlib.sha256(data).hexdigest() != expected:
+            return None
+        table = pq.read_table(pa.BufferReader(data))
     except (OSError, pa.ArrowInvalid):
         return None
     if not table.schema.equals(RUN_INDEX, check_metadata=True):
         return None
-    return table
+    return table, expected
 
 
 class IndexRows:
@@ -221,20 +240,27 @@ class IndexRows:
         return self._pieces.table(RUN_INDEX)
 
 
-def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = None) -> None:
-    """Rewrite the run index for ``entries``: the rows of ``fresh`` (``IndexRows.table``) for
-    entries written just now, the old index's rows for the others, their own files as a last
-    resort (an entry that cannot be read is left out; readers then report it).
+def _regular_file_bytes(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (None for a symlink, a FIFO, a device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        return f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
-    Rows are keyed by entry key, and a key names fixed content, so an index written by an
-    interrupted ingest (before its manifest) is still right for every entry it lists.
+
+def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = None) -> str:
+    """Rewrite the run index for ``entries``: the rows of ``fresh`` (``IndexRows.table``) for
+    entries written just now, the old index's rows for the others (when it is the file the
+    manifest records), their own files as a last resort (an entry that cannot be read is left
+    out; readers then report it).  Returns the index's sha256, for the manifest written next
+    (``replay.ingest.store.write_manifest``).
     """
     entries = list(entries)
-    old = read_index(root)
+    checked = _checked_index(root)
+    old = checked[0] if checked is not None else None
     sources = [(t, _key_spans(t)) for t in (fresh, old) if t is not None and t.num_rows]
-    if (fresh is None or not fresh.num_rows) and old is not None \
-            and list(_key_spans(old)) == [e.key for e in entries]:
-        return  # nothing changed
+    if (fresh is None or not fresh.num_rows) and checked is not None \
+            and list(_key_spans(checked[0])) == [e.key for e in entries]:
+        return checked[1]  # nothing changed
     pieces = _Pieces(lambda t: t)
     for entry in entries:
         found = next(((t, sp[entry.key]) for t, sp in sources if entry.key in sp), None)
@@ -248,7 +274,9 @@ def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = N
     table = pieces.table(RUN_INDEX)
     buf = pa.BufferOutputStream()
     pq.write_table(table, buf, **PARQUET_OPTIONS)
-    atomic_write_bytes(root / INDEX_FILE, buf.getvalue().to_pybytes(), within=root)
+    data = buf.getvalue().to_pybytes()
+    atomic_write_bytes(root / INDEX_FILE, data, within=root)
+    return hashlib.sha256(data).hexdigest()
 
 
 def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:

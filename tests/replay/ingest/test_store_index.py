@@ -1,6 +1,6 @@
 """The store's run index (``index.parquet``): the same rows as the entries' own files, in any
-order and subset of entries; ignored when damaged, rebuilt by the next ingest; keyed by entry
-so an index newer than its manifest is still right."""
+order and subset of entries; ignored when damaged, edited or not the file the manifest records
+(``index_sha256``), rebuilt by the next ingest."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -86,20 +87,53 @@ def test_damaged_index_is_ignored_and_rebuilt(samples: Path, tmp_path: Path) -> 
     assert store_index.runs(out).equals(good)
 
 
-def test_index_newer_than_its_manifest_is_still_right(samples: Path, tmp_path: Path) -> None:
+def test_index_newer_than_its_manifest_is_not_used(samples: Path, tmp_path: Path) -> None:
     """An ingest stopped between writing the index and the manifest: the old manifest's
-    entries are read correctly from an index that also lists the new ones."""
+    entries are read from their own files (the index is not the one the manifest records)."""
     out = tmp_path / "ds"
     ingest([samples / SMALL[0]], out, jobs=1)
     old_manifest = (out / "manifest.json").read_bytes()
     ingest([samples / rel for rel in SMALL], out, jobs=1)
     (out / "manifest.json").write_bytes(old_manifest)
     (entry,) = store.read_manifest(out).values()
-    index = store_index.read_index(out)
-    assert index is not None and index.num_rows > entry.n_runs
+    assert store_index.read_index(out) is None
     got = store_index.runs(out)
     assert got["source"].to_pylist() == [entry.source] * entry.n_runs
     assert got.equals(_without_index(out, [entry], with_tokens=True))
+
+
+def _forge_index(out: Path, **values: object) -> None:
+    """Rewrite ``out``'s run index as a hand edit would: valid Parquet of its schema, some
+    columns set to ``values`` in every row."""
+    index = store_index.read_index(out)
+    assert index is not None
+    for name, value in values.items():
+        i = index.schema.get_field_index(name)
+        index = index.set_column(i, index.schema.field(i),
+                                 pa.array([value] * index.num_rows, index.schema.field(i).type))
+    pq.write_table(index, out / store_index.INDEX_FILE)
+    assert pq.read_table(out / store_index.INDEX_FILE).schema.equals(RUN_INDEX,
+                                                                      check_metadata=True)
+
+
+def test_an_index_edited_by_hand_is_not_believed(samples: Path, tmp_path: Path) -> None:
+    """Before: ``replay runs`` listed a forged model and request count, and a run whose index
+    row said 0 requests was dropped from every replay; the next ingest kept the forged rows."""
+    out = tmp_path / "ds"
+    ingest([samples / rel for rel in SMALL], out, jobs=1)
+    entries = list(store.read_manifest(out).values())
+    want = _without_index(out, entries, with_tokens=True)
+    replayable = open_corpus([out]).replayable()
+    _forge_index(out, model="FORGED", n_requests=0)
+    assert store_index.read_index(out) is None
+    assert store_index.runs(out).equals(want)
+    listed = CliRunner().invoke(app, ["runs", str(out), "--json"])
+    assert listed.exit_code == 0 and "FORGED" not in listed.stdout
+    assert open_corpus([out]).replayable() == replayable != []
+    ingest([samples / rel for rel in SMALL], out, jobs=1)  # rebuilt from the entries
+    index = store_index.read_index(out)
+    assert index is not None and "FORGED" not in index["model"].to_pylist()
+    assert store_index.runs(out).equals(want)
 
 
 def test_changed_file_replaces_its_index_rows(samples: Path, tmp_path: Path) -> None:
