@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 
@@ -135,7 +136,7 @@ def shell_reads_part(command: str) -> bool:
 def _first_command(command: str) -> tuple[list[str], str] | None:
     """The first meaningful command of a line (wrappers and ``VAR=value`` skipped; ``cd``,
     ``export``, ``echo`` ... without a redirect skipped) as (its words, its part of the line)."""
-    for part in _SPLIT.split(command):
+    for part in _parts(command):
         words = _words(part.strip())
         i = 0
         while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
@@ -148,6 +149,16 @@ def _first_command(command: str) -> tuple[list[str], str] | None:
             continue
         return words, part
     return None
+
+
+def _parts(command: str) -> Iterator[str]:
+    """``_SPLIT.split(command)``, one part at a time: the first meaningful command is most
+    often in the first part, and a heredoc's body need not be cut into a part a line."""
+    pos = 0
+    for sep in _SPLIT.finditer(command):
+        yield command[pos:sep.start()]
+        pos = sep.end()
+    yield command[pos:]
 
 
 def _classify_words(words: list[str], line: str) -> OpPath:
@@ -187,10 +198,10 @@ def _classify_words(words: list[str], line: str) -> OpPath:
 
 
 def _classify_patch(patch: str) -> OpPath:
-    files = PATCH_FILE.findall(patch)
-    if not files:
+    first = PATCH_FILE.search(patch)  # (the first file line: not every file line of the patch)
+    if first is None:
         return OpPath("edit", "")
-    action, path = files[0]
+    action, path = first.groups()
     return OpPath("write" if action == "Add" else "edit", path.strip())
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from replay.engine.prepared import prepare
 from replay.engine.tiers.base import _todo_calls
-from replay.ingest.ops import _SPLIT, classify
+from replay.ingest.ops import _SPLIT, PATCH_FILE, _parts, classify
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
@@ -50,3 +53,27 @@ def test_the_summary_re_inserts_the_calls_the_parsers_marked_todo() -> None:
     run = prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
     assert [run.tool[k] for k in _todo_calls(run)] == ["TodoWrite", "update_plan", "write_todos"]
     assert {run.op[k] for k in range(run.n_blocks) if run.tool[k] == "TodoWrite"} == {"todo"}
+
+
+_SHELLISH = st.lists(st.sampled_from(["a", " ", "&", "|", ";", "\n", ">", "'", "cd", "=", "*"]),
+                     max_size=40).map("".join)
+
+
+@given(_SHELLISH)
+def test_parts_of_a_command_line_are_its_split(command: str) -> None:
+    """A command line is cut one part at a time (``_parts``: the first meaningful command is
+    most often first), into exactly the parts ``_SPLIT.split`` makes."""
+    assert list(_parts(command)) == _SPLIT.split(command)
+
+
+@given(st.lists(st.sampled_from(["*** Begin Patch", "*** Add File: a.py", "*** Update File: b/c.ts",
+                                 "*** Delete File: d", "+x", "-*** Add File: no.py", ""]),
+                max_size=8))
+def test_a_patch_is_classified_by_its_first_file_line(lines: list[str]) -> None:
+    """An apply_patch body is classified by its first file line (found by a search that stops
+    there, not a scan of every line of the patch): write for an added file, edit otherwise."""
+    patch = "\n".join(lines)
+    files = PATCH_FILE.findall(patch)
+    want = ("edit", "") if not files else \
+        ("write" if files[0][0] == "Add" else "edit", files[0][1].strip())
+    assert tuple(classify("apply_patch", patch)) == want
