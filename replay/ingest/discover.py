@@ -36,27 +36,35 @@ def discover(paths: Iterable[Path], *,
     to ``not_followed`` so that the caller says so (naming the link reads it).
     """
     found: list[tuple[Path, Path]] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()  # (normalised absolute paths: equal strings, equal paths)
     for p in paths:
         if p.is_dir():
-            entries = list(p.rglob("*"))
+            entries = [(f, f.is_dir()) for f in p.rglob("*")]  # (one stat a path, not two)
             if not_followed is not None:
-                not_followed.extend(sorted(f for f in entries if f.is_dir() and f.is_symlink()))
-            files = sorted(f for f in entries if not f.is_dir())  # FIFOs etc. too:
-            # they are reported when read (``replay.ingest.input_files``), never opened blocking
+                not_followed.extend(sorted((f for f, folder in entries
+                                            if folder and f.is_symlink()), key=_order))
+            files = sorted((f for f, folder in entries if not folder), key=_order)  # FIFOs etc.
+            # too: they are reported when read (``replay.ingest.input_files``), never opened
+            # blocking
             stores = {f.parent for f in files if f.name in _SKIP_NAMES and store.is_store(f.parent)
                       and (f.parent / "data").is_dir()}
             candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
                           and f.name not in _SKIP_NAMES
-                          and not any(d in stores for d in f.parents)]
+                          and not (stores and any(d in stores for d in f.parents))]
         else:
             candidates = [(p, p.parent)]
         for f, root in candidates:
-            key = Path(os.path.abspath(f))
+            key = os.path.abspath(f)
             if key not in seen:
                 seen.add(key)
                 found.append((f, root))
     return found
+
+
+def _order(path: Path) -> tuple[str, ...]:
+    """A path's sort key: its parts, which order paths as paths order themselves (``sorted`` of
+    paths compares them pairwise in Python: more CPU than the walk)."""
+    return path.parts
 
 
 def sources(found: list[tuple[Path, Path]]) -> list[str]:
@@ -67,11 +75,10 @@ def sources(found: list[tuple[Path, Path]]) -> list[str]:
     taken: set[str] = set()
     for path, root in found:
         rel = relative_source(path, root)
-        prefixed = f"{root.name}/{rel}" if root.name else rel
-        for candidate in (rel, prefixed, valid_text(_resolved(path).as_posix())):
-            if candidate not in taken:
-                rel = candidate
-                break
+        if rel in taken:  # (the full path only then: resolving takes four lstat calls)
+            prefixed = f"{root.name}/{rel}" if root.name else rel
+            full = prefixed if prefixed not in taken else valid_text(_resolved(path).as_posix())
+            rel = full if full not in taken else rel
         taken.add(rel)
         names.append(rel)
     return names

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from replay.ingest import batch, store
+from replay.ingest import discover as discover_module
 from replay.ingest.batch import IngestReport, ingest
-from replay.ingest.discover import discover
+from replay.ingest.discover import discover, sources
 from tests.replay.ingest.ingest_helpers import (
     _claude,
     _cli,
@@ -268,6 +269,34 @@ def test_logs_in_a_folder_named_data_are_found(tmp_path: Path) -> None:
     ingest([tmp_path / "logs" / "data"], tmp_path / "logs" / "store", jobs=1)  # a store inside
     found = [f.relative_to(tmp_path / "logs").as_posix() for f, _ in discover([tmp_path / "logs"])]
     assert found == ["data/s.jsonl"]
+
+
+def test_names_and_order_of_found_files_resolve_a_path_only_when_its_names_are_taken(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files are listed in the order of their paths (``a/x`` before ``a-b/x``, as paths sort,
+    not as strings do); a file is stored under its path relative to its folder, its folder's
+    name in front when that is taken, its full path when both are, and only then is its path
+    resolved (four lstat calls a file: a second in all for 10,000 files, when every file was)."""
+    for folder in ("x/a/logs", "y/a/logs", "z/a/logs"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "r.jsonl").write_text("{}\n")
+    for name in ("a/x.jsonl", "a-b/x.jsonl", "a-b.jsonl", "a.json"):
+        (tmp_path / "w" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "w" / name).write_text("{}\n")
+    resolved: list[Path] = []
+    real = discover_module._resolved
+    monkeypatch.setattr(discover_module, "_resolved",
+                        lambda p: resolved.append(p) or real(p))  # type: ignore[func-returns-value]
+    roots = [tmp_path / f for f in ("x/a/logs", "y/a/logs", "z/a/logs", "w")]
+    found = discover(roots + [tmp_path / "x/a/logs/r.jsonl"])
+    assert [f.relative_to(tmp_path).as_posix() for f, _ in found] == [
+        "x/a/logs/r.jsonl", "y/a/logs/r.jsonl", "z/a/logs/r.jsonl",
+        "w/a/x.jsonl", "w/a-b/x.jsonl", "w/a-b.jsonl", "w/a.json"]
+    assert [f for f, _ in found][3:] == sorted(f for f, _ in found[3:])
+    assert sources(found) == ["r.jsonl", "logs/r.jsonl",
+                              (tmp_path / "z/a/logs/r.jsonl").resolve().as_posix(),
+                              "a/x.jsonl", "a-b/x.jsonl", "a-b.jsonl", "a.json"]
+    assert resolved == [tmp_path / "z/a/logs/r.jsonl"]
 
 
 def test_the_counter_is_warmed_once_before_workers_fork(tmp_path: Path,
