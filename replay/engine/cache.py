@@ -10,6 +10,7 @@ priced once: fresh + cache write + cache read = the request's input.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -70,10 +71,10 @@ def prices(cache: Cache) -> Prices:
 
     def batch(inputs: list[int], commons: list[int], outputs: list[int],
               shortfalls: list[int]) -> tuple[list[int], list[int], list[int], list[float]]:
-        cached_all = [0] * len(inputs)
+        cached_all: list[int] = [] if not none else [0] * len(inputs)
         if not none:
-            for k, (input_tokens, common, shortfall) in enumerate(zip(inputs, commons,
-                                                                      shortfalls)):
+            keep = cached_all.append
+            for input_tokens, common, shortfall in zip(inputs, commons, shortfalls):
                 # min/max of two ints as conditional expressions (FURB136 off): a request
                 # each, and a builtin min/max costs about ten times the comparison
                 cached = 0
@@ -86,8 +87,8 @@ def prices(cache: Cache) -> Prices:
                 if shortfall:
                     cached = cached - shortfall if cached > shortfall else 0
                     cached = cached if cached < input_tokens else input_tokens  # noqa: FURB136
-                cached_all[k] = cached
-        rest = [i - c for i, c in zip(inputs, cached_all)]
+                keep(cached)
+        rest = list(map(operator.sub, inputs, cached_all))
         zeros = [0] * len(inputs)
         write, fresh = (rest, zeros) if premium else (zeros, rest)
         cost = [round((f * p_in + c * p_read + w * p_write + o * p_out) / 1e6, 9)

@@ -139,9 +139,16 @@ class Context:
                                          - self.cur_truth[b])
         else:
             cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+        before = self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
         ind = self.induced
-        return (self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
-                + (ind.truth_after_blocks_before(b) if ind.n_live else 0))
+        if ind.n_live:  # and the live re-reads following blocks before b, summed over the
+            # shorter side (a trim's block is usually older than most of them)
+            i, first = bisect.bisect_left(ind.pos, b, ind.lo), ind.lo
+            if i - first <= len(ind.pos) - i:
+                before += sum(ind.truth[first:i])
+            else:
+                before += ind.live_truth - sum(ind.truth[i:])
+        return before
 
     def est_from(self, b: int) -> int:
         """Estimated tokens from block ``b`` to the end.

@@ -144,11 +144,21 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
             step(ctx, env)
         # 3. the request as sent
         est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
-        offset = env.fixed_truth
-        truth += offset
-        common = _common_prefix(ctx, env, k, truth)
-        invalidated = 0 if ctx.dirty is None or k == 0 else env.prev_truth - common
-        invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136
+        truth += env.fixed_truth
+        # the prefix shared with the previous request and what it invalidated: _common_prefix,
+        # inlined (a call a request)
+        if k:
+            prev, dirty = env.prev_truth, ctx.dirty
+            if dirty is None:
+                common = prev if prev < truth else truth  # noqa: FURB136
+                invalidated = 0
+            else:
+                common = env.fixed_truth + (0 if dirty == -1 else ctx.dirty_truth_before)
+                common = common if common < prev else prev  # noqa: FURB136
+                common = common if common < truth else truth  # noqa: FURB136
+                invalidated = prev - common
+        else:
+            common = invalidated = 0
         # one _LOOP row, in its order, as plain values (the cache's read, the cost and the
         # overshoot follow in _columns, for all requests at once)
         rows.extend((env.fixed_est + est, truth, n_msgs, n_blocks, b_args, b_write, b_results,

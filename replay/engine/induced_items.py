@@ -76,14 +76,6 @@ class Induced:
         """One past the last live item following a block before ``b``."""
         return bisect.bisect_left(self.pos, b, self.lo)
 
-    def truth_after_blocks_before(self, b: int) -> int:
-        """True tokens of the live items before block ``b``: summed over the shorter side
-        (a trim's block is usually older than most items, whose total is kept)."""
-        i = bisect.bisect_left(self.pos, b, self.lo)  # upto(b), without a call: one a trim
-        if i - self.lo <= len(self.pos) - i:
-            return sum(self.truth[self.lo:i])
-        return self.live_truth - sum(self.truth[i:])
-
     def est_after_blocks_from(self, b: int) -> int:
         """Estimated tokens of the live items after block ``b`` starts (following ``b`` or later)."""
         return sum(self.est[self.upto(b):])

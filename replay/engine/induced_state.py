@@ -121,16 +121,17 @@ class InduceState:
 
     def removed(self, blocks: list[int], request: int, tier: str) -> None:
         """``blocks`` were trimmed by ``tier`` and are gone from ``request`` on."""
-        gone, needs = self.gone_at, self.plan.needs
-        recall = tier in self.recall_tiers
-        need_requests = self.plan.need_requests
+        gone, need_requests = self.gone_at, self.plan.need_requests
         for b in blocks:
             if gone[b] < 0:
                 gone[b] = request
                 if b in need_requests:
                     self.schedule(b, self.now)
-            if recall and needs.first_unmet_need(b, request) is not None:
-                self.queue.append((request + 1, b))
+        if tier in self.recall_tiers:
+            needs = self.plan.needs
+            for b in blocks:
+                if needs.first_unmet_need(b, request) is not None:
+                    self.queue.append((request + 1, b))
 
     def schedule(self, b: int, after: int) -> None:
         """Check removed block ``b`` at its first need at or after request ``after`` (none:

@@ -105,10 +105,15 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
         got_truth += dt
         applied.append(b)
         prev = b
-    env.evictions.add_many(applied, env.request, tier, TRIMMED)
+    n, evictions = len(applied), env.evictions
+    if n == 1:  # Evictions.add_many of one block, inlined (a trim at every request)
+        evictions.rows.append((prev, env.request, tier, TRIMMED))
+        evictions.n += 1
+    else:
+        evictions.add_many(applied, env.request, tier, TRIMMED)
     if env.induce is not None:
         env.induce.removed(applied, env.request, tier)
-    msg, n = run.msg, len(applied)
+    msg = run.msg
     # record_action's values by position (tier, kind, trigger, threshold, n_blocks, first_msg,
     # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg: inlined)
     record_action(env, ctx, tier, kind, trigger_tokens, threshold_tokens, n, msg[applied[0]],

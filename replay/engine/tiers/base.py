@@ -51,11 +51,9 @@ class Evictions:
         self.n_induced += 1
 
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
-        """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``."""
-        if len(blocks) == 1:  # the usual pass of a trim at every request: one plain append
-            self.rows.append((blocks[0], request, tier, fate))
-            self.n += 1
-            return
+        """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``
+        (``apply_trims`` appends one block's row itself: the usual pass of a trim at every
+        request)."""
         self.rows += zip(blocks, repeat(request), repeat(tier), repeat(fate))
         self.n += len(blocks)
 
@@ -193,7 +191,10 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
     if env.probe is not None:
         return _probed(trigger, ctx, env, env.probe)
     if trigger.at_tokens is not None:  # the usual level, first (``threshold``: the level itself)
-        return harness_estimate(ctx, env) >= trigger.at_tokens
+        est = env.fixed_est + ctx.est()  # harness_estimate, inlined (a tier's check a request)
+        if env.hidden_reasoning:
+            est += earlier_reasoning_tokens(ctx)
+        return est >= trigger.at_tokens
     if trigger.every_request:
         return True
     if trigger.never:

@@ -32,6 +32,8 @@ class CollapseState:
     """What its stub summaries so far recorded."""
     cursor: int = 0
     """Where its next trim inside the protected range resumes looking."""
+    level: int = -1
+    """``level_tokens`` of the tier, resolved at its first check (-1: not yet)."""
 
 
 def threshold(tier: Collapse, env: Env) -> int:
@@ -47,7 +49,9 @@ def level_tokens(tier: Collapse, usable_tokens: int) -> int:
 
 def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     """Cut until the estimate is under the threshold, if it is over."""
-    level = level_tokens(tier, env.usable)  # threshold(tier, env), one call fewer a request
+    level = st.level  # threshold(tier, env), constant in a replay: resolved once
+    if level < 0:
+        level = st.level = level_tokens(tier, env.usable)
     over = env.fixed_est + ctx.est()
     if tier.trigger is None and env.probe is not None:
         env.probe.saw(id(tier), over, over >= level)

@@ -45,9 +45,10 @@ class TrimState:
     epoch: int = -1
     cats: frozenset[int] = frozenset()
     """Byte categories this tier trims."""
-    sized_result: dict[int, tuple[int, int, int]] = field(default_factory=dict)
-    """Per-run memo of (est, truth, bytes) of each result's placeholder under this policy."""
-    sized_write: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    sized_result: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
+    """Per-run memo of each result's candidate under this policy: (block, est, truth, bytes) of
+    its placeholder (the tuple a pass applies, made once)."""
+    sized_write: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     minimum: int = 0
     """Estimated tokens a pass must reclaim, or it is undone."""
     threshold: int = 0
@@ -77,8 +78,8 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     """Everything constant in this replay, resolved once."""
     run, counters = ctx.run, (env.policy.estimator, env.truth_counter, env.calibration)
     st.cats = _categories(tier.blocks)
-    st.sized_result = run.memo(("sized", tier.placeholder, *counters))
-    st.sized_write = run.memo(("sized", tier.write_note, *counters))
+    st.sized_result = run.memo(("trim_sized", tier.placeholder, *counters))
+    st.sized_write = run.memo(("trim_sized", tier.write_note, *counters))
     st.minimum = min_reclaim(tier, env.usable)
     st.threshold = threshold(tier.trigger, env)
     st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines, tier.tools,
@@ -187,8 +188,8 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
             return None  # the tier would not trim the block (its kind, tools or size)
         got = st.sized_result.get(b)
         if got is None:
-            got = st.sized_result[b] = _sized(env, placeholder(run, b, tier.placeholder))
-        return got
+            got = st.sized_result[b] = _sized(env, b, placeholder(run, b, tier.placeholder))
+        return got[1:]
 
     st.induced_cursor = apply_induced_trims(
         ctx, env, sized, tier=tier.name, kind=TRIM, protect_from=stop,
@@ -199,7 +200,7 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
 def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> int:
     """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates; returns
     the index in ``st.eligible`` of the first block at or after ``stop``."""
-    run, eligible = ctx.run, st.eligible
+    run, eligible, pending = ctx.run, st.eligible, st.pending
     category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
     # where the last scan stopped, unless a cut moved lo past it; then forward to stop (the
     # blocks the loop visits: a bisection would cost a dozen comparisons for the usual one)
@@ -214,20 +215,22 @@ def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: i
         if category[b] == CAT_RESULTS:
             got = st.sized_result.get(b)
             if got is None:
-                got = st.sized_result[b] = _sized(env, placeholder(run, b, tier.placeholder))
+                got = st.sized_result[b] = _sized(env, b, placeholder(run, b, tier.placeholder))
         else:
             got = st.sized_write.get(b)
             if got is None:
-                got = st.sized_write[b] = _sized(env, write_note(run, b, tier.write_note))
-        est = got[0]
-        if est < cur_est[b]:
-            st.pending.append((b, *got))
-            st.gain_est += cur_est[b] - est
+                got = st.sized_write[b] = _sized(env, b, write_note(run, b, tier.write_note))
+        gain = cur_est[b] - got[1]
+        if gain > 0:
+            pending.append(got)
+            st.gain_est += gain
     return end
 
 
-def _sized(env: Env, text: str) -> tuple[int, int, int]:
-    return env.est_text(text), env.truth_text(text), len(text.encode("utf-8", "surrogatepass"))
+def _sized(env: Env, b: int, text: str) -> tuple[int, int, int, int]:
+    """Block ``b``'s candidate: (block, est, truth, bytes) of ``text``, what it becomes."""
+    return (b, env.est_text(text), env.truth_text(text),
+            len(text.encode("utf-8", "surrogatepass")))
 
 
 @functools.cache
