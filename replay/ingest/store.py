@@ -302,24 +302,28 @@ def _checked(entry: Entry) -> Entry:
 def write_manifest(root: Path, entries: dict[str, Entry], index_sha256: str = "") -> None:
     """Replace the manifest atomically; ``index_sha256``: the sha256 of the run index written
     just before (``replay.ingest.store_index.write_index``), which readers check it against."""
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "entries": {s: entry_doc(e) for s, e in sorted(entries.items())},
-    }
-    if index_sha256:
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+    if index_sha256:  # before the entries: read from the manifest's head (``_INDEX_SHA256``)
         doc["index_sha256"] = index_sha256
+    doc["entries"] = {s: entry_doc(e) for s, e in sorted(entries.items())}
     atomic_write_bytes(root / "manifest.json", json.dumps(doc, indent=1).encode(), within=root)
 
 
+_INDEX_SHA256 = re.compile(rb'\A\{\s*"schema_version":\s*"[^"\\]*",\s*"index_sha256":\s*"([0-9a-f]{64})",')
+"""How ``write_manifest`` begins a manifest that records the run index's sha256."""
+
+
 def manifest_index_sha256(root: Path) -> str:
-    """The sha256 the manifest records for the run index ('' when it records none, or cannot be
-    read: the index is then not used)."""
+    """The sha256 the manifest records for the run index, read from its first bytes (the whole
+    manifest of a big store takes milliseconds to parse); '' when it records none or cannot be
+    read: the index is then not used."""
     try:
-        doc = json.loads((root / "manifest.json").read_bytes())
-        value = doc.get("index_sha256") if isinstance(doc, dict) else None
-    except (OSError, ValueError, RecursionError):
+        with open(root / "manifest.json", "rb") as f:
+            head = f.read(256)
+    except OSError:
         return ""
-    return value if isinstance(value, str) else ""
+    m = _INDEX_SHA256.match(head)
+    return m[1].decode() if m else ""
 
 
 def coverage_lines(root: Path) -> dict[str, str]:
