@@ -49,8 +49,8 @@ def sql(
     Exit 0 with the rows, 1 when an input log failed to ingest, 2 for a query DuckDB refuses,
     a statement other than a select, or DuckDB not installed (pip install 'ctxreplay[sql]').
     """
-    corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
-    with _errors():
+    with _errors():  # a cache or dataset refused is one line, exit 2, as on every command
+        corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
         result = run_sql(query, corpus=corpus, traces=traces or ())
     if result.renamed:
         say("note: columns of one name renamed so that none is lost: "
