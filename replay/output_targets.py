@@ -14,6 +14,9 @@ it reads; a target is refused (``OutputError``, exit 2) when it
   one;
 - is named twice (``--junit`` and ``--markdown`` the same file).
 
+The project cache's dataset, which every command that reads logs writes, may lie inside an input
+folder (``replay run .``) but may not be, or hold, an input (``check_cache_apart``).
+
 Not here: how a target is written (never through a symlink: ``replay.atomic_files``).
 """
 
@@ -100,6 +103,25 @@ def check_targets(targets: Sequence[Target], *, inputs: Sequence[Path] = (),
             if real == r or _inside(real, r) or (t.folder and _inside(r, real)):
                 raise OutputError(f"{where}: is in the project cache ({area}); name an output "
                                   "outside it")
+
+
+def check_cache_apart(dataset: Path, inputs: Sequence[Path]) -> None:
+    """Refuse a project cache whose dataset folder is one of the inputs or holds one: the
+    ingest would write its manifest and entries among the logs, and from then on the folder is
+    read as a dataset (its logs skipped, new ones never read).  A cache inside an input folder
+    is fine (``replay run .`` with ``.ctxreplay`` there: discovery skips a store's files).
+
+    Raises:
+        OutputError: naming the dataset folder and the input.
+    """
+    real = _real(dataset)
+    for given in inputs:
+        r = _real(given)
+        if real == r or _inside(r, real):
+            what = "is the input" if real == r else "holds the input"
+            raise OutputError(f"the project cache's dataset {dataset}: {what} {given}; the "
+                              "logs there would be read as a dataset from now on. Name a "
+                              "--cache-dir (or CTXREPLAY_CACHE_DIR) apart from the inputs")
 
 
 def report_targets(folder: Path, option: str) -> list[Target]:

@@ -169,6 +169,36 @@ def test_an_output_that_is_an_input_the_baseline_or_the_cache_is_refused_before_
     assert _snapshot(project / ".ctxreplay") == cache_before
 
 
+# --- the project cache's dataset is, or holds, an input ---------------------------------------
+
+_READERS = {
+    "run": ["run", "-p", "none", "-q"], "calibrate": ["calibrate", "-q"],
+    "fidelity": ["fidelity", "-q"], "report": ["report", "-p", "none", "--out", "r", "-q"],
+    "diff": ["diff", "-p", "none", "-p", "two-tier-corrected", "-q"],
+    "check": ["check", "-p", "none", "--baseline", "b.json", "--update-baseline", "-q"],
+    "sweep": ["sweep", "-p", "two-tier-corrected", *AXIS, "-q"], "sql": ["sql", "select 1"]}
+"""Every command that ingests its logs into the project cache, without its PATHS."""
+
+
+@pytest.mark.parametrize("given", ["the folder", "a log in it"])
+@pytest.mark.parametrize("command", list(_READERS))
+def test_a_cache_whose_dataset_is_or_holds_an_input_is_refused(project: Path, command: str,
+                                                              given: str) -> None:
+    """Before: ``--cache-dir X`` with the logs in ``X/dataset`` wrote the manifest, index and
+    entries among the logs (exit 0), and from then on that folder was read as a dataset: its
+    logs skipped, new ones never read."""
+    (project / "X" / "dataset").mkdir(parents=True)
+    log = shutil.copy(SMALL[0], project / "X" / "dataset" / SMALL[0].name)
+    before = _snapshot(project)
+    path = "X/dataset" if given == "the folder" else str(Path(log).relative_to(project))
+    name, *rest = _READERS[command]
+    argv = [name, *rest, path] if command == "sql" else [name, path, *rest]
+    result = _invoke([*argv, "--cache-dir", "X"])
+    assert result.exit_code == 2, result.output
+    assert "project cache's dataset" in _one_error_line(result)
+    assert _snapshot(project) == before
+
+
 # --- item 22: an output that cannot be written is one line and exit 2, before the work --------
 
 @pytest.mark.parametrize("target", ["a folder", "/proc/version", "/proc/new.xml",

@@ -33,7 +33,7 @@ from replay.ingest.parsers.coverage import unknown_types
 from replay.ingest.parsers.source import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.tokens import encoder, warm
-from replay.output_targets import Target, check_targets
+from replay.output_targets import Target, check_cache_apart, check_targets
 from replay.workers import init_worker
 
 
@@ -153,8 +153,9 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             one waits for it (default: the message is printed on stderr).
         apart_from_inputs: ``out`` is a folder the user named for this ingest: it must be
             apart from ``paths`` (``replay.output_targets``).  False for the project cache's
-            dataset (``replay.corpus.open_corpus``): its folder ``dataset`` is then made below
-            the cache without following a symlink.
+            dataset (``replay.corpus.open_corpus``): it may lie inside an input folder but not
+            be or hold an input (``check_cache_apart``), and its folder ``dataset`` is made
+            below the cache without following a symlink.
 
     Raises:
         TokenizerError: a tokenizer has no column in the store (raised before anything is
@@ -176,6 +177,7 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         check_targets([Target(out, "--out", folder=True)], inputs=paths)
         out = atomic_files.make_output_dir(out)
     else:
+        check_cache_apart(out, paths)
         out = atomic_files.make_output_dir(out.parent, out.name)
     with store_session.writing(out, on_wait):
         return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
