@@ -27,6 +27,7 @@ import pyarrow as pa
 from analysis.per_run import PARTS, SPECS, known, part_metrics
 from replay.apply_policy import RunMeta, RunRollup
 from replay.corpus import Corpus
+from replay.engine.prepared import timestamp_seconds
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
 from replay.policy import Policy
@@ -101,15 +102,16 @@ def _harness_note(policy: Policy, harness: str, model: str,
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:
-    """Requests an idle-time trigger cannot judge: no timestamp, so never an idle gap."""
+    """Requests an idle-time trigger cannot judge: no timestamp the engine reads
+    (``timestamp_seconds``: missing, or not ISO 8601), so never an idle gap."""
     if not any(getattr(getattr(t, "trigger", None), "idle_minutes", None) for t in policy.tiers):
         return None
     ts = trace.columns("requests")["ts"]
-    missing = sum(1 for t in ts if not t)
+    missing = sum(1 for t in ts if timestamp_seconds(t) is None)
     if not missing:
         return None
-    return (f"{missing} of {len(ts)} requests have no timestamp: the idle_minutes trigger never "
-            "fires there")
+    return (f"{missing} of {len(ts)} requests have no timestamp (or one not ISO 8601): the "
+            "idle_minutes trigger never fires there")
 
 
 def _manual_note(trace: Trace) -> str | None:

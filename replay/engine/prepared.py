@@ -135,7 +135,7 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
         recorded_input=requests["input_tokens"].to_pylist(),
         recorded_cache_read=requests["cache_read_tokens"].to_pylist(),
         recorded_output=requests["output_tokens"].to_pylist(), ts=ts,
-        ts_s=[_seconds(t) for t in ts], first_compaction_request=first_comp,
+        ts_s=[timestamp_seconds(t) for t in ts], first_compaction_request=first_comp,
         harness_summary_tokens=[summary_tokens[m] for m in summary_msgs],
         recorded_from=rec_from, recorded_summary=rec_summary,
         harness_summary_text=["\n".join(summary_text[m]) for m in summary_msgs],
@@ -181,7 +181,9 @@ def _main_model(models: list[str | None]) -> str:
     return max(counts, key=lambda m: counts[m], default="")
 
 
-def _seconds(ts: str) -> float | None:
+def timestamp_seconds(ts: str) -> float | None:
+    """A recorded timestamp as seconds (None when missing or not ISO 8601: such a request
+    never has an idle gap; ``replay run``'s note counts them)."""
     if not ts:
         return None
     try:

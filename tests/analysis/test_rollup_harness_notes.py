@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import run
 from replay.corpus import open_corpus
@@ -37,17 +39,24 @@ def test_today_s_default_adds_no_note(tmp_path: Path) -> None:
     assert notes and all(n is None for n in notes.values())
 
 
-def test_requests_without_a_timestamp_are_counted_for_an_idle_trigger(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stamp", [None, "Tue, 10 Feb 2026 21:11:56 GMT", "yesterday",
+                                   "-0001-01-01T00:00:00Z", "10000-01-01T00:00:00Z"])
+def test_requests_without_a_timestamp_are_counted_for_an_idle_trigger(
+        tmp_path: Path, stamp: str | None) -> None:
+    """Before: a timestamp that is not ISO 8601 (an RFC 2822 date, a year out of range) was
+    never an idle gap, like a missing one, but the note counted only missing ones: none."""
     src = FIXTURES / "spotter-8463c716-after-compaction-2.1.39.jsonl"
     records = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
     for r in records:
         r.pop("timestamp", None)
+        if stamp is not None:
+            r["timestamp"] = stamp
     path = tmp_path / "untimed.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     calls = {r["message"]["id"] for r in records
              if r.get("type") == "assistant" and not r.get("isSidechain")}
     notes = _notes(path, "claude-code-clearing", tmp_path)
     (note,) = notes.values()
-    assert note == (f"{len(calls)} of {len(calls)} requests have no timestamp: the "
-                    "idle_minutes trigger never fires there")
+    assert note == (f"{len(calls)} of {len(calls)} requests have no timestamp (or one not "
+                    "ISO 8601): the idle_minutes trigger never fires there")
     assert _notes(src, "claude-code-clearing", tmp_path / "timed") == {src.name: None}
