@@ -13,7 +13,7 @@ replay loop (``replay.engine.fold``).
 from __future__ import annotations
 
 import bisect
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -183,10 +183,13 @@ def _main_model(models: list[str | None]) -> str:
 
 def timestamp_seconds(ts: str) -> float | None:
     """A recorded timestamp as seconds (None when missing or not ISO 8601: such a request
-    never has an idle gap; ``replay run``'s note counts them)."""
+    never has an idle gap; ``replay run``'s note counts them).  One without an offset
+    (OpenHands writes them) is read as UTC, never in the machine's time zone: the replay of
+    a log is the same everywhere (a local reading moved an idle gap across a DST change)."""
     if not ts:
         return None
     try:
-        return datetime.fromisoformat(ts).timestamp()
+        moment = datetime.fromisoformat(ts)
     except ValueError:
         return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
