@@ -22,6 +22,9 @@ from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import Induced
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
 
+if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure unpacks by them
+    raise AssertionError("replay.engine.context: byte categories out of their order")
+
 _SHORT_RANGE = 1024
 """Up to this many blocks, summing current sizes directly beats settling the trim tree."""
 
@@ -91,6 +94,9 @@ class Context:
     induced: Induced = field(default_factory=lambda: Induced())
     """Re-reads the replay inserted (``replay.engine.induced``): what the agent would have
     fetched again, after the blocks they follow."""
+    at_lo: tuple[int, ...] = ()
+    """What ``measure`` takes off its sums up to ``hi`` for the blocks before ``lo`` and adds for
+    the head, per value (set with ``lo`` and the head: ``_set_at_lo``)."""
 
     def __post_init__(self) -> None:
         n = self.run.n_blocks
@@ -100,6 +106,7 @@ class Context:
         self.cur_est, self.cur_truth = list(base_est), list(base_truth)
         self.cur_bytes, self.trimmed = list(self.run.n_bytes), [False] * n
         self.cut_est, self.cut_truth = Fenwick(n), Fenwick(n)
+        self._set_at_lo()
 
     # -- queries ------------------------------------------------------------------------------
     @property
@@ -290,6 +297,7 @@ class Context:
         self.head_est = sum(h.est for h in head)
         self.head_truth = sum(h.truth for h in head)
         self.head_n_bytes = sum(h.n_bytes for h in head)
+        self._set_at_lo()
         self.dirty = -1
         self.epoch += 1
         return removed
@@ -331,28 +339,38 @@ class Context:
     def measure(self) -> tuple[int, int, int, int, int, int, int, int]:
         """What one request row needs, in one call: (estimated tokens, true tokens, messages,
         blocks, bytes of all call args, of write/edit args, of results, of other text)."""
-        lo, hi, n_head = self.lo, self.hi, len(self.head)
-        (other, args, write, results), cut = self.pre_bytes, self.live_cut_bytes
-        w = write[hi] - write[lo] - cut[CAT_ARGS_WRITE]
-        ordinal, ind = self.run.ordinal, self.induced
+        lo, hi = self.lo, self.hi
+        est0, truth0, msg0, blocks0, args0, write0, results0, other0 = self.at_lo
+        other, args, write, results = self.pre_bytes
+        cut_other, cut_args, cut_write, cut_results = self.live_cut_bytes
+        w = write[hi] - write0 - cut_write
+        ind = self.induced
         if ind.n_live:  # each re-read is two messages: the call and its result
-            n_head += 2 * ind.n_live
-            return (self.head_est + self.pre_est[hi] - self.pre_est[lo] - self.live_cut_est
-                    + ind.live_est,
-                    self.head_truth + self.pre_truth[hi] - self.pre_truth[lo]
-                    - self.live_cut_truth + ind.live_truth,
-                    (ordinal[hi - 1] - ordinal[lo] + 1 + n_head) if hi > lo else n_head,
-                    hi - lo + n_head,
-                    args[hi] - args[lo] - cut[CAT_ARGS] + w + ind.live_call_bytes, w,
-                    results[hi] - results[lo] - cut[CAT_RESULTS] + ind.live_result_bytes,
-                    other[hi] - other[lo] - cut[CAT_OTHER] + self.head_n_bytes)
-        return (self.head_est + self.pre_est[hi] - self.pre_est[lo] - self.live_cut_est,
-                self.head_truth + self.pre_truth[hi] - self.pre_truth[lo] - self.live_cut_truth,
-                (ordinal[hi - 1] - ordinal[lo] + 1 + n_head) if hi > lo else n_head,
-                hi - lo + n_head,
-                args[hi] - args[lo] - cut[CAT_ARGS] + w, w,
-                results[hi] - results[lo] - cut[CAT_RESULTS],
-                other[hi] - other[lo] - cut[CAT_OTHER] + self.head_n_bytes)
+            extra = 2 * ind.n_live
+            return (self.pre_est[hi] - est0 - self.live_cut_est + ind.live_est,
+                    self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth,
+                    (self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head)) + extra,
+                    hi - blocks0 + extra,
+                    args[hi] - args0 - cut_args + w + ind.live_call_bytes, w,
+                    results[hi] - results0 - cut_results + ind.live_result_bytes,
+                    other[hi] - other0 - cut_other)
+        return (self.pre_est[hi] - est0 - self.live_cut_est,
+                self.pre_truth[hi] - truth0 - self.live_cut_truth,
+                self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head),
+                hi - blocks0,
+                args[hi] - args0 - cut_args + w, w,
+                results[hi] - results0 - cut_results,
+                other[hi] - other0 - cut_other)
+
+    def _set_at_lo(self) -> None:
+        """``at_lo`` for the current ``lo`` and head: the sums up to ``lo`` less the head's (the
+        messages counted from ``ordinal[lo]``, the first live one)."""
+        lo, n_head, (other, args, write, results) = self.lo, len(self.head), self.pre_bytes
+        ordinal = self.run.ordinal
+        first_msg = ordinal[lo] if lo < len(ordinal) else 0  # (unused while hi <= lo)
+        self.at_lo = (self.pre_est[lo] - self.head_est, self.pre_truth[lo] - self.head_truth,
+                      first_msg - 1 - n_head, lo - n_head, args[lo], write[lo], results[lo],
+                      other[lo] - self.head_n_bytes)
 
     def induced_truth_before(self, i: int) -> int:
         """True tokens before induced re-read ``i`` (head included)."""
