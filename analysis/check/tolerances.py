@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analysis.check.baseline import CheckError
+from analysis.check.baseline import MAX_VALUE, CheckError
 from analysis.metrics import METRIC_DIRECTIONS
 from replay.safe_yaml import YamlRefused, read_yaml_file
 
@@ -135,6 +135,11 @@ def _parse(text: object, where: str, key: str, known: Direction | None) -> Toler
         raise CheckError(f"{where}: {key}: {text!r} is not a tolerance (write +0, +3, +5%, "
                          f"-0.5%, ±1% or any)")
     amount = float(m["num"]) / (100.0 if m["pct"] else 1.0)
+    if not amount <= MAX_VALUE:  # 1e309 digits read as inf: every move passed, "+inf" shown
+        shown = text.strip() if len(text.strip()) <= 24 else \
+            f"{text.strip()[:12]}… ({len(text.strip())} characters)"
+        raise CheckError(f"{where}: {key}: {shown} is beyond the largest tolerance, "
+                         f"{MAX_VALUE:.0e} (write any to accept every move)")
     stated = _SIGNS.get(m["sign"] or "")
     if key == "default":
         stated = None

@@ -51,6 +51,9 @@ def test_missing_baseline_exits_2_and_says_how_to_create_it(store: Path,
     ("- a list\n", "expected a mapping of metric names to tolerances"),
     ("cost_usd: +1%\ncost_usd: +50%\n",
      "not read as tolerances: a key is given twice in one mapping (lines 1 and 2"),
+    (f"tokens_sent: +{'9' * 400}\n",  # float() of it is inf: every move passed, shown "+inf"
+     "tokens_sent: +99999999999… (401 characters) is beyond the largest tolerance"),
+    (f"default: '{'1' * 330}%'\n", "default: 111111111111… (331 characters) is beyond"),
 ])
 def test_bad_tolerances_exit_2_naming_the_key(store: Path, files: dict[str, Path],
                                               tmp_path: Path, text: str, message: str) -> None:
