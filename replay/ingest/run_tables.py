@@ -56,6 +56,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
             d.messages, d.requests, d.events = {}, {}, {}
     texts: list[str] = messages["text"]
     n = len(texts)
+    counted = {name: count_tokens(texts, name, threads=threads) for name in TOKEN_COLUMN
+               if name in tokenizers}  # first: the encoder leaves each text's UTF-8 in the
+    # string (CPython keeps it), and the column then copies it instead of encoding again (a
+    # text that is not valid Unicode is counted repaired, as below)
     try:
         text = column(texts, pa.string())
     except UnicodeEncodeError:
@@ -82,7 +86,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         if name not in tokenizers:
             messages[col] = pa.nulls(n, pa.int64())
             continue
-        counts = count_tokens(texts, name, threads=threads)
+        counts = counted[name]
         for i, (rest, _, chars) in redacted.items():
             counts[i] = count_one(rest, name) + tokens_for(chars, name)
         for i, sizes in exacts.items():

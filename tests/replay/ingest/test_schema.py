@@ -92,6 +92,35 @@ def _claude_line(content: str, i: int = 0) -> dict[str, Any]:
             "message": {"role": "user", "content": content}}
 
 
+_UNICODE_TEXT = st.lists(st.sampled_from(["a", " ", "\n", "é", "日本", "😀", "\ud83d", "\ude00",
+                                            "\ud800", "REDACTED", "x" * 40]),
+                         max_size=12).map("".join)
+
+
+@given(st.lists(_UNICODE_TEXT, min_size=1, max_size=6))
+def test_texts_are_stored_and_counted_repaired_whatever_is_done_first(texts: list[str]) -> None:
+    """Tokens are counted before the text column is built (the encoder leaves each text's
+    UTF-8 in the string, which the column then copies): a text that is not valid Unicode
+    (lone surrogates, or a pair given as two escapes) is stored repaired and counted as
+    repaired, its sizes those of the repaired text."""
+    from replay.ingest.parsers.builder import RunBuilder
+    from replay.ingest.parsers.source import Source
+    from replay.ingest.run_tables import tokenize
+    from replay.ingest.tokens import count_tokens
+
+    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
+                   format="test", issues=[])
+    b.message("user")
+    for text in texts:
+        b.text(text)
+    messages = tokenize([b.build()], ("o200k_base",)).messages
+    repaired = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
+    assert messages["text"].to_pylist() == repaired
+    assert messages["tokens_o200k"].to_pylist() == count_tokens(repaired)
+    assert messages["n_chars"].to_pylist() == [len(t) for t in repaired]
+    assert messages["n_bytes"].to_pylist() == [len(t.encode()) for t in repaired]
+
+
 def test_lone_surrogate_escapes_ingest_instead_of_crashing(tmp_path: Path) -> None:
     """``json.loads('"\\ud800"')`` is a str Arrow cannot encode; ingest stores U+FFFD instead and
     counts it as tiktoken would (tiktoken makes the same repair before encoding)."""
