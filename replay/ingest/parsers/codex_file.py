@@ -104,13 +104,16 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str,
             item = rec  # legacy: bare items
         ident = _identity(item)
         if ident is not None:
-            same = seen.setdefault(ident, [])
-            first = next((n for n, earlier in same if earlier == item), 0)
-            if first:
-                issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line {first} "
-                                              "(record skipped)"))
-                continue
-            same.append((no, item))
+            same = seen.get(ident)
+            if same is None:  # (nearly every item: nothing to compare it with)
+                seen[ident] = [(no, item)]
+            else:
+                first = next((n for n, earlier in same if earlier == item), 0)
+                if first:
+                    issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
+                                                  f"{first} (record skipped)"))
+                    continue
+                same.append((no, item))
         out.append((no, rec))
     return out
 

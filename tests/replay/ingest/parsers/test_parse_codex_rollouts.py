@@ -70,6 +70,24 @@ def test_usage_after_output_and_duplicates(tmp_path: Path) -> None:
     assert run["recorded_input_tokens"] == 250
 
 
+def test_an_item_written_again_is_reported_and_counted_once(tmp_path: Path) -> None:
+    """An item with the identity of an earlier one (call_id) and the same content is reported,
+    naming the earlier line, and skipped; the same identity with other content is kept, and a
+    copy of that one names its own first line."""
+    other = _item(type="function_call", name="shell", call_id="c1",
+                  arguments=json.dumps({"command": ["bash", "-lc", "cat b.py"]}))
+    lines = [META, USER, TURN, CALL, CALL, other, OUT, other, SAY]
+    parsed, issues = _parse(tmp_path, lines)
+    _, msgs, _ = one_run_rows(parsed)
+    assert [i.split(": ", 1)[1] for i in issues] == [
+        "duplicate of the function_call item on line 4 (record skipped)",
+        "duplicate of the function_call item on line 6 (record skipped)"]
+    assert [i.split(":")[1] for i in issues] == ["5", "8"]
+    assert [m["text"] for m in msgs if m["kind"] == "tool_call"] == [
+        json.dumps({"command": ["bash", "-lc", "cat a.py"]}),
+        json.dumps({"command": ["bash", "-lc", "cat b.py"]})]
+
+
 def test_usage_before_output_and_run_without_usage(tmp_path: Path) -> None:
     """0.5x order: each token_count precedes the items of the response it measures."""
     other = _item(type="function_call", name="shell", call_id="c2", arguments="not json {")
