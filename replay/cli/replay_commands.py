@@ -89,7 +89,11 @@ def ingest(
            "repaired": report.repaired, "rebuilt_from_schema": report.rebuilt_from_schema,
            "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
-           "runs": report.n_runs, "tokens": report.n_tokens, "issues": [str(i) for i in report.issues],
+           "runs": report.n_runs,
+           # tokens of the files parsed now; of every file only when none was reused from the
+           # cache (a reused file's tokens are not counted: unknown, not 0)
+           "tokens": None if report.cached else report.n_tokens,
+           "tokens_parsed": report.n_tokens, "issues": [str(i) for i in report.issues],
            "not_followed": report.not_followed, "unknown_records": report.unknown}
     if as_json:
         _print_json(doc)
