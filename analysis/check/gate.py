@@ -14,7 +14,10 @@ measure``) and judges every (policy, run, metric) *case* against the baseline:
   with ``strict_logs``;
 - ``new metric`` / ``missing metric``: the analyses changed; reported, never failed;
 - a log of the archive that could not be read (``CheckResult.unreadable``) always fails the
-  check: its runs are not compared (they show as ``missing run`` or are absent).
+  check: its runs are not compared (they show as ``missing run`` or are absent);
+- a check that compared no run at all (every run of the baseline missing or its log changed,
+  or no run on either side) fails: a gate that checked nothing must not pass
+  (``CheckResult.nothing_compared``).
 
 A baseline measured by another ``trace_version`` or ``schema_version`` fails every case:
 the engine changed, and the baseline must be updated in the same commit.  How far a metric may
@@ -95,9 +98,21 @@ class CheckResult:
         return self.labels.get(run, run)
 
     @property
+    def compared_runs(self) -> set[str]:
+        """The runs whose metrics were compared (not new, missing or of a changed log)."""
+        return {c.run for c in self.cases if c.status not in CORPUS_STATUSES}
+
+    @property
+    def nothing_compared(self) -> bool:
+        """No run was compared: the check vouches for nothing (it fails)."""
+        return not self.compared_runs
+
+    @property
     def exit_code(self) -> int:
-        """0 when every case holds and every log was read, 1 otherwise."""
-        return 1 if self.unreadable or any(c.failed for c in self.cases) else 0
+        """0 when every case holds, every log was read and some run was compared, 1
+        otherwise."""
+        return 1 if (self.unreadable or self.nothing_compared
+                     or any(c.failed for c in self.cases)) else 0
 
     def with_status(self, *statuses: str) -> list[Case]:
         """The cases with one of ``statuses``, in case order."""

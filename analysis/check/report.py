@@ -45,7 +45,7 @@ _SKIPPED = (*CORPUS_STATUSES, *NOTE_STATUSES, "ignored")
 def verdict(result: CheckResult) -> str:
     """The one-line verdict (agrees with ``result.exit_code``); its "N runs × …" counts the
     runs compared, those not compared are named after it."""
-    compared = {c.run for c in result.cases if c.status not in CORPUS_STATUSES}
+    compared = result.compared_runs
     shape = (f"{_count(compared, 'run')} × "
              f"{_count({c.policy for c in result.cases}, 'policy', 'policies')} × "
              f"{_count({c.metric for c in result.cases}, 'metric')}")
@@ -63,6 +63,12 @@ def verdict(result: CheckResult) -> str:
                    if _runs(result, s)]
         return f"check: PASS — {shape} within tolerance" + "".join(f"; {e}" for e in extras)
     parts = []
+    if result.nothing_compared:
+        not_compared = [_count(_runs(result, s), s) for s in CORPUS_STATUSES if _runs(result, s)]
+        parts.append("no run compared" + (f" ({', '.join(not_compared)})" if not_compared
+                                          else " (no run on either side)")
+                     + ": a check of nothing; check the paths, or record the baseline again "
+                       "(`--update-baseline`)")
     if result.unreadable:
         names = ", ".join(result.unreadable[:5]) + (", …" if len(result.unreadable) > 5 else "")
         parts.append(f"{_count(result.unreadable, 'unreadable log')} ({names}), not compared")
@@ -144,12 +150,17 @@ def junit_xml(result: CheckResult) -> bytes:
             failure.text = x(_case_text(c))
         elif c.status in _SKIPPED:
             ET.SubElement(case, "skipped", message=x(c.message))
-    if result.unreadable:
+    if result.unreadable or result.nothing_compared:
         inputs = ET.SubElement(root, "testsuite", name="inputs")
         for source in result.unreadable:
             case = ET.SubElement(inputs, "testcase", classname="inputs", name=x(source),
                                  time="0")
             ET.SubElement(case, "failure", message=x(f"unreadable log: {source}"), type="input")
+        if result.nothing_compared:  # the one failure of a check of nothing (see verdict)
+            case = ET.SubElement(inputs, "testcase", classname="inputs", name="runs compared",
+                                 time="0")
+            ET.SubElement(case, "failure", message="no run compared", type="input").text = \
+                x(verdict(result))
     for el in [root, *suites.values(), *root.findall("testsuite[@name='inputs']")]:
         cases = list(el.iter("testcase"))
         el.set("tests", str(len(cases)))

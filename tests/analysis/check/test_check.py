@@ -124,32 +124,83 @@ def test_markdown_lists_regressions_then_improvements_then_notes(baseline: Basel
 
 # --- corpus changes -----------------------------------------------------------------------
 
+def _with_run_copy(b: Baseline, key: str) -> Baseline:
+    """``b`` with a second run ``key``: RUN's log and values under another name (on both sides
+    of a comparison, a run that is compared)."""
+    return dataclasses.replace(
+        b, runs={**b.runs, key: dataclasses.replace(b.runs[RUN], source=key)},
+        policies={n: dataclasses.replace(p, values={**p.values, key: p.values[RUN]})
+                  for n, p in b.policies.items()})
+
+
 def test_changed_log_is_reported_not_compared(baseline: Baseline) -> None:
-    old = dataclasses.replace(baseline, runs={RUN: RunInfo(source=RUN, sha256="0" * 64)})
+    current = _with_run_copy(baseline, "other.jsonl")  # a run still compared beside it
+    old = dataclasses.replace(current, runs={**current.runs,
+                                             RUN: RunInfo(source=RUN, sha256="0" * 64)})
     old = _with_value(old, "reserve-exact", "overshoots_n", 99)  # would be an improvement
-    result = compare(old, baseline, Tolerances())
+    result = compare(old, current, Tolerances())
     assert result.exit_code == 0
-    assert {c.status for c in result.cases} == {"changed log"}
+    assert {c.status for c in result.cases if c.run == RUN} == {"changed log"}
+    assert result.compared_runs == {"other.jsonl"}
     assert "1 changed log (not compared)" in verdict(result)
+    assert verdict(result).startswith("check: PASS — 1 run × 2 policies × ")
     assert any(n.startswith(f"changed log: {RUN} (sha256 000000000000 → ") for n in result.notes)
-    strict = compare(old, baseline, Tolerances(), strict_logs=True)
+    strict = compare(old, current, Tolerances(), strict_logs=True)
     assert strict.exit_code == 1
     assert verdict(strict) == f"check: FAIL — 1 changed log with --strict-logs ({RUN})"
 
 
 def test_runs_new_to_or_missing_from_the_baseline_are_reported(baseline: Baseline) -> None:
+    current = _with_run_copy(baseline, "other.jsonl")
     renamed = Baseline(trace_version=baseline.trace_version,
                        schema_version=baseline.schema_version, metrics=baseline.metrics,
-                       runs={"gone.jsonl": baseline.runs[RUN]},
-                       policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]})
+                       runs={"gone.jsonl": baseline.runs[RUN],
+                             "other.jsonl": current.runs["other.jsonl"]},
+                       policies={n: dataclasses.replace(p, values={
+                           "gone.jsonl": p.values[RUN], "other.jsonl": p.values[RUN]})
                                  for n, p in baseline.policies.items()})
-    result = compare(renamed, baseline, Tolerances())
+    result = compare(renamed, current, Tolerances())
     assert result.exit_code == 0
-    assert {(c.run, c.status) for c in result.cases} == {(RUN, "new run"),
-                                                        ("gone.jsonl", "missing run")}
+    assert {(c.run, c.status) for c in result.cases if c.run != "other.jsonl"} == {
+        (RUN, "new run"), ("gone.jsonl", "missing run")}
     assert f"new run: {RUN}" in result.notes and "missing run: gone.jsonl" in result.notes
     root = ET.fromstring(junit_xml(result))
-    assert root.get("skipped") == root.get("tests") == str(2 * 2 * len(baseline.metrics))
+    assert root.get("skipped") == str(2 * 2 * len(baseline.metrics))
+    assert root.get("tests") == str(3 * 2 * len(baseline.metrics))
+
+
+def test_a_check_that_compared_no_run_fails(baseline: Baseline) -> None:
+    """Every run of the baseline missing or of a changed log: the gate checked nothing, and a
+    CI job must not read that as a pass."""
+    changed = dataclasses.replace(baseline, runs={RUN: RunInfo(source=RUN, sha256="0" * 64)})
+    result = compare(changed, baseline, Tolerances())
+    assert result.nothing_compared and result.exit_code == 1
+    assert verdict(result).startswith("check: FAIL — no run compared (1 changed log): ")
+    renamed = dataclasses.replace(
+        baseline, runs={"gone.jsonl": baseline.runs[RUN]},
+        policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]})
+                  for n, p in baseline.policies.items()})
+    result = compare(renamed, baseline, Tolerances())
+    assert result.exit_code == 1
+    assert verdict(result).startswith("check: FAIL — no run compared (1 new run, 1 missing run)")
+    assert "### replay check: FAIL" in markdown_summary(result)
+    root = ET.fromstring(junit_xml(result))  # a CI reading the JUnit file sees the failure too
+    assert root.get("failures") == "1"
+    assert [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None] == [
+        "runs compared"]
+
+
+def test_check_cli_of_logs_the_baseline_does_not_hold_exits_1(store: Path, files: dict[str, Path],
+                                                              baseline: Baseline) -> None:
+    renamed = dataclasses.replace(
+        baseline, runs={"gone.jsonl": baseline.runs[RUN]},
+        policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]})
+                  for n, p in baseline.policies.items()})
+    write_baseline(files["baseline"], renamed)
+    result = _cli(store, files)
+    assert result.exit_code == 1, result.output
+    assert _first_line(result.output).startswith(
+        "check: FAIL — no run compared (1 new run, 1 missing run)")
 
 
 # --- JUnit and update ---------------------------------------------------------------------
