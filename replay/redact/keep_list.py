@@ -3,7 +3,7 @@ which are hashed, and which subtrees are the user's data (one definition, read b
 ``replay.redact.leaves`` when it redacts and by the leak test when it checks).
 
 Kept: values under ``KEEP_KEYS`` (ids, enums, tool and model names, timestamps) when they have
-the shape of one (``keeps``), a format's own enums (``enum_keys``: OpenHands' event kinds,
+the shape of one and not of a path or an e-mail address (``keeps``), a format's own enums (``enum_keys``: OpenHands' event kinds,
 Inspect's step ``action``), and inside a tool input only a closed vocabulary of the format's
 (``INPUT_ENUMS``: Codex's web search action types).  A value under those keys of another shape
 gets a stand-in (``replay.redact.leaves.Redactor.ident``), never a text marker.  Hashed: paths
@@ -60,6 +60,11 @@ KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
 """The shape of a value kept under ``KEEP_KEYS``: one token of at most 128 characters (an id, an
 enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
 key.  A timestamp (``MOMENT``, the whole value) is kept too."""
+USERS_VALUE = re.compile(r"[~/\\]|[A-Za-z]:[\\/]|file:|.*@[^@\s]+\.[A-Za-z]{2,}$")
+"""Values of that shape that are still the user's, whatever their key: an absolute or home path
+(``/home/alice/x``, ``~/x``, ``C:\\Users\\alice``, ``file:///…``) or an e-mail address.  Never
+kept (a stand-in instead): no id, enum, tool or model name of the formats read begins so (a
+model name may hold a slash inside: ``openai/gpt-4o``, kept)."""
 PRODUCT_KEYS = frozenset({"originator"})
 """Keys of ``KEEP_KEYS`` whose value is a product name of up to three words (Codex's
 ``originator``: ``Codex Desktop``), kept when it has that shape (``PRODUCT_NAME``)."""
@@ -95,7 +100,8 @@ flag and a number when a parser reads them) is the user's data."""
 def keeps_in_data(key: str, value: str) -> bool:
     """Whether a string ``value`` under ``key`` inside a data subtree is kept as written: an
     enum a parser reads there (``ENUMS_IN_DATA``) of one token (``KEPT_VALUE``)."""
-    return key in ENUMS_IN_DATA and KEPT_VALUE.fullmatch(value) is not None
+    return (key in ENUMS_IN_DATA and KEPT_VALUE.fullmatch(value) is not None
+            and USERS_VALUE.match(value) is None)
 
 
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
@@ -121,6 +127,6 @@ def keeps(key: str, value: str, extra: frozenset[str] = frozenset()) -> bool:
     as written: the key is on the keep-list (``KEEP_KEYS``, or ``extra``: a format's own enums)
     and the value is one token or a timestamp.  The one definition of what survives redaction
     besides structure (keys outside data subtrees), numbers, booleans and nulls."""
-    return (key in KEEP_KEYS or key in extra) and (
+    return (key in KEEP_KEYS or key in extra) and USERS_VALUE.match(value) is None and (
         KEPT_VALUE.fullmatch(value) is not None or MOMENT.fullmatch(value) is not None
         or key in PRODUCT_KEYS and PRODUCT_NAME.fullmatch(value) is not None)

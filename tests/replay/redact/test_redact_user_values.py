@@ -1,0 +1,33 @@
+"""A one-token value under a keep-list key is kept only when it can be an id, an enum, a tool or
+model name or a timestamp: an absolute or home path or an e-mail address is the user's, whatever
+its key (``keep_list.USERS_VALUE``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from replay.redact.keep_list import KEEP_KEYS, keeps
+from replay.redact.leaves import Redactor
+
+USERS = ["/home/alice/projects/x", "~/alice-notes", "C:\\Users\\alice\\x", "\\\\fileserver\\alice",
+         "file:///home/alice/x", "alice.smith@example.com", "d:/alice/x"]
+KEPT = ["openai/gpt-4o", "google/gemini-3-pro-preview", "claude-3-5-sonnet-v2@20241022",
+        "toolu_01ABCdef", "Read", "inspect_ai/accuracy", "2026-08-03T10:48:56Z"]
+
+
+@pytest.mark.parametrize("key", sorted(KEEP_KEYS))
+def test_a_path_or_address_under_any_keep_key_does_not_survive(key: str) -> None:
+    for value in USERS:
+        assert not keeps(key, value), (key, value)
+        for rec in ({key: value}, {"message": {key: value}}, {key: [value]}):
+            copy = json.dumps(Redactor(salt="s").record(rec))
+            assert "alice" not in copy, (rec, copy)
+
+
+def test_ids_enums_and_model_names_are_still_kept() -> None:
+    for value in KEPT:
+        assert keeps("model", value) and keeps("id", value), value
+        assert json.dumps(Redactor(salt="s").record({"model": value})) == json.dumps(
+            {"model": value})
