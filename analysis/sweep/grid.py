@@ -71,14 +71,14 @@ def settings(base: Policy, spec: SweepSpec, *, max_cells: int = MAX_CELLS) -> li
     if size > max_cells:
         dims = " × ".join(str(a.count) for a in spec.axes)
         shape = f" ({dims})" if spec.design == "grid" else ""
-        raise PolicyError("<grid>", "", f"{size:,} settings{shape} is more than the "
+        raise PolicyError(spec.source, "", f"{size:,} settings{shape} is more than the "
                                         f"{max_cells:,} a sweep may have; use design: random or "
                                         f"one_at_a_time, or fewer values")
     fields: dict[str, str] = {}
     for axis in spec.axes:
         field = _check_path(base, axis.path)
         if field in fields:  # a tier by name and by index: one axis's values would be lost
-            raise PolicyError("<grid>", axis.path, f"sets the same field as {fields[field]}; "
+            raise PolicyError(spec.source, axis.path, f"sets the same field as {fields[field]}; "
                                                    "give each field one axis")
         fields[field] = axis.path
     out: dict[str, Setting] = {}

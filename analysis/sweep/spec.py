@@ -102,6 +102,8 @@ class SweepSpec:
     """Settings drawn by the random design."""
     seed: int = 0
     """Seed of the random design."""
+    source: str = "<grid>"
+    """Where the axes came from (the grid file, ``<--axis>``), named in errors."""
 
     @property
     def size(self) -> int:
@@ -171,7 +173,7 @@ def spec_from_dict(doc: Any, where: str = "<grid>") -> SweepSpec:
             raise PolicyError(where, key, f"expected a whole number ≥ {int(key == 'samples')}, "
                                           f"got {v!r}")
     axes = tuple(_axis(str(k), v, where) for k, v in grid.items())
-    return SweepSpec(axes=axes, design=design, samples=samples, seed=seed)
+    return SweepSpec(axes=axes, design=design, samples=samples, seed=seed, source=where)
 
 
 def load_spec(grid_file: str | Path | None, axes: Sequence[str] = (), *,

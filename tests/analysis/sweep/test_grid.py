@@ -127,3 +127,24 @@ def test_an_inline_axis_given_twice_is_refused(tmp_path: Path) -> None:
     path.write_text("grid:\n  tiers.1.keep_messages: [8, 16]\n")
     with pytest.raises(PolicyError, match="tiers.1.keep_messages is given twice"):
         load_spec(path, ["tiers.1.keep_messages=24"])
+
+
+def test_a_grid_files_errors_name_the_file(tmp_path: Path) -> None:
+    """Errors found once the settings are made (too many, two axes on one field) named
+    ``<grid>``, not the file the user wrote."""
+    path = tmp_path / "my-grid.yaml"
+    path.write_text("grid:\n  tiers.0.min_reclaim_frac: [0, 0.5]\n"
+                    "  tiers.tier1_trim.min_reclaim_frac: [0.25]\n")
+    with pytest.raises(PolicyError) as err:
+        settings(load_policy(BASE), load_spec(path))
+    assert str(path) in str(err.value) and "<grid>" not in str(err.value)
+    big = tmp_path / "big.yaml"
+    big.write_text("grid:\n  tiers.0.min_reclaim_frac: {start: 0, stop: 1, num: 400}\n"
+                   "  tiers.1.keep_messages: {start: 1, stop: 400, num: 400}\n")
+    with pytest.raises(PolicyError, match="more than the") as err:
+        settings(load_policy(BASE), load_spec(big))
+    assert str(big) in str(err.value)
+    with pytest.raises(PolicyError, match="more than the") as err:
+        settings(load_policy(BASE), load_spec(None, ["tiers.0.min_reclaim_frac=0:1:400",
+                                                     "tiers.1.keep_messages=1:400:400"]))
+    assert "<--axis>" in str(err.value)
