@@ -62,7 +62,14 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
-from replay.ingest.parsers.claude_code_emit import Group, State, emit, emit_response, order
+from replay.ingest.parsers.claude_code_emit import (
+    Group,
+    State,
+    emit,
+    emit_response,
+    order,
+    wanted,
+)
 from replay.ingest.parsers.claude_code_file import (
     companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
@@ -206,20 +213,22 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         paths = Resolved(sess.nodes, sess.links, is_sub)
         branches, more = abandoned_branches(sess.nodes, sess.links, sess.recs, is_sub, paths)
         main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths,
-                    branch_lines=set().union(*(br.own for br in branches)))
+                    branch_lines=set().union(*(br.own for br in branches)),
+                    consume=not branches)
         drafts.append(main)
         for k, br in enumerate(branches, 1):
             view = _Session(sess.nodes, sess.links, sess.recs, sess.version, sess.agent_id,
                             forked=sess.forked | br.shared)
             drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
-                               branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths))
+                               branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths,
+                               consume=k == len(branches)))
         if more:
             issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
                                              f"{len(branches)} (not made into runs; their "
                                              "records are counted off the path)"))
         for side in sides:
             drafts.append(_run(src, issues, side, len(drafts), path, True,
-                               parent=main.run["run_id"]))
+                               parent=main.run["run_id"], consume=True))
     if not drafts:
         cov = src.coverage.by_type()
         if cov and all(set(f) == {"skipped"} for f in cov.values()):  # (a broken line is an
@@ -293,13 +302,14 @@ def _sidechains(sess: _Session) -> list[_Session]:
 def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
-         paths: Resolved | None = None) -> RunDraft:
+         paths: Resolved | None = None, consume: bool = False) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
     whose records the main run counted in the coverage (``branch_lines``: those of them only
     the branch runs hold); ``paths``: the paths through ``sess``'s records, when already
-    resolved for its other runs."""
+    resolved for its other runs.  ``consume``: no later run reads ``sess``'s records, so they
+    (and ``paths``) are let go as the run is emitted, not held beside its rows."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
@@ -322,8 +332,17 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
             cov.skipped(f"{rec.rtype} (off the conversation path)")
     kept = [sess.recs[line] for line in found.with_lines(extra) if line in sess.recs]
     models: Counter[str] = Counter()
-    state = State(preserved=found.preserved)
-    for item in order(kept):
+    state = State(found.preserved, wanted(kept, found.preserved))
+    items = order(kept)
+    del kept, found
+    if consume:  # the last run made of these records: each is let go once it is emitted
+        sess.recs.clear()
+        sess.nodes.clear()
+        if paths is not None:
+            paths.forget()
+    items.reverse()
+    while items:
+        item = items.pop()
         if isinstance(item, Group):
             copy = all(r.line in sess.forked for r in item.recs)
             for r in item.recs:

@@ -31,15 +31,30 @@ class Group:
 
 @dataclass(slots=True)
 class State:
-    """What emission remembers: where each record went, the boundary awaiting its summary."""
+    """What emission remembers: where each preserved record went, the boundary awaiting its
+    summary."""
 
-    msg_of: dict[str, int] = field(default_factory=dict)
-    """Record uuid -> message index."""
-    pending: int | None = None
-    """Event index of a compaction boundary not yet followed by its summary."""
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Boundary uuid -> the records its preserved segment re-attached (head first), as the
     path found them (``claude_code_path.Path.preserved``)."""
+    wanted: frozenset[str] = frozenset()
+    """The uuids a boundary may name as preserved (``wanted``): only theirs go in ``msg_of``."""
+    msg_of: dict[str, int] = field(default_factory=dict)
+    """Record uuid -> message index, for the uuids in ``wanted`` (not every record's: a
+    transcript has hundreds of thousands)."""
+    pending: int | None = None
+    """Event index of a compaction boundary not yet followed by its summary."""
+
+
+def wanted(recs: list[Rec], preserved: dict[str, list[str]]) -> frozenset[str]:
+    """The uuids of records a boundary among ``recs`` names as preserved: those of the
+    segments ``preserved`` holds and those of each boundary's own ``preserved`` list."""
+    out = {u for uuids in preserved.values() for u in uuids}
+    for r in recs:
+        if r.role == "compact" and r.meta:
+            out.update(r.meta.get("preserved", ()))
+    out.discard("")  # (a record without a uuid is named by none)
+    return frozenset(out)
 
 
 def order(recs: list[Rec]) -> list[Rec | Group]:
@@ -77,7 +92,7 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
         return
     role = "tool" if any(x[0] == "result" for x in r.blocks) else "user"
     msg = b.message(role, ts=r.ts)
-    if r.uuid:
+    if r.uuid in st.wanted:
         st.msg_of[r.uuid] = msg
     for x in r.blocks:
         if x[0] == "result":
@@ -103,7 +118,7 @@ def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
     msg = b.message("assistant", ts=first.ts)
     seen: set[str] = set()
     for r in g.recs:
-        if r.uuid:
+        if r.uuid in st.wanted:
             st.msg_of[r.uuid] = msg
         for x in r.blocks:
             if x[0] == "call":

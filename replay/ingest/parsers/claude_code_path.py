@@ -30,6 +30,9 @@ Not here: what a record holds (``replay.ingest.parsers.claude_code``).
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 
@@ -56,6 +59,70 @@ class Node:
     """A user/assistant record (a candidate leaf)."""
 
 
+class Runs:
+    """Context order of a session's records, in a few bytes a record: the records (file order)
+    fall into runs, each starting at a record on the path and going on to the next such
+    record in the file (the records before the first one are a run of their own, first); the
+    runs are in the order of their first record along the path.  That is the order of the key
+    (index on the path of the last path record at or before it, 0 on the path / 1 after it,
+    line) a record each, without a key a record."""
+
+    __slots__ = ("_heads", "_in_file_order", "_is_head", "_more", "_nodes")
+
+    def __init__(self, nodes: list[Node], on_path: dict[str, int], n_path: int) -> None:
+        self._nodes = nodes
+        self._heads = array("q", [-1]) * n_path
+        """Path index -> position in ``nodes`` of the record it is (-1: a record of
+        ``links``, not one of the run's)."""
+        self._more: dict[int, list[int]] = {}
+        """Path index -> positions of further records of the same uuid (none from the parser:
+        it keeps the first record of a uuid)."""
+        self._is_head = bytearray(len(nodes))
+        self._in_file_order = True
+        """The path's records come in the file in path order: the runs are in file order."""
+        last = -1
+        for pos, n in enumerate(nodes):
+            k = on_path.get(n.uuid, -1) if n.uuid else -1
+            if k < 0:
+                continue
+            self._is_head[pos] = 1
+            if k <= last:
+                self._in_file_order = False
+            last = k
+            if self._heads[k] < 0:
+                self._heads[k] = pos
+            else:
+                self._more.setdefault(k, []).append(pos)
+
+    def positions(self) -> Iterator[int]:
+        """Every record's position in ``nodes``, in context order."""
+        is_head, size = self._is_head, len(self._nodes)
+
+        def follow(pos: int) -> Iterator[int]:  # the records after a run's first one
+            pos += 1
+            while pos < size and not is_head[pos]:
+                yield pos
+                pos += 1
+
+        yield from follow(-1)
+        for k, pos in enumerate(self._heads):
+            if pos < 0:
+                continue
+            group = [pos, *self._more.get(k, ())]
+            yield from group  # (the records of one path index first, then what follows each)
+            for head in group:
+                yield from follow(head)
+
+    def lines(self, left_out: AbstractSet[int], but: AbstractSet[int] = frozenset()) -> list[int]:
+        """The lines of the records in context order, but those of ``left_out`` not in
+        ``but``."""
+        if self._in_file_order:  # (most files: no run to move)
+            return [line for n in self._nodes if (line := n.line) not in left_out or line in but]
+        nodes = self._nodes
+        return [line for pos in self.positions() if (line := nodes[pos].line) not in left_out
+                or line in but]
+
+
 @dataclass(frozen=True, slots=True)
 class Path:
     """The outcome: kept record lines in context order, and what was left out."""
@@ -64,8 +131,8 @@ class Path:
     """Line numbers of the kept records, in context order."""
     off_path: set[int]
     """Lines of records left out (abandoned branches, sidechains)."""
-    rank: dict[int, tuple[int, int, int]]
-    """Every record's sort key for context order (``order`` is sorted by it)."""
+    runs: Runs | None
+    """Every record's place in context order (``order`` follows it); None: file order."""
     cycle: bool = False
     """The chain looped; what was walked before the loop was kept."""
     preserved: dict[str, list[str]] = field(default_factory=dict)
@@ -75,7 +142,9 @@ class Path:
     def with_lines(self, lines: set[int]) -> list[int]:
         """``order`` with the records ``lines`` (left out by the path, kept after all, e.g.
         the parallel tool results of a kept response) in their places."""
-        return sorted(set(self.order) | lines, key=self.rank.__getitem__)
+        if not lines & self.off_path or self.runs is None:
+            return list(self.order)
+        return self.runs.lines(self.off_path, lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +162,8 @@ def segments(nodes: list[Node], links: dict[str, str | None]) -> dict[str, Segme
     """Tail uuid -> the preserved segment of each boundary whose walk from its tail back to its
     head by ``parentUuid`` reaches the head (the client's check before it relinks; a walk
     that breaks, loops or meets the anchor first relinks nothing)."""
+    if not any(n.segment is not None for n in nodes):  # (most sessions: no uuid -> parent
+        return {}  # map of every record for nothing)
     parent: dict[str, str | None] = dict(links)
     parent.update((n.uuid, n.parent) for n in nodes if n.uuid)
     out: dict[str, Segment] = {}
@@ -139,7 +210,7 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
     segs = segments(nodes, links)
     ends = leaves(nodes, sidechain_file, segs)
     if not ends:
-        return Path([n.line for n in nodes], set(), {n.line: (0, 0, n.line) for n in nodes})
+        return Path([n.line for n in nodes], set(), None)
     branch = leaf is not None  # an abandoned branch holds its chain only
     leaf = leaf or ends[-1]
     walked, cycle = _walk(leaf, tree, segs)
@@ -167,21 +238,17 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
             joins[u] = found
         return found
 
-    rank: dict[int, tuple[int, int, int]] = {}
     off: set[int] = set()
-    last = -1
     for n in nodes:
         if n.uuid in on_path:
-            last = on_path[n.uuid]
-            rank[n.line] = (last, 0, n.line)
             continue
-        rank[n.line] = (last, 1, n.line)
         if branch or n.sidechain and not sidechain_file or n.uuid and n.has_parent_key \
                 and joins_path(n):
             off.add(n.line)
-    order = sorted((line for line in rank if line not in off), key=rank.__getitem__)
+    runs = Runs(nodes, on_path, len(walked))
+    order = runs.lines(off)
     kept = {s.boundary: list(s.uuids) for s in segs.values() if s.boundary in on_path}
-    return Path(order, off, rank, cycle, kept)
+    return Path(order, off, runs, cycle, kept)
 
 
 class Resolved:
@@ -201,6 +268,11 @@ class Resolved:
         if found is None:
             found = self._paths[key] = resolve(*self._args, leaf)
         return found
+
+    def forget(self) -> None:
+        """Let go of the paths computed so far (the last run made of these records has its
+        own)."""
+        self._paths.clear()
 
 
 class _Tree:

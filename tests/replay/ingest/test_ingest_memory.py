@@ -167,3 +167,42 @@ def test_a_lazy_document_holds_one_decoded_item_at_a_time(
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.requests.num_rows == 40
     assert alive == ([2] if lazy else [40])
+
+
+def _claude_code_records(path: Any, n: int) -> Any:
+    """A transcript of ``n`` minimal user records, each the parent of the next (the shape of
+    ``benchmarks/document_memory.py``'s ``jsonl-tiny``)."""
+    with path.open("w") as f:
+        for i in range(n):
+            f.write(json.dumps({"parentUuid": f"u{i - 1}" if i else None, "sessionId": "s",
+                                "type": "user", "uuid": f"u{i}", "version": "2.1.90",
+                                "message": {"role": "user", "content": f"hi {i}"}}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("sample", [
+    None,  # 200 minimal records, written below
+    "claude-code/258c7280-ae70-4798-800f-63464d01a85d.jsonl",  # with inline sidechain runs
+])
+def test_claude_code_records_are_let_go_as_they_are_emitted(
+        sample: str | None, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last run made of a session's records lets each record go once its rows are
+    written: when the file's last run is built, of the file's records (``Rec``) only the last
+    one emitted is alive (the loop's variable), and no resolved path (all 200 / 492 records
+    and one path were, before)."""
+    from replay.ingest.parsers.claude_code_path import Path as ChatPath
+    from replay.ingest.parsers.claude_code_records import Rec
+    path = SAMPLES / sample if sample else _claude_code_records(tmp_path / "s.jsonl", 200)
+    alive: list[tuple[int, int]] = []
+    real = RunBuilder.build
+
+    def spy(self: RunBuilder) -> Any:
+        gc.collect()
+        alive.append((sum(isinstance(o, Rec) for o in gc.get_objects()),
+                      sum(isinstance(o, ChatPath) for o in gc.get_objects())))
+        return real(self)
+
+    monkeypatch.setattr(RunBuilder, "build", spy)
+    parsed = parse_file(path, path.parent)
+    assert parsed.tables is not None and parsed.tables.messages.num_rows >= 200
+    assert alive[-1] == (1, 0)
