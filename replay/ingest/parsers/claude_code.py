@@ -182,8 +182,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 sess.links[uuid] = parent if isinstance(parent, str) else None
             count_other(src, kind)
             continue
-        sess.nodes.append(_node(no, raw, uuid, rec.role in ("user", "assistant"), rec.meta,
-                                seen_uuids))
+        _link(rec, raw, seen_uuids)
+        sess.nodes.append(rec)
         if isinstance(ff := raw.get("forkedFrom"), dict):
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
@@ -246,19 +246,19 @@ def _session(sessions: dict[str, _Session], sid: str) -> _Session:
     return sessions[sid]
 
 
-def _node(no: int, raw: dict[str, Any], uuid: str, message: bool,
-          meta: Mapping[str, Any] | None = None, known: Mapping[str, str] | None = None) -> Node:
-    """``known``: the uuids read so far, each as one string (the parent is given as that)."""
+def _link(rec: Rec, raw: dict[str, Any], known: Mapping[str, str]) -> None:
+    """Set ``rec``'s place in the tree (its ``Node`` fields) from its record ``raw``;
+    ``known``: the uuids read so far, each as one string (the parent is set as that)."""
     parent, logical = raw.get("parentUuid"), raw.get("logicalParentUuid")
-    if known and isinstance(parent, str):
+    if isinstance(parent, str):
         parent = known.get(parent, parent)
-    ts = raw.get("timestamp")
-    return Node(no, uuid, parent if isinstance(parent, str) and parent else None,
-                logical if isinstance(logical, str) and logical else None,
-                "parentUuid" in raw, raw.get("isSidechain") is True,
-                tuple(meta.get("preserved", ())) if meta else (),
-                meta.get("segment") if meta else None,
-                ts if isinstance(ts, str) else "", message)
+    rec.parent = parent if isinstance(parent, str) and parent else None
+    rec.logical = logical if isinstance(logical, str) and logical else None
+    rec.has_parent_key = "parentUuid" in raw
+    rec.sidechain = raw.get("isSidechain") is True
+    if rec.meta:
+        rec.preserved, rec.segment = tuple(rec.meta.get("preserved", ())), rec.meta.get("segment")
+    rec.message = rec.role in ("user", "assistant")
 
 
 def _sidechains(sess: _Session) -> list[_Session]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from replay.ingest.parsers.claude_code_path import Node
 from replay.ingest.parsers.jsonl import as_str, as_text, json_text
 from replay.ingest.parsers.source import Source
 
@@ -37,18 +38,18 @@ Block = tuple[Any, ...]
 _CLEARED = "[Old tool result content cleared]"
 """What the model saw in place of a microcompacted tool result."""
 
-@dataclass(slots=True)
-class Rec:
-    """A record the run is made of: a message, an attachment or a boundary."""
+@dataclass(slots=True, kw_only=True)
+class Rec(Node):
+    """A record the run is made of: a message, an attachment or a boundary, and its place in
+    the session's tree (the ``Node`` it is: one object a record, not two; the parser sets the
+    links after ``record``)."""
 
-    line: int
     role: str
     """user, assistant, attachment, compact (a compaction boundary) or micro."""
     rtype: str
     """Its coverage type."""
-    uuid: str
-    ts: str
-    blocks: list[Block] = field(default_factory=list)
+    blocks: tuple[Block, ...] = ()
+    """Its content (a tuple: a list's own header and spare room a record more)."""
     msg_id: str = ""
     model: str = ""
     usage: dict[str, Any] | None = None
@@ -91,10 +92,11 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
     ts = as_str(raw.get("timestamp"))
     if kind == "attachment":
         text = attachment_text(raw.get("attachment"))
-        return Rec(no, "attachment", rtype, uuid, ts, [("text", text)]) if text else None
+        return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="attachment", rtype=rtype,
+                   blocks=(("text", text),)) if text else None
     if rtype in ("system/compact_boundary", "system/microcompact_boundary"):
-        return Rec(no, "compact" if rtype == "system/compact_boundary" else "micro", rtype,
-                    uuid, ts, meta=boundary_meta(raw))
+        return Rec(line=no, uuid=uuid, parent=None, ts=ts, rtype=rtype, meta=boundary_meta(raw),
+                   role="compact" if rtype == "system/compact_boundary" else "micro")
     if kind not in ("user", "assistant"):
         return None
     msg = raw.get("message")
@@ -104,12 +106,13 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
     if kind == "user":
         summary = raw.get("isCompactSummary") is True
         if isinstance(content, str):
-            blocks: list[Block] = [("summary" if summary else "text", content)]
+            blocks: tuple[Block, ...] = (("summary" if summary else "text", content),)
         elif summary and isinstance(content, list):
-            blocks = [("summary", as_text(content))]
+            blocks = (("summary", as_text(content)),)
         else:
             blocks = content_blocks(content, user=True)
-        return Rec(no, "user", rtype, uuid, ts, blocks)
+        return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="user", rtype=rtype,
+                   blocks=blocks)
     usage = msg.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
@@ -120,9 +123,9 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
     miss = miss.get("type") if isinstance(miss, dict) else miss
     cm = msg.get("context_management")
     edits = cm.get("applied_edits") if isinstance(cm, dict) else None
-    return Rec(no, "assistant", rtype, uuid, ts, content_blocks(content, user=False), mid, model,
-               usage, miss if isinstance(miss, str) else "",
-               json_text(edits) if edits else "")
+    return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="assistant", rtype=rtype,
+               blocks=content_blocks(content, user=False), msg_id=mid, model=model, usage=usage,
+               miss=miss if isinstance(miss, str) else "", edits=json_text(edits) if edits else "")
 
 
 _SEGMENT = ("headUuid", "anchorUuid", "tailUuid")
@@ -179,11 +182,11 @@ def attachment_text(att: Any) -> str:
     return json_text(att) if rest else ""
 
 
-def content_blocks(content: Any, *, user: bool) -> list[Block]:
+def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
     """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
     ("result", id, text, is_error)."""
     if isinstance(content, str):
-        return [("text", content)]
+        return (("text", content),)
     if not isinstance(content, list):
         raise Bad(f"message.content is {type(content).__name__}, expected a string or a list")
     out: list[Block] = []
@@ -213,7 +216,7 @@ def content_blocks(content: Any, *, user: bool) -> list[Block]:
                         blk.get("is_error") is True))
         else:
             out.append(("text", json_text(blk)))
-    return out
+    return tuple(out)
 
 
 def _str(blk: dict[str, Any], key: str, i: int) -> str:

@@ -206,3 +206,28 @@ def test_claude_code_records_are_let_go_as_they_are_emitted(
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.messages.num_rows >= 200
     assert alive[-1] == (1, 0)
+
+
+def test_a_claude_code_record_is_one_object_when_read(tmp_path: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every line is read (the file's bytes still held: the peak of reading a file of
+    small records), each record is one object (a ``Rec``, which is its ``Node`` in the tree),
+    not a record and a node: 200 records, 200 objects of either kind (400 before), and no
+    list of blocks (200 before)."""
+    from replay.ingest.parsers.claude_code_path import Node
+    from replay.ingest.parsers.claude_code_records import Rec
+    path = _claude_code_records(tmp_path / "s.jsonl", 200)
+    alive: list[tuple[int, int]] = []
+    real = Source.release_data
+
+    def spy(self: Source) -> None:
+        gc.collect()
+        objects = gc.get_objects()
+        alive.append((sum(isinstance(o, (Node, Rec)) for o in objects),
+                      sum(1 for o in objects if isinstance(o, list) and o
+                          and isinstance(o[0], tuple) and o[0][:1] == ("text",))))
+        real(self)
+
+    monkeypatch.setattr(Source, "release_data", spy)
+    assert parse_file(path, path.parent).tables is not None
+    assert alive == [(200, 0)]
