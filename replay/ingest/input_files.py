@@ -19,8 +19,8 @@ an item of their big arrays at a time instead (188 MB and 382 MB peak on the sam
 0.9x, 3.8x).  Such a document is
 read only up to ``max_document_bytes()`` (``DEFAULT_MAX_DOCUMENT_BYTES``, 128 MiB: at most
 ~2 GB per ingest worker), raised with ``CTXREPLAY_MAX_DOCUMENT_BYTES``.  JSON Lines formats are
-decoded line by line, but a run's records are kept until it is built (507 MB peak for 61 MB of
-minimal Claude Code records), so they are bounded by the file limit only.
+decoded line by line, but a file's records are kept until its runs are built (403 MB peak for
+61 MB of minimal Claude Code records), so they are bounded by the file limit only.
 
 Not here: which files are read (``replay.ingest.discover``), parsing (``replay.ingest.parsers``).
 """
