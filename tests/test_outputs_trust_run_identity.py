@@ -58,8 +58,12 @@ def test_identical_logs_at_several_paths_are_several_runs(project: Path, case: s
     victim.unlink()  # a hard link or symlink to it keeps the old bytes / dangles: a new file
     shutil.copy(SMALL[1], victim)
     result = _invoke(["check", "logs", "-p", "none", "--baseline", "b.json", "-q"])
-    assert result.exit_code == 0, result.output  # no false regression on the other copies
     changed = {"a.jsonl", *(rel for rel, how in made if how == "symlink")}
     same = len(paths) - len(changed)
-    assert f"PASS — {same} run{'' if same == 1 else 's'} ×" in result.output, result.output
+    if same:  # no false regression on the other copies
+        assert result.exit_code == 0, result.output
+        assert f"PASS — {same} run{'' if same == 1 else 's'} ×" in result.output, result.output
+    else:  # every log changed (a symlink follows its file): a check of nothing fails
+        assert result.exit_code == 1, result.output
+        assert "FAIL — no run compared" in result.output, result.output
     assert f"{len(changed)} changed log" in result.output
