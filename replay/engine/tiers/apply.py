@@ -32,7 +32,8 @@ class TierInvariantError(AssertionError):
 
 def allowed_end(ctx: Context, protect_from: int, may_touch_newest: bool = False) -> int:
     """The first block a change may not reach: the protected range's start, capped at the newest
-    output's unless the tier explicitly may touch it."""
+    output's unless the tier explicitly may touch it.  (``apply_trims`` inlines it, a call a
+    trim saved: a change of the rule here is made there too.)"""
     lo, hi = ctx.lo, ctx.hi
     if may_touch_newest or hi <= lo:
         end = hi
