@@ -58,7 +58,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from msgspec import UNSET
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
@@ -81,9 +82,18 @@ from replay.ingest.parsers.claude_code_file import (
     sniff,  # noqa: F401
 )
 from replay.ingest.parsers.claude_code_path import Node, Resolved
-from replay.ingest.parsers.claude_code_records import Bad, Rec, count_other, record, rtype
+from replay.ingest.parsers.claude_code_records import (
+    Bad,
+    Line,
+    Rec,
+    count_other,
+    decode,
+    line_of,
+    record,
+    rtype,
+)
 from replay.ingest.parsers.coverage import Coverage
-from replay.ingest.parsers.jsonl import iter_records
+from replay.ingest.parsers.jsonl import iter_typed
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "claude_code"
@@ -130,33 +140,33 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     duplicates: list[int] = []  # lines of records whose uuid an earlier record has
-    for no, raw in iter_records(src, issues):
-        kind = raw.get("type")
+    for no, raw in iter_typed(src, issues, decode, line_of):
+        kind = raw.type
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
-            uuid = raw.get("uuid")
+            uuid = raw.uuid
             if uuid.__class__ is str and uuid in seen_uuids:
                 duplicates.append(no)
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
             passed[kind] = passed.get(kind, 0) + 1
-            if kind in _TITLE_KEYS and isinstance(title := raw.get(_TITLE_KEYS[kind]), str):
-                sid = raw.get("sessionId")
+            if kind in _TITLE_KEYS and isinstance(title := getattr(raw, _TITLE_KEYS[kind]), str):
+                sid = raw.sessionId
                 _session(sessions, sid if isinstance(sid, str) and sid else first).titles[
                     kind] = title
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
-                sid = raw.get("sessionId")
+                sid = raw.sessionId
                 sid = sid if isinstance(sid, str) and sid else first
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
-                    parent = raw.get("parentUuid")
+                    parent = raw.parentUuid
                     _session(sessions, sid).links[uuid] = seen_uuids.get(parent, parent) \
                         if isinstance(parent, str) else None
             continue
-        sid = raw.get("sessionId")
+        sid = raw.sessionId
         sid = sid if isinstance(sid, str) and sid else first
         first = first or sid
-        uuid = raw.get("uuid")
+        uuid = raw.uuid
         uuid = uuid if isinstance(uuid, str) else ""
         kind = rtype(raw)
         if sid != first and copied(path, sid, elsewhere):
@@ -178,22 +188,21 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         sess = _session(sessions, sid)
         if rec is None:
             if uuid:  # still a link in the chain (a system record between two messages)
-                parent = raw.get("parentUuid") or raw.get("logicalParentUuid")
+                parent = raw.parentUuid or raw.logicalParentUuid
                 sess.links[uuid] = parent if isinstance(parent, str) else None
             count_other(src, kind)
             continue
         _link(rec, raw, seen_uuids)
         sess.nodes.append(rec)
-        if isinstance(ff := raw.get("forkedFrom"), dict):
+        if isinstance(ff := raw.forkedFrom, dict):
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
                 sess.fork_of = ff["sessionId"]
         sess.recs[no] = rec
-        sess.version = sess.version or (raw["version"] if isinstance(raw.get("version"), str)
-                                        else "")
-        agent = raw["agentId"] if isinstance(raw.get("agentId"), str) else ""
+        sess.version = sess.version or (raw.version if isinstance(raw.version, str) else "")
+        agent = raw.agentId if isinstance(raw.agentId, str) else ""
         sess.agent_id = sess.agent_id or agent
-        if agent and raw.get("isSidechain") is True:
+        if agent and raw.isSidechain is True:
             sess.side_agents[no] = agent
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     for kind, n in passed.items():
@@ -246,16 +255,16 @@ def _session(sessions: dict[str, _Session], sid: str) -> _Session:
     return sessions[sid]
 
 
-def _link(rec: Rec, raw: dict[str, Any], known: Mapping[str, str]) -> None:
+def _link(rec: Rec, raw: Line, known: Mapping[str, str]) -> None:
     """Set ``rec``'s place in the tree (its ``Node`` fields) from its record ``raw``;
     ``known``: the uuids read so far, each as one string (the parent is set as that)."""
-    parent, logical = raw.get("parentUuid"), raw.get("logicalParentUuid")
+    parent, logical = raw.parentUuid, raw.logicalParentUuid
     if isinstance(parent, str):
         parent = known.get(parent, parent)
     rec.parent = parent if isinstance(parent, str) and parent else None
     rec.logical = logical if isinstance(logical, str) and logical else None
-    rec.has_parent_key = "parentUuid" in raw
-    rec.sidechain = raw.get("isSidechain") is True
+    rec.has_parent_key = raw.parentUuid is not UNSET
+    rec.sidechain = raw.isSidechain is True
     if rec.meta:
         rec.preserved, rec.segment = tuple(rec.meta.get("preserved", ())), rec.meta.get("segment")
     rec.message = rec.role in ("user", "assistant")

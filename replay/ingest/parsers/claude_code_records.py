@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from replay.ingest.parsers.claude_code_path import Node
 from replay.ingest.parsers.jsonl import as_str, as_text, json_text
 from replay.ingest.parsers.source import Source
@@ -60,18 +62,55 @@ class Rec(Node):
     dict each: a transcript has hundreds of thousands of records)."""
 
 
+class Line(msgspec.Struct):
+    """One transcript line: the fields the parser reads, each as JSON has it (``None`` when
+    absent or null, but ``parentUuid``: ``UNSET`` when absent), the rest of the line skipped
+    by the decoder (``decode``; a progress record's ``data``, a tool result's
+    ``toolUseResult``: most of a transcript's bytes)."""
+
+    type: Any = None
+    subtype: Any = None
+    uuid: Any = None
+    parentUuid: Any = msgspec.UNSET
+    logicalParentUuid: Any = None
+    sessionId: Any = None
+    timestamp: Any = None
+    version: Any = None
+    agentId: Any = None
+    isSidechain: Any = None
+    isCompactSummary: Any = None
+    forkedFrom: Any = None
+    message: Any = None
+    attachment: Any = None
+    customTitle: Any = None
+    aiTitle: Any = None
+    compactMetadata: Any = None
+    compact_metadata: Any = None
+    microcompactMetadata: Any = None
+
+
+decode = msgspec.json.Decoder(Line).decode
+"""A line as a ``Line`` (raises what ``msgspec`` raises for anything else)."""
+_FIELDS = frozenset(Line.__struct_fields__)
+
+
+def line_of(raw: dict[str, Any]) -> Line:
+    """A record decoded the generic way (a line ``decode`` refused), as a ``Line``."""
+    return Line(**{k: v for k, v in raw.items() if k in _FIELDS})
+
+
 class Bad(ValueError):
     """A record with a missing or wrong-typed field."""
 
 
-def rtype(raw: dict[str, Any]) -> str:
+def rtype(raw: Line) -> str:
     """The coverage name of a record's type: ``type``, ``system/<subtype>``,
     ``attachment/<type>``."""
-    kind = raw.get("type")
+    kind = raw.type
     kind = sys.intern(kind) if isinstance(kind, str) else f"<{type(kind).__name__}>"
-    if kind == "system" and isinstance(raw.get("subtype"), str):
-        return f"system/{raw['subtype']}"
-    att = raw.get("attachment")
+    if kind == "system" and isinstance(raw.subtype, str):
+        return f"system/{raw.subtype}"
+    att = raw.attachment
     if kind == "attachment" and isinstance(att, dict) and isinstance(att.get("type"), str):
         return f"attachment/{att['type']}"
     return kind
@@ -85,13 +124,13 @@ def count_other(src: Source, rtype: str) -> None:
         src.coverage.unknown(rtype)
 
 
-def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
+def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
     """Validate one record into a ``Rec`` (raises ``Bad``); None for a record that is not
     part of the run."""
-    kind = raw.get("type")
-    ts = as_str(raw.get("timestamp"))
+    kind = raw.type
+    ts = as_str(raw.timestamp)
     if kind == "attachment":
-        text = attachment_text(raw.get("attachment"))
+        text = attachment_text(raw.attachment)
         return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="attachment", rtype=rtype,
                    blocks=(("text", text),)) if text else None
     if rtype in ("system/compact_boundary", "system/microcompact_boundary"):
@@ -99,12 +138,12 @@ def record(no: int, raw: dict[str, Any], rtype: str, uuid: str) -> Rec | None:
                    role="compact" if rtype == "system/compact_boundary" else "micro")
     if kind not in ("user", "assistant"):
         return None
-    msg = raw.get("message")
+    msg = raw.message
     if not isinstance(msg, dict):
         raise Bad(f"{kind} record has no 'message' object")
     content = msg.get("content")
     if kind == "user":
-        summary = raw.get("isCompactSummary") is True
+        summary = raw.isCompactSummary is True
         if isinstance(content, str):
             blocks: tuple[Block, ...] = (("summary" if summary else "text", content),)
         elif summary and isinstance(content, list):
@@ -132,19 +171,17 @@ _SEGMENT = ("headUuid", "anchorUuid", "tailUuid")
 """``compactMetadata.preservedSegment``'s keys, in the order ``boundary_meta`` gives them."""
 
 
-def boundary_meta(raw: dict[str, Any]) -> dict[str, Any]:
+def boundary_meta(raw: Line) -> dict[str, Any]:
     """A boundary's recorded facts: trigger, token counts, preserved records (``preserved``:
     the uuids ``preservedMessages`` lists, else the segment's head and tail; ``segment``:
     (head, anchor, tail) when ``preservedSegment`` names all three), cleared calls
     (``compactMetadata``; ``compact_metadata`` with snake-case keys in stream-json captures)."""
-    meta = raw.get("compactMetadata")
-    if not isinstance(meta, dict) and isinstance(raw.get("compact_metadata"), dict):
-        meta = {"preTokens": raw["compact_metadata"].get("pre_tokens"),
-                "postTokens": raw["compact_metadata"].get("post_tokens"),
-                "trigger": raw["compact_metadata"].get("trigger")}
-    if raw.get("subtype") == "microcompact_boundary" and isinstance(
-            raw.get("microcompactMetadata"), dict):
-        meta = raw["microcompactMetadata"]
+    meta = raw.compactMetadata
+    if not isinstance(meta, dict) and isinstance(snake := raw.compact_metadata, dict):
+        meta = {"preTokens": snake.get("pre_tokens"), "postTokens": snake.get("post_tokens"),
+                "trigger": snake.get("trigger")}
+    if raw.subtype == "microcompact_boundary" and isinstance(raw.microcompactMetadata, dict):
+        meta = raw.microcompactMetadata
     meta = meta if isinstance(meta, dict) else {}
     out: dict[str, Any] = {"trigger": meta.get("trigger") if isinstance(meta.get("trigger"), str)
                            else ""}

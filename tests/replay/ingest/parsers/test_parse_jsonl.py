@@ -187,3 +187,12 @@ def test_counts_read_every_value_as_their_definition(value: object) -> None:
     want = type(value).__name__ if whole is None else \
         None if 0 <= whole <= INT64_MAX else "negative or out of range"
     assert not_a_count(value) == want
+
+
+@pytest.mark.parametrize("at", [jsonl._UTF8_CHUNK - 2, jsonl._UTF8_CHUNK - 1, jsonl._UTF8_CHUNK])
+def test_utf8_check_reads_characters_across_its_chunks(at: int) -> None:
+    """A character cut by a chunk's end is read whole (the check decodes chunk by chunk)."""
+    data = b"a" * at + "\u20ac\U0001f600".encode() + b"b"
+    assert jsonl._is_utf8(data)
+    assert not jsonl._is_utf8(data + b"\xe2\x82")  # a cut character at the very end
+    assert not jsonl._is_utf8(data[:at + 1] + data[at + 2:])  # a broken one inside
