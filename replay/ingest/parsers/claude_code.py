@@ -83,6 +83,7 @@ from replay.ingest.parsers.claude_code_file import (
 )
 from replay.ingest.parsers.claude_code_path import Node, Resolved
 from replay.ingest.parsers.claude_code_records import (
+    NON_MESSAGE_TYPES,
     Bad,
     Line,
     Rec,
@@ -103,6 +104,10 @@ _PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "q
 """Non-message record types read no further than their type and links (the bulk of a file)."""
 _TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 """Title records and their title key; the run's title is the user's own over the generated."""
+_OWN = frozenset(("user", "assistant", "system")) | NON_MESSAGE_TYPES
+"""Record types Claude Code writes: the first of them names the file's own session (a line of
+another type — a header another tool put first, hive-mind's ``hive-mind-meta`` — does not, or
+its ``sessionId`` would make every record of the file a copy from its parent's file)."""
 
 @dataclass(slots=True)
 class _Session:
@@ -165,7 +170,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             continue
         sid = raw.sessionId
         sid = sid if isinstance(sid, str) and sid else first
-        first = first or sid
+        if not first and kind.__class__ is str and kind in _OWN:
+            first = sid
         uuid = raw.uuid
         uuid = uuid if isinstance(uuid, str) else ""
         kind = rtype(raw)

@@ -265,3 +265,28 @@ def test_real_2_1_39_compaction_window() -> None:
     assert {r["sessionId"] for r in call} == {boundary["sessionId"]}
     runs = _parsed("agent-acompact-f46190.jsonl").tables.runs.to_pylist()  # type: ignore[union-attr]
     assert [(r["n_requests"], r["n_harness_compactions"]) for r in runs] == [(1, 0)]
+
+
+@pytest.mark.parametrize("header", [
+    {"_type": "hive-mind-meta", "sessionId": "agent-a7be2f0", "agentId": "a7be2f0"},
+    {"type": ["not", "a", "type"], "sessionId": "someone-else"},
+])
+def test_a_foreign_first_line_does_not_make_a_subagent_file_a_copy(
+        tmp_path: Path, header: dict[str, Any]) -> None:
+    """The legacy layout (before 2.1: ``agent-<id>.jsonl`` beside its ``<session>.jsonl``, its
+    records carrying the parent's sessionId) behind a first line of another tool (a tool that
+    exports sessions adds a header): the file's own session is named by its first Claude Code
+    record, so the subagent's records are its run, not copies from the parent's file."""
+    recs = _recs("agent-a7be2f0.jsonl")
+    sid = recs[0]["sessionId"]
+    (tmp_path / f"{sid}.jsonl").write_bytes((FIXTURES / "agent-a7be2f0.jsonl").read_bytes())
+    agent = tmp_path / "agent-a7be2f0.jsonl"
+    agent.write_text(json.dumps(header) + "\n" + "".join(json.dumps(r) + "\n" for r in recs))
+    parsed = parse_file(agent, tmp_path)
+    assert parsed.tables is not None
+    assert not [k for k in parsed.coverage if "copy from" in k]
+    # one request per distinct API message id of the assistant records (a plain walk)
+    ids = {r["message"]["id"] for r in recs if r["type"] == "assistant"}
+    assert parsed.tables.requests.num_rows == len(ids) == 13
+    assert sum(n for k, v in parsed.coverage.items() if k.startswith("<")
+               for n in v.values()) == 1  # the header, counted as unknown
