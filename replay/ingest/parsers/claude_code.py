@@ -109,6 +109,7 @@ _OWN = frozenset(("user", "assistant", "system")) | NON_MESSAGE_TYPES
 another type — a header another tool put first, hive-mind's ``hive-mind-meta`` — does not, or
 its ``sessionId`` would make every record of the file a copy from its parent's file)."""
 
+
 @dataclass(slots=True)
 class _Session:
     """One ``sessionId``'s records."""
