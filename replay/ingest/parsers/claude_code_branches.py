@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from replay.ingest.parsers.claude_code_path import Node, Path, Resolved, leaves, segments
-from replay.ingest.parsers.claude_code_records import Rec
+from replay.ingest.parsers.claude_code_records import Rec, block_list
 
 MAX_BRANCHES = 200
 """Abandoned branches made into runs per session at the most (each costs a walk of the
@@ -46,7 +46,7 @@ def kept_extra(found: Path, recs: dict[int, Rec]) -> set[int]:
              for x in r.blocks if x[0] == "call"}
     return {line for line in found.off_path if (r := recs.get(line)) is not None and (
         r.role == "assistant" and r.msg_id in groups
-        or any(x[0] == "result" and x[1] in calls for x in r.blocks))}
+        or any(x[0] == "result" and x[1] in calls for x in block_list(r)))}
 
 
 def abandoned_branches(nodes: list[Node], links: dict[str, str | None], recs: dict[int, Rec],

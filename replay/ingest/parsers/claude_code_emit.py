@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.claude_code_records import Rec, persisted_output
+from replay.ingest.parsers.claude_code_records import Rec, block_list, persisted_output
 from replay.ingest.parsers.source import Issue
 
 
@@ -88,13 +88,14 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
                     r.uuid, m.get("preserved", ())) if u in st.msg_of}),
                 harness_compaction=True)
         return
-    if not r.blocks:
+    blocks = block_list(r)
+    if not blocks:
         return
-    role = "tool" if any(x[0] == "result" for x in r.blocks) else "user"
+    role = "tool" if any(x[0] == "result" for x in blocks) else "user"
     msg = b.message(role, ts=r.ts)
     if r.uuid in st.wanted:
         st.msg_of[r.uuid] = msg
-    for x in r.blocks:
+    for x in blocks:
         if x[0] == "result":
             b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
             if (persisted := persisted_output(x[2])) is not None:

@@ -50,8 +50,10 @@ class Rec(Node):
     """user, assistant, attachment, compact (a compaction boundary) or micro."""
     rtype: str
     """Its coverage type."""
-    blocks: tuple[Block, ...] = ()
-    """Its content (a tuple: a list's own header and spare room a record more)."""
+    blocks: tuple[Block, ...] | str = ()
+    """Its content (a tuple: a list's own header and spare room a record more), or for a user
+    record or an attachment that is one text, that text (``block_list``: the one text block;
+    a tuple of a tuple is ~100 bytes a record more, most records of a big transcript)."""
     msg_id: str = ""
     model: str = ""
     usage: dict[str, Any] | None = None
@@ -99,6 +101,12 @@ def line_of(raw: dict[str, Any]) -> Line:
     return Line(**{k: v for k, v in raw.items() if k in _FIELDS})
 
 
+def block_list(rec: Rec) -> tuple[Block, ...]:
+    """``rec``'s blocks (a text kept as itself: its one text block)."""
+    blocks = rec.blocks
+    return (("text", blocks),) if blocks.__class__ is str else blocks  # type: ignore[return-value]
+
+
 class Bad(ValueError):
     """A record with a missing or wrong-typed field."""
 
@@ -132,7 +140,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
     if kind == "attachment":
         text = attachment_text(raw.attachment)
         return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="attachment", rtype=rtype,
-                   blocks=(("text", text),)) if text else None
+                   blocks=text) if text else None
     if rtype in ("system/compact_boundary", "system/microcompact_boundary"):
         return Rec(line=no, uuid=uuid, parent=None, ts=ts, rtype=rtype, meta=boundary_meta(raw),
                    role="compact" if rtype == "system/compact_boundary" else "micro")
@@ -145,7 +153,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
     if kind == "user":
         summary = raw.isCompactSummary is True
         if isinstance(content, str):
-            blocks: tuple[Block, ...] = (("summary" if summary else "text", content),)
+            blocks: tuple[Block, ...] | str = (("summary", content),) if summary else content
         elif summary and isinstance(content, list):
             blocks = (("summary", as_text(content)),)
         else:

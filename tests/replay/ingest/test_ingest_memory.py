@@ -216,20 +216,22 @@ def test_a_claude_code_record_is_one_object_when_read(tmp_path: Any,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """When every line is read (the file's bytes still held: the peak of reading a file of
     small records), each record is one object (a ``Rec``, which is its ``Node`` in the tree),
-    not a record and a node: 200 records, 200 objects of either kind (400 before), and no
-    list of blocks (200 before)."""
+    not a record and a node: 200 records, 200 objects of either kind (400 before), no list
+    of blocks (200 before), and a prompt that is one string is kept as itself, not in a tuple
+    of one block tuple (200 before)."""
     from replay.ingest.parsers.claude_code_path import Node
     from replay.ingest.parsers.claude_code_records import Rec
     path = _claude_code_records(tmp_path / "s.jsonl", 200)
-    alive: list[tuple[int, int]] = []
+    alive: list[tuple[int, int, int]] = []
     real = Source.release_data
 
-    def count() -> tuple[int, int]:
+    def count() -> tuple[int, int, int]:
         gc.collect()
         objects = gc.get_objects()
         return (sum(isinstance(o, (Node, Rec)) for o in objects),
                 sum(1 for o in objects if isinstance(o, list) and o
-                    and isinstance(o[0], tuple) and o[0][:1] == ("text",)))
+                    and isinstance(o[0], tuple) and o[0][:1] == ("text",)),
+                sum(isinstance(o, Rec) and isinstance(o.blocks, tuple) for o in objects))
 
     def spy(self: Source) -> None:
         alive.append(count())
@@ -243,3 +245,4 @@ def test_a_claude_code_record_is_one_object_when_read(tmp_path: Any,
     assert len(alive) == 1
     assert alive[0][0] - before[0] == 200
     assert alive[0][1] - before[1] <= 0
+    assert alive[0][2] - before[2] <= 0
