@@ -134,6 +134,9 @@ def compaction_rereads(run: PreparedRun,
         start = run.recorded_from[first - 1] if first > 0 else 0
         if boundary <= start:
             continue  # the log begins after it: nothing it removed is in the log
+        if first == 0 and _outputs_between(run, boundary, run.req_blocks[0]):
+            continue  # inherited (a branch's or fork's copy of its parent's history): the
+            # requests after it are the parent's, not this run's; the parent's run judges it
         end = firsts[i + 1][1] if i + 1 < len(firsts) else run.n_requests
         kept = {got.key for b in range(boundary, run.req_blocks[first])
                 if (got := needs.of(b)) is not None}
@@ -162,3 +165,11 @@ def compaction_rereads(run: PreparedRun,
             predicted=tuple(predicted), recorded_tokens=sum(recorded.values()),
             predicted_tokens=sum(predicted.values()), edits_unapplied=unapplied))
     return out
+
+
+def _outputs_between(run: PreparedRun, lo: int, hi: int) -> bool:
+    """Whether model output lies in blocks ``[lo, hi)``: at a run's first request, the answers
+    to requests the run does not hold (a rewound branch or a fork carries its parent's history,
+    compactions and all, into its first request's context)."""
+    role = run.role
+    return any(role[b] == "assistant" for b in range(lo, hi))

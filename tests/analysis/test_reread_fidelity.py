@@ -168,3 +168,48 @@ def test_edits_not_applied_to_predicted_sizes_are_counted_and_said() -> None:
     totals["reread_edits_unapplied"] = 3
     (line,) = [x for x in totals_lines(totals) if x.startswith("re-reads")]
     assert "3 edits of predicted files not applied to their sizes" in line
+
+
+def test_a_branch_does_not_judge_the_compactions_it_inherits(tmp_path):  # type: ignore[no-untyped-def]
+    """A rewound branch after a real compaction (a second prompt under the same parent, written
+    earlier: the first was abandoned) carries the compaction in its history; its one request is
+    not the agent's answer to the compaction, so the branch judges nothing, and the main run's
+    figures are those of the file without the branch."""
+    import gzip
+    from pathlib import Path
+
+    from replay.corpus import open_corpus
+
+    gz = (Path(__file__).resolve().parents[1] / "fixtures" / "claude_code" / "compactions"
+          / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl.gz")
+    text = gzip.decompress(gz.read_bytes()).decode()
+    recs = [json.loads(line) for line in text.splitlines() if line]
+    boundary = next(i for i, r in enumerate(recs) if r.get("subtype") == "compact_boundary")
+    prompt = next(r for r in reversed(recs[boundary:]) if r.get("type") == "user"
+                  and isinstance(r["message"]["content"], str))
+    last = next(r for r in reversed(recs) if r.get("type") == "assistant")
+    user = {**prompt, "uuid": "b1", "timestamp": "2026-02-11T22:54:24.000Z",  # before prompt
+            "message": {"role": "user", "content": "do the other thing"}}
+    answer = {**last, "uuid": "b2", "parentUuid": "b1", "requestId": "req_branch",
+              "timestamp": "2026-02-11T22:54:25.000Z",
+              "message": {**last["message"], "id": "msg_branch",
+                          "content": [{"type": "text", "text": "ok"}]}}
+    plain, branched = tmp_path / "plain", tmp_path / "branched"
+    for folder, extra in ((plain, []), (branched, [user, answer])):
+        folder.mkdir()
+        (folder / gz.name.removesuffix(".gz")).write_text(
+            text + "".join(json.dumps(r) + "\n" for r in extra))
+    got, branch = {}, ""
+    for folder in (plain, branched):
+        corpus = open_corpus([folder], cache_dir=tmp_path / f"{folder.name}-ds")
+        got[folder.name] = {rid: compaction_rereads(corpus.prepared(rid))
+                            for rid in corpus.run_ids if corpus.prepared(rid).n_requests}
+        branch = branch or next((rid for rid, parent in zip(
+            corpus.run_ids, corpus.runs["parent_run_id"].to_pylist()) if parent), "")
+    (main,) = got["plain"].values()
+    assert len(got["branched"]) == 2 and branch in got["branched"]  # the main run, the branch
+    assert corpus.prepared(branch).n_requests == 1
+    assert corpus.prepared(branch).harness_boundary  # it does carry the compaction
+    assert got["branched"][branch] == []
+    (same,) = [v for rid, v in got["branched"].items() if rid != branch]
+    assert same == main and main  # the main run still judges its compaction
