@@ -80,9 +80,9 @@ def iter_typed(src: Source, issues: list[Issue], typed: Callable[[bytes], T],
     lines, values and issues: a line ``typed`` refuses (not an object, not JSON as msgspec
     reads it, a field of a type the Struct does not take) is decoded as ``iter_records``
     decodes it, then made a Struct by ``of_dict``.  msgspec passes over a skipped field's
-    bytes unchecked, so a file that is not all UTF-8 is read the generic way throughout
-    (an invalid line is then skipped with its issue, as ``iter_records`` does)."""
-    return _records(src, issues, typed if _is_utf8(src.data) else None, of_dict)
+    bytes unchecked, so a line that is not ASCII is checked to be UTF-8 first (one that is
+    not is skipped with its issue, as ``iter_records`` does)."""
+    return _records(src, issues, typed, of_dict)
 
 
 def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | None,
@@ -102,6 +102,8 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
             continue
         if typed is not None:
             try:
+                if not raw.isascii():  # checked line by line: most lines are ASCII
+                    raw.decode()  # (UnicodeDecodeError: the generic way reports it)
                 line = typed(raw)
             except Exception:  # noqa: BLE001, S110 - decoded the generic way just below
                 pass

@@ -90,8 +90,9 @@ def _user(uuid: str, parent: str | None, **more: Any) -> bytes:
 
 
 def test_invalid_utf8_in_a_skipped_field_still_skips_the_line() -> None:
-    """msgspec passes over a field the Struct does not hold unchecked: the file is checked
-    first, so a line with invalid UTF-8 anywhere is skipped with its issue, as before."""
+    """msgspec passes over a field the Struct does not hold unchecked: a line that is not
+    ASCII is checked first, so one with invalid UTF-8 anywhere is skipped with its issue, as
+    before, and the lines around it are read."""
     bad = _user("u2", "u1", toolUseResult="\x00").replace(b"\\u0000", b"\xff")
     data = b"\n".join([_user("u1", None), bad, _user("u3", "u1")]) + b"\n"
     src, issues = stand_in_source("t/s.jsonl", data), list[Issue]()
