@@ -114,6 +114,16 @@ def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory):  # t
 
 
 @pytest.fixture(scope="session")
+def shared_results(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Results computed once for the session by whichever xdist worker asks first, and read by
+    the others (``tests/shared_results.py``): for deterministic results that tests on every
+    worker need."""
+    from tests.shared_results import SharedResults, session_folder
+
+    return SharedResults(session_folder(tmp_path_factory.getbasetemp()) / "shared-results")
+
+
+@pytest.fixture(scope="session")
 def logs_corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The embedded corpus (``logs/``: long generated runs and the failure scenarios)."""
     from replay.corpus import open_corpus

@@ -1,7 +1,8 @@
 """Real traces for the analysis tests.
 
 The sample logs (``tests/conftest.py``'s ``sample_corpus``, ingested once per session and
-worker) are replayed under both two-tier presets (each replay and its metrics ~1 s).
+worker) and ``logs/`` are replayed under presets (each replay and its metrics ~1.4 s of CPU),
+each once for the session by one xdist worker (``preset_run``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from analysis import frames
 from analysis.metrics import metrics
 from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import RunResult, run
-from replay.corpus import Corpus, replay_corpus
+from replay.corpus import Corpus
 from replay.engine.trace import Trace
 from replay.policy import Policy, load_policy
+from tests.shared_results import SharedResults
 
 PRESETS = ("two-tier-original", "two-tier-corrected")
 
@@ -32,13 +34,12 @@ class Replayed(NamedTuple):
 
 
 @pytest.fixture(scope="session")
-def replayed(sample_corpus: Corpus) -> dict[str, Replayed]:
-    """Both two-tier presets replayed over the samples."""
+def replayed(preset_run: Callable[[str, Policy], PresetRun]) -> dict[str, Replayed]:
+    """Both two-tier presets replayed over the samples (``preset_run``'s replays)."""
     out = {}
     for name in PRESETS:
-        policy = load_policy(name)
-        trace = replay_corpus(sample_corpus, policy)
-        out[name] = Replayed(policy, trace, metrics(sample_corpus, trace, policy))
+        done = preset_run("samples", load_policy(name))
+        out[name] = Replayed(done.result.policy, done.result.trace, done.metrics)
     return out
 
 
@@ -63,18 +64,22 @@ class PresetRun(NamedTuple):
 
 
 @pytest.fixture(scope="session")
-def preset_run(logs_corpus: Corpus, sample_corpus: Corpus) -> Callable[[str, Policy], PresetRun]:
-    """``preset_run("logs" | "samples", policy)``: replayed and measured once per session (the
-    agreement and summary-definition tests share them)."""
+def preset_run(logs_corpus: Corpus, sample_corpus: Corpus,
+               shared_results: SharedResults) -> Callable[[str, Policy], PresetRun]:
+    """``preset_run("logs" | "samples", policy)``: replayed and measured once per session, by
+    one xdist worker for all (``tests/shared_results.py``; the same inputs give the same
+    traces and rows in any worker's store).  The analysis tests' replays of whole corpora
+    under a preset come from here."""
     corpora = {"logs": logs_corpus, "samples": sample_corpus}
-    done: dict[tuple[str, str], PresetRun] = {}
 
     def get(which: str, policy: Policy) -> PresetRun:
-        key = (which, policy.digest())
-        if key not in done:
-            corpus = corpora[which]
+        corpus = corpora[which]
+
+        def compute() -> tuple[RunResult, pd.DataFrame]:
             result = run(corpus, policy, rollup=RUN_ROLLUP)
-            done[key] = PresetRun(corpus, result, metrics(corpus, result.trace, policy))
-        return done[key]
+            return result, metrics(corpus, result.trace, policy)
+
+        result, frame = shared_results.get(f"preset-run-{which}-{policy.digest()}", compute)
+        return PresetRun(corpus, result, frame)
 
     return get

@@ -12,6 +12,7 @@ embedded corpus (``logs/``) instead, and the reason is stated in each test.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -19,7 +20,7 @@ import pandas as pd
 from analysis.metrics import metrics
 from replay.corpus import Corpus, replay_corpus
 from replay.policy import Policy, load_policy, replace_path
-from tests.analysis.conftest import Replayed
+from tests.analysis.conftest import PresetRun, Replayed
 from tests.analysis.scenarios import (
     corpus_of,
     late_big_output_run,
@@ -50,27 +51,25 @@ def hand_built(builder: Any, *policies: Policy) -> pd.DataFrame:
 
 # -- protected range: a third of the window instead of 12,000 tokens --------------------------
 
-def test_corpus_fewer_rereads_of_trimmed_results(logs_corpus: Corpus) -> None:
+def test_corpus_fewer_rereads_of_trimmed_results(
+        logs_corpus: Corpus, preset_run: Callable[[str, Policy], PresetRun]) -> None:
     """Re-reads whose earlier copy tier one had trimmed, on the embedded corpus (the real
     samples have none under either preset once apply_patch calls count as edits)."""
     col = "rereads_n_evicted_trimmed"
-    got = {}
-    for name in (ORIGINAL, CORRECTED):
-        policy = load_policy(name)
-        got[name] = metrics(logs_corpus, replay_corpus(logs_corpus, policy), policy)[col].sum()
+    got = {n: preset_run("logs", load_policy(n)).metrics[col].sum() for n in (ORIGINAL, CORRECTED)}
     protect = variant(ORIGINAL, "original+protect", tiers__0__protect={"frac": 0.3333})
     got["protect"] = metrics(logs_corpus, replay_corpus(logs_corpus, protect), protect)[col].sum()
     assert got[ORIGINAL] > got[CORRECTED]
     assert got[ORIGINAL] > got["protect"]
 
 
-def test_corpus_fewer_eviction_induced_rereads_in_total(logs_corpus: Corpus) -> None:
+def test_corpus_fewer_eviction_induced_rereads_in_total(
+        preset_run: Callable[[str, Policy], PresetRun]) -> None:
     """On the embedded corpus the corrected preset causes fewer eviction-induced re-reads in
     total. (The real samples do not show it: 0 under the original, 1 under the corrected, on the
     Codex run where the corrected preset's rare trims let a summary fire earlier.)"""
     col = "rereads_n_eviction_induced"
-    got = {n: metrics(logs_corpus, replay_corpus(logs_corpus, load_policy(n)), load_policy(n))[col].sum()
-           for n in (ORIGINAL, CORRECTED)}
+    got = {n: preset_run("logs", load_policy(n)).metrics[col].sum() for n in (ORIGINAL, CORRECTED)}
     assert got[ORIGINAL] > got[CORRECTED]
 
 
@@ -117,10 +116,11 @@ def test_hand_built_fewer_summaries_with_capped_remainder() -> None:
             < m.loc["original+cap", "summarisation_mean_growback_requests"])
 
 
-def test_corpus_fewer_summaries_with_corrected_settings(logs_corpus: Corpus) -> None:
+def test_corpus_fewer_summaries_with_corrected_settings(
+        preset_run: Callable[[str, Policy], PresetRun]) -> None:
     """On the embedded corpus the corrected preset summarises less often. (On the real samples
     only one Codex run reaches the summary trigger at all: 1 summary vs 2.)"""
-    got = {n: metrics(logs_corpus, replay_corpus(logs_corpus, load_policy(n)), load_policy(n))["n_summaries"].sum()
+    got = {n: preset_run("logs", load_policy(n)).metrics["n_summaries"].sum()
            for n in (ORIGINAL, CORRECTED)}
     assert got[ORIGINAL] > got[CORRECTED]
 

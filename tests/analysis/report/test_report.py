@@ -22,6 +22,7 @@ from replay.policy import load_policy
 from tests.analysis.conftest import PRESETS, Replayed
 from tests.analysis.report.report_html import ReportDoc, decodes, png_of, png_size
 from tests.conftest import REPO
+from tests.shared_results import SharedResults
 
 ORIGINAL, CORRECTED = PRESETS
 HEADLINE_START = ["run", "run id", "policy"]
@@ -30,9 +31,13 @@ N_ANALYSES = 5
 
 @pytest.fixture(scope="module")
 def corpus_report(sample_corpus: Corpus, replayed: dict[str, Replayed],
-                  tmp_path_factory: pytest.TempPathFactory) -> ReportFiles:
+                  shared_results: SharedResults) -> ReportFiles:
+    """The corpus report, written once for the session by one xdist worker
+    (``tests/shared_results.py``); the tests only read its files."""
     runs = [(replayed[n].policy, replayed[n].trace) for n in PRESETS]
-    return write_report(sample_corpus, runs, tmp_path_factory.mktemp("report"), max_timelines=3)
+    out = shared_results.files("corpus-report")
+    return shared_results.get("corpus-report",
+                              lambda: write_report(sample_corpus, runs, out, max_timelines=3))
 
 
 @pytest.fixture(scope="module")

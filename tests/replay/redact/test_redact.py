@@ -32,6 +32,7 @@ from replay.redact import redact
 from replay.redact.fidelity import content_dependence
 from replay.redact.secrets import scan
 from tests.conftest import REPO
+from tests.shared_results import SharedResults
 
 _FIGURES = ROLLUP_METRICS
 _AKIA = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -54,19 +55,24 @@ def test_exact_marker_declares_the_blocks_figures() -> None:
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory,
+def archive(shared_results: SharedResults,
             samples: Path) -> tuple[Path, Path, dict[str, str]]:
     """(the originals, their redacted copy, each original's name in the copy): ``logs/`` and
-    every sample (Claude Code, Codex, mini-swe-agent, SWE-agent, OpenHands)."""
-    root = tmp_path_factory.mktemp("redact")
-    originals = root / "originals"
-    shutil.copytree(REPO / "logs", originals / "logs")
-    for name in ("claude-code", "codex", "mini-swe-agent", "swe-agent", "openhands"):
-        shutil.copytree(samples / name, originals / name)
-    report = redact([originals], root / "redacted")
-    assert report.ok, [str(i) for i in report.issues]
-    assert len(report.files) == len(discover([originals]))
-    return originals, root / "redacted", {f.source: f.archived_as for f in report.files}
+    every sample (Claude Code, Codex, mini-swe-agent, SWE-agent, OpenHands); made once for the
+    session by one xdist worker (``tests/shared_results.py``), read only by the tests."""
+    root = shared_results.files("redact-archive")
+
+    def make() -> tuple[Path, Path, dict[str, str]]:
+        originals = root / "originals"
+        shutil.copytree(REPO / "logs", originals / "logs")
+        for name in ("claude-code", "codex", "mini-swe-agent", "swe-agent", "openhands"):
+            shutil.copytree(samples / name, originals / name)
+        report = redact([originals], root / "redacted")
+        assert report.ok, [str(i) for i in report.issues]
+        assert len(report.files) == len(discover([originals]))
+        return originals, root / "redacted", {f.source: f.archived_as for f in report.files}
+
+    return shared_results.get("redact-archive", make)
 
 
 def test_redacted_archive_replays_like_the_original(
