@@ -71,6 +71,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(getattr(item, "originalname", item.name), slow))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Once every test module and what it imports is loaded (~230,000 objects that live until
+    the end), they are moved out of the garbage collector's generations (``gc.freeze``), so
+    its full passes during the tests do not walk them again: the collector's CPU in
+    tests/analysis/report + the engine properties, 5.4 -> 3.0 s of ~75 s (one run each, its
+    time summed by ``gc.callbacks``).  Objects the tests make are collected as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--update-golden`` rewrites the golden trace files instead of comparing with them."""
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/*/expected.json")
