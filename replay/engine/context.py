@@ -27,6 +27,9 @@ if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measur
 
 _SHORT_RANGE = 1024
 """Up to this many blocks, summing current sizes directly beats settling the trim tree."""
+_SHORT_TRUTH_RANGE = 256
+"""Up to this many blocks, ``truth_before`` sums current sizes rather than settle and walk the
+trim tree (two O(log n) walks in Python)."""
 
 
 @dataclass(slots=True)
@@ -138,20 +141,31 @@ class Context:
                 - self.live_cut_truth + self.induced.live_truth)
 
     def truth_before(self, b: int) -> int:
-        """True tokens before block ``b`` (head included)."""
+        """True tokens before block ``b`` (head included): the live cuts less those from ``b``
+        on — none, ``b``'s own, the current sizes summed at C speed over a short range (a trim or
+        a re-read before the protected range), else by the trim tree (O(log n))."""
         if b > self.last_trimmed:  # no trimmed block at or after b: all live cuts are before it
             cut = self.live_cut_truth
         elif b == self.last_trimmed:  # b is the only one: all live cuts but its own
             cut = self.live_cut_truth - (self.pre_truth[b + 1] - self.pre_truth[b]
                                          - self.cur_truth[b])
+        elif self.hi - b <= _SHORT_TRUTH_RANGE:  # all but those in [b, hi)
+            hi = self.hi
+            cut = self.live_cut_truth - (self.pre_truth[hi] - self.pre_truth[b]
+                                         - sum(self.cur_truth[b:hi]))
         else:
             cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
         before = self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
         ind = self.induced
-        if ind.n_live:  # and the live re-reads following blocks before b, summed over the
-            # shorter side (a trim's block is usually older than most of them)
-            i, first = bisect.bisect_left(ind.pos, b, ind.lo), ind.lo
-            if i - first <= len(ind.pos) - i:
+        if ind.n_live:  # and the live re-reads following blocks before b: all, none, or
+            # summed over the shorter side (a trim's block is usually older than most of them)
+            pos, first = ind.pos, ind.lo
+            if pos[-1] < b:
+                return before + ind.live_truth
+            if pos[first] >= b:
+                return before
+            i = bisect.bisect_left(pos, b, first)
+            if i - first <= len(pos) - i:
                 before += sum(ind.truth[first:i])
             else:
                 before += ind.live_truth - sum(ind.truth[i:])

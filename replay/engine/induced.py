@@ -98,17 +98,18 @@ def need_state(st: InduceState, ctx: Context, b: int, need: int) -> int:
     i = st.copy.get(b)
     if i is not None:
         ind = ctx.induced
-        if ind.live(i):
+        if i >= ind.lo and not ind.trimmed[i]:  # Induced.live, inlined
             return MET_WHILE_COPY  # re-read earlier and still there
-        since = max(since, ind.gone_at[i])
-    bn = st.plan.needs.of(b)
+        gone = ind.gone_at[i]
+        since = gone if gone > since else since  # noqa: FURB136 (max: see replay.engine.fold)
+    bn = st.plan.needs.blocks.get(b)  # RunNeeds.of, inlined
     if bn is None:
         return MET_FROM_NOW_ON
     refetch = bn.refetch_requests
     j = bisect.bisect_left(refetch, since)
     if j < len(refetch) and refetch[j] <= need:
         return MET_FROM_NOW_ON  # the recorded run fetched it again itself
-    if any(h.block == b for h in ctx.head) or file_in_context(st, ctx, b):
+    if (ctx.head and any(h.block == b for h in ctx.head)) or file_in_context(st, ctx, b):
         return MET_HERE
     return UNMET
 
@@ -123,12 +124,14 @@ def file_in_context(st: InduceState, ctx: Context, b: int) -> bool:
     if key is None:
         return False
     i = st.file_copy.get(key)
-    if i is not None and ctx.induced.live(i):
-        return True
+    if i is not None:
+        ind = ctx.induced
+        if i >= ind.lo and not ind.trimmed[i]:  # Induced.live, inlined
+            return True
     # newest first: a trim cuts old blocks first, so the newest whole read in the context is
     # usually untrimmed and this is one bisect, not a walk over every read since ``b``
     reads, trimmed = contents.whole_reads[key], ctx.trimmed
-    first = max(b + 1, ctx.lo)
+    first = b + 1 if b + 1 > ctx.lo else ctx.lo  # noqa: FURB136 (max: see replay.engine.fold)
     j = bisect.bisect_left(reads, ctx.hi) - 1
     while j >= 0 and reads[j] >= first:
         if not trimmed[reads[j]]:
@@ -140,36 +143,62 @@ def file_in_context(st: InduceState, ctx: Context, b: int) -> bool:
 def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[int, int]],
             when: str) -> bool:
     """Insert one re-read of ``b`` at the end of the context (or count it, past the cap);
-    returns whether it was inserted."""
-    run = ctx.run
+    returns whether it was inserted.  (``record_action``'s values by position, as
+    ``apply_trims`` passes them: tier, kind, trigger, threshold, n_blocks, first / last message,
+    reclaimed est / truth, invalidated, min_reclaim, protect_first_msg, undone, failed,
+    summary_tokens, recorded, induced, when, size_estimate.)"""
     trigger = env.fixed_est + ctx.est()
+    m = ctx.run.msg[b]
     if st.used >= st.cap:
-        record_action(env, ctx, tier=INDUCED_TIER, kind=INDUCED_REREAD, trigger_tokens=trigger,
-                      threshold_tokens=0, n_blocks=0, first_msg=run.msg[b], last_msg=run.msg[b],
-                      reclaimed_est_tokens=0, reclaimed_tokens=0, invalidated=0, undone=True,
-                      induced=True, when=when)
+        record_action(env, ctx, INDUCED_TIER, INDUCED_REREAD, trigger, 0, 0, m, m, 0, 0, 0, 0,
+                      None, True, False, 0, False, True, when)
         return False
     st.used += 1
     sent = env.fixed_truth + ctx.truth()
-    call = run.call_of[b]
-    src = st.content(run, b, ctx.hi)
-    ov = ctx.msg_overhead
-    if call >= 0:
-        call_size = (ctx.est_of[call] + ov, ctx.truth_of[call] + ov, run.n_bytes[call])
-    else:
-        call_size = (ov, ov, 0)
-    blk = src.block
-    result = (src.scaled(run, ctx.est_of[blk]) + ov, src.scaled(run, ctx.truth_of[blk]) + ov,
-              src.scaled(run, run.n_bytes[blk]))
+    call_size, result, added_est, added_truth, estimate = _sizes(st, ctx, b)
     i = ctx.induced.add(ctx.hi - 1, b, call_size, result)
     st.copy[b] = i
     key = st.plan.contents.key_of.get(b)
     if key is not None:
         st.file_copy[key] = i
-    calls.append((sent, call_size[1] - ov))
-    record_action(env, ctx, tier=INDUCED_TIER, kind=INDUCED_REREAD, trigger_tokens=trigger,
-                  threshold_tokens=0, n_blocks=1, first_msg=run.msg[b], last_msg=run.msg[b],
-                  reclaimed_est_tokens=-(call_size[0] + result[0]),
-                  reclaimed_tokens=-(call_size[1] + result[1]), invalidated=0, induced=True,
-                  when=when, size_estimate=st.plan.contents.estimate(b, ctx.hi))
+    calls.append((sent, call_size[1] - ctx.msg_overhead))
+    record_action(env, ctx, INDUCED_TIER, INDUCED_REREAD, trigger, 0, 1, m, m, -added_est,
+                  -added_truth, 0, 0, None, False, False, 0, False, True, when, estimate)
     return True
+
+
+_Sizes = tuple[tuple[int, int, int], tuple[int, int, int], int, int, str]
+
+
+def _sizes(st: InduceState, ctx: Context, b: int) -> _Sizes:
+    """What a re-read of ``b`` made now adds: its call's and its result's (est, truth, bytes),
+    message overheads included, their est and truth together, and why the size is an estimate
+    (``FileContents.estimate``; "" exact).  It depends on the run, its counts and the version of
+    ``b``'s file the re-read returns (``replay.engine.refetch``: the file's content events before
+    ``hi``) only: memoised per run and counts, so every policy and sweep setting replaying the
+    run shares it."""
+    memo = st.sizes
+    if memo is None:
+        # the count lists by identity (held by the table, so an identity is never reused while
+        # it lives), as PreparedRun.sized keys its table
+        memo = st.sizes = ctx.run.memo(("reread_sizes", id(ctx.est_of), id(ctx.truth_of),
+                                        ctx.msg_overhead))
+        memo.setdefault(None, (ctx.est_of, ctx.truth_of))
+    contents, hi = st.plan.contents, ctx.hi
+    key = contents.key_of.get(b)
+    version = bisect.bisect_left(contents.events[key], hi) if key is not None else 0
+    got: _Sizes | None = memo.get((b, version))
+    if got is None:
+        run, ov = ctx.run, ctx.msg_overhead
+        call = run.call_of[b]
+        if call >= 0:
+            call_size = (ctx.est_of[call] + ov, ctx.truth_of[call] + ov, run.n_bytes[call])
+        else:
+            call_size = (ov, ov, 0)
+        src = st.content(run, b, hi)
+        blk = src.block
+        result = (src.scaled(run, ctx.est_of[blk]) + ov, src.scaled(run, ctx.truth_of[blk]) + ov,
+                  src.scaled(run, run.n_bytes[blk]))
+        got = memo[b, version] = (call_size, result, call_size[0] + result[0],
+                                  call_size[1] + result[1], contents.estimate(b, hi))
+    return got

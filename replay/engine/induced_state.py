@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Any
 
 from replay.engine.needs import RunNeeds, run_needs
 from replay.engine.prepared import PreparedRun
@@ -84,7 +85,8 @@ class InduceState:
     recall_tiers: frozenset[str]
     """Tiers whose placeholder invites a re-call, when ``invited_recall`` is ``immediate``."""
     gone_at: list[int]
-    """Per block: the first request whose context lacks it (-1: never removed)."""
+    """Per block: the first request whose context lacks it (-1: never removed), kept for the
+    blocks of ``NeedPlan.need_requests`` only (no other block's need is ever checked)."""
     copy: dict[int, int] = field(default_factory=dict)
     """Block → its newest induced re-read (an item of ``Context.induced``)."""
     file_copy: dict[str, int] = field(default_factory=dict)
@@ -118,15 +120,19 @@ class InduceState:
     """Per block: the request whose need is checked next (-1: none scheduled)."""
     now: int = 0
     """The first request whose re-reads were not decided yet (the fold sets it)."""
+    sizes: dict[Any, Any] | None = None
+    """What a re-read adds, memoised per run and counts (``replay.engine.induced._sizes``; made
+    at the first re-read)."""
 
     def removed(self, blocks: list[int], request: int, tier: str) -> None:
-        """``blocks`` were trimmed by ``tier`` and are gone from ``request`` on."""
+        """``blocks`` were trimmed by ``tier`` and are gone from ``request`` on.  (Nothing to do
+        unless one of them is needed or ``tier`` invites a re-call: ``apply_trims`` checks that
+        first for a one-block trim, a call saved at most trims.)"""
         gone, need_requests = self.gone_at, self.plan.need_requests
         for b in blocks:
-            if gone[b] < 0:
+            if gone[b] < 0 and b in need_requests:
                 gone[b] = request
-                if b in need_requests:
-                    self.schedule(b, self.now)
+                self.schedule(b, self.now)
         if tier in self.recall_tiers:
             needs = self.plan.needs
             for b in blocks:
@@ -165,7 +171,8 @@ class InduceState:
 
     def removed_copy(self, b: int, item: int, request: int, tier: str) -> None:
         """The induced re-read ``item`` of ``b`` was trimmed by ``tier`` (its placeholder may ask
-        again)."""
+        again).  (Nothing to do unless ``tier`` invites a re-call or ``item`` is ``b``'s newest
+        copy: ``apply_induced_trims`` checks that first.)"""
         if tier in self.recall_tiers and self.plan.needs.first_unmet_need(b, request) is not None:
             self.queue.append((request + 1, b))
         self.copy_gone(b, item)
@@ -179,12 +186,11 @@ class InduceState:
     def removed_range(self, lo: int, hi: int, request: int) -> None:
         """Blocks ``[lo, hi)`` were cut and are gone from ``request`` on (a block trimmed
         before keeps its earlier time)."""
-        gone, plan = self.gone_at, self.plan
-        needed = plan.needed
+        gone, needed = self.gone_at, self.plan.needed
         for b in needed[bisect.bisect_left(needed, lo):bisect.bisect_left(needed, hi)]:
             if gone[b] < 0:
+                gone[b] = request
                 self.schedule(b, self.now)
-        gone[lo:hi] = [g if g >= 0 else request for g in gone[lo:hi]]
 
     def content(self, run: PreparedRun, b: int, before: int) -> Refetched:
         """What a re-read of ``b`` returns when made with blocks ``[0, before)`` in the run

@@ -112,8 +112,9 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
         evictions.n += 1
     else:
         evictions.add_many(applied, env.request, tier, TRIMMED)
-    if env.induce is not None:
-        env.induce.removed(applied, env.request, tier)
+    induce = env.induce
+    if induce is not None and (n > 1 or prev in induce.plan.need_requests or induce.recall_tiers):
+        induce.removed(applied, env.request, tier)  # (a call only when it has something to do)
     msg = run.msg
     # record_action's values by position (tier, kind, trigger, threshold, n_blocks, first_msg,
     # last_msg, reclaimed est / truth, invalidated, min_reclaim, protect_first_msg: inlined)
@@ -149,12 +150,13 @@ def apply_induced_trims(ctx: Context, env: Env,
     ind, run = ctx.induced, ctx.run
     end = allowed_end(ctx, protect_from)
     stop = ind.upto(end)
-    start = max(ind.lo, first)
+    start = ind.lo if ind.lo > first else first  # noqa: FURB136 (max: see allowed_end)
     if start >= stop:
-        return max(start, first)
-    ov = ctx.msg_overhead
+        return start
+    ov, msg, induce = ctx.msg_overhead, run.msg, env.induce
     done: list[int] = []
     got_est = got_truth = invalidated = 0
+    lo_msg = hi_msg = -1
     for i in range(start, stop):
         b = ind.src[i]
         if ind.trimmed[i] or run.n_chars[b] < min_chars:
@@ -167,28 +169,32 @@ def apply_induced_trims(ctx: Context, env: Env,
             continue
         before = ctx.induced_truth_before(i)
         if not done and env.prev_truth > 0:
-            invalidated = max(0, env.prev_truth - env.fixed_truth - before)
+            invalidated = env.prev_truth - env.fixed_truth - before
+            invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
         de, dt = ind.shrink(i, (est + ov, truth + ov, n_bytes), env.request)
         ctx.touch_induced(i, before)
         got_est += de
         got_truth += dt
         done.append(i)
+        m = msg[b]
+        if lo_msg < 0 or m < lo_msg:
+            lo_msg = m
+        if m > hi_msg:  # noqa: PLR1730 (max: see allowed_end)
+            hi_msg = m
         env.evictions.add_induced(b, env.request, tier, TRIMMED)
-        if env.induce is not None:
-            env.induce.removed_copy(b, i, env.request, tier)
+        if induce is not None and (induce.recall_tiers or induce.copy.get(b) == i):
+            induce.removed_copy(b, i, env.request, tier)  # (a call only when it has work)
     if done and into is not None:
         row = env.action_rows[into]
-        lo_msg = min(run.msg[ind.src[i]] for i in done)
-        hi_msg = max(run.msg[ind.src[i]] for i in done)
         env.action_rows[into] = replace_row(
-            row, n_blocks=row.n_blocks + len(done), first_msg=min(row.first_msg, lo_msg),
-            last_msg=max(row.last_msg, hi_msg),
+            row, n_blocks=row.n_blocks + len(done),
+            first_msg=min(row.first_msg, lo_msg), last_msg=max(row.last_msg, hi_msg),
             reclaimed_est_tokens=row.reclaimed_est_tokens + got_est,
             reclaimed_tokens=row.reclaimed_tokens + got_truth,
             invalidated_tokens=max(row.invalidated_tokens, invalidated),
             context_after_tokens=env.fixed_truth + ctx.truth(), induced=True)
     elif done:
-        first, last = run.msg[ind.src[done[0]]], run.msg[ind.src[done[-1]]]
+        first, last = msg[ind.src[done[0]]], msg[ind.src[done[-1]]]
         record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
                       threshold_tokens=threshold_tokens, n_blocks=len(done),
                       first_msg=min(first, last), last_msg=max(first, last),

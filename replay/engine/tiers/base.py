@@ -36,8 +36,9 @@ class Evictions:
     """(rows evicted one by one before it, the range cut, request, tier, fate) per cut."""
     n: int = 0
     """Evicted blocks so far."""
-    n_induced: int = 0
-    """Of which induced re-reads (stored one by one as ``-1 - block``: ``add_induced``)."""
+    induced_rows: list[int] = field(default_factory=list)
+    """The indices in ``rows`` of induced re-reads (``add_induced``: their block is the one
+    re-read), ascending."""
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
@@ -47,8 +48,8 @@ class Evictions:
     def add_induced(self, b: int, request: int, tier: str, fate: str) -> None:
         """An induced re-read of block ``b`` was trimmed, summarised or dropped before
         ``request``."""
-        self.add(-1 - b, request, tier, fate)
-        self.n_induced += 1
+        self.induced_rows.append(len(self.rows))
+        self.add(b, request, tier, fate)
 
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``
@@ -67,9 +68,11 @@ class Evictions:
         """Message id, block id, request, tier, fate and whether it is an induced re-read, of
         every evicted block, in order."""
         blocks, requests, tiers, fates = _transposed(self.rows)
-        flags = [b < 0 for b in blocks] if self.n_induced else None
-        if flags is not None:
-            blocks = [b if b >= 0 else -1 - b for b in blocks]
+        flags = None
+        if self.induced_rows:  # a flag per row made at C speed, then the few set
+            flags = [False] * len(blocks)
+            for i in self.induced_rows:
+                flags[i] = True
         msg, block = run.msg, run.block
         if not self.cuts:
             return ([msg[b] for b in blocks], [block[b] for b in blocks], requests, tiers, fates,
