@@ -49,7 +49,9 @@ reads of a file:
   again; a listing (a glob) naming it looks for it to open it;
 - ``uses-path`` (exec, other): a command or call whose arguments name the file, unless every
   command naming it only stages, moves, lists or removes files (``BOOKKEEPING``: ``git add
-  a.py``, ``chmod``, ``rm``: they use the name, not what the file says).  Not an edit or write
+  a.py``, ``chmod``, ``rm``: they use the name, not what the file says; the commands as the
+  shell cuts them, ``need_evidence.simple_commands``: a commit message in a heredoc is git's).
+  Not an edit or write
   of another file: a name in the code being written refers to the file (a test naming its
   fixture), it does not use what the file says;
 - ``mentions-file`` (text): an assistant message names the file (it talks about what it holds);

@@ -5,7 +5,6 @@ need, and a file a heredoc script opens is."""
 
 from __future__ import annotations
 
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
