@@ -87,3 +87,30 @@ def test_every_preset_replays_every_sample_without_orphans(sample_corpus):  # ty
                 c = run.call_of[b]
                 if c >= 0 and (run.msg[b], run.block[b]) not in removed:
                     assert (run.msg[c], run.block[c]) not in removed
+
+
+def test_a_replay_is_the_same_whatever_was_replayed_before_on_the_run(sample_corpus):  # type: ignore[no-untyped-def]
+    """The per-run memos (token sums, the need plan, the re-reads' sizes keyed by block and file
+    version, placeholders) are shared by every policy and sweep setting that replays a run: a
+    replay on a run whose memos other policies filled equals one on a copy with none."""
+    import dataclasses
+
+    from replay.engine.trace import INDUCED_REREAD, TRACE_SCHEMAS
+
+    names = ("observation-masking", "two-tier-original", "anthropic-context-editing",
+             "corecoder", "two-tier-corrected")
+    policies = [load_policy(n) for n in names]
+    induced = 0
+    for run_id in sample_corpus.replayable():
+        cal = sample_corpus.calibration(run_id)
+        warm = sample_corpus.prepared(run_id)
+        for p in policies:
+            replay(warm, p, calibration=cal)
+        for p in reversed(policies):
+            cold = dataclasses.replace(warm, _counts={})
+            a = replay(warm, p, calibration=cal)
+            b = replay(cold, p, calibration=cal)
+            for table in TRACE_SCHEMAS:
+                assert a.table(table).equals(b.table(table)), (run_id, p.name, table)
+            induced += a.table("actions").column("kind").to_pylist().count(INDUCED_REREAD)
+    assert induced  # the memos of induced re-reads were exercised
