@@ -11,14 +11,24 @@ big arrays left undecoded (``lazy``: each item decoded by ``item`` when the pars
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator
+from sys import getrecursionlimit
 from typing import Any, TypeVar
 
 import msgspec
 
 from replay.ingest.input_files import document_too_big
+from replay.ingest.parsers.json_depth import (
+    MAX_DEPTH,
+    OWN_C_LIMIT,
+    check_each,
+    decoded,
+    refused,
+    too_deep,
+)
 from replay.ingest.parsers.source import Issue, Source
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -26,6 +36,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 this big (16 MiB is several million tokens), and decoding and tokenising it would stall the
 batch."""
 T = TypeVar("T")
+_TOO_DEEP = f"JSON nested too deeply (over {MAX_DEPTH:,} levels)"
 _SEPARATORS = re.compile(r"[\s,]*")
 _decode = msgspec.json.Decoder().decode
 json_text: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
@@ -47,7 +58,9 @@ at most)."""
 
 
 def loads(data: bytes | str) -> Any:
-    """``json.loads(data)``, exactly: same values, same exceptions, three times faster.
+    """``json.loads(data)``, exactly: same values, same exceptions, three times faster, but
+    for nesting: ``RecursionError`` for a text nested over ``json_depth.MAX_DEPTH`` levels and
+    only then, however deep the caller's stack (``json_depth.decoded``).
 
     msgspec decodes (big integers stay integers, duplicate keys keep the last value, as in
     ``json``); what it refuses but ``json`` reads (escaped lone surrogates, ``NaN``, numbers
@@ -55,6 +68,30 @@ def loads(data: bytes | str) -> Any:
     handed to ``json.loads``, so the value or the error is the standard library's.  Bytes
     must be UTF-8 (``UnicodeDecodeError`` otherwise, as ``data.decode("utf-8")`` raises).
     """
+    if OWN_C_LIMIT or getrecursionlimit() > MAX_DEPTH:  # json_depth.check_each, inlined
+        return decoded(_loads, data)  # type: ignore[arg-type]
+    try:  # _loads_checked, inlined (a call saved: loads decodes each item of a document)
+        return _decode(data)
+    except Exception:  # noqa: BLE001 - whatever msgspec refuses, json decides
+        try:
+            return json.loads(data if isinstance(data, str) else bytes(data).decode("utf-8"))
+        except RecursionError:  # the caller's stack left no room, or the text nests too deep
+            return refused(_loads, data)  # type: ignore[arg-type]
+
+
+def _loads_checked(data: bytes | str) -> Any:
+    """``loads`` where ``check_each`` is false (``_loads`` inlined: a call saved, a line)."""
+    try:
+        return _decode(data)
+    except Exception:  # noqa: BLE001 - whatever msgspec refuses, json decides
+        try:
+            return json.loads(data if isinstance(data, str) else bytes(data).decode("utf-8"))
+        except RecursionError:  # the caller's stack left no room, or the text nests too deep
+            return refused(_loads, data)  # type: ignore[arg-type]
+
+
+def _loads(data: bytes | str) -> Any:
+    """``loads`` where the caller's stack is all there is (``json_depth`` adds the rest)."""
     try:
         return _decode(data)
     except Exception:  # noqa: BLE001 - whatever msgspec refuses, json decides
@@ -89,6 +126,10 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
              of_dict: Callable[[dict[str, Any]], Any] | None) -> Iterator[tuple[int, Any]]:
     data = src.data
     size, pos, no = len(data), 0, 0
+    generic = _loads_checked
+    if check_each():  # a decoder could go past MAX_DEPTH here: each line is measured first
+        generic = loads
+        typed = None if typed is None else functools.partial(decoded, typed)
     while pos < size:  # a line at a time: never every line's bytes at once beside the file's
         end = data.find(b"\n", pos)
         partial = end < 0  # the last line, with no newline after it
@@ -111,7 +152,7 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
                 yield no, line
                 continue
         try:
-            record = loads(raw)
+            record = generic(raw)
         except UnicodeDecodeError as exc:
             issues.append(Issue(src.path, no, f"invalid UTF-8 at byte {exc.start} (line skipped)"))
             continue
@@ -120,7 +161,7 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
             issues.append(Issue(src.path, no, f"{what}: {exc} (line skipped)"))
             continue
         except RecursionError:
-            issues.append(Issue(src.path, no, "JSON nested too deeply (line skipped)"))
+            issues.append(Issue(src.path, no, _TOO_DEEP + " (line skipped)"))
             continue
         if not isinstance(record, dict):
             issues.append(Issue(src.path, no, f"expected a JSON object, got {type(record).__name__}"))
@@ -153,7 +194,7 @@ def load_json(src: Source, issues: list[Issue], lazy: tuple[str | None, ...] = (
     except UnicodeDecodeError as exc:
         issues.append(Issue(src.path, 0, f"invalid UTF-8 at byte {exc.start}"))
     except RecursionError:
-        issues.append(Issue(src.path, 0, "JSON nested too deeply"))
+        issues.append(Issue(src.path, 0, _TOO_DEEP))
     except ValueError as exc:
         issues.append(Issue(src.path, getattr(exc, "lineno", 0), f"malformed JSON: {exc}"))
     return None
@@ -163,6 +204,8 @@ def _lazy_document(data: bytes, lazy: tuple[str | None, ...]) -> Any:
     """``data`` decoded with the arrays ``lazy`` names left as lists of ``msgspec.Raw``
     (``load_json``), or None when it cannot be read so (then it is decoded whole)."""
     if not _is_utf8(data):  # msgspec passes over the bytes of an undecoded item unchecked
+        return None
+    if check_each() and too_deep(data):  # (its items are decoded later, each by itself)
         return None
     try:
         top = _decode_top(data)
@@ -197,8 +240,8 @@ def first_record(data: bytes) -> dict[str, Any] | None:
     """The first line of a JSON Lines head as an object, or None (for format sniffing)."""
     for raw in data.split(b"\n", 64)[:64]:
         if raw.strip():
-            try:
-                rec = json.loads(raw)
+            try:  # (json.loads: a head in UTF-16 or with a BOM is read as before)
+                rec = decoded(json.loads, raw)
             except (ValueError, RecursionError):
                 return None
             return rec if isinstance(rec, dict) else None
