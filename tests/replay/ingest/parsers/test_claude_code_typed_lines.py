@@ -5,6 +5,7 @@ are no object, JSON msgspec refuses, bytes that are not UTF-8 in a field the Str
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,56 @@ def test_line_of_a_record_is_its_typed_decoding(record: dict[str, Any]) -> None:
     for key in Line.__struct_fields__:
         want = record.get(key, UNSET if key == "parentUuid" else None)
         assert getattr(line, key) == want
+
+
+def _reply(**more: Any) -> str:
+    """An assistant reply to ``_user("u1", None)``; ``usage_*`` and ``message_*`` keys set
+    fields of its usage and message, the others of the record."""
+    usage: dict[str, Any] = {"input_tokens": 5, "output_tokens": 2}
+    msg: dict[str, Any] = {"id": "m1", "model": "claude", "role": "assistant",
+                           "content": [{"type": "text", "text": "yo"}], "usage": usage}
+    rec: dict[str, Any] = {"type": "assistant", "uuid": "a1", "parentUuid": "u1",
+                           "sessionId": "s", "message": msg}
+    for key, value in more.items():
+        where, _, name = key.partition("_")
+        (usage if where == "usage" else msg if where == "message" else rec)[
+            name if where in ("usage", "message") else key] = value
+    return json.dumps(rec, allow_nan=True)
+
+
+_HOSTILE = {
+    "usage NaN": [_reply(usage_input_tokens=math.nan)],
+    "usage infinite": [_reply(usage_input_tokens=-math.inf)],
+    "usage beyond any float": [('{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":'
+                               '"s","message":{"id":"m","model":"c","content":[],"usage":'
+                               '{"input_tokens":1e999}}}')],
+    "usage a huge int": [_reply(usage_input_tokens=10**40)],
+    "usage a string": [_reply(usage_output_tokens="2")],
+    "usage negative": [_reply(usage_input_tokens=-3)],
+    "type a list": [_reply(type=["assistant"])],
+    "uuid a number": [_reply(uuid=7)],
+    "content an object": [_reply(message_content={"type": "text", "text": "x"})],
+    "duplicate keys": [('{"type":"assistant","type":"user","uuid":"a1","parentUuid":"u1",'
+                       '"sessionId":"s","message":{"role":"user","content":"x"},'
+                       '"message":{"role":"user","content":"y"}}')],
+    "a BOM in the middle": ["\ufeff" + _reply()],
+    "CRLF": [_reply() + "\r"],
+    "NUL": ["\x00", _reply(data="a\x00b")],
+    "lone surrogates": [_reply(message_content=[{"type": "text", "text": "\ud800"}]),
+                        _reply(uuid="a2", toolUseResult="\udfff")],
+    "NaN in a skipped field": [_reply(data=math.nan)],
+    "an invalid escape in a skipped field": ['{"type":"user","uuid":"u2","data":"\\x"}'],
+    "a line of whitespace": [" \t\r\f\v" * 1000],
+}
+
+
+@pytest.mark.parametrize("lines", _HOSTILE.values(), ids=_HOSTILE.keys())
+def test_hostile_lines_parse_as_generic_ones(lines: list[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines crafted to catch the Struct decoder out (values msgspec refuses or reads its own
+    way, bytes it passes over unchecked in a skipped field): the same runs, issues and
+    coverage as decoded the generic way, and no parser failure."""
+    data = "\n".join([_user("u1", None).decode(), *lines]).encode("utf-8", "surrogatepass")
+    typed = _parse(data, typed=True, monkeypatch=monkeypatch)
+    assert typed == _parse(data, typed=False, monkeypatch=monkeypatch)
+    assert "hi u1" in typed
