@@ -137,6 +137,16 @@ def shared_results(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no
 
 
 @pytest.fixture(scope="session")
+def preset_run(logs_corpus, sample_corpus, shared_results):  # type: ignore[no-untyped-def]
+    """``preset_run("logs" | "samples", policy)``: replayed and measured once per session, by
+    one xdist worker for all (``tests/preset_runs.py``).  The tests' replays of ``logs/`` or
+    the samples whole under a preset come from here."""
+    from tests.preset_runs import preset_runner
+
+    return preset_runner(logs_corpus, sample_corpus, shared_results)
+
+
+@pytest.fixture(scope="session")
 def logs_corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The embedded corpus (``logs/``: long generated runs and the failure scenarios)."""
     from replay.corpus import open_corpus

@@ -20,13 +20,14 @@ import pandas as pd
 from analysis.metrics import metrics
 from replay.corpus import Corpus, replay_corpus
 from replay.policy import Policy, load_policy, replace_path
-from tests.analysis.conftest import PresetRun, Replayed
+from tests.analysis.conftest import Replayed
 from tests.analysis.scenarios import (
     corpus_of,
     late_big_output_run,
     reread_after_trim_run,
     write_heavy_run,
 )
+from tests.preset_runs import PresetRun
 
 ORIGINAL, CORRECTED = "two-tier-original", "two-tier-corrected"
 

@@ -23,7 +23,7 @@ from analysis.per_run.rollup import NOT_REPLAYED, ROLLUP_METRICS
 from analysis.report.pages import HEADLINE, Page, _headline_rows, fmt_value
 from replay.ingest.run_label import run_key
 from replay.policy import Policy, load_policy, presets
-from tests.analysis.conftest import PresetRun
+from tests.preset_runs import PresetRun
 
 
 def _same(a: Any, b: Any) -> bool:

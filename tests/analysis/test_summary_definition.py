@@ -15,7 +15,7 @@ import pytest
 
 from replay.engine.trace import INDUCED_REREAD
 from replay.policy import Policy, load_policy, policy_from_dict, presets
-from tests.analysis.conftest import PresetRun
+from tests.preset_runs import PresetRun
 
 COLLAPSE_ONLY = {"name": "collapse-only", "server": {"window_tokens": 40_000},
                  "tiers": [{"type": "collapse", "margin_frac": 0.1, "keep_messages": 8}]}
