@@ -39,7 +39,7 @@ _WORD = st.from_regex(r"[a-z][a-z0-9_./-]{0,8}", fullmatch=True)
 _SIMPLE = st.lists(_WORD, min_size=1, max_size=4).map(" ".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(_SIMPLE, min_size=1, max_size=6),
        st.lists(st.sampled_from([" && ", " || ", "; ", " | ", "\n"]), min_size=5, max_size=5))
 def test_plain_commands_come_back_as_written(commands: list[str], seps: list[str]) -> None:
