@@ -81,7 +81,7 @@ from replay.ingest.parsers.claude_code_file import (
     session_folder,
     sniff,  # noqa: F401
 )
-from replay.ingest.parsers.claude_code_path import Node, Resolved
+from replay.ingest.parsers.claude_code_path import Node, Resolved, Tie
 from replay.ingest.parsers.claude_code_records import (
     NON_MESSAGE_TYPES,
     Bad,
@@ -269,11 +269,13 @@ def _link(rec: Rec, raw: Line, known: Mapping[str, str]) -> None:
     if isinstance(parent, str):
         parent = known.get(parent, parent)
     rec.parent = parent if isinstance(parent, str) and parent else None
-    rec.logical = logical if isinstance(logical, str) and logical else None
+    logical = logical if isinstance(logical, str) and logical else None
+    meta = rec.meta if rec.role in ("compact", "micro") else None
+    if logical is not None or meta:
+        rec.tie = Tie(logical, tuple(meta.get("preserved", ())) if meta else (),
+                      meta.get("segment") if meta else None)
     rec.has_parent_key = raw.parentUuid is not UNSET
     rec.sidechain = raw.isSidechain is True
-    if rec.meta:
-        rec.preserved, rec.segment = tuple(rec.meta.get("preserved", ())), rec.meta.get("segment")
     rec.message = rec.role in ("user", "assistant")
 
 

@@ -44,7 +44,9 @@ _CLEARED = "[Old tool result content cleared]"
 class Rec(Node):
     """A record the run is made of: a message, an attachment or a boundary, and its place in
     the session's tree (the ``Node`` it is: one object a record, not two; the parser sets the
-    links after ``record``)."""
+    links after ``record``).  A response's own fields are a ``Reply``'s, a boundary's facts a
+    ``Mark``'s: a user record or an attachment (most records of a big transcript) has no slot
+    for them (read here, they are their empty values)."""
 
     role: str
     """user, assistant, attachment, compact (a compaction boundary) or micro."""
@@ -54,14 +56,55 @@ class Rec(Node):
     """Its content (a tuple: a list's own header and spare room a record more), or for a user
     record or an attachment that is one text, that text (``block_list``: the one text block;
     a tuple of a tuple is ~100 bytes a record more, most records of a big transcript)."""
+
+    @property
+    def msg_id(self) -> str:
+        """The response's ``message.id`` (``Reply``)."""
+        return ""
+
+    @property
+    def model(self) -> str:
+        """The response's model (``Reply``)."""
+        return ""
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The response's usage (``Reply``)."""
+        return None
+
+    @property
+    def miss(self) -> str:
+        """The response's cache miss reason (``Reply``)."""
+        return ""
+
+    @property
+    def edits(self) -> str:
+        """The response's applied context edits, as JSON (``Reply``)."""
+        return ""
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        """A boundary's recorded facts (``Mark``)."""
+        return None
+
+
+@dataclass(slots=True, kw_only=True)
+class Reply(Rec):
+    """An assistant record: a ``Rec`` with its response's fields."""
+
     msg_id: str = ""
     model: str = ""
     usage: dict[str, Any] | None = None
     miss: str = ""
     edits: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class Mark(Rec):
+    """A compaction or microcompaction boundary: a ``Rec`` with its recorded facts."""
+
     meta: dict[str, Any] | None = None
-    """A boundary's recorded facts (``boundary_meta``); None for the other records (no empty
-    dict each: a transcript has hundreds of thousands of records)."""
+    """``boundary_meta``."""
 
 
 class Line(msgspec.Struct):
@@ -142,7 +185,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
         return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="attachment", rtype=rtype,
                    blocks=text) if text else None
     if rtype in ("system/compact_boundary", "system/microcompact_boundary"):
-        return Rec(line=no, uuid=uuid, parent=None, ts=ts, rtype=rtype, meta=boundary_meta(raw),
+        return Mark(line=no, uuid=uuid, parent=None, ts=ts, rtype=rtype, meta=boundary_meta(raw),
                    role="compact" if rtype == "system/compact_boundary" else "micro")
     if kind not in ("user", "assistant"):
         return None
@@ -170,7 +213,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
     miss = miss.get("type") if isinstance(miss, dict) else miss
     cm = msg.get("context_management")
     edits = cm.get("applied_edits") if isinstance(cm, dict) else None
-    return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="assistant", rtype=rtype,
+    return Reply(line=no, uuid=uuid, parent=None, ts=ts, role="assistant", rtype=rtype,
                blocks=content_blocks(content, user=False), msg_id=mid, model=model, usage=usage,
                miss=miss if isinstance(miss, str) else "", edits=json_text(edits) if edits else "")
 

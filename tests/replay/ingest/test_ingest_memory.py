@@ -246,3 +246,34 @@ def test_a_claude_code_record_is_one_object_when_read(tmp_path: Any,
     assert alive[0][0] - before[0] == 200
     assert alive[0][1] - before[1] <= 0
     assert alive[0][2] - before[2] <= 0
+
+
+def test_a_user_record_has_no_slots_for_a_response_or_a_boundary(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every line is read, each of 200 minimal user records is a bare ``Node`` and its
+    own three fields (role, coverage type, content), no bigger: a response's five fields and a
+    boundary's facts and links are not slots of every record (nine fields more a record, 48
+    bytes, before); read on it they are empty."""
+    import sys
+
+    from replay.ingest.parsers.claude_code_path import Node
+    from replay.ingest.parsers.claude_code_records import Rec
+    path = _claude_code_records(tmp_path / "s.jsonl", 200)
+    sizes: list[list[int]] = []
+    real = Source.release_data
+
+    def spy(self: Source) -> None:
+        gc.collect()
+        recs = [o for o in gc.get_objects() if type(o) is Rec and o.uuid.startswith("u")
+                and o.blocks == f"hi {o.line - 1}"]
+        sizes.append([sys.getsizeof(o) for o in recs])
+        assert all(r.msg_id == r.model == r.miss == r.edits == "" and r.usage is None
+                   and r.meta is None and r.logical is None and r.preserved == ()
+                   and r.segment is None for r in recs)
+        real(self)
+
+    monkeypatch.setattr(Source, "release_data", spy)
+    assert parse_file(path, path.parent).tables is not None
+    bare = sys.getsizeof(Node(1000, "u", None))
+    assert len(sizes) == 1 and len(sizes[0]) == 200
+    assert max(sizes[0]) <= bare + 3 * 8
