@@ -39,11 +39,25 @@ T = TypeVar("T")
 _TOO_DEEP = f"JSON nested too deeply (over {MAX_DEPTH:,} levels)"
 _SEPARATORS = re.compile(r"[\s,]*")
 _decode = msgspec.json.Decoder().decode
-json_text: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
-"""``json.dumps(value, ensure_ascii=False)``, exactly: the one JSON encoder parsers use (a
-call's arguments, an object output: the JSON text the model saw), made once; ``json.dumps``
-with any non-default argument makes an encoder for every call (about half its CPU for a call's
-arguments)."""
+_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_encode_chunks: Callable[[Any, int], list[str]] | None = None if _C_ENCODER is None else \
+    _C_ENCODER(None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ": ",
+               ", ", False, False, True)
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, exactly: the one JSON encoder parsers use (a
+    call's arguments, an object output: the JSON text the model saw).  ``json``'s C encoder is
+    made once with ``dumps``'s settings and called directly: ``JSONEncoder.encode`` makes a new
+    one (and a closure, a dict of markers) for every value, half the CPU of a call's arguments.
+    Made without markers: a circular value (none comes out of a JSON decoder) would raise
+    ``RecursionError``, not ``ValueError``."""
+    if _encode_chunks is None:  # a Python without json's C accelerator
+        return _json_text_slow(value)
+    return "".join(_encode_chunks(value, 0))
+
+
+_json_text_slow = json.JSONEncoder(ensure_ascii=False).encode
 _decode_top = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw]).decode
 _decode_items = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _UTF8_CHUNK = 1 << 14

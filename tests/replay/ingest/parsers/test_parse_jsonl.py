@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import jsonl
-from replay.ingest.parsers.jsonl import ItemLines, array_items, item, load_json, loads
+from replay.ingest.parsers.jsonl import ItemLines, array_items, item, json_text, load_json, loads
 from replay.ingest.parsers.source import Source
 
 _SCALARS = st.one_of(
@@ -68,6 +68,34 @@ def test_loads_raises_what_json_raises() -> None:
         loads(b'{"a": 1,\n "b": }')
     assert (bad_json.value.lineno, bad_json.value.colno) == (2, 7)
     assert math.isnan(loads("NaN"))
+
+
+_KEYS = st.one_of(st.text(max_size=5), st.integers(-(2**70), 2**70), st.none(), st.booleans(),
+                 st.floats(allow_nan=True, allow_infinity=True))
+_ENCODABLE = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                          | st.tuples(inner, inner)
+                          | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=20)
+
+
+def _encoded(encode: Any, value: Any) -> tuple[str, str]:
+    try:
+        return "ok", encode(value)
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ENCODABLE)
+def test_json_text_equals_json_dumps(value: Any) -> None:
+    """The once-made C encoder writes what ``json.dumps(ensure_ascii=False)`` writes: NaN and
+    infinities, lone surrogates, big integers, keys that are numbers, booleans or null."""
+    assert json_text(value) == json.dumps(value, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("value", [{1j: 1}, {"a": {1, 2}}, [object()], b"x"])
+def test_json_text_refuses_what_json_dumps_refuses(value: Any) -> None:
+    assert _encoded(json_text, value) == _encoded(lambda v: json.dumps(v, ensure_ascii=False),
+                                                  value)
 
 
 def _src(data: bytes) -> Source:
