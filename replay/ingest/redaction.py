@@ -59,10 +59,12 @@ _MARKER = re.compile(
 
 
 def says_redacted(text: str) -> bool:
-    """Whether ``text`` may hold a marker of either kind (``declared``, ``exact``): it says
-    "redacted" as every marker writes it (two plain substring tests: fast); a text that does
-    not holds none."""
-    return "EDACTED" in text or "edacted" in text
+    """Whether ``text`` may hold a marker of either kind (``declared``, ``exact``): it has the
+    "[" every marker opens with and says "redacted" as every marker writes it (plain substring
+    tests: fast; the "[" first, one memchr, spares both word tests of a text without one, such
+    as a Codex reasoning item's base64 ``encrypted_content``); a text that does not holds
+    none."""
+    return "[" in text and ("EDACTED" in text or "edacted" in text)
 
 
 def declared(text: str) -> tuple[str, int, int] | None:

@@ -86,6 +86,26 @@ def test_says_redacted_picks_every_marker_kind() -> None:
     assert not says_redacted("[26 chars removed]")
 
 
+_PIECES = st.sampled_from(["[", "]", "REDACTED", "redacted", "Redacted", "_OUTPUT", " len=",
+                           "length: ", ": ", "12", " chars", " +", "base64 ", "x", " ", "\n",
+                           "REDACTED_CTXREPLAY", " chars=3", " id=1", "é"])
+
+
+_MARKERS = st.sampled_from(["[REDACTED len=12]", "[redacted_output length: 300]",
+                            "[REDACTED: 77 chars]", "[+26 chars redacted]",
+                            "[base64 9 chars redacted]", "[REDACTED_CTXREPLAY id=1 chars=3]", ""])
+
+
+@given(st.lists(_PIECES, max_size=8).map("".join), _MARKERS,
+       st.lists(_PIECES, max_size=8).map("".join))
+def test_says_redacted_is_never_false_for_a_marker(head: str, marker: str, tail: str) -> None:
+    """What ``says_redacted`` skips (no "[", or no "redacted" as markers write it) holds no
+    marker of either kind: ``tokenize`` and ``declared`` rely on it."""
+    text = head + marker + tail
+    if declared(text) is not None or exact(text) is not None:
+        assert says_redacted(text)
+
+
 def test_tokens_for_uses_the_documented_ratio() -> None:
     assert tokens_for(3800, "o200k_base") == math.ceil(3800 / CHARS_PER_TOKEN["o200k_base"])
     assert tokens_for(0, "o200k_base") == 0
