@@ -47,6 +47,7 @@ class FetchedIndex:
     """Call key → fetched non-read blocks with that key, ascending by block."""
 
     _name_rx: dict[str, re.Pattern[str]] = field(default_factory=dict)
+    _result_of: dict[int, int] | None = None
 
     def names_in(self, text: str) -> set[str]:
         """The fetched files' names that ``text`` names as a path's last component (a substring
@@ -138,12 +139,61 @@ def path_names(text: str) -> set[str]:
 
 
 def _names_path(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
-    """Fetched reads in context whose path or file name the block's text names."""
+    """Fetched reads in context whose file the block's text names (``named_in``)."""
+    return index.held(named_in(index, index.run.text[b]), r)
+
+
+def named_in(index: FetchedIndex, text: str, cwd: str = "") -> list[Fetched]:
+    """The fetched reads whose file ``text`` names: by its path where the text writes one with
+    a directory (``cli/lib/x.ts``, ``/home/u/repo/x.ts``: a file of the same name in another
+    directory, another checkout, is another file; compared by ``same_file``, a leading ``~/``,
+    ``./`` or ``../`` dropped), by its file name where the text writes the bare name — resolved
+    against ``cwd`` when it is known (a command after ``cd DIR``) — or a path that does not
+    begin as a path does (after a ``$VAR``, a glob's ``*``: ``**/x.ts``)."""
+    out: list[Fetched] = []
+    names = index.names_in(text)
+    if not names:
+        return out
+    text = _ESCAPE.sub(" ", text)  # JSON-escaped arguments: "\nsrc/x.ts" names src/x.ts
+    for name in names:
+        found = index.by_name.get(name)
+        if not found:
+            continue
+        wanted = []
+        for m in _PATHLIKE.finditer(text):
+            w = m.group().rstrip("/")
+            if w.rsplit("/", 1)[-1] != name:
+                continue
+            if m.start() and text[m.start() - 1] not in _PATH_STARTS:
+                w = name
+            wanted.append(_loose(w if w.startswith("/") or not cwd else f"{cwd}/{w}"))
+        if name in wanted:
+            out += found
+        else:
+            out += [f for f in found if any(same_file(_loose(f.path), w) for w in wanted)]
+    return out
+
+
+_ESCAPE = re.compile(r'\\[ntr"]')
+"""A JSON escape (``\\n``, ``\\"``) in recorded arguments."""
+_PATH_STARTS = frozenset(" \t\n\"'`=(:,[<>|;&")
+"""Characters after which a path-like word is written as a path (a word after ``$``, ``}`` or
+``*`` is the tail of a variable or a glob: only its file name counts)."""
+
+
+def _loose(path: str) -> str:
+    """A path compared by its tail: leading ``~/``, ``./`` and ``../`` dropped."""
+    while path.startswith(("~/", "./", "../")):
+        path = path.split("/", 1)[1]
+    return path
+
+
+def _names_file_name(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """Fetched reads in context whose file name the block's text names, in any directory (the
+    naive rule's test)."""
     out: list[Fetched] = []
     for name in index.names_in(index.run.text[b]):
-        found = index.by_name.get(name)
-        if found:
-            out += index.held(found, r)
+        out += index.held(index.by_name.get(name, []), r)
     return out
 
 
@@ -157,6 +207,20 @@ def _same_file(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
 BOOKKEEPING = frozenset({"git", "hg", "jj", "svn", "rm", "mv", "cp", "chmod", "chown", "mkdir",
                          "touch", "ln", "ls", "stat", "du", "file", "rmdir"})
 """Commands that stage, move, list or remove files without using what they hold."""
+RUNNERS = frozenset({"python", "python3", "node", "bun", "deno", "tsx", "ts-node", "npx",
+                     "bunx", "npm", "pnpm", "yarn", "uv", "poetry", "pytest", "jest", "vitest",
+                     "mocha", "tsc", "mypy", "pyright", "ruff", "eslint", "prettier", "black",
+                     "go", "cargo", "rustc", "make", "cmake", "gcc", "cc", "clang", "javac",
+                     "java", "ruby", "rake", "mix", "elixir", "iex", "php", "sh", "bash",
+                     "zsh"})
+"""Commands that run, build, test, lint or type-check the files they name (an interpreter, a
+test runner, a compiler, a package manager's script; a versioned name like ``python3.12`` too):
+the file's text goes to a program, not to the model.  Not when the run failed (its result an
+error: a failing test, a build error): the agent reads the error against what the file says.
+A script fed to them in a heredoc that opens a file prints what it holds: a use."""
+DELEGATES = frozenset({"task", "agent"})
+"""Tools (lowercased) that hand a prompt to a subagent: a file the prompt names is read in the
+subagent's own context, not used from this one's."""
 _HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 """A heredoc operator (``<<WORD``, ``<<-'WORD'``; not a ``<<<`` here-string): its body is the
 lines after its line up to the one holding WORD alone."""
@@ -164,18 +228,77 @@ _BODY = re.compile("\x00([0-9]+)\x00")
 
 
 def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
-    """``_names_path``, less the files named only by ``BOOKKEEPING`` commands."""
-    found = _names_path(index, b, r)
-    if not found or index.run.op[b] != "exec":
-        return found
-    used: set[str] = set()
-    for part in simple_commands(_command(index.run.text[b])):
+    """``_names_path`` of a call that uses the files it names: not a call to a subagent
+    (``DELEGATES``); of a shell command, the files named by its simple commands that do not
+    keep books (``BOOKKEEPING``), each resolved against the directory a ``cd`` before it in
+    the line entered; of a runner's (``RUNNERS``), only those its heredoc script names, unless
+    the call failed."""
+    run = index.run
+    if run.tool[b].strip().lower() in DELEGATES:
+        return []
+    if run.op[b] != "exec":
+        return _names_path(index, b, r)
+    found: list[Fetched] = []
+    cwd = ""
+    for part, script in _commands(_command(run.text[b])):
         words = part.split()
         while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
             words = words[1:]
-        if words and words[0].rsplit("/", 1)[-1] not in BOOKKEEPING:
-            used |= path_names(part)
-    return [f for f in found if f.name in used]
+        if not words:
+            continue
+        cmd = words[0].rsplit("/", 1)[-1]
+        if cmd in ("cd", "pushd"):
+            to = words[1].strip("'\"") if len(words) > 1 else ""
+            cwd = to.rstrip("/") if to.startswith("/") else f"{cwd}/{to}" if cwd and to else ""
+        elif cmd in BOOKKEEPING:
+            continue
+        elif _RUNNER_VERSION.sub("", cmd) in RUNNERS and not _failed(index, b):
+            found += named_in(index, script, cwd) if script else []
+        else:
+            found += named_in(index, part, cwd)
+    return index.held(list(dict.fromkeys(found)), r)
+
+
+_RUNNER_VERSION = re.compile(r"[0-9.]+$")
+"""A versioned interpreter's suffix (``python3.12``)."""
+
+
+def _failed(index: FetchedIndex, call: int) -> bool:
+    """Whether the call's recorded result is an error."""
+    if index._result_of is None:
+        run = index.run
+        index._result_of = {run.call_of[x]: x for x in range(run.n_blocks) if run.call_of[x] >= 0}
+    got = index._result_of.get(call)
+    return got is not None and bool(index.run.is_error[got])
+
+
+NOTICES = ("<task-notification>", "<bash-notification>")
+"""How a harness notice in the user's turn begins (Claude Code's, of a background task or
+subagent that finished)."""
+NOTICE_FILES = re.compile(r"<output-file>(.*?)</output-file>", re.DOTALL)
+"""The part of a notice that points the agent at a file to open: the task's output file.  The
+rest (a subagent's report of the files it touched) is the subagent's account, not a file this
+context must read."""
+
+
+def _names_path_noticed(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """``_names_path`` of a user-role message; of a harness notice (``NOTICES``), only the
+    files it points the agent at (``NOTICE_FILES``)."""
+    text = index.run.text[b]
+    if not text.lstrip().startswith(NOTICES):
+        return _names_path(index, b, r)
+    return index.held([f for m in NOTICE_FILES.finditer(text) for f in named_in(index, m.group(1))], r)
+
+
+def _names_path_at_work(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
+    """``_names_path`` of an assistant message in a response that also makes a call (the agent
+    names the file as it works on it: "Now register it in application.ex:"); not of a response
+    that is only text, which ends the turn (a report to the user naming what was done)."""
+    lo, hi = index.run.req_output_blocks[r]
+    kind = index.run.kind
+    if not any(kind[x] == "tool_call" for x in range(lo, hi)):
+        return []
+    return _names_path(index, b, r)
 
 
 def simple_commands(command: str) -> list[str]:
@@ -185,6 +308,11 @@ def simple_commands(command: str) -> list[str]:
     command that holds its operator (a commit message written by ``git commit -F - <<EOF`` or
     ``-m "$(cat <<'EOF' …)"`` is the git command's text, not commands of its own; a script fed
     to ``python - <<EOF`` is the python command's). Unbalanced quotes run to the end."""
+    return [part for part, _ in _commands(command)]
+
+
+def _commands(command: str) -> list[tuple[str, str]]:
+    """``simple_commands``, each with the text of its heredoc bodies alone ('' when none)."""
     lines = command.replace("\\\n", "").split("\n")
     bodies: list[str] = []
     kept: list[str] = []
@@ -205,9 +333,10 @@ def simple_commands(command: str) -> list[str]:
             bodies.append("\n".join(body))
         kept.append(line)
     parts = _split_outside_quotes("\n".join(kept))
-    if bodies:
-        parts = [_BODY.sub(lambda m: bodies[int(m.group(1))], p) for p in parts]
-    return parts
+    if not bodies:
+        return [(p, "") for p in parts]
+    return [(_BODY.sub(lambda m: bodies[int(m.group(1))], p),
+             "\n".join(bodies[int(i)] for i in _BODY.findall(p))) for p in parts]
 
 
 def _split_outside_quotes(text: str) -> list[str]:
@@ -249,8 +378,11 @@ def _command(text: str) -> str:
 
 
 EVIDENCE: dict[str, Callable[[FetchedIndex, int, int], list[Fetched]]] = {
+    "names_file_name": _names_file_name,
     "names_path": _names_path,
     "names_path_in_use": _names_path_in_use,
+    "names_path_at_work": _names_path_at_work,
+    "names_path_noticed": _names_path_noticed,
     "same_file": _same_file,
 }
 """Evidence name → the fetched blocks in context that block ``b`` of request ``r`` depends on."""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.engine.need_evidence import simple_commands
-from replay.engine.needs import RULES, run_needs
+from tests.replay.engine.need_runs import built_run, need_rules
 
 
 def test_continuation_lines_stay_in_their_command() -> None:
@@ -48,40 +48,12 @@ def test_plain_commands_come_back_as_written(commands: list[str], seps: list[str
     assert [p.strip() for p in simple_commands(line)] == commands
 
 
-def _run(command: str) -> object:
-    """A run that reads src/app.py, then runs ``command`` in a later request."""
-    from replay.engine.prepared import prepare
-    from replay.ingest.parsers.builder import RunBuilder
-    from replay.ingest.parsers.source import Source
-    from replay.ingest.run_tables import tokenize
-
-    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
-                   format="t", issues=[])
-    b.message("user")
-    b.text("task")
-    for i, (tool, args) in enumerate((("Read", {"file_path": "src/app.py"}),
-                                       ("Bash", {"command": command}))):
-        b.message("assistant")
-        b.tool_call(f"c{i}", tool, args)
-        b.request()
-        b.message("tool")
-        b.tool_result(f"c{i}", "def main():\n    return 1\n" * 5)
-    b.message("assistant")
-    b.text("done")
-    b.request()
-    tables = tokenize([b.build()], ("o200k_base",))
-    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
-
-
 def _needed(command: str) -> bool:
-    run = _run(command)
-    needs = run_needs(run, RULES)  # type: ignore[arg-type]
-    read = next(b for b in needs.blocks if needs.blocks[b].key.endswith("app.py"))
-    return bool(needs.blocks[read].need_requests)
+    return bool(need_rules(built_run([("Bash", {"command": command})])))
 
 
 def test_bookkeeping_across_lines_is_not_a_need_and_a_heredoc_script_is() -> None:
-    assert _needed("pytest src/app.py")  # the control: a use of the file
+    assert _needed("sed -i 's/1/2/' src/app.py")  # the control: a use of the file
     assert not _needed("git add \\\n  src/app.py")
     assert not _needed("git commit -m \"$(cat <<'EOF'\nrefactor\nsrc/app.py\nEOF\n)\"")
     assert _needed("python - <<EOF\nprint(open('src/app.py').read())\nEOF")
