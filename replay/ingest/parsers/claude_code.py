@@ -114,11 +114,10 @@ its ``sessionId`` would make every record of the file a copy from its parent's f
 class _Session:
     """One ``sessionId``'s records."""
 
-    nodes: list[Node] = field(default_factory=list)
-    """The records the run is made of."""
+    nodes: list[Rec] = field(default_factory=list)
+    """The records the run is made of, in file order."""
     links: dict[str, str | None] = field(default_factory=dict)
     """uuid -> parent of the other records with a uuid (links of the chain only)."""
-    recs: dict[int, Rec] = field(default_factory=dict)
     version: str = ""
     agent_id: str = ""
     titles: dict[str, str] = field(default_factory=dict)
@@ -129,6 +128,15 @@ class _Session:
     """Lines of records a forked session copied from its parent (``forkedFrom``)."""
     fork_of: str = ""
     """The session this one was forked from ('' for none)."""
+    lines: dict[int, Rec] | None = None
+    """Line -> record of ``nodes``, made when first asked (``by_line``)."""
+
+    def by_line(self) -> dict[int, Rec]:
+        """Line -> record, made when first asked: only a session with records off its path
+        (abandoned branches, sidechains) asks, and the map is ~32 bytes a record."""
+        if self.lines is None:
+            self.lines = {n.line: n for n in self.nodes}
+        return self.lines
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -205,13 +213,13 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
                 sess.fork_of = ff["sessionId"]
-        sess.recs[no] = rec
         sess.version = sess.version or (raw.version if isinstance(raw.version, str) else "")
         agent = raw.agentId if isinstance(raw.agentId, str) else ""
         sess.agent_id = sess.agent_id or agent
         if agent and raw.isSidechain is True:
             sess.side_agents[no] = agent
     src.release_data()  # every record read: the file's bytes are not held while runs are built
+    del seen_uuids, elsewhere  # (nor every uuid of the file once more: ~55 bytes a record)
     for kind, n in passed.items():
         src.coverage.skipped(kind, n)
     if duplicates:
@@ -222,19 +230,19 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     drafts: list[RunDraft] = []
     for sess in sessions.values():
         sides = [] if is_sub else _sidechains(sess)
-        if not any(r.role in ("user", "assistant") for r in sess.recs.values()):
-            for r in sess.recs.values():
+        if not any(r.role in ("user", "assistant") for r in sess.nodes):
+            for r in sess.nodes:
                 src.coverage.skipped(r.rtype)
             continue
         paths = Resolved(sess.nodes, sess.links, is_sub)
-        branches, more = abandoned_branches(sess.nodes, sess.links, sess.recs, is_sub, paths)
+        branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
         main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths,
                     branch_lines=set().union(*(br.own for br in branches)),
                     consume=not branches)
         drafts.append(main)
         for k, br in enumerate(branches, 1):
-            view = _Session(sess.nodes, sess.links, sess.recs, sess.version, sess.agent_id,
-                            forked=sess.forked | br.shared)
+            view = _Session(sess.nodes, sess.links, sess.version, sess.agent_id,
+                            forked=sess.forked | br.shared, lines=sess.by_line())
             drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
                                branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths,
                                consume=k == len(branches)))
@@ -310,11 +318,10 @@ def _sidechains(sess: _Session) -> list[_Session]:
         key = alias.get(key, key)
         sub = chains.setdefault(key, _Session(links=sess.links, version=sess.version))
         sub.nodes.append(n)
-        sub.recs[n.line] = sess.recs.pop(n.line)
         sub.agent_id = sub.agent_id or sess.side_agents.get(n.line, "")
     sess.nodes = [n for n in sess.nodes if not n.sidechain]
     return [c for c in chains.values() if any(r.role in ("user", "assistant")
-                                               for r in c.recs.values())]
+                                               for r in c.nodes)]
 
 
 def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
@@ -341,21 +348,23 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
                                          "loop are used"))
-    extra = kept_extra(found, sess.recs)
+    recs = sess.by_line() if found.off_path else {}
+    extra = kept_extra(found, recs) if found.off_path else set()
     for line in found.off_path - extra:
-        rec = sess.recs.get(line)
+        rec = recs.get(line)
         if rec is not None and line in (branch_lines or ()):
             cov.modelled(f"{rec.rtype} (abandoned branch: a run of its own)")
         elif rec is not None:
             cov.skipped(f"{rec.rtype} (off the conversation path)")
-    kept = [sess.recs[line] for line in found.with_lines(extra) if line in sess.recs]
+    kept = found.records(sess.nodes, extra)
     models: Counter[str] = Counter()
     state = State(found.preserved, wanted(kept, found.preserved))
     items = order(kept)
     del kept, found
     if consume:  # the last run made of these records: each is let go once it is emitted
-        sess.recs.clear()
         sess.nodes.clear()
+        sess.lines = None
+        del recs
         if paths is not None:
             paths.forget()
     items.reverse()

@@ -14,7 +14,7 @@ Not here: building the runs (``replay.ingest.parsers.claude_code``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from replay.ingest.parsers.claude_code_path import Node, Path, Resolved, leaves, segments
@@ -49,14 +49,16 @@ def kept_extra(found: Path, recs: dict[int, Rec]) -> set[int]:
         or any(x[0] == "result" and x[1] in calls for x in block_list(r)))}
 
 
-def abandoned_branches(nodes: list[Node], links: dict[str, str | None], recs: dict[int, Rec],
-                       sidechain_file: bool,
+def abandoned_branches(nodes: Sequence[Node], links: dict[str, str | None],
+                       by_line: Callable[[], dict[int, Rec]], sidechain_file: bool,
                        paths: Resolved | None = None) -> tuple[list[Branch], int]:
     """The session's abandoned branches, oldest first, and how many more there were than
-    ``MAX_BRANCHES``."""
+    ``MAX_BRANCHES``; ``by_line``: line -> record of ``nodes`` (asked only when there are
+    branches)."""
     ends = leaves(nodes, sidechain_file, segments(nodes, links))
     if len(ends) < 2:
         return [], 0
+    recs = by_line()
     paths = paths or Resolved(nodes, links, sidechain_file)
     main = paths()
     held = set(main.order) | kept_extra(main, recs)

@@ -31,9 +31,10 @@ Not here: what a record holds (``replay.ingest.parsers.claude_code``).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,9 @@ class Node:
         return self.tie.segment
 
 
+N = TypeVar("N", bound=Node)
+
+
 class Runs:
     """Context order of a session's records, in a few bytes a record: the records (file order)
     fall into runs, each starting at a record on the path and going on to the next such
@@ -97,7 +101,7 @@ class Runs:
 
     __slots__ = ("_heads", "_in_file_order", "_is_head", "_more", "_nodes")
 
-    def __init__(self, nodes: list[Node], on_path: dict[str, int], n_path: int) -> None:
+    def __init__(self, nodes: Sequence[Node], on_path: Mapping[str, int], n_path: int) -> None:
         self._nodes = nodes
         self._heads = array("q", [-1]) * n_path
         """Path index -> position in ``nodes`` of the record it is (-1: a record of
@@ -121,6 +125,45 @@ class Runs:
                 self._heads[k] = pos
             else:
                 self._more.setdefault(k, []).append(pos)
+
+    @classmethod
+    def along(cls, nodes: Sequence[Node], path: list[str], on: AbstractSet[str]) -> Runs:
+        """``Runs(nodes, {uuid: index on path}, len(path))`` for ``path`` (its uuids, root
+        first; ``on``: the same as a set), without that map (an int and a dict entry a record
+        on the path, twice a set's) when the path's records come in the file in path order
+        (most files): they are found by one scan along ``path``; any other file is done as
+        ``Runs`` does it."""
+        runs = cls.__new__(cls)
+        runs._nodes, runs._more, runs._in_file_order = nodes, {}, True
+        heads = runs._heads = array("q", [-1]) * len(path)
+        is_head = runs._is_head = bytearray(len(nodes))
+        j, n_path = 0, len(path)
+        for pos, n in enumerate(nodes):
+            u = n.uuid
+            if not u or u not in on:
+                continue
+            while j < n_path and path[j] != u:  # (the path's records of ``links``: passed)
+                j += 1
+            if j == n_path:  # behind one met before, or met twice: not in path order
+                return cls(nodes, {u: i for i, u in enumerate(path)}, n_path)
+            heads[j], is_head[pos] = pos, 1
+            j += 1
+        return runs
+
+    def on_path(self, pos: int) -> bool:
+        """Whether the record at ``pos`` in ``nodes`` is on the path."""
+        return self._is_head[pos] == 1
+
+    def select(self, nodes: Sequence[N], left_out: AbstractSet[int],
+               but: AbstractSet[int] = frozenset()) -> list[N]:
+        """``lines(left_out, but)``'s records: ``nodes`` (those these runs were made of) in
+        context order, but those of ``left_out`` not in ``but``."""
+        if len(nodes) != len(self._nodes):
+            raise ValueError("not the records these runs were made of")
+        if self._in_file_order:
+            return [n for n in nodes if (line := n.line) not in left_out or line in but]
+        return [n for pos in self.positions() if (line := (n := nodes[pos]).line) not in left_out
+                or line in but]
 
     def positions(self) -> Iterator[int]:
         """Every record's position in ``nodes``, in context order."""
@@ -174,6 +217,13 @@ class Path:
             return list(self.order)
         return self.runs.lines(self.off_path, lines)
 
+    def records(self, nodes: Sequence[N], lines: set[int]) -> list[N]:
+        """``with_lines(lines)``'s records: of ``nodes`` (those the path was resolved over),
+        the kept ones and those of ``lines``, in context order."""
+        if self.runs is None:  # (every record, in file order: ``resolve`` found no leaf)
+            return list(nodes)
+        return self.runs.select(nodes, self.off_path, lines)
+
 
 @dataclass(frozen=True, slots=True)
 class Segment:
@@ -186,11 +236,11 @@ class Segment:
     """The segment's records, head first (those without a uuid of their own: none)."""
 
 
-def segments(nodes: list[Node], links: dict[str, str | None]) -> dict[str, Segment]:
+def segments(nodes: Sequence[Node], links: dict[str, str | None]) -> dict[str, Segment]:
     """Tail uuid -> the preserved segment of each boundary whose walk from its tail back to its
     head by ``parentUuid`` reaches the head (the client's check before it relinks; a walk
     that breaks, loops or meets the anchor first relinks nothing)."""
-    if not any(n.segment is not None for n in nodes):  # (most sessions: no uuid -> parent
+    if not any(n.tie.segment is not None for n in nodes):  # (most sessions: no uuid -> parent
         return {}  # map of every record for nothing)
     parent: dict[str, str | None] = dict(links)
     parent.update((n.uuid, n.parent) for n in nodes if n.uuid)
@@ -211,7 +261,7 @@ def segments(nodes: list[Node], links: dict[str, str | None]) -> dict[str, Segme
     return out
 
 
-def leaves(nodes: list[Node], sidechain_file: bool,
+def leaves(nodes: Sequence[Node], sidechain_file: bool,
            segs: dict[str, Segment] | None = None) -> list[Node]:
     """The message records no message record continues (the ends of the tree's branches),
     oldest first (timestamp, then line); the newest is the end of the conversation path.  The
@@ -222,7 +272,7 @@ def leaves(nodes: list[Node], sidechain_file: bool,
                    and (sidechain_file or not n.sidechain)), key=lambda n: (n.ts, n.line))
 
 
-def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: bool,
+def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool,
             leaf: Node | None = None) -> Path:
     """The conversation path through ``nodes`` (the records a run is made of, file order).
 
@@ -242,7 +292,9 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
     branch = leaf is not None  # an abandoned branch holds its chain only
     leaf = leaf or ends[-1]
     walked, cycle = _walk(leaf, tree, segs)
-    on_path = {u: i for i, u in enumerate(reversed(walked))}
+    walked.reverse()  # root first
+    on_path = set(walked)
+    runs = Runs.along(nodes, walked, on_path)
     joins: dict[str, bool] = {}
 
     def joins_path(n: Node) -> bool:
@@ -267,13 +319,12 @@ def resolve(nodes: list[Node], links: dict[str, str | None], sidechain_file: boo
         return found
 
     off: set[int] = set()
-    for n in nodes:
-        if n.uuid in on_path:
+    for pos, n in enumerate(nodes):
+        if runs.on_path(pos):
             continue
         if branch or n.sidechain and not sidechain_file or n.uuid and n.has_parent_key \
                 and joins_path(n):
             off.add(n.line)
-    runs = Runs(nodes, on_path, len(walked))
     order = runs.lines(off)
     kept = {s.boundary: list(s.uuids) for s in segs.values() if s.boundary in on_path}
     return Path(order, off, runs, cycle, kept)
@@ -284,7 +335,7 @@ class Resolved:
     abandoned branches resolves the main path and each branch's, and each run's own is the
     same path again."""
 
-    def __init__(self, nodes: list[Node], links: dict[str, str | None],
+    def __init__(self, nodes: Sequence[Node], links: dict[str, str | None],
                  sidechain_file: bool) -> None:
         self._args = nodes, links, sidechain_file
         self._paths: dict[int | None, Path] = {}
@@ -311,7 +362,7 @@ class _Tree:
 
     __slots__ = ("_known", "_links")
 
-    def __init__(self, nodes: list[Node], links: dict[str, str | None]) -> None:
+    def __init__(self, nodes: Sequence[Node], links: dict[str, str | None]) -> None:
         self._known = {n.uuid: n for n in nodes if n.uuid}
         self._links = links
 
@@ -339,7 +390,7 @@ def _walk(leaf: Node, tree: _Tree, segs: dict[str, Segment]) -> tuple[list[str],
         path.append(cur)
         if cur in relinked:
             crossed.add(cur)
-        elif node.preserved:  # a broken segment: its preserved records come before it
+        elif node.tie.preserved:  # a broken segment: its preserved records come before it
             found = [(u, k) for u in node.preserved if (k := tree.get(u)) is not None]
             kept = [u for u, _ in found]
             path = [u for u in path if u not in kept]

@@ -277,3 +277,55 @@ def test_a_user_record_has_no_slots_for_a_response_or_a_boundary(
     bare = sys.getsizeof(Node(1000, "u", None))
     assert len(sizes) == 1 and len(sizes[0]) == 200
     assert max(sizes[0]) <= bare + 3 * 8
+
+
+def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transcript of 200 records on one chain, in file order: when every line is read no
+    dict maps line -> record (made only for a session with records off its path); when its
+    path is ordered, ``resolve`` holds no dict of uuid -> index on the path (``Runs.along``);
+    when its run is built, ``parse`` holds no dict of every uuid (the reading's, let go with
+    the file's bytes).  Each was a dict of 200 entries (and an int each) before.  (Dicts of
+    strings and ints are not tracked by the collector: the functions' own variables are
+    looked at.)"""
+    import sys
+
+    from replay.ingest.parsers import claude_code_path
+    from replay.ingest.parsers.claude_code_records import Rec
+    path = _claude_code_records(tmp_path / "s.jsonl", 200)
+    found: dict[str, int] = {}
+
+    def maps(of: type, to: type, held: list[Any]) -> int:
+        return sum(1 for o in held if type(o) is dict and len(o) >= 200
+                   and all(type(k) is of and type(v) is to for k, v in o.items()))
+
+    def held_by(function: str) -> list[Any]:
+        frame = sys._getframe(1)
+        while frame.f_code.co_name != function:
+            frame = frame.f_back  # type: ignore[assignment]
+        return list(frame.f_locals.values())
+
+    real_release, real_lines, real_build = (Source.release_data, claude_code_path.Runs.lines,
+                                            RunBuilder.build)
+
+    def release(self: Source) -> None:
+        gc.collect()
+        found["line -> record"] = maps(int, Rec, gc.get_objects())
+        real_release(self)
+
+    def lines(self: claude_code_path.Runs, *args: Any) -> list[int]:
+        found["uuid -> index"] = maps(str, int, held_by("resolve"))
+        return real_lines(self, *args)
+
+    def build(self: RunBuilder) -> Any:
+        found["uuid -> uuid"] = maps(str, str, held_by("parse"))
+        return real_build(self)
+
+    gc.collect()
+    before = maps(int, Rec, gc.get_objects())
+    monkeypatch.setattr(Source, "release_data", release)
+    monkeypatch.setattr(claude_code_path.Runs, "lines", lines)
+    monkeypatch.setattr(RunBuilder, "build", build)
+    assert parse_file(path, path.parent).tables is not None
+    found["line -> record"] -= before
+    assert found == {"line -> record": 0, "uuid -> index": 0, "uuid -> uuid": 0}

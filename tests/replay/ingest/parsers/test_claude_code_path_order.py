@@ -53,3 +53,39 @@ def test_runs_order_the_records_as_the_key_does(
     runs = Runs(nodes, on_path, len(on_path))
     assert runs.lines(left_out) == _by_key(nodes, on_path, left_out, set())
     assert runs.lines(left_out, but) == _by_key(nodes, on_path, left_out, but)
+
+
+@st.composite
+def _paths(draw: st.DrawFn) -> tuple[list[Node], dict[str, int], set[int], set[int]]:
+    """``_sessions``, half of them with the path in file order (the order most files have:
+    ``Runs.along`` takes it without the index map), the links of the chain anywhere in it."""
+    nodes, on_path, left_out, but = draw(_sessions())
+    if draw(st.booleans()):
+        first = {}
+        for n in nodes:
+            first.setdefault(n.uuid, n.line)
+        records = sorted((u for u in on_path if u in first), key=first.__getitem__)
+        path = records
+        for link in (u for u in on_path if u not in first):
+            at = draw(st.integers(0, len(path)))
+            path = [*path[:at], link, *path[at:]]
+        on_path = {u: k for k, u in enumerate(path)}
+    return nodes, on_path, left_out, but
+
+
+@settings(max_examples=400, deadline=None)
+@given(_paths())
+def test_runs_along_the_path_are_the_runs_of_its_index(
+        case: tuple[list[Node], dict[str, int], set[int], set[int]]) -> None:
+    """``Runs.along`` (the path as a list, no map of its indices) orders and selects the
+    records as the key does, and says which are on the path, whether the path's records
+    come in file order, repeat a uuid or not."""
+    nodes, on_path, left_out, but = case
+    path = sorted(on_path, key=on_path.__getitem__)
+    runs = Runs.along(nodes, path, set(path))
+    assert runs.lines(left_out) == _by_key(nodes, on_path, left_out, set())
+    assert runs.lines(left_out, but) == _by_key(nodes, on_path, left_out, but)
+    assert [n.line for n in runs.select(nodes, left_out, but)] == \
+        _by_key(nodes, on_path, left_out, but)
+    assert [runs.on_path(pos) for pos in range(len(nodes))] == \
+        [bool(n.uuid) and n.uuid in on_path for n in nodes]
