@@ -154,19 +154,10 @@ def named_in(index: FetchedIndex, text: str, cwd: str = "") -> list[Fetched]:
     names = index.names_in(text)
     if not names:
         return out
-    text = _ESCAPE.sub(" ", text)  # JSON-escaped arguments: "\nsrc/x.ts" names src/x.ts
     for name in names:
-        found = index.by_name.get(name)
-        if not found:
-            continue
-        wanted = []
-        for m in _PATHLIKE.finditer(text):
-            w = m.group().rstrip("/")
-            if w.rsplit("/", 1)[-1] != name:
-                continue
-            if m.start() and text[m.start() - 1] not in _PATH_STARTS:
-                w = name
-            wanted.append(_loose(w if w.startswith("/") or not cwd else f"{cwd}/{w}"))
+        wanted = [_loose(w if w.startswith("/") or not cwd else f"{cwd}/{w}")
+                  for w in _written(text, name)]
+        found = index.by_name[name]
         if name in wanted:
             out += found
         else:
@@ -174,8 +165,37 @@ def named_in(index: FetchedIndex, text: str, cwd: str = "") -> list[Fetched]:
     return out
 
 
-_ESCAPE = re.compile(r'\\[ntr"]')
-"""A JSON escape (``\\n``, ``\\"``) in recorded arguments."""
+def _written(text: str, name: str) -> list[str]:
+    """How ``text`` writes each path-like word (``_PATHLIKE``) whose last component is
+    ``name``: the word, or the bare name where the word does not begin as a path does.  A JSON
+    escape before it (``\\nsrc/x.ts`` in recorded arguments) is not part of it."""
+    out: list[str] = []
+    if not _PATHLIKE.fullmatch(name):
+        return out  # not a path-like word itself ("<" from a recorded "wc -l < f")
+    i, n = text.find(name), len(text)
+    while i >= 0:
+        start, stop = i, i + len(name)
+        while start and _pathlike(text[start - 1]):
+            start -= 1
+        while stop < n and _pathlike(text[stop]):
+            stop += 1
+        if start < i and text[start - 1] == "\\" and text[start] in "ntr":
+            start += 1  # an escaped newline, tab or return
+            before = " "
+        else:
+            before = text[start - 1] if start else " "
+        word = text[start:stop].rstrip("/")
+        if word.rsplit("/", 1)[-1] == name:
+            out.append(word if before in _PATH_STARTS else name)
+        i = text.find(name, stop)
+    return out
+
+
+def _pathlike(c: str) -> bool:
+    """Whether ``c`` is a character of a path-like word (``_PATHLIKE``)."""
+    return c.isalnum() or c in "_.~/-"
+
+
 _PATH_STARTS = frozenset(" \t\n\"'`=(:,[<>|;&")
 """Characters after which a path-like word is written as a path (a word after ``$``, ``}`` or
 ``*`` is the tail of a variable or a glob: only its file name counts)."""
@@ -238,6 +258,8 @@ def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
         return []
     if run.op[b] != "exec":
         return _names_path(index, b, r)
+    if not index.names_in(run.text[b]):
+        return []  # names no fetched file: nothing to cut the line for
     found: list[Fetched] = []
     cwd = ""
     for part, script in _commands(_command(run.text[b])):
