@@ -92,6 +92,8 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
     ``first_only``: stop at the first message record, and decode only lines that could be one
     (what ``sniff`` needs)."""
     n_msg, others = 0, Counter[str]()
+    if first_only and b'"message"' not in head:  # no line could be one: not split and tested
+        return n_msg, others  # line by line (a pretty-printed document's thousands of lines)
     for raw in head.split(b"\n"):
         if first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)) \
                 or not raw.strip():  # (the byte tests first: strip copies the line)

@@ -193,3 +193,21 @@ def test_a_chat_dump_says_why_it_was_taken(tmp_path: Path) -> None:
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}))
     found = parse_file(path, tmp_path, explain=True)
     assert found.detection == "chat: an object with a messages list", found.detection
+
+
+_LINES = st.sampled_from([
+    json.dumps(_USER).encode(), json.dumps(_NOISE["summary"]).encode(), b"", b"  ",
+    b'{"type": "user", "uuid": "u2", "parentUuid": "u1", "message": {"role": "user"',
+    b'  "messages": [', b'    {"role": "user", "content": "message"},', b'  "message": 1,',
+    json.dumps({"type": "response_item", "payload": {"type": "message"}}).encode(),
+    json.dumps({**_USER, "type": "assistant"}).encode()[:90],
+])
+
+
+@given(st.lists(_LINES, max_size=8))
+def test_claude_code_sniff_is_any_lines_sniff(lines: list[bytes]) -> None:
+    """A head is Claude Code when one of its lines is: the head with no '"message"' anywhere is
+    refused without being cut into lines, as each of its lines would be."""
+    head = b"\n".join(lines)
+    sniff = PARSERS["claude_code"].sniff
+    assert sniff("x.jsonl", head) == any(sniff("x.jsonl", line) for line in lines)
