@@ -167,7 +167,8 @@ def _classify_words(words: list[str], line: str) -> OpPath:
     if not words:  # `env | grep …`: the first command was only a wrapper
         return OpPath("exec", "")
     cmd = words[0].rsplit("/", 1)[-1]
-    args = [w for w in words[1:] if not w.startswith("-") and not _LINE_RANGE.match(w)]
+    args = [w for w in words[1:]  # (":" first: a plain word is no line range, no regex run)
+            if not w.startswith("-") and not (":" in w and _LINE_RANGE.match(w))]
     redirect = _REDIRECT.search(line) if cmd in _WRITERS else None
     if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
         return OpPath("edit", args[-1] if args else "")
@@ -223,10 +224,13 @@ def _words(part: str) -> list[str]:
         return part.split()
 
 
-_PIECE = re.compile(r"""([ \t\r\n]+)|'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^ \t\r\n'"\\]+)""",
-                    re.DOTALL)
-"""One piece of a POSIX shell word list: blanks, a single-quoted string, a double-quoted string,
-an escaped character, or plain characters."""
+_PIECES = re.compile(r"""[ \t\r\n]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^ \t\r\n'"\\]+|.""",
+                     re.DOTALL)
+"""The pieces of a POSIX shell word list, each whole: blanks, a single-quoted string, a
+double-quoted string, an escaped character, plain characters; last, one character none of
+them takes (an unclosed quote, a backslash at the end: one character, where every other piece
+that opens with a quote or a backslash has two or more)."""
+_BLANK = frozenset(" \t\r\n")
 _DQ_ESCAPE = re.compile(r'\\(["\\])')
 
 
@@ -235,29 +239,27 @@ def shell_split(line: str) -> list[str]:
     CR and LF; single quotes literal; in double quotes a backslash escapes only ``"`` and
     ``\\``; outside quotes it escapes any character; ``''`` is an empty word), by one regular
     expression instead of shlex's character-at-a-time reader (about 10x less CPU on the
-    samples' commands).  tests/replay/ingest/test_ops_shell_split.py checks it against shlex.
+    samples' commands), every piece found by one ``findall`` (no match object a piece).
+    tests/replay/ingest/test_ops_shell_split.py checks it against shlex.
 
     Raises:
         ValueError: an unclosed quote or a backslash at the end, as shlex raises.
     """
     words: list[str] = []
     word: list[str] | None = None  # the word being read (None: between words)
-    pos, end = 0, len(line)
-    match = _PIECE.match
-    while pos < end:
-        m = match(line, pos)
-        if m is None:  # an unclosed quote, or a backslash with nothing after it
-            raise ValueError("No closing quotation" if line[pos] in "'\"" else
-                             "No escaped character")
-        pos = m.end()
-        blank, single, double, escaped, plain = m.groups()
-        if blank is not None:
+    for piece in _PIECES.findall(line):
+        first = piece[0]
+        if first in _BLANK:
             if word is not None:
                 words.append("".join(word))
                 word = None
             continue
-        piece = single if single is not None else escaped if escaped is not None else \
-            plain if plain is not None else _DQ_ESCAPE.sub(r"\1", double)
+        if first == "'" or first == '"' or first == "\\":
+            if len(piece) == 1:  # an unclosed quote, or a backslash with nothing after it
+                raise ValueError("No closing quotation" if first != "\\" else
+                                 "No escaped character")
+            piece = piece[1] if first == "\\" else piece[1:-1] if first == "'" else \
+                _DQ_ESCAPE.sub(r"\1", piece[1:-1])
         if word is None:
             word = [piece]
         else:
