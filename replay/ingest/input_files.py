@@ -32,6 +32,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from replay.errors import ConfigError
 
@@ -41,6 +42,8 @@ ENV_MAX_FILE_BYTES = "CTXREPLAY_MAX_FILE_BYTES"
 DEFAULT_MAX_DOCUMENT_BYTES = 128 << 20
 """The largest JSON document decoded whole (128 MiB), unless the limit is raised."""
 ENV_MAX_DOCUMENT_BYTES = "CTXREPLAY_MAX_DOCUMENT_BYTES"
+BOM = b"\xef\xbb\xbf"
+"""A UTF-8 byte order mark: no format's first record (``parse_file`` takes it off)."""
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISDIR, "a folder"))
@@ -150,6 +153,13 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
     if len(data) > max_bytes:
         raise Unreadable(_too_big(None, max_bytes))
     return data
+
+
+def open_input(path: str | Path) -> BinaryIO:
+    """``path`` opened to be read as ``read_input`` reads it (a regular file within
+    ``max_file_bytes()``, opened without blocking; else ``Unreadable``): a file read again."""
+    fd, _ = _open(Path(path), max_file_bytes())
+    return os.fdopen(fd, "rb", closefd=True)
 
 
 def sha256_of(path: Path, max_bytes: int | None = None) -> str:

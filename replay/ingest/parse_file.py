@@ -19,14 +19,12 @@ import pyarrow as pa
 
 from replay.ingest import store
 from replay.ingest.discover import relative_source
-from replay.ingest.input_files import Unreadable, read_input
+from replay.ingest.input_files import BOM, Unreadable, read_input
 from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, tokenize
 from replay.memory import collector_paused
-
-_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +67,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     except Unreadable as exc:
         return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(exc)),))
     sha = hashlib.sha256(data).hexdigest()
-    data = data.removeprefix(_BOM)  # a UTF-8 byte order mark: no format's first record
+    data = data.removeprefix(BOM)  # a UTF-8 byte order mark: no format's first record
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     try:
@@ -87,7 +85,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     if name not in PARSERS:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
-    src = Source(path=str(path), rel=rel, data=data, sha256=sha)
+    src = Source(path=str(path), rel=rel, data=data, sha256=sha, on_disk=True)
     del data
     with collector_paused():  # a parse makes millions of objects, none of them garbage
         try:

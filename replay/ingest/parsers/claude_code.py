@@ -154,7 +154,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     duplicates: list[int] = []  # lines of records whose uuid an earlier record has
-    for no, raw in iter_typed(src, issues, decode, line_of):
+    for no, raw in iter_typed(src, issues, decode, line_of, stream=True):
         kind = raw.type
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
             uuid = raw.uuid

@@ -29,6 +29,7 @@ from replay.ingest.parsers.json_depth import (
     refused,
     too_deep,
 )
+from replay.ingest.parsers.jsonl_reread import reread
 from replay.ingest.parsers.source import Issue, Source
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -120,62 +121,77 @@ def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[s
 
 
 def iter_typed(src: Source, issues: list[Issue], typed: Callable[[bytes], T],
-               of_dict: Callable[[dict[str, Any]], T]) -> Iterator[tuple[int, T]]:
+               of_dict: Callable[[dict[str, Any]], T], *,
+               stream: bool = False) -> Iterator[tuple[int, T]]:
     """``iter_records`` with each line decoded by ``typed`` (a msgspec decoder into a Struct
     of the fields a parser reads: the rest of the line is skipped, not built), the same
     lines, values and issues: a line ``typed`` refuses (not an object, not JSON as msgspec
     reads it, a field of a type the Struct does not take) is decoded as ``iter_records``
     decodes it, then made a Struct by ``of_dict``.  msgspec passes over a skipped field's
     bytes unchecked, so a line that is not ASCII is checked to be UTF-8 first (one that is
-    not is skipped with its issue, as ``iter_records`` does)."""
-    return _records(src, issues, typed, of_dict)
+    not is skipped with its issue, as ``iter_records`` does).
+
+    ``stream``: a file of ``jsonl_reread.STREAM_MIN_BYTES`` or more that ``src`` read from
+    disk (``Source.on_disk``) is read again from there a piece at a time, ``src``'s bytes let
+    go first (``jsonl_reread.pieces``); the same lines, values and issues, but for a file that
+    changed in between: ``jsonl_reread.SourceChanged`` once it is read."""
+    return _records(src, issues, typed, of_dict,
+                    reread(src, issues, MAX_LINE_BYTES, _too_long) if stream else None)
 
 
 def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | None,
-             of_dict: Callable[[dict[str, Any]], Any] | None) -> Iterator[tuple[int, Any]]:
-    data = src.data
-    size, pos, no = len(data), 0, 0
+             of_dict: Callable[[dict[str, Any]], Any] | None,
+             pieces: Iterator[tuple[bytes, int]] | None = None) -> Iterator[tuple[int, Any]]:
     generic = _loads_checked
     if check_each():  # a decoder could go past MAX_DEPTH here: each line is measured first
         generic = loads
         typed = None if typed is None else functools.partial(decoded, typed)
-    while pos < size:  # a line at a time: never every line's bytes at once beside the file's
-        end = data.find(b"\n", pos)
-        partial = end < 0  # the last line, with no newline after it
-        end = size if partial else end
-        raw, pos, no = data[pos:end], end + 1, no + 1
-        if not raw or raw.isspace():  # (not raw.strip(): a copy of every line)
-            continue
-        if len(raw) > MAX_LINE_BYTES:
-            issues.append(Issue(src.path, no, f"line of {len(raw):,} bytes is over the "
-                                              f"{MAX_LINE_BYTES:,}-byte limit (skipped)"))
-            continue
-        if typed is not None:
-            try:
-                if not raw.isascii():  # checked line by line: most lines are ASCII
-                    raw.decode()  # (UnicodeDecodeError: the generic way reports it)
-                line = typed(raw)
-            except Exception:  # noqa: BLE001, S110 - decoded the generic way just below
-                pass
-            else:
-                yield no, line
+    for data, no in pieces or ((src.data, 0),):
+        size, pos = len(data), 0
+        while pos < size:  # a line at a time: never every line's bytes at once beside the file's
+            end = data.find(b"\n", pos)
+            partial = end < 0  # the last line, with no newline after it
+            end = size if partial else end
+            raw, pos, no = data[pos:end], end + 1, no + 1
+            if not raw or raw.isspace():  # (not raw.strip(): a copy of every line)
                 continue
-        try:
-            record = generic(raw)
-        except UnicodeDecodeError as exc:
-            issues.append(Issue(src.path, no, f"invalid UTF-8 at byte {exc.start} (line skipped)"))
-            continue
-        except ValueError as exc:
-            what = "incomplete last line (file still being written?)" if partial else "malformed JSON"
-            issues.append(Issue(src.path, no, f"{what}: {exc} (line skipped)"))
-            continue
-        except RecursionError:
-            issues.append(Issue(src.path, no, _TOO_DEEP + " (line skipped)"))
-            continue
-        if not isinstance(record, dict):
-            issues.append(Issue(src.path, no, f"expected a JSON object, got {type(record).__name__}"))
-            continue
-        yield no, record if of_dict is None else of_dict(record)
+            if len(raw) > MAX_LINE_BYTES:
+                issues.append(_too_long(src, no, len(raw)))
+                continue
+            if typed is not None:
+                try:
+                    if not raw.isascii():  # checked line by line: most lines are ASCII
+                        raw.decode()  # (UnicodeDecodeError: the generic way reports it)
+                    line = typed(raw)
+                except Exception:  # noqa: BLE001, S110 - decoded the generic way just below
+                    pass
+                else:
+                    yield no, line
+                    continue
+            try:
+                record = generic(raw)
+            except UnicodeDecodeError as exc:
+                issues.append(Issue(src.path, no,
+                                    f"invalid UTF-8 at byte {exc.start} (line skipped)"))
+                continue
+            except ValueError as exc:
+                what = "incomplete last line (file still being written?)" if partial \
+                    else "malformed JSON"
+                issues.append(Issue(src.path, no, f"{what}: {exc} (line skipped)"))
+                continue
+            except RecursionError:
+                issues.append(Issue(src.path, no, _TOO_DEEP + " (line skipped)"))
+                continue
+            if not isinstance(record, dict):
+                issues.append(Issue(src.path, no, "expected a JSON object, got "
+                                                  f"{type(record).__name__}"))
+                continue
+            yield no, record if of_dict is None else of_dict(record)
+
+
+def _too_long(src: Source, no: int, size: int) -> Issue:
+    return Issue(src.path, no, f"line of {size:,} bytes is over the {MAX_LINE_BYTES:,}-byte "
+                               "limit (skipped)")
 
 
 def load_json(src: Source, issues: list[Issue], lazy: tuple[str | None, ...] = ()) -> Any:

@@ -28,6 +28,9 @@ class Source:
     sha256: str
     coverage: Coverage = field(default_factory=Coverage)
     """What became of each record type the parser met (filled in by the parser)."""
+    on_disk: bool = False
+    """``data`` is the file at ``path`` as first read and hashed (``sha256``; a byte order
+    mark taken off): a parser may read it again from there (``jsonl.iter_typed``)."""
 
     def release_data(self) -> None:
         """Let the file's bytes go: a parser that has read every record calls it, so they are
