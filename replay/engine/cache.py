@@ -49,6 +49,19 @@ def pricer(cache: Cache) -> Callable[[int, int, int, int], tuple[int, int, int, 
     return split
 
 
+_ROUND_EXACT_BELOW = 2.0 ** 50
+"""Below it (and above 0), ``round(usd, 9)`` equals ``(n + (frac > 0.5)) / 1e9`` for the float
+``usd * 1e9 = n + frac`` (n whole), unless ``frac`` is 0.5.  ``round`` rounds the exact value
+of ``usd`` to nine decimals, half to even, and returns the float nearest that decimal, N × 10**-9.
+The float product is within half its ulp of the exact one, and a float of this size other than
+n + 0.5 is at least an ulp away from n + 0.5 (ulps are at most 2**-3 here, so n + 0.5 is a
+float): the exact product is on the same side of the half and rounds to the same N.  ``n`` and
+``frac`` are exact (``%`` of a float by 1.0 is), and ``N / 1e9`` of two exact floats is the float
+nearest N × 10**-9, as ``round``'s parse of its decimal string is.  At a half, at 0 (signed
+zeros), past the bound, or for nan and infinities: ``round`` itself
+(tests/replay/engine/test_cache.py checks the two against each other)."""
+
+
 Prices = Callable[[list[int], list[int], list[int], list[int]],
                   tuple[list[int], list[int], list[int], list[float]]]
 """Columns of (input, common prefix, output, shortfall) -> columns of (cached, cache write,
@@ -91,8 +104,18 @@ def prices(cache: Cache) -> Prices:
         rest = list(map(operator.sub, inputs, cached_all))
         zeros = [0] * len(inputs)
         write, fresh = (rest, zeros) if premium else (zeros, rest)
-        cost = [round((f * p_in + c * p_read + w * p_write + o * p_out) / 1e6, 9)
-                for f, c, w, o in zip(fresh, cached_all, write, outputs)]
+        cost: list[float] = []
+        keep_cost = cost.append
+        for f, c, w, o in zip(fresh, cached_all, write, outputs):
+            usd = (f * p_in + c * p_read + w * p_write + o * p_out) / 1e6
+            # round(usd, 9) — about 2,900 instructions: a decimal string made and parsed —
+            # as float arithmetic where that is provably the same float (see _ROUND_EXACT_BELOW)
+            nano = usd * 1e9
+            frac = nano % 1.0
+            if 0.0 < nano < _ROUND_EXACT_BELOW and frac != 0.5:
+                keep_cost((nano - frac + 1.0 if frac > 0.5 else nano - frac) / 1e9)
+            else:
+                keep_cost(round(usd, 9))
         return cached_all, write, fresh, cost
 
     return batch
