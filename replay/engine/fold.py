@@ -35,7 +35,7 @@ from replay.engine.induced import induce
 from replay.engine.induced_state import induce_state
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
-from replay.engine.tiers import bind
+from replay.engine.tiers import bind, gate
 from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
@@ -101,12 +101,14 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(estimator, calibration), truth_of,
                   s.message_overhead_tokens)
+    # each step with its gate: below that estimate it would do nothing, and is not called (a
+    # call and the step's own check saved at most requests: replay.engine.tiers.gate)
     steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python,
                                                where=f"policy {policy.name}")
-                           if isinstance(t, Custom) else None))
+                           if isinstance(t, Custom) else None), gate(t, env))
              for t in policy.tiers]
-    before = [step for when, step in steps if when == "before"]
-    after = [step for when, step in steps if when == "after"]
+    before = [(step, level) for when, step, level in steps if when == "before"]
+    after = [(step, level) for when, step, level in steps if when == "after"]
     expired = run.expired(cache.ttl_s)
     measure = ctx.measure
     rows: list[int] = []
@@ -140,7 +142,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 if calls:
                     _pay_induced(ctx, env, k, calls, expired[k])
             st.now = k + 1
-        for step in before:
+        for step, level in before:
+            # under its gate (Context.est, inlined) the step would return at once (0: no gate,
+            # one test for a step without one)
+            if level and (env.fixed_est + ctx.head_est + ctx.pre_est[ctx.hi]
+                               - ctx.pre_est[ctx.lo] - ctx.live_cut_est
+                               + ctx.induced.live_est) < level:
+                continue
             step(ctx, env)
         # 3. the request as sent
         est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
@@ -174,7 +182,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 env.fixed_truth = offsets[k + 1]
                 if env.reused and heads[k + 1] in env.reused:
                     env.fixed_truth += reattached[heads[k + 1]]
-            for step in after:
+            for step, level in after:  # (gated as the before steps are)
+                if level and (env.fixed_est + ctx.head_est + ctx.pre_est[ctx.hi]
+                                   - ctx.pre_est[ctx.lo] - ctx.live_cut_est
+                                   + ctx.induced.live_est) < level:
+                    continue
                 step(ctx, env)
     return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
 

@@ -14,6 +14,7 @@ from typing import Any
 from replay.engine.context import Context
 from replay.engine.tiers import collapse, custom, summarise, trim
 from replay.engine.tiers.base import Env
+from replay.engine.tiers.base import gate as trigger_gate
 from replay.policy import Collapse, Custom, Summarise, Trim
 
 
@@ -30,3 +31,14 @@ def bind(tier: Any, impl: Any = None) -> Callable[[Context, Env], None]:
         case Custom():
             return partial(custom.act, tier, custom.CustomState(impl))
     raise TypeError(f"not a tier: {tier!r}")
+
+
+def gate(tier: Any, env: Env) -> int:
+    """The estimated tokens (``env.fixed_est + ctx.est()``) below which the tier's step does
+    nothing, so the replay loop need not call it there: its trigger's token level
+    (``base.gate``), a collapse tier's margin when it has no trigger; 0: none, the step is
+    called at every check (as it is under a gate of 0 or less).  Below the level each step
+    returns before changing anything."""
+    if isinstance(tier, Collapse) and tier.trigger is None:
+        return 0 if env.probe is not None else collapse.level_tokens(tier, env.usable)
+    return trigger_gate(tier.trigger, env)

@@ -189,6 +189,16 @@ def threshold(trigger: Trigger, env: Env) -> int:
     return trigger.level_tokens(env.usable) or 0
 
 
+def gate(trigger: Trigger, env: Env) -> int:
+    """The harness estimate below which ``trigger`` cannot fire, as the replay loop tests it
+    before calling a tier's step (``replay.engine.tiers.gate``): its token level; 0 (the loop
+    calls the step at every check) when it has none, when the harness also counts hidden
+    reasoning (the loop compares ``env.fixed_est + ctx.est()`` alone), or when a probe records
+    every comparison."""
+    level = trigger.level_tokens(env.usable)
+    return 0 if level is None or env.hidden_reasoning or env.probe is not None else level
+
+
 def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
     """Whether the trigger fires on the context as it is now."""
     if env.probe is not None:
