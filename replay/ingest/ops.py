@@ -57,6 +57,10 @@ PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE
 _LINE_RANGE = re.compile(r"^\d+:\d+$")
 _REDIRECT = re.compile(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)")
 """A shell redirect into a file (``> f``, ``>> f``; not ``2>`` or ``&>``): the file written."""
+_REDIRECTION = re.compile(r"(.*?)([0-9]*|&)(<<<|<<-?|<>|<&|>&|>>|>\||<|>)(.*)", re.DOTALL)
+"""A redirection in a word (``<``, ``2>``, ``>>``, ``&>``, ``2>&1``, ``<<EOF``, ``<<<``; after
+an operand written against it, ``a.py>out``): (the operand, the descriptor, the operator, the
+target written in the same word — or empty: the next word is the target)."""
 _WRITERS = frozenset(("cat", "echo", "printf", "tee"))
 """Commands whose redirected output is a file written (``cat > f <<EOF``, ``echo x >> f``)."""
 _SPLIT = re.compile(r"&&|\|\||;|\n")
@@ -167,8 +171,12 @@ def _classify_words(words: list[str], line: str) -> OpPath:
     if not words:  # `env | grep …`: the first command was only a wrapper
         return OpPath("exec", "")
     cmd = words[0].rsplit("/", 1)[-1]
-    args = [w for w in words[1:]  # (":" first: a plain word is no line range, no regex run)
+    operands, stdin = _operands(words[1:])
+    words = [words[0], *operands]
+    args = [w for w in operands  # (":" first: a plain word is no line range, no regex run)
             if not w.startswith("-") and not (":" in w and _LINE_RANGE.match(w))]
+    if stdin and not any(_looks_like_file(a) for a in args):
+        args.append(stdin)  # `wc -l < f`, `sed -n 1,5p < f`: the file read is the input's
     redirect = _REDIRECT.search(line) if cmd in _WRITERS else None
     if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
         return OpPath("edit", args[-1] if args else "")
@@ -198,6 +206,32 @@ def _classify_words(words: list[str], line: str) -> OpPath:
     return OpPath("exec", "")
 
 
+def _operands(words: list[str]) -> tuple[list[str], str]:
+    """A command's words without its redirections (``2>/dev/null``, ``> out.txt``, ``2>&1``,
+    ``<<EOF``: not files it works on), and the file its input is redirected from ('' if none)."""
+    if not any("<" in w or ">" in w for w in words):
+        return words, ""
+    kept: list[str] = []
+    stdin = ""
+    i, n = 0, len(words)
+    while i < n:
+        word = words[i]
+        i += 1
+        m = _REDIRECTION.fullmatch(word)
+        if m is None:
+            kept.append(word)
+            continue
+        operand, fd, operator, target = m.groups()
+        if operand:
+            kept.append(operand)
+        if not target and i < n:
+            target = words[i]
+            i += 1
+        if operator in ("<", "<>") and fd in ("", "0"):  # `< f`, `0< f`; not `3< f`
+            stdin = target
+    return kept, stdin
+
+
 def _classify_patch(patch: str) -> OpPath:
     first = PATCH_FILE.search(patch)  # (the first file line: not every file line of the patch)
     if first is None:
@@ -221,7 +255,16 @@ def _words(part: str) -> list[str]:
     try:
         return shell_split(part)
     except ValueError:
-        return part.split()
+        pass
+    # A part cut inside a quote (``_SPLIT`` cuts at a quoted newline or ``;`` too: `bun -e "` and
+    # the script's lines) or ended by a backslash: its words up to the cut, the quote closed there.
+    ends = (part[:-1],) if part.endswith("\\") else ()
+    for closed in (*ends, part + '"', part + "'"):
+        try:
+            return shell_split(closed)
+        except ValueError:
+            continue
+    return part.split()
 
 
 _PIECES = re.compile(r"""[ \t\r\n]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^ \t\r\n'"\\]+|.""",

@@ -77,3 +77,60 @@ def test_a_patch_is_classified_by_its_first_file_line(lines: list[str]) -> None:
     want = ("edit", "") if not files else \
         ("write" if files[0][0] == "Add" else "edit", files[0][1].strip())
     assert tuple(classify("apply_patch", patch)) == want
+
+
+def test_a_redirection_is_not_the_file_a_command_works_on() -> None:
+    """``wc -l < f`` reads f (it was recorded as a read of the path "<"); a redirection's
+    operator or target is never taken for the file read or edited, written apart from the
+    operator or against it (``2>/dev/null``, ``> out``, ``<<EOF``, ``a.py>out``)."""
+    shell = [
+        ("wc -l < src/a.py", ("read", "src/a.py")),
+        ("wc -c<src/a.py", ("read", "src/a.py")),
+        ("sed -n 1,5p < notes.txt", ("read", "notes.txt")),
+        ("cat 0< a.py", ("read", "a.py")),
+        ("cat 3< a.py", ("read", "")),  # another descriptor: not what cat reads
+        ("cat 2>/dev/null a.py", ("read", "a.py")),
+        ("cat 2> err.txt a.py", ("read", "a.py")),
+        ("head -n 3 a.py > /tmp/o.txt", ("read", "a.py")),
+        ("tail -f log.txt 2>&1", ("read", "log.txt")),
+        ("sed -i 's/a/b/' src/x.py 2>/dev/null", ("edit", "src/x.py")),
+        ("sed -i 's/a/b/' src/x.py &> /dev/null", ("edit", "src/x.py")),
+        ("cat << 'EOF'\nhello\nEOF", ("read", "")),
+        ("cat <<EOF\nhello\nEOF", ("read", "")),
+        ("cat > f.py <<EOF\nx\nEOF", ("write", "f.py")),
+        ("cat a.py>o.txt", ("write", "o.txt")),
+    ]
+    for command, want in shell:
+        assert tuple(classify("Bash", {"command": command})) == want, command
+
+
+_REDIRECTIONS = ["2>/dev/null", "2>&1", "> out.log", ">>out.log", "&>/dev/null", "2> err.txt",
+                 "< in.txt", "<<<word", "1>&2"]
+
+
+@given(st.sampled_from(["head -n 5 {}", "tail -20 {}", "nl -ba {}", "wc -l {}", "less {}",
+                        "sed -n 2,9p {}", "sed -i s/x/y/ {}", "awk NR==1 {}"]),
+       st.sampled_from(["src/app.py", "README.md", "/abs/x.ts"]),
+       st.lists(st.sampled_from(_REDIRECTIONS), max_size=3), st.integers(0, 3))
+def test_redirections_leave_the_file_operand(template: str, path: str, redirs: list[str],
+                                              at: int) -> None:
+    """A command with its file written as an operand classifies the same with redirections
+    added before or after that operand."""
+    words = template.format(path).split()
+    at = min(max(at, 1), len(words))
+    redirected = " ".join(words[:at] + redirs + words[at:])
+    assert classify("Bash", {"command": redirected}) == classify("Bash", {"command": " ".join(words)})
+
+
+def test_a_command_cut_inside_a_quote_keeps_its_words() -> None:
+    """Lines are cut at every newline, so a quoted script that spans lines leaves its command's
+    part with an unclosed quote: the words up to the cut are read, unquoted (the path was the
+    quoted word, quotes and all)."""
+    script = 'bun -e "\nconst x = 1;\nconsole.log(x);\n"'
+    shell = [
+        (f'cat "/logs/a b.jsonl" | head -1 | {script}', ("read", "/logs/a b.jsonl")),
+        ("head -5 'src/app.py' | python -c '\nimport sys\nprint(1)\n'", ("read", "src/app.py")),
+        ('wc -l < "notes.txt" \\', ("read", "notes.txt")),
+    ]
+    for command, want in shell:
+        assert tuple(classify("Bash", {"command": command})) == want, command
