@@ -262,8 +262,12 @@ class Context:
         cur_est, cur_truth, cur_bytes = self.cur_est, self.cur_truth, self.cur_bytes
         de = cur_est[b] - est
         dt = cur_truth[b] - truth
-        self.cut_est.queued.append((b, de))  # Fenwick.add, inlined: one call a trimmed block
-        self.cut_truth.queued.append((b, dt))
+        queued = self.cut_est.queued  # Fenwick.add, inlined: one call a trimmed block
+        queued.append(b)
+        queued.append(de)
+        queued = self.cut_truth.queued
+        queued.append(b)
+        queued.append(dt)
         self.live_cut_est += de
         self.live_cut_truth += dt
         self.live_cut_bytes[run.category[b]] += cur_bytes[b] - n_bytes

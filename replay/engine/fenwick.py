@@ -19,16 +19,19 @@ class Fenwick:
     def __init__(self, n: int) -> None:
         self.n = n
         self.tree = [0] * (n + 1)
-        self.queued: list[tuple[int, int]] = []
+        self.queued: list[int] = []
+        """Updates not yet applied, flat: slot, delta, slot, delta, ... (two appends of ints, no
+        tuple an update: a trim at every request queues one in each of the context's trees)."""
 
     def add(self, i: int, delta: int) -> None:
         """Add ``delta`` to slot ``i`` (applied at the next query)."""
-        self.queued.append((i, delta))
+        self.queued.append(i)
+        self.queued.append(delta)
 
     def settled_tree(self) -> list[int]:
         """The tree with every queued update applied."""
-        tree, n = self.tree, self.n
-        for i, delta in self.queued:
+        tree, n, queued = self.tree, self.n, self.queued
+        for i, delta in zip(queued[::2], queued[1::2]):
             i += 1
             while i <= n:
                 tree[i] += delta

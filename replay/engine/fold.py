@@ -37,10 +37,10 @@ from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.tiers import bind, gate
 from replay.engine.tiers import custom as custom_tier
+from replay.engine.tiers.actions import action_columns
 from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
 from replay.engine.trace import (
-    ActionRow,
     EvictionRow,
     RequestMeasured,
     RequestRow,
@@ -260,7 +260,7 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     if given:
         raise AssertionError(f"replay.engine.fold: values for no requests column: {sorted(given)}")
     if env.action_rows:
-        cols["actions"] = dict(zip(ActionRow._fields, map(list, zip(*env.action_rows))))
+        cols["actions"] = action_columns(env, run.run_id)
     else:
         cols |= empty_columns(("actions",))
     m = env.evictions.n

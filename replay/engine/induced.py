@@ -39,7 +39,8 @@ import bisect
 
 from replay.engine.context import Context
 from replay.engine.induced_state import InduceState
-from replay.engine.tiers.base import Env, record_action
+from replay.engine.tiers.actions import record_action
+from replay.engine.tiers.base import Env
 from replay.engine.trace import INDUCED_AT_NEED, INDUCED_INVITED, INDUCED_REREAD, INDUCED_TIER
 
 

@@ -1,6 +1,7 @@
-"""The one way a tier changes the context: ``apply_trims`` and ``apply_cut``.
+"""The one way a tier changes the context: ``apply_trims`` (and ``apply_pass``, its form for a
+trim tier's pass: a list, every block) and ``apply_cut``.
 
-Every tier, built-in or custom, changes the context only through these two functions, which
+Every tier, built-in or custom, changes the context only through these functions, which
 enforce the engine's invariants and write the action row and the eviction rows:
 
 - **no orphaned call/result**: a trim replaces a block's content (nothing is removed); a cut is
@@ -18,11 +19,13 @@ before it gets here (``replay.engine.tiers.custom``).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from replay.engine.context import Context, HeadItem
-from replay.engine.tiers.base import Env, invalidated_from, record_action, replace_row
+from replay.engine.tiers.actions import add_to_action, record_action
+from replay.engine.tiers.base import Env, invalidated_from
 from replay.engine.trace import TRIMMED
 
 
@@ -82,30 +85,29 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     end = hi if may_touch_newest or hi <= lo else run.msg_start[run.ordinal[hi - 1]]
     end = protect_from if protect_from < end else end  # noqa: FURB136
     end = end if end > lo else lo  # noqa: FURB136
-    blocks = iter(sized)
-    first = next(blocks, None)
-    if first is None or until_est is not None and env.fixed_est + ctx.est() < until_est:
-        return _NOTHING
-    b, est, truth, n_bytes = first
-    if not lo <= b < end:
-        raise _misplaced(tier, b, ctx, end)
-    # the tokens before the first trimmed block: what it invalidates, and the cache's prefix
-    # (Context.dirty_truth_before) if it is the earliest change since the request
-    before = ctx.truth_before(b)
-    invalidated = env.prev_truth - env.fixed_truth - before if env.prev_truth > 0 else 0
-    invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …), see above)
-    got_est, got_truth = ctx.set_block(b, est, truth, n_bytes, before)
-    applied, prev = [b], b
-    for b, est, truth, n_bytes in blocks:  # none for one block (a trim at every request)
+    applied: list[int] = []
+    prev, got_est, got_truth, invalidated = lo - 1, 0, 0, 0
+    for b, est, truth, n_bytes in sized:  # (one loop for a list and a lazy iterator alike)
         if until_est is not None and env.fixed_est + ctx.est() < until_est:
             break
         if not prev < b < end:
             raise _misplaced(tier, b, ctx, end)
-        de, dt = ctx.set_block(b, est, truth, n_bytes)
+        if prev < lo:  # the first: the tokens before it are what it invalidates, and the
+            # cache's prefix (Context.dirty_truth_before) if it is the earliest change since the
+            # request
+            before = ctx.truth_before(b)
+            if env.prev_truth > 0:
+                invalidated = env.prev_truth - env.fixed_truth - before
+                invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
+            de, dt = ctx.set_block(b, est, truth, n_bytes, before)
+        else:
+            de, dt = ctx.set_block(b, est, truth, n_bytes)
         got_est += de
         got_truth += dt
         applied.append(b)
         prev = b
+    if prev < lo:
+        return _NOTHING
     n, evictions = len(applied), env.evictions
     if n == 1:  # Evictions.add_many of one block, inlined (a trim at every request)
         evictions.rows.append((prev, env.request, tier, TRIMMED))
@@ -122,6 +124,57 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
                   msg[prev], got_est, got_truth, invalidated, min_reclaim_tokens,
                   msg[end] if end < hi else None)
     return _new_trimmed(Trimmed, (n, prev, got_est, got_truth))
+
+
+def apply_pass(ctx: Context, env: Env, sized: list[tuple[int, int, int, int]], tier: str,
+               kind: str, protect_from: int, trigger_tokens: int, threshold_tokens: int,
+               may_touch_newest: bool, min_reclaim_tokens: int) -> None:
+    """``apply_trims`` of every block of a list that is not empty (a trim tier's pass): the same
+    checks, evictions and action, nothing returned.  Its steps are inlined (the action row too:
+    ``record_action``'s, ``ACTION_VALUES`` in order, checked against it by
+    tests/replay/engine/test_trace_rows.py), as a trim at every request makes this the engine's
+    most frequent change and each Python call or tuple costs about as much as a dozen of its
+    statements."""
+    lo, hi, run = ctx.lo, ctx.hi, ctx.run
+    # allowed_end, inlined
+    end = hi if may_touch_newest or hi <= lo else run.msg_start[run.ordinal[hi - 1]]
+    end = protect_from if protect_from < end else end  # noqa: FURB136
+    end = end if end > lo else lo  # noqa: FURB136
+    first, est, truth, n_bytes = sized[0]
+    last, n = sized[-1][0], len(sized)
+    if not lo <= first or not last < end:
+        raise _misplaced(tier, first if first < lo else last, ctx, end)
+    applied = None
+    if n > 1:  # in block order (checked before anything changes)
+        applied = [c[0] for c in sized]
+        for prev, b in itertools.pairwise(applied):
+            if not prev < b:
+                raise _misplaced(tier, b, ctx, end)
+    # the tokens before the first trimmed block: what it invalidates, and the cache's prefix
+    # (Context.dirty_truth_before) if it is the earliest change since the request
+    before = ctx.truth_before(first)
+    invalidated = env.prev_truth - env.fixed_truth - before if env.prev_truth > 0 else 0
+    invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
+    got_est, got_truth = ctx.set_block(first, est, truth, n_bytes, before)
+    evictions = env.evictions
+    if applied is None:  # Evictions.add of one block, inlined (a trim at every request)
+        evictions.rows.append((first, env.request, tier, TRIMMED))
+        evictions.n += 1
+    else:
+        for b, est, truth, n_bytes in sized[1:]:
+            de, dt = ctx.set_block(b, est, truth, n_bytes)
+            got_est += de
+            got_truth += dt
+        evictions.add_many(applied, env.request, tier, TRIMMED)
+    induce = env.induce
+    if induce is not None and (n > 1 or last in induce.plan.need_requests or induce.recall_tiers):
+        induce.removed([first] if applied is None else applied, env.request, tier)
+    msg = run.msg
+    env.action_rows += (
+        env.request, tier, kind, env.when, trigger_tokens, threshold_tokens, n, msg[first],
+        msg[last], got_truth, got_est, invalidated, False, False, 0,
+        env.fixed_truth + ctx.truth(), False, min_reclaim_tokens, msg[end] if end < hi else None,
+        False, "")
 
 
 def _misplaced(tier: str, b: int, ctx: Context, end: int) -> TierInvariantError:
@@ -185,14 +238,8 @@ def apply_induced_trims(ctx: Context, env: Env,
         if induce is not None and (induce.recall_tiers or induce.copy.get(b) == i):
             induce.removed_copy(b, i, env.request, tier)  # (a call only when it has work)
     if done and into is not None:
-        row = env.action_rows[into]
-        env.action_rows[into] = replace_row(
-            row, n_blocks=row.n_blocks + len(done),
-            first_msg=min(row.first_msg, lo_msg), last_msg=max(row.last_msg, hi_msg),
-            reclaimed_est_tokens=row.reclaimed_est_tokens + got_est,
-            reclaimed_tokens=row.reclaimed_tokens + got_truth,
-            invalidated_tokens=max(row.invalidated_tokens, invalidated),
-            context_after_tokens=env.fixed_truth + ctx.truth(), induced=True)
+        add_to_action(env, into, len(done), lo_msg, hi_msg, got_est, got_truth, invalidated,
+                      env.fixed_truth + ctx.truth())
     elif done:
         first, last = msg[ind.src[done[0]]], msg[ind.src[done[-1]]]
         record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,

@@ -1,10 +1,9 @@
-"""What every tier shares: the replay environment, triggers, placeholders, the action record.
+"""What every tier shares: the replay environment, triggers, placeholders.
 
 ``Env`` carries the per-replay constants (policy, counters, usable window) and
 the trace columns that actions and evictions are appended to.  ``fires`` decides
-a trigger, ``placeholder`` renders what a trimmed block becomes, and
-``record_action`` writes one action row (called by ``replay.engine.tiers.apply``, the one place
-that changes the context).
+a trigger, ``placeholder`` renders what a trimmed block becomes (the action rows:
+``replay.engine.tiers.actions``).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from replay.engine.hidden_reasoning import counts_hidden_reasoning, earlier_reas
 from replay.engine.induced_state import InduceState
 from replay.engine.prepared import Calibration, PreparedRun, text_count
 from replay.engine.probe import Probe
-from replay.engine.trace import ActionRow
 from replay.policy import Placeholder, Policy, TokenCounter, Trigger
 
 
@@ -128,8 +126,10 @@ class Env:
 
     policy: Policy
     calibration: Calibration | None
-    action_rows: list[ActionRow]
-    """The actions table's rows."""
+    action_rows: list[Any]
+    """The actions table, flat: ``ACTION_VALUES`` an action, one after another
+    (``replay.engine.tiers.actions``: ``record_action`` extends it, ``action_columns`` slices it
+    into the table's columns)."""
     evictions: Evictions
     fixed_est: int
     fixed_truth: int
@@ -291,44 +291,6 @@ def reuse_recorded(env: Env, ctx: Context, c: int) -> None:
     heads = ctx.run.recorded_summary
     if env.request < len(heads) and heads[env.request] == c and env.reattached:
         env.fixed_truth += env.reattached[c]
-
-
-def record_action(env: Env, ctx: Context, tier: str, kind: str, trigger_tokens: int,
-                  threshold_tokens: int, n_blocks: int, first_msg: int, last_msg: int,
-                  reclaimed_est_tokens: int, reclaimed_tokens: int, invalidated: int,
-                  min_reclaim_tokens: int = 0, protect_first_msg: int | None = None,
-                  undone: bool = False, failed: bool = False, summary_tokens: int = 0,
-                  recorded: bool = False, induced: bool = False,
-                  when: str | None = None, size_estimate: str = "") -> None:
-    """One actions row; ``reclaimed_est_tokens`` / ``reclaimed_tokens``: what the action took
-    out by estimate / by truth; ``recorded``: the summary is the one the log recorded.
-
-    Call it with keywords, except on a hot path: ``apply_trims`` (a trim at every request)
-    passes its first 14 values by position, as keyword matching costs more than the row."""
-    rows = env.action_rows
-    # the row's values in ActionRow's field order, made into one without NamedTuple's keyword
-    # constructor (five times the cost; tests/replay/engine/test_trace_rows.py checks the order)
-    rows.append(_new_row(ActionRow, (
-        ctx.run.run_id, env.policy.name, len(rows), env.request, tier, kind, when or env.when,
-        trigger_tokens, threshold_tokens, n_blocks, first_msg, last_msg, reclaimed_tokens,
-        reclaimed_est_tokens, invalidated, undone, failed, summary_tokens,
-        env.fixed_truth + ctx.truth(), recorded, min_reclaim_tokens, protect_first_msg,
-        induced, size_estimate)))
-
-
-_new_row = tuple.__new__
-"""A NamedTuple row from its values in field order (the C constructor ``_make`` calls)."""
-
-
-def replace_row(row: ActionRow, **changes: Any) -> ActionRow:
-    """``row`` with the named values changed (``_replace``, without its Python-level ``_make``)."""
-    values = list(row)
-    for name, value in changes.items():
-        values[_ACTION_FIELD[name]] = value
-    return _new_row(ActionRow, values)
-
-
-_ACTION_FIELD = {name: i for i, name in enumerate(ActionRow._fields)}
 
 
 class _Vars(dict[str, Any]):

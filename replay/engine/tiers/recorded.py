@@ -17,8 +17,9 @@
 from __future__ import annotations
 
 from replay.engine.context import Context
+from replay.engine.tiers.actions import record_action
 from replay.engine.tiers.apply import apply_cut
-from replay.engine.tiers.base import Env, record_action, reuse_recorded
+from replay.engine.tiers.base import Env, reuse_recorded
 from replay.engine.tiers.summarise import recorded_summary_item
 from replay.engine.trace import SUMMARISE, SUMMARISED
 

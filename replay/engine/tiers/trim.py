@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 from replay.engine.context import Context
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
-from replay.engine.tiers.apply import apply_induced_trims, apply_trims, record_undone_trims
+from replay.engine.tiers.actions import n_actions
+from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_undone_trims
 from replay.engine.tiers.base import Env, fires, placeholder, threshold, write_note
 from replay.engine.trace import TRIM
-from replay.policy import Protect, Trim
+from replay.policy import Trim
 
 
 @dataclass(slots=True)
@@ -34,12 +35,13 @@ class TrimState:
     """The index in ``eligible`` of the first block at or after ``cursor``."""
     pending: list[tuple[int, int, int, int]] = field(default_factory=list)
     """Candidates (block, est, truth, bytes) found but not applied, in block order."""
-    results: list[int] | None = None
-    """The run's tool-result blocks of the tier's ``tools`` (for protecting the newest N;
-    memoised per run, found at the first pass), then ``n_blocks``: a sentinel past any ``hi``."""
+    results: list[int] = field(default_factory=list)
+    """The run's tool-result blocks of the tier's ``tools`` (for protecting the newest N or a
+    budget of them; memoised per run, found at the first pass), then ``n_blocks``: a sentinel
+    past any ``hi``."""
     live_results: tuple[int, int] = (0, 0)
     """``results[first:end]``, the live ones at the previous pass: ``lo`` and ``hi`` only grow,
-    so the next pass walks them forward from there (see ``protect_start``)."""
+    so the next pass walks them forward from there (see ``act``)."""
     gain_est: int = 0
     """Estimated tokens the pending candidates would reclaim."""
     epoch: int = -1
@@ -56,9 +58,9 @@ class TrimState:
     eligible: list[int] = field(default_factory=list)
     """The run's blocks this tier could ever trim (category, tool and size), in order, then
     ``n_blocks``: a sentinel past any ``hi`` (a walk forward needs no length check)."""
-    protect_tokens: int = 0
-    """The protected range by estimated tokens (``protect.tokens``, or its ``frac`` of the usable
-    window if more; 0: none), resolved once."""
+    protect: tuple[int, int, int, int, bool] = (0, 0, 0, 0, True)
+    """The tier's ``protect``, resolved once: messages, estimated tokens (``tokens``, or its
+    ``frac`` of the usable window if more; 0: none), tool results, tool-result tokens, newest."""
     induced_cursor: int = 0
     """The induced re-reads before this one were examined (``apply_induced_trims``)."""
     tools: frozenset[str] = frozenset()
@@ -85,8 +87,11 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines, tier.tools,
                             tier.exclude_tools)
     p = tier.protect
-    st.protect_tokens = max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens
+    st.protect = (p.messages, max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens,
+                  p.tool_results, p.tool_result_tokens, p.newest)
     st.tools = frozenset(tier.tools)
+    if p.tool_results or p.tool_result_tokens:
+        st.results = [*_results(run, st.tools), run.n_blocks]
     st.ready = True
 
 
@@ -119,61 +124,127 @@ def tool_of(run: PreparedRun, b: int) -> str:
 
 
 def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
-    """Run one trim pass if the trigger fires."""
+    """Run one trim pass if the trigger fires.
+
+    One function for the pass's steps — where the protected range starts, the blocks that
+    became candidates since the previous pass, the pass itself — as a trim at every request is
+    the usual case and a Python call costs more than most of these steps; helpers only for
+    what is rare (a token budget, a re-check after a change, a first sizing).  (Conditional
+    expressions where ``min`` / ``max`` of two ints would do, FURB136 off: a builtin min/max
+    of two ints costs about 1,000 instructions — an argument tuple, keyword parsing — ten
+    times the comparison.)"""
     if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
         return
     if not st.ready:
         _resolve(tier, st, ctx, env)
-    stop = protect_start(tier.protect, ctx, st)
-    begin = st.cursor if st.cursor > ctx.lo else ctx.lo  # noqa: FURB136 (see protect_start)
+    run, lo, hi = ctx.run, ctx.lo, ctx.hi
+    # 1. stop: the first block of the protected recent range (hi when nothing is protected),
+    # the oldest start of every protection set, never before lo
+    stop = hi
+    if hi > lo:
+        messages, tokens, n_results, result_tokens, newest = st.protect
+        if messages:
+            first, last = run.ordinal[lo], run.ordinal[hi - 1] - messages + 1
+            stop = run.msg_start[last if last > first else first]  # noqa: FURB136
+        if tokens:
+            reach = _reaching_est(ctx, tokens, st)
+            if reach < hi:  # Context.message_start_at_or_after, inlined
+                o = run.ordinal[reach]
+                reach = reach if run.msg_start[o] == reach else run.msg_start[o + 1]
+            stop = reach if reach < stop else stop  # noqa: FURB136
+        if n_results or result_tokens:
+            # the live results res[first:end], walked forward from the previous pass (a step or
+            # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
+            res = st.results
+            first, end = st.live_results
+            while res[first] < lo:
+                first += 1
+            while res[end] < hi:
+                end += 1
+            st.live_results = (first, end)
+            if first < end and n_results:
+                nth = end - n_results
+                nth = run.msg_start[run.ordinal[res[first if first > nth else nth]]]  # noqa: FURB136
+                stop = nth if nth < stop else stop  # noqa: FURB136
+            if result_tokens:
+                nth = _within_budget(ctx, res, first, end, result_tokens)
+                stop = nth if nth < stop else stop  # noqa: FURB136
+        if newest:  # Context.newest_output_start, inlined (hi > lo here)
+            nth = run.msg_start[run.ordinal[hi - 1]]
+            stop = nth if nth < stop else stop  # noqa: FURB136
+        stop = stop if stop > lo else lo  # noqa: FURB136
+    # 2. the candidates among the eligible blocks in [cursor, stop): where the last pass
+    # stopped (unless a cut moved lo past it), walked forward to stop (the blocks the walk visits:
+    # a bisection would cost a dozen comparisons for the usual one; the sentinel ends it)
+    cursor = st.cursor
+    begin = cursor if cursor > lo else lo  # noqa: FURB136
     if begin < stop:
-        e = st.next_eligible
-        if st.eligible[e] < stop:  # a block to look at: scan (the sentinel ends the list)
-            e = _scan(tier, ctx, env, st, begin, stop)
+        eligible, e = st.eligible, st.next_eligible
+        b = eligible[e]
+        if b < stop:
+            if begin != cursor:
+                e = bisect.bisect_left(eligible, begin, e)
+                b = eligible[e]
+            pending, trimmed, cur_est, category = st.pending, ctx.trimmed, ctx.cur_est, run.category
+            results, writes, gain_est = st.sized_result, st.sized_write, st.gain_est
+            while b < stop:
+                if not trimmed[b]:
+                    got = (results if category[b] == CAT_RESULTS else writes).get(b)
+                    if got is None:
+                        got = _candidate(tier, st, env, run, b)
+                    gain = cur_est[b] - got[1]
+                    if gain > 0:
+                        pending.append(got)
+                        gain_est += gain
+                e += 1
+                b = eligible[e]
+            st.gain_est = gain_est
         st.cursor, st.next_eligible = stop, e
-    passed = _pass(tier, st, ctx, env, stop) if st.pending else False
+    # 3. the pass: the pending candidates before stop, trimmed if they reclaim the minimum (one
+    # action), else one undone action
+    passed = False
+    pending = st.pending
+    if pending and st.epoch != ctx.epoch:  # something was cut or trimmed since: re-check
+        pending = _rechecked(st, ctx)
+    if pending:
+        later = None
+        if pending[-1][0] >= stop:  # the protected range grew back over candidates found before
+            cut = bisect.bisect_left(pending, (stop,))
+            pending, later = pending[:cut], pending[cut:]
+        if pending:
+            gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
+            trigger_tokens = env.fixed_est + ctx.est()
+            if gain < st.minimum:
+                # by position (see apply_trims): tier, kind, protect_from, trigger, threshold,
+                # min_reclaim, may_touch_newest
+                record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending),
+                                    tier.name, TRIM, stop, trigger_tokens, st.threshold,
+                                    st.minimum, not st.protect[4])
+            else:
+                # by position: tier, kind, protect_from, trigger, threshold, may_touch_newest,
+                # min_reclaim
+                apply_pass(ctx, env, pending, tier.name, TRIM, stop, trigger_tokens,
+                           st.threshold, not st.protect[4], st.minimum)
+                st.pending = later or []
+                st.gain_est = 0 if later is None else st.gain_est - gain
+                passed = True
+    # 4. the induced re-reads before stop
     ind, cursor = ctx.induced, st.induced_cursor
     if ((passed or not st.minimum) and len(ind.pos) > cursor
             and (cursor < ind.lo or ind.pos[cursor] < stop) and CAT_RESULTS in st.cats):
         # an induced re-read from the tier's cursor on may lie before stop (else _trim_induced
         # would examine none): the re-reads before the protected range go with the pass, in its
         # one action (a tier with a minimum trims them only with a pass that went through)
-        _trim_induced(tier, st, ctx, env, stop, into=len(env.action_rows) - 1 if passed else None)
+        _trim_induced(tier, st, ctx, env, stop, into=n_actions(env) - 1 if passed else None)
     st.epoch = ctx.epoch
 
 
-def _pass(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int) -> bool:
-    """Trim the pending candidates before ``stop`` if they reclaim the minimum (one action, or
-    one undone action); returns whether a pass went through (there are some: the caller
-    checks)."""
-    if st.epoch != ctx.epoch:  # something was cut or trimmed since: re-check
-        st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
-        st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
-        st.epoch = ctx.epoch
-        if not st.pending:
-            return False
-    pending, later = st.pending, None
-    if pending[-1][0] >= stop:  # the protected range grew back over candidates found before
-        cut = bisect.bisect_left(pending, (stop,))
-        pending, later = pending[:cut], pending[cut:]
-        if not pending:
-            return False
-    gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
-    trigger_tokens = env.fixed_est + ctx.est()
-    if gain < st.minimum:
-        # by position (see below): tier, kind, protect_from, trigger, threshold, min_reclaim,
-        # may_touch_newest
-        record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending), tier.name,
-                            TRIM, stop, trigger_tokens, st.threshold, st.minimum,
-                            not tier.protect.newest)
-        return False
-    # by position (apply_trims: keyword matching costs more than a one-block trim): tier, kind,
-    # protect_from, trigger, threshold, may_touch_newest, until_est, min_reclaim
-    apply_trims(ctx, env, pending, tier.name, TRIM, stop, trigger_tokens, st.threshold,
-                not tier.protect.newest, None, st.minimum)
-    st.pending = later or []
-    st.gain_est = 0 if later is None else st.gain_est - gain
-    return True
+def _rechecked(st: TrimState, ctx: Context) -> list[tuple[int, int, int, int]]:
+    """The pending candidates still live and whole after a cut or a trim, and their gain."""
+    st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
+    st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
+    st.epoch = ctx.epoch
+    return st.pending
 
 
 def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
@@ -197,34 +268,15 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
         min_chars=tier.min_chars, first=st.induced_cursor, into=into)
 
 
-def _scan(tier: Trim, ctx: Context, env: Env, st: TrimState, begin: int, stop: int) -> int:
-    """Add the blocks in ``[begin, stop)`` worth trimming to the pending candidates; returns
-    the index in ``st.eligible`` of the first block at or after ``stop``."""
-    run, eligible, pending = ctx.run, st.eligible, st.pending
-    category, trimmed, cur_est = run.category, ctx.trimmed, ctx.cur_est
-    # where the last scan stopped, unless a cut moved lo past it; then forward to stop (the
-    # blocks the loop visits: a bisection would cost a dozen comparisons for the usual one)
-    first = (st.next_eligible if begin == st.cursor
-             else bisect.bisect_left(eligible, begin, st.next_eligible))
-    end = first
-    while eligible[end] < stop:  # the sentinel ends the walk
-        end += 1
-    for b in eligible[first:end]:
-        if trimmed[b]:
-            continue
-        if category[b] == CAT_RESULTS:
-            got = st.sized_result.get(b)
-            if got is None:
-                got = st.sized_result[b] = _sized(env, b, placeholder(run, b, tier.placeholder))
-        else:
-            got = st.sized_write.get(b)
-            if got is None:
-                got = st.sized_write[b] = _sized(env, b, write_note(run, b, tier.write_note))
-        gain = cur_est[b] - got[1]
-        if gain > 0:
-            pending.append(got)
-            st.gain_est += gain
-    return end
+def _candidate(tier: Trim, st: TrimState, env: Env, run: PreparedRun,
+               b: int) -> tuple[int, int, int, int]:
+    """Block ``b``'s candidate, sized at its first scan in this run under this policy
+    (memoised: a placeholder for a result, the write note for arguments)."""
+    if run.category[b] == CAT_RESULTS:
+        got = st.sized_result[b] = _sized(env, b, placeholder(run, b, tier.placeholder))
+    else:
+        got = st.sized_write[b] = _sized(env, b, write_note(run, b, tier.write_note))
+    return got
 
 
 def _sized(env: Env, b: int, text: str) -> tuple[int, int, int, int]:
@@ -241,51 +293,6 @@ def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
     if "call_args" in blocks:
         cats.add(CAT_ARGS)
     return frozenset(cats)
-
-
-def protect_start(p: Protect, ctx: Context, st: TrimState) -> int:
-    """First block of the protected recent range (``hi`` when nothing is protected).
-
-    (Conditional expressions where ``min`` / ``max`` of two ints would do, FURB136 off: this
-    runs at every pass of every trim tier, and a builtin min/max of two ints costs about 1,000
-    instructions — an argument tuple, keyword parsing — ten times the comparison.)"""
-    run, lo, hi = ctx.run, ctx.lo, ctx.hi
-    start = hi
-    if hi <= lo:
-        return hi
-    if p.messages:
-        last = run.ordinal[hi - 1]
-        first = max(run.ordinal[lo], last - p.messages + 1)
-        start = min(start, run.msg_start[first])
-    tokens = st.protect_tokens
-    if tokens:
-        reach = _reaching_est(ctx, tokens, st)
-        if reach < hi:  # Context.message_start_at_or_after, inlined (a call a pass)
-            o = run.ordinal[reach]
-            reach = reach if run.msg_start[o] == reach else run.msg_start[o + 1]
-        start = reach if reach < start else start  # noqa: FURB136
-    if p.tool_results or p.tool_result_tokens:
-        res = st.results if st.results is not None else _with_sentinel(run, st)
-        # the live results res[first:end], walked forward from the previous pass (a step or
-        # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
-        first, end = st.live_results
-        while res[first] < lo:
-            first += 1
-        while res[end] < hi:
-            end += 1
-        st.live_results = (first, end)
-        if first < end and p.tool_results:
-            nth = end - p.tool_results
-            nth = res[first if first > nth else nth]  # noqa: FURB136
-            nth_start = run.msg_start[run.ordinal[nth]]
-            start = nth_start if nth_start < start else start  # noqa: FURB136
-        if p.tool_result_tokens:
-            nth = _within_budget(ctx, res, first, end, p.tool_result_tokens)
-            start = nth if nth < start else start  # noqa: FURB136
-    if p.newest:  # Context.newest_output_start, inlined (hi > lo here)
-        newest = run.msg_start[run.ordinal[hi - 1]]
-        start = newest if newest < start else start  # noqa: FURB136
-    return start if start > lo else lo  # noqa: FURB136
 
 
 def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
@@ -312,12 +319,6 @@ def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
             total = 0
     st.reach = (ctx.epoch, ctx.hi, b, total)
     return b
-
-
-def _with_sentinel(run: PreparedRun, st: TrimState) -> list[int]:
-    """``st.results`` made: the tier's results (``_results``), then ``n_blocks``."""
-    st.results = [*_results(run, st.tools), run.n_blocks]
-    return st.results
 
 
 def _results(run: PreparedRun, tools: frozenset[str]) -> list[int]:

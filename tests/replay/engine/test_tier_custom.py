@@ -7,7 +7,8 @@ import pytest
 
 from replay.engine.context import Context
 from replay.engine.fold import replay
-from replay.engine.tiers.apply import TierInvariantError, apply_cut, apply_trims
+from replay.engine.tiers.actions import action_rows
+from replay.engine.tiers.apply import TierInvariantError, apply_cut, apply_pass, apply_trims
 from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.custom import CutBefore, TrimBlocks, View
 from tests.replay.engine.tier_runs import evicted, newest_message, policy, results_of, session
@@ -78,7 +79,7 @@ def test_apply_refuses_changes_inside_the_protected_range_or_the_newest_output()
         apply_cut(ctx, env, first, [], protect_from=ctx.hi, **cut)
     with pytest.raises(TierInvariantError):  # takes the newest output
         apply_cut(ctx, env, ctx.hi, [], protect_from=ctx.hi, **cut)
-    assert env.action_rows == [] and env.evictions.n == 0 and ctx.lo == 0  # nothing changed
+    assert not env.action_rows and env.evictions.n == 0 and ctx.lo == 0  # nothing changed
     assert not any(ctx.trimmed)
     assert apply_trims(ctx, env, [(first, 1, 1, 1)], protect_from=ctx.hi, **common).n_blocks == 1
     assert apply_cut(ctx, env, newest - 1, [], protect_from=ctx.hi, **cut) == newest - 1
@@ -91,3 +92,43 @@ def test_apply_refuses_trims_out_of_block_order() -> None:
     with pytest.raises(TierInvariantError):
         apply_trims(ctx, env, [(second, 1, 1, 1), (first, 1, 1, 1)], tier="t", kind="trim",
                     protect_from=ctx.hi, trigger_tokens=0, threshold_tokens=0)
+
+
+def test_a_pass_refuses_what_apply_trims_refuses_before_changing_anything() -> None:
+    """``apply_pass`` (a trim tier's pass) keeps ``apply_trims``'s invariants: the newest output,
+    the protected range, blocks before ``lo`` and out of order are refused."""
+    run = session([40] * 4, every_step=False)
+    ctx, env = _context(run)
+    newest = newest_message(run, 0)[0]
+    first, second = results_of(run)[:2]
+    for sized, protect_from in (([(newest, 1, 1, 1)], ctx.hi),
+                                ([(first, 1, 1, 1), (second, 1, 1, 1)], second),
+                                ([(second, 1, 1, 1), (first, 1, 1, 1)], ctx.hi)):
+        with pytest.raises(TierInvariantError):
+            apply_pass(ctx, env, sized, "t", "trim", protect_from, 0, 0, False, 0)
+    ctx.cut_before(next(b for b in range(first + 1, ctx.hi) if ctx.is_safe_split(b)), [])
+    with pytest.raises(TierInvariantError):  # before lo
+        apply_pass(ctx, env, [(first, 1, 1, 1)], "t", "trim", ctx.hi, 0, 0, False, 0)
+    assert not env.action_rows and env.evictions.n == 0 and not any(ctx.trimmed)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_pass_changes_and_records_what_apply_trims_does(n: int) -> None:
+    """The same blocks through ``apply_pass`` and ``apply_trims`` (with an earlier request
+    sent, so the action counts what it invalidated): the same context, evictions and action row
+    (``apply_pass`` writes its row itself)."""
+    run = session([40] * 5, every_step=False)
+    sized = [(b, 1, 2, 3) for b in results_of(run)[:n]]
+    got = []
+    for apply in ("pass", "trims"):
+        ctx, env = _context(run)
+        env.prev_truth, env.fixed_truth, env.request = ctx.truth() + 7, 5, 3
+        if apply == "pass":
+            apply_pass(ctx, env, sized, "t", "trim", ctx.hi, 11, 12, False, 13)
+        else:
+            apply_trims(ctx, env, sized, "t", "trim", ctx.hi, 11, 12, False, None, 13)
+        got.append((ctx.cur_est, ctx.cur_truth, ctx.cur_bytes, ctx.est(), ctx.truth(),
+                    ctx.dirty, ctx.dirty_truth_before, env.evictions.columns(run),
+                    action_rows(env, run.run_id)))
+    assert got[0] == got[1]
+    assert got[0][-1][0].n_blocks == n and got[0][-1][0].invalidated_tokens > 0

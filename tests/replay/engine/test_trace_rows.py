@@ -11,8 +11,9 @@ import pytest
 from replay.engine import trace
 from replay.engine.context import Context
 from replay.engine.fold import replay
+from replay.engine.tiers.actions import action_rows, add_to_action, record_action, update_action
 from replay.engine.tiers.apply import apply_trims
-from replay.engine.tiers.base import Env, Evictions, record_action, replace_row
+from replay.engine.tiers.base import Env, Evictions
 from replay.engine.trace import ROW_TYPES, TRACE_SCHEMAS, ActionRow, RequestMeasured, RequestRow
 from tests.replay.engine.tier_runs import policy, results_of, session
 
@@ -50,7 +51,7 @@ def test_an_action_row_puts_truth_and_estimate_under_their_names() -> None:
     first = results_of(run)[0]
     apply_trims(ctx, env, [(first, 1, 1, 1)], protect_from=ctx.hi, tier="t", kind="trim",
                 trigger_tokens=0, threshold_tokens=0)
-    (row,) = env.action_rows
+    (row,) = action_rows(env, run.run_id)
     assert isinstance(row, ActionRow)
     assert row.reclaimed_est_tokens == est[first] - 1
     assert row.reclaimed_tokens == truth[first] - 1
@@ -71,13 +72,15 @@ def test_record_action_puts_every_value_under_its_name() -> None:
              "summary_tokens": 19, "recorded": True, "min_reclaim_tokens": 20,
              "protect_first_msg": 21, "induced": True, "size_estimate": "parts_only"}
     record_action(env, ctx, **given)  # type: ignore[arg-type]
-    (row,) = env.action_rows
+    record_action(env, ctx, **given)  # type: ignore[arg-type]
+    (row, second) = action_rows(env, run.run_id)
     assert isinstance(row, ActionRow)
     want = {("invalidated_tokens" if k == "invalidated" else
              "recorded_summary" if k == "recorded" else k): v for k, v in given.items()}
     want |= {"run_id": run.run_id, "policy": p.name, "action": 0, "request": 7, "when": "after",
              "context_after_tokens": 1000 + ctx.truth()}
     assert row._asdict() == want
+    assert second._asdict() == want | {"action": 1}
 
 
 def test_trace_rows_read_back_as_the_row_types() -> None:
@@ -89,10 +92,28 @@ def test_trace_rows_read_back_as_the_row_types() -> None:
     assert got.actions.num_rows > 0
 
 
-def test_replace_row_changes_only_the_named_values() -> None:
-    row = ActionRow._make(range(len(ActionRow._fields)))  # every value distinct: its position
-    changed = replace_row(row, n_blocks=-1, induced=-2, first_msg=-3)
-    assert isinstance(changed, ActionRow)
-    assert changed._asdict() == row._replace(n_blocks=-1, induced=-2, first_msg=-3)._asdict()
+def test_update_and_add_to_an_action_change_only_that_action() -> None:
+    run = session([40] * 4, every_step=False)
+    counts = list(run.tokens["o200k_base"])
+    ctx = Context(run, counts, counts, 0)
+    p = policy([])
+    env = Env(policy=p, calibration=None, action_rows=[], evictions=Evictions(), fixed_est=0,
+              fixed_truth=0, truth_counter=p.truth)
+    for i in range(3):  # every value distinct from the other actions'
+        record_action(env, ctx, tier=f"t{i}", kind="k", trigger_tokens=i, threshold_tokens=i,
+                      n_blocks=i, first_msg=i, last_msg=i, reclaimed_est_tokens=i,
+                      reclaimed_tokens=i, invalidated=i)
+    before = [r._asdict() for r in action_rows(env, run.run_id)]
+    update_action(env, 1, n_blocks=-1, induced=True, first_msg=-3)
+    after = [r._asdict() for r in action_rows(env, run.run_id)]
+    assert after == [before[0], before[1] | {"n_blocks": -1, "induced": True, "first_msg": -3},
+                     before[2]]
     with pytest.raises(KeyError):
-        replace_row(row, no_such_column=1)
+        update_action(env, 0, no_such_column=1)
+    add_to_action(env, 2, n_blocks=3, first_msg=-5, last_msg=1, reclaimed_est_tokens=4,
+                  reclaimed_tokens=5, invalidated=1, context_after_tokens=99)
+    (*_, last) = [r._asdict() for r in action_rows(env, run.run_id)]
+    assert last == before[2] | {"n_blocks": 5, "first_msg": -5, "last_msg": 2,
+                                "reclaimed_est_tokens": 6, "reclaimed_tokens": 7,
+                                "invalidated_tokens": 2, "context_after_tokens": 99,
+                                "induced": True}
