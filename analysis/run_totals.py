@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from analysis.metrics import RATIOS, WEIGHTS, known
@@ -48,37 +49,88 @@ def total_rule(metric: str) -> Rule | None:
 def combine(table: pd.DataFrame, by: str, columns: Sequence[str]) -> pd.DataFrame:
     """Each of ``columns`` combined over the rows of each ``by`` group (``total_rule``; the
     columns without a total are left out), one row per group in order of first appearance,
-    indexed by ``by``."""
-    keys = table[by]
-    groups = table.groupby(by, sort=False)
-    out = pd.DataFrame(index=groups.size().index)
-    for col in columns:
-        rule = total_rule(col)
-        if rule is None:
+    indexed by ``by``.
+
+    Every column of a rule in one group-by (``_per_group``), not one per column."""
+    index = table.groupby(by, sort=False).size().index
+    codes, uniques = pd.factorize(table[by], sort=False)
+    if len(uniques) != len(index):
+        raise RuntimeError("combine: groups and factorised keys disagree")
+    rules = {c: total_rule(c) for c in columns}
+    ratios = [c for c in columns if rules[c] == "ratio"
+              and {RATIOS[c][0], RATIOS[c][1]} <= set(table.columns)]
+    by_rule: dict[str, list[str]] = {"sum": [], "max": [], "min": [], "mean": []}
+    for c in columns:
+        r = rules[c]
+        if r is not None and c not in ratios:
+            by_rule["mean" if r == "ratio" else r].append(c)
+    done: dict[str, np.ndarray] = {}
+    for how, cols in by_rule.items():
+        if not cols:
             continue
-        vals = table[col].astype("float64")
-        if rule == "ratio" and {RATIOS[col][0], RATIOS[col][1]} <= set(table.columns):
-            num, den, scale = RATIOS[col]
-            sums = groups[[num, den]].sum()
-            out[col] = scale * sums[num] / sums[den].where(sums[den] > 0)
-        elif rule == "sum":
-            out[col] = vals.groupby(keys, sort=False).sum(min_count=1)
-        elif rule == "max":
-            out[col] = vals.groupby(keys, sort=False).max()
-        elif rule == "min":
-            out[col] = vals.groupby(keys, sort=False).min()
-        else:  # a mean (or a ratio whose parts are not in the table): weighted over runs
-            weight = "n_requests" if rule == "ratio" else WEIGHTS.get(col, "n_requests")
-            out[col] = _weighted(vals, table[weight].astype("float64") if weight in table
-                                 else pd.Series(1.0, index=table.index), keys)
+        vals = table[cols].astype("float64").to_numpy()
+        got = (_weighted(vals, _weights(table, cols, rules), codes, len(index)) if how == "mean"
+               else _per_group(vals, codes, len(index), how))
+        done.update(zip(cols, got.T))
+    groups = table.groupby(by, sort=False)
+    for col in ratios:
+        num, den, scale = RATIOS[col]
+        sums = groups[[num, den]].sum()
+        done[col] = (scale * sums[num] / sums[den].where(sums[den] > 0)).to_numpy()
+    return pd.DataFrame({c: done[c] for c in columns if c in done}, index=index)
+
+
+def _weights(table: pd.DataFrame, cols: list[str], rules: dict[str, Rule | None]) -> np.ndarray:
+    """The weight of each value of ``cols`` (means), one column each: its ``WEIGHTS`` metric,
+    else requests (a ratio whose parts are not in the table: requests always); 1 where the
+    table lacks it."""
+    out = np.ones((len(table), len(cols)))
+    for j, col in enumerate(cols):
+        weight = "n_requests" if rules[col] == "ratio" else WEIGHTS.get(col, "n_requests")
+        if weight in table:
+            out[:, j] = table[weight].astype("float64").to_numpy()
     return out
 
 
-def _weighted(vals: pd.Series, w: pd.Series, keys: pd.Series) -> pd.Series:
-    """Per group: Σ w·v / Σ w over the defined values; the plain mean where the weights of
-    the defined values add up to 0; NaN where no value is defined."""
-    ok = vals.notna()
-    num = (vals * w).where(ok).groupby(keys, sort=False).sum(min_count=1)
-    den = w.where(ok).groupby(keys, sort=False).sum(min_count=1)
-    plain = vals.groupby(keys, sort=False).mean()
-    return (num / den.where(den > 0)).fillna(plain.where(den.fillna(0) <= 0))
+def _weighted(vals: np.ndarray, w: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group and column: Σ w·v / Σ w over the defined values; the plain mean where the
+    weights of the defined values add up to 0; NaN where no value is defined."""
+    ok = ~np.isnan(vals)
+    k = vals.shape[1]
+    sums = _per_group(np.hstack([np.where(ok, vals * w, np.nan), np.where(ok, w, np.nan)]),
+                      codes, n_groups, "sum")
+    num, den = sums[:, :k], sums[:, k:]
+    plain = _per_group(vals, codes, n_groups, "mean")
+    has_weight = den > 0
+    with np.errstate(invalid="ignore"):
+        out = num / np.where(has_weight, den, np.nan)
+    return np.where(np.isnan(out) & ~has_weight, plain, out)
+
+
+def _per_group(vals: np.ndarray, codes: np.ndarray, n_groups: int, how: str) -> np.ndarray:
+    """``how`` ("sum" of the defined values, NaN if none; "mean", "max", "min") per group (rows
+    by ``codes``; -1: no group, left out) and column, as a ``(n_groups, columns)`` array: the
+    bits a group-by of each column alone gives, in two group-bys.
+
+    pandas adds a column's groups with ``np.add.reduceat`` when the groups are contiguous and
+    the column has no NaN, else with its compensated (Kahan) kernel; the two round differently,
+    so the columns with a NaN and those without are taken apart.  Each part is one group-by of a
+    single column, column j's rows being group ``code + j·n_groups``: every (group, column) is
+    the same run of values, reduced the same way, as in the column's own group-by."""
+    out = np.empty((n_groups, vals.shape[1]))
+    has_nan = np.isnan(vals).any(axis=0)
+    for part in (np.flatnonzero(has_nan), np.flatnonzero(~has_nan)):
+        if len(part):
+            out[:, part] = _one_column(vals[:, part], codes, n_groups, how)
+    return out
+
+
+def _one_column(vals: np.ndarray, codes: np.ndarray, n_groups: int, how: str) -> np.ndarray:
+    """``_per_group`` of columns that all have a NaN or none, as one group-by of one column."""
+    keep = codes >= 0
+    k = vals.shape[1]
+    labels = (codes[keep][None, :] + n_groups * np.arange(k)[:, None]).ravel()
+    g = pd.Series(vals[keep].T.ravel()).groupby(labels, sort=True)
+    got = g.sum(min_count=1) if how == "sum" else getattr(g, how)()
+    out: np.ndarray = got.reindex(range(n_groups * k)).to_numpy().reshape(k, n_groups).T
+    return out
