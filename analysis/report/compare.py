@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -28,7 +29,6 @@ import pyarrow.compute as pc
 
 from analysis.induced import includes_induced
 from analysis.metrics import metrics
-from analysis.report.build import ReportFiles, read_runs, write_report
 from analysis.report.diff import diff
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
@@ -41,6 +41,9 @@ from replay.output_targets import check_targets, report_targets
 from replay.policy import Policy, load_policy
 from replay.policy.pricing import one_provider, pricing_note
 from replay.run_select import select_runs
+
+if TYPE_CHECKING:  # the report's modules (bokeh, matplotlib) load only for a report or --traces
+    from analysis.report.build import ReportFiles
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +166,9 @@ def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
     """
     inputs = [*([] if isinstance(spec.runs, Corpus) else list(spec.runs)), *spec.data]
     check_targets(report_targets(out, "--out"), inputs=inputs, cache=cache_root(spec.cache_dir))
+    # lazy: bokeh and matplotlib load only for a report (replay diff: ~1 s of CPU less)
+    from analysis.report.build import write_report
+
     make_output_dir(out, "report_files")
     got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
     files = write_report(got.corpus, list(got.pairs), out, max_timelines=max_timelines,
@@ -193,6 +199,9 @@ def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
                                "traces carry their policy and prices in summary.json")
     if isinstance(spec.runs, Corpus):
         raise ReplayInputError("with traces, runs are `replay run` output folders")
+    # lazy: bokeh and matplotlib load only for a report (replay diff: ~1 s of CPU less)
+    from analysis.report.build import read_runs
+
     dirs = list(spec.runs)
     pairs = read_runs(dirs)
     cached = dataset_dir(cache_root(spec.cache_dir))
