@@ -39,9 +39,11 @@ class TrimState:
     """The run's tool-result blocks of the tier's ``tools`` (for protecting the newest N or a
     budget of them; memoised per run, found at the first pass), then ``n_blocks``: a sentinel
     past any ``hi``."""
-    live_results: tuple[int, int] = (0, 0)
-    """``results[first:end]``, the live ones at the previous pass: ``lo`` and ``hi`` only grow,
-    so the next pass walks them forward from there (see ``act``)."""
+    live_first: int = 0
+    live_end: int = 0
+    """``results[live_first:live_end]``, the live ones at the previous pass: ``lo`` and ``hi``
+    only grow, so the next pass walks them forward from there (see ``act``; two ints, not a
+    pair: no tuple made a pass)."""
     gain_est: int = 0
     """Estimated tokens the pending candidates would reclaim."""
     epoch: int = -1
@@ -65,10 +67,17 @@ class TrimState:
     """The induced re-reads before this one were examined (``apply_induced_trims``)."""
     tools: frozenset[str] = frozenset()
     """The tier's ``tools``: only their results count for ``protect.tool_results``."""
-    reach: tuple[int, int, int, int] = (-1, 0, 0, 0)
-    """The protected range by tokens at the previous pass: (``Context.epoch``, ``hi``, its first
-    block, the estimated tokens from it to ``hi`` when some of them are trimmed); see
+    reach_epoch: int = -1
+    reach_hi: int = 0
+    reach_first: int = 0
+    reach_total: int = 0
+    """The protected range by tokens at the previous pass: ``Context.epoch`` and ``hi`` then, its
+    first block, the estimated tokens from it to ``hi`` when some of them are trimmed; see
     ``_reaching_est``."""
+    touch_newest: bool = False
+    """The tier may trim the newest output (``protect.newest`` false)."""
+    trims_results: bool = False
+    """Tool results are among the blocks it trims (and so are induced re-reads)."""
 
 
 def min_reclaim(tier: Trim, usable_tokens: int) -> int:
@@ -90,6 +99,7 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     st.protect = (p.messages, max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens,
                   p.tool_results, p.tool_result_tokens, p.newest)
     st.tools = frozenset(tier.tools)
+    st.touch_newest, st.trims_results = not p.newest, CAT_RESULTS in st.cats
     if p.tool_results or p.tool_result_tokens:
         st.results = [*_results(run, st.tools), run.n_blocks]
     st.ready = True
@@ -156,12 +166,12 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
             # the live results res[first:end], walked forward from the previous pass (a step or
             # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
             res = st.results
-            first, end = st.live_results
+            first, end = st.live_first, st.live_end
             while res[first] < lo:
                 first += 1
             while res[end] < hi:
                 end += 1
-            st.live_results = (first, end)
+            st.live_first, st.live_end = first, end
             if first < end and n_results:
                 nth = end - n_results
                 nth = run.msg_start[run.ordinal[res[first if first > nth else nth]]]  # noqa: FURB136
@@ -185,7 +195,8 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
             if begin != cursor:
                 e = bisect.bisect_left(eligible, begin, e)
                 b = eligible[e]
-            pending, trimmed, cur_est, category = st.pending, ctx.trimmed, ctx.cur_est, run.category
+            pending, trimmed = st.pending, ctx.trimmed  # (pairs: four at once make a tuple)
+            cur_est, category = ctx.cur_est, run.category
             results, writes, gain_est = st.sized_result, st.sized_write, st.gain_est
             while b < stop:
                 if not trimmed[b]:
@@ -219,19 +230,19 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
                 # min_reclaim, may_touch_newest
                 record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending),
                                     tier.name, TRIM, stop, trigger_tokens, st.threshold,
-                                    st.minimum, not st.protect[4])
+                                    st.minimum, st.touch_newest)
             else:
                 # by position: tier, kind, protect_from, trigger, threshold, may_touch_newest,
                 # min_reclaim
                 apply_pass(ctx, env, pending, tier.name, TRIM, stop, trigger_tokens,
-                           st.threshold, not st.protect[4], st.minimum)
+                           st.threshold, st.touch_newest, st.minimum)
                 st.pending = later or []
                 st.gain_est = 0 if later is None else st.gain_est - gain
                 passed = True
     # 4. the induced re-reads before stop
     ind, cursor = ctx.induced, st.induced_cursor
-    if ((passed or not st.minimum) and len(ind.pos) > cursor
-            and (cursor < ind.lo or ind.pos[cursor] < stop) and CAT_RESULTS in st.cats):
+    if (len(ind.pos) > cursor and (passed or not st.minimum)
+            and (cursor < ind.lo or ind.pos[cursor] < stop) and st.trims_results):
         # an induced re-read from the tier's cursor on may lie before stop (else _trim_induced
         # would examine none): the re-reads before the protected range go with the pass, in its
         # one action (a tier with a minimum trims them only with a pass that went through)
@@ -302,7 +313,8 @@ def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
     moves forward — a bisection of the static sums from it when nothing from it on is trimmed,
     else a walk forward over the blocks the new ones push out (where the search walks back over
     the trimmed blocks before the range at every pass)."""
-    epoch, hi, b, total = st.reach
+    epoch, hi = st.reach_epoch, st.reach_hi  # (pairs: four names at once would make a tuple)
+    b, total = st.reach_first, st.reach_total
     pre = ctx.pre_est
     if epoch != ctx.epoch:
         b = ctx.block_reaching_est(tokens)
@@ -317,7 +329,8 @@ def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
             b += 1
         if b > ctx.last_trimmed:
             total = 0
-    st.reach = (ctx.epoch, ctx.hi, b, total)
+    st.reach_epoch, st.reach_hi = ctx.epoch, ctx.hi
+    st.reach_first, st.reach_total = b, total
     return b
 
 
