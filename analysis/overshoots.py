@@ -31,6 +31,7 @@ Not here: what the tiers did about it (``analysis.summarisation``, the actions t
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -98,27 +99,43 @@ def overshoots_summary(df: pd.DataFrame) -> pd.DataFrame:
         ``_est_error_{median,p05,p95,mean_abs}_frac`` and, on comparable requests,
         ``_n_comparable``, ``_est_vs_recorded_median_frac``, ``_truth_vs_recorded_median_frac``.
     """
+    # numpy per (run, policy), not a pandas frame per group: each value as pandas gives it
+    # (np.quantile is what Series.quantile calls; the mean stays a Series mean)
+    codes = df.groupby(["run_id", "policy"], sort=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(codes.max() + 2 if len(codes) else 1))
+    rid_col, pol_col = df["run_id"].to_numpy(), df["policy"].to_numpy()
+    over_col = df["is_overshoot"].to_numpy(dtype=bool)
+    comp_col = df["is_comparable"].to_numpy(dtype=bool)
+    request, tokens = df["request"].to_numpy(), df["overshoot_tokens"].to_numpy()
+    fl = {c: df[c].to_numpy(dtype="float64", na_value=np.nan)
+          for c in ("est_error_frac", "margin_needed_frac", "est_vs_recorded_frac",
+                    "truth_vs_recorded_frac")}
     rows = []
-    for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
-        over = g[g["is_overshoot"]]
-        err = g["est_error_frac"].dropna()
-        comp = g[g["is_comparable"]]
+    for lo, hi in itertools.pairwise(bounds):
+        pos = order[lo:hi]
+        over, comp = pos[over_col[pos]], pos[comp_col[pos]]
+        err = _defined(fl["est_error_frac"][pos])
+        margin = _defined(fl["margin_needed_frac"][over])
         rows.append({
-            "run_id": rid, "policy": pol,
+            "run_id": rid_col[pos[0]], "policy": pol_col[pos[0]],
             "overshoots_n": len(over),
-            "overshoots_frac": len(over) / len(g) if len(g) else np.nan,
-            "overshoots_first_request": int(over["request"].min()) if len(over) else -1,
-            "overshoots_max_tokens": int(over["overshoot_tokens"].max()) if len(over) else 0,
-            "overshoots_total_tokens": int(over["overshoot_tokens"].sum()),
-            "overshoots_margin_needed_max_frac": (float(over["margin_needed_frac"].max())
-                                                  if len(over) else np.nan),
+            "overshoots_frac": len(over) / len(pos),
+            "overshoots_first_request": int(request[over].min()) if len(over) else -1,
+            "overshoots_max_tokens": int(tokens[over].max()) if len(over) else 0,
+            "overshoots_total_tokens": int(tokens[over].sum()),
+            "overshoots_margin_needed_max_frac": (float(margin.max()) if len(margin)
+                                                  else np.nan),
             "overshoots_est_error_median_frac": _q(err, 0.5),
             "overshoots_est_error_p05_frac": _q(err, 0.05),
             "overshoots_est_error_p95_frac": _q(err, 0.95),
-            "overshoots_est_error_mean_abs_frac": float(err.abs().mean()) if len(err) else np.nan,
+            "overshoots_est_error_mean_abs_frac": (float(pd.Series(np.abs(err)).mean())
+                                                   if len(err) else np.nan),
             "overshoots_n_comparable": len(comp),
-            "overshoots_est_vs_recorded_median_frac": _q(comp["est_vs_recorded_frac"], 0.5),
-            "overshoots_truth_vs_recorded_median_frac": _q(comp["truth_vs_recorded_frac"], 0.5),
+            "overshoots_est_vs_recorded_median_frac": _q(
+                _defined(fl["est_vs_recorded_frac"][comp]), 0.5),
+            "overshoots_truth_vs_recorded_median_frac": _q(
+                _defined(fl["truth_vs_recorded_frac"][comp]), 0.5),
         })
     return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
 
@@ -190,9 +207,14 @@ def _first_compaction(compactions: pd.DataFrame | None) -> dict[str, float]:
     return {str(rid): float(g["request"].min()) for rid, g in c.groupby("run_id", sort=False)}
 
 
-def _q(s: pd.Series, q: float) -> float:
-    s = s.dropna()
-    return float(s.astype("float64").quantile(q)) if len(s) else np.nan
+def _defined(v: np.ndarray) -> np.ndarray:
+    out: np.ndarray = v[~np.isnan(v)]
+    return out
+
+
+def _q(v: np.ndarray, q: float) -> float:
+    """The ``q`` quantile of defined values ``v`` (NaN if none), as ``Series.quantile``."""
+    return float(np.quantile(v, [q], method="linear")[0]) if len(v) else np.nan
 
 
 _SUMMARY_COLUMNS = ["run_id", "policy", *(n for p in METRICS for n in p.names)]

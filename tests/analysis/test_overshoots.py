@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from matplotlib.axes import Axes
 
 from analysis import frames
@@ -142,3 +144,47 @@ def test_one_spike_or_outlier_does_not_flatten_the_error_histogram() -> None:
     assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("1 beyond the axis" in t for t in legend), legend
+
+
+def _summary_by_pandas_groups(df: pd.DataFrame) -> pd.DataFrame:
+    """``overshoots_summary`` as it was written with a pandas frame per (run, policy): the oracle
+    of its numpy form."""
+    def q(s: pd.Series, x: float) -> float:
+        s = s.dropna()
+        return float(s.astype("float64").quantile(x)) if len(s) else np.nan
+
+    rows = []
+    for (rid, pol), g in df.groupby(["run_id", "policy"], sort=False):
+        over, err, comp = g[g["is_overshoot"]], g["est_error_frac"].dropna(), g[g["is_comparable"]]
+        rows.append([
+            rid, pol, len(over), len(over) / len(g),
+            int(over["request"].min()) if len(over) else -1,
+            int(over["overshoot_tokens"].max()) if len(over) else 0,
+            int(over["overshoot_tokens"].sum()),
+            float(over["margin_needed_frac"].max()) if len(over) else np.nan,
+            q(err, 0.5), q(err, 0.05), q(err, 0.95),
+            float(err.abs().mean()) if len(err) else np.nan, len(comp),
+            q(comp["est_vs_recorded_frac"], 0.5), q(comp["truth_vs_recorded_frac"], 0.5)])
+    return pd.DataFrame(rows, columns=overshoots_summary(df.iloc[0:0]).columns)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), n_groups=st.integers(1, 4))
+def test_summary_equals_the_per_group_pandas_computation(seed: int, n: int,
+                                                         n_groups: int) -> None:
+    rng = np.random.default_rng(seed)
+
+    def frac() -> np.ndarray:
+        v = rng.normal(0, 0.01, n)
+        v[rng.random(n) < 0.3] = np.nan
+        return v
+
+    df = pd.DataFrame({
+        "run_id": rng.choice([f"r{i}" for i in range(n_groups)], n),
+        "policy": rng.choice(["a", "b"], n), "request": rng.integers(0, 500, n),
+        "overshoot_tokens": rng.integers(0, 5000, n), "is_overshoot": rng.random(n) < 0.3,
+        "margin_needed_frac": frac(), "est_error_frac": frac(),
+        "is_comparable": rng.random(n) < 0.6, "est_vs_recorded_frac": frac(),
+        "truth_vs_recorded_frac": frac()})
+    pd.testing.assert_frame_equal(overshoots_summary(df), _summary_by_pandas_groups(df),
+                                  check_exact=True)
