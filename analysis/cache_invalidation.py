@@ -33,6 +33,7 @@ Not here: the cache model itself (``replay.engine.cache``), summary frequency.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -131,48 +132,78 @@ def cache_invalidation_summary(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataF
     Returns:
         ``run_id``, ``policy`` and ``cache_invalidation_*`` columns.
     """
+    # numpy per (run, policy), not pandas frames per group: each value as the pandas
+    # reduction gives it (float sums skip NaN, pairwise; means are float sums over counts)
     g = ["run_id", "policy"]
+    codes = df.groupby(g, sort=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(codes.max() + 2 if len(codes) else 1))
+    r_ = {c: df[c].to_numpy() for c in ("run_id", "policy", "cached_tokens", "truth_tokens",
+                                        "invalidated_tokens")}
+    r_f = {c: df[c].to_numpy(dtype="float64", na_value=np.nan)
+           for c in ("cost_cache_read_usd", "cost_usd", "cost_check_usd",
+                     "recorded_input_tokens", "recorded_cache_read_tokens")}
+    rec_in, rec_read = r_f["recorded_input_tokens"], r_f["recorded_cache_read_tokens"]
+    rec_both = ~np.isnan(rec_in) & ~np.isnan(rec_read)
+    priced_once = df["is_priced_once"].to_numpy(dtype=bool)
+    by_acts = acts.groupby(g, sort=False).indices if len(acts) else {}
+    a_undone = acts["undone"].to_numpy(dtype=bool)
+    a_inv = acts["invalidated_tokens"].to_numpy()
+    a_family = acts["family"].to_numpy()
+    a_below, a_small = (acts[c].to_numpy(dtype=bool) for c in ("is_below_min", "is_small_trim"))
+    none = np.zeros(0, dtype=np.intp)
     rows = []
-    by_acts = {k: a for k, a in acts.groupby(g, sort=False)}
-    for (rid, pol), r in df.groupby(g, sort=False):
-        a = by_acts.get((rid, pol), acts.iloc[0:0])
-        applied = a[~a["undone"]]
-        both = r.dropna(subset=["recorded_input_tokens", "recorded_cache_read_tokens"])
-        both = both[both["recorded_input_tokens"] > 0]
+    for lo, hi in itertools.pairwise(bounds):
+        pos = order[lo:hi]
+        rid, pol = r_["run_id"][pos[0]], r_["policy"][pos[0]]
+        ap = by_acts.get((rid, pol), none)
+        applied = ap[~a_undone[ap]]
+        both = pos[rec_both[pos] & (rec_in[pos] > 0)]
+        inv_applied = a_inv[applied]
+        small = ap[a_small[ap]]
         row: dict[str, object] = {
             "run_id": rid, "policy": pol,
-            "cache_invalidation_cached_share": ratio(r["cached_tokens"].sum(),
-                                                      r["truth_tokens"].sum()),
-            "cache_invalidation_cached_tokens": int(r["cached_tokens"].sum()),
-            "cache_invalidation_invalidated_tokens": int(r["invalidated_tokens"].sum()),
-            "cache_invalidation_n_invalidating_actions": int(
-                (applied["invalidated_tokens"] > 0).sum()),
+            "cache_invalidation_cached_share": ratio(_total(r_["cached_tokens"][pos]),
+                                                      _total(r_["truth_tokens"][pos])),
+            "cache_invalidation_cached_tokens": int(_total(r_["cached_tokens"][pos])),
+            "cache_invalidation_invalidated_tokens": int(_total(r_["invalidated_tokens"][pos])),
+            "cache_invalidation_n_invalidating_actions": int((inv_applied > 0).sum()),
             "cache_invalidation_invalidated_per_action_tokens": (
-                float(applied["invalidated_tokens"].mean()) if len(applied) else np.nan),
+                float(inv_applied.sum(dtype=np.float64) / len(applied)) if len(applied)
+                else np.nan),
         }
         for fam in FAMILY_NAMES:
-            sub = applied[applied["family"] == fam]
             row[f"cache_invalidation_invalidated_{fam}_tokens"] = int(
-                sub["invalidated_tokens"].sum())
-        small = a[a["is_small_trim"]]
+                inv_applied[a_family[applied] == fam].sum())
         row.update({
-            "cache_invalidation_n_below_min": int(a["is_below_min"].sum()),
-            "cache_invalidation_n_undone": int(a["undone"].sum()),
+            "cache_invalidation_n_below_min": int(a_below[ap].sum()),
+            "cache_invalidation_n_undone": int(a_undone[ap].sum()),
             "cache_invalidation_n_small_trims": len(small),
-            "cache_invalidation_small_trim_invalidated_tokens": int(
-                small["invalidated_tokens"].sum()),
-            "cache_invalidation_cost_cache_read_usd": float(r["cost_cache_read_usd"].sum()),
-            "cache_invalidation_cost_mismatch_usd": float((r["cost_usd"] - r["cost_check_usd"])
-                                                          .abs().max()),
-            "cache_invalidation_n_mispriced": int((~r["is_priced_once"]).sum()),
+            "cache_invalidation_small_trim_invalidated_tokens": int(a_inv[small].sum()),
+            "cache_invalidation_cost_cache_read_usd": float(
+                _total(r_f["cost_cache_read_usd"][pos])),
+            "cache_invalidation_cost_mismatch_usd": _nan_max(np.abs(
+                r_f["cost_usd"][pos] - r_f["cost_check_usd"][pos])),
+            "cache_invalidation_n_mispriced": int((~priced_once[pos]).sum()),
             "cache_invalidation_recorded_requests": len(both),
             "cache_invalidation_recorded_cached_share": ratio(
-                both["recorded_cache_read_tokens"].sum(), both["recorded_input_tokens"].sum()),
+                _total(rec_read[both]), _total(rec_in[both])),
             "cache_invalidation_cached_share_where_recorded": ratio(
-                both["cached_tokens"].sum(), both["truth_tokens"].sum()),
+                _total(r_["cached_tokens"][both]), _total(r_["truth_tokens"][both])),
         })
         rows.append(row)
     return pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
+
+
+def _total(v: np.ndarray) -> float:
+    """The sum of the defined values, as ``Series.sum`` (NaN counted as 0, numpy's sum)."""
+    return v.sum() if v.dtype.kind != "f" else np.where(np.isnan(v), 0.0, v).sum()  # type: ignore[no-any-return]
+
+
+def _nan_max(v: np.ndarray) -> float:
+    """The largest defined value (NaN if none), as ``Series.max``."""
+    v = v[~np.isnan(v)]
+    return float(v.max()) if len(v) else np.nan
 
 
 def plot_cache_invalidation(df: pd.DataFrame, *, ax: Axes | None = None,

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from matplotlib.axes import Axes
 
 from analysis import frames
@@ -17,8 +19,9 @@ from analysis.cache_invalidation import (
     cache_invalidation_summary,
     plot_cache_invalidation,
 )
+from analysis.per_run.stats import ratio
 from replay.engine.cache import request_cache
-from replay.engine.trace import Trace
+from replay.engine.trace import FAMILY_NAMES, Trace
 from replay.policy import Cache, Policy, Prices, load_policy
 
 ANTHROPIC = dataclasses.replace(load_policy("two-tier-corrected"), cache=Cache())
@@ -176,3 +179,61 @@ def test_real_action_and_request_invalidation_agree(both_trace: Trace) -> None:
     m = per[per["n"] == 1].merge(req, on=["run_id", "policy", "request"])
     assert len(m) > 0
     assert (m["inv"] == m["invalidated_tokens"]).all()
+
+
+def _summary_by_pandas_groups(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
+    """``cache_invalidation_summary`` as it was written with pandas frames per (run, policy): the
+    oracle of its numpy form."""
+    g = ["run_id", "policy"]
+    rows = []
+    by_acts = {k: a for k, a in acts.groupby(g, sort=False)}
+    for (rid, pol), r in df.groupby(g, sort=False):
+        a = by_acts.get((rid, pol), acts.iloc[0:0])
+        applied = a[~a["undone"]]
+        both = r.dropna(subset=["recorded_input_tokens", "recorded_cache_read_tokens"])
+        both = both[both["recorded_input_tokens"] > 0]
+        small = a[a["is_small_trim"]]
+        rows.append([
+            rid, pol, ratio(r["cached_tokens"].sum(), r["truth_tokens"].sum()),
+            int(r["cached_tokens"].sum()), int(r["invalidated_tokens"].sum()),
+            int((applied["invalidated_tokens"] > 0).sum()),
+            float(applied["invalidated_tokens"].mean()) if len(applied) else np.nan,
+            *(int(applied[applied["family"] == f]["invalidated_tokens"].sum())
+              for f in FAMILY_NAMES),
+            int(a["is_below_min"].sum()), int(a["undone"].sum()), len(small),
+            int(small["invalidated_tokens"].sum()), float(r["cost_cache_read_usd"].sum()),
+            float((r["cost_usd"] - r["cost_check_usd"]).abs().max()),
+            int((~r["is_priced_once"]).sum()), len(both),
+            ratio(both["recorded_cache_read_tokens"].sum(), both["recorded_input_tokens"].sum()),
+            ratio(both["cached_tokens"].sum(), both["truth_tokens"].sum())])
+    return pd.DataFrame(rows, columns=cache_invalidation_summary(df.iloc[0:0],
+                                                                  acts.iloc[0:0]).columns)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 50), n_acts=st.integers(0, 30))
+def test_summary_equals_the_per_group_pandas_computation(seed: int, n: int, n_acts: int) -> None:
+    rng = np.random.default_rng(seed)
+    runs = ["r0", "r1", "r2"]
+
+    def usd(k: int) -> np.ndarray:
+        v = rng.random(k) * 0.1
+        v[rng.random(k) < 0.2] = np.nan
+        return v
+
+    def recorded() -> pd.Series:
+        return pd.Series(rng.integers(0, 3, n) * 3000, dtype="Int64").mask(rng.random(n) < 0.3)
+
+    df = pd.DataFrame({
+        "run_id": rng.choice(runs, n), "policy": "p",
+        "cached_tokens": rng.integers(0, 9000, n), "truth_tokens": rng.integers(0, 9000, n),
+        "invalidated_tokens": rng.integers(0, 900, n), "cost_cache_read_usd": usd(n),
+        "cost_usd": usd(n), "cost_check_usd": usd(n), "is_priced_once": rng.random(n) < 0.8,
+        "recorded_input_tokens": recorded(), "recorded_cache_read_tokens": recorded()})
+    acts = pd.DataFrame({
+        "run_id": rng.choice(runs, n_acts), "policy": "p", "undone": rng.random(n_acts) < 0.3,
+        "invalidated_tokens": rng.integers(0, 900, n_acts),
+        "family": rng.choice(list(FAMILY_NAMES), n_acts),
+        "is_below_min": rng.random(n_acts) < 0.3, "is_small_trim": rng.random(n_acts) < 0.3})
+    pd.testing.assert_frame_equal(cache_invalidation_summary(df, acts),
+                                  _summary_by_pandas_groups(df, acts), check_exact=True)
