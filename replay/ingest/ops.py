@@ -250,6 +250,8 @@ def unwrap_argv(argv: list[Any]) -> str:
 
 
 def _words(part: str) -> list[str]:
+    if "|" in part and len(part) <= 65536 and _tight_pipe(part):
+        part = _spaced_pipes(part)
     if len(part) > 65536 or not ("'" in part or '"' in part or "\\" in part):
         return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
     try:
@@ -275,6 +277,24 @@ them takes (an unclosed quote, a backslash at the end: one character, where ever
 that opens with a quote or a backslash has two or more)."""
 _BLANK = frozenset(" \t\r\n")
 _DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def _tight_pipe(part: str) -> bool:
+    """Whether a '|' of ``part`` has no blank on one side (most pipes have blanks each side:
+    nothing to do); one look at each '|', not a scan of every character."""
+    at, end = part.find("|"), len(part) - 1
+    while at >= 0:
+        if at and part[at - 1] not in _BLANK or at < end and part[at + 1] not in _BLANK:
+            return True
+        at = part.find("|", at + 1)
+    return False
+
+
+def _spaced_pipes(part: str) -> str:
+    """``part`` with a blank each side of every pipe outside quotes (``nl a.py|head``: the pipe is
+    a word of its own, so ``a.py`` is the file and the command is seen to be piped)."""
+    return "".join(piece.replace("|", " | ") if "|" in piece and piece[0] not in "'\"\\" else piece
+                   for piece in _PIECES.findall(part))
 
 
 def shell_split(line: str) -> list[str]:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from replay.engine.prepared import prepare
 from replay.engine.tiers.base import _todo_calls
-from replay.ingest.ops import _SPLIT, PATCH_FILE, _parts, classify
+from replay.ingest.ops import _SPLIT, PATCH_FILE, _parts, classify, shell_reads_part
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
@@ -134,3 +134,21 @@ def test_a_command_cut_inside_a_quote_keeps_its_words() -> None:
     ]
     for command, want in shell:
         assert tuple(classify("Bash", {"command": command})) == want, command
+
+
+@given(st.sampled_from(["nl -ba {}", "cat {}", "head -n 5 {}", "sed -n 2,9p {}", "wc -l {}",
+                        "grep -n x {}", "ls {}"]),
+       st.sampled_from(["src/app.py", "README.md", "'a b.txt'"]),
+       st.sampled_from(["head -3", "sed -n 1,3p", "wc -l", "grep 'a|b'"]))
+def test_a_pipe_written_without_blanks_is_a_pipe(template: str, path: str, then: str) -> None:
+    """``nl -ba a.py|sed -n 1,3p`` reads a.py and is piped, as with blanks around the pipe (the
+    path was ``a.py|sed`` and the read taken for a whole one); a quoted ``|`` stays in its word."""
+    first = template.format(path)
+    spaced, tight = f"{first} | {then}", f"{first}|{then}"
+    assert classify("Bash", {"command": tight}) == classify("Bash", {"command": spaced})
+    assert shell_reads_part(tight) == shell_reads_part(spaced)
+
+
+def test_a_quoted_pipe_stays_in_its_word() -> None:
+    assert tuple(classify("Bash", {"command": 'cat "a|b.txt"'})) == ("read", "a|b.txt")
+    assert tuple(classify("Bash", {"command": "cat 'x|y.md'|head"})) == ("read", "x|y.md")
