@@ -215,7 +215,7 @@ def _checked_index(root: Path) -> tuple[pa.Table, str] | None:
         data = _regular_file_bytes(root / INDEX_FILE)
         if data is None or hashlib.sha256(data).hexdigest() != expected:
             return None
-        table = pq.ParquetFile(pa.BufferReader(data)).read()
+        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     except (OSError, pa.ArrowInvalid):
         return None
     if not table.schema.equals(RUN_INDEX, check_metadata=True):

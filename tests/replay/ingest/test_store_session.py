@@ -98,3 +98,25 @@ def test_two_concurrent_ingests_keep_both_batches(tmp_path: Path) -> None:
     lock.release()
     assert [p.wait(timeout=300) for p in procs] == [0, 0], [e.read_text() for e in errs]
     assert len(store.read_manifest(ds)) == 6
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to count threads")
+def test_an_ingest_into_a_store_starts_no_native_threads(tmp_path: Path) -> None:
+    """A second ingest reads the store's run index; read with Arrow's thread pool, it left two
+    pool threads running, and a process exiting with them sometimes aborted ("terminate called
+    without an active exception", exit -6: the Arrow shutdown race of apache/arrow#34314) after
+    its work was done — test_two_concurrent_ingests_keep_both_batches failed so on a clean clone.
+    Counted in a fresh process (a test worker may have started the pool already)."""
+    import subprocess
+    import sys
+    (tmp_path / "a.jsonl").write_text(LOG.read_text())
+    (tmp_path / "b.jsonl").write_text(LOG.read_text() + "\n")
+    script = (
+        "import os, sys\nfrom pathlib import Path\nfrom replay.ingest.batch import ingest\n"
+        "t = Path(sys.argv[1])\nn = lambda: len(os.listdir('/proc/self/task'))\n"
+        "ingest([t / 'a.jsonl'], t / 'ds', jobs=1)\nbefore = n()\n"
+        "ingest([t / 'b.jsonl'], t / 'ds', jobs=1)\nprint(before, n())\n")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                         text=True, timeout=300, check=True).stdout.split()
+    before, after = map(int, out)
+    assert after == before, f"{after - before} threads started by the second ingest"
