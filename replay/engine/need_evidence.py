@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.engine.prepared import PreparedRun
+from replay.engine.shell_commands import commands_with_bodies
 
 FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
 """Operation kinds whose result is content the agent could fetch again."""
@@ -241,12 +242,6 @@ A script fed to them in a heredoc that opens a file prints what it holds: a use.
 DELEGATES = frozenset({"task", "agent"})
 """Tools (lowercased) that hand a prompt to a subagent: a file the prompt names is read in the
 subagent's own context, not used from this one's."""
-_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
-"""A heredoc operator (``<<WORD``, ``<<-'WORD'``; not a ``<<<`` here-string): its body is the
-lines after its line up to the one holding WORD alone."""
-_BODY = re.compile("\x00([0-9]+)\x00")
-
-
 def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
     """``_names_path`` of a call that uses the files it names: not a call to a subagent
     (``DELEGATES``); of a shell command, the files named by its simple commands that do not
@@ -262,7 +257,7 @@ def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
         return []  # names no fetched file: nothing to cut the line for
     found: list[Fetched] = []
     cwd = ""
-    for part, script in _commands(_command(run.text[b])):
+    for part, script in commands_with_bodies(_command(run.text[b])):
         words = part.split()
         while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
             words = words[1:]
@@ -321,70 +316,6 @@ def _names_path_at_work(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
     if not any(kind[x] == "tool_call" for x in range(lo, hi)):
         return []
     return _names_path(index, b, r)
-
-
-def simple_commands(command: str) -> list[str]:
-    """The simple commands of a shell command line, as the shell cuts them: backslash-newline
-    continuations joined, split at ``&&``, ``||``, ``;``, ``|`` and newlines outside quotes (a
-    quoted string spanning lines stays in its command), and each heredoc's body kept with the
-    command that holds its operator (a commit message written by ``git commit -F - <<EOF`` or
-    ``-m "$(cat <<'EOF' …)"`` is the git command's text, not commands of its own; a script fed
-    to ``python - <<EOF`` is the python command's). Unbalanced quotes run to the end."""
-    return [part for part, _ in _commands(command)]
-
-
-def _commands(command: str) -> list[tuple[str, str]]:
-    """``simple_commands``, each with the text of its heredoc bodies alone ('' when none)."""
-    lines = command.replace("\\\n", "").split("\n")
-    bodies: list[str] = []
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        ops = list(_HEREDOC.finditer(line))
-        for m in reversed(ops):  # markers in place of the operators, bodies in line order
-            line = f"{line[:m.start()]}<<\x00{len(bodies) + ops.index(m)}\x00{line[m.end():]}"
-        for m in ops:
-            word, body = m.group(3), []
-            while i < len(lines):
-                i += 1
-                if lines[i - 1].strip() == word:
-                    break
-                body.append(lines[i - 1])
-            bodies.append("\n".join(body))
-        kept.append(line)
-    parts = _split_outside_quotes("\n".join(kept))
-    if not bodies:
-        return [(p, "") for p in parts]
-    return [(_BODY.sub(lambda m: bodies[int(m.group(1))], p),
-             "\n".join(bodies[int(i)] for i in _BODY.findall(p))) for p in parts]
-
-
-def _split_outside_quotes(text: str) -> list[str]:
-    """``text`` cut at ``&&``, ``||``, ``;``, ``|`` and newlines that are not quoted or
-    escaped."""
-    parts: list[str] = []
-    start, quote, j, n = 0, "", 0, len(text)
-    while j < n:
-        c = text[j]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif c == "\\" and quote == '"':
-                j += 1
-        elif c == "'" or c == '"':
-            quote = c
-        elif c == "\\":
-            j += 1
-        elif c in ";|\n" or c == "&" and text.startswith("&&", j):
-            parts.append(text[start:j])
-            j += 2 if text.startswith(("&&", "||"), j) else 1
-            start = j
-            continue
-        j += 1
-    parts.append(text[start:])
-    return parts
 
 
 def _command(text: str) -> str:

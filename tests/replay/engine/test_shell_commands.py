@@ -1,5 +1,5 @@
 """How the need rules cut a shell command into the commands that use a file
-(``need_evidence.simple_commands``): continuations, quotes and heredocs as the shell reads
+(``shell_commands.simple_commands``): continuations, quotes and heredocs as the shell reads
 them, so a file named only by a bookkeeping command (``git add``, a commit message) is not a
 need, and a file a heredoc script opens is."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.engine.need_evidence import simple_commands
+from replay.engine.shell_commands import simple_commands
 from tests.replay.engine.need_runs import built_run, need_rules
 
 
