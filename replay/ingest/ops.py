@@ -14,9 +14,10 @@ Not here: pairing calls with results (``replay.ingest.parsers.builder``).
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator
 from typing import Any, NamedTuple
+
+from replay.shell_line import shell_split, unwrap_argv
 
 
 class OpPath(NamedTuple):
@@ -240,15 +241,6 @@ def _classify_patch(patch: str) -> OpPath:
     return OpPath("write" if action == "Add" else "edit", path.strip())
 
 
-def unwrap_argv(argv: list[Any]) -> str:
-    parts = [str(a) for a in argv]
-    if len(parts) >= 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in (
-        "-lc", "-c"
-    ):
-        return parts[2]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def _words(part: str) -> list[str]:
     if "|" in part and len(part) <= 65536 and _tight_pipe(part):
         part = _spaced_pipes(part)
@@ -276,7 +268,6 @@ double-quoted string, an escaped character, plain characters; last, one characte
 them takes (an unclosed quote, a backslash at the end: one character, where every other piece
 that opens with a quote or a backslash has two or more)."""
 _BLANK = frozenset(" \t\r\n")
-_DQ_ESCAPE = re.compile(r'\\(["\\])')
 
 
 def _tight_pipe(part: str) -> bool:
@@ -295,41 +286,6 @@ def _spaced_pipes(part: str) -> str:
     a word of its own, so ``a.py`` is the file and the command is seen to be piped)."""
     return "".join(piece.replace("|", " | ") if "|" in piece and piece[0] not in "'\"\\" else piece
                    for piece in _PIECES.findall(part))
-
-
-def shell_split(line: str) -> list[str]:
-    """``shlex.split(line, comments=False)``, exactly (POSIX rules: words split at space, tab,
-    CR and LF; single quotes literal; in double quotes a backslash escapes only ``"`` and
-    ``\\``; outside quotes it escapes any character; ``''`` is an empty word), by one regular
-    expression instead of shlex's character-at-a-time reader (about 10x less CPU on the
-    samples' commands), every piece found by one ``findall`` (no match object a piece).
-    tests/replay/ingest/test_ops_shell_split.py checks it against shlex.
-
-    Raises:
-        ValueError: an unclosed quote or a backslash at the end, as shlex raises.
-    """
-    words: list[str] = []
-    word: list[str] | None = None  # the word being read (None: between words)
-    for piece in _PIECES.findall(line):
-        first = piece[0]
-        if first in _BLANK:
-            if word is not None:
-                words.append("".join(word))
-                word = None
-            continue
-        if first == "'" or first == '"' or first == "\\":
-            if len(piece) == 1:  # an unclosed quote, or a backslash with nothing after it
-                raise ValueError("No closing quotation" if first != "\\" else
-                                 "No escaped character")
-            piece = piece[1] if first == "\\" else piece[1:-1] if first == "'" else \
-                _DQ_ESCAPE.sub(r"\1", piece[1:-1])
-        if word is None:
-            word = [piece]
-        else:
-            word.append(piece)
-    if word is not None:
-        words.append("".join(word))
-    return words
 
 
 def _looks_like_file(path: str) -> bool:

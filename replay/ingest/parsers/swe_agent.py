@@ -40,10 +40,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from replay.ingest.ops import shell_split
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, as_text, item, load_or_salvage, loads
 from replay.ingest.parsers.source import Issue, Source
+from replay.shell_line import shell_split
 
 NAME = "swe_agent"
 

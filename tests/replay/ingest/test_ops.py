@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.engine.prepared import prepare
 from replay.engine.tiers.base import _todo_calls
-from replay.ingest.ops import _SPLIT, PATCH_FILE, _parts, classify, shell_reads_part
+from replay.ingest.ops import (
+    _SPLIT,
+    PATCH_FILE,
+    _parts,
+    classify,
+    classify_shell,
+    shell_reads_part,
+)
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
@@ -152,3 +160,14 @@ def test_a_pipe_written_without_blanks_is_a_pipe(template: str, path: str, then:
 def test_a_quoted_pipe_stays_in_its_word() -> None:
     assert tuple(classify("Bash", {"command": 'cat "a|b.txt"'})) == ("read", "a|b.txt")
     assert tuple(classify("Bash", {"command": "cat 'x|y.md'|head"})) == ("read", "x|y.md")
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    ("cat 'my file.py'", ("read", "my file.py")),
+    ('sed -n "1,20p" "src/a b.py"', ("read", "src/a b.py")),
+    ("grep -rn \"def x\" .", ("search", "")),
+    ("echo 'unclosed > out.txt", ("write", "out.txt")),  # shlex fails: split on blanks
+])
+def test_commands_with_quotes_are_classified_on_their_words(command: str,
+                                                            expected: tuple[str, str]) -> None:
+    assert tuple(classify_shell(command)) == expected

@@ -1,0 +1,142 @@
+"""``replay.shell_line``: a shell line cut into its simple commands (continuations, quotes,
+heredocs and separators as the shell reads them) and a command into its words
+(``shell_split`` is ``shlex.split(line, comments=False)``: the same words, and a ValueError
+exactly where shlex raises one)."""
+
+from __future__ import annotations
+
+import shlex
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from replay.shell_line import ShellCommand, commands, shell_split
+
+_SHELLY = st.text(alphabet=st.sampled_from(list("ab./-=|;&>'\"\\ \t\r\n\x0b\xa0#$`*中")),
+                  max_size=40)
+"""Command-like text dense in what shell splitting treats specially."""
+
+
+def _shlex(line: str) -> list[str] | None:
+    try:
+        return shlex.split(line, comments=False)
+    except ValueError:
+        return None
+
+
+def _ours(line: str) -> list[str] | None:
+    try:
+        return shell_split(line)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=3000)
+@given(st.one_of(_SHELLY, st.text(max_size=40)))
+@example("a '' b")
+@example("''")
+@example('"a\\"b" \'c\\\' d')  # a backslash in single quotes is literal: c\ then an open quote
+@example('"x\\y\\\\z\\$"')
+@example("a\\\nb \\")
+@example("echo \"it's\" 'say \"hi\"' \\'q")
+def test_same_words_and_errors_as_shlex(line: str) -> None:
+    assert _ours(line) == _shlex(line)
+
+
+def _texts(line: str) -> list[str]:
+    return [c.text for c in commands(line)]
+
+
+def test_continuation_lines_stay_in_their_command() -> None:
+    assert [c.text.split() for c in commands("git add \\\n  a.py \\\n  b.py && pytest t.py")] \
+        == [["git", "add", "a.py", "b.py"], ["pytest", "t.py"]]
+
+
+def test_a_heredoc_body_belongs_to_the_command_holding_its_operator() -> None:
+    commit = "git commit -m \"$(cat <<'EOF'\nFix a.py; refactor b.py\n\nEOF\n)\" && git push"
+    git, push = commands(commit)
+    assert git.text == "git commit -m \"$(cat <<'EOF'\n)\" " and push.text == " git push"
+    assert git.bodies == ("Fix a.py; refactor b.py\n",) and push.bodies == ()
+    assert "a.py;" in git.whole and git.whole.startswith("git commit -m \"$(cat <<Fix a.py;")
+    script = list(commands("python - <<EOF\nopen('x.py').read()\nEOF\necho done"))
+    assert [c.text for c in script] == ["python - <<EOF", "echo done"]
+    assert script[0].script == "open('x.py').read()"
+    tabbed = list(commands("cat > f.py <<-END\n\tprint(1)\n\tEND\nrm f.py"))
+    assert [c.text for c in tabbed] == ["cat > f.py <<-END", "rm f.py"]
+    assert tabbed[0].bodies == ("\tprint(1)",)
+
+
+def test_heredocs_in_order_unterminated_and_on_the_last_line() -> None:
+    two = list(commands("cat <<A <<'B' | wc\na1\nA\nb1\n B \nrm x"))
+    assert [(c.text, c.bodies, c.piped) for c in two] == [
+        ("cat <<A <<'B' ", ("a1", "b1"), True), (" wc", (), False), ("rm x", (), False)]
+    assert [c.bodies for c in commands("cat <<EOF\nno end\nx; y")] == [("no end\nx; y",)]
+    assert [c.bodies for c in commands("a <<EOF && b <<X")] == [("",), ("",)]
+    assert [c.text for c in commands("cat <<< 'x.py' && cmd 2>&1")] == ["cat <<< 'x.py' ",
+                                                                       " cmd 2>&1"]
+
+
+def test_quoted_separators_do_not_cut() -> None:
+    assert [t.strip() for t in _texts("echo 'a; b' | grep \"c|d\" ; ls x.py")] == \
+        ["echo 'a; b'", 'grep "c|d"', "ls x.py"]
+    assert _texts('echo "two\nlines" && ls') == ['echo "two\nlines" ', " ls"]
+    assert _texts('echo "unbalanced ; x.py') == ['echo "unbalanced ; x.py']
+    assert _texts("echo a\\;b 'c\\'|d") == ["echo a\\;b 'c\\'", "d"]
+
+
+def test_a_pipe_without_blanks_cuts_and_is_marked() -> None:
+    assert [(c.text, c.piped) for c in commands("nl -ba a.py|sed -n 1,3p || x; y|&z")] == [
+        ("nl -ba a.py", True), ("sed -n 1,3p ", False), (" x", False), (" y", True),
+        ("&z", False)]
+
+
+_WORD = st.from_regex(r"[a-z][a-z0-9_./-]{0,8}", fullmatch=True)
+_SIMPLE = st.lists(_WORD, min_size=1, max_size=4).map(" ".join)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(_SIMPLE, min_size=1, max_size=6),
+       st.lists(st.sampled_from([" && ", " || ", "; ", " | ", "|", "\n"]), min_size=5,
+                max_size=5))
+def test_plain_commands_come_back_as_written(cmds: list[str], seps: list[str]) -> None:
+    """Without quotes or heredocs, the cut is exactly at the separators, and a command is
+    piped exactly when a single ``|`` follows it."""
+    line = cmds[0] + "".join(s + c for s, c in zip(seps, cmds[1:]))
+    got = list(commands(line))
+    assert [c.text.strip() for c in got] == cmds
+    assert [c.piped for c in got] == [s.strip() == "|" for s in seps[:len(cmds) - 1]] + [False]
+
+
+_LINE = st.lists(st.sampled_from(["a", " ", "&", "&&", "|", ";", "\n", ">", "'", '"', "\\",
+                                  "<<", "<<-", "<<<", "EOF", "'EOF'", "x.py", "\t", "$(", ")"]),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_LINE)
+def test_the_cut_loses_nothing_but_separators_and_heredoc_lines(line: str) -> None:
+    """Every character of the line (continuations joined) is in one command's text, one of its
+    heredoc bodies or a separator: the commands' texts and bodies, in order, are the line's
+    characters with the cut's separators and the heredocs' terminating lines left out."""
+    joined = line.replace("\\\n", "")
+    got = list(commands(line))
+    assert all(isinstance(c, ShellCommand) for c in got) and got
+    kept = "".join(c.text for c in got)
+    assert len(kept) <= len(joined)
+    chars = iter(joined)
+    assert all(ch in chars for ch in kept)  # the texts are a subsequence of the line
+    if "<<" not in joined:
+        assert all(c.bodies == () for c in got)
+        assert sum(len(c.text) for c in got) + sum(
+            len(s) for s in _separators(joined)) == len(joined)
+
+
+def _separators(line: str) -> list[str]:
+    from replay.shell_line import _CUT
+    out = []
+    for m in _CUT.finditer(line):
+        if m.group(2):
+            break
+        if m.group(1):
+            out.append(m.group(1))
+    return out
