@@ -187,54 +187,6 @@ class Context:
         cut = self.cut_est.prefix(hi) - self.cut_est.prefix(b)
         return self.pre_est[hi] - self.pre_est[b] - cut + extra
 
-    def block_reaching_est(self, tokens_back: int) -> int:
-        """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
-
-        With nothing trimmed from the block before the answer on (the usual case: trims stay
-        out of protected ranges), a bisection of the static prefix sums, then at most a short
-        walk back over trimmed blocks (in Python for the first 33, then summed at C speed);
-        otherwise a Fenwick lifting search over current sizes, whose tree nodes are the static
-        prefix sums' differences minus the trim tree's nodes.  O(log n) either way.
-        """
-        pre = self.pre_est
-        b = bisect.bisect_left(pre, pre[self.hi] - tokens_back, self.lo, self.hi + 1)
-        if not self.n_live_trimmed or b - 1 > self.last_trimmed:
-            # the static sums are exact from b - 1 on: nothing there is trimmed
-            return max(self.lo, min(b, self.hi))
-        if self.last_trimmed < b <= self.hi:
-            # exact from b on: walk back over the (trimmed, small) blocks that still fit
-            total, cur, lo = pre[self.hi] - pre[b], self.cur_est, self.lo
-            for x in range(b - 1, max(lo, b - 33) - 1, -1):
-                total += cur[x]
-                if total > tokens_back:
-                    return x + 1
-            if b - 33 <= lo:
-                return lo
-            # a longer run of small blocks: carry on at C speed, in chunks of 64, 128, ... blocks
-            end, step = b - 33, 64
-            while step <= _SHORT_RANGE:
-                start = max(lo, end - step)
-                sums = list(itertools.accumulate(reversed(cur[start:end]), initial=total))
-                k = bisect.bisect_right(sums, tokens_back)
-                if k < len(sums):
-                    return end - k + 1
-                if start == lo:
-                    return lo
-                total, end, step = sums[-1], start, step * 2
-        tree, n = self.cut_est.settled_tree(), self.run.n_blocks
-        target = pre[self.hi] - self.cut_est.prefix(self.hi) - tokens_back
-        if target <= 0:
-            return self.lo
-        pos, rem, step = 0, target, 1 << n.bit_length()
-        while step:
-            nxt = pos + step
-            if nxt <= n:
-                node = pre[nxt] - pre[nxt - (nxt & -nxt)] - tree[nxt]
-                if node < rem:
-                    pos, rem = nxt, rem - node
-            step >>= 1
-        return max(self.lo, min(pos + 1, self.hi))
-
     def message_start_at_or_after(self, b: int) -> int:
         """The first message boundary at or after block ``b``."""
         run = self.run

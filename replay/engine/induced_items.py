@@ -4,7 +4,7 @@ A re-read is two messages at the end of the context when it is made — the call
 so each item *follows* a block: the last block in context at the time (``pos``).  Blocks that
 arrive later come after it; a cut before block ``b`` removes the items following blocks before
 ``b``; a trim tier may shrink an item's result to its placeholder (``replay.engine.tiers.trim``).
-A tier's protected range is measured over the recorded blocks (``Context.block_reaching_est``):
+A tier's protected range is measured over the recorded blocks (``replay.engine.reach``):
 an item inside it does not push older blocks out of it (an approximation, on the side of
 protecting more).  Totals over the live items are kept incrementally, so the context's queries stay O(1) when
 there are none (the usual case) and O(live items) otherwise.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from replay.engine.context import Context
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
+from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.actions import n_actions
 from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_undone_trims
 from replay.engine.tiers.base import Env, fires, placeholder, threshold, write_note
@@ -307,7 +308,7 @@ def _categories(blocks: tuple[str, ...]) -> frozenset[int]:
 
 
 def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
-    """``ctx.block_reaching_est(tokens)``, carried forward from the tier's previous pass while
+    """``block_reaching_est(ctx, tokens)``, carried forward from the tier's previous pass while
     nothing was trimmed or cut since (the same ``Context.epoch``): the blocks that arrived since
     are whole, so the tokens from the previous answer on only grew by theirs and the answer only
     moves forward — a bisection of the static sums from it when nothing from it on is trimmed,
@@ -317,7 +318,7 @@ def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
     b, total = st.reach_first, st.reach_total
     pre = ctx.pre_est
     if epoch != ctx.epoch:
-        b = ctx.block_reaching_est(tokens)
+        b = block_reaching_est(ctx, tokens)
         total = 0 if b > ctx.last_trimmed else sum(ctx.cur_est[b:ctx.hi])
     elif b > ctx.last_trimmed:  # the static sums are exact from b on
         b = bisect.bisect_left(pre, pre[ctx.hi] - tokens, b, ctx.hi + 1)

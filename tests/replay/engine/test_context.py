@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from replay.engine.context import Context
 from replay.engine.prepared import PreparedRun
+from replay.engine.reach import block_reaching_est
 from tests.strategies import runs
 
 
@@ -56,7 +57,7 @@ def _check_against_recount(run: PreparedRun, data: Any) -> None:
             assert ctx.est_from(b) == sum(ctx.cur_est[x] for x in range(b, ctx.hi))
             assert ctx.truth_before(b) == sum(ctx.cur_truth[x] for x in range(ctx.lo, b))
         for back in data.draw(st.lists(st.integers(0, est_total + 10), min_size=1, max_size=5)):
-            got = ctx.block_reaching_est(back)
+            got = block_reaching_est(ctx, back)
             # the earliest block whose suffix holds at most `back` tokens (never before lo)
             want = next((b for b in live if ctx.est_from(b) <= back), ctx.hi)
             assert got == want, (back, got, want)

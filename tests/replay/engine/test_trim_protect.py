@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from replay.engine.context import Context
 from replay.engine.prepared import PreparedRun
+from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.trim import TrimState, _reaching_est
 from tests.strategies import runs
 
@@ -18,7 +19,7 @@ def test_the_carried_range_start_is_the_search_s_as_blocks_arrive_and_are_trimme
         run: PreparedRun, data: Any) -> None:
     """At every request (blocks arriving a few at a time, with trims — inside the range or
     before it — and cuts between some of them), ``_reaching_est`` answers what
-    ``Context.block_reaching_est`` answers, for the tier's fixed token budget."""
+    ``block_reaching_est`` answers, for the tier's fixed token budget."""
     tokens = run.tokens["o200k_base"]
     ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
     budget = data.draw(st.integers(0, max(1, sum(tokens) // 2)))
@@ -32,4 +33,4 @@ def test_the_carried_range_start_is_the_search_s_as_blocks_arrive_and_are_trimme
             safe = [b for b in range(ctx.lo + 1, ctx.hi) if ctx.is_safe_split(b)]
             if data.draw(st.booleans()) and safe:
                 ctx.cut_before(data.draw(st.sampled_from(safe)), [])
-        assert _reaching_est(ctx, budget, state) == ctx.block_reaching_est(budget)
+        assert _reaching_est(ctx, budget, state) == block_reaching_est(ctx, budget)

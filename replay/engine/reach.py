@@ -1,0 +1,61 @@
+"""Where the newest range of a given size begins: ``block_reaching_est`` (a trim tier's protected
+range by tokens, ``replay.engine.tiers.trim``), a search over the context's sizes.
+
+Not here: the context and its totals (``replay.engine.context``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+
+from replay.engine.context import _SHORT_RANGE, Context
+
+
+def block_reaching_est(ctx: Context, tokens_back: int) -> int:
+    """The first block of the newest range holding at most ``tokens_back`` estimated tokens.
+
+    With nothing trimmed from the block before the answer on (the usual case: trims stay
+    out of protected ranges), a bisection of the static prefix sums, then at most a short
+    walk back over trimmed blocks (in Python for the first 33, then summed at C speed);
+    otherwise a Fenwick lifting search over current sizes, whose tree nodes are the static
+    prefix sums' differences minus the trim tree's nodes.  O(log n) either way.
+    """
+    pre = ctx.pre_est
+    b = bisect.bisect_left(pre, pre[ctx.hi] - tokens_back, ctx.lo, ctx.hi + 1)
+    if not ctx.n_live_trimmed or b - 1 > ctx.last_trimmed:
+        # the static sums are exact from b - 1 on: nothing there is trimmed
+        return max(ctx.lo, min(b, ctx.hi))
+    if ctx.last_trimmed < b <= ctx.hi:
+        # exact from b on: walk back over the (trimmed, small) blocks that still fit
+        total, cur, lo = pre[ctx.hi] - pre[b], ctx.cur_est, ctx.lo
+        for x in range(b - 1, max(lo, b - 33) - 1, -1):
+            total += cur[x]
+            if total > tokens_back:
+                return x + 1
+        if b - 33 <= lo:
+            return lo
+        # a longer run of small blocks: carry on at C speed, in chunks of 64, 128, ... blocks
+        end, step = b - 33, 64
+        while step <= _SHORT_RANGE:
+            start = max(lo, end - step)
+            sums = list(itertools.accumulate(reversed(cur[start:end]), initial=total))
+            k = bisect.bisect_right(sums, tokens_back)
+            if k < len(sums):
+                return end - k + 1
+            if start == lo:
+                return lo
+            total, end, step = sums[-1], start, step * 2
+    tree, n = ctx.cut_est.settled_tree(), ctx.run.n_blocks
+    target = pre[ctx.hi] - ctx.cut_est.prefix(ctx.hi) - tokens_back
+    if target <= 0:
+        return ctx.lo
+    pos, rem, step = 0, target, 1 << n.bit_length()
+    while step:
+        nxt = pos + step
+        if nxt <= n:
+            node = pre[nxt] - pre[nxt - (nxt & -nxt)] - tree[nxt]
+            if node < rem:
+                pos, rem = nxt, rem - node
+        step >>= 1
+    return max(ctx.lo, min(pos + 1, ctx.hi))
