@@ -138,4 +138,4 @@ def _concat(parts: list[pa.Table], empty: pa.Schema | None,
 
 
 def _to_pandas(tbl: pa.Table) -> pd.DataFrame:
-    return tbl.to_pandas(types_mapper=pd.ArrowDtype)
+    return tbl.to_pandas(types_mapper=pd.ArrowDtype, use_threads=False)

@@ -247,14 +247,17 @@ def read_trace(out: Path) -> Trace:
         try:
             if path.is_symlink() or not path.is_file():
                 raise ReplayInputError(f"{path}: not a `replay run` trace (not a plain file)")
-            with pq.ParquetFile(path) as f:
+            # from bytes in memory: a ParquetFile on a path (or a file object or a memory map)
+            # starts Arrow's I/O thread, which a process exiting with it alive can abort in
+            # (tests/replay/cli/test_native_threads.py)
+            with pq.ParquetFile(pa.BufferReader(read_input(path))) as f:
                 meta = f.schema_arrow.metadata or {}
                 _same_engine(path, meta.get(b"trace_version", b"").decode("utf-8", "replace"))
                 if not f.schema_arrow.remove_metadata().equals(schema.remove_metadata()):
                     raise ReplayInputError(f"{path}: not a `replay run` trace (its columns "
                                            f"are not the {name} table's)")
-                tables.append(f.read())
-        except (OSError, pa.ArrowException) as exc:
+                tables.append(f.read(use_threads=False))
+        except (OSError, Unreadable, pa.ArrowException) as exc:
             raise ReplayInputError(f"{path}: not a `replay run` trace "
                                    f"({str(exc).splitlines()[0]})") from None
     return Trace(*tables)

@@ -98,16 +98,18 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
         raise ReplayInputError("replay sql needs DuckDB: pip install 'ctxreplay[sql]'") from None
     if corpus is None and not traces:
         raise ReplayInputError("nothing to query: give log files or a dataset, or --traces")
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error as exc:
-        raise ReplayInputError(f"not SQL DuckDB reads: {_one_line(exc)}") from None
-    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-        raise ReplayInputError("replay sql runs one SELECT (or WITH, DESCRIBE, SHOW) statement: "
-                               "nothing that writes, attaches or sets")
+    # every call goes through this connection, closed below: duckdb's module-level functions
+    # open a default database whose worker threads live until the process exits
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                              "autoload_known_extensions": False})
     try:
+        try:
+            statements = con.extract_statements(query)
+        except duckdb.Error as exc:
+            raise ReplayInputError(f"not SQL DuckDB reads: {_one_line(exc)}") from None
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            raise ReplayInputError("replay sql runs one SELECT (or WITH, DESCRIBE, SHOW) "
+                                   "statement: nothing that writes, attaches or sets")
         files, tables = _dataset(corpus) if corpus is not None else ({}, {})
         files.update(_trace_files(traces))
         readable = sorted({str(p.parent.resolve()) + os.sep for ps in files.values() for p in ps})

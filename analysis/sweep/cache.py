@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from analysis.per_run.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS, METRICS_VERSION
 from replay.atomic_files import atomic_write_bytes
 from replay.engine.trace import TRACE_VERSION
+from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.store import Entry
 from replay.safe_names import file_name
 
@@ -97,7 +98,7 @@ def read_cached(cache_dir: Path, run_id: str, key: str) -> Cached:
     table, damaged = _read_table(cache_dir, run_id, key)
     if table is None:
         return Cached(rows_frame([]), damaged=damaged)
-    return Cached(table.select(list(ROW_COLUMNS)).to_pandas())
+    return Cached(table.select(list(ROW_COLUMNS)).to_pandas(use_threads=False))
 
 
 def _read_table(cache_dir: Path, run_id: str, key: str) -> tuple[pa.Table | None, bool]:
@@ -107,8 +108,10 @@ def _read_table(cache_dir: Path, run_id: str, key: str) -> tuple[pa.Table | None
     if not path.is_file():
         return None, False
     try:
-        table = pq.ParquetFile(path).read(use_threads=False)
-    except (OSError, pa.ArrowInvalid):
+        # from bytes in memory: a ParquetFile on a path starts Arrow's I/O thread, which a
+        # process exiting with it alive can abort in (tests/replay/cli/test_native_threads.py)
+        table = pq.ParquetFile(pa.BufferReader(read_input(path))).read(use_threads=False)
+    except (OSError, Unreadable, pa.ArrowInvalid):
         return None, True
     meta = table.schema.metadata or {}
     if meta.get(_FORMAT) != CACHE_FORMAT:
@@ -141,7 +144,7 @@ def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> 
     Raises:
         OSError: the file cannot be written (a full disk); no partial file is left.
     """
-    new = pa.Table.from_pandas(rows[list(ROW_COLUMNS)].assign(run_key=key)[_SCHEMA.names],
+    new = pa.Table.from_pandas(rows[list(ROW_COLUMNS)].assign(run_key=key)[_SCHEMA.names], nthreads=1,
                                schema=_SCHEMA, preserve_index=False)
     old, _ = _read_table(cache_dir, run_id, key)
     merged = pa.concat_tables([old.replace_schema_metadata(None), new]) if old is not None \

@@ -200,7 +200,7 @@ def write_sweep(result: SweepResult, out: Path, *, plots: bool = True,
         The files written.
     """
     buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(result.table, preserve_index=False), buf,
+    pq.write_table(pa.Table.from_pandas(result.table, preserve_index=False, nthreads=1), buf,
                    compression="zstd")
     written = [out / "sweep.parquet", out / "sweep.csv", out / "settings.json"]
     atomic_write_bytes(written[0], buf.getvalue(), within=out)

@@ -1,0 +1,71 @@
+"""No command leaves a native thread pool running when it returns.
+
+A process that exits while Arrow's CPU pool (or DuckDB's scheduler) still has worker threads can
+abort in the library's shutdown after its work is done ("terminate called without an active
+exception", exit -6: apache/arrow#34314) — a command that did its job then reports failure by its
+exit code. Arrow starts its pool on the first multithreaded call (``to_pandas``, ``from_pandas``,
+a threaded Parquet read); DuckDB's module-level functions open a default database whose workers
+live until exit. The commands call them single-threaded or on a connection they close.
+
+Counted in a fresh process: a test worker may have started the pools already.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LOG = Path(__file__).resolve().parents[3] / "logs" / "write-heavy.jsonl"
+
+# each command as the user types it, after `replay`; {d} is the test's folder
+COMMANDS = (
+    ("ingest", ["ingest", "{d}/write-heavy.jsonl", "--out", "{d}/ds"]),
+    ("run", ["run", "-p", "two-tier-corrected", "{d}/ds", "--out", "{d}/run"]),
+    ("diff", ["diff", "-p", "two-tier-original", "-p", "two-tier-corrected", "{d}/ds",
+              "--out", "{d}/diff"]),
+    ("check", ["check", "{d}/ds", "-p", "two-tier-corrected", "--baseline", "{d}/base.json",
+               "--out", "{d}/check", "--update-baseline"]),
+    ("sweep", ["sweep", "-p", "two-tier-corrected", "--axis", "tiers.0.protect.frac=0.05,0.33",
+               "--jobs", "1", "--cache-dir", "{d}/cache", "{d}/ds", "--out", "{d}/sweep"]),
+    ("sweep again (its cells from the cache)", ["sweep", "-p", "two-tier-corrected", "--axis",
+               "tiers.0.protect.frac=0.05,0.33", "--jobs", "1", "--cache-dir", "{d}/cache",
+               "{d}/ds", "--out", "{d}/sweep2"]),
+    ("report --traces", ["report", "--traces", "{d}/run", "--data", "{d}/ds",
+                         "--out", "{d}/report-traces"]),
+    ("report", ["report", "-p", "two-tier-corrected", "{d}/ds", "--out", "{d}/report"]),
+    ("sql", ["sql", "select count(*) from runs", "{d}/ds"]),
+)
+
+SCRIPT = """
+import json, os, sys
+from replay.memory import use_system_allocator
+use_system_allocator()
+from typer.testing import CliRunner
+from replay.cli import app
+d = sys.argv[1]
+commands = json.loads(sys.argv[2])
+threads = lambda: len(os.listdir("/proc/self/task"))
+runner = CliRunner()
+before = threads()
+out = {}
+for name, args in commands:
+    result = runner.invoke(app, [a.format(d=d) for a in args])
+    out[name] = [result.exit_code, threads() - before, result.output[-400:]]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to count threads")
+def test_no_command_leaves_native_threads_running(tmp_path: Path) -> None:
+    (tmp_path / LOG.name).write_bytes(LOG.read_bytes())
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), json.dumps(COMMANDS)],
+                          capture_output=True, text=True, timeout=600, check=True)
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert list(got) == [name for name, _ in COMMANDS]
+    for name, (code, extra, tail) in got.items():
+        assert code == 0, f"{name}: exit {code}: {tail}"
+        assert extra == 0, f"replay {name} left {extra} native threads running"
