@@ -81,7 +81,8 @@ from replay.ingest.parsers.claude_code_file import (
     session_folder,
     sniff,  # noqa: F401
 )
-from replay.ingest.parsers.claude_code_path import Node, Resolved, Tie
+from replay.ingest.parsers.claude_code_node import Node, tie
+from replay.ingest.parsers.claude_code_path import Resolved
 from replay.ingest.parsers.claude_code_records import (
     NON_MESSAGE_TYPES,
     Bad,
@@ -279,12 +280,9 @@ def _link(rec: Rec, raw: Line, known: Mapping[str, str]) -> None:
     rec.parent = parent if isinstance(parent, str) and parent else None
     logical = logical if isinstance(logical, str) and logical else None
     meta = rec.meta if rec.role in ("compact", "micro") else None
-    if logical is not None or meta:
-        rec.tie = Tie(logical, tuple(meta.get("preserved", ())) if meta else (),
-                      meta.get("segment") if meta else None)
-    rec.has_parent_key = raw.parentUuid is not UNSET
-    rec.sidechain = raw.isSidechain is True
-    rec.message = rec.role in ("user", "assistant")
+    rec.tie = tie(logical, tuple(meta.get("preserved", ())) if meta else (),
+                  meta.get("segment") if meta else None, sidechain=raw.isSidechain is True,
+                  unlinked=raw.parentUuid is UNSET)
 
 
 def _sidechains(sess: _Session) -> list[_Session]:

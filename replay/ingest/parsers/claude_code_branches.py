@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from replay.ingest.parsers.claude_code_path import Node, Path, Resolved, leaves, segments
+from replay.ingest.parsers.claude_code_node import Node
+from replay.ingest.parsers.claude_code_path import Path, Resolved, leaves, segments
 from replay.ingest.parsers.claude_code_records import Rec, block_list
 
 MAX_BRANCHES = 200

@@ -36,57 +36,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-
-@dataclass(frozen=True, slots=True)
-class Tie:
-    """A record's rarer links (compaction boundaries have them), one object for all three: a
-    record without any shares ``NO_TIE``, not three slots of its own (a transcript has
-    hundreds of thousands of records)."""
-
-    logical: str | None = None
-    """``logicalParentUuid`` (compaction boundaries)."""
-    preserved: tuple[str, ...] = ()
-    """Records a partial compaction re-attached after its summary, oldest first."""
-    segment: tuple[str, str, str] | None = None
-    """A boundary's ``preservedSegment``: (head, anchor, tail) uuids."""
-
-
-NO_TIE = Tie()
-"""The links of a record that has none of them."""
-
-
-@dataclass(slots=True)
-class Node:
-    """One record's place in the tree."""
-
-    line: int
-    uuid: str
-    parent: str | None
-    """``parentUuid`` (None for null or absent)."""
-    has_parent_key: bool = True
-    """False when the record has no ``parentUuid`` key at all (an unlinked record)."""
-    sidechain: bool = False
-    ts: str = ""
-    message: bool = False
-    """A user/assistant record (a candidate leaf)."""
-    tie: Tie = NO_TIE
-    """Its ``logicalParentUuid``, preserved records and segment (``Tie``)."""
-
-    @property
-    def logical(self) -> str | None:
-        """``logicalParentUuid`` (compaction boundaries)."""
-        return self.tie.logical
-
-    @property
-    def preserved(self) -> tuple[str, ...]:
-        """Records a partial compaction re-attached after its summary, oldest first."""
-        return self.tie.preserved
-
-    @property
-    def segment(self) -> tuple[str, str, str] | None:
-        """A boundary's ``preservedSegment``: (head, anchor, tail) uuids."""
-        return self.tie.segment
-
+from replay.ingest.parsers.claude_code_node import Node
 
 N = TypeVar("N", bound=Node)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from replay.ingest.parsers.claude_code_path import Node
+from replay.ingest.parsers.claude_code_node import Node
 from replay.ingest.parsers.jsonl import as_str, as_text, json_text
 from replay.ingest.parsers.source import Source
 
@@ -56,6 +56,11 @@ class Rec(Node):
     """Its content (a tuple: a list's own header and spare room a record more), or for a user
     record or an attachment that is one text, that text (``block_list``: the one text block;
     a tuple of a tuple is ~100 bytes a record more, most records of a big transcript)."""
+
+    @property
+    def message(self) -> bool:
+        """A user/assistant record (a candidate leaf)."""
+        return self.role == "user" or self.role == "assistant"
 
     @property
     def msg_id(self) -> str:

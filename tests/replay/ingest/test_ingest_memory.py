@@ -250,13 +250,15 @@ def test_a_claude_code_record_is_one_object_when_read(tmp_path: Any,
 
 def test_a_user_record_has_no_slots_for_a_response_or_a_boundary(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When every line is read, each of 200 minimal user records is a bare ``Node`` and its
-    own three fields (role, coverage type, content), no bigger: a response's five fields and a
+    """When every line is read, each of 200 minimal user records is five slots of its place in
+    the tree (line, uuid, parent, timestamp, ``Tie``) and its own three (role, coverage type,
+    content): 96 bytes with the object's header, no bigger.  A response's five fields and a
     boundary's facts and links are not slots of every record (nine fields more a record, 48
-    bytes, before); read on it they are empty."""
+    bytes, before fb7f16c), nor are the sidechain and no-``parentUuid`` flags and the
+    user/assistant test (three slots more, 120 bytes a record, before): read on it they are
+    their empty values, or what the record says."""
     import sys
 
-    from replay.ingest.parsers.claude_code_path import Node
     from replay.ingest.parsers.claude_code_records import Rec
     path = _claude_code_records(tmp_path / "s.jsonl", 200)
     sizes: list[list[int]] = []
@@ -269,14 +271,15 @@ def test_a_user_record_has_no_slots_for_a_response_or_a_boundary(
         sizes.append([sys.getsizeof(o) for o in recs])
         assert all(r.msg_id == r.model == r.miss == r.edits == "" and r.usage is None
                    and r.meta is None and r.logical is None and r.preserved == ()
-                   and r.segment is None for r in recs)
+                   and r.segment is None and r.message and not r.sidechain
+                   and r.has_parent_key for r in recs)
+        assert len({id(r.tie) for r in recs}) == 1  # one shared, not one a record
         real(self)
 
     monkeypatch.setattr(Source, "release_data", spy)
     assert parse_file(path, path.parent).tables is not None
-    bare = sys.getsizeof(Node(1000, "u", None))
     assert len(sizes) == 1 and len(sizes[0]) == 200
-    assert max(sizes[0]) <= bare + 3 * 8
+    assert max(sizes[0]) <= 96
 
 
 def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
