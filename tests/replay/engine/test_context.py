@@ -27,6 +27,7 @@ def test_queries_equal_a_recount_with_short_ranges_cut_down(run: PreparedRun, da
     """The same, with the direct sums limited to a few blocks: the trim tree's paths (what long
     contexts take) answer the same."""
     with (patch("replay.engine.context._SHORT_RANGE", short),
+          patch("replay.engine.reach._SHORT_RANGE", short),
           patch("replay.engine.context._SHORT_TRUTH_RANGE", short)):
         _check_against_recount(run, data)
 
