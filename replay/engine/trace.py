@@ -100,7 +100,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "18"
+TRACE_VERSION = "19"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -237,7 +237,9 @@ class ActionRow(NamedTuple):
     """An induced re-read whose size is an estimate, and why (``replay.engine.refetch``):
     ``unapplied_edits`` — the file was edited since its newest whole content by an edit the
     replay cannot apply (a patch, an unknown tool); ``parts_only`` — the file was only ever read
-    in parts (sized as the largest part read, a lower bound); "" otherwise."""
+    in parts (sized as the largest part read, a lower bound); ``as_lost_before`` — the last time
+    the agent read the file without a copy of it in its recorded context it read a part (sized
+    as that part: its habit, not the file); "" otherwise."""
 
 
 class EvictionRow(NamedTuple):

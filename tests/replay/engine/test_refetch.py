@@ -7,6 +7,7 @@ from typing import Any
 
 from replay.engine.prepared import PreparedRun, prepare
 from replay.engine.refetch import (
+    AS_LOST_BEFORE,
     PARTS_ONLY,
     UNAPPLIED_EDITS,
     file_contents,
@@ -17,14 +18,21 @@ from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 
+COMPACT = ("", "", {}, "")
+"""A step that is the harness's compaction: its summary, then the next request sends only it."""
+
 
 def _run(steps: list[tuple[str, str, dict[str, Any], str]]) -> PreparedRun:
-    """One request per step: (call id, tool, arguments, result text)."""
+    """One request per step: (call id, tool, arguments, result text), or ``COMPACT``."""
     b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
                    format="t", issues=[])
     b.message("user")
     b.text("task")
     for cid, tool, args, result in steps:
+        if not cid:
+            b.message("user")
+            b.summary("summary of the work so far")
+            continue
         b.message("assistant")
         b.tool_call(cid, tool, args)
         b.request()
@@ -176,3 +184,36 @@ def test_a_file_only_read_in_parts_is_a_lower_bound_until_read_whole() -> None:
     contents = file_contents(run)
     assert contents.estimate(result["p"], result["s"] + 1) == PARTS_ONLY
     assert contents.estimate(result["p"], result["w"] + 1) == ""
+
+
+def test_a_file_the_agent_read_in_part_after_losing_it_is_re_read_in_part() -> None:
+    """The agent's own habit with the file: the last time it read the file without a copy in
+    its recorded context (after a compaction), it read a part; a re-read after the next loss
+    returns that part.  A part read while the file is in context changes nothing, and a later
+    whole read after a loss gives the whole file back."""
+    run = _run([
+        ("a", "Read", {"file_path": "a.py"}, NUMBERED),
+        ("b", "Read", {"file_path": "a.py", "offset": 2, "limit": 2}, NUMBERED[:30]),  # in context
+        COMPACT,
+        ("c", "Read", {"file_path": "a.py", "offset": 4, "limit": 3}, NUMBERED[30:70]),  # lost
+        COMPACT,
+        ("d", "Read", {"file_path": "a.py"}, NUMBERED),  # lost again: read whole
+        COMPACT,
+        ("x", "Read", {"file_path": "x.py"}, NUMBERED),
+    ])
+    result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
+              if run.kind[k] == "tool_result"}
+    contents = file_contents(run)
+    a, c, d = result["a"], result["c"], result["d"]
+    whole = refetch(run, a, a + 1)
+    assert (whole.block, whole.chars) == (a, run.n_chars[a])
+    assert refetch(run, a, c) == whole and contents.estimate(a, c) == ""  # in-context part: no
+    got = refetch(run, a, c + 1)
+    assert (got.block, got.chars) == (c, run.n_chars[c])
+    assert got.scaled(run, run.tokens["o200k_base"][c]) == run.tokens["o200k_base"][c]
+    assert contents.estimate(a, c + 1) == AS_LOST_BEFORE
+    # read whole after the next loss: the file whole again
+    assert refetch(run, a, d + 1) == refetch(run, d, d + 1)
+    assert refetch(run, a, d + 1).block == d and contents.estimate(a, d + 1) == ""
+    # a file never lost keeps its whole size
+    assert refetch(run, result["x"], run.n_blocks).block == result["x"]
