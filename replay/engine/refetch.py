@@ -65,7 +65,8 @@ from typing import Any
 
 from replay.engine.needs import RunNeeds, norm_path, run_needs
 from replay.engine.prepared import PreparedRun
-from replay.ingest.ops import shell_reads_part, unwrap_argv
+from replay.ingest.ops import shell_reads_part
+from replay.shell_line import unwrap_argv
 
 PART_ARGS = frozenset({"offset", "limit", "view_range", "line_range", "start_line", "end_line"})
 """Read arguments that make a read one of part of the file."""
