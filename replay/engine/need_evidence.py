@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.engine.prepared import PreparedRun
-from replay.engine.shell_commands import commands_with_bodies
+from replay.shell_line import commands
 
 FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
 """Operation kinds whose result is content the agent could fetch again."""
@@ -257,7 +257,8 @@ def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
         return []  # names no fetched file: nothing to cut the line for
     found: list[Fetched] = []
     cwd = ""
-    for part, script in commands_with_bodies(_command(run.text[b])):
+    for command in commands(_command(run.text[b])):
+        part, script = command.whole, command.script
         words = part.split()
         while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
             words = words[1:]

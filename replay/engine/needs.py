@@ -54,7 +54,7 @@ against the directory a ``cd`` before it entered (``need_evidence.named_in``):
   (``need_evidence``, each a set of names, data):
   - a command that only stages, moves, lists or removes files (``BOOKKEEPING``: ``git add
     a.py``, ``chmod``, ``rm``: they use the name, not what the file says; the commands as the
-    shell cuts them, ``shell_commands.simple_commands``: a commit message in a heredoc is git's);
+    shell cuts them, ``replay.shell_line.commands``: a commit message in a heredoc is git's);
   - a command that runs, builds, tests or type-checks the file (``RUNNERS``: ``bun test
     x.test.ts``, ``tsc -p tsconfig.json``, ``python x.py``): its text goes to a program, not to
     the model — unless the run failed (the agent reads the error against the file), and a
