@@ -306,9 +306,13 @@ class Context:
             b += 1
         return b
 
-    def measure(self) -> tuple[int, int, int, int, int, int, int, int]:
-        """What one request row needs, in one call: (estimated tokens, true tokens, messages,
-        blocks, bytes of all call args, of write/edit args, of results, of other text)."""
+    def measure(self, row: list[int], fixed_est: int, fixed_truth: int) -> int:
+        """One request row's measured values onto ``row``, in one call and one tuple: estimated
+        tokens (``fixed_est`` added), true tokens (``fixed_truth`` added), messages, blocks,
+        bytes of all call args, of write/edit args, of results, of other text (the first values
+        of ``replay.engine.fold``'s ``_LOOP``, written here: a returned tuple unpacked and
+        packed again into the row cost about 900 instructions a request).  Returns the true
+        tokens."""
         lo, hi = self.lo, self.hi
         est0, truth0, msg0, blocks0, args0, write0, results0, other0 = self.at_lo
         other, args, write, results = self.pre_bytes
@@ -317,20 +321,23 @@ class Context:
         ind = self.induced
         if ind.n_live:  # each re-read is two messages: the call and its result
             extra = 2 * ind.n_live
-            return (self.pre_est[hi] - est0 - self.live_cut_est + ind.live_est,
-                    self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth,
+            truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
+            row += (fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est + ind.live_est),
+                    truth,
                     (self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head)) + extra,
                     hi - blocks0 + extra,
                     args[hi] - args0 - cut_args + w + ind.live_call_bytes, w,
                     results[hi] - results0 - cut_results + ind.live_result_bytes,
                     other[hi] - other0 - cut_other)
-        return (self.pre_est[hi] - est0 - self.live_cut_est,
-                self.pre_truth[hi] - truth0 - self.live_cut_truth,
+            return truth
+        truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + fixed_truth
+        row += (fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est), truth,
                 self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head),
                 hi - blocks0,
                 args[hi] - args0 - cut_args + w, w,
                 results[hi] - results0 - cut_results,
                 other[hi] - other0 - cut_other)
+        return truth
 
     def _set_at_lo(self) -> None:
         """``at_lo`` for the current ``lo`` and head: the sums up to ``lo`` less the head's (the

@@ -151,8 +151,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 continue
             step(ctx, env)
         # 3. the request as sent
-        est, truth, n_msgs, n_blocks, b_args, b_write, b_results, b_other = measure()
-        truth += env.fixed_truth
+        truth = measure(rows, env.fixed_est, env.fixed_truth)  # the row's first eight values
         # the prefix shared with the previous request and what it invalidated: _common_prefix,
         # inlined (a call a request)
         if k:
@@ -167,14 +166,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 invalidated = prev - common
         else:
             common = invalidated = 0
-        # one _LOOP row, in its order, as plain values (the cache's read, the cost and the
-        # overshoot follow in _columns, for all requests at once)
-        rows.extend((env.fixed_est + est, truth, n_msgs, n_blocks, b_args, b_write, b_results,
-                     b_other, 0 if expired[k] else common, invalidated))
+        # the rest of the _LOOP row (the cache's read, the cost and the overshoot follow in
+        # _columns, for all requests at once)
+        rows += (0 if expired[k] else common, invalidated)
         ctx.dirty = None
         env.prev_truth = truth
         if anchored_est:  # the harness now knows this request's usage: later estimates add to it
-            env.fixed_est = truth - est
+            env.fixed_est = truth - (rows[-_ROW] - env.fixed_est)  # (the row's est: est + fixed)
         # 4. tiers that only check after sending: their cuts apply to the next request
         if after:
             env.request, env.when = k + 1, "after"

@@ -51,7 +51,8 @@ def _check_against_recount(run: PreparedRun, data: Any) -> None:
         live = range(ctx.lo, ctx.hi)
         est_total = sum(ctx.cur_est[b] for b in live)
         assert ctx.est() == est_total
-        measured = ctx.measure()
+        measured: list[int] = []
+        assert ctx.measure(measured, 0, 0) == measured[1]
         assert measured[0] == est_total and measured[1] == sum(ctx.cur_truth[b] for b in live)
         assert measured[3] == len(live)
         for b in live:
