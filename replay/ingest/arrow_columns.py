@@ -5,7 +5,8 @@ list is a pandas object): about 0.2-0.3 s of CPU and 40 MB in every ingest proce
 that only ever hold plain Python values.  ``column`` builds the same arrays from buffers for the
 types the store's tables use (``replay.ingest.schema``): ``string``, ``int64``, ``float64``,
 ``bool`` and lists of ``int64`` or ``string``, with ``None`` as null (an ``int64`` column may
-also come as an ``array('q')``, taken as it is); any other type is handed to ``pa.array``.
+also come as an ``array('q')`` or a numpy ``int64`` array, taken as it is); any other type is
+handed to ``pa.array``.
 
 It takes exactly the values of the column's type (``bool`` is no ``int64``, an ``int`` is a
 ``float64``, a tuple is a list) and raises ``TypeError`` for any other value, ``OverflowError``
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 _NONE = type(None)
@@ -39,6 +41,12 @@ _ZERO: dict[pa.DataType, Any] = {_STRING: "", _INT64: 0, _FLOAT64: 0.0, _BOOL: F
 _LISTS = frozenset((list, tuple, _NONE))
 _DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 _EXACT = 2**53  # the largest magnitude up to which every integer is a float64
+_INT32_MAX = 2**31 - 1
+NUMPY_ROWS = 64
+"""From this many values on, a column's integers and its strings' lengths are read into numpy
+(``np.fromiter``: one C loop, the offsets one ``cumsum``) instead of an ``array``, whose
+constructor parses each value as a call's argument (~200 instructions a value, a third of a
+string column's cost); below it, numpy's cost a call is more than it saves."""
 
 
 def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
@@ -51,7 +59,9 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         ValueError: an integer of a ``float64`` column that it would round.
         UnicodeEncodeError: a string that is not valid Unicode.
     """
-    if type(values) is array and values.typecode == "q" and type_ == _INT64:
+    if (type(values) is array and values.typecode == "q" or isinstance(values, np.ndarray)
+            and values.dtype == np.int64 and values.ndim == 1 and values.flags.c_contiguous) \
+            and type_ == _INT64:
         return pa.Array.from_buffers(_INT64, len(values), [None, pa.py_buffer(values)], 0)
     if type_ == _STRING:
         try:  # the common case first: only strings (_strings refuses anything else)
@@ -77,8 +87,9 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         values = [fill if v is None else v for v in values]
     if type_ == _STRING:
         return _strings(values, valid, nulls)
-    if type_ == _INT64:
-        return pa.Array.from_buffers(_INT64, n, [valid, pa.py_buffer(array("q", values))], nulls)
+    if type_ == _INT64:  # (OverflowError: an integer beyond int64, from either)
+        ints = np.fromiter(values, np.int64, n) if n >= NUMPY_ROWS else array("q", values)
+        return pa.Array.from_buffers(_INT64, n, [valid, pa.py_buffer(ints)], nulls)
     if type_ == _FLOAT64:
         if int in found:  # pa.array refuses an integer a float64 would round; so does this
             inexact = next((v for v in values if type(v) is int and abs(v) > _EXACT), None)
@@ -102,9 +113,24 @@ def _strings(values: Sequence[str], valid: pa.Buffer | None, nulls: int) -> pa.A
         encoded = [str.encode(v, "utf-8") for v in values]  # UnicodeEncodeError: a surrogate
         data = b"".join(encoded)
         lengths = map(len, encoded)
-    offsets = array("i", [*accumulate(lengths, initial=0)])  # OverflowError past 2 GiB
+    offsets = _offsets(lengths, len(values))
     return pa.Array.from_buffers(_STRING, len(values), [valid, pa.py_buffer(offsets),
                                                         pa.py_buffer(data)], nulls)
+
+
+def _offsets(lengths: Iterable[int], n: int) -> array[int] | np.ndarray:
+    """The int32 offsets of ``n`` values of these lengths (0, then each value's end).
+
+    Raises:
+        OverflowError: the values' total is past 2 GiB.
+    """
+    if n < NUMPY_ROWS:
+        return array("i", [*accumulate(lengths, initial=0)])
+    ends = np.zeros(n + 1, np.int64)
+    np.cumsum(np.fromiter(lengths, np.int64, n), out=ends[1:])
+    if ends[-1] > _INT32_MAX:
+        raise OverflowError(f"{ends[-1]:,} bytes in one column: past an int32 offset")
+    return ends.astype(np.int32)
 
 
 def _list(values: Sequence[Any], type_: pa.ListType) -> pa.Array:
@@ -116,7 +142,7 @@ def _list(values: Sequence[Any], type_: pa.ListType) -> pa.Array:
     n = len(values)
     valid, nulls = _validity(values) if _NONE in found else (None, 0)
     lists = [() if v is None else v for v in values] if nulls else values
-    offsets = array("i", accumulate(map(len, lists), initial=0))
+    offsets = _offsets(map(len, lists), n)
     items = column(list(chain.from_iterable(lists)), type_.value_type)
     return pa.Array.from_buffers(type_, n, [valid, pa.py_buffer(offsets)], nulls,
                                  children=[items])

@@ -6,12 +6,13 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.ingest.arrow_columns import column
+from replay.ingest.arrow_columns import NUMPY_ROWS, column
 from replay.ingest.schema import SCHEMAS
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -45,6 +46,25 @@ def test_same_array_as_pa_array(type_: pa.DataType, data: st.DataObject) -> None
     assert built.equals(expected)
 
 
+@pytest.mark.parametrize("type_", list(VALUES), ids=str)
+@given(data=st.data())
+def test_same_array_as_pa_array_past_the_numpy_threshold(type_: pa.DataType,
+                                                        data: st.DataObject) -> None:
+    """From ``NUMPY_ROWS`` values on, integers and offsets are read through numpy: the same
+    arrays (the values are drawn from a few, so a draw stays small)."""
+    few = data.draw(st.lists(st.none() | VALUES[type_], min_size=1, max_size=5))
+    values = data.draw(st.lists(st.sampled_from(few), min_size=NUMPY_ROWS,
+                                max_size=NUMPY_ROWS + 40))
+    built = column(values, type_)
+    built.validate(full=True)
+    assert built.equals(pa.array(values, type_))
+
+
+def test_numpy_int64_values_are_taken_as_they_are() -> None:
+    values = np.arange(-3, NUMPY_ROWS * 2, dtype=np.int64)
+    assert column(values, pa.int64()).equals(pa.array(values.tolist(), pa.int64()))
+
+
 @given(st.lists(st.none() | st.floats(allow_nan=False) | INT64, max_size=20))
 def test_float64_refuses_what_pa_array_refuses_and_builds_what_it_builds(
         values: list[float | int | None]) -> None:
@@ -75,6 +95,9 @@ def test_a_value_of_another_type_is_refused(values: list[Any], type_: pa.DataTyp
 def test_errors_as_pa_array_raises_them() -> None:
     with pytest.raises(OverflowError):
         column([2**63], pa.int64())
+    for big in (2**63, -(2**63) - 1):  # the numpy path
+        with pytest.raises(OverflowError):
+            column([0] * NUMPY_ROWS + [big], pa.int64())
     with pytest.raises(UnicodeEncodeError):
         column(["a\ud800"], pa.string())
 

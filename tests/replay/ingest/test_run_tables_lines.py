@@ -1,0 +1,37 @@
+"""``run_tables.line_counts``: each text's lines from the text column's UTF-8 at once."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.ingest.arrow_columns import column
+from replay.ingest.run_tables import line_counts
+
+TEXT = st.text(st.sampled_from(["a", "\n", "\r", "é", "\u2028", "日", "😀", "\x85", " "]),
+               max_size=12)
+"""Newlines among characters whose UTF-8 is several bytes and other line breaks (which
+``str.count("\\n")`` does not count, and neither may this)."""
+
+
+def _expected(texts: list[str]) -> list[int]:
+    return [t.count("\n") + 1 if t else 0 for t in texts]
+
+
+@given(st.lists(TEXT, max_size=80))
+def test_lines_as_counted_text_by_text(texts: list[str]) -> None:
+    assert line_counts(column(texts, pa.string())).tolist() == _expected(texts)
+
+
+@given(st.lists(TEXT, min_size=1, max_size=30), st.data())
+def test_a_slice_of_a_column_counts_its_own_texts(texts: list[str], data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(texts)))
+    stop = data.draw(st.integers(start, len(texts)))
+    sliced = column(texts, pa.string()).slice(start, stop - start)
+    assert line_counts(sliced).tolist() == _expected(texts[start:stop])
+
+
+def test_empty_columns() -> None:
+    assert line_counts(column([], pa.string())).tolist() == []
+    assert line_counts(column(["", ""], pa.string())).tolist() == [0, 0]
