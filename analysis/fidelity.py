@@ -343,7 +343,9 @@ def _reread_totals(prefix: str, runs: list[RereadFidelity]) -> dict[str, Any]:
             f"{prefix}_hits": total.hits, f"{prefix}_recall": total.recall,
             f"{prefix}_precision": total.precision,
             f"{prefix}_tokens_error_frac": total.tokens_error_frac,
-            f"{prefix}_edits_unapplied": total.edits_unapplied}
+            f"{prefix}_edits_unapplied": total.edits_unapplied,
+            f"{prefix}_sized_parts_only": total.sized_parts_only,
+            f"{prefix}_sized_as_lost_before": total.sized_as_lost_before}
 
 
 def _median(values: list[float]) -> float | None:

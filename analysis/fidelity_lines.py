@@ -85,7 +85,8 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"
         + (f"; {_n(t['reread_edits_unapplied'], 'edit')} of predicted files not applied to "
            "their sizes (no replaced/new text: a patch, a shell edit)"
-           if t.get("reread_edits_unapplied") else "")),
+           if t.get("reread_edits_unapplied") else "")
+        + _sized(t)),
         (f"estimated: {_n(t['runs_window_from_table'], 'run')} planned against the model "
          "table's window (the log records none); "
          f"{_n(t['summaries_encrypted'], 'recorded summary', plural='recorded summaries')} "
@@ -113,3 +114,13 @@ def _by_truth(runs: dict[str, int]) -> str:
 
 def _pct(v: float | None, signed: bool = False) -> str:
     return "unknown" if v is None else (f"{v:+.2%}" if signed else f"{v:.2%}")
+
+
+def _sized(t: dict[str, Any]) -> str:
+    """The predicted re-read sizes that are estimates, by why ("" when none)."""
+    parts, lost = t.get("reread_sized_parts_only", 0), t.get("reread_sized_as_lost_before", 0)
+    if not parts and not lost:
+        return ""
+    return (f"; {_n(parts + lost, 'predicted size')} estimated ({parts} the largest part read "
+            f"of a file never read whole, a lower bound; {lost} the part the agent read when "
+            "it lost the file before)")

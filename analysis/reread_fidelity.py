@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from replay.engine.needs import RULES, Rule, run_needs
 from replay.engine.prepared import PreparedRun
-from replay.engine.refetch import file_contents, refetch
+from replay.engine.refetch import AS_LOST_BEFORE, PARTS_ONLY, file_contents, refetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,12 @@ class CompactionRereads:
     """Edits of the predicted files before the boundary not applied to their sizes (no
     replaced/new text: a patch, a shell edit; ``replay.engine.refetch``): those sizes are the
     file as last read or written."""
+    sized_parts_only: int = 0
+    """Predicted files sized as the largest part read (never read whole by then: a lower
+    bound; ``refetch.PARTS_ONLY``)."""
+    sized_as_lost_before: int = 0
+    """Predicted files sized as the part the agent read after it lost the file before
+    (``refetch.AS_LOST_BEFORE``)."""
 
     @property
     def hits(self) -> int:
@@ -80,6 +86,10 @@ class RereadFidelity:
     predicted_tokens: int
     edits_unapplied: int = 0
     """``CompactionRereads.edits_unapplied`` summed."""
+    sized_parts_only: int = 0
+    """``CompactionRereads.sized_parts_only`` summed."""
+    sized_as_lost_before: int = 0
+    """``CompactionRereads.sized_as_lost_before`` summed."""
 
     @property
     def recall(self) -> float | None:
@@ -102,12 +112,12 @@ class RereadFidelity:
         return RereadFidelity(*(a + b for a, b in zip(_fields(self), _fields(other))))
 
 
-NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0, 0)
+NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def _fields(r: RereadFidelity) -> tuple[int, ...]:
     return (r.compactions, r.recorded, r.predicted, r.hits, r.recorded_tokens,
-            r.predicted_tokens, r.edits_unapplied)
+            r.predicted_tokens, r.edits_unapplied, r.sized_parts_only, r.sized_as_lost_before)
 
 
 def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
@@ -115,7 +125,8 @@ def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
     total = NO_REREADS
     for c in rows:
         total += RereadFidelity(1, len(c.recorded), len(c.predicted), c.hits,
-                                c.recorded_tokens, c.predicted_tokens, c.edits_unapplied)
+                                c.recorded_tokens, c.predicted_tokens, c.edits_unapplied,
+                                c.sized_parts_only, c.sized_as_lost_before)
     return total
 
 
@@ -148,6 +159,7 @@ def compaction_rereads(run: PreparedRun,
         recorded: dict[str, int] = {}
         predicted: dict[str, int] = {}
         unapplied = 0
+        estimated: dict[str, int] = {}
         for path, blocks in by_path.items():
             again = min(((r, c2) for b in blocks for r, c2 in zip(
                 needs.blocks[b].refetch_requests, needs.blocks[b].refetch_blocks)
@@ -158,12 +170,17 @@ def compaction_rereads(run: PreparedRun,
             if any(first <= r < end for b in blocks for r in needs.blocks[b].need_requests):
                 again_as = refetch(run, blocks[-1], boundary)
                 predicted[path] = again_as.scaled(run, tokens[again_as.block])
-                unapplied += file_contents(run).unapplied_before(blocks[-1], boundary)
+                contents = file_contents(run)
+                unapplied += contents.unapplied_before(blocks[-1], boundary)
+                why = contents.estimate(blocks[-1], boundary)
+                estimated[why] = estimated.get(why, 0) + 1
         out.append(CompactionRereads(
             compaction=c, first_request=first, end_request=end, removed=tuple(by_path),
             recorded=tuple(recorded),
             predicted=tuple(predicted), recorded_tokens=sum(recorded.values()),
-            predicted_tokens=sum(predicted.values()), edits_unapplied=unapplied))
+            predicted_tokens=sum(predicted.values()), edits_unapplied=unapplied,
+            sized_parts_only=estimated.get(PARTS_ONLY, 0),
+            sized_as_lost_before=estimated.get(AS_LOST_BEFORE, 0)))
     return out
 
 

@@ -213,3 +213,62 @@ def test_a_branch_does_not_judge_the_compactions_it_inherits(tmp_path):  # type:
     assert got["branched"][branch] == []
     (same,) = [v for rid, v in got["branched"].items() if rid != branch]
     assert same == main and main  # the main run still judges its compaction
+
+
+def test_predicted_sizes_that_are_estimates_are_counted_and_said() -> None:
+    """A file known only by a part is sized as that part (a lower bound), and a file the agent
+    read in part after losing it as that part (``replay.engine.refetch``): both counted per
+    compaction, pooled, and said on the totals' re-read line."""
+    from analysis.fidelity import fidelity_totals
+    from replay.engine.prepared import prepare
+    from replay.ingest.parsers.builder import RunBuilder
+    from replay.ingest.parsers.source import Source
+    from replay.ingest.run_tables import tokenize
+
+    numbered = "".join(f"{i:6d}→line {i}\n" for i in range(1, 41))
+    edit = {"old_string": "line 3", "new_string": "line three"}
+    steps: list[tuple[str, str, dict[str, Any], str] | None] = [
+        ("ra", "Read", {"file_path": "a.py"}, numbered),
+        ("rb", "Read", {"file_path": "b.py", "offset": 1, "limit": 5}, numbered[:80]),
+        None,  # the harness compacts: a.py and b.py removed
+        ("eb", "Edit", {"file_path": "b.py", **edit}, "ok"),  # b.py needed: known by a part
+        ("ra2", "Read", {"file_path": "a.py", "offset": 3, "limit": 4}, numbered[40:100]),
+        None,  # compacts again: a.py, last read in part without a copy in context, removed
+        ("ea", "Edit", {"file_path": "a.py", **edit}, "ok"),  # a.py needed
+    ]
+    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
+                   format="t", issues=[])
+    b.message("user")
+    b.text("task")
+    for step in steps:
+        if step is None:
+            b.message("user")
+            b.summary("summary of the work so far")
+            continue
+        cid, tool, args, result = step
+        b.message("assistant")
+        b.tool_call(cid, tool, args)
+        b.request()
+        b.message("tool")
+        b.tool_result(cid, result)
+    b.message("assistant")
+    b.text("done")
+    b.request()
+    tables = tokenize([b.build()], ("o200k_base",))
+    run = prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    first, second = compaction_rereads(run)
+    assert (first.predicted, first.sized_parts_only, first.sized_as_lost_before) == (
+        ("b.py",), 1, 0)
+    assert (second.predicted, second.sized_parts_only, second.sized_as_lost_before) == (
+        ("a.py",), 0, 1)
+    result = {run.call_id[run.call_of[k]]: k for k in range(run.n_blocks)
+              if run.kind[k] == "tool_result"}
+    assert second.predicted_tokens == run.tokens["o200k_base"][result["ra2"]]  # the part
+    total = pooled([first, second])
+    assert (total.sized_parts_only, total.sized_as_lost_before) == (1, 1)
+    t = fidelity_totals([])
+    assert not any("estimated" in line for line in totals_lines(t) if line.startswith("re-reads"))
+    t["reread_sized_parts_only"], t["reread_sized_as_lost_before"] = 1, 1
+    (line,) = [x for x in totals_lines(t) if x.startswith("re-reads")]
+    assert "2 predicted sizes estimated (1 the largest part read" in line
+    assert "1 the part the agent read when it lost the file before" in line
