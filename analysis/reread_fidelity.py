@@ -20,8 +20,9 @@ first one after it to the next compaction (or the run's end):
   (``BlockNeeds.need_requests`` under the rules given) — found without looking at any re-read;
 - tokens: a predicted file costs what fetching its newest removed read again returns with the
   log known up to the boundary (``replay.engine.refetch``: the file whole as known then, the
-  agent's edits applied, as its reads render it; the replay's induced re-reads insert the same,
-  known up to the need), a recorded one the result of its first re-read in the window
+  agent's edits applied, as its reads render it, or the part the agent read after it last lost
+  the file; the replay's induced re-reads insert the same, known up to the need; the sizes
+  that are estimates are counted: ``sized_parts_only``, ``sized_as_lost_before``), a recorded one the result of its first re-read in the window
   (tokenizer counts as ingested, ``o200k_base`` when stored).  Known up to the boundary, not
   the need: a recorded re-read between them must not size its own prediction.
 
