@@ -76,6 +76,8 @@ class Context:
     cut_est: Fenwick = field(init=False)
     """Reductions (original − current) of trimmed blocks, estimated."""
     cut_truth: Fenwick = field(init=False)
+    changed: list[int] = field(default_factory=list)
+    """Blocks trimmed since the trim trees last took them in (``trim_trees``)."""
     live_cut_est: int = 0
     """Sum of trim reductions over live blocks (est)."""
     live_cut_truth: int = 0
@@ -154,7 +156,8 @@ class Context:
             cut = self.live_cut_truth - (self.pre_truth[hi] - self.pre_truth[b]
                                          - sum(self.cur_truth[b:hi]))
         else:
-            cut = self.cut_truth.prefix(b) - self.cut_truth.prefix(self.lo)
+            tree = self.trim_trees()[1]
+            cut = tree.prefix(b) - tree.prefix(self.lo)
         before = self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
         ind = self.induced
         if ind.n_live:  # and the live re-reads following blocks before b: all, none, or
@@ -184,8 +187,19 @@ class Context:
             return self.pre_est[hi] - self.pre_est[b] + extra
         if hi - b <= _SHORT_RANGE:
             return sum(self.cur_est[b:hi]) + extra
-        cut = self.cut_est.prefix(hi) - self.cut_est.prefix(b)
+        tree = self.trim_trees()[0]
+        cut = tree.prefix(hi) - tree.prefix(b)
         return self.pre_est[hi] - self.pre_est[b] - cut + extra
+
+    def trim_trees(self) -> tuple[Fenwick, Fenwick]:
+        """The trim trees (estimated, true tokens removed), up to date: the blocks trimmed since
+        their last query taken in first."""
+        changed = self.changed
+        if changed:
+            self.cut_est.take(changed, self.pre_est, self.cur_est)
+            self.cut_truth.take(changed, self.pre_truth, self.cur_truth)
+            changed.clear()
+        return self.cut_est, self.cut_truth
 
     def message_start_at_or_after(self, b: int) -> int:
         """The first message boundary at or after block ``b``."""
@@ -214,12 +228,7 @@ class Context:
         cur_est, cur_truth, cur_bytes = self.cur_est, self.cur_truth, self.cur_bytes
         de = cur_est[b] - est
         dt = cur_truth[b] - truth
-        queued = self.cut_est.queued  # Fenwick.add, inlined: one call a trimmed block
-        queued.append(b)
-        queued.append(de)
-        queued = self.cut_truth.queued
-        queued.append(b)
-        queued.append(dt)
+        self.changed.append(b)  # the trim trees take it in at their next query
         self.live_cut_est += de
         self.live_cut_truth += dt
         self.live_cut_bytes[run.category[b]] += cur_bytes[b] - n_bytes

@@ -1,47 +1,48 @@
-"""Prefix sums over a fixed number of slots with point updates (a Fenwick tree), updates queued.
+"""Prefix sums over a fixed number of slots (a Fenwick tree) of what trims removed from blocks.
 
 The context keeps two (estimated and true tokens removed by trims) so the tokens before any
-block cost O(log n) once anything is trimmed (``replay.engine.context``).
+block cost O(log n) once anything is trimmed (``replay.engine.context``).  A trim does not
+touch them: the context lists the blocks it changed and a tree takes them in at its next query
+(``take``), so a replay whose queries all take the context's fast paths never pays for one.
 """
 
 from __future__ import annotations
 
 
 class Fenwick:
-    """Prefix sums over a fixed number of slots with point updates.
+    """Prefix sums over ``n`` slots; slot ``i`` holds what block ``i`` lost to trims, as of the
+    last ``take`` that named it."""
 
-    Updates are queued and applied at the next query (``prefix`` or ``settled_tree``): a
-    replay whose queries all take the context's fast paths never pays for the tree.
-    """
-
-    __slots__ = ("n", "queued", "tree")
+    __slots__ = ("known", "n", "tree")
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.tree = [0] * (n + 1)
-        self.queued: list[int] = []
-        """Updates not yet applied, flat: slot, delta, slot, delta, ... (two appends of ints, no
-        tuple an update: a trim at every request queues one in each of the context's trees)."""
+        self.tree: list[int] = []
+        """The nodes, 1-based (made at the first ``take``: all zero until then)."""
+        self.known: list[int] = []
+        """Each slot's value in the tree."""
 
-    def add(self, i: int, delta: int) -> None:
-        """Add ``delta`` to slot ``i`` (applied at the next query)."""
-        self.queued.append(i)
-        self.queued.append(delta)
-
-    def settled_tree(self) -> list[int]:
-        """The tree with every queued update applied."""
-        tree, n, queued = self.tree, self.n, self.queued
-        for i, delta in zip(queued[::2], queued[1::2]):
-            i += 1
-            while i <= n:
-                tree[i] += delta
-                i += i & -i
-        self.queued.clear()
-        return tree
+    def take(self, changed: list[int], pre: list[int], cur: list[int]) -> None:
+        """Slots ``changed`` set to their blocks' loss now: the block's size by the static prefix
+        sums ``pre`` less its current size ``cur`` (a slot named twice is set once)."""
+        tree, n, known = self.tree, self.n, self.known
+        if not tree:
+            tree, known = self.tree, self.known = [0] * (n + 1), [0] * n
+        for i in changed:
+            value = pre[i + 1] - pre[i] - cur[i]
+            delta = value - known[i]
+            if delta:
+                known[i] = value
+                i += 1
+                while i <= n:
+                    tree[i] += delta
+                    i += i & -i
 
     def prefix(self, i: int) -> int:
         """Sum of slots ``[0, i)``."""
-        s, tree = 0, self.tree if not self.queued else self.settled_tree()
+        s, tree = 0, self.tree
+        if not tree:
+            return 0
         while i > 0:
             s += tree[i]
             i -= i & -i

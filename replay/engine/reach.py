@@ -46,8 +46,9 @@ def block_reaching_est(ctx: Context, tokens_back: int) -> int:
             if start == lo:
                 return lo
             total, end, step = sums[-1], start, step * 2
-    tree, n = ctx.cut_est.settled_tree(), ctx.run.n_blocks
-    target = pre[ctx.hi] - ctx.cut_est.prefix(ctx.hi) - tokens_back
+    cut, n = ctx.trim_trees()[0], ctx.run.n_blocks
+    tree = cut.tree
+    target = pre[ctx.hi] - cut.prefix(ctx.hi) - tokens_back
     if target <= 0:
         return ctx.lo
     pos, rem, step = 0, target, 1 << n.bit_length()
