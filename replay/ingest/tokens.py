@@ -28,6 +28,7 @@ import os
 import re
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -307,9 +308,16 @@ def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1
     Each distinct text is counted once.  ``threads`` > 1 splits the distinct texts into that
     many interleaved slices counted in threads (the encoders release the GIL); 1 counts in the
     calling thread only.
+
+    Only texts whose length another text shares are hashed to find repeats (a text of a length
+    of its own is distinct): most of a file's characters are in long texts of lengths of their
+    own, and hashing a string (siphash) costs ~4 instructions a byte.
     """
     count_one_text = counter(name)
-    distinct = list(dict.fromkeys(texts))
+    sizes = Counter(map(len, texts))
+    shared = {n for n, k in sizes.items() if k > 1} if len(sizes) < len(texts) else set()
+    repeats = list(dict.fromkeys(t for t in texts if len(t) in shared)) if shared else []
+    distinct = [*repeats, *(t for t in texts if len(t) not in shared)] if shared else texts
     if threads <= 1 or len(distinct) < 2 * threads:
         counts = [count_one_text(t) for t in distinct]
     else:
@@ -321,10 +329,11 @@ def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1
         counts = [0] * len(distinct)
         for part, got in enumerate(parts):
             counts[part::threads] = got
-    if len(distinct) == len(texts):
+    if not shared:
         return counts
-    of = dict(zip(distinct, counts))
-    return [of[t] for t in texts]
+    of = dict(zip(repeats, counts))  # (hashes cached: each string is hashed once)
+    own = iter(counts[len(repeats):])  # the others, in ``texts`` order
+    return [of[t] if len(t) in shared else next(own) for t in texts]
 
 
 _CHUNK_CHARS = 65536

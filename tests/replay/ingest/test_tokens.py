@@ -18,7 +18,7 @@ import tempfile
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import tiktoken
@@ -354,3 +354,34 @@ def test_distinct_texts_are_counted_once(monkeypatch: pytest.MonkeyPatch) -> Non
         seen.clear()
         assert count_tokens(texts, "o200k_base", threads=threads) == [len(real(t)) for t in texts]
         assert sorted(seen) == ["a", "b b", "system prompt"]
+
+
+@given(st.lists(st.sampled_from(["", "a", "b", "ab", "ba", "abc", "x y", "中", "中文", "\n"]),
+                max_size=30), st.sampled_from([1, 2]))
+def test_repeats_and_texts_of_one_length_each_get_their_own_count(texts: list[str],
+                                                                  threads: int) -> None:
+    """Texts found repeated by their length first: equal lengths, different texts (``ab`` and
+    ``ba``, ``中`` and ``a``) keep their own counts, repeats get the one count, in order."""
+    count = tokens.counter("o200k_base")
+    assert count_tokens(texts, "o200k_base", threads=threads) == [count(t) for t in texts]
+
+
+class _Hashed(str):
+    """A string that records being hashed."""
+
+    hashed: ClassVar[list[str]] = []
+
+    def __hash__(self) -> int:
+        _Hashed.hashed.append(str(self))
+        return super().__hash__()
+
+
+def test_a_text_of_a_length_of_its_own_is_not_hashed() -> None:
+    """Hashing a long text costs ~4 instructions a byte: only texts whose length another text
+    shares are hashed to find repeats."""
+    _Hashed.hashed.clear()
+    texts: list[str] = [_Hashed("x" * 10_000), _Hashed("y" * 5_000), _Hashed("ab"),
+                        _Hashed("ba"), _Hashed("ab")]
+    count = tokens.counter("o200k_base")
+    assert count_tokens(texts, "o200k_base") == [count(t) for t in texts]
+    assert set(_Hashed.hashed) == {"ab", "ba"}
