@@ -55,7 +55,7 @@ modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TY
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +84,7 @@ from replay.ingest.parsers.claude_code_file import (
 from replay.ingest.parsers.claude_code_node import Node, tie
 from replay.ingest.parsers.claude_code_path import Resolved
 from replay.ingest.parsers.claude_code_records import (
+    AGAIN,
     NON_MESSAGE_TYPES,
     Bad,
     Line,
@@ -93,9 +94,11 @@ from replay.ingest.parsers.claude_code_records import (
     line_of,
     record,
     rtype,
+    text_again,
 )
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import iter_typed
+from replay.ingest.parsers.jsonl_reread import LineIndex
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "claude_code"
@@ -155,7 +158,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     duplicates: list[int] = []  # lines of records whose uuid an earlier record has
-    for no, raw in iter_typed(src, issues, decode, line_of, stream=True):
+    lines = LineIndex()  # a big file's one-text records: their texts read again when emitted
+    for no, raw in iter_typed(src, issues, decode, line_of, stream=True, index=lines):
         kind = raw.type
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
             uuid = raw.uuid
@@ -209,6 +213,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             count_other(src, kind)
             continue
         _link(rec, raw, seen_uuids)
+        if lines.on and rec.blocks.__class__ is str:  # (not held until its run is built)
+            lines.keep(no)
+            rec.blocks = AGAIN
         sess.nodes.append(rec)
         if isinstance(ff := raw.forkedFrom, dict):
             sess.forked.add(no)
@@ -228,6 +235,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                             "uuid of an earlier record (first at this line; the first copy is "
                             "kept, the repeats skipped)"))
     is_sub = path.name.startswith("agent-") and session_folder(path) is not None
+    again = (lambda r: text_again(r, lines.read(r.line))) if len(lines) else None
     drafts: list[RunDraft] = []
     for sess in sessions.values():
         sides = [] if is_sub else _sidechains(sess)
@@ -237,7 +245,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             continue
         paths = Resolved(sess.nodes, sess.links, is_sub)
         branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
-        main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths,
+        main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths, again=again,
                     branch_lines=set().union(*(br.own for br in branches)),
                     consume=not branches)
         drafts.append(main)
@@ -245,6 +253,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             view = _Session(sess.nodes, sess.links, sess.version, sess.agent_id,
                             forked=sess.forked | br.shared, lines=sess.by_line())
             drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
+                               again=again,
                                branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths,
                                consume=k == len(branches)))
         if more:
@@ -253,7 +262,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                                              "records are counted off the path)"))
         for side in sides:
             drafts.append(_run(src, issues, side, len(drafts), path, True,
-                               parent=main.run["run_id"], consume=True))
+                               parent=main.run["run_id"], consume=True, again=again))
     if not drafts:
         cov = src.coverage.by_type()
         if cov and all(set(f) == {"skipped"} for f in cov.values()):  # (a broken line is an
@@ -325,14 +334,16 @@ def _sidechains(sess: _Session) -> list[_Session]:
 def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
-         paths: Resolved | None = None, consume: bool = False) -> RunDraft:
+         paths: Resolved | None = None, consume: bool = False,
+         again: Callable[[Rec], str] | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
     whose records the main run counted in the coverage (``branch_lines``: those of them only
     the branch runs hold); ``paths``: the paths through ``sess``'s records, when already
     resolved for its other runs.  ``consume``: no later run reads ``sess``'s records, so they
-    (and ``paths``) are let go as the run is emitted, not held beside its rows."""
+    (and ``paths``) are let go as the run is emitted, not held beside its rows.  ``again``:
+    the text of a record held as ``AGAIN``, read again from the file."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
@@ -356,7 +367,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
             cov.skipped(f"{rec.rtype} (off the conversation path)")
     kept = found.records(sess.nodes, extra)
     models: Counter[str] = Counter()
-    state = State(found.preserved, wanted(kept, found.preserved))
+    state = State(found.preserved, wanted(kept, found.preserved), again=again)
     items = order(kept)
     del kept, found
     if consume:  # the last run made of these records: each is let go once it is emitted

@@ -14,10 +14,17 @@ of a file (``replay.ingest.parsers.claude_code``).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.claude_code_records import Rec, block_list, persisted_output
+from replay.ingest.parsers.claude_code_records import (
+    AGAIN,
+    Block,
+    Rec,
+    block_list,
+    persisted_output,
+)
 from replay.ingest.parsers.source import Issue
 
 
@@ -44,6 +51,9 @@ class State:
     transcript has hundreds of thousands)."""
     pending: int | None = None
     """Event index of a compaction boundary not yet followed by its summary."""
+    again: Callable[[Rec], str] | None = None
+    """The text of a record whose ``blocks`` are ``AGAIN``, read again from the file (None:
+    the parser made no such record)."""
 
 
 def wanted(recs: list[Rec], preserved: dict[str, list[str]]) -> frozenset[str]:
@@ -88,7 +98,12 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
                     r.uuid, m.get("preserved", ())) if u in st.msg_of}),
                 harness_compaction=True)
         return
-    blocks = block_list(r)
+    if r.blocks is AGAIN:
+        if st.again is None:
+            raise ValueError(f"line {r.line}: a text to read again, and no file to read it from")
+        blocks: tuple[Block, ...] = (("text", st.again(r)),)
+    else:
+        blocks = block_list(r)
     if not blocks:
         return
     role = "tool" if any(x[0] == "result" for x in blocks) else "user"

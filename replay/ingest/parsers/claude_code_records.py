@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 
 from replay.ingest.parsers.claude_code_node import Node
-from replay.ingest.parsers.jsonl import as_str, as_text, json_text
+from replay.ingest.parsers.json_depth import decoded
+from replay.ingest.parsers.jsonl import as_str, as_text, json_text, loads
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((
@@ -37,6 +38,17 @@ write records named ``summary`` or ``result`` too), and a head of nothing else i
 added a second time."""
 Block = tuple[Any, ...]
 """A normalised content block: (kind, …) — see ``blocks``."""
+
+
+class Again(tuple[Block, ...]):
+    """``Rec.blocks`` of a record whose one text is read again from the file when its run is
+    built (``AGAIN``: a file read in pieces, ``jsonl_reread.LineIndex``), not held meanwhile;
+    read as blocks, none (``block_list``: one text block, of ``AGAIN``)."""
+
+    __slots__ = ()
+
+
+AGAIN = Again()
 _CLEARED = "[Old tool result content cleared]"
 """What the model saw in place of a microcompacted tool result."""
 
@@ -55,7 +67,8 @@ class Rec(Node):
     blocks: tuple[Block, ...] | str = ()
     """Its content (a tuple: a list's own header and spare room a record more), or for a user
     record or an attachment that is one text, that text (``block_list``: the one text block;
-    a tuple of a tuple is ~100 bytes a record more, most records of a big transcript)."""
+    a tuple of a tuple is ~100 bytes a record more, most records of a big transcript), or
+    ``AGAIN`` for that text read again when the run is built (``text_again``)."""
 
     @property
     def message(self) -> bool:
@@ -150,9 +163,25 @@ def line_of(raw: dict[str, Any]) -> Line:
 
 
 def block_list(rec: Rec) -> tuple[Block, ...]:
-    """``rec``'s blocks (a text kept as itself: its one text block)."""
+    """``rec``'s blocks (a text kept as itself: its one text block; ``AGAIN`` stands for it)."""
     blocks = rec.blocks
-    return (("text", blocks),) if blocks.__class__ is str else blocks  # type: ignore[return-value]
+    return blocks if blocks.__class__ is tuple else (("text", blocks),)
+
+
+def text_again(rec: Rec, raw: bytes) -> str:
+    """The text of ``rec`` (``blocks`` ``AGAIN``) from its line ``raw`` read again (the bytes
+    first read: ``LineIndex.read``), decoded and made a record as it was (``iter_typed``,
+    ``record``)."""
+    try:
+        if not raw.isascii():
+            raw.decode()
+        line = decoded(decode, raw)
+    except Exception:  # noqa: BLE001 - decoded the generic way, as ``iter_typed`` does
+        line = line_of(loads(raw))
+    again = record(rec.line, line, rtype(line), rec.uuid)
+    if again is None or again.blocks.__class__ is not str:  # (the same bytes: never)
+        raise ValueError(f"line {rec.line} read again is not the record first read")
+    return again.blocks
 
 
 class Bad(ValueError):

@@ -29,7 +29,7 @@ from replay.ingest.parsers.json_depth import (
     refused,
     too_deep,
 )
-from replay.ingest.parsers.jsonl_reread import reread
+from replay.ingest.parsers.jsonl_reread import LineIndex, reread
 from replay.ingest.parsers.source import Issue, Source
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -122,7 +122,7 @@ def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[s
 
 def iter_typed(src: Source, issues: list[Issue], typed: Callable[[bytes], T],
                of_dict: Callable[[dict[str, Any]], T], *,
-               stream: bool = False) -> Iterator[tuple[int, T]]:
+               stream: bool = False, index: LineIndex | None = None) -> Iterator[tuple[int, T]]:
     """``iter_records`` with each line decoded by ``typed`` (a msgspec decoder into a Struct
     of the fields a parser reads: the rest of the line is skipped, not built), the same
     lines, values and issues: a line ``typed`` refuses (not an object, not JSON as msgspec
@@ -134,19 +134,25 @@ def iter_typed(src: Source, issues: list[Issue], typed: Callable[[bytes], T],
     ``stream``: a file of ``jsonl_reread.STREAM_MIN_BYTES`` or more that ``src`` read from
     disk (``Source.on_disk``) is read again from there a piece at a time, ``src``'s bytes let
     go first (``jsonl_reread.pieces``); the same lines, values and issues, but for a file that
-    changed in between: ``jsonl_reread.SourceChanged`` once it is read."""
-    return _records(src, issues, typed, of_dict,
-                    reread(src, issues, MAX_LINE_BYTES, _too_long) if stream else None)
+    changed in between: ``jsonl_reread.SourceChanged`` once it is read.  ``index``: told
+    whether the file is so read, and each line as it is read then (``LineIndex``: the parser
+    keeps those it reads again)."""
+    pieces = reread(src, issues, MAX_LINE_BYTES, _too_long) if stream else None
+    if pieces is not None and index is not None:
+        index.start(src)
+    return _records(src, issues, typed, of_dict, pieces, index)
 
 
 def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | None,
              of_dict: Callable[[dict[str, Any]], Any] | None,
-             pieces: Iterator[tuple[bytes, int]] | None = None) -> Iterator[tuple[int, Any]]:
+             pieces: Iterator[tuple[bytes, int, int]] | None = None,
+             index: LineIndex | None = None) -> Iterator[tuple[int, Any]]:
     generic = _loads_checked
     if check_each():  # a decoder could go past MAX_DEPTH here: each line is measured first
         generic = loads
         typed = None if typed is None else functools.partial(decoded, typed)
-    for data, no in pieces or ((src.data, 0),):
+    note = index if pieces is not None else None  # (each line noted: the parser may keep it)
+    for data, no, at in pieces or ((src.data, 0, 0),):
         size, pos = len(data), 0
         while pos < size:  # a line at a time: never every line's bytes at once beside the file's
             end = data.find(b"\n", pos)
@@ -158,6 +164,8 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
             if len(raw) > MAX_LINE_BYTES:
                 issues.append(_too_long(src, no, len(raw)))
                 continue
+            if note is not None:
+                note.no, note.at, note.raw = no, at + end - len(raw), raw
             if typed is not None:
                 try:
                     if not raw.isascii():  # checked line by line: most lines are ASCII

@@ -59,6 +59,18 @@ def test_a_file_read_again_in_pieces_reads_as_from_memory(
         path = Path(tmp) / "s.jsonl"
         path.write_bytes(data)
         assert _read(path, True) == _read(path, False)
+        raw = data.removeprefix(BOM)  # every line read, kept, then read again: its own bytes
+        src = Source(path=str(path), rel=path.name, data=raw,
+                     sha256=hashlib.sha256(data).hexdigest(), on_disk=True)
+        index = jsonl_reread.LineIndex()
+        kept = []
+        for no, _ in jsonl.iter_typed(src, [], claude_code_records.decode,
+                                      claude_code_records.line_of, stream=True, index=index):
+            index.keep(no)
+            kept.append(no)
+        assert index.on and len(index) == len(kept)
+        assert [index.read(no) for no in reversed(kept)] == \
+            [raw.split(b"\n")[no - 1] for no in reversed(kept)]
 
 
 @pytest.mark.parametrize("change", ["byte", "truncated", "bom", "appended"])
@@ -132,3 +144,64 @@ def test_the_file_bytes_are_not_held_while_its_records_are_read(
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.messages.num_rows == 200
     assert seen == [True]
+
+
+def _records_file(path: Path, n: int) -> None:
+    path.write_text("".join(
+        f'{{"parentUuid": {f"{chr(34)}u{i - 1}{chr(34)}" if i else "null"}, "sessionId": "s", '
+        f'"type": "user", "uuid": "u{i}", "message": {{"role": "user", "content": "hi {i}"}}}}\n'
+        for i in range(n)))
+
+
+def test_a_text_is_read_again_when_its_run_is_built_not_held(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Claude Code file read again in pieces: when every line is read, none of its 200
+    one-text records holds its text (``AGAIN``: read again from the file when the run is
+    built); the run's texts are the file's."""
+    from replay.ingest.parsers.claude_code_records import Rec
+    monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
+    path = tmp_path / "s.jsonl"
+    _records_file(path, 200)
+    held: list[int] = []
+    real = Source.release_data
+
+    def spy(self: Source) -> None:
+        if not held:  # (the first call lets the bytes go before the lines are read)
+            held.append(-1)
+        else:
+            gc.collect()
+            held.append(sum(1 for o in gc.get_objects() if type(o) is Rec
+                            and o.uuid.startswith("u") and isinstance(o.blocks, str)))
+        real(self)
+
+    monkeypatch.setattr(Source, "release_data", spy)
+    parsed = parse_file(path, path.parent)
+    assert held == [-1, 0]
+    assert parsed.tables is not None
+    assert parsed.tables.messages["text"].to_pylist() == [f"hi {i}" for i in range(200)]
+
+
+@pytest.mark.parametrize("change", ["text", "gone"])
+def test_a_file_that_changed_before_its_texts_were_read_again_fails(
+        change: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file changes once every line is read, before its run is built: a text changed
+    (same size) or the file removed.  The file fails with the parser's issue; no run is made
+    of texts that are not those hashed."""
+    from replay.ingest.parsers import claude_code
+    monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
+    path = tmp_path / "s.jsonl"
+    _records_file(path, 200)
+    real = claude_code._run
+
+    def edit_then_run(*args: Any, **kwargs: Any) -> Any:
+        if change == "text":
+            path.write_bytes(path.read_bytes().replace(b'"hi 150"', b'"HI 150"'))
+        else:
+            path.unlink()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(claude_code, "_run", edit_then_run)
+    parsed = parse_file(path, path.parent)
+    assert parsed.tables is None
+    assert len(parsed.issues) == 1 and "parser failed" in parsed.issues[0].reason
+    assert ("changed" in parsed.issues[0].reason) == (change == "text")
