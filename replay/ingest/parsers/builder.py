@@ -37,6 +37,7 @@ class RunDraft:
 
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent", "encrypted_bytes")
+_TEXT = _MSG_COLS.index("text")
 _CHUNK_ROWS = 4096
 """Rows kept as tuples before they are moved into the message columns (``RunBuilder._m``)."""
 _INT_MSG_COLS = frozenset(("msg", "block", "encrypted_bytes"))
@@ -274,6 +275,12 @@ class RunBuilder:
         self._msg = msg - 1
         self._block = cut - bisect.bisect_left(msgs, self._msg)
         return dropped, n_requests
+
+    def set_text(self, block: int, text: str) -> None:
+        """Put ``text`` in block ``block`` (index among the run's blocks), added before with a
+        stand-in (a parser reading the text later, once what it was made of is let go)."""
+        self._flush()
+        self._m[_TEXT][block] = text
 
     @property
     def msg_index(self) -> int:

@@ -68,6 +68,7 @@ from replay.ingest.parsers.claude_code_emit import (
     State,
     emit,
     emit_response,
+    fill,
     order,
     wanted,
 )
@@ -226,6 +227,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         sess.agent_id = sess.agent_id or agent
         if agent and raw.isSidechain is True:
             sess.side_agents[no] = agent
+    rec = None  # (nor the last record read: a record is let go once its run is emitted)
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     del seen_uuids, elsewhere  # (nor every uuid of the file once more: ~55 bytes a record)
     for kind, n in passed.items():
@@ -235,7 +237,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                             "uuid of an earlier record (first at this line; the first copy is "
                             "kept, the repeats skipped)"))
     is_sub = path.name.startswith("agent-") and session_folder(path) is not None
-    again = (lambda r: text_again(r, lines.read(r.line))) if len(lines) else None
+    again = (lambda no: text_again(no, lines.read(no))) if len(lines) else None
     drafts: list[RunDraft] = []
     for sess in sessions.values():
         sides = [] if is_sub else _sidechains(sess)
@@ -243,7 +245,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             for r in sess.nodes:
                 src.coverage.skipped(r.rtype)
             continue
-        paths = Resolved(sess.nodes, sess.links, is_sub)
+        paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
         branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
         main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths, again=again,
                     branch_lines=set().union(*(br.own for br in branches)),
@@ -335,7 +337,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
          paths: Resolved | None = None, consume: bool = False,
-         again: Callable[[Rec], str] | None = None) -> RunDraft:
+         again: Callable[[int], str] | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
@@ -343,7 +345,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
     the branch runs hold); ``paths``: the paths through ``sess``'s records, when already
     resolved for its other runs.  ``consume``: no later run reads ``sess``'s records, so they
     (and ``paths``) are let go as the run is emitted, not held beside its rows.  ``again``:
-    the text of a record held as ``AGAIN``, read again from the file."""
+    the text of the record of a line, held as ``AGAIN``, read again from the file (``fill``)."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
@@ -352,7 +354,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
                    parent_run_id=branch[0] if branch else (parent or parent_run_id(path, src.rel))
                    if is_sub else fork_parent_run_id(path, sess.fork_of, src.rel),
                    title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
-    found = (paths or Resolved(sess.nodes, sess.links, is_sub))(leaf)
+    found = (paths or Resolved(sess.nodes, sess.links, is_sub, unique=True))(leaf)
     cov = src.coverage if branch is None else Coverage()  # a branch's records: counted above
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
@@ -367,7 +369,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
             cov.skipped(f"{rec.rtype} (off the conversation path)")
     kept = found.records(sess.nodes, extra)
     models: Counter[str] = Counter()
-    state = State(found.preserved, wanted(kept, found.preserved), again=again)
+    state = State(found.preserved, wanted(kept, found.preserved))
     items = order(kept)
     del kept, found
     if consume:  # the last run made of these records: each is let go once it is emitted
@@ -377,6 +379,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
         if paths is not None:
             paths.forget()
     items.reverse()
+    item: Rec | Group | None = None
     while items:
         item = items.pop()
         if isinstance(item, Group):
@@ -388,5 +391,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
         else:
             cov.modelled(item.rtype)
             emit(b, item, state)
+    item = rec = None  # (the last ones let go too: ``fill`` reads the texts in their place)
+    fill(b, state, again)
     b.model = models.most_common(1)[0][0] if models else ""
     return b.build()

@@ -13,18 +13,13 @@ of a file (``replay.ingest.parsers.claude_code``).
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.claude_code_records import (
-    AGAIN,
-    Block,
-    Rec,
-    block_list,
-    persisted_output,
-)
+from replay.ingest.parsers.claude_code_records import AGAIN, Rec, block_list, persisted_output
 from replay.ingest.parsers.source import Issue
 
 
@@ -51,9 +46,10 @@ class State:
     transcript has hundreds of thousands)."""
     pending: int | None = None
     """Event index of a compaction boundary not yet followed by its summary."""
-    again: Callable[[Rec], str] | None = None
-    """The text of a record whose ``blocks`` are ``AGAIN``, read again from the file (None:
-    the parser made no such record)."""
+    later: tuple[array[int], array[int]] = field(
+        default_factory=lambda: (array("q"), array("q")))
+    """The blocks written with a stand-in for a record's text read again (``AGAIN``), and
+    their records' lines: ``fill`` puts the texts in once every record is emitted."""
 
 
 def wanted(recs: list[Rec], preserved: dict[str, list[str]]) -> frozenset[str]:
@@ -98,12 +94,7 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
                     r.uuid, m.get("preserved", ())) if u in st.msg_of}),
                 harness_compaction=True)
         return
-    if r.blocks is AGAIN:
-        if st.again is None:
-            raise ValueError(f"line {r.line}: a text to read again, and no file to read it from")
-        blocks: tuple[Block, ...] = (("text", st.again(r)),)
-    else:
-        blocks = block_list(r)
+    blocks = block_list(r)
     if not blocks:
         return
     role = "tool" if any(x[0] == "result" for x in blocks) else "user"
@@ -122,8 +113,23 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
                 st.pending = None
             else:
                 b.summary(x[1], harness=True)
+        elif x[1] is AGAIN:  # (its text put in by ``fill``)
+            st.later[0].append(b.n_blocks)
+            st.later[1].append(r.line)
+            b.text("", kind=x[0])
         else:
             b.text(x[1], kind=x[0])
+
+
+def fill(b: RunBuilder, st: State, text_of: Callable[[int], str] | None) -> None:
+    """Put in the texts ``emit`` left to read again (``State.later``), each read by
+    ``text_of(line)``: once the run's records are let go (a consumed session), the texts are
+    not made beside them."""
+    blocks, lines = st.later
+    if blocks and text_of is None:
+        raise ValueError(f"line {lines[0]}: a text to read again, and no file to read it from")
+    for block, line in zip(blocks, lines):
+        b.set_text(block, text_of(line))  # type: ignore[misc]
 
 
 def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,

@@ -223,7 +223,7 @@ def leaves(nodes: Sequence[Node], sidechain_file: bool,
 
 
 def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool,
-            leaf: Node | None = None) -> Path:
+            leaf: Node | None = None, *, unique: bool = False) -> Path:
     """The conversation path through ``nodes`` (the records a run is made of, file order).
 
     Args:
@@ -233,8 +233,11 @@ def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file:
         sidechain_file: the file is a subagent's (its records are all sidechain).
         leaf: the branch to follow (an abandoned one); default: the newest leaf, the path the
             conversation went on with.
+        unique: no two of ``nodes`` and ``links`` have one uuid (the parser's: it keeps the
+            first record of a uuid), so a chain in file order is walked without a uuid ->
+            record map (``_Tree``).
     """
-    tree = _Tree(nodes, links)
+    tree = _Tree(nodes, links, unique)
     segs = segments(nodes, links)
     ends = leaves(nodes, sidechain_file, segs)
     if not ends:
@@ -286,16 +289,17 @@ class Resolved:
     same path again."""
 
     def __init__(self, nodes: Sequence[Node], links: dict[str, str | None],
-                 sidechain_file: bool) -> None:
+                 sidechain_file: bool, *, unique: bool = False) -> None:
         self._args = nodes, links, sidechain_file
+        self._unique = unique
         self._paths: dict[int | None, Path] = {}
 
     def __call__(self, leaf: Node | None = None) -> Path:
-        """``resolve(nodes, links, sidechain_file, leaf)``, remembered."""
+        """``resolve(nodes, links, sidechain_file, leaf, unique=…)``, remembered."""
         key = None if leaf is None else leaf.line
         found = self._paths.get(key)
         if found is None:
-            found = self._paths[key] = resolve(*self._args, leaf)
+            found = self._paths[key] = resolve(*self._args, leaf, unique=self._unique)
         return found
 
     def forget(self) -> None:
@@ -308,19 +312,34 @@ class _Tree:
     """uuid -> Node of one session: its records (``nodes``, a later one over an earlier one of
     the same uuid) and, made when first asked for, a bare Node for each other record with a
     uuid (``links``: progress and system records, thousands in a long session, of which a walk
-    meets only those on its chain)."""
+    meets only those on its chain).  ``unique`` (no uuid twice in ``nodes`` and ``links``):
+    the record before the one last found is tried first, and the map of every record's uuid
+    (~60 bytes a record) is made only when that is not it nor a record of ``links``: a chain
+    walked back in file order needs none."""
 
-    __slots__ = ("_known", "_links")
+    __slots__ = ("_at", "_bare", "_known", "_links", "_nodes")
 
-    def __init__(self, nodes: Sequence[Node], links: dict[str, str | None]) -> None:
-        self._known = {n.uuid: n for n in nodes if n.uuid}
-        self._links = links
+    def __init__(self, nodes: Sequence[Node], links: dict[str, str | None],
+                 unique: bool = False) -> None:
+        self._nodes, self._links, self._at = nodes, links, len(nodes)
+        self._known = None if unique else {n.uuid: n for n in nodes if n.uuid}
+        self._bare: dict[str, Node] = {}
 
     def get(self, uuid: str) -> Node | None:
         """The Node of ``uuid``, or None when no record of the session has it."""
-        node = self._known.get(uuid)
+        known = self._known
+        if known is None:
+            at = self._at - 1
+            if at >= 0 and self._nodes[at].uuid == uuid:
+                self._at = at
+                return self._nodes[at]
+            if uuid not in self._links:  # (else no record has it: ``unique``)
+                known = self._known = {n.uuid: n for n in self._nodes if n.uuid}
+        node = None if known is None else known.get(uuid)
         if node is None and uuid in self._links:
-            node = self._known[uuid] = Node(0, uuid, self._links[uuid])
+            node = self._bare.get(uuid)
+            if node is None:
+                node = self._bare[uuid] = Node(0, uuid, self._links[uuid])
         return node
 
 

@@ -168,19 +168,19 @@ def block_list(rec: Rec) -> tuple[Block, ...]:
     return blocks if blocks.__class__ is tuple else (("text", blocks),)
 
 
-def text_again(rec: Rec, raw: bytes) -> str:
-    """The text of ``rec`` (``blocks`` ``AGAIN``) from its line ``raw`` read again (the bytes
-    first read: ``LineIndex.read``), decoded and made a record as it was (``iter_typed``,
-    ``record``)."""
+def text_again(no: int, raw: bytes) -> str:
+    """The text of the record of line ``no`` (``blocks`` ``AGAIN``) from the line ``raw`` read
+    again (the bytes first read: ``LineIndex.read``), decoded and made a record as it was
+    (``iter_typed``, ``record``)."""
     try:
         if not raw.isascii():
             raw.decode()
         line = decoded(decode, raw)
     except Exception:  # noqa: BLE001 - decoded the generic way, as ``iter_typed`` does
         line = line_of(loads(raw))
-    again = record(rec.line, line, rtype(line), rec.uuid)
+    again = record(no, line, rtype(line), "")
     if again is None or again.blocks.__class__ is not str:  # (the same bytes: never)
-        raise ValueError(f"line {rec.line} read again is not the record first read")
+        raise ValueError(f"line {no} read again is not the record first read")
     return again.blocks
 
 

@@ -205,3 +205,30 @@ def test_a_file_that_changed_before_its_texts_were_read_again_fails(
     assert parsed.tables is None
     assert len(parsed.issues) == 1 and "parser failed" in parsed.issues[0].reason
     assert ("changed" in parsed.issues[0].reason) == (change == "text")
+
+
+def test_the_texts_are_read_again_once_the_records_are_let_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Claude Code file read again in pieces, its one session on one chain: its texts are
+    read again once its 200 records are let go (each once emitted), so they are not made in
+    the records' heap, which is then given back whole."""
+    from replay.ingest.parsers import claude_code
+    from replay.ingest.parsers.claude_code_records import Rec
+    monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
+    path = tmp_path / "s.jsonl"
+    _records_file(path, 200)
+    alive: list[int] = []
+    real = claude_code.text_again
+
+    def spy(no: int, raw: bytes) -> str:
+        if not alive:
+            gc.collect()
+            alive.append(sum(1 for o in gc.get_objects() if type(o) is Rec
+                             and o.uuid.startswith("u")))
+        return real(no, raw)
+
+    monkeypatch.setattr(claude_code, "text_again", spy)
+    parsed = parse_file(path, path.parent)
+    assert alive == [0]
+    assert parsed.tables is not None
+    assert parsed.tables.messages["text"].to_pylist() == [f"hi {i}" for i in range(200)]

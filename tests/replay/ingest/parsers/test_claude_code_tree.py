@@ -1,0 +1,84 @@
+"""The walk of a Claude Code session's tree without a uuid -> record map (``claude_code_path``
+``resolve(unique=True)``: the record before the one last found is tried first, the map made
+only when that fails) finds the same paths as with the map, on any session whose uuids are
+unique (#24 item 3: the map is ~60 bytes a record of a transcript of small records)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import claude_code_path
+from replay.ingest.parsers.claude_code_node import tie
+from replay.ingest.parsers.claude_code_path import resolve
+from replay.ingest.parsers.claude_code_records import Rec
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> tuple[list[Rec], dict[str, str | None], bool, int | None]:
+    size = draw(st.integers(0, 20))
+    uuids = [("" if draw(st.integers(0, 9)) == 0 else f"u{i}") for i in range(size)]
+    link_ids = [f"l{i}" for i in range(draw(st.integers(0, 3)))]
+    named = [u for u in uuids if u] + link_ids + ["gone"]
+    nodes: list[Rec] = []
+    for i, uuid in enumerate(uuids):
+        # mostly a chain in file order (the record before), else any record, a link, nothing
+        parent = draw(st.one_of(st.just(uuids[i - 1] if i else None), st.sampled_from(named),
+                                st.none()))
+        logical = draw(st.one_of(st.none(), st.sampled_from(named))) \
+            if draw(st.integers(0, 5)) == 0 else None
+        role = draw(st.sampled_from(["user", "assistant", "attachment", "compact"]))
+        rec = Rec(line=i + 1 + draw(st.integers(0, 2)) * 0, uuid=uuid, parent=parent or None,
+                  ts=draw(st.sampled_from(["", "t1", "t2"])), role=role, rtype=role)
+        rec.tie = tie(logical, (), None, sidechain=draw(st.integers(0, 6)) == 0,
+                      unlinked=draw(st.integers(0, 8)) == 0)
+        nodes.append(rec)
+    links = {u: draw(st.one_of(st.none(), st.sampled_from(named))) for u in link_ids}
+    messages = [k for k, n in enumerate(nodes) if n.message and n.uuid]
+    leaf = draw(st.one_of(st.none(), st.sampled_from(messages))) if messages else None
+    return nodes, links, draw(st.booleans()), leaf
+
+
+@settings(max_examples=500, deadline=None)
+@given(_sessions())
+def test_the_walk_without_the_map_finds_the_same_path(
+        case: tuple[list[Rec], dict[str, str | None], bool, int | None]) -> None:
+    nodes, links, sidechain_file, leaf_at = case
+    leaf = None if leaf_at is None else nodes[leaf_at]
+    mapped = resolve(nodes, links, sidechain_file, leaf)
+    walked = resolve(nodes, links, sidechain_file, leaf, unique=True)
+    assert (walked.order, walked.off_path, walked.cycle, walked.preserved) == \
+        (mapped.order, mapped.off_path, mapped.cycle, mapped.preserved)
+
+
+def test_a_chain_in_file_order_is_walked_without_the_map(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """200 records on one chain, in file order: ``resolve`` makes no uuid -> record map (it
+    was a dict of 200 entries)."""
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(
+        f'{{"parentUuid": {f"{chr(34)}u{i - 1}{chr(34)}" if i else "null"}, "sessionId": "s", '
+        f'"type": "user", "uuid": "u{i}", "message": {{"role": "user", "content": "hi"}}}}\n'
+        for i in range(200)))
+    maps: list[int] = []
+    real = claude_code_path.Runs.lines
+
+    def lines(self: claude_code_path.Runs, *args: Any) -> list[int]:
+        frame = sys._getframe(1)
+        while frame.f_code.co_name != "resolve":
+            frame = frame.f_back  # type: ignore[assignment]
+        gc.collect()
+        maps.append(sum(1 for o in gc.get_referents(*frame.f_locals.values())
+                        if type(o) is dict and len(o) >= 200))
+        return real(self, *args)
+
+    monkeypatch.setattr(claude_code_path.Runs, "lines", lines)
+    assert parse_file(path, path.parent).tables is not None
+    assert maps == [0]
