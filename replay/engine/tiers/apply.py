@@ -170,11 +170,13 @@ def apply_pass(ctx: Context, env: Env, sized: list[tuple[int, int, int, int]], t
     if induce is not None and (n > 1 or last in induce.plan.need_requests or induce.recall_tiers):
         induce.removed([first] if applied is None else applied, env.request, tier)
     msg = run.msg
+    # the context after it: env.fixed_truth + ctx.truth(), inlined (a call a pass)
+    after = env.fixed_truth + (ctx.head_truth + ctx.pre_truth[hi] - ctx.pre_truth[lo]
+                               - ctx.live_cut_truth + ctx.induced.live_truth)
     env.action_rows += (
         env.request, tier, kind, env.when, trigger_tokens, threshold_tokens, n, msg[first],
-        msg[last], got_truth, got_est, invalidated, False, False, 0,
-        env.fixed_truth + ctx.truth(), False, min_reclaim_tokens, msg[end] if end < hi else None,
-        False, "")
+        msg[last], got_truth, got_est, invalidated, False, False, 0, after, False,
+        min_reclaim_tokens, msg[end] if end < hi else None, False, "")
 
 
 def _misplaced(tier: str, b: int, ctx: Context, end: int) -> TierInvariantError:

@@ -225,7 +225,9 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
             pending, later = pending[:cut], pending[cut:]
         if pending:
             gain = st.gain_est if later is None else sum(ctx.cur_est[p[0]] - p[1] for p in pending)
-            trigger_tokens = env.fixed_est + ctx.est()
+            # env.fixed_est + ctx.est(), inlined as the replay loop's gate has it (a call a pass)
+            trigger_tokens = env.fixed_est + (ctx.head_est + ctx.pre_est[hi] - ctx.pre_est[lo]
+                                              - ctx.live_cut_est + ctx.induced.live_est)
             if gain < st.minimum:
                 # by position (see apply_trims): tier, kind, protect_from, trigger, threshold,
                 # min_reclaim, may_touch_newest
