@@ -38,6 +38,17 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         opt.numprocesses, opt.dist = "auto", "worksteal"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In xdist's controller, before it starts the workers: the test modules' rewritten code
+    is written once (``tests/rewrite_cache.py``), so that in a fresh clone the two workers do
+    not each rewrite every module."""
+    if session.config.pluginmanager.has_plugin("dsession"):
+        from tests.rewrite_cache import warm
+
+        warm(session.config)
+
+
 SLOW_FIRST = (
     "test_mypy_strict_passes",
     "test_the_schedule_makes_the_trace_of_checking_every_need",
