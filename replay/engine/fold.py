@@ -42,7 +42,6 @@ from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
 from replay.engine.trace import (
     EvictionRow,
-    RequestMeasured,
     RequestRow,
     Trace,
     empty_columns,
@@ -230,33 +229,37 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
              rows: list[int], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
     """The trace's column lists: per-request values from the loop, the rest filled in."""
     s, cache = policy.server, policy.cache
-    measured: dict[str, list[Any]] = dict(zip(_LOOP, (rows[i::_ROW] for i in range(_ROW))))
-    truths, commons = measured["truth_tokens"], measured.pop("common")
+    (est, truths, n_msgs, n_blocks, b_args, b_write, b_results, b_other, commons,
+     invalidated) = (rows[i::_ROW] for i in range(_ROW))
     outputs = run.outputs(plan.counter, env.calibration)
     shortfalls = (cache_shortfalls(run, plan, cache, s.message_overhead_tokens)
                   or [0] * n)
     price_all = prices(cache)
-    (measured["cached_tokens"], measured["cache_write_tokens"], measured["fresh_tokens"],
-     measured["cost_usd"]) = price_all(truths, commons, outputs, shortfalls)
+    cached, write, fresh, cost = price_all(truths, commons, outputs, shortfalls)
     over = (s.reserve_tokens if s.reserve_counts else 0) - s.window_tokens
     # max(0, …) without the builtin's call (see _replay)
-    measured["overshoot_tokens"] = [t + over if t + over > 0 else 0  # noqa: FURB136
-                                    for t in truths]
-    if set(measured) != set(RequestMeasured._fields):
-        raise AssertionError("replay.engine.fold: the loop's values are not RequestMeasured's")
+    overshoot = [t + over if t + over > 0 else 0 for t in truths]  # noqa: FURB136
     pre_truth = ctx.pre_truth
     raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets, _request_ends(run))]
-    given: dict[str, list[Any]] = {"run_id": [run.run_id] * n, "policy": [policy.name] * n, "request": list(range(n)),
-             "ts": list(run.ts), "raw_tokens": raw, "recorded_input_tokens": list(run.recorded_input),
-             "recorded_cache_read_tokens": list(run.recorded_cache_read),
-             "window_tokens": [s.window_tokens] * n, "reserve_tokens": [s.reserve_tokens] * n,
-             "usable_tokens": [policy.usable_tokens] * n,
-             "output_tokens": list(outputs),
-             "truth_source": [plan.source] * n, **measured}
-    given |= _induced_columns(env, n, given, price_all)
-    cols = {"requests": {name: given.pop(name) for name in RequestRow._fields}}
-    if given:
-        raise AssertionError(f"replay.engine.fold: values for no requests column: {sorted(given)}")
+    rereads, induced_tokens, induced_cost = _induced_columns(env, n, cost, invalidated, price_all)
+    # RequestRow's columns in its order, as one display (checked below; a dict made and popped
+    # into that order cost ~300 bytecodes a replay, more than a short run's requests)
+    requests: dict[str, list[Any]] = {
+        "run_id": [run.run_id] * n, "policy": [policy.name] * n, "request": list(range(n)),
+        "ts": list(run.ts), "est_tokens": est, "truth_tokens": truths, "raw_tokens": raw,
+        "recorded_input_tokens": list(run.recorded_input),
+        "recorded_cache_read_tokens": list(run.recorded_cache_read),
+        "window_tokens": [s.window_tokens] * n, "reserve_tokens": [s.reserve_tokens] * n,
+        "usable_tokens": [policy.usable_tokens] * n, "overshoot_tokens": overshoot,
+        "n_messages": n_msgs, "n_blocks": n_blocks, "bytes_args": b_args,
+        "bytes_args_write": b_write, "bytes_results": b_results, "bytes_other": b_other,
+        "cached_tokens": cached, "cache_write_tokens": write, "fresh_tokens": fresh,
+        "invalidated_tokens": invalidated, "output_tokens": list(outputs), "cost_usd": cost,
+        "truth_source": [plan.source] * n, "induced_rereads": rereads,
+        "induced_tokens": induced_tokens, "induced_cost_usd": induced_cost}
+    if tuple(requests) != RequestRow._fields:
+        raise AssertionError("replay.engine.fold: the requests' columns are not RequestRow's")
+    cols = {"requests": requests}
     if env.action_rows:
         cols["actions"] = action_columns(env, run.run_id)
     else:
@@ -270,17 +273,18 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     return cols
 
 
-def _induced_columns(env: Env, n: int, given: dict[str, list[Any]],
-                     price_all: Prices) -> dict[str, list[Any]]:
-    """The requests' ``induced_*`` columns; the inserted calls' cost added to ``cost_usd`` and
-    what their first call invalidated to ``invalidated_tokens`` (the row's own saw none).  The
-    calls are priced in one batch, each request's summed in call order, as they are made."""
+def _induced_columns(env: Env, n: int, own_cost: list[float], inval: list[int],
+                     price_all: Prices) -> tuple[list[int], list[int], list[float]]:
+    """The requests' ``induced_*`` columns (re-reads, tokens, cost); the inserted calls' cost
+    added to the requests' ``own_cost`` and what their first call invalidated to ``inval`` (the
+    row's own saw none).  The calls are priced in one batch, each request's summed in call
+    order, as they are made."""
     calls, tokens, cost = [0] * n, [0] * n, [0.0] * n
     st = env.induce
     if st is not None and st.requests:
         n_all = len(st.call_sent)
         each = price_all(st.call_sent, st.call_common, st.call_output, [0] * n_all)[3]
-        own_cost, inval, at = given["cost_usd"], given["invalidated_tokens"], 0
+        at = 0
         for k, c, t, inv in zip(st.requests, st.n_calls, st.tokens, st.invalidated):
             usd = 0.0
             for x in each[at:at + c]:
@@ -289,7 +293,7 @@ def _induced_columns(env: Env, n: int, given: dict[str, list[Any]],
             calls[k], tokens[k], cost[k] = c, t, usd
             own_cost[k] += usd
             inval[k] += inv
-    return {"induced_rereads": calls, "induced_tokens": tokens, "induced_cost_usd": cost}
+    return calls, tokens, cost
 
 
 def _request_ends(run: PreparedRun) -> list[int]:
