@@ -14,10 +14,9 @@ Not here: pairing calls with results (``replay.ingest.parsers.builder``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from replay.shell_line import shell_split, unwrap_argv
+from replay.shell_line import ShellCommand, commands, shell_split, unwrap_argv
 
 
 class OpPath(NamedTuple):
@@ -57,16 +56,16 @@ PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE
 """A file line of an apply_patch body: (action, path) (redact rewrites the same lines)."""
 _LINE_RANGE = re.compile(r"^\d+:\d+$")
 _REDIRECT = re.compile(r"(?<![0-9&])>{1,2}\s*([^\s|;&]+)")
-"""A shell redirect into a file (``> f``, ``>> f``; not ``2>`` or ``&>``): the file written."""
+"""A shell redirect into a file (``> f``, ``>> f``; not ``2>`` or ``&>``): the file written
+(searched in the line with its quoted strings masked: ``_unquoted``)."""
+_QUOTED = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|\\.""", re.DOTALL)
+"""A quoted string or an escaped character (a ``>`` in it is no redirect)."""
 _REDIRECTION = re.compile(r"(.*?)([0-9]*|&)(<<<|<<-?|<>|<&|>&|>>|>\||<|>)(.*)", re.DOTALL)
 """A redirection in a word (``<``, ``2>``, ``>>``, ``&>``, ``2>&1``, ``<<EOF``, ``<<<``; after
 an operand written against it, ``a.py>out``): (the operand, the descriptor, the operator, the
 target written in the same word — or empty: the next word is the target)."""
 _WRITERS = frozenset(("cat", "echo", "printf", "tee"))
 """Commands whose redirected output is a file written (``cat > f <<EOF``, ``echo x >> f``)."""
-_SPLIT = re.compile(r"&&|\|\||;|\n")
-"""Command separators (the parts are stripped: a \\s* around the separator made a split of a
-long run of blanks quadratic)."""
 
 
 def classify(tool: str, args: Any) -> OpPath:
@@ -120,7 +119,8 @@ def classify_shell(command: str) -> OpPath:
     first = _first_command(command)
     if first is None:
         return OpPath("exec" if command.strip() else "other", "")
-    return _classify_words(*first)
+    words, line, _ = first
+    return _classify_words(words, line)
 
 
 PART_READERS = frozenset({"head", "tail", "sed", "awk", "grep"})
@@ -134,41 +134,41 @@ def shell_reads_part(command: str) -> bool:
     first = _first_command(command)
     if first is None:
         return False
-    words = first[0]
-    return words[0].rsplit("/", 1)[-1] in PART_READERS or "|" in words
+    words, _, piped = first
+    return piped or words[0].rsplit("/", 1)[-1] in PART_READERS
 
 
-def _first_command(command: str) -> tuple[list[str], str] | None:
-    """The first meaningful command of a line (wrappers and ``VAR=value`` skipped; ``cd``,
-    ``export``, ``echo`` ... without a redirect skipped) as (its words, its part of the line)."""
-    for part in _parts(command):
-        words = _words(part.strip())
+def _first_command(command: str) -> tuple[list[str], str, bool] | None:
+    """The first meaningful command of a line, cut by ``replay.shell_line.commands``: of the
+    first pipeline whose first command is not skipped (wrappers and ``VAR=value`` skipped;
+    ``cd``, ``export``, ``echo`` ... without a redirect in the pipeline skipped), that first
+    command's words, the pipeline's text (its commands joined by ``|``; heredoc bodies left
+    out) and whether it is piped on.  A pipeline whose first command is only a wrapper (``env |
+    grep …``) is an empty command, piped."""
+    pipeline: list[ShellCommand] = []
+    for simple in commands(command):
+        pipeline.append(simple)
+        if simple.piped:
+            continue
+        words = _words(pipeline[0].text.strip())
         i = 0
         while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
                                   and not words[i].startswith("-")):
             i += 1
         words = words[i:]
+        line = pipeline[0].text if len(pipeline) == 1 else "|".join(c.text for c in pipeline)
+        if not words and len(pipeline) > 1:
+            return words, line, True
         if not words or words[0] in ("cd", "source", ".", "export", "set", "pushd", "echo") and (
-            ">" not in part
+            ">" not in line or ">" not in _unquoted(line)
         ):
+            pipeline = []
             continue
-        return words, part
+        return words, line, len(pipeline) > 1
     return None
 
 
-def _parts(command: str) -> Iterator[str]:
-    """``_SPLIT.split(command)``, one part at a time: the first meaningful command is most
-    often in the first part, and a heredoc's body need not be cut into a part a line."""
-    pos = 0
-    for sep in _SPLIT.finditer(command):
-        yield command[pos:sep.start()]
-        pos = sep.end()
-    yield command[pos:]
-
-
 def _classify_words(words: list[str], line: str) -> OpPath:
-    if "|" in words:
-        words = words[: words.index("|")]
     if not words:  # `env | grep …`: the first command was only a wrapper
         return OpPath("exec", "")
     cmd = words[0].rsplit("/", 1)[-1]
@@ -178,12 +178,11 @@ def _classify_words(words: list[str], line: str) -> OpPath:
             if not w.startswith("-") and not (":" in w and _LINE_RANGE.match(w))]
     if stdin and not any(_looks_like_file(a) for a in args):
         args.append(stdin)  # `wc -l < f`, `sed -n 1,5p < f`: the file read is the input's
-    redirect = _REDIRECT.search(line) if cmd in _WRITERS else None
+    written = _written(line) if cmd in _WRITERS else ""
     if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
         return OpPath("edit", args[-1] if args else "")
-    if cmd == "tee" or redirect and redirect.group(1) != "/dev/null":
-        target = redirect.group(1) if redirect else (args[-1] if args else "")
-        return OpPath("write", target)
+    if cmd == "tee" or written and written != "/dev/null":
+        return OpPath("write", written or (args[-1] if args else ""))
     if cmd == "sed" or cmd == "awk":
         files = [a for a in args[1:] if _looks_like_file(a)]
         return OpPath("read", files[-1] if files else "")
@@ -205,6 +204,29 @@ def _classify_words(words: list[str], line: str) -> OpPath:
     if cmd in ("edit", "patch"):
         return OpPath("edit", args[0] if args else "")
     return OpPath("exec", "")
+
+
+def _unquoted(line: str) -> str:
+    """``line`` with each quoted string and escaped character masked (as many ``_`` as it has
+    characters: a match in it is where it is in ``line``); a quote never closed stays."""
+    if not ("'" in line or '"' in line or "\\" in line):
+        return line
+    return _QUOTED.sub(lambda m: "_" * len(m.group()), line)
+
+
+def _written(line: str) -> str:
+    """The file the first redirect of ``line`` outside quotes writes (``_REDIRECT``), as the
+    shell reads its name (``> "a b.txt"``: ``a b.txt``); '' when none."""
+    if ">" not in line:
+        return ""
+    found = _REDIRECT.search(_unquoted(line))
+    if found is None:
+        return ""
+    target = line[found.start(1):found.end(1)]
+    if not ("'" in target or '"' in target or "\\" in target):
+        return target
+    words = _words(target)
+    return words[0] if len(words) == 1 else target
 
 
 def _operands(words: list[str]) -> tuple[list[str], str]:
@@ -242,16 +264,14 @@ def _classify_patch(patch: str) -> OpPath:
 
 
 def _words(part: str) -> list[str]:
-    if "|" in part and len(part) <= 65536 and _tight_pipe(part):
-        part = _spaced_pipes(part)
     if len(part) > 65536 or not ("'" in part or '"' in part or "\\" in part):
         return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
     try:
         return shell_split(part)
     except ValueError:
         pass
-    # A part cut inside a quote (``_SPLIT`` cuts at a quoted newline or ``;`` too: `bun -e "` and
-    # the script's lines) or ended by a backslash: its words up to the cut, the quote closed there.
+    # A quote never closed (it runs to the end of the line) or a backslash at the end: the
+    # words, the quote closed at the end.
     ends = (part[:-1],) if part.endswith("\\") else ()
     for closed in (*ends, part + '"', part + "'"):
         try:
@@ -259,33 +279,6 @@ def _words(part: str) -> list[str]:
         except ValueError:
             continue
     return part.split()
-
-
-_PIECES = re.compile(r"""[ \t\r\n]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^ \t\r\n'"\\]+|.""",
-                     re.DOTALL)
-"""The pieces of a POSIX shell word list, each whole: blanks, a single-quoted string, a
-double-quoted string, an escaped character, plain characters; last, one character none of
-them takes (an unclosed quote, a backslash at the end: one character, where every other piece
-that opens with a quote or a backslash has two or more)."""
-_BLANK = frozenset(" \t\r\n")
-
-
-def _tight_pipe(part: str) -> bool:
-    """Whether a '|' of ``part`` has no blank on one side (most pipes have blanks each side:
-    nothing to do); one look at each '|', not a scan of every character."""
-    at, end = part.find("|"), len(part) - 1
-    while at >= 0:
-        if at and part[at - 1] not in _BLANK or at < end and part[at + 1] not in _BLANK:
-            return True
-        at = part.find("|", at + 1)
-    return False
-
-
-def _spaced_pipes(part: str) -> str:
-    """``part`` with a blank each side of every pipe outside quotes (``nl a.py|head``: the pipe is
-    a word of its own, so ``a.py`` is the file and the command is seen to be piped)."""
-    return "".join(piece.replace("|", " | ") if "|" in piece and piece[0] not in "'\"\\" else piece
-                   for piece in _PIECES.findall(part))
 
 
 def _looks_like_file(path: str) -> bool:

@@ -1,17 +1,18 @@
-"""How tool calls are classified (replay.ingest.ops): the parts of a shell line, the todo list."""
+"""How tool calls are classified (replay.ingest.ops): the first command of a shell line, the todo
+list."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.engine.prepared import prepare
 from replay.engine.tiers.base import _todo_calls
 from replay.ingest.ops import (
-    _SPLIT,
     PATCH_FILE,
-    _parts,
+    _first_command,
+    _words,
     classify,
     classify_shell,
     shell_reads_part,
@@ -19,6 +20,7 @@ from replay.ingest.ops import (
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
+from replay.shell_line import commands
 
 
 def test_a_command_of_blanks_splits_like_a_short_one() -> None:
@@ -26,7 +28,7 @@ def test_a_command_of_blanks_splits_like_a_short_one() -> None:
     quadratic: 40,000 blanks took 37 s); the parts read the same."""
     blanks = " " * 200_000
     assert classify("Bash", {"command": f"ls{blanks}x"}) == classify("Bash", {"command": "ls x"})
-    assert [p.strip() for p in _SPLIT.split(f"a{blanks}&&{blanks}b ; c\nd || e")] == \
+    assert [c.text.strip() for c in commands(f"a{blanks}&&{blanks}b ; c\nd || e")] == \
         ["a", "b", "c", "d", "e"]
     assert classify("Bash", {"command": "  cd src &&   cat  a.py ; \n rm b.txt  "}) == \
         classify("Bash", {"command": "cd src && cat a.py; rm b.txt"})
@@ -61,17 +63,6 @@ def test_the_summary_re_inserts_the_calls_the_parsers_marked_todo() -> None:
     run = prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
     assert [run.tool[k] for k in _todo_calls(run)] == ["TodoWrite", "update_plan", "write_todos"]
     assert {run.op[k] for k in range(run.n_blocks) if run.tool[k] == "TodoWrite"} == {"todo"}
-
-
-_SHELLISH = st.lists(st.sampled_from(["a", " ", "&", "|", ";", "\n", ">", "'", "cd", "=", "*"]),
-                     max_size=40).map("".join)
-
-
-@given(_SHELLISH)
-def test_parts_of_a_command_line_are_its_split(command: str) -> None:
-    """A command line is cut one part at a time (``_parts``: the first meaningful command is
-    most often first), into exactly the parts ``_SPLIT.split`` makes."""
-    assert list(_parts(command)) == _SPLIT.split(command)
 
 
 @given(st.lists(st.sampled_from(["*** Begin Patch", "*** Add File: a.py", "*** Update File: b/c.ts",
@@ -130,10 +121,10 @@ def test_redirections_leave_the_file_operand(template: str, path: str, redirs: l
     assert classify("Bash", {"command": redirected}) == classify("Bash", {"command": " ".join(words)})
 
 
-def test_a_command_cut_inside_a_quote_keeps_its_words() -> None:
-    """Lines are cut at every newline, so a quoted script that spans lines leaves its command's
-    part with an unclosed quote: the words up to the cut are read, unquoted (the path was the
-    quoted word, quotes and all)."""
+def test_a_quoted_script_or_an_unclosed_quote_keeps_the_words() -> None:
+    """A quoted script that spans lines stays in its command, and a quote never closed runs to
+    the end of the line: the words are read with the quote closed there, unquoted (the path was
+    the quoted word, quotes and all)."""
     script = 'bun -e "\nconst x = 1;\nconsole.log(x);\n"'
     shell = [
         (f'cat "/logs/a b.jsonl" | head -1 | {script}', ("read", "/logs/a b.jsonl")),
@@ -171,3 +162,50 @@ def test_a_quoted_pipe_stays_in_its_word() -> None:
 def test_commands_with_quotes_are_classified_on_their_words(command: str,
                                                             expected: tuple[str, str]) -> None:
     assert tuple(classify_shell(command)) == expected
+
+
+_COMMANDS = ["cat a.py", "sed -n 1,5p 'x;y.txt'", "cd 'd d'", "echo 'a && b'", "env", "FOO=1",
+             'head -3 "a|b.md"', "nl -ba c.py", "cat > o.txt <<'EOF'\nls x.py; rm y\nEOF",
+             "python - <<EOF\ncat z.py\nEOF", "wc -l < in.txt 2>/dev/null", "git add \\\n f.py",
+             "timeout 5 grep -n x 'q\nr.py'", "echo hi > 'n;m.txt'"]
+_LINES = st.tuples(st.sampled_from(_COMMANDS), st.lists(st.tuples(
+    st.sampled_from([" && ", " || ", "; ", " | ", "|", "\n"]), st.sampled_from(_COMMANDS)),
+    max_size=4)).map(lambda t: t[0] + "".join(s + c for s, c in t[1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LINES)
+def test_the_ingest_reads_a_command_the_engine_cuts(line: str) -> None:
+    """The ingest and the need rules cut a line the same way: the command the classifier reads
+    is one of the simple commands ``replay.shell_line.commands`` gives the need rules (the first
+    of its pipeline, its words those of that command after any wrappers), and it is piped
+    exactly when that command is; never a piece of a quoted string or a heredoc's body."""
+    first = _first_command(line)
+    cut = list(commands(line))
+    if first is None:
+        return
+    words, _, piped = first
+    starts = [k for k, c in enumerate(cut) if k == 0 or not cut[k - 1].piped]
+    found = [k for k in starts
+             if (_words(cut[k].text.strip())[-len(words):] if words else []) == words
+             and cut[k].piped == piped and (words or piped)]
+    assert found, (line, words, piped, [c.text for c in cut])
+
+
+def test_quotes_heredocs_and_continuations_are_read_as_the_shell_reads_them() -> None:
+    """A separator or ``>`` inside quotes does not cut the command or write a file (a sed or awk
+    script with ``;`` read no file; a piped script's ``s.length > 2`` was a write of
+    ``s.length``), a heredoc's body holds no command, a continuation keeps the file in its
+    command, and a quoted redirect target is read unquoted."""
+    shell = [
+        ("sed -n '40,50p;80,90p' django/forms/models.py", ("read", "django/forms/models.py")),
+        ("awk '/^id/{a=1; b=0} {if(a && !b) print}' conf.toml", ("read", "conf.toml")),
+        ('cat t.json | bun -e "\nconst n = s.length > 2;\n"', ("read", "t.json")),
+        ("echo hi > 'a b.txt'", ("write", "a b.txt")),
+        ('echo "x > y" ; cat a.py', ("read", "a.py")),
+        ("echo start <<EOF\ncat a.py\nEOF", ("exec", "")),
+        ("sed -n 1,5p \\\n  f.py", ("read", "f.py")),
+    ]
+    for command, want in shell:
+        assert tuple(classify("Bash", {"command": command})) == want, command
+    assert shell_reads_part("cat a.py \\\n | wc -l") and not shell_reads_part("cat 'a|b.py'")
