@@ -145,27 +145,46 @@ def _first_command(command: str) -> tuple[list[str], str, bool] | None:
     command's words, the pipeline's text (its commands joined by ``|``; heredoc bodies left
     out) and whether it is piped on.  A pipeline whose first command is only a wrapper (``env |
     grep …``) is an empty command, piped."""
-    pipeline: list[ShellCommand] = []
+    pipeline: list[ShellCommand] = []  # the pipeline's commands before this one
     for simple in commands(command):
-        pipeline.append(simple)
         if simple.piped:
+            pipeline.append(simple)
             continue
-        words = _words(pipeline[0].text.strip())
-        i = 0
-        while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
-                                  and not words[i].startswith("-")):
-            i += 1
-        words = words[i:]
-        line = pipeline[0].text if len(pipeline) == 1 else "|".join(c.text for c in pipeline)
-        if not words and len(pipeline) > 1:
+        if pipeline:
+            pipeline.append(simple)
+            first, line = pipeline[0].text, "|".join([c.text for c in pipeline])
+        else:
+            first = line = simple.text
+        head = _PLAIN_HEAD.match(first) if len(first) > 200 else None
+        if head and head.group(1).rsplit("/", 1)[-1] not in _TOLD_APART:
+            words = [head.group(1)]  # all the classifier reads of a long command: its name
+        else:
+            words = _words(first.strip())
+            i = 0
+            while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
+                                      and not words[i].startswith("-")):
+                i += 1
+            words = words[i:]
+        if not words and pipeline:
             return words, line, True
-        if not words or words[0] in ("cd", "source", ".", "export", "set", "pushd", "echo") and (
-            ">" not in line or ">" not in _unquoted(line)
-        ):
+        if not words or words[0] in _SKIPPED and (">" not in line or ">" not in _unquoted(line)):
             pipeline = []
             continue
-        return words, line, len(pipeline) > 1
+        return words, line, bool(pipeline)
     return None
+
+
+_SKIPPED = frozenset(("cd", "source", ".", "export", "set", "pushd", "echo"))
+"""Commands passed over for the next one unless they redirect output (``echo x > f``)."""
+_TOLD_APART = frozenset((*_READERS, *_SEARCHERS, *_LISTERS, *_WRITERS, *_WRAPPERS, *_SKIPPED,
+                         "sed", "awk", "git", "goto", "scroll_up", "scroll_down", "create",
+                         "touch", "edit", "patch"))
+"""The commands ``_classify_words`` tells apart; any other is ``exec`` whatever its arguments."""
+_PLAIN_HEAD = re.compile(r"\s*([^\s'\"\\=]+)(?:[ \t\r\n]|\Z)")
+"""A command's first word when it is plain (no quote, escape or ``=``; ended by a blank the
+shell splits at): the command's name, read without cutting the rest into words (a long
+quoted argument, ``gh pr create --body "…"``, need not be unquoted to be ``exec``; a short
+command is cut into words at once, the cheaper way for it)."""
 
 
 def _classify_words(words: list[str], line: str) -> OpPath:
@@ -232,7 +251,8 @@ def _written(line: str) -> str:
 def _operands(words: list[str]) -> tuple[list[str], str]:
     """A command's words without its redirections (``2>/dev/null``, ``> out.txt``, ``2>&1``,
     ``<<EOF``: not files it works on), and the file its input is redirected from ('' if none)."""
-    if not any("<" in w or ">" in w for w in words):
+    joined = "\x00".join(words)  # (one look at every word in C, no generator a word)
+    if "<" not in joined and ">" not in joined:
         return words, ""
     kept: list[str] = []
     stdin = ""

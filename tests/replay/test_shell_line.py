@@ -132,11 +132,27 @@ def test_the_cut_loses_nothing_but_separators_and_heredoc_lines(line: str) -> No
 
 
 def _separators(line: str) -> list[str]:
-    from replay.shell_line import _CUT
-    out = []
-    for m in _CUT.finditer(line):
-        if m.group(2):
-            break
-        if m.group(1):
-            out.append(m.group(1))
+    """The separators of ``line`` outside quotes, up to a quote never closed (independently of
+    ``commands``: a character at a time)."""
+    out: list[str] = []
+    quote, j = "", 0
+    while j < len(line):
+        c = line[j]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                j += 1
+        elif c in "'\"":
+            if line.find(c, j + 1) < 0 and c == "'":
+                break
+            quote = c
+        elif c == "\\":
+            j += 1
+        elif line.startswith(("&&", "||"), j):
+            out.append(line[j:j + 2])
+            j += 1
+        elif c in ";|\n":
+            out.append(c)
+        j += 1
     return out

@@ -3,12 +3,16 @@ list."""
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.engine.prepared import prepare
 from replay.engine.tiers.base import _todo_calls
+from replay.ingest import ops
 from replay.ingest.ops import (
     PATCH_FILE,
     _first_command,
@@ -179,16 +183,17 @@ def test_the_ingest_reads_a_command_the_engine_cuts(line: str) -> None:
     """The ingest and the need rules cut a line the same way: the command the classifier reads
     is one of the simple commands ``replay.shell_line.commands`` gives the need rules (the first
     of its pipeline, its words those of that command after any wrappers), and it is piped
-    exactly when that command is; never a piece of a quoted string or a heredoc's body."""
+    exactly when that command is; never a piece of a quoted string or a heredoc's body (the
+    words read are the command's after its wrappers, or only its name when that is all the
+    classifier needs)."""
     first = _first_command(line)
     cut = list(commands(line))
     if first is None:
         return
     words, _, piped = first
     starts = [k for k, c in enumerate(cut) if k == 0 or not cut[k - 1].piped]
-    found = [k for k in starts
-             if (_words(cut[k].text.strip())[-len(words):] if words else []) == words
-             and cut[k].piped == piped and (words or piped)]
+    found = [k for k in starts if cut[k].piped == piped and (words and _after_wrappers(
+        _words(cut[k].text.strip()), words) or not words and piped)]
     assert found, (line, words, piped, [c.text for c in cut])
 
 
@@ -209,3 +214,35 @@ def test_quotes_heredocs_and_continuations_are_read_as_the_shell_reads_them() ->
     for command, want in shell:
         assert tuple(classify("Bash", {"command": command})) == want, command
     assert shell_reads_part("cat a.py \\\n | wc -l") and not shell_reads_part("cat 'a|b.py'")
+
+
+def _after_wrappers(cut: list[str], read: list[str]) -> bool:
+    """Whether ``read`` are the words of ``cut`` from its command's name on, or its name."""
+    at = len(cut) - len(read)
+    return cut[at:] == read or read[0] in cut and read == [read[0]]
+
+
+_NAMES = sorted({*ops._READERS, *ops._SEARCHERS, *ops._LISTERS, *ops._WRITERS, *ops._WRAPPERS,
+                 *ops._SKIPPED, *re.findall(r'"([\w.-]+)"', inspect.getsource(ops._classify_words)),
+                 "npm", "/usr/bin/cat", "./run.sh", "x"})
+"""Command names, not read from ``_TOLD_APART``: every name ``_classify_words`` writes."""
+
+
+_TAILS = ["", "grep x a.py", "-n 1,5p a.py", "-i s/a/b/ a.py", "a.py > o.txt", "-exec rm {} ;",
+          "-c 'print(1)'", "a.py | head", "'x y.txt' < in.md", "FOO=1 cat a.py", "-- b.md && ls",
+          "\xa0cat a.py", "\ncat a.py"]
+
+
+@pytest.mark.parametrize("lead", ["", " ", "\x0b", "\t"])
+def test_a_plain_command_name_read_alone_classifies_as_its_words_do(lead: str) -> None:
+    """A long command whose plain name ``_classify_words`` does not tell apart is classified
+    from its name alone (its arguments are not cut into words): the same as from all its
+    words, for every name it tells apart and a few it does not, so the set of names told apart
+    (``_TOLD_APART``) is complete."""
+    for name in _NAMES:
+        for tail in _TAILS:
+            line = lead + name + " " * 200 + tail  # long: read by its name when it can be
+            fast = (classify_shell(line), shell_reads_part(line))
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(ops, "_PLAIN_HEAD", re.compile(r"(?!)"))
+                assert (classify_shell(line), shell_reads_part(line)) == fast, line
