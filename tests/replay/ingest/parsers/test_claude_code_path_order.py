@@ -45,7 +45,7 @@ def _sessions(draw: st.DrawFn) -> tuple[list[Node], dict[str, int], set[int], se
     return nodes, on_path, left_out, but
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_sessions())
 def test_runs_order_the_records_as_the_key_does(
         case: tuple[list[Node], dict[str, int], set[int], set[int]]) -> None:
@@ -73,7 +73,7 @@ def _paths(draw: st.DrawFn) -> tuple[list[Node], dict[str, int], set[int], set[i
     return nodes, on_path, left_out, but
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_paths())
 def test_runs_along_the_path_are_the_runs_of_its_index(
         case: tuple[list[Node], dict[str, int], set[int], set[int]]) -> None:
