@@ -32,6 +32,7 @@ from replay.ingest.parsers import PARSERS_VERSION, check_format
 from replay.ingest.parsers.coverage import unknown_types
 from replay.ingest.parsers.source import Issue
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
+from replay.ingest.store_older import older_store
 from replay.ingest.tokens import encoder, warm
 from replay.output_targets import Target, check_cache_apart, check_targets
 from replay.workers import init_worker
@@ -188,7 +189,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
                    on_file: Callable[[str], None] | None) -> IngestReport:
     """``ingest`` with the store's lock held."""
     report = IngestReport()
-    older = store.older_store(out)  # an older ctxreplay's store: rebuilt, not refused
+    older = older_store(out)  # an older ctxreplay's store: rebuilt, not refused
     entries = {} if older else store.read_manifest(out)
     before = dict(entries)
     if older is None:

@@ -43,6 +43,7 @@ import pyarrow as pa
 from replay.atomic_files import atomic_write_bytes, folder_fd
 from replay.errors import StoreError
 from replay.ingest.entry_file import decode, decode_footer, decode_runs, encode
+from replay.ingest.input_files import Unreadable, max_document_bytes, open_input, read_input
 from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.safe_names import is_segment
@@ -202,7 +203,12 @@ def read_manifest(root: Path) -> dict[str, Entry]:
     if not path.exists():
         return {}
     try:
-        doc = json.loads(path.read_text())
+        data = read_input(path, max_document_bytes())
+    except Unreadable as exc:  # a fifo would block the read for ever; a huge file fill memory
+        raise StoreError(f"{path}: damaged store: the manifest: {exc}; nothing was changed "
+                         "(remove it, or re-ingest into a new directory)") from None
+    try:
+        doc = json.loads(data)
         if doc.get("schema_version") != SCHEMA_VERSION:
             raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
                              f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
@@ -210,30 +216,6 @@ def read_manifest(root: Path) -> dict[str, Entry]:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
     return entries
-
-
-def older_store(root: Path) -> tuple[str, dict[str, str]] | None:
-    """``(its schema version, source -> key of its entries)`` when ``root`` holds a store an older
-    ctxreplay wrote (a lower ``schema_version``), else None.  An ingest rebuilds such a store
-    instead of refusing it: its entries cannot be read by this version, and ``read_manifest``
-    refuses them.  Only keys that are one plain folder name are returned (``remove_entry``
-    deletes those folders under ``root/data`` and nothing else); a manifest that is not a
-    ctxreplay manifest, or from a newer ctxreplay, gives None (``read_manifest`` then says why).
-    """
-    path = root / "manifest.json"
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text())
-        version = doc["schema_version"]
-        if not isinstance(version, str) or not version.isdigit() or \
-                int(version) >= int(SCHEMA_VERSION):
-            return None
-        keys = {str(s): e["key"] for s, e in doc["entries"].items()
-                if isinstance(e, dict) and isinstance(e.get("key"), str)}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return None
-    return version, {s: k for s, k in keys.items() if is_segment(k)}
 
 
 def entry_from_doc(source: str, doc: dict[str, Any], where: Path) -> Entry:
@@ -318,9 +300,9 @@ def manifest_index_sha256(root: Path) -> str:
     manifest of a big store takes milliseconds to parse); '' when it records none or cannot be
     read: the index is then not used."""
     try:
-        with open(root / "manifest.json", "rb") as f:
+        with open_input(root / "manifest.json") as f:
             head = f.read(256)
-    except OSError:
+    except (OSError, Unreadable):
         return ""
     m = _INDEX_SHA256.match(head)
     return m[1].decode() if m else ""
@@ -379,10 +361,10 @@ def read_footer(root: Path, key: str) -> dict[str, pa.Table]:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"{path}: unreadable ({exc.strerror or exc}); `replay ingest` of "
-                         "its log repairs the entry") from exc
+        return read_input(path)
+    except Unreadable as exc:
+        raise StoreError(f"{path}: unreadable ({exc}); `replay ingest` of its log repairs the "
+                         "entry") from None
 
 
 def iter_entries(root: Path) -> Iterator[RunTables]:

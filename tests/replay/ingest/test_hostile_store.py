@@ -6,6 +6,9 @@ figures from rows that break the run model.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +22,7 @@ from replay.corpus import open_corpus
 from replay.errors import StoreError
 from replay.ingest import store, store_index
 from replay.ingest.batch import ingest
+from replay.ingest.store_older import older_store
 from replay.safe_names import file_name, is_segment
 from tests.replay.ingest.store_helpers import LOG, _edit_manifest, _store, _victim, runner
 from tests.replay.stamp import forge, restamp
@@ -86,7 +90,7 @@ def test_a_store_file_nested_too_deeply_is_damaged_not_a_traceback(tmp_path: Pat
         assert isinstance(result.exception, SystemExit), result.exception
         assert f"{ds / name}" in result.output and "maximum recursion depth" in result.output
     if name == "manifest.json":  # older_store reads it too: not an older store, said once
-        assert store.older_store(ds) is None
+        assert older_store(ds) is None
 
 
 def test_entry_folder_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
@@ -242,3 +246,29 @@ def test_a_footer_table_with_invalid_utf8_is_refused_by_decode() -> None:
                                            SCHEMAS["events"].empty_table())})
     with pytest.raises(StoreError):
         entry_file.decode(out.getvalue().to_pybytes(), "crafted")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_a_store_file_that_is_a_fifo_is_damaged_not_a_hang(tmp_path: Path) -> None:
+    """A fifo planted as the manifest or as an entry's file: a plain read of it blocks for
+    ever (the ingest hung). Each is read as every input is (opened without blocking, a regular
+    file within the limit) and the command ends with the file named. In a child process, so
+    that a regression fails here instead of hanging the suite."""
+    ds, logs = _store(tmp_path)
+    (key,) = [e.key for e in store.read_manifest(ds).values()]
+    entry = store.entry_file(ds, key)
+    entry.unlink()
+    os.mkfifo(entry)
+    script = ("import sys\nfrom pathlib import Path\nfrom replay.errors import StoreError\n"
+              "from replay.ingest import store\n"
+              "try:\n    store.read_entry(Path(sys.argv[1]), sys.argv[2])\n"
+              "except StoreError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(ds), key], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert str(entry) in done.stdout and "not a regular file" in done.stdout, done.stdout
+    (ds / "manifest.json").unlink()
+    os.mkfifo(ds / "manifest.json")
+    done = subprocess.run([sys.executable, "-m", "replay", "ingest", str(logs), "--out",
+                           str(ds)], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "manifest.json" in done.stderr and "not a regular file" in done.stderr, done.stderr
