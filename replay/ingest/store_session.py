@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,6 +84,8 @@ def read_journal(root: Path) -> list[store.Entry]:
     (a later line for the same source wins).  A truncated last line is ignored; a line that
     is not an entry ctxreplay writes makes the store damaged (``StoreError``)."""
     path = root / JOURNAL_FILE
+    if path.exists() and not path.is_file() and not path.is_symlink():
+        raise StoreError(_not_a_file(path))
     if not path.is_file() or path.is_symlink():
         return []
     entries = []
@@ -109,12 +112,23 @@ def journal(root: Path, entry: store.Entry) -> None:
     ``O_APPEND`` write of one line, so lines of concurrent workers never interleave, and a
     killed ingest loses none that was written."""
     line = (json.dumps({"source": entry.source, **store.entry_doc(entry)}) + "\n").encode()
-    fd = os.open(root / JOURNAL_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                 0o644)
+    path = root / JOURNAL_FILE
+    try:  # (without blocking: opening a fifo to write waits for a reader for ever)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                     0o644)
+    except OSError as exc:
+        raise StoreError(f"{_not_a_file(path)} ({exc.strerror or exc})") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreError(_not_a_file(path))
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+def _not_a_file(path: Path) -> str:
+    return (f"{path}: damaged store: the journal is not a regular file; nothing was read from it "
+            "(remove it, or re-ingest into a new directory)")
 
 
 def forget_journal(root: Path) -> None:

@@ -272,3 +272,25 @@ def test_a_store_file_that_is_a_fifo_is_damaged_not_a_hang(tmp_path: Path) -> No
                            str(ds)], check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "manifest.json" in done.stderr and "not a regular file" in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs mkfifo")
+def test_a_journal_that_is_a_fifo_is_damaged_not_a_hang(tmp_path: Path) -> None:
+    """A fifo planted as the ingest journal: opening it to write (each finished entry is
+    journalled) waited for a reader for ever. Both the ingest's first look at it and a write
+    to it end with the file named. In child processes, as above."""
+    ds, logs = _store(tmp_path)
+    os.mkfifo(ds / "journal.jsonl")
+    (logs / "a.jsonl").write_text(LOG.read_text() + "\n")
+    done = subprocess.run([sys.executable, "-m", "replay", "ingest", str(logs), "--out",
+                           str(ds)], check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "journal.jsonl" in done.stderr and "not a regular file" in done.stderr, done.stderr
+    script = ("import sys\nfrom pathlib import Path\nfrom replay.errors import StoreError\n"
+              "from replay.ingest import store, store_session\n"
+              "root = Path(sys.argv[1])\n(entry,) = store.read_manifest(root).values()\n"
+              "try:\n    store_session.journal(root, entry)\n"
+              "except StoreError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(ds)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert "journal.jsonl" in done.stdout and "not a regular file" in done.stdout, done.stdout
