@@ -220,42 +220,20 @@ def test_predicted_sizes_that_are_estimates_are_counted_and_said() -> None:
     read in part after losing it as that part (``replay.engine.refetch``): both counted per
     compaction, pooled, and said on the totals' re-read line."""
     from analysis.fidelity import fidelity_totals
-    from replay.engine.prepared import prepare
-    from replay.ingest.parsers.builder import RunBuilder
-    from replay.ingest.parsers.source import Source
-    from replay.ingest.run_tables import tokenize
+    from tests.built_runs import COMPACT, built_run
 
     numbered = "".join(f"{i:6d}→line {i}\n" for i in range(1, 41))
     edit = {"old_string": "line 3", "new_string": "line three"}
-    steps: list[tuple[str, str, dict[str, Any], str] | None] = [
+    steps = [
         ("ra", "Read", {"file_path": "a.py"}, numbered),
         ("rb", "Read", {"file_path": "b.py", "offset": 1, "limit": 5}, numbered[:80]),
-        None,  # the harness compacts: a.py and b.py removed
+        COMPACT,  # the harness compacts: a.py and b.py removed
         ("eb", "Edit", {"file_path": "b.py", **edit}, "ok"),  # b.py needed: known by a part
         ("ra2", "Read", {"file_path": "a.py", "offset": 3, "limit": 4}, numbered[40:100]),
-        None,  # compacts again: a.py, last read in part without a copy in context, removed
+        COMPACT,  # compacts again: a.py, last read in part without a copy in context, removed
         ("ea", "Edit", {"file_path": "a.py", **edit}, "ok"),  # a.py needed
     ]
-    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
-                   format="t", issues=[])
-    b.message("user")
-    b.text("task")
-    for step in steps:
-        if step is None:
-            b.message("user")
-            b.summary("summary of the work so far")
-            continue
-        cid, tool, args, result = step
-        b.message("assistant")
-        b.tool_call(cid, tool, args)
-        b.request()
-        b.message("tool")
-        b.tool_result(cid, result)
-    b.message("assistant")
-    b.text("done")
-    b.request()
-    tables = tokenize([b.build()], ("o200k_base",))
-    run = prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    run = built_run(steps)
     first, second = compaction_rereads(run)
     assert (first.predicted, first.sized_parts_only, first.sized_as_lost_before) == (
         ("b.py",), 1, 0)

@@ -3,9 +3,6 @@ edits applied, as its reads render it."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from replay.engine.prepared import PreparedRun, prepare
 from replay.engine.refetch import (
     AS_LOST_BEFORE,
     PARTS_ONLY,
@@ -14,39 +11,11 @@ from replay.engine.refetch import (
     reads_part,
     refetch,
 )
-from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.source import Source
-from replay.ingest.run_tables import tokenize
-
-COMPACT = ("", "", {}, "")
-"""A step that is the harness's compaction: its summary, then the next request sends only it."""
-
-
-def _run(steps: list[tuple[str, str, dict[str, Any], str]]) -> PreparedRun:
-    """One request per step: (call id, tool, arguments, result text), or ``COMPACT``."""
-    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
-                   format="t", issues=[])
-    b.message("user")
-    b.text("task")
-    for cid, tool, args, result in steps:
-        if not cid:
-            b.message("user")
-            b.summary("summary of the work so far")
-            continue
-        b.message("assistant")
-        b.tool_call(cid, tool, args)
-        b.request()
-        b.message("tool")
-        b.tool_result(cid, result)
-    b.message("assistant")
-    b.text("done")
-    b.request()
-    tables = tokenize([b.build()], ("o200k_base",))
-    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+from tests.built_runs import COMPACT, built_run
 
 
 def test_a_reread_returns_the_file_whole_as_known_by_then() -> None:
-    run = _run([
+    run = built_run([
         ("a1", "Read", {"file_path": "src/a.py"}, "whole a " * 50),
         ("a2", "Read", {"file_path": "src/a.py", "offset": 10, "limit": 5}, "part of a " * 5),
         ("b1", "Read", {"file_path": "src/b.py", "limit": 3}, "b " * 5),
@@ -84,7 +53,7 @@ NUMBERED = "".join(f"{i:6d}→line {i}\n" for i in range(1, 11))
 
 
 def test_edits_since_the_whole_read_are_applied() -> None:
-    run = _run([
+    run = built_run([
         ("r", "Read", {"file_path": "a.py"}, NUMBERED),
         ("e1", "Edit", {"file_path": "a.py", "old_string": "line 3", "new_string": "x\ny\nz"}, "ok"),
         ("e2", "MultiEdit", {"file_path": "a.py", "edits": [
@@ -117,7 +86,7 @@ def test_edits_since_the_whole_read_are_applied() -> None:
 
 def test_a_write_is_rendered_as_the_files_reads_render_it() -> None:
     text = "a\nb\nc\n"
-    run = _run([
+    run = built_run([
         ("r", "Read", {"file_path": "a.py"}, NUMBERED),
         ("w", "Write", {"file_path": "a.py", "content": text}, "ok"),
         ("n", "Write", {"file_path": "new.py", "content": text}, "ok"),
@@ -134,7 +103,7 @@ def test_a_write_is_rendered_as_the_files_reads_render_it() -> None:
 
 
 def test_a_read_of_part_of_a_file() -> None:
-    run = _run([
+    run = built_run([
         ("r1", "Read", {"file_path": "a.py"}, "x"),
         ("r2", "Read", {"file_path": "a.py", "limit": 5}, "x"),
         ("r3", "str_replace_editor", {"command": "view", "path": "a.py", "view_range": [1, 9]}, "x"),
@@ -153,7 +122,7 @@ def test_a_read_of_part_of_a_file() -> None:
 
 
 def test_an_edit_not_applied_counts_only_until_the_file_is_read_whole_again() -> None:
-    run = _run([
+    run = built_run([
         ("r", "Read", {"file_path": "a.py"}, NUMBERED),
         ("e", "Edit", {"file_path": "a.py", "patch": "@@ -1 +1 @@"}, "ok"),
         ("r2", "Read", {"file_path": "a.py"}, NUMBERED),
@@ -174,7 +143,7 @@ def test_an_edit_not_applied_counts_only_until_the_file_is_read_whole_again() ->
 
 
 def test_a_file_only_read_in_parts_is_a_lower_bound_until_read_whole() -> None:
-    run = _run([
+    run = built_run([
         ("p", "Read", {"file_path": "a.py", "offset": 10, "limit": 5}, NUMBERED),
         ("s", "Bash", {"command": "sed -n '1,3p' a.py"}, "x"),
         ("w", "Read", {"file_path": "a.py"}, NUMBERED),
@@ -191,7 +160,7 @@ def test_a_file_the_agent_read_in_part_after_losing_it_is_re_read_in_part() -> N
     its recorded context (after a compaction), it read a part; a re-read after the next loss
     returns that part.  A part read while the file is in context changes nothing, and a later
     whole read after a loss gives the whole file back."""
-    run = _run([
+    run = built_run([
         ("a", "Read", {"file_path": "a.py"}, NUMBERED),
         ("b", "Read", {"file_path": "a.py", "offset": 2, "limit": 2}, NUMBERED[:30]),  # in context
         COMPACT,
