@@ -19,6 +19,7 @@ from replay.ingest.parsers import claude_code_path
 from replay.ingest.parsers.claude_code_node import tie
 from replay.ingest.parsers.claude_code_path import resolve
 from replay.ingest.parsers.claude_code_records import Rec
+from tests.claude_code_chain import write_chain
 
 
 @st.composite
@@ -63,10 +64,7 @@ def test_a_chain_in_file_order_is_walked_without_the_map(
     """200 records on one chain, in file order: ``resolve`` makes no uuid -> record map (it
     was a dict of 200 entries)."""
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(
-        f'{{"parentUuid": {f"{chr(34)}u{i - 1}{chr(34)}" if i else "null"}, "sessionId": "s", '
-        f'"type": "user", "uuid": "u{i}", "message": {{"role": "user", "content": "hi"}}}}\n'
-        for i in range(200)))
+    write_chain(path, 200)
     maps: list[int] = []
     real = claude_code_path.Runs.lines
 

@@ -18,6 +18,7 @@ from replay.ingest.input_files import BOM
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import claude_code_records, jsonl, jsonl_reread
 from replay.ingest.parsers.source import Issue, Source
+from tests.claude_code_chain import write_chain
 from tests.conftest import SAMPLES
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "claude_code"
@@ -126,10 +127,7 @@ def test_the_file_bytes_are_not_held_while_its_records_are_read(
     from replay.ingest.parsers import claude_code
     monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(
-        f'{{"parentUuid": {f"{chr(34)}u{i - 1}{chr(34)}" if i else "null"}, "sessionId": "s", '
-        f'"type": "user", "uuid": "u{i}", "message": {{"role": "user", "content": "hi"}}}}\n'
-        for i in range(200)))
+    write_chain(path, 200)
     seen: list[bool] = []
     real = claude_code.record
 
@@ -146,13 +144,6 @@ def test_the_file_bytes_are_not_held_while_its_records_are_read(
     assert seen == [True]
 
 
-def _records_file(path: Path, n: int) -> None:
-    path.write_text("".join(
-        f'{{"parentUuid": {f"{chr(34)}u{i - 1}{chr(34)}" if i else "null"}, "sessionId": "s", '
-        f'"type": "user", "uuid": "u{i}", "message": {{"role": "user", "content": "hi {i}"}}}}\n'
-        for i in range(n)))
-
-
 def test_a_text_is_read_again_when_its_run_is_built_not_held(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Claude Code file read again in pieces: when every line is read, none of its 200
@@ -161,7 +152,7 @@ def test_a_text_is_read_again_when_its_run_is_built_not_held(
     from replay.ingest.parsers.claude_code_records import Rec
     monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
     path = tmp_path / "s.jsonl"
-    _records_file(path, 200)
+    write_chain(path, 200, numbered=True)
     held: list[int] = []
     real = Source.release_data
 
@@ -190,7 +181,7 @@ def test_a_file_that_changed_before_its_texts_were_read_again_fails(
     from replay.ingest.parsers import claude_code
     monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
     path = tmp_path / "s.jsonl"
-    _records_file(path, 200)
+    write_chain(path, 200, numbered=True)
     real = claude_code._run
 
     def edit_then_run(*args: Any, **kwargs: Any) -> Any:
@@ -216,7 +207,7 @@ def test_the_texts_are_read_again_once_the_records_are_let_go(
     from replay.ingest.parsers.claude_code_records import Rec
     monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
     path = tmp_path / "s.jsonl"
-    _records_file(path, 200)
+    write_chain(path, 200, numbered=True)
     alive: list[int] = []
     real = claude_code.text_again
 
