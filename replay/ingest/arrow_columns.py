@@ -42,10 +42,6 @@ _LISTS = frozenset((list, tuple, _NONE))
 _DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 _EXACT = 2**53  # the largest magnitude up to which every integer is a float64
 _INT32_MAX = 2**31 - 1
-LEAN_BYTES = 16 << 20
-"""A string column of this many UTF-8 bytes or more (at most: four a character) is made by
-``_strings_lean``: one buffer at its size, no second copy of the column; below it, the joined
-text or the values' bytes are cheaper in CPU and their copy small."""
 NUMPY_ROWS = 64
 """From this many values on, a column's integers and its strings' lengths are read into numpy
 (``np.fromiter``: one C loop, the offsets one ``cumsum``) instead of an ``array``, whose
@@ -110,11 +106,7 @@ def _strings(values: Sequence[str], valid: pa.Buffer | None, nulls: int) -> pa.A
     Raises:
         TypeError: a value is not a string.
     """
-    ascii_only = all(map(str.isascii, values))  # (constant time per string)
-    if ascii_only and sum(map(len, values)) >= LEAN_BYTES or not ascii_only and \
-            sum(map(len, values)) * 4 >= LEAN_BYTES:  # (UTF-8: at most 4 bytes a character)
-        return _strings_lean(values, valid, nulls, ascii_only)
-    if ascii_only:  # one copy, no per-value bytes
+    if all(map(str.isascii, values)):  # (constant time per string) one copy, no per-value bytes
         data = "".join(values).encode("ascii")
         lengths: Iterable[int] = map(len, values)
     else:
@@ -124,32 +116,6 @@ def _strings(values: Sequence[str], valid: pa.Buffer | None, nulls: int) -> pa.A
     offsets = _offsets(lengths, len(values))
     return pa.Array.from_buffers(_STRING, len(values), [valid, pa.py_buffer(offsets),
                                                         pa.py_buffer(data)], nulls)
-
-
-def _strings_lean(values: Sequence[str], valid: pa.Buffer | None, nulls: int,
-                  ascii_only: bool) -> pa.Array:
-    """``_strings`` for a big column: the UTF-8 buffer made at its size and filled a value at a
-    time, so that no second copy of the column is held while it is made (the joined text, or
-    every value's bytes; a file whose runs repeat a long prefix — branches, subagents — has
-    column text several times its size).
-
-    Raises:
-        UnicodeEncodeError: a string that is not valid Unicode.
-    """
-    n = len(values)
-    encoding = "ascii" if ascii_only else "utf-8"
-    lengths = np.fromiter(map(len, values) if ascii_only else
-                          (len(v.encode("utf-8")) for v in values), np.int64, n)
-    offsets = _offsets(lengths, n)  # (OverflowError: past 2 GiB, before the buffer is made)
-    data = bytearray(int(lengths.sum()))
-    view = memoryview(data)
-    pos = 0
-    for v, size in zip(values, lengths.tolist()):
-        view[pos:pos + size] = v.encode(encoding)
-        pos += size
-    view.release()
-    return pa.Array.from_buffers(_STRING, n, [valid, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                 nulls)
 
 
 def _offsets(lengths: Iterable[int], n: int) -> array[int] | np.ndarray:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tracemalloc
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -14,8 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.ingest import arrow_columns
-from replay.ingest.arrow_columns import LEAN_BYTES, NUMPY_ROWS, column
+from replay.ingest.arrow_columns import NUMPY_ROWS, column
 from replay.ingest.schema import SCHEMAS
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -93,40 +90,6 @@ def test_float64_refuses_what_pa_array_refuses_and_builds_what_it_builds(
 def test_a_value_of_another_type_is_refused(values: list[Any], type_: pa.DataType) -> None:
     with pytest.raises(TypeError):
         column(values, type_)
-
-
-@pytest.mark.parametrize("type_", [pa.string(), pa.list_(pa.string())], ids=str)
-@given(data=st.data(), many=st.booleans())
-def test_same_array_as_pa_array_made_as_a_big_column(type_: pa.DataType, data: st.DataObject,
-                                                     many: bool) -> None:
-    """A string column of ``LEAN_BYTES`` or more is made in one buffer filled a value at a time
-    (the threshold lowered to 0 so that any column is): the same arrays, ASCII or not."""
-    few = data.draw(st.lists(st.none() | VALUES[type_], min_size=1, max_size=5))
-    values = data.draw(st.lists(st.sampled_from(few), min_size=NUMPY_ROWS if many else 0,
-                                max_size=NUMPY_ROWS + 40 if many else 8))
-    with mock.patch.object(arrow_columns, "LEAN_BYTES", 0):
-        built = column(values, type_)
-        with pytest.raises(UnicodeEncodeError):
-            column([v for v in values if not isinstance(v, list)] + ["a\ud800"], pa.string())
-    built.validate(full=True)
-    assert built.equals(pa.array(values, type_))
-
-
-def test_a_big_string_column_is_not_held_twice_while_it_is_made() -> None:
-    """A file whose runs repeat a long prefix (branches, subagents) has column text several
-    times its size, the same string objects many times over: making the column must not hold
-    a second copy of it (every value's bytes, or the joined text) beside the column."""
-    for piece in ("é" * 4096, "a" * 8192):  # UTF-8 and ASCII
-        values = [piece] * (LEAN_BYTES // 8192 + 1)  # one object, repeated
-        size = len(piece.encode()) * len(values)
-        tracemalloc.start()
-        try:
-            built = column(values, pa.string())
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert built.to_pylist() == values
-        assert peak < 1.25 * size, (piece[0], peak / size)
 
 
 def test_errors_as_pa_array_raises_them() -> None:
