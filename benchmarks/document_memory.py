@@ -93,13 +93,16 @@ def main() -> None:
     parser.add_argument("--case", choices=("trajectory", "tiny-values", "jsonl-tiny",
                                            "over-limit"), action="append",
                         help="only these cases (repeatable; default: all)")
+    parser.add_argument("--file", type=Path, action="append", default=[],
+                        help="also measure this log of your own (repeatable; with --file "
+                             "and no --case, only the files)")
     args = parser.parse_args()
     size = int(args.mb * 1e6)
     builders = {"trajectory": (_trajectory, size, "t.traj"),
                 "tiny-values": (_tiny_values, size, "events.json"),
                 "jsonl-tiny": (_jsonl_tiny, size, "s.jsonl"),
                 "over-limit": (_tiny_values, 3 * size, "big-events.json")}
-    cases = args.case or list(builders)
+    cases = args.case or ([] if args.file else list(builders))
     print(f"load average {os.getloadavg()[0]:.2f}; peak = the ingest child's max RSS; "
           "growth = peak minus the peak of ingesting a one-record file, over the file size")
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,6 +119,11 @@ def main() -> None:
             print(f"{name:12} {mb:7.1f} MB  peak {peak:7.0f} MB  growth "
                   f"{(peak - base) / mb:4.1f}x  {wall:5.1f} s  | {last[:100]}")
             path.unlink()
+        for path in args.file:
+            mb = path.stat().st_size / 1e6
+            wall, peak, last = _measure(path)
+            print(f"{path.name[:12]:12} {mb:7.1f} MB  peak {peak:7.0f} MB  growth "
+                  f"{(peak - base) / mb:4.1f}x  {wall:5.1f} s  | {last[:100]}")
 
 
 if __name__ == "__main__":
