@@ -92,8 +92,10 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
     ``first_only``: stop at the first message record, and decode only lines that could be one
     (what ``sniff`` needs)."""
     n_msg, others = 0, Counter[str]()
-    if first_only and b'"message"' not in head:  # no line could be one: not split and tested
-        return n_msg, others  # line by line (a pretty-printed document's thousands of lines)
+    if first_only and (b'"message"' not in head or _HEAD_TYPE.search(head) is None):
+        return n_msg, others  # no line could be one: not split and tested line by line (a
+    # pretty-printed document's thousands of lines; a Codex rollout's lines, which say
+    # "type": "message" but never "type": "user"): one search of the head instead
     for raw in head.split(b"\n"):
         if first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)) \
                 or not raw.strip():  # (the byte tests first: strip copies the line)
