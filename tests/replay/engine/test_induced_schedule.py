@@ -49,13 +49,15 @@ def test_the_schedule_makes_the_trace_of_checking_every_need(  # type: ignore[no
         logs_corpus, sample_corpus, monkeypatch) -> None:
     runs = [(c, r) for c in (logs_corpus, sample_corpus) for r in c.replayable()]
     policies = _policies()
+    # a run's policies in a row: its prepared run and need plan are made once, not per policy
+    # (the corpus keeps the last 8 prepared runs; there are 37)
     scheduled = {(j, i): replay(c.prepared(r), p, calibration=c.calibration(r))
-                 for j, p in enumerate(policies) for i, (c, r) in enumerate(runs)}
+                 for i, (c, r) in enumerate(runs) for j, p in enumerate(policies)}
     n_induced = sum(sum(t.columns("requests")["induced_rereads"]) for t in scheduled.values())
     assert n_induced > 100  # the comparison covers many re-reads
     _every_need_checked(monkeypatch)
-    for j, p in enumerate(policies):
-        for i, (c, r) in enumerate(runs):
+    for i, (c, r) in enumerate(runs):
+        for j, p in enumerate(policies):
             every = replay(c.prepared(r), p, calibration=c.calibration(r))
             for table in ("requests", "actions", "evictions"):
                 assert scheduled[(j, i)].columns(table) == every.columns(table), (p.name, r)
