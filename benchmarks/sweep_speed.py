@@ -11,7 +11,8 @@ worker reads and prepares every run), for each grid it prints:
 
 - the sweep with ``--jobs`` worker processes (no cache): wall time, CPU time of the whole
   process tree (this process and its workers, from /proc; less the CPU of the thread sampling
-  the memory), time per setting, and the peak resident memory of the tree (sampled from /proc
+  the memory) and of this process alone (planning, sending units, gathering rows, the table:
+  ``parent``), time per setting, and the peak resident memory of the tree (sampled from /proc
   every 50 ms);
 - the bare engine: every (run, setting) of the same grid replayed in this process with no
   metrics, no loading and no table (``replay.engine.fold.replay`` only), CPU time, and that
@@ -149,9 +150,9 @@ def engine_cpu_s(corpus: Corpus, chosen: list[Setting]) -> float:
 
 
 def timed_sweep(corpus: Corpus, chosen: list[Setting], jobs: int) -> tuple[SweepResult, float,
-                                                                            float, int]:
-    """The sweep, its wall and process-tree CPU seconds (less the memory sampler's own), and the
-    tree's peak RSS bytes."""
+                                                                            float, float, int]:
+    """The sweep, its wall and process-tree CPU seconds (less the memory sampler's own), this
+    process's share of that CPU, and the tree's peak RSS bytes."""
     me = os.getpid()
     cpu0 = tree_cpu_s(me)
     with TreeMemory() as mem:
@@ -160,7 +161,8 @@ def timed_sweep(corpus: Corpus, chosen: list[Setting], jobs: int) -> tuple[Sweep
         wall = time.perf_counter() - t
     cpu1 = tree_cpu_s(me)
     cpu = sum(v - cpu0.get(pid, 0.0) for pid, v in cpu1.items()) - mem.own_cpu_s
-    return result, wall, cpu, mem.peak_bytes
+    parent = cpu1[me] - cpu0[me] - mem.own_cpu_s
+    return result, wall, cpu, parent, mem.peak_bytes
 
 
 def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
@@ -186,8 +188,8 @@ def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
               "counts the units that still read one); the sweep includes everything else "
               "(planning, shipping units, metrics, the table)")
         print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
-              f"{'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} {'wall ratio':>10} "
-              f"{'CPU ratio':>9} {'peak RSS':>9} {'replays':>8} {'loads':>5}")
+              f"{'parent':>7} {'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} "
+              f"{'wall ratio':>10} {'CPU ratio':>9} {'peak RSS':>9} {'replays':>8} {'loads':>5}")
         parallel = None
         worst = 0
         for size in sizes:
@@ -195,14 +197,16 @@ def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
             rounds = []
             for _ in range(repeat):  # interleaved: load on the machine slows one round, not a side
                 rounds.append((timed_sweep(corpus, chosen, jobs), engine_cpu_s(corpus, chosen)))
-            result, peak = rounds[0][0][0], max(r[0][3] for r in rounds)
+            result, peak = rounds[0][0][0], max(r[0][4] for r in rounds)
             wall = min(r[0][1] for r in rounds)
             cpu = min(r[0][2] for r in rounds)
+            parent = min(r[0][3] for r in rounds)
             engine = min(r[1] for r in rounds)
             bare = engine / max(1, jobs)
             worst = max(worst, peak)
             print(f"{len(chosen):>8,} {n_req * len(chosen):>12,} {wall:>9.2f}s {cpu:>9.2f}s "
-                  f"{wall / len(chosen) * 1000:>9.1f}ms {engine:>9.2f}s {bare:>11.2f}s "
+                  f"{parent:>6.3f}s {wall / len(chosen) * 1000:>9.1f}ms {engine:>9.2f}s "
+                  f"{bare:>11.2f}s "
                   f"{wall / bare:>10.2f} {cpu / engine:>9.2f} {peak / 2**20:>6,.0f} MiB "
                   f"{result.stats.n_replays:>8,} {result.stats.n_runs_loaded:>5}")
             parallel = (result, chosen, wall)
