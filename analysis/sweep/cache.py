@@ -43,8 +43,10 @@ from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.store import Entry
 from replay.safe_names import file_name
 
-ROW_COLUMNS: tuple[str, ...] = ("setting", "run_id", "policy", *METRIC_COLUMNS)
-"""The columns of computed rows, as the sweep's workers return them."""
+VALUE_COLUMNS: tuple[str, ...] = ("policy", *METRIC_COLUMNS)
+"""A replay's values, as the sweep's units give them back (``analysis.sweep.unit.UnitRows``)."""
+ROW_COLUMNS: tuple[str, ...] = ("setting", "run_id", *VALUE_COLUMNS)
+"""The columns of a (run, setting) row, as the cache keeps it."""
 _DTYPES: dict[str, str] = {"setting": "object", "run_id": "object", "policy": "object",  # → str
                            **{c: "float64" if c in FLOAT_COLUMNS else "int64"
                               for c in METRIC_COLUMNS}}

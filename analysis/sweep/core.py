@@ -5,8 +5,9 @@ for the same run data, policy digest, engine and metrics versions (extending a g
 the new cells), splits the rest into units of one run and a batch of settings, runs them on an
 executor (this process, local workers or Dask: ``analysis.sweep.execute``), each unit replaying
 its settings over its run, sharing replays between settings where that is exact
-(``analysis.sweep.unit``), and makes one table of all rows.  Every executor runs the same pure
-unit and the table is sorted by (run_id, setting), so every executor gives the same table.
+(``analysis.sweep.unit``), and makes one table of all rows (``analysis.sweep.table``).  Every
+executor runs the same pure unit and the table is sorted by (run_id, setting), so every executor
+gives the same table.
 
 The table: ``run_id``, ``source``, ``setting`` (the policy digest), one column per
 swept path, ``policy``, then the ``metrics()`` columns.  ``write_sweep`` writes it as
@@ -29,17 +30,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.per_run.fast_metrics import METRIC_COLUMNS
-from analysis.sweep.cache import (
-    ROW_COLUMNS,
-    columns_frame,
-    read_cached,
-    run_key,
-    write_cached,
-)
+from analysis.sweep.cache import read_cached, run_key, write_cached
 from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.execute import auto_jobs, dask_client, execute, plan
 from analysis.sweep.grid import Setting
+from analysis.sweep.table import Cells
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
 from replay.engine.share import share_rank
@@ -134,23 +129,24 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
         for rid in ([] if reused is None else reused["run_id"]):
             on_row(rid)
     blob = pickle.dumps([(s.id, s.policy) for s in settings], protocol=pickle.HIGHEST_PROTOCOL)
-    computed: dict[str, list[Any]] = {c: [] for c in ROW_COLUMNS}
+    cells = Cells(settings)
+    if reused is not None:
+        cells.add_cached(reused)
     n_replays = n_loaded = 0
     with dask_client(scheduler) as client:
         workers = (sum(client.nthreads().values()) if client is not None else
                    jobs if jobs > 0 else auto_jobs(corpus, todo))
         tasks = plan(corpus, todo, entries, workers, allow_python)
         for done in execute(tasks, blob, jobs=workers, client=client):
-            for c, values in done.columns.items():
-                computed[c] += values
+            cells.add_unit(done)
             n_replays += done.n_replays
             n_loaded += done.loaded
             if on_row:
-                for rid in done.columns["run_id"]:
-                    on_row(rid)
-    new = columns_frame(computed)
+                for _ in done.indices:
+                    on_row(done.run_id)
     unwritten: list[str] = []
     if cache_dir is not None:
+        new = cells.computed_frame()
         keep = {s.id for s, ok in zip(settings, cacheable) if ok}
         for rid, rows in new[new["setting"].isin(keep)].groupby("run_id", sort=True):
             if rid in keys:
@@ -159,14 +155,12 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                 except OSError as exc:  # a full disk: the rows computed are kept in the result
                     unwritten.append(exc.strerror or str(exc))
     pool = min(workers, len(tasks)) if client is None and workers > 1 and len(tasks) > 1 else 1
-    stats = SweepStats(len(ids), len(settings), len(new), 0 if reused is None else len(reused),
+    stats = SweepStats(len(ids), len(settings), cells.n_computed, cells.n_cached,
                        sum(map(len, tasks)), pool,
                        n_cache_dropped=len(dropped), n_cache_unwritten=len(unwritten),
                        cache_error=unwritten[0] if unwritten else "", n_replays=n_replays,
                        n_runs_loaded=n_loaded)
-    rows = new if reused is None else pd.concat([reused, new], ignore_index=True)
-    return SweepResult(_table(rows, settings, corpus),
-                       tuple(settings), stats)
+    return SweepResult(cells.table(corpus), tuple(settings), stats)
 
 
 def _csv(table: pd.DataFrame) -> str:
@@ -252,18 +246,3 @@ def _lookup(cache_dir: Path | None, keys: dict[str, str], ids: list[str],
             have = set(found[-1]["setting"])
         todo[rid] = [i for i, s in enumerate(settings) if s.id not in have]
     return (pd.concat(found, ignore_index=True) if found else None), todo
-
-
-def _table(rows: pd.DataFrame, settings: Sequence[Setting], corpus: Corpus) -> pd.DataFrame:
-    """The tidy table: keys, source, parameters, policy, metrics; sorted by run and setting."""
-    source = dict(zip(corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist()))
-    out = pd.DataFrame({"run_id": rows["run_id"].astype(str),
-                        "source": rows["run_id"].map(source).fillna("").astype(str),
-                        "setting": rows["setting"].astype(str)})
-    params = [p for p, _ in settings[0].params] if settings else []
-    values = {s.id: dict(s.params) for s in settings}
-    for p in params:
-        out[p] = pd.Series([values[s][p] for s in out["setting"]], index=out.index,
-                           dtype="object").infer_objects()
-    out = pd.concat([out, rows[["policy", *METRIC_COLUMNS]]], axis=1)
-    return out.sort_values(["run_id", "setting"], kind="stable").reset_index(drop=True)

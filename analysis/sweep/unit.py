@@ -3,8 +3,8 @@
 ``sweep_unit(unit, blob)`` is the pure function every executor runs (this process, local
 workers, Dask).  It opens that run's store entry only (``replay.ingest.store``), prepares the run
 and its policy-independent facts (``analysis.run_facts``), replays each setting of the batch and
-computes its metrics (``analysis.per_run.fast_metrics``), and returns the rows as column lists;
-so a worker's memory is bounded by the runs it keeps, not the archive.
+computes its metrics (``analysis.per_run.fast_metrics``), and returns a row per replay made and
+which is each setting's; so a worker's memory is bounded by the runs it keeps, not the archive.
 
 Settings share replays: a setting whose replay is certain to repeat one already made in the unit
 (the tiers it changes never opened their gate there, and stay shut at every level compared:
@@ -37,7 +37,6 @@ import pyarrow.compute as pc
 from analysis.metric_spec import RunFacts
 from analysis.per_run.fast_metrics import fast_metrics
 from analysis.run_facts import run_facts
-from analysis.sweep.cache import ROW_COLUMNS
 from replay.corpus import Corpus
 from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
@@ -73,57 +72,65 @@ class SweepUnit:
 
 @dataclass(frozen=True, slots=True)
 class UnitRows:
-    """What a unit gives back: its rows and what it took to make them."""
+    """What a unit gives back: a row of values per replay made, which is each setting's, and
+    whether the run was loaded."""
 
-    columns: dict[str, list[Any]]
-    """``ROW_COLUMNS`` → the unit's values, one per setting."""
-    n_replays: int
-    """Replays made (the other settings took the row of a replay that stands for theirs)."""
+    run_id: str
+    indices: tuple[int, ...]
+    """The unit's settings, by index (as it was given them)."""
+    rows: list[int]
+    """For each of them, its row in ``values``: the row of the replay that made it, or that
+    stands for its own."""
+    values: list[tuple[Any, ...]]
+    """One row per replay made, ``VALUE_COLUMNS`` each (the policy's name, the metrics)."""
     loaded: bool
     """The run was read and prepared for this unit (False: its process had kept it)."""
+
+    @property
+    def n_replays(self) -> int:
+        """Replays made (the other settings took the row of a replay that stands for theirs)."""
+        return len(self.values)
 
 
 def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
     """Replay a unit's settings over its run: one row per setting, as columns.
 
     The work function every executor runs; pure (same unit and settings, same rows).
-    Rows travel as plain column lists; the caller makes one frame of every unit's
-    (``analysis.sweep.cache.columns_frame``).
+    A row travels once however many settings it stands for; the caller makes one table of
+    every unit's (``analysis.sweep.table``).
 
     Args:
         unit: the run and the settings' indices.
         blob: every setting of the sweep, pickled once as ``[(id, policy), ...]``.
 
     Returns:
-        The rows, the replays made and whether the run was loaded.
+        The rows, which is each setting's and whether the run was loaded.
     """
     (run, calibration, facts), loaded = (_store_run(unit.root, unit.entry, unit.run_id)
                                          if unit.entry is not None else (_table_run(unit), True))
-    n_replays = 0
     everything, shapes = _settings_of(blob)
-    out = []
-    sources: list[tuple[Policy, Probe, tuple[Any, ...]]] = []
-    """Replays made so far, newest used first, with their metric values: a setting one of them
-    stands for is not replayed, and its metrics are that replay's (they read the trace and the
-    policy's fields outside its tiers, which are the same: ``analysis.per_run``)."""
+    values: list[tuple[Any, ...]] = []
+    rows = []
+    sources: list[tuple[Policy, Probe, int]] = []
+    """Replays made so far, newest used first, with their row in ``values``: a setting one of
+    them stands for is not replayed, and its metrics are that replay's (they read the trace and
+    the policy's fields outside its tiers, which are the same: ``analysis.per_run``)."""
     for i in unit.indices:
         sid, policy = everything[i]
-        values = _shared(sources, policy, shapes)
-        if values is None:
+        row = _shared(sources, policy, shapes)
+        if row is None:
             probe = Probe()
             try:
                 trace = replay(run, policy, calibration=calibration,
                                allow_python=unit.allow_python, probe=probe)
             except ReplayError as exc:  # re-raised as a plain-message error that pickles
                 raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
-            values = tuple(fast_metrics(facts, trace, policy).values())
-            n_replays += 1
-            sources.insert(0, (policy, probe, values))
+            row = len(values)
+            values.append(tuple(fast_metrics(facts, trace, policy).values())[1:])
+            sources.insert(0, (policy, probe, row))
             del sources[SHARED_SOURCES:]
-        out.append((sid, *values))
-    columns = (dict(zip(ROW_COLUMNS, map(list, zip(*out)))) if out else
-               {c: [] for c in ROW_COLUMNS})
-    return UnitRows(columns, n_replays, loaded)
+        rows.append(row)
+    return UnitRows(unit.run_id, unit.indices, rows, values, loaded)
 
 
 def sweep_units(units: tuple[SweepUnit, ...], blob: bytes) -> list[UnitRows]:
@@ -131,15 +138,15 @@ def sweep_units(units: tuple[SweepUnit, ...], blob: bytes) -> list[UnitRows]:
     return [sweep_unit(unit, blob) for unit in units]
 
 
-def _shared(sources: list[tuple[Policy, Probe, tuple[Any, ...]]], policy: Policy,
-            shapes: Shapes) -> tuple[Any, ...] | None:
-    """The metric values of a replay made for another setting that ``policy``'s replay would
-    repeat exactly (``replay.engine.share.same_trace``), moved to the front; None when none."""
-    for k, (source, probe, values) in enumerate(sources):
+def _shared(sources: list[tuple[Policy, Probe, int]], policy: Policy,
+            shapes: Shapes) -> int | None:
+    """The row of a replay made for another setting that ``policy``'s replay would repeat
+    exactly (``replay.engine.share.same_trace``), moved to the front; None when none."""
+    for k, (source, probe, row) in enumerate(sources):
         if same_trace(source, probe, policy, shapes):
             if k:
                 sources.insert(0, sources.pop(k))
-            return values
+            return row
     return None
 
 
