@@ -345,7 +345,8 @@ def _reread_totals(prefix: str, runs: list[RereadFidelity]) -> dict[str, Any]:
             f"{prefix}_tokens_error_frac": total.tokens_error_frac,
             f"{prefix}_edits_unapplied": total.edits_unapplied,
             f"{prefix}_sized_parts_only": total.sized_parts_only,
-            f"{prefix}_sized_as_lost_before": total.sized_as_lost_before}
+            f"{prefix}_sized_as_lost_before": total.sized_as_lost_before,
+            f"{prefix}_rereads_failed": total.rereads_failed}
 
 
 def _median(values: list[float]) -> float | None:

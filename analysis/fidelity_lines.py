@@ -86,7 +86,10 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         + (f"; {_n(t['reread_edits_unapplied'], 'edit')} of predicted files not applied to "
            "their sizes (no replaced/new text: a patch, a shell edit)"
            if t.get("reread_edits_unapplied") else "")
-        + _sized(t)),
+        + _sized(t)
+        + (f"; {_n(t['reread_rereads_failed'], 'removed file')} the agent tried to read again "
+           "but every read of it failed (an error result: not counted as re-read)"
+           if t.get("reread_rereads_failed") else "")),
         (f"estimated: {_n(t['runs_window_from_table'], 'run')} planned against the model "
          "table's window (the log records none); "
          f"{_n(t['summaries_encrypted'], 'recorded summary', plural='recorded summaries')} "

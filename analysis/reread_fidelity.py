@@ -15,7 +15,10 @@ first one after it to the next compaction (or the run's end):
   read again anyway (recall 0.81 instead of 0.88, tokens within ±30 % in 1 session of 5
   instead of 3); what the log itself holds after the boundary is kept, above;
 - *recorded*: removed files the agent read again in the window, as the log shows
-  (``BlockNeeds.refetch_requests``);
+  (``BlockNeeds.refetch_requests``).  A read whose result is an error (the file not found,
+  permission denied) brought nothing of the file back: it is not a re-read (the need rules'
+  rule, ``replay.engine.needs``: it satisfies no need in the replay either); a removed file
+  whose only reads in the window failed is counted apart (``rereads_failed``), not recorded;
 - *predicted*: removed files with a need in the window
   (``BlockNeeds.need_requests`` under the rules given) — found without looking at any re-read;
 - tokens: a predicted file costs what fetching its newest removed read again returns with the
@@ -68,6 +71,9 @@ class CompactionRereads:
     sized_as_lost_before: int = 0
     """Predicted files sized as the part the agent read after it lost the file before
     (``refetch.AS_LOST_BEFORE``)."""
+    rereads_failed: int = 0
+    """Removed files the agent tried to read again in the window whose every read failed (an
+    error result): not recorded as re-read."""
 
     @property
     def hits(self) -> int:
@@ -91,6 +97,8 @@ class RereadFidelity:
     """``CompactionRereads.sized_parts_only`` summed."""
     sized_as_lost_before: int = 0
     """``CompactionRereads.sized_as_lost_before`` summed."""
+    rereads_failed: int = 0
+    """``CompactionRereads.rereads_failed`` summed."""
 
     @property
     def recall(self) -> float | None:
@@ -113,12 +121,13 @@ class RereadFidelity:
         return RereadFidelity(*(a + b for a, b in zip(_fields(self), _fields(other))))
 
 
-NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0, 0, 0, 0)
+NO_REREADS = RereadFidelity(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def _fields(r: RereadFidelity) -> tuple[int, ...]:
     return (r.compactions, r.recorded, r.predicted, r.hits, r.recorded_tokens,
-            r.predicted_tokens, r.edits_unapplied, r.sized_parts_only, r.sized_as_lost_before)
+            r.predicted_tokens, r.edits_unapplied, r.sized_parts_only, r.sized_as_lost_before,
+            r.rereads_failed)
 
 
 def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
@@ -127,7 +136,7 @@ def pooled(rows: list[CompactionRereads]) -> RereadFidelity:
     for c in rows:
         total += RereadFidelity(1, len(c.recorded), len(c.predicted), c.hits,
                                 c.recorded_tokens, c.predicted_tokens, c.edits_unapplied,
-                                c.sized_parts_only, c.sized_as_lost_before)
+                                c.sized_parts_only, c.sized_as_lost_before, c.rereads_failed)
     return total
 
 
@@ -161,6 +170,7 @@ def compaction_rereads(run: PreparedRun,
         predicted: dict[str, int] = {}
         unapplied = 0
         estimated: dict[str, int] = {}
+        failed = 0
         for path, blocks in by_path.items():
             again = min(((r, c2) for b in blocks for r, c2 in zip(
                 needs.blocks[b].refetch_requests, needs.blocks[b].refetch_blocks)
@@ -168,6 +178,9 @@ def compaction_rereads(run: PreparedRun,
             if again is not None:
                 res = result_of.get(again[1])
                 recorded[path] = tokens[res] if res is not None else 0
+            elif any(first <= r < end for b in blocks
+                     for r in needs.blocks[b].failed_reread_requests):
+                failed += 1
             if any(first <= r < end for b in blocks for r in needs.blocks[b].need_requests):
                 again_as = refetch(run, blocks[-1], boundary)
                 predicted[path] = again_as.scaled(run, tokens[again_as.block])
@@ -181,7 +194,7 @@ def compaction_rereads(run: PreparedRun,
             predicted=tuple(predicted), recorded_tokens=sum(recorded.values()),
             predicted_tokens=sum(predicted.values()), edits_unapplied=unapplied,
             sized_parts_only=estimated.get(PARTS_ONLY, 0),
-            sized_as_lost_before=estimated.get(AS_LOST_BEFORE, 0)))
+            sized_as_lost_before=estimated.get(AS_LOST_BEFORE, 0), rereads_failed=failed))
     return out
 
 

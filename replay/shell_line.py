@@ -9,8 +9,11 @@ later call use).  Pure, no I/O.
 of the line and given to the command holding its operator (a commit message in ``git commit -F -
 <<EOF`` is git's text, a script in ``python - <<EOF`` python's, not commands of their own); the
 rest cut at ``&&``, ``||``, ``;``, ``|`` and newlines outside quotes and escapes (a pipe written
-without blanks too: ``nl -ba a.py|head``).  An unclosed quote runs to the end of the line.
-``shell_split`` cuts one command into its words.
+without blanks too: ``nl -ba a.py|head``).  An unclosed quote runs to the end of the line; a
+``<<WORD`` inside quotes is no heredoc (``heredoc_operators``).  ``shell_split`` cuts one
+command into its words (``shell_words``: tolerant of an unclosed quote); ``command_start`` finds
+its command past the wrappers that run it (``WRAPPERS``: ``timeout 30s``, ``sudo -u x``, ``env
+-i A=1``, ``VAR=value`` ...); ``unwrap_argv`` makes a line of a recorded argument vector.
 
 Not the standard library's ``shlex`` for the cut: ``shlex.shlex(punctuation_chars=True)`` reads
 a newline as a blank (not a separator), knows no heredoc, gives the words unquoted (not the text
@@ -50,7 +53,12 @@ class ShellCommand(NamedTuple):
         if not self.bodies:
             return self.text
         bodies = iter(self.bodies)
-        return HEREDOC.sub(lambda m: "<<" + next(bodies, ""), self.text)
+        text, at = self.text, 0
+        out: list[str] = []
+        for op in heredoc_operators(text):
+            out += (text[at:op.start()], "<<", next(bodies, ""))
+            at = op.end()
+        return "".join(out) + text[at:]
 
 
 _new = tuple.__new__
@@ -60,6 +68,61 @@ HEREDOC = re.compile(r"<<(?<!<<<)(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 """A heredoc operator (``<<WORD``, ``<<-'WORD'``; not a ``<<<`` here-string): its body is the
 lines after its line up to the one holding WORD alone (blanks around it allowed).  (The ``<``
 before is looked for behind the ``<<``: a pattern that opens with its literal is searched in C.)"""
+_QUOTE = re.compile(r"""['"\\]""")
+"""A quote or an escape: what can put a ``<<`` in a string."""
+_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\$]|\\.|\$(?!\())*"', re.DOTALL)
+"""A double-quoted string without a command substitution in it (one with ``$(`` holds a command
+of its own, whose heredoc is one: ``git commit -m "$(cat <<'EOF' …``)."""
+
+
+def heredoc_operators(line: str, pos: int = 0,
+                      endpos: int | None = None) -> Iterator[re.Match[str]]:
+    """The heredoc operators (``HEREDOC`` matches) of ``line[pos:endpos]`` outside quotes and
+    escapes (``pos`` outside quotes): ``grep "<<EOF" f`` and ``echo 'a <<EOF'`` have none
+    (``_first_operator``)."""
+    end = len(line) if endpos is None else endpos
+    op = _first_operator(line, pos, end)
+    while op is not None:
+        yield op
+        op = _first_operator(line, op.end(), end)
+
+
+def _count_operators(text: str) -> int:
+    """How many heredoc operators ``text`` holds outside quotes."""
+    n, end = 0, len(text)
+    op = _first_operator(text, 0, end) if "<<" in text else None
+    while op is not None:
+        n += 1
+        op = _first_operator(text, op.end(), end)
+    return n
+
+
+def _first_operator(line: str, pos: int, end: int) -> re.Match[str] | None:
+    """The first heredoc operator of ``line[pos:end]`` outside quotes and escapes (``pos``
+    outside quotes), None when none.  Read left to right, each quote or escape before an
+    operator passed over with what it quotes: a single-quoted string (one never closed runs to
+    the end), a double-quoted string (``_DOUBLE_QUOTED``; a double quote that opens one holding
+    ``$(``, or is never closed, is passed over alone), an escaped character.  (Operators and
+    quotes are found by searches in C, each character looked at a bounded number of times.)"""
+    op = HEREDOC.search(line, pos, end)
+    while op is not None:
+        quote = _QUOTE.search(line, pos, op.start())
+        if quote is None:
+            return op
+        at = quote.start()
+        if line[at] == "'":
+            close = line.find("'", at + 1, end)
+            pos = end if close < 0 else close + 1
+        elif line[at] == "\\":
+            pos = at + 2
+        else:
+            string = _DOUBLE_QUOTED.match(line, at, end)
+            pos = string.end() if string else at + 1
+        if pos > op.start():  # the operator was quoted: the next one after the string
+            op = HEREDOC.search(line, pos, end)
+    return None
+
+
 _COMMAND = re.compile(r"""(?:[^'"\\;&|\n]+|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.|\\\Z|&(?!&))*+""",
                       re.DOTALL)
 """A simple command up to its separator: plain characters, quoted strings and escaped
@@ -94,7 +157,7 @@ def commands(line: str) -> Iterator[ShellCommand]:
             sep = sep[0]
         text = line[start:end]
         if bodies:
-            k = len(HEREDOC.findall(text))
+            k = _count_operators(text)
             yield _new(ShellCommand, (text, tuple(bodies[owned:owned + k]), sep == "|"))
             owned += k
         else:
@@ -110,22 +173,24 @@ def _lift_heredocs(line: str, bodies: list[str]) -> str:
     kept: list[str] = []
     pos, n = 0, len(line)
     while True:
-        first = HEREDOC.search(line, pos)
+        first = _first_operator(line, pos, n)
         if first is None:
             kept.append(line[pos:])
             break
         eol = line.find("\n", first.end())
         if eol < 0:
             kept.append(line[pos:])
-            bodies.extend("" for _ in HEREDOC.finditer(line, first.start()))
+            bodies.extend("" for _ in heredoc_operators(line, first.start()))
             break
         kept.append(line[pos:eol])
         pos = eol + 1
-        for op in HEREDOC.finditer(line, first.start(), eol):
+        op: re.Match[str] | None = first  # the operators of this line, in order
+        while op is not None:
+            word, op = op.group(3), _first_operator(line, op.end(), eol)
             if pos > n:
                 bodies.append("")
                 continue
-            end = _terminator(line, op.group(3), pos)
+            end = _terminator(line, word, pos)
             if end is None:
                 bodies.append(line[pos:])
                 pos = n + 1
@@ -197,6 +262,82 @@ def shell_split(line: str) -> list[str]:
     if word is not None:
         words.append("".join(word))
     return words
+
+
+def shell_words(command: str) -> list[str]:
+    """The words of one command as the shell reads them (``shell_split``), tolerant: a quote
+    never closed runs to the end (the words as if it were closed there), a backslash at the end
+    is dropped; a command with nothing to unquote, or too long for the split (over 64 KiB),
+    is split at blanks."""
+    if len(command) > 65536 or not ("'" in command or '"' in command or "\\" in command):
+        return command.split()
+    try:
+        return shell_split(command)
+    except ValueError:
+        pass
+    ends = (command[:-1],) if command.endswith("\\") else ()
+    for closed in (*ends, command + '"', command + "'"):
+        try:
+            return shell_split(closed)
+        except ValueError:
+            continue
+    return command.split()
+
+
+WRAPPERS: dict[str, tuple[str, frozenset[str]]] = {
+    "sudo": ("CDghprRTtUu", frozenset(("--chdir", "--group", "--host", "--prompt", "--role",
+                                         "--type", "--command-timeout", "--other-user",
+                                         "--user", "--close-from"))),
+    "env": ("CSu", frozenset(("--chdir", "--split-string", "--unset"))),
+    "timeout": ("ks", frozenset(("--kill-after", "--signal"))),
+    "time": ("fo", frozenset(("--format", "--output"))),
+    "nohup": ("", frozenset()),
+    "stdbuf": ("eio", frozenset(("--error", "--input", "--output"))),
+    "nice": ("n", frozenset(("--adjustment",))),
+}
+"""Commands that run the command after them (and their options, ``VAR=value`` words and, for
+``timeout``, its duration): name → (its short options that take a value, its long ones).  A
+short option's value is the rest of its word or the next word (``-uroot``, ``-u root``, ``-iu
+root``), a long one's after ``=`` or the next word; ``--`` ends the options.  The one
+definition for the ingest's classifier and the engine's need rules (``command_start``)."""
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+"""A shell variable assignment word (``VAR=value``, ``PATH+=:x``) before a command."""
+
+
+def command_start(words: list[str]) -> int:
+    """Where the command of a simple command's ``words`` begins: past ``VAR=value`` words and
+    the wrappers (``WRAPPERS``: ``sudo -u x``, ``env -i A=1``, ``timeout -s KILL 30s``, ``nice
+    -n 5``, ``time -p``, ``nohup``, ``stdbuf -oL``) with their options; ``len(words)`` when
+    nothing is left (``env``, ``VAR=1``).  0 when the first word is not a wrapper's name and
+    holds neither ``=`` nor ``/`` (a caller in a hot loop may test that first)."""
+    i, n = 0, len(words)
+    while i < n:
+        word = words[i]
+        if "=" in word and _ASSIGNMENT.match(word):
+            i += 1
+            continue
+        name = word.rsplit("/", 1)[-1] if "/" in word else word
+        wrapper = WRAPPERS.get(name)
+        if wrapper is None:
+            return i
+        short, long = wrapper
+        i += 1
+        while i < n and words[i].startswith("-"):
+            option = words[i]
+            i += 1
+            if option == "--":
+                break
+            if option.startswith("--"):
+                if "=" not in option and option in long:
+                    i += 1
+                continue
+            for k, letter in enumerate(option[1:], 2):
+                if letter in short:
+                    i += k == len(option)  # the value is the next word
+                    break
+        if name == "timeout" and i < n and words[i][:1].isdigit():
+            i += 1  # its duration
+    return i
 
 
 def unwrap_argv(argv: list[Any]) -> str:

@@ -17,8 +17,9 @@ COMPACT: Step = ("", "", {}, "")
 """A step that is the harness's compaction: its summary, then the next request sends only it."""
 
 
-def built_run(steps: Sequence[Step]) -> PreparedRun:
-    """A task, one request per step (``COMPACT``: a compaction), then a last answer."""
+def built_run(steps: Sequence[Step], failing: frozenset[str] = frozenset()) -> PreparedRun:
+    """A task, one request per step (``COMPACT``: a compaction), then a last answer; the
+    results of the calls in ``failing`` (call ids) are errors."""
     b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
                    format="t", issues=[])
     b.message("user")
@@ -32,7 +33,7 @@ def built_run(steps: Sequence[Step]) -> PreparedRun:
         b.tool_call(cid, tool, args)
         b.request()
         b.message("tool")
-        b.tool_result(cid, result)
+        b.tool_result(cid, result, is_error=cid in failing)
     b.message("assistant")
     b.text("done")
     b.request()

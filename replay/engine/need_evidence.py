@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.engine.prepared import PreparedRun
-from replay.shell_line import commands
+from replay.shell_line import command_start, commands, shell_words, unwrap_argv
 
 FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
 """Operation kinds whose result is content the agent could fetch again."""
@@ -245,9 +245,10 @@ subagent's own context, not used from this one's."""
 def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
     """``_names_path`` of a call that uses the files it names: not a call to a subagent
     (``DELEGATES``); of a shell command, the files named by its simple commands that do not
-    keep books (``BOOKKEEPING``), each resolved against the directory a ``cd`` before it in
-    the line entered; of a runner's (``RUNNERS``), only those its heredoc script names, unless
-    the call failed."""
+    keep books (``BOOKKEEPING``; a command's name is past wrappers and ``VAR=value``:
+    ``replay.shell_line.command_start``), each resolved against the directory a ``cd`` before
+    it in the line entered; of a runner's (``RUNNERS``), only those its heredoc script names,
+    unless the call failed."""
     run = index.run
     if run.tool[b].strip().lower() in DELEGATES:
         return []
@@ -259,18 +260,17 @@ def _names_path_in_use(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
     cwd = ""
     for command in commands(_command(run.text[b])):
         part, script = command.whole, command.script
-        words = part.split()
-        while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "timeout")):
-            words = words[1:]
+        words = shell_words(command.text)
+        words = words[command_start(words):]
         if not words:
             continue
         cmd = words[0].rsplit("/", 1)[-1]
         if cmd in ("cd", "pushd"):
-            to = words[1].strip("'\"") if len(words) > 1 else ""
+            to = words[1] if len(words) > 1 else ""
             cwd = to.rstrip("/") if to.startswith("/") else f"{cwd}/{to}" if cwd and to else ""
         elif cmd in BOOKKEEPING:
             continue
-        elif _RUNNER_VERSION.sub("", cmd) in RUNNERS and not _failed(index, b):
+        elif _RUNNER_VERSION.sub("", cmd) in RUNNERS and not call_failed(index, b):
             found += named_in(index, script, cwd) if script else []
         else:
             found += named_in(index, part, cwd)
@@ -281,7 +281,7 @@ _RUNNER_VERSION = re.compile(r"[0-9.]+$")
 """A versioned interpreter's suffix (``python3.12``)."""
 
 
-def _failed(index: FetchedIndex, call: int) -> bool:
+def call_failed(index: FetchedIndex, call: int) -> bool:
     """Whether the call's recorded result is an error."""
     if index._result_of is None:
         run = index.run
@@ -320,14 +320,16 @@ def _names_path_at_work(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
 
 
 def _command(text: str) -> str:
-    """The command line of a shell call's recorded arguments (JSON or a raw line)."""
+    """The command line of a shell call's recorded arguments (JSON or a raw line; an argument
+    vector unwrapped as the ingest unwraps it, ``unwrap_argv``: Codex's ``["bash", "-lc",
+    "cat x"]`` is ``cat x``)."""
     try:
         args = json.loads(text)
     except ValueError:
         return text
     if isinstance(args, dict):
         got = args.get("command", args.get("cmd", ""))
-        return " ".join(map(str, got)) if isinstance(got, list) else str(got)
+        return unwrap_argv(got) if isinstance(got, list) else str(got)
     return text
 
 

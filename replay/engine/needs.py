@@ -26,7 +26,10 @@ issued its call.
 
 **Refetches** (``refetch_requests`` / ``refetch_blocks``): the later requests whose output fetched
 the same content again as recorded — a read of the same file (any range), or the same call
-re-issued — with the re-issued call blocks.  A refetch is never evidence of a need: it is what a
+re-issued — with the re-issued call blocks.  A read whose result is an error (the file not
+found, permission denied) brought nothing of the file back: it is no refetch (it satisfies no
+need, and fidelity's recorded side does not count it as a re-read); it is kept apart
+(``failed_reread_requests``) and counted where fidelity reports.  A refetch is never evidence of a need: it is what a
 need predicts, so no rule looks at it.
 
 **Cost** of fetching the block again: ``replay.engine.refetch`` (what a re-read returns).
@@ -105,6 +108,7 @@ from replay.engine.need_evidence import (
     TEXT_OP,
     USER_OP,
     FetchedIndex,
+    call_failed,
     fetched_block,
     norm_path,
     op_of,
@@ -118,7 +122,7 @@ __all__ = ["BOOKKEEPING", "FETCH_OPS", "NAIVE_RULES", "NEEDS_VERSION", "RULES", 
            "USER_OP", "BlockNeeds", "Need", "Rule", "RunNeeds", "norm_path", "path_names",
            "run_needs", "same_file"]
 
-NEEDS_VERSION = 5
+NEEDS_VERSION = 6
 """Bumped whenever the rules change what they find (traces that use needs depend on it)."""
 
 
@@ -195,6 +199,9 @@ class BlockNeeds:
     """Ascending requests that fetched the same content again (one per request)."""
     refetch_blocks: tuple[int, ...]
     """The refetching call blocks, one per entry of ``refetch_requests``."""
+    failed_reread_requests: tuple[int, ...] = ()
+    """Ascending requests that tried to read the file again and failed (the read's result an
+    error: not found, permission denied): not refetches, the content did not come back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +253,7 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
             f.name if f.op == "read" else f.key, []).append(f)
     needs: dict[int, list[Need]] = {f.block: [] for f in fetched}
     refetch: dict[int, list[tuple[int, int]]] = {f.block: [] for f in fetched}
+    failed: dict[int, list[int]] = {f.block: [] for f in fetched}
     seen = 0
     for r, (lo, hi) in enumerate(run.req_output_blocks):
         # what arrived before request r (user messages: their need is at r), then its output
@@ -256,6 +264,11 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
             if op is None:
                 continue
             again = {f.block for f in refetched(index, b, r)}
+            if again and run.op[b] == "read" and call_failed(index, b):
+                for blk in again:  # a read that failed brought nothing back: no refetch
+                    if not failed[blk] or failed[blk][-1] != r:
+                        failed[blk].append(r)
+                again = set()
             for blk in again:
                 got = refetch[blk]
                 if not got or got[-1][0] != r:
@@ -272,6 +285,7 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
         block=f.block, call_block=f.call, key=f.key, needs=tuple(needs[f.block]),
         need_requests=tuple(n.request for n in needs[f.block]),
         refetch_requests=tuple(r for r, _ in refetch[f.block]),
-        refetch_blocks=tuple(b for _, b in refetch[f.block])) for f in fetched}
+        refetch_blocks=tuple(b for _, b in refetch[f.block]),
+        failed_reread_requests=tuple(failed[f.block])) for f in fetched}
     return RunNeeds(blocks=out, rules=rules)
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from replay.shell_line import ShellCommand, commands, shell_split, unwrap_argv
+from replay.shell_line import (
+    WRAPPERS,
+    ShellCommand,
+    command_start,
+    commands,
+    shell_words,
+    unwrap_argv,
+)
 
 
 class OpPath(NamedTuple):
@@ -30,7 +37,6 @@ _READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "view", "open", 
 _SEARCHERS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "git-grep", "search_dir",
               "search_file", "find_file"}
 _LISTERS = {"ls", "tree", "find", "fd", "dir", "du"}
-_WRAPPERS = {"sudo", "timeout", "time", "env", "nohup", "stdbuf"}
 _SHELL_TOOLS = {"bash", "shell", "exec_command", "execute_bash", "run", "terminal",
                 "local_shell", "container.exec", "cmd", "run_command", "bash_command"}
 _EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "edit_file", "editor",
@@ -102,7 +108,7 @@ def classify(tool: str, args: Any) -> OpPath:
     if name == "apply_patch" or text.startswith("*** Begin Patch"):
         return _classify_patch(text)
     if name in _EDITOR_TOOLS or text.startswith("str_replace_editor "):
-        words = _words(text)
+        words = shell_words(text)
         if words and words[0] == "str_replace_editor":
             words = words[1:]
         if len(words) >= 2 and words[0] in _EDITOR_COMMANDS:
@@ -140,7 +146,8 @@ def shell_reads_part(command: str) -> bool:
 
 def _first_command(command: str) -> tuple[list[str], str, bool] | None:
     """The first meaningful command of a line, cut by ``replay.shell_line.commands``: of the
-    first pipeline whose first command is not skipped (wrappers and ``VAR=value`` skipped;
+    first pipeline whose first command is not skipped (wrappers with their options and
+    ``VAR=value`` skipped: ``replay.shell_line.command_start``;
     ``cd``, ``export``, ``echo`` ... without a redirect in the pipeline skipped), that first
     command's words, the pipeline's text (its commands joined by ``|``; heredoc bodies left
     out) and whether it is piped on.  A pipeline whose first command is only a wrapper (``env |
@@ -159,12 +166,9 @@ def _first_command(command: str) -> tuple[list[str], str, bool] | None:
         if head and head.group(1).rsplit("/", 1)[-1] not in _TOLD_APART:
             words = [head.group(1)]  # all the classifier reads of a long command: its name
         else:
-            words = _words(first.strip())
-            i = 0
-            while i < len(words) and (words[i] in _WRAPPERS or "=" in words[i]
-                                      and not words[i].startswith("-")):
-                i += 1
-            words = words[i:]
+            words = shell_words(first.strip())
+            if words and (words[0] in WRAPPERS or "=" in words[0] or "/" in words[0]):
+                words = words[command_start(words):]  # (else it is 0: no call, no copy)
         if not words and pipeline:
             return words, line, True
         if not words or words[0] in _SKIPPED and (">" not in line or ">" not in _unquoted(line)):
@@ -176,7 +180,7 @@ def _first_command(command: str) -> tuple[list[str], str, bool] | None:
 
 _SKIPPED = frozenset(("cd", "source", ".", "export", "set", "pushd", "echo"))
 """Commands passed over for the next one unless they redirect output (``echo x > f``)."""
-_TOLD_APART = frozenset((*_READERS, *_SEARCHERS, *_LISTERS, *_WRITERS, *_WRAPPERS, *_SKIPPED,
+_TOLD_APART = frozenset((*_READERS, *_SEARCHERS, *_LISTERS, *_WRITERS, *WRAPPERS, *_SKIPPED,
                          "sed", "awk", "git", "goto", "scroll_up", "scroll_down", "create",
                          "touch", "edit", "patch"))
 """The commands ``_classify_words`` tells apart; any other is ``exec`` whatever its arguments."""
@@ -244,7 +248,7 @@ def _written(line: str) -> str:
     target = line[found.start(1):found.end(1)]
     if not ("'" in target or '"' in target or "\\" in target):
         return target
-    words = _words(target)
+    words = shell_words(target)
     return words[0] if len(words) == 1 else target
 
 
@@ -281,24 +285,6 @@ def _classify_patch(patch: str) -> OpPath:
         return OpPath("edit", "")
     action, path = first.groups()
     return OpPath("write" if action == "Add" else "edit", path.strip())
-
-
-def _words(part: str) -> list[str]:
-    if len(part) > 65536 or not ("'" in part or '"' in part or "\\" in part):
-        return part.split()  # nothing to unquote (or too long for shlex, quadratic in a word)
-    try:
-        return shell_split(part)
-    except ValueError:
-        pass
-    # A quote never closed (it runs to the end of the line) or a backslash at the end: the
-    # words, the quote closed at the end.
-    ends = (part[:-1],) if part.endswith("\\") else ()
-    for closed in (*ends, part + '"', part + "'"):
-        try:
-            return shell_split(closed)
-        except ValueError:
-            continue
-    return part.split()
 
 
 def _looks_like_file(path: str) -> bool:

@@ -47,7 +47,8 @@ def raw_rereads(path: Path) -> dict[str, Any]:
     it, a search or a glob naming it, a call naming it other than an edit or write of another
     file, a todo or a command that only stages / moves / lists / removes files, an assistant
     message naming it, or a user-role message naming it — the user's words or a harness notice,
-    not the compaction's summary)."""
+    not the compaction's summary).  A read after it whose result is an error is not a re-read:
+    ``failed`` holds the files read again only so."""
     calls, texts, errors, after = [], [], set(), False
     for line in path.read_text().splitlines():
         rec = json.loads(line)
@@ -68,7 +69,9 @@ def raw_rereads(path: Path) -> dict[str, Any]:
     removed = {p for c in calls if not c["after"] and c["id"] not in errors
                and (p := read_path(c))}
     later = [c for c in calls if c["after"]]
-    recorded = {p for c in later if (p := same(read_path(c), removed))}
+    recorded = {p for c in later if c["id"] not in errors and (p := same(read_path(c), removed))}
+    failed = {p for c in later if c["id"] in errors
+              and (p := same(read_path(c), removed))} - recorded
     naive, rules = set(), set()
     for c in later:
         if read_path(c) is not None:
@@ -92,7 +95,7 @@ def raw_rereads(path: Path) -> dict[str, Any]:
                 rules.add(p)
     rules |= {p for p in removed for t in texts if _names(t, p)}
     return {"removed": removed, "recorded": recorded, "naive": naive, "rules": rules,
-            "errors": errors}
+            "errors": errors, "failed": failed}
 
 
 def raw_calls(path: Path) -> list[dict[str, Any]]:
@@ -145,7 +148,8 @@ def raw_tokens(run: PreparedRun, path: Path, raw: dict[str, Any]) -> tuple[int, 
         res = result_of.get(c["id"])
         file, name, args = read_path(c), c["name"], c["input"]
         if c["after"]:
-            named = same(file, raw["removed"]) if res is not None else None
+            named = (same(file, raw["removed"])
+                     if res is not None and c["id"] not in raw["errors"] else None)
             if named is not None:
                 first_after.setdefault(named, tokens[res])
             continue

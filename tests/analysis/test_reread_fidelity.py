@@ -33,6 +33,7 @@ def test_rereads_after_a_real_compaction_match_the_raw_file(samples, sample_corp
     (naive,) = compaction_rereads(run, rules=NAIVE_RULES)
     assert set(got.removed) == raw["removed"]
     assert set(got.recorded) == raw["recorded"] == set(naive.recorded)
+    assert got.rereads_failed == len(raw["failed"]) == naive.rereads_failed
     assert set(got.predicted) == raw["rules"]
     assert set(naive.predicted) == raw["naive"]
     recorded, predicted = raw_tokens(run, samples / "claude-code" / name, raw)
@@ -250,3 +251,30 @@ def test_predicted_sizes_that_are_estimates_are_counted_and_said() -> None:
     (line,) = [x for x in totals_lines(t) if x.startswith("re-reads")]
     assert "2 predicted sizes estimated (1 the largest part read" in line
     assert "1 the part the agent read when it lost the file before" in line
+
+
+def test_a_reread_that_failed_is_counted_apart_and_said() -> None:
+    """A read after the compaction whose result is an error brought nothing of the file back:
+    the file is not recorded as re-read (before, it was, at the size of the error message),
+    it is counted apart, pooled, and said on the totals' re-read line."""
+    from analysis.fidelity import fidelity_totals
+    from tests.built_runs import COMPACT, built_run
+
+    numbered = "".join(f"{i:6d}→line {i}\n" for i in range(1, 41))
+    steps = [
+        ("ra", "Read", {"file_path": "a.py"}, numbered),
+        COMPACT,
+        ("ra2", "Read", {"file_path": "a.py"},
+         "<tool_use_error>File does not exist.</tool_use_error>"),
+        ("ea", "Edit", {"file_path": "a.py", "old_string": "line 3", "new_string": "x"}, "ok"),
+    ]
+    (ok,) = compaction_rereads(built_run(steps))
+    (failed,) = compaction_rereads(built_run(steps, failing=frozenset({"ra2"})))
+    assert (ok.recorded, ok.predicted, ok.rereads_failed) == (("a.py",), ("a.py",), 0)
+    assert (failed.recorded, failed.predicted, failed.rereads_failed) == ((), ("a.py",), 1)
+    assert failed.recorded_tokens == 0 and pooled([ok, failed]).rereads_failed == 1
+    t = fidelity_totals([])
+    assert not any("failed" in line for line in totals_lines(t) if line.startswith("re-reads"))
+    t["reread_rereads_failed"] = 1
+    (line,) = [x for x in totals_lines(t) if x.startswith("re-reads")]
+    assert "1 removed file the agent tried to read again but every read of it failed" in line

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from replay.shell_line import ShellCommand, commands, shell_split
+from replay.shell_line import ShellCommand, command_start, commands, shell_split
 
 _SHELLY = st.text(alphabet=st.sampled_from(list("ab./-=|;&>'\"\\ \t\r\n\x0b\xa0#$`*中")),
                   max_size=40)
@@ -156,3 +157,45 @@ def _separators(line: str) -> list[str]:
             out.append(c)
         j += 1
     return out
+
+
+def test_a_heredoc_operator_inside_quotes_is_no_heredoc() -> None:
+    """``<<WORD`` inside quotes is text, not an operator: the lines after it are commands of
+    their own (before, they were lifted out as the body of a heredoc the line never opened);
+    inside a command substitution in double quotes it is still one (a commit message)."""
+    assert _texts('echo "a <<EOF"\ncat src/app.py\nEOF') == ['echo "a <<EOF"', "cat src/app.py",
+                                                              "EOF"]
+    assert _texts("grep -n '<<EOF' run.sh\nsed -n 1,5p src/app.py") == [
+        "grep -n '<<EOF' run.sh", "sed -n 1,5p src/app.py"]
+    assert [c.bodies for c in commands('echo "<<A" \\<<B <<C\nbody\nC')] == [("body",)]
+    git, push = commands("git commit -m \"$(cat <<'EOF'\nfix \"a\"; b.py\nEOF\n)\" && git push")
+    assert git.bodies == ('fix "a"; b.py',) and push.text == " git push"
+    assert ShellCommand('echo "<<x" <<EOF', ("y",), False).whole == 'echo "<<x" <<y'
+
+
+@pytest.mark.parametrize(("words", "start"), [
+    ("cat a.py", 0),
+    ("FOO=1 BAR+=x cat a.py", 2),
+    ("sudo cat a.py", 1),
+    ("sudo -u www -E cat a.py", 4),
+    ("sudo -iu www cat a.py", 3),
+    ("sudo -uwww cat a.py", 2),
+    ("sudo --user=www -- cat a.py", 3),
+    ("env -i A=1 B=2 cat a.py", 4),
+    ("env -u HOME -C /tmp cat a.py", 5),
+    ("/usr/bin/env python3 a.py", 1),
+    ("timeout 30s cat a.py", 2),
+    ("timeout -s KILL -k 5 1.5m cat a.py", 6),
+    ("timeout --signal=TERM 10 cat a.py", 3),
+    ("time -p cat a.py", 2),
+    ("nohup cat a.py", 1),
+    ("stdbuf -oL -e 0 cat a.py", 4),
+    ("nice -n 5 cat a.py", 3),
+    ("nice -5 cat a.py", 2),
+    ("sudo -u x env A=1 timeout 9 nice cat a.py", 8),
+    ("env", 1),
+    ("FOO=1", 1),
+    ("a.py=x cat", 0),
+])
+def test_the_command_starts_past_its_wrappers_and_their_options(words: str, start: int) -> None:
+    assert command_start(words.split()) == start

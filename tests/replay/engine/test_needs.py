@@ -172,3 +172,21 @@ def test_rules_find_needs_in_edits_and_assistant_messages_of_a_real_session(samp
                 assert any(_names(t, file.rsplit("/", 1)[-1]) for t, k in texts if k == turn)
             found[n.rule] = found.get(n.rule, 0) + 1
     assert found["edits-file"] > 10 and found["mentions-file"] > 0
+
+
+def test_a_read_that_failed_is_no_refetch() -> None:
+    """A read of the file whose result is an error (not found, permission denied) brought
+    nothing back: it is kept apart as a failed re-read, not a refetch, so it does not satisfy
+    the need after it (the replay's agent still lacks the file there)."""
+    from tests.replay.engine.need_runs import READ, built_run
+
+    edit = ("Edit", {"file_path": READ, "old_string": "return 1", "new_string": "return 2"})
+    for failing, refetches, failed in ((frozenset(), (1,), ()),
+                                       (frozenset({"read_file"}), (), (1,))):
+        run = built_run([("read_file", {"path": READ})], [edit], failing=failing)
+        needs = run_needs(run)
+        bn = min((bn for bn in needs.blocks.values() if bn.key == f"path:{READ}"),
+                 key=lambda bn: bn.block)  # the first read's result
+        assert (bn.refetch_requests, bn.failed_reread_requests) == (refetches, failed)
+        unmet = needs.first_unmet_need(bn.block, 1)
+        assert (unmet.request if unmet else None) == (2 if failing else None)

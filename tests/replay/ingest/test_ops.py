@@ -16,7 +16,6 @@ from replay.ingest import ops
 from replay.ingest.ops import (
     PATCH_FILE,
     _first_command,
-    _words,
     classify,
     classify_shell,
     shell_reads_part,
@@ -24,7 +23,7 @@ from replay.ingest.ops import (
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
-from replay.shell_line import commands
+from replay.shell_line import WRAPPERS, commands, shell_words
 
 
 def test_a_command_of_blanks_splits_like_a_short_one() -> None:
@@ -193,7 +192,7 @@ def test_the_ingest_reads_a_command_the_engine_cuts(line: str) -> None:
     words, _, piped = first
     starts = [k for k, c in enumerate(cut) if k == 0 or not cut[k - 1].piped]
     found = [k for k in starts if cut[k].piped == piped and (words and _after_wrappers(
-        _words(cut[k].text.strip()), words) or not words and piped)]
+        shell_words(cut[k].text.strip()), words) or not words and piped)]
     assert found, (line, words, piped, [c.text for c in cut])
 
 
@@ -222,7 +221,7 @@ def _after_wrappers(cut: list[str], read: list[str]) -> bool:
     return cut[at:] == read or read[0] in cut and read == [read[0]]
 
 
-_NAMES = sorted({*ops._READERS, *ops._SEARCHERS, *ops._LISTERS, *ops._WRITERS, *ops._WRAPPERS,
+_NAMES = sorted({*ops._READERS, *ops._SEARCHERS, *ops._LISTERS, *ops._WRITERS, *WRAPPERS,
                  *ops._SKIPPED, *re.findall(r'"([\w.-]+)"', inspect.getsource(ops._classify_words)),
                  "npm", "/usr/bin/cat", "./run.sh", "x"})
 """Command names, not read from ``_TOLD_APART``: every name ``_classify_words`` writes."""
@@ -246,3 +245,28 @@ def test_a_plain_command_name_read_alone_classifies_as_its_words_do(lead: str) -
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(ops, "_PLAIN_HEAD", re.compile(r"(?!)"))
                 assert (classify_shell(line), shell_reads_part(line)) == fast, line
+
+
+_WRAPPED = ["timeout 30s ", "timeout -s KILL 30 ", "env -i A=1 ", "sudo -u www ", "sudo -E ",
+            "nice -n 5 ", "time -p ", "stdbuf -oL ", "nohup ", "FOO=1 BAR=2 "]
+"""Wrappers with their options (and assignments) before a command, as recorded calls write
+them."""
+
+
+@pytest.mark.parametrize("wrapper", _WRAPPED)
+def test_a_command_behind_a_wrapper_with_options_is_classified_as_the_command(
+        wrapper: str) -> None:
+    """``timeout 30s cat f`` reads f as ``cat f`` does (the wrapper's options and duration are
+    not the command), as a Claude Code Bash call and a Codex shell call alike."""
+    for command, want in (("cat src/app.py", ("read", "src/app.py")),
+                          ("sed -i 's/a/b/' src/app.py", ("edit", "src/app.py")),
+                          ("ls src", ("list", "src"))):
+        assert tuple(classify("Bash", {"command": wrapper + command})) == want, wrapper
+        assert tuple(classify("shell", {"command": ["bash", "-lc", wrapper + command]})) == want
+
+
+def test_a_heredoc_operator_in_quotes_does_not_hide_the_next_lines() -> None:
+    """``echo "<<EOF"`` opens no heredoc: the command on the next line is read."""
+    assert tuple(classify_shell('echo "usage: x <<EOF"\ncat src/app.py')) == ("read",
+                                                                            "src/app.py")
+    assert tuple(classify_shell("echo start <<EOF\ncat a.py\nEOF")) == ("exec", "")
