@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from replay.policy import Policy
@@ -123,10 +123,11 @@ class MetricPart:
     compute: Callable[[PartInput], dict[str, Any]]
     """Returns a value for each of ``metrics`` (and nothing else)."""
     needs_facts: bool = True
+    names: tuple[str, ...] = field(init=False)
+    """The metrics' names, in order (made once: a fast function orders its row by them)."""
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(m.name for m in self.metrics)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(m.name for m in self.metrics))
 
 
 WHOLE_UNITS = frozenset({"count", "tokens", "requests", "request index", "bytes", "seconds"})

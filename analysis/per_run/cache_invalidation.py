@@ -20,8 +20,6 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
     """Cached share, invalidation by family, reclaim minimums, cost and its check."""
     rq, ac, applied, policy = inp.requests, inp.actions, inp.applied, inp.policy
     p = policy.cache.prices
-    truth, cached, write = rq["truth_tokens"], rq["cached_tokens"], rq["cache_write_tokens"]
-    fresh, out_t, cost = rq["fresh_tokens"], rq["output_tokens"], rq["cost_usd"]
     small = int(inp.params.small_reclaim_frac * policy.usable_tokens)
     fam = dict.fromkeys(FAMILY_NAMES, 0)
     inv_applied: list[int] = []
@@ -41,19 +39,28 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
             n_small += 1
             small_inv += inv
     w_price = p.cache_write_per_mtok or 0.0
-    # NumPy over the request columns: the same operations on the same numbers, in order
-    truth_a, cached_a, write_a, fresh_a = (np.asarray(v, dtype=np.int64)
-                                           for v in (truth, cached, write, fresh))
-    read_usd = cached_a * p.cache_read_per_mtok / 1e6
-    mismatch = np.max(np.abs(np.asarray(cost, dtype=np.float64)
-                             - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
-                                + (write_a * w_price / 1e6)
-                                + (np.asarray(out_t, dtype=np.int64) * p.output_per_mtok / 1e6)
-                                + np.asarray(rq["induced_cost_usd"], dtype=np.float64))))
+    # NumPy over the request columns (each kind converted in one call): the same operations on
+    # the same numbers, in order
+    truth_a, cached_a, write_a, fresh_a, out_a = np.array(
+        (rq["truth_tokens"], rq["cached_tokens"], rq["cache_write_tokens"], rq["fresh_tokens"],
+         rq["output_tokens"]), dtype=np.int64)
     # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
-    rec_in = np.asarray(rq["recorded_input_tokens"], dtype=np.float64)
-    rec_cr = np.asarray(rq["recorded_cache_read_tokens"], dtype=np.float64)
+    cost_a, induced_a, rec_in, rec_cr = np.array(
+        (rq["cost_usd"], rq["induced_cost_usd"], rq["recorded_input_tokens"],
+         rq["recorded_cache_read_tokens"]), dtype=np.float64)
+    read_usd = cached_a * p.cache_read_per_mtok / 1e6
+    mismatch = abs(cost_a - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
+                             + (write_a * w_price / 1e6)
+                             + (out_a * p.output_per_mtok / 1e6)
+                             + induced_a)).max()
     both = ~np.isnan(rec_cr) & (rec_in > 0)
+    n_both = int(np.count_nonzero(both))
+    if n_both == len(both):  # every request recorded (or none): the same sums, unindexed
+        rec_share = ratio(rec_cr.sum(), rec_in.sum()) if n_both else math.nan
+        share_there = ratio(int(cached_a.sum()), int(truth_a.sum())) if n_both else math.nan
+    else:
+        rec_share = ratio(rec_cr[both].sum(), rec_in[both].sum()) if n_both else math.nan
+        share_there = ratio(int(cached_a[both].sum()), int(truth_a[both].sum()))
     n_cached = int(cached_a.sum())
     out = {
         "cache_invalidation_cached_share": ratio(n_cached, int(truth_a.sum())),
@@ -62,21 +69,24 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
         "cache_invalidation_n_invalidating_actions": sum(1 for v in inv_applied if v > 0),
         "cache_invalidation_invalidated_per_action_tokens": (sum(inv_applied) / len(inv_applied)
                                                              if inv_applied else math.nan),
-        **{f"cache_invalidation_invalidated_{f}_tokens": v for f, v in fam.items()},
+        **{_FAMILY_COLUMNS[f]: v for f, v in fam.items()},
         "cache_invalidation_n_below_min": below,
         "cache_invalidation_n_undone": len(applied) - sum(applied),
         "cache_invalidation_n_small_trims": n_small,
         "cache_invalidation_small_trim_invalidated_tokens": small_inv,
-        "cache_invalidation_cost_cache_read_usd": float(np.sum(read_usd)),
+        "cache_invalidation_cost_cache_read_usd": float(read_usd.sum()),
         "cache_invalidation_cost_mismatch_usd": float(mismatch),
         "cache_invalidation_n_mispriced": int(np.count_nonzero(cached_a + write_a + fresh_a
                                                                != truth_a)),
-        "cache_invalidation_recorded_requests": int(np.count_nonzero(both)),
-        "cache_invalidation_recorded_cached_share": ratio(rec_cr[both].sum(), rec_in[both].sum()),
-        "cache_invalidation_cached_share_where_recorded": ratio(int(cached_a[both].sum()),
-                                                                int(truth_a[both].sum())),
+        "cache_invalidation_recorded_requests": n_both,
+        "cache_invalidation_recorded_cached_share": rec_share,
+        "cache_invalidation_cached_share_where_recorded": share_there,
     }
     return {c: out[c] for c in CACHE_INVALIDATION.names}
+
+
+_FAMILY_COLUMNS = {f: f"cache_invalidation_invalidated_{f}_tokens" for f in FAMILY_NAMES}
+"""A family's invalidated-tokens column."""
 
 
 def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:

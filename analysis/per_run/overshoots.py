@@ -19,16 +19,23 @@ def _fast_overshoots(inp: PartInput) -> dict[str, Any]:
     """Overshoot counts and sizes, the margin that would have fired, the estimator's error
     (NumPy over the request columns: the same operations on the same numbers, in order)."""
     rq = inp.requests
-    n = len(rq["request"])
-    est, truth, over = (np.asarray(rq[c], dtype=np.int64)
-                        for c in ("est_tokens", "truth_tokens", "overshoot_tokens"))
-    usable = (np.asarray(rq["window_tokens"], dtype=np.int64)
-              - np.asarray(rq["reserve_tokens"], dtype=np.int64))
+    requests = rq["request"]
+    n = len(requests)
+    est, truth, over = np.array((rq["est_tokens"], rq["truth_tokens"], rq["overshoot_tokens"]),
+                                dtype=np.int64)
     is_over = over > 0
-    over_req = np.asarray(rq["request"], dtype=np.int64)[is_over]
-    over_tok = over[is_over]
-    has_room = is_over & (usable > 0)
-    margins = np.maximum(0.0, 1.0 - est[has_room] / usable[has_room])
+    at = np.flatnonzero(is_over)
+    over_req = [requests[i] for i in at.tolist()]  # the few overshooting requests, not all
+    over_tok = over[at]
+    window, reserve = rq["window_tokens"], rq["reserve_tokens"]
+    if n and window.count(window[0]) == n and reserve.count(reserve[0]) == n:
+        usable_each = window[0] - reserve[0]  # one policy's window and reserve throughout
+        margins = (np.maximum(0.0, 1.0 - est[at] / usable_each) if usable_each > 0
+                   else np.empty(0))
+    else:
+        usable = (np.asarray(window, dtype=np.int64) - np.asarray(reserve, dtype=np.int64))
+        has_room = is_over & (usable > 0)
+        margins = np.maximum(0.0, 1.0 - est[has_room] / usable[has_room])
     counted = truth > 0
     errors = (est[counted] - truth[counted]) / truth[counted]
     mean_abs = mean(np.abs(errors))  # before sorting: the sum's order matters
@@ -36,7 +43,7 @@ def _fast_overshoots(inp: PartInput) -> dict[str, Any]:
     return {
         "overshoots_n": len(over_req),
         "overshoots_frac": len(over_req) / n if n else math.nan,
-        "overshoots_first_request": int(over_req.min()) if len(over_req) else -1,
+        "overshoots_first_request": int(min(over_req)) if over_req else -1,
         "overshoots_max_tokens": int(over_tok.max()) if len(over_tok) else 0,
         "overshoots_total_tokens": int(over_tok.sum()),
         "overshoots_margin_needed_max_frac": float(margins.max()) if len(margins) else math.nan,

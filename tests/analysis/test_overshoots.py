@@ -188,3 +188,33 @@ def test_summary_equals_the_per_group_pandas_computation(seed: int, n: int,
         "truth_vs_recorded_frac": frac()})
     pd.testing.assert_frame_equal(overshoots_summary(df), _summary_by_pandas_groups(df),
                                   check_exact=True)
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.integers(1, 1500), st.integers(0, 1500)), min_size=1, max_size=12),
+       st.one_of(st.none(), st.lists(st.integers(300, 1200), min_size=12, max_size=12)))
+def test_fast_overshoots_equal_the_summary_with_one_window_or_many(
+        pairs: list[tuple[int, int]], windows: list[int] | None) -> None:
+    """The fast part takes one usable window for a replay whose requests all have the same
+    window and reserve, and each request's otherwise: the same figures as the pandas summary."""
+    from analysis.metric_spec import PartInput
+    from analysis.per_run.overshoots import OVERSHOOTS
+    from replay.policy import load_policy
+
+    n, reserve = len(pairs), 200
+    window = windows[:n] if windows is not None else [1000] * n
+    truth, est = [t for t, _ in pairs], [e for _, e in pairs]
+    df = pd.DataFrame({
+        "run_id": "r", "policy": "p", "request": range(n), "est_tokens": est,
+        "truth_tokens": truth, "raw_tokens": truth,
+        "recorded_input_tokens": pd.array([None] * n, dtype="Int64"),
+        "window_tokens": window, "reserve_tokens": reserve,
+        "overshoot_tokens": [max(0, t + reserve - w) for t, w in zip(truth, window)]})
+    want = overshoots_summary(overshoots(df)).iloc[0]
+    rq = {c: df[c].tolist() for c in ("request", "est_tokens", "truth_tokens", "window_tokens",
+                                      "reserve_tokens", "overshoot_tokens")}
+    got = OVERSHOOTS.compute(PartInput(rq, {}, {}, [], load_policy("none"), None))
+    for name in OVERSHOOTS.names:
+        a, b = got[name], want[name]
+        assert a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12), \
+            (name, a, b)
