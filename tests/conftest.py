@@ -131,10 +131,9 @@ def samples() -> Path:
 
 @pytest.fixture(scope="session")
 def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """Every real sample log ingested once for the session (a ``replay.corpus.Corpus``)."""
-    from replay.corpus import open_corpus
-
-    return open_corpus([samples], cache_dir=tmp_path_factory.mktemp("samples") / "dataset")
+    """Every real sample log ingested once for the session (a ``replay.corpus.Corpus`` that
+    keeps every run prepared: ``_session_corpus``)."""
+    return _session_corpus(samples, tmp_path_factory.mktemp("samples") / "dataset")
 
 
 @pytest.fixture(scope="session")
@@ -159,10 +158,23 @@ def preset_run(logs_corpus, sample_corpus, shared_results):  # type: ignore[no-u
 
 @pytest.fixture(scope="session")
 def logs_corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """The embedded corpus (``logs/``: long generated runs and the failure scenarios)."""
-    from replay.corpus import open_corpus
+    """The embedded corpus (``logs/``: long generated runs and the failure scenarios; every
+    run kept prepared: ``_session_corpus``)."""
+    return _session_corpus(REPO / "logs", tmp_path_factory.mktemp("logs") / "dataset")
 
-    return open_corpus([REPO / "logs"], cache_dir=tmp_path_factory.mktemp("logs") / "dataset")
+
+def _session_corpus(folder: Path, dataset: Path):  # type: ignore[no-untyped-def]
+    """``folder`` ingested into ``dataset`` and opened as a corpus that keeps every run's
+    ``PreparedRun`` (with its memos: token sums, need plan) for the session, not the last 8:
+    the tests replay each of the samples' 25 runs under many policies, mostly a policy over
+    every run in turn, which with 8 kept prepared and planned every run again for each
+    policy (~0.1 s a run).  ~55 MB a worker.  Replays on a run whose memos other policies
+    filled equal replays on a cold copy (test_engine_samples checks it)."""
+    from replay.corpus import Corpus, open_corpus
+
+    opened = open_corpus([folder], cache_dir=dataset)
+    return Corpus(opened.root, opened.entries, opened.report,
+                  keep_prepared=len(opened.run_ids))
 
 
 @pytest.fixture
