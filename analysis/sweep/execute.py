@@ -6,7 +6,8 @@ Units run
 - in local worker processes (``jobs=N``, default one per core): joblib's loky
   executor, whose workers are fresh interpreters (not forks of a process that
   may hold threads) that need no ``if __name__ == "__main__"`` guard, and stay
-  up between sweeps (the runs they loaded too: ``analysis.sweep.unit``) for a few minutes,
+  up between sweeps (the runs they loaded too: ``analysis.sweep.unit``) until idle
+  for 10 s (loky's default),
 - or on a Dask cluster (``scheduler="tcp://host:port"`` or a ``distributed.Client``;
   the workers need ctxreplay installed and the store path readable).
 
