@@ -100,7 +100,8 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
              out: Path, strict: bool, threads: int, in_worker: bool = True) -> _Done:
     """Parse one file and write its entry (not yet in the manifest); runs in a worker
     (``in_worker=False``: in the ingest's own process, its run-index rows kept as a table)."""
-    parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads)
+    parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads,
+                        shared_text=True)
     key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
     tables = parsed.tables
     if tables is None or (strict and parsed.issues):

@@ -1,6 +1,7 @@
 """One store entry as one Parquet file: the four tables of a source file's runs ↔ bytes.
 
-The file's rows are the ``messages`` table (one row per content block, the bulk of an entry);
+The file's rows are the ``messages`` table (one row per content block, the bulk of an entry;
+one row group, or row groups of at most ``ROW_GROUP_TEXT_BYTES`` of text for a big file);
 the ``runs``, ``requests`` and ``events`` tables are in its footer, in the Parquet key-value
 metadata under ``ENTRY_FOOTER`` keys, each an Arrow IPC stream with its schema.  Any Parquet
 reader reads the messages; ``decode`` (and ``replay sql``) the four tables.
@@ -17,14 +18,18 @@ columns (``replay.ingest.schema``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.errors import StoreError
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
+from replay.memory import release_freed_memory
 
 ENTRY_FOOTER: dict[str, bytes] = {name: f"ctxreplay:{name}".encode()
                                   for name in ("runs", "requests", "events")}
@@ -46,18 +51,123 @@ them anew for every writer from two environment variables (``ARROW_PRE_0_15_IPC_
 format does not follow them."""
 
 
+ROW_GROUP_TEXT_BYTES = 2 << 20
+"""The most text bytes (UTF-8) of one row group of an entry's messages (a row holding more is a
+row group of its own): a big file's rows are written a row group at a time, so a text column
+kept as a dictionary (``run_tables.tokenize``'s ``shared_text``: a Claude Code session's
+branches repeat its prefix) is made plain a row group at a time, never whole.  An entry with
+less text is one row group, as before."""
+
+
 def encode(tables: Mapping[str, pa.Table | None]) -> bytes:
     """The entry file of ``tables`` (name → table; each cast to its schema first when it
     differs, a missing or None table written empty)."""
+    sink = pa.BufferOutputStream()  # in memory, then one plain write: less overhead
+    _write(tables, sink, None)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def write(tables: Mapping[str, pa.Table | None], out: BinaryIO) -> str:
+    """Write the entry file of ``tables`` (as ``encode``) to ``out``; returns its sha256 (hex).
+    An entry of more than one row group (``row_groups``) goes to ``out`` as it is encoded,
+    not held whole in memory first."""
+    messages = tables.get("messages")
+    groups = row_groups(messages.column("text")) if messages is not None else [(0, 0)]
+    if len(groups) == 1:
+        sink = pa.BufferOutputStream()  # in memory, then one plain write: less overhead
+        _write(tables, sink, groups)
+        data = sink.getvalue()
+        out.write(data)
+        return hashlib.sha256(data).hexdigest()
+    hashing = _Hashing(out)
+    _write(tables, pa.PythonFile(hashing, mode="w"), groups)
+    return hashing.digest.hexdigest()
+
+
+def row_groups(text: pa.ChunkedArray | pa.Array) -> list[tuple[int, int]]:
+    """The (start, stop) rows of each row group of an entry's messages whose ``text`` column
+    this is: one for all when the text is at most ``ROW_GROUP_TEXT_BYTES``, else each as many
+    rows as keep it at most that (or one row)."""
+    n = len(text)
+    total = _text_bytes(text)
+    if total <= ROW_GROUP_TEXT_BYTES:
+        return [(0, n)]
+    ends = np.cumsum(_value_bytes(text))
+    out, start, used = [], 0, 0
+    while start < n:
+        stop = int(np.searchsorted(ends, used + ROW_GROUP_TEXT_BYTES, "right"))
+        stop = max(stop, start + 1)
+        out.append((start, stop))
+        start, used = stop, int(ends[stop - 1])
+    return out
+
+
+def _text_bytes(text: pa.ChunkedArray | pa.Array) -> int:
+    """UTF-8 bytes of every value of a string column, or of a dictionary's rows."""
+    chunks = text.chunks if isinstance(text, pa.ChunkedArray) else [text]
+    if any(isinstance(c, pa.DictionaryArray) for c in chunks):
+        return int(_value_bytes(text).sum())
+    return sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in chunks)
+
+
+def _value_bytes(text: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """UTF-8 bytes of each row of a string or dictionary-of-string column (a null: 0)."""
+    chunks = text.chunks if isinstance(text, pa.ChunkedArray) else [text]
+    parts = []
+    for c in chunks:
+        if isinstance(c, pa.DictionaryArray):
+            parts.append(_ints(pc.binary_length(c.dictionary))[_ints(c.indices)])
+        else:
+            parts.append(_ints(pc.binary_length(c)))
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _ints(values: pa.Array) -> np.ndarray:
+    """An int32 or int64 array's values as numpy (a null: 0), read from its buffer
+    (``to_numpy`` imports pandas: ~30 MB)."""
+    if values.null_count:
+        values = pc.fill_null(values, 0)
+    dtype = np.int32 if values.type == pa.int32() else np.int64
+    return np.frombuffer(values.buffers()[1], dtype, len(values), values.offset)
+
+
+class _Hashing:
+    """A binary file that hashes what is written to it (sha256) on its way to ``out``."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.digest, self.closed = out, hashlib.sha256(), False
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:  # (``out`` is closed by its owner)
+        self.closed = True
+
+
+def _write(tables: Mapping[str, pa.Table | None], sink: pa.NativeFile,
+           groups: list[tuple[int, int]] | None) -> None:
+    """``tables`` as an entry file into ``sink``, the messages in ``groups`` (``row_groups``;
+    None: found here)."""
     footer = {key: _ipc(_schema_of(table, name) if (table := tables.get(name)) is not None
                         else SCHEMAS[name].empty_table())
               for name, key in ENTRY_FOOTER.items()}
-    sink = pa.BufferOutputStream()  # in memory, then one plain write: less overhead
+    messages = tables.get("messages")
     with pq.ParquetWriter(sink, SCHEMAS["messages"], **PARQUET_OPTIONS) as writer:
-        writer.write_table(_schema_of(tables["messages"], "messages"))
+        if messages is None:
+            writer.write_table(SCHEMAS["messages"].empty_table())
+        else:
+            groups = groups or row_groups(messages.column("text"))
+            for start, stop in groups:  # (one: the table as it is)
+                part = messages if len(groups) == 1 else messages.slice(start, stop - start)
+                writer.write_table(_schema_of(part, "messages"))
+                if len(groups) > 1:  # the group's plain text is freed: its pages given back
+                    release_freed_memory()  # (else the heap grows by a few MB a group)
         writer.add_key_value_metadata(footer)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
 
 
 def decode(data: bytes, shown: str) -> dict[str, pa.Table]:

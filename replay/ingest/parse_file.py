@@ -47,7 +47,8 @@ class ParsedFile:
 
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
-               threads: int = 1, explain: bool = False) -> ParsedFile:
+               threads: int = 1, explain: bool = False, shared_text: bool = False
+               ) -> ParsedFile:
     """Parse one file into token-counted tables; problems are returned, never raised.
 
     Args:
@@ -107,7 +108,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                 issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
             return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
         try:
-            tables = tokenize(drafts, tokenizers, threads=threads, consume=True)
+            tables = tokenize(drafts, tokenizers, threads=threads, consume=True,
+                              shared_text=shared_text)
         except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
             issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
                                               f"({type(exc).__name__}: {exc})"))

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from replay.ingest import store
 from replay.ingest.arrow_columns import column
 from replay.ingest.parsers.builder import RunDraft
-from replay.ingest.redaction import declared, exact, says_redacted, tokens_for
+from replay.ingest.redaction import ExactSizes, declared, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens
 
@@ -32,7 +32,8 @@ _Columns = dict[str, list[Any] | pa.Array]
 
 
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
-             threads: int = 1, consume: bool = False) -> store.RunTables:
+             threads: int = 1, consume: bool = False, shared_text: bool = False
+             ) -> store.RunTables:
     """Count tokens once per block and build the schema's tables.
 
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
@@ -45,6 +46,13 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     ``consume``: the drafts' columns are taken, not copied (each draft's ``messages``,
     ``requests`` and ``events`` are left empty), so every column is let go as soon as it is
     converted: a big file's Python lists and its Arrow table are not held whole side by side.
+
+    ``shared_text``: when rows of several runs hold the same text object (a Claude Code
+    session's branches: each run repeats the prefix it shares), the messages' ``text`` is a
+    ``pa.DictionaryArray`` of the distinct texts (``shared_texts``), each held once, not once a
+    run; the store writes it as plain strings (``replay.ingest.entry_file``).  Without it, with
+    less text than ``SHARED_MIN_CHARS`` or with no text shared, ``text`` is a plain ``string``
+    column.
     """
     n_blocks = [len(d.messages["msg"]) for d in drafts]
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
@@ -57,24 +65,21 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
             d.messages, d.requests, d.events = {}, {}, {}
     texts: list[str] = messages["text"]
     n = len(texts)
-    counted = {name: count_tokens(texts, name, threads=threads) for name in TOKEN_COLUMN
-               if name in tokenizers}  # first: the encoder leaves each text's UTF-8 in the
-    # string (CPython keeps it), and the column then copies it instead of encoding again (a
-    # text that is not valid Unicode is counted repaired, as below)
-    try:
-        text = column(texts, pa.string())
-    except UnicodeEncodeError:
-        texts = [_valid_unicode(t) for t in texts]
-        text = column(texts, pa.string())
-    messages["text"] = text
+    chars = sum(map(len, texts))
+    codes, texts = shared_texts(texts) if shared_text and len(drafts) > 1 \
+        and chars >= SHARED_MIN_CHARS else (None, texts)
+    if codes is not None:
+        messages["text"] = []  # (the rows' texts: each distinct one is held by ``texts``)
+
+    def rows(values: list[int] | np.ndarray) -> Any:  # each distinct text's -> each row's
+        return values if codes is None else np.asarray(values, np.int64)[codes]
+
+    text, counted, n_chars, lines, redacted, exacts = _measured(
+        texts, tokenizers, threads, release=consume or codes is not None,
+        one=codes is None and chars <= TEXT_CHUNK_CHARS)
+    del texts  # (the strings are in the Arrow column now)
     n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
-    n_chars = [len(t) for t in texts]
-    lines = line_counts(text)
     n_lines: np.ndarray | list[int] = lines
-    maybe = [i for i, t in enumerate(texts) if says_redacted(t)]  # (one test a text, not two)
-    exacts = {i: found for i in maybe if (found := exact(texts[i])) is not None}
-    redacted = {i: marked for i in maybe
-                if i not in exacts and (marked := declared(texts[i])) is not None}
     if redacted or exacts:  # sized as the model saw them: the declared characters
         n_bytes, n_lines = n_bytes.to_pylist(), lines.tolist()
         for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
@@ -82,7 +87,15 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
             n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
         for i, sizes in exacts.items():  # ctxreplay's own marker: the original's figures
             n_chars[i], n_bytes[i], n_lines[i] = sizes.n_chars, sizes.n_bytes, sizes.n_lines
-    messages["n_bytes"], messages["n_chars"], messages["n_lines"] = n_bytes, n_chars, n_lines
+    if codes is None:
+        messages["text"] = text
+        messages["n_bytes"], messages["n_chars"], messages["n_lines"] = n_bytes, n_chars, n_lines
+    else:  # (each row's index into the distinct texts: its dictionary)
+        indices = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
+        messages["text"] = pa.DictionaryArray.from_arrays(indices, text)
+        messages["n_bytes"] = pc.take(n_bytes, indices) if isinstance(n_bytes, pa.Array) \
+            else rows(n_bytes)
+        messages["n_chars"], messages["n_lines"] = rows(n_chars), rows(n_lines)
     estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
     for name, col in TOKEN_COLUMN.items():
         if name not in tokenizers:
@@ -97,13 +110,96 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
                 estimated.add(i)
                 declared_tokens = tokens_for(sizes.n_chars, name)
             counts[i] = declared_tokens
-        messages[col] = counts
-    del texts  # (the strings are in the Arrow column now)
+        messages[col] = counts if codes is None else rows(counts).tolist()
+    if codes is not None and estimated:  # the rows of the distinct texts sized by markers
+        estimated = set(np.flatnonzero(np.isin(codes, list(estimated))).tolist())
     messages["tokens_estimated"] = [i in estimated for i in range(n)] if estimated \
         else [False] * n
     _estimated_per_run(runs, n_blocks, messages, estimated)
     return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
                            requests=_table(requests, "requests"), events=_table(events, "events"))
+
+
+TEXT_CHUNK_CHARS = 1 << 20
+"""Characters of text counted and converted at a time (``_measured``): a file's texts are not
+held as Python strings, their UTF-8 and the Arrow column all at once."""
+SHARED_MIN_CHARS = 1 << 20
+"""``tokenize``'s ``shared_text`` looks for shared texts in a file of this many characters of
+text or more only: below, what sharing saves is small, and finding it costs ~100 instructions
+a row."""
+_Sizes = tuple[pa.Array, dict[str, list[int]], list[int], np.ndarray,
+               dict[int, tuple[str, int, int]], dict[int, ExactSizes]]
+
+
+def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
+              release: bool, one: bool) -> _Sizes:
+    """``texts`` as a string column, with each tokenizer's counts, each text's characters and
+    lines, and the texts holding redaction markers (``declared``) or ctxreplay's own
+    (``exact``), by index; a text that is not valid Unicode is repaired first, as tiktoken
+    counts it.  Made ``TEXT_CHUNK_CHARS`` characters at a time; ``release``: ``texts`` is the
+    caller's to give up, each chunk's strings are let go from it once converted; ``one``: they
+    are known to be one chunk."""
+    counted: dict[str, list[int]] = {name: [] for name in TOKEN_COLUMN if name in tokenizers}
+    arrays, lines = [], []
+    n_chars: list[int] = []
+    redacted: dict[int, tuple[str, int, int]] = {}
+    exacts: dict[int, ExactSizes] = {}
+    for start, stop in [(0, len(texts))] if one else _chunks(texts):
+        chunk = texts if stop - start == len(texts) else texts[start:stop]
+        for name, counts in counted.items():  # first: the encoder leaves each text's UTF-8
+            # in the string (CPython keeps it), and the column then copies it instead of
+            # encoding again (a text that is not valid Unicode is counted repaired, as below)
+            counts += count_tokens(chunk, name, threads=threads)
+        try:
+            part = column(chunk, pa.string())
+        except UnicodeEncodeError:
+            chunk = [_valid_unicode(t) for t in chunk]
+            part = column(chunk, pa.string())
+        arrays.append(part)
+        lines.append(line_counts(part))
+        n_chars += map(len, chunk)
+        for i, t in enumerate(chunk, start):
+            if says_redacted(t):  # (one test a text, not two)
+                if (found := exact(t)) is not None:
+                    exacts[i] = found
+                elif (marked := declared(t)) is not None:
+                    redacted[i] = marked
+        if release:
+            texts[start:stop] = [""] * (stop - start)
+        del chunk
+    text = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+    return (text, counted, n_chars, lines[0] if len(lines) == 1 else np.concatenate(lines),
+            redacted, exacts)
+
+
+def _chunks(texts: list[str]) -> list[tuple[int, int]]:
+    """(start, stop) of consecutive runs of ``texts`` of about ``TEXT_CHUNK_CHARS``
+    characters (one for all when they hold fewer)."""
+    ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
+    if not len(texts) or ends[-1] <= TEXT_CHUNK_CHARS:
+        return [(0, len(texts))]
+    out, start = [], 0
+    while start < len(texts):
+        used = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, used + TEXT_CHUNK_CHARS, "right")), start + 1)
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+def shared_texts(texts: list[str]) -> tuple[np.ndarray | None, list[str]]:
+    """Each row's index into the distinct text objects of ``texts`` (int32), and those texts
+    in order of first use; ``(None, texts)`` when no object is held by two rows.  Texts are
+    told apart by identity (no hashing of their characters): equal texts made separately stay
+    two (a parser that repeats a text gives its rows one string, as Claude Code's runs of one
+    session do: ``claude_code_emit.State.shared``)."""
+    first: dict[int, int] = {}
+    codes = np.fromiter((first.setdefault(id(t), len(first)) for t in texts), np.int32,
+                        len(texts))
+    if len(first) == len(texts):
+        return None, texts
+    distinct = [texts[i] for i in np.unique(codes, return_index=True)[1]]
+    return codes, distinct
 
 
 def line_counts(text: pa.StringArray) -> np.ndarray:
@@ -171,10 +267,24 @@ def _empty(name: str) -> pa.Table:
 
 
 def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
-    return pa.Table.from_arrays([(v if v.type == type_ else v.cast(type_))
-                                 if isinstance(v := columns.pop(col), pa.Array)
-                                 else _array(v, type_) for col, type_ in _fields(name)],
-                                schema=SCHEMAS[name])
+    fields = _fields(name)
+    arrays = [_as(columns.pop(col), type_) for col, type_ in fields]
+    schema = SCHEMAS[name]
+    for i, (array, (_, type_)) in enumerate(zip(arrays, fields)):
+        if array.type != type_:  # a dictionary of the field's type (``shared_texts``)
+            schema = schema.set(i, schema.field(i).with_type(array.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _as(values: list[Any] | pa.Array, type_: pa.DataType) -> pa.Array:
+    """``values`` as an array of ``type_``: a list converted, an array of another type cast,
+    but for a dictionary of ``type_`` values (kept: ``tokenize``'s ``shared_text``)."""
+    if not isinstance(values, pa.Array):
+        return _array(values, type_)
+    if values.type == type_ or (isinstance(values.type, pa.DictionaryType)
+                                and values.type.value_type == type_):
+        return values
+    return values.cast(type_)
 
 
 @functools.cache

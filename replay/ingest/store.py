@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, folder_fd
 from replay.errors import StoreError
-from replay.ingest.entry_file import decode, decode_footer, decode_runs, encode
+from replay.ingest.entry_file import decode, decode_footer, decode_runs, write
 from replay.ingest.input_files import Unreadable, max_document_bytes, open_input, read_input
 from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
@@ -128,16 +128,15 @@ def write_entry(root: Path, key: str, tables: RunTables,
     reader skips)."""
     if not is_segment(key):
         entry_file(root, key)  # raises: the key is no plain file name
-    data_bytes = encode({name: getattr(tables, name) for name in TABLES})
-    checksum = entry_checksum(key, [hashlib.sha256(data_bytes).hexdigest()])
     name, tmp = f"{key}{ENTRY_SUFFIX}", f".{key}.tmp{os.getpid()}"
     with folder_fd(root, ("data",)) as data:
         _remove(tmp, data)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
                      dir_fd=data)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data_bytes)
+            with os.fdopen(fd, "wb") as f:  # (a big entry: written as it is encoded)
+                digest = write({name: getattr(tables, name) for name in TABLES}, f)
+            checksum = entry_checksum(key, [digest])
             try:
                 if stat.S_ISDIR(os.stat(name, dir_fd=data, follow_symlinks=False).st_mode):
                     shutil.rmtree(name, ignore_errors=True, dir_fd=data)  # no file's place

@@ -65,6 +65,7 @@ from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
 from replay.ingest.parsers.claude_code_emit import (
     Group,
+    Shared,
     State,
     emit,
     emit_response,
@@ -247,9 +248,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             continue
         paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
         branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
+        shared: Shared | None = {} if branches else None
         main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths, again=again,
                     branch_lines=set().union(*(br.own for br in branches)),
-                    consume=not branches)
+                    consume=not branches, shared=shared)
         drafts.append(main)
         for k, br in enumerate(branches, 1):
             view = _Session(sess.nodes, sess.links, sess.version, sess.agent_id,
@@ -257,7 +259,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
                                again=again,
                                branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths,
-                               consume=k == len(branches)))
+                               consume=k == len(branches), shared=shared))
         if more:
             issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
                                              f"{len(branches)} (not made into runs; their "
@@ -337,7 +339,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
          paths: Resolved | None = None, consume: bool = False,
-         again: Callable[[int], str] | None = None) -> RunDraft:
+         again: Callable[[int], str] | None = None, shared: Shared | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
@@ -345,7 +347,8 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
     the branch runs hold); ``paths``: the paths through ``sess``'s records, when already
     resolved for its other runs.  ``consume``: no later run reads ``sess``'s records, so they
     (and ``paths``) are let go as the run is emitted, not held beside its rows.  ``again``:
-    the text of the record of a line, held as ``AGAIN``, read again from the file (``fill``)."""
+    the text of the record of a line, held as ``AGAIN``, read again from the file (``fill``);
+    ``shared``: the texts the session's earlier runs made of its records (``State.shared``)."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
@@ -369,7 +372,7 @@ def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Pat
             cov.skipped(f"{rec.rtype} (off the conversation path)")
     kept = found.records(sess.nodes, extra)
     models: Counter[str] = Counter()
-    state = State(found.preserved, wanted(kept, found.preserved))
+    state = State(found.preserved, wanted(kept, found.preserved), shared=shared)
     items = order(kept)
     del kept, found
     if consume:  # the last run made of these records: each is let go once it is emitted

@@ -17,9 +17,11 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.claude_code_records import AGAIN, Rec, block_list, persisted_output
+from replay.ingest.parsers.jsonl import json_text
 from replay.ingest.parsers.source import Issue
 
 
@@ -29,6 +31,10 @@ class Group:
 
     recs: list[Rec] = field(default_factory=list)
 
+
+
+Shared = dict[tuple[int, int], str]
+"""Texts made from records by (line, block; -1: the text read again): ``State.shared``."""
 
 
 @dataclass(slots=True)
@@ -50,6 +56,12 @@ class State:
         default_factory=lambda: (array("q"), array("q")))
     """The blocks written with a stand-in for a record's text read again (``AGAIN``), and
     their records' lines: ``fill`` puts the texts in once every record is emitted."""
+    shared: Shared | None = None
+    """The texts a record's blocks are made into that are not strings of the record itself (a
+    call's arguments as JSON, a text read again) by (line, block; -1: the text read again),
+    when several runs emit the same records (a session with abandoned branches): the first run
+    makes each, the others take that string, so a text the runs share is held once, not once
+    a run."""
 
 
 def wanted(recs: list[Rec], preserved: dict[str, list[str]]) -> frozenset[str]:
@@ -128,8 +140,27 @@ def fill(b: RunBuilder, st: State, text_of: Callable[[int], str] | None) -> None
     blocks, lines = st.later
     if blocks and text_of is None:
         raise ValueError(f"line {lines[0]}: a text to read again, and no file to read it from")
+    shared = st.shared
     for block, line in zip(blocks, lines):
-        b.set_text(block, text_of(line))  # type: ignore[misc]
+        if shared is None:
+            b.set_text(block, text_of(line))  # type: ignore[misc]
+            continue
+        text = shared.get((line, -1))
+        if text is None:
+            text = shared[line, -1] = text_of(line)  # type: ignore[misc]
+        b.set_text(block, text)
+
+
+def _call_text(shared: Shared | None, line: int, block: Any, args: Any) -> str | None:
+    """The text of the call ``args`` of block ``block`` of the record of ``line`` as the runs
+    share it (``State.shared``; None: the builder makes it, as for a command given as a
+    string)."""
+    if shared is None or args.__class__ is str:
+        return None
+    text = shared.get((line, block))
+    if text is None:
+        text = shared[line, block] = json_text(args)
+    return text
 
 
 def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
@@ -152,7 +183,7 @@ def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
                 if call_id in seen:
                     continue
                 seen.add(call_id)
-                b.tool_call(call_id, x[2], x[3])
+                b.tool_call(call_id, x[2], x[3], text=_call_text(st.shared, r.line, x[4], x[3]))
             else:
                 b.text(x[1], kind=x[0])
     model = miss = edits = ""

@@ -88,11 +88,12 @@ def test_failure_while_writing_keeps_the_previous_manifest(tmp_path: Path,
     manifest_before = (out / "manifest.json").read_bytes()
     _write(logs / "b.jsonl", _claude(2, tag="b"))
 
-    def disk_full(*args: Any, **kwargs: Any) -> bytes:
+    def disk_full(*args: Any, **kwargs: Any) -> str:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store, "encode", disk_full)  # writing the entry of b.jsonl fails
+    monkeypatch.setattr(store, "write", disk_full)  # writing the entry of b.jsonl fails
     with pytest.raises(OSError):
         ingest([logs], out, jobs=1)
     assert (out / "manifest.json").read_bytes() == manifest_before
     assert [r["source"] for r in _runs(out)] == ["a.jsonl"]
+    assert not [p.name for p in (out / "data").iterdir() if ".tmp" in p.name]  # (removed)
