@@ -39,7 +39,31 @@ def _invoke(args: list[str], columns: int) -> str:
     return result.stdout
 
 
+@pytest.fixture(scope="module")
+def diffs_made() -> dict[str, object]:
+    return {}
+
+
+@pytest.fixture
+def diff_once(diffs_made: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay diff``'s library call (``diff_policies``: both replays and their metrics, ~2 s)
+    made once per spec for the module: the width tests print the same diff at each width,
+    and what they check is the printing."""
+    from analysis.report import compare
+
+    real = compare.diff_policies
+
+    def once(spec: compare.CompareSpec, **kwargs: object) -> object:
+        key = repr(spec)
+        if key not in diffs_made:
+            diffs_made[key] = real(spec, **kwargs)  # type: ignore[arg-type]
+        return diffs_made[key]
+
+    monkeypatch.setattr(compare, "diff_policies", once)
+
+
 @pytest.mark.parametrize("columns", [80, 100, 120])
+@pytest.mark.usefixtures("diff_once")
 def test_runs_run_and_diff_fit_the_width(dataset: Path, tmp_path: Path, columns: int) -> None:
     outputs = {
         "runs": _invoke(["runs", str(dataset)], columns),
