@@ -10,7 +10,8 @@
     └── OutputError       an output folder is a file, or cannot be created or written
 
 Messages read as "<where>: <what is wrong>".  The CLI maps these to exit codes;
-library code lets them propagate.
+library code lets them propagate.  Not in the tree: ``TierInvariantError``, an ``AssertionError``
+(a bug in a tier, not a problem of the input), raised by ``replay/engine/tiers/apply.py``.
 """
 
 from __future__ import annotations
@@ -61,3 +62,10 @@ class ReplayInputError(ReplayError):
 
 class OutputError(ReplayError):
     """An output folder (``--out``) is a file, or cannot be created or written."""
+
+
+class TierInvariantError(AssertionError):
+    """A tier asked for a change the engine's invariants forbid (a bug in the tier).
+
+    Raised by ``replay/engine/tiers/apply.py``; defined here because a module compiled by mypyc
+    (the optional compiled engine) cannot subclass ``AssertionError``."""

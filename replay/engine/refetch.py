@@ -96,7 +96,9 @@ def reads_part(run: PreparedRun, call: int) -> bool:
     text = run.text[call]
     args = _args(text)
     if args is not None:
-        if PART_ARGS & args.keys():
+        # not `PART_ARGS & args.keys()`: typeshed types that a frozenset, it is a set, and the
+        # compiled engine (mypyc) checks the type and fails
+        if not PART_ARGS.isdisjoint(args):
             return True
         command = args.get("command", args.get("cmd"))
         text = unwrap_argv(command) if isinstance(command, list) else str(command or "")

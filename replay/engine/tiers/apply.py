@@ -27,10 +27,7 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.tiers.actions import add_to_action, record_action
 from replay.engine.tiers.base import Env, invalidated_from
 from replay.engine.trace import TRIMMED
-
-
-class TierInvariantError(AssertionError):
-    """A tier asked for a change the engine's invariants forbid (a bug in the tier)."""
+from replay.errors import TierInvariantError  # there: mypyc cannot compile its class here
 
 
 def allowed_end(ctx: Context, protect_from: int, may_touch_newest: bool = False) -> int:
