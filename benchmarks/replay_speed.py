@@ -10,6 +10,7 @@ re-counts every message's tokens with the tokenizer at every request — what th
 engine is designed never to do — and prints the ratio.  All figures come from
 this one process on this machine, timed as the process's CPU time (``time.process_time``:
 other load on a shared machine does not count, as wall time swung ±50 % between rounds);
+the engine it ran (the compiled build or pure Python, ``replay/compiled_engine.py``) is printed;
 targets: ≥ 50,000 requests/s per core and
 ≥ 20× the naive reference on runs of 200+ requests.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from corpus_args import corpus_paths, no_runs
 
+from replay.compiled_engine import choose
 from replay.corpus import open_corpus
 from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun
@@ -57,6 +59,7 @@ def main(paths: list[Path]) -> None:
             no_runs(paths)
         n_req = sum(r.n_requests for r, _ in runs)
         print(f"corpus: {len(runs)} runs, {n_req:,} requests")
+        print(f"engine: {choose().describe()}")  # compiled or pure Python, and why
         policies = {name: load_policy(name) for name in presets()}
         for policy in policies.values():
             for run, cal in runs:  # warm-up: memoised counts and placeholders

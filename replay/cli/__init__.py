@@ -93,6 +93,30 @@ for _command in (ingest, runs, inspect, policies, providers, run, calibrate, fid
                 epilog=f"\b\nExample: {_example}" if _example else None)(_command)
 
 
+def _version(value: bool) -> None:
+    if value:
+        # lazy: only for --version (the engine's choice is made once it is imported anyway)
+        from importlib.metadata import PackageNotFoundError, version
+
+        from replay.compiled_engine import choose  # lazy: only for --version
+
+        try:
+            release = version("ctxreplay")
+        except PackageNotFoundError:
+            release = "unknown (not installed)"
+        typer.echo(f"ctxreplay {release}\nengine: {choose().describe()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                 help="Print the version and which engine runs (compiled or "
+                                      "pure Python, and why), then exit."),
+) -> None:
+    """Replay context-management policies over recorded coding-agent runs."""
+
+
 def main() -> None:
     """Run the ``replay`` app (``replay.__main__.main`` is the command's entry point: it makes
     the process-wide choices first)."""

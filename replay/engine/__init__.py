@@ -6,3 +6,7 @@ incremental totals), ``tiers/`` (trim, summarise, collapse, custom), ``summarise
 ``cache`` (prefix cache and prices), ``truth`` and ``calibrate`` (what the replay judges by),
 ``trace`` (the trace tables and their vocabulary).  No clock, no I/O, no unseeded randomness.
 """
+
+from replay.compiled_engine import choose
+
+choose()  # before any engine module loads: the compiled build, or the pure modules (and why)

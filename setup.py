@@ -1,0 +1,134 @@
+"""The optional compiled engine; everything else about the package is in ``pyproject.toml``.
+
+``pip install .`` and ``pip install -e .`` compile the engine's modules (``replay/engine``, but
+its ``__init__`` files and ``trace.py``) with mypyc, the engine about 2x fewer instructions a
+request (README "Performance"), and write the build's manifest beside them: each module and the
+sha256 of the source compiled (``replay/compiled_engine.py`` checks it at import and runs the
+pure-Python modules when a source changed since).  With ``CTXREPLAY_PURE=1``, or when mypyc or a
+C compiler fails, the install goes on with the pure-Python engine only (and removes a compiled
+engine an earlier build left in this folder).  ``replay --version`` says which engine runs.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+# the manifest's names and hash from their one definition, loaded by path (stdlib only; the
+# build environment has none of the package's dependencies)
+_spec = importlib.util.spec_from_file_location("_ctxreplay_compiled_engine",
+                                               ROOT / "replay" / "compiled_engine.py")
+assert _spec is not None and _spec.loader is not None
+glue = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = glue  # dataclasses look their module up
+_spec.loader.exec_module(glue)
+
+ENGINE = ROOT / "replay" / "engine"
+NOT_COMPILED = {"trace.py"}
+"""``trace.py`` checks its row types' annotations at import (``get_type_hints``), which a compiled
+NamedTuple does not answer; it is not on the per-request path."""
+
+
+def _say(message: str) -> None:
+    print(f"ctxreplay: {message}", file=sys.stderr)
+
+
+def compiled_sources() -> list[Path]:
+    """The engine modules to compile."""
+    return [p for p in sorted(ENGINE.rglob("*.py"))
+            if p.name != "__init__.py" and p.name not in NOT_COMPILED]
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _remove_build(engine: Path = ENGINE) -> None:
+    """A compiled engine under ``engine``: one an earlier (editable) build left beside the
+    sources, or a part of this one that failed."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    removed = [p for p in engine.rglob("*") if p.name.endswith(suffixes) or p.name == glue.MANIFEST]
+    for p in removed:
+        p.unlink()
+    if removed:
+        _say(f"removed a compiled engine from {engine} ({len(removed)} files)")
+
+
+_MADE: list[tuple[list[Any], dict[str, Any]]] = []
+
+
+class BuildEngine(build_ext):
+    """``build_ext`` that compiles the engine (mypyc runs when the build needs it, once, not at
+    every ``setup.py`` call: metadata alone does not) and writes the manifest beside it, or goes
+    on without it."""
+
+    def finalize_options(self) -> None:
+        if not _MADE:
+            _MADE.append(_mypyc_extensions())
+        self.distribution.ext_modules = list(_MADE[0][0])
+        super().finalize_options()
+
+    def run(self) -> None:
+        if not self.extensions:
+            return
+        manifest = _MADE[0][1]
+        built = Path(self.build_lib) / "replay" / "engine"
+        try:
+            super().run()
+        except Exception as e:  # noqa: BLE001  # any compiler failure: install pure Python
+            _say(f"the compiled engine did not build ({e!r}); installing the pure-Python engine")
+            _remove_build(built)
+            _remove_build()
+            self.extensions = []
+            return
+        targets = [built, *([ENGINE] if self.inplace else [])]
+        for folder in targets:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / glue.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n",
+                                                encoding="utf-8")
+        _say(f"compiled engine built: {len(manifest['modules'])} modules")
+
+    def get_outputs(self) -> list[str]:
+        made = [str(Path(self.build_lib) / "replay" / "engine" / glue.MANIFEST)]
+        return [*super().get_outputs(), *(made if self.extensions else [])]
+
+
+def _mypyc_extensions() -> tuple[list[Any], dict[str, Any]]:
+    """mypyc's extensions for the engine and the build's manifest, or none (and why)."""
+    if os.environ.get(glue.PURE_ENV) == "1":
+        _say(f"{glue.PURE_ENV}=1: installing the pure-Python engine")
+        _remove_build()
+        return [], {}
+    sources = compiled_sources()
+    try:
+        from mypy.version import __version__ as mypy_version
+        from mypyc.build import mypycify
+
+        manifest = {"built_with": f"mypyc {mypy_version}",
+                    "modules": {_module(p): glue.source_sha256(p) for p in sources}}
+        # no config file: the project's [tool.mypy] is strict and checks what the tests check;
+        # the build only needs the types.  Extensions: replay/engine/*.so and one shared library
+        # replay/engine/_compiled__mypyc*.so (a group name inside the package, not a top-level
+        # module named by a hash)
+        return list(mypycify([str(p.relative_to(ROOT)) for p in sources]
+                             + ["--config-file=", "--python-version=3.11",
+                                "--ignore-missing-imports"],
+                             group_name="replay.engine._compiled")), manifest
+    except (Exception, SystemExit) as e:  # noqa: BLE001  # no mypyc, a type error: pure Python
+        _say(f"mypyc cannot compile the engine ({e!r}); installing the pure-Python engine")
+        _remove_build()
+        return [], {}
+
+
+# one placeholder extension, so that setuptools runs build_ext (which makes the real ones)
+setup(ext_modules=[Extension("replay.engine._compiled__mypyc", sources=[])],
+      cmdclass={"build_ext": BuildEngine})
