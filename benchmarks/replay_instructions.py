@@ -5,7 +5,8 @@
 Runs each checkout's engine under valgrind's callgrind (one process per checkout, side by side)
 over the 25 sample runs (``../shared/logs-sample``) and prints the instructions executed per
 request replayed, for every preset (or the named ones), and with two checkouts their ratio
-(first ÷ second: above 1, the second executes fewer).  Instruction counts do not depend on
+(first ÷ second: above 1, the second executes fewer), and the engine each checkout runs
+(compiled or pure Python: ``replay/compiled_engine.py``).  Instruction counts do not depend on
 other load, where CPU time on a shared machine swings by tens of percent; they are not time
 (a memory stall costs more than an add), so ``replay_speed.py`` stays the speed figure.  Each
 preset is replayed once before counting (memoised per-run counts and placeholders, as in a
@@ -17,6 +18,7 @@ of the reference).
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import os
 import re
 import shutil
@@ -72,13 +74,14 @@ def main() -> int:
               file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
-        procs = []
+        procs, engines = [], []
         for i, checkout in enumerate(a.checkouts):
             out, cache = Path(tmp) / f"cg{i}", Path(tmp) / f"ds{i}"
             out.mkdir()
             env = dict(os.environ, PYTHONPATH=str(checkout.resolve()))
             child = [sys.executable, "-c", _CHILD, str(cache), str(SAMPLES), a.presets,
                      str(a.passes)]
+            engines.append(_engine(checkout, env))
             # ingest outside valgrind first (the dataset is then opened, not built, inside)
             subprocess.run([*child[:5], "none", "0"], cwd=checkout, env=env, check=True,
                            capture_output=True)
@@ -99,6 +102,8 @@ def main() -> int:
             counts.append(dict(zip(names, totals[-len(names):])))
     per = a.passes * n_req
     print(f"instructions per request (callgrind; {a.passes} passes over {n_req:,} requests)")
+    for checkout, engine in zip(a.checkouts, engines):
+        print(f"  {checkout.name}: engine {engine}")
     print(f"{'preset':28s}" + "".join(f"{c.name[:14]:>16s}" for c in a.checkouts)
           + ("    ratio" if len(counts) == 2 else ""))
     for name in [*names, "all presets (mean)"]:
@@ -107,6 +112,22 @@ def main() -> int:
         print(f"{name:28s}" + "".join(f"{x:16,.0f}" for x in v)
               + (f"  {v[0] / v[1]:7.3f}" if len(v) == 2 else ""))
     return 0
+
+
+def _engine(checkout: Path, env: dict[str, str]) -> str:
+    """Which engine the checkout runs (compiled or pure Python, and why): two checkouts that
+    differ in it differ by ~2x in instructions, whatever their code."""
+    code = "from replay.compiled_engine import choose; print(choose().describe())"
+    probe = subprocess.run([sys.executable, "-c", code], cwd=checkout, env=env,
+                           capture_output=True, text=True, check=False)
+    if probe.returncode == 0:
+        return probe.stdout.strip()
+    if "No module named 'replay.compiled_engine'" in probe.stderr:  # an older checkout
+        so = [p for p in (checkout / "replay" / "engine").rglob("*")
+              if p.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+        return (f"unknown: {len(so)} extension modules and no replay/compiled_engine.py" if so
+                else "pure Python (a checkout from before the compiled engine)")
+    return "unknown (the probe failed)"
 
 
 if __name__ == "__main__":
