@@ -189,7 +189,7 @@ def test_the_ingest_reads_a_command_the_engine_cuts(line: str) -> None:
     cut = list(commands(line))
     if first is None:
         return
-    words, _, piped = first
+    words, _, piped, _ = first
     starts = [k for k, c in enumerate(cut) if k == 0 or not cut[k - 1].piped]
     found = [k for k in starts if cut[k].piped == piped and (words and _after_wrappers(
         shell_words(cut[k].text.strip()), words) or not words and piped)]
@@ -270,3 +270,40 @@ def test_a_heredoc_operator_in_quotes_does_not_hide_the_next_lines() -> None:
     assert tuple(classify_shell('echo "usage: x <<EOF"\ncat src/app.py')) == ("read",
                                                                             "src/app.py")
     assert tuple(classify_shell("echo start <<EOF\ncat a.py\nEOF")) == ("exec", "")
+
+
+_QUOTED_OPERATORS = [">", "<", ">>", "2>", "<div>", "a > b", "<<<"]
+"""Patterns and separators holding redirection operators, written quoted in a command."""
+
+
+@pytest.mark.parametrize(("command", "want"), [
+    ("awk -F'>' '{print $2}' page.html", ("read", "page.html")),
+    ('awk -F">" "{print $1}" page.html', ("read", "page.html")),
+    ("sed -i 's/a/b/' '>' src/app.py", ("edit", "src/app.py")),
+    ("tee -a '>' notes.txt", ("write", "notes.txt")),
+    ("cat '>' a.py", ("read", ">")),  # cat reads a file named '>' first
+    ('grep -n "<" a.py > hits.txt', ("search", "")),
+    ('cat "a b.py">out.txt', ("write", "out.txt")),
+    ('wc -l < "a b.txt"', ("read", "a b.txt")),
+    ("cat <<'EOF' > f.py\nx\nEOF", ("write", "f.py")),
+])
+def test_a_quoted_operator_is_no_redirection(command: str, want: tuple[str, str]) -> None:
+    """Only an operator outside quotes redirects (the words were read unquoted, so ``-F'>'``
+    took the awk program for its output file and ``'>' src/app.py`` swallowed the file edited),
+    as a Claude Code Bash call and a Codex shell call alike; a quoted operand or target of an
+    unquoted operator is read unquoted."""
+    assert tuple(classify("Bash", {"command": command})) == want
+    assert tuple(classify("shell", {"command": ["bash", "-lc", command]})) == want
+
+
+@given(st.sampled_from(["grep -n {} {}", "sed -i {} {}", "awk -F{} 'NR==1' {}", "tee -a {} {}",
+                        "head -n 3 {1} {0}", "sed -n {} {} 2>/dev/null"]),
+       st.sampled_from(_QUOTED_OPERATORS), st.sampled_from(["'", '"']),
+       st.sampled_from(["src/app.py", "README.md", "'a b.txt'"]))
+def test_a_quoted_operator_reads_as_any_quoted_word(template: str, pattern: str, quote: str,
+                                                    path: str) -> None:
+    """A command with a quoted pattern classifies the same whether the pattern holds ``<`` or
+    ``>`` or not."""
+    plain = classify("Bash", {"command": template.format(f"{quote}x{quote}", path)})
+    quoted = classify("Bash", {"command": template.format(quote + pattern + quote, path)})
+    assert quoted == plain
