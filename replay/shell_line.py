@@ -340,6 +340,23 @@ def command_start(words: list[str]) -> int:
     return i
 
 
+COMMAND_KEYS = ("command", "cmd", "code")
+"""The keys a shell call's recorded arguments hold its command under, the first present one
+read (Claude Code's Bash ``command``; Codex's shell ``command``, often an argument vector, and
+exec ``cmd``; a code tool's ``code``): the one definition for the ingest's classifier and the
+engine's need rules (``recorded_command``)."""
+
+
+def recorded_command(args: dict[str, Any]) -> str:
+    """The command line of a shell call's recorded arguments: the value of the first of
+    ``COMMAND_KEYS`` present ('' when none), an argument vector unwrapped (``unwrap_argv``)."""
+    for key in COMMAND_KEYS:
+        if key in args:
+            got = args[key]
+            return unwrap_argv(got) if isinstance(got, list) else str(got)
+    return ""
+
+
 def unwrap_argv(argv: list[Any]) -> str:
     """The command line of a call recorded as an argument vector: the script of ``bash -lc
     SCRIPT`` (``sh``, ``zsh``; ``-c``), else the words quoted and joined."""

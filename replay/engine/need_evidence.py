@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from replay.engine.prepared import PreparedRun
-from replay.shell_line import command_start, commands, shell_words, unwrap_argv
+from replay.shell_line import command_start, commands, recorded_command, shell_words
 
 FETCH_OPS = frozenset({"read", "search", "list", "exec", "other"})
 """Operation kinds whose result is content the agent could fetch again."""
@@ -320,17 +320,14 @@ def _names_path_at_work(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
 
 
 def _command(text: str) -> str:
-    """The command line of a shell call's recorded arguments (JSON or a raw line; an argument
-    vector unwrapped as the ingest unwraps it, ``unwrap_argv``: Codex's ``["bash", "-lc",
+    """The command line of a shell call's recorded arguments (JSON or a raw line), read as the
+    ingest reads it (``recorded_command``: the keys it is under, Codex's ``["bash", "-lc",
     "cat x"]`` is ``cat x``)."""
     try:
         args = json.loads(text)
     except ValueError:
         return text
-    if isinstance(args, dict):
-        got = args.get("command", args.get("cmd", ""))
-        return unwrap_argv(got) if isinstance(got, list) else str(got)
-    return text
+    return recorded_command(args) if isinstance(args, dict) else text
 
 
 EVIDENCE: dict[str, Callable[[FetchedIndex, int, int], list[Fetched]]] = {

@@ -56,3 +56,16 @@ def test_a_heredoc_operator_in_quotes_does_not_lift_the_next_lines() -> None:
     own, not a body of git's (bookkeeping)."""
     assert _needed('git log --oneline -S "<<EOF"\ndiff src/app.py src/old.py')
     assert not _needed("git log --oneline -S x <<EOF\ndiff src/app.py src/old.py\nEOF")
+
+
+@pytest.mark.parametrize("key", ["command", "cmd", "code"])
+def test_a_shell_call_s_command_is_read_under_the_keys_the_ingest_reads(key: str) -> None:
+    """The need rules read a shell call's command under every key the ingest classifies it by
+    (``replay.shell_line.COMMAND_KEYS``): a command recorded as ``code`` was classified exec
+    by the ingest but read as no command by the need rules (a use of the file went unseen)."""
+    def needed(command: str) -> bool:
+        return bool(need_rules(built_run([("bash", {key: command})])))
+
+    assert needed("diff src/app.py src/old.py")
+    assert not needed("git add src/app.py")
+    assert classify("bash", {key: "diff src/app.py src/old.py"}).op == "exec"
