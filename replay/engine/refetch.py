@@ -66,7 +66,7 @@ from typing import Any
 from replay.engine.needs import RunNeeds, norm_path, run_needs
 from replay.engine.prepared import PreparedRun
 from replay.ingest.ops import shell_reads_part
-from replay.shell_line import unwrap_argv
+from replay.shell_line import recorded_command
 
 PART_ARGS = frozenset({"offset", "limit", "view_range", "line_range", "start_line", "end_line"})
 """Read arguments that make a read one of part of the file."""
@@ -100,8 +100,7 @@ def reads_part(run: PreparedRun, call: int) -> bool:
         # compiled engine (mypyc) checks the type and fails
         if not PART_ARGS.isdisjoint(args):
             return True
-        command = args.get("command", args.get("cmd"))
-        text = unwrap_argv(command) if isinstance(command, list) else str(command or "")
+        text = recorded_command(args)
     return shell_reads_part(text)
 
 

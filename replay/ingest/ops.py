@@ -21,8 +21,8 @@ from replay.shell_line import (
     ShellCommand,
     command_start,
     commands,
+    recorded_command,
     shell_words,
-    unwrap_argv,
 )
 
 
@@ -97,10 +97,7 @@ def classify(tool: str, args: Any) -> OpPath:
         if name == "apply_patch":
             return _classify_patch(str(args.get("input", args.get("patch", ""))))
         if name in _SHELL_TOOLS or name.endswith("shell") or "cmd" in args and name not in _NAMED:
-            command = args.get("command", args.get("cmd", args.get("code", "")))
-            if isinstance(command, list):
-                command = unwrap_argv(command)
-            return classify_shell(str(command))
+            return classify_shell(recorded_command(args))
         op = _NAMED.get(name, "other")
         path = next((str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)), "")
         return OpPath(op, path)

@@ -15,7 +15,7 @@ def read_whole(args: dict[str, Any] | None, text: str) -> bool:
     if args is not None:
         if {"offset", "limit", "view_range", "line_range", "start_line", "end_line"} & args.keys():
             return False
-        command = args.get("command", args.get("cmd", ""))
+        command = args.get("command", args.get("cmd", args.get("code", "")))
         text = command[-1] if isinstance(command, list) and command else str(command)
     last = text.split("&&")[-1]  # `cd repo && nl -ba f | sed -n ...`
     return not RANGED.search(last)

@@ -114,11 +114,14 @@ def test_a_read_of_part_of_a_file() -> None:
         ("c1", "shell", {"command": ["bash", "-lc", "sed -n '1,200p' a.py"]}, "x"),
         ("c2", "shell", {"command": ["bash", "-lc", "cat -n a.py"]}, "x"),
         ("c3", "shell", {"command": ["/bin/bash", "-c", "cat a.py | grep def"]}, "x"),
+        ("x1", "exec_command", {"cmd": "head -5 a.py"}, "x"),
+        # under the keys the ingest reads a command from (shell_line.COMMAND_KEYS), ``code`` too
+        ("x2", "run_code", {"code": "tail -3 a.py"}, "x"),
     ])
     call = {run.call_id[k]: k for k in range(run.n_blocks) if run.kind[k] == "tool_call"}
     assert {c: reads_part(run, k) for c, k in call.items()} == {
         "r1": False, "r2": True, "r3": True, "s1": True, "s2": False, "s3": True, "s4": True,
-        "c1": True, "c2": False, "c3": True}
+        "c1": True, "c2": False, "c3": True, "x1": True, "x2": True}
 
 
 def test_an_edit_not_applied_counts_only_until_the_file_is_read_whole_again() -> None:
