@@ -48,9 +48,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from replay.ingest import store
 from replay.ingest.batch import ingest
 from replay.ingest.discover import discover, sources
+from replay.ingest.entry_write import write_entry
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS, detect_format
 from replay.ingest.parsers.source import Source
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     def write_only() -> None:
         out = work / f"w{next(counter)}"
         for k, tables in enumerate(all_tables):
-            store.write_entry(out, f"k{k}", tables)
+            write_entry(out, f"k{k}", tables)
 
     def clear() -> None:  # stores written by a timed round are deleted outside the timing
         for p in work.iterdir():
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.process_time()
             tables = parse_file(path, root, tokenizers=(TOKENIZER,), rel=rel).tables
             if tables is not None:
-                store.write_entry(out, rel.replace("/", "_"), tables)
+                write_entry(out, rel.replace("/", "_"), tables)
             cpu.append(time.process_time() - t)
         shutil.rmtree(out)
         return cpu

@@ -26,6 +26,7 @@ from replay import atomic_files
 from replay.errors import TokenizerError
 from replay.ingest import store, store_index, store_session
 from replay.ingest.discover import discover, sources
+from replay.ingest.entry_write import NewEntry, write_entry
 from replay.ingest.input_files import check_max_bytes, sha256_of
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
@@ -100,21 +101,23 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
              out: Path, strict: bool, threads: int, in_worker: bool = True) -> _Done:
     """Parse one file and write its entry (not yet in the manifest); runs in a worker
     (``in_worker=False``: in the ingest's own process, its run-index rows kept as a table)."""
-    parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel, threads=threads,
-                        shared_text=True)
-    key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
-    tables = parsed.tables
-    if tables is None or (strict and parsed.issues):
-        return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues, False,
-                     b"", parsed.coverage, parsed.no_conversation)
-    done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
-                 parsed.issues, True, b"", parsed.coverage)
+    with NewEntry(out) as entry:  # (a big file's runs written as they are made)
+        parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel,
+                            threads=threads, shared_text=True, sink=entry.add)
+        key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
+        tables = parsed.tables
+        if tables is None or (strict and parsed.issues):
+            return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues,
+                         False, b"", parsed.coverage, parsed.no_conversation)
+        done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
+                     parsed.issues, True, b"", parsed.coverage)
 
-    def journal(checksum: str) -> None:  # before the entry's rename: a worker killed right
-        # after it (its parent gone) still leaves the complete entry journalled
-        store_session.journal(out, _entry(replace(done, checksum=checksum)))
+        def journal(checksum: str) -> None:  # before the entry's rename: a worker killed
+            # right after it (its parent gone) still leaves the complete entry journalled
+            store_session.journal(out, _entry(replace(done, checksum=checksum)))
 
-    done = replace(done, checksum=store.write_entry(out, key, tables, before_rename=journal))
+        done = replace(done, checksum=entry.commit(key, journal) if entry.writer is not None
+                       else write_entry(out, key, tables, before_rename=journal))
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
     return replace(done, n_tokens=n_tokens,

@@ -4,7 +4,9 @@ The file's rows are the ``messages`` table (one row per content block, the bulk 
 one row group, or row groups of at most ``ROW_GROUP_TEXT_BYTES`` of text for a big file);
 the ``runs``, ``requests`` and ``events`` tables are in its footer, in the Parquet key-value
 metadata under ``ENTRY_FOOTER`` keys, each an Arrow IPC stream with its schema.  Any Parquet
-reader reads the messages; ``decode`` (and ``replay sql``) the four tables.
+reader reads the messages; ``decode`` (and ``replay sql``) the four tables.  ``write`` writes
+a file's tables at once, ``EntryWriter`` the same bytes from its runs' tables given a run at a
+time.
 
 Why not a Parquet file per table: writing a Parquet column chunk has a fixed cost of about
 10 µs whatever its rows, so the 49 columns of the three small tables (a one-row ``runs``, an
@@ -85,6 +87,69 @@ def write(tables: Mapping[str, pa.Table | None], out: BinaryIO) -> str:
     return hashing.digest.hexdigest()
 
 
+class EntryWriter:
+    """An entry file written from its runs' tables one run at a time (``add``), each let go
+    once its rows are written: the messages go out a row group (``row_groups``) at a time as
+    soon as more text is waiting than one holds, the small tables' rows are kept for the
+    footer.  The bytes are ``write``'s of the runs' tables concatenated (an entry of one row
+    group is written by ``write`` itself, at ``close``)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.parts: dict[str, list[pa.Table]] = {name: [] for name in (*ENTRY_FOOTER, "messages")}
+        """Each table's rows not yet written (of the messages: less text than a row group
+        holds, but for the newest run's), a run at a time; a table with no rows is kept only
+        while no run had rows (the entry's table is then that run's)."""
+        self.sizes: list[np.ndarray] = []
+        """The text bytes of each message row waiting, a run at a time."""
+        self.hashing = _Hashing(out)
+        self.writer: pq.ParquetWriter | None = None
+
+    def add(self, tables: Mapping[str, pa.Table | None]) -> None:
+        """The next run's (or runs') tables."""
+        for name, parts in self.parts.items():
+            table = tables.get(name)
+            if table is not None and (table.num_rows or not parts):
+                if table.num_rows and parts and not parts[-1].num_rows:
+                    parts.clear()  # (an empty table kept for want of rows)
+                parts.append(table)
+                if name == "messages" and table.num_rows:
+                    self.sizes.append(_value_bytes(table.column("text")))
+        if not self.sizes:
+            return
+        sizes = np.concatenate(self.sizes) if len(self.sizes) > 1 else self.sizes[0]
+        ends = np.cumsum(sizes)
+        if ends[-1] <= ROW_GROUP_TEXT_BYTES:
+            return
+        if self.writer is None:  # more than one row group: each written as it fills
+            self.writer = pq.ParquetWriter(pa.PythonFile(self.hashing, mode="w"),
+                                           SCHEMAS["messages"], **PARQUET_OPTIONS)
+        rows = pa.concat_tables(self.parts["messages"])
+        start = used = 0
+        while int(ends[-1]) - used > ROW_GROUP_TEXT_BYTES:  # (cut as ``row_groups`` cuts)
+            stop = max(int(np.searchsorted(ends, used + ROW_GROUP_TEXT_BYTES, "right")),
+                       start + 1)
+            self.writer.write_table(_schema_of(
+                rows.slice(start, stop - start).combine_chunks(), "messages"))
+            start, used = stop, int(ends[stop - 1])
+            release_freed_memory()  # (as ``_write``: the group's pages given back)
+        self.parts["messages"] = [rows.slice(start).combine_chunks()]
+        self.sizes = [sizes[start:]]
+
+    def close(self) -> str:
+        """Write what is waiting and the footer; returns the file's sha256 (hex)."""
+        tables = {name: (parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+                         ).combine_chunks() if parts else None
+                  for name, parts in self.parts.items()}
+        if self.writer is None:
+            return write(tables, self.out)
+        if (rows := tables["messages"]) is not None and rows.num_rows:
+            self.writer.write_table(_schema_of(rows, "messages"))
+        self.writer.add_key_value_metadata(_footer(tables))
+        self.writer.close()
+        return self.hashing.digest.hexdigest()
+
+
 def row_groups(text: pa.ChunkedArray | pa.Array) -> list[tuple[int, int]]:
     """The (start, stop) rows of each row group of an entry's messages whose ``text`` column
     this is: one for all when the text is at most ``ROW_GROUP_TEXT_BYTES``, else each as many
@@ -153,9 +218,7 @@ def _write(tables: Mapping[str, pa.Table | None], sink: pa.NativeFile,
            groups: list[tuple[int, int]] | None) -> None:
     """``tables`` as an entry file into ``sink``, the messages in ``groups`` (``row_groups``;
     None: found here)."""
-    footer = {key: _ipc(_schema_of(table, name) if (table := tables.get(name)) is not None
-                        else SCHEMAS[name].empty_table())
-              for name, key in ENTRY_FOOTER.items()}
+    footer = _footer(tables)
     messages = tables.get("messages")
     with pq.ParquetWriter(sink, SCHEMAS["messages"], **PARQUET_OPTIONS) as writer:
         if messages is None:
@@ -168,6 +231,14 @@ def _write(tables: Mapping[str, pa.Table | None], sink: pa.NativeFile,
                 if len(groups) > 1:  # the group's plain text is freed: its pages given back
                     release_freed_memory()  # (else the heap grows by a few MB a group)
         writer.add_key_value_metadata(footer)
+
+
+def _footer(tables: Mapping[str, pa.Table | None]) -> dict[bytes, bytes]:
+    """The key-value metadata holding the runs, requests and events tables (``ENTRY_FOOTER``;
+    a missing or None table written empty)."""
+    return {key: _ipc(_schema_of(table, name) if (table := tables.get(name)) is not None
+                      else SCHEMAS[name].empty_table())
+            for name, key in ENTRY_FOOTER.items()}
 
 
 def decode(data: bytes, shown: str) -> dict[str, pa.Table]:

@@ -2,7 +2,10 @@
 
 ``parse_file`` never raises for a bad input: every problem is an ``Issue`` in the returned
 ``ParsedFile`` (an unreadable or empty file, no parser recognising it with the formats that
-came closest, a parser failing, values the schema cannot hold).
+came closest, a parser failing, values the schema cannot hold).  A big file whose parser makes
+its runs one at a time (``iter_runs``: Claude Code) is tokenised a run at a time, each run's
+tables given to the caller's ``sink`` (the store's ``entry_write.NewEntry``) before the next
+is made, so that its rows are never all held at once.
 
 Not here: the tables and token counts (``replay.ingest.run_tables``), many files into the store
 (``replay.ingest.batch``).
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,9 +25,10 @@ from replay.ingest import store
 from replay.ingest.discover import relative_source
 from replay.ingest.input_files import BOM, Unreadable, read_input
 from replay.ingest.parsers import PARSERS, Detection, companion
+from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
 from replay.ingest.parsers.source import Issue, Source
-from replay.ingest.run_tables import DEFAULT_TOKENIZERS, tokenize
+from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN, Counted, tokenize
 from replay.memory import collector_paused
 
 
@@ -47,8 +52,8 @@ class ParsedFile:
 
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
-               threads: int = 1, explain: bool = False, shared_text: bool = False
-               ) -> ParsedFile:
+               threads: int = 1, explain: bool = False, shared_text: bool = False,
+               sink: Callable[[store.RunTables], None] | None = None) -> ParsedFile:
     """Parse one file into token-counted tables; problems are returned, never raised.
 
     Args:
@@ -60,6 +65,10 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         threads: threads counting tokens (1: only the calling thread).
         explain: say why the format was chosen (``ParsedFile.detection``; a file no parser
             takes always says which formats came closest).
+        sink: given the tables of a big file's runs (``STREAMED_MIN_BYTES``, a parser with
+            ``iter_runs``) a run at a time, each let go once given; ``tables`` then holds
+            its runs table and its messages' ``run_id`` and token columns only (None, as
+            always, when the file fails: what ``sink`` was given is then not the file's).
     """
     rel = rel if rel is not None else relative_source(path, root)
     issues: list[Issue] = []
@@ -87,15 +96,27 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
     src = Source(path=str(path), rel=rel, data=data, sha256=sha, on_disk=True)
+    runs = getattr(PARSERS[name], "iter_runs", None) if sink is not None \
+        and len(data) >= STREAMED_MIN_BYTES else None
     del data
     with collector_paused():  # a parse makes millions of objects, none of them garbage
+        if runs is not None and sink is not None:
+            tables = _streamed(runs(src, issues), tokenizers, threads, sink, issues, src.path,
+                               name)
+            coverage, why = src.coverage.by_type(), found.describe()
+            if tables is None and src.coverage.no_conversation and not issues:
+                return ParsedFile(rel, name, sha, None, (), coverage, why,
+                                  no_conversation=src.coverage.no_conversation)
+            if tables is None and not issues:
+                issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
+            return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
         try:
             drafts = PARSERS[name].parse(src, issues)
         except RecursionError:
             issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
             drafts = []
         except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
-            issues.append(Issue(str(path), 0, f"{name} parser failed: {type(exc).__name__}: {exc}"))
+            issues.append(_failed(str(path), name, exc))
             drafts = []
         coverage, why = src.coverage.by_type(), found.describe()
         no_conversation = src.coverage.no_conversation
@@ -110,11 +131,70 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         try:
             tables = tokenize(drafts, tokenizers, threads=threads, consume=True,
                               shared_text=shared_text)
-        except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
-            issues.append(Issue(str(path), 0, f"{name} parser produced values the schema cannot hold "
-                                              f"({type(exc).__name__}: {exc})"))
+        except UNFIT as exc:
+            issues.append(_unfit(str(path), name, exc))
             return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
         return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
+
+
+STREAMED_MIN_BYTES = 4 << 20
+"""A file this big or bigger whose parser makes its runs one at a time (``iter_runs``) is
+tokenised and given to ``parse_file``'s ``sink`` a run at a time; a smaller one whole."""
+UNFIT = (pa.ArrowException, OverflowError, TypeError, ValueError)
+"""What ``tokenize`` raises for a value the schema cannot hold."""
+
+
+def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenizers: tuple[str, ...],
+              threads: int, sink: Callable[[store.RunTables], None], issues: list[Issue],
+              path: str, name: str) -> store.RunTables | None:
+    """Each run of ``runs`` tokenised and given to ``sink`` before the next is made (a
+    session's runs that share texts count each once: ``tokenize``'s ``counted``); the runs
+    table and the messages' run ids and token columns of them all, None when there is none
+    or the parser or a run failed (an issue)."""
+    kept: dict[str, list[pa.Table]] = {"runs": [], "messages": [], "requests": []}
+    counted: Counted | None = None
+    session: int | None = None
+    columns = ["run_id", *TOKEN_COLUMN.values()]
+    while True:
+        try:
+            got = next(runs, None)
+        except RecursionError:
+            issues.append(Issue(path, 0, f"{name} parser failed: JSON nested too deeply"))
+            return None
+        except Exception as exc:  # noqa: BLE001 - as ``parse_file``: report, go on
+            issues.append(_failed(path, name, exc))
+            return None
+        if got is None:
+            break
+        if got[0] is None or got[0] != session:
+            counted = None if got[0] is None else {}
+        session, draft = got
+        try:
+            tables = tokenize([draft], tokenizers, threads=threads, consume=True,
+                              counted=counted)
+        except UNFIT as exc:
+            runs.close()
+            issues.append(_unfit(path, name, exc))
+            return None
+        del draft, got
+        sink(tables)
+        kept["runs"].append(tables.runs)
+        kept["messages"].append(tables.messages.select(columns))
+        kept["requests"] = kept["requests"] or [tables.requests.slice(0, 0)]
+    if not kept["runs"]:
+        return None
+    return store.RunTables(runs=pa.concat_tables(kept["runs"]),
+                           messages=pa.concat_tables(kept["messages"]),
+                           requests=kept["requests"][0])
+
+
+def _failed(path: str, name: str, exc: Exception) -> Issue:
+    return Issue(path, 0, f"{name} parser failed: {type(exc).__name__}: {exc}")
+
+
+def _unfit(path: str, name: str, exc: Exception) -> Issue:
+    return Issue(path, 0, f"{name} parser produced values the schema cannot hold "
+                          f"({type(exc).__name__}: {exc})")
 
 
 def _unrecognised(path: str, data: bytes, found: Detection) -> Issue:

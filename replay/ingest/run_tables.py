@@ -31,9 +31,13 @@ _Columns = dict[str, list[Any] | pa.Array]
 """A table's columns by name: the parsers' value lists, or Arrow arrays once converted."""
 
 
+Counted = dict[str, dict[int, tuple[str, int]]]
+"""Tokenizer -> id of a text -> (the text, its tokens): ``tokenize``'s ``counted``."""
+
+
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
-             threads: int = 1, consume: bool = False, shared_text: bool = False
-             ) -> store.RunTables:
+             threads: int = 1, consume: bool = False, shared_text: bool = False,
+             counted: Counted | None = None) -> store.RunTables:
     """Count tokens once per block and build the schema's tables.
 
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
@@ -53,6 +57,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     run; the store writes it as plain strings (``replay.ingest.entry_file``).  Without it, with
     less text than ``SHARED_MIN_CHARS`` or with no text shared, ``text`` is a plain ``string``
     column.
+
+    ``counted``: the tokens of texts counted before, by text object (a run made after another
+    of the same Claude Code session holds many of its text objects again: each is counted
+    once); the texts counted here are added to it.
     """
     n_blocks = [len(d.messages["msg"]) for d in drafts]
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
@@ -74,9 +82,9 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     def rows(values: list[int] | np.ndarray) -> Any:  # each distinct text's -> each row's
         return values if codes is None else np.asarray(values, np.int64)[codes]
 
-    text, counted, n_chars, lines, redacted, exacts = _measured(
+    text, tokens, n_chars, lines, redacted, exacts = _measured(
         texts, tokenizers, threads, release=consume or codes is not None,
-        one=codes is None and chars <= TEXT_CHUNK_CHARS)
+        one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted)
     del texts  # (the strings are in the Arrow column now)
     n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
     n_lines: np.ndarray | list[int] = lines
@@ -101,7 +109,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         if name not in tokenizers:
             messages[col] = pa.nulls(n, pa.int64())
             continue
-        counts = counted[name]
+        counts = tokens[name]
         for i, (rest, _, chars) in redacted.items():
             counts[i] = count_one(rest, name) + tokens_for(chars, name)
         for i, sizes in exacts.items():
@@ -132,13 +140,13 @@ _Sizes = tuple[pa.Array, dict[str, list[int]], list[int], np.ndarray,
 
 
 def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
-              release: bool, one: bool) -> _Sizes:
+              release: bool, one: bool, known: Counted | None = None) -> _Sizes:
     """``texts`` as a string column, with each tokenizer's counts, each text's characters and
     lines, and the texts holding redaction markers (``declared``) or ctxreplay's own
     (``exact``), by index; a text that is not valid Unicode is repaired first, as tiktoken
     counts it.  Made ``TEXT_CHUNK_CHARS`` characters at a time; ``release``: ``texts`` is the
     caller's to give up, each chunk's strings are let go from it once converted; ``one``: they
-    are known to be one chunk."""
+    are known to be one chunk; ``known``: ``tokenize``'s ``counted``."""
     counted: dict[str, list[int]] = {name: [] for name in TOKEN_COLUMN if name in tokenizers}
     arrays, lines = [], []
     n_chars: list[int] = []
@@ -149,7 +157,8 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         for name, counts in counted.items():  # first: the encoder leaves each text's UTF-8
             # in the string (CPython keeps it), and the column then copies it instead of
             # encoding again (a text that is not valid Unicode is counted repaired, as below)
-            counts += count_tokens(chunk, name, threads=threads)
+            counts += count_tokens(chunk, name, threads=threads) if known is None \
+                else _count_new(chunk, name, threads, known.setdefault(name, {}))
         try:
             part = column(chunk, pa.string())
         except UnicodeEncodeError:
@@ -170,6 +179,17 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
     text = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
     return (text, counted, n_chars, lines[0] if len(lines) == 1 else np.concatenate(lines),
             redacted, exacts)
+
+
+def _count_new(texts: list[str], name: str, threads: int,
+               known: dict[int, tuple[str, int]]) -> list[int]:
+    """``count_tokens`` of ``texts``, counting only the text objects ``known`` (id -> (text,
+    tokens); each held, so that its id is not reused) does not hold, which are added."""
+    new = [t for t in texts if id(t) not in known]
+    if new:
+        for t, n in zip(new, count_tokens(new, name, threads=threads)):
+            known[id(t)] = (t, n)
+    return [known[id(t)][1] for t in texts]
 
 
 def _chunks(texts: list[str]) -> list[tuple[int, int]]:

@@ -22,7 +22,8 @@ an empty ``events`` table cost more to write than most entries' messages, and ea
 created is a file-system operation more.
 
 Not here: parsing (``replay.ingest.parsers``), tokenising (``replay.ingest.batch``), the run index and
-reading every run's rows (``replay.ingest.store_index``), atomic writes (``replay.atomic_files``).
+reading every run's rows (``replay.ingest.store_index``), atomic writes (``replay.atomic_files``),
+writing an entry (``replay.ingest.entry_write``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, folder_fd
 from replay.errors import StoreError
-from replay.ingest.entry_file import decode, decode_footer, decode_runs, write
+from replay.ingest.entry_file import decode, decode_footer, decode_runs
 from replay.ingest.input_files import Unreadable, max_document_bytes, open_input, read_input
 from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
@@ -117,41 +118,7 @@ def entry_checksum(key: str, digests: list[str]) -> str:
     return hashlib.sha256("\n".join((key, *digests)).encode()).hexdigest()
 
 
-def write_entry(root: Path, key: str, tables: RunTables,
-                before_rename: Callable[[str], None] | None = None) -> str:
-    """Write one entry's tables into ``root/data/KEY.parquet`` atomically (written under a
-    temporary name, then renamed), never through a symlink (a symlink in the entry's place is
-    replaced, never followed); returns the entry's checksum (``entry_checksum``, of the bytes
-    just written).  ``before_rename`` is called with that checksum once the bytes are written,
-    before the rename: a journal line made there is never missing for a complete entry (a
-    process killed between the two leaves a line whose file is not there, which the journal's
-    reader skips)."""
-    if not is_segment(key):
-        entry_file(root, key)  # raises: the key is no plain file name
-    name, tmp = f"{key}{ENTRY_SUFFIX}", f".{key}.tmp{os.getpid()}"
-    with folder_fd(root, ("data",)) as data:
-        _remove(tmp, data)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
-                     dir_fd=data)
-        try:
-            with os.fdopen(fd, "wb") as f:  # (a big entry: written as it is encoded)
-                digest = write({name: getattr(tables, name) for name in TABLES}, f)
-            checksum = entry_checksum(key, [digest])
-            try:
-                if stat.S_ISDIR(os.stat(name, dir_fd=data, follow_symlinks=False).st_mode):
-                    shutil.rmtree(name, ignore_errors=True, dir_fd=data)  # no file's place
-            except FileNotFoundError:
-                pass
-            if before_rename is not None:
-                before_rename(checksum)
-            os.rename(tmp, name, src_dir_fd=data, dst_dir_fd=data)  # over a symlink: replaced
-        except BaseException:
-            _remove(tmp, data)
-            raise
-    return checksum
-
-
-def _remove(name: str, folder: int) -> None:
+def remove_name(name: str, folder: int) -> None:
     """Delete ``name`` in ``folder`` (a descriptor) if it is there: a file or a symlink is
     unlinked, a folder removed with what it holds."""
     try:
@@ -174,7 +141,7 @@ def remove_entry(root: Path, key: str) -> None:
         return
     with folder_fd(root, ("data",)) as data:
         for name in (f"{key}{ENTRY_SUFFIX}", key):
-            _remove(name, data)
+            remove_name(name, data)
 
 
 def intact(root: Path, entry: Entry) -> bool:

@@ -4,9 +4,11 @@ A parser module defines ``NAME``, ``sniff(filename, head) -> bool`` (content-bas
 detection from the first 64 KiB: read several records, never the first line only) and
 ``parse(src, issues) -> list[RunDraft]``; it may define ``evidence(filename, head) -> str``,
 what of its format the head shows ('' for nothing), which says why a file was taken and,
-for a file no parser takes, which formats came closest.  Adding a format means adding one
-module and one line to ``PARSERS`` (see "Adding a format" in the README); sniffing goes in
-this order, so more specific formats come first.
+for a file no parser takes, which formats came closest; and ``iter_runs(src, issues)``, the
+same runs made one at a time (each with the session whose runs share text objects, or None),
+which ``parse_file`` tokenises and writes one at a time for a big file.  Adding a format means
+adding one module and one line to ``PARSERS`` (see "Adding a format" in the README); sniffing
+goes in this order, so more specific formats come first.
 """
 
 from __future__ import annotations

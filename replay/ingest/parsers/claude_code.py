@@ -55,8 +55,7 @@ modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TY
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from msgspec import UNSET
@@ -73,6 +72,9 @@ from replay.ingest.parsers.claude_code_emit import (
     order,
     wanted,
 )
+from replay.ingest.parsers.claude_code_ends import PASS as _PASS
+from replay.ingest.parsers.claude_code_ends import TITLE_KEYS as _TITLE_KEYS
+from replay.ingest.parsers.claude_code_ends import session_ends
 from replay.ingest.parsers.claude_code_file import (
     companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
@@ -98,51 +100,17 @@ from replay.ingest.parsers.claude_code_records import (
     rtype,
     text_again,
 )
+from replay.ingest.parsers.claude_code_session import Session, session, sidechains
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import iter_typed
-from replay.ingest.parsers.jsonl_reread import LineIndex
+from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, LineIndex
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "claude_code"
-_PASS = frozenset(("progress", "file-history-snapshot", "file-history-delta", "queue-operation",
-                   "summary", "last-prompt", "mode", "permission-mode", "ai-title", "custom-title",
-                   "agent-name", "agent-setting", "tag", "pr-link"))
-"""Non-message record types read no further than their type and links (the bulk of a file)."""
-_TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
-"""Title records and their title key; the run's title is the user's own over the generated."""
 _OWN = frozenset(("user", "assistant", "system")) | NON_MESSAGE_TYPES
 """Record types Claude Code writes: the first of them names the file's own session (a line of
 another type — a header another tool put first, hive-mind's ``hive-mind-meta`` — does not, or
 its ``sessionId`` would make every record of the file a copy from its parent's file)."""
-
-
-@dataclass(slots=True)
-class _Session:
-    """One ``sessionId``'s records."""
-
-    nodes: list[Rec] = field(default_factory=list)
-    """The records the run is made of, in file order."""
-    links: dict[str, str | None] = field(default_factory=dict)
-    """uuid -> parent of the other records with a uuid (links of the chain only)."""
-    version: str = ""
-    agent_id: str = ""
-    titles: dict[str, str] = field(default_factory=dict)
-    """``ai-title`` / ``custom-title`` record type -> the last title of that kind."""
-    side_agents: dict[int, str] = field(default_factory=dict)
-    """Line -> ``agentId`` of the inline sidechain records that name their subagent."""
-    forked: set[int] = field(default_factory=set)
-    """Lines of records a forked session copied from its parent (``forkedFrom``)."""
-    fork_of: str = ""
-    """The session this one was forked from ('' for none)."""
-    lines: dict[int, Rec] | None = None
-    """Line -> record of ``nodes``, made when first asked (``by_line``)."""
-
-    def by_line(self) -> dict[int, Rec]:
-        """Line -> record, made when first asked: only a session with records off its path
-        (abandoned branches, sidechains) asks, and the map is ~32 bytes a record."""
-        if self.lines is None:
-            self.lines = {n.line: n for n in self.nodes}
-        return self.lines
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -152,8 +120,17 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the transcript file.
         issues: where problems are reported (``path:line: reason``).
     """
+    return [draft for _, draft in iter_runs(src, issues)]
+
+
+def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, RunDraft]]:
+    """``parse``'s runs one at a time, each built when the one before was taken (a caller that
+    tokenises and writes each before asking for the next holds one run's rows, not the
+    file's), with the session whose runs share text objects (its abandoned branches: each
+    repeats the prefix it shares) as a number, None for a run that shares none; the issues
+    and ``src.coverage`` are complete once the last is taken."""
     path = Path(src.path)
-    sessions: dict[str, _Session] = {}
+    sessions: dict[str, Session] = {}
     seen_uuids: dict[str, str] = {}  # each uuid once: a record's parent is the earlier
     # record's own string, not a copy per record (a transcript of small records holds many)
     elsewhere: dict[str, bool] = {}
@@ -161,7 +138,19 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     duplicates: list[int] = []  # lines of records whose uuid an earlier record has
     lines = LineIndex()  # a big file's one-text records: their texts read again when emitted
+    ends = session_ends(src.data) if src.on_disk and len(src.data) >= STREAM_MIN_BYTES else None
+    made: list[Issue] = []  # the runs' issues, after the reading's (as when made at the end)
+    done: set[str] = set()  # the sessions whose runs are made
+    again = lambda no: text_again(no, lines.read(no))
+    n_runs = group = 0
     for no, raw in iter_typed(src, issues, decode, line_of, stream=True, index=lines):
+        while ends is not None and sessions and ends.done(head := next(iter(sessions)),
+                                                          first, no):
+            group += 1  # (a session read to its end: its runs made now, its records let go)
+            done.add(head)
+            for run in _session_runs(src, made, sessions.pop(head), n_runs, group, path, again):
+                n_runs += 1
+                yield run
         kind = raw.type
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
             uuid = raw.uuid
@@ -172,7 +161,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             passed[kind] = passed.get(kind, 0) + 1
             if kind in _TITLE_KEYS and isinstance(title := getattr(raw, _TITLE_KEYS[kind]), str):
                 sid = raw.sessionId
-                _session(sessions, sid if isinstance(sid, str) and sid else first).titles[
+                session(sessions, sid if isinstance(sid, str) and sid else first, done).titles[
                     kind] = title
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
@@ -181,7 +170,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
                     parent = raw.parentUuid
-                    _session(sessions, sid).links[uuid] = seen_uuids.get(parent, parent) \
+                    session(sessions, sid, done).links[uuid] = seen_uuids.get(parent, parent) \
                         if isinstance(parent, str) else None
             continue
         sid = raw.sessionId
@@ -207,7 +196,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)
             continue
-        sess = _session(sessions, sid)
+        sess = session(sessions, sid, done)
         if rec is None:
             if uuid:  # still a link in the chain (a system record between two messages)
                 parent = raw.parentUuid or raw.logicalParentUuid
@@ -237,37 +226,14 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues.append(Issue(src.path, duplicates[0], f"{len(duplicates)} record(s) repeat the "
                             "uuid of an earlier record (first at this line; the first copy is "
                             "kept, the repeats skipped)"))
-    is_sub = path.name.startswith("agent-") and session_folder(path) is not None
-    again = (lambda no: text_again(no, lines.read(no))) if len(lines) else None
-    drafts: list[RunDraft] = []
-    for sess in sessions.values():
-        sides = [] if is_sub else _sidechains(sess)
-        if not any(r.role in ("user", "assistant") for r in sess.nodes):
-            for r in sess.nodes:
-                src.coverage.skipped(r.rtype)
-            continue
-        paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
-        branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
-        shared: Shared | None = {} if branches else None
-        main = _run(src, issues, sess, len(drafts), path, is_sub, paths=paths, again=again,
-                    branch_lines=set().union(*(br.own for br in branches)),
-                    consume=not branches, shared=shared)
-        drafts.append(main)
-        for k, br in enumerate(branches, 1):
-            view = _Session(sess.nodes, sess.links, sess.version, sess.agent_id,
-                            forked=sess.forked | br.shared, lines=sess.by_line())
-            drafts.append(_run(src, issues, view, len(drafts), path, is_sub, leaf=br.leaf,
-                               again=again,
-                               branch=(main.run["run_id"], f"abandoned-{k}"), paths=paths,
-                               consume=k == len(branches), shared=shared))
-        if more:
-            issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
-                                             f"{len(branches)} (not made into runs; their "
-                                             "records are counted off the path)"))
-        for side in sides:
-            drafts.append(_run(src, issues, side, len(drafts), path, True,
-                               parent=main.run["run_id"], consume=True, again=again))
-    if not drafts:
+    while sessions:  # each session let go once its runs are made: not held to the file's end
+        group += 1
+        for run in _session_runs(src, made, sessions.pop(next(iter(sessions))), n_runs, group,
+                                 path, again if len(lines) else None):
+            n_runs += 1
+            yield run
+    issues += made
+    if not n_runs:
         cov = src.coverage.by_type()
         if cov and all(set(f) == {"skipped"} for f in cov.values()):  # (a broken line is an
             # issue of its own: the file then fails on it, see ``replay.ingest.parse_file``)
@@ -275,13 +241,45 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 f"{t} x{f['skipped']}" for t, f in sorted(cov.items())) + " records"
         else:
             issues.append(Issue(src.path, 0, "no user or assistant records"))
-    return drafts
 
 
-def _session(sessions: dict[str, _Session], sid: str) -> _Session:
-    if sid not in sessions:
-        sessions[sid] = _Session()
-    return sessions[sid]
+def _session_runs(src: Source, issues: list[Issue], sess: Session, n_runs: int, group: int,
+                  path: Path, again: Callable[[int], str] | None
+                  ) -> Iterator[tuple[int | None, RunDraft]]:
+    """The runs of one session (``iter_runs``; ``n_runs``: runs made before, ``group``: its
+    number), each made when the one before was taken."""
+    is_sub = path.name.startswith("agent-") and session_folder(path) is not None
+    sides = [] if is_sub else sidechains(sess)
+    if not any(r.role in ("user", "assistant") for r in sess.nodes):
+        for r in sess.nodes:
+            src.coverage.skipped(r.rtype)
+        return
+    paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
+    branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
+    shared: Shared | None = {} if branches else None
+    main = _run(src, issues, sess, n_runs, path, is_sub, paths=paths, again=again,
+                branch_lines=set().union(*(br.own for br in branches)),
+                consume=not branches, shared=shared)
+    main_id: str = main.run["run_id"]
+    n_runs += 1
+    yield (group if branches else None), main
+    del main  # (taken: its rows are the caller's)
+    for k, br in enumerate(branches, 1):
+        view = Session(sess.nodes, sess.links, sess.version, sess.agent_id,
+                        forked=sess.forked | br.shared, lines=sess.by_line())
+        n_runs += 1
+        yield group, _run(src, issues, view, n_runs - 1, path, is_sub, leaf=br.leaf,
+                          again=again, branch=(main_id, f"abandoned-{k}"), paths=paths,
+                          consume=k == len(branches), shared=shared)
+    sess.lines = shared = None  # (the session's records and texts: let go with its runs)
+    if more:
+        issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
+                                         f"{len(branches)} (not made into runs; their "
+                                         "records are counted off the path)"))
+    for side in sides:
+        n_runs += 1
+        yield None, _run(src, issues, side, n_runs - 1, path, True, parent=main_id,
+                         consume=True, again=again)
 
 
 def _link(rec: Rec, raw: Line, known: Mapping[str, str]) -> None:
@@ -298,44 +296,7 @@ def _link(rec: Rec, raw: Line, known: Mapping[str, str]) -> None:
                   unlinked=raw.parentUuid is UNSET)
 
 
-def _sidechains(sess: _Session) -> list[_Session]:
-    """The subagent conversations written inline in a session file (Claude Code before the
-    ``subagents/`` folder: records with ``isSidechain: true``), each its own session, taken
-    out of ``sess``.  One per chain: records linked by ``parentUuid`` to the same root
-    (a sidechain's first record has no parent), ordered as in the file; a chain whose first
-    record names a parent found nowhere in the session (a gap in the log) continues the chain
-    before it rather than inventing a subagent."""
-    side = [n for n in sess.nodes if n.sidechain]
-    if not side or all(n.sidechain for n in sess.nodes if n.message):
-        return []  # none, or a subagent's own file (moved out of its subagents folder)
-    parent = {n.uuid: n.parent for n in side if n.uuid}
-    known = set(sess.links) | {n.uuid for n in sess.nodes if n.uuid}
-
-    def root(n: Node) -> str:
-        cur, seen = n.uuid, set()
-        while cur and parent.get(cur) in parent and cur not in seen:
-            seen.add(cur)
-            cur = parent[cur] or ""
-        return cur or f"line-{n.line}"
-
-    chains: dict[str, _Session] = {}
-    alias: dict[str, str] = {}
-    for n in side:
-        key = root(n)
-        if key not in chains and key not in alias:
-            first = parent.get(key)
-            alias[key] = next(reversed(chains)) if chains and first and first not in known \
-                else key
-        key = alias.get(key, key)
-        sub = chains.setdefault(key, _Session(links=sess.links, version=sess.version))
-        sub.nodes.append(n)
-        sub.agent_id = sub.agent_id or sess.side_agents.get(n.line, "")
-    sess.nodes = [n for n in sess.nodes if not n.sidechain]
-    return [c for c in chains.values() if any(r.role in ("user", "assistant")
-                                               for r in c.nodes)]
-
-
-def _run(src: Source, issues: list[Issue], sess: _Session, index: int, path: Path,
+def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path,
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
          paths: Resolved | None = None, consume: bool = False,

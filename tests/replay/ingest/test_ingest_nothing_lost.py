@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from replay.ingest import store
+from replay.ingest import entry_write, store
 from replay.ingest.batch import ingest
 from tests.replay.ingest.ingest_helpers import _claude, _cli, _cli_runs, _runs, _write
 
@@ -91,7 +91,7 @@ def test_failure_while_writing_keeps_the_previous_manifest(tmp_path: Path,
     def disk_full(*args: Any, **kwargs: Any) -> str:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store, "write", disk_full)  # writing the entry of b.jsonl fails
+    monkeypatch.setattr(entry_write, "write", disk_full)  # writing the entry of b.jsonl fails
     with pytest.raises(OSError):
         ingest([logs], out, jobs=1)
     assert (out / "manifest.json").read_bytes() == manifest_before

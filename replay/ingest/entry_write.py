@@ -1,0 +1,111 @@
+"""One store entry's file written atomically: under a temporary name, then renamed to its key.
+
+``write_entry`` writes a file's tables at once; ``NewEntry`` an entry whose runs come one at a
+time (a big Claude Code file's, each tokenised and written before the next is made:
+``replay.ingest.parse_file``'s ``sink``).  Either leaves nothing but a complete entry: the file
+is renamed to ``KEY.parquet`` once every byte is written (and journalled: ``before_rename``),
+and a file not finished is removed.
+
+Not here: the entry file's bytes (``replay.ingest.entry_file``), where entries live and their
+checksums (``replay.ingest.store``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import BinaryIO, Self
+
+from replay.atomic_files import folder_fd
+from replay.ingest.entry_file import EntryWriter, write
+from replay.ingest.store import (
+    ENTRY_SUFFIX,
+    TABLES,
+    RunTables,
+    entry_checksum,
+    entry_file,
+    remove_name,
+)
+from replay.safe_names import is_segment
+
+
+def write_entry(root: Path, key: str, tables: RunTables,
+                before_rename: Callable[[str], None] | None = None) -> str:
+    """Write one entry's tables into ``root/data/KEY.parquet`` atomically (written under a
+    temporary name, then renamed), never through a symlink (a symlink in the entry's place is
+    replaced, never followed); returns the entry's checksum (``entry_checksum``, of the bytes
+    just written).  ``before_rename`` is called with that checksum once the bytes are written,
+    before the rename: a journal line made there is never missing for a complete entry (a
+    process killed between the two leaves a line whose file is not there, which the journal's
+    reader skips)."""
+    if not is_segment(key):
+        entry_file(root, key)  # raises: the key is no plain file name
+    with NewEntry(root, f".{key}.tmp{os.getpid()}") as entry:
+        entry.digest = write({name: getattr(tables, name) for name in TABLES}, entry.open())
+        return entry.commit(key, before_rename)
+
+
+class NewEntry:
+    """An entry's file being written (``with NewEntry(root) as e``): under a temporary name in
+    ``root/data`` (``open``; or its runs' tables given one run at a time to ``add``, written
+    as they come: ``entry_file.EntryWriter``), then ``commit`` renames it to its key as
+    ``write_entry`` does; an entry left without ``commit`` (its file failed, or an exception)
+    leaves nothing.  No file is made before ``open`` or ``add``."""
+
+    def __init__(self, root: Path, tmp: str = "") -> None:
+        self.root, self.tmp = root, tmp or f".entry.tmp{os.getpid()}"
+        self.digest, self.data, self.renamed = "", -1, False
+        self.stack = ExitStack()
+        self.file: BinaryIO | None = None
+        self.writer: EntryWriter | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self.stack:  # (the file closed, then the folder's descriptor)
+            if self.file is not None and not self.renamed:
+                self.file.close()
+                remove_name(self.tmp, self.data)
+
+    def open(self) -> BinaryIO:
+        """The temporary file (made at the first call)."""
+        if self.file is None:
+            with ExitStack() as stack:
+                self.data = stack.enter_context(folder_fd(self.root, ("data",)))
+                remove_name(self.tmp, self.data)
+                fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             0o644, dir_fd=self.data)
+                self.file = stack.enter_context(os.fdopen(fd, "wb"))
+                self.stack = stack.pop_all()
+        return self.file
+
+    def add(self, tables: RunTables) -> None:
+        """The next run's (or runs') tables."""
+        if self.writer is None:
+            self.writer = EntryWriter(self.open())
+        self.writer.add({name: getattr(tables, name) for name in TABLES})
+
+    def commit(self, key: str, before_rename: Callable[[str], None] | None = None) -> str:
+        """Finish the file and rename it ``KEY.parquet`` (``write_entry``); its checksum."""
+        if not is_segment(key):
+            entry_file(self.root, key)  # raises: the key is no plain file name
+        if self.writer is not None:
+            self.digest = self.writer.close()
+        self.open().close()
+        checksum = entry_checksum(key, [self.digest])
+        name, data = f"{key}{ENTRY_SUFFIX}", self.data
+        try:
+            if stat.S_ISDIR(os.stat(name, dir_fd=data, follow_symlinks=False).st_mode):
+                shutil.rmtree(name, ignore_errors=True, dir_fd=data)  # no file's place
+        except FileNotFoundError:
+            pass
+        if before_rename is not None:
+            before_rename(checksum)
+        os.rename(self.tmp, name, src_dir_fd=data, dst_dir_fd=data)  # over a symlink: replaced
+        self.renamed = True
+        return checksum
