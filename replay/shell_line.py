@@ -10,10 +10,12 @@ of the line and given to the command holding its operator (a commit message in `
 <<EOF`` is git's text, a script in ``python - <<EOF`` python's, not commands of their own); the
 rest cut at ``&&``, ``||``, ``;``, ``|`` and newlines outside quotes and escapes (a pipe written
 without blanks too: ``nl -ba a.py|head``).  An unclosed quote runs to the end of the line; a
-``<<WORD`` inside quotes is no heredoc (``heredoc_operators``).  ``shell_split`` cuts one
-command into its words (``shell_words``: tolerant of an unclosed quote); ``command_start`` finds
-its command past the wrappers that run it (``WRAPPERS``: ``timeout 30s``, ``sudo -u x``, ``env
--i A=1``, ``VAR=value`` ...); ``unwrap_argv`` makes a line of a recorded argument vector.
+``<<WORD`` inside quotes is no heredoc, and the line after a heredoc's body is read in the
+quotes open at its operator (``replay.heredoc``).  ``shell_split`` cuts one command into its
+words (``shell_words``: an unclosed quote read as closed at the end, ``closed``);
+``command_start`` finds its command past the wrappers that run it (``WRAPPERS``: ``timeout
+30s``, ``sudo -u x``, ``env -i A=1``, ``VAR=value`` ...); ``unwrap_argv`` makes a line of a
+recorded argument vector.
 
 Not the standard library's ``shlex`` for the cut: ``shlex.shlex(punctuation_chars=True)`` reads
 a newline as a blank (not a separator), knows no heredoc, gives the words unquoted (not the text
@@ -27,6 +29,8 @@ import re
 import shlex
 from collections.abc import Iterator
 from typing import Any, NamedTuple
+
+from replay.heredoc import count_operators, heredoc_operators, lift_heredocs
 
 
 class ShellCommand(NamedTuple):
@@ -64,65 +68,6 @@ class ShellCommand(NamedTuple):
 _new = tuple.__new__
 
 
-HEREDOC = re.compile(r"<<(?<!<<<)(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
-"""A heredoc operator (``<<WORD``, ``<<-'WORD'``; not a ``<<<`` here-string): its body is the
-lines after its line up to the one holding WORD alone (blanks around it allowed).  (The ``<``
-before is looked for behind the ``<<``: a pattern that opens with its literal is searched in C.)"""
-_QUOTE = re.compile(r"""['"\\]""")
-"""A quote or an escape: what can put a ``<<`` in a string."""
-_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\$]|\\.|\$(?!\())*"', re.DOTALL)
-"""A double-quoted string without a command substitution in it (one with ``$(`` holds a command
-of its own, whose heredoc is one: ``git commit -m "$(cat <<'EOF' …``)."""
-
-
-def heredoc_operators(line: str, pos: int = 0,
-                      endpos: int | None = None) -> Iterator[re.Match[str]]:
-    """The heredoc operators (``HEREDOC`` matches) of ``line[pos:endpos]`` outside quotes and
-    escapes (``pos`` outside quotes): ``grep "<<EOF" f`` and ``echo 'a <<EOF'`` have none
-    (``_first_operator``)."""
-    end = len(line) if endpos is None else endpos
-    op = _first_operator(line, pos, end)
-    while op is not None:
-        yield op
-        op = _first_operator(line, op.end(), end)
-
-
-def _count_operators(text: str) -> int:
-    """How many heredoc operators ``text`` holds outside quotes."""
-    n, end = 0, len(text)
-    op = _first_operator(text, 0, end) if "<<" in text else None
-    while op is not None:
-        n += 1
-        op = _first_operator(text, op.end(), end)
-    return n
-
-
-def _first_operator(line: str, pos: int, end: int) -> re.Match[str] | None:
-    """The first heredoc operator of ``line[pos:end]`` outside quotes and escapes (``pos``
-    outside quotes), None when none.  Read left to right, each quote or escape before an
-    operator passed over with what it quotes: a single-quoted string (one never closed runs to
-    the end), a double-quoted string (``_DOUBLE_QUOTED``; a double quote that opens one holding
-    ``$(``, or is never closed, is passed over alone), an escaped character.  (Operators and
-    quotes are found by searches in C, each character looked at a bounded number of times.)"""
-    op = HEREDOC.search(line, pos, end)
-    while op is not None:
-        quote = _QUOTE.search(line, pos, op.start())
-        if quote is None:
-            return op
-        at = quote.start()
-        if line[at] == "'":
-            close = line.find("'", at + 1, end)
-            pos = end if close < 0 else close + 1
-        elif line[at] == "\\":
-            pos = at + 2
-        else:
-            string = _DOUBLE_QUOTED.match(line, at, end)
-            pos = string.end() if string else at + 1
-        if pos > op.start():  # the operator was quoted: the next one after the string
-            op = HEREDOC.search(line, pos, end)
-    return None
-
-
 _COMMAND = re.compile(r"""(?:[^'"\\;&|\n]+|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.|\\\Z|&(?!&))*+""",
                       re.DOTALL)
 """A simple command up to its separator: plain characters, quoted strings and escaped
@@ -144,7 +89,7 @@ def commands(line: str) -> Iterator[ShellCommand]:
         line = line.replace("\\\n", "")
     bodies: list[str] = []
     if "<<" in line:
-        line = _lift_heredocs(line, bodies)
+        line = lift_heredocs(line, bodies)
     start, owned = 0, 0  # owned: the bodies handed out so far
     while True:
         m = _COMMAND.match(line, start)  # (always a match: it may be empty)
@@ -157,66 +102,12 @@ def commands(line: str) -> Iterator[ShellCommand]:
             sep = sep[0]
         text = line[start:end]
         if bodies:
-            k = _count_operators(text)
+            k = count_operators(text)
             yield _new(ShellCommand, (text, tuple(bodies[owned:owned + k]), sep == "|"))
             owned += k
         else:
             yield _new(ShellCommand, (text, (), sep == "|"))
         start = end + len(sep)
-
-
-def _lift_heredocs(line: str, bodies: list[str]) -> str:
-    """``line`` without its heredocs' bodies (each body with its terminating line taken out,
-    the operator's line joined to the line after the terminator); the bodies appended to
-    ``bodies`` in the order of their operators.  A body without its terminator runs to the end
-    of the line; an operator on the last line has an empty body."""
-    kept: list[str] = []
-    pos, n = 0, len(line)
-    while True:
-        first = _first_operator(line, pos, n)
-        if first is None:
-            kept.append(line[pos:])
-            break
-        eol = line.find("\n", first.end())
-        if eol < 0:
-            kept.append(line[pos:])
-            bodies.extend("" for _ in heredoc_operators(line, first.start()))
-            break
-        kept.append(line[pos:eol])
-        pos = eol + 1
-        op: re.Match[str] | None = first  # the operators of this line, in order
-        while op is not None:
-            word, op = op.group(3), _first_operator(line, op.end(), eol)
-            if pos > n:
-                bodies.append("")
-                continue
-            end = _terminator(line, word, pos)
-            if end is None:
-                bodies.append(line[pos:])
-                pos = n + 1
-                continue
-            bodies.append(line[pos:end[0]])
-            pos = end[1] + 1
-        if pos > n:
-            break
-    return "\n".join(kept)
-
-
-def _terminator(line: str, word: str, pos: int) -> tuple[int, int] | None:
-    """Where the heredoc opened with ``word`` whose body starts at ``pos`` ends: the first line
-    from ``pos`` on holding ``word`` alone, blanks around it, as (the newline before it, the
-    end of the line); None when no line does.  Found by ``str.find`` (faster than a regular
-    expression that opens with a newline)."""
-    at, size = line.find(word, pos), len(word)
-    while at >= 0:
-        start = line.rfind("\n", pos - 1, at)  # line[pos - 1] is the newline before the body
-        end = line.find("\n", at + size)
-        if end < 0:
-            end = len(line)
-        if start >= 0 and not line[start + 1:at].strip() and not line[at + size:end].strip():
-            return start, end
-        at = line.find(word, end)
-    return None
 
 
 _PIECES = re.compile(r"""[ \t\r\n]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^ \t\r\n'"\\]+|.""",
@@ -266,22 +157,42 @@ def shell_split(line: str) -> list[str]:
 
 def shell_words(command: str) -> list[str]:
     """The words of one command as the shell reads them (``shell_split``), tolerant: a quote
-    never closed runs to the end (the words as if it were closed there), a backslash at the end
-    is dropped; a command with nothing to unquote, or too long for the split (over 64 KiB),
-    is split at blanks."""
-    if len(command) > 65536 or not ("'" in command or '"' in command or "\\" in command):
+    never closed is read as closed at the end, a backslash at the end is dropped (``closed``);
+    a command with nothing to unquote is split at blanks."""
+    if not ("'" in command or '"' in command or "\\" in command):
         return command.split()
     try:
         return shell_split(command)
-    except ValueError:
-        pass
-    ends = (command[:-1],) if command.endswith("\\") else ()
-    for closed in (*ends, command + '"', command + "'"):
-        try:
-            return shell_split(closed)
-        except ValueError:
-            continue
-    return command.split()
+    except ValueError:  # (the rare command that needs closing: no search for it before)
+        return shell_split(closed(command))
+
+
+_CLOSED_PART = re.compile(r"""(?:[^'"\\]++|'[^']*+'|"(?:[^"\\]++|\\.)*+"|\\.)*+""", re.DOTALL)
+"""The start of a command up to its first quote never closed or its backslash at the end (the
+whole command when it has neither): plain characters, quoted strings and escapes as
+``shell_split`` reads them."""
+_DOUBLE_QUOTED_REST = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)
+"""The text of a double-quoted string never closed, up to a backslash at the end (if any)."""
+
+
+def closed(command: str) -> str:
+    """``command`` as ``shell_words`` reads it: ``shell_split`` reads it without an error.  A
+    quote never closed is closed at the end (``grep "a b`` is ``grep "a b"``; a backslash at
+    the end of a double-quoted one dropped first, or it would escape the closing quote), a
+    backslash at the end (outside quotes) is dropped; any other command is itself.  (One
+    definition for the words and for the ingest's search of them as written:
+    ``replay.ingest.ops``.)  The shell itself refuses such a line (it runs nothing); it is
+    read as it would run if closed there."""
+    start = _CLOSED_PART.match(command)  # (it matches every text, if only empty)
+    at = start.end() if start else 0
+    if at == len(command):
+        return command
+    if command[at] == "'":
+        return command + "'"
+    if command[at] == "\\":  # (an escape anywhere else is passed over: this is the last
+        return command[:-1]  # character)
+    rest = _DOUBLE_QUOTED_REST.match(command, at + 1)  # (matches, if only empty)
+    return (command if rest and rest.end() == len(command) else command[:-1]) + '"'
 
 
 WRAPPERS: dict[str, tuple[str, frozenset[str]]] = {

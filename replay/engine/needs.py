@@ -122,7 +122,7 @@ __all__ = ["BOOKKEEPING", "FETCH_OPS", "NAIVE_RULES", "NEEDS_VERSION", "RULES", 
            "USER_OP", "BlockNeeds", "Need", "Rule", "RunNeeds", "norm_path", "path_names",
            "run_needs", "same_file"]
 
-NEEDS_VERSION = 7
+NEEDS_VERSION = 8
 """Bumped whenever the rules change what they find (traces that use needs depend on it)."""
 
 

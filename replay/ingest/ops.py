@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from replay.shell_line import (
     WRAPPERS,
     ShellCommand,
+    closed,
     command_start,
     commands,
     recorded_command,
@@ -234,12 +235,24 @@ def _unquoted(line: str) -> str:
     return _QUOTED.sub(lambda m: "_" * len(m.group()), line)
 
 
+def _closed_masked(line: str) -> tuple[str, str]:
+    """``line`` as the shell words read it (``replay.shell_line.closed``: a quote never closed
+    closed at the end, a backslash at the end dropped) and it masked (``_unquoted``); the line
+    is closed only when its masking leaves a quote or an escape (one that nothing closes)."""
+    masked = _unquoted(line)
+    if "'" in masked or '"' in masked or "\\" in masked:
+        line = closed(line)
+        masked = _unquoted(line)
+    return line, masked
+
+
 def _written(line: str) -> str:
     """The file the first redirect of ``line`` outside quotes writes (``_REDIRECT``), as the
     shell reads its name (``> "a b.txt"``: ``a b.txt``); '' when none."""
     if ">" not in line:
         return ""
-    found = _REDIRECT.search(_unquoted(line))
+    line, masked = _closed_masked(line)  # (a '>' in a quote never closed is no redirect)
+    found = _REDIRECT.search(masked)
     if found is None:
         return ""
     target = line[found.start(1):found.end(1)]
@@ -300,15 +313,15 @@ where the shell splits words."""
 
 
 def _written_words(text: str, n: int) -> list[str] | None:
-    """The last ``n`` words of the command ``text`` as written (quotes kept), None when they
-    cannot be told (a quote never closed, a command too long for ``shell_words``' split: its
-    words are then read as if unquoted); None too when ``text`` has no quote or escape: its
+    """The last ``n`` words of the command ``text`` as written (quotes kept), read as
+    ``shell_words`` reads them (a quote never closed closed at the end, a backslash at the end
+    dropped: ``replay.shell_line.closed``); None when ``text`` has no quote or escape: its
     words are as written (and may have been split at other blanks: ``str.split``)."""
-    masked = _unquoted(text)
-    if masked is text or "'" in masked or '"' in masked or "\\" in masked or len(text) > 65536:
+    text, masked = _closed_masked(text.strip())
+    if masked is text:
         return None
     spans = [m.span() for m in _MASKED_WORD.finditer(masked)]
-    if len(spans) < n:
+    if len(spans) < n:  # (never: the words are these, less the command's leading ones)
         return None
     return [text[a:b] for a, b in spans[len(spans) - n:]]
 

@@ -11,7 +11,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from replay.shell_line import ShellCommand, command_start, commands, shell_split
+from replay.shell_line import (
+    ShellCommand,
+    closed,
+    command_start,
+    commands,
+    shell_split,
+    shell_words,
+)
 
 _SHELLY = st.text(alphabet=st.sampled_from(list("ab./-=|;&>'\"\\ \t\r\n\x0b\xa0#$`*中")),
                   max_size=40)
@@ -42,6 +49,25 @@ def _ours(line: str) -> list[str] | None:
 @example("echo \"it's\" 'say \"hi\"' \\'q")
 def test_same_words_and_errors_as_shlex(line: str) -> None:
     assert _ours(line) == _shlex(line)
+
+
+@settings(max_examples=2000)
+@given(st.one_of(_SHELLY, st.text(max_size=40)))
+@example('echo "a \\')
+@example("echo 'a\\")
+@example('x "a\\\\')
+def test_a_command_is_read_closed_at_its_end(line: str) -> None:
+    """``closed``: a line shlex reads is itself; any other is shlex-readable, being the line
+    with its last character dropped or a quote added (a quote never closed closed at the end,
+    a backslash at the end dropped), and its words are ``shell_words``'."""
+    got = closed(line)
+    words = _shlex(got)
+    assert words is not None
+    if _shlex(line) is not None:
+        assert got == line
+    else:
+        assert got in (line[:-1], line + "'", line + '"', line[:-1] + '"')
+    assert shell_words(line) == (words if any(c in line for c in "'\"\\") else line.split())
 
 
 def _texts(line: str) -> list[str]:
@@ -199,3 +225,46 @@ def test_a_heredoc_operator_inside_quotes_is_no_heredoc() -> None:
 ])
 def test_the_command_starts_past_its_wrappers_and_their_options(words: str, start: int) -> None:
     assert command_start(words.split()) == start
+
+
+_COMMIT = "git commit -m \"$(cat <<'EOF'\nfix \"a\"; it's b.py\nEOF\n)\""
+"""A commit message given by a heredoc inside a command substitution inside double quotes: the
+``)"`` after its body closes the substitution, then the string."""
+
+
+def test_the_quoting_after_a_heredoc_body_is_the_quoting_before_it() -> None:
+    """After a heredoc's body the line is read in the quotes it was in at the operator: the
+    ``)"`` that follows the body of a ``"$(cat <<'EOF' …`` closes the substitution and the
+    string, so a quoted ``<<`` later on the line is text (before, that ``"`` opened a string and
+    the quoted ``<<B`` took the next lines for its body)."""
+    same_line = list(commands(_COMMIT + ' && echo "a <<B"\ncat x.py\nB'))
+    assert [(c.text, c.bodies) for c in same_line] == [
+        ("git commit -m \"$(cat <<'EOF'\n)\" ", ("fix \"a\"; it's b.py",)),
+        (' echo "a <<B"', ()), ("cat x.py", ()), ("B", ())]
+    one = list(commands(_COMMIT + ' -m "see <<X"\nls a.py\nX'))
+    assert [c.bodies for c in one] == [("fix \"a\"; it's b.py",), (), ()]
+    assert [c.text for c in one][1:] == ["ls a.py", "X"]
+    # an operator after the substitution, outside quotes, is still one
+    assert [c.bodies for c in commands(_COMMIT + " && cat <<B\nb1\nB\nls")] == [
+        ("fix \"a\"; it's b.py",), ("b1",), ()]
+    # a heredoc in a substitution outside quotes, a `(` in its body (the cut knows no `$(`: the
+    # newline before its `)` cuts)
+    assert [(c.text, c.bodies) for c in commands("x=$(cat <<E\n(a\nE\n) && echo \"<<Q\"\nls\nQ")
+            ] == [("x=$(cat <<E", ("(a",)), (") ", ()), (' echo "<<Q"', ()), ("ls", ()), ("Q", ())]
+
+
+@settings(max_examples=500, deadline=None)
+@given(_LINE, st.sampled_from(["\n", "; ", " && ", " | ", " "]))
+def test_a_heredoc_in_a_quoted_substitution_changes_nothing_after_it(line: str, sep: str) -> None:
+    """A line read after a ``"$(cat <<'EOF' … EOF\\n)"`` commit message is cut as it is alone:
+    the same commands with the same heredoc bodies (the message's own command first, its body
+    lifted out), whatever quotes, operators and separators the line holds."""
+    alone = [(c.text.strip(), c.bodies) for c in commands(line)]
+    got = [(c.text.strip(), c.bodies) for c in commands(_COMMIT + sep + line)]
+    if sep == " ":  # the line's first command continues the commit's
+        assert got[0][1][:1] == ("fix \"a\"; it's b.py",)
+        assert got[0][1][1:] == alone[0][1] and got[1:] == alone[1:]
+    else:
+        assert got[0] == (_COMMIT.replace("\nfix \"a\"; it's b.py\nEOF", ""),
+                          ("fix \"a\"; it's b.py",))
+        assert got[1:] == alone

@@ -160,7 +160,8 @@ def test_a_quoted_pipe_stays_in_its_word() -> None:
     ("cat 'my file.py'", ("read", "my file.py")),
     ('sed -n "1,20p" "src/a b.py"', ("read", "src/a b.py")),
     ("grep -rn \"def x\" .", ("search", "")),
-    ("echo 'unclosed > out.txt", ("write", "out.txt")),  # shlex fails: split on blanks
+    # a quote never closed runs to the end (replay.shell_line.closed): the '>' is in it
+    ("echo 'unclosed > out.txt", ("exec", "")),
 ])
 def test_commands_with_quotes_are_classified_on_their_words(command: str,
                                                             expected: tuple[str, str]) -> None:
@@ -270,6 +271,9 @@ def test_a_heredoc_operator_in_quotes_does_not_hide_the_next_lines() -> None:
     assert tuple(classify_shell('echo "usage: x <<EOF"\ncat src/app.py')) == ("read",
                                                                             "src/app.py")
     assert tuple(classify_shell("echo start <<EOF\ncat a.py\nEOF")) == ("exec", "")
+    # nor after a heredoc in a quoted substitution: its `)"` closes the string (it opened one)
+    assert tuple(classify_shell("echo \"$(cat <<'E'\nx\nE\n)\" \"<<B\"\ncat a.py\nB")) == (
+        "read", "a.py")
 
 
 _QUOTED_OPERATORS = [">", "<", ">>", "2>", "<div>", "a > b", "<<<"]
@@ -306,4 +310,46 @@ def test_a_quoted_operator_reads_as_any_quoted_word(template: str, pattern: str,
     ``>`` or not."""
     plain = classify("Bash", {"command": template.format(f"{quote}x{quote}", path)})
     quoted = classify("Bash", {"command": template.format(quote + pattern + quote, path)})
+    assert quoted == plain
+
+
+_LONG = "PAD='" + "x " * 40_000 + "' "
+"""A ``VAR=value`` word that makes a command longer than 64 KiB (the words of a longer one were
+split at blanks, quotes and all: a quoted operator was read as one)."""
+
+
+@pytest.mark.parametrize(("command", "want"), [
+    ("cat '>' a.py 'x", ("read", ">")),
+    ("awk -F'>' '{print $2}' page.html \"x y", ("read", "page.html")),
+    ("echo \"a > b.txt", ("exec", "")),
+    ('echo "a > b.txt" \\', ("exec", "")),
+    (_LONG + "sed -i 's/a/b/' '>' src/app.py", ("edit", "src/app.py")),
+    (_LONG + "awk -F'>' '{print $2}' page.html", ("read", "page.html")),
+    (_LONG + "tee -a '>' notes.txt", ("write", "notes.txt")),
+    (_LONG + "cat 'a b.py' > out.txt", ("write", "out.txt")),
+], ids=lambda x: x[-40:] if isinstance(x, str) else None)
+def test_a_quoted_operator_is_no_redirection_in_a_long_or_unclosed_command(
+        command: str, want: tuple[str, str]) -> None:
+    """A quote never closed (read as closed at the end, as the words are:
+    ``replay.shell_line.closed``) and a command over 64 KiB have their quoted operators read as
+    quoted too (both were read as if unquoted: ``'>' src/app.py`` took the file for the
+    redirection's target, ``echo "a > b.txt`` wrote b.txt)."""
+    assert tuple(classify("Bash", {"command": command})) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["grep -n {} {}", "sed -i {} {}", "awk -F{} 'NR==1' {}", "tee -a {} {}",
+                        "head -n 3 {1} {0}", "sed -n {} {} 2>/dev/null"]),
+       st.sampled_from(_QUOTED_OPERATORS), st.sampled_from(["'", '"']),
+       st.sampled_from(["src/app.py", "README.md", "'a b.txt'"]),
+       st.sampled_from([("", " 'open"), ("", ' "open a'), ("", ' "x\\'), ("", " \\"),
+                        (_LONG, ""), (_LONG, " 'open")]))
+def test_a_quoted_operator_reads_as_any_quoted_word_in_any_command(
+        template: str, pattern: str, quote: str, path: str, around: tuple[str, str]) -> None:
+    """``test_a_quoted_operator_reads_as_any_quoted_word`` for a command over 64 KiB and for
+    one that ends in a quote never closed or a backslash."""
+    head, tail = around
+    plain = classify("Bash", {"command": head + template.format(f"{quote}x{quote}", path) + tail})
+    quoted = classify("Bash",
+                      {"command": head + template.format(quote + pattern + quote, path) + tail})
     assert quoted == plain
