@@ -20,6 +20,13 @@ import time
 _PR_SET_PDEATHSIG = 1
 CHECK_SECONDS = 1.0
 """How often a worker checks that its parent is alive."""
+IDLE_SECONDS = 300
+"""How long the sweep's and the plots' reusable loky pool keeps an idle worker (loky's default
+is 10 s: a sweep after a pause of more than 10 s started its workers and read its runs again).
+An idle worker holds its interpreter with the libraries and the runs it keeps
+(``analysis.sweep.unit.KEEP_LOADED_REQUESTS``): about 200 MiB each on the samples' 25 runs; a
+worker still ends with its parent (``init_worker``), so only a long-lived caller (a notebook)
+keeps them the while."""
 
 
 def init_worker(parent_pid: int, kernel: bool = False) -> None:

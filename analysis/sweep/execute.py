@@ -7,7 +7,8 @@ Units run
   executor, whose workers are fresh interpreters (not forks of a process that
   may hold threads) that need no ``if __name__ == "__main__"`` guard, and stay
   up between sweeps (the runs they loaded too: ``analysis.sweep.unit``) until idle
-  for 10 s (loky's default),
+  for ``replay.workers.IDLE_SECONDS`` (5 minutes; loky's default, 10 s, lost them after any
+  pause),
 - or on a Dask cluster (``scheduler="tcp://host:port"`` or a ``distributed.Client``;
   the workers need ctxreplay installed and the store path readable).
 
@@ -40,7 +41,7 @@ from analysis.sweep.unit import (
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.ingest.store import Entry
-from replay.workers import init_worker
+from replay.workers import IDLE_SECONDS, init_worker
 
 UNITS_PER_WORKER = 8
 """Work units planned per worker: enough to balance runs of very different lengths."""
@@ -127,7 +128,7 @@ def execute(tasks: list[Task], blob: bytes, *, jobs: int,
             yield from sweep_units(task, blob)
     else:
         pool = get_reusable_executor(max_workers=min(jobs, len(tasks)), initializer=init_worker,
-                                     initargs=(os.getpid(),))
+                                     initargs=(os.getpid(),), timeout=IDLE_SECONDS)
         futures = [pool.submit(sweep_units, t, blob) for t in tasks]
         try:
             for fut in as_completed(futures):
@@ -174,7 +175,7 @@ def warm(corpus: Corpus, jobs: int) -> Warmed:
         loads = keep_runs(str(corpus.root), tuple(runs))[1] if runs else 0
         return Warmed(1, len(runs), loads)
     pool = get_reusable_executor(max_workers=jobs, initializer=init_worker,
-                                 initargs=(os.getpid(),))
+                                 initargs=(os.getpid(),), timeout=IDLE_SECONDS)
     seen: set[int] = set()
     loads = 0
     for _ in range(WARM_ROUNDS):

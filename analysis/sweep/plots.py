@@ -44,7 +44,7 @@ from analysis.sweep.pareto import (
     plot_pareto,
 )
 from replay.atomic_files import atomic_write_bytes
-from replay.workers import init_worker
+from replay.workers import IDLE_SECONDS, init_worker
 
 Spec = tuple[str, tuple[str, ...]]
 """One figure: ``("pareto", (x, y, "min"|"max"))`` or ``("metrics", (path,))``."""
@@ -87,7 +87,7 @@ def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *, jobs: 
             tick(done, len(specs))
         return [p for p, _ in specs]
     pool = get_reusable_executor(max_workers=workers, initializer=init_worker,
-                                 initargs=(os.getpid(),))
+                                 initargs=(os.getpid(),), timeout=IDLE_SECONDS)
     futures = {pool.submit(figure_png, agg, metrics, tuple(params), spec): path
                for path, spec in specs}
     try:

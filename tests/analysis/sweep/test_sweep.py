@@ -23,6 +23,7 @@ from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.engine.fold import replay
 from replay.errors import ReplayInputError
 from replay.policy import load_policy, replace_path
+from replay.workers import IDLE_SECONDS
 from tests.analysis.conftest import Replayed
 from tests.analysis.scenarios import corpus_of, reread_after_trim_run, write_heavy_run
 from tests.analysis.sweep.small_grid import BASE, SMALL
@@ -235,3 +236,16 @@ def test_in_memory_corpora_sweep_in_worker_processes() -> None:
     pd.testing.assert_frame_equal(local.table, inline.table, check_exact=True)
     heavy = inline.table[inline.table["run_id"] == "write-heavy"].set_index("tiers.1.keep_messages")
     assert heavy.loc[24, "n_summaries"] > heavy.loc[8, "n_summaries"]
+
+
+def test_the_sweeps_pool_keeps_idle_workers_for_idle_seconds() -> None:
+    # loky's default timeout (10 s) stopped idle workers, so a sweep after a pause started its
+    # workers and read its runs again; the sweep, the warm-up and the plots share one pool
+    from joblib.externals.loky import reusable_executor
+
+    corpus = corpus_of(write_heavy_run(), reread_after_trim_run())
+    chosen = settings(load_policy("two-tier-original"),
+                      make_spec({"tiers.1.keep_messages": [8, 24]}))
+    sweep(corpus, chosen, jobs=2)
+    pool = reusable_executor._executor
+    assert pool is not None and pool._timeout == IDLE_SECONDS > 60
