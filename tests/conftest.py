@@ -132,8 +132,8 @@ def samples() -> Path:
 @pytest.fixture(scope="session")
 def sample_corpus(samples: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """Every real sample log ingested once for the session (a ``replay.corpus.Corpus`` that
-    keeps every run prepared: ``_session_corpus``)."""
-    return _session_corpus(samples, tmp_path_factory.mktemp("samples") / "dataset")
+    keeps every run prepared: ``corpus_kept_prepared``)."""
+    return corpus_kept_prepared(samples, tmp_path_factory.mktemp("samples") / "dataset")
 
 
 @pytest.fixture(scope="session")
@@ -159,11 +159,11 @@ def preset_run(logs_corpus, sample_corpus, shared_results):  # type: ignore[no-u
 @pytest.fixture(scope="session")
 def logs_corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The embedded corpus (``logs/``: long generated runs and the failure scenarios; every
-    run kept prepared: ``_session_corpus``)."""
-    return _session_corpus(REPO / "logs", tmp_path_factory.mktemp("logs") / "dataset")
+    run kept prepared: ``corpus_kept_prepared``)."""
+    return corpus_kept_prepared(REPO / "logs", tmp_path_factory.mktemp("logs") / "dataset")
 
 
-def _session_corpus(folder: Path, dataset: Path):  # type: ignore[no-untyped-def]
+def corpus_kept_prepared(folder: Path, dataset: Path):  # type: ignore[no-untyped-def]
     """``folder`` ingested into ``dataset`` and opened as a corpus that keeps every run's
     ``PreparedRun`` (with its memos: token sums, need plan) for the session, not the last 8:
     the tests replay each of the samples' 25 runs under many policies, mostly a policy over

@@ -24,7 +24,6 @@ from typer.testing import CliRunner
 from analysis.per_run.rollup import ROLLUP_METRICS, RUN_ROLLUP
 from replay.apply_policy import run
 from replay.cli import app
-from replay.corpus import open_corpus
 from replay.ingest.discover import discover
 from replay.ingest.parse_file import parse_file
 from replay.ingest.redaction import ExactSizes, exact, format_exact
@@ -32,7 +31,7 @@ from replay.policy import Policy, load_policy, presets
 from replay.redact import redact
 from replay.redact.fidelity import content_dependence
 from replay.redact.secrets import scan
-from tests.conftest import REPO
+from tests.conftest import REPO, corpus_kept_prepared
 from tests.preset_runs import PresetRun
 from tests.shared_results import SharedResults
 
@@ -84,7 +83,7 @@ def test_redacted_archive_replays_like_the_original(
     logs as the archive's originals, each run replayed on its own): a source ``s`` of ``logs/``
     is ``logs/s`` in the archive, a sample's source is the same."""
     originals, redacted, names = archive
-    after = open_corpus([redacted], cache_dir=tmp_path / "b")
+    after = corpus_kept_prepared(redacted, tmp_path / "b")  # every run kept prepared: 16 presets
     assert after.report is not None
     assert len(after.report.parsed) == len(discover([originals])) == len(names)
     prefix = {"logs": "logs/", "samples": ""}
