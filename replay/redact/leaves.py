@@ -5,7 +5,10 @@ model name or a timestamp (``replay.redact.keep_list``: one of another shape get
 ``Redactor.ident``); a path (under ``PATH_KEYS``) becomes a stable hash
 (``path_hash``: the same path always gives the same hash, its extension kept so a file stays
 a file); a shell command becomes a stand-in that names the same operation on the hashed path
-(``echo <marker>; cat <hash>``), a patch keeps its ``*** Update File:`` lines with hashed
+(``echo <marker>; cat <hash>``): a string under any key the ingest reads a command from
+(``replay.shell_line.COMMAND_KEYS``; one that is no command, an error code under ``code``,
+becomes an ``exec``'s: ``echo <marker>; run``), an argument vector joined as the ingest joins
+it (``unwrap_argv``), a patch keeps its ``*** Update File:`` lines with hashed
 paths; every other string is text and becomes a *draft* marker (``[REDACTED_CTXREPLAY
 id=…]``), which ``replay.redact.archive`` turns into the exact marker of the block that shows
 it; an ``encrypted_content`` becomes a marker declaring its length (with a salted digest).
@@ -47,10 +50,8 @@ from replay.redact.keep_list import (
     keeps_in_data,
 )
 from replay.redact.stand_ins import (
-    COMMAND_KEYS,
     EDITOR_COMMANDS,
     answer_stand_in,
-    argv_line,
     command_stand_in,
     patch_stand_in,
     swe_action_stand_in,
@@ -64,6 +65,7 @@ from replay.redact.time_shift import (
     shift_epoch,
     shift_ids,
 )
+from replay.shell_line import COMMAND_KEYS, unwrap_argv
 
 _JSON_TEXT_KEYS = frozenset({"arguments", "output"})
 _INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
@@ -265,7 +267,7 @@ class Redactor:
             return out
         if isinstance(value, list):
             if key in COMMAND_KEYS and all(isinstance(x, str) for x in value) and value:
-                return ["bash", "-lc", self._command(argv_line(value))]
+                return ["bash", "-lc", self._command(unwrap_argv(value))]
             return [self._walk(x, key) for x in value]
         if isinstance(value, str):
             return self._string(value, key)

@@ -15,8 +15,6 @@ from collections.abc import Callable
 
 from replay.ingest.ops import PATCH_FILE, classify_shell
 
-COMMAND_KEYS = frozenset({"command", "cmd"})
-"""Keys whose value is a shell line (or an argv list)."""
 EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
                              "write", "append"})
 """Editor sub-commands: kept as written (an enum, no data)."""
@@ -70,11 +68,3 @@ def patch_stand_in(text_of_patch: str, path_hash: Text, text: Text) -> str:
     lines = [f"*** {action} File: {path_hash(path.strip())}"
              for action, path in PATCH_FILE.findall(text_of_patch)]
     return "\n".join(["*** Begin Patch", *lines, text(text_of_patch), "*** End Patch"])
-
-
-def argv_line(argv: list[str]) -> str:
-    """The command line an argv list runs, as ``replay.ingest.ops`` reads it."""
-    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") \
-            and argv[1] in ("-lc", "-c"):
-        return argv[2]
-    return " ".join(argv)
