@@ -143,14 +143,17 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     done: set[str] = set()  # the sessions whose runs are made
     again = lambda no: text_again(no, lines.read(no))
     n_runs = group = 0
+    wait = 0 if ends is not None else 1 << 62  # (the line the first session left ends at)
     for no, raw in iter_typed(src, issues, decode, line_of, stream=True, index=lines):
-        while ends is not None and sessions and ends.done(head := next(iter(sessions)),
-                                                          first, no):
-            group += 1  # (a session read to its end: its runs made now, its records let go)
-            done.add(head)
-            for run in _session_runs(src, made, sessions.pop(head), n_runs, group, path, again):
-                n_runs += 1
-                yield run
+        if no >= wait and ends is not None:
+            while sessions and first and no >= ends.ready(head := next(iter(sessions)), first):
+                group += 1  # (a session read to its end: its runs made now, its records gone)
+                done.add(head)
+                for run in _session_runs(src, made, sessions.pop(head), n_runs, group, path,
+                                         again):
+                    n_runs += 1
+                    yield run
+            wait = ends.ready(next(iter(sessions)), first) if sessions and first else 0
         kind = raw.type
         if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
             uuid = raw.uuid

@@ -4,7 +4,7 @@ before the file's end.
 A file of many sessions (transcripts concatenated, or a session with the records of others)
 holds each session's records until its runs are made; ``session_ends`` reads the file's
 lines once, ahead of the parse, for the last line that may add to each session, so that the
-parse makes a session's runs as soon as it has read past that line (``Ends.done``).  It is
+parse makes a session's runs as soon as it has read past that line (``Ends.ready``).  It is
 conservative: a line that names no session but may still add to one (a record without a
 ``sessionId`` belongs to the file's first session) holds back the first session, and a line
 it cannot read as a JSON object holds back every session.
@@ -14,6 +14,7 @@ Not here: the records and the runs (``replay.ingest.parsers.claude_code``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,16 +50,24 @@ class Ends:
     unread: int = 0
     """The last line not read here as an object (it may add to any session)."""
 
-    def done(self, sid: str, first: str, no: int) -> bool:
-        """Whether no line from ``no`` on adds to session ``sid`` (``first``: the file's
-        first session so far, which records naming none join)."""
-        if self.unread >= no or self.last.get(sid, 0) >= no:
-            return False
-        return not ((sid == first or not sid) and self.unnamed >= no)
+    def ready(self, sid: str, first: str) -> int:
+        """The first line from which on no line adds to session ``sid`` (``first``: the
+        file's first session, which records naming none join)."""
+        unnamed = self.unnamed if sid == first or not sid else 0
+        return max(self.unread, self.last.get(sid, 0), unnamed) + 1
 
 
-def session_ends(data: bytes) -> Ends:
-    """``Ends`` of the JSON Lines ``data`` (lines numbered as the parse numbers them)."""
+_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def session_ends(data: bytes) -> Ends | None:
+    """``Ends`` of the JSON Lines ``data`` (lines numbered as the parse numbers them); None
+    when ``data`` names one session or none (nothing to make before the end: found by one
+    scan of the bytes, ~1 ms a MB, not a line's decoding, ~7 ms a MB of small records)."""
+    found = _SESSION_ID.search(data)
+    if found is None or re.compile(rb'"sessionId"\s*:\s*"(?!' + re.escape(found[1]) + rb'")'
+                                   ).search(data, found.end()) is None:
+        return None
     ends = Ends()
     size, pos, no = len(data), 0, 0
     while pos < size:

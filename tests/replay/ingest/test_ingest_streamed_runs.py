@@ -168,11 +168,15 @@ def test_session_ends_hold_back_what_may_still_join() -> None:
              _rec("", "n1", None, "user", "z"), _rec("c", "c1", None, "user", "w"), "{oops",
              _rec("c", "c2", "c1", "user", "v")]
     ends = session_ends("".join(line + "\n" for line in lines).encode())
+    assert ends is not None
     assert ends.last == {"a": 1, "b": 2, "c": 7} and ends.unnamed == 4 and ends.unread == 6
-    assert not ends.done("a", "a", 4) and not ends.done("b", "a", 6)
-    assert not ends.done("a", "a", 6)  # (the line not read)
-    assert ends.done("a", "a", 7) and ends.done("b", "a", 7) and not ends.done("c", "a", 7)
-    assert ends.done("b", "a", 8) and ends.done("c", "a", 8)
+    assert ends.ready("a", "a") == 7  # (the record of no session at 4, the line not read at 6)
+    assert ends.ready("b", "a") == 7 and ends.ready("c", "a") == 8
+    assert ends.ready("b", "b") == 7 and ends.ready("", "a") == 7
+    two = session_ends(b"\n".join(line.encode() for line in lines[:3]))
+    assert two is not None and two.ready("b", "a") == 3
+    one = [_rec("a", "a2", "a1", "user", 'says "sessionId": "b" in its text'), lines[0]]
+    assert session_ends("\n".join(one).encode()) is None  # (one session: nothing to make early)
 
 
 _EXTRA = [SUMMARY, "{not json", json.dumps([1, 2]), "",
