@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -114,20 +114,43 @@ class PartInput:
     params: AnalysisParams = DEFAULT_PARAMS
 
 
+Compute = Callable[[PartInput], dict[str, Any]]
+"""A fast function: one replay's values of a part's metrics."""
+ComputeMany = Callable[[Sequence[PartInput]], list[dict[str, Any]]]
+"""A fast function of several replays of one run at once (as many requests each), in order."""
+
+
 @dataclass(frozen=True, slots=True)
 class MetricPart:
     """Metrics computed together by one fast function over a replay's columns."""
 
     name: str
     metrics: tuple[MetricSpec, ...]
-    compute: Callable[[PartInput], dict[str, Any]]
+    compute: Compute
     """Returns a value for each of ``metrics`` (and nothing else)."""
     needs_facts: bool = True
+    many: ComputeMany | None = None
+    """The same for several replays of one run at once (their request columns converted to
+    NumPy in one call, each operation made once for all of them: a sweep's unit); None:
+    ``compute`` of each.  A part that has it defines ``compute`` with it (``one_of``)."""
     names: tuple[str, ...] = field(init=False)
     """The metrics' names, in order (made once: a fast function orders its row by them)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(m.name for m in self.metrics))
+
+    def compute_many(self, inps: Sequence[PartInput]) -> list[dict[str, Any]]:
+        """``compute`` of each of several replays of one run (as many requests each)."""
+        return self.many(inps) if self.many is not None else [self.compute(i) for i in inps]
+
+
+def one_of(many: ComputeMany) -> Compute:
+    """The fast function of one replay, from the part's function of several (one definition)."""
+
+    def one(inp: PartInput) -> dict[str, Any]:
+        return many((inp,))[0]
+
+    return one
 
 
 WHOLE_UNITS = frozenset({"count", "tokens", "requests", "request index", "bytes", "seconds"})

@@ -5,7 +5,9 @@ One module per analysis (``basic``, ``rereads``, ``arg_share``, ``summarisation`
 ``MetricSpec``\ s (``analysis.metric_spec``) and the fast function that computes them.
 This package collects them (``PARTS``, ``SPECS``) and builds every list of metrics from
 them: ``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``, ``RATIOS``, ``WEIGHTS``;
-``part_metrics`` computes some or all parts for one run's replay.
+``part_metrics`` computes some or all parts for one run's replay, ``part_metrics_many`` for
+several replays of one run at once (a sweep's unit: the parts with ``MetricPart.many`` convert
+their request columns to NumPy and make each operation once for all of them).
 
 A fast function reads the trace, the run's facts and the policy's fields outside its tiers
 (prices, the usable window, the name), never a tier's settings: a sweep gives the row of one
@@ -94,10 +96,28 @@ def part_metrics(trace: Trace, policy: Policy, parts: Sequence[MetricPart], *,
     Raises:
         ValueError: a part needs run facts and ``facts`` is None.
     """
-    ac = trace.columns("actions")
-    inp = PartInput(trace.columns("requests"), ac, trace.columns("evictions"),
-                    [not u for u in ac["undone"]], policy, facts, params)
-    out: dict[str, Any] = {}
+    return part_metrics_many([(trace, policy)], parts, facts=facts, params=params)[0]
+
+
+def part_metrics_many(replays: Sequence[tuple[Trace, Policy]], parts: Sequence[MetricPart], *,
+                      facts: RunFacts | None = None,
+                      params: AnalysisParams = DEFAULT_PARAMS) -> list[dict[str, Any]]:
+    """``part_metrics`` of several replays of one run, each under its policy: the parts with a
+    function of several replays (``MetricPart.many``) compute them all at once.
+
+    Raises:
+        ValueError: a part needs run facts and ``facts`` is None, or the replays are of runs of
+            different lengths.
+    """
+    inps = []
+    for trace, policy in replays:
+        ac = trace.columns("actions")
+        inps.append(PartInput(trace.columns("requests"), ac, trace.columns("evictions"),
+                              [not u for u in ac["undone"]], policy, facts, params))
+    if len({len(inp.requests["request"]) for inp in inps}) > 1:
+        raise ValueError("part_metrics_many: the replays differ in length (not of one run)")
+    out: list[dict[str, Any]] = [{} for _ in inps]
     for part in parts:
-        out.update(part.compute(inp))
+        for row, got in zip(out, part.compute_many(inps)):
+            row.update(got)
     return out

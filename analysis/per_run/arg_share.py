@@ -7,21 +7,55 @@ columns, the tests' oracle).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from analysis.metric_spec import Better, MetricPart, MetricSpec, PartInput
-from analysis.per_run.stats import mean
+from analysis.metric_spec import Better, MetricPart, MetricSpec, PartInput, one_of
+from analysis.per_run.stats import mean, request_arrays
 
 
-def _fast_arg_share(inp: PartInput) -> dict[str, Any]:
-    """Means and peaks of the byte shares over requests with a non-empty context (NumPy over
-    the request columns: the same divisions of the same whole numbers, the same pairwise sum)."""
-    rq = inp.requests
-    args, write, results = (np.asarray(rq[c], dtype=np.int64)
-                            for c in ("bytes_args", "bytes_args_write", "bytes_results"))
-    totals = args + results + np.asarray(rq["bytes_other"], dtype=np.int64)
+def _fast_arg_share_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
+    """Means and peaks of the byte shares over requests with a non-empty context, of several
+    replays of one run (NumPy over the request columns of all of them at once: the same
+    divisions of the same whole numbers, the same pairwise sums along each replay's row; a
+    replay with an empty context somewhere takes its own requests with one)."""
+    cols = request_arrays([inp.requests for inp in inps],
+                          ("bytes_args", "bytes_args_write", "bytes_results", "bytes_other"),
+                          np.int64)
+    args, write, results = cols[:, 0], cols[:, 1], cols[:, 2]
+    totals = args + results + cols[:, 3]
+    everywhere = (totals > 0).all(axis=1).tolist()
+    n = totals.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):  # rows with an empty context: below
+        shares = {name: num / totals for name, num in
+                  (("args", args), ("write", write), ("results", results))}
+    peaks = {name: sh.argmax(axis=1).tolist() for name, sh in shares.items()}
+    sums = {name: np.add.reduce(sh, axis=1).tolist() for name, sh in shares.items()}
+    rows = []
+    for r, inp in enumerate(inps):
+        if not everywhere[r]:
+            rows.append(_arg_share_where(inp, args[r], write[r], results[r], totals[r]))
+            continue
+        request = inp.requests["request"]
+        out: dict[str, Any] = {}
+        for name, sh in shares.items():
+            i = peaks[name][r]  # the first of equal peaks, as list.index would
+            out[f"arg_share_{name}_mean"] = sums[name][r] / n  # stats.mean's steps
+            out[f"arg_share_{name}_peak"] = float(sh[r, i])
+            out[f"arg_share_{name}_peak_request"] = request[i]
+            if name == "args":
+                out["arg_share_args_bytes_peak"] = int(args[r, i])
+                out["arg_share_results_bytes_at_args_peak"] = int(results[r, i])
+        rows.append({c: out[c] for c in ARG_SHARE.names})
+    return rows
+
+
+def _arg_share_where(inp: PartInput, args: np.ndarray, write: np.ndarray, results: np.ndarray,
+                     totals: np.ndarray) -> dict[str, Any]:
+    """``_fast_arg_share_many``'s values for one replay, over its requests with a non-empty
+    context only (some have none)."""
     ok = np.flatnonzero(totals > 0)
     out: dict[str, Any] = {}
     if not len(ok):
@@ -37,7 +71,7 @@ def _fast_arg_share(inp: PartInput) -> dict[str, Any]:
         i = int(ok[first])
         out[f"arg_share_{name}_mean"] = mean(shares)
         out[f"arg_share_{name}_peak"] = float(shares[first])
-        out[f"arg_share_{name}_peak_request"] = rq["request"][i]
+        out[f"arg_share_{name}_peak_request"] = inp.requests["request"][i]
         if name == "args":
             out["arg_share_args_bytes_peak"] = int(args[i])
             out["arg_share_results_bytes_at_args_peak"] = int(results[i])
@@ -64,6 +98,6 @@ ARG_SHARE = MetricPart("arg_share", (
     MetricSpec("arg_share_args_bytes_peak", "bytes", "argument bytes at the arguments' peak share"),
     MetricSpec("arg_share_results_bytes_at_args_peak", "bytes",
                "result bytes at the arguments' peak share"),
-), _fast_arg_share, needs_facts=False)
+), one_of(_fast_arg_share_many), needs_facts=False, many=_fast_arg_share_many)
 METRICS: tuple[MetricPart, ...] = (ARG_SHARE,)
 """The per-run ``arg_share_*`` metrics (``arg_share_summary`` computes the same with pandas)."""

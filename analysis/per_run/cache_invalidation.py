@@ -7,19 +7,75 @@ computes the same columns, the tests' oracle).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from analysis.metric_spec import MetricPart, MetricSpec, PartInput
-from analysis.per_run.stats import ratio
+from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of
+from analysis.per_run.stats import ratio, request_arrays
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 
-def _fast_cache(inp: PartInput) -> dict[str, Any]:
-    """Cached share, invalidation by family, reclaim minimums, cost and its check."""
-    rq, ac, applied, policy = inp.requests, inp.actions, inp.applied, inp.policy
-    p = policy.cache.prices
+def _fast_cache_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
+    """Cached share, invalidation by family, reclaim minimums, cost and its check, of several
+    replays of one run: NumPy over the request columns of all of them at once (each kind
+    converted in one call, each operation made once), the same operations on the same numbers,
+    in order, as for one replay."""
+    p = inps[0].policy.cache.prices
+    if any(inp.policy.cache.prices != p for inp in inps[1:]):  # other prices: one at a time
+        return [_fast_cache_many((inp,))[0] for inp in inps]
+    w_price = p.cache_write_per_mtok or 0.0
+    requests = [inp.requests for inp in inps]
+    ints = request_arrays(requests, ("truth_tokens", "cached_tokens", "cache_write_tokens",
+                                     "fresh_tokens", "output_tokens"), np.int64)
+    truth_a, cached_a, write_a, fresh_a, out_a = (ints[:, k] for k in range(5))
+    # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
+    floats = request_arrays(requests, ("cost_usd", "induced_cost_usd", "recorded_input_tokens",
+                                       "recorded_cache_read_tokens"), np.float64)
+    cost_a, induced_a, rec_in, rec_cr = (floats[:, k] for k in range(4))
+    read_usd = cached_a * p.cache_read_per_mtok / 1e6
+    mismatch = abs(cost_a - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
+                             + (write_a * w_price / 1e6)
+                             + (out_a * p.output_per_mtok / 1e6)
+                             + induced_a)).max(axis=1).tolist()
+    both = ~np.isnan(rec_cr) & (rec_in > 0)
+    n_both = np.count_nonzero(both, axis=1).tolist()
+    n_cached, n_truth = cached_a.sum(axis=1).tolist(), truth_a.sum(axis=1).tolist()
+    rec_cr_sum, rec_in_sum = rec_cr.sum(axis=1).tolist(), rec_in.sum(axis=1).tolist()
+    read_sum = read_usd.sum(axis=1).tolist()
+    mispriced = np.count_nonzero(cached_a + write_a + fresh_a != truth_a, axis=1).tolist()
+    n = truth_a.shape[1]
+    rows = []
+    for r, inp in enumerate(inps):
+        n_rec = n_both[r]
+        if n_rec == n:  # every request recorded (or none): the same sums, unindexed
+            rec_share = ratio(rec_cr_sum[r], rec_in_sum[r]) if n_rec else math.nan
+            share_there = ratio(n_cached[r], n_truth[r]) if n_rec else math.nan
+        else:
+            there = both[r]
+            rec_share = ratio(rec_cr[r][there].sum(), rec_in[r][there].sum()) if n_rec else math.nan
+            share_there = ratio(int(cached_a[r][there].sum()), int(truth_a[r][there].sum()))
+        out = _of_actions(inp)
+        out.update({
+            "cache_invalidation_cached_share": ratio(n_cached[r], n_truth[r]),
+            "cache_invalidation_cached_tokens": n_cached[r],
+            "cache_invalidation_invalidated_tokens": sum(inp.requests["invalidated_tokens"]),
+            "cache_invalidation_cost_cache_read_usd": read_sum[r],
+            "cache_invalidation_cost_mismatch_usd": mismatch[r],
+            "cache_invalidation_n_mispriced": mispriced[r],
+            "cache_invalidation_recorded_requests": n_rec,
+            "cache_invalidation_recorded_cached_share": rec_share,
+            "cache_invalidation_cached_share_where_recorded": share_there,
+        })
+        rows.append({c: out[c] for c in CACHE_INVALIDATION.names})
+    return rows
+
+
+def _of_actions(inp: PartInput) -> dict[str, Any]:
+    """The columns of one replay's actions: invalidation by family, reclaim minimums, small
+    trims."""
+    ac, applied, policy = inp.actions, inp.applied, inp.policy
     small = int(inp.params.small_reclaim_frac * policy.usable_tokens)
     fam = dict.fromkeys(FAMILY_NAMES, 0)
     inv_applied: list[int] = []
@@ -38,34 +94,7 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
         if kind in TRIM_KINDS and inv > 0 and reclaimed < small:
             n_small += 1
             small_inv += inv
-    w_price = p.cache_write_per_mtok or 0.0
-    # NumPy over the request columns (each kind converted in one call): the same operations on
-    # the same numbers, in order
-    truth_a, cached_a, write_a, fresh_a, out_a = np.array(
-        (rq["truth_tokens"], rq["cached_tokens"], rq["cache_write_tokens"], rq["fresh_tokens"],
-         rq["output_tokens"]), dtype=np.int64)
-    # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
-    cost_a, induced_a, rec_in, rec_cr = np.array(
-        (rq["cost_usd"], rq["induced_cost_usd"], rq["recorded_input_tokens"],
-         rq["recorded_cache_read_tokens"]), dtype=np.float64)
-    read_usd = cached_a * p.cache_read_per_mtok / 1e6
-    mismatch = abs(cost_a - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
-                             + (write_a * w_price / 1e6)
-                             + (out_a * p.output_per_mtok / 1e6)
-                             + induced_a)).max()
-    both = ~np.isnan(rec_cr) & (rec_in > 0)
-    n_both = int(np.count_nonzero(both))
-    if n_both == len(both):  # every request recorded (or none): the same sums, unindexed
-        rec_share = ratio(rec_cr.sum(), rec_in.sum()) if n_both else math.nan
-        share_there = ratio(int(cached_a.sum()), int(truth_a.sum())) if n_both else math.nan
-    else:
-        rec_share = ratio(rec_cr[both].sum(), rec_in[both].sum()) if n_both else math.nan
-        share_there = ratio(int(cached_a[both].sum()), int(truth_a[both].sum()))
-    n_cached = int(cached_a.sum())
-    out = {
-        "cache_invalidation_cached_share": ratio(n_cached, int(truth_a.sum())),
-        "cache_invalidation_cached_tokens": n_cached,
-        "cache_invalidation_invalidated_tokens": sum(rq["invalidated_tokens"]),
+    return {
         "cache_invalidation_n_invalidating_actions": sum(1 for v in inv_applied if v > 0),
         "cache_invalidation_invalidated_per_action_tokens": (sum(inv_applied) / len(inv_applied)
                                                              if inv_applied else math.nan),
@@ -74,15 +103,7 @@ def _fast_cache(inp: PartInput) -> dict[str, Any]:
         "cache_invalidation_n_undone": len(applied) - sum(applied),
         "cache_invalidation_n_small_trims": n_small,
         "cache_invalidation_small_trim_invalidated_tokens": small_inv,
-        "cache_invalidation_cost_cache_read_usd": float(read_usd.sum()),
-        "cache_invalidation_cost_mismatch_usd": float(mismatch),
-        "cache_invalidation_n_mispriced": int(np.count_nonzero(cached_a + write_a + fresh_a
-                                                               != truth_a)),
-        "cache_invalidation_recorded_requests": n_both,
-        "cache_invalidation_recorded_cached_share": rec_share,
-        "cache_invalidation_cached_share_where_recorded": share_there,
     }
-    return {c: out[c] for c in CACHE_INVALIDATION.names}
 
 
 _FAMILY_COLUMNS = {f: f"cache_invalidation_invalidated_{f}_tokens" for f in FAMILY_NAMES}
@@ -123,7 +144,7 @@ CACHE_INVALIDATION = MetricPart("cache_invalidation", (
           "recorded", dtype=_F, weight=_WHERE_RECORDED),
     _spec("cached_share_where_recorded", "fraction", "the replay's cached share over the same "
           "requests", dtype=_F, weight=_WHERE_RECORDED),
-), _fast_cache, needs_facts=False)
+), one_of(_fast_cache_many), needs_facts=False, many=_fast_cache_many)
 METRICS: tuple[MetricPart, ...] = (CACHE_INVALIDATION,)
 """The per-run ``cache_invalidation_*`` metrics (``cache_invalidation_summary`` computes the
 same with pandas)."""

@@ -31,12 +31,18 @@ from typing import Any
 import pandas as pd
 
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
-from analysis.per_run import FLOAT_COLUMNS, METRIC_COLUMNS, PARTS, part_metrics
+from analysis.per_run import (
+    FLOAT_COLUMNS,
+    METRIC_COLUMNS,
+    PARTS,
+    part_metrics,
+    part_metrics_many,
+)
 from replay.engine.trace import Trace
 from replay.policy import Policy
 
-__all__ = ["FLOAT_COLUMNS", "METRICS_VERSION", "METRIC_COLUMNS", "fast_metrics", "metrics_frame",
-           "part_metrics"]
+__all__ = ["FLOAT_COLUMNS", "METRICS_VERSION", "METRIC_COLUMNS", "fast_metrics", "fast_metrics_many",
+           "metrics_frame", "part_metrics"]
 
 METRICS_VERSION = "4"
 """Bumped whenever a column changes meaning (sweep caches are keyed by it). 2: summarisation_n
@@ -59,9 +65,17 @@ def fast_metrics(facts: RunFacts, trace: Trace, policy: Policy,
     Returns:
         ``run_id``, ``policy`` and every column of ``METRIC_COLUMNS``, in that order.
     """
-    row: dict[str, Any] = {"run_id": facts.run_id, "policy": policy.name}
-    row.update(part_metrics(trace, policy, PARTS, facts=facts, params=params))
-    return row
+    return fast_metrics_many(facts, [(trace, policy)], params)[0]
+
+
+def fast_metrics_many(facts: RunFacts, replays: Sequence[tuple[Trace, Policy]],
+                      params: AnalysisParams = DEFAULT_PARAMS) -> list[dict[str, Any]]:
+    """``fast_metrics`` of several replays of one run (each a trace and its policy), the parts
+    that can computing them all at once (``analysis.per_run.part_metrics_many``): a sweep's unit.
+    """
+    rows = part_metrics_many(replays, PARTS, facts=facts, params=params)
+    return [{"run_id": facts.run_id, "policy": policy.name, **row}
+            for (_, policy), row in zip(replays, rows)]
 
 
 def metrics_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:

@@ -7,22 +7,65 @@ columns, the tests' oracle).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
-from analysis.per_run.stats import mean, quantile_sorted
+from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of, run_facts_of
+from analysis.per_run.stats import mean, quantile_sorted, request_arrays
 
 
-def _fast_overshoots(inp: PartInput) -> dict[str, Any]:
-    """Overshoot counts and sizes, the margin that would have fired, the estimator's error
-    (NumPy over the request columns: the same operations on the same numbers, in order)."""
+def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
+    """Overshoot counts and sizes, the margin that would have fired, the estimator's error, of
+    several replays of one run (NumPy over the request columns of all of them at once: the same
+    operations on the same numbers, in order; a replay with an overshoot, or a request of no
+    tokens, takes its own row's)."""
+    cols = request_arrays([inp.requests for inp in inps],
+                          ("est_tokens", "truth_tokens", "overshoot_tokens"), np.int64)
+    est, truth, over = cols[:, 0], cols[:, 1], cols[:, 2]
+    n = est.shape[1]
+    any_over = np.count_nonzero(over > 0, axis=1).tolist()
+    counted = bool((truth > 0).all())
+    """Every request of every replay has tokens: their errors as one array."""
+    errors, abs_sums = np.empty((0, 0)), []
+    if counted:
+        errors = (est - truth) / truth
+        abs_sums = np.add.reduce(np.abs(errors), axis=1).tolist()  # before sorting
+        errors.sort(axis=1)
+    rows = []
+    for r, inp in enumerate(inps):
+        out = (_over_where(inp, est[r], over[r]) if any_over[r] else
+               {"overshoots_n": 0, "overshoots_frac": 0 / n if n else math.nan,
+                "overshoots_first_request": -1, "overshoots_max_tokens": 0,
+                "overshoots_total_tokens": 0, "overshoots_margin_needed_max_frac": math.nan})
+        if counted:
+            mean_abs, ranked = (abs_sums[r] / n if n else math.nan), errors[r]  # stats.mean's
+        else:
+            mean_abs, ranked = _errors(est[r], truth[r])
+        out["overshoots_est_error_median_frac"] = quantile_sorted(ranked, 0.5)
+        out["overshoots_est_error_p05_frac"] = quantile_sorted(ranked, 0.05)
+        out["overshoots_est_error_p95_frac"] = quantile_sorted(ranked, 0.95)
+        out["overshoots_est_error_mean_abs_frac"] = mean_abs
+        rows.append(out)
+    return rows
+
+
+def _errors(est: np.ndarray, truth: np.ndarray) -> tuple[float, np.ndarray]:
+    """One replay's mean absolute error of the estimate and its errors sorted, over its requests
+    with tokens."""
+    counted = truth > 0
+    errors = (est[counted] - truth[counted]) / truth[counted]
+    mean_abs = mean(np.abs(errors))  # before sorting: the sum's order matters
+    errors.sort()
+    return mean_abs, errors
+
+
+def _over_where(inp: PartInput, est: np.ndarray, over: np.ndarray) -> dict[str, Any]:
+    """One replay's overshoot columns, from its overshooting requests."""
     rq = inp.requests
     requests = rq["request"]
     n = len(requests)
-    est, truth, over = np.array((rq["est_tokens"], rq["truth_tokens"], rq["overshoot_tokens"]),
-                                dtype=np.int64)
     is_over = over > 0
     at = np.flatnonzero(is_over)
     over_req = [requests[i] for i in at.tolist()]  # the few overshooting requests, not all
@@ -36,10 +79,6 @@ def _fast_overshoots(inp: PartInput) -> dict[str, Any]:
         usable = (np.asarray(window, dtype=np.int64) - np.asarray(reserve, dtype=np.int64))
         has_room = is_over & (usable > 0)
         margins = np.maximum(0.0, 1.0 - est[has_room] / usable[has_room])
-    counted = truth > 0
-    errors = (est[counted] - truth[counted]) / truth[counted]
-    mean_abs = mean(np.abs(errors))  # before sorting: the sum's order matters
-    errors.sort()
     return {
         "overshoots_n": len(over_req),
         "overshoots_frac": len(over_req) / n if n else math.nan,
@@ -47,10 +86,6 @@ def _fast_overshoots(inp: PartInput) -> dict[str, Any]:
         "overshoots_max_tokens": int(over_tok.max()) if len(over_tok) else 0,
         "overshoots_total_tokens": int(over_tok.sum()),
         "overshoots_margin_needed_max_frac": float(margins.max()) if len(margins) else math.nan,
-        "overshoots_est_error_median_frac": quantile_sorted(errors, 0.5),
-        "overshoots_est_error_p05_frac": quantile_sorted(errors, 0.05),
-        "overshoots_est_error_p95_frac": quantile_sorted(errors, 0.95),
-        "overshoots_est_error_mean_abs_frac": mean_abs,
     }
 
 
@@ -92,7 +127,8 @@ OVERSHOOTS = MetricPart("overshoots", (
     _spec("est_error_p95_frac", "fraction", "95th percentile of (est − truth) / truth", dtype=_F),
     _spec("est_error_mean_abs_frac", "fraction", "mean of |est − truth| / truth", dtype=_F,
           better="lower"),
-), _fast_overshoots, needs_facts=False)
+), one_of(_fast_overshoots_many), needs_facts=False,
+   many=_fast_overshoots_many)
 OVERSHOOTS_RECORDED = MetricPart("overshoots_recorded", (
     _spec("n_comparable", "requests", "requests comparable with the recorded usage (raw context, "
           "before the first recorded compaction)"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,3 +53,11 @@ def kahan_sum(values: Sequence[float]) -> float:
         comp = (t - total) - y
         total = t
     return total
+
+
+def request_arrays(requests: Sequence[Any], names: Sequence[str], dtype: Any) -> np.ndarray:
+    """The request columns ``names`` of several replays of one run (as many requests each) as
+    one array, replays × columns × requests, converted in one call (None → NaN as float64).
+    Each replay's row of a column is contiguous, so a reduction along it (``axis=-1``) takes
+    the same steps, and gives the same bits, as the reduction of that replay's column alone."""
+    return np.array([[rq[c] for c in names] for rq in requests], dtype=dtype)

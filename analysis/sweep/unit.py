@@ -3,8 +3,9 @@
 ``sweep_unit(unit, blob)`` is the pure function every executor runs (this process, local
 workers, Dask).  It opens that run's store entry only (``replay.ingest.store``), prepares the run
 and its policy-independent facts (``analysis.run_facts``), replays each setting of the batch and
-computes its metrics (``analysis.per_run.fast_metrics``), and returns a row per replay made and
-which is each setting's; so a worker's memory is bounded by the runs it keeps, not the archive.
+computes their metrics, several replays at a time (``analysis.per_run.fast_metrics``,
+``fast_metrics_many``), and returns a row per replay made and which is each setting's; so a
+worker's memory is bounded by the runs it keeps, not the archive.
 
 Settings share replays: a setting whose replay is certain to repeat one already made in the unit
 (the tiers it changes never opened their gate there, and stay shut at every level compared:
@@ -35,19 +36,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.metric_spec import RunFacts
-from analysis.per_run.fast_metrics import fast_metrics
+from analysis.per_run.fast_metrics import fast_metrics_many
 from analysis.run_facts import run_facts
 from replay.corpus import Corpus
 from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.share import Shapes, same_trace
+from replay.engine.trace import Trace
 from replay.errors import ReplayError, ReplayInputError
 from replay.ingest.store import Entry
 from replay.policy import Policy
 
 SHARED_SOURCES = 16
 """Replays of a unit kept to stand for later settings (``sweep_unit``)."""
+METRICS_BATCH = 32
+"""Replays of a unit whose metrics are computed together at most (``fast_metrics_many``: their
+request columns converted to NumPy, and each operation made, once for all of them)."""
+METRICS_BATCH_REQUESTS = 10_000
+"""Requests' worth of replays whose traces a unit keeps for computing their metrics together."""
 KEEP_LOADED_REQUESTS = 4_000
 """Requests' worth of loaded runs a process keeps between units and sweeps (a prepared run with
 its memo tables takes about 30-40 KB a request: some 150 MB)."""
@@ -115,6 +122,9 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
     """Replays made so far, newest used first, with their row in ``values``: a setting one of
     them stands for is not replayed, and its metrics are that replay's (they read the trace and
     the policy's fields outside its tiers, which are the same: ``analysis.per_run``)."""
+    pending: list[tuple[Trace, Policy]] = []
+    """Replays made whose metrics are not computed yet (computed together: ``_batch``)."""
+    batch = _batch(run.n_requests)
     for i in unit.indices:
         sid, policy = everything[i]
         row = _shared(sources, policy, shapes)
@@ -125,12 +135,27 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
                                allow_python=unit.allow_python, probe=probe)
             except ReplayError as exc:  # re-raised as a plain-message error that pickles
                 raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
-            row = len(values)
-            values.append(tuple(fast_metrics(facts, trace, policy).values())[1:])
+            row = len(values) + len(pending)
+            pending.append((trace, policy))
+            if len(pending) >= batch:
+                values += _values(facts, pending)
+                pending = []
             sources.insert(0, (policy, probe, row))
             del sources[SHARED_SOURCES:]
         rows.append(row)
+    values += _values(facts, pending)
     return UnitRows(unit.run_id, unit.indices, rows, values, loaded)
+
+
+def _batch(n_requests: int) -> int:
+    """Replays of a run whose metrics are computed together: up to ``METRICS_BATCH``, and
+    ``METRICS_BATCH_REQUESTS`` requests' worth (their traces are kept until then)."""
+    return max(1, min(METRICS_BATCH, METRICS_BATCH_REQUESTS // max(1, n_requests)))
+
+
+def _values(facts: RunFacts, replays: list[tuple[Trace, Policy]]) -> list[tuple[Any, ...]]:
+    """The value rows of replays of the unit's run (the policy's name, the metrics)."""
+    return [tuple(row.values())[1:] for row in fast_metrics_many(facts, replays)] if replays else []
 
 
 def sweep_units(units: tuple[SweepUnit, ...], blob: bytes) -> list[UnitRows]:
