@@ -50,24 +50,32 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 SLOW_FIRST = (
-    "test_mypy_strict_passes",
-    "test_the_schedule_makes_the_trace_of_checking_every_need",
-    "test_local_processes_and_a_dask_cluster_give_identical_tables",
     "test_redacted_archive_replays_like_the_original",
-    "test_killed_sweep_keeps_the_previous_table",
+    "test_compiled_and_pure_traces_are_byte_identical",
     "test_notebook_runs_top_to_bottom",
+    "test_mypy_strict_passes",
+    "test_no_command_leaves_native_threads_running",
+    "test_local_processes_and_a_dask_cluster_give_identical_tables",
     "test_file_names_of_any_bytes_are_read_named_and_printed_by_every_command",
-    "test_logs_hold_their_committed_baseline",
-    "test_killed_ingest_journal_reuses_every_finished_entry",
-    "test_killed_run_keeps_the_previous_outputs",
-    "test_a_report_folder_holds_the_report_only",
-    "test_extending_a_grid_computes_only_the_new_cells",
-    "test_settings_that_share_a_replay_get_the_rows_of_their_own_replays",
-    "test_real_no_overshoots_with_before_send_check",
+    "test_the_walk_without_the_map_finds_the_same_path",
+    "test_killed_sweep_keeps_the_previous_table",
+    "test_combine_gives_the_bits_of_one_group_by_per_column",
     "test_killed_ingest_keeps_the_previous_store_readable",
+    "test_typed_lines_parse_as_generic_ones",
+    "test_the_table_of_shared_and_cached_rows_is_every_cells_own_row_sorted",
+    "test_logs_hold_their_committed_baseline",
     "test_interrupted_ingest_lists_every_finished_entry",
+    "test_killed_ingest_journal_reuses_every_finished_entry",
+    "test_cli_report_and_run_report_write_the_same_files",
+    "test_settings_that_share_a_replay_get_the_rows_of_their_own_replays",
+    "test_killed_run_keeps_the_previous_outputs",
+    "test_the_schedule_makes_the_trace_of_checking_every_need",
+    "test_extending_a_grid_computes_only_the_new_cells",
+    "test_a_report_folder_holds_the_report_only",
+    "test_real_no_overshoots_with_before_send_check",
 )
-"""Tests that take 8-60 s each (``python -m pytest --durations=30``), slowest first.  They run
+"""Tests that take 1-26 s each, slowest first (compiled engine, one process, load ~2.7:
+``CI=true python -m pytest -n 0 -p no:randomly --durations=30 -k "<these names>" tests``).  They run
 before the others, so that xdist's workers end on short tests: with ``--dist worksteal`` a
 worker that runs out of tests takes half of the other's queue from its end, and a long test
 started last would leave the other core idle meanwhile.  A name that no longer exists is no
