@@ -35,7 +35,7 @@ from replay.engine.induced import induce
 from replay.engine.induced_state import induce_state
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
-from replay.engine.tiers import bind, gate
+from replay.engine.tiers import bind, gate, gated
 from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.actions import action_columns
 from replay.engine.tiers.base import Env, Evictions
@@ -102,12 +102,15 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                   s.message_overhead_tokens)
     # each step with its gate: below that estimate it would do nothing, and is not called (a
     # call and the step's own check saved at most requests: replay.engine.tiers.gate)
-    steps = [(t.when, bind(t, custom_tier.load(t, allow_python=allow_python,
-                                               where=f"policy {policy.name}")
-                           if isinstance(t, Custom) else None), gate(t, env))
+    steps = [(t, bind(t, custom_tier.load(t, allow_python=allow_python,
+                                          where=f"policy {policy.name}")
+                      if isinstance(t, Custom) else None), gate(t, env))
              for t in policy.tiers]
-    before = [(step, level) for when, step, level in steps if when == "before"]
-    after = [(step, level) for when, step, level in steps if when == "after"]
+    before = [(step, level) for t, step, level in steps if t.when == "before"]
+    after = [(step, level) for t, step, level in steps if t.when == "after"]
+    # under a probe, the id each step's gate is recorded by: a step skipped under its gate is
+    # recorded there as its own check would have (``_probed``): the estimate, not opened
+    keys = {step: id(gated(t)) for t, step, _ in steps} if probe is not None else {}
     expired = run.expired(cache.ttl_s)
     measure = ctx.measure
     rows: list[int] = []
@@ -144,10 +147,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         for step, level in before:
             # under its gate (Context.est, inlined) the step would return at once (0: no gate,
             # one test for a step without one)
-            if level and (env.fixed_est + ctx.head_est + ctx.pre_est[ctx.hi]
-                               - ctx.pre_est[ctx.lo] - ctx.live_cut_est
-                               + ctx.induced.live_est) < level:
-                continue
+            if level:
+                est = (env.fixed_est + ctx.head_est + ctx.pre_est[ctx.hi] - ctx.pre_est[ctx.lo]
+                       - ctx.live_cut_est + ctx.induced.live_est)
+                if est < level:
+                    if probe is not None:
+                        probe.saw(keys[step], est, False)
+                    continue
             step(ctx, env)
         # 3. the request as sent
         truth = measure(rows, env.fixed_est, env.fixed_truth)  # the row's first eight values
@@ -180,10 +186,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 if env.reused and heads[k + 1] in env.reused:
                     env.fixed_truth += reattached[heads[k + 1]]
             for step, level in after:  # (gated as the before steps are)
-                if level and (env.fixed_est + ctx.head_est + ctx.pre_est[ctx.hi]
-                                   - ctx.pre_est[ctx.lo] - ctx.live_cut_est
-                                   + ctx.induced.live_est) < level:
-                    continue
+                if level:
+                    est = (env.fixed_est + ctx.head_est + ctx.pre_est[ctx.hi]
+                           - ctx.pre_est[ctx.lo] - ctx.live_cut_est + ctx.induced.live_est)
+                    if est < level:
+                        if probe is not None:
+                            probe.saw(keys[step], est, False)
+                        continue
                 step(ctx, env)
     return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
 

@@ -26,8 +26,8 @@ import threading
 from typing import Any
 
 from replay.engine.probe import Probe
-from replay.engine.tiers import collapse
-from replay.policy import Collapse, Custom, Policy
+from replay.engine.tiers import collapse, gated
+from replay.policy import Custom, Policy
 
 Shape = tuple[int, tuple[int, ...]]
 """A policy's fields outside its tiers, and each of its tiers, as numbers (``Shapes``)."""
@@ -140,11 +140,7 @@ def share_rank(policies: list[Policy]) -> list[int]:
 def _gate(tier: Any) -> Any:
     """What gates ``tier`` and is probed (``Probe.shut`` by its id): a collapse tier without
     trigger itself (its margin), else its trigger; None for a Python class or no trigger."""
-    if isinstance(tier, Custom):
-        return None
-    if isinstance(tier, Collapse) and tier.trigger is None:
-        return tier
-    return tier.trigger
+    return None if isinstance(tier, Custom) else gated(tier)
 
 
 def _level(tier: Any, usable_tokens: int) -> int | None:

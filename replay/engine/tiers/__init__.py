@@ -33,12 +33,21 @@ def bind(tier: Any, impl: Any = None) -> Callable[[Context, Env], None]:
     raise TypeError(f"not a tier: {tier!r}")
 
 
+def gated(tier: Any) -> Any:
+    """What gates ``tier``, and keys its record in a ``replay.engine.probe.Probe`` (by its id): a
+    collapse tier without trigger itself (its margin), else its trigger."""
+    if isinstance(tier, Collapse) and tier.trigger is None:
+        return tier
+    return tier.trigger
+
+
 def gate(tier: Any, env: Env) -> int:
     """The estimated tokens (``env.fixed_est + ctx.est()``) below which the tier's step does
     nothing, so the replay loop need not call it there: its trigger's token level
     (``base.gate``), a collapse tier's margin when it has no trigger; 0: none, the step is
     called at every check (as it is under a gate of 0 or less).  Below the level each step
-    returns before changing anything."""
+    returns before changing anything but a probe's record, whose first act is to compare that
+    estimate with the level: the loop records it in the step's place (``gated``)."""
     if isinstance(tier, Collapse) and tier.trigger is None:
-        return 0 if env.probe is not None else collapse.level_tokens(tier, env.usable)
+        return collapse.level_tokens(tier, env.usable)
     return trigger_gate(tier.trigger, env)

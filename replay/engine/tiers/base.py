@@ -192,11 +192,11 @@ def threshold(trigger: Trigger, env: Env) -> int:
 def gate(trigger: Trigger, env: Env) -> int:
     """The harness estimate below which ``trigger`` cannot fire, as the replay loop tests it
     before calling a tier's step (``replay.engine.tiers.gate``): its token level; 0 (the loop
-    calls the step at every check) when it has none, when the harness also counts hidden
-    reasoning (the loop compares ``env.fixed_est + ctx.est()`` alone), or when a probe records
-    every comparison."""
+    calls the step at every check) when it has none, or when the harness also counts hidden
+    reasoning (the loop compares ``env.fixed_est + ctx.est()`` alone).  Under a probe the loop
+    records what ``_probed`` would have for a step it skips (the estimate, not opened)."""
     level = trigger.level_tokens(env.usable)
-    return 0 if level is None or env.hidden_reasoning or env.probe is not None else level
+    return 0 if level is None or env.hidden_reasoning else level
 
 
 def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
