@@ -61,6 +61,7 @@ SLOW_FIRST = (
     "test_killed_sweep_keeps_the_previous_table",
     "test_combine_gives_the_bits_of_one_group_by_per_column",
     "test_killed_ingest_keeps_the_previous_store_readable",
+    "test_a_batch_gives_each_replay_its_own_values",
     "test_typed_lines_parse_as_generic_ones",
     "test_the_table_of_shared_and_cached_rows_is_every_cells_own_row_sorted",
     "test_logs_hold_their_committed_baseline",

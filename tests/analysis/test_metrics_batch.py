@@ -70,7 +70,7 @@ def _batches(draw: st.DrawFn) -> list[PartInput]:
             for _ in range(draw(st.integers(1, 5)))]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(_batches())
 def test_a_batch_gives_each_replay_its_own_values(inps: list[PartInput]) -> None:
     for part in BATCHED:
