@@ -112,9 +112,6 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
             return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
         try:
             drafts = PARSERS[name].parse(src, issues)
-        except RecursionError:
-            issues.append(Issue(str(path), 0, f"{name} parser failed: JSON nested too deeply"))
-            drafts = []
         except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
             issues.append(_failed(str(path), name, exc))
             drafts = []
@@ -158,9 +155,6 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
     while True:
         try:
             got = next(runs, None)
-        except RecursionError:
-            issues.append(Issue(path, 0, f"{name} parser failed: JSON nested too deeply"))
-            return None
         except Exception as exc:  # noqa: BLE001 - as ``parse_file``: report, go on
             issues.append(_failed(path, name, exc))
             return None
@@ -189,6 +183,9 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
 
 
 def _failed(path: str, name: str, exc: Exception) -> Issue:
+    """The issue of a parser that raised (one definition for the whole and the streamed path)."""
+    if isinstance(exc, RecursionError):
+        return Issue(path, 0, f"{name} parser failed: JSON nested too deeply")
     return Issue(path, 0, f"{name} parser failed: {type(exc).__name__}: {exc}")
 
 
