@@ -129,7 +129,7 @@ def execute(tasks: list[Task], blob: bytes, *, jobs: int,
     else:
         pool = get_reusable_executor(max_workers=min(jobs, len(tasks)), initializer=init_worker,
                                      initargs=(os.getpid(),), timeout=IDLE_SECONDS)
-        futures = [pool.submit(sweep_units, t, blob) for t in tasks]
+        futures = [pool.submit(sweep_units, t, blob, worker=True) for t in tasks]
         try:
             for fut in as_completed(futures):
                 yield from fut.result()
@@ -179,7 +179,7 @@ def warm(corpus: Corpus, jobs: int) -> Warmed:
     seen: set[int] = set()
     loads = 0
     for _ in range(WARM_ROUNDS):
-        for fut in [pool.submit(keep_runs, str(corpus.root), tuple(runs)) for _ in range(jobs)]:
+        for fut in [pool.submit(keep_runs, str(corpus.root), tuple(runs), worker=True) for _ in range(jobs)]:
             pid, n = fut.result()
             seen.add(pid)
             loads += n

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import os
+import pickle
 from collections import OrderedDict
 from typing import Any
 
@@ -112,6 +115,18 @@ def test_warming_the_workers_loads_every_run_in_each(sample_corpus: Corpus) -> N
     result = sweep(sample_corpus, grid, jobs=2)
     assert result.stats.n_units > 2 and result.stats.n_workers == 2
     assert result.stats.n_runs_loaded == 0
+    # the pool's workers moved what they loaded out of the collector's reach (``keep_loaded``)
+    from joblib.externals.loky import reusable_executor
+
+    pool = reusable_executor._executor
+    assert pool is not None
+    pid, frozen = pool.submit(_frozen).result()
+    assert pid != os.getpid() and frozen > 1000
+
+
+def _frozen() -> tuple[int, int]:
+    """A process's id and the objects it has frozen (``gc.freeze``)."""
+    return os.getpid(), gc.get_freeze_count()
 
 
 def test_settings_are_replayed_in_an_order_that_lets_more_share(
@@ -134,3 +149,57 @@ def test_settings_are_replayed_in_an_order_that_lets_more_share(
     as_given = sweep(sample_corpus, grid, jobs=1, run_ids=short)
     assert ordered.table.equals(as_given.table)
     assert ordered.stats.n_replays == 18 * len(short) < as_given.stats.n_replays
+
+
+def test_a_task_runs_with_the_collector_paused_and_restores_it(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The traces a unit keeps for its metrics are not walked by the cyclic collector while it
+    works (``sweep_units``); it is on again after, and stays off if it was off."""
+    seen: list[bool] = []
+    real = unit.sweep_unit
+
+    def watched(u: unit.SweepUnit, blob: bytes) -> unit.UnitRows:
+        seen.append(gc.isenabled())
+        return real(u, blob)
+
+    monkeypatch.setattr(unit, "sweep_unit", watched)
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [50000, 90000]}))
+    assert gc.isenabled()
+    sweep(sample_corpus, grid, jobs=1)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        sweep(sample_corpus, grid, jobs=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_only_the_pools_workers_move_the_runs_they_load_out_of_the_collector(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``worker=True`` (the sweep's own pool) freezes what the process holds once it has loaded
+    runs; a caller's process (``jobs=1``) and a worker that loaded nothing freeze nothing."""
+    _counting_loads(monkeypatch)
+    froze: list[int] = []
+    monkeypatch.setattr(unit.gc, "freeze", lambda: froze.append(1))
+    ids = sample_corpus.replayable()
+    runs = tuple((rid, e) for rid in ids[:2] if (e := sample_corpus.entry_of(rid)) is not None)
+    root = str(sample_corpus.root)
+    assert unit.keep_runs(root, runs)[1] == 2 and not froze  # a caller's process
+    monkeypatch.setattr(unit, "_loaded", OrderedDict())
+    assert unit.keep_runs(root, runs, worker=True)[1] == 2 and len(froze) == 1
+    assert unit.keep_runs(root, runs, worker=True)[1] == 0 and len(froze) == 1  # kept: no load
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [50000]}))
+    blob = pickle.dumps([(s.id, s.policy) for s in grid])
+    task = tuple(unit.SweepUnit(rid, (0,), root, e, None, False) for rid, e in runs)
+    unit.sweep_units(task, blob, worker=True)  # runs kept: nothing loaded, nothing frozen
+    assert len(froze) == 1
+    monkeypatch.setattr(unit, "_loaded", OrderedDict())
+    unit.sweep_units(task, blob)  # loaded, but not a pool's worker
+    assert len(froze) == 1
+    monkeypatch.setattr(unit, "_loaded", OrderedDict())
+    unit.sweep_units(task, blob, worker=True)
+    assert len(froze) == 2
