@@ -100,8 +100,10 @@ def classify(tool: str, args: Any) -> OpPath:
         if name in _SHELL_TOOLS or name.endswith("shell") or "cmd" in args and name not in _NAMED:
             return classify_shell(recorded_command(args))
         op = _NAMED.get(name, "other")
-        path = next((str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)), "")
-        return OpPath(op, path)
+        for key in _PATH_KEYS:  # (a loop, not next() over a generator: no frame a call)
+            if isinstance(value := args.get(key), str):
+                return OpPath(op, str(value))
+        return OpPath(op, "")
     text = "" if args is None else str(args)
     if name == "apply_patch" or text.startswith("*** Begin Patch"):
         return _classify_patch(text)
@@ -193,6 +195,8 @@ def _classify_words(words: list[str], line: str, text: str) -> OpPath:
     if not words:  # `env | grep …`: the first command was only a wrapper
         return OpPath("exec", "")
     cmd = words[0].rsplit("/", 1)[-1]
+    if cmd not in _TOLD_APART:  # (most commands: nothing below tells them apart)
+        return OpPath("exec", "")
     operands, stdin = _operands(words[1:], text)
     words = [words[0], *operands]
     args = [w for w in operands  # (":" first: a plain word is no line range, no regex run)
