@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.errors import StoreError
+from replay.ingest.arrow_columns import utf8_lengths
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.memory import release_freed_memory
 
@@ -170,21 +171,20 @@ def row_groups(text: pa.ChunkedArray | pa.Array) -> list[tuple[int, int]]:
 
 def _text_bytes(text: pa.ChunkedArray | pa.Array) -> int:
     """UTF-8 bytes of every value of a string column, or of a dictionary's rows."""
-    chunks = text.chunks if isinstance(text, pa.ChunkedArray) else [text]
-    if any(isinstance(c, pa.DictionaryArray) for c in chunks):
-        return int(_value_bytes(text).sum())
-    return sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in chunks)
+    return int(_value_bytes(text).sum())
 
 
 def _value_bytes(text: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """UTF-8 bytes of each row of a string or dictionary-of-string column (a null: 0)."""
     chunks = text.chunks if isinstance(text, pa.ChunkedArray) else [text]
-    parts = []
+    parts: list[np.ndarray] = []
     for c in chunks:
         if isinstance(c, pa.DictionaryArray):
-            parts.append(_ints(pc.binary_length(c.dictionary))[_ints(c.indices)])
+            parts.append(utf8_lengths(c.dictionary)[_ints(c.indices)])
         else:
-            parts.append(_ints(pc.binary_length(c)))
+            parts.append(utf8_lengths(c))
+    if len(parts) == 1:
+        return parts[0]
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
@@ -193,8 +193,8 @@ def _ints(values: pa.Array) -> np.ndarray:
     (``to_numpy`` imports pandas: ~30 MB)."""
     if values.null_count:
         values = pc.fill_null(values, 0)
-    dtype = np.int32 if values.type == pa.int32() else np.int64
-    return np.frombuffer(values.buffers()[1], dtype, len(values), values.offset)
+    dtype = np.dtype(np.int32 if values.type == pa.int32() else np.int64)
+    return np.frombuffer(values.buffers()[1], dtype, len(values), values.offset * dtype.itemsize)
 
 
 class _Hashing:

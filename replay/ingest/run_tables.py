@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from replay.ingest import store
-from replay.ingest.arrow_columns import column
+from replay.ingest.arrow_columns import column, utf8_lengths
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.redaction import ExactSizes, declared, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
@@ -86,10 +85,11 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         texts, tokenizers, threads, release=consume or codes is not None,
         one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted)
     del texts  # (the strings are in the Arrow column now)
-    n_bytes = pc.binary_length(text)  # UTF-8 length without encoding again
+    lengths = utf8_lengths(text)  # (no encoding again)
+    n_bytes: np.ndarray | list[int] = lengths
     n_lines: np.ndarray | list[int] = lines
     if redacted or exacts:  # sized as the model saw them: the declared characters
-        n_bytes, n_lines = n_bytes.to_pylist(), lines.tolist()
+        n_bytes, n_lines = lengths.tolist(), lines.tolist()
         for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
             n_chars[i] = len(rest) + chars
             n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
@@ -101,8 +101,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     else:  # (each row's index into the distinct texts: its dictionary)
         indices = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
         messages["text"] = pa.DictionaryArray.from_arrays(indices, text)
-        messages["n_bytes"] = pc.take(n_bytes, indices) if isinstance(n_bytes, pa.Array) \
-            else rows(n_bytes)
+        messages["n_bytes"] = rows(n_bytes)
         messages["n_chars"], messages["n_lines"] = rows(n_chars), rows(n_lines)
     estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
     for name, col in TOKEN_COLUMN.items():

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.ingest.arrow_columns import NUMPY_ROWS, column
+from replay.ingest.arrow_columns import NUMPY_ROWS, column, utf8_lengths
 from replay.ingest.schema import SCHEMAS
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -126,3 +126,26 @@ def test_ingesting_imports_no_pandas(tmp_path: Any) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+@given(st.lists(st.none() | TEXT, max_size=40), st.integers(0, 40), st.integers(0, 40))
+def test_utf8_lengths_are_binary_lengths(values: list[str | None], start: int, size: int) -> None:
+    """Each value's UTF-8 bytes read from a string array's offsets, a slice's too (a null: 0),
+    are ``pc.binary_length``'s."""
+    import pyarrow.compute as pc
+
+    array = pa.array(values, pa.string()).slice(start, size)
+    expected = [n or 0 for n in pc.binary_length(array).to_pylist()]
+    assert utf8_lengths(array).tolist() == expected
+    assert utf8_lengths(array).dtype == np.int64
+
+
+def test_utf8_lengths_of_a_null_spanning_bytes_is_0() -> None:
+    """A null's offsets may span bytes (Arrow allows it: a crafted file's column)."""
+    from array import array
+
+    offsets = pa.py_buffer(array("i", [0, 2, 5, 6]))
+    valid = pa.py_buffer(bytes([0b101]))
+    text = pa.Array.from_buffers(pa.string(), 3, [valid, offsets, pa.py_buffer(b"abcdef")], 1)
+    assert utf8_lengths(text).tolist() == [2, 0, 1]
+    assert utf8_lengths(text.slice(1)).tolist() == [0, 1]
