@@ -44,6 +44,8 @@ _INT_MSG_COLS = frozenset(("msg", "block", "encrypted_bytes"))
 """Message columns kept as ``array('q')`` while a run is built: 8 bytes a row, no int object."""
 _REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
              "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
+_COUNT_COLS = _REQ_COLS[2:7]
+"""The request columns of token counts (``RunBuilder.request`` checks each)."""
 _EVENT_COLS: tuple[str, ...] = (
     "event", "kind", "msg", "request", "trigger", "pre_tokens", "post_tokens", "tokens_saved",
     "summary_msg", "preserved_msgs", "call_ids", "full_chars")
@@ -111,7 +113,7 @@ class RunBuilder:
     def text(self, text: str, *, kind: str = "text", encrypted_bytes: int = 0) -> None:
         """Add a text-like block (text, reasoning, image placeholder) to the current message;
         ``encrypted_bytes``: the length of its encrypted form as recorded (``Message``)."""
-        self._add(kind=kind, text=text, encrypted_bytes=encrypted_bytes)
+        self._add(kind, text, "", "", "", "", False, False, encrypted_bytes)
 
     def tool_call(self, call_id: str, tool: str, args: Any, *, text: str | None = None,
                   nested: bool = False) -> None:
@@ -138,7 +140,7 @@ class RunBuilder:
         tool, op, path = kinds
         if call_id:
             self._calls[call_id] = kinds
-        self._add(kind="tool_call", text=text, call_id=call_id, tool=tool, op=op, path=path)
+        self._add("tool_call", text, call_id, tool, op, path, False, False, 0)
 
     def tool_result(self, call_id: str, text: str, *, is_error: bool = False,
                     line: int | Callable[[], int] = 0, nested: bool = False) -> None:
@@ -154,8 +156,7 @@ class RunBuilder:
                                      f"tool result {call_id!r} has no earlier call (kept, orphaned)"))
             call = ("", "other", "")
         tool, op, path = call
-        self._add(kind="tool_result", text=text, call_id=call_id, tool=tool, op=op, path=path,
-                  is_error=is_error)
+        self._add("tool_result", text, call_id, tool, op, path, is_error, False, 0)
 
     def summary(self, text: str, *, harness: bool = True, counted: bool = True,
                 encrypted_bytes: int = 0) -> None:
@@ -164,8 +165,7 @@ class RunBuilder:
         ``encrypted_bytes``: the length of an encrypted summary as recorded (``Message``)."""
         if harness and counted:
             self._compactions.append(max(self._msg, 0))
-        self._add(kind="summary", text=text, is_harness_summary=harness,
-                  encrypted_bytes=encrypted_bytes)
+        self._add("summary", text, "", "", "", "", False, harness, encrypted_bytes)
 
     def count(self, value: Any, name: str) -> int | None:
         """A token count recorded in the log for the next request (``counts``), or None.
@@ -196,16 +196,19 @@ class RunBuilder:
         r["applied_edits"].append(applied_edits)
         r["request"].append(len(r["request"]))
         r["output_msg"].append(self._msg if output_msg is None else output_msg)
-        for name, value in (("input_tokens", input_tokens), ("cache_read_tokens", cache_read_tokens),
-                            ("cache_write_tokens", cache_write_tokens),
-                            ("output_tokens", output_tokens), ("reasoning_tokens", reasoning_tokens)):
-            if value is not None and (why := not_a_count(value)) is not None:
-                self.issues.append(Issue(self.source.path, self.line,
-                                         f"request {len(r['request']) - 1}: "
-                                         f"{name} {shown(value)} is not a token count "
-                                         f"({why}; kept as unknown)"))
-                value = None
-            r[name].append(None if value is None else int(value))
+        for name, value in zip(_COUNT_COLS, (input_tokens, cache_read_tokens, cache_write_tokens,
+                                             output_tokens, reasoning_tokens)):
+            if value is not None and (value.__class__ is not int or not 0 <= value <= INT64_MAX):
+                why = not_a_count(value)  # (a plain int in range, nearly every value, is one)
+                if why is not None:
+                    self.issues.append(Issue(self.source.path, self.line,
+                                             f"request {len(r['request']) - 1}: "
+                                             f"{name} {shown(value)} is not a token count "
+                                             f"({why}; kept as unknown)"))
+                    value = None
+                else:
+                    value = int(value)
+            r[name].append(value)
         r["model"].append(model or self.model)
         r["ts"].append(ts or self._ts)
 
@@ -361,11 +364,12 @@ class RunBuilder:
         """Give the current message an empty text block if it has none (an assistant turn
         with no content is still a message, and a request may have produced it)."""
         if self._msg >= 0 and self._block == 0:
-            self._add(kind="text", text="")
+            self._add("text", "", "", "", "", "", False, False, 0)
 
-    def _add(self, *, kind: str, text: str, call_id: str = "", tool: str = "", op: str = "",
-             path: str = "", is_error: bool = False, is_harness_summary: bool = False,
-             encrypted_bytes: int = 0) -> None:
+    def _add(self, kind: str, text: str, call_id: str, tool: str, op: str, path: str,
+             is_error: bool, is_harness_summary: bool, encrypted_bytes: int) -> None:
+        """Add one block to the current message, each field given by position (every block is
+        one call: with keywords and defaults it cost about twice as much)."""
         if self._msg < 0:
             self.message("user")
         rows = self._rows

@@ -99,7 +99,10 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str,
     out = []
     for no, rec in records:
         if "payload" in rec:
-            item = rec["payload"] if rec.get("type") == "response_item" else None
+            if rec.get("type") != "response_item":  # (no item: no identity)
+                out.append((no, rec))
+                continue
+            item = rec["payload"]
         else:
             item = rec  # legacy: bare items
         ident = _identity(item)

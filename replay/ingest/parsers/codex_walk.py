@@ -68,10 +68,11 @@ class Walk:
     """The last line's ``ordinal``."""
     out_of_order: int = 0
     """The first line whose ordinal is not above the previous line's (0: none)."""
+    cov: Coverage = field(init=False)
+    """``src.coverage`` (an attribute: read for every record)."""
 
-    @property
-    def cov(self) -> Coverage:
-        return self.src.coverage
+    def __post_init__(self) -> None:
+        self.cov = self.src.coverage
 
     def record(self, no: int, rec: dict[str, Any]) -> None:
         if "ordinal" in rec:
