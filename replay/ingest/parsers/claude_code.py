@@ -173,8 +173,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
                     parent = raw.parentUuid
-                    session(sessions, sid, done).links[uuid] = seen_uuids.get(parent, parent) \
-                        if isinstance(parent, str) else None
+                    (sessions.get(sid) or session(sessions, sid, done)).links[uuid] = \
+                        seen_uuids.get(parent, parent) if isinstance(parent, str) else None
             continue
         sid = raw.sessionId
         sid = sid if isinstance(sid, str) and sid else first
@@ -199,7 +199,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)
             continue
-        sess = session(sessions, sid, done)
+        sess = sessions.get(sid) or session(sessions, sid, done)  # (a call only for a new one)
         if rec is None:
             if uuid:  # still a link in the chain (a system record between two messages)
                 parent = raw.parentUuid or raw.logicalParentUuid
@@ -350,7 +350,7 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
     while items:
         item = items.pop()
         if isinstance(item, Group):
-            copy = all(r.line in sess.forked for r in item.recs)
+            copy = bool(sess.forked) and all(r.line in sess.forked for r in item.recs)
             for r in item.recs:
                 cov.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
                                       "request)" if copy else r.rtype)

@@ -17,6 +17,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
@@ -75,6 +76,9 @@ def wanted(recs: list[Rec], preserved: dict[str, list[str]]) -> frozenset[str]:
     return frozenset(out)
 
 
+_LINE = attrgetter("line")
+
+
 def order(recs: list[Rec]) -> list[Rec | Group]:
     """Records with assistant responses grouped by ``message.id`` (at their first record)."""
     items: list[Rec | Group] = []
@@ -88,7 +92,7 @@ def order(recs: list[Rec]) -> list[Rec | Group]:
             items.append(groups[r.msg_id])
         groups[r.msg_id].recs.append(r)
     for g in groups.values():
-        g.recs.sort(key=lambda r: r.line)
+        g.recs.sort(key=_LINE)
     return items
 
 
@@ -109,7 +113,11 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
     blocks = block_list(r)
     if not blocks:
         return
-    role = "tool" if any(x[0] == "result" for x in blocks) else "user"
+    role = "user"
+    for x in blocks:  # (a loop, not any() over a generator: one a record)
+        if x[0] == "result":
+            role = "tool"
+            break
     msg = b.message(role, ts=r.ts)
     if r.uuid in st.wanted:
         st.msg_of[r.uuid] = msg
@@ -202,9 +210,11 @@ def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
         b.request(model=model, ts=first.ts, cache_miss_reason=miss, applied_edits=edits)
         return
     keys = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens")
-    write, read, uncached = (b.count(u.get(k), k) for k in keys)
+    write, read, uncached = b.count(u.get(keys[0]), keys[0]), b.count(u.get(keys[1]), keys[1]), \
+        b.count(u.get(keys[2]), keys[2])  # (in this order: a count's issue is said as it is read)
     full = None if uncached is None and read is None and write is None \
-        or any(u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
+        or None in (write, read, uncached) and any(  # (a count left out is None: looked at then)
+            u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
         else (uncached or 0) + (read or 0) + (write or 0)  # unknown when a part is not a count
     b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
               output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,

@@ -189,10 +189,13 @@ def opt_str(d: dict[str, Any], key: str) -> str:
 def opt_int(d: dict[str, Any], key: str, bad: list[str]) -> int | None:
     """``d[key]`` as a count (``json_int``; None when absent); a value that is present but not
     a count is None and its key is appended to ``bad`` (the caller reports it)."""
-    value = json_int(d.get(key))
-    if value is None and d.get(key) is not None:
-        bad.append(f"{key} {d.get(key)!r:.40}")
-    return value
+    value = d.get(key)
+    if value.__class__ is int:  # (nearly every count: json_int's first test, without a call)
+        return value
+    n = json_int(value)
+    if n is None and value is not None:
+        bad.append(f"{key} {value!r:.40}")
+    return n
 
 
 def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:

@@ -351,4 +351,6 @@ class Walk:
 
 
 def _joined(blocks: list[tuple[str, str]]) -> str:
-    return "\n".join(text for _, text in blocks)
+    if len(blocks) == 1:  # (most messages: no generator, no join)
+        return blocks[0][1]
+    return "\n".join([text for _, text in blocks])
