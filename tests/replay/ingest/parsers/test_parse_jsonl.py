@@ -98,6 +98,37 @@ def test_json_text_refuses_what_json_dumps_refuses(value: Any) -> None:
                                                   value)
 
 
+def _nested(depth: int) -> Any:
+    value: Any = {"a": "b"}
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_json_text_nesting_and_cycles_as_json_dumps() -> None:
+    """At the nesting where json's encoder (``json_text``'s other way) meets the recursion
+    limit, ``json_text`` raises as it does (msgspec's encoder would go one level further), as
+    for a circular value; a value nested less is written as ``json.dumps`` writes it."""
+    def refused(depth: int) -> bool:
+        try:
+            "".join(jsonl._encode_chunks(_nested(depth), 0))  # type: ignore[misc]
+        except RecursionError:
+            return True
+        return False
+
+    low, high = 1, 20_000  # the least depth json's encoder refuses, from here
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if refused(middle) else (middle + 1, high)
+    circular: list[Any] = []
+    circular.append(circular)
+    for value in (_nested(low), circular):
+        with pytest.raises(RecursionError):
+            json_text(value)
+    for depth in (150, 250):
+        assert json_text(_nested(depth)) == json.dumps(_nested(depth), ensure_ascii=False)
+
+
 def _src(data: bytes) -> Source:
     return Source(path="x.json", rel="x.json", data=data, sha256="0" * 64)
 
