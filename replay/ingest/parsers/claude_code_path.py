@@ -190,8 +190,11 @@ def segments(nodes: Sequence[Node], links: dict[str, str | None]) -> dict[str, S
     """Tail uuid -> the preserved segment of each boundary whose walk from its tail back to its
     head by ``parentUuid`` reaches the head (the client's check before it relinks; a walk
     that breaks, loops or meets the anchor first relinks nothing)."""
-    if not any(n.tie.segment is not None for n in nodes):  # (most sessions: no uuid -> parent
-        return {}  # map of every record for nothing)
+    for n in nodes:  # (a loop, not any() over a generator: every record of the session)
+        if n.tie.segment is not None:
+            break
+    else:  # most sessions: no uuid -> parent map of every record for nothing
+        return {}
     parent: dict[str, str | None] = dict(links)
     parent.update((n.uuid, n.parent) for n in nodes if n.uuid)
     out: dict[str, Segment] = {}
@@ -216,9 +219,10 @@ def leaves(nodes: Sequence[Node], sidechain_file: bool,
     """The message records no message record continues (the ends of the tree's branches),
     oldest first (timestamp, then line); the newest is the end of the conversation path.  The
     anchor of a preserved segment (``segs``) is continued by the segment's head."""
-    parents = {n.parent for n in nodes if n.message and n.parent}
+    messages = [n for n in nodes if n.message]  # (each record's role read once)
+    parents = {n.parent for n in messages if n.parent}
     parents |= {s.anchor for s in (segs or {}).values()}
-    return sorted((n for n in nodes if n.message and n.uuid and n.uuid not in parents
+    return sorted((n for n in messages if n.uuid and n.uuid not in parents
                    and (sidechain_file or not n.sidechain)), key=lambda n: (n.ts, n.line))
 
 
