@@ -174,8 +174,8 @@ class RunBuilder:
         object, a negative or out-of-range number) is one issue naming the log's own field and
         the value, and unknown (None): never 0, never dropped without a word, and never hidden
         in a sum of parts (``request`` checks only what it records)."""
-        if value is None:
-            return None
+        if value is None or value.__class__ is int and 0 <= value <= INT64_MAX:
+            return value  # (nearly every value: no call)
         why = not_a_count(value)
         if why is not None:
             self.issues.append(Issue(self.source.path, self.line,
