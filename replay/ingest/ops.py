@@ -122,6 +122,9 @@ def classify_shell(command: str) -> OpPath:
     """The operation and path of a shell command line (the first meaningful command counts)."""
     if "*** Begin Patch" in command and "apply_patch" in command:  # apply_patch <<'PATCH' heredoc
         return _classify_patch(command)
+    head = _LINE_HEAD.match(command)
+    if head and head.group(1).rsplit("/", 1)[-1] not in _TOLD_APART:
+        return OpPath("exec", "")  # what the cut below finds for it, without cutting the line
     first = _first_command(command)
     if first is None:
         return OpPath("exec" if command.strip() else "other", "")
@@ -184,6 +187,13 @@ _TOLD_APART = frozenset((*_READERS, *_SEARCHERS, *_LISTERS, *_WRITERS, *WRAPPERS
                          "sed", "awk", "git", "goto", "scroll_up", "scroll_down", "create",
                          "touch", "edit", "patch"))
 """The commands ``_classify_words`` tells apart; any other is ``exec`` whatever its arguments."""
+_LINE_HEAD = re.compile(r"[ \t\r\n]*([^\s;&|'\"\\<>=]+)(?:[ \t\r\n]|\Z)")
+"""A command line's first word when nothing in it is read by the cut into commands or words (no
+separator, quote, escape, heredoc, redirection or ``=``) and a blank the shell splits at ends
+it: the name of the line's first meaningful command (``_first_command`` passes over empty
+commands, wrappers and skipped ones only, all named in ``_TOLD_APART``).  When
+``_classify_words`` does not tell it apart (most commands), the line is ``exec`` without being
+cut into commands and words."""
 _PLAIN_HEAD = re.compile(r"\s*([^\s'\"\\=]+)(?:[ \t\r\n]|\Z)")
 """A command's first word when it is plain (no quote, escape or ``=``; ended by a blank the
 shell splits at): the command's name, read without cutting the rest into words (a long

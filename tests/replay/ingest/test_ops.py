@@ -248,6 +248,35 @@ def test_a_plain_command_name_read_alone_classifies_as_its_words_do(lead: str) -
                 assert (classify_shell(line), shell_reads_part(line)) == fast, line
 
 
+_PIECES = [*_NAMES, " ", " ", "\t", "\r", "\n", "a.py", "-n 1,5p", ";", "&&", "||", "|", "&",
+           "\\\n", "#", "(", ")", "{", "}", "=", "A=1 ", "$x", "'q'", '"d d"', "\\",
+           "<<EOF\nx\nEOF\n", ">", "> o.txt", "<", "`", "\xa0", "\x0b", "[REDACTED_ARGUMENTS]",
+           "apply_patch", "*** Begin Patch\n*** Add File: n.py\n"]
+"""Pieces of command lines: names told apart and not, blanks the shell splits at and others,
+separators, quotes, escapes, continuations, heredocs, redirections, assignments."""
+
+
+_AFTER = ["", " ", "\t", "\r", "\n", ";", "&&", "||", "|", "&", "=", "'", '"', "\\", "\\\n",
+          "<", ">", "#", "(", "$", "`", "\xa0", "\x0b", "x", "/"]
+"""What may follow a line's first name directly."""
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["", " ", "\n", "\t", "\r", "\n \n", "\xa0", ";", "A=1 ", "x=y\t"]),
+       st.sampled_from(_NAMES), st.sampled_from(_AFTER),
+       st.lists(st.sampled_from(_PIECES), max_size=6))
+def test_a_line_read_by_its_first_name_classifies_as_its_cut_does(
+        lead: str, name: str, after: str, pieces: list[str]) -> None:
+    """A line whose first word is a plain name ``_classify_words`` does not tell apart is
+    ``exec`` without being cut (``_LINE_HEAD``): the same operation and path as the cut into
+    commands and words finds, whatever comes before the name, right after it and later."""
+    line = lead + name + after + "".join(pieces)
+    fast = (classify_shell(line), shell_reads_part(line))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ops, "_LINE_HEAD", re.compile(r"(?!)"))
+        assert (classify_shell(line), shell_reads_part(line)) == fast, repr(line)
+
+
 _WRAPPED = ["timeout 30s ", "timeout -s KILL 30 ", "env -i A=1 ", "sudo -u www ", "sudo -E ",
             "nice -n 5 ", "time -p ", "stdbuf -oL ", "nohup ", "FOO=1 BAR=2 "]
 """Wrappers with their options (and assignments) before a command, as recorded calls write
