@@ -111,6 +111,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     # under a probe, the id each step's gate is recorded by: a step skipped under its gate is
     # recorded there as its own check would have (``_probed``): the estimate, not opened
     keys = {step: id(gated(t)) for t, step, _ in steps} if probe is not None else {}
+    skipped: dict[Any, int] = {}
+    """Under a probe, the highest estimate each step was skipped at: its first skip is recorded
+    at once (the probe's gates in the order first checked, as ever), the highest once the loop
+    ends (``_record_skipped``; a probe keeps the highest level a gate compared), not a record
+    (a call) a skip."""
     expired = run.expired(cache.ttl_s)
     measure = ctx.measure
     rows: list[int] = []
@@ -152,7 +157,11 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                        - ctx.live_cut_est + ctx.induced.live_est)
                 if est < level:
                     if probe is not None:
-                        probe.saw(keys[step], est, False)
+                        high = skipped.get(step)
+                        if high is None:
+                            probe.saw(keys[step], est, False)
+                        if high is None or est > high:
+                            skipped[step] = est
                     continue
             step(ctx, env)
         # 3. the request as sent
@@ -191,10 +200,24 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                            - ctx.pre_est[ctx.lo] - ctx.live_cut_est + ctx.induced.live_est)
                     if est < level:
                         if probe is not None:
-                            probe.saw(keys[step], est, False)
+                            high = skipped.get(step)
+                            if high is None:
+                                probe.saw(keys[step], est, False)
+                            if high is None or est > high:
+                                skipped[step] = est
                         continue
                 step(ctx, env)
+    if probe is not None:
+        _record_skipped(probe, keys, skipped)
     return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
+
+
+def _record_skipped(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int]) -> None:
+    """Record in ``probe`` the highest estimate each step was skipped at under its gate (by its
+    gate's key), not opened: with its first skip, recorded when it happened, what a record of
+    each skip would leave (``Probe.saw`` keeps the highest level; a skip opens nothing)."""
+    for step, est in skipped.items():
+        probe.saw(keys[step], est, False)
 
 
 def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],

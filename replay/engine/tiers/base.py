@@ -225,6 +225,13 @@ def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
 
 def _probed(trigger: Trigger, ctx: Context, env: Env, probe: Probe) -> bool:
     """``fires``, recording the comparison in ``probe`` (``replay.engine.probe``)."""
+    if trigger.at_tokens is not None:  # the usual level first, as in ``fires`` (no calls)
+        est = env.fixed_est + ctx.est()  # harness_estimate, inlined
+        if env.hidden_reasoning:
+            est += earlier_reasoning_tokens(ctx)
+        opened = est >= trigger.at_tokens
+        probe.saw(id(trigger), est, opened)
+        return opened
     if trigger.level_tokens(env.usable) is None:  # not a level: opened whenever checked
         probe.saw(id(trigger), 0, True)
         env.probe = None
