@@ -1,0 +1,45 @@
+"""``analysis.per_run.stats.request_arrays``: several replays' request columns as one array, the
+values ``np.array`` of the nested lists gives to the bit (read by ``np.fromiter``), and columns
+of different lengths refused rather than cut to fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.per_run.stats import request_arrays
+
+NAMES = ("a", "b", "c")
+
+
+@st.composite
+def _replays(draw: st.DrawFn, floats: bool) -> list[dict[str, list[Any]]]:
+    n = draw(st.integers(0, 12))
+    ints = st.integers(-(2**62), 2**62)
+    value = (st.one_of(st.none(), ints, st.floats(allow_nan=True, allow_infinity=True))
+             if floats else ints)
+    return [{c: draw(st.lists(value, min_size=n, max_size=n)) for c in NAMES}
+            for _ in range(draw(st.integers(1, 4)))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_replays(floats=False), _replays(floats=True))
+def test_the_values_are_those_of_np_array_to_the_bit(ints: list[dict[str, list[Any]]],
+                                                     floats: list[dict[str, list[Any]]]) -> None:
+    for replays, dtype in ((ints, np.int64), (floats, np.float64)):
+        got = request_arrays(replays, NAMES, dtype)
+        want = np.array([[rq[c] for c in NAMES] for rq in replays], dtype=dtype)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()  # NaN as NaN, -0.0 unlike 0.0
+
+
+def test_columns_of_different_lengths_are_refused() -> None:
+    # 3 + 2 + 4 values: as many as three columns of 3, which a read of that count would take
+    # without a word, the second replay's values shifted into the first's
+    replays = [{"a": [1, 2, 3], "b": [4, 5], "c": [6, 7, 8, 9]}]
+    with pytest.raises(ValueError, match="different lengths"):
+        request_arrays(replays, NAMES, np.int64)
