@@ -44,11 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import pyarrow as pa
 
 CHARS_PER_TOKEN: dict[str, float] = {"o200k_base": 3.8, "cl100k_base": 3.8}
 """Characters per token assumed for redacted text, per tokenizer (measured, see above)."""
@@ -69,50 +65,6 @@ def says_redacted(text: str) -> bool:
     as a Codex reasoning item's base64 ``encrypted_content``); a text that does not holds
     none."""
     return "[" in text and ("EDACTED" in text or "edacted" in text)
-
-
-COLUMN_SEARCH_BYTES = 100_000
-"""``rows_saying_redacted`` searches a column of this many UTF-8 bytes or more with numpy: a
-column of the samples' from 155 KB on in half the CPU (0.6 vs 1.7 ms for 1.1 MB), one of 12 KB
-in 5x (0.15 vs 0.03 ms)."""
-_WORDS = np.frombuffer(b"EDACTEDedacted", np.uint8).reshape(2, 7)
-"""The two ways every marker writes "redacted" (``says_redacted``), as UTF-8 bytes."""
-_FOLDED = _WORDS[1]
-"""Either word with every byte's 0x20 bit set: an ASCII letter in lower case."""
-
-
-def rows_saying_redacted(texts: Sequence[str | None], column: pa.Array) -> list[int]:
-    """The rows of ``texts`` that ``says_redacted`` (in order; a None: no), ``column`` being
-    the same texts as a ``string`` array, whose UTF-8 is searched once for the words instead of
-    twice a text (CPython's substring search takes ~1 ns a byte, and most texts hold a "[":
-    code, JSON): the bytes folded to lower case, the positions of "dac" found by numpy and
-    tested for the rest of "edacted", each find then checked to be one of the two words and to
-    lie inside one value (an ASCII word's bytes occur in UTF-8 only where the word does); the
-    texts holding one are then looked at for the "[".  A column of less than
-    ``COLUMN_SEARCH_BYTES`` is searched a text at a time (numpy's ~20 calls cost more there)."""
-    n = len(column)
-    if n == 0:
-        return []
-    offsets = np.frombuffer(column.buffers()[1], np.int32, n + 1, column.offset * 4)
-    base, size = int(offsets[0]), int(offsets[-1] - offsets[0])
-    if size < COLUMN_SEARCH_BYTES:
-        return [i for i, t in enumerate(texts) if t is not None and says_redacted(t)]
-    data = np.frombuffer(column.buffers()[2], np.uint8, size, base)
-    folded = data | 0x20
-    starts = size - len(_FOLDED) + 1
-    found = folded[1:starts + 1] == _FOLDED[1]  # "dac" (a rare three) where a word starts at
-    for k in (2, 3):  # each position: few left to look at one by one
-        found &= folded[k:starts + k] == _FOLDED[k]
-    at = np.flatnonzero(found)
-    for k in (0, 4, 5, 6):
-        at = at[folded[at + k] == _FOLDED[k]]
-    if not len(at):
-        return []
-    words = data[at[:, None] + np.arange(len(_FOLDED))]
-    at = at[(words[:, None, :] == _WORDS).all(axis=2).any(axis=1)]  # (not "EDacted")
-    rows = np.searchsorted(offsets, at + base, "right") - 1
-    rows = np.unique(rows[at + base + len(_FOLDED) <= offsets[rows + 1]])  # (in one value)
-    return [r for r in rows.tolist() if (t := texts[r]) is not None and "[" in t]
 
 
 def declared(text: str) -> tuple[str, int, int] | None:

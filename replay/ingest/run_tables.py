@@ -19,13 +19,7 @@ import pyarrow as pa
 from replay.ingest import store
 from replay.ingest.arrow_columns import column, utf8_lengths
 from replay.ingest.parsers.builder import RunDraft
-from replay.ingest.redaction import (
-    ExactSizes,
-    declared,
-    exact,
-    rows_saying_redacted,
-    tokens_for,
-)
+from replay.ingest.redaction import ExactSizes, declared, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens
 
@@ -172,12 +166,12 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         arrays.append(part)
         lines.append(line_counts(part))
         n_chars += map(len, chunk)
-        for i in rows_saying_redacted(chunk, part):  # (the column searched once, not a text at a time)
-            t = chunk[i]
-            if (found := exact(t)) is not None:
-                exacts[start + i] = found
-            elif (marked := declared(t)) is not None:
-                redacted[start + i] = marked
+        for i, t in enumerate(chunk, start):
+            if says_redacted(t):  # (one test a text, not two)
+                if (found := exact(t)) is not None:
+                    exacts[i] = found
+                elif (marked := declared(t)) is not None:
+                    redacted[i] = marked
         if release:
             texts[start:stop] = [""] * (stop - start)
         del chunk

@@ -7,16 +7,15 @@ import json
 import math
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from hypothesis import example, given
+from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay.cli import app
 from replay.engine.calibrate import calibrate
 from replay.engine.prepared import prepare
-from replay.ingest import redaction, store
+from replay.ingest import store
 from replay.ingest.batch import ingest
 from replay.ingest.parse_file import parse_file
 from replay.ingest.redaction import (
@@ -25,7 +24,6 @@ from replay.ingest.redaction import (
     declared,
     exact,
     format_exact,
-    rows_saying_redacted,
     says_redacted,
     tokens_for,
 )
@@ -182,39 +180,3 @@ def test_runs_command_shows_estimated_counts(tmp_path: Path) -> None:
                                    "--json", "--quiet"], catch_exceptions=False)
     assert cal.exit_code == 0, cal.output
     assert [(r["points"], r["points_estimated"]) for r in json.loads(cal.stdout)] == [(4, 2)]
-
-
-_PIECES = st.sampled_from(["[", "]", "EDACTED", "edacted", "REDACTED", "Redacted", "EDacted",
-                           "eDACTED", "EDACTE", "dacted", "d", "e", "é", "\U0001f600", "x", " "])
-_VALUES = st.lists(st.one_of(st.none(), st.lists(_PIECES, max_size=6).map("".join), st.text(max_size=8)),
-                   max_size=12)
-
-
-@given(_VALUES, st.integers(0, 12), st.integers(0, 12))
-@example(["[EDacted", "[eDACTED]"], 0, 2)  # mixed case: no marker's word
-@example(["[ed", "acted", "REDACTED", "[x]"], 0, 4)  # a word across two values
-@example(["[x", "EDACTED]", None, "[edacted"], 1, 3)
-def test_rows_saying_redacted_are_the_texts_says_redacted_picks(
-        values: list[str | None], start: int, size: int) -> None:
-    """The column search picks exactly the values ``says_redacted`` picks (words split across
-    two values, mixed case, other bytes around, nulls, a slice of the column)."""
-    column = pa.array(values, pa.string()).slice(start, size)
-    texts = column.to_pylist()
-    with pytest.MonkeyPatch.context() as mp:  # (the column search, not a text at a time)
-        mp.setattr(redaction, "COLUMN_SEARCH_BYTES", 0)
-        rows = rows_saying_redacted(texts, column)
-    assert rows == [
-        i for i, t in enumerate(texts) if t is not None and says_redacted(t)]
-
-
-def test_rows_saying_redacted_skip_a_null_spanning_bytes() -> None:
-    """A null's offsets may span bytes (a crafted column): it says nothing."""
-    from array import array
-
-    data = b"[REDACTED len=3][REDACTED len=4]"
-    offsets = pa.py_buffer(array("i", [0, 16, 32]))
-    column = pa.Array.from_buffers(pa.string(), 2, [pa.py_buffer(bytes([0b10])), offsets,
-                                                     pa.py_buffer(data)], 1)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(redaction, "COLUMN_SEARCH_BYTES", 0)
-        assert rows_saying_redacted([None, "[REDACTED len=4]"], column) == [1]
