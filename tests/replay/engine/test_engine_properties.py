@@ -6,7 +6,7 @@ import io
 import math
 
 import pyarrow.parquet as pq
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.engine.fold import replay
@@ -38,6 +38,7 @@ def _live_sets(run: PreparedRun, trace: Trace) -> list[list[int]]:
     return live
 
 
+@settings(max_examples=20, deadline=None)
 @given(runs(), policies())
 def test_no_orphaned_tool_result_after_any_tier(run: PreparedRun, policy) -> None:
     """Every tool result in a request's context has its call in that context too."""
