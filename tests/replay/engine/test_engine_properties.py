@@ -59,6 +59,7 @@ def test_order_preserved_removals_are_a_prefix(run: PreparedRun, policy) -> None
             assert live == list(range(live[0], run.req_blocks[k]))
 
 
+@settings(max_examples=20, deadline=None)
 @given(runs(), st.integers(0, 6), st.integers(0, 5000))
 def test_policy_that_never_fires_reproduces_raw_sizes(run: PreparedRun, overhead: int,
                                                       fixed: int) -> None:
