@@ -94,6 +94,7 @@ def test_a_tier_switched_off_never_acts_even_far_over_its_window(run: PreparedRu
         assert replay(run, policy({"at_tokens": 0})).actions.num_rows > 0
 
 
+@settings(max_examples=20, deadline=None)
 @given(runs(), policies())
 def test_replay_twice_is_byte_identical(run: PreparedRun, policy) -> None:
     """Same run and policy → identical tables and identical Parquet bytes."""
