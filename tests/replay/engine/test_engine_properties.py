@@ -264,6 +264,7 @@ def test_the_model_changes_nothing_until_it_induces_a_reread(run: PreparedRun,
         assert rq_on[first]["cost_usd"] > rq_off[first]["cost_usd"]
 
 
+@settings(max_examples=20, deadline=None)
 @given(runs(), policies())
 def test_induced_rereads_are_deterministic(run: PreparedRun, policy: Policy) -> None:
     a, b = replay(run, policy), replay(run, policy)
