@@ -258,11 +258,13 @@ def _session_runs(src: Source, issues: list[Issue], sess: Session, n_runs: int, 
             src.coverage.skipped(r.rtype)
         return
     paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
-    branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths)
+    extras: dict[int | None, set[int]] = {}  # (kept_extra's sets: each path's read once)
+    branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths,
+                                        extras)
     shared: Shared | None = {} if branches else None
     main = _run(src, issues, sess, n_runs, path, is_sub, paths=paths, again=again,
                 branch_lines=set().union(*(br.own for br in branches)),
-                consume=not branches, shared=shared)
+                consume=not branches, shared=shared, extras=extras)
     main_id: str = main.run["run_id"]
     n_runs += 1
     yield (group if branches else None), main
@@ -273,6 +275,7 @@ def _session_runs(src: Source, issues: list[Issue], sess: Session, n_runs: int, 
         n_runs += 1
         yield group, _run(src, issues, view, n_runs - 1, path, is_sub, leaf=br.leaf,
                           again=again, branch=(main_id, f"abandoned-{k}"), paths=paths,
+                          extras=extras,
                           consume=k == len(branches), shared=shared)
     sess.lines = shared = None  # (the session's records and texts: let go with its runs)
     if more:
@@ -303,7 +306,8 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
          is_sub: bool, parent: str = "", *, leaf: Node | None = None,
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
          paths: Resolved | None = None, consume: bool = False,
-         again: Callable[[int], str] | None = None, shared: Shared | None = None) -> RunDraft:
+         again: Callable[[int], str] | None = None, shared: Shared | None = None,
+         extras: dict[int | None, set[int]] | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
@@ -312,7 +316,9 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
     resolved for its other runs.  ``consume``: no later run reads ``sess``'s records, so they
     (and ``paths``) are let go as the run is emitted, not held beside its rows.  ``again``:
     the text of the record of a line, held as ``AGAIN``, read again from the file (``fill``);
-    ``shared``: the texts the session's earlier runs made of its records (``State.shared``)."""
+    ``shared``: the texts the session's earlier runs made of its records (``State.shared``);
+    ``extras``: ``kept_extra``'s sets for the session's paths (``abandoned_branches`` found
+    them first)."""
     agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
     if is_sub and not agent_id:
         agent_id = f"sidechain-{index}"
@@ -327,7 +333,7 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
                                          "loop are used"))
     recs = sess.by_line() if found.off_path else {}
-    extra = kept_extra(found, recs) if found.off_path else set()
+    extra = kept_extra(found, recs, extras, leaf) if found.off_path else set()
     for line in found.off_path - extra:
         rec = recs.get(line)
         if rec is not None and line in (branch_lines or ()):

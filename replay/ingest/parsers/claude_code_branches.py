@@ -38,31 +38,44 @@ class Branch:
     """Lines only this branch's run holds."""
 
 
-def kept_extra(found: Path, recs: dict[int, Rec]) -> set[int]:
+def kept_extra(found: Path, recs: dict[int, Rec],
+               memo: dict[int | None, set[int]] | None = None, leaf: Node | None = None
+               ) -> set[int]:
     """Lines off ``found``'s path that its run keeps anyway: the rest of a response it holds
-    (one record per content block) and the parallel tool results of its calls."""
+    (one record per content block) and the parallel tool results of its calls.  ``memo``: the
+    sets found so far for the paths of ``recs``' session, by leaf line (None: the main path;
+    ``found`` is the path to ``leaf``), so a run's path and ``abandoned_branches``' are read
+    once; read only."""
+    key = None if leaf is None else leaf.line
+    if memo is not None and (known := memo.get(key)) is not None:
+        return known
     groups = {r.msg_id for line in found.order if (r := recs.get(line)) is not None
               and r.role == "assistant"}
     calls = {x[1] for r in recs.values() if r.role == "assistant" and r.msg_id in groups
              for x in r.blocks if x[0] == "call"}
-    return {line for line in found.off_path if (r := recs.get(line)) is not None and (
+    extra = {line for line in found.off_path if (r := recs.get(line)) is not None and (
         r.role == "assistant" and r.msg_id in groups
         or any(x[0] == "result" and x[1] in calls for x in block_list(r)))}
+    if memo is not None:
+        memo[key] = extra
+    return extra
 
 
 def abandoned_branches(nodes: Sequence[Node], links: dict[str, str | None],
                        by_line: Callable[[], dict[int, Rec]], sidechain_file: bool,
-                       paths: Resolved | None = None) -> tuple[list[Branch], int]:
+                       paths: Resolved | None = None,
+                       memo: dict[int | None, set[int]] | None = None
+                       ) -> tuple[list[Branch], int]:
     """The session's abandoned branches, oldest first, and how many more there were than
     ``MAX_BRANCHES``; ``by_line``: line -> record of ``nodes`` (asked only when there are
-    branches)."""
+    branches); ``memo``: ``kept_extra``'s, for the session's runs."""
     ends = leaves(nodes, sidechain_file, segments(nodes, links))
     if len(ends) < 2:
         return [], 0
     recs = by_line()
     paths = paths or Resolved(nodes, links, sidechain_file)
     main = paths()
-    held = set(main.order) | kept_extra(main, recs)
+    held = set(main.order) | kept_extra(main, recs, memo)
     ids = _response_ids(recs, held)
     out: list[Branch] = []
     more = 0
@@ -73,7 +86,7 @@ def abandoned_branches(nodes: Sequence[Node], links: dict[str, str | None],
             more += 1
             continue
         found = paths(leaf)
-        lines = set(found.order) | kept_extra(found, recs)
+        lines = set(found.order) | kept_extra(found, recs, memo, leaf)
         own = {line for line in lines - held if line in recs
                and not (recs[line].role == "assistant" and recs[line].msg_id in ids)}
         if not any(recs[line].role in ("user", "assistant") for line in own):
