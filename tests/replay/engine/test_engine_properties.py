@@ -50,6 +50,7 @@ def test_no_orphaned_tool_result_after_any_tier(run: PreparedRun, policy) -> Non
                 assert run.call_of[b] in alive
 
 
+@settings(max_examples=20, deadline=None)
 @given(runs(), policies())
 def test_order_preserved_removals_are_a_prefix(run: PreparedRun, policy) -> None:
     """Tiers remove or replace blocks but never reorder: what survives is a contiguous suffix."""
