@@ -19,6 +19,21 @@ def _text(label: str, n_lines: int) -> str:
     return "\n".join(f"{label} line {i}: value={i * 7 % 13} ok" for i in range(n_lines))
 
 
+_BOOL = st.booleans()
+_TOOL = st.sampled_from(_TOOLS)
+_INTS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
+
+
+def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """``st.integers(lo, hi)``, made once: the strategies draw a few hundred times an example and
+    making each strategy anew cost more than the draw (Hypothesis validates and caches it each
+    time). The same strategies drawn in the same order: the examples are the same."""
+    got = _INTS.get((lo, hi))
+    if got is None:
+        got = _INTS[(lo, hi)] = st.integers(lo, hi)
+    return got
+
+
 @st.composite
 def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
     """A random agent run: a task, then steps of (assistant with 0–3 calls, their results)."""
@@ -26,21 +41,23 @@ def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
     b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64), index=0,
                    format="hyp", issues=issues)
     b.message("user")
-    b.text(_text("task", draw(st.integers(1, 5))))
-    n_steps = draw(st.integers(1, max_steps))
+    b.text(_text("task", draw(_ints(1, 5))))
+    n_steps = draw(_ints(1, max_steps))
+    lines, n_calls, file_no, step_lines, interject = (
+        _ints(1, max_lines), _ints(0, 3), _ints(0, 4), _ints(1, 4), _ints(0, 5))
     call = 0
     for step in range(n_steps):
         b.message("assistant")
-        if draw(st.booleans()):
-            b.text(_text(f"thought {step}", draw(st.integers(1, 4))))
+        if draw(_BOOL):
+            b.text(_text(f"thought {step}", draw(step_lines)))
         calls = []
-        for _ in range(draw(st.integers(0, 3))):
-            tool, _op = draw(st.sampled_from(_TOOLS))
+        for _ in range(draw(n_calls)):
+            tool, _op = draw(_TOOL)
             cid = f"c{call}"
             call += 1
-            path = f"src/f{draw(st.integers(0, 4))}.py"
+            path = f"src/f{draw(file_no)}.py"
             if tool in ("Write", "Edit"):
-                args = {"file_path": path, "content": _text("code", draw(st.integers(1, max_lines)))}
+                args = {"file_path": path, "content": _text("code", draw(lines))}
             elif tool == "Bash":
                 args = {"command": "pytest -q"}
             else:
@@ -50,8 +67,8 @@ def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
         b.request()
         for cid in calls:
             b.message("tool")
-            b.tool_result(cid, _text(f"out {cid}", draw(st.integers(1, max_lines))))
-        if draw(st.integers(0, 5)) == 0:
+            b.tool_result(cid, _text(f"out {cid}", draw(lines)))
+        if draw(interject) == 0:
             b.message("user")
             b.text("please continue")
     if not calls:
