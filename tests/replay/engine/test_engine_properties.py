@@ -80,6 +80,7 @@ def test_policy_that_never_fires_reproduces_raw_sizes(run: PreparedRun, overhead
     assert trace.actions.num_rows == 0
 
 
+@settings(max_examples=20, deadline=None)
 @given(runs())
 def test_a_tier_switched_off_never_acts_even_far_over_its_window(run: PreparedRun) -> None:
     """``trigger: {never: true}``: trim and summarise tiers stay idle on a window every run
