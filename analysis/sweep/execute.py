@@ -45,6 +45,11 @@ from replay.workers import IDLE_SECONDS, init_worker
 
 UNITS_PER_WORKER = 8
 """Work units planned per worker: enough to balance runs of very different lengths."""
+MIN_TASK_REQUESTS = 1500
+"""Request-replays a task carries at least (some 7 ms of a worker's CPU): sending a task and
+its rows back costs the parent ~0.3 ms and the pool's threads as much again, so a small sweep
+cut into ``UNITS_PER_WORKER`` pieces a worker would pay more for shipping than it saves by
+balancing.  Never more than a worker's share: every worker still gets a task."""
 _REPLAY_OVERHEAD_REQUESTS = 5
 """A replay's fixed cost, in requests' worth, when sizing units."""
 INLINE_BELOW_REQUESTS = 50_000
@@ -84,7 +89,8 @@ def plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
     n_req = dict(zip(corpus.runs["run_id"].to_pylist(), corpus.runs["n_requests"].to_pylist()))
     cost = {rid: n_req[rid] + _REPLAY_OVERHEAD_REQUESTS for rid in todo}
     total = sum(cost[rid] * len(ix) for rid, ix in todo.items())
-    target = max(1.0, total / (max(workers, 2) * UNITS_PER_WORKER))
+    per_worker = total / max(workers, 2)  # the floor never leaves a worker without a task
+    target = max(1.0, min(MIN_TASK_REQUESTS, per_worker), per_worker / UNITS_PER_WORKER)
     tasks: list[Task] = []
     task: list[SweepUnit] = []
     task_cost = 0.0

@@ -122,20 +122,19 @@ class Cells:
                            kind="stable")
         cell_run, cell_setting, value_ix = cell_run[order], cell_setting[order], value_ix[order]
         source = dict(zip(corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist()))
-        run_ids = np.array(runs, dtype=object)
-        sources = np.array([source.get(r) or "" for r in runs], dtype=object)
-        out: dict[str, Any] = {
-            "run_id": pd.Series(run_ids[cell_run], dtype="str"),
-            "source": pd.Series(sources[cell_run], dtype="str"),
-            "setting": pd.Series(np.array([s.id for s in settings], dtype=object)[cell_setting],
-                                 dtype="str")}
+        run_ids = pd.array(runs, dtype="str")
+        sources = pd.array([source.get(r) or "" for r in runs], dtype="str")
+        out: dict[str, Any] = {  # arrays only: no Series, whose indexes the frame would align
+            "run_id": run_ids.take(cell_run),
+            "source": sources.take(cell_run),
+            "setting": pd.array([s.id for s in settings], dtype="str").take(cell_setting)}
         params = [p for p, _ in settings[0].params] if settings else []
         held = {s.id: dict(s.params) for s in settings}
         for p in params:
             per_setting = np.empty(len(settings), dtype=object)
             per_setting[:] = [held[s.id][p] for s in settings]
-            out[p] = pd.Series(per_setting[cell_setting], dtype="object").infer_objects()
-        out["policy"] = pd.Series(values[0][value_ix], dtype="str")
+            out[p] = pd.Series(per_setting[cell_setting], dtype="object").infer_objects().array
+        out["policy"] = pd.array(values[0][value_ix], dtype="str")
         for c, arr in zip(VALUE_COLUMNS[1:], values[1:]):
             out[c] = arr[value_ix]
         return pd.DataFrame(out)
