@@ -36,7 +36,8 @@ def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
 
 @st.composite
 def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
-    """A random agent run: a task, then steps of (assistant with 0–3 calls, their results)."""
+    """A random agent run: a task, then steps of (assistant with 0–3 calls, their results in
+    any order, a user message sometimes between them; a shell result sometimes ends in figures)."""
     issues: list[Any] = []
     b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64), index=0,
                    format="hyp", issues=issues)
@@ -63,11 +64,27 @@ def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
             else:
                 args = {"file_path": path}
             b.tool_call(cid, tool, args)
-            calls.append(cid)
+            calls.append((cid, tool))
         b.request()
-        for cid in calls:
+        # Results in any order (parallel calls answered as they finish: Claude Code, Codex),
+        # a shuffle drawn by Fisher-Yates (0 keeps a result in place, so it shrinks to the
+        # calls' order), sometimes a user message between two of them (a result several
+        # messages after its call, as in the samples: the running minimum of prepare's safe
+        # split is what keeps a cut from landing there).
+        order = list(calls)
+        for i in range(len(order) - 1, 0, -1):
+            j = i - draw(_ints(0, i))
+            order[i], order[j] = order[j], order[i]
+        between = draw(_ints(1, len(order) - 1)) if len(order) > 1 and draw(interject) == 0 else 0
+        for k, (cid, tool) in enumerate(order):
+            if k == between and k:
+                b.message("user")
+                b.text("[queued] also check the tests")
             b.message("tool")
-            b.tool_result(cid, _text(f"out {cid}", draw(lines)))
+            out = _text(f"out {cid}", draw(lines))
+            if tool == "Bash" and draw(_BOOL):  # a figure the summariser keeps
+                out += f"\n{draw(_ints(0, 40))} passed, {draw(_ints(0, 3))} failed in 0.4s"
+            b.tool_result(cid, out)
         if draw(interject) == 0:
             b.message("user")
             b.text("please continue")

@@ -41,7 +41,13 @@ def _live_sets(run: PreparedRun, trace: Trace) -> list[list[int]]:
 @settings(max_examples=20, deadline=None)
 @given(runs(), policies())
 def test_no_orphaned_tool_result_after_any_tier(run: PreparedRun, policy) -> None:
-    """Every tool result in a request's context has its call in that context too."""
+    """Every tool result in a request's context has its call in that context too; and so would
+    a cut at any message prepare calls a safe split, not only at those the tiers chose (counted
+    again here from the calls and results)."""
+    for o, start in enumerate(run.msg_start[:-1]):
+        if run.safe_split[o]:
+            assert not any(run.kind[b] == "tool_result" and 0 <= run.call_of[b] < start
+                           for b in range(start, run.n_blocks)), f"message {o} is no safe split"
     trace = replay(run, policy)
     for live in _live_sets(run, trace):
         alive = set(live)

@@ -24,15 +24,21 @@ def _columns(trace: Trace) -> dict[str, Any]:
 
 
 @st.composite
-def moved_levels(draw: Any, policy: Policy) -> Policy:
+def moved_levels(draw: Any, policy: Policy, probe: Probe) -> Policy:
     """``policy`` with some tiers' level gates moved (a trigger's at_tokens / at_frac, a collapse
-    tier's margin), and sometimes another field of a tier changed too."""
+    tier's margin), and sometimes another field of a tier changed too. A trigger moved to
+    at_tokens is sometimes put at the highest level its shut gate compared in ``probe``'s replay,
+    or just above it: the boundary where ``same_trace`` must say no, then yes."""
     tiers = []
     for t in policy.tiers:
         if isinstance(t, Collapse) and t.trigger is None and draw(st.booleans()):
             t = dataclasses.replace(t, margin_frac=draw(st.floats(0.0, 0.5)))
         elif t.trigger is not None and t.trigger.at_frac is not None and draw(st.booleans()):
-            t = dataclasses.replace(t, trigger=Trigger(at_tokens=draw(st.integers(0, 60000))))
+            seen = probe.shut(id(t.trigger))
+            at = draw(st.integers(0, 60000))
+            if seen is not None:
+                at = draw(st.sampled_from([at, seen, seen + 1]))
+            t = dataclasses.replace(t, trigger=Trigger(at_tokens=at))
         if draw(st.integers(0, 4)) == 0:
             t = dataclasses.replace(t, name=t.name + "-renamed")
         tiers.append(t)
@@ -47,7 +53,7 @@ def test_a_shared_replay_is_the_other_settings_replay(run: PreparedRun, policy: 
     probe = Probe()
     trace = replay(run, policy, probe=probe)
     assert _columns(trace) == _columns(replay(run, policy))
-    other = data.draw(moved_levels(policy))
+    other = data.draw(moved_levels(policy, probe))
     if same_trace(policy, probe, other):
         assert _columns(replay(run, other)) == _columns(trace)
 
@@ -107,7 +113,7 @@ def probed_pairs(draw: Any) -> tuple[Policy, Probe, Policy]:
     for t in policy.tiers:
         key = id(t) if isinstance(t, Collapse) and t.trigger is None else id(t.trigger)
         probe.saw(key, draw(st.integers(0, 60000)), draw(st.booleans()))
-    other = draw(moved_levels(policy))
+    other = draw(moved_levels(policy, probe))
     change = draw(st.sampled_from(["none", "window", "name", "copy"]))
     if change == "window":
         other = dataclasses.replace(other, server=dataclasses.replace(
