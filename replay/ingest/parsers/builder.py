@@ -20,7 +20,7 @@ from typing import Any
 
 from replay.ingest.ops import classify
 from replay.ingest.parsers.counts import INT64_MAX, json_int, not_a_count, shown
-from replay.ingest.parsers.jsonl import json_text
+from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
 

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.jsonl import as_text, json_text, loads
+from replay.ingest.parsers.json_text import json_text
+from replay.ingest.parsers.jsonl import as_text, loads
 from replay.ingest.parsers.source import Issue
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",

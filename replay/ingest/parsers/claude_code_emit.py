@@ -22,7 +22,7 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.claude_code_records import AGAIN, Rec, block_list, persisted_output
-from replay.ingest.parsers.jsonl import json_text
+from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue
 
 

@@ -19,7 +19,8 @@ import msgspec
 
 from replay.ingest.parsers.claude_code_node import Node
 from replay.ingest.parsers.json_depth import decoded
-from replay.ingest.parsers.jsonl import as_str, as_text, json_text, loads
+from replay.ingest.parsers.json_text import json_text
+from replay.ingest.parsers.jsonl import as_str, as_text, loads
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from replay.ingest.parsers.counts import json_int
-from replay.ingest.parsers.jsonl import as_text, json_text, loads
+from replay.ingest.parsers.json_text import json_text
+from replay.ingest.parsers.jsonl import as_text, loads
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
 """Model-output calls whose result comes as a separate output item."""

@@ -60,11 +60,11 @@ from typing import Any
 
 from replay.ingest.input_files import document_too_big
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import (
     MAX_LINE_BYTES,
     array_items,
     iter_records,
-    json_text,
     loads,
 )
 from replay.ingest.parsers.jsonl import as_str as _str

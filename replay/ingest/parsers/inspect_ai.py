@@ -50,9 +50,10 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
+from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
-from replay.ingest.parsers.jsonl import json_text, load_json
+from replay.ingest.parsers.jsonl import load_json
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "inspect_ai"

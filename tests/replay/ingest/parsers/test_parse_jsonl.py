@@ -15,8 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import json_text as json_text_module
 from replay.ingest.parsers import jsonl
-from replay.ingest.parsers.jsonl import ItemLines, array_items, item, json_text, load_json, loads
+from replay.ingest.parsers.json_text import json_text
+from replay.ingest.parsers.jsonl import ItemLines, array_items, item, load_json, loads
 from replay.ingest.parsers.source import Source
 
 _SCALARS = st.one_of(
@@ -111,7 +113,7 @@ def test_json_text_nesting_and_cycles_as_json_dumps() -> None:
     for a circular value; a value nested less is written as ``json.dumps`` writes it."""
     def refused(depth: int) -> bool:
         try:
-            "".join(jsonl._encode_chunks(_nested(depth), 0))  # type: ignore[misc]
+            "".join(json_text_module._encode_chunks(_nested(depth), 0))  # type: ignore[misc]
         except RecursionError:
             return True
         return False
