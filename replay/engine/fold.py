@@ -157,11 +157,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                        - ctx.live_cut_est + ctx.induced.live_est)
                 if est < level:
                     if probe is not None:
-                        high = skipped.get(step)
-                        if high is None:
-                            probe.saw(keys[step], est, False)
-                        if high is None or est > high:
-                            skipped[step] = est
+                        _skip(probe, keys, skipped, step, est)
                     continue
             step(ctx, env)
         # 3. the request as sent
@@ -200,16 +196,24 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                            - ctx.pre_est[ctx.lo] - ctx.live_cut_est + ctx.induced.live_est)
                     if est < level:
                         if probe is not None:
-                            high = skipped.get(step)
-                            if high is None:
-                                probe.saw(keys[step], est, False)
-                            if high is None or est > high:
-                                skipped[step] = est
+                            _skip(probe, keys, skipped, step, est)
                         continue
                 step(ctx, env)
     if probe is not None:
         _record_skipped(probe, keys, skipped)
     return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
+
+
+def _skip(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int], step: Any,
+          est: int) -> None:
+    """Note a step skipped under its gate at estimate ``est`` (the before and the after loop's
+    one rule): its first skip recorded in ``probe`` at once (the probe's gates in the order
+    first checked), the highest kept for ``_record_skipped``."""
+    high = skipped.get(step)
+    if high is None:
+        probe.saw(keys[step], est, False)
+    if high is None or est > high:
+        skipped[step] = est
 
 
 def _record_skipped(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int]) -> None:

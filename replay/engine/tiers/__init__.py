@@ -48,6 +48,6 @@ def gate(tier: Any, env: Env) -> int:
     called at every check (as it is under a gate of 0 or less).  Below the level each step
     returns before changing anything but a probe's record, whose first act is to compare that
     estimate with the level: the loop records it in the step's place (``gated``)."""
-    if isinstance(tier, Collapse) and tier.trigger is None:
+    if gated(tier) is tier:  # a collapse tier without trigger: its margin
         return collapse.level_tokens(tier, env.usable)
     return trigger_gate(tier.trigger, env)
