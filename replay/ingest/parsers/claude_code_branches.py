@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from replay.ingest.parsers.claude_code_node import Node
-from replay.ingest.parsers.claude_code_path import Path, Resolved, leaves, segments
+from replay.ingest.parsers.claude_code_path import Path, Resolved
 from replay.ingest.parsers.claude_code_records import Rec, block_list
 
 MAX_BRANCHES = 200
@@ -69,11 +69,11 @@ def abandoned_branches(nodes: Sequence[Node], links: dict[str, str | None],
     """The session's abandoned branches, oldest first, and how many more there were than
     ``MAX_BRANCHES``; ``by_line``: line -> record of ``nodes`` (asked only when there are
     branches); ``memo``: ``kept_extra``'s, for the session's runs."""
-    ends = leaves(nodes, sidechain_file, segments(nodes, links))
+    paths = paths or Resolved(nodes, links, sidechain_file)
+    ends = paths.ends()[1]  # (found once for the runs' paths too)
     if len(ends) < 2:
         return [], 0
     recs = by_line()
-    paths = paths or Resolved(nodes, links, sidechain_file)
     main = paths()
     held = set(main.order) | kept_extra(main, recs, memo)
     ids = _response_ids(recs, held)

@@ -227,7 +227,8 @@ def leaves(nodes: Sequence[Node], sidechain_file: bool,
 
 
 def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool,
-            leaf: Node | None = None, *, unique: bool = False) -> Path:
+            leaf: Node | None = None, *, unique: bool = False,
+            ends: tuple[dict[str, Segment], list[Node]] | None = None) -> Path:
     """The conversation path through ``nodes`` (the records a run is made of, file order).
 
     Args:
@@ -240,14 +241,14 @@ def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file:
         unique: no two of ``nodes`` and ``links`` have one uuid (the parser's: it keeps the
             first record of a uuid), so a chain in file order is walked without a uuid ->
             record map (``_Tree``).
+        ends: ``tree_ends(nodes, links, sidechain_file)``, when already found.
     """
     tree = _Tree(nodes, links, unique)
-    segs = segments(nodes, links)
-    ends = leaves(nodes, sidechain_file, segs)
-    if not ends:
+    segs, last = ends or tree_ends(nodes, links, sidechain_file)
+    if not last:
         return Path([n.line for n in nodes], set(), None)
     branch = leaf is not None  # an abandoned branch holds its chain only
-    leaf = leaf or ends[-1]
+    leaf = leaf or last[-1]
     walked, cycle = _walk(leaf, tree, segs)
     walked.reverse()  # root first
     on_path = set(walked)
@@ -287,29 +288,47 @@ def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file:
     return Path(order, off, runs, cycle, kept)
 
 
+def tree_ends(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool
+              ) -> tuple[dict[str, Segment], list[Node]]:
+    """The preserved segments of ``nodes`` (``segments``) and their tree's leaves
+    (``leaves``): what every path through them starts from."""
+    segs = segments(nodes, links)
+    return segs, leaves(nodes, sidechain_file, segs)
+
+
 class Resolved:
     """``resolve`` over one session's records, each leaf's path computed once: finding the
     abandoned branches resolves the main path and each branch's, and each run's own is the
-    same path again."""
+    same path again; the segments and leaves they all start from are found once
+    (``tree_ends``)."""
 
     def __init__(self, nodes: Sequence[Node], links: dict[str, str | None],
                  sidechain_file: bool, *, unique: bool = False) -> None:
         self._args = nodes, links, sidechain_file
         self._unique = unique
         self._paths: dict[int | None, Path] = {}
+        self._ends: tuple[dict[str, Segment], list[Node]] | None = None
 
     def __call__(self, leaf: Node | None = None) -> Path:
         """``resolve(nodes, links, sidechain_file, leaf, unique=…)``, remembered."""
         key = None if leaf is None else leaf.line
         found = self._paths.get(key)
         if found is None:
-            found = self._paths[key] = resolve(*self._args, leaf, unique=self._unique)
+            found = self._paths[key] = resolve(*self._args, leaf, unique=self._unique,
+                                               ends=self.ends())
         return found
+
+    def ends(self) -> tuple[dict[str, Segment], list[Node]]:
+        """``tree_ends`` of the records, remembered."""
+        if self._ends is None:
+            self._ends = tree_ends(*self._args)
+        return self._ends
 
     def forget(self) -> None:
         """Let go of the paths computed so far (the last run made of these records has its
         own)."""
         self._paths.clear()
+        self._ends = None
 
 
 class _Tree:

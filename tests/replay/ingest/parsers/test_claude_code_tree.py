@@ -21,6 +21,8 @@ from replay.ingest.parsers.claude_code_path import resolve
 from replay.ingest.parsers.claude_code_records import Rec
 from tests.claude_code_chain import write_chain
 
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "claude_code"
+
 
 @st.composite
 def _sessions(draw: st.DrawFn) -> tuple[list[Rec], dict[str, str | None], bool, int | None]:
@@ -80,3 +82,21 @@ def test_a_chain_in_file_order_is_walked_without_the_map(
     monkeypatch.setattr(claude_code_path.Runs, "lines", lines)
     assert parse_file(path, path.parent).tables is not None
     assert maps == [0]
+
+
+def test_a_sessions_leaves_are_found_once_for_all_its_paths(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leaves (and preserved segments) every path of a session starts from are found once
+    (``Resolved.ends``), not again by ``abandoned_branches`` and by each path's ``resolve``."""
+    calls: list[int] = []
+    found = claude_code_path.leaves
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return found(*args, **kwargs)
+
+    monkeypatch.setattr(claude_code_path, "leaves", counted)
+    parsed = parse_file(FIXTURES / "dag_compact_after_rewind.jsonl")
+    assert parsed.tables is not None
+    assert parsed.tables.runs.column("agent").to_pylist() == ["", "abandoned-1"]
+    assert len(calls) == 1  # one session, two paths (its run's, the abandoned branch's)
