@@ -90,44 +90,49 @@ def evidence(filename: str, head: bytes) -> str:
 
 
 def unique(records: list[tuple[int, dict[str, Any]]], path: str,
-            issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
+           issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
     """``records`` without repeats of an earlier context item with the same identity (a call's
     or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
     written twice is reported, not counted twice.  Messages carry no identity and may
-    legitimately repeat."""
-    seen: dict[tuple[str, str], list[tuple[int, Any]]] = {}
-    out = []
-    for no, rec in records:
+    legitimately repeat.  ``records`` itself when nothing repeats (most files)."""
+    seen: dict[tuple[str, str], Any] = {}  # identity -> (line, item) of its first, or a list
+    # of every distinct one (an item met once holds no list of its own)
+    skip: set[int] = set()  # positions in ``records`` of the repeats
+    for pos, (no, rec) in enumerate(records):
         if "payload" in rec:
             if rec.get("type") != "response_item":  # (no item: no identity)
-                out.append((no, rec))
                 continue
             item = rec["payload"]
         else:
             item = rec  # legacy: bare items
-        ident = _identity(item)
-        if ident is not None:
-            same = seen.get(ident)
-            if same is None:  # (nearly every item: nothing to compare it with)
-                seen[ident] = [(no, item)]
-            else:
-                first = next((n for n, earlier in same if earlier == item), 0)
-                if first:
-                    issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
-                                                  f"{first} (record skipped)"))
-                    continue
-                same.append((no, item))
-        out.append((no, rec))
-    return out
+        if item.__class__ is not dict or (t := item.get("type")).__class__ is not str:
+            continue  # (``_identity``'s first test, without a call)
+        ident = _identity(item, t)
+        if ident is None:
+            continue
+        same = seen.get(ident)
+        if same is None:  # (nearly every item: nothing to compare it with)
+            seen[ident] = (no, item)
+            continue
+        if same.__class__ is tuple:
+            same = seen[ident] = [same]
+        first = next((n for n, earlier in same if earlier == item), 0)
+        if first:
+            issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
+                                          f"{first} (record skipped)"))
+            skip.add(pos)
+            continue
+        same.append((no, item))
+    if not skip:
+        return records
+    return [pair for pos, pair in enumerate(records) if pos not in skip]
 
 
-def _identity(item: Any) -> tuple[str, str] | None:
-    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-        return None
+def _identity(item: dict[str, Any], t: str) -> tuple[str, str] | None:
     for key in ("call_id", "id", "encrypted_content"):
         value = item.get(key)
         if isinstance(value, str) and value:
-            return item["type"], value
+            return t, value
     return None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.ingest.parse_file import ParsedFile, parse_file
-from replay.ingest.parsers import codex
+from replay.ingest.parsers import codex, codex_file
 from replay.ingest.parsers.source import Issue, Source
 from tests.replay.ingest.parsers.parsed_rows import one_run_rows
 
@@ -86,6 +86,19 @@ def test_an_item_written_again_is_reported_and_counted_once(tmp_path: Path) -> N
     assert [m["text"] for m in msgs if m["kind"] == "tool_call"] == [
         json.dumps({"command": ["bash", "-lc", "cat a.py"]}),
         json.dumps({"command": ["bash", "-lc", "cat b.py"]})]
+
+
+def test_records_with_no_repeated_item_are_kept_as_they_are() -> None:
+    """``unique`` copies nothing when no item repeats (most rollouts): the same list back; a
+    repeat is left out of a new list, the records given untouched."""
+    records = [(n, json.loads(line)) for n, line in enumerate([META, USER, TURN, CALL, OUT], 1)]
+    issues: list[Issue] = []
+    assert codex_file.unique(records, "r.jsonl", issues) is records
+    again = [*records, (6, json.loads(CALL))]
+    kept = codex_file.unique(again, "r.jsonl", issues)
+    assert kept == records and len(again) == 6
+    assert [str(i) for i in issues] == [
+        "r.jsonl:6: duplicate of the function_call item on line 4 (record skipped)"]
 
 
 def test_usage_before_output_and_run_without_usage(tmp_path: Path) -> None:
