@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import math
+from collections import Counter
+from itertools import pairwise
 
 import pyarrow.parquet as pq
 from hypothesis import given, settings
@@ -235,6 +237,25 @@ def test_induced_rereads_never_exceed_the_needs_of_removed_blocks(run: PreparedR
         assert any(run.msg[b] == a["first_msg"] for b, r in pairs if r == a["request"])
     rq = trace.requests.to_pylist()
     assert sum(r["induced_rereads"] for r in rq) == len(made)
+    # nothing re-read while its copy is still in context: between two re-reads of a one-block
+    # message the first copy went (an induced eviction of it between them). At request k the
+    # re-reads come after the tiers stamped k that act before sending's checks begin (the
+    # ``after`` tiers of request k - 1, stamped k) and before the ``before`` tiers stamped k.
+    late = {t.name for t in policy.tiers if t.when == "before"}
+    blocks_of = Counter(run.msg[b] for b in range(run.n_blocks))
+    copy_gone: dict[int, list[tuple[int, bool]]] = {}
+    for e in trace.evictions.to_pylist():
+        if e["induced"]:
+            copy_gone.setdefault(e["msg"], []).append((e["request"], e["tier"] in late))
+    reread_at: dict[int, list[int]] = {}
+    for a in made:
+        reread_at.setdefault(a["first_msg"], []).append(a["request"])
+    for m, at in reread_at.items():
+        if blocks_of[m] == 1:
+            at.sort()
+            for r1, r2 in pairwise(at):
+                assert any(r1 <= e < r2 if after_rereads else r1 < e <= r2
+                           for e, after_rereads in copy_gone.get(m, ())), (m, at)
 
 
 @given(runs())
