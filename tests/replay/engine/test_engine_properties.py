@@ -291,11 +291,3 @@ def test_the_model_changes_nothing_until_it_induces_a_reread(run: PreparedRun,
         assert rq_on[first]["truth_tokens"] - rq_off[first]["truth_tokens"] == \
             rq_on[first]["induced_tokens"] > 0
         assert rq_on[first]["cost_usd"] > rq_off[first]["cost_usd"]
-
-
-@settings(max_examples=20, deadline=None)
-@given(runs(), policies())
-def test_induced_rereads_are_deterministic(run: PreparedRun, policy: Policy) -> None:
-    a, b = replay(run, policy), replay(run, policy)
-    for t in ("requests", "actions", "evictions"):
-        assert a.table(t).equals(b.table(t))
