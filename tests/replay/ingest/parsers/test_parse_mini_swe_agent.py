@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay.ingest.parse_file import ParsedFile, parse_file
-from replay.ingest.parsers import detect_format
+from replay.ingest.parsers import detect_format, mini_swe_agent
 from tests.conftest import SAMPLES
 from tests.replay.ingest.parsers.parsed_rows import assert_detected_only_in, table_rows
 
@@ -284,3 +286,18 @@ def test_unknown_roles_and_keys_are_counted_unknown(tmp_path: Path) -> None:
     assert cov["message/user (malformed)"] == {"unknown": 1}
     assert cov["message/exit"] == {"skipped": 1}
     assert cov["attempts"] == {"unknown": 1} and cov["info"] == {"skipped": 1}
+
+
+_PIECES = ["`", "```", "\n", " ", "\t", "\r", "\x0b", "bash", "mswea_bash_command", "x",
+           "\n```", "```bash\n", "```mswea_bash_command \n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join))
+def test_the_default_action_block_is_found_as_its_pattern_finds_it(text: str) -> None:
+    """The parser's compiled default action pattern finds the same blocks, commands and
+    spans as ``ACTION_PATTERN`` itself (its command read to the first newline and fence in
+    whole lines: no character-at-a-time lazy match)."""
+    want = [(m.span(), m.groups()) for m in BLOCK.finditer(text)]
+    assert BLOCK.pattern == mini_swe_agent.ACTION_PATTERN
+    assert [(m.span(), m.groups()) for m in mini_swe_agent._ACTION.finditer(text)] == want
