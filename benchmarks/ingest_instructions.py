@@ -1,9 +1,11 @@
 """Ingest cost in instructions: a steady figure on a loaded machine.
 
-    python benchmarks/ingest_instructions.py CHECKOUT [CHECKOUT]
+    python benchmarks/ingest_instructions.py CHECKOUT [CHECKOUT] [--path PATH ...]
 
 Runs each checkout's ``replay.ingest.batch.ingest`` (``jobs=1``) under valgrind's callgrind (one
-process per checkout, side by side) over the sample logs (``../shared/logs-sample``): a first
+process per checkout, side by side) over the sample logs (``../shared/logs-sample``; or the
+files and folders given with ``--path``, e.g. a corpus of small files for what a file costs
+whatever its size): a first
 ingest into a fresh store (imports, the encodings' load, lazily built
 tables: not counted), then a second into another fresh store, whose instructions are printed,
 and with two checkouts their ratio (first ÷ second: above 1, the second executes fewer).
@@ -50,7 +52,11 @@ def main() -> int:
     """Print the figures; exit 2 without valgrind or with a folder that is not a checkout."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkouts", nargs="+", type=Path)
-    checkouts: list[Path] = ap.parse_args().checkouts
+    ap.add_argument("--path", action="append", type=Path, dest="paths",
+                    help="a file or folder to ingest (repeatable; default: the sample logs)")
+    args = ap.parse_args()
+    checkouts: list[Path] = args.checkouts
+    inputs = [str(p.resolve()) for p in args.paths or [SAMPLES]]
     if shutil.which("valgrind") is None:
         print("ingest_instructions: valgrind is not installed", file=sys.stderr)
         return 2
@@ -70,7 +76,7 @@ def main() -> int:
             procs.append((out, subprocess.Popen(
                 ["valgrind", "--tool=callgrind", "--dump-before=time_thread_time_ns",
                  f"--callgrind-out-file={out}/out", sys.executable, "-c", _CHILD, str(work),
-                 str(SAMPLES)], cwd=checkout, env=env, stdout=subprocess.PIPE,
+                 *inputs], cwd=checkout, env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, text=True)))
         counts, said = [], []
         for out, proc in procs:

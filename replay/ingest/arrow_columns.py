@@ -66,6 +66,8 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
             and values.dtype == np.int64 and values.ndim == 1 and values.flags.c_contiguous) \
             and type_ == _INT64:
         return pa.Array.from_buffers(_INT64, len(values), [None, pa.py_buffer(values)], 0)
+    if len(values) == 1 and (one := _one(values[0], type_)) is not None:
+        return one
     if type_ == _STRING:
         try:  # the common case first: only strings (_strings refuses anything else)
             return _strings(values, None, 0)
@@ -101,6 +103,28 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         return pa.Array.from_buffers(_FLOAT64, n, [valid, pa.py_buffer(array("d", values))],
                                      nulls)
     return pa.Array.from_buffers(_BOOL, n, [valid, _bits(bytes(values))], nulls)
+
+
+def _one(value: Any, type_: pa.DataType) -> pa.Array | None:
+    """``column([value], type_)`` of a string or an integer (or None) of a ``string`` or
+    ``int64`` column in fewer steps (a one-row table's columns: a file's ``runs``, most small
+    files' ``requests``, ~1.4 µs a column less); None for any other value or type (``column``
+    then takes it as it takes any list).
+
+    Raises:
+        OverflowError: an integer beyond ``int64`` (as ``column``).
+        UnicodeEncodeError: a string that is not valid Unicode (as ``column``).
+    """
+    kind = type(value)
+    if kind is str and type_ == _STRING:
+        data = value.encode("utf-8")
+        return pa.Array.from_buffers(_STRING, 1, [None, pa.py_buffer(array("i", (0, len(data)))),
+                                                  pa.py_buffer(data)], 0)
+    if kind is int and type_ == _INT64:
+        return pa.Array.from_buffers(_INT64, 1, [None, pa.py_buffer(array("q", (value,)))], 0)
+    if value is None and (type_ == _STRING or type_ == _INT64):
+        return pa.nulls(1, type_)
+    return None
 
 
 def _strings(values: Sequence[str], valid: pa.Buffer | None, nulls: int) -> pa.Array:

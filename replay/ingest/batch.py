@@ -109,26 +109,32 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
         if tables is None or (strict and parsed.issues):
             return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues,
                          False, b"", parsed.coverage, parsed.no_conversation)
-        done = _Done(parsed.source, parsed.format, parsed.sha256, key, tables.runs.num_rows, 0,
-                     parsed.issues, True, b"", parsed.coverage)
+        n_runs = tables.runs.num_rows
 
         def journal(checksum: str) -> None:  # before the entry's rename: a worker killed
             # right after it (its parent gone) still leaves the complete entry journalled
-            store_session.journal(out, _entry(replace(done, checksum=checksum)))
+            store_session.journal(out, store.Entry(
+                parsed.source, key, parsed.sha256, parsed.format, n_runs, parsed.coverage,
+                _stored_issues(parsed.issues), checksum))
 
-        done = replace(done, checksum=entry.commit(key, journal) if entry.writer is not None
-                       else write_entry(out, key, tables, before_rename=journal))
+        checksum = entry.commit(key, journal) if entry.writer is not None \
+            else write_entry(out, key, tables, before_rename=journal)
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
-    return replace(done, n_tokens=n_tokens,
-                   index_rows=store_index.index_rows(tables, key, stream=in_worker))
+    return _Done(parsed.source, parsed.format, parsed.sha256, key, n_runs, n_tokens,
+                 parsed.issues, True, store_index.index_rows(tables, key, stream=in_worker),
+                 parsed.coverage, checksum=checksum)
 
 
 def _entry(done: _Done) -> store.Entry:
     """The store entry of a file written by ``_process``."""
     return store.Entry(done.source, done.key, done.sha256, done.format, done.n_runs,
-                       done.coverage, tuple((i.line, i.reason) for i in done.issues),
-                       done.checksum)
+                       done.coverage, _stored_issues(done.issues), done.checksum)
+
+
+def _stored_issues(issues: tuple[Issue, ...]) -> tuple[tuple[int, str], ...]:
+    """A file's issues as its store entry keeps them (line, reason)."""
+    return tuple((i.line, i.reason) for i in issues)
 
 
 def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,

@@ -236,9 +236,27 @@ def _write(tables: Mapping[str, pa.Table | None], sink: pa.NativeFile,
 def _footer(tables: Mapping[str, pa.Table | None]) -> dict[bytes, bytes]:
     """The key-value metadata holding the runs, requests and events tables (``ENTRY_FOOTER``;
     a missing or None table written empty)."""
-    return {key: _ipc(_schema_of(table, name) if (table := tables.get(name)) is not None
-                      else SCHEMAS[name].empty_table())
-            for name, key in ENTRY_FOOTER.items()}
+    return {key: _footer_ipc(tables.get(name), name) for name, key in ENTRY_FOOTER.items()}
+
+
+_EMPTY_IPC: dict[str, tuple[pa.Table, bytes]] = {}
+"""Table name -> the last table with no rows written in a footer under it, and its stream:
+most files' ``events`` (and some formats' ``requests``) are one shared empty table
+(``run_tables``), whose stream is then written once a process, not once a file (~10 µs)."""
+
+
+def _footer_ipc(table: pa.Table | None, name: str) -> bytes:
+    """The IPC stream of footer table ``name`` (``_ipc`` of it cast to its schema; None: an
+    empty one).  A table with no rows that is the very object written last time under this
+    name gets that stream again (a table is immutable: the same object, the same bytes)."""
+    if table is None:
+        return _ipc(SCHEMAS[name].empty_table())
+    if table.num_rows:
+        return _ipc(_schema_of(table, name))
+    seen = _EMPTY_IPC.get(name)
+    if seen is None or seen[0] is not table:
+        seen = _EMPTY_IPC[name] = (table, _ipc(_schema_of(table, name)))
+    return seen[1]
 
 
 def decode(data: bytes, shown: str) -> dict[str, pa.Table]:
