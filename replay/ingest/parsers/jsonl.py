@@ -10,15 +10,16 @@ big arrays left undecoded (``lazy``: each item decoded by ``item`` when the pars
 
 from __future__ import annotations
 
-import codecs
 import functools
 import json
 import re
+from array import array
 from collections.abc import Callable, Iterator
 from sys import getrecursionlimit
 from typing import Any, TypeVar
 
 import msgspec
+import pyarrow as pa
 
 from replay.ingest.input_files import document_too_big
 from replay.ingest.parsers.json_depth import (
@@ -43,9 +44,6 @@ _SEPARATORS = re.compile(r"[\s,]*")
 _decode = msgspec.json.Decoder().decode
 _decode_top = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw]).decode
 _decode_items = msgspec.json.Decoder(list[msgspec.Raw]).decode
-_UTF8_CHUNK = 1 << 14
-"""Bytes ``_is_utf8`` decodes at a time: each chunk's string is made and freed in the heap
-(a megabyte's string is mapped and unmapped by malloc each time: 5-8x the CPU of the check)."""
 LAZY_MIN_BYTES = 4 << 20
 """A document smaller than this (4 MiB) is decoded whole even when ``load_json`` is given
 ``lazy``: the lazy read passes over the array twice (finding its end, then its items) and
@@ -135,6 +133,8 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
         typed = None if typed is None else functools.partial(decoded, typed)
     note = index if pieces is not None else None  # (each line noted: the parser may keep it)
     for data, no, at in pieces or ((src.data, 0, 0),):
+        checked = typed is not None and _is_utf8(data)  # (every line UTF-8: none checked
+        # again; else each line that is not ASCII is, and one that is not UTF-8 is reported)
         size, pos = len(data), 0
         while pos < size:  # a line at a time: never every line's bytes at once beside the file's
             end = data.find(b"\n", pos)
@@ -150,7 +150,7 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
                 note.no, note.at, note.raw = no, at + end - len(raw), raw
             if typed is not None:
                 try:
-                    if not raw.isascii():  # checked line by line: most lines are ASCII
+                    if not checked and not raw.isascii():  # (most lines are ASCII)
                         raw.decode()  # (UnicodeDecodeError: the generic way reports it)
                     line = typed(raw)
                 except Exception:  # noqa: BLE001, S110 - decoded the generic way just below
@@ -237,16 +237,18 @@ def _is_array(raw: msgspec.Raw) -> bool:
 
 
 def _is_utf8(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8 as ``bytes.decode`` reads it, checked 16 KiB at a time
-    (decoding it whole would hold a string of the file's size)."""
+    """Whether ``data`` is UTF-8 as ``bytes.decode`` reads it (refusing what it refuses:
+    surrogates, overlong forms, code points past U+10FFFF, a cut-off sequence), by Arrow's
+    validation of a string array over the bytes: one pass in C that makes nothing (no string
+    of the data's size; 0.45 ms for the samples' 6 MB of Claude Code lines, where decoding
+    each line that is not ASCII and dropping the string took 1.2 ms)."""
     if data.isascii():
         return True
-    decoder, view = codecs.getincrementaldecoder("utf-8")(), memoryview(data)
+    whole = pa.Array.from_buffers(pa.large_utf8(), 1, [
+        None, pa.py_buffer(array("q", (0, len(data)))), pa.py_buffer(data)])
     try:
-        for at in range(0, len(data), _UTF8_CHUNK):
-            decoder.decode(view[at:at + _UTF8_CHUNK])
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
+        whole.validate(full=True)
+    except pa.ArrowInvalid:
         return False
     return True
 

@@ -250,10 +250,32 @@ def test_counts_read_every_value_as_their_definition(value: object) -> None:
     assert not_a_count(value) == want
 
 
-@pytest.mark.parametrize("at", [jsonl._UTF8_CHUNK - 2, jsonl._UTF8_CHUNK - 1, jsonl._UTF8_CHUNK])
-def test_utf8_check_reads_characters_across_its_chunks(at: int) -> None:
-    """A character cut by a chunk's end is read whole (the check decodes chunk by chunk)."""
+@pytest.mark.parametrize("at", [0, 16382, 16383, 16384])
+def test_utf8_check_reads_every_character(at: int) -> None:
+    """A character anywhere is read whole; a cut or broken one anywhere is refused."""
     data = b"a" * at + "\u20ac\U0001f600".encode() + b"b"
     assert jsonl._is_utf8(data)
     assert not jsonl._is_utf8(data + b"\xe2\x82")  # a cut character at the very end
     assert not jsonl._is_utf8(data[:at + 1] + data[at + 2:])  # a broken one inside
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_ODD = st.sampled_from([b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80",
+                        b"\xf0\x80\x80\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff",
+                        b"\x80", b"\xc2", b"\xe2\x82", b"\xf0\x9f\x98"])
+"""Surrogates, overlong forms, past U+10FFFF, bytes never in UTF-8, cut sequences."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                          st.binary(max_size=4), _ODD), max_size=8).map(b"".join))
+def test_utf8_check_refuses_what_decoding_refuses(data: bytes) -> None:
+    """``_is_utf8`` (Arrow's validation) accepts exactly the bytes ``bytes.decode`` reads."""
+    assert jsonl._is_utf8(data) == _utf8(data)
