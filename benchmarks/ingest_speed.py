@@ -19,6 +19,9 @@ PATH defaults to the sample logs (``../shared/logs-sample`` beside the repositor
   than alone) — once with tiktoken counting every block (before) and once as ingest counts
   (after; the other parts are the same code in both lines);
 * ingest with ``jobs=2`` (both cores: one worker process per core) against ``jobs=1``;
+* what a file costs whatever its size: a ``jobs=1`` ingest of ``SMALL_COPIES`` copies of the
+  smallest input file (each its own entry), CPU a file, and that cost times the inputs' files
+  as a share of their ``jobs=1`` ingest;
 * what the figures above leave out, a process's own start: ``python -m replay ingest`` of the
   smallest file in a fresh process (imports, the encoding's load, the ingest), its CPU time
   and peak resident memory, best of ``--repeat``, and whether it imported pandas.
@@ -59,6 +62,9 @@ from replay.ingest.run_tables import tokenize
 from replay.ingest.tokens import count_tokens, encoding
 
 TOKENIZER = "o200k_base"
+SMALL_COPIES = 50
+"""Copies of the smallest input file ingested for the fixed cost a file (one store entry each:
+an entry's key holds its file's name)."""
 
 
 def _clock(fn: Callable[[], object], rounds: list[tuple[float, float]]) -> None:
@@ -155,6 +161,14 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="ingest-speed-"))
     counter = iter(range(1_000_000))
+    smallest = min(found, key=lambda f: f[0].stat().st_size)[0]
+    small = Path(tempfile.mkdtemp(prefix="ingest-speed-small-"))  # (not under ``work``: kept)
+    for k in range(SMALL_COPIES):
+        shutil.copyfile(smallest, small / f"copy{k:03d}{smallest.suffix}")
+
+    def small_ingest() -> None:
+        report = ingest([small], work / f"small{next(counter)}", jobs=1)
+        assert len(report.parsed) == SMALL_COPIES, "the copies were not all ingested"
 
     def run_ingest(jobs: int) -> Callable[[], None]:
         def go() -> None:
@@ -186,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     all_tables = [t.tables for t in (parse_file(p, r, tokenizers=(TOKENIZER,)) for p, r in found)
                   if t.tables is not None]
     timings: dict[str, list[tuple[float, float]]] = {
-        k: [] for k in ("raw", "count", "ingest1", "ingest2", "parse", "build", "write")}
+        k: [] for k in ("raw", "count", "ingest1", "ingest2", "parse", "build", "write", "small")}
     try:
         run_ingest(1)()  # warm-up: imports, page cache
         for _ in range(args.repeat):
@@ -200,11 +214,14 @@ def main(argv: list[str] | None = None) -> int:
             _clock(build_only, timings["build"])
             _clock(write_only, timings["write"])
             clear()
+            _clock(small_ingest, timings["small"])
+            clear()
         files_cpu = per_file_cpu()
         fresh = [_fresh_process(min(found, key=lambda f: f[0].stat().st_size)[0], work)
                  for _ in range(args.repeat)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(small, ignore_errors=True)
 
     wall = {k: min(w for w, _ in v) for k, v in timings.items()}
     cpu = {k: min(c for _, c in v) for k, v in timings.items()}
@@ -242,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     total, longest = sum(files_cpu), max(files_cpu)
     print(f"{'  best possible on 2 idle cores':<40}: {total / max(total / 2, longest):.2f}x (files "
           f"take {total:.3f} s CPU in all, the longest {longest:.3f} s)")
+    fixed = cpu["small"] / SMALL_COPIES
+    print(f"{'what a file costs whatever its size':<40}: {fixed * 1e3:.2f} ms CPU a file (jobs=1 "
+          f"ingest of {SMALL_COPIES} copies of the smallest file, {smallest.stat().st_size / 1e3:.1f}"
+          f" KB); x {len(found)} files = {fixed * len(found) / cpu['ingest1']:.0%} of the inputs'"
+          f" jobs=1 ingest")
     print(f"{'fresh `replay ingest` of 1 small file':<40}: CPU {min(c for c, _, _ in fresh):.3f} s, "
           f"peak RSS {min(r for _, r, _ in fresh):.0f} MB (whole process, best of "
           f"{len(fresh)}); pandas imported: {'yes' if any(p for _, _, p in fresh) else 'no'}")

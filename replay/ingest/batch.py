@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from replay import atomic_files
 from replay.errors import TokenizerError
 from replay.ingest import store, store_index, store_session
+from replay.ingest.arrow_columns import int64_total
 from replay.ingest.discover import discover, sources
 from replay.ingest.entry_write import NewEntry, write_entry
 from replay.ingest.input_files import check_max_bytes, sha256_of
@@ -120,7 +120,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
         checksum = entry.commit(key, journal) if entry.writer is not None \
             else write_entry(out, key, tables, before_rename=journal)
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
-    n_tokens = (pc.sum(tables.messages[col]).as_py() or 0) if col else 0
+    n_tokens = int64_total(tables.messages[col]) if col else 0
     return _Done(parsed.source, parsed.format, parsed.sha256, key, n_runs, n_tokens,
                  parsed.issues, True, store_index.index_rows(tables, key, stream=in_worker),
                  parsed.coverage, checksum=checksum)

@@ -138,18 +138,22 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
     """
     max_bytes = max_file_bytes() if max_bytes is None else max_bytes
     fd, size = _open(path, max_bytes)
-    try:
-        with os.fdopen(fd, "rb", closefd=True) as f:
-            want = size + 1  # (never read(max_bytes): that allocates it all at once)
-            data = f.read(want)
-            if len(data) == want:  # growing, or a size the file system does not know
-                chunks, total = [data], len(data)
-                while total <= max_bytes and (chunk := f.read(min(1 << 20, max_bytes + 1 - total))):
-                    chunks.append(chunk)
-                    total += len(chunk)
-                data = b"".join(chunks)
+    want = size + 1  # (never read(max_bytes): that allocates it all at once)
+    chunks, total = [], 0
+    try:  # (straight from the descriptor: a file object costs more than reading a small file)
+        while total <= max_bytes:  # to the end: past ``size`` when growing, or a size the
+            # file system does not know, 1 MiB at a time
+            chunk = os.read(fd, want - total if total < want else
+                            min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(data) > max_bytes:
         raise Unreadable(_too_big(None, max_bytes))
     return data

@@ -11,13 +11,14 @@ Not here: the schema (``replay.ingest.schema``), the tokenizers (``replay.ingest
 from __future__ import annotations
 
 import functools
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from replay.ingest import store
-from replay.ingest.arrow_columns import column, utf8_lengths
+from replay.ingest.arrow_columns import column, null_column, utf8_lengths
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.redaction import ExactSizes, declared, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
@@ -106,7 +107,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
     for name, col in TOKEN_COLUMN.items():
         if name not in tokenizers:
-            messages[col] = pa.nulls(n, pa.int64())
+            messages[col] = null_column(n, pa.int64())
             continue
         counts = tokens[name]
         for i, (rest, _, chars) in redacted.items():
@@ -221,6 +222,11 @@ def shared_texts(texts: list[str]) -> tuple[np.ndarray | None, list[str]]:
     return codes, distinct
 
 
+LINES_NUMPY_ROWS = 32
+"""``line_counts`` of this many texts or more: one numpy pass over the column's UTF-8; of
+fewer, a ``bytes.count`` a text (below ~32 texts the numpy calls' own cost is the larger)."""
+
+
 def line_counts(text: pa.StringArray) -> np.ndarray:
     """Each string's lines (its newlines + 1; 0 for an empty string) as int64, from one pass
     over the column's UTF-8 (a byte 0x0A is a newline wherever it is: no other character's
@@ -229,6 +235,12 @@ def line_counts(text: pa.StringArray) -> np.ndarray:
     _, offsets_buf, data_buf = text.buffers()
     if n == 0 or offsets_buf is None:
         return np.zeros(n, np.int64)
+    if n < LINES_NUMPY_ROWS:  # (a small file's texts: a count a text costs less than numpy's
+        # dozen calls, ~4 against ~14 µs for 9 texts)
+        ends = memoryview(offsets_buf)[text.offset * 4:(text.offset + n + 1) * 4].cast("i")
+        data_bytes = data_buf.to_pybytes() if data_buf is not None else b""
+        return np.array([data_bytes.count(b"\n", start, stop) + 1 if stop > start else 0
+                         for start, stop in pairwise(ends)], np.int64)
     offsets = np.frombuffer(offsets_buf, np.int32, n + 1, text.offset * 4)
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     before = np.searchsorted(np.flatnonzero(data == 10), offsets)  # newlines before each start

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.ingest.arrow_columns import NUMPY_ROWS, column, utf8_lengths
+from replay.ingest.arrow_columns import NUMPY_ROWS, column, int64_total, utf8_lengths
 from replay.ingest.schema import SCHEMAS
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -149,3 +149,22 @@ def test_utf8_lengths_of_a_null_spanning_bytes_is_0() -> None:
     text = pa.Array.from_buffers(pa.string(), 3, [valid, offsets, pa.py_buffer(b"abcdef")], 1)
     assert utf8_lengths(text).tolist() == [2, 0, 1]
     assert utf8_lengths(text.slice(1)).tolist() == [0, 1]
+
+
+@given(st.lists(st.lists(st.none() | st.integers(-(2**40), 2**40), max_size=30), max_size=4),
+       st.integers(0, 60), st.integers(0, 60))
+def test_int64_total_is_pc_sum(chunks: list[list[int | None]], start: int, size: int) -> None:
+    """The sum of an int64 column read from its buffers, of chunks, slices, nulls (a null's slot
+    holding a value) and all-null chunks, is ``pc.sum``'s (None -> 0)."""
+    import pyarrow.compute as pc
+
+    arrays = [pa.array([7 if v is None else v for v in values], pa.int64()) for values in chunks]
+    arrays = [pa.Array.from_buffers(pa.int64(), len(a), [pa.array([v is not None for v in values
+                                                                    ]).buffers()[1],
+                                                         a.buffers()[1]])
+              if None in values else a for a, values in zip(arrays, chunks)]
+    column_ = pa.chunked_array(arrays, pa.int64()).slice(start, size)
+    assert int64_total(column_) == (pc.sum(column_).as_py() or 0)
+    for chunk in column_.chunks:
+        assert int64_total(chunk) == (pc.sum(chunk).as_py() or 0)
+    assert int64_total(pa.nulls(3, pa.int64())) == 0

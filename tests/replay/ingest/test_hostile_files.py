@@ -6,6 +6,7 @@ read limits in the environment that are not numbers.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from replay.cli import app
 from replay.ingest.batch import ingest
+from replay.ingest.input_files import Unreadable, read_input
 from tests.replay.ingest.store_helpers import LOG, runner
 
 
@@ -176,3 +178,16 @@ def test_a_read_limit_that_is_not_a_number_is_a_usage_error(
     assert result.exit_code == 2, result.output
     assert f"{var}: '{value}' is not a positive whole number of bytes" in result.output
     assert not (tmp_path / "ds").exists() and not (tmp_path / "o" / "dataset").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").is_file(), reason="no /proc")
+def test_a_file_of_no_stated_size_is_read_to_its_end_within_the_limit() -> None:
+    """A regular file whose size the file system does not know (0: /proc) is read past it, to
+    its end, and refused once it is over the limit."""
+    path = Path("/proc/self/cmdline")
+    whole = path.read_bytes()
+    assert os.stat(path).st_size == 0 and len(whole) > 2
+    assert read_input(path) == whole
+    assert read_input(path, max_bytes=len(whole)) == whole
+    with pytest.raises(Unreadable, match="limit"):
+        read_input(path, max_bytes=len(whole) - 1)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.ingest.arrow_columns import column
-from replay.ingest.run_tables import line_counts
+from replay.ingest.run_tables import LINES_NUMPY_ROWS, line_counts
 
 TEXT = st.text(st.sampled_from(["a", "\n", "\r", "é", "\u2028", "日", "😀", "\x85", " "]),
                max_size=12)
@@ -24,7 +24,12 @@ def test_lines_as_counted_text_by_text(texts: list[str]) -> None:
     assert line_counts(column(texts, pa.string())).tolist() == _expected(texts)
 
 
-@given(st.lists(TEXT, min_size=1, max_size=30), st.data())
+@given(st.lists(TEXT, min_size=LINES_NUMPY_ROWS, max_size=80))
+def test_lines_of_many_texts(texts: list[str]) -> None:  # (one numpy pass, not a count a text)
+    assert line_counts(column(texts, pa.string())).tolist() == _expected(texts)
+
+
+@given(st.lists(TEXT, min_size=1, max_size=80), st.data())
 def test_a_slice_of_a_column_counts_its_own_texts(texts: list[str], data: st.DataObject) -> None:
     start = data.draw(st.integers(0, len(texts)))
     stop = data.draw(st.integers(start, len(texts)))
