@@ -175,8 +175,10 @@ def _text_bytes(text: pa.ChunkedArray | pa.Array) -> int:
     if all(c.type == pa.string() and not c.null_count for c in chunks):  # (most entries)
         total = 0  # each chunk's last offset less its first: no array of lengths made
         for c in chunks:
-            ends = memoryview(c.buffers()[1])[c.offset * 4:(c.offset + len(c) + 1) * 4].cast("i")
-            total += ends[-1] - ends[0]
+            if len(c):  # (an empty array's offsets may be no buffer at all)
+                ends = memoryview(c.buffers()[1])[c.offset * 4:(c.offset + len(c) + 1) * 4
+                                                  ].cast("i")
+                total += ends[-1] - ends[0]
         return total
     return int(_value_bytes(text).sum())
 
