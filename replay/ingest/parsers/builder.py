@@ -315,7 +315,8 @@ class RunBuilder:
             "run_id": self.run_id, "format": self.format, "source": self.source.rel,
             "model": self.model, "harness": self.harness, "parent_run_id": self.parent_run_id,
             "agent": self.agent,
-            "title": short_title(self.title) or first_prompt(zip(m["role"], kinds, m["text"])),
+            "title": self.title and short_title(self.title) or first_prompt(
+                zip(m["role"], kinds, m["text"])),  # (no title: none to shorten)
             "n_messages": self._msg + 1, "n_blocks": len(kinds),
             "n_requests": len(r["request"]),
             "n_tool_calls": kinds.count("tool_call") - len(self._nested),

@@ -366,5 +366,6 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
             emit(b, item, state)
     item = rec = None  # (the last ones let go too: ``fill`` reads the texts in their place)
     fill(b, state, again)
-    b.model = models.most_common(1)[0][0] if models else ""
+    b.model = max(models, key=models.__getitem__) if models else ""  # (most_common(1)'s
+    # first most counted, without heapq)
     return b.build()

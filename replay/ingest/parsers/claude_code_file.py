@@ -16,6 +16,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -96,9 +97,8 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
         return n_msg, others  # no line could be one: not split and tested line by line (a
     # pretty-printed document's thousands of lines; a Codex rollout's lines, which say
     # "type": "message" but never "type": "user"): one search of the head instead
-    for raw in head.split(b"\n"):
-        if first_only and not (b'"message"' in raw and _HEAD_TYPE.search(raw)) \
-                or not raw.strip():  # (the byte tests first: strip copies the line)
+    for raw in _candidates(head) if first_only else head.split(b"\n"):
+        if not raw.strip():  # (a candidate never is blank: this copies only a line of others)
             continue
         if n_msg and first_only:
             break
@@ -122,6 +122,19 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
                 and any(k in rec for k in _LINK_KEYS):
             others["system"] += 1
     return n_msg, others
+
+
+def _candidates(head: bytes) -> Iterator[bytes]:
+    """The lines of ``head`` that could be a message record (they say ``"message"`` and a
+    user/assistant ``"type"``), in order: each line tested in place, only these copied out
+    (not every line of the head split off first)."""
+    pos, size = 0, len(head)
+    while pos <= size:  # (as ``split``: the piece after the last newline too, if empty)
+        end = head.find(b"\n", pos)
+        end = size if end < 0 else end
+        if head.find(b'"message"', pos, end) >= 0 and _HEAD_TYPE.search(head, pos, end):
+            yield head[pos:end]
+        pos = end + 1
 
 
 def _is_message(rec: dict[str, Any]) -> bool:

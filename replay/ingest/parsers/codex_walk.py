@@ -337,7 +337,7 @@ class Walk:
                                      "order)"))
         self.b.window_tokens, self.b.compact_limit_tokens = self.usage.finish()
         models = Counter(r.model for r in self.runs if r.model)
-        self.b.model = models.most_common(1)[0][0] if models else self.model
+        self.b.model = max(models, key=models.__getitem__) if models else self.model
         self.b.harness = " ".join(x for x in ("codex", self.cli, self.originator) if x)
         for r in self.runs:
             if not r.replayed:

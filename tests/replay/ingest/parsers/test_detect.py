@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers import PARSERS, detect, detect_format
+from replay.ingest.parsers import PARSERS, claude_code_file, detect, detect_format
 from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
 
 _USER = {"parentUuid": None, "isSidechain": False, "sessionId": "s", "type": "user",
@@ -211,3 +211,16 @@ def test_claude_code_sniff_is_any_lines_sniff(lines: list[bytes]) -> None:
     head = b"\n".join(lines)
     sniff = PARSERS["claude_code"].sniff
     assert sniff("x.jsonl", head) == any(sniff("x.jsonl", line) for line in lines)
+
+
+_HEAD_PIECES = [b"\n", b" ", b"x", b'"message"', b'"type"', b":", b'"user"', b'"assistant"',
+                b'"type":"user"', b'"type" :\n "assistant"', b"{", b"}", b'"message":{}']
+
+
+@given(st.lists(st.sampled_from(_HEAD_PIECES), max_size=24).map(b"".join))
+def test_the_claude_code_sniff_tests_the_lines_a_split_would(head: bytes) -> None:
+    """The lines the Claude Code sniff decodes are, in order, those of ``head.split`` that
+    say ``"message"`` and a user/assistant ``"type"`` (found in place, nothing split off)."""
+    want = [line for line in head.split(b"\n")
+            if b'"message"' in line and claude_code_file._HEAD_TYPE.search(line)]
+    assert list(claude_code_file._candidates(head)) == want

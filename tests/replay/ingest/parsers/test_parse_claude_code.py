@@ -387,3 +387,20 @@ def test_empty_and_trafficless_files(tmp_path: Path) -> None:
     src = Source(path=str(odd), rel="odd.jsonl", data=odd.read_bytes(), sha256="0" * 64)
     assert claude_code.parse(src, issues) == []
     assert [(i.line, i.reason) for i in issues] == [(0, "no user or assistant records")]
+
+
+@pytest.mark.parametrize(("models", "want"), [
+    (["m-b", "m-a", "m-a", "m-b"], "m-b"),  # a tie: the first answered
+    (["m-b", "m-a", "m-a"], "m-a"),
+    (["<synthetic>", "m-a"], "m-a"),  # the harness's own: no model call
+])
+def test_the_run_model_is_the_one_that_answered_most(tmp_path: Path, models: list[str],
+                                                      want: str) -> None:
+    """The run's model is the model of most of its responses; of models answering as often,
+    the one that answered first (``Counter.most_common``'s order)."""
+    lines: list[Any] = [_user("u0", None, "hi")]
+    for k, model in enumerate(models, 1):
+        lines.append(_asst(f"a{k}", lines[-1]["uuid"], f"msg_{k}", _text("ok"), model=model))
+    _, run, _, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
+    assert run["model"] == want
+    assert [r["model"] for r in reqs] == [m for m in models if m != "<synthetic>"]
