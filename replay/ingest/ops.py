@@ -124,7 +124,7 @@ def classify_shell(command: str) -> OpPath:
         return _classify_patch(command)
     head = _LINE_HEAD.match(command)
     if head and head.group(1).rsplit("/", 1)[-1] not in _TOLD_APART:
-        return OpPath("exec", "")  # what the cut below finds for it, without cutting the line
+        return _EXEC  # what the cut below finds for it, without cutting the line
     first = _first_command(command)
     if first is None:
         return OpPath("exec" if command.strip() else "other", "")
@@ -201,12 +201,19 @@ quoted argument, ``gh pr create --body "…"``, need not be unquoted to be ``exe
 command is cut into words at once, the cheaper way for it)."""
 
 
+_EXEC = OpPath("exec", "")
+_SEARCH = OpPath("search", "")
+"""The outcomes of most commands, made once (an ``OpPath`` is immutable)."""
+
+
 def _classify_words(words: list[str], line: str, text: str) -> OpPath:
     if not words:  # `env | grep …`: the first command was only a wrapper
-        return OpPath("exec", "")
+        return _EXEC
     cmd = words[0].rsplit("/", 1)[-1]
     if cmd not in _TOLD_APART:  # (most commands: nothing below tells them apart)
-        return OpPath("exec", "")
+        return _EXEC
+    if cmd in _SEARCHERS:  # (a search whatever its operands: no reader, writer or sed)
+        return _SEARCH
     operands, stdin = _operands(words[1:], text)
     words = [words[0], *operands]
     args = [w for w in operands  # (":" first: a plain word is no line range, no regex run)
@@ -225,12 +232,12 @@ def _classify_words(words: list[str], line: str, text: str) -> OpPath:
         files = [a for a in args if not a.isdigit()]
         return OpPath("read", files[0] if files else "")
     if cmd in ("python", "python3") and len(words) > 2 and words[1] == "-c":
-        return OpPath("exec", "")
-    if cmd in _SEARCHERS or cmd == "git" and len(words) > 1 and words[1] == "grep":
-        return OpPath("search", "")
+        return _EXEC
+    if cmd == "git" and len(words) > 1 and words[1] == "grep":
+        return _SEARCH
     if cmd in _LISTERS:
         if cmd == "find" and ("-exec" in words or "-delete" in words):
-            return OpPath("exec", "")
+            return _EXEC
         return OpPath("list", args[0] if args else "")
     if cmd in ("goto", "scroll_up", "scroll_down"):
         return OpPath("read", "")
@@ -238,7 +245,7 @@ def _classify_words(words: list[str], line: str, text: str) -> OpPath:
         return OpPath("write", args[0] if args else "")
     if cmd in ("edit", "patch"):
         return OpPath("edit", args[0] if args else "")
-    return OpPath("exec", "")
+    return _EXEC
 
 
 def _unquoted(line: str) -> str:

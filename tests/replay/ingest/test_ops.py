@@ -382,3 +382,16 @@ def test_a_quoted_operator_reads_as_any_quoted_word_in_any_command(
     quoted = classify("Bash",
                       {"command": head + template.format(quote + pattern + quote, path) + tail})
     assert quoted == plain
+
+
+@pytest.mark.parametrize("line", ["grep -n x a.py 2>/dev/null", "rg -S 'a|b' src > hits.txt",
+                                  "cd d && /usr/bin/egrep -c x < in.txt | wc -l"])
+def test_a_search_is_told_without_reading_its_operands(line: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A searcher is a search whatever its operands (no redirection or file of it changes
+    that): they are not read."""
+    def unread(*_: object) -> None:
+        raise AssertionError("operands read")
+
+    monkeypatch.setattr(ops, "_operands", unread)
+    assert ops.classify("bash", {"command": line}) == ("search", "")
