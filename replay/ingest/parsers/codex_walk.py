@@ -28,6 +28,15 @@ from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.source import Issue, Source
 
+_ITEM_NAMES = {t: f"response_item/{t}" for t in (
+    "message", "agent_message", "reasoning", *it.CALLS, *it.HOSTED, *it.OUTPUTS, *it.COMPACTIONS,
+    "ghost_snapshot")}
+_EVENT_NAMES = {t: f"event_msg/{t}" for t in (
+    "token_count", "agent_reasoning", "agent_message", "user_message", "task_started",
+    "task_complete", "item_completed", "thread_rolled_back")}
+_STATE = "record_type/state"
+"""Coverage names of the item and event types most rollouts hold and of a legacy state line,
+made once."""
 ORDINAL = "line ordinal"
 """Coverage name of the lines carrying an ``ordinal`` (0.14x+): modelled when it is above the
 previous line's, skipped when not (one issue for the file) — lines are read in file order."""
@@ -82,7 +91,9 @@ class Walk:
             if not isinstance(payload, dict):
                 raise ValueError(f"{kind!r} line: payload is {type(payload).__name__}, "
                                  "not an object")
-            ts = it.opt_str(rec, "timestamp")
+            ts = rec.get("timestamp")
+            if ts.__class__ is not str:  # (nearly every line has one: no call)
+                ts = it.opt_str(rec, "timestamp")
             if self.replaying and ts >= self.fork_ts:
                 self.replaying = False  # the fork's own lines begin
             if kind == "response_item":
@@ -101,10 +112,12 @@ class Walk:
                 self.cov.skipped(str(kind))
             else:
                 self.cov.unknown(str(kind))
-        elif "record_type" in rec:
-            self.cov.skipped(f"record_type/{rec['record_type']}")
+        elif "record_type" in rec:  # (legacy: half the lines are "state")
+            rt = rec["record_type"]
+            self.cov.counts[(_STATE if rt == "state" else f"record_type/{rt}", "skipped")] += 1
         elif "type" in rec:
-            self.item(no, rec, it.opt_str(rec, "timestamp"))
+            ts = rec.get("timestamp")
+            self.item(no, rec, ts if ts.__class__ is str else it.opt_str(rec, "timestamp"))
         elif "id" in rec and "timestamp" in rec:
             self.meta(rec, it.opt_str(rec, "timestamp"))
         else:
@@ -125,7 +138,9 @@ class Walk:
 
     def item(self, no: int, p: dict[str, Any], ts: str) -> None:
         t, b = p.get("type"), self.b
-        name = f"response_item/{t}"
+        name = _ITEM_NAMES.get(t) if t.__class__ is str else None  # (no new string an item)
+        if name is None:
+            name = f"response_item/{t}"
         if isinstance(p.get("id"), str) and p["id"]:
             self.by_id[p["id"]] = p
         if t == "message":
@@ -174,11 +189,13 @@ class Walk:
         else:
             self.cov.unknown(name)
             return
-        self.cov.modelled(name)
+        self.cov.counts[(name, "modelled")] += 1  # (Coverage.modelled, without a call)
 
     def event(self, no: int, p: dict[str, Any]) -> None:
         t = p.get("type")
-        name = f"event_msg/{t}"
+        name = _EVENT_NAMES.get(t) if t.__class__ is str else None  # (no new string an event)
+        if name is None:
+            name = f"event_msg/{t}"
         if t == "token_count":
             if p.get("info") is None:
                 self.cov.skipped(name)
@@ -187,7 +204,7 @@ class Walk:
                                           compacted_since_output=self.compacted_since_output)
             if fate != "duplicate":
                 self.open_run = False
-            self.cov.modelled(name) if fate == "modelled" else self.cov.skipped(name)
+            self.cov.counts[(name, "modelled" if fate == "modelled" else "skipped")] += 1
         elif t == "item_completed" and isinstance(p.get("item"), dict):
             item = p["item"]
             name = f"{name}/{item.get('type')}"
@@ -210,7 +227,7 @@ class Walk:
         else:
             if t == "task_started":
                 self.usage.window(p)  # it carries model_context_window too
-            self.cov.skipped(name)
+            self.cov.counts[(name, "skipped")] += 1  # (Coverage.skipped, without a call)
 
     def start(self, role: str, ts: str) -> int:
         """Start a non-assistant message (after the code-mode commands run so far); its index."""

@@ -171,3 +171,54 @@ def test_detects_codex_samples_only(samples: Path) -> None:
         mine = p.relative_to(samples).parts[0] == "codex"
         assert codex.sniff(p.name, head) is mine, p
         assert (detect_format(p.name, head) == "codex") is mine, p
+
+
+@pytest.mark.parametrize("name", SAMPLE_FILES)
+def test_sample_coverage_names_match_the_raw_lines(samples: Path, name: str) -> None:
+    """Every line and item is counted under its own type's name (the walk's names made once
+    for the common types must be the names the lines carry), checked against the raw lines."""
+    path = samples / "codex" / name
+    raw: Counter[str] = Counter()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if "payload" in rec:
+            inner = rec["payload"].get("type")
+            if rec["type"] == "event_msg" and inner == "item_completed":
+                inner = f"{inner}/{rec['payload']['item'].get('type')}"
+            raw[f"{rec['type']}/{inner}" if rec["type"] in ("response_item", "event_msg")
+                else rec["type"]] += 1
+        elif "record_type" in rec:
+            raw[f"record_type/{rec['record_type']}"] += 1
+        elif "type" in rec:
+            raw[f"response_item/{rec['type']}"] += 1
+        else:
+            raw["session_meta"] += 1  # the legacy first line
+    parsed = _parsed(str(path))
+    counted = {t: sum(fates.values()) for t, fates in parsed.coverage.items()
+               if t.split("/")[0] in ("response_item", "event_msg", "record_type",
+                                      "turn_context", "session_meta") and t.count("/") <= 2
+               and not t.startswith("session_meta/")}
+    assert counted == dict(raw)
+
+
+def test_odd_type_names_are_counted_as_written(tmp_path: Path) -> None:
+    """A legacy record_type other than ``state``, an item or event type that is no string,
+    and a type the walk has not met are each counted under the name the line gives."""
+    meta = json.dumps({"id": "x", "timestamp": "t", "instructions": ""})
+    item = json.dumps({"type": "message", "role": "user", "content": "hi"})
+    lines = [meta, item, '{"record_type": "state"}', '{"record_type": "mark"}',
+             '{"record_type": 7}', '{"type": 7}', '{"type": "new_kind"}',
+             '{"type": "reasoning", "summary": [], "timestamp": 5}']
+    path = tmp_path / "legacy.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    parsed = parse_file(path, tmp_path, fmt="codex")
+    cov = dict(parsed.coverage)
+    assert cov["record_type/state"] == {"skipped": 1}
+    assert cov["record_type/mark"] == {"skipped": 1}
+    assert cov["record_type/7"] == {"skipped": 1}
+    assert cov["response_item/7"] == {"unknown": 1}
+    assert cov["response_item/new_kind"] == {"unknown": 1}
+    assert cov["response_item/message"] == {"modelled": 1}
+    assert "response_item/reasoning" not in cov  # its timestamp is no string: an issue
+    assert [str(i).split(": ", 1)[1] for i in parsed.issues] == [
+        "field 'timestamp' is int, not a string (record skipped)"]
