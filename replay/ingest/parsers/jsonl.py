@@ -128,8 +128,9 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
              pieces: Iterator[tuple[bytes, int, int]] | None = None,
              index: LineIndex | None = None) -> Iterator[tuple[int, Any]]:
     generic = _loads_checked
+    fast: Callable[[bytes], Any] | None = _decode
     if check_each():  # a decoder could go past MAX_DEPTH here: each line is measured first
-        generic = loads
+        generic, fast = loads, None
         typed = None if typed is None else functools.partial(decoded, typed)
     note = index if pieces is not None else None  # (each line noted: the parser may keep it)
     for data, no, at in pieces or ((src.data, 0, 0),):
@@ -159,7 +160,13 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
                     yield no, line
                     continue
             try:
-                record = generic(raw)
+                if fast is None:
+                    record = generic(raw)
+                else:
+                    try:  # (``_loads_checked``'s first step without its call: most lines)
+                        record = fast(raw)
+                    except Exception:  # noqa: BLE001 - whatever msgspec refuses, as generic
+                        record = generic(raw)
             except UnicodeDecodeError as exc:
                 issues.append(Issue(src.path, no,
                                     f"invalid UTF-8 at byte {exc.start} (line skipped)"))

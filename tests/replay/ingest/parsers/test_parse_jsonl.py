@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -15,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import json_depth, jsonl
 from replay.ingest.parsers import json_text as json_text_module
-from replay.ingest.parsers import jsonl
+from replay.ingest.parsers.json_depth import MAX_DEPTH, nesting
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import ItemLines, array_items, item, load_json, loads
 from replay.ingest.parsers.source import Source
@@ -70,6 +72,71 @@ def test_loads_raises_what_json_raises() -> None:
         loads(b'{"a": 1,\n "b": }')
     assert (bad_json.value.lineno, bad_json.value.colno) == (2, 7)
     assert math.isnan(loads("NaN"))
+
+
+_EDGES = (b'{"a": NaN}', b'{"a": "\\ud800"}', b'{"a": 1e400}', b'{"a": 1, "a": 2}',
+          b'{"a": "\xff"}', b'{"a": 1,}', b'[1]', b'"x"', b'{"a": 1} x', b'{"a": "\xed\xa0\x80"}',
+          b'{"a": ' + b'[' * 1200 + b']' * 1200 + b'}', b'{"a": ' + b'[' * 900 + b']' * 900 + b'}',
+          b'{"a": 123456789012345678901234567890}')
+
+
+def _line_outcomes(data: bytes) -> tuple[list[str], list[str]]:
+    """(repr of each record, each issue) of ``iter_records`` over ``data``."""
+    issues: list[jsonl.Issue] = []
+    src = Source(path="t.jsonl", rel="t.jsonl", data=data, sha256="")
+    records = [f"{no} {value!r}" for no, value in jsonl.iter_records(src, issues)]
+    return records, [str(i) for i in issues]
+
+
+def _line_reference(data: bytes) -> tuple[list[str], list[str]]:
+    """The same, line by line with the standard library."""
+    records, issues = [], []
+    lines = data.split(b"\n")
+    for no, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            if nesting(raw) > MAX_DEPTH:  # (json's own limit is the recursion limit's)
+                raise RecursionError
+            value = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            issues.append(f"t.jsonl:{no}: invalid UTF-8 at byte {exc.start} (line skipped)")
+            continue
+        except RecursionError:
+            issues.append(f"t.jsonl:{no}: {jsonl._TOO_DEEP} (line skipped)")
+            continue
+        except ValueError as exc:
+            what = "incomplete last line (file still being written?)" if no == len(lines) \
+                else "malformed JSON"
+            issues.append(f"t.jsonl:{no}: {what}: {exc} (line skipped)")
+            continue
+        if isinstance(value, dict):
+            records.append(f"{no} {value!r}")
+        else:
+            issues.append(f"t.jsonl:{no}: expected a JSON object, got {type(value).__name__}")
+    return records, issues
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_VALUES.map(lambda v: json.dumps({"v": v}).encode("utf-8",
+                                                                              "surrogatepass")),
+                          _VALUES.map(lambda v: json.dumps(v).encode()),
+                          st.sampled_from(_EDGES)), max_size=6), st.booleans())
+def test_iter_records_reads_each_line_as_json_loads(lines: list[bytes], newline: bool) -> None:
+    """Each line's record or issue is the standard library's reading of that line: what
+    msgspec reads (decoded in the walk's loop) and what it refuses (read again by ``loads``:
+    NaN, lone surrogates, big numbers, deep nesting, bad UTF-8, a line that is no object)."""
+    data = b"\n".join(lines) + (b"\n" if newline else b"")
+    expected = _line_reference(data)
+    assert _line_outcomes(data) == expected
+    limit = sys.getrecursionlimit()  # (raised under the test runner: each line measured)
+    if not json_depth.OWN_C_LIMIT and limit > MAX_DEPTH:
+        sys.setrecursionlimit(MAX_DEPTH)  # as a plain run has it: no line measured first
+        try:
+            assert not json_depth.check_each()
+            assert _line_outcomes(data) == expected
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 _KEYS = st.one_of(st.text(max_size=5), st.integers(-(2**70), 2**70), st.none(), st.booleans(),
