@@ -56,6 +56,7 @@ _MARKER = re.compile(
     r"|(\d+)\s*(?:chars?|characters|bytes))\b[^\[\]\n]{0,120}\]"
     r"|\[[\w .:+-]{0,40}?\+?(\d+)\s*(?:chars?|characters|bytes)\s+redacted\s*\]",
     re.IGNORECASE)
+_split = _MARKER.split
 
 
 def says_redacted(text: str) -> bool:
@@ -70,18 +71,20 @@ def says_redacted(text: str) -> bool:
 def declared(text: str) -> tuple[str, int, int] | None:
     """``(text without its markers, markers found, characters they declare)``, or None when
     ``text`` holds no redaction marker."""
-    if not says_redacted(text):
+    return declared_in(text) if says_redacted(text) else None
+
+
+def declared_in(text: str) -> tuple[str, int, int] | None:
+    """``declared`` of a text already known to pass ``says_redacted``: one ``split`` of it
+    by the markers (the text between them, then each marker's three length groups, of which
+    one is set), not a match object a marker."""
+    parts = _split(text)
+    if len(parts) == 1:
         return None
-    chars, n, parts, pos = 0, 0, [], 0
-    for m in _MARKER.finditer(text):
-        chars += int(m.group(1) or m.group(2) or m.group(3))
-        n += 1
-        parts.append(text[pos:m.start()])
-        pos = m.end()
-    if not n:
-        return None
-    parts.append(text[pos:])
-    return "".join(parts), n, chars
+    chars = 0
+    for i in range(1, len(parts), 4):
+        chars += int(parts[i] or parts[i + 1] or parts[i + 2])
+    return "".join(parts[::4]), len(parts) // 4, chars
 
 
 def tokens_for(chars: int, tokenizer: str) -> int:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from replay.ingest import store
 from replay.ingest.arrow_columns import column, null_column, utf8_lengths
 from replay.ingest.parsers.builder import RunDraft
-from replay.ingest.redaction import ExactSizes, declared, exact, says_redacted, tokens_for
+from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens
 
@@ -168,10 +168,10 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         lines.append(line_counts(part))
         n_chars += map(len, chunk)
         for i, t in enumerate(chunk, start):
-            if says_redacted(t):  # (one test a text, not two)
+            if says_redacted(t):  # (one test a text: ``declared_in`` does not repeat it)
                 if (found := exact(t)) is not None:
                     exacts[i] = found
-                elif (marked := declared(t)) is not None:
+                elif (marked := declared_in(t)) is not None:
                     redacted[i] = marked
         if release:
             texts[start:stop] = [""] * (stop - start)

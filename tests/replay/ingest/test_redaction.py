@@ -19,9 +19,11 @@ from replay.ingest import store
 from replay.ingest.batch import ingest
 from replay.ingest.parse_file import parse_file
 from replay.ingest.redaction import (
+    _MARKER,
     CHARS_PER_TOKEN,
     ExactSizes,
     declared,
+    declared_in,
     exact,
     format_exact,
     says_redacted,
@@ -94,6 +96,29 @@ _PIECES = st.sampled_from(["[", "]", "REDACTED", "redacted", "Redacted", "_OUTPU
 _MARKERS = st.sampled_from(["[REDACTED len=12]", "[redacted_output length: 300]",
                             "[REDACTED: 77 chars]", "[+26 chars redacted]",
                             "[base64 9 chars redacted]", "[REDACTED_CTXREPLAY id=1 chars=3]", ""])
+
+
+def _declared_by_matches(text: str) -> tuple[str, int, int] | None:
+    """``declared`` as it was written first: a match object a marker (``finditer``)."""
+    chars, n, parts, pos = 0, 0, [], 0
+    for m in _MARKER.finditer(text):
+        chars += int(m.group(1) or m.group(2) or m.group(3))
+        n += 1
+        parts.append(text[pos:m.start()])
+        pos = m.end()
+    if not n:
+        return None
+    parts.append(text[pos:])
+    return "".join(parts), n, chars
+
+
+@given(st.lists(_PIECES | _MARKERS, max_size=12).map("".join))
+def test_declared_in_is_a_marker_by_marker_reading(text: str) -> None:
+    """``declared_in`` reads the markers by one ``split`` of the text: the same rest, count
+    and characters as reading them a match at a time (adjacent markers, digits beside them,
+    none at all)."""
+    assert declared_in(text) == _declared_by_matches(text)
+    assert declared(text) == (_declared_by_matches(text) if says_redacted(text) else None)
 
 
 @given(st.lists(_PIECES, max_size=8).map("".join), _MARKERS,
