@@ -107,6 +107,38 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(_BOOL, n, [valid, _bits(bytes(values))], nulls)
 
 
+def repeated(values: Sequence[Any], counts: Sequence[int]) -> pa.Array | None:
+    """``column`` of each of ``values`` repeated its count of times, in order, as a ``string``
+    column (a run's id on each of its rows), made from each value's UTF-8 repeated and numpy's
+    offsets, not from a list of every row's value (for ``NUMPY_ROWS`` rows or more: below,
+    that list costs less); None when a value is not a string or not valid Unicode (``column``
+    of that list then raises or repairs as it does for any column).
+
+    Raises:
+        OverflowError: the values' total is past 2 GiB (as ``column``).
+    """
+    if not all(type(v) is str for v in values):
+        return None
+    try:
+        encoded = [v.encode("utf-8") for v in values]
+    except UnicodeEncodeError:
+        return None
+    n = sum(counts)
+    ends = np.zeros(n + 1, np.int64)
+    np.cumsum(np.repeat(np.fromiter(map(len, encoded), np.int64, len(encoded)), counts),
+              out=ends[1:])
+    if ends[-1] > _INT32_MAX:
+        raise OverflowError(f"{ends[-1]:,} bytes in one column: past an int32 offset")
+    data = b"".join([e * k for e, k in zip(encoded, counts)])
+    return pa.Array.from_buffers(_STRING, n, [None, pa.py_buffer(ends.astype(np.int32)),
+                                              pa.py_buffer(data)], 0)
+
+
+def all_false(n: int) -> pa.Array:
+    """``column([False] * n, pa.bool_())`` from a zeroed bitmap, without the list."""
+    return pa.Array.from_buffers(_BOOL, n, [None, pa.py_buffer(bytes((n + 7) // 8))], 0)
+
+
 def _one(value: Any, type_: pa.DataType) -> pa.Array | None:
     """``column([value], type_)`` of a string or an integer (or None) of a ``string`` or
     ``int64`` column in fewer steps (a one-row table's columns: a file's ``runs``, most small

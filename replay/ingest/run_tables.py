@@ -18,7 +18,14 @@ import numpy as np
 import pyarrow as pa
 
 from replay.ingest import store
-from replay.ingest.arrow_columns import column, null_column, utf8_lengths
+from replay.ingest.arrow_columns import (
+    NUMPY_ROWS,
+    all_false,
+    column,
+    null_column,
+    repeated,
+    utf8_lengths,
+)
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
@@ -122,7 +129,7 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     if codes is not None and estimated:  # the rows of the distinct texts sized by markers
         estimated = set(np.flatnonzero(np.isin(codes, list(estimated))).tolist())
     messages["tokens_estimated"] = [i in estimated for i in range(n)] if estimated \
-        else [False] * n
+        else all_false(n)
     _estimated_per_run(runs, n_blocks, messages, estimated)
     return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
                            requests=_table(requests, "requests"), events=_table(events, "events"))
@@ -270,11 +277,15 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
             counted: str) -> _Columns:
     """The column lists of several runs' rows, one after the other, with a ``run_id`` column
     (``counted`` is a column every row has); one run's lists are taken as they are."""
+    sizes = [len(part[counted]) for part in parts] if len(parts) > 1 \
+        else [len(parts[0][counted])]
+    ids = repeated(run_ids, sizes) if sum(sizes) >= NUMPY_ROWS else None  # (not a list of
+    # every row's id: an array made at once)
     if len(parts) == 1:
-        return {"run_id": [run_ids[0]] * len(parts[0][counted]), **parts[0]}
-    out: dict[str, list[Any]] = {"run_id": []}
-    for part, run_id in zip(parts, run_ids):
-        out["run_id"].extend([run_id] * len(part[counted]))
+        return {"run_id": [run_ids[0]] * sizes[0] if ids is None else ids, **parts[0]}
+    out: _Columns = {"run_id": ids if ids is not None else
+                     [r for r, k in zip(run_ids, sizes) for _ in range(k)]}
+    for part in parts:
         for col, values in part.items():  # (an array('q') column stays one: values[:0])
             out.setdefault(col, values[:0]).extend(values)
     return out

@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.ingest.arrow_columns import NUMPY_ROWS, column, int64_total, utf8_lengths
+from replay.ingest.arrow_columns import (
+    NUMPY_ROWS,
+    all_false,
+    column,
+    int64_total,
+    repeated,
+    utf8_lengths,
+)
 from replay.ingest.schema import SCHEMAS
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -168,3 +175,34 @@ def test_int64_total_is_pc_sum(chunks: list[list[int | None]], start: int, size:
     for chunk in column_.chunks:
         assert int64_total(chunk) == (pc.sum(chunk).as_py() or 0)
     assert int64_total(pa.nulls(3, pa.int64())) == 0
+
+
+@given(st.lists(st.tuples(st.text(), st.integers(0, 2 * NUMPY_ROWS)), max_size=4))
+def test_repeated_is_the_column_of_every_row(runs: list[tuple[str, int]]) -> None:
+    """A run id on each of its rows (``run_tables._concat``): the array ``column`` makes of
+    the list of every row's value, buffer for buffer; None for a string that is not valid
+    Unicode (that list is then converted, and repaired, as any column is)."""
+    rows = [value for value, k in runs for _ in range(k)]
+    made = repeated([value for value, _ in runs], [k for _, k in runs])
+    try:
+        expected = column(rows, pa.string())
+    except UnicodeEncodeError:
+        assert made is None or not rows
+        return
+    assert made is not None
+    assert made.equals(expected)
+    assert [b.to_pybytes() if b else None for b in made.buffers()] == \
+        [b.to_pybytes() if b else None for b in expected.buffers()]
+
+
+def test_repeated_takes_strings_only() -> None:
+    assert repeated(["a", None], [1, 2]) is None
+    assert repeated([1], [3]) is None
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, NUMPY_ROWS, 1000])
+def test_all_false_is_the_column_of_falses(n: int) -> None:
+    made, expected = all_false(n), column([False] * n, pa.bool_())
+    assert made.equals(expected) and made.null_count == 0
+    assert [b.to_pybytes() if b else None for b in made.buffers()] == \
+        [b.to_pybytes() if b else None for b in expected.buffers()]
