@@ -277,8 +277,7 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
             counted: str) -> _Columns:
     """The column lists of several runs' rows, one after the other, with a ``run_id`` column
     (``counted`` is a column every row has); one run's lists are taken as they are."""
-    sizes = [len(part[counted]) for part in parts] if len(parts) > 1 \
-        else [len(parts[0][counted])]
+    sizes = [len(part[counted]) for part in parts]
     ids = repeated(run_ids, sizes) if sum(sizes) >= NUMPY_ROWS else None  # (not a list of
     # every row's id: an array made at once)
     if len(parts) == 1:

@@ -18,7 +18,6 @@ Not here: which leaves are redacted (``replay.redact.leaves``), checking the cop
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from replay.errors import ReplayError
 from replay.ingest.parsers.atif import COMPACTION_WORDS
 from replay.ingest.parsers.codex_items import CONTEXTUAL
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC
-from replay.ingest.parsers.mini_swe_agent import ACTION_PATTERN
+from replay.ingest.parsers.mini_swe_agent import ACTION
 from replay.redact.eval_zip import Refused, member_name, read_members, write_members
 from replay.redact.keep_list import data_keys, enum_keys
 from replay.redact.leaves import Redactor
@@ -37,7 +36,6 @@ WHOLE_FILE: tuple[str, ...] = ("mini_swe_agent", "swe_agent", "openhands", "atif
                                 "gemini_cli", "inspect_ai", "opencode", "chat")
 """Formats ``redact`` writes as one JSON document (Inspect: also a ``.eval`` zip of them)."""
 SUPPORTED: tuple[str, ...] = tuple(dict.fromkeys((*JSON_LINES, *WHOLE_FILE)))
-_FENCE = re.compile(ACTION_PATTERN, re.DOTALL)
 
 
 class Unredactable(ReplayError):
@@ -122,7 +120,7 @@ def read_payload(data: bytes, fmt: str, suffix: str, redactor: Redactor) -> Payl
 def configure(redactor: Redactor, fmt: str, values: list[Any]) -> None:
     """Tell the redactor what ``fmt``'s parser reads in text of this file."""
     redactor.data_keys = data_keys(fmt)
-    redactor.fenced = _FENCE if fmt == "mini_swe_agent" else None
+    redactor.fenced = ACTION if fmt == "mini_swe_agent" else None
     redactor.swe_tools = _tool_names(values[0]) if fmt == "swe_agent" and values else None
     redactor.keep = enum_keys(fmt)
     redactor.flags = COMPACTION_WORDS if fmt == "atif" else None

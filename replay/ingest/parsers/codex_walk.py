@@ -114,7 +114,7 @@ class Walk:
                 self.cov.unknown(str(kind))
         elif "record_type" in rec:  # (legacy: half the lines are "state")
             rt = rec["record_type"]
-            self.cov.counts[(_STATE if rt == "state" else f"record_type/{rt}", "skipped")] += 1
+            self.cov.skipped(_STATE if rt == "state" else f"record_type/{rt}")
         elif "type" in rec:
             ts = rec.get("timestamp")
             self.item(no, rec, ts if ts.__class__ is str else it.opt_str(rec, "timestamp"))
@@ -189,7 +189,7 @@ class Walk:
         else:
             self.cov.unknown(name)
             return
-        self.cov.counts[(name, "modelled")] += 1  # (Coverage.modelled, without a call)
+        self.cov.modelled(name)
 
     def event(self, no: int, p: dict[str, Any]) -> None:
         t = p.get("type")
@@ -204,7 +204,7 @@ class Walk:
                                           compacted_since_output=self.compacted_since_output)
             if fate != "duplicate":
                 self.open_run = False
-            self.cov.counts[(name, "modelled" if fate == "modelled" else "skipped")] += 1
+            self.cov.count(name, "modelled" if fate == "modelled" else "skipped")
         elif t == "item_completed" and isinstance(p.get("item"), dict):
             item = p["item"]
             name = f"{name}/{item.get('type')}"
@@ -227,7 +227,7 @@ class Walk:
         else:
             if t == "task_started":
                 self.usage.window(p)  # it carries model_context_window too
-            self.cov.counts[(name, "skipped")] += 1  # (Coverage.skipped, without a call)
+            self.cov.skipped(name)
 
     def start(self, role: str, ts: str) -> int:
         """Start a non-assistant message (after the code-mode commands run so far); its index."""

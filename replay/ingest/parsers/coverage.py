@@ -34,6 +34,11 @@ class Coverage:
     """Set by a parser that returns no run because the file holds no conversation at all
     (only metadata records): why, for the user; the file is then no failed input."""
 
+    def count(self, record_type: str, fate: str, n: int = 1) -> None:
+        """``n`` records of this type met ``fate`` (one of ``FATES``), for a parser that decides
+        the fate as it goes."""
+        self.counts[(record_type, fate)] += n
+
     def modelled(self, record_type: str, n: int = 1) -> None:
         """``n`` records of this type became part of the run model."""
         self.counts[(record_type, "modelled")] += n

@@ -46,11 +46,12 @@ NAME = "mini_swe_agent"
 
 ACTION_PATTERN = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
 """The default action block of an assistant message (group 1: the command)."""
-_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n((?:[^\n]++|\n(?!```))*+)\n```",
-                     re.DOTALL)
-"""``ACTION_PATTERN``, the same matches and groups: the command runs to the first newline
-followed by a fence (as ``.*?`` followed by it finds) in whole lines, not one character a step
-(0.64 -> 0.29 ms over the samples' 169 assistant texts, their heredoc scripts the longest)."""
+ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n((?:[^\n]++|\n(?!```))*+)\n```",
+                    re.DOTALL)
+"""``ACTION_PATTERN`` compiled (``re.DOTALL``; the redactor reads the same fences with it), the
+same matches and groups: the command runs to the first newline followed by a fence (as ``.*?``
+followed by it finds) in whole lines, not one character a step (0.64 -> 0.29 ms over the
+samples' 169 assistant texts, their heredoc scripts the longest)."""
 _HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"mini-swe-agent',
                b'"mini_version"')
 _TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
@@ -124,7 +125,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             if not isinstance(m, dict):
                 raise TypeError(f"expected an object, got {type(m).__name__}")
             pending = _message(b, i, m, pending, regex, lines.at(i))
-            cov.counts[(rtype, "skipped" if role == "exit" else "modelled")] += 1
+            cov.count(rtype, "skipped" if role == "exit" else "modelled")
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             known = isinstance(role, str) and role in _ROLES
             cov.unknown(f"{rtype} (malformed)" if known else rtype)
@@ -152,7 +153,7 @@ def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Patte
         if not isinstance(pattern, str):
             continue
         if pattern == ACTION_PATTERN:
-            return _ACTION
+            return ACTION
         try:
             compiled = re.compile(pattern, re.DOTALL)
         except (re.error, RecursionError, OverflowError) as exc:
@@ -165,7 +166,7 @@ def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Patte
         issues.append(Issue(src.path, 0, f"config.{part}.action_regex {pattern[:60]!r} {why}; "
                                          "the default action pattern is used"))
         break
-    return _ACTION
+    return ACTION
 
 
 def linear_pattern(pattern: str) -> bool:

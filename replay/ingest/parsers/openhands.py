@@ -146,7 +146,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 rtype, fate = "event (no action or observation)", "unknown"
             if no in st.bad:
                 rtype, fate = f"{rtype} (malformed)", "unknown"
-            cov.counts[(rtype, fate)] += 1
+            cov.count(rtype, fate)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             cov.unknown(f"{rtype} (malformed)")
             issues.append(Issue(src.path, no, f"event {no} (id {ev.get('id')!r}) skipped: "

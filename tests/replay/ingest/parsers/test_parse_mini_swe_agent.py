@@ -300,4 +300,4 @@ def test_the_default_action_block_is_found_as_its_pattern_finds_it(text: str) ->
     whole lines: no character-at-a-time lazy match)."""
     want = [(m.span(), m.groups()) for m in BLOCK.finditer(text)]
     assert BLOCK.pattern == mini_swe_agent.ACTION_PATTERN
-    assert [(m.span(), m.groups()) for m in mini_swe_agent._ACTION.finditer(text)] == want
+    assert [(m.span(), m.groups()) for m in mini_swe_agent.ACTION.finditer(text)] == want
