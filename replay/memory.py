@@ -29,8 +29,6 @@ import functools
 import gc
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
 def use_system_allocator() -> None:
@@ -73,8 +71,7 @@ def _malloc_trim() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
         return None
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
+class collector_paused:  # a class, named as the function it replaced: ``with collector_paused():``
     """Python's cyclic garbage collector off inside the block, back on after (when it was on).
 
     The collector runs every few hundred new containers and, now and then, walks every live
@@ -82,11 +79,18 @@ def collector_paused() -> Iterator[None]:
     until the file's tables are built, so collecting found nothing to free and took a third of
     the parse of a 5 MB file of tiny records (``replay.ingest.parse_file``).  Memory is freed by
     reference counting as before; only garbage in reference cycles waits for the block's end.
+
+    A class rather than a ``contextlib.contextmanager`` generator: a replay of a short run
+    pauses it too (``replay.engine.fold``), and the generator's frames and the ``StopIteration``
+    ending it cost more than the two calls here.
     """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
+
+    __slots__ = ("_was",)
+
+    def __enter__(self) -> None:
+        self._was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was:
             gc.enable()

@@ -46,7 +46,7 @@ class HeadItem:
     re-attached file; -1: none, a summary)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Context:
     """Mutable state of one replay; tiers change it only through its methods.
 
@@ -54,6 +54,11 @@ class Context:
     once per run and counter (``PreparedRun.sized``); the context itself only
     tracks what tiers changed: a Fenwick tree of reductions from trims, the cut
     point ``lo`` and the head.  Appending new messages is O(1).
+
+    Made by its own ``__init__``, which sets every field to the default declared here
+    (tests/replay/engine/test_context.py checks they agree): the compiled engine runs a
+    dataclass's generated ``__init__`` as Python, an attribute set through the interpreter
+    each field, about half the cost of making a context.
     """
 
     run: PreparedRun
@@ -103,14 +108,25 @@ class Context:
     """What ``measure`` takes off its sums up to ``hi`` for the blocks before ``lo`` and adds for
     the head, per value (set with ``lo`` and the head: ``_set_at_lo``)."""
 
-    def __post_init__(self) -> None:
-        n = self.run.n_blocks
-        base_est, self.pre_est = self.run.sized(self.est_of, self.msg_overhead)
-        base_truth, self.pre_truth = self.run.sized(self.truth_of, self.msg_overhead)
-        self.pre_bytes = self.run.bytes_prefix()
+    def __init__(self, run: PreparedRun, est_of: list[int], truth_of: list[int],
+                 msg_overhead: int) -> None:
+        self.run, self.est_of, self.truth_of, self.msg_overhead = (run, est_of, truth_of,
+                                                                   msg_overhead)
+        n = run.n_blocks
+        base_est, self.pre_est = run.sized(est_of, msg_overhead)
+        base_truth, self.pre_truth = run.sized(truth_of, msg_overhead)
+        self.pre_bytes = run.bytes_prefix()
         self.cur_est, self.cur_truth = list(base_est), list(base_truth)
-        self.cur_bytes, self.trimmed = list(self.run.n_bytes), [False] * n
+        self.cur_bytes, self.trimmed = list(run.n_bytes), [False] * n
         self.cut_est, self.cut_truth = Fenwick(n), Fenwick(n)
+        self.lo = self.hi = 0
+        self.head, self.changed = [], []
+        self.live_cut_est = self.live_cut_truth = self.n_live_trimmed = 0
+        self.live_cut_bytes = [0, 0, 0, 0]
+        self.last_trimmed = -1
+        self.head_est = self.head_truth = self.head_n_bytes = self.epoch = 0
+        self.dirty, self.dirty_truth_before = None, 0
+        self.induced = Induced()
         self._set_at_lo()
 
     # -- queries ------------------------------------------------------------------------------

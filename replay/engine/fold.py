@@ -40,16 +40,11 @@ from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.actions import action_columns
 from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
-from replay.engine.trace import (
-    EvictionRow,
-    RequestRow,
-    Trace,
-    empty_columns,
-)
+from replay.engine.trace import EvictionRow, RequestRow, Trace
 from replay.engine.truth import TruthPlan, truth_plan
 from replay.errors import ReplayInputError
 from replay.memory import collector_paused
-from replay.policy import Custom, Policy
+from replay.policy import Custom, Policy, TokenCounter
 from replay.policy.harness import largest_prompt, resolve
 
 
@@ -89,7 +84,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     fit = calibration.overhead_tokens if calibration is not None else 0.0
     estimator, anchored_est = policy.estimator, policy.estimator.method == "anchored"
     if anchored_est:  # the first request, with no usage reported yet, is estimated as calibrated
-        estimator = dataclasses.replace(estimator, method="calibrated")
+        estimator = _as_calibrated(run, estimator)
     fixed_est = s.fixed_overhead_tokens + (round(fit) if estimator.method == "calibrated" else 0)
     offsets, heads = plan.offsets, run.recorded_summary
     reattached = plan.reattached or [0] * len(run.harness_first_request)
@@ -201,7 +196,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 step(ctx, env)
     if probe is not None:
         _record_skipped(probe, keys, skipped)
-    return Trace.from_columns(_columns(run, policy, plan, ctx, rows, env, n))
+    return Trace(columns=_columns(run, policy, plan, ctx, rows, env, n))
 
 
 def _skip(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int], step: Any,
@@ -295,18 +290,12 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
         "induced_tokens": induced_tokens, "induced_cost_usd": induced_cost}
     if tuple(requests) != RequestRow._fields:
         raise AssertionError("replay.engine.fold: the requests' columns are not RequestRow's")
-    cols = {"requests": requests}
-    if env.action_rows:
-        cols["actions"] = action_columns(env, run.run_id)
-    else:
-        cols |= empty_columns(("actions",))
+    # (the other two tables' builders give empty columns for no rows: here, compiled, rather
+    # than trace.empty_columns, interpreted)
     m = env.evictions.n
-    if m:
-        cols["evictions"] = dict(zip(EvictionRow._fields, (
-            [run.run_id] * m, [policy.name] * m, *env.evictions.columns(run))))
-    else:
-        cols |= empty_columns(("evictions",))
-    return cols
+    return {"requests": requests, "actions": action_columns(env, run.run_id),
+            "evictions": dict(zip(EvictionRow._fields, (
+                [run.run_id] * m, [policy.name] * m, *env.evictions.columns(run))))}
 
 
 def _induced_columns(env: Env, n: int, own_cost: list[float], inval: list[int],
@@ -330,6 +319,17 @@ def _induced_columns(env: Env, n: int, own_cost: list[float], inval: list[int],
             own_cost[k] += usd
             inval[k] += inv
     return calls, tokens, cost
+
+
+def _as_calibrated(run: PreparedRun, estimator: TokenCounter) -> TokenCounter:
+    """``estimator`` as a calibrated count, one object per run and estimator (memoised: a new
+    one each replay cost a ``dataclasses.replace``, and the run's memos keyed by it an
+    interpreted ``__eq__`` each)."""
+    memo = run.memo("as_calibrated")
+    got: TokenCounter | None = memo.get(estimator)
+    if got is None:
+        got = memo[estimator] = dataclasses.replace(estimator, method="calibrated")
+    return got
 
 
 def _request_ends(run: PreparedRun) -> list[int]:

@@ -275,10 +275,12 @@ class Trace:
                  columns: dict[str, dict[str, list[Any]]] | None = None) -> None:
         self._cols = columns
         self._tables: dict[str, pa.Table] = {}
-        for name, table in (("requests", requests), ("actions", actions),
-                            ("evictions", evictions)):
-            if table is not None:
-                self._tables[name] = table
+        if requests is not None:
+            self._tables["requests"] = requests
+        if actions is not None:
+            self._tables["actions"] = actions
+        if evictions is not None:
+            self._tables["evictions"] = evictions
 
     @staticmethod
     def from_columns(cols: dict[str, dict[str, list[Any]]]) -> Trace:

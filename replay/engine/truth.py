@@ -38,7 +38,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from replay.engine.prepared import Calibration, PreparedRun
-from replay.policy import Policy, TokenCounter
+from replay.policy import Policy, TokenCounter, Tokenizer
 
 TRUTH_SOURCES: dict[str, str] = {
     "anchored": "recorded input + run-fitted scale × (replayed − recorded count); cache reads "
@@ -77,7 +77,7 @@ def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None
         if has_usage(run):
             usable = calibration is not None and calibration.usable
             scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
-            counter = TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=scale)
+            counter = tokenizer_counter(run, t.tokenizer, scale)
             overhead = policy.server.message_overhead_tokens
             offsets = anchor_offsets(run, counter, overhead)
             jumps = reattached_tokens(run, counter, overhead)
@@ -86,10 +86,10 @@ def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None
                            for o, c in zip(offsets, run.recorded_summary)]
             return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets,
                              jumps)
-        return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
+        return TruthPlan("tokenizer-fallback", _plain(run, t), [fixed] * n)
     if t.method == "calibrated":
         if calibration is None:
-            return TruthPlan("tokenizer-fallback", _plain(t), [fixed] * n)
+            return TruthPlan("tokenizer-fallback", _plain(run, t), [fixed] * n)
         return TruthPlan("fitted", t, [fixed + round(calibration.overhead_tokens)] * n)
     return TruthPlan(t.method, t, [fixed] * n)
 
@@ -102,8 +102,20 @@ def has_usage(run: PreparedRun) -> bool:
     return got
 
 
-def _plain(t: TokenCounter) -> TokenCounter:
-    return TokenCounter(method="tokenizer", tokenizer=t.tokenizer, scale=t.scale)
+def _plain(run: PreparedRun, t: TokenCounter) -> TokenCounter:
+    return tokenizer_counter(run, t.tokenizer, t.scale)
+
+
+def tokenizer_counter(run: PreparedRun, tokenizer: Tokenizer, scale: float) -> TokenCounter:
+    """The tokenizer count × ``scale``, as one counter object per run and value (memoised): the
+    run's memos are keyed by counter, and a key that is the same object is found without the
+    dataclass's interpreted ``__eq__`` (as a new one each replay was, several times a replay)."""
+    memo = run.memo("tokenizer_counter")
+    got: TokenCounter | None = memo.get((tokenizer, scale))
+    if got is None:
+        got = memo[(tokenizer, scale)] = TokenCounter(method="tokenizer", tokenizer=tokenizer,
+                                                      scale=scale)
+    return got
 
 
 def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from replay.policy.hashing import HashedOnce, hashed_once
 from replay.policy.providers import DEFAULT_PROVIDER, Cache
 
 
@@ -41,8 +42,9 @@ Tokenizer = Literal["o200k_base", "cl100k_base"]
 """The tokenizers a count can use (their per-block counts are ingest's ``tokens_*`` columns)."""
 
 
+@hashed_once  # a memo key of the engine's (replay.policy.hashing)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TokenCounter:
+class TokenCounter(HashedOnce):
     """How tokens are counted: chars/N, a tokenizer, or a fit to the recorded usage."""
 
     method: Literal["chars", "tokenizer", "calibrated", "anchored"] = "tokenizer"
@@ -116,8 +118,9 @@ class Protect:
     """Never touch the newest message (output the model has not seen yet)."""
 
 
+@hashed_once  # a memo key of the engine's (replay.policy.hashing)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Placeholder:
+class Placeholder(HashedOnce):
     """What a trimmed block becomes: head and tail of the original around a note."""
 
     template: str = "[{tool} output trimmed: {lines} lines, {chars} chars]"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from replay.errors import PolicyError
+from replay.policy.hashing import HashedOnce, hashed_once
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,8 +39,9 @@ class Prices:
     output_per_mtok: float = 15.0
 
 
+@hashed_once  # a memo key of the engine's (replay.policy.hashing)
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Cache:
+class Cache(HashedOnce):
     """Prefix-cache model of the provider (``provider`` here is the caching mechanism)."""
 
     provider: Literal["anthropic", "openai", "vllm", "none"] = "anthropic"

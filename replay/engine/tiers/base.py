@@ -9,7 +9,7 @@ a trigger, ``placeholder`` renders what a trimmed block becomes (the action rows
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -21,22 +21,26 @@ from replay.engine.probe import Probe
 from replay.policy import Placeholder, Policy, TokenCounter, Trigger
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Evictions:
     """The evictions table as (block, request, tier, fate) rows for blocks evicted one by one
     (trims), and each cut as one range where it came in that order; run, policy, message and
     block ids are filled in at the end, a cut's as slices of the run's: no object per evicted
     block beyond its row.  (One list of rows rather than four columns: a trim at every request
-    appends once, not four times; ``columns`` transposes them at C speed.)"""
+    appends once, not four times; ``columns`` transposes them at C speed.)  Made empty, by its
+    own ``__init__`` (see ``Env``)."""
 
-    rows: list[tuple[int, int, str, str]] = field(default_factory=list)
-    cuts: list[tuple[int, range, int, str, str]] = field(default_factory=list)
+    rows: list[tuple[int, int, str, str]]
+    cuts: list[tuple[int, range, int, str, str]]
     """(rows evicted one by one before it, the range cut, request, tier, fate) per cut."""
-    n: int = 0
+    n: int
     """Evicted blocks so far."""
-    induced_rows: list[int] = field(default_factory=list)
+    induced_rows: list[int]
     """The indices in ``rows`` of induced re-reads (``add_induced``: their block is the one
     re-read), ascending."""
+
+    def __init__(self) -> None:
+        self.rows, self.cuts, self.n, self.induced_rows = [], [], 0, []
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
@@ -110,19 +114,28 @@ def _transposed(rows: list[tuple[int, int, str, str]]) -> tuple[list[int], list[
     return list(blocks), list(requests), list(tiers), list(fates)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Reinserts:
-    """What re-inserting items after a summary remembers across one replay."""
+    """What re-inserting items after a summary remembers across one replay (made empty, by its
+    own ``__init__``: see ``Env``)."""
 
-    task: int | None = None
-    """The run's task block (its first user text; -1: none), found at first use."""
-    todo_upto: int = 0
+    task: int | None
+    """The run's task block (its first user text; -1: none), found at first use (None: not
+    yet)."""
+    todo_upto: int
     """The furthest split so far: the todo list re-inserted is the newest before it."""
 
+    def __init__(self) -> None:
+        self.task, self.todo_upto = None, 0
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Env:
-    """Per-replay constants and the trace being written."""
+    """Per-replay constants and the trace being written.
+
+    Its own ``__init__`` (not the dataclass's): the compiled engine runs a generated
+    ``__init__`` as Python, an attribute set through the interpreter each field, several times
+    the cost of this one, once a replay."""
 
     policy: Policy
     calibration: Calibration | None
@@ -137,36 +150,48 @@ class Env:
     a fitted overhead, or the anchor offset: ``replay.engine.truth``)."""
     truth_counter: TokenCounter
     """The counter truth counts are taken under (``replay.engine.truth.TruthPlan.counter``)."""
-    request: int = 0
-    """The request the next action takes effect for."""
-    when: str = "before"
-    prev_truth: int = 0
-    """True tokens of the last request sent (what the cache holds)."""
-    n_summaries: int = 0
+    request: int
+    """The request the next action takes effect for (0 at first)."""
+    when: str
+    """``before`` (at first) or ``after``: when the acting tier checks."""
+    prev_truth: int
+    """True tokens of the last request sent (what the cache holds; 0 at first)."""
+    n_summaries: int
     """Summaries made so far, by every tier (for ``fail_every``)."""
-    reinserts: Reinserts = field(default_factory=lambda: Reinserts())
+    reinserts: Reinserts
     """What re-inserting items after a summary remembers (shared by every tier; each tier's own
     state lives in its step, ``replay.engine.tiers.bind``)."""
-    usable: int = 0
+    usable: int
     """The window the harness plans against (set from the policy)."""
-    reattached: list[int] = field(default_factory=list)
-    """Per harness compaction: its unseen re-attached tokens (``replay.engine.truth.TruthPlan``)."""
-    induce: InduceState | None = None
+    reattached: list[int]
+    """Per harness compaction: its unseen re-attached tokens (``replay.engine.truth.TruthPlan``;
+    empty when not given)."""
+    induce: InduceState | None
     """The agent's re-reads of what the policy removed (``replay.engine.induced``; None: the
     policy's ``behaviour.rereads`` is off, or nothing in the run is ever needed again)."""
-    reused: set[int] = field(default_factory=set)
+    reused: set[int]
     """Recorded compactions a tier reused: from their first request after on, their unseen
     restoration is in ``fixed_truth`` (``reuse_recorded``)."""
-    probe: Probe | None = None
+    probe: Probe | None
     """Where the tiers' gates record what they compared (``replay.engine.probe``; None: not
     recorded)."""
-    hidden_reasoning: bool = False
+    hidden_reasoning: bool
     """The harness also counts earlier turns' encrypted reasoning (Codex, unless
     ``server_reasoning_included``): ``harness_estimate`` adds it (set from the policy)."""
 
-    def __post_init__(self) -> None:
-        self.usable = self.policy.usable_tokens
-        self.hidden_reasoning = counts_hidden_reasoning(self.policy)
+    def __init__(self, *, policy: Policy, calibration: Calibration | None,
+                 action_rows: list[Any], evictions: Evictions, fixed_est: int, fixed_truth: int,
+                 truth_counter: TokenCounter, request: int = 0, when: str = "before",
+                 reattached: list[int] | None = None, probe: Probe | None = None) -> None:
+        self.policy, self.calibration = policy, calibration
+        self.action_rows, self.evictions = action_rows, evictions
+        self.fixed_est, self.fixed_truth, self.truth_counter = fixed_est, fixed_truth, truth_counter
+        self.request, self.when, self.prev_truth, self.n_summaries = request, when, 0, 0
+        self.reinserts = Reinserts()
+        self.usable = policy.usable_tokens
+        self.reattached = reattached if reattached is not None else []
+        self.induce, self.reused, self.probe = None, set(), probe
+        self.hidden_reasoning = counts_hidden_reasoning(policy)
 
     def est_text(self, text: str) -> int:
         """Estimated tokens of a text the replay creates."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields
 from typing import Any
 from unittest.mock import patch
 
@@ -63,3 +64,19 @@ def _check_against_recount(run: PreparedRun, data: Any) -> None:
             # the earliest block whose suffix holds at most `back` tokens (never before lo)
             want = next((b for b in live if ctx.est_from(b) <= back), ctx.hi)
             assert got == want, (back, got, want)
+
+
+@given(runs())
+def test_a_new_context_holds_its_declared_defaults(run: PreparedRun) -> None:
+    """``Context.__init__`` (its own, not the dataclass's) sets every field that declares a
+    default to that default, but those it takes from the run (current sizes and bytes, trim
+    flags, the sums at ``lo``)."""
+    tokens = run.tokens["o200k_base"]
+    ctx = Context(run, tokens, tokens, 2)
+    from_run = {"cur_est", "cur_truth", "cur_bytes", "trimmed", "at_lo"}
+    declared = {f.name: f.default if f.default is not MISSING else f.default_factory()
+                for f in fields(Context) if f.name not in from_run
+                and (f.default is not MISSING or f.default_factory is not MISSING)}
+    assert {name: getattr(ctx, name) for name in declared} == declared
+    assert (ctx.run, ctx.est_of, ctx.truth_of, ctx.msg_overhead) == (run, tokens, tokens, 2)
+    assert ctx.cur_bytes == run.n_bytes and ctx.trimmed == [False] * run.n_blocks
