@@ -14,9 +14,9 @@ Every cut goes through ``cut_before``, which only accepts safe split points
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from dataclasses import dataclass, field
+from typing import Final
 
 from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import Induced
@@ -25,9 +25,9 @@ from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESU
 if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure unpacks by them
     raise AssertionError("replay.engine.context: byte categories out of their order")
 
-_SHORT_RANGE = 1024
+_SHORT_RANGE: Final = 1024
 """Up to this many blocks, summing current sizes directly beats settling the trim tree."""
-_SHORT_TRUTH_RANGE = 256
+_SHORT_TRUTH_RANGE: Final = 256
 """Up to this many blocks, ``truth_before`` sums current sizes rather than settle and walk the
 trim tree (two O(log n) walks in Python)."""
 
@@ -177,17 +177,21 @@ class Context:
         before = self.head_truth + self.pre_truth[b] - self.pre_truth[self.lo] - cut
         ind = self.induced
         if ind.n_live:  # and the live re-reads following blocks before b: all, none, or
-            # summed over the shorter side (a trim's block is usually older than most of them)
+            # summed over the shorter side (a trim's block is usually older than most of them;
+            # loops, not sum() of a slice: compiled, the builtin's call costs more than the few)
             pos, first = ind.pos, ind.lo
             if pos[-1] < b:
                 return before + ind.live_truth
             if pos[first] >= b:
                 return before
-            i = bisect.bisect_left(pos, b, first)
-            if i - first <= len(pos) - i:
-                before += sum(ind.truth[first:i])
+            i, truth, n = ind.upto(b), ind.truth, len(pos)
+            if i - first <= n - i:
+                for j in range(first, i):
+                    before += truth[j]
             else:
-                before += ind.live_truth - sum(ind.truth[i:])
+                before += ind.live_truth
+                for j in range(i, n):
+                    before -= truth[j]
         return before
 
     def est_from(self, b: int) -> int:
@@ -247,7 +251,8 @@ class Context:
         self.changed.append(b)  # the trim trees take it in at their next query
         self.live_cut_est += de
         self.live_cut_truth += dt
-        self.live_cut_bytes[run.category[b]] += cur_bytes[b] - n_bytes
+        cut_bytes, cat = self.live_cut_bytes, run.category[b]  # (``+=`` on the item: generic)
+        cut_bytes[cat] = cut_bytes[cat] + cur_bytes[b] - n_bytes
         cur_est[b] = est
         cur_truth[b] = truth
         cur_bytes[b] = n_bytes
@@ -378,7 +383,10 @@ class Context:
         """True tokens before induced re-read ``i`` (head included)."""
         ind = self.induced
         after = ind.pos[i] + 1
-        return self.truth_before(after) - sum(ind.truth[i:ind.upto(after)])
+        before, truth = self.truth_before(after), ind.truth
+        for j in range(i, ind.upto(after)):  # (a loop, not sum() of a slice: see truth_before)
+            before -= truth[j]
+        return before
 
     def touch_induced(self, i: int, truth_before: int | None = None) -> None:
         """Induced re-read ``i`` changed (trimmed): the cache prefix ends before it.

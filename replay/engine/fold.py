@@ -112,7 +112,6 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     ends (``_record_skipped``; a probe keeps the highest level a gate compared), not a record
     (a call) a skip."""
     expired = run.expired(cache.ttl_s)
-    measure = ctx.measure
     rows: list[int] = []
     """The request rows, flat: ``_LOOP``'s values a request (``_columns`` slices them into
     columns, and prices every request in one call)."""
@@ -156,7 +155,9 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                     continue
             step(ctx, env)
         # 3. the request as sent
-        truth = measure(rows, env.fixed_est, env.fixed_truth)  # the row's first eight values
+        # the row's first eight values (a method called on ctx, not a bound method kept in a
+        # local: compiled, that is a native call rather than a Python-level one)
+        truth = ctx.measure(rows, env.fixed_est, env.fixed_truth)
         # the prefix shared with the previous request and what it invalidated: _common_prefix,
         # inlined (a call a request)
         if k:

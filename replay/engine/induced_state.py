@@ -163,6 +163,12 @@ class InduceState:
         if got is None:
             return []
         check_at, out = self.check_at, []
+        if len(got) == 1:  # the usual one block (compiled, sorted(set()) costs more than it)
+            b = got[0]
+            if check_at[b] == k:
+                check_at[b] = -1
+                out.append(b)
+            return out
         for b in sorted(set(got)):
             if check_at[b] == k:
                 check_at[b] = -1

@@ -9,7 +9,7 @@ compactions and by the induced re-reads.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from replay.engine.context import Context
 from replay.engine.tiers.base import Env
@@ -41,7 +41,7 @@ ACTION_VALUES: tuple[str, ...] = ActionRow._fields[3:]
 """What ``record_action`` records an action, in ``Env.action_rows``: ``ActionRow``'s fields
 but the run, the policy and the action's number, the same in every row of a replay or its
 position (``action_columns`` fills them in)."""
-ACTION_WIDTH = len(ACTION_VALUES)
+ACTION_WIDTH: Final = len(ACTION_VALUES)
 _ACTION_AT = {name: i for i, name in enumerate(ACTION_VALUES)}
 if ActionRow._fields[:3] != ("run_id", "policy", "action"):
     raise AssertionError("replay.engine.tiers.base: ActionRow does not begin with its run, "
@@ -68,19 +68,26 @@ def add_to_action(env: Env, i: int, n_blocks: int, first_msg: int, last_msg: int
     it invalidated the larger of the two, the context after it replaced, and marked induced."""
     v, at = env.action_rows, i * ACTION_WIDTH
     v[at + _N_BLOCKS] += n_blocks
-    v[at + _FIRST_MSG] = min(v[at + _FIRST_MSG], first_msg)
-    v[at + _LAST_MSG] = max(v[at + _LAST_MSG], last_msg)
+    # min/max as conditional expressions (FURB136 off: see replay.engine.tiers.apply.allowed_end)
+    first, last, inval = v[at + _FIRST_MSG], v[at + _LAST_MSG], v[at + _INVALIDATED]
+    v[at + _FIRST_MSG] = first_msg if first_msg < first else first  # noqa: FURB136
+    v[at + _LAST_MSG] = last_msg if last_msg > last else last  # noqa: FURB136
     v[at + _RECLAIMED_EST] += reclaimed_est_tokens
     v[at + _RECLAIMED] += reclaimed_tokens
-    v[at + _INVALIDATED] = max(v[at + _INVALIDATED], invalidated)
+    v[at + _INVALIDATED] = invalidated if invalidated > inval else inval  # noqa: FURB136
     v[at + _CONTEXT_AFTER] = context_after_tokens
     v[at + _INDUCED] = True
 
 
-(_N_BLOCKS, _FIRST_MSG, _LAST_MSG, _RECLAIMED_EST, _RECLAIMED, _INVALIDATED, _CONTEXT_AFTER,
- _INDUCED) = (_ACTION_AT[name] for name in (
-    "n_blocks", "first_msg", "last_msg", "reclaimed_est_tokens", "reclaimed_tokens",
-    "invalidated_tokens", "context_after_tokens", "induced"))
+_N_BLOCKS: Final = _ACTION_AT["n_blocks"]
+_FIRST_MSG: Final = _ACTION_AT["first_msg"]
+_LAST_MSG: Final = _ACTION_AT["last_msg"]
+_RECLAIMED_EST: Final = _ACTION_AT["reclaimed_est_tokens"]
+_RECLAIMED: Final = _ACTION_AT["reclaimed_tokens"]
+_INVALIDATED: Final = _ACTION_AT["invalidated_tokens"]
+_CONTEXT_AFTER: Final = _ACTION_AT["context_after_tokens"]
+_INDUCED: Final = _ACTION_AT["induced"]
+"""Positions in an action's values (statics when compiled, where plain names are looked up)."""
 
 
 def action_columns(env: Env, run_id: str) -> dict[str, list[Any]]:

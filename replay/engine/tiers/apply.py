@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from replay.engine.context import Context, HeadItem
 from replay.engine.tiers.actions import add_to_action, record_action
 from replay.engine.tiers.base import Env, invalidated_from
 from replay.engine.trace import TRIMMED
 from replay.errors import TierInvariantError  # there: mypyc cannot compile its class here
+
+_TRIMMED: Final = TRIMMED
+"""Written at every trim: compiled, a ``Final`` name is a static, an imported one a dict
+lookup."""
 
 
 def allowed_end(ctx: Context, protect_from: int, may_touch_newest: bool = False) -> int:
@@ -107,10 +111,10 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
         return _NOTHING
     n, evictions = len(applied), env.evictions
     if n == 1:  # Evictions.add_many of one block, inlined (a trim at every request)
-        evictions.rows.append((prev, env.request, tier, TRIMMED))
+        evictions.rows.append((prev, env.request, tier, _TRIMMED))
         evictions.n += 1
     else:
-        evictions.add_many(applied, env.request, tier, TRIMMED)
+        evictions.add_many(applied, env.request, tier, _TRIMMED)
     induce = env.induce
     if induce is not None and (n > 1 or prev in induce.plan.need_requests or induce.recall_tiers):
         induce.removed(applied, env.request, tier)  # (a call only when it has something to do)
@@ -155,14 +159,14 @@ def apply_pass(ctx: Context, env: Env, sized: list[tuple[int, int, int, int]], t
     got_est, got_truth = ctx.set_block(first, est, truth, n_bytes, before)
     evictions = env.evictions
     if applied is None:  # Evictions.add of one block, inlined (a trim at every request)
-        evictions.rows.append((first, env.request, tier, TRIMMED))
+        evictions.rows.append((first, env.request, tier, _TRIMMED))
         evictions.n += 1
     else:
         for b, est, truth, n_bytes in sized[1:]:
             de, dt = ctx.set_block(b, est, truth, n_bytes)
             got_est += de
             got_truth += dt
-        evictions.add_many(applied, env.request, tier, TRIMMED)
+        evictions.add_many(applied, env.request, tier, _TRIMMED)
     induce = env.induce
     if induce is not None and (n > 1 or last in induce.plan.need_requests or induce.recall_tiers):
         induce.removed([first] if applied is None else applied, env.request, tier)
@@ -233,7 +237,7 @@ def apply_induced_trims(ctx: Context, env: Env,
             lo_msg = m
         if m > hi_msg:  # noqa: PLR1730 (max: see allowed_end)
             hi_msg = m
-        env.evictions.add_induced(b, env.request, tier, TRIMMED)
+        env.evictions.add_induced(b, env.request, tier, _TRIMMED)
         if induce is not None and (induce.recall_tiers or induce.copy.get(b) == i):
             induce.removed_copy(b, i, env.request, tier)  # (a call only when it has work)
     if done and into is not None:

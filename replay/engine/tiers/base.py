@@ -56,8 +56,11 @@ class Evictions:
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``
         (``apply_trims`` appends one block's row itself: the usual pass of a trim at every
-        request)."""
-        self.rows += zip(blocks, repeat(request), repeat(tier), repeat(fate))
+        request; a loop, not ``zip`` with ``repeat``: compiled, their calls cost more than the
+        few rows of a pass)."""
+        rows = self.rows
+        for b in blocks:
+            rows.append((b, request, tier, fate))
         self.n += len(blocks)
 
     def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:

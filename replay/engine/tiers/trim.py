@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import functools
 from dataclasses import dataclass, field
+from typing import Final
 
 from replay.engine.context import Context
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
@@ -22,6 +23,10 @@ from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_un
 from replay.engine.tiers.base import Env, fires, placeholder, threshold, write_note
 from replay.engine.trace import TRIM
 from replay.policy import Trim
+
+_RESULTS: Final = CAT_RESULTS
+_TRIM: Final = TRIM
+"""Read at every pass: compiled, a ``Final`` name is a static, an imported one a dict lookup."""
 
 
 @dataclass(slots=True)
@@ -79,6 +84,11 @@ class TrimState:
     """The tier may trim the newest output (``protect.newest`` false)."""
     trims_results: bool = False
     """Tool results are among the blocks it trims (and so are induced re-reads)."""
+    every_request: bool = False
+    """The trigger fires at every request (read here at every pass, not from the policy's
+    objects: an attribute of a compiled class is a field read, theirs a lookup)."""
+    name: str = ""
+    """The tier's name (recorded with each action)."""
 
 
 def min_reclaim(tier: Trim, usable_tokens: int) -> int:
@@ -101,6 +111,7 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
                   p.tool_results, p.tool_result_tokens, p.newest)
     st.tools = frozenset(tier.tools)
     st.touch_newest, st.trims_results = not p.newest, CAT_RESULTS in st.cats
+    st.every_request, st.name = tier.trigger.every_request, tier.name
     if p.tool_results or p.tool_result_tokens:
         st.results = [*_results(run, st.tools), run.n_blocks]
     st.ready = True
@@ -144,10 +155,12 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     expressions where ``min`` / ``max`` of two ints would do, FURB136 off: a builtin min/max
     of two ints costs about 1,000 instructions — an argument tuple, keyword parsing — ten
     times the comparison.)"""
-    if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
-        return
-    if not st.ready:
+    if not st.ready:  # (resolved once it first fires: a tier that never does pays nothing)
+        if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
+            return
         _resolve(tier, st, ctx, env)
+    elif not st.every_request and not fires(tier.trigger, ctx, env):
+        return
     run, lo, hi = ctx.run, ctx.lo, ctx.hi
     # 1. stop: the first block of the protected recent range (hi when nothing is protected),
     # the oldest start of every protection set, never before lo
@@ -201,7 +214,7 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
             results, writes, gain_est = st.sized_result, st.sized_write, st.gain_est
             while b < stop:
                 if not trimmed[b]:
-                    got = (results if category[b] == CAT_RESULTS else writes).get(b)
+                    got = (results if category[b] == _RESULTS else writes).get(b)
                     if got is None:
                         got = _candidate(tier, st, env, run, b)
                     gain = cur_est[b] - got[1]
@@ -232,12 +245,12 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
                 # by position (see apply_trims): tier, kind, protect_from, trigger, threshold,
                 # min_reclaim, may_touch_newest
                 record_undone_trims(ctx, env, pending[0][0], pending[-1][0], len(pending),
-                                    tier.name, TRIM, stop, trigger_tokens, st.threshold,
+                                    st.name, _TRIM, stop, trigger_tokens, st.threshold,
                                     st.minimum, st.touch_newest)
             else:
                 # by position: tier, kind, protect_from, trigger, threshold, may_touch_newest,
                 # min_reclaim
-                apply_pass(ctx, env, pending, tier.name, TRIM, stop, trigger_tokens,
+                apply_pass(ctx, env, pending, st.name, _TRIM, stop, trigger_tokens,
                            st.threshold, st.touch_newest, st.minimum)
                 st.pending = later or []
                 st.gain_est = 0 if later is None else st.gain_est - gain
@@ -277,7 +290,7 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
         return got[1:]
 
     st.induced_cursor = apply_induced_trims(
-        ctx, env, sized, tier=tier.name, kind=TRIM, protect_from=stop,
+        ctx, env, sized, tier=st.name, kind=_TRIM, protect_from=stop,
         trigger_tokens=env.fixed_est + ctx.est(), threshold_tokens=st.threshold,
         min_chars=tier.min_chars, first=st.induced_cursor, into=into)
 
