@@ -53,6 +53,13 @@ class Calibration:
         """Whether the fit is trusted (no flags)."""
         return not self.flags
 
+    def __hash__(self) -> int:
+        """The hash of its fields, as the dataclass would make it, but compiled (a run's memos
+        are keyed by it every replay: ``PreparedRun.counts``, ``replay.engine.truth``)."""
+        return hash((self.overhead_tokens, self.scale, self.n_points, self.mean_abs_error_frac,
+                     self.n_points_estimated, self.held_out_error_frac,
+                     self.held_out_anchored_error_frac, self.flags, self.source))
+
 
 @dataclass(slots=True, kw_only=True)
 class PreparedRun:
@@ -148,13 +155,14 @@ class PreparedRun:
         """Per-block sizes with the message overhead on each message's first block, and their
         prefix sums (length n_blocks + 1); memoised per (values, overhead)."""
         key = ("sized", id(values), overhead)
-        if key not in self._counts:
+        got = self._counts.get(key)
+        if got is None:
             base = list(values)
             if overhead:
                 for start in self.msg_start[:-1]:
                     base[start] += overhead
-            self._counts[key] = (values, base, [0, *itertools.accumulate(base)])
-        _, base, prefix = self._counts[key]
+            got = self._counts[key] = (values, base, [0, *itertools.accumulate(base)])
+        _, base, prefix = got
         return base, prefix
 
     def memo(self, key: Any) -> dict[Any, Any]:
@@ -233,10 +241,10 @@ class PreparedRun:
     def counts(self, counter: TokenCounter, calibration: Calibration | None = None) -> list[int]:
         """Per-block token counts under ``counter`` (memoised)."""
         key = (counter, calibration if counter.method == "calibrated" else None)
-        if key not in self._counts:
-            self._counts[key] = _apply(self, counter, calibration)
-        counts: list[int] = self._counts[key]
-        return counts
+        got: list[int] | None = self._counts.get(key)
+        if got is None:
+            got = self._counts[key] = _apply(self, counter, calibration)
+        return got
 
 
 def text_count(text: str, counter: TokenCounter, calibration: Calibration | None = None) -> int:

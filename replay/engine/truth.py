@@ -70,15 +70,27 @@ class TruthPlan:
 
 
 def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None) -> TruthPlan:
-    """Decide the truth of ``policy`` over ``run`` (see the module docstring)."""
-    t, fixed = policy.truth, policy.server.fixed_overhead_tokens
+    """Decide the truth of ``policy`` over ``run`` (see the module docstring); memoised per
+    run, truth counter, overheads and calibration: what it depends on.  A replay only reads
+    the plan's lists."""
+    t, s = policy.truth, policy.server
+    key = (t, s.fixed_overhead_tokens, s.message_overhead_tokens, calibration)
+    memo = run.memo("truth_plan")
+    got: TruthPlan | None = memo.get(key)
+    if got is None:
+        got = memo[key] = _plan(run, t, s.fixed_overhead_tokens, s.message_overhead_tokens,
+                                calibration)
+    return got
+
+
+def _plan(run: PreparedRun, t: TokenCounter, fixed: int, overhead: int,
+          calibration: Calibration | None) -> TruthPlan:
     n = run.n_requests
     if t.method == "anchored":
         if has_usage(run):
             usable = calibration is not None and calibration.usable
             scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
             counter = tokenizer_counter(run, t.tokenizer, scale)
-            overhead = policy.server.message_overhead_tokens
             offsets = anchor_offsets(run, counter, overhead)
             jumps = reattached_tokens(run, counter, overhead)
             if any(jumps):

@@ -37,7 +37,7 @@ def record_action(env: Env, ctx: Context, tier: str, kind: str, trigger_tokens: 
         protect_first_msg, induced, size_estimate)
 
 
-ACTION_VALUES: tuple[str, ...] = ActionRow._fields[3:]
+ACTION_VALUES: Final[tuple[str, ...]] = ActionRow._fields[3:]
 """What ``record_action`` records an action, in ``Env.action_rows``: ``ActionRow``'s fields
 but the run, the policy and the action's number, the same in every row of a replay or its
 position (``action_columns`` fills them in)."""
@@ -93,8 +93,13 @@ _INDUCED: Final = _ACTION_AT["induced"]
 def action_columns(env: Env, run_id: str) -> dict[str, list[Any]]:
     """The actions table's columns, in ``ActionRow``'s order (the flat values sliced)."""
     values, n = env.action_rows, n_actions(env)
-    return {"run_id": [run_id] * n, "policy": [env.policy.name] * n, "action": list(range(n)),
-            **{name: values[i::ACTION_WIDTH] for i, name in enumerate(ACTION_VALUES)}}
+    cols: dict[str, list[Any]] = {"run_id": [run_id] * n, "policy": [env.policy.name] * n,
+                                  "action": list(range(n))}
+    # one dict filled in place (a ``**`` of a comprehension built a second and merged it;
+    # Final constants, not a module lookup each column): a replay without actions pays too
+    for i, name in enumerate(ACTION_VALUES):
+        cols[name] = values[i::ACTION_WIDTH] if n else []
+    return cols
 
 
 def action_rows(env: Env, run_id: str) -> list[ActionRow]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from replay.engine.fold import replay
-from replay.engine.truth import TRUTH_SOURCES
+from replay.engine.prepared import Calibration
+from replay.engine.truth import TRUTH_SOURCES, truth_plan
 from replay.policy import load_policy, replace_path
 from tests.claude_code_raw import recorded_prompts
 
@@ -173,3 +175,31 @@ def test_a_log_that_begins_after_a_compaction_starts_from_its_summary(tmp_path):
     trace = replay(corpus.prepared(rid), load_policy("none"), calibration=corpus.calibration(rid))
     assert trace.requests["truth_tokens"].to_pylist() == list(seen.values())
     assert trace.actions.num_rows == 0  # where the run starts, not an action
+
+
+def test_a_plan_is_memoised_by_what_it_depends_on(sample_corpus):  # type: ignore[no-untyped-def]
+    """``truth_plan`` keeps one plan per run, truth counter, overheads and calibration: another
+    policy that agrees on them gets the same plan, one that changes any of them its own, the
+    one a fresh run (no memo) computes."""
+    rid = _run_id(sample_corpus, "claude-code/" + NAME)
+    run, cal = sample_corpus.prepared(rid), sample_corpus.calibration(rid)
+    base = load_policy("none")
+    plan = truth_plan(run, base, cal)
+    assert truth_plan(run, dataclasses.replace(base, name="other"), cal) is plan
+    changed = [replace_path(base, "server.message_overhead_tokens",
+                            base.server.message_overhead_tokens + 3),
+               replace_path(base, "truth.method", "tokenizer")]
+    for policy, calibration in [*((p, cal) for p in changed), (base, None)]:
+        got = truth_plan(run, policy, calibration)
+        fresh = truth_plan(dataclasses.replace(run, _counts={}), policy, calibration)
+        assert (got.source, got.counter, got.offsets, got.reattached) == (
+            fresh.source, fresh.counter, fresh.offsets, fresh.reattached)
+        assert (got.source, got.offsets) != (plan.source, plan.offsets)
+
+
+def test_a_calibration_hashes_as_its_fields() -> None:
+    """``Calibration``'s own (compiled) hash covers every field, as the dataclass's would."""
+    cal = Calibration(overhead_tokens=1.5, scale=1.1, n_points=10, mean_abs_error_frac=0.02,
+                      n_points_estimated=1, held_out_error_frac=0.1,
+                      held_out_anchored_error_frac=0.2, flags=("few points",), source="corpus")
+    assert hash(cal) == hash(tuple(getattr(cal, f.name) for f in dataclasses.fields(cal)))
