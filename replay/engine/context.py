@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Final
 
 from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import Induced
@@ -25,9 +24,11 @@ from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESU
 if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure unpacks by them
     raise AssertionError("replay.engine.context: byte categories out of their order")
 
-_SHORT_RANGE: Final = 1024
-"""Up to this many blocks, summing current sizes directly beats settling the trim tree."""
-_SHORT_TRUTH_RANGE: Final = 256
+_SHORT_RANGE = 1024
+"""Up to this many blocks, summing current sizes directly beats settling the trim tree.  (Not
+``Final``, nor ``_SHORT_TRUTH_RANGE``: tests/replay/engine/test_context.py sets them lower to
+take the trim tree's paths, compiled too.)"""
+_SHORT_TRUTH_RANGE = 256
 """Up to this many blocks, ``truth_before`` sums current sizes rather than settle and walk the
 trim tree (two O(log n) walks in Python)."""
 

@@ -4,9 +4,25 @@ The context keeps two (estimated and true tokens removed by trims) so the tokens
 block cost O(log n) once anything is trimmed (``replay.engine.context``).  A trim does not
 touch them: the context lists the blocks it changed and a tree takes them in at its next query
 (``take``), so a replay whose queries all take the context's fast paths never pays for one.
+
+Also the search over sorted ints that prefix sums are queried with, ``bisect_left``: the static
+prefix sums (``replay.engine.reach``), the live re-reads' positions, a block's need requests.
 """
 
 from __future__ import annotations
+
+
+def bisect_left(a: list[int], x: int, lo: int, hi: int) -> int:
+    """``bisect.bisect_left(a, x, lo, hi)`` over sorted ints, written out: compiled, the
+    builtin's call (a module attribute, boxed arguments, a generic comparison a step) costs
+    several times the search."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 class Fenwick:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 
 from replay.engine.context import Context
+from replay.engine.fenwick import bisect_left
 from replay.engine.induced_state import InduceState
 from replay.engine.tiers.actions import record_action
 from replay.engine.tiers.base import Env
@@ -133,7 +134,7 @@ def file_in_context(st: InduceState, ctx: Context, b: int) -> bool:
     # usually untrimmed and this is one bisect, not a walk over every read since ``b``
     reads, trimmed = contents.whole_reads[key], ctx.trimmed
     first = b + 1 if b + 1 > ctx.lo else ctx.lo  # noqa: FURB136 (max: see replay.engine.fold)
-    j = bisect.bisect_left(reads, ctx.hi) - 1
+    j = bisect_left(reads, ctx.hi, 0, len(reads)) - 1
     while j >= 0 and reads[j] >= first:
         if not trimmed[reads[j]]:
             return True

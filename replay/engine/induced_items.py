@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from replay.engine.fenwick import bisect_left
+
 
 @dataclass(slots=True)
 class Induced:
@@ -72,17 +74,8 @@ class Induced:
         return i >= self.lo and not self.trimmed[i]
 
     def upto(self, b: int) -> int:
-        """One past the last live item following a block before ``b``: ``bisect_left(pos, b,
-        lo)``, written out (compiled, the builtin's call through the module costs several times
-        the search over the few live items)."""
-        pos, lo, hi = self.pos, self.lo, len(self.pos)
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if pos[mid] < b:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        """One past the last live item following a block before ``b``."""
+        return bisect_left(self.pos, b, self.lo, len(self.pos))
 
     def est_after_blocks_from(self, b: int) -> int:
         """Estimated tokens of the live items after block ``b`` starts (following ``b`` or later)."""

@@ -22,6 +22,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.engine.fenwick import bisect_left
 from replay.engine.needs import RunNeeds, run_needs
 from replay.engine.prepared import PreparedRun
 from replay.engine.refetch import FileContents, Refetched, file_contents
@@ -193,7 +194,8 @@ class InduceState:
         """Blocks ``[lo, hi)`` were cut and are gone from ``request`` on (a block trimmed
         before keeps its earlier time)."""
         gone, needed = self.gone_at, self.plan.needed
-        for b in needed[bisect.bisect_left(needed, lo):bisect.bisect_left(needed, hi)]:
+        n = len(needed)
+        for b in needed[bisect_left(needed, lo, 0, n):bisect_left(needed, hi, 0, n)]:
             if gone[b] < 0:
                 gone[b] = request
                 self.schedule(b, self.now)

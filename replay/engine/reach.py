@@ -10,6 +10,7 @@ import bisect
 import itertools
 
 from replay.engine.context import _SHORT_RANGE, Context
+from replay.engine.fenwick import bisect_left
 
 
 def block_reaching_est(ctx: Context, tokens_back: int) -> int:
@@ -22,7 +23,7 @@ def block_reaching_est(ctx: Context, tokens_back: int) -> int:
     prefix sums' differences minus the trim tree's nodes.  O(log n) either way.
     """
     pre = ctx.pre_est
-    b = bisect.bisect_left(pre, pre[ctx.hi] - tokens_back, ctx.lo, ctx.hi + 1)
+    b = bisect_left(pre, pre[ctx.hi] - tokens_back, ctx.lo, ctx.hi + 1)
     if not ctx.n_live_trimmed or b - 1 > ctx.last_trimmed:
         # the static sums are exact from b - 1 on: nothing there is trimmed
         return max(ctx.lo, min(b, ctx.hi))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, Final
 
 from replay.engine.context import Context, HeadItem
 from replay.engine.hidden_reasoning import counts_hidden_reasoning, earlier_reasoning_tokens
@@ -227,28 +227,76 @@ def gate(trigger: Trigger, env: Env) -> int:
     return 0 if level is None or env.hidden_reasoning else level
 
 
+@dataclass(slots=True)
+class TriggerCheck:
+    """A trigger read once into native values (``trigger_check``), for a tier that checks it at
+    every request: ``fires_check`` then reads no attribute of the policy's (uncompiled) objects,
+    a lookup each where this class's fields are reads."""
+
+    trigger: Trigger
+    kind: int
+    """The field set, as ``fires_check`` tests them in order (``_AT_TOKENS`` ... ``_LEVEL``)."""
+    at: int = 0
+    """``at_tokens``, ``after_messages`` or ``after_events``."""
+    idle_s: float = 0.0
+    """``idle_minutes`` in seconds."""
+    every_request: bool = False
+
+
+_AT_TOKENS: Final = 0
+_EVERY: Final = 1
+_NEVER: Final = 2
+_MESSAGES: Final = 3
+_EVENTS: Final = 4
+_IDLE: Final = 5
+_LEVEL: Final = 6
+
+
+def trigger_check(trigger: Trigger) -> TriggerCheck:
+    """``trigger``'s fields for ``fires_check``, in its order of tests."""
+    if trigger.at_tokens is not None:  # the usual level, first
+        return TriggerCheck(trigger, _AT_TOKENS, trigger.at_tokens)
+    if trigger.every_request:
+        return TriggerCheck(trigger, _EVERY, every_request=True)
+    if trigger.never:
+        return TriggerCheck(trigger, _NEVER)
+    if trigger.after_messages is not None:
+        return TriggerCheck(trigger, _MESSAGES, trigger.after_messages)
+    if trigger.after_events is not None:
+        return TriggerCheck(trigger, _EVENTS, trigger.after_events)
+    if trigger.idle_minutes is not None:
+        return TriggerCheck(trigger, _IDLE, idle_s=60.0 * trigger.idle_minutes)
+    return TriggerCheck(trigger, _LEVEL)
+
+
 def fires(trigger: Trigger, ctx: Context, env: Env) -> bool:
     """Whether the trigger fires on the context as it is now."""
+    return fires_check(trigger_check(trigger), ctx, env)
+
+
+def fires_check(check: TriggerCheck, ctx: Context, env: Env) -> bool:
+    """``fires`` of the trigger ``check`` was made from."""
     if env.probe is not None:
-        return _probed(trigger, ctx, env, env.probe)
-    if trigger.at_tokens is not None:  # the usual level, first (``threshold``: the level itself)
+        return _probed(check.trigger, ctx, env, env.probe)
+    kind = check.kind
+    if kind == _AT_TOKENS:  # (``threshold``: the level itself)
         est = env.fixed_est + ctx.est()  # harness_estimate, inlined (a tier's check a request)
         if env.hidden_reasoning:
             est += earlier_reasoning_tokens(ctx)
-        return est >= trigger.at_tokens
-    if trigger.every_request:
+        return est >= check.at
+    if kind == _EVERY:
         return True
-    if trigger.never:
+    if kind == _NEVER:
         return False
-    if trigger.after_messages is not None:
-        return ctx.n_messages >= trigger.after_messages
-    if trigger.after_events is not None:
-        return ctx.n_events >= trigger.after_events
-    if trigger.idle_minutes is not None:
+    if kind == _MESSAGES:
+        return ctx.n_messages >= check.at
+    if kind == _EVENTS:
+        return ctx.n_events >= check.at
+    if kind == _IDLE:
         gaps = ctx.run.gaps_s()
         gap = gaps[env.request] if env.request < len(gaps) else None
-        return gap is not None and gap >= 60.0 * trigger.idle_minutes
-    return harness_estimate(ctx, env) >= threshold(trigger, env)
+        return gap is not None and gap >= check.idle_s
+    return harness_estimate(ctx, env) >= threshold(check.trigger, env)
 
 
 def _probed(trigger: Trigger, ctx: Context, env: Env, probe: Probe) -> bool:

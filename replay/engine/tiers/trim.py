@@ -16,11 +16,20 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from replay.engine.context import Context
+from replay.engine.fenwick import bisect_left
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
 from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.actions import n_actions
 from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_undone_trims
-from replay.engine.tiers.base import Env, fires, placeholder, threshold, write_note
+from replay.engine.tiers.base import (
+    Env,
+    TriggerCheck,
+    fires_check,
+    placeholder,
+    threshold,
+    trigger_check,
+    write_note,
+)
 from replay.engine.trace import TRIM
 from replay.policy import Trim
 
@@ -84,9 +93,8 @@ class TrimState:
     """The tier may trim the newest output (``protect.newest`` false)."""
     trims_results: bool = False
     """Tool results are among the blocks it trims (and so are induced re-reads)."""
-    every_request: bool = False
-    """The trigger fires at every request (read here at every pass, not from the policy's
-    objects: an attribute of a compiled class is a field read, theirs a lookup)."""
+    check: TriggerCheck | None = None
+    """The tier's trigger, read once (at the first pass: ``trigger_check``)."""
     name: str = ""
     """The tier's name (recorded with each action)."""
 
@@ -111,7 +119,7 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
                   p.tool_results, p.tool_result_tokens, p.newest)
     st.tools = frozenset(tier.tools)
     st.touch_newest, st.trims_results = not p.newest, CAT_RESULTS in st.cats
-    st.every_request, st.name = tier.trigger.every_request, tier.name
+    st.name = tier.name
     if p.tool_results or p.tool_result_tokens:
         st.results = [*_results(run, st.tools), run.n_blocks]
     st.ready = True
@@ -155,12 +163,13 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     expressions where ``min`` / ``max`` of two ints would do, FURB136 off: a builtin min/max
     of two ints costs about 1,000 instructions — an argument tuple, keyword parsing — ten
     times the comparison.)"""
-    if not st.ready:  # (resolved once it first fires: a tier that never does pays nothing)
-        if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
-            return
-        _resolve(tier, st, ctx, env)
-    elif not st.every_request and not fires(tier.trigger, ctx, env):
+    check = st.check
+    if check is None:
+        check = st.check = trigger_check(tier.trigger)
+    if not check.every_request and not fires_check(check, ctx, env):
         return
+    if not st.ready:  # (once it first fires: a tier that never does resolves nothing more)
+        _resolve(tier, st, ctx, env)
     run, lo, hi = ctx.run, ctx.lo, ctx.hi
     # 1. stop: the first block of the protected recent range (hi when nothing is protected),
     # the oldest start of every protection set, never before lo
@@ -207,7 +216,7 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
         b = eligible[e]
         if b < stop:
             if begin != cursor:
-                e = bisect.bisect_left(eligible, begin, e)
+                e = bisect_left(eligible, begin, e, len(eligible))
                 b = eligible[e]
             pending, trimmed = st.pending, ctx.trimmed  # (pairs: four at once make a tuple)
             cur_est, category = ctx.cur_est, run.category
@@ -281,7 +290,7 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
     run, eligible = ctx.run, st.eligible
 
     def sized(b: int) -> tuple[int, int, int] | None:
-        i = bisect.bisect_left(eligible, b)
+        i = bisect_left(eligible, b, 0, len(eligible))
         if eligible[i] != b:  # (the sentinel, n_blocks, ends the list)
             return None  # the tier would not trim the block (its kind, tools or size)
         got = st.sized_result.get(b)
@@ -334,9 +343,13 @@ def _reaching_est(ctx: Context, tokens: int, st: TrimState) -> int:
     pre = ctx.pre_est
     if epoch != ctx.epoch:
         b = block_reaching_est(ctx, tokens)
-        total = 0 if b > ctx.last_trimmed else sum(ctx.cur_est[b:ctx.hi])
+        total = 0
+        if b <= ctx.last_trimmed:  # (a loop, not sum() of a slice: see fenwick.bisect_left)
+            cur = ctx.cur_est
+            for x in range(b, ctx.hi):
+                total += cur[x]
     elif b > ctx.last_trimmed:  # the static sums are exact from b on
-        b = bisect.bisect_left(pre, pre[ctx.hi] - tokens, b, ctx.hi + 1)
+        b = bisect_left(pre, pre[ctx.hi] - tokens, b, ctx.hi + 1)
     else:  # total: the tokens of [b, hi), carried (hence only where something is trimmed)
         total += pre[ctx.hi] - pre[hi]
         cur = ctx.cur_est
