@@ -56,8 +56,10 @@ of ``usd`` to nine decimals, half to even, and returns the float nearest that de
 The float product is within half its ulp of the exact one, and a float of this size other than
 n + 0.5 is at least an ulp away from n + 0.5 (ulps are at most 2**-3 here, so n + 0.5 is a
 float): the exact product is on the same side of the half and rounds to the same N.  ``n`` and
-``frac`` are exact (``%`` of a float by 1.0 is), and ``N / 1e9`` of two exact floats is the float
-nearest N × 10**-9, as ``round``'s parse of its decimal string is.  At a half, at 0 (signed
+``frac`` are exact (``n``, the product truncated, is a float here; ``frac`` = product − n is
+exact by Sterbenz's lemma for a product of at least 1, and is the product below 1: what
+``% 1.0`` gives), and ``N / 1e9`` of two exact floats is the float nearest N × 10**-9, as
+``round``'s parse of its decimal string is.  At a half, at 0 (signed
 zeros), past the bound, or for nan and infinities: ``round`` itself
 (tests/replay/engine/test_cache.py checks the two against each other)."""
 
@@ -84,16 +86,17 @@ def prices(cache: Cache) -> Prices:
 
     def batch(inputs: list[int], commons: list[int], outputs: list[int],
               shortfalls: list[int]) -> tuple[list[int], list[int], list[int], list[float]]:
-        # one typed loop, the lists' own append (compiled: a bound ``append`` kept in a local,
-        # or an untyped ``map`` result, made every operation below a generic call on boxed
-        # values — about 4,500 instructions a request, where the arithmetic is a few dozen)
-        cached_all: list[int] = []
-        rest: list[int] = []
-        cost: list[float] = []
-        for input_tokens, common, shortfall, output in zip(inputs, commons, shortfalls,
-                                                           outputs):
+        # one typed loop over lists made at their length (compiled: a bound ``append`` kept
+        # in a local, or an untyped ``map`` result, made every operation below a generic call
+        # on boxed values — about 4,500 instructions a request, where the arithmetic is a few
+        # dozen; an append is a call, a store by index a few instructions)
+        n = len(inputs)
+        cached_all, rest, cost = [0] * n, [0] * n, [0.0] * n
+        for i in range(n):
+            input_tokens, output = inputs[i], outputs[i]
             cached = 0
             if not none:
+                common, shortfall = commons[i], shortfalls[i]
                 # min/max of two ints as conditional expressions (FURB136 off): a request
                 # each, and a builtin min/max costs about ten times the comparison
                 if common >= min_prefix:
@@ -105,9 +108,8 @@ def prices(cache: Cache) -> Prices:
                 if shortfall:
                     cached = cached - shortfall if cached > shortfall else 0
                     cached = cached if cached < input_tokens else input_tokens  # noqa: FURB136
-            cached_all.append(cached)
-            new = input_tokens - cached
-            rest.append(new)
+            cached_all[i] = cached
+            new = rest[i] = input_tokens - cached
             # (the terms in the order of (fresh, cached, write, output) × their prices: the
             # same float sum, zeros included)
             f, w = (0, new) if premium else (new, 0)
@@ -115,11 +117,12 @@ def prices(cache: Cache) -> Prices:
             # round(usd, 9) — about 2,900 instructions: a decimal string made and parsed —
             # as float arithmetic where that is provably the same float (see _ROUND_EXACT_BELOW)
             nano = usd * 1e9
-            frac = nano % 1.0
-            if 0.0 < nano < _ROUND_EXACT_BELOW and frac != 0.5:
-                cost.append((nano - frac + 1.0 if frac > 0.5 else nano - frac) / 1e9)
-            else:
-                cost.append(round(usd, 9))
+            if 0.0 < nano < _ROUND_EXACT_BELOW:
+                frac = nano - float(int(nano))  # nano % 1.0, without libm's fmod
+                if frac != 0.5:
+                    cost[i] = (nano - frac + 1.0 if frac > 0.5 else nano - frac) / 1e9
+                    continue
+            cost[i] = round(usd, 9)
         zeros = [0] * len(inputs)
         write, fresh = (rest, zeros) if premium else (zeros, rest)
         return cached_all, write, fresh, cost
