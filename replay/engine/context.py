@@ -238,10 +238,10 @@ class Context:
 
     # -- changes ------------------------------------------------------------------------------
     def set_block(self, b: int, est: int, truth: int, n_bytes: int,
-                  truth_before: int | None = None) -> tuple[int, int]:
+                  truth_before: int = -1) -> tuple[int, int]:
         """Replace block ``b``'s content size (a trim); returns (est, truth) reclaimed.
         ``truth_before``: ``truth_before(b)`` when the caller has it (it does not depend on
-        ``b``'s own size)."""
+        ``b``'s own size; -1: not given, an int rather than None: compiled, not boxed)."""
         run = self.run  # locals, plain statements: called per trimmed block (a hot path)
         if run.msg_start[run.ordinal[b]] == b:
             est += self.msg_overhead
@@ -268,7 +268,7 @@ class Context:
         dirty = self.dirty
         if dirty is None or (dirty != -1 and b < dirty):  # _touch, inlined
             self.dirty = b
-            self.dirty_truth_before = (self.truth_before(b) if truth_before is None
+            self.dirty_truth_before = (self.truth_before(b) if truth_before < 0
                                        else truth_before)
         return de, dt
 

@@ -160,9 +160,11 @@ class InduceState:
     def due_at(self, k: int) -> list[int]:
         """The blocks whose need at request ``k`` is to be checked, ascending, each once (none
         scheduled after it until ``schedule`` is called again)."""
-        got = self.due.pop(k, None)
+        due = self.due
+        got = due.get(k)  # (get and del: compiled, pop() is a method call by name)
         if got is None:
             return []
+        del due[k]
         check_at, out = self.check_at, []
         if len(got) == 1:  # the usual one block (compiled, sorted(set()) costs more than it)
             b = got[0]

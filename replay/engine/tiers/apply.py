@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from replay.engine.context import Context, HeadItem
 from replay.engine.tiers.actions import add_to_action, record_action
@@ -170,7 +170,7 @@ def apply_pass(ctx: Context, env: Env, sized: list[tuple[int, int, int, int]], t
     induce = env.induce
     if induce is not None and (n > 1 or last in induce.plan.need_requests or induce.recall_tiers):
         induce.removed([first] if applied is None else applied, env.request, tier)
-    msg = run.msg
+    msg: list[Any] = run.msg  # (ids kept as the list's objects: compiled, not re-boxed)
     # the context after it: env.fixed_truth + ctx.truth(), inlined (a call a pass)
     after = env.fixed_truth + (ctx.head_truth + ctx.pre_truth[hi] - ctx.pre_truth[lo]
                                - ctx.live_cut_truth + ctx.induced.live_truth)
