@@ -52,7 +52,7 @@ class EngineBuild:
 
     compiled: bool
     reason: str
-    """Why: ``mypyc 2.4.1, 29 modules`` or why not."""
+    """Why: ``mypyc 2.4.1, 30 modules`` or why not."""
     n_modules: int
     """Modules compiled (``compiled``) or loaded from their ``.py`` by the hook (pure)."""
     warn: bool

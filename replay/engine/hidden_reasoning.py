@@ -13,7 +13,7 @@ every user-role message counts, the contextual ones Codex skips come at turn sta
 before a cut are gone, so after a compaction the term starts again from nothing, as in Codex.
 Per-run prefix sums make it two lookups a request.
 
-Not here: where it is added (``replay.engine.tiers.base.harness_estimate``; fidelity's
+Not here: where it is added (``replay.engine.tiers.trigger.harness_estimate``; fidelity's
 recorded figure, ``analysis.fidelity``).
 """
 

@@ -1,6 +1,6 @@
 """What a replay's tier gates compared, for telling which other settings replay the same.
 
-A tier acts only when its gate opens: its trigger fires (``replay.engine.tiers.base.fires``), or
+A tier acts only when its gate opens: its trigger fires (``replay.engine.tiers.trigger.fires``), or
 for a collapse tier without a trigger, the estimate reaches its level.  While the gate stays shut
 the tier's ``act`` returns at once, changing nothing (no context change, no state, no row), so a
 replay in which a tier's gate never opened is the replay of the same policy without that tier's

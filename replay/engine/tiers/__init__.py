@@ -14,7 +14,7 @@ from typing import Any
 from replay.engine.context import Context
 from replay.engine.tiers import collapse, custom, summarise, trim
 from replay.engine.tiers.base import Env
-from replay.engine.tiers.base import gate as trigger_gate
+from replay.engine.tiers.trigger import gate as trigger_gate
 from replay.policy import Collapse, Custom, Summarise, Trim
 
 
@@ -44,7 +44,7 @@ def gated(tier: Any) -> Any:
 def gate(tier: Any, env: Env) -> int:
     """The estimated tokens (``env.fixed_est + ctx.est()``) below which the tier's step does
     nothing, so the replay loop need not call it there: its trigger's token level
-    (``base.gate``), a collapse tier's margin when it has no trigger; 0: none, the step is
+    (``trigger.gate``), a collapse tier's margin when it has no trigger; 0: none, the step is
     called at every check (as it is under a gate of 0 or less).  Below the level each step
     returns before changing anything but a probe's record, whose first act is to compare that
     estimate with the level: the loop records it in the step's place (``gated``)."""

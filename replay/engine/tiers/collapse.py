@@ -19,7 +19,8 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import CAT_RESULTS
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
-from replay.engine.tiers.base import Env, fires, placeholder
+from replay.engine.tiers.base import Env, placeholder
+from replay.engine.tiers.trigger import fires
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
 from replay.policy import Collapse
 
@@ -38,7 +39,7 @@ class CollapseState:
 
 def threshold(tier: Collapse, env: Env) -> int:
     """The estimated-token level the tier fires at (its actions' ``threshold_tokens``; for
-    the other tiers ``base.threshold`` of their trigger)."""
+    the other tiers ``trigger.threshold`` of their trigger)."""
     return level_tokens(tier, env.usable)
 
 

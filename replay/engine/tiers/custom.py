@@ -23,7 +23,8 @@ from typing import Protocol
 from replay.engine.context import Context, HeadItem
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
-from replay.engine.tiers.base import Env, fires
+from replay.engine.tiers.base import Env
+from replay.engine.tiers.trigger import fires
 from replay.engine.trace import CUSTOM_CUT, CUSTOM_TRIM, DROPPED
 from replay.errors import PolicyError
 from replay.policy import Custom

@@ -27,15 +27,9 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import token_scale
 from replay.engine.summariser import Facts, fallback, summarise
 from replay.engine.tiers.apply import allowed_end, apply_cut
-from replay.engine.tiers.base import (
-    Env,
-    fires,
-    harness_estimate,
-    reinserted,
-    reuse_recorded,
-    threshold,
-)
+from replay.engine.tiers.base import Env, reinserted, reuse_recorded
 from replay.engine.tiers.restore import restored_files, summary_size
+from replay.engine.tiers.trigger import fires, harness_estimate, threshold
 from replay.engine.trace import SUMMARISE, SUMMARISED
 from replay.engine.truth import recorded_summary_truth, summary_count
 from replay.policy import Summarise

@@ -21,15 +21,8 @@ from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, Prepar
 from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.actions import n_actions
 from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_undone_trims
-from replay.engine.tiers.base import (
-    Env,
-    TriggerCheck,
-    fires_check,
-    placeholder,
-    threshold,
-    trigger_check,
-    write_note,
-)
+from replay.engine.tiers.base import Env, placeholder, write_note
+from replay.engine.tiers.trigger import TriggerCheck, fires_check, threshold, trigger_check
 from replay.engine.trace import TRIM
 from replay.policy import Trim
 

@@ -1,6 +1,6 @@
 """A probed replay's record with the loop's gates (a step skipped under its gate recorded by the
 loop, ``replay.engine.fold``) is the record of calling every step, each recording its own check
-(``replay.engine.tiers.base._probed``, a collapse tier's margin check)."""
+(``replay.engine.tiers.trigger._probed``, a collapse tier's margin check)."""
 
 from __future__ import annotations
 
