@@ -34,7 +34,6 @@ Not here: computing it (``replay.engine.fold``), metrics over it (``analysis``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, NamedTuple, get_type_hints
 
 import pyarrow as pa
@@ -282,11 +281,6 @@ class Trace:
         if evictions is not None:
             self._tables["evictions"] = evictions
 
-    @staticmethod
-    def from_columns(cols: dict[str, dict[str, list[Any]]]) -> Trace:
-        """Build from column lists keyed by table then column name."""
-        return Trace(columns=cols)
-
     def table(self, name: str) -> pa.Table:
         """One of the three tables, built from the columns on first use."""
         if name not in self._tables:
@@ -332,11 +326,11 @@ class Trace:
         return Trace(*(pa.concat_tables([t.table(n) for t in traces]) for n in TRACE_SCHEMAS))
 
 
-def empty_columns(tables: Iterable[str] = tuple(ROW_TYPES)) -> dict[str, dict[str, list[Any]]]:
-    """Empty column lists for every trace table (or the named ones)."""
+def empty_columns() -> dict[str, dict[str, list[Any]]]:
+    """Empty column lists for every trace table."""
     # the row types' fields are the schemas' column names (checked at import, _check_rows):
     # a tuple, where Schema.names builds a list from Arrow's fields at every call
-    return {name: {f: [] for f in ROW_TYPES[name]._fields} for name in tables}  # type: ignore[attr-defined]
+    return {name: {f: [] for f in ROW_TYPES[name]._fields} for name in ROW_TYPES}  # type: ignore[attr-defined]
 
 
 def _check_vocabulary() -> None:
