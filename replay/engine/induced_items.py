@@ -19,9 +19,14 @@ from dataclasses import dataclass, field
 from replay.engine.fenwick import bisect_left
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Induced:
-    """The items, in the order they were made (``pos`` never decreases)."""
+    """The items, in the order they were made (``pos`` never decreases).
+
+    Made empty by its own ``__init__``, which sets every field to the default declared here
+    (tests/replay/engine/test_own_inits.py checks they agree): compiled, a dataclass's generated
+    ``__init__`` runs as Python, an attribute set through the interpreter each field, and a
+    context makes one each replay."""
 
     pos: list[int] = field(default_factory=list)
     """The block each item follows."""
@@ -45,6 +50,13 @@ class Induced:
     live_truth: int = 0
     live_result_bytes: int = 0
     live_call_bytes: int = 0
+
+    def __init__(self) -> None:
+        self.pos, self.src, self.est, self.truth = [], [], [], []
+        self.call_est, self.call_truth, self.result_bytes, self.call_bytes = [], [], [], []
+        self.trimmed, self.gone_at = [], []
+        self.lo = self.n_live = self.live_est = self.live_truth = 0
+        self.live_result_bytes = self.live_call_bytes = 0
 
     def add(self, pos: int, src: int, call: tuple[int, int, int],
             result: tuple[int, int, int]) -> int:

@@ -76,9 +76,13 @@ def _plan(run: PreparedRun) -> NeedPlan:
                     need_requests, sorted(need_requests))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class InduceState:
-    """One replay's induced re-reads in progress."""
+    """One replay's induced re-reads in progress.
+
+    Made by its own ``__init__``, which sets every field that declares a default to it
+    (tests/replay/engine/test_own_inits.py checks they agree): compiled, a dataclass's generated
+    ``__init__`` runs as Python, an attribute set through the interpreter each field."""
 
     plan: NeedPlan
     cap: int
@@ -124,6 +128,15 @@ class InduceState:
     sizes: dict[Any, Any] | None = None
     """What a re-read adds, memoised per run and counts (``replay.engine.induced._sizes``; made
     at the first re-read)."""
+
+    def __init__(self, plan: NeedPlan, cap: int, recall_tiers: frozenset[str],
+                 gone_at: list[int], check_at: list[int] | None = None) -> None:
+        self.plan, self.cap, self.recall_tiers, self.gone_at = plan, cap, recall_tiers, gone_at
+        self.check_at = check_at if check_at is not None else []
+        self.copy, self.file_copy, self.due = {}, {}, {}
+        self.queue, self.requests, self.n_calls, self.tokens, self.invalidated = [], [], [], [], []
+        self.call_sent, self.call_common, self.call_output = [], [], []
+        self.turn, self.used, self.now, self.sizes = -1, 0, 0, None
 
     def removed(self, blocks: list[int], request: int, tier: str) -> None:
         """``blocks`` were trimmed by ``tier`` and are gone from ``request`` on.  (Nothing to do

@@ -23,9 +23,11 @@ CHARS_PER_TOKEN = 4
 """How the stub sizes its text: the configured tokens × this many characters."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Facts:
-    """What the summaries so far have recorded."""
+    """What the summaries so far have recorded.  (Made empty by its own ``__init__``:
+    compiled, a dataclass's generated one runs as Python; tests/replay/engine/test_own_inits.py
+    checks the defaults agree.)"""
 
     edited: dict[str, None] = field(default_factory=dict)
     read: dict[str, None] = field(default_factory=dict)
@@ -35,6 +37,10 @@ class Facts:
     upto: int = 0
     """Blocks before this index are already in the facts."""
     first_msg: int = 0
+
+    def __init__(self) -> None:
+        self.edited, self.read, self.figures = {}, {}, []
+        self.n_commands = self.n_errors = self.upto = self.first_msg = 0
 
 
 @dataclass(frozen=True, slots=True)

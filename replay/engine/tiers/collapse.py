@@ -20,14 +20,16 @@ from replay.engine.prepared import CAT_RESULTS
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
 from replay.engine.tiers.base import Env, placeholder
-from replay.engine.tiers.trigger import fires
+from replay.engine.tiers.trigger import TriggerCheck, fires_check, trigger_check
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
 from replay.policy import Collapse
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CollapseState:
-    """One collapse tier's state in one replay."""
+    """One collapse tier's state in one replay (made by its own ``__init__``: compiled, a
+    dataclass's generated one runs as Python; tests/replay/engine/test_own_inits.py checks the
+    defaults agree)."""
 
     facts: Facts = field(default_factory=Facts)
     """What its stub summaries so far recorded."""
@@ -35,6 +37,11 @@ class CollapseState:
     """Where its next trim inside the protected range resumes looking."""
     level: int = -1
     """``level_tokens`` of the tier, resolved at its first check (-1: not yet)."""
+    check: TriggerCheck | None = None
+    """The tier's ``trigger`` when it has one, read once (at its first check)."""
+
+    def __init__(self) -> None:
+        self.facts, self.cursor, self.level, self.check = Facts(), 0, -1, None
 
 
 def threshold(tier: Collapse, env: Env) -> int:
@@ -56,8 +63,15 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     over = env.fixed_est + ctx.est()
     if tier.trigger is None and env.probe is not None:
         env.probe.saw(id(tier), over, over >= level)
-    if (over < level) if tier.trigger is None else not fires(tier.trigger, ctx, env):
-        return
+    if tier.trigger is None:
+        if over < level:
+            return
+    else:
+        check = st.check
+        if check is None:
+            check = st.check = trigger_check(tier.trigger)
+        if not fires_check(check, ctx, env):
+            return
     newest = ctx.newest_output_start()
     if tier.may_trim_protected:
         _trim_inside(tier, st, ctx, env, newest, level, over)

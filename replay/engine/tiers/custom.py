@@ -24,7 +24,7 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
 from replay.engine.tiers.base import Env
-from replay.engine.tiers.trigger import fires
+from replay.engine.tiers.trigger import TriggerCheck, fires_check, trigger_check
 from replay.engine.trace import CUSTOM_CUT, CUSTOM_TRIM, DROPPED
 from replay.errors import PolicyError
 from replay.policy import Custom
@@ -101,19 +101,28 @@ def load(tier: Custom, *, allow_python: bool, where: str = "policy") -> CustomTi
     return obj
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CustomState:
-    """One custom tier's state in one replay: its instance and its stub summaries' facts."""
+    """One custom tier's state in one replay: its instance, its stub summaries' facts and its
+    trigger read once (made by its own ``__init__``: compiled, a dataclass's generated one runs
+    as Python; tests/replay/engine/test_own_inits.py checks the defaults agree)."""
 
     impl: CustomTier
     facts: Facts = field(default_factory=Facts)
+    check: TriggerCheck | None = None
+
+    def __init__(self, impl: CustomTier) -> None:
+        self.impl, self.facts, self.check = impl, Facts(), None
 
 
 def act(tier: Custom, st: CustomState, ctx: Context, env: Env) -> None:
     """Ask the class, then apply its decision through the engine's safe mechanisms: blocks
     outside ``[lo, newest output)`` or already trimmed are left out of a trim, and a cut walks
     back to a safe split point before the newest output."""
-    if not tier.trigger.every_request and not fires(tier.trigger, ctx, env):
+    check = st.check
+    if check is None:
+        check = st.check = trigger_check(tier.trigger)
+    if not check.every_request and not fires_check(check, ctx, env):
         return
     view = View(env.request, env.fixed_est + ctx.est(), env.usable, ctx.n_messages, ctx)
     decision = st.impl.decide(view)

@@ -29,25 +29,42 @@ from replay.engine.summariser import Facts, fallback, summarise
 from replay.engine.tiers.apply import allowed_end, apply_cut
 from replay.engine.tiers.base import Env, reinserted, reuse_recorded
 from replay.engine.tiers.restore import restored_files, summary_size
-from replay.engine.tiers.trigger import fires, harness_estimate, threshold
+from replay.engine.tiers.trigger import (
+    TriggerCheck,
+    fires_check,
+    harness_estimate,
+    threshold,
+    trigger_check,
+)
 from replay.engine.trace import SUMMARISE, SUMMARISED
 from replay.engine.truth import recorded_summary_truth, summary_count
 from replay.policy import Summarise
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SummariseState:
-    """One summarise tier's state in one replay."""
+    """One summarise tier's state in one replay (made by its own ``__init__``: compiled, a
+    dataclass's generated one runs as Python; tests/replay/engine/test_own_inits.py checks the
+    defaults agree)."""
 
     facts: Facts = field(default_factory=Facts)
     """What its summaries so far recorded (a later summary replaces the earlier one)."""
     reused: set[int] = field(default_factory=set)
     """Recorded compactions whose summary this tier has already reused."""
+    check: TriggerCheck | None = None
+    """The tier's trigger, read once (at its first check: ``trigger_check``; a trigger without
+    a token level is checked at every request)."""
+
+    def __init__(self) -> None:
+        self.facts, self.reused, self.check = Facts(), set(), None
 
 
 def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
     """Summarise if the trigger fires and there is enough to summarise."""
-    if not fires(tier.trigger, ctx, env) or ctx.n_messages <= tier.min_messages:
+    check = st.check
+    if check is None:
+        check = st.check = trigger_check(tier.trigger)
+    if not fires_check(check, ctx, env) or ctx.n_messages <= tier.min_messages:
         return
     recorded = recorded_compaction(tier, st, ctx, env)
     if recorded is not None:

@@ -42,11 +42,13 @@ def gate(trigger: Trigger, env: Env) -> int:
     return 0 if level is None or env.hidden_reasoning else level
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TriggerCheck:
     """A trigger read once into native values (``trigger_check``), for a tier that checks it at
     every request: ``fires_check`` then reads no attribute of the policy's (uncompiled) objects,
-    a lookup each where this class's fields are reads."""
+    a lookup each where this class's fields are reads.  (Its own ``__init__``: compiled, a
+    dataclass's generated one runs as Python; tests/replay/engine/test_own_inits.py checks the
+    defaults agree.)"""
 
     trigger: Trigger
     kind: int
@@ -56,6 +58,11 @@ class TriggerCheck:
     idle_s: float = 0.0
     """``idle_minutes`` in seconds."""
     every_request: bool = False
+
+    def __init__(self, trigger: Trigger, kind: int, at: int = 0, idle_s: float = 0.0,
+                 every_request: bool = False) -> None:
+        self.trigger, self.kind, self.at = trigger, kind, at
+        self.idle_s, self.every_request = idle_s, every_request
 
 
 _AT_TOKENS: Final = 0

@@ -31,9 +31,13 @@ _TRIM: Final = TRIM
 """Read at every pass: compiled, a ``Final`` name is a static, an imported one a dict lookup."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TrimState:
-    """One trim tier's state in one replay (made by ``bind``; resolved at the first pass)."""
+    """One trim tier's state in one replay (made by ``bind``; resolved at the first pass).
+
+    Made by its own ``__init__``, which sets every field to the default declared here
+    (tests/replay/engine/test_own_inits.py checks they agree): compiled, a dataclass's generated
+    ``__init__`` runs as Python, an attribute set through the interpreter each field."""
 
     ready: bool = False
     """Whether the constants below are resolved for this replay."""
@@ -90,6 +94,18 @@ class TrimState:
     """The tier's trigger, read once (at the first pass: ``trigger_check``)."""
     name: str = ""
     """The tier's name (recorded with each action)."""
+
+    def __init__(self) -> None:
+        self.ready = self.touch_newest = self.trims_results = False
+        self.cursor = self.next_eligible = self.live_first = self.live_end = self.gain_est = 0
+        self.minimum = self.threshold = self.induced_cursor = 0
+        self.reach_hi = self.reach_first = self.reach_total = 0
+        self.epoch = self.reach_epoch = -1
+        self.pending, self.results, self.eligible = [], [], []
+        self.sized_result, self.sized_write = {}, {}
+        self.cats, self.tools = frozenset(), frozenset()
+        self.protect = (0, 0, 0, 0, True)
+        self.check, self.name = None, ""
 
 
 def min_reclaim(tier: Trim, usable_tokens: int) -> int:
