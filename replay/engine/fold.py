@@ -40,6 +40,7 @@ from replay.engine.tiers import custom as custom_tier
 from replay.engine.tiers.actions import action_columns
 from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
+from replay.engine.tiers.step import Step
 from replay.engine.trace import EvictionRow, RequestRow, Trace
 from replay.engine.truth import TruthPlan, truth_plan
 from replay.errors import ReplayInputError
@@ -106,7 +107,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     # under a probe, the id each step's gate is recorded by: a step skipped under its gate is
     # recorded there as its own check would have (``_probed``): the estimate, not opened
     keys = {step: id(gated(t)) for t, step, _ in steps} if probe is not None else {}
-    skipped: dict[Any, int] = {}
+    skipped: dict[Step, int] = {}
     """Under a probe, the highest estimate each step was skipped at: its first skip is recorded
     at once (the probe's gates in the order first checked, as ever), the highest once the loop
     ends (``_record_skipped``; a probe keeps the highest level a gate compared), not a record
@@ -153,7 +154,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                     if probe is not None:
                         _skip(probe, keys, skipped, step, est)
                     continue
-            step(ctx, env)
+            step.act(ctx, env)
         # 3. the request as sent
         # the row's first eight values (a method called on ctx, not a bound method kept in a
         # local: compiled, that is a native call rather than a Python-level one)
@@ -194,13 +195,13 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                         if probe is not None:
                             _skip(probe, keys, skipped, step, est)
                         continue
-                step(ctx, env)
+                step.act(ctx, env)
     if probe is not None:
         _record_skipped(probe, keys, skipped)
     return Trace(columns=_columns(run, policy, plan, ctx, rows, env, n))
 
 
-def _skip(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int], step: Any,
+def _skip(probe: Probe, keys: dict[Step, int], skipped: dict[Step, int], step: Step,
           est: int) -> None:
     """Note a step skipped under its gate at estimate ``est`` (the before and the after loop's
     one rule): its first skip recorded in ``probe`` at once (the probe's gates in the order
@@ -212,7 +213,7 @@ def _skip(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int], step: Any
         skipped[step] = est
 
 
-def _record_skipped(probe: Probe, keys: dict[Any, int], skipped: dict[Any, int]) -> None:
+def _record_skipped(probe: Probe, keys: dict[Step, int], skipped: dict[Step, int]) -> None:
     """Record in ``probe`` the highest estimate each step was skipped at under its gate (by its
     gate's key), not opened: with its first skip, recorded when it happened, what a record of
     each skip would leave (``Probe.saw`` keeps the highest level; a skip opens nothing)."""

@@ -7,29 +7,28 @@ the guarantees it keeps; every change to the context goes through ``replay.engin
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
-from replay.engine.context import Context
 from replay.engine.tiers import collapse, custom, summarise, trim
 from replay.engine.tiers.base import Env
+from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import gate as trigger_gate
 from replay.policy import Collapse, Custom, Summarise, Trim
 
 
-def bind(tier: Any, impl: Any = None) -> Callable[[Context, Env], None]:
-    """One tier's ``act`` with its module chosen once and a fresh state of its own (typed per
-    tier: ``TrimState``, ``SummariseState``, ...): a replay loop calls ``step(ctx, env)``."""
+def bind(tier: Any, impl: Any = None) -> Step:
+    """One tier's step, its module chosen once, with a fresh state of its own (typed per tier:
+    ``TrimState``, ``SummariseState``, ...): a replay loop calls ``step.act(ctx, env)``
+    (``replay.engine.tiers.step``)."""
     match tier:
         case Trim():
-            return partial(trim.act, tier, trim.TrimState())
+            return trim.TrimStep(tier)
         case Summarise():
-            return partial(summarise.act, tier, summarise.SummariseState())
+            return summarise.SummariseStep(tier)
         case Collapse():
-            return partial(collapse.act, tier, collapse.CollapseState())
+            return collapse.CollapseStep(tier)
         case Custom():
-            return partial(custom.act, tier, custom.CustomState(impl))
+            return custom.CustomStep(tier, impl)
     raise TypeError(f"not a tier: {tier!r}")
 
 

@@ -20,6 +20,7 @@ from replay.engine.prepared import CAT_RESULTS
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
 from replay.engine.tiers.base import Env, placeholder
+from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import TriggerCheck, fires_check, trigger_check
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
 from replay.policy import Collapse
@@ -42,6 +43,17 @@ class CollapseState:
 
     def __init__(self) -> None:
         self.facts, self.cursor, self.level, self.check = Facts(), 0, -1, None
+
+
+class CollapseStep(Step):
+    """A collapse tier bound for one replay (``replay.engine.tiers.step``)."""
+
+    def __init__(self, tier: Collapse) -> None:
+        self.tier, self.state = tier, CollapseState()
+
+    def act(self, ctx: Context, env: Env) -> None:
+        """Cut if over the threshold (``act``)."""
+        act(self.tier, self.state, ctx, env)
 
 
 def threshold(tier: Collapse, env: Env) -> int:

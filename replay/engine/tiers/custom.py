@@ -24,6 +24,7 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
 from replay.engine.tiers.base import Env
+from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import TriggerCheck, fires_check, trigger_check
 from replay.engine.trace import CUSTOM_CUT, CUSTOM_TRIM, DROPPED
 from replay.errors import PolicyError
@@ -113,6 +114,17 @@ class CustomState:
 
     def __init__(self, impl: CustomTier) -> None:
         self.impl, self.facts, self.check = impl, Facts(), None
+
+
+class CustomStep(Step):
+    """A custom tier bound for one replay, with its instance (``replay.engine.tiers.step``)."""
+
+    def __init__(self, tier: Custom, impl: CustomTier) -> None:
+        self.tier, self.state = tier, CustomState(impl)
+
+    def act(self, ctx: Context, env: Env) -> None:
+        """Ask the class if the trigger fires (``act``)."""
+        act(self.tier, self.state, ctx, env)
 
 
 def act(tier: Custom, st: CustomState, ctx: Context, env: Env) -> None:

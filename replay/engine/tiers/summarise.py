@@ -29,6 +29,7 @@ from replay.engine.summariser import Facts, fallback, summarise
 from replay.engine.tiers.apply import allowed_end, apply_cut
 from replay.engine.tiers.base import Env, reinserted, reuse_recorded
 from replay.engine.tiers.restore import restored_files, summary_size
+from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import (
     TriggerCheck,
     fires_check,
@@ -57,6 +58,17 @@ class SummariseState:
 
     def __init__(self) -> None:
         self.facts, self.reused, self.check = Facts(), set(), None
+
+
+class SummariseStep(Step):
+    """A summarise tier bound for one replay (``replay.engine.tiers.step``)."""
+
+    def __init__(self, tier: Summarise) -> None:
+        self.tier, self.state = tier, SummariseState()
+
+    def act(self, ctx: Context, env: Env) -> None:
+        """Summarise if the trigger fires (``act``)."""
+        act(self.tier, self.state, ctx, env)
 
 
 def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:

@@ -22,6 +22,7 @@ from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.actions import n_actions
 from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_undone_trims
 from replay.engine.tiers.base import Env, placeholder, write_note
+from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import TriggerCheck, fires_check, threshold, trigger_check
 from replay.engine.trace import TRIM
 from replay.policy import Trim
@@ -106,6 +107,17 @@ class TrimState:
         self.cats, self.tools = frozenset(), frozenset()
         self.protect = (0, 0, 0, 0, True)
         self.check, self.name = None, ""
+
+
+class TrimStep(Step):
+    """A trim tier bound for one replay (``replay.engine.tiers.step``)."""
+
+    def __init__(self, tier: Trim) -> None:
+        self.tier, self.state = tier, TrimState()
+
+    def act(self, ctx: Context, env: Env) -> None:
+        """One trim pass if the trigger fires (``act``)."""
+        act(self.tier, self.state, ctx, env)
 
 
 def min_reclaim(tier: Trim, usable_tokens: int) -> int:
