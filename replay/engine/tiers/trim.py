@@ -12,101 +12,29 @@ from __future__ import annotations
 
 import bisect
 import functools
-from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from replay.engine.context import Context
 from replay.engine.fenwick import bisect_left
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
 from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.actions import n_actions
-from replay.engine.tiers.apply import apply_induced_trims, apply_pass, record_undone_trims
+from replay.engine.tiers.apply import (
+    Candidate,
+    apply_induced_trims,
+    apply_pass,
+    record_undone_trims,
+)
 from replay.engine.tiers.base import Env, placeholder, write_note
 from replay.engine.tiers.step import Step
-from replay.engine.tiers.trigger import TriggerCheck, fires_check, threshold, trigger_check
+from replay.engine.tiers.trigger import fires_check, threshold, trigger_check
+from replay.engine.tiers.trim_state import TrimState
 from replay.engine.trace import TRIM
 from replay.policy import Trim
 
 _RESULTS: Final = CAT_RESULTS
 _TRIM: Final = TRIM
 """Read at every pass: compiled, a ``Final`` name is a static, an imported one a dict lookup."""
-
-
-@dataclass(slots=True, init=False)
-class TrimState:
-    """One trim tier's state in one replay (made by ``bind``; resolved at the first pass).
-
-    Made by its own ``__init__``, which sets every field to the default declared here
-    (tests/replay/engine/test_own_inits.py checks they agree): compiled, a dataclass's generated
-    ``__init__`` runs as Python, an attribute set through the interpreter each field."""
-
-    ready: bool = False
-    """Whether the constants below are resolved for this replay."""
-    cursor: int = 0
-    """The blocks before it were scanned."""
-    next_eligible: int = 0
-    """The index in ``eligible`` of the first block at or after ``cursor``."""
-    pending: list[tuple[int, int, int, int]] = field(default_factory=list)
-    """Candidates (block, est, truth, bytes) found but not applied, in block order."""
-    results: list[int] = field(default_factory=list)
-    """The run's tool-result blocks of the tier's ``tools`` (for protecting the newest N or a
-    budget of them; memoised per run, found at the first pass), then ``n_blocks``: a sentinel
-    past any ``hi``."""
-    live_first: int = 0
-    live_end: int = 0
-    """``results[live_first:live_end]``, the live ones at the previous pass: ``lo`` and ``hi``
-    only grow, so the next pass walks them forward from there (see ``act``; two ints, not a
-    pair: no tuple made a pass)."""
-    gain_est: int = 0
-    """Estimated tokens the pending candidates would reclaim."""
-    epoch: int = -1
-    cats: frozenset[int] = frozenset()
-    """Byte categories this tier trims."""
-    sized_result: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
-    """Per-run memo of each result's candidate under this policy: (block, est, truth, bytes) of
-    its placeholder (the tuple a pass applies, made once)."""
-    sized_write: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
-    minimum: int = 0
-    """Estimated tokens a pass must reclaim, or it is undone."""
-    threshold: int = 0
-    """The trigger's level (recorded with each action)."""
-    eligible: list[int] = field(default_factory=list)
-    """The run's blocks this tier could ever trim (category, tool and size), in order, then
-    ``n_blocks``: a sentinel past any ``hi`` (a walk forward needs no length check)."""
-    protect: tuple[int, int, int, int, bool] = (0, 0, 0, 0, True)
-    """The tier's ``protect``, resolved once: messages, estimated tokens (``tokens``, or its
-    ``frac`` of the usable window if more; 0: none), tool results, tool-result tokens, newest."""
-    induced_cursor: int = 0
-    """The induced re-reads before this one were examined (``apply_induced_trims``)."""
-    tools: frozenset[str] = frozenset()
-    """The tier's ``tools``: only their results count for ``protect.tool_results``."""
-    reach_epoch: int = -1
-    reach_hi: int = 0
-    reach_first: int = 0
-    reach_total: int = 0
-    """The protected range by tokens at the previous pass: ``Context.epoch`` and ``hi`` then, its
-    first block, the estimated tokens from it to ``hi`` when some of them are trimmed; see
-    ``_reaching_est``."""
-    touch_newest: bool = False
-    """The tier may trim the newest output (``protect.newest`` false)."""
-    trims_results: bool = False
-    """Tool results are among the blocks it trims (and so are induced re-reads)."""
-    check: TriggerCheck | None = None
-    """The tier's trigger, read once (at the first pass: ``trigger_check``)."""
-    name: str = ""
-    """The tier's name (recorded with each action)."""
-
-    def __init__(self) -> None:
-        self.ready = self.touch_newest = self.trims_results = False
-        self.cursor = self.next_eligible = self.live_first = self.live_end = self.gain_est = 0
-        self.minimum = self.threshold = self.induced_cursor = 0
-        self.reach_hi = self.reach_first = self.reach_total = 0
-        self.epoch = self.reach_epoch = -1
-        self.pending, self.results, self.eligible = [], [], []
-        self.sized_result, self.sized_write = {}, {}
-        self.cats, self.tools = frozenset(), frozenset()
-        self.protect = (0, 0, 0, 0, True)
-        self.check, self.name = None, ""
 
 
 class TrimStep(Step):
@@ -129,8 +57,8 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     """Everything constant in this replay, resolved once."""
     run, counters = ctx.run, (env.policy.estimator, env.truth_counter, env.calibration)
     st.cats = _categories(tier.blocks)
-    st.sized_result = run.memo(("trim_sized", tier.placeholder, *counters))
-    st.sized_write = run.memo(("trim_sized", tier.write_note, *counters))
+    st.sized_result = _by_block(run, run.memo(("trim_sized", tier.placeholder, *counters)))
+    st.sized_write = _by_block(run, run.memo(("trim_sized", tier.write_note, *counters)))
     st.minimum = min_reclaim(tier, env.usable)
     st.threshold = threshold(tier.trigger, env)
     st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines, tier.tools,
@@ -244,7 +172,7 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
             results, writes, gain_est = st.sized_result, st.sized_write, st.gain_est
             while b < stop:
                 if not trimmed[b]:
-                    got = (results if category[b] == _RESULTS else writes).get(b)
+                    got = (results if category[b] == _RESULTS else writes)[b]
                     if got is None:
                         got = _candidate(tier, st, env, run, b)
                     gain = cur_est[b] - got[1]
@@ -296,10 +224,13 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     st.epoch = ctx.epoch
 
 
-def _rechecked(st: TrimState, ctx: Context) -> list[tuple[int, int, int, int]]:
+def _rechecked(st: TrimState, ctx: Context) -> list[Candidate]:
     """The pending candidates still live and whole after a cut or a trim, and their gain."""
     st.pending = [p for p in st.pending if p[0] >= ctx.lo and not ctx.trimmed[p[0]]]
-    st.gain_est = sum(ctx.cur_est[b] - est for b, est, _, _ in st.pending)
+    gain, cur = 0, ctx.cur_est
+    for p in st.pending:
+        gain += cur[p[0]] - p[1]
+    st.gain_est = gain
     st.epoch = ctx.epoch
     return st.pending
 
@@ -314,10 +245,10 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
         i = bisect_left(eligible, b, 0, len(eligible))
         if eligible[i] != b:  # (the sentinel, n_blocks, ends the list)
             return None  # the tier would not trim the block (its kind, tools or size)
-        got = st.sized_result.get(b)
+        got = st.sized_result[b]
         if got is None:
             got = st.sized_result[b] = _sized(env, b, placeholder(run, b, tier.placeholder))
-        return got[1:]
+        return got[1], got[2], got[3]
 
     st.induced_cursor = apply_induced_trims(
         ctx, env, sized, tier=st.name, kind=_TRIM, protect_from=stop,
@@ -326,7 +257,7 @@ def _trim_induced(tier: Trim, st: TrimState, ctx: Context, env: Env, stop: int,
 
 
 def _candidate(tier: Trim, st: TrimState, env: Env, run: PreparedRun,
-               b: int) -> tuple[int, int, int, int]:
+               b: int) -> Candidate:
     """Block ``b``'s candidate, sized at its first scan in this run under this policy
     (memoised: a placeholder for a result, the write note for arguments)."""
     if run.category[b] == CAT_RESULTS:
@@ -336,10 +267,18 @@ def _candidate(tier: Trim, st: TrimState, env: Env, run: PreparedRun,
     return got
 
 
-def _sized(env: Env, b: int, text: str) -> tuple[int, int, int, int]:
+def _sized(env: Env, b: int, text: str) -> Candidate:
     """Block ``b``'s candidate: (block, est, truth, bytes) of ``text``, what it becomes."""
     return (b, env.est_text(text), env.truth_text(text),
             len(text.encode("utf-8", "surrogatepass")))
+
+
+def _by_block(run: PreparedRun, memo: dict[Any, Any]) -> list[Candidate | None]:
+    """The candidates of a per-run memo, by block (made at its first use: all None)."""
+    got: list[Candidate | None] | None = memo.get(None)
+    if got is None:
+        got = memo[None] = [None] * run.n_blocks
+    return got
 
 
 @functools.cache

@@ -20,7 +20,7 @@ from replay.engine.tiers.collapse import CollapseState
 from replay.engine.tiers.custom import CustomState
 from replay.engine.tiers.summarise import SummariseState
 from replay.engine.tiers.trigger import TriggerCheck
-from replay.engine.tiers.trim import TrimState
+from replay.engine.tiers.trim_state import TrimState
 from replay.policy import Trigger
 from tests.strategies import runs
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from replay.engine.context import Context
 from replay.engine.prepared import PreparedRun
 from replay.engine.reach import block_reaching_est
-from replay.engine.tiers.trim import TrimState, _reaching_est
+from replay.engine.tiers.trim import _reaching_est
+from replay.engine.tiers.trim_state import TrimState
 from tests.strategies import runs
 
 
