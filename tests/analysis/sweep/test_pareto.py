@@ -97,3 +97,24 @@ def test_sweep_plots_drawn_in_workers_are_the_same_files(tmp_path: Path) -> None
     assert [p.name for p in here] == [p.name for p in there]
     for a, b in zip(here, there):
         assert a.read_bytes() == b.read_bytes(), a.name
+
+
+def test_sweep_metric_panels_are_only_those_drawn_ticked_at_their_ends_and_the_swept_values(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis.sweep import plots as sweep_plots
+    figures = []
+    draw = sweep_plots._metrics_figure
+    monkeypatch.setattr(sweep_plots, "_metrics_figure",
+                        lambda *a: figures.append(draw(*a)) or figures[-1])
+    table = _table().assign(tokens_sent=lambda t: t["tokens_sent"] * 100_000)
+    sweep_plots.write_plots(table, ["frac"], tmp_path)
+    [grid] = figures
+    grid.canvas.draw()
+    titles = [ax.get_title() for ax in grid.axes]
+    assert "" not in titles and len(titles) == len(set(titles))  # no empty Axes made
+    panel = next(ax for ax in grid.axes if ax.get_title() == "tokens_sent (tokens)")
+    assert list(panel.get_yticks()) == [40e6, 60e6]  # the settings' lowest and highest sums
+    assert [t.get_text() for t in panel.get_yticklabels()] == ["40M", "60M"]
+    shown = [ax for ax in grid.axes if ax.xaxis.get_visible()]
+    assert shown and all(list(ax.get_xticks()) == [0.0, 0.1, 0.2] for ax in shown)
+    assert len(shown) == min(5, len(grid.axes))  # x ticks under each column's lowest panel
