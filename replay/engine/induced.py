@@ -104,12 +104,12 @@ def need_state(st: InduceState, ctx: Context, b: int, need: int) -> int:
             return MET_WHILE_COPY  # re-read earlier and still there
         gone = ind.gone_at[i]
         since = gone if gone > since else since  # noqa: FURB136 (max: see replay.engine.fold)
-    bn = st.plan.needs.blocks.get(b)  # RunNeeds.of, inlined
-    if bn is None:
+    refetch = st.plan.refetch.get(b)  # RunNeeds.of(b).refetch_requests, inlined
+    if refetch is None:  # (not a fetched block)
         return MET_FROM_NOW_ON
-    refetch = bn.refetch_requests
-    j = bisect.bisect_left(refetch, since)
-    if j < len(refetch) and refetch[j] <= need:
+    n = len(refetch)
+    j = bisect_left(refetch, since, 0, n)
+    if j < n and refetch[j] <= need:
         return MET_FROM_NOW_ON  # the recorded run fetched it again itself
     if (ctx.head and any(h.block == b for h in ctx.head)) or file_in_context(st, ctx, b):
         return MET_HERE
@@ -188,7 +188,10 @@ def _sizes(st: InduceState, ctx: Context, b: int) -> _Sizes:
         memo.setdefault(None, (ctx.est_of, ctx.truth_of))
     contents, hi = st.plan.contents, ctx.hi
     key = contents.key_of.get(b)
-    version = bisect.bisect_left(contents.events[key], hi) if key is not None else 0
+    version = 0
+    if key is not None:
+        events = contents.events[key]
+        version = bisect_left(events, hi, 0, len(events))
     got: _Sizes | None = memo.get((b, version))
     if got is None:
         run, ov = ctx.run, ctx.msg_overhead

@@ -18,7 +18,6 @@ Not here: acting at a request (``replay.engine.induced``), the live items
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,9 +40,14 @@ class NeedPlan:
     """Per request: the blocks the recorded run needs there (ascending)."""
     turn_of: list[int]
     """Per request: its turn (a new turn starts at a request after a user text)."""
-    need_requests: dict[int, tuple[int, ...]]
+    need_requests: dict[int, list[int]]
     """Block → the requests that need it (``BlockNeeds.need_requests``), for blocks needed at
-    least once: what a removal schedules."""
+    least once: what a removal schedules.  (Lists, as ``refetch``'s: compiled, a bisection of a
+    list is native code, ``fenwick.bisect_left``, where the ``bisect`` module's costs a
+    module lookup and a call, ~850 instructions.)"""
+    refetch: dict[int, list[int]]
+    """Block → the requests that fetched its content again (``BlockNeeds.refetch_requests``),
+    for every fetched block (``RunNeeds.blocks``'s)."""
     needed: list[int]
     """The blocks of ``need_requests``, ascending (a cut schedules those in its range)."""
 
@@ -71,9 +75,11 @@ def _plan(run: PreparedRun) -> NeedPlan:
             turn += 1
         prev = max(prev, hi)
         turn_of.append(turn)
-    need_requests = {b: bn.need_requests for b, bn in needs.blocks.items() if bn.need_requests}
+    need_requests = {b: list(bn.need_requests) for b, bn in needs.blocks.items()
+                     if bn.need_requests}
+    refetch = {b: list(bn.refetch_requests) for b, bn in needs.blocks.items()}
     return NeedPlan(needs, file_contents(run), [tuple(sorted(a)) for a in at], turn_of,
-                    need_requests, sorted(need_requests))
+                    need_requests, refetch, sorted(need_requests))
 
 
 @dataclass(slots=True, init=False)
@@ -157,7 +163,7 @@ class InduceState:
         """Check removed block ``b`` at its first need at or after request ``after`` (none:
         nothing scheduled)."""
         reqs = self.plan.need_requests[b]
-        i = bisect.bisect_left(reqs, after)
+        i = bisect_left(reqs, after, 0, len(reqs))
         if i == len(reqs):
             self.check_at[b] = -1
             return
