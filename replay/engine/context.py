@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import Induced
+from replay.engine.measured import Measured
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
 
-if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure unpacks by them
+if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure reads by them
     raise AssertionError("replay.engine.context: byte categories out of their order")
 
 _SHORT_RANGE = 1024
@@ -105,7 +106,7 @@ class Context:
     induced: Induced = field(default_factory=lambda: Induced())
     """Re-reads the replay inserted (``replay.engine.induced``): what the agent would have
     fetched again, after the blocks they follow."""
-    at_lo: tuple[int, ...] = ()
+    at_lo: tuple[int, int, int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0, 0, 0)
     """What ``measure`` takes off its sums up to ``hi`` for the blocks before ``lo`` and adds for
     the head, per value (set with ``lo`` and the head: ``_set_at_lo``)."""
 
@@ -266,7 +267,7 @@ class Context:
                 self.last_trimmed = b
         self.epoch += 1
         dirty = self.dirty
-        if dirty is None or (dirty != -1 and b < dirty):  # _touch, inlined
+        if dirty is None or (dirty != -1 and b < dirty):  # the earliest change since
             self.dirty = b
             self.dirty_truth_before = (self.truth_before(b) if truth_before < 0
                                        else truth_before)
@@ -337,37 +338,40 @@ class Context:
             b += 1
         return b
 
-    def measure(self, row: list[int], fixed_est: int, fixed_truth: int) -> int:
-        """One request row's measured values onto ``row``, in one call and one tuple: estimated
+    def measure(self, m: Measured, fixed_est: int, fixed_truth: int) -> int:
+        """One request's measured values appended to ``m``'s lists, in one call: estimated
         tokens (``fixed_est`` added), true tokens (``fixed_truth`` added), messages, blocks,
-        bytes of all call args, of write/edit args, of results, of other text (the first values
-        of ``replay.engine.fold``'s ``_LOOP``, written here: a returned tuple unpacked and
-        packed again into the row cost about 900 instructions a request).  Returns the true
-        tokens."""
+        bytes of all call args, of write/edit args, of results, of other text (a returned tuple
+        unpacked into them cost about 900 instructions a request).  Returns the true tokens."""
         lo, hi = self.lo, self.hi
         est0, truth0, msg0, blocks0, args0, write0, results0, other0 = self.at_lo
-        other, args, write, results = self.pre_bytes
-        cut_other, cut_args, cut_write, cut_results = self.live_cut_bytes
-        w = write[hi] - write0 - cut_write
+        pre, cut = self.pre_bytes, self.live_cut_bytes  # (by index: a list's unpacking is generic)
+        other, args, write, results = pre[0], pre[1], pre[2], pre[3]
+        w = write[hi] - write0 - cut[2]
+        n_messages = self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head)
         ind = self.induced
         if ind.n_live:  # each re-read is two messages: the call and its result
             extra = 2 * ind.n_live
             truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
-            row += (fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est + ind.live_est),
-                    truth,
-                    (self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head)) + extra,
-                    hi - blocks0 + extra,
-                    args[hi] - args0 - cut_args + w + ind.live_call_bytes, w,
-                    results[hi] - results0 - cut_results + ind.live_result_bytes,
-                    other[hi] - other0 - cut_other)
+            m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est
+                                             + ind.live_est))
+            m.truth_tokens.append(truth)
+            m.n_messages.append(n_messages + extra)
+            m.n_blocks.append(hi - blocks0 + extra)
+            m.bytes_args.append(args[hi] - args0 - cut[1] + w + ind.live_call_bytes)
+            m.bytes_args_write.append(w)
+            m.bytes_results.append(results[hi] - results0 - cut[3] + ind.live_result_bytes)
+            m.bytes_other.append(other[hi] - other0 - cut[0])
             return truth
         truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + fixed_truth
-        row += (fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est), truth,
-                self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head),
-                hi - blocks0,
-                args[hi] - args0 - cut_args + w, w,
-                results[hi] - results0 - cut_results,
-                other[hi] - other0 - cut_other)
+        m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est))
+        m.truth_tokens.append(truth)
+        m.n_messages.append(n_messages)
+        m.n_blocks.append(hi - blocks0)
+        m.bytes_args.append(args[hi] - args0 - cut[1] + w)
+        m.bytes_args_write.append(w)
+        m.bytes_results.append(results[hi] - results0 - cut[3])
+        m.bytes_other.append(other[hi] - other0 - cut[0])
         return truth
 
     def _set_at_lo(self) -> None:
@@ -400,8 +404,3 @@ class Context:
                 after < self.dirty or (after == self.dirty and tb < self.dirty_truth_before))):
             self.dirty = after
             self.dirty_truth_before = tb
-
-    def _touch(self, b: int) -> None:
-        if self.dirty is None or (self.dirty != -1 and b < self.dirty):
-            self.dirty = b
-            self.dirty_truth_before = self.truth_before(b)

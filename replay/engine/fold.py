@@ -33,6 +33,7 @@ from replay.engine.context import Context
 from replay.engine.hidden_reasoning import has_hidden_reasoning
 from replay.engine.induced import induce
 from replay.engine.induced_state import induce_state
+from replay.engine.measured import Measured
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.tiers import bind, gate, gated
@@ -41,7 +42,7 @@ from replay.engine.tiers.actions import action_columns
 from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
 from replay.engine.tiers.step import Step
-from replay.engine.trace import EvictionRow, RequestRow, Trace
+from replay.engine.trace import Trace
 from replay.engine.truth import TruthPlan, truth_plan
 from replay.errors import ReplayInputError
 from replay.memory import collector_paused
@@ -113,9 +114,9 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
     ends (``_record_skipped``; a probe keeps the highest level a gate compared), not a record
     (a call) a skip."""
     expired = run.expired(cache.ttl_s)
-    rows: list[int] = []
-    """The request rows, flat: ``_LOOP``'s values a request (``_columns`` slices them into
-    columns, and prices every request in one call)."""
+    rows = Measured()
+    """The requests' measured values, a list each (``_columns`` prices every request from them
+    in one call)."""
     n = run.n_requests
     env.induce = st = induce_state(run, policy)
     start_after_recorded(ctx, env)
@@ -156,7 +157,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                     continue
             step.act(ctx, env)
         # 3. the request as sent
-        # the row's first eight values (a method called on ctx, not a bound method kept in a
+        # the request's measured values (a method called on ctx, not a bound method kept in a
         # local: compiled, that is a native call rather than a Python-level one)
         truth = ctx.measure(rows, env.fixed_est, env.fixed_truth)
         # the prefix shared with the previous request and what it invalidated: _common_prefix,
@@ -173,13 +174,14 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 invalidated = prev - common
         else:
             common = invalidated = 0
-        # the rest of the _LOOP row (the cache's read, the cost and the overshoot follow in
+        # the rest of the loop's values (the cache's read, the cost and the overshoot follow in
         # _columns, for all requests at once)
-        rows += (0 if expired[k] else common, invalidated)
+        rows.common.append(0 if expired[k] else common)
+        rows.invalidated_tokens.append(invalidated)
         ctx.dirty = None
         env.prev_truth = truth
         if anchored_est:  # the harness now knows this request's usage: later estimates add to it
-            env.fixed_est = truth - (rows[-_ROW] - env.fixed_est)  # (the row's est: est + fixed)
+            env.fixed_est = truth - (rows.est_tokens[-1] - env.fixed_est)  # (est + fixed)
         # 4. tiers that only check after sending: their cuts apply to the next request
         if after:
             env.request, env.when = k + 1, "after"
@@ -250,20 +252,11 @@ def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
     st.invalidated.append(invalidated)
 
 
-_LOOP = ("est_tokens", "truth_tokens", "n_messages", "n_blocks", "bytes_args",
-         "bytes_args_write", "bytes_results", "bytes_other", "common", "invalidated_tokens")
-"""The values the loop keeps per request, in the order of its flat rows: ``RequestMeasured``'s
-but what follows from them (the overshoot, the cache's read and the cost), and ``common``, the
-prefix the request shares with the previous one (0 when the cache expired)."""
-_ROW = len(_LOOP)
-
-
 def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
-             rows: list[int], env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
+             rows: Measured, env: Env, n: int) -> dict[str, dict[str, list[Any]]]:
     """The trace's column lists: per-request values from the loop, the rest filled in."""
     s, cache = policy.server, policy.cache
-    (est, truths, n_msgs, n_blocks, b_args, b_write, b_results, b_other, commons,
-     invalidated) = (rows[i::_ROW] for i in range(_ROW))
+    truths, commons, invalidated = rows.truth_tokens, rows.common, rows.invalidated_tokens
     outputs = run.outputs(plan.counter, env.calibration)
     shortfalls = (cache_shortfalls(run, plan, cache, s.message_overhead_tokens)
                   or [0] * n)
@@ -275,29 +268,33 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
     pre_truth = ctx.pre_truth
     raw = [off + pre_truth[hi] for off, hi in zip(plan.offsets, _request_ends(run))]
     rereads, induced_tokens, induced_cost = _induced_columns(env, n, cost, invalidated, price_all)
-    # RequestRow's columns in its order, as one display (checked below; a dict made and popped
-    # into that order cost ~300 bytecodes a replay, more than a short run's requests)
+    # RequestRow's columns in its order, as one display (a dict made and popped into that order
+    # cost ~300 bytecodes a replay, more than a short run's requests; the order is checked by
+    # tests/replay/engine/test_trace_rows.py, not at every replay: a tuple of the keys cost ~3 k
+    # instructions)
     requests: dict[str, list[Any]] = {
         "run_id": [run.run_id] * n, "policy": [policy.name] * n, "request": list(range(n)),
-        "ts": list(run.ts), "est_tokens": est, "truth_tokens": truths, "raw_tokens": raw,
+        "ts": list(run.ts), "est_tokens": rows.est_tokens, "truth_tokens": truths, "raw_tokens": raw,
         "recorded_input_tokens": list(run.recorded_input),
         "recorded_cache_read_tokens": list(run.recorded_cache_read),
         "window_tokens": [s.window_tokens] * n, "reserve_tokens": [s.reserve_tokens] * n,
         "usable_tokens": [policy.usable_tokens] * n, "overshoot_tokens": overshoot,
-        "n_messages": n_msgs, "n_blocks": n_blocks, "bytes_args": b_args,
-        "bytes_args_write": b_write, "bytes_results": b_results, "bytes_other": b_other,
+        "n_messages": rows.n_messages, "n_blocks": rows.n_blocks, "bytes_args": rows.bytes_args,
+        "bytes_args_write": rows.bytes_args_write, "bytes_results": rows.bytes_results,
+        "bytes_other": rows.bytes_other,
         "cached_tokens": cached, "cache_write_tokens": write, "fresh_tokens": fresh,
         "invalidated_tokens": invalidated, "output_tokens": list(outputs), "cost_usd": cost,
         "truth_source": [plan.source] * n, "induced_rereads": rereads,
         "induced_tokens": induced_tokens, "induced_cost_usd": induced_cost}
-    if tuple(requests) != RequestRow._fields:
-        raise AssertionError("replay.engine.fold: the requests' columns are not RequestRow's")
     # (the other two tables' builders give empty columns for no rows: here, compiled, rather
     # than trace.empty_columns, interpreted)
     m = env.evictions.n
+    msgs, blocks, evicted_at, tiers, fates, induced = env.evictions.columns(run)
     return {"requests": requests, "actions": action_columns(env, run.run_id),
-            "evictions": dict(zip(EvictionRow._fields, (
-                [run.run_id] * m, [policy.name] * m, *env.evictions.columns(run))))}
+            "evictions": {  # EvictionRow's columns in its order (checked as the requests' are)
+                "run_id": [run.run_id] * m, "policy": [policy.name] * m, "msg": msgs,
+                "block": blocks, "request": evicted_at, "tier": tiers, "fate": fates,
+                "induced": induced}}
 
 
 def _induced_columns(env: Env, n: int, own_cost: list[float], inval: list[int],

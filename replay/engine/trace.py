@@ -184,8 +184,8 @@ class RequestRow(NamedTuple):
 
 
 class RequestMeasured(NamedTuple):
-    """The values of ``requests`` the engine's loop measures at each request, in the order of
-    its flat rows (``replay.engine.fold``); the other columns are the run's and the policy's."""
+    """The values of ``requests`` the engine's loop measures at each request, in table order
+    (``replay.engine.measured``); the other columns are the run's and the policy's."""
 
     est_tokens: int
     truth_tokens: int

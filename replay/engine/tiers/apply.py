@@ -117,8 +117,11 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
     if prev < lo:
         return _NOTHING
     n, evictions = len(applied), env.evictions
-    if n == 1:  # Evictions.add_many of one block, inlined (a trim at every request)
-        evictions.rows.append((prev, env.request, tier, _TRIMMED))
+    if n == 1:  # Evictions.add, inlined (a trim at every request)
+        evictions.blocks.append(prev)
+        evictions.requests.append(env.request)
+        evictions.tiers.append(tier)
+        evictions.fates.append(_TRIMMED)
         evictions.n += 1
     else:
         evictions.add_many(applied, env.request, tier, _TRIMMED)
@@ -166,8 +169,11 @@ def apply_pass(ctx: Context, env: Env, sized: list[Candidate], tier: str,
     invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
     got_est, got_truth = ctx.set_block(first, est, truth, n_bytes, before)
     evictions = env.evictions
-    if applied is None:  # Evictions.add of one block, inlined (a trim at every request)
-        evictions.rows.append((first, env.request, tier, _TRIMMED))
+    if applied is None:  # Evictions.add, inlined (a trim at every request)
+        evictions.blocks.append(first)
+        evictions.requests.append(env.request)
+        evictions.tiers.append(tier)
+        evictions.fates.append(_TRIMMED)
         evictions.n += 1
     else:
         for c in sized[1:]:

@@ -23,56 +23,66 @@ from replay.policy import Placeholder, Policy, TokenCounter
 
 @dataclass(slots=True, init=False)
 class Evictions:
-    """The evictions table as (block, request, tier, fate) rows for blocks evicted one by one
-    (trims), and each cut as one range where it came in that order; run, policy, message and
-    block ids are filled in at the end, a cut's as slices of the run's: no object per evicted
-    block beyond its row.  (One list of rows rather than four columns: a trim at every request
-    appends once, not four times; ``columns`` transposes them at C speed.)  Made empty, by its
-    own ``__init__`` (see ``Env``)."""
+    """The evictions table as four columns (block, request, tier, fate) for blocks evicted one
+    by one (trims), and each cut as one range where it came in that order; run, policy, message
+    and block ids are filled in at the end, a cut's as slices of the run's: no object per evicted
+    block beyond its values.  (Columns rather than a list of row tuples: compiled, a row tuple
+    cost its making, its freeing and its transposition at the end, about 600 instructions a row
+    more than four appends.)  Made empty, by its own ``__init__`` (see ``Env``)."""
 
-    rows: list[tuple[int, int, str, str]]
+    blocks: list[int]
+    requests: list[int]
+    tiers: list[str]
+    fates: list[str]
     cuts: list[tuple[int, range, int, str, str]]
-    """(rows evicted one by one before it, the range cut, request, tier, fate) per cut."""
+    """(blocks evicted one by one before it, the range cut, request, tier, fate) per cut."""
     n: int
     """Evicted blocks so far."""
     induced_rows: list[int]
-    """The indices in ``rows`` of induced re-reads (``add_induced``: their block is the one
+    """The positions in ``blocks`` of induced re-reads (``add_induced``: their block is the one
     re-read), ascending."""
 
     def __init__(self) -> None:
-        self.rows, self.cuts, self.n, self.induced_rows = [], [], 0, []
+        self.blocks, self.requests, self.tiers, self.fates = [], [], [], []
+        self.cuts, self.n, self.induced_rows = [], 0, []
 
     def add(self, b: int, request: int, tier: str, fate: str) -> None:
         """Block ``b`` was trimmed, summarised or dropped before ``request``."""
-        self.rows.append((b, request, tier, fate))
+        self.blocks.append(b)
+        self.requests.append(request)
+        self.tiers.append(tier)
+        self.fates.append(fate)
         self.n += 1
 
     def add_induced(self, b: int, request: int, tier: str, fate: str) -> None:
         """An induced re-read of block ``b`` was trimmed, summarised or dropped before
         ``request``."""
-        self.induced_rows.append(len(self.rows))
+        self.induced_rows.append(len(self.blocks))
         self.add(b, request, tier, fate)
 
     def add_many(self, blocks: list[int], request: int, tier: str, fate: str) -> None:
         """Each of ``blocks``, in order, was trimmed, summarised or dropped before ``request``
-        (``apply_trims`` appends one block's row itself: the usual pass of a trim at every
-        request; a loop, not ``zip`` with ``repeat``: compiled, their calls cost more than the
-        few rows of a pass)."""
-        rows = self.rows
-        for b in blocks:
-            rows.append((b, request, tier, fate))
+        (a loop, not ``repeat``: compiled, its calls cost more than the few blocks of a
+        pass)."""
+        self.blocks += blocks
+        requests, tiers, fates = self.requests, self.tiers, self.fates
+        for _ in blocks:
+            requests.append(request)
+            tiers.append(tier)
+            fates.append(fate)
         self.n += len(blocks)
 
     def add_range(self, lo: int, hi: int, request: int, tier: str, fate: str) -> None:
         """Blocks ``[lo, hi)`` were removed before ``request``."""
-        self.cuts.append((len(self.rows), range(lo, hi), request, tier, fate))
+        self.cuts.append((len(self.blocks), range(lo, hi), request, tier, fate))
         self.n += hi - lo
 
     def columns(self, run: PreparedRun) -> tuple[list[int], list[int], list[int], list[str],
                                                  list[str], list[bool]]:
         """Message id, block id, request, tier, fate and whether it is an induced re-read, of
-        every evicted block, in order."""
-        blocks, requests, tiers, fates = _transposed(self.rows)
+        every evicted block, in order (once, at the end of the replay: without cuts, the lists
+        are its own)."""
+        blocks, requests, tiers, fates = self.blocks, self.requests, self.tiers, self.fates
         flags = None
         if self.induced_rows:  # a flag per row made at C speed, then the few set
             flags = [False] * len(blocks)
@@ -106,15 +116,6 @@ class Evictions:
             out_fates += repeat(fate, len(cut))
             out_flags += repeat(False, len(cut))
         return msgs, block_ids, out_requests, out_tiers, out_fates, out_flags
-
-
-def _transposed(rows: list[tuple[int, int, str, str]]) -> tuple[list[int], list[int], list[str],
-                                                                 list[str]]:
-    """The eviction rows as four columns (block, request, tier, fate)."""
-    if not rows:
-        return [], [], [], []
-    blocks, requests, tiers, fates = zip(*rows)
-    return list(blocks), list(requests), list(tiers), list(fates)
 
 
 @dataclass(slots=True, init=False)

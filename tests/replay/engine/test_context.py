@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.engine.context import Context
-from replay.engine.prepared import PreparedRun
+from replay.engine.measured import Measured
+from replay.engine.prepared import CAT_RESULTS, PreparedRun
 from replay.engine.reach import block_reaching_est
 from tests.strategies import runs
 
@@ -52,10 +53,13 @@ def _check_against_recount(run: PreparedRun, data: Any) -> None:
         live = range(ctx.lo, ctx.hi)
         est_total = sum(ctx.cur_est[b] for b in live)
         assert ctx.est() == est_total
-        measured: list[int] = []
-        assert ctx.measure(measured, 0, 0) == measured[1]
-        assert measured[0] == est_total and measured[1] == sum(ctx.cur_truth[b] for b in live)
-        assert measured[3] == len(live)
+        measured = Measured()
+        assert ctx.measure(measured, 0, 0) == measured.truth_tokens[0]
+        assert measured.est_tokens == [est_total]
+        assert measured.truth_tokens == [sum(ctx.cur_truth[b] for b in live)]
+        assert measured.n_blocks == [len(live)]
+        assert measured.bytes_results == [sum(ctx.cur_bytes[b] for b in live
+                                              if run.category[b] == CAT_RESULTS)]
         for b in live:
             assert ctx.est_from(b) == sum(ctx.cur_est[x] for x in range(b, ctx.hi))
             assert ctx.truth_before(b) == sum(ctx.cur_truth[x] for x in range(ctx.lo, b))

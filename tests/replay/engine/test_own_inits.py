@@ -14,6 +14,7 @@ from hypothesis import given, settings
 
 from replay.engine.induced_items import Induced
 from replay.engine.induced_state import InduceState, need_plan
+from replay.engine.measured import Measured
 from replay.engine.prepared import PreparedRun
 from replay.engine.summariser import Facts
 from replay.engine.tiers.collapse import CollapseState
@@ -28,7 +29,7 @@ _IMPL, _TRIGGER = object(), Trigger(every_request=True)
 
 
 @pytest.mark.parametrize(("cls", "args"), [
-    (Induced, ()), (Facts, ()), (TrimState, ()), (SummariseState, ()), (CollapseState, ()),
+    (Induced, ()), (Measured, ()), (Facts, ()), (TrimState, ()), (SummariseState, ()), (CollapseState, ()),
     (CustomState, (_IMPL,)), (TriggerCheck, (_TRIGGER, 3))])
 def test_an_own_init_sets_every_field_to_its_declared_default(cls: type,
                                                               args: tuple[Any, ...]) -> None:

@@ -92,6 +92,17 @@ def test_trace_rows_read_back_as_the_row_types() -> None:
     assert got.actions.num_rows > 0
 
 
+def test_a_replays_columns_come_in_its_row_types_order() -> None:
+    """The column lists a replay hands its trace (``fold._columns``: a dict literal, the
+    requests'; the evictions' and actions' from their field names) are each table's columns in
+    order, as ``Trace.concat`` and a reader of ``columns`` take them, with or without rows."""
+    run = session([40] * 6, every_step=False)
+    for tiers in ([{"type": "trim"}, {"type": "collapse"}], []):
+        got = replay(run, policy(tiers, window=900))
+        for name, row in ROW_TYPES.items():
+            assert tuple(got.columns(name)) == row._fields, name
+
+
 def test_update_and_add_to_an_action_change_only_that_action() -> None:
     run = session([40] * 4, every_step=False)
     counts = list(run.tokens["o200k_base"])
