@@ -2,8 +2,9 @@
 
 Each analysis is a module with a tidy per-event (or per-request) function, a
 ``*_summary`` with one row per (run_id, policy), and a ``plot_*``;
-``metrics`` joins every summary for sweeps and CI checks.  The frames come from
-``analysis.frames`` (the only place Arrow becomes pandas).
+``metrics_by_analyses`` joins every summary: the cross-check of ``metrics``, which computes
+the same frame by the per-run functions (``analysis.per_run``) for checks, reports and diffs.
+The frames come from ``analysis.frames`` (the only place Arrow becomes pandas).
 
 The names below are imported on first use, so that importing a submodule
 (``analysis.per_run``, what ``replay run`` needs) does not load pandas and matplotlib.

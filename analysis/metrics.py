@@ -1,38 +1,34 @@
-"""Every metric of one replay, one row per (run_id, policy): what sweeps and CI checks compare.
+"""Every metric of one replay, one row per (run_id, policy): what checks, reports and diffs compare.
 
-``metrics(corpus, trace, policy)`` loads the frames once, runs the five
-analyses and joins their summaries after a few basic columns:
+``metrics(corpus, trace, policy)`` splits the trace by run and computes each run's row by the
+per-run functions declared beside each metric (``analysis.per_run``): the runs' facts read once
+from the corpus (``analysis.run_facts.runs_facts``), then every part (``analysis.per_run.fast_metrics``),
+the same code ``replay run``'s roll-up and sweeps use, so every consumer reads one declaration.
+``metrics_of_replays`` does it for traces that are already one per run (``replay check``).
 
 ``n_requests``, ``tokens_sent``, ``peak_tokens``, ``n_summaries``, ``n_trims`` and
-``cost_usd`` (``analysis.per_run.basic``: their declarations say what each is).
-
+``cost_usd`` come first (``analysis.per_run.basic``: their declarations say what each is).
 Columns come in a fixed order (keys, basic, then ``rereads_*``,
 ``arg_share_*``, ``summarisation_*``, ``cache_invalidation_*``,
-``overshoots_*``), rows sorted by ``run_id`` then ``policy``; integers are
-``int64`` and everything else ``float64`` (NaN where a statistic is undefined),
+``overshoots_*``, ``induced_rereads_*``), rows sorted by ``run_id`` then ``policy``; integers
+are ``int64`` and everything else ``float64`` (NaN where a statistic is undefined),
 so two runs of the same inputs give equal frames.
 Every column is declared once, as a ``MetricSpec`` in ``analysis.per_run.<analysis>``
 beside its fast computation; ``METRIC_COLUMNS``, ``FLOAT_COLUMNS``, ``METRIC_DIRECTIONS``
 (which way is better), ``RATIOS`` and ``WEIGHTS`` (how runs combine) are built from them
 there and re-exported here.
+
+The pandas analyses compute the same frame independently
+(``analysis.metrics_by_analyses``): the tests' cross-check, which no command calls.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-import numpy as np
 import pandas as pd
 
-from analysis import frames
-from analysis.arg_share import arg_share, arg_share_summary
-from analysis.cache_invalidation import (
-    cache_actions,
-    cache_invalidation,
-    cache_invalidation_summary,
-)
-from analysis.induced import induced_summary
-from analysis.overshoots import overshoots, overshoots_summary
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
 from analysis.per_run import (
     FLOAT_COLUMNS,
     METRIC_COLUMNS,
@@ -44,90 +40,77 @@ from analysis.per_run import (
     known,
 )
 from analysis.per_run.basic import BASIC
-from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
-from analysis.summarisation import recorded_compactions, summarisation, summarisation_summary
+from analysis.per_run.fast_metrics import fast_metrics, metrics_frame
+from analysis.run_facts import runs_facts
 from replay.corpus import Corpus
-from replay.engine.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
+from replay.engine.trace import TRACE_SCHEMAS, Trace
 from replay.policy import Policy
 
 __all__ = ["BASIC", "BASIC_COLUMNS", "FLOAT_COLUMNS", "METRIC_COLUMNS", "METRIC_DIRECTIONS", "PARTS",
-           "RATIOS", "SPECS", "WEIGHTS", "known", "metrics"]
+           "RATIOS", "SPECS", "WEIGHTS", "known", "metrics", "metrics_of_replays"]
 BASIC_COLUMNS: tuple[str, ...] = BASIC.names
 
 
-def metrics(corpus: Corpus, trace: Trace, policy: Policy) -> pd.DataFrame:
-    """Every summary column of the five analyses, one row per (run_id, policy).
+def metrics(corpus: Corpus, trace: Trace, policy: Policy,
+            params: AnalysisParams = DEFAULT_PARAMS) -> pd.DataFrame:
+    """Every metric column, one row per (run_id, policy) of the trace.
 
     Args:
         corpus: the corpus the trace was replayed from.
         trace: the replay of ``policy`` over (some of) the corpus's runs.
         policy: the replayed policy (prices, tier minimums).
+        params: the analyses' constants.
 
     Returns:
-        ``run_id``, ``policy``, ``BASIC_COLUMNS`` and the ``rereads_*``, ``arg_share_*``,
-        ``summarisation_*``, ``cache_invalidation_*`` and ``overshoots_*`` columns.
+        ``run_id``, ``policy`` and ``METRIC_COLUMNS``: ``BASIC_COLUMNS``, then the
+        ``rereads_*``, ``arg_share_*``, ``summarisation_*``, ``cache_invalidation_*``,
+        ``overshoots_*`` and ``induced_rereads_*`` columns.
 
     Raises:
         ValueError: the trace holds another policy's rows.
     """
-    req = frames.requests_df(trace)
-    names = sorted(set(req["policy"].astype(str)))
-    if any(n != policy.name for n in names):
-        raise ValueError(f"trace holds policies {names}, expected only {policy.name!r}")
-    act, ev = frames.actions_df(trace), frames.evictions_df(trace)
-    run_ids = list(dict.fromkeys(req["run_id"].astype(str)))
-    recorded = frames.recorded_requests_df(corpus, run_ids=run_ids)
-    tool_blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
-                                     run_ids=run_ids)
-    flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=run_ids)
-    comps = recorded_compactions(flags, recorded)
-
-    keys = _basic(req, act)
-    parts = [
-        rereads_summary(rereads(tool_blocks, recorded, ev, policies=names), keys=keys),
-        arg_share_summary(arg_share(req)),
-        summarisation_summary(summarisation(act, req, comps), req),
-        cache_invalidation_summary(cache_invalidation(req, policy), cache_actions(act, policy)),
-        overshoots_summary(overshoots(req, compactions=comps)),
-        induced_summary(req, act),
-    ]
-    out = keys
-    for part in parts:
-        out = out.merge(part, on=["run_id", "policy"], how="left", validate="one_to_one")
-    out = out.sort_values(["run_id", "policy"], kind="stable").reset_index(drop=True)
-    return _plain_dtypes(out)
+    return metrics_of_replays(corpus, _by_run(trace), policy, params)
 
 
-def _basic(req: pd.DataFrame, act: pd.DataFrame) -> pd.DataFrame:
-    """Keys and the basic columns, one row per (run_id, policy) of the trace."""
-    r = req.assign(run_id=req["run_id"].astype(str), policy=req["policy"].astype(str))
-    g = r.groupby(["run_id", "policy"], sort=False)
-    out = pd.DataFrame({
-        "n_requests": g.size(),
-        "tokens_sent": g["truth_tokens"].sum(),
-        "peak_tokens": g["truth_tokens"].max(),
-        "cost_usd": g["cost_usd"].sum(),
-    }).reset_index()
-    a = act.assign(run_id=act["run_id"].astype(str), policy=act["policy"].astype(str))
-    applied = a[~a["undone"].astype(bool)]
-    counts = {
-        "n_summaries": applied[applied["kind"].isin(SUMMARY_KINDS)].groupby(["run_id", "policy"]).size(),
-        "n_trims": applied[applied["kind"].isin(TRIM_KINDS)].groupby(["run_id", "policy"]).size(),
-    }
-    for name, s in counts.items():
-        idx = pd.MultiIndex.from_frame(out[["run_id", "policy"]])
-        out[name] = s.reindex(idx, fill_value=0).to_numpy() if len(s) else 0
-    return out[["run_id", "policy", *BASIC_COLUMNS]]
+def metrics_of_replays(corpus: Corpus, traces: Iterable[Trace], policy: Policy,
+                       params: AnalysisParams = DEFAULT_PARAMS) -> pd.DataFrame:
+    """``metrics`` of traces that are each one run's replay under ``policy`` (a trace with no
+    request has no row).
+
+    Raises:
+        ValueError: a trace holds another policy's rows, or several runs.
+    """
+    runs: list[tuple[str, Trace]] = []
+    for trace in traces:
+        rq = trace.columns("requests")
+        if not rq["request"]:
+            continue
+        names = sorted(set(rq["policy"]))
+        if names != [policy.name]:
+            raise ValueError(f"trace holds policies {names}, expected only {policy.name!r}")
+        rid = rq["run_id"][0]
+        if any(r != rid for r in rq["run_id"]):
+            raise ValueError("metrics_of_replays takes traces of one run each")
+        runs.append((rid, trace))
+    facts = runs_facts(corpus, [rid for rid, _ in runs], params)
+    rows = [fast_metrics(facts[rid], trace, policy, params) for rid, trace in runs]
+    rows.sort(key=lambda r: r["run_id"])
+    return metrics_frame(rows)
 
 
-def _plain_dtypes(df: pd.DataFrame) -> pd.DataFrame:
-    """Keys as str, whole-number columns as int64, the rest as float64."""
-    # the columns made apart and the frame made once (inserting ~110 columns one by one into a
-    # frame, each through pandas' astype, cost ~0.4 ms a column: most of a small run's metrics)
-    cols: dict[str, Any] = {"run_id": df["run_id"].astype(str), "policy": df["policy"].astype(str)}
-    for col in df.columns[2:]:
-        values = df[col].to_numpy(dtype="float64", na_value=np.nan)
-        is_int = pd.api.types.is_integer_dtype(df[col].dtype) or (
-            str(df[col].dtype) in ("int64[pyarrow]",))
-        cols[col] = values.astype("int64") if is_int and not np.isnan(values).any() else values
-    return pd.DataFrame(cols, index=df.index)
+def _by_run(trace: Trace) -> list[Trace]:
+    """The trace split into one trace per run (rows in their order), runs in order of their
+    first request."""
+    rq = trace.columns("requests")
+    ids = list(dict.fromkeys(rq["run_id"]))
+    if len(ids) <= 1:
+        return [trace]
+    tables = {name: trace.columns(name) for name in TRACE_SCHEMAS}
+    rows: dict[str, dict[str, list[int]]] = {rid: {n: [] for n in tables} for rid in ids}
+    for name, cols in tables.items():
+        for i, rid in enumerate(cols["run_id"]):
+            if rid in rows:  # actions or evictions of a run with no request: no row
+                rows[rid][name].append(i)
+    return [Trace(columns={n: {c: [v[i] for i in at] for c, v in tables[n].items()}
+                           for n, at in by.items()})
+            for by in rows.values()]

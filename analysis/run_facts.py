@@ -2,7 +2,7 @@
 
 ``run_facts(corpus, run_id)`` reads one run's tool blocks, recorded requests and
 harness-summary flags once and keeps what ``analysis.per_run.fast_metrics`` needs for any
-number of replays of that run:
+number of replays of that run (``runs_facts``: several runs, their tables made frames once):
 
 - the ``rereads_*`` counts no eviction can change: reads, re-reads, refreshes,
   retries, loops, identical repeats (``analysis.rereads``' definitions, computed
@@ -19,6 +19,9 @@ type, ``RunFacts``, declared in ``analysis.metric_spec`` beside ``PartInput`` th
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import pandas as pd
 
 from analysis import frames
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
@@ -38,15 +41,38 @@ def run_facts(corpus: Corpus, run_id: str, params: AnalysisParams = DEFAULT_PARA
     Returns:
         The run's facts, as ``analysis.rereads`` and ``analysis.summarisation`` see them.
     """
-    ids = [run_id]
+    return runs_facts(corpus, [run_id], params)[run_id]
+
+
+def runs_facts(corpus: Corpus, run_ids: Sequence[str],
+               params: AnalysisParams = DEFAULT_PARAMS) -> dict[str, RunFacts]:
+    """``run_facts`` of several runs, their tables read and made frames once for all of them.
+
+    Returns:
+        Run id → its facts, in the order of ``run_ids`` (a run id given twice is read once).
+    """
+    ids = list(dict.fromkeys(run_ids))
     recorded = frames.recorded_requests_df(corpus, run_ids=ids)
     blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
                                 run_ids=ids)
     flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=ids)
     comps = recorded_compactions(flags, recorded)
-    first = comps["request"].dropna()
-    out_msgs = sorted(int(m) for m in recorded["output_msg"])
-    calls = _run_calls(blocks, out_msgs) if len(blocks) else []
+    firsts: dict[str, list[int]] = {rid: [] for rid in ids}
+    for rid, req in zip(comps["run_id"].tolist(), comps["request"].tolist()):
+        firsts[rid].append(-1 if req is pd.NA else int(req))
+    outs: dict[str, list[int]] = {rid: [] for rid in ids}
+    for rid, m in zip(recorded["run_id"].tolist(), recorded["output_msg"].tolist()):
+        outs[rid].append(int(m))
+    run_blocks = dict(iter(blocks.groupby("run_id", sort=False))) if len(blocks) else {}
+    return {rid: _facts(rid, run_blocks.get(rid), sorted(outs[rid]), firsts[rid], params)
+            for rid in ids}
+
+
+def _facts(run_id: str, blocks: pd.DataFrame | None, out_msgs: list[int], firsts: list[int],
+           params: AnalysisParams) -> RunFacts:
+    """One run's facts from its tool blocks, its recorded output messages (sorted) and the
+    first request after each recorded compaction (-1: none after it)."""
+    calls = _run_calls(blocks, out_msgs) if blocks is not None and len(blocks) else []
     _mark_loops(calls, params.loop_k, params.loop_window_requests)
     counts = dict.fromkeys(("rereads_n_reads", "rereads_n", "rereads_n_refresh",
                             "rereads_n_retry", "rereads_tokens", "rereads_n_identical",
@@ -76,5 +102,6 @@ def run_facts(corpus: Corpus, run_id: str, params: AnalysisParams = DEFAULT_PARA
     counts["rereads_n_loops"] = len(loops)
     counts["rereads_loop_reads"] = sum(loops.values())
     counts["rereads_max_loop_reads"] = max(loops.values(), default=0)
-    return RunFacts(run_id, counts, tuple(candidates), len(comps),
-                    float(first.min()) if len(first) else math.inf)
+    after = [r for r in firsts if r >= 0]
+    return RunFacts(run_id, counts, tuple(candidates), len(firsts),
+                    float(min(after)) if after else math.inf)

@@ -1,7 +1,9 @@
 """A preset replayed over ``logs/`` or the samples and measured, once for the session.
 
-``preset_runner`` backs the ``preset_run`` fixture (``tests/conftest.py``): each replay and its
-metrics (~1.4 s of CPU) is computed by one xdist worker for all (``tests/shared_results.py``;
+``preset_runner`` backs the ``preset_run`` fixture (``tests/conftest.py``): each replay, its
+metrics as the commands compute them (``analysis.metrics.metrics``: the per-run functions) and
+the same frame by the pandas analyses (``analysis.metrics_by_analyses``, the cross-check;
+~1.4 s of CPU together) is computed by one xdist worker for all (``tests/shared_results.py``;
 the same inputs give the same traces and rows in any worker's store).  The tests that replay a
 whole corpus under a preset take it from here: the analysis tests, and ``replay redact``'s
 comparison for its originals.
@@ -15,6 +17,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from analysis.metrics import metrics
+from analysis.metrics_by_analyses import metrics_by_analyses
 from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import RunResult, run
 from replay.corpus import Corpus
@@ -23,11 +26,13 @@ from tests.shared_results import SharedResults
 
 
 class PresetRun(NamedTuple):
-    """A policy run over a corpus as ``replay run`` does it, with ``metrics()`` of its trace."""
+    """A policy run over a corpus as ``replay run`` does it, with ``metrics()`` of its trace and
+    ``metrics_by_analyses()``, the same frame computed by the pandas analyses."""
 
     corpus: Corpus
     result: RunResult
     metrics: pd.DataFrame
+    by_analyses: pd.DataFrame
 
 
 def preset_runner(logs_corpus: Corpus, sample_corpus: Corpus,
@@ -38,11 +43,13 @@ def preset_runner(logs_corpus: Corpus, sample_corpus: Corpus,
     def get(which: str, policy: Policy) -> PresetRun:
         corpus = corpora[which]
 
-        def compute() -> tuple[RunResult, pd.DataFrame]:
+        def compute() -> tuple[RunResult, pd.DataFrame, pd.DataFrame]:
             result = run(corpus, policy, rollup=RUN_ROLLUP)
-            return result, metrics(corpus, result.trace, policy)
+            return (result, metrics(corpus, result.trace, policy),
+                    metrics_by_analyses(corpus, result.trace, policy))
 
-        result, frame = shared_results.get(f"preset-run-{which}-{policy.digest()}", compute)
-        return PresetRun(corpus, result, frame)
+        result, frame, by_analyses = shared_results.get(
+            f"preset-run-{which}-{policy.digest()}", compute)
+        return PresetRun(corpus, result, frame, by_analyses)
 
     return get

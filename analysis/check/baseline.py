@@ -9,7 +9,8 @@ digits, so the file does not change with the last bits of a sum.  It holds:
 - ``runs``: per *run key* (the source path relative to the ingest root, with ``#i`` for the
   i-th run of a file when i > 0) its ``source`` and the source file's ``sha256``, so a
   changed log is reported as such;
-- ``metrics``: the metric names, in the order ``analysis.metrics.metrics`` gives them;
+- ``metrics``: the metric names, in the order ``analysis.metrics.metrics`` gives them (the
+  per-run functions of ``analysis.per_run``, as ``replay run`` and sweeps compute them);
 - ``policies``: per policy name its ``digest`` and, per run key, every metric value
   (``null`` where a statistic is undefined).
 
@@ -31,10 +32,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metrics import metrics
+from analysis.metrics import metrics_of_replays
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
-from replay.engine.trace import TRACE_VERSION, Trace
+from replay.engine.trace import TRACE_VERSION
 from replay.errors import ReplayError
 from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_key
@@ -122,9 +123,8 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
     order: tuple[str, ...] = ()
     out: dict[str, PolicyValues] = {}
     for policy in policies:
-        trace = Trace.concat(list(iter_replays(corpus, policy, allow_python=allow_python,
-                                               run_ids=ids, on_run=on_run)))
-        frame = metrics(corpus, trace, policy)
+        frame = metrics_of_replays(corpus, iter_replays(corpus, policy, allow_python=allow_python,
+                                                        run_ids=ids, on_run=on_run), policy)
         order = tuple(c for c in frame.columns if c not in ("run_id", "policy"))
         out[policy.name] = policy_values(policy, frame, keys)
     return Baseline(trace_version=TRACE_VERSION, schema_version=SCHEMA_VERSION, metrics=order,

@@ -14,9 +14,10 @@ A fast function reads the trace, the run's facts and the policy's fields outside
 replay to every setting that replay stands for (``replay.engine.share``), and
 ``tests/analysis/sweep/test_sweep.py`` checks the rows equal those computed under each setting.
 
-No pandas and no matplotlib here (``replay run`` imports this for its summary): the
-pandas roll-ups of the analysis modules (``analysis.metrics.metrics``) compute the same
-columns independently and are the tests' oracle.
+No pandas and no matplotlib here (``replay run`` imports this for its summary).  Every command
+computes its metrics here: ``replay run``'s roll-up, sweeps, and ``analysis.metrics.metrics``
+(check, report, diff).  The pandas roll-ups of the analysis modules
+(``analysis.metrics_by_analyses``) compute the same columns independently: the tests' oracle.
 """
 
 from __future__ import annotations

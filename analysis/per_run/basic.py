@@ -1,6 +1,6 @@
 """The basic per-run metrics: requests, tokens sent, peak, summaries, trims, cost.
 
-``analysis.metrics._basic`` computes the same columns with pandas (the tests' oracle).
+``analysis.metrics_by_analyses._basic`` computes the same columns with pandas (the tests' oracle).
 """
 
 from __future__ import annotations

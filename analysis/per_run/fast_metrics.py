@@ -1,23 +1,22 @@
-"""Every ``metrics()`` column for one (run, policy) replay, from plain column lists: the sweep path.
+"""Every ``metrics()`` column for one (run, policy) replay, from plain column lists.
 
-``analysis.metrics.metrics`` builds pandas frames and runs the five analyses;
-for a one-run trace that costs about a second on the sample corpus, far too much
-for a sweep that replays tens of thousands of settings (here: under a
-millisecond a row).  This module computes the same columns in two parts:
+The path of every command that shows a metric: sweeps (a row per replay, under a millisecond),
+``replay run``'s roll-up (some parts) and ``analysis.metrics.metrics`` (check, report, diff: the
+trace split by run).  The columns are computed in two parts:
 
 - ``analysis.run_facts.run_facts(corpus, run_id)`` — everything that does not
-  depend on the policy, once per run;
+  depend on the policy, once per run (``runs_facts``: several runs);
 - ``fast_metrics(facts, trace, policy)`` — one row (a dict in ``METRIC_COLUMNS``
   order) from the trace's column lists (``Trace.columns``), with no Arrow or
   pandas per replay: each ``MetricPart`` of ``analysis.per_run.PARTS`` computes its
   columns.
 
 The arithmetic of each part follows its analysis's pandas definition step by step
-(NumPy means, sums and percentiles where pandas used them), and
-``tests/analysis/sweep/test_sweep.py`` checks the rows equal ``metrics()`` on real traces,
-column by column.  Integers are equal exactly; floats are equal to the last bits or
-within 1e-12 relative (the order of a float sum can differ between pandas' grouped
-sums and NumPy's).
+(NumPy means, sums and percentiles where pandas used them), and the tests check the rows
+equal the pandas analyses' frame (``analysis.metrics_by_analyses``) on real traces, column by
+column (``tests/analysis/sweep/test_sweep.py``, ``tests/analysis/test_metrics_agree.py``).
+Integers are equal exactly; floats are equal to the last bits or within 1e-12 relative (the
+order of a float sum can differ between pandas' grouped sums and NumPy's).
 
 Not here: the definitions themselves (the analysis modules), the sweep loop
 (``analysis.sweep.core``).
@@ -28,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
@@ -88,11 +88,14 @@ def metrics_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     Returns:
         A frame: ``run_id``, ``policy``, ``METRIC_COLUMNS`` (int64 or float64), then any extra keys.
     """
-    df = pd.DataFrame(list(rows))
-    if df.empty:
-        df = pd.DataFrame(columns=["run_id", "policy", *METRIC_COLUMNS])
-    out = pd.DataFrame({"run_id": df["run_id"].astype(str), "policy": df["policy"].astype(str)})
-    for col in METRIC_COLUMNS:
-        out[col] = df[col].astype("float64" if col in FLOAT_COLUMNS else "int64")
-    extra = [c for c in df.columns if c not in out.columns]
-    return pd.concat([out, df[extra]], axis=1) if extra else out
+    rows = list(rows)
+    cols: dict[str, Any] = {
+        key: pd.Series([r[key] for r in rows], dtype=object).astype(str)
+        for key in ("run_id", "policy")}
+    for col in METRIC_COLUMNS:  # a column at a time, the frame made once (an insertion ~1 ms)
+        cols[col] = np.array([r[col] for r in rows],
+                             dtype="float64" if col in FLOAT_COLUMNS else "int64")
+    out = pd.DataFrame(cols)
+    known = set(cols)
+    extra = list(dict.fromkeys(k for r in rows for k in r if k not in known))
+    return pd.concat([out, pd.DataFrame(rows, columns=extra)], axis=1) if extra else out

@@ -23,11 +23,13 @@ PRESETS = ("two-tier-original", "two-tier-corrected")
 
 
 class Replayed(NamedTuple):
-    """One preset replayed over the samples, with its metrics."""
+    """One preset replayed over the samples, with its metrics (``metrics()``, and the same frame
+    by the pandas analyses: ``metrics_by_analyses()``)."""
 
     policy: Policy
     trace: Trace
     metrics: pd.DataFrame
+    by_analyses: pd.DataFrame
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +38,8 @@ def replayed(preset_run: Callable[[str, Policy], PresetRun]) -> dict[str, Replay
     out = {}
     for name in PRESETS:
         done = preset_run("samples", load_policy(name))
-        out[name] = Replayed(done.result.policy, done.result.trace, done.metrics)
+        out[name] = Replayed(done.result.policy, done.result.trace, done.metrics,
+                             done.by_analyses)
     return out
 
 

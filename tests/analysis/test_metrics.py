@@ -1,4 +1,5 @@
-"""The joined metrics table: one row per (run, policy), fixed columns, deterministic."""
+"""The metrics table: one row per (run, policy), fixed columns, deterministic; a trace split by run
+whatever its row order; the pandas analyses' frame (``metrics_by_analyses``) alike."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ import pandas as pd
 import pytest
 
 from analysis import frames
-from analysis.metrics import BASIC_COLUMNS, METRIC_DIRECTIONS, metrics
-from replay.corpus import Corpus, replay_corpus
+from analysis.metrics import (
+    BASIC_COLUMNS,
+    FLOAT_COLUMNS,
+    METRIC_DIRECTIONS,
+    metrics,
+    metrics_of_replays,
+)
+from analysis.metrics_by_analyses import metrics_by_analyses
+from replay.corpus import Corpus, iter_replays, replay_corpus
+from replay.engine.trace import Trace
 from replay.policy import load_policy
 from tests.analysis.conftest import Replayed
 from tests.analysis.scenarios import corpus_of, reread_after_trim_run
@@ -71,11 +80,45 @@ def test_directions_name_existing_columns(replayed: dict[str, Replayed]) -> None
     assert set(METRIC_DIRECTIONS.values()) <= {"lower", "higher"}
 
 
-def test_rejects_another_policys_trace(sample_corpus: Corpus,
-                                       replayed: dict[str, Replayed]) -> None:
+@pytest.mark.parametrize("of", [metrics, metrics_by_analyses])
+def test_rejects_another_policys_trace(sample_corpus: Corpus, replayed: dict[str, Replayed],
+                                       of: object) -> None:
     with pytest.raises(ValueError, match="two-tier-corrected"):
-        metrics(sample_corpus, replayed["two-tier-original"].trace,
-                load_policy("two-tier-corrected"))
+        of(sample_corpus, replayed["two-tier-original"].trace,  # type: ignore[operator]
+           load_policy("two-tier-corrected"))
+
+
+def test_a_trace_with_its_runs_interleaved_gives_the_same_rows(
+        sample_corpus: Corpus, replayed: dict[str, Replayed]) -> None:
+    """Rows of the runs taken in turn (each run's own rows in order): every run's row the same."""
+    rep = replayed["two-tier-original"]
+    cols = {}
+    for name in ("requests", "actions", "evictions"):
+        table = rep.trace.columns(name)
+        seen: dict[str, int] = {}
+        nth = [seen.__setitem__(r, seen.get(r, -1) + 1) or seen[r] for r in table["run_id"]]
+        order = sorted(range(len(nth)), key=lambda i: nth[i])
+        cols[name] = {c: [v[i] for i in order] for c, v in table.items()}
+    shuffled = Trace(columns=cols)
+    assert shuffled.columns("requests")["run_id"][:2] != rep.trace.columns("requests")["run_id"][:2]
+    pd.testing.assert_frame_equal(metrics(sample_corpus, shuffled, rep.policy), rep.metrics)
+
+
+def test_metrics_of_replays_equals_metrics(sample_corpus: Corpus,
+                                           replayed: dict[str, Replayed]) -> None:
+    rep = replayed["two-tier-corrected"]
+    per_run = list(iter_replays(sample_corpus, rep.policy))
+    got = metrics_of_replays(sample_corpus, [Trace.concat([]), *reversed(per_run)], rep.policy)
+    pd.testing.assert_frame_equal(got, rep.metrics)
+    with pytest.raises(ValueError, match="one run each"):
+        metrics_of_replays(sample_corpus, [Trace.concat(per_run[:2])], rep.policy)
+
+
+def test_no_request_no_row(sample_corpus: Corpus) -> None:
+    m = metrics(sample_corpus, Trace.concat([]), load_policy("none"))
+    assert len(m) == 0
+    assert list(m.columns[:2 + len(BASIC_COLUMNS)]) == ["run_id", "policy", *BASIC_COLUMNS]
+    assert {c for c in m.columns[2:] if m[c].dtype == "float64"} == FLOAT_COLUMNS
 
 
 def test_edge_hand_built_run() -> None:

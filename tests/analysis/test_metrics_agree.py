@@ -4,9 +4,11 @@ and of the samples under every preset, ``replay run``'s summary row, ``metrics()
 replay) and the report's headline agree on every metric they share, under the same name.  The
 replays are shared with ``test_summary_definition`` (``preset_run``).
 
-``replay run``'s values come from the fast per-run functions (``analysis.per_run``) and
-``metrics()``'s from the pandas roll-ups: two computations, so the comparison bites.  (It would
-have caught ``replay run`` showing 4 summaries where ``metrics()`` showed 0.)
+``replay run``, ``metrics()`` (and so check, report and diff) compute every value by the per-run
+functions (``analysis.per_run``); ``metrics_by_analyses()`` computes the same frame from the
+pandas analyses: two computations, compared column by column on every run (integers exactly,
+floats to 1e-12 relative), so the comparison bites.  (It would have caught ``replay run``
+showing 4 summaries where the analyses showed 0.)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from analysis.check.baseline import policy_values, stored_value
@@ -37,7 +40,8 @@ def _same(a: Any, b: Any) -> bool:
 def test_replay_run_metrics_check_and_report_agree(
         preset_run: Callable[[str, Policy], PresetRun], which: str, preset: str) -> None:
     policy = load_policy(preset)
-    corpus, result, frame = preset_run(which, policy)
+    corpus, result, frame, by_analyses = preset_run(which, policy)
+    pd.testing.assert_frame_equal(frame, by_analyses, check_exact=False, rtol=1e-12, atol=0)
     by_run = {r["run_id"]: r for r in frame.to_dict(orient="records")}
     keys = {rid: run_key(rid, src) for rid, src in zip(corpus.runs["run_id"].to_pylist(),
                                                         corpus.runs["source"].to_pylist())}

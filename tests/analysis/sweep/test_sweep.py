@@ -1,7 +1,7 @@
-"""Sweeps: the fast metrics equal ``metrics()``, a sweep equals individual runs, every executor
-gives the same table, the cache computes only new cells. Grids are in test_grid.py, choosing
-and the plots in test_pareto.py, what a sweep writes and the command in
-test_sweep_command.py."""
+"""Sweeps: the fast metrics equal the pandas analyses (``metrics_by_analyses``), a sweep equals
+individual runs, every executor gives the same table, the cache computes only new cells. Grids
+are in test_grid.py, choosing and the plots in test_pareto.py, what a sweep writes and the
+command in test_sweep_command.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.metrics import metrics
+from analysis.metrics_by_analyses import metrics_by_analyses
 from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics, metrics_frame
 from analysis.per_run.rollup import ROLLUP_METRICS, RUN_ROLLUP
 from analysis.run_facts import run_facts
@@ -30,13 +30,13 @@ from tests.analysis.sweep.small_grid import BASE, SMALL
 
 
 def _fast_frame(corpus: Corpus, policy_name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(fast rows, metrics()) of one policy over the whole corpus."""
+    """(fast rows, metrics_by_analyses()) of one policy over the whole corpus."""
     policy = load_policy(policy_name)
     rows = [fast_metrics(run_facts(corpus, rid),
                          replay(corpus.prepared(rid), policy, calibration=corpus.calibration(rid)),
                          policy) for rid in corpus.replayable()]
     fast = metrics_frame(rows).sort_values(["run_id", "policy"]).reset_index(drop=True)
-    return fast, metrics(corpus, replay_corpus(corpus, policy), policy)
+    return fast, metrics_by_analyses(corpus, replay_corpus(corpus, policy), policy)
 
 
 @pytest.mark.parametrize("name", ["corecoder", "claude-code", "observation-masking", "none"])
@@ -48,7 +48,7 @@ def test_fast_metrics_equal_metrics_on_real_traces(sample_corpus: Corpus, name: 
 
 def test_fast_metrics_equal_the_two_tier_metrics(sample_corpus: Corpus,
                                                   replayed: dict[str, Replayed]) -> None:
-    both = pd.concat([rep.metrics for rep in replayed.values()])
+    both = pd.concat([rep.by_analyses for rep in replayed.values()])
     for col in ("rereads_n_eviction_induced", "cache_invalidation_n_small_trims",
                 "cache_invalidation_n_below_min", "n_summaries", "overshoots_n_comparable"):
         assert both[col].sum() > 0, f"{col}: the comparison must bite"
@@ -58,7 +58,8 @@ def test_fast_metrics_equal_the_two_tier_metrics(sample_corpus: Corpus,
                                                calibration=sample_corpus.calibration(rid)),
                                         rep.policy) for rid in sample_corpus.replayable()])
         fast = fast.sort_values(["run_id", "policy"]).reset_index(drop=True)
-        pd.testing.assert_frame_equal(fast, rep.metrics, check_exact=False, rtol=1e-12, atol=0)
+        pd.testing.assert_frame_equal(fast, rep.by_analyses, check_exact=False, rtol=1e-12,
+                                      atol=0)
 
 
 def test_edge_fast_metrics_of_a_hand_built_reread_after_trim() -> None:
@@ -66,7 +67,7 @@ def test_edge_fast_metrics_of_a_hand_built_reread_after_trim() -> None:
     policy = load_policy("two-tier-original")
     trace = replay_corpus(corpus, policy)
     fast = metrics_frame([fast_metrics(run_facts(corpus, "reread-after-trim"), trace, policy)])
-    pd.testing.assert_frame_equal(fast, metrics(corpus, trace, policy))
+    pd.testing.assert_frame_equal(fast, metrics_by_analyses(corpus, trace, policy))
     assert fast["rereads_n_eviction_induced"].iloc[0] == 1
 
 
@@ -83,7 +84,7 @@ def test_sweep_over_one_run_equals_replay_run_for_each_setting(samples: Path,
         summary = alone.rollup[0]
         for col in ROLLUP_METRICS:  # replay run's summary: the same names and values
             assert row[col] == summary[col], col
-        full = metrics(corpus, alone.trace, s.policy).iloc[0]
+        full = metrics_by_analyses(corpus, alone.trace, s.policy).iloc[0]
         for col in METRIC_COLUMNS:
             assert row[col] == full[col] or (math.isnan(row[col]) and math.isnan(full[col])), col
 

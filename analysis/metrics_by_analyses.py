@@ -1,0 +1,118 @@
+"""The metric frame of a replay computed a second way, by the pandas analyses: the cross-check.
+
+``metrics_by_analyses(corpus, trace, policy)`` loads the frames once, runs the five
+analyses and joins their per-run summaries after a few basic columns (``_basic``, pandas
+over the trace's requests and actions).  It gives the frame ``analysis.metrics.metrics``
+gives — the same columns in the same order, rows sorted by ``run_id`` then ``policy``,
+``int64`` integers and ``float64`` the rest (NaN where a statistic is undefined) — from the
+analyses' own definitions, not from the per-run functions (``analysis.per_run``) that every
+command uses.  No command calls it: it is the independent reference the tests compare those
+functions against (``tests/analysis/test_metrics_agree.py``,
+``tests/analysis/sweep/test_sweep.py``: integers exactly, floats to 1e-12 relative), so a
+per-run function that drifts from its analysis is caught.
+
+Not here: the declarations (``analysis.per_run``), the frame the commands use
+(``analysis.metrics``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import frames
+from analysis.arg_share import arg_share, arg_share_summary
+from analysis.cache_invalidation import (
+    cache_actions,
+    cache_invalidation,
+    cache_invalidation_summary,
+)
+from analysis.induced import induced_summary
+from analysis.overshoots import overshoots, overshoots_summary
+from analysis.per_run.basic import BASIC
+from analysis.rereads import REREADS_COLUMNS, rereads, rereads_summary
+from analysis.summarisation import recorded_compactions, summarisation, summarisation_summary
+from replay.corpus import Corpus
+from replay.engine.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
+from replay.policy import Policy
+
+
+def metrics_by_analyses(corpus: Corpus, trace: Trace, policy: Policy) -> pd.DataFrame:
+    """Every summary column of the five analyses, one row per (run_id, policy): the cross-check
+    of ``analysis.metrics.metrics`` (the same frame, computed by the pandas analyses).
+
+    Args:
+        corpus: the corpus the trace was replayed from.
+        trace: the replay of ``policy`` over (some of) the corpus's runs.
+        policy: the replayed policy (prices, tier minimums).
+
+    Returns:
+        ``run_id``, ``policy``, the basic columns (``analysis.per_run.basic``) and the ``rereads_*``, ``arg_share_*``,
+        ``summarisation_*``, ``cache_invalidation_*`` and ``overshoots_*`` columns.
+
+    Raises:
+        ValueError: the trace holds another policy's rows.
+    """
+    req = frames.requests_df(trace)
+    names = sorted(set(req["policy"].astype(str)))
+    if any(n != policy.name for n in names):
+        raise ValueError(f"trace holds policies {names}, expected only {policy.name!r}")
+    act, ev = frames.actions_df(trace), frames.evictions_df(trace)
+    run_ids = list(dict.fromkeys(req["run_id"].astype(str)))
+    recorded = frames.recorded_requests_df(corpus, run_ids=run_ids)
+    tool_blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
+                                     run_ids=run_ids)
+    flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=run_ids)
+    comps = recorded_compactions(flags, recorded)
+
+    keys = _basic(req, act)
+    parts = [
+        rereads_summary(rereads(tool_blocks, recorded, ev, policies=names), keys=keys),
+        arg_share_summary(arg_share(req)),
+        summarisation_summary(summarisation(act, req, comps), req),
+        cache_invalidation_summary(cache_invalidation(req, policy), cache_actions(act, policy)),
+        overshoots_summary(overshoots(req, compactions=comps)),
+        induced_summary(req, act),
+    ]
+    out = keys
+    for part in parts:
+        out = out.merge(part, on=["run_id", "policy"], how="left", validate="one_to_one")
+    out = out.sort_values(["run_id", "policy"], kind="stable").reset_index(drop=True)
+    return _plain_dtypes(out)
+
+
+def _basic(req: pd.DataFrame, act: pd.DataFrame) -> pd.DataFrame:
+    """Keys and the basic columns, one row per (run_id, policy) of the trace."""
+    r = req.assign(run_id=req["run_id"].astype(str), policy=req["policy"].astype(str))
+    g = r.groupby(["run_id", "policy"], sort=False)
+    out = pd.DataFrame({
+        "n_requests": g.size(),
+        "tokens_sent": g["truth_tokens"].sum(),
+        "peak_tokens": g["truth_tokens"].max(),
+        "cost_usd": g["cost_usd"].sum(),
+    }).reset_index()
+    a = act.assign(run_id=act["run_id"].astype(str), policy=act["policy"].astype(str))
+    applied = a[~a["undone"].astype(bool)]
+    counts = {
+        "n_summaries": applied[applied["kind"].isin(SUMMARY_KINDS)].groupby(["run_id", "policy"]).size(),
+        "n_trims": applied[applied["kind"].isin(TRIM_KINDS)].groupby(["run_id", "policy"]).size(),
+    }
+    for name, s in counts.items():
+        idx = pd.MultiIndex.from_frame(out[["run_id", "policy"]])
+        out[name] = s.reindex(idx, fill_value=0).to_numpy() if len(s) else 0
+    return out[["run_id", "policy", *BASIC.names]]
+
+
+def _plain_dtypes(df: pd.DataFrame) -> pd.DataFrame:
+    """Keys as str, whole-number columns as int64, the rest as float64."""
+    # the columns made apart and the frame made once (inserting ~110 columns one by one into a
+    # frame, each through pandas' astype, cost ~0.4 ms a column: most of a small run's metrics)
+    cols: dict[str, Any] = {"run_id": df["run_id"].astype(str), "policy": df["policy"].astype(str)}
+    for col in df.columns[2:]:
+        values = df[col].to_numpy(dtype="float64", na_value=np.nan)
+        is_int = pd.api.types.is_integer_dtype(df[col].dtype) or (
+            str(df[col].dtype) in ("int64[pyarrow]",))
+        cols[col] = values.astype("int64") if is_int and not np.isnan(values).any() else values
+    return pd.DataFrame(cols, index=df.index)
