@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from analysis._numeric import floats
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, CUSTOM_CUT, CUSTOM_TRIM, SUMMARISE, TRIM
@@ -98,11 +99,17 @@ def plot_timeline(requests: pd.DataFrame, actions: pd.DataFrame,
     ax.set_ylim(bottom=0)
     if len(x):
         ax.set_xlim(-0.5, max(float(x.max()), 1.0) + 0.5)
+    # fewer ticks than matplotlib's default (nine and eight on a report's axes): each is an
+    # object and a label to draw, most of a timeline's CPU with the legend
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.yaxis.set_major_formatter(_thousands)
     ax.grid(True, linewidth=0.3, alpha=0.6)
+    # y fixed: no ticks or offset above the axes to clear (y labels are ``_thousands``), and
+    # matplotlib's search for them measured the y axis once more per figure
     ax.set_title(plot_text(title if title is not None else " ".join(keys[0]) if keys
                            else "no requests"),
-                 fontsize="medium")
+                 fontsize="medium", y=1.0)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=3,
               frameon=False, borderaxespad=0.0)
     return ax

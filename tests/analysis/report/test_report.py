@@ -275,6 +275,28 @@ def test_timeline_marks_limits_actions_overshoots_and_rereads() -> None:
         plot_timeline(pd.concat([requests, requests.assign(policy="q")]), actions)
 
 
+def test_timeline_ticks_are_few_and_whole_requests() -> None:
+    """A report-wide timeline (6.5 in) gets at most seven x ticks, at whole requests, and six y
+    ticks: each tick is an object and a label to draw (matplotlib's default: nine and eight)."""
+    from matplotlib.figure import Figure
+
+    from analysis.report.timeline import plot_timeline
+
+    n = 200
+    requests = pd.DataFrame({
+        "run_id": "r", "policy": "p", "request": range(n), "est_tokens": range(0, 700 * n, 700),
+        "truth_tokens": range(0, 700 * n, 700), "recorded_input_tokens": pd.NA,
+        "window_tokens": 130_000, "reserve_tokens": 24_576, "overshoot_tokens": 0})
+    actions = pd.DataFrame(columns=["request", "kind", "undone", "context_after_tokens",
+                                    "trigger_tokens"])
+    ax = plot_timeline(requests, actions, ax=Figure(figsize=(6.5, 5.3)).subplots())
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    xs = [t for t in ax.get_xticks() if x0 <= t <= x1]
+    ys = [t for t in ax.get_yticks() if y0 <= t <= y1]
+    assert 3 <= len(xs) <= 7 and all(float(t).is_integer() for t in xs), xs
+    assert 3 <= len(ys) <= 6, ys
+
+
 def test_a_report_from_traces_pools_the_runs_the_traces_hold(samples: Path, tmp_path: Path) -> None:
     """A run with too few recorded requests borrows the fit of its model's other runs in the
     corpus.  The project cache also holds other runs of that model (ingested earlier): a report
