@@ -1,10 +1,13 @@
 """Every metric of one replay, one row per (run_id, policy): what checks, reports and diffs compare.
 
 ``metrics(corpus, trace, policy)`` splits the trace by run and computes each run's row by the
-per-run functions declared beside each metric (``analysis.per_run``): the runs' facts read once
-from the corpus (``analysis.run_facts.runs_facts``), then every part (``analysis.per_run.fast_metrics``),
-the same code ``replay run``'s roll-up and sweeps use, so every consumer reads one declaration.
+per-run functions declared beside each metric (``analysis.per_run``): the runs' facts read
+once from the corpus (``analysis.run_facts.runs_facts``), then every part
+(``analysis.per_run.fast_metrics``), the same code ``replay run``'s roll-up and sweeps use, so
+every consumer reads one declaration.
 ``metrics_of_replays`` does it for traces that are already one per run (``replay check``).
+A command that measures several policies over the same runs reads the runs' facts once and
+passes them (``facts=``).
 
 ``n_requests``, ``tokens_sent``, ``peak_tokens``, ``n_summaries``, ``n_trims`` and
 ``cost_usd`` come first (``analysis.per_run.basic``: their declarations say what each is).
@@ -24,11 +27,11 @@ The pandas analyses compute the same frame independently
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams
+from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
 from analysis.per_run import (
     FLOAT_COLUMNS,
     METRIC_COLUMNS,
@@ -52,7 +55,8 @@ BASIC_COLUMNS: tuple[str, ...] = BASIC.names
 
 
 def metrics(corpus: Corpus, trace: Trace, policy: Policy,
-            params: AnalysisParams = DEFAULT_PARAMS) -> pd.DataFrame:
+            params: AnalysisParams = DEFAULT_PARAMS, *,
+            facts: Mapping[str, RunFacts] | None = None) -> pd.DataFrame:
     """Every metric column, one row per (run_id, policy) of the trace.
 
     Args:
@@ -60,6 +64,8 @@ def metrics(corpus: Corpus, trace: Trace, policy: Policy,
         trace: the replay of ``policy`` over (some of) the corpus's runs.
         policy: the replayed policy (prices, tier minimums).
         params: the analyses' constants.
+        facts: ``analysis.run_facts.runs_facts`` of (some of) the runs, under ``params``: read
+            once for several policies' traces; the other runs' facts are read here.
 
     Returns:
         ``run_id``, ``policy`` and ``METRIC_COLUMNS``: ``BASIC_COLUMNS``, then the
@@ -69,11 +75,12 @@ def metrics(corpus: Corpus, trace: Trace, policy: Policy,
     Raises:
         ValueError: the trace holds another policy's rows.
     """
-    return metrics_of_replays(corpus, _by_run(trace), policy, params)
+    return metrics_of_replays(corpus, _by_run(trace), policy, params, facts=facts)
 
 
 def metrics_of_replays(corpus: Corpus, traces: Iterable[Trace], policy: Policy,
-                       params: AnalysisParams = DEFAULT_PARAMS) -> pd.DataFrame:
+                       params: AnalysisParams = DEFAULT_PARAMS, *,
+                       facts: Mapping[str, RunFacts] | None = None) -> pd.DataFrame:
     """``metrics`` of traces that are each one run's replay under ``policy`` (a trace with no
     request has no row).
 
@@ -92,8 +99,10 @@ def metrics_of_replays(corpus: Corpus, traces: Iterable[Trace], policy: Policy,
         if any(r != rid for r in rq["run_id"]):
             raise ValueError("metrics_of_replays takes traces of one run each")
         runs.append((rid, trace))
-    facts = runs_facts(corpus, [rid for rid, _ in runs], params)
-    rows = [fast_metrics(facts[rid], trace, policy, params) for rid, trace in runs]
+    known = facts or {}
+    read = runs_facts(corpus, [rid for rid, _ in runs if rid not in known], params)
+    rows = [fast_metrics(known[rid] if rid in known else read[rid], trace, policy, params)
+            for rid, trace in runs]
     rows.sort(key=lambda r: r["run_id"])
     return metrics_frame(rows)
 

@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.metrics import metrics_of_replays
+from analysis.run_facts import runs_facts
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_VERSION
@@ -122,9 +123,11 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
     keys, runs = _run_keys(corpus, ids)
     order: tuple[str, ...] = ()
     out: dict[str, PolicyValues] = {}
+    facts = runs_facts(corpus, ids)  # once for every policy
     for policy in policies:
         frame = metrics_of_replays(corpus, iter_replays(corpus, policy, allow_python=allow_python,
-                                                        run_ids=ids, on_run=on_run), policy)
+                                                        run_ids=ids, on_run=on_run), policy,
+                                   facts=facts)
         order = tuple(c for c in frame.columns if c not in ("run_id", "policy"))
         out[policy.name] = policy_values(policy, frame, keys)
     return Baseline(trace_version=TRACE_VERSION, schema_version=SCHEMA_VERSION, metrics=order,

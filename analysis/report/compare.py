@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from analysis.induced import includes_induced
 from analysis.metrics import metrics
 from analysis.report.diff import diff
+from analysis.run_facts import runs_facts
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
 from replay.engine.trace import Trace
@@ -188,7 +189,10 @@ def diff_policies(spec: CompareSpec, *, open_runs: Opener | None = None,
     if len(got.pairs) != 2:
         raise ReplayInputError(f"diff compares two policies or traces, got {len(got.pairs)}")
     (pol_a, tr_a), (pol_b, tr_b) = got.pairs
-    table = diff(metrics(got.corpus, tr_a, pol_a), metrics(got.corpus, tr_b, pol_b))
+    ids = [rid for tr in (tr_a, tr_b) for rid in tr.columns("requests")["run_id"]]
+    facts = runs_facts(got.corpus, list(dict.fromkeys(ids)))  # once for both policies
+    table = diff(metrics(got.corpus, tr_a, pol_a, facts=facts),
+                 metrics(got.corpus, tr_b, pol_b, facts=facts))
     return DiffOutcome(a=pol_a, b=pol_b, table=table, traces=got)
 
 

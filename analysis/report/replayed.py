@@ -1,6 +1,7 @@
-"""What a report draws from each policy's trace: its metrics and the five analyses' frames
-(``gather``: the corpus's own frames read once for every policy), the truth that judged each
-run, and the runs in corpus order or longest first.
+"""What a report draws from each policy's trace: its metrics (``analysis.metrics``: the per-run
+functions) and the five analyses' frames (``gather``: the corpus's own frames and the runs'
+facts read once for every policy), the truth that judged each run, and the runs in corpus order
+or longest first.
 
 Not here: drawing the figures (``analysis.report.figures``), writing the report
 (``analysis.report.build``).
@@ -19,6 +20,7 @@ from analysis.cache_invalidation import cache_invalidation
 from analysis.metrics import metrics
 from analysis.overshoots import overshoots
 from analysis.rereads import REREADS_COLUMNS, rereads
+from analysis.run_facts import runs_facts
 from analysis.summarisation import recorded_compactions, summarisation
 from replay.corpus import Corpus
 from replay.engine.trace import Trace
@@ -53,11 +55,13 @@ def gather(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]]) -> list[Replaye
                                 run_ids=ids)
     flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=ids)
     comps = recorded_compactions(flags, recorded)
+    facts = runs_facts(corpus, ids)  # once for every policy
     out = []
     for policy, trace in runs:
         req, act = frames.requests_df(trace), frames.actions_df(trace)
         out.append(Replayed(
-            policy=policy, metrics=metrics(corpus, trace, policy), requests=req, actions=act,
+            policy=policy, metrics=metrics(corpus, trace, policy, facts=facts), requests=req,
+            actions=act,
             rereads=rereads(blocks, recorded, frames.evictions_df(trace), policies=[policy.name]),
             arg_share=arg_share(req), summarisation=summarisation(act, req, comps),
             cache=cache_invalidation(req, policy), overshoots=overshoots(req, compactions=comps)))

@@ -3,6 +3,7 @@ whatever its row order; the pandas analyses' frame (``metrics_by_analyses``) ali
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -17,6 +18,7 @@ from analysis.metrics import (
     metrics_of_replays,
 )
 from analysis.metrics_by_analyses import metrics_by_analyses
+from analysis.run_facts import runs_facts
 from replay.corpus import Corpus, iter_replays, replay_corpus
 from replay.engine.trace import Trace
 from replay.policy import load_policy
@@ -112,6 +114,22 @@ def test_metrics_of_replays_equals_metrics(sample_corpus: Corpus,
     pd.testing.assert_frame_equal(got, rep.metrics)
     with pytest.raises(ValueError, match="one run each"):
         metrics_of_replays(sample_corpus, [Trace.concat(per_run[:2])], rep.policy)
+
+
+def test_facts_read_once_are_the_ones_used(sample_corpus: Corpus,
+                                           replayed: dict[str, Replayed]) -> None:
+    """Facts passed in (read once for several policies) are used for their runs, and the other
+    runs' are read: the same frame."""
+    rep = replayed["two-tier-corrected"]
+    ids = rep.metrics["run_id"].tolist()
+    facts = runs_facts(sample_corpus, ids[:3])
+    pd.testing.assert_frame_equal(metrics(sample_corpus, rep.trace, rep.policy, facts=facts),
+                                  rep.metrics)
+    first = facts[ids[0]]
+    marked = dataclasses.replace(first, static_rereads={**first.static_rereads,
+                                                        "rereads_n_reads": -7})
+    got = metrics(sample_corpus, rep.trace, rep.policy, facts={ids[0]: marked})
+    assert got["rereads_n_reads"].tolist() == [-7, *rep.metrics["rereads_n_reads"].tolist()[1:]]
 
 
 def test_no_request_no_row(sample_corpus: Corpus) -> None:
