@@ -147,7 +147,6 @@ def _metrics_figure(agg: pd.DataFrame, param: str, metrics: Sequence[str],
     numeric = pd.api.types.is_numeric_dtype(agg[param])
     x_ticks = (FixedLocator(sorted(x.dropna().unique())) if x.nunique() <= 6
                else MaxNLocator(nbins=4))
-    compact = FuncFormatter(_compact)
     axes = []
     for i, metric in enumerate(metrics):
         ax = fig.add_subplot(nrows, ncols, i + 1)  # only the panels drawn: no hidden Axes
@@ -161,9 +160,9 @@ def _metrics_figure(agg: pd.DataFrame, param: str, metrics: Sequence[str],
             ax.xaxis.set_visible(False)  # the panel below shows the same ticks
         elif numeric:
             ax.xaxis.set_major_locator(x_ticks)
-        ends = {float(v) for v in ax.dataLim.intervaly if math.isfinite(v)}
-        ax.yaxis.set_major_locator(FixedLocator(sorted(ends)))
-        ax.yaxis.set_major_formatter(compact)
+        ends = sorted({float(v) for v in ax.dataLim.intervaly if math.isfinite(v)})
+        ax.yaxis.set_major_locator(FixedLocator(ends))
+        ax.yaxis.set_major_formatter(FuncFormatter(_compact_apart(ends)))
         ax.tick_params(labelsize="x-small")
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
@@ -175,9 +174,22 @@ def _metrics_figure(agg: pd.DataFrame, param: str, metrics: Sequence[str],
     return fig
 
 
-def _compact(v: float, _pos: object = None) -> str:
-    """A tick label without an offset or exponent above the axes: 1.2M, 35k, 0.25."""
+def _compact(v: float, digits: int = 4) -> str:
+    """A tick label without an offset or exponent above the axes: 1.2M, 35k, 0.25, to
+    ``digits`` significant digits."""
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
         if abs(v) >= scale:
-            return f"{v / (1e3 if suffix == 'k' else scale):.4g}{suffix}"
-    return f"{v:.4g}"
+            return f"{v / (1e3 if suffix == 'k' else scale):.{digits}g}{suffix}"
+    return f"{v:.{digits}g}"
+
+
+def _compact_apart(ends: Sequence[float]) -> Callable[[float, object], str]:
+    """``_compact`` labels for a panel's ticks at ``ends`` (its lowest and highest values) with
+    the fewest significant digits, 4 at least, that tell them apart: 114,912 and 114,930
+    tokens read 114.91k and 114.93k, not 114.9k twice, as if the metric did not move."""
+    digits = next((d for d in range(4, 16)
+                   if len({_compact(v, d) for v in ends}) == len(ends)), 16)
+
+    def label(v: float, _pos: object = None) -> str:
+        return _compact(v, digits)
+    return label

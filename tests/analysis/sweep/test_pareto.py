@@ -118,3 +118,21 @@ def test_sweep_metric_panels_are_only_those_drawn_ticked_at_their_ends_and_the_s
     shown = [ax for ax in grid.axes if ax.xaxis.get_visible()]
     assert shown and all(list(ax.get_xticks()) == [0.0, 0.1, 0.2] for ax in shown)
     assert len(shown) == min(5, len(grid.axes))  # x ticks under each column's lowest panel
+
+
+def test_a_metric_panels_two_tick_labels_differ_when_its_ends_agree_to_four_digits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sums of 114,924,000 and 114,930,000 tokens: both read 114.9M at four significant digits,
+    as if the metric never moved; the labels take the digits that tell them apart."""
+    from analysis.sweep import plots as sweep_plots
+    figures = []
+    draw = sweep_plots._metrics_figure
+    monkeypatch.setattr(sweep_plots, "_metrics_figure",
+                        lambda *a: figures.append(draw(*a)) or figures[-1])
+    table = _table().assign(tokens_sent=lambda t: 57_456_000 + t["tokens_sent"] * 30)
+    sweep_plots.write_plots(table, ["frac"], tmp_path)
+    [grid] = figures
+    grid.canvas.draw()
+    panel = next(ax for ax in grid.axes if ax.get_title() == "tokens_sent (tokens)")
+    assert list(panel.get_yticks()) == [114_924_000, 114_930_000]
+    assert [t.get_text() for t in panel.get_yticklabels()] == ["114.92M", "114.93M"]
