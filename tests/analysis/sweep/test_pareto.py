@@ -4,6 +4,7 @@ and the sweep's plots, on a table made by hand."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -67,23 +68,31 @@ def test_pareto_front_keeps_the_undominated_settings() -> None:
     assert ax.get_xlabel() == "tokens_sent (tokens)" and len(ax.lines) == 1
 
 
-def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _drawn(table: pd.DataFrame, out: Path, monkeypatch: pytest.MonkeyPatch,
+           **kwargs: Any) -> tuple[Any, list[Path]]:
+    """The sweep's plots of ``table`` over ``frac`` written to ``out``: its metrics grid (the
+    Figure, drawn) and the files."""
     from analysis.sweep import plots as sweep_plots
     figures = []
     draw = sweep_plots._metrics_figure
     monkeypatch.setattr(sweep_plots, "_metrics_figure",
                         lambda *a: figures.append(draw(*a)) or figures[-1])
+    files = sweep_plots.write_plots(table, ["frac"], out, **kwargs)
+    [grid] = figures
+    grid.canvas.draw()
+    return grid, files
+
+
+def test_sweep_plots_report_progress_and_label_ticks_without_an_offset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = _table().assign(tokens_sent=lambda t: t["tokens_sent"] * 100_000)
     calls: list[tuple[int, int]] = []
-    files = sweep_plots.write_plots(table, ["frac"], tmp_path,
-                                    on_figure=lambda done, total: calls.append((done, total)))
+    grid, files = _drawn(table, tmp_path, monkeypatch,
+                         on_figure=lambda done, total: calls.append((done, total)))
     # the three Pareto fronts (the last: cost against induced re-reads) and the metrics grid
     assert calls == [(k, len(files)) for k in range(len(files) + 1)] and len(files) == 4
     assert all(f.stat().st_size > 0 for f in files)
-    [grid] = figures
     panel = next(ax for ax in grid.axes if ax.get_title().startswith("tokens_sent"))
-    grid.canvas.draw()
     assert panel.get_title() == "tokens_sent (tokens)"
     assert panel.yaxis.get_offset_text().get_text() == ""  # no "1e7" over the title
     assert all(t.get_text().endswith("M") for t in panel.get_yticklabels() if t.get_text())
@@ -101,15 +110,8 @@ def test_sweep_plots_drawn_in_workers_are_the_same_files(tmp_path: Path) -> None
 
 def test_sweep_metric_panels_are_only_those_drawn_ticked_at_their_ends_and_the_swept_values(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from analysis.sweep import plots as sweep_plots
-    figures = []
-    draw = sweep_plots._metrics_figure
-    monkeypatch.setattr(sweep_plots, "_metrics_figure",
-                        lambda *a: figures.append(draw(*a)) or figures[-1])
-    table = _table().assign(tokens_sent=lambda t: t["tokens_sent"] * 100_000)
-    sweep_plots.write_plots(table, ["frac"], tmp_path)
-    [grid] = figures
-    grid.canvas.draw()
+    grid, _ = _drawn(_table().assign(tokens_sent=lambda t: t["tokens_sent"] * 100_000),
+                     tmp_path, monkeypatch)
     titles = [ax.get_title() for ax in grid.axes]
     assert "" not in titles and len(titles) == len(set(titles))  # no empty Axes made
     panel = next(ax for ax in grid.axes if ax.get_title() == "tokens_sent (tokens)")
@@ -124,15 +126,8 @@ def test_a_metric_panels_two_tick_labels_differ_when_its_ends_agree_to_four_digi
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Sums of 114,924,000 and 114,930,000 tokens: both read 114.9M at four significant digits,
     as if the metric never moved; the labels take the digits that tell them apart."""
-    from analysis.sweep import plots as sweep_plots
-    figures = []
-    draw = sweep_plots._metrics_figure
-    monkeypatch.setattr(sweep_plots, "_metrics_figure",
-                        lambda *a: figures.append(draw(*a)) or figures[-1])
-    table = _table().assign(tokens_sent=lambda t: 57_456_000 + t["tokens_sent"] * 30)
-    sweep_plots.write_plots(table, ["frac"], tmp_path)
-    [grid] = figures
-    grid.canvas.draw()
+    grid, _ = _drawn(_table().assign(tokens_sent=lambda t: 57_456_000 + t["tokens_sent"] * 30),
+                     tmp_path, monkeypatch)
     panel = next(ax for ax in grid.axes if ax.get_title() == "tokens_sent (tokens)")
     assert list(panel.get_yticks()) == [114_924_000, 114_930_000]
     assert [t.get_text() for t in panel.get_yticklabels()] == ["114.92M", "114.93M"]
