@@ -25,7 +25,8 @@ COLLAPSE_ONLY = {"name": "collapse-only", "server": {"window_tokens": 40_000},
 def test_replay_run_and_metrics_count_the_same_summaries_and_trims(
         preset_run: Callable[[str, Policy], PresetRun], name: str) -> None:
     policy = policy_from_dict(COLLAPSE_ONLY) if name == "collapse-only" else load_policy(name)
-    result, frame = preset_run("logs", policy)[1:]
+    done = preset_run("logs", policy)
+    result, frame = done.result, done.metrics
     m = frame.set_index("run_id")
     cuts = {"summarise", "collapse", "custom_cut"}
     by_hand: dict[str, list[int]] = {}
