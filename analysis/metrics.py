@@ -99,9 +99,9 @@ def metrics_of_replays(corpus: Corpus, traces: Iterable[Trace], policy: Policy,
         if any(r != rid for r in rq["run_id"]):
             raise ValueError("metrics_of_replays takes traces of one run each")
         runs.append((rid, trace))
-    known = facts or {}
-    read = runs_facts(corpus, [rid for rid, _ in runs if rid not in known], params)
-    rows = [fast_metrics(known[rid] if rid in known else read[rid], trace, policy, params)
+    given = facts or {}  # (not ``known``: analysis.per_run's, imported above)
+    read = runs_facts(corpus, [rid for rid, _ in runs if rid not in given], params)
+    rows = [fast_metrics(given[rid] if rid in given else read[rid], trace, policy, params)
             for rid, trace in runs]
     rows.sort(key=lambda r: r["run_id"])
     return metrics_frame(rows)

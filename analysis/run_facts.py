@@ -59,7 +59,7 @@ def runs_facts(corpus: Corpus, run_ids: Sequence[str],
     comps = recorded_compactions(flags, recorded)
     firsts: dict[str, list[int]] = {rid: [] for rid in ids}
     for rid, req in zip(comps["run_id"].tolist(), comps["request"].tolist()):
-        firsts[rid].append(-1 if req is pd.NA else int(req))
+        firsts[rid].append(-1 if pd.isna(req) else int(req))  # NA, None or NaN: none after
     outs: dict[str, list[int]] = {rid: [] for rid in ids}
     for rid, m in zip(recorded["run_id"].tolist(), recorded["output_msg"].tolist()):
         outs[rid].append(int(m))
