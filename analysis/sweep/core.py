@@ -72,6 +72,9 @@ class SweepStats:
     n_runs_loaded: int = 0
     """Units that read and prepared their run (the others' process had kept it from an earlier
     unit or sweep: ``analysis.sweep.unit``)."""
+    n_repeated: int = 0
+    """Replays made whose trace came out the same as the previous replay's of their unit: they
+    took its row, their metrics not computed again (``analysis.sweep.unit``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +135,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     cells = Cells(settings)
     if reused is not None:
         cells.add_cached(reused)
-    n_replays = n_loaded = 0
+    n_replays = n_loaded = n_repeated = 0
     with dask_client(scheduler) as client:
         workers = (sum(client.nthreads().values()) if client is not None else
                    jobs if jobs > 0 else auto_jobs(corpus, todo))
@@ -141,6 +144,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
             cells.add_unit(done)
             n_replays += done.n_replays
             n_loaded += done.loaded
+            n_repeated += done.n_repeated
             if on_row:
                 for _ in done.indices:
                     on_row(done.run_id)
@@ -159,7 +163,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                        sum(map(len, tasks)), pool,
                        n_cache_dropped=len(dropped), n_cache_unwritten=len(unwritten),
                        cache_error=unwritten[0] if unwritten else "", n_replays=n_replays,
-                       n_runs_loaded=n_loaded)
+                       n_runs_loaded=n_loaded, n_repeated=n_repeated)
     return SweepResult(cells.table(corpus), tuple(settings), stats)
 
 

@@ -10,7 +10,10 @@ worker's memory is bounded by the runs it keeps, not the archive.
 Settings share replays: a setting whose replay is certain to repeat one already made in the unit
 (the tiers it changes never opened their gate there, and stay shut at every level compared:
 ``replay.engine.share``) takes that replay's metric row instead of replaying (the metrics read
-the trace and the policy's fields outside its tiers, equal for both).
+the trace and the policy's fields outside its tiers, equal for both).  A replay made that
+comes out the same as the unit's previous one (every trace column equal, the policy's fields
+outside its tiers too: a protected fraction that moved no boundary) takes that replay's row
+instead of computing its metrics again.
 
 A process keeps the runs it loaded, prepared with their facts, between units and sweeps, the
 most recently used first, up to ``KEEP_LOADED_REQUESTS`` requests' worth (at least the last
@@ -44,7 +47,7 @@ from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.share import Shapes, same_trace
-from replay.engine.trace import Trace
+from replay.engine.trace import TRACE_SCHEMAS, Trace
 from replay.errors import ReplayError, ReplayInputError
 from replay.ingest.store import Entry
 from replay.memory import collector_paused
@@ -94,11 +97,13 @@ class UnitRows:
     """One row per replay made, ``VALUE_COLUMNS`` each (the policy's name, the metrics)."""
     loaded: bool
     """The run was read and prepared for this unit (False: its process had kept it)."""
+    n_repeated: int = 0
+    """Replays made whose trace came out the same as the previous one's: they took its row."""
 
     @property
     def n_replays(self) -> int:
         """Replays made (the other settings took the row of a replay that stands for theirs)."""
-        return len(self.values)
+        return len(self.values) + self.n_repeated
 
 
 def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
@@ -126,6 +131,8 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
     the policy's fields outside its tiers, which are the same: ``analysis.per_run``)."""
     pending: list[tuple[Trace, Policy]] = []
     """Replays made whose metrics are not computed yet (computed together: ``_batch``)."""
+    last: _Made | None = None
+    repeated = 0
     batch = _batch(run.n_requests)
     for i in unit.indices:
         sid, policy = everything[i]
@@ -137,16 +144,51 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
                                allow_python=unit.allow_python, probe=probe)
             except ReplayError as exc:  # re-raised as a plain-message error that pickles
                 raise ReplayInputError(f"run {unit.run_id}, setting {sid}: {exc}") from None
-            row = len(values) + len(pending)
-            pending.append((trace, policy))
-            if len(pending) >= batch:
-                values += _values(facts, pending)
-                pending = []
+            rest = _rest(policy, shapes)
+            row = _repeats(last, trace, rest)
+            if row is None:
+                row = len(values) + len(pending)
+                pending.append((trace, policy))
+                if len(pending) >= batch:
+                    values += _values(facts, pending)
+                    pending = []
+            else:
+                repeated += 1
+            last = _Made(trace, rest, row)
             sources.insert(0, (policy, probe, row))
             del sources[SHARED_SOURCES:]
         rows.append(row)
     values += _values(facts, pending)
-    return UnitRows(unit.run_id, unit.indices, rows, values, loaded)
+    return UnitRows(unit.run_id, unit.indices, rows, values, loaded, repeated)
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A replay a unit made, and its row of values."""
+
+    trace: Trace
+    rest: int | None
+    """The number of its policy's fields outside the tiers (``Shapes``; None: not numbered)."""
+    row: int
+
+
+def _rest(policy: Policy, shapes: Shapes) -> int | None:
+    """The number ``shapes`` gives the policy's fields outside its tiers (None: none)."""
+    shape = shapes.of(policy)
+    return None if shape is None else shape[0]
+
+
+def _repeats(last: _Made | None, trace: Trace, rest: int | None) -> int | None:
+    """The row of the unit's previous replay when ``trace`` repeats it: every column of the
+    two traces equal, and the policies' fields outside their tiers (numbered ``rest``), all the
+    metrics read besides the run's facts (``analysis.per_run``), so the two rows are equal;
+    None otherwise.  Values compare as lists compare them: a NaN matches only itself (at worst
+    a row is not shared), and a -0.0 would pass for 0.0, but the traces' only float columns
+    are costs, of prices checked to be >= 0 (``replay.policy.check``)."""
+    if last is None or rest is None or last.rest != rest:
+        return None
+    return (last.row if all(last.trace.columns(t) == trace.columns(t) for t in TRACE_SCHEMAS)
+            else None)
 
 
 def _batch(n_requests: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import os
 import pickle
 from collections import OrderedDict
@@ -10,11 +11,14 @@ from typing import Any
 
 import pytest
 
+from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics
+from analysis.run_facts import run_facts
 from analysis.sweep import unit
 from analysis.sweep.core import sweep
 from analysis.sweep.execute import warm
 from analysis.sweep.grid import make_spec, settings
 from replay.corpus import Corpus
+from replay.engine.fold import replay
 from replay.policy import load_policy
 
 
@@ -87,6 +91,40 @@ def test_the_stats_count_the_replays_made(sample_corpus: Corpus,
     stats = sweep(sample_corpus, grid, jobs=1).stats
     assert stats.n_replays == len(calls)
     assert stats.n_replays < stats.n_computed == len(grid) * len(sample_corpus.replayable())
+
+
+def test_a_replay_that_repeats_the_previous_one_takes_its_row(
+        sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Protected fractions of the trim tier: on runs where the boundary they set never moves
+    what a trim touches, consecutive replays come out the same and share one row of metrics;
+    every cell still equals its own setting's replay's row, and ``n_replays`` still counts
+    every replay made."""
+    calls: list[int] = []
+    real = unit.replay
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(unit, "replay", counted)
+    grid = settings(load_policy("two-tier-corrected"), make_spec(
+        {"tiers.0.protect.frac": [0.1, 0.15, 0.2, 0.25, 0.3, 0.35]}))
+    result = sweep(sample_corpus, grid, jobs=1)
+    monkeypatch.undo()
+    stats, table = result.stats, result.table
+    assert stats.n_replays == len(calls)
+    assert 0 < stats.n_repeated < stats.n_replays
+    assert table["tokens_sent"].nunique() > 1
+    for rid in sample_corpus.replayable():
+        facts = run_facts(sample_corpus, rid)
+        for s in grid:
+            own = fast_metrics(facts, replay(sample_corpus.prepared(rid), s.policy,
+                                             calibration=sample_corpus.calibration(rid)),
+                               s.policy)
+            row = table[(table["setting"] == s.id) & (table["run_id"] == rid)].iloc[0]
+            for col in METRIC_COLUMNS:
+                a, b = row[col], own[col]
+                assert a == b or (math.isnan(a) and math.isnan(b)), (rid, s.params, col)
 
 
 def test_warming_loads_every_run_once_and_the_sweep_after_loads_none(
