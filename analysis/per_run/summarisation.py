@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from bisect import bisect_left
 from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
@@ -46,10 +47,13 @@ def _fast_growback(idx: list[int], ac: Any, rq: Any) -> list[int]:
         if ac["when"][i] == "before":
             fired.setdefault(ac["tier"][i], []).append((ac["request"][i], ac["trigger_tokens"][i]))
     out = []
+    n = len(reqs)
     for i in idx:
         r, thr = ac["request"][i], ac["threshold_tokens"][i]
-        start = next((j for j, q in enumerate(reqs) if q >= r), len(reqs))
-        hits = [q for q, e in zip(reqs[start:], ests[start:]) if e >= thr][:1]
+        # the first request from the summary's on (in order, as the definition's bisect) whose
+        # estimate reaches the level: a scan that stops there, not one to the end of the run
+        j = next((j for j in range(bisect_left(reqs, r), n) if ests[j] >= thr), n)
+        hits = [reqs[j]] if j < n else []
         hits += [q for q, trig in fired.get(ac["tier"][i], []) if q > r and trig >= thr]
         if hits:
             out.append(min(hits) - r)
