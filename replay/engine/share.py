@@ -35,18 +35,41 @@ Shape = tuple[int, tuple[int, ...]]
 
 class Shapes:
     """Numbers for the parts of many policies: equal parts get one number (the first seen),
-    so two policies' parts are equal exactly when their numbers are."""
+    so two policies' parts are equal exactly when their numbers are.  With each policy's shape
+    it keeps what ``same_trace`` reads of its tiers (each one's gate and level), and for each
+    pair of tiers (by number) whether one can stand for the other at all, each worked out once
+    however many times a sweep asks."""
 
-    __slots__ = ("_lock", "_numbers", "_shapes")
+    __slots__ = ("_lock", "_numbers", "_pairs", "_parts", "_shapes")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._numbers: dict[Any, int] = {}
-        self._shapes: dict[int, tuple[Policy, Shape | None]] = {}
-        """id(policy) → the policy (kept, so that its id is not reused) and its shape."""
+        self._parts: list[Any] = []
+        """Number → the part (the first seen of those equal to it)."""
+        self._pairs: dict[tuple[int, int], bool] = {}
+        """(tier number, tier number) → ``_may_stand``."""
+        self._shapes: dict[int, tuple[Policy, Shape | None, Gates]] = {}
+        """id(policy) → the policy (kept, so that its id is not reused), its shape and gates."""
 
     def of(self, policy: Policy) -> Shape | None:
         """The policy's shape (None: a part that cannot be numbered, e.g. unhashable options)."""
+        return self._entry(policy)[1]
+
+    def gates(self, policy: Policy) -> Gates:
+        """Per tier of the policy: the id of its gate (0: none) and the level it opens at
+        (None: not a level gate), as ``same_trace`` reads them."""
+        return self._entry(policy)[2]
+
+    def may_stand(self, a: int, b: int) -> bool:
+        """Whether the tier numbered ``a`` can stand for the tier numbered ``b`` when its gate
+        stays shut below ``b``'s level (``_may_stand``)."""
+        got = self._pairs.get((a, b))
+        if got is None:
+            got = self._pairs[(a, b)] = _may_stand(self._parts[a], self._parts[b])
+        return got
+
+    def _entry(self, policy: Policy) -> tuple[Policy, Shape | None, Gates]:
         got = self._shapes.get(id(policy))
         if got is None:
             with self._lock:  # threads of one process (a Dask worker's) number parts one at a time
@@ -58,11 +81,21 @@ class Shapes:
                             tuple(self._number(t) for t in policy.tiers))
                     except TypeError:
                         shape = None
-                    got = self._shapes[id(policy)] = (policy, shape)
-        return got[1]
+                    usable = policy.usable_tokens
+                    gates = (tuple(_gate_id(t) for t in policy.tiers),
+                             tuple(_level(t, usable) for t in policy.tiers))
+                    got = self._shapes[id(policy)] = (policy, shape, gates)
+        return got
 
     def _number(self, part: Any) -> int:
-        return self._numbers.setdefault(part, len(self._numbers))
+        got = self._numbers.setdefault(part, len(self._numbers))
+        if got == len(self._parts):
+            self._parts.append(part)
+        return got
+
+
+Gates = tuple[tuple[int, ...], tuple[int | None, ...]]
+"""Per tier of a policy: its gate's id (0: none) and the level it opens at (None: not a level)."""
 
 
 _REST_FIELDS = tuple(f.name for f in dataclasses.fields(Policy) if f.name != "tiers")
@@ -78,31 +111,53 @@ def same_trace(source: Policy, probe: Probe, other: Policy, shapes: Shapes | Non
     a_tiers, b_tiers = source.tiers, other.tiers
     if len(a_tiers) != len(b_tiers):
         return False
-    a_shape = shapes.of(source) if shapes is not None else None
-    b_shape = shapes.of(other) if shapes is not None else None
-    if a_shape is not None and b_shape is not None:
-        differ = [(a, b) for a, b, i, j in zip(a_tiers, b_tiers, a_shape[1], b_shape[1])
-                  if i != j]
-        if not differ or a_shape[0] != b_shape[0]:
-            return not differ and a_shape[0] == b_shape[0]
-    else:
-        differ = [(a, b) for a, b in zip(a_tiers, b_tiers) if a != b]
-        if not differ or dataclasses.replace(other, tiers=a_tiers) != source:
-            return not differ and other == source
+    if shapes is not None:
+        a_shape, b_shape = shapes.of(source), shapes.of(other)
+        if a_shape is not None and b_shape is not None:
+            return _same_numbered(source, probe, other, shapes, a_shape, b_shape)
+    differ = [(a, b) for a, b in zip(a_tiers, b_tiers) if a != b]
+    if not differ or dataclasses.replace(other, tiers=a_tiers) != source:
+        return not differ and other == source
     usable = source.usable_tokens
     level: int | None
     for a, b in differ:
-        if type(a) is not type(b) or isinstance(a, Custom) or a.when != b.when:
+        if not _may_stand(a, b):
             return False
-        gate_a, gate_b = _gate(a), _gate(b)
-        if gate_a is None or gate_b is None or (gate_a is a) != (gate_b is b):
-            return False
-        seen, level = probe.shut(id(gate_a)), _level(b, usable)
-        if seen is None or level is None or b.trigger is not None and b.trigger.every_request:
-            return False
-        if seen >= level:
+        seen, level = probe.shut(id(_gate(a))), _level(b, usable)
+        if seen is None or level is None or seen >= level:
             return False
     return True
+
+
+def _same_numbered(source: Policy, probe: Probe, other: Policy, shapes: Shapes, a_shape: Shape,
+                   b_shape: Shape) -> bool:
+    """``same_trace`` of two policies whose parts ``shapes`` numbers: the same answer, from what
+    it keeps of each policy and pair of tiers (the policies' harnesses and tier counts are
+    checked already)."""
+    if a_shape[0] != b_shape[0]:
+        return False
+    a_gates, b_levels = shapes.gates(source)[0], shapes.gates(other)[1]
+    for k, (i, j) in enumerate(zip(a_shape[1], b_shape[1])):
+        if i == j:
+            continue
+        if not shapes.may_stand(i, j):
+            return False
+        seen, level = probe.shut(a_gates[k]), b_levels[k]
+        if seen is None or level is None or seen >= level:
+            return False
+    return True
+
+
+def _may_stand(a: Any, b: Any) -> bool:
+    """Whether tier ``a``, its gate shut, can stand for tier ``b`` (``same_trace``): the same
+    kind and phase, both gated by a level of the same sort (a trigger, or a collapse tier's own
+    margin), ``b`` never every request."""
+    if type(a) is not type(b) or isinstance(a, Custom) or a.when != b.when:
+        return False
+    gate_a, gate_b = _gate(a), _gate(b)
+    if gate_a is None or gate_b is None or (gate_a is a) != (gate_b is b):
+        return False
+    return not (b.trigger is not None and b.trigger.every_request)
 
 
 def share_rank(policies: list[Policy]) -> list[int]:
@@ -141,6 +196,12 @@ def _gate(tier: Any) -> Any:
     """What gates ``tier`` and is probed (``Probe.shut`` by its id): a collapse tier without
     trigger itself (its margin), else its trigger; None for a Python class or no trigger."""
     return None if isinstance(tier, Custom) else gated(tier)
+
+
+def _gate_id(tier: Any) -> int:
+    """The id of ``tier``'s gate (``Probe``'s key for it); 0 when it has none."""
+    gate = _gate(tier)
+    return 0 if gate is None else id(gate)
 
 
 def _level(tier: Any, usable_tokens: int) -> int | None:
