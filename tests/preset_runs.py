@@ -4,7 +4,11 @@
 metrics as the commands compute them (``analysis.metrics.metrics``: the per-run functions) and
 the same frame by the pandas analyses (``analysis.metrics_by_analyses``, the cross-check;
 ~1.4 s of CPU together) is computed by one xdist worker for all (``tests/shared_results.py``;
-the same inputs give the same traces and rows in any worker's store).  The tests that replay a
+the same inputs give the same traces and rows in any worker's store).  The corpus's run facts
+(``analysis.run_facts.runs_facts``: policy-independent, ~0.4 s of the samples' ~0.45 s
+``metrics()``) are read once per corpus and passed to ``metrics()`` as ``report`` and ``check``
+pass them for several policies; ``tests/analysis/test_metrics.py`` checks that facts passed in
+give the frame ``metrics()`` gives reading them itself.  The tests that replay a
 whole corpus under a preset take it from here: the analysis tests, and ``replay redact``'s
 comparison for its originals.
 """
@@ -16,9 +20,11 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from analysis.metric_spec import RunFacts
 from analysis.metrics import metrics
 from analysis.metrics_by_analyses import metrics_by_analyses
 from analysis.per_run.rollup import RUN_ROLLUP
+from analysis.run_facts import runs_facts
 from replay.apply_policy import RunResult, run
 from replay.corpus import Corpus
 from replay.policy import Policy
@@ -39,13 +45,17 @@ def preset_runner(logs_corpus: Corpus, sample_corpus: Corpus,
                   shared_results: SharedResults) -> Callable[[str, Policy], PresetRun]:
     """``get("logs" | "samples", policy)``: the run and its metrics, from ``shared_results``."""
     corpora = {"logs": logs_corpus, "samples": sample_corpus}
+    facts: dict[str, dict[str, RunFacts]] = {}
+    """Each corpus's run facts, read when this worker first computes one of its runs."""
 
     def get(which: str, policy: Policy) -> PresetRun:
         corpus = corpora[which]
 
         def compute() -> tuple[RunResult, pd.DataFrame, pd.DataFrame]:
             result = run(corpus, policy, rollup=RUN_ROLLUP)
-            return (result, metrics(corpus, result.trace, policy),
+            if which not in facts:
+                facts[which] = runs_facts(corpus, corpus.run_ids)
+            return (result, metrics(corpus, result.trace, policy, facts=facts[which]),
                     metrics_by_analyses(corpus, result.trace, policy))
 
         result, frame, by_analyses = shared_results.get(

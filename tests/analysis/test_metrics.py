@@ -119,17 +119,20 @@ def test_metrics_of_replays_equals_metrics(sample_corpus: Corpus,
 def test_facts_read_once_are_the_ones_used(sample_corpus: Corpus,
                                            replayed: dict[str, Replayed]) -> None:
     """Facts passed in (read once for several policies) are used for their runs, and the other
-    runs' are read: the same frame."""
+    runs' are read: the same frame as ``metrics()`` reading every run's facts itself (the
+    reference here; ``preset_run``'s frames are computed with facts passed in)."""
     rep = replayed["two-tier-corrected"]
-    ids = rep.metrics["run_id"].tolist()
+    alone = metrics(sample_corpus, rep.trace, rep.policy)
+    pd.testing.assert_frame_equal(alone, rep.metrics)
+    ids = alone["run_id"].tolist()
     facts = runs_facts(sample_corpus, ids[:3])
     pd.testing.assert_frame_equal(metrics(sample_corpus, rep.trace, rep.policy, facts=facts),
-                                  rep.metrics)
+                                  alone)
     first = facts[ids[0]]
     marked = dataclasses.replace(first, static_rereads={**first.static_rereads,
                                                         "rereads_n_reads": -7})
     got = metrics(sample_corpus, rep.trace, rep.policy, facts={ids[0]: marked})
-    assert got["rereads_n_reads"].tolist() == [-7, *rep.metrics["rereads_n_reads"].tolist()[1:]]
+    assert got["rereads_n_reads"].tolist() == [-7, *alone["rereads_n_reads"].tolist()[1:]]
 
 
 def test_no_request_no_row(sample_corpus: Corpus) -> None:
