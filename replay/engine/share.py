@@ -167,21 +167,21 @@ def share_rank(policies: list[Policy]) -> list[int]:
     its gates never reached) come right after it, while it is still among the replays a sweep
     keeps to compare with.  Any order gives the same rows."""
     groups: dict[Any, int] = {}
+    bare: dict[tuple[Any, int], tuple[Any, int]] = {}
+    """(tier, usable window) → the tier without its level, and the level (0: none): worked out
+    once per distinct tier, a grid's settings sharing most of theirs."""
     keys = []
     for i, policy in enumerate(policies):
         usable = policy.usable_tokens
         levels: list[int] = []
         tiers = []
-        for t in policy.tiers:
-            level = _level(t, usable)
-            if level is not None:  # the tier without its level
-                gate = _gate(t)
-                t = (dataclasses.replace(t, margin_frac=0.0) if gate is t else
-                     dataclasses.replace(t, trigger=dataclasses.replace(gate, at_tokens=None,
-                                                                        at_frac=None)))
-            levels.append(level or 0)
-            tiers.append(t)
         try:
+            for t in policy.tiers:
+                got = bare.get((t, usable))
+                if got is None:
+                    got = bare[(t, usable)] = _without_level(t, usable)
+                tiers.append(got[0])
+                levels.append(got[1])
             group = groups.setdefault(dataclasses.replace(policy, tiers=tuple(tiers)), len(groups))
         except TypeError:  # a part that cannot be hashed: keep the order given
             return list(range(len(policies)))
@@ -190,6 +190,18 @@ def share_rank(policies: list[Policy]) -> list[int]:
     for r, (_, _, i) in enumerate(sorted(keys)):
         rank[i] = r
     return rank
+
+
+def _without_level(tier: Any, usable_tokens: int) -> tuple[Any, int]:
+    """``tier`` with its gate's level taken out (a collapse tier's margin, a trigger's
+    at_tokens / at_frac), and that level (0: not a level gate; the tier as it is)."""
+    level = _level(tier, usable_tokens)
+    if level is None:
+        return tier, 0
+    gate = _gate(tier)
+    return ((dataclasses.replace(tier, margin_frac=0.0) if gate is tier else
+             dataclasses.replace(tier, trigger=dataclasses.replace(gate, at_tokens=None,
+                                                                   at_frac=None))), level)
 
 
 def _gate(tier: Any) -> Any:

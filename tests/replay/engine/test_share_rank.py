@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.engine.share import share_rank
-from replay.policy import Policy, load_policy, replace_path
+from replay.policy import Policy, Trigger, load_policy, replace_path
 from tests.strategies import policies
 
 
@@ -44,3 +44,21 @@ def test_the_rank_is_an_order_of_all_and_groups_keep_their_first_appearance(
     names = [named[i].name for i in sorted(range(len(named)), key=rank.__getitem__)]
     n = 2 * len(drawn)
     assert names == ["a"] * n + ["b"] * len(drawn)
+
+
+def test_a_fraction_level_is_taken_from_each_policys_own_window() -> None:
+    """The same summary trigger (half the usable window) under two windows: its level is half
+    of each one's, so under the smaller window it comes before a trigger at 70,000 tokens
+    (~40,700) and under the larger after it (~92,700), however the tiers seen first were
+    worked out."""
+    policy = load_policy("two-tier-corrected")
+    tiers = list(policy.tiers)
+    tiers[1] = dataclasses.replace(tiers[1], trigger=Trigger(at_frac=0.5))
+    half = dataclasses.replace(policy, tiers=tuple(tiers))
+    large = replace_path(half, "server.window_tokens", 210000)
+    at_70k = replace_path(policy, "tiers.1.trigger.at_tokens", 70000)
+    large_70k = replace_path(at_70k, "server.window_tokens", 210000)
+    given_order = [large, large_70k, half, at_70k]
+    rank = share_rank(given_order)
+    assert [given_order[i] for i in sorted(range(4), key=rank.__getitem__)] == [
+        large_70k, large, half, at_70k]
