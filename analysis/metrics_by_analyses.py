@@ -11,12 +11,19 @@ functions against (``tests/analysis/test_metrics_agree.py``,
 ``tests/analysis/sweep/test_sweep.py``: integers exactly, floats to 1e-12 relative), so a
 per-run function that drifts from its analysis is caught.
 
+The corpus's own frames (recorded requests, tool blocks, the harness's compactions: the same
+for every policy) are read by ``corpus_frames``; a caller that measures several policies over
+the same runs reads them once and passes them in (``given``), as the tests' ``preset_run``
+does for 17 presets.
+
 Not here: the declarations (``analysis.per_run``), the frame the commands use
 (``analysis.metrics``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +46,37 @@ from replay.engine.trace import SUMMARY_KINDS, TRIM_KINDS, Trace
 from replay.policy import Policy
 
 
-def metrics_by_analyses(corpus: Corpus, trace: Trace, policy: Policy) -> pd.DataFrame:
+@dataclass(frozen=True, eq=False)
+class CorpusFrames:
+    """The frames of a corpus's runs that no policy changes, as the analyses read them."""
+
+    run_ids: tuple[str, ...]
+    """The runs loaded, in the order asked."""
+    recorded: pd.DataFrame
+    """The recorded requests (``frames.recorded_requests_df``)."""
+    tool_blocks: pd.DataFrame
+    """The tool calls and results with ``REREADS_COLUMNS``."""
+    compactions: pd.DataFrame
+    """The original harness's compactions (``summarisation.recorded_compactions``)."""
+
+
+def corpus_frames(corpus: Corpus, run_ids: Sequence[str]) -> CorpusFrames:
+    """The policy-independent frames ``metrics_by_analyses`` reads for ``run_ids``."""
+    ids = list(run_ids)
+    recorded = frames.recorded_requests_df(corpus, run_ids=ids)
+    tool_blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
+                                     run_ids=ids)
+    flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=ids)
+    return CorpusFrames(tuple(ids), recorded, tool_blocks, recorded_compactions(flags, recorded))
+
+
+def trace_run_ids(trace: Trace) -> tuple[str, ...]:
+    """The runs of ``trace``, in the order they first appear (``corpus_frames``'s ``run_ids``)."""
+    return tuple(dict.fromkeys(str(r) for r in trace.requests.column("run_id").to_pylist()))
+
+
+def metrics_by_analyses(corpus: Corpus, trace: Trace, policy: Policy, *,
+                        given: CorpusFrames | None = None) -> pd.DataFrame:
     """Every summary column of the five analyses, one row per (run_id, policy): the cross-check
     of ``analysis.metrics.metrics`` (the same frame, computed by the pandas analyses).
 
@@ -47,29 +84,32 @@ def metrics_by_analyses(corpus: Corpus, trace: Trace, policy: Policy) -> pd.Data
         corpus: the corpus the trace was replayed from.
         trace: the replay of ``policy`` over (some of) the corpus's runs.
         policy: the replayed policy (prices, tier minimums).
+        given: ``corpus_frames(corpus, trace_run_ids(trace))``, read once for several
+            policies (default: read here).
 
     Returns:
         ``run_id``, ``policy``, the basic columns (``analysis.per_run.basic``) and the ``rereads_*``, ``arg_share_*``,
         ``summarisation_*``, ``cache_invalidation_*`` and ``overshoots_*`` columns.
 
     Raises:
-        ValueError: the trace holds another policy's rows.
+        ValueError: the trace holds another policy's rows, or ``given`` other runs than it.
     """
     req = frames.requests_df(trace)
     names = sorted(set(req["policy"].astype(str)))
     if any(n != policy.name for n in names):
         raise ValueError(f"trace holds policies {names}, expected only {policy.name!r}")
     act, ev = frames.actions_df(trace), frames.evictions_df(trace)
-    run_ids = list(dict.fromkeys(req["run_id"].astype(str)))
-    recorded = frames.recorded_requests_df(corpus, run_ids=run_ids)
-    tool_blocks = frames.messages_df(corpus, REREADS_COLUMNS, kinds=("tool_call", "tool_result"),
-                                     run_ids=run_ids)
-    flags = frames.messages_df(corpus, ("run_id", "msg", "is_harness_summary"), run_ids=run_ids)
-    comps = recorded_compactions(flags, recorded)
+    run_ids = trace_run_ids(trace)
+    if given is None:
+        given = corpus_frames(corpus, run_ids)
+    elif given.run_ids != run_ids:
+        raise ValueError(f"given frames of runs {list(given.run_ids)}, the trace's are "
+                         f"{list(run_ids)}")
+    recorded, comps = given.recorded, given.compactions
 
     keys = _basic(req, act)
     parts = [
-        rereads_summary(rereads(tool_blocks, recorded, ev, policies=names), keys=keys),
+        rereads_summary(rereads(given.tool_blocks, recorded, ev, policies=names), keys=keys),
         arg_share_summary(arg_share(req)),
         summarisation_summary(summarisation(act, req, comps), req),
         cache_invalidation_summary(cache_invalidation(req, policy), cache_actions(act, policy)),

@@ -17,7 +17,7 @@ from analysis.metrics import (
     metrics,
     metrics_of_replays,
 )
-from analysis.metrics_by_analyses import metrics_by_analyses
+from analysis.metrics_by_analyses import corpus_frames, metrics_by_analyses, trace_run_ids
 from analysis.run_facts import runs_facts
 from replay.corpus import Corpus, iter_replays, replay_corpus
 from replay.engine.trace import Trace
@@ -133,6 +133,26 @@ def test_facts_read_once_are_the_ones_used(sample_corpus: Corpus,
                                                         "rereads_n_reads": -7})
     got = metrics(sample_corpus, rep.trace, rep.policy, facts={ids[0]: marked})
     assert got["rereads_n_reads"].tolist() == [-7, *alone["rereads_n_reads"].tolist()[1:]]
+
+
+def test_corpus_frames_read_once_are_the_ones_used(sample_corpus: Corpus,
+                                                   replayed: dict[str, Replayed]) -> None:
+    """Corpus frames passed in (read once for several policies, as ``preset_run`` does) give the
+    frame ``metrics_by_analyses()`` gives reading them itself, and are the ones used: with
+    their tool blocks left out, no run has a read; frames of other runs are refused."""
+    rep = replayed["two-tier-corrected"]
+    alone = metrics_by_analyses(sample_corpus, rep.trace, rep.policy)
+    pd.testing.assert_frame_equal(alone, rep.by_analyses)
+    ids = trace_run_ids(rep.trace)
+    given = corpus_frames(sample_corpus, ids)
+    pd.testing.assert_frame_equal(
+        metrics_by_analyses(sample_corpus, rep.trace, rep.policy, given=given), alone)
+    no_blocks = dataclasses.replace(given, tool_blocks=given.tool_blocks.iloc[0:0])
+    got = metrics_by_analyses(sample_corpus, rep.trace, rep.policy, given=no_blocks)
+    assert alone["rereads_n_reads"].sum() > 0 and got["rereads_n_reads"].sum() == 0
+    with pytest.raises(ValueError, match="given frames of runs"):
+        metrics_by_analyses(sample_corpus, rep.trace, rep.policy,
+                            given=corpus_frames(sample_corpus, ids[1:]))
 
 
 def test_no_request_no_row(sample_corpus: Corpus) -> None:
