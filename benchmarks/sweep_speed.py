@@ -22,9 +22,11 @@ worker reads and prepares every run), for each grid it prints:
 - their ratios: sweep wall ÷ (engine CPU ÷ cores) and sweep CPU ÷ engine CPU (target ≤ 1.0;
   on a machine loaded by other processes the CPU ratio is the steadier one).
 - the replays the sweep made (the other cells took the row of a replay standing for theirs
-  exactly) and the units that read and prepared their run (the others' worker had kept it: the
-  warm-up loads every run in every worker, ``analysis.sweep.execute.warm``, as the bare engine
-  prepares its runs before its clock starts).
+  exactly), those of them whose trace repeated the replay before them in their unit (their
+  metrics not computed again: ``repeats``) and the units that read and prepared their run
+  (the others' worker had kept it: the warm-up loads every run in every worker,
+  ``analysis.sweep.execute.warm``, as the bare engine prepares its runs before its clock
+  starts).
 
 For the largest grid also the reference: the same sweep done serially in this one process,
 the speed-up over it, and whether the two tables are identical cell by cell.
@@ -189,7 +191,8 @@ def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
               "(planning, shipping units, metrics, the table)")
         print(f"{'settings':>8} {'req-replays':>12} {'sweep wall':>10} {'sweep CPU':>10} "
               f"{'parent':>7} {'per setting':>11} {'engine CPU':>10} {'engine/cores':>12} "
-              f"{'wall ratio':>10} {'CPU ratio':>9} {'peak RSS':>9} {'replays':>8} {'loads':>5}")
+              f"{'wall ratio':>10} {'CPU ratio':>9} {'peak RSS':>9} {'replays':>8} {'repeats':>7} "
+              f"{'loads':>5}")
         parallel = None
         worst = 0
         for size in sizes:
@@ -208,7 +211,8 @@ def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
                   f"{parent:>6.3f}s {wall / len(chosen) * 1000:>9.1f}ms {engine:>9.2f}s "
                   f"{bare:>11.2f}s "
                   f"{wall / bare:>10.2f} {cpu / engine:>9.2f} {peak / 2**20:>6,.0f} MiB "
-                  f"{result.stats.n_replays:>8,} {result.stats.n_runs_loaded:>5}")
+                  f"{result.stats.n_replays:>8,} {result.stats.n_repeated:>7,} "
+                  f"{result.stats.n_runs_loaded:>5}")
             parallel = (result, chosen, wall)
         assert parallel is not None
         result, chosen, wall = parallel
