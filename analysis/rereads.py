@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import pyarrow as pa
 
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.rereads import METRICS
@@ -107,8 +108,9 @@ def rereads(messages: pd.DataFrame, recorded_requests: pd.DataFrame, evictions: 
     out_msgs = {rid: sorted(int(m) for m in g["output_msg"])
                 for rid, g in recorded_requests.groupby("run_id", sort=False)}
     rows: list[dict[str, Any]] = []
-    for rid, run in messages.groupby("run_id", sort=False):
-        calls = _run_calls(run, out_msgs.get(str(rid), []))
+    col = {c: _values(messages[c]) for c in _CALL_COLUMNS}
+    for rid, at in _rows_by_run(col["run_id"]).items():
+        calls = _calls_of(col, at, out_msgs.get(str(rid), []))
         _mark_loops(calls, loop_k, loop_window_requests)
         rows += [_classify(c, pol, evicted) for pol in pols for c in calls
                  if c.is_read or c.is_identical_repeat]
@@ -240,38 +242,73 @@ class _Call:
 def _eviction_requests(evictions: pd.DataFrame) -> dict[tuple[str, str, int, int], _Eviction]:
     """(policy, run_id, msg, block) → the block's first eviction."""
     out: dict[tuple[str, str, int, int], _Eviction] = {}
-    for pol, rid, m, b, r, tier, fate in zip(
-            evictions["policy"], evictions["run_id"], evictions["msg"], evictions["block"],
-            evictions["request"], evictions["tier"], evictions["fate"]):
+    for pol, rid, m, b, r, tier, fate in zip(*(_values(evictions[c]) for c in (
+            "policy", "run_id", "msg", "block", "request", "tier", "fate"))):
         key = (str(pol), str(rid), int(m), int(b))
         if key not in out or int(r) < out[key][0]:
             out[key] = (int(r), str(tier), str(fate))
     return out
 
 
+def _values(s: pd.Series) -> list[Any]:
+    """``s.tolist()``: the values a loop over ``s`` sees, read through Arrow when ``s`` is
+    Arrow-backed and holds no missing value (pandas hands such a column out value by value,
+    ~10x slower; with a missing value, its ``<NA>`` is kept as pandas gives it)."""
+    to_arrow = getattr(s.array, "__arrow_array__", None)
+    if to_arrow is None or s.hasnans:
+        return list(s.tolist())
+    arrow: pa.Array | pa.ChunkedArray = to_arrow()
+    return list(arrow.to_pylist())
+
+
+_CALL_COLUMNS = ("run_id", "msg", "block", "kind", "call_id", "tool", "op", "path", "text",
+                 "tokens_o200k", "is_error")
+"""The message columns ``_calls_of`` reads (as lists: no pandas indexing per run)."""
+
+
+def _rows_by_run(run_ids: list[Any]) -> dict[Any, list[int]]:
+    """Each run's row positions, runs in order of first appearance (``groupby(sort=False)``'s
+    groups: a missing run id in none)."""
+    out: dict[Any, list[int]] = {}
+    for i, rid in enumerate(run_ids):
+        if not pd.isna(rid):
+            out.setdefault(rid, []).append(i)
+    return out
+
+
 def _run_calls(run: pd.DataFrame, out_msgs: list[int]) -> list[_Call]:
-    """The tool calls of one run in context order, each linked to its previous read."""
-    run = run.sort_values(["msg", "block"], kind="stable")
-    rid = str(run["run_id"].iloc[0])
-    res = run[run["kind"] == "tool_result"]
+    """The tool calls of one run's message rows ``run`` in context order, each linked to its
+    previous read."""
+    return _calls_of({c: _values(run[c]) for c in _CALL_COLUMNS}, list(range(len(run))),
+                     out_msgs)
+
+
+def _calls_of(col: dict[str, list[Any]], at: list[int], out_msgs: list[int]) -> list[_Call]:
+    """``_run_calls`` of the rows ``at`` (one run's) of the columns ``col``."""
+    msg, block, kind = col["msg"], col["block"], col["kind"]
+    at = sorted(at, key=lambda i: (msg[i], block[i]))  # stable: store order within a block
+    rid = str(col["run_id"][at[0]])
+    call_id, tokens, is_error = col["call_id"], col["tokens_o200k"], col["is_error"]
     results: dict[str, _Result] = {}
-    for cid, m, b, t, err in zip(res["call_id"], res["msg"], res["block"], res["tokens_o200k"],
-                                 res["is_error"]):
+    for i in at:
+        if kind[i] != "tool_result":
+            continue
+        cid, m, t = call_id[i], msg[i], tokens[i]
         if cid and str(cid) not in results:
-            results[str(cid)] = _Result(int(m), int(b), 0 if pd.isna(t) else int(t), bool(err),
-                                        bisect_right(out_msgs, int(m)))
-    c = run[run["kind"] == "tool_call"]
+            results[str(cid)] = _Result(int(m), int(block[i]), 0 if pd.isna(t) else int(t),
+                                        bool(is_error[i]), bisect_right(out_msgs, int(m)))
+    tool, ops, paths, texts = col["tool"], col["op"], col["path"], col["text"]
     calls: list[_Call] = []
     last_read: dict[str, _Call] = {}
     writes: dict[str, list[int]] = {}
     all_writes: list[int] = []
     seen: dict[tuple[str, str], int] = {}
-    for pos, (m, b, cid, tool, op, path, text) in enumerate(zip(
-            c["msg"], c["block"], c["call_id"], c["tool"], c["op"], c["path"], c["text"])):
-        path, op = str(path or ""), str(op)
-        call = _Call(rid, pos, int(m), int(b), str(cid), str(tool), op, path, str(text or ""),
-                     bisect_left(out_msgs, int(m)), results.get(str(cid)) if cid else None,
-                     op == "read" and path != "")
+    for pos, i in enumerate(i for i in at if kind[i] == "tool_call"):
+        m, cid = msg[i], call_id[i]
+        path, op = str(paths[i] or ""), str(ops[i])
+        call = _Call(rid, pos, int(m), int(block[i]), str(cid), str(tool[i]), op, path,
+                     str(texts[i] or ""), bisect_left(out_msgs, int(m)),
+                     results.get(str(cid)) if cid else None, op == "read" and path != "")
         key = (call.tool, call.text)
         if key in seen:
             call.is_identical_repeat = True

@@ -186,6 +186,29 @@ def test_one_row_set_per_policy() -> None:
     assert len(rereads_summary(df)) == 2
 
 
+def test_runs_interleaved_in_any_row_order_and_dtype_give_the_same_rows() -> None:
+    """Each run's calls are taken in (msg, block) order whatever the frame's row order, runs
+    apart however their rows interleave, from NumPy or Arrow-backed columns alike."""
+    bash = {"op": "exec", "tool": "Bash", "path": ""}
+    msgs, reqs = steps(call(0, "", "a.py"), call(0, "", "a.py"), call(0, "", text="ls", **bash),
+                       call(0, "", "a.py", op="edit", tool="Edit", text="e"),
+                       call(0, "", "a.py"), call(0, "", text="ls", **bash), call(0, "", "a.py"))
+    ev = evictions((10, 5, "trimmed"))  # run r: the third read's result, before the fourth
+    runs = [(msgs.assign(run_id=rid), reqs.assign(run_id=rid)) for rid in ("r", "s")]
+    want = pd.concat([rereads(m, q, ev, policies=[P]) for m, q in runs], ignore_index=True)
+    two = pd.concat([m for m, _ in runs], ignore_index=True)
+    reqs = pd.concat([q for _, q in runs], ignore_index=True)
+    assert sorted(set(want["reread_class"])) == ["", "eviction_induced", "first", "redundant",
+                                                 "refresh"]
+    shuffled = two.iloc[[k for pair in zip(range(13, -1, -1), range(27, 13, -1))
+                         for k in pair]]  # r and s alternate, each backwards
+    order = ["run_id", "msg", "block"]
+    for frame in (shuffled, shuffled.convert_dtypes(dtype_backend="pyarrow")):
+        got = rereads(frame, reqs, ev, policies=[P])
+        pd.testing.assert_frame_equal(got.sort_values(order, ignore_index=True),
+                                      want.sort_values(order, ignore_index=True))
+
+
 def test_needs_policies_and_text() -> None:
     msgs, reqs = steps(call(0, "", "a.py"))
     with pytest.raises(ValueError, match="policies"):
