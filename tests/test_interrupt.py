@@ -1,4 +1,10 @@
-"""Interrupted runs leave the previous good state intact (kill -9 midway through real commands)."""
+"""Interrupted runs leave the previous good state intact (kill -9 midway through real commands).
+
+The command killed, and the one that resumes after it, are processes; the previous good state
+each test starts from is made in this process (``_previous``: the same command through the
+CLI's entry point, without a new interpreter's ~1.25 s of imports), since making it is not
+what is tested.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from replay.cli import app
 from replay.ingest import store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,6 +26,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _replay_cmd(*args: str) -> list[str]:
     return [sys.executable, "-c", "from replay.cli import app; app()", *args]
+
+
+def _previous(*args: str) -> None:
+    """The command ``replay args`` run in this process, to its end (the state a test kills a
+    later command over)."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
 
 
 def _wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:  # type: ignore[type-arg,no-untyped-def]
@@ -34,8 +50,7 @@ def test_killed_ingest_keeps_the_previous_store_readable(tmp_path: Path) -> None
     good = tmp_path / "good"
     good.mkdir()
     shutil.copy(REPO / "logs" / "explore-rereads.jsonl", good / "a.jsonl")
-    subprocess.run(_replay_cmd("ingest", str(good), "--out", str(ds), "-q"), check=True,
-                   capture_output=True)
+    _previous("ingest", str(good), "--out", str(ds), "-q")
     before = store.read_manifest(ds)
     runs_before = store.read_store(ds).runs["run_id"].to_pylist()
     # a long second ingest into the same store: many distinct files, one worker
@@ -71,8 +86,7 @@ def test_killed_ingest_keeps_the_previous_store_readable(tmp_path: Path) -> None
 def test_killed_run_keeps_the_previous_outputs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     logs = str(REPO / "logs")
-    subprocess.run(_replay_cmd("run", "--policy", "two-tier-corrected", logs, "--out", str(out),
-                               "-q"), check=True, capture_output=True)
+    _previous("run", "--policy", "two-tier-corrected", logs, "--out", str(out), "-q")
     summary = (out / "summary.json").read_bytes()
     traces = {p.name: p.read_bytes() for p in (out / "traces").glob("*.parquet")}
     proc = subprocess.Popen(_replay_cmd("run", "--policy", "corecoder", logs, "--out", str(out), "-q"),
@@ -90,9 +104,8 @@ def test_killed_run_keeps_the_previous_outputs(tmp_path: Path) -> None:
 def test_killed_sweep_keeps_the_previous_table(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     logs = str(REPO / "logs" / "explore-rereads.jsonl")
-    subprocess.run(_replay_cmd("sweep", "-p", "two-tier-corrected", "--axis",
-                               "tiers.1.trigger.at_tokens=60000,80000", logs, "--out", str(out),
-                               "--jobs", "1", "--no-plots", "-q"), check=True, capture_output=True)
+    _previous("sweep", "-p", "two-tier-corrected", "--axis", "tiers.1.trigger.at_tokens=60000,80000",
+              logs, "--out", str(out), "--jobs", "1", "--no-plots", "-q")
     kept = {name: (out / "sweep" / name).read_bytes() for name in ("sweep.parquet", "sweep.csv")}
     start = time.monotonic()
     # a sweep long enough to be killed midway (three times the points: a faster engine made the
