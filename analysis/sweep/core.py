@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import json
-import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.execute import auto_jobs, dask_client, execute, plan
 from analysis.sweep.grid import Setting
 from analysis.sweep.table import Cells
+from analysis.sweep.unit import settings_blob
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
 from replay.engine.share import share_rank
@@ -131,7 +131,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     if on_row:
         for rid in ([] if reused is None else reused["run_id"]):
             on_row(rid)
-    blob = pickle.dumps([(s.id, s.policy) for s in settings], protocol=pickle.HIGHEST_PROTOCOL)
+    blob = settings_blob([(s.id, s.policy) for s in settings])
     cells = Cells(settings)
     if reused is not None:
         cells.add_cached(reused)

@@ -26,8 +26,10 @@ Not here: planning units and running them (``analysis.sweep.execute``), the tabl
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
+import io
 import os
 import pickle
 import threading
@@ -285,6 +287,57 @@ def _table_run(unit: SweepUnit) -> Loaded:
     corpus = Corpus.from_tables(*unit.tables)
     return (corpus.prepared(unit.run_id), corpus.calibration(unit.run_id),
             run_facts(corpus, unit.run_id))
+
+
+def settings_blob(settings: list[tuple[str, Policy]]) -> bytes:
+    """Every setting of a sweep, ``[(id, policy), ...]``, pickled once for its units
+    (``_settings_of`` reads it back): a frozen, slotted dataclass (a policy and each of its
+    parts) goes as its class and its fields' values, rebuilt by ``_made``, not through the
+    ``__getstate__`` and ``__setstate__`` that ``dataclasses`` generates, which look the fields
+    up again at every object (a 100-setting grid holds some 1,600 of them).  The same state
+    either way: the fields, nothing else."""
+    buf = io.BytesIO()
+    _SettingsPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(settings)
+    return buf.getvalue()
+
+
+class _SettingsPickler(pickle.Pickler):
+    def reducer_override(self, obj: Any) -> Any:
+        names = _slotted_fields(type(obj))
+        if names is None:
+            return NotImplemented
+        return _made, (type(obj), tuple([getattr(obj, n) for n in names]))
+
+
+def _slotted_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of a frozen dataclass with slots whose pickled state is its fields' values
+    (the generated ``__getstate__``); None for any other class (pickled as ever)."""
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        pass
+    params = getattr(cls, "__dataclass_params__", None)
+    getstate = cls.__dict__.get("__getstate__")
+    _FIELDS[cls] = (None if (params is None or not params.frozen
+                             or "__slots__" not in cls.__dict__
+                             or getattr(getstate, "__name__", "") != "_dataclass_getstate")
+                    else tuple(f.name for f in dataclasses.fields(cls)))
+    return _FIELDS[cls]
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+"""Class → ``_slotted_fields`` (None: not such a dataclass)."""
+
+
+def _made(cls: type, values: tuple[Any, ...]) -> Any:
+    """An object of a frozen, slotted dataclass from its fields' values, as its generated
+    ``__setstate__`` makes it (``settings_blob``)."""
+    names = _slotted_fields(cls)
+    assert names is not None and len(names) == len(values)
+    obj: Any = object.__new__(cls)
+    for name, value in zip(names, values):
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 @functools.lru_cache(maxsize=2)

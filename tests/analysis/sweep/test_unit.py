@@ -241,3 +241,21 @@ def test_only_the_pools_workers_move_the_runs_they_load_out_of_the_collector(
     monkeypatch.setattr(unit, "_loaded", OrderedDict())
     unit.sweep_units(task, blob, worker=True)
     assert len(froze) == 2
+
+
+def test_the_settings_blob_gives_back_the_settings_default_pickling_gives() -> None:
+    from replay.policy.doc import preset_names
+
+    grid = settings(load_policy("two-tier-corrected"),
+                    make_spec({"tiers.1.trigger.at_tokens": [40000, 90000],
+                               "tiers.0.protect.frac": [0.05, 0.5]}))
+    pairs = [(s.id, s.policy) for s in grid] + [(n, load_policy(n)) for n in preset_names()]
+    hash(pairs[0][1].estimator)  # kept in its HashedOnce slot, outside the fields
+    got = pickle.loads(unit.settings_blob(pairs))
+    want = pickle.loads(pickle.dumps(pairs, protocol=pickle.HIGHEST_PROTOCOL))
+    assert got == want == pairs
+    assert [p.digest() for _, p in got] == [i for i, _ in pairs[:len(grid)]] + [
+        p.digest() for _, p in pairs[len(grid):]]
+    assert pickle.dumps(got) == pickle.dumps(want)  # every field, of the same types
+    assert not hasattr(got[0][1].estimator, "_hash") and not hasattr(want[0][1].estimator, "_hash")
+    assert unit._settings_of(unit.settings_blob(pairs))[0] == pairs
