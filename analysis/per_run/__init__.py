@@ -42,7 +42,6 @@ from analysis.per_run import (
     rereads,
     summarisation,
 )
-from analysis.per_run.stats import Batch
 from replay.engine.trace import Trace
 from replay.policy import Policy
 
@@ -111,7 +110,7 @@ def part_metrics_many(replays: Sequence[tuple[Trace, Policy]], parts: Sequence[M
         ValueError: a part needs run facts and ``facts`` is None, or the replays are of runs of
             different lengths.
     """
-    inps = Batch([])  # their request columns converted once for every part (request_columns)
+    inps = []
     for trace, policy in replays:
         ac = trace.columns("actions")
         inps.append(PartInput(trace.columns("requests"), ac, trace.columns("evictions"),

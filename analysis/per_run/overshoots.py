@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of, run_facts_of
-from analysis.per_run.stats import mean, quantile_sorted, request_columns
+from analysis.per_run.stats import mean, quantile_sorted, request_arrays
 
 
 def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
@@ -21,8 +21,9 @@ def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     several replays of one run (NumPy over the request columns of all of them at once: the same
     operations on the same numbers, in order; a replay with an overshoot, or a request of no
     tokens, takes its own row's)."""
-    est, truth, over = request_columns(inps, ("est_tokens", "truth_tokens", "overshoot_tokens"),
-                                       np.int64)
+    cols = request_arrays([inp.requests for inp in inps],
+                          ("est_tokens", "truth_tokens", "overshoot_tokens"), np.int64)
+    est, truth, over = cols[:, 0], cols[:, 1], cols[:, 2]
     n = est.shape[1]
     any_over = np.count_nonzero(over > 0, axis=1).tolist()
     counted = bool((truth > 0).all())
@@ -88,28 +89,21 @@ def _over_where(inp: PartInput, est: np.ndarray, over: np.ndarray) -> dict[str, 
     }
 
 
-def _fast_recorded_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
-    """Estimate and truth against the recorded usage, on comparable requests (the raw context,
-    before the first recorded compaction, a recorded input above 0), of several replays of one
-    run: NumPy over all of them at once, the same subtraction and division of the same whole
-    numbers (exact in float64) as in Python, the recorded count missing (None → NaN) never
-    comparable."""
-    est, truth, raw, req = request_columns(inps, ("est_tokens", "truth_tokens", "raw_tokens",
-                                                  "request"), np.int64)
-    (rec,) = request_columns(inps, ("recorded_input_tokens",), np.float64)
-    first = np.array([run_facts_of(inp).first_compaction_request for inp in inps],
-                     dtype=np.float64).reshape(-1, 1)
-    comparable = (truth == raw) & (req < first) & (rec > 0)
-    n_comparable = np.count_nonzero(comparable, axis=1).tolist()
-    with np.errstate(divide="ignore", invalid="ignore"):  # requests not comparable: NaN
-        vs_est = np.where(comparable, (est - rec) / rec, np.nan)
-        vs_truth = np.where(comparable, (truth - rec) / rec, np.nan)
-    vs_est.sort(axis=1)  # each row's comparable values first, in order, then its NaNs
-    vs_truth.sort(axis=1)
-    return [{"overshoots_n_comparable": n,
-             "overshoots_est_vs_recorded_median_frac": quantile_sorted(vs_est[r, :n], 0.5),
-             "overshoots_truth_vs_recorded_median_frac": quantile_sorted(vs_truth[r, :n], 0.5)}
-            for r, n in enumerate(n_comparable)]
+def _fast_recorded(inp: PartInput) -> dict[str, Any]:
+    """Estimate and truth against the recorded usage, on comparable requests."""
+    rq, first_comp = inp.requests, run_facts_of(inp).first_compaction_request
+    vs_est: list[float] = []
+    vs_truth: list[float] = []
+    for req, est, truth, raw, rec in zip(rq["request"], rq["est_tokens"], rq["truth_tokens"],
+                                         rq["raw_tokens"], rq["recorded_input_tokens"]):
+        if truth == raw and req < first_comp and rec is not None and rec > 0:
+            vs_est.append((est - rec) / rec)
+            vs_truth.append((truth - rec) / rec)
+    return {
+        "overshoots_n_comparable": len(vs_est),
+        "overshoots_est_vs_recorded_median_frac": quantile_sorted(sorted(vs_est), 0.5),
+        "overshoots_truth_vs_recorded_median_frac": quantile_sorted(sorted(vs_truth), 0.5),
+    }
 
 
 def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:
@@ -142,6 +136,6 @@ OVERSHOOTS_RECORDED = MetricPart("overshoots_recorded", (
           "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
     _spec("truth_vs_recorded_median_frac", "fraction", "median (truth − recorded) / recorded on "
           "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
-), one_of(_fast_recorded_many), many=_fast_recorded_many)
+), _fast_recorded)
 METRICS: tuple[MetricPart, ...] = (OVERSHOOTS, OVERSHOOTS_RECORDED)
 """The per-run ``overshoots_*`` metrics (``overshoots_summary`` computes the same with pandas)."""

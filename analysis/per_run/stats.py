@@ -71,33 +71,3 @@ def request_arrays(requests: Sequence[Any], names: Sequence[str], dtype: Any) ->
         raise ValueError(f"request columns of different lengths: {sorted({len(c) for c in cols})}")
     flat = np.fromiter(itertools.chain.from_iterable(cols), dtype=dtype, count=n * len(cols))
     return flat.reshape(len(requests), len(names), n)
-
-
-class Batch(list[Any]):
-    """The inputs (``PartInput``) of several replays of one run whose metrics are computed
-    together (``analysis.per_run.part_metrics_many``): a list that also keeps their request
-    columns as converted (``request_columns``), so a column several parts read is converted
-    once for all of them."""
-
-    __slots__ = ("converted",)
-
-    def __init__(self, inps: Sequence[Any]) -> None:
-        super().__init__(inps)
-        self.converted: dict[tuple[str, Any], np.ndarray] = {}
-        """(column, dtype) → its values, replays × requests (read-only)."""
-
-
-def request_columns(inps: Sequence[Any], names: Sequence[str], dtype: Any) -> list[np.ndarray]:
-    """Each request column of ``names`` of several replays of one run (their ``PartInput``), as
-    replays × requests: the columns ``request_arrays`` converts in one call, each a view of its
-    rows (every replay's row contiguous, as before).  For a ``Batch`` each (column, dtype) is
-    converted once, by the first part that asks, and the same read-only array given to every
-    part after it."""
-    memo = inps.converted if isinstance(inps, Batch) else {}
-    todo = [c for c in names if (c, dtype) not in memo]
-    if todo:
-        cols = request_arrays([inp.requests for inp in inps], todo, dtype)
-        cols.flags.writeable = False
-        for k, c in enumerate(todo):
-            memo[c, dtype] = cols[:, k]
-    return [memo[c, dtype] for c in names]

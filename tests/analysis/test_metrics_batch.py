@@ -23,8 +23,7 @@ from replay.policy import load_policy, replace_path
 
 BASE = load_policy("two-tier-corrected")
 OTHER_PRICES = replace_path(BASE, "cache.prices.input_per_mtok", 7.0)
-BATCHED = [p for p in PARTS if p.many is not None and not p.needs_facts]
-"""(The parts that need run facts: tests/analysis/per_run/test_batch_columns.py.)"""
+BATCHED = [p for p in PARTS if p.many is not None]
 
 
 def _bits(row: dict[str, Any]) -> list[tuple[str, Any]]:
