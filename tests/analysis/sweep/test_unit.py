@@ -74,10 +74,8 @@ def test_the_runs_kept_are_bounded_by_their_requests(
     assert sorted(loads) == sorted(ids * 2)
 
 
-def test_the_stats_count_the_replays_made(sample_corpus: Corpus,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """``n_replays`` is the number of replays the units made, fewer than the rows computed when
-    settings share (summary triggers that never fire on the short runs)."""
+def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an item for each replay the sweep units make from now on."""
     calls: list[int] = []
     real = unit.replay
 
@@ -86,6 +84,14 @@ def test_the_stats_count_the_replays_made(sample_corpus: Corpus,
         return real(*args, **kw)
 
     monkeypatch.setattr(unit, "replay", counted)
+    return calls
+
+
+def test_the_stats_count_the_replays_made(sample_corpus: Corpus,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``n_replays`` is the number of replays the units made, fewer than the rows computed when
+    settings share (summary triggers that never fire on the short runs)."""
+    calls = _count_replays(monkeypatch)
     grid = settings(load_policy("two-tier-corrected"),
                     make_spec({"tiers.1.trigger.at_tokens": [40000, 70000, 100000]}))
     stats = sweep(sample_corpus, grid, jobs=1).stats
@@ -99,14 +105,7 @@ def test_a_replay_that_repeats_the_previous_one_takes_its_row(
     what a trim touches, consecutive replays come out the same and share one row of metrics;
     every cell still equals its own setting's replay's row, and ``n_replays`` still counts
     every replay made."""
-    calls: list[int] = []
-    real = unit.replay
-
-    def counted(*args: Any, **kw: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(unit, "replay", counted)
+    calls = _count_replays(monkeypatch)
     grid = settings(load_policy("two-tier-corrected"), make_spec(
         {"tiers.0.protect.frac": [0.1, 0.15, 0.2, 0.25, 0.3, 0.35]}))
     result = sweep(sample_corpus, grid, jobs=1)
