@@ -46,7 +46,7 @@ Placeholder texts that invite the model to call the tool again are flagged by
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,9 +108,7 @@ def rereads(messages: pd.DataFrame, recorded_requests: pd.DataFrame, evictions: 
     out_msgs = {rid: sorted(int(m) for m in g["output_msg"])
                 for rid, g in recorded_requests.groupby("run_id", sort=False)}
     rows: list[dict[str, Any]] = []
-    col = {c: _values(messages[c]) for c in _CALL_COLUMNS}
-    for rid, at in _rows_by_run(col["run_id"]).items():
-        calls = _calls_of(col, at, out_msgs.get(str(rid), []))
+    for calls in calls_by_run(messages, out_msgs).values():
         _mark_loops(calls, loop_k, loop_window_requests)
         rows += [_classify(c, pol, evicted) for pol in pols for c in calls
                  if c.is_read or c.is_identical_repeat]
@@ -276,15 +274,23 @@ def _rows_by_run(run_ids: list[Any]) -> dict[Any, list[int]]:
     return out
 
 
-def _run_calls(run: pd.DataFrame, out_msgs: list[int]) -> list[_Call]:
-    """The tool calls of one run's message rows ``run`` in context order, each linked to its
-    previous read."""
-    return _calls_of({c: _values(run[c]) for c in _CALL_COLUMNS}, list(range(len(run))),
-                     out_msgs)
+def calls_by_run(messages: pd.DataFrame,
+                 out_msgs: Mapping[str, list[int]]) -> dict[str, list[_Call]]:
+    """Each run's tool calls in context order, each linked to its previous read: runs in order
+    of first appearance, whatever the frame's row order (``rereads``, and the run facts of
+    ``analysis.run_facts``).
+
+    Args:
+        messages: tool calls and results of one run or several (``REREADS_COLUMNS``).
+        out_msgs: each run's recorded output messages, sorted (a run not in it: none).
+    """
+    col = {c: _values(messages[c]) for c in _CALL_COLUMNS}
+    return {str(rid): _calls_of(col, at, out_msgs.get(str(rid), []))
+            for rid, at in _rows_by_run(col["run_id"]).items()}
 
 
 def _calls_of(col: dict[str, list[Any]], at: list[int], out_msgs: list[int]) -> list[_Call]:
-    """``_run_calls`` of the rows ``at`` (one run's) of the columns ``col``."""
+    """The tool calls of the rows ``at`` (one run's) of the columns ``col``."""
     msg, block, kind = col["msg"], col["block"], col["kind"]
     at = sorted(at, key=lambda i: (msg[i], block[i]))  # stable: store order within a block
     rid = str(col["run_id"][at[0]])

@@ -25,7 +25,7 @@ import pandas as pd
 
 from analysis import frames
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
-from analysis.rereads import REREADS_COLUMNS, _mark_loops, _run_calls
+from analysis.rereads import REREADS_COLUMNS, _Call, _mark_loops, calls_by_run
 from analysis.summarisation import recorded_compactions
 from replay.corpus import Corpus
 
@@ -63,16 +63,14 @@ def runs_facts(corpus: Corpus, run_ids: Sequence[str],
     outs: dict[str, list[int]] = {rid: [] for rid in ids}
     for rid, m in zip(recorded["run_id"].tolist(), recorded["output_msg"].tolist()):
         outs[rid].append(int(m))
-    run_blocks = dict(iter(blocks.groupby("run_id", sort=False))) if len(blocks) else {}
-    return {rid: _facts(rid, run_blocks.get(rid), sorted(outs[rid]), firsts[rid], params)
-            for rid in ids}
+    calls = calls_by_run(blocks, {rid: sorted(m) for rid, m in outs.items()})
+    return {rid: _facts(rid, calls.get(rid, []), firsts[rid], params) for rid in ids}
 
 
-def _facts(run_id: str, blocks: pd.DataFrame | None, out_msgs: list[int], firsts: list[int],
+def _facts(run_id: str, calls: list[_Call], firsts: list[int],
            params: AnalysisParams) -> RunFacts:
-    """One run's facts from its tool blocks, its recorded output messages (sorted) and the
-    first request after each recorded compaction (-1: none after it)."""
-    calls = _run_calls(blocks, out_msgs) if blocks is not None and len(blocks) else []
+    """One run's facts from its tool calls (``calls_by_run``) and the first request after each
+    recorded compaction (-1: none after it)."""
     _mark_loops(calls, params.loop_k, params.loop_window_requests)
     counts = dict.fromkeys(("rereads_n_reads", "rereads_n", "rereads_n_refresh",
                             "rereads_n_retry", "rereads_tokens", "rereads_n_identical",
