@@ -41,12 +41,12 @@ import numpy as np
 import pandas as pd
 
 from analysis._numeric import floats
+from analysis.figure_text import plot_text
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.cache_invalidation import METRICS
 from analysis.per_run.stats import ratio
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 from replay.policy import Policy
-from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes

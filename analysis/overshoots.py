@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from analysis._numeric import floats
+from analysis.figure_text import plot_text
 from analysis.per_run.overshoots import METRICS
-from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes

@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
+from analysis.figure_text import plot_text
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.rereads import METRICS
 from analysis.placeholders import lint_placeholders
 from replay.engine.trace import FATES
-from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes

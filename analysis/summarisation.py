@@ -43,10 +43,10 @@ import numpy as np
 import pandas as pd
 
 from analysis._numeric import floats, nullable_ints
+from analysis.figure_text import plot_text
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.summarisation import METRICS
 from replay.engine.trace import SUMMARY_KINDS
-from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes

@@ -16,12 +16,11 @@ output it goes through the one function of that output's format:
 - ``xml_text(value)``: ``terminal``; it leaves no character XML 1.0 forbids (ElementTree
   escapes ``&<>"`` itself).
 - ``html_text(value)``: ``terminal``, HTML-escaped (quotes too).
-- ``plot_text(value)``: ``terminal``, and every ``$`` escaped, so matplotlib draws the text as
-  written (an even number of ``$`` would start mathtext, whose parser stops the figure).
 - ``valid_text(value)``: a string that encodes as UTF-8, for names stored or hashed (a file
   name's undecodable bytes as ``\\xff``, other lone surrogates as ``\\udXXX``).
 
-Not here: names made into paths (``replay.safe_names``), printing (``replay.cli.output``).
+Not here: names made into paths (``replay.safe_names``), printing (``replay.cli.output``),
+text drawn in a figure (``analysis.figure_text.plot_text``: it depends on the fonts).
 """
 
 from __future__ import annotations
@@ -97,14 +96,6 @@ def xml_text(value: object) -> str:
 def html_text(value: object) -> str:
     """Text for HTML (element content or a quoted attribute): ``terminal``, HTML-escaped."""
     return html.escape(terminal(value))
-
-
-def plot_text(value: object) -> str:
-    """Text drawn in a figure (a title, a legend entry, a tick label): ``terminal``, then
-    ``\\$`` for every ``$``, so no log or policy name is parsed as mathtext (``$\\x{$``
-    stopped the whole report) and no control character reaches the font (a missing glyph,
-    and matplotlib's warning echoing it raw to the terminal)."""
-    return terminal(value).replace("$", r"\$")
 
 
 def valid_text(value: str) -> str:

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from analysis.arg_share import plot_arg_share
 from analysis.cache_invalidation import plot_cache_invalidation
+from analysis.figure_text import figure_rc, plot_text
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.overshoots import plot_overshoots
 from analysis.report.pages import Image
@@ -36,7 +37,6 @@ from analysis.rereads import plot_rereads
 from analysis.summarisation import plot_summarisation
 from replay.ingest.run_label import short_labels
 from replay.safe_names import file_name
-from replay.safe_text import plot_text
 
 DPI = 100
 LINE_RUNS = 4
@@ -142,7 +142,7 @@ def _image(file: str, title: str, caption: str, size: tuple[float, float],
     ``paint`` sets the margins (in inches, ``_margins_in``): a layout engine would cost
     an extra drawing pass per figure, most of the report's time.
     """
-    with matplotlib.style.context("default"), matplotlib.rc_context(_RC), \
+    with matplotlib.style.context("default"), matplotlib.rc_context({**_RC, **figure_rc()}), \
             warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="No artists with labels found")
         fig = Figure(figsize=size, dpi=DPI)

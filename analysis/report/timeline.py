@@ -28,8 +28,8 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
 from analysis._numeric import floats
+from analysis.figure_text import plot_text
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, CUSTOM_CUT, CUSTOM_TRIM, SUMMARISE, TRIM
-from replay.safe_text import plot_text
 
 ACTION_STYLES: dict[str, tuple[str, str]] = {
     TRIM: ("v", "tab:purple"),

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analysis.figure_text import plot_text
 from analysis.metrics import METRIC_COLUMNS, known
 from analysis.run_totals import combine
 from replay.errors import ReplayInputError
-from replay.safe_text import plot_text
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
     from matplotlib.axes import Axes

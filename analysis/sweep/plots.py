@@ -29,12 +29,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
 from pathlib import Path
 
+import matplotlib
 import pandas as pd
 from joblib.externals.loky import get_reusable_executor
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
+from analysis.figure_text import figure_rc
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.sweep.pareto import (
     PARETO_PAIRS,
@@ -106,19 +108,21 @@ def write_plots(table: pd.DataFrame, params: Sequence[str], out: Path, *, jobs: 
 
 def figure_png(agg: pd.DataFrame, metrics: tuple[str, ...], params: tuple[str, ...],
                spec: Spec) -> bytes:
-    """One figure of ``write_plots`` as PNG bytes (the work a worker does; pure)."""
+    """One figure of ``write_plots`` as PNG bytes (the work a worker does; pure), in the
+    figures' fonts (``analysis.figure_text``: a name in any script drawn or escaped)."""
     kind, args = spec
-    if kind == "pareto":
-        x, y, direction = args
-        fig = _figure((6, 4.5))
-        ax = fig.add_subplot()
-        plot_pareto(agg, x, y, minimise_y=direction == "min", ax=ax)
-        ax.set_title(ax.get_title(), fontsize="medium", y=1.0, pad=6)
-        fig.subplots_adjust(left=0.15, right=0.97, bottom=0.12, top=0.92)
-    else:
-        fig = _metrics_figure(agg, args[0], metrics, params)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=72, pil_kwargs={"compress_level": 1})
+    with matplotlib.rc_context(figure_rc()):
+        if kind == "pareto":
+            x, y, direction = args
+            fig = _figure((6, 4.5))
+            ax = fig.add_subplot()
+            plot_pareto(agg, x, y, minimise_y=direction == "min", ax=ax)
+            ax.set_title(ax.get_title(), fontsize="medium", y=1.0, pad=6)
+            fig.subplots_adjust(left=0.15, right=0.97, bottom=0.12, top=0.92)
+        else:
+            fig = _metrics_figure(agg, args[0], metrics, params)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=72, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
 
