@@ -43,9 +43,6 @@ from pathlib import Path
 
 from corpus_args import corpus_paths
 
-from replay.corpus import open_corpus
-from replay.engine.calibrate import held_out_anchored_error, points
-
 REPO = Path(__file__).resolve().parents[1]
 GENERATED = REPO / "logs"
 THEIL_SEN_POINTS = 200
@@ -90,7 +87,11 @@ SCALES: dict[str, Callable[[Points], float | None] | None] = {
 
 def main(paths: list[Path]) -> None:
     """Print one line per run, then the medians and counts (runs under ``logs/`` count as
-    generated)."""
+    generated; the package imported here: ``--help`` or a missing path answers without loading
+    it)."""
+    from replay.corpus import open_corpus
+    from replay.engine.calibrate import held_out_anchored_error, points
+
     rows: list[tuple[str, dict[str, float | None], bool]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, path in enumerate(paths):

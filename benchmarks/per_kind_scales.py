@@ -25,14 +25,12 @@ from __future__ import annotations
 import statistics
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from corpus_args import corpus_paths
 
-from replay.corpus import open_corpus
-from replay.engine.calibrate import held_out_error, points
-from replay.engine.prepared import PreparedRun
-from replay.policy import TokenCounter
+if TYPE_CHECKING:
+    from replay.engine.prepared import PreparedRun
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("text", "tool_call", "tool_result", "other")
@@ -42,6 +40,8 @@ GENERATED = REPO / "logs"
 def kind_points(run: PreparedRun) -> list[tuple[list[float], float]]:
     """(o200k count of the context per kind, recorded input) of each recorded request before
     the first harness compaction (the points of ``replay.engine.calibrate.points``, split by kind)."""
+    from replay.policy import TokenCounter
+
     counts = run.counts(TokenCounter(method="tokenizer", tokenizer="o200k_base"))
     total = [0.0] * len(KINDS)
     out, upto = [], 0
@@ -60,6 +60,8 @@ def kind_points(run: PreparedRun) -> list[tuple[list[float], float]]:
 
 def per_kind_held_out(pts: list[tuple[list[float], float]]) -> float:
     """Median |fit − recorded| / recorded on the second half, fitted on the first half."""
+    import numpy as np
+
     half = len(pts) // 2
     x = np.array([[1.0, *c] for c, _ in pts])
     y = np.array([v for _, v in pts])
@@ -70,7 +72,11 @@ def per_kind_held_out(pts: list[tuple[list[float], float]]) -> float:
 
 def main(paths: list[Path]) -> None:
     """Print one line per run, then the medians and counts within the target (runs under
-    ``logs/`` count as generated)."""
+    ``logs/`` count as generated; the package imported here: ``--help`` or a missing path
+    answers without loading it)."""
+    from replay.corpus import open_corpus
+    from replay.engine.calibrate import held_out_error, points
+
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, path in enumerate(paths):

@@ -20,15 +20,12 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corpus_args import corpus_paths, no_runs
 
-from replay.compiled_engine import choose
-from replay.corpus import open_corpus
-from replay.engine.fold import replay
-from replay.engine.prepared import PreparedRun
-from replay.ingest.tokens import encoding
-from replay.policy import load_policy, presets
+if TYPE_CHECKING:
+    from replay.engine.prepared import PreparedRun
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 9
@@ -37,6 +34,8 @@ ROUNDS = 9
 
 def naive_replay(run: PreparedRun, window_tokens: int, keep_messages: int) -> list[int]:
     """Re-tokenise the whole live history at every request; drop old messages over the window."""
+    from replay.ingest.tokens import encoding
+
     enc = encoding("o200k_base")
     lo, sizes = 0, []
     for k in range(run.n_requests):
@@ -50,7 +49,13 @@ def naive_replay(run: PreparedRun, window_tokens: int, keep_messages: int) -> li
 
 
 def main(paths: list[Path]) -> None:
-    """Print the figures."""
+    """Print the figures (the package imported here: ``--help`` or a missing path answers
+    without loading it)."""
+    from replay.compiled_engine import choose
+    from replay.corpus import open_corpus
+    from replay.engine.fold import replay
+    from replay.policy import load_policy, presets
+
     with tempfile.TemporaryDirectory() as tmp:
         corpus = open_corpus(paths, cache_dir=Path(tmp) / "ds")
         ids = corpus.replayable()
