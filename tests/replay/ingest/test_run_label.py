@@ -194,7 +194,7 @@ def test_a_recorded_session_title_is_the_title(tmp_path: Path) -> None:
 _keys = st.text(st.sampled_from("ab/-#.x"), min_size=1, max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), _keys, st.text(st.sampled_from("ab c"), max_size=30)),
                 min_size=1, max_size=12),
        st.integers(1, 60))
