@@ -66,7 +66,7 @@ _LINE = st.one_of(_RECORD.map(json.dumps), _VALUE.map(json.dumps),
                                    '{"type": "user", "uuid": "\\ud800"}', "   "]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(_LINE, max_size=8))
 def test_typed_lines_parse_as_generic_ones(lines: list[str]) -> None:
     """Any lines, typed or not: the same runs, issues and coverage (a field of another type is
