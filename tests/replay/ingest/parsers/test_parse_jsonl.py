@@ -153,7 +153,7 @@ def _encoded(encode: Any, value: Any) -> tuple[str, str]:
         return type(exc).__name__, str(exc)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_ENCODABLE)
 def test_json_text_equals_json_dumps(value: Any) -> None:
     """The once-made C encoder writes what ``json.dumps(ensure_ascii=False)`` writes: NaN and
@@ -218,7 +218,7 @@ def _read(data: bytes, lazy: tuple[str | None, ...]) -> tuple[str, list[str]]:
     return repr(doc), [str(i) for i in issues]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_VALUES, max_size=4), _VALUES, st.booleans(), st.booleans())
 def test_a_lazy_document_reads_as_the_whole_one(events: list[Any], other: Any, wrapped: bool,
                                                  ascii_only: bool) -> None:
