@@ -113,7 +113,7 @@ _VALUES = st.recursive(st.none() | st.integers() | _TEXT, lambda inner: st.lists
                        | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_VALUES, st.booleans())
 def test_nesting_counts_arrays_and_objects_not_brackets_in_strings(value: Any, ascii_only: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only)
