@@ -42,7 +42,7 @@ def _read(path: Path, stream: bool) -> tuple[list[tuple[int, Any]], list[Issue]]
     return got, issues
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lines=st.lists(_LINES, max_size=30), last_newline=st.booleans(), bom=st.booleans(),
        piece=st.integers(1, 70))
 def test_a_file_read_again_in_pieces_reads_as_from_memory(
