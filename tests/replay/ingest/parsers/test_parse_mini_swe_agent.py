@@ -292,7 +292,7 @@ _PIECES = ["`", "```", "\n", " ", "\t", "\r", "\x0b", "bash", "mswea_bash_comman
            "\n```", "```bash\n", "```mswea_bash_command \n"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join))
 def test_the_default_action_block_is_found_as_its_pattern_finds_it(text: str) -> None:
     """The parser's compiled default action pattern finds the same blocks, commands and
