@@ -1,5 +1,7 @@
 """Where the newest range of a given size begins: ``block_reaching_est`` (a trim tier's protected
-range by tokens, ``replay.engine.tiers.trim``), a search over the context's sizes.
+range by tokens, ``replay.engine.tiers.trim``), a search over the context's sizes; and the
+other way round, which sizes give a trim pass the same start of its protected range
+(``same_stop_tokens``, for ``replay.engine.share``).
 
 Not here: the context and its totals (``replay.engine.context``).
 """
@@ -11,6 +13,7 @@ import itertools
 
 from replay.engine.context import _SHORT_RANGE, Context
 from replay.engine.fenwick import bisect_left
+from replay.engine.probe import NO_LIMIT
 
 
 def block_reaching_est(ctx: Context, tokens_back: int) -> int:
@@ -61,3 +64,56 @@ def block_reaching_est(ctx: Context, tokens_back: int) -> int:
                 pos, rem = nxt, rem - node
         step >>= 1
     return max(ctx.lo, min(pos + 1, ctx.hi))
+
+
+def same_stop_tokens(ctx: Context, other: int, start: int) -> tuple[int, int]:
+    """Every token protection ``t`` (> 0) giving a trim pass the start of its protected range
+    that ``start`` gave, as ``low <= t <= high`` (``high``: ``NO_LIMIT`` when unbounded).
+
+    A pass's start is ``max(lo, min(other, R(t)))``: ``other`` the start by its other
+    protections (``hi`` when none), ``R(t)`` the first message start at or after
+    ``block_reaching_est(ctx, t)`` (``hi`` when that is ``hi``; ``start`` is ``R`` of the
+    pass's own ``t``).  ``R`` never grows with ``t``, and ``block_reaching_est(ctx, t) > b``
+    exactly when the blocks ``[b, hi)`` hold more than ``t`` estimated tokens (``b >= lo``;
+    ``_held``).  So, ``end`` being the start the pass took when ``lo`` does not clamp it:
+
+    - ``start >= other`` (``end``: ``other``): any ``t`` with ``R(t) >= other``;
+    - else (``end``: ``start``, a message start): ``t`` at least the tokens from ``start`` on
+      (the answer there or before it), with ``R(t) >= start``;
+    - ``R(t) >= end`` holds for ``t`` below the tokens from ``m`` on, ``m`` the last message
+      start before ``end`` (the answer then lies past ``m``, its message start at ``end`` or
+      later: none lies between); for any ``t`` when ``m < lo`` or ``end <= lo`` (clamped at
+      ``lo``: every answer is at ``lo`` or later).
+    """
+    lo = ctx.lo
+    end = start if start < other else other  # noqa: FURB136
+    if end <= lo:
+        return (_held(ctx, end) if start < other else 0), NO_LIMIT
+    held = _held(ctx, end)
+    low = held if start < other else 0
+    run = ctx.run
+    m = run.msg_start[run.ordinal[end - 1]]
+    if m < lo:
+        return low, NO_LIMIT
+    if end - m > 32:
+        return low, _held(ctx, m) - 1
+    cur = ctx.cur_est  # the tokens from m on: from end on, and the message before end's
+    for x in range(m, end):
+        held += cur[x]
+    return low, held - 1
+
+
+def _held(ctx: Context, b: int) -> int:
+    """Estimated tokens of blocks ``[b, hi)`` as they are now (what ``block_reaching_est``
+    counts: no re-read inserted among them): by the static sums when none of them is trimmed
+    (a pass's start usually: trims stay before it), then summing the sizes up to the last
+    trimmed block when they are few (``_SHORT_RANGE``), else by the trim tree (which a replay
+    otherwise rarely brings up to date: a cost per trim)."""
+    pre, hi, last = ctx.pre_est, ctx.hi, ctx.last_trimmed
+    if b > last:
+        return pre[hi] - pre[b]
+    if last - b < _SHORT_RANGE:  # the blocks up to the last trimmed one summed at C speed
+        end = last + 1 if last < hi else hi
+        return pre[hi] - pre[end] + sum(ctx.cur_est[b:end])
+    cut = ctx.trim_trees()[0]
+    return pre[hi] - pre[b] - (cut.prefix(hi) - cut.prefix(b))

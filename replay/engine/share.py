@@ -13,6 +13,10 @@ gates compared (``replay.engine.probe``).  The reasoning, request by request:
 - a tier whose gate stays shut acts not at all (its ``act`` returns before changing anything),
   so up to any request both replays hold the same context, the same tier states and the same
   rows; the shut tier's next comparison is then of the same level, and stays shut.
+- or a trim tier differs only in its token protection (``protect.tokens`` / ``protect.frac``),
+  on in both, and ``other``'s gives every pass of ``source``'s replay the start of the protected
+  range it gave (``Probe.protect``): the one thing that protection decides is that start, so
+  both passes do the same, and the next one starts from the same context.
 
 A tier with a Python class, a policy following a harness's arithmetic (its tiers are rewritten
 per run) and a gate that is not a level comparison never share.  Tiers that are equal may act
@@ -26,8 +30,8 @@ import threading
 from typing import Any
 
 from replay.engine.probe import Probe
-from replay.engine.tiers import collapse, gated
-from replay.policy import Custom, Policy
+from replay.engine.tiers import collapse, gated, trim
+from replay.policy import Custom, Policy, Trim
 
 Shape = tuple[int, tuple[int, ...]]
 """A policy's fields outside its tiers, and each of its tiers, as numbers (``Shapes``)."""
@@ -40,7 +44,7 @@ class Shapes:
     pair of tiers (by number) whether one can stand for the other at all, each worked out once
     however many times a sweep asks."""
 
-    __slots__ = ("_lock", "_numbers", "_pairs", "_parts", "_shapes")
+    __slots__ = ("_lock", "_numbers", "_pairs", "_parts", "_protect_pairs", "_shapes")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -49,6 +53,8 @@ class Shapes:
         """Number → the part (the first seen of those equal to it)."""
         self._pairs: dict[tuple[int, int], bool] = {}
         """(tier number, tier number) → ``_may_stand``."""
+        self._protect_pairs: dict[tuple[int, int], bool] = {}
+        """(tier number, tier number) → ``_protect_only``."""
         self._shapes: dict[int, tuple[Policy, Shape | None, Gates]] = {}
         """id(policy) → the policy (kept, so that its id is not reused), its shape and gates."""
 
@@ -57,8 +63,9 @@ class Shapes:
         return self._entry(policy)[1]
 
     def gates(self, policy: Policy) -> Gates:
-        """Per tier of the policy: the id of its gate (0: none) and the level it opens at
-        (None: not a level gate), as ``same_trace`` reads them."""
+        """Per tier of the policy: the id of its gate (0: none), the level it opens at (None:
+        not a level gate) and its token protection (``protect_tokens``), as ``same_trace``
+        reads them."""
         return self._entry(policy)[2]
 
     def may_stand(self, a: int, b: int) -> bool:
@@ -67,6 +74,14 @@ class Shapes:
         got = self._pairs.get((a, b))
         if got is None:
             got = self._pairs[(a, b)] = _may_stand(self._parts[a], self._parts[b])
+        return got
+
+    def protect_only(self, a: int, b: int) -> bool:
+        """Whether the tiers numbered ``a`` and ``b`` are trim tiers that differ only in their
+        token protection (``_protect_only``)."""
+        got = self._protect_pairs.get((a, b))
+        if got is None:
+            got = self._protect_pairs[(a, b)] = _protect_only(self._parts[a], self._parts[b])
         return got
 
     def _entry(self, policy: Policy) -> tuple[Policy, Shape | None, Gates]:
@@ -83,7 +98,8 @@ class Shapes:
                         shape = None
                     usable = policy.usable_tokens
                     gates = (tuple(_gate_id(t) for t in policy.tiers),
-                             tuple(_level(t, usable) for t in policy.tiers))
+                             tuple(_level(t, usable) for t in policy.tiers),
+                             tuple(_tokens(t, usable) for t in policy.tiers))
                     got = self._shapes[id(policy)] = (policy, shape, gates)
         return got
 
@@ -94,8 +110,9 @@ class Shapes:
         return got
 
 
-Gates = tuple[tuple[int, ...], tuple[int | None, ...]]
-"""Per tier of a policy: its gate's id (0: none) and the level it opens at (None: not a level)."""
+Gates = tuple[tuple[int, ...], tuple[int | None, ...], tuple[int, ...]]
+"""Per tier of a policy: its gate's id (0: none), the level it opens at (None: not a level) and
+its token protection (0: none, or not a trim tier)."""
 
 
 _REST_FIELDS = tuple(f.name for f in dataclasses.fields(Policy) if f.name != "tiers")
@@ -121,10 +138,12 @@ def same_trace(source: Policy, probe: Probe, other: Policy, shapes: Shapes | Non
     usable = source.usable_tokens
     level: int | None
     for a, b in differ:
-        if not _may_stand(a, b):
-            return False
-        seen, level = probe.shut(id(_gate(a))), _level(b, usable)
-        if seen is None or level is None or seen >= level:
+        if _may_stand(a, b):
+            seen, level = probe.shut(id(_gate(a))), _level(b, usable)
+            if seen is not None and level is not None and seen < level:
+                continue
+        if not (_protect_only(a, b) and _same_stops(probe, a, _tokens(a, usable),
+                                                    _tokens(b, usable))):
             return False
     return True
 
@@ -136,16 +155,42 @@ def _same_numbered(source: Policy, probe: Probe, other: Policy, shapes: Shapes, 
     checked already)."""
     if a_shape[0] != b_shape[0]:
         return False
-    a_gates, b_levels = shapes.gates(source)[0], shapes.gates(other)[1]
+    a_gates, b_gates = shapes.gates(source), shapes.gates(other)
     for k, (i, j) in enumerate(zip(a_shape[1], b_shape[1])):
         if i == j:
             continue
-        if not shapes.may_stand(i, j):
-            return False
-        seen, level = probe.shut(a_gates[k]), b_levels[k]
-        if seen is None or level is None or seen >= level:
+        if shapes.may_stand(i, j):
+            seen, level = probe.shut(a_gates[0][k]), b_gates[1][k]
+            if seen is not None and level is not None and seen < level:
+                continue
+        if not (shapes.protect_only(i, j)
+                and _same_stops(probe, source.tiers[k], a_gates[2][k], b_gates[2][k])):
             return False
     return True
+
+
+def _same_stops(probe: Probe, tier: Any, tokens: int, other_tokens: int) -> bool:
+    """Whether the trim tier ``tier`` of the probed replay, with token protection ``tokens``,
+    gives every pass the start it gave with ``other_tokens`` instead (both on: > 0)."""
+    return tokens > 0 and other_tokens > 0 and probe.same_tokens(id(tier), other_tokens)
+
+
+def _protect_only(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are trim tiers equal but for their token protection
+    (``protect.tokens``, ``protect.frac``)."""
+    return (type(a) is Trim and type(b) is Trim
+            and _without_tokens(a) == _without_tokens(b))
+
+
+def _without_tokens(tier: Trim) -> Trim:
+    """The trim tier with no token protection."""
+    return dataclasses.replace(tier, protect=dataclasses.replace(tier.protect, tokens=0,
+                                                                 frac=0.0))
+
+
+def _tokens(tier: Any, usable_tokens: int) -> int:
+    """A trim tier's token protection (``trim.protect_tokens``; 0: none, or not a trim tier)."""
+    return trim.protect_tokens(tier, usable_tokens) if type(tier) is Trim else 0
 
 
 def _may_stand(a: Any, b: Any) -> bool:
@@ -161,19 +206,24 @@ def _may_stand(a: Any, b: Any) -> bool:
 
 
 def share_rank(policies: list[Policy]) -> list[int]:
-    """Each policy's place in an order where those that differ only in their gates' levels are
-    next to each other, each group by its levels ascending (groups in the order they first
-    appear): replayed in that order, the settings one replay stands for (``same_trace``: levels
-    its gates never reached) come right after it, while it is still among the replays a sweep
-    keeps to compare with.  Any order gives the same rows."""
+    """Each policy's place in an order where those that differ only in their gates' levels and
+    their trim tiers' token protections are next to each other, each group by its token
+    protections, then by its levels, ascending (groups in the order they first appear):
+    replayed in that order, the settings one replay stands for (``same_trace``: levels its
+    gates never reached, token protections that give its trim passes the same starts) come
+    soon after it, while it is still among the replays a sweep keeps to compare with.  (Token
+    protections first: at 1,000 settings of ``benchmarks/sweep_speed.py`` 416 replays, levels
+    first 731.)  Any order gives the same rows."""
     groups: dict[Any, int] = {}
-    bare: dict[tuple[Any, int], tuple[Any, int]] = {}
-    """(tier, usable window) → the tier without its level, and the level (0: none): worked out
-    once per distinct tier, a grid's settings sharing most of theirs."""
+    bare: dict[tuple[Any, int], tuple[Any, int, int]] = {}
+    """(tier, usable window) → the tier without its level and token protection, the level (0:
+    none) and the token protection (0: none): worked out once per distinct tier, a grid's
+    settings sharing most of theirs."""
     keys = []
     for i, policy in enumerate(policies):
         usable = policy.usable_tokens
         levels: list[int] = []
+        tokens: list[int] = []
         tiers = []
         try:
             for t in policy.tiers:
@@ -182,26 +232,31 @@ def share_rank(policies: list[Policy]) -> list[int]:
                     got = bare[(t, usable)] = _without_level(t, usable)
                 tiers.append(got[0])
                 levels.append(got[1])
+                tokens.append(got[2])
             group = groups.setdefault(dataclasses.replace(policy, tiers=tuple(tiers)), len(groups))
         except TypeError:  # a part that cannot be hashed: keep the order given
             return list(range(len(policies)))
-        keys.append((group, levels, i))
+        keys.append((group, tokens, levels, i))
     rank = [0] * len(policies)
-    for r, (_, _, i) in enumerate(sorted(keys)):
-        rank[i] = r
+    for r, key in enumerate(sorted(keys)):
+        rank[key[3]] = r
     return rank
 
 
-def _without_level(tier: Any, usable_tokens: int) -> tuple[Any, int]:
-    """``tier`` with its gate's level taken out (a collapse tier's margin, a trigger's
-    at_tokens / at_frac), and that level (0: not a level gate; the tier as it is)."""
+def _without_level(tier: Any, usable_tokens: int) -> tuple[Any, int, int]:
+    """``tier`` with its gate's level (a collapse tier's margin, a trigger's at_tokens /
+    at_frac) and its token protection (a trim tier's, when on) taken out, that level (0: not a
+    level gate) and that token protection (0: none)."""
+    tokens = _tokens(tier, usable_tokens)
+    if tokens:
+        tier = _without_tokens(tier)
     level = _level(tier, usable_tokens)
     if level is None:
-        return tier, 0
+        return tier, 0, tokens
     gate = _gate(tier)
     return ((dataclasses.replace(tier, margin_frac=0.0) if gate is tier else
              dataclasses.replace(tier, trigger=dataclasses.replace(gate, at_tokens=None,
-                                                                   at_frac=None))), level)
+                                                                   at_frac=None))), level, tokens)
 
 
 def _gate(tier: Any) -> Any:

@@ -17,7 +17,8 @@ from typing import Any, Final
 from replay.engine.context import Context
 from replay.engine.fenwick import bisect_left
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS, PreparedRun
-from replay.engine.reach import block_reaching_est
+from replay.engine.probe import Probe
+from replay.engine.reach import block_reaching_est, same_stop_tokens
 from replay.engine.tiers.actions import n_actions
 from replay.engine.tiers.apply import (
     Candidate,
@@ -53,6 +54,13 @@ def min_reclaim(tier: Trim, usable_tokens: int) -> int:
     return tier.min_reclaim_tokens or int(tier.min_reclaim_frac * usable_tokens)
 
 
+def protect_tokens(tier: Trim, usable_tokens: int) -> int:
+    """The estimated tokens the tier protects: ``protect.tokens``, or its ``frac`` of the usable
+    window if more (0: none)."""
+    p = tier.protect
+    return max(p.tokens, int(p.frac * usable_tokens)) if p.frac else p.tokens
+
+
 def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     """Everything constant in this replay, resolved once."""
     run, counters = ctx.run, (env.policy.estimator, env.truth_counter, env.calibration)
@@ -64,8 +72,8 @@ def _resolve(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
     st.eligible = _eligible(run, st.cats, tier.min_chars, tier.min_lines, tier.tools,
                             tier.exclude_tools)
     p = tier.protect
-    st.protect = (p.messages, max(p.tokens, int(p.frac * env.usable)) if p.frac else p.tokens,
-                  p.tool_results, p.tool_result_tokens, p.newest)
+    st.protect = (p.messages, protect_tokens(tier, env.usable), p.tool_results,
+                  p.tool_result_tokens, p.newest)
     st.tools = frozenset(tier.tools)
     st.touch_newest, st.trims_results = not p.newest, CAT_RESULTS in st.cats
     st.name = tier.name
@@ -128,12 +136,6 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
         if messages:
             first, last = run.ordinal[lo], run.ordinal[hi - 1] - messages + 1
             stop = run.msg_start[last if last > first else first]  # noqa: FURB136
-        if tokens:
-            reach = _reaching_est(ctx, tokens, st)
-            if reach < hi:  # Context.message_start_at_or_after, inlined
-                o = run.ordinal[reach]
-                reach = reach if run.msg_start[o] == reach else run.msg_start[o + 1]
-            stop = reach if reach < stop else stop  # noqa: FURB136
         if n_results or result_tokens:
             # the live results res[first:end], walked forward from the previous pass (a step or
             # none a pass, where a bisection costs a dozen comparisons; the sentinel ends a walk)
@@ -154,6 +156,14 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
         if newest:  # Context.newest_output_start, inlined (hi > lo here)
             nth = run.msg_start[run.ordinal[hi - 1]]
             stop = nth if nth < stop else stop  # noqa: FURB136
+        if tokens:  # (last: under a probe, stop is then the other protections' start)
+            reach = _reaching_est(ctx, tokens, st)
+            if reach < hi:  # Context.message_start_at_or_after, inlined
+                o = run.ordinal[reach]
+                reach = reach if run.msg_start[o] == reach else run.msg_start[o + 1]
+            if env.probe is not None:
+                _probe_tokens(tier, st, ctx, env.probe, stop, reach)
+            stop = reach if reach < stop else stop  # noqa: FURB136
         stop = stop if stop > lo else lo  # noqa: FURB136
     # 2. the candidates among the eligible blocks in [cursor, stop): where the last pass
     # stopped (unless a cut moved lo past it), walked forward to stop (the blocks the walk visits:
@@ -222,6 +232,21 @@ def act(tier: Trim, st: TrimState, ctx: Context, env: Env) -> None:
         # one action (a tier with a minimum trims them only with a pass that went through)
         _trim_induced(tier, st, ctx, env, stop, into=n_actions(env) - 1 if passed else None)
     st.epoch = ctx.epoch
+
+
+def _probe_tokens(tier: Trim, st: TrimState, ctx: Context, probe: Probe, other: int,
+                  reach: int) -> None:
+    """Narrow the probe's record of the token protections that give this tier's passes their
+    starts (``Probe.protect``) to this pass's: ``other`` its other protections' start, ``reach``
+    the token protection's (``replay.engine.reach.same_stop_tokens``)."""
+    low, high = same_stop_tokens(ctx, other, reach)
+    got = st.probed
+    if got is None:
+        got = st.probed = probe.tokens_range(id(tier))
+    if low > got[0]:  # noqa: PLR1730
+        got[0] = low
+    if high < got[1]:  # noqa: PLR1730
+        got[1] = high
 
 
 def _rechecked(st: TrimState, ctx: Context) -> list[Candidate]:

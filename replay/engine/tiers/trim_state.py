@@ -72,6 +72,9 @@ class TrimState:
     """The tier may trim the newest output (``protect.newest`` false)."""
     trims_results: bool = False
     """Tool results are among the blocks it trims (and so are induced re-reads)."""
+    probed: list[int] | None = None
+    """Under a probe, its record of the token protections giving this tier's passes their
+    starts (``Probe.tokens_range``; None until the first pass that measures one)."""
     check: TriggerCheck | None = None
     """The tier's trigger, read once (at the first pass: ``trigger_check``)."""
     name: str = ""
@@ -87,4 +90,4 @@ class TrimState:
         self.sized_result, self.sized_write = [], []
         self.cats, self.tools = frozenset(), frozenset()
         self.protect = (0, 0, 0, 0, True)
-        self.check, self.name = None, ""
+        self.check, self.probed, self.name = None, None, ""

@@ -168,15 +168,16 @@ def _frozen() -> tuple[int, int]:
 
 def test_settings_are_replayed_in_an_order_that_lets_more_share(
         sample_corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
-    """18 protected fractions inside 3 summary triggers: in the order given, a setting's
+    """18 trim sizes (``min_chars``: neither a level nor a token protection, so settings that
+    differ in it never share) inside 3 summary triggers: in the order given, a setting's
     trigger-mates are 18 settings back, out of the 16 replays kept to compare with; in the
     sweep's order (``share_rank``) they follow one another, and on runs that never reach the
-    lowest trigger one replay per fraction stands for all three.  Same rows either way."""
+    lowest trigger one replay per size stands for all three.  Same rows either way."""
     from analysis.sweep import core
 
     grid = settings(load_policy("two-tier-corrected"), make_spec({
         "tiers.1.trigger.at_tokens": [60000, 80000, 100000],
-        "tiers.0.protect.frac": [round(0.05 + 0.025 * i, 3) for i in range(18)]}))
+        "tiers.0.min_chars": [2000 + 100 * i for i in range(18)]}))
     assert unit.SHARED_SOURCES < 18
     n_req = dict(zip(sample_corpus.runs["run_id"].to_pylist(),
                      sample_corpus.runs["n_requests"].to_pylist()))

@@ -20,16 +20,26 @@ def _setting(at_tokens: int, protect: float, margin: float) -> Policy:
     return policy
 
 
-def test_settings_differing_in_levels_only_come_together_lowest_levels_first() -> None:
-    """Groups (here: the protected fraction, not a level) in the order they first appear; inside
-    a group by the summary trigger, then by the emergency level (1 - margin: a wider margin is a
-    lower level)."""
+def test_settings_differing_in_levels_and_token_protection_come_together_lowest_first() -> None:
+    """One group (the protected fraction is a token protection, the summary trigger and the
+    emergency margin levels), by the protected tokens, then by the summary trigger, then by the
+    emergency level (1 - margin: a wider margin is a lower level)."""
     given_order = [(80000, 0.3, 0.1), (40000, 0.05, 0.2), (40000, 0.3, 0.2),
                    (80000, 0.05, 0.1), (40000, 0.3, 0.1), (80000, 0.05, 0.2)]
     rank = share_rank([_setting(*p) for p in given_order])
     ordered = [p for _, p in sorted(zip(rank, given_order))]
-    assert ordered == [(40000, 0.3, 0.2), (40000, 0.3, 0.1), (80000, 0.3, 0.1),
-                       (40000, 0.05, 0.2), (80000, 0.05, 0.2), (80000, 0.05, 0.1)]
+    assert ordered == [(40000, 0.05, 0.2), (80000, 0.05, 0.2), (80000, 0.05, 0.1),
+                       (40000, 0.3, 0.2), (40000, 0.3, 0.1), (80000, 0.3, 0.1)]
+
+
+def test_another_protection_or_no_token_protection_is_another_group() -> None:
+    """A token protection of another kind of setting (protected messages) is a group of its
+    own, in the order it first appears."""
+    given_order = [_setting(80000, 0.3, 0.1),
+                   replace_path(_setting(40000, 0.3, 0.1), "tiers.0.protect.messages", 4),
+                   _setting(40000, 0.05, 0.1)]
+    rank = share_rank(given_order)
+    assert [rank[i] for i in range(3)] == [1, 2, 0]
 
 
 @given(st.lists(policies(), min_size=1, max_size=6))
