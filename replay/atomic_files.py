@@ -42,7 +42,9 @@ from replay.errors import OutputError
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def _symlink_refused(path: Path) -> OutputError:
+def symlink_refused(path: Path) -> OutputError:
+    """The refusal of a symlink found inside an output folder (at a write, or planned by
+    ``replay.output_targets.check_targets`` before any work)."""
     return OutputError(f"{path}: is a symlink inside the output folder; refused, nothing was "
                        "written through it (remove it, or name another folder)")
 
@@ -65,7 +67,7 @@ def _open_dir(name: str, parent_fd: int | None, shown: Path, *, create: bool) ->
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK) and _is_link(
                     name, parent_fd):
-                raise _symlink_refused(shown) from None
+                raise symlink_refused(shown) from None
             raise
     return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
 
@@ -232,7 +234,7 @@ def file_in(fd: int, name: str, *, shown: Path) -> Iterator[BinaryIO]:
         except FileNotFoundError:
             mode = None
         if mode is not None and stat.S_ISLNK(mode):
-            raise _symlink_refused(shown)
+            raise symlink_refused(shown)
         if mode is not None and stat.S_ISDIR(mode):
             raise OutputError(f"{shown}: is a folder; not replaced")
         os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)

@@ -12,7 +12,10 @@ it reads; a target is refused (``OutputError``, exit 2) when it
 - lies inside the project cache's dataset or sweep cache (``.ctxreplay/dataset``,
   ``.ctxreplay/sweep_cache``; ``replay.layout``), or is a folder the command fills that holds
   one;
-- is named twice (``--junit`` and ``--markdown`` the same file).
+- is named twice (``--junit`` and ``--markdown`` the same file);
+- lies below another target (the folder named, or a folder the command fills) and is a
+  symlink, or has one on the way there: planted in an output folder, it would be refused at
+  the write anyway (``replay.atomic_files``), after the work; refused before it.
 
 The project cache's dataset, which every command that reads logs writes, may lie inside an input
 folder (``replay run .``) but may not be, or hold, an input (``check_cache_apart``).
@@ -27,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from replay.atomic_files import symlink_refused
 from replay.errors import OutputError
 from replay.layout import dataset_dir, sweep_cache_dir
 
@@ -103,6 +107,23 @@ def check_targets(targets: Sequence[Target], *, inputs: Sequence[Path] = (),
             if real == r or _inside(real, r) or (t.folder and _inside(r, real)):
                 raise OutputError(f"{where}: is in the project cache ({area}); name an output "
                                   "outside it")
+        planted = _planted_link(t, targets)
+        if planted is not None:
+            raise symlink_refused(planted)
+
+
+def _planted_link(target: Target, targets: Sequence[Target]) -> Path | None:
+    """The first symlink from below another target's folder down to ``target`` (None: none).
+    The folder named may itself be a symlink (the user's); what lies below it is ours."""
+    for base in targets:
+        if base is target or base.path not in target.path.parents:
+            continue
+        path = base.path
+        for part in target.path.relative_to(base.path).parts:
+            path = path / part
+            if os.path.islink(path):
+                return path
+    return None
 
 
 def check_cache_apart(dataset: Path, inputs: Sequence[Path]) -> None:

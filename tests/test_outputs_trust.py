@@ -85,6 +85,23 @@ def test_a_symlink_planted_in_an_output_is_refused_and_never_followed(
     assert not [p for p in project.rglob("*.tmp*")], "a temporary file was left"
 
 
+@pytest.mark.parametrize("component", ["o/report.html", "o/report.md", "o/summary.json",
+                                       "o/report_files"])
+def test_a_symlink_planted_at_a_planned_output_is_refused_before_any_work(
+        project: Path, component: str) -> None:
+    # every output the command plans is checked before the replay (output_targets), not only at
+    # its write: nothing of the run is written, no trace, no summary
+    victim = project.parent / f"{project.name}-victim"
+    victim.mkdir()
+    (project / "o").mkdir()
+    (project / component).symlink_to(victim if not Path(component).suffix else victim / "x")
+    result = _invoke(["run", "logs", "-p", "none", "--out", "o", "-q", "--report"])
+    assert result.exit_code == 2, result.output
+    assert f"{Path(component).name}: is a symlink inside the output folder" in result.output
+    assert sorted(p.name for p in (project / "o").iterdir()) == [Path(component).name]
+    assert not list(victim.iterdir())
+
+
 def test_a_report_s_stale_figures_are_removed_inside_report_files_only(project: Path) -> None:
     assert _invoke(["report", "logs", "-p", "none", "--out", "o", "-q",
                     "--max-timelines", "1"]).exit_code == 0
