@@ -8,12 +8,14 @@ computes their metrics, several replays at a time (``analysis.per_run.fast_metri
 worker's memory is bounded by the runs it keeps, not the archive.
 
 Settings share replays: a setting whose replay is certain to repeat one already made in the unit
-(the tiers it changes never opened their gate there, and stay shut at every level compared:
+(the tiers it changes never opened their gate there, and stay shut at every level compared;
+or its trim tier's token protection gives every pass the protected range's start it gave there:
 ``replay.engine.share``) takes that replay's metric row instead of replaying (the metrics read
 the trace and the policy's fields outside its tiers, equal for both).  A replay made that
-comes out the same as the unit's previous one (every trace column equal, the policy's fields
-outside its tiers too: a protected fraction that moved no boundary) takes that replay's row
-instead of computing its metrics again.
+comes out the same as the unit's previous one anyway (every trace column equal, the policy's
+fields outside its tiers too: a change no rule of ``share`` foresees, e.g. a summary trigger
+that opened at the same requests) takes that replay's row instead of computing its metrics
+again.
 
 A process keeps the runs it loaded, prepared with their facts, between units and sweeps, the
 most recently used first, up to ``KEEP_LOADED_REQUESTS`` requests' worth (at least the last
