@@ -13,8 +13,8 @@ or its trim tier's token protection gives every pass the protected range's start
 ``replay.engine.share``) takes that replay's metric row instead of replaying (the metrics read
 the trace and the policy's fields outside its tiers, equal for both).  A replay made that
 comes out the same as the unit's previous one anyway (every trace column equal, the policy's
-fields outside its tiers too: a change no rule of ``share`` foresees, e.g. a summary trigger
-that opened at the same requests) takes that replay's row instead of computing its metrics
+fields outside its tiers too: a change that made no difference in a way no rule of ``share``
+foresees) takes that replay's row instead of computing its metrics
 again.
 
 A process keeps the runs it loaded, prepared with their facts, between units and sweeps, the
