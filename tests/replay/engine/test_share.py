@@ -12,15 +12,9 @@ from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.share import Shapes, same_trace
-from replay.engine.trace import Trace
 from replay.policy import Collapse, Policy, Trigger, load_policy, replace_path
+from tests.replay.engine.share_checks import columns, sharing_on_samples
 from tests.strategies import policies, runs
-
-TABLES = ("requests", "actions", "evictions")
-
-
-def _columns(trace: Trace) -> dict[str, Any]:
-    return {t: trace.columns(t) for t in TABLES}
 
 
 @st.composite
@@ -52,10 +46,10 @@ def test_a_shared_replay_is_the_other_settings_replay(run: PreparedRun, policy: 
     setting gives the same three tables, value for value; the probe changes nothing."""
     probe = Probe()
     trace = replay(run, policy, probe=probe)
-    assert _columns(trace) == _columns(replay(run, policy))
+    assert columns(trace) == columns(replay(run, policy))
     other = data.draw(moved_levels(policy, probe))
     if same_trace(policy, probe, other):
-        assert _columns(replay(run, other)) == _columns(trace)
+        assert columns(replay(run, other)) == columns(trace)
 
 
 def test_sharing_on_the_samples_is_exact_and_happens(sample_corpus: Any) -> None:
@@ -66,21 +60,8 @@ def test_sharing_on_the_samples_is_exact_and_happens(sample_corpus: Any) -> None
     grid = [replace_path(replace_path(base, "tiers.1.trigger.at_tokens", at),
                          "tiers.2.margin_frac", margin)
             for at in (20000, 40000, 80000, 112000) for margin in (0.05, 0.2, 0.32)]
-    shared = separate = 0
-    for rid in sample_corpus.replayable():
-        run, calibration = sample_corpus.prepared(rid), sample_corpus.calibration(rid)
-        sources: list[tuple[Policy, Probe, Trace]] = []
-        for policy in grid:
-            fresh = replay(run, policy, calibration=calibration)
-            stands = [tr for src, probe, tr in sources if same_trace(src, probe, policy)]
-            for trace in stands:
-                assert _columns(trace) == _columns(fresh), (rid, policy.tiers)
-            shared += bool(stands)
-            if not stands:
-                separate += 1
-                probe = Probe()
-                sources.append((policy, probe,
-                                replay(run, policy, calibration=calibration, probe=probe)))
+    shared, separate = sharing_on_samples(sample_corpus, sample_corpus.replayable(), grid,
+                                          keep_every_replay=False)
     assert shared > 0 and separate > len(sample_corpus.replayable())
 
 

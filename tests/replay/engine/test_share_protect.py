@@ -17,13 +17,9 @@ from replay.engine.prepared import PreparedRun
 from replay.engine.probe import NO_LIMIT, Probe
 from replay.engine.reach import _held, block_reaching_est, same_stop_tokens
 from replay.engine.share import Shapes, same_trace
-from replay.engine.trace import TRACE_SCHEMAS, Trace
 from replay.policy import Policy, Protect, Trigger, Trim, load_policy, replace_path
+from tests.replay.engine.share_checks import columns, sharing_on_samples, trim_and_cut
 from tests.strategies import policies, runs
-
-
-def _columns(trace: Trace) -> dict[str, Any]:
-    return {t: trace.columns(t) for t in TRACE_SCHEMAS}
 
 
 def _stop(ctx: Context, other: int, tokens: int) -> int:
@@ -45,12 +41,7 @@ def test_the_tokens_giving_the_same_start_are_exactly_the_range(run: PreparedRun
     ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
     ctx.hi = data.draw(st.integers(1, run.n_blocks))
     for _ in range(data.draw(st.integers(0, 2))):
-        for b in data.draw(st.lists(st.integers(ctx.lo, ctx.hi - 1), max_size=6)):
-            if not ctx.trimmed[b]:
-                ctx.set_block(b, tokens[b] // 3, tokens[b] // 3, run.n_bytes[b] // 3)
-        safe = [b for b in range(ctx.lo + 1, ctx.hi) if ctx.is_safe_split(b)]
-        if data.draw(st.booleans()) and safe:
-            ctx.cut_before(data.draw(st.sampled_from(safe)), [])
+        trim_and_cut(data, ctx, tokens, 6)
     if ctx.hi <= ctx.lo:
         return
     sizes = [sum(ctx.cur_est[b:ctx.hi]) for b in range(ctx.lo, ctx.hi + 1)]
@@ -104,7 +95,7 @@ def test_a_replay_standing_for_another_token_protection_is_its_replay(
     replaying it gives the same tables, every column; the probe changes nothing."""
     probe = Probe()
     trace = replay(run, policy, probe=probe)
-    assert _columns(trace) == _columns(replay(run, policy))
+    assert columns(trace) == columns(replay(run, policy))
     got = probe.protect.get(id(policy.tiers[0]), [0, NO_LIMIT])
     ends = [t for t in (got[0] - 1, got[0], got[1], got[1] + 1) if 0 < t < 100_000]
     tokens = data.draw(st.sampled_from([*ends, data.draw(st.integers(0, 20_000))]))
@@ -113,7 +104,7 @@ def test_a_replay_standing_for_another_token_protection_is_its_replay(
     same = same_trace(policy, probe, other)
     assert same_trace(policy, probe, other, Shapes()) == same
     if same:
-        assert _columns(replay(run, other)) == _columns(trace)
+        assert columns(replay(run, other)) == columns(trace)
 
 
 def test_only_the_token_protection_may_differ_and_both_must_be_on() -> None:
@@ -142,17 +133,6 @@ def test_sharing_protected_fractions_on_the_samples_is_exact_and_happens(
     setting another's replay stands for replays to the same tables, and some share."""
     base = load_policy("two-tier-corrected")
     grid = [replace_path(base, "tiers.0.protect.frac", f) for f in (0.05, 0.1, 0.15, 0.3, 0.5)]
-    shared = 0
-    for rid in sample_corpus.replayable()[:8]:
-        run, calibration = sample_corpus.prepared(rid), sample_corpus.calibration(rid)
-        sources: list[tuple[Policy, Probe, Trace]] = []
-        for policy in grid:
-            fresh = replay(run, policy, calibration=calibration)
-            stands = [tr for src, probe, tr in sources if same_trace(src, probe, policy)]
-            for trace in stands:
-                assert _columns(trace) == _columns(fresh), (rid, policy.tiers[0])
-            shared += bool(stands)
-            probe = Probe()
-            sources.append((policy, probe,
-                            replay(run, policy, calibration=calibration, probe=probe)))
+    shared, _ = sharing_on_samples(sample_corpus, sample_corpus.replayable()[:8], grid,
+                                   keep_every_replay=True)
     assert shared > 0

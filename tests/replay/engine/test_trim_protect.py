@@ -12,6 +12,7 @@ from replay.engine.prepared import PreparedRun
 from replay.engine.reach import block_reaching_est
 from replay.engine.tiers.trim import _reaching_est
 from replay.engine.tiers.trim_state import TrimState
+from tests.replay.engine.share_checks import trim_and_cut
 from tests.strategies import runs
 
 
@@ -28,10 +29,5 @@ def test_the_carried_range_start_is_the_search_s_as_blocks_arrive_and_are_trimme
     while ctx.hi < run.n_blocks:
         ctx.hi = min(run.n_blocks, ctx.hi + data.draw(st.integers(1, 4)))
         if data.draw(st.integers(0, 3)) == 0:  # a change: the epoch moves on
-            for b in data.draw(st.lists(st.integers(ctx.lo, ctx.hi - 1), max_size=3)):
-                if not ctx.trimmed[b]:
-                    ctx.set_block(b, tokens[b] // 3, tokens[b] // 3, run.n_bytes[b] // 3)
-            safe = [b for b in range(ctx.lo + 1, ctx.hi) if ctx.is_safe_split(b)]
-            if data.draw(st.booleans()) and safe:
-                ctx.cut_before(data.draw(st.sampled_from(safe)), [])
+            trim_and_cut(data, ctx, tokens, 3)
         assert _reaching_est(ctx, budget, state) == block_reaching_est(ctx, budget)
