@@ -14,8 +14,7 @@ or its trim tier's token protection gives every pass the protected range's start
 the trace and the policy's fields outside its tiers, equal for both).  A replay made that
 comes out the same as the unit's previous one anyway (every trace column equal, the policy's
 fields outside its tiers too: a change that made no difference in a way no rule of ``share``
-foresees) takes that replay's row instead of computing its metrics
-again.
+foresees) takes that replay's row instead of computing its metrics again.
 
 A process keeps the runs it loaded, prepared with their facts, between units and sweeps, the
 most recently used first, up to ``KEEP_LOADED_REQUESTS`` requests' worth (at least the last
