@@ -279,14 +279,15 @@ def sweep(
              f"({s.cache_error}); the results below are complete")
     if table.as_json:
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
-                     "reused": s.n_reused, "replays": s.n_replays,
+                     "reused": s.n_reused, "replays": s.n_replays, "repeats": s.n_repeated,
                      "cache_dropped": s.n_cache_dropped,
                      "cache_unwritten": s.n_cache_unwritten,
                      "files": [str(f) for f in done.files], "best": shown,
                      "includes_induced": done.includes_induced})
     else:
         say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} computed "
-            f"({s.n_replays} replays, the others' rows shared exactly), {s.n_reused} reused "
+            f"({s.n_replays} replays, {s.n_repeated} of them repeating the one before, the "
+            f"others' rows shared exactly), {s.n_reused} reused "
             f"→ {out / 'sweep'}", err=True)
         _emit(shown, table, layout=Layout(units=UNITS), title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")

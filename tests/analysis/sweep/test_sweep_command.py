@@ -87,3 +87,33 @@ def test_sweep_command_exit_codes(samples: Path, tmp_path: Path) -> None:
     assert typo.exit_code == 2 and "did you mean overshoots_n" in typo.output
     assert "not defined" not in typo.output
     assert not (tmp_path / "typo" / "sweep").exists()  # said before replaying anything
+
+
+def test_sweep_command_says_the_replays_made_and_the_repeats_found(samples: Path,
+                                                                  tmp_path: Path) -> None:
+    """``replay sweep`` says, in its text and ``--json``, the replays made and how many of them
+    repeated the one before (``SweepStats.n_repeated``), as the library's sweep counts them:
+    protected fractions of the trim tier over a short SWE-agent run, where one of them moves no
+    boundary after replaying."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.corpus import open_corpus
+
+    log = samples / "swe-agent" / "v0_gpt4__pydicom__pydicom-1458.traj"
+    axis = "tiers.0.protect.frac=0.1,0.15,0.2,0.25,0.3,0.35"
+    grid = settings(load_policy(BASE), make_spec({"tiers.0.protect.frac":
+                                                  [0.1, 0.15, 0.2, 0.25, 0.3, 0.35]}))
+    stats = sweep(open_corpus([log], cache_dir=tmp_path / "ds"), grid, jobs=1).stats
+    assert 0 < stats.n_repeated < stats.n_replays < stats.n_computed
+    args = ["sweep", "--policy", BASE, str(log), "--out", str(tmp_path), "--jobs", "1",
+            "--cache-dir", str(tmp_path / "cache"), "--no-plots", "--no-cache", "--axis", axis]
+    runner = CliRunner()
+    doc = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert (doc["computed"], doc["replays"], doc["repeats"]) == (
+        stats.n_computed, stats.n_replays, stats.n_repeated)
+    text = runner.invoke(app, args).output
+    assert (f"{stats.n_computed} computed ({stats.n_replays} replays, {stats.n_repeated} of "
+            "them repeating the one before") in text
