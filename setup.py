@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ ENGINE = ROOT / "replay" / "engine"
 NOT_COMPILED = {"trace.py"}
 """``trace.py`` checks its row types' annotations at import (``get_type_hints``), which a compiled
 NamedTuple does not answer; it is not on the per-request path."""
+GROUP = "replay.engine._compiled"
+"""mypyc's group: one shared library ``replay/engine/_compiled__mypyc*.so`` for every module."""
 
 
 def _say(message: str) -> None:
@@ -76,6 +79,24 @@ class BuildEngine(build_ext):
             _MADE.append(_mypyc_extensions())
         self.distribution.ext_modules = list(_MADE[0][0])
         super().finalize_options()
+
+    def build_extensions(self) -> None:
+        # mypyc writes one C file a module (multi_file): compile them on every core (gcc runs
+        # in a subprocess, so threads suffice); distutils compiles an extension's sources one
+        # after the other
+        compile_serially = self.compiler.compile
+        jobs = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                   else os.cpu_count() or 1)
+
+        def compile_in_parallel(sources: list[str], *args: Any, **kwargs: Any) -> list[str]:
+            if jobs == 1 or len(sources) < 2:
+                return list(compile_serially(sources, *args, **kwargs))
+            with ThreadPoolExecutor(jobs) as pool:
+                parts = list(pool.map(lambda s: compile_serially([s], *args, **kwargs), sources))
+            return [obj for part in parts for obj in part]
+
+        self.compiler.compile = compile_in_parallel  # type: ignore[method-assign]
+        super().build_extensions()
 
     def run(self) -> None:
         if not self.extensions:
@@ -119,10 +140,15 @@ def _mypyc_extensions() -> tuple[list[Any], dict[str, Any]]:
         # the build only needs the types.  Extensions: replay/engine/*.so and one shared library
         # replay/engine/_compiled__mypyc*.so (a group name inside the package, not a top-level
         # module named by a hash)
-        return list(mypycify([str(p.relative_to(ROOT)) for p in sources]
-                             + ["--config-file=", "--python-version=3.11",
-                                "--ignore-missing-imports"],
-                             group_name="replay.engine._compiled")), manifest
+        extensions = list(mypycify([str(p.relative_to(ROOT)) for p in sources]
+                                   + ["--config-file=", "--python-version=3.11",
+                                      "--ignore-missing-imports"],
+                                   group_name=GROUP, multi_file=True))
+        # multi_file: a C file a module (compiled in parallel, BuildEngine.build_extensions),
+        # which include the group's header mypyc writes under the group's package folder
+        for ext in extensions:
+            ext.include_dirs.append(os.path.join("build", *GROUP.split(".")[:-1]))
+        return extensions, manifest
     except (Exception, SystemExit) as e:  # noqa: BLE001  # no mypyc, a type error: pure Python
         _say(f"mypyc cannot compile the engine ({e!r}); installing the pure-Python engine")
         _remove_build()
