@@ -7,7 +7,7 @@ columns, the tests' oracle).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,14 +91,43 @@ def _over_where(inp: PartInput, est: np.ndarray, over: np.ndarray) -> dict[str, 
 
 def _fast_recorded(inp: PartInput) -> dict[str, Any]:
     """Estimate and truth against the recorded usage, on comparable requests."""
-    rq, first_comp = inp.requests, run_facts_of(inp).first_compaction_request
+    return _fast_recorded_many((inp,))[0]
+
+
+def _fast_recorded_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
+    """``_fast_recorded`` of several replays of one run: the requests that can be comparable
+    (before the first recorded compaction, a recorded input above 0: the run's, not the
+    setting's) picked out once, then each replay's that kept the raw context (a replay whose
+    request or recorded columns differ from the first's picks its own)."""
+    rows = []
+    at: list[int] = []
+    base: PartInput | None = None
+    for inp in inps:
+        rq, first_comp = inp.requests, run_facts_of(inp).first_compaction_request
+        if base is None or not (
+                run_facts_of(base).first_compaction_request == first_comp
+                and rq["request"] == base.requests["request"]
+                and rq["recorded_input_tokens"] == base.requests["recorded_input_tokens"]):
+            base = inp
+            at = [i for i, (req, rec) in enumerate(zip(rq["request"], rq["recorded_input_tokens"]))
+                  if req < first_comp and rec is not None and rec > 0]
+        rows.append(_compared(rq, at))
+    return rows
+
+
+def _compared(rq: Mapping[str, list[Any]], at: list[int]) -> dict[str, Any]:
+    """The recorded-usage columns of one replay, over the requests ``at`` that can be
+    comparable: those of them whose context the replay sent raw (truth == raw)."""
     vs_est: list[float] = []
     vs_truth: list[float] = []
-    for req, est, truth, raw, rec in zip(rq["request"], rq["est_tokens"], rq["truth_tokens"],
-                                         rq["raw_tokens"], rq["recorded_input_tokens"]):
-        if truth == raw and req < first_comp and rec is not None and rec > 0:
-            vs_est.append((est - rec) / rec)
-            vs_truth.append((truth - rec) / rec)
+    est, truth, raw, recorded = (rq["est_tokens"], rq["truth_tokens"], rq["raw_tokens"],
+                                 rq["recorded_input_tokens"])
+    for i in at:
+        t = truth[i]
+        if t == raw[i]:
+            rec = recorded[i]
+            vs_est.append((est[i] - rec) / rec)
+            vs_truth.append((t - rec) / rec)
     return {
         "overshoots_n_comparable": len(vs_est),
         "overshoots_est_vs_recorded_median_frac": quantile_sorted(sorted(vs_est), 0.5),
@@ -136,6 +165,6 @@ OVERSHOOTS_RECORDED = MetricPart("overshoots_recorded", (
           "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
     _spec("truth_vs_recorded_median_frac", "fraction", "median (truth − recorded) / recorded on "
           "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
-), _fast_recorded)
+), _fast_recorded, many=_fast_recorded_many)
 METRICS: tuple[MetricPart, ...] = (OVERSHOOTS, OVERSHOOTS_RECORDED)
 """The per-run ``overshoots_*`` metrics (``overshoots_summary`` computes the same with pandas)."""

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.metric_spec import PartInput
+from analysis.metric_spec import PartInput, RunFacts
 from analysis.per_run import PARTS
 from analysis.per_run.fast_metrics import fast_metrics, fast_metrics_many
 from analysis.run_facts import run_facts
@@ -32,7 +32,7 @@ def _bits(row: dict[str, Any]) -> list[tuple[str, Any]]:
             for k, v in row.items()]
 
 
-def _requests(draw: st.DrawFn, n: int) -> dict[str, list[Any]]:
+def _requests(draw: st.DrawFn, n: int, shared: dict[str, list[Any]]) -> dict[str, list[Any]]:
     small = st.integers(0, 3)  # zeros often: empty contexts, requests of no tokens
     big = st.integers(0, 200_000)
     tokens = st.one_of(small, big)
@@ -41,10 +41,12 @@ def _requests(draw: st.DrawFn, n: int) -> dict[str, list[Any]]:
         return draw(st.lists(values, min_size=n, max_size=n))
 
     truth = col(tokens)
+    raw = [t if keep else t + 1 for t, keep in zip(truth, col(st.booleans()))]
     window = draw(st.sampled_from([[200_000] * n, col(st.integers(1, 300_000))]))
     reserve = [20_000] * n
-    return {
+    own = {
         "request": list(range(n)), "est_tokens": col(tokens), "truth_tokens": truth,
+        "raw_tokens": raw,
         "window_tokens": window, "reserve_tokens": reserve,
         "overshoot_tokens": [max(0, t + r - w) for t, r, w in zip(truth, reserve, window)],
         "bytes_args": col(tokens), "bytes_args_write": col(tokens), "bytes_results": col(tokens),
@@ -55,6 +57,21 @@ def _requests(draw: st.DrawFn, n: int) -> dict[str, list[Any]]:
         "recorded_input_tokens": col(st.one_of(st.none(), tokens)),
         "recorded_cache_read_tokens": col(st.one_of(st.none(), tokens)),
     }
+    return {**own, **{c: _signed_zeros(draw, v) for c, v in shared.items()}}
+
+
+def _signed_zeros(draw: st.DrawFn, values: list[Any]) -> list[Any]:
+    """``values``, its float zeros of either sign (equal lists, other bits)."""
+    return [draw(st.sampled_from([0.0, -0.0])) if v == 0 and isinstance(v, float) else v
+            for v in values]
+
+
+_SHARED = {  # columns a run's replays may hold equal (each read once: stats.request_arrays)
+    "output_tokens": st.integers(0, 200_000), "cache_write_tokens": st.integers(0, 3),
+    "recorded_input_tokens": st.one_of(st.none(), st.integers(0, 200_000)),
+    "recorded_cache_read_tokens": st.one_of(st.none(), st.integers(0, 3)),
+    "induced_cost_usd": st.one_of(st.just(0.0), st.floats(0, 1)),
+    "cost_usd": st.floats(0, 10), "truth_tokens": st.integers(1, 3)}
 
 
 _NO_ACTIONS: dict[str, list[Any]] = {c: [] for c in (
@@ -64,9 +81,14 @@ _NO_ACTIONS: dict[str, list[Any]] = {c: [] for c in (
 
 @st.composite
 def _batches(draw: st.DrawFn) -> list[PartInput]:
+    """Replays of one run: random columns, some of them equal in every replay (zeros of
+    either sign in a float one), the run's first recorded compaction anywhere or none."""
     n = draw(st.integers(1, 40))
-    return [PartInput(_requests(draw, n), _NO_ACTIONS, {}, [],
-                      draw(st.sampled_from([BASE, BASE, OTHER_PRICES])), None)
+    shared = {c: draw(st.lists(v, min_size=n, max_size=n))
+              for c, v in _SHARED.items() if draw(st.booleans())}
+    facts = RunFacts("r", {}, (), 0, draw(st.sampled_from([math.inf, 0, 1, n // 2, n])))
+    return [PartInput(_requests(draw, n, shared), _NO_ACTIONS, {}, [],
+                      draw(st.sampled_from([BASE, BASE, OTHER_PRICES])), facts)
             for _ in range(draw(st.integers(1, 5)))]
 
 

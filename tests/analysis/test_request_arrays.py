@@ -1,6 +1,7 @@
 """``analysis.per_run.stats.request_arrays``: several replays' request columns as one array, the
-values ``np.array`` of the nested lists gives to the bit (read by ``np.fromiter``), and columns
-of different lengths refused rather than cut to fit."""
+values ``np.array`` of the nested lists gives to the bit (read by ``np.fromiter``, a column
+every replay holds equal read once), and columns of different lengths refused rather than cut
+to fit."""
 
 from __future__ import annotations
 
@@ -18,15 +19,26 @@ NAMES = ("a", "b", "c")
 
 @st.composite
 def _replays(draw: st.DrawFn, floats: bool) -> list[dict[str, list[Any]]]:
+    """Replays' columns, some of them equal in every replay (read once), the float zeros of
+    such a column of either sign in each (equal, other bits)."""
     n = draw(st.integers(0, 12))
     ints = st.integers(-(2**62), 2**62)
     value = (st.one_of(st.none(), ints, st.floats(allow_nan=True, allow_infinity=True))
              if floats else ints)
-    return [{c: draw(st.lists(value, min_size=n, max_size=n)) for c in NAMES}
-            for _ in range(draw(st.integers(1, 4)))]
+    zero_often = st.one_of(st.just(0.0), value) if floats else value
+    shared = {c: draw(st.lists(zero_often, min_size=n, max_size=n)) for c in NAMES
+              if draw(st.booleans())}
+
+    def column(c: str) -> list[Any]:
+        if c not in shared:
+            return draw(st.lists(value, min_size=n, max_size=n))
+        return [draw(st.sampled_from([0.0, -0.0])) if isinstance(v, float) and v == 0 else v
+                for v in shared[c]]
+
+    return [{c: column(c) for c in NAMES} for _ in range(draw(st.integers(1, 4)))]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_replays(floats=False), _replays(floats=True))
 def test_the_values_are_those_of_np_array_to_the_bit(ints: list[dict[str, list[Any]]],
                                                      floats: list[dict[str, list[Any]]]) -> None:
