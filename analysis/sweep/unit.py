@@ -31,10 +31,12 @@ import dataclasses
 import functools
 import gc
 import io
+import operator
 import os
 import pickle
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,10 +306,15 @@ def settings_blob(settings: list[tuple[str, Policy]]) -> bytes:
 
 class _SettingsPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
-        names = _slotted_fields(type(obj))
-        if names is None:
+        cls = type(obj)
+        try:
+            values = _VALUES[cls]
+        except KeyError:
+            names = _slotted_fields(cls)
+            values = _VALUES[cls] = None if names is None else _reader(names)
+        if values is None:
             return NotImplemented
-        return _made, (type(obj), tuple([getattr(obj, n) for n in names]))
+        return _made, (cls, values(obj))
 
 
 def _slotted_fields(cls: type) -> tuple[str, ...] | None:
@@ -328,6 +335,17 @@ def _slotted_fields(cls: type) -> tuple[str, ...] | None:
 
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
 """Class → ``_slotted_fields`` (None: not such a dataclass)."""
+_VALUES: dict[type, Callable[[Any], tuple[Any, ...]] | None] = {}
+"""Class → what reads its fields' values, in order, as a tuple (in C: ``operator.attrgetter``);
+None: not such a dataclass."""
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """What reads the fields ``names`` of an object as a tuple, in C for two fields or more
+    (``operator.attrgetter``, one call; ~1,600 objects at 100 settings)."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda obj: tuple([getattr(obj, n) for n in names])
 
 
 def _made(cls: type, values: tuple[Any, ...]) -> Any:
