@@ -90,9 +90,9 @@ class Context:
     live_cut_truth: int = 0
     live_cut_bytes: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     n_live_trimmed: int = 0
+    """Trimmed blocks inside ``[lo, hi)``: while 0, prefix queries need no Fenwick tree."""
     last_trimmed: int = -1
     """The highest block ever trimmed (-1: none)."""
-    """Trimmed blocks inside ``[lo, hi)``: while 0, prefix queries need no Fenwick tree."""
     head_est: int = 0
     head_truth: int = 0
     head_n_bytes: int = 0
@@ -197,21 +197,22 @@ class Context:
         return before
 
     def est_from(self, b: int) -> int:
-        """Estimated tokens from block ``b`` to the end.
+        """Estimated tokens from block ``b`` to the end, the re-reads induced among them too."""
+        ind = self.induced
+        return self.blocks_est_from(b) + (ind.est_after_blocks_from(b) if ind.n_live else 0)
 
-        Exact three ways: the static sums when nothing from ``b`` on is trimmed, the current
-        sizes summed at C speed over a short range (the usual remainder, tens of blocks), else
-        the trim tree (O(log n)).
-        """
-        hi, ind = self.hi, self.induced
-        extra = ind.est_after_blocks_from(b) if ind.n_live else 0
-        if b > self.last_trimmed:
-            return self.pre_est[hi] - self.pre_est[b] + extra
-        if hi - b <= _SHORT_RANGE:
-            return sum(self.cur_est[b:hi]) + extra
-        tree = self.trim_trees()[0]
-        cut = tree.prefix(hi) - tree.prefix(b)
-        return self.pre_est[hi] - self.pre_est[b] - cut + extra
+    def blocks_est_from(self, b: int) -> int:
+        """Estimated tokens of blocks ``[b, hi)`` as they are now, without induced re-reads: by
+        the static sums when none of them is trimmed (a trim pass's start, usually), else the
+        sizes up to the last trimmed block summed at C speed when few, else the trim tree."""
+        pre, hi, last = self.pre_est, self.hi, self.last_trimmed
+        if b > last:
+            return pre[hi] - pre[b]
+        if last - b < _SHORT_RANGE:
+            end = last + 1 if last < hi else hi
+            return pre[hi] - pre[end] + sum(self.cur_est[b:end])
+        cut = self.trim_trees()[0]
+        return pre[hi] - pre[b] - (cut.prefix(hi) - cut.prefix(b))
 
     def trim_trees(self) -> tuple[Fenwick, Fenwick]:
         """The trim trees (estimated, true tokens removed), up to date: the blocks trimmed since

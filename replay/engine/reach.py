@@ -75,7 +75,8 @@ def same_stop_tokens(ctx: Context, other: int, start: int) -> tuple[int, int]:
     ``block_reaching_est(ctx, t)`` (``hi`` when that is ``hi``; ``start`` is ``R`` of the
     pass's own ``t``).  ``R`` never grows with ``t``, and ``block_reaching_est(ctx, t) > b``
     exactly when the blocks ``[b, hi)`` hold more than ``t`` estimated tokens (``b >= lo``;
-    ``_held``).  So, ``end`` being the start the pass took when ``lo`` does not clamp it:
+    ``Context.blocks_est_from``).  So, ``end`` being the start the pass took when ``lo`` does
+    not clamp it:
 
     - ``start >= other`` (``end``: ``other``): any ``t`` with ``R(t) >= other``;
     - else (``end``: ``start``, a message start): ``t`` at least the tokens from ``start`` on
@@ -88,32 +89,17 @@ def same_stop_tokens(ctx: Context, other: int, start: int) -> tuple[int, int]:
     lo = ctx.lo
     end = start if start < other else other  # noqa: FURB136
     if end <= lo:
-        return (_held(ctx, end) if start < other else 0), NO_LIMIT
-    held = _held(ctx, end)
+        return (ctx.blocks_est_from(end) if start < other else 0), NO_LIMIT
+    held = ctx.blocks_est_from(end)
     low = held if start < other else 0
     run = ctx.run
     m = run.msg_start[run.ordinal[end - 1]]
     if m < lo:
         return low, NO_LIMIT
     if end - m > 32:
-        return low, _held(ctx, m) - 1
+        return low, ctx.blocks_est_from(m) - 1
     cur = ctx.cur_est  # the tokens from m on: from end on, and the message before end's
     for x in range(m, end):
         held += cur[x]
     return low, held - 1
 
-
-def _held(ctx: Context, b: int) -> int:
-    """Estimated tokens of blocks ``[b, hi)`` as they are now (what ``block_reaching_est``
-    counts: no re-read inserted among them): by the static sums when none of them is trimmed
-    (a pass's start usually: trims stay before it), then summing the sizes up to the last
-    trimmed block when they are few (``_SHORT_RANGE``), else by the trim tree (which a replay
-    otherwise rarely brings up to date: a cost per trim)."""
-    pre, hi, last = ctx.pre_est, ctx.hi, ctx.last_trimmed
-    if b > last:
-        return pre[hi] - pre[b]
-    if last - b < _SHORT_RANGE:  # the blocks up to the last trimmed one summed at C speed
-        end = last + 1 if last < hi else hi
-        return pre[hi] - pre[end] + sum(ctx.cur_est[b:end])
-    cut = ctx.trim_trees()[0]
-    return pre[hi] - pre[b] - (cut.prefix(hi) - cut.prefix(b))

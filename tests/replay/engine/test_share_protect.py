@@ -15,7 +15,7 @@ from replay.engine.context import Context
 from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun
 from replay.engine.probe import NO_LIMIT, Probe
-from replay.engine.reach import _held, block_reaching_est, same_stop_tokens
+from replay.engine.reach import block_reaching_est, same_stop_tokens
 from replay.engine.share import Shapes, same_trace
 from replay.policy import Policy, Protect, Trigger, Trim, load_policy, replace_path
 from tests.replay.engine.share_checks import columns, sharing_on_samples, trim_and_cut
@@ -36,7 +36,8 @@ def test_the_tokens_giving_the_same_start_are_exactly_the_range(run: PreparedRun
     (before ``lo`` too, or ``hi``: none), ``same_stop_tokens`` is the range of token
     protections giving that start: checked at every size where the start can change (the
     tokens from each block on, one less, one more) and at the range's ends and past them.
-    The tokens from each block on (``_held``) are the blocks' current sizes summed."""
+    The tokens from each block on (``Context.blocks_est_from``) are the blocks' current sizes
+    summed."""
     tokens = run.tokens["o200k_base"]
     ctx = Context(run, tokens, tokens, data.draw(st.integers(0, 5)))
     ctx.hi = data.draw(st.integers(1, run.n_blocks))
@@ -45,9 +46,9 @@ def test_the_tokens_giving_the_same_start_are_exactly_the_range(run: PreparedRun
     if ctx.hi <= ctx.lo:
         return
     sizes = [sum(ctx.cur_est[b:ctx.hi]) for b in range(ctx.lo, ctx.hi + 1)]
-    assert [_held(ctx, b) for b in range(ctx.lo, ctx.hi + 1)] == sizes
-    with patch("replay.engine.reach._SHORT_RANGE", 2):  # the trim tree's path
-        assert [_held(ctx, b) for b in range(ctx.lo, ctx.hi + 1)] == sizes
+    assert [ctx.blocks_est_from(b) for b in range(ctx.lo, ctx.hi + 1)] == sizes
+    with patch("replay.engine.context._SHORT_RANGE", 2):  # the trim tree's path
+        assert [ctx.blocks_est_from(b) for b in range(ctx.lo, ctx.hi + 1)] == sizes
     other = data.draw(st.sampled_from([ctx.hi, data.draw(st.integers(0, ctx.hi))]))
     given_tokens = data.draw(st.integers(1, sizes[0] + 10))
     stop = _stop(ctx, other, given_tokens)
