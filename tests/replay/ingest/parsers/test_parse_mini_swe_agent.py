@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import ParsedFile, parse_file
@@ -294,6 +294,7 @@ _PIECES = ["`", "```", "\n", " ", "\t", "\r", "\x0b", "bash", "mswea_bash_comman
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=16).map("".join))
+@example("```bash\nls\n``x\n```")  # a line starting with two backquotes is the command's
 def test_the_default_action_block_is_found_as_its_pattern_finds_it(text: str) -> None:
     """The parser's compiled default action pattern finds the same blocks, commands and
     spans as ``ACTION_PATTERN`` itself (its command read to the first newline and fence in
