@@ -140,7 +140,9 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
         workers = (sum(client.nthreads().values()) if client is not None else
                    jobs if jobs > 0 else auto_jobs(corpus, todo))
         tasks = plan(corpus, todo, entries, workers, allow_python)
-        for done in execute(tasks, blob, jobs=workers, client=client):
+        cells.expect([(unit.run_id, unit.indices) for task in tasks for unit in task])
+        for done in execute(tasks, blob, jobs=workers, client=client,
+                            on_last=lambda: cells.prepare(corpus)):
             cells.add_unit(done)
             n_replays += done.n_replays
             n_loaded += done.loaded

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,9 +115,13 @@ def plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
     return tasks
 
 
-def execute(tasks: list[Task], blob: bytes, *, jobs: int,
-            client: Any) -> Iterator[UnitRows]:
-    """Each unit's rows, as tasks finish, on the chosen executor."""
+def execute(tasks: list[Task], blob: bytes, *, jobs: int, client: Any,
+            on_last: Callable[[], None] | None = None) -> Iterator[UnitRows]:
+    """Each unit's rows, as tasks finish, on the chosen executor.
+
+    ``on_last``: called once, on a pool of workers (local or Dask), when one task is left
+    running (the others' workers are free: work the caller does then takes no worker's core);
+    never in this process (``jobs=1``)."""
     if not tasks:
         return
     if client is not None:
@@ -126,9 +130,11 @@ def execute(tasks: list[Task], blob: bytes, *, jobs: int,
 
         shared = client.scatter(blob, broadcast=True)
         futures = client.map(sweep_units, tasks, blob=shared, pure=False)
-        for fut in dask_completed(futures):  # type: ignore[no-untyped-call]
+        for done, fut in enumerate(dask_completed(futures), 1):  # type: ignore[no-untyped-call]
             yield from fut.result()
             fut.release()
+            if on_last is not None and len(tasks) - done == 1:
+                on_last()
     elif jobs <= 1 or len(tasks) == 1:
         for task in tasks:
             yield from sweep_units(task, blob)
@@ -137,8 +143,10 @@ def execute(tasks: list[Task], blob: bytes, *, jobs: int,
                                      initargs=(os.getpid(),), timeout=IDLE_SECONDS)
         futures = [pool.submit(sweep_units, t, blob, worker=True) for t in tasks]
         try:
-            for fut in as_completed(futures):
+            for done, fut in enumerate(as_completed(futures), 1):
                 yield from fut.result()
+                if on_last is not None and len(tasks) - done == 1:
+                    on_last()
         finally:
             for fut in futures:
                 fut.cancel()

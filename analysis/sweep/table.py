@@ -16,6 +16,7 @@ Not here: computing rows (``analysis.sweep.unit``), the cache files (``analysis.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,21 +34,34 @@ _DTYPES: dict[str, Any] = {c: np.float64 if c in FLOAT_COLUMNS else np.int64
 
 
 class Cells:
-    """The (run, setting) cells of a sweep, as units and the cache give them."""
+    """The (run, setting) cells of a sweep, as units and the cache give them.
+
+    The cells are the cached ones, then each unit's, in the order the units were announced
+    (``expect``: the plan's) or, unannounced, came (``add_unit``).  ``prepare`` orders them and
+    makes the table's key columns (run, source, setting, parameters) before the last units'
+    rows arrive (the sweep calls it when one task is left: a core is free then), so that
+    ``table`` only gathers the values when they have."""
 
     def __init__(self, settings: Sequence[Setting]) -> None:
         self._settings = settings
-        self._run: list[str] = []
-        """Each cell's run."""
-        self._setting: list[int] = []
-        """Each cell's setting, by its index in ``settings``."""
-        self._value: list[int] = []
-        """Each cell's row of values: k >= 0 is ``_computed[k]``, -1 - k the k-th cached row."""
+        self._cached_run: list[str] = []
+        """Each cached cell's run."""
+        self._cached_setting: list[int] = []
+        """Each cached cell's setting, by its index in ``settings``."""
+        self._cached: list[pd.DataFrame] = []
+        self._n_cached = 0
+        self._units: list[tuple[str, tuple[int, ...]]] = []
+        """Each unit's run and settings, announced or added."""
+        self._unit_rows: list[list[int] | None] = []
+        """Each unit's cells' rows in ``_computed`` (None: not added yet)."""
+        self._waiting: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        """Units announced and not added yet, by run and settings."""
+        self._added: list[int] = []
+        """The units added, in the order they were."""
         self._computed: list[tuple[Any, ...]] = []
         """Rows the units computed, ``VALUE_COLUMNS`` each."""
         self._n_computed_cells = 0
-        self._cached: list[pd.DataFrame] = []
-        self._n_cached = 0
+        self._keys: _Keys | None = None
 
     @property
     def n_computed(self) -> int:
@@ -59,13 +73,30 @@ class Cells:
         """Cells taken from the cache."""
         return self._n_cached
 
+    def expect(self, units: Sequence[tuple[str, tuple[int, ...]]]) -> None:
+        """Units still to come, each its run and its settings' indices: their cells are ordered
+        with the others by ``prepare``, before their rows arrive."""
+        for unit in units:
+            self._waiting.setdefault(unit, []).append(len(self._units))
+            self._units.append(unit)
+            self._unit_rows.append(None)
+        self._keys = None
+
     def add_unit(self, done: UnitRows) -> None:
         """A unit's cells: its settings, each with the row of the replay that made it."""
+        key = (done.run_id, tuple(done.indices))
+        waiting = self._waiting.get(key)
+        if waiting:
+            at = waiting.pop(0)
+        else:  # not announced
+            at = len(self._units)
+            self._units.append(key)
+            self._unit_rows.append(None)
+            self._keys = None
         first = len(self._computed)
         self._computed += done.values
-        self._run += [done.run_id] * len(done.indices)
-        self._setting += done.indices
-        self._value += [first + k for k in done.rows]
+        self._unit_rows[at] = [first + k for k in done.rows]
+        self._added.append(at)
         self._n_computed_cells += len(done.indices)
 
     def add_cached(self, rows: pd.DataFrame) -> None:
@@ -76,19 +107,21 @@ class Cells:
         first: dict[str, int] = {}
         for i, s in enumerate(self._settings):
             first.setdefault(s.id, i)
-        self._run += rows["run_id"].tolist()
-        self._setting += [first[s] for s in rows["setting"].tolist()]
-        self._value += [-1 - k for k in range(self._n_cached, self._n_cached + len(rows))]
+        self._cached_run += rows["run_id"].tolist()
+        self._cached_setting += [first[s] for s in rows["setting"].tolist()]
         self._cached.append(rows)
         self._n_cached += len(rows)
+        self._keys = None
 
     def computed_frame(self) -> pd.DataFrame:
         """The cells computed now as rows of ``ROW_COLUMNS`` (for the cache), in the order added."""
-        where = [k for k, v in enumerate(self._value) if v >= 0]
-        value_ix = np.array([self._value[k] for k in where], dtype=np.int64)
+        settings = self._settings
+        value_ix = np.array([v for at in self._added for v in self._unit_rows[at] or ()],
+                            dtype=np.int64)
         columns: dict[str, Any] = {
-            "setting": [self._settings[self._setting[k]].id for k in where],
-            "run_id": [self._run[k] for k in where]}
+            "setting": [settings[i].id for at in self._added for i in self._units[at][1]],
+            "run_id": [self._units[at][0] for at in self._added
+                       for _ in self._units[at][1]]}
         for c, values in zip(VALUE_COLUMNS, self._computed_columns()):
             columns[c] = values[value_ix]
         return columns_frame(columns)
@@ -100,27 +133,22 @@ class Cells:
         return [np.array(v, dtype=object if c == "policy" else _DTYPES[c])
                 for c, v in zip(VALUE_COLUMNS, by_column)]
 
-    def table(self, corpus: Corpus) -> pd.DataFrame:
-        """The tidy table: keys, source, parameters, policy, metrics; sorted by run and setting."""
+    def prepare(self, corpus: Corpus) -> None:
+        """Order every cell, cached, added or announced, by run and setting id, and make the
+        table's key columns in that order (``table`` does it when this was not done)."""
         settings = self._settings
-        computed = self._computed_columns()
-        n_computed = len(self._computed)
-        values = []
-        for c, arr in zip(VALUE_COLUMNS, computed):
-            parts = [arr] + [np.asarray(f[c].to_numpy(), dtype=arr.dtype) for f in self._cached]
-            values.append(np.concatenate(parts) if len(parts) > 1 else arr)
-        value_ix = np.array(self._value, dtype=np.int64)
-        value_ix = np.where(value_ix >= 0, value_ix, n_computed - 1 - value_ix)
-        runs = sorted(set(self._run))
+        cell_runs = self._cached_run + [r for r, ix in self._units for _ in ix]
+        runs = sorted(set(cell_runs))
         run_rank = {r: k for k, r in enumerate(runs)}
         ids = sorted({s.id for s in settings})
         id_rank = {s: k for k, s in enumerate(ids)}
         setting_rank = np.array([id_rank[s.id] for s in settings], dtype=np.int64)
-        cell_run = np.array([run_rank[r] for r in self._run], dtype=np.int64)
-        cell_setting = np.array(self._setting, dtype=np.int64)
+        cell_run = np.array([run_rank[r] for r in cell_runs], dtype=np.int64)
+        cell_setting = np.array(self._cached_setting + [i for _, ix in self._units for i in ix],
+                                dtype=np.int64)
         order = np.argsort(cell_run * max(1, len(ids)) + setting_rank[cell_setting],
                            kind="stable")
-        cell_run, cell_setting, value_ix = cell_run[order], cell_setting[order], value_ix[order]
+        cell_run, cell_setting = cell_run[order], cell_setting[order]
         source = dict(zip(corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist()))
         run_ids = pd.array(runs, dtype="str")
         sources = pd.array([source.get(r) or "" for r in runs], dtype="str")
@@ -134,10 +162,39 @@ class Cells:
             per_setting = np.empty(len(settings), dtype=object)
             per_setting[:] = [held[s.id][p] for s in settings]
             out[p] = pd.Series(per_setting[cell_setting], dtype="object").infer_objects().array
+        self._keys = _Keys(order, out)
+
+    def table(self, corpus: Corpus) -> pd.DataFrame:
+        """The tidy table: keys, source, parameters, policy, metrics; sorted by run and setting."""
+        if self._keys is None:
+            self.prepare(corpus)
+        assert self._keys is not None
+        if any(rows is None for rows in self._unit_rows):
+            raise ValueError("a sweep's table before every unit announced was added")
+        computed = self._computed_columns()
+        n_computed = len(self._computed)
+        values = []
+        for c, arr in zip(VALUE_COLUMNS, computed):
+            parts = [arr] + [np.asarray(f[c].to_numpy(), dtype=arr.dtype) for f in self._cached]
+            values.append(np.concatenate(parts) if len(parts) > 1 else arr)
+        value_ix = np.array([*range(n_computed, n_computed + self._n_cached),
+                             *(v for rows in self._unit_rows for v in rows or ())],
+                            dtype=np.int64)[self._keys.order]
+        out = dict(self._keys.columns)
         out["policy"] = pd.array(values[0][value_ix], dtype="str")
         for c, arr in zip(VALUE_COLUMNS[1:], values[1:]):
             out[c] = arr[value_ix]
         return pd.DataFrame(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """What ``Cells.prepare`` made: the cells' order and the table's key columns in it."""
+
+    order: np.ndarray
+    """Cell positions (cached cells, then each unit's), in the table's order."""
+    columns: dict[str, Any]
+    """run_id, source, setting and each parameter, in the table's order."""
 
 
 __all__ = ["ROW_COLUMNS", "Cells"]

@@ -1,5 +1,6 @@
 """A sweep's table from its cells (``analysis.sweep.table.Cells``): units' rows carried once per
-replay and cached rows, in any order, give the table pandas' sort of every cell's own row gives."""
+replay and cached rows, in any order, the units announced or not, the cells ordered before the
+last units' rows arrive or after, give the table pandas' sort of every cell's own row gives."""
 
 from __future__ import annotations
 
@@ -64,11 +65,22 @@ def test_the_table_of_shared_and_cached_rows_is_every_cells_own_row_sorted(
         table.add_cached(rows_frame(cached))
     rows += cached
     todo = cells[cached_n:]
+    units = []
     while todo:  # units of one run each, a few settings sharing one replay's row
         run = todo[0][0]
         unit = [c for c in todo if c[0] == run][:data.draw(st.integers(1, 4), label="unit")]
         todo = [c for c in todo if c not in unit]
         which = [data.draw(st.integers(0, k), label="row") for k in range(len(unit))]
+        units.append((run, unit, which))
+    # announced in the plan's order, or not; added in any order; ordered before the last
+    # ones are added, or when the table is made
+    if data.draw(st.booleans(), label="announced"):
+        table.expect([(run, tuple(i for _, i in unit)) for run, unit, _ in units])
+    units = data.draw(st.permutations(units), label="arrival")
+    prepared_at = data.draw(st.integers(0, len(units) + 1), label="prepared at")
+    for added, (run, unit, which) in enumerate(units):
+        if added == prepared_at:
+            table.prepare(_Runs())  # type: ignore[arg-type]
         made = sorted(set(which))
         values = [_values(n_made + k) for k in range(len(made))]
         done = UnitRows(run, tuple(i for _, i in unit), [made.index(w) for w in which],
