@@ -59,14 +59,23 @@ def test_index_holds_every_entry_with_the_entry_files_rows(sample_store: Path) -
     assert sum(store_index.runs(sample_store)["tokens_o200k"].to_pylist()) > 0
 
 
+@pytest.fixture(scope="module")
+def sample_runs(sample_store: Path) -> dict[str, dict[str, object]]:
+    """Each run's row of ``sample_store``, read from the entries' own files (``read_store``,
+    not the index), once: the store is only read by the tests."""
+    return {r["run_id"]: r for r in store.read_store(sample_store).runs.to_pylist()}
+
+
 @given(st.data())
-def test_any_subset_of_entries_in_any_order(sample_store: Path, data: st.DataObject) -> None:
+def test_any_subset_of_entries_in_any_order(sample_store: Path,
+                                            sample_runs: dict[str, dict[str, object]],
+                                            data: st.DataObject) -> None:
     """Rows follow the entries asked for, in their order, whether from the index or not."""
     entries = list(store.read_manifest(sample_store).values())
     picked = data.draw(st.lists(st.sampled_from(entries), unique_by=lambda e: e.key))
     got = store_index.read_runs(sample_store, picked, with_tokens=data.draw(st.booleans()))
     assert got["source"].to_pylist() == [e.source for e in picked for _ in range(e.n_runs)]
-    want = {r["run_id"]: r for r in store.read_store(sample_store).runs.to_pylist()}
+    want = sample_runs
     for row in got.to_pylist():
         row.pop("tokens_o200k", None)
         assert row == want[row["run_id"]]
