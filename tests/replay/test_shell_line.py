@@ -140,8 +140,11 @@ _LINE = st.lists(st.sampled_from(["a", " ", "&", "&&", "|", ";", "\n", ">", "'",
                  max_size=30).map("".join)
 
 
-@settings(max_examples=500, deadline=None)
+# 150 examples, not 500, with a line continued by a backslash-newline as an @example: each of 5
+# bugs planted in commands() that 500 finds is found so (the commit setting this names them)
+@settings(max_examples=150, deadline=None)
 @given(_LINE)
+@example("a\\\n;b")
 def test_the_cut_loses_nothing_but_separators_and_heredoc_lines(line: str) -> None:
     """Every character of the line (continuations joined) is in one command's text, one of its
     heredoc bodies or a separator: the commands' texts and bodies, in order, are the line's
