@@ -34,6 +34,7 @@ from analysis.sweep.choice import ChoiceRule, chosen_yaml
 from analysis.sweep.execute import auto_jobs, dask_client, execute, plan
 from analysis.sweep.grid import Setting
 from analysis.sweep.table import Cells
+from analysis.sweep.unit import settings_blob
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
 from replay.engine.share import share_rank
@@ -130,6 +131,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
     if on_row:
         for rid in ([] if reused is None else reused["run_id"]):
             on_row(rid)
+    blob = settings_blob([(s.id, s.policy) for s in settings])
     cells = Cells(settings)
     if reused is not None:
         cells.add_cached(reused)
@@ -139,8 +141,7 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                    jobs if jobs > 0 else auto_jobs(corpus, todo))
         tasks = plan(corpus, todo, entries, workers, allow_python)
         cells.expect([(unit.run_id, unit.indices) for task in tasks for unit in task])
-        for done in execute(tasks, [(s.id, s.policy) for s in settings], jobs=workers,
-                            client=client,
+        for done in execute(tasks, blob, jobs=workers, client=client,
                             on_last=lambda: cells.prepare(corpus)):
             cells.add_unit(done)
             n_replays += done.n_replays

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,13 +36,11 @@ from analysis.sweep.unit import (
     UnitRows,
     keep_runs,
     run_tables,
-    settings_blob,
     sweep_units,
 )
 from replay.corpus import Corpus
 from replay.errors import ReplayInputError
 from replay.ingest.store import Entry
-from replay.policy import Policy
 from replay.workers import IDLE_SECONDS, init_worker
 
 UNITS_PER_WORKER = 8
@@ -117,15 +115,9 @@ def plan(corpus: Corpus, todo: dict[str, list[int]], entries: dict[str, Entry],
     return tasks
 
 
-def execute(tasks: list[Task], settings: Sequence[tuple[str, Policy]], *, jobs: int, client: Any,
+def execute(tasks: list[Task], blob: bytes, *, jobs: int, client: Any,
             on_last: Callable[[], None] | None = None) -> Iterator[UnitRows]:
     """Each unit's rows, as tasks finish, on the chosen executor.
-
-    ``settings``: every setting of the sweep, ``(id, policy)``, which units name by index.
-    They travel pickled once (``settings_blob``); on a local pool the first task of each
-    worker carries only the settings its units need, pickled and sent before the rest are
-    (at 100 settings the first tasks are a long run's units of a few settings each), so the
-    workers start while the parent pickles the others.
 
     ``on_last``: called once, on a pool of workers (local or Dask), when one task is left
     running (the others' workers are free: work the caller does then takes no worker's core);
@@ -136,7 +128,7 @@ def execute(tasks: list[Task], settings: Sequence[tuple[str, Policy]], *, jobs: 
         # lazy: distributed is the optional dask extra, needed only with a scheduler
         from distributed import as_completed as dask_completed
 
-        shared = client.scatter(settings_blob(list(settings)), broadcast=True)
+        shared = client.scatter(blob, broadcast=True)
         futures = client.map(sweep_units, tasks, blob=shared, pure=False)
         for done, fut in enumerate(dask_completed(futures), 1):  # type: ignore[no-untyped-call]
             yield from fut.result()
@@ -144,17 +136,12 @@ def execute(tasks: list[Task], settings: Sequence[tuple[str, Policy]], *, jobs: 
             if on_last is not None and len(tasks) - done == 1:
                 on_last()
     elif jobs <= 1 or len(tasks) == 1:
-        blob = settings_blob(list(settings))
         for task in tasks:
             yield from sweep_units(task, blob)
     else:
         pool = get_reusable_executor(max_workers=min(jobs, len(tasks)), initializer=init_worker,
                                      initargs=(os.getpid(),), timeout=IDLE_SECONDS)
-        first = min(jobs, len(tasks))
-        futures = [pool.submit(sweep_units, t, _blob_of(t, settings), worker=True)
-                   for t in tasks[:first]]
-        blob = settings_blob(list(settings))
-        futures += [pool.submit(sweep_units, t, blob, worker=True) for t in tasks[first:]]
+        futures = [pool.submit(sweep_units, t, blob, worker=True) for t in tasks]
         try:
             for done, fut in enumerate(as_completed(futures), 1):
                 yield from fut.result()
@@ -163,11 +150,6 @@ def execute(tasks: list[Task], settings: Sequence[tuple[str, Policy]], *, jobs: 
         finally:
             for fut in futures:
                 fut.cancel()
-
-
-def _blob_of(task: Task, settings: Sequence[tuple[str, Policy]]) -> bytes:
-    """The settings the units of ``task`` need, pickled by index (``settings_blob``)."""
-    return settings_blob({i: settings[i] for i in sorted({i for u in task for i in u.indices})})
 
 
 WARM_ROUNDS = 8

@@ -120,8 +120,7 @@ def sweep_unit(unit: SweepUnit, blob: bytes) -> UnitRows:
 
     Args:
         unit: the run and the settings' indices.
-        blob: every setting of the sweep, pickled once as ``[(id, policy), ...]``, or those
-            the unit needs as ``{index: (id, policy)}`` (``settings_blob``).
+        blob: every setting of the sweep, pickled once as ``[(id, policy), ...]``.
 
     Returns:
         The rows, which is each setting's and whether the run was loaded.
@@ -293,13 +292,13 @@ def _table_run(unit: SweepUnit) -> Loaded:
             run_facts(corpus, unit.run_id))
 
 
-def settings_blob(settings: list[tuple[str, Policy]] | dict[int, tuple[str, Policy]]) -> bytes:
-    """Every setting of a sweep, ``[(id, policy), ...]`` (or some, ``{index: (id, policy)}``),
-    pickled once for its units (``_settings_of`` reads it back): a frozen, slotted dataclass
-    (a policy and each of its parts) goes as its class and its fields' values, rebuilt by
-    ``_made``, not through the ``__getstate__`` and ``__setstate__`` that ``dataclasses``
-    generates, which look the fields up again at every object (a 100-setting grid holds some
-    1,600 of them).  The same state either way: the fields, nothing else."""
+def settings_blob(settings: list[tuple[str, Policy]]) -> bytes:
+    """Every setting of a sweep, ``[(id, policy), ...]``, pickled once for its units
+    (``_settings_of`` reads it back): a frozen, slotted dataclass (a policy and each of its
+    parts) goes as its class and its fields' values, rebuilt by ``_made``, not through the
+    ``__getstate__`` and ``__setstate__`` that ``dataclasses`` generates, which look the fields
+    up again at every object (a 100-setting grid holds some 1,600 of them).  The same state
+    either way: the fields, nothing else."""
     buf = io.BytesIO()
     _SettingsPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(settings)
     return buf.getvalue()
@@ -360,12 +359,10 @@ def _made(cls: type, values: tuple[Any, ...]) -> Any:
     return obj
 
 
-@functools.lru_cache(maxsize=4)
-def _settings_of(blob: bytes) -> tuple[list[tuple[str, Any]] | dict[int, tuple[str, Any]],
-                                       Shapes]:
-    """The sweep's settings (all, or some by index: ``analysis.sweep.execute``), unpickled
-    once per process and blob (a sweep sends two or three), and where their parts are numbered
-    for ``same_trace``."""
+@functools.lru_cache(maxsize=2)
+def _settings_of(blob: bytes) -> tuple[list[tuple[str, Any]], Shapes]:
+    """The sweep's settings, unpickled once per process and sweep, and where their parts are
+    numbered for ``same_trace``."""
     return pickle.loads(blob), Shapes()
 
 
