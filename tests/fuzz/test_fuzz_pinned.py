@@ -297,3 +297,22 @@ def test_env_pipe_command_keeps_the_file(workdir: Path) -> None:
     parsed = parse_file(path)
     assert parsed.tables is not None, [str(i) for i in parsed.issues]
     assert parsed.tables.runs["n_tool_results"][0].as_py() == 1
+
+
+@pytest.mark.parametrize("messages", [-1, "xyz", {"id": "m", "type": "user"}])
+def test_gemini_session_whose_messages_is_not_a_list(messages: Any, workdir: Path) -> None:
+    """A Gemini CLI session document whose ``messages`` was ``-1`` raised TypeError out of the
+    parser (the whole file lost); a string or an object was walked as if it were the list (a
+    'malformed message' counted per character or key).  Now it is one issue at the record and
+    one unknown ``messages (not a list)`` in the coverage, nothing else read from it."""
+    seed = (Path(__file__).resolve().parents[1] / "fixtures" / "gemini_cli"
+            / "session-2025-09-03T16-40-8c1d2e3f.json")
+    doc = json.loads(seed.read_bytes())
+    assert isinstance(doc["messages"], list) and isinstance(doc["sessionId"], str)
+    path = workdir / seed.name
+    path.write_bytes(dump_doc(dict(doc, messages=messages)))
+    parsed = parse_file(path, fmt="gemini_cli")
+    assert [(i.line, i.reason) for i in parsed.issues] == [
+        (0, f"'messages' is not a list but a {type(messages).__name__}: no message read from it")]
+    assert parsed.coverage["messages (not a list)"] == {"unknown": 1}
+    assert "message (malformed)" not in parsed.coverage

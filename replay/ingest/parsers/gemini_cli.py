@@ -112,8 +112,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     if records is None:
         return []
     h = _History(src, issues)
-    for _, rec in records:
-        h.record(rec)
+    for no, rec in records:
+        h.record(rec, no)
     h.close()
     main = _emit(src, issues, h)
     return [main] + [_emit(src, issues, _History(src, issues, epochs=[(live, [])], meta=h.meta),
@@ -165,7 +165,8 @@ class _History:
     branches: list[tuple[dict[str, dict[str, Any]], set[str]]] = field(default_factory=list)
     """Each rewind's abandoned branch: the history it was made in, and the ids it dropped."""
 
-    def record(self, rec: dict[str, Any]) -> None:
+    def record(self, rec: dict[str, Any], no: int = 0) -> None:
+        """Take record ``rec`` (of line ``no``; 0: the whole document) into the history."""
         cov = self.src.coverage
         if "$rewindTo" in rec:
             target = rec["$rewindTo"]
@@ -197,7 +198,13 @@ class _History:
         elif isinstance(rec.get("sessionId"), str) or isinstance(rec.get("messages"), list):
             cov.skipped("metadata")
             self.meta.update({k: v for k, v in rec.items() if k != "messages"})
-            for m in rec.get("messages") or []:
+            messages = rec.get("messages")
+            if messages is not None and not isinstance(messages, list):
+                cov.unknown("messages (not a list)")
+                self.issues.append(Issue(self.src.path, no, "'messages' is not a list but a "
+                                         f"{type(messages).__name__}: no message read from it"))
+                return
+            for m in messages or []:
                 if _is_message(m):
                     self.message(m)
                 else:
