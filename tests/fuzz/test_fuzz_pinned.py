@@ -316,3 +316,25 @@ def test_gemini_session_whose_messages_is_not_a_list(messages: Any, workdir: Pat
         (0, f"'messages' is not a list but a {type(messages).__name__}: no message read from it")]
     assert parsed.coverage["messages (not a list)"] == {"unknown": 1}
     assert "message (malformed)" not in parsed.coverage
+
+
+@pytest.mark.parametrize("sid", ["s" * 300, "a\ud800b", "x" * 1_000_000],
+                         ids=["300 bytes", "lone surrogate", "1 MB"])
+def test_claude_code_session_id_no_file_system_names(sid: str, workdir: Path) -> None:
+    """A record's ``sessionId`` names the session's own file beside the transcript
+    (``claude_code_file.sibling``): one longer than a file name may be (found by the long fuzz
+    run: 1 MB) raised OSError (ENAMETOOLONG) out of the parser: the whole file was lost.  Now
+    no such file is looked for (nor for a name with a lone surrogate, which pathlib took as
+    absent already): the session's records are kept in this file (a run of their own, as
+    another session's are)."""
+    records = [
+        {"type": "user", "uuid": "u", "parentUuid": None, "sessionId": "s0",
+         "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "uuid": "a", "parentUuid": "u", "sessionId": sid,
+         "message": {"id": "m", "role": "assistant", "model": "x",
+                     "content": [{"type": "text", "text": "yo"}]}}]
+    path = workdir / "sid.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    parsed = parse_file(path)
+    assert parsed.tables is not None, [str(i) for i in parsed.issues]
+    assert sorted(parsed.tables.runs["n_requests"].to_pylist()) == [0, 1]

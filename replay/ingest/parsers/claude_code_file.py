@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from replay.ingest.parsers.source import run_id_for, stored_source
 
 _MESSAGE_TYPES = ("user", "assistant")
 """Record types that decide the format (with Claude Code's keys around a ``message`` object)."""
+NAME_MAX_BYTES = 255
+"""The longest file name, in bytes, that common file systems take (ext4, XFS, APFS, NTFS)."""
 _LINK_KEYS = ("sessionId", "parentUuid", "logicalParentUuid", "uuid", "leafUuid", "messageId")
 _SIDE_KEYS = ("isSidechain", "userType", "agentId", "requestId", "cwd", "gitBranch")
 """Keys of Claude Code records besides the links (subagent files may lack the links)."""
@@ -152,17 +155,27 @@ def _is_message(rec: dict[str, Any]) -> bool:
 def sibling(path: Path, sid: str) -> Path | None:
     """The file of session ``sid`` beside the transcript ``path`` (``<sid>.jsonl`` in its
     folder), or None when ``sid`` is this file's own, or no plain file name (a separator, a
-    leading dot, a NUL: a session id from the file never leaves its folder)."""
+    leading dot, a NUL: a session id from the file never leaves its folder; a lone surrogate
+    or more than ``NAME_MAX_BYTES``: no file system names it)."""
     if not sid or sid == path.stem or any(c in sid for c in "/\\\x00") or sid.startswith("."):
         return None
-    return path.parent / f"{sid}.jsonl"
+    name = f"{sid}.jsonl"
+    try:
+        if len(os.fsencode(name)) > NAME_MAX_BYTES:
+            return None
+    except UnicodeError:
+        return None
+    return path.parent / name
 
 
 def copied(path: Path, sid: str, cache: dict[str, bool]) -> bool:
     """Whether records of session ``sid`` belong to its own file beside this one."""
     if sid not in cache:
         file = sibling(path, sid)
-        cache[sid] = file is not None and file.is_file()
+        try:
+            cache[sid] = file is not None and file.is_file()
+        except OSError:  # (not a name this file system takes: never one of its files)
+            cache[sid] = False
     return cache[sid]
 
 
