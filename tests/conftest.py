@@ -42,11 +42,19 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """In xdist's controller, before it starts the workers: the test modules' rewritten code
     is written once (``tests/rewrite_cache.py``), so that in a fresh clone the two workers do
-    not each rewrite every module."""
-    if session.config.pluginmanager.has_plugin("dsession"):
+    not each rewrite every module.  With bytecode writing off, each worker instead writes its
+    share of that code into the session's shared folder before it collects, and reads the
+    rest from there."""
+    config = session.config
+    if config.pluginmanager.has_plugin("dsession"):
         from tests.rewrite_cache import warm
 
-        warm(session.config)
+        warm(config)
+    elif hasattr(config, "workerinput") and hasattr(config, "_tmp_path_factory"):
+        from tests.rewrite_cache import share
+        from tests.shared_results import session_folder
+
+        share(config, session_folder(config._tmp_path_factory.getbasetemp()) / "rewritten")
 
 
 SLOW_FIRST = (

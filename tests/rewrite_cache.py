@@ -7,8 +7,18 @@ the same moment: each rewrites every module itself.  ``warm`` does it once, in t
 before the workers start; they then read the pycs.  The pycs are pytest's own (its functions,
 its file names and format): a worker that finds one out of date rewrites the module as before.
 
+With bytecode writing off (``PYTHONDONTWRITEBYTECODE``, as on this project's VM), pytest
+writes no pyc and reads none beside the modules, so ``warm`` does nothing and each worker
+rewrote every module: ~7 s of CPU a worker, half its collection.  ``share`` then divides the
+rewriting among the workers instead: each writes the rewritten code of its share of the
+modules (every n-th) into the session's temporary folder (pytest's, which every worker of the
+session shares; never beside the modules), before it collects, and reads the others' from
+there.  A module whose code is not there yet (or out of date) is rewritten by the worker
+that imports it, as before.
+
 This uses pytest's private ``_pytest.assertion.rewrite`` functions; if they change, ``warm``
-does nothing and the workers rewrite as before (the same tests, at the former cost).
+and ``share`` do nothing and the workers rewrite as before (the same tests, at the former
+cost).
 """
 
 from __future__ import annotations
@@ -24,6 +34,32 @@ def warm(config: pytest.Config) -> int:
     outdated one; returns how many it wrote (0 if pytest does not rewrite or cannot cache)."""
     if sys.dont_write_bytecode or config.getoption("assertmode") != "rewrite":
         return 0
+    return _write(config, _rewritten(config))
+
+
+def share(config: pytest.Config, folder: Path) -> int:
+    """On an xdist worker with bytecode writing off: pytest's rewritten code is read from
+    (and written to) ``folder``, which every worker of the session shares, and this worker
+    writes the code of its share of the modules there (the k-th of every n, k its number,
+    n the workers').  Returns how many it wrote (0 when this does not apply)."""
+    worker = getattr(config, "workerinput", None)
+    if (not sys.dont_write_bytecode or worker is None
+            or config.getoption("assertmode") != "rewrite"):
+        return 0
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return 0
+    if not callable(getattr(rewrite, "get_cache_dir", None)):
+        return 0
+    rewrite.get_cache_dir = lambda file_path: folder.joinpath(*file_path.parts[1:-1])
+    k, n = int(str(worker["workerid"]).removeprefix("gw")), int(worker["workercount"])
+    return _write(config, _rewritten(config)[k::n])
+
+
+def _write(config: pytest.Config, modules: list[Path]) -> int:
+    """Write the rewritten pyc of each of ``modules`` that has none or an outdated one where
+    pytest looks for it (``get_cache_dir``); returns how many it wrote."""
     try:
         from _pytest.assertion.rewrite import (
             PYC_TAIL,
@@ -34,15 +70,11 @@ def warm(config: pytest.Config) -> int:
             get_cache_dir,
             try_makedirs,
         )
-        from _pytest.pathlib import fnmatch_ex
         state = config.stash[assertstate_key]
     except (ImportError, KeyError):
         return 0
-    patterns = config.getini("python_files")
     written = 0
-    for fn in _modules(config):
-        if fn.name != "conftest.py" and not any(fnmatch_ex(p, fn) for p in patterns):
-            continue
+    for fn in modules:
         cache_dir = get_cache_dir(fn)
         pyc = cache_dir / (fn.name[:-3] + PYC_TAIL)
         if not try_makedirs(cache_dir) or _read_pyc(fn, pyc) is not None:
@@ -50,6 +82,17 @@ def warm(config: pytest.Config) -> int:
         source_stat, co = _rewrite_test(fn, config)
         written += _write_pyc(state, co, source_stat, pyc)
     return written
+
+
+def _rewritten(config: pytest.Config) -> list[Path]:
+    """The modules under the run's paths that pytest rewrites: its test files and conftests."""
+    try:
+        from _pytest.pathlib import fnmatch_ex
+    except ImportError:
+        return []
+    patterns = config.getini("python_files")
+    return [fn for fn in _modules(config)
+            if fn.name == "conftest.py" or any(fnmatch_ex(p, fn) for p in patterns)]
 
 
 def _modules(config: pytest.Config) -> list[Path]:
