@@ -6,6 +6,7 @@ command in test_sweep_command.py."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -22,26 +23,29 @@ from replay.apply_policy import run
 from replay.corpus import Corpus, open_corpus, replay_corpus
 from replay.engine.fold import replay
 from replay.errors import ReplayInputError
-from replay.policy import load_policy, replace_path
+from replay.policy import Policy, load_policy, replace_path
 from replay.workers import IDLE_SECONDS
 from tests.analysis.conftest import Replayed
 from tests.analysis.scenarios import corpus_of, reread_after_trim_run, write_heavy_run
 from tests.analysis.sweep.small_grid import BASE, SMALL
+from tests.preset_runs import PresetRun
 
 
-def _fast_frame(corpus: Corpus, policy_name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(fast rows, metrics_by_analyses()) of one policy over the whole corpus."""
-    policy = load_policy(policy_name)
+def _fast_frame(corpus: Corpus, policy: Policy) -> pd.DataFrame:
+    """The fast rows of one policy over the whole corpus, each run replayed here."""
     rows = [fast_metrics(run_facts(corpus, rid),
                          replay(corpus.prepared(rid), policy, calibration=corpus.calibration(rid)),
                          policy) for rid in corpus.replayable()]
-    fast = metrics_frame(rows).sort_values(["run_id", "policy"]).reset_index(drop=True)
-    return fast, metrics_by_analyses(corpus, replay_corpus(corpus, policy), policy)
+    return metrics_frame(rows).sort_values(["run_id", "policy"]).reset_index(drop=True)
 
 
 @pytest.mark.parametrize("name", ["corecoder", "claude-code", "observation-masking", "none"])
-def test_fast_metrics_equal_metrics_on_real_traces(sample_corpus: Corpus, name: str) -> None:
-    fast, slow = _fast_frame(sample_corpus, name)
+def test_fast_metrics_equal_metrics_on_real_traces(
+        sample_corpus: Corpus, preset_run: Callable[[str, Policy], PresetRun], name: str) -> None:
+    """The pandas side is ``preset_run``'s (``metrics_by_analyses`` of the same replays over
+    the samples, computed once for the session)."""
+    policy = load_policy(name)
+    fast, slow = _fast_frame(sample_corpus, policy), preset_run("samples", policy).by_analyses
     assert list(fast.columns) == list(slow.columns)
     pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-12, atol=0)
 
