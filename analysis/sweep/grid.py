@@ -13,6 +13,7 @@ Not here: running the settings (``analysis.sweep.core``).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import json
@@ -83,10 +84,41 @@ def settings(base: Policy, spec: SweepSpec, *, max_cells: int = MAX_CELLS) -> li
         fields[field] = axis.path
     out: dict[str, Setting] = {}
     paths = [a.path for a in spec.axes]
+    parts: dict[tuple[Any, str], Any] = {}
     for combo in _combinations(spec):
         setting = apply(base, combo, report=paths)
-        out.setdefault(setting.id, setting)
+        if setting.id not in out:
+            out[setting.id] = _sharing_parts(setting, parts)
     return list(out.values())
+
+
+_REST_FIELDS = tuple(f.name for f in dataclasses.fields(Policy) if f.name != "tiers")
+"""The policy's fields outside its tiers."""
+
+
+def _sharing_parts(setting: Setting, parts: dict[tuple[Any, str], Any]) -> Setting:
+    """The setting with each part of its policy (each field outside the tiers, and each tier
+    by its place) the very object an earlier setting of the grid holds when equal, as written
+    (``parts``: (field or tier index, its repr) → the first seen; 1 and 1.0 stay apart): an
+    equal policy, sharing most of its parts with the others.  A sweep pickles a shared object
+    once and its workers rebuild it once (``analysis.sweep.unit.settings_blob``: the policies
+    of 100 settings of ``benchmarks/sweep_speed.py``'s grid hold ~1,600 objects, ~200 of them
+    distinct).  The parts of one policy stay distinct objects (a probe tells gates apart by
+    identity: ``replay.engine.probe``)."""
+    policy = setting.policy
+    rest = {f: _first(parts, f, getattr(policy, f)) for f in _REST_FIELDS}
+    tiers = tuple(_first(parts, k, t) for k, t in enumerate(policy.tiers))
+    if (all(a is b for a, b in zip(tiers, policy.tiers))
+            and all(v is getattr(policy, f) for f, v in rest.items())):
+        return setting
+    return dataclasses.replace(setting, policy=dataclasses.replace(policy, tiers=tiers, **rest))
+
+
+def _first(parts: dict[tuple[Any, str], Any], where: Any, value: Any) -> Any:
+    """The part ``parts`` holds at ``where`` written as ``value`` is, when equal to it (else
+    ``value``, which is kept when none is held)."""
+    got = parts.setdefault((where, repr(value)), value)
+    return got if got is value or got == value else value
 
 
 def apply(base: Policy, values: Mapping[str, Any] | tuple[tuple[str, Any], ...], *,

@@ -3,6 +3,7 @@ settings validated and named by their path, grid files and inline axes."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,25 @@ def test_grid_is_the_product_in_order_with_whole_number_ranges() -> None:
         40000, 60000, 80000, 100000, 120000]
     assert len({s.id for s in chosen}) == 15
     assert all(s.id == s.policy.digest() for s in chosen)
+
+
+def test_settings_share_their_equal_parts_as_one_object() -> None:
+    """A sweep pickles a shared part once (its settings blob): each field outside the tiers and
+    each tier, by its place, is one object across the grid when equal, and the policies are the
+    ones ``apply`` makes."""
+    base = load_policy(BASE)
+    spec = make_spec({"tiers.0.min_reclaim_frac": [0, 0.125],
+                      "tiers.1.trigger.at_tokens": [40000, 80000, 120000]})
+    chosen = settings(base, spec)
+    assert [s.policy for s in chosen] == [apply(base, s.params).policy for s in chosen]
+    assert all(s.id == s.policy.digest() for s in chosen)
+    for k, distinct in ((0, 2), (1, 3), (2, 1)):  # tiers 0 and 1 swept, tier 2 not
+        for a, b in itertools.combinations(chosen, 2):
+            assert (a.policy.tiers[k] is b.policy.tiers[k]) == (a.policy.tiers[k]
+                                                                == b.policy.tiers[k])
+        assert len({id(s.policy.tiers[k]) for s in chosen}) == distinct
+    for name in ("server", "estimator", "truth", "behaviour", "cache"):
+        assert len({id(getattr(s.policy, name)) for s in chosen}) == 1
 
 
 def test_step_ranges_include_the_stop_and_float_ranges_stay_floats() -> None:
