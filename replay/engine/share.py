@@ -44,11 +44,15 @@ class Shapes:
     pair of tiers (by number) whether one can stand for the other at all, each worked out once
     however many times a sweep asks."""
 
-    __slots__ = ("_lock", "_numbers", "_pairs", "_parts", "_protect_pairs", "_shapes")
+    __slots__ = ("_fields", "_lock", "_numbers", "_pairs", "_parts", "_protect_pairs", "_shapes")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._numbers: dict[Any, int] = {}
+        self._numbers = Numbers()
+        """Parts (a policy's fields outside its tiers, as the numbers of their values; a tier)
+        → their number, an index of ``_parts``."""
+        self._fields = Numbers()
+        """The values of policies' fields outside their tiers → their number."""
         self._parts: list[Any] = []
         """Number → the part (the first seen of those equal to it)."""
         self._pairs: dict[tuple[int, int], bool] = {}
@@ -92,7 +96,8 @@ class Shapes:
                 if got is None:
                     try:
                         shape: Shape | None = (
-                            self._number(("rest", *(getattr(policy, f) for f in _REST_FIELDS))),
+                            self._number(("rest", *(self._fields.of(getattr(policy, f))
+                                                    for f in _REST_FIELDS))),
                             tuple(self._number(t) for t in policy.tiers))
                     except TypeError:
                         shape = None
@@ -104,10 +109,32 @@ class Shapes:
         return got
 
     def _number(self, part: Any) -> int:
-        got = self._numbers.setdefault(part, len(self._numbers))
+        got = self._numbers.of(part)
         if got == len(self._parts):
             self._parts.append(part)
         return got
+
+
+class Numbers:
+    """Numbers for values: equal values get one number (the first seen's), looked up by the
+    object's identity first, by its value (a hash, deep for a policy's part) the first time an
+    object is seen: a grid's settings share most of their parts as objects
+    (``analysis.sweep.grid``), so each distinct part is hashed once, not once per policy.
+    Keeps every object it numbered (an identity is never reused while it lives)."""
+
+    __slots__ = ("_by_id", "_by_value")
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, int]] = {}
+        self._by_value: dict[Any, int] = {}
+
+    def of(self, value: Any) -> int:
+        """The value's number (TypeError: it cannot be hashed)."""
+        got = self._by_id.get(id(value))
+        if got is None:
+            got = self._by_id[id(value)] = (
+                value, self._by_value.setdefault(value, len(self._by_value)))
+        return got[1]
 
 
 Gates = tuple[tuple[int, ...], tuple[int | None, ...], tuple[int, ...]]
@@ -214,11 +241,15 @@ def share_rank(policies: list[Policy]) -> list[int]:
     soon after it, while it is still among the replays a sweep keeps to compare with.  (Token
     protections first: at 1,000 settings of ``benchmarks/sweep_speed.py`` 416 replays, levels
     first 731.)  Any order gives the same rows."""
-    groups: dict[Any, int] = {}
-    bare: dict[tuple[Any, int], tuple[Any, int, int]] = {}
-    """(tier, usable window) → the tier without its level and token protection, the level (0:
-    none) and the token protection (0: none): worked out once per distinct tier, a grid's
-    settings sharing most of theirs."""
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+    """(the numbers of the policy's fields outside its tiers, of its tiers without their
+    levels and token protections) → the group's number: equal exactly when the policies are
+    equal but for those levels and protections."""
+    numbers = Numbers()
+    bare: dict[tuple[int, int], tuple[int, int, int]] = {}
+    """(id(tier), usable window) → the number of the tier without its level and token
+    protection, the level (0: none) and the token protection (0: none): worked out once per
+    tier object and window (the policies hold their tiers while this runs)."""
     keys = []
     for i, policy in enumerate(policies):
         usable = policy.usable_tokens
@@ -227,15 +258,17 @@ def share_rank(policies: list[Policy]) -> list[int]:
         tiers = []
         try:
             for t in policy.tiers:
-                got = bare.get((t, usable))
+                got = bare.get((id(t), usable))
                 if got is None:
-                    got = bare[(t, usable)] = _without_level(t, usable)
+                    without, level, protect = _without_level(t, usable)
+                    got = bare[(id(t), usable)] = (numbers.of(without), level, protect)
                 tiers.append(got[0])
                 levels.append(got[1])
                 tokens.append(got[2])
-            group = groups.setdefault(dataclasses.replace(policy, tiers=tuple(tiers)), len(groups))
+            rest = tuple([numbers.of(getattr(policy, f)) for f in _REST_FIELDS])
         except TypeError:  # a part that cannot be hashed: keep the order given
             return list(range(len(policies)))
+        group = groups.setdefault((rest, tuple(tiers)), len(groups))
         keys.append((group, tokens, levels, i))
     rank = [0] * len(policies)
     for r, key in enumerate(sorted(keys)):

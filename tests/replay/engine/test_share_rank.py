@@ -72,3 +72,10 @@ def test_a_fraction_level_is_taken_from_each_policys_own_window() -> None:
     rank = share_rank(given_order)
     assert [given_order[i] for i in sorted(range(4), key=rank.__getitem__)] == [
         large_70k, large, half, at_70k]
+    # the same tier objects under both windows (as a grid's settings share them)
+    large, large_70k = (dataclasses.replace(p, server=large.server) for p in (half, at_70k))
+    assert large.tiers[1] is half.tiers[1]
+    given_order = [large, large_70k, half, at_70k]
+    rank = share_rank(given_order)
+    assert [given_order[i] for i in sorted(range(4), key=rank.__getitem__)] == [
+        large_70k, large, half, at_70k]
