@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analysis.per_run import stats
 from analysis.per_run.stats import request_arrays
 
 NAMES = ("a", "b", "c")
@@ -42,11 +43,15 @@ def _replays(draw: st.DrawFn, floats: bool) -> list[dict[str, list[Any]]]:
 @given(_replays(floats=False), _replays(floats=True))
 def test_the_values_are_those_of_np_array_to_the_bit(ints: list[dict[str, list[Any]]],
                                                      floats: list[dict[str, list[Any]]]) -> None:
-    for replays, dtype in ((ints, np.int64), (floats, np.float64)):
-        got = request_arrays(replays, NAMES, dtype)
-        want = np.array([[rq[c] for c in NAMES] for rq in replays], dtype=dtype)
-        assert got.shape == want.shape and got.dtype == want.dtype
-        assert got.tobytes() == want.tobytes()  # NaN as NaN, -0.0 unlike 0.0
+    """With the equal columns looked for (from any size: these are small) and without."""
+    for same_from in (0, stats.SAME_COLUMNS_MIN_VALUES):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(stats, "SAME_COLUMNS_MIN_VALUES", same_from)
+            for replays, dtype in ((ints, np.int64), (floats, np.float64)):
+                got = request_arrays(replays, NAMES, dtype)
+                want = np.array([[rq[c] for c in NAMES] for rq in replays], dtype=dtype)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                assert got.tobytes() == want.tobytes()  # NaN as NaN, -0.0 unlike 0.0
 
 
 def test_columns_of_different_lengths_are_refused() -> None:
