@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from replay.compiled_engine import MANIFEST, PURE_ENV, choose, decide, source_sha256
+from replay.corpus import Corpus
 from replay.engine.trace import TRACE_SCHEMAS
 from replay.policy import Policy, load_policy, presets
 from tests.preset_runs import PresetRun
@@ -131,14 +132,16 @@ BUILT = choose()
 
 @pytest.mark.skipif(not BUILT.compiled, reason=f"no compiled engine in use: {BUILT.describe()}")
 def test_compiled_and_pure_traces_are_byte_identical(
-        tmp_path: Path, preset_run: Callable[[str, Policy], PresetRun]) -> None:
+        tmp_path: Path, preset_run: Callable[[str, Policy], PresetRun], logs_corpus: Corpus,
+        sample_corpus: Corpus) -> None:
     """Every preset over ``logs/`` and the samples: the sha256 of every trace table, pure
-    (``CTXREPLAY_PURE=1``, ``tests/replay/pure_traces.py`` in a process of its own) against
-    compiled (this process's: the session's ``preset_run`` replays, which the redact and
-    analysis tests make too)."""
+    (``CTXREPLAY_PURE=1``, ``tests/replay/pure_traces.py`` in a process of its own, over the
+    session's datasets of both) against compiled (this process's: the session's
+    ``preset_run`` replays, which the redact and analysis tests make too)."""
     out = tmp_path / "pure.json"
     env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
-    pure = subprocess.run([sys.executable, "-m", "tests.replay.pure_traces", str(out)],
+    datasets = [f"logs={logs_corpus.root}", f"samples={sample_corpus.root}"]
+    pure = subprocess.run([sys.executable, "-m", "tests.replay.pure_traces", str(out), *datasets],
                           capture_output=True, text=True, env={**env, PURE_ENV: "1"}, cwd=REPO,
                           check=False)
     assert pure.returncode == 0, pure.stderr
