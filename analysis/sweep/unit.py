@@ -192,8 +192,11 @@ def _repeats(last: _Made | None, trace: Trace, rest: int | None) -> int | None:
     are costs, of prices checked to be >= 0 (``replay.policy.check``)."""
     if last is None or rest is None or last.rest != rest:
         return None
-    return (last.row if all(last.trace.columns(t) == trace.columns(t) for t in TRACE_SCHEMAS)
-            else None)
+    a, b = last.trace, trace
+    if (a.columns("requests")["est_tokens"][-1:] != b.columns("requests")["est_tokens"][-1:]
+            or len(a.columns("actions")["action"]) != len(b.columns("actions")["action"])):
+        return None  # where two settings' replays mostly differ, told before the whole traces
+    return last.row if all(a.columns(t) == b.columns(t) for t in TRACE_SCHEMAS) else None
 
 
 def _batch(n_requests: int) -> int:
