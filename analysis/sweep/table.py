@@ -39,8 +39,9 @@ class Cells:
     The cells are the cached ones, then each unit's, in the order the units were announced
     (``expect``: the plan's) or, unannounced, came (``add_unit``).  ``prepare`` orders them and
     makes the table's key columns (run, source, setting, parameters) before the last units'
-    rows arrive (the sweep calls it when one task is left: a core is free then), so that
-    ``table`` only gathers the values when they have."""
+    rows arrive (the sweep calls it when one task is left: a core is free then), with the
+    columns of the rows computed by then, so that ``table`` only adds the last rows' and
+    gathers the values when they have."""
 
     def __init__(self, settings: Sequence[Setting]) -> None:
         self._settings = settings
@@ -60,6 +61,8 @@ class Cells:
         """The units added, in the order they were."""
         self._computed: list[tuple[Any, ...]] = []
         """Rows the units computed, ``VALUE_COLUMNS`` each."""
+        self._early: tuple[int, list[np.ndarray]] | None = None
+        """The columns of the first rows computed, made by ``prepare``: how many, the arrays."""
         self._n_computed_cells = 0
         self._keys: _Keys | None = None
 
@@ -127,11 +130,12 @@ class Cells:
         return columns_frame(columns)
 
     def _computed_columns(self) -> list[np.ndarray]:
-        """The computed rows' values, one array per ``VALUE_COLUMNS``."""
-        rows = self._computed
-        by_column = list(zip(*rows)) if rows else [()] * len(VALUE_COLUMNS)
-        return [np.array(v, dtype=object if c == "policy" else _DTYPES[c])
-                for c, v in zip(VALUE_COLUMNS, by_column)]
+        """The computed rows' values, one array per ``VALUE_COLUMNS``: those ``prepare`` made
+        of the rows there then, and the later rows'."""
+        if self._early is None:
+            return _columns(self._computed)
+        n, early = self._early
+        return [np.concatenate((a, b)) for a, b in zip(early, _columns(self._computed[n:]))]
 
     def prepare(self, corpus: Corpus) -> None:
         """Order every cell, cached, added or announced, by run and setting id, and make the
@@ -163,6 +167,7 @@ class Cells:
             per_setting[:] = [held[s.id][p] for s in settings]
             out[p] = pd.Series(per_setting[cell_setting], dtype="object").infer_objects().array
         self._keys = _Keys(order, out)
+        self._early = (len(self._computed), _columns(self._computed))
 
     def table(self, corpus: Corpus) -> pd.DataFrame:
         """The tidy table: keys, source, parameters, policy, metrics; sorted by run and setting."""
@@ -185,6 +190,13 @@ class Cells:
         for c, arr in zip(VALUE_COLUMNS[1:], values[1:]):
             out[c] = arr[value_ix]
         return pd.DataFrame(out)
+
+
+def _columns(rows: Sequence[tuple[Any, ...]]) -> list[np.ndarray]:
+    """Rows of ``VALUE_COLUMNS`` as one array per column."""
+    by_column = list(zip(*rows)) if rows else [()] * len(VALUE_COLUMNS)
+    return [np.array(v, dtype=object if c == "policy" else _DTYPES[c])
+            for c, v in zip(VALUE_COLUMNS, by_column)]
 
 
 @dataclass(frozen=True, slots=True)
