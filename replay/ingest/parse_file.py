@@ -27,6 +27,7 @@ from replay.ingest.input_files import BOM, Unreadable, read_input
 from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
+from replay.ingest.parsers.json_depth import ROOM, on_own_stack
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN, Counted, tokenize
 from replay.memory import collector_paused
@@ -111,7 +112,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                 issues.append(Issue(str(path), 0, f"no runs found in this {name} file"))
             return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
         try:
-            drafts = PARSERS[name].parse(src, issues)
+            drafts, src = parse_source(name, src, issues)
         except Exception as exc:  # noqa: BLE001 - a parser bug or an input it did not foresee: report, go on
             issues.append(_failed(str(path), name, exc))
             drafts = []
@@ -132,6 +133,32 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
             issues.append(_unfit(str(path), name, exc))
             return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
         return ParsedFile(rel, name, sha, tables, tuple(issues), coverage, why)
+
+
+def parse_source(name: str, src: Source, issues: list[Issue]) -> tuple[list[RunDraft], Source]:
+    """The parser's runs of ``src`` and the source they were read from.  A parse that meets
+    ``RecursionError`` (a value nested as deep as the decoders read, ``json_depth.MAX_DEPTH``,
+    walked, written or shown on this stack) is made again from the start on a stack with room
+    (``json_depth.ROOM``), with what the first made dropped; the bytes of a file on disk are
+    read again if the parser let them go, and must be the same (``sha256``)."""
+    held = None if src.on_disk else src.data  # (the caller holds these bytes anyway)
+    try:
+        return PARSERS[name].parse(src, issues), src
+    except RecursionError:
+        pass
+    data = src.data if held is None else held
+    if not isinstance(data, bytes):  # released (``Source.release_data``): from the file again
+        try:
+            data = read_input(Path(src.path))
+        except Unreadable:
+            data = b""
+        if hashlib.sha256(data).hexdigest() != src.sha256:
+            raise RecursionError("the file changed before it could be read again")
+        data = data.removeprefix(BOM)
+    again = Source(path=src.path, rel=src.rel, data=data, sha256=src.sha256,
+                   on_disk=src.on_disk)
+    issues.clear()
+    return on_own_stack(lambda s: PARSERS[name].parse(s, issues), again, ROOM), again
 
 
 STREAMED_MIN_BYTES = 4 << 20

@@ -39,6 +39,7 @@ from replay.ingest.discover import discover, relative_source, sources
 from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import detect_format
+from replay.ingest.parsers.json_depth import ROOM, on_own_stack
 from replay.ingest.parsers.source import Issue
 from replay.ingest.redaction import ExactSizes, format_exact
 from replay.ingest.schema import TOKENIZERS
@@ -125,8 +126,8 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
     files, written = [], set()
     for (path, _root), rel in zip(found, archive_names(paths, found)):
         redactor.used.clear()
-        try:
-            files.append(_one(path, rel, out, redactor))
+        try:  # with room for a file nested as deep as ingest reads (json_depth.MAX_DEPTH)
+            files.append(on_own_stack(_one, (path, rel, out, redactor), ROOM))
         except ShiftOutOfRange as exc:
             files.append(RedactedFile(rel, "", False, "", 0, 0, 0,
                                       (Issue(str(path), 0, f"not written: {exc}"),)))
@@ -208,7 +209,8 @@ def _dest(out: Path, rel: str, redactor: Redactor) -> Path | None:
     # written (``replay.atomic_files``)
 
 
-def _one(path: Path, rel: str, out: Path, redactor: Redactor) -> RedactedFile:
+def _one(job: tuple[Path, str, Path, Redactor]) -> RedactedFile:
+    path, rel, out, redactor = job
     where = str(path)
     dest = _dest(out, rel, redactor)
     archived = dest.relative_to(out).as_posix() if dest is not None else ""

@@ -35,6 +35,7 @@ from typing import Any
 from replay.ingest.ops import PATCH_FILE
 from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
 from replay.ingest.parsers.codex_compaction import encrypted_len
+from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 from replay.ingest.redaction import EXACT_WORD
 from replay.redact.keep_list import (
     ATTACHMENT,
@@ -340,15 +341,15 @@ class Redactor:
                                        self._command)
         if key == "replay_config" and value.lstrip().startswith("{"):
             try:
-                config = json.loads(value)
-            except ValueError:
+                config = loads(value)
+            except JSON_REFUSED:
                 config = None
             if isinstance(config, dict):
                 return json.dumps(self._walk(config, ""), ensure_ascii=False)
         if key in _JSON_TEXT_KEYS and value.lstrip().startswith("{"):
             try:
-                parsed = json.loads(value)
-            except ValueError:
+                parsed = loads(value)
+            except JSON_REFUSED:
                 parsed = None
             if isinstance(parsed, dict) and (key == "arguments" or "metadata" in parsed):
                 return json.dumps(self._input(parsed, key), ensure_ascii=False)

@@ -25,6 +25,7 @@ from replay.errors import ReplayError
 from replay.ingest.parsers.atif import COMPACTION_WORDS
 from replay.ingest.parsers.codex_items import CONTEXTUAL
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC
+from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 from replay.ingest.parsers.mini_swe_agent import ACTION
 from replay.redact.eval_zip import Refused, member_name, read_members, write_members
 from replay.redact.keep_list import data_keys, enum_keys
@@ -96,8 +97,8 @@ def read_payload(data: bytes, fmt: str, suffix: str, redactor: Redactor) -> Payl
         return payload
     whole = fmt in WHOLE_FILE and (fmt not in JSON_LINES or suffix != ".jsonl")
     try:  # one JSON document, or JSON Lines (Gemini CLI and OpenCode have both)
-        document = json.loads(data) if whole else None
-    except ValueError:
+        document = loads(data) if whole else None
+    except JSON_REFUSED:
         document = None
     if document is not None:
         if fmt == "mini_swe_agent" and b'"action_regex"' in data:
@@ -108,8 +109,8 @@ def read_payload(data: bytes, fmt: str, suffix: str, redactor: Redactor) -> Payl
         records: list[Any] = []
         for no, raw in enumerate(data.split(b"\n"), 1):
             try:
-                records.append(json.loads(raw) if raw.strip() else None)
-            except ValueError:
+                records.append(loads(raw) if raw.strip() else None)
+            except JSON_REFUSED:
                 raise Unredactable("not JSON: a line redact cannot read is never copied; not "
                                    "written", no) from None
         payload = Payload(records)

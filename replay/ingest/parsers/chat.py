@@ -45,7 +45,7 @@ from typing import Any
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.chat_messages import emit_message, message_type
 from replay.ingest.parsers.chat_requests import add_request, request_log
-from replay.ingest.parsers.jsonl import first_record, iter_records, load_json
+from replay.ingest.parsers.jsonl import JSON_REFUSED, first_record, iter_records, load_json
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "chat"
@@ -62,7 +62,7 @@ def sniff(filename: str, head: bytes) -> bool:
         try:
             start = len(text) - len(text[1:].lstrip())
             first, _ = json.JSONDecoder().raw_decode(text.decode("utf-8", "ignore"), start)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             return _LIST_START.match(text) is not None
         return _is_message(first)
     if not text.startswith(b"{"):

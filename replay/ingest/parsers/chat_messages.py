@@ -17,7 +17,7 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import as_text, loads
+from replay.ingest.parsers.jsonl import JSON_REFUSED, as_text, loads
 from replay.ingest.parsers.source import Issue
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -104,7 +104,7 @@ def _json_or_raw(raw: str) -> Any:
         return {}
     try:
         return loads(raw)
-    except ValueError:
+    except JSON_REFUSED:
         return raw
 
 

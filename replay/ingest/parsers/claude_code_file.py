@@ -22,7 +22,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
-from replay.ingest.parsers.jsonl import loads
+from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 from replay.ingest.parsers.source import run_id_for, stored_source
 
 _MESSAGE_TYPES = ("user", "assistant")
@@ -107,7 +107,7 @@ def _scan(head: bytes, *, first_only: bool = False) -> tuple[int, Counter[str]]:
             break
         try:
             rec = loads(raw)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             if _HEAD_START.match(raw) and _HEAD_TYPE.search(raw) and _HEAD_LINK.search(raw) \
                     and b'"payload"' not in raw[:200]:
                 n_msg += 1

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
+from replay.ingest.parsers.jsonl import JSON_REFUSED
 from replay.ingest.parsers.source import Issue, run_id_for, stored_source
 
 ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
@@ -55,7 +56,7 @@ def sniff(filename: str, head: bytes) -> bool:
             continue
         try:
             rec = json.loads(raw)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             continue
         if not isinstance(rec, dict):
             return False
@@ -78,7 +79,7 @@ def evidence(filename: str, head: bytes) -> str:
     for raw in head.split(b"\n", 40)[:40]:
         try:
             rec = json.loads(raw)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             continue
         if isinstance(rec, dict) and isinstance(rec.get("payload"), dict) \
                 and rec.get("type") in ENVELOPE:

@@ -15,7 +15,7 @@ from typing import Any
 
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import as_text, loads
+from replay.ingest.parsers.jsonl import JSON_REFUSED, as_text, loads
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
 """Model-output calls whose result comes as a separate output item."""
@@ -62,7 +62,7 @@ def call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
         raise ValueError(f"{t} arguments are {type(raw).__name__}, not a string")  # noqa: TRY004
     try:  # only an object's text can decode to one (a sanitiser's marker is no JSON: not tried)
         parsed = loads(raw) if t == "function_call" and raw.lstrip()[:1] == "{" else None
-    except ValueError:
+    except JSON_REFUSED:
         parsed = None
     return call_id, name, parsed if isinstance(parsed, dict) else raw
 
@@ -124,9 +124,10 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
         return "", False
     if isinstance(output, str):  # 0.5x exec outputs: {"output": …, "metadata": {"exit_code": N}}
         try:
-            meta = loads(output).get("metadata") if output.startswith('{"') else None
-        except (ValueError, AttributeError):
-            meta = None
+            doc = loads(output) if output.startswith('{"') else None
+        except JSON_REFUSED:
+            doc = None
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
         return output, isinstance(meta, dict) and meta.get("exit_code") not in (0, None)
     if isinstance(output, list):
         return as_text(output), False

@@ -62,6 +62,7 @@ from replay.ingest.input_files import document_too_big
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import (
+    JSON_REFUSED,
     MAX_LINE_BYTES,
     array_items,
     iter_records,
@@ -127,14 +128,14 @@ def _records(src: Source, issues: list[Issue]) -> list[tuple[int, dict[str, Any]
     if not document_too_big(len(src.data)):  # else: JSON Lines (each line bounded) or said below
         try:
             doc = loads(src.data)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             pass
     if isinstance(doc, dict):
         return [(0, doc)]
     first = src.data.lstrip().split(b"\n", 1)[0]
     try:
         whole_line = len(first) <= MAX_LINE_BYTES and isinstance(loads(first), dict)
-    except (ValueError, RecursionError):
+    except JSON_REFUSED:
         whole_line = False
     if whole_line:
         return list(iter_records(src, issues))

@@ -31,8 +31,9 @@ def json_text(value: Any) -> str:
     what most calls' arguments are) is written by msgspec's encoder and re-spaced with
     ``dumps``'s separators by its formatter: the same text (msgspec escapes a string as
     ``dumps(ensure_ascii=False)`` does, every code point checked), 0.75x the CPU on the
-    samples' 798 values (2.25 against 3.0 ms); nested too deeply, it raises ``RecursionError``
-    at the depth ``json``'s encoder does (each counts a level a container).  A float (msgspec
+    samples' 798 values (2.25 against 3.0 ms); nested too deeply for the caller's stack, it
+    raises ``RecursionError`` at the depth ``json``'s encoder does (each counts a level a
+    container: ``parse_file.parse_source`` then parses the file again with room).  A float (msgspec
     writes ``1e16`` where ``dumps`` writes ``1e+16``), another type, a key that is no string, a
     lone surrogate or over ``_PLAIN_CONTAINERS`` containers (a circular value) take ``json``'s
     encoder."""

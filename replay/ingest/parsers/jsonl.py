@@ -68,6 +68,14 @@ def loads(data: bytes | str) -> Any:
     return _loads_checked(data)  # (~560 calls an ingest of the samples: the call costs nothing)
 
 
+JSON_REFUSED: tuple[type[Exception], ...] = (ValueError, RecursionError)
+"""What decoding a JSON text from a file raises when the text is not read (``loads``,
+``json.loads``, a ``raw_decode``): not JSON, not UTF-8, an integer of too many digits
+(``ValueError``) or nested over ``MAX_DEPTH`` levels (``RecursionError``).  A parser that tries
+a string field as JSON (a tool call's ``arguments``, an output's metadata) catches these and
+keeps the string: a 1 MB ``[[[…`` in a field is text, not a reason to lose the file."""
+
+
 def _loads_checked(data: bytes | str) -> Any:
     """``loads`` where ``check_each`` is false (``_loads`` inlined: a call saved, a line of
     ``iter_records``)."""
@@ -266,7 +274,7 @@ def first_record(data: bytes) -> dict[str, Any] | None:
         if raw.strip():
             try:  # (json.loads: a head in UTF-16 or with a BOM is read as before)
                 rec = decoded(json.loads, raw)
-            except (ValueError, RecursionError):
+            except JSON_REFUSED:
                 return None
             return rec if isinstance(rec, dict) else None
     return None
@@ -327,7 +335,7 @@ def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], in
             return items, 0
         try:
             item, end = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             return items, line
         items.append((line, item))
         pos = end

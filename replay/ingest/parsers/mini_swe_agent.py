@@ -38,7 +38,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.jsonl import ItemLines, array_items, as_text, load_json, loads
+from replay.ingest.parsers.jsonl import (
+    JSON_REFUSED,
+    ItemLines,
+    array_items,
+    as_text,
+    load_json,
+    loads,
+)
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source
 
@@ -268,7 +275,7 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
         if isinstance(args, str):
             try:
                 args = loads(args)
-            except ValueError:
+            except JSON_REFUSED:
                 pass
         call_id = tc.get("id")
         b.tool_call(call_id if isinstance(call_id, str) and call_id else f"call-{i}-{k}",

@@ -43,7 +43,15 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.counts import json_int as _int
-from replay.ingest.parsers.jsonl import array_items, as_str, as_text, item, load_json, loads
+from replay.ingest.parsers.jsonl import (
+    JSON_REFUSED,
+    array_items,
+    as_str,
+    as_text,
+    item,
+    load_json,
+    loads,
+)
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source
 
@@ -313,7 +321,7 @@ def _call_args(msg: dict[str, Any] | None, call_id: str) -> Any:
             if isinstance(raw, str):
                 try:
                     return loads(raw) if raw.strip() else {}
-                except ValueError:
+                except JSON_REFUSED:
                     return raw
             return raw if isinstance(raw, dict) else None
     return None

@@ -41,7 +41,14 @@ import re
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.jsonl import ItemLines, as_text, item, load_or_salvage, loads
+from replay.ingest.parsers.jsonl import (
+    JSON_REFUSED,
+    ItemLines,
+    as_text,
+    item,
+    load_or_salvage,
+    loads,
+)
 from replay.ingest.parsers.source import Issue, Source
 from replay.shell_line import shell_split
 
@@ -124,7 +131,7 @@ def _model(doc: dict[str, Any]) -> str:
     if isinstance(config, str):
         try:
             config = loads(config)
-        except (ValueError, RecursionError):
+        except JSON_REFUSED:
             config = None
     agent = config.get("agent") if isinstance(config, dict) else None
     model = agent.get("model") if isinstance(agent, dict) else None
@@ -237,7 +244,7 @@ def _call(i: int, action: str, calls: list[dict[str, Any]],
         if isinstance(args, str):
             try:
                 args = loads(args)
-            except ValueError:
+            except JSON_REFUSED:
                 pass
         words = action.split()
         same_cmd = isinstance(args, dict) and str(args.get("command", "")).strip() == action.strip()
