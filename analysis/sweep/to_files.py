@@ -55,6 +55,10 @@ class SweepOutcome:
     rule: ChoiceRule
     files: tuple[Path, ...]
     corpus: Corpus
+    n_same_policy: int = 0
+    """Settings the design asked for that made a policy already in the sweep (the same values
+    twice, a value equal to the base's in ``one_at_a_time``): one setting each, not swept
+    again (``analysis.sweep.grid.settings``)."""
 
     @property
     def exit_code(self) -> int:
@@ -135,4 +139,4 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
                         chosen=ranked["setting"].iloc[0] if len(ranked) else None,
                         jobs=result.stats.n_workers, on_figure=on_figure)
     return SweepOutcome(result=result, ranked=ranked, rule=rule, files=tuple(files),
-                        corpus=corpus)
+                        corpus=corpus, n_same_policy=spec.size - len(chosen_from))

@@ -250,6 +250,7 @@ def sweep(
 ) -> None:
     """Replay a grid of settings of a base policy; one row per (run, setting), plots, the best."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
+    from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.per_run.induced import INDUCED_NOTE
     from analysis.sweep.grid import load_spec
@@ -280,12 +281,15 @@ def sweep(
     if table.as_json:
         _print_json({"settings": s.n_settings, "runs": s.n_runs, "computed": s.n_computed,
                      "reused": s.n_reused, "replays": s.n_replays, "repeats": s.n_repeated,
+                     "same_policy": done.n_same_policy,
                      "cache_dropped": s.n_cache_dropped,
                      "cache_unwritten": s.n_cache_unwritten,
                      "files": [str(f) for f in done.files], "best": shown,
                      "includes_induced": done.includes_induced})
     else:
-        say(f"{s.n_settings} settings × {s.n_runs} runs: {s.n_computed} computed "
+        same = (f" ({done.n_same_policy} more the grid asked for made a policy already in it: "
+                "not swept twice)") if done.n_same_policy else ""
+        say(f"{count(s.n_settings, 'setting')}{same} × {count(s.n_runs, 'run')}: {s.n_computed} computed "
             f"({s.n_replays} replays, {s.n_repeated} of them repeating the one before, the "
             f"others' rows shared exactly), {s.n_reused} reused "
             f"→ {out / 'sweep'}", err=True)
