@@ -18,6 +18,7 @@ from analysis.fidelity import (
     REREAD_RECALL_TARGET,
     REREAD_TOKENS_TARGET_FRAC,
 )
+from analysis.metric_spec import count
 from analysis.microcompact_check import MICROCOMPACT_POLICY
 
 FIDELITY_NOTE = (
@@ -58,7 +59,7 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{t['post_size_within_target']} of {t['runs_compacted']}; median "
         f"{_pct(t['post_size_error_median_frac'], signed=True)}"
         + (f"; against the compaction's own post-compaction count, where the log records one "
-           f"({_n(t['post_tokens_runs'], 'run')}): median "
+           f"({count(t['post_tokens_runs'], 'run')}): median "
            f"{_pct(t['post_tokens_error_median_frac'], signed=True)}"
            if t["post_tokens_runs"] else "")),
         (f"cache reads within {CACHE_READ_TARGET_FRAC:.0%} of input: "
@@ -72,8 +73,8 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"{t['held_out_fitted_within_target']} of {t['held_out_fitted_runs']}, median "
         f"{_pct(t['held_out_fitted_error_median_frac'])}); {t['held_out_redacted_runs']} of those "
         "runs are sized from redaction markers (their error is the marker estimate's)"),
-        (f"re-reads after {_n(t['reread_compactions'], 'recorded compaction')} in "
-        f"{_n(t['reread_runs'], 'run')}: {t['reread_recorded']} files fetched again, "
+        (f"re-reads after {count(t['reread_compactions'], 'recorded compaction')} in "
+        f"{count(t['reread_runs'], 'run')}: {t['reread_recorded']} files fetched again, "
         f"{t['reread_predicted']} predicted, "
         f"{t['reread_hits']} both: recall {_frac(t['reread_recall'])} (target "
         f"≥ {REREAD_RECALL_TARGET}), precision {_frac(t['reread_precision'])} (target "
@@ -83,28 +84,24 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
         f"file): recall {_frac(t['reread_naive_recall'])}, precision "
         f"{_frac(t['reread_naive_precision'])}, tokens "
         f"{_pct(t['reread_naive_tokens_error_frac'], signed=True)}"
-        + (f"; {_n(t['reread_edits_unapplied'], 'edit')} of predicted files not applied to "
+        + (f"; {count(t['reread_edits_unapplied'], 'edit')} of predicted files not applied to "
            "their sizes (no replaced/new text: a patch, a shell edit)"
            if t.get("reread_edits_unapplied") else "")
         + _sized(t)
-        + (f"; {_n(t['reread_rereads_failed'], 'removed file')} the agent tried to read again "
+        + (f"; {count(t['reread_rereads_failed'], 'removed file')} the agent tried to read again "
            "but every read of it failed (an error result: not counted as re-read)"
            if t.get("reread_rereads_failed") else "")),
-        (f"estimated: {_n(t['runs_window_from_table'], 'run')} planned against the model "
+        (f"estimated: {count(t['runs_window_from_table'], 'run')} planned against the model "
          "table's window (the log records none); "
-         f"{_n(t['summaries_encrypted'], 'recorded summary', plural='recorded summaries')} "
+         f"{count(t['summaries_encrypted'], 'recorded summary', 'recorded summaries')} "
          "encrypted in the log, sized from their encrypted bytes"),
         (f"microcompactions recorded (system/microcompact_boundary): "
-         f"{t['microcompact_recorded']} in {_n(t['microcompact_runs'], 'run')}; replayed under "
+         f"{t['microcompact_recorded']} in {count(t['microcompact_runs'], 'run')}; replayed under "
          f"Claude Code's time-based microcompact ({MICROCOMPACT_POLICY}): "
          f"{t['microcompact_replayed']}, {t['microcompact_matched']} before the recorded "
          f"request; of the {t['microcompact_ids_recorded']} tool results the records name as "
          f"cleared, {t['microcompact_ids_cleared']} cleared by then in the replay"),
     ]
-
-
-def _n(n: int, noun: str, *, plural: str = "") -> str:
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _frac(v: float | None) -> str:
@@ -124,6 +121,6 @@ def _sized(t: dict[str, Any]) -> str:
     parts, lost = t.get("reread_sized_parts_only", 0), t.get("reread_sized_as_lost_before", 0)
     if not parts and not lost:
         return ""
-    return (f"; {_n(parts + lost, 'predicted size')} estimated ({parts} the largest part read "
+    return (f"; {count(parts + lost, 'predicted size')} estimated ({parts} the largest part read "
             f"of a file never read whole, a lower bound; {lost} the part the agent read when "
             "it lost the file before)")
