@@ -24,28 +24,43 @@ from tests.claude_code_chain import write_chain
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "claude_code"
 
 
+_ROLES = st.sampled_from(["user", "assistant", "attachment", "compact"])
+_TIMES = st.sampled_from(["", "t1", "t2"])
+_BRANCH = st.integers(0, 2)
+_ONE_IN = {n: st.integers(0, n - 1) for n in (6, 7, 9, 10)}
+
+
 @st.composite
 def _sessions(draw: st.DrawFn) -> tuple[list[Rec], dict[str, str | None], bool, int | None]:
+    """A session's records and links: st.one_of's choices drawn as an index, each strategy
+    made once (the module's, or one an example's), not again at each draw: making them was
+    most of the test's time."""
     size = draw(st.integers(0, 20))
-    uuids = [("" if draw(st.integers(0, 9)) == 0 else f"u{i}") for i in range(size)]
+    uuids = [("" if draw(_ONE_IN[10]) == 0 else f"u{i}") for i in range(size)]
     link_ids = [f"l{i}" for i in range(draw(st.integers(0, 3)))]
     named = [u for u in uuids if u] + link_ids + ["gone"]
+    any_named = st.sampled_from(named)
+
+    def named_or_none() -> str | None:
+        return None if draw(st.booleans()) else draw(any_named)
+
     nodes: list[Rec] = []
     for i, uuid in enumerate(uuids):
         # mostly a chain in file order (the record before), else any record, a link, nothing
-        parent = draw(st.one_of(st.just(uuids[i - 1] if i else None), st.sampled_from(named),
-                                st.none()))
-        logical = draw(st.one_of(st.none(), st.sampled_from(named))) \
-            if draw(st.integers(0, 5)) == 0 else None
-        role = draw(st.sampled_from(["user", "assistant", "attachment", "compact"]))
-        rec = Rec(line=i + 1 + draw(st.integers(0, 2)) * 0, uuid=uuid, parent=parent or None,
-                  ts=draw(st.sampled_from(["", "t1", "t2"])), role=role, rtype=role)
-        rec.tie = tie(logical, (), None, sidechain=draw(st.integers(0, 6)) == 0,
-                      unlinked=draw(st.integers(0, 8)) == 0)
+        branch = draw(_BRANCH)
+        parent = (uuids[i - 1] if i else None) if branch == 0 else \
+            draw(any_named) if branch == 1 else None
+        logical = named_or_none() if draw(_ONE_IN[6]) == 0 else None
+        role = draw(_ROLES)
+        rec = Rec(line=i + 1, uuid=uuid, parent=parent or None, ts=draw(_TIMES), role=role,
+                  rtype=role)
+        rec.tie = tie(logical, (), None, sidechain=draw(_ONE_IN[7]) == 0,
+                      unlinked=draw(_ONE_IN[9]) == 0)
         nodes.append(rec)
-    links = {u: draw(st.one_of(st.none(), st.sampled_from(named))) for u in link_ids}
+    links = {u: named_or_none() for u in link_ids}
     messages = [k for k, n in enumerate(nodes) if n.message and n.uuid]
-    leaf = draw(st.one_of(st.none(), st.sampled_from(messages))) if messages else None
+    leaf = (None if draw(st.booleans()) else draw(st.sampled_from(messages))) \
+        if messages else None
     return nodes, links, draw(st.booleans()), leaf
 
 
