@@ -59,32 +59,35 @@ def test_means_are_weighted_by_requests_and_skip_undefined_values() -> None:
 
 
 def _one_column_at_a_time(table: pd.DataFrame, by: str, columns: list[str]) -> pd.DataFrame:
-    """The rules of ``combine`` applied with one pandas group-by per column (its former code):
-    the bits ``combine`` must give."""
+    """The rules of ``combine`` applied with one pandas group-by reduction per column (its
+    former code, each column's values, products and weights made frame-wide first: the same
+    elementwise bits): the bits ``combine`` must give."""
     keys = table[by]
-    groups = table.groupby(by, sort=False)
-    out = pd.DataFrame(index=groups.size().index)
-    for col in columns:
-        rule = total_rule(col)
-        if rule is None:
-            continue
-        vals = table[col].astype("float64")
+    rules = {c: total_rule(c) for c in columns}
+    ruled = [c for c in columns if rules[c] is not None]
+    vals = table[ruled].astype("float64")
+    weights = {c: "n_requests" if rules[c] == "ratio" else WEIGHTS.get(c, "n_requests")
+               for c in ruled}
+    w = pd.DataFrame({c: table[weight].astype("float64") if weight in table else 1.0
+                      for c, weight in weights.items()}, index=table.index)
+    ok = vals.notna()
+    groups, g = table.groupby(keys, sort=False), vals.groupby(keys, sort=False)
+    num_g = (vals * w).where(ok).groupby(keys, sort=False)
+    den_g = w.where(ok).groupby(keys, sort=False)
+    out: dict[str, pd.Series] = {}
+    for col in ruled:
+        rule = rules[col]
         if rule == "ratio" and {RATIOS[col][0], RATIOS[col][1]} <= set(table.columns):
             num, den, scale = RATIOS[col]
             sums = groups[[num, den]].sum()
             out[col] = scale * sums[num] / sums[den].where(sums[den] > 0)
-            continue
-        g = vals.groupby(keys, sort=False)
-        if rule in ("sum", "max", "min"):
-            out[col] = g.sum(min_count=1) if rule == "sum" else getattr(g, rule)()
-            continue
-        weight = "n_requests" if rule == "ratio" else WEIGHTS.get(col, "n_requests")
-        w = table[weight].astype("float64") if weight in table else pd.Series(1.0, table.index)
-        ok = vals.notna()
-        num_s = (vals * w).where(ok).groupby(keys, sort=False).sum(min_count=1)
-        den_s = w.where(ok).groupby(keys, sort=False).sum(min_count=1)
-        out[col] = (num_s / den_s.where(den_s > 0)).fillna(g.mean().where(den_s.fillna(0) <= 0))
-    return out
+        elif rule in ("sum", "max", "min"):
+            out[col] = g[col].sum(min_count=1) if rule == "sum" else getattr(g[col], rule)()
+        else:
+            num_s, den_s = num_g[col].sum(min_count=1), den_g[col].sum(min_count=1)
+            out[col] = (num_s / den_s.where(den_s > 0)).fillna(
+                g[col].mean().where(den_s.fillna(0) <= 0))
+    return pd.DataFrame(out, index=groups.size().index)
 
 
 @settings(max_examples=40, deadline=None)
