@@ -23,7 +23,22 @@ PATTERNS: dict[str, re.Pattern[bytes]] = {
 }
 """What a secret looks like, by name."""
 
+HELD: dict[str, tuple[bytes, ...]] = {
+    "AWS access key id": (b"AKIA", b"ASIA"),
+    "GitHub token": (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
+    "GitHub fine-grained token": (b"github_pat_",),
+    "private key": (b"PRIVATE KEY-----",),
+    "Slack token": (b"xoxb-", b"xoxa-", b"xoxp-", b"xoxr-", b"xoxs-"),
+    "OpenAI/Anthropic key": (b"sk-",),
+    "e-mail address": (b"@",),
+}
+"""Bytes every match of a shape holds, one of them: where none is in the data, the shape's
+pattern is not run.  A pattern starting at a word boundary is tried at every word of the
+data (~15 ms a MB each); looking for plain bytes is far faster, and most shapes' bytes are in
+no log."""
+
 
 def scan(data: bytes) -> list[str]:
     """The names of the secret shapes found in ``data`` (empty: none)."""
-    return [name for name, pattern in PATTERNS.items() if pattern.search(data)]
+    return [name for name, pattern in PATTERNS.items()
+            if any(held in data for held in HELD[name]) and pattern.search(data)]
