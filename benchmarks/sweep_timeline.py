@@ -6,10 +6,11 @@ The grid of ``benchmarks/sweep_speed.py`` (two-tier-corrected, its axes), ``--se
 settings, swept ``--sweeps`` times over the sample runs after the same warm-up.  Each task a
 worker runs is timed inside the worker (monotonic clock, shared by the processes); for each
 sweep the line says its wall time and, per worker, the tasks it ran, when its first task began
-after ``sweep()`` was called, the time it was busy, the gaps between its tasks, and how long
-before the sweep's end its last task finished (the parent's table, and the other worker's
-last task).  What the README's and docs/performance.md's timeline of a 100-setting sweep
-comes from.
+after ``sweep()`` was called, the time it was busy (and the CPU time its tasks took: on a
+loaded machine the busy time includes waiting for a core), the gaps between its tasks, and
+how long before the sweep's end its last task finished (the parent's table, and the other
+worker's last task).  What the README's and docs/performance.md's timeline of a 100-setting
+sweep comes from.
 """
 
 from __future__ import annotations
@@ -26,15 +27,15 @@ SAMPLES = REPO.parent / "shared" / "logs-sample"
 
 
 def _timed(units: Any, blob: bytes, *, worker: bool = False) -> Any:
-    """``sweep_units``, its start and end written to the file ``SWEEP_TIMELINE_LOG`` names
-    (runs in the workers: pickled by value, with this script as ``__main__``)."""
+    """``sweep_units``, its start, end and CPU time written to the file ``SWEEP_TIMELINE_LOG``
+    names (runs in the workers: pickled by value, with this script as ``__main__``)."""
     from analysis.sweep.unit import sweep_units
 
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.thread_time()
     rows = sweep_units(units, blob, worker=worker)
-    t1 = time.monotonic()
+    t1, c1 = time.monotonic(), time.thread_time()
     with open(os.environ["SWEEP_TIMELINE_LOG"], "a", encoding="utf-8") as f:
-        f.write(f"{os.getpid()} {t0:.6f} {t1:.6f}\n")
+        f.write(f"{os.getpid()} {t0:.6f} {t1:.6f} {c1 - c0:.6f}\n")
     return rows
 
 
@@ -65,15 +66,18 @@ def main(paths: list[Path], n_settings: int, sweeps: int, jobs: int) -> None:
             sweep(corpus, chosen, jobs=jobs)
             t1 = time.monotonic()
             tasks: dict[str, list[tuple[float, float]]] = {}
+            cpu: dict[str, float] = {}
             for line in log.read_text(encoding="utf-8").splitlines():
-                pid, a, b = line.split()
+                pid, a, b, c = line.split()
                 tasks.setdefault(pid, []).append((float(a), float(b)))
+                cpu[pid] = cpu.get(pid, 0.0) + float(c)
             parts = [f"wall {1000 * (t1 - t0):6.1f}"]
-            for spans in tasks.values():
+            for pid, spans in tasks.items():
                 spans.sort()
                 gaps = [spans[i + 1][0] - spans[i][1] for i in range(len(spans) - 1)]
+                busy = 1000 * sum(b - a for a, b in spans)
                 parts.append(f"| {len(spans):2d} tasks, first at {1000 * (spans[0][0] - t0):5.1f},"
-                             f" busy {1000 * sum(b - a for a, b in spans):6.1f}, gaps "
+                             f" busy {busy:6.1f} (CPU {1000 * cpu[pid]:5.1f}), gaps "
                              f"{1000 * sum(gaps):5.1f} (max {1000 * max(gaps, default=0):4.1f}),"
                              f" done {1000 * (t1 - spans[-1][1]):5.1f} before the end")
             print(" ".join(parts))
