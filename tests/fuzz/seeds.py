@@ -173,3 +173,17 @@ def build_seeds(samples: Path) -> Seeds:
     add("chat_jsonl", "chat", "chat.jsonl", _jsonl(chat), True)
     add("chat_requests", "chat", "requests.jsonl", _jsonl(_request_log(chat[:9])), True)
     return Seeds((s.name, s) for s in seeds)
+
+
+NEW_FORMAT_SEEDS: dict[str, tuple[str, str]] = {
+    "atif": ("atif", "terminus2-linear-history.trajectory.json"),
+    "atif_tools": ("atif", "openhands-hello-world.trajectory.json"),
+    "gemini_jsonl": ("gemini_cli", "session-2026-08-21T13-02-0a9b8c7d.jsonl"),
+    "gemini_json": ("gemini_cli", "session-2025-09-03T16-40-8c1d2e3f.json"),
+    "opencode": ("opencode", "rebuild-errors.export.json"),
+    "opencode_run": ("opencode", "run-list.events.jsonl"),
+    "inspect_json": ("inspect_ai", "hand-made-compaction.json"),
+    "inspect_eval": ("inspect_ai", "log_message_deduplication.eval"),
+}
+"""The ATIF, Gemini CLI, OpenCode and Inspect AI seeds: (format, file name) under
+``tests/fixtures/<format>/``, by name."""

@@ -21,18 +21,11 @@ from replay.ingest.parsers.json_depth import MAX_DEPTH
 from replay.ingest.parsers.source import Source
 from tests.fuzz.harness import EXAMPLES, LIMIT, parse_direct
 from tests.fuzz.mutations import join_lines, json_object, nodes, serialise_with, split_lines
-from tests.fuzz.seeds import SEEDS_AT_IMPORT, Seed
+from tests.fuzz.seeds import NEW_FORMAT_SEEDS, SEEDS_AT_IMPORT, Seed
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-NEW_SEEDS = {  # the new formats' JSON seeds (test_fuzz_new_formats.SEEDS without the zip)
-    "atif": ("atif", "terminus2-linear-history.trajectory.json"),
-    "atif_tools": ("atif", "openhands-hello-world.trajectory.json"),
-    "gemini_jsonl": ("gemini_cli", "session-2026-08-21T13-02-0a9b8c7d.jsonl"),
-    "gemini_json": ("gemini_cli", "session-2025-09-03T16-40-8c1d2e3f.json"),
-    "opencode": ("opencode", "rebuild-errors.export.json"),
-    "opencode_run": ("opencode", "run-list.events.jsonl"),
-    "inspect_json": ("inspect_ai", "hand-made-compaction.json"),
-}
+NEW_SEEDS = {name: seed for name, seed in NEW_FORMAT_SEEDS.items() if not seed[1].endswith(".eval")}
+"""The new formats' JSON seeds (the zip is no JSON text)."""
 
 
 def _deep(kind: str) -> str:

@@ -18,19 +18,10 @@ from hypothesis import strategies as st
 from replay.ingest.parse_file import parse_file
 from tests.fuzz.harness import EXAMPLES, LIMIT, check
 from tests.fuzz.mutations import delete_at, nodes, replace_at
-from tests.fuzz.seeds import dump_doc, dump_line
+from tests.fuzz.seeds import NEW_FORMAT_SEEDS, dump_doc, dump_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SEEDS = {
-    "atif": ("atif", "terminus2-linear-history.trajectory.json"),
-    "atif_tools": ("atif", "openhands-hello-world.trajectory.json"),
-    "gemini_jsonl": ("gemini_cli", "session-2026-08-21T13-02-0a9b8c7d.jsonl"),
-    "gemini_json": ("gemini_cli", "session-2025-09-03T16-40-8c1d2e3f.json"),
-    "opencode": ("opencode", "rebuild-errors.export.json"),
-    "opencode_run": ("opencode", "run-list.events.jsonl"),
-    "inspect_json": ("inspect_ai", "hand-made-compaction.json"),
-    "inspect_eval": ("inspect_ai", "log_message_deduplication.eval"),
-}
+SEEDS = NEW_FORMAT_SEEDS
 WRONG: list[Any] = [0, -1, 1.5, 2**63, "", "x", [], [1], {}, {"a": 1}, None, True]
 fuzz = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
