@@ -56,12 +56,16 @@ class Axis:
     """Range: start, start + step, … up to stop (included when hit)."""
     is_int: bool = False
     """Range bounds (and step) are whole numbers: points are rounded to whole numbers."""
+    n_given: int = 0
+    """Values as written, a value given twice counted twice (0: as many as ``values``):
+    ``count`` and the spec's ``size`` say what the grid asked for."""
 
     @property
     def count(self) -> int:
-        """Values of the axis (before rounding merges any), without listing them."""
+        """Values of the axis as given (before a value given twice, or rounding, merges any),
+        without listing them."""
         if self.values:
-            return len(self.values)
+            return self.n_given or len(self.values)
         if self.num is not None:
             return self.num
         assert self.start is not None and self.stop is not None and self.step is not None
@@ -257,7 +261,7 @@ def _axis(path: str, v: Any, where: str) -> Axis:
         unique: dict[str, Any] = {}
         for x in v:
             unique.setdefault(json.dumps(x, sort_keys=True), x)
-        return Axis(path=path, values=tuple(unique.values()))
+        return Axis(path=path, values=tuple(unique.values()), n_given=len(v))
     if not isinstance(v, dict):
         return Axis(path=path, values=(v,))
     unknown = set(v) - {"start", "stop", "num", "step"}

@@ -1,7 +1,7 @@
 """``replay sweep`` says how many of the settings a grid asked for made a policy already in the
-sweep (dropped: ``analysis.sweep.grid.settings``), in its text and ``--json``; before, a
-one-at-a-time grid with the base's own value on an axis said "2 settings" for 3 asked and
-nothing else."""
+sweep (dropped: ``analysis.sweep.grid.settings``), a value given twice on an axis among them,
+in its text and ``--json``; before, a one-at-a-time grid with the base's own value on an axis
+said "2 settings" for 3 asked and nothing else, and ``--axis P=0.05,0.05`` "1 settings"."""
 
 from __future__ import annotations
 
@@ -44,3 +44,13 @@ def test_the_settings_that_made_a_policy_already_in_the_sweep_are_said(
            "twice) × 1 run:" in " ".join(err.split())
     code, out, err = _sweep(samples, tmp_path, "--axis", axis, "--json")  # a grid: no repeat
     assert json.loads(out)["same_policy"] == 0
+
+
+def test_a_value_given_twice_is_said(samples: Path, tmp_path: Path) -> None:
+    """A value given twice on an axis is one setting, and the output says the other."""
+    spec = make_spec({"tiers.0.protect.frac": [0.05, 0.05, 0.15]})
+    assert (spec.size, len(settings(load_policy(BASE), spec))) == (3, 2)
+    code, out, err = _sweep(samples, tmp_path, "--axis", "tiers.0.protect.frac=0.05,0.05,0.15",
+                            "--json")
+    assert code == 0, err
+    assert (json.loads(out)["settings"], json.loads(out)["same_policy"]) == (2, 1)
