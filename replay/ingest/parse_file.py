@@ -152,8 +152,9 @@ def parse_source(name: str, src: Source, issues: list[Issue]) -> tuple[list[RunD
             data = read_input(Path(src.path))
         except Unreadable:
             data = b""
-        if hashlib.sha256(data).hexdigest() != src.sha256:
-            raise RecursionError("the file changed before it could be read again")
+        if hashlib.sha256(data).hexdigest() != src.sha256:  # said as it is, not as depth
+            raise ValueError("nested too deeply for the first parse, and the file changed on "
+                             "disk before it could be read again")
         data = data.removeprefix(BOM)
     again = Source(path=src.path, rel=src.rel, data=data, sha256=src.sha256,
                    on_disk=src.on_disk)
