@@ -34,11 +34,26 @@ class YamlRefused(ValueError):
     """A configuration file that is not read: the reason, never the file's content."""
 
 
-class _SafeComposer(yaml.SafeLoader):
+class _FlowDepthBound:
+    """Refuses the flow collection (``[`` or ``{``) that opens inside ``MAX_YAML_DEPTH``
+    others as it is scanned: its document nests deeper than ``MAX_YAML_DEPTH`` whatever
+    follows.  PyYAML's scanner keeps a possible simple key per open flow level and walks them
+    all at every token, so without this a 200 KB ``[[[…`` took 1.5-6 s to refuse (the
+    composer's recursion ran out ~7,000 levels in)."""
+
+    flow_level: int
+
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise YamlRefused(f"nested more than {MAX_YAML_DEPTH} levels deep")
+        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+
+
+class _SafeComposer(_FlowDepthBound, yaml.SafeLoader):
     """The safe loader, used in two steps (compose, check, construct)."""
 
 
-class _BaseComposer(yaml.BaseLoader):
+class _BaseComposer(_FlowDepthBound, yaml.BaseLoader):
     """The base loader (every scalar a string), used in two steps."""
 
 
