@@ -103,7 +103,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     (``in_worker=False``: in the ingest's own process, its run-index rows kept as a table)."""
     with NewEntry(out) as entry:  # (a big file's runs written as they are made)
         parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel,
-                            threads=threads, shared_text=True, sink=entry.add)
+                            threads=threads, shared_text=True, sink=entry)
         key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
         tables = parsed.tables
         if tables is None or (strict and parsed.issues):

@@ -137,6 +137,14 @@ class EntryWriter:
         self.parts["messages"] = [rows.slice(start).combine_chunks()]
         self.sizes = [sizes[start:]]
 
+    def abandon(self) -> None:
+        """Stop: the file is removed unfinished.  Its Parquet writer, if one was opened, is
+        closed now, while the file is open (at garbage collection it would write into a
+        closed file and print "Exception ignored")."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
     def close(self) -> str:
         """Write what is waiting and the footer; returns the file's sha256 (hex)."""
         tables = {name: (parts[0] if len(parts) == 1 else pa.concat_tables(parts)

@@ -69,8 +69,15 @@ class NewEntry:
     def __exit__(self, *exc: object) -> None:
         with self.stack:  # (the file closed, then the folder's descriptor)
             if self.file is not None and not self.renamed:
-                self.file.close()
-                remove_name(self.tmp, self.data)
+                self._remove()
+
+    def _remove(self) -> None:
+        """The unfinished file closed and removed."""
+        assert self.file is not None
+        if self.writer is not None:
+            self.writer.abandon()
+        self.file.close()
+        remove_name(self.tmp, self.data)
 
     def open(self) -> BinaryIO:
         """The temporary file (made at the first call)."""
@@ -89,6 +96,14 @@ class NewEntry:
         if self.writer is None:
             self.writer = EntryWriter(self.open())
         self.writer.add({name: getattr(tables, name) for name in TABLES})
+
+    def restart(self) -> None:
+        """Forget every run given so far (the file's parse starts over): the temporary file
+        is removed, and the next ``add`` or ``open`` starts a new one."""
+        if self.file is not None:
+            with self.stack:
+                self._remove()
+        self.stack, self.file, self.writer, self.data = ExitStack(), None, None, -1
 
     def commit(self, key: str, before_rename: Callable[[str], None] | None = None) -> str:
         """Finish the file and rename it ``KEY.parquet`` (``write_entry``); its checksum."""

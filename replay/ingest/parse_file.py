@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -31,6 +32,20 @@ from replay.ingest.parsers.json_depth import ROOM, on_own_stack
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN, Counted, tokenize
 from replay.memory import collector_paused
+
+
+class RunSink(Protocol):
+    """Where a big file's runs go as they are made (the store's ``entry_write.NewEntry``)."""
+
+    def add(self, tables: store.RunTables) -> None:
+        """The next run's tables."""
+
+    def restart(self) -> None:
+        """Forget every run given so far: the file's parse starts over."""
+
+
+IterRuns = Callable[[Source, list[Issue]], Generator[tuple[int | None, RunDraft], None, None]]
+"""A parser's ``iter_runs``: a file's runs made one at a time (with their session's number)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +69,7 @@ class ParsedFile:
 def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
                tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, rel: str | None = None,
                threads: int = 1, explain: bool = False, shared_text: bool = False,
-               sink: Callable[[store.RunTables], None] | None = None) -> ParsedFile:
+               sink: RunSink | None = None) -> ParsedFile:
     """Parse one file into token-counted tables; problems are returned, never raised.
 
     Args:
@@ -67,7 +82,8 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
         explain: say why the format was chosen (``ParsedFile.detection``; a file no parser
             takes always says which formats came closest).
         sink: given the tables of a big file's runs (``STREAMED_MIN_BYTES``, a parser with
-            ``iter_runs``) a run at a time, each let go once given; ``tables`` then holds
+            ``iter_runs``) a run at a time (``add``; ``restart`` when the file's parse starts
+            over), each let go once given; ``tables`` then holds
             its runs table and its messages' ``run_id`` and token columns only (None, as
             always, when the file fails: what ``sink`` was given is then not the file's).
     """
@@ -102,8 +118,7 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
     del data
     with collector_paused():  # a parse makes millions of objects, none of them garbage
         if runs is not None and sink is not None:
-            tables = _streamed(runs(src, issues), tokenizers, threads, sink, issues, src.path,
-                               name)
+            tables, src = _stream_source(runs, src, tokenizers, threads, sink, issues, name)
             coverage, why = src.coverage.by_type(), found.describe()
             if tables is None and src.coverage.no_conversation and not issues:
                 return ParsedFile(rel, name, sha, None, (), coverage, why,
@@ -146,6 +161,15 @@ def parse_source(name: str, src: Source, issues: list[Issue]) -> tuple[list[RunD
         return PARSERS[name].parse(src, issues), src
     except RecursionError:
         pass
+    again = _source_again(src, held)
+    issues.clear()
+    return on_own_stack(lambda s: PARSERS[name].parse(s, issues), again, ROOM), again
+
+
+def _source_again(src: Source, held: bytes | None) -> Source:
+    """A fresh ``Source`` of ``src``'s bytes for a parse made again (``held``: the bytes when
+    the caller keeps them, else those of ``src`` or, if its parser let them go, of the file
+    read again, which must be the ones first read: ``ValueError`` if not)."""
     data = src.data if held is None else held
     if not isinstance(data, bytes):  # released (``Source.release_data``): from the file again
         try:
@@ -156,10 +180,8 @@ def parse_source(name: str, src: Source, issues: list[Issue]) -> tuple[list[RunD
             raise ValueError("nested too deeply for the first parse, and the file changed on "
                              "disk before it could be read again")
         data = data.removeprefix(BOM)
-    again = Source(path=src.path, rel=src.rel, data=data, sha256=src.sha256,
-                   on_disk=src.on_disk)
-    issues.clear()
-    return on_own_stack(lambda s: PARSERS[name].parse(s, issues), again, ROOM), again
+    return Source(path=src.path, rel=src.rel, data=data, sha256=src.sha256,
+                  on_disk=src.on_disk)
 
 
 STREAMED_MIN_BYTES = 4 << 20
@@ -169,13 +191,38 @@ UNFIT = (pa.ArrowException, OverflowError, TypeError, ValueError)
 """What ``tokenize`` raises for a value the schema cannot hold."""
 
 
+def _stream_source(runs: IterRuns, src: Source, tokenizers: tuple[str, ...], threads: int,
+                   sink: RunSink, issues: list[Issue], name: str,
+                   ) -> tuple[store.RunTables | None, Source]:
+    """``_streamed`` over ``runs(src)``, and the source it read.  A parse that meets
+    ``RecursionError`` starts over as ``parse_source``'s does: ``sink`` forgets what it was
+    given (``restart``), the first parse's issues are dropped, and the file is parsed again on
+    a stack with room; a ``RecursionError`` there is the file's failure."""
+    held = None if src.on_disk else src.data
+    try:
+        return _streamed(runs(src, issues), tokenizers, threads, sink, issues, src.path, name,
+                         again=True), src
+    except RecursionError:
+        pass
+    sink.restart()
+    issues.clear()
+    try:
+        again = _source_again(src, held)
+        return on_own_stack(lambda s: _streamed(runs(s, issues), tokenizers, threads, sink,
+                                                issues, s.path, name), again, ROOM), again
+    except (RecursionError, ValueError) as exc:
+        issues.append(_failed(src.path, name, exc))
+        return None, src
+
+
 def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenizers: tuple[str, ...],
-              threads: int, sink: Callable[[store.RunTables], None], issues: list[Issue],
-              path: str, name: str) -> store.RunTables | None:
+              threads: int, sink: RunSink, issues: list[Issue], path: str, name: str,
+              again: bool = False) -> store.RunTables | None:
     """Each run of ``runs`` tokenised and given to ``sink`` before the next is made (a
     session's runs that share texts count each once: ``tokenize``'s ``counted``); the runs
     table and the messages' run ids and token columns of them all, None when there is none
-    or the parser or a run failed (an issue)."""
+    or the parser or a run failed (an issue).  ``again``: a ``RecursionError`` of the parser
+    is raised (the caller parses again with more room), not an issue."""
     kept: dict[str, list[pa.Table]] = {"runs": [], "messages": [], "requests": []}
     counted: Counted | None = None
     session: int | None = None
@@ -183,6 +230,11 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
     while True:
         try:
             got = next(runs, None)
+        except RecursionError:
+            if again:
+                raise
+            issues.append(_failed(path, name, RecursionError()))
+            return None
         except Exception as exc:  # noqa: BLE001 - as ``parse_file``: report, go on
             issues.append(_failed(path, name, exc))
             return None
@@ -199,7 +251,7 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
             issues.append(_unfit(path, name, exc))
             return None
         del draft, got
-        sink(tables)
+        sink.add(tables)
         kept["runs"].append(tables.runs)
         kept["messages"].append(tables.messages.select(columns))
         kept["requests"] = kept["requests"] or [tables.requests.slice(0, 0)]
