@@ -118,3 +118,19 @@ _VALUES = st.recursive(st.none() | st.integers() | _TEXT, lambda inner: st.lists
 def test_nesting_counts_arrays_and_objects_not_brackets_in_strings(value: Any, ascii_only: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only)
     assert nesting(text.encode()) == nesting(text) == _value_depth(value)
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3), st.integers(0, 1 << 16),
+       st.integers(0, 2 * MAX_DEPTH), st.sampled_from("[{"), st.booleans())
+def test_too_deep_is_nesting_past_the_limit(levels: int, mix: int, n_quoted: int, quoted: str,
+                                            as_bytes: bool) -> None:
+    """Whether a text is too deep is its measured nesting past ``MAX_DEPTH``, also where it
+    holds more opening brackets than that in a string, or nests lists and objects mixed
+    (level ``i`` an object when bit ``i % 17`` of ``mix`` is set)."""
+    inner = '"' + quoted * n_quoted + '"'
+    for i in range(levels):
+        inner = '{"k": ' + inner + "}" if mix >> (i % 17) & 1 else "[" + inner + "]"
+    data: str | bytes = inner.encode() if as_bytes else inner
+    assert json_depth.too_deep(data) == (nesting(data) > MAX_DEPTH) == (levels > MAX_DEPTH)
