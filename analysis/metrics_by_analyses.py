@@ -22,6 +22,7 @@ Not here: the declarations (``analysis.per_run``), the frame the commands use
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -142,15 +143,19 @@ def _basic(req: pd.DataFrame, act: pd.DataFrame) -> pd.DataFrame:
         "peak_tokens": g["truth_tokens"].max(),
         "cost_usd": g["cost_usd"].sum(),
     }).reset_index()
-    a = act.assign(run_id=act["run_id"].astype(str), policy=act["policy"].astype(str))
-    applied = a[~a["undone"].astype(bool)]
-    counts = {
-        "n_summaries": applied[applied["kind"].isin(SUMMARY_KINDS)].groupby(["run_id", "policy"]).size(),
-        "n_trims": applied[applied["kind"].isin(TRIM_KINDS)].groupby(["run_id", "policy"]).size(),
-    }
-    for name, s in counts.items():
-        idx = pd.MultiIndex.from_frame(out[["run_id", "policy"]])
-        out[name] = s.reindex(idx, fill_value=0).to_numpy() if len(s) else 0
+    # the applied summaries and trims counted in one pass over the actions (a filter and a
+    # group-by each cost ~10 ms of pandas)
+    n_summaries: Counter[tuple[str, str]] = Counter()
+    n_trims: Counter[tuple[str, str]] = Counter()
+    for rid, pol, kind, undone in zip(act["run_id"].astype(str).tolist(),
+                                      act["policy"].astype(str).tolist(), act["kind"].tolist(),
+                                      act["undone"].astype(bool).tolist()):
+        if not undone:
+            n_summaries[rid, pol] += kind in SUMMARY_KINDS
+            n_trims[rid, pol] += kind in TRIM_KINDS
+    at = list(zip(out["run_id"].tolist(), out["policy"].tolist()))
+    out["n_summaries"] = np.array([n_summaries[k] for k in at], dtype="int64")
+    out["n_trims"] = np.array([n_trims[k] for k in at], dtype="int64")
     return out[["run_id", "policy", *BASIC.names]]
 
 

@@ -32,7 +32,7 @@ Not here: what the tiers did about it (``analysis.summarisation``, the actions t
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,10 @@ def overshoots(requests: pd.DataFrame, *, compactions: pd.DataFrame | None = Non
         ``overshoot_frac``, ``est_error_frac``, ``is_comparable``, ``est_vs_recorded_frac``,
         ``truth_vs_recorded_frac``, ``margin_needed_frac``.
     """
-    out = requests[["run_id", "policy"]].astype(str).reset_index(drop=True)
+    keys = requests[["run_id", "policy"]].astype(str).reset_index(drop=True)
+    # the columns made apart and the frame made once (~18 columns inserted one by one cost
+    # ~1 ms each of pandas)
+    out: dict[str, Any] = dict(keys.items())
     for col in ("request", "est_tokens", "truth_tokens", "raw_tokens", "window_tokens",
                 "reserve_tokens", "overshoot_tokens"):
         out[col] = floats(requests[col]).astype("int64").to_numpy()
@@ -69,21 +72,23 @@ def overshoots(requests: pd.DataFrame, *, compactions: pd.DataFrame | None = Non
                                             dtype="Int64")
     out["limit_tokens"] = out["window_tokens"] - out["reserve_tokens"]
     out["is_overshoot"] = out["overshoot_tokens"] > 0
-    out["overshoot_frac"] = out["overshoot_tokens"] / out["window_tokens"]
+    with np.errstate(divide="ignore", invalid="ignore"):  # as pandas: x / 0 is inf, 0 / 0 NaN
+        out["overshoot_frac"] = out["overshoot_tokens"] / out["window_tokens"]
     est, truth = out["est_tokens"].astype("float64"), out["truth_tokens"].astype("float64")
-    out["est_error_frac"] = (est - truth) / truth.where(truth > 0)
+    out["est_error_frac"] = (est - truth) / np.where(truth > 0, truth, np.nan)
     first = _first_compaction(compactions)
-    before = np.array([r < first.get(rid, np.inf) for rid, r in zip(out["run_id"], out["request"])],
-                      dtype=bool)
-    comparable = (out["truth_tokens"] == out["raw_tokens"]).to_numpy() & before & (rec > 0)
+    before = np.array([r < first.get(rid, np.inf) for rid, r in zip(
+        keys["run_id"].tolist(), out["request"].tolist())], dtype=bool)
+    comparable = (out["truth_tokens"] == out["raw_tokens"]) & before & (rec > 0)
     out["is_comparable"] = comparable
     with np.errstate(divide="ignore", invalid="ignore"):
         out["est_vs_recorded_frac"] = np.where(comparable, (est - rec) / rec, np.nan)
         out["truth_vs_recorded_frac"] = np.where(comparable, (truth - rec) / rec, np.nan)
     limit = out["limit_tokens"].astype("float64")
-    need = np.maximum(0.0, 1.0 - est / limit.where(limit > 0))
-    out["margin_needed_frac"] = need.where(out["is_overshoot"])
-    return out.drop(columns=["raw_tokens"])
+    need = np.maximum(0.0, 1.0 - est / np.where(limit > 0, limit, np.nan))
+    out["margin_needed_frac"] = np.where(out["is_overshoot"], need, np.nan)
+    del out["raw_tokens"]
+    return pd.DataFrame(out, index=keys.index)
 
 
 def overshoots_summary(df: pd.DataFrame) -> pd.DataFrame:
