@@ -106,8 +106,12 @@ def rereads(messages: pd.DataFrame, recorded_requests: pd.DataFrame, evictions: 
     if not pols:
         raise ValueError("no policy in evictions: pass policies=[...]")
     evicted = _eviction_requests(evictions)
-    out_msgs = {rid: sorted(int(m) for m in g["output_msg"])
-                for rid, g in recorded_requests.groupby("run_id", sort=False)}
+    out_msgs: dict[Any, list[int]] = {}  # one pass over the columns, not a pandas group a run
+    for rid, m in zip(_values(recorded_requests["run_id"]),
+                      _values(recorded_requests["output_msg"])):
+        out_msgs.setdefault(rid, []).append(int(m))
+    for msgs in out_msgs.values():
+        msgs.sort()
     rows: list[dict[str, Any]] = []
     for calls in calls_by_run(messages, out_msgs).values():
         _mark_loops(calls, loop_k, loop_window_requests)
@@ -278,8 +282,12 @@ def _rows_by_run(run_ids: list[Any]) -> dict[Any, list[int]]:
     groups: a missing run id in none)."""
     out: dict[Any, list[int]] = {}
     for i, rid in enumerate(run_ids):
-        if not pd.isna(rid):
-            out.setdefault(rid, []).append(i)
+        at = out.get(rid)
+        if at is None:  # a run met first (or a missing id, never kept: NaN is no key)
+            if pd.isna(rid):
+                continue
+            at = out[rid] = []
+        at.append(i)
     return out
 
 
