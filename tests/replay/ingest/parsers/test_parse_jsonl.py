@@ -45,7 +45,7 @@ def _stdlib(data: bytes | str) -> Any:
     return json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_VALUES, st.booleans(), st.booleans())
 def test_loads_equals_json_loads_on_any_value(value: Any, ascii_only: bool, as_bytes: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only)
