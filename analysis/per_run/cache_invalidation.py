@@ -6,6 +6,7 @@ computes the same columns, the tests' oracle).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -79,13 +80,12 @@ def _of_actions(inp: PartInput) -> dict[str, Any]:
     small = int(inp.params.small_reclaim_frac * policy.usable_tokens)
     fam = dict.fromkeys(FAMILY_NAMES, 0)
     inv_applied: list[int] = []
-    below = n_small = small_inv = 0
-    for kind, inv, ok, reclaimed, reclaimed_est, minimum in zip(
-            ac["kind"], ac["invalidated_tokens"], applied, ac["reclaimed_tokens"],
-            ac["reclaimed_est_tokens"], ac["min_reclaim_tokens"]):
-        if not ok:
-            below += 1
-            continue
+    n_undone = len(applied) - sum(applied)
+    below, n_small, small_inv = n_undone, 0, 0  # (an undone action is below its minimum)
+    # the applied actions, picked out in C (most of a replay's are undone trims)
+    for kind, inv, reclaimed, reclaimed_est, minimum in itertools.compress(zip(
+            ac["kind"], ac["invalidated_tokens"], ac["reclaimed_tokens"],
+            ac["reclaimed_est_tokens"], ac["min_reclaim_tokens"]), applied):
         below += kind == TRIM and reclaimed_est < minimum
         inv_applied.append(inv)
         family = FAMILIES.get(kind)
@@ -100,7 +100,7 @@ def _of_actions(inp: PartInput) -> dict[str, Any]:
                                                              if inv_applied else math.nan),
         **{_FAMILY_COLUMNS[f]: v for f, v in fam.items()},
         "cache_invalidation_n_below_min": below,
-        "cache_invalidation_n_undone": len(applied) - sum(applied),
+        "cache_invalidation_n_undone": n_undone,
         "cache_invalidation_n_small_trims": n_small,
         "cache_invalidation_small_trim_invalidated_tokens": small_inv,
     }

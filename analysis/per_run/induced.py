@@ -11,6 +11,8 @@ much of it they are.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput
@@ -39,10 +41,10 @@ def _fast_induced(inp: PartInput) -> dict[str, Any]:
     rq, ac = inp.requests, inp.actions
     seen: set[int] = set()
     capped = repeats = invited = estimated = 0
-    for kind, undone, msg, when, estimate in zip(ac["kind"], ac["undone"], ac["first_msg"],
-                                               ac["when"], ac["size_estimate"]):
-        if kind != INDUCED_REREAD:
-            continue
+    # the re-reads among the actions, picked out in C (most actions are of the tiers)
+    reread = map(operator.eq, ac["kind"], itertools.repeat(INDUCED_REREAD))
+    for undone, msg, when, estimate in itertools.compress(
+            zip(ac["undone"], ac["first_msg"], ac["when"], ac["size_estimate"]), reread):
         if undone:
             capped += 1
             continue

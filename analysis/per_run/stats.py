@@ -44,16 +44,39 @@ def ratio(num: float, den: float) -> float:
 def kahan_sum(values: Sequence[float]) -> float:
     """A compensated sum, as pandas' grouped ``sum`` takes it.  Values all zero (most requests'
     induced cost) sum to 0.0 without the loop: the loop gives 0.0 for them too, whatever their
-    signs."""
+    signs.  Where most values are zero, the loop steps through the others and takes a run of
+    zeros whole when a zero's step leaves the sum and its compensation as they are: the sum
+    finite and unmoved by taking the compensation off (the step then takes exactly that off,
+    and gives the compensation back: a zero one as +0.0, which no later step tells from -0.0);
+    else step by step, until one does."""
     if not any(values):
         return 0.0
+    n_zero = values.count(0.0) if isinstance(values, list) else sum(1 for v in values if not v)
     total = comp = 0.0
-    for v in values:
-        y = v - comp
-        t = total + y
-        comp = (t - total) - y
-        total = t
+    if n_zero * 2 < len(values):
+        for v in values:
+            y = v - comp
+            t = total + y
+            comp = (t - total) - y
+            total = t
+        return total
+    n = len(values)
+    at = n  # the next value to take (none before the first nonzero one: zeros then are no-ops)
+    for i in itertools.chain(itertools.compress(itertools.count(), values), (n,)):  # nonzero, NaN
+        while at < i and not (total - comp == total and total - total == 0.0):
+            total, comp = _kahan_step(total, comp, values[at])
+            at += 1
+        if i < n:
+            total, comp = _kahan_step(total, comp, values[i])
+            at = i + 1
     return total
+
+
+def _kahan_step(total: float, comp: float, v: float) -> tuple[float, float]:
+    """``kahan_sum``'s step: the sum and the compensation after taking ``v``."""
+    y = v - comp
+    t = total + y
+    return t, (t - total) - y
 
 
 SAME_COLUMNS_MIN_VALUES = 1024
