@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from replay.engine.prepared import PreparedRun, prepare
-from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, policy_from_dict
@@ -21,6 +21,8 @@ def _text(label: str, n_lines: int) -> str:
 
 _BOOL = st.booleans()
 _TOOL = st.sampled_from(_TOOLS)
+_TOOL_READS = st.sampled_from([*_TOOLS, *[_TOOLS[0]] * 3])
+"""A tool, a read half the time (``recorded_runs``: re-reads, of results with errors too)."""
 _INTS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
 
 
@@ -38,22 +40,96 @@ def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
 def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
     """A random agent run: a task, then steps of (assistant with 0–3 calls, their results in
     any order, a user message sometimes between them; a shell result sometimes ends in figures)."""
+    tables = tokenize([_drawn_run(draw, max_steps, max_lines, None)], ("o200k_base",))
+    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+
+
+_MODEL_NAMES = ("model-a", "model-b")
+_MODELS = st.sampled_from(_MODEL_NAMES)
+_RUN_WINDOWS = st.sampled_from([None, 200_000, 32_000])
+
+
+@st.composite
+def recorded_runs(draw: Any, index: int = 0, max_steps: int = 12,
+                  max_lines: int = 30) -> RunDraft:
+    """A random run as ``runs`` draws it (other sizes), with what a log records besides: usage
+    at each request (input, cache reads, output; or none: each unknown at random), tool errors,
+    the harness's compactions (a summary message), requests of one of two models, a recorded
+    window, sometimes no task (the first request sends an empty context).  Not prepared: the
+    draft, for ``tokenize`` with others (``index``: its run's place in the file, its id)."""
+    return _drawn_run(draw, max_steps, max_lines, _Recorded(draw, index))
+
+
+class _Recorded:
+    """The draws ``recorded_runs`` adds to ``runs``'s: each made where the run is built."""
+
+    def __init__(self, draw: Any, index: int) -> None:
+        self.draw, self.index = draw, index
+        self.usage = draw(_ints(0, 3))  # 0: none recorded; 1: all; 2-3: some
+        self.window = draw(_RUN_WINDOWS)
+
+    def builder(self, b: RunBuilder) -> None:
+        """The run's model (its requests' may be the other) and recorded window."""
+        b.model, b.window_tokens = self.draw(_MODELS), self.window
+
+    def task(self) -> bool:
+        """Whether the run starts with a task (4 in 5): without, its first context is empty."""
+        return self.draw(_ints(0, 4)) > 0
+
+    def is_error(self) -> bool:
+        """Whether a tool result is an error (1 in 3)."""
+        return self.draw(_ints(0, 2)) == 0
+
+    def compaction(self, b: RunBuilder, step: int, one_in: int) -> None:
+        """A harness compaction before a step (or after the last), one time in ``one_in``: its
+        summary in a user message."""
+        if self.draw(_ints(1, one_in)) == 1:
+            b.message("user")
+            b.summary(_text(f"summary before step {step}", self.draw(_ints(1, 6))))
+
+    def request(self, b: RunBuilder) -> None:
+        """The request, its usage recorded or not (``usage``): an input of 0-12,000 tokens (0
+        often: no request to compare), cache reads unknown or a third or two of it, an output
+        of 0-500; its model.  All from one drawn word (a draw a value cost most of the run's
+        drawing); it shrinks to 0: recorded (when some are), no input, model-a."""
+        word = self.draw(_ints(0, 2**40 - 1))
+        word, model = divmod(word, 2)
+        word, unknown = divmod(word, 2)
+        if self.usage == 0 or self.usage > 1 and unknown:
+            b.request(model=_MODEL_NAMES[model])
+            return
+        word, times = divmod(word, 4)
+        word, size = divmod(word, 4001)
+        word, read = divmod(word, 3)
+        size *= times
+        b.request(input_tokens=size, cache_read_tokens=None if read == 0 else size * read // 3,
+                  output_tokens=word % 501, model=_MODEL_NAMES[model])
+
+
+def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None) -> RunDraft:
+    """The run ``runs`` draws; with ``rec``, ``recorded_runs``'s (its draws, in their places)."""
     issues: list[Any] = []
-    b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64), index=0,
-                   format="hyp", issues=issues)
-    b.message("user")
-    b.text(_text("task", draw(_ints(1, 5))))
+    b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64),
+                   index=rec.index if rec else 0, format="hyp", issues=issues)
+    if rec:
+        rec.builder(b)
+    if rec is None or rec.task():
+        b.message("user")
+        b.text(_text("task", draw(_ints(1, 5))))
     n_steps = draw(_ints(1, max_steps))
     lines, n_calls, file_no, step_lines, interject = (
-        _ints(1, max_lines), _ints(0, 3), _ints(0, 4), _ints(1, 4), _ints(0, 5))
+        _ints(1, max_lines), _ints(0, 3), _ints(0, 4 if rec is None else 2), _ints(1, 4),
+        _ints(0, 5))
     call = 0
     for step in range(n_steps):
+        if rec and step:
+            rec.compaction(b, step, 4)
         b.message("assistant")
         if draw(_BOOL):
             b.text(_text(f"thought {step}", draw(step_lines)))
         calls = []
         for _ in range(draw(n_calls)):
-            tool, _op = draw(_TOOL)
+            tool, _op = draw(_TOOL if rec is None else _TOOL_READS)
             cid = f"c{call}"
             call += 1
             path = f"src/f{draw(file_no)}.py"
@@ -65,7 +141,10 @@ def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
                 args = {"file_path": path}
             b.tool_call(cid, tool, args)
             calls.append((cid, tool))
-        b.request()
+        if rec:
+            rec.request(b)
+        else:
+            b.request()
         # Results in any order (parallel calls answered as they finish: Claude Code, Codex),
         # a shuffle drawn by Fisher-Yates (0 keeps a result in place, so it shrinks to the
         # calls' order), sometimes a user message between two of them (a result several
@@ -84,7 +163,7 @@ def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
             out = _text(f"out {cid}", draw(lines))
             if tool == "Bash" and draw(_BOOL):  # a figure the summariser keeps
                 out += f"\n{draw(_ints(0, 40))} passed, {draw(_ints(0, 3))} failed in 0.4s"
-            b.tool_result(cid, out)
+            b.tool_result(cid, out, is_error=rec is not None and rec.is_error())
         if draw(interject) == 0:
             b.message("user")
             b.text("please continue")
@@ -93,9 +172,12 @@ def runs(draw: Any, max_steps: int = 30, max_lines: int = 120) -> PreparedRun:
         b.text("done?")
     b.message("assistant")
     b.text("finished")
-    b.request()
-    tables = tokenize([b.build()], ("o200k_base",))
-    return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
+    if rec:
+        rec.request(b)
+        rec.compaction(b, n_steps, 2)  # the log may end with one: no request after it
+    else:
+        b.request()
+    return b.build()
 
 
 @st.composite
