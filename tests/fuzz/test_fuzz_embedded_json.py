@@ -22,6 +22,7 @@ from replay.ingest.parsers.source import Source
 from tests.fuzz.harness import EXAMPLES, LIMIT, parse_direct
 from tests.fuzz.mutations import join_lines, json_object, nodes, serialise_with, split_lines
 from tests.fuzz.seeds import NEW_FORMAT_SEEDS, SEEDS_AT_IMPORT, Seed
+from tests.replay.ingest.parsers.test_parse_mini_swe_agent import V2_DOC
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NEW_SEEDS = {name: seed for name, seed in NEW_FORMAT_SEEDS.items() if not seed[1].endswith(".eval")}
@@ -142,20 +143,6 @@ def test_a_deep_json_text_in_any_string_field_of_the_new_formats_is_text(name: s
     assert _check(name, fmt, filename, data, filename.endswith(".jsonl")) > 0
 
 
-MINI_V2 = {"trajectory_format": "mini-swe-agent-1.1", "info": {"mini_version": "2.0.0"},
-           "messages": [
-               {"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-               {"role": "assistant", "content": "look", "tool_calls": [
-                   {"id": "c1", "type": "function",
-                    "function": {"name": "bash", "arguments": '{"command": "ls"}'}}],
-                "extra": {"response": {"model": "m", "usage": {"prompt_tokens": 7,
-                                                              "completion_tokens": 2}}}},
-               {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
-               {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}]}
-"""mini-swe-agent 2.x's structured tool calls, a shape the seeds (1.x, ACTION in the text)
-lack (as ``test_parse_mini_swe_agent.test_v1_1_tool_calls_and_exit``)."""
-
-
 def test_a_deep_json_text_in_mini_swe_agent_2_s_tool_calls_is_text() -> None:
-    data = json.dumps(MINI_V2).encode()
+    data = json.dumps(V2_DOC).encode()  # 2.x's structured calls: not in the seeds
     assert _check("mini_v2", "mini_swe_agent", "v2.traj.json", data, False) > 0

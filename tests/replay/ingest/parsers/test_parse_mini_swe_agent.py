@@ -119,24 +119,29 @@ def test_detection(samples: Path) -> None:
     assert detect_format("run.json", head) == "mini_swe_agent"
 
 
+V2_DOC: dict[str, Any] = {
+    "trajectory_format": "mini-swe-agent-1.1", "info": {"mini_version": "2.0.0"},
+    "messages": [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "look", "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "bash", "arguments": '{"command": "ls"}'}}],
+         "extra": {"response": {"model": "m", "usage": {"prompt_tokens": 7,
+                                                       "completion_tokens": 2}},
+                   "timestamp": 0}},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "no call", "extra": {}},
+        {"role": "user", "content": "format error",
+         "extra": {"interrupt_type": "FormatError"}},
+        {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}]}
+"""A mini-swe-agent 2.x trajectory (no sample has one): structured tool calls, tool messages,
+a format error and the exit message (also the fuzz seed of ``test_fuzz_embedded_json``)."""
+
+
 def test_v1_1_tool_calls_and_exit(tmp_path: Path) -> None:
     """mini-swe-agent 2.x shape (no sample): structured calls, tool messages, exit skipped."""
-    doc = {"trajectory_format": "mini-swe-agent-1.1", "info": {"mini_version": "2.0.0"},
-           "messages": [
-               {"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-               {"role": "assistant", "content": "look", "tool_calls": [
-                   {"id": "c1", "type": "function",
-                    "function": {"name": "bash", "arguments": '{"command": "ls"}'}}],
-                "extra": {"response": {"model": "m", "usage": {"prompt_tokens": 7,
-                                                              "completion_tokens": 2}},
-                          "timestamp": 0}},
-               {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
-               {"role": "assistant", "content": "no call", "extra": {}},
-               {"role": "user", "content": "format error",
-                "extra": {"interrupt_type": "FormatError"}},
-               {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}]}
     path = tmp_path / "v2.traj.json"
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(V2_DOC))
     parsed = _parsed(path)
     assert not parsed.issues
     msgs = table_rows(parsed, "messages")
