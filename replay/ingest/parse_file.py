@@ -201,28 +201,28 @@ def _stream_source(runs: IterRuns, src: Source, tokenizers: tuple[str, ...], thr
     held = None if src.on_disk else src.data
     try:
         return _streamed(runs(src, issues), tokenizers, threads, sink, issues, src.path, name,
-                         again=True), src
+                         raise_deep=True), src
     except RecursionError:
         pass
     sink.restart()
     issues.clear()
     try:
         again = _source_again(src, held)
-        return on_own_stack(lambda s: _streamed(runs(s, issues), tokenizers, threads, sink,
-                                                issues, s.path, name), again, ROOM), again
-    except (RecursionError, ValueError) as exc:
+    except ValueError as exc:  # the file changed on disk
         issues.append(_failed(src.path, name, exc))
         return None, src
+    return on_own_stack(lambda s: _streamed(runs(s, issues), tokenizers, threads, sink, issues,
+                                            s.path, name), again, ROOM), again
 
 
 def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenizers: tuple[str, ...],
               threads: int, sink: RunSink, issues: list[Issue], path: str, name: str,
-              again: bool = False) -> store.RunTables | None:
+              raise_deep: bool = False) -> store.RunTables | None:
     """Each run of ``runs`` tokenised and given to ``sink`` before the next is made (a
     session's runs that share texts count each once: ``tokenize``'s ``counted``); the runs
     table and the messages' run ids and token columns of them all, None when there is none
-    or the parser or a run failed (an issue).  ``again``: a ``RecursionError`` of the parser
-    is raised (the caller parses again with more room), not an issue."""
+    or the parser or a run failed (an issue).  ``raise_deep``: a ``RecursionError`` of the
+    parser is raised (the caller parses again with more room), not an issue."""
     kept: dict[str, list[pa.Table]] = {"runs": [], "messages": [], "requests": []}
     counted: Counted | None = None
     session: int | None = None
@@ -230,12 +230,9 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
     while True:
         try:
             got = next(runs, None)
-        except RecursionError:
-            if again:
+        except Exception as exc:  # as ``parse_file``: report, go on
+            if raise_deep and isinstance(exc, RecursionError):
                 raise
-            issues.append(_failed(path, name, RecursionError()))
-            return None
-        except Exception as exc:  # noqa: BLE001 - as ``parse_file``: report, go on
             issues.append(_failed(path, name, exc))
             return None
         if got is None:
