@@ -180,55 +180,70 @@ def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None)
     return b.build()
 
 
+_WHEN = st.sampled_from(["before", "after"])
+_TRIM_BLOCKS = st.sampled_from([["tool_results"], ["tool_results", "write_args"], ["call_args"]])
+_PROTECTS = st.sampled_from([{}, {"messages": 4}, {"tokens": 500}, {"frac": 0.3},
+                             {"tool_results": 2}])
+_TEMPLATES = st.sampled_from(["[{tool} output trimmed: {lines} lines]",
+                              ("[{tool} output trimmed. Call the tool again to "
+                               "see the full output.]")])
+_FIRST_KEPT = st.sampled_from([0, 0, 1, 2])
+_REINSERTS = st.sampled_from([[], ["task"], ["task", "todo"]])
+_COLLAPSE_KEPT = st.sampled_from([None, 2, 4, 8])
+_ESTIMATORS = st.sampled_from([{"method": "chars", "chars_per_token": 3.0},
+                               {"method": "tokenizer", "scale": 0.9}, {"method": "tokenizer"}])
+_RECALLS = st.sampled_from(["immediate", "at_need"])
+_PICK = {n: st.sampled_from([[i] for i in range(n)]) for n in (2, 4)}
+"""An index (in a list of one) into a list of ``n`` dicts made at each draw, their values drawn
+first: drawn as ``st.sampled_from`` of those dicts draws its index, with the same label (that of
+a list of unhashable elements: Hypothesis's generation copies spans of equal labels)."""
+_FLOATS = {bounds: st.floats(*bounds) for bounds in ((0.1, 0.9), (0.3, 0.95), (0.05, 1.0),
+                                                     (0.0, 0.5))}
+
+
 @st.composite
 def policies(draw: Any) -> Policy:
-    """A random valid policy with any combination of tiers."""
-    window = draw(st.integers(3000, 40000))
-    reserve = draw(st.integers(0, window // 4))
+    """A random valid policy with any combination of tiers.  Its strategies are made once (at
+    each draw, making and validating them cost as much as drawing): the same draws in the same
+    order as when they were made here, so the same policies."""
+    window = draw(_ints(3000, 40000))
+    reserve = draw(st.integers(0, window // 4))  # not cached: a strategy a window
     tiers: list[dict[str, Any]] = []
-    if draw(st.booleans()):
-        tiers.append({"type": "trim", "name": "t1", "when": draw(st.sampled_from(["before", "after"])),
-                      "trigger": draw(st.sampled_from([{"every_request": True},
-                                                       {"at_frac": draw(st.floats(0.1, 0.9))},
-                                                       {"after_events": draw(st.integers(1, 60))},
-                                                       {"never": True}])),
-                      "blocks": draw(st.sampled_from([["tool_results"], ["tool_results", "write_args"],
-                                                      ["call_args"]])),
-                      "min_chars": draw(st.integers(0, 500)),
-                      "protect": draw(st.sampled_from([{}, {"messages": 4}, {"tokens": 500},
-                                                       {"frac": 0.3}, {"tool_results": 2}])),
-                      "placeholder": {"head_chars": draw(st.integers(0, 80)),
-                                      "tail_chars": draw(st.integers(0, 40)),
-                                      "template": draw(st.sampled_from([
-                                          "[{tool} output trimmed: {lines} lines]",
-                                          ("[{tool} output trimmed. Call the tool again to "
-                                           "see the full output.]")]))},
-                      "min_reclaim_tokens": draw(st.integers(0, 2000))})
-    if draw(st.booleans()):
+    if draw(_BOOL):
+        when = draw(_WHEN)
+        triggers = [{"every_request": True}, {"at_frac": draw(_FLOATS[0.1, 0.9])},
+                    {"after_events": draw(_ints(1, 60))}, {"never": True}]
+        tiers.append({"type": "trim", "name": "t1", "when": when,
+                      "trigger": triggers[draw(_PICK[4])[0]],
+                      "blocks": draw(_TRIM_BLOCKS),
+                      "min_chars": draw(_ints(0, 500)),
+                      "protect": draw(_PROTECTS),
+                      "placeholder": {"head_chars": draw(_ints(0, 80)),
+                                      "tail_chars": draw(_ints(0, 40)),
+                                      "template": draw(_TEMPLATES)},
+                      "min_reclaim_tokens": draw(_ints(0, 2000))})
+    if draw(_BOOL):
+        triggers = [{"at_frac": draw(_FLOATS[0.3, 0.95])}, {"after_events": draw(_ints(2, 80))}]
         tiers.append({"type": "summarise", "name": "s1",
-                      "trigger": draw(st.sampled_from([
-                          {"at_frac": draw(st.floats(0.3, 0.95))},
-                          {"after_events": draw(st.integers(2, 80))}])),
-                      "keep_messages": draw(st.integers(0, 10)),
-                      "keep_first_messages": draw(st.sampled_from([0, 0, 1, 2])),
-                      "keep_max_frac": draw(st.floats(0.05, 1.0)),
-                      "summary_tokens": draw(st.integers(20, 300)),
-                      "reinsert": draw(st.sampled_from([[], ["task"], ["task", "todo"]])),
-                      "fail_every": draw(st.integers(0, 3))})
-    if draw(st.booleans()):
-        tiers.append({"type": "collapse", "name": "c1", "when": draw(st.sampled_from(["before", "after"])),
-                      "margin_frac": draw(st.floats(0.0, 0.5)),
-                      "may_trim_protected": draw(st.booleans()),
-                      "keep_messages": draw(st.sampled_from([None, 2, 4, 8]))})
+                      "trigger": triggers[draw(_PICK[2])[0]],
+                      "keep_messages": draw(_ints(0, 10)),
+                      "keep_first_messages": draw(_FIRST_KEPT),
+                      "keep_max_frac": draw(_FLOATS[0.05, 1.0]),
+                      "summary_tokens": draw(_ints(20, 300)),
+                      "reinsert": draw(_REINSERTS),
+                      "fail_every": draw(_ints(0, 3))})
+    if draw(_BOOL):
+        tiers.append({"type": "collapse", "name": "c1", "when": draw(_WHEN),
+                      "margin_frac": draw(_FLOATS[0.0, 0.5]),
+                      "may_trim_protected": draw(_BOOL),
+                      "keep_messages": draw(_COLLAPSE_KEPT)})
     return policy_from_dict({
         "name": "hyp",
         "server": {"window_tokens": window, "reserve_tokens": reserve,
-                   "message_overhead_tokens": draw(st.integers(0, 5))},
-        "estimator": draw(st.sampled_from([{"method": "chars", "chars_per_token": 3.0},
-                                           {"method": "tokenizer", "scale": 0.9},
-                                           {"method": "tokenizer"}])),
-        "subtract_reserve": draw(st.booleans()),
+                   "message_overhead_tokens": draw(_ints(0, 5))},
+        "estimator": draw(_ESTIMATORS),
+        "subtract_reserve": draw(_BOOL),
         "tiers": tiers,
-        "behaviour": {"max_rereads_per_turn": draw(st.integers(0, 6)),
-                      "invited_recall": draw(st.sampled_from(["immediate", "at_need"]))},
+        "behaviour": {"max_rereads_per_turn": draw(_ints(0, 6)),
+                      "invited_recall": draw(_RECALLS)},
     })
