@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -110,6 +111,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     gc.collect()
     gc.freeze()
+
+
+RECURSION_LIMIT = sys.getrecursionlimit()
+"""The process's recursion limit when the session starts (conftest is imported first)."""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """After each test, the recursion limit is the session's again: a library may raise it for
+    the whole process when first imported (jedi sets 3,000, and nbclient's test imports it
+    through IPython), and the parsers measure each JSON text first when the limit is above
+    ``json_depth.MAX_DEPTH`` (``check_each``): a test after it on the same worker took the
+    other path (``test_ingest_streamed_deep`` failed after the notebook test in one process)."""
+    if sys.getrecursionlimit() != RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
