@@ -6,8 +6,10 @@ command in test_sweep_command.py."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -136,8 +138,12 @@ def test_local_processes_and_a_dask_cluster_give_identical_tables(sample_corpus:
     chosen = settings(load_policy(BASE), make_spec(SMALL))
     inline = sweep(sample_corpus, chosen, jobs=1)
     local = sweep(sample_corpus, chosen, jobs=2)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    # patch.dict: the nannies put their workers' settings into this process's environment
+    # (OMP_NUM_THREADS=1, MALLOC_TRIM_THRESHOLD_, PYTHONHASHSEED, ...) and leave them there,
+    # for every later test's subprocesses on this worker
+    with mock.patch.dict(os.environ), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True,
+            dashboard_address=None) as cluster:
         on_dask = sweep(sample_corpus, chosen, scheduler=cluster.scheduler_address)
         cli = CliRunner().invoke(app, [
             "sweep", "-p", BASE, str(sample_corpus.root), "--out", str(tmp_path), "--no-plots",
