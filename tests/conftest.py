@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import pytest
+import typer.main
+import typer.testing
 from hypothesis import HealthCheck, settings
 
 matplotlib.use("Agg")
@@ -111,6 +114,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     gc.collect()
     gc.freeze()
+
+
+def _command_once(app: Any) -> Any:
+    """``typer.main.get_command(app)``, built once per app for the session: typer's
+    ``CliRunner.invoke`` builds the click command of the whole app (every command's signature
+    and annotations read anew) at each call, ~20 ms, 20 s of the suite's CPU over its ~1,000
+    invocations; a click command is built to be invoked many times (each call makes its own
+    context).  tests/test_process_state.py checks that typer still calls it."""
+    built = _COMMANDS.get(id(app))
+    if built is None or built[0] is not app:
+        built = _COMMANDS[id(app)] = (app, _build_command(app))
+    return built[1]
+
+
+_COMMANDS: dict[int, tuple[Any, Any]] = {}
+_build_command = typer.main.get_command
+typer.testing._get_command = _command_once  # type: ignore[attr-defined]  # (its private name)
 
 
 RECURSION_LIMIT = sys.getrecursionlimit()
