@@ -13,8 +13,8 @@ from replay.memory import use_system_allocator
 def main() -> None:
     """Choose Arrow's allocator, then run the command line."""
     use_system_allocator()
-    # after use_system_allocator: replay.cli imports pyarrow, whose memory pool is chosen when
-    # it is first imported
+    # after use_system_allocator: the commands import pyarrow when they run, and its memory pool
+    # is chosen when it is first imported
     from replay.cli import app
 
     app()

@@ -18,6 +18,11 @@ registers the commands on it, in the order ``replay --help`` lists them:
 - ``replay.cli.sql_command``: sql (one query over the dataset and the traces, DuckDB);
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
+
+Each command imports the library it calls inside its function, when it runs: ``replay
+--help``, a command's ``--help``, ``--version`` and a usage error load none of pandas,
+pyarrow, matplotlib, DuckDB or Dask (~0.35 s of CPU instead of ~1.3 s), and a command loads
+only what it uses (``tests/replay/cli/test_cli_imports.py``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from replay import atomic_files
 from replay.cli.inputs import (
     CacheDirOpt,
     CacheOutOpt,
@@ -30,20 +29,8 @@ from replay.cli.inputs import (
     existing,
     table_command,
 )
-from replay.cli.output import (
-    _counter,
-    _emit,
-    _errors,
-    _print_json,
-    _steps,
-    say,
-    warn,
-)
+from replay.cli.output import _counter, _emit, _errors, _print_json, _steps, say, warn
 from replay.cli.tables import Layout, TableOptions
-from replay.ingest.run_label import run_labels
-from replay.layout import SWEEP, cache_root, sweep_cache_dir
-from replay.policy import load_policy
-from replay.policy.pricing import with_provider
 
 # --- report / diff commands (analysis.report.build, analysis.report.diff) ---
 
@@ -155,6 +142,7 @@ def diff(
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
+    from replay.ingest.run_label import run_labels
 
     with _errors(), _counter("replay", quiet) as tick:
         done = diff_policies(_compare_spec(paths, policy, traces, data, run_ids, provider,
@@ -255,6 +243,9 @@ def sweep(
     from analysis.per_run.induced import INDUCED_NOTE
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
+    from replay.layout import SWEEP, cache_root, sweep_cache_dir
+    from replay.policy import load_policy
+    from replay.policy.pricing import with_provider
 
     objective = maximise or minimise
     with _errors():
@@ -353,6 +344,7 @@ def check(
     )
     from analysis.check.run import CheckSettings, run_check
     from analysis.metric_spec import count
+    from replay import atomic_files
 
     with _errors():
         settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,

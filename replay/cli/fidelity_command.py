@@ -29,8 +29,6 @@ from replay.cli.inputs import (
 )
 from replay.cli.output import _emit, _errors, _print_json, say
 from replay.cli.tables import Layout, TableOptions
-from replay.ingest.run_label import run_labels
-from replay.policy import load_policy
 
 FIDELITY_LAYOUT = Layout(columns=(
     "run", "policy", "recorded_compaction", "replayed_compaction", "placement_error_requests",
@@ -60,6 +58,8 @@ def fidelity(
     from analysis.fidelity import fidelity as measure
     from analysis.fidelity import fidelity_totals
     from analysis.fidelity_lines import totals_lines
+    from replay.ingest.run_label import run_labels
+    from replay.policy import load_policy
 
     with _errors():
         harness = load_policy(policy) if policy else None

@@ -22,19 +22,26 @@ import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from replay.cli.output import _progress, error, say, warn
 from replay.cli.tables import TableOptions
-from replay.corpus import Corpus, Opener, open_corpus
-from replay.ingest import store
-from replay.ingest.batch import IngestReport
-from replay.ingest.discover import LOG_SUFFIXES, discover
-from replay.ingest.parsers import PARSERS
-from replay.ingest.schema import SCHEMA_VERSION
-from replay.layout import cache_root, dataset_dir
+
+if TYPE_CHECKING:
+    from replay.corpus import Corpus, Opener
+    from replay.ingest.batch import IngestReport
+
+FORMATS = ("claude_code", "codex", "swe_agent", "mini_swe_agent", "atif", "gemini_cli",
+           "inspect_ai", "opencode", "openhands", "chat")
+"""The names of ``replay.ingest.parsers.PARSERS``, in its order, for ``--format``'s help: written
+out so that ``--help`` does not import the parsers (and pyarrow with them);
+``tests/replay/cli/test_cli_imports.py`` checks they are the same.  ``--format`` itself is
+checked against ``PARSERS``."""
+INGEST_TOKENIZERS = ("o200k_base",)
+"""``replay.ingest.run_tables.DEFAULT_TOKENIZERS``, the default of ``replay ingest
+--tokenizers``, written out for the same reason (checked by the same test)."""
 
 
 def existing(paths: Any) -> Any:
@@ -95,6 +102,8 @@ def table_command(command: Callable[..., None]) -> Callable[..., None]:
 
 def _known_format(value: str | None) -> str | None:
     """``--format`` names a parser, or the command stops with a usage error (exit 2)."""
+    from replay.ingest.parsers import PARSERS  # lazy: the parsers load pyarrow (--help's time)
+
     if value is not None and value not in PARSERS:
         raise typer.BadParameter(f"{value!r} is not a format; one of {', '.join(PARSERS)}")
     return value
@@ -102,7 +111,7 @@ def _known_format(value: str | None) -> str | None:
 
 FormatOpt = Annotated[str | None, typer.Option(
     "--format", metavar="FORMAT", callback=_known_format,
-    help=f"Force a parser instead of detecting the format: {', '.join(PARSERS)}.")]
+    help=f"Force a parser instead of detecting the format: {', '.join(FORMATS)}.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 ProviderOpt = Annotated[str | None, typer.Option(
     "--provider", help="Price every policy under this provider profile (cache and prices; "
@@ -191,6 +200,8 @@ def rebuilt_note(report: IngestReport | None) -> str | None:
     this ingest (``IngestReport.rebuilt_from_schema``), None when it did not."""
     if report is None or report.rebuilt_from_schema is None:
         return None
+    from replay.ingest.schema import SCHEMA_VERSION  # lazy: only for this note (start-up time)
+
     dropped = (f"; {report.dropped_older} entr{'y' if report.dropped_older == 1 else 'ies'} of "
                "files not given now dropped from it") if report.dropped_older else ""
     return (f"cache: the dataset was written by an older ctxreplay (schema version "
@@ -212,6 +223,8 @@ def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
 def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     """The log files under ``paths``, with a note naming the folder links not followed; exits
     2 when there is none."""
+    from replay.ingest.discover import LOG_SUFFIXES, discover  # lazy: start-up time of --help
+
     links: list[Path] = []
     files = discover(paths, not_followed=links)
     if links:
@@ -231,6 +244,11 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
     """The corpus of ``paths``, log files ingested into the project cache ``cache``
     (``replay.layout.cache_root``): warnings printed; exits 1 at a problem with ``strict``, and
     when no run is left to work on (2 when ``paths`` held no log file at all)."""
+    # lazy: the corpus and the store load pyarrow, which --help and usage errors do not need
+    from replay.corpus import open_corpus
+    from replay.ingest import store
+    from replay.layout import cache_root, dataset_dir
+
     if len(paths) == 1 and store.is_store(paths[0]):
         corpus = open_corpus(paths)
         if not corpus.replayable():

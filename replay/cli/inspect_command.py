@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from replay.cli.inputs import FormatOpt, table_command
 from replay.cli.output import _emit, _errors, _print_json, error, say, warn
 from replay.cli.tables import TableOptions
-from replay.ingest.inspect import Inspection, gap_story, inspect_file
+
+if TYPE_CHECKING:
+    from replay.ingest.inspect import Inspection
 
 
 @table_command
@@ -34,6 +36,9 @@ def inspect(
 
     --columns and --csv apply to the per-request table (--csv prints only it, with a run
     column); --json prints everything."""
+    # lazy: the ingest's parsers load pyarrow, which --help and usage errors do not need
+    from replay.ingest.inspect import gap_story, inspect_file
+
     if not file.is_file():
         error(f"{file}: not a file")
         raise typer.Exit(2)

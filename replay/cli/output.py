@@ -35,7 +35,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from analysis.metric_spec import format_value
 from replay.cli.tables import (
     MIN_TEXT,
     PLAIN,
@@ -166,6 +165,9 @@ def _cell(v: Any, unit: str | None = None) -> str:
     """A cell's text: a number by its column's unit (``format_value``: one rule per unit),
     else whole numbers with separators and other numbers with four decimals."""
     if unit is not None and v is not None:
+        # lazy: analysis.metric_spec loads the policy model and YAML (start-up time of --help)
+        from analysis.metric_spec import format_value
+
         return format_value(unit, v)
     if isinstance(v, float):
         return f"{v:,.4f}"

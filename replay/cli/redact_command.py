@@ -18,8 +18,6 @@ from replay.cli.inputs import PathsArg, QuietOpt, _discover, table_command
 from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.cli.tables import TableOptions
 from replay.errors import ReplayError
-from replay.redact import read_salt
-from replay.redact import redact as redact_paths
 
 
 @table_command
@@ -43,6 +41,10 @@ def redact(
     """Write log files as a shareable archive in their own format: text replaced by markers
     carrying its exact size and token counts, paths by stable hashes; it re-ingests with the
     original's figures."""
+    # lazy: the redaction's modules load only for this command (start-up time of --help)
+    from replay.redact import read_salt
+    from replay.redact import redact as redact_paths
+
     files = _discover(paths)
     with _progress("redact", len(files), quiet) as tick, _errors():
         if salt_file is not None:

@@ -16,9 +16,8 @@ from typing import Annotated
 
 import typer
 
-from replay.apply_policy import LazyRows
-from replay.calibration_table import calibration_rows
 from replay.cli.inputs import (
+    INGEST_TOKENIZERS,
     CacheDirOpt,
     CacheOutOpt,
     FormatOpt,
@@ -50,16 +49,6 @@ from replay.cli.output import (
     warn,
 )
 from replay.cli.tables import Layout, TableOptions
-from replay.compaction_fit import compaction_report, model_lines
-from replay.engine.calibrate import MIN_POINTS
-from replay.ingest import store_index
-from replay.ingest.batch import ingest as ingest_paths
-from replay.ingest.run_label import run_labels
-from replay.ingest.run_tables import DEFAULT_TOKENIZERS
-from replay.policy import load_policy, policy_to_dict, presets
-from replay.policy.doc import policy_yaml
-from replay.policy.pricing import with_provider
-from replay.policy.providers import PROVIDERS, provider_label
 
 
 def ingest(
@@ -67,13 +56,15 @@ def ingest(
     out: Annotated[Path, typer.Option(help="Dataset directory to write (Parquet, LZ4).")],
     fmt: FormatOpt = None,
     tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
-        ",".join(DEFAULT_TOKENIZERS),
+        ",".join(INGEST_TOKENIZERS),
     jobs: Annotated[int, typer.Option(help="Worker processes (0: one per core).")] = 0,
     strict: StrictOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Parse log files into a Parquet dataset (unchanged files are reused from the cache)."""
+    from replay.ingest.batch import ingest as ingest_paths  # lazy: pyarrow only when it runs
+
     toks = tuple(t.strip() for t in tokenizers.split(",") if t.strip())
     files = _discover(paths)
     with _progress("ingest", len(files), quiet) as tick, _errors():
@@ -133,6 +124,10 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     """List the runs in a dataset, each by its label (source path, #N for a file's later runs,
     ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
     compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
+    # lazy: the store loads pyarrow, which --help and usage errors do not need
+    from replay.apply_policy import LazyRows
+    from replay.ingest import store_index
+
     with _errors():
         rows = LazyRows(store_index.run_listing(dataset))
     if not len(rows):
@@ -146,6 +141,10 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
 @table_command
 def policies(*, table: TableOptions) -> None:
     """List the shipped policy presets (usable by name with --policy)."""
+    # lazy: the policy model and YAML load only when a command reads a policy (start-up time)
+    from replay.policy import load_policy, presets
+    from replay.policy.providers import provider_label
+
     rows = []
     for name in presets():
         p = load_policy(name)
@@ -159,6 +158,8 @@ def policies(*, table: TableOptions) -> None:
 @table_command
 def providers(*, table: TableOptions) -> None:
     """List the provider profiles (cache and prices, USD per million tokens) for --provider."""
+    from replay.policy.providers import PROVIDERS  # lazy: the policy model (start-up time)
+
     rows = []
     for prof in PROVIDERS.values():
         c, pr = prof.cache, prof.cache.prices
@@ -196,6 +197,10 @@ def run(
     from analysis.per_run import UNITS
     from analysis.per_run.induced import INDUCED_NOTE, estimated_note
     from analysis.policy_run import run_policy_to
+    from replay.apply_policy import LazyRows
+    from replay.ingest.run_label import run_labels
+    from replay.policy import load_policy
+    from replay.policy.pricing import with_provider
 
     with _errors():
         pol = load_policy(policy)
@@ -247,6 +252,12 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     and re-attached unseen after it; then the `restore:` numbers fitted on them (summary size,
     files re-attached), or the documented defaults with too few compactions, saying which.
     """
+    # lazy: the engine and pyarrow load only when the command runs (start-up time of --help)
+    from replay.calibration_table import calibration_rows
+    from replay.compaction_fit import compaction_report, model_lines
+    from replay.engine.calibrate import MIN_POINTS
+    from replay.ingest.run_label import run_labels
+
     with _errors():
         corpus = _open(paths, cache_dir, fmt, quiet, strict)
         if compactions:
@@ -304,6 +315,10 @@ def show_policy(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a policy as YAML (what differs from the defaults; --defaults: every field)."""
+    # lazy: the policy model and YAML load only when a command reads a policy (start-up time)
+    from replay.policy import load_policy, policy_to_dict
+    from replay.policy.doc import policy_yaml
+
     with _errors():
         pol = load_policy(policy)
     if as_json:

@@ -27,7 +27,6 @@ from replay.cli.inputs import (
 )
 from replay.cli.output import _emit, _errors, say
 from replay.cli.tables import TableOptions
-from replay.sql import sql as run_sql
 
 
 @table_command
@@ -49,6 +48,8 @@ def sql(
     Exit 0 with the rows, 1 when an input log failed to ingest, 2 for a query DuckDB refuses,
     a statement other than a select, or DuckDB not installed (pip install 'ctxreplay[sql]').
     """
+    from replay.sql import sql as run_sql  # lazy: DuckDB's views only for this command
+
     with _errors():  # a cache or dataset refused is one line, exit 2, as on every command
         corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
         result = run_sql(query, corpus=corpus, traces=traces or ())
