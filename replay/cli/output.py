@@ -27,12 +27,10 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
 from replay.cli.tables import (
@@ -52,6 +50,9 @@ from replay.cli.tables import (
 from replay.errors import ReplayError
 from replay.ingest.run_label import distinct_width, short_labels
 from replay.safe_text import csv_cell, terminal
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 out_console = Console(width=None if sys.stdout.isatty() else 10_000)  # tables set their own
 err_console = Console(stderr=True, soft_wrap=True)
@@ -136,6 +137,8 @@ def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str
         short = short_labels(names, widths[at]) if names and at in widths else None
         cells = [[short[n] if i == at and short else shorten(c, widths[i]) if i in widths else c
                   for i, c in enumerate(row)] for n, row in enumerate(cells)]
+    from rich.table import Table  # lazy: only when a table is printed (start-up time of --help)
+
     grid = Table(title=plain(title), title_justify="left")
     for i in keep:
         grid.add_column(plain(shorten(cols[i], widths.get(i, len(cols[i])))),
@@ -176,14 +179,28 @@ def _cell(v: Any, unit: str | None = None) -> str:
     return "" if v is None else str(v)
 
 
+def _bar(label: str) -> Progress:
+    """The progress bar on stderr of ``_progress``, ``_counter`` and ``_steps`` (a terminal's)."""
+    # lazy: only when a bar is shown on a terminal (start-up time of every command)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(),
+                    TimeRemainingColumn(), console=err_console, transient=True)
+
+
 @contextmanager
 def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[str], None]]:
     show = not quiet and sys.stderr.isatty() and not os.environ.get("CI") and total > 1
     if not show:
         yield lambda _name: None
         return
-    with Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err_console, transient=True) as bar:
+    with _bar(label) as bar:
         task = bar.add_task(label, total=total)
         yield lambda _name: bar.advance(task)
 
@@ -196,8 +213,7 @@ def _counter(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     if quiet or not sys.stderr.isatty() or os.environ.get("CI"):
         yield lambda _done, _total: None
         return
-    bar = Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(),
-                   TimeRemainingColumn(), console=err_console, transient=True)
+    bar = _bar(label)
     task: list[Any] = []
 
     def tick(done: int, total: int) -> None:
@@ -224,8 +240,7 @@ def _steps(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     step starts (``--quiet``: nothing)."""
     bar = None
     if not quiet and sys.stderr.isatty() and not os.environ.get("CI"):
-        bar = Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(),
-                       TimeRemainingColumn(), console=err_console, transient=True)
+        bar = _bar(label)
     task: list[Any] = []
 
     def tick(done: int, total: int) -> None:
