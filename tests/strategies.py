@@ -15,14 +15,22 @@ from replay.policy import Policy, policy_from_dict
 _TOOLS = [("Read", "read"), ("Write", "write"), ("Edit", "edit"), ("Bash", "exec"), ("Grep", "search")]
 
 
+def _line_end(i: int) -> str:
+    return f" line {i}: value={i * 7 % 13} ok"
+
+
+_LINE_ENDS = [_line_end(i) for i in range(200)]
+
+
 def _text(label: str, n_lines: int) -> str:
-    return "\n".join(f"{label} line {i}: value={i * 7 % 13} ok" for i in range(n_lines))
+    """``n_lines`` lines of ``label``; the ends of the first 200 made once (4x faster)."""
+    ends = _LINE_ENDS[:n_lines] if n_lines <= len(_LINE_ENDS) else map(_line_end, range(n_lines))
+    return "\n".join([label + end for end in ends])
 
 
 _BOOL = st.booleans()
-_TOOL = st.sampled_from(_TOOLS)
-_TOOL_READS = st.sampled_from([*_TOOLS, *[_TOOLS[0]] * 3])
-"""A tool, a read half the time (``recorded_runs``: re-reads, of results with errors too)."""
+_TOOLS_READS = [*_TOOLS, *[_TOOLS[0]] * 3]
+"""The tools of ``recorded_runs``, a read half the time (re-reads, of results with errors too)."""
 _INTS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
 
 
@@ -76,14 +84,10 @@ class _Recorded:
         """Whether the run starts with a task (4 in 5): without, its first context is empty."""
         return self.draw(_ints(0, 4)) > 0
 
-    def is_error(self) -> bool:
-        """Whether a tool result is an error (1 in 3)."""
-        return self.draw(_ints(0, 2)) == 0
-
-    def compaction(self, b: RunBuilder, step: int, one_in: int) -> None:
-        """A harness compaction before a step (or after the last), one time in ``one_in``: its
-        summary in a user message."""
-        if self.draw(_ints(1, one_in)) == 1:
+    def compaction(self, b: RunBuilder, step: int, drawn: int) -> None:
+        """A harness compaction before a step (or after the last) when ``drawn`` is 0 (drawn in
+        0-3 before a step, 0-1 after the last): its summary in a user message."""
+        if drawn == 0:
             b.message("user")
             b.summary(_text(f"summary before step {step}", self.draw(_ints(1, 6))))
 
@@ -107,7 +111,21 @@ class _Recorded:
 
 
 def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None) -> RunDraft:
-    """The run ``runs`` draws; with ``rec``, ``recorded_runs``'s (its draws, in their places)."""
+    """The run ``runs`` draws; with ``rec``, ``recorded_runs``'s (its draws, in their places).
+
+    Several values come from one drawn word, split by divmod (a draw cost more than what it
+    draws; each word of at most 128 values at the sizes the tests draw, which Hypothesis draws
+    uniformly as it does each part alone), each part 0 the simple case or the case a lone draw
+    of it shrank to:
+    a step's word: its thought (0-3 none, 4-7 one of 1-4 lines: a thought half the time), its
+    calls (0-3), and with ``rec`` after the first step a harness compaction before it (0: one,
+    1 in 4); a call's word: its tool, its file and (from the second call) the place its result
+    takes among those before it (Fisher-Yates: 0 keeps it in place); a result's word: its lines
+    and with ``rec`` whether it is an error (0: one, 1 in 3); after a step's calls, one word: a
+    user message after the results (0: one, 1 in 6) and, when there are two results or more,
+    one between two of them (0: one, 1 in 6) before which result (from the second).  The lines
+    of a written file's content and a shell result's figures (a bool, passed, failed) are drawn
+    apart."""
     issues: list[Any] = []
     b = RunBuilder(source=Source(path="<hyp>", rel="hyp", data=b"", sha256="0" * 64),
                    index=rec.index if rec else 0, format="hyp", issues=issues)
@@ -117,22 +135,27 @@ def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None)
         b.message("user")
         b.text(_text("task", draw(_ints(1, 5))))
     n_steps = draw(_ints(1, max_steps))
-    lines, n_calls, file_no, step_lines, interject = (
-        _ints(1, max_lines), _ints(0, 3), _ints(0, 4 if rec is None else 2), _ints(1, 4),
-        _ints(0, 5))
+    tools, n_files = (_TOOLS, 5) if rec is None else (_TOOLS_READS, 3)
+    n_kinds = len(tools) * n_files
+    lines, n_errors = _ints(1, max_lines), 1 if rec is None else 3
+    result_word = _ints(0, max_lines * n_errors - 1)
     call = 0
     for step in range(n_steps):
+        word, thought = divmod(draw(_ints(0, 8 * 4 * (4 if rec and step else 1) - 1)), 8)
+        word, n_calls = divmod(word, 4)
         if rec and step:
-            rec.compaction(b, step, 4)
+            rec.compaction(b, step, word)
         b.message("assistant")
-        if draw(_BOOL):
-            b.text(_text(f"thought {step}", draw(step_lines)))
-        calls = []
-        for _ in range(draw(n_calls)):
-            tool, _op = draw(_TOOL if rec is None else _TOOL_READS)
+        if thought >= 4:
+            b.text(_text(f"thought {step}", thought - 3))
+        calls, moves = [], []
+        for i in range(n_calls):
+            word, kind = divmod(draw(_ints(0, n_kinds * (i + 1) - 1)), n_kinds)
+            moves.append(word)
+            tool, _op = tools[kind % len(tools)]
             cid = f"c{call}"
             call += 1
-            path = f"src/f{draw(file_no)}.py"
+            path = f"src/f{kind // len(tools)}.py"
             if tool in ("Write", "Edit"):
                 args = {"file_path": path, "content": _text("code", draw(lines))}
             elif tool == "Bash":
@@ -146,25 +169,28 @@ def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None)
         else:
             b.request()
         # Results in any order (parallel calls answered as they finish: Claude Code, Codex),
-        # a shuffle drawn by Fisher-Yates (0 keeps a result in place, so it shrinks to the
-        # calls' order), sometimes a user message between two of them (a result several
-        # messages after its call, as in the samples: the running minimum of prepare's safe
-        # split is what keeps a cut from landing there).
+        # a shuffle by Fisher-Yates, sometimes a user message between two of them (a result
+        # several messages after its call, as in the samples: the running minimum of prepare's
+        # safe split is what keeps a cut from landing there).
         order = list(calls)
         for i in range(len(order) - 1, 0, -1):
-            j = i - draw(_ints(0, i))
+            j = i - moves[i]
             order[i], order[j] = order[j], order[i]
-        between = draw(_ints(1, len(order) - 1)) if len(order) > 1 and draw(interject) == 0 else 0
+        n_inside = 6 * (len(order) - 1) if len(order) > 1 else 1
+        word, after = divmod(draw(_ints(0, 6 * n_inside - 1)), 6)
+        word, inside = divmod(word, 6)
+        between = word + 1 if len(order) > 1 and inside == 0 else 0
         for k, (cid, tool) in enumerate(order):
             if k == between and k:
                 b.message("user")
                 b.text("[queued] also check the tests")
             b.message("tool")
-            out = _text(f"out {cid}", draw(lines))
+            error, n_lines = divmod(draw(result_word), max_lines)
+            out = _text(f"out {cid}", n_lines + 1)
             if tool == "Bash" and draw(_BOOL):  # a figure the summariser keeps
                 out += f"\n{draw(_ints(0, 40))} passed, {draw(_ints(0, 3))} failed in 0.4s"
-            b.tool_result(cid, out, is_error=rec is not None and rec.is_error())
-        if draw(interject) == 0:
+            b.tool_result(cid, out, is_error=rec is not None and error == 0)
+        if after == 0:
             b.message("user")
             b.text("please continue")
     if not calls:
@@ -174,10 +200,11 @@ def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None)
     b.text("finished")
     if rec:
         rec.request(b)
-        rec.compaction(b, n_steps, 2)  # the log may end with one: no request after it
+        rec.compaction(b, n_steps, draw(_ints(0, 1)))  # the log may end with one: no request
     else:
         b.request()
     return b.build()
+
 
 
 _WHEN = st.sampled_from(["before", "after"])
