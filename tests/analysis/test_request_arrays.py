@@ -18,25 +18,40 @@ from analysis.per_run.stats import request_arrays
 NAMES = ("a", "b", "c")
 
 
+_N = st.integers(0, 12)
+_N_REPLAYS = st.integers(1, 4)
+_BOOL = st.booleans()
+_ZERO_SIGN = st.sampled_from([0.0, -0.0])
+_INTS = st.integers(-(2**62), 2**62)
+_VALUE = {False: _INTS,
+          True: st.one_of(st.none(), _INTS, st.floats(allow_nan=True, allow_infinity=True))}
+_ZERO_OFTEN = {False: _INTS, True: st.one_of(st.just(0.0), _VALUE[True])}
+_LISTS: dict[tuple[st.SearchStrategy[Any], int], st.SearchStrategy[list[Any]]] = {}
+
+
+def _lists(of: st.SearchStrategy[Any], n: int) -> st.SearchStrategy[list[Any]]:
+    """``st.lists(of, min_size=n, max_size=n)``, made once."""
+    got = _LISTS.get((of, n))
+    if got is None:
+        got = _LISTS[(of, n)] = st.lists(of, min_size=n, max_size=n)
+    return got
+
+
 @st.composite
 def _replays(draw: st.DrawFn, floats: bool) -> list[dict[str, list[Any]]]:
     """Replays' columns, some of them equal in every replay (read once), the float zeros of
-    such a column of either sign in each (equal, other bits)."""
-    n = draw(st.integers(0, 12))
-    ints = st.integers(-(2**62), 2**62)
-    value = (st.one_of(st.none(), ints, st.floats(allow_nan=True, allow_infinity=True))
-             if floats else ints)
-    zero_often = st.one_of(st.just(0.0), value) if floats else value
-    shared = {c: draw(st.lists(zero_often, min_size=n, max_size=n)) for c in NAMES
-              if draw(st.booleans())}
+    such a column of either sign in each (equal, other bits).  Its strategies made once, not
+    at each draw: the same draws in the same order, so the same examples."""
+    n = draw(_N)
+    value, zero_often = _VALUE[floats], _ZERO_OFTEN[floats]
+    shared = {c: draw(_lists(zero_often, n)) for c in NAMES if draw(_BOOL)}
 
     def column(c: str) -> list[Any]:
         if c not in shared:
-            return draw(st.lists(value, min_size=n, max_size=n))
-        return [draw(st.sampled_from([0.0, -0.0])) if isinstance(v, float) and v == 0 else v
-                for v in shared[c]]
+            return draw(_lists(value, n))
+        return [draw(_ZERO_SIGN) if isinstance(v, float) and v == 0 else v for v in shared[c]]
 
-    return [{c: column(c) for c in NAMES} for _ in range(draw(st.integers(1, 4)))]
+    return [{c: column(c) for c in NAMES} for _ in range(draw(_N_REPLAYS))]
 
 
 @settings(max_examples=100, deadline=None)
