@@ -24,44 +24,57 @@ from tests.claude_code_chain import write_chain
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "claude_code"
 
 
-_ROLES = st.sampled_from(["user", "assistant", "attachment", "compact"])
-_TIMES = st.sampled_from(["", "t1", "t2"])
-_BRANCH = st.integers(0, 2)
-_ONE_IN = {n: st.integers(0, n - 1) for n in (6, 7, 9, 10)}
+_ROLES = ("user", "assistant", "attachment", "compact")
+_TIMES = ("", "t1", "t2")
+_SIZE = st.integers(0, 20)
+_LINKS = st.integers(0, 3)
+_BOOL = st.booleans()
+_NAMED = st.integers(0, 10 * 3 * 4 - 1)
+"""A record's first word: its uuid (0 in 10: none), its parent (0: the record before, 1 any
+named one, 2 none) and its role (``_ROLES``'s index)."""
+_TIED = st.integers(0, 3 * 6 * 7 - 1)
+"""A record's second word: its time (``_TIMES``'s index), whether it has a logical parent (0 in
+6) and whether it is a sidechain's (0 in 7)."""
+_UNLINKED = st.integers(0, 8)
 
 
 @st.composite
 def _sessions(draw: st.DrawFn) -> tuple[list[Rec], dict[str, str | None], bool, int | None]:
-    """A session's records and links: st.one_of's choices drawn as an index, each strategy
-    made once (the module's, or one an example's), not again at each draw: making them was
-    most of the test's time."""
-    size = draw(st.integers(0, 20))
-    uuids = [("" if draw(_ONE_IN[10]) == 0 else f"u{i}") for i in range(size)]
-    link_ids = [f"l{i}" for i in range(draw(st.integers(0, 3)))]
+    """A session's records and links.  Each strategy made once (the module's, or one an
+    example's), not again at each draw: making them was most of the test's time; a record's
+    seven choices drawn as three words split by divmod (``_NAMED``, ``_TIED``, ``_UNLINKED``:
+    a draw cost more than what it draws; each word under 128 values, drawn uniformly as each
+    part alone was; each part 0 the case a lone draw of it shrank to)."""
+    size = draw(_SIZE)
+    words = [draw(_NAMED) for _ in range(size)]
+    uuids = [("" if w % 10 == 0 else f"u{i}") for i, w in enumerate(words)]
+    link_ids = [f"l{i}" for i in range(draw(_LINKS))]
     named = [u for u in uuids if u] + link_ids + ["gone"]
     any_named = st.sampled_from(named)
 
     def named_or_none() -> str | None:
-        return None if draw(st.booleans()) else draw(any_named)
+        return None if draw(_BOOL) else draw(any_named)
 
     nodes: list[Rec] = []
     for i, uuid in enumerate(uuids):
         # mostly a chain in file order (the record before), else any record, a link, nothing
-        branch = draw(_BRANCH)
+        branch, role_at = divmod(words[i] // 10, 4)
         parent = (uuids[i - 1] if i else None) if branch == 0 else \
             draw(any_named) if branch == 1 else None
-        logical = named_or_none() if draw(_ONE_IN[6]) == 0 else None
-        role = draw(_ROLES)
-        rec = Rec(line=i + 1, uuid=uuid, parent=parent or None, ts=draw(_TIMES), role=role,
+        word, time_at = divmod(draw(_TIED), 3)
+        sidechain, logical_at = divmod(word, 6)
+        logical = named_or_none() if logical_at == 0 else None
+        role = _ROLES[role_at]
+        rec = Rec(line=i + 1, uuid=uuid, parent=parent or None, ts=_TIMES[time_at], role=role,
                   rtype=role)
-        rec.tie = tie(logical, (), None, sidechain=draw(_ONE_IN[7]) == 0,
-                      unlinked=draw(_ONE_IN[9]) == 0)
+        rec.tie = tie(logical, (), None, sidechain=sidechain == 0,
+                      unlinked=draw(_UNLINKED) == 0)
         nodes.append(rec)
     links = {u: named_or_none() for u in link_ids}
     messages = [k for k, n in enumerate(nodes) if n.message and n.uuid]
-    leaf = (None if draw(st.booleans()) else draw(st.sampled_from(messages))) \
+    leaf = (None if draw(_BOOL) else draw(st.sampled_from(messages))) \
         if messages else None
-    return nodes, links, draw(st.booleans()), leaf
+    return nodes, links, draw(_BOOL), leaf
 
 
 @settings(max_examples=500, deadline=None)
