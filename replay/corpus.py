@@ -29,7 +29,7 @@ from replay.engine.trace import Trace
 from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store, store_index
 from replay.ingest.batch import IngestReport, ingest
-from replay.ingest.run_tables import DEFAULT_TOKENIZERS
+from replay.ingest.names import DEFAULT_TOKENIZERS
 from replay.ingest.schema import SCHEMAS
 from replay.layout import cache_root, dataset_dir
 from replay.policy import Policy

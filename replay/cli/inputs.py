@@ -28,21 +28,11 @@ import typer
 
 from replay.cli.output import _progress, error, say, warn
 from replay.cli.tables import TableOptions
+from replay.ingest.names import FORMATS
 
 if TYPE_CHECKING:
     from replay.corpus import Corpus, Opener
     from replay.ingest.batch import IngestReport
-
-FORMATS = ("claude_code", "codex", "swe_agent", "mini_swe_agent", "atif", "gemini_cli",
-           "inspect_ai", "opencode", "openhands", "chat")
-"""The names of ``replay.ingest.parsers.PARSERS``, in its order, for ``--format``'s help: written
-out so that ``--help`` does not import the parsers (and pyarrow with them);
-``tests/replay/cli/test_cli_imports.py`` checks they are the same.  ``--format`` itself is
-checked against ``PARSERS``."""
-INGEST_TOKENIZERS = ("o200k_base",)
-"""``replay.ingest.run_tables.DEFAULT_TOKENIZERS``, the default of ``replay ingest
---tokenizers``, written out for the same reason (checked by the same test)."""
-
 
 def existing(paths: Any) -> Any:
     """Input paths that exist, or a usage error (exit 2) naming those that do not: a typo in a

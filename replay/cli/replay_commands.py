@@ -17,7 +17,6 @@ from typing import Annotated
 import typer
 
 from replay.cli.inputs import (
-    INGEST_TOKENIZERS,
     CacheDirOpt,
     CacheOutOpt,
     FormatOpt,
@@ -49,6 +48,7 @@ from replay.cli.output import (
     warn,
 )
 from replay.cli.tables import Layout, TableOptions
+from replay.ingest.names import DEFAULT_TOKENIZERS
 
 
 def ingest(
@@ -56,7 +56,7 @@ def ingest(
     out: Annotated[Path, typer.Option(help="Dataset directory to write (Parquet, LZ4).")],
     fmt: FormatOpt = None,
     tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
-        ",".join(INGEST_TOKENIZERS),
+        ",".join(DEFAULT_TOKENIZERS),
     jobs: Annotated[int, typer.Option(help="Worker processes (0: one per core).")] = 0,
     strict: StrictOpt = False,
     as_json: JsonOpt = False,

@@ -30,12 +30,12 @@ from replay.engine.prepared_run import (
     token_scale,
 )
 from replay.errors import ReplayInputError
+from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.run_checks import check_run_tables
 
 __all__ = ["CAT_ARGS", "CAT_ARGS_WRITE", "CAT_OTHER", "CAT_RESULTS", "Calibration",
            "PreparedRun", "prepare", "text_count", "token_scale"]
 
-_TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 
 
 def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
@@ -57,7 +57,7 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
     if keep is not None:
         all_msgs = messages["msg"].to_pylist()
         texts = messages["text"].to_pylist()
-        cols = {name: messages[c].to_pylist() for name, c in _TOKEN_COLUMN.items()}
+        cols = {name: messages[c].to_pylist() for name, c in TOKEN_COLUMN.items()}
         enc = (messages["encrypted_bytes"].to_pylist() if "encrypted_bytes" in messages.column_names
                else [0] * len(texts))
         for i, (m, h) in enumerate(zip(all_msgs, summary_flags)):
@@ -121,7 +121,7 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
         first_comp = next((i for i, m in enumerate(out_msgs) if m > first_compaction_msg), None)
     rec_summary = [bisect.bisect_left(summary_msgs, m) - 1 for m in out_msgs]
     rec_from = [bisect.bisect_left(msg, summary_msgs[s]) if s >= 0 else 0 for s in rec_summary]
-    tokens = {name: [t or 0 for t in col[c]] for name, c in _TOKEN_COLUMN.items()
+    tokens = {name: [t or 0 for t in col[c]] for name, c in TOKEN_COLUMN.items()
               if any(t is not None for t in col[c])}
     if not tokens:
         raise ReplayInputError(f"run {run_id}: no token counts stored; re-ingest with a tokenizer")
@@ -166,7 +166,7 @@ def _reattach(messages: pa.Table, event: dict[str, Any], summary_tokens: dict[in
     rows = messages.filter(pc.is_in(messages["msg"], pa.array(sorted(kept), pa.int64())))
     texts = rows["text"].to_pylist()
     summary_text[m].extend(t for t in texts if t)
-    for name, c in _TOKEN_COLUMN.items():
+    for name, c in TOKEN_COLUMN.items():
         values = [v for v in rows[c].to_pylist() if v is not None]
         if values and name in per:
             per[name] += sum(values)

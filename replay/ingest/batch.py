@@ -28,11 +28,11 @@ from replay.ingest.arrow_columns import int64_total
 from replay.ingest.discover import discover, sources
 from replay.ingest.entry_write import NewEntry, write_entry
 from replay.ingest.input_files import check_max_bytes, sha256_of
+from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
 from replay.ingest.parsers.coverage import unknown_types
 from replay.ingest.parsers.source import Issue
-from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.store_older import older_store
 from replay.ingest.tokens import encoder, warm
 from replay.output_targets import Target, check_cache_apart, check_targets

@@ -25,12 +25,13 @@ import pyarrow as pa
 from replay.ingest import store
 from replay.ingest.discover import relative_source
 from replay.ingest.input_files import BOM, Unreadable, read_input
+from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
 from replay.ingest.parsers.source import Issue, Source
-from replay.ingest.run_tables import DEFAULT_TOKENIZERS, TOKEN_COLUMN, Counted, tokenize
+from replay.ingest.run_tables import Counted, tokenize
 from replay.memory import collector_paused
 
 

@@ -26,14 +26,12 @@ from replay.ingest.arrow_columns import (
     repeated,
     utf8_lengths,
 )
+from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens
 
-DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
-TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
-"""Tokenizer → its column in the messages table (the store has a column for these only)."""
 _Columns = dict[str, list[Any] | pa.Array]
 """A table's columns by name: the parsers' value lists, or Arrow arrays once converted."""
 

@@ -23,23 +23,22 @@ from typing import Any
 
 import pyarrow as pa
 
+from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.redaction import ExactSizes
 from replay.redact.leaves import DRAFT, draft
-
-_TOKEN_COLUMN = {"o200k_base": "tokens_o200k", "cl100k_base": "tokens_cl100k"}
 
 
 def block_figures(messages: pa.Table) -> list[ExactSizes]:
     """Each block's figures as the original's message rows give them, in order."""
     cols = {c: messages[c].to_pylist() for c in ("n_chars", "n_bytes", "n_lines",
-                                                 "tokens_estimated", *_TOKEN_COLUMN.values())}
+                                                 "tokens_estimated", *TOKEN_COLUMN.values())}
     return [ExactSizes(cols["n_chars"][i], cols["n_bytes"][i], cols["n_lines"][i],
-                       tuple((name, cols[col][i]) for name, col in sorted(_TOKEN_COLUMN.items())),
+                       tuple((name, cols[col][i]) for name, col in sorted(TOKEN_COLUMN.items())),
                        estimated=cols["tokens_estimated"][i])
             for i in range(messages.num_rows)]
 
 
-_ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(_TOKEN_COLUMN)))
+_ZERO = ExactSizes(0, 0, 0, tuple((name, 0) for name in sorted(TOKEN_COLUMN)))
 
 
 def assign_figures(texts: list[str], originals: list[str], want: list[ExactSizes],

@@ -18,6 +18,7 @@ from pathlib import PurePath
 from types import ModuleType
 
 from replay.errors import ReplayInputError
+from replay.ingest.names import FORMATS
 from replay.ingest.parsers import (
     atif,
     chat,
@@ -48,6 +49,8 @@ PARSERS: dict[str, ModuleType] = {
         chat,
     )
 }
+if tuple(PARSERS) != FORMATS:  # the names --help shows, without importing the parsers
+    raise ImportError(f"PARSERS {tuple(PARSERS)} differ from replay.ingest.names.FORMATS")
 
 
 def check_format(fmt: str | None) -> None:
