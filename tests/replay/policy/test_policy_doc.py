@@ -133,3 +133,26 @@ def test_the_readme_extends_example_loads(tmp_path: Path) -> None:
     p = load_policy(path)
     assert p.name == "my-policy" and p.server.window_tokens == 100_000
     assert p.tiers[1].trigger.at_tokens == 60_000
+
+
+def test_a_preset_is_parsed_once_until_its_file_changes(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from replay.policy import doc
+
+    shipped = doc.PRESETS_DIR / "two-tier-corrected.yaml"
+    preset = tmp_path / "two-tier-corrected.yaml"
+    preset.write_bytes(shipped.read_bytes())
+    parsed: list[Path] = []
+    read = doc.read_yaml_file
+    monkeypatch.setattr(doc, "PRESETS_DIR", tmp_path)
+    monkeypatch.setattr(doc, "_PRESET_DOCS", {})
+    monkeypatch.setattr(doc, "read_yaml_file", lambda p, **k: parsed.append(p) or read(p, **k))
+    first, second = load_policy("two-tier-corrected"), load_policy("two-tier-corrected")
+    assert first == second and first.server.window_tokens == 130000
+    assert parsed == [preset]
+    got, _ = doc.read_policy_doc("two-tier-corrected")  # a copy: changing it changes no load
+    got["server"]["window_tokens"] = 7
+    assert load_policy("two-tier-corrected") == first and parsed == [preset]
+    preset.write_text(preset.read_text().replace("window_tokens: 130000", "window_tokens: 90000"))
+    assert load_policy("two-tier-corrected").server.window_tokens == 90000  # changed: read again
+    assert parsed == [preset, preset]
