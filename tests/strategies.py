@@ -206,7 +206,6 @@ def _drawn_run(draw: Any, max_steps: int, max_lines: int, rec: _Recorded | None)
     return b.build()
 
 
-
 _WHEN = st.sampled_from(["before", "after"])
 _TRIM_BLOCKS = st.sampled_from([["tool_results"], ["tool_results", "write_args"], ["call_args"]])
 _PROTECTS = st.sampled_from([{}, {"messages": 4}, {"tokens": 500}, {"frac": 0.3},
