@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import itertools
 
+from replay.codex_bytes import approx_tokens, decrypted_bytes
 from replay.engine.context import Context
 from replay.engine.prepared import PreparedRun
 from replay.policy import Policy
-from replay.policy.codex_harness import approx_tokens, decrypted_bytes
 
 
 def counts_hidden_reasoning(policy: Policy) -> bool:

@@ -32,7 +32,9 @@ Measured on the real 0.104 rollout of madshn/localpush (gpt-5.3-codex, model_con
 with the 33,320 tokens of earlier turns' encrypted reasoning and the 80 of the newest tool
 output, Codex's total was 245,534 ≥ 244,800, and 243,279 < 244,800 one request before.
 
-Not here: the dispatch over harnesses and what ``Resolved`` holds (``replay.policy.harness``).
+Not here: the byte arithmetic (``estimate_reasoning_length``, bytes → tokens:
+``replay.codex_bytes``); the dispatch over harnesses and what ``Resolved`` holds
+(``replay.policy.harness``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,6 @@ EFFECTIVE_WINDOW_PERCENT = 95
 """``default_effective_context_window_percent`` (openai_models.rs)."""
 AUTO_COMPACT_NUM, AUTO_COMPACT_DEN = 9, 10
 """``context_window * 9 / 10`` (``ModelInfo::auto_compact_token_limit``)."""
-BYTES_PER_TOKEN = 4
-"""``APPROX_BYTES_PER_TOKEN`` (``approx_tokens_from_byte_count``: ceil(bytes / 4))."""
-REASONING_OVERHEAD_BYTES = 650
-"""``estimate_reasoning_length``: encoded × 3 / 4 − 650 (history.rs)."""
 PRESET_LEVEL_TOKENS = 244_800
 """The level the ``codex`` preset writes (272,000 × 9 / 10): a tier whose trigger is anything
 else was set by the user, and their level stands."""
@@ -78,16 +76,6 @@ MODEL_WINDOWS: tuple[ModelWindow, ...] = (
 """Most specific first: the first prefix a model id starts with (after a provider prefix such
 as ``openai/``) gives its window.  A model in none of them: 272,000, said to be assumed."""
 DEFAULT_WINDOW_TOKENS = 272_000
-
-
-def decrypted_bytes(encoded_len: int) -> int:
-    """Codex's estimate of an encrypted item's content (``estimate_reasoning_length``)."""
-    return max(0, encoded_len * 3 // 4 - REASONING_OVERHEAD_BYTES)
-
-
-def approx_tokens(n_bytes: int) -> int:
-    """Codex's bytes → tokens (``approx_tokens_from_byte_count``: ceil(bytes / 4))."""
-    return (n_bytes + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
 
 
 def model_window(model: str) -> tuple[int, str, bool]:

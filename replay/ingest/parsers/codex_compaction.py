@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.codex_bytes import decrypted_bytes
 from replay.ingest.parsers.codex_items import COMPACTIONS, content
 from replay.ingest.redaction import declared
-from replay.policy.codex_harness import decrypted_bytes
 
 
 @dataclass(slots=True)
@@ -99,7 +99,7 @@ def encrypted_len(enc: Any) -> int:
 
 def encrypted_summary(encoded_len: int) -> str:
     """The text standing for a remote compaction's encrypted summary: a size marker declaring
-    what Codex itself estimates its content at (``codex_harness.decrypted_bytes``), so the
+    what Codex itself estimates its content at (``replay.codex_bytes.decrypted_bytes``), so the
     block is sized, flagged estimated and counted as such (``replay.ingest.redaction``)."""
     return (f"[REDACTED_ENCRYPTED_SUMMARY len={decrypted_bytes(encoded_len)} estimated from "
             f"{encoded_len} encrypted bytes]")
