@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from replay.corpus import Corpus, Opener
     from replay.ingest.batch import IngestReport
 
+
 def existing(paths: Any) -> Any:
     """Input paths that exist, or a usage error (exit 2) naming those that do not: a typo in a
     path is the user's, not a failed input (``typer.Argument(callback=existing)``).  A path

@@ -2,8 +2,8 @@
 
 Codex compares with its auto-compact limit the last response's usage plus what was added since,
 plus — unless the server says it counted them — its estimate of every encrypted reasoning item
-before the last user turn (``replay.policy.codex_harness``: encoded length × 3 / 4 − 650 bytes,
-/ 4 a token).  The server drops those items from later turns' input, so the recorded usage and
+before the last user turn (``replay.codex_bytes``: encoded length × 3 / 4 − 650 bytes, / 4 a
+token).  The server drops those items from later turns' input, so the recorded usage and
 the replay's anchored estimate hold none of them; without this term a replay of Codex fires
 requests late (the 0.104 rollout of madshn/localpush: 33,320 tokens of it at its compaction).
 

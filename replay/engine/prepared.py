@@ -37,7 +37,6 @@ __all__ = ["CAT_ARGS", "CAT_ARGS_WRITE", "CAT_OTHER", "CAT_RESULTS", "Calibratio
            "PreparedRun", "prepare", "text_count", "token_scale"]
 
 
-
 def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
             events: pa.Table | None = None, *, harness: str = "", model: str = "",
             window_tokens: int | None = None,
