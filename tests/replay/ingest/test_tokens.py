@@ -393,3 +393,19 @@ def test_a_text_of_a_length_of_its_own_is_not_hashed() -> None:
     count = tokens.counter("o200k_base")
     assert count_tokens(texts, "o200k_base") == [count(t) for t in texts]
     assert set(_Hashed.hashed) == {"ab", "ba"}
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_forgetting_what_the_counter_learnt_empties_its_cache_and_keeps_its_counts(
+        name: str, reference: dict[str, tiktoken.Encoding]) -> None:
+    """``forget_learnt`` (the ingest benchmark's fresh start for each round) leaves splintr with
+    no piece known, and the counts that follow are still tiktoken's."""
+    texts = ["def main():\n    return 0\n", "naïve café " * 50, "中文 and 😀 " * 20]
+    count = tokens.counter(name)
+    before = [count(t) for t in texts]
+    fast = tokens._splintr(name)
+    assert fast is not None and fast.cache_len > 0
+    tokens.forget_learnt(name)
+    assert fast.cache_len == 0
+    after = [count(t) for t in texts]
+    assert before == after == [len(reference[name].encode_ordinary(t)) for t in texts]
