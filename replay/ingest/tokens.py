@@ -306,8 +306,9 @@ def forget_learnt(name: str) -> None:
     """Forget the pieces ``name``'s counter has learnt (splintr keeps each piece of text it has
     encoded, and its ids, for the rest of the process): the next counts start as a fresh
     process's do.  For measurements that count the same texts round after round (a later round
-    would otherwise find every piece already known, ~20 % less CPU for the samples' texts);
-    tiktoken learns nothing between calls, so for another encoding this does nothing."""
+    would otherwise find every piece already known: 20-30 % less CPU for the samples' texts).
+    The cache is bounded (it stays at ~66,500 pieces however many distinct words pass).
+    tiktoken learns nothing between calls: for another encoding this does nothing."""
     fast = _splintr(name)
     if fast is not None:
         fast.clear_cache()
