@@ -98,6 +98,10 @@ def main(paths: list[Path], size: int, repeat: int) -> None:
         grid = settings(load_policy("two-tier-corrected"), make_spec(AXES))
         chosen = grid[::max(1, len(grid) // size)][:size]
         n_runs = len(corpus.replayable())
+        if not n_runs:
+            from corpus_args import no_runs
+
+            no_runs(paths)
         first = sweep(corpus, chosen, jobs=1)  # (untimed: every run read and prepared, kept)
         assert first.stats.n_replays >= n_runs, "the sweep replayed less than a setting a run"
         bare: list[float] = []
@@ -127,11 +131,12 @@ def main(paths: list[Path], size: int, repeat: int) -> None:
 
 
 if __name__ == "__main__":
+    from corpus_args import add_paths, existing_paths
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                        default=[REPO.parent / "shared" / "logs-sample"])
+    add_paths(parser, [REPO.parent / "shared" / "logs-sample"])
     parser.add_argument("--size", type=int, default=100, help="settings (at most 1000)")
     parser.add_argument("--repeat", type=int, default=5, help="rounds; the best is kept")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))  # (``benchmarks.sweep_speed``: the grid's axes)
-    main(args.paths, min(1000, max(1, args.size)), max(1, args.repeat))
+    main(existing_paths(parser, args), min(1000, max(1, args.size)), max(1, args.repeat))

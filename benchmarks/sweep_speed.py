@@ -172,6 +172,10 @@ def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = open_corpus(paths, cache_dir=Path(tmp) / "ds")
         n_runs = len(corpus.replayable())
+        if not n_runs:
+            from corpus_args import no_runs
+
+            no_runs(paths)
         n_req = sum(corpus.runs["n_requests"].to_pylist())
         t = time.perf_counter()
         grid = settings(load_policy("two-tier-corrected"), make_spec(AXES))
@@ -228,13 +232,14 @@ def main(paths: list[Path], jobs: int, sizes: list[int], repeat: int) -> None:
 
 
 if __name__ == "__main__":
+    from corpus_args import add_paths, existing_paths
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*", type=Path,
-                        default=[REPO.parent / "shared" / "logs-sample"])
+    add_paths(parser, [REPO.parent / "shared" / "logs-sample"])
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--repeat", type=int, default=3,
                         help="rounds of each grid (sweep and engine alternately); best of them")
     parser.add_argument("--sizes", default="10,100,1000",
                         help="grid sizes, comma-separated (at most 1000)")
     args = parser.parse_args()
-    main(args.paths, args.jobs, [int(x) for x in args.sizes.split(",")], max(1, args.repeat))
+    main(existing_paths(parser, args), args.jobs, [int(x) for x in args.sizes.split(",")], max(1, args.repeat))
