@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -30,7 +30,7 @@ from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
-from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.source import Issue, Source, said_once
 from replay.ingest.run_tables import Counted, tokenize
 from replay.memory import collector_paused
 
@@ -87,8 +87,18 @@ def parse_file(path: Path, root: Path | None = None, *, fmt: str | None = None,
             over), each let go once given; ``tables`` then holds
             its runs table and its messages' ``run_id`` and token columns only (None, as
             always, when the file fails: what ``sink`` was given is then not the file's).
+
+    Each problem is said once however many of the file's runs met it (``said_once``).
     """
-    rel = rel if rel is not None else relative_source(path, root)
+    parsed = _parse_file(path, rel if rel is not None else relative_source(path, root), fmt,
+                         tokenizers, threads, explain, shared_text, sink)
+    issues = said_once(parsed.issues)
+    return parsed if issues is parsed.issues else replace(parsed, issues=issues)
+
+
+def _parse_file(path: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
+                threads: int, explain: bool, shared_text: bool,
+                sink: RunSink | None) -> ParsedFile:
     issues: list[Issue] = []
     try:
         data = read_input(path)

@@ -1,8 +1,9 @@
 """One input file as parsers see it, what is wrong in it, and the names derived from it.
 
 ``Source`` is the file (its bytes, hash and the paths it is known by), ``Issue`` one
-problem found in it (``path:line: reason``), ``run_id_for`` the stable id of a run read
-from it and ``stored_source`` the name a file beside it (a session's parent) is stored under.
+problem found in it (``path:line: reason``; ``said_once``: a file's issues each said once),
+``run_id_for`` the stable id of a run read from it and ``stored_source`` the name a file beside
+it (a session's parent) is stored under.
 
 Not here: assembling runs (``replay.ingest.parsers.builder``), format quirks.
 """
@@ -10,6 +11,7 @@ Not here: assembling runs (``replay.ingest.parsers.builder``), format quirks.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +54,19 @@ class Issue:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
 
+
+def said_once(issues: tuple[Issue, ...]) -> tuple[Issue, ...]:
+    """A file's ``issues`` with each one met more than once (the same line and reason) said once,
+    where it was first met, with how many times: several runs of a file may hold the same
+    record, and each run that holds it meets its problem (a Claude Code session's abandoned
+    branches each repeat the prefix they share: an orphaned tool result there was one issue a
+    run, 201 for one record).  ``issues`` itself when none repeats."""
+    times = Counter(issues)
+    if len(times) == len(issues):
+        return issues
+    return tuple(issue if n == 1 else Issue(issue.path, issue.line,
+                                            f"{issue.reason} (met {n} times in this file)")
+                 for issue, n in times.items())
 
 
 def run_id_for(sha256: str, index: int, source: str) -> str:
