@@ -61,7 +61,7 @@ from pathlib import Path
 from msgspec import UNSET
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.claude_code_branches import abandoned_branches, kept_extra
+from replay.ingest.parsers.claude_code_branches import Extras, abandoned_branches, kept_extra
 from replay.ingest.parsers.claude_code_emit import (
     Group,
     Shared,
@@ -258,7 +258,7 @@ def _session_runs(src: Source, issues: list[Issue], sess: Session, n_runs: int, 
             src.coverage.skipped(r.rtype)
         return
     paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
-    extras: dict[int | None, set[int]] = {}  # (kept_extra's sets: each path's read once)
+    extras = Extras()  # (kept_extra's sets: each path's read once; the session's index)
     branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths,
                                         extras)
     shared: Shared | None = {} if branches else None
@@ -307,7 +307,7 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
          branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
          paths: Resolved | None = None, consume: bool = False,
          again: Callable[[int], str] | None = None, shared: Shared | None = None,
-         extras: dict[int | None, set[int]] | None = None) -> RunDraft:
+         extras: Extras | None = None) -> RunDraft:
     """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
     the subagent was written inline, else found from the subagents folder).  ``leaf`` and
     ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
@@ -334,7 +334,7 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
                                          "loop are used"))
     recs = sess.by_line() if found.off_path else {}
     extra = kept_extra(found, recs, extras, leaf) if found.off_path else set()
-    for line in found.off_path - extra:
+    for line in found.off_path - extra if branch is None else ():  # (a branch's: not counted)
         rec = recs.get(line)
         if rec is not None and line in (branch_lines or ()):
             cov.modelled(f"{rec.rtype} (abandoned branch: a run of its own)")

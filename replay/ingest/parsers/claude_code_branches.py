@@ -15,11 +15,12 @@ Not here: building the runs (``replay.ingest.parsers.claude_code``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from replay.ingest.parsers.claude_code_node import Node
 from replay.ingest.parsers.claude_code_path import Path, Resolved
-from replay.ingest.parsers.claude_code_records import Rec, block_list
+from replay.ingest.parsers.claude_code_records import Rec
 
 MAX_BRANCHES = 200
 """Abandoned branches made into runs per session at the most (each costs a walk of the
@@ -38,33 +39,70 @@ class Branch:
     """Lines only this branch's run holds."""
 
 
-def kept_extra(found: Path, recs: dict[int, Rec],
-               memo: dict[int | None, set[int]] | None = None, leaf: Node | None = None
-               ) -> set[int]:
+@dataclass(slots=True)
+class Extras:
+    """``kept_extra``'s sets for one session's paths, by leaf line (None: the main path), and
+    where the session's responses and tool results are (made once, at the first path asked:
+    each path's set is then found from its own responses, not from every record again)."""
+
+    sets: dict[int | None, set[int]] = field(default_factory=dict)
+    index: _Index | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """A session's records by response and by tool call."""
+
+    responses: dict[Any, list[int]]
+    """A response's id -> the lines of its records (one per content block)."""
+    calls: dict[Any, list[Any]]
+    """A response's id -> the ids of the tool calls its records make."""
+    results: dict[Any, list[int]]
+    """A tool call's id -> the lines of the records holding a result of it."""
+
+
+def _index(recs: dict[int, Rec]) -> _Index:
+    responses: dict[Any, list[int]] = {}
+    calls: dict[Any, list[Any]] = {}
+    results: dict[Any, list[int]] = {}
+    for line, r in recs.items():
+        blocks = r.blocks if r.blocks.__class__ is tuple else ()  # (a text: no call, no result)
+        if r.role == "assistant":
+            responses.setdefault(r.msg_id, []).append(line)
+            calls.setdefault(r.msg_id, []).extend(x[1] for x in blocks if x[0] == "call")
+        for x in blocks:
+            if x[0] == "result":
+                results.setdefault(x[1], []).append(line)
+    return _Index(responses, calls, results)
+
+
+def kept_extra(found: Path, recs: dict[int, Rec], memo: Extras | None = None,
+               leaf: Node | None = None) -> set[int]:
     """Lines off ``found``'s path that its run keeps anyway: the rest of a response it holds
     (one record per content block) and the parallel tool results of its calls.  ``memo``: the
-    sets found so far for the paths of ``recs``' session, by leaf line (None: the main path;
-    ``found`` is the path to ``leaf``), so a run's path and ``abandoned_branches``' are read
-    once; read only."""
+    sets found so far for the paths of ``recs``' session (``found`` is the path to ``leaf``,
+    None: the main path), so a run's path and ``abandoned_branches``' are read once, and the
+    session's index; read only but for what it adds."""
     key = None if leaf is None else leaf.line
-    if memo is not None and (known := memo.get(key)) is not None:
+    if memo is not None and (known := memo.sets.get(key)) is not None:
         return known
+    index = memo.index if memo is not None and memo.index is not None else _index(recs)
     groups = {r.msg_id for line in found.order if (r := recs.get(line)) is not None
               and r.role == "assistant"}
-    calls = {x[1] for r in recs.values() if r.role == "assistant" and r.msg_id in groups
-             for x in r.blocks if x[0] == "call"}
-    extra = {line for line in found.off_path if (r := recs.get(line)) is not None and (
-        r.role == "assistant" and r.msg_id in groups
-        or any(x[0] == "result" and x[1] in calls for x in block_list(r)))}
+    off = found.off_path
+    extra = {line for g in groups for line in index.responses.get(g, ()) if line in off}
+    for g in groups:
+        for call in index.calls.get(g, ()):
+            extra.update(line for line in index.results.get(call, ()) if line in off)
     if memo is not None:
-        memo[key] = extra
+        memo.index = index
+        memo.sets[key] = extra
     return extra
 
 
 def abandoned_branches(nodes: Sequence[Node], links: dict[str, str | None],
                        by_line: Callable[[], dict[int, Rec]], sidechain_file: bool,
-                       paths: Resolved | None = None,
-                       memo: dict[int | None, set[int]] | None = None
+                       paths: Resolved | None = None, memo: Extras | None = None
                        ) -> tuple[list[Branch], int]:
     """The session's abandoned branches, oldest first, and how many more there were than
     ``MAX_BRANCHES``; ``by_line``: line -> record of ``nodes`` (asked only when there are
