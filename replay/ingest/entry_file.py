@@ -103,6 +103,8 @@ class EntryWriter:
         while no run had rows (the entry's table is then that run's)."""
         self.sizes: list[np.ndarray] = []
         """The text bytes of each message row waiting, a run at a time."""
+        self.waiting = 0
+        """Their sum: the text bytes of the message rows waiting."""
         self.hashing = _Hashing(out)
         self.writer: pq.ParquetWriter | None = None
 
@@ -113,15 +115,16 @@ class EntryWriter:
             if table is not None and (table.num_rows or not parts):
                 if table.num_rows and parts and not parts[-1].num_rows:
                     parts.clear()  # (an empty table kept for want of rows)
-                parts.append(table)
+                add_part(parts, table)
                 if name == "messages" and table.num_rows:
-                    self.sizes.append(_value_bytes(table.column("text")))
-        if not self.sizes:
+                    self.sizes.append(sizes := _value_bytes(table.column("text")))
+                    self.waiting += int(sizes.sum())
+                    if len(self.sizes) >= MERGED_PARTS:
+                        self.sizes = [np.concatenate(self.sizes)]
+        if self.waiting <= ROW_GROUP_TEXT_BYTES:
             return
         sizes = np.concatenate(self.sizes) if len(self.sizes) > 1 else self.sizes[0]
         ends = np.cumsum(sizes)
-        if ends[-1] <= ROW_GROUP_TEXT_BYTES:
-            return
         if self.writer is None:  # more than one row group: each written as it fills
             self.writer = pq.ParquetWriter(pa.PythonFile(self.hashing, mode="w"),
                                            SCHEMAS["messages"], **PARQUET_OPTIONS)
@@ -136,6 +139,7 @@ class EntryWriter:
             release_freed_memory()  # (as ``_write``: the group's pages given back)
         self.parts["messages"] = [rows.slice(start).combine_chunks()]
         self.sizes = [sizes[start:]]
+        self.waiting = int(ends[-1]) - used
 
     def abandon(self) -> None:
         """Stop: the file is removed unfinished.  Its Parquet writer, if one was opened, is
@@ -157,6 +161,20 @@ class EntryWriter:
         self.writer.add_key_value_metadata(_footer(tables))
         self.writer.close()
         return self.hashing.digest.hexdigest()
+
+
+MERGED_PARTS = 64
+"""Tables a list of a big file's parts (``add_part``: its runs' tables, a run at a time) holds
+at most before they are made one: thousands of small runs in one file (a session each) held as
+thousands of tables took ~60 KB a run of objects around a few hundred bytes of rows."""
+
+
+def add_part(parts: list[pa.Table], table: pa.Table) -> None:
+    """``table`` after ``parts`` (tables of one schema, rows in order), the list made one table
+    once it holds ``MERGED_PARTS`` (the same rows, in the same order)."""
+    parts.append(table)
+    if len(parts) >= MERGED_PARTS:
+        parts[:] = [pa.concat_tables(parts).combine_chunks()]
 
 
 def row_groups(text: pa.ChunkedArray | pa.Array) -> list[tuple[int, int]]:

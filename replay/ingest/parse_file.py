@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from replay.ingest import store
 from replay.ingest.discover import relative_source
+from replay.ingest.entry_file import add_part
 from replay.ingest.input_files import BOM, Unreadable, read_input
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parsers import PARSERS, Detection, companion
@@ -260,8 +261,8 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
             return None
         del draft, got
         sink.add(tables)
-        kept["runs"].append(tables.runs)
-        kept["messages"].append(tables.messages.select(columns))
+        add_part(kept["runs"], tables.runs)
+        add_part(kept["messages"], tables.messages.select(columns))
         kept["requests"] = kept["requests"] or [tables.requests.slice(0, 0)]
     if not kept["runs"]:
         return None

@@ -239,3 +239,31 @@ def test_a_file_failing_midway_leaves_no_entry_and_keeps_the_old(tmp_path: Path)
     assert sorted(p.name for p in (out / "data").iterdir()) == sorted(
         Path(name).name for name in before if name.startswith("data/"))
     assert store.read_manifest(out)["s.jsonl"].n_runs == 8
+
+
+def test_many_small_runs_are_held_as_few_tables(tmp_path: Path) -> None:
+    """A file of many one-run sessions, taken a run at a time: the runs' tables waiting for the
+    entry (``EntryWriter``) and for ``parse_file``'s result are made one table every
+    ``MERGED_PARTS`` (3 here), never held as one table a run, and the store is the store of the
+    file taken whole, byte for byte (row groups cut at 700 bytes of text, as above)."""
+    path = _file(tmp_path / "logs" / "s.jsonl",
+                 [line for k in range(40) for line in _session(f"s{k}", 1, 0)])
+    stores, longest = {}, {"parts": 0}
+    original = entry_file.add_part
+
+    def add_part(parts: list[Any], table: Any) -> None:
+        original(parts, table)
+        longest["parts"] = max(longest["parts"], len(parts))
+
+    for on in (False, True):
+        with pytest.MonkeyPatch.context() as mp:
+            _streamed(mp, on)
+            mp.setattr(entry_file, "ROW_GROUP_TEXT_BYTES", 700)
+            mp.setattr(entry_file, "MERGED_PARTS", 3)
+            mp.setattr(entry_file, "add_part", add_part)
+            mp.setattr(parse_file, "add_part", add_part)
+            report = ingest([path.parent], tmp_path / f"ds-{on}", jobs=1)
+        assert report.ok and report.n_runs == 40
+        stores[on] = _store_files(tmp_path / f"ds-{on}")
+    assert stores[True] == stores[False]
+    assert 0 < longest["parts"] < 3
