@@ -331,9 +331,12 @@ class RunBuilder:
         }
         outs = r["output_msg"]
         events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
+        k = 0  # each event's request: the first whose output is at or after its message (the
+        # events by message: where the last one's was found, or later; not a scan from 0 each)
         for i, e in enumerate(sorted(self._events, key=lambda e: e["msg"])):
-            e = {**e, "event": i, "request": next(
-                (k for k, out in enumerate(outs) if out >= e["msg"]), None)}
+            while k < len(outs) and outs[k] < e["msg"]:
+                k += 1
+            e = {**e, "event": i, "request": k if k < len(outs) else None}
             for c in _EVENT_COLS:
                 events[c].append(e[c])
         return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)

@@ -7,6 +7,8 @@ import json
 from array import array
 
 import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replay.ingest.arrow_columns import column
 from replay.ingest.parsers import builder
@@ -90,3 +92,21 @@ def test_calls_of_one_tool_share_one_tool_name() -> None:
     assert msgs["tool"] == ["Bash"] * 6 + ["Read"]
     assert len({id(t) for t in msgs["tool"][:6]}) == 1
     assert msgs["op"][-1] == "read" and msgs["path"][-1] == "/a.py"
+
+
+@given(st.lists(st.integers(0, 12), max_size=12), st.lists(st.integers(0, 14), max_size=12))
+def test_each_events_request_is_the_first_made_from_its_message_on(
+        outputs: list[int], events: list[int]) -> None:
+    """An event's ``request`` is the first request whose output message is at or after the
+    event's message (None: none), whatever order the requests' outputs were recorded in; the
+    events are numbered in order of their messages."""
+    rb = _builder()
+    for out in outputs:
+        rb.request(output_msg=out)
+    for msg in events:
+        rb.event("compaction", msg=msg)
+    got = rb.build().events
+    assert got["msg"] == sorted(events)
+    assert got["event"] == list(range(len(events)))
+    assert got["request"] == [next((k for k, out in enumerate(outputs) if out >= msg), None)
+                              for msg in sorted(events)]
