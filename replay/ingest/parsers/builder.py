@@ -38,6 +38,11 @@ class RunDraft:
 _MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
              "is_error", "is_harness_summary", "ts", "agent", "encrypted_bytes")
 _TEXT = _MSG_COLS.index("text")
+MAX_BRANCHES = 200
+"""Abandoned branches (a Claude Code rewind's, a Codex rollback's) made into runs of their own
+per session at the most: each is a copy of the run up to where it branched, so a log of
+thousands of them would be thousands of copies (a crafted 10 MB rollout of 4,000 rollbacks:
+2.8 GB and 33 s).  The rest are counted in the parser's issues, not made runs."""
 _CHUNK_ROWS = 4096
 """Rows kept as tuples before they are moved into the message columns (``RunBuilder._m``)."""
 _INT_MSG_COLS = frozenset(("msg", "block", "encrypted_bytes"))

@@ -18,13 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.ingest.parsers.builder import MAX_BRANCHES
 from replay.ingest.parsers.claude_code_node import Node
 from replay.ingest.parsers.claude_code_path import Path, Resolved
 from replay.ingest.parsers.claude_code_records import Rec
-
-MAX_BRANCHES = 200
-"""Abandoned branches made into runs per session at the most (each costs a walk of the
-tree); the rest are named in an issue by the caller."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ and the requests that produced them are left out of the run, and an issue says h
 run is the path the model went on with, as for Claude Code rewinds).  The rolled-back turns were
 sent and paid for, so they are a run of their own (agent ``abandoned-<k>``, linked to the
 session's run): the run as it stood before the rollback, with requests only for the rolled-back
-turns.  A rollback reaching back past a compaction cuts the raw stream, not the replacement
+turns (the first ``builder.MAX_BRANCHES`` rollbacks of a rollout; a later one's requests are in
+no run, and its issue says so).  A rollback reaching back past a compaction cuts the raw stream, not the replacement
 history.
 
 Not here: the walk that meets the event (``replay.ingest.parsers.codex_walk``).
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.builder import MAX_BRANCHES, RunBuilder
 from replay.ingest.parsers.codex_usage import Pending
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.source import Issue
@@ -39,7 +40,8 @@ def roll_back(b: RunBuilder, no: int, num_turns: Any, turns: list[int], runs: li
         return None
     cut = turns[0] if n >= len(turns) else turns[-n]
     live = [r for r in runs if r.msg >= cut and not r.replayed]
-    if live:  # the rolled-back turns were sent and paid for: a run of their own
+    made = bool(live) and len(branches) < MAX_BRANCHES
+    if made:  # the rolled-back turns were sent and paid for: a run of their own
         k = len(branches) + 1
         branches.append((b.branch(k, f"abandoned-{k}"), live))
     msgs, _ = b.rewind(cut)
@@ -47,5 +49,8 @@ def roll_back(b: RunBuilder, no: int, num_turns: Any, turns: list[int], runs: li
                           f"rolled back; {msgs} message(s) and {len(live)} request(s) "
                           "left out (the model went on without them)" + (
                               f"; their {len(live)} request(s) are the run "
-                              f"abandoned-{len(branches)}" if live else "")))
+                              f"abandoned-{len(branches)}" if made else
+                              f"; their {len(live)} request(s) are in no run (the rollout has "
+                              f"more than {MAX_BRANCHES} rollbacks: {MAX_BRANCHES} are runs)"
+                              if live else "")))
     return [r for r in runs if r.msg < cut], [m for m in turns if m < cut]

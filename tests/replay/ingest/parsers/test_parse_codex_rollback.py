@@ -118,3 +118,32 @@ def test_a_bad_turn_count_is_said_and_rolls_nothing_back(tmp_path: Path) -> None
     assert parsed.tables is not None
     assert parsed.tables.runs.to_pylist()[0]["n_requests"] == 4
     assert any("num_turns 'one' is not a count" in i.reason for i in parsed.issues)
+
+
+def test_rollbacks_past_the_most_branches_are_said_not_made(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rollout of more rollbacks than ``MAX_BRANCHES`` (2 here): the first two are runs of
+    their own, each later one's rolled-back requests are in no run, and its issue says so (a
+    crafted rollout of 4,000 rollbacks was 4,000 copies of the run: 2.8 GB)."""
+    from replay.ingest.parsers import codex_rollback
+
+    monkeypatch.setattr(codex_rollback, "MAX_BRANCHES", 2)
+    items: list[tuple[str, dict[str, Any]]] = [
+        ("session_meta", {"id": "019f0000-0000-7000-8000-000000000001", "cli_version": "0.146.0",
+                          "base_instructions": {"text": "You are Codex."}})]
+    for k in range(4):
+        items += [("response_item", _user(f"task {k}")), ("response_item", _said(f"done {k}")),
+                  ("event_msg", _usage(100 + k)),
+                  ("event_msg", {"type": "thread_rolled_back", "num_turns": 1})]
+    items += [("response_item", _user("last task")), ("response_item", _said("done")),
+              ("event_msg", _usage(200))]
+    path = tmp_path / "rollout-2026-09-01T10-00-00-019f0000-0000-7000-8000-000000000001.jsonl"
+    path.write_text("".join(json.dumps(_line(k, p, i % 60)) + "\n"
+                            for i, (k, p) in enumerate(items)))
+    parsed = parse_file(path, tokenizers=("o200k_base",))
+    assert parsed.tables is not None
+    assert parsed.tables.runs.column("agent").to_pylist() == ["", "abandoned-1", "abandoned-2"]
+    rolled = [i.reason for i in parsed.issues if i.reason.startswith("thread_rolled_back")]
+    assert len(rolled) == 4
+    assert all("are the run abandoned-" in r for r in rolled[:2])
+    assert all("are in no run (the rollout has more than 2 rollbacks" in r for r in rolled[2:])
