@@ -46,6 +46,7 @@ from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.chat_messages import emit_message, message_type
 from replay.ingest.parsers.chat_requests import add_request, request_log
 from replay.ingest.parsers.jsonl import JSON_REFUSED, first_record, iter_records, load_json
+from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "chat"
@@ -138,18 +139,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     else:
         if top.get("system"):
             items.insert(0, (0, {"role": "system", "content": top["system"]}))
-        seen: dict[str, list[tuple[int, Any]]] = {}
+        seen = Repeats()
         for no, m in items:
             ident = _identity(m)
             if ident is not None:
-                same = seen.setdefault(ident, [])
-                first_no = next((n for n, earlier in same if earlier == m), None)
+                first_no = seen.earlier(ident, m, no)
                 if first_no is not None:
                     src.coverage.skipped(f"{message_type(m)} (repeat)")
                     issues.append(Issue(src.path, no, f"message {no} repeats message {first_no} "
                                                       "(same tool call id; skipped)"))
                     continue
-                same.append((no, m))
             if emit_message(rb, no, m) is not None and m.get("role") == "assistant":
                 add_request(rb, m.get("usage"), str(m.get("model") or ""), None, models)
     if rb.n_blocks == 0:

@@ -21,6 +21,7 @@ from typing import Any
 
 import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.jsonl import JSON_REFUSED
+from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.source import Issue, run_id_for, stored_source
 
 ENVELOPE = ("session_meta", "turn_context", "response_item", "event_msg", "compacted",
@@ -96,8 +97,7 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str,
     or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
     written twice is reported, not counted twice.  Messages carry no identity and may
     legitimately repeat.  ``records`` itself when nothing repeats (most files)."""
-    seen: dict[tuple[str, str], Any] = {}  # identity -> (line, item) of its first, or a list
-    # of every distinct one (an item met once holds no list of its own)
+    seen = Repeats()  # (an item met under an identity not met before: one dict lookup)
     skip: set[int] = set()  # positions in ``records`` of the repeats
     for pos, (no, rec) in enumerate(records):
         if "payload" in rec:
@@ -111,19 +111,11 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str,
         ident = _identity(item, t)
         if ident is None:
             continue
-        same = seen.get(ident)
-        if same is None:  # (nearly every item: nothing to compare it with)
-            seen[ident] = (no, item)
-            continue
-        if same.__class__ is tuple:
-            same = seen[ident] = [same]
-        first = next((n for n, earlier in same if earlier == item), 0)
-        if first:
+        first = seen.earlier(ident, item, no)
+        if first is not None:
             issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
                                           f"{first} (record skipped)"))
             skip.add(pos)
-            continue
-        same.append((no, item))
     if not skip:
         return records
     return [pair for pos, pair in enumerate(records) if pos not in skip]
