@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from replay.ingest.ops import PATCH_FILE, classify_shell
+from replay.ingest.parsers.mini_swe_agent import action_blocks
 
 EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit",
                              "write", "append"})
@@ -54,7 +55,7 @@ def swe_action_stand_in(action: str, tools: frozenset[str], path_hash: Text, tex
 def answer_stand_in(answer: str, fenced: re.Pattern[str], text: Text, shell: Text) -> str:
     """A mini-swe-agent answer: its thought as a marker, then as many action blocks as it
     had, each command a stand-in (``shell``; one block: the call the harness ran)."""
-    found = list(fenced.finditer(answer))
+    found = action_blocks(fenced, answer)
     if len(found) != 1:  # no call: the whole text is one block, the fences stay empty
         return "\n".join([text(answer), *["```bash\nrun\n```"] * len(found)])
     thought = (answer[:found[0].start()] + answer[found[0].end():]).strip()
