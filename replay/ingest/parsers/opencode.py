@@ -50,6 +50,7 @@ two real exports of OpenCode 1.1.13 and 1.1.34 (tomjnsn/agentlogs, MIT).  Not ha
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -151,10 +152,18 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
 def _microcompactions(b: RunBuilder, facts: _Facts) -> None:
     """One ``microcompaction`` event per moment OpenCode cleared tool outputs, taking effect
     at the first message created after it."""
-    for when, call_ids in sorted(facts.cleared.items()):
-        at = next((i for i, created in facts.starts if isinstance(created, (int, float))
-                   and not isinstance(created, bool) and created > when), None)
-        b.event("microcompaction", msg=at, call_ids=call_ids)
+    starts = [(i, created) for i, created in facts.starts
+              if isinstance(created, (int, float)) and not isinstance(created, bool)]
+    moments = sorted(facts.cleared.items())
+    at: dict[float, int | None] = {}
+    k = 0  # the moments in time order: each one's message is where the last one's was found,
+    # or later (the first created after a later moment is never before it); not a scan from 0
+    for when in sorted(w for w, _ in moments if not math.isnan(w)):  # (NaN: no message after)
+        while k < len(starts) and not starts[k][1] > when:
+            k += 1
+        at[when] = starts[k][0] if k < len(starts) else None
+    for when, call_ids in moments:
+        b.event("microcompaction", msg=at.get(when), call_ids=call_ids)
 
 
 def _events(src: Source, issues: list[Issue]) -> list[RunDraft]:
