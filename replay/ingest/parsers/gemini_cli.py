@@ -40,12 +40,13 @@ marks it (only the next request's smaller ``tokens.input`` shows it).  Rewound m
 the run (the requests they made included); the branch a rewind abandoned was sent and paid
 for, so it is a run of its own (agent ``abandoned-<k>``, linked to the session's run like a
 fork): the history as it stood before the rewind, with requests only for the messages the
-rewind dropped (counted as ``message (rewound: in the abandoned branch's run)``).
+rewind dropped (counted as ``message (rewound: in the abandoned branch's run)``), for the
+first ``builder.MAX_BRANCHES`` rewinds of a session (a later one's are ``message (rewound: in
+no run)``, and an issue says so).
 
 Coverage types: ``metadata``, ``message/<type>``, ``$rewindTo``, ``$set/messages
-(compaction)``, ``$set/messages (update)``, ``$set/<key>``, ``message (rewound: in the abandoned branch's
-run)``, ``record
-(unrecognised)``.
+(compaction)``, ``$set/messages (update)``, ``$set/<key>``, ``message (rewound: in the abandoned
+branch's run)``, ``message (rewound: in no run)``, ``record (unrecognised)``.
 
 Checked against: the recording code of google-gemini/gemini-cli at 5411f11 (2026-08,
 ``chatRecordingService.ts`` / ``chatRecordingTypes.ts``) and the single-JSON shape of
@@ -59,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.input_files import document_too_big
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import MAX_BRANCHES, RunBuilder, RunDraft
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
@@ -177,9 +178,15 @@ class _History:
             cov.modelled("$rewindTo")
             ids = list(self.live)
             drop = ids[ids.index(target):] if target in self.live else ids
-            if drop:  # the abandoned branch was sent and paid for: a run of its own
-                self.branches.append((dict(self.live), set(drop)))
+            if drop and len(self.branches) < MAX_BRANCHES:  # the abandoned branch was sent
+                self.branches.append((dict(self.live), set(drop)))  # and paid for: a run
                 cov.modelled("message (rewound: in the abandoned branch's run)", len(drop))
+            elif drop:  # (a copy of the history each: bounded as Claude Code's and Codex's)
+                cov.skipped("message (rewound: in no run)", len(drop))
+                self.issues.append(Issue(self.src.path, no, f"$rewindTo: the {len(drop)} "
+                                         "message(s) rewound are in no run (the session has "
+                                         f"more than {MAX_BRANCHES} rewinds: {MAX_BRANCHES} "
+                                         "are runs)"))
             for i in drop:
                 del self.live[i]
         elif "$set" in rec:

@@ -182,3 +182,27 @@ def test_subagent_recording_names_its_session(tmp_path: Path) -> None:
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     (draft,) = gemini_cli.parse(_source(tmp_path / "sub-7.jsonl", data), [])
     assert draft.run["agent"] == "sub-7" and draft.run["harness"] == "gemini-cli (subagent)"
+
+
+def test_rewinds_past_the_most_branches_are_said_not_made(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three rewinds with ``MAX_BRANCHES`` 1: the first is a run of its own, the other two's
+    messages are in no run, counted so and said in an issue each (4,000 rewinds were 4,000
+    copies of the history: 79 s, 3.3 GB)."""
+    monkeypatch.setattr(gemini_cli, "MAX_BRANCHES", 1)
+    lines: list[dict[str, Any]] = [{"sessionId": "s", "projectHash": "p"}]
+    for k in range(3):
+        lines += [{"id": f"u{k}", "type": "user", "content": f"try {k}"},
+                  {"id": f"g{k}", "type": "gemini", "content": f"answer {k}", "model": "gemini-x",
+                   "tokens": {"input": 10, "output": 2}},
+                  {"$rewindTo": f"u{k}"}]
+    lines += [{"id": "u", "type": "user", "content": "last"}]
+    issues: list[Issue] = []
+    src = _source(tmp_path / "s.jsonl", "".join(json.dumps(x) + "\n" for x in lines).encode())
+    drafts = gemini_cli.parse(src, issues)
+    assert [d.run["agent"] for d in drafts] == ["", "abandoned-1"]
+    assert [i.line for i in issues] == [7, 10]
+    assert all("message(s) rewound are in no run" in i.reason for i in issues)
+    cov = src.coverage.by_type()
+    assert cov["message (rewound: in the abandoned branch's run)"] == {"modelled": 2}
+    assert cov["message (rewound: in no run)"] == {"skipped": 4}
