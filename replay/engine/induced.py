@@ -104,11 +104,12 @@ def need_state(st: InduceState, ctx: Context, b: int, need: int) -> int:
             return MET_WHILE_COPY  # re-read earlier and still there
         gone = ind.gone_at[i]
         since = gone if gone > since else since  # noqa: FURB136 (max: see replay.engine.fold)
-    refetch = st.plan.refetch.get(b)  # RunNeeds.of(b).refetch_requests, inlined
-    if refetch is None:  # (not a fetched block)
+    got = st.plan.refetch.get(b)  # RunNeeds.of(b).refetch_requests, inlined
+    if got is None:  # (not a fetched block)
         return MET_FROM_NOW_ON
+    refetch, first = got  # (its key's: the block's own from ``first`` on)
     n = len(refetch)
-    j = bisect_left(refetch, since, 0, n)
+    j = bisect_left(refetch, since, first, n)
     if j < n and refetch[j] <= need:
         return MET_FROM_NOW_ON  # the recorded run fetched it again itself
     if (ctx.head and any(h.block == b for h in ctx.head)) or file_in_context(st, ctx, b):

@@ -45,9 +45,10 @@ class NeedPlan:
     least once: what a removal schedules.  (Lists, as ``refetch``'s: compiled, a bisection of a
     list is native code, ``fenwick.bisect_left``, where the ``bisect`` module's costs a
     module lookup and a call, ~850 instructions.)"""
-    refetch: dict[int, list[int]]
-    """Block → the requests that fetched its content again (``BlockNeeds.refetch_requests``),
-    for every fetched block (``RunNeeds.blocks``'s)."""
+    refetch: dict[int, tuple[list[int], int]]
+    """Block → the requests that fetched its content (its key) again, and where the block's own
+    begin among them (``BlockNeeds.refetches``, ``refetch_from``: one list a key, shared), for
+    every fetched block (``RunNeeds.blocks``'s)."""
     needed: list[int]
     """The blocks of ``need_requests``, ascending (a cut schedules those in its range)."""
 
@@ -77,7 +78,7 @@ def _plan(run: PreparedRun) -> NeedPlan:
         turn_of.append(turn)
     need_requests = {b: list(bn.need_requests) for b, bn in needs.blocks.items()
                      if bn.need_requests}
-    refetch = {b: list(bn.refetch_requests) for b, bn in needs.blocks.items()}
+    refetch = {b: (bn.refetches.requests, bn.refetch_from) for b, bn in needs.blocks.items()}
     return NeedPlan(needs, file_contents(run), [tuple(sorted(a)) for a in at], turn_of,
                     need_requests, refetch, sorted(need_requests))
 

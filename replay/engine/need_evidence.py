@@ -1,6 +1,6 @@
 """Need evidence: a run's fetched blocks indexed by file name and call, and the tests that say a
 later block depends on one (``EVIDENCE``, named by each rule of ``replay.engine.needs``) or
-fetches its content again (``refetched``).  Pure, deterministic, no I/O.
+fetches its content again (``refetched_keys``).  Pure, deterministic, no I/O.
 
 Not here: the rules, the needs they find and the unmet-need queries (``replay.engine.needs``).
 """
@@ -49,6 +49,8 @@ class FetchedIndex:
 
     _name_rx: dict[str, re.Pattern[str]] = field(default_factory=dict)
     _result_of: dict[int, int] | None = None
+    _paths: dict[str, list[tuple[str, str, int]]] | None = None
+    """File name → (key, path, first block) of each path read under that name (``refetched_keys``)."""
 
     def names_in(self, text: str) -> set[str]:
         """The fetched files' names that ``text`` names as a path's last component (a substring
@@ -92,18 +94,31 @@ def _call_key(run: PreparedRun, call: int) -> str:
     return f"call:{run.tool[call]}\x00{run.text[call]}"
 
 
-def refetched(index: FetchedIndex, b: int, r: int) -> list[Fetched]:
-    """The fetched blocks in request ``r``'s context whose content call ``b`` fetches again."""
+def refetched_keys(index: FetchedIndex, b: int, r: int) -> list[str]:
+    """The keys of the contents in request ``r``'s context that call ``b`` fetches again: of
+    a read, each file read before under a path ``same_file`` takes for the call's; of another
+    call, its own key.  A content is in the context when its first fetched block is (every
+    block of a key is one of its fetches: the fetched blocks in ``r``'s context that ``b``
+    fetches again are those of these keys there).  One lookup a path read under the call's
+    file name, not one a fetched block (a file read hundreds of times in a long run)."""
     run = index.run
     if run.kind[b] != "tool_call":
         return []
-    if run.op[b] == "read":
-        path = norm_path(run.path[b])
-        if not path:
-            return []
-        found = index.by_name.get(path.rsplit("/", 1)[-1], [])
-        return index.held([f for f in found if same_file(f.path, path)], r)
-    return index.held(index.by_call.get(_call_key(run, b), []), r)
+    held = run.req_blocks[r]
+    if run.op[b] != "read":
+        found = index.by_call.get(_call_key(run, b))
+        return [found[0].key] if found and found[0].block < held else []
+    path = norm_path(run.path[b])
+    if not path:
+        return []
+    if index._paths is None:
+        paths: dict[str, dict[str, tuple[str, str, int]]] = {}
+        for name, reads in index.by_name.items():
+            for f in reads:  # (ascending by block: the first of a key is its first block)
+                paths.setdefault(name, {}).setdefault(f.key, (f.key, f.path, f.block))
+        index._paths = {name: list(keys.values()) for name, keys in paths.items()}
+    return [key for key, other, first in index._paths.get(path.rsplit("/", 1)[-1], ())
+            if first < held and same_file(other, path)]
 
 
 def op_of(run: PreparedRun, b: int) -> str | None:
