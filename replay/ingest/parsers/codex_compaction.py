@@ -40,7 +40,8 @@ class CompactionPairs:
         (False: a remote compaction item already counted is in its history)."""
         encrypted = {i["encrypted_content"] for i in history if i.get("type") in COMPACTIONS
                      and isinstance(i.get("encrypted_content"), str)}
-        new, self.in_history = encrypted - self.in_history, self.in_history | encrypted
+        new = encrypted - self.in_history
+        self.in_history |= encrypted  # (in place: a new set a line was quadratic in the lines)
         if encrypted & self.standalone:
             self.standalone -= encrypted
             return False
