@@ -55,13 +55,14 @@ def induce(st: InduceState, ctx: Context, env: Env, k: int) -> list[tuple[int, i
     if st.queue:
         due = [b for r, b in st.queue if r <= k]
         st.queue = [(r, b) for r, b in st.queue if r > k]
-        needs = st.plan.needs
+        need_requests = st.plan.need_requests
         for b in due:
-            bn = needs.of(b)
-            if bn is None:
+            got = need_requests.get(b)
+            if got is None:  # (not fetched content, or never needed)
                 continue
-            i = bisect.bisect_left(bn.need_requests, k)
-            if i < len(bn.need_requests) and unmet(st, ctx, b, bn.need_requests[i]):
+            reqs, first = got  # (its key's: the block's own from ``first``)
+            i = bisect.bisect_left(reqs, k, first)
+            if i < len(reqs) and unmet(st, ctx, b, reqs[i]):
                 _reread(st, ctx, env, b, calls, INDUCED_INVITED)
     for b in st.due_at(k):  # removed blocks needed here (one still in context whole is met)
         state = need_state(st, ctx, b, k)

@@ -36,15 +36,14 @@ class NeedPlan:
     needs: RunNeeds
     contents: FileContents
     """What a re-read returns (``replay.engine.refetch``)."""
-    at: list[tuple[int, ...]]
-    """Per request: the blocks the recorded run needs there (ascending)."""
     turn_of: list[int]
     """Per request: its turn (a new turn starts at a request after a user text)."""
-    need_requests: dict[int, list[int]]
-    """Block → the requests that need it (``BlockNeeds.need_requests``), for blocks needed at
-    least once: what a removal schedules.  (Lists, as ``refetch``'s: compiled, a bisection of a
-    list is native code, ``fenwick.bisect_left``, where the ``bisect`` module's costs a
-    module lookup and a call, ~850 instructions.)"""
+    need_requests: dict[int, tuple[list[int], int]]
+    """Block → the requests that need its content (its key), and where the block's own begin
+    among them (``BlockNeeds.key_needs``, ``needs_from``: one list a key, shared), for blocks
+    needed at least once: what a removal schedules.  (Lists, as ``refetch``'s: compiled, a
+    bisection of a list is native code, ``fenwick.bisect_left``, where the ``bisect`` module's
+    costs a module lookup and a call, ~850 instructions.)"""
     refetch: dict[int, tuple[list[int], int]]
     """Block → the requests that fetched its content (its key) again, and where the block's own
     begin among them (``BlockNeeds.refetches``, ``refetch_from``: one list a key, shared), for
@@ -65,10 +64,6 @@ def need_plan(run: PreparedRun) -> NeedPlan:
 
 def _plan(run: PreparedRun) -> NeedPlan:
     needs = run_needs(run)
-    at: list[list[int]] = [[] for _ in range(run.n_requests)]
-    for b, bn in needs.blocks.items():
-        for r in bn.need_requests:
-            at[r].append(b)
     turn_of, turn, prev = [], 0, 0
     role, kind = run.role, run.kind
     for hi in run.req_blocks:
@@ -76,11 +71,12 @@ def _plan(run: PreparedRun) -> NeedPlan:
             turn += 1
         prev = max(prev, hi)
         turn_of.append(turn)
-    need_requests = {b: list(bn.need_requests) for b, bn in needs.blocks.items()
-                     if bn.need_requests}
+    need_requests = {b: (bn.key_needs.requests, bn.needs_from)
+                     for b, bn in needs.blocks.items()
+                     if bn.needs_from < len(bn.key_needs.requests)}
     refetch = {b: (bn.refetches.requests, bn.refetch_from) for b, bn in needs.blocks.items()}
-    return NeedPlan(needs, file_contents(run), [tuple(sorted(a)) for a in at], turn_of,
-                    need_requests, refetch, sorted(need_requests))
+    return NeedPlan(needs, file_contents(run), turn_of, need_requests, refetch,
+                    sorted(need_requests))
 
 
 @dataclass(slots=True, init=False)
@@ -163,8 +159,8 @@ class InduceState:
     def schedule(self, b: int, after: int) -> None:
         """Check removed block ``b`` at its first need at or after request ``after`` (none:
         nothing scheduled)."""
-        reqs = self.plan.need_requests[b]
-        i = bisect_left(reqs, after, 0, len(reqs))
+        reqs, first = self.plan.need_requests[b]  # (its key's: the block's own from ``first``)
+        i = bisect_left(reqs, after, first, len(reqs))
         if i == len(reqs):
             self.check_at[b] = -1
             return
@@ -234,7 +230,7 @@ def induce_state(run: PreparedRun, policy: Policy) -> InduceState | None:
     if not behaviour.rereads or not policy.tiers:
         return None
     plan = need_plan(run)
-    if not any(plan.at):
+    if not plan.need_requests:  # (nothing in the run is ever needed)
         return None
     recall: frozenset[str] = frozenset()
     if behaviour.invited_recall == "immediate":

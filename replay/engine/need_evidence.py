@@ -43,7 +43,9 @@ class FetchedIndex:
 
     run: PreparedRun
     by_name: dict[str, list[Fetched]]
-    """File name → fetched reads of files with that name, ascending by block."""
+    """File name → the first fetched read of each file (key) with that name, ascending by
+    block: a read's evidence is of its file, whichever of its reads it finds (the key's blocks
+    in a request's context are those from the first request holding them on)."""
     by_call: dict[str, list[Fetched]]
     """Call key → fetched non-read blocks with that key, ascending by block."""
 
@@ -114,7 +116,7 @@ def refetched_keys(index: FetchedIndex, b: int, r: int) -> list[str]:
     if index._paths is None:
         paths: dict[str, dict[str, tuple[str, str, int]]] = {}
         for name, reads in index.by_name.items():
-            for f in reads:  # (ascending by block: the first of a key is its first block)
+            for f in reads:  # (the first block of each key)
                 paths.setdefault(name, {}).setdefault(f.key, (f.key, f.path, f.block))
         index._paths = {name: list(keys.values()) for name, keys in paths.items()}
     return [key for key, other, first in index._paths.get(path.rsplit("/", 1)[-1], ())

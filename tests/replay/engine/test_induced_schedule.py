@@ -7,7 +7,7 @@ import pytest
 
 from replay.engine import fold
 from replay.engine.fold import replay
-from replay.engine.induced_state import InduceState, induce_state
+from replay.engine.induced_state import InduceState, NeedPlan, induce_state
 from replay.engine.prepared import PreparedRun
 from replay.policy import Policy, load_policy, replace_path
 
@@ -23,8 +23,23 @@ def _every_need_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         return st
 
     monkeypatch.setattr(fold, "induce_state", every_request)
-    monkeypatch.setattr(InduceState, "due_at", lambda self, k: list(self.plan.at[k]))
+    monkeypatch.setattr(InduceState, "due_at", lambda self, k: _needed_at(self.plan)[k])
     monkeypatch.setattr(InduceState, "schedule", lambda self, b, after: None)
+
+
+_AT: dict[int, tuple[NeedPlan, list[list[int]]]] = {}
+
+
+def _needed_at(plan: NeedPlan) -> list[list[int]]:
+    """Per request: every block the recorded run needs there, in block order."""
+    got = _AT.get(id(plan))
+    if got is None or got[0] is not plan:
+        at: list[list[int]] = [[] for _ in range(len(plan.turn_of))]
+        for b, bn in sorted(plan.needs.blocks.items()):
+            for r in bn.need_requests:
+                at[r].append(b)
+        got = _AT[id(plan)] = (plan, at)
+    return got[1]
 
 
 def _policies() -> list[Policy]:

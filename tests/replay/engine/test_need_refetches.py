@@ -1,6 +1,6 @@
 """A fetched block's refetches (``BlockNeeds.refetch_requests``, ``refetch_blocks``,
-``failed_reread_requests``) are its key's, from the first request whose context holds it: one
-list a key (a file read hundreds of times in a long run held each read's later re-reads, 8
+``failed_reread_requests``) and needs (``needs``, ``need_requests``) are its key's, from the
+first request whose context holds it: one list a key (a file read hundreds of times in a long run held each read's later re-reads, 8
 million entries and 1.4 GB at 20,000 requests).  Checked against each block's refetches found
 from the run's calls one by one, and the shared lists against lists picked out per block (what
 a run whose contexts do not only grow gets)."""
@@ -67,6 +67,10 @@ def test_shared_lists_are_the_lists_picked_out(run: PreparedRun) -> None:
         assert picked.requests == list(got.refetch_requests)
         assert picked.blocks == list(got.refetch_blocks)
         assert picked.failed == list(got.failed_reread_requests)
-    by_key: dict[str, object] = {}
+        mine, start = needs_module._own_needs(run, blk, got.key_needs, False)
+        assert start == 0 and mine.needs == list(got.needs)
+        assert mine.requests == list(got.need_requests)
+    by_key: dict[str, tuple[object, object]] = {}
     for got in needs.blocks.values():  # one list a key, whatever its blocks
-        assert by_key.setdefault(got.key, got.refetches) is got.refetches
+        shared = by_key.setdefault(got.key, (got.refetches, got.key_needs))
+        assert shared[0] is got.refetches and shared[1] is got.key_needs
