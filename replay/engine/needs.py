@@ -348,36 +348,29 @@ def _compute(run: PreparedRun, rules: tuple[Rule, ...]) -> RunNeeds:
     out = {}
     growing = all(a <= b for a, b in pairwise(run.req_blocks))
     for f in fetched:
-        own, refetch_from, failed_from = _own(run, f.block, streams[f.key], growing)
-        key_needs, needs_from = _own_needs(run, f.block, needs[f.key], growing)
+        key_needs, refetches, starts = needs[f.key], streams[f.key], (0, 0, 0)
+        if growing:  # the block's own: its key's from the first request holding it on
+            first = bisect.bisect_right(run.req_blocks, f.block)
+            starts = (bisect.bisect_left(key_needs.requests, first),
+                      bisect.bisect_left(refetches.requests, first),
+                      bisect.bisect_left(refetches.failed, first))
+        else:
+            key_needs, refetches = _picked(run, f.block, key_needs, refetches)
         out[f.block] = BlockNeeds(
             block=f.block, call_block=f.call, key=f.key, key_needs=key_needs,
-            refetches=own, needs_from=needs_from, refetch_from=refetch_from,
-            failed_from=failed_from)
+            refetches=refetches, needs_from=starts[0], refetch_from=starts[1],
+            failed_from=starts[2])
     return RunNeeds(blocks=out, rules=rules)
 
 
-def _own_needs(run: PreparedRun, block: int, key: KeyNeeds,
-               growing: bool) -> tuple[KeyNeeds, int]:
-    """A fetched block's needs among its key's, as ``_own`` its refetches."""
-    req_blocks = run.req_blocks
-    if growing:
-        return key, bisect.bisect_left(key.requests, bisect.bisect_right(req_blocks, block))
-    mine = [n for n in key.needs if req_blocks[n.request] > block]
-    return KeyNeeds(mine, [n.request for n in mine]), 0
-
-
-def _own(run: PreparedRun, block: int, key: Refetches,
-         growing: bool) -> tuple[Refetches, int, int]:
-    """A fetched block's refetches among its key's: those of the requests whose context holds
-    it.  When the contexts only grow (``growing``: ``req_blocks`` ascending, as in every run
-    read from a log), from the first request holding it on, in the key's lists; else picked
-    out, in lists of its own."""
-    req_blocks = run.req_blocks
-    if growing:
-        first = bisect.bisect_right(req_blocks, block)
-        return (key, bisect.bisect_left(key.requests, first),
-                bisect.bisect_left(key.failed, first))
-    mine = [k for k, r in enumerate(key.requests) if req_blocks[r] > block]
-    return Refetches([key.requests[k] for k in mine], [key.blocks[k] for k in mine],
-                     [r for r in key.failed if req_blocks[r] > block]), 0, 0
+def _picked(run: PreparedRun, block: int, needs: KeyNeeds,
+            refetches: Refetches) -> tuple[KeyNeeds, Refetches]:
+    """A fetched block's needs and refetches among its key's, in lists of its own: those of
+    the requests whose context holds it.  For a run whose contexts do not only grow (no log
+    gives one); else they are the key's from the first request holding it on (``_compute``)."""
+    held = run.req_blocks
+    mine = [k for k, r in enumerate(refetches.requests) if held[r] > block]
+    need = [n for n in needs.needs if held[n.request] > block]
+    return (KeyNeeds(need, [n.request for n in need]),
+            Refetches([refetches.requests[k] for k in mine], [refetches.blocks[k] for k in mine],
+                      [r for r in refetches.failed if held[r] > block]))

@@ -183,10 +183,9 @@ class _History:
                 cov.modelled("message (rewound: in the abandoned branch's run)", len(drop))
             elif drop:  # (a copy of the history each: bounded as Claude Code's and Codex's)
                 cov.skipped("message (rewound: in no run)", len(drop))
-                self.issues.append(Issue(self.src.path, no, f"$rewindTo: the {len(drop)} "
-                                         "message(s) rewound are in no run (the session has "
-                                         f"more than {MAX_BRANCHES} rewinds: {MAX_BRANCHES} "
-                                         "are runs)"))
+                self.issues.append(Issue(self.src.path, no, f"$rewindTo: the {len(drop)} message(s) "
+                                         f"rewound are in no run (the session has more than "
+                                         f"{MAX_BRANCHES} rewinds: {MAX_BRANCHES} are runs)"))
             for i in drop:
                 del self.live[i]
         elif "$set" in rec:

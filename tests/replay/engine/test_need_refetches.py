@@ -63,12 +63,11 @@ def test_each_blocks_refetches_from_the_calls(run: PreparedRun) -> None:
 def test_shared_lists_are_the_lists_picked_out(run: PreparedRun) -> None:
     needs = run_needs(run)
     for blk, got in needs.blocks.items():
-        picked, _, _ = needs_module._own(run, blk, got.refetches, False)
+        mine, picked = needs_module._picked(run, blk, got.key_needs, got.refetches)
         assert picked.requests == list(got.refetch_requests)
         assert picked.blocks == list(got.refetch_blocks)
         assert picked.failed == list(got.failed_reread_requests)
-        mine, start = needs_module._own_needs(run, blk, got.key_needs, False)
-        assert start == 0 and mine.needs == list(got.needs)
+        assert mine.needs == list(got.needs)
         assert mine.requests == list(got.need_requests)
     by_key: dict[str, tuple[object, object]] = {}
     for got in needs.blocks.values():  # one list a key, whatever its blocks
