@@ -30,6 +30,7 @@ from replay.corpus import Corpus
 from replay.engine.prepared import timestamp_seconds
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
+from replay.engine.truth import TRUTH_SOURCES, USAGE_AT_ODDS
 from replay.policy import Policy
 from replay.policy.harness import TODAY_LEVEL_TOKENS, largest_prompt, resolve
 
@@ -82,7 +83,7 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
     row["truth_source"] = rq["truth_source"][0]
     notes = [_manual_note(trace), _harness_note(policy, harness, model, largest_prompt(
         rq["recorded_input_tokens"])),
-             _idle_note(trace, policy)]
+             _idle_note(trace, policy), _truth_note(row["truth_source"])]
     row["note"] = "; ".join(n for n in notes if n) or None
     return [row]
 
@@ -99,6 +100,12 @@ def _harness_note(policy: Policy, harness: str, model: str,
         return None
     return (f"{policy.harness.tier} at {r.level_tokens:,}: {r.basis}"
             + (" (a figure not documented for this version: estimated)" if r.estimated else ""))
+
+
+def _truth_note(source: str) -> str | None:
+    """Why truth is not what the policy asked for, when the log's recorded usage is at odds
+    with its own text (``replay.engine.truth.USAGE_AT_ODDS``)."""
+    return f"truth {source}: {TRUTH_SOURCES[source]}" if source in USAGE_AT_ODDS else None
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:

@@ -30,7 +30,7 @@ from replay.engine.prepared import PreparedRun
 from replay.engine.truth import TruthPlan, recorded_truths
 from replay.policy.providers import Cache
 
-ANCHORED_SOURCES = frozenset({"anchored", "anchored-unscaled"})
+ANCHORED_SOURCES = frozenset({"anchored", "anchored-unscaled", "anchored-scaled-down"})
 """Truth sources whose replays anchor cache reads on the recorded ones."""
 
 

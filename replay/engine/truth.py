@@ -12,7 +12,16 @@ the trace and every summary:
   the log never spells out (system prompt, tool schemas, attachments, the provider's
   tokenizer) exactly instead of fitting it.  ``scale`` is the run's calibration scale when
   the fit is usable (``Calibration.usable``), otherwise the policy's ``truth.scale``
-  (source ``anchored-unscaled``).  After a harness compaction the recorded context is the
+  (source ``anchored-unscaled``).  A recorded input below its own count makes the offset
+  negative, and a replay that removed more than the difference would send a negative number
+  of tokens.  When the scale this implies (the lowest recorded input ÷ tokenizer count of the
+  run) is below ``calibrate.PLAUSIBLE_SCALE``, the recorded usage is not the prompt's size
+  (the uncached input alone, a made-up figure) and is not anchored on at all
+  (``tokenizer-implausible-usage``: the tokenizer count, as ``tokenizer-fallback``); else a
+  scale that was assumed (no usable fit) is lowered to it, so that no offset is negative
+  (``anchored-scaled-down``).  A fitted scale is kept: a fit is a measurement over the whole
+  run, and one request below its line is noise (its offset stays negative).
+  After a harness compaction the recorded context is the
   harness's summary plus what followed it (``PreparedRun.recorded_from`` /
   ``recorded_summary``), which is what the recorded count measures.  What the harness
   re-attached after its summary without writing it to the log (files it re-read, the todo
@@ -37,6 +46,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from replay.engine.calibrate import PLAUSIBLE_SCALE
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.policy import Policy, TokenCounter, Tokenizer
 
@@ -46,12 +56,21 @@ TRUTH_SOURCES: dict[str, str] = {
     "anchored-unscaled": "recorded input + policy scale × (replayed − recorded count); "
                          "no usable fit for the run; cache reads carry the recorded cache's "
                          "shortfall",
+    "anchored-scaled-down": "as anchored-unscaled, with the scale lowered so that no offset is "
+                            "negative: the log recorded an input below its own count at some "
+                            "request",
     "fitted": "overhead + scale × count, fitted on the run's recorded usage",
     "tokenizer": "plain tokenizer count (asked for by the policy)",
     "chars": "characters / N (asked for by the policy)",
     "tokenizer-fallback": "tokenizer count: the policy asked for recorded usage the run lacks",
+    "tokenizer-implausible-usage": "tokenizer count: the run's recorded usage is below the lowest "
+                                   "plausible scale × its own count at some request (not the "
+                                   "whole prompt: e.g. only the uncached input)",
 }
 """Every value ``truth_source`` can take, with what it means (shown by the report)."""
+USAGE_AT_ODDS: frozenset[str] = frozenset({"anchored-scaled-down", "tokenizer-implausible-usage"})
+"""Truth sources chosen because the log's recorded usage is at odds with its own text (a run's
+note says so: ``analysis.per_run.rollup``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +110,22 @@ def _plan(run: PreparedRun, t: TokenCounter, fixed: int, overhead: int,
             usable = calibration is not None and calibration.usable
             scale = calibration.scale if usable else t.scale  # type: ignore[union-attr]
             counter = tokenizer_counter(run, t.tokenizer, scale)
+            source = "anchored" if usable else "anchored-unscaled"
+            share = lowest_share(run, counter, overhead)
+            if share < 1.0:  # a recorded input below its own count: its offset is negative
+                if scale * share < PLAUSIBLE_SCALE[0]:
+                    return TruthPlan("tokenizer-implausible-usage", _plain(run, t), [fixed] * n)
+                if not usable:  # the scale assumed, not fitted: lowered to what the log shows
+                    scale, source = scale * share, "anchored-scaled-down"
+                    counter = tokenizer_counter(run, t.tokenizer, scale)
             offsets = anchor_offsets(run, counter, overhead)
             jumps = reattached_tokens(run, counter, overhead)
             if any(jumps):
                 offsets = [o - jumps[c] if c >= 0 else o
                            for o, c in zip(offsets, run.recorded_summary)]
-            return TruthPlan("anchored" if usable else "anchored-unscaled", counter, offsets,
-                             jumps)
+            if source == "anchored-scaled-down" and min(offsets) < 0:  # (the lowered scale's
+                offsets = [max(0, o) for o in offsets]  # per-block rounding: a few tokens)
+            return TruthPlan(source, counter, offsets, jumps)
         return TruthPlan("tokenizer-fallback", _plain(run, t), [fixed] * n)
     if t.method == "calibrated":
         if calibration is None:
@@ -128,6 +156,19 @@ def tokenizer_counter(run: PreparedRun, tokenizer: Tokenizer, scale: float) -> T
         got = memo[(tokenizer, scale)] = TokenCounter(method="tokenizer", tokenizer=tokenizer,
                                                       scale=scale)
     return got
+
+
+def lowest_share(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> float:
+    """The lowest recorded input ÷ recorded count over the requests with recorded usage (inf
+    when none has both): below 1, the server counted fewer tokens than ``counter`` at that
+    request, and its anchor offset is negative."""
+    offsets, sizes = _anchors(run, counter, msg_overhead)
+    rec, low = run.recorded_input, float("inf")
+    for k, (o, s) in enumerate(zip(offsets, sizes)):
+        r, count = rec[k], s - o
+        if r is not None and r > 0 and count > 0 and r < low * count:
+            low = r / count
+    return low
 
 
 def anchor_offsets(run: PreparedRun, counter: TokenCounter, msg_overhead: int) -> list[int]:

@@ -1,0 +1,149 @@
+"""Truth when a log's recorded usage is at odds with its own text (``replay.engine.truth``): a
+recorded input below the replay's count of the same context.  Anchored on it as it is, a replay
+that removed more than the difference sent a negative number of tokens (and cost); now the
+scale is lowered until no offset is negative, or the usage is set aside, and the run says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.corpus import Corpus, open_corpus
+from replay.engine.fold import replay
+from replay.engine.truth import TRUTH_SOURCES, USAGE_AT_ODDS
+from replay.ingest.run_tables import tokenize
+from replay.policy import load_policy, policy_from_dict, replace_path
+from tests.claude_code_raw import recorded_prompts
+from tests.strategies import policies, recorded_runs
+
+NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+"""The 152-request Claude Code sample (its recorded input is 1.5x and more the o200k count)."""
+_CACHE_FIELDS = ("cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation")
+MASK_ALL = policy_from_dict({
+    "name": "mask-all", "server": {"window_tokens": 128_000, "reserve_tokens": 4096},
+    "truth": {"method": "anchored", "tokenizer": "o200k_base"},
+    "tiers": [{"type": "trim", "name": "mask", "trigger": {"every_request": True},
+               "blocks": ["tool_results"], "protect": {"tool_results": 0},
+               "placeholder": {"template": "x"}}]})
+"""Every tool result but none masked at every request: a replay far smaller than the log."""
+
+
+def _rewritten(samples: Path, out: Path, *, factor: float = 1.0, uncached: bool = False) -> Path:
+    """The sample with each recorded usage changed: every input field × ``factor`` (rounded),
+    or (``uncached``) only ``input_tokens`` kept, as a log recording the uncached input alone."""
+    lines = []
+    for line in (samples / "claude-code" / NAME).read_text().splitlines():
+        rec = json.loads(line)
+        usage = rec.get("message", {}).get("usage") if isinstance(rec.get("message"), dict) \
+            else None
+        if isinstance(usage, dict):
+            for key in _CACHE_FIELDS if uncached else ():
+                usage.pop(key, None)
+            for key in ("input_tokens", *_CACHE_FIELDS[:2]):
+                if isinstance(usage.get(key), int):
+                    usage[key] = round(usage[key] * factor)
+        lines.append(json.dumps(rec))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / NAME
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _run(path: Path, cache: Path):  # type: ignore[no-untyped-def]
+    corpus = open_corpus([path], cache_dir=cache)
+    sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+    return corpus, next(r for r in corpus.replayable() if sources[r] == NAME)
+
+
+def test_only_the_uncached_input_is_not_taken_for_the_prompt(samples, tmp_path):  # type: ignore[no-untyped-def]
+    """A log whose usage holds the uncached input alone (a few tokens a request against tens
+    of thousands in context): the tokenizer counts, never a negative size, and the run's note
+    says why."""
+    path = _rewritten(samples, tmp_path / "logs", uncached=True)
+    prompts, boundary = recorded_prompts(path)
+    assert max(prompts) < 1_000  # (the independent reading: what the file now records)
+    corpus, rid = _run(path, tmp_path / "cache")
+    run, cal = corpus.prepared(rid), corpus.calibration(rid)
+    for policy in (load_policy("none"), load_policy("observation-masking"), MASK_ALL):
+        got = replay(run, policy, calibration=cal).requests.to_pydict()
+        plain = replay(run, replace_path(policy, "truth.method", "tokenizer"),
+                       calibration=cal).requests.to_pydict()
+        assert set(got["truth_source"]) == {"tokenizer-implausible-usage"}
+        assert got["truth_tokens"] == plain["truth_tokens"]
+        assert min(got["truth_tokens"]) > 0 and min(got["cost_usd"]) >= 0
+    # what the anchor made of it before: the recorded prompt + (replayed − recorded) counts
+    plain_none = replay(run, replace_path(load_policy("none"), "truth.method",
+                                          "tokenizer")).requests["truth_tokens"].to_pylist()
+    plain_masked = replay(run, replace_path(MASK_ALL, "truth.method",
+                                            "tokenizer")).requests["truth_tokens"].to_pylist()
+    old, offset = [], None
+    for k, prompt in enumerate(prompts[:boundary]):
+        offset = prompt - plain_none[k] if prompt else offset
+        old.append(plain_masked[k] + (offset or 0))
+    assert min(old) < 0
+    from analysis.per_run.rollup import RUN_ROLLUP
+    from replay.apply_policy import run as run_policy
+
+    (row,) = [r for r in run_policy(corpus, MASK_ALL, rollup=RUN_ROLLUP).rollup
+              if r["source"] == NAME]
+    assert row["tokens_sent"] > 0 and row["cost_usd"] > 0
+    assert row["truth_source"] == "tokenizer-implausible-usage"
+    assert "truth tokenizer-implausible-usage: " + TRUTH_SOURCES[row["truth_source"]] in row["note"]
+
+
+def test_usage_below_the_count_lowers_the_scale_and_keeps_the_recorded_prompts(  # type: ignore[no-untyped-def]
+        samples, tmp_path):
+    """Every recorded input × 0.55 (the lowest recorded input ÷ count falls from ~1.5 to ~0.84),
+    anchored without a fit (scale 1): the lowered scale sends the recorded prompts unchanged
+    under ``none`` (up to the harness's compaction) and never a negative size."""
+    path = _rewritten(samples, tmp_path / "logs", factor=0.55)
+    prompts, boundary = recorded_prompts(path)
+    assert boundary == 102  # the harness's compaction, which ``none`` does not make
+    prompts = prompts[:boundary]
+    corpus, rid = _run(path, tmp_path / "cache")
+    run = corpus.prepared(rid)
+    none = replay(run, load_policy("none")).requests.to_pydict()
+    assert set(none["truth_source"]) == {"anchored-scaled-down"}
+    for truth, prompt in zip(none["truth_tokens"][:boundary], prompts, strict=True):
+        assert abs(truth - prompt) <= prompt // 1000  # (a lowered scale's per-block rounding)
+    masked = replay(run, MASK_ALL).requests.to_pydict()
+    assert set(masked["truth_source"]) == {"anchored-scaled-down"}
+    assert min(masked["truth_tokens"]) > 0 and min(masked["cost_usd"]) >= 0
+
+
+_FACTORS = st.sampled_from([1.0, 0.5, 0.1, 0.02, 0.001])
+"""What the drawn recorded inputs are multiplied by."""
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # type: ignore[no-untyped-def]
+    """Whatever usage a log records (drawn at random, unrelated to its text, then scaled down)
+    and whatever the policy removes, anchored with the scale assumed (no fit: a fitted scale
+    keeps its negative offsets, ``replay.engine.truth``): no request's truth, cache read or
+    cost is negative, and a run's truth is one of ``TRUTH_SOURCES``."""
+    draft = data.draw(recorded_runs())
+    tables = tokenize([draft], ("o200k_base",))
+    factor = data.draw(_FACTORS)  # (the drawn usage is mostly above the small runs' counts)
+    at = tables.requests.schema.get_field_index("input_tokens")
+    recorded = tables.requests["input_tokens"]  # (a recorded input stays one: at least 1)
+    scaled = pc.max_element_wise(pc.round(pc.multiply(recorded, factor)), 1)
+    requests = tables.requests.set_column(at, tables.requests.schema.field(at), pc.cast(
+        pc.if_else(pc.greater(recorded, 0), scaled, recorded), pa.int64()))
+    corpus = Corpus.from_tables(tables.runs, tables.messages, requests)
+    rid = draft.run["run_id"]
+    if rid not in corpus.replayable():
+        return
+    run = corpus.prepared(rid)
+    for policy in (data.draw(policies()), MASK_ALL):
+        req = replay(run, policy).requests.to_pydict()
+        assert min(req["truth_tokens"]) >= 0
+        assert min(req["cached_tokens"]) >= 0 and min(req["fresh_tokens"]) >= 0
+        assert min(req["cost_usd"]) >= 0
+        assert set(req["truth_source"]) <= set(TRUTH_SOURCES)
+    assert USAGE_AT_ODDS <= set(TRUTH_SOURCES)
