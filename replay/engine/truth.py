@@ -31,7 +31,9 @@ the trace and every summary:
   Cache reads are anchored the same way (``replay.engine.cache_anchor``): an unchanged request
   reads what the log recorded, a changed one the model's read less the recorded shortfall.
 - ``fitted`` — ``overhead + scale × count`` from the run's calibration
-  (``truth.method: calibrated``).
+  (``truth.method: calibrated``); a fit whose scale is below ``calibrate.PLAUSIBLE_SCALE`` or
+  whose overhead is negative would size a small context at nothing or less, and is not used
+  (``tokenizer-implausible-usage``).
 - ``tokenizer`` / ``chars`` — a plain count the policy asked for explicitly.
 - ``tokenizer-fallback`` — the policy asked for ``anchored`` or ``calibrated`` but the run
   has no recorded usage (or no fit): the policy's tokenizer × ``truth.scale`` plus
@@ -64,8 +66,9 @@ TRUTH_SOURCES: dict[str, str] = {
     "chars": "characters / N (asked for by the policy)",
     "tokenizer-fallback": "tokenizer count: the policy asked for recorded usage the run lacks",
     "tokenizer-implausible-usage": "tokenizer count: the run's recorded usage is below the lowest "
-                                   "plausible scale × its own count at some request (not the "
-                                   "whole prompt: e.g. only the uncached input)",
+                                   "plausible scale × its own count at some request, or fits "
+                                   "one below it or a negative overhead (not the whole prompt: "
+                                   "e.g. only the uncached input)",
 }
 """Every value ``truth_source`` can take, with what it means (shown by the report)."""
 USAGE_AT_ODDS: frozenset[str] = frozenset({"anchored-scaled-down", "tokenizer-implausible-usage"})
@@ -130,6 +133,10 @@ def _plan(run: PreparedRun, t: TokenCounter, fixed: int, overhead: int,
     if t.method == "calibrated":
         if calibration is None:
             return TruthPlan("tokenizer-fallback", _plain(run, t), [fixed] * n)
+        if calibration.scale < PLAUSIBLE_SCALE[0] or calibration.overhead_tokens < 0:
+            # (a fit below the plausible scale, or whose overhead is negative, sizes a small
+            # context at nothing or less: the usage it was fitted on is not the prompt's size)
+            return TruthPlan("tokenizer-implausible-usage", _plain(run, t), [fixed] * n)
         return TruthPlan("fitted", t, [fixed + round(calibration.overhead_tokens)] * n)
     return TruthPlan(t.method, t, [fixed] * n)
 

@@ -76,6 +76,10 @@ def test_only_the_uncached_input_is_not_taken_for_the_prompt(samples, tmp_path):
         assert set(got["truth_source"]) == {"tokenizer-implausible-usage"}
         assert got["truth_tokens"] == plain["truth_tokens"]
         assert min(got["truth_tokens"]) > 0 and min(got["cost_usd"]) >= 0
+        fitted = replay(run, replace_path(policy, "truth.method", "calibrated"),
+                        calibration=cal).requests.to_pydict()  # (its fit: a scale of ~0)
+        assert set(fitted["truth_source"]) == {"tokenizer-implausible-usage"}
+        assert fitted["truth_tokens"] == plain["truth_tokens"]
     # what the anchor made of it before: the recorded prompt + (replayed − recorded) counts
     plain_none = replay(run, replace_path(load_policy("none"), "truth.method",
                                           "tokenizer")).requests["truth_tokens"].to_pylist()
@@ -125,8 +129,9 @@ _FACTORS = st.sampled_from([1.0, 0.5, 0.1, 0.02, 0.001])
 def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # type: ignore[no-untyped-def]
     """Whatever usage a log records (drawn at random, unrelated to its text, then scaled down)
     and whatever the policy removes, anchored with the scale assumed (no fit: a fitted scale
-    keeps its negative offsets, ``replay.engine.truth``): no request's truth, cache read or
-    cost is negative, and a run's truth is one of ``TRUTH_SOURCES``."""
+    keeps its negative offsets, ``replay.engine.truth``) or fitted (``calibrated``): no
+    request's truth, cache read or cost is negative, and a run's truth is one of
+    ``TRUTH_SOURCES``."""
     draft = data.draw(recorded_runs())
     tables = tokenize([draft], ("o200k_base",))
     factor = data.draw(_FACTORS)  # (the drawn usage is mostly above the small runs' counts)
@@ -139,9 +144,10 @@ def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # typ
     rid = draft.run["run_id"]
     if rid not in corpus.replayable():
         return
-    run = corpus.prepared(rid)
-    for policy in (data.draw(policies()), MASK_ALL):
-        req = replay(run, policy).requests.to_pydict()
+    run, cal = corpus.prepared(rid), corpus.calibration(rid)
+    fitted = replace_path(MASK_ALL, "truth.method", "calibrated")
+    for policy, fit in ((data.draw(policies()), None), (MASK_ALL, None), (fitted, cal)):
+        req = replay(run, policy, calibration=fit).requests.to_pydict()
         assert min(req["truth_tokens"]) >= 0
         assert min(req["cached_tokens"]) >= 0 and min(req["fresh_tokens"]) >= 0
         assert min(req["cost_usd"]) >= 0
