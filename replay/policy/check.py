@@ -129,7 +129,7 @@ def _tier(options: list[Any], v: Any, where: str, path: str) -> Any:
     if not isinstance(v, dict) or "type" not in v:
         raise PolicyError(where, path, f"a tier needs a 'type': one of {', '.join(tier_types)}")
     kind = v["type"]
-    if kind not in tier_types:
+    if not isinstance(kind, str) or kind not in tier_types:  # (a list or a mapping: unhashable)
         close = difflib.get_close_matches(str(kind), list(tier_types), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise PolicyError(where, f"{path}.type", f"unknown tier type {kind!r}{hint}")

@@ -47,6 +47,8 @@ def test_presets_reproduce_the_seed_settings() -> None:
     ("tiers:\n  - {type: trim, trigger: {at_frac: 1.5}}\n", "tiers.0.trigger.at_frac",
      "between 0 and 1"),
     ("tiers:\n  - {type: trimm}\n", "tiers.0.type", "did you mean 'trim'"),
+    ("tiers:\n  - {type: {a: 1}}\n", "tiers.0.type", "unknown tier type {'a': 1}"),
+    ("tiers:\n  - {type: [trim]}\n", "tiers.0.type", "unknown tier type ['trim']"),
     ("tiers:\n  - {type: trim, trigger: {at_frac: 0.5, at_tokens: 100}}\n", "tiers.0.trigger",
      "exactly one"),
     ("server: {window_tokens: 1000, reserve_tokens: 1000}\n", "server.reserve_tokens",
