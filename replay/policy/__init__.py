@@ -123,11 +123,15 @@ def set_path(doc: Any, path: str, value: Any) -> None:
     way are created.
 
     Raises:
-        PolicyError: a list item the path names does not exist.
+        PolicyError: a list item the path names does not exist, or the path goes on under a
+            value that is neither a mapping nor a list (``tiers.0=''`` set before it).
     """
     node: Any = doc
     keys = path.split(".")
     for n, k in enumerate(keys):
+        if not isinstance(node, (dict, list)):
+            raise PolicyError("<path>", ".".join(keys[:n]), f"is a {type(node).__name__}, not "
+                              "a mapping or a list: nothing under it to set")
         if isinstance(node, list):
             i = item_index(node, k)
             if i is None:

@@ -52,3 +52,18 @@ def test_a_bad_choice_rule_stops_the_sweep_before_it_runs(option: list[str],
         "--cache-dir", str(tmp_path / "c"), "-q", *option])
     assert result.exit_code == 2, result.output
     assert not (tmp_path / "o").exists() and not (tmp_path / "c").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("grid", ['{"tiers.0": "", "tiers.0.min_chars": 0}',
+                                  '{"server": 1.5, "server.window_tokens": [1000]}'])
+def test_a_path_under_a_value_set_before_it_is_a_usage_error(grid: str, tmp_path: Path) -> None:
+    """Found by a fuzz of grid files: an axis that sets a tier (or the server) to a plain value,
+    then one under it, crashed with a traceback (``set_path`` walked into the str or float)."""
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(f"grid: {grid}\n")
+    result = CliRunner().invoke(app, [
+        "sweep", str(REPO / "logs" / "compacting-session.jsonl"), "-p", "two-tier-corrected",
+        "--grid", str(spec), "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"),
+        "-q", "--jobs", "1", "--no-plots"])
+    assert result.exit_code == 2, result.output
+    assert "nothing under it to set" in result.output and "Traceback" not in result.output
