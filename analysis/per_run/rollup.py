@@ -30,7 +30,7 @@ from replay.corpus import Corpus
 from replay.engine.prepared import timestamp_seconds
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
-from replay.engine.truth import TRUTH_SOURCES, USAGE_AT_ODDS
+from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 from replay.policy import Policy
 from replay.policy.harness import TODAY_LEVEL_TOKENS, largest_prompt, resolve
 
@@ -106,6 +106,24 @@ def _truth_note(source: str) -> str | None:
     """Why truth is not what the policy asked for, when the log's recorded usage is at odds
     with its own text (``replay.engine.truth.USAGE_AT_ODDS``)."""
     return f"truth {source}: {TRUTH_SOURCES[source]}" if source in USAGE_AT_ODDS else None
+
+
+def truth_note(sources: list[str | None]) -> str | None:
+    """What ``replay run`` says under its table when runs were judged by the tokenizer count
+    although the policy asked for recorded usage (``replay.engine.truth.NOT_RECORDED``), by
+    source; None when none was.  ``sources``: the rows' ``truth_source`` (None: not replayed)."""
+    counts = {s: sources.count(s) for s in sorted(NOT_RECORDED)}
+    if not any(counts.values()):
+        return None
+    replayed = sum(1 for s in sources if s is not None)
+    why = ", ".join(f"{n} {_WHY[s]} ({s})" for s, n in counts.items() if n)
+    return (f"{sum(counts.values())} of {replayed} replayed runs are judged by the tokenizer "
+            f"count, not by recorded usage: {why}; truth_source (--wide, --json) says which run")
+
+
+_WHY = {"tokenizer-fallback": "recorded none",
+        "tokenizer-implausible-usage": "recorded usage at odds with their text"}
+"""How ``truth_note`` says each of ``NOT_RECORDED``."""
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:

@@ -153,3 +153,31 @@ def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # typ
         assert min(req["cost_usd"]) >= 0
         assert set(req["truth_source"]) <= set(TRUTH_SOURCES)
     assert USAGE_AT_ODDS <= set(TRUTH_SOURCES)
+
+
+def test_replay_run_says_how_many_runs_the_tokenizer_judged(samples, tmp_path):  # type: ignore[no-untyped-def]
+    """Under its table, ``replay run`` counts the runs judged by the tokenizer count although
+    the policy asked for recorded usage, by why: a SWE-agent trajectory (it records no usage)
+    and the uncached-only sample; the other sample, anchored, is not counted."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    odd = _rewritten(samples, tmp_path / "logs", uncached=True)
+    swe = samples / "swe-agent" / "v1fc_gpt4__sweagenttestrepo-1c2844.traj"
+    text = swe.read_text()  # (the independent reading: no request's usage in the file, only
+    assert not any(k in text for k in ('"usage"', "input_tokens", "prompt_tokens"))  # totals)
+    args = ["run", "-q", "--policy", "two-tier-corrected", str(odd), str(swe),
+            str(samples / "claude-code" / "short.jsonl"), "--cache-dir", str(tmp_path / "c"),
+            "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert ("note: 2 of 3 replayed runs are judged by the tokenizer count, not by recorded "
+            "usage: 1 recorded none (tokenizer-fallback), 1 recorded usage at odds with their "
+            "text (tokenizer-implausible-usage)") in " ".join(result.output.split())
+    plain = CliRunner().invoke(app, [*args[:3], "none", *args[4:]])
+    assert "judged by the tokenizer" in plain.output
+    tokenizer = tmp_path / "tokenizer.yaml"
+    tokenizer.write_text("name: plain\ntruth: {method: tokenizer, tokenizer: o200k_base}\n")
+    asked = CliRunner().invoke(app, [*args[:3], str(tokenizer), *args[4:]])
+    assert asked.exit_code == 0 and "judged by the tokenizer" not in asked.output
