@@ -81,16 +81,16 @@ _SKIPPED_TYPES = ("info", "error", "warning")
 
 
 def sniff(filename: str, head: bytes) -> bool:
-    """True for a JSON head holding Gemini CLI's session metadata (``sessionId`` and
-    ``projectHash``).
+    """True for a JSON head holding Gemini CLI's ``sessionId`` and ``projectHash``, or a
+    ``gemini`` message (a session without its project's hash is one: chat reads no role).
 
     Args:
         filename: the file name (unused: content decides).
         head: the first 64 KiB of the file.
     """
     text = head.lstrip()
-    return text.startswith(b"{") and _PROJECT.search(text) is not None \
-        and _SESSION.search(text) is not None
+    return text.startswith(b"{") and _SESSION.search(text) is not None \
+        and (_PROJECT.search(text) is not None or _GEMINI_TYPE.search(text) is not None)
 
 
 def evidence(filename: str, head: bytes) -> str:

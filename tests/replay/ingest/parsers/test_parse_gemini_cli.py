@@ -176,6 +176,25 @@ def test_sniff_is_specific() -> None:
     assert ("gemini_cli", "messages of type 'gemini'") in near
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_session_without_its_project_hash_is_still_read(name: str, tmp_path: Path) -> None:
+    """Found by a fuzz of the fixtures: a session whose ``projectHash`` is missing went to the
+    chat parser, which read no role in its messages (0 runs, "unknown role None" per message).
+    The same counts as the plain walk of the file as it was."""
+    records = _records(FIXTURES / name)
+    for r in records:
+        r.pop("projectHash", None)
+    path = tmp_path / name
+    path.write_text(json.dumps(records[0]) if name.endswith(".json") else
+                    "".join(json.dumps(r) + "\n" for r in records))
+    parsed = parse_file(path, path.parent)
+    assert parsed.format == "gemini_cli" and not parsed.issues, [str(i) for i in parsed.issues]
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    expected = _independent(FIXTURES / name)
+    assert {k: run[k] for k in expected} == expected
+
+
 def test_subagent_recording_names_its_session(tmp_path: Path) -> None:
     lines = [{"sessionId": "sub-7", "projectHash": "p", "kind": "subagent"},
              {"id": "u", "timestamp": "t", "type": "user", "content": "look"}]
