@@ -29,9 +29,9 @@ from replay.ingest.input_files import BOM, Unreadable, read_input
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.builder import RunDraft
-from replay.ingest.parsers.head import SNIFF_BYTES, detect_file
+from replay.ingest.parsers.head import detect_file
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
-from replay.ingest.parsers.source import Issue, Source, said_once
+from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source, said_once
 from replay.ingest.run_tables import Counted, tokenize
 from replay.memory import collector_paused
 

@@ -40,7 +40,7 @@ from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import detect_format
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
-from replay.ingest.parsers.source import Issue
+from replay.ingest.parsers.source import SNIFF_BYTES, Issue
 from replay.ingest.redaction import ExactSizes, format_exact
 from replay.ingest.schema import TOKENIZERS
 from replay.layout import cache_root
@@ -265,7 +265,7 @@ def _one(job: tuple[Path, str, Path, Redactor]) -> RedactedFile:
     final = payload.pack(texts)
     issues = [Issue(where, 0, f"{n} blocks carry no marker and read with other sizes than the "
                               f"original ({why})") for why, n in unsized.items()]
-    if fmt != detect_format(dest.name, final[:65536]):
+    if fmt != detect_format(dest.name, final[:SNIFF_BYTES]):
         issues.append(Issue(where, 0, f"the redacted copy is not recognised as {fmt}"))
     issues += verify_copy(path, rel, fmt, final, original, redactor)
     if found := scan(payload.plain(texts)) or scan(archived.encode("utf-8", "surrogatepass")):

@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 
 from replay.ingest.parsers import Detection, detect, detect_format, metadata_only
+from replay.ingest.parsers.source import SNIFF_BYTES
 
-SNIFF_BYTES = 65536
-"""How much of a file format detection sees."""
 CUT_BYTES = 4096
 """How much of each line the second detection pass sees (``records_cut``)."""
 STRING_BYTES = 256

@@ -60,7 +60,7 @@ from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, iter_records, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
-from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source
 
 NAME = "opencode"
 
@@ -87,7 +87,8 @@ def sniff(filename: str, head: bytes) -> bool:
         return False
     if _SESSION_ID.search(text) and _PARTS.search(text) and b'"messages"' in text:
         return True
-    return _EVENT.match(text) is not None and b'"sessionID"' in text
+    return _EVENT.search(text) is not None and b'"sessionID"' in text  # (any line: not only a
+    # first one that is damaged)
 
 
 def evidence(filename: str, head: bytes) -> str:
@@ -120,9 +121,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (per message, or line 0 for the file).
     """
-    first = src.data.lstrip().split(b"\n", 1)[0]
-    if _EVENT.match(first):
-        return _events(src, issues)
+    if _EVENT.search(src.data, 0, SNIFF_BYTES):  # (an event line in the head, as ``sniff``
+        return _events(src, issues)  # reads it: a damaged first line is one line's issue)
     doc, found = load_or_salvage(src, issues, "messages", "messages", "session info lost")
     if doc is None:
         return []

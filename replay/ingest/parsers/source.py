@@ -17,6 +17,10 @@ from pathlib import Path
 
 from replay.ingest.parsers.coverage import Coverage
 
+SNIFF_BYTES = 65536
+"""How much of a file format detection sees (``replay.ingest.parsers.head``; a parser that
+tells its file's shape as its ``sniff`` did reads as much)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Source:

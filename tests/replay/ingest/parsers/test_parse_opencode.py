@@ -88,6 +88,25 @@ def test_every_part_is_counted(name: str) -> None:
     assert src.coverage.total("unknown") == 0
 
 
+@pytest.mark.parametrize("damage", [{"type": "x"}, {"type": ""}, {"type": 0.5}])
+def test_an_event_stream_whose_first_line_is_damaged_is_still_read(damage: dict[str, Any],
+                                                                    tmp_path: Path) -> None:
+    """Found by a fuzz of the fixtures: the stream was told by its first line alone, so a
+    first event of another type made the file unknown (or, detected from a later line, read as
+    an export: 'malformed JSON').  Now any event line of the head tells it: the same counts as
+    the plain walk of the file as it was (the first event is a step-start part, kept)."""
+    path = FIXTURES / "run-list.events.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    damaged = tmp_path / path.name
+    damaged.write_text("\n".join([json.dumps({**json.loads(lines[0]), **damage}), *lines[1:]])
+                       + "\n", encoding="utf-8")
+    parsed = parse_file(damaged, damaged.parent)
+    assert parsed.format == "opencode" and parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    expected = _independent(path)
+    assert {k: run[k] for k in expected} == expected
+
+
 def test_compaction_is_one_summary_and_not_a_request() -> None:
     path = FIXTURES / "cart-discount.export.json"
     (draft,) = opencode.parse(_source(path), [])
