@@ -87,8 +87,8 @@ def sniff(filename: str, head: bytes) -> bool:
         return False
     if _SESSION_ID.search(text) and _PARTS.search(text) and b'"messages"' in text:
         return True
-    return _EVENT.search(text) is not None and b'"sessionID"' in text  # (any line: not only a
-    # first one that is damaged)
+    # (an event line anywhere in the head: a damaged first line is one line's issue)
+    return _EVENT.search(text) is not None and b'"sessionID"' in text
 
 
 def evidence(filename: str, head: bytes) -> str:
@@ -121,8 +121,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (per message, or line 0 for the file).
     """
-    if _EVENT.search(src.data, 0, SNIFF_BYTES):  # (an event line in the head, as ``sniff``
-        return _events(src, issues)  # reads it: a damaged first line is one line's issue)
+    if _EVENT.search(src.data, 0, SNIFF_BYTES):  # (an event line in the head, as ``sniff``)
+        return _events(src, issues)
     doc, found = load_or_salvage(src, issues, "messages", "messages", "session info lost")
     if doc is None:
         return []
