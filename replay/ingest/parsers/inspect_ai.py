@@ -60,7 +60,9 @@ NAME = "inspect_ai"
 
 _ZIP_NAMES = re.compile(rb"header\.json|_journal/start\.json|samples/[^/\x00]{1,200}_epoch_\d+\.json")
 """Entry names of an Inspect zip (its local file headers show them in the head)."""
-_JSON_EVAL = re.compile(rb'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task|created)"')
+_JSON_EVAL = re.compile(rb'"eval"\s*:\s*\{\s*"(?:eval_set_id|eval_id|run_id|task|created)"')
+"""The eval header's first key (``EvalSpec``'s first fields; ``eval_set_id``, first of all in
+Inspect's current ``EvalSpec``, is written only for a log of an eval set)."""
 _TRIGGERS = {"threshold": "auto", "forced": "manual"}
 """Inspect's ``CompactionEvent.metadata.trigger`` as a ``ContextEvent`` trigger."""
 _SKIPPED_EVENTS = frozenset((

@@ -97,6 +97,25 @@ def test_counts_match_a_plain_walk(name: str) -> None:
         assert run["n_orphan_results"] == 0
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if n.endswith(".json")])
+def test_a_json_log_of_an_eval_set_is_read(name: str, tmp_path: Path) -> None:
+    """Inspect's current ``EvalSpec`` begins with ``eval_set_id``, written only for a log of an
+    eval set (``inspect eval-set``, ``--log-format json``): its header was not recognised (the
+    file went to the chat parser, 'expected chat messages').  The same counts as the plain walk
+    of its samples."""
+    doc = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    doc["eval"] = {"eval_set_id": "S4mpleSet1d", **doc["eval"]}
+    path = tmp_path / name
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    parsed = parse_file(path, path.parent)
+    assert parsed.format == "inspect_ai" and parsed.tables is not None, parsed.issues
+    got = {r["agent"]: r for r in parsed.tables.runs.to_pylist()}
+    for sample in doc["samples"]:
+        expected = _independent(sample)
+        run = got[f"sample {sample['id']} epoch {sample['epoch']}"]
+        assert {k: run[k] for k in expected} == expected
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_every_event_is_counted(name: str) -> None:
     path = FIXTURES / name
