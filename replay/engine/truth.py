@@ -27,7 +27,8 @@ the trace and every summary:
   re-attached after its summary without writing it to the log (files it re-read, the todo
   list) shows as a jump of the offset across the compaction (``reattached_tokens``); a replay
   that did not reuse that recorded compaction does not hold it, so its offsets leave the jump
-  out (``TruthPlan.offsets``), and one that reused it adds it back (``TruthPlan.reattached``).
+  out (``TruthPlan.offsets``; as far as every later offset of its stretch holds it: ``_held``),
+  and one that reused it adds it back (``TruthPlan.reattached``).
   Cache reads are anchored the same way (``replay.engine.cache_anchor``): an unchanged request
   reads what the log recorded, a changed one the model's read less the recorded shortfall.
 - ``fitted`` — ``overhead + scale × count`` from the run's calibration
@@ -127,6 +128,7 @@ def _plan(run: PreparedRun, t: TokenCounter, fixed: int, overhead: int,
             offsets = anchor_offsets(run, counter, overhead)
             jumps = reattached_tokens(run, counter, overhead)
             if any(jumps):
+                jumps = _held(jumps, offsets, run)
                 offsets = [o - jumps[c] if c >= 0 else o
                            for o, c in zip(offsets, run.recorded_summary)]
             if source == "anchored-scaled-down" and min(offsets) < 0:  # (the lowered scale's
@@ -235,6 +237,20 @@ def reattached_tokens(run: PreparedRun, counter: TokenCounter, msg_overhead: int
         out.append(max(0, offsets[first] - offsets[before])
                    if first is not None and before is not None and rec[first] else 0)
     return out
+
+
+def _held(jumps: list[int], offsets: list[int], run: PreparedRun) -> list[int]:
+    """Each compaction's re-attached tokens (``reattached_tokens``: its offset's jump at its first
+    request), at most the offset of every later request of its stretch with recorded usage: the
+    jump is taken off those offsets (a replay that does not reuse the compaction does not hold
+    what it re-attached), and a recorded usage that fell by more than the jump's worth would
+    leave a negative offset, which a replay then sends as fewer than no tokens."""
+    held = list(jumps)
+    rec = run.recorded_input
+    for k, h in enumerate(run.recorded_summary):
+        if h >= 0 and held[h] > 0 and rec[k] and offsets[k] < held[h]:
+            held[h] = max(0, offsets[k])
+    return held
 
 
 def recorded_summary_truth(run: PreparedRun, i: int, counter: TokenCounter, msg_overhead: int) -> int:

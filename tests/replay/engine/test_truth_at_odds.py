@@ -181,3 +181,46 @@ def test_replay_run_says_how_many_runs_the_tokenizer_judged(samples, tmp_path): 
     tokenizer.write_text("name: plain\ntruth: {method: tokenizer, tokenizer: o200k_base}\n")
     asked = CliRunner().invoke(app, [*args[:3], str(tokenizer), *args[4:]])
     assert asked.exit_code == 0 and "judged by the tokenizer" not in asked.output
+
+
+def test_usage_falling_after_a_compactions_jump_never_sends_negative_tokens() -> None:
+    """The case the property above found: after a harness compaction the recorded input jumps
+    (500 tokens the harness re-attached), then falls back (10 above the count): taking the
+    whole jump off the later offset left it at -490, and masking the big result sent fewer
+    than no tokens.  The jump is now taken off only as far as every later offset holds it."""
+    from replay.ingest.parsers.builder import RunBuilder
+    from replay.ingest.parsers.source import Source
+
+    b = RunBuilder(source=Source(path="<t>", rel="t", data=b"", sha256="0" * 64), index=0,
+                   format="hyp", issues=[])
+    b.message("user")
+    b.text("fix the failing test in a.py")
+    for k, (size, compact) in enumerate([(5, False), (2000, True), (5, False)]):
+        if compact:
+            b.message("user")
+            b.summary("the agent read a.py and found the failing assertion")
+        b.message("assistant")
+        b.tool_call(f"c{k}", "Read", {"file_path": f"f{k}.py"})
+        b.request()
+        b.message("tool")
+        b.tool_result(f"c{k}", "\n".join(f"line {i}: value = {i * 7}" for i in range(size)))
+    b.message("assistant")
+    b.text("done")
+    b.request()
+    tables = tokenize([b.build()], ("o200k_base",))
+    rid = b.run_id
+    plain = Corpus.from_tables(tables.runs, tables.messages, tables.requests)
+    counts = replay(plain.prepared(rid), replace_path(load_policy("none"), "truth.method",
+                                                      "tokenizer")).requests["truth_tokens"]
+    counts = counts.to_pylist()
+    recorded = [counts[0], counts[1] + 500, counts[2] + 10, counts[3] + 10]
+    at = tables.requests.schema.get_field_index("input_tokens")
+    requests = tables.requests.set_column(at, tables.requests.schema.field(at),
+                                          pa.array(recorded, pa.int64()))
+    run = Corpus.from_tables(tables.runs, tables.messages, requests).prepared(rid)
+    assert run.harness_first_request == [1]
+    none = replay(run, load_policy("none")).requests.to_pydict()
+    assert none["truth_tokens"][:1] == recorded[:1]
+    masked = replay(run, MASK_ALL).requests.to_pydict()
+    assert masked["n_blocks"][2] <= none["n_blocks"][2]
+    assert min(masked["truth_tokens"]) >= 0 and min(masked["cost_usd"]) >= 0
