@@ -108,22 +108,17 @@ def _truth_note(source: str) -> str | None:
     return f"truth {source}: {TRUTH_SOURCES[source]}" if source in USAGE_AT_ODDS else None
 
 
-def truth_note(sources: list[str | None]) -> str | None:
+def tokenizer_judged_note(sources: list[str | None]) -> str | None:
     """What ``replay run`` says under its table when runs were judged by the tokenizer count
     although the policy asked for recorded usage (``replay.engine.truth.NOT_RECORDED``), by
-    source; None when none was.  ``sources``: the rows' ``truth_source`` (None: not replayed)."""
+    why; None when none was.  ``sources``: the rows' ``truth_source`` (None: not replayed)."""
     counts = {s: sources.count(s) for s in sorted(NOT_RECORDED)}
     if not any(counts.values()):
         return None
     replayed = sum(1 for s in sources if s is not None)
-    why = ", ".join(f"{n} {_WHY[s]} ({s})" for s, n in counts.items() if n)
+    why = ", ".join(f"{n} {NOT_RECORDED[s]} ({s})" for s, n in counts.items() if n)
     return (f"{sum(counts.values())} of {replayed} replayed runs are judged by the tokenizer "
             f"count, not by recorded usage: {why}; truth_source (--wide, --json) says which run")
-
-
-_WHY = {"tokenizer-fallback": "recorded none",
-        "tokenizer-implausible-usage": "recorded usage at odds with their text"}
-"""How ``truth_note`` says each of ``NOT_RECORDED``."""
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:

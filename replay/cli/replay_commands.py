@@ -196,7 +196,7 @@ def run(
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
     from analysis.per_run import UNITS
     from analysis.per_run.induced import INDUCED_NOTE, estimated_note
-    from analysis.per_run.rollup import truth_note
+    from analysis.per_run.rollup import tokenizer_judged_note
     from analysis.policy_run import run_policy_to
     from replay.apply_policy import LazyRows
     from replay.ingest.run_label import run_labels
@@ -223,7 +223,7 @@ def run(
         say(f"note: {INDUCED_NOTE}", err=True)
         if note := estimated_note(sum(summary["induced_rereads_estimated_n"].to_pylist())):
             say(f"note: {note}", err=True)
-    if not table.as_json and (judged := truth_note(summary["truth_source"].to_pylist())):
+    if not table.as_json and (judged := tokenizer_judged_note(summary["truth_source"].to_pylist())):
         say(f"note: {judged}", err=True)
     left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request

@@ -72,9 +72,12 @@ TRUTH_SOURCES: dict[str, str] = {
                                    "e.g. only the uncached input)",
 }
 """Every value ``truth_source`` can take, with what it means (shown by the report)."""
-NOT_RECORDED: frozenset[str] = frozenset({"tokenizer-fallback", "tokenizer-implausible-usage"})
+NOT_RECORDED: dict[str, str] = {"tokenizer-fallback": "recorded none",
+                                "tokenizer-implausible-usage": "recorded usage at odds with "
+                                                               "their text"}
 """Truth sources of a run judged by the tokenizer count although the policy asked for recorded
-usage (anchored or calibrated): the run recorded none, or none that can be used."""
+usage (anchored or calibrated), each with why in a few words (what ``replay run`` says under
+its table: ``analysis.per_run.rollup.tokenizer_judged_note``)."""
 USAGE_AT_ODDS: frozenset[str] = frozenset({"anchored-scaled-down", "tokenizer-implausible-usage"})
 """Truth sources chosen because the log's recorded usage is at odds with its own text (a run's
 note says so: ``analysis.per_run.rollup``)."""

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from replay.corpus import Corpus, open_corpus
 from replay.engine.fold import replay
-from replay.engine.truth import TRUTH_SOURCES, USAGE_AT_ODDS
+from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 from replay.ingest.run_tables import tokenize
 from replay.policy import load_policy, policy_from_dict, replace_path
 from tests.claude_code_raw import recorded_prompts
@@ -152,7 +152,7 @@ def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # typ
         assert min(req["cached_tokens"]) >= 0 and min(req["fresh_tokens"]) >= 0
         assert min(req["cost_usd"]) >= 0
         assert set(req["truth_source"]) <= set(TRUTH_SOURCES)
-    assert USAGE_AT_ODDS <= set(TRUTH_SOURCES)
+    assert USAGE_AT_ODDS <= set(TRUTH_SOURCES) and set(NOT_RECORDED) <= set(TRUTH_SOURCES)
 
 
 def test_replay_run_says_how_many_runs_the_tokenizer_judged(samples, tmp_path):  # type: ignore[no-untyped-def]
