@@ -25,8 +25,8 @@ import json
 import math
 import numbers
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,10 @@ import pandas as pd
 
 from analysis.metrics import metrics_of_replays
 from analysis.run_facts import runs_facts
+from analysis.truth_notes import trace_sources
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
-from replay.engine.trace import TRACE_VERSION
+from replay.engine.trace import TRACE_VERSION, Trace
 from replay.errors import ReplayError
 from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_key
@@ -91,6 +92,10 @@ class Baseline:
     metrics: tuple[str, ...]
     runs: dict[str, RunInfo]
     policies: dict[str, PolicyValues]
+    truth: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
+    """Policy → run key → the truth that judged the run, as measured now
+    (``replay.engine.truth``): what the check says of it (``analysis.truth_notes``); not
+    stored in the file (a baseline read has none), nor compared."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,15 +128,23 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
     keys, runs = _run_keys(corpus, ids)
     order: tuple[str, ...] = ()
     out: dict[str, PolicyValues] = {}
+    truth: dict[str, dict[str, str]] = {}
     facts = runs_facts(corpus, ids)  # once for every policy
     for policy in policies:
-        frame = metrics_of_replays(corpus, iter_replays(corpus, policy, allow_python=allow_python,
-                                                        run_ids=ids, on_run=on_run), policy,
+        judged = truth[policy.name] = {}
+
+        def noted(traces: Iterable[Trace], judged: dict[str, str] = judged) -> Iterator[Trace]:
+            for trace in traces:
+                judged.update((keys[rid], src) for rid, src in trace_sources(trace))
+                yield trace
+
+        frame = metrics_of_replays(corpus, noted(iter_replays(
+            corpus, policy, allow_python=allow_python, run_ids=ids, on_run=on_run)), policy,
                                    facts=facts)
         order = tuple(c for c in frame.columns if c not in ("run_id", "policy"))
         out[policy.name] = policy_values(policy, frame, keys)
     return Baseline(trace_version=TRACE_VERSION, schema_version=SCHEMA_VERSION, metrics=order,
-                    runs=runs, policies=out)
+                    runs=runs, policies=out, truth=truth)
 
 
 def policy_values(policy: Policy, frame: pd.DataFrame, keys: dict[str, str]) -> PolicyValues:

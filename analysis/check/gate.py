@@ -46,6 +46,7 @@ from analysis.check.baseline import (
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.per_run.induced import INDUCED_NOTE
+from analysis.truth_notes import tokenizer_judged_note
 from replay.corpus import Corpus
 from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy
@@ -193,6 +194,10 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
                      if any((v.get("induced_rereads_n") or 0) > 0 for v in cur.values.values()))
     if induced:
         notes.append(f"{INDUCED_NOTE}: under {', '.join(induced)}")
+    judged = tokenizer_judged_note(
+        [cell for by_run in current.truth.values() for cell in by_run.items()])
+    if judged:
+        notes.append(judged)
     cases = []
     for name, cur in current.policies.items():
         if name not in baseline.policies:

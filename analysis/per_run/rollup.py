@@ -25,12 +25,12 @@ from typing import Any
 import pyarrow as pa
 
 from analysis.per_run import PARTS, SPECS, known, part_metrics
+from analysis.truth_notes import run_note, truth_of
 from replay.apply_policy import RunMeta, RunRollup
 from replay.corpus import Corpus
 from replay.engine.prepared import timestamp_seconds
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
-from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 from replay.policy import Policy
 from replay.policy.harness import TODAY_LEVEL_TOKENS, largest_prompt, resolve
 
@@ -80,10 +80,10 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
     for name in ROLLUP_METRICS:
         v = values[name]
         row[name] = None if isinstance(v, float) and math.isnan(v) else v
-    row["truth_source"] = rq["truth_source"][0]
+    row["truth_source"] = truth_of(trace)
     notes = [_manual_note(trace), _harness_note(policy, harness, model, largest_prompt(
         rq["recorded_input_tokens"])),
-             _idle_note(trace, policy), _truth_note(row["truth_source"])]
+             _idle_note(trace, policy), run_note(row["truth_source"])]
     row["note"] = "; ".join(n for n in notes if n) or None
     return [row]
 
@@ -100,25 +100,6 @@ def _harness_note(policy: Policy, harness: str, model: str,
         return None
     return (f"{policy.harness.tier} at {r.level_tokens:,}: {r.basis}"
             + (" (a figure not documented for this version: estimated)" if r.estimated else ""))
-
-
-def _truth_note(source: str) -> str | None:
-    """Why truth is not what the policy asked for, when the log's recorded usage is at odds
-    with its own text (``replay.engine.truth.USAGE_AT_ODDS``)."""
-    return f"truth {source}: {TRUTH_SOURCES[source]}" if source in USAGE_AT_ODDS else None
-
-
-def tokenizer_judged_note(sources: list[str | None]) -> str | None:
-    """What ``replay run`` says under its table when runs were judged by the tokenizer count
-    although the policy asked for recorded usage (``replay.engine.truth.NOT_RECORDED``), by
-    why; None when none was.  ``sources``: the rows' ``truth_source`` (None: not replayed)."""
-    counts = {s: sources.count(s) for s in sorted(NOT_RECORDED)}
-    if not any(counts.values()):
-        return None
-    replayed = sum(1 for s in sources if s is not None)
-    why = ", ".join(f"{n} {NOT_RECORDED[s]} ({s})" for s, n in counts.items() if n)
-    return (f"{sum(counts.values())} of {replayed} replayed runs are judged by the tokenizer "
-            f"count, not by recorded usage: {why}; truth_source (--wide, --json) says which run")
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:

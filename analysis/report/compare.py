@@ -31,6 +31,7 @@ from analysis.induced import includes_induced
 from analysis.metrics import metrics
 from analysis.report.diff import diff
 from analysis.run_facts import runs_facts
+from analysis.truth_notes import trace_sources
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
 from replay.engine.trace import Trace
@@ -108,6 +109,15 @@ class DiffOutcome:
         t = self.table
         rows = t[(t["metric"] == "induced_rereads_n") & (t["scope"] == "total")]
         return includes_induced(rows["a"]) or includes_induced(rows["b"])
+
+    def truth_cells(self) -> list[tuple[str, str | None]]:
+        """(run id, truth source) of each run under either side (``analysis.truth_notes``)."""
+        return [cell for _, trace in self.traces.pairs for cell in trace_sources(trace)]
+
+    def truth_sources(self) -> dict[str, dict[str, str]]:
+        """Each side's (``a``, ``b``) truth source by run id."""
+        return {side: dict(trace_sources(trace))
+                for side, (_, trace) in zip("ab", self.traces.pairs)}
 
 
 def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,

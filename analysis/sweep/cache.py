@@ -43,15 +43,18 @@ from replay.ingest.input_files import Unreadable, read_input
 from replay.ingest.store import Entry
 from replay.safe_names import file_name
 
-VALUE_COLUMNS: tuple[str, ...] = ("policy", *METRIC_COLUMNS)
+TEXT_VALUES: tuple[str, ...] = ("policy", "truth_source")
+"""A replay's values that are text: the policy's name and the truth that judged the run
+(``replay.engine.truth.TRUTH_SOURCES``)."""
+VALUE_COLUMNS: tuple[str, ...] = (*TEXT_VALUES, *METRIC_COLUMNS)
 """A replay's values, as the sweep's units give them back (``analysis.sweep.unit.UnitRows``)."""
 ROW_COLUMNS: tuple[str, ...] = ("setting", "run_id", *VALUE_COLUMNS)
 """The columns of a (run, setting) row, as the cache keeps it."""
-_DTYPES: dict[str, str] = {"setting": "object", "run_id": "object", "policy": "object",  # → str
+_TEXT_COLUMNS: tuple[str, ...] = ("setting", "run_id", *TEXT_VALUES)
+_DTYPES: dict[str, str] = {**{c: "object" for c in _TEXT_COLUMNS},  # → str
                            **{c: "float64" if c in FLOAT_COLUMNS else "int64"
                               for c in METRIC_COLUMNS}}
-_SCHEMA = pa.schema([("run_key", pa.string()), ("setting", pa.string()), ("run_id", pa.string()),
-                     ("policy", pa.string())]
+_SCHEMA = pa.schema([("run_key", pa.string())] + [(c, pa.string()) for c in _TEXT_COLUMNS]
                     + [(c, pa.float64() if c in FLOAT_COLUMNS else pa.int64())
                        for c in METRIC_COLUMNS])
 
@@ -66,7 +69,7 @@ def columns_frame(columns: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
     """Columns of rows (``ROW_COLUMNS`` → values, one per row) as a frame with their dtypes
     (int64 / float64 / str): the one conversion a sweep makes, once for all its rows."""
     df = pd.DataFrame({c: np.array(columns[c], dtype=_DTYPES[c]) for c in ROW_COLUMNS})
-    return df.astype({c: "str" for c in ROW_COLUMNS[:3]})
+    return df.astype({c: "str" for c in _TEXT_COLUMNS})
 
 
 def run_key(sha256: str, entry: Entry) -> str:
@@ -168,9 +171,10 @@ def write_cached(cache_dir: Path, run_id: str, key: str, rows: pd.DataFrame) -> 
 _RUN_ID, _KEY, _CHECKSUM = b"ctxreplay.run_id", b"ctxreplay.run_key", b"ctxreplay.checksum"
 """The file's metadata: the run it answers, the key, the sha256 of its rows (``_checksum``)."""
 _FORMAT = b"ctxreplay.cache_format"
-CACHE_FORMAT = b"2"
+CACHE_FORMAT = b"3"
 """The file layout and checksum of this module (2: the checksum hashes numbers as their
-little-endian bytes, not as JSON); a file of another format is stale, not damaged."""
+little-endian bytes, not as JSON; 3: each row's ``truth_source``); a file of another format is
+stale, not damaged."""
 
 
 def _checksum(table: pa.Table, key: bytes) -> str:

@@ -23,14 +23,14 @@ import numpy as np
 import pandas as pd
 
 from analysis.per_run.fast_metrics import FLOAT_COLUMNS
-from analysis.sweep.cache import ROW_COLUMNS, VALUE_COLUMNS, columns_frame
+from analysis.sweep.cache import ROW_COLUMNS, TEXT_VALUES, VALUE_COLUMNS, columns_frame
 from analysis.sweep.grid import Setting
 from analysis.sweep.unit import UnitRows
 from replay.corpus import Corpus
 
-_DTYPES: dict[str, Any] = {c: np.float64 if c in FLOAT_COLUMNS else np.int64
-                           for c in VALUE_COLUMNS[1:]}
-"""A metric column's dtype (``policy`` is text)."""
+_DTYPES: dict[str, Any] = {c: object if c in TEXT_VALUES else
+                           np.float64 if c in FLOAT_COLUMNS else np.int64 for c in VALUE_COLUMNS}
+"""A value column's dtype (``TEXT_VALUES``: Python strings, made ``str`` in the table)."""
 
 
 class Cells:
@@ -186,17 +186,15 @@ class Cells:
                              *(v for rows in self._unit_rows for v in rows or ())],
                             dtype=np.int64)[self._keys.order]
         out = dict(self._keys.columns)
-        out["policy"] = pd.array(values[0][value_ix], dtype="str")
-        for c, arr in zip(VALUE_COLUMNS[1:], values[1:]):
-            out[c] = arr[value_ix]
+        for c, arr in zip(VALUE_COLUMNS, values):
+            out[c] = pd.array(arr[value_ix], dtype="str") if c in TEXT_VALUES else arr[value_ix]
         return pd.DataFrame(out)
 
 
 def _columns(rows: Sequence[tuple[Any, ...]]) -> list[np.ndarray]:
     """Rows of ``VALUE_COLUMNS`` as one array per column."""
     by_column = list(zip(*rows)) if rows else [()] * len(VALUE_COLUMNS)
-    return [np.array(v, dtype=object if c == "policy" else _DTYPES[c])
-            for c, v in zip(VALUE_COLUMNS, by_column)]
+    return [np.array(v, dtype=_DTYPES[c]) for c, v in zip(VALUE_COLUMNS, by_column)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,11 @@ class SweepOutcome:
         """Whether the figures include induced re-reads (``replay.engine.induced``)."""
         return includes_induced(self.result.table["induced_rereads_n"])
 
+    def truth_cells(self) -> list[tuple[str, str | None]]:
+        """(run id, truth source) of every (run, setting) row (``analysis.truth_notes``)."""
+        t = self.result.table
+        return list(zip(t["run_id"].tolist(), t["truth_source"].tolist()))
+
     def best_rows(self, top: int) -> list[dict[str, Any]]:
         """The ``top`` best settings: id, swept values, the objective and ``SHOWN_METRICS``."""
         params = self.result.params

@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 from analysis.metric_spec import RunFacts
 from analysis.per_run.fast_metrics import fast_metrics_many
 from analysis.run_facts import run_facts
+from analysis.truth_notes import truth_of
 from replay.corpus import Corpus
 from replay.engine.fold import replay
 from replay.engine.prepared import Calibration, PreparedRun
@@ -99,7 +100,8 @@ class UnitRows:
     """For each of them, its row in ``values``: the row of the replay that made it, or that
     stands for its own."""
     values: list[tuple[Any, ...]]
-    """One row per replay made, ``VALUE_COLUMNS`` each (the policy's name, the metrics)."""
+    """One row per replay made, ``VALUE_COLUMNS`` each (the policy's name, the truth source,
+    the metrics)."""
     loaded: bool
     """The run was read and prepared for this unit (False: its process had kept it)."""
     n_repeated: int = 0
@@ -206,8 +208,12 @@ def _batch(n_requests: int) -> int:
 
 
 def _values(facts: RunFacts, replays: list[tuple[Trace, Policy]]) -> list[tuple[Any, ...]]:
-    """The value rows of replays of the unit's run (the policy's name, the metrics)."""
-    return [tuple(row.values())[1:] for row in fast_metrics_many(facts, replays)] if replays else []
+    """The value rows of replays of the unit's run (``VALUE_COLUMNS``: the policy's name, the
+    truth that judged the run, the metrics)."""
+    if not replays:
+        return []
+    return [(name, truth_of(trace) or "", *values) for (trace, _), (_, name, *values) in zip(
+        replays, (row.values() for row in fast_metrics_many(facts, replays)))]
 
 
 def sweep_units(units: tuple[SweepUnit, ...], blob: bytes, *,

@@ -142,6 +142,7 @@ def diff(
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
+    from analysis.truth_notes import judged_runs, tokenizer_judged_note
     from replay.ingest.run_label import run_labels
 
     with _errors(), _counter("replay", quiet) as tick:
@@ -152,7 +153,9 @@ def diff(
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     if table.as_json:
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
-                     "includes_induced": done.includes_induced, "rows": to_records(d)})
+                     "includes_induced": done.includes_induced,
+                     "tokenizer_judged_runs": judged_runs(done.truth_cells()),
+                     "truth_sources": done.truth_sources(), "rows": to_records(d)})
         _finish(corpus.report, strict)
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
@@ -170,6 +173,8 @@ def diff(
         say(title)
     if done.includes_induced:
         say(f"note: {INDUCED_NOTE}", err=True)
+    if judged := tokenizer_judged_note(done.truth_cells(), "--json's truth_sources"):
+        say(f"note: {judged}", err=True)
     _finish(corpus.report, strict)
 
 
@@ -243,6 +248,7 @@ def sweep(
     from analysis.per_run.induced import INDUCED_NOTE
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
+    from analysis.truth_notes import judged_runs, tokenizer_judged_note
     from replay.layout import SWEEP, cache_root, sweep_cache_dir
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
@@ -276,7 +282,8 @@ def sweep(
                      "cache_dropped": s.n_cache_dropped,
                      "cache_unwritten": s.n_cache_unwritten,
                      "files": [str(f) for f in done.files], "best": shown,
-                     "includes_induced": done.includes_induced})
+                     "includes_induced": done.includes_induced,
+                     "tokenizer_judged_runs": judged_runs(done.truth_cells())})
     else:
         same = (f" ({done.n_same_policy} more the grid asked for made a policy already in it: "
                 "not swept twice)") if done.n_same_policy else ""
@@ -288,6 +295,9 @@ def sweep(
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
         if done.includes_induced:
             say(f"note: {INDUCED_NOTE}", err=True)
+        if judged := tokenizer_judged_note(done.truth_cells(),
+                                           f"the truth_source column of {out / 'sweep'}'s tables"):
+            say(f"note: {judged}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)

@@ -196,8 +196,8 @@ def run(
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
     from analysis.per_run import UNITS
     from analysis.per_run.induced import INDUCED_NOTE, estimated_note
-    from analysis.per_run.rollup import tokenizer_judged_note
     from analysis.policy_run import run_policy_to
+    from analysis.truth_notes import tokenizer_judged_note
     from replay.apply_policy import LazyRows
     from replay.ingest.run_label import run_labels
     from replay.policy import load_policy
@@ -223,7 +223,10 @@ def run(
         say(f"note: {INDUCED_NOTE}", err=True)
         if note := estimated_note(sum(summary["induced_rereads_estimated_n"].to_pylist())):
             say(f"note: {note}", err=True)
-    if not table.as_json and (judged := tokenizer_judged_note(summary["truth_source"].to_pylist())):
+    judged = tokenizer_judged_note(zip(summary["run_id"].to_pylist(),
+                                       summary["truth_source"].to_pylist()),
+                                   "truth_source (--wide, --json)")
+    if judged and not table.as_json:
         say(f"note: {judged}", err=True)
     left = done.not_replayed
     if left:  # never dropped silently: `replay inspect FILE` says why each has no request

@@ -31,8 +31,8 @@ class _Runs:
 
 def _values(k: int) -> tuple[Any, ...]:
     """A replay's row, every value telling which replay made it."""
-    return (f"policy-{k % 2}", *(k / 7 if c in FLOAT_COLUMNS else k * 3 + j
-                                 for j, c in enumerate(METRIC_COLUMNS)))
+    return (f"policy-{k % 2}", f"truth-{k % 3}", *(k / 7 if c in FLOAT_COLUMNS else k * 3 + j
+                                                   for j, c in enumerate(METRIC_COLUMNS)))
 
 
 def _oracle(rows: list[tuple[Any, ...]], chosen: list[Setting]) -> pd.DataFrame:

@@ -5,7 +5,6 @@ scale is lowered until no offset is negative, or the usage is set aside, and the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,12 +17,11 @@ from replay.engine.fold import replay
 from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 from replay.ingest.run_tables import tokenize
 from replay.policy import load_policy, policy_from_dict, replace_path
-from tests.claude_code_raw import recorded_prompts
+from tests.claude_code_raw import USAGE_SAMPLE, recorded_prompts, rewritten_usage
 from tests.strategies import policies, recorded_runs
 
-NAME = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
-"""The 152-request Claude Code sample (its recorded input is 1.5x and more the o200k count)."""
-_CACHE_FIELDS = ("cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation")
+NAME = USAGE_SAMPLE
+"""The 152-request Claude Code sample (``tests.claude_code_raw.USAGE_SAMPLE``)."""
 MASK_ALL = policy_from_dict({
     "name": "mask-all", "server": {"window_tokens": 128_000, "reserve_tokens": 4096},
     "truth": {"method": "anchored", "tokenizer": "o200k_base"},
@@ -31,27 +29,6 @@ MASK_ALL = policy_from_dict({
                "blocks": ["tool_results"], "protect": {"tool_results": 0},
                "placeholder": {"template": "x"}}]})
 """Every tool result but none masked at every request: a replay far smaller than the log."""
-
-
-def _rewritten(samples: Path, out: Path, *, factor: float = 1.0, uncached: bool = False) -> Path:
-    """The sample with each recorded usage changed: every input field × ``factor`` (rounded),
-    or (``uncached``) only ``input_tokens`` kept, as a log recording the uncached input alone."""
-    lines = []
-    for line in (samples / "claude-code" / NAME).read_text().splitlines():
-        rec = json.loads(line)
-        usage = rec.get("message", {}).get("usage") if isinstance(rec.get("message"), dict) \
-            else None
-        if isinstance(usage, dict):
-            for key in _CACHE_FIELDS if uncached else ():
-                usage.pop(key, None)
-            for key in ("input_tokens", *_CACHE_FIELDS[:2]):
-                if isinstance(usage.get(key), int):
-                    usage[key] = round(usage[key] * factor)
-        lines.append(json.dumps(rec))
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / NAME
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _run(path: Path, cache: Path):  # type: ignore[no-untyped-def]
@@ -64,7 +41,7 @@ def test_only_the_uncached_input_is_not_taken_for_the_prompt(samples, tmp_path):
     """A log whose usage holds the uncached input alone (a few tokens a request against tens
     of thousands in context): the tokenizer counts, never a negative size, and the run's note
     says why."""
-    path = _rewritten(samples, tmp_path / "logs", uncached=True)
+    path = rewritten_usage(samples, tmp_path / "logs", uncached=True)
     prompts, boundary = recorded_prompts(path)
     assert max(prompts) < 1_000  # (the independent reading: what the file now records)
     corpus, rid = _run(path, tmp_path / "cache")
@@ -105,7 +82,7 @@ def test_usage_below_the_count_lowers_the_scale_and_keeps_the_recorded_prompts( 
     """Every recorded input × 0.55 (the lowest recorded input ÷ count falls from ~1.5 to ~0.84),
     anchored without a fit (scale 1): the lowered scale sends the recorded prompts unchanged
     under ``none`` (up to the harness's compaction) and never a negative size."""
-    path = _rewritten(samples, tmp_path / "logs", factor=0.55)
+    path = rewritten_usage(samples, tmp_path / "logs", factor=0.55)
     prompts, boundary = recorded_prompts(path)
     assert boundary == 102  # the harness's compaction, which ``none`` does not make
     prompts = prompts[:boundary]
@@ -163,7 +140,7 @@ def test_replay_run_says_how_many_runs_the_tokenizer_judged(samples, tmp_path): 
 
     from replay.cli import app
 
-    odd = _rewritten(samples, tmp_path / "logs", uncached=True)
+    odd = rewritten_usage(samples, tmp_path / "logs", uncached=True)
     swe = samples / "swe-agent" / "v1fc_gpt4__sweagenttestrepo-1c2844.traj"
     text = swe.read_text()  # (the independent reading: no request's usage in the file, only
     assert not any(k in text for k in ('"usage"', "input_tokens", "prompt_tokens"))  # totals)

@@ -1,0 +1,122 @@
+"""What the commands say of runs judged by the tokenizer count although the policy asked for
+recorded usage (``analysis.truth_notes``): ``replay run`` said it; ``sweep``, ``diff`` and
+``check`` printed their figures without a word.  Now each says how many and why, and where to
+find which run (the sweep's table has a ``truth_source`` column)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from analysis.truth_notes import NAMED_RUNS, judged_runs, tokenizer_judged_note
+from replay.cli import app
+from replay.engine.truth import NOT_RECORDED
+from tests.claude_code_raw import USAGE_SAMPLE, rewritten_usage
+
+SWE = "v1fc_gpt4__sweagenttestrepo-1c2844.traj"
+"""A SWE-agent trajectory: it records no usage a request (only totals)."""
+
+
+def test_the_note_counts_runs_once_by_why_and_says_when_only_some_replays() -> None:
+    cells = [("r1", "tokenizer-fallback"), ("r2", "anchored"), ("r1", "tokenizer-fallback"),
+             ("r3", "tokenizer-implausible-usage"), ("r3", "tokenizer"), ("r4", None)]
+    assert judged_runs(cells) == {"tokenizer-fallback": 1, "tokenizer-implausible-usage": 1}
+    note = tokenizer_judged_note(cells, "the table")
+    assert note == ("2 of 3 replayed runs are judged by the tokenizer count, not by recorded "
+                    "usage: 1 recorded none (tokenizer-fallback), 1 recorded usage at odds with "
+                    "their text (tokenizer-implausible-usage), in 3 of their 4 replays; the "
+                    "table says which run")
+    assert tokenizer_judged_note([("r1", "tokenizer"), ("r2", "anchored"), ("r3", None)],
+                                 "x") is None
+    many = [(f"run{k}", "tokenizer-fallback") for k in range(NAMED_RUNS + 2)]
+    named = tokenizer_judged_note(many)
+    assert named is not None and named.endswith(
+        "the runs: " + ", ".join(f"run{k}" for k in range(NAMED_RUNS)) + " and 2 more")
+
+
+@pytest.fixture(scope="module")
+def logs(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Three logs: usage at odds with the text (only the uncached input kept), none recorded
+    (SWE-agent), usage as recorded (short.jsonl); and the sources the first two are."""
+    folder = tmp_path_factory.mktemp("logs")
+    rewritten_usage(samples, folder, uncached=True)
+    text = (samples / "swe-agent" / SWE).read_text()  # (the independent reading: no usage a
+    assert not any(k in text for k in ('"usage"', "input_tokens", "prompt_tokens"))  # request)
+    (folder / SWE).write_text(text)
+    (folder / "short.jsonl").write_bytes((samples / "claude-code" / "short.jsonl").read_bytes())
+    return folder, [USAGE_SAMPLE, SWE]
+
+
+_COUNTED = ("2 of 3 replayed runs are judged by the tokenizer count, not by recorded usage: 1 "
+            "recorded none (tokenizer-fallback), 1 recorded usage at odds with their text "
+            "(tokenizer-implausible-usage)")
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_a_sweep_says_which_runs_the_tokenizer_judged(logs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    folder, _ = logs
+    base = ["sweep", "-q", str(folder), "-p", "two-tier-corrected", "--no-plots", "--jobs", "1",
+            "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "o")]
+    code, out = _cli(*base, "--axis", "tiers.1.trigger.at_tokens=40000,80000")
+    assert code == 0, out
+    assert f"note: {_COUNTED}; the truth_source column of " in out
+    with open(tmp_path / "o" / "sweep" / "sweep.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 6
+    by_source = {r["source"]: {x["truth_source"] for x in rows if x["source"] == r["source"]}
+                 for r in rows}
+    recorded = by_source.pop("short.jsonl")
+    assert len(recorded) == 1 and recorded <= {"anchored", "anchored-unscaled"}
+    assert by_source == {USAGE_SAMPLE: {"tokenizer-implausible-usage"},
+                         SWE: {"tokenizer-fallback"}}
+    # the same rows again, from the sweep cache, say the same
+    code, out = _cli(*base, "--axis", "tiers.1.trigger.at_tokens=40000,80000", "--json")
+    doc = json.loads(out[out.index("{"):])
+    assert doc["reused"] == 6 and doc["computed"] == 0
+    assert doc["tokenizer_judged_runs"] == {"tokenizer-fallback": 1,
+                                            "tokenizer-implausible-usage": 1}
+    # a setting asking for the tokenizer itself is not counted: in 2 of their 4 replays
+    code, out = _cli(*base, "--axis", "truth.method=anchored,tokenizer")
+    assert code == 0, out
+    assert f"{_COUNTED}, in 2 of their 4 replays;" in out
+
+
+def test_diff_says_which_runs_the_tokenizer_judged(logs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    folder, _ = logs
+    args = ["diff", "-q", str(folder), "-p", "two-tier-corrected", "-p", "observation-masking",
+            "--cache-dir", str(tmp_path / "c")]
+    code, out = _cli(*args)
+    assert code == 0, out
+    assert f"note: {_COUNTED}; --json's truth_sources says which run" in out
+    code, out = _cli(*args, "--json")
+    doc = json.loads(out[out.index("{"):])
+    assert doc["tokenizer_judged_runs"] == {"tokenizer-fallback": 1,
+                                            "tokenizer-implausible-usage": 1}
+    for side in ("a", "b"):
+        sources = sorted(doc["truth_sources"][side].values())
+        assert sources[0] in ("anchored", "anchored-unscaled")
+        assert sources[1:] == ["tokenizer-fallback", "tokenizer-implausible-usage"]
+
+
+def test_check_names_the_runs_the_tokenizer_judged(logs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    folder, judged = logs
+    args = ["check", str(folder), "-p", "two-tier-corrected", "--baseline",
+            str(tmp_path / "b.json"), "--cache-dir", str(tmp_path / "c")]
+    assert _cli(*args, "--update-baseline")[0] == 0
+    assert "truth" not in json.loads((tmp_path / "b.json").read_text())  # (not stored)
+    code, out = _cli(*args)
+    assert code == 0, out
+    assert f"note: {_COUNTED}; the runs: " in out
+    named = out[out.index("; the runs: ") + len("; the runs: "):]
+    assert all(source in named for source in judged) and "short.jsonl" not in named
+    code, out = _cli(*args, "--json")
+    assert any(n.startswith(_COUNTED) for n in json.loads(out[out.index("{"):])["notes"])
+    assert set(NOT_RECORDED) == {"tokenizer-fallback", "tokenizer-implausible-usage"}
