@@ -90,5 +90,5 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
     else:
         summary = run_to(corpus, policy, folder, rollup=RUN_ROLLUP, allow_python=allow_python,
                          on_run=tick, release_memory=True)
-    left = tuple(sorted(set(corpus.run_ids) - set(ids)))
-    return PolicyRun(summary=summary, out=folder, corpus=corpus, not_replayed=left)
+    return PolicyRun(summary=summary, out=folder, corpus=corpus,
+                     not_replayed=tuple(corpus.not_replayable()))

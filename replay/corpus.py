@@ -30,6 +30,7 @@ from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store, store_index
 from replay.ingest.batch import IngestReport, ingest
 from replay.ingest.names import DEFAULT_TOKENIZERS
+from replay.ingest.run_label import run_labels
 from replay.ingest.schema import SCHEMAS
 from replay.layout import cache_root, dataset_dir
 from replay.policy import Policy
@@ -208,6 +209,11 @@ class Corpus:
         """Runs with at least one request."""
         return [r for r, n in zip(self.run_ids, self.runs["n_requests"].to_pylist()) if n > 0]
 
+    def not_replayable(self) -> list[str]:
+        """Runs with no request, in order: no command replays them, every command says so
+        (``replay inspect FILE`` says why a file has none)."""
+        return [r for r, n in zip(self.run_ids, self.runs["n_requests"].to_pylist()) if n <= 0]
+
     def _everything(self) -> store.RunTables:
         if self._all is None:
             parts = [store.read_entry(self.root, e.key, e.checksum) for e in self.entries]
@@ -217,6 +223,28 @@ class Corpus:
                 self._all = store.RunTables(*(pa.concat_tables([getattr(p, n) for p in parts])
                                               for n in store.TABLES))
         return self._all
+
+
+NOT_REPLAYED_SHOWN = 20
+"""Runs the not-replayed note names at most (``not_replayed_note``); the rest are counted."""
+
+
+def not_replayed(corpus: Corpus) -> list[str]:
+    """The labels of a corpus's runs with no recorded request (``Corpus.not_replayable``)."""
+    left = corpus.not_replayable()
+    labels = run_labels(corpus.runs) if left else {}
+    return [labels.get(r, r) for r in left]
+
+
+def not_replayed_note(labels: list[str]) -> str | None:
+    """What every command that replays says of the runs it could not (``not_replayed``): never
+    dropped silently; None when there is none."""
+    if not labels:
+        return None
+    more = len(labels) - NOT_REPLAYED_SHOWN
+    return (f"{len(labels)} run(s) with no recorded request not replayed: "
+            + ", ".join(labels[:NOT_REPLAYED_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            + " (`replay inspect FILE` says why)")
 
 
 def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: str | None = None,

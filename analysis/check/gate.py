@@ -47,7 +47,7 @@ from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.per_run.induced import INDUCED_NOTE
 from analysis.truth_notes import tokenizer_judged_note
-from replay.corpus import Corpus
+from replay.corpus import Corpus, not_replayed, not_replayed_note
 from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy
 
@@ -144,8 +144,10 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     result = compare(baseline, current, tolerances, strict_logs=strict_logs,
                      unreadable=unreadable)
     labels = run_labels(corpus.runs)
-    return replace(result, labels={run_key(rid, src): labels[rid] for rid, src in zip(
-        corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})
+    left = not_replayed_note(not_replayed(corpus))
+    return replace(result, notes=result.notes + ((left,) if left else ()),
+                   labels={run_key(rid, src): labels[rid] for rid, src in zip(
+                       corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})
 
 
 def update_baseline(corpus: Corpus, policies: Sequence[Policy], path: Path,

@@ -50,7 +50,7 @@ from analysis.rereads import lint_placeholders
 from replay.apply_policy import read_summary, read_trace
 from replay.atomic_files import atomic_write_bytes, remove_files
 from replay.compaction_fit import compaction_report, model_lines
-from replay.corpus import Corpus
+from replay.corpus import Corpus, not_replayed
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
 from replay.ingest.run_label import run_labels
@@ -125,6 +125,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         compaction_model=model_lines(compaction_report(corpus)["model"]),
         interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),
         pricing=pricing,
+        not_replayed=not_replayed(corpus),
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]

@@ -26,6 +26,7 @@ from analysis.induced import INDUCED_NOTE, includes_induced
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
 from analysis.report.diff import TOTAL
 from analysis.report.verdict import priced_by, verdict
+from replay.corpus import not_replayed_note
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
 from replay.policy.pricing import pricing_note
@@ -98,6 +99,9 @@ class Page:
     interactive: str = ""
     """The HTML page's timelines, interactive (``analysis.report.interactive``; scripts
     inlined): shown instead of the ``timelines`` PNGs, which report.md keeps ('' : the PNGs)."""
+    not_replayed: list[str] = dataclasses.field(default_factory=list)
+    """Labels of the runs with no recorded request (``replay.corpus.not_replayed``): said in the
+    overview, never dropped silently."""
 
 
 def fmt_value(metric: str, v: Any) -> str:
@@ -247,7 +251,8 @@ def _overview(page: Page) -> str:
             f"{page.pricing or pricing_note([p for p, _ in page.policies])}."
             + (f" Truth: {truth}." if truth else "")
             + (f" Note: {INDUCED_NOTE}." if "induced_rereads_n" in page.totals
-               and includes_induced(page.totals["induced_rereads_n"]) else ""))
+               and includes_induced(page.totals["induced_rereads_n"]) else "")
+            + (f" Note: {left}." if (left := not_replayed_note(page.not_replayed)) else ""))
 
 
 def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:

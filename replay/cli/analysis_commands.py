@@ -143,6 +143,7 @@ def diff(
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
     from analysis.truth_notes import judged_runs, tokenizer_judged_note
+    from replay.corpus import not_replayed, not_replayed_note
     from replay.ingest.run_label import run_labels
 
     with _errors(), _counter("replay", quiet) as tick:
@@ -151,8 +152,10 @@ def diff(
                                            cache_dir),
                              open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
+    left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     if table.as_json:
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
+                     "not_replayed": left,
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "truth_sources": done.truth_sources(), "rows": to_records(d)})
@@ -175,6 +178,8 @@ def diff(
         say(f"note: {INDUCED_NOTE}", err=True)
     if judged := tokenizer_judged_note(done.truth_cells(), "--json's truth_sources"):
         say(f"note: {judged}", err=True)
+    if note := not_replayed_note(left):
+        say(f"note: {note}", err=True)
     _finish(corpus.report, strict)
 
 
@@ -249,6 +254,7 @@ def sweep(
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, tokenizer_judged_note
+    from replay.corpus import not_replayed, not_replayed_note
     from replay.layout import SWEEP, cache_root, sweep_cache_dir
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
@@ -269,6 +275,7 @@ def sweep(
                             on_figure=draw)
     s = done.result.stats
     shown = done.best_rows(top)
+    left = not_replayed(done.corpus)
     if s.n_cache_dropped:
         warn(f"sweep cache: {s.n_cache_dropped} run file(s) failed their check (another run's, "
              "edited or truncated): dropped, their rows replayed again")
@@ -283,7 +290,8 @@ def sweep(
                      "cache_unwritten": s.n_cache_unwritten,
                      "files": [str(f) for f in done.files], "best": shown,
                      "includes_induced": done.includes_induced,
-                     "tokenizer_judged_runs": judged_runs(done.truth_cells())})
+                     "tokenizer_judged_runs": judged_runs(done.truth_cells()),
+                     "not_replayed": left})
     else:
         same = (f" ({done.n_same_policy} more the grid asked for made a policy already in it: "
                 "not swept twice)") if done.n_same_policy else ""
@@ -298,6 +306,8 @@ def sweep(
         if judged := tokenizer_judged_note(done.truth_cells(),
                                            f"the truth_source column of {out / 'sweep'}'s tables"):
             say(f"note: {judged}", err=True)
+        if note := not_replayed_note(left):
+            say(f"note: {note}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)
@@ -355,6 +365,7 @@ def check(
     from analysis.check.run import CheckSettings, run_check
     from analysis.metric_spec import count
     from replay import atomic_files
+    from replay.corpus import not_replayed, not_replayed_note
 
     with _errors():
         settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,
@@ -370,10 +381,10 @@ def check(
                                                           ("--markdown", markdown)) if p])
     corpus, result = done.corpus, done.result
     if result is None:
-        changes = done.changes
+        changes, left = done.changes, not_replayed(corpus)
         if table.as_json:
             _print_json({"baseline": str(settings.baseline),
-                         "changes": change_rows(list(changes))})
+                         "changes": change_rows(list(changes)), "not_replayed": left})
             _finish(corpus.report, strict)
             return
         say(f"baseline: wrote {settings.baseline} ({count(len(changes), 'change')})",
@@ -381,6 +392,8 @@ def check(
         if changes:
             _emit(change_rows(list(changes[:200])), table, title="what the update changed"
                   + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
+        if note := not_replayed_note(left):
+            say(f"note: {note}", err=True)
         _finish(corpus.report, strict)
         return
     rows = moved(result)

@@ -199,7 +199,7 @@ def run(
     from analysis.policy_run import run_policy_to
     from analysis.truth_notes import tokenizer_judged_note
     from replay.apply_policy import LazyRows
-    from replay.ingest.run_label import run_labels
+    from replay.corpus import not_replayed, not_replayed_note
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
 
@@ -228,12 +228,8 @@ def run(
                                    "truth_source (--wide, --json)")
     if judged and not table.as_json:
         say(f"note: {judged}", err=True)
-    left = done.not_replayed
-    if left:  # never dropped silently: `replay inspect FILE` says why each has no request
-        labels = run_labels(done.corpus.runs)
-        say(f"note: {len(left)} run(s) with no recorded request not replayed: "
-            + ", ".join(labels[r] for r in left[:20])
-            + (" …" if len(left) > 20 else ""), err=True)
+    if left := not_replayed_note(not_replayed(done.corpus)):
+        say(f"note: {left}", err=True)
     _finish(done.corpus.report, strict)
 
 
