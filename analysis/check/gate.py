@@ -45,7 +45,7 @@ from analysis.check.baseline import (
 )
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
-from analysis.per_run.induced import INDUCED_NOTE
+from analysis.per_run.induced import INDUCED_NOTE, estimated_note
 from analysis.truth_notes import tokenizer_judged_note
 from replay.corpus import Corpus, not_replayed, not_replayed_note
 from replay.ingest.run_label import run_key, run_labels
@@ -196,6 +196,10 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
                      if any((v.get("induced_rereads_n") or 0) > 0 for v in cur.values.values()))
     if induced:
         notes.append(f"{INDUCED_NOTE}: under {', '.join(induced)}")
+    if estimated := estimated_note(int(sum(v.get("induced_rereads_estimated_n") or 0
+                                           for cur in current.policies.values()
+                                           for v in cur.values.values()))):
+        notes.append(estimated)
     judged = tokenizer_judged_note(
         [cell for by_run in current.truth.values() for cell in by_run.items()])
     if judged:

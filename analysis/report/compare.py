@@ -110,6 +110,13 @@ class DiffOutcome:
         rows = t[(t["metric"] == "induced_rereads_n") & (t["scope"] == "total")]
         return includes_induced(rows["a"]) or includes_induced(rows["b"])
 
+    @property
+    def n_estimated(self) -> int:
+        """Induced re-reads sized as estimates, both sides (``induced_rereads_estimated_n``)."""
+        t = self.table
+        rows = t[(t["metric"] == "induced_rereads_estimated_n") & (t["scope"] == "total")]
+        return int(rows["a"].fillna(0).sum() + rows["b"].fillna(0).sum())
+
     def truth_cells(self) -> list[tuple[str, str | None]]:
         """(run id, truth source) of each run under either side (``analysis.truth_notes``)."""
         return [cell for _, trace in self.traces.pairs for cell in trace_sources(trace)]

@@ -138,7 +138,7 @@ def diff(
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
-    from analysis.per_run.induced import INDUCED_NOTE
+    from analysis.per_run.induced import INDUCED_NOTE, estimated_note
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
@@ -176,6 +176,8 @@ def diff(
         say(title)
     if done.includes_induced:
         say(f"note: {INDUCED_NOTE}", err=True)
+        if estimated := estimated_note(done.n_estimated):
+            say(f"note: {estimated}", err=True)
     if judged := tokenizer_judged_note(done.truth_cells(), "--json's truth_sources"):
         say(f"note: {judged}", err=True)
     if note := not_replayed_note(left):
@@ -250,7 +252,7 @@ def sweep(
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
-    from analysis.per_run.induced import INDUCED_NOTE
+    from analysis.per_run.induced import INDUCED_NOTE, estimated_note
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, tokenizer_judged_note
@@ -303,6 +305,9 @@ def sweep(
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
         if done.includes_induced:
             say(f"note: {INDUCED_NOTE}", err=True)
+            n_estimated = int(done.result.table["induced_rereads_estimated_n"].sum())
+            if estimated := estimated_note(n_estimated):
+                say(f"note: {estimated}", err=True)
         if judged := tokenizer_judged_note(done.truth_cells(),
                                            f"the truth_source column of {out / 'sweep'}'s tables"):
             say(f"note: {judged}", err=True)
