@@ -11,7 +11,8 @@ registers the commands on it, in the order ``replay --help`` lists them:
 
 - ``replay.cli.replay_commands``: ingest, runs, policies, providers, run, calibrate, synth,
   show-policy;
-- ``replay.cli.analysis_commands``: report, diff, sweep, check;
+- ``replay.cli.analysis_commands``: report, diff, sweep;
+- ``replay.cli.check_command``: check (replay and compare with a baseline: the CI gate);
 - ``replay.cli.inspect_command``: inspect (one log file as the ingest reads it);
 - ``replay.cli.fidelity_command``: fidelity (the harness's own policy against its log);
 - ``replay.cli.redact_command``: redact (a shareable archive of log files);
@@ -33,7 +34,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from replay.cli.analysis_commands import check, diff, report, sweep
+from replay.cli.analysis_commands import diff, report, sweep
+from replay.cli.check_command import check
 from replay.cli.fidelity_command import fidelity
 from replay.cli.inspect_command import inspect
 from replay.cli.redact_command import redact

@@ -1,12 +1,12 @@
-"""The ``replay`` commands over the analysis package: report, diff, sweep and check.
+"""The ``replay`` commands over the analysis package: report, diff and sweep.
 
 Each parses its arguments, replays (or reads ``replay run`` traces), calls the
 ``analysis`` function of the same name, and prints a table (or JSON with ``--json``).
 They are registered on the app in ``replay.cli``; ``analysis`` is imported inside the
 commands, so the replay commands start without it.
 
-Not here: the replay commands (``replay.cli.replay_commands``), printing and exit codes
-(``replay.cli.output``).
+Not here: the replay commands (``replay.cli.replay_commands``), check
+(``replay.cli.check_command``), printing and exit codes (``replay.cli.output``).
 """
 
 from __future__ import annotations
@@ -316,106 +316,3 @@ def sweep(
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)
-
-# --- check command (analysis.check.gate) ---
-
-
-@table_command
-def check(
-    paths: Annotated[list[Path] | None, typer.Argument(
-        metavar="PATHS", callback=existing, help="Log files or folders, or one dataset directory (default: "
-                                "`archive` of "
-             "[tool.ctxreplay] in pyproject.toml or ctxreplay.toml).")] = None,
-    policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="Policy YAML file or preset name; repeat the option for several "
-                               "(default: the config's `policies`).")] = None,
-    baseline: Annotated[Path | None, typer.Option(help="Baseline JSON to compare with (written "
-                                                       "by --update-baseline; default: the "
-                                                       "config's `baseline`).")] = None,
-    tolerances: Annotated[Path | None, typer.Option(help="Tolerances YAML (default: no metric "
-                                                         "may get worse at all).")] = None,
-    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here (one test "
-                                                    "case per run × policy × metric).")] = None,
-    markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here (for a "
-                                                       "pull-request comment).")] = None,
-    update: Annotated[bool, typer.Option("--update-baseline", help="Rewrite the baseline with "
-                                         "the current values and print what changed.")] = False,
-    strict_logs: Annotated[bool | None, typer.Option(
-        "--strict-logs/--no-strict-logs", help="Also fail when a run's log changed, appeared or "
-                                               "disappeared (default: the config's, else no).")]
-        = None,
-    out: Annotated[Path | None, typer.Option(
-        "--cache-dir", "--out", help="The project cache: logs are ingested into DIR/dataset "
-                                     "(default: the config's `out`, else $CTXREPLAY_CACHE_DIR, "
-                                     "else .ctxreplay in the current folder).")] = None,
-    provider: ProviderOpt = None,
-    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
-        False,
-    fmt: FormatOpt = None,
-    strict: StrictOpt = False,
-    quiet: QuietOpt = False,
-    *,
-    table: TableOptions,
-) -> None:
-    """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
-    # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
-    from analysis.check.report import (
-        change_rows,
-        junit_xml,
-        markdown_summary,
-        moved,
-        moved_rows,
-        verdict,
-    )
-    from analysis.check.run import CheckSettings, run_check
-    from analysis.metric_spec import count
-    from replay import atomic_files
-    from replay.corpus import not_replayed, not_replayed_note
-
-    with _errors():
-        settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,
-                                         provider=provider, cache_dir=out,
-                                         strict_logs=strict_logs)
-        if settings.source is not None:
-            say(f"defaults from {settings.source}", err=True)
-        with _counter("check", quiet) as tick:
-            done = run_check(settings, update=update, allow_python=allow_python,
-                             open_runs=_opener(settings.cache_dir, fmt, quiet, strict),
-                             on_run=tick, on_warning=warn,
-                             reports=[(o, p) for o, p in (("--junit", junit),
-                                                          ("--markdown", markdown)) if p])
-    corpus, result = done.corpus, done.result
-    if result is None:
-        changes, left = done.changes, not_replayed(corpus)
-        if table.as_json:
-            _print_json({"baseline": str(settings.baseline),
-                         "changes": change_rows(list(changes)), "not_replayed": left})
-            _finish(corpus.report, strict)
-            return
-        say(f"baseline: wrote {settings.baseline} ({count(len(changes), 'change')})",
-            err=table.as_csv)
-        if changes:
-            _emit(change_rows(list(changes[:200])), table, title="what the update changed"
-                  + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
-        if note := not_replayed_note(left):
-            say(f"note: {note}", err=True)
-        _finish(corpus.report, strict)
-        return
-    rows = moved(result)
-    if table.as_json:
-        _print_json({"verdict": verdict(result), "exit_code": done.exit_code,
-                     "moved": moved_rows(rows, result.labels), "notes": list(result.notes)})
-    else:
-        say(verdict(result), err=table.as_csv)
-    if rows and not table.as_json:
-        _emit(moved_rows(rows[:40], result.labels), table, title="what moved"
-              + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
-    for note in [] if table.as_json else result.notes:
-        say(f"note: {note}", err=table.as_csv)
-    with _errors():  # checked before the work; a full disk now is still one line, exit 2
-        if junit:
-            atomic_files.atomic_write_bytes(junit, junit_xml(result), within=junit.parent)
-        if markdown:
-            atomic_files.atomic_write_bytes(markdown, markdown_summary(result).encode(),
-                                            within=markdown.parent)
-    _finish(corpus.report, strict, done.exit_code)
