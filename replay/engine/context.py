@@ -21,6 +21,7 @@ from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import Induced
 from replay.engine.measured import Measured
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
+from replay.engine.truth import floored
 
 if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure reads by them
     raise AssertionError("replay.engine.context: byte categories out of their order")
@@ -339,11 +340,12 @@ class Context:
             b += 1
         return b
 
-    def measure(self, m: Measured, fixed_est: int, fixed_truth: int) -> int:
+    def measure(self, m: Measured, fixed_est: int, fixed_truth: int, floor: float) -> int:
         """One request's measured values appended to ``m``'s lists, in one call: estimated
-        tokens (``fixed_est`` added), true tokens (``fixed_truth`` added), messages, blocks,
-        bytes of all call args, of write/edit args, of results, of other text (a returned tuple
-        unpacked into them cost about 900 instructions a request).  Returns the true tokens."""
+        tokens (``fixed_est`` added), true tokens (``fixed_truth`` added, never below ``floor``
+        × the context's count: ``replay.engine.truth.floored``), messages, blocks, bytes of all
+        call args, of write/edit args, of results, of other text (a returned tuple unpacked
+        into them cost about 900 instructions a request).  Returns the true tokens."""
         lo, hi = self.lo, self.hi
         est0, truth0, msg0, blocks0, args0, write0, results0, other0 = self.at_lo
         pre, cut = self.pre_bytes, self.live_cut_bytes  # (by index: a list's unpacking is generic)
@@ -354,6 +356,8 @@ class Context:
         if ind.n_live:  # each re-read is two messages: the call and its result
             extra = 2 * ind.n_live
             truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
+            if floor:
+                truth = floored(fixed_truth, truth - fixed_truth, floor)
             m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est
                                              + ind.live_est))
             m.truth_tokens.append(truth)
@@ -365,6 +369,8 @@ class Context:
             m.bytes_other.append(other[hi] - other0 - cut[0])
             return truth
         truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + fixed_truth
+        if floor:
+            truth = floored(fixed_truth, truth - fixed_truth, floor)
         m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est))
         m.truth_tokens.append(truth)
         m.n_messages.append(n_messages)

@@ -43,7 +43,7 @@ from replay.engine.tiers.base import Env, Evictions
 from replay.engine.tiers.recorded import manual_at, replay_manual, start_after_recorded
 from replay.engine.tiers.step import Step
 from replay.engine.trace import Trace
-from replay.engine.truth import TruthPlan, truth_plan
+from replay.engine.truth import TruthPlan, floored, truth_plan
 from replay.errors import ReplayInputError
 from replay.memory import collector_paused
 from replay.policy import Custom, Policy, TokenCounter
@@ -94,6 +94,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
               fixed_est=fixed_est, fixed_truth=offsets[0], truth_counter=plan.counter,
               reattached=reattached, probe=probe)
     env.hidden_reasoning = env.hidden_reasoning and has_hidden_reasoning(run)
+    env.truth_floor = plan.floor_ratio
     truth_of = run.counts(plan.counter, calibration)
     ctx = Context(run, run.counts(estimator, calibration), truth_of,
                   s.message_overhead_tokens)
@@ -159,7 +160,7 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
         # 3. the request as sent
         # the request's measured values (a method called on ctx, not a bound method kept in a
         # local: compiled, that is a native call rather than a Python-level one)
-        truth = ctx.measure(rows, env.fixed_est, env.fixed_truth)
+        truth = ctx.measure(rows, env.fixed_est, env.fixed_truth, env.truth_floor)
         # the prefix shared with the previous request and what it invalidated: _common_prefix,
         # inlined (a call a request)
         if k:
@@ -169,6 +170,8 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                 invalidated = 0
             else:
                 common = env.fixed_truth + (0 if dirty == -1 else ctx.dirty_truth_before)
+                if env.truth_floor:
+                    common = floored(env.fixed_truth, common - env.fixed_truth, env.truth_floor)
                 common = common if common < prev else prev  # noqa: FURB136
                 common = common if common < truth else truth  # noqa: FURB136
                 invalidated = prev - common
@@ -248,7 +251,7 @@ def _pay_induced(ctx: Context, env: Env, k: int, calls: list[tuple[int, int]],
     ctx.dirty = None
     st.requests.append(k)
     st.n_calls.append(len(calls))
-    st.tokens.append(env.fixed_truth + ctx.truth() - calls[0][0])
+    st.tokens.append(floored(env.fixed_truth, ctx.truth(), env.truth_floor) - calls[0][0])
     st.invalidated.append(invalidated)
 
 
@@ -350,9 +353,9 @@ def _common_prefix(ctx: Context, env: Env, k: int, truth: int) -> int:
     if ctx.dirty is None:
         common = env.prev_truth
     elif ctx.dirty == -1:
-        common = env.fixed_truth
+        common = floored(env.fixed_truth, 0, env.truth_floor)
     else:
-        common = env.fixed_truth + ctx.dirty_truth_before
+        common = floored(env.fixed_truth, ctx.dirty_truth_before, env.truth_floor)
     # min(common, env.prev_truth, truth) without the builtin's call (see _replay)
     common = common if common < env.prev_truth else env.prev_truth  # noqa: FURB136
     return common if common < truth else truth  # noqa: FURB136

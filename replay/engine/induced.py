@@ -43,6 +43,7 @@ from replay.engine.induced_state import InduceState
 from replay.engine.tiers.actions import record_action
 from replay.engine.tiers.base import Env
 from replay.engine.trace import INDUCED_AT_NEED, INDUCED_INVITED, INDUCED_REREAD, INDUCED_TIER
+from replay.engine.truth import floored
 
 
 def induce(st: InduceState, ctx: Context, env: Env, k: int) -> list[tuple[int, int]]:
@@ -158,7 +159,7 @@ def _reread(st: InduceState, ctx: Context, env: Env, b: int, calls: list[tuple[i
                       None, True, False, 0, False, True, when)
         return False
     st.used += 1
-    sent = env.fixed_truth + ctx.truth()
+    sent = floored(env.fixed_truth, ctx.truth(), env.truth_floor)
     call_size, result, added_est, added_truth, estimate = _sizes(st, ctx, b)
     i = ctx.induced.add(ctx.hi - 1, b, call_size, result)
     st.copy[b] = i

@@ -20,7 +20,9 @@ the trace and every summary:
   (``tokenizer-implausible-usage``: the tokenizer count, as ``tokenizer-fallback``); else a
   scale that was assumed (no usable fit) is lowered to it, so that no offset is negative
   (``anchored-scaled-down``).  A fitted scale is kept: a fit is a measurement over the whole
-  run, and one request below its line is noise (its offset stays negative).
+  run, and one request below its line is noise.  Its offset stays negative, so that the
+  request, left as recorded, still takes its recorded input; a context the replay made
+  smaller is never sized below the lowest plausible scale × its plain count (``floored``).
   After a harness compaction the recorded context is the
   harness's summary plus what followed it (``PreparedRun.recorded_from`` /
   ``recorded_summary``), which is what the recorded count measures.  What the harness
@@ -96,6 +98,26 @@ class TruthPlan:
     reattached: list[int] = field(default_factory=list)
     """Per harness compaction: the unseen re-attached tokens, added back to the offsets of the
     requests it heads when the replay reused that compaction (anchored truth only)."""
+    floor_ratio: float = 0.0
+    """The least a context is sized at, per token of its count (``floored``; 0: no floor): set
+    when a fitted scale keeps an offset negative (``PLAUSIBLE_SCALE``'s lowest ÷ the scale)."""
+
+
+def floored(fixed_truth: int, context_tokens: int, floor_ratio: float) -> int:
+    """The truth of a context whose count is ``context_tokens`` (under the plan's counter), with
+    ``fixed_truth`` (the request's offset) added, never below ``floor_ratio`` × that count.
+
+    A fitted scale keeps an offset negative where the log recorded an input below the fit
+    (``_plan``); a replay that removed more than the difference would otherwise size its
+    request at fewer than no tokens.  The floor is the lowest plausible scale × the plain
+    count, which every recorded input is at or above (else the usage is set aside): a request
+    the replay left as recorded is never floored and still takes its recorded input."""
+    total = fixed_truth + context_tokens
+    if floor_ratio:
+        low = int(floor_ratio * context_tokens)
+        if total < low:
+            return low
+    return total
 
 
 def truth_plan(run: PreparedRun, policy: Policy, calibration: Calibration | None) -> TruthPlan:
@@ -136,7 +158,8 @@ def _plan(run: PreparedRun, t: TokenCounter, fixed: int, overhead: int,
                            for o, c in zip(offsets, run.recorded_summary)]
             if source == "anchored-scaled-down" and min(offsets) < 0:  # (the lowered scale's
                 offsets = [max(0, o) for o in offsets]  # per-block rounding: a few tokens)
-            return TruthPlan(source, counter, offsets, jumps)
+            floor = PLAUSIBLE_SCALE[0] / scale if min(offsets) < 0 else 0.0  # (a fitted scale)
+            return TruthPlan(source, counter, offsets, jumps, floor)
         return TruthPlan("tokenizer-fallback", _plain(run, t), [fixed] * n)
     if t.method == "calibrated":
         if calibration is None:

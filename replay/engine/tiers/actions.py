@@ -14,6 +14,7 @@ from typing import Any, Final
 from replay.engine.context import Context
 from replay.engine.tiers.base import Env
 from replay.engine.trace import ActionRow
+from replay.engine.truth import floored
 
 
 def record_action(env: Env, ctx: Context, tier: str, kind: str, trigger_tokens: int,
@@ -33,7 +34,8 @@ def record_action(env: Env, ctx: Context, tier: str, kind: str, trigger_tokens: 
     env.action_rows += (
         env.request, tier, kind, when or env.when, trigger_tokens, threshold_tokens, n_blocks,
         first_msg, last_msg, reclaimed_tokens, reclaimed_est_tokens, invalidated, undone, failed,
-        summary_tokens, env.fixed_truth + ctx.truth(), recorded, min_reclaim_tokens,
+        summary_tokens, floored(env.fixed_truth, ctx.truth(), env.truth_floor), recorded,
+        min_reclaim_tokens,
         protect_first_msg, induced, size_estimate)
 
 

@@ -27,6 +27,7 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.tiers.actions import add_to_action, record_action
 from replay.engine.tiers.base import Env, invalidated_from
 from replay.engine.trace import TRIMMED
+from replay.engine.truth import floored
 from replay.errors import TierInvariantError  # there: mypyc cannot compile its class here
 
 _TRIMMED: Final = TRIMMED
@@ -105,7 +106,8 @@ def apply_trims(ctx: Context, env: Env, sized: Iterable[tuple[int, int, int, int
             # request
             before = ctx.truth_before(b)
             if env.prev_truth > 0:
-                invalidated = env.prev_truth - env.fixed_truth - before
+                invalidated = env.prev_truth - (floored(env.fixed_truth, before, env.truth_floor)
+                                                if env.truth_floor else env.fixed_truth + before)
                 invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
             de, dt = ctx.set_block(b, est, truth, n_bytes, before)
         else:
@@ -165,7 +167,9 @@ def apply_pass(ctx: Context, env: Env, sized: list[Candidate], tier: str,
     # the tokens before the first trimmed block: what it invalidates, and the cache's prefix
     # (Context.dirty_truth_before) if it is the earliest change since the request
     before = ctx.truth_before(first)
-    invalidated = env.prev_truth - env.fixed_truth - before if env.prev_truth > 0 else 0
+    invalidated = env.prev_truth - (floored(env.fixed_truth, before, env.truth_floor)
+                                    if env.truth_floor else env.fixed_truth + before) \
+        if env.prev_truth > 0 else 0
     invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
     got_est, got_truth = ctx.set_block(first, est, truth, n_bytes, before)
     evictions = env.evictions
@@ -188,6 +192,8 @@ def apply_pass(ctx: Context, env: Env, sized: list[Candidate], tier: str,
     # the context after it: env.fixed_truth + ctx.truth(), inlined (a call a pass)
     after = env.fixed_truth + (ctx.head_truth + ctx.pre_truth[hi] - ctx.pre_truth[lo]
                                - ctx.live_cut_truth + ctx.induced.live_truth)
+    if env.truth_floor:
+        after = floored(env.fixed_truth, after - env.fixed_truth, env.truth_floor)
     env.action_rows += (
         env.request, tier, kind, env.when, trigger_tokens, threshold_tokens, n, msg[first],
         msg[last], got_truth, got_est, invalidated, False, False, 0, after, False,
@@ -239,7 +245,7 @@ def apply_induced_trims(ctx: Context, env: Env,
             continue
         before = ctx.induced_truth_before(i)
         if not done and env.prev_truth > 0:
-            invalidated = env.prev_truth - env.fixed_truth - before
+            invalidated = env.prev_truth - floored(env.fixed_truth, before, env.truth_floor)
             invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
         de, dt = ind.shrink(i, (est + ov, truth + ov, n_bytes), env.request)
         ctx.touch_induced(i, before)
@@ -256,7 +262,7 @@ def apply_induced_trims(ctx: Context, env: Env,
             induce.removed_copy(b, i, env.request, tier)  # (a call only when it has work)
     if done and into is not None:
         add_to_action(env, into, len(done), lo_msg, hi_msg, got_est, got_truth, invalidated,
-                      env.fixed_truth + ctx.truth())
+                      floored(env.fixed_truth, ctx.truth(), env.truth_floor))
     elif done:
         first, last = msg[ind.src[done[0]]], msg[ind.src[done[-1]]]
         record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,

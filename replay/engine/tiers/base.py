@@ -18,6 +18,7 @@ from replay.engine.hidden_reasoning import counts_hidden_reasoning
 from replay.engine.induced_state import InduceState
 from replay.engine.prepared import Calibration, PreparedRun, text_count
 from replay.engine.probe import Probe
+from replay.engine.truth import floored
 from replay.policy import Placeholder, Policy, TokenCounter
 
 
@@ -154,6 +155,9 @@ class Env:
     a fitted overhead, or the anchor offset: ``replay.engine.truth``)."""
     truth_counter: TokenCounter
     """The counter truth counts are taken under (``replay.engine.truth.TruthPlan.counter``)."""
+    truth_floor: float
+    """The least a context is sized at, per token of its count (0: no floor;
+    ``replay.engine.truth.floored``)."""
     request: int
     """The request the next action takes effect for (0 at first)."""
     when: str
@@ -196,6 +200,7 @@ class Env:
         self.reattached = reattached if reattached is not None else []
         self.induce, self.reused, self.probe = None, set(), probe
         self.hidden_reasoning = counts_hidden_reasoning(policy)
+        self.truth_floor = 0.0
 
     def est_text(self, text: str) -> int:
         """Estimated tokens of a text the replay creates."""
@@ -248,7 +253,8 @@ def invalidated_from(ctx: Context, env: Env, first_block: int | None) -> int:
     """Tokens of the last sent request a change at ``first_block`` (None: the head) invalidates."""
     if env.prev_truth <= 0:
         return 0
-    prefix = env.fixed_truth + (0 if first_block is None else ctx.truth_before(first_block))
+    prefix = floored(env.fixed_truth, 0 if first_block is None else ctx.truth_before(first_block),
+                   env.truth_floor)
     return max(0, env.prev_truth - prefix)
 
 

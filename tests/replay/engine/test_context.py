@@ -54,7 +54,7 @@ def _check_against_recount(run: PreparedRun, data: Any) -> None:
         est_total = sum(ctx.cur_est[b] for b in live)
         assert ctx.est() == est_total
         measured = Measured()
-        assert ctx.measure(measured, 0, 0) == measured.truth_tokens[0]
+        assert ctx.measure(measured, 0, 0, 0.0) == measured.truth_tokens[0]
         assert measured.est_tokens == [est_total]
         assert measured.truth_tokens == [sum(ctx.cur_truth[b] for b in live)]
         assert measured.n_blocks == [len(live)]

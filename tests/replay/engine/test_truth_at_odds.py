@@ -5,6 +5,7 @@ scale is lowered until no offset is negative, or the usage is set aside, and the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.corpus import Corpus, open_corpus
+from replay.engine.calibrate import PLAUSIBLE_SCALE
 from replay.engine.fold import replay
+from replay.engine.prepared_run import Calibration
 from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 from replay.ingest.run_tables import tokenize
 from replay.policy import load_policy, policy_from_dict, replace_path
@@ -97,6 +100,44 @@ def test_usage_below_the_count_lowers_the_scale_and_keeps_the_recorded_prompts( 
     assert min(masked["truth_tokens"]) > 0 and min(masked["cost_usd"]) >= 0
 
 
+def test_a_fitted_scale_never_sizes_a_smaller_context_below_nothing(samples, tmp_path):  # type: ignore[no-untyped-def]
+    """Three requests of the 152-request sample recorded at half their usage (a proxy that lost
+    the cache fields of a few requests): the run's fit is still usable (scale ~1.26) and kept,
+    so those requests' offsets are negative.  Anchored on them, every tool result masked sent
+    -14,754 tokens and a negative cost; now no request is sized below the lowest plausible
+    scale (0.7) × its plain count, while ``none`` still sends every recorded prompt."""
+    lines, seen = [], []
+    for line in (samples / "claude-code" / NAME).read_text().splitlines():
+        rec = json.loads(line)
+        msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
+        if rec.get("type") == "assistant" and msg and isinstance(msg.get("usage"), dict):
+            if msg["id"] not in seen:
+                seen.append(msg["id"])
+            if 60 <= len(seen) <= 62:
+                for key in ("input_tokens", "cache_read_input_tokens",
+                            "cache_creation_input_tokens"):
+                    if isinstance(msg["usage"].get(key), int):
+                        msg["usage"][key] = round(msg["usage"][key] * 0.5)
+        lines.append(json.dumps(rec))
+    path = tmp_path / "logs" / NAME
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + "\n")
+    prompts, boundary = recorded_prompts(path)  # (the independent reading of the file)
+    corpus, rid = _run(path, tmp_path / "cache")
+    run, cal = corpus.prepared(rid), corpus.calibration(rid)
+    assert cal is not None and cal.usable and cal.scale > 1.0
+    none = replay(run, load_policy("none"), calibration=cal).requests.to_pydict()
+    assert set(none["truth_source"]) == {"anchored"}
+    assert none["truth_tokens"][:boundary] == prompts[:boundary]  # (the halved ones too)
+    masked = replay(run, MASK_ALL, calibration=cal).requests.to_pydict()
+    plain = replay(run, replace_path(MASK_ALL, "truth.method", "tokenizer"),
+                   calibration=cal).requests.to_pydict()["truth_tokens"]
+    assert min(masked["cost_usd"]) > 0
+    for truth, count in zip(masked["truth_tokens"], plain, strict=True):
+        assert truth >= 0.995 * PLAUSIBLE_SCALE[0] * count  # (per-block rounding)
+    assert min(masked["truth_tokens"]) > 10_000
+
+
 _FACTORS = st.sampled_from([1.0, 0.5, 0.1, 0.02, 0.001])
 """What the drawn recorded inputs are multiplied by."""
 
@@ -105,29 +146,47 @@ _FACTORS = st.sampled_from([1.0, 0.5, 0.1, 0.02, 0.001])
 @given(st.data())
 def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # type: ignore[no-untyped-def]
     """Whatever usage a log records (drawn at random, unrelated to its text, then scaled down)
-    and whatever the policy removes, anchored with the scale assumed (no fit: a fitted scale
-    keeps its negative offsets, ``replay.engine.truth``) or fitted (``calibrated``): no
-    request's truth, cache read or cost is negative, and a run's truth is one of
-    ``TRUTH_SOURCES``."""
+    and whatever the policy removes, anchored with the scale assumed (no fit) or with a fitted
+    scale (drawn over the plausible range: it keeps its negative offsets, floored,
+    ``replay.engine.truth.floored``), or fitted (``calibrated``): no request's truth, cache
+    read, invalidated tokens or cost is negative, no action sizes a context below nothing,
+    and a run's truth is one of ``TRUTH_SOURCES``."""
     draft = data.draw(recorded_runs())
     tables = tokenize([draft], ("o200k_base",))
-    factor = data.draw(_FACTORS)  # (the drawn usage is mostly above the small runs' counts)
+    rid = draft.run["run_id"]
     at = tables.requests.schema.get_field_index("input_tokens")
     recorded = tables.requests["input_tokens"]  # (a recorded input stays one: at least 1)
-    scaled = pc.max_element_wise(pc.round(pc.multiply(recorded, factor)), 1)
+    if data.draw(st.booleans(), label="near the count"):  # each recorded input its request's
+        plain = Corpus.from_tables(tables.runs, tables.messages, tables.requests)  # count ×
+        if rid not in plain.replayable():  # a ratio drawn over the plausible scales
+            return
+        counts = replay(plain.prepared(rid), replace_path(load_policy("none"), "truth.method",
+                                                          "tokenizer")).requests["truth_tokens"]
+        ratios = data.draw(st.lists(st.floats(*PLAUSIBLE_SCALE), min_size=len(counts),
+                                    max_size=len(counts)), label="recorded ÷ count")
+        scaled = pa.array([max(1, round(c * r)) for c, r in zip(counts.to_pylist(), ratios)])
+    else:  # the drawn usage (mostly above the small runs' counts) × a factor
+        factor = data.draw(_FACTORS)
+        scaled = pc.max_element_wise(pc.round(pc.multiply(recorded, factor)), 1)
     requests = tables.requests.set_column(at, tables.requests.schema.field(at), pc.cast(
         pc.if_else(pc.greater(recorded, 0), scaled, recorded), pa.int64()))
     corpus = Corpus.from_tables(tables.runs, tables.messages, requests)
-    rid = draft.run["run_id"]
     if rid not in corpus.replayable():
         return
     run, cal = corpus.prepared(rid), corpus.calibration(rid)
     fitted = replace_path(MASK_ALL, "truth.method", "calibrated")
-    for policy, fit in ((data.draw(policies()), None), (MASK_ALL, None), (fitted, cal)):
-        req = replay(run, policy, calibration=fit).requests.to_pydict()
+    scale = data.draw(st.floats(*PLAUSIBLE_SCALE), label="fitted scale")
+    fit = Calibration(overhead_tokens=0.0, scale=scale, n_points=10, mean_abs_error_frac=0.0)
+    drawn = data.draw(policies())
+    for policy, given_fit in ((drawn, None), (MASK_ALL, None), (fitted, cal), (drawn, fit),
+                              (MASK_ALL, fit)):
+        trace = replay(run, policy, calibration=given_fit)
+        req = trace.requests.to_pydict()
         assert min(req["truth_tokens"]) >= 0
         assert min(req["cached_tokens"]) >= 0 and min(req["fresh_tokens"]) >= 0
-        assert min(req["cost_usd"]) >= 0
+        assert min(req["cost_usd"]) >= 0 and min(req["invalidated_tokens"]) >= 0
+        assert all(c <= t for c, t in zip(req["cached_tokens"], req["truth_tokens"]))
+        assert min(trace.actions["context_after_tokens"].to_pylist(), default=0) >= 0
         assert set(req["truth_source"]) <= set(TRUTH_SOURCES)
     assert USAGE_AT_ODDS <= set(TRUTH_SOURCES) and set(NOT_RECORDED) <= set(TRUTH_SOURCES)
 
