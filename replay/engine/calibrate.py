@@ -54,8 +54,9 @@ each half for the held-out error)."""
 PLAUSIBLE_SCALE = (0.7, 1.8)
 """Scales of provider tokens per o200k token outside this range are flagged (observed on the
 samples: 1.09–1.63 for Claude models, whose tokenizer reads more tokens than o200k on code)."""
-_NEGATIVE_OVERHEAD_TOKENS = -500.0
-"""An overhead below this is flagged (a few hundred either way is fitting noise)."""
+NEGATIVE_OVERHEAD_TOKENS = -500.0
+"""An overhead below this is flagged (a few hundred either way is fitting noise); a fit above
+it is used by ``calibrated`` truth (``replay.engine.truth``)."""
 
 
 def points(run: PreparedRun, tokenizer: Tokenizer = "o200k_base",
@@ -165,7 +166,7 @@ def from_points(pts: list[tuple[float, float]], source: str = "run",
         flags.append("few points")
     if not PLAUSIBLE_SCALE[0] <= scale <= PLAUSIBLE_SCALE[1]:
         flags.append("scale far from 1")
-    if overhead < _NEGATIVE_OVERHEAD_TOKENS:
+    if overhead < NEGATIVE_OVERHEAD_TOKENS:
         flags.append("negative overhead")
     err = sum(abs(overhead + scale * x - y) / y for x, y in pts) / len(pts)
     return Calibration(overhead_tokens=overhead, scale=scale, n_points=len(pts),

@@ -35,8 +35,9 @@ the trace and every summary:
   reads what the log recorded, a changed one the model's read less the recorded shortfall.
 - ``fitted`` — ``overhead + scale × count`` from the run's calibration
   (``truth.method: calibrated``); a fit whose scale is below ``calibrate.PLAUSIBLE_SCALE`` or
-  whose overhead is negative would size a small context at nothing or less, and is not used
-  (``tokenizer-implausible-usage``).
+  whose overhead is below ``calibrate.NEGATIVE_OVERHEAD_TOKENS`` is not used
+  (``tokenizer-implausible-usage``); a slightly negative overhead (fitting noise: three real
+  mini-swe-agent runs fit −32 to −150) is, and a small context is floored as above.
 - ``tokenizer`` / ``chars`` — a plain count the policy asked for explicitly.
 - ``tokenizer-fallback`` — the policy asked for ``anchored`` or ``calibrated`` but the run
   has no recorded usage (or no fit): the policy's tokenizer × ``truth.scale`` plus
@@ -51,7 +52,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from replay.engine.calibrate import PLAUSIBLE_SCALE
+from replay.engine.calibrate import NEGATIVE_OVERHEAD_TOKENS, PLAUSIBLE_SCALE
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.policy import Policy, TokenCounter, Tokenizer
 
@@ -70,8 +71,8 @@ TRUTH_SOURCES: dict[str, str] = {
     "tokenizer-fallback": "tokenizer count: the policy asked for recorded usage the run lacks",
     "tokenizer-implausible-usage": "tokenizer count: the run's recorded usage is below the lowest "
                                    "plausible scale × its own count at some request, or fits "
-                                   "one below it or a negative overhead (not the whole prompt: "
-                                   "e.g. only the uncached input)",
+                                   "one below it or an overhead below -500 (not the whole "
+                                   "prompt: e.g. only the uncached input)",
 }
 """Every value ``truth_source`` can take, with what it means (shown by the report)."""
 NOT_RECORDED: dict[str, str] = {"tokenizer-fallback": "recorded none",
@@ -164,11 +165,14 @@ def _plan(run: PreparedRun, t: TokenCounter, fixed: int, overhead: int,
     if t.method == "calibrated":
         if calibration is None:
             return TruthPlan("tokenizer-fallback", _plain(run, t), [fixed] * n)
-        if calibration.scale < PLAUSIBLE_SCALE[0] or calibration.overhead_tokens < 0:
-            # (a fit below the plausible scale, or whose overhead is negative, sizes a small
-            # context at nothing or less: the usage it was fitted on is not the prompt's size)
+        if calibration.scale < PLAUSIBLE_SCALE[0] \
+                or calibration.overhead_tokens < NEGATIVE_OVERHEAD_TOKENS:
+            # (a fit below the plausible scale, or whose overhead is negative beyond fitting
+            # noise: the usage it was fitted on is not the prompt's size)
             return TruthPlan("tokenizer-implausible-usage", _plain(run, t), [fixed] * n)
-        return TruthPlan("fitted", t, [fixed + round(calibration.overhead_tokens)] * n)
+        offset = fixed + round(calibration.overhead_tokens)  # (noise may make it negative:
+        floor = PLAUSIBLE_SCALE[0] / calibration.scale if offset < 0 else 0.0  # floored)
+        return TruthPlan("fitted", t, [offset] * n, floor_ratio=floor)
     return TruthPlan(t.method, t, [fixed] * n)
 
 

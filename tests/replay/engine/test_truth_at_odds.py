@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.corpus import Corpus, open_corpus
-from replay.engine.calibrate import PLAUSIBLE_SCALE
+from replay.engine.calibrate import NEGATIVE_OVERHEAD_TOKENS, PLAUSIBLE_SCALE
 from replay.engine.fold import replay
 from replay.engine.prepared_run import Calibration
 from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
@@ -136,6 +136,33 @@ def test_a_fitted_scale_never_sizes_a_smaller_context_below_nothing(samples, tmp
     for truth, count in zip(masked["truth_tokens"], plain, strict=True):
         assert truth >= 0.995 * PLAUSIBLE_SCALE[0] * count  # (per-block rounding)
     assert min(masked["truth_tokens"]) > 10_000
+
+
+def test_a_fit_with_a_slightly_negative_overhead_is_used_by_calibrated_truth(sample_corpus):  # type: ignore[no-untyped-def]
+    """Three real mini-swe-agent runs fit usable lines whose overhead is a little below 0
+    (fitting noise: ``calibrate`` flags only below -500).  ``truth: calibrated`` refused them
+    all as usage at odds with the text (``tokenizer-implausible-usage``); now it uses each fit
+    (overhead + scale × count, within a token a block of a plain count × the scale), and a
+    context masked small is floored, never below nothing."""
+    sources = dict(zip(sample_corpus.run_ids, sample_corpus.runs["source"].to_pylist()))
+    noisy = [rid for rid in sample_corpus.replayable()
+             if (cal := sample_corpus.calibration(rid)) is not None and cal.usable
+             and NEGATIVE_OVERHEAD_TOKENS <= cal.overhead_tokens < 0]
+    assert sorted(sources[r].split("/")[-1] for r in noisy) == [
+        "django__django-11095.traj.json", "django__django-11163.traj.json",
+        "sympy__sympy-14248.traj.json"]
+    for rid in noisy:
+        run, cal = sample_corpus.prepared(rid), sample_corpus.calibration(rid)
+        none = replace_path(load_policy("none"), "truth.method", "calibrated")
+        got = replay(run, none, calibration=cal).requests.to_pydict()
+        plain = replay(run, replace_path(load_policy("none"), "truth.method", "tokenizer"),
+                       calibration=cal).requests.to_pydict()["truth_tokens"]
+        assert set(got["truth_source"]) == {"fitted"}
+        for truth, count, blocks in zip(got["truth_tokens"], plain, got["n_blocks"], strict=True):
+            assert abs(truth - (cal.overhead_tokens + cal.scale * count)) <= blocks + 1
+        masked = replay(run, replace_path(MASK_ALL, "truth.method", "calibrated"),
+                        calibration=cal).requests.to_pydict()
+        assert set(masked["truth_source"]) == {"fitted"} and min(masked["truth_tokens"]) > 0
 
 
 _FACTORS = st.sampled_from([1.0, 0.5, 0.1, 0.02, 0.001])
