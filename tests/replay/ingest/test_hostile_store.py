@@ -141,7 +141,7 @@ def test_sweep_cache_names_files_safely(tmp_path: Path) -> None:
     from analysis.sweep.cache import ROW_COLUMNS, read_cached, write_cached
     cache = tmp_path / "out" / "sweep_cache"
     rows = pd.DataFrame([{c: 0 for c in ROW_COLUMNS} | {"run_id": "../../escaped"}]).astype(
-        {"setting": str, "run_id": str, "policy": str})
+        {"setting": str, "run_id": str, "policy": str, "truth_source": str})
     path = write_cached(cache, "../../escaped", "k", rows)
     assert path.parent == cache
     assert sorted(p.name for p in tmp_path.rglob("*.parquet")) == [path.name]
