@@ -175,7 +175,8 @@ def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # typ
     """Whatever usage a log records (drawn at random, unrelated to its text, then scaled down)
     and whatever the policy removes, anchored with the scale assumed (no fit) or with a fitted
     scale (drawn over the plausible range: it keeps its negative offsets, floored,
-    ``replay.engine.truth.floored``), or fitted (``calibrated``): no request's truth, cache
+    ``replay.engine.truth.floored``), or fitted (``calibrated``, the run's fit or one of a
+    drawn overhead down to the noise calibrate allows, floored too): no request's truth, cache
     read, invalidated tokens or cost is negative, no action sizes a context below nothing,
     and a run's truth is one of ``TRUTH_SOURCES``."""
     draft = data.draw(recorded_runs())
@@ -204,9 +205,12 @@ def test_no_request_is_ever_sent_with_fewer_than_no_tokens(data) -> None:  # typ
     fitted = replace_path(MASK_ALL, "truth.method", "calibrated")
     scale = data.draw(st.floats(*PLAUSIBLE_SCALE), label="fitted scale")
     fit = Calibration(overhead_tokens=0.0, scale=scale, n_points=10, mean_abs_error_frac=0.0)
+    noisy = Calibration(overhead_tokens=data.draw(st.floats(NEGATIVE_OVERHEAD_TOKENS, 0.0),
+                                                  label="fitted overhead"),
+                        scale=scale, n_points=10, mean_abs_error_frac=0.0)
     drawn = data.draw(policies())
     for policy, given_fit in ((drawn, None), (MASK_ALL, None), (fitted, cal), (drawn, fit),
-                              (MASK_ALL, fit)):
+                              (MASK_ALL, fit), (fitted, noisy)):
         trace = replay(run, policy, calibration=given_fit)
         req = trace.requests.to_pydict()
         assert min(req["truth_tokens"]) >= 0
