@@ -305,9 +305,10 @@ def sweep(
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
         if done.includes_induced:
             say(f"note: {INDUCED_NOTE}", err=True)
-            n_estimated = int(done.result.table["induced_rereads_estimated_n"].sum())
-            if estimated := estimated_note(n_estimated):
-                say(f"note: {estimated}", err=True)
+            rows = done.result.table["induced_rereads_estimated_n"]
+            if estimated := estimated_note(int(rows.sum())):  # (every setting's replays)
+                say(f"note: {estimated} (summed over the table's {len(rows):,} (run, setting) "
+                    "rows)", err=True)
         if judged := tokenizer_judged_note(done.truth_cells(),
                                            f"the truth_source column of {out / 'sweep'}'s tables"):
             say(f"note: {judged}", err=True)
