@@ -7,7 +7,8 @@ with its own text (``NOT_RECORDED``) — and its figures are then the count's, n
 Every command that prints figures says so where the user reads them, from one definition:
 
 - ``run_note`` — a run's own note (``replay run``'s ``note`` column), when its recorded usage
-  is at odds with its text (``USAGE_AT_ODDS``);
+  is at odds with its text (``USAGE_AT_ODDS``) or some of its requests are sized at the
+  truth's floor (``replay.engine.truth.floored``);
 - ``judged_runs`` / ``tokenizer_judged_note`` — how many runs the tokenizer judged, by why, and
   the sentence ``replay run``, ``sweep``, ``diff`` and ``check`` print under their tables
   (their ``--json`` carries the counts); the report shows each run's truth in its tables.
@@ -25,10 +26,16 @@ from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 __all__ = ["judged_runs", "run_note", "tokenizer_judged_note", "trace_sources", "truth_of"]
 
 
-def run_note(source: str | None) -> str | None:
+def run_note(source: str | None, n_floored: int = 0) -> str | None:
     """Why a run's truth is not what the policy asked for, when the log's recorded usage is at
-    odds with its own text (``USAGE_AT_ODDS``); None otherwise."""
-    return f"truth {source}: {TRUTH_SOURCES[source]}" if source in USAGE_AT_ODDS else None
+    odds with its own text (``USAGE_AT_ODDS``), and how many of its requests are sized at the
+    truth's floor (``n_floored``: the trace's ``truth_floored``); None when neither."""
+    notes = [f"truth {source}: {TRUTH_SOURCES[source]}"] if source in USAGE_AT_ODDS else []
+    if n_floored:
+        notes.append(f"{n_floored} request(s) sized at the truth's floor, 0.7 x the plain count "
+                     "(the log recorded an input below the run's fitted line there, and the "
+                     "policy removed more than that: truth_floored)")
+    return "; ".join(notes) or None
 
 
 def truth_of(trace: Trace) -> str | None:

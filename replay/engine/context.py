@@ -357,7 +357,7 @@ class Context:
             extra = 2 * ind.n_live
             truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
             if floor:
-                truth = floored(fixed_truth, truth - fixed_truth, floor)
+                truth = self._floored(m, fixed_truth, truth, floor)
             m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est
                                              + ind.live_est))
             m.truth_tokens.append(truth)
@@ -370,7 +370,7 @@ class Context:
             return truth
         truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + fixed_truth
         if floor:
-            truth = floored(fixed_truth, truth - fixed_truth, floor)
+            truth = self._floored(m, fixed_truth, truth, floor)
         m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est))
         m.truth_tokens.append(truth)
         m.n_messages.append(n_messages)
@@ -380,6 +380,15 @@ class Context:
         m.bytes_results.append(results[hi] - results0 - cut[3])
         m.bytes_other.append(other[hi] - other0 - cut[0])
         return truth
+
+    @staticmethod
+    def _floored(m: Measured, fixed_truth: int, truth: int, floor: float) -> int:
+        """``truth`` floored (``replay.engine.truth.floored``), the request noted in ``m`` when
+        the floor is what it takes."""
+        got = floored(fixed_truth, truth - fixed_truth, floor)
+        if got != truth:
+            m.floored.append(len(m.truth_tokens))
+        return got
 
     def _set_at_lo(self) -> None:
         """``at_lo`` for the current ``lo`` and head: the sums up to ``lo`` less the head's (the

@@ -287,7 +287,8 @@ def _columns(run: PreparedRun, policy: Policy, plan: TruthPlan, ctx: Context,
         "bytes_other": rows.bytes_other,
         "cached_tokens": cached, "cache_write_tokens": write, "fresh_tokens": fresh,
         "invalidated_tokens": invalidated, "output_tokens": list(outputs), "cost_usd": cost,
-        "truth_source": [plan.source] * n, "induced_rereads": rereads,
+        "truth_source": [plan.source] * n, "truth_floored": _flags(n, rows.floored),
+        "induced_rereads": rereads,
         "induced_tokens": induced_tokens, "induced_cost_usd": induced_cost}
     # (the other two tables' builders give empty columns for no rows: here, compiled, rather
     # than trace.empty_columns, interpreted)
@@ -342,6 +343,14 @@ def _request_ends(run: PreparedRun) -> list[int]:
     if got is None:
         got = memo[None] = list(itertools.accumulate(run.req_blocks, max))
     return got
+
+
+def _flags(n: int, at: list[int]) -> list[bool]:
+    """``n`` flags, set at the indices ``at`` (the floored requests: usually none)."""
+    flags = [False] * n
+    for i in at:
+        flags[i] = True
+    return flags
 
 
 def _common_prefix(ctx: Context, env: Env, k: int, truth: int) -> int:

@@ -33,8 +33,12 @@ class Measured:
     common: list[int] = field(default_factory=list)
     """The prefix shared with the previous request (0 when the cache expired)."""
     invalidated_tokens: list[int] = field(default_factory=list)
+    floored: list[int] = field(default_factory=list)
+    """The requests (by index) whose truth is the floor (``replay.engine.truth.floored``): few,
+    so kept as indices, not a value a request."""
 
     def __init__(self) -> None:
         self.est_tokens, self.truth_tokens, self.n_messages, self.n_blocks = [], [], [], []
         self.bytes_args, self.bytes_args_write, self.bytes_results = [], [], []
         self.bytes_other, self.common, self.invalidated_tokens = [], [], []
+        self.floored = []

@@ -99,7 +99,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "27"
+TRACE_VERSION = "28"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -122,7 +122,7 @@ REQUESTS = _schema("requests", [
     ("bytes_args", _I), ("bytes_args_write", _I), ("bytes_results", _I), ("bytes_other", _I),
     ("cached_tokens", _I), ("cache_write_tokens", _I), ("fresh_tokens", _I),
     ("invalidated_tokens", _I), ("output_tokens", _I), ("cost_usd", _F), ("truth_source", _S),
-    ("induced_rereads", _I), ("induced_tokens", _I), ("induced_cost_usd", _F),
+    ("truth_floored", _B), ("induced_rereads", _I), ("induced_tokens", _I), ("induced_cost_usd", _F),
 ])
 ACTIONS = _schema("actions", [
     ("run_id", _S), ("policy", _S), ("action", _I), ("request", _I), ("tier", _S), ("kind", _S),
@@ -174,6 +174,10 @@ class RequestRow(NamedTuple):
     cost_usd: float
     """Of this request and of the re-reads induced before it (``induced_cost_usd``)."""
     truth_source: str
+    truth_floored: bool
+    """The request's truth is the floor (the lowest plausible scale × its plain count), not the
+    anchored arithmetic, which went below it: the log recorded an input below the run's fitted
+    line there, and the replay removed more than that (``replay.engine.truth.floored``)."""
     induced_rereads: int
     """Model calls the replay inserted before this request: re-reads of content the policy had
     removed and the recorded run needs here (``replay.engine.induced``; 0 without)."""

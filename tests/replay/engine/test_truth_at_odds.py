@@ -129,13 +129,22 @@ def test_a_fitted_scale_never_sizes_a_smaller_context_below_nothing(samples, tmp
     none = replay(run, load_policy("none"), calibration=cal).requests.to_pydict()
     assert set(none["truth_source"]) == {"anchored"}
     assert none["truth_tokens"][:boundary] == prompts[:boundary]  # (the halved ones too)
+    assert not any(none["truth_floored"])
     masked = replay(run, MASK_ALL, calibration=cal).requests.to_pydict()
     plain = replay(run, replace_path(MASK_ALL, "truth.method", "tokenizer"),
                    calibration=cal).requests.to_pydict()["truth_tokens"]
     assert min(masked["cost_usd"]) > 0
-    for truth, count in zip(masked["truth_tokens"], plain, strict=True):
-        assert truth >= 0.995 * PLAUSIBLE_SCALE[0] * count  # (per-block rounding)
-    assert min(masked["truth_tokens"]) > 10_000
+    for truth, count, at_floor in zip(masked["truth_tokens"], plain, masked["truth_floored"],
+                                      strict=True):
+        low = PLAUSIBLE_SCALE[0] * count
+        assert truth >= 0.995 * low  # (per-block rounding)
+        assert at_floor == (truth <= 1.005 * low)  # (flagged: exactly those at the floor)
+    assert min(masked["truth_tokens"]) > 10_000 and any(masked["truth_floored"])
+    from analysis.per_run.rollup import RUN_ROLLUP
+    from replay.apply_policy import run as run_policy
+
+    (row,) = run_policy(corpus, MASK_ALL, rollup=RUN_ROLLUP).rollup
+    assert f"{sum(masked['truth_floored'])} request(s) sized at the truth's floor" in row["note"]
 
 
 def test_a_fit_with_a_slightly_negative_overhead_is_used_by_calibrated_truth(sample_corpus):  # type: ignore[no-untyped-def]
