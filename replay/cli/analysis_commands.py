@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from replay.cli.inputs import (
+    AllowPythonOpt,
     CacheDirOpt,
     CacheOutOpt,
     FormatOpt,
@@ -47,7 +48,6 @@ DataOpt = Annotated[list[Path] | None, typer.Option(
 RunOpt = Annotated[list[str] | None, typer.Option(
     "--run", help="Only these runs: a label or source path (as `replay runs` shows it), a glob "
                   "such as 'scenarios/*', or a run id (repeatable; default: every run).")]
-AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 OwnProvidersOpt = Annotated[bool, typer.Option(
     "--own-providers", help="The same as --pricing own (the older spelling).")]
 def _pricing_choice(value: str | None) -> str | None:
@@ -240,8 +240,7 @@ def sweep(
         True,
     plots: Annotated[bool, typer.Option(help="Draw each metric vs each path and the Pareto "
                                              "fronts.")] = True,
-    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
-        False,
+    allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
     quiet: QuietOpt = False,

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from replay.cli.inputs import (
+    AllowPythonOpt,
     FormatOpt,
     ProviderOpt,
     QuietOpt,
@@ -60,8 +61,7 @@ def check(
                                      "(default: the config's `out`, else $CTXREPLAY_CACHE_DIR, "
                                      "else .ctxreplay in the current folder).")] = None,
     provider: ProviderOpt = None,
-    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] =
-        False,
+    allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
     quiet: QuietOpt = False,

@@ -118,6 +118,7 @@ CacheOutOpt = Annotated[Path | None, typer.Option(
                                  "else).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Stop at the first input file with a "
                                                           "problem and exit 1.")]
+AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 
 
 def input_exit_code(report: IngestReport | None, strict: bool) -> int:

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from replay.cli.inputs import (
+    AllowPythonOpt,
     CacheDirOpt,
     CacheOutOpt,
     FormatOpt,
@@ -184,7 +185,7 @@ def run(
     report: Annotated[bool, typer.Option("--report", help="Also write report.html and report.md.")]
         = False,
     provider: ProviderOpt = None,
-    allow_python: Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")] = False,
+    allow_python: AllowPythonOpt = False,
     fmt: FormatOpt = None,
     strict: StrictOpt = False,
     quiet: QuietOpt = False,
