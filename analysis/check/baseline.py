@@ -20,6 +20,7 @@ digits, so the file does not change with the last bits of a sum.  It holds:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -45,6 +46,9 @@ from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
 
 BASELINE_FORMAT = 1
+MAX_TRUTH_CHARS = 64
+"""The longest truth source a baseline may name (the engine's are ~30 characters): a crafted
+file's text is refused, not carried into the check's notes."""
 """Version of the file layout itself (not of the engine)."""
 
 SIGNIFICANT_DIGITS = 10
@@ -81,6 +85,11 @@ class PolicyValues:
     """``Policy.digest()`` of the policy that was measured."""
     values: dict[str, dict[str, Value]]
     """Run key → metric name → value."""
+    truth: dict[str, str] = field(default_factory=dict)
+    """Run key → the truth that judged the run (``replay.engine.truth.TRUTH_SOURCES``): a
+    change says the figures rest on another basis (a log that lost its usage is judged by the
+    tokenizer count: ``analysis.truth_notes``).  Empty in a baseline written before it was
+    stored (nothing to compare)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,10 +101,6 @@ class Baseline:
     metrics: tuple[str, ...]
     runs: dict[str, RunInfo]
     policies: dict[str, PolicyValues]
-    truth: dict[str, dict[str, str]] = field(default_factory=dict, compare=False)
-    """Policy → run key → the truth that judged the run, as measured now
-    (``replay.engine.truth``): what the check says of it (``analysis.truth_notes``); not
-    stored in the file (a baseline read has none), nor compared."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +109,8 @@ class BaselineChange:
 
     kind: str
     """``version``, ``run added``, ``run removed``, ``log changed``, ``policy added``,
-    ``policy removed``, ``policy changed``, ``metric added``, ``metric removed`` or ``value``."""
+    ``policy removed``, ``policy changed``, ``metric added``, ``metric removed``, ``value`` or
+    ``truth`` (what judged a run: ``PolicyValues.truth``)."""
     where: str
     """What changed: ``policy / run / metric`` for values, else the name concerned."""
     old: Any
@@ -128,10 +134,9 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
     keys, runs = _run_keys(corpus, ids)
     order: tuple[str, ...] = ()
     out: dict[str, PolicyValues] = {}
-    truth: dict[str, dict[str, str]] = {}
     facts = runs_facts(corpus, ids)  # once for every policy
     for policy in policies:
-        judged = truth[policy.name] = {}
+        judged: dict[str, str] = {}
 
         def noted(traces: Iterable[Trace], judged: dict[str, str] = judged) -> Iterator[Trace]:
             for trace in traces:
@@ -142,9 +147,10 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
             corpus, policy, allow_python=allow_python, run_ids=ids, on_run=on_run)), policy,
                                    facts=facts)
         order = tuple(c for c in frame.columns if c not in ("run_id", "policy"))
-        out[policy.name] = policy_values(policy, frame, keys)
+        out[policy.name] = dataclasses.replace(policy_values(policy, frame, keys),
+                                               truth=dict(sorted(judged.items())))
     return Baseline(trace_version=TRACE_VERSION, schema_version=SCHEMA_VERSION, metrics=order,
-                    runs=runs, policies=out, truth=truth)
+                    runs=runs, policies=out)
 
 
 def policy_values(policy: Policy, frame: pd.DataFrame, keys: dict[str, str]) -> PolicyValues:
@@ -230,6 +236,12 @@ def diff_baselines(old: Baseline | None, new: Baseline) -> list[BaselineChange]:
             out += [BaselineChange(kind="value", where=f"{name} / {run} / {m}", old=va[m],
                                    new=vb[m])
                     for m in sorted(va.keys() & vb.keys()) if not same_value(va[m], vb[m])]
+        if b.truth and not a.truth:  # (a baseline written before truth was stored)
+            out.append(BaselineChange(kind="truth", where=name, old=None,
+                                      new=f"the truth of {len(b.truth)} runs recorded"))
+        out += [BaselineChange(kind="truth", where=f"{name} / {run}", old=a.truth[run],
+                               new=b.truth[run])
+                for run in sorted(a.truth.keys() & b.truth.keys()) if a.truth[run] != b.truth[run]]
     return out
 
 
@@ -270,7 +282,9 @@ def _to_doc(b: Baseline) -> dict[str, Any]:
         "schema_version": b.schema_version,
         "metrics": list(b.metrics),
         "runs": {k: {"source": r.source, "sha256": r.sha256} for k, r in b.runs.items()},
-        "policies": {n: {"digest": p.digest, "runs": p.values} for n, p in b.policies.items()},
+        "policies": {n: {"digest": p.digest, "runs": p.values, **({"truth": p.truth} if p.truth
+                                                                  else {})}
+                     for n, p in b.policies.items()},
     }
 
 
@@ -311,7 +325,14 @@ def _from_doc(doc: Any, where: str) -> Baseline:
                     raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a "
                                      f"finite number of at most {MAX_VALUE:.0e} or null, got {got}")
             values[run] = vals
-        policies[name] = PolicyValues(digest=str(pol["digest"]), values=values)
+        truth = _mapping(pol.get("truth", {}), where, f"policies.{name}.truth")
+        for run, source in truth.items():
+            if run not in runs:
+                raise CheckError(f"{where}: policies.{name}.truth.{run}: run not listed in `runs`")
+            if not isinstance(source, str) or len(source) > MAX_TRUTH_CHARS:
+                raise CheckError(f"{where}: policies.{name}.truth.{run}: expected a truth source "
+                                 f"(text of at most {MAX_TRUTH_CHARS} characters)")
+        policies[name] = PolicyValues(digest=str(pol["digest"]), values=values, truth=truth)
     return Baseline(trace_version=top["trace_version"], schema_version=top["schema_version"],
                     metrics=tuple(names), runs=runs, policies=policies)
 

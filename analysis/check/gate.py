@@ -201,9 +201,18 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
                                            for v in cur.values.values()))):
         notes.append(estimated)
     judged = tokenizer_judged_note(
-        [cell for by_run in current.truth.values() for cell in by_run.items()])
+        [cell for cur in current.policies.values() for cell in cur.truth.items()])
     if judged:
         notes.append(judged)
+    for name, cur in current.policies.items():
+        base = baseline.policies.get(name)
+        moved = sorted((run, base.truth[run], src) for run, src in cur.truth.items()
+                       if base is not None and base.truth.get(run, src) != src)
+        if moved:
+            notes.append(f"truth changed under {name} for {len(moved)} run(s): the figures rest "
+                         "on another basis: " + ", ".join(f"{run} ({old} → {new})"
+                                                          for run, old, new in moved[:5])
+                         + (f" and {len(moved) - 5} more" if len(moved) > 5 else ""))
     cases = []
     for name, cur in current.policies.items():
         if name not in baseline.policies:

@@ -120,3 +120,32 @@ def test_check_names_the_runs_the_tokenizer_judged(logs, tmp_path) -> None:  # t
     code, out = _cli(*args, "--json")
     assert any(n.startswith(_COUNTED) for n in json.loads(out[out.index("{"):])["notes"])
     assert set(NOT_RECORDED) == {"tokenizer-fallback", "tokenizer-implausible-usage"}
+
+
+def test_check_notes_a_run_whose_truth_changed_since_the_baseline(logs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The baseline stores each run's truth: a run judged on another basis than when the
+    baseline was written (here: the baseline edited to say anchored) is noted, whatever its
+    figures; a baseline written before the truth was stored still checks, with no such note;
+    a crafted truth value is refused (exit 2), not printed."""
+    folder, _ = logs
+    path = tmp_path / "b.json"
+    args = ["check", str(folder), "-p", "two-tier-corrected", "--baseline", str(path),
+            "--cache-dir", str(tmp_path / "c")]
+    _cli(*args, "--update-baseline")
+    doc = json.loads(path.read_text())
+    truth = doc["policies"]["two-tier-corrected"]["truth"]
+    assert sorted(truth.values())[1:] == ["tokenizer-fallback", "tokenizer-implausible-usage"]
+    truth[SWE] = "anchored"
+    path.write_text(json.dumps(doc))
+    code, out = _cli(*args)
+    assert code == 0, out
+    assert (f"truth changed under two-tier-corrected for 1 run(s): the figures rest on another "
+            f"basis: {SWE} (anchored → tokenizer-fallback)") in out
+    del doc["policies"]["two-tier-corrected"]["truth"]  # (written before it was stored)
+    path.write_text(json.dumps(doc))
+    code, out = _cli(*args)
+    assert code == 0 and "truth changed" not in out, out
+    doc["policies"]["two-tier-corrected"]["truth"] = {SWE: "\x1b[31m" + "x" * 100}
+    path.write_text(json.dumps(doc))
+    code, out = _cli(*args)
+    assert code == 2 and "expected a truth source" in out and "\x1b" not in out, out

@@ -178,7 +178,8 @@ def test_a_check_that_compared_no_run_fails(baseline: Baseline) -> None:
     assert verdict(result).startswith("check: FAIL — no run compared (1 changed log): ")
     renamed = dataclasses.replace(
         baseline, runs={"gone.jsonl": baseline.runs[RUN]},
-        policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]})
+        policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]},
+                                         truth={"gone.jsonl": p.truth[RUN]})
                   for n, p in baseline.policies.items()})
     result = compare(renamed, baseline, Tolerances())
     assert result.exit_code == 1
@@ -194,7 +195,8 @@ def test_check_cli_of_logs_the_baseline_does_not_hold_exits_1(store: Path, files
                                                               baseline: Baseline) -> None:
     renamed = dataclasses.replace(
         baseline, runs={"gone.jsonl": baseline.runs[RUN]},
-        policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]})
+        policies={n: dataclasses.replace(p, values={"gone.jsonl": p.values[RUN]},
+                                         truth={"gone.jsonl": p.truth[RUN]})
                   for n, p in baseline.policies.items()})
     write_baseline(files["baseline"], renamed)
     result = _cli(store, files)
