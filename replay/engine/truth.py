@@ -101,7 +101,8 @@ class TruthPlan:
     requests it heads when the replay reused that compaction (anchored truth only)."""
     floor_ratio: float = 0.0
     """The least a context is sized at, per token of its count (``floored``; 0: no floor): set
-    when a fitted scale keeps an offset negative (``PLAUSIBLE_SCALE``'s lowest ÷ the scale)."""
+    when a kept fitted scale, or a calibrated fit's overhead, leaves an offset negative
+    (``PLAUSIBLE_SCALE``'s lowest ÷ the scale)."""
 
 
 def floored(fixed_truth: int, context_tokens: int, floor_ratio: float) -> int:
@@ -111,8 +112,9 @@ def floored(fixed_truth: int, context_tokens: int, floor_ratio: float) -> int:
     A fitted scale keeps an offset negative where the log recorded an input below the fit
     (``_plan``); a replay that removed more than the difference would otherwise size its
     request at fewer than no tokens.  The floor is the lowest plausible scale × the plain
-    count, which every recorded input is at or above (else the usage is set aside): a request
-    the replay left as recorded is never floored and still takes its recorded input."""
+    count, which every recorded input is at or above (else the usage is set aside): under
+    anchored truth a request the replay left as recorded is never floored and still takes its
+    recorded input (under calibrated truth, a fit, a small context may be)."""
     total = fixed_truth + context_tokens
     if floor_ratio:
         low = int(floor_ratio * context_tokens)
