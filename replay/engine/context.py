@@ -21,7 +21,6 @@ from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import Induced
 from replay.engine.measured import Measured
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
-from replay.engine.truth import floored
 
 if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure reads by them
     raise AssertionError("replay.engine.context: byte categories out of their order")
@@ -357,7 +356,7 @@ class Context:
             extra = 2 * ind.n_live
             truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
             if floor:
-                truth = self._floored(m, fixed_truth, truth, floor)
+                truth = m.floored_truth(fixed_truth, truth, floor)
             m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est
                                              + ind.live_est))
             m.truth_tokens.append(truth)
@@ -370,7 +369,7 @@ class Context:
             return truth
         truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + fixed_truth
         if floor:
-            truth = self._floored(m, fixed_truth, truth, floor)
+            truth = m.floored_truth(fixed_truth, truth, floor)
         m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est))
         m.truth_tokens.append(truth)
         m.n_messages.append(n_messages)
@@ -380,15 +379,6 @@ class Context:
         m.bytes_results.append(results[hi] - results0 - cut[3])
         m.bytes_other.append(other[hi] - other0 - cut[0])
         return truth
-
-    @staticmethod
-    def _floored(m: Measured, fixed_truth: int, truth: int, floor: float) -> int:
-        """``truth`` floored (``replay.engine.truth.floored``), the request noted in ``m`` when
-        the floor is what it takes."""
-        got = floored(fixed_truth, truth - fixed_truth, floor)
-        if got != truth:
-            m.floored.append(len(m.truth_tokens))
-        return got
 
     def _set_at_lo(self) -> None:
         """``at_lo`` for the current ``lo`` and head: the sums up to ``lo`` less the head's (the

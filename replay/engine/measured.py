@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from replay.engine.truth import floored
+
 
 @dataclass(slots=True, init=False)
 class Measured:
@@ -42,3 +44,12 @@ class Measured:
         self.bytes_args, self.bytes_args_write, self.bytes_results = [], [], []
         self.bytes_other, self.common, self.invalidated_tokens = [], [], []
         self.floored = []
+
+    def floored_truth(self, fixed_truth: int, truth: int, floor: float) -> int:
+        """The next request's ``truth`` (``fixed_truth`` included) floored
+        (``replay.engine.truth.floored``), the request noted in ``floored`` when the floor is
+        what it takes (called before its ``truth_tokens`` is appended)."""
+        got = floored(fixed_truth, truth - fixed_truth, floor)
+        if got != truth:
+            self.floored.append(len(self.truth_tokens))
+        return got

@@ -79,11 +79,11 @@ NOT_RECORDED: dict[str, str] = {"tokenizer-fallback": "recorded none",
                                 "tokenizer-implausible-usage": "recorded usage at odds with "
                                                                "their text"}
 """Truth sources of a run judged by the tokenizer count although the policy asked for recorded
-usage (anchored or calibrated), each with why in a few words (what ``replay run`` says under
-its table: ``analysis.per_run.rollup.tokenizer_judged_note``)."""
+usage (anchored or calibrated), each with why in a few words (what the commands say under
+their tables: ``analysis.truth_notes.tokenizer_judged_note``)."""
 USAGE_AT_ODDS: frozenset[str] = frozenset({"anchored-scaled-down", "tokenizer-implausible-usage"})
 """Truth sources chosen because the log's recorded usage is at odds with its own text (a run's
-note says so: ``analysis.per_run.rollup``)."""
+note says so: ``analysis.truth_notes.run_note``)."""
 
 
 @dataclass(frozen=True, slots=True)
