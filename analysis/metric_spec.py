@@ -155,6 +155,8 @@ def one_of(many: ComputeMany) -> Compute:
 
 WHOLE_UNITS = frozenset({"count", "tokens", "requests", "request index", "bytes", "seconds"})
 """Units shown as whole numbers (``1,234``): a mean of them too."""
+PRICE_UNIT = "USD/Mtok"
+"""A price, USD a million tokens: shown with two decimals, three when it has them (0.125)."""
 UNKNOWN_TEXT = "–"
 """A value that cannot be computed, in a table or a report."""
 
@@ -163,12 +165,14 @@ def format_value(unit: str, v: Any) -> str:
     """``v`` for people, one rule per unit: counts, tokens, requests and bytes as whole numbers
     with separators (``133,847,218``), fractions as a percentage (``12.3%``; two significant
     digits below 0.1 %), USD with two decimals (``16.10``), anything else with up to two
-    decimals (a whole number whole); ``UNKNOWN_TEXT`` for None or NaN.  JSON and CSV keep the raw value."""
+    decimals (a whole number whole); ``UNKNOWN_TEXT`` for None or NaN.  JSON and CSV keep the raw value.
+    A cost under half a cent has two significant digits (``0.0026``: two decimals would read as
+    no cost); a ``PRICE_UNIT`` value three decimals when it has them (``0.125``)."""
     if v is None or isinstance(v, numbers.Real) and math.isnan(v):
         return UNKNOWN_TEXT
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         return str(v)
-    if isinstance(v, numbers.Integral) and unit not in ("fraction", "USD"):
+    if isinstance(v, numbers.Integral) and unit not in ("fraction", "USD", PRICE_UNIT):
         return f"{int(v):,}"
     x = float(v)
     if unit in WHOLE_UNITS:
@@ -176,6 +180,10 @@ def format_value(unit: str, v: Any) -> str:
     if unit == "fraction":
         p = x * 100
         return f"{p:,.1f}%" if abs(p) >= 0.1 or p == 0 else f"{p:.2g}%"
+    if unit == "USD" and 0 < abs(x) < 0.005:  # (two decimals would print a cost as 0.00)
+        return f"{x:.2g}" if abs(x) >= 1e-6 else f"{x:.1e}"  # (not 0.0000000000000…22)
+    if unit == PRICE_UNIT:  # a price a million tokens: $0.125 is not $0.12
+        return f"{x:,.3f}".removesuffix("0")
     return f"{x:,.2f}"
 
 

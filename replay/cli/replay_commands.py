@@ -159,19 +159,24 @@ def policies(*, table: TableOptions) -> None:
 @table_command
 def providers(*, table: TableOptions) -> None:
     """List the provider profiles (cache and prices, USD per million tokens) for --provider."""
-    from replay.policy.providers import PROVIDERS  # lazy: the policy model (start-up time)
+    # lazy: the policy model (start-up time)
+    from analysis.metric_spec import PRICE_UNIT
+    from replay.policy.providers import PROVIDERS
 
     rows = []
     for prof in PROVIDERS.values():
         c, pr = prof.cache, prof.cache.prices
+        write = pr.cache_write_per_mtok
         rows.append({"name": prof.name, "cache": c.provider, "granularity": c.granularity_tokens,
                      "min_prefix": c.min_prefix_tokens, "ttl_s": c.ttl_s,
                      "input": pr.input_per_mtok, "cache_read": pr.cache_read_per_mtok,
-                     "cache_write": pr.cache_write_per_mtok, "output": pr.output_per_mtok,
+                     # no write premium: a token written to the cache costs plain input
+                     "cache_write": pr.input_per_mtok if write is None else write,
+                     "write_premium": write is not None, "output": pr.output_per_mtok,
                      "source": prof.source})
     _emit(rows, table, title="provider profiles (prices in USD per million tokens)",
           layout=Layout(units={"ttl_s": "seconds", **dict.fromkeys(
-              ("input", "cache_read", "cache_write", "output"), "USD")}))
+              ("input", "cache_read", "cache_write", "output"), PRICE_UNIT)}))
 
 
 @table_command

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analysis.metric_spec import UNKNOWN_TEXT, count, format_value
+from analysis.metric_spec import PRICE_UNIT, UNKNOWN_TEXT, count, format_value
 from analysis.per_run import SPECS
 from replay.cli import app
 
@@ -29,6 +29,12 @@ runner = CliRunner()
     ("USD", 16.1, "16.10"),
     ("USD", 8.7136, "8.71"),
     ("USD", 3, "3.00"),
+    ("USD", 0.0026341, "0.0026"),  # under half a cent: not "0.00", which reads as no cost
+    ("USD", 0.0051, "0.01"),
+    ("USD", 0.0, "0.00"),
+    (PRICE_UNIT, 0.125, "0.125"),  # a price a million tokens: not rounded to 0.12
+    (PRICE_UNIT, 3, "3.00"),
+    (PRICE_UNIT, 0.3, "0.30"),
     ("tokens", None, UNKNOWN_TEXT),
     ("fraction", float("nan"), UNKNOWN_TEXT),
 ])
@@ -45,7 +51,9 @@ def test_every_metric_formats_by_its_unit(name: str, value: float) -> None:
     elif unit == "fraction":
         assert text.endswith("%")
     elif unit == "USD":
-        assert text.split(".")[-1].isdigit() and len(text.split(".")[-1]) == 2
+        assert float(text.replace(",", "")) == pytest.approx(value, rel=0.05, abs=0.005)
+        assert len(text.split(".")[-1]) == 2 or 0 < value < 0.005
+        assert text != "0.00" or value == 0  # a cost is never shown as none
 
 
 def test_count_says_one_change_and_two_changes() -> None:

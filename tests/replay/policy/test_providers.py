@@ -149,3 +149,18 @@ def test_the_readme_provider_example_is_a_valid_policy() -> None:
     p = policy_from_dict(doc, "README")
     assert p.provider == "vllm" and p.cache.ttl_s == 600
     assert p.cache.granularity_tokens == PROVIDERS["vllm"].cache.granularity_tokens
+
+
+def test_the_providers_table_shows_what_a_written_token_costs() -> None:
+    """A profile without a write premium charges a written token as plain input: the table
+    says that price (not "unknown", which would be a lie: it is known), and a price of
+    $0.125 a million tokens is shown as such, not rounded to 0.12."""
+    table = runner.invoke(app, ["providers", "--columns", "name,cache_read,cache_write"])
+    assert table.exit_code == 0, table.output
+    row = next(line for line in table.output.splitlines() if "│ openai " in line)
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    assert cells == ["openai", f"{OPENAI_READ:.3f}", f"{OPENAI_IN:.2f}"]
+    rows = {r["name"]: r for r in json.loads(runner.invoke(app, ["providers", "--json"]).output)}
+    assert rows["openai"]["cache_write"] == OPENAI_IN and rows["openai"]["write_premium"] is False
+    assert rows["anthropic-sonnet-4"]["cache_write"] == 3.75
+    assert rows["anthropic-sonnet-4"]["write_premium"] is True
