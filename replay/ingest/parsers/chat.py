@@ -29,7 +29,8 @@ Not handled: legacy function calling (an assistant ``function_call`` is ignored,
 ``function`` role message is reported and skipped), Responses-API item lists, usage
 kept elsewhere than ``usage`` (e.g. mini-swe-agent's ``extra.response``), and a (d)
 log whose history was rewritten (a response not found in the longest transcript:
-its request is reported and dropped).
+its request is dropped; the file's dropped requests are reported in one issue, with how
+many and their lines).
 
 The messages: ``replay.ingest.parsers.chat_messages``; requests and shape (d):
 ``replay.ingest.parsers.chat_requests``.

@@ -91,16 +91,32 @@ def request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[st
         if msg is not None and key is not None:
             where[i], keys[i] = msg, key
     used: set[int] = set()
+    dropped: list[int] = []  # lines of the requests whose response the transcript lacks
     for no, rec, resp, p, out in calls:
         want = message_key(out)
         idx = len(p) if keys.get(len(p)) == want and len(p) not in used else next(
             (i for i, k in keys.items() if k == want and i not in used), None)
         if want is None or idx is None:
             rb.source.coverage.skipped("request (not in the transcript)")
-            rb.issues.append(Issue(rb.source.path, no, f"request line {no}: its response is not in "
-                                                       "the longest transcript (request dropped)"))
+            dropped.append(no)
             continue
         used.add(idx)
         rb.source.coverage.modelled("request")
         model = as_str(resp.get("model"))
         add_request(rb, resp.get("usage"), model, where[idx], models, record_ts(rec) or record_ts(resp))
+    if dropped:
+        rb.issues.append(dropped_requests(rb.source.path, dropped, len(calls)))
+
+
+def dropped_requests(path: str, lines: list[int], calls: int) -> Issue:
+    """One issue for every request of a shape (d) log whose response the longest transcript
+    does not hold (each dropped): said once with how many and which lines, not once a line (a
+    log whose harness rewrote its history, a window of the latest messages, drops nearly every
+    request: hundreds of identical warnings hid the one fact)."""
+    shown = ", ".join(map(str, lines[:8])) + (f", … ({len(lines) - 8} more)" if len(lines) > 8
+                                               else "")
+    return Issue(path, lines[0], f"{len(lines)} of {calls} request line(s) dropped: their "
+                                 "responses are not in the longest transcript, so the log's "
+                                 "history was rewritten between requests (a window of the "
+                                 "latest messages, a trimmed or summarised history), which a "
+                                 f"request log is not read with; lines {shown}")

@@ -275,3 +275,27 @@ def test_coverage_of_a_request_log_line_not_in_the_transcript(tmp_path: Path) ->
         "request": {"modelled": 1}, "request (not in the transcript)": {"skipped": 1},
         "request (malformed)": {"unknown": 1},
         "message/user": {"modelled": 1}, "message/assistant": {"modelled": 1}}
+
+
+def test_a_request_log_of_a_windowed_history_says_its_dropped_requests_once(
+        tmp_path: Path) -> None:
+    """A harness that sends a window of its latest messages rewrites its history between
+    requests: only the requests whose answer the longest (last) prompt still holds are read.
+    The rest are dropped and said in one issue with how many, not one warning a line."""
+    system, history, lines = {"role": "system", "content": "be brief"}, [], []
+    for i in range(30):
+        history.append({"role": "user", "content": f"question {i}"})
+        answer = {"role": "assistant", "content": f"answer {i}"}
+        lines.append({"messages": [system, *history[-6:]], "response": {"choices": [
+            {"message": answer}], "usage": {"prompt_tokens": 50, "completion_tokens": 5}}})
+        history.append(answer)
+    path = tmp_path / "window.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    parsed = parse_file(path, tmp_path, tokenizers=())
+    # the last prompt holds the latest 6 messages: 3 answers, and its own response is the 4th
+    kept = 4
+    assert parsed.coverage["request"] == {"modelled": kept}
+    assert parsed.coverage["request (not in the transcript)"] == {"skipped": 30 - kept}
+    dropped = [i for i in parsed.issues if "dropped" in i.reason]
+    assert len(dropped) == 1 and dropped[0].line == 1
+    assert f"{30 - kept} of 30 request line(s) dropped" in dropped[0].reason
