@@ -7,8 +7,9 @@ with its own text (``NOT_RECORDED``) — and its figures are then the count's, n
 Every command that prints figures says so where the user reads them, from one definition:
 
 - ``run_note`` — a run's own note (``replay run``'s ``note`` column), when its recorded usage
-  is at odds with its text (``USAGE_AT_ODDS``) or some of its requests are sized at the
-  truth's floor (``replay.engine.truth.floored``);
+  is at odds with its text (``USAGE_AT_ODDS``), some of its requests are sized at the
+  truth's floor (``replay.engine.truth.floored``), or under anchored truth some recorded no
+  usage (their sizes are estimates);
 - ``judged_runs`` / ``tokenizer_judged_note`` — how many runs the tokenizer judged, by why, and
   the sentence ``replay run``, ``sweep``, ``diff`` and ``check`` print under their tables
   (their ``--json`` carries the counts); the report shows each run's truth in its tables.
@@ -18,19 +19,31 @@ Not here: choosing the truth (``replay.engine.truth``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from replay.engine.trace import Trace
 from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 
+ANCHORED: frozenset[str] = frozenset(s for s in TRUTH_SOURCES if s.split("-")[0] == "anchored")
+"""The truth sources anchored on the log's recorded usage (``anchored``, ``-unscaled``,
+``-scaled-down``): a request that recorded none takes the offset of the nearest that did."""
+
 __all__ = ["judged_runs", "run_note", "tokenizer_judged_note", "trace_sources", "truth_of"]
 
 
-def run_note(source: str | None, n_floored: int = 0) -> str | None:
+def run_note(source: str | None, n_floored: int = 0,
+             recorded_inputs: Sequence[int | None] = ()) -> str | None:
     """Why a run's truth is not what the policy asked for, when the log's recorded usage is at
-    odds with its own text (``USAGE_AT_ODDS``), and how many of its requests are sized at the
-    truth's floor (``n_floored``: the trace's ``truth_floored``); None when neither."""
+    odds with its own text (``USAGE_AT_ODDS``); how many of its requests are sized at the
+    truth's floor (``n_floored``: the trace's ``truth_floored``); and under anchored truth how
+    many recorded no usage (``recorded_inputs``: the trace's ``recorded_input_tokens``, None
+    or 0 where not recorded), each sized on the offset of the nearest request that did: an
+    estimate.  None when none of these."""
     notes = [f"truth {source}: {TRUTH_SOURCES[source]}"] if source in USAGE_AT_ODDS else []
+    if source in ANCHORED and (unrecorded := sum(1 for v in recorded_inputs if not v)):
+        notes.append(f"{unrecorded} of {len(recorded_inputs)} request(s) recorded no usage: "
+                     "sized as their count plus the offset of the nearest request that did "
+                     "(estimated)")
     if n_floored:
         notes.append(f"{n_floored} request(s) sized at the truth's floor, 0.7 x the plain count "
                      "(the log recorded an input below the run's fitted line there, and the "

@@ -83,7 +83,8 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
     row["truth_source"] = truth_of(trace)
     notes = [_manual_note(trace), _harness_note(policy, harness, model, largest_prompt(
         rq["recorded_input_tokens"])),
-             _idle_note(trace, policy), run_note(row["truth_source"], sum(rq["truth_floored"]))]
+             _idle_note(trace, policy), run_note(row["truth_source"], sum(rq["truth_floored"]),
+                                                 rq["recorded_input_tokens"])]
     row["note"] = "; ".join(n for n in notes if n) or None
     return [row]
 

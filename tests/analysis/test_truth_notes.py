@@ -149,3 +149,40 @@ def test_check_notes_a_run_whose_truth_changed_since_the_baseline(logs, tmp_path
     path.write_text(json.dumps(doc))
     code, out = _cli(*args)
     assert code == 2 and "expected a truth source" in out and "\x1b" not in out, out
+
+
+def _without_usage_every(samples: Path, out: Path, every: int) -> tuple[Path, int]:
+    """The usage sample with the usage of every ``every``-th distinct assistant message taken
+    out (each of its records: a message written as several records carries it on each); the
+    file and how many messages lost theirs."""
+    ids: list[str] = []
+    lines = []
+    for line in (samples / "claude-code" / USAGE_SAMPLE).read_text().splitlines():
+        rec = json.loads(line)
+        msg = rec.get("message")
+        if rec.get("type") == "assistant" and isinstance(msg, dict) and "usage" in msg:
+            if msg["id"] not in ids:
+                ids.append(msg["id"])
+            if ids.index(msg["id"]) % every == every - 1:
+                del msg["usage"]
+        lines.append(json.dumps(rec))
+    out.mkdir(parents=True, exist_ok=True)
+    (path := out / USAGE_SAMPLE).write_text("\n".join(lines) + "\n")
+    return path, len(ids) // every
+
+
+def test_a_run_says_how_many_requests_recorded_no_usage(tmp_path: Path, samples: Path) -> None:
+    """Under anchored truth a request that recorded no usage is sized on the offset of the
+    nearest that did: an estimate, which the run's note counts (it said nothing: the run
+    looked as measured as one whose every request recorded its usage)."""
+    log, stripped = _without_usage_every(samples, tmp_path / "in", 5)
+    args = ["run", str(log), "-p", "two-tier-corrected", "--cache-dir", str(tmp_path / "c"),
+            "--out", str(tmp_path / "o"), "--json", "-q"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    row, = json.loads(result.stdout)
+    assert stripped >= 20 and row["truth_source"].startswith("anchored")
+    assert f"{stripped} of {row['n_requests']} request(s) recorded no usage" in row["note"]
+    whole = CliRunner().invoke(app, [*args[:1], str(samples / "claude-code" / USAGE_SAMPLE),
+                                *args[2:7], str(tmp_path / "o2"), "--json", "-q"])
+    assert "recorded no usage" not in (json.loads(whole.stdout)[0]["note"] or "")
