@@ -83,7 +83,7 @@ def report(
     out: Annotated[Path, typer.Option(help="Where report.html, report.md and report_files/ "
                                            "are written (nothing else).")] = Path("out"),
     cache_dir: CacheDirOpt = None,
-    max_timelines: Annotated[int, typer.Option(help="Per-run timelines drawn, for the runs "
+    max_timelines: Annotated[int, typer.Option(min=0, help="Per-run timelines drawn, for the runs "
                                                     "with the most requests.")] = 20,
     provider: ProviderOpt = None,
     pricing: PricingOpt = None,
@@ -124,7 +124,7 @@ def diff(
     data: DataOpt = None,
     run_ids: RunOpt = None,
     cache_dir: CacheOutOpt = None,
-    top: Annotated[int, typer.Option(help="Rows shown per section in the table (JSON has "
+    top: Annotated[int, typer.Option(min=0, help="Rows shown per section in the table (JSON has "
                                           "every row).")] = 20,
     provider: ProviderOpt = None,
     pricing: PricingOpt = None,
@@ -218,7 +218,7 @@ def sweep(
     out: Annotated[Path, typer.Option(help="Output root: OUT/sweep/ (tables, plots, "
                                            "chosen.yaml).")] = Path("out"),
     cache_dir: CacheDirOpt = None,
-    jobs: Annotated[int, typer.Option(help="Local worker processes (0: one per core; 1: this "
+    jobs: Annotated[int, typer.Option(min=0, help="Local worker processes (0: one per core; 1: this "
                                            "process); they draw the plots too.")] = 0,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
                                                        "(tcp://HOST:PORT) to run on instead.")]
@@ -228,12 +228,14 @@ def sweep(
                                                                   "'overshoots_n==0'; names are the "
                                                                   "sweep table's columns "
                                                                   "(repeatable).")] = None,
-    minimise: Annotated[str, typer.Option("--minimise", help="Metric the chosen setting "
-                                                             "minimises (summed over runs).")]
-        = "tokens_sent",
+    minimise: Annotated[str | None, typer.Option("--minimise", help="Metric the chosen "
+                                                                    "setting minimises (summed "
+                                                                    "over runs; default "
+                                                                    "tokens_sent).")]
+        = None,
     maximise: Annotated[str | None, typer.Option("--maximise", help="Metric to maximise "
                                                                     "instead.")] = None,
-    top: Annotated[int, typer.Option(help="Settings listed, best first.")] = 5,
+    top: Annotated[int, typer.Option(min=0, help="Settings listed, best first.")] = 5,
     provider: ProviderOpt = None,
     cache: Annotated[bool, typer.Option(help="Reuse and store rows in the project cache "
                                              "(CACHE-DIR/sweep_cache/).")] =
@@ -260,7 +262,10 @@ def sweep(
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
 
-    objective = maximise or minimise
+    if minimise is not None and maximise is not None:  # (neither silently wins)
+        raise typer.BadParameter("give one of --minimise and --maximise",
+                                 param_hint="'--minimise'")
+    objective = maximise or minimise or "tokens_sent"
     with _errors():
         base = load_policy(policy)
         base = with_provider(base, provider) if provider else base

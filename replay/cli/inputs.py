@@ -83,6 +83,10 @@ def table_command(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def with_table(**kwargs: Any) -> None:
         table = TableOptions(*(kwargs.pop(p.name) for p in _TABLE_PARAMS))
+        if table.as_csv and table.as_json:  # (one output: neither silently wins)
+            raise typer.BadParameter("give one of --csv and --json", param_hint="'--csv'")
+        if table.columns is not None and not table.columns.replace(",", "").strip():
+            raise typer.BadParameter("no column named", param_hint="'--columns'")
         command(**kwargs, table=table)
 
     with_table.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]

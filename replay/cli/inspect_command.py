@@ -11,6 +11,7 @@ Not here: the report itself (``replay.ingest.inspect``).
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -39,9 +40,15 @@ def inspect(
     # lazy: the ingest's parsers load pyarrow, which --help and usage errors do not need
     from replay.ingest.inspect import gap_story, inspect_file
 
-    if not file.is_file():
-        error(f"{file}: not a file")
-        raise typer.Exit(2)
+    if not file.is_file():  # missing, or a folder: a usage error (2), as every command's
+        # missing path; there but not a regular file (a FIFO, a device, a dangling or looping
+        # link): an input that cannot be read (1), as ``ingest`` and ``run`` say of it
+        if file.is_dir() or not os.path.lexists(file):
+            error(f"{file}: not a file" + (" (a folder: inspect reads one file)"
+                                           if file.is_dir() else ""))
+            raise typer.Exit(2)
+        error(f"{file}: not a regular file; not read")
+        raise typer.Exit(1)
     with _errors():
         found = inspect_file(file, fmt=fmt)
     if table.as_json:

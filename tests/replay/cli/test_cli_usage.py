@@ -192,3 +192,62 @@ def test_a_path_that_does_not_exist_is_a_usage_error(name: str, tmp_path: Path) 
     assert result.exit_code == 2, result.output
     assert "no-such-folder" in " ".join(result.output.split())
     assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("name", sorted(_TABLE_COMMANDS))
+def test_two_output_formats_or_no_column_are_usage_errors(name: str, tmp_path: Path) -> None:
+    """--csv with --json printed JSON and exit 0 (one of the two silently won); --columns ','
+    named no column and printed the default table: both are usage errors, before any work."""
+    for flags in (["--csv", "--json"], ["--columns", ","], ["--columns", ""]):
+        args = _usage_args(name, tmp_path)
+        result = runner.invoke(app, [*args, *flags])
+        assert result.exit_code == 2, (name, flags, result.output)
+        assert flags[0] in result.output
+    assert not (tmp_path / "o").exists() and not (tmp_path / "c").exists()
+
+
+def _usage_args(name: str, tmp_path: Path) -> list[str]:
+    """Each table command's least arguments (its work never starts: a usage error comes
+    first)."""
+    log, out = str(LOG), ["--out", str(tmp_path / "o")]
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    return {"runs": ["runs", str(tmp_path)], "policies": ["policies"],
+            "providers": ["providers"], "run": ["run", log, "-p", "none", *out, *cache],
+            "calibrate": ["calibrate", log, *cache], "fidelity": ["fidelity", log, *cache],
+            "diff": ["diff", log, "-p", "none", "-p", "claude-code", *cache],
+            "sweep": ["sweep", log, "-p", "none", "--axis", "server.window_tokens=1e5", *out,
+                      *cache],
+            "check": ["check", log, "-p", "none", "--baseline", str(tmp_path / "o.json"),
+                      *cache],
+            "inspect": ["inspect", log], "redact": ["redact", log, *out]}[name]
+
+
+@pytest.mark.parametrize("args", [
+    ["diff", "-p", "none", "-p", "claude-code", "--top", "-1"],
+    ["report", "-p", "none", "--max-timelines", "-1"],
+    ["sweep", "-p", "none", "--axis", "server.window_tokens=1e5", "--top", "-2"],
+    ["sweep", "-p", "none", "--axis", "server.window_tokens=1e5", "--jobs", "-1"],
+    ["sweep", "-p", "none", "--axis", "server.window_tokens=1e5", "--minimise", "cost_usd",
+     "--maximise", "tokens_sent"],
+])
+def test_a_negative_count_or_two_objectives_are_usage_errors(args: list[str],
+                                                             tmp_path: Path) -> None:
+    """`diff --top -1` dropped the last row of each section with nothing said, `report
+    --max-timelines -1` drew an empty section, `--jobs -1` was taken, and `sweep --minimise X
+    --maximise Y` let --maximise win: each is now a usage error (exit 2) naming the option."""
+    result = runner.invoke(app, [args[0], str(LOG), *args[1:], "--out", str(tmp_path / "o"),
+                                 "--cache-dir", str(tmp_path / "c")] if args[0] != "diff" else
+                           [args[0], str(LOG), *args[1:], "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 2, result.output
+    assert any(o in result.output for o in ("--top", "--max-timelines", "--jobs", "--minimise"))
+    assert not (tmp_path / "o").exists()
+
+
+def test_inspect_tells_a_missing_path_from_one_it_cannot_read(tmp_path: Path) -> None:
+    """A missing path or a folder is a usage error (2); a path that is there but is no regular
+    file (a FIFO, a symlink loop) is an input that cannot be read (1), as ingest and run say."""
+    (loop := tmp_path / "loop.jsonl").symlink_to(loop)
+    assert runner.invoke(app, ["inspect", str(loop)]).exit_code == 1
+    assert runner.invoke(app, ["ingest", str(loop), "--out", str(tmp_path / "d")]).exit_code == 1
+    assert runner.invoke(app, ["inspect", str(tmp_path / "none.jsonl")]).exit_code == 2
+    assert runner.invoke(app, ["inspect", str(tmp_path)]).exit_code == 2
