@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes, atomic_write_text, file_in, folder_fd
@@ -28,7 +29,7 @@ from replay.errors import ReplayInputError
 from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
-from replay.policy import Policy, policy_to_dict
+from replay.policy import Policy, policy_from_dict, policy_to_dict
 
 RunMeta = dict[str, tuple[str, str, str, str, str]]
 """(label, source, format, harness, model) of every run, by run id (``run_meta``)."""
@@ -261,6 +262,69 @@ def read_trace(out: Path) -> Trace:
             raise ReplayInputError(f"{path}: not a `replay run` trace "
                                    f"({str(exc).splitlines()[0]})") from None
     return Trace(*tables)
+
+
+def read_run(out: Path) -> tuple[Policy, Trace]:
+    """The policy and traces a ``write_run`` (or ``run_to``) stored under ``out``: each file
+    checked as an input (``read_summary``, ``read_trace``), and the two checked against each
+    other (``_summary_matches``): a summary edited, or copied beside another run's traces,
+    would have its traces judged under a policy they were not replayed with.
+
+    Raises:
+        ReplayInputError: a file is not one ``replay run`` writes, or the summary does not
+            describe the traces beside it (one line naming the file).
+        PolicyError: the summary's policy is not a valid policy.
+    """
+    doc = read_summary(out)
+    policy = policy_from_dict(doc["policy"], str(out / "summary.json"))
+    trace = read_trace(out)
+    _summary_matches(out, doc, policy, trace)
+    return policy, trace
+
+
+def _summary_matches(out: Path, doc: dict[str, Any], policy: Policy, trace: Trace) -> None:
+    """Refuse a ``summary.json`` that does not describe the traces beside it: its policy not
+    the one its ``policy_digest`` was taken of, trace rows of another policy, a run's request
+    count not the traces' (a run in one and not the other), actions or evictions of a run with
+    no request."""
+    path = out / "summary.json"
+    if doc.get("policy_digest") != policy.digest():
+        raise ReplayInputError(f"{path}: its policy is not the one it was written with "
+                               f"(policy_digest {doc.get('policy_digest')!r}, the policy hashes "
+                               f"to {policy.digest()!r}); replay the policy again with "
+                               "`replay run`")
+    for name in TRACE_SCHEMAS:
+        held = sorted(str(v) for v in pc.unique(trace.table(name)["policy"]).to_pylist())
+        if held and held != [policy.name]:
+            raise ReplayInputError(f"{path}: names policy {policy.name!r}, but "
+                                   f"{out / 'traces' / f'{name}.parquet'} holds rows of "
+                                   f"{', '.join(map(repr, held))}")
+    rows = doc.get("runs")
+    if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("run_id"), str)
+            and type(r.get("n_requests")) is int and r.get("policy") == policy.name
+            for r in rows):
+        raise ReplayInputError(f"{path}: not a `replay run` summary (runs: not a list of rows "
+                               f"each with a run_id, its n_requests and policy {policy.name!r})")
+    said = {r["run_id"]: r["n_requests"] for r in rows}
+    if len(said) < len(rows):
+        raise ReplayInputError(f"{path}: not a `replay run` summary (a run_id in two rows)")
+    counts = pc.value_counts(trace.requests["run_id"]).to_pylist()
+    held_n = {c["values"]: c["counts"] for c in counts}
+    for rid in sorted(set(said) | set(held_n)):
+        if said.get(rid, 0) != held_n.get(rid, 0):
+            raise ReplayInputError(
+                f"{path}: run {rid!r} has " + (f"n_requests {said[rid]}" if rid in said
+                                                else "no row") + f", but "
+                f"{out / 'traces' / 'requests.parquet'} holds {held_n.get(rid, 0)} of its "
+                "requests; these are not the traces it summarises")
+    for name in ("actions", "evictions"):
+        stray = set(pc.unique(trace.table(name)["run_id"]).to_pylist()) - set(held_n)
+        if stray:
+            raise ReplayInputError(f"{out / 'traces' / f'{name}.parquet'}: rows of run "
+                                   f"{min(map(str, stray))!r}, which has no request in "
+                                   "requests.parquet; these are not the traces summary.json "
+                                   "summarises")
 
 
 def _same_engine(path: Path, version: object) -> None:

@@ -47,14 +47,14 @@ from analysis.report.interactive import PolicyFrames, RunTimeline, timelines_htm
 from analysis.report.pages import Image, Page, render_html, render_markdown
 from analysis.report.replayed import Replayed, gather, longest, run_order, truth_sources
 from analysis.rereads import lint_placeholders
-from replay.apply_policy import read_summary, read_trace
+from replay.apply_policy import read_run
 from replay.atomic_files import atomic_write_bytes, remove_files
 from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus, not_replayed
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
 from replay.ingest.run_label import run_labels
-from replay.policy import Policy, policy_from_dict
+from replay.policy import Policy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,7 +150,8 @@ def read_runs(dirs: Sequence[Path]) -> list[tuple[Policy, Trace]]:
         One pair per directory, in order.
 
     Raises:
-        ReplayInputError: a directory holds no trace or summary.
+        ReplayInputError: a directory holds no trace or summary, or a summary that does not
+            describe the traces beside it (``replay.apply_policy.read_run``).
     """
     out = []
     for d in dirs:
@@ -158,8 +159,7 @@ def read_runs(dirs: Sequence[Path]) -> list[tuple[Policy, Trace]]:
         if not summary.is_file() or not (d / "traces" / "requests.parquet").is_file():
             raise ReplayInputError(f"{d}: no traces here (expected summary.json and traces/ "
                                    "written by `replay run`)")
-        doc = read_summary(d)
-        out.append((policy_from_dict(doc["policy"], str(summary)), read_trace(d)))
+        out.append(read_run(d))
     return out
 
 

@@ -1,10 +1,14 @@
 """``--traces DIR`` (``diff``, ``report``) reads a ``replay run`` output folder as any input:
 a summary.json or trace file that is not what ``replay run`` writes — not JSON, no policy,
 another engine's, not Parquet, other columns — is one line naming it and exit 2, never a
-traceback nor figures of another engine compared as this one's."""
+traceback nor figures of another engine compared as this one's.  So is a summary.json that
+does not describe the traces beside it (its policy edited, another run's summary, its runs or
+their request counts not the traces'): the traces would be judged under a policy, or read as
+runs, they are not."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +27,15 @@ LOG = Path(__file__).parents[3] / "logs" / "test-fix-loop.jsonl"
 def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("traces") / "none"
     res = CliRunner().invoke(app, ["run", str(LOG), "-p", "none", "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def other(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same log replayed under another policy (its summary names claude-code)."""
+    out = tmp_path_factory.mktemp("traces") / "claude-code"
+    res = CliRunner().invoke(app, ["run", str(LOG), "-p", "claude-code", "--out", str(out), "-q"])
     assert res.exit_code == 0, res.output
     return out
 
@@ -68,6 +81,50 @@ def _column_dropped(d: Path) -> Path:
     return path
 
 
+def _edit(change: Callable[[dict], None]) -> Callable[[Path], Path]:
+    def damage(d: Path) -> Path:
+        path = d / "summary.json"
+        doc = json.loads(path.read_text())
+        change(doc)
+        path.write_text(json.dumps(doc))
+        return path
+    return damage
+
+
+def _rename(doc: dict) -> None:
+    doc["policy"]["name"] = "other"
+
+
+def _one_request_less(doc: dict) -> None:
+    doc["runs"][0]["n_requests"] -= 1
+
+
+def _another_run(doc: dict) -> None:
+    doc["runs"][0]["run_id"] = "not-this-run"
+
+
+def _no_runs(doc: dict) -> None:
+    doc["runs"] = []
+
+
+def _runs_not_rows(doc: dict) -> None:
+    doc["runs"] = 5
+
+
+def _run_twice(doc: dict) -> None:
+    doc["runs"].append(doc["runs"][0])
+
+
+def _stray_eviction(d: Path) -> Path:
+    path = d / "traces" / "evictions.parquet"
+    t = pq.read_table(path)
+    row = {f.name: None for f in t.schema}
+    row.update(run_id="not-this-run", policy="none", msg=0, block=0, request=0, tier="t",
+               fate="dropped", induced=False)
+    pq.write_table(pa.concat_tables([t, pa.Table.from_pylist([row], schema=t.schema)]), path)
+    return path
+
+
 DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "truncated json": (_summary('{"policy": '), "not a `replay run` summary (not JSON"),
     "no policy": (_summary('{"runs": []}'), "not a `replay run` summary (no policy mapping)"),
@@ -79,6 +136,13 @@ DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "foreign parquet": (_requests(pa.table({"x": [1]})), "trace version ''"),
     "older engine's trace": (_old_trace, "trace version '1'"),
     "a column dropped": (_column_dropped, "its columns are not the requests table's"),
+    "policy renamed": (_edit(_rename), "its policy is not the one it was written with"),
+    "a count edited": (_edit(_one_request_less), "but {requests} holds"),
+    "another run's row": (_edit(_another_run), "has no row, but {requests} holds"),
+    "no runs": (_edit(_no_runs), "has no row, but {requests} holds"),
+    "runs not rows": (_edit(_runs_not_rows), "not a `replay run` summary (runs: not a list"),
+    "a run twice": (_edit(_run_twice), "(a run_id in two rows)"),
+    "evictions of no run": (_stray_eviction, "rows of run 'not-this-run', which has no request"),
 }
 
 
@@ -92,7 +156,26 @@ def test_a_damaged_run_folder_is_one_line_and_exit_2(good: Path, tmp_path: Path,
     res = CliRunner().invoke(app, ["diff", "--traces", str(bad), str(good)])
     assert res.exit_code == 2, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    message = message.format(requests=bad / "traces" / "requests.parquet")
     assert f"{path}: " in res.output and message in " ".join(res.output.split())
+
+
+def test_another_policys_summary_beside_the_traces_is_refused(good: Path, other: Path,
+                                                              tmp_path: Path) -> None:
+    """A summary intact in itself (its digest is its policy's) beside another policy's traces:
+    the repro's traceback (trace holds policies ['none'], expected only 'claude-code')."""
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    shutil.copy(other / "summary.json", bad / "summary.json")
+    for command in (["diff", "--traces", str(good), str(bad)],
+                    ["report", "--traces", str(bad), "--out", str(tmp_path / "r")]):
+        res = CliRunner().invoke(app, command)
+        assert res.exit_code == 2, res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        assert (f"{bad / 'summary.json'}: names policy 'claude-code', but "
+                f"{bad / 'traces' / 'requests.parquet'} holds rows of 'none'"
+                in " ".join(res.output.split()))
+    assert not (tmp_path / "r" / "report.html").exists()
 
 
 def test_report_refuses_a_damaged_run_folder(good: Path, tmp_path: Path) -> None:
