@@ -14,6 +14,11 @@ digits, so the file does not change with the last bits of a sum.  It holds:
 - ``policies``: per policy name its ``digest`` and, per run key, every metric value
   (``null`` where a statistic is undefined).
 
+``load_baseline`` trusts nothing in the file: a value of the wrong type, a sha256 that is not
+one, a run holding other metrics than ``metrics`` lists (one missing would never be compared)
+is refused with its key.  A baseline older than a metric lacks it in the list and in every run:
+that is consistent, and the check notes the metric as new.
+
 ``measure`` replays policies over a corpus into a ``Baseline``; ``load_baseline`` and
 ``write_baseline`` read and write the file; ``diff_baselines`` lists what an update changes.
 """
@@ -26,6 +31,8 @@ import json
 import math
 import numbers
 import os
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,10 +53,13 @@ from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
 
 BASELINE_FORMAT = 1
+"""Version of the file layout itself (not of the engine)."""
 MAX_TRUTH_CHARS = 64
 """The longest truth source a baseline may name (the engine's are ~30 characters): a crafted
 file's text is refused, not carried into the check's notes."""
-"""Version of the file layout itself (not of the engine)."""
+SHA256 = re.compile(r"[0-9a-f]{64}")
+"""A log's sha256 as the baseline stores it (``hashlib``'s ``hexdigest``): another value never
+equals the log's, so its run would be "changed log", not compared."""
 
 SIGNIFICANT_DIGITS = 10
 """Floats are stored rounded to this many significant digits…"""
@@ -301,18 +311,24 @@ def _from_doc(doc: Any, where: str) -> Baseline:
     names = top["metrics"]
     if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
         raise CheckError(f"{where}: metrics: expected a list of metric names")
-    runs: dict[str, RunInfo] = {}
-    for key, info in _mapping(top["runs"], where, "runs").items():
-        info = _mapping(info, where, f"runs.{key}", {"source", "sha256"})
-        runs[key] = RunInfo(source=str(info["source"]), sha256=str(info["sha256"]))
+    if twice := [m for m, n in Counter(names).items() if n > 1]:
+        raise CheckError(f"{where}: metrics: {_shown(twice[0])} is listed twice")
+    listed = set(names)
+    runs = {key: _run_info(info, where, key)
+            for key, info in _mapping(top["runs"], where, "runs").items()}
     policies: dict[str, PolicyValues] = {}
     for name, pol in _mapping(top["policies"], where, "policies").items():
         pol = _mapping(pol, where, f"policies.{name}", {"digest", "runs"})
+        if not isinstance(pol["digest"], str):
+            raise CheckError(f"{where}: policies.{name}.digest: expected text, got "
+                             f"{_shown(pol['digest'])}")
         values: dict[str, dict[str, Value]] = {}
         for run, vals in _mapping(pol["runs"], where, f"policies.{name}.runs").items():
             if run not in runs:
                 raise CheckError(f"{where}: policies.{name}.runs.{run}: run not listed in `runs`")
             vals = _mapping(vals, where, f"policies.{name}.runs.{run}")
+            if vals.keys() != listed:
+                _unlike_metrics(names, vals, where, f"policies.{name}.runs.{run}")
             for m, v in vals.items():
                 if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
                     raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a number "
@@ -332,9 +348,43 @@ def _from_doc(doc: Any, where: str) -> Baseline:
             if not isinstance(source, str) or len(source) > MAX_TRUTH_CHARS:
                 raise CheckError(f"{where}: policies.{name}.truth.{run}: expected a truth source "
                                  f"(text of at most {MAX_TRUTH_CHARS} characters)")
-        policies[name] = PolicyValues(digest=str(pol["digest"]), values=values, truth=truth)
+        policies[name] = PolicyValues(digest=pol["digest"], values=values, truth=truth)
     return Baseline(trace_version=top["trace_version"], schema_version=top["schema_version"],
                     metrics=tuple(names), runs=runs, policies=policies)
+
+
+def _run_info(info: Any, where: str, key: str) -> RunInfo:
+    """``runs.KEY`` validated: its ``source`` is text, its ``sha256`` 64 lowercase hex digits
+    (``SHA256``).  A value of another type was taken as its ``str()``: a sha256 that never
+    equalled the log's made the run a "changed log", not compared, and the check passed."""
+    info = _mapping(info, where, f"runs.{key}", {"source", "sha256"})
+    source, sha = info["source"], info["sha256"]
+    if not isinstance(source, str):
+        raise CheckError(f"{where}: runs.{key}.source: expected text, got {_shown(source)}")
+    if not isinstance(sha, str) or not SHA256.fullmatch(sha):
+        raise CheckError(f"{where}: runs.{key}.sha256: expected the log's sha256 (64 lowercase "
+                         f"hex digits), got {_shown(sha)}")
+    return RunInfo(source=source, sha256=sha)
+
+
+def _unlike_metrics(names: list[str], vals: dict[str, Any], where: str, key: str) -> None:
+    """Refuse a run whose metrics are not those ``metrics`` lists (``measure`` writes every
+    metric of every run).  A run missing one had it judged a "new metric" with no note, never
+    compared; a value the list omits was compared yet noted as a new metric.  A baseline older
+    than a metric lacks it in the list and in every run: consistent (``gate`` notes it)."""
+    listed = set(names)
+    if missing := [m for m in names if m not in vals]:
+        raise CheckError(f"{where}: {key}.{missing[0]}: missing, but `metrics` lists it (every "
+                         f"run holds every listed metric; {len(missing)} missing in this run)")
+    if unlisted := [m for m in vals if m not in listed]:
+        raise CheckError(f"{where}: {key}.{unlisted[0]}: not a metric `metrics` lists (every "
+                         f"metric a run holds is listed; {len(unlisted)} unlisted in this run)")
+
+
+def _shown(v: Any) -> str:
+    """A crafted value for a message: its ``repr`` (control characters escaped), shortened."""
+    text = repr(v)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _mapping(v: Any, where: str, key: str, required: set[str] | None = None) -> dict[str, Any]:

@@ -40,15 +40,18 @@ HEADLINE_METRICS: tuple[str, ...] = known("overshoots_n", "overshoots_max_tokens
 _MOVED_ORDER = {"regressed": 0, "improved": 1, "within": 2, "ignored": 3, "appeared": 4,
                 "vanished": 4}
 _SKIPPED = (*CORPUS_STATUSES, *NOTE_STATUSES, "ignored")
+_ONE_SIDE = (*CORPUS_STATUSES, "new metric", "missing metric")
+"""Cases of a run or a metric on one side only: not compared."""
 
 
 def verdict(result: CheckResult) -> str:
-    """The one-line verdict (agrees with ``result.exit_code``); its "N runs × …" counts the
-    runs compared, those not compared are named after it."""
+    """The one-line verdict (agrees with ``result.exit_code``); its "N runs × … × M metrics"
+    counts the runs and metrics compared, those not compared are named after it (a metric on
+    one side only: ``new metric``, ``missing metric``)."""
     compared = result.compared_runs
     shape = (f"{_count(compared, 'run')} × "
              f"{_count({c.policy for c in result.cases}, 'policy', 'policies')} × "
-             f"{_count({c.metric for c in result.cases}, 'metric')}")
+             f"{_count({c.metric for c in result.cases if c.status not in _ONE_SIDE}, 'metric')}")
     if result.engine_change:
         return (f"check: FAIL — engine changed ({result.engine_change}): update the baseline "
                 f"(`--update-baseline`) in the same commit")
@@ -61,6 +64,8 @@ def verdict(result: CheckResult) -> str:
             (("appeared", "vanished"), "appeared or vanished (notes)")) if result.with_status(*s)]
         extras += [_count(_runs(result, s), s) + " (not compared)" for s in CORPUS_STATUSES
                    if _runs(result, s)]
+        extras += [_count(m, s) + " (not compared)" for s in ("new metric", "missing metric")
+                   if (m := {c.metric for c in result.with_status(s)})]
         return f"check: PASS — {shape} within tolerance" + "".join(f"; {e}" for e in extras)
     parts = []
     if result.nothing_compared:
