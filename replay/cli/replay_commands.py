@@ -82,9 +82,9 @@ def ingest(
            "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
            "runs": report.n_runs,
-           # tokens of the files parsed now; of every file only when none was reused from the
-           # cache (a reused file's tokens are not counted: unknown, not 0)
-           "tokens": None if report.cached else report.n_tokens,
+           # of every file, parsed now or reused (its stored count; null only when a reused
+           # entry could not be read for it)
+           "tokens": report.tokens,
            "tokens_parsed": report.n_tokens, "issues": [str(i) for i in report.issues],
            "not_followed": report.not_followed, "unknown_records": report.unknown}
     if as_json:

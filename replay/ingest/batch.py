@@ -62,6 +62,9 @@ class IngestReport:
     n_runs: int = 0
     n_tokens: int = 0
     """Tokens of the files parsed by this ingest (first tokenizer; cached files not counted)."""
+    n_tokens_cached: int | None = 0
+    """Tokens of the files reused from the cache, as stored (first tokenizer;
+    ``store_index.stored_tokens``), None when an entry could not be read for them."""
     not_followed: list[str] = field(default_factory=list)
     """Symlinks to a folder inside an input folder, not walked (``discover``; naming one reads
     it)."""
@@ -69,6 +72,12 @@ class IngestReport:
     """Files stored (parsed now or reused) holding records of types their parser does not know,
     left out of their runs: source -> {record type: records}, so every command can say so
     (a file of two formats concatenated is read as the first, the second's records unknown)."""
+
+    @property
+    def tokens(self) -> int | None:
+        """Tokens of every file stored, parsed now or reused (first tokenizer), None when a
+        reused entry's could not be read."""
+        return None if self.n_tokens_cached is None else self.n_tokens + self.n_tokens_cached
 
     @property
     def ok(self) -> bool:
@@ -283,6 +292,10 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     if older is not None:
         given = set(sources(found))
         report.dropped_older = sum(1 for s in older[1] if s not in given)
+    col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
+    if report.cached and col:  # (written to the index above, each entry's file as a fallback)
+        report.n_tokens_cached = store_index.stored_tokens(
+            out, [entries[s] for s in report.cached], col)
     return report
 
 

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
-from replay.ingest.arrow_columns import column
+from replay.ingest.arrow_columns import column, int64_total
 from replay.ingest.entry_file import IPC_OPTIONS, PARQUET_OPTIONS
 from replay.ingest.run_label import label_column, run_key
 from replay.ingest.schema import RUN_INDEX, SCHEMAS
@@ -34,6 +34,7 @@ from replay.ingest.store import (
     entry_file,
     is_store,
     manifest_index_sha256,
+    read_entry,
     read_entry_runs,
     read_manifest,
 )
@@ -283,6 +284,29 @@ def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = N
     data = buf.getvalue().to_pybytes()
     atomic_write_bytes(root / INDEX_FILE, data, within=root)
     return hashlib.sha256(data).hexdigest()
+
+
+def stored_tokens(root: Path, entries: Iterable[Entry], token_column: str) -> int | None:
+    """The tokens (``token_column`` of their messages, a null counting 0) of entries in the
+    store: ``tokens_o200k`` from the run index (an entry's own file for one it does not hold),
+    another tokenizer's column from each entry's messages; None when an entry cannot be read."""
+    entries = list(entries)
+    try:
+        if token_column != "tokens_o200k":
+            return sum(int64_total(read_entry(root, e.key).messages[token_column])
+                       for e in entries)
+        index = read_index(root)
+        spans = _key_spans(index) if index is not None else {}
+        total = 0
+        for e in entries:
+            if index is not None and e.key in spans:
+                start, stop = spans[e.key]
+                total += int64_total(index["tokens_o200k"][start:stop])
+            else:
+                total += int64_total(_entry_runs(root, e, with_tokens=True)["tokens_o200k"])
+        return total
+    except StoreError:
+        return None
 
 
 def _key_spans(index: pa.Table) -> dict[str, tuple[int, int]]:
