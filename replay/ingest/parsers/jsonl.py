@@ -22,6 +22,7 @@ import msgspec
 import pyarrow as pa
 
 from replay.ingest.input_files import document_too_big
+from replay.ingest.parsers.coverage import LINE_NOT_READ
 from replay.ingest.parsers.json_depth import (
     MAX_DEPTH,
     OWN_C_LIMIT,
@@ -154,6 +155,7 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
                 continue
             if len(raw) > MAX_LINE_BYTES:
                 issues.append(_too_long(src, no, len(raw)))
+                src.coverage.unknown(LINE_NOT_READ)
                 continue
             if note is not None:
                 note.no, note.at, note.raw = no, at + end - len(raw), raw
@@ -178,18 +180,22 @@ def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | N
             except UnicodeDecodeError as exc:
                 issues.append(Issue(src.path, no,
                                     f"invalid UTF-8 at byte {exc.start} (line skipped)"))
+                src.coverage.unknown(LINE_NOT_READ)
                 continue
             except ValueError as exc:
                 what = "incomplete last line (file still being written?)" if partial \
                     else "malformed JSON"
                 issues.append(Issue(src.path, no, f"{what}: {exc} (line skipped)"))
+                src.coverage.unknown(LINE_NOT_READ)
                 continue
             except RecursionError:
                 issues.append(Issue(src.path, no, _TOO_DEEP + " (line skipped)"))
+                src.coverage.unknown(LINE_NOT_READ)
                 continue
             if not isinstance(record, dict):
                 issues.append(Issue(src.path, no, "expected a JSON object, got "
                                                   f"{type(record).__name__}"))
+                src.coverage.unknown(LINE_NOT_READ)
                 continue
             yield no, record if of_dict is None else of_dict(record)
 

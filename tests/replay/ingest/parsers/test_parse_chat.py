@@ -299,3 +299,19 @@ def test_a_request_log_of_a_windowed_history_says_its_dropped_requests_once(
     dropped = [i for i in parsed.issues if "dropped" in i.reason]
     assert len(dropped) == 1 and dropped[0].line == 1
     assert f"{30 - kept} of 30 request line(s) dropped" in dropped[0].reason
+
+
+def test_coverage_counts_the_lines_that_are_not_records(tmp_path: Path) -> None:
+    """A broken line (not JSON, not UTF-8, not an object) is skipped with its issue and now
+    counted in the file's coverage, so `replay runs` accounts for every line: it said
+    "2 records: 2 modelled" of a four-line file whose two broken lines ingest warned of."""
+    lines = [json.dumps({"role": "user", "content": "hi"}).encode(),
+             b'{"role": "assistant",', b"\xff\xfe",
+             json.dumps({"role": "assistant", "content": "hello"}).encode(), b"[1, 2]"]
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    parsed = parse_file(path, tmp_path, tokenizers=())
+    broken = [i for i in parsed.issues if i.line in (2, 3, 5)]
+    assert len(broken) == 3
+    assert parsed.coverage["(line not read)"] == {"unknown": 3}
+    assert sum(n for fates in parsed.coverage.values() for n in fates.values()) == len(lines)
