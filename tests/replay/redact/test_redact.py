@@ -355,3 +355,24 @@ def test_several_input_folders_keep_their_own_layout(tmp_path: Path) -> None:
     assert sorted(f["source"] for f in json.loads(alone.stdout)["files"]) == [
         "deep/more.jsonl", "session.jsonl"]
     assert sorted(len(p.relative_to(one).parts) for p in one.rglob("*.jsonl")) == [1, 2]
+
+
+def test_redact_says_which_presets_replay_its_archive_to_the_original_figures(
+        tmp_path: Path) -> None:
+    """The command said only that the archive "re-ingests with the original's figures", while
+    a policy that reads the log's text replays it a little differently: it now says so, and
+    the presets it names as exact are the ones ``content_dependence`` finds none in."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.cli.redact_command import REPLAY_NOTE
+
+    exact = [n for n in presets() if not content_dependence(load_policy(n))]
+    assert f"(of the presets: {', '.join(exact)})" in REPLAY_NOTE
+    log = Path(__file__).resolve().parents[3] / "logs" / "write-heavy.jsonl"
+    text = CliRunner().invoke(app, ["redact", str(log), "--out", str(tmp_path / "a"), "-q"])
+    assert text.exit_code == 0, text.output
+    assert f"note: {REPLAY_NOTE}" in " ".join(text.output.split("\n"))
+    as_json = CliRunner().invoke(app, ["redact", str(log), "--out", str(tmp_path / "b"), "-q",
+                                       "--json"])
+    assert json.loads(as_json.stdout)["notes"] == [REPLAY_NOTE]
