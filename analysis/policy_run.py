@@ -37,6 +37,9 @@ class PolicyRun:
     corpus: Corpus
     not_replayed: tuple[str, ...]
     """Runs of the corpus with no recorded request (not replayed), by id."""
+    notes: tuple[str, ...] = ()
+    """What the summary calls for a reader to know (``analysis.per_run.rollup.run_notes``),
+    one sentence each, as written to ``out/summary.json`` (``notes``)."""
 
 
 def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report: bool = False,
@@ -83,12 +86,12 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
         result = run(corpus, policy, rollup=RUN_ROLLUP, allow_python=allow_python,
                      on_run=tick)
         write_run(result, folder)
-        summary = rollup_table(result)
+        summary, notes = rollup_table(result), list(result.notes)
         # imported here: only the report needs pandas and matplotlib (~1 s to import)
         from analysis.report.build import write_report
         write_report(corpus, [(policy, result.trace)], folder, on_figure=on_figure)
     else:
-        summary = run_to(corpus, policy, folder, rollup=RUN_ROLLUP, allow_python=allow_python,
-                         on_run=tick, release_memory=True)
+        summary, notes = run_to(corpus, policy, folder, rollup=RUN_ROLLUP,
+                                allow_python=allow_python, on_run=tick, release_memory=True)
     return PolicyRun(summary=summary, out=folder, corpus=corpus,
-                     not_replayed=tuple(corpus.not_replayable()))
+                     not_replayed=tuple(corpus.not_replayable()), notes=tuple(notes))

@@ -44,6 +44,9 @@ class RunRollup:
     """The rows of one run's trace (replayed under the policy)."""
     not_replayed: Callable[[Corpus, Policy, RunMeta], list[dict[str, Any]]]
     """The rows of the corpus's runs with no recorded request (never dropped silently)."""
+    notes: Callable[[pa.Table, Corpus], list[str]]
+    """What the rows (as a table in ``schema``) of the corpus's runs call for a reader to know,
+    one sentence each: stored in ``summary.json`` (``notes``) and printed under the table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,8 @@ class RunResult:
     rollup: list[dict[str, Any]]
     schema: pa.Schema
     """The roll-up rows' schema."""
+    notes: tuple[str, ...] = ()
+    """The roll-up's notes (``RunRollup.notes``)."""
 
 
 def run(corpus: Corpus, policy: Policy, *, rollup: RunRollup, allow_python: bool = False,
@@ -65,15 +70,17 @@ def run(corpus: Corpus, policy: Policy, *, rollup: RunRollup, allow_python: bool
     for trace in iter_replays(corpus, policy, allow_python=allow_python, on_run=on_run):
         traces.append(trace)
         rows += rollup.replayed(trace, policy, meta)
-    return RunResult(policy, Trace.concat(traces),
-                     rows + rollup.not_replayed(corpus, policy, meta), rollup.schema)
+    rows += rollup.not_replayed(corpus, policy, meta)
+    table = pa.Table.from_pylist(rows, schema=rollup.schema)
+    return RunResult(policy, Trace.concat(traces), rows, rollup.schema,
+                     tuple(rollup.notes(table, corpus)))
 
 
 def run_to(corpus: Corpus, policy: Policy, out: Path, *, rollup: RunRollup,
            allow_python: bool = False, on_run: Callable[[str], None] | None = None,
-           release_memory: bool = False) -> pa.Table:
+           release_memory: bool = False) -> tuple[pa.Table, list[str]]:
     """Replay ``policy`` over ``corpus`` streaming each run's trace to ``out``; the roll-up
-    rows (``rollup``) as a table.
+    rows (``rollup``) as a table, and their notes (``RunRollup.notes``, stored in the summary).
 
     Memory stays bounded by the largest run: traces are appended to Parquet files under
     temporary names as runs finish, and renamed into place (with ``summary.json``) only
@@ -119,8 +126,9 @@ def run_to(corpus: Corpus, policy: Policy, out: Path, *, rollup: RunRollup,
             values.append(row[c])
     table = pa.Table.from_pydict(columns, schema=rollup.schema)
     del columns
-    _write_rollup(policy, LazyRows(table), out)
-    return table
+    notes = rollup.notes(table, corpus)
+    _write_rollup(policy, LazyRows(table), out, notes)
+    return table, notes
 
 
 _ROWS_PER_GROUP = 10_000
@@ -173,13 +181,14 @@ def write_run(result: RunResult, out: Path) -> list[Path]:
         path = out / "traces" / f"{name}.parquet"
         atomic_write_bytes(path, buf.getvalue(), within=out)
         written.append(path)
-    written.append(_write_rollup(result.policy, result.rollup, out))
+    written.append(_write_rollup(result.policy, result.rollup, out, list(result.notes)))
     return written
 
 
-def _write_rollup(policy: Policy, rows: list[dict[str, Any]], out: Path) -> Path:
+def _write_rollup(policy: Policy, rows: list[dict[str, Any]], out: Path,
+                  notes: list[str]) -> Path:
     doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(policy),
-           "policy_digest": policy.digest(), "runs": rows}
+           "policy_digest": policy.digest(), "notes": notes, "runs": rows}
     path = out / "summary.json"
     atomic_write_text(path, json.JSONEncoder(indent=1, default=str).iterencode(doc), within=out)
     return path

@@ -201,11 +201,8 @@ def run(
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
     from analysis.per_run import UNITS
-    from analysis.per_run.induced import INDUCED_NOTE, estimated_note
     from analysis.policy_run import run_policy_to
-    from analysis.truth_notes import tokenizer_judged_note
     from replay.apply_policy import LazyRows
-    from replay.corpus import not_replayed, not_replayed_note
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
 
@@ -225,17 +222,8 @@ def run(
     rows = LazyRows(summary.drop_columns(hidden))
     _emit(rows, table, title=f"{pol.name}: {len(rows)} runs → {done.out}",
           layout=dataclasses.replace(RUN_LAYOUT, units=UNITS))
-    if any(summary["induced_rereads_n"].to_pylist()) and not table.as_json:
-        say(f"note: {INDUCED_NOTE}", err=True)
-        if note := estimated_note(sum(summary["induced_rereads_estimated_n"].to_pylist())):
-            say(f"note: {note}", err=True)
-    judged = tokenizer_judged_note(zip(summary["run_id"].to_pylist(),
-                                       summary["truth_source"].to_pylist()),
-                                   "truth_source (--wide, --json)")
-    if judged and not table.as_json:
-        say(f"note: {judged}", err=True)
-    if left := not_replayed_note(not_replayed(done.corpus)):
-        say(f"note: {left}", err=True)
+    for note in done.notes:  # on stderr with --json too: its stdout stays the list of rows
+        say(f"note: {note}", err=True)
     _finish(done.corpus.report, strict)
 
 
