@@ -82,12 +82,26 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
         v = values[name]
         row[name] = None if isinstance(v, float) and math.isnan(v) else v
     row["truth_source"] = truth_of(trace)
+    row["note"] = replay_note(trace, policy, harness, model)
+    return [row]
+
+
+def replay_note(trace: Trace, policy: Policy, harness: str, model: str) -> str | None:
+    """What a run's figures under ``policy`` rest on beyond the log (``replay run``'s ``note``
+    column, the report's notes): recorded /compacts replayed, the level a harness-following
+    policy took, requests an idle trigger cannot judge, and the truth's estimates
+    (``analysis.truth_notes.run_note``); None when nothing.
+
+    Args:
+        trace: the replay of one run.
+        harness, model: the run's, as recorded (``replay.apply_policy.run_meta``).
+    """
+    rq = trace.columns("requests")
     notes = [_manual_note(trace), _harness_note(policy, harness, model, largest_prompt(
         rq["recorded_input_tokens"])),
-             _idle_note(trace, policy), run_note(row["truth_source"], sum(rq["truth_floored"]),
+             _idle_note(trace, policy), run_note(truth_of(trace), sum(rq["truth_floored"]),
                                                  rq["recorded_input_tokens"])]
-    row["note"] = "; ".join(n for n in notes if n) or None
-    return [row]
+    return "; ".join(n for n in notes if n) or None
 
 
 def _harness_note(policy: Policy, harness: str, model: str,

@@ -45,7 +45,14 @@ from analysis.report.diff import diff, totals
 from analysis.report.figures import analysis_images, timeline_images
 from analysis.report.interactive import PolicyFrames, RunTimeline, timelines_html
 from analysis.report.pages import Image, Page, render_html, render_markdown
-from analysis.report.replayed import Replayed, gather, longest, run_order, truth_sources
+from analysis.report.replayed import (
+    Replayed,
+    gather,
+    longest,
+    replay_notes,
+    run_order,
+    truth_sources,
+)
 from analysis.rereads import lint_placeholders
 from replay.apply_policy import read_run
 from replay.atomic_files import atomic_write_bytes, remove_files
@@ -93,7 +100,8 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
     """
     if not runs:
         raise ReplayInputError("report: no policy to report on")
-    reps = gather(corpus, _unique_names(runs))
+    named = _unique_names(runs)
+    reps = gather(corpus, named)
     run_ids = run_order(corpus, reps)
     if not run_ids:
         raise ReplayInputError("report: the traces hold no request")
@@ -121,6 +129,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         analyses=drawn[:n_analyses],
         timelines=drawn[n_analyses:],
         truth_sources=truth_sources(reps),
+        notes=replay_notes(corpus, named),
         fidelity=fidelity(corpus, run_ids),
         compaction_model=model_lines(compaction_report(corpus)["model"]),
         interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),

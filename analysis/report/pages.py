@@ -87,6 +87,10 @@ class Page:
     timelines: list[Image]
     truth_sources: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
     """(run id, policy) → what judged its tokens (``replay.engine.truth.TRUTH_SOURCES``)."""
+    notes: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+    """(run id, policy) → the run's note under the policy, as ``replay run`` shows it
+    (``analysis.per_run.rollup.replay_note``: estimates, recorded /compacts replayed, …);
+    listed under the runs table."""
     fidelity: list[RunFidelity] = dataclasses.field(default_factory=list)
     """Per run with recorded usage: how closely its harness's own policy reproduces the log
     (``analysis.fidelity``), in report order."""
@@ -154,6 +158,9 @@ def render_html(page: Page) -> str:
         parts.append(_html_table(*_diff_rows(d, page, a, b)))
     parts.append("<h2>Runs</h2>")
     parts.append(_html_headline(page))
+    if notes := _run_notes(page):
+        parts.append('<ul class="notes">' + "".join(f"<li>{e(t)}</li>" for t in notes)
+                     + "</ul>")
     parts.append("<h2>Fidelity: the recorded harness's own policy against its log</h2>")
     parts += [f'<p class="muted">{e(FIDELITY_NOTE)}</p>', _html_table(*_fidelity_rows(page))]
     parts.append("<ul>" + "".join(f"<li>{e(t)}</li>" for t in _fidelity_totals(page)) + "</ul>")
@@ -183,6 +190,8 @@ def render_markdown(page: Page, image_dir: str) -> str:
                   *_md_table(*_diff_rows(d, page, a, b))]
     header, rows, _ = _headline_rows(page)
     lines += ["", "## Runs", "", *_md_table(header, rows)]
+    if notes := _run_notes(page):
+        lines += ["", *[f"- {markdown(t)}" for t in notes]]
     lines += ["", "## Fidelity: the recorded harness's own policy against its log", "",
               markdown(FIDELITY_NOTE), "", *_md_table(*_fidelity_rows(page)), "",
               *[f"- {markdown(t)}" for t in _fidelity_totals(page)]]
@@ -190,6 +199,13 @@ def render_markdown(page: Page, image_dir: str) -> str:
     lines += [f"- [{markdown(im.title)}]({image_dir}/{im.file})"
               for im in [*page.analyses, *page.timelines]]
     return "\n".join(lines) + "\n"
+
+
+def _run_notes(page: Page) -> list[str]:
+    """Each run's note under each policy ('label (policy): note'), in the runs table's order."""
+    names = [p.name for p, _ in page.policies]
+    return [f"{run.get('label', run['run_id'])} ({name}): {note}" for run in page.runs
+            for name in names if (note := page.notes.get((run["run_id"], name)))]
 
 
 def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:

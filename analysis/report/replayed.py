@@ -1,7 +1,7 @@
 """What a report draws from each policy's trace: its metrics (``analysis.metrics``: the per-run
 functions) and the five analyses' frames (``gather``: the corpus's own frames and the runs'
-facts read once for every policy), the truth that judged each run, and the runs in corpus order
-or longest first.
+facts read once for every policy), the truth that judged each run, each run's note (as ``replay
+run`` shows it), and the runs in corpus order or longest first.
 
 Not here: drawing the figures (``analysis.report.figures``), writing the report
 (``analysis.report.build``).
@@ -13,17 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+import pyarrow.compute as pc
 
 from analysis import frames
 from analysis.arg_share import arg_share
 from analysis.cache_invalidation import cache_invalidation
 from analysis.metrics import metrics
 from analysis.overshoots import overshoots
+from analysis.per_run.rollup import replay_note
 from analysis.rereads import REREADS_COLUMNS, rereads
 from analysis.run_facts import runs_facts
 from analysis.summarisation import recorded_compactions, summarisation
+from replay.apply_policy import run_meta
 from replay.corpus import Corpus
-from replay.engine.trace import Trace
+from replay.engine.trace import TRACE_SCHEMAS, Trace
 from replay.errors import ReplayInputError
 from replay.policy import Policy
 
@@ -77,6 +80,24 @@ def truth_sources(reps: list[Replayed]) -> dict[tuple[str, str], str]:
             continue
         for rid, src in zip(req["run_id"].tolist(), req["truth_source"].tolist()):
             out.setdefault((rid, r.policy.name), src)
+    return out
+
+
+def replay_notes(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]]
+                 ) -> dict[tuple[str, str], str]:
+    """(run id, policy) → what the run's figures under the policy rest on beyond the log, for
+    the runs that have a note (``analysis.per_run.rollup.replay_note``: the same note as
+    ``replay run``'s ``note`` column)."""
+    meta = run_meta(corpus)
+    out: dict[tuple[str, str], str] = {}
+    for policy, trace in runs:
+        tables = [trace.table(name) for name in TRACE_SCHEMAS]
+        ids = tables[0]["run_id"]
+        for rid in dict.fromkeys(ids.to_pylist()):
+            one = Trace(*(t.filter(pc.equal(t["run_id"], rid)) for t in tables))
+            _, _, _, harness, model = meta.get(rid, ("", "", "", "", ""))
+            if note := replay_note(one, policy, harness, model):
+                out[(rid, policy.name)] = note
     return out
 
 

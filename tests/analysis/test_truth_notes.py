@@ -186,3 +186,22 @@ def test_a_run_says_how_many_requests_recorded_no_usage(tmp_path: Path, samples:
     whole = CliRunner().invoke(app, [*args[:1], str(samples / "claude-code" / USAGE_SAMPLE),
                                 *args[2:7], str(tmp_path / "o2"), "--json", "-q"])
     assert "recorded no usage" not in (json.loads(whole.stdout)[0]["note"] or "")
+
+
+def test_the_report_lists_each_runs_note_as_run_shows_it(tmp_path: Path, samples: Path) -> None:
+    """The report's runs table had no notes: a run sized in part by estimates read there as
+    measured. Its notes are now listed under the table, each the `note` replay run shows."""
+    log, stripped = _without_usage_every(samples, tmp_path / "in", 5)
+    cache = ["--cache-dir", str(tmp_path / "c"), "-q"]
+    ran = CliRunner().invoke(app, ["run", str(log), "-p", "two-tier-corrected", "--out",
+                                   str(tmp_path / "o"), "--json", *cache])
+    note = json.loads(ran.stdout)[0]["note"]
+    assert f"{stripped} of " in note
+    made = CliRunner().invoke(app, ["report", str(log), "-p", "two-tier-corrected", "--out",
+                                    str(tmp_path / "r"), "--max-timelines", "0", *cache])
+    assert made.exit_code == 0, made.output
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    runs = md.split("## Runs", 1)[1].split("\n## ", 1)[0]
+    assert f"(two-tier-corrected): {note}" in runs.replace("\\", "")
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert f"{stripped} of " in page.split("<h2>Runs</h2>", 1)[1].split("<h2>", 1)[0]
