@@ -101,7 +101,7 @@ from replay.ingest.parsers.claude_code_records import (
     text_again,
 )
 from replay.ingest.parsers.claude_code_session import Session, session, sidechains
-from replay.ingest.parsers.coverage import Coverage
+from replay.ingest.parsers.coverage import LINE_NOT_READ, Coverage
 from replay.ingest.parsers.jsonl import iter_typed
 from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, LineIndex
 from replay.ingest.parsers.source import Issue, Source
@@ -237,7 +237,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             yield run
     issues += made
     if not n_runs:
-        cov = src.coverage.by_type()
+        cov = {t: f for t, f in src.coverage.by_type().items() if t != LINE_NOT_READ}
         if cov and all(set(f) == {"skipped"} for f in cov.values()):  # (a broken line is an
             # issue of its own: the file then fails on it, see ``replay.ingest.parse_file``)
             src.coverage.no_conversation = "only " + ", ".join(
