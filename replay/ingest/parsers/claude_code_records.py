@@ -20,7 +20,7 @@ import msgspec
 from replay.ingest.parsers.claude_code_node import Node
 from replay.ingest.parsers.json_depth import decoded
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import as_str, as_text, loads
+from replay.ingest.parsers.jsonl import ATTACHMENTS, as_str, as_text, document_placeholder, loads
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((
@@ -307,7 +307,8 @@ def attachment_text(att: Any) -> str:
 
 def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
     """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
-    ("result", id, text, is_error)."""
+    ("result", id, text, is_error).  An image or an attached document (``ATTACHMENTS``: a PDF
+    as base64) is a placeholder, as every parser writes one (``jsonl.document_placeholder``)."""
     if isinstance(content, str):
         return (("text", content),)
     if not isinstance(content, list):
@@ -321,6 +322,8 @@ def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
             out.append(("text", _str(blk, "text", i)))
         elif t == "image":
             out.append(("image", "[image]"))
+        elif t in ATTACHMENTS:  # a PDF or a file: its bytes are no text the model read
+            out.append(("image", document_placeholder(blk)))
         elif t == "thinking":
             out.append(("reasoning", _str(blk, "thinking", i)))
         elif t == "redacted_thinking":

@@ -404,3 +404,52 @@ def test_the_run_model_is_the_one_that_answered_most(tmp_path: Path, models: lis
     _, run, _, reqs = _parse(_write(tmp_path / "s.jsonl", lines))
     assert run["model"] == want
     assert [r["model"] for r in reqs] == [m for m in models if m != "<synthetic>"]
+
+
+_PDF = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                       "data": "JVBERi0xLjQK" * 20_000}}
+
+
+def _with_pdf(samples: Path, out: Path, where: str) -> Path:
+    """tool_heavy.jsonl with a 240 KB PDF attached to its first string prompt ('prompt') or
+    after the content of its first tool result ('result')."""
+    lines = _raw(samples / "claude-code" / "tool_heavy.jsonl")
+    for rec in lines:
+        msg = rec.get("message")
+        if rec.get("type") != "user" or not isinstance(msg, dict):
+            continue
+        if where == "prompt" and isinstance(msg.get("content"), str):
+            msg["content"] = [{"type": "text", "text": msg["content"]}, _PDF]
+            break
+        results = [b for b in msg.get("content") or () if isinstance(b, dict)
+                   and b.get("type") == "tool_result"] if where == "result" else []
+        if results:
+            old = results[0]["content"]
+            results[0]["content"] = [*([{"type": "text", "text": old}] if isinstance(old, str)
+                                       else old), _PDF]
+            break
+    else:
+        raise AssertionError(f"no {where} to attach to")
+    path = out / f"pdf_{where}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("where", ["prompt", "result"])
+def test_an_attached_pdf_is_a_placeholder_not_its_base64(samples: Path, tmp_path: Path,
+                                                         where: str) -> None:
+    """A PDF (a ``document`` block) was counted as its base64 JSON in a prompt (160 k tokens
+    against 25 k recorded, the usage then judged at odds with the text) and dropped from a
+    tool result (an empty result). It is now a placeholder naming its media type, as an image
+    is ``[image]``, and the run counts what it counted without it but for that placeholder."""
+    plain = parse_file(samples / "claude-code" / "tool_heavy.jsonl", samples / "claude-code")
+    got = parse_file(_with_pdf(samples, tmp_path, where), tmp_path)
+    texts = got.tables.messages.column("text").to_pylist()
+    assert max(map(len, texts)) < 20_000  # nothing like the 240 KB of base64
+    if where == "prompt":
+        assert "[document: application/pdf]" in texts
+    else:
+        assert sum(t.endswith("\n[document: application/pdf]") for t in texts) == 1
+    added = sum(got.tables.messages.column("tokens_o200k").to_pylist()) - \
+        sum(plain.tables.messages.column("tokens_o200k").to_pylist())
+    assert 0 < added < 20
