@@ -7,9 +7,27 @@ Accepted shapes (one run per file):
   (a) one JSON object with ``messages`` (optional top-level ``system``/``model``);
   (b) a bare JSON list of messages;  (c) JSON Lines, one message per line;
   (d) JSON Lines of request logs: ``{"messages": prompt, "response": completion}``
-      per model call.  The transcript is the longest (last) prompt plus its
-      response; each line is one request whose output is the message its
-      response became (found at index ``len(prompt)``, else by content).
+      per model call, each line one request whose output is the message its
+      response became.  A history that never changed (every prompt plus its
+      response a prefix of the longest one, in any line order) is read from the
+      longest prompt plus its response (the response found at ``len(prompt)``,
+      else by content).  A history the harness rewrote between requests (a window
+      of the latest messages, old turns replaced by a summary, old tool outputs
+      trimmed) is read request by request into one stream holding every message
+      any prompt or response held, once, in the order first met: a request whose
+      prompt no longer holds a message of the previous context (the previous
+      prompt plus its response) is a rewrite, recorded as a ``compaction`` event
+      (trigger '': not recorded) whose ``preserved_msgs`` are the older messages
+      the prompt kept and whose summary is a new text message standing in place
+      of the removed ones (a ``summary`` row flagged ``is_harness_summary``; None
+      for a window); a message sent with changed text (a trimmed tool output) is
+      a new message after the rewrite, the old one stays before it
+      (``replay.ingest.parsers.chat_rewrites`` has the rules).
+      ``n_harness_compactions`` counts the rewrites.  No preset reproduces an
+      unknown harness (``replay fidelity`` replays a chat run under ``none``, which
+      applies no rewrite: it sends the whole stream); the truth anchoring sees a
+      rewrite only through its summary row (a window's, without one, is not seen:
+      the engine takes a compaction's boundary from a summary row).
 Messages are OpenAI-shaped (``content`` string or parts, assistant ``tool_calls``
 with JSON-string arguments, ``tool`` messages with ``tool_call_id``) or carry
 Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``).  In (a)-(c) every
@@ -21,19 +39,21 @@ message with a tool call id written twice verbatim is reported and skipped, not 
 Coverage (``src.coverage``): each message as ``message/<role>``, modelled (a repeat
 skipped as ``message/<role> (repeat)``); in (a) ``model`` skipped, ``system`` counted as the
 system message it becomes; in (d) each line as ``request`` (modelled, or skipped as ``request
-(not in the transcript)``) and the transcript's messages as above.  Unknown: a role not known
+(not in the transcript)`` of an unchanged history, a repeated line; ``request (response not
+read)`` of a rewritten one) and the stream's messages as above (a summary as
+``message/<role> (summary)``).  Unknown: a role not known
 here, a message that is not an object or has no role, a malformed message
 (``message/<role> (malformed)``) or line (``request (malformed)``), another top-level key of (a).
 
 Not handled: legacy function calling (an assistant ``function_call`` is ignored, a
 ``function`` role message is reported and skipped), Responses-API item lists, usage
-kept elsewhere than ``usage`` (e.g. mini-swe-agent's ``extra.response``), and a (d)
-log whose history was rewritten (a response not found in the longest transcript:
-its request is dropped; the file's dropped requests are reported in one issue, with how
-many and their lines).
+kept elsewhere than ``usage`` (e.g. mini-swe-agent's ``extra.response``), and in (d) the
+order of a rewritten prompt that moved older messages (the stream keeps the order first met), a
+retried request (its previous response dropped: read as a rewrite), a repeated line of an
+unchanged history (dropped, reported in one issue with the others and their lines).
 
 The messages: ``replay.ingest.parsers.chat_messages``; requests and shape (d):
-``replay.ingest.parsers.chat_requests``.
+``replay.ingest.parsers.chat_requests``, a rewritten history ``chat_rewrites``.
 """
 
 from __future__ import annotations
@@ -45,7 +65,13 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.chat_messages import emit_message, message_type
-from replay.ingest.parsers.chat_requests import add_request, request_log
+from replay.ingest.parsers.chat_requests import (
+    add_request,
+    request_calls,
+    request_log,
+    unchanged_history,
+)
+from replay.ingest.parsers.chat_rewrites import read_rewritten
 from replay.ingest.parsers.jsonl import JSON_REFUSED, first_record, iter_records, load_json
 from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.source import Issue, Source
@@ -136,7 +162,11 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     models: Counter[str] = Counter()
     first = items[0][1]
     if isinstance(first, dict) and isinstance(first.get("messages"), list):
-        request_log(rb, items, models)
+        calls = request_calls(rb, items)
+        if unchanged_history(calls):
+            request_log(rb, calls, models)
+        else:
+            read_rewritten(rb, calls, models)
     else:
         if top.get("system"):
             items.insert(0, (0, {"role": "system", "content": top["system"]}))

@@ -1,10 +1,12 @@
 """A chat dump's requests: a response's usage object as one request (``add_request``: OpenAI or
 Anthropic field names, Anthropic input summed with its cache fields), and shape (d), JSON Lines
-of ``{"messages": prompt, "response": completion}`` (``request_log``: the longest prompt plus
-its response is the transcript; each line is one request whose output is the message its
-response became).
+of ``{"messages": prompt, "response": completion}``: its lines as calls (``request_calls``), and
+a log whose history never changed (``unchanged_history``: every prompt and its response a
+prefix of the longest one) read as before (``request_log``: the longest prompt plus its response
+is the transcript; each line is one request whose output is the message its response became).
 
-Not here: the messages themselves (``replay.ingest.parsers.chat_messages``).
+Not here: the messages themselves (``replay.ingest.parsers.chat_messages``), a log whose
+history was rewritten between requests (``replay.ingest.parsers.chat_rewrites``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.chat_messages import emit_message, message_key, record_ts
 from replay.ingest.parsers.jsonl import as_str
 from replay.ingest.parsers.source import Issue
+
+Call = tuple[int, dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]
+"""One request line of shape (d): (line, record, response, prompt, response message)."""
 
 
 def add_request(rb: RunBuilder, usage: Any, model: str, output_msg: int | None,
@@ -60,9 +65,10 @@ def add_request(rb: RunBuilder, usage: Any, model: str, output_msg: int | None,
                model=model, ts=ts)
 
 
-def request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[str]) -> None:
-    """Shape (d): the longest prompt + its response is the transcript; one request per line."""
-    calls: list[tuple[int, dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]] = []
+def request_calls(rb: RunBuilder, items: list[tuple[int, Any]]) -> list[Call]:
+    """Shape (d)'s lines as calls (a system prompt given beside the messages put first); a
+    malformed line is reported, counted and skipped."""
+    calls: list[Call] = []
     for no, rec in items:
         try:
             if not isinstance(rec["messages"], list):  # list("text") would be one per letter
@@ -80,9 +86,48 @@ def request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[st
             rb.source.coverage.unknown("request (malformed)")
             rb.issues.append(Issue(rb.source.path, no, f"request line {no} skipped: "
                                                        f"{type(exc).__name__}: {exc}"))
+    return calls
+
+
+def _longest(calls: list[Call]) -> Call:
+    """The call with the longest prompt (the last of them on a tie): the transcript's."""
+    return max(enumerate(calls), key=lambda c: (len(c[1][3]), c[0]))[1]
+
+
+def unchanged_history(calls: list[Call]) -> bool:
+    """Whether every call's prompt plus its response is a prefix of the longest prompt plus its
+    response (the same messages, compared as parsed, else by ``message_key``), in whatever
+    order the lines come: the history never changed, and the longest transcript holds every
+    message any line held."""
+    if not calls:
+        return True
+    _, _, _, prompt, out = _longest(calls)
+    full = [*prompt, out]
+    keys: dict[int, Any] = {}
+
+    def same(i: int, m: Any) -> bool:
+        if m == full[i]:
+            return True
+        if i not in keys:
+            keys[i] = message_key(full[i])
+        return keys[i] is not None and message_key(m) == keys[i]
+
+    for _, _, _, p, o in calls:
+        if len(p) >= len(full) or not same(len(p), o):
+            return False
+        for i, m in enumerate(p):
+            if not same(i, m):
+                return False
+    return True
+
+
+def request_log(rb: RunBuilder, calls: list[Call], models: Counter[str]) -> None:
+    """Shape (d) of an unchanged history: the longest prompt + its response is the transcript;
+    one request per line whose response it holds (a line whose response it lacks, a repeated
+    line, is dropped: ``dropped_requests``)."""
     if not calls:
         return
-    no_last, _, _, prompt, out = max(enumerate(calls), key=lambda c: (len(c[1][3]), c[0]))[1]
+    no_last, _, _, prompt, out = _longest(calls)
     keys: dict[int, str] = {}  # stream index -> content key, for messages that were emitted
     where: dict[int, int] = {}  # stream index -> builder message index
     for i, m in enumerate([*prompt, out]):
@@ -109,14 +154,13 @@ def request_log(rb: RunBuilder, items: list[tuple[int, Any]], models: Counter[st
 
 
 def dropped_requests(path: str, lines: list[int], calls: int) -> Issue:
-    """One issue for every request of a shape (d) log whose response the longest transcript
-    does not hold (each dropped): said once with how many and which lines, not once a line (a
-    log whose harness rewrote its history, a window of the latest messages, drops nearly every
-    request: hundreds of identical warnings hid the one fact)."""
+    """One issue for every request of an unchanged history whose response the transcript holds
+    only for another line (a line repeated: the same prompt and response) or not at all (a
+    malformed response), each dropped: said once with how many and which lines, not once a
+    line."""
     shown = ", ".join(map(str, lines[:8])) + (f", … ({len(lines) - 8} more)" if len(lines) > 8
                                                else "")
-    return Issue(path, lines[0], f"{len(lines)} of {calls} request line(s) dropped: their "
-                                 "responses are not in the longest transcript, so the log's "
-                                 "history was rewritten between requests (a window of the "
-                                 "latest messages, a trimmed or summarised history), which a "
-                                 f"request log is not read with; lines {shown}")
+    return Issue(path, lines[0], f"{len(lines)} of {calls} request line(s) dropped: the longest "
+                                 "transcript holds their response once, for another line (a "
+                                 "line repeated), or not at all (a malformed response); lines "
+                                 f"{shown}")

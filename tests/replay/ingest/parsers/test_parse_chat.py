@@ -141,10 +141,14 @@ def test_request_log_with_a_rewritten_history(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     parsed = parse_file(path, tmp_path)
-    _run, rows, reqs = one_run_rows(parsed)
-    assert [r["text"] for r in rows] == ["summary of earlier", "two"]
-    assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 7)]
-    assert [i.line for i in parsed.issues] == [1] and "not in" in parsed.issues[0].reason
+    run, rows, reqs = one_run_rows(parsed)
+    # every request read: the rewrite is a compaction (one new message, the next turn: no
+    # summary can be told from it), the earlier messages stay in the stream before it
+    assert [r["text"] for r in rows] == ["hi", "one", "summary of earlier", "two"]
+    assert [(r["output_msg"], r["input_tokens"]) for r in reqs] == [(1, 5), (3, 7)]
+    assert not parsed.issues and run["n_harness_compactions"] == 1
+    (e,) = parsed.tables.events.to_pylist() if parsed.tables else []
+    assert (e["msg"], e["request"], e["summary_msg"], e["preserved_msgs"]) == (2, 1, None, [])
 
 
 def test_anthropic_blocks_and_usage(tmp_path: Path) -> None:
@@ -272,16 +276,14 @@ def test_coverage_of_a_request_log_line_not_in_the_transcript(tmp_path: Path) ->
     path = tmp_path / "log.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     assert parse_file(path, tmp_path).coverage == {
-        "request": {"modelled": 1}, "request (not in the transcript)": {"skipped": 1},
-        "request (malformed)": {"unknown": 1},
-        "message/user": {"modelled": 1}, "message/assistant": {"modelled": 1}}
+        "request": {"modelled": 2}, "request (malformed)": {"unknown": 1},
+        "message/user": {"modelled": 2}, "message/assistant": {"modelled": 2}}
 
 
-def test_a_request_log_of_a_windowed_history_says_its_dropped_requests_once(
-        tmp_path: Path) -> None:
+def test_a_request_log_of_a_windowed_history_reads_every_request(tmp_path: Path) -> None:
     """A harness that sends a window of its latest messages rewrites its history between
-    requests: only the requests whose answer the longest (last) prompt still holds are read.
-    The rest are dropped and said in one issue with how many, not one warning a line."""
+    requests: every request is read (they were dropped, said in one issue), each message
+    once, each rewrite a compaction (``test_parse_chat_rewritten`` has the details)."""
     system, history, lines = {"role": "system", "content": "be brief"}, [], []
     for i in range(30):
         history.append({"role": "user", "content": f"question {i}"})
@@ -292,13 +294,11 @@ def test_a_request_log_of_a_windowed_history_says_its_dropped_requests_once(
     path = tmp_path / "window.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     parsed = parse_file(path, tmp_path, tokenizers=())
-    # the last prompt holds the latest 6 messages: 3 answers, and its own response is the 4th
-    kept = 4
-    assert parsed.coverage["request"] == {"modelled": kept}
-    assert parsed.coverage["request (not in the transcript)"] == {"skipped": 30 - kept}
-    dropped = [i for i in parsed.issues if "dropped" in i.reason]
-    assert len(dropped) == 1 and dropped[0].line == 1
-    assert f"{30 - kept} of 30 request line(s) dropped" in dropped[0].reason
+    assert parsed.coverage["request"] == {"modelled": 30}
+    assert "request (not in the transcript)" not in parsed.coverage
+    assert not parsed.issues
+    run, _, _ = one_run_rows(parsed)
+    assert run["n_messages"] == 61 and run["n_harness_compactions"] == 27
 
 
 def test_coverage_counts_the_lines_that_are_not_records(tmp_path: Path) -> None:
