@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from replay.corpus import Corpus
 from replay.engine.trace import Trace
 from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
 
@@ -28,7 +29,8 @@ ANCHORED: frozenset[str] = frozenset(s for s in TRUTH_SOURCES if s.split("-")[0]
 """The truth sources anchored on the log's recorded usage (``anchored``, ``-unscaled``,
 ``-scaled-down``): a request that recorded none takes the offset of the nearest that did."""
 
-__all__ = ["judged_runs", "run_note", "tokenizer_judged_note", "trace_sources", "truth_of"]
+__all__ = ["judged_runs", "run_note", "tokenizer_judged_note", "trace_sources", "truth_of",
+           "unrecorded_note", "unrecorded_requests"]
 
 
 def run_note(source: str | None, n_floored: int = 0,
@@ -114,3 +116,31 @@ def tokenizer_judged_note(cells: Iterable[tuple[str, str | None]],
     more = len(ids) - NAMED_RUNS
     return note + "the runs: " + ", ".join(ids[:NAMED_RUNS]) + (
         f" and {more} more" if more > 0 else "")
+
+
+def unrecorded_requests(corpus: Corpus, cells: Iterable[tuple[str, str | None]]) -> dict[str, int]:
+    """Run id → its requests that recorded no usage, of the runs that recorded some and that
+    anchored truth judged (``cells``: (run id, truth source) of each replay): each such request
+    is sized as its count plus the nearest recorded request's offset, an estimate (a run's own
+    note says it: ``run_note``)."""
+    anchored = {rid for rid, source in cells if source in ANCHORED}
+    if not anchored:
+        return {}
+    rq = corpus.requests.select(["run_id", "input_tokens"]).to_pydict()
+    out: dict[str, int] = {}
+    for rid, inp in zip(rq["run_id"], rq["input_tokens"]):
+        if rid in anchored and not inp:
+            out[rid] = out.get(rid, 0) + 1
+    return out
+
+
+def unrecorded_note(counts: dict[str, int]) -> str | None:
+    """The sentence under ``sweep``'s, ``diff``'s and ``check``'s tables when some runs judged by
+    anchored truth have requests that recorded no usage (``unrecorded_requests``); None when
+    none do."""
+    if not counts:
+        return None
+    n = sum(counts.values())
+    return (f"{n:,} request(s) in {len(counts)} run(s) recorded no usage: under anchored truth "
+            "each is sized as its count plus the offset of the nearest request that did "
+            "(estimated; replay run's note names each run)")

@@ -46,7 +46,7 @@ from analysis.check.baseline import (
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.per_run.induced import INDUCED_NOTE, estimated_note
-from analysis.truth_notes import tokenizer_judged_note
+from analysis.truth_notes import tokenizer_judged_note, unrecorded_note, unrecorded_requests
 from replay.corpus import Corpus, not_replayed, not_replayed_note
 from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy
@@ -145,7 +145,12 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
                      unreadable=unreadable)
     labels = run_labels(corpus.runs)
     left = not_replayed_note(not_replayed(corpus))
-    return replace(result, notes=result.notes + ((left,) if left else ()),
+    keys = {run_key(rid, src): rid for rid, src in zip(corpus.runs["run_id"].to_pylist(),
+                                                       corpus.runs["source"].to_pylist())}
+    estimates = unrecorded_note(unrecorded_requests(corpus, [
+        (keys.get(run, run), source) for cur in current.policies.values()
+        for run, source in cur.truth.items()]))
+    return replace(result, notes=result.notes + tuple(n for n in (left, estimates) if n),
                    labels={run_key(rid, src): labels[rid] for rid, src in zip(
                        corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})
 

@@ -142,7 +142,12 @@ def diff(
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
-    from analysis.truth_notes import judged_runs, tokenizer_judged_note
+    from analysis.truth_notes import (
+        judged_runs,
+        tokenizer_judged_note,
+        unrecorded_note,
+        unrecorded_requests,
+    )
     from replay.corpus import not_replayed, not_replayed_note
     from replay.ingest.run_label import run_labels
 
@@ -153,11 +158,13 @@ def diff(
                              open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
+    unrecorded = unrecorded_requests(corpus, done.truth_cells())
     if table.as_json:
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
                      "not_replayed": left,
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
+                     "unrecorded_usage_requests": unrecorded,
                      "truth_sources": done.truth_sources(), "rows": to_records(d)})
         _finish(corpus.report, strict)
         return
@@ -180,6 +187,8 @@ def diff(
             say(f"note: {estimated}", err=True)
     if judged := tokenizer_judged_note(done.truth_cells(), "--json's truth_sources"):
         say(f"note: {judged}", err=True)
+    if estimates := unrecorded_note(unrecorded):
+        say(f"note: {estimates}", err=True)
     if note := not_replayed_note(left):
         say(f"note: {note}", err=True)
     _finish(corpus.report, strict)
@@ -256,7 +265,12 @@ def sweep(
     from analysis.per_run.induced import INDUCED_NOTE, estimated_note
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
-    from analysis.truth_notes import judged_runs, tokenizer_judged_note
+    from analysis.truth_notes import (
+        judged_runs,
+        tokenizer_judged_note,
+        unrecorded_note,
+        unrecorded_requests,
+    )
     from replay.corpus import not_replayed, not_replayed_note
     from replay.layout import SWEEP, cache_root, sweep_cache_dir
     from replay.policy import load_policy
@@ -281,6 +295,7 @@ def sweep(
                             on_figure=draw)
     s = done.result.stats
     shown = done.best_rows(top)
+    unrecorded = unrecorded_requests(done.corpus, done.truth_cells())
     left = not_replayed(done.corpus)
     if s.n_cache_dropped:
         warn(f"sweep cache: {s.n_cache_dropped} run file(s) failed their check (another run's, "
@@ -297,6 +312,7 @@ def sweep(
                      "files": [str(f) for f in done.files], "best": shown,
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
+                     "unrecorded_usage_requests": unrecorded,
                      "not_replayed": left})
     else:
         same = (f" ({done.n_same_policy} more the grid asked for made a policy already in it: "
@@ -316,6 +332,8 @@ def sweep(
         if judged := tokenizer_judged_note(done.truth_cells(),
                                            f"the truth_source column of {out / 'sweep'}'s tables"):
             say(f"note: {judged}", err=True)
+        if estimates := unrecorded_note(unrecorded):
+            say(f"note: {estimates}", err=True)
         if note := not_replayed_note(left):
             say(f"note: {note}", err=True)
     if done.exit_code:

@@ -205,3 +205,28 @@ def test_the_report_lists_each_runs_note_as_run_shows_it(tmp_path: Path, samples
     assert f"(two-tier-corrected): {note}" in runs.replace("\\", "")
     page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert f"{stripped} of " in page.split("<h2>Runs</h2>", 1)[1].split("<h2>", 1)[0]
+
+
+def test_sweep_diff_and_check_count_the_requests_that_recorded_no_usage(
+        tmp_path: Path, samples: Path) -> None:
+    """Under each table: how many requests of the runs anchored truth judged recorded no usage
+    (each an estimate), counted from the corpus; in sweep's and diff's --json by run."""
+    log, stripped = _without_usage_every(samples, tmp_path / "in", 5)
+    said = f"{stripped} request(s) in 1 run(s) recorded no usage"
+    cache = ["--cache-dir", str(tmp_path / "c"), "-q"]
+    sweep = CliRunner().invoke(app, ["sweep", str(log), "-p", "two-tier-corrected", "--axis",
+                                     "server.window_tokens=130000", "--out",
+                                     str(tmp_path / "s"), *cache])
+    assert sweep.exit_code == 0, sweep.output
+    assert said in " ".join(sweep.output.split())
+    diff = CliRunner().invoke(app, ["diff", str(log), "-p", "none", "-p", "two-tier-corrected",
+                                    "--json", *cache])
+    assert list(json.loads(diff.stdout)["unrecorded_usage_requests"].values()) == [stripped]
+    baseline = ["check", str(log), "-p", "none", "--baseline", str(tmp_path / "b.json"), *cache]
+    assert CliRunner().invoke(app, [*baseline, "--update-baseline"]).exit_code == 0
+    check = CliRunner().invoke(app, baseline)
+    assert check.exit_code == 0, check.output
+    assert said in " ".join(check.output.split())
+    whole = CliRunner().invoke(app, ["diff", str(samples / "claude-code" / USAGE_SAMPLE), "-p",
+                                     "none", "-p", "two-tier-corrected", "--json", *cache])
+    assert json.loads(whole.stdout)["unrecorded_usage_requests"] == {}
