@@ -4,7 +4,8 @@ per sample and epoch.
 A ``.json`` log is ``{version, status, eval, plan, results, stats, samples[]}``; a ``.eval``
 log is a zip holding ``header.json`` (or ``_journal/start.json``) and one
 ``samples/<id>_epoch_<n>.json`` per sample, read within bounds by
-``replay.ingest.parsers.inspect_eval_zip``.  A sample has ``messages`` (the final conversation), ``events`` (the
+``replay.ingest.parsers.inspect_eval_zip``; a truncated log keeps its whole samples
+(``replay.ingest.parsers.inspect_ai_damaged``).  A sample has ``messages`` (the final conversation), ``events`` (the
 transcript) and ``attachments`` (``attachment://<hash>`` strings stand for long texts).
 
 The run follows the model calls: each ``ModelEvent`` is one request; its ``input`` (or, in
@@ -49,6 +50,7 @@ import re
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.inspect_ai_damaged import rebuilt_zip, salvage_json
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_obj as _obj
@@ -102,19 +104,24 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (line 0: a zip or a document).
     """
+    damaged = False
     if src.data.startswith(ZIP_MAGIC):
         samples: object
-        header, samples = read_eval_zip(src, issues)
+        zipped, damaged = rebuilt_zip(src, issues)
+        header, samples = read_eval_zip(zipped, issues)
     else:
         doc = load_json(src, issues)
+        if doc is None:
+            doc, damaged = salvage_json(src, issues), True
         if not isinstance(doc, dict):
             if doc is not None:
                 issues.append(Issue(src.path, 0, "not an Inspect log: not a JSON object"))
             return []
         header, samples = doc, doc.get("samples")
     if not isinstance(samples, list) or not samples:
-        issues.append(Issue(src.path, 0, "Inspect log without samples (logged with "
-                                         "log_samples off, or not finished)"))
+        issues.append(Issue(src.path, 0, "no whole sample left in the damaged file" if damaged
+                            else "Inspect log without samples (logged with log_samples off, "
+                                 "or not finished)"))
         return []
     ev = _obj(header.get("eval"))
     model = _str(ev.get("model"))
