@@ -18,7 +18,8 @@ OpenCode sends them back (an error's text; "[Tool execution was interrupted]" fo
 left pending or running).  An assistant message without step parts is one step using the
 message's own ``tokens``.  A ``patch`` / ``snapshot`` part written after a step's ``step-finish``
 belongs to that step (no call of its own).  Parts are read in id order (OpenCode's part ids
-ascend with time; a real export listed them out of order: counted in the coverage).  User parts: text (``ignored`` ones skipped), files other than
+ascend with time; a real export listed them out of order: counted in the coverage); repeated
+message and part ids, and parts without ids: ``replay.ingest.parsers.opencode_parts``.  User parts: text (``ignored`` ones skipped), files other than
 text/directories (whose content OpenCode adds as text parts) as an image/file placeholder,
 ``subtask`` as the line OpenCode sends for it.
 
@@ -60,6 +61,7 @@ from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.jsonl import ItemLines, iter_records, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.opencode_parts import SKIPPED_PARTS, PartOrder
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source
 
 NAME = "opencode"
@@ -71,7 +73,7 @@ _EVENT = re.compile(rb'^\{"type"\s*:\s*"(?:step_start|text|reasoning|tool_use|st
 _COMPACTION_PROMPT = "What did we do so far?"
 _SUBTASK_PROMPT = "The following tool was executed by the user"
 _INTERRUPTED = "[Tool execution was interrupted]"
-_SKIPPED_PARTS = ("agent", "snapshot", "patch", "retry")
+_SKIPPED_PARTS = SKIPPED_PARTS
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -112,6 +114,8 @@ class _Facts:
     """(message index, OpenCode ``time.created``) of each message emitted."""
     cleared: dict[float, list[str]] = field(default_factory=dict)
     """``time.compacted`` -> the calls whose output OpenCode cleared then."""
+    order: PartOrder = field(default_factory=PartOrder)
+    """The message and part ids met, and the messages read in a guessed order."""
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -138,13 +142,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                    title=_str(info.get("title")))
     facts = _Facts()
     for i, m in enumerate(messages):
+        if facts.order.repeated(i, m, src.coverage):
+            continue
         try:
             if not isinstance(m, dict):
                 raise TypeError(f"expected an object, got {type(m).__name__}")
-            _message(b, _obj(m.get("info")), m.get("parts"), facts)
+            _message(b, i, _obj(m.get("info")), m.get("parts"), facts)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             src.coverage.unknown("message (malformed)")
             issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
+    facts.order.report(src, issues, lines.__getitem__)
     _microcompactions(b, facts)
     return [b.build()]
 
@@ -199,15 +206,10 @@ def _harness(info: dict[str, Any]) -> str:
     return f"opencode {version}" if version else "opencode"
 
 
-def _message(b: RunBuilder, info: dict[str, Any], parts: Any, facts: _Facts) -> None:
+def _message(b: RunBuilder, i: int, info: dict[str, Any], parts: Any, facts: _Facts) -> None:
     if not isinstance(parts, list):
         raise TypeError(f"parts is {type(parts).__name__}, not a list")
-    ids = [pid for x in parts
-           if isinstance(pid := _obj(x).get("id"), str) and pid.startswith("prt_")]
-    if len(ids) == len(parts) and ids != sorted(ids):
-        # part ids ascend with time; a real 1.1.34 export lists them out of that order
-        b.source.coverage.modelled("message/parts out of id order (read in id order)")
-        parts = sorted(parts, key=lambda x: x["id"])
+    parts = facts.order.ordered(i, parts, b.source.coverage)
     role = info.get("role")
     if role == "user":
         b.source.coverage.modelled("message/user")

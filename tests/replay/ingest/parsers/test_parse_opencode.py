@@ -143,9 +143,10 @@ def test_hostile_types(tmp_path: Path) -> None:
     issues: list[Issue] = []
     src = _source(tmp_path / "s.json", json.dumps(doc).encode())
     (draft,) = opencode.parse(src, issues)
-    assert len(issues) == 4  # robot, "nope", parts 3, and the string count:
+    assert len(issues) == 5  # robot, "nope", parts 3, parts without ids, and the string count:
+    assert sum("have parts without an id" in i.reason for i in issues) == 1
     assert any("tokens.input '9' is not a token count" in i.reason for i in issues)
-    assert draft.requests["input_tokens"] == [None, None]
+    assert draft.requests["input_tokens"] == [None]  # one step (its finish put after its tool)
     assert src.coverage.by_type()["part/wat"] == {"unknown": 1}
     assert draft.run["n_tool_results"] == 1
 
