@@ -24,7 +24,9 @@ The context, in order:
 * ``session_meta.base_instructions.text`` (0.9x+) is the system prompt the model saw: a system
   message first.  Legacy ``instructions`` is the user's AGENTS.md, which the log repeats in a
   ``<user_instructions>`` message: a system message only when no message repeats it.  Only the
-  first session_meta counts (a fork replays its parent's lines, metas included).
+  first session_meta counts (a fork replays its parent's lines, metas included); another
+  session's session_meta that is no fork's copy begins a run of its own (rollouts written into
+  one file, ``replay.ingest.parsers.codex_sessions``; an issue says so).
 * Consecutive model-output items (reasoning, assistant message, calls) form ONE assistant
   message = one request; each tool output is its own ``tool`` message; user and developer
   (→ system) messages and ``agent_message`` items (another agent's message delivered to this
@@ -52,7 +54,9 @@ The context, in order:
   compaction item (``compaction``, ``compaction_summary``) is a compaction sized the same way;
   the same item inside a ``compacted`` line is not a second compaction (paired once: a later
   compacted line whose history only retains an earlier compaction item is a compaction of its
-  own).
+  own).  A compacted line's field of the wrong type (``replacement_history`` a string, …) is an
+  issue and read as if absent; a compacted line with no readable history right after a remote
+  compaction item is that compaction's line, not a second compaction (an issue says so).
 * Reasoning items keep the length of their ``encrypted_content`` (``Message.encrypted_bytes``):
   Codex's trigger counts earlier turns' reasoning from it (``replay.policy.codex_harness``).
 
@@ -81,6 +85,7 @@ The walk: ``replay.ingest.parsers.codex_walk``.
 
 from __future__ import annotations
 
+import replay.ingest.parsers.codex_sessions as sessions
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.codex_file import (
     evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
@@ -97,27 +102,40 @@ NAME = "codex"
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
-    """The one run of a rollout file (modern or legacy), and each rollback's abandoned branch;
-    bad records become issues.
+    """The run of each session of a rollout file (one, unless rollouts were written into one
+    file: ``codex_sessions``), and each rollback's abandoned branch; bad records become issues.
 
     Args:
         src: the rollout file.
         issues: problems found are appended here.
     """
-    records = unique(list(iter_records(src, issues)), src.path, issues)
+    records = list(iter_records(src, issues))
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     if not records:
         issues.append(Issue(src.path, 0, "no JSON records in this Codex rollout"))
         return []
-    walk = Walk(RunBuilder(src, 0, NAME, issues), src, issues, records,
-                UsageTrack(src.path, issues, usage_first(records)))
-    for no, rec in records:
-        try:
-            walk.record(no, rec)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
-    if walk.b.n_blocks == 0:
-        issues.append(Issue(src.path, 0, "no context items (response items) in this Codex rollout"))
-        return []
-    walk.finish()
-    return [walk.b.build()] + [branch.build() for branch, _ in walk.branches]
+    parts = sessions.split(records)
+    if len(parts) > 1:
+        no, first = parts[1][0]
+        sid = sessions.session_id(sessions.meta_of(first) or {})
+        issues.append(Issue(src.path, no, f"{len(parts) - 1} session_meta line(s) of other "
+                            f"sessions (the first here, session {sid[:64]!r}; no fork's copy of "
+                            f"its parent): the file holds {len(parts)} rollouts, each read as a "
+                            "run of its own"))
+    runs: list[RunDraft] = []
+    for part in parts:
+        part = unique(part, src.path, issues)  # (two sessions may use the same ids)
+        walk = Walk(RunBuilder(src, len(runs), NAME, issues), src, issues, part,
+                    UsageTrack(src.path, issues, usage_first(part)))
+        for no, rec in part:
+            try:
+                walk.record(no, rec)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
+        if walk.b.n_blocks == 0:
+            issues.append(Issue(src.path, part[0][0] if len(parts) > 1 else 0,
+                                "no context items (response items) in this Codex rollout"))
+            continue
+        walk.finish()
+        runs += [walk.b.build()] + [branch.build() for branch, _ in walk.branches]
+    return runs

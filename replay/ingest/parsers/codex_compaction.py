@@ -67,21 +67,36 @@ def replacement(p: dict[str, Any], by_id: dict[str, dict[str, Any]],
     items by id); references that match nothing are reported."""
     inline = p.get("replacement_history")
     if isinstance(inline, list):
-        return [i for i in inline if isinstance(i, dict)]
+        items = [i for i in inline if isinstance(i, dict)]
+        if len(items) < len(inline):
+            report(f"compacted: {len(inline) - len(items)} of {len(inline)} replacement_history "
+                   "items are not objects (left out)")
+        return items
+    if inline is not None:
+        report(f"compacted: replacement_history is {type(inline).__name__}, not a list (read "
+               "as if absent)")
     entries = p.get("replacement_history_entries")
     if not isinstance(entries, list):
+        if entries is not None:
+            report(f"compacted: replacement_history_entries is {type(entries).__name__}, not a "
+                   "list (read as if absent)")
         return []
-    out, missing = [], 0
+    out, missing, bad = [], 0, 0
     for entry in entries:
         if not isinstance(entry, dict):
-            continue
-        if entry.get("type") == "inline" and isinstance(entry.get("item"), dict):
+            bad += 1
+        elif entry.get("type") == "inline" and isinstance(entry.get("item"), dict):
             out.append(entry["item"])
         elif entry.get("type") in ("reference", "reference_v2"):
             found = by_id.get(str(entry.get("item_id")))
             missing += found is None
             if found is not None:
                 out.append(found)
+        else:
+            bad += 1
+    if bad:
+        report(f"compacted: {bad} of {len(entries)} replacement_history_entries are no inline "
+               "item or reference (left out)")
     if missing:
         report(f"compacted: {missing} of {len(entries)} replacement-history references match no "
                "earlier item (the summary is read from the rest)")

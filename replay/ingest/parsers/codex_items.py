@@ -240,3 +240,9 @@ def is_turn_start(blocks: list[tuple[str, str]]) -> bool:
     a user message that is not context the harness added), i.e. what a rollback counts."""
     return not any(text.lstrip().lower().startswith(CONTEXTUAL) for _kind, text in blocks)
 
+
+def joined(blocks: list[tuple[str, str]]) -> str:
+    """The text of a message's blocks (``content``), one line apart."""
+    if len(blocks) == 1:  # (most messages: no generator, no join)
+        return blocks[0][1]
+    return "\n".join([text for _, text in blocks])

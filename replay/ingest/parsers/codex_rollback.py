@@ -43,7 +43,8 @@ def roll_back(b: RunBuilder, no: int, num_turns: Any, turns: list[int], runs: li
     made = bool(live) and len(branches) < MAX_BRANCHES
     if made:  # the rolled-back turns were sent and paid for: a run of their own
         k = len(branches) + 1
-        branches.append((b.branch(k, f"abandoned-{k}"), live))
+        branches.append((b.branch(b.index + k, f"abandoned-{k}"), live))  # (after the
+        # session's run: a file may hold several sessions, codex_sessions)
     msgs, _ = b.rewind(cut)
     b.issues.append(Issue(b.source.path, no, f"thread_rolled_back: the last {n} turn(s) "
                           f"rolled back; {msgs} message(s) and {len(live)} request(s) "

@@ -77,6 +77,10 @@ class Walk:
     """The last line's ``ordinal``."""
     out_of_order: int = 0
     """The first line whose ordinal is not above the previous line's (0: none)."""
+    remote_last: tuple[int, Any] | None = None
+    """(summary message, encrypted content) of the last remote compaction item counted."""
+    odd: dict[str, list[int]] = field(default_factory=dict)
+    """Problem -> [first line, lines]: said once for the file (``finish``)."""
     cov: Coverage = field(init=False)
     """``src.coverage`` (an attribute: read for every record)."""
 
@@ -89,6 +93,7 @@ class Walk:
         if "payload" in rec:
             kind, payload = rec.get("type"), rec["payload"]
             if not isinstance(payload, dict):
+                self.cov.unknown(f"{kind} (payload not an object)")
                 raise ValueError(f"{kind!r} line: payload is {type(payload).__name__}, "
                                  "not an object")
             ts = rec.get("timestamp")
@@ -156,7 +161,7 @@ class Walk:
                     self.turns.append(msg)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
-            self.said[(str(role), _joined(blocks))] = b.msg_index
+            self.said[(str(role), it.joined(blocks))] = b.msg_index
         elif t == "agent_message":
             blocks = it.content(p.get("content"))
             self.turns.append(self.start("user", ts))
@@ -199,6 +204,11 @@ class Walk:
         if t == "token_count":
             if p.get("info") is None:
                 self.cov.skipped(name)
+                return
+            if not isinstance(p["info"], dict):
+                self.cov.skipped(f"{name} (info not an object)")
+                self.note(no, f"token_count info is {type(p['info']).__name__}, not an object "
+                          "(its usage skipped)")
                 return
             fate = self.usage.token_count(no, p["info"], self.runs, replaying=self.replaying,
                                           compacted_since_output=self.compacted_since_output)
@@ -286,8 +296,18 @@ class Walk:
                 self.cov.unknown("session_meta/parent (rollout not found beside this file)")
 
     def compacted(self, no: int, p: dict[str, Any], ts: str) -> None:
-        history = replacement(p, self.by_id, lambda why: self.issues.append(
-            Issue(self.src.path, no, why)))
+        history = replacement(p, self.by_id, lambda why: self.note(no, why))
+        if p.get("message") is not None and not isinstance(p["message"], str):
+            self.note(no, f"compacted: message is {type(p['message']).__name__}, not a string "
+                          "(the summary read from the replacement history)")
+        if not history and self.remote_last and self.remote_last[0] == self.b.msg_index:
+            # no history to pair it by, right after a remote compaction item: its line
+            self.pairs.standalone.discard(self.remote_last[1])
+            self.note(no, "compacted line with no readable replacement history right after a "
+                          "remote compaction item: taken as that compaction's line, not a second "
+                          "compaction")
+            self.cov.skipped("compacted")
+            return
         if not self.pairs.compacted_line(history):  # the remote compaction item already counted
             self.cov.skipped("compacted/replacement_history item", len(history))
             self.cov.skipped("compacted")
@@ -309,7 +329,7 @@ class Walk:
         for item in items:
             if item.get("type") != "message":
                 continue
-            key = (str(item.get("role")), _joined(it.content(item.get("content"))))
+            key = (str(item.get("role")), it.joined(it.content(item.get("content"))))
             if key in self.said:
                 found.add(self.said[key])
         return sorted(found)
@@ -323,6 +343,7 @@ class Walk:
         text = p["summary"] if isinstance(p.get("summary"), str) and p["summary"] else \
             encrypted_summary(n) if n else ""
         self.summary(text, ts, encrypted_bytes=n)
+        self.remote_last = (self.b.msg_index, enc)
         self.cov.modelled(name)
         if n:
             self.cov.modelled(f"{name}/encrypted_content (sized from its encrypted bytes: "
@@ -344,9 +365,16 @@ class Walk:
         self.b.summary(text, harness=True, counted=False, encrypted_bytes=encrypted_bytes)
         self.compacted_since_output = True
 
+    def note(self, no: int, why: str) -> None:
+        """A problem met on line ``no``: said once for the file, with its lines (``finish``)."""
+        self.odd.setdefault(why, [no, 0])[1] += 1
+
     def finish(self) -> None:
         """Emit one request per assistant run, in order; set the run's model, harness, window."""
         self.flush_nested("")
+        self.issues.extend(Issue(self.src.path, no, why if n == 1 else
+                                 f"{why} ({n} lines, the first here)")
+                           for why, (no, n) in self.odd.items())
         if self.out_of_order:
             n = self.cov.counts[(ORDINAL, "skipped")]
             self.issues.append(Issue(self.src.path, self.out_of_order, f"{n} line(s) carry an "
@@ -365,9 +393,3 @@ class Walk:
                 self.b.window_tokens, self.b.compact_limit_tokens
             for r in runs:
                 branch.request(output_msg=r.msg, ts=r.ts, model=r.model, **(r.usage or {}))
-
-
-def _joined(blocks: list[tuple[str, str]]) -> str:
-    if len(blocks) == 1:  # (most messages: no generator, no join)
-        return blocks[0][1]
-    return "\n".join([text for _, text in blocks])
