@@ -44,7 +44,8 @@ parent's run when that file is beside it.  A ``tool_use`` without an ``id`` gets
 
 A record whose ``uuid`` an earlier record of the file has is a repeat (Claude Code re-appends
 older rows after a second ``/compact`` in one process): the first copy is kept, the repeats are
-counted as ``<type> (duplicate uuid)`` and named in one issue.
+counted as ``<type> (duplicate uuid)`` and named in one issue.  Assistant records without
+``message.id``: ``claude_code_noid`` (which of them are one response).
 
 Every record type is counted in ``src.coverage``: user/assistant/attachment/boundaries
 modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TYPES``, other
@@ -86,6 +87,7 @@ from replay.ingest.parsers.claude_code_file import (
     sniff,  # noqa: F401
 )
 from replay.ingest.parsers.claude_code_node import Node, tie
+from replay.ingest.parsers.claude_code_noid import NoIds
 from replay.ingest.parsers.claude_code_path import Resolved
 from replay.ingest.parsers.claude_code_records import (
     AGAIN,
@@ -137,6 +139,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
     duplicates: list[int] = []  # lines of records whose uuid an earlier record has
+    noids = NoIds()  # assistant records without message.id: which are one response
     lines = LineIndex()  # a big file's one-text records: their texts read again when emitted
     ends = session_ends(src.data) if src.on_disk and len(src.data) >= STREAM_MIN_BYTES else None
     made: list[Issue] = []  # the runs' issues, after the reading's (as when made at the end)
@@ -207,6 +210,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             count_other(src, kind)
             continue
         _link(rec, raw, seen_uuids)
+        if noids.open or rec.role == "assistant":
+            noids.see(no, rec, raw.message, sess.links)
         if lines.on and rec.blocks.__class__ is str:  # (not held until its run is built)
             lines.keep(no)
             rec.blocks = AGAIN
@@ -229,6 +234,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
         issues.append(Issue(src.path, duplicates[0], f"{len(duplicates)} record(s) repeat the "
                             "uuid of an earlier record (first at this line; the first copy is "
                             "kept, the repeats skipped)"))
+    noids.report(src, issues)
     while sessions:  # each session let go once its runs are made: not held to the file's end
         group += 1
         for run in _session_runs(src, made, sessions.pop(next(iter(sessions))), n_runs, group,
