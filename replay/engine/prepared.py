@@ -68,15 +68,32 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
                 for name, values in cols.items():
                     if values[i] is not None:
                         per[name] = per.get(name, 0) + values[i]
-    summary_msgs = sorted(summary_tokens)
     triggers: dict[int, str] = {}
-    if events is not None and summary_msgs:
+    bare: set[int] = set()  # compactions with no summary row: keyed by their first message
+    if events is not None and events.num_rows:
+        names = [name for name, c in TOKEN_COLUMN.items()
+                 if messages[c].null_count < messages.num_rows]
         for e in events.select(["kind", "msg", "summary_msg", "trigger",
                                 "preserved_msgs"]).to_pylist():
-            if e["kind"] == "compaction" and e["summary_msg"] in summary_tokens:
+            if e["kind"] != "compaction":
+                continue
+            if e["summary_msg"] is None:  # (a window, a trim: the harness wrote no summary)
+                m = e["msg"]
+                if m in summary_tokens or m - 1 in summary_tokens:
+                    continue  # (its summary row is there: the compaction is that one)
+                bare.add(m)
+                summary_tokens[m] = dict.fromkeys(names, 0)
+                summary_text[m] = []
+                e = {**e, "summary_msg": m}
+            if e["summary_msg"] in summary_tokens:
                 triggers[e["summary_msg"]] = e["trigger"] or ""
                 _reattach(messages, e, summary_tokens, summary_text)
-    first_compaction_msg = summary_msgs[0] if summary_msgs else None
+    # the requests after a compaction: those whose output comes after its summary row, or for
+    # a bare one from its first message on (its boundary: the first block at or after the
+    # summary row's message, or the bare compaction's first message)
+    summary_msgs = sorted(summary_tokens, key=lambda m: m if m in bare else m + 1)
+    starts = [m if m in bare else m + 1 for m in summary_msgs]
+    first_compaction_msg = starts[0] if starts else None
     if keep is not None:
         messages = messages.filter(keep)
     col = {name: messages[name].to_pylist() for name in (
@@ -117,8 +134,8 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
     ts = [t or "" for t in requests["ts"].to_pylist()]
     first_comp = None
     if first_compaction_msg is not None:
-        first_comp = next((i for i, m in enumerate(out_msgs) if m > first_compaction_msg), None)
-    rec_summary = [bisect.bisect_left(summary_msgs, m) - 1 for m in out_msgs]
+        first_comp = next((i for i, m in enumerate(out_msgs) if m >= first_compaction_msg), None)
+    rec_summary = [bisect.bisect_right(starts, m) - 1 for m in out_msgs]
     rec_from = [bisect.bisect_left(msg, summary_msgs[s]) if s >= 0 else 0 for s in rec_summary]
     tokens = {name: [t or 0 for t in col[c]] for name, c in TOKEN_COLUMN.items()
               if any(t is not None for t in col[c])}
@@ -139,8 +156,8 @@ def prepare(messages: pa.Table, requests: pa.Table, run_id: str,
         recorded_from=rec_from, recorded_summary=rec_summary,
         harness_summary_text=["\n".join(summary_text[m]) for m in summary_msgs],
         harness_boundary=[bisect.bisect_left(msg, m) for m in summary_msgs],
-        harness_first_request=[next((k for k, o in enumerate(out_msgs) if o > m), None)
-                               for m in summary_msgs],
+        harness_first_request=[next((k for k, o in enumerate(out_msgs) if o >= m), None)
+                               for m in starts],
         harness_trigger=[triggers.get(m, "") for m in summary_msgs],
         harness_summary_encrypted=[m in summary_encrypted for m in summary_msgs],
         harness=harness, model=model or _main_model(requests["model"].to_pylist()),

@@ -25,9 +25,9 @@ Accepted shapes (one run per file):
       (``replay.ingest.parsers.chat_rewrites`` has the rules).
       ``n_harness_compactions`` counts the rewrites.  No preset reproduces an
       unknown harness (``replay fidelity`` replays a chat run under ``none``, which
-      applies no rewrite: it sends the whole stream); the truth anchoring sees a
-      rewrite only through its summary row (a window's, without one, is not seen:
-      the engine takes a compaction's boundary from a summary row).
+      applies no rewrite: it sends the whole stream); the truth anchoring sees each
+      rewrite as the recorded context's new start (a window's, with no summary, at
+      its first new message: ``replay.engine.prepared``).
 Messages are OpenAI-shaped (``content`` string or parts, assistant ``tool_calls``
 with JSON-string arguments, ``tool`` messages with ``tool_call_id``) or carry
 Anthropic blocks (``tool_use``, ``tool_result``, ``thinking``).  In (a)-(c) every

@@ -198,15 +198,24 @@ def test_the_truth_anchoring_sees_a_summarising_rewrite(tmp_path: Path) -> None:
     assert row["tokens_sent"] == sum(recorded) + 20 * dropped
 
 
-@pytest.mark.xfail(strict=True, reason="the engine (replay/engine/prepared.py) takes a harness "
-                   "compaction's boundary only from a summary row: a rewrite without a summary "
-                   "(a window) is not seen by the truth anchoring, whose recorded count is then "
-                   "the whole stream, below which the recorded input falls")
 def test_the_truth_anchoring_sees_a_windowed_rewrite(tmp_path: Path) -> None:
-    """Acceptance 2, for a window of the latest messages (no summary): not met (see the mark)."""
-    lines, _ = _windowed()
-    row, _ = _replay_none(_write(tmp_path, "win.jsonl", lines), tmp_path)
-    assert row["truth_source"] == "anchored"
+    """Acceptance 2, for a window of the latest messages (no summary: a bare compaction, whose
+    boundary the engine takes at its first message): the usage is anchored, not set aside as
+    at odds with the text (it was, while the engine saw a compaction only by its summary row),
+    and ``none``, which keeps every message, sends at each request its recorded input plus
+    the messages the window had dropped by then, counted here from how the file was built."""
+    lines, held = _windowed()
+    history = [SYSTEM]
+    for x in lines:
+        history += [x["messages"][-1], x["response"]["choices"][0]["message"]]
+    row, trace = _replay_none(_write(tmp_path, "win.jsonl", lines), tmp_path)
+    assert row["truth_source"].startswith("anchored")
+    recorded = [x["response"]["usage"]["prompt_tokens"] for x in lines]
+    assert [r["recorded_input_tokens"] for r in trace] == recorded
+    dropped = [sum(count_one(_text(history[j])) for j in range(max(ids)) if j not in ids)
+               for ids in held]
+    assert [r["truth_tokens"] - rec for r, rec in zip(trace, recorded)] == dropped
+    assert dropped[:3] == [0, 0, 0] and dropped[-1] > 0
 
 
 def test_a_trimmed_tool_output_is_a_rewrite_that_replaced_it(tmp_path: Path) -> None:
