@@ -50,7 +50,7 @@ import re
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.inspect_ai_damaged import rebuilt_zip, salvage_json
+from replay.ingest.parsers.inspect_ai_damaged import MissingOutputs, rebuilt_zip, salvage_json
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_obj as _obj
@@ -129,6 +129,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     task = _str(ev.get("task"))
     harness = " ".join(x for x in ("inspect_ai", version, f"({task})" if task else "") if x)
     drafts: list[RunDraft] = []
+    missing = MissingOutputs()
     for k, sample in enumerate(samples):
         src.coverage.modelled("sample")
         if not isinstance(sample, dict):
@@ -137,18 +138,20 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         agent = f"sample {sample.get('id')} epoch {sample.get('epoch')}"
         b = RunBuilder(src, len(drafts), NAME, issues, model=model, harness=harness, agent=agent)
         try:
-            _Sample(b, sample).read()
+            _Sample(b, sample, missing).read()
         except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
             issues.append(Issue(src.path, 0, f"{agent}: {exc} (rest of the sample skipped)"))
         drafts.append(b.build())
+    missing.report(src, issues)
     return drafts
 
 
 class _Sample:
     """One sample's walk: model calls in order, each adding what its input has new."""
 
-    def __init__(self, b: RunBuilder, sample: dict[str, Any]) -> None:
+    def __init__(self, b: RunBuilder, sample: dict[str, Any], missing: MissingOutputs) -> None:
         self.b = b
+        self.missing = missing
         self.cov = b.source.coverage
         self.attachments = _obj(sample.get("attachments"))
         pool = _obj(sample.get("events_data")).get("messages")
@@ -166,6 +169,8 @@ class _Sample:
             self.from_messages()
             return
         inputs = {i: self.input(e) for i, e in enumerate(events) if e.get("event") == "model"}
+        self.missing.start([inputs[i] for i in sorted(inputs)],
+                           self.messages(self.sample.get("messages")))
         scorer = self.scorer_calls(events)
         summary_calls = self.summary_calls(events, inputs)
         pending: dict[str, Any] | None = None
@@ -217,6 +222,11 @@ class _Sample:
         choices = _obj(e.get("output")).get("choices")
         out = _obj(_obj(choices[0]).get("message")) if isinstance(choices, list) and choices \
             else {}
+        if not out:  # output null or of the wrong type: the answer as the next context has it
+            found = self.missing.answer(e, inp, keys, self.key, self.cov, self.b.agent)
+            if found is None:
+                return
+            out = found
         ts = _str(e.get("timestamp"))
         msg = self.emit({**out, "role": "assistant"}, ts=ts) if out else \
             self.b.message("assistant", ts=ts)

@@ -16,6 +16,8 @@ entry written with a data descriptor (sizes after the data) is measured by decom
 with the file's byte bound, and a stored one of that kind (no way to find its end) stops the
 walk.  What could not be recovered is said in one issue.
 
+``MissingOutputs``: a model call whose ``output`` is null or of the wrong type.
+
 Not here: what a sample means (``replay.ingest.parsers.inspect_ai``), reading a zip whose
 central directory is whole (``replay.ingest.parsers.inspect_eval_zip``).
 """
@@ -28,9 +30,11 @@ import re
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from replay.ingest.input_files import max_document_bytes
+from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.inspect_eval_zip import MAX_ENTRIES, ZIP_ERRORS, ZIP_MAGIC
 from replay.ingest.parsers.jsonl import JSON_REFUSED, array_items
 from replay.ingest.parsers.source import Issue, Source
@@ -164,3 +168,50 @@ def _central(h: tuple[Any, ...], offset: int) -> bytes:
     packed: bytes = _CENTRAL.pack(b"PK\x01\x02", 20, 0, version, 0, flags, method, time, date, crc,
                          csize, usize, len(name), len(extra), 0, 0, 0, 0, offset)
     return packed + bytes(name) + bytes(extra)
+
+
+class MissingOutputs:
+    """Model calls whose ``output`` is null or of the wrong type (no ``choices[0].message``),
+    in one file: the answer is taken from where the log has it, the next call's input or the
+    sample's ``messages`` (the message after this call's input, when it starts with that input
+    and is an assistant's), never made up as an empty assistant message (which the next input
+    then repeated: 15 messages for 10).  A call whose answer is nowhere is no request (its
+    output and usage unknown).  Said in one issue per file (``report``)."""
+
+    def __init__(self) -> None:
+        self.found = self.lost = 0
+        self.first = ""
+        self.later: list[list[dict[str, Any]]] = []
+
+    def start(self, inputs: list[list[dict[str, Any]]], final: list[dict[str, Any]]) -> None:
+        """A sample's model call inputs in order, and its final ``messages``."""
+        self.later = [*inputs, final]
+
+    def answer(self, event: dict[str, Any], inp: list[dict[str, Any]], keys: list[str],
+               key: Callable[[dict[str, Any]], str], cov: Coverage, agent: str
+               ) -> dict[str, Any] | None:
+        """The answer of the call with input ``inp`` (its messages' ``keys``) whose output is
+        missing, or None (counted in ``cov``)."""
+        out = event.get("output")
+        self.first = self.first or f"{agent}, output " + (
+            "null" if out is None else f"{type(out).__name__}" if not isinstance(out, dict)
+            else "without choices[0].message")
+        n = len(inp)
+        at = next((k for k, x in enumerate(self.later) if x is inp), -1)
+        for later in self.later[at + 1:]:
+            if len(later) > n and later[n].get("role") == "assistant" and \
+                    [key(m) for m in later[:n]] == keys:
+                self.found += 1
+                cov.modelled("model (output from the next context)")
+                return later[n]
+        self.lost += 1
+        cov.unknown("model (output missing: no request)")
+        return None
+
+    def report(self, src: Source, issues: list[Issue]) -> None:
+        """One issue when calls without a readable output were met."""
+        if self.found or self.lost:
+            issues.append(Issue(src.path, 0, f"{self.found + self.lost} model call(s) have no "
+                                f"readable output (first: {self.first}): {self.found} answer(s) "
+                                "taken from the next call's input or the sample's messages, "
+                                f"{self.lost} not found (those calls are no request)"))
