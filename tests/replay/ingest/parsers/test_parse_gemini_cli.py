@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers import detect, detect_format, gemini_cli
+from replay.ingest.parsers import detect, detect_format, gemini_cli, gemini_cli_history
 from replay.ingest.parsers.source import Issue, Source
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "gemini_cli"
@@ -155,7 +155,13 @@ def test_hostile_types_and_truncation(tmp_path: Path) -> None:
     issues: list[Issue] = []
     src = _source(tmp_path / "s.jsonl", data)
     (draft,) = gemini_cli.parse(src, issues)
-    assert [i.line for i in issues] == [len(lines) + 1]  # the partial last line
+    # the partial last line, then each field of the wrong type and each record not understood
+    assert [(i.line, i.reason.split(" (")[0]) for i in issues] == [
+        (len(lines) + 1, "incomplete last line"),
+        (3, "message toolCalls is str, not a list"), (3, "message thoughts is int, not a list"),
+        (3, "message tokens is list, not an object"), (5, "$rewindTo is list, not a message id"),
+        (6, "$set is int, not an object"), (7, "record of no kind Gemini CLI writes"),
+        (8, "message of type 'robot', not one Gemini CLI writes")]
     # "g" names a model (a real call, usage unreadable); "h" names none: synthetic
     assert draft.run["n_requests"] == 1 and draft.run["n_tool_calls"] == 1
     cov = src.coverage.by_type()
@@ -208,7 +214,7 @@ def test_rewinds_past_the_most_branches_are_said_not_made(tmp_path: Path,
     """Three rewinds with ``MAX_BRANCHES`` 1: the first is a run of its own, the other two's
     messages are in no run, counted so and said in an issue each (4,000 rewinds were 4,000
     copies of the history: 79 s, 3.3 GB)."""
-    monkeypatch.setattr(gemini_cli, "MAX_BRANCHES", 1)
+    monkeypatch.setattr(gemini_cli_history, "MAX_BRANCHES", 1)
     lines: list[dict[str, Any]] = [{"sessionId": "s", "projectHash": "p"}]
     for k in range(3):
         lines += [{"id": f"u{k}", "type": "user", "content": f"try {k}"},

@@ -1,0 +1,175 @@
+"""The run a Gemini CLI session's history makes (``replay.ingest.parsers.gemini_cli`` says what
+each message becomes): messages, tool calls and results, requests, compactions.
+
+Not here: the records and the history they build (``gemini_cli``, ``gemini_cli_history``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.gemini_cli_history import History, tool_calls
+from replay.ingest.parsers.json_text import json_text
+from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.source import Issue, Source
+
+NAME = "gemini_cli"
+
+
+def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
+         branch: tuple[str, set[str]] | None = None, branch_no: int = 0) -> RunDraft:
+    """The run of ``h`` (run ``index`` of the file); with ``branch`` (the main run's id, the
+    keys the rewind dropped), the run of the session's ``branch_no``-th abandoned branch:
+    linked to the main run, requests only for its own messages (the others are the main run's:
+    context here)."""
+    model = next((m["model"] for live, _ in h.epochs for m in live.values()
+                  if isinstance(m.get("model"), str) and m["model"]), "")
+    kind = h.meta.get("kind")
+    sub = kind == "subagent" and isinstance(h.meta.get("sessionId"), str)
+    b = RunBuilder(src, index, NAME, issues, model=model,
+                   harness="gemini-cli" + (f" ({kind})" if isinstance(kind, str) and kind else ""),
+                   agent=f"abandoned-{branch_no}" if branch else h.meta["sessionId"] if sub else "",
+                   parent_run_id=branch[0] if branch else "")
+    answered = {r["id"] for live, _ in h.epochs for m in live.values() if m["type"] == "user"
+                for r in _responses(m.get("content"))}
+    done: dict[str, list[int]] = {}
+    """Message key -> the run's messages made from it."""
+    for k, (live, added) in enumerate(h.epochs):
+        for mid, m in live.items():
+            if mid in done:
+                continue
+            done[mid] = []
+            try:
+                if m["type"] == "user":
+                    done[mid] = _user(b, m)
+                else:
+                    done[mid] = _gemini(b, mid, m, answered,
+                                        request=branch is None or mid in branch[1])
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                if branch is None:  # (a branch's messages are counted in the main walk)
+                    src.coverage.unknown(f"message/{m['type']} (malformed)")
+                issues.append(Issue(src.path, 0, f"message {mid[:80]!r}: {exc} (kept in part)"))
+        if added:
+            kept = sorted(i for mid in h.epochs[k + 1][0] if mid in done for i in done[mid])
+            event = b.n_events
+            b.event("compaction", preserved_msgs=kept, harness_compaction=True)
+            msg = b.message("user", ts=_str(next(iter(added.values())).get("timestamp")))
+            b.set_event(event, summary_msg=msg)
+            b.summary("\n\n".join(_parts_text(m.get("content")) for m in added.values()),
+                      counted=False)
+            done.update((mid, [msg]) for mid in added)
+    return b.build()
+
+
+def _user(b: RunBuilder, m: dict[str, Any]) -> list[int]:
+    """Emit a user message (and the tool results it carries); the message indices made."""
+    made = []
+    ts = _str(m.get("timestamp"))
+    content = m.get("content")
+    responses = _responses(content)
+    rest = [p for p in content if not (isinstance(p, dict) and "functionResponse" in p)] \
+        if isinstance(content, list) else content
+    if responses:
+        made.append(b.message("tool", ts=ts))
+        for r in responses:
+            b.tool_result(r["id"], _response_text(r), is_error=_is_error(r))
+    if not responses or _parts_text(rest):
+        made.append(b.message("user", ts=ts))
+        b.text(_parts_text(rest))
+    return made
+
+
+def _gemini(b: RunBuilder, mid: str, m: dict[str, Any], answered: set[str], *,
+            request: bool = True) -> list[int]:
+    """Emit a model message, its call and its results; the message indices made (with no
+    request when ``request`` is False: another run counts it)."""
+    ts = _str(m.get("timestamp"))
+    msg = b.message("assistant", ts=ts)
+    for t in _list(m.get("thoughts")):
+        if isinstance(t, dict):
+            b.text("\n".join(x for x in (_str(t.get("subject")), _str(t.get("description")))
+                             if x), kind="reasoning")
+    content = m.get("content")
+    for part in content if isinstance(content, list) else [content]:
+        if isinstance(part, str):
+            if part:
+                b.text(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            b.text(part["text"], kind="reasoning" if part.get("thought") else "text")
+    calls = [tc for tc in tool_calls(m) if isinstance(tc, dict)]
+    ids = []
+    for k, tc in enumerate(calls):
+        call_id = _str(tc.get("id")) or f"{mid.lstrip(chr(0)).replace(chr(0), ' ')}-{k}"
+        args = tc.get("args")
+        b.tool_call(call_id, _str(tc.get("name")) or "tool", args if args is not None else {})
+        ids.append(call_id)
+    tokens = m.get("tokens")
+    if request and ("model" in m or isinstance(tokens, dict)):
+        t = tokens if isinstance(tokens, dict) else {}
+        b.request(output_msg=msg, input_tokens=b.count(t.get("input"), "tokens.input"),
+                  cache_read_tokens=b.count(t.get("cached"), "tokens.cached"),
+                  output_tokens=b.count(t.get("output"), "tokens.output"),
+                  reasoning_tokens=b.count(t.get("thoughts"), "tokens.thoughts"),
+                  model=_str(m.get("model")), ts=ts)
+    results = [(cid, tc) for cid, tc in zip(ids, calls)
+               if cid not in answered and tc.get("result") is not None]
+    if not results:
+        return [msg]
+    made = [msg, b.message("tool", ts=ts)]
+    for cid, tc in results:
+        b.tool_result(cid, _parts_text(tc["result"], responses=True),
+                      is_error=tc.get("status") == "error")
+    return made
+
+
+def _responses(content: Any) -> list[dict[str, Any]]:
+    """The ``functionResponse`` parts of a user message that carry an id."""
+    if not isinstance(content, list):
+        return []
+    out = []
+    for p in content:
+        r = p.get("functionResponse") if isinstance(p, dict) else None
+        if isinstance(r, dict) and isinstance(r.get("id"), str):
+            out.append(r)
+    return out
+
+
+def _response_text(r: dict[str, Any]) -> str:
+    resp = r.get("response")
+    if isinstance(resp, dict):
+        for key in ("output", "error", "content"):
+            if isinstance(text := resp.get(key), str):
+                return text
+    return resp if isinstance(resp, str) else json_text(resp)
+
+
+def _is_error(r: dict[str, Any]) -> bool:
+    resp = r.get("response")
+    return isinstance(resp, dict) and "error" in resp and "output" not in resp
+
+
+def _parts_text(content: Any, *, responses: bool = False) -> str:
+    """Text of Gemini parts (a string, a part, or a list of parts); inline data as ``[image]``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else [content]
+    out = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append(p)
+        elif isinstance(p, dict):
+            if isinstance(p.get("text"), str):
+                out.append(p["text"])
+            elif isinstance(p.get("functionResponse"), dict):
+                if responses:
+                    out.append(_response_text(p["functionResponse"]))
+            elif "inlineData" in p or "fileData" in p:
+                out.append("[image]")
+    return "\n".join(out)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,186 @@
+"""A Gemini CLI session's history as its records build it: messages by id (the last copy wins
+and keeps the first copy's place), rewinds, ``$set`` checkpoints split into epochs at
+compactions, and what of the records is wrong (said once per file: ``Notes``).
+
+A message with no string ``id`` is read in file order under a key of its type and timestamp
+(so the copies Gemini CLI appends as the message changes are still one message; with no
+timestamp, its line).  A ``$rewindTo`` naming no message of the history is ignored.  A field
+of the wrong type (``toolCalls`` an object, ``$set.messages`` a string, …) is said.
+
+Not here: the file's records and sessions (``replay.ingest.parsers.gemini_cli``), the run made
+of a history (``replay.ingest.parsers.gemini_cli_emit``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.ingest.parsers.builder import MAX_BRANCHES
+from replay.ingest.parsers.source import Issue, Source
+
+MODELLED_TYPES = ("user", "gemini")
+SKIPPED_TYPES = ("info", "error", "warning")
+_SHAPES = (("toolCalls", list, "a list"), ("thoughts", list, "a list"),
+           ("tokens", dict, "an object"))
+"""Message fields read only with their type: (key, type, what it should be)."""
+
+Messages = dict[str, dict[str, Any]]
+"""Message key (its id; ``message_key`` for one without) -> the message's last copy."""
+
+
+class Notes(dict[str, list[int]]):
+    """Problem -> [first line, records]: each said once for the file (``said``)."""
+
+    def note(self, no: int, why: str) -> None:
+        self.setdefault(why, [no, 0])[1] += 1
+
+    def said(self, path: str) -> list[Issue]:
+        return [Issue(path, no, why if n == 1 else f"{why} ({n} records, the first here)")
+                for why, (no, n) in self.items()]
+
+
+def is_message(m: Any) -> bool:
+    """A message record: an object with a string ``type`` (its ``id`` may be missing)."""
+    return isinstance(m, dict) and isinstance(m.get("type"), str)
+
+
+def message_key(m: dict[str, Any], no: int) -> str:
+    """The key a message is held under: its id, else its type and timestamp (its line when it
+    has none), which no id can be (they begin with a NUL)."""
+    if isinstance(m.get("id"), str):
+        return str(m["id"])
+    ts = m.get("timestamp")
+    return f"\0{m['type']}\0{ts}" if isinstance(ts, str) and ts else f"\0line {no}"
+
+
+def tool_calls(m: dict[str, Any]) -> list[Any]:
+    """A message's tool calls: its ``toolCalls`` list, or the one call an object is (said when
+    the message was read: ``History.message``)."""
+    calls = m.get("toolCalls")
+    return calls if isinstance(calls, list) else [calls] if isinstance(calls, dict) else []
+
+
+@dataclass(slots=True)
+class History:
+    """The session's history as the records build it: epochs split at compactions."""
+
+    src: Source
+    issues: list[Issue]
+    notes: Notes = field(default_factory=Notes)
+    live: Messages = field(default_factory=dict)
+    epochs: list[tuple[Messages, Messages]] = field(default_factory=list)
+    """(the history before a compaction, the messages the compaction added)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    branches: list[tuple[Messages, set[str]]] = field(default_factory=list)
+    """Each rewind's abandoned branch: the history it was made in, and the keys it dropped."""
+
+    def record(self, rec: dict[str, Any], no: int = 0) -> None:
+        """Take record ``rec`` (of line ``no``; 0: the whole document) into the history."""
+        cov = self.src.coverage
+        if "$rewindTo" in rec:
+            self.rewind(rec["$rewindTo"], no)
+        elif "$set" in rec:
+            update = rec["$set"]
+            if not isinstance(update, dict):
+                cov.unknown("$set (not an object)")
+                self.notes.note(no, f"$set is {type(update).__name__}, not an object (ignored)")
+                return
+            for key in update:
+                if key != "messages":
+                    cov.skipped(f"$set/{key}")
+            if not update:
+                cov.skipped("$set (empty)")
+            if isinstance(update.get("messages"), list):
+                self.checkpoint(update["messages"], no)
+            elif "messages" in update:
+                cov.unknown("$set/messages (not a list)")
+                self.notes.note(no, f"$set.messages is {type(update['messages']).__name__}, not "
+                                    "a list (ignored: the history is left as it was)")
+            if isinstance(update.get("model"), str):
+                self.meta.setdefault("model", update["model"])
+        elif is_message(rec):
+            self.message(rec, no)
+        elif isinstance(rec.get("sessionId"), str) or isinstance(rec.get("messages"), list):
+            cov.skipped("metadata")
+            self.meta.update({k: v for k, v in rec.items() if k != "messages"})
+            messages = rec.get("messages")
+            if messages is not None and not isinstance(messages, list):
+                cov.unknown("messages (not a list)")
+                self.issues.append(Issue(self.src.path, no, "'messages' is not a list but a "
+                                         f"{type(messages).__name__}: no message read from it"))
+                return
+            for m in messages or []:
+                if is_message(m):
+                    self.message(m, no)
+                else:
+                    cov.unknown("message (malformed)")
+                    self.notes.note(no, "message that is no object with a string 'type' "
+                                        "(skipped)")
+        else:
+            cov.unknown("record (unrecognised)")
+            self.notes.note(no, "record of no kind Gemini CLI writes (skipped)")
+
+    def rewind(self, target: Any, no: int) -> None:
+        """``$rewindTo``: drop message ``target`` and everything after it (a branch of its own)."""
+        cov = self.src.coverage
+        if not isinstance(target, str):
+            cov.unknown("$rewindTo (not a message id)")
+            self.notes.note(no, f"$rewindTo is {type(target).__name__}, not a message id "
+                                "(ignored)")
+            return
+        if target not in self.live:
+            cov.skipped("$rewindTo (names no message of the history)")
+            self.notes.note(no, "$rewindTo names no message of the history (ignored: nothing "
+                                "rewound)")
+            return
+        cov.modelled("$rewindTo")
+        ids = list(self.live)
+        drop = ids[ids.index(target):]
+        if len(self.branches) < MAX_BRANCHES:  # the abandoned branch was sent and paid for:
+            self.branches.append((dict(self.live), set(drop)))  # a run
+            cov.modelled("message (rewound: in the abandoned branch's run)", len(drop))
+        else:  # (a copy of the history each: bounded as Claude Code's and Codex's)
+            cov.skipped("message (rewound: in no run)", len(drop))
+            self.issues.append(Issue(self.src.path, no, f"$rewindTo: the {len(drop)} message(s) "
+                                     f"rewound are in no run (the session has more than "
+                                     f"{MAX_BRANCHES} rewinds: {MAX_BRANCHES} are runs)"))
+        for i in drop:
+            del self.live[i]
+
+    def message(self, m: dict[str, Any], no: int) -> None:
+        t = m["type"]
+        fate = "modelled" if t in MODELLED_TYPES else "skipped" if t in SKIPPED_TYPES else \
+            "unknown"
+        self.src.coverage.counts[(f"message/{t}", fate)] += 1
+        if fate == "unknown":
+            self.notes.note(no, f"message of type {t[:40]!r}, not one Gemini CLI writes "
+                                "(skipped)")
+        if fate == "modelled":
+            self.live[self.key(m, no)] = m
+
+    def key(self, m: dict[str, Any], no: int) -> str:
+        """``message_key``; a message without an id and a field of the wrong type are said."""
+        if not isinstance(m.get("id"), str):
+            self.notes.note(no, "message with no string 'id' (read in file order; a copy with "
+                                "the same type and timestamp is taken as that message updated)")
+        for name, want, what in _SHAPES:
+            value = m.get(name)
+            if value is not None and not isinstance(value, want):
+                self.notes.note(no, f"message {name} is {type(value).__name__}, not {what} ("
+                                + ("read as one call)" if name == "toolCalls"
+                                   and isinstance(value, dict) else "ignored)"))
+        return message_key(m, no)
+
+    def checkpoint(self, messages: list[Any], no: int) -> None:
+        new = {self.key(m, no): m for m in messages
+               if is_message(m) and m["type"] in MODELLED_TYPES}
+        if any(i not in new for i in self.live):
+            self.src.coverage.modelled("$set/messages (compaction)")
+            self.epochs.append((self.live, {i: m for i, m in new.items() if i not in self.live}))
+        else:
+            self.src.coverage.modelled("$set/messages (update)")
+        self.live = new
+
+    def close(self) -> None:
+        self.epochs.append((self.live, {}))

@@ -1,0 +1,121 @@
+"""Gemini CLI sessions made messy on purpose: sessions written one after another in one file,
+messages without ids, ``toolCalls`` an object, ``$set.messages`` not a list, a ``$rewindTo``
+naming no message.  Expected values come from each file parsed alone or from how the test
+made the input (``_independent``: the plain walk of the intact fixture)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.ingest.parse_file import ParsedFile, parse_file
+from tests.replay.ingest.parsers.test_parse_gemini_cli import _independent
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "gemini_cli"
+JSONL = sorted(FIXTURES.glob("session-*.jsonl"))
+PLAIN = FIXTURES / "session-2026-08-20T09-14-3f2b9c1e.jsonl"
+"""The fixture with no rewind and no checkpoint (nothing in it refers to a message by id)."""
+_FACTS = ("n_messages", "n_requests", "n_tool_calls", "n_tool_results", "n_harness_compactions",
+          "recorded_input_tokens", "recorded_output_tokens", "agent")
+
+
+def _facts(parsed: ParsedFile) -> list[dict[str, Any]]:
+    assert parsed.tables is not None, [str(i) for i in parsed.issues]
+    return [{k: run[k] for k in _FACTS} for run in parsed.tables.runs.to_pylist()]
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _write(tmp: Path, records: list[dict[str, Any]], name: str = PLAIN.name) -> Path:
+    out = tmp / name
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return out
+
+
+def _said(parsed: ParsedFile, start: str) -> list[tuple[int, str]]:
+    return [(i.line, i.reason) for i in parsed.issues if i.reason.startswith(start)]
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_sessions_one_after_another_are_a_run_each(tmp_path: Path,
+                                                   order: tuple[int, int]) -> None:
+    a, b = JSONL[order[0]], JSONL[order[1]]
+    both = _write(tmp_path, _records(a) + _records(b), "session-2026-09-09T00-00-concat.jsonl")
+    parsed = parse_file(both, tmp_path)
+    alone = [_facts(parse_file(_write(tmp_path, _records(p), f"alone-{p.name}"), tmp_path))
+             for p in (a, b)]
+    assert _facts(parsed) == alone[0] + alone[1]
+    assert [line for line, _ in _said(parsed, "metadata record of another session")] \
+        == [len(_records(a)) + 1]
+    assert parsed.coverage["metadata"] == {"skipped": 2}
+
+
+def test_messages_without_ids_are_read_in_file_order(tmp_path: Path) -> None:
+    records = _records(PLAIN)
+    messages = [r for r in records if r.get("type") in ("user", "gemini")]
+    # what makes the expectation hold: each id is one (type, timestamp) and the other way round
+    pairs = {(r["id"], r["type"], r["timestamp"]) for r in messages}
+    assert len(pairs) == len({p[0] for p in pairs}) == len({p[1:] for p in pairs})
+    for r in records:
+        r.pop("id", None)
+    parsed = parse_file(_write(tmp_path, records), tmp_path)
+    (run,) = parsed.tables.runs.to_pylist() if parsed.tables else []
+    expected = _independent(PLAIN)
+    assert {k: run[k] for k in expected} == expected
+    assert run["n_requests"] > 0  # never "no model call" for a file of model calls
+    assert [line for line, _ in _said(parsed, "message with no string 'id'")] \
+        == [records.index(messages[0]) + 1]
+    assert f"({len(messages)} records, the first here)" in _said(
+        parsed, "message with no string 'id'")[0][1]
+
+
+def test_messages_without_ids_or_timestamps_are_one_message_a_line(tmp_path: Path) -> None:
+    records = _records(PLAIN)
+    for r in records:
+        r.pop("id", None)
+        r.pop("timestamp", None)
+    parsed = parse_file(_write(tmp_path, records), tmp_path)
+    (run,) = _facts(parsed)
+    models = [r for r in records if r.get("type") == "gemini" and ("model" in r or "tokens" in r)]
+    assert run["n_requests"] == len(models)  # every copy its own call: nothing to merge by
+
+
+def test_tool_calls_as_an_object_are_one_call(tmp_path: Path) -> None:
+    records = _records(PLAIN)
+    changed = []
+    for no, r in enumerate(records, 1):
+        if r.get("type") == "gemini" and r.get("toolCalls"):
+            r["toolCalls"] = r["toolCalls"][0]
+            changed.append(no)
+    last = {r["id"]: r for r in records if r.get("type") == "gemini"}  # the last copy wins
+    parsed = parse_file(_write(tmp_path, records), tmp_path)
+    (run,) = _facts(parsed)
+    assert run["n_tool_calls"] == sum(isinstance(r.get("toolCalls"), dict) for r in last.values())
+    assert run["n_requests"] == _independent(PLAIN)["n_requests"]
+    assert _said(parsed, "message toolCalls is dict") == [(changed[0], (
+        "message toolCalls is dict, not a list (read as one call) "
+        f"({len(changed)} records, the first here)"))]
+
+
+@pytest.mark.parametrize(("line", "said", "fate"), [
+    ({"$set": {"messages": "oops"}}, "$set.messages is str, not a list",
+     ("$set/messages (not a list)", "unknown")),
+    ({"$rewindTo": "no-such-id"}, "$rewindTo names no message of the history",
+     ("$rewindTo (names no message of the history)", "skipped"))])
+def test_a_bad_history_line_is_said_counted_and_ignored(tmp_path: Path, line: dict[str, Any],
+                                                       said: str, fate: tuple[str, str]) -> None:
+    records = _records(PLAIN)
+    at = next(k for k, r in enumerate(records) if r.get("type") == "info") + 1
+    records.insert(at, copy.deepcopy(line))
+    parsed = parse_file(_write(tmp_path, records), tmp_path)
+    intact = parse_file(PLAIN, FIXTURES)
+    assert _facts(parsed) == _facts(intact)  # one run, as if the line were not there
+    assert [ln for ln, _ in _said(parsed, said)] == [at + 1]
+    assert parsed.coverage[fate[0]] == {fate[1]: 1}
+    assert [i.reason for i in parsed.issues if not i.reason.startswith(said)] == []
