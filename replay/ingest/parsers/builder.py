@@ -335,6 +335,7 @@ class RunBuilder:
             "sha256": self.source.sha256,
         }
         outs = r["output_msg"]
+        self._unanswered(m, outs)
         events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
         k = 0  # each event's request: the first whose output is at or after its message (the
         # events by message: where the last one's was found, or later; not a scan from 0 each)
@@ -345,6 +346,21 @@ class RunBuilder:
             for c in _EVENT_COLS:
                 events[c].append(e[c])
         return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)
+
+    def _unanswered(self, m: dict[str, Any], outs: list[int]) -> None:
+        """One issue for the run's tool calls that got no result although a later request
+        follows them (the model was called again with a call unanswered: a result the log
+        lost); the last calls of an interrupted session, with no request after them, are not
+        one.  A call without an id cannot be paired and is not counted."""
+        last = max(outs, default=-1)
+        answered = {c for k, c in zip(m["kind"], m["call_id"]) if k == "tool_result"}
+        missing = [(msg, c) for k, c, msg in zip(m["kind"], m["call_id"], m["msg"])
+                   if k == "tool_call" and c and c not in answered and msg < last]
+        if missing:
+            self.issues.append(Issue(self.source.path, 0, f"{len(missing)} tool call(s) got no "
+                                     "result although a later request follows (first "
+                                     f"{missing[0][1]!r}, message {missing[0][0]}): the log "
+                                     "lost their results, or the harness sent none"))
 
     def _total(self, what: str, values: list[int]) -> int | None:
         """The sum of a run's recorded counts, or None (with an issue) when it cannot be stored."""

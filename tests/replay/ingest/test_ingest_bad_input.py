@@ -150,6 +150,10 @@ def test_tool_result_without_its_call(tmp_path: Path) -> None:
     report = ingest([logs], tmp_path / "store", jobs=1)
     orphan_line = 1 + 2 * 1 + 2  # prompt, step 0 (call, result), step 1 call, then its result
     assert "toolu_bad_never_called" in lines[orphan_line - 1]
+    # the call whose result was replaced got none, and step 2's request follows it: said too
+    (unanswered,) = [i for i in report.issues if "got no result" in i.reason]
+    assert "1 tool call(s)" in unanswered.reason and "'toolu_bad_1'" in unanswered.reason
+    report.issues.remove(unanswered)
     _assert_issue(report, bad, orphan_line, "toolu_bad_never_called", "no earlier call",
                   "orphan")
     _assert_good_kept(tmp_path / "store", report)

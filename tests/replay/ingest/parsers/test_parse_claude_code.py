@@ -453,3 +453,30 @@ def test_an_attached_pdf_is_a_placeholder_not_its_base64(samples: Path, tmp_path
     added = sum(got.tables.messages.column("tokens_o200k").to_pylist()) - \
         sum(plain.tables.messages.column("tokens_o200k").to_pylist())
     assert 0 < added < 20
+
+
+def test_a_call_whose_result_is_lost_is_said_when_a_request_follows(
+        samples: Path, tmp_path: Path) -> None:
+    """A tool call with no result was never reported (an orphan result is): the model was
+    called again with a call unanswered and nothing said. Now one issue counts such calls;
+    the last call of an interrupted session, with no request after it, is not one."""
+    lines = _raw(samples / "claude-code" / "tool_heavy.jsonl")
+    results = [(k, b["tool_use_id"]) for k, r in enumerate(lines) if r.get("type") == "user"
+               and isinstance(r["message"].get("content"), list)
+               for b in r["message"]["content"] if b.get("type") == "tool_result"]
+    lost = results[:2]  # the first two results: later requests follow both
+    for k, _ in lost:
+        lines[k]["message"]["content"] = [b for b in lines[k]["message"]["content"]
+                                          if b.get("type") != "tool_result"] or "ok"
+    path = tmp_path / "lost.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    said = [i for i in parse_file(path, tmp_path).issues if "got no result" in i.reason]
+    assert len(said) == 1 and said[0].reason.startswith(f"{len(lost)} tool call(s)")
+    assert repr(lost[0][1]) in said[0].reason
+    # cut after the last call: the session ended waiting for its result, nothing to say
+    last_call = max(k for k, r in enumerate(lines) if r.get("type") == "assistant" and any(
+        isinstance(b, dict) and b.get("type") == "tool_use"
+        for b in r["message"].get("content") or []))
+    whole = _raw(samples / "claude-code" / "tool_heavy.jsonl")[:last_call + 1]
+    path.write_text("".join(json.dumps(r) + "\n" for r in whole), encoding="utf-8")
+    assert not [i for i in parse_file(path, tmp_path).issues if "got no result" in i.reason]

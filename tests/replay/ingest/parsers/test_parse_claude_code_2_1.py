@@ -149,7 +149,10 @@ def test_attachments_boundaries_and_request_diagnostics() -> None:
     line = 1 + next(i for i, r in enumerate(recs) if r["type"] == "assistant"
                     and any(b["type"] == "tool_use" and "id" not in b
                             for b in r["message"]["content"]))
-    assert [(i.line, "has no id" in i.reason) for i in parsed.issues] == [(line, True)]
+    # and it got no result while later requests follow ("go on"): said once for the run
+    assert [(i.line, "has no id" in i.reason, "got no result" in i.reason)
+            for i in parsed.issues] == [(line, True, False), (0, False, True)]
+    assert f"'gen-{line}-0'" in parsed.issues[1].reason
     assert f"gen-{line}-0" in {m["call_id"] for m in msgs if m["kind"] == "tool_call"}
     events = {e["kind"]: e for e in parsed.tables.events.to_pylist()}
     micro = next(r for r in recs if r.get("subtype") == "microcompact_boundary")
