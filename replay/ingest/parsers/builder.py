@@ -13,9 +13,11 @@ Not here: token counting, writing Parquet, format quirks, the input file and its
 from __future__ import annotations
 
 import bisect
+import operator
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from typing import Any
 
 from replay.ingest.ops import classify
@@ -352,10 +354,16 @@ class RunBuilder:
         follows them (the model was called again with a call unanswered: a result the log
         lost); the last calls of an interrupted session, with no request after them, are not
         one.  A call without an id cannot be paired and is not counted."""
+        kinds, ids = m["kind"], m["call_id"]
+        # (the rows picked out in C: a pass in Python over every block cost ~1 % of a parse)
+        called = set(compress(ids, map(operator.eq, kinds, repeat("tool_call"))))
+        called -= set(compress(ids, map(operator.eq, kinds, repeat("tool_result"))))
+        called.discard("")
+        if not called:  # (nearly every run: every call answered)
+            return
         last = max(outs, default=-1)
-        answered = {c for k, c in zip(m["kind"], m["call_id"]) if k == "tool_result"}
-        missing = [(msg, c) for k, c, msg in zip(m["kind"], m["call_id"], m["msg"])
-                   if k == "tool_call" and c and c not in answered and msg < last]
+        missing = [(msg, c) for k, c, msg in zip(kinds, ids, m["msg"])
+                   if k == "tool_call" and c in called and msg < last]
         if missing:
             self.issues.append(Issue(self.source.path, 0, f"{len(missing)} tool call(s) got no "
                                      "result although a later request follows (first "

@@ -210,7 +210,9 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             count_other(src, kind)
             continue
         _link(rec, raw, seen_uuids)
-        if noids.open or rec.role == "assistant":
+        if noids.open or rec.role == "assistant" and not (  # (an id: nothing to see)
+                (m := raw.message).__class__ is dict and (i := m.get("id")).__class__ is str
+                and i):
             noids.see(no, rec, raw.message, sess.links)
         if lines.on and rec.blocks.__class__ is str:  # (not held until its run is built)
             lines.keep(no)

@@ -37,12 +37,17 @@ def split(records: Records) -> list[Records]:
     fork_ts = ""  # when the fork being read began ('' for a session of its own)
     replay = False  # inside a fork's copy of its parent's lines
     for pos, (_, rec) in enumerate(records):
+        if replay:
+            ts = rec.get("timestamp")
+            if isinstance(ts, str) and ts >= fork_ts:
+                replay = False  # the fork's own lines begin
+        kind = rec.get("type")
+        if kind is not None and kind != "session_meta":
+            continue  # (nearly every line: no meta, as meta_of would say, without its call)
         meta = meta_of(rec)
-        ts = rec.get("timestamp")
-        if replay and isinstance(ts, str) and ts >= fork_ts:
-            replay = False  # the fork's own lines begin
         if meta is None:
             continue
+        ts = rec.get("timestamp")
         sid = session_id(meta)
         if not _DATE.match(ts if isinstance(ts, str) else str(meta.get("timestamp"))):
             sid = ""
