@@ -67,7 +67,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.jsonl import ItemLines, as_text, load_or_salvage
+from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.source import Issue, Source

@@ -13,14 +13,13 @@ Not here: token counting, writing Parquet, format quirks, the input file and its
 from __future__ import annotations
 
 import bisect
-import operator
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from itertools import compress, repeat
 from typing import Any
 
 from replay.ingest.ops import classify
+from replay.ingest.parsers.call_pairs import unanswered_calls
 from replay.ingest.parsers.counts import INT64_MAX, json_int, not_a_count, shown
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
@@ -337,7 +336,8 @@ class RunBuilder:
             "sha256": self.source.sha256,
         }
         outs = r["output_msg"]
-        self._unanswered(m, outs)
+        if issue := unanswered_calls(self.source.path, m["kind"], m["call_id"], m["msg"], outs):
+            self.issues.append(issue)
         events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
         k = 0  # each event's request: the first whose output is at or after its message (the
         # events by message: where the last one's was found, or later; not a scan from 0 each)
@@ -348,27 +348,6 @@ class RunBuilder:
             for c in _EVENT_COLS:
                 events[c].append(e[c])
         return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)
-
-    def _unanswered(self, m: dict[str, Any], outs: list[int]) -> None:
-        """One issue for the run's tool calls that got no result although a later request
-        follows them (the model was called again with a call unanswered: a result the log
-        lost); the last calls of an interrupted session, with no request after them, are not
-        one.  A call without an id cannot be paired and is not counted."""
-        kinds, ids = m["kind"], m["call_id"]
-        # (the rows picked out in C: a pass in Python over every block cost ~1 % of a parse)
-        called = set(compress(ids, map(operator.eq, kinds, repeat("tool_call"))))
-        called -= set(compress(ids, map(operator.eq, kinds, repeat("tool_result"))))
-        called.discard("")
-        if not called:  # (nearly every run: every call answered)
-            return
-        last = max(outs, default=-1)
-        missing = [(msg, c) for k, c, msg in zip(kinds, ids, m["msg"])
-                   if k == "tool_call" and c in called and msg < last]
-        if missing:
-            self.issues.append(Issue(self.source.path, 0, f"{len(missing)} tool call(s) got no "
-                                     "result although a later request follows (first "
-                                     f"{missing[0][1]!r}, message {missing[0][0]}): the log "
-                                     "lost their results, or the harness sent none"))
 
     def _total(self, what: str, values: list[int]) -> int | None:
         """The sum of a run's recorded counts, or None (with an issue) when it cannot be stored."""

@@ -18,9 +18,10 @@ from typing import Any
 import msgspec
 
 from replay.ingest.parsers.claude_code_node import Node
+from replay.ingest.parsers.content_text import ATTACHMENTS, as_text, document_placeholder
 from replay.ingest.parsers.json_depth import decoded
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import ATTACHMENTS, as_str, as_text, document_placeholder, loads
+from replay.ingest.parsers.jsonl import as_str, loads
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((
@@ -308,7 +309,7 @@ def attachment_text(att: Any) -> str:
 def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
     """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
     ("result", id, text, is_error).  An image or an attached document (``ATTACHMENTS``: a PDF
-    as base64) is a placeholder, as every parser writes one (``jsonl.document_placeholder``)."""
+    as base64) is a placeholder, as every parser writes one (``content_text.document_placeholder``)."""
     if isinstance(content, str):
         return (("text", content),)
     if not isinstance(content, list):

@@ -31,7 +31,6 @@ from replay.ingest.parsers.json_depth import (
     refused,
     too_deep,
 )
-from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl_reread import LineIndex, reread
 from replay.ingest.parsers.source import Issue, Source
 
@@ -284,52 +283,6 @@ def first_record(data: bytes) -> dict[str, Any] | None:
                 return None
             return rec if isinstance(rec, dict) else None
     return None
-
-
-ATTACHMENTS = frozenset({"document", "file", "input_file"})
-"""Content block types of an attached document (Anthropic ``document``: a PDF as base64 or a
-text source; OpenAI ``file`` / ``input_file``): shown as ``document_placeholder``, as
-an image is ``[image]``, never as its base64 (a 240 KB PDF counted as 160 k tokens of text
-against 25 k recorded) nor dropped (a tool result holding one read as empty)."""
-
-
-def document_placeholder(block: dict[str, Any]) -> str:
-    """The placeholder of an attached document: ``[document: application/pdf]`` (its media
-    type when the block names one); a plain-text source is its text, which the model reads."""
-    source = block.get("source")
-    if isinstance(source, dict) and source.get("type") == "text" and \
-            isinstance(text := source.get("data"), str):
-        return text
-    media = next((m for m in (source.get("media_type") if isinstance(source, dict) else None,
-                              block.get("mime_type"), block.get("media_type"))
-                  if isinstance(m, str) and m), "")
-    return f"[document: {media}]" if media else "[document]"
-
-
-def as_text(content: Any) -> str:
-    """Flatten message content (a string, or a list of text blocks) into one string."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for item in content:
-            if isinstance(item, str):
-                parts.append(item)
-            elif isinstance(item, dict):
-                if isinstance(item.get("text"), str):
-                    parts.append(item["text"])
-                elif item.get("type") in ("image", "image_url", "input_image"):
-                    parts.append("[image]")
-                elif item.get("type") in ATTACHMENTS:
-                    parts.append(document_placeholder(item))
-                elif isinstance(item.get("content"), (str, list)):
-                    parts.append(as_text(item["content"]))
-        return "\n".join(parts)
-    if isinstance(content, dict) and isinstance(text := content.get("text"), str):
-        return text
-    return json_text(content)
 
 
 def array_items(src: Source, key: str | None) -> tuple[list[tuple[int, Any]], int]:

@@ -38,11 +38,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
     ItemLines,
     array_items,
-    as_text,
     load_json,
     loads,
 )

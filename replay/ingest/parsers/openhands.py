@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.counts import json_int as _int
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
     array_items,
     as_str,
-    as_text,
     item,
     load_json,
     loads,

@@ -41,10 +41,10 @@ import re
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
     ItemLines,
-    as_text,
     item,
     load_or_salvage,
     loads,
