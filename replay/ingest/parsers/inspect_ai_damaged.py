@@ -104,6 +104,8 @@ def _local_entries(data: bytes) -> tuple[list[tuple[int, int, tuple[Any, ...]]],
     the start of ``data``, and why the walk stopped ('' at the end of the entries)."""
     out: list[tuple[int, int, tuple[Any, ...]]] = []
     pos, size = 0, len(data)
+    budget = max_document_bytes()  # what the walk may decompress in all: the file's bound
+    # (read_eval_zip's for all the entries together), never a bound per entry times entries
     while data.startswith(ZIP_MAGIC, pos):
         if len(out) > MAX_ENTRIES:  # (read_eval_zip reports over MAX_ENTRIES)
             return out, ""
@@ -122,10 +124,12 @@ def _local_entries(data: bytes) -> tuple[list[tuple[int, int, tuple[Any, ...]]],
             if method != zipfile.ZIP_DEFLATED:
                 return out, (f"entry {shown!r} has its size after its data (it and the rest "
                              "not recovered)")
-            measured = _deflated_end(data, start)
+            measured = _deflated_end(data, start, budget)
             if measured is None:
-                return out, f"entry {shown!r} is cut or unreadable (it and the rest lost)"
+                return out, (f"entry {shown!r} is cut, unreadable or past the file's "
+                             "decompressed bound (it and the rest lost)")
             csize, usize, crc = measured
+            budget -= usize
             after = start + csize
             after += 4 if data.startswith(_DESCRIPTOR, after) else 0
             after += 12  # CRC-32 and the two sizes
@@ -139,11 +143,10 @@ def _local_entries(data: bytes) -> tuple[list[tuple[int, int, tuple[Any, ...]]],
     return out, ""
 
 
-def _deflated_end(data: bytes, start: int) -> tuple[int, int, int] | None:
+def _deflated_end(data: bytes, start: int, bound: int) -> tuple[int, int, int] | None:
     """(compressed size, uncompressed size, CRC-32) of the deflate stream at ``start``, found
-    by decompressing it at most ``max_document_bytes()`` + 1 bytes at a time; None when it is
-    cut, damaged or longer than that."""
-    bound = max_document_bytes()
+    by decompressing it a MiB at a time; None when it is cut, damaged or decompresses to more
+    than ``bound`` bytes (what is left of the file's bound)."""
     d = zlib.decompressobj(-15)
     crc, usize, pos = 0, 0, start
     try:

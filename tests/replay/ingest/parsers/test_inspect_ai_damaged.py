@@ -172,3 +172,35 @@ def test_data_descriptor_entries_are_measured() -> None:
     assert [i.reason for i in issues] == [(
         "damaged .eval zip (File is not a zip file): read 3 whole entries from their local "
         "headers")]
+
+
+def test_the_walk_decompresses_no_more_than_the_files_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries with their sizes after their data are measured by decompressing them: the walk
+    over a cut zip decompresses at most the file's bound in all (read_eval_zip's bound for
+    every entry together), not the bound once an entry: 40 entries of 5,000 zeros each, under a
+    bound of 60,000 bytes, are measured until the bound is spent, the rest said lost."""
+    raw = io.BytesIO()
+
+    class Unseekable(io.RawIOBase):  # zipfile writes sizes after the data for an unseekable file
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b) -> int:  # type: ignore[no-untyped-def,override]
+            return raw.write(b)
+
+    with zipfile.ZipFile(Unseekable(), "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps({"eval": {"model": "m"}}))
+        for k in range(1, 41):
+            z.writestr(f"samples/{k}_epoch_1.json", json.dumps({"id": k, "epoch": 1,
+                                                                 "pad": "0" * 5_000}))
+    data = raw.getvalue()
+    size = len(json.dumps({"id": 10, "epoch": 1, "pad": "0" * 5_000}))
+    monkeypatch.setenv("CTXREPLAY_MAX_DOCUMENT_BYTES", "60000")
+    issues: list[Issue] = []
+    src = _source("many.eval", data[:data.index(b"PK\x01\x02") + 10])
+    inspect_ai.parse(src, issues)
+    said = next(i.reason for i in issues if "damaged .eval zip" in i.reason)
+    read = int(said.split("read ")[1].split(" whole")[0])
+    assert read - 1 <= 60_000 // size  # (the header, then samples until the bound is spent)
+    assert "past the file's decompressed bound" in said
