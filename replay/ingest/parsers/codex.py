@@ -132,6 +132,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 walk.record(no, rec)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
+                kind = rec.get("type")  # (counted in coverage too: every line is accounted for)
+                walk.cov.unknown(f"{kind if isinstance(kind, str) else 'record'} (not read)")
         if walk.b.n_blocks == 0:
             issues.append(Issue(src.path, part[0][0] if len(parts) > 1 else 0,
                                 "no context items (response items) in this Codex rollout"))

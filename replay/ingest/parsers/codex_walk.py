@@ -93,7 +93,6 @@ class Walk:
         if "payload" in rec:
             kind, payload = rec.get("type"), rec["payload"]
             if not isinstance(payload, dict):
-                self.cov.unknown(f"{kind} (payload not an object)")
                 raise ValueError(f"{kind!r} line: payload is {type(payload).__name__}, "
                                  "not an object")
             ts = rec.get("timestamp")

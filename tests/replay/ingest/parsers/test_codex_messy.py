@@ -124,3 +124,24 @@ def test_other_fields_of_the_wrong_type_are_said_once(tmp_path: Path) -> None:
     run = _facts(parsed)[0]
     assert run["usage"] == [(None, None, None)] * run["n_requests"]  # no usage read from "oops"
     assert not [i for i in parsed.issues if "record skipped" in i.reason]
+
+
+def test_a_line_that_cannot_be_read_is_counted_in_coverage(tmp_path: Path) -> None:
+    """A line the walk refuses (a message of an unknown role, a payload that is no object) was
+    one issue and in no coverage count: `replay runs` accounted for fewer lines than the file
+    had. It is now counted as '<type> (not read)' unknown, beside its issue."""
+    path = COMPACTIONS
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    messages = [r for r in lines if r.get("type") == "response_item"
+                and r["payload"].get("type") == "message"]
+    for r in messages[:2]:
+        r["payload"]["role"] = "robot"
+    lines.append({"timestamp": "2026-09-01T09:00:00Z", "type": "event_msg", "payload": "oops"})
+    bad = tmp_path / path.name
+    bad.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    plain, got = parse_file(path, FIXTURES, tokenizers=()), parse_file(bad, tmp_path, tokenizers=())
+    assert got.coverage["response_item (not read)"] == {"unknown": 2}
+    assert got.coverage["event_msg (not read)"] == {"unknown": 1}
+    total = [sum(n for fates in p.coverage.values() for n in fates.values()) for p in (plain, got)]
+    assert total[1] - total[0] == 1  # one line more, each line counted once
+    assert sum("(record skipped)" in i.reason for i in got.issues) == 3
