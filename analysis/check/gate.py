@@ -45,9 +45,9 @@ from analysis.check.baseline import (
 )
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
-from analysis.per_run.induced import INDUCED_NOTE, estimated_note
-from analysis.truth_notes import tokenizer_judged_note, unrecorded_note, unrecorded_requests
-from replay.corpus import Corpus, not_replayed, not_replayed_note
+from analysis.per_run.notes import figure_notes
+from analysis.truth_notes import unrecorded_requests
+from replay.corpus import Corpus, not_replayed
 from replay.ingest.run_label import run_key, run_labels
 from replay.policy import Policy
 
@@ -144,13 +144,12 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     result = compare(baseline, current, tolerances, strict_logs=strict_logs,
                      unreadable=unreadable)
     labels = run_labels(corpus.runs)
-    left = not_replayed_note(not_replayed(corpus))
     keys = {run_key(rid, src): rid for rid, src in zip(corpus.runs["run_id"].to_pylist(),
                                                        corpus.runs["source"].to_pylist())}
-    estimates = unrecorded_note(unrecorded_requests(corpus, [
+    more = figure_notes(unrecorded=unrecorded_requests(corpus, [
         (keys.get(run, run), source) for cur in current.policies.values()
-        for run, source in cur.truth.items()]))
-    return replace(result, notes=result.notes + tuple(n for n in (left, estimates) if n),
+        for run, source in cur.truth.items()]), not_replayed=not_replayed(corpus))
+    return replace(result, notes=result.notes + tuple(more),
                    labels={run_key(rid, src): labels[rid] for rid, src in zip(
                        corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})
 
@@ -197,18 +196,13 @@ def compare(baseline: Baseline, current: Baseline, tolerances: Tolerances, *,
               if m not in baseline.metrics]
     notes += [f"missing metric (in the baseline only): {m}" for m in baseline.metrics
               if m not in current.metrics]
-    induced = sorted(name for name, cur in current.policies.items()
-                     if any((v.get("induced_rereads_n") or 0) > 0 for v in cur.values.values()))
-    if induced:
-        notes.append(f"{INDUCED_NOTE}: under {', '.join(induced)}")
-    if estimated := estimated_note(int(sum(v.get("induced_rereads_estimated_n") or 0
-                                           for cur in current.policies.values()
-                                           for v in cur.values.values()))):
-        notes.append(estimated)
-    judged = tokenizer_judged_note(
-        [cell for cur in current.policies.values() for cell in cur.truth.items()])
-    if judged:
-        notes.append(judged)
+    notes += figure_notes(
+        induced=sorted(name for name, cur in current.policies.items()
+                       if any((v.get("induced_rereads_n") or 0) > 0
+                              for v in cur.values.values())),
+        n_estimated=int(sum(v.get("induced_rereads_estimated_n") or 0
+                            for cur in current.policies.values() for v in cur.values.values())),
+        truth_cells=[cell for cur in current.policies.values() for cell in cur.truth.items()])
     for name, cur in current.policies.items():
         base = baseline.policies.get(name)
         moved = sorted((run, base.truth[run], src) for run, src in cur.truth.items()

@@ -25,10 +25,10 @@ from typing import Any
 import pyarrow as pa
 
 from analysis.per_run import PARTS, SPECS, known, part_metrics
-from analysis.per_run.induced import INDUCED_NOTE, estimated_note
-from analysis.truth_notes import run_note, tokenizer_judged_note, truth_of
+from analysis.per_run.notes import figure_notes
+from analysis.truth_notes import run_note, truth_of
 from replay.apply_policy import RunMeta, RunRollup
-from replay.corpus import Corpus, not_replayed, not_replayed_note
+from replay.corpus import Corpus, not_replayed
 from replay.engine.prepared import timestamp_seconds
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
@@ -165,18 +165,12 @@ def run_notes(rows: pa.Table, corpus: Corpus) -> list[str]:
     """What a ``replay run`` says under its rows (``ROLLUP_SCHEMA``), for every reader: its
     figures include induced work (and how many re-reads were sized as estimates), runs judged by
     the tokenizer count rather than recorded usage, runs of ``corpus`` not replayed."""
-    notes = []
-    if any(rows["induced_rereads_n"].to_pylist()):
-        notes.append(INDUCED_NOTE)
-        if estimated := estimated_note(sum(rows["induced_rereads_estimated_n"].to_pylist())):
-            notes.append(estimated)
-    if judged := tokenizer_judged_note(zip(rows["run_id"].to_pylist(),
-                                           rows["truth_source"].to_pylist()),
-                                       "each run's truth_source (--wide, --json, summary.json)"):
-        notes.append(judged)
-    if left := not_replayed_note(not_replayed(corpus)):
-        notes.append(left)
-    return notes
+    return figure_notes(
+        induced=any(rows["induced_rereads_n"].to_pylist()),
+        n_estimated=sum(rows["induced_rereads_estimated_n"].to_pylist()),
+        truth_cells=zip(rows["run_id"].to_pylist(), rows["truth_source"].to_pylist()),
+        truth_where="each run's truth_source (--wide, --json, summary.json)",
+        not_replayed=not_replayed(corpus))
 
 
 RUN_ROLLUP = RunRollup(ROLLUP_SCHEMA, replayed_rows, not_replayed_rows, run_notes)

@@ -22,11 +22,11 @@ import pandas as pd
 
 from analysis.fidelity import RunFidelity, fidelity_totals
 from analysis.fidelity_lines import FIDELITY_NOTE, totals_lines
-from analysis.induced import INDUCED_NOTE, includes_induced
+from analysis.induced import includes_induced
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
+from analysis.per_run.notes import figure_notes
 from analysis.report.diff import TOTAL
 from analysis.report.verdict import priced_by, verdict
-from replay.corpus import not_replayed_note
 from replay.engine.truth import TRUTH_SOURCES
 from replay.policy import Policy
 from replay.policy.pricing import pricing_note
@@ -266,9 +266,10 @@ def _overview(page: Page) -> str:
             f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}; "
             f"{page.pricing or pricing_note([p for p, _ in page.policies])}."
             + (f" Truth: {truth}." if truth else "")
-            + (f" Note: {INDUCED_NOTE}." if "induced_rereads_n" in page.totals
-               and includes_induced(page.totals["induced_rereads_n"]) else "")
-            + (f" Note: {left}." if (left := not_replayed_note(page.not_replayed)) else ""))
+            + "".join(f" Note: {note}." for note in figure_notes(
+                induced="induced_rereads_n" in page.totals
+                and includes_induced(page.totals["induced_rereads_n"]),
+                not_replayed=page.not_replayed)))
 
 
 def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
-import pyarrow.compute as pc
+import pyarrow as pa
 
 from analysis import frames
 from analysis.arg_share import arg_share
@@ -92,13 +92,22 @@ def replay_notes(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]]
     out: dict[tuple[str, str], str] = {}
     for policy, trace in runs:
         tables = [trace.table(name) for name in TRACE_SCHEMAS]
-        ids = tables[0]["run_id"]
-        for rid in dict.fromkeys(ids.to_pylist()):
-            one = Trace(*(t.filter(pc.equal(t["run_id"], rid)) for t in tables))
+        rows = [_rows_by_run(t) for t in tables]  # (one pass a table, not a filter a run)
+        for rid in rows[0]:
+            one = Trace(*(t.take(pa.array(by.get(rid, ()), pa.int64()))
+                          for t, by in zip(tables, rows)))
             _, _, _, harness, model = meta.get(rid, ("", "", "", "", ""))
             if note := replay_note(one, policy, harness, model):
                 out[(rid, policy.name)] = note
     return out
+
+
+def _rows_by_run(table: pa.Table) -> dict[str, list[int]]:
+    """Run id → the indices of its rows in ``table``, in order."""
+    by: dict[str, list[int]] = {}
+    for i, rid in enumerate(table["run_id"].to_pylist()):
+        by.setdefault(rid, []).append(i)
+    return by
 
 
 def run_order(corpus: Corpus, reps: list[Replayed]) -> list[str]:

@@ -138,17 +138,12 @@ def diff(
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
-    from analysis.per_run.induced import INDUCED_NOTE, estimated_note
+    from analysis.per_run.notes import figure_notes
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
-    from analysis.truth_notes import (
-        judged_runs,
-        tokenizer_judged_note,
-        unrecorded_note,
-        unrecorded_requests,
-    )
-    from replay.corpus import not_replayed, not_replayed_note
+    from analysis.truth_notes import judged_runs, unrecorded_requests
+    from replay.corpus import not_replayed
     from replay.ingest.run_label import run_labels
 
     with _errors(), _counter("replay", quiet) as tick:
@@ -181,15 +176,10 @@ def diff(
         _emit(rows, table, title=title)
     else:
         say(title)
-    if done.includes_induced:
-        say(f"note: {INDUCED_NOTE}", err=True)
-        if estimated := estimated_note(done.n_estimated):
-            say(f"note: {estimated}", err=True)
-    if judged := tokenizer_judged_note(done.truth_cells(), "--json's truth_sources"):
-        say(f"note: {judged}", err=True)
-    if estimates := unrecorded_note(unrecorded):
-        say(f"note: {estimates}", err=True)
-    if note := not_replayed_note(left):
+    for note in figure_notes(induced=done.includes_induced,
+                             n_estimated=done.n_estimated if done.includes_induced else 0,
+                             truth_cells=done.truth_cells(), truth_where="--json's truth_sources",
+                             unrecorded=unrecorded, not_replayed=left):
         say(f"note: {note}", err=True)
     _finish(corpus.report, strict)
 
@@ -262,16 +252,11 @@ def sweep(
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
-    from analysis.per_run.induced import INDUCED_NOTE, estimated_note
+    from analysis.per_run.notes import figure_notes
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
-    from analysis.truth_notes import (
-        judged_runs,
-        tokenizer_judged_note,
-        unrecorded_note,
-        unrecorded_requests,
-    )
-    from replay.corpus import not_replayed, not_replayed_note
+    from analysis.truth_notes import judged_runs, unrecorded_requests
+    from replay.corpus import not_replayed
     from replay.layout import SWEEP, cache_root, sweep_cache_dir
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
@@ -323,18 +308,14 @@ def sweep(
             f"→ {out / 'sweep'}", err=True)
         _emit(shown, table, layout=Layout(units=UNITS), title=f"best by {objective} ({'max' if maximise else 'min'}, summed "
                                   f"over runs) under {', '.join(best or []) or 'no constraint'}")
-        if done.includes_induced:
-            say(f"note: {INDUCED_NOTE}", err=True)
-            rows = done.result.table["induced_rereads_estimated_n"]
-            if estimated := estimated_note(int(rows.sum())):  # (every setting's replays)
-                say(f"note: {estimated} (summed over the table's {len(rows):,} (run, setting) "
-                    "rows)", err=True)
-        if judged := tokenizer_judged_note(done.truth_cells(),
-                                           f"the truth_source column of {out / 'sweep'}'s tables"):
-            say(f"note: {judged}", err=True)
-        if estimates := unrecorded_note(unrecorded):
-            say(f"note: {estimates}", err=True)
-        if note := not_replayed_note(left):
+        rows = done.result.table["induced_rereads_estimated_n"]
+        for note in figure_notes(
+                induced=done.includes_induced,
+                n_estimated=int(rows.sum()) if done.includes_induced else 0,  # (every setting's)
+                estimated_scope=f"(summed over the table's {len(rows):,} (run, setting) rows)",
+                truth_cells=done.truth_cells(),
+                truth_where=f"the truth_source column of {out / 'sweep'}'s tables",
+                unrecorded=unrecorded, not_replayed=left):
             say(f"note: {note}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)

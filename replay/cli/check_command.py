@@ -80,8 +80,9 @@ def check(
     )
     from analysis.check.run import CheckSettings, run_check
     from analysis.metric_spec import count
+    from analysis.per_run.notes import figure_notes
     from replay import atomic_files
-    from replay.corpus import not_replayed, not_replayed_note
+    from replay.corpus import not_replayed
 
     with _errors():
         settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,
@@ -108,7 +109,7 @@ def check(
         if changes:
             _emit(change_rows(list(changes[:200])), table, title="what the update changed"
                   + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
-        if note := not_replayed_note(left):
+        for note in figure_notes(not_replayed=left):
             say(f"note: {note}", err=True)
         _finish(corpus.report, strict)
         return

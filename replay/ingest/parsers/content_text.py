@@ -32,6 +32,15 @@ def document_placeholder(block: dict[str, Any]) -> str:
     return f"[document: {media}]" if media else "[document]"
 
 
+def inline_placeholder(mime: Any) -> str:
+    """The placeholder of inline data by its media type (Gemini's ``inlineData`` /
+    ``fileData``): ``[image]`` for an image (or an unnamed type), else a document's
+    (``[document: application/pdf]``), as ``document_placeholder`` writes it."""
+    if not isinstance(mime, str) or not mime or mime.startswith("image/"):
+        return "[image]"
+    return f"[document: {mime}]"
+
+
 def as_text(content: Any) -> str:
     """Flatten message content (a string, or a list of text blocks) into one string."""
     if content is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.content_text import inline_placeholder
 from replay.ingest.parsers.gemini_cli_history import History, tool_calls
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_str as _str
@@ -167,7 +168,9 @@ def _parts_text(content: Any, *, responses: bool = False) -> str:
                 if responses:
                     out.append(_response_text(p["functionResponse"]))
             elif "inlineData" in p or "fileData" in p:
-                out.append("[image]")
+                data = p.get("inlineData") or p.get("fileData")
+                out.append(inline_placeholder(data.get("mimeType")
+                                              if isinstance(data, dict) else None))
     return "\n".join(out)
 
 

@@ -119,3 +119,21 @@ def test_a_bad_history_line_is_said_counted_and_ignored(tmp_path: Path, line: di
     assert [ln for ln, _ in _said(parsed, said)] == [at + 1]
     assert parsed.coverage[fate[0]] == {fate[1]: 1}
     assert [i.reason for i in parsed.issues if not i.reason.startswith(said)] == []
+
+
+def test_an_inline_pdf_is_a_document_placeholder_and_an_image_stays_one(
+        tmp_path: Path) -> None:
+    """Inline data was '[image]' whatever its type: a PDF the user attached read as an image.
+    It is now '[document: application/pdf]', as a Claude Code document block is (one rule:
+    ``content_text``), and an inline PNG is still '[image]'."""
+    lines = [json.loads(x) for x in PLAIN.read_text(encoding="utf-8").splitlines() if x.strip()]
+    first = next(r for r in lines if r.get("type") == "user")
+    first["content"] = [*first["content"],
+                        {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0x" * 9}},
+                        {"inlineData": {"mimeType": "image/png", "data": "iVBORw0K" * 9}}]
+    path = tmp_path / PLAIN.name
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    texts = parse_file(path, tmp_path).tables.messages.column("text").to_pylist()
+    prompt = next(t for t in texts if "[document: application/pdf]" in t)
+    assert prompt.endswith("[document: application/pdf]\n[image]")
+    assert not any("JVBERi0x" in t or "iVBORw0K" in t for t in texts)
