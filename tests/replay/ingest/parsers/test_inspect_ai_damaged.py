@@ -150,21 +150,8 @@ def test_a_lying_local_size_is_not_trusted() -> None:
 
 
 def test_data_descriptor_entries_are_measured() -> None:
-    raw = io.BytesIO()
-
-    class Unseekable(io.RawIOBase):  # zipfile writes sizes after the data for an unseekable file
-        def writable(self) -> bool:
-            return True
-
-        def write(self, b) -> int:  # type: ignore[no-untyped-def,override]
-            return raw.write(b)
-
-    with zipfile.ZipFile(Unseekable(), "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("header.json", json.dumps({"eval": {"model": "m"}}))
-        for k in (1, 2):
-            z.writestr(f"samples/{k}_epoch_1.json", json.dumps({"id": k, "epoch": 1, "messages": [
-                {"role": "user", "content": "x" * 500}]}))
-    data = raw.getvalue()
+    data = _streamed_zip({f"samples/{k}_epoch_1.json": {"id": k, "epoch": 1, "messages": [
+        {"role": "user", "content": "x" * 500}]} for k in (1, 2)})
     assert zipfile.ZipFile(io.BytesIO(data)).infolist()[1].flag_bits & 0x8
     issues: list[Issue] = []
     drafts = inspect_ai.parse(_source("dd.eval", data[:data.index(b"PK\x01\x02") + 10]), issues)
@@ -180,6 +167,22 @@ def test_the_walk_decompresses_no_more_than_the_files_bound(
     over a cut zip decompresses at most the file's bound in all (read_eval_zip's bound for
     every entry together), not the bound once an entry: 40 entries of 5,000 zeros each, under a
     bound of 60,000 bytes, are measured until the bound is spent, the rest said lost."""
+    data = _streamed_zip({f"samples/{k}_epoch_1.json": {"id": k, "epoch": 1, "pad": "0" * 5_000}
+                          for k in range(1, 41)})
+    size = len(json.dumps({"id": 10, "epoch": 1, "pad": "0" * 5_000}))
+    monkeypatch.setenv("CTXREPLAY_MAX_DOCUMENT_BYTES", "60000")
+    issues: list[Issue] = []
+    src = _source("many.eval", data[:data.index(b"PK\x01\x02") + 10])
+    inspect_ai.parse(src, issues)
+    said = next(i.reason for i in issues if "damaged .eval zip" in i.reason)
+    read = int(said.split("read ")[1].split(" whole")[0])
+    assert read - 1 <= 60_000 // size  # (the header, then samples until the bound is spent)
+    assert "past the file's decompressed bound" in said
+
+
+def _streamed_zip(samples: dict[str, object]) -> bytes:
+    """A .eval zip written as to a stream (no seeking back: each entry's sizes follow its data,
+    in a data descriptor) with a header and ``samples`` (entry name -> JSON value)."""
     raw = io.BytesIO()
 
     class Unseekable(io.RawIOBase):  # zipfile writes sizes after the data for an unseekable file
@@ -191,16 +194,6 @@ def test_the_walk_decompresses_no_more_than_the_files_bound(
 
     with zipfile.ZipFile(Unseekable(), "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("header.json", json.dumps({"eval": {"model": "m"}}))
-        for k in range(1, 41):
-            z.writestr(f"samples/{k}_epoch_1.json", json.dumps({"id": k, "epoch": 1,
-                                                                 "pad": "0" * 5_000}))
-    data = raw.getvalue()
-    size = len(json.dumps({"id": 10, "epoch": 1, "pad": "0" * 5_000}))
-    monkeypatch.setenv("CTXREPLAY_MAX_DOCUMENT_BYTES", "60000")
-    issues: list[Issue] = []
-    src = _source("many.eval", data[:data.index(b"PK\x01\x02") + 10])
-    inspect_ai.parse(src, issues)
-    said = next(i.reason for i in issues if "damaged .eval zip" in i.reason)
-    read = int(said.split("read ")[1].split(" whole")[0])
-    assert read - 1 <= 60_000 // size  # (the header, then samples until the bound is spent)
-    assert "past the file's decompressed bound" in said
+        for name, value in samples.items():
+            z.writestr(name, json.dumps(value))
+    return raw.getvalue()
