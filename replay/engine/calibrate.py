@@ -51,9 +51,15 @@ from replay.policy import TokenCounter, Tokenizer
 MIN_POINTS = 8
 """Fewest recorded pre-compaction requests a run's own fit is made from (and the fewest in
 each half for the held-out error)."""
-PLAUSIBLE_SCALE = (0.7, 1.8)
-"""Scales of provider tokens per o200k token outside this range are flagged (observed on the
-samples: 1.09–1.63 for Claude models, whose tokenizer reads more tokens than o200k on code)."""
+PLAUSIBLE_SCALE = (0.7, 2.5)
+"""Scales of provider tokens per o200k token outside this range are flagged.  Observed on the
+samples: 1.09–1.63 for Claude models up to Opus 4.6, whose tokenizer reads more tokens than
+o200k on code.  Claude Opus 4.7's reads about 1.2x (code) to 1.3x (English) as many as 4.6's
+on the same text (sammcj/ingest#65; ``harness-policies.md`` Part C), so the same sessions
+fit about 1.3–2.1 under 4.7: a top of 1.8 flagged such a session's good fit (held-out errors
+of a few per cent) and its replay fell back to an unscaled anchor, counting what a policy
+removed at about half its size.  The bottom is where a recorded input stops being the
+prompt's size (``replay.engine.truth``)."""
 NEGATIVE_OVERHEAD_TOKENS = -500.0
 """An overhead below this is flagged (a few hundred either way is fitting noise); a fit above
 it is used by ``calibrated`` truth (``replay.engine.truth``)."""

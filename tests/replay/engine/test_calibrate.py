@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from replay.cli import app
 from replay.engine.calibrate import (
     MIN_POINTS,
+    PLAUSIBLE_SCALE,
     corpus_fit,
     from_points,
     held_out_anchored_error,
@@ -86,7 +87,8 @@ def test_too_few_points_take_the_models_corpus_fit(sample_corpus):  # type: igno
     assert got is not None and got.source == "corpus" and got.n_points >= MIN_POINTS
 
 
-@given(st.floats(2.0, 50.0), st.floats(1000.0, 50000.0))
+@given(st.one_of(st.floats(PLAUSIBLE_SCALE[1] + 0.01, 50.0),
+                 st.floats(0.05, PLAUSIBLE_SCALE[0] - 0.01)), st.floats(1000.0, 50000.0))
 def test_a_scale_far_from_one_is_flagged(scale: float, overhead: float) -> None:
     pts = [(float(x), overhead + scale * x) for x in range(1000, 1000 + 100 * MIN_POINTS, 100)]
     cal = from_points(pts)

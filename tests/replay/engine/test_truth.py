@@ -203,3 +203,45 @@ def test_a_calibration_hashes_as_its_fields() -> None:
                       n_points_estimated=1, held_out_error_frac=0.1,
                       held_out_anchored_error_frac=0.2, flags=("few points",), source="corpus")
     assert hash(cal) == hash(tuple(getattr(cal, f.name) for f in dataclasses.fields(cal)))
+
+
+def test_a_denser_tokenizer_scales_the_replay_with_it(samples, tmp_path):  # type: ignore[no-untyped-def]
+    """Claude Opus 4.7's tokenizer reads about 1.2-1.3x as many tokens as 4.6's on the same
+    text (harness-policies.md Part C).  The real 217-request sample (Opus 4.6, fitted at
+    ~1.6) with every recorded prompt size x 1.25 is that session as 4.7 would count it: its fit
+    (a least-squares line: scale and overhead x 1.25, up to the usage's rounding) stays
+    usable, so the replay stays anchored and every request's truth is 1.25x the original's,
+    what a policy removed included.  With a plausible top of 1.8 the fit (~2.0) was refused
+    and the replay anchored unscaled: the tokens a policy removed counted at 1x."""
+    from replay.corpus import open_corpus
+
+    factor = 1.25
+    lines = []
+    for line in (samples / "claude-code" / NAME).read_text().splitlines():
+        rec = json.loads(line)
+        msg = rec.get("message") if isinstance(rec, dict) else None
+        if isinstance(msg, dict) and isinstance(msg.get("usage"), dict):
+            usage = msg["usage"]
+            for key in ("input_tokens", "cache_read_input_tokens",
+                        "cache_creation_input_tokens"):
+                if isinstance(usage.get(key), int):
+                    usage[key] = round(usage[key] * factor)
+            if msg.get("model") == "claude-opus-4-6":
+                msg["model"] = "claude-opus-4-7"
+        lines.append(json.dumps(rec))
+    denser = tmp_path / "opus-4-7.jsonl"
+    denser.write_text("\n".join(lines) + "\n")
+    orig = open_corpus([samples / "claude-code" / NAME], cache_dir=tmp_path / "a")
+    corpus = open_corpus([denser], cache_dir=tmp_path / "b")
+    (orig_rid,), (rid,) = orig.replayable(), corpus.replayable()
+    cal0, cal = orig.calibration(orig_rid), corpus.calibration(rid)
+    assert cal0 is not None and cal0.usable and cal is not None
+    assert cal.usable, cal.flags
+    assert abs(cal.scale / cal0.scale - factor) < 0.005
+    policy = load_policy("two-tier-corrected")
+    before = replay(orig.prepared(orig_rid), policy, calibration=cal0).requests.to_pydict()
+    after = replay(corpus.prepared(rid), policy, calibration=cal).requests.to_pydict()
+    assert set(after["truth_source"]) == {"anchored"}
+    ratios = [a / b for a, b in zip(after["truth_tokens"], before["truth_tokens"]) if b]
+    assert len(ratios) == len(before["truth_tokens"])
+    assert all(abs(r - factor) < 0.01 for r in ratios), (min(ratios), max(ratios))
