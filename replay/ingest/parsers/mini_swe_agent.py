@@ -17,7 +17,8 @@ one ``bash`` call ``call-{index}`` with the raw command, then one request with i
 message.  An assistant message with zero or several blocks runs nothing: no call, and the
 next user message (the format error) stays a user message.
 
-v1.1 (mini-swe-agent 2.x, untested: no sample): structured ``tool_calls`` with ``role:
+v1.1 (mini-swe-agent 2.x; checked against a real 2.3.0 tool-calling run,
+``tests/fixtures/mini_swe_agent``): structured ``tool_calls`` with ``role:
 tool`` results are used as recorded, ``extra.actions`` replaces the regex in text mode,
 format-error user messages (``extra.interrupt_type``) stay user messages, the ``exit``
 message is skipped, ``extra.timestamp`` becomes ``ts``.  Not handled: Responses-API message
