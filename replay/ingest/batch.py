@@ -113,7 +113,7 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
     with NewEntry(out) as entry:  # (a big file's runs written as they are made)
         parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel,
                             threads=threads, shared_text=True, sink=entry)
-        key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION)
+        key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION, fmt)
         tables = parsed.tables
         if tables is None or (strict and parsed.issues):
             return _Done(parsed.source, parsed.format, parsed.sha256, key, 0, 0, parsed.issues,
@@ -226,7 +226,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)
         same = old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers,
-                                                               PARSERS_VERSION)
+                                                               PARSERS_VERSION, fmt)
         if same and old is not None and not store.intact(out, old):
             report.repaired.append(rel)  # its cached entry fails its checksum: parsed again
             same = False

@@ -87,12 +87,16 @@ class Entry:
     (``read_entry``) or reused (``intact``); '' for an entry written before there was one."""
 
 
-def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "") -> str:
-    """The cache key of a source: content, location, tokenizers, parser and schema versions."""
+def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "",
+              forced: str | None = None) -> str:
+    """The cache key of a source: content, location, tokenizers, parser and schema versions,
+    and the parser ``--format`` forced (``forced``), so that a file read under a forced format
+    is never answered by its entry as detected, nor the other way round."""
     where = hashlib.sha1(source.encode()).hexdigest()[:8]
     toks = "+".join(t.split("_")[0] for t in tokenizers) or "none"
     parsers = f"-p{parsers_version}" if parsers_version else ""
-    return f"{sha256[:24]}-{where}-{toks}{parsers}-v{SCHEMA_VERSION}"
+    as_format = f"-f{forced}" if forced else ""
+    return f"{sha256[:24]}-{where}-{toks}{parsers}{as_format}-v{SCHEMA_VERSION}"
 
 
 def entry_file(root: Path, key: str) -> Path:

@@ -134,3 +134,24 @@ def test_cli_reports_cached_files(small_copy: Path, tmp_path: Path) -> None:
     assert second.exit_code == 0
     doc = json.loads(second.stdout)
     assert doc["parsed"] == 0 and doc["cached"] == len(SMALL_SAMPLES) and doc["issues"] == []
+
+
+def test_a_forced_format_is_another_cache_key(small_copy: Path, tmp_path: Path,
+                                              parse_calls: list[str]) -> None:
+    """--format is obeyed for a file already cached as detected, and the other way round: a
+    Claude Code file forced as Codex is read by the Codex parser (and fails: no response items),
+    not answered by its Claude Code entry; forced as what it is, then detected, it is read
+    again each time (a forced parse never stands for a detection)."""
+    out = tmp_path / "store"
+    rel = "claude-code/short.jsonl"
+    assert ingest([small_copy / rel], out, jobs=1).parsed == ["short.jsonl"]
+    parse_calls.clear()
+    forced = ingest([small_copy / rel], out, fmt="codex", jobs=1)
+    assert parse_calls == ["short.jsonl"]
+    assert forced.cached == [] and forced.failed == ["short.jsonl"]
+    parse_calls.clear()
+    assert ingest([small_copy / rel], out, fmt="claude_code", jobs=1).parsed == ["short.jsonl"]
+    assert parse_calls == ["short.jsonl"]
+    parse_calls.clear()
+    assert ingest([small_copy / rel], out, jobs=1).parsed == ["short.jsonl"]
+    assert ingest([small_copy / rel], out, jobs=1).cached == ["short.jsonl"]
