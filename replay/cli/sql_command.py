@@ -23,6 +23,7 @@ from replay.cli.inputs import (
     StrictOpt,
     _finish,
     _open,
+    existing,
     table_command,
 )
 from replay.cli.output import _emit, _errors, say
@@ -34,7 +35,7 @@ def sql(
     query: Annotated[str, typer.Argument(metavar="QUERY", help="One SELECT (or WITH, DESCRIBE, SHOW) statement; "
                                               "docs/queries.md has the views and examples.")],
     paths: Annotated[list[Path] | None, typer.Argument(
-        metavar="PATHS", help="Log files or folders, or one dataset directory written by `replay ingest`: the "
+        metavar="PATHS", callback=existing, help="Log files or folders, or one dataset directory written by `replay ingest`: the "
              "views runs, messages, requests, events.")] = None,
     traces: Annotated[list[Path] | None, typer.Option(
         "--traces", "-t", help="A folder written by `replay run --out` (repeat for several "
