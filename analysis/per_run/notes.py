@@ -21,7 +21,7 @@ from analysis.per_run.induced import INDUCED_NOTE, estimated_note
 from analysis.truth_notes import tokenizer_judged_note, unrecorded_note
 from replay.corpus import not_replayed_note
 
-__all__ = ["figure_notes"]
+__all__ = ["estimated_by_policy", "figure_notes"]
 
 
 def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
@@ -53,3 +53,14 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
         if note:
             notes.append(note)
     return notes
+
+
+def estimated_by_policy(counts: Sequence[tuple[str, int]]) -> tuple[int, str]:
+    """Induced re-reads sized as estimates under several policies (name, count), as
+    ``figure_notes`` takes them: the sum and, when more than one policy counts, each one's
+    share (``(6 under a, 6 under b)``), so that the sum is never read as one policy's count
+    (``replay run`` of either says 6)."""
+    total = sum(n for _, n in counts)
+    if len(counts) < 2 or not total:
+        return total, ""
+    return total, f"({', '.join(f'{n:,} under {name}' for name, n in counts)})"

@@ -111,11 +111,19 @@ class DiffOutcome:
         return includes_induced(rows["a"]) or includes_induced(rows["b"])
 
     @property
-    def n_estimated(self) -> int:
-        """Induced re-reads sized as estimates, both sides (``induced_rereads_estimated_n``)."""
+    def n_estimated_a(self) -> int:
+        """Induced re-reads sized as estimates under ``a`` (``induced_rereads_estimated_n``)."""
+        return self._estimated("a")
+
+    @property
+    def n_estimated_b(self) -> int:
+        """Induced re-reads sized as estimates under ``b``."""
+        return self._estimated("b")
+
+    def _estimated(self, side: str) -> int:
         t = self.table
         rows = t[(t["metric"] == "induced_rereads_estimated_n") & (t["scope"] == "total")]
-        return int(rows["a"].fillna(0).sum() + rows["b"].fillna(0).sum())
+        return int(rows[side].fillna(0).sum())
 
     def truth_cells(self) -> list[tuple[str, str | None]]:
         """(run id, truth source) of each run under either side (``analysis.truth_notes``)."""

@@ -24,7 +24,7 @@ from analysis.fidelity import RunFidelity, fidelity_totals
 from analysis.fidelity_lines import FIDELITY_NOTE, totals_lines
 from analysis.induced import includes_induced
 from analysis.metrics import METRIC_DIRECTIONS, SPECS, known
-from analysis.per_run.notes import figure_notes
+from analysis.per_run.notes import estimated_by_policy, figure_notes
 from analysis.report.diff import TOTAL
 from analysis.report.verdict import priced_by, verdict
 from replay.engine.truth import TRUTH_SOURCES
@@ -262,13 +262,17 @@ def _overview(page: Page) -> str:
         used[src] = used.get(src, 0) + 1
     truth = "; ".join(f"{k} ({v} run × polic{'ies' if v != 1 else 'y'}): {TRUTH_SOURCES.get(k, k)}"
                       for k, v in sorted(used.items()))
+    t = page.totals
+    induced = "induced_rereads_n" in t and includes_induced(t["induced_rereads_n"])
+    n_estimated, estimated_scope = estimated_by_policy(
+        list(zip(t["policy"], t["induced_rereads_estimated_n"].fillna(0).astype(int)))
+        if induced and "induced_rereads_estimated_n" in t else [])
     return (f"{len(page.runs)} run{'s' if len(page.runs) != 1 else ''} ({fmts}) replayed under "
             f"{len(page.policies)} polic{'ies' if len(page.policies) != 1 else 'y'}: {names}; "
             f"{page.pricing or pricing_note([p for p, _ in page.policies])}."
             + (f" Truth: {truth}." if truth else "")
             + "".join(f" Note: {note}." for note in figure_notes(
-                induced="induced_rereads_n" in page.totals
-                and includes_induced(page.totals["induced_rereads_n"]),
+                induced=induced, n_estimated=n_estimated, estimated_scope=estimated_scope,
                 not_replayed=page.not_replayed)))
 
 

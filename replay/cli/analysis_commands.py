@@ -138,7 +138,7 @@ def diff(
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
-    from analysis.per_run.notes import figure_notes
+    from analysis.per_run.notes import estimated_by_policy, figure_notes
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
@@ -176,8 +176,11 @@ def diff(
         _emit(rows, table, title=title)
     else:
         say(title)
-    for note in figure_notes(induced=done.includes_induced,
-                             n_estimated=done.n_estimated if done.includes_induced else 0,
+    n_estimated, estimated_scope = estimated_by_policy(
+        [(f"a: {done.a.name}", done.n_estimated_a), (f"b: {done.b.name}", done.n_estimated_b)]
+        if done.includes_induced else [])
+    for note in figure_notes(induced=done.includes_induced, n_estimated=n_estimated,
+                             estimated_scope=estimated_scope,
                              truth_cells=done.truth_cells(), truth_where="--json's truth_sources",
                              unrecorded=unrecorded, not_replayed=left):
         say(f"note: {note}", err=True)

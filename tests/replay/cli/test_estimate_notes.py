@@ -56,8 +56,27 @@ def test_sweep_diff_and_check_say_the_estimates(samples, estimated, tmp_path) ->
     twin.write_text(f"extends: {POLICY}\nname: twin\n")
     diff = _cli("diff", "-q", str(samples), "-p", POLICY, "-p", str(twin),
                 "--cache-dir", str(cache))
-    assert _said(diff) == 2 * n
+    assert _said(diff) == 2 * n  # the sum, said with each side's count, never read as one's
+    assert f"({n:,} under a: {POLICY}, {n:,} under b: twin)" in diff
     args = ["check", "-q", str(samples), "-p", POLICY, "--baseline", str(tmp_path / "b.json"),
             "--cache-dir", str(cache)]
     _cli(*args, "--update-baseline")
     assert _said(_cli(*args)) == n
+
+
+def test_the_report_says_the_estimates(samples, estimated, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The report's overview said the induced work but not how much of it is estimated, which
+    replay run, sweep, diff and check say; with two policies, each one's count."""
+    cache, n = estimated
+    twin = tmp_path / "twin.yaml"
+    twin.write_text(f"extends: {POLICY}\nname: twin\n")
+    out = tmp_path / "rep"
+    _cli("report", "-q", str(samples), "-p", POLICY, "--cache-dir", str(cache), "--out",
+         str(out), "--max-timelines", "0")
+    md = " ".join((out / "report.md").read_text(encoding="utf-8").split())
+    assert _said("note: " + md.split("Note: ", 2)[2]) == n
+    _cli("report", "-q", str(samples), "-p", POLICY, "-p", str(twin), "--cache-dir", str(cache),
+         "--out", str(out), "--max-timelines", "0")
+    md = " ".join((out / "report.md").read_text(encoding="utf-8").split())
+    assert _said("note: " + md.split("Note: ", 2)[2]) == 2 * n
+    assert f"({n:,} under {POLICY}, {n:,} under twin)" in md
