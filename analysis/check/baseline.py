@@ -40,6 +40,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.metric_spec import count
 from analysis.metrics import metrics_of_replays
 from analysis.run_facts import runs_facts
 from analysis.truth_notes import trace_sources
@@ -226,8 +227,9 @@ def diff_baselines(old: Baseline | None, new: Baseline) -> list[BaselineChange]:
     """What replacing ``old`` with ``new`` changes, headers first, then values in key order."""
     if old is None:
         return [BaselineChange(kind="created", where="baseline", old=None,
-                               new=f"{len(new.runs)} runs × {len(new.policies)} policies × "
-                                   f"{len(new.metrics)} metrics")]
+                               new=f"{count(len(new.runs), 'run')} × "
+                                   f"{count(len(new.policies), 'policy', 'policies')} × "
+                                   f"{count(len(new.metrics), 'metric')}")]
     versions = [(n, getattr(old, n), getattr(new, n)) for n in ("trace_version", "schema_version")]
     out = [BaselineChange(kind="version", where=n, old=a, new=b) for n, a, b in versions if a != b]
     out += _key_changes("run", old.runs, new.runs)

@@ -154,19 +154,21 @@ def diff(
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     unrecorded = unrecorded_requests(corpus, done.truth_cells())
-    if table.as_json:
+    labels = run_labels(corpus.runs)
+    if table.as_json:  # each row's run by its label, beside its run id (as run and check say it)
+        records = [{"scope": r["scope"], "run": labels.get(r["run_id"], r["run_id"]), **r}
+                   for r in to_records(d)]
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
                      "not_replayed": left,
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
-                     "truth_sources": done.truth_sources(), "rows": to_records(d)})
+                     "truth_sources": done.truth_sources(), "rows": records})
         _finish(corpus.report, strict)
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
     shown = [r for scope in ("total", "run")
              for r in moved[moved["scope"] == scope].head(top).to_dict(orient="records")]
-    labels = run_labels(corpus.runs)
     rows = [{"run": labels.get(r["run_id"], r["run_id"]), "metric": r["metric"],
              "a": fmt_value(r["metric"], r["a"]), "b": fmt_value(r["metric"], r["b"]),
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]

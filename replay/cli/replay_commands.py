@@ -200,6 +200,7 @@ def run(
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
+    from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.policy_run import run_policy_to
     from replay.apply_policy import LazyRows
@@ -215,12 +216,13 @@ def run(
                                  cache_dir=cache_dir, on_run=tick,
                                  on_figure=draw)
     summary = done.summary
-    hidden = ["run_id", "format", "policy"] + (  # the note column only when a run has a note
-        ["note"] if summary["note"].null_count == summary.num_rows
-        and not (table.as_json or table.as_csv or table.columns)
-        else [])
+    # the terminal table leaves out the run id, format and policy (the title names it) and the
+    # note column when no run has a note; --json, --csv and --columns have every column
+    as_data = table.as_json or table.as_csv or bool(table.columns)
+    hidden = [] if as_data else ["run_id", "format", "policy"] + (
+        ["note"] if summary["note"].null_count == summary.num_rows else [])
     rows = LazyRows(summary.drop_columns(hidden))
-    _emit(rows, table, title=f"{pol.name}: {len(rows)} runs → {done.out}",
+    _emit(rows, table, title=f"{pol.name}: {count(len(rows), 'run')} → {done.out}",
           layout=dataclasses.replace(RUN_LAYOUT, units=UNITS))
     for note in done.notes:  # on stderr with --json too: its stdout stays the list of rows
         say(f"note: {note}", err=True)

@@ -239,5 +239,5 @@ def test_update_baseline_creates_a_missing_file(store: Path, files: dict[str, Pa
     files["baseline"].unlink()
     result = _cli(store, files, "--update-baseline")
     assert result.exit_code == 0, result.output
-    assert f"1 runs × 2 policies × {len(baseline.metrics)} metrics" in result.output
+    assert f"1 run × 2 policies × {len(baseline.metrics)} metrics" in result.output
     assert load_baseline(files["baseline"]) == baseline
