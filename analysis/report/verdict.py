@@ -45,7 +45,7 @@ def verdict(totals: pd.DataFrame, policies: list[Policy], pricing: str = "") -> 
         r = rows[names[0]]
         figures = ", ".join(f"{SPECS[m].header} {SPECS[m].format(_value(r, m))}"
                             for m in VERDICT_METRICS)
-        return (f"Verdict: {names[0]} over {runs}: {figures} USD "
+        return (f"Verdict: {names[0]} over {runs}: {figures} "
                 f"(priced under {prices[names[0]]}).")
     parts = [_ranked(m, names, rows) for m in VERDICT_METRICS]
     same = len(set(prices.values())) == 1

@@ -368,3 +368,16 @@ def test_the_verdict_says_who_wins_and_which_provider_priced_each_cost(tmp_path:
     clash = CliRunner().invoke(app, ["report", str(log), "-p", "none", "--pricing", "first",
                                      "--own-providers", "--out", str(tmp_path / "x")])
     assert clash.exit_code == 2
+
+
+def test_a_one_policy_verdict_names_each_unit_once() -> None:
+    """'cost (USD) 28.43 USD': the verdict appended USD after the figures, whose cost header
+    already names it."""
+    from analysis.report.verdict import VERDICT_METRICS, verdict
+    from replay.policy import load_policy
+
+    pol = load_policy("two-tier-corrected")
+    row = {"policy": pol.name, "n_runs": 2, **{m: 1234.5 for m in VERDICT_METRICS}}
+    line = verdict(pd.DataFrame([row]), [pol])
+    assert line.startswith(f"Verdict: {pol.name} over 2 runs: ")
+    assert line.count("USD") == 1, line
