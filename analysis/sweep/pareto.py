@@ -265,7 +265,7 @@ def _did_you_mean(name: str, columns: pd.Index) -> str:
     names = [str(c) for c in columns if c not in ALIASES]
     near = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    return (hint + " Metrics are the sweep table's columns (out/sweep/sweep.csv), e.g. "
+    return ((hint or ".") + " Metrics are the sweep table's columns (out/sweep/sweep.csv), e.g. "
             "overshoots_n, tokens_sent, cache_invalidation_cached_share, cost_usd")
 
 

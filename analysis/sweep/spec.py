@@ -197,8 +197,12 @@ def load_spec(grid_file: str | Path | None, axes: Sequence[str] = (), *,
         The validated spec.
 
     Raises:
-        PolicyError: a malformed axis or file.
+        PolicyError: a malformed axis or file; no axis at all; ``samples`` or ``seed`` given
+            for a design that draws nothing.
     """
+    if grid_file is None and not axes:
+        raise PolicyError("<sweep>", "", "no axes: give --axis PATH=V1,V2,... (repeatable) or "
+                                         "--grid FILE")
     doc: dict[str, Any] = {"grid": {}}
     where = "<--axis>"
     if grid_file is not None:
@@ -225,6 +229,11 @@ def load_spec(grid_file: str | Path | None, axes: Sequence[str] = (), *,
     for key, value in (("design", design), ("samples", samples), ("seed", seed)):
         if value is not None:
             doc[key] = value
+    drawn = doc.get("design", "grid")
+    for key, value in (("samples", samples), ("seed", seed)):
+        if value is not None and drawn in DESIGNS and drawn != "random":  # (else never used)
+            raise PolicyError(f"<--{key}>", "", f"only the random design draws settings; the "
+                                               f"design is {drawn!r} (add --design random)")
     return spec_from_dict(doc, where)
 
 

@@ -19,7 +19,7 @@ import typer
 
 from replay.cli.inputs import FormatOpt, table_command
 from replay.cli.output import _emit, _errors, _print_json, error, say, warn
-from replay.cli.tables import TableOptions
+from replay.cli.tables import Layout, TableOptions, choose
 
 if TYPE_CHECKING:
     from replay.ingest.inspect import Inspection
@@ -49,6 +49,13 @@ def inspect(
             raise typer.Exit(2)
         error(f"{file}: not a regular file; not read")
         raise typer.Exit(1)
+    if table.picked() and not table.as_json:  # (checked before any table is printed)
+        try:
+            choose([*(["run"] if table.as_csv else []), *REQUEST_COLUMNS], Layout(),
+                   table.picked(), True)
+        except ValueError as exc:
+            error(exc)
+            raise typer.Exit(2) from None
     with _errors():
         found = inspect_file(file, fmt=fmt)
     if table.as_json:
@@ -90,12 +97,17 @@ def inspect(
         raise typer.Exit(1)
 
 
+REQUEST_COLUMNS = ("request", "output msg", "counted", "recorded", "gap", "reasoning before",
+                   "estimated")
+"""The per-request table's columns (``_request_rows``; ``--csv`` adds ``run`` first)."""
+
+
 def _request_rows(found: Inspection, with_run: bool, run_id: str | None = None
                   ) -> list[dict[str, Any]]:
     """The per-request rows of ``found`` (of run ``run_id``, else of every run, then with
-    a ``run`` column when ``with_run``)."""
-    return [{**({"run": r.label} if with_run else {}), "request": c.request,
-             "output msg": c.output_msg, "counted": c.counted_tokens,
-             "recorded": c.recorded_input_tokens, "gap": c.gap_tokens,
-             "reasoning before": c.reasoning_before_tokens, "estimated": c.estimated_tokens}
+    a ``run`` column when ``with_run``), with ``REQUEST_COLUMNS``."""
+    return [{**({"run": r.label} if with_run else {}),
+             **dict(zip(REQUEST_COLUMNS, (c.request, c.output_msg, c.counted_tokens,
+                                          c.recorded_input_tokens, c.gap_tokens,
+                                          c.reasoning_before_tokens, c.estimated_tokens)))}
             for r in found.runs if run_id is None or r.run_id == run_id for c in r.requests]

@@ -98,7 +98,7 @@ def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str
     """Rows as a table that fits the terminal (``replay.cli.tables``), or as JSON / CSV with
     every column, as ``table`` asks; ``rows`` may be a ``replay.apply_policy.LazyRows`` (made
     as printed)."""
-    as_json, as_csv, wide, columns = table.as_json, table.as_csv, table.wide, table.columns
+    as_json, as_csv, wide = table.as_json, table.as_csv, table.wide
     if as_json:
         _print_json(rows)
         return
@@ -106,8 +106,7 @@ def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str
     first = next(iter(rows), None)
     available = list(first) if first else []
     try:
-        cols = choose(available, layout, [c.strip() for c in columns.split(",") if c.strip()]
-                      if columns else None, wide or as_csv)
+        cols = choose(available, layout, table.picked(), wide or as_csv)
     except ValueError as exc:
         error(exc)
         raise typer.Exit(2) from None

@@ -55,6 +55,12 @@ class TableOptions:
     as_json: bool = False
     """``--json``: JSON instead of a table."""
 
+    def picked(self) -> list[str] | None:
+        """The column names ``--columns`` gives, in order (None: not given)."""
+        if not self.columns:
+            return None
+        return [c.strip() for c in self.columns.split(",") if c.strip()]
+
 
 PLAIN = TableOptions()
 """A table as it fits the terminal (no option given)."""
@@ -100,9 +106,14 @@ def choose(available: list[str], layout: Layout, columns: list[str] | None,
            wide: bool) -> list[str]:
     """The columns asked for: ``--columns``, every column with ``--wide``, else the layout's.
 
+    A table with no rows has no columns to check ``--columns`` against, nor to show: it is
+    printed empty (its title), whatever ``--columns`` names.
+
     Raises:
         ValueError: ``--columns`` names a column the table does not have (with the list).
     """
+    if not available:
+        return []
     if columns:
         unknown = [c for c in columns if c not in available]
         if unknown:

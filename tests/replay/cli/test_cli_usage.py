@@ -263,3 +263,52 @@ def test_inspect_tells_a_missing_path_from_one_it_cannot_read(tmp_path: Path) ->
     assert runner.invoke(app, ["ingest", str(loop), "--out", str(tmp_path / "d")]).exit_code == 1
     assert runner.invoke(app, ["inspect", str(tmp_path / "none.jsonl")]).exit_code == 2
     assert runner.invoke(app, ["inspect", str(tmp_path)]).exit_code == 2
+
+
+@pytest.mark.parametrize("name", ["policies", "providers", "inspect", "calibrate", "run",
+                                  "diff", "sweep", "fidelity"])
+def test_an_unknown_column_is_a_usage_error_before_any_table(name: str, tmp_path: Path) -> None:
+    """`inspect --columns nosuch` printed the records and runs tables, then the usage error
+    (exit 2): a usage error comes before any table, on every table command (the arguments
+    here are each command's least that work)."""
+    args = _usage_args(name, tmp_path)
+    if name == "sweep":
+        args = [a.replace("=1e5", "=100000,200000") for a in args]
+    result = runner.invoke(app, [*args, "--columns", "nosuch"])
+    assert result.exit_code == 2, (name, result.output)
+    assert "nosuch" in result.output and "┏" not in result.output, result.output
+
+
+def test_a_table_with_no_rows_takes_any_columns(tmp_path: Path) -> None:
+    """Harness compactions of a log that has none: the table has no rows, so no columns;
+    `--columns source` (one of its columns) said `no column source; the table has ` (an empty
+    list) and exit 2."""
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(line for line in LOG.read_text().splitlines()
+                               if "compact" not in line) + "\n")
+    result = runner.invoke(app, ["calibrate", str(plain), "--compactions", "--columns",
+                                 "source", "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert "no column" not in result.output
+
+
+@pytest.mark.parametrize("extra, said", [
+    ([], ["--axis", "--grid"]),
+    (["--axis", "server.window_tokens=100000,200000", "--samples", "2"], ["--samples", "random"]),
+    (["--axis", "server.window_tokens=100000,200000", "--seed", "3"], ["--seed", "random"]),
+])
+def test_a_sweep_without_axes_or_with_draws_and_no_random_design(extra: list[str],
+                                                                 said: list[str],
+                                                                 tmp_path: Path) -> None:
+    """No --axis and no --grid said `<--axis>: grid: expected a mapping of field paths to
+    values`; --samples or --seed with the grid design were taken and never used (exit 0)."""
+    result = runner.invoke(app, ["sweep", str(LOG), "-p", "none", *extra, "--out",
+                                 str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert all(s in text for s in said), text
+    assert not (tmp_path / "o").exists()
+    drawn = runner.invoke(app, ["sweep", str(LOG), "-p", "none", *extra, "--design", "random",
+                                "--out", str(tmp_path / "o2"), "--cache-dir",
+                                str(tmp_path / "c")]) if extra else None
+    assert drawn is None or drawn.exit_code == 0, drawn.output if drawn else ""
