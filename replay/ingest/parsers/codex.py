@@ -124,7 +124,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                             "run of its own"))
     runs: list[RunDraft] = []
     for part in parts:
-        part = unique(part, src.path, issues)  # (two sessions may use the same ids)
+        part = unique(part, src.path, issues, src.coverage)  # (two sessions may use the same ids)
         walk = Walk(RunBuilder(src, len(runs), NAME, issues), src, issues, part,
                     UsageTrack(src.path, issues, usage_first(part)))
         for no, rec in part:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
+from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.jsonl import JSON_REFUSED
 from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.source import Issue, run_id_for, stored_source
@@ -91,12 +92,13 @@ def evidence(filename: str, head: bytes) -> str:
         f"{t} x{n}" for t, n in kinds.most_common(4))
 
 
-def unique(records: list[tuple[int, dict[str, Any]]], path: str,
-           issues: list[Issue]) -> list[tuple[int, dict[str, Any]]]:
+def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Issue],
+           coverage: Coverage) -> list[tuple[int, dict[str, Any]]]:
     """``records`` without repeats of an earlier context item with the same identity (a call's
     or output's ``call_id``, an item's ``id``, a reasoning item's ``encrypted_content``): an item
-    written twice is reported, not counted twice.  Messages carry no identity and may
-    legitimately repeat.  ``records`` itself when nothing repeats (most files)."""
+    written twice is reported and counted as skipped in ``coverage`` under its type (every
+    line accounted for), not counted twice.  Messages carry no identity and may legitimately
+    repeat.  ``records`` itself when nothing repeats (most files)."""
     seen = Repeats()  # (an item met under an identity not met before: one dict lookup)
     skip: set[int] = set()  # positions in ``records`` of the repeats
     for pos, (no, rec) in enumerate(records):
@@ -115,6 +117,7 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str,
         if first is not None:
             issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
                                           f"{first} (record skipped)"))
+            coverage.skipped(f"response_item/{ident[0]}")
             skip.add(pos)
     if not skip:
         return records

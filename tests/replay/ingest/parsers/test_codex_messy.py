@@ -6,6 +6,7 @@ the files as parsed one by one, or from how the test made the input."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,23 @@ def test_a_line_that_cannot_be_read_is_counted_in_coverage(tmp_path: Path) -> No
     total = [sum(n for fates in p.coverage.values() for n in fates.values()) for p in (plain, got)]
     assert total[1] - total[0] == 1  # one line more, each line counted once
     assert sum("(record skipped)" in i.reason for i in got.issues) == 3
+
+
+def test_a_repeated_item_is_counted_in_coverage_as_skipped(tmp_path: Path, samples: Path) -> None:
+    """A real rollout with every line written twice: each repeat of an item with an identity
+    (a call, an output, a reasoning item) is skipped with an issue, and was in no coverage count
+    (`replay runs` accounted for 1,128 of the 1,405 records). Each is now counted as skipped
+    under its own type: the response_item lines the file holds, counted here with json, are
+    the response_item records its coverage accounts for."""
+    path = next((samples / "codex").glob("rollout-2026-02-23T12-40-23-*.jsonl"))
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    doubled = tmp_path / path.name
+    doubled.write_text("".join(f"{x}\n{x}\n" for x in lines), encoding="utf-8")
+    got = parse_file(doubled, tmp_path, tokenizers=())
+    items = Counter(f"response_item/{json.loads(x)['payload']['type']}" for x in lines
+                    if json.loads(x)["type"] == "response_item")
+    counted = {t: sum(fates.values()) for t, fates in got.coverage.items() if t in items}
+    assert counted == {t: 2 * n for t, n in items.items()}
+    repeats = [i for i in got.issues if i.reason.startswith("duplicate of the ")]
+    assert repeats and sum(f.get("skipped", 0) for t, f in got.coverage.items()
+                           if t in items) == len(repeats)

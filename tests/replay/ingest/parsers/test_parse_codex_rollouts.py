@@ -10,6 +10,7 @@ from typing import Any
 
 from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.parsers import codex, codex_file
+from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.source import Issue, Source
 from tests.replay.ingest.parsers.parsed_rows import one_run_rows
 
@@ -93,10 +94,12 @@ def test_records_with_no_repeated_item_are_kept_as_they_are() -> None:
     repeat is left out of a new list, the records given untouched."""
     records = [(n, json.loads(line)) for n, line in enumerate([META, USER, TURN, CALL, OUT], 1)]
     issues: list[Issue] = []
-    assert codex_file.unique(records, "r.jsonl", issues) is records
+    cov = Coverage()
+    assert codex_file.unique(records, "r.jsonl", issues, cov) is records
     again = [*records, (6, json.loads(CALL))]
-    kept = codex_file.unique(again, "r.jsonl", issues)
+    kept = codex_file.unique(again, "r.jsonl", issues, cov)
     assert kept == records and len(again) == 6
+    assert cov.by_type() == {"response_item/function_call": {"skipped": 1}}
     assert [str(i) for i in issues] == [
         "r.jsonl:6: duplicate of the function_call item on line 4 (record skipped)"]
 
