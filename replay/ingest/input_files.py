@@ -44,6 +44,14 @@ DEFAULT_MAX_DOCUMENT_BYTES = 128 << 20
 ENV_MAX_DOCUMENT_BYTES = "CTXREPLAY_MAX_DOCUMENT_BYTES"
 BOM = b"\xef\xbb\xbf"
 """A UTF-8 byte order mark: no format's first record (``parse_file`` takes it off)."""
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"), (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"),
+              (b"\xff\xfe", "utf-16-le", "UTF-16"), (b"\xfe\xff", "utf-16-be", "UTF-16"))
+"""Byte order marks of the wider Unicode encodings (UTF-32's first: it begins as UTF-16's),
+with the codec that reads the text after it and the encoding's name."""
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed"), (b"BZh", "bzip2-compressed"),
+          (b"\xfd7zXZ\x00", "xz-compressed"), (b"\x28\xb5\x2f\xfd", "zstd-compressed"))
+"""The first bytes of the compressed files a log may be kept in, and what they are (a zip is
+not one: an Inspect ``.eval`` log is a zip)."""
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISDIR, "a folder"))
@@ -157,6 +165,41 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
     if len(data) > max_bytes:
         raise Unreadable(_too_big(None, max_bytes))
     return data
+
+
+def as_utf8(data: bytes) -> tuple[bytes, str]:
+    """``data`` as UTF-8 and the encoding it was read from ('' when it is already UTF-8, or
+    not text at all): a file that begins with a UTF-16 or UTF-32 byte order mark (what Windows
+    PowerShell's ``>`` writes, ``opencode export … > s.json`` among them) is decoded, its mark
+    left out.
+
+    Raises:
+        Unreadable: such a file whose bytes are not text of its encoding.
+    """
+    for mark, codec, name in _WIDE_BOMS:
+        if data.startswith(mark):
+            try:
+                return data[len(mark):].decode(codec).encode("utf-8"), name
+            except UnicodeError as exc:
+                raise Unreadable(f"{name} text (its byte order mark) that does not decode "
+                                 f"at byte {getattr(exc, 'start', 0) + len(mark):,}; not read") from None
+    return data, ""
+
+
+def not_text(data: bytes) -> str:
+    """Why a file is no log any parser reads, when its first bytes tell ('' when they do not):
+    compressed, or UTF-16 text without a byte order mark (its every other byte NUL)."""
+    kind = next((what for magic, what in _MAGIC if data.startswith(magic)), "")
+    if kind:
+        return f"{kind}; not read (decompress it first)"
+    head = data[:512]
+    if len(head) >= 4:
+        for order, text, nul in (("little", head[0::2], head[1::2]),
+                                 ("big", head[1::2], head[0::2])):
+            if nul.count(0) == len(nul) and 0 not in text:
+                return (f"UTF-16 ({order}-endian) text without a byte order mark; not read "
+                        "(convert it to UTF-8 first)")
+    return ""
 
 
 def open_input(path: str | Path) -> BinaryIO:

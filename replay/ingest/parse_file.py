@@ -25,7 +25,7 @@ import pyarrow as pa
 from replay.ingest import store
 from replay.ingest.discover import relative_source
 from replay.ingest.entry_file import add_part
-from replay.ingest.input_files import BOM, Unreadable, read_input
+from replay.ingest.input_files import BOM, Unreadable, as_utf8, not_text, read_input
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parsers import PARSERS, Detection, companion
 from replay.ingest.parsers.builder import RunDraft
@@ -107,8 +107,14 @@ def _parse_file(path: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ..
         return ParsedFile(rel, "", "", None, (Issue(str(path), 0, str(exc)),))
     sha = hashlib.sha256(data).hexdigest()
     data = data.removeprefix(BOM)  # a UTF-8 byte order mark: no format's first record
+    try:
+        data, wide = as_utf8(data)  # a UTF-16 or UTF-32 file: its text as UTF-8
+    except Unreadable as exc:
+        return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, str(exc)),))
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
+    if why := not_text(data):  # (no parser reads it, --format or not)
+        return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, why),))
     try:
         found = Detection(fmt, "forced with --format") if fmt else \
             detect_file(path.name, data, explain=explain)
@@ -124,7 +130,8 @@ def _parse_file(path: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ..
     if name not in PARSERS:
         return ParsedFile(rel, "", sha, None, (Issue(
             str(path), 0, f"unknown --format {name!r}; one of {sorted(PARSERS)}"),))
-    src = Source(path=str(path), rel=rel, data=data, sha256=sha, on_disk=True)
+    src = Source(path=str(path), rel=rel, data=data, sha256=sha, on_disk=not wide)  # (decoded:
+    # not the bytes on disk, never read again from there)
     runs = getattr(PARSERS[name], "iter_runs", None) if sink is not None \
         and len(data) >= STREAMED_MIN_BYTES else None
     del data

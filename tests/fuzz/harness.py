@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from replay.ingest.input_files import Unreadable, as_utf8, not_text
 from replay.ingest.parse_file import ParsedFile, parse_file, parse_source
 from replay.ingest.parsers import PARSERS
 from replay.ingest.parsers.builder import RunDraft
@@ -230,7 +231,9 @@ def check(fmt: str, filename: str, data: bytes, workdir: Path,
         per_line = parsed.format in JSONL_FORMATS
         check_issues(list(parsed.issues), str(path), data, per_line=per_line)
         check_tables(parsed)
-        if forced:
+        if forced and not _read_as_is(data):  # (decoded from UTF-16/32, or refused)
+            assert parsed.format in ("", fmt)
+        elif forced:
             # the same parse as the direct call, tokenised
             assert parsed.format == (fmt if data.strip() else "")
             if drafts and not any(known in i.reason for i in parsed.issues
@@ -240,6 +243,15 @@ def check(fmt: str, filename: str, data: bytes, workdir: Path,
                 assert [r["n_blocks"] for r in parsed.tables.runs.to_pylist()] == \
                     [d.run["n_blocks"] for d in drafts]
     return drafts, issues
+
+
+def _read_as_is(data: bytes) -> bool:
+    """``parse_file`` gives these bytes to the parser as they are: not text in UTF-16 or
+    UTF-32 decoded first, nor refused as compressed or UTF-16 without its mark."""
+    try:
+        return as_utf8(data)[1] == "" and not not_text(data)
+    except Unreadable:
+        return False
 
 
 def same_parse(a: list[RunDraft], b: list[RunDraft]) -> bool:
