@@ -179,6 +179,23 @@ def unknown_note(report: IngestReport | None) -> str | None:
             "read")
 
 
+SAME_BYTES_SHOWN = 5
+"""Groups of identical files the same-bytes note names at most; the rest are counted."""
+
+
+def same_bytes_note(groups: list[list[str]]) -> str | None:
+    """One line naming the input files that hold the same bytes as another (``store.same_bytes``:
+    a session copied into two folders): each is a run of its own, so every total counts it once
+    per copy; None when no two are the same."""
+    if not groups:
+        return None
+    n = sum(len(g) - 1 for g in groups)
+    shown = "; ".join(" = ".join(g) for g in groups[:SAME_BYTES_SHOWN])  # escaped where printed
+    more = f"; and {len(groups) - SAME_BYTES_SHOWN} more" if len(groups) > SAME_BYTES_SHOWN else ""
+    return (f"note: {n} input file{' holds' if n == 1 else 's hold'} the same bytes as another "
+            f"({shown}{more}): each is a run of its own, counted in every total once per copy")
+
+
 def repaired_note(report: IngestReport | None) -> str | None:
     """One line naming the input files whose cached entry failed its checksum and were parsed
     again (``IngestReport.repaired``), None when there is none."""
@@ -247,6 +264,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
 
     if len(paths) == 1 and store.is_store(paths[0]):
         corpus = open_corpus(paths)
+        if note := same_bytes_note(store.same_bytes(corpus.entries)):
+            say(note, err=True)
         if not corpus.replayable():
             error(f"no runs to work on: the dataset {paths[0]} holds "
                   f"{len(corpus.run_ids)} runs, none with a request")
@@ -269,6 +288,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
             say(note, err=True)
         if note := unknown_note(report):
             say(note, err=True)
+    if note := same_bytes_note(store.same_bytes(corpus.entries)):
+        say(note, err=True)
     if strict and input_exit_code(report, strict):
         _finish(report, strict)
     if not corpus.replayable():

@@ -34,6 +34,7 @@ from replay.cli.inputs import (
     no_conversation_note,
     rebuilt_note,
     repaired_note,
+    same_bytes_note,
     table_command,
     unknown_note,
 )
@@ -64,7 +65,8 @@ def ingest(
     quiet: QuietOpt = False,
 ) -> None:
     """Parse log files into a Parquet dataset (unchanged files are reused from the cache)."""
-    from replay.ingest.batch import ingest as ingest_paths  # lazy: pyarrow only when it runs
+    from replay.ingest import store  # lazy: pyarrow only when it runs
+    from replay.ingest.batch import ingest as ingest_paths
 
     toks = tuple(t.strip() for t in tokenizers.split(",") if t.strip())
     files = _discover(paths)
@@ -77,6 +79,8 @@ def ingest(
         warn(note)
     if note := rebuilt_note(report):
         warn(note)
+    stored = set(report.parsed + report.cached)
+    same = store.same_bytes(e for s, e in store.read_manifest(out).items() if s in stored)
     doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
            "repaired": report.repaired, "rebuilt_from_schema": report.rebuilt_from_schema,
            "dropped_older": report.dropped_older,
@@ -86,13 +90,16 @@ def ingest(
            # entry could not be read for it)
            "tokens": report.tokens,
            "tokens_parsed": report.n_tokens, "issues": [str(i) for i in report.issues],
-           "not_followed": report.not_followed, "unknown_records": report.unknown}
+           "not_followed": report.not_followed, "unknown_records": report.unknown,
+           "same_bytes": same}
     if as_json:
         _print_json(doc)
     else:
         if note := no_conversation_note(report):
             say(note, err=True)
         if note := unknown_note(report):
+            say(note, err=True)
+        if note := same_bytes_note(same):
             say(note, err=True)
         empty = f", {len(report.no_conversation)} without a conversation" \
             if report.no_conversation else ""
@@ -127,16 +134,19 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
-    from replay.ingest import store_index
+    from replay.ingest import store, store_index
 
     with _errors():
         rows = LazyRows(store_index.run_listing(dataset))
+        same = store.same_bytes(store.read_manifest(dataset).values())
     if not len(rows):
         if table.as_json:
             _print_json([])
         error(f"no runs in the dataset {dataset}")
         raise typer.Exit(1)
     _emit(rows, table, title=f"{len(rows)} runs in {dataset}", layout=RUNS_LAYOUT)
+    if note := same_bytes_note(same):
+        say(note, err=True)
 
 
 @table_command

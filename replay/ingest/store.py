@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,18 @@ class Entry:
     checksum: str = ""
     """``entry_checksum`` of the entry's files as written: checked whenever the entry is read
     (``read_entry``) or reused (``intact``); '' for an entry written before there was one."""
+
+
+def same_bytes(entries: Iterable[Entry]) -> list[list[str]]:
+    """The stored files that hold the same bytes as another (a copy of a session in two
+    folders, a backup beside it), as groups of sources (each sorted; the groups by their first):
+    each file is a run of its own (``replay.ingest.discover``), so every total counts such a
+    run once per copy, which every command says (``replay.cli.inputs.same_bytes_note``)."""
+    by_sha: dict[str, list[str]] = {}
+    for e in entries:
+        if e.sha256:
+            by_sha.setdefault(e.sha256, []).append(e.source)
+    return sorted(sorted(group) for group in by_sha.values() if len(group) > 1)
 
 
 def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "",
