@@ -30,6 +30,7 @@ from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_from_dict, policy_to_dict
+from replay.safe_text import strict_json
 
 RunMeta = dict[str, tuple[str, str, str, str, str]]
 """(label, source, format, harness, model) of every run, by run id (``run_meta``)."""
@@ -190,7 +191,8 @@ def _write_rollup(policy: Policy, rows: list[dict[str, Any]], out: Path,
     doc = {"trace_version": TRACE_VERSION, "policy": policy_to_dict(policy),
            "policy_digest": policy.digest(), "notes": notes, "runs": rows}
     path = out / "summary.json"
-    atomic_write_text(path, json.JSONEncoder(indent=1, default=str).iterencode(doc), within=out)
+    atomic_write_text(path, strict_json(json.JSONEncoder(indent=1, default=str).iterencode(doc)),
+                      within=out)
     return path
 
 

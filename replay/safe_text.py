@@ -18,6 +18,9 @@ output it goes through the one function of that output's format:
 - ``html_text(value)``: ``terminal``, HTML-escaped (quotes too).
 - ``valid_text(value)``: a string that encodes as UTF-8, for names stored or hashed (a file
   name's undecodable bytes as ``\\xff``, other lone surrogates as ``\\udXXX``).
+- ``strict_json(chunks)``: JSON text as ``json``'s encoder writes it (ASCII), with every lone
+  surrogate it escaped (``\\udcff``: strict readers refuse one) written as ``valid_text``
+  writes it, a JSON string of its escape.
 
 Not here: names made into paths (``replay.safe_names``), printing (``replay.cli.output``),
 text drawn in a figure (``analysis.figure_text.plot_text``: it depends on the fonts).
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable, Iterator
 
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
                           "\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\ufffe\uffff"
@@ -111,3 +115,24 @@ def valid_text(value: str) -> str:
         return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_JSON_ESCAPE = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\(u[0-9a-f]{4}|.)")
+"""An escape of ``json``'s ASCII output, one at a time from the left (so ``\\\\`` is never read
+as the start of another): a surrogate pair, or any single escape."""
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    one = m.group(3)
+    if one is None or not "ud800" <= one <= "udfff":  # a pair, or no surrogate
+        return m.group()
+    return "\\\\" + valid_text(chr(int(one[1:], 16)))[1:]  # its escape as text
+
+
+def strict_json(chunks: Iterable[str]) -> Iterator[str]:
+    """``chunks`` of ``json``'s ASCII encoding (``ensure_ascii``, the default) with each lone
+    surrogate's escape made text: a file name's undecodable byte (``\\udcff``) becomes the
+    string ``\\xff``, as ``terminal`` and ``valid_text`` show it, another lone surrogate
+    ``\\udXXX``.  The encoder writes a string whole in one chunk, so no escape is split."""
+    for chunk in chunks:
+        yield _JSON_ESCAPE.sub(_json_escape, chunk) if "\\ud" in chunk else chunk

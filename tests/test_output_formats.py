@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 import re
 import xml.etree.ElementTree as ET
@@ -23,7 +24,15 @@ from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.safe_text import csv_cell, html_text, markdown, terminal, valid_text, xml_text
+from replay.safe_text import (
+    csv_cell,
+    html_text,
+    markdown,
+    strict_json,
+    terminal,
+    valid_text,
+    xml_text,
+)
 
 runner = CliRunner()
 FORMULA_START = "=+-@\t\r\0\uff1d\uff0b\uff0d\uff20"
@@ -191,3 +200,41 @@ def test_every_writer_neutralises_hostile_names(tmp_path: Path) -> None:
     assert "octocat" in shown or "team-x" in shown
     for live in _LIVE_TEXT:
         assert not live.search(shown), live.pattern
+
+
+def _strings(doc: object) -> list[str]:
+    if isinstance(doc, dict):
+        return [*doc, *(s for v in doc.values() for s in _strings(v))]
+    if isinstance(doc, list):
+        return [s for v in doc for s in _strings(v)]
+    return [doc] if isinstance(doc, str) else []
+
+
+@given(st.recursive(hostile | st.text() | st.integers(),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(hostile, inner, max_size=3), max_leaves=8))
+@example(["f\udcfe.jsonl: empty file", "a\\udcff", "\U0001f600", "x\ud800y", "\\\ud83d"])
+def test_json_output_holds_no_lone_surrogate_and_keeps_valid_text(doc: object) -> None:
+    """JSON that strict readers take: a lone surrogate's escape (``\\udcfe``, a file name
+    that is not UTF-8) is refused by them; it is written as ``valid_text`` writes it, and every
+    string that encodes as UTF-8 is kept as it is."""
+    text = "".join(strict_json(json.JSONEncoder(indent=1).iterencode(doc)))
+    assert text.isascii()
+    back = json.loads(text)
+    for got, was in zip(_strings(back), _strings(doc)):
+        got.encode("utf-8")  # (a lone surrogate raises)
+        assert got == valid_text(was)
+
+
+def test_ingest_json_names_a_file_that_is_not_utf8_as_valid_text(tmp_path: Path) -> None:
+    """`replay ingest --json` of a folder holding an empty file named b'f\\xfe.jsonl' put
+    '\\udcfe' (a lone surrogate) in its issues, beside '\\\\xfe' in its failed list."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / os.fsdecode(b"f\xfe.jsonl")).write_bytes(b"")
+    got = runner.invoke(app, ["ingest", str(logs), "--out", str(tmp_path / "d"), "--json"])
+    assert got.exit_code == 1, got.output
+    text = got.stdout
+    assert "\\ud" not in text
+    strings = _strings(json.loads(text))
+    assert any("f\\xfe.jsonl" in s and "empty" in s for s in strings), strings

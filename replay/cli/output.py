@@ -49,7 +49,7 @@ from replay.cli.tables import (
 )
 from replay.errors import ReplayError
 from replay.ingest.run_label import distinct_width, short_labels
-from replay.safe_text import csv_cell, terminal
+from replay.safe_text import csv_cell, strict_json, terminal
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -84,7 +84,7 @@ def error(message: object) -> None:
 
 def _print_json(data: Any) -> None:
     """Plain JSON on stdout, written as it is encoded (an archive's rows in little memory)."""
-    for chunk in json.JSONEncoder(indent=1, default=str).iterencode(data):
+    for chunk in strict_json(json.JSONEncoder(indent=1, default=str).iterencode(data)):
         sys.stdout.write(chunk)
     sys.stdout.write("\n")
 
