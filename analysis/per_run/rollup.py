@@ -119,16 +119,32 @@ def _harness_note(policy: Policy, harness: str, model: str,
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:
-    """Requests an idle-time trigger cannot judge: no timestamp the engine reads
-    (``timestamp_seconds``: missing, or not ISO 8601), so never an idle gap."""
-    if not any(getattr(getattr(t, "trigger", None), "idle_minutes", None) for t in policy.tiers):
-        return None
+    """Requests whose idle gap the replay cannot judge, under any policy: the prefix cache
+    expires after the provider's ``ttl_s`` of idle time (and an ``idle_minutes`` trigger
+    fires) only on a gap between two timestamps the engine reads
+    (``PreparedRun.expired``).  A request with no such timestamp (``timestamp_seconds``:
+    missing, or not ISO 8601) has no gap; one timestamped before the request before it (a
+    clock set back, sessions merged out of order) has none either, and the next gap is
+    measured from it."""
     ts = trace.columns("requests")["ts"]
-    missing = sum(1 for t in ts if timestamp_seconds(t) is None)
-    if not missing:
-        return None
-    return (f"{missing} of {len(ts)} requests have no timestamp (or one not ISO 8601): the "
-            "idle_minutes trigger never fires there")
+    seconds = [timestamp_seconds(t) for t in ts]
+    missing = seconds.count(None)
+    back, prev = 0, None
+    for t in seconds:
+        if t is not None:
+            back += prev is not None and t < prev
+            prev = t
+    idle = any(getattr(getattr(t, "trigger", None), "idle_minutes", None) for t in policy.tiers)
+    what = "the cache never expires" + (" and the idle_minutes trigger never fires"
+                                        if idle else "")
+    notes = []
+    if missing:
+        notes.append(f"{missing} of {len(ts)} requests have no timestamp (or one not ISO "
+                     f"8601): no idle gap there ({what} there)")
+    if back:
+        notes.append(f"{back} request(s) timestamped before the request before (the clock went "
+                     f"back): no idle gap there, the next measured from it")
+    return "; ".join(notes) or None
 
 
 def _manual_note(trace: Trace) -> str | None:

@@ -58,5 +58,28 @@ def test_requests_without_a_timestamp_are_counted_for_an_idle_trigger(
     notes = _notes(path, "claude-code-clearing", tmp_path)
     (note,) = notes.values()
     assert note == (f"{len(calls)} of {len(calls)} requests have no timestamp (or one not "
-                    "ISO 8601): the idle_minutes trigger never fires there")
+                    "ISO 8601): no idle gap there (the cache never expires and the idle_minutes "
+                    "trigger never fires there)")
     assert _notes(src, "claude-code-clearing", tmp_path / "timed") == {src.name: None}
+    (plain,) = _notes(path, "claude-code", tmp_path / "plain").values()  # no idle trigger:
+    assert plain == (f"{len(calls)} of {len(calls)} requests have no timestamp (or one not "
+                     "ISO 8601): no idle gap there (the cache never expires there)")
+
+
+def test_a_clock_set_back_is_said(tmp_path: Path) -> None:
+    """One assistant timestamp of a real session set to 2020 moved its cost under
+    two-tier-corrected (2.12206 -> 2.12187: the next request's gap measured from 2020 expired
+    the cache) with nothing said.  Counted here from the raw records, independently."""
+    src = FIXTURES / "spotter-8463c716-after-compaction-2.1.39.jsonl"
+    records = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    ids = [r["message"]["id"] for r in records
+           if r.get("type") == "assistant" and not r.get("isSidechain")]
+    target = list(dict.fromkeys(ids))[len(set(ids)) // 2]  # a response in the middle
+    for r in records:
+        if r.get("type") == "assistant" and r["message"]["id"] == target:
+            r["timestamp"] = "2020-01-01T00:00:00.000Z"
+    path = tmp_path / "clock.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (note,) = _notes(path, "claude-code", tmp_path).values()
+    assert note == ("1 request(s) timestamped before the request before (the clock went "
+                    "back): no idle gap there, the next measured from it")
