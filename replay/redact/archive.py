@@ -36,7 +36,7 @@ from pathlib import Path
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.errors import OutputError, ReplayError
 from replay.ingest.discover import discover, relative_source, sources
-from replay.ingest.input_files import Unreadable, read_input
+from replay.ingest.input_files import Unreadable, as_utf8, read_input
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import detect_format
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
@@ -228,8 +228,8 @@ def _one(job: tuple[Path, str, Path, Redactor]) -> RedactedFile:
     if fmt not in SUPPORTED:
         return failed(f"not redacted: {fmt} logs are not supported by redact yet (supported: "
                       f"{', '.join(SUPPORTED)})", fmt)
-    try:
-        data = read_input(path).removeprefix(b"\xef\xbb\xbf")
+    try:  # (a UTF-16 or UTF-32 log is read as its text, as ingest reads it: written as UTF-8)
+        data, _ = as_utf8(read_input(path).removeprefix(b"\xef\xbb\xbf"))
     except Unreadable as why:
         return failed(str(why), fmt)
     try:
