@@ -239,12 +239,18 @@ def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     from replay.ingest.discover import LOG_SUFFIXES, discover  # lazy: start-up time of --help
 
     links: list[Path] = []
-    files = discover(paths, not_followed=links)
+    packed: list[Path] = []
+    files = discover(paths, not_followed=links, compressed=packed)
     if links:
         shown = ", ".join(map(str, links[:5])) + (", …" if len(links) > 5 else "")
         say(f"note: {len(links)} symlink{'s' if len(links) > 1 else ''} to a folder not followed "
             f"({shown}); name {'them' if len(links) > 1 else 'it'} to read the logs there",
             err=True)
+    if packed:
+        shown = ", ".join(map(str, packed[:5])) + (", …" if len(packed) > 5 else "")
+        say(f"note: {len(packed)} compressed log file{'s' if len(packed) > 1 else ''} not read "
+            f"({shown}); decompress {'them' if len(packed) > 1 else 'it'} to read "
+            f"{'them' if len(packed) > 1 else 'it'}", err=True)
     if not files:
         error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
               f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")

@@ -90,7 +90,8 @@ def ingest(
            # entry could not be read for it)
            "tokens": report.tokens,
            "tokens_parsed": report.n_tokens, "issues": [str(i) for i in report.issues],
-           "not_followed": report.not_followed, "unknown_records": report.unknown,
+           "not_followed": report.not_followed, "compressed_not_read": report.compressed,
+           "unknown_records": report.unknown,
            "same_bytes": same}
     if as_json:
         _print_json(doc)

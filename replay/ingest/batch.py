@@ -68,6 +68,8 @@ class IngestReport:
     not_followed: list[str] = field(default_factory=list)
     """Symlinks to a folder inside an input folder, not walked (``discover``; naming one reads
     it)."""
+    compressed: list[str] = field(default_factory=list)
+    """Compressed logs inside an input folder (``session.jsonl.gz``), not read (``discover``)."""
     unknown: dict[str, dict[str, int]] = field(default_factory=dict)
     """Files stored (parsed now or reused) holding records of types their parser does not know,
     left out of their runs: source -> {record type: records}, so every command can say so
@@ -220,8 +222,10 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         for key in older[1].values():
             store.remove_entry(out, key)
     links: list[Path] = []
-    found = discover(paths, not_followed=links)
+    packed: list[Path] = []
+    found = discover(paths, not_followed=links, compressed=packed)
     report.not_followed = [str(p) for p in links]
+    report.compressed = [str(p) for p in packed]
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)

@@ -21,11 +21,16 @@ from replay.safe_text import valid_text
 
 LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
 """File endings ingest looks at inside folders (files named directly are always tried)."""
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
+"""Endings of a compressed copy (``session.jsonl.gz``): inside a folder such a log is passed
+over and named (``discover``'s ``compressed``); named directly it is read and refused as
+compressed (``replay.ingest.input_files.not_text``)."""
+_COMPRESSED_LOGS = tuple(s + z for s in LOG_SUFFIXES for z in COMPRESSED_SUFFIXES)
 _SKIP_NAMES = ("manifest.json",)
 
 
-def discover(paths: Iterable[Path], *,
-             not_followed: list[Path] | None = None) -> list[tuple[Path, Path]]:
+def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
+             compressed: list[Path] | None = None) -> list[tuple[Path, Path]]:
     """Every log file under ``paths`` as (file, root), sorted; roots are the given folders.
 
     Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
@@ -33,7 +38,9 @@ def discover(paths: Iterable[Path], *,
     always taken.  A path reached twice is listed once (the same path, not the same bytes:
     a symlink or a copy of a file is listed under its own path).  A symlink to a folder inside
     a folder is not followed (it may lead anywhere, ``/`` or back up: a loop); it is appended
-    to ``not_followed`` so that the caller says so (naming the link reads it).
+    to ``not_followed`` so that the caller says so (naming the link reads it).  A compressed
+    log inside a folder (``session.jsonl.gz``: ``COMPRESSED_SUFFIXES``) is not taken; it is
+    appended to ``compressed``, for the same reason.
     """
     found: list[tuple[Path, Path]] = []
     seen: set[str] = set()  # (normalised absolute paths: equal strings, equal paths)
@@ -51,6 +58,8 @@ def discover(paths: Iterable[Path], *,
             candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
                           and f.name not in _SKIP_NAMES
                           and not (stores and any(d in stores for d in f.parents))]
+            if compressed is not None:
+                compressed.extend(f for f in files if f.name.endswith(_COMPRESSED_LOGS))
         else:
             candidates = [(p, p.parent)]
         for f, root in candidates:

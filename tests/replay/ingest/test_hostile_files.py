@@ -5,6 +5,7 @@ read limits in the environment that are not numbers.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -191,3 +192,25 @@ def test_a_file_of_no_stated_size_is_read_to_its_end_within_the_limit() -> None:
     assert read_input(path, max_bytes=len(whole)) == whole
     with pytest.raises(Unreadable, match="limit"):
         read_input(path, max_bytes=len(whole) - 1)
+
+
+def test_a_compressed_log_in_a_folder_is_named_not_skipped_silently(tmp_path: Path) -> None:
+    """A session kept as `session.jsonl.gz` beside the others was passed over with nothing
+    said: its runs were missing from every figure, exit 0.  Now it is named; named directly,
+    it is read and refused as compressed (exit 1)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(LOG, logs / "here.jsonl")
+    packed = [logs / "old.jsonl.gz", logs / "older.json.zst"]
+    packed[0].write_bytes(gzip.compress(LOG.read_bytes()))
+    packed[1].write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 16)
+    (logs / "notes.txt.gz").write_bytes(gzip.compress(b"not a log"))  # (no log's name)
+    result = runner.invoke(app, ["ingest", str(logs), "--out", str(tmp_path / "ds"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"note: 2 compressed log files not read ({packed[0]}, {packed[1]}); decompress them " \
+           "to read them" in " ".join(result.stderr.split())
+    assert "1 runs from 1 files parsed" in result.output
+    as_json = runner.invoke(app, ["ingest", str(logs), "--out", str(tmp_path / "ds"), "--json"])
+    assert json.loads(as_json.stdout)["compressed_not_read"] == [str(p) for p in packed]
+    direct = runner.invoke(app, ["ingest", str(packed[0]), "--out", str(tmp_path / "d2")])
+    assert direct.exit_code == 1 and "gzip-compressed" in direct.output, direct.output
