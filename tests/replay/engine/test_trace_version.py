@@ -20,32 +20,44 @@ PINNED = Path(__file__).resolve().parents[2] / "golden" / "trace_version.json"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
-def _digest(corpora) -> str:  # type: ignore[no-untyped-def]
-    h = hashlib.sha256()
-    for name in presets():
-        policy = load_policy(name)
-        for corpus in corpora:
-            for run_id in corpus.replayable():
-                trace = replay(corpus.prepared(run_id), policy,
+def _digests(corpora) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Each run's digest of its traces under every preset, by ``corpus/source#run``: a run
+    added to the fixtures is a new key (the golden file updated, no version bump); a known
+    run's traces moving is an engine change."""
+    out: dict[str, str] = {}
+    for label, corpus in corpora:
+        sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
+        seen: dict[str, int] = {}
+        for run_id in corpus.replayable():
+            h = hashlib.sha256()
+            for name in presets():
+                trace = replay(corpus.prepared(run_id), load_policy(name),
                                calibration=corpus.calibration(run_id))
                 for table in TRACE_SCHEMAS:
                     values = trace.table(table).drop_columns(["run_id"]).to_pydict()
                     h.update(json.dumps(values, sort_keys=True, default=str).encode())
-    return h.hexdigest()
+            key = f"{label}/{sources[run_id]}"
+            seen[key] = seen.get(key, 0) + 1
+            out[f"{key}#{seen[key]}"] = h.hexdigest()
+    return out
 
 
 def test_traces_change_only_with_the_trace_version(sample_corpus, logs_corpus, update_golden,  # type: ignore[no-untyped-def]
                                                     tmp_path) -> None:
     fixtures = open_corpus([FIXTURES], cache_dir=tmp_path / "fixtures")
     got = {"trace_version": TRACE_VERSION,
-           "digest": _digest([sample_corpus, logs_corpus, fixtures])}
+           "digests": _digests([("samples", sample_corpus), ("logs", logs_corpus),
+                                ("fixtures", fixtures)])}
     if update_golden:
-        PINNED.write_text(json.dumps(got, indent=1) + "\n")
+        PINNED.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     pinned = json.loads(PINNED.read_text())
-    if got["digest"] != pinned["digest"]:
+    moved = sorted(k for k, v in got["digests"].items()
+                   if k in pinned.get("digests", {}) and pinned["digests"][k] != v)
+    if moved:
         assert got["trace_version"] != pinned["trace_version"], (
-            "the traces changed but TRACE_VERSION did not: bump it in replay/engine/trace.py "
-            "(cached sweep rows and baselines are keyed by it), then run this test with "
-            "--update-golden")
-    assert got == pinned, ("TRACE_VERSION or the traces changed: run this test with "
-                           "--update-golden and commit tests/golden/trace_version.json")
+            f"the traces of {len(moved)} known run(s) changed ({', '.join(moved[:3])}, ...) "
+            "but TRACE_VERSION did not: bump it in replay/engine/trace.py (cached sweep rows "
+            "and baselines are keyed by it), then run this test with --update-golden")
+    assert got == pinned, ("TRACE_VERSION changed, or runs were added to or removed from the "
+                           "corpora: run this test with --update-golden and commit "
+                           "tests/golden/trace_version.json")
