@@ -40,6 +40,7 @@ from analysis.microcompact_check import (
     microcompact_totals,
 )
 from analysis.reread_fidelity import NO_REREADS, RereadFidelity, compaction_rereads, pooled
+from analysis.truth_notes import unrecorded_count
 from replay.corpus import Corpus
 from replay.engine.calibrate import first_half_fit
 from replay.engine.fold import replay
@@ -139,6 +140,9 @@ class RunFidelity:
     """The counts behind the three (None: no recorded compaction removed anything)."""
     rereads_naive: RereadFidelity | None = None
     """The same counts under the naive rule (``replay.engine.needs.NAIVE_RULES``)."""
+    n_requests_unrecorded: int = 0
+    """Requests that recorded no usage, sized as estimates under anchored truth
+    (``analysis.truth_notes.unrecorded_count``: the count ``replay run``'s note gives)."""
 
     @property
     def not_judged_reason(self) -> str:
@@ -233,7 +237,8 @@ def fidelity(corpus: Corpus, run_ids: list[str] | None = None, *,
             reread_recall=rereads.recall if rereads else None,
             reread_precision=rereads.precision if rereads else None,
             reread_tokens_error_frac=rereads.tokens_error_frac if rereads else None,
-            rereads=rereads, rereads_naive=naive, microcompact=micro))
+            rereads=rereads, rereads_naive=naive, microcompact=micro,
+            n_requests_unrecorded=unrecorded_count(truth_source, rec)))
     return out
 
 
@@ -257,11 +262,12 @@ def _trigger_tokens(policy: Policy) -> int | None:
     return None if first is None else first.trigger.level_tokens(policy.usable_tokens)
 
 
-def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
+def fidelity_totals(rows: list[RunFidelity], runs_in_corpus: int | None = None) -> dict[str, Any]:
     """Corpus figures and, per target, how many runs meet it of those it applies to.  The
     placement and post-compaction targets apply to auto-compacted runs (a manual compaction is
     the user's choice, not the policy's); ``runs_manual`` / ``runs_trigger_unknown`` count the
-    others."""
+    others.  ``runs_in_corpus``: the runs ``rows`` were chosen from (those without recorded
+    usage or without a request have no row), so that the runs left out are counted."""
     auto = [r for r in rows if r.recorded_compaction is not None and r.recorded_trigger == "auto"]
     compacted = [r for r in auto if not r.not_judged_reason]
     placeable = [r for r in compacted if r.recorded_compaction]  # not one the log begins after
@@ -287,6 +293,9 @@ def fidelity_totals(rows: list[RunFidelity]) -> dict[str, Any]:
     per_run = [x.tokens_error_frac for x in rereads if x.tokens_error_frac is not None]
     return {
         "runs": len(rows),
+        "runs_in_corpus": runs_in_corpus,
+        "requests_unrecorded": {r.run_id: r.n_requests_unrecorded for r in rows
+                                if r.n_requests_unrecorded},
         "runs_compacted": len(compacted),
         "runs_not_judged": [
             {"source": r.source, "reason": r.not_judged_reason,

@@ -20,6 +20,7 @@ from analysis.fidelity import (
 )
 from analysis.metric_spec import count
 from analysis.microcompact_check import MICROCOMPACT_POLICY
+from analysis.truth_notes import unrecorded_note
 
 FIDELITY_NOTE = (
     "Each run with recorded usage replayed under the policy of the harness that recorded it "
@@ -43,7 +44,8 @@ FIDELITY_NOTE = (
 def totals_lines(t: dict[str, Any]) -> list[str]:
     """The corpus totals of ``fidelity_totals`` against the targets, one sentence each."""
     return [
-        (f"{t['runs']} runs with recorded usage, {t['runs_compacted']} auto-compacted at the "
+        (f"{count(t['runs'], 'run')} with recorded usage{_left_out(t)}, "
+        f"{t['runs_compacted']} auto-compacted at the "
         f"policy's level ({t['runs_manual']} compacted manually, {t['runs_trigger_unknown']} with "
         f"no recorded trigger, "
         f"{sum(d['compacted'] for d in t['runs_not_judged'])} by a harness the policy is not: "
@@ -101,7 +103,17 @@ def totals_lines(t: dict[str, Any]) -> list[str]:
          f"{t['microcompact_replayed']}, {t['microcompact_matched']} before the recorded "
          f"request; of the {t['microcompact_ids_recorded']} tool results the records name as "
          f"cleared, {t['microcompact_ids_cleared']} cleared by then in the replay"),
+        *filter(None, [unrecorded_note(t.get("requests_unrecorded") or {})]),
     ]
+
+
+def _left_out(t: dict[str, Any]) -> str:
+    """The runs of the corpus with no fidelity row, counted ("" when none, or not known)."""
+    n = t.get("runs_in_corpus")
+    if n is None or n == t["runs"]:
+        return ""
+    return (f" of {count(n, 'run')} (the other {n - t['runs']:,} recorded no usage or no "
+            "request: not judged)")
 
 
 def _frac(v: float | None) -> str:

@@ -30,7 +30,15 @@ ANCHORED: frozenset[str] = frozenset(s for s in TRUTH_SOURCES if s.split("-")[0]
 ``-scaled-down``): a request that recorded none takes the offset of the nearest that did."""
 
 __all__ = ["judged_runs", "run_note", "tokenizer_judged_note", "trace_sources", "truth_of",
-           "unrecorded_note", "unrecorded_requests"]
+           "unrecorded_count", "unrecorded_note", "unrecorded_requests"]
+
+
+def unrecorded_count(source: str | None, recorded_inputs: Iterable[int | None]) -> int:
+    """A run's requests that recorded no usage (``recorded_inputs``: its recorded inputs, None
+    or 0 where not recorded) when anchored truth judged it (``source``): each is sized as its
+    count plus the offset of the nearest request that did, an estimate; 0 under any other
+    truth (a count sizes every request alike)."""
+    return sum(1 for v in recorded_inputs if not v) if source in ANCHORED else 0
 
 
 def run_note(source: str | None, n_floored: int = 0,
@@ -42,7 +50,7 @@ def run_note(source: str | None, n_floored: int = 0,
     or 0 where not recorded), each sized on the offset of the nearest request that did: an
     estimate.  None when none of these."""
     notes = [f"truth {source}: {TRUTH_SOURCES[source]}"] if source in USAGE_AT_ODDS else []
-    if source in ANCHORED and (unrecorded := sum(1 for v in recorded_inputs if not v)):
+    if unrecorded := unrecorded_count(source, recorded_inputs):
         notes.append(f"{unrecorded} of {len(recorded_inputs)} request(s) recorded no usage: "
                      "sized as their count plus the offset of the nearest request that did "
                      "(estimated)")
@@ -123,19 +131,19 @@ def unrecorded_requests(corpus: Corpus, cells: Iterable[tuple[str, str | None]])
     anchored truth judged (``cells``: (run id, truth source) of each replay): each such request
     is sized as its count plus the nearest recorded request's offset, an estimate (a run's own
     note says it: ``run_note``)."""
-    anchored = {rid for rid, source in cells if source in ANCHORED}
+    anchored = {rid: source for rid, source in cells if source in ANCHORED}
     if not anchored:
         return {}
     rq = corpus.requests.select(["run_id", "input_tokens"]).to_pydict()
-    out: dict[str, int] = {}
+    inputs: dict[str, list[int | None]] = {}
     for rid, inp in zip(rq["run_id"], rq["input_tokens"]):
-        if rid in anchored and not inp:
-            out[rid] = out.get(rid, 0) + 1
-    return out
+        if rid in anchored:
+            inputs.setdefault(rid, []).append(inp)
+    return {rid: n for rid, v in inputs.items() if (n := unrecorded_count(anchored[rid], v))}
 
 
 def unrecorded_note(counts: dict[str, int]) -> str | None:
-    """The sentence under ``sweep``'s, ``diff``'s and ``check``'s tables when some runs judged by
+    """The sentence under ``sweep``'s, ``diff``'s, ``check``'s and ``fidelity``'s tables when some runs judged by
     anchored truth have requests that recorded no usage (``unrecorded_requests``); None when
     none do."""
     if not counts:

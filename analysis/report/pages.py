@@ -242,7 +242,8 @@ def _fidelity_rows(page: Page) -> tuple[list[str], list[list[str]]]:
 
 
 def _fidelity_totals(page: Page) -> list[str]:
-    lines = totals_lines(fidelity_totals(page.fidelity)) if page.fidelity else []
+    lines = (totals_lines(fidelity_totals(page.fidelity, runs_in_corpus=len(page.runs)))
+             if page.fidelity else [])
     return lines + [f"counterfactual compactions, model fitted on this corpus: {t}"
                     for t in page.compaction_model]
 

@@ -69,7 +69,7 @@ def fidelity(
     rows: list[dict[str, Any]] = [
         {"run": labels[r.run_id], **dataclasses.asdict(r), "not_judged_reason":
          r.not_judged_reason} for r in found]
-    totals = fidelity_totals(found)
+    totals = fidelity_totals(found, runs_in_corpus=len(corpus.run_ids))
     if table.as_json:
         _print_json({"runs": rows, "totals": totals})
     else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,32 @@ def test_sweep_diff_and_check_count_the_requests_that_recorded_no_usage(
     whole = CliRunner().invoke(app, ["diff", str(samples / "claude-code" / USAGE_SAMPLE), "-p",
                                      "none", "-p", "two-tier-corrected", "--json", *cache])
     assert json.loads(whole.stdout)["unrecorded_usage_requests"] == {}
+
+
+def test_fidelity_counts_the_requests_without_usage_and_the_runs_it_leaves_out(
+        tmp_path: Path, samples: Path) -> None:
+    """replay fidelity replays each run under anchored truth too, yet said nothing of the
+    requests sized as estimates (run, sweep, diff and check count them), nor of the runs it
+    leaves out: '1 runs with recorded usage' beside a run with none. It now gives both: the
+    same sentence as the other commands, in its --json totals by run, and the runs of the
+    corpus without a row, as replay run's truth_source counts them."""
+    log, stripped = _without_usage_every(samples, tmp_path / "in", 5)
+    shutil.copy(samples / "swe-agent" / SWE, log.parent / SWE)
+    cache = ["--cache-dir", str(tmp_path / "c"), "-q"]
+    ran = CliRunner().invoke(app, ["run", str(log.parent), "-p", "none", "--out",
+                                   str(tmp_path / "o"), "--json", *cache])
+    runs = json.loads(ran.stdout)
+    without = [r for r in runs if r["truth_source"] == "tokenizer-fallback"]
+    assert len(runs) == 2 and len(without) == 1
+    said = CliRunner().invoke(app, ["fidelity", str(log.parent), *cache])
+    assert said.exit_code == 0, said.output
+    text = " ".join(said.output.split())
+    assert f"{stripped} request(s) in 1 run(s) recorded no usage" in text
+    assert "1 run with recorded usage of 2 runs (the other 1 recorded no usage" in text
+    totals = json.loads(CliRunner().invoke(
+        app, ["fidelity", str(log.parent), "--json", *cache]).stdout)["totals"]
+    assert list(totals["requests_unrecorded"].values()) == [stripped]
+    assert totals["runs_in_corpus"] - totals["runs"] == len(without)
+    whole = CliRunner().invoke(app, ["fidelity", str(samples / "claude-code" / USAGE_SAMPLE),
+                                     "--json", *cache])
+    assert json.loads(whole.stdout)["totals"]["requests_unrecorded"] == {}
