@@ -261,8 +261,8 @@ def _overview(page: Page) -> str:
     used: dict[str, int] = {}
     for src in page.truth_sources.values():
         used[src] = used.get(src, 0) + 1
-    truth = "; ".join(f"{k} ({v} run × polic{'ies' if v != 1 else 'y'}): {TRUTH_SOURCES.get(k, k)}"
-                      for k, v in sorted(used.items()))
+    truth = "; ".join(f"{k} ({v} of the replays, one a run under a policy): "
+                      f"{TRUTH_SOURCES.get(k, k)}" for k, v in sorted(used.items()))
     t = page.totals
     induced = "induced_rereads_n" in t and includes_induced(t["induced_rereads_n"])
     n_estimated, estimated_scope = estimated_by_policy(
