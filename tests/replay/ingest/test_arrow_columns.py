@@ -109,6 +109,35 @@ def test_errors_as_pa_array_raises_them() -> None:
         column(["a\ud800"], pa.string())
 
 
+@given(values=st.lists(st.none() | st.booleans() | INT64 | TEXT | FLOATS, max_size=12))
+def test_one_value_columns_met_again_are_as_built_the_first_time(values: list[Any]) -> None:
+    """A one-value column of a value met before is given again (``_ONES``): the same array
+    as ``pa.array``'s, of the column's type, and a value of another type is still refused
+    (True equals 1 and 1.0, but is no ``int64`` value)."""
+    for _ in range(2):
+        for value in values:
+            for type_ in (pa.string(), pa.int64()):
+                try:
+                    expected = pa.array([value], type_)
+                except (pa.ArrowException, TypeError, ValueError):
+                    with pytest.raises((TypeError, ValueError, OverflowError)):
+                        column([value], type_)
+                    continue
+                if type(value) is float:  # (pa.array takes a whole float as an int64)
+                    continue
+                built = column([value], type_)
+                assert built.type == type_ and built.equals(expected)
+
+
+def test_a_one_value_column_of_1_does_not_answer_for_true() -> None:
+    assert column([1], pa.int64()).to_pylist() == [1]
+    with pytest.raises(TypeError):
+        column([True], pa.int64())
+    assert column(["1"], pa.string()).to_pylist() == ["1"]
+    assert column([None], pa.string()).type == pa.string()
+    assert column([None], pa.int64()).type == pa.int64()
+
+
 @pytest.mark.parametrize("value", [2**53 + 1, 2**53 + 2, -(2**53) - 1, 2**64])
 def test_an_integer_no_float64_holds_exactly_is_refused_as_pa_array_refuses_it(
         value: int) -> None:
