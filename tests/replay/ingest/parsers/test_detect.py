@@ -224,3 +224,84 @@ def test_the_claude_code_sniff_tests_the_lines_a_split_would(head: bytes) -> Non
     want = [line for line in head.split(b"\n")
             if b'"message"' in line and claude_code_file._HEAD_TYPE.search(line)]
     assert list(claude_code_file._candidates(head)) == want
+
+
+_PIECES = st.sampled_from([b'"type"', b'"type": "user"', b'"type":"assistant"', b'"message"',
+                           b'"role": "user"', b'"payload": {}', b'"timestamp": "t"', b'"k": 1',
+                           b'"a\\"b":', b'"x"', b"{", b"}", b"[", b"]", b",", b":", b" ", b"\n",
+                           b"\x00", b"1", b"null", b'"session_meta"', b'"record_type": 1'])
+_LINES = st.sampled_from([b'"x"', b' "a\\"b" ', b'"k": 1', b'"k" :{', b'"" : "v"',
+                          b'{"record_type": 1}', b'{"type": "user", "message": {}}', b"1",
+                          b'{"timestamp": "t", "type": "turn_context", "payload": {}}'])
+_HEADS = st.lists(_LINES | st.lists(_PIECES, max_size=8).map(b"".join), max_size=24).map(
+    b"\n".join)
+
+
+def _candidates_line_by_line(head: bytes) -> list[bytes]:
+    """The lines ``_candidates`` gives, found as it found them before 2026-12-07: every line
+    of the head tested in turn."""
+    found, pos, size = [], 0, len(head)
+    while pos <= size:
+        end = head.find(b"\n", pos)
+        end = size if end < 0 else end
+        if head.find(b'"message"', pos, end) >= 0 and \
+                claude_code_file._HEAD_TYPE.search(head, pos, end):
+            found.append(head[pos:end])
+        pos = end + 1
+    return found
+
+
+@given(head=_HEADS)
+def test_claude_code_head_tests_answer_as_their_plain_definitions(head: bytes) -> None:
+    """The message-type test and the candidate lines, found by searches for their literals,
+    are the regex's search over the head and its lines tested one by one."""
+    assert claude_code_file._says_message_type(head) == (
+        claude_code_file._HEAD_TYPE.search(head) is not None)
+    assert list(claude_code_file._candidates(head)) == _candidates_line_by_line(head)
+
+
+def test_the_message_type_test_searches_past_its_tries() -> None:
+    head = b'{"type": "x"}\n' * (claude_code_file._TYPE_TRIES + 3) + b'{"type": "user"}'
+    assert claude_code_file._says_message_type(head)
+    assert not claude_code_file._says_message_type(head[:-len(b'{"type": "user"}')])
+
+
+def _codex_sniff_loading_every_line(head: bytes) -> bool:
+    """Codex's ``sniff`` as it was before 2026-12-07: every line that may be JSON decoded."""
+    from replay.ingest.parsers import codex_file
+    from replay.ingest.parsers.jsonl import JSON_REFUSED
+    if codex_file._MODERN_HEAD.match(head) or codex_file._LEGACY_HEAD.match(head):
+        return True
+    for i, raw in enumerate(head.split(b"\n", 40)[:40]):
+        text = raw.strip()
+        if not text or text[:1] in b"]},:" or text[-1:] in b",:{[":
+            continue
+        try:
+            rec = json.loads(raw)
+        except JSON_REFUSED:
+            continue
+        if not isinstance(rec, dict):
+            return False
+        if isinstance(rec.get("payload"), dict) and "timestamp" in rec:
+            if rec.get("type") == "session_meta" and i == 0 \
+                    or rec.get("type") in codex_file.ENVELOPE[1:]:
+                return True
+        elif "payload" not in rec and ("record_type" in rec or (
+                i == 0 and "id" in rec and "timestamp" in rec and "type" not in rec
+                and ("instructions" in rec or "git" in rec))):
+            return True
+    return False
+
+
+@given(head=_HEADS)
+def test_codex_sniff_skips_only_lines_no_json_text_is(head: bytes) -> None:
+    """A pretty-printed member (``"key": value``) is passed over without decoding it: the
+    answer is the one decoding every line gives."""
+    assert PARSERS["codex"].sniff("f.jsonl", head) == _codex_sniff_loading_every_line(head)
+
+
+@pytest.mark.parametrize("line", [b'"a": 1', b'  "a\\"b" :"x"', b'"" : {'])
+def test_a_member_line_is_no_json_text(line: bytes) -> None:
+    from replay.ingest.parsers.jsonl import JSON_REFUSED
+    with pytest.raises(JSON_REFUSED):
+        json.loads(line)
