@@ -72,9 +72,11 @@ def settings(base: Policy, spec: SweepSpec, *, max_cells: int = MAX_CELLS) -> li
     if size > max_cells:
         dims = " × ".join(str(a.count) for a in spec.axes)
         shape = f" ({dims})" if spec.design == "grid" else ""
+        remedy = {"grid": "use design: random or one_at_a_time, or fewer values",
+                  "random": "draw fewer (samples, --samples)",
+                  "one_at_a_time": "give the axes fewer values"}.get(spec.design, "fewer values")
         raise PolicyError(spec.source, "", f"{size:,} settings{shape} is more than the "
-                                        f"{max_cells:,} a sweep may have; use design: random or "
-                                        f"one_at_a_time, or fewer values")
+                                        f"{max_cells:,} a sweep may have; {remedy}")
     fields: dict[str, str] = {}
     for axis in spec.axes:
         field = _check_path(base, axis.path)

@@ -83,6 +83,19 @@ def test_absurd_grids_are_refused_with_their_size() -> None:
     assert MAX_CELLS == 100_000
 
 
+@pytest.mark.parametrize(("design", "said"), [("grid", "use design: random or one_at_a_time"),
+                                              ("random", "draw fewer"),
+                                              ("one_at_a_time", "fewer values")])
+def test_too_many_settings_say_what_helps_under_each_design(design: str, said: str) -> None:
+    """A random design of 10^8 samples was told 'use design: random or one_at_a_time': the
+    design it had."""
+    spec = make_spec({"tiers.1.summary_tokens": list(range(1, MAX_CELLS + 2))}, design=design,
+                     samples=MAX_CELLS + 1)
+    with pytest.raises(PolicyError, match=said) as err:
+        settings(load_policy(BASE), spec)
+    assert design == "grid" or "use design" not in str(err.value)
+
+
 @pytest.mark.parametrize(("axes", "path"), [
     ({"tiers.7.keep_messages": [1]}, "tiers.7"),
     ({"tiers.0.min_reclaim_frac": [1.5]}, "tiers.0.min_reclaim_frac"),
