@@ -216,6 +216,12 @@ def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
         or None in (write, read, uncached) and any(  # (a count left out is None: looked at then)
             u.get(k) is not None and n is None for k, n in zip(keys, (write, read, uncached))) \
         else (uncached or 0) + (read or 0) + (write or 0)  # unknown when a part is not a count
+    if full is not None and keys[2] in u and u[keys[2]] is None:  # the uncached part written
+        # as null (the API always counts it; a proxy's or a tool's rewrite): its size unknown,
+        # not 0 (the cached parts alone are not the prompt)
+        b.issues.append(Issue(b.source.path, b.line, "input_tokens is null (the request's "
+                              "prompt size kept as unknown)"))
+        full = None
     b.request(input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
               output_tokens=b.count(u.get("output_tokens"), "output_tokens"), model=model,
               ts=first.ts,

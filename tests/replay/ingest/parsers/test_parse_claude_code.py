@@ -480,3 +480,32 @@ def test_a_call_whose_result_is_lost_is_said_when_a_request_follows(
     whole = _raw(samples / "claude-code" / "tool_heavy.jsonl")[:last_call + 1]
     path.write_text("".join(json.dumps(r) + "\n" for r in whole), encoding="utf-8")
     assert not [i for i in parse_file(path, tmp_path).issues if "got no result" in i.reason]
+
+
+def test_a_null_input_tokens_leaves_the_prompt_unknown(samples: Path, tmp_path: Path) -> None:
+    """`input_tokens: null` beside counted cache parts was read as 0: the request's prompt
+    was its cached parts alone, with nothing said (tool_heavy.jsonl: 105,981 -> 105,978
+    recorded input tokens).  Now that request's prompt is unknown, with one issue at its
+    line; every other request keeps the sum read here from the raw records."""
+    src = samples / "claude-code" / "tool_heavy.jsonl"
+    records = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+    prompts: dict[str, int] = {}  # message id -> its last record's prompt (as the parser takes)
+    for rec in records:
+        msg = rec.get("message")
+        if rec.get("type") == "assistant" and isinstance(msg, dict) and "usage" in msg:
+            u = msg["usage"]
+            prompts[msg["id"]] = u["input_tokens"] + u.get("cache_read_input_tokens", 0) + \
+                u.get("cache_creation_input_tokens", 0)
+    nulled = list(prompts)[1]
+    for rec in records:
+        msg = rec.get("message")
+        if isinstance(msg, dict) and msg.get("id") == nulled and "usage" in msg:
+            msg["usage"]["input_tokens"] = None
+    path = tmp_path / "null-input.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None
+    got = parsed.tables.requests["input_tokens"].to_pylist()
+    assert got == [None if mid == nulled else n for mid, n in prompts.items()]
+    assert [i.reason for i in parsed.issues] == [
+        "input_tokens is null (the request's prompt size kept as unknown)"]
