@@ -99,8 +99,8 @@ def replay_note(trace: Trace, policy: Policy, harness: str, model: str) -> str |
     rq = trace.columns("requests")
     notes = [_manual_note(trace), _harness_note(policy, harness, model, largest_prompt(
         rq["recorded_input_tokens"])),
-             _idle_note(trace, policy), run_note(truth_of(trace), sum(rq["truth_floored"]),
-                                                 rq["recorded_input_tokens"])]
+             run_note(truth_of(trace), sum(rq["truth_floored"]), rq["recorded_input_tokens"]),
+             _idle_note(trace, policy)]  # (last: a table cuts a long note at its end)
     return "; ".join(n for n in notes if n) or None
 
 
