@@ -167,23 +167,32 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
     return data
 
 
-def as_utf8(data: bytes) -> tuple[bytes, str]:
-    """``data`` as UTF-8 and the encoding it was read from ('' when it is already UTF-8, or
-    not text at all): a file that begins with a UTF-16 or UTF-32 byte order mark (what Windows
-    PowerShell's ``>`` writes, ``opencode export … > s.json`` among them) is decoded, its mark
-    left out.
+def as_utf8(data: bytes) -> tuple[bytes, str, int]:
+    """``data`` as UTF-8, the encoding it was read from ('' when it is already UTF-8, or not
+    text at all) and how many bytes at its end were left out: a file that begins with a UTF-16
+    or UTF-32 byte order mark (what Windows PowerShell's ``>`` writes, ``opencode export … >
+    s.json`` among them) is decoded, its mark left out; a character cut by the file's end (a
+    file still being written) is left out, as a cut UTF-8 line is (the caller says so).
 
     Raises:
-        Unreadable: such a file whose bytes are not text of its encoding.
+        Unreadable: such a file whose bytes are not text of its encoding before its end.
     """
     for mark, codec, name in _WIDE_BOMS:
         if data.startswith(mark):
+            body = data[len(mark):]
             try:
-                return data[len(mark):].decode(codec).encode("utf-8"), name
+                return body.decode(codec).encode("utf-8"), name, 0
+            except UnicodeDecodeError as exc:
+                cut = exc.reason == "truncated data" and exc.end == len(body)
+                if cut:  # (the decoder names the start of the cut character)
+                    return body[:exc.start].decode(codec).encode("utf-8"), name, \
+                        len(body) - exc.start
+                raise Unreadable(f"{name} text (its byte order mark) that does not decode "
+                                 f"at byte {exc.start + len(mark):,}; not read") from None
             except UnicodeError as exc:
                 raise Unreadable(f"{name} text (its byte order mark) that does not decode "
                                  f"at byte {getattr(exc, 'start', 0) + len(mark):,}; not read") from None
-    return data, ""
+    return data, "", 0
 
 
 def not_text(data: bytes) -> str:

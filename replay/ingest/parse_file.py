@@ -108,9 +108,13 @@ def _parse_file(path: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ..
     sha = hashlib.sha256(data).hexdigest()
     data = data.removeprefix(BOM)  # a UTF-8 byte order mark: no format's first record
     try:
-        data, wide = as_utf8(data)  # a UTF-16 or UTF-32 file: its text as UTF-8
+        data, wide, cut = as_utf8(data)  # a UTF-16 or UTF-32 file: its text as UTF-8
     except Unreadable as exc:
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, str(exc)),))
+    if cut:
+        issues.append(Issue(str(path), 0, f"the file ends inside a {wide} character (its last "
+                                          f"{cut} byte(s) left out: a file still being "
+                                          "written?)"))
     if not data or data.isspace():  # (not data.strip(): a copy of the whole file)
         return ParsedFile(rel, "", sha, None, (Issue(str(path), 0, "empty file"),))
     if why := not_text(data):  # (no parser reads it, --format or not)

@@ -229,7 +229,7 @@ def _one(job: tuple[Path, str, Path, Redactor]) -> RedactedFile:
         return failed(f"not redacted: {fmt} logs are not supported by redact yet (supported: "
                       f"{', '.join(SUPPORTED)})", fmt)
     try:  # (a UTF-16 or UTF-32 log is read as its text, as ingest reads it: written as UTF-8)
-        data, _ = as_utf8(read_input(path).removeprefix(b"\xef\xbb\xbf"))
+        data, _, _ = as_utf8(read_input(path).removeprefix(b"\xef\xbb\xbf"))
     except Unreadable as why:
         return failed(str(why), fmt)
     try:

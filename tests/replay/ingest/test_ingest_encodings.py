@@ -71,13 +71,31 @@ def test_utf16_without_a_mark_and_compressed_files_say_what_they_are(
         assert words in _one_issue(parse_file(bad, bad.parent, fmt="chat"))  # (forced: the same)
 
 
-def test_a_wide_file_that_does_not_decode_is_one_issue(tmp_path: Path, samples: Path) -> None:
-    """A UTF-16 file cut inside a character (an odd number of bytes) is not its text: one
-    issue naming where, not a file read as garbage."""
+@pytest.mark.parametrize(("codec", "lost"), [("utf-16", 1), ("utf-32", 3)])
+def test_a_wide_file_cut_inside_its_last_character_is_read_to_there(
+        tmp_path: Path, samples: Path, codec: str, lost: int) -> None:
+    """A UTF-16 or UTF-32 file cut inside its last character (one still being written) was
+    refused whole, where a UTF-8 file cut inside its last line keeps every line before it: its
+    text up to the cut is read, with one issue saying what was left out.  The sample ends in a
+    newline, so the cut takes only that: the same runs as the whole file."""
     path = _sample(samples, SAMPLES[1])
-    data = path.read_bytes().decode("utf-8").encode("utf-16")
+    data = path.read_bytes().decode("utf-8").encode(codec)
     cut = tmp_path / path.name
     cut.write_bytes(data[:-1])
-    assert _one_issue(parse_file(cut, tmp_path)) == (
-        f"UTF-16 text (its byte order mark) that does not decode at byte {len(data) - 2:,}; "
-        "not read")
+    got = parse_file(cut, tmp_path)
+    said = (f"the file ends inside a {codec.upper()} character (its last {lost} byte(s) left "
+            "out: a file still being written?)")
+    assert [i.reason for i in got.issues] == [said]
+    assert _runs(got) == _runs(parse_file(path, path.parent))
+
+
+def test_a_wide_file_that_does_not_decode_is_one_issue(tmp_path: Path, samples: Path) -> None:
+    """A UTF-16 file with a lone surrogate inside it is not its text: one issue naming where,
+    not a file read as garbage."""
+    path = _sample(samples, SAMPLES[1])
+    data = path.read_bytes().decode("utf-8").encode("utf-16")
+    bad = tmp_path / path.name
+    at = len(data) // 2 & ~1  # (a code unit's start)
+    bad.write_bytes(data[:at] + b"\x00\xdc" + data[at:])  # a low surrogate alone
+    assert _one_issue(parse_file(bad, tmp_path)) == (
+        f"UTF-16 text (its byte order mark) that does not decode at byte {at:,}; not read")
