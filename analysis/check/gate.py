@@ -45,7 +45,7 @@ from analysis.check.baseline import (
 )
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
-from analysis.per_run.notes import figure_notes
+from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
 from analysis.truth_notes import unrecorded_requests
 from replay.corpus import Corpus, not_replayed
 from replay.ingest.run_label import run_key, run_labels
@@ -146,9 +146,11 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     labels = run_labels(corpus.runs)
     keys = {run_key(rid, src): rid for rid, src in zip(corpus.runs["run_id"].to_pylist(),
                                                        corpus.runs["source"].to_pylist())}
-    more = figure_notes(unrecorded=unrecorded_requests(corpus, [
-        (keys.get(run, run), source) for cur in current.policies.values()
-        for run, source in cur.truth.items()]), not_replayed=not_replayed(corpus))
+    cells = [(keys.get(run, run), source) for cur in current.policies.values()
+             for run, source in cur.truth.items()]
+    more = figure_notes(unrecorded=unrecorded_requests(corpus, cells),
+                        unknown_gaps=unknown_gaps_by_run(corpus, (rid for rid, _ in cells)),
+                        not_replayed=not_replayed(corpus))
     return replace(result, notes=result.notes + tuple(more),
                    labels={run_key(rid, src): labels[rid] for rid, src in zip(
                        corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})

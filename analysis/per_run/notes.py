@@ -3,8 +3,8 @@
 What the figures of ``replay run``, ``diff``, ``sweep`` and ``check`` rest on beyond the log:
 induced work the replay added (``analysis.per_run.induced``) and how many induced re-reads were
 sized as estimates, runs the tokenizer judged although recorded usage was asked for and
-requests that recorded no usage (``analysis.truth_notes``), and runs not replayed
-(``replay.corpus``).  Each command gives what it knows; ``figure_notes`` makes the sentences,
+requests that recorded no usage (``analysis.truth_notes``), requests with no idle gap the
+replay can read (``unknown_gaps``), and runs not replayed (``replay.corpus``).  Each command gives what it knows; ``figure_notes`` makes the sentences,
 so a note is never worded, ordered or forgotten differently from one command to the next.
 
 Here, in ``analysis.per_run``, beside the metrics the notes speak of, so that ``replay run``'s
@@ -19,9 +19,51 @@ from collections.abc import Iterable, Sequence
 
 from analysis.per_run.induced import INDUCED_NOTE, estimated_note
 from analysis.truth_notes import tokenizer_judged_note, unrecorded_note
-from replay.corpus import not_replayed_note
+from replay.corpus import Corpus, not_replayed_note
+from replay.engine.prepared import timestamp_seconds
 
-__all__ = ["estimated_by_policy", "figure_notes"]
+__all__ = ["estimated_by_policy", "figure_notes", "unknown_gaps", "unknown_gaps_by_run"]
+
+
+def unknown_gaps(ts: Iterable[str | None]) -> tuple[int, int]:
+    """Of one run's requests in order (their recorded timestamps), those with no idle gap the
+    replay can read: (no timestamp the engine reads, ``timestamp_seconds``: missing or not
+    ISO 8601; timestamped before the request before it, a clock set back).  The prefix cache
+    expires after the provider's ``ttl_s`` (and an ``idle_minutes`` trigger fires) only on a
+    gap between two timestamps (``PreparedRun.expired``): there it never does, and after a
+    clock set back the next gap is measured from it."""
+    missing = back = 0
+    prev: float | None = None
+    for t in (timestamp_seconds(x or "") for x in ts):
+        if t is None:
+            missing += 1
+            continue
+        back += prev is not None and t < prev
+        prev = t
+    return missing, back
+
+
+def unknown_gaps_by_run(corpus: Corpus, run_ids: Iterable[str]) -> dict[str, int]:
+    """Run id → its requests with no idle gap the replay can read (``unknown_gaps``), of the
+    runs ``run_ids`` (those replayed) that have any."""
+    wanted = set(run_ids)
+    if not wanted:
+        return {}
+    rq = corpus.requests.select(["run_id", "ts"]).to_pydict()
+    by_run: dict[str, list[str | None]] = {}
+    for rid, t in zip(rq["run_id"], rq["ts"]):
+        if rid in wanted:
+            by_run.setdefault(rid, []).append(t)
+    return {rid: n for rid, ts in by_run.items() if (n := sum(unknown_gaps(ts)))}
+
+
+def _gaps_note(counts: dict[str, int]) -> str | None:
+    if not counts:
+        return None
+    n = sum(counts.values())
+    return (f"{n:,} request(s) in {len(counts):,} run(s) have no idle gap the replay can read "
+            "(no timestamp, or one before the request before): the prefix cache never expires "
+            "there; each run's note in replay run says how many")
 
 
 def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
@@ -29,6 +71,7 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
                  truth_cells: Iterable[tuple[str, str | None]] = (),
                  truth_where: str | None = None,
                  unrecorded: dict[str, int] | None = None,
+                 unknown_gaps: dict[str, int] | None = None,
                  not_replayed: Sequence[str] = ()) -> list[str]:
     """The notes, in order, of the facts a command gives (each left out when it has nothing).
 
@@ -40,6 +83,7 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
         truth_cells: (run id, truth source) of each replay; ``truth_where`` says where each
             run's truth is shown (``tokenizer_judged_note``).
         unrecorded: run id → its requests that recorded no usage (``unrecorded_requests``).
+        unknown_gaps: run id → its requests with no idle gap (``unknown_gaps_by_run``).
         not_replayed: labels of the runs with no recorded request.
     """
     notes = []
@@ -49,7 +93,8 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
     if estimated := estimated_note(n_estimated):
         notes.append(f"{estimated} {estimated_scope}".rstrip())
     for note in (tokenizer_judged_note(truth_cells, truth_where),
-                 unrecorded_note(unrecorded or {}), not_replayed_note(list(not_replayed))):
+                 unrecorded_note(unrecorded or {}), _gaps_note(unknown_gaps or {}),
+                 not_replayed_note(list(not_replayed))):
         if note:
             notes.append(note)
     return notes

@@ -25,11 +25,10 @@ from typing import Any
 import pyarrow as pa
 
 from analysis.per_run import PARTS, SPECS, known, part_metrics
-from analysis.per_run.notes import figure_notes
+from analysis.per_run.notes import figure_notes, unknown_gaps
 from analysis.truth_notes import run_note, truth_of
 from replay.apply_policy import RunMeta, RunRollup
 from replay.corpus import Corpus, not_replayed
-from replay.engine.prepared import timestamp_seconds
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
 from replay.policy import Policy
@@ -119,21 +118,11 @@ def _harness_note(policy: Policy, harness: str, model: str,
 
 
 def _idle_note(trace: Trace, policy: Policy) -> str | None:
-    """Requests whose idle gap the replay cannot judge, under any policy: the prefix cache
-    expires after the provider's ``ttl_s`` of idle time (and an ``idle_minutes`` trigger
-    fires) only on a gap between two timestamps the engine reads
-    (``PreparedRun.expired``).  A request with no such timestamp (``timestamp_seconds``:
-    missing, or not ISO 8601) has no gap; one timestamped before the request before it (a
-    clock set back, sessions merged out of order) has none either, and the next gap is
-    measured from it."""
+    """A run's requests with no idle gap the replay can read (``notes.unknown_gaps``), said
+    under any policy: the prefix cache never expires there (nor does an ``idle_minutes``
+    trigger fire, when the policy has one)."""
     ts = trace.columns("requests")["ts"]
-    seconds = [timestamp_seconds(t) for t in ts]
-    missing = seconds.count(None)
-    back, prev = 0, None
-    for t in seconds:
-        if t is not None:
-            back += prev is not None and t < prev
-            prev = t
+    missing, back = unknown_gaps(ts)
     idle = any(getattr(getattr(t, "trigger", None), "idle_minutes", None) for t in policy.tiers)
     what = "the cache never expires" + (" and the idle_minutes trigger never fires"
                                         if idle else "")

@@ -138,7 +138,7 @@ def diff(
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
-    from analysis.per_run.notes import estimated_by_policy, figure_notes
+    from analysis.per_run.notes import estimated_by_policy, figure_notes, unknown_gaps_by_run
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
@@ -154,6 +154,7 @@ def diff(
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     unrecorded = unrecorded_requests(corpus, done.truth_cells())
+    gaps = unknown_gaps_by_run(corpus, (rid for rid, _ in done.truth_cells()))
     labels = run_labels(corpus.runs)
     if table.as_json:  # each row's run by its label, beside its run id (as run and check say it)
         records = [{"scope": r["scope"], "run": labels.get(r["run_id"], r["run_id"]), **r}
@@ -163,6 +164,7 @@ def diff(
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
+                     "unknown_idle_gap_requests": gaps,
                      "truth_sources": done.truth_sources(), "rows": records})
         _finish(corpus.report, strict)
         return
@@ -184,7 +186,7 @@ def diff(
     for note in figure_notes(induced=done.includes_induced, n_estimated=n_estimated,
                              estimated_scope=estimated_scope,
                              truth_cells=done.truth_cells(), truth_where="--json's truth_sources",
-                             unrecorded=unrecorded, not_replayed=left):
+                             unrecorded=unrecorded, unknown_gaps=gaps, not_replayed=left):
         say(f"note: {note}", err=True)
     _finish(corpus.report, strict)
 
@@ -257,7 +259,7 @@ def sweep(
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
-    from analysis.per_run.notes import figure_notes
+    from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, unrecorded_requests
@@ -286,6 +288,7 @@ def sweep(
     s = done.result.stats
     shown = done.best_rows(top)
     unrecorded = unrecorded_requests(done.corpus, done.truth_cells())
+    gaps = unknown_gaps_by_run(done.corpus, (rid for rid, _ in done.truth_cells()))
     left = not_replayed(done.corpus)
     if s.n_cache_dropped:
         warn(f"sweep cache: {s.n_cache_dropped} run file(s) failed their check (another run's, "
@@ -303,6 +306,7 @@ def sweep(
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
+                     "unknown_idle_gap_requests": gaps,
                      "not_replayed": left})
     else:
         same = (f" ({done.n_same_policy} more the grid asked for made a policy already in it: "
@@ -320,7 +324,7 @@ def sweep(
                 estimated_scope=f"(summed over the table's {len(rows):,} (run, setting) rows)",
                 truth_cells=done.truth_cells(),
                 truth_where=f"the truth_source column of {out / 'sweep'}'s tables",
-                unrecorded=unrecorded, not_replayed=left):
+                unrecorded=unrecorded, unknown_gaps=gaps, not_replayed=left):
             say(f"note: {note}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)

@@ -151,7 +151,8 @@ def _is_error(r: dict[str, Any]) -> bool:
 
 
 def _parts_text(content: Any, *, responses: bool = False) -> str:
-    """Text of Gemini parts (a string, a part, or a list of parts); inline data as ``[image]``."""
+    """Text of Gemini parts (a string, a part, or a list of parts); inline data as its
+    placeholder (``content_text.inline_placeholder``: an image's or a document's)."""
     if content is None:
         return ""
     if isinstance(content, str):
