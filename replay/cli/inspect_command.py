@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 @table_command
 def inspect(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="One log file.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="One log file (or OpenHands V1 conversation folder).")],
     fmt: FormatOpt = None,
     *,
     table: TableOptions,
@@ -39,12 +39,16 @@ def inspect(
     column); --json prints everything."""
     # lazy: the ingest's parsers load pyarrow, which --help and usage errors do not need
     from replay.ingest.inspect import gap_story, inspect_file
+    from replay.ingest.openhands_v1_folder import conversation_parts
 
-    if not file.is_file():  # missing, or a folder: a usage error (2), as every command's
-        # missing path; there but not a regular file (a FIFO, a device, a dangling or looping
-        # link): an input that cannot be read (1), as ``ingest`` and ``run`` say of it
+    if not file.is_file() and conversation_parts(file) is None:  # (an OpenHands V1
+        # conversation folder is one input) missing, or another folder: a usage error (2), as
+        # every command's missing path; there but not a regular file (a FIFO, a device, a
+        # dangling or looping link): an input that cannot be read (1), as ``ingest`` and
+        # ``run`` say of it
         if file.is_dir() or not os.path.lexists(file):
-            error(f"{file}: not a file" + (" (a folder: inspect reads one file)"
+            error(f"{file}: not a file" + (" (a folder: inspect reads one file, or an "
+                                           "OpenHands V1 conversation folder)"
                                            if file.is_dir() else ""))
             raise typer.Exit(2)
         error(f"{file}: not a regular file; not read")

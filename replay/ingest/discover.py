@@ -3,7 +3,9 @@ stored under.
 
 A folder is searched for ``LOG_SUFFIXES`` files (a store's own files excepted); a file named
 directly is always taken; a path reached twice (a folder and a file in it both given) is listed
-once.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
+once.  An OpenHands V1 conversation folder (``base_state.json`` and ``events/event-*.json``;
+or its ``events`` folder) is one input, the folder itself, named or met in a walk
+(``replay.ingest.openhands_v1_folder``): its files are not inputs of their own.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
 of its own, under its own name (``replay.ingest.parsers.source.run_id_for``).  The stored name is the path
 relative to the folder given, made unique so that two inputs never share a store entry.
 
@@ -17,6 +19,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from replay.ingest import store
+from replay.ingest.openhands_v1_folder import (
+    EVENTS_DIR,
+    conversation_parts,
+    conversations_in,
+    taken_by,
+)
 from replay.safe_text import valid_text
 
 LOG_SUFFIXES = (".jsonl", ".json", ".traj", ".eval")
@@ -40,12 +48,16 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
     a folder is not followed (it may lead anywhere, ``/`` or back up: a loop); it is appended
     to ``not_followed`` so that the caller says so (naming the link reads it).  A compressed
     log inside a folder (``session.jsonl.gz``: ``COMPRESSED_SUFFIXES``) is not taken; it is
-    appended to ``compressed``, for the same reason.
+    appended to ``compressed``, for the same reason.  An OpenHands V1 conversation folder,
+    named or found, is one entry, the folder (its ``events`` folder named alone: that folder,
+    stored under ``<conversation>/events``), and its files none.
     """
     found: list[tuple[Path, Path]] = []
     seen: set[str] = set()  # (normalised absolute paths: equal strings, equal paths)
     for p in paths:
-        if p.is_dir():
+        if p.is_dir() and (parts := conversation_parts(p)) is not None:
+            candidates = [(p, p.parent if parts[1] != p else p.parent.parent)]
+        elif p.is_dir():
             entries = [(f, f.is_dir()) for f in p.rglob("*")]  # (one stat a path, not two)
             if not_followed is not None:
                 not_followed.extend(sorted((f for f, folder in entries
@@ -58,6 +70,13 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
             candidates = [(f, p) for f in files if f.name.endswith(LOG_SUFFIXES)
                           and f.name not in _SKIP_NAMES
                           and not (stores and any(d in stores for d in f.parents))]
+            events = [f for f, folder in entries if folder and f.name == EVENTS_DIR]
+            if events and (conversations := conversations_in(  # (only beside events folders)
+                    {d for e in events for d in (e, e.parent) if not d.is_symlink()}, files)):
+                candidates = [c for c in candidates
+                              if not any(taken_by(d, c[0]) for d in _owners(c[0], conversations))]
+                candidates += [(d, p) for d in conversations]  # (one input each)
+                candidates.sort(key=lambda c: _order(c[0]))
             if compressed is not None:
                 compressed.extend(f for f in files if f.name.endswith(_COMPRESSED_LOGS))
         else:
@@ -68,6 +87,11 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
                 seen.add(key)
                 found.append((f, root))
     return found
+
+
+def _owners(f: Path, conversations: set[Path]) -> list[Path]:
+    """The conversation folders that may take file ``f`` (its folder's, or its parent's)."""
+    return [d for d in (f.parent, f.parent.parent) if d in conversations]
 
 
 def _order(path: Path) -> tuple[str, ...]:

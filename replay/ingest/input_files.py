@@ -4,7 +4,9 @@ A log named on the command line (or found in a folder) may be a FIFO that never 
 such as ``/dev/zero``, a socket, a symlink loop or simply too big.  ``read_input`` opens it
 without blocking, checks that it is a regular file *after* opening (no swap between check and
 read), and reads at most ``max_file_bytes()`` bytes; anything else is an ``Unreadable`` with
-a one-line reason, reported as that file's issue while the rest of the batch goes on.
+a one-line reason, reported as that file's issue while the rest of the batch goes on.  A folder
+is read only when it is an OpenHands V1 conversation: as one document of its files
+(``replay.ingest.openhands_v1_folder.bundle``, each file read as here); any other is refused.
 
 The limit is ``DEFAULT_MAX_FILE_BYTES`` (1 GiB), or the environment variable
 ``CTXREPLAY_MAX_FILE_BYTES`` (bytes; e.g. ``4000000000``).
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from replay.errors import ConfigError
+from replay.ingest.openhands_v1_folder import bundle
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 """Files larger than this (1 GiB) are reported and skipped unless the limit is raised."""
@@ -59,6 +62,10 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
 
 class Unreadable(Exception):
     """A file that is not read: why, in one line."""
+
+
+class _Folder(Unreadable):
+    """A folder given to read: one an OpenHands V1 conversation is is read as its bundle."""
 
 
 def max_file_bytes() -> int:
@@ -120,6 +127,8 @@ def _open(path: Path, max_bytes: int) -> tuple[int, int]:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise _Folder("not a regular file (a folder); not read")
         if not stat.S_ISREG(st.st_mode):
             kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
             raise Unreadable(f"not a regular file ({kind}); not read")
@@ -145,7 +154,10 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
             grows past it while being read).
     """
     max_bytes = max_file_bytes() if max_bytes is None else max_bytes
-    fd, size = _open(path, max_bytes)
+    try:
+        fd, size = _open(path, max_bytes)
+    except _Folder:
+        return _conversation(path, max_bytes)
     want = size + 1  # (never read(max_bytes): that allocates it all at once)
     chunks, total = [], 0
     try:  # (straight from the descriptor: a file object costs more than reading a small file)
@@ -165,6 +177,19 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
     if len(data) > max_bytes:
         raise Unreadable(_too_big(None, max_bytes))
     return data
+
+
+def _conversation(path: Path, max_bytes: int) -> bytes:
+    """The bytes a folder is read as: an OpenHands V1 conversation's bundle
+    (``replay.ingest.openhands_v1_folder``); any other folder is ``Unreadable``."""
+    try:
+        return bundle(Path(path), max_bytes, read_input, Unreadable)
+    except ValueError:
+        raise Unreadable("not a regular file (a folder); not read") from None
+    except OverflowError as exc:
+        raise Unreadable(f"{exc}; not read (raise it with {ENV_MAX_FILE_BYTES}=BYTES)") from None
+    except OSError as exc:
+        raise Unreadable(f"cannot read the conversation folder: {exc.strerror or exc}") from None
 
 
 def as_utf8(data: bytes) -> tuple[bytes, str, int]:
@@ -224,6 +249,11 @@ def sha256_of(path: Path, max_bytes: int | None = None) -> str:
     max_bytes = max_file_bytes() if max_bytes is None else max_bytes
     try:
         fd, _ = _open(path, max_bytes)
+    except _Folder:
+        try:
+            return hashlib.sha256(_conversation(path, max_bytes)).hexdigest()
+        except Unreadable:
+            return ""
     except Unreadable:
         return ""
     h, seen = hashlib.sha256(), 0

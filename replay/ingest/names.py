@@ -4,7 +4,8 @@ shows them in ``--help``, which loads no parser): the log formats and the tokeni
 from __future__ import annotations
 
 FORMATS: tuple[str, ...] = ("claude_code", "codex", "swe_agent", "mini_swe_agent", "atif",
-                            "gemini_cli", "inspect_ai", "opencode", "openhands", "chat")
+                            "gemini_cli", "inspect_ai", "opencode", "openhands_v1",
+                            "openhands", "chat")
 """Every parser's ``NAME``, in the order sniffing tries them (more specific formats first):
 ``replay.ingest.parsers.PARSERS`` is built in this order and refuses to load otherwise."""
 

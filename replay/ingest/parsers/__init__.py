@@ -29,6 +29,7 @@ from replay.ingest.parsers import (
     mini_swe_agent,
     opencode,
     openhands,
+    openhands_v1,
     swe_agent,
 )
 
@@ -45,6 +46,7 @@ PARSERS: dict[str, ModuleType] = {
         gemini_cli,
         inspect_ai,
         opencode,
+        openhands_v1,
         openhands,
         chat,
     )

@@ -19,6 +19,7 @@ import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.redact import redact
+from replay.redact.payload import SUPPORTED
 from replay.redact.time_shift import ShiftOutOfRange, shift_ids
 from tests.conftest import REPO
 
@@ -71,7 +72,12 @@ def _shifted(ts: str) -> datetime | None:
         return None
 
 
-@pytest.mark.parametrize("folder", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
+_NOT_REDACTED = ("openhands_v1",)
+"""Fixture folders of a format redact refuses, saying so (``test_a_format_redact_lacks_is_said``)."""
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()
+                                          and p.name not in _NOT_REDACTED))
 def test_shift_days_moves_every_timestamp_of_every_format(folder: str, tmp_path: Path) -> None:
     report = redact([FIXTURES / folder], tmp_path / "out", shift_days=DAYS, salt="t")
     written = [f for f in report.files if f.written]
@@ -100,6 +106,16 @@ def test_shift_days_moves_every_timestamp_of_every_format(folder: str, tmp_path:
         left_dates, left_numbers = _moments(copy)
         assert left_dates <= moved_dates, (f.source, sorted(left_dates - moved_dates))
         assert left_numbers <= moved_numbers, (f.source, sorted(left_numbers - moved_numbers))
+
+
+@pytest.mark.parametrize("folder", _NOT_REDACTED)
+def test_a_format_redact_lacks_is_said(folder: str, tmp_path: Path) -> None:
+    report = redact([FIXTURES / folder], tmp_path / "out", shift_days=DAYS, salt="t")
+    assert report.files and not any(f.written for f in report.files)
+    for f in report.files:
+        want = (f"not redacted: {folder} logs are not supported by redact yet (supported: "
+                f"{', '.join(SUPPORTED)})")
+        assert [i.reason for i in f.issues] == [want]
 
 
 def _times_in_ids(path: Path) -> set[int]:

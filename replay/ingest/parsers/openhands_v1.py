@@ -1,0 +1,378 @@
+"""OpenHands V1 conversations: the software-agent-sdk's persisted conversation folders.
+
+A conversation is a folder (``replay.ingest.openhands_v1_folder``: ``base_state.json`` and
+``events/event-NNNNN-<id>.json``), read as one document of its files, one run.  Events are
+read in their index order; each is ``{id, timestamp, source, kind, ...}``
+(``openhands/sdk/event/``).  What the model saw, as the SDK's ``events_to_messages`` builds it:
+
+* ``SystemPromptEvent``: the system message (``system_prompt.text``, then
+  ``dynamic_context.text``; the tool schemas in ``tools`` are not text of the run).
+* ``MessageEvent``: ``llm_message`` (``role``, ``content`` blocks, ``reasoning_content``) and its
+  ``extended_content``; one from the agent is a model response (``llm_response_id``).
+* ``ActionEvent``: one tool call (``tool_call{id, name, arguments}``); consecutive actions of one
+  ``llm_response_id`` are one assistant message (the first's ``thought`` and reasoning, every
+  call), one request.
+* ``ObservationEvent`` (``observation.content``, ``is_error``), ``UserRejectObservation``
+  ("Action rejected: <reason>") and ``AgentErrorEvent`` (``error``): tool results, paired by
+  ``tool_call_id``.
+* ``Condensation``: a harness compaction.  The events named in ``forgotten_event_ids`` leave the
+  context; the messages of the others are its ``preserved_msgs``; its ``summary`` is a harness
+  summary message (none when it has none: the compaction is a bare cut).  The condenser's own
+  model call is no request of the run (its usage is under the ``condenser`` usage id).
+
+Usage: the SDK records one ``TokenUsage`` per model call in ``base_state.json``
+(``stats.usage_to_metrics.<usage id>.token_usages[]``, each with the call's ``response_id``):
+a request's usage is the one whose ``response_id`` is its ``llm_response_id``.
+``prompt_tokens`` is the whole prompt as litellm counts it, cache reads included (an ACP
+usage whose ``cache_read_tokens`` exceed it counts them apart, as the SDK's own
+``cache_hit_rate`` reads it: then the prompt is their sum); ``cache_write_tokens``,
+``completion_tokens`` and ``reasoning_tokens`` as recorded.  A request with no usage record
+(no ``base_state.json``, or none for its response) has unknown usage, counted in an issue.
+
+Coverage types: ``event/<kind>`` (``(no call)`` for a result whose call is not in the run,
+``(malformed)``), ``file (<why not read>)`` for a folder entry not read (a symlink, a name
+that is no event file's, text that is not UTF-8 or not JSON), ``base_state``.  Skipped:
+state updates, pauses, interrupts, streaming deltas, token ids, hook runs, completion logs,
+condensation requests, conversation errors (none is sent to the model); unknown: any other
+kind.  A gap in the event numbering (the SDK itself stops reading at the first) is one issue.
+
+Checked against: the SDK sources (``OpenHands/software-agent-sdk``, snapshot 2026-08-22) and two
+real conversation folders committed there (``tests/fixtures/openhands_v1/SOURCES.md``).  Not
+handled: the conversation tree's abandoned branches (``parent_id``: events are read in index
+order), subagent conversations, ACP tool-call events (skipped, counted).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from replay.ingest.openhands_v1_folder import BASE_STATE, EVENT_NAME, EVENTS_DIR, HEADER_KEY
+from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
+from replay.ingest.parsers.jsonl import as_obj as _obj
+from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.openhands_v1_usage import Usage, usage_by_response
+from replay.ingest.parsers.source import Issue, Source
+
+NAME = "openhands_v1"
+
+_HEADER = re.compile(rb'\s*\{"' + HEADER_KEY.encode() + rb'":')
+_SKIPPED = frozenset({"ConversationStateUpdateEvent", "PauseEvent", "InterruptEvent",
+                      "StreamingDeltaEvent", "TokenEvent", "HookExecutionEvent",
+                      "LLMCompletionLogEvent", "CondensationRequest", "ConversationErrorEvent",
+                      "ACPToolCallEvent", "CondensationSummaryEvent"})
+"""Event kinds the SDK never sends to the model (a ``CondensationSummaryEvent`` is made from
+its ``Condensation`` when the context is built; one on disk is not read twice)."""
+_RESULTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+
+
+def sniff(filename: str, head: bytes) -> bool:
+    """True for the document an OpenHands V1 conversation folder is read as (its header line)."""
+    return _HEADER.match(head) is not None
+
+
+def evidence(filename: str, head: bytes) -> str:
+    """What of OpenHands V1 the head shows: a conversation folder, or one of its files named
+    alone (to be read with its folder)."""
+    if sniff(filename, head):
+        return "an OpenHands V1 conversation folder (base_state.json and events/)"
+    if EVENT_NAME.match(filename) and b'"kind"' in head and b'"source"' in head:
+        return "an OpenHands V1 event file: name its conversation folder to read the conversation"
+    return ""
+
+
+def companion(path: PurePath) -> str:
+    """Why a file of an OpenHands V1 conversation folder named alone (its ``base_state.json``
+    or an event file) is no run of its own."""
+    if path.name == BASE_STATE or (EVENT_NAME.match(path.name) and path.parent.name == EVENTS_DIR):
+        return ("a file of an OpenHands V1 conversation folder: name the folder to read the "
+                "conversation")
+    return ""
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What the walk of one conversation keeps."""
+
+    b: RunBuilder
+    usage: dict[str, Usage]
+    msgs_of: dict[str, list[int]] = field(default_factory=dict)
+    """Event id -> the run's messages made from it."""
+    forgotten: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    """The ids of the tool calls emitted."""
+    responses: set[str] = field(default_factory=set)
+    batch: str | None = None
+    """The ``llm_response_id`` of the assistant message being built from actions."""
+    no_usage: int = 0
+
+
+def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
+    """One run from an OpenHands V1 conversation folder's document; bad entries are reported,
+    counted and skipped."""
+    lines = bytes(src.data).split(b"\n")
+    src.release_data()
+    cov = src.coverage
+    try:
+        header = _obj(loads(lines[0]))
+    except JSON_REFUSED:
+        header = {}
+    if not isinstance(header.get(HEADER_KEY), str):
+        issues.append(Issue(src.path, 1, "not an OpenHands V1 conversation document"))
+        return []
+    base: dict[str, Any] | None = None
+    events: dict[int, tuple[str, Any]] = {}
+    for no, raw in enumerate(lines[1:], start=2):
+        if not raw.strip():
+            continue
+        rec = _record(raw)
+        name = _str(rec.get("file")) or f"line {no}"
+        if not isinstance(rec.get("text"), str):
+            why = _str(rec.get("refused")) or "no text"
+            cov.unknown(f"file ({_short(why)})")
+            issues.append(Issue(src.path, no, f"{name}: not read ({why})"))
+            continue
+        try:
+            doc = loads(rec["text"])
+        except JSON_REFUSED as exc:
+            cov.unknown("file (not JSON: cut short?)")
+            issues.append(Issue(src.path, no, f"{name}: not JSON ({_short(str(exc))}); skipped"))
+            continue
+        if name.endswith(BASE_STATE):
+            base = doc if isinstance(doc, dict) else None
+            cov.count("base_state", "modelled" if base is not None else "unknown")
+            continue
+        m = EVENT_NAME.match(name.rsplit("/", 1)[-1])
+        if m is None:
+            cov.unknown("file (not an event file)")
+            issues.append(Issue(src.path, no, f"{name}: not an event file name; skipped"))
+            continue
+        idx = int(m["idx"])
+        if idx in events:
+            cov.unknown("file (repeated event index)")
+            issues.append(Issue(src.path, no, f"{name}: a second event numbered {idx}; skipped"))
+            continue
+        if isinstance(doc, dict) and doc.get("id") != m["event_id"]:
+            issues.append(Issue(src.path, no, f"{name}: its event's id {_str(doc.get('id'))!r} "
+                                              "is not the one in its name (kept)"))
+        events[idx] = (name, doc)
+    _say_gaps(src, issues, sorted(events))
+    usage, bad_usage = usage_by_response(base)
+    issues.extend(Issue(src.path, 0, f"{BASE_STATE}: {why}") for why in bad_usage)
+    if base is None:
+        issues.append(Issue(src.path, 0, f"no readable {BASE_STATE}: every request's usage is "
+                                          "unknown"))
+    agent = _obj(_obj(base).get("agent"))
+    model = _str(_obj(agent.get("llm")).get("model"))
+    w = _Walk(RunBuilder(src, 0, NAME, issues, model=model, harness="openhands-v1"), usage)
+    for idx in sorted(events):
+        name, ev = events[idx]
+        _event(w, src, ev, name)
+    if w.no_usage:
+        issues.append(Issue(src.path, 0, f"{w.no_usage} of {len(w.responses)} request(s) have no "
+                                          f"usage record in {BASE_STATE} (unknown)"))
+    if not events:
+        cov.no_conversation = "an OpenHands V1 conversation folder with no events yet"
+        return []
+    return [w.b.build()]
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    try:
+        return _obj(loads(raw))
+    except JSON_REFUSED:
+        return {}
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _say_gaps(src: Source, issues: list[Issue], present: list[int]) -> None:
+    """One issue naming the event numbers missing from the sequence (0 to the highest read)."""
+    if not present:
+        return
+    missing = sorted(set(range(present[-1] + 1)) - set(present))
+    if missing:
+        shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        src.coverage.unknown("event (missing from the sequence)", len(missing))
+        issues.append(Issue(src.path, 0, f"{len(missing)} event file(s) missing from the "
+                                          f"numbering ({shown}): the events after a gap are read "
+                                          "(the SDK stops at the first)"))
+
+
+def _event(w: _Walk, src: Source, ev: Any, name: str) -> None:
+    """Emit one event; counts it in the coverage."""
+    cov = src.coverage
+    if not isinstance(ev, dict) or not isinstance(ev.get("kind"), str):
+        cov.unknown("event (no kind)")
+        w.b.issues.append(Issue(src.path, 0, f"{name}: not an event object with a kind; skipped"))
+        return
+    kind = ev["kind"]
+    rtype = f"event/{kind}"
+    if kind != "ActionEvent":
+        w.batch = None
+    try:
+        if kind == "SystemPromptEvent":
+            _system(w, ev)
+        elif kind == "MessageEvent":
+            _message(w, ev)
+        elif kind == "ActionEvent":
+            _action(w, ev)
+        elif kind in _RESULTS:
+            if not _result(w, ev, kind):
+                cov.skipped(f"{rtype} (no call)")
+                return
+        elif kind == "Condensation":
+            _condensation(w, ev)
+        elif kind in _SKIPPED:
+            cov.skipped(rtype)
+            return
+        else:
+            cov.unknown(rtype)
+            w.b.issues.append(Issue(src.path, 0, f"{name}: event kind {kind!r} not known; "
+                                                 "skipped"))
+            return
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        cov.unknown(f"{rtype} (malformed)")
+        w.b.issues.append(Issue(src.path, 0, f"{name}: {type(exc).__name__}: {exc}; skipped"))
+        return
+    cov.modelled(rtype)
+
+
+def _made(w: _Walk, ev: dict[str, Any], msg: int) -> None:
+    w.msgs_of.setdefault(_str(ev.get("id")), []).append(msg)
+
+
+def _system(w: _Walk, ev: dict[str, Any]) -> None:
+    prompt = ev["system_prompt"]
+    dynamic = ev.get("dynamic_context")
+    text = "\n".join(t for t in (as_text(prompt), as_text(dynamic) if dynamic else "") if t)
+    _made(w, ev, w.b.message("system", ts=_str(ev.get("timestamp"))))
+    w.b.text(text)
+
+
+def _message(w: _Walk, ev: dict[str, Any]) -> None:
+    msg = ev["llm_message"]
+    if not isinstance(msg, dict):
+        raise TypeError("'llm_message' is not an object")
+    role = _str(msg.get("role")) or ("assistant" if ev.get("source") == "agent" else "user")
+    ts = _str(ev.get("timestamp"))
+    _made(w, ev, w.b.message(role if role in ("user", "assistant", "system") else "user", ts=ts))
+    reasoning = msg.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        w.b.text(reasoning, kind="reasoning")
+    _content(w, msg.get("content"))
+    extended = ev.get("extended_content")
+    if isinstance(extended, list) and extended:
+        w.b.text(as_text(extended))
+    rid = ev.get("llm_response_id")
+    if ev.get("source") == "agent" and isinstance(rid, str) and rid:
+        _request(w, rid, ts)
+
+
+def _content(w: _Walk, content: Any) -> None:
+    """The text of message content blocks; an image block is one placeholder each."""
+    if not isinstance(content, list):
+        w.b.text(as_text(content))
+        return
+    texts = [c for c in content if not (isinstance(c, dict) and c.get("type") == "image")]
+    w.b.text(as_text(texts))
+    for c in content:
+        if isinstance(c, dict) and c.get("type") == "image":
+            urls = c.get("image_urls")
+            for _ in urls if isinstance(urls, list) and urls else [None]:
+                w.b.text("[image]", kind="image")
+
+
+def _action(w: _Walk, ev: dict[str, Any]) -> None:
+    call = ev["tool_call"]
+    rid = ev.get("llm_response_id")
+    rid = rid if isinstance(rid, str) and rid else None
+    call_id, tool = _str(call.get("id")) or _str(ev.get("tool_call_id")), _str(call.get("name"))
+    if not call_id or not tool:
+        raise ValueError("the tool call has no id or no name")
+    ts = _str(ev.get("timestamp"))
+    if rid is None or w.batch != rid:  # a new model response: a new assistant message
+        _made(w, ev, w.b.message("assistant", ts=ts))
+        reasoning = ev.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            w.b.text(reasoning, kind="reasoning")
+        thought = as_text(ev.get("thought"))
+        if thought:
+            w.b.text(thought)
+        if rid is not None:
+            _request(w, rid, ts)
+        w.batch = rid
+    else:
+        w.msgs_of.setdefault(_str(ev.get("id")), []).append(w.b.msg_index)
+    w.b.tool_call(call_id, tool, _arguments(call.get("arguments")))
+    w.calls.add(call_id)
+
+
+def _arguments(raw: Any) -> Any:
+    """A call's arguments as recorded: the JSON object of the string, else the string."""
+    if isinstance(raw, str):
+        try:
+            value = loads(raw) if raw.strip() else {}
+        except JSON_REFUSED:
+            return raw
+        return value if isinstance(value, dict) else raw
+    return raw if isinstance(raw, dict) else {}
+
+
+def _result(w: _Walk, ev: dict[str, Any], kind: str) -> bool:
+    """Emit a tool result; False when its call is not in the run (not emitted)."""
+    call_id = ev["tool_call_id"]
+    if not isinstance(call_id, str) or call_id not in w.calls:
+        return False
+    if kind == "ObservationEvent":
+        obs = _obj(ev["observation"])
+        text = as_text(obs.get("content"))
+        extended = ev.get("extended_content")
+        if isinstance(extended, list) and extended:
+            text = "\n".join(t for t in (text, as_text(extended)) if t)
+        is_error = obs.get("is_error") is True
+    elif kind == "UserRejectObservation":
+        text = f"Action rejected: {_str(ev.get('rejection_reason')) or 'User rejected the action'}"
+        is_error = False
+    else:
+        text, is_error = _str(ev["error"]), True
+    _made(w, ev, w.b.message("tool", ts=_str(ev.get("timestamp"))))
+    w.b.tool_result(call_id, text, is_error=is_error)
+    return True
+
+
+def _condensation(w: _Walk, ev: dict[str, Any]) -> None:
+    ids = ev.get("forgotten_event_ids") or []
+    if not isinstance(ids, list):
+        raise TypeError("'forgotten_event_ids' is not a list")
+    w.forgotten |= {i for i in ids if isinstance(i, str)}
+    kept = sorted(m for eid, ms in w.msgs_of.items() if eid not in w.forgotten for m in ms)
+    summary = ev.get("summary")
+    event = w.b.n_events
+    w.b.event("compaction", preserved_msgs=kept, harness_compaction=True)
+    if isinstance(summary, str) and summary:
+        msg = w.b.message("user", ts=_str(ev.get("timestamp")))
+        w.b.set_event(event, summary_msg=msg)
+        w.b.summary(summary, counted=False)
+        w.msgs_of[f"{_str(ev.get('id'))}-summary"] = [msg]  # (the SDK's id of its summary)
+
+
+def _request(w: _Walk, rid: str, ts: str) -> None:
+    """The model call ``rid`` made the current message (once per response)."""
+    if rid in w.responses:
+        return
+    w.responses.add(rid)
+    u = w.usage.get(rid)
+    if u is None:
+        w.no_usage += 1
+        w.b.request(ts=ts)
+        return
+    w.b.request(input_tokens=u.prompt, cache_read_tokens=u.cache_read,
+                cache_write_tokens=u.cache_write, output_tokens=u.output,
+                reasoning_tokens=u.reasoning, model=u.model, ts=ts)

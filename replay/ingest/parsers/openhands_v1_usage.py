@@ -1,0 +1,73 @@
+"""OpenHands V1 usage: the token counts of each model call, by response id, from a
+conversation's ``base_state.json``.
+
+The SDK keeps one ``Metrics`` per LLM usage id (``agent``, ``condenser``, ...) in
+``stats.usage_to_metrics``; its ``token_usages`` list holds one ``TokenUsage`` per call
+(``prompt_tokens``, ``completion_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
+``reasoning_tokens``, ``response_id``: the ``llm_response_id`` of the events the call made).
+``prompt_tokens`` is the whole prompt as litellm counts it, cache reads included; an ACP agent's
+usage counts cache reads apart (the SDK's ``MetricsSnapshot.cache_hit_rate`` tells them by
+``cache_read_tokens > prompt_tokens``): then the prompt is their sum, and the issue says how many
+records were read so.  Values are as recorded: one that is not a count is made unknown, with an
+issue, by ``RunBuilder.request``.
+
+Not here: which requests they belong to (``replay.ingest.parsers.openhands_v1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from replay.ingest.parsers.counts import not_a_count
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One model call's recorded counts (as recorded: ``RunBuilder.request`` checks them)."""
+
+    model: str
+    prompt: Any
+    """The whole prompt's tokens (cache reads included)."""
+    cache_read: Any
+    cache_write: Any
+    output: Any
+    reasoning: Any
+
+
+def usage_by_response(base: dict[str, Any] | None) -> tuple[dict[str, Usage], list[str]]:
+    """Response id -> its call's usage, and what was wrong (one line each) in ``base``, a
+    ``base_state.json`` (None: none read)."""
+    found: dict[str, Usage] = {}
+    problems: list[str] = []
+    if base is None:
+        return found, problems
+    stats = base.get("stats")
+    per_id = stats.get("usage_to_metrics") if isinstance(stats, dict) else None
+    if not isinstance(per_id, dict):
+        problems.append("no stats.usage_to_metrics: every request's usage is unknown")
+        return found, problems
+    repeated = summed = 0
+    for metrics in per_id.values():
+        usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
+        for u in usages if isinstance(usages, list) else []:
+            rid = u.get("response_id") if isinstance(u, dict) else None
+            if not isinstance(rid, str) or not rid:
+                continue
+            if rid in found:
+                repeated += 1
+                continue
+            prompt, read = u.get("prompt_tokens"), u.get("cache_read_tokens")
+            if not_a_count(prompt) is None and not_a_count(read) is None and read > prompt:
+                prompt, summed = prompt + read, summed + 1
+            model = u.get("model")
+            found[rid] = Usage(model if isinstance(model, str) else "", prompt, read,
+                               u.get("cache_write_tokens"), u.get("completion_tokens"),
+                               u.get("reasoning_tokens"))
+    if repeated:
+        problems.append(f"{repeated} token usage record(s) repeat a response id already read "
+                        "(the first kept)")
+    if summed:
+        problems.append(f"{summed} token usage record(s) count cache reads apart from "
+                        "prompt_tokens (an ACP agent's): the prompt is read as their sum")
+    return found, problems

@@ -1,0 +1,352 @@
+"""OpenHands V1 parser: two real conversation folders of the software-agent-sdk against a plain
+walk of their event files, hostile folders (a missing, a cut, a symlinked event, unknown kinds),
+condensations (hand-made to the SDK's schema: no public one found), detection."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers import PARSERS, detect_format
+from replay.ingest.parsers.source import SNIFF_BYTES
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "openhands_v1"
+NAMES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+REAL = "cd94562403b9487ebdd4018e3f531dfd"  # a real gpt-4o-mini run with every call's usage
+
+
+def _events(folder: Path) -> list[dict[str, Any]]:
+    """The folder's events in index order, read with the json module."""
+    files = sorted((folder / "events").glob("event-*.json"), key=lambda p: int(p.name[6:11]))
+    return [json.loads(p.read_text(encoding="utf-8")) for p in files]
+
+
+def _independent(folder: Path) -> dict[str, Any]:
+    """Calls, results, model calls and their usage from the raw events and base_state.json."""
+    events = _events(folder)
+    usages = {u["response_id"]: u for m in json.loads(
+        (folder / "base_state.json").read_text())["stats"]["usage_to_metrics"].values()
+        for u in m["token_usages"]}
+    responses: list[str] = []
+    for e in events:
+        rid = e.get("llm_response_id")
+        if e["kind"] in ("ActionEvent", "MessageEvent") and e["source"] == "agent" and rid \
+                and rid not in responses:
+            responses.append(rid)
+    calls = [e["tool_call"]["id"] for e in events if e["kind"] == "ActionEvent"]
+    results = [e for e in events if e["kind"] == "ObservationEvent" and e["tool_call_id"] in calls]
+    known = [usages[r] for r in responses if r in usages]
+    return {"n_requests": len(responses), "n_tool_calls": len(calls),
+            "n_tool_results": len(results),
+            "recorded_input_tokens": sum(u["prompt_tokens"] for u in known),
+            "recorded_output_tokens": sum(u["completion_tokens"] for u in known),
+            "per_request": [(usages[r]["prompt_tokens"], usages[r]["cache_read_tokens"],
+                             usages[r]["completion_tokens"]) if r in usages else (None,) * 3
+                            for r in responses]}
+
+
+def test_fixtures_present() -> None:
+    assert len(NAMES) == 2
+    assert (FIXTURES / "SOURCES.md").is_file()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_counts_match_a_plain_walk(name: str) -> None:
+    folder = FIXTURES / name
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.format == "openhands_v1" and parsed.source == name
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    expected = _independent(folder)
+    per_request = expected.pop("per_request")
+    assert {k: run[k] for k in expected} == expected
+    reqs = parsed.tables.requests.to_pylist()
+    assert [(r["input_tokens"], r["cache_read_tokens"], r["output_tokens"]) for r in reqs] \
+        == per_request
+    assert run["n_orphan_results"] == 0
+
+
+def test_the_real_run_reads_whole() -> None:
+    folder = FIXTURES / REAL
+    parsed = parse_file(folder, folder.parent)
+    assert not parsed.issues, [str(i) for i in parsed.issues]
+    assert parsed.tables is not None
+    rows = parsed.tables.messages.to_pylist()
+    events = _events(folder)
+    assert [r["role"] for r in rows] == ["system", "user", "assistant", "tool", "assistant",
+                                         "tool", "user", "assistant"]
+    assert rows[0]["text"] == events[0]["system_prompt"]["text"]
+    call = next(r for r in rows if r["kind"] == "tool_call")
+    assert json.loads(call["text"]) == json.loads(events[2]["tool_call"]["arguments"])
+    assert call["tool"] == "terminal" and call["call_id"] == events[2]["tool_call_id"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_file_is_counted(name: str) -> None:
+    folder = FIXTURES / name
+    parsed = parse_file(folder, folder.parent)
+    n_files = len(list((folder / "events").glob("event-*.json"))) + 1  # + base_state.json
+    assert sum(n for fates in parsed.coverage.values() for n in fates.values()) == n_files
+
+
+def test_an_unknown_kind_is_counted_and_said() -> None:
+    folder = FIXTURES / "dd0e577997844195930e498016a6350b"  # a PR branch's SystemPromptUpdateEvent
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.coverage["event/SystemPromptUpdateEvent"] == {"unknown": 1}
+    assert any("'SystemPromptUpdateEvent' not known" in i.reason for i in parsed.issues)
+    assert any("2 of 3 request(s) have no usage record" in i.reason for i in parsed.issues)
+
+
+def _copy(tmp_path: Path, name: str = REAL) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(FIXTURES / name, folder)
+    return folder
+
+
+def _event_file(folder: Path, idx: int) -> Path:
+    return next((folder / "events").glob(f"event-{idx:05d}-*.json"))
+
+
+def test_a_missing_event_file_is_said_and_the_rest_read(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    _event_file(folder, 3).unlink()  # the terminal call's observation
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    assert (run["n_tool_calls"], run["n_tool_results"], run["n_requests"]) == (2, 1, 3)
+    assert parsed.coverage["event (missing from the sequence)"] == {"unknown": 1}
+    assert any("1 event file(s) missing from the numbering (3)" in i.reason
+               for i in parsed.issues)
+
+
+def test_a_cut_event_file_is_counted_not_fatal(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    cut = _event_file(folder, 5)
+    cut.write_bytes(cut.read_bytes()[:100])
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    assert parsed.coverage["file (not JSON: cut short?)"] == {"unknown": 1}
+    assert any(cut.name in i.reason and "not JSON" in i.reason for i in parsed.issues)
+    assert parsed.tables.runs.to_pylist()[0]["n_tool_results"] == 1
+
+
+def test_a_symlinked_event_file_is_not_followed(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    target = _event_file(folder, 6)
+    outside = tmp_path / "outside.json"
+    doc = json.loads(target.read_text())
+    doc["llm_message"]["content"][0]["text"] = "SECRET FROM OUTSIDE THE FOLDER"
+    outside.write_text(json.dumps(doc))
+    target.unlink()
+    target.symlink_to(outside)
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    texts = parsed.tables.messages.column("text").to_pylist()
+    assert not any("SECRET" in (t or "") for t in texts)
+    assert parsed.coverage["file (a symlink (not followed: it may lead out of the folder))"] \
+        == {"unknown": 1}
+    assert any(target.name in i.reason and "symlink" in i.reason for i in parsed.issues)
+
+
+def test_unknown_kinds_and_stray_files_are_counted(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    f = _event_file(folder, 7)
+    doc = json.loads(f.read_text())
+    doc["kind"] = "FutureEvent"
+    f.write_text(json.dumps(doc))
+    (folder / "events" / "notes.json").write_text("{}")
+    (folder / "events" / "event-00008-zz.json").write_text("[]")  # no event file name
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.coverage["event/FutureEvent"] == {"unknown": 1}
+    assert parsed.coverage[
+        "file (not named as an event file (event-NNNNN-<id>.json))"] == {"unknown": 2}
+    assert parsed.tables is not None
+    assert parsed.tables.runs.to_pylist()[0]["n_requests"] == 2  # the final message's call gone
+
+
+def test_a_changed_event_is_a_changed_input(tmp_path: Path) -> None:
+    from replay.ingest.input_files import read_input, sha256_of
+
+    folder = _copy(tmp_path)
+    before = sha256_of(folder)
+    assert before and before == parse_file(folder, folder.parent).sha256
+    f = _event_file(folder, 7)
+    f.write_text(f.read_text().replace("saved", "SAVED"))
+    assert sha256_of(folder) != before
+    assert read_input(folder).startswith(b'{"openhands_v1_conversation": "' + REAL.encode())
+
+
+# --- condensations: hand-made to the SDK's Condensation schema (no public one was found) ---
+
+def _write(folder: Path, events: list[dict[str, Any]], usages: list[dict[str, Any]]) -> None:
+    (folder / "events").mkdir(parents=True)
+    for i, e in enumerate(events):
+        (folder / "events" / f"event-{i:05d}-{e['id']}.json").write_text(json.dumps(e))
+    (folder / "base_state.json").write_text(json.dumps({
+        "id": "x", "agent": {"llm": {"model": "m"}, "kind": "Agent"},
+        "execution_status": "finished",
+        "stats": {"usage_to_metrics": {"agent": {"token_usages": usages}}}}))
+
+
+def _eid(n: int) -> str:
+    return f"{n:08x}-0000-4000-8000-000000000000"
+
+
+def _handmade(summary: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """System, a task, 3 terminal calls with results, a Condensation forgetting the first two
+    calls and their results, one more call: hand-made, shaped as the SDK writes them."""
+    ev: list[dict[str, Any]] = [
+        {"id": _eid(0), "kind": "SystemPromptEvent", "source": "agent",
+         "system_prompt": {"type": "text", "text": "You are OpenHands agent."}, "tools": []},
+        {"id": _eid(1), "kind": "MessageEvent", "source": "user",
+         "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix it"}]}}]
+    usages = []
+    for k in range(4):
+        rid = f"resp-{k}"
+        if k == 3:
+            cond: dict[str, Any] = {"id": _eid(len(ev)), "kind": "Condensation",
+                                    "source": "environment", "llm_response_id": "cond-1",
+                                    "forgotten_event_ids": [_eid(2), _eid(3), _eid(4), _eid(5)]}
+            if summary is not None:
+                cond.update(summary=summary, summary_offset=2)
+            ev.append(cond)
+        ev.append({"id": _eid(len(ev)), "kind": "ActionEvent", "source": "agent",
+                   "thought": [{"type": "text", "text": f"step {k}"}], "tool_name": "terminal",
+                   "tool_call_id": f"call-{k}", "llm_response_id": rid,
+                   "tool_call": {"id": f"call-{k}", "name": "terminal",
+                                 "arguments": json.dumps({"command": f"ls {k}"})}})
+        ev.append({"id": _eid(len(ev)), "kind": "ObservationEvent", "source": "environment",
+                   "tool_name": "terminal", "tool_call_id": f"call-{k}", "action_id": "a",
+                   "observation": {"content": [{"type": "text", "text": f"out {k} " * 50}]}})
+        usages.append({"prompt_tokens": 1000 + 100 * k, "completion_tokens": 10,
+                       "cache_read_tokens": 0, "cache_write_tokens": 0, "response_id": rid})
+    return ev, usages
+
+
+def test_a_condensation_is_a_harness_compaction_with_its_summary(tmp_path: Path) -> None:
+    events, usages = _handmade("USER_CONTEXT: fix it. COMPLETED: ls 0, ls 1.")
+    _write(tmp_path / "c", events, usages)
+    parsed = parse_file(tmp_path / "c", tmp_path)
+    assert not parsed.issues, [str(i) for i in parsed.issues]
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    assert (run["n_harness_compactions"], run["n_requests"], run["n_tool_calls"]) == (1, 4, 4)
+    rows = parsed.tables.messages.to_pylist()
+    (ce,) = parsed.tables.events.to_pylist()
+    summary = [r for r in rows if r["kind"] == "summary"]
+    assert len(summary) == 1 and summary[0]["is_harness_summary"]
+    assert summary[0]["msg"] == ce["summary_msg"] == ce["msg"]
+    # kept: the system prompt, the task, the third call and its result (not the forgotten four)
+    kept_roles = [next(r["role"] for r in rows if r["msg"] == m) for m in ce["preserved_msgs"]]
+    assert kept_roles == ["system", "user", "assistant", "tool"]
+    assert ce["preserved_msgs"] == [0, 1, 6, 7]
+
+
+def test_a_condensation_without_summary_is_a_bare_compaction(tmp_path: Path) -> None:
+    events, usages = _handmade(None)
+    _write(tmp_path / "c", events, usages)
+    parsed = parse_file(tmp_path / "c", tmp_path)
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    assert run["n_harness_compactions"] == 1
+    assert not [r for r in parsed.tables.messages.to_pylist() if r["kind"] == "summary"]
+    (ce,) = parsed.tables.events.to_pylist()
+    assert ce["summary_msg"] is None and ce["preserved_msgs"] == [0, 1, 6, 7]
+
+
+def test_a_run_without_base_state_has_unknown_usage(tmp_path: Path) -> None:
+    events, usages = _handmade(None)
+    _write(tmp_path / "c", events, usages)
+    (tmp_path / "c" / "base_state.json").unlink()
+    parsed = parse_file(tmp_path / "c", tmp_path)
+    assert parsed.tables is not None
+    reqs = parsed.tables.requests.to_pylist()
+    assert len(reqs) == 4 and all(r["input_tokens"] is None for r in reqs)
+    assert any("no readable base_state.json" in i.reason for i in parsed.issues)
+
+
+# --- detection and discovery ---
+
+def test_no_other_format_claims_a_conversation_and_it_claims_no_file() -> None:
+    from replay.ingest.input_files import read_input
+
+    head = read_input(FIXTURES / REAL)[:SNIFF_BYTES]
+    for name, module in PARSERS.items():
+        assert module.sniff(REAL, head) == (name == "openhands_v1"), name
+    others = [p for p in (FIXTURES.parent).rglob("*") if p.is_file()
+              and p.name.endswith((".json", ".jsonl", ".traj")) and FIXTURES not in p.parents]
+    samples = Path(__file__).resolve().parents[4].parent / "shared" / "logs-sample"
+    others += [p for p in samples.rglob("*") if p.is_file()] if samples.is_dir() else []
+    assert len(others) > 20
+    for p in others:
+        with p.open("rb") as f:
+            assert detect_format(p.name, f.read(SNIFF_BYTES)) != "openhands_v1", p
+
+
+def test_an_event_file_named_alone_is_no_failure() -> None:
+    f = _event_file(FIXTURES / REAL, 2)
+    parsed = parse_file(f, f.parent)
+    assert parsed.tables is None and not parsed.issues
+    assert "name the folder" in parsed.no_conversation
+
+
+def test_discovery_takes_a_conversation_folder_as_one_input(tmp_path: Path) -> None:
+    from replay.ingest.discover import discover, sources
+
+    folder = _copy(tmp_path / "convs")
+    (tmp_path / "convs" / "other.jsonl").write_text("{}\n")
+    found = discover([tmp_path / "convs"])
+    assert sources(found) == [REAL, "other.jsonl"]
+    assert sources(discover([folder])) == [REAL]
+    assert sources(discover([folder / "events"])) == [f"{REAL}/events"]
+    alone = parse_file(folder / "events", folder.parent)  # with the base_state.json beside it
+    assert alone.tables is not None and not alone.issues
+    assert alone.tables.runs.to_pylist()[0]["recorded_input_tokens"] == \
+        _independent(FIXTURES / REAL)["recorded_input_tokens"]
+
+
+def test_replay_run_with_the_openhands_condenser(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--policy", "openhands-condenser",
+                                      str(FIXTURES / REAL), "--cache-dir", str(tmp_path / "c"),
+                                      "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert row["source"] == REAL and row["n_requests"] == 3
+    assert row["tokens_sent"] == _independent(FIXTURES / REAL)["recorded_input_tokens"]
+
+
+def test_usage_counting_cache_reads_apart_is_summed_and_said() -> None:
+    from replay.ingest.parsers.openhands_v1_usage import usage_by_response
+
+    base = {"stats": {"usage_to_metrics": {"agent": {"token_usages": [
+        {"response_id": "a", "prompt_tokens": 100, "cache_read_tokens": 80},
+        {"response_id": "b", "prompt_tokens": 20, "cache_read_tokens": 500},  # an ACP record
+        {"response_id": "a", "prompt_tokens": 7},
+        {"response_id": "", "prompt_tokens": 9}]}}}}
+    found, problems = usage_by_response(base)
+    assert sorted(found) == ["a", "b"]
+    assert (found["a"].prompt, found["b"].prompt, found["b"].cache_read) == (100, 520, 500)
+    assert len(problems) == 2 and "1 token usage record(s) count cache reads apart" in problems[1]
+    assert "repeat a response id" in problems[0]
+
+
+def test_inspect_reads_a_conversation_folder() -> None:
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    result = CliRunner().invoke(app, ["inspect", str(FIXTURES / REAL), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "openhands_v1" and len(doc["runs"]) == 1
+    plain = CliRunner().invoke(app, ["inspect", str(FIXTURES)])  # a folder of conversations
+    assert plain.exit_code == 2
