@@ -8,11 +8,14 @@ read in their index order; each is ``{id, timestamp, source, kind, ...}``
 * ``SystemPromptEvent``: the system message (``system_prompt.text``, then
   ``dynamic_context.text``; the tool schemas in ``tools`` are not text of the run).
 * ``MessageEvent``: ``llm_message`` (``role``, ``content`` blocks, ``reasoning_content``) and its
-  ``extended_content``; one from the agent is a model response (``llm_response_id``).
+  ``extended_content``; one from the agent is a model response (``llm_response_id``; none
+  recorded: no request).
 * ``ActionEvent``: one tool call (``tool_call{id, name, arguments}``); consecutive actions of one
   ``llm_response_id`` are one assistant message (the first's ``thought`` and reasoning, every
   call), one request.
-* ``ObservationEvent`` (``observation.content``, ``is_error``), ``UserRejectObservation``
+* ``ObservationEvent`` (``observation.content`` as its ``to_llm_content`` shows it: an error's
+  header, a terminal output's prefix, suffix, working directory and exit code lines),
+  ``UserRejectObservation``
   ("Action rejected: <reason>") and ``AgentErrorEvent`` (``error``): tool results, paired by
   ``tool_call_id``.
 * ``Condensation``: a harness compaction.  The events named in ``forgotten_event_ids`` leave the
@@ -67,6 +70,8 @@ _SKIPPED = frozenset({"ConversationStateUpdateEvent", "PauseEvent", "InterruptEv
                       "ACPToolCallEvent", "CondensationSummaryEvent"})
 """Event kinds the SDK never sends to the model (a ``CondensationSummaryEvent`` is made from
 its ``Condensation`` when the context is built; one on disk is not read twice)."""
+_ERROR_HEADER = "[An error occurred during execution.]\n"
+"""What the SDK puts before an observation's content when ``is_error`` (``Observation``)."""
 _RESULTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 
 
@@ -332,11 +337,11 @@ def _result(w: _Walk, ev: dict[str, Any], kind: str) -> bool:
         return False
     if kind == "ObservationEvent":
         obs = _obj(ev["observation"])
-        text = as_text(obs.get("content"))
+        is_error = obs.get("is_error") is True
+        text = _observation_text(obs, is_error)
         extended = ev.get("extended_content")
         if isinstance(extended, list) and extended:
             text = "\n".join(t for t in (text, as_text(extended)) if t)
-        is_error = obs.get("is_error") is True
     elif kind == "UserRejectObservation":
         text = f"Action rejected: {_str(ev.get('rejection_reason')) or 'User rejected the action'}"
         is_error = False
@@ -345,6 +350,25 @@ def _result(w: _Walk, ev: dict[str, Any], kind: str) -> bool:
     _made(w, ev, w.b.message("tool", ts=_str(ev.get("timestamp"))))
     w.b.tool_result(call_id, text, is_error=is_error)
     return True
+
+
+def _observation_text(obs: dict[str, Any], is_error: bool) -> str:
+    """An observation's text as its ``to_llm_content`` renders it: the error header first when
+    ``is_error``; a ``TerminalObservation``'s output between its ``metadata`` prefix and suffix,
+    then its working directory, interpreter and exit code lines (the SDK's truncation of a long
+    output is not redone: the output is kept whole)."""
+    text = as_text(obs.get("content"))
+    meta = obs.get("metadata")
+    if obs.get("kind") == "TerminalObservation" and isinstance(meta, dict):
+        text = f"{_str(meta.get('prefix'))}{text}{_str(meta.get('suffix'))}"
+        if wd := _str(meta.get("working_dir")):
+            text += f"\n[Current working directory: {wd}]"
+        if py := _str(meta.get("py_interpreter_path")):
+            text += f"\n[Python interpreter: {py}]"
+        code = meta.get("exit_code", -1)
+        if isinstance(code, int) and not isinstance(code, bool) and code != -1:
+            text += f"\n[Command finished with exit code {code}]"
+    return _ERROR_HEADER + text if is_error else text
 
 
 def _condensation(w: _Walk, ev: dict[str, Any]) -> None:

@@ -350,3 +350,25 @@ def test_inspect_reads_a_conversation_folder() -> None:
     assert doc["format"] == "openhands_v1" and len(doc["runs"]) == 1
     plain = CliRunner().invoke(app, ["inspect", str(FIXTURES)])  # a folder of conversations
     assert plain.exit_code == 2
+
+
+def test_results_read_as_the_sdk_renders_them(tmp_path: Path) -> None:
+    """A terminal observation is its output between the metadata's prefix and suffix, then its
+    working directory, interpreter and exit code lines; an error has the SDK's header first."""
+    folder = _copy(tmp_path)
+    obs = _event_file(folder, 3)
+    raw = json.loads(obs.read_text())["observation"]
+    meta = raw["metadata"]
+    terminal = (f"{meta['prefix']}{raw['content'][0]['text']}{meta['suffix']}"
+                f"\n[Current working directory: {meta['working_dir']}]"
+                f"\n[Python interpreter: {meta['py_interpreter_path']}]"
+                f"\n[Command finished with exit code {meta['exit_code']}]")
+    doc = json.loads(_event_file(folder, 5).read_text())
+    doc["observation"]["is_error"] = True
+    _event_file(folder, 5).write_text(json.dumps(doc))
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    results = [r for r in parsed.tables.messages.to_pylist() if r["kind"] == "tool_result"]
+    assert [r["text"] for r in results] == [
+        terminal, "[An error occurred during execution.]\n" + doc["observation"]["content"][0]["text"]]
+    assert [r["is_error"] for r in results] == [False, True]
