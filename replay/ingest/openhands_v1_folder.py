@@ -42,15 +42,16 @@ HEADER_KEY = "openhands_v1_conversation"
 
 
 def conversation_parts(path: Path) -> tuple[Path | None, Path] | None:
-    """(its ``base_state.json`` or None, its events folder) when ``path`` is an OpenHands V1
-    conversation folder (an ``events`` folder beside a ``base_state.json``, or holding event
-    files) or such an ``events`` folder itself; None otherwise (also for a symlink inside it:
-    never followed)."""
+    """(its ``base_state.json``, its events folder) when ``path`` is an OpenHands V1
+    conversation folder (an ``events`` folder holding a file named as an event file,
+    ``event-NNNNN-<hex id>.json``: a ``base_state.json`` and an ``events`` folder alone are
+    other tools' names too) or such an ``events`` folder itself; None otherwise (also for a
+    symlinked ``events`` folder: never followed)."""
     try:
         if not path.is_dir():
             return None
         events = path / EVENTS_DIR
-        if _real_dir(events) and (_exists(path / BASE_STATE) or _has_event_files(events)):
+        if _real_dir(events) and _has_event_files(events):
             return path / BASE_STATE, events
         if path.name == EVENTS_DIR and _has_event_files(path):
             return path.parent / BASE_STATE, path
@@ -72,7 +73,7 @@ def conversations_in(dirs: Iterable[Path], files: Iterable[Path]) -> set[Path]:
         if d.name == EVENTS_DIR and d.parent in found:
             continue
         events = d / EVENTS_DIR
-        own = events in dirset and (BASE_STATE in names.get(d, ()) or _named(names, events))
+        own = events in dirset and _named(names, events)
         if own or (d.name == EVENTS_DIR and _named(names, d)):
             found.add(d)
     return found

@@ -372,3 +372,13 @@ def test_results_read_as_the_sdk_renders_them(tmp_path: Path) -> None:
     assert [r["text"] for r in results] == [
         terminal, "[An error occurred during execution.]\n" + doc["observation"]["content"][0]["text"]]
     assert [r["is_error"] for r in results] == [False, True]
+
+
+def test_a_base_state_and_events_folder_of_another_tool_are_no_conversation(tmp_path: Path) -> None:
+    from replay.ingest.discover import discover, sources
+
+    (tmp_path / "app" / "events").mkdir(parents=True)
+    (tmp_path / "app" / "base_state.json").write_text('{"subjects": {}}')
+    (tmp_path / "app" / "events" / "log.jsonl").write_text("{}\n")
+    assert sources(discover([tmp_path])) == ["app/base_state.json", "app/events/log.jsonl"]
+    assert sources(discover([tmp_path / "app"])) == ["base_state.json", "events/log.jsonl"]
