@@ -216,6 +216,7 @@ _TEMPLATES = st.sampled_from(["[{tool} output trimmed: {lines} lines]",
 _FIRST_KEPT = st.sampled_from([0, 0, 1, 2])
 _REINSERTS = st.sampled_from([[], ["task"], ["task", "todo"]])
 _COLLAPSE_KEPT = st.sampled_from([None, 2, 4, 8])
+_DROP_FRACS = st.sampled_from([None, None, 0.5, 0.75, 1.0])
 _ESTIMATORS = st.sampled_from([{"method": "chars", "chars_per_token": 3.0},
                                {"method": "tokenizer", "scale": 0.9}, {"method": "tokenizer"}])
 _RECALLS = st.sampled_from(["immediate", "at_need"])
@@ -257,12 +258,15 @@ def policies(draw: Any) -> Policy:
                       "keep_max_frac": draw(_FLOATS[0.05, 1.0]),
                       "summary_tokens": draw(_ints(20, 300)),
                       "reinsert": draw(_REINSERTS),
-                      "fail_every": draw(_ints(0, 3))})
+                      "fail_every": draw(_ints(0, 3)),
+                      "only_at_user_message": draw(_BOOL)})
     if draw(_BOOL):
         tiers.append({"type": "collapse", "name": "c1", "when": draw(_WHEN),
                       "margin_frac": draw(_FLOATS[0.0, 0.5]),
                       "may_trim_protected": draw(_BOOL),
-                      "keep_messages": draw(_COLLAPSE_KEPT)})
+                      "keep_messages": draw(_COLLAPSE_KEPT),
+                      "drop_frac": draw(_DROP_FRACS),
+                      "keep_first_messages": draw(_FIRST_KEPT)})
     return policy_from_dict({
         "name": "hyp",
         "server": {"window_tokens": window, "reserve_tokens": reserve,

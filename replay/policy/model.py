@@ -205,6 +205,10 @@ class Summarise:
     ``keep_first`` events: the summary goes in at offset ``keep_first``)."""
     keep_max_frac: float = 1.0
     """Cap on the remainder as a fraction of the usable window."""
+    only_at_user_message: bool = False
+    """Fire only before a request whose newest message is the user's own text (a turn's start):
+    Goose checks its auto-compact threshold when the user's message arrives, not inside the
+    tool loop (``Agent::reply``)."""
     summary_tokens: int = 2000
     reinsert: tuple[Literal["task", "todo", "user_messages"], ...] = ()
     """Items re-inserted verbatim after every summary: the task (the run's first user text),
@@ -238,6 +242,14 @@ class Collapse:
     """When set, the tier fires on this trigger instead of the margin."""
     summary_tokens: int = 0
     """Size of the stub summary that replaces dropped messages (0: none)."""
+    drop_frac: float | None = None
+    """Drop this fraction of the live messages after the kept first ones, oldest first, rounded
+    down to an even count, in place of ``keep_messages`` (Cline's ``getNextTruncationRange``
+    "half": ``floor(rest / 4) * 2``; Roo Code's ``truncateConversation``).  The cut walks back to
+    a safe split (keeps more); None: ``keep_messages`` decides."""
+    keep_first_messages: int = 0
+    """The run's first this many messages stay verbatim in front of what is kept (Cline keeps
+    the first user/assistant pair: 2), as ``Summarise.keep_first_messages``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

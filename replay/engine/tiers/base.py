@@ -274,6 +274,18 @@ class _Vars(dict[str, Any]):
         return "{" + key + "}"
 
 
+def kept_first(ctx: Context, split: int, n_messages: int) -> list[HeadItem]:
+    """The run's first ``n_messages`` messages as head items in front of a summary or of what a
+    cut keeps (each block one item, as the context counts it), those of them the cut before
+    ``split`` takes."""
+    run = ctx.run
+    if not n_messages:
+        return []
+    end = min(split, run.msg_start[min(n_messages, len(run.msg_start) - 1)])
+    return [HeadItem("first", run.text[b], ctx.est_of[b], ctx.truth_of[b], run.n_bytes[b])
+            for b in range(end)]
+
+
 def reinserted(ctx: Context, env: Env, split: int, items: tuple[str, ...],
                user_tokens: int = 0) -> list[HeadItem]:
     """The items re-inserted verbatim after a summary that cuts before ``split`` (the user

@@ -4,7 +4,9 @@ Fires when estimate ≥ (1 − margin) × usable window, or on its ``trigger`` w
 (an event count, an idle gap, …).  First, if allowed, trims
 tool results inside the protected range (oldest first, until under the
 threshold); then drops the oldest messages, keeping ``keep_messages`` (or only
-as many as needed), optionally behind a stub summary.  Never touches the newest
+as many as needed), or drops ``drop_frac`` of them rounded down to an even count (Cline's and
+Roo Code's sliding window), optionally behind the run's first messages
+(``keep_first_messages``) and a stub summary.  Never touches the newest
 output, and every cut is at a safe split point.  Checked ``before`` sending (the
 corrected harness) or only ``after`` (the original one, which lets new output
 through unchecked).
@@ -19,9 +21,10 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import CAT_RESULTS
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.apply import apply_cut, apply_trims
-from replay.engine.tiers.base import Env, placeholder
+from replay.engine.tiers.base import Env, kept_first, placeholder
 from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import TriggerCheck, fires_check, trigger_check
+from replay.engine.tiers.trigger import threshold as trigger_threshold  # (its own: the margin's)
 from replay.engine.trace import COLLAPSE, COLLAPSE_TRIM, DROPPED
 from replay.policy import Collapse
 
@@ -57,8 +60,11 @@ class CollapseStep(Step):
 
 
 def threshold(tier: Collapse, env: Env) -> int:
-    """The estimated-token level the tier fires at (its actions' ``threshold_tokens``; for
-    the other tiers ``trigger.threshold`` of their trigger)."""
+    """The estimated-token level the tier fires at (its actions' ``threshold_tokens``): its
+    trigger's when it has one (``trigger.threshold``, 0 for a trigger without a level), else
+    its margin's."""
+    if tier.trigger is not None:
+        return trigger_threshold(tier.trigger, env)
     return level_tokens(tier, env.usable)
 
 
@@ -90,7 +96,13 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
     if tier.trigger is None and env.fixed_est + ctx.est() < level:
         return
     run = ctx.run
-    if tier.keep_messages is not None:
+    # the blocks before kept_end go only to come back in front (keep_first_messages)
+    kept_end = max(ctx.lo, run.msg_start[min(tier.keep_first_messages, len(run.msg_start) - 1)])
+    if tier.drop_frac is not None:
+        start = _dropped_to(tier.drop_frac, ctx, kept_end)
+        if start <= kept_end:  # too few messages to drop an even number of them
+            return
+    elif tier.keep_messages is not None:
         last = run.ordinal[ctx.hi - 1]
         start = run.msg_start[max(run.ordinal[ctx.lo], last - tier.keep_messages + 1)]
     else:
@@ -99,20 +111,34 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
             start = run.msg_start[run.ordinal[start] + 1]
     start = min(start, newest)
     split = ctx.safe_split_at_or_before(start)
-    if env.fixed_est + ctx.est_from(split) >= level or split <= ctx.lo:
+    if (tier.drop_frac is None and env.fixed_est + ctx.est_from(split) >= level) \
+            or split <= kept_end:
         forward = ctx.safe_split_at_or_after(start)  # walking back kept too much: cut further
         if forward <= newest:
             split = forward
-    if split <= ctx.lo:
+    if split <= kept_end:
         return
-    head: list[HeadItem] = []
+    head = kept_first(ctx, split, tier.keep_first_messages)
     if tier.summary_tokens:
         text = summarise(st.facts, run, ctx.lo, split, tier.summary_tokens)
-        head = [HeadItem("summary", text, env.est_text(text), env.truth_text(text),
-                         len(text.encode("utf-8", "surrogatepass")))]
+        head.append(HeadItem("summary", text, env.est_text(text), env.truth_text(text),
+                             len(text.encode("utf-8", "surrogatepass"))))
     apply_cut(ctx, env, split, head, tier=tier.name, kind=COLLAPSE, fate=DROPPED,
-              protect_from=newest, trigger_tokens=over, threshold_tokens=level,
+              protect_from=newest, trigger_tokens=over,
+              threshold_tokens=level if tier.trigger is None else threshold(tier, env),
               summary_tokens=sum(h.truth for h in head))
+
+
+def _dropped_to(drop_frac: float, ctx: Context, kept_end: int) -> int:
+    """Where what is kept begins when ``drop_frac`` of the live messages from ``kept_end`` on
+    are dropped, oldest first, their count rounded down to an even one (Cline's
+    ``getNextTruncationRange``, Roo Code's ``truncateConversation``)."""
+    run = ctx.run
+    if kept_end >= ctx.hi:
+        return ctx.hi
+    first, last = run.ordinal[kept_end], run.ordinal[ctx.hi - 1]
+    drop = int((last - first + 1) * drop_frac) // 2 * 2
+    return run.msg_start[first + drop]
 
 
 def _trim_inside(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,

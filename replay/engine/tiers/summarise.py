@@ -27,7 +27,7 @@ from replay.engine.context import Context, HeadItem
 from replay.engine.prepared import token_scale
 from replay.engine.summariser import Facts, fallback, summarise
 from replay.engine.tiers.apply import allowed_end, apply_cut
-from replay.engine.tiers.base import Env, reinserted, reuse_recorded
+from replay.engine.tiers.base import Env, kept_first, reinserted, reuse_recorded
 from replay.engine.tiers.restore import restored_files, summary_size
 from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import (
@@ -78,6 +78,8 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
         check = st.check = trigger_check(tier.trigger)
     if not fires_check(check, ctx, env) or ctx.n_messages <= tier.min_messages:
         return
+    if tier.only_at_user_message and not at_user_message(ctx):
+        return
     recorded = recorded_compaction(tier, st, ctx, env)
     if recorded is not None:
         _reuse(tier, st, *recorded, ctx, env)
@@ -101,6 +103,15 @@ def act(tier: Summarise, st: SummariseState, ctx: Context, env: Env) -> None:
               protect_from=ctx.newest_output_start(), trigger_tokens=harness_estimate(ctx, env),
               threshold_tokens=threshold(tier.trigger, env), summary_tokens=summary.truth,
               failed=failed)
+
+
+def at_user_message(ctx: Context) -> bool:
+    """Whether the newest message is the user's own text, no tool result in it (a turn's
+    start)."""
+    start, run = ctx.newest_output_start(), ctx.run
+    if start >= ctx.hi or run.role[start] != "user":
+        return False
+    return all(run.kind[b] != "tool_result" for b in range(start, ctx.hi))
 
 
 def recorded_compaction(tier: Summarise, st: SummariseState, ctx: Context,
@@ -157,17 +168,6 @@ def _recorded_summary_est(ctx: Context, env: Env, c: int) -> int:
     if counter.method == "chars" or not ctx.run.harness_summary_tokens[c]:
         return env.est_text(ctx.run.harness_summary_text[c])
     return summary_count(ctx.run, c, counter.tokenizer, token_scale(counter, env.calibration))
-
-
-def kept_first(ctx: Context, split: int, n_messages: int) -> list[HeadItem]:
-    """The run's first ``n_messages`` messages as head items in front of the summary (each
-    block one item, as the context counts it), those of them the cut before ``split`` takes."""
-    run = ctx.run
-    if not n_messages:
-        return []
-    end = min(split, run.msg_start[min(n_messages, len(run.msg_start) - 1)])
-    return [HeadItem("first", run.text[b], ctx.est_of[b], ctx.truth_of[b], run.n_bytes[b])
-            for b in range(end)]
 
 
 def remainder_start(ctx: Context, env: Env, keep_messages: int, keep_max_frac: float,

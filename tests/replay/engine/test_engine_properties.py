@@ -141,7 +141,9 @@ def test_incremental_totals_equal_a_recount_of_the_live_context(run: PreparedRun
     acts = trace.actions.to_pylist()
     first_trim = min((e["request"] for e in trace.evictions.to_pylist() if e["fate"] == "trimmed"),
                      default=10**9)
-    first_head = min((a["request"] for a in acts if a["kind"] == "summarise" or a["summary_tokens"]),
+    kept_first = {t.name for t in policy.tiers if getattr(t, "keep_first_messages", 0)}
+    first_head = min((a["request"] for a in acts if a["kind"] == "summarise" or a["summary_tokens"]
+                      or a["tier"] in kept_first),  # the run's first messages in front of a cut
                      default=10**9)
     first_head = min(first_head, min((a["request"] for a in acts  # a re-read is no recorded block
                                       if a["kind"] == INDUCED_REREAD and not a["undone"]),

@@ -4,7 +4,14 @@ summary ever takes, however large (a newest result over ``keep_max_frac`` used t
 from __future__ import annotations
 
 from replay.engine.fold import replay
-from tests.replay.engine.tier_runs import context_end, evicted, newest_message, policy, session
+from tests.replay.engine.tier_runs import (
+    context_end,
+    evicted,
+    newest_message,
+    policy,
+    session,
+    turns,
+)
 
 
 def _safe_at_or_before(run, b: int) -> int:  # type: ignore[no-untyped-def]
@@ -49,3 +56,26 @@ def test_a_newest_result_larger_than_the_cap_is_never_evicted() -> None:
     assert trace.requests["truth_tokens"].to_pylist()[k] > tokens[huge]
     for row in trace.evictions.to_pylist():  # no summary ever took its request's newest output
         assert row["msg"] not in {run.msg[b] for b in newest_message(run, row["request"])}
+
+
+def test_only_at_user_message_waits_for_the_next_turn_and_keeps_that_message() -> None:
+    run = turns([4, 4, 4])
+    tokens = run.tokens["o200k_base"]
+    level = sum(tokens[:context_end(run, 2)])  # crossed inside the first turn
+
+    def starts_a_turn(k: int) -> bool:
+        first = newest_message(run, k)[0]
+        return run.role[first] == "user" and run.kind[first] == "text"
+
+    over = [k for k in range(run.n_requests) if sum(tokens[:context_end(run, k)]) >= level]
+    want = next(k for k in over if starts_a_turn(k))
+    assert over[0] < want  # the case: over the level inside a turn, before the next one starts
+    tier = {"type": "summarise", "name": "s", "trigger": {"at_tokens": level}, "keep_messages": 1}
+    eager = replay(run, policy([tier]))
+    assert eager.actions["request"].to_pylist()[0] == over[0]
+    trace = replay(run, policy([{**tier, "only_at_user_message": True}]))
+    assert trace.actions["request"].to_pylist()[0] == want
+    user = newest_message(run, want)[0]
+    at_want = [b for b, row in zip(evicted(run, trace), trace.evictions.to_pylist(), strict=True)
+               if row["request"] == want]
+    assert at_want == list(range(user))  # everything before the user's message, not it

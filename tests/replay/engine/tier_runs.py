@@ -55,6 +55,27 @@ def session(results: list[int], *, every_step: bool = True) -> PreparedRun:
     return prepared(b)
 
 
+def turns(steps: list[int], *, result_lines: int = 40) -> PreparedRun:
+    """Per entry of ``steps`` a turn: a user message (the first turn's is the task), that many
+    reads (each call a request's output, its result ``result_lines`` lines), then an answer (a
+    request's output).  A turn's first request has the user's message as its newest."""
+    b = start()
+    for t, n in enumerate(steps):
+        if t:
+            b.message("user")
+            b.text(lines(f"ask {t}", 2))
+        for i in range(n):
+            b.message("assistant")
+            b.tool_call(f"c{t}.{i}", "Read", {"file_path": f"src/t{t}f{i}.py"})
+            b.request()
+            b.message("tool")
+            b.tool_result(f"c{t}.{i}", lines(f"out {t}.{i}", result_lines))
+        b.message("assistant")
+        b.text(f"answer {t}")
+        b.request()
+    return prepared(b)
+
+
 def policy(tiers: list[dict[str, Any]], *, window: int = 100_000) -> Policy:
     """A policy counting with the o200k tokenizer for both estimate and truth, no overheads: a
     block's estimated size is its ingest token count."""
