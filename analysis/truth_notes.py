@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from replay.corpus import Corpus
 from replay.engine.trace import Trace
 from replay.engine.truth import NOT_RECORDED, TRUTH_SOURCES, USAGE_AT_ODDS
+from replay.ingest.schema import unrecorded
 
 ANCHORED: frozenset[str] = frozenset(s for s in TRUTH_SOURCES if s.split("-")[0] == "anchored")
 """The truth sources anchored on the log's recorded usage (``anchored``, ``-unscaled``,
@@ -38,7 +39,7 @@ def unrecorded_count(source: str | None, recorded_inputs: Iterable[int | None]) 
     or 0 where not recorded) when anchored truth judged it (``source``): each is sized as its
     count plus the offset of the nearest request that did, an estimate; 0 under any other
     truth (a count sizes every request alike)."""
-    return sum(1 for v in recorded_inputs if not v) if source in ANCHORED else 0
+    return unrecorded(recorded_inputs) if source in ANCHORED else 0
 
 
 def run_note(source: str | None, n_floored: int = 0,

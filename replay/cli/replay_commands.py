@@ -111,8 +111,9 @@ def ingest(
 
 
 RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
-                              "recorded_input_tokens", "compactions"),
+                              "recorded_input_tokens", "unrecorded_requests", "compactions"),
                      totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
+                             "unrecorded_requests": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum",
                              "estimated_blocks": "sum", "estimated_tokens": "sum"})
 RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
@@ -132,20 +133,24 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
          table: TableOptions) -> None:
     """List the runs in a dataset, each by its label (source path, #N for a file's later runs,
     ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
-    compactions, and each file's coverage (records read, modelled, skipped, unknown, by type)."""
+    recorded input tokens and the requests that recorded none, compactions, and each file's
+    coverage (records read, modelled, skipped, unknown, by type)."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
     from replay.ingest import store, store_index
 
     with _errors():
-        rows = LazyRows(store_index.run_listing(dataset))
+        listing = store_index.run_listing(dataset)
         same = store.same_bytes(store.read_manifest(dataset).values())
+    rows = LazyRows(listing)
     if not len(rows):
         if table.as_json:
             _print_json([])
         error(f"no runs in the dataset {dataset}")
         raise typer.Exit(1)
     _emit(rows, table, title=f"{len(rows)} runs in {dataset}", layout=RUNS_LAYOUT)
+    if note := store_index.unrecorded_note(listing):
+        say(note, err=True)
     if note := same_bytes_note(same):
         say(note, err=True)
 

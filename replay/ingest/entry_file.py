@@ -311,20 +311,23 @@ def decode(data: bytes, shown: str) -> dict[str, pa.Table]:
     return {name: _checked(table, name, shown) for name, table in tables.items()}
 
 
-def decode_runs(data: bytes, shown: str) -> tuple[pa.Table, pa.Table]:
-    """An entry file's runs table and its messages' ``run_id`` and ``tokens_o200k`` columns
-    (the run index's rows), without the rest of the messages.
+def decode_runs(data: bytes, shown: str) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """An entry file's runs table, its messages' ``run_id`` and ``tokens_o200k`` columns and
+    its requests table (what the run index's rows are made of), without the rest of the
+    messages.
 
     Raises:
         StoreError: as ``decode``.
     """
     try:
         file = pq.ParquetFile(pa.BufferReader(data))
-        runs = _read_ipc(file.metadata.metadata or {}, ENTRY_FOOTER["runs"], shown)
+        footer = file.metadata.metadata or {}
+        runs = _read_ipc(footer, ENTRY_FOOTER["runs"], shown)
+        requests = _read_ipc(footer, ENTRY_FOOTER["requests"], shown)
         tokens = file.read(columns=["run_id", "tokens_o200k"], use_threads=False)
     except (OSError, pa.ArrowInvalid, KeyError) as exc:
         raise StoreError(f"{shown}: unreadable ({exc})") from exc
-    return _checked(runs, "runs", shown), tokens
+    return _checked(runs, "runs", shown), tokens, _checked(requests, "requests", shown)
 
 
 def decode_footer(data: bytes, shown: str) -> dict[str, pa.Table]:

@@ -13,6 +13,7 @@ counted (``replay.ingest.tokens``), where tables live on disk (``replay.ingest.s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -138,7 +139,8 @@ class Request:
     output_msg: int
     """The assistant message this call produced."""
     input_tokens: int | None
-    """Full prompt size the server counted (cached and uncached together)."""
+    """Full prompt size the server counted (cached and uncached together); None (or 0, as some
+    logs write it) where the log recorded no usage (``unrecorded``)."""
     cache_read_tokens: int | None
     cache_write_tokens: int | None
     output_tokens: int | None
@@ -154,6 +156,14 @@ class Request:
     """Context edits the server applied to this request, as recorded (Claude Code
     ``message.context_management.applied_edits``, kept as its JSON text); '' when none are
     recorded.  Ground truth for the clearing model."""
+
+
+def unrecorded(inputs: Iterable[int | None]) -> int:
+    """How many of ``inputs`` (requests' ``input_tokens``) recorded no usage: None, or 0 (no
+    model call has an empty prompt: a log that wrote 0 where it recorded nothing), as the
+    engine's ``truth.has_usage`` reads a request.  One definition for every count of requests
+    without usage (``replay runs``, the commands' truth notes)."""
+    return sum(1 for v in inputs if v is None or v <= 0)
 
 
 EVENT_KINDS: tuple[str, ...] = ("compaction", "microcompaction", "persisted_output")
@@ -236,10 +246,14 @@ EVENTS = arrow_schema(ContextEvent)
 SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS, "messages": MESSAGES, "requests": REQUESTS,
                                  "events": EVENTS}
 RUN_INDEX = pa.schema([*RUNS, pa.field("tokens_o200k", pa.int64(), nullable=False),
+                       pa.field("n_requests_unrecorded", pa.int64(), nullable=False),
                        pa.field("entry_key", pa.string(), nullable=False)],
                       metadata={"schema_version": SCHEMA_VERSION, "table": "RunIndex"})
 """The store's run index: every entry's ``runs`` rows, each run's o200k token total (over its
-messages) and the key of the entry holding it."""
+messages), its requests that recorded no usage (``unrecorded``) and the key of the entry
+holding it.  A cache of the entries' own files: an index of another schema (one written before
+a column was added) is not read, and the next ingest rewrites it
+(``replay.ingest.store_index``)."""
 MODELS: dict[str, type] = {"runs": Run, "messages": Message, "requests": Request,
                            "events": ContextEvent}
 

@@ -337,9 +337,9 @@ def read_entry(root: Path, key: str, checksum: str = "") -> RunTables:
     return RunTables(**decode(raw, str(path)))
 
 
-def read_entry_runs(root: Path, key: str) -> tuple[pa.Table, pa.Table]:
-    """One entry's runs table, and its messages' ``run_id`` and ``tokens_o200k`` columns
-    (``entry_file.decode_runs``; not checked against the entry's checksum).
+def read_entry_runs(root: Path, key: str) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """One entry's runs table, its messages' ``run_id`` and ``tokens_o200k`` columns and its
+    requests table (``entry_file.decode_runs``; not checked against the entry's checksum).
 
     Raises:
         StoreError: the file is missing, unreadable or not of this schema.

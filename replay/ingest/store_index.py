@@ -1,11 +1,12 @@
 """The store's run rows: ``runs`` of a whole store and the run index that makes reading them cheap.
 
-``DIR/index.parquet`` holds every entry's ``runs`` rows plus each run's ``tokens_o200k`` total,
-keyed by entry key.  It is a cache: readers fall back to the entries' own files for any entry
+``DIR/index.parquet`` holds every entry's ``runs`` rows plus each run's ``tokens_o200k`` total
+and its requests that recorded no usage (``n_requests_unrecorded``), keyed by entry key.  It is a cache: readers fall back to the entries' own files for any entry
 it does not hold (or when it is missing, of another schema, or not the file whose sha256 the
 manifest records: ``index_sha256``), and every ingest rewrites it
 (``IndexRows`` gathers the rows its workers send back, ``write_index`` writes them).
-``run_listing`` is the runs as ``replay runs`` lists them (labels, parents by key, coverage).
+``run_listing`` is the runs as ``replay runs`` lists them (labels, parents by key, coverage,
+requests without usage: ``unrecorded_note``).
 
 Not here: entries and the manifest (``replay.ingest.store``).
 """
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes
@@ -26,7 +28,7 @@ from replay.errors import StoreError
 from replay.ingest.arrow_columns import column, int64_total
 from replay.ingest.entry_file import IPC_OPTIONS, PARQUET_OPTIONS
 from replay.ingest.run_label import label_column, run_key
-from replay.ingest.schema import RUN_INDEX, SCHEMAS
+from replay.ingest.schema import RUN_INDEX, SCHEMAS, unrecorded
 from replay.ingest.store import (
     Entry,
     RunTables,
@@ -43,7 +45,8 @@ INDEX_FILE = "index.parquet"
 
 
 def runs(root: Path) -> pa.Table:
-    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total (``replay runs``)."""
+    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total and
+    ``n_requests_unrecorded`` (``replay runs``)."""
     if not is_store(root):
         raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
     return read_runs(root, list(read_manifest(root).values()), with_tokens=True)
@@ -57,7 +60,7 @@ LISTED_COLUMNS: dict[str, str] = {
     "run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
     "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
     "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
-    "n_harness_compactions": "compactions", "parent_run_id": "parent",
+    "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
     "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
 """Index column → its name in ``run_listing`` (which adds ``coverage`` at the end)."""
 
@@ -66,6 +69,9 @@ def run_listing(root: Path) -> pa.Table:
     """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
     (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
     rather than id, and its file's coverage line (``replay.ingest.store.coverage_lines``).
+    ``recorded_input_tokens`` sums the requests that recorded usage, ``unrecorded_requests``
+    counts the others; a run none of whose requests recorded usage has an unknown (null)
+    ``recorded_input_tokens``, not 0.
 
     Raises:
         StoreError: ``root`` is not a readable dataset.
@@ -75,6 +81,10 @@ def run_listing(root: Path) -> pa.Table:
     keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
                                                          table["source"].to_pylist())}
     table = table.append_column("run", pa.array(label_column(table), pa.string()))
+    none_recorded = pc.equal(table["n_requests"], table["n_requests_unrecorded"])
+    table = table.set_column(
+        table.schema.get_field_index("recorded_input_tokens"), "recorded_input_tokens",
+        pc.if_else(none_recorded, pa.scalar(None, pa.int64()), table["recorded_input_tokens"]))
     table = table.set_column(table.schema.get_field_index("parent_run_id"), "parent_run_id",
                              pa.array([keys.get(p, p) for p in
                                        table["parent_run_id"].to_pylist()], pa.string()))
@@ -84,9 +94,28 @@ def run_listing(root: Path) -> pa.Table:
         pa.string()))
 
 
+def unrecorded_note(listing: pa.Table) -> str | None:
+    """The sentence under ``replay runs`` when some requests recorded no usage (``listing``:
+    ``run_listing``'s): how many, in how many runs, and that those runs' recorded input sums
+    only the others (or is unknown); None when every request recorded usage."""
+    counts = listing["unrecorded_requests"].to_pylist()
+    n = sum(counts)
+    if not n:
+        return None
+    none = sum(1 for r, u in zip(listing["requests"].to_pylist(), counts) if u and r == u)
+    some = sum(1 for u in counts if u) - none
+    how = [f"{some} run(s) recorded some: their recorded_input_tokens sums only the requests "
+           "that did" if some else "",
+           f"{none} run(s) recorded none: their recorded_input_tokens is unknown" if none else ""]
+    return (f"{n:,} of {sum(listing['requests'].to_pylist()):,} requests in "
+            f"{some + none} run(s) recorded no usage ({'; '.join(h for h in how if h)}); "
+            "unrecorded_requests counts them by run (--wide, --json)")
+
+
 def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:
     """The ``runs`` rows of ``entries`` as one table, in entry order; message texts are never
-    loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total.
+    loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total and
+    ``n_requests_unrecorded``.
 
     Rows come from the run index (one file for the whole store) for every entry it holds, and
     from the entry's own files for the rest (a store written before the index existed, or an
@@ -154,10 +183,11 @@ def _shaped(table: pa.Table, names: list[str]) -> pa.Table:
 
 
 def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
-    """One entry's run rows read from its own file (with token totals if asked)."""
-    table, tokens = read_entry_runs(root, entry.key)
+    """One entry's run rows read from its own file (with token totals and requests without
+    usage if asked)."""
+    table, tokens, requests = read_entry_runs(root, entry.key)
     if with_tokens:
-        table = _with_tokens(table, tokens)
+        table = _with_counts(table, tokens, requests)
     if table.num_rows != entry.n_runs:
         raise StoreError(f"{entry_file(root, entry.key)}: {table.num_rows} runs stored, the "
                          f"manifest says {entry.n_runs}; re-ingest")
@@ -182,13 +212,31 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
         [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
 
 
+def _with_counts(runs_table: pa.Table, messages: pa.Table | None,
+                 requests: pa.Table) -> pa.Table:
+    """``runs_table`` with the run index's columns: each run's ``tokens_o200k`` total
+    (``_with_tokens``) and its requests that recorded no usage (``schema.unrecorded``; a
+    file's requests are few: plain loops, and no run ids made for a one-run file)."""
+    inputs = requests.column("input_tokens").to_pylist()
+    if runs_table.num_rows == 1:
+        counts = [unrecorded(inputs)]
+    else:
+        by_run: dict[str, list[int | None]] = {}
+        for run_id, n in zip(requests.column("run_id").to_pylist(), inputs):
+            by_run.setdefault(run_id, []).append(n)
+        counts = [unrecorded(by_run.get(r, ())) for r in runs_table["run_id"].to_pylist()]
+    return _with_tokens(runs_table, messages).append_column(
+        RUN_INDEX.field("n_requests_unrecorded"), column(counts, pa.int64()))
+
+
 # -- the run index -----------------------------------------------------------------------------
 
 def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | pa.Table:
     """One entry's rows of the run index: as an Arrow IPC stream (what an ingest worker sends
     back with each file it wrote), or with ``stream=False`` as the table itself (an ingest in
     one process: no stream written only to be read back); ``IndexRows`` gathers either."""
-    runs_table = _with_tokens(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]))
+    runs_table = _with_counts(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]),
+                              tables.requests)
     keyed = _keyed(runs_table, key)
     if not stream:
         return keyed
