@@ -26,7 +26,9 @@ The context, in order:
   ``<user_instructions>`` message: a system message only when no message repeats it.  Only the
   first session_meta counts (a fork replays its parent's lines, metas included); another
   session's session_meta that is no fork's copy begins a run of its own (rollouts written into
-  one file, ``replay.ingest.parsers.codex_sessions``; an issue says so).
+  one file, ``replay.ingest.parsers.codex_sessions``; an issue says so).  A session's lines
+  written again after a copy of its session_meta (a rollout appended to itself) are skipped as
+  repeats (``codex_sessions.sessions``: an issue a copy, counted ``TYPE (repeated copy)``).
 * Consecutive model-output items (reasoning, assistant message, calls) form ONE assistant
   message = one request; each tool output is its own ``tool`` message; user and developer
   (→ system) messages and ``agent_message`` items (another agent's message delivered to this
@@ -114,7 +116,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     if not records:
         issues.append(Issue(src.path, 0, "no JSON records in this Codex rollout"))
         return []
-    parts = sessions.split(records)
+    parts = sessions.sessions(records, src.path, issues, src.coverage)
     if len(parts) > 1:
         no, first = parts[1][0]
         sid = sessions.session_id(sessions.meta_of(first) or {})

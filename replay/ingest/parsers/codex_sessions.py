@@ -10,6 +10,15 @@ whose id or time is a placeholder (a schema catalog's).  Any other session_meta 
 first session's (two sessions' usage read as one run made the last request's counted context
 the sum of both: 134,908 tokens against 34,469 recorded).
 
+A session's lines written into its file a second time (``cat a.jsonl a.jsonl``, a copy tool
+appending, a resume that wrote the session again) are no lines of it: Codex items but calls and
+reasoning carry no id, so ``codex_file.unique`` cannot tell such a message or token_count from
+a new one (the real 0.104 rollout doubled kept 43 more requests).  ``copies`` finds them: a
+session_meta of a session met before, equal to its first one (timestamp included), followed by
+lines equal to the lines after that first one, record for record; the run of equal lines (the
+meta and at least one more) is a copy and is dropped, counted and said.  The first line that
+differs ends it: a session resumed after a copy of its meta keeps its new lines.
+
 Not here: what is made of a session's lines (``replay.ingest.parsers.codex_walk``).
 """
 
@@ -20,6 +29,8 @@ import re
 from typing import Any
 
 from replay.ingest.parsers.codex_items import parent_session
+from replay.ingest.parsers.coverage import Coverage
+from replay.ingest.parsers.source import Issue
 
 Records = list[tuple[int, dict[str, Any]]]
 _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{7,63}")
@@ -29,9 +40,27 @@ _DATE = re.compile(r"\d{4}-\d\d-\d\d")
 ``[trimmed for fixture]``, a redacted copy's stand-in for it) begins no session."""
 
 
+def sessions(records: Records, path: str, issues: list[Issue],
+             coverage: Coverage) -> list[Records]:
+    """The file's sessions (``split``), without the copies of a session's lines written again
+    (``copies``: looked for only when the file has two session_meta lines or more, which
+    ``split`` finds as it reads: no second pass over every line)."""
+    parts, metas = _split(records)
+    if len(metas) < 2:
+        return parts  # (one session_meta: most files)
+    kept = copies(records, metas, path, issues, coverage)
+    return parts if kept is records else _split(kept)[0]
+
+
 def split(records: Records) -> list[Records]:
     """``records`` cut where another session's session_meta begins (``[records]`` when the
     file holds one session, the common case)."""
+    return _split(records)[0]
+
+
+def _split(records: Records) -> tuple[list[Records], list[int]]:
+    """(``split``'s parts, the positions of every session_meta line of ``records``)."""
+    metas: list[int] = []
     cuts: list[int] = []
     current: str | None = None  # the session being read ('' when its meta names none)
     fork_ts = ""  # when the fork being read began ('' for a session of its own)
@@ -47,6 +76,7 @@ def split(records: Records) -> list[Records]:
         meta = meta_of(rec)
         if meta is None:
             continue
+        metas.append(pos)
         ts = rec.get("timestamp")
         sid = session_id(meta)
         if not _DATE.match(ts if isinstance(ts, str) else str(meta.get("timestamp"))):
@@ -61,9 +91,48 @@ def split(records: Records) -> list[Records]:
         fork_ts = start if parent and isinstance(start, str) else ""
         replay = bool(fork_ts)
     if not cuts:
-        return [records]
+        return [records], metas
     bounds = [0, *cuts, len(records)]
-    return [records[a:b] for a, b in itertools.pairwise(bounds)]
+    return [records[a:b] for a, b in itertools.pairwise(bounds)], metas
+
+
+def copies(records: Records, metas: list[int], path: str, issues: list[Issue],
+           coverage: Coverage) -> Records:
+    """``records`` without the copies of a session's lines written again after a copy of its
+    session_meta (see the module's docstring; ``metas``: the positions of its session_meta
+    lines); each copy is one issue (its lines, the lines it repeats) and its lines are counted
+    as skipped in ``coverage`` (``TYPE (repeated copy)``).  ``records`` itself when there is
+    none (most files)."""
+    first: dict[str, int] = {}  # session id -> position of its first meta
+    spans: list[tuple[int, int, int]] = []  # (position, its first line's position, lines)
+    n, end = len(records), 0  # (end: past the last copy found)
+    for pos in metas:
+        if pos < end:
+            continue  # inside a copy
+        rec = records[pos][1]
+        sid = session_id(meta_of(rec) or {})
+        start = first.setdefault(sid, pos) if sid else pos
+        if start == pos or rec != records[start][1]:
+            continue
+        m = 1
+        while pos + m < n and start + m < pos and records[pos + m][1] == records[start + m][1]:
+            m += 1
+        if m >= 2:  # (the meta alone: a resumed session's new lines follow it)
+            spans.append((pos, start, m))
+            end = pos + m
+    if not spans:
+        return records
+    for pos, start, m in spans:
+        issues.append(Issue(path, records[pos][0], (
+            f"lines {records[pos][0]}-{records[pos + m - 1][0]} repeat lines "
+            f"{records[start][0]}-{records[start + m - 1][0]} record for record (session "
+            f"{session_id(meta_of(records[pos][1]) or {})[:64]!r} written again after its "
+            f"session_meta: a copy appended to the file?): {m} line(s) skipped as repeats")))
+        for _, rec in records[pos:pos + m]:
+            kind = rec.get("type")
+            coverage.skipped(f"{kind if isinstance(kind, str) else 'record'} (repeated copy)")
+    dropped = {i for pos, _, m in spans for i in range(pos, pos + m)}
+    return [pair for i, pair in enumerate(records) if i not in dropped]
 
 
 def meta_of(rec: dict[str, Any]) -> dict[str, Any] | None:
