@@ -57,6 +57,19 @@ class Coverage:
         """``n`` records of a type the parser does not know were left out."""
         self.counts[(record_type, "unknown")] += n
 
+    def recount(self, record_type: str, fate: str, new_type: str, new_fate: str,
+                n: int = 1) -> None:
+        """``n`` records counted as ``record_type`` / ``fate`` are ``new_type`` / ``new_fate``
+        after all (a later record decided what became of them: a rewind), so each record is
+        still counted once."""
+        old = (record_type, fate)
+        n = min(n, self.counts[old])
+        self.counts[old] -= n
+        if not self.counts[old]:
+            del self.counts[old]
+        if n:
+            self.counts[(new_type, new_fate)] += n
+
     def by_type(self) -> dict[str, dict[str, int]]:
         """``{record type: {fate: count}}``, types sorted."""
         out: dict[str, dict[str, int]] = {}

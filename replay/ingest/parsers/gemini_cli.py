@@ -52,10 +52,13 @@ rewind dropped (counted as ``message (rewound: in the abandoned branch's run)``)
 first ``builder.MAX_BRANCHES`` rewinds of a session (a later one's are ``message (rewound: in
 no run)``, and an issue says so).
 
-Coverage types: ``metadata``, ``message/<type>``, ``$rewindTo``, ``$rewindTo (names no message
-of the history)``, ``$set/messages (compaction)``, ``$set/messages (update)``, ``$set/messages
-(not a list)``, ``$set/<key>``, ``$set (empty)``, ``message (rewound: in the abandoned branch's
-run)``, ``message (rewound: in no run)``, ``record (unrecognised)``.
+Coverage types (each record counted once): ``metadata``, ``message/<type>``, ``$rewindTo``,
+``$rewindTo (names no message of the history)``, ``$set/messages (compaction)``,
+``$set/messages (update)``, ``$set/messages (not a list)``, ``$set/<key>+<key>…`` (a ``$set``
+without messages, by its keys), ``$set (empty)``, ``message (rewound: in the abandoned branch's
+run)`` and ``message (rewound: in no run)`` (a rewound message's records), ``<kind> (repeat)``
+(a record the same as the one before it, or a message the same as its copy before: written
+twice, skipped), ``record (unrecognised)``.
 
 The history: ``gemini_cli_history``; the run made of it: ``gemini_cli_emit``.
 
@@ -125,7 +128,12 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         return []
     notes = Notes()
     sessions = [History(src, issues, notes)]
+    before: dict[str, Any] | None = None
     for no, rec in records:
+        if rec == before:  # a line written twice
+            sessions[-1].repeat(rec, no)
+            continue
+        before = rec
         if _begins_session(sessions[-1], rec):
             notes.note(no, "metadata record of another session (its sessionId differs): the "
                            "file holds sessions written one after another, each read as a "

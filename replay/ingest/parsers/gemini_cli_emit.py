@@ -48,8 +48,10 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
                     done[mid] = _gemini(b, mid, m, answered,
                                         request=branch is None or mid in branch[1])
             except (TypeError, ValueError, AttributeError, KeyError) as exc:
-                if branch is None:  # (a branch's messages are counted in the main walk)
-                    src.coverage.unknown(f"message/{m['type']} (malformed)")
+                if branch is None:  # (a branch's messages are counted in the main walk; its
+                    # last copy, counted modelled when read, is not: counted once)
+                    src.coverage.recount(f"message/{m['type']}", "modelled",
+                                         f"message/{m['type']} (malformed)", "unknown")
                 issues.append(Issue(src.path, 0, f"message {mid[:80]!r}: {exc} (kept in part)"))
         if added:
             kept = sorted(i for mid in h.epochs[k + 1][0] if mid in done for i in done[mid])

@@ -7,6 +7,12 @@ A message with no string ``id`` is read in file order under a key of its type an
 timestamp, its line).  A ``$rewindTo`` naming no message of the history is ignored.  A field
 of the wrong type (``toolCalls`` an object, ``$set.messages`` a string, …) is said.
 
+Coverage counts each record once: a ``$set`` under its keys together; a message's records
+(its copies) under ``message/<type>``, moved to ``message (rewound: …)`` when a rewind drops the
+message; a record written twice (the same JSON as the record before it, or a message the same
+as its current copy: it changes nothing) under ``<kind> (repeat)``, skipped and said
+(``repeat``).
+
 Not here: the file's records and sessions (``replay.ingest.parsers.gemini_cli``), the run made
 of a history (``replay.ingest.parsers.gemini_cli_emit``).
 """
@@ -45,6 +51,18 @@ def is_message(m: Any) -> bool:
     return isinstance(m, dict) and isinstance(m.get("type"), str)
 
 
+def record_kind(rec: dict[str, Any]) -> str:
+    """What a record is, as coverage names it: ``$rewindTo``, ``$set``, ``message/<type>``,
+    ``metadata`` or ``record``."""
+    if "$rewindTo" in rec:
+        return "$rewindTo"
+    if "$set" in rec:
+        return "$set"
+    if is_message(rec):
+        return f"message/{rec['type']}"
+    return "metadata" if isinstance(rec.get("sessionId"), str) else "record"
+
+
 def message_key(m: dict[str, Any], no: int) -> str:
     """The key a message is held under: its id, else its type and timestamp (its line when it
     has none), which no id can be (they begin with a NUL)."""
@@ -74,6 +92,16 @@ class History:
     meta: dict[str, Any] = field(default_factory=dict)
     branches: list[tuple[Messages, set[str]]] = field(default_factory=list)
     """Each rewind's abandoned branch: the history it was made in, and the keys it dropped."""
+    counted: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Message key -> its records counted as ``message/<type>`` modelled, by type (what a
+    rewind moves to ``message (rewound: …)``)."""
+
+    def repeat(self, rec: dict[str, Any], no: int) -> None:
+        """Record ``rec`` (of line ``no``) is the same as the record before it (a line written
+        twice): skipped, counted as a repeat of its kind and said once for the file."""
+        self.src.coverage.skipped(f"{record_kind(rec)} (repeat)")
+        self.notes.note(no, "record the same as the record before it (written twice: skipped "
+                            "as a repeat)")
 
     def record(self, rec: dict[str, Any], no: int = 0) -> None:
         """Take record ``rec`` (of line ``no``; 0: the whole document) into the history."""
@@ -86,11 +114,8 @@ class History:
                 cov.unknown("$set (not an object)")
                 self.notes.note(no, f"$set is {type(update).__name__}, not an object (ignored)")
                 return
-            for key in update:
-                if key != "messages":
-                    cov.skipped(f"$set/{key}")
-            if not update:
-                cov.skipped("$set (empty)")
+            if "messages" not in update:  # (else counted as the checkpoint it is)
+                cov.skipped("$set/" + "+".join(sorted(update)) if update else "$set (empty)")
             if isinstance(update.get("messages"), list):
                 self.checkpoint(update["messages"], no)
             elif "messages" in update:
@@ -137,11 +162,15 @@ class History:
         cov.modelled("$rewindTo")
         ids = list(self.live)
         drop = ids[ids.index(target):]
-        if len(self.branches) < MAX_BRANCHES:  # the abandoned branch was sent and paid for:
-            self.branches.append((dict(self.live), set(drop)))  # a run
-            cov.modelled("message (rewound: in the abandoned branch's run)", len(drop))
+        kept = len(self.branches) < MAX_BRANCHES
+        for i in drop:  # the records of the messages dropped: counted as rewound instead
+            for t, n in self.counted.pop(i, {}).items():
+                cov.recount(f"message/{t}", "modelled", *(
+                    ("message (rewound: in the abandoned branch's run)", "modelled") if kept
+                    else ("message (rewound: in no run)", "skipped")), n)
+        if kept:  # the abandoned branch was sent and paid for: a run
+            self.branches.append((dict(self.live), set(drop)))
         else:  # (a copy of the history each: bounded as Claude Code's and Codex's)
-            cov.skipped("message (rewound: in no run)", len(drop))
             self.issues.append(Issue(self.src.path, no, f"$rewindTo: the {len(drop)} message(s) "
                                      f"rewound are in no run (the session has more than "
                                      f"{MAX_BRANCHES} rewinds: {MAX_BRANCHES} are runs)"))
@@ -152,12 +181,20 @@ class History:
         t = m["type"]
         fate = "modelled" if t in MODELLED_TYPES else "skipped" if t in SKIPPED_TYPES else \
             "unknown"
+        if fate == "modelled" and self.live.get(message_key(m, no)) == m:
+            self.src.coverage.skipped(f"message/{t} (repeat)")  # (it changes nothing)
+            self.notes.note(no, "message the same as its copy before (written again "
+                                "unchanged: skipped as a repeat)")
+            return
         self.src.coverage.counts[(f"message/{t}", fate)] += 1
         if fate == "unknown":
             self.notes.note(no, f"message of type {t[:40]!r}, not one Gemini CLI writes "
                                 "(skipped)")
         if fate == "modelled":
-            self.live[self.key(m, no)] = m
+            key = self.key(m, no)
+            self.live[key] = m
+            by_type = self.counted.setdefault(key, {})
+            by_type[t] = by_type.get(t, 0) + 1
 
     def key(self, m: dict[str, Any], no: int) -> str:
         """``message_key``; a message without an id and a field of the wrong type are said."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,60 @@ def test_an_inline_pdf_is_a_document_placeholder_and_an_image_stays_one(
     prompt = next(t for t in texts if "[document: application/pdf]" in t)
     assert prompt.endswith("[document: application/pdf]\n[image]")
     assert not any("JVBERi0x" in t or "iVBORw0K" in t for t in texts)
+
+
+def _kind(rec: dict[str, Any]) -> str:
+    """A record's kind as the test reads it (independent of the parser's names' code)."""
+    for key in ("$rewindTo", "$set"):
+        if key in rec:
+            return key
+    return f"message/{rec['type']}" if "type" in rec else "metadata"
+
+
+@pytest.mark.parametrize("path", JSONL, ids=lambda p: p.name)
+def test_every_line_doubled_is_the_session_with_each_copy_a_repeat(tmp_path: Path,
+                                                                    path: Path) -> None:
+    """Before: the fixture with a rewind and a checkpoint had coverage 17 for its 14 lines
+    (the rewound messages counted twice, the checkpoint's $set under two keys) and 32 for the
+    28 of it doubled (the second $rewindTo counted as naming no message)."""
+    records = _records(path)
+    alone = parse_file(_write(tmp_path, records, f"alone-{path.name}"), tmp_path)
+    doubled = parse_file(_write(tmp_path, [r for r in records for _ in (0, 1)], path.name),
+                         tmp_path)
+    assert _facts(doubled) == _facts(alone)
+    assert sum(n for f in alone.coverage.values() for n in f.values()) == len(records)
+    repeats = {t: f for t, f in doubled.coverage.items() if t.endswith(" (repeat)")}
+    want = Counter(f"{_kind(r)} (repeat)" for r in records)
+    assert {t: f["skipped"] for t, f in repeats.items()} == want
+    assert {t: f for t, f in doubled.coverage.items() if t not in repeats} == alone.coverage
+    assert _said(doubled, "record the same as the record before it") == [(
+        2, ("record the same as the record before it (written twice: skipped as a repeat) "
+            f"({len(records)} records, the first here)"))]
+
+
+def test_rewound_messages_are_counted_once_as_rewound(tmp_path: Path) -> None:
+    """The records of the messages a rewind drops (independent: the lines from its target's
+    first line to the rewind, of the ids it drops) count as rewound, not also as messages."""
+    path = next(p for p in JSONL if '"$rewindTo"' in p.read_text())
+    records = _records(path)
+    at = next(i for i, r in enumerate(records) if "$rewindTo" in r)
+    ids = [r["id"] for r in records[:at] if "id" in r]
+    dropped = set(ids[ids.index(records[at]["$rewindTo"]):])
+    rewound = sum(1 for r in records[:at] if r.get("id") in dropped)
+    parsed = parse_file(_write(tmp_path, records, path.name), tmp_path)
+    cov = parsed.coverage
+    assert cov["message (rewound: in the abandoned branch's run)"] == {"modelled": rewound}
+    messages = sum(1 for r in records if "type" in r and r["type"] in ("user", "gemini"))
+    assert cov["message/user"]["modelled"] + cov["message/gemini"]["modelled"] \
+        == messages - rewound
+
+
+def test_a_message_written_again_unchanged_later_is_a_repeat(tmp_path: Path) -> None:
+    records = _records(PLAIN)
+    first = next(r for r in records if r.get("type") == "user")
+    parsed = parse_file(_write(tmp_path, [*records, copy.deepcopy(first)]), tmp_path)
+    alone = parse_file(_write(tmp_path, records, "alone.jsonl"), tmp_path)
+    assert _facts(parsed) == _facts(alone)
+    assert parsed.coverage["message/user (repeat)"] == {"skipped": 1}
+    assert _said(parsed, "message the same as its copy before") == [(len(records) + 1, (
+        "message the same as its copy before (written again unchanged: skipped as a repeat)"))]

@@ -89,8 +89,11 @@ def test_every_message_record_is_counted(name: str) -> None:
     src = _source(path)
     gemini_cli.parse(src, [])
     by_type = src.coverage.by_type()
-    counted = sum(sum(f.values()) for t, f in by_type.items() if t.startswith("message/"))
-    assert counted == len(lines)
+    counted = sum(sum(f.values()) for t, f in by_type.items() if t.startswith("message"))
+    assert counted == len(lines)  # (a rewound message's records under message (rewound: …))
+    # every record once: the lines, and an older file's document and its messages
+    assert src.coverage.total() == len(records) + sum(
+        len(r.get("messages", [])) for r in records if "sessionId" in r)
     assert src.coverage.total("unknown") == 0
     assert by_type["metadata"] == {"skipped": 1}
 
