@@ -108,13 +108,19 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
 
     ``salt`` is mixed into every hash of a path or a name; None (the default): a random salt
     for this archive alone, written nowhere, so its hashes link to nothing outside it.  Give
-    the same salt to make two archives' hashes agree (and keep it out of both).
+    the same salt to make two archives' hashes agree (and keep it out of both).  A salt of
+    nothing but white space is refused: its hashes are those of no salt, which anyone can
+    recompute from a guessed path.
 
     Raises:
         OutputError: ``out`` is an input, inside an input folder, or holds an input; or
             cannot be created.
-        ReplayError: ``shift_days`` moves every date out of range.
+        ReplayError: ``shift_days`` moves every date out of range, or ``salt`` is empty.
     """
+    if salt is not None and not salt.strip():
+        raise ReplayError("--salt: an empty salt (or one of white space) hashes as no salt: "
+                          "anyone could recompute a path's hash; give a secret, or leave "
+                          "--salt out for a random one")
     if abs(shift_days) > MAX_SHIFT_DAYS:
         raise ReplayError(f"--shift-days {shift_days}: moves every date outside the years "
                           f"1-9999 (at most ±{MAX_SHIFT_DAYS:,} days)")

@@ -278,7 +278,7 @@ def test_a_path_hashes_the_same_everywhere(tmp_path: Path) -> None:
             p for p in parse_file(out / f.archived_as).tables.messages["path"].to_pylist()
             if p)) for f in report.files}
 
-    one, again, salted = (paths(tmp_path / "a", ""), paths(tmp_path / "b", ""),
+    one, again, salted = (paths(tmp_path / "a", "k"), paths(tmp_path / "b", "k"),
                           paths(tmp_path / "c", "s3cret"))
     assert one == again  # stable between archives
     claude, codex = one["session.jsonl"], one["rollout-2026-02-23T12-19-38-019c8a70.jsonl"]

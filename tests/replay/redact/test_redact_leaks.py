@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from replay.cli import app
+from replay.errors import ReplayError
 from replay.ingest.discover import discover
 from replay.redact import redact
 from replay.redact.archive import archive_names
@@ -230,6 +231,21 @@ def test_each_archive_has_its_own_salt_unless_one_is_kept(tmp_path: Path) -> Non
     inside = runner.invoke(app, ["redact", str(tmp_path / "in"), "--out", str(tmp_path / "k2"),
                                  "--salt-file", str(tmp_path / "k2" / "salt"), "-q"])
     assert inside.exit_code == 2 and "outside --out" in inside.stderr
+
+
+@pytest.mark.parametrize("salt", ["", " ", "\t\n"])
+def test_an_empty_salt_is_refused_before_anything_is_written(tmp_path: Path, salt: str) -> None:
+    """A salt of nothing (or white space) hashes a path as sha256("\\0" + path), which anyone
+    recomputes from a guessed path: it was taken and reported 'salted with the salt given'."""
+    _session(tmp_path / "in" / "proj" / "s.jsonl", "2026-01-15T10:40:00.000Z")
+    got = CliRunner().invoke(app, ["redact", str(tmp_path / "in"), "--out",
+                                   str(tmp_path / "out"), "--salt", salt, "-q"])
+    assert got.exit_code == 2, got.output
+    assert "empty salt" in got.stderr
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ReplayError, match="empty salt"):
+        redact([tmp_path / "in"], tmp_path / "lib", salt=salt)
+    assert not (tmp_path / "lib").exists()
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
