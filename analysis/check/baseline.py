@@ -15,8 +15,9 @@ digits, so the file does not change with the last bits of a sum.  It holds:
   (``null`` where a statistic is undefined).
 
 ``load_baseline`` trusts nothing in the file: a value of the wrong type, a sha256 that is not
-one, a run holding other metrics than ``metrics`` lists (one missing would never be compared)
-is refused with its key.  A baseline older than a metric lacks it in the list and in every run:
+one, a run holding other metrics than ``metrics`` lists (one missing would never be compared),
+a key given twice in one object (JSON keeps the last: a merge that kept both sides' copies of a
+policy or a run) is refused with its key.  A baseline older than a metric lacks it in the list and in every run:
 that is consistent, and the check notes the metric as new.
 
 ``measure`` replays policies over a corpus into a ``Baseline``; ``load_baseline`` and
@@ -204,7 +205,10 @@ def load_baseline(path: Path) -> Baseline:
         raise CheckError(f"{path}: no such baseline; create it with `replay check ... "
                          f"--baseline {path} --update-baseline`")
     try:
-        doc = json.loads(read_input(path, max_document_bytes()).decode("utf-8"))
+        doc = json.loads(read_input(path, max_document_bytes()).decode("utf-8"),
+                         object_pairs_hook=_once_each)
+    except _KeyTwice as twice:
+        raise CheckError(f"{path}: not a valid baseline ({twice})") from None
     except Unreadable as why:
         raise CheckError(f"{path}: not a baseline file: {why}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -214,6 +218,22 @@ def load_baseline(path: Path) -> Baseline:
     except (ValueError, RecursionError) as exc:  # json's bound on an int's digits; nesting
         raise CheckError(f"{path}: not a valid baseline ({str(exc).splitlines()[0]})") from None
     return _from_doc(doc, str(path))
+
+
+class _KeyTwice(ValueError):
+    """A JSON object of the baseline names a key twice."""
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice: ``json`` keeps the last silently,
+    so of two copies of a policy (or a run) left by a merge, one was compared and the other,
+    perhaps the one that fails, never read."""
+    doc = dict(pairs)
+    if len(doc) < len(pairs):
+        key = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise _KeyTwice(f"the key {_shown(key)} is given twice in one object; JSON keeps only "
+                        "the last, so the other would never be compared. Keep one")
+    return doc
 
 
 def write_baseline(path: Path, baseline: Baseline) -> None:

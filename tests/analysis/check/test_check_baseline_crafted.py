@@ -168,3 +168,31 @@ def test_another_logs_sha256_is_a_changed_log_not_an_error(
     result = _check_edited(store, files, recorded, _set_run("sha256", other))
     assert result.exit_code == 1, result.output
     assert _first_line(result.output).startswith("check: FAIL — no run compared (1 changed log)")
+
+
+@pytest.mark.parametrize("where", ["policy", "run", "metric"])
+def test_a_key_given_twice_exits_2_and_neither_copy_is_taken(
+        store: Path, files: dict[str, Path], recorded: dict[str, Any], where: str) -> None:
+    """A merge that kept both sides' copies of a policy (or a run's values, or one value): JSON
+    keeps the last, so the first copy, here one that regresses, was never read and the check
+    passed (exit 0).  The copy that regresses fails on its own (exit 1), so the test proves the
+    first copy was read at all only by the refusal."""
+    pol = recorded["policies"]["two-tier-corrected"]
+    stale = json.loads(json.dumps(pol))
+    stale["runs"][RUN]["tokens_sent"] = 1  # the replay sends more: a regression
+    alone = json.loads(json.dumps(recorded))
+    alone["policies"]["two-tier-corrected"] = stale
+    files["baseline"].write_text(json.dumps(alone))
+    assert _cli(store, files).exit_code == 1  # the stale copy, read on its own, regresses
+    text = json.dumps(recorded, indent=1, sort_keys=True)
+    opening, copy = {
+        "policy": ('"policies": {', f'"two-tier-corrected": {json.dumps(stale)},'),
+        "run": ('"runs": {', f'"{RUN}": {json.dumps(stale["runs"][RUN])},'),
+        "metric": ('"tokens_sent": ', '1, "tokens_sent": '),
+    }[where]
+    at = text.index(opening, text.index('"two-tier-corrected": {')) if where != "policy" \
+        else text.index(opening)
+    files["baseline"].write_text(text[:at + len(opening)] + copy + text[at + len(opening):])
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert "is given twice in one object" in _flat(result)
