@@ -68,7 +68,10 @@ def ingest(
     from replay.ingest import store  # lazy: pyarrow only when it runs
     from replay.ingest.batch import ingest as ingest_paths
 
-    toks = tuple(t.strip() for t in tokenizers.split(",") if t.strip())
+    toks = tuple(dict.fromkeys(t.strip() for t in tokenizers.split(",") if t.strip()))
+    if not toks:  # a dataset of no counts: `replay runs` said 0 tokens a run, no replay ran
+        raise typer.BadParameter(f"{tokenizers!r} names no encoding; give one or more, e.g. "
+                                 f"{','.join(DEFAULT_TOKENIZERS)}", param_hint="'--tokenizers'")
     files = _discover(paths)
     with _progress("ingest", len(files), quiet) as tick, _errors():
         report = ingest_paths(paths, out, fmt=fmt, tokenizers=toks, jobs=jobs, strict=strict,

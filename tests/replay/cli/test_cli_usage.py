@@ -255,6 +255,17 @@ def test_a_negative_count_or_two_objectives_are_usage_errors(args: list[str],
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("value", ["", ",", " , ,"])
+def test_tokenizers_naming_no_encoding_is_a_usage_error(value: str, tmp_path: Path) -> None:
+    """`ingest --tokenizers ''` wrote a dataset with no token counts (exit 0): `replay runs`
+    said 0 tokens for each run and a replay of it stopped ('no token counts stored')."""
+    result = runner.invoke(app, ["ingest", str(LOG), "--out", str(tmp_path / "d"),
+                                 "--tokenizers", value])
+    assert result.exit_code == 2, result.output
+    assert "--tokenizers" in result.output and "names no encoding" in result.output
+    assert not (tmp_path / "d").exists()
+
+
 def test_inspect_tells_a_missing_path_from_one_it_cannot_read(tmp_path: Path) -> None:
     """A missing path or a folder is a usage error (2); a path that is there but is no regular
     file (a FIFO, a symlink loop) is an input that cannot be read (1), as ingest and run say."""
