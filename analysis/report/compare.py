@@ -221,6 +221,23 @@ def diff_policies(spec: CompareSpec, *, open_runs: Opener | None = None,
     return DiffOutcome(a=pol_a, b=pol_b, table=table, traces=got)
 
 
+def _same_runs(dirs: list[Path], held: list[set[str]]) -> None:
+    """Refuse traces that do not hold the same runs: each policy's figures would be over
+    other runs (a diff compared the runs in both and dropped the others unsaid; with none in
+    common, or a run the dataset lacks, it ended in a traceback).
+
+    Raises:
+        ReplayInputError: naming the first folder whose runs differ from the first's.
+    """
+    for d, runs in zip(dirs[1:], held[1:]):
+        if runs != held[0]:
+            only_a, only_b = len(held[0] - runs), len(runs - held[0])
+            raise ReplayInputError(
+                f"{d}: its traces hold {len(runs)} runs, {dirs[0]}'s {len(held[0])} "
+                f"({only_b} only in {d}, {only_a} only in {dirs[0]}); traces compared must "
+                "be replays of the same runs (`replay run` of the same logs)")
+
+
 def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
     """The traces of ``replay run`` output folders, with the dataset they were replayed from."""
     if spec.policies or spec.provider:
@@ -240,10 +257,17 @@ def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
         raise ReplayInputError(f"{dirs[0]}: no dataset in the project cache ({cached}) nor "
                                "beside the traces; give --data with the logs or dataset they "
                                "were replayed from")
+    held = [set(tr.requests["run_id"].to_pylist()) for _, tr in pairs]
+    _same_runs(dirs, held)
     # the runs the traces hold, not the whole dataset: a run's calibration may pool the other
     # runs of its model, and must pool the same ones as when the traces were replayed
-    traced = {r for _, tr in pairs for r in tr.requests["run_id"].to_pylist()}
+    traced = set().union(*held)
     corpus = opener(source).subset(traced)
+    if missing := sorted(traced - set(corpus.run_ids)):
+        where = ", ".join(map(str, source)) if spec.data else f"the dataset {source[0]}"
+        raise ReplayInputError(f"{dirs[0]}: {len(missing)} of the {len(traced)} runs the traces "
+                               f"hold are not in {where} (first: {missing[0]}); give --data "
+                               "with the logs or dataset they were replayed from")
     if spec.run_ids:
         keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
                                     list(spec.run_ids), labels=label_column(corpus.runs)),

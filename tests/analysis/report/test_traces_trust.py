@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from replay.cli import app
@@ -191,3 +192,44 @@ def test_report_refuses_a_damaged_run_folder(good: Path, tmp_path: Path) -> None
 def test_an_intact_run_folder_still_reads(good: Path) -> None:
     res = CliRunner().invoke(app, ["diff", "--traces", str(good), str(good), "--json"])
     assert res.exit_code == 0, res.output
+
+
+ELSE = Path(__file__).parents[3] / "logs" / "write-heavy.jsonl"
+
+
+def _run_to(out: Path, *logs: Path) -> Path:
+    res = CliRunner().invoke(app, ["run", *map(str, logs), "-p", "none", "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _refused(res: Result) -> str:
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return " ".join(res.output.split())
+
+
+def test_traces_of_other_runs_are_refused_not_compared_in_part(good: Path, other: Path,
+                                                               tmp_path: Path) -> None:
+    """Traces of other logs: a diff of no run in common ended in a traceback ('the two metric
+    frames have no run in common', exit 1), as did a report; a diff of some runs in common
+    compared those and left the others out unsaid (exit 0)."""
+    elsewhere = _run_to(tmp_path / "else", ELSE)
+    more = _run_to(tmp_path / "more", LOG, ELSE)
+    n_good = len(pq.read_table(good / "traces" / "requests.parquet")
+                 .column("run_id").unique())
+    said = _refused(CliRunner().invoke(app, ["diff", "--traces", str(good), str(elsewhere)]))
+    assert f"{elsewhere}: its traces hold 1 runs, {good}'s {n_good} (1 only in {elsewhere}, " \
+           f"{n_good} only in {good})" in said
+    said = _refused(CliRunner().invoke(app, ["diff", "--traces", str(other), str(more)]))
+    assert f"(1 only in {more}, 0 only in {other})" in said
+    _refused(CliRunner().invoke(app, ["report", "--traces", str(good), str(elsewhere),
+                                      "--out", str(tmp_path / "r")]))
+    assert not (tmp_path / "r" / "report.html").exists()
+
+
+def test_a_dataset_without_the_traced_runs_is_refused(good: Path, other: Path) -> None:
+    """--data of another log: a KeyError traceback (exit 1)."""
+    said = _refused(CliRunner().invoke(app, ["diff", "--traces", str(good), str(other),
+                                             "--data", str(ELSE)]))
+    assert f"{good}: 1 of the 1 runs the traces hold are not in {ELSE}" in said
