@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from replay.atomic_files import make_output_dir
+from replay.errors import OutputError
 from replay.safe_names import file_name, is_segment
 
 CACHE_ENV = "CTXREPLAY_CACHE_DIR"
@@ -31,12 +32,37 @@ OUT = Path("out")
 """The root of run outputs when ``--out`` is not given."""
 
 
-def cache_root(given: Path | None = None) -> Path:
-    """The project cache: ``given``, else ``$CTXREPLAY_CACHE_DIR``, else ``.ctxreplay``."""
+def cache_root(given: Path | None = None, *, writing: bool = True) -> Path:
+    """The project cache: ``given``, else ``$CTXREPLAY_CACHE_DIR``, else ``.ctxreplay``
+    (``unnamed``: never a symlink when ``writing``; False for a command that only keeps its
+    outputs out of the cache, ``redact``).
+
+    Raises:
+        OutputError: the default ``.ctxreplay`` is a symlink (and ``writing``).
+    """
     if given is not None:
         return given
     env = os.environ.get(CACHE_ENV, "")
-    return Path(env) if env else DEFAULT_CACHE
+    if env:
+        return Path(env)
+    return unnamed(DEFAULT_CACHE, "--cache-dir (or $CTXREPLAY_CACHE_DIR)") if writing \
+        else DEFAULT_CACHE
+
+
+def unnamed(default: Path, option: str) -> Path:
+    """``default``, a folder a command writes though the user did not name it (``.ctxreplay``,
+    ``out``), refused when it is a symlink: a repository cloned with ``out`` or ``.ctxreplay``
+    a symlink to a folder outside it would have every command write there.  A folder the user
+    names may be a symlink (``option``: how to name it).
+
+    Raises:
+        OutputError: ``default`` is a symlink (one line saying where it points and ``option``).
+    """
+    if default.is_symlink():
+        raise OutputError(f"{default}: a symlink (to {os.readlink(default)}), and not named by "
+                          f"you: not followed, nothing written through it; name it with "
+                          f"{option} to write there, or remove it")
+    return default
 
 
 def dataset_dir(cache: Path) -> Path:
@@ -76,5 +102,5 @@ def make_run_dir(policy_name: str, given: Path | None = None, *, report: bool = 
     if given is not None:
         make_output_dir(given, *extra)
         return given
-    make_output_dir(OUT, policy_folder(policy_name), *extra)
+    make_output_dir(unnamed(OUT, "--out"), policy_folder(policy_name), *extra)
     return run_dir(policy_name)

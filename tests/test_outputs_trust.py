@@ -37,7 +37,13 @@ COMMANDS = (
             ("o/traces", "o/traces/requests.parquet", "o/summary.json", "o/report_files",
              "o/report.html", "o/report.md")),
     Command("run default out", lambda p: ["run", "logs", "-p", "none", "-q"],
-            ("out/none", "out/none/traces", "out/none/summary.json")),
+            ("out", "out/none", "out/none/traces", "out/none/summary.json")),
+    # a default folder (out, .ctxreplay) is not one the user named: a symlink there (shipped in
+    # a cloned repository) was followed, and every command wrote where it pointed
+    Command("report default out", lambda p: ["report", "logs", "-p", "none", "-q",
+                                             "--max-timelines", "1"], ("out",)),
+    Command("sweep default out", lambda p: ["sweep", "logs", "-p", "two-tier-corrected", *AXIS,
+                                            "-q", "--jobs", "1", "--no-plots"], ("out",)),
     Command("report", lambda p: ["report", "logs", "-p", "none", "--out", "o", "-q",
                                  "--max-timelines", "1"],
             ("o/report_files", "o/report.html", "o/report.md")),
@@ -46,7 +52,8 @@ COMMANDS = (
             ("o/sweep", "o/sweep/sweep.csv", "o/sweep/sweep.parquet", "o/sweep/settings.json",
              ".ctxreplay/sweep_cache")),
     Command("the ingest cache", lambda p: ["calibrate", "logs", "-q", "--json"],
-            (".ctxreplay/dataset", ".ctxreplay/dataset/data", ".ctxreplay/dataset/manifest.json",
+            (".ctxreplay", ".ctxreplay/dataset", ".ctxreplay/dataset/data",
+             ".ctxreplay/dataset/manifest.json",
              ".ctxreplay/dataset/index.parquet")),
     Command("check --junit", lambda p: ["check", "logs", "-p", "none", "--baseline", "b/base.json",
                                         "--update-baseline", "-q"],
@@ -83,6 +90,20 @@ def test_a_symlink_planted_in_an_output_is_refused_and_never_followed(
     assert _snapshot(victim) == before  # nothing written there, nothing deleted there
     assert link.is_symlink()
     assert not [p for p in project.rglob("*.tmp*")], "a temporary file was left"
+
+
+def test_a_named_folder_through_a_default_s_symlink_is_written(project: Path) -> None:
+    """The refusal is of a default the user did not name: named, the same folders are written
+    (--cache-dir .ctxreplay, --out out/x), and redact, which writes no cache, still runs."""
+    victim = project.parent / f"{project.name}-elsewhere"
+    victim.mkdir()
+    (project / ".ctxreplay").symlink_to(victim)
+    (project / "out").symlink_to(victim)
+    assert _invoke(["redact", "logs", "--out", "shared", "-q"]).exit_code == 0
+    assert _invoke(["run", "logs", "-p", "none", "-q", "--cache-dir", ".ctxreplay",
+                    "--out", "out/x"]).exit_code == 0
+    assert (victim / "dataset" / "manifest.json").is_file()
+    assert (victim / "x" / "summary.json").is_file()
 
 
 @pytest.mark.parametrize("component", ["o/report.html", "o/report.md", "o/summary.json",

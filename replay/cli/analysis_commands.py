@@ -80,8 +80,9 @@ def report(
     traces: TracesOpt = False,
     data: DataOpt = None,
     run_ids: RunOpt = None,
-    out: Annotated[Path, typer.Option(help="Where report.html, report.md and report_files/ "
-                                           "are written (nothing else).")] = Path("out"),
+    out: Annotated[Path | None, typer.Option(help="Where report.html, report.md and "
+                                                  "report_files/ are written (nothing else; "
+                                                  "default: out).")] = None,
     cache_dir: CacheDirOpt = None,
     max_timelines: Annotated[int, typer.Option(min=0, help="Per-run timelines drawn, for the runs "
                                                     "with the most requests.")] = 20,
@@ -96,9 +97,11 @@ def report(
     """Write a self-contained report.html and a report.md for one run or a corpus, per policy."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.report.compare import report_to
+    from replay.layout import OUT, unnamed
 
     with _errors(), _counter("replay", quiet) as tick, \
             _steps("report: drawing figures", quiet) as draw:
+        out = out if out is not None else unnamed(OUT, "--out")
         done = report_to(_compare_spec(paths, policy, traces, data, run_ids, provider,
                                        _own(pricing, own_providers), allow_python, cache_dir),
                          out,
@@ -221,8 +224,8 @@ def sweep(
     samples: Annotated[int | None, typer.Option(help="Settings drawn by the random design.")]
         = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the random design.")] = None,
-    out: Annotated[Path, typer.Option(help="Output root: OUT/sweep/ (tables, plots, "
-                                           "chosen.yaml).")] = Path("out"),
+    out: Annotated[Path | None, typer.Option(help="Output root: OUT/sweep/ (tables, plots, "
+                                                  "chosen.yaml; default: out).")] = None,
     cache_dir: CacheDirOpt = None,
     jobs: Annotated[int, typer.Option(min=0, help="Local worker processes (0: one per core; 1: this "
                                            "process); they draw the plots too.")] = 0,
@@ -264,7 +267,7 @@ def sweep(
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, unrecorded_requests
     from replay.corpus import not_replayed
-    from replay.layout import SWEEP, cache_root, sweep_cache_dir
+    from replay.layout import OUT, SWEEP, cache_root, sweep_cache_dir, unnamed
     from replay.policy import load_policy
     from replay.policy.pricing import with_provider
 
@@ -273,6 +276,7 @@ def sweep(
                                  param_hint="'--minimise'")
     objective = maximise or minimise or "tokens_sent"
     with _errors():
+        out = out if out is not None else unnamed(OUT, "--out")
         base = load_policy(policy)
         base = with_provider(base, provider) if provider else base
         spec = load_spec(grid, axis or [], design=design, samples=samples, seed=seed)

@@ -124,7 +124,7 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
     if abs(shift_days) > MAX_SHIFT_DAYS:
         raise ReplayError(f"--shift-days {shift_days}: moves every date outside the years "
                           f"1-9999 (at most ±{MAX_SHIFT_DAYS:,} days)")
-    check_targets([Target(out, "--out", folder=True)], inputs=paths, cache=cache_root(None))
+    check_targets([Target(out, "--out", folder=True)], inputs=paths, cache=cache_root(None, writing=False))
     found = discover(paths)
     out = make_output_dir(out)
     redactor = Redactor(salt=secrets.token_hex(SALT_BYTES) if salt is None else salt,
