@@ -20,7 +20,7 @@ from typing import Any
 
 from replay.ingest.ops import classify
 from replay.ingest.parsers.call_pairs import unanswered_calls
-from replay.ingest.parsers.counts import INT64_MAX, json_int, not_a_count, shown
+from replay.ingest.parsers.counts import INT64_MAX, MAX_COUNT, json_int, not_a_count, shown
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
@@ -180,7 +180,7 @@ class RunBuilder:
         object, a negative or out-of-range number) is one issue naming the log's own field and
         the value, and unknown (None): never 0, never dropped without a word, and never hidden
         in a sum of parts (``request`` checks only what it records)."""
-        if value is None or value.__class__ is int and 0 <= value <= INT64_MAX:
+        if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
             return value  # (nearly every value: no call)
         why = not_a_count(value)
         if why is not None:
@@ -204,7 +204,7 @@ class RunBuilder:
         r["output_msg"].append(self._msg if output_msg is None else output_msg)
         for name, value in zip(_COUNT_COLS, (input_tokens, cache_read_tokens, cache_write_tokens,
                                              output_tokens, reasoning_tokens)):
-            if value is not None and (value.__class__ is not int or not 0 <= value <= INT64_MAX):
+            if value is not None and (value.__class__ is not int or not 0 <= value <= MAX_COUNT):
                 why = not_a_count(value)  # (a plain int in range, nearly every value, is one)
                 if why is not None:
                     self.issues.append(Issue(self.source.path, self.line,

@@ -1,7 +1,9 @@
 """What a recorded count is: the one reading of a token (or other) count a log writes.
 
-A count is a JSON whole number (``12``, or ``12.0`` as some writers put it) from 0 to the
-largest value of the schema's 64-bit integer columns.  ``json_int`` reads the number
+A count is a JSON whole number (``12``, or ``12.0`` as some writers put it) from 0 to
+``MAX_COUNT``, far above any prompt and far below the schema's 64-bit integer columns, so that
+every sum made of counts (a prompt's parts, a request's input and output, a run's requests) is
+stored and computed as the number it is.  ``json_int`` reads the number
 (booleans, strings, NaN and fractions are not counts); ``not_a_count`` says why a value present
 in a log is not a count (None when it is one), for the issue that keeps it unknown; ``shown``
 quotes a value in that issue.
@@ -15,6 +17,11 @@ from typing import Any
 
 INT64_MAX = 2**63 - 1
 """The largest value of the schema's integer columns."""
+MAX_COUNT = 2**40
+"""The largest count a log may record (1,099,511,627,776: ~1,000x the largest context window of
+any model).  A larger one is no measurement; up to ``INT64_MAX`` it was taken, and the sums of
+such counts passed the 64-bit columns: a run with an input and an output of 2**62 tokens ended
+every command that replays it in a traceback (OverflowError) or a cost of 4e11 USD."""
 
 
 def json_int(value: Any) -> int | None:
@@ -28,12 +35,12 @@ def json_int(value: Any) -> int | None:
 
 def not_a_count(value: Any) -> str | None:
     """Why ``value`` (present in a log) is not a count, as an issue says it; None when it is."""
-    if type(value) is int and 0 <= value <= INT64_MAX:  # (the common case, without a call)
+    if type(value) is int and 0 <= value <= MAX_COUNT:  # (the common case, without a call)
         return None
     n = json_int(value)
     if n is None:
         return type(value).__name__
-    return None if 0 <= n <= INT64_MAX else "negative or out of range"
+    return None if 0 <= n <= MAX_COUNT else "negative or out of range"
 
 
 def shown(value: Any) -> str:

@@ -343,3 +343,43 @@ def test_report_markdown_escapes_names_outside_the_cells_too(tmp_path: Path) -> 
         assert not re.search(live, md), (live, [x for x in md.splitlines() if re.search(live, x)])
     assert "\\[go\\](javascript:alert(1))" in md
 
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "-p", "claude-code", "--json"],
+    ["diff", "-p", "claude-code", "-p", "none", "--json"],
+    ["sweep", "-p", "two-tier-corrected", "--axis", "tiers.1.keep_messages=8,16", "--no-plots",
+     "--jobs", "1"],
+    ["report", "-p", "claude-code", "--max-timelines", "1"],
+])
+def test_counts_beyond_any_prompt_are_unknown_not_a_traceback(tmp_path: Path,
+                                                             argv: list[str]) -> None:
+    """The real tool_heavy sample with each response's input and output tokens 2**62 (each
+    within 64 bits, their sum not): every command that replays it ended in OverflowError
+    (exit 1).  A count above MAX_COUNT (2**40) is one issue and unknown; one at it is a count."""
+    from replay.ingest.parsers.counts import MAX_COUNT
+
+    def usage(rec: dict, n: int) -> dict:  # type: ignore[type-arg]
+        if rec.get("type") == "assistant":
+            rec["message"]["usage"].update(input_tokens=n, output_tokens=n,
+                                           cache_read_input_tokens=0,
+                                           cache_creation_input_tokens=0)
+        return rec
+
+    src = (SAMPLES / "claude-code" / "tool_heavy.jsonl").read_text().splitlines()
+    for name, n in (("beyond", 2**62), ("at", MAX_COUNT)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "s.jsonl").write_text(
+            "\n".join(json.dumps(usage(json.loads(line), n)) for line in src) + "\n")
+    n_responses = len({rec["message"]["id"] for rec in map(json.loads, src)
+                       if rec.get("type") == "assistant"})  # a response's records share its id
+    got = runner.invoke(app, [argv[0], str(tmp_path / "beyond"), *argv[1:], "--cache-dir",
+                              str(tmp_path / "c"), *(["--out", str(tmp_path / "o")]
+                                                     if argv[0] != "diff" else [])])
+    assert got.exception is None or isinstance(got.exception, SystemExit), got.exception
+    assert got.exit_code == 0, got.output
+    said = re.findall(r"(input|output)_tokens 4611686018427387904 is not a token count "
+                      r"\(negative or out of range; kept as unknown\)", got.stderr)
+    assert len(said) == 2 * n_responses
+    at = runner.invoke(app, ["inspect", str(tmp_path / "at" / "s.jsonl"), "--json"])
+    assert at.exit_code == 0 and json.loads(at.stdout)["issues"] == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from replay.ingest.parse_file import parse_file
+from replay.ingest.parsers.counts import MAX_COUNT
 from tests.conftest import SAMPLES
 
 SHORT = SAMPLES / "claude-code" / "tool_heavy.jsonl"
@@ -58,14 +59,23 @@ def test_a_huge_count_is_said_in_a_short_line(tmp_path: Path) -> None:
     assert said and all("… (301 digits)" in line and len(line) < 400 for line in said)
 
 
-def test_a_run_total_beyond_int64_keeps_the_file(tmp_path: Path) -> None:
+def test_a_count_beyond_max_count_keeps_the_file(tmp_path: Path) -> None:
+    """2**62 fits 64 bits but no prompt (MAX_COUNT, 2**40): each such count is unknown with an
+    issue (it was kept, and a run of two such requests summed past 64 bits), the file kept; a
+    count at MAX_COUNT is one, and the run's total is their sum."""
     path = _rewrite(tmp_path, lambda u: u.update(output_tokens=2**62))
     parsed = parse_file(path, tmp_path)
     assert parsed.tables is not None
     outputs = parsed.tables.requests.column("output_tokens").to_pylist()
-    assert len(outputs) > 1 and all(v == 2**62 for v in outputs)  # each request's own count stays
+    assert len(outputs) > 1 and outputs == [None] * len(outputs)
     assert parsed.tables.runs.column("recorded_output_tokens").to_pylist() == [None]
-    assert any("64-bit" in str(i) for i in parsed.issues)
+    assert sum("output_tokens 4611686018427387904 is not a token count" in str(i)
+               for i in parsed.issues) == len(outputs)
+    path = _rewrite(tmp_path, lambda u: u.update(output_tokens=MAX_COUNT))
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None and not parsed.issues
+    assert parsed.tables.runs.column("recorded_output_tokens").to_pylist() == [
+        MAX_COUNT * len(outputs)]
 
 
 COUNT_KEYS = {"input_tokens", "prompt_tokens", "output_tokens", "completion_tokens",

@@ -302,18 +302,19 @@ def test_json_int_is_the_one_reading_of_a_recorded_count() -> None:
 
 
 @given(st.one_of(st.integers(), st.integers(min_value=-2**70, max_value=2**70), st.booleans(),
+                 st.sampled_from([2**40 - 1, 2**40, 2**40 + 1, 2**62]),
                  st.floats(allow_nan=True, allow_infinity=True), st.none(), st.text(max_size=3)))
 def test_counts_read_every_value_as_their_definition(value: object) -> None:
     """``json_int`` and ``not_a_count`` check a plain int first (the common case, no call
     more); whatever the value, they answer as the definition does: a whole number of a
-    float or an int that is no bool; a count is one from 0 to INT64_MAX."""
-    from replay.ingest.parsers.counts import INT64_MAX, json_int, not_a_count
+    float or an int that is no bool; a count is one from 0 to MAX_COUNT (2**40)."""
+    from replay.ingest.parsers.counts import json_int, not_a_count
 
     whole = int(value) if isinstance(value, float) and value.is_integer() else \
         value if isinstance(value, int) and not isinstance(value, bool) else None
     assert json_int(value) == whole and type(json_int(value)) is type(whole)
     want = type(value).__name__ if whole is None else \
-        None if 0 <= whole <= INT64_MAX else "negative or out of range"
+        None if 0 <= whole <= 1_099_511_627_776 else "negative or out of range"
     assert not_a_count(value) == want
 
 
