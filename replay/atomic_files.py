@@ -108,17 +108,17 @@ def folder_fd(root: Path, parts: Iterable[str] = (), *, create: bool = True) -> 
         os.close(fd)
 
 
-def make_output_dir(named: Path, *derived: str) -> Path:
+def make_output_dir(named: Path, *derived: str, option: str = "--out") -> Path:
     """The folder ``named`` (created with its parents if needed) and the folders ``derived``
     below it (created without following a symlink), checked writable; returns
-    ``named/derived…``.
+    ``named/derived…``.  ``option``: how the user names ``named`` (said when it is a file).
 
     Raises:
         OutputError: a folder on the way is a file or a symlink below ``named``, cannot be
             created, or cannot be written (a read-only file system); one line naming it.
     """
     if named.exists() and not named.is_dir():
-        raise OutputError(f"{named}: exists and is not a folder; give --out a folder")
+        raise OutputError(f"{named}: exists and is not a folder; give {option} a folder")
     try:
         named.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -200,7 +200,8 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
         out = atomic_files.make_output_dir(out)
     else:
         check_cache_apart(out, paths)
-        out = atomic_files.make_output_dir(out.parent, out.name)
+        out = atomic_files.make_output_dir(out.parent, out.name,
+                                           option="--cache-dir (or $CTXREPLAY_CACHE_DIR)")
     with store_session.writing(out, on_wait):
         return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
 

@@ -266,6 +266,17 @@ def test_tokenizers_naming_no_encoding_is_a_usage_error(value: str, tmp_path: Pa
     assert not (tmp_path / "d").exists()
 
 
+def test_a_cache_dir_that_is_a_file_names_the_cache_option(tmp_path: Path) -> None:
+    """It said 'give --out a folder' of the cache folder (--cache-dir or $CTXREPLAY_CACHE_DIR):
+    the user then looked at their --out, which was fine."""
+    (cache := tmp_path / "cache").write_text("")
+    result = runner.invoke(app, ["run", str(LOG), "-p", "none", "--out", str(tmp_path / "o"),
+                                 "--cache-dir", str(cache), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "exists and is not a folder; give --cache-dir (or $CTXREPLAY_CACHE_DIR) a folder" \
+        in " ".join(result.output.split())
+
+
 def test_inspect_tells_a_missing_path_from_one_it_cannot_read(tmp_path: Path) -> None:
     """A missing path or a folder is a usage error (2); a path that is there but is no regular
     file (a FIFO, a symlink loop) is an input that cannot be read (1), as ingest and run say."""
