@@ -33,7 +33,15 @@ from analysis.report.diff import diff
 from analysis.run_facts import runs_facts
 from analysis.truth_notes import trace_sources
 from replay.atomic_files import make_output_dir
-from replay.corpus import Corpus, Opener, Runs, corpus_of, project_opener, replay_corpus
+from replay.corpus import (
+    Corpus,
+    Opener,
+    Runs,
+    corpus_of,
+    open_corpus,
+    project_opener,
+    replay_corpus,
+)
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
 from replay.ingest import store
@@ -262,7 +270,11 @@ def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
     # the runs the traces hold, not the whole dataset: a run's calibration may pool the other
     # runs of its model, and must pool the same ones as when the traces were replayed
     traced = set().union(*held)
-    corpus = opener(source).subset(traced)
+    # a dataset found, not named (the project cache, or one beside the traces): opened as it
+    # is, not as the user's input (the command's notes on what it opened, such as files of
+    # the same bytes, were about the whole cache, runs of other commands included); a command
+    # says them of the runs traced (``PolicyTraces.corpus``)
+    corpus = (opener(source) if spec.data else open_corpus(source)).subset(traced)
     if missing := sorted(traced - set(corpus.run_ids)):
         where = ", ".join(map(str, source)) if spec.data else f"the dataset {source[0]}"
         raise ReplayInputError(f"{dirs[0]}: {len(missing)} of the {len(traced)} runs the traces "

@@ -28,6 +28,7 @@ from replay.cli.inputs import (
     _finish,
     _opener,
     existing,
+    same_bytes_note,
     table_command,
 )
 from replay.cli.output import _counter, _emit, _errors, _print_json, _steps, say, warn
@@ -108,12 +109,22 @@ def report(
                          max_timelines=max_timelines,
                          open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
                          on_figure=draw)
+    _traced_copies_note(traces and not data, done.traces.corpus)
     files = done.files
     say(f"note: {done.traces.pricing}", err=True)
     say(files.html)
     say(files.markdown)
     say(f"{len(files.images)} figures in {files.html.parent / 'report_files'}")
     _finish(done.traces.corpus.report, strict)
+
+
+def _traced_copies_note(found: bool, corpus: Any) -> None:
+    """With ``--traces`` and no ``--data`` (``found``: the dataset was found, not opened as an
+    input): the note on files of the same bytes, of the runs the traces hold."""
+    from replay.ingest import store  # lazy: pyarrow only when it runs
+
+    if found and (note := same_bytes_note(store.same_bytes(corpus.entries))):
+        say(note, err=True)
 
 
 @table_command
@@ -154,6 +165,7 @@ def diff(
                                            _own(pricing, own_providers), allow_python,
                                            cache_dir),
                              open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
+    _traced_copies_note(traces and not data, done.traces.corpus)
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     unrecorded = unrecorded_requests(corpus, done.truth_cells())

@@ -71,3 +71,26 @@ def test_no_note_without_copies(logs: Path, tmp_path: Path) -> None:
     code, out, err = _cli("ingest", str(logs / "a"), "--out", str(tmp_path / "data"), "-q",
                           "--json")
     assert code == 0 and json.loads(out)["same_bytes"] == [] and "same bytes" not in err
+
+
+def test_traces_say_the_copies_among_their_runs_not_the_caches(logs: Path,
+                                                                tmp_path: Path) -> None:
+    """`diff --traces` / `report --traces` without --data read the project cache, and the note
+    named every copy in it, runs of other commands included ('2 input files hold the same bytes
+    ...' beside traces of a.short.jsonl alone), which also broke `diff --traces --json` read as
+    JSON where stderr is merged (test_diff's test_cli_diff_json_and_traces, by test order)."""
+    cache = str(tmp_path / "c")
+    for name, paths in (("one", [logs / "a" / "short.jsonl"]), ("all", [logs])):
+        for policy in ("none", "claude-code"):
+            code, _, err = _cli("run", *map(str, paths), "-p", policy, "--cache-dir", cache,
+                                "--out", str(tmp_path / f"{name}-{policy}"), "-q")
+            assert code == 0, err
+    code, out, err = _cli("diff", "--traces", str(tmp_path / "one-none"),
+                          str(tmp_path / "one-claude-code"), "--cache-dir", cache, "--json")
+    assert code == 0 and json.loads(out)["rows"] and "same bytes" not in err, err
+    code, out, err = _cli("diff", "--traces", str(tmp_path / "all-none"),
+                          str(tmp_path / "all-claude-code"), "--cache-dir", cache, "-q")
+    assert code == 0 and _said(err, _groups(logs)), err
+    code, out, err = _cli("report", "--traces", str(tmp_path / "one-none"), "--cache-dir", cache,
+                          "--out", str(tmp_path / "r"), "-q", "--max-timelines", "0")
+    assert code == 0 and "same bytes" not in err, err
