@@ -18,6 +18,9 @@ output it goes through the one function of that output's format:
 - ``html_text(value)``: ``terminal``, HTML-escaped (quotes too).
 - ``valid_text(value)``: a string that encodes as UTF-8, for names stored or hashed (a file
   name's undecodable bytes as ``\\xff``, other lone surrogates as ``\\udXXX``).
+- ``readable_json(text)``: JSON text written with ``ensure_ascii=False`` (a file people read
+  and review, a baseline) with every character ``terminal`` escapes written as its JSON escape
+  (``\\u202e``): the same value read back, nothing invisible or reordering on screen.
 - ``strict_json(chunks)``: JSON text as ``json``'s encoder writes it (ASCII), with every lone
   surrogate it escaped (``\\udcff``: strict readers refuse one) written as ``valid_text``
   writes it, a JSON string of its escape.
@@ -115,6 +118,17 @@ def valid_text(value: str) -> str:
         return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def readable_json(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``'s) with each character ``terminal``
+    escapes — control, invisible and bidirectional-override characters, lone surrogates,
+    non-characters — written as its ``\\uXXXX`` escape.  The encoder already escapes control
+    characters inside strings, and outside them JSON text holds only its white space (kept), so
+    only strings change, and ``json.loads`` reads the same value back (a key a baseline
+    compares stays the same key); other non-ASCII text stays readable."""
+    return _UNPRINTABLE.sub(lambda m: m.group() if m.group() in "\n\r\t"
+                            else f"\\u{ord(m.group()):04x}", text)
 
 
 _JSON_ESCAPE = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\(u[0-9a-f]{4}|.)")

@@ -53,6 +53,7 @@ from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
 from replay.ingest.run_label import run_key
 from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
+from replay.safe_text import readable_json
 
 BASELINE_FORMAT = 1
 """Version of the file layout itself (not of the engine)."""
@@ -238,8 +239,8 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def write_baseline(path: Path, baseline: Baseline) -> None:
     """Write ``baseline`` as pretty, key-sorted JSON (atomically)."""
-    text = json.dumps(_to_doc(baseline), indent=1, sort_keys=True, ensure_ascii=False,
-                      allow_nan=False)
+    text = readable_json(json.dumps(_to_doc(baseline), indent=1, sort_keys=True,
+                                    ensure_ascii=False, allow_nan=False))
     atomic_write_bytes(path, (text + "\n").encode(), within=path.parent)
 
 
