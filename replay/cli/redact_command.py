@@ -17,7 +17,6 @@ import typer
 from replay.cli.inputs import PathsArg, QuietOpt, _discover, table_command
 from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.cli.tables import TableOptions
-from replay.errors import ReplayError
 
 REPLAY_NOTE = ("a replay of the archive gives the original's figures under a policy that reads "
                "none of the log's text (of the presets: none); a policy that removes anything "
@@ -51,16 +50,12 @@ def redact(
     original's blocks, requests and runs (a replay's figures match the original's under a
     policy that reads no text: see the note it prints)."""
     # lazy: the redaction's modules load only for this command (start-up time of --help)
-    from replay.redact import read_salt
     from replay.redact import redact as redact_paths
 
     files = _discover(paths)
     with _progress("redact", len(files), quiet) as tick, _errors():
-        if salt_file is not None:
-            if salt is not None:
-                raise ReplayError("--salt and --salt-file: give one")
-            salt = read_salt(salt_file, out)
-        report = redact_paths(paths, out, shift_days=shift_days, salt=salt, on_file=tick)
+        report = redact_paths(paths, out, shift_days=shift_days, salt=salt, salt_file=salt_file,
+                              on_file=tick)
     rows = [{"source": f.source, "archived_as": f.archived_as, "format": f.format,
              "written": f.written, "runs": f.n_runs, "blocks": f.n_blocks,
              "markers": f.n_markers, "issues": len(f.issues)} for f in report.files]

@@ -101,6 +101,7 @@ class RedactReport:
 
 
 def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | None = None,
+           salt_file: Path | None = None,
            on_file: Callable[[str], None] | None = None) -> RedactReport:
     """Write a redacted copy of every log file under ``paths`` into ``out`` (relative paths
     mirrored, their names redacted); ``on_file`` is called with each file's source name when
@@ -110,13 +111,18 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
     for this archive alone, written nowhere, so its hashes link to nothing outside it.  Give
     the same salt to make two archives' hashes agree (and keep it out of both).  A salt of
     nothing but white space is refused: its hashes are those of no salt, which anyone can
-    recompute from a guessed path.
+    recompute from a guessed path.  ``salt_file``: the salt kept in that file (``read_salt``:
+    created with a random salt when missing), read once ``out`` is known to be a folder this
+    command may write (a refused ``out`` leaves no new salt file behind).
 
     Raises:
         OutputError: ``out`` is an input, inside an input folder, or holds an input; or
-            cannot be created.
-        ReplayError: ``shift_days`` moves every date out of range, or ``salt`` is empty.
+            cannot be created; or ``salt_file`` is inside it, unreadable or empty.
+        ReplayError: ``shift_days`` moves every date out of range, ``salt`` is empty, or both
+            ``salt`` and ``salt_file`` are given.
     """
+    if salt is not None and salt_file is not None:
+        raise ReplayError("--salt and --salt-file: give one")
     if salt is not None and not salt.strip():
         raise ReplayError("--salt: an empty salt (or one of white space) hashes as no salt: "
                           "anyone could recompute a path's hash; give a secret, or leave "
@@ -125,6 +131,8 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
         raise ReplayError(f"--shift-days {shift_days}: moves every date outside the years "
                           f"1-9999 (at most ±{MAX_SHIFT_DAYS:,} days)")
     check_targets([Target(out, "--out", folder=True)], inputs=paths, cache=cache_root(None, writing=False))
+    if salt_file is not None:
+        salt = read_salt(salt_file, out)
     found = discover(paths)
     out = make_output_dir(out)
     redactor = Redactor(salt=secrets.token_hex(SALT_BYTES) if salt is None else salt,

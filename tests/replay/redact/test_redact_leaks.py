@@ -304,3 +304,22 @@ def test_a_refused_files_stand_ins_are_not_counted(tmp_path: Path) -> None:
     both = redact([tmp_path / "in"], tmp_path / "out", shift_days=5)
     assert {f.source: f.written for f in both.files} == {"a.jsonl": True, "b.jsonl": False}
     assert (both.n_stand_ins, both.n_paths) == (alone.n_stand_ins, alone.n_paths)
+
+
+@pytest.mark.parametrize("where", ["inside the input", "the input itself"])
+def test_a_refused_out_leaves_no_new_salt_file(tmp_path: Path, where: str) -> None:
+    """``--salt-file NEW`` was created (a new random salt written) before ``--out`` was checked,
+    so a refused ``--out`` left a salt file behind that no archive used; the salt file is now
+    read or made only once ``--out`` is known to be writable."""
+    _session(tmp_path / "in" / "proj" / "s.jsonl", "2026-01-15T10:40:00.000Z")
+    out = tmp_path / "in" / "copy" if where == "inside the input" else tmp_path / "in"
+    salt = tmp_path / "keys" / "salt"
+    salt.parent.mkdir()
+    got = CliRunner().invoke(app, ["redact", str(tmp_path / "in"), "--out", str(out),
+                                   "--salt-file", str(salt), "-q"])
+    assert got.exit_code == 2, got.output
+    assert not salt.exists()
+    both = CliRunner().invoke(app, ["redact", str(tmp_path / "in"), "--out",
+                                    str(tmp_path / "o"), "--salt", "k", "--salt-file", str(salt)])
+    assert both.exit_code == 2 and "give one" in both.stderr
+    assert not salt.exists() and not (tmp_path / "o").exists()
