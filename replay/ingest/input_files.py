@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from replay.errors import ConfigError
-from replay.ingest.openhands_v1_folder import bundle
+from replay.ingest.openhands_v1_folder import NotConversation, bundle
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 """Files larger than this (1 GiB) are reported and skipped unless the limit is raised."""
@@ -184,12 +184,15 @@ def _conversation(path: Path, max_bytes: int) -> bytes:
     (``replay.ingest.openhands_v1_folder``); any other folder is ``Unreadable``."""
     try:
         return bundle(Path(path), max_bytes, read_input, Unreadable)
-    except ValueError:
+    except NotConversation:
         raise Unreadable("not a regular file (a folder); not read") from None
     except OverflowError as exc:
         raise Unreadable(f"{exc}; not read (raise it with {ENV_MAX_FILE_BYTES}=BYTES)") from None
     except OSError as exc:
         raise Unreadable(f"cannot read the conversation folder: {exc.strerror or exc}") from None
+    except ValueError as exc:  # (a conversation that cannot be made one document: said as such,
+        # not as a folder that is none)
+        raise Unreadable(f"cannot read the conversation folder: {exc}") from None
 
 
 def as_utf8(data: bytes) -> tuple[bytes, str, int]:

@@ -31,6 +31,8 @@ import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from replay.safe_text import valid_text
+
 BASE_STATE = "base_state.json"
 EVENTS_DIR = "events"
 EVENT_NAME = re.compile(r"^event-(?P<idx>\d{5,})-(?P<event_id>[0-9a-fA-F\-]{8,})\.json$")
@@ -92,6 +94,10 @@ def taken_by(conversation: Path, f: Path) -> bool:
     return f.parent == conversation / EVENTS_DIR or f == conversation / BASE_STATE
 
 
+class NotConversation(ValueError):
+    """A folder ``bundle`` was given that is no OpenHands V1 conversation."""
+
+
 def bundle(path: Path, max_bytes: int, read: Callable[[Path, int], bytes],
            refused: type[Exception]) -> bytes:
     """The JSON Lines document of conversation folder ``path`` (see the module's docstring);
@@ -99,15 +105,15 @@ def bundle(path: Path, max_bytes: int, read: Callable[[Path, int], bytes],
     bounded), whose ``refused`` (``Unreadable``) is the file's reason not to be read.
 
     Raises:
-        ValueError: ``path`` is no conversation folder.
+        NotConversation: ``path`` is no conversation folder.
         OSError: its events folder cannot be listed.
         OverflowError: the document would be over ``max_bytes``.
     """
     parts = conversation_parts(path)
     if parts is None:
-        raise ValueError("not an OpenHands V1 conversation folder")
+        raise NotConversation("not an OpenHands V1 conversation folder")
     base, events = parts
-    header = {HEADER_KEY: path.name, "events": EVENTS_DIR if events != path else ".",
+    header = {HEADER_KEY: valid_text(path.name), "events": EVENTS_DIR if events != path else ".",
               "base_state": base is not None and _exists(base)}
     lines = [json.dumps(header, ensure_ascii=False)]
     total = len(lines[0]) + 1
@@ -118,7 +124,8 @@ def bundle(path: Path, max_bytes: int, read: Callable[[Path, int], bytes],
     entries += [(prefix + name, events / name) for name in sorted(os.listdir(events))
                 if name != LOCK_FILE]
     for name, f in entries:
-        rec: dict[str, object] = {"file": name}
+        rec: dict[str, object] = {"file": valid_text(name)}  # (a name not UTF-8: its bytes
+        # as \\xff, as terminal() shows them; such a name is no event file's: refused below)
         why = _not_read(f, name.rsplit("/", 1)[-1], is_base=f == base)
         if not why:
             try:

@@ -169,6 +169,25 @@ def test_unknown_kinds_and_stray_files_are_counted(tmp_path: Path) -> None:
     assert parsed.tables.runs.to_pylist()[0]["n_requests"] == 2  # the final message's call gone
 
 
+def test_names_that_are_not_utf8_are_said_not_fatal(tmp_path: Path) -> None:
+    """A file in ``events/`` whose name is not UTF-8 (and a conversation folder so named) made
+    the folder's document unencodable: the whole conversation was refused as 'not a regular
+    file (a folder)'.  The stray file is now one refused entry, named as terminal() shows it,
+    and the conversation reads as without it."""
+    import os
+
+    folder = _copy(tmp_path)
+    odd = tmp_path / os.fsdecode(b"conv\xfe")
+    folder.rename(odd)
+    (odd / "events" / os.fsdecode(b"\xff.json")).write_text("{}")
+    parsed = parse_file(odd, odd.parent)
+    assert parsed.tables is not None, [i.reason for i in parsed.issues]
+    assert parsed.tables.runs.to_pylist()[0]["n_requests"] == 3
+    assert parsed.coverage[
+        "file (not named as an event file (event-NNNNN-<id>.json))"] == {"unknown": 1}
+    assert any("\\xff.json" in i.reason for i in parsed.issues)
+
+
 def test_a_changed_event_is_a_changed_input(tmp_path: Path) -> None:
     from replay.ingest.input_files import read_input, sha256_of
 
