@@ -21,7 +21,8 @@ policy or a run) is refused with its key.  A baseline older than a metric lacks 
 that is consistent, and the check notes the metric as new.
 
 ``measure`` replays policies over a corpus into a ``Baseline``; ``load_baseline`` and
-``write_baseline`` read and write the file; ``diff_baselines`` lists what an update changes.
+``write_baseline`` read and write the file; what an update changes is listed by
+``analysis.check.baseline_changes``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metric_spec import count
 from analysis.metrics import metrics_of_replays
 from analysis.run_facts import runs_facts
 from analysis.truth_notes import trace_sources
@@ -114,20 +114,6 @@ class Baseline:
     metrics: tuple[str, ...]
     runs: dict[str, RunInfo]
     policies: dict[str, PolicyValues]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BaselineChange:
-    """One difference between two baselines (what ``--update-baseline`` changed)."""
-
-    kind: str
-    """``version``, ``run added``, ``run removed``, ``log changed``, ``policy added``,
-    ``policy removed``, ``policy changed``, ``metric added``, ``metric removed``, ``value`` or
-    ``truth`` (what judged a run: ``PolicyValues.truth``)."""
-    where: str
-    """What changed: ``policy / run / metric`` for values, else the name concerned."""
-    old: Any
-    new: Any
 
 
 def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = False,
@@ -244,53 +230,12 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
     atomic_write_bytes(path, (text + "\n").encode(), within=path.parent)
 
 
-def diff_baselines(old: Baseline | None, new: Baseline) -> list[BaselineChange]:
-    """What replacing ``old`` with ``new`` changes, headers first, then values in key order."""
-    if old is None:
-        return [BaselineChange(kind="created", where="baseline", old=None,
-                               new=f"{count(len(new.runs), 'run')} × "
-                                   f"{count(len(new.policies), 'policy', 'policies')} × "
-                                   f"{count(len(new.metrics), 'metric')}")]
-    versions = [(n, getattr(old, n), getattr(new, n)) for n in ("trace_version", "schema_version")]
-    out = [BaselineChange(kind="version", where=n, old=a, new=b) for n, a, b in versions if a != b]
-    out += _key_changes("run", old.runs, new.runs)
-    out += [BaselineChange(kind="log changed", where=k, old=old.runs[k].sha256,
-                           new=new.runs[k].sha256)
-            for k in sorted(old.runs.keys() & new.runs.keys()) if old.runs[k] != new.runs[k]]
-    out += _key_changes("metric", dict.fromkeys(old.metrics), dict.fromkeys(new.metrics))
-    out += _key_changes("policy", old.policies, new.policies)
-    for name in sorted(old.policies.keys() & new.policies.keys()):
-        a, b = old.policies[name], new.policies[name]
-        if a.digest != b.digest:
-            out.append(BaselineChange(kind="policy changed", where=name, old=a.digest,
-                                      new=b.digest))
-        for run in sorted(a.values.keys() & b.values.keys()):
-            va, vb = a.values[run], b.values[run]
-            out += [BaselineChange(kind="value", where=f"{name} / {run} / {m}", old=va[m],
-                                   new=vb[m])
-                    for m in sorted(va.keys() & vb.keys()) if not same_value(va[m], vb[m])]
-        if b.truth and not a.truth:  # (a baseline written before truth was stored)
-            out.append(BaselineChange(kind="truth", where=name, old=None,
-                                      new=f"the truth of {len(b.truth)} runs recorded"))
-        out += [BaselineChange(kind="truth", where=f"{name} / {run}", old=a.truth[run],
-                               new=b.truth[run])
-                for run in sorted(a.truth.keys() & b.truth.keys()) if a.truth[run] != b.truth[run]]
-    return out
-
-
 def same_value(a: Value, b: Value) -> bool:
     """Equal as stored (both undefined, or equal up to float noise below the stored digits)."""
     if a is None or b is None:
         return a is None and b is None
     return a == b or abs(a - b) <= max(10.0 ** -SIGNIFICANT_DIGITS * max(abs(a), abs(b)),
                                        10.0 ** -DECIMALS)
-
-
-def _key_changes(what: str, old: dict[str, Any], new: dict[str, Any]) -> list[BaselineChange]:
-    return ([BaselineChange(kind=f"{what} removed", where=k, old=k, new=None)
-             for k in sorted(old.keys() - new.keys())] +
-            [BaselineChange(kind=f"{what} added", where=k, old=None, new=k)
-             for k in sorted(new.keys() - old.keys())])
 
 
 def _run_keys(corpus: Corpus, ids: list[str]) -> tuple[dict[str, str], dict[str, RunInfo]]:

@@ -35,14 +35,13 @@ from typing import Literal
 
 from analysis.check.baseline import (
     Baseline,
-    BaselineChange,
     CheckError,
     Value,
-    diff_baselines,
     measure,
     same_value,
     write_baseline,
 )
+from analysis.check.baseline_changes import BaselineChange, diff_baselines
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.per_run.notes import figure_notes, unknown_gaps_by_run

@@ -20,7 +20,8 @@ import math
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from analysis.check.baseline import BaselineChange, Value
+from analysis.check.baseline import Value
+from analysis.check.baseline_changes import BaselineChange
 from analysis.check.gate import (
     CORPUS_STATUSES,
     NOTE_STATUSES,

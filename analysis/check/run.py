@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.check import gate as checking
-from analysis.check.baseline import BaselineChange, load_baseline
+from analysis.check.baseline import load_baseline
+from analysis.check.baseline_changes import BaselineChange
 from analysis.check.tolerances import Tolerances, load_tolerances
 from replay.atomic_files import output_file
 from replay.config import find_config
