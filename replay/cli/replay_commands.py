@@ -115,8 +115,8 @@ def ingest(
 
 RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                               "recorded_input_tokens", "unrecorded_requests", "compactions"),
-                     totals={"requests": "sum", "tokens": "sum", "recorded_input_tokens": "sum",
-                             "unrecorded_requests": "sum",
+                     totals={"requests": "sum", "tokens": "sum", "tokens_cl100k": "sum",
+                             "recorded_input_tokens": "sum", "unrecorded_requests": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum",
                              "estimated_blocks": "sum", "estimated_tokens": "sum"})
 RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
@@ -135,7 +135,8 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
                                                  help="A dataset directory.")], *,
          table: TableOptions) -> None:
     """List the runs in a dataset, each by its label (source path, #N for a file's later runs,
-    ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens,
+    ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens
+    (o200k_base, and cl100k_base where the dataset holds it; unknown where not counted),
     recorded input tokens and the requests that recorded none, compactions, and each file's
     coverage (records read, modelled, skipped, unknown, by type)."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
@@ -151,7 +152,15 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
             _print_json([])
         error(f"no runs in the dataset {dataset}")
         raise typer.Exit(1)
-    _emit(rows, table, title=f"{len(rows)} runs in {dataset}", layout=RUNS_LAYOUT)
+    layout = RUNS_LAYOUT
+    if listing["tokens_cl100k"].null_count < len(listing):  # shown where the dataset holds it
+        shown = RUNS_LAYOUT.columns
+        at = shown.index("tokens") + 1
+        layout = dataclasses.replace(RUNS_LAYOUT,
+                                     columns=(*shown[:at], "tokens_cl100k", *shown[at:]))
+    _emit(rows, table, title=f"{len(rows)} runs in {dataset}", layout=layout)
+    if note := store_index.tokens_note(listing):
+        say(note, err=True)
     if note := store_index.unrecorded_note(listing):
         say(note, err=True)
     if note := same_bytes_note(same):

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from replay.errors import StoreError
 from replay.ingest.arrow_columns import utf8_lengths
+from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.memory import release_freed_memory
 
@@ -312,8 +313,8 @@ def decode(data: bytes, shown: str) -> dict[str, pa.Table]:
 
 
 def decode_runs(data: bytes, shown: str) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """An entry file's runs table, its messages' ``run_id`` and ``tokens_o200k`` columns and
-    its requests table (what the run index's rows are made of), without the rest of the
+    """An entry file's runs table, its messages' ``run_id`` and token columns
+    (``names.TOKEN_COLUMN``) and its requests table (what the run index's rows are made of), without the rest of the
     messages.
 
     Raises:
@@ -324,7 +325,7 @@ def decode_runs(data: bytes, shown: str) -> tuple[pa.Table, pa.Table, pa.Table]:
         footer = file.metadata.metadata or {}
         runs = _read_ipc(footer, ENTRY_FOOTER["runs"], shown)
         requests = _read_ipc(footer, ENTRY_FOOTER["requests"], shown)
-        tokens = file.read(columns=["run_id", "tokens_o200k"], use_threads=False)
+        tokens = file.read(columns=["run_id", *TOKEN_COLUMN.values()], use_threads=False)
     except (OSError, pa.ArrowInvalid, KeyError) as exc:
         raise StoreError(f"{shown}: unreadable ({exc})") from exc
     return _checked(runs, "runs", shown), tokens, _checked(requests, "requests", shown)

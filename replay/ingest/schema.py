@@ -245,13 +245,15 @@ REQUESTS = arrow_schema(Request)
 EVENTS = arrow_schema(ContextEvent)
 SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS, "messages": MESSAGES, "requests": REQUESTS,
                                  "events": EVENTS}
-RUN_INDEX = pa.schema([*RUNS, pa.field("tokens_o200k", pa.int64(), nullable=False),
+RUN_INDEX = pa.schema([*RUNS, pa.field("tokens_o200k", pa.int64(), nullable=True),
+                       pa.field("tokens_cl100k", pa.int64(), nullable=True),
                        pa.field("n_requests_unrecorded", pa.int64(), nullable=False),
                        pa.field("entry_key", pa.string(), nullable=False)],
                       metadata={"schema_version": SCHEMA_VERSION, "table": "RunIndex"})
-"""The store's run index: every entry's ``runs`` rows, each run's o200k token total (over its
-messages), its requests that recorded no usage (``unrecorded``) and the key of the entry
-holding it.  A cache of the entries' own files: an index of another schema (one written before
+"""The store's run index: every entry's ``runs`` rows, each run's token total (over its
+messages) by each tokenizer (``tokens_o200k``, ``tokens_cl100k``: null, unknown, where the
+entry was not counted with it: ``replay ingest --tokenizers``), its requests that recorded no
+usage (``unrecorded``) and the key of the entry holding it.  A cache of the entries' own files: an index of another schema (one written before
 a column was added) is not read, and the next ingest rewrites it
 (``replay.ingest.store_index``)."""
 MODELS: dict[str, type] = {"runs": Run, "messages": Message, "requests": Request,

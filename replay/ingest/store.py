@@ -338,7 +338,7 @@ def read_entry(root: Path, key: str, checksum: str = "") -> RunTables:
 
 
 def read_entry_runs(root: Path, key: str) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """One entry's runs table, its messages' ``run_id`` and ``tokens_o200k`` columns and its
+    """One entry's runs table, its messages' ``run_id`` and token columns and its
     requests table (``entry_file.decode_runs``; not checked against the entry's checksum).
 
     Raises:

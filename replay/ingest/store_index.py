@@ -1,7 +1,9 @@
 """The store's run rows: ``runs`` of a whole store and the run index that makes reading them cheap.
 
-``DIR/index.parquet`` holds every entry's ``runs`` rows plus each run's ``tokens_o200k`` total
-and its requests that recorded no usage (``n_requests_unrecorded``), keyed by entry key.  It is a cache: readers fall back to the entries' own files for any entry
+``DIR/index.parquet`` holds every entry's ``runs`` rows plus each run's token totals
+(``tokens_o200k``, ``tokens_cl100k``; unknown for a tokenizer its entry was not counted with)
+and its requests that recorded no usage (``n_requests_unrecorded``), keyed by entry key.  It
+is a cache: readers fall back to the entries' own files for any entry
 it does not hold (or when it is missing, of another schema, or not the file whose sha256 the
 manifest records: ``index_sha256``), and every ingest rewrites it
 (``IndexRows`` gathers the rows its workers send back, ``write_index`` writes them).
@@ -27,6 +29,7 @@ from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
 from replay.ingest.arrow_columns import column, int64_total
 from replay.ingest.entry_file import IPC_OPTIONS, PARQUET_OPTIONS
+from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.run_label import label_column, run_key
 from replay.ingest.schema import RUN_INDEX, SCHEMAS, unrecorded
 from replay.ingest.store import (
@@ -36,7 +39,6 @@ from replay.ingest.store import (
     entry_file,
     is_store,
     manifest_index_sha256,
-    read_entry,
     read_entry_runs,
     read_manifest,
 )
@@ -45,7 +47,7 @@ INDEX_FILE = "index.parquet"
 
 
 def runs(root: Path) -> pa.Table:
-    """The ``runs`` rows of a store plus each run's ``tokens_o200k`` total and
+    """The ``runs`` rows of a store plus each run's token totals and
     ``n_requests_unrecorded`` (``replay runs``)."""
     if not is_store(root):
         raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
@@ -59,7 +61,8 @@ _MERGE_EVERY = 256
 LISTED_COLUMNS: dict[str, str] = {
     "run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
     "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
-    "tokens_o200k": "tokens", "recorded_input_tokens": "recorded_input_tokens",
+    "tokens_o200k": "tokens", "tokens_cl100k": "tokens_cl100k",
+    "recorded_input_tokens": "recorded_input_tokens",
     "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
     "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
 """Index column → its name in ``run_listing`` (which adds ``coverage`` at the end)."""
@@ -94,6 +97,23 @@ def run_listing(root: Path) -> pa.Table:
         pa.string()))
 
 
+def tokens_note(listing: pa.Table) -> str | None:
+    """The sentence under ``replay runs`` when some runs' ``tokens`` (o200k_base) is unknown
+    (``listing``: ``run_listing``'s): their entries were ingested without o200k_base
+    (``--tokenizers``), and the tokenizer they were counted with, if any; None when every run
+    was counted with o200k_base."""
+    o200k = listing["tokens"].to_pylist()
+    unknown = [i for i, v in enumerate(o200k) if v is None]
+    if not unknown:
+        return None
+    cl100k = listing["tokens_cl100k"].to_pylist()
+    counted = sum(1 for i in unknown if cl100k[i] is not None)
+    how = f"{counted} of them counted with cl100k_base: tokens_cl100k" if counted else \
+        "none counted with another tokenizer"
+    return (f"{len(unknown):,} of {len(o200k):,} run(s) were ingested without o200k_base "
+            f"(--tokenizers): their tokens (o200k_base) is unknown ({how})")
+
+
 def unrecorded_note(listing: pa.Table) -> str | None:
     """The sentence under ``replay runs`` when some requests recorded no usage (``listing``:
     ``run_listing``'s): how many, in how many runs, and that those runs' recorded input sums
@@ -114,8 +134,8 @@ def unrecorded_note(listing: pa.Table) -> str | None:
 
 def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:
     """The ``runs`` rows of ``entries`` as one table, in entry order; message texts are never
-    loaded.  ``with_tokens`` adds each run's ``tokens_o200k`` total and
-    ``n_requests_unrecorded``.
+    loaded.  ``with_tokens`` adds each run's token totals (``tokens_o200k``,
+    ``tokens_cl100k``) and ``n_requests_unrecorded``.
 
     Rows come from the run index (one file for the whole store) for every entry it holds, and
     from the entry's own files for the rest (a store written before the index existed, or an
@@ -199,22 +219,40 @@ _INDEX_SLICE_ROWS = 1 << 16
 
 
 def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
+    """``runs_table`` with each run's token total by each tokenizer (``names.TOKEN_COLUMN``,
+    in its order): the sum of its messages' counts; null, unknown, not 0, for every run of an
+    entry its ingest did not count with that tokenizer (``--tokenizers``: the messages'
+    column all null)."""
+    run_ids = runs_table["run_id"].to_pylist()
+    for col in TOKEN_COLUMN.values():
+        counts = messages.column(col) if messages is not None else None
+        if counts is not None and len(counts) and counts.null_count == len(counts):
+            totals: list[int | None] = [None] * len(run_ids)
+        elif counts is not None and len(run_ids) == 1:  # (every row is the run's: no ids read)
+            totals = [int64_total(counts)]
+        else:
+            total = _run_totals(messages, col) if messages is not None else {}
+            totals = [total.get(r, 0) for r in run_ids]
+        runs_table = runs_table.append_column(RUN_INDEX.field(col), column(totals, pa.int64()))
+    return runs_table
+
+
+def _run_totals(messages: pa.Table, col: str) -> dict[str, int]:
+    """Run id → the sum of its messages' ``col`` (a null counting 0).  A plain loop: a file's
+    few thousand rows cost less than an Acero group_by's set-up (0.5 ms a file); a slice of
+    rows at a time (a big file's rows as Python values at once: ~100 bytes a row beside its
+    tables)."""
     total: dict[str, int] = {}
-    if messages is not None:  # a plain loop: a file's few thousand rows cost less than an
-        # Acero group_by's set-up (0.5 ms a file); a slice of rows at a time (a big file's
-        # rows as Python values at once: ~100 bytes a row beside its tables)
-        for part in messages.to_batches(max_chunksize=_INDEX_SLICE_ROWS):
-            for run_id, n in zip(part.column("run_id").to_pylist(),
-                                 part.column("tokens_o200k").to_pylist()):
-                if n is not None:
-                    total[run_id] = total.get(run_id, 0) + n
-    return runs_table.append_column(RUN_INDEX.field("tokens_o200k"), column(
-        [total.get(r) or 0 for r in runs_table["run_id"].to_pylist()], pa.int64()))
+    for part in messages.to_batches(max_chunksize=_INDEX_SLICE_ROWS):
+        for run_id, n in zip(part.column("run_id").to_pylist(), part.column(col).to_pylist()):
+            if n is not None:
+                total[run_id] = total.get(run_id, 0) + n
+    return total
 
 
 def _with_counts(runs_table: pa.Table, messages: pa.Table | None,
                  requests: pa.Table) -> pa.Table:
-    """``runs_table`` with the run index's columns: each run's ``tokens_o200k`` total
+    """``runs_table`` with the run index's columns: each run's token totals
     (``_with_tokens``) and its requests that recorded no usage (``schema.unrecorded``; a
     file's requests are few: plain loops, and no run ids made for a one-run file)."""
     inputs = requests.column("input_tokens").to_pylist()
@@ -235,7 +273,8 @@ def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | p
     """One entry's rows of the run index: as an Arrow IPC stream (what an ingest worker sends
     back with each file it wrote), or with ``stream=False`` as the table itself (an ingest in
     one process: no stream written only to be read back); ``IndexRows`` gathers either."""
-    runs_table = _with_counts(tables.runs, tables.messages.select(["run_id", "tokens_o200k"]),
+    runs_table = _with_counts(tables.runs,
+                              tables.messages.select(["run_id", *TOKEN_COLUMN.values()]),
                               tables.requests)
     keyed = _keyed(runs_table, key)
     if not stream:
@@ -335,23 +374,20 @@ def write_index(root: Path, entries: Iterable[Entry], fresh: pa.Table | None = N
 
 
 def stored_tokens(root: Path, entries: Iterable[Entry], token_column: str) -> int | None:
-    """The tokens (``token_column`` of their messages, a null counting 0) of entries in the
-    store: ``tokens_o200k`` from the run index (an entry's own file for one it does not hold),
-    another tokenizer's column from each entry's messages; None when an entry cannot be read."""
+    """The tokens (``token_column`` of their messages, ``tokens_o200k`` or ``tokens_cl100k``,
+    a null counting 0) of entries in the store, from the run index (an entry's own file for one
+    it does not hold); None when an entry cannot be read."""
     entries = list(entries)
     try:
-        if token_column != "tokens_o200k":
-            return sum(int64_total(read_entry(root, e.key).messages[token_column])
-                       for e in entries)
         index = read_index(root)
         spans = _key_spans(index) if index is not None else {}
         total = 0
         for e in entries:
             if index is not None and e.key in spans:
                 start, stop = spans[e.key]
-                total += int64_total(index["tokens_o200k"][start:stop])
+                total += int64_total(index[token_column][start:stop])
             else:
-                total += int64_total(_entry_runs(root, e, with_tokens=True)["tokens_o200k"])
+                total += int64_total(_entry_runs(root, e, with_tokens=True)[token_column])
         return total
     except StoreError:
         return None

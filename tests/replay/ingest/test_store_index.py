@@ -78,6 +78,7 @@ def test_any_subset_of_entries_in_any_order(sample_store: Path,
     want = sample_runs
     for row in got.to_pylist():
         row.pop("tokens_o200k", None)
+        row.pop("tokens_cl100k", None)
         row.pop("n_requests_unrecorded", None)
         assert row == want[row["run_id"]]
 
@@ -267,15 +268,21 @@ def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Pat
 def test_the_index_tokens_summed_a_slice_at_a_time_are_the_sums(
         rows: list[tuple[str, int | None]], slice_rows: int) -> None:
     """Each run's o200k tokens in the index: the sum of its blocks' counts (unknown ones left
-    out, a run without any 0), however many rows are summed at a time."""
+    out, a run without any 0), however many rows are summed at a time; every run's unknown
+    where no block was counted (an entry ingested without o200k_base), as its cl100k tokens
+    in an entry not counted with cl100k_base."""
     runs = pa.table({"run_id": ["r0", "r1", "r2", "r3"]})
     messages = pa.table({"run_id": pa.array([r for r, _ in rows], pa.string()),
-                         "tokens_o200k": pa.array([n for _, n in rows], pa.int64())})
+                         "tokens_o200k": pa.array([n for _, n in rows], pa.int64()),
+                         "tokens_cl100k": pa.nulls(len(rows), pa.int64())})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(store_index, "_INDEX_SLICE_ROWS", slice_rows)
-        got = store_index._with_tokens(runs, messages)["tokens_o200k"].to_pylist()
-    assert got == [sum(n for r, n in rows if r == run and n is not None)
-                   for run in ("r0", "r1", "r2", "r3")]
+        got = store_index._with_tokens(runs, messages)
+    counted = any(n is not None for _, n in rows) or not rows
+    assert got["tokens_o200k"].to_pylist() == [
+        sum(n for r, n in rows if r == run and n is not None) if counted else None
+        for run in ("r0", "r1", "r2", "r3")]
+    assert got["tokens_cl100k"].to_pylist() == [0 if not rows else None] * 4
 
 
 def test_a_big_entrys_index_rows_are_not_made_python_values_at_once() -> None:
@@ -286,7 +293,8 @@ def test_a_big_entrys_index_rows_are_not_made_python_values_at_once() -> None:
     n = 200_000
     runs = pa.table({"run_id": ["r" * 64]})
     messages = pa.table({"run_id": pa.array(["r" * 64] * n, pa.string()),
-                         "tokens_o200k": pa.array(range(n), pa.int64())})
+                         "tokens_o200k": pa.array(range(n), pa.int64()),
+                         "tokens_cl100k": pa.nulls(n, pa.int64())})
     tracemalloc.start()
     try:
         got = store_index._with_tokens(runs, messages)
