@@ -19,6 +19,10 @@ summaries, reports, sweeps and their cache, baselines, JUnit/Markdown files, red
 - ``output_folder(path, within=root)``: a folder below ``root`` opened the same way, as a
   descriptor to list or delete in (``remove_files``: a report's stale figures), so a cleanup
   never reaches outside what was named.
+- ``no_new_folder_left_on_failure()``: the folders the functions above create inside the block
+  are removed again, deepest first and each only when still empty, when the block ends in an
+  exception: a command that fails (a damaged dataset met after ``--out`` was made) leaves no
+  empty folder of its own behind, as its files (temporary until renamed) are not.
 
 The folder names are checked once per write, by descriptor: a symlink planted after the check
 cannot redirect a write (the rename happens in the folder that was opened).
@@ -33,13 +37,60 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import BinaryIO
 
 from replay.errors import OutputError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+_made_here: ContextVar[list[Path] | None] = ContextVar("_made_here", default=None)
+"""The folders created inside the innermost ``no_new_folder_left_on_failure`` block."""
+
+
+@contextmanager
+def no_new_folder_left_on_failure() -> Iterator[None]:
+    """Remove the folders created inside the block (by ``make_output_dir``, ``folder_fd`` and
+    the writes) when it ends in an exception: deepest first, each only when it is still empty
+    (``rmdir``, which never follows a symlink nor removes a file), so nothing the block did not
+    create is touched.  The exception goes on."""
+    made: list[Path] = []
+    token = _made_here.set(made)
+    try:
+        yield
+    except BaseException:
+        for path in sorted(made, key=lambda p: len(p.parts), reverse=True):
+            with suppress(OSError):  # not empty (a file kept in it), or already gone
+                os.rmdir(path)
+        raise
+    finally:
+        _made_here.reset(token)
+    for path in made:  # an enclosing block that fails removes them too
+        _made(path)
+
+
+def _made(path: Path) -> None:
+    """Note ``path`` as a folder just created (for ``no_new_folder_left_on_failure``)."""
+    made = _made_here.get()
+    if made is not None:
+        made.append(path.absolute())
+
+
+def _make_named(named: Path) -> None:
+    """The folder the user named, created with its parents (its own symlinks are theirs);
+    the folders it created noted."""
+    missing = []
+    for folder in (named, *named.parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    try:
+        named.mkdir(parents=True, exist_ok=True)
+    finally:  # the parents made before a failure too
+        for folder in missing:
+            _made(folder)
 
 
 def symlink_refused(path: Path) -> OutputError:
@@ -62,6 +113,7 @@ def _open_dir(name: str, parent_fd: int | None, shown: Path, *, create: bool) ->
                 raise
             try:
                 os.mkdir(name, 0o777, dir_fd=parent_fd)
+                _made(shown)
             except FileExistsError:
                 pass  # made meanwhile by another writer: open it (checked again)
         except OSError as exc:
@@ -94,7 +146,7 @@ def folder_fd(root: Path, parts: Iterable[str] = (), *, create: bool = True) -> 
     """A descriptor of the folder ``root/parts…``: ``root`` as named, each part opened without
     following a symlink (``OutputError``), created when missing with ``create``."""
     if create and not os.path.isdir(root):
-        root.mkdir(parents=True, exist_ok=True)  # the folder named: its own symlinks are theirs
+        _make_named(root)
     fd = _open_dir(str(root), None, root, create=False)
     shown = root
     try:
@@ -120,7 +172,7 @@ def make_output_dir(named: Path, *derived: str, option: str = "--out") -> Path:
     if named.exists() and not named.is_dir():
         raise OutputError(f"{named}: exists and is not a folder; give {option} a folder")
     try:
-        named.mkdir(parents=True, exist_ok=True)
+        _make_named(named)
     except OSError as exc:
         raise OutputError(f"{named}: cannot create this folder ({exc.strerror or exc})") from None
     folder = named.joinpath(*derived)

@@ -117,7 +117,7 @@ class Corpus:
         """One run's message and request rows (its store entry is read once and kept)."""
         entry = self._entry_of.get(run_id)
         if entry is not None and (self._loaded is None or self._loaded[0] != entry.key):
-            tables = store.read_entry(self.root, entry.key, entry.checksum)
+            tables = self._read_entry(entry)
             msg_spans = store_index.row_spans(tables.messages["run_id"].to_pylist())
             req_spans = store_index.row_spans(tables.requests["run_id"].to_pylist())
             spans = {rid: (*msg_spans.get(rid, (0, 0)), *req_spans.get(rid, (0, 0)))
@@ -132,6 +132,14 @@ class Corpus:
                              "log repairs it")
         m0, m1, r0, r1 = spans[run_id]
         return tables.messages.slice(m0, m1 - m0), tables.requests.slice(r0, r1 - r0)
+
+    def _read_entry(self, entry: store.Entry) -> store.RunTables:
+        """The tables of one store entry (checked against its checksum); damaged, a
+        ``StoreError`` that also names the log it holds and its runs (what to re-ingest)."""
+        try:
+            return store.read_entry(self.root, entry.key, entry.checksum)
+        except StoreError as exc:
+            raise damaged_entry(exc, entry) from None
 
     def events(self, run_id: str) -> pa.Table:
         """One run's ``ContextEvent`` rows: its compactions with their recorded facts (trigger,
@@ -216,13 +224,20 @@ class Corpus:
 
     def _everything(self) -> store.RunTables:
         if self._all is None:
-            parts = [store.read_entry(self.root, e.key, e.checksum) for e in self.entries]
+            parts = [self._read_entry(e) for e in self.entries]
             if not parts:
                 self._all = store.RunTables(*(SCHEMAS[n].empty_table() for n in store.TABLES))
             else:
                 self._all = store.RunTables(*(pa.concat_tables([getattr(p, n) for p in parts])
                                               for n in store.TABLES))
         return self._all
+
+
+def damaged_entry(exc: StoreError, entry: store.Entry) -> StoreError:
+    """``exc`` (an entry of a dataset that cannot be read) naming the log the entry holds and
+    its runs: what ``replay ingest`` has to parse again."""
+    n = entry.n_runs
+    return StoreError(f"{exc}; the entry of {entry.source} ({n} run{'' if n == 1 else 's'})")
 
 
 NOT_REPLAYED_SHOWN = 20

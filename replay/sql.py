@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from replay.corpus import Corpus
+from replay.corpus import Corpus, damaged_entry
 from replay.engine.trace import TRACE_SCHEMAS
 from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store
@@ -90,6 +90,8 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
     Raises:
         ReplayInputError: DuckDB is not installed, nothing to query, a folder is not a ``replay
             run`` output, the query is not one select, or DuckDB refuses it (its message).
+        StoreError: an entry file of the dataset is missing or unreadable (an input that
+            failed).
     """
     try:
         # lazy: duckdb is the optional sql extra; only this command needs it
@@ -141,13 +143,15 @@ def _dataset(corpus: Corpus) -> tuple[dict[str, list[Path]], dict[str, pa.Table]
         raise ReplayInputError("an in-memory corpus (Corpus.from_tables) has no dataset files "
                                "to query: write it with replay ingest first")
     paths = [store.entry_file(corpus.root, e.key) for e in corpus.entries]
-    missing = [p for p in paths if not p.is_file()]
-    if missing:
-        raise ReplayInputError(f"{missing[0]}: missing from the dataset (re-ingest it)")
-    try:
-        footers = [store.read_footer(corpus.root, e.key) for e in corpus.entries]
-    except StoreError as exc:
-        raise ReplayInputError(str(exc)) from None
+    footers = []
+    for path, entry in zip(paths, corpus.entries):  # damaged: an input that failed (exit 1)
+        try:
+            if not path.is_file():
+                raise StoreError(f"{path}: missing from the dataset; `replay ingest` of its log "
+                                 "repairs the entry")
+            footers.append(store.read_footer(corpus.root, entry.key))
+        except StoreError as exc:
+            raise damaged_entry(exc, entry) from None
     tables = {name: pa.concat_tables([f[name] for f in footers]) for name in DATASET_VIEWS
               if name != "messages"}
     return {"messages": paths}, tables

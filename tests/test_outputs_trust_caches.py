@@ -14,7 +14,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.outputs_project import REPO, _invoke, _one_error_line, _run_json, _sweep, new_project
+from tests.outputs_project import (
+    AXIS,
+    REPO,
+    _invoke,
+    _one_error_line,
+    _run_json,
+    _sweep,
+    new_project,
+)
 
 
 def _damages(seed: int) -> Iterator[tuple[str, Callable[[Path], None]]]:
@@ -103,11 +111,44 @@ def test_a_dataset_given_directly_with_a_damaged_entry_is_refused_in_one_line(
     shutil.copytree(ingested_project, project, symlinks=True, dirs_exist_ok=True)
     dict(_damages(3))[damage](project / "ds")
     result = _invoke(["run", "ds", "-p", "none", "-q", "--out", "o"])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output  # an input that failed, not a usage error
     assert "ingest" in _one_error_line(result)  # says how to repair it
+    assert not (project / "o").exists()  # the folder it made is gone again
     repaired = _invoke(["ingest", "logs", "--out", "ds", "--json", "-q"])
     assert len(json.loads(repaired.stdout)["repaired"]) >= 1
     assert _invoke(["run", "ds", "-p", "none", "-q", "--out", "o"]).exit_code == 0
+
+
+def _cut_to_100_bytes(f: Path) -> None:
+    f.write_bytes(f.read_bytes()[:100])
+
+
+@pytest.mark.parametrize("damage", [Path.unlink, _cut_to_100_bytes], ids=["deleted", "cut"])
+@pytest.mark.parametrize("command", [
+    ["run", "ds", "-p", "none", "--out", "o"],
+    ["run", "ds", "-p", "none", "--report", "--out", "o/deeper"],
+    ["report", "ds", "-p", "none", "--out", "o"],
+    ["sweep", "ds", "-p", "two-tier-corrected", *AXIS, "--out", "o", "--jobs", "1"],
+    ["diff", "ds", "-p", "none", "-p", "claude-code"],
+    ["check", "ds", "-p", "none", "--baseline", "o/b.json", "--update-baseline"],
+    ["sql", "select count(*) from runs", "ds"],
+], ids=["run", "run-report", "report", "sweep", "diff", "check", "sql"])
+def test_a_damaged_entry_fails_every_command_as_an_input_leaving_no_folder(
+        project: Path, ingested_project: Path, command: list[str],
+        damage: Callable[[Path], None]) -> None:
+    """One entry of a dataset deleted or cut: every command that reads the entries exits 1 (an
+    input failed), names the entry's file and its log in one line, and leaves nothing of its
+    own behind (its --out, the project cache's sweep_cache)."""
+    shutil.copytree(ingested_project, project, symlinks=True, dirs_exist_ok=True)
+    manifest = json.loads((project / "ds" / "manifest.json").read_text())["entries"]
+    source, entry = sorted(manifest.items())[1]  # the middle one of three: one read before it
+    damage(project / "ds" / "data" / f"{entry['key']}.parquet")
+    before = sorted(project.rglob("*"))
+    result = _invoke([*command, "-q"] if command[0] != "sql" else command)
+    assert result.exit_code == 1, result.output
+    line = _one_error_line(result).replace("\n", "")
+    assert entry["key"] in line and source in line, line
+    assert sorted(project.rglob("*")) == before
 
 
 def _sweep_table(project: Path) -> list[dict[str, object]]:

@@ -1,5 +1,6 @@
 """A full disk keeps what was computed and leaves no temporary file (issue 23, item 23): the sweep
-cache, a report's figures and redacted copies, written on a disk that fills at the n-th file.
+cache, a report's figures and redacted copies, written on a disk that fills at the n-th file;
+and a block of work that fails leaves no empty folder it made.
 """
 
 from __future__ import annotations
@@ -70,3 +71,33 @@ def test_a_full_disk_while_redacting_leaves_no_partial_copy(
     assert result.exit_code == 1, result.output
     assert "No space left" in result.output
     assert not [p for p in (project / "r").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("fails", [True, False])
+def test_a_failed_block_removes_the_empty_folders_it_made_and_only_those(tmp_path: Path,
+                                                                        fails: bool) -> None:
+    """``no_new_folder_left_on_failure``: the folders made inside it (a named folder with its
+    parents, folders below it, one made by a write) go again when it fails, unless a file was
+    kept in one; folders that were there before stay, and so does everything when it ends
+    well."""
+    (tmp_path / "old" / "empty").mkdir(parents=True)
+    made = [tmp_path / "a" / "b" / "c" / "traces", tmp_path / "old" / "new" / "sub",
+            tmp_path / "old" / "empty" / "x"]
+    try:
+        with atomic_files.no_new_folder_left_on_failure():
+            atomic_files.make_output_dir(tmp_path / "a" / "b", "c", "traces")
+            atomic_files.make_output_dir(tmp_path / "old", "new", "sub")
+            atomic_files.atomic_write_bytes(tmp_path / "old" / "kept" / "f", b"1",
+                                            within=tmp_path / "old")
+            with atomic_files.folder_fd(tmp_path / "old" / "empty", ("x",)):
+                pass
+            assert all(p.is_dir() for p in made)
+            if fails:
+                raise OSError("a damaged entry met after the folders were made")
+    except OSError:
+        assert fails
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    if fails:
+        assert left == ["old", "old/empty", "old/kept", "old/kept/f"]
+    else:
+        assert all(p.is_dir() for p in made) and (tmp_path / "old" / "kept" / "f").is_file()

@@ -2,9 +2,10 @@
 how the outcome of their input files decides the exit code.
 
 ``_open`` turns a command's PATHS into a corpus: one dataset directory is opened
-as it is; log files or folders are ingested first (into the project cache's dataset,
-``replay.layout``: ``.ctxreplay/dataset`` unless ``--cache-dir`` says otherwise, with a
-progress bar and the ingest's warnings on stderr).  With ``--strict`` the ingest stops at
+as it is (damaged, it is an input that failed: exit 1, ``_errors``); log files or folders are
+ingested first (into the project cache's dataset, ``replay.layout``: ``.ctxreplay/dataset``
+unless ``--cache-dir`` says otherwise, with a progress bar and the ingest's warnings on
+stderr; a cache refused as damaged is a folder to fix: exit 2).  With ``--strict`` the ingest stops at
 the first file with a problem and the command exits 1 before doing anything else; with no
 run left to work on it says so and exits (1 when files failed, 2 when PATHS held no log).
 
@@ -28,6 +29,7 @@ import typer
 
 from replay.cli.output import _progress, error, say, warn
 from replay.cli.tables import TableOptions
+from replay.errors import StoreError
 from replay.ingest.names import FORMATS
 
 if TYPE_CHECKING:
@@ -279,9 +281,12 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
         return corpus
     files = _discover(paths)
     with _progress("ingest", len(files), quiet) as tick:
-        corpus = open_corpus(paths, cache_dir=dataset_dir(cache_root(cache)), fmt=fmt,
-                             on_file=tick,
-                             strict=strict)
+        try:
+            corpus = open_corpus(paths, cache_dir=dataset_dir(cache_root(cache)), fmt=fmt,
+                                 on_file=tick, strict=strict)
+        except StoreError as exc:  # the project cache refused: a folder to fix, not an input
+            error(exc)
+            raise typer.Exit(2) from None
     report = corpus.report
     if report is not None:
         for issue in report.issues:

@@ -3,7 +3,8 @@
 Two consoles (tables and results on stdout, warnings and errors on stderr),
 ``_emit`` (a table, or JSON with ``--json``), ``_print_json``, ``say`` / ``warn`` /
 ``error`` (one line each), the progress bar and ``_errors``, which turns a ``ReplayError``
-into exit code 2.
+into exit code 2 (a damaged dataset, ``StoreError``: 1) and leaves no empty folder the failed
+command created.
 
 Every string printed here may come from a file, a log or a path: it is shown as plain text
 (never read as rich markup, so ``[/]`` or ``[bold red]`` in a tool id prints as written) and
@@ -33,6 +34,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from replay.atomic_files import no_new_folder_left_on_failure
 from replay.cli.tables import (
     MIN_TEXT,
     PLAIN,
@@ -47,7 +49,7 @@ from replay.cli.tables import (
     totals_row,
     width,
 )
-from replay.errors import ReplayError
+from replay.errors import ReplayError, StoreError
 from replay.ingest.run_label import distinct_width, short_labels
 from replay.safe_text import csv_cell, strict_json, terminal
 
@@ -261,15 +263,24 @@ def _steps(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except ReplayError as exc:
-        error(exc)
-        raise typer.Exit(2) from None
-    except OSError as exc:  # an output the user named cannot be made or written (--out a file,
-        # a read-only folder, a full disk): inputs never get here, ingest reports them as issues
-        where = exc.filename if exc.filename is not None else ""
-        error(f"{where}: {exc.strerror or exc}" if where else f"{exc.strerror or exc}")
-        raise typer.Exit(2) from None
+def _errors(*, store_exit: int = 1) -> Iterator[None]:
+    """A command's work: a ``ReplayError`` or an output that cannot be written is one line and
+    exit 2, except a ``StoreError`` (a dataset read damaged: an input that failed), exit
+    ``store_exit`` (2 where the store is the command's output, ``replay ingest --out``); a
+    folder the block created is removed again when it fails and is still empty
+    (``replay.atomic_files.no_new_folder_left_on_failure``)."""
+    with no_new_folder_left_on_failure():
+        try:
+            yield
+        except StoreError as exc:
+            error(exc)
+            raise typer.Exit(store_exit) from None
+        except ReplayError as exc:
+            error(exc)
+            raise typer.Exit(2) from None
+        except OSError as exc:  # an output the user named cannot be made or written (--out a
+            # file, a read-only folder, a full disk): inputs never get here, ingest reports them
+            where = exc.filename if exc.filename is not None else ""
+            error(f"{where}: {exc.strerror or exc}" if where else f"{exc.strerror or exc}")
+            raise typer.Exit(2) from None
 

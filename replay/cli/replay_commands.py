@@ -73,7 +73,7 @@ def ingest(
         raise typer.BadParameter(f"{tokenizers!r} names no encoding; give one or more, e.g. "
                                  f"{','.join(DEFAULT_TOKENIZERS)}", param_hint="'--tokenizers'")
     files = _discover(paths)
-    with _progress("ingest", len(files), quiet) as tick, _errors():
+    with _progress("ingest", len(files), quiet) as tick, _errors(store_exit=2):  # its output
         report = ingest_paths(paths, out, fmt=fmt, tokenizers=toks, jobs=jobs, strict=strict,
                               on_file=tick)
     for issue in report.issues:

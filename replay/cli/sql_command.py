@@ -46,12 +46,13 @@ def sql(
 ) -> None:
     """Run one read-only SQL query (DuckDB) over the dataset of PATHS and the --traces folders.
 
-    Exit 0 with the rows, 1 when an input log failed to ingest, 2 for a query DuckDB refuses,
-    a statement other than a select, or DuckDB not installed (pip install 'ctxreplay[sql]').
+    Exit 0 with the rows, 1 when an input log failed to ingest or the dataset given is
+    damaged, 2 for a query DuckDB refuses, a statement other than a select, or DuckDB not
+    installed (pip install 'ctxreplay[sql]').
     """
     from replay.sql import sql as run_sql  # lazy: DuckDB's views only for this command
 
-    with _errors():  # a cache or dataset refused is one line, exit 2, as on every command
+    with _errors():  # a dataset refused: one line, exit 1 (a cache: 2), as on every command
         corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
         result = run_sql(query, corpus=corpus, traces=traces or ())
     if result.renamed:

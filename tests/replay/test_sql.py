@@ -237,9 +237,11 @@ def test_json_holds_only_numbers_json_has(data: tuple[Corpus, list[Path]]) -> No
     assert table.exit_code == 0 and "nan,inf" in table.stdout
 
 
-def test_inputs_it_cannot_open_are_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_inputs_it_cannot_open_are_one_line(tmp_path: Path) -> None:
     """Before: a project cache refused (a symlink at its dataset) or a dataset given directly
-    with a damaged entry was an OutputError / StoreError traceback, exit 1, on ``sql`` alone."""
+    with a damaged entry was an OutputError / StoreError traceback, exit 1, on ``sql`` alone.
+    Now one line each: the cache a folder to fix (exit 2), the damaged entry an input that
+    failed (exit 1), as on every command."""
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(SAMPLES / "claude-code" / "short.jsonl", logs / "a.jsonl")
@@ -250,10 +252,10 @@ def test_inputs_it_cannot_open_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["ingest", str(logs), "--out", str(ds), "-q"]).exit_code == 0
     (entry,) = store.read_manifest(ds).values()
     store.entry_file(ds, entry.key).write_bytes(b"PAR1 damaged")
-    for args in (["SELECT 1", str(logs), "--cache-dir", str(tmp_path / "c")],
-                 ["SELECT count(*) FROM runs", str(ds)]):
+    for args, code in ((["SELECT 1", str(logs), "--cache-dir", str(tmp_path / "c")], 2),
+                       (["SELECT count(*) FROM runs", str(ds)], 1)):
         done = runner.invoke(app, ["sql", *args])
-        assert done.exit_code == 2, done.output
+        assert done.exit_code == code, done.output
         lines = [ln for ln in done.output.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:"), done.output
     assert list((tmp_path / "elsewhere").iterdir()) == []

@@ -176,10 +176,10 @@ def test_damaged_runs_file_is_named(samples: Path, tmp_path: Path) -> None:
     damaged.write_bytes(damaged.read_bytes()[:40])
     result = CliRunner().invoke(app, ["run", "--policy", "none", str(out), "--out",
                                       str(tmp_path / "o")])
-    assert result.exit_code == 2 and str(folder) in result.output.replace("\n", "")
+    assert result.exit_code == 1 and str(folder) in result.output.replace("\n", "")
     (out / store_index.INDEX_FILE).unlink()
     result = CliRunner().invoke(app, ["runs", str(out)])
-    assert result.exit_code == 2 and str(folder) in result.output.replace("\n", "")
+    assert result.exit_code == 1 and str(folder) in result.output.replace("\n", "")
     with pytest.raises(store.StoreError, match=re.escape(str(folder))):
         open_corpus([out])
     assert damaged.stat().st_size == 40 and store.read_manifest(out) == {entry.source: entry}
