@@ -7,7 +7,6 @@ it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,11 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.ingest import store, store_index
+from replay.ingest import store_index
 from replay.ingest.batch import ingest
 from replay.ingest.schema import RUN_INDEX
 from replay.ingest.tokens import encoding
+from tests.replay.ingest.index_helpers import write_older_index
 
 SAMPLE = "claude-code"
 
@@ -102,12 +102,7 @@ def test_an_index_of_the_older_token_column_is_not_read_and_is_rewritten(
     older = index.drop_columns(["tokens_cl100k"]).set_column(
         at, pa.field("tokens_o200k", pa.int64(), nullable=False),
         pa.array([0] * index.num_rows, pa.int64()))
-    pq.write_table(older, out / store_index.INDEX_FILE)
-    manifest = out / "manifest.json"
-    doc = json.loads(manifest.read_text())
-    doc["index_sha256"] = hashlib.sha256((out / store_index.INDEX_FILE).read_bytes()).hexdigest()
-    manifest.write_text(json.dumps(doc))
-    assert store.manifest_index_sha256(out) == doc["index_sha256"]
+    write_older_index(out, older)
     assert store_index.read_index(out) is None
     got, _ = _listed(out)
     assert got == want and got[0]["tokens"] is None and got[0]["tokens_cl100k"]

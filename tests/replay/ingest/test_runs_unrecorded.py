@@ -6,18 +6,17 @@ next ingest rewrites it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.ingest import store, store_index
+from replay.ingest import store_index
 from replay.ingest.batch import ingest
 from replay.ingest.schema import RUN_INDEX
+from tests.replay.ingest.index_helpers import write_older_index
 
 SAMPLE = "claude-code/tool_heavy.jsonl"
 _KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -106,12 +105,7 @@ def test_an_index_without_the_count_is_not_read_and_is_rewritten(samples: Path,
     index = store_index.read_index(out)
     assert index is not None
     older = index.drop_columns(["n_requests_unrecorded"])
-    pq.write_table(older, out / store_index.INDEX_FILE)
-    manifest = out / "manifest.json"
-    doc = json.loads(manifest.read_text())
-    doc["index_sha256"] = hashlib.sha256((out / store_index.INDEX_FILE).read_bytes()).hexdigest()
-    manifest.write_text(json.dumps(doc))
-    assert store.manifest_index_sha256(out) == doc["index_sha256"]
+    write_older_index(out, older)
     assert store_index.read_index(out) is None
     got, _ = _listed(out)
     assert got == want and got["partial.jsonl"]["unrecorded_requests"] == 1
