@@ -135,11 +135,7 @@ def unrecorded_requests(corpus: Corpus, cells: Iterable[tuple[str, str | None]])
     anchored = {rid: source for rid, source in cells if source in ANCHORED}
     if not anchored:
         return {}
-    rq = corpus.requests.select(["run_id", "input_tokens"]).to_pydict()
-    inputs: dict[str, list[int | None]] = {}
-    for rid, inp in zip(rq["run_id"], rq["input_tokens"]):
-        if rid in anchored:
-            inputs.setdefault(rid, []).append(inp)
+    inputs = corpus.request_values("input_tokens", anchored)
     return {rid: n for rid, v in inputs.items() if (n := unrecorded_count(anchored[rid], v))}
 
 

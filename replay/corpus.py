@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -112,6 +112,20 @@ class Corpus:
     def requests(self) -> pa.Table:
         """Every run's request rows (reads the whole store; for small corpora)."""
         return self._everything().requests
+
+    def request_values(self, column: str, run_ids: Iterable[str]) -> dict[str, list[Any]]:
+        """Run id → the values of request column ``column`` of its requests, in order, for the
+        runs ``run_ids`` that have requests (the figure notes' counts: untimed requests,
+        requests without usage)."""
+        wanted = set(run_ids)
+        if not wanted:
+            return {}
+        rq = self.requests.select(["run_id", column]).to_pydict()
+        out: dict[str, list[Any]] = {}
+        for rid, value in zip(rq["run_id"], rq[column]):
+            if rid in wanted:
+                out.setdefault(rid, []).append(value)
+        return out
 
     def run_tables(self, run_id: str) -> tuple[pa.Table, pa.Table]:
         """One run's message and request rows (its store entry is read once and kept)."""

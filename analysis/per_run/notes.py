@@ -46,14 +46,7 @@ def unknown_gaps(ts: Iterable[str | None]) -> tuple[int, int]:
 def unknown_gaps_by_run(corpus: Corpus, run_ids: Iterable[str]) -> dict[str, int]:
     """Run id → its requests with no idle gap the replay can read (``unknown_gaps``), of the
     runs ``run_ids`` (those replayed) that have any."""
-    wanted = set(run_ids)
-    if not wanted:
-        return {}
-    rq = corpus.requests.select(["run_id", "ts"]).to_pydict()
-    by_run: dict[str, list[str | None]] = {}
-    for rid, t in zip(rq["run_id"], rq["ts"]):
-        if rid in wanted:
-            by_run.setdefault(rid, []).append(t)
+    by_run = corpus.request_values("ts", run_ids)
     return {rid: n for rid, ts in by_run.items() if (n := sum(unknown_gaps(ts)))}
 
 
