@@ -141,10 +141,10 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     coverage (records read, modelled, skipped, unknown, by type)."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
-    from replay.ingest import store, store_index
+    from replay.ingest import run_listing, store
 
     with _errors():
-        listing = store_index.run_listing(dataset)
+        listing = run_listing.run_listing(dataset)
         same = store.same_bytes(store.read_manifest(dataset).values())
     rows = LazyRows(listing)
     if not len(rows):
@@ -159,9 +159,9 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
         layout = dataclasses.replace(RUNS_LAYOUT,
                                      columns=(*shown[:at], "tokens_cl100k", *shown[at:]))
     _emit(rows, table, title=f"{len(rows)} runs in {dataset}", layout=layout)
-    if note := store_index.tokens_note(listing):
+    if note := run_listing.tokens_note(listing):
         say(note, err=True)
-    if note := store_index.unrecorded_note(listing):
+    if note := run_listing.unrecorded_note(listing):
         say(note, err=True)
     if note := same_bytes_note(same):
         say(note, err=True)

@@ -7,10 +7,9 @@ is a cache: readers fall back to the entries' own files for any entry
 it does not hold (or when it is missing, of another schema, or not the file whose sha256 the
 manifest records: ``index_sha256``), and every ingest rewrites it
 (``IndexRows`` gathers the rows its workers send back, ``write_index`` writes them).
-``run_listing`` is the runs as ``replay runs`` lists them (labels, parents by key, coverage,
-requests without usage: ``unrecorded_note``).
 
-Not here: entries and the manifest (``replay.ingest.store``).
+Not here: entries and the manifest (``replay.ingest.store``); the runs as ``replay runs`` lists
+them (``replay.ingest.run_listing``).
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes
@@ -30,12 +28,10 @@ from replay.errors import StoreError
 from replay.ingest.arrow_columns import column, int64_total
 from replay.ingest.entry_file import IPC_OPTIONS, PARQUET_OPTIONS
 from replay.ingest.names import TOKEN_COLUMN
-from replay.ingest.run_label import label_column, run_key
 from replay.ingest.schema import RUN_INDEX, SCHEMAS, unrecorded
 from replay.ingest.store import (
     Entry,
     RunTables,
-    coverage_lines,
     entry_file,
     is_store,
     manifest_index_sha256,
@@ -56,80 +52,6 @@ def runs(root: Path) -> pa.Table:
 
 _MERGE_EVERY = 256
 """Pieces read between merges of run rows (see ``read_runs``)."""
-
-
-LISTED_COLUMNS: dict[str, str] = {
-    "run_id": "run_id", "run": "run", "source": "source", "format": "format", "model": "model",
-    "n_requests": "requests", "n_tool_calls": "tool_calls", "n_messages": "messages",
-    "tokens_o200k": "tokens", "tokens_cl100k": "tokens_cl100k",
-    "recorded_input_tokens": "recorded_input_tokens",
-    "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
-    "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
-"""Index column → its name in ``run_listing`` (which adds ``coverage`` at the end)."""
-
-
-def run_listing(root: Path) -> pa.Table:
-    """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
-    (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
-    rather than id, and its file's coverage line (``replay.ingest.store.coverage_lines``).
-    ``recorded_input_tokens`` sums the requests that recorded usage, ``unrecorded_requests``
-    counts the others; a run none of whose requests recorded usage has an unknown (null)
-    ``recorded_input_tokens``, not 0.
-
-    Raises:
-        StoreError: ``root`` is not a readable dataset.
-    """
-    table = runs(root)
-    coverage = coverage_lines(root)
-    keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
-                                                         table["source"].to_pylist())}
-    table = table.append_column("run", pa.array(label_column(table), pa.string()))
-    none_recorded = pc.equal(table["n_requests"], table["n_requests_unrecorded"])
-    table = table.set_column(
-        table.schema.get_field_index("recorded_input_tokens"), "recorded_input_tokens",
-        pc.if_else(none_recorded, pa.scalar(None, pa.int64()), table["recorded_input_tokens"]))
-    table = table.set_column(table.schema.get_field_index("parent_run_id"), "parent_run_id",
-                             pa.array([keys.get(p, p) for p in
-                                       table["parent_run_id"].to_pylist()], pa.string()))
-    table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
-    return table.append_column("coverage", pa.array(
-        [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
-        pa.string()))
-
-
-def tokens_note(listing: pa.Table) -> str | None:
-    """The sentence under ``replay runs`` when some runs' ``tokens`` (o200k_base) is unknown
-    (``listing``: ``run_listing``'s): their entries were ingested without o200k_base
-    (``--tokenizers``), and the tokenizer they were counted with, if any; None when every run
-    was counted with o200k_base."""
-    o200k = listing["tokens"].to_pylist()
-    unknown = [i for i, v in enumerate(o200k) if v is None]
-    if not unknown:
-        return None
-    cl100k = listing["tokens_cl100k"].to_pylist()
-    counted = sum(1 for i in unknown if cl100k[i] is not None)
-    how = f"{counted} of them counted with cl100k_base: tokens_cl100k" if counted else \
-        "none counted with another tokenizer"
-    return (f"{len(unknown):,} of {len(o200k):,} run(s) were ingested without o200k_base "
-            f"(--tokenizers): their tokens (o200k_base) is unknown ({how})")
-
-
-def unrecorded_note(listing: pa.Table) -> str | None:
-    """The sentence under ``replay runs`` when some requests recorded no usage (``listing``:
-    ``run_listing``'s): how many, in how many runs, and that those runs' recorded input sums
-    only the others (or is unknown); None when every request recorded usage."""
-    counts = listing["unrecorded_requests"].to_pylist()
-    n = sum(counts)
-    if not n:
-        return None
-    none = sum(1 for r, u in zip(listing["requests"].to_pylist(), counts) if u and r == u)
-    some = sum(1 for u in counts if u) - none
-    how = [f"{some} run(s) recorded some: their recorded_input_tokens sums only the requests "
-           "that did" if some else "",
-           f"{none} run(s) recorded none: their recorded_input_tokens is unknown" if none else ""]
-    return (f"{n:,} of {sum(listing['requests'].to_pylist()):,} requests in "
-            f"{some + none} run(s) recorded no usage ({'; '.join(h for h in how if h)}); "
-            "unrecorded_requests counts them by run (--wide, --json)")
 
 
 def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:

@@ -243,10 +243,10 @@ def _spans(keys: list[str]) -> list[tuple[int, int]]:
 
 
 def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Path) -> None:
-    """``replay runs`` is one library call: ``store_index.run_listing`` (#14 item 5)."""
+    """``replay runs`` is one library call: ``run_listing.run_listing`` (#14 item 5)."""
     from replay.ingest.run_label import label_column, run_key
+    from replay.ingest.run_listing import LISTED_COLUMNS, run_listing
     from replay.ingest.store import coverage_lines
-    from replay.ingest.store_index import LISTED_COLUMNS, run_listing
 
     out = tmp_path / "ds"
     ingest([Path(__file__).resolve().parents[3] / "logs" / "compacting-session.jsonl"], out)
