@@ -138,7 +138,9 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     ↳ for a subagent, its title or first prompt): format, model, requests, tool calls, tokens
     (o200k_base, and cl100k_base where the dataset holds it; unknown where not counted),
     recorded input tokens and the requests that recorded none, compactions, and each file's
-    coverage (records read, modelled, skipped, unknown, by type)."""
+    coverage (records read, modelled, skipped, unknown, by type). Exit 1 when a run's entry
+    file is missing or cut (the run index still lists it; `replay ingest` of its log repairs
+    it)."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
     from replay.ingest import run_listing, store
@@ -165,6 +167,9 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
         say(note, err=True)
     if note := same_bytes_note(same):
         say(note, err=True)
+    if note := run_listing.entries_note(listing):
+        error(note)
+        raise typer.Exit(1)
 
 
 @table_command

@@ -1,19 +1,23 @@
 """The runs of a dataset as ``replay runs`` lists them: the run index's rows (``store_index.runs``)
-with each run's label, its parent by run key, its file's coverage line, and the notes under the
-table (runs ingested without o200k_base, requests that recorded no usage).
+with each run's label, its parent by run key, its file's coverage line, whether its entry's file
+is there (``entry_state``), and the notes under the table (runs ingested without o200k_base,
+requests that recorded no usage, entries missing or cut).
 
 Not here: the run index itself (``replay.ingest.store_index``).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from replay.errors import StoreError
 from replay.ingest.run_label import label_column, run_key
-from replay.ingest.store import coverage_lines
+from replay.ingest.store import coverage_lines, entry_file, read_manifest
 from replay.ingest.store_index import runs
 
 LISTED_COLUMNS: dict[str, str] = {
@@ -23,13 +27,18 @@ LISTED_COLUMNS: dict[str, str] = {
     "recorded_input_tokens": "recorded_input_tokens",
     "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
     "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
-"""Index column → its name in ``run_listing`` (which adds ``coverage`` at the end)."""
+"""Index column → its name in ``run_listing`` (which adds ``coverage`` and ``entry`` at the end)."""
+ENTRY_OK = "ok"
+"""``entry_state`` of an entry whose file is there."""
+_PARQUET_END = b"PAR1"
+"""The last bytes of every Parquet file (and of every entry file)."""
 
 
 def run_listing(root: Path) -> pa.Table:
     """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
     (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
-    rather than id, and its file's coverage line (``replay.ingest.store.coverage_lines``).
+    rather than id, its file's coverage line (``replay.ingest.store.coverage_lines``), and
+    its entry's ``entry_state`` (``entry``).
     ``recorded_input_tokens`` sums the requests that recorded usage, ``unrecorded_requests``
     counts the others; a run none of whose requests recorded usage has an unknown (null)
     ``recorded_input_tokens``, not 0.
@@ -39,6 +48,7 @@ def run_listing(root: Path) -> pa.Table:
     """
     table = runs(root)
     coverage = coverage_lines(root)
+    states = {s: entry_state(root, e.key) for s, e in read_manifest(root).items()}
     keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
                                                          table["source"].to_pylist())}
     table = table.append_column("run", pa.array(label_column(table), pa.string()))
@@ -50,9 +60,61 @@ def run_listing(root: Path) -> pa.Table:
                              pa.array([keys.get(p, p) for p in
                                        table["parent_run_id"].to_pylist()], pa.string()))
     table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
-    return table.append_column("coverage", pa.array(
-        [coverage.get(s, "(not counted by its parser)") for s in table["source"].to_pylist()],
-        pa.string()))
+    sources = table["source"].to_pylist()
+    table = table.append_column("coverage", pa.array(
+        [coverage.get(s, "(not counted by its parser)") for s in sources], pa.string()))
+    return table.append_column("entry", pa.array(
+        [states.get(s, "not in the manifest") for s in sources], pa.string()))
+
+
+def entry_state(root: Path, key: str) -> str:
+    """What a look at entry ``key``'s file finds, without reading it: ``ENTRY_OK`` (a regular
+    file that ends as a Parquet file ends), or what is wrong: 'missing', 'a symlink or a
+    crafted key', 'not a regular file', 'cut' (shorter than any entry, or its last bytes not
+    Parquet's: truncated or overwritten) or 'unreadable (...)'.  The run index lists runs
+    whether or not their entries are there; a replay reads an entry whole and checks its
+    checksum (``store.read_entry``), which this look does not."""
+    try:
+        path = entry_file(root, key)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except StoreError:
+        return "a symlink or a crafted key"
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
+    try:
+        mode, size = (st := os.fstat(fd)).st_mode, st.st_size
+        if not stat.S_ISREG(mode):
+            return "not a regular file"
+        if size < 3 * len(_PARQUET_END):
+            return "cut"
+        return ENTRY_OK if os.pread(fd, len(_PARQUET_END), size - len(_PARQUET_END)) == \
+            _PARQUET_END else "cut"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
+    finally:
+        os.close(fd)
+
+
+def entries_note(listing: pa.Table) -> str | None:
+    """The sentence under ``replay runs`` when some runs' entries are not there or cut
+    (``listing``: ``run_listing``'s): how many runs, their files and what is wrong with each
+    (at most 5 named), and that a replay of them fails until `replay ingest` of their logs
+    writes them again; None when every entry is there."""
+    bad: dict[str, str] = {}
+    runs_bad = 0
+    for source, state in zip(listing["source"].to_pylist(), listing["entry"].to_pylist()):
+        if state != ENTRY_OK:
+            bad.setdefault(source, state)
+            runs_bad += 1
+    if not bad:
+        return None
+    named = "; ".join(f"{s}: {why}" for s, why in list(bad.items())[:5])
+    more = f"; and {len(bad) - 5} more (--json: entry)" if len(bad) > 5 else ""
+    return (f"{runs_bad:,} of {len(listing):,} run(s) are listed from the run index, but the "
+            f"entries of {len(bad):,} file(s) holding them are not readable ({named}{more}): "
+            "a replay of them fails until `replay ingest` of their logs writes them again")
 
 
 def tokens_note(listing: pa.Table) -> str | None:
