@@ -251,7 +251,7 @@ def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Pat
     out = tmp_path / "ds"
     ingest([Path(__file__).resolve().parents[3] / "logs" / "compacting-session.jsonl"], out)
     listed, index = run_listing(out), store_index.runs(out)
-    assert listed.column_names == [*LISTED_COLUMNS.values(), "coverage"]
+    assert listed.column_names == [*LISTED_COLUMNS.values(), "coverage", "entry"]
     assert listed["run"].to_pylist() == label_column(index)
     assert listed["requests"].to_pylist() == index["n_requests"].to_pylist()
     keys = {r: run_key(r, s) for r, s in zip(index["run_id"].to_pylist(),
@@ -260,6 +260,7 @@ def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Pat
                                             index["parent_run_id"].to_pylist()]
     assert listed["coverage"].to_pylist() == [coverage_lines(out)[s] for s in
                                               index["source"].to_pylist()]
+    assert listed["entry"].to_pylist() == ["ok"] * len(index)
 
 
 @given(st.lists(st.tuples(st.sampled_from(["r0", "r1", "r2"]),
