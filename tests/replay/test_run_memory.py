@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -68,3 +69,26 @@ def test_freed_memory_is_returned_where_glibc_allows() -> None:
     except (AttributeError, ValueError, OSError):  # not a glibc system
         libc = None
     assert release_freed_memory() == bool(libc and libc.startswith("glibc"))
+
+
+def _blas(env: dict[str, str]) -> tuple[str, int, int]:
+    """In a process that ran the ``replay`` entry point (``replay policies``): the OpenBLAS
+    thread setting, and its threads before and after numpy loads."""
+    code = ("import os, sys, contextlib, io; sys.argv = ['replay', 'policies', '--json']\n"
+            "import replay.__main__ as m\ntry:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n        m.main()\n"
+            "except SystemExit:\n    pass\n"
+            "count = lambda: len(os.listdir('/proc/self/task'))\nbefore = count()\n"
+            "import numpy\nprint(os.environ.get('OPENBLAS_NUM_THREADS'), before, count())")
+    said, before, after = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                         capture_output=True, text=True).stdout.split()
+    return said, int(before), int(after)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc to count threads")
+def test_the_command_starts_no_blas_thread_pool_unless_told_otherwise() -> None:
+    """numpy's OpenBLAS would start a spinning thread per core that nothing uses."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    said, before, after = _blas(env)
+    assert said == "1" and after == before
+    assert _blas({**env, "OPENBLAS_NUM_THREADS": "2"})[0] == "2"
