@@ -145,6 +145,17 @@ def _parts_below(path: Path, root: Path) -> tuple[str, ...]:
 def folder_fd(root: Path, parts: Iterable[str] = (), *, create: bool = True) -> Iterator[int]:
     """A descriptor of the folder ``root/parts…``: ``root`` as named, each part opened without
     following a symlink (``OutputError``), created when missing with ``create``."""
+    fd = open_folder(root, parts, create=create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_folder(root: Path, parts: Iterable[str] = (), *, create: bool = True) -> int:
+    """``folder_fd``'s descriptor for a caller that closes it itself (``os.close``; a store
+    entry's writer holds it from its file's creation to its rename: no generator and exit
+    stack an entry)."""
     if create and not os.path.isdir(root):
         _make_named(root)
     fd = _open_dir(str(root), None, root, create=False)
@@ -155,9 +166,10 @@ def folder_fd(root: Path, parts: Iterable[str] = (), *, create: bool = True) -> 
             child = _open_dir(part, fd, shown, create=create)
             os.close(fd)
             fd = child
-        yield fd
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def make_output_dir(named: Path, *derived: str, option: str = "--out") -> Path:

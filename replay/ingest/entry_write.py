@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 from typing import BinaryIO, Self
 
-from replay.atomic_files import folder_fd
+from replay.atomic_files import open_folder
 from replay.ingest.entry_file import EntryWriter, write
 from replay.ingest.store import (
     ENTRY_SUFFIX,
@@ -58,8 +56,8 @@ class NewEntry:
 
     def __init__(self, root: Path, tmp: str = "") -> None:
         self.root, self.tmp = root, tmp or f".entry.tmp{os.getpid()}"
-        self.digest, self.data, self.renamed = "", -1, False
-        self.stack = ExitStack()
+        self.digest, self.data, self.renamed = "", -1, False  # (data: ``root/data``'s
+        # descriptor while the file is open, else -1)
         self.file: BinaryIO | None = None
         self.writer: EntryWriter | None = None
 
@@ -67,9 +65,21 @@ class NewEntry:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with self.stack:  # (the file closed, then the folder's descriptor)
+        try:
             if self.file is not None and not self.renamed:
                 self._remove()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """The file closed, then the folder's descriptor."""
+        data, self.data = self.data, -1
+        try:
+            if self.file is not None:
+                self.file.close()
+        finally:
+            if data >= 0:
+                os.close(data)
 
     def _remove(self) -> None:
         """The unfinished file closed and removed."""
@@ -82,13 +92,13 @@ class NewEntry:
     def open(self) -> BinaryIO:
         """The temporary file (made at the first call)."""
         if self.file is None:
-            with ExitStack() as stack:
-                self.data = stack.enter_context(folder_fd(self.root, ("data",)))
-                remove_name(self.tmp, self.data)
-                fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                             0o644, dir_fd=self.data)
-                self.file = stack.enter_context(os.fdopen(fd, "wb"))
-                self.stack = stack.pop_all()
+            data = open_folder(self.root, ("data",))
+            try:
+                self.file = os.fdopen(_create(self.tmp, data), "wb")
+            except BaseException:
+                os.close(data)
+                raise
+            self.data = data
         return self.file
 
     def add(self, tables: RunTables) -> None:
@@ -101,9 +111,11 @@ class NewEntry:
         """Forget every run given so far (the file's parse starts over): the temporary file
         is removed, and the next ``add`` or ``open`` starts a new one."""
         if self.file is not None:
-            with self.stack:
+            try:
                 self._remove()
-        self.stack, self.file, self.writer, self.data = ExitStack(), None, None, -1
+            finally:
+                self._release()
+        self.file, self.writer = None, None
 
     def commit(self, key: str, before_rename: Callable[[str], None] | None = None) -> str:
         """Finish the file and rename it ``KEY.parquet`` (``write_entry``); its checksum."""
@@ -114,13 +126,24 @@ class NewEntry:
         self.open().close()
         checksum = entry_checksum(key, [self.digest])
         name, data = f"{key}{ENTRY_SUFFIX}", self.data
-        try:
-            if stat.S_ISDIR(os.stat(name, dir_fd=data, follow_symlinks=False).st_mode):
-                shutil.rmtree(name, ignore_errors=True, dir_fd=data)  # no file's place
-        except FileNotFoundError:
-            pass
         if before_rename is not None:
             before_rename(checksum)
-        os.rename(self.tmp, name, src_dir_fd=data, dst_dir_fd=data)  # over a symlink: replaced
+        try:  # over a file or a symlink: replaced
+            os.rename(self.tmp, name, src_dir_fd=data, dst_dir_fd=data)
+        except IsADirectoryError:  # a folder in the file's place: no file's place, removed
+            shutil.rmtree(name, ignore_errors=True, dir_fd=data)
+            os.rename(self.tmp, name, src_dir_fd=data, dst_dir_fd=data)
         self.renamed = True
         return checksum
+
+
+def _create(name: str, folder: int) -> int:
+    """A new file ``name`` in ``folder`` (a descriptor), never through a symlink: what is there
+    under that name (a file a killed ingest left, with this process's id; a symlink; a folder)
+    is removed first.  Created first and removed only when that fails: no look-up an entry."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, 0o644, dir_fd=folder)
+    except FileExistsError:
+        remove_name(name, folder)
+    return os.open(name, flags, 0o644, dir_fd=folder)

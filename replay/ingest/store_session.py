@@ -112,7 +112,7 @@ def journal(root: Path, entry: store.Entry) -> None:
     ``O_APPEND`` write of one line, so lines of concurrent workers never interleave, and a
     killed ingest loses none that was written."""
     line = (json.dumps({"source": entry.source, **store.entry_doc(entry)}) + "\n").encode()
-    path = root / JOURNAL_FILE
+    path = os.path.join(root, JOURNAL_FILE)  # (a string: no Path made an entry)
     try:  # (without blocking: opening a fifo to write waits for a reader for ever)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
                      0o644)
@@ -126,7 +126,7 @@ def journal(root: Path, entry: store.Entry) -> None:
         os.close(fd)
 
 
-def _not_a_file(path: Path) -> str:
+def _not_a_file(path: Path | str) -> str:
     return (f"{path}: damaged store: the journal is not a regular file; nothing was read from it "
             "(remove it, or re-ingest into a new directory)")
 

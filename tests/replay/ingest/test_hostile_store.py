@@ -22,6 +22,7 @@ from replay.corpus import open_corpus
 from replay.errors import StoreError
 from replay.ingest import store, store_index
 from replay.ingest.batch import ingest
+from replay.ingest.entry_write import write_entry
 from replay.ingest.store_older import older_store
 from replay.safe_names import file_name, is_segment
 from tests.replay.ingest.store_helpers import LOG, _edit_manifest, _store, _victim, runner
@@ -295,3 +296,25 @@ def test_a_journal_that_is_a_fifo_is_damaged_not_a_hang(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script, str(ds)], capture_output=True,
                           text=True, timeout=120, check=True)
     assert "journal.jsonl" in done.stdout and "not a regular file" in done.stdout, done.stdout
+
+
+def test_what_lies_at_an_entry_files_names_is_replaced_never_followed(tmp_path: Path) -> None:
+    """A symlink at the temporary name a new entry is written under (or a file an ingest killed
+    there left) is removed, not written through; a folder at the entry's own name is replaced
+    by the file."""
+    ds, _ = _store(tmp_path)
+    victim = _victim(tmp_path)
+    (key,) = [e.key for e in store.read_manifest(ds).values()]
+    tables = store.read_entry(ds, key)
+    out = tmp_path / "out"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / f".new.tmp{os.getpid()}").symlink_to(victim / "precious.txt")
+    (out / "data" / f"new{store.ENTRY_SUFFIX}" / "inside").mkdir(parents=True)
+    (out / "data" / f"old{store.ENTRY_SUFFIX}").mkdir()
+    (out / "data" / f".old.tmp{os.getpid()}").write_bytes(b"left by a killed ingest")
+    for name in ("new", "old"):
+        write_entry(out, name, tables)
+        assert store.entry_file(out, name).read_bytes() == store.entry_file(ds, key).read_bytes()
+    assert sorted(p.name for p in (out / "data").iterdir()) == [
+        f"new{store.ENTRY_SUFFIX}", f"old{store.ENTRY_SUFFIX}"]
+    assert (victim / "precious.txt").read_text() == "keep me"
