@@ -261,11 +261,12 @@ def policies(draw: Any) -> Policy:
                       "fail_every": draw(_ints(0, 3)),
                       "only_at_user_message": draw(_BOOL)})
     if draw(_BOOL):
+        drop_frac = draw(_DROP_FRACS)  # (it decides alone: no keep_messages beside it)
         tiers.append({"type": "collapse", "name": "c1", "when": draw(_WHEN),
                       "margin_frac": draw(_FLOATS[0.0, 0.5]),
                       "may_trim_protected": draw(_BOOL),
-                      "keep_messages": draw(_COLLAPSE_KEPT),
-                      "drop_frac": draw(_DROP_FRACS),
+                      "keep_messages": draw(_COLLAPSE_KEPT) if drop_frac is None else None,
+                      "drop_frac": drop_frac,
                       "keep_first_messages": draw(_FIRST_KEPT)})
     return policy_from_dict({
         "name": "hyp",

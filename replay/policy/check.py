@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from replay.errors import PolicyError
 from replay.policy.harness import AUTO_COMPACT_WINDOW_RANGE
-from replay.policy.model import TRIGGER_KINDS, Policy, Trigger
+from replay.policy.model import TRIGGER_KINDS, Collapse, Policy, Trigger
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -174,10 +174,31 @@ def check(p: Policy, where: str) -> None:
                                   "set min_reclaim_tokens or min_reclaim_frac, not both")
             if not tier.blocks:
                 raise PolicyError(where, f"{key}.blocks", "a trim tier needs at least one block kind")
+        if tier.type == "collapse":
+            _check_collapse(tier, where, key)
         if tier.type == "summarise" and tier.summary_tokens <= 0:
             raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
         if tier.type == "custom" and ":" not in tier.cls:
             raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
+
+
+_KEEP_MESSAGES_DEFAULT = next(f.default for f in dataclasses.fields(Collapse)
+                              if f.name == "keep_messages")
+
+
+def _check_collapse(tier: Collapse, where: str, key: str) -> None:
+    """A drop fraction that drops something, and no ``keep_messages`` beside it (it would be
+    ignored: a sweep of it would change nothing)."""
+    if tier.drop_frac is None:
+        return
+    if tier.drop_frac <= 0:
+        raise PolicyError(where, f"{key}.drop_frac", "must be > 0 (0 drops nothing: the tier "
+                                                     "would fire and never act); leave it out "
+                                                     "to keep keep_messages")
+    if tier.keep_messages not in (None, _KEEP_MESSAGES_DEFAULT):
+        raise PolicyError(where, f"{key}.keep_messages", f"{tier.keep_messages} would be "
+                                                         "ignored: drop_frac decides what is "
+                                                         "dropped (set one of them)")
 
 
 _CLAUDE_SETTINGS = ("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "CLAUDE_CODE_AUTO_COMPACT_WINDOW",

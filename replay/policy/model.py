@@ -246,7 +246,9 @@ class Collapse:
     """Drop this fraction of the live messages after the kept first ones, oldest first, rounded
     down to an even count, in place of ``keep_messages`` (Cline's ``getNextTruncationRange``
     "half": ``floor(rest / 4) * 2``; Roo Code's ``truncateConversation``).  The cut walks back to
-    a safe split (keeps more); None: ``keep_messages`` decides."""
+    a safe split (keeps more); None: ``keep_messages`` decides.  Above 0, and with
+    ``keep_messages`` left out (``replay.policy.check``: either would be a setting the tier
+    ignores)."""
     keep_first_messages: int = 0
     """The run's first this many messages stay verbatim in front of what is kept (Cline keeps
     the first user/assistant pair: 2), as ``Summarise.keep_first_messages``."""

@@ -58,6 +58,9 @@ def test_presets_reproduce_the_seed_settings() -> None:
     ("estimator: {method: guess}\n", "estimator.method", "not one of"),
     ("tiers:\n  - {type: summarise, reinsert: [tasks]}\n", "tiers.0.reinsert.0", "did you mean 'task'"),
     ("subtract_reserve: 1\n", "subtract_reserve", "expected true or false"),
+    ("tiers:\n  - {type: collapse, drop_frac: 0}\n", "tiers.0.drop_frac", "drops nothing"),
+    ("tiers:\n  - {type: collapse, drop_frac: 0.5, keep_messages: 10}\n",
+     "tiers.0.keep_messages", "drop_frac decides"),
 ])
 def test_invalid_policy_names_file_key_and_reason(tmp_path: Path, text: str, key: str, why: str) -> None:
     path = _write(tmp_path, text)
@@ -85,3 +88,16 @@ def test_replace_path_changes_one_field_and_validates() -> None:
     assert changed.tiers[0] == base.tiers[0] and changed.digest() != base.digest()
     with pytest.raises(PolicyError, match="between 0 and 1"):
         replace_path(base, "tiers.0.min_reclaim_frac", 2.0)
+
+
+def test_a_setting_the_collapse_tier_would_ignore_is_refused_not_swept() -> None:
+    """Cline's tier drops a fraction (drop_frac): a sweep or --set of its keep_messages changed
+    nothing in the replay (every row the same) and said nothing; now it is refused, and so is a
+    drop_frac of 0 (the tier would fire and never drop); keep_messages: null goes with it."""
+    cline = load_policy("cline")
+    with pytest.raises(PolicyError, match="drop_frac decides"):
+        replace_path(cline, "tiers.truncate_half.keep_messages", 10)
+    with pytest.raises(PolicyError, match="drops nothing"):
+        replace_path(cline, "tiers.truncate_half.drop_frac", 0.0)
+    assert replace_path(cline, "tiers.truncate_half.keep_messages", None).tiers[0].keep_messages is None
+    assert replace_path(cline, "tiers.truncate_half.drop_frac", 0.25).tiers[0].drop_frac == 0.25
