@@ -8,7 +8,8 @@ The SDK keeps one ``Metrics`` per LLM usage id (``agent``, ``condenser``, ...) i
 ``prompt_tokens`` is the whole prompt as litellm counts it, cache reads included; an ACP agent's
 usage counts cache reads apart (the SDK's ``MetricsSnapshot.cache_hit_rate`` tells them by
 ``cache_read_tokens > prompt_tokens``): then the prompt is their sum, and the issue says how many
-records were read so.  Values are as recorded: one that is not a count is made unknown, with an
+records were read so.  A record that is no object or names no response, and a usage id whose
+``token_usages`` is not a list, is counted in an issue.  Values are as recorded: one that is not a count is made unknown, with an
 issue, by ``RunBuilder.request``.
 
 Not here: which requests they belong to (``replay.ingest.parsers.openhands_v1``).
@@ -47,12 +48,16 @@ def usage_by_response(base: dict[str, Any] | None) -> tuple[dict[str, Usage], li
     if not isinstance(per_id, dict):
         problems.append("no stats.usage_to_metrics: every request's usage is unknown")
         return found, problems
-    repeated = summed = 0
+    repeated = summed = no_id = bad_ids = 0
     for metrics in per_id.values():
         usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
-        for u in usages if isinstance(usages, list) else []:
+        if not isinstance(usages, list):
+            bad_ids += usages is not None or not isinstance(metrics, dict)
+            continue
+        for u in usages:
             rid = u.get("response_id") if isinstance(u, dict) else None
             if not isinstance(rid, str) or not rid:
+                no_id += 1
                 continue
             if rid in found:
                 repeated += 1
@@ -70,4 +75,10 @@ def usage_by_response(base: dict[str, Any] | None) -> tuple[dict[str, Usage], li
     if summed:
         problems.append(f"{summed} token usage record(s) count cache reads apart from "
                         "prompt_tokens (an ACP agent's): the prompt is read as their sum")
+    if no_id:
+        problems.append(f"{no_id} token usage record(s) not read (not an object, or no "
+                        "response_id): not matched to any request")
+    if bad_ids:
+        problems.append(f"{bad_ids} usage id(s) of stats.usage_to_metrics not read (not an "
+                        "object, or token_usages not a list)")
     return found, problems

@@ -354,8 +354,40 @@ def test_usage_counting_cache_reads_apart_is_summed_and_said() -> None:
     found, problems = usage_by_response(base)
     assert sorted(found) == ["a", "b"]
     assert (found["a"].prompt, found["b"].prompt, found["b"].cache_read) == (100, 520, 500)
-    assert len(problems) == 2 and "1 token usage record(s) count cache reads apart" in problems[1]
+    assert len(problems) == 3 and "1 token usage record(s) count cache reads apart" in problems[1]
     assert "repeat a response id" in problems[0]
+    assert problems[2].startswith("1 token usage record(s) not read")
+
+
+def test_usage_records_not_read_are_counted_and_said(tmp_path: Path) -> None:
+    """A base_state.json whose usage is not shaped as the SDK writes it: each record (or list
+    of records) left out is counted in one issue, not dropped without a word; the requests it
+    would have matched are unknown, never 0."""
+    from replay.ingest.parsers.openhands_v1_usage import usage_by_response
+
+    bad: list[Any] = [None, 3, "x", {"prompt_tokens": 5}, {"response_id": 7},
+                      {"response_id": "", "prompt_tokens": 9}]
+    base = {"stats": {"usage_to_metrics": {"agent": {"token_usages": [
+        *bad, {"response_id": "r", "prompt_tokens": 10}]}, "condenser": 5,
+        "x": {"token_usages": "no"}, "y": {"token_usages": None}, "z": {}}}}
+    found, problems = usage_by_response(base)
+    assert list(found) == ["r"]
+    # independent: 6 records that are no object or name no response, 2 usage ids that are no
+    # object or whose token_usages is not a list ("z" has none: nothing recorded, not wrong)
+    records = ("6 token usage record(s) not read (not an object, or no response_id): not "
+               "matched to any request")
+    ids = "2 usage id(s) of stats.usage_to_metrics not read (not an object, or token_usages not a list)"
+    assert problems == [records, ids]
+    folder = _copy(tmp_path)
+    state = json.loads((folder / "base_state.json").read_text())
+    usages = state["stats"]["usage_to_metrics"]["agent"]["token_usages"]
+    usages[0] = {k: v for k, v in usages[0].items() if k != "response_id"}
+    (folder / "base_state.json").write_text(json.dumps(state))
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    assert any("1 token usage record(s) not read" in i.reason for i in parsed.issues)
+    inputs = [r["input_tokens"] for r in parsed.tables.requests.to_pylist()]
+    assert inputs.count(None) == 1 and 0 not in inputs
 
 
 def test_inspect_reads_a_conversation_folder() -> None:
