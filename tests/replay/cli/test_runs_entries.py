@@ -1,9 +1,10 @@
 """`replay runs` lists a dataset from its run index, which holds every run whether or not its
 entry's file is still there: a dataset whose entry file was deleted listed all its runs and
 exited 0, and only `replay run` then failed on it. Now each entry's file is looked at (there, a
-regular file, ending as a Parquet file ends; not read, not followed through a symlink, never
-opened in a way that waits on a fifo): the listing's ``entry`` column says what is wrong, a line
-on stderr names the files, and the command exits 1."""
+regular file, ending as a Parquet file ends, its bytes those the manifest's checksum was made of;
+not followed through a symlink, never opened in a way that waits on a fifo): the listing's
+``entry`` column says what is wrong, a line on stderr names the files, and the command exits
+1."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -79,6 +81,17 @@ def _empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
+def _swapped(path: Path) -> None:
+    """Another entry's file of the same dataset in its place: a whole, valid entry file."""
+    other = next(p for p in path.parent.iterdir() if p != path)
+    shutil.copyfile(other, path)
+
+
+def _other_parquet(path: Path) -> None:
+    pq.write_table(pa.table({"a": [1, 2, 3]}), path)
+
+
+SWAPPED = "not the file written (its checksum differs: swapped or edited)"
 DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "deleted": (_removed, "missing"),
     "cut in half": (_cut, "cut"),
@@ -87,6 +100,8 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "a symlink": (_symlink, "a symlink or a crafted key"),
     "a fifo": (_fifo, "not a regular file"),
     "a folder": (_folder, "not a regular file"),
+    "another entry's file": (_swapped, SWAPPED),
+    "another Parquet file": (_other_parquet, SWAPPED),
 }
 
 
