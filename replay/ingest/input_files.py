@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from replay.errors import ConfigError
-from replay.ingest.openhands_v1_folder import NotConversation, bundle
+from replay.ingest.openhands_v1_folder import NOT_FOLLOWED, NotConversation, bundle
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 """Files larger than this (1 GiB) are reported and skipped unless the limit is raised."""
@@ -116,12 +116,16 @@ def _env_bytes(name: str, default: int) -> int:
     return value
 
 
-def _open(path: Path, max_bytes: int) -> tuple[int, int]:
+def _open(path: Path, max_bytes: int, *, follow: bool = True) -> tuple[int, int]:
     """A descriptor of ``path`` when it is a regular file within ``max_bytes`` bytes, and its
-    size."""
+    size (``follow``: False for a file whose symlink is never followed, even one made after
+    it was looked at)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise Unreadable(NOT_FOLLOWED) from None
         if exc.errno == errno.ELOOP:
             raise Unreadable("cannot read: a symlink loop") from None
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
@@ -146,8 +150,9 @@ def _too_big(size: int | None, max_bytes: int) -> str:
             f"{ENV_MAX_FILE_BYTES}=BYTES)")
 
 
-def read_input(path: Path, max_bytes: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``, at most ``max_bytes`` (default ``max_file_bytes()``).
+def read_input(path: Path, max_bytes: int | None = None, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` (default ``max_file_bytes()``;
+    ``follow``: False to refuse a symlink, ``NOT_FOLLOWED``).
 
     Raises:
         Unreadable: not a regular file, not readable, or over the limit (also a file that
@@ -155,8 +160,10 @@ def read_input(path: Path, max_bytes: int | None = None) -> bytes:
     """
     max_bytes = max_file_bytes() if max_bytes is None else max_bytes
     try:
-        fd, size = _open(path, max_bytes)
+        fd, size = _open(path, max_bytes, follow=follow)
     except _Folder:
+        if not follow:
+            raise Unreadable("not a regular file (a folder); not read") from None
         return _conversation(path, max_bytes)
     want = size + 1  # (never read(max_bytes): that allocates it all at once)
     chunks, total = [], 0
@@ -183,7 +190,7 @@ def _conversation(path: Path, max_bytes: int) -> bytes:
     """The bytes a folder is read as: an OpenHands V1 conversation's bundle
     (``replay.ingest.openhands_v1_folder``); any other folder is ``Unreadable``."""
     try:
-        return bundle(Path(path), max_bytes, read_input, Unreadable)
+        return bundle(Path(path), max_bytes, _read_in_folder, Unreadable)
     except NotConversation:
         raise Unreadable("not a regular file (a folder); not read") from None
     except OverflowError as exc:
@@ -193,6 +200,11 @@ def _conversation(path: Path, max_bytes: int) -> bytes:
     except ValueError as exc:  # (a conversation that cannot be made one document: said as such,
         # not as a folder that is none)
         raise Unreadable(f"cannot read the conversation folder: {exc}") from None
+
+
+def _read_in_folder(path: Path, max_bytes: int) -> bytes:
+    """A file of a conversation folder, never through a symlink (nor a folder's bundle)."""
+    return read_input(path, max_bytes, follow=False)
 
 
 def as_utf8(data: bytes) -> tuple[bytes, str, int]:

@@ -39,6 +39,8 @@ EVENT_NAME = re.compile(r"^event-(?P<idx>\d{5,})-(?P<event_id>[0-9a-fA-F\-]{8,})
 """An event file's name, as the SDK's ``EVENT_NAME_RE`` (its index padded to 5 digits at least)."""
 LOCK_FILE = ".eventlog.lock"
 """The SDK's lock file in the events folder (empty; no event)."""
+NOT_FOLLOWED = "a symlink (not followed: it may lead out of the folder)"
+"""Why an entry of the folder that is a symlink is not read (seen so, or met when opened)."""
 HEADER_KEY = "openhands_v1_conversation"
 """The key of a bundle's first line (the parser's detection)."""
 
@@ -152,7 +154,7 @@ def _not_read(f: Path, name: str, *, is_base: bool) -> str:
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     if stat.S_ISLNK(mode):
-        return "a symlink (not followed: it may lead out of the folder)"
+        return NOT_FOLLOWED
     if not stat.S_ISREG(mode):
         return "not a regular file"
     if not is_base and not EVENT_NAME.match(name):

@@ -153,6 +153,30 @@ def test_a_symlinked_event_file_is_not_followed(tmp_path: Path) -> None:
     assert any(target.name in i.reason and "symlink" in i.reason for i in parsed.issues)
 
 
+def test_a_file_swapped_for_a_symlink_after_the_look_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder's entries are looked at (lstat), then opened: an event file replaced by a
+    symlink between the two (another process writing in the folder) was opened through it, and
+    the file it leads to read into the run.  The look is skipped here (as if the swap came
+    right after it): the open itself must not follow the link."""
+    from replay.ingest import openhands_v1_folder
+
+    folder = _copy(tmp_path)
+    target = _event_file(folder, 6)
+    outside = tmp_path / "outside.json"
+    doc = json.loads(target.read_text())
+    doc["llm_message"]["content"][0]["text"] = "SECRET FROM OUTSIDE THE FOLDER"
+    outside.write_text(json.dumps(doc))
+    target.unlink()
+    target.symlink_to(outside)
+    monkeypatch.setattr(openhands_v1_folder, "_not_read", lambda f, name, *, is_base: "")
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    texts = parsed.tables.messages.column("text").to_pylist()
+    assert not any("SECRET" in (t or "") for t in texts)
+    assert any(target.name in i.reason and "symlink" in i.reason for i in parsed.issues)
+
+
 def test_unknown_kinds_and_stray_files_are_counted(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     f = _event_file(folder, 7)
