@@ -5,7 +5,8 @@ A folder is searched for ``LOG_SUFFIXES`` files (a store's own files excepted); 
 directly is always taken; a path reached twice (a folder and a file in it both given) is listed
 once.  An OpenHands V1 conversation folder (``base_state.json`` and ``events/event-*.json``;
 or its ``events`` folder) is one input, the folder itself, named or met in a walk
-(``replay.ingest.openhands_v1_folder``): its files are not inputs of their own.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
+(``replay.ingest.openhands_v1_folder``): its files are not inputs of their own, and the
+folder and its ``events`` folder both named are one input.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
 of its own, under its own name (``replay.ingest.parsers.source.run_id_for``).  The stored name is the path
 relative to the folder given, made unique so that two inputs never share a store entry.
 
@@ -54,9 +55,13 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
     """
     found: list[tuple[Path, Path]] = []
     seen: set[str] = set()  # (normalised absolute paths: equal strings, equal paths)
+    seen_as: dict[Path, str] = {}  # a conversation's events folder named alone: seen as the
+    # conversation folder (the same conversation, named both ways, is one input)
     for p in paths:
         if p.is_dir() and (parts := conversation_parts(p)) is not None:
             candidates = [(p, p.parent if parts[1] != p else p.parent.parent)]
+            if parts[1] == p:
+                seen_as[p] = os.path.abspath(p.parent)
         elif p.is_dir():
             entries = [(f, f.is_dir()) for f in p.rglob("*")]  # (one stat a path, not two)
             if not_followed is not None:
@@ -82,7 +87,7 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
         else:
             candidates = [(p, p.parent)]
         for f, root in candidates:
-            key = os.path.abspath(f)
+            key = seen_as[f] if seen_as and f in seen_as else os.path.abspath(f)
             if key not in seen:
                 seen.add(key)
                 found.append((f, root))

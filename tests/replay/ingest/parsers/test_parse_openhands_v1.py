@@ -353,6 +353,28 @@ def test_discovery_takes_a_conversation_folder_as_one_input(tmp_path: Path) -> N
         _independent(FIXTURES / REAL)["recorded_input_tokens"]
 
 
+def test_a_conversation_named_twice_over_is_one_input(tmp_path: Path) -> None:
+    """The conversation folder, its events folder and a folder holding it, named together (a
+    shell glob such as 'conv conv/*' does): each was one input, the same conversation ingested
+    twice and every figure of a replay counted twice."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.ingest.discover import discover
+
+    folder = _copy(tmp_path / "convs")
+    for paths in ([folder, folder / "events"], [folder / "events", folder],
+                  [tmp_path / "convs", folder / "events"], [folder / "events", tmp_path / "convs"]):
+        assert len(discover(paths)) == 1, paths
+    out = tmp_path / "ds"
+    res = CliRunner().invoke(app, ["ingest", str(folder), str(folder / "events"), "--out",
+                                   str(out), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["runs", str(out), "--json"])
+    rows = json.loads(res.stdout)
+    assert [r["requests"] for r in rows] == [_independent(FIXTURES / REAL)["n_requests"]]
+
+
 def test_replay_run_with_the_openhands_condenser(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
