@@ -124,6 +124,21 @@ def test_a_missing_event_file_is_said_and_the_rest_read(tmp_path: Path) -> None:
                for i in parsed.issues)
 
 
+def test_a_huge_event_number_is_a_gap_counted_not_a_set_built(tmp_path: Path) -> None:
+    """An event file numbered 10**12 (one crafted name): the numbers missing below it were
+    built as a set of 10**12 integers, the parser ended in a MemoryError (or took the
+    machine's memory) and the conversation was lost; now they are counted, not listed."""
+    folder = _copy(tmp_path)
+    last = _event_file(folder, 7)
+    last.rename(last.with_name(last.name.replace("-00007-", f"-{10**12}-")))
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is not None
+    missing = 10**12 + 1 - 8  # 0..10**12, of which 0-6 and 10**12 are there
+    assert parsed.coverage["event (missing from the sequence)"] == {"unknown": missing}
+    assert any(f"{missing} event file(s) missing from the numbering (7, 8, 9, 10, 11, 12, 13, "
+               "14, 15, 16, ...)" in i.reason for i in parsed.issues), parsed.issues
+
+
 def test_a_cut_event_file_is_counted_not_fatal(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     cut = _event_file(folder, 5)
