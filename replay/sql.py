@@ -90,8 +90,8 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
     Raises:
         ReplayInputError: DuckDB is not installed, nothing to query, a folder is not a ``replay
             run`` output, the query is not one select, or DuckDB refuses it (its message).
-        StoreError: an entry file of the dataset is missing or unreadable (an input that
-            failed).
+        StoreError: an entry file of the dataset is missing, unreadable or not the file
+            written (its checksum: an input that failed).
     """
     try:
         # lazy: duckdb is the optional sql extra; only this command needs it
@@ -149,7 +149,7 @@ def _dataset(corpus: Corpus) -> tuple[dict[str, list[Path]], dict[str, pa.Table]
             if not path.is_file():
                 raise StoreError(f"{path}: missing from the dataset; `replay ingest` of its log "
                                  "repairs the entry")
-            footers.append(store.read_footer(corpus.root, entry.key))
+            footers.append(store.read_footer(corpus.root, entry.key, entry.checksum))
         except StoreError as exc:
             raise damaged_entry(exc, entry) from None
     tables = {name: pa.concat_tables([f[name] for f in footers]) for name in DATASET_VIEWS

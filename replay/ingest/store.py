@@ -330,11 +330,17 @@ def read_entry(root: Path, key: str, checksum: str = "") -> RunTables:
     """
     path = entry_file(root, key)
     raw = _read(path)
+    _check_sum(raw, key, checksum, path)
+    return RunTables(**decode(raw, str(path)))
+
+
+def _check_sum(raw: bytes, key: str, checksum: str, path: Path) -> None:
+    """Raise ``StoreError`` unless entry ``key``'s bytes ``raw`` match ``checksum`` ('': not
+    checked)."""
     if checksum and entry_checksum(key, [hashlib.sha256(raw).hexdigest()]) != checksum:
         raise StoreError(f"{path}: damaged store entry: its file does not match the checksum "
                          "the manifest keeps (truncated, swapped or edited); nothing was "
-                         "replayed from it (`replay ingest` of its log repairs it)")
-    return RunTables(**decode(raw, str(path)))
+                         "read from it (`replay ingest` of its log repairs it)")
 
 
 def read_entry_runs(root: Path, key: str) -> tuple[pa.Table, pa.Table, pa.Table]:
@@ -348,15 +354,19 @@ def read_entry_runs(root: Path, key: str) -> tuple[pa.Table, pa.Table, pa.Table]
     return decode_runs(_read(path), str(path))
 
 
-def read_footer(root: Path, key: str) -> dict[str, pa.Table]:
+def read_footer(root: Path, key: str, checksum: str = "") -> dict[str, pa.Table]:
     """One entry's ``runs``, ``requests`` and ``events`` tables, without its messages
-    (``entry_file.decode_footer``; not checked against the entry's checksum).
+    (``entry_file.decode_footer``), checked against ``checksum`` when given, as ``read_entry``
+    checks an entry (the file is read whole either way).
 
     Raises:
-        StoreError: the file is missing, unreadable or not of this schema.
+        StoreError: the file is missing, unreadable, not of this schema, or does not match
+            ``checksum``.
     """
     path = entry_file(root, key)
-    return decode_footer(_read(path), str(path))
+    raw = _read(path)
+    _check_sum(raw, key, checksum, path)
+    return decode_footer(raw, str(path))
 
 
 def _read(path: Path) -> bytes:

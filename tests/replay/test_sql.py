@@ -259,3 +259,22 @@ def test_inputs_it_cannot_open_are_one_line(tmp_path: Path) -> None:
         lines = [ln for ln in done.output.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:"), done.output
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_an_entry_swapped_for_another_entrys_file_is_refused(data: tuple[Corpus, list[Path]],
+                                                            tmp_path: Path) -> None:
+    """An entry's file replaced by another entry's (a whole, valid entry file): the views were
+    built from it without a word, the other run's rows twice and this entry's runs gone (two
+    entries' runs: ``source`` +b twice, exit 0). Now the file is checked against the checksum
+    the manifest keeps, as a replay checks it: one line, exit 1, as for a damaged entry."""
+    corpus, _ = data
+    copy = tmp_path / "ds"
+    shutil.copytree(corpus.root, copy)
+    a, b = list(store.read_manifest(copy).values())[:2]
+    shutil.copyfile(store.entry_file(copy, a.key), store.entry_file(copy, b.key))
+    done = runner.invoke(app, ["sql", "SELECT source, count(*) FROM runs GROUP BY source",
+                               str(copy)])
+    assert done.exit_code == 1, done.output
+    lines = [ln for ln in done.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), done.output
+    assert store.entry_file(copy, b.key).name in " ".join(done.output.split()).replace(" ", "")
