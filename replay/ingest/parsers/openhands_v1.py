@@ -73,6 +73,10 @@ its ``Condensation`` when the context is built; one on disk is not read twice)."
 _ERROR_HEADER = "[An error occurred during execution.]\n"
 """What the SDK puts before an observation's content when ``is_error`` (``Observation``)."""
 _RESULTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+MAX_PRESERVED = 1 << 24
+"""The most messages a conversation's condensations may keep in all (each keeps every message
+not forgotten: ~n**2/4 for n events alternating with condensations, 6.4 GB of memory at 20,000
+events); a real run's hundreds of condensations keep a few million at most."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -114,6 +118,8 @@ class _Walk:
     batch: str | None = None
     """The ``llm_response_id`` of the assistant message being built from actions."""
     no_usage: int = 0
+    preserved: int = 0
+    """The messages the condensations so far keep, in all (``MAX_PRESERVED``)."""
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -382,6 +388,11 @@ def _condensation(w: _Walk, ev: dict[str, Any]) -> None:
         raise TypeError("'forgotten_event_ids' is not a list")
     w.forgotten |= {i for i in ids if isinstance(i, str)}
     kept = sorted(m for eid, ms in w.msgs_of.items() if eid not in w.forgotten for m in ms)
+    w.preserved += len(kept)
+    if w.preserved > MAX_PRESERVED:  # (the file fails: not a skipped event, the rest read)
+        raise OverflowError(f"the conversation's condensations keep over {MAX_PRESERVED:,} "
+                            "messages in all (each keeps every message it does not forget): "
+                            "not read")
     summary = ev.get("summary")
     event = w.b.n_events
     w.b.event("compaction", preserved_msgs=kept, harness_compaction=True)

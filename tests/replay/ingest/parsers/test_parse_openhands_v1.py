@@ -139,6 +139,40 @@ def test_a_huge_event_number_is_a_gap_counted_not_a_set_built(tmp_path: Path) ->
                "14, 15, 16, ...)" in i.reason for i in parsed.issues), parsed.issues
 
 
+def test_condensations_keeping_too_much_fail_the_file_not_the_machine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Condensation keeps every message not forgotten (its ``preserved_msgs``): a folder
+    of 20,000 tiny events, every other one a Condensation forgetting nothing (~2 MB), kept
+    10,000 lists of up to 10,000 messages: 42 s and 6.4 GB for its ingest (5,000 events: 3 s,
+    0.5 GB), a crafted folder of 50,000 took the machine's memory.  Now the messages kept in
+    all are bounded (``MAX_PRESERVED``, here made 50): over it the file fails with one line
+    saying why, the rest of the batch goes on."""
+    from replay.ingest.parsers import openhands_v1
+
+    monkeypatch.setattr(openhands_v1, "MAX_PRESERVED", 50)
+    folder = tmp_path / "conv"
+    events: list[dict[str, Any]] = []
+    for k in range(40):  # a message, then a condensation keeping every message so far
+        events.append({"id": _eid(len(events)), "kind": "MessageEvent", "source": "user",
+                       "llm_message": {"role": "user", "content": [{"type": "text",
+                                                                    "text": f"m{k}"}]}})
+        events.append({"id": _eid(len(events)), "kind": "Condensation", "source": "environment",
+                       "forgotten_event_ids": [], "summary": "s"})
+    _write(folder, events, [])
+    parsed = parse_file(folder, folder.parent)
+    assert parsed.tables is None
+    # the k-th condensation keeps the k messages and k-1 summaries before it: 2k-1, k**2 in
+    # all after k of them; over 50 at the 8th (49, then 64)
+    why = ("openhands_v1 parser failed: OverflowError: the conversation's condensations keep "
+           "over 50 messages in all (each keeps every message it does not forget): not read")
+    assert [i.reason for i in parsed.issues] == [why]
+    monkeypatch.setattr(openhands_v1, "MAX_PRESERVED", 64)
+    assert parse_file(folder, folder.parent).tables is None
+    folder8 = tmp_path / "conv8"
+    _write(folder8, events[:16], [])  # 8 condensations: 1 + 3 + ... + 15 = 64, not over
+    assert parse_file(folder8, folder8.parent).tables is not None
+
+
 def test_a_cut_event_file_is_counted_not_fatal(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     cut = _event_file(folder, 5)
