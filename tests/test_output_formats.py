@@ -28,6 +28,7 @@ from replay.safe_text import (
     csv_cell,
     html_text,
     markdown,
+    readable_json,
     strict_json,
     terminal,
     valid_text,
@@ -40,15 +41,22 @@ FORMULA_START = "=+-@\t\r\0\uff1d\uff0b\uff0d\uff20"
 _PIECES = ["=", "+", "-", "@", "\t", "\r", "\0", "\uff1d", "@octocat", "@SUM(1+1)",
            "=HYPERLINK(\"http://x.test\")", "https://evil.test/a", "www.evil.test", "#12",
            "GH-7", "a@b.test", "\x1b[31m", "\u202e", "\x07", "\n", "|", "`", "*", "_", "[x](y)",
-           "<b>", "&amp;", "\\", "'", ",", "\"", "\udcff", "\ufffe", "é", "x", "1"]
+           "<b>", "&amp;", "\\", "'", ",", "\"", "\udcff", "\ufffe", "é", "x", "1",
+           "\U000e0041\U000e0042", "\U000e007f", "\U0001fffe", "\ufdd0", "\U0001f600"]
 hostile = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=8).map("".join)
 """Strings made of the pieces attacks use, and anything else."""
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069"
+                        "\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff\U000e0000-\U000e007f]")
+"""Characters nothing shows (the test's own list): controls, zero-width and direction marks,
+lone surrogates, the BMP's non-characters and the tag characters U+E0000-E007F (invisible
+letters: a name can hide text in them)."""
+
+
 def _visible(text: str) -> bool:
-    return not re.search("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069"
-                         "\ud800-\udfff]", text)
+    return not _INVISIBLE.search(text)
 
 
 @given(hostile)
@@ -59,6 +67,16 @@ def test_terminal_text_is_one_visible_line_that_encodes(s: str) -> None:
     assert terminal(out) == out  # nothing left to escape
     valid_text(s).encode("utf-8")
     assert (valid_text(s) == s) == _encodes(s)
+
+
+@given(st.dictionaries(hostile, hostile, max_size=4))
+def test_readable_json_reads_back_the_same_and_shows_nothing_invisible(doc: dict[str, str]) -> None:
+    """A baseline's JSON (``readable_json``): every character ``terminal`` escapes is a JSON
+    escape, astral ones (a tag character) as their surrogate pair: the same value read back."""
+    text = json.dumps(doc, ensure_ascii=False)
+    out = readable_json(text)
+    assert json.loads(out) == doc
+    assert _visible(out.replace("\n", ""))
 
 
 def _encodes(s: str) -> bool:
