@@ -58,7 +58,7 @@ def _sessions(draw: st.DrawFn) -> tuple[dict[int, Rec], list[_Found]]:
     return recs, paths
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_sessions())
 def test_kept_extra_is_its_definition(session: tuple[dict[int, Rec], list[_Found]]) -> None:
     recs, paths = session
