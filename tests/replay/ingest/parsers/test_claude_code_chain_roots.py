@@ -22,7 +22,7 @@ def _walked(parent: dict[str, str | None], uuid: str) -> str:
     return cur
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.sampled_from(_UUIDS),
                        st.one_of(st.none(), st.sampled_from([*_UUIDS, "outside"])),
                        max_size=len(_UUIDS)))
