@@ -1,9 +1,9 @@
 """Interrupted runs leave the previous good state intact (kill -9 midway through real commands).
 
-The command killed, and the one that resumes after it, are processes; the previous good state
-each test starts from is made in this process (``_previous``: the same command through the
-CLI's entry point, without a new interpreter's ~1.25 s of imports), since making it is not
-what is tested.
+The command killed is a process; the previous good state each test starts from is made in this
+process (``_previous``: the same command through the CLI's entry point, without a new
+interpreter's ~1.25 s of imports), since making it is not what is tested, and so is the command
+that resumes after the kill (``_resumed``): it reads what the killed process left on disk.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -33,6 +34,15 @@ def _previous(*args: str) -> None:
     later command over)."""
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 0, result.output
+
+
+def _resumed(*args: str) -> dict[str, Any]:
+    """The command ``replay args`` run again after the kill, in this process (a command reads
+    what a killed one left as it reads it in a process of its own), to its end: its ``--json``
+    report."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
 def _wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:  # type: ignore[type-arg,no-untyped-def]
@@ -76,9 +86,7 @@ def test_killed_ingest_keeps_the_previous_store_readable(tmp_path: Path) -> None
         store.read_entry(ds, entry.key)
     assert set(runs_before) <= set(store.read_store(ds).runs["run_id"].to_pylist())
     # and a re-run completes, reusing what was already there
-    done = subprocess.run(_replay_cmd("ingest", str(good), str(many), "--out", str(ds), "-q",
-                                      "--json"), capture_output=True, text=True, check=True)
-    report = json.loads(done.stdout)
+    report = _resumed("ingest", str(good), str(many), "--out", str(ds), "-q", "--json")
     assert report["failed"] == [] and report["cached"] >= 1
     assert len(store.read_manifest(ds)) == 1 + 41
 
@@ -151,9 +159,7 @@ def test_killed_ingest_journal_reuses_every_finished_entry(tmp_path: Path) -> No
     assert len(journalled) >= 2
     (ds / "data" / ".stale.tmp12345").mkdir()  # as a killed ingest leaves them
     (ds / ".manifest.json.tmp777").write_text("{")
-    done = subprocess.run(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--json"),
-                          capture_output=True, text=True, check=True)
-    report = json.loads(done.stdout)
+    report = _resumed("ingest", str(many), "--out", str(ds), "-q", "--json")
     assert report["cached"] == len(journalled) and report["failed"] == []
     assert len(store.read_manifest(ds)) == 40
     assert not (ds / "journal.jsonl").exists()
@@ -179,9 +185,8 @@ def test_interrupted_ingest_lists_every_finished_entry(tmp_path: Path) -> None:
     complete = _complete_keys(ds)
     assert listed <= complete
     # a worker may finish a file after the parent stopped listening: the journal has it
-    done = subprocess.run(_replay_cmd("ingest", str(many), "--out", str(ds), "-q", "--json"),
-                          capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout)["cached"] == len(complete)
+    assert _resumed("ingest", str(many), "--out", str(ds), "-q", "--json")["cached"] == \
+        len(complete)
 
 
 def _children(pid: int) -> set[int]:
