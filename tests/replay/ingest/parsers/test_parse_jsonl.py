@@ -117,7 +117,7 @@ def _line_reference(data: bytes) -> tuple[list[str], list[str]]:
     return records, issues
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(_VALUES.map(lambda v: json.dumps({"v": v}).encode("utf-8",
                                                                               "surrogatepass")),
                           _VALUES.map(lambda v: json.dumps(v).encode()),
