@@ -5,6 +5,7 @@ command in test_sweep_command.py."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from unittest import mock
 import pandas as pd
 import pytest
 
+from analysis.metric_spec import RunFacts
 from analysis.metrics_by_analyses import metrics_by_analyses
 from analysis.per_run.fast_metrics import METRIC_COLUMNS, fast_metrics, metrics_frame
 from analysis.per_run.rollup import ROLLUP_METRICS, RUN_ROLLUP
@@ -33,9 +35,17 @@ from tests.analysis.sweep.small_grid import BASE, SMALL
 from tests.preset_runs import PresetRun
 
 
+@functools.cache
+def _facts(corpus: Corpus, rid: str) -> RunFacts:
+    """``run_facts`` of a run of the session's samples, read once for this module: they do not
+    depend on the policy, and reading them again for each policy and setting (375 times the
+    samples' 25 runs) was most of these tests' time."""
+    return run_facts(corpus, rid)
+
+
 def _fast_frame(corpus: Corpus, policy: Policy) -> pd.DataFrame:
     """The fast rows of one policy over the whole corpus, each run replayed here."""
-    rows = [fast_metrics(run_facts(corpus, rid),
+    rows = [fast_metrics(_facts(corpus, rid),
                          replay(corpus.prepared(rid), policy, calibration=corpus.calibration(rid)),
                          policy) for rid in corpus.replayable()]
     return metrics_frame(rows).sort_values(["run_id", "policy"]).reset_index(drop=True)
@@ -59,7 +69,7 @@ def test_fast_metrics_equal_the_two_tier_metrics(sample_corpus: Corpus,
                 "cache_invalidation_n_below_min", "n_summaries", "overshoots_n_comparable"):
         assert both[col].sum() > 0, f"{col}: the comparison must bite"
     for rep in replayed.values():
-        fast = metrics_frame([fast_metrics(run_facts(sample_corpus, rid),
+        fast = metrics_frame([fast_metrics(_facts(sample_corpus, rid),
                                         replay(sample_corpus.prepared(rid), rep.policy,
                                                calibration=sample_corpus.calibration(rid)),
                                         rep.policy) for rid in sample_corpus.replayable()])
@@ -117,12 +127,13 @@ def test_settings_that_share_a_replay_get_the_rows_of_their_own_replays(
     n_cells = len(chosen) * len(sample_corpus.replayable())
     assert len(table) == n_cells and len(calls) < n_cells / 2
     assert table["n_summaries"].nunique() > 1 and table["n_summaries"].max() > 0
+    rows = {(r["setting"], r["run_id"]): r for r in table.to_dict(orient="records")}
     for s in chosen:
         for rid in sample_corpus.replayable():
-            own = fast_metrics(run_facts(sample_corpus, rid),
+            own = fast_metrics(_facts(sample_corpus, rid),
                                replay(sample_corpus.prepared(rid), s.policy,
                                       calibration=sample_corpus.calibration(rid)), s.policy)
-            row = table[(table["setting"] == s.id) & (table["run_id"] == rid)].iloc[0]
+            row = rows[s.id, rid]
             for col in METRIC_COLUMNS:
                 a, b = row[col], own[col]
                 assert a == b or (math.isnan(a) and math.isnan(b)), (rid, s.params, col)
