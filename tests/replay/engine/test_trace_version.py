@@ -27,13 +27,14 @@ def _digests(corpora, names: list[str]) -> dict[str, str]:  # type: ignore[no-un
     run added to the fixtures is a new key (the golden file updated, no version bump); a known
     run's traces moving is an engine change."""
     out: dict[str, str] = {}
+    policies = [load_policy(name) for name in names]  # (each read once, not once a run)
     for label, corpus in corpora:
         sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
         seen: dict[str, int] = {}
         for run_id in corpus.replayable():
             h = hashlib.sha256()
-            for name in names:
-                trace = replay(corpus.prepared(run_id), load_policy(name),
+            for policy in policies:
+                trace = replay(corpus.prepared(run_id), policy,
                                calibration=corpus.calibration(run_id))
                 for table in TRACE_SCHEMAS:
                     values = trace.table(table).drop_columns(["run_id"]).to_pydict()
