@@ -16,7 +16,7 @@ _PIECES = st.sampled_from(["```bash", "```", "```mswea_bash_command", "\n", " ",
                            "bash", "\n```", "x\n"])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_PIECES, max_size=30).map("".join))
 def test_the_same_blocks_as_the_whole_text(text: str) -> None:
     want = [(m.span(), m.group(1)) for m in ACTION.finditer(text)]
