@@ -257,7 +257,7 @@ def test_the_quoting_after_a_heredoc_body_is_the_quoting_before_it() -> None:
             ] == [("x=$(cat <<E", ("(a",)), (") ", ()), (' echo "<<Q"', ()), ("ls", ()), ("Q", ())]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_LINE, st.sampled_from(["\n", "; ", " && ", " | ", " "]))
 def test_a_heredoc_in_a_quoted_substitution_changes_nothing_after_it(line: str, sep: str) -> None:
     """A line read after a ``"$(cat <<'EOF' … EOF\\n)"`` commit message is cut as it is alone:

@@ -261,7 +261,7 @@ _AFTER = ["", " ", "\t", "\r", "\n", ";", "&&", "||", "|", "&", "=", "'", '"', "
 """What may follow a line's first name directly."""
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(["", " ", "\n", "\t", "\r", "\n \n", "\xa0", ";", "A=1 ", "x=y\t"]),
        st.sampled_from(_NAMES), st.sampled_from(_AFTER),
        st.lists(st.sampled_from(_PIECES), max_size=6))
