@@ -59,7 +59,8 @@ def ingest(
     fmt: FormatOpt = None,
     tokenizers: Annotated[str, typer.Option(help="Comma-separated encodings to count with.")] =
         ",".join(DEFAULT_TOKENIZERS),
-    jobs: Annotated[int, typer.Option(min=0, help="Worker processes (0: one per core).")] = 0,
+    jobs: Annotated[int, typer.Option(min=0, help=(
+        "Worker processes (0: one per core; none for files under 2 MiB in all)."))] = 0,
     strict: StrictOpt = False,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
