@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.per_run.fast_metrics import FLOAT_COLUMNS, METRIC_COLUMNS
@@ -49,6 +49,7 @@ def _oracle(rows: list[tuple[Any, ...]], chosen: list[Setting]) -> pd.DataFrame:
     return out.sort_values(["run_id", "setting"], kind="stable").reset_index(drop=True)
 
 
+@settings(max_examples=30)
 @given(st.data())
 def test_the_table_of_shared_and_cached_rows_is_every_cells_own_row_sorted(
         data: st.DataObject) -> None:
