@@ -25,6 +25,7 @@ Not here: printing (``replay.cli.sql_command``), the tables' columns (``replay.i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,14 @@ class SqlResult:
     views: tuple[str, ...]
     renamed: tuple[tuple[str, str], ...] = ()
     """(name as the query gave it, name given) of each column renamed to be unique."""
+    numeric: frozenset[str] = frozenset()
+    """The columns of a number type (``NUMBER_TYPE``), by their unique name: a null there is
+    an unknown number, even when every row's is."""
+
+
+NUMBER_TYPE = re.compile(r"U?(?:TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|FLOAT|DOUBLE|REAL"
+                         r"|DECIMAL\(\d+, ?\d+\)")
+"""DuckDB's number types, as a result column's type prints (``cursor.description``)."""
 
 
 def unique_columns(names: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
@@ -129,9 +138,12 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             rows = cur.fetchall()
         except duckdb.Error as exc:
             raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
-        columns, renamed = unique_columns([d[0] for d in cur.description or ()])
+        described = cur.description or ()
+        columns, renamed = unique_columns([d[0] for d in described])
+        numeric = frozenset(c for c, d in zip(columns, described)
+                            if NUMBER_TYPE.fullmatch(str(d[1])))
         return SqlResult(columns, rows, tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
-                                              if n in files or n in tables), renamed)
+                                              if n in files or n in tables), renamed, numeric)
     finally:
         con.close()
 

@@ -27,7 +27,7 @@ from replay.cli.inputs import (
     table_command,
 )
 from replay.cli.output import _emit, _errors, say
-from replay.cli.tables import TableOptions
+from replay.cli.tables import Layout, TableOptions
 
 
 @table_command
@@ -65,7 +65,7 @@ def sql(
             say(f"note: {n_nonfinite:,} values NaN or ±infinity printed as null (JSON has no "
                 "such numbers; --csv or the table shows them)", err=True)
     if rows or table.as_json:
-        _emit(rows, table, title=f"{len(rows):,} rows")
+        _emit(rows, table, title=f"{len(rows):,} rows", layout=Layout(numeric=result.numeric))
     else:
         say(f"no rows (columns: {', '.join(result.columns)})")
     _finish(corpus.report if corpus is not None else None, strict)

@@ -79,6 +79,10 @@ class Layout:
     priority: tuple[str, ...] = HEADLINE_COLUMNS
     """The columns kept first, in this order, when the terminal is narrow (after the first
     column, which names the row); the others follow left to right."""
+    numeric: frozenset[str] = frozenset()
+    """Columns that hold numbers whatever their rows hold (a query's typed columns): an unknown
+    value there is shown ``unknown`` even when every row's is, where a column's kind is
+    otherwise told from its values."""
 
 
 def width() -> int:

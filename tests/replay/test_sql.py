@@ -237,6 +237,31 @@ def test_json_holds_only_numbers_json_has(data: tuple[Corpus, list[Path]]) -> No
     assert table.exit_code == 0 and "nan,inf" in table.stdout
 
 
+NUMBER_CASTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "UBIGINT",
+                "FLOAT", "DOUBLE", "DECIMAL(10,2)", "DECIMAL(38, 4)")
+
+
+@pytest.mark.parametrize("kind", NUMBER_CASTS)
+def test_an_unknown_number_is_unknown_even_in_a_column_of_nulls_only(
+        data: tuple[Corpus, list[Path]], kind: str) -> None:
+    """A null in a number column shows ``unknown``; the table told a column's kind from its
+    values, so a column all of whose rows were null (a ``CASE`` that never matched, an
+    aggregate over nothing) showed blank cells, and a DECIMAL (no Python int or float) blank
+    cells for its nulls beside its values. A text column's null stays blank."""
+    _, outs = data
+    query = (f"SELECT request, CAST(NULL AS {kind}) AS all_null, CAST(CASE WHEN request > 0 "
+             f"THEN NULL ELSE 2 END AS {kind}) AS some_null, CAST(NULL AS VARCHAR) AS txt "
+             "FROM (VALUES (0), (1)) t(request) ORDER BY request")
+    done = runner.invoke(app, ["sql", query, "-t", str(outs[0]), "--wide"],
+                         env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in done.stdout.splitlines()
+            if line.startswith("│")]
+    assert [r[1:3] for r in rows] == [["unknown", r[2]] for r in rows]
+    assert rows[0][2] != "unknown" and float(rows[0][2]) == 2 and rows[1][2] == "unknown"
+    assert [r[3] for r in rows] == ["", ""]  # the text column's nulls: blank
+
+
 def test_inputs_it_cannot_open_are_one_line(tmp_path: Path) -> None:
     """Before: a project cache refused (a symlink at its dataset) or a dataset given directly
     with a damaged entry was an OutputError / StoreError traceback, exit 1, on ``sql`` alone.
