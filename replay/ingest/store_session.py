@@ -45,7 +45,13 @@ def _say_waiting(message: str) -> None:
 @contextmanager
 def writing(root: Path, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold the store's lock (waiting for another ingest to finish, and saying so), then
-    remove what interrupted ingests left behind.  ``root`` must exist."""
+    remove what interrupted ingests left behind.  ``root`` must exist.
+
+    Raises:
+        StoreError: the lock's name holds something else than a file (a symlink, a folder, a
+            fifo): nothing is read or changed.
+    """
+    _check_lock_file(root / LOCK_FILE)
     lock = filelock.FileLock(str(root / LOCK_FILE))
     try:
         lock.acquire(timeout=0)
@@ -58,6 +64,21 @@ def writing(root: Path, on_wait: Callable[[str], None] | None = None) -> Iterato
         yield
     finally:
         lock.release()
+
+
+def _check_lock_file(path: Path) -> None:
+    """Refuse a lock file that is not a regular file (filelock opens it without following a
+    symlink: a symlink there failed as "Too many levels of symbolic links", a folder as "Is a
+    directory", with no word of what was wrong)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        what = "a symlink" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else \
+            "not a regular file"
+        raise StoreError(f"{path}: damaged store: the lock file is {what}; nothing was read or "
+                         "changed (remove it, or ingest into a new directory)")
 
 
 def remove_stale(root: Path) -> list[Path]:

@@ -318,3 +318,35 @@ def test_what_lies_at_an_entry_files_names_is_replaced_never_followed(tmp_path: 
     assert sorted(p.name for p in (out / "data").iterdir()) == [
         f"new{store.ENTRY_SUFFIX}", f"old{store.ENTRY_SUFFIX}"]
     assert (victim / "precious.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("planted", ["symlink to a file", "dangling symlink", "folder", "fifo"])
+def test_a_lock_file_that_is_not_a_file_is_said_and_nothing_changes(tmp_path: Path,
+                                                                    planted: str) -> None:
+    """The store's ``.lock`` replaced by a symlink, a folder or a fifo: filelock, which opens it
+    without following a symlink, failed as "Too many levels of symbolic links" or "Is a
+    directory", nothing said of what was wrong. Now the ingest refuses the store in one line
+    (exit 2, as for any damaged output store) and neither the store nor a victim changes."""
+    ds, logs = _store(tmp_path)
+    victim = _victim(tmp_path) / "precious.txt"
+    lock = ds / ".lock"
+    lock.unlink(missing_ok=True)
+    if planted == "symlink to a file":
+        lock.symlink_to(victim)
+    elif planted == "dangling symlink":
+        lock.symlink_to(tmp_path / "made-through-the-link")
+    elif planted == "folder":
+        lock.mkdir()
+    else:
+        os.mkfifo(lock)
+    (logs / "a.jsonl").write_text(LOG.read_text() + "\n")  # changed: would be parsed again
+    before = {p.name: p.read_bytes() for p in ds.iterdir() if p.is_file() and not p.is_symlink()
+              and p.name != ".lock"}
+    result = runner.invoke(app, ["ingest", str(logs), "--out", str(ds), "-q"])
+    assert result.exit_code == 2, result.output
+    what = {"folder": "a folder", "fifo": "not a regular file"}.get(planted, "a symlink")
+    assert f"damaged store: the lock file is {what}" in " ".join(result.output.split())
+    assert victim.read_text() == "keep me"
+    assert not (tmp_path / "made-through-the-link").exists()
+    assert {p.name: p.read_bytes() for p in ds.iterdir() if p.is_file() and not p.is_symlink()
+            and p.name != ".lock"} == before
