@@ -120,6 +120,8 @@ class _Walk:
     no_usage: int = 0
     preserved: int = 0
     """The messages the condensations so far keep, in all (``MAX_PRESERVED``)."""
+    not_ids: int = 0
+    """Entries of the condensations' ``forgotten_event_ids`` that are no event id (not text)."""
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -186,6 +188,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     if w.no_usage:
         issues.append(Issue(src.path, 0, f"{w.no_usage} of {len(w.responses)} request(s) have no "
                                           f"usage record in {BASE_STATE} (unknown)"))
+    if w.not_ids:
+        issues.append(Issue(src.path, 0, f"{w.not_ids} entr{'y' if w.not_ids == 1 else 'ies'} "
+                                          "of a Condensation's forgotten_event_ids not an event "
+                                          "id (not text): ignored, those events kept"))
     if not events:
         cov.no_conversation = "an OpenHands V1 conversation folder with no events yet"
         return []
@@ -386,7 +392,9 @@ def _condensation(w: _Walk, ev: dict[str, Any]) -> None:
     ids = ev.get("forgotten_event_ids") or []
     if not isinstance(ids, list):
         raise TypeError("'forgotten_event_ids' is not a list")
-    w.forgotten |= {i for i in ids if isinstance(i, str)}
+    named = {i for i in ids if isinstance(i, str)}
+    w.not_ids += len(ids) - sum(1 for i in ids if isinstance(i, str))
+    w.forgotten |= named
     kept = sorted(m for eid, ms in w.msgs_of.items() if eid not in w.forgotten for m in ms)
     w.preserved += len(kept)
     if w.preserved > MAX_PRESERVED:  # (the file fails: not a skipped event, the rest read)

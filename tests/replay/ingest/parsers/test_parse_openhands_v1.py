@@ -351,6 +351,28 @@ def test_a_condensation_without_summary_is_a_bare_compaction(tmp_path: Path) -> 
     assert ce["summary_msg"] is None and ce["preserved_msgs"] == [0, 1, 6, 7]
 
 
+@pytest.mark.parametrize("odd", [[7], [None, 3.5], [{"id": "x"}, ["y"], True]])
+def test_forgotten_ids_that_are_no_event_ids_are_counted_and_said(tmp_path: Path,
+                                                                 odd: list[Any]) -> None:
+    """Entries of ``forgotten_event_ids`` that are not text name no event: they were dropped
+    without a word. The text ids beside them still forget their events; the others are
+    counted in one issue."""
+    events, usages = _handmade(None)
+    cond = next(e for e in events if e["kind"] == "Condensation")
+    cond["forgotten_event_ids"] = [*cond["forgotten_event_ids"][:2], *odd,
+                                   *cond["forgotten_event_ids"][2:]]
+    _write(tmp_path / "c", events, usages)
+    parsed = parse_file(tmp_path / "c", tmp_path)
+    assert parsed.tables is not None
+    (ce,) = parsed.tables.events.to_pylist()
+    assert ce["preserved_msgs"] == [0, 1, 6, 7]  # the four text ids forgot the same as before
+    said = [i.reason for i in parsed.issues if "forgotten_event_ids" in i.reason]
+    noun = "entry" if len(odd) == 1 else "entries"
+    expected = (f"{len(odd)} {noun} of a Condensation's forgotten_event_ids not an event id "
+                "(not text): ignored, those events kept")
+    assert said == [expected]
+
+
 def test_a_run_without_base_state_has_unknown_usage(tmp_path: Path) -> None:
     events, usages = _handmade(None)
     _write(tmp_path / "c", events, usages)
