@@ -58,6 +58,7 @@ from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.openhands_v1_document import read_document
 from replay.ingest.parsers.openhands_v1_usage import Usage, usage_by_response
 from replay.ingest.parsers.source import Issue, Source
 
@@ -127,53 +128,11 @@ class _Walk:
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     """One run from an OpenHands V1 conversation folder's document; bad entries are reported,
     counted and skipped."""
-    lines = bytes(src.data).split(b"\n")
-    src.release_data()
-    cov = src.coverage
-    try:
-        header = _obj(loads(lines[0]))
-    except JSON_REFUSED:
-        header = {}
-    if not isinstance(header.get(HEADER_KEY), str):
-        issues.append(Issue(src.path, 1, "not an OpenHands V1 conversation document"))
+    read = read_document(src, issues)
+    if read is None:
         return []
-    base: dict[str, Any] | None = None
-    events: dict[int, tuple[str, Any]] = {}
-    for no, raw in enumerate(lines[1:], start=2):
-        if not raw.strip():
-            continue
-        rec = _record(raw)
-        name = _str(rec.get("file")) or f"line {no}"
-        if not isinstance(rec.get("text"), str):
-            why = _str(rec.get("refused")) or "no text"
-            cov.unknown(f"file ({_short(why)})")
-            issues.append(Issue(src.path, no, f"{name}: not read ({why})"))
-            continue
-        try:
-            doc = loads(rec["text"])
-        except JSON_REFUSED as exc:
-            cov.unknown("file (not JSON: cut short?)")
-            issues.append(Issue(src.path, no, f"{name}: not JSON ({_short(str(exc))}); skipped"))
-            continue
-        if name.endswith(BASE_STATE):
-            base = doc if isinstance(doc, dict) else None
-            cov.count("base_state", "modelled" if base is not None else "unknown")
-            continue
-        m = EVENT_NAME.match(name.rsplit("/", 1)[-1])
-        if m is None:
-            cov.unknown("file (not an event file)")
-            issues.append(Issue(src.path, no, f"{name}: not an event file name; skipped"))
-            continue
-        idx = int(m["idx"])
-        if idx in events:
-            cov.unknown("file (repeated event index)")
-            issues.append(Issue(src.path, no, f"{name}: a second event numbered {idx}; skipped"))
-            continue
-        if isinstance(doc, dict) and doc.get("id") != m["event_id"]:
-            issues.append(Issue(src.path, no, f"{name}: its event's id {_str(doc.get('id'))!r} "
-                                              "is not the one in its name (kept)"))
-        events[idx] = (name, doc)
-    _say_gaps(src, issues, sorted(events))
+    base, events = read
+    cov = src.coverage
     usage, bad_usage = usage_by_response(base)
     issues.extend(Issue(src.path, 0, f"{BASE_STATE}: {why}") for why in bad_usage)
     if base is None:
@@ -196,35 +155,6 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         cov.no_conversation = "an OpenHands V1 conversation folder with no events yet"
         return []
     return [w.b.build()]
-
-
-def _record(raw: bytes) -> dict[str, Any]:
-    try:
-        return _obj(loads(raw))
-    except JSON_REFUSED:
-        return {}
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _say_gaps(src: Source, issues: list[Issue], present: list[int]) -> None:
-    """One issue naming the event numbers missing from the sequence (0 to the highest read)."""
-    if not present:
-        return
-    n_missing = present[-1] + 1 - len(present)  # (counted, not listed: a name may say 10**12)
-    if n_missing:
-        first: list[int] = []
-        for a, b in zip([-1, *present], present):
-            first.extend(range(a + 1, min(b, a + 1 + 10 - len(first))))
-            if len(first) == 10:
-                break
-        shown = ", ".join(map(str, first)) + (", ..." if n_missing > 10 else "")
-        src.coverage.unknown("event (missing from the sequence)", n_missing)
-        issues.append(Issue(src.path, 0, f"{n_missing} event file(s) missing from the "
-                                          f"numbering ({shown}): the events after a gap are read "
-                                          "(the SDK stops at the first)"))
 
 
 def _event(w: _Walk, src: Source, ev: Any, name: str) -> None:
