@@ -26,6 +26,7 @@ from replay.errors import TokenizerError
 from replay.ingest import store, store_index, store_session
 from replay.ingest.arrow_columns import int64_total
 from replay.ingest.discover import discover, sources
+from replay.ingest.entry_state import intact
 from replay.ingest.entry_write import NewEntry, write_entry
 from replay.ingest.input_files import check_max_bytes, sha256_of
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
@@ -232,7 +233,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
         old = entries.get(rel)
         same = old is not None and old.key == store.entry_key(_sha256(path), rel, tokenizers,
                                                                PARSERS_VERSION, fmt)
-        if same and old is not None and not store.intact(out, old):
+        if same and old is not None and not intact(out, old):
             report.repaired.append(rel)  # its cached entry fails its checksum: parsed again
             same = False
         if same and old is not None:

@@ -1,24 +1,21 @@
 """The runs of a dataset as ``replay runs`` lists them: the run index's rows (``store_index.runs``)
 with each run's label, its parent by run key, its file's coverage line, whether its entry's file
-is there and is the file written (``entry_state``), and the notes under the table (runs ingested without o200k_base,
-requests that recorded no usage, entries missing or cut).
+is there and is the file written (``entry_state.entry_state``), and the notes under the table
+(runs ingested without o200k_base, requests that recorded no usage, entries missing or cut).
 
 Not here: the run index itself (``replay.ingest.store_index``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import stat
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from replay.errors import StoreError
+from replay.ingest.entry_state import ENTRY_OK, entry_state
 from replay.ingest.run_label import label_column, run_key
-from replay.ingest.store import coverage_lines, entry_checksum, entry_file, read_manifest
+from replay.ingest.store import coverage_lines, read_manifest
 from replay.ingest.store_index import runs
 
 LISTED_COLUMNS: dict[str, str] = {
@@ -29,19 +26,12 @@ LISTED_COLUMNS: dict[str, str] = {
     "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
     "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
 """Index column → its name in ``run_listing`` (which adds ``coverage`` and ``entry`` at the end)."""
-ENTRY_OK = "ok"
-"""``entry_state`` of an entry whose file is there."""
-SWAPPED = "not the file written (its checksum differs: swapped or edited)"
-"""``entry_state`` of a whole Parquet file that is not the entry's (what ``replay run`` refuses)."""
-_PARQUET_END = b"PAR1"
-"""The last bytes of every Parquet file (and of every entry file)."""
-
 
 def run_listing(root: Path) -> pa.Table:
     """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
     (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
     rather than id, its file's coverage line (``replay.ingest.store.coverage_lines``), and
-    its entry's ``entry_state`` (``entry``).
+    its entry's ``entry_state.entry_state`` (``entry``).
     ``recorded_input_tokens`` sums the requests that recorded usage, ``unrecorded_requests``
     counts the others; a run none of whose requests recorded usage has an unknown (null)
     ``recorded_input_tokens``, not 0.
@@ -68,49 +58,6 @@ def run_listing(root: Path) -> pa.Table:
         [coverage.get(s, "(not counted by its parser)") for s in sources], pa.string()))
     return table.append_column("entry", pa.array(
         [states.get(s, "not in the manifest") for s in sources], pa.string()))
-
-
-def entry_state(root: Path, key: str, checksum: str = "") -> str:
-    """What a look at entry ``key``'s file finds: ``ENTRY_OK`` (a regular file that ends as a
-    Parquet file ends and, when the manifest keeps the entry's ``checksum``, whose bytes match
-    it, as a replay checks them: ``store.read_entry``), or what is wrong: 'missing', 'a symlink
-    or a crafted key', 'not a regular file', 'cut' (shorter than any entry, or its last bytes
-    not Parquet's: truncated or overwritten), ``SWAPPED`` (a whole Parquet file, but not the
-    one written: another entry's, or another file) or 'unreadable (...)'.  The run index lists
-    runs whether or not their entries are there."""
-    try:
-        path = entry_file(root, key)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except StoreError:
-        return "a symlink or a crafted key"
-    except FileNotFoundError:
-        return "missing"
-    except OSError as exc:
-        return f"unreadable ({exc.strerror or type(exc).__name__})"
-    try:
-        mode, size = (st := os.fstat(fd)).st_mode, st.st_size
-        if not stat.S_ISREG(mode):
-            return "not a regular file"
-        if size < 3 * len(_PARQUET_END):
-            return "cut"
-        if os.pread(fd, len(_PARQUET_END), size - len(_PARQUET_END)) != _PARQUET_END:
-            return "cut"
-        if checksum and entry_checksum(key, [_sha256(fd)]) != checksum:
-            return SWAPPED
-        return ENTRY_OK
-    except OSError as exc:
-        return f"unreadable ({exc.strerror or type(exc).__name__})"
-    finally:
-        os.close(fd)
-
-
-def _sha256(fd: int) -> str:
-    """The sha256 of the file open at ``fd``, from its start, 1 MiB at a time."""
-    digest, offset = hashlib.sha256(), 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        digest.update(chunk)
-        offset += len(chunk)
-    return digest.hexdigest()
 
 
 def entries_note(listing: pa.Table) -> str | None:

@@ -161,22 +161,6 @@ def remove_entry(root: Path, key: str) -> None:
             remove_name(name, data)
 
 
-def intact(root: Path, entry: Entry) -> bool:
-    """Whether ``entry``'s file is stored and matches its checksum (False for an entry written
-    before entries had one: ``replay ingest`` parses its file again)."""
-    if not entry.checksum:
-        return False
-    try:
-        return _checksum_of(root, entry.key) == entry.checksum
-    except (OSError, StoreError):
-        return False
-
-
-def _checksum_of(root: Path, key: str) -> str:
-    with open(entry_file(root, key), "rb") as f:
-        return entry_checksum(key, [hashlib.file_digest(f, "sha256").hexdigest()])
-
-
 def read_manifest(root: Path) -> dict[str, Entry]:
     """The manifest of a store (empty for a new directory)."""
     path = root / "manifest.json"

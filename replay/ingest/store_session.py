@@ -31,6 +31,7 @@ import filelock
 
 from replay.errors import StoreError
 from replay.ingest import store
+from replay.ingest.entry_state import intact
 
 LOCK_FILE = ".lock"
 JOURNAL_FILE = "journal.jsonl"
@@ -123,7 +124,7 @@ def read_journal(root: Path) -> list[store.Entry]:
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 raise StoreError(f"{path}:{no}: damaged store: journal line is not an entry "
                                  f"({exc}); nothing was read or changed") from exc
-            if store.intact(root, entry):
+            if intact(root, entry):
                 entries.append(entry)
     return entries
 

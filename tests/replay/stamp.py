@@ -5,6 +5,7 @@ checksum (to reach the checks behind it) stamp the manifest again, as a forger w
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +19,14 @@ from replay.ingest.entry_file import ENTRY_FOOTER
 def restamp(root: Path) -> None:
     """Give every entry of the store at ``root`` the checksum of its files as they are now."""
     entries = store.read_manifest(root)
-    store.write_manifest(root, {s: dataclasses.replace(e, checksum=store._checksum_of(root, e.key))
+    store.write_manifest(root, {s: dataclasses.replace(e, checksum=_checksum(root, e.key))
                                 for s, e in entries.items()})
+
+
+def _checksum(root: Path, key: str) -> str:
+    """The checksum of entry ``key``'s file as it is now (``store.entry_checksum``)."""
+    return store.entry_checksum(key, [hashlib.sha256(store.entry_file(root, key).read_bytes())
+                                      .hexdigest()])
 
 
 def forge(path: Path, table: str, change: Callable[[pa.Table], pa.Table]) -> None:

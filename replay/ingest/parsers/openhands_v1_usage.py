@@ -9,8 +9,8 @@ The SDK keeps one ``Metrics`` per LLM usage id (``agent``, ``condenser``, ...) i
 usage counts cache reads apart (the SDK's ``MetricsSnapshot.cache_hit_rate`` tells them by
 ``cache_read_tokens > prompt_tokens``): then the prompt is their sum, and the issue says how many
 records were read so.  A record that is no object or names no response, and a usage id whose
-``token_usages`` is not a list, is counted in an issue.  Values are as recorded: one that is not a count is made unknown, with an
-issue, by ``RunBuilder.request``.
+``token_usages`` is not a list, is counted in an issue.  Values are as recorded: one that is not
+a count is made unknown, with an issue, by ``RunBuilder.request``.
 
 Not here: which requests they belong to (``replay.ingest.parsers.openhands_v1``).
 """

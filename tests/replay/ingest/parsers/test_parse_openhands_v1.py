@@ -184,7 +184,9 @@ def test_a_cut_event_file_is_counted_not_fatal(tmp_path: Path) -> None:
     assert parsed.tables.runs.to_pylist()[0]["n_tool_results"] == 1
 
 
-def test_a_symlinked_event_file_is_not_followed(tmp_path: Path) -> None:
+def _event_linked_outside(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the real conversation whose seventh event file is a symlink to a file outside
+    the folder holding that event with a secret text; the folder and the symlink."""
     folder = _copy(tmp_path)
     target = _event_file(folder, 6)
     outside = tmp_path / "outside.json"
@@ -193,6 +195,11 @@ def test_a_symlinked_event_file_is_not_followed(tmp_path: Path) -> None:
     outside.write_text(json.dumps(doc))
     target.unlink()
     target.symlink_to(outside)
+    return folder, target
+
+
+def test_a_symlinked_event_file_is_not_followed(tmp_path: Path) -> None:
+    folder, target = _event_linked_outside(tmp_path)
     parsed = parse_file(folder, folder.parent)
     assert parsed.tables is not None
     texts = parsed.tables.messages.column("text").to_pylist()
@@ -210,14 +217,7 @@ def test_a_file_swapped_for_a_symlink_after_the_look_is_not_followed(
     right after it): the open itself must not follow the link."""
     from replay.ingest import openhands_v1_folder
 
-    folder = _copy(tmp_path)
-    target = _event_file(folder, 6)
-    outside = tmp_path / "outside.json"
-    doc = json.loads(target.read_text())
-    doc["llm_message"]["content"][0]["text"] = "SECRET FROM OUTSIDE THE FOLDER"
-    outside.write_text(json.dumps(doc))
-    target.unlink()
-    target.symlink_to(outside)
+    folder, target = _event_linked_outside(tmp_path)
     monkeypatch.setattr(openhands_v1_folder, "_not_read", lambda f, name, *, is_base: "")
     parsed = parse_file(folder, folder.parent)
     assert parsed.tables is not None
