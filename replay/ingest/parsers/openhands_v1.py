@@ -123,6 +123,10 @@ class _Walk:
     """The messages the condensations so far keep, in all (``MAX_PRESERVED``)."""
     not_ids: int = 0
     """Entries of the condensations' ``forgotten_event_ids`` that are no event id (not text)."""
+    ids: set[str] = field(default_factory=set)
+    """The event ids met so far."""
+    repeated_ids: int = 0
+    """Events whose id an earlier event has."""
 
 
 def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
@@ -147,6 +151,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     if w.no_usage:
         issues.append(Issue(src.path, 0, f"{w.no_usage} of {len(w.responses)} request(s) have no "
                                           f"usage record in {BASE_STATE} (unknown)"))
+    if w.repeated_ids:
+        issues.append(Issue(src.path, 0, f"{w.repeated_ids} event(s) with an earlier event's id: "
+                                          "each read, as the SDK reads them; a Condensation "
+                                          "forgetting that id forgets every one of them"))
     if w.not_ids:
         issues.append(Issue(src.path, 0, f"{w.not_ids} entr{'y' if w.not_ids == 1 else 'ies'} "
                                           "of a Condensation's forgotten_event_ids not an event "
@@ -166,6 +174,12 @@ def _event(w: _Walk, src: Source, ev: Any, name: str) -> None:
         return
     kind = ev["kind"]
     rtype = f"event/{kind}"
+    eid = ev.get("id")
+    if isinstance(eid, str) and eid:
+        if eid in w.ids:
+            w.repeated_ids += 1
+        else:
+            w.ids.add(eid)
     if kind != "ActionEvent":
         w.batch = None
     try:
