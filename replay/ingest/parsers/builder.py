@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.ingest.ops import classify
-from replay.ingest.parsers.call_pairs import unanswered_calls
+from replay.ingest.parsers.call_pairs import ids_reused_while_open, unanswered_calls
 from replay.ingest.parsers.counts import INT64_MAX, MAX_COUNT, json_int, not_a_count, shown
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
@@ -337,6 +337,8 @@ class RunBuilder:
         }
         outs = r["output_msg"]
         if issue := unanswered_calls(self.source.path, m["kind"], m["call_id"], m["msg"], outs):
+            self.issues.append(issue)
+        if issue := ids_reused_while_open(self.source.path, m["kind"], m["call_id"], m["msg"]):
             self.issues.append(issue)
         events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
         k = 0  # each event's request: the first whose output is at or after its message (the

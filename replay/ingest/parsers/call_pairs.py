@@ -1,7 +1,8 @@
 """Tool calls a run's log left unanswered: the calls that got no result although a later
 request follows them (the model was called again with a call unanswered: a result the log lost,
-or one the harness never sent).  An orphan result, the other side, is said as it is met
-(``RunBuilder.tool_result``).
+or one the harness never sent); and calls whose id an earlier call still waiting for its result
+has (a result pairs with the latest call of its id, so which call it answers is a guess).  An
+orphan result, the other side, is said as it is met (``RunBuilder.tool_result``).
 
 Not here: building the run (``replay.ingest.parsers.builder``, which calls this once a run).
 """
@@ -36,3 +37,32 @@ def unanswered_calls(path: str, kinds: Sequence[str], call_ids: Sequence[str],
     return Issue(path, 0, f"{len(missing)} tool call(s) got no result although a later request "
                           f"follows (first {missing[0][1]!r}, message {missing[0][0]}): the log "
                           "lost their results, or the harness sent none")
+
+
+def ids_reused_while_open(path: str, kinds: Sequence[str], call_ids: Sequence[str],
+                          msgs: Sequence[int]) -> Issue | None:
+    """One issue for a run's tool calls that take the id of an earlier call with no result yet
+    (``RunBuilder.tool_result`` pairs a result with the latest call of its id: the earlier
+    call then looks answered by the later one's result, or the results are each other's);
+    None when no call does (an id used again after its result is no doubt: each pairs in
+    turn)."""
+    calls = list(compress(call_ids, map(operator.eq, kinds, repeat("tool_call"))))
+    if len(set(calls)) == len(calls):  # (nearly every run: no id given twice)
+        return None
+    open_ids: set[str] = set()
+    reused: list[tuple[int, str]] = []
+    for k, c, msg in zip(kinds, call_ids, msgs):
+        if not c:
+            continue
+        if k == "tool_call":
+            if c in open_ids:
+                reused.append((msg, c))
+            open_ids.add(c)
+        elif k == "tool_result":
+            open_ids.discard(c)
+    if not reused:
+        return None
+    return Issue(path, 0, f"{len(reused)} tool call(s) take the id of an earlier call still "
+                          f"waiting for its result (first {reused[0][1]!r}, message "
+                          f"{reused[0][0]}): each result is paired with the latest call of its "
+                          "id, so which call a result answers is a guess there")

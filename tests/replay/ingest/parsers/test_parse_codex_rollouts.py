@@ -80,6 +80,10 @@ def test_an_item_written_again_is_reported_and_counted_once(tmp_path: Path) -> N
     lines = [META, USER, TURN, CALL, CALL, other, OUT, other, SAY]
     parsed, issues = _parse(tmp_path, lines)
     _, msgs, _ = one_run_rows(parsed)
+    # the second c1 is called before the first has its output: the pairing is a guess, said
+    reuse = [i for i in issues if "take the id of an earlier call" in i]
+    assert len(reuse) == 1 and "1 tool call(s)" in reuse[0] and "'c1'" in reuse[0]
+    issues = [i for i in issues if i not in reuse]
     assert [i.split(": ", 1)[1] for i in issues] == [
         "duplicate of the function_call item on line 4 (record skipped)",
         "duplicate of the function_call item on line 6 (record skipped)"]
