@@ -217,6 +217,7 @@ _FIRST_KEPT = st.sampled_from([0, 0, 1, 2])
 _REINSERTS = st.sampled_from([[], ["task"], ["task", "todo"]])
 _COLLAPSE_KEPT = st.sampled_from([None, 2, 4, 8])
 _DROP_FRACS = st.sampled_from([None, None, 0.5, 0.75, 1.0])
+_OLDER_READS = st.sampled_from([None, None, {}, {"enough_frac": 0.0}, {"enough_frac": 0.6}])
 _ESTIMATORS = st.sampled_from([{"method": "chars", "chars_per_token": 3.0},
                                {"method": "tokenizer", "scale": 0.9}, {"method": "tokenizer"}])
 _RECALLS = st.sampled_from(["immediate", "at_need"])
@@ -267,7 +268,8 @@ def policies(draw: Any) -> Policy:
                       "may_trim_protected": draw(_BOOL),
                       "keep_messages": draw(_COLLAPSE_KEPT) if drop_frac is None else None,
                       "drop_frac": drop_frac,
-                      "keep_first_messages": draw(_FIRST_KEPT)})
+                      "keep_first_messages": draw(_FIRST_KEPT),
+                      "older_reads": draw(_OLDER_READS)})
     return policy_from_dict({
         "name": "hyp",
         "server": {"window_tokens": window, "reserve_tokens": reserve,

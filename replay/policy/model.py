@@ -252,6 +252,30 @@ class Collapse:
     keep_first_messages: int = 0
     """The run's first this many messages stay verbatim in front of what is kept (Cline keeps
     the first user/assistant pair: 2), as ``Summarise.keep_first_messages``."""
+    older_reads: OlderReads | None = None
+    """When set, older reads of each file are replaced first, and the cut is skipped when that
+    saved enough (``OlderReads``: Cline's duplicate-file-read removal); None: no such step."""
+
+
+DUPLICATE_READ_NOTICE = ("[[NOTE] This file read has been removed to save space in the context "
+                         "window. Refer to the latest file read for the most up to date version "
+                         "of this file.]")
+"""Cline's ``formatResponse.duplicateFileReadNotice()`` (src/core/prompts/responses.ts)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OlderReads:
+    """Cline's duplicate-file-read removal (``ContextManager.applyContextOptimizations``), tried
+    first each time a collapse tier fires: in the live context every read of a file (a tool
+    result whose call reads a path) but the newest read of that file becomes ``notice`` (a
+    ``collapse_trim`` action); when that saves at least ``enough_frac`` of the live context's
+    bytes, the tier cuts nothing at this request.  Reads already replaced or trimmed are not
+    counted again, as Cline skips the messages it altered before."""
+
+    notice: str = DUPLICATE_READ_NOTICE
+    enough_frac: float = 0.3
+    """Cline's ``charactersSavedPercentage >= 0.3`` (its characters are UTF-16 units, here
+    UTF-8 bytes: the same for ASCII)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,9 @@
 """Collapse: the emergency tier, when the estimate nears the harness's limit.
 
 Fires when estimate ≥ (1 − margin) × usable window, or on its ``trigger`` when it has one
-(an event count, an idle gap, …).  First, if allowed, trims
+(an event count, an idle gap, …).  First, with ``older_reads``, replaces every read of a file
+but the newest of that file with a notice and stops there when that saved enough (Cline's
+duplicate-file-read removal).  Then, if allowed, trims
 tool results inside the protected range (oldest first, until under the
 threshold); then drops the oldest messages, keeping ``keep_messages`` (or only
 as many as needed), or drops ``drop_frac`` of them rounded down to an even count (Cline's and
@@ -43,9 +45,12 @@ class CollapseState:
     """``level_tokens`` of the tier, resolved at its first check (-1: not yet)."""
     check: TriggerCheck | None = None
     """The tier's ``trigger`` when it has one, read once (at its first check)."""
+    notice: tuple[int, int, int] | None = None
+    """``older_reads.notice`` sized (est, truth, bytes), at its first use."""
 
     def __init__(self) -> None:
         self.facts, self.cursor, self.level, self.check = Facts(), 0, -1, None
+        self.notice = None
 
 
 class CollapseStep(Step):
@@ -91,6 +96,8 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
         if not fires_check(check, ctx, env):
             return
     newest = ctx.newest_output_start()
+    if tier.older_reads is not None and _replace_older_reads(tier, st, ctx, env, newest, over):
+        return
     if tier.may_trim_protected:
         _trim_inside(tier, st, ctx, env, newest, level, over)
     if tier.trigger is None and env.fixed_est + ctx.est() < level:
@@ -139,6 +146,43 @@ def _dropped_to(drop_frac: float, ctx: Context, kept_end: int) -> int:
     first, last = run.ordinal[kept_end], run.ordinal[ctx.hi - 1]
     drop = int((last - first + 1) * drop_frac) // 2 * 2
     return run.msg_start[first + drop]
+
+
+def _replace_older_reads(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,
+                         over: int) -> bool:
+    """Replace every read of a file in the live context but the newest read of that file with
+    ``older_reads.notice`` (reads replaced or trimmed before are not counted: Cline skips the
+    messages it altered); whether that saved at least ``enough_frac`` of the live context's
+    bytes (the head's included), so that the tier cuts nothing now.  A read inside the newest
+    output is never replaced (the newest output is never touched)."""
+    older_reads = tier.older_reads
+    assert older_reads is not None
+    run, lo, hi = ctx.run, ctx.lo, ctx.hi
+    op, kind, path, trimmed = run.op, run.kind, run.path, ctx.trimmed
+    newest_of: dict[str, int] = {}
+    older: list[int] = []
+    for b in range(lo, hi):
+        if op[b] == "read" and kind[b] == "tool_result" and not trimmed[b] and path[b]:
+            seen = newest_of.get(path[b], -1)
+            if seen >= 0:
+                older.append(seen)
+            newest_of[path[b]] = b
+    older = sorted(b for b in older if b < newest)
+    if not older:
+        return False
+    sized = st.notice
+    if sized is None:
+        text = older_reads.notice
+        sized = st.notice = (env.est_text(text), env.truth_text(text),
+                             len(text.encode("utf-8", "surrogatepass")))
+    est, truth, n_bytes = sized
+    cur_bytes = ctx.cur_bytes
+    total = ctx.head_n_bytes + sum(cur_bytes[lo:hi])
+    saved = sum(cur_bytes[b] for b in older) - n_bytes * len(older)
+    apply_trims(ctx, env, [(b, est, truth, n_bytes) for b in older], tier=tier.name,
+                kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
+                threshold_tokens=threshold(tier, env))
+    return total > 0 and saved >= older_reads.enough_frac * total
 
 
 def _trim_inside(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,
