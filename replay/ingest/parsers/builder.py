@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.ingest.ops import classify
-from replay.ingest.parsers.call_pairs import ids_reused_while_open, unanswered_calls
+from replay.ingest.parsers.call_pairs import call_issues
 from replay.ingest.parsers.counts import INT64_MAX, MAX_COUNT, json_int, not_a_count, shown
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue, Source, run_id_for
@@ -336,10 +336,7 @@ class RunBuilder:
             "sha256": self.source.sha256,
         }
         outs = r["output_msg"]
-        if issue := unanswered_calls(self.source.path, m["kind"], m["call_id"], m["msg"], outs):
-            self.issues.append(issue)
-        if issue := ids_reused_while_open(self.source.path, m["kind"], m["call_id"], m["msg"]):
-            self.issues.append(issue)
+        self.issues.extend(call_issues(self.source.path, m["kind"], m["call_id"], m["msg"], outs))
         events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
         k = 0  # each event's request: the first whose output is at or after its message (the
         # events by message: where the last one's was found, or later; not a scan from 0 each)

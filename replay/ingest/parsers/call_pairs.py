@@ -16,16 +16,35 @@ from itertools import compress, repeat
 from replay.ingest.parsers.source import Issue
 
 
+def call_issues(path: str, kinds: Sequence[str], call_ids: Sequence[str],
+                msgs: Sequence[int], outputs: Sequence[int]) -> list[Issue]:
+    """A run's issues about pairing its tool calls (its block rows: ``kinds``, ``call_ids``,
+    ``msgs``; ``outputs``: each request's output message): ``unanswered_calls`` and
+    ``ids_reused_while_open``, the calls picked out once for both."""
+    # (the rows picked out in C: a pass in Python over every block cost ~1 % of a parse)
+    calls = list(compress(call_ids, map(operator.eq, kinds, repeat("tool_call"))))
+    called = set(calls)
+    issues = []
+    if issue := unanswered_calls(path, kinds, call_ids, msgs, outputs, called):
+        issues.append(issue)
+    unnamed = calls.count("")  # (calls without an id: never paired, never a doubt)
+    if len(called) - (unnamed > 0) != len(calls) - unnamed and (
+            issue := ids_reused_while_open(path, kinds, call_ids, msgs)):
+        issues.append(issue)  # (nearly every run gives no id twice: no walk)
+    return issues
+
+
 def unanswered_calls(path: str, kinds: Sequence[str], call_ids: Sequence[str],
-                     msgs: Sequence[int], outputs: Sequence[int]) -> Issue | None:
+                     msgs: Sequence[int], outputs: Sequence[int],
+                     called: set[str] | None = None) -> Issue | None:
     """One issue for a run's tool calls (its block rows: ``kinds``, ``call_ids``, ``msgs``)
     that no result answers although a request after them (``outputs``: each request's output
     message) follows; None when every call is answered.  The last calls of an interrupted
     session, with no request after them, are not counted, nor a call without an id (it
-    cannot be paired)."""
-    # (the rows picked out in C: a pass in Python over every block cost ~1 % of a parse)
-    called = set(compress(call_ids, map(operator.eq, kinds, repeat("tool_call"))))
-    called -= set(compress(call_ids, map(operator.eq, kinds, repeat("tool_result"))))
+    cannot be paired).  ``called``: the ids of the calls, when the caller has them."""
+    if called is None:
+        called = set(compress(call_ids, map(operator.eq, kinds, repeat("tool_call"))))
+    called = called - set(compress(call_ids, map(operator.eq, kinds, repeat("tool_result"))))
     called.discard("")
     if not called:  # (nearly every run: every call answered)
         return None
@@ -46,9 +65,6 @@ def ids_reused_while_open(path: str, kinds: Sequence[str], call_ids: Sequence[st
     call then looks answered by the later one's result, or the results are each other's);
     None when no call does (an id used again after its result is no doubt: each pairs in
     turn)."""
-    calls = list(compress(call_ids, map(operator.eq, kinds, repeat("tool_call"))))
-    if len(set(calls)) == len(calls):  # (nearly every run: no id given twice)
-        return None
     open_ids: set[str] = set()
     reused: list[tuple[int, str]] = []
     for k, c, msg in zip(kinds, call_ids, msgs):
