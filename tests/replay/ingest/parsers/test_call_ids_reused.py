@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers.call_pairs import ids_reused_while_open
+from replay.ingest.parsers.call_pairs import call_issues, ids_reused_while_open
 
 SAID = "take the id of an earlier call still waiting for its result"
 
@@ -85,3 +85,7 @@ def test_the_count_matches_a_walk_back_from_each_call(events: list[Event]) -> No
     issue = ids_reused_while_open("f", kinds, ids, list(range(len(events))))
     expected = _reused_the_long_way([(k, c) for k, c in zip(kinds, ids)])
     assert (0 if issue is None else int(issue.reason.split()[0])) == expected
+    # the run's checks skip the walk only when no id is given twice: never a reuse missed
+    said = [i for i in call_issues("f", kinds, ids, list(range(len(events))), [])
+            if SAID in i.reason]
+    assert len(said) == (expected > 0)
