@@ -39,12 +39,14 @@ def prepared(b: RunBuilder) -> PreparedRun:
     return prepare(tables.messages, tables.requests, tables.runs["run_id"][0].as_py())
 
 
-def session(results: list[int], *, every_step: bool = True) -> PreparedRun:
-    """A task, one read per entry of ``results`` (its result that many lines), a final answer."""
+def session(results: list[int], *, every_step: bool = True,
+            files: list[int] | None = None) -> PreparedRun:
+    """A task, one read per entry of ``results`` (its result that many lines), a final answer.
+    Read ``i`` reads ``src/f{i}.py``, or ``src/f{files[i]}.py`` when ``files`` is given."""
     b = start()
     for i, n in enumerate(results):
         b.message("assistant")
-        b.tool_call(f"c{i}", "Read", {"file_path": f"src/f{i}.py"})
+        b.tool_call(f"c{i}", "Read", {"file_path": f"src/f{i if files is None else files[i]}.py"})
         if every_step:
             b.request()
         b.message("tool")

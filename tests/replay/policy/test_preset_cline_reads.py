@@ -12,25 +12,15 @@ from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun
 from replay.policy import Collapse, load_policy, replace_path
 from replay.policy.model import DUPLICATE_READ_NOTICE
-from tests.replay.engine.tier_runs import context_end, evicted, lines, prepared, start
+from tests.replay.engine.tier_runs import context_end, evicted, session
 
 LEVEL = 200_000 - 40_000  # Cline's maxAllowedSize on a 200k window
 
 
-def _reads(files: list[int], result_lines: int = 200) -> PreparedRun:
-    """A task, then one read per entry of ``files`` (the file ``src/f{n}.py``), each call a
-    request's output, then a final answer."""
-    b = start()
-    for i, f in enumerate(files):
-        b.message("assistant")
-        b.tool_call(f"c{i}", "Read", {"file_path": f"src/f{f}.py"})
-        b.request()
-        b.message("tool")
-        b.tool_result(f"c{i}", lines(f"out {i}", result_lines))
-    b.message("assistant")
-    b.text("finished")
-    b.request()
-    return prepared(b)
+def _reads(files: list[int]) -> PreparedRun:
+    """A task, then one read of 200 lines per entry of ``files`` (the file ``src/f{n}.py``),
+    each call a request's output, then a final answer."""
+    return session([200] * len(files), files=files)
 
 
 def _first_over(run: PreparedRun) -> int:
