@@ -28,7 +28,7 @@ from replay.ingest.arrow_columns import int64_total
 from replay.ingest.discover import discover, sources
 from replay.ingest.entry_state import intact
 from replay.ingest.entry_write import NewEntry, write_entry
-from replay.ingest.input_files import check_max_bytes, sha256_of
+from replay.ingest.input_files import check_max_bytes, holds_at_least, input_size, sha256_of
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS_VERSION, check_format
@@ -323,7 +323,7 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
     waiting for an earlier file stay small."""
     cores = os.cpu_count() or 1
     workers = min(jobs or cores, len(todo))
-    if not jobs and sum(_size(path) for path, _, _ in todo) < MIN_POOL_BYTES:
+    if not jobs and not holds_at_least((path for path, _, _ in todo), MIN_POOL_BYTES):
         workers = 1  # (each worker costs more to start than it saves on so little)
     if workers <= 1:
         threads = max(1, jobs or cores) if len(todo) == 1 else 1
@@ -344,7 +344,7 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
     try:
         # biggest files first keeps every worker busy to the end; results still come in order
         position: dict[Future[_Done], int] = {}
-        for k in sorted(range(len(todo)), key=lambda k: -_size(todo[k][0])):
+        for k in sorted(range(len(todo)), key=lambda k: -input_size(todo[k][0])):
             path, root, rel = todo[k]
             position[pool.submit(_process, path, root, rel, fmt, tokenizers, out, strict, 1)] = k
         ready: dict[int, _Done] = {}
@@ -365,13 +365,6 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
 def _without_index(done: _Done, on_finished: Callable[[_Done], None]) -> _Done:
     on_finished(done)
     return replace(done, index_rows=b"") if len(done.index_rows) else done
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _sha256(path: Path) -> str:

@@ -24,6 +24,9 @@ read only up to ``max_document_bytes()`` (``DEFAULT_MAX_DOCUMENT_BYTES``, 128 Mi
 decoded line by line, but a file's records are kept until its runs are built (403 MB peak for
 61 MB of minimal Claude Code records), so they are bounded by the file limit only.
 
+``input_size`` and ``holds_at_least`` measure inputs before they are read (a folder: the files
+in it), for how many workers an ingest starts and in which order they take the inputs.
+
 Not here: which files are read (``replay.ingest.discover``), parsing (``replay.ingest.parsers``).
 """
 
@@ -33,6 +36,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -282,3 +286,37 @@ def sha256_of(path: Path, max_bytes: int | None = None) -> str:
     except OSError:
         return ""
     return h.hexdigest()
+
+
+def holds_at_least(paths: Iterable[Path], limit: int) -> bool:
+    """Whether the inputs hold at least ``limit`` bytes in all: a file its size, a folder read
+    as one input (an OpenHands V1 conversation) the files in it and in its subfolders (not
+    through a symlink), summed only until the limit is reached."""
+    total = 0
+    for path in paths:
+        total += input_size(path, limit - total)
+        if total >= limit:
+            return True
+    return False
+
+
+def input_size(path: Path, enough: int = 1 << 62) -> int:
+    """``path``'s bytes (a folder's: its files', counted until ``enough``; unreadable: 0)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return 0
+    if not stat.S_ISDIR(st.st_mode):
+        return st.st_size
+    total, folders = 0, [str(path)]
+    while folders and total < enough:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return total

@@ -44,3 +44,37 @@ def test_small_inputs_are_parsed_without_workers(tmp_path: Path,
     entries = [sorted((k, e.key, e.checksum) for k, e in store.read_manifest(tmp_path / d).items())
                for d in ("inline", "jobs", "bound")]
     assert entries[0] == entries[1] == entries[2]
+
+
+V1 = Path(__file__).resolve().parents[2] / "fixtures" / "openhands_v1"
+
+
+def test_a_conversation_folder_counts_its_files(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OpenHands V1 conversation is a folder read as one input: it was sized by the
+    folder's own entry (4 KB whatever its events held), so a batch of big conversations was
+    parsed in one process.  Its files count now (never a symlink's target)."""
+    conv = next(p for p in V1.iterdir() if p.is_dir())
+    logs = tmp_path / "logs"
+    shutil.copytree(conv, logs / conv.name)
+    held = sum(p.stat().st_size for p in (logs / conv.name).rglob("*") if p.is_file())
+    assert held > (logs / conv.name).stat().st_size
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * (held * 4))
+    (logs / conv.name / "events" / "stray-link").symlink_to(big)  # not followed, not counted
+    assert batch.input_size(logs / conv.name) == held
+    assert batch.holds_at_least([logs / conv.name], held)
+    assert not batch.holds_at_least([logs / conv.name], held + 1)
+    pools: list[int] = []
+    real = batch.ProcessPoolExecutor
+
+    def counted(workers: int, **kw: Any) -> Any:
+        pools.append(workers)
+        return real(workers, **kw)
+
+    shutil.copy(SMALL[0], logs / SMALL[0].name)  # two inputs: a pool has two to share
+    monkeypatch.setattr(batch, "ProcessPoolExecutor", counted)
+    monkeypatch.setattr(batch, "MIN_POOL_BYTES", held)
+    report = ingest([logs], tmp_path / "out")
+    assert len(report.parsed) == 2
+    assert pools == ([2] if (batch.os.cpu_count() or 1) > 1 else [])
