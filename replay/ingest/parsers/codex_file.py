@@ -119,9 +119,13 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
         else:
             item = rec  # legacy: bare items
         if item.__class__ is not dict or (t := item.get("type")).__class__ is not str:
-            continue  # (``_identity``'s first test, without a call)
-        ident = _identity(item, t)
-        if ident is None:
+            continue
+        for key in _IDENTITY_KEYS:  # (the identity, without a call an item)
+            value = item.get(key)
+            if isinstance(value, str) and value:
+                ident = (t, value)
+                break
+        else:
             continue
         first = seen.earlier(ident, item, no)
         if first is not None:
@@ -134,12 +138,8 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
     return [pair for pos, pair in enumerate(records) if pos not in skip]
 
 
-def _identity(item: dict[str, Any], t: str) -> tuple[str, str] | None:
-    for key in ("call_id", "id", "encrypted_content"):
-        value = item.get(key)
-        if isinstance(value, str) and value:
-            return t, value
-    return None
+_IDENTITY_KEYS = ("call_id", "id", "encrypted_content")
+"""The keys of an item's identity (``unique``), the first one holding a non-empty string."""
 
 
 def usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:

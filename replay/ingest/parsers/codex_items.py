@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.json_text import json_text
@@ -124,12 +126,7 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
     if output is None:
         return "", False
     if isinstance(output, str):  # 0.5x exec outputs: {"output": …, "metadata": {"exit_code": N}}
-        try:
-            doc = loads(output) if output.startswith('{"') else None
-        except JSON_REFUSED:
-            doc = None
-        meta = doc.get("metadata") if isinstance(doc, dict) else None
-        return output, isinstance(meta, dict) and meta.get("exit_code") not in (0, None)
+        return output, output.startswith('{"') and _exec_failed(output)
     if isinstance(output, list):
         return as_text(output), False
     if isinstance(output, dict):  # {"content": …, "success": …} or any other object
@@ -141,6 +138,37 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
             return output["output"], failed
         return json_text(output), failed
     raise ValueError(f"tool output is {type(output).__name__}, not a string or object")
+
+
+class _ExecOutput(msgspec.Struct):
+    """The one field of a 0.5x exec output document ``result`` reads."""
+
+    metadata: Any = None
+
+
+_exec_metadata = msgspec.json.Decoder(_ExecOutput).decode
+
+
+def _exec_failed(output: str) -> bool:
+    """Whether a string output is a JSON object whose ``metadata.exit_code`` is set and not 0.
+    Its ``metadata`` alone is decoded first (msgspec checks the rest as JSON and passes over
+    it: the output's text, most of the document, is not built); a document so read and found
+    to succeed is one (the same value: msgspec keeps the last of a repeated key, as
+    ``json`` does), and any other is decoded whole (``loads``): a failure, or a document
+    msgspec refuses, is decided as before."""
+    try:
+        meta = _exec_metadata(output).metadata
+    except Exception:  # noqa: BLE001, S110 - whatever the typed decoder refuses: decoded whole
+        pass
+    else:
+        if not isinstance(meta, dict) or meta.get("exit_code") in (0, None):
+            return False
+    try:
+        doc = loads(output)
+    except JSON_REFUSED:
+        return False
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return isinstance(meta, dict) and meta.get("exit_code") not in (0, None)
 
 
 def command(item: dict[str, Any]) -> tuple[str, Any, str, bool]:
@@ -234,12 +262,20 @@ def token_usage(info: dict[str, Any], prev_total: Any) -> tuple[dict[str, int | 
 CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# agents.md instructions",
                "<user_shell_command>", "<skill", "<turn_aborted>", "<subagent_notification>")
 """How the user messages Codex writes for itself begin (lowercased): context, not a turn."""
+_CONTEXTUAL_CHARS = max(map(len, CONTEXTUAL))
+"""The characters of a text ``is_turn_start`` lowercases: its head, as long as the longest of
+``CONTEXTUAL``.  Lowercasing maps each character to one or more, so the first N characters of
+the lowercased text come from its first N at most; only a capital sigma's form depends on what
+follows, and neither form is ASCII, as ``CONTEXTUAL`` is: the same answer as the whole text's."""
 
 
 def is_turn_start(blocks: list[tuple[str, str]]) -> bool:
     """Whether a user message's blocks start a user turn (Codex's ``is_user_turn_boundary``:
     a user message that is not context the harness added), i.e. what a rollback counts."""
-    return not any(text.lstrip().lower().startswith(CONTEXTUAL) for _kind, text in blocks)
+    for _kind, text in blocks:  # (each text's head lowercased, not the whole text)
+        if text.lstrip()[:_CONTEXTUAL_CHARS].lower().startswith(CONTEXTUAL):
+            return False
+    return True
 
 
 def joined(blocks: list[tuple[str, str]]) -> str:

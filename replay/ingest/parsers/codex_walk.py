@@ -7,7 +7,6 @@ items ``codex_items``.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +70,14 @@ class Walk:
     """Message index of each user turn's start (what a rollback counts back over)."""
     branches: list[Branch] = field(default_factory=list)
     """Each rollback's abandoned branch (a copy of the run before it) and its requests."""
-    said: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(role, text) of each message item → its message (a replacement history's copies)."""
+    said: list[tuple[tuple[str, str], int]] = field(default_factory=list)
+    """(role, text) of each message item and its message, in order (a replacement history's
+    copies): made a dict only when a compaction looks one up (``said_index``), so a rollout
+    with no compaction hashes no message's text."""
+    said_index: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``said`` as (role, text) → the last message of it, up to ``said_read``."""
+    said_read: int = 0
+    """The items of ``said`` in ``said_index``."""
     ordinal: int | None = None
     """The last line's ``ordinal``."""
     out_of_order: int = 0
@@ -160,7 +165,7 @@ class Walk:
                     self.turns.append(msg)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
-            self.said[(str(role), it.joined(blocks))] = b.msg_index
+            self.said.append(((str(role), it.joined(blocks)), b.msg_index))
         elif t == "agent_message":
             blocks = it.content(p.get("content"))
             self.turns.append(self.start("user", ts))
@@ -324,13 +329,17 @@ class Walk:
     def preserved(self, items: list[dict[str, Any]]) -> list[int]:
         """Messages of the stream a replacement history's items repeat (what the compaction
         re-attached after its summary), by role and text; the summary's own item excluded."""
+        said = self.said_index
+        if self.said_read < len(self.said):  # the messages since the last look-up
+            said.update(self.said[self.said_read:])
+            self.said_read = len(self.said)
         found: set[int] = set()
         for item in items:
             if item.get("type") != "message":
                 continue
             key = (str(item.get("role")), it.joined(it.content(item.get("content"))))
-            if key in self.said:
-                found.add(self.said[key])
+            if key in said:
+                found.add(said[key])
         return sorted(found)
 
     def remote_compaction(self, p: dict[str, Any], ts: str, name: str) -> None:
@@ -380,7 +389,10 @@ class Walk:
                                      "ordinal not above the previous line's (read in file "
                                      "order)"))
         self.b.window_tokens, self.b.compact_limit_tokens = self.usage.finish()
-        models = Counter(r.model for r in self.runs if r.model)
+        models: dict[str, int] = {}  # (a dict, not a Counter: one lookup a request)
+        for r in self.runs:
+            if r.model:
+                models[r.model] = models.get(r.model, 0) + 1
         self.b.model = max(models, key=models.__getitem__) if models else self.model
         self.b.harness = " ".join(x for x in ("codex", self.cli, self.originator) if x)
         for r in self.runs:

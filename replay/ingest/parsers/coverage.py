@@ -17,7 +17,6 @@ Not here: the records themselves (the parsers), issues about broken lines
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 LINE_NOT_READ = "(line not read)"
@@ -34,8 +33,9 @@ FATES = ("modelled", "skipped", "unknown")
 class Coverage:
     """Per-record-type counts for one file, by fate (see ``FATES``)."""
 
-    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
-    """(record type, fate) -> records."""
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(record type, fate) -> records (a plain dict, not a ``Counter``: a parser counts every
+    record it meets, and a ``Counter``'s item reads and writes cost twice a dict's)."""
     no_conversation: str = ""
     """Set by a parser that returns no run because the file holds no conversation at all
     (only metadata records): why, for the user; the file is then no failed input."""
@@ -43,32 +43,37 @@ class Coverage:
     def count(self, record_type: str, fate: str, n: int = 1) -> None:
         """``n`` records of this type met ``fate`` (one of ``FATES``), for a parser that decides
         the fate as it goes."""
-        self.counts[(record_type, fate)] += n
+        counts, key = self.counts, (record_type, fate)
+        counts[key] = counts.get(key, 0) + n
 
     def modelled(self, record_type: str, n: int = 1) -> None:
         """``n`` records of this type became part of the run model."""
-        self.counts[(record_type, "modelled")] += n
+        counts, key = self.counts, (record_type, "modelled")
+        counts[key] = counts.get(key, 0) + n
 
     def skipped(self, record_type: str, n: int = 1) -> None:
         """``n`` records of this type were understood and deliberately left out."""
-        self.counts[(record_type, "skipped")] += n
+        counts, key = self.counts, (record_type, "skipped")
+        counts[key] = counts.get(key, 0) + n
 
     def unknown(self, record_type: str, n: int = 1) -> None:
         """``n`` records of a type the parser does not know were left out."""
-        self.counts[(record_type, "unknown")] += n
+        counts, key = self.counts, (record_type, "unknown")
+        counts[key] = counts.get(key, 0) + n
 
     def recount(self, record_type: str, fate: str, new_type: str, new_fate: str,
                 n: int = 1) -> None:
         """``n`` records counted as ``record_type`` / ``fate`` are ``new_type`` / ``new_fate``
         after all (a later record decided what became of them: a rewind), so each record is
         still counted once."""
-        old = (record_type, fate)
-        n = min(n, self.counts[old])
-        self.counts[old] -= n
-        if not self.counts[old]:
-            del self.counts[old]
+        counts, old = self.counts, (record_type, fate)
+        n = min(n, counts.get(old, 0))
+        if old in counts:
+            counts[old] -= n
+            if not counts[old]:
+                del counts[old]
         if n:
-            self.counts[(new_type, new_fate)] += n
+            self.count(new_type, new_fate, n)
 
     def by_type(self) -> dict[str, dict[str, int]]:
         """``{record type: {fate: count}}``, types sorted."""
@@ -84,7 +89,7 @@ class Coverage:
     @classmethod
     def from_by_type(cls, by_type: dict[str, dict[str, int]]) -> Coverage:
         """The inverse of ``by_type`` (coverage as stored with an entry)."""
-        return cls(Counter({(t, f): n for t, fates in by_type.items() for f, n in fates.items()}))
+        return cls({(t, f): n for t, fates in by_type.items() for f, n in fates.items()})
 
     def line(self) -> str:
         """One line for the user: records read, by fate, and the types left out

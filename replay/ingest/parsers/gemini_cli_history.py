@@ -186,7 +186,7 @@ class History:
             self.notes.note(no, "message the same as its copy before (written again "
                                 "unchanged: skipped as a repeat)")
             return
-        self.src.coverage.counts[(f"message/{t}", fate)] += 1
+        self.src.coverage.count(f"message/{t}", fate)
         if fate == "unknown":
             self.notes.note(no, f"message of type {t[:40]!r}, not one Gemini CLI writes "
                                 "(skipped)")
