@@ -123,8 +123,12 @@ def classify_shell(command: str) -> OpPath:
     if "*** Begin Patch" in command and "apply_patch" in command:  # apply_patch <<'PATCH' heredoc
         return _classify_patch(command)
     head = _LINE_HEAD.match(command)
-    if head and head.group(1).rsplit("/", 1)[-1] not in _TOLD_APART:
-        return _EXEC  # what the cut below finds for it, without cutting the line
+    if head:
+        name = head.group(1).rsplit("/", 1)[-1]
+        if name not in _TOLD_APART:
+            return _EXEC  # what the cut below finds for it, without cutting the line
+        if name in _SEARCHERS:  # (the line's first command, a search whatever its operands)
+            return _SEARCH
     first = _first_command(command)
     if first is None:
         return OpPath("exec" if command.strip() else "other", "")
@@ -192,8 +196,9 @@ _LINE_HEAD = re.compile(r"[ \t\r\n]*([^\s;&|'\"\\<>=]+)(?:[ \t\r\n]|\Z)")
 separator, quote, escape, heredoc, redirection or ``=``) and a blank the shell splits at ends
 it: the name of the line's first meaningful command (``_first_command`` passes over empty
 commands, wrappers and skipped ones only, all named in ``_TOLD_APART``).  When
-``_classify_words`` does not tell it apart (most commands), the line is ``exec`` without being
-cut into commands and words."""
+``_classify_words`` does not tell it apart (most commands), the line is ``exec``, and when it is
+one of ``_SEARCHERS`` (``rg -n "a|b" src``) a search, without being cut into commands and
+words."""
 _PLAIN_HEAD = re.compile(r"\s*([^\s'\"\\=]+)(?:[ \t\r\n]|\Z)")
 """A command's first word when it is plain (no quote, escape or ``=``; ended by a blank the
 shell splits at): the command's name, read without cutting the rest into words (a long
