@@ -97,7 +97,7 @@ from replay.ingest.parsers.codex_file import (
 )
 from replay.ingest.parsers.codex_usage import UsageTrack
 from replay.ingest.parsers.codex_walk import Walk
-from replay.ingest.parsers.jsonl import iter_records
+from replay.ingest.parsers.jsonl_list import record_list
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "codex"
@@ -111,7 +111,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the rollout file.
         issues: problems found are appended here.
     """
-    records = list(iter_records(src, issues))
+    records = record_list(src, issues)
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     if not records:
         issues.append(Issue(src.path, 0, "no JSON records in this Codex rollout"))

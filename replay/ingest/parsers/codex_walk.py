@@ -158,7 +158,8 @@ class Walk:
                 raise ValueError(f"message role {role!r} is not user/assistant/developer/system")
             blocks = it.content(p.get("content"))
             if role == "assistant":
-                self.output(ts)
+                if not self.open_run:
+                    self.output(ts)
             else:
                 msg = self.start(it.ROLES[role], ts)
                 if role == "user" and it.is_turn_start(blocks):
@@ -173,11 +174,13 @@ class Walk:
                 b.text(text, kind=kind)
         elif t == "reasoning":
             text = it.reasoning(p)
-            self.output(ts)
+            if not self.open_run:  # (else ``output`` returns at once: no call)
+                self.output(ts)
             b.text(text, kind="reasoning", encrypted_bytes=encrypted_len(p.get("encrypted_content")))
         elif t in it.CALLS or t in it.HOSTED:
             call_id, tool, args = it.call(no, t, p)
-            self.output(ts)
+            if not self.open_run:
+                self.output(ts)
             b.tool_call(call_id, tool, args)
             self.call_ids.add(call_id)
             if t in it.HOSTED:
@@ -245,7 +248,8 @@ class Walk:
 
     def start(self, role: str, ts: str) -> int:
         """Start a non-assistant message (after the code-mode commands run so far); its index."""
-        self.flush_nested(ts)
+        if self.nested:  # (``flush_nested`` returns at once without: no call)
+            self.flush_nested(ts)
         self.open_run = False
         return self.b.message(role, ts=ts)
 
@@ -264,7 +268,8 @@ class Walk:
         """Continue the open assistant run, or start one (taking usage recorded before it)."""
         if self.open_run:
             return
-        self.flush_nested(ts)
+        if self.nested:
+            self.flush_nested(ts)
         self.usage.report_stray()
         self.open_run = True
         self.compacted_since_output = False
