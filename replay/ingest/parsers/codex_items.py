@@ -234,7 +234,9 @@ def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:
     fields that are not counts are unknown and named in ``bad``."""
     out: dict[str, int | None] = {}
     for key, name in USAGE:
-        value = opt_int(u, key, bad)
+        value = u.get(key)
+        if value.__class__ is not int:  # (nearly every count is: ``opt_int`` without a call)
+            value = opt_int(u, key, bad)
         if value is not None or name not in out:
             out[name] = value
     return out

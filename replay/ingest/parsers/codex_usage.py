@@ -91,11 +91,9 @@ class UsageTrack:
 
     def window(self, info: dict[str, Any]) -> None:
         """Count the window and limit a token_count (or task_started) records."""
-        for key, counts in (("model_context_window", self.windows),
-                            ("auto_compact_token_limit", self.limits)):
-            n = json_int(info.get(key))
-            if n is not None and n > 0:
-                counts[n] += 1
+        _count_positive(self.windows, info.get("model_context_window"))
+        if "auto_compact_token_limit" in info:  # (0.14x+ only)
+            _count_positive(self.limits, info["auto_compact_token_limit"])
 
     def take_pending(self) -> dict[str, int | None] | None:
         """Usage recorded before the request now starting (usage-first files); cleared."""
@@ -121,3 +119,10 @@ class UsageTrack:
                                          + "): the run records the most frequent"))
         return (self.windows.most_common(1)[0][0] if self.windows else None,
                 self.limits.most_common(1)[0][0] if self.limits else None)
+
+
+def _count_positive(counts: Counter[int], value: Any) -> None:
+    """Count ``value`` in ``counts`` when it is a positive whole number (``json_int``)."""
+    n = value if value.__class__ is int else json_int(value)  # (nearly always an int or None)
+    if n is not None and n > 0:
+        counts[n] += 1
