@@ -271,9 +271,7 @@ def recorded_command(args: dict[str, Any]) -> str:
 def unwrap_argv(argv: list[Any]) -> str:
     """The command line of a call recorded as an argument vector: the script of ``bash -lc
     SCRIPT`` (``sh``, ``zsh``; ``-c``), else the words quoted and joined."""
-    parts = [str(a) for a in argv]
-    if len(parts) >= 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in (
-        "-lc", "-c"
-    ):
-        return parts[2]
-    return " ".join(shlex.quote(p) for p in parts)
+    if len(argv) >= 3 and str(argv[1]) in ("-lc", "-c") \
+            and str(argv[0]).rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
+        return str(argv[2])  # (most calls: no list of the words made)
+    return " ".join([shlex.quote(str(a)) for a in argv])

@@ -129,13 +129,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         part = unique(part, src.path, issues, src.coverage)  # (two sessions may use the same ids)
         walk = Walk(RunBuilder(src, len(runs), NAME, issues), src, issues, part,
                     UsageTrack(src.path, issues, usage_first(part)))
-        for no, rec in part:
-            try:
-                walk.record(no, rec)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
-                kind = rec.get("type")  # (counted in coverage too: every line is accounted for)
-                walk.cov.unknown(f"{kind if isinstance(kind, str) else 'record'} (not read)")
+        try:
+            for no, rec in part:
+                try:
+                    walk.record(no, rec)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
+                    kind = rec.get("type")  # (counted in coverage too: every line accounted for)
+                    walk.cov.unknown(f"{kind if isinstance(kind, str) else 'record'} (not read)")
+        finally:
+            walk.count_records()
         if walk.b.n_blocks == 0:
             issues.append(Issue(src.path, part[0][0] if len(parts) > 1 else 0,
                                 "no context items (response items) in this Codex rollout"))

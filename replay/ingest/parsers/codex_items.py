@@ -42,7 +42,9 @@ _TOOL = {"local_shell_call": "local_shell", "tool_search_call": "tool_search",
 
 def call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
     """(call id, tool name, args) of a model-output call item (``CALLS`` or ``HOSTED``)."""
-    call_id = opt_str(p, "call_id") or opt_str(p, "id") or f"call-{no}"
+    call_id = p.get("call_id")
+    if call_id.__class__ is not str or not call_id:  # (else opt_str's answer: no call)
+        call_id = opt_str(p, "call_id") or opt_str(p, "id") or f"call-{no}"
     if t in ("web_search_call", "image_generation_call"):
         keep = ("action",) if t == "web_search_call" else ("revised_prompt", "prompt")
         args = {k: p[k] for k in keep if p.get(k) is not None}

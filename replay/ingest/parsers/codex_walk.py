@@ -88,9 +88,23 @@ class Walk:
     """Problem -> [first line, lines]: said once for the file (``finish``)."""
     cov: Coverage = field(init=False)
     """``src.coverage`` (an attribute: read for every record)."""
+    modelled: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Records of the common types modelled / skipped since ``count_records`` last moved them
+    into ``cov`` (a dict update in the loop, not a ``Coverage`` call a record)."""
 
     def __post_init__(self) -> None:
         self.cov = self.src.coverage
+
+    def count_records(self) -> None:
+        """Move the counts of ``modelled`` and ``skipped`` into the file's coverage (the caller
+        does, whatever ends the walk: the coverage of a failed parse is stored too)."""
+        for name, n in self.modelled.items():
+            self.cov.modelled(name, n)
+        for name, n in self.skipped.items():
+            self.cov.skipped(name, n)
+        self.modelled.clear()
+        self.skipped.clear()
 
     def record(self, no: int, rec: dict[str, Any]) -> None:
         if "ordinal" in rec:
@@ -112,7 +126,8 @@ class Walk:
             elif kind == "turn_context":
                 self.model = it.opt_str(payload, "model") or self.model
                 self.open_run = False
-                self.cov.modelled("turn_context")
+                m = self.modelled
+                m["turn_context"] = m.get("turn_context", 0) + 1
             elif kind == "session_meta":
                 self.meta(payload, ts)
             elif kind == "compacted":
@@ -123,7 +138,9 @@ class Walk:
                 self.cov.unknown(str(kind))
         elif "record_type" in rec:  # (legacy: half the lines are "state")
             rt = rec["record_type"]
-            self.cov.skipped(_STATE if rt == "state" else f"record_type/{rt}")
+            name = _STATE if rt == "state" else f"record_type/{rt}"
+            s = self.skipped
+            s[name] = s.get(name, 0) + 1
         elif "type" in rec:
             ts = rec.get("timestamp")
             self.item(no, rec, ts if ts.__class__ is str else it.opt_str(rec, "timestamp"))
@@ -141,7 +158,8 @@ class Walk:
             self.cov.skipped(ORDINAL)
             self.out_of_order = self.out_of_order or no
         else:
-            self.cov.modelled(ORDINAL)
+            m = self.modelled
+            m[ORDINAL] = m.get(ORDINAL, 0) + 1
         if n is not None:
             self.ordinal = n
 
@@ -186,7 +204,9 @@ class Walk:
             if t in it.HOSTED:
                 b.tool_result(call_id, it.hosted_result(t, p))
         elif t in it.OUTPUTS:
-            call_id = it.opt_str(p, "call_id") or it.opt_str(p, "id")
+            cid = p.get("call_id")  # (a non-empty string is opt_str's answer: no call)
+            call_id = cid if cid.__class__ is str and cid else \
+                it.opt_str(p, "call_id") or it.opt_str(p, "id")
             if not call_id:
                 raise ValueError(f"{t} has no call_id")
             text, is_error = it.result(t, p)
@@ -201,7 +221,8 @@ class Walk:
         else:
             self.cov.unknown(name)
             return
-        self.cov.modelled(name)
+        m = self.modelled
+        m[name] = m.get(name, 0) + 1
 
     def event(self, no: int, p: dict[str, Any]) -> None:
         t = p.get("type")
@@ -210,7 +231,8 @@ class Walk:
             name = f"event_msg/{t}"
         if t == "token_count":
             if p.get("info") is None:
-                self.cov.skipped(name)
+                s = self.skipped
+                s[name] = s.get(name, 0) + 1
                 return
             if not isinstance(p["info"], dict):
                 self.cov.skipped(f"{name} (info not an object)")
@@ -221,7 +243,8 @@ class Walk:
                                           compacted_since_output=self.compacted_since_output)
             if fate != "duplicate":
                 self.open_run = False
-            self.cov.count(name, "modelled" if fate == "modelled" else "skipped")
+            counts = self.modelled if fate == "modelled" else self.skipped
+            counts[name] = counts.get(name, 0) + 1
         elif t == "item_completed" and isinstance(p.get("item"), dict):
             item = p["item"]
             name = f"{name}/{item.get('type')}"
@@ -244,7 +267,8 @@ class Walk:
         else:
             if t == "task_started":
                 self.usage.window(p)  # it carries model_context_window too
-            self.cov.skipped(name)
+            s = self.skipped
+            s[name] = s.get(name, 0) + 1
 
     def start(self, role: str, ts: str) -> int:
         """Start a non-assistant message (after the code-mode commands run so far); its index."""

@@ -58,22 +58,33 @@ def _plain(value: Any) -> bool:
     """Whether ``value`` is strings, integers (booleans), nulls, and lists and string-keyed
     objects of them, with at most ``_PLAIN_CONTAINERS`` lists and objects (a circular value
     has more)."""
-    stack, containers = [value], 0
+    t = value.__class__
+    if t is str or t is int or t is bool or value is None:
+        return True
+    stack, containers = [value], 0  # (containers only: a scalar is tested where it is met)
     while stack:
         v = stack.pop()
-        t = v.__class__
-        if t is str or t is int or t is bool or v is None:
-            continue
         containers += 1
         if containers > _PLAIN_CONTAINERS:
             return False
-        if t is dict:
-            for key in v:
+        if v.__class__ is dict:
+            for key, item in v.items():
                 if key.__class__ is not str:
                     return False
-            stack.extend(v.values())
-        elif t is list:
-            stack.extend(v)
+                t = item.__class__
+                if t is str or t is int or t is bool or item is None:
+                    continue
+                if t is not dict and t is not list:
+                    return False
+                stack.append(item)
+        elif v.__class__ is list:
+            for item in v:
+                t = item.__class__
+                if t is str or t is int or t is bool or item is None:
+                    continue
+                if t is not dict and t is not list:
+                    return False
+                stack.append(item)
         else:
             return False
     return True
