@@ -75,8 +75,9 @@ characters whole (a separator in them does not cut), a lone ``&``.  It stops at 
 (``&&``, ``||``, ``;``, ``|``, a newline), at the end, or at a quote never closed (the rest of
 the line is then the last command's); one match a command, the quotes passed over in C."""
 
-_PLAIN = re.compile(r"[^;&|\n'\"\\<]*")
-"""A line with nothing the cut looks at (no separator, quote, escape or heredoc)."""
+_PLAIN = re.compile(r"[^;&|\n\\<]*")
+"""A line with nothing the cut looks at (no separator, escape or heredoc, in quotes or not):
+one command, the whole line (a quote in it, closed or not, holds no separator to pass over)."""
 
 
 def commands(line: str) -> Iterator[ShellCommand]:
@@ -116,6 +117,9 @@ _PIECES = re.compile(r"""[ \t\r\n]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.|[^ \t\r\n'"\\]
 double-quoted string, an escaped character, plain characters; last, one character none of
 them takes (an unclosed quote, a backslash at the end: one character, where every other piece
 that opens with a quote or a backslash has two or more)."""
+_SINGLE_QUOTED_WORD = re.compile(r"(?:[^ \t\r\n']+|'[^']*')+")
+"""A word of a line that holds no double quote and no backslash: plain characters and
+single-quoted strings, whose quotes are all it has to drop (``shell_split``)."""
 _BLANK = frozenset(" \t\r\n")
 _DQ_ESCAPE = re.compile(r'\\(["\\])')
 
@@ -131,6 +135,10 @@ def shell_split(line: str) -> list[str]:
     Raises:
         ValueError: an unclosed quote or a backslash at the end, as shlex raises.
     """
+    if '"' not in line and "\\" not in line:  # (no quote but single ones: read at once)
+        if line.count("'") % 2:  # (the quotes pair up in turn: an odd one is never closed)
+            raise ValueError("No closing quotation")
+        return [w.replace("'", "") if "'" in w else w for w in _SINGLE_QUOTED_WORD.findall(line)]
     words: list[str] = []
     word: list[str] | None = None  # the word being read (None: between words)
     for piece in _PIECES.findall(line):

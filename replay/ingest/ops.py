@@ -14,6 +14,7 @@ Not here: pairing calls with results (``replay.ingest.parsers.builder``).
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from replay.shell_line import (
@@ -226,7 +227,7 @@ def _classify_words(words: list[str], line: str, text: str) -> OpPath:
     if stdin and not any(_looks_like_file(a) for a in args):
         args.append(stdin)  # `wc -l < f`, `sed -n 1,5p < f`: the file read is the input's
     written = _written(line) if cmd in _WRITERS else ""
-    if cmd == "sed" and ("-i" in words or any(w.startswith("-i") for w in words[1:])):
+    if cmd == "sed" and any(map(str.startswith, words[1:], repeat("-i"))):  # (-i, -i.bak)
         return OpPath("edit", args[-1] if args else "")
     if cmd == "tee" or written and written != "/dev/null":
         return OpPath("write", written or (args[-1] if args else ""))
