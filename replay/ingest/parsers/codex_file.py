@@ -110,19 +110,16 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
     line accounted for), not counted twice.  Messages carry no identity and may legitimately
     repeat.  ``records`` itself when nothing repeats (most files)."""
     seen = Repeats()  # (an item met under an identity not met before: one dict lookup)
-    skip: set[int] = set()  # positions in ``records`` of the repeats
-    for pos, (no, rec) in enumerate(records):
-        if "payload" in rec:
-            if rec.get("type") != "response_item":  # (no item: no identity)
-                continue
-            item = rec["payload"]
-        else:
-            item = rec  # legacy: bare items
+    skip: set[int] = set()  # lines of the repeats (a line holds one record)
+    for no, rec in records:
+        item = rec.get("payload", rec)  # (legacy: bare items)
+        if item is not rec and rec.get("type") != "response_item":
+            continue  # (no item: no identity)
         if item.__class__ is not dict or (t := item.get("type")).__class__ is not str:
             continue
         for key in _IDENTITY_KEYS:  # (the identity, without a call an item)
             value = item.get(key)
-            if isinstance(value, str) and value:
+            if value.__class__ is str and value:
                 ident = (t, value)
                 break
         else:
@@ -132,10 +129,10 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
             issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
                                           f"{first} (record skipped)"))
             coverage.skipped(f"response_item/{ident[0]}")
-            skip.add(pos)
+            skip.add(no)
     if not skip:
         return records
-    return [pair for pos, pair in enumerate(records) if pos not in skip]
+    return [pair for pair in records if pair[0] not in skip]
 
 
 _IDENTITY_KEYS = ("call_id", "id", "encrypted_content")
