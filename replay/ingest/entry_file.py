@@ -47,14 +47,6 @@ for files about 1.4x bigger (1.48 vs 1.07 MB; ``benchmarks/ingest_speed.py``), a
 written once per log but its writes are a tenth of an ingest.  Readers take any codec: entries
 written with zstd read as before."""
 
-IPC_OPTIONS = pa.ipc.IpcWriteOptions()
-"""How a table is written as an Arrow IPC stream in a store (the footer tables, the run
-index's rows): Arrow's current stream format, named here once.  Without options pyarrow makes
-them anew for every writer from two environment variables (``ARROW_PRE_0_15_IPC_FORMAT``,
-``ARROW_PRE_1_0_METADATA_VERSION``: about 35 µs a writer, four writers a file); a store's
-format does not follow them."""
-
-
 ROW_GROUP_TEXT_BYTES = 2 << 20
 """The most text bytes (UTF-8) of one row group of an entry's messages (a row holding more is a
 row group of its own): a big file's rows are written a row group at a time, so a text column
@@ -282,16 +274,17 @@ most files' ``events`` (and some formats' ``requests``) are one shared empty tab
 
 
 def _footer_ipc(table: pa.Table | None, name: str) -> bytes:
-    """The IPC stream of footer table ``name`` (``_ipc`` of it cast to its schema; None: an
+    """The IPC stream of footer table ``name`` (``ipc_stream`` of it cast to its schema; None: an
     empty one).  A table with no rows that is the very object written last time under this
     name gets that stream again (a table is immutable: the same object, the same bytes)."""
+    schema = SCHEMAS[name]
     if table is None:
-        return _ipc(SCHEMAS[name].empty_table())
+        return ipc_stream(schema.empty_table(), schema)
     if table.num_rows:
-        return _ipc(_schema_of(table, name))
+        return ipc_stream(_schema_of(table, name), schema)
     seen = _EMPTY_IPC.get(name)
     if seen is None or seen[0] is not table:
-        seen = _EMPTY_IPC[name] = (table, _ipc(_schema_of(table, name)))
+        seen = _EMPTY_IPC[name] = (table, ipc_stream(_schema_of(table, name), schema))
     return seen[1]
 
 
@@ -351,12 +344,41 @@ def _schema_of(table: pa.Table, name: str) -> pa.Table:
     return table if table.schema.equals(schema, check_metadata=True) else table.cast(schema)
 
 
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=IPC_OPTIONS) as writer:
-        writer.write_table(table)
-    stream: bytes = sink.getvalue().to_pybytes()
-    return stream
+IPC_END = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+"""The end of an Arrow IPC stream: a continuation marker and a message length of 0."""
+
+
+def ipc_stream(table: pa.Table, schema: pa.Schema) -> bytes:
+    """The Arrow IPC stream of ``table`` under ``schema``: the bytes ``pa.ipc.new_stream(sink,
+    schema, options=pa.ipc.IpcWriteOptions())`` writes for it (the schema's message, each record
+    batch's, the end), put together without a stream writer, whose set-up was most of a small
+    table's stream (a one-row ``runs``: ~12 -> ~7 µs).  Arrow's current stream format
+    (``IpcWriteOptions``' defaults, whatever the environment: ``serialize`` reads no
+    ``ARROW_PRE_0_15_IPC_FORMAT``, as a writer made without options does).  The schema's message
+    is made once a schema object (give a module's: ``SCHEMAS``, ``RUN_INDEX``).
+
+    Raises:
+        ValueError: ``table``'s schema is not ``schema`` (as the stream writer refuses it), or
+            has a dictionary field (its dictionaries are not written here; no footer or index
+            table has one).
+    """
+    if not table.schema.equals(schema):
+        raise ValueError(f"a table of another schema than the stream's: {table.schema}")
+    message = _SCHEMA_MESSAGES.get(id(schema))
+    if message is None or message[0] is not schema:
+        if any(isinstance(f.type, pa.DictionaryType) for f in schema):
+            raise ValueError(f"no IPC stream of a dictionary field here: {schema}")
+        if len(_SCHEMA_MESSAGES) >= _SCHEMA_MESSAGES_MAX:
+            _SCHEMA_MESSAGES.clear()
+        message = _SCHEMA_MESSAGES[id(schema)] = (schema, schema.serialize().to_pybytes())
+    return b"".join([message[1], *[b.serialize().to_pybytes() for b in table.to_batches()],
+                     IPC_END])
+
+
+_SCHEMA_MESSAGES: dict[int, tuple[pa.Schema, bytes]] = {}
+"""id of a schema -> (the schema, its IPC message): ``ipc_stream``'s (the schema held, so that
+its id is not reused); emptied when it holds ``_SCHEMA_MESSAGES_MAX``."""
+_SCHEMA_MESSAGES_MAX = 64
 
 
 def _read_ipc(footer: dict[bytes, bytes], key: bytes, shown: str) -> pa.Table:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
 from replay.ingest.arrow_columns import column, int64_total
-from replay.ingest.entry_file import IPC_OPTIONS, PARQUET_OPTIONS
+from replay.ingest.entry_file import PARQUET_OPTIONS, ipc_stream
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.schema import RUN_INDEX, SCHEMAS, unrecorded
 from replay.ingest.store import (
@@ -201,11 +201,7 @@ def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | p
     keyed = _keyed(runs_table, key)
     if not stream:
         return keyed
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, RUN_INDEX, options=IPC_OPTIONS) as writer:
-        writer.write_table(keyed)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
+    return ipc_stream(keyed, RUN_INDEX)
 
 
 def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from replay.ingest import entry_file
 from replay.ingest.parse_file import parse_file
@@ -28,3 +29,38 @@ def test_an_empty_tables_stream_is_given_again_only_for_it() -> None:
 
 def vars_of(tables: object) -> dict[str, pa.Table]:
     return {name: getattr(tables, name) for name in ("runs", "messages", "requests", "events")}
+
+
+def _written_by_a_stream_writer(table: pa.Table, schema: pa.Schema) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema, options=pa.ipc.IpcWriteOptions()) as writer:
+        writer.write_table(table)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def test_ipc_stream_is_the_stream_writers_bytes() -> None:
+    tables = parse_file(FIXTURE, tokenizers=()).tables
+    assert tables is not None
+    runs, requests = tables.runs, tables.requests
+    assert runs.num_rows and requests.num_rows > 1
+    cases = [(runs, "runs"), (requests, "requests"),
+             (pa.concat_tables([requests, requests.slice(1)]), "requests"),  # two batches
+             (requests.slice(1, 1), "requests"),  # one row of a bigger table's buffers
+             (pa.Table.from_batches([], schema=SCHEMAS["events"]), "events"),  # no batch
+             (SCHEMAS["events"].empty_table(), "events")]
+    for table, name in cases:
+        stream = entry_file.ipc_stream(table, SCHEMAS[name])
+        assert stream == _written_by_a_stream_writer(table, SCHEMAS[name])
+        assert pa.ipc.open_stream(stream).read_all().equals(table)
+    assert entry_file.ipc_stream(runs, SCHEMAS["runs"]) == entry_file.ipc_stream(
+        runs, SCHEMAS["runs"])  # (the schema's message made once, the same bytes again)
+
+
+def test_ipc_stream_refuses_a_dictionary_field_and_a_table_of_another_schema() -> None:
+    schema = pa.schema([pa.field("text", pa.dictionary(pa.int32(), pa.string()))])
+    with pytest.raises(ValueError, match="dictionary"):
+        entry_file.ipc_stream(pa.Table.from_batches([], schema=schema), schema)
+    with pytest.raises(ValueError, match="another schema"):
+        entry_file.ipc_stream(pa.Table.from_batches([], schema=SCHEMAS["runs"]),
+                              SCHEMAS["requests"])

@@ -242,10 +242,12 @@ def test_a_footer_table_with_invalid_utf8_is_refused_by_decode() -> None:
     with pq.ParquetWriter(out, SCHEMAS["messages"]) as writer:
         writer.write_table(SCHEMAS["messages"].empty_table())
         writer.add_key_value_metadata({footer["runs"]: sink.getvalue().to_pybytes(),
-                                       footer["requests"]: entry_file._ipc(
-                                           SCHEMAS["requests"].empty_table()),
-                                       footer["events"]: entry_file._ipc(
-                                           SCHEMAS["events"].empty_table())})
+                                       footer["requests"]: entry_file.ipc_stream(
+                                           SCHEMAS["requests"].empty_table(),
+                                           SCHEMAS["requests"]),
+                                       footer["events"]: entry_file.ipc_stream(
+                                           SCHEMAS["events"].empty_table(),
+                                           SCHEMAS["events"])})
     with pytest.raises(StoreError):
         entry_file.decode(out.getvalue().to_pybytes(), "crafted")
 
