@@ -24,6 +24,7 @@ from replay.ingest.arrow_columns import (
     column,
     null_column,
     repeated,
+    string_columns,
     utf8_lengths,
 )
 from replay.ingest.names import TOKEN_COLUMN
@@ -307,7 +308,11 @@ def _empty(name: str) -> pa.Table:
 
 def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     fields = _fields(name)
-    arrays = [_as(columns.pop(col), type_) for col, type_ in fields]
+    values = [columns.pop(col) for col, _ in fields]
+    if name in JOINED_TABLES:
+        _joined_strings(values, name)
+    arrays = [_as(v, type_) for v, (_, type_) in zip(values, fields)]
+    del values
     schema = SCHEMAS[name]
     for i, (array, (_, type_)) in enumerate(zip(arrays, fields)):
         if array.type != type_:  # a dictionary of the field's type (``shared_texts``)
@@ -324,6 +329,35 @@ def _as(values: list[Any] | pa.Array, type_: pa.DataType) -> pa.Array:
                                 and values.type.value_type == type_):
         return values
     return values.cast(type_)
+
+
+JOINED_TABLES = frozenset({"messages"})
+"""Tables whose string columns of Python lists are made arrays together
+(``arrow_columns.string_columns``): the messages, written only to Parquet (the footer's tables
+are Arrow IPC streams, which such arrays would change)."""
+JOINED_MAX_ROWS = 256
+"""``_joined_strings`` joins the string columns of a table of at most this many rows: beyond,
+what joining saves (a column's fixed steps) is less than the list of all their values costs."""
+
+
+def _joined_strings(values: list[list[Any] | pa.Array], name: str) -> None:
+    """The string columns of table ``name`` among ``values`` (its columns in order) that are
+    Python lists, made arrays together, in place, when the table has 2 to ``JOINED_MAX_ROWS``
+    rows (one row: ``column`` gives a value met before its array again) and every value is a
+    valid string (else each is converted alone, as any column)."""
+    at = [i for i in _string_fields(name) if type(values[i]) is list]
+    if len(at) < 2 or not 2 <= len(values[at[0]]) <= JOINED_MAX_ROWS:
+        return
+    made = string_columns([values[i] for i in at])
+    if made is not None:
+        for i, array in zip(at, made):
+            values[i] = array
+
+
+@functools.cache
+def _string_fields(name: str) -> tuple[int, ...]:
+    """The positions of table ``name``'s ``string`` fields."""
+    return tuple(i for i, (_, type_) in enumerate(_fields(name)) if type_ == pa.string())
 
 
 @functools.cache

@@ -18,6 +18,7 @@ from replay.ingest.arrow_columns import (
     column,
     int64_total,
     repeated,
+    string_columns,
     utf8_lengths,
 )
 from replay.ingest.schema import SCHEMAS
@@ -235,3 +236,20 @@ def test_all_false_is_the_column_of_falses(n: int) -> None:
     assert made.equals(expected) and made.null_count == 0
     assert [b.to_pybytes() if b else None for b in made.buffers()] == \
         [b.to_pybytes() if b else None for b in expected.buffers()]
+
+
+@given(st.lists(st.lists(TEXT, max_size=6), max_size=5))
+def test_string_columns_are_each_lists_column(lists: list[list[str]]) -> None:
+    made = string_columns(lists)
+    assert made is not None and len(made) == len(lists)
+    for array, values in zip(made, lists):
+        array.validate(full=True)
+        assert array.equals(column(values, pa.string()))
+        assert array.to_pylist() == values
+
+
+@pytest.mark.parametrize("bad", [None, 1, b"x", "\ud800"], ids=repr)
+def test_string_columns_leave_a_list_column_would_not_take_as_strings_to_it(bad: Any) -> None:
+    """None when a value is a null, not a string, or not valid Unicode: each list is then
+    converted alone (``column`` makes the nulls, raises, or the caller repairs the text)."""
+    assert string_columns([["a", "b"], ["c", bad]]) is None
