@@ -304,7 +304,9 @@ def int64_total(values: pa.ChunkedArray | pa.Array) -> int:
     """The sum of an ``int64`` column's values (a null counts 0; no values: 0):
     ``pc.sum(values).as_py() or 0``, of one chunk read from its buffers without a compute call
     (that costs ~30 µs a call inside an ingest: a file's token total); of several chunks (a
-    streamed file's: one a run) one ``pc.sum`` (numpy costs ~3.5 µs a chunk)."""
+    streamed file's: one a run) one ``pc.sum`` (numpy costs ~3.5 µs a chunk).  (Fewer than
+    ``NUMPY_ROWS`` values without a null are summed by Python: exact, the same total while it
+    fits an int64, as every token total does.)"""
     if values.type != _INT64:
         raise TypeError(f"expected an int64 array, got {values.type}")
     if isinstance(values, pa.ChunkedArray) and values.num_chunks > 1:
@@ -313,6 +315,11 @@ def int64_total(values: pa.ChunkedArray | pa.Array) -> int:
     for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
         n = len(chunk)
         if n == chunk.null_count:  # (no values, or all null: no data buffer to read)
+            continue
+        if n < NUMPY_ROWS and not chunk.null_count:  # (a small file's: a sum over the bytes
+            # seen as int64s, ~2 against numpy's ~6 µs)
+            total += sum(memoryview(chunk.buffers()[1])[chunk.offset * 8:(chunk.offset + n) * 8]
+                         .cast("q"))
             continue
         ints = np.frombuffer(chunk.buffers()[1], np.int64, n, chunk.offset * 8)
         if chunk.null_count:  # (a null's slot may hold any value)

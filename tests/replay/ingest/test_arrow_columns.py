@@ -188,11 +188,13 @@ def test_utf8_lengths_of_a_null_spanning_bytes_is_0() -> None:
     assert utf8_lengths(text.slice(1)).tolist() == [0, 1]
 
 
-@given(st.lists(st.lists(st.none() | st.integers(-(2**40), 2**40), max_size=30), max_size=4),
-       st.integers(0, 60), st.integers(0, 60))
+@given(st.lists(st.lists(st.none() | st.integers(-(2**40), 2**40), max_size=NUMPY_ROWS + 20),
+                max_size=4),
+       st.integers(0, NUMPY_ROWS + 20), st.integers(0, NUMPY_ROWS + 20))
 def test_int64_total_is_pc_sum(chunks: list[list[int | None]], start: int, size: int) -> None:
     """The sum of an int64 column read from its buffers, of chunks, slices, nulls (a null's slot
-    holding a value) and all-null chunks, is ``pc.sum``'s (None -> 0)."""
+    holding a value) and all-null chunks, is ``pc.sum``'s (None -> 0), below ``NUMPY_ROWS``
+    values (summed by Python) and from it on (by numpy)."""
     import pyarrow.compute as pc
 
     arrays = [pa.array([7 if v is None else v for v in values], pa.int64()) for values in chunks]
@@ -205,6 +207,15 @@ def test_int64_total_is_pc_sum(chunks: list[list[int | None]], start: int, size:
     for chunk in column_.chunks:
         assert int64_total(chunk) == (pc.sum(chunk).as_py() or 0)
     assert int64_total(pa.nulls(3, pa.int64())) == 0
+
+
+@pytest.mark.parametrize("n", [1, NUMPY_ROWS - 1, NUMPY_ROWS, 3 * NUMPY_ROWS])
+def test_int64_total_either_side_of_numpy(n: int) -> None:
+    values = [(-1) ** k * k * 1_000_003 for k in range(n)]
+    array = column(values, pa.int64())
+    assert int64_total(array) == sum(values)
+    assert int64_total(array.slice(1)) == sum(values[1:])
+    assert int64_total(pa.chunked_array([array])) == sum(values)
 
 
 @given(st.lists(st.tuples(st.text(), st.integers(0, 2 * NUMPY_ROWS)), max_size=4))
