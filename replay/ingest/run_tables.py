@@ -72,8 +72,8 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
     events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
-    runs = {col: [d.run[col] for d in drafts] for col in SCHEMAS["runs"].names
-            if col in drafts[0].run}
+    runs = {col: [d.run[col] for d in drafts] for col, _ in _fields("runs")
+            if col in drafts[0].run}  # (the names read once: ``_fields``)
     if consume:
         for d in drafts:
             d.messages, d.requests, d.events = {}, {}, {}

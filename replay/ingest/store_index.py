@@ -136,6 +136,9 @@ def _entry_runs(root: Path, entry: Entry, with_tokens: bool) -> pa.Table:
     return table
 
 
+_INDEX_FIELDS: dict[str, pa.Field] = {f.name: f for f in RUN_INDEX}
+"""The run index's fields by name, read once (``RUN_INDEX.field(name)`` makes a Field each
+call: ~20 K instructions a file's rows)."""
 _INDEX_SLICE_ROWS = 1 << 16
 """Message rows summed at a time for the run index (``_with_tokens``)."""
 
@@ -145,17 +148,18 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
     in its order): the sum of its messages' counts; null, unknown, not 0, for every run of an
     entry its ingest did not count with that tokenizer (``--tokenizers``: the messages'
     column all null)."""
-    run_ids = runs_table["run_id"].to_pylist()
+    n_runs, run_ids = runs_table.num_rows, None
     for col in TOKEN_COLUMN.values():
         counts = messages.column(col) if messages is not None else None
         if counts is not None and len(counts) and counts.null_count == len(counts):
-            totals: list[int | None] = [None] * len(run_ids)
-        elif counts is not None and len(run_ids) == 1:  # (every row is the run's: no ids read)
+            totals: list[int | None] = [None] * n_runs
+        elif counts is not None and n_runs == 1:  # (every row is the run's: no ids read)
             totals = [int64_total(counts)]
         else:
             total = _run_totals(messages, col) if messages is not None else {}
+            run_ids = run_ids or runs_table["run_id"].to_pylist()
             totals = [total.get(r, 0) for r in run_ids]
-        runs_table = runs_table.append_column(RUN_INDEX.field(col), column(totals, pa.int64()))
+        runs_table = runs_table.append_column(_INDEX_FIELDS[col], column(totals, pa.int64()))
     return runs_table
 
 
@@ -186,7 +190,7 @@ def _with_counts(runs_table: pa.Table, messages: pa.Table | None,
             by_run.setdefault(run_id, []).append(n)
         counts = [unrecorded(by_run.get(r, ())) for r in runs_table["run_id"].to_pylist()]
     return _with_tokens(runs_table, messages).append_column(
-        RUN_INDEX.field("n_requests_unrecorded"), column(counts, pa.int64()))
+        _INDEX_FIELDS["n_requests_unrecorded"], column(counts, pa.int64()))
 
 
 # -- the run index -----------------------------------------------------------------------------
@@ -205,7 +209,7 @@ def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | p
 
 
 def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
-    return runs_with_tokens.append_column(RUN_INDEX.field("entry_key"), column(
+    return runs_with_tokens.append_column(_INDEX_FIELDS["entry_key"], column(
         [key] * runs_with_tokens.num_rows, pa.string())).replace_schema_metadata(RUN_INDEX.metadata)
 
 
