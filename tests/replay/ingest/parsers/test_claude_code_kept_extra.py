@@ -1,8 +1,9 @@
 """``kept_extra`` (the records off a path that its run keeps: the rest of each response it holds,
-the tool results of its calls) found from the session's index equals its definition read
-record by record, on any session and path, with or without the session's memo.  The index
-makes a session of many abandoned branches cost a walk of each branch's own responses, not of
-every record once a branch."""
+the tool results of its calls) equals its definition read record by record, on any session and
+path: found from the records off the main path (no leaf), or from the session's index (a
+branch's path, with or without the session's memo).  The index makes a session of many
+abandoned branches cost a walk of each branch's own responses, not of every record once a
+branch; the main path alone (most sessions) makes none"""
 
 from __future__ import annotations
 
