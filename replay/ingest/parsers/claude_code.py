@@ -97,6 +97,7 @@ from replay.ingest.parsers.claude_code_records import (
     Rec,
     count_other,
     decode,
+    decode_lines,
     line_of,
     record,
     rtype,
@@ -147,7 +148,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     again = lambda no: text_again(no, lines.read(no))
     n_runs = group = 0
     wait = 0 if ends is not None else 1 << 62  # (the line the first session left ends at)
-    for no, raw in iter_typed(src, issues, decode, line_of, stream=True, index=lines):
+    for no, raw in iter_typed(src, issues, decode, line_of, lines=decode_lines, stream=True,
+                                  index=lines):
         if no >= wait and ends is not None:
             while sessions and first and no >= ends.ready(head := next(iter(sessions)), first):
                 group += 1  # (a session read to its end: its runs made now, its records gone)

@@ -154,8 +154,11 @@ class Line(msgspec.Struct):
     microcompactMetadata: Any = None
 
 
-decode = msgspec.json.Decoder(Line).decode
+_DECODER = msgspec.json.Decoder(Line)
+decode = _DECODER.decode
 """A line as a ``Line`` (raises what ``msgspec`` raises for anything else)."""
+decode_lines = _DECODER.decode_lines
+"""Lines as ``Line``s, at once (``jsonl.iter_typed``'s ``lines``)."""
 _FIELDS = frozenset(Line.__struct_fields__)
 
 

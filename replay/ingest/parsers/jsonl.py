@@ -31,6 +31,7 @@ from replay.ingest.parsers.json_depth import (
     refused,
     too_deep,
 )
+from replay.ingest.parsers.jsonl_batch import plain_lines
 from replay.ingest.parsers.jsonl_reread import LineIndex, reread
 from replay.ingest.parsers.source import Issue, Source
 
@@ -113,14 +114,17 @@ def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[s
 
 def iter_typed(src: Source, issues: list[Issue], typed: Callable[[bytes], T],
                of_dict: Callable[[dict[str, Any]], T], *,
-               stream: bool = False, index: LineIndex | None = None) -> Iterator[tuple[int, T]]:
+               lines: Callable[[memoryview], list[T]] | None = None, stream: bool = False,
+               index: LineIndex | None = None) -> Iterator[tuple[int, T]]:
     """``iter_records`` with each line decoded by ``typed`` (a msgspec decoder into a Struct
     of the fields a parser reads: the rest of the line is skipped, not built), the same
     lines, values and issues: a line ``typed`` refuses (not an object, not JSON as msgspec
     reads it, a field of a type the Struct does not take) is decoded as ``iter_records``
     decodes it, then made a Struct by ``of_dict``.  msgspec passes over a skipped field's
     bytes unchecked, so a line that is not ASCII is checked to be UTF-8 first (one that is
-    not is skipped with its issue, as ``iter_records`` does).
+    not is skipped with its issue, as ``iter_records`` does).  ``lines``: the same decoder's
+    ``decode_lines``, to decode lines a batch at a time where that gives what a line at a
+    time gives (``jsonl_batch``: in a file that is UTF-8, read from memory).
 
     ``stream``: a file of ``jsonl_reread.STREAM_MIN_BYTES`` or more that ``src`` read from
     disk (``Source.on_disk``) is read again from there a piece at a time, ``src``'s bytes let
@@ -131,24 +135,38 @@ def iter_typed(src: Source, issues: list[Issue], typed: Callable[[bytes], T],
     pieces = reread(src, issues, MAX_LINE_BYTES, _too_long) if stream else None
     if pieces is not None and index is not None:
         index.start(src)
-    return _records(src, issues, typed, of_dict, pieces, index)
+    return _records(src, issues, typed, of_dict, pieces, index, lines)
 
 
 def _records(src: Source, issues: list[Issue], typed: Callable[[bytes], Any] | None,
              of_dict: Callable[[dict[str, Any]], Any] | None,
              pieces: Iterator[tuple[bytes, int, int]] | None = None,
-             index: LineIndex | None = None) -> Iterator[tuple[int, Any]]:
+             index: LineIndex | None = None,
+             lines: Callable[[memoryview], list[Any]] | None = None
+             ) -> Iterator[tuple[int, Any]]:
     generic = _loads_checked
     fast: Callable[[bytes], Any] | None = _decode
     if check_each():  # a decoder could go past MAX_DEPTH here: each line is measured first
-        generic, fast = loads, None
+        generic, fast, lines = loads, None, None
         typed = None if typed is None else functools.partial(decoded, typed)
     note = index if pieces is not None else None  # (each line noted: the parser may keep it)
     for data, no, at in pieces or ((src.data, 0, 0),):
         checked = typed is not None and _is_utf8(data)  # (every line UTF-8: none checked
         # again; else each line that is not ASCII is, and one that is not UTF-8 is reported)
         size, pos = len(data), 0
+        batch = lines if checked and note is None else None  # (a noted line: one at a time)
+        view, single = memoryview(data), -1
         while pos < size:  # a line at a time: never every line's bytes at once beside the file's
+            if batch is not None and pos > single:  # (past the batch last read line by line)
+                values, stop = plain_lines(batch, data, view, pos, MAX_LINE_BYTES)
+                if values is None:
+                    single = stop  # (its lines one at a time)
+                else:
+                    for line in values:
+                        no += 1
+                        yield no, line
+                    pos = stop + 1
+                    continue
             end = data.find(b"\n", pos)
             partial = end < 0  # the last line, with no newline after it
             end = size if partial else end

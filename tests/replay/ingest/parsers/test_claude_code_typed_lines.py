@@ -26,12 +26,17 @@ def _refused(data: bytes) -> Line:
     raise ValueError("not decoded typed")
 
 
+def _refused_lines(data: memoryview) -> list[Line]:
+    raise ValueError("not decoded typed")
+
+
 def _parse(data: bytes, *, typed: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     """Everything the parse gives (runs, issues, coverage) as one text, decoded typed or every
     line the generic way (``iter_typed``'s fallback)."""
     with monkeypatch.context() as m:
         if not typed:
             m.setattr(claude_code, "decode", _refused)
+            m.setattr(claude_code, "decode_lines", _refused_lines)
         src, issues = stand_in_source("t/s.jsonl", data), list[Issue]()
         drafts = claude_code.parse(src, issues)
     return repr(([(d.run, d.messages, d.requests, d.events) for d in drafts],
