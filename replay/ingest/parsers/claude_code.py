@@ -56,7 +56,7 @@ modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TY
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from msgspec import UNSET
@@ -94,6 +94,7 @@ from replay.ingest.parsers.claude_code_records import (
     NON_MESSAGE_TYPES,
     Bad,
     Line,
+    Mark,
     Rec,
     count_other,
     decode,
@@ -110,6 +111,8 @@ from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, LineIndex
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "claude_code"
+_MESSAGES = {"user": "user", "assistant": "assistant"}
+"""The record types whose coverage type is their type (``rtype``; the one string of each)."""
 _OWN = frozenset(("user", "assistant", "system")) | NON_MESSAGE_TYPES
 """Record types Claude Code writes: the first of them names the file's own session (a line of
 another type — a header another tool put first, hive-mind's ``hive-mind-meta`` — does not, or
@@ -187,7 +190,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             first = sid
         uuid = raw.uuid
         uuid = uuid if isinstance(uuid, str) else ""
-        kind = rtype(raw)
+        kind = _MESSAGES.get(kind) or rtype(raw) if kind.__class__ is str else rtype(raw)
         if sid != first and copied(path, sid, elsewhere):
             src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
             continue
@@ -198,8 +201,10 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
             seen_uuids[uuid] = uuid
+        parent = raw.parentUuid
         try:
-            rec = record(no, raw, kind, uuid)
+            rec = record(no, raw, kind, uuid, seen_uuids.get(parent, parent) or None
+                         if parent.__class__ is str else None)  # (the earlier record's string)
         except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)
@@ -211,7 +216,11 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 sess.links[uuid] = parent if isinstance(parent, str) else None
             count_other(src, kind)
             continue
-        _link(rec, raw, seen_uuids)
+        if raw.logicalParentUuid is not None or rec.__class__ is Mark:  # (a boundary's links)
+            _link(rec, raw)
+        elif raw.isSidechain is True or parent is UNSET:  # (else ``NO_TIE``, as ``record`` made)
+            rec.tie = tie(None, (), None, sidechain=raw.isSidechain is True,
+                          unlinked=parent is UNSET)
         if noids.open or rec.role == "assistant" and not (  # (an id: nothing to see)
                 (m := raw.message).__class__ is dict and (i := m.get("id")).__class__ is str
                 and i):
@@ -298,13 +307,10 @@ def _session_runs(src: Source, issues: list[Issue], sess: Session, n_runs: int, 
                          consume=True, again=again)
 
 
-def _link(rec: Rec, raw: Line, known: Mapping[str, str]) -> None:
-    """Set ``rec``'s place in the tree (its ``Node`` fields) from its record ``raw``;
-    ``known``: the uuids read so far, each as one string (the parent is set as that)."""
-    parent, logical = raw.parentUuid, raw.logicalParentUuid
-    if isinstance(parent, str):
-        parent = known.get(parent, parent)
-    rec.parent = parent if isinstance(parent, str) and parent else None
+def _link(rec: Rec, raw: Line) -> None:
+    """Set ``rec``'s rarer links (its ``Node.tie``) from its record ``raw``: a boundary's, or
+    a record's with a ``logicalParentUuid`` (``iter_runs`` sets any other's)."""
+    logical = raw.logicalParentUuid
     logical = logical if isinstance(logical, str) and logical else None
     meta = rec.meta if rec.role in ("compact", "micro") else None
     rec.tie = tie(logical, tuple(meta.get("preserved", ())) if meta else (),
@@ -363,17 +369,24 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
             paths.forget()
     items.reverse()
     item: Rec | Group | None = None
-    while items:
-        item = items.pop()
-        if isinstance(item, Group):
-            copy = bool(sess.forked) and all(r.line in sess.forked for r in item.recs)
-            for r in item.recs:
-                cov.modelled(f"{r.rtype} (copied by a fork: context, the parent's "
-                                      "request)" if copy else r.rtype)
-            emit_response(b, item, models, state, copy=copy)
-        else:
-            cov.modelled(item.rtype)
-            emit(b, item, state)
+    modelled: dict[str, int] = {}  # (counted here, into ``cov`` at the end: a call a type)
+    try:
+        while items:
+            item = items.pop()
+            if isinstance(item, Group):
+                copy = bool(sess.forked) and all(r.line in sess.forked for r in item.recs)
+                for r in item.recs:
+                    t = f"{r.rtype} (copied by a fork: context, the parent's request)" \
+                        if copy else r.rtype
+                    modelled[t] = modelled.get(t, 0) + 1
+                emit_response(b, item, models, state, copy=copy)
+            else:
+                t = item.rtype
+                modelled[t] = modelled.get(t, 0) + 1
+                emit(b, item, state)
+    finally:  # (what was emitted is counted, as it was, however the run ends)
+        for t, n in modelled.items():
+            cov.modelled(t, n)
     item = rec = None  # (the last ones let go too: ``fill`` reads the texts in their place)
     fill(b, state, again)
     b.model = max(models, key=models.__getitem__) if models else ""  # (most_common(1)'s

@@ -110,6 +110,13 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
                     r.uuid, m.get("preserved", ())) if u in st.msg_of}),
                 harness_compaction=True)
         return
+    blocks = r.blocks
+    if blocks.__class__ is str:  # (a user record or an attachment of one text: most records)
+        msg = b.message("user", ts=r.ts)
+        if r.uuid in st.wanted:
+            st.msg_of[r.uuid] = msg
+        b.text(blocks)
+        return
     blocks = block_list(r)
     if not blocks:
         return
@@ -191,7 +198,8 @@ def emit_response(b: RunBuilder, g: Group, models: Counter[str], st: State, *,
                 if call_id in seen:
                     continue
                 seen.add(call_id)
-                b.tool_call(call_id, x[2], x[3], text=_call_text(st.shared, r.line, x[4], x[3]))
+                b.tool_call(call_id, x[2], x[3], text=None if st.shared is None else
+                            _call_text(st.shared, r.line, x[4], x[3]))
             else:
                 b.text(x[1], kind=x[0])
     model = miss = edits = ""

@@ -17,11 +17,11 @@ from typing import Any
 
 import msgspec
 
-from replay.ingest.parsers.claude_code_node import Node
+from replay.ingest.parsers.claude_code_node import NO_TIE, Node
 from replay.ingest.parsers.content_text import ATTACHMENTS, as_text, document_placeholder
 from replay.ingest.parsers.json_depth import decoded
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import as_str, loads
+from replay.ingest.parsers.jsonl import loads
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((
@@ -54,17 +54,18 @@ AGAIN = Again()
 _CLEARED = "[Old tool result content cleared]"
 """What the model saw in place of a microcompacted tool result."""
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class Rec(Node):
     """A record the run is made of: a message, an attachment or a boundary, and its place in
     the session's tree (the ``Node`` it is: one object a record, not two; the parser sets the
     links after ``record``).  A response's own fields are a ``Reply``'s, a boundary's facts a
     ``Mark``'s: a user record or an attachment (most records of a big transcript) has no slot
-    for them (read here, they are their empty values)."""
+    for them (read here, they are their empty values).  ``record`` makes one with its fields
+    by position (a call with keywords cost ~2.5x as much: one a record)."""
 
-    role: str
+    role: str = ""
     """user, assistant, attachment, compact (a compaction boundary) or micro."""
-    rtype: str
+    rtype: str = ""
     """Its coverage type."""
     blocks: tuple[Block, ...] | str = ()
     """Its content (a tuple: a list's own header and spare room a record more), or for a user
@@ -108,7 +109,7 @@ class Rec(Node):
         return None
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class Reply(Rec):
     """An assistant record: a ``Rec`` with its response's fields."""
 
@@ -119,7 +120,7 @@ class Reply(Rec):
     edits: str = ""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class Mark(Rec):
     """A compaction or microcompaction boundary: a ``Rec`` with its recorded facts."""
 
@@ -214,19 +215,20 @@ def count_other(src: Source, rtype: str) -> None:
         src.coverage.unknown(rtype)
 
 
-def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
+def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None) -> Rec | None:
     """Validate one record into a ``Rec`` (raises ``Bad``); None for a record that is not
-    part of the run."""
+    part of the run.  ``parent``: its ``parentUuid`` as the parser links it (``Node.parent``)."""
     kind = raw.type
-    ts = as_str(raw.timestamp)
+    ts = raw.timestamp
+    ts = ts if isinstance(ts, str) else ""  # (``as_str``)
     if kind == "attachment":
         text = attachment_text(raw.attachment)
-        return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="attachment", rtype=rtype,
-                   blocks=text) if text else None
+        return Rec(no, uuid, parent, ts, NO_TIE, "attachment", rtype, text) if text else None
     if rtype in ("system/compact_boundary", "system/microcompact_boundary"):
-        return Mark(line=no, uuid=uuid, parent=None, ts=ts, rtype=rtype, meta=boundary_meta(raw),
-                   role="compact" if rtype == "system/compact_boundary" else "micro")
-    if kind not in ("user", "assistant"):
+        return Mark(no, uuid, parent, ts, NO_TIE,
+                    "compact" if rtype == "system/compact_boundary" else "micro", rtype, (),
+                    boundary_meta(raw))
+    if kind != "user" and kind != "assistant":
         return None
     msg = raw.message
     if not isinstance(msg, dict):
@@ -240,21 +242,22 @@ def record(no: int, raw: Line, rtype: str, uuid: str) -> Rec | None:
             blocks = (("summary", as_text(content)),)
         else:
             blocks = content_blocks(content, user=True)
-        return Rec(line=no, uuid=uuid, parent=None, ts=ts, role="user", rtype=rtype,
-                   blocks=blocks)
+        return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
     usage = msg.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
-    mid = as_str(msg.get("id")) or f"line-{no}"
-    model = as_str(msg.get("model"))
+    mid = msg.get("id")
+    model = msg.get("model")
     diag = msg.get("diagnostics")
     miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
     miss = miss.get("type") if isinstance(miss, dict) else miss
     cm = msg.get("context_management")
     edits = cm.get("applied_edits") if isinstance(cm, dict) else None
-    return Reply(line=no, uuid=uuid, parent=None, ts=ts, role="assistant", rtype=rtype,
-               blocks=content_blocks(content, user=False), msg_id=mid, model=model, usage=usage,
-               miss=miss if isinstance(miss, str) else "", edits=json_text(edits) if edits else "")
+    return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
+                 content_blocks(content, user=False),
+                 mid if isinstance(mid, str) and mid else f"line-{no}",
+                 model if isinstance(model, str) else "", usage,
+                 miss if isinstance(miss, str) else "", json_text(edits) if edits else "")
 
 
 _SEGMENT = ("headUuid", "anchorUuid", "tailUuid")
@@ -318,21 +321,19 @@ def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
     if not isinstance(content, list):
         raise Bad(f"message.content is {type(content).__name__}, expected a string or a list")
     out: list[Block] = []
-    for i, blk in enumerate(content):
+    for i, blk in enumerate(content):  # (the commonest types first: every type tested is one
+        # comparison a block; a field that is no string is said by ``_str``)
         if not isinstance(blk, dict):
             raise Bad(f"content block {i} is {type(blk).__name__}, expected an object")
         t = blk.get("type")
         if t == "text":
-            out.append(("text", _str(blk, "text", i)))
-        elif t == "image":
-            out.append(("image", "[image]"))
-        elif t in ATTACHMENTS:  # a PDF or a file: its bytes are no text the model read
-            out.append(("image", document_placeholder(blk)))
-        elif t == "thinking":
-            out.append(("reasoning", _str(blk, "thinking", i)))
-        elif t == "redacted_thinking":
-            out.append(("reasoning", ""))
-        elif t in ("tool_use", "server_tool_use") and not user:
+            v = blk.get("text")
+            out.append(("text", v if isinstance(v, str) else _str(blk, "text", i)))
+        elif t == "tool_result" and user:
+            v = blk.get("tool_use_id")
+            out.append(("result", v if isinstance(v, str) else _str(blk, "tool_use_id", i),
+                        as_text(blk.get("content")), blk.get("is_error") is True))
+        elif (t == "tool_use" or t == "server_tool_use") and not user:
             args = blk.get("input", {})
             if args is not None and not isinstance(args, (dict, str)):
                 raise Bad(f"content block {i}: tool_use input is {type(args).__name__}")
@@ -341,9 +342,14 @@ def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
                 raise Bad(f"content block {i} ({t}): 'id' is {type(call_id).__name__}, "
                            "expected a string")
             out.append(("call", call_id or "", _str(blk, "name", i), args or {}, i))
-        elif t == "tool_result" and user:
-            out.append(("result", _str(blk, "tool_use_id", i), as_text(blk.get("content")),
-                        blk.get("is_error") is True))
+        elif t == "thinking":
+            out.append(("reasoning", _str(blk, "thinking", i)))
+        elif t == "image":
+            out.append(("image", "[image]"))
+        elif t in ATTACHMENTS:  # a PDF or a file: its bytes are no text the model read
+            out.append(("image", document_placeholder(blk)))
+        elif t == "redacted_thinking":
+            out.append(("reasoning", ""))
         else:
             out.append(("text", json_text(blk)))
     return tuple(out)
