@@ -132,21 +132,23 @@ class Line(msgspec.Struct):
     """One transcript line: the fields the parser reads, each as JSON has it (``None`` when
     absent or null, but ``parentUuid``: ``UNSET`` when absent), the rest of the line skipped
     by the decoder (``decode``; a progress record's ``data``, a tool result's
-    ``toolUseResult``: most of a transcript's bytes)."""
+    ``toolUseResult``: most of a transcript's bytes).  In the order Claude Code writes them:
+    the decoder looks a key up from the field after the last one found, so a key in that order
+    is found at once (3% fewer instructions decoding the samples than in the order before)."""
 
-    type: Any = None
-    subtype: Any = None
-    uuid: Any = None
     parentUuid: Any = msgspec.UNSET
     logicalParentUuid: Any = None
+    isSidechain: Any = None
     sessionId: Any = None
-    timestamp: Any = None
     version: Any = None
     agentId: Any = None
-    isSidechain: Any = None
-    isCompactSummary: Any = None
-    forkedFrom: Any = None
+    type: Any = None
+    subtype: Any = None
     message: Any = None
+    isCompactSummary: Any = None
+    uuid: Any = None
+    timestamp: Any = None
+    forkedFrom: Any = None
     attachment: Any = None
     customTitle: Any = None
     aiTitle: Any = None
