@@ -151,12 +151,14 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     again = lambda no: text_again(no, lines.read(no))
     n_runs = group = 0
     wait = 0 if ends is not None else 1 << 62  # (the line the first session left ends at)
+    at_sid, at = None, Session()  # the session of the line before (most lines are its)
     for no, raw in iter_typed(src, issues, decode, line_of, lines=decode_lines, stream=True,
-                                  index=lines):
+                              index=lines):
         if no >= wait and ends is not None:
             while sessions and first and no >= ends.ready(head := next(iter(sessions)), first):
                 group += 1  # (a session read to its end: its runs made now, its records gone)
                 done.add(head)
+                at_sid = None
                 for run in _session_runs(src, made, sessions.pop(head), n_runs, group, path,
                                          again):
                     n_runs += 1
@@ -180,9 +182,11 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 sid = sid if isinstance(sid, str) and sid else first
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
+                    if sid != at_sid:  # (a string compared: not hashed, as a lookup does)
+                        at_sid, at = sid, sessions.get(sid) or session(sessions, sid, done)
                     parent = raw.parentUuid
-                    (sessions.get(sid) or session(sessions, sid, done)).links[uuid] = \
-                        seen_uuids.get(parent, parent) if isinstance(parent, str) else None
+                    at.links[uuid] = seen_uuids.get(parent, parent) \
+                        if parent.__class__ is str else None
             continue
         sid = raw.sessionId
         sid = sid if isinstance(sid, str) and sid else first
@@ -209,7 +213,10 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)
             continue
-        sess = sessions.get(sid) or session(sessions, sid, done)  # (a call only for a new one)
+        if sid != at_sid:
+            at_sid, at = sid, sessions.get(sid) or session(sessions, sid, done)  # (a call only
+            # for a new one)
+        sess = at
         if rec is None:
             if uuid:  # still a link in the chain (a system record between two messages)
                 parent = raw.parentUuid or raw.logicalParentUuid
@@ -229,15 +236,16 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             lines.keep(no)
             rec.blocks = AGAIN
         sess.nodes.append(rec)
-        if isinstance(ff := raw.forkedFrom, dict):
+        if (ff := raw.forkedFrom) is not None and isinstance(ff, dict):
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
                 sess.fork_of = ff["sessionId"]
-        sess.version = sess.version or (raw.version if isinstance(raw.version, str) else "")
-        agent = raw.agentId if isinstance(raw.agentId, str) else ""
-        sess.agent_id = sess.agent_id or agent
-        if agent and raw.isSidechain is True:
-            sess.side_agents[no] = agent
+        if not sess.version and isinstance(version := raw.version, str):
+            sess.version = version
+        if (agent := raw.agentId) is not None and isinstance(agent, str) and agent:
+            sess.agent_id = sess.agent_id or agent
+            if raw.isSidechain is True:
+                sess.side_agents[no] = agent
     rec = None  # (nor the last record read: a record is let go once its run is emitted)
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     del seen_uuids, elsewhere  # (nor every uuid of the file once more: ~55 bytes a record)
