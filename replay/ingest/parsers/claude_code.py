@@ -152,6 +152,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     n_runs = group = 0
     wait = 0 if ends is not None else 1 << 62  # (the line the first session left ends at)
     at_sid, at = None, Session()  # the session of the line before (most lines are its)
+    last: str | None = None  # the uuid of the record before (most records' parent)
+    known: str | None = None  # (``last`` as it was before this line's record)
     for no, raw in iter_typed(src, issues, decode, line_of, lines=decode_lines, stream=True,
                               index=lines):
         if no >= wait and ends is not None:
@@ -178,6 +180,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                     kind] = title
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
+                last, known = uuid, last
                 sid = raw.sessionId
                 sid = sid if isinstance(sid, str) and sid else first
                 first = first or sid
@@ -185,8 +188,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                     if sid != at_sid:  # (a string compared: not hashed, as a lookup does)
                         at_sid, at = sid, sessions.get(sid) or session(sessions, sid, done)
                     parent = raw.parentUuid
-                    at.links[uuid] = seen_uuids.get(parent, parent) \
-                        if parent.__class__ is str else None
+                    at.links[uuid] = (known if parent == known else seen_uuids.get(
+                        parent, parent)) if parent.__class__ is str else None
             continue
         sid = raw.sessionId
         sid = sid if isinstance(sid, str) and sid else first
@@ -205,10 +208,14 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
             seen_uuids[uuid] = uuid
+            last, known = uuid, last
+        else:
+            known = last
         parent = raw.parentUuid
         try:
-            rec = record(no, raw, kind, uuid, seen_uuids.get(parent, parent) or None
-                         if parent.__class__ is str else None)  # (the earlier record's string)
+            rec = record(no, raw, kind, uuid, (known if parent == known else seen_uuids.get(
+                parent, parent)) or None if parent.__class__ is str else None)  # (the earlier
+            # record's string: most often the record before's, not looked up)
         except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)

@@ -222,7 +222,35 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None)
     part of the run.  ``parent``: its ``parentUuid`` as the parser links it (``Node.parent``)."""
     kind = raw.type
     ts = raw.timestamp
-    ts = ts if isinstance(ts, str) else ""  # (``as_str``)
+    if ts.__class__ is not str:  # (``as_str``: a decoded value is a str or no string at all)
+        ts = ""
+    if kind == "user" or kind == "assistant":  # (most records)
+        msg = raw.message
+        if msg.__class__ is not dict:
+            raise Bad(f"{kind} record has no 'message' object")
+        content = msg.get("content")
+        if kind == "user":
+            if content.__class__ is str:
+                return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, (
+                    ("summary", content),) if raw.isCompactSummary is True else content)
+            blocks = (("summary", as_text(content)),) if raw.isCompactSummary is True \
+                and content.__class__ is list else content_blocks(content, user=True)
+            return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
+        usage = msg.get("usage")
+        if usage is not None and usage.__class__ is not dict:
+            raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
+        mid = msg.get("id")
+        model = msg.get("model")
+        diag = msg.get("diagnostics")
+        miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
+        miss = miss.get("type") if isinstance(miss, dict) else miss
+        cm = msg.get("context_management")
+        edits = cm.get("applied_edits") if isinstance(cm, dict) else None
+        return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
+                     content_blocks(content, user=False),
+                     mid if mid.__class__ is str and mid else f"line-{no}",
+                     model if model.__class__ is str else "", usage,
+                     miss if isinstance(miss, str) else "", json_text(edits) if edits else "")
     if kind == "attachment":
         text = attachment_text(raw.attachment)
         return Rec(no, uuid, parent, ts, NO_TIE, "attachment", rtype, text) if text else None
@@ -230,36 +258,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None)
         return Mark(no, uuid, parent, ts, NO_TIE,
                     "compact" if rtype == "system/compact_boundary" else "micro", rtype, (),
                     boundary_meta(raw))
-    if kind != "user" and kind != "assistant":
-        return None
-    msg = raw.message
-    if not isinstance(msg, dict):
-        raise Bad(f"{kind} record has no 'message' object")
-    content = msg.get("content")
-    if kind == "user":
-        summary = raw.isCompactSummary is True
-        if isinstance(content, str):
-            blocks: tuple[Block, ...] | str = (("summary", content),) if summary else content
-        elif summary and isinstance(content, list):
-            blocks = (("summary", as_text(content)),)
-        else:
-            blocks = content_blocks(content, user=True)
-        return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
-    usage = msg.get("usage")
-    if usage is not None and not isinstance(usage, dict):
-        raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
-    mid = msg.get("id")
-    model = msg.get("model")
-    diag = msg.get("diagnostics")
-    miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
-    miss = miss.get("type") if isinstance(miss, dict) else miss
-    cm = msg.get("context_management")
-    edits = cm.get("applied_edits") if isinstance(cm, dict) else None
-    return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
-                 content_blocks(content, user=False),
-                 mid if isinstance(mid, str) and mid else f"line-{no}",
-                 model if isinstance(model, str) else "", usage,
-                 miss if isinstance(miss, str) else "", json_text(edits) if edits else "")
+    return None
 
 
 _SEGMENT = ("headUuid", "anchorUuid", "tailUuid")
@@ -325,15 +324,15 @@ def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
     out: list[Block] = []
     for i, blk in enumerate(content):  # (the commonest types first: every type tested is one
         # comparison a block; a field that is no string is said by ``_str``)
-        if not isinstance(blk, dict):
+        if blk.__class__ is not dict:  # (a decoded value: a dict or no object at all)
             raise Bad(f"content block {i} is {type(blk).__name__}, expected an object")
         t = blk.get("type")
         if t == "text":
             v = blk.get("text")
-            out.append(("text", v if isinstance(v, str) else _str(blk, "text", i)))
+            out.append(("text", v if v.__class__ is str else _str(blk, "text", i)))
         elif t == "tool_result" and user:
             v = blk.get("tool_use_id")
-            out.append(("result", v if isinstance(v, str) else _str(blk, "tool_use_id", i),
+            out.append(("result", v if v.__class__ is str else _str(blk, "tool_use_id", i),
                         as_text(blk.get("content")), blk.get("is_error") is True))
         elif (t == "tool_use" or t == "server_tool_use") and not user:
             args = blk.get("input", {})
