@@ -104,6 +104,13 @@ class Runs:
         """Whether the record at ``pos`` in ``nodes`` is on the path."""
         return self._is_head[pos] == 1
 
+    def off_path(self) -> Iterator[int]:
+        """The positions in ``nodes`` of the records not on the path, in order (found by a
+        search over the flags, not a test a record: most records are on it)."""
+        is_head, pos = self._is_head, -1
+        while (pos := is_head.find(0, pos + 1)) >= 0:
+            yield pos
+
     def select(self, nodes: Sequence[N], left_out: AbstractSet[int],
                but: AbstractSet[int] = frozenset()) -> list[N]:
         """``lines(left_out, but)``'s records: ``nodes`` (those these runs were made of) in
@@ -277,9 +284,8 @@ def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file:
         return found
 
     off: set[int] = set()
-    for pos, n in enumerate(nodes):
-        if runs.on_path(pos):
-            continue
+    for pos in runs.off_path():
+        n = nodes[pos]
         if branch or n.sidechain and not sidechain_file or n.uuid and n.has_parent_key \
                 and joins_path(n):
             off.add(n.line)

@@ -57,7 +57,7 @@ def sidechains(sess: Session) -> list[Session]:
     (a sidechain's first record has no parent), ordered as in the file; a chain whose first
     record names a parent found nowhere in the session (a gap in the log) continues the chain
     before it rather than inventing a subagent."""
-    side = [n for n in sess.nodes if n.sidechain]
+    side = [n for n in sess.nodes if n.tie.sidechain]  # (``Node.sidechain``, no call a record)
     if not side or all(n.sidechain for n in sess.nodes if n.message):
         return []  # none, or a subagent's own file (moved out of its subagents folder)
     parent = {n.uuid: n.parent for n in side if n.uuid}

@@ -89,3 +89,5 @@ def test_runs_along_the_path_are_the_runs_of_its_index(
         _by_key(nodes, on_path, left_out, but)
     assert [runs.on_path(pos) for pos in range(len(nodes))] == \
         [bool(n.uuid) and n.uuid in on_path for n in nodes]
+    assert list(runs.off_path()) == [pos for pos, n in enumerate(nodes)
+                                     if not (n.uuid and n.uuid in on_path)]
