@@ -48,6 +48,10 @@ def tie(logical: str | None, preserved: tuple[str, ...], segment: tuple[str, str
     return Tie(logical, preserved, segment, sidechain, unlinked)
 
 
+MESSAGE_ROLES = frozenset(("user", "assistant"))
+"""The roles of a message record (``Node.message``)."""
+
+
 @dataclass(slots=True)
 class Node:
     """One record's place in the tree."""
@@ -59,11 +63,13 @@ class Node:
     ts: str = ""
     tie: Tie = NO_TIE
     """Its ``logicalParentUuid``, preserved records, segment and flags (``Tie``)."""
+    role = ""  # (no field: a bare Node has no role; a ``claude_code_records.Rec`` has its
+    # record's, a field of its own)
 
     @property
     def message(self) -> bool:
         """A user/assistant record (a candidate leaf); a bare ``Node`` is none."""
-        return False
+        return self.role in MESSAGE_ROLES
 
     @property
     def sidechain(self) -> bool:

@@ -34,9 +34,10 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TypeVar
 
-from replay.ingest.parsers.claude_code_node import Node
+from replay.ingest.parsers.claude_code_node import MESSAGE_ROLES, Node
 
 N = TypeVar("N", bound=Node)
 
@@ -226,11 +227,15 @@ def leaves(nodes: Sequence[Node], sidechain_file: bool,
     """The message records no message record continues (the ends of the tree's branches),
     oldest first (timestamp, then line); the newest is the end of the conversation path.  The
     anchor of a preserved segment (``segs``) is continued by the segment's head."""
-    messages = [n for n in nodes if n.message]  # (each record's role read once)
+    messages = [n for n in nodes if n.role in MESSAGE_ROLES]  # (``Node.message``, without a
+    # call a record)
     parents = {n.parent for n in messages if n.parent}
     parents |= {s.anchor for s in (segs or {}).values()}
-    return sorted((n for n in messages if n.uuid and n.uuid not in parents
-                   and (sidechain_file or not n.sidechain)), key=lambda n: (n.ts, n.line))
+    return sorted([n for n in messages if n.uuid and n.uuid not in parents
+                   and (sidechain_file or not n.tie.sidechain)], key=_TS_LINE)
+
+
+_TS_LINE = attrgetter("ts", "line")
 
 
 def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool,
@@ -399,7 +404,7 @@ def _walk(leaf: Node, tree: _Tree, segs: dict[str, Segment]) -> tuple[list[str],
                 node.logical if node.logical and node.logical not in seen else None)
             continue
         cur = node.parent or node.logical
-        seg = segs.get(cur) if cur else None
-        if seg is not None and seg.boundary not in crossed and node.uuid not in seg.uuids:
+        if segs and cur and (seg := segs.get(cur)) is not None and \
+                seg.boundary not in crossed and node.uuid not in seg.uuids:
             cur = seg.anchor
     return path, False

@@ -74,11 +74,6 @@ class Rec(Node):
     ``AGAIN`` for that text read again when the run is built (``text_again``)."""
 
     @property
-    def message(self) -> bool:
-        """A user/assistant record (a candidate leaf)."""
-        return self.role == "user" or self.role == "assistant"
-
-    @property
     def msg_id(self) -> str:
         """The response's ``message.id`` (``Reply``)."""
         return ""
