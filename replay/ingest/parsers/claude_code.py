@@ -142,6 +142,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     elsewhere: dict[str, bool] = {}
     first = ""
     passed: dict[str, int] = {}  # records of the plain non-message types, counted at the end
+    progress = 0  # (``progress`` records: counted apart)
     duplicates: list[int] = []  # lines of records whose uuid an earlier record has
     noids = NoIds()  # assistant records without message.id: which are one response
     lines = LineIndex()  # a big file's one-text records: their texts read again when emitted
@@ -167,17 +168,22 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                     yield run
             wait = ends.ready(next(iter(sessions)), first) if sessions and first else 0
         kind = raw.type
-        if kind.__class__ is str and kind in _PASS:  # not context; a chain link with a uuid
+        if kind == "progress" or kind.__class__ is str and kind in _PASS:  # not context; a
+            # chain link with a uuid (``progress``: most lines, its new string not hashed)
             uuid = raw.uuid
             if uuid.__class__ is str and uuid in seen_uuids:
                 duplicates.append(no)
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
-            passed[kind] = passed.get(kind, 0) + 1
-            if kind in _TITLE_KEYS and isinstance(title := getattr(raw, _TITLE_KEYS[kind]), str):
-                sid = raw.sessionId
-                session(sessions, sid if isinstance(sid, str) and sid else first, done).titles[
-                    kind] = title
+            if kind == "progress":
+                progress += 1
+            else:
+                passed[kind] = passed.get(kind, 0) + 1
+                if kind in _TITLE_KEYS and isinstance(title := getattr(raw, _TITLE_KEYS[kind]),
+                                                      str):
+                    sid = raw.sessionId
+                    session(sessions, sid if isinstance(sid, str) and sid else first,
+                            done).titles[kind] = title
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
                 last, known = uuid, last
@@ -256,6 +262,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     rec = None  # (nor the last record read: a record is let go once its run is emitted)
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     del seen_uuids, elsewhere  # (nor every uuid of the file once more: ~55 bytes a record)
+    if progress:
+        passed["progress"] = progress
     for kind, n in passed.items():
         src.coverage.skipped(kind, n)
     if duplicates:

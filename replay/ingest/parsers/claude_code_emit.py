@@ -21,7 +21,13 @@ from operator import attrgetter
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.claude_code_records import AGAIN, Rec, block_list, persisted_output
+from replay.ingest.parsers.claude_code_records import (
+    AGAIN,
+    PERSISTED_TAG,
+    Rec,
+    block_list,
+    persisted_output,
+)
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue
 
@@ -117,7 +123,8 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
             st.msg_of[r.uuid] = msg
         b.text(blocks)
         return
-    blocks = block_list(r)
+    if blocks.__class__ is not tuple:  # (``AGAIN``: the one text read again)
+        blocks = block_list(r)
     if not blocks:
         return
     role = "user"
@@ -131,7 +138,7 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
     for x in blocks:
         if x[0] == "result":
             b.tool_result(x[1], x[2], is_error=x[3], line=r.line)
-            if (persisted := persisted_output(x[2])) is not None:
+            if PERSISTED_TAG in x[2] and (persisted := persisted_output(x[2])) is not None:
                 b.event("persisted_output", msg=msg, call_ids=[x[1]], full_chars=persisted[1])
         elif x[0] == "summary":
             if st.pending is not None:
