@@ -188,7 +188,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 seen_uuids[uuid] = uuid
                 last, known = uuid, last
                 sid = raw.sessionId
-                sid = sid if isinstance(sid, str) and sid else first
+                sid = sid if sid.__class__ is str and sid else first  # (a decoded value's
+                # class: ``isinstance`` without its call)
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
                     if sid != at_sid:  # (a string compared: not hashed, as a lookup does)
@@ -198,11 +199,11 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                         parent, parent)) if parent.__class__ is str else None
             continue
         sid = raw.sessionId
-        sid = sid if isinstance(sid, str) and sid else first
+        sid = sid if sid.__class__ is str and sid else first
         if not first and kind.__class__ is str and kind in _OWN:
             first = sid
         uuid = raw.uuid
-        uuid = uuid if isinstance(uuid, str) else ""
+        uuid = uuid if uuid.__class__ is str else ""
         kind = _MESSAGES.get(kind) or rtype(raw) if kind.__class__ is str else rtype(raw)
         if sid != first and copied(path, sid, elsewhere):
             src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")

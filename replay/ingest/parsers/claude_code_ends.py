@@ -28,8 +28,9 @@ TITLE_KEYS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 """Title records and their title key; the run's title is the user's own over the generated."""
 
 
-class _Head(msgspec.Struct):
-    """What of a line says which session it may add to (any type: nothing is refused)."""
+class _Head(msgspec.Struct, gc=False):
+    """What of a line says which session it may add to (any type: nothing is refused; its
+    values are decoded JSON, in no reference cycle: not tracked by the garbage collector)."""
 
     sessionId: Any = None
     type: Any = None
