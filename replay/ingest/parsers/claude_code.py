@@ -86,7 +86,7 @@ from replay.ingest.parsers.claude_code_file import (
     session_folder,
     sniff,  # noqa: F401
 )
-from replay.ingest.parsers.claude_code_node import Node, tie
+from replay.ingest.parsers.claude_code_node import SIDE_TIE, Node, tie
 from replay.ingest.parsers.claude_code_noid import NoIds
 from replay.ingest.parsers.claude_code_path import Resolved
 from replay.ingest.parsers.claude_code_records import (
@@ -239,9 +239,11 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             continue
         if raw.logicalParentUuid is not None or rec.__class__ is Mark:  # (a boundary's links)
             _link(rec, raw)
-        elif raw.isSidechain is True or parent is UNSET:  # (else ``NO_TIE``, as ``record`` made)
-            rec.tie = tie(None, (), None, sidechain=raw.isSidechain is True,
-                          unlinked=parent is UNSET)
+        elif raw.isSidechain is True:  # (else ``NO_TIE``, as ``record`` made it)
+            rec.tie = SIDE_TIE if parent is not UNSET else tie(None, (), None, sidechain=True,
+                                                               unlinked=True)
+        elif parent is UNSET:
+            rec.tie = tie(None, (), None, sidechain=False, unlinked=True)
         if noids.open or rec.role == "assistant" and not (  # (an id: nothing to see)
                 (m := raw.message).__class__ is dict and (i := m.get("id")).__class__ is str
                 and i):

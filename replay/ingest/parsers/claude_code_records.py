@@ -231,7 +231,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None)
                 return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, (
                     ("summary", content),) if raw.isCompactSummary is True else content)
             blocks = (("summary", as_text(content)),) if raw.isCompactSummary is True \
-                and content.__class__ is list else content_blocks(content, user=True)
+                and content.__class__ is list else content_blocks(content, True)
             return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
         usage = msg.get("usage")
         if usage is not None and usage.__class__ is not dict:
@@ -244,7 +244,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None)
         cm = msg.get("context_management")
         edits = cm.get("applied_edits") if isinstance(cm, dict) else None
         return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
-                     content_blocks(content, user=False),
+                     content_blocks(content, False),
                      mid if mid.__class__ is str and mid else f"line-{no}",
                      model if model.__class__ is str else "", usage,
                      miss if isinstance(miss, str) else "", json_text(edits) if edits else "")
@@ -310,7 +310,7 @@ def attachment_text(att: Any) -> str:
     return json_text(att) if rest else ""
 
 
-def content_blocks(content: Any, *, user: bool) -> tuple[Block, ...]:
+def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
     """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
     ("result", id, text, is_error).  An image or an attached document (``ATTACHMENTS``: a PDF
     as base64) is a placeholder, as every parser writes one (``content_text.document_placeholder``)."""
