@@ -44,7 +44,6 @@ T = TypeVar("T")
 _TOO_DEEP = f"JSON nested too deeply (over {MAX_DEPTH:,} levels)"
 _SEPARATORS = re.compile(r"[\s,]*")
 _decode = msgspec.json.Decoder().decode
-decode_plain = _decode
 """msgspec's decoder of any JSON text, the first ``iter_records`` tries on a line (what it
 refuses is handed to ``json``; a text nested too deeply is measured first: ``loads``)."""
 _decode_top = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw]).decode
