@@ -67,6 +67,8 @@ def _plain(value: Any) -> bool:
         containers += 1
         if containers > _PLAIN_CONTAINERS:
             return False
+        # (the two loops below test items alike, written twice: one loop over the values
+        # after a pass over the keys cost ~1 M more instructions an ingest of the samples)
         if v.__class__ is dict:
             for key, item in v.items():
                 if key.__class__ is not str:
