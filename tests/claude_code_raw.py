@@ -3,8 +3,15 @@ tests that check figures against what the file records."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+
+
+def first_run_id(sha256: str, source: str) -> str:
+    """The first run's id of the file with these bytes stored as ``source`` (content and
+    path, issue 23 item 6), computed here apart from the parser."""
+    return f"{sha256[:16]}-{hashlib.sha1(source.encode()).hexdigest()[:8]}-0"
 
 
 def recorded_prompts(path: Path) -> tuple[list[int], int | None]:
