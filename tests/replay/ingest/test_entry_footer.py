@@ -1,4 +1,4 @@
-"""An entry's footer tables (``entry_file``): the stream of a table with no rows is written once
+"""An entry's footer tables (``entry_file``, their streams ``ipc_stream``): the stream of a table with no rows is written once
 a process and given again only for that very table object, never for another table."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from replay.ingest import entry_file
+from replay.ingest.ipc_stream import ipc_stream
 from replay.ingest.parse_file import parse_file
 from replay.ingest.schema import SCHEMAS
 
@@ -50,17 +51,17 @@ def test_ipc_stream_is_the_stream_writers_bytes() -> None:
              (pa.Table.from_batches([], schema=SCHEMAS["events"]), "events"),  # no batch
              (SCHEMAS["events"].empty_table(), "events")]
     for table, name in cases:
-        stream = entry_file.ipc_stream(table, SCHEMAS[name])
+        stream = ipc_stream(table, SCHEMAS[name])
         assert stream == _written_by_a_stream_writer(table, SCHEMAS[name])
         assert pa.ipc.open_stream(stream).read_all().equals(table)
-    assert entry_file.ipc_stream(runs, SCHEMAS["runs"]) == entry_file.ipc_stream(
+    assert ipc_stream(runs, SCHEMAS["runs"]) == ipc_stream(
         runs, SCHEMAS["runs"])  # (the schema's message made once, the same bytes again)
 
 
 def test_ipc_stream_refuses_a_dictionary_field_and_a_table_of_another_schema() -> None:
     schema = pa.schema([pa.field("text", pa.dictionary(pa.int32(), pa.string()))])
     with pytest.raises(ValueError, match="dictionary"):
-        entry_file.ipc_stream(pa.Table.from_batches([], schema=schema), schema)
+        ipc_stream(pa.Table.from_batches([], schema=schema), schema)
     with pytest.raises(ValueError, match="another schema"):
-        entry_file.ipc_stream(pa.Table.from_batches([], schema=SCHEMAS["runs"]),
+        ipc_stream(pa.Table.from_batches([], schema=SCHEMAS["runs"]),
                               SCHEMAS["requests"])

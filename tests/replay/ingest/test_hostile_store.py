@@ -221,6 +221,7 @@ def test_a_footer_table_with_invalid_utf8_is_refused_by_decode() -> None:
 
     from replay.errors import StoreError
     from replay.ingest import entry_file
+    from replay.ingest.ipc_stream import ipc_stream
     from replay.ingest.schema import SCHEMAS
 
     runs = SCHEMAS["runs"]
@@ -242,10 +243,10 @@ def test_a_footer_table_with_invalid_utf8_is_refused_by_decode() -> None:
     with pq.ParquetWriter(out, SCHEMAS["messages"]) as writer:
         writer.write_table(SCHEMAS["messages"].empty_table())
         writer.add_key_value_metadata({footer["runs"]: sink.getvalue().to_pybytes(),
-                                       footer["requests"]: entry_file.ipc_stream(
+                                       footer["requests"]: ipc_stream(
                                            SCHEMAS["requests"].empty_table(),
                                            SCHEMAS["requests"]),
-                                       footer["events"]: entry_file.ipc_stream(
+                                       footer["events"]: ipc_stream(
                                            SCHEMAS["events"].empty_table(),
                                            SCHEMAS["events"])})
     with pytest.raises(StoreError):
