@@ -22,6 +22,7 @@ from replay.ingest.parsers.codex_compaction import (
 )
 from replay.ingest.parsers.codex_file import SKIPPED_LINES, parent_run_id, repeated
 from replay.ingest.parsers.codex_rollback import Branch, roll_back
+from replay.ingest.parsers.codex_said import Said
 from replay.ingest.parsers.codex_usage import Pending, UsageTrack
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.coverage import Coverage
@@ -70,14 +71,8 @@ class Walk:
     """Message index of each user turn's start (what a rollback counts back over)."""
     branches: list[Branch] = field(default_factory=list)
     """Each rollback's abandoned branch (a copy of the run before it) and its requests."""
-    said: list[tuple[tuple[str, str], int]] = field(default_factory=list)
-    """(role, text) of each message item and its message, in order (a replacement history's
-    copies): made a dict only when a compaction looks one up (``said_index``), so a rollout
-    with no compaction hashes no message's text."""
-    said_index: dict[tuple[str, str], int] = field(default_factory=dict)
-    """``said`` as (role, text) → the last message of it, up to ``said_read``."""
-    said_read: int = 0
-    """The items of ``said`` in ``said_index``."""
+    said: Said = field(default_factory=Said)
+    """The message items said so far (what a replacement history's copies are found in)."""
     ordinal: int | None = None
     """The last line's ``ordinal``."""
     out_of_order: int = 0
@@ -184,7 +179,7 @@ class Walk:
                     self.turns.append(msg)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
-            self.said.append(((str(role), it.joined(blocks)), b.msg_index))
+            self.said.add((str(role), it.joined(blocks)), b.msg_index)
         elif t == "agent_message":
             blocks = it.content(p.get("content"))
             self.turns.append(self.start("user", ts))
@@ -358,10 +353,7 @@ class Walk:
     def preserved(self, items: list[dict[str, Any]]) -> list[int]:
         """Messages of the stream a replacement history's items repeat (what the compaction
         re-attached after its summary), by role and text; the summary's own item excluded."""
-        said = self.said_index
-        if self.said_read < len(self.said):  # the messages since the last look-up
-            said.update(self.said[self.said_read:])
-            self.said_read = len(self.said)
+        said = self.said.index()
         found: set[int] = set()
         for item in items:
             if item.get("type") != "message":
