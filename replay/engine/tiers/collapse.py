@@ -153,7 +153,8 @@ def _replace_older_reads(tier: Collapse, st: CollapseState, ctx: Context, env: E
     """Replace every read of a file in the live context but the newest read of that file with
     ``older_reads.notice`` (reads replaced or trimmed before are not counted: Cline skips the
     messages it altered); whether that saved at least ``enough_frac`` of the live context's
-    bytes (the head's included), so that the tier cuts nothing now.  A read inside the newest
+    bytes (the head's and the live induced re-reads' included), so that the tier cuts nothing
+    now.  An induced re-read is not itself taken for a read of its file here.  A read inside the newest
     output is never replaced (the newest output is never touched)."""
     older_reads = tier.older_reads
     assert older_reads is not None
@@ -176,8 +177,8 @@ def _replace_older_reads(tier: Collapse, st: CollapseState, ctx: Context, env: E
         sized = st.notice = (env.est_text(text), env.truth_text(text),
                              len(text.encode("utf-8", "surrogatepass")))
     est, truth, n_bytes = sized
-    cur_bytes = ctx.cur_bytes
-    total = ctx.head_n_bytes + sum(cur_bytes[lo:hi])
+    cur_bytes, ind = ctx.cur_bytes, ctx.induced
+    total = ctx.head_n_bytes + ind.live_result_bytes + ind.live_call_bytes + sum(cur_bytes[lo:hi])
     saved = sum(cur_bytes[b] for b in older) - n_bytes * len(older)
     apply_trims(ctx, env, [(b, est, truth, n_bytes) for b in older], tier=tier.name,
                 kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
