@@ -19,8 +19,6 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import pyarrow as pa
-
 from replay import atomic_files
 from replay.errors import TokenizerError
 from replay.ingest import store, store_index, store_session
@@ -100,9 +98,9 @@ class _Done:
     n_tokens: int
     issues: tuple[Issue, ...]
     stored: bool
-    index_rows: bytes | pa.Table
+    index_rows: bytes | store_index.RunRows
     """The entry's rows of the store's run index (``store_index.index_rows``): a stream from a
-    worker process, the table itself from ``_process`` called in the ingest's own process."""
+    worker process, ``RunRows`` from ``_process`` called in the ingest's own process."""
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
     no_conversation: str = ""
     checksum: str = ""

@@ -18,6 +18,8 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import pyarrow as pa
@@ -146,10 +148,18 @@ _INDEX_SLICE_ROWS = 1 << 16
 
 def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
     """``runs_table`` with each run's token total by each tokenizer (``names.TOKEN_COLUMN``,
-    in its order): the sum of its messages' counts; null, unknown, not 0, for every run of an
-    entry its ingest did not count with that tokenizer (``--tokenizers``: the messages'
-    column all null)."""
+    in its order): ``_token_totals``."""
+    for col, totals in zip(TOKEN_COLUMN.values(), _token_totals(runs_table, messages)):
+        runs_table = runs_table.append_column(_INDEX_FIELDS[col], column(totals, pa.int64()))
+    return runs_table
+
+
+def _token_totals(runs_table: pa.Table, messages: pa.Table | None) -> list[list[int | None]]:
+    """Each run's token total by each tokenizer (``names.TOKEN_COLUMN``, in its order): the sum
+    of its messages' counts; null, unknown, not 0, for every run of an entry its ingest did not
+    count with that tokenizer (``--tokenizers``: the messages' column all null)."""
     n_runs, run_ids = runs_table.num_rows, None
+    out = []
     for col in TOKEN_COLUMN.values():
         counts = messages.column(col) if messages is not None else None
         if counts is not None and len(counts) and counts.null_count == len(counts):
@@ -160,8 +170,8 @@ def _with_tokens(runs_table: pa.Table, messages: pa.Table | None) -> pa.Table:
             total = _run_totals(messages, col) if messages is not None else {}
             run_ids = run_ids or runs_table["run_id"].to_pylist()
             totals = [total.get(r, 0) for r in run_ids]
-        runs_table = runs_table.append_column(_INDEX_FIELDS[col], column(totals, pa.int64()))
-    return runs_table
+        out.append(totals)
+    return out
 
 
 def _run_totals(messages: pa.Table, col: str) -> dict[str, int]:
@@ -180,33 +190,74 @@ def _run_totals(messages: pa.Table, col: str) -> dict[str, int]:
 def _with_counts(runs_table: pa.Table, messages: pa.Table | None,
                  requests: pa.Table) -> pa.Table:
     """``runs_table`` with the run index's columns: each run's token totals
-    (``_with_tokens``) and its requests that recorded no usage (``schema.unrecorded``; a
-    file's requests are few: plain loops, and no run ids made for a one-run file)."""
+    (``_with_tokens``) and its requests that recorded no usage (``_unrecorded``)."""
+    return _with_tokens(runs_table, messages).append_column(
+        _INDEX_FIELDS["n_requests_unrecorded"],
+        column(_unrecorded(runs_table, requests), pa.int64()))
+
+
+def _unrecorded(runs_table: pa.Table, requests: pa.Table) -> list[int]:
+    """Each run's requests that recorded no usage (``schema.unrecorded``; a file's requests are
+    few: plain loops, and no run ids made for a one-run file)."""
     inputs = requests.column("input_tokens").to_pylist()
     if runs_table.num_rows == 1:
-        counts = [unrecorded(inputs)]
-    else:
-        by_run: dict[str, list[int | None]] = {}
-        for run_id, n in zip(requests.column("run_id").to_pylist(), inputs):
-            by_run.setdefault(run_id, []).append(n)
-        counts = [unrecorded(by_run.get(r, ())) for r in runs_table["run_id"].to_pylist()]
-    return _with_tokens(runs_table, messages).append_column(
-        _INDEX_FIELDS["n_requests_unrecorded"], column(counts, pa.int64()))
+        return [unrecorded(inputs)]
+    by_run: dict[str, list[int | None]] = {}
+    for run_id, n in zip(requests.column("run_id").to_pylist(), inputs):
+        by_run.setdefault(run_id, []).append(n)
+    return [unrecorded(by_run.get(r, ())) for r in runs_table["run_id"].to_pylist()]
 
 
 # -- the run index -----------------------------------------------------------------------------
 
-def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | pa.Table:
+@dataclass(frozen=True, slots=True)
+class RunRows:
+    """One entry's rows of the run index not made a table yet (``index_rows(stream=False)``):
+    its runs table and the values of the columns the index adds to it, one a run.
+    ``IndexRows`` makes the rows of many entries one table at once: the index's four columns
+    are appended once for them all, not once an entry (each append makes a table and its
+    schema: ~150,000 instructions a small file)."""
+
+    runs: pa.Table
+    tokens: tuple[list[int | None], ...]
+    """Each run's token total by each tokenizer (``names.TOKEN_COLUMN``, in its order)."""
+    unrecorded: list[int]
+    """Each run's requests that recorded no usage."""
+    key: str
+
+    def __len__(self) -> int:
+        n: int = self.runs.num_rows
+        return n
+
+
+def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | RunRows:
     """One entry's rows of the run index: as an Arrow IPC stream (what an ingest worker sends
-    back with each file it wrote), or with ``stream=False`` as the table itself (an ingest in
-    one process: no stream written only to be read back); ``IndexRows`` gathers either."""
-    runs_table = _with_counts(tables.runs,
-                              tables.messages.select(["run_id", *TOKEN_COLUMN.values()]),
-                              tables.requests)
-    keyed = _keyed(runs_table, key)
+    back with each file it wrote), or with ``stream=False`` as ``RunRows`` (an ingest in one
+    process: no stream written only to be read back, no table made an entry); ``IndexRows``
+    gathers either."""
+    runs_table = tables.runs
+    messages = tables.messages if runs_table.num_rows == 1 else \
+        tables.messages.select(["run_id", *TOKEN_COLUMN.values()])  # (summed a slice at a
+    # time: ``_run_totals``)
+    rows = RunRows(runs_table, tuple(_token_totals(runs_table, messages)),
+                   _unrecorded(runs_table, tables.requests), key)
     if not stream:
-        return keyed
-    return ipc_stream(keyed, RUN_INDEX)
+        return rows
+    return ipc_stream(_index_table([rows]), RUN_INDEX)
+
+
+def _index_table(rows: list[RunRows]) -> pa.Table:
+    """The run index's rows of ``rows``, in order: their runs tables with the index's columns
+    (the table ``_keyed(_with_counts(...))`` makes of one entry's)."""
+    table = rows[0].runs if len(rows) == 1 else pa.concat_tables([r.runs for r in rows])
+    for i, col in enumerate(TOKEN_COLUMN.values()):
+        table = table.append_column(_INDEX_FIELDS[col], column(
+            list(chain.from_iterable(r.tokens[i] for r in rows)), pa.int64()))
+    table = table.append_column(_INDEX_FIELDS["n_requests_unrecorded"], column(
+        list(chain.from_iterable(r.unrecorded for r in rows)), pa.int64()))
+    keys = [r.key for r in rows for _ in range(len(r))]
+    return table.append_column(_INDEX_FIELDS["entry_key"], column(keys, pa.string())
+                               ).replace_schema_metadata(RUN_INDEX.metadata)
 
 
 def _keyed(runs_with_tokens: pa.Table, key: str) -> pa.Table:
@@ -246,14 +297,28 @@ class IndexRows:
 
     def __init__(self) -> None:
         self._pieces = _Pieces(lambda t: t)
+        self._waiting: list[RunRows] = []
+        """``RunRows`` added since the last table was made of them (at most ``_MERGE_EVERY``)."""
 
-    def add(self, rows: bytes | pa.Table) -> None:
-        """One entry's rows, as ``index_rows`` made them (a stream, or the table)."""
-        self._pieces.add(rows if isinstance(rows, pa.Table) else
-                         pa.ipc.open_stream(rows).read_all())
+    def add(self, rows: bytes | RunRows) -> None:
+        """One entry's rows, as ``index_rows`` made them (a stream, or ``RunRows``)."""
+        if isinstance(rows, RunRows):
+            self._waiting.append(rows)
+            if len(self._waiting) >= _MERGE_EVERY:
+                self._made()
+            return
+        self._made()  # (the rows in the order added)
+        self._pieces.add(pa.ipc.open_stream(rows).read_all())
+
+    def _made(self) -> None:
+        """The waiting ``RunRows`` made one table, after the pieces before them."""
+        if self._waiting:
+            self._pieces.add(_index_table(self._waiting))
+            self._waiting = []
 
     def table(self) -> pa.Table:
         """Every row added, in order, as one table."""
+        self._made()
         return self._pieces.table(RUN_INDEX)
 
 

@@ -216,18 +216,21 @@ def test_index_rows_gathered_from_workers_keep_every_row_in_order(sample_store: 
     assert table.equals(want)
 
 
-def test_index_rows_as_table_are_the_rows_of_the_stream(sample_store: Path) -> None:
+def test_index_rows_as_table_are_the_rows_of_the_stream(sample_store: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """An ingest in one process keeps each entry's run-index rows as a table
-    (``index_rows(stream=False)``) instead of writing a stream and reading it back: gathered
-    in any mix with streams, the index is the same table."""
+    (``index_rows(stream=False)``: ``RunRows``, made a table with others' later) instead of
+    writing a stream and reading it back: gathered in any mix with streams, and more than
+    ``_MERGE_EVERY`` of them in a row, the index is the same table."""
+    monkeypatch.setattr(store_index, "_MERGE_EVERY", 3)
     entries = list(store.read_manifest(sample_store).values())
     tables = [store.read_entry(sample_store, e.key) for e in entries]
     streamed, kept = store_index.IndexRows(), store_index.IndexRows()
     for k, (tables_k, e) in enumerate(zip(tables, entries)):
         rows = store_index.index_rows(tables_k, e.key, stream=False)
-        assert isinstance(rows, pa.Table) and rows.num_rows == e.n_runs
+        assert isinstance(rows, store_index.RunRows) and len(rows) == e.n_runs
         streamed.add(store_index.index_rows(tables_k, e.key))
-        kept.add(rows if k % 2 else store_index.index_rows(tables_k, e.key))
+        kept.add(rows if k % 5 else store_index.index_rows(tables_k, e.key))
     index = store_index.read_index(sample_store)
     assert index is not None
     assert kept.table().equals(streamed.table()) and streamed.table().equals(index)
