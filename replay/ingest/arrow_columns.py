@@ -43,6 +43,11 @@ _ACCEPTED: dict[pa.DataType, frozenset[type]] = {
     _BOOL: frozenset((bool, _NONE)),
 }
 _ZERO: dict[pa.DataType, Any] = {_STRING: "", _INT64: 0, _FLOAT64: 0.0, _BOOL: False}
+_TYPES = (_STRING, _INT64, _FLOAT64, _BOOL)
+_ACCEPTED_OF = {id(t): accepted for t, accepted in _ACCEPTED.items()}
+_ZERO_OF = {id(t): zero for t, zero in _ZERO.items()}
+"""``_ACCEPTED`` and ``_ZERO`` by the id of a type of ``_TYPES`` (a pyarrow type hashes its
+name: ~1,000 instructions a look-up)."""
 _LISTS = frozenset((list, tuple, _NONE))
 _DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 _EXACT = 2**53  # the largest magnitude up to which every integer is a float64
@@ -64,18 +69,19 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         ValueError: an integer of a ``float64`` column that it would round.
         UnicodeEncodeError: a string that is not valid Unicode.
     """
-    if (type(values) is array and values.typecode == "q" or isinstance(values, np.ndarray)
-            and values.dtype == np.int64 and values.ndim == 1 and values.flags.c_contiguous) \
-            and type_ == _INT64:
+    type_ = canonical_type(type_)  # (then told apart by identity below)
+    if type_ is _INT64 and (type(values) is array and values.typecode == "q"
+                            or isinstance(values, np.ndarray) and values.dtype == np.int64
+                            and values.ndim == 1 and values.flags.c_contiguous):
         return pa.Array.from_buffers(_INT64, len(values), [None, pa.py_buffer(values)], 0)
-    if len(values) == 1 and (one := _one(values[0], type_)) is not None:
+    if len(values) == 1 and (one := one_value(values[0], type_)) is not None:
         return one
-    if type_ == _STRING:
+    if type_ is _STRING:
         try:  # the common case first: only strings (_strings refuses anything else)
             return _strings(values, None, 0)
         except TypeError:
             pass
-    accepted = _ACCEPTED.get(type_)
+    accepted = _ACCEPTED_OF.get(id(type_))  # (the id of a live object: no other's)
     if accepted is None:
         if isinstance(type_, pa.ListType) and type_.value_type in (_INT64, _STRING):
             return _list(values, type_)
@@ -90,14 +96,14 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         if len(found) == 1:  # (many of a file's columns: a field its format does not have)
             return null_column(n, type_)
         valid, nulls = _validity(values)
-        fill = _ZERO[type_]  # the buffers hold a slot per row: a null's holds a zero value
+        fill = _ZERO_OF[id(type_)]  # the buffers hold a slot per row: a null's a zero value
         values = [fill if v is None else v for v in values]
-    if type_ == _STRING:
+    if type_ is _STRING:
         return _strings(values, valid, nulls)
-    if type_ == _INT64:  # (OverflowError: an integer beyond int64, from either)
+    if type_ is _INT64:  # (OverflowError: an integer beyond int64, from either)
         ints = np.fromiter(values, np.int64, n) if n >= NUMPY_ROWS else array("q", values)
         return pa.Array.from_buffers(_INT64, n, [valid, pa.py_buffer(ints)], nulls)
-    if type_ == _FLOAT64:
+    if type_ is _FLOAT64:
         if int in found:  # pa.array refuses an integer a float64 would round; so does this
             inexact = next((v for v in values if type(v) is int and abs(v) > _EXACT), None)
             if inexact is not None:
@@ -105,6 +111,20 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         return pa.Array.from_buffers(_FLOAT64, n, [valid, pa.py_buffer(array("d", values))],
                                      nulls)
     return pa.Array.from_buffers(_BOOL, n, [valid, _bits(bytes(values))], nulls)
+
+
+def canonical_type(type_: pa.DataType) -> pa.DataType:
+    """``type_`` as this module's object of it when it is a ``string``, ``int64``, ``float64``
+    or ``bool`` type (``column`` then tells them apart by identity: ``==`` of two pyarrow types
+    costs ~1,300 instructions, and a schema's field gives a new type object each time it is
+    read); any other type as it is."""
+    for known in _TYPES:
+        if type_ is known:
+            return known
+    for known in _TYPES:
+        if type_ == known:
+            return known
+    return type_
 
 
 def repeated(values: Sequence[Any], counts: Sequence[int]) -> pa.Array | None:
@@ -161,30 +181,33 @@ def all_false(n: int) -> pa.Array:
     return pa.Array.from_buffers(_BOOL, n, [None, pa.py_buffer(bytes((n + 7) // 8))], 0)
 
 
-def _one(value: Any, type_: pa.DataType) -> pa.Array | None:
+def one_value(value: Any, type_: pa.DataType) -> pa.Array | None:
     """``column([value], type_)`` of a string or an integer (or None) of a ``string`` or
-    ``int64`` column in fewer steps (a one-row table's columns: a file's ``runs``, most small
+    ``int64`` column (``type_``: ``canonical_type``'s) in fewer steps (a one-row table's columns: a file's ``runs``, most small
     files' ``requests``), the array of a value met before given again (``_ONES``: an array is
     immutable; most of a file's one-row columns hold a value of the file before, a format's
     name, a count, None: a dict look-up instead of ~18,000 instructions of buffers); None for
-    any other value or type (``column`` then takes it as it takes any list).
+    any other value or type, and for a string that is not valid Unicode (``column`` then
+    takes it as it takes any list: it raises).
 
     Raises:
         OverflowError: an integer beyond ``int64`` (as ``column``).
-        UnicodeEncodeError: a string that is not valid Unicode (as ``column``).
     """
     kind = type(value)
     if kind is not str and kind is not int and value is not None:
         return None
-    string = type_ == _STRING
-    if not string and type_ != _INT64:
+    string = type_ is _STRING  # (``type_``: ``canonical_type``'s)
+    if not string and type_ is not _INT64:
         return None
     key = (string, kind, value)  # (the kind: True == 1, but no bool is taken here)
     made = _ONES.get(key)
     if made is not None:
         return made
     if kind is str and string:
-        data = value.encode("utf-8")
+        try:
+            data = value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
         made = pa.Array.from_buffers(_STRING, 1, [None, pa.py_buffer(array("i", (0, len(data)))),
                                                   pa.py_buffer(data)], 0)
     elif kind is int and not string:
@@ -201,7 +224,7 @@ def _one(value: Any, type_: pa.DataType) -> pa.Array | None:
 
 
 _ONES: dict[tuple[bool, type, Any], pa.Array] = {}
-"""(a ``string`` column?, the value's type, the value) -> ``_one``'s array of it, for values
+"""(a ``string`` column?, the value's type, the value) -> ``one_value``'s array of it, for values
 of up to ``_ONES_MAX_CHARS`` characters; emptied when it holds ``_ONES_MAX``."""
 _ONES_MAX = 4096
 _ONES_MAX_CHARS = 256
@@ -210,8 +233,22 @@ _ONES_MAX_CHARS = 256
 def null_column(n: int, type_: pa.DataType) -> pa.Array:
     """``pa.nulls(n, type_)``, made once for each type and length up to ``NUMPY_ROWS`` (an
     array is immutable: a file's columns of a field its format does not have share it, ~1.4 µs
-    a column less)."""
-    return _small_nulls(n, type_) if n <= NUMPY_ROWS else pa.nulls(n, type_)
+    a column less; of a type of ``_TYPES``, found by its id: an ``lru_cache`` hashes the type's
+    name)."""
+    if n > NUMPY_ROWS:
+        return pa.nulls(n, type_)
+    key = (n, id(type_))  # (the id of a live object: no other's)
+    made = _NULLS.get(key)
+    if made is None:
+        made = _small_nulls(n, type_)
+        if any(type_ is known for known in _TYPES):
+            _NULLS[key] = made
+    return made
+
+
+_NULLS: dict[tuple[int, int], pa.Array] = {}
+"""(rows, the id of a type of ``_TYPES``) -> ``null_column`` of them (at most ``NUMPY_ROWS``
+rows of four types)."""
 
 
 @functools.lru_cache(maxsize=256)

@@ -21,8 +21,10 @@ from replay.ingest import store
 from replay.ingest.arrow_columns import (
     NUMPY_ROWS,
     all_false,
+    canonical_type,
     column,
     null_column,
+    one_value,
     repeated,
     string_columns,
     utf8_lengths,
@@ -73,7 +75,8 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
     events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
     runs = {col: [d.run[col] for d in drafts] for col, _ in _fields("runs")
-            if col in drafts[0].run}  # (the names read once: ``_fields``)
+            if col in drafts[0].run} if len(drafts) > 1 else \
+        {col: [value] for col, value in drafts[0].run.items()}  # (the names read once: ``_fields``)
     if consume:
         for d in drafts:
             d.messages, d.requests, d.events = {}, {}, {}
@@ -311,11 +314,14 @@ def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     values = [columns.pop(col) for col, _ in fields]
     if name in JOINED_TABLES:
         _joined_strings(values, name)
-    arrays = [_as(v, type_) for v, (_, type_) in zip(values, fields)]
+    arrays = [a if type(v) is list and len(v) == 1 and (a := one_value(v[0], type_)) is not None
+              else _as(v, type_) for v, (_, type_) in zip(values, fields)]  # (a one-row
+    # table's values: ``one_value`` straight away, most of them arrays made before)
     del values
     schema = SCHEMAS[name]
-    for i, (array, (_, type_)) in enumerate(zip(arrays, fields)):
-        if array.type != type_:  # a dictionary of the field's type (``shared_texts``)
+    for i, array in enumerate(arrays):
+        if isinstance(array, pa.DictionaryArray):  # of the field's type (``_as``:
+            # ``shared_texts``), the one array not of its field's type
             schema = schema.set(i, schema.field(i).with_type(array.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
@@ -363,8 +369,9 @@ def _string_fields(name: str) -> tuple[int, ...]:
 @functools.cache
 def _fields(name: str) -> tuple[tuple[str, pa.DataType], ...]:
     """(name, type) of each field of table ``name``'s schema: read once, not per table made
-    (pyarrow makes a new Field object for each field read, 1.5 µs each)."""
-    return tuple((f.name, f.type) for f in SCHEMAS[name])
+    (pyarrow makes a new Field object for each field read, 1.5 µs each); each type as
+    ``arrow_columns.canonical_type`` (``column`` tells them apart by identity)."""
+    return tuple((f.name, canonical_type(f.type)) for f in SCHEMAS[name])
 
 
 def _array(values: list[object], type_: pa.DataType) -> pa.Array:

@@ -157,6 +157,25 @@ def test_lone_surrogate_escapes_ingest_instead_of_crashing(tmp_path: Path) -> No
     assert stored == texts
 
 
+def test_lone_surrogate_in_a_one_row_tables_value_is_stored_repaired(tmp_path: Path) -> None:
+    """A one-row table's value (a one-run file's ``runs``, its one request) is converted in
+    fewer steps (``arrow_columns.one_value``); a string there that is not valid Unicode is
+    stored with U+FFFD all the same."""
+    rec = _claude_line("hello")
+    assistant = {"parentUuid": "u0", "isSidechain": False, "sessionId": "s", "type": "assistant",
+                 "uuid": "u1", "timestamp": "2026-01-01T00:00:01Z",
+                 "message": {"id": "m1", "role": "assistant", "model": "claude-\ud800x",
+                             "content": [{"type": "text", "text": "ok"}],
+                             "usage": {"input_tokens": 5, "output_tokens": 1}}}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(rec) + "\n" + json.dumps(assistant) + "\n")
+    parsed = parse_file(path, tmp_path)
+    assert parsed.tables is not None, [str(i) for i in parsed.issues]
+    assert parsed.tables.runs.num_rows == parsed.tables.requests.num_rows == 1
+    assert parsed.tables.runs["model"].to_pylist() == ["claude-\ufffdx"]
+    assert parsed.tables.requests["model"].to_pylist() == ["claude-\ufffdx"]
+
+
 def _store_with_one_entry(tmp_path: Path) -> Path:
     out = tmp_path / "store"
     line = json.dumps(_claude_line("hello"))
