@@ -25,7 +25,7 @@ from replay.ingest import store, store_index, store_session
 from replay.ingest.arrow_columns import int64_total
 from replay.ingest.discover import discover, sources
 from replay.ingest.entry_state import intact
-from replay.ingest.entry_write import NewEntry, write_entry
+from replay.ingest.entry_write import DataFolder, NewEntry, write_entry
 from replay.ingest.input_files import check_max_bytes, holds_at_least, input_size, sha256_of
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parse_file import parse_file
@@ -108,10 +108,13 @@ class _Done:
 
 
 def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ...],
-             out: Path, strict: bool, threads: int, in_worker: bool = True) -> _Done:
+             out: Path, strict: bool, threads: int, in_worker: bool = True,
+             held: _Held | None = None) -> _Done:
     """Parse one file and write its entry (not yet in the manifest); runs in a worker
-    (``in_worker=False``: in the ingest's own process, its run-index rows kept as a table)."""
-    with NewEntry(out) as entry:  # (a big file's runs written as they are made)
+    (``in_worker=False``: in the ingest's own process, its run-index rows kept as
+    ``RunRows``; ``held``: the store's data folder and journal held open for its files)."""
+    folder = held.folder if held is not None else None
+    with NewEntry(out, folder=folder) as entry:  # (a big file's runs written as they are made)
         parsed = parse_file(path, root, fmt=fmt, tokenizers=tokenizers, rel=rel,
                             threads=threads, shared_text=True, sink=entry)
         key = store.entry_key(parsed.sha256, parsed.source, tokenizers, PARSERS_VERSION, fmt)
@@ -123,17 +126,37 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
 
         def journal(checksum: str) -> None:  # before the entry's rename: a worker killed
             # right after it (its parent gone) still leaves the complete entry journalled
-            store_session.journal(out, store.Entry(
-                parsed.source, key, parsed.sha256, parsed.format, n_runs, parsed.coverage,
-                _stored_issues(parsed.issues), checksum))
+            done = store.Entry(parsed.source, key, parsed.sha256, parsed.format, n_runs,
+                               parsed.coverage, _stored_issues(parsed.issues), checksum)
+            if held is not None:
+                held.journal.add(done)
+            else:
+                store_session.journal(out, done)
 
         checksum = entry.commit(key, journal) if entry.writer is not None \
-            else write_entry(out, key, tables, before_rename=journal)
+            else write_entry(out, key, tables, before_rename=journal, folder=folder)
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
     n_tokens = int64_total(tables.messages[col]) if col else 0
     return _Done(parsed.source, parsed.format, parsed.sha256, key, n_runs, n_tokens,
                  parsed.issues, True, store_index.index_rows(tables, key, stream=in_worker),
                  parsed.coverage, checksum=checksum)
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """What an ingest in its own process holds open for the files it writes one after another
+    (``_process``'s ``held``): the store's data folder and its journal, each opened at the first
+    entry (``entry_write.DataFolder``, ``store_session.Journal``), closed when its files are
+    done (before the journal is forgotten)."""
+
+    folder: DataFolder
+    journal: store_session.Journal
+
+    def close(self) -> None:
+        try:
+            self.journal.close()
+        finally:
+            self.folder.close()
 
 
 def _entry(done: _Done) -> store.Entry:
@@ -325,11 +348,15 @@ def _process_all(todo: list[tuple[Path, Path, str]], fmt: str | None, tokenizers
         workers = 1  # (each worker costs more to start than it saves on so little)
     if workers <= 1:
         threads = max(1, jobs or cores) if len(todo) == 1 else 1
-        for path, root, rel in todo:
-            done = _process(path, root, rel, fmt, tokenizers, out, strict, threads,
-                            in_worker=False)
-            on_finished(done)  # (yielded as it is: no result waits for an earlier file, and
-            yield done  # a copy without its rows costs ~40,000 instructions a file)
+        held = _Held(DataFolder(out), store_session.Journal(out))
+        try:
+            for path, root, rel in todo:
+                done = _process(path, root, rel, fmt, tokenizers, out, strict, threads,
+                                in_worker=False, held=held)
+                on_finished(done)  # (yielded as it is: no result waits for an earlier file,
+                yield done  # and a copy without its rows costs ~40,000 instructions a file)
+        finally:
+            held.close()
         return
     methods = multiprocessing.get_all_start_methods()
     forked = "fork" in methods

@@ -120,3 +120,66 @@ def test_an_ingest_into_a_store_starts_no_native_threads(tmp_path: Path) -> None
                          text=True, timeout=300, check=True).stdout.split()
     before, after = map(int, out)
     assert after == before, f"{after - before} threads started by the second ingest"
+
+
+def test_a_journal_held_open_writes_journals_lines_and_never_through_a_symlink(
+        tmp_path: Path) -> None:
+    """An ingest in one process holds its journal open (``Journal``): each line is the one
+    ``journal`` writes, and a symlink planted at its name after it was opened is never written
+    through (the lines go to the file opened); one there before is refused, as ``journal``
+    refuses it."""
+    from replay.ingest import store_session
+    ds, _logs = _store(tmp_path)
+    (entry,) = store.read_manifest(ds).values()
+    apart = tmp_path / "apart"
+    apart.mkdir()
+    store_session.journal(apart, entry)
+    store_session.journal(apart, entry)
+    held = store_session.Journal(ds)
+    try:
+        held.add(entry)
+        held.add(entry)
+        assert (ds / "journal.jsonl").read_bytes() == (apart / "journal.jsonl").read_bytes()
+        victim = _victim(tmp_path)
+        (ds / "journal.jsonl").rename(tmp_path / "moved.jsonl")
+        (ds / "journal.jsonl").symlink_to(victim / "precious.txt")
+        held.add(entry)
+    finally:
+        held.close()
+    assert (victim / "precious.txt").read_text() == "keep me"
+    assert (tmp_path / "moved.jsonl").read_bytes().count(b"\n") == 3
+    refused = store_session.Journal(ds)
+    with pytest.raises(StoreError, match="not a regular file"):
+        refused.add(entry)
+    refused.close()
+
+
+def test_entries_written_in_a_data_folder_held_open_are_the_same_files(tmp_path: Path) -> None:
+    """An ingest in one process opens the store's data folder once (``DataFolder``): its
+    entries are the files ``write_entry`` writes otherwise, and a symlink in the data
+    folder's place when it is opened is refused, as ``write_entry`` refuses it."""
+    from replay.errors import OutputError
+    from replay.ingest.entry_write import DataFolder, write_entry
+    ds, _logs = _store(tmp_path)
+    (entry,) = store.read_manifest(ds).values()
+    tables = store.read_entry(ds, entry.key)
+    out = tmp_path / "out"
+    out.mkdir()
+    folder = DataFolder(out)
+    try:
+        for name in ("a", "b"):
+            write_entry(out, name, tables, folder=folder)
+    finally:
+        folder.close()
+    assert folder.fd == -1
+    for name in ("a", "b"):
+        assert store.entry_file(out, name).read_bytes() == \
+            store.entry_file(ds, entry.key).read_bytes()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "data").symlink_to(out / "data")
+    refused = DataFolder(linked)
+    with pytest.raises(OutputError, match="symlink"):
+        write_entry(linked, "c", tables, folder=refused)
+    refused.close()
+    assert not store.entry_file(out, "c").exists()
