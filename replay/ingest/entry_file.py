@@ -20,6 +20,7 @@ columns (``replay.ingest.schema``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any, BinaryIO
@@ -249,7 +250,9 @@ def _write(tables: Mapping[str, pa.Table | None], sink: pa.NativeFile,
     None: found here)."""
     footer = _footer(tables)
     messages = tables.get("messages")
-    with pq.ParquetWriter(sink, SCHEMAS["messages"], **PARQUET_OPTIONS) as writer:
+    layout = _key_values()
+    with pq.ParquetWriter(sink, SCHEMAS["messages"], **PARQUET_OPTIONS,
+                          **({} if layout is None else {"store_schema": False})) as writer:
         if messages is None:
             writer.write_table(SCHEMAS["messages"].empty_table())
         else:
@@ -259,7 +262,35 @@ def _write(tables: Mapping[str, pa.Table | None], sink: pa.NativeFile,
                 writer.write_table(_schema_of(part, "messages"))
                 if len(groups) > 1:  # the group's plain text is freed: its pages given back
                     release_freed_memory()  # (else the heap grows by a few MB a group)
-        writer.add_key_value_metadata(footer)
+        if layout is None:
+            writer.add_key_value_metadata(footer)
+        else:
+            keys, values = layout
+            values = {**values, **footer}
+            writer.add_key_value_metadata({key: values[key] for key in keys})
+
+
+@functools.cache
+def _key_values() -> tuple[tuple[bytes, ...], dict[bytes, bytes]] | None:
+    """The key-value metadata a Parquet writer puts in an entry file besides the footer's
+    tables (the messages schema's own keys, and ``ARROW:schema``: the Arrow schema it
+    serializes and encodes in base64 for each file it writes, ~100,000 instructions), and the
+    order the file holds all the keys in (the writer merges the footer's keys with its own):
+    read once a process from a file of no row group written as entries were written before.
+    ``_write`` then writes the same bytes with ``store_schema=False`` and these keys given in
+    this order.  None when the order cannot be told from that file's bytes (``_write`` then
+    lets the writer store the schema)."""
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, SCHEMAS["messages"], **PARQUET_OPTIONS) as writer:  # (no rows
+        # written: ``empty_table`` loads pandas)
+        writer.add_key_value_metadata({key: b"" for key in ENTRY_FOOTER.values()})
+    data = sink.getvalue().to_pybytes()
+    found = pq.ParquetFile(pa.BufferReader(data)).metadata.metadata or {}
+    tags = {key: b"\x18" + bytes([len(key)]) + key for key in found}  # (a key: a Thrift string)
+    if any(len(key) > 127 or data.count(tag) != 1 for key, tag in tags.items()):
+        return None
+    keys = tuple(sorted(found, key=lambda key: data.index(tags[key])))
+    return keys, {key: value for key, value in found.items() if key not in ENTRY_FOOTER.values()}
 
 
 def _footer(tables: Mapping[str, pa.Table | None]) -> dict[bytes, bytes]:

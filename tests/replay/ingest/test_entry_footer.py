@@ -65,3 +65,36 @@ def test_ipc_stream_refuses_a_dictionary_field_and_a_table_of_another_schema() -
     with pytest.raises(ValueError, match="another schema"):
         ipc_stream(pa.Table.from_batches([], schema=SCHEMAS["runs"]),
                               SCHEMAS["requests"])
+
+
+def _written_storing_the_schema(tables: dict[str, pa.Table]) -> bytes:
+    """An entry file as the Parquet writer makes it when it stores the Arrow schema itself and
+    merges the footer's keys with its own (how entries were written before ``_key_values``)."""
+    import pyarrow.parquet as pq
+    sink = pa.BufferOutputStream()
+    messages = tables["messages"]
+    with pq.ParquetWriter(sink, SCHEMAS["messages"], **entry_file.PARQUET_OPTIONS) as writer:
+        for start, stop in entry_file.row_groups(messages.column("text")):
+            writer.write_table(messages.slice(start, stop - start))
+        writer.add_key_value_metadata(entry_file._footer(tables))
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def test_an_entry_file_is_the_bytes_of_a_writer_storing_the_schema(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_write`` gives the writer the schema's keys and ``ARROW:schema`` (``_key_values``,
+    read once a process) instead of letting it serialize the schema for each file: the entry
+    file is the same bytes, of one row group, of several, and of no messages; without the
+    keys' order (``_key_values`` None) the writer stores the schema itself, as before."""
+    tables = vars_of(parse_file(FIXTURE, tokenizers=()).tables)
+    assert tables["messages"].num_rows > 2
+    empty = {**tables, "messages": SCHEMAS["messages"].empty_table()}
+    assert entry_file._key_values() is not None
+    for case in (tables, empty):
+        assert entry_file.encode(case) == _written_storing_the_schema(case)
+    monkeypatch.setattr(entry_file, "ROW_GROUP_TEXT_BYTES", 1)  # about a row group a row
+    assert len(entry_file.row_groups(tables["messages"].column("text"))) > 2
+    assert entry_file.encode(tables) == _written_storing_the_schema(tables)
+    monkeypatch.setattr(entry_file, "_key_values", lambda: None)
+    assert entry_file.encode(tables) == _written_storing_the_schema(tables)
