@@ -5,14 +5,18 @@ test a line in Python: ~20% of the CPU of reading the samples' Claude Code lines
 time), but it reads its input as JSON values separated by any whitespace, not as lines: a
 blank line gives nothing, ``{…}{…}`` on one line gives two values, a value may go on over a
 newline.  So a batch is taken only when each of its lines is one value for certain
-(``plain_lines``): every line is ``{`` … ``}`` with nothing around (every newline of the batch
-is in ``}\\n{``, the batch opens with ``{`` and closes with ``}``), and it decodes to as many
-values as it has lines.  Then no value goes on over a newline (a line ending in ``}`` inside an
-object is followed by ``,``, ``}`` or ``]``, never ``{``; a string holds no raw newline, which
-msgspec refuses as JSON does), so each line holds at least one value, and with as many values
-as lines exactly one: the value its own decoding gives.  Any other batch (a blank line, a line
-with a carriage return or spaces around, one that does not decode) is read line by line, as
-before.
+(``plain_lines``): every line is ``{`` … ``}`` with nothing around but one carriage return
+at its end (every newline of the batch is in ``}\\n{`` or ``}\\r\\n{``, the batch opens with
+``{`` and closes with ``}`` or ``}\\r``), and it decodes to as many values as it has lines.
+Then no value goes on over a newline (a line ending in ``}`` inside an object is followed by
+``,``, ``}`` or ``]`` after any whitespace, never ``{``; a string holds no raw newline or
+carriage return, which msgspec refuses as JSON does), so each line holds at least one value,
+and with as many values as lines exactly one: the value its own decoding gives (a carriage
+return after it is whitespace there too).  Any other batch (a blank line, a line with spaces
+around, one that does not decode) is read line by line, as before.  Lines ending in ``\\r\\n``
+(a file written on Windows or checked out with ``core.autocrlf``, such as the legacy Codex
+sample) are read a batch at a time: one at a time they cost 2.7 ms for the sample's 1.7 MB
+against 1.6 ms.
 
 Not here: reading lines one at a time and their issues (``replay.ingest.parsers.jsonl``).
 """
@@ -37,11 +41,13 @@ def plain_lines(decode_lines: Callable[[memoryview], list[Any]], data: bytes, vi
     size = len(data)
     stop = data.find(b"\n", min(pos + BATCH_BYTES, size - 1))  # (the last line's newline)
     stop = size if stop < 0 else stop
-    if stop - pos > limit or data[pos] != 0x7B or data[stop - 1] != 0x7D:  # ({ … })
+    if stop - pos > limit or data[pos] != 0x7B or data[stop - 1] != 0x7D and (
+            data[stop - 1] != 0x0D or data[stop - 2] != 0x7D):  # ({ … } or { … }\r)
         return None, stop
     n_lines, nl = 1, data.find(b"\n", pos, stop)
     while nl >= 0:  # (each newline found by memchr: counting them is a byte at a time)
-        if data[nl - 1] != 0x7D or data[nl + 1] != 0x7B:  # (} \n {)
+        if data[nl + 1] != 0x7B or data[nl - 1] != 0x7D and (
+                data[nl - 1] != 0x0D or data[nl - 2] != 0x7D):  # (} \n { or } \r\n {)
             return None, stop
         n_lines += 1
         nl = data.find(b"\n", nl + 1, stop)

@@ -19,6 +19,9 @@ _FILES = {
     "plain": b'{"a":1}\n{"b":[1,2]}\n',
     "no newline at the end": b'{"a":1}\n{"b":2}',
     "crlf": b'{"a":1}\r\n{"b":2}\r\n',
+    "crlf, a line of two carriage returns": b'{"a":1}\r\r\n{"b":2}\r\n',
+    "crlf, a carriage return alone between lines": b'{"a":1}\r\n\r\n{"b":2}\r\n',
+    "a carriage return between two values": b'{"a":1}\r{"b":2}\r\n',
     "blank line": b'{"a":1}\n\n{"b":2}\n',
     "blank line at the end": b'{"a":1}\n\n',
     "spaces only": b'{"a":1}\n   \n{"b":2}\n',
@@ -51,6 +54,15 @@ def test_a_file_of_objects_is_not_read_a_line_at_a_time() -> None:
     with mock.patch.object(jsonl_list, "iter_records", side_effect=AssertionError):
         assert record_list(Source(path="f", rel="f", data=_FILES["plain"], sha256="0"), []) \
             == [(1, {"a": 1}), (2, {"b": [1, 2]})]
+
+
+def test_a_file_of_objects_ending_in_crlf_is_not_either() -> None:
+    """A carriage return before each newline (a file written on Windows) is read a batch at a
+    time too: the same pairs as the file without them."""
+    with mock.patch.object(jsonl_list, "iter_records", side_effect=AssertionError):
+        for data in (_FILES["crlf"], _FILES["crlf"][:-2], _FILES["crlf"][:-1]):
+            assert record_list(Source(path="f", rel="f", data=data, sha256="0"), []) \
+                == [(1, {"a": 1}), (2, {"b": 2})]
 
 
 def test_a_file_with_a_line_that_is_no_object_is() -> None:
