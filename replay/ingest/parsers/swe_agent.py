@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import replay.ingest.parsers.swe_agent_doc as swe_doc
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.jsonl import (
@@ -92,8 +93,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (per step, or line 0 for the whole file).
     """
-    doc, found = load_or_salvage(src, issues, "trajectory", "trajectory steps",
-                                 "history and info lost", lazy=("trajectory", "history"))
+    doc, found = swe_doc.document(src.data), None  # (the steps' prompts left undecoded)
+    if doc is None:
+        doc, found = load_or_salvage(src, issues, "trajectory", "trajectory steps",
+                                     "history and info lost", lazy=("trajectory", "history"))
     if doc is None:
         return []
     if not isinstance(doc, dict) or not isinstance(doc.get("trajectory"), list):
@@ -105,11 +108,11 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     version = info.get("swe_agent_version")
     b = RunBuilder(src, 0, NAME, issues, model=_model(doc),
                    harness=f"swe-agent {version}" if version else "swe-agent")
-    steps: list[Any] = doc["trajectory"]  # undecoded (jsonl.item) unless salvaged
+    steps: list[Any] = doc["trajectory"]  # Steps, or undecoded (jsonl.item) unless salvaged
     first = item(steps[0]) if steps else None
-    first = first if isinstance(first, dict) else {}
     opening, calls = _read_history(src, doc)
-    opening = opening or _opening(_list(first.get("query")) or _list(first.get("messages")))
+    opening = opening or _opening(_list(swe_doc.field(first, "query"))
+                                  or _list(swe_doc.field(first, "messages")))
     for role, text in opening:
         b.message(role)
         b.text(text)
@@ -117,9 +120,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     for i, raw in enumerate(steps):
         step = item(raw)
         try:
-            if not isinstance(step, dict):
-                raise TypeError(f"expected an object, got {type(step).__name__}")
-            cursor = _step(b, i, step, steps, calls, cursor)
+            cursor = _step(b, i, swe_doc.as_step(step), steps, calls, cursor)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             src.coverage.unknown("step (malformed)")
             issues.append(Issue(src.path, lines[i], f"trajectory[{i}]: {exc} (step skipped)"))
@@ -201,18 +202,18 @@ def _read_history(src: Source, doc: dict[str, Any]) -> tuple[list[tuple[str, str
     return opening, calls
 
 
-def _step(b: RunBuilder, i: int, step: dict[str, Any], steps: list[Any],
+def _step(b: RunBuilder, i: int, step: swe_doc.Step, steps: list[Any],
           calls: list[dict[str, Any]], cursor: int) -> int:
     """Emit one step; returns the new position in the history's tool calls."""
-    action = step.get("action") or ""
+    action = step.action or ""
     if not isinstance(action, str):
         raise TypeError(f"action is {type(action).__name__}, not a string")
-    thought, response = step.get("thought"), step.get("response")
+    thought, response = step.thought, step.response
     if isinstance(thought, str) and (thought.strip() or action.strip()):
         text = thought
     else:
         text = response if isinstance(response, str) else ""
-    observation = as_text(step.get("observation"))
+    observation = as_text(step.observation)
     b.message("assistant")
     if text:
         b.text(text)
@@ -287,8 +288,7 @@ def _editor_args(action: str) -> dict[str, Any]:
 
 def _requery_prompt(steps: list[Any], i: int) -> str:
     """The harness's reply to a step without an action, as the next step's ``query`` ends."""
-    nxt = item(steps[i + 1]) if i + 1 < len(steps) else None
-    query = nxt.get("query") if isinstance(nxt, dict) else None
+    query = swe_doc.field(item(steps[i + 1]), "query") if i + 1 < len(steps) else None
     if isinstance(query, list) and query and isinstance(query[-1], dict) \
             and query[-1].get("role") == "user":
         return as_text(query[-1].get("content"))

@@ -145,8 +145,10 @@ def test_a_document_read_lazily_is_parsed_as_one_decoded_whole(
 def test_a_lazy_document_holds_one_decoded_item_at_a_time(
         lazy: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """When the run is built, of a trajectory's 40 steps only the first (read for the opening)
-    and the last read are alive decoded when the document was read lazily; all 40 when it was
-    decoded whole (a small document: under ``LAZY_MIN_BYTES``)."""
+    and the last read are alive decoded when the document was read lazily; none when it was
+    read at once (a small document: under ``LAZY_MIN_BYTES``), its 40 steps then read as
+    ``swe_agent_doc.Step``: the fields the parser reads, the prompts left undecoded (all 40
+    alive decoded before it, the document decoded whole)."""
     steps = [{"thought": f"t{i}", "action": f"ls {i}", "observation": f"o{i}",
               "state": {"open_file": "n/a"}} for i in range(40)]  # (a dict of strings only is
     # not tracked by the collector: gc.get_objects would not see it)
@@ -166,7 +168,7 @@ def test_a_lazy_document_holds_one_decoded_item_at_a_time(
     monkeypatch.setattr(RunBuilder, "build", spy)
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.requests.num_rows == 40
-    assert alive == ([2] if lazy else [40])
+    assert alive == ([2] if lazy else [0])
 
 
 def _claude_code_records(path: Any, n: int) -> Any:
