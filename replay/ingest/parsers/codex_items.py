@@ -11,6 +11,7 @@ Not here: the walk over a file, requests, usage (``replay.ingest.parsers.codex``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -149,15 +150,29 @@ class _ExecOutput(msgspec.Struct):
 
 
 _exec_metadata = msgspec.json.Decoder(_ExecOutput).decode
+_SUCCEEDED_KEY = '"metadata":{"exit_code":0,"duration_seconds":'
+_SUCCEEDED = re.compile(r'[,{]"metadata":\{"exit_code":0,"duration_seconds":[0-9.eE+-]+\}\}')
+"""How a 0.5x exec output that succeeded ends (its last member, as Codex writes it), from the
+character before ``_SUCCEEDED_KEY``."""
+_SUCCEEDED_TAIL = 80
+"""Characters of an output's end ``_SUCCEEDED_KEY`` is looked for in (more than it matches)."""
 
 
 def _exec_failed(output: str) -> bool:
     """Whether a string output is a JSON object whose ``metadata.exit_code`` is set and not 0.
-    Its ``metadata`` alone is decoded first (msgspec checks the rest as JSON and passes over
-    it: the output's text, most of the document, is not built); a document so read and found
-    to succeed is one (the same value: msgspec keeps the last of a repeated key, as
-    ``json`` does), and any other is decoded whole (``loads``): a failure, or a document
-    msgspec refuses, is decided as before."""
+
+    An output ending as ``_SUCCEEDED`` matches is not (nearly every one: no decoding).  Its
+    quotes follow no backslash, so each one delimits a string: in a JSON text the match is
+    the last member of the object the final brace closes, the document itself, so its
+    ``metadata`` (the last of a repeated key, as ``json`` and msgspec keep) has exit code 0;
+    a text that is no JSON is no failure either.  Otherwise its ``metadata`` alone is decoded
+    first (msgspec checks the rest as JSON and passes over it: the output's text, most of the
+    document, is not built); a document so read and found to succeed is one (the same value:
+    msgspec keeps the last of a repeated key, as ``json`` does), and any other is decoded
+    whole (``loads``): a failure, or a document msgspec refuses, is decided as before."""
+    at = output.rfind(_SUCCEEDED_KEY, len(output) - _SUCCEEDED_TAIL)
+    if at > 0 and _SUCCEEDED.fullmatch(output, at - 1):
+        return False
     try:
         meta = _exec_metadata(output).metadata
     except Exception:  # noqa: BLE001, S110 - whatever the typed decoder refuses: decoded whole
