@@ -34,7 +34,6 @@ object or has a wrong-typed field, is ``unknown``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,6 +79,8 @@ _HEAD_MARKS = (b'"trajectory_format": "mini-swe-agent', b'"trajectory_format":"m
                b'"mini_version"')
 _TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
 _ROLES = {*_TEXT_ROLES, "assistant", "tool", "exit"}
+_RTYPES = {role: f"message/{role}" for role in _ROLES}
+"""Coverage names of the known roles' messages, made once."""
 _SKIPPED_KEYS = ("info", "trajectory_format", "instance_id")
 """Top-level keys read for the model / version / action pattern only, or not at all."""
 
@@ -141,19 +142,30 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                    harness=f"mini-swe-agent {version}" if version else "mini-swe-agent")
     regex = _regex(config, src, issues)
     pending: list[str] = []
-    for i, m in enumerate(messages):
-        role = m.get("role") if isinstance(m, dict) else None
-        rtype = "message (not an object)" if not isinstance(m, dict) else \
-            f"message/{role}" if isinstance(role, str) else "message (no role)"
-        try:
-            if not isinstance(m, dict):
-                raise TypeError(f"expected an object, got {type(m).__name__}")
-            pending = _message(b, i, m, pending, regex, lines.at(i))
-            cov.count(rtype, "skipped" if role == "exit" else "modelled")
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            known = isinstance(role, str) and role in _ROLES
-            cov.unknown(f"{rtype} (malformed)" if known else rtype)
-            issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message skipped)"))
+    counted: dict[str, int] = {}  # message type -> messages read (into ``cov`` at the end)
+    try:
+        for i, m in enumerate(messages):
+            is_obj = isinstance(m, dict)
+            role = m.get("role") if is_obj else None
+            rtype = "message (not an object)" if not is_obj else \
+                (_RTYPES.get(role) or f"message/{role}") if role.__class__ is str else \
+                "message (no role)"
+            try:
+                if not is_obj:
+                    raise TypeError(f"expected an object, got {type(m).__name__}")
+                pending = _message(b, i, m, pending, regex, lines)
+                if role == "exit":
+                    cov.skipped(rtype)
+                else:
+                    counted[rtype] = counted.get(rtype, 0) + 1
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                known = isinstance(role, str) and role in _ROLES
+                cov.unknown(f"{rtype} (malformed)" if known else rtype)
+                issues.append(Issue(src.path, lines[i], f"messages[{i}]: {exc} (message "
+                                                        "skipped)"))
+    finally:
+        for rtype, n in counted.items():
+            cov.modelled(rtype, n)
     return [b.build()]
 
 
@@ -239,11 +251,15 @@ def _response(m: Any) -> dict[str, Any]:
 
 
 def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
-             regex: re.Pattern[str], line: Callable[[], int]) -> list[str]:
+             regex: re.Pattern[str], lines: ItemLines) -> list[str]:
     """Emit one message; returns the text-mode call ids still waiting for an observation."""
     role = m.get("role")
-    extra = _obj(m.get("extra"))
-    ts = _ts(extra.get("timestamp"))
+    extra = m.get("extra")
+    if extra.__class__ is not dict:
+        extra = _obj(extra)
+    ts = extra.get("timestamp")
+    if ts.__class__ is not str:  # (a string, nearly every one: no call)
+        ts = _ts(ts)
     content = m.get("content")
     if role == "exit":
         return []
@@ -254,7 +270,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         call_id = m.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             call_id = pending[0] if pending else f"call-{i}"
-        b.tool_result(call_id, as_text(content), line=line)
+        b.tool_result(call_id, as_text(content), line=lines.at(i))
         return [c for c in pending if c != call_id]
     if role not in _TEXT_ROLES:
         raise ValueError(f"unknown role {role!r}")
@@ -262,7 +278,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         raise TypeError(f"content is {type(content).__name__}")
     if role == "user" and pending and not extra.get("interrupt_type"):
         b.message("tool", ts=ts)
-        b.tool_result(pending[0], as_text(content), line=line)
+        b.tool_result(pending[0], as_text(content), line=lines.at(i))
         return pending[1:]
     b.message(_TEXT_ROLES[role], ts=ts)
     b.text(as_text(content))
@@ -275,7 +291,8 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     if content is not None and not isinstance(content, (str, list)):
         raise TypeError(f"content is {type(content).__name__}")
     text = as_text(content)
-    tool_calls = [tc for tc in m.get("tool_calls") or [] if isinstance(tc, dict)]
+    listed = m.get("tool_calls")  # (none in text mode: no list made)
+    tool_calls = [tc for tc in listed if isinstance(tc, dict)] if listed else []
     actions = extra.get("actions")
     found = [] if tool_calls else action_blocks(regex, text)
     commands = [found[0].group(1).strip()] if len(found) == 1 else []
@@ -297,15 +314,18 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
         call_id = tc.get("id")
         b.tool_call(call_id if isinstance(call_id, str) and call_id else f"call-{i}-{k}",
                     str(fn.get("name") or "bash"), args)
-    ids = [f"call-{i}" if len(commands) == 1 else f"call-{i}-{k}" for k in range(len(commands))]
+    ids = [f"call-{i}"] if len(commands) == 1 else [f"call-{i}-{k}" for k in range(len(commands))]
     for call_id, command in zip(ids, commands):
         b.tool_call(call_id, "bash", command)
-    _request(b, _response(m), ts)
+    response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
+    _request(b, response if response.__class__ is dict else _obj(response), ts)
     return ids
 
 
 def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
-    usage = _obj(response.get("usage"))
+    usage = response.get("usage")
+    if usage.__class__ is not dict:
+        usage = _obj(usage)
     prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
     model = response.get("model")
@@ -322,11 +342,13 @@ def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
               model=model if isinstance(model, str) else "", ts=ts)
 
 
-def _details(usage: dict[str, Any], *keys: str) -> dict[str, Any]:
-    for key in keys:
-        if isinstance(usage.get(key), dict):
-            return _obj(usage[key])
-    return {}
+def _details(usage: dict[str, Any], first: str, second: str) -> dict[str, Any]:
+    """The first of two keys of ``usage`` holding an object, that object ({} for none)."""
+    value = usage.get(first)
+    if isinstance(value, dict):
+        return value
+    value = usage.get(second)
+    return value if isinstance(value, dict) else {}
 
 
 
