@@ -109,7 +109,9 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
     written twice is reported and counted as skipped in ``coverage`` under its type (every
     line accounted for), not counted twice.  Messages carry no identity and may legitimately
     repeat.  ``records`` itself when nothing repeats (most files)."""
-    seen = Repeats()  # (an item met under an identity not met before: one dict lookup)
+    firsts: dict[tuple[str, str], tuple[int, dict[str, Any]] | None] = {}  # identity ->
+    # (line, item) of its first item; None once ``seen`` holds its items
+    seen = Repeats()  # (the items of an identity met twice or more: most files have none)
     skip: set[int] = set()  # lines of the repeats (a line holds one record)
     for no, rec in records:
         item = rec.get("payload", rec)  # (legacy: bare items)
@@ -124,6 +126,13 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
                 break
         else:
             continue
+        pair = (no, item)
+        met = firsts.setdefault(ident, pair)
+        if met is pair:  # (an identity not met before, nearly every one: no call)
+            continue
+        if met is not None:  # its second item: Repeats takes the first, then decides
+            seen.earlier(ident, met[1], met[0])
+            firsts[ident] = None
         first = seen.earlier(ident, item, no)
         if first is not None:
             issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "

@@ -328,3 +328,20 @@ def test_token_count_with_nothing_to_measure_is_reported(tmp_path: Path) -> None
     assert [r["input_tokens"] for r in reqs] == [10, 30]
     assert [i.split(": ", 1)[1] for i in issues] == [
         "token_count with no model output to attach it to (usage dropped)"]
+
+
+def test_items_of_one_identity_are_repeats_only_of_an_equal_one() -> None:
+    """Three calls under one call_id: the second, another call, is kept; the third, the first
+    written again, is its repeat (named by the first's line), and so is a fourth copy of the
+    second."""
+    call = json.loads(CALL)
+    other = json.loads(CALL)
+    other["payload"]["arguments"] = json.dumps({"command": ["bash", "-lc", "ls"]})
+    records = [(n, json.loads(line)) for n, line in enumerate([META, USER, TURN], 1)]
+    records += [(4, call), (5, other), (6, json.loads(CALL)), (7, json.loads(json.dumps(other)))]
+    issues: list[Issue] = []
+    kept = codex_file.unique(records, "r.jsonl", issues, Coverage())
+    assert [no for no, _ in kept] == [1, 2, 3, 4, 5]
+    assert [str(i) for i in issues] == [
+        "r.jsonl:6: duplicate of the function_call item on line 4 (record skipped)",
+        "r.jsonl:7: duplicate of the function_call item on line 5 (record skipped)"]
