@@ -71,8 +71,9 @@ def _split(records: Records) -> tuple[list[Records], list[int]]:
             if isinstance(ts, str) and ts >= fork_ts:
                 replay = False  # the fork's own lines begin
         kind = rec.get("type")
-        if kind is not None and kind != "session_meta":
-            continue  # (nearly every line: no meta, as meta_of would say, without its call)
+        if kind is not None and kind != "session_meta" or kind is None and "record_type" in rec:
+            continue  # (nearly every line: no meta, as meta_of would say, without its call;
+            # a legacy state line has a record_type and no type)
         meta = meta_of(rec)
         if meta is None:
             continue
