@@ -138,6 +138,15 @@ def shell_split(line: str) -> list[str]:
     if '"' not in line and "\\" not in line:  # (no quote but single ones: read at once)
         if line.count("'") % 2:  # (the quotes pair up in turn: an odd one is never closed)
             raise ValueError("No closing quotation")
+        parts = line.split("'")  # (outside and inside the quotes in turn)
+        for quoted in parts[1::2]:
+            if not quoted or " " in quoted:
+                break
+        else:  # every quoted string holds something and no blank (``sed -n '1,9p' f``,
+            # ``<<'EOF'``): the words are the line's without its quotes, split at its blanks
+            plain = "".join(parts)  # (printable: no blank but the space, which is shlex's
+            if plain.isprintable():  # and ``str.split``'s alike; half the instructions)
+                return plain.split()
         return [w.replace("'", "") if "'" in w else w for w in _SINGLE_QUOTED_WORD.findall(line)]
     words: list[str] = []
     word: list[str] | None = None  # the word being read (None: between words)
