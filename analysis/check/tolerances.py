@@ -113,7 +113,7 @@ def load_tolerances(path: Path) -> Tolerances:
                          f"lower / higher / either")
     overrides: dict[str, Direction] = {}
     for name, d in directions.items():
-        if d not in _DIRECTIONS:
+        if not isinstance(d, str) or d not in _DIRECTIONS:  # a list or mapping: no hash
             raise CheckError(f"{where}: direction.{name}: {d!r} is not lower, higher or either")
         overrides[name] = _DIRECTIONS[d]
     default = _parse(doc.pop("default", "+0"), where, "default", "either")

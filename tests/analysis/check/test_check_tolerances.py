@@ -120,3 +120,14 @@ def test_markdown_counts_add_up_and_count_the_unchanged(baseline: Baseline) -> N
     assert counts["unchanged"] == n_equal > 100
     assert counts["regressed"] == 1 and counts["failed"] == 1
     assert counts["cases"] == sum(v for k, v in counts.items() if k not in ("cases", "failed"))
+
+
+@pytest.mark.parametrize("value", ["[lower]", "{lower: 1}"])
+def test_a_direction_that_is_a_list_or_mapping_is_refused_not_a_traceback(tmp_path: Path,
+                                                                          value: str) -> None:
+    """``direction: {tokens_sent: [lower]}`` ended in ``TypeError: unhashable type`` (exit 1)."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"direction: {{tokens_sent: {value}}}\n")
+    with pytest.raises(CheckError, match=r"direction\.tokens_sent: .* is not lower, higher or "
+                                         r"either"):
+        load_tolerances(path)
