@@ -24,6 +24,7 @@ import csv
 import itertools
 import json
 import os
+import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -56,8 +57,21 @@ from replay.safe_text import csv_cell, strict_json, terminal
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-out_console = Console(width=None if sys.stdout.isatty() else 10_000)  # tables set their own
-err_console = Console(stderr=True, soft_wrap=True)
+
+
+def console_width(stream: object) -> int | None:
+    """The width a console on ``stream`` is made with: None (rich reads ``COLUMNS``, else the
+    terminal's) unless ``COLUMNS`` is 0, which rich takes as a width of 0 and then prints
+    nothing at all, not even an error (``COLUMNS=0 replay run -p nosuch`` exited 2 in silence):
+    then the terminal's width, else 80."""
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) == 0:
+        return shutil.get_terminal_size((80, 24)).columns or 80  # (it passes over COLUMNS=0)
+    return None if stream is None or getattr(stream, "isatty", lambda: False)() else 10_000
+
+
+out_console = Console(width=console_width(sys.stdout))  # tables set their own
+err_console = Console(stderr=True, soft_wrap=True, width=console_width(None))
 
 
 printable = terminal
