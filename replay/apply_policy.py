@@ -26,7 +26,7 @@ from replay.atomic_files import atomic_write_bytes, atomic_write_text, file_in, 
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
 from replay.errors import ReplayInputError
-from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
+from replay.ingest.input_files import Unreadable, read_document, read_input
 from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_from_dict, policy_to_dict
@@ -232,7 +232,7 @@ def read_summary(out: Path) -> dict[str, Any]:
     """
     path = out / "summary.json"
     try:
-        doc = json.loads(read_input(path, max_document_bytes()))
+        doc = json.loads(read_document(path))
     except Unreadable as why:
         raise ReplayInputError(f"{path}: not a `replay run` summary: {why}") from None
     except (ValueError, RecursionError) as exc:  # not JSON or UTF-8, an int's digits, nesting

@@ -49,7 +49,7 @@ from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_VERSION, Trace
 from replay.errors import ReplayError
-from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
+from replay.ingest.input_files import Unreadable, read_document
 from replay.ingest.run_label import run_key
 from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
@@ -181,7 +181,7 @@ def stored_value(v: Any) -> Value:
 def load_baseline(path: Path) -> Baseline:
     """Read and validate a baseline file.
 
-    A baseline is read as any input file (``replay.ingest.input_files.read_input``): a FIFO,
+    A baseline is read as any input file (``replay.ingest.input_files.read_document``): a FIFO,
     a device (``/dev/zero``) or a file over the document bound is refused, never read.
 
     Raises:
@@ -192,7 +192,7 @@ def load_baseline(path: Path) -> Baseline:
         raise CheckError(f"{path}: no such baseline; create it with `replay check ... "
                          f"--baseline {path} --update-baseline`")
     try:
-        doc = json.loads(read_input(path, max_document_bytes()).decode("utf-8"),
+        doc = json.loads(read_document(path).decode("utf-8"),
                          object_pairs_hook=_once_each)
     except _KeyTwice as twice:
         raise CheckError(f"{path}: not a valid baseline ({twice})") from None

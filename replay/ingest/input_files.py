@@ -68,6 +68,10 @@ class Unreadable(Exception):
     """A file that is not read: why, in one line."""
 
 
+class TooBig(Unreadable):
+    """A file over the read limit: the limit, not the file, is what to change."""
+
+
 class _Folder(Unreadable):
     """A folder given to read: one an OpenHands V1 conversation is is read as its bundle."""
 
@@ -120,7 +124,8 @@ def _env_bytes(name: str, default: int) -> int:
     return value
 
 
-def _open(path: Path, max_bytes: int, *, follow: bool = True) -> tuple[int, int]:
+def _open(path: Path, max_bytes: int, *, follow: bool = True,
+          limit: str = ENV_MAX_FILE_BYTES) -> tuple[int, int]:
     """A descriptor of ``path`` when it is a regular file within ``max_bytes`` bytes, and its
     size (``follow``: False for a file whose symlink is never followed, even one made after
     it was looked at)."""
@@ -141,30 +146,41 @@ def _open(path: Path, max_bytes: int, *, follow: bool = True) -> tuple[int, int]
             kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
             raise Unreadable(f"not a regular file ({kind}); not read")
         if st.st_size > max_bytes:
-            raise Unreadable(_too_big(st.st_size, max_bytes))
+            raise TooBig(_too_big(st.st_size, max_bytes, limit))
     except BaseException:
         os.close(fd)
         raise
     return fd, st.st_size
 
 
-def _too_big(size: int | None, max_bytes: int) -> str:
+def _too_big(size: int | None, max_bytes: int, limit: str = ENV_MAX_FILE_BYTES) -> str:
     what = f"{size:,} bytes" if size is not None else "more"
-    return (f"file of {what} is over the {max_bytes:,}-byte limit per file; not read (raise it with "
-            f"{ENV_MAX_FILE_BYTES}=BYTES)")
+    per = "per file" if limit == ENV_MAX_FILE_BYTES else "of a JSON document read whole"
+    return (f"file of {what} is over the {max_bytes:,}-byte limit {per}; not read (raise it with "
+            f"{limit}=BYTES)")
 
 
-def read_input(path: Path, max_bytes: int | None = None, *, follow: bool = True) -> bytes:
+def read_document(path: Path) -> bytes:
+    """The bytes of a JSON document read whole that a command did not take as a log (a
+    dataset's manifest, a baseline, a ``replay run`` summary): ``read_input`` within
+    ``max_document_bytes()``, a larger one ``TooBig`` naming ``CTXREPLAY_MAX_DOCUMENT_BYTES``
+    (it named ``CTXREPLAY_MAX_FILE_BYTES``, which does not raise this limit)."""
+    return read_input(path, max_document_bytes(), limit=ENV_MAX_DOCUMENT_BYTES)
+
+
+def read_input(path: Path, max_bytes: int | None = None, *, follow: bool = True,
+               limit: str = ENV_MAX_FILE_BYTES) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` (default ``max_file_bytes()``;
-    ``follow``: False to refuse a symlink, ``NOT_FOLLOWED``).
+    ``follow``: False to refuse a symlink, ``NOT_FOLLOWED``; ``limit``: the variable that
+    raises ``max_bytes``, as an oversized file's line names it).
 
     Raises:
-        Unreadable: not a regular file, not readable, or over the limit (also a file that
-            grows past it while being read).
+        Unreadable: not a regular file, not readable, or over the limit (``TooBig``; also a
+            file that grows past it while being read).
     """
     max_bytes = max_file_bytes() if max_bytes is None else max_bytes
     try:
-        fd, size = _open(path, max_bytes, follow=follow)
+        fd, size = _open(path, max_bytes, follow=follow, limit=limit)
     except _Folder:
         if not follow:
             raise Unreadable("not a regular file (a folder); not read") from None
@@ -186,7 +202,7 @@ def read_input(path: Path, max_bytes: int | None = None, *, follow: bool = True)
         os.close(fd)
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(data) > max_bytes:
-        raise Unreadable(_too_big(None, max_bytes))
+        raise TooBig(_too_big(None, max_bytes, limit))
     return data
 
 

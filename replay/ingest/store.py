@@ -43,9 +43,9 @@ import msgspec
 import pyarrow as pa
 
 from replay.atomic_files import atomic_write_bytes, folder_fd
-from replay.errors import StoreError
+from replay.errors import ConfigError, StoreError
 from replay.ingest.entry_file import decode, decode_footer, decode_runs
-from replay.ingest.input_files import Unreadable, max_document_bytes, open_input, read_input
+from replay.ingest.input_files import TooBig, Unreadable, open_input, read_document, read_input
 from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.safe_names import is_segment
@@ -170,7 +170,9 @@ def read_manifest(root: Path) -> dict[str, Entry]:
     if not path.exists():
         return {}
     try:
-        data = read_input(path, max_document_bytes())
+        data = read_document(path)
+    except TooBig as exc:  # the limit is set too low, nothing is wrong with the store: exit 2
+        raise ConfigError(str(path), "", f"the manifest: {exc}; nothing was changed") from None
     except Unreadable as exc:  # a fifo would block the read for ever; a huge file fill memory
         raise StoreError(f"{path}: damaged store: the manifest: {exc}; nothing was changed "
                          "(remove it, or re-ingest into a new directory)") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
+from replay.ingest.input_files import Unreadable, read_document
 from replay.ingest.schema import SCHEMA_VERSION
 from replay.safe_names import is_segment
 
@@ -26,7 +26,7 @@ def older_store(root: Path) -> tuple[str, dict[str, str]] | None:
     if path.is_symlink() or not path.is_file():
         return None
     try:
-        doc = json.loads(read_input(path, max_document_bytes()))
+        doc = json.loads(read_document(path))
         version = doc["schema_version"]
         if not isinstance(version, str) or not version.isdigit() or \
                 int(version) >= int(SCHEMA_VERSION):

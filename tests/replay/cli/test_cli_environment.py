@@ -41,3 +41,33 @@ def test_a_console_is_never_made_zero_wide(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("COLUMNS", "132")
     assert console_width(Tty()) is None and console_width(None) is None  # rich reads it
     assert console_width(Pipe()) == 10_000  # a table's rows never wrapped in a pipe
+
+
+def test_a_document_over_its_limit_names_the_variable_that_raises_it(tmp_path: Path) -> None:
+    """With ``CTXREPLAY_MAX_DOCUMENT_BYTES`` below a dataset's manifest, a baseline or a run's
+    summary, the refusal said "raise it with CTXREPLAY_MAX_FILE_BYTES" (which does not raise
+    it), and called the dataset damaged, to be removed."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from tests.conftest import SAMPLES
+
+    runner = CliRunner()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "s.jsonl").write_bytes((SAMPLES / "claude-code" / "short.jsonl").read_bytes())
+    baseline, cache, out = tmp_path / "b.json", tmp_path / "c", tmp_path / "o"
+    made = runner.invoke(app, ["check", str(logs), "-p", "none", "--baseline", str(baseline),
+                               "--update-baseline", "--out", str(cache), "-q"])
+    assert made.exit_code == 0, made.output
+    assert runner.invoke(app, ["run", "-p", "none", str(logs), "--out", str(out), "--cache-dir",
+                               str(cache), "-q"]).exit_code == 0
+    for argv, what in ((["runs", str(cache / "dataset")], "manifest.json"),
+                       (["check", str(logs), "-p", "none", "--baseline", str(baseline), "--out",
+                         str(cache), "-q"], "b.json"),
+                       (["diff", "--traces", str(out), str(out)], "summary.json")):
+        got = runner.invoke(app, argv, env={"CTXREPLAY_MAX_DOCUMENT_BYTES": "100"})
+        assert got.exit_code == 2, (argv, got.output)
+        assert what in got.stderr and "over the 100-byte limit of a JSON document read whole" \
+            in got.stderr and "CTXREPLAY_MAX_DOCUMENT_BYTES=BYTES" in got.stderr, got.stderr
+        assert "MAX_FILE_BYTES" not in got.stderr and "damaged" not in got.stderr, got.stderr
