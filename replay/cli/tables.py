@@ -56,10 +56,11 @@ class TableOptions:
     """``--json``: JSON instead of a table."""
 
     def picked(self) -> list[str] | None:
-        """The column names ``--columns`` gives, in order (None: not given)."""
+        """The column names ``--columns`` gives, in order, each once (None: not given; a name
+        given twice made a table's rows one cell short of its header: an IndexError)."""
         if not self.columns:
             return None
-        return [c.strip() for c in self.columns.split(",") if c.strip()]
+        return list(dict.fromkeys(c.strip() for c in self.columns.split(",") if c.strip()))
 
 
 PLAIN = TableOptions()

@@ -334,3 +334,14 @@ def test_a_sweep_without_axes_or_with_draws_and_no_random_design(extra: list[str
                                 "--out", str(tmp_path / "o2"), "--cache-dir",
                                 str(tmp_path / "c")]) if extra else None
     assert drawn is None or drawn.exit_code == 0, drawn.output if drawn else ""
+
+
+@pytest.mark.parametrize("fmt", [[], ["--csv"]])
+def test_a_column_named_twice_is_shown_once(fmt: list[str]) -> None:
+    """``--columns name,provider,name`` ended every table command in an IndexError traceback
+    (exit 1): the row kept each column once, the header twice."""
+    result = runner.invoke(app, ["policies", "--columns", "name,provider,name", *fmt])
+    assert result.exit_code == 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    header = result.stdout.splitlines()[0 if fmt else 2]
+    assert header.count("name") == 1 and "provider" in header, header
