@@ -262,8 +262,28 @@ def _axis_doc(axis: Axis) -> Any:
     return {**rng, "num": axis.num} if axis.num is not None else {**rng, "step": axis.step}
 
 
+def _plain(x: Any) -> str:
+    """What keeps ``x`` from being a value a policy field takes ('' when nothing does): text,
+    a number, true/false, null, or a list or mapping (text keys) of them.  A YAML date, time,
+    binary or set, or a mapping with another key, is none (its setting could not even be named:
+    each ended the sweep in a TypeError traceback)."""
+    if x is None or isinstance(x, (str, int, float)):  # (bool is an int)
+        return ""
+    if isinstance(x, list):
+        return next((why for y in x if (why := _plain(y))), "")
+    if isinstance(x, dict):
+        if any(not isinstance(k, str) for k in x):
+            key = next(k for k in x if not isinstance(k, str))
+        return f"a mapping with a key that is not text ({key!r})"
+        return next((why for y in x.values() if (why := _plain(y))), "")
+    return f"a YAML {type(x).__name__} ({x!r}; quote it to give text)"
+
+
 def _axis(path: str, v: Any, where: str) -> Axis:
     """One axis from its YAML value: a list, a single value, or a range mapping."""
+    is_range = isinstance(v, dict) and not set(v) - {"start", "stop", "num", "step"}
+    if not is_range and (why := _plain(v)):  # (a range's bounds are checked as numbers below)
+        raise PolicyError(where, f"grid.{path}", f"not a value a policy field takes: {why}")
     if isinstance(v, list):
         if not v:
             raise PolicyError(where, f"grid.{path}", "no values")

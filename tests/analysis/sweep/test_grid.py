@@ -4,6 +4,7 @@ settings validated and named by their path, grid files and inline axes."""
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,21 @@ def test_a_grid_files_errors_name_the_file(tmp_path: Path) -> None:
         settings(load_policy(BASE), load_spec(None, ["tiers.0.min_reclaim_frac=0:1:400",
                                                      "tiers.1.keep_messages=1:400:400"]))
     assert "<--axis>" in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("grid: {name: [2026-01-01, b]}\n", "a YAML date"),
+    ("grid: {tiers.0.protect.tool_results: !!binary aGVsbG8=}\n", "a YAML bytes"),
+    ("grid: {tiers.0.protect: [{1: a, b: c}]}\n", "a mapping with a key that is not text (1)"),
+    ("grid: {tiers.0.protect: [{2026-01-01: a}]}\n", "a mapping with a key that is not text (datetime"),
+])
+def test_a_grid_value_no_policy_field_takes_is_refused_not_a_traceback(tmp_path: Path, text: str,
+                                                                      said: str) -> None:
+    """An unquoted date, a ``!!binary`` or a mapping with a number key as a grid value ended
+    the sweep in a TypeError traceback (exit 1): its setting could not be named."""
+    path = tmp_path / "g.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError, match="not a value a policy field takes: " + re.escape(said)):
+        load_spec(path)
+    with pytest.raises(PolicyError, match="a YAML date"):
+        load_spec(None, ["name=2026-01-01,b"])
