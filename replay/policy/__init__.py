@@ -17,14 +17,19 @@ Not here: what tiers do (``replay.engine.tiers``), the replay loop (``replay.eng
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from replay.errors import PolicyError
 from replay.policy.check import build, check
-from replay.policy.doc import item_index, item_name, preset_names, read_policy_doc
+from replay.policy.doc import (
+    item_index,
+    item_name,
+    preset_names,
+    read_policy_doc,
+    refuse_non_policy,
+)
 from replay.policy.model import (
     TRIGGER_KINDS,
     Behaviour,
@@ -93,10 +98,7 @@ def policy_from_dict(doc: Any, where: str = "<policy>") -> Policy:
     """Build a validated ``Policy`` from plain data (as read from YAML)."""
     if not isinstance(doc, dict):
         raise PolicyError(where, "", "a policy is a mapping of keys to values")
-    known = {f.name for f in dataclasses.fields(Policy)}
-    if doc and not any(isinstance(k, str) and k in known for k in doc):  # keys not echoed:
-        raise PolicyError(where, "", "not a policy: none of its top-level keys is a policy "
-                                     f"key ({', '.join(sorted(known))})")  # maybe not a policy
+    refuse_non_policy(doc, where)  # its keys never echoed: maybe not a policy at all
     policy = build(Policy, cache_doc(doc, where), where, "")
     check(policy, where)
     return policy

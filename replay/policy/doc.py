@@ -59,6 +59,24 @@ def _preset_doc(path: Path) -> Any:
     return copy.deepcopy(got[1])
 
 
+POLICY_KEYS = frozenset(f.name for f in dataclasses.fields(Policy))
+"""The top-level keys of a policy (a file may also have ``extends``)."""
+
+
+def refuse_non_policy(doc: Any, where: str) -> None:
+    """Refuse a mapping none of whose top-level keys is a policy key (or ``extends``): a file
+    named by mistake (``-p /etc/shadow``, or ``extends: /etc/shadow``) whose keys, its
+    content, would otherwise be quoted back as unknown keys.
+
+    Raises:
+        PolicyError: naming the file and the policy keys, never its own keys.
+    """
+    if isinstance(doc, dict) and doc and not any(
+            isinstance(k, str) and (k in POLICY_KEYS or k == "extends") for k in doc):
+        raise PolicyError(where, "", "not a policy: none of its top-level keys is a policy "
+                                     f"key ({', '.join(sorted(POLICY_KEYS))})")
+
+
 def read_policy_doc(path: str | Path) -> tuple[dict[str, Any] | Any, str]:
     """(the policy's plain data with ``extends`` resolved, the file it came from)."""
     return _read(path, (), None)
@@ -100,6 +118,7 @@ def _read(ref: str | Path, chain: tuple[str, ...], parent: tuple[str, Path] | No
     except OSError as exc:
         raise PolicyError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
     where = str(path)
+    refuse_non_policy(doc, where)  # each file of an ``extends`` chain, before it is merged
     ident = f"preset {path.stem}" if is_preset else str(path.resolve())
     if ident in chain:
         cycle = " → ".join([*chain[chain.index(ident):], ident])

@@ -383,3 +383,16 @@ def test_counts_beyond_any_prompt_are_unknown_not_a_traceback(tmp_path: Path,
     assert len(said) == 2 * n_responses
     at = runner.invoke(app, ["inspect", str(tmp_path / "at" / "s.jsonl"), "--json"])
     assert at.exit_code == 0 and json.loads(at.stdout)["issues"] == []
+
+
+def test_a_file_that_is_not_a_policy_is_never_echoed_through_extends(tmp_path: Path) -> None:
+    """``extends: /etc/shadow`` quoted the file's first line back as an unknown key: the check
+    that a file is a policy at all looked at the merged document only, which held ``name``."""
+    secret = "root:$6$s3cr3tHASH:19000:0:99999:7:::"
+    base = _policy(tmp_path, f"{secret}\ndaemon:*:19000:0:99999:7:::\n", "shadow")
+    for text in (f"extends: {base}\n", f"extends: {base}\nname: mine\n",
+                 f"extends: {base}\nserver: {{window_tokens: 1000}}\n"):
+        result = runner.invoke(app, ["show-policy", str(_policy(tmp_path, text, "p.yaml"))])
+        assert result.exit_code == 2, (text, result.output)
+        assert "s3cr3t" not in result.output and "daemon" not in result.output, result.output
+        assert f"{base}: not a policy" in result.stderr
