@@ -26,6 +26,7 @@ Not here: the settings a spec makes of a base policy (``analysis.sweep.grid``).
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import random
@@ -161,7 +162,12 @@ def spec_from_dict(doc: Any, where: str = "<grid>") -> SweepSpec:
     """
     if not isinstance(doc, dict):
         raise PolicyError(where, "", "a grid file is a mapping with a 'grid' key")
-    unknown = set(doc) - {"grid", "design", "samples", "seed"}
+    keys = ("grid", "design", "samples", "seed")
+    unknown = set(doc) - set(keys)
+    if doc and unknown == set(doc) and not any(  # its keys not quoted: maybe no grid file at
+            difflib.get_close_matches(str(k), keys, n=1) for k in doc):  # all (a typo is said)
+        raise PolicyError(where, "", "not a grid file: none of its top-level keys is grid, "
+                                     "design, samples or seed")
     if unknown:
         raise PolicyError(where, min(unknown), "unknown key; allowed: grid, design, "
                                                      "samples, seed")

@@ -396,3 +396,26 @@ def test_a_file_that_is_not_a_policy_is_never_echoed_through_extends(tmp_path: P
         assert result.exit_code == 2, (text, result.output)
         assert "s3cr3t" not in result.output and "daemon" not in result.output, result.output
         assert f"{base}: not a policy" in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--tolerances", "--grid"])
+def test_a_file_that_is_no_tolerances_or_grid_is_never_echoed(tmp_path: Path, option: str) -> None:
+    """``--tolerances /etc/shadow`` printed its first line back (``root:$6$…: '' is not a
+    tolerance``), ``--grid`` its second (``daemon:…: unknown key``), and a secrets file's value
+    (``api_key: 'sk-live-…' is not a tolerance``): as a policy file, such a file is refused
+    without a word of its content."""
+    logs = tmp_path / "logs"
+    _chat_log(logs / "good.json")
+    baseline = _baseline(tmp_path, logs)
+    for i, text in enumerate(["root:$6$s3cr3tHASH:19000:0:99999:7:::\ndaemon:*:s3cr3t:0:::\n",
+                              "api_key: sk-live-s3cr3t\n"]):
+        path = _policy(tmp_path, text, f"s{i}")
+        argv = (["check", str(logs), "-p", "none", "--baseline", str(baseline)]
+                if option == "--tolerances" else
+                ["sweep", str(logs), "-p", "observation-masking", "--no-plots", "--jobs", "1"])
+        result = runner.invoke(app, [*argv, option, str(path), "--out", str(tmp_path / "o"),
+                                     "-q"])
+        assert result.exit_code == 2, (text, result.output)
+        assert "s3cr3t" not in result.output, result.output
+        assert f"{path}: not a {'tolerances' if option == '--tolerances' else 'grid'} file" \
+            in result.stderr
