@@ -5,8 +5,9 @@ its key adds ``#N`` for a file's later runs and its label a title (``replay.inge
 ``--run`` takes the label as printed (``write-heavy.jsonl — Add a CSV export``, with or
 without a subagent's ``↳``), the key (``eval.json#1``), the source, the source with the folder
 in front (``logs/scenarios/…``), a glob over sources or labels (``scenarios/*``,
-``*CSV export*``) or a run id (``4c7c533dc9ae8261-0``).  A value that names no run is an error
-with the closest labels, never an empty selection.
+``*CSV export*``) or a run id (``4c7c533dc9ae8261-0``); a value that names a run as it is is
+read as that name, not as a glob (``x[1].jsonl`` is that file, not also ``x1.jsonl``).  A value
+that names no run is an error with the closest labels, never an empty selection.
 
 Not here: opening the corpus (``replay.corpus``), what a label is (``replay.ingest.run_label``).
 """
@@ -37,9 +38,11 @@ def select_runs(run_ids: Sequence[str], sources: Sequence[str], wanted: Sequence
         value = strip_mark(value)
         names = {value, *(value[len(f"{r.as_posix().rstrip('/')}/"):] for r in roots
                           if value.startswith(f"{r.as_posix().rstrip('/')}/"))}
-        hit = {rid for rid, src, key, lb in zip(run_ids, sources, keys, shown, strict=True)
-               if names & {rid, src, key, lb}
-               or any(fnmatch.fnmatchcase(text, n) for n in names for text in (src, lb))}
+        runs = list(zip(run_ids, sources, keys, shown, strict=True))
+        hit = {rid for rid, src, key, lb in runs if names & {rid, src, key, lb}} or {
+            rid for rid, src, _, lb in runs  # a value that names a run as it is is no glob:
+            # 'x[1].jsonl' took x1.jsonl too, a run the user never named
+            if any(fnmatch.fnmatchcase(text, n) for n in names for text in (src, lb))}
         if not hit:
             close = difflib.get_close_matches(value, list(dict.fromkeys([*shown, *sources])),
                                               n=3, cutoff=0.4)

@@ -50,3 +50,17 @@ def test_diff_takes_a_source_path_and_a_glob(tmp_path: Path) -> None:
                 if r["scope"] == "run"}) == n_scenarios
     bad = runner.invoke(app, [*args, "--run", "write-hevy.jsonl"])
     assert bad.exit_code == 2 and "write-heavy.jsonl" in bad.output
+
+
+@pytest.mark.parametrize(("wanted", "want"), [
+    (["x[1].jsonl"], ["a-0"]),  # the file of that name, not also x1.jsonl
+    (["x[1].jsonl — A title"], ["a-0"]),  # its label
+    (["x[12].jsonl"], ["b-0"]),  # no run of that name: a glob, x1.jsonl
+    (["x*"], ["a-0", "b-0"]),
+])
+def test_a_value_naming_a_run_as_it_is_is_no_glob(wanted: list[str], want: list[str]) -> None:
+    """``--run 'x[1].jsonl'`` selected x1.jsonl as well (the name read as a character class):
+    a diff or report over a run the user never named, without a word."""
+    got = select_runs(["a-0", "b-0"], ["x[1].jsonl", "x1.jsonl"], wanted,
+                      labels=["x[1].jsonl — A title", "x1.jsonl — B"])
+    assert got == want
