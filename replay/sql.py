@@ -129,8 +129,12 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
         con.execute("SET lock_configuration = true")
         for view, paths in files.items():
             listed = ", ".join(_literal(str(p.resolve())) for p in paths)
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], "
-                        "union_by_name = true)")
+            try:  # (a file that is no Parquet: DuckDB refuses it here, before any query)
+                con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], "
+                            "union_by_name = true)")
+            except duckdb.Error as exc:
+                raise ReplayInputError(f"the {view} view cannot be made from "
+                                       f"{', '.join(map(str, paths))}: {_one_line(exc)}") from None
         for view, table in tables.items():
             con.register(view, table)
         try:
