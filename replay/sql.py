@@ -174,9 +174,15 @@ def _dataset(corpus: Corpus) -> tuple[dict[str, list[Path]], dict[str, pa.Table]
 
 
 def _trace_files(folders: Sequence[Path]) -> dict[str, list[Path]]:
-    """Trace view → the folders' trace files, each checked to be a regular file there."""
+    """Trace view → the folders' trace files, each checked to be a regular file there (a
+    folder named twice is refused: its rows would be read twice)."""
     out: dict[str, list[Path]] = {}
+    seen: dict[Path, Path] = {}
     for folder in folders:
+        if (where := folder.resolve()) in seen:  # read twice, its rows would count twice
+            raise ReplayInputError(f"{folder}: given twice (also as {seen[where]}); name each "
+                                   "run folder once")
+        seen[where] = folder
         for view, name in TRACE_VIEWS.items():
             path = folder / "traces" / f"{name}.parquet"
             if path.is_symlink() or not path.is_file():

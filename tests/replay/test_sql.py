@@ -320,3 +320,16 @@ def test_a_trace_file_that_is_no_parquet_is_one_line(data: tuple[Corpus, list[Pa
     lines = [ln for ln in done.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: the trace_requests view cannot be "
                                                    "made from "), done.output
+
+
+def test_a_run_folder_given_twice_is_refused(data: tuple[Corpus, list[Path]]) -> None:
+    """``-t out -t out/`` read the folder twice: every trace row, and every sum over them,
+    counted twice, without a word."""
+    _, outs = data
+    for again in (outs[0], Path(f"{outs[0]}/"), outs[0] / "traces" / ".."):
+        done = runner.invoke(app, ["sql", "SELECT count(*) FROM trace_requests", "-t",
+                                   str(outs[0]), "-t", str(again)])
+        assert done.exit_code == 2, done.output
+        assert "given twice" in done.stderr, done.output
+    with pytest.raises(ReplayInputError, match="given twice"):
+        sql("SELECT 1", traces=[outs[0], outs[0]])
