@@ -276,14 +276,32 @@ def not_replayed_note(labels: list[str]) -> str | None:
             + " (`replay inspect FILE` says why)")
 
 
+def named_dataset(paths: Sequence[Path]) -> Path | None:
+    """The dataset ``paths`` name when they are one dataset directory, else None (log files
+    and folders).
+
+    Raises:
+        ReplayInputError: a dataset among other paths (a folder walk leaves a store's files
+            out, so its runs were dropped without a word: ``run ds logs/`` replayed logs/ only).
+    """
+    if len(paths) == 1:
+        return paths[0] if store.is_store(paths[0]) else None
+    named = next((p for p in paths if store.is_store(p)), None)
+    if named is not None:
+        raise ReplayInputError(f"{named}: a dataset is read as it is, alone: give it as the only "
+                               f"path, or give the logs it was ingested from beside the others "
+                               f"(it was given with {len(paths) - 1} other path(s))")
+    return None
+
+
 def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: str | None = None,
                 tokenizers: tuple[str, ...] = DEFAULT_TOKENIZERS, jobs: int = 0,
                 on_file: Callable[[str], None] | None = None, strict: bool = False) -> Corpus:
     """Open a store, or ingest log files/folders (into ``cache_dir``) and open what they gave
     (``strict``: the ingest stops at the first file with a problem, see ``ingest``)."""
     paths = list(paths)
-    if len(paths) == 1 and store.is_store(paths[0]):
-        return Corpus(paths[0], list(store.read_manifest(paths[0]).values()))
+    if (dataset := named_dataset(paths)) is not None:
+        return Corpus(dataset, list(store.read_manifest(dataset).values()))
     if cache_dir is None:
         raise ReplayInputError("log files need a dataset directory to ingest into (cache_dir)")
     report = ingest(paths, cache_dir, fmt=fmt, tokenizers=tokenizers, jobs=jobs, on_file=on_file,

@@ -237,9 +237,15 @@ def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
 
 def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     """The log files under ``paths``, with a note naming the folder links not followed; exits
-    2 when there is none."""
-    from replay.ingest.discover import LOG_SUFFIXES, discover  # lazy: start-up time of --help
+    2 when there is none, or when one of ``paths`` is a dataset (``_open`` reads one alone)."""
+    from replay.ingest import store  # lazy: start-up time of --help
+    from replay.ingest.discover import LOG_SUFFIXES, discover
 
+    if named := next((p for p in paths if store.is_store(p)), None):  # a walk leaves a store's
+        # files out: its runs were dropped without a word (ingest ds logs/, redact ds logs/)
+        error(f"{named}: a dataset written by `replay ingest`, not logs: name the logs it was "
+              "ingested from")
+        raise typer.Exit(2)
     links: list[Path] = []
     packed: list[Path] = []
     files = discover(paths, not_followed=links, compressed=packed)
@@ -266,11 +272,11 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
     (``replay.layout.cache_root``): warnings printed; exits 1 at a problem with ``strict``, and
     when no run is left to work on (2 when ``paths`` held no log file at all)."""
     # lazy: the corpus and the store load pyarrow, which --help and usage errors do not need
-    from replay.corpus import open_corpus
+    from replay.corpus import named_dataset, open_corpus
     from replay.ingest import store
     from replay.layout import cache_root, dataset_dir
 
-    if len(paths) == 1 and store.is_store(paths[0]):
+    if named_dataset(paths) is not None:
         corpus = open_corpus(paths)
         if note := same_bytes_note(store.same_bytes(corpus.entries)):
             say(note, err=True)

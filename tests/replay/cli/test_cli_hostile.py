@@ -419,3 +419,22 @@ def test_a_file_that_is_no_tolerances_or_grid_is_never_echoed(tmp_path: Path, op
         assert "s3cr3t" not in result.output, result.output
         assert f"{path}: not a {'tolerances' if option == '--tolerances' else 'grid'} file" \
             in result.stderr
+
+
+@pytest.mark.parametrize("name", [*COMMANDS, "redact"])
+def test_a_dataset_given_beside_logs_is_refused_not_dropped(tmp_path: Path, name: str) -> None:
+    """``replay run -p none DATASET logs/`` replayed logs/ alone, exit 0: the folder walk
+    leaves a store's files out, so the dataset's runs were dropped without a word (so were
+    ``ingest``'s and ``redact``'s)."""
+    _chat_log(tmp_path / "a" / "one.json")
+    _chat_log(tmp_path / "b" / "two.json", model="other")
+    dataset = tmp_path / "ds"
+    assert runner.invoke(app, ["ingest", str(tmp_path / "a"), "--out", str(dataset)]
+                         ).exit_code == 0
+    baseline = _baseline(tmp_path, tmp_path / "b") if name == "check" else None
+    argv = (["redact", "--out", str(tmp_path / "out"), "-q"] if name == "redact" else
+            _command(name, tmp_path / "b", tmp_path / "out", baseline))
+    result = runner.invoke(app, [*argv, str(dataset)])
+    assert result.exit_code == 2, result.output
+    assert f"{dataset}: a dataset" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists() or name == "check"
