@@ -72,6 +72,13 @@ class TooBig(Unreadable):
     """A file over the read limit: the limit, not the file, is what to change."""
 
 
+FILE_LIMIT = ("per file", ENV_MAX_FILE_BYTES)
+"""A read limit as an oversized file's line says it: (what it bounds, the environment variable
+that raises it, '' for a fixed one).  This one: ``max_file_bytes()``, every log."""
+DOCUMENT_LIMIT = ("of a JSON document read whole", ENV_MAX_DOCUMENT_BYTES)
+"""``max_document_bytes()``, as ``read_document`` reads with it."""
+
+
 class _Folder(Unreadable):
     """A folder given to read: one an OpenHands V1 conversation is is read as its bundle."""
 
@@ -125,7 +132,7 @@ def _env_bytes(name: str, default: int) -> int:
 
 
 def _open(path: Path, max_bytes: int, *, follow: bool = True,
-          limit: str = ENV_MAX_FILE_BYTES) -> tuple[int, int]:
+          limit: tuple[str, str] = FILE_LIMIT) -> tuple[int, int]:
     """A descriptor of ``path`` when it is a regular file within ``max_bytes`` bytes, and its
     size (``follow``: False for a file whose symlink is never followed, even one made after
     it was looked at)."""
@@ -153,11 +160,11 @@ def _open(path: Path, max_bytes: int, *, follow: bool = True,
     return fd, st.st_size
 
 
-def _too_big(size: int | None, max_bytes: int, limit: str = ENV_MAX_FILE_BYTES) -> str:
+def _too_big(size: int | None, max_bytes: int, limit: tuple[str, str] = FILE_LIMIT) -> str:
     what = f"{size:,} bytes" if size is not None else "more"
-    per = "per file" if limit == ENV_MAX_FILE_BYTES else "of a JSON document read whole"
-    return (f"file of {what} is over the {max_bytes:,}-byte limit {per}; not read (raise it with "
-            f"{limit}=BYTES)")
+    bounds, variable = limit
+    raise_it = f" (raise it with {variable}=BYTES)" if variable else ""
+    return f"file of {what} is over the {max_bytes:,}-byte limit {bounds}; not read{raise_it}"
 
 
 def read_document(path: Path) -> bytes:
@@ -165,14 +172,15 @@ def read_document(path: Path) -> bytes:
     dataset's manifest, a baseline, a ``replay run`` summary): ``read_input`` within
     ``max_document_bytes()``, a larger one ``TooBig`` naming ``CTXREPLAY_MAX_DOCUMENT_BYTES``
     (it named ``CTXREPLAY_MAX_FILE_BYTES``, which does not raise this limit)."""
-    return read_input(path, max_document_bytes(), limit=ENV_MAX_DOCUMENT_BYTES)
+    return read_input(path, max_document_bytes(), limit=DOCUMENT_LIMIT)
 
 
 def read_input(path: Path, max_bytes: int | None = None, *, follow: bool = True,
-               limit: str = ENV_MAX_FILE_BYTES) -> bytes:
+               limit: tuple[str, str] = FILE_LIMIT) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` (default ``max_file_bytes()``;
-    ``follow``: False to refuse a symlink, ``NOT_FOLLOWED``; ``limit``: the variable that
-    raises ``max_bytes``, as an oversized file's line names it).
+    ``follow``: False to refuse a symlink, ``NOT_FOLLOWED``; ``limit``: what ``max_bytes``
+    bounds and the variable that raises it, as an oversized file's line says them,
+    ``FILE_LIMIT`` by default: a fixed limit names no variable).
 
     Raises:
         Unreadable: not a regular file, not readable, or over the limit (``TooBig``; also a

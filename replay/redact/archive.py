@@ -156,6 +156,11 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
 SALT_BYTES = 16
 
 
+_SALT_LIMIT = ("of a salt file", "")
+"""What bounds a salt file's read (4 KiB), as its refusal says it: a fixed limit, no variable
+raises it (the line named ``CTXREPLAY_MAX_FILE_BYTES``, which does not)."""
+
+
 def read_salt(path: Path, out: Path) -> str:
     """The salt kept in ``path`` (``--salt-file``), which must lie outside ``out``; a missing
     file is created holding a new random salt (readable by its owner only).
@@ -170,7 +175,7 @@ def read_salt(path: Path, out: Path) -> str:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         try:
-            text = read_input(path, max_bytes=4096).decode("utf-8").strip()
+            text = read_input(path, 4096, limit=_SALT_LIMIT).decode("utf-8").strip()
         except (Unreadable, UnicodeDecodeError) as why:
             raise OutputError(f"{path}: cannot read the salt ({why})") from None
         if not text:

@@ -323,3 +323,17 @@ def test_a_refused_out_leaves_no_new_salt_file(tmp_path: Path, where: str) -> No
                                     str(tmp_path / "o"), "--salt", "k", "--salt-file", str(salt)])
     assert both.exit_code == 2 and "give one" in both.stderr
     assert not salt.exists() and not (tmp_path / "o").exists()
+
+
+def test_a_salt_file_over_its_limit_names_no_variable_that_would_not_raise_it(
+        tmp_path: Path) -> None:
+    """A --salt-file over its fixed 4 KiB said "(raise it with CTXREPLAY_MAX_FILE_BYTES=BYTES)",
+    which changes nothing for it."""
+    _session(tmp_path / "in" / "proj" / "s.jsonl", "2026-01-15T10:40:00.000Z")
+    (tmp_path / "salt").write_text("x" * 5000)
+    got = CliRunner().invoke(app, ["redact", str(tmp_path / "in"), "--out",
+                                   str(tmp_path / "out"), "--salt-file", str(tmp_path / "salt"),
+                                   "-q"])
+    assert got.exit_code == 2, got.output
+    assert "over the 4,096-byte limit of a salt file; not read" in got.stderr, got.stderr
+    assert "CTXREPLAY_MAX_FILE_BYTES" not in got.stderr
