@@ -110,8 +110,16 @@ FormatOpt = Annotated[str | None, typer.Option(
     "--format", metavar="FORMAT", callback=_known_format,
     help=f"Force a parser instead of detecting the format: {', '.join(FORMATS)}.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+def _named_provider(value: str | None) -> str | None:
+    """``--provider ''`` (an unset ``$PROVIDER``) is a usage error (exit 2): it priced every
+    policy under its own provider as if the option were not given, without a word."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty provider name; `replay providers` lists them")
+    return value
+
+
 ProviderOpt = Annotated[str | None, typer.Option(
-    "--provider", help="Price every policy under this provider profile (cache and prices; "
+    "--provider", callback=_named_provider, help="Price every policy under this provider profile (cache and prices; "
                        "`replay providers` lists them) instead of the one each policy names.")]
 CacheDirOpt = Annotated[Path | None, typer.Option(
     "--cache-dir", help="The project cache: logs are ingested into DIR/dataset (unchanged files "

@@ -345,3 +345,13 @@ def test_a_column_named_twice_is_shown_once(fmt: list[str]) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     header = result.stdout.splitlines()[0 if fmt else 2]
     assert header.count("name") == 1 and "provider" in header, header
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_provider_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    """``--provider ''`` (an unset ``$PROVIDER``) priced every policy under its own provider,
+    exit 0, as if the option were not given."""
+    result = runner.invoke(app, [*_usage_args("run", tmp_path), "--provider", value])
+    assert result.exit_code == 2, result.output
+    assert "an empty provider name" in result.output
+    assert not (tmp_path / "o").exists()
