@@ -28,7 +28,10 @@ only what it uses (``tests/replay/cli/test_cli_imports.py``).
 
 from __future__ import annotations
 
+import inspect as pyinspect
 import re
+import typing
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -85,11 +88,56 @@ _CURLY = re.compile(r"^\{(.*)\}(?=(?:\.\.\.)?$)")
 
 class _Command(TyperCommand):
     """A command whose usage line names its arguments as click does (``PATHS...``,
-    ``[PATHS]...``), not typer's ``{paths}...``."""
+    ``[PATHS]...``), not typer's ``{paths}...``, and that refuses an empty path."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = super().collect_usage_pieces(ctx)
         return [_CURLY.sub(lambda m: m.group(1).upper(), p) for p in pieces]
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if name := _empty_path(self, args):
+            raise typer.BadParameter("an empty path (an unset variable?) would be the current "
+                                     "folder", ctx=ctx, param_hint=f"'{name}'")
+        return super().parse_args(ctx, args)
+
+
+def _is_path(annotation: Any) -> bool:
+    """Whether a parameter's annotation holds ``pathlib.Path`` (``Path``, ``list[Path] | None``
+    under ``Annotated``)."""
+    return annotation is Path or any(_is_path(a) for a in typing.get_args(annotation))
+
+
+def _empty_path(command: Any, args: list[str]) -> str:
+    """The option or argument of ``command`` whose path ``args`` give as '' ('' when none):
+    ``--out "$OUT"`` with OUT unset wrote into the current folder, ``run "$LOGS"`` read it."""
+    if "" not in args and not any(a.startswith("--") and a.endswith("=") for a in args):
+        return ""
+    try:  # (a module's annotations are text under ``from __future__ import annotations``)
+        hints = typing.get_type_hints(command.callback, include_extras=True)
+    except (NameError, TypeError):
+        hints = {n: p.annotation for n, p in
+                 pyinspect.signature(command.callback).parameters.items()}
+    paths = {n for n, a in hints.items() if _is_path(a)}
+    options = {o: p for p in command.params if p.param_type_name == "option"
+               for o in (*p.opts, *p.secondary_opts)}
+    positional = [p for p in command.params if p.param_type_name == "argument"]
+    taken, k = 0, 0  # positional values seen; the argument they fill
+    it = iter(args)
+    for a in it:
+        name, eq, value = a.partition("=")
+        if a.startswith("-") and a != "-" and (option := options.get(name if eq else a)):
+            if not option.is_flag and not option.count:
+                given = value if eq else next(it, None)
+                if given == "" and option.name in paths:
+                    return "/".join(option.opts)
+            continue
+        if k < len(positional):  # (click's own rules for a token it does not know apply)
+            if a == "" and positional[k].name in paths:
+                return (positional[k].metavar or positional[k].name or "").upper()
+            taken += 1
+            if positional[k].nargs != -1 and taken >= positional[k].nargs:
+                k, taken = k + 1, 0
+    return ""
 
 
 for _command in (ingest, runs, inspect, policies, providers, run, calibrate, fidelity, synth,

@@ -355,3 +355,28 @@ def test_an_empty_provider_is_a_usage_error(tmp_path: Path, value: str) -> None:
     assert result.exit_code == 2, result.output
     assert "an empty provider name" in result.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["run", "-p", "none", str(LOG), "--out", ""], "'--out'"),
+    (["run", "-p", "none", str(LOG), "--out="], "'--out'"),
+    (["run", "-p", "none", str(LOG), "--cache-dir", ""], "'--cache-dir'"),
+    (["run", "-p", "none", ""], "'PATHS'"),
+    (["report", "-p", "none", str(LOG), "--out", ""], "'--out'"),
+    (["ingest", str(LOG), "--out", ""], "'--out'"),
+    (["check", str(LOG), "-p", "none", "--baseline", ""], "'--baseline'"),
+    (["redact", str(LOG), "--out", "x", "--salt-file", ""], "'--salt-file'"),
+    (["sql", "SELECT 1", "-t", ""], "'--traces/-t'"),
+    (["sql", "SELECT 1", ""], "'PATHS'"),
+    (["inspect", ""], "'FILE'"),
+    (["runs", ""], "'DATASET'"),
+])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], named: str) -> None:
+    """``--out "$OUT"`` with OUT unset wrote the traces and summary.json into the current
+    folder (a path of '' is '.'), ``run "$LOGS"`` read the current folder as the logs."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for {named}: an empty path" in " ".join(result.output.split())
+    assert list(tmp_path.iterdir()) == []
