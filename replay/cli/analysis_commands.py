@@ -28,6 +28,7 @@ from replay.cli.inputs import (
     _finish,
     _opener,
     existing,
+    not_empty,
     same_bytes_note,
     table_command,
 )
@@ -241,21 +242,20 @@ def sweep(
     cache_dir: CacheDirOpt = None,
     jobs: Annotated[int, typer.Option(min=0, help="Local worker processes (0: one per core; 1: this "
                                            "process); they draw the plots too.")] = 0,
-    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
-                                                       "(tcp://HOST:PORT) to run on instead.")]
+    scheduler: Annotated[str | None, typer.Option(
+        callback=not_empty, help="Dask scheduler address (tcp://HOST:PORT) to run on instead.")]
         = None,
     best: Annotated[list[str] | None, typer.Option("--best", help="Constraint the chosen "
                                                                   "setting meets, e.g. "
                                                                   "'overshoots_n==0'; names are the "
                                                                   "sweep table's columns "
                                                                   "(repeatable).")] = None,
-    minimise: Annotated[str | None, typer.Option("--minimise", help="Metric the chosen "
-                                                                    "setting minimises (summed "
-                                                                    "over runs; default "
-                                                                    "tokens_sent).")]
+    minimise: Annotated[str | None, typer.Option(
+        "--minimise", callback=not_empty,
+        help="Metric the chosen setting minimises (summed over runs; default tokens_sent).")]
         = None,
-    maximise: Annotated[str | None, typer.Option("--maximise", help="Metric to maximise "
-                                                                    "instead.")] = None,
+    maximise: Annotated[str | None, typer.Option(
+        "--maximise", callback=not_empty, help="Metric to maximise instead.")] = None,
     top: Annotated[int, typer.Option(min=0, help="Settings listed, best first.")] = 5,
     provider: ProviderOpt = None,
     cache: Annotated[bool, typer.Option(help="Reuse and store rows in the project cache "

@@ -110,16 +110,18 @@ FormatOpt = Annotated[str | None, typer.Option(
     "--format", metavar="FORMAT", callback=_known_format,
     help=f"Force a parser instead of detecting the format: {', '.join(FORMATS)}.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-def _named_provider(value: str | None) -> str | None:
-    """``--provider ''`` (an unset ``$PROVIDER``) is a usage error (exit 2): it priced every
-    policy under its own provider as if the option were not given, without a word."""
+def not_empty(value: str | None) -> str | None:
+    """A name an option gives, or a usage error (exit 2) for an empty one (an unset variable):
+    the commands test such an option's truth, so ``--provider ''`` priced every policy under
+    its own provider and ``--maximise ''`` chose the setting sending the most tokens, as if the
+    option were not given, without a word (``typer.Option(callback=not_empty)``)."""
     if value is not None and not value.strip():
-        raise typer.BadParameter("an empty provider name; `replay providers` lists them")
+        raise typer.BadParameter("an empty name (an unset variable?)")
     return value
 
 
 ProviderOpt = Annotated[str | None, typer.Option(
-    "--provider", callback=_named_provider, help="Price every policy under this provider profile (cache and prices; "
+    "--provider", callback=not_empty, help="Price every policy under this provider profile (cache and prices; "
                        "`replay providers` lists them) instead of the one each policy names.")]
 CacheDirOpt = Annotated[Path | None, typer.Option(
     "--cache-dir", help="The project cache: logs are ingested into DIR/dataset (unchanged files "

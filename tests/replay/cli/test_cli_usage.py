@@ -353,7 +353,7 @@ def test_an_empty_provider_is_a_usage_error(tmp_path: Path, value: str) -> None:
     exit 0, as if the option were not given."""
     result = runner.invoke(app, [*_usage_args("run", tmp_path), "--provider", value])
     assert result.exit_code == 2, result.output
-    assert "an empty provider name" in result.output
+    assert "an empty name (an unset variable?)" in " ".join(result.output.split())
     assert not (tmp_path / "o").exists()
 
 
@@ -380,3 +380,15 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(
     assert result.exit_code == 2, result.output
     assert f"Invalid value for {named}: an empty path" in " ".join(result.output.split())
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--minimise", "--maximise", "--scheduler"])
+def test_an_empty_sweep_objective_or_scheduler_is_a_usage_error(tmp_path: Path,
+                                                                option: str) -> None:
+    """``--maximise ''`` (an unset ``$METRIC``) chose the setting sending the MOST tokens (the
+    objective fell back to tokens_sent, the sense stayed 'maximise') and said 'best by
+    tokens_sent (min …)' over it; ``--minimise ''`` and ``--scheduler ''`` were dropped."""
+    result = runner.invoke(app, [*_usage_args("sweep", tmp_path), option, ""])
+    assert result.exit_code == 2, result.output
+    assert "an empty name (an unset variable?)" in " ".join(result.output.split())
+    assert not (tmp_path / "o").exists()
