@@ -43,7 +43,7 @@ import pandas as pd
 from analysis._numeric import floats
 from analysis.figure_text import plot_text
 from analysis.metric_spec import DEFAULT_PARAMS
-from analysis.per_run.cache_invalidation import METRICS
+from analysis.per_run.cache_invalidation import METRICS, beyond_rounding
 from analysis.per_run.stats import ratio
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 from replay.policy import Policy
@@ -190,8 +190,8 @@ def cache_invalidation_summary(df: pd.DataFrame, acts: pd.DataFrame) -> pd.DataF
             "cache_invalidation_small_trim_invalidated_tokens": int(a_inv[small].sum()),
             "cache_invalidation_cost_cache_read_usd": float(
                 _total(r_f["cost_cache_read_usd"][pos])),
-            "cache_invalidation_cost_mismatch_usd": _nan_max(np.abs(
-                r_f["cost_usd"][pos] - r_f["cost_check_usd"][pos])),
+            "cache_invalidation_cost_mismatch_usd": beyond_rounding(_nan_max(np.abs(
+                r_f["cost_usd"][pos] - r_f["cost_check_usd"][pos]))),
             "cache_invalidation_n_mispriced": int((~priced_once[pos]).sum()),
             "cache_invalidation_recorded_requests": len(both),
             "cache_invalidation_recorded_cached_share": ratio(

@@ -17,6 +17,17 @@ from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of
 from analysis.per_run.stats import ratio, request_arrays
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
+PRICE_ROUNDING_USD = 1e-9
+"""A difference between a request's cost in the trace and its cost priced again that is below
+this (a billionth of a dollar) is the two sums' float rounding, not a mismatch:
+``cache_invalidation_cost_mismatch_usd`` shows it as 0.  Else two consistent replays read as
+1.4e-17 and 4.2e-17 USD, and ``replay diff`` showed that as a +200 % change."""
+
+
+def beyond_rounding(usd: float) -> float:
+    """``usd`` (a cost difference), or 0 when it is below ``PRICE_ROUNDING_USD`` (NaN kept)."""
+    return 0.0 if usd < PRICE_ROUNDING_USD else usd
+
 
 def _fast_cache_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     """Cached share, invalidation by family, reclaim minimums, cost and its check, of several
@@ -40,6 +51,7 @@ def _fast_cache_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
                              + (write_a * w_price / 1e6)
                              + (out_a * p.output_per_mtok / 1e6)
                              + induced_a)).max(axis=1).tolist()
+    mismatch = [beyond_rounding(m) for m in mismatch]
     both = ~np.isnan(rec_cr) & (rec_in > 0)
     n_both = np.count_nonzero(both, axis=1).tolist()
     n_cached, n_truth = cached_a.sum(axis=1).tolist(), truth_a.sum(axis=1).tolist()
@@ -137,7 +149,8 @@ CACHE_INVALIDATION = MetricPart("cache_invalidation", (
           better="lower"),
     _spec("cost_cache_read_usd", "USD", "cost of the cache reads", dtype=_F),
     _spec("cost_mismatch_usd", "USD", "largest difference between the trace's cost and the "
-          "re-priced one (0: consistent)", dtype=_F),
+          "re-priced one (0: consistent; under a billionth of a dollar, the sums' rounding, is 0)",
+          dtype=_F),
     _spec("n_mispriced", "requests", "requests whose input is not priced exactly once"),
     _spec("recorded_requests", "requests", "requests with recorded input and cache reads"),
     _spec("recorded_cached_share", "fraction", "recorded cache reads / recorded input, where "
