@@ -137,6 +137,7 @@ def test_a_template_format_spec_is_bounded_when_the_policy_is_loaded(field: str,
 
 # --- .eval zips: a bound on all the entries of a file together ---------------------------
 
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # (the crafted zip's own)
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(0, 6000), min_size=1, max_size=12),
