@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.content_text import as_text, not_a_string
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
@@ -195,7 +195,10 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     source = step.get("source")
     ts = _str(step.get("timestamp"))
     copied = step.get("is_copied_context") is True
-    text = as_text(step.get("message"))
+    bad: list[str] = []
+    text = as_text(step.get("message"), bad)
+    if bad:
+        _said(state, i, "message", bad)
     if source not in _SOURCES and (inferred := _agent_evidence(step)):
         cov.modelled(f"note/source {'redacted' if source else 'missing'}: agent step by "
                      f"{inferred}")
@@ -241,6 +244,8 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     reasoning = step.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         b.text(reasoning, kind="reasoning")
+    elif reasoning is not None and not isinstance(reasoning, str):
+        _said(state, i, "", [not_a_string(reasoning, "reasoning_content")])
     tool_calls = step.get("tool_calls")
     tool_calls = [_obj(tc) for tc in tool_calls] if isinstance(tool_calls, list) else []
     if len(tool_calls) == 1 and text == "Executed " + " ".join(
@@ -310,7 +315,10 @@ def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], 
             cov.skipped("observation/subagent_trajectory_ref")
             continue
         cov.modelled("observation/result")
-        content = as_text(r.get("content"))
+        bad: list[str] = []
+        content = as_text(r.get("content"), bad)
+        if bad:
+            _said(state, i, f"observation result {k}:", bad)
         if as_text_blocks:
             b.text(content)
             continue
@@ -326,6 +334,14 @@ def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], 
             started = True
         line = state.lines.at(i) if state.lines else 0
         b.tool_result(call_id, content, line=line)
+
+
+def _said(state: _State, i: int, what: str, bad: list[str]) -> None:
+    """One issue for each value where text belongs that was no string (read as empty), at step
+    ``i``'s line, ``what`` naming where in the step."""
+    line = state.lines[i] if state.lines else 0
+    state.b.issues.extend(Issue(state.b.source.path, line,
+                                f"step {i}: {what + ' ' if what else ''}{why}") for why in bad)
 
 
 def _request(state: _State, step: dict[str, Any], msg: int, ts: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.content_text import as_text, not_a_string
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
@@ -81,9 +81,10 @@ def hosted_result(t: str, p: dict[str, Any]) -> str:
     return ""
 
 
-def content(value: Any) -> list[tuple[str, str]]:
+def content(value: Any, bad: list[str] | None = None) -> list[tuple[str, str]]:
     """A message's (or agent message's) content as (kind, text) blocks; an encrypted part is
-    an empty text (its content is not readable)."""
+    an empty text (its content is not readable); a part read as empty although it held a
+    value where text belongs (``text: 12345``) is appended to ``bad`` (``not_a_string``)."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -91,7 +92,7 @@ def content(value: Any) -> list[tuple[str, str]]:
     if not isinstance(value, list):
         raise ValueError(f"message content is {type(value).__name__}, not a list")  # noqa: TRY004
     blocks: list[tuple[str, str]] = []
-    for part in value:
+    for k, part in enumerate(value):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("input_image", "image", "image_url"):
             blocks.append(("image", "[image]"))
@@ -100,12 +101,19 @@ def content(value: Any) -> list[tuple[str, str]]:
         elif isinstance(part, dict) and isinstance(part.get("refusal"), str):
             blocks.append(("text", part["refusal"]))
         else:
-            blocks.append(("text", as_text([part])))
+            text = as_text([part])
+            if not text and bad is not None:
+                v = part.get("text") if isinstance(part, dict) else part
+                if v is not None and not isinstance(v, str):
+                    bad.append(not_a_string(v, f"content part {k}"
+                                            f"{': text' if v is not part else ''}"))
+            blocks.append(("text", text))
     return blocks
 
 
-def reasoning(p: dict[str, Any]) -> str:
-    """Visible reasoning text: summary texts then content texts ('' when only encrypted)."""
+def reasoning(p: dict[str, Any], bad: list[str] | None = None) -> str:
+    """Visible reasoning text: summary texts then content texts ('' when only encrypted); a
+    text that is no string is left out and appended to ``bad`` (``not_a_string``)."""
     parts: list[str] = []
     for key in ("summary", "content"):
         value = p.get(key)
@@ -113,15 +121,20 @@ def reasoning(p: dict[str, Any]) -> str:
             continue
         if not isinstance(value, list):
             raise ValueError(f"reasoning {key} is {type(value).__name__}, not a list")  # noqa: TRY004
-        for x in value:
+        for j, x in enumerate(value):
             text = x.get("text") if isinstance(x, dict) else x
-            if isinstance(text, str) and text:
-                parts.append(text)
+            if isinstance(text, str):
+                if text:
+                    parts.append(text)
+            elif text is not None and bad is not None:
+                bad.append(not_a_string(text, f"reasoning {key} {j}"
+                                        f"{': text' if text is not x else ''}"))
     return "\n".join(parts)
 
 
-def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
-    """(text the model saw, is_error) of an output item, a string output kept exactly."""
+def result(t: str, p: dict[str, Any], bad: list[str] | None = None) -> tuple[str, bool]:
+    """(text the model saw, is_error) of an output item, a string output kept exactly; a value
+    in it where text belongs that was read as empty is appended to ``bad`` (``as_text``)."""
     if t == "tool_search_output" and "output" not in p:
         tools = p.get("tools")
         return ("" if tools is None else json_text(tools)), False
@@ -131,12 +144,12 @@ def result(t: str, p: dict[str, Any]) -> tuple[str, bool]:
     if isinstance(output, str):  # 0.5x exec outputs: {"output": …, "metadata": {"exit_code": N}}
         return output, output.startswith('{"') and _exec_failed(output)
     if isinstance(output, list):
-        return as_text(output), False
+        return as_text(output, bad), False
     if isinstance(output, dict):  # {"content": …, "success": …} or any other object
         failed = output.get("success") is False or output.get("isError") is True \
             or output.get("is_error") is True
         if "content" in output:
-            return as_text(output["content"]), failed
+            return as_text(output["content"], bad), failed
         if isinstance(output.get("output"), str):
             return output["output"], failed
         return json_text(output), failed

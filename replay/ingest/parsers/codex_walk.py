@@ -27,6 +27,7 @@ from replay.ingest.parsers.codex_usage import Pending, UsageTrack
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import said
 
 _ITEM_NAMES = {t: f"response_item/{t}" for t in (
     "message", "agent_message", "reasoning", *it.CALLS, *it.HOSTED, *it.OUTPUTS, *it.COMPACTIONS,
@@ -160,6 +161,7 @@ class Walk:
 
     def item(self, no: int, p: dict[str, Any], ts: str) -> None:
         t, b = p.get("type"), self.b
+        bad: list[str]  # (what was read as empty where text belongs: said at ``no``)
         name = _ITEM_NAMES.get(t) if t.__class__ is str else None  # (no new string an item)
         if name is None:
             name = f"response_item/{t}"
@@ -169,7 +171,7 @@ class Walk:
             role = p.get("role")
             if role not in it.ROLES:
                 raise ValueError(f"message role {role!r} is not user/assistant/developer/system")
-            blocks = it.content(p.get("content"))
+            blocks = it.content(p.get("content"), bad := [])
             if role == "assistant":
                 if not self.open_run:
                     self.output(ts)
@@ -179,17 +181,23 @@ class Walk:
                     self.turns.append(msg)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
+            if bad:
+                said(b, bad, line=no)
             self.said.add((str(role), it.joined(blocks)), b.msg_index)
         elif t == "agent_message":
-            blocks = it.content(p.get("content"))
+            blocks = it.content(p.get("content"), bad := [])
             self.turns.append(self.start("user", ts))
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
+            if bad:
+                said(b, bad, line=no)
         elif t == "reasoning":
-            text = it.reasoning(p)
+            text = it.reasoning(p, bad := [])
             if not self.open_run:  # (else ``output`` returns at once: no call)
                 self.output(ts)
             b.text(text, kind="reasoning", encrypted_bytes=encrypted_len(p.get("encrypted_content")))
+            if bad:
+                said(b, bad, line=no)
         elif t in it.CALLS or t in it.HOSTED:
             call_id, tool, args = it.call(no, t, p)
             if not self.open_run:
@@ -204,9 +212,11 @@ class Walk:
                 it.opt_str(p, "call_id") or it.opt_str(p, "id")
             if not call_id:
                 raise ValueError(f"{t} has no call_id")
-            text, is_error = it.result(t, p)
+            text, is_error = it.result(t, p, bad := [])
             self.start("tool", ts)
             b.tool_result(call_id, text, is_error=is_error, line=no)
+            if bad:
+                said(b, bad, line=no)
         elif t in it.COMPACTIONS:
             self.remote_compaction(p, ts, name)
             return

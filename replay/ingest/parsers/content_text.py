@@ -41,15 +41,19 @@ def inline_placeholder(mime: Any) -> str:
     return f"[document: {mime}]"
 
 
-def as_text(content: Any) -> str:
-    """Flatten message content (a string, or a list of text blocks) into one string."""
+def as_text(content: Any, bad: list[str] | None = None) -> str:
+    """Flatten message content (a string, or a list of text blocks) into one string.
+
+    An item read as nothing although it held a value where text belongs (a block whose
+    ``text`` is a number, a list or an object; an item that is no string nor block) is
+    appended to ``bad`` as what was wrong (``not_a_string``), for the caller to report."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         parts = []
-        for item in content:
+        for k, item in enumerate(content):
             if isinstance(item, str):
                 parts.append(item)
             elif isinstance(item, dict):
@@ -60,8 +64,18 @@ def as_text(content: Any) -> str:
                 elif item.get("type") in ATTACHMENTS:
                     parts.append(document_placeholder(item))
                 elif isinstance(item.get("content"), (str, list)):
-                    parts.append(as_text(item["content"]))
+                    parts.append(as_text(item["content"], bad))
+                elif bad is not None and item.get("text") is not None:
+                    bad.append(not_a_string(item["text"], f"content item {k}: text"))
+            elif bad is not None and item is not None:
+                bad.append(not_a_string(item, f"content item {k}"))
         return "\n".join(parts)
     if isinstance(content, dict) and isinstance(text := content.get("text"), str):
         return text
     return json_text(content)
+
+
+def not_a_string(value: Any, field: str) -> str:
+    """What is wrong with ``value`` read where text belongs (``field``, e.g. ``text``):
+    ``text is int, not a string (read as empty)``: one wording for every parser's issue."""
+    return f"{field} is {type(value).__name__}, not a string (read as empty)"

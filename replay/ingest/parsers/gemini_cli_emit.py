@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.content_text import inline_placeholder
+from replay.ingest.parsers.content_text import inline_placeholder, not_a_string
 from replay.ingest.parsers.gemini_cli_history import History, tool_calls
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import said, text_field
 
 NAME = "gemini_cli"
 
@@ -59,8 +60,11 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
             b.event("compaction", preserved_msgs=kept, harness_compaction=True)
             msg = b.message("user", ts=_str(next(iter(added.values())).get("timestamp")))
             b.set_event(event, summary_msg=msg)
-            b.summary("\n\n".join(_parts_text(m.get("content")) for m in added.values()),
-                      counted=False)
+            bad: list[str] = []
+            b.summary("\n\n".join(_parts_text(m.get("content"), bad=bad)
+                                  for m in added.values()), counted=False)
+            if bad:
+                said(b, bad)
             done.update((mid, [msg]) for mid in added)
     return b.build()
 
@@ -77,9 +81,13 @@ def _user(b: RunBuilder, m: dict[str, Any]) -> list[int]:
         made.append(b.message("tool", ts=ts))
         for r in responses:
             b.tool_result(r["id"], _response_text(r), is_error=_is_error(r))
-    if not responses or _parts_text(rest):
+    bad: list[str] = []
+    text = _parts_text(rest, bad=bad)
+    if not responses or text:
         made.append(b.message("user", ts=ts))
-        b.text(_parts_text(rest))
+        b.text(text)
+    if bad:
+        said(b, bad)
     return made
 
 
@@ -91,15 +99,22 @@ def _gemini(b: RunBuilder, mid: str, m: dict[str, Any], answered: set[str], *,
     msg = b.message("assistant", ts=ts)
     for t in _list(m.get("thoughts")):
         if isinstance(t, dict):
-            b.text("\n".join(x for x in (_str(t.get("subject")), _str(t.get("description")))
-                             if x), kind="reasoning")
+            b.text("\n".join(x for x in (text_field(b, t.get("subject"), "thought subject"),
+                                         text_field(b, t.get("description"),
+                                                    "thought description")) if x),
+                   kind="reasoning")
     content = m.get("content")
-    for part in content if isinstance(content, list) else [content]:
+    for k, part in enumerate(content if isinstance(content, list) else [content]):
         if isinstance(part, str):
             if part:
                 b.text(part)
         elif isinstance(part, dict) and isinstance(part.get("text"), str):
             b.text(part["text"], kind="reasoning" if part.get("thought") else "text")
+        elif isinstance(part, dict) and part.get("text") is not None:
+            said(b, [not_a_string(part["text"], f"content part {k}: text")])
+        elif part is not None and not isinstance(part, dict):
+            said(b, [not_a_string(part, f"content part {k}" if isinstance(content, list)
+                                  else "content")])
     calls = [tc for tc in tool_calls(m) if isinstance(tc, dict)]
     ids = []
     for k, tc in enumerate(calls):
@@ -121,8 +136,11 @@ def _gemini(b: RunBuilder, mid: str, m: dict[str, Any], answered: set[str], *,
         return [msg]
     made = [msg, b.message("tool", ts=ts)]
     for cid, tc in results:
-        b.tool_result(cid, _parts_text(tc["result"], responses=True),
+        bad: list[str] = []
+        b.tool_result(cid, _parts_text(tc["result"], responses=True, bad=bad),
                       is_error=tc.get("status") == "error")
+        if bad:
+            said(b, [f"tool result {cid!r}: {why}" for why in bad])
     return made
 
 
@@ -152,16 +170,17 @@ def _is_error(r: dict[str, Any]) -> bool:
     return isinstance(resp, dict) and "error" in resp and "output" not in resp
 
 
-def _parts_text(content: Any, *, responses: bool = False) -> str:
+def _parts_text(content: Any, *, responses: bool = False, bad: list[str] | None = None) -> str:
     """Text of Gemini parts (a string, a part, or a list of parts); inline data as its
-    placeholder (``content_text.inline_placeholder``: an image's or a document's)."""
+    placeholder (``content_text.inline_placeholder``: an image's or a document's); a part's
+    ``text`` that is no string is read as empty and appended to ``bad`` (as ``as_text``)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     parts = content if isinstance(content, list) else [content]
     out = []
-    for p in parts:
+    for k, p in enumerate(parts):
         if isinstance(p, str):
             out.append(p)
         elif isinstance(p, dict):
@@ -174,6 +193,10 @@ def _parts_text(content: Any, *, responses: bool = False) -> str:
                 data = p.get("inlineData") or p.get("fileData")
                 out.append(inline_placeholder(data.get("mimeType")
                                               if isinstance(data, dict) else None))
+            elif bad is not None and p.get("text") is not None:
+                bad.append(not_a_string(p["text"], f"content part {k}: text"))
+        elif bad is not None and p is not None:
+            bad.append(not_a_string(p, f"content part {k}" if parts is content else "content"))
     return "\n".join(out)
 
 

@@ -57,6 +57,7 @@ from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.jsonl import load_json
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import text_field
 
 NAME = "inspect_ai"
 
@@ -271,7 +272,7 @@ class _Sample:
             msg = b.message("user", ts=_str(event.get("timestamp")))
             b.set_event(index, summary_msg=msg)
             self.index.update((self.key(m), msg) for m in summaries)
-            b.summary("\n\n".join(self.text(m.get("content")) for m in summaries),
+            b.summary("\n\n".join(self.text(m.get("content"), True) for m in summaries),
                       counted=False)
             self.emitted.update(self.key(m) for m in summaries)
 
@@ -283,7 +284,7 @@ class _Sample:
         if role == "tool":
             msg = self.index[self.key(m)] = b.message("tool", ts=ts)
             err = m.get("error")
-            text = self.text(content)
+            text = self.text(content, True)
             if isinstance(err, dict) and not text:
                 text = _str(err.get("message"))
             b.tool_result(_str(m.get("tool_call_id")) or f"call-{msg}", text,
@@ -305,16 +306,22 @@ class _Sample:
                         "tool", args if isinstance(args, (dict, str)) else {})
         return msg
 
-    def part(self, part: Any) -> tuple[str, str]:
-        """(kind, text) of one content item; kind '' for nothing to add."""
+    def part(self, part: Any, said: bool = True) -> tuple[str, str]:
+        """(kind, text) of one content item; kind '' for nothing to add; ``said``: a value
+        where text belongs that is no string is an issue about the message being written."""
         if part is None:
             return "", ""
         if isinstance(part, str):
             return ("text", self.resolve(part)) if part else ("", "")
-        p = _obj(part)
+        if not isinstance(part, dict):
+            return "text", text_field(self.b, part, "content") if said else ""
+        p = part
         t = p.get("type")
         if t == "text":
-            return "text", self.resolve(_str(p.get("text")))
+            text = p.get("text")
+            if text.__class__ is not str:  # (no string: an issue when read for the run)
+                text = text_field(self.b, text, "content text") if said else ""
+            return "text", self.resolve(text)
         if t == "reasoning":
             text = _str(p.get("reasoning")) or _str(p.get("summary"))
             return ("reasoning", self.resolve(text)) if text or not p.get("redacted") \
@@ -323,9 +330,9 @@ class _Sample:
             return "image", f"[{t}]"
         return "text", json_text(p)[:10_000] if p else ""
 
-    def text(self, content: Any) -> str:
+    def text(self, content: Any, said: bool = False) -> str:
         parts = content if isinstance(content, list) else [content]
-        return "\n".join(text for kind, text in map(self.part, parts) if kind)
+        return "\n".join(text for kind, text in (self.part(p, said) for p in parts) if kind)
 
     def resolve(self, text: str) -> str:
         if text.startswith("attachment://"):

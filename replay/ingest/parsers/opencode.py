@@ -63,6 +63,7 @@ from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.opencode_parts import SKIPPED_PARTS, PartOrder
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source
+from replay.ingest.parsers.typed_text import text_field
 
 NAME = "opencode"
 
@@ -244,7 +245,7 @@ def _count_parts(b: RunBuilder, parts: list[Any]) -> None:
 def _user(b: RunBuilder, info: dict[str, Any], parts: list[Any], facts: _Facts) -> None:
     cov = b.source.coverage
     facts.starts.append((b.message("user", ts=_ts(info)), _obj(info.get("time")).get("created")))
-    for p in parts:
+    for k, p in enumerate(parts):
         p = _obj(p)
         t = p.get("type")
         if t == "text":
@@ -252,7 +253,7 @@ def _user(b: RunBuilder, info: dict[str, Any], parts: list[Any], facts: _Facts) 
                 cov.skipped("part/text (ignored)")
                 continue
             cov.modelled("part/text")
-            b.text(_str(p.get("text")))
+            b.text(text_field(b, p.get("text"), f"part {k} (text): text"))
         elif t == "file":
             mime = _str(p.get("mime"))
             if mime in ("text/plain", "application/x-directory"):
@@ -315,7 +316,8 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
         t = p.get("type")
         if t in ("text", "reasoning"):
             cov.modelled(f"part/{t}")
-            b.text(_str(p.get("text")), kind="reasoning" if t == "reasoning" else "text")
+            b.text(text_field(b, p.get("text"), f"part {k} ({t}): text"),
+                   kind="reasoning" if t == "reasoning" else "text")
         elif t == "tool":
             cov.modelled("part/tool")
             state = _obj(p.get("state"))
@@ -361,7 +363,7 @@ def _result(b: RunBuilder, call_id: str, state: dict[str, Any],
         meta = _obj(state.get("metadata"))
         if meta.get("interrupted") is True and isinstance(meta.get("output"), str):
             return call_id, meta["output"], False
-        return call_id, _str(state.get("error")), True
+        return call_id, text_field(b, state.get("error"), f"tool {call_id!r}: error"), True
     return call_id, _INTERRUPTED, True
 
 

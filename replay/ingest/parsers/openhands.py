@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.content_text import not_a_string
 from replay.ingest.parsers.counts import json_int as _int
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
@@ -54,6 +54,7 @@ from replay.ingest.parsers.jsonl import (
 )
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import content_text, said, text_field
 
 NAME = "openhands"
 
@@ -61,6 +62,8 @@ _IGNORED_ACTIONS = {"change_agent_state", "null", "pause", "resume", "stop", "re
                     "condensation_request", "start"}
 _TEXT_ACTIONS = {"message", "finish", "think", "reject"}
 _IGNORED_OBSERVATIONS = {"agent_state_changed", "null", "recall"}
+_TEXT_KEYS = ("content", "final_thought", "thought", "reason")
+"""A text action's args its text is from (the first non-empty string; else ``message``)."""
 _ARG_NOISE = {"thought", "impl_source", "translated_ipython_code", "security_risk",
               "confirmation_state", "is_confirmed", "hidden"}
 _WRAPPER_KEYS = ("history", "events", "trajectory")
@@ -149,7 +152,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             if kind == "action":
                 rtype, fate = _action(rb, st, ev, no, rtype)
             elif kind == "observation":
-                rtype, fate = _observation(rb, st, ev, rtype)
+                rtype, fate = _observation(rb, st, ev, no, rtype)
             else:
                 rtype, fate = "event (no action or observation)", "unknown"
             if no in st.bad:
@@ -234,29 +237,32 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
         rb.summary(text, harness=True)
     elif action == "system":
         rb.message("system", ts=ts)
-        rb.text(as_text(args.get("content", ev.get("message", ""))))
+        rb.text(content_text(rb, args.get("content", ev.get("message", "")), line=no))
     elif action in _IGNORED_ACTIONS:
         return rtype, "skipped"
     elif action == "message" and source != "agent":
         images = args.get("image_urls") or []
         rb.message("user", ts=ts)
-        rb.text(as_text(args.get("content", ev.get("message", ""))))
+        rb.text(content_text(rb, args.get("content", ev.get("message", "")), line=no))
         for _ in images if isinstance(images, list) else []:
             rb.text("[image]", kind="image")
     elif source != "agent":  # a command a user ran by hand: not modelled
         return f"{rtype} ({source if isinstance(source, str) else 'no source'})", "skipped"
     elif action in _TEXT_ACTIONS:
-        text = next((v for k in ("content", "final_thought", "thought", "reason")
-                     if isinstance(v := args.get(k), str) and v), ev.get("message") or "")
+        text = next((v for k in _TEXT_KEYS if isinstance(v := args.get(k), str) and v),
+                    ev.get("message") or "")
         rb.message("assistant", ts=ts)
-        rb.text(as_text(text))
+        for k in _TEXT_KEYS:  # (one left out for no string: said, whatever was read instead)
+            if (v := args.get(k)) is not None and v.__class__ is not str:
+                text_field(rb, v, f"{k!r}", line=no)
+        rb.text(content_text(rb, text, line=no))
         _request(rb, st, ev, ts)
     else:
         call_id = f"call-{ev.get('id', no)}"
         thought = args.get("thought")
         rb.message("assistant", ts=ts)
-        if isinstance(thought, str) and thought:
-            rb.text(thought)
+        if thought_text := text_field(rb, thought, "'thought'", line=no):
+            rb.text(thought_text)
         rb.tool_call(call_id, action, {k: v for k, v in args.items() if k not in _ARG_NOISE})
         st.calls.add(call_id)
         st.call_of_event[ev.get("id")] = call_id
@@ -273,6 +279,7 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
     msg = _choice_message(resp)
     calls: list[tuple[str, str, Any, Any]] = []
     thoughts: list[str] = []
+    bad: list[tuple[int, str]] = []  # (event, why) of each thought that is no string
     for no, ev in acts:
         try:
             meta, args = _meta(ev) or {}, ev.get("args") or {}
@@ -285,14 +292,19 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
                           {k: v for k, v in args.items() if k not in _ARG_NOISE}, ev.get("id")))
             if isinstance(args.get("thought"), str) and args["thought"] not in thoughts:
                 thoughts.append(args["thought"])
+            elif args.get("thought") is not None and not isinstance(args["thought"], str):
+                bad.append((no, not_a_string(args["thought"], "'thought'")))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             st.bad.add(no)
             rb.issues.append(Issue(rb.source.path, no, f"event {no} (id {ev.get('id')!r}) "
                                                        f"skipped: {type(exc).__name__}: {exc}"))
     content = msg.get("content") if msg else None
-    text = as_text(content) if content else "\n".join(t for t in thoughts if t)
-    reasoning = msg.get("reasoning_content") if msg else None
     rb.message("assistant", ts=str(first.get("timestamp") or ""))
+    for no, why in bad:
+        said(rb, [why], line=no)
+    text = content_text(rb, content, line=acts[0][0]) if content else \
+        "\n".join(t for t in thoughts if t)
+    reasoning = msg.get("reasoning_content") if msg else None
     if isinstance(reasoning, str) and reasoning:
         rb.text(reasoning, kind="reasoning")
     if text or not calls:
@@ -373,7 +385,7 @@ def _add_request(rb: RunBuilder, st: _State, model: str, ts: str, inp: int | Non
                output_tokens=out, reasoning_tokens=reasoning, model=model, ts=ts)
 
 
-def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any],
+def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
                  rtype: str) -> tuple[str, str]:
     """Emit one observation; returns its coverage (type, fate)."""
     obs, ts = ev["observation"], str(ev.get("timestamp") or "")
@@ -381,11 +393,11 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any],
     call_id = meta.get("tool_call_id")
     if call_id not in st.calls:
         call_id = st.call_of_event.get(ev.get("cause")) if ev.get("cause") is not None else None
-    text = as_text(ev.get("content", ""))
+    content = ev.get("content", "")
     if call_id is None:
         if obs == "error":  # OpenHands shows an error without a call to the model as user text
             rb.message("user", ts=ts)
-            rb.text(text)
+            rb.text(content_text(rb, content, line=no))
             return rtype, "modelled"
         return (rtype if obs in _IGNORED_OBSERVATIONS else f"{rtype} (no call)"), "skipped"
     extras = _obj(ev.get("extras"))
@@ -394,6 +406,6 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any],
         code = extras["metadata"].get("exit_code")
     is_error = obs == "error" or (_int(code) is not None and code != 0)
     rb.message("tool", ts=ts)
-    rb.tool_result(call_id, text, is_error=is_error)
+    rb.tool_result(call_id, content_text(rb, content, line=no), is_error=is_error)
     return rtype, "modelled"
 

@@ -143,7 +143,9 @@ def test_hostile_types(tmp_path: Path) -> None:
     issues: list[Issue] = []
     src = _source(tmp_path / "s.json", json.dumps(doc).encode())
     (draft,) = opencode.parse(src, issues)
-    assert len(issues) == 5  # robot, "nope", parts 3, parts without ids, and the string count:
+    assert len(issues) == 6  # robot, "nope", parts 3, parts without ids, text 5, the string count:
+    assert sum("part 0 (text): text is int, not a string (read as empty)" in i.reason
+               for i in issues) == 1
     assert sum("have parts without an id" in i.reason for i in issues) == 1
     assert any("tokens.input '9' is not a token count" in i.reason for i in issues)
     assert draft.requests["input_tokens"] == [None]  # one step (its finish put after its tool)
