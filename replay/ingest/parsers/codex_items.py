@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from replay.ingest.parsers.content_text import as_text, not_a_string
+from replay.ingest.parsers.content_text import as_text, item_index, not_a_string
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
@@ -92,7 +92,7 @@ def content(value: Any, bad: list[str] | None = None) -> list[tuple[str, str]]:
     if not isinstance(value, list):
         raise ValueError(f"message content is {type(value).__name__}, not a list")  # noqa: TRY004
     blocks: list[tuple[str, str]] = []
-    for k, part in enumerate(value):
+    for part in value:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("input_image", "image", "image_url"):
             blocks.append(("image", "[image]"))
@@ -105,7 +105,7 @@ def content(value: Any, bad: list[str] | None = None) -> list[tuple[str, str]]:
             if not text and bad is not None:
                 v = part.get("text") if isinstance(part, dict) else part
                 if v is not None and not isinstance(v, str):
-                    bad.append(not_a_string(v, f"content part {k}"
+                    bad.append(not_a_string(v, f"content part {item_index(value, part)}"
                                             f"{': text' if v is not part else ''}"))
             blocks.append(("text", text))
     return blocks
@@ -121,13 +121,13 @@ def reasoning(p: dict[str, Any], bad: list[str] | None = None) -> str:
             continue
         if not isinstance(value, list):
             raise ValueError(f"reasoning {key} is {type(value).__name__}, not a list")  # noqa: TRY004
-        for j, x in enumerate(value):
+        for x in value:
             text = x.get("text") if isinstance(x, dict) else x
             if isinstance(text, str):
                 if text:
                     parts.append(text)
             elif text is not None and bad is not None:
-                bad.append(not_a_string(text, f"reasoning {key} {j}"
+                bad.append(not_a_string(text, f"reasoning {key} {item_index(value, x)}"
                                         f"{': text' if text is not x else ''}"))
     return "\n".join(parts)
 

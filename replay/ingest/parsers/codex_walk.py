@@ -82,6 +82,8 @@ class Walk:
     """(summary message, encrypted content) of the last remote compaction item counted."""
     odd: dict[str, list[int]] = field(default_factory=dict)
     """Problem -> [first line, lines]: said once for the file (``finish``)."""
+    bad: list[str] = field(default_factory=list)
+    """What the item being read held where text belongs that was no string (``said``, emptied)."""
     cov: Coverage = field(init=False)
     """``src.coverage`` (an attribute: read for every record)."""
     modelled: dict[str, int] = field(default_factory=dict)
@@ -146,6 +148,11 @@ class Walk:
             self.issues.append(Issue(self.src.path, no, "record has no 'type' or 'payload' "
                                                         "(skipped)"))
 
+    def said_bad(self, no: int) -> None:
+        """Say ``bad`` (about the message being written, at line ``no``) and empty it."""
+        said(self.b, self.bad, line=no)
+        self.bad.clear()
+
     def check_ordinal(self, no: int, value: Any) -> None:
         """Count a line's ``ordinal``: one not above the previous line's is counted apart and
         said once for the file (``finish``)."""
@@ -161,7 +168,6 @@ class Walk:
 
     def item(self, no: int, p: dict[str, Any], ts: str) -> None:
         t, b = p.get("type"), self.b
-        bad: list[str]  # (what was read as empty where text belongs: said at ``no``)
         name = _ITEM_NAMES.get(t) if t.__class__ is str else None  # (no new string an item)
         if name is None:
             name = f"response_item/{t}"
@@ -171,7 +177,7 @@ class Walk:
             role = p.get("role")
             if role not in it.ROLES:
                 raise ValueError(f"message role {role!r} is not user/assistant/developer/system")
-            blocks = it.content(p.get("content"), bad := [])
+            blocks = it.content(p.get("content"), self.bad)
             if role == "assistant":
                 if not self.open_run:
                     self.output(ts)
@@ -181,23 +187,23 @@ class Walk:
                     self.turns.append(msg)
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
-            if bad:
-                said(b, bad, line=no)
+            if self.bad:
+                self.said_bad(no)
             self.said.add((str(role), it.joined(blocks)), b.msg_index)
         elif t == "agent_message":
-            blocks = it.content(p.get("content"), bad := [])
+            blocks = it.content(p.get("content"), self.bad)
             self.turns.append(self.start("user", ts))
             for kind, text in blocks or [("text", "")]:
                 b.text(text, kind=kind)
-            if bad:
-                said(b, bad, line=no)
+            if self.bad:
+                self.said_bad(no)
         elif t == "reasoning":
-            text = it.reasoning(p, bad := [])
+            text = it.reasoning(p, self.bad)
             if not self.open_run:  # (else ``output`` returns at once: no call)
                 self.output(ts)
             b.text(text, kind="reasoning", encrypted_bytes=encrypted_len(p.get("encrypted_content")))
-            if bad:
-                said(b, bad, line=no)
+            if self.bad:
+                self.said_bad(no)
         elif t in it.CALLS or t in it.HOSTED:
             call_id, tool, args = it.call(no, t, p)
             if not self.open_run:
@@ -212,11 +218,11 @@ class Walk:
                 it.opt_str(p, "call_id") or it.opt_str(p, "id")
             if not call_id:
                 raise ValueError(f"{t} has no call_id")
-            text, is_error = it.result(t, p, bad := [])
+            text, is_error = it.result(t, p, self.bad)
             self.start("tool", ts)
             b.tool_result(call_id, text, is_error=is_error, line=no)
-            if bad:
-                said(b, bad, line=no)
+            if self.bad:
+                self.said_bad(no)
         elif t in it.COMPACTIONS:
             self.remote_compaction(p, ts, name)
             return

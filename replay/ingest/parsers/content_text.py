@@ -53,7 +53,7 @@ def as_text(content: Any, bad: list[str] | None = None) -> str:
         return content
     if isinstance(content, list):
         parts = []
-        for k, item in enumerate(content):
+        for item in content:
             if isinstance(item, str):
                 parts.append(item)
             elif isinstance(item, dict):
@@ -66,13 +66,20 @@ def as_text(content: Any, bad: list[str] | None = None) -> str:
                 elif isinstance(item.get("content"), (str, list)):
                     parts.append(as_text(item["content"], bad))
                 elif bad is not None and item.get("text") is not None:
-                    bad.append(not_a_string(item["text"], f"content item {k}: text"))
+                    bad.append(not_a_string(item["text"], f"content item {item_index(content, item)}: "
+                                                          "text"))
             elif bad is not None and item is not None:
-                bad.append(not_a_string(item, f"content item {k}"))
+                bad.append(not_a_string(item, f"content item {item_index(content, item)}"))
         return "\n".join(parts)
     if isinstance(content, dict) and isinstance(text := content.get("text"), str):
         return text
     return json_text(content)
+
+
+def item_index(items: list[Any], item: Any) -> int:
+    """The index of ``item`` (the object itself) in ``items``: found only when it is said, so
+    the flattening loop counts nothing."""
+    return next(k for k, x in enumerate(items) if x is item)
 
 
 def not_a_string(value: Any, field: str) -> str:
