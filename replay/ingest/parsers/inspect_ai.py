@@ -323,7 +323,10 @@ class _Sample:
                 text = text_field(self.b, text, "content text") if said else ""
             return "text", self.resolve(text)
         if t == "reasoning":
-            text = _str(p.get("reasoning")) or _str(p.get("summary"))
+            text = p.get("reasoning")
+            if text.__class__ is not str:  # (the summary stands for it, as for an empty one)
+                text = text_field(self.b, text, "reasoning") if said else ""
+            text = text or _str(p.get("summary"))
             return ("reasoning", self.resolve(text)) if text or not p.get("redacted") \
                 else ("reasoning", "[redacted reasoning]")
         if t in ("image", "audio", "video", "document"):

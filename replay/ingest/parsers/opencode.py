@@ -224,9 +224,11 @@ def _message(b: RunBuilder, i: int, info: dict[str, Any], parts: Any, facts: _Fa
             msg = b.message("assistant", ts=_ts(info))
             facts.starts.append((msg, _obj(info.get("time")).get("created")))
             b.set_event(event, summary_msg=msg)
-            b.summary("\n".join(p["text"] for p in parts if isinstance(p, dict)
-                                and p.get("type") == "text" and isinstance(p.get("text"), str)),
-                      counted=False)
+            texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+            b.summary("\n".join(t for t in texts if isinstance(t, str)), counted=False)
+            for t in texts:
+                if t is not None and not isinstance(t, str):
+                    text_field(b, t, "summary part: text")
             facts.trigger = ""
         else:
             b.source.coverage.modelled("message/assistant")

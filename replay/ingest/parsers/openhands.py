@@ -307,6 +307,8 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
     reasoning = msg.get("reasoning_content") if msg else None
     if isinstance(reasoning, str) and reasoning:
         rb.text(reasoning, kind="reasoning")
+    elif reasoning is not None and reasoning.__class__ is not str:
+        text_field(rb, reasoning, "reasoning_content", line=acts[0][0])
     if text or not calls:
         rb.text(text)
     for call_id, tool, args, event_id in calls:
