@@ -338,6 +338,11 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
     uncached, read, write = (b.count(v, k) for v, k in
                              zip(raw, ("tokens.input", "tokens.cache.read", "tokens.cache.write")))
     bad = any(v is not None and n is None for v, n in zip(raw, (uncached, read, write)))
+    if cache and uncached is not None and not bad and None in (read, write):  # OpenCode writes
+        bad = True  # both (0 when none): a part missing or null leaves the full prompt unknown
+        b.issues.append(Issue(b.source.path, b.line, f"message {msg}: tokens.cache has "
+                              "no read or write count (null or missing): the full prompt "
+                              "(input + cache) is unknown, not input alone"))
     full = None if uncached is None or bad else uncached + (read or 0) + (write or 0)
     model = _str(info.get("modelID"))
     b.request(output_msg=msg, input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,

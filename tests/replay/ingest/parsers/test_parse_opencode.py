@@ -153,6 +153,32 @@ def test_hostile_types(tmp_path: Path) -> None:
     assert draft.run["n_tool_results"] == 1
 
 
+@pytest.mark.parametrize("cache", [{"read": None, "write": 0}, {"write": 0}, {"read": 8064}])
+def test_a_cache_count_null_or_missing_leaves_the_prompt_unknown(tmp_path: Path,
+                                                                 cache: dict[str, Any]) -> None:
+    """OpenCode's input excludes the cache; with a cache count null or missing the full prompt
+    is unknown (it read as input + 0: 2,210 against the 10,274 sent), said once; the counts
+    that are there are kept, and a usage without a cache object is input alone, as before."""
+    path = FIXTURES / "cart-discount.export.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    finishes = [p for m in doc["messages"] if m["info"]["role"] == "assistant"
+                for p in m["parts"] if p["type"] == "step-finish"]
+    finishes[0]["tokens"]["cache"] = cache
+    del finishes[-1]["tokens"]["cache"]
+    issues: list[Issue] = []
+    (draft,) = opencode.parse(_source(tmp_path / "x.export.json", json.dumps(doc).encode()),
+                              issues)
+    (base,) = opencode.parse(_source(path), [])
+    inputs, before = draft.requests["input_tokens"], base.requests["input_tokens"]
+    assert inputs[0] is None and before[0] is not None
+    assert draft.requests["cache_read_tokens"][0] == cache.get("read")
+    assert inputs[-1] == finishes[-1]["tokens"]["input"]  # no cache object: input alone
+    assert inputs[1:-1] == before[1:-1]
+    said = ("message 1: tokens.cache has no read or write count (null or missing): the full "
+            "prompt (input + cache) is unknown, not input alone")
+    assert [i.reason for i in issues if "tokens.cache" in i.reason] == [said]
+
+
 def test_truncated_export_keeps_readable_messages(tmp_path: Path) -> None:
     data = (FIXTURES / "cart-discount.export.json").read_bytes()
     issues: list[Issue] = []
