@@ -15,8 +15,10 @@ Not here: what the values mean (``replay.policy``, ``analysis.sweep.grid``, ``an
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,19 @@ def parse_yaml(text: str, *, strings_only: bool = False) -> Any:
         raise YamlRefused(f"invalid YAML ({type(exc).__name__})") from None
     finally:
         loader.dispose()
+
+
+def named_by_mistake(doc: Any, keys: Collection[str], *, close: bool = False) -> bool:
+    """Whether ``doc``, a mapping read from a file the user named as a configuration of one
+    kind, has keys and none of them is one of that kind's top-level ``keys`` (``close``: nor
+    close to one, a typo its caller then names with "did you mean"): a file named by mistake
+    (``/etc/shadow``, a secrets file), refused without quoting its keys, which are its content.
+    ``close`` only where the names are long and specific (metric names): a short key merely
+    close to a short name (``other``, near ``tiers``) would let the file's other keys be quoted
+    back as unknown ones."""
+    return isinstance(doc, dict) and bool(doc) and not any(
+        isinstance(k, str) and (k in keys or close and bool(difflib.get_close_matches(k, keys, n=1)))
+        for k in doc)
 
 
 def _read_bounded(path: Path, max_bytes: int) -> str:

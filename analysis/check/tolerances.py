@@ -20,7 +20,7 @@ from typing import Literal
 
 from analysis.check.baseline import MAX_VALUE, CheckError
 from analysis.metrics import METRIC_COLUMNS, METRIC_DIRECTIONS
-from replay.safe_yaml import YamlRefused, read_yaml_file
+from replay.safe_yaml import YamlRefused, named_by_mistake, read_yaml_file
 
 Direction = Literal["lower", "higher", "either"]
 _TOL = re.compile(r"^\s*(?P<sign>\+/-|\+-|±|\+|-)?\s*"
@@ -107,8 +107,8 @@ def load_tolerances(path: Path) -> Tolerances:
     doc = {} if doc in (None, "") else doc
     if not isinstance(doc, dict):
         raise CheckError(f"{where}: expected a mapping of metric names to tolerances")
-    if doc and not any(map(_a_tolerance_key, doc)):  # neither its keys nor its values quoted:
-        # a file named by mistake (--tolerances /etc/shadow, a secrets file) was echoed back
+    if named_by_mistake(doc, _KEYS, close=True):  # neither its keys nor its values quoted: a file named
+        # by mistake (--tolerances /etc/shadow, a secrets file) was echoed back
         raise CheckError(f"{where}: not a tolerances file: none of its top-level keys is "
                          f"default, direction or a metric name")
     directions = doc.pop("direction", {})
@@ -127,13 +127,9 @@ def load_tolerances(path: Path) -> Tolerances:
                       source=where)
 
 
-_KEYS = ("default", "direction", *METRIC_COLUMNS, *METRIC_DIRECTIONS)
-
-
-def _a_tolerance_key(key: str) -> bool:
-    """Whether a top-level key is, or could be meant as, one of a tolerances file (a metric
-    name mistyped is one: its line says "did you mean")."""
-    return key in _KEYS or bool(difflib.get_close_matches(key, _KEYS, n=1))
+_KEYS = frozenset(("default", "direction", *METRIC_COLUMNS, *METRIC_DIRECTIONS))
+"""A tolerances file's top-level keys (``named_by_mistake``: a file with none of them, nor one
+close to them, is refused unquoted)."""
 
 
 def _parse(text: object, where: str, key: str, known: Direction | None) -> Tolerance:

@@ -26,7 +26,6 @@ Not here: the settings a spec makes of a base policy (``analysis.sweep.grid``).
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import random
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replay.errors import PolicyError
-from replay.safe_yaml import YamlRefused, parse_yaml, read_yaml_file
+from replay.safe_yaml import YamlRefused, named_by_mistake, parse_yaml, read_yaml_file
 
 Design = Literal["grid", "random", "one_at_a_time"]
 DESIGNS: tuple[str, ...] = ("grid", "random", "one_at_a_time")
@@ -164,8 +163,7 @@ def spec_from_dict(doc: Any, where: str = "<grid>") -> SweepSpec:
         raise PolicyError(where, "", "a grid file is a mapping with a 'grid' key")
     keys = ("grid", "design", "samples", "seed")
     unknown = set(doc) - set(keys)
-    if doc and unknown == set(doc) and not any(  # its keys not quoted: maybe no grid file at
-            difflib.get_close_matches(str(k), keys, n=1) for k in doc):  # all (a typo is said)
+    if named_by_mistake(doc, keys):  # its keys not quoted: maybe no grid file at all
         raise PolicyError(where, "", "not a grid file: none of its top-level keys is grid, "
                                      "design, samples or seed")
     if unknown:

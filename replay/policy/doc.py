@@ -31,7 +31,7 @@ import yaml
 from replay.errors import PolicyError
 from replay.policy.model import Policy, policy_to_dict
 from replay.policy.providers import PROVIDERS, deep_merge
-from replay.safe_yaml import YamlRefused, read_yaml_file
+from replay.safe_yaml import YamlRefused, named_by_mistake, read_yaml_file
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
@@ -61,6 +61,8 @@ def _preset_doc(path: Path) -> Any:
 
 POLICY_KEYS = frozenset(f.name for f in dataclasses.fields(Policy))
 """The top-level keys of a policy (a file may also have ``extends``)."""
+_TOP_KEYS = POLICY_KEYS | {"extends"}
+"""A policy file's top-level keys (``refuse_non_policy``)."""
 
 
 def refuse_non_policy(doc: Any, where: str) -> None:
@@ -71,8 +73,7 @@ def refuse_non_policy(doc: Any, where: str) -> None:
     Raises:
         PolicyError: naming the file and the policy keys, never its own keys.
     """
-    if isinstance(doc, dict) and doc and not any(
-            isinstance(k, str) and (k in POLICY_KEYS or k == "extends") for k in doc):
+    if named_by_mistake(doc, _TOP_KEYS):
         raise PolicyError(where, "", "not a policy: none of its top-level keys is a policy "
                                      f"key ({', '.join(sorted(POLICY_KEYS))})")
 

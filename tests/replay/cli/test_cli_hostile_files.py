@@ -73,3 +73,18 @@ def test_a_dataset_given_beside_logs_is_refused_not_dropped(tmp_path: Path, name
     assert result.exit_code == 2, result.output
     assert f"{dataset}: a dataset" in result.stderr, result.stderr
     assert not (tmp_path / "out").exists() or name == "check"
+
+
+def test_a_grid_file_whose_keys_are_only_near_grid_keys_is_never_echoed(tmp_path: Path) -> None:
+    """A short key merely close to a grid key (``need``, near ``seed``) made the file pass as a
+    grid with a typo, and its other key, content of a file named by mistake, was quoted back
+    as an unknown key: only exact names make a file a grid (``safe_yaml.named_by_mistake``)."""
+    logs = tmp_path / "logs"
+    _chat_log(logs / "good.json")
+    path = _policy(tmp_path, "need: 1\nroot_s3cr3t_hash: 2\n", "g.yaml")
+    result = runner.invoke(app, ["sweep", str(logs), "-p", "observation-masking", "--no-plots",
+                                 "--jobs", "1", "--grid", str(path), "--out",
+                                 str(tmp_path / "o"), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "s3cr3t" not in result.output and "need" not in result.output, result.output
+    assert f"{path}: not a grid file" in result.stderr
