@@ -39,6 +39,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -46,8 +47,17 @@ from replay.errors import OutputError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
-_made_here: ContextVar[list[Path] | None] = ContextVar("_made_here", default=None)
+_made_here: ContextVar[list[_MadeFolder] | None] = ContextVar("_made_here", default=None)
 """The folders created inside the innermost ``no_new_folder_left_on_failure`` block."""
+
+
+@dataclass(frozen=True, slots=True)
+class _MadeFolder:
+    """A folder a write created: its path, and the folder the user named that it was created
+    below by descriptor (None: created by path, the named folder or one of its parents)."""
+
+    path: Path
+    root: Path | None
 
 
 @contextmanager
@@ -55,27 +65,49 @@ def no_new_folder_left_on_failure() -> Iterator[None]:
     """Remove the folders created inside the block (by ``make_output_dir``, ``folder_fd`` and
     the writes) when it ends in an exception: deepest first, each only when it is still empty
     (``rmdir``, which never follows a symlink nor removes a file), so nothing the block did not
-    create is touched.  The exception goes on."""
-    made: list[Path] = []
+    create is touched.  A folder created below the named folder is found again from it one
+    folder at a time without following a symlink, as it was made: a folder on the way swapped
+    for a symlink meanwhile leaves it in place rather than turning the removal onto another
+    folder.  The exception goes on."""
+    made: list[_MadeFolder] = []
     token = _made_here.set(made)
     try:
         yield
     except BaseException:
-        for path in sorted(made, key=lambda p: len(p.parts), reverse=True):
-            with suppress(OSError):  # not empty (a file kept in it), or already gone
-                os.rmdir(path)
+        for folder in sorted(made, key=lambda f: len(f.path.parts), reverse=True):
+            with suppress(OSError):  # not empty (a file kept in it), already gone, or a
+                _remove_made(folder)  # symlink now on its way
         raise
     finally:
         _made_here.reset(token)
-    for path in made:  # an enclosing block that fails removes them too
-        _made(path)
+    outer = _made_here.get()
+    if outer is not None:  # an enclosing block that fails removes them too
+        outer.extend(made)
 
 
-def _made(path: Path) -> None:
-    """Note ``path`` as a folder just created (for ``no_new_folder_left_on_failure``)."""
+def _remove_made(folder: _MadeFolder) -> None:
+    """``rmdir`` the folder where it was made (``no_new_folder_left_on_failure``)."""
+    if folder.root is None:
+        os.rmdir(folder.path)
+        return
+    *parents, name = folder.path.relative_to(folder.root).parts
+    fd = _open_dir(str(folder.root), None, folder.root, create=False)
+    try:
+        for part in parents:
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _made(path: Path, root: Path | None = None) -> None:
+    """Note ``path`` as a folder just created (for ``no_new_folder_left_on_failure``): below
+    the named folder ``root`` by descriptor, or by path (None)."""
     made = _made_here.get()
     if made is not None:
-        made.append(path.absolute())
+        made.append(_MadeFolder(path.absolute(), None if root is None else root.absolute()))
 
 
 def _make_named(named: Path) -> None:
@@ -100,9 +132,11 @@ def symlink_refused(path: Path) -> OutputError:
                        "written through it (remove it, or name another folder)")
 
 
-def _open_dir(name: str, parent_fd: int | None, shown: Path, *, create: bool) -> int:
+def _open_dir(name: str, parent_fd: int | None, shown: Path, *, create: bool,
+              root: Path | None = None) -> int:
     """A descriptor of the folder ``name`` (relative to ``parent_fd``; None: ``name`` is a path
-    the user named, which may be a symlink), created when missing with ``create``."""
+    the user named, which may be a symlink), created when missing with ``create`` (noted as made
+    below ``root``, the folder named, for ``no_new_folder_left_on_failure``)."""
     if parent_fd is None:
         return os.open(name, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     for _ in range(2):
@@ -113,7 +147,7 @@ def _open_dir(name: str, parent_fd: int | None, shown: Path, *, create: bool) ->
                 raise
             try:
                 os.mkdir(name, 0o777, dir_fd=parent_fd)
-                _made(shown)
+                _made(shown, root)
             except FileExistsError:
                 pass  # made meanwhile by another writer: open it (checked again)
         except OSError as exc:
@@ -163,7 +197,7 @@ def open_folder(root: Path, parts: Iterable[str] = (), *, create: bool = True) -
     try:
         for part in parts:
             shown = shown / part
-            child = _open_dir(part, fd, shown, create=create)
+            child = _open_dir(part, fd, shown, create=create, root=root)
             os.close(fd)
             fd = child
     except BaseException:

@@ -101,3 +101,24 @@ def test_a_failed_block_removes_the_empty_folders_it_made_and_only_those(tmp_pat
         assert left == ["old", "old/empty", "old/kept", "old/kept/f"]
     else:
         assert all(p.is_dir() for p in made) and (tmp_path / "old" / "kept" / "f").is_file()
+
+
+def test_a_failed_block_never_removes_a_folder_through_a_parent_swapped_for_a_symlink(
+        tmp_path: Path) -> None:
+    """A folder made below the named one is removed only where it was made, found again one
+    folder at a time without following a symlink: when its parent is renamed and a symlink to
+    another folder put in its place before the block fails, the symlink's target, which holds an
+    empty folder of the same name, is left alone (and so is the symlink); the folders made that
+    can still be reached so go."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "traces").mkdir(parents=True)
+    named = tmp_path / "out"
+    with pytest.raises(OSError, match="damaged"), atomic_files.no_new_folder_left_on_failure():
+        atomic_files.make_output_dir(named, "policy", "traces")
+        atomic_files.make_output_dir(named, "other", "deep")
+        (named / "policy").rename(named / "moved")
+        (named / "policy").symlink_to(elsewhere, target_is_directory=True)
+        raise OSError("a damaged entry met after the folders were made")
+    assert (elsewhere / "traces").is_dir()
+    assert (named / "policy").is_symlink()
+    assert not (named / "other").exists()
