@@ -3,7 +3,10 @@
 A re-read is two messages at the end of the context when it is made — the call and its result —
 so each item *follows* a block: the last block in context at the time (``pos``).  Blocks that
 arrive later come after it; a cut before block ``b`` removes the items following blocks before
-``b``; a trim tier may shrink an item's result to its placeholder (``replay.engine.tiers.trim``).
+``b``; a trim tier may shrink an item's result to its placeholder (``replay.engine.tiers.trim``),
+and a collapse tier's ``older_reads`` to its notice when the item re-read a read of a file that a
+later read of the file follows, an item or a block after ``pos`` (``replay.engine.tiers.collapse``:
+to Cline's rule a re-read of a file is a read of it like any other).
 A tier's protected range is measured over the recorded blocks (``replay.engine.reach``):
 an item inside it does not push older blocks out of it (an approximation, on the side of
 protecting more).  Totals over the live items are kept incrementally, so the context's queries stay O(1) when

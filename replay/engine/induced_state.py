@@ -197,7 +197,7 @@ class InduceState:
     def removed_copy(self, b: int, item: int, request: int, tier: str) -> None:
         """The induced re-read ``item`` of ``b`` was trimmed by ``tier`` (its placeholder may ask
         again).  (Nothing to do unless ``tier`` invites a re-call or ``item`` is ``b``'s newest
-        copy: ``apply_induced_trims`` checks that first.)"""
+        copy: ``replay.engine.tiers.apply`` checks that first.)"""
         if tier in self.recall_tiers and self.plan.needs.first_unmet_need(b, request) is not None:
             self.queue.append((request + 1, b))
         self.copy_gone(b, item)

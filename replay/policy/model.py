@@ -267,8 +267,8 @@ DUPLICATE_READ_NOTICE = ("[[NOTE] This file read has been removed to save space 
 class OlderReads:
     """Cline's duplicate-file-read removal (``ContextManager.applyContextOptimizations``), tried
     first each time a collapse tier fires: in the live context every read of a file (a tool
-    result whose call reads a path) but the newest read of that file becomes ``notice`` (a
-    ``collapse_trim`` action); when that saves at least ``enough_frac`` of the live context's
+    result whose call reads a path, or the replay's induced re-read of one) but the newest read
+    of that file becomes ``notice`` (a ``collapse_trim`` action); when that saves at least ``enough_frac`` of the live context's
     bytes, the tier cuts nothing at this request.  Reads already replaced or trimmed are not
     counted again, as Cline skips the messages it altered before."""
 

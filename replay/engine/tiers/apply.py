@@ -218,21 +218,18 @@ def apply_induced_trims(ctx: Context, env: Env,
     """Trim the induced re-reads (``replay.engine.induced``) from item ``first`` on before
     ``protect_from`` whose result is still whole and at least ``min_chars`` long, each to
     ``sized(block)`` — the (est, truth, bytes) of the placeholder of the block it re-read (None:
-    the tier would not trim that block); an eviction per item and one action (``induced``), or,
-    with ``into``, the items join that action row (the pass just applied at this request: one
-    pass, one action — its blocks, its reclaim, and what it invalidated counted from the
-    earliest change of either).  Returns one past the last item examined (the caller's cursor:
-    an item examined is trimmed, or never will be by this tier)."""
+    the tier would not trim that block; nor is an item trimmed that its placeholder would not
+    make smaller); an eviction per item and one action (``_apply_items``).  Returns one past the
+    last item examined (the caller's cursor: an item examined is trimmed, or never will be by
+    this tier)."""
     ind, run = ctx.induced, ctx.run
     end = allowed_end(ctx, protect_from)
     stop = ind.upto(end)
     start = ind.lo if ind.lo > first else first  # noqa: FURB136 (max: see allowed_end)
     if start >= stop:
         return start
-    ov, msg, induce = ctx.msg_overhead, run.msg, env.induce
-    done: list[int] = []
-    got_est = got_truth = invalidated = 0
-    lo_msg = hi_msg = -1
+    ov = ctx.msg_overhead
+    chosen: list[tuple[int, tuple[int, int, int]]] = []
     for i in range(start, stop):
         b = ind.src[i]
         if ind.trimmed[i] or run.n_chars[b] < min_chars:
@@ -243,15 +240,57 @@ def apply_induced_trims(ctx: Context, env: Env,
         est, truth, n_bytes = got
         if est + ov >= ind.est[i] - ind.call_est[i]:
             continue
+        chosen.append((i, (est + ov, truth + ov, n_bytes)))
+    if chosen:
+        _apply_items(ctx, env, chosen, tier, kind, end, trigger_tokens, threshold_tokens, into)
+    return stop
+
+
+def apply_induced_replacements(ctx: Context, env: Env, items: list[int],
+                               sized: tuple[int, int, int], *, tier: str, kind: str,
+                               protect_from: int, trigger_tokens: int, threshold_tokens: int,
+                               into: int | None = None) -> None:
+    """Replace the results of the induced re-reads ``items`` (ascending, each live and whole,
+    each before ``protect_from`` and the newest output) with a text of ``sized`` (est, truth,
+    bytes), whatever their size (a collapse tier's ``older_reads`` notice, as ``apply_trims``
+    replaces a recorded read with it); an eviction per item and one action (``_apply_items``).
+    An item out of that range, out of order, gone or trimmed already raises
+    ``TierInvariantError``."""
+    ind = ctx.induced
+    end = allowed_end(ctx, protect_from)
+    stop, prev, ov = ind.upto(end), ind.lo - 1, ctx.msg_overhead
+    for i in items:
+        if not prev < i < stop or ind.trimmed[i]:
+            raise TierInvariantError(f"{tier}: replaces induced re-read {i} outside the live "
+                                     f"whole ones before block {end}, or out of order")
+        prev = i
+    if items:
+        size = (sized[0] + ov, sized[1] + ov, sized[2])
+        _apply_items(ctx, env, [(i, size) for i in items], tier, kind, end, trigger_tokens,
+                     threshold_tokens, into)
+
+
+def _apply_items(ctx: Context, env: Env, chosen: list[tuple[int, tuple[int, int, int]]],
+                 tier: str, kind: str, end: int, trigger_tokens: int, threshold_tokens: int,
+                 into: int | None) -> None:
+    """Shrink each induced re-read of ``chosen`` — (item, the (est, truth, bytes) of its new
+    result, message overhead included), in item order, checked by the caller — and record an
+    eviction per item and one action (``induced``), or, with ``into``, the items join that
+    action row (the pass just applied at this request: one pass, one action — its blocks, its
+    reclaim, and what it invalidated counted from the earliest change of either)."""
+    ind, msg, induce = ctx.induced, ctx.run.msg, env.induce
+    got_est = got_truth = invalidated = 0
+    lo_msg = hi_msg = -1
+    for n, (i, size) in enumerate(chosen):
+        b = ind.src[i]
         before = ctx.induced_truth_before(i)
-        if not done and env.prev_truth > 0:
+        if not n and env.prev_truth > 0:
             invalidated = env.prev_truth - floored(env.fixed_truth, before, env.truth_floor)
             invalidated = invalidated if invalidated > 0 else 0  # noqa: FURB136 (max(0, …))
-        de, dt = ind.shrink(i, (est + ov, truth + ov, n_bytes), env.request)
+        de, dt = ind.shrink(i, size, env.request)
         ctx.touch_induced(i, before)
         got_est += de
         got_truth += dt
-        done.append(i)
         m = msg[b]
         if lo_msg < 0 or m < lo_msg:
             lo_msg = m
@@ -260,18 +299,17 @@ def apply_induced_trims(ctx: Context, env: Env,
         env.evictions.add_induced(b, env.request, tier, _TRIMMED)
         if induce is not None and (induce.recall_tiers or induce.copy.get(b) == i):
             induce.removed_copy(b, i, env.request, tier)  # (a call only when it has work)
-    if done and into is not None:
-        add_to_action(env, into, len(done), lo_msg, hi_msg, got_est, got_truth, invalidated,
+    if into is not None:
+        add_to_action(env, into, len(chosen), lo_msg, hi_msg, got_est, got_truth, invalidated,
                       floored(env.fixed_truth, ctx.truth(), env.truth_floor))
-    elif done:
-        first, last = msg[ind.src[done[0]]], msg[ind.src[done[-1]]]
+    else:
+        first, last = msg[ind.src[chosen[0][0]]], msg[ind.src[chosen[-1][0]]]
         record_action(env, ctx, tier=tier, kind=kind, trigger_tokens=trigger_tokens,
-                      threshold_tokens=threshold_tokens, n_blocks=len(done),
+                      threshold_tokens=threshold_tokens, n_blocks=len(chosen),
                       first_msg=min(first, last), last_msg=max(first, last),
                       reclaimed_est_tokens=got_est, reclaimed_tokens=got_truth,
                       invalidated=invalidated, protect_first_msg=protect_first_msg(ctx, end),
                       induced=True)
-    return stop
 
 
 def record_undone_trims(ctx: Context, env: Env, first: int, last: int, n_blocks: int,

@@ -2,8 +2,8 @@
 
 Fires when estimate ≥ (1 − margin) × usable window, or on its ``trigger`` when it has one
 (an event count, an idle gap, …).  First, with ``older_reads``, replaces every read of a file
-but the newest of that file with a notice and stops there when that saved enough (Cline's
-duplicate-file-read removal).  Then, if allowed, trims
+but the newest of that file with a notice, the replay's induced re-reads of the file among its
+reads, and stops there when that saved enough (Cline's duplicate-file-read removal).  Then, if allowed, trims
 tool results inside the protected range (oldest first, until under the
 threshold); then drops the oldest messages, keeping ``keep_messages`` (or only
 as many as needed), or drops ``drop_frac`` of them rounded down to an even count (Cline's and
@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from replay.engine.context import Context, HeadItem
-from replay.engine.prepared import CAT_RESULTS
+from replay.engine.prepared import CAT_RESULTS, PreparedRun
 from replay.engine.summariser import Facts, summarise
-from replay.engine.tiers.apply import apply_cut, apply_trims
+from replay.engine.tiers.actions import n_actions
+from replay.engine.tiers.apply import apply_cut, apply_induced_replacements, apply_trims
 from replay.engine.tiers.base import Env, kept_first, placeholder
 from replay.engine.tiers.step import Step
 from replay.engine.tiers.trigger import TriggerCheck, fires_check, trigger_check
@@ -154,22 +155,28 @@ def _replace_older_reads(tier: Collapse, st: CollapseState, ctx: Context, env: E
     ``older_reads.notice`` (reads replaced or trimmed before are not counted: Cline skips the
     messages it altered); whether that saved at least ``enough_frac`` of the live context's
     bytes (the head's and the live induced re-reads' included), so that the tier cuts nothing
-    now.  An induced re-read is not itself taken for a read of its file here.  A read inside the newest
-    output is never replaced (the newest output is never touched)."""
+    now.  A live induced re-read of a file is a read of it like any other (the agent's read, in
+    the order it was made: ``_older_induced``): a recorded read older than it is replaced, and
+    it is replaced when a later read of its file follows.  A read inside the newest output, or
+    an induced re-read made after its start, is never replaced (the newest output is never
+    touched)."""
     older_reads = tier.older_reads
     assert older_reads is not None
     run, lo, hi = ctx.run, ctx.lo, ctx.hi
-    op, kind, path, trimmed = run.op, run.kind, run.path, ctx.trimmed
+    trimmed = ctx.trimmed
     newest_of: dict[str, int] = {}
     older: list[int] = []
     for b in range(lo, hi):
-        if op[b] == "read" and kind[b] == "tool_result" and not trimmed[b] and path[b]:
-            seen = newest_of.get(path[b], -1)
+        p = _read_path(run, b)
+        if p and not trimmed[b]:
+            seen = newest_of.get(p, -1)
             if seen >= 0:
                 older.append(seen)
-            newest_of[path[b]] = b
+            newest_of[p] = b
+    ind = ctx.induced
+    older_items = _older_induced(ctx, newest_of, older, newest) if ind.n_live else []
     older = sorted(b for b in older if b < newest)
-    if not older:
+    if not older and not older_items:
         return False
     sized = st.notice
     if sized is None:
@@ -177,13 +184,58 @@ def _replace_older_reads(tier: Collapse, st: CollapseState, ctx: Context, env: E
         sized = st.notice = (env.est_text(text), env.truth_text(text),
                              len(text.encode("utf-8", "surrogatepass")))
     est, truth, n_bytes = sized
-    cur_bytes, ind = ctx.cur_bytes, ctx.induced
+    cur_bytes = ctx.cur_bytes
     total = ctx.head_n_bytes + ind.live_result_bytes + ind.live_call_bytes + sum(cur_bytes[lo:hi])
-    saved = sum(cur_bytes[b] for b in older) - n_bytes * len(older)
-    apply_trims(ctx, env, [(b, est, truth, n_bytes) for b in older], tier=tier.name,
-                kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
-                threshold_tokens=threshold(tier, env))
+    saved = (sum(cur_bytes[b] for b in older) + sum(ind.result_bytes[i] for i in older_items)
+             - n_bytes * (len(older) + len(older_items)))
+    level = threshold(tier, env)
+    if older:
+        apply_trims(ctx, env, [(b, est, truth, n_bytes) for b in older], tier=tier.name,
+                    kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
+                    threshold_tokens=level)
+    if older_items:  # in the action of the recorded reads replaced with them, if any
+        apply_induced_replacements(ctx, env, older_items, sized, tier=tier.name,
+                                   kind=COLLAPSE_TRIM, protect_from=newest, trigger_tokens=over,
+                                   threshold_tokens=level,
+                                   into=n_actions(env) - 1 if older else None)
     return total > 0 and saved >= older_reads.enough_frac * total
+
+
+def _older_induced(ctx: Context, newest_of: dict[str, int], older: list[int],
+                   newest: int) -> list[int]:
+    """The live induced re-reads of a file (re-reads of a read's result: ``_read_path``) that a
+    later read of the file follows, recorded or induced, ascending, those made after the newest
+    output's start left out; adds to ``older`` the newest recorded read of a file (``newest_of``)
+    that a live induced re-read of the file follows.  (An item follows block ``pos``: it is newer
+    than the blocks up to ``pos``, older than those after; items are in the order made.)"""
+    run, ind = ctx.run, ctx.induced
+    pos, src, trimmed = ind.pos, ind.src, ind.trimmed
+    last_of: dict[str, int] = {}
+    out: list[int] = []
+    for i in range(ind.lo, len(pos)):
+        if trimmed[i]:
+            continue
+        p = _read_path(run, src[i])
+        if not p:
+            continue
+        prev = last_of.get(p, -1)
+        if prev >= 0:
+            out.append(prev)
+        last_of[p] = i
+    for p, i in last_of.items():
+        b = newest_of.get(p, -1)
+        if b > pos[i]:  # a recorded read of the file after the newest re-read of it
+            out.append(i)
+        elif b >= 0:  # the re-read follows the newest recorded read
+            older.append(b)
+    return sorted(i for i in out if pos[i] < newest)
+
+
+def _read_path(run: PreparedRun, b: int) -> str:
+    """The file block ``b`` read: a tool result whose call reads a path ("": none)."""
+    if run.op[b] == "read" and run.kind[b] == "tool_result":
+        return run.path[b]
+    return ""
 
 
 def _trim_inside(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,
