@@ -82,7 +82,8 @@ with a remote compaction in the same public repository, not copied here: no lice
 (TraceLab) and 0.135, the third-party catalog of real 0.146–0.149 record types, and the
 documented 0.146–0.149 shapes (hand-made fixtures, ``tests/fixtures/codex``).
 
-The walk: ``replay.ingest.parsers.codex_walk``.
+The walk: ``replay.ingest.parsers.codex_walk`` (its state ``codex_walk_state``; items, events
+and compactions ``codex_walk_items``, ``codex_walk_events``, ``codex_walk_compaction``).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ from replay.ingest.parsers.codex_file import (
     usage_first,
 )
 from replay.ingest.parsers.codex_usage import UsageTrack
-from replay.ingest.parsers.codex_walk import Walk
+from replay.ingest.parsers.codex_walk import finish, record
+from replay.ingest.parsers.codex_walk_state import Walk
 from replay.ingest.parsers.jsonl_list import record_list
 from replay.ingest.parsers.source import Issue, Source
 
@@ -132,7 +134,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         try:
             for no, rec in part:
                 try:
-                    walk.record(no, rec)
+                    record(walk, no, rec)
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:
                     issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
                     kind = rec.get("type")  # (counted in coverage too: every line accounted for)
@@ -143,6 +145,6 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             issues.append(Issue(src.path, part[0][0] if len(parts) > 1 else 0,
                                 "no context items (response items) in this Codex rollout"))
             continue
-        walk.finish()
+        finish(walk)
         runs += [walk.b.build()] + [branch.build() for branch, _ in walk.branches]
     return runs

@@ -10,7 +10,7 @@ turns (the first ``builder.MAX_BRANCHES`` rollbacks of a rollout; a later one's 
 no run, and its issue says so).  A rollback reaching back past a compaction cuts the raw stream, not the replacement
 history.
 
-Not here: the walk that meets the event (``replay.ingest.parsers.codex_walk``).
+Not here: the walk that meets the event (``replay.ingest.parsers.codex_walk_events``).
 """
 
 from __future__ import annotations

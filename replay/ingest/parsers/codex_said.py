@@ -1,7 +1,8 @@
 """The message items a Codex rollout has said, for finding the ones a compaction's replacement
 history repeats (``Said``).
 
-Not here: the walk that adds them and looks them up (``replay.ingest.parsers.codex_walk``).
+Not here: the walk that adds them and looks them up (``replay.ingest.parsers.codex_walk_items``,
+``codex_walk_compaction``).
 """
 
 from __future__ import annotations

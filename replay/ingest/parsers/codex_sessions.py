@@ -137,7 +137,7 @@ def copies(records: Records, metas: list[int], path: str, issues: list[Issue],
 
 
 def meta_of(rec: dict[str, Any]) -> dict[str, Any] | None:
-    """The session metadata a line carries (as ``codex_walk.Walk.record`` tells it: a
+    """The session metadata a line carries (as ``codex_walk.record`` tells it: a
     ``session_meta`` line's payload, or a legacy first line), else None."""
     if "payload" in rec:
         p = rec["payload"]

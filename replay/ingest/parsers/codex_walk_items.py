@@ -1,0 +1,92 @@
+"""What the walk over a Codex rollout makes of a response item: messages, reasoning, calls and
+their outputs into the run's messages (consecutive model output is one assistant message).
+
+See ``replay.ingest.parsers.codex`` for the format; a single item's fields are read by
+``codex_items``, a remote compaction item is ``codex_walk_compaction``'s, the walk's state
+``codex_walk_state``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import replay.ingest.parsers.codex_items as it
+from replay.ingest.parsers.codex_compaction import encrypted_len
+from replay.ingest.parsers.codex_walk_compaction import remote_compaction
+from replay.ingest.parsers.codex_walk_state import Walk
+
+_ITEM_NAMES = {t: f"response_item/{t}" for t in (
+    "message", "agent_message", "reasoning", *it.CALLS, *it.HOSTED, *it.OUTPUTS, *it.COMPACTIONS,
+    "ghost_snapshot")}
+"""Coverage names of the item types most rollouts hold, made once."""
+
+
+def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
+    """The response item ``p`` of line ``no`` (a modern line's payload or a legacy line)."""
+    t, b = p.get("type"), w.b
+    name = _ITEM_NAMES.get(t) if t.__class__ is str else None  # (no new string an item)
+    if name is None:
+        name = f"response_item/{t}"
+    if isinstance(p.get("id"), str) and p["id"]:
+        w.by_id[p["id"]] = p
+    if t == "message":
+        role = p.get("role")
+        if role not in it.ROLES:
+            raise ValueError(f"message role {role!r} is not user/assistant/developer/system")
+        blocks = it.content(p.get("content"), w.bad)
+        if role == "assistant":
+            if not w.open_run:
+                w.output(ts)
+        else:
+            msg = w.start(it.ROLES[role], ts)
+            if role == "user" and it.is_turn_start(blocks):
+                w.turns.append(msg)
+        for kind, text in blocks or [("text", "")]:
+            b.text(text, kind=kind)
+        if w.bad:
+            w.said_bad(no)
+        w.said.add((str(role), it.joined(blocks)), b.msg_index)
+    elif t == "agent_message":
+        blocks = it.content(p.get("content"), w.bad)
+        w.turns.append(w.start("user", ts))
+        for kind, text in blocks or [("text", "")]:
+            b.text(text, kind=kind)
+        if w.bad:
+            w.said_bad(no)
+    elif t == "reasoning":
+        text = it.reasoning(p, w.bad)
+        if not w.open_run:  # (else ``output`` returns at once: no call)
+            w.output(ts)
+        b.text(text, kind="reasoning", encrypted_bytes=encrypted_len(p.get("encrypted_content")))
+        if w.bad:
+            w.said_bad(no)
+    elif t in it.CALLS or t in it.HOSTED:
+        call_id, tool, args = it.call(no, t, p)
+        if not w.open_run:
+            w.output(ts)
+        b.tool_call(call_id, tool, args)
+        w.call_ids.add(call_id)
+        if t in it.HOSTED:
+            b.tool_result(call_id, it.hosted_result(t, p))
+    elif t in it.OUTPUTS:
+        cid = p.get("call_id")  # (a non-empty string is opt_str's answer: no call)
+        call_id = cid if cid.__class__ is str and cid else \
+            it.opt_str(p, "call_id") or it.opt_str(p, "id")
+        if not call_id:
+            raise ValueError(f"{t} has no call_id")
+        text, is_error = it.result(t, p, w.bad)
+        w.start("tool", ts)
+        b.tool_result(call_id, text, is_error=is_error, line=no)
+        if w.bad:
+            w.said_bad(no)
+    elif t in it.COMPACTIONS:
+        remote_compaction(w, p, ts, name)
+        return
+    elif t == "ghost_snapshot":
+        w.cov.skipped(name)
+        return
+    else:
+        w.cov.unknown(name)
+        return
+    m = w.modelled
+    m[name] = m.get(name, 0) + 1
