@@ -374,6 +374,7 @@ def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path
     if found.cycle:
         issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
                                          "loop are used"))
+    issues += [Issue(src.path, line, why) for line, why in found.notes]
     recs = sess.by_line() if found.off_path else {}
     extra = kept_extra(found, recs, extras, leaf) if found.off_path else set()
     for line in found.off_path - extra if branch is None else ():  # (a branch's: not counted)

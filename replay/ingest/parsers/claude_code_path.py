@@ -15,8 +15,9 @@ the boundary), so the compaction is on the path, and the records of the segment 
 were before it (the context before the compaction; ``ContextEvent.preserved_msgs`` re-attaches
 them after the summary).  A segment whose walk breaks (the synthetic shape of claude-code-log's
 fixture writes the tail after the summary) falls back to ``preservedMessages``: those records
-are moved before the boundary.  The path the model saw is the
-chain from the newest leaf back to the root, across boundaries; records of an abandoned
+are moved before the boundary.  The path the model saw is the chain from the newest leaf
+(by the instant its timestamp names, ``claude_code_newest``) back to the root, across
+boundaries; records of an abandoned
 branch (their chain joins the path) are left out; records whose chain never reaches the
 path (no ``parentUuid`` key, a parent outside the file) are kept where the file has them;
 sidechain records in a main-session file belong to subagents and are left out.
@@ -34,9 +35,9 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import TypeVar
 
+from replay.ingest.parsers.claude_code_newest import newest_last, notes
 from replay.ingest.parsers.claude_code_node import MESSAGE_ROLES, Node
 
 N = TypeVar("N", bound=Node)
@@ -167,6 +168,9 @@ class Path:
     preserved: dict[str, list[str]] = field(default_factory=dict)
     """Boundary uuid -> the uuids of its preserved segment, head first (``segments``), for
     the boundaries on the path."""
+    notes: tuple[tuple[int, str], ...] = ()
+    """(line, issue) of what choosing the newest leaf had to decide (``claude_code_newest``:
+    the path to the newest leaf only)."""
 
     def with_lines(self, lines: set[int]) -> list[int]:
         """``order`` with the records ``lines`` (left out by the path, kept after all, e.g.
@@ -225,17 +229,15 @@ def segments(nodes: Sequence[Node], links: dict[str, str | None]) -> dict[str, S
 def leaves(nodes: Sequence[Node], sidechain_file: bool,
            segs: dict[str, Segment] | None = None) -> list[Node]:
     """The message records no message record continues (the ends of the tree's branches),
-    oldest first (timestamp, then line); the newest is the end of the conversation path.  The
+    oldest first (``claude_code_newest.newest_last``: the instant of their timestamp, an
+    unreadable one first, then line); the newest is the end of the conversation path.  The
     anchor of a preserved segment (``segs``) is continued by the segment's head."""
     messages = [n for n in nodes if n.role in MESSAGE_ROLES]  # (``Node.message``, without a
     # call a record)
     parents = {n.parent for n in messages if n.parent}
     parents |= {s.anchor for s in (segs or {}).values()}
-    return sorted([n for n in messages if n.uuid and n.uuid not in parents
-                   and (sidechain_file or not n.tie.sidechain)], key=_TS_LINE)
-
-
-_TS_LINE = attrgetter("ts", "line")
+    return newest_last([n for n in messages if n.uuid and n.uuid not in parents
+                        and (sidechain_file or not n.tie.sidechain)])
 
 
 def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool,
@@ -262,6 +264,7 @@ def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file:
     branch = leaf is not None  # an abandoned branch holds its chain only
     leaf = leaf or last[-1]
     walked, cycle = _walk(leaf, tree, segs)
+    said = () if branch else notes(last, tree.get)
     walked.reverse()  # root first
     on_path = set(walked)
     runs = Runs.along(nodes, walked, on_path)
@@ -296,7 +299,7 @@ def resolve(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file:
             off.add(n.line)
     order = runs.lines(off)
     kept = {s.boundary: list(s.uuids) for s in segs.values() if s.boundary in on_path}
-    return Path(order, off, runs, cycle, kept)
+    return Path(order, off, runs, cycle, kept, said)
 
 
 def tree_ends(nodes: Sequence[Node], links: dict[str, str | None], sidechain_file: bool
