@@ -123,13 +123,15 @@ def encrypted_summary(encoded_len: int) -> str:
             f"{encoded_len} encrypted bytes]")
 
 
-def summary_item(p: dict[str, Any], history: list[dict[str, Any]]) -> tuple[str, int, int | None]:
+def summary_item(p: dict[str, Any], history: list[dict[str, Any]], bad: list[str] | None = None
+                 ) -> tuple[str, int, int | None]:
     """(summary text, encrypted bytes, index in ``history`` or None) of a compacted line.  The
     replacement history is authoritative: when it ends with a remote compaction item, the
     summary is that item (encrypted: a size marker, ``encrypted_summary``); else a non-empty
     ``message`` is the summary (a local compaction writes the same text as the history's last
     user message); an empty one (0.149+, or a sanitiser's empty marker) gives way to the
-    history's last message."""
+    history's last message, whose parts that held no string where text belongs are appended
+    to ``bad`` (``codex_items.content``)."""
     last = next((k for k in range(len(history) - 1, -1, -1)
                  if history[k].get("type") in (*COMPACTIONS, "message")), None)
     if last is not None and history[last].get("type") in COMPACTIONS:
@@ -143,8 +145,12 @@ def summary_item(p: dict[str, Any], history: list[dict[str, Any]]) -> tuple[str,
             return message, 0, last if same else None
     if last is None:
         return "", 0, None
-    return _text(history[last]), 0, last
+    found: list[str] = []
+    text = _text(history[last], found)
+    if bad is not None:
+        bad += [f"replacement_history item {last}: {why}" for why in found]
+    return text, 0, last
 
 
-def _text(item: dict[str, Any]) -> str:
-    return "\n".join(text for _, text in content(item.get("content")))
+def _text(item: dict[str, Any], bad: list[str] | None = None) -> str:
+    return "\n".join(text for _, text in content(item.get("content"), bad))

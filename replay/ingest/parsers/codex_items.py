@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from replay.ingest.parsers.content_text import as_text, item_index, not_a_string
+from replay.ingest.parsers.content_text import as_text, unread_text
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
@@ -103,10 +103,7 @@ def content(value: Any, bad: list[str] | None = None) -> list[tuple[str, str]]:
         else:
             text = as_text([part])
             if not text and bad is not None:
-                v = part.get("text") if isinstance(part, dict) else part
-                if v is not None and not isinstance(v, str):
-                    bad.append(not_a_string(v, f"content part {item_index(value, part)}"
-                                            f"{': text' if v is not part else ''}"))
+                unread_text(value, part, bad, "content part")
             blocks.append(("text", text))
     return blocks
 
@@ -127,8 +124,7 @@ def reasoning(p: dict[str, Any], bad: list[str] | None = None) -> str:
                 if text:
                     parts.append(text)
             elif text is not None and bad is not None:
-                bad.append(not_a_string(text, f"reasoning {key} {item_index(value, x)}"
-                                        f"{': text' if text is not x else ''}"))
+                unread_text(value, x, bad, f"reasoning {key}")
     return "\n".join(parts)
 
 

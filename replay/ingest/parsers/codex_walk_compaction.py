@@ -18,6 +18,7 @@ from replay.ingest.parsers.codex_compaction import (
     summary_item,
 )
 from replay.ingest.parsers.codex_walk_state import Walk
+from replay.ingest.parsers.content_text import not_a_string
 
 
 def compacted(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
@@ -39,7 +40,7 @@ def compacted(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
         w.cov.skipped("compacted/replacement_history item", len(history))
         w.cov.skipped("compacted")
         return
-    text, enc, at = summary_item(p, history)
+    text, enc, at = summary_item(p, history, w.bad)
     kept = preserved(w, [h for k, h in enumerate(history) if k != at])
     w.cov.modelled("compacted/replacement_history item (re-attached)", len(kept))
     w.cov.skipped("compacted/replacement_history item", len(history) - len(kept))
@@ -47,6 +48,8 @@ def compacted(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
         w.cov.modelled("compacted/encrypted summary (sized from its encrypted bytes: "
                        "estimated)")
     summary(w, text, ts, preserved=kept, encrypted_bytes=enc)
+    if w.bad:  # (about the summary message)
+        w.said_bad(no)
     w.cov.modelled("compacted")
 
 
@@ -64,17 +67,21 @@ def preserved(w: Walk, items: list[dict[str, Any]]) -> list[int]:
     return sorted(found)
 
 
-def remote_compaction(w: Walk, p: dict[str, Any], ts: str, name: str) -> None:
-    """A remote compaction item (coverage name ``name``): a compaction sized from its encrypted
-    content, unless a ``compacted`` line's history already held it."""
+def remote_compaction(w: Walk, no: int, p: dict[str, Any], ts: str, name: str) -> None:
+    """A remote compaction item of line ``no`` (coverage name ``name``): a compaction sized
+    from its encrypted content, unless a ``compacted`` line's history already held it; its
+    ``summary`` when that is a non-empty string."""
     enc = p.get("encrypted_content")
     if not w.pairs.remote_item(enc):
         w.cov.skipped(name)  # also in a compacted line's history: one compaction
         return
     n = encrypted_len(enc)
-    text = p["summary"] if isinstance(p.get("summary"), str) and p["summary"] else \
-        encrypted_summary(n) if n else ""
+    given = p.get("summary")
+    text = given if given.__class__ is str and given else encrypted_summary(n) if n else ""
     summary(w, text, ts, encrypted_bytes=n)
+    if given is not None and given.__class__ is not str:  # (about the summary message)
+        w.bad.append(not_a_string(given, "summary"))
+        w.said_bad(no)
     w.remote_last = (w.b.msg_index, enc)
     w.cov.modelled(name)
     if n:

@@ -80,7 +80,7 @@ def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
         if w.bad:
             w.said_bad(no)
     elif t in it.COMPACTIONS:
-        remote_compaction(w, p, ts, name)
+        remote_compaction(w, no, p, ts, name)
         return
     elif t == "ghost_snapshot":
         w.cov.skipped(name)

@@ -66,10 +66,9 @@ def as_text(content: Any, bad: list[str] | None = None) -> str:
                 elif isinstance(item.get("content"), (str, list)):
                     parts.append(as_text(item["content"], bad))
                 elif bad is not None and item.get("text") is not None:
-                    bad.append(not_a_string(item["text"], f"content item {item_index(content, item)}: "
-                                                          "text"))
+                    unread_text(content, item, bad)
             elif bad is not None and item is not None:
-                bad.append(not_a_string(item, f"content item {item_index(content, item)}"))
+                unread_text(content, item, bad)
         return "\n".join(parts)
     if isinstance(content, dict) and isinstance(text := content.get("text"), str):
         return text
@@ -80,6 +79,19 @@ def item_index(items: list[Any], item: Any) -> int:
     """The index of ``item`` (the object itself) in ``items``: found only when it is said, so
     the flattening loop counts nothing."""
     return next(k for k, x in enumerate(items) if x is item)
+
+
+def unread_text(items: list[Any], item: Any, bad: list[str], name: str = "content item") -> None:
+    """Append to ``bad`` what ``item`` (of ``items``, a list of content items named ``name``)
+    held where text belongs when it is no string: the item itself when it is neither a string
+    nor an object (``content item 2 is int, …``), else its ``text`` (``content item 2: text is
+    list, …``); nothing for a string, None or an object whose ``text`` is a string or absent.
+    The one test of a content item read as nothing although it held a value (``as_text``, and
+    the parsers that flatten their own parts)."""
+    value = item.get("text") if item.__class__ is dict else item
+    if value is not None and value.__class__ is not str:
+        bad.append(not_a_string(value, f"{name} {item_index(items, item)}"
+                                       f"{': text' if value is not item else ''}"))
 
 
 def not_a_string(value: Any, field: str) -> str:

@@ -146,7 +146,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         base = len(runs)  # (the session's run, then its branches)
         main = emit(src, issues, h, index=base)
         runs += [main] + [
-            emit(src, issues, History(src, issues, epochs=[(live, {})], meta=h.meta),
+            emit(src, issues, History(src, issues, epochs=[(live, {})], meta=h.meta,
+                                      lines=h.lines),
                  index=base + k, branch=(main.run["run_id"], dropped), branch_no=k)
             for k, (live, dropped) in enumerate(h.branches, 1)]
     issues.extend(notes.said(src.path))

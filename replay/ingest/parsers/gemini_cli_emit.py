@@ -42,6 +42,7 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
             if mid in done:
                 continue
             done[mid] = []
+            b.line = h.lines.get(id(m), 0)  # (what is said of it: at its record's line)
             try:
                 if m["type"] == "user":
                     done[mid] = _user(b, m)
@@ -53,9 +54,11 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
                     # last copy, counted modelled when read, is not: counted once)
                     src.coverage.recount(f"message/{m['type']}", "modelled",
                                          f"message/{m['type']} (malformed)", "unknown")
-                issues.append(Issue(src.path, 0, f"message {mid[:80]!r}: {exc} (kept in part)"))
+                issues.append(Issue(src.path, b.line, f"message {mid[:80]!r}: {exc} (kept in "
+                                                      "part)"))
         if added:
             kept = sorted(i for mid in h.epochs[k + 1][0] if mid in done for i in done[mid])
+            b.line = h.lines.get(id(next(iter(added.values()))), 0)
             event = b.n_events
             b.event("compaction", preserved_msgs=kept, harness_compaction=True)
             msg = b.message("user", ts=_str(next(iter(added.values())).get("timestamp")))

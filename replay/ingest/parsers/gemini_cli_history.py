@@ -95,6 +95,9 @@ class History:
     counted: dict[str, dict[str, int]] = field(default_factory=dict)
     """Message key -> its records counted as ``message/<type>`` modelled, by type (what a
     rewind moves to ``message (rewound: …)``)."""
+    lines: dict[int, int] = field(default_factory=dict)
+    """``id`` of a message copy held -> the line of its record (0: a single-document file, or
+    a record of no line), for what is said about it (``gemini_cli_emit``)."""
 
     def repeat(self, rec: dict[str, Any], no: int) -> None:
         """Record ``rec`` (of line ``no``) is the same as the record before it (a line written
@@ -193,6 +196,7 @@ class History:
         if fate == "modelled":
             key = self.key(m, no)
             self.live[key] = m
+            self.lines[id(m)] = no
             by_type = self.counted.setdefault(key, {})
             by_type[t] = by_type.get(t, 0) + 1
 
@@ -212,6 +216,7 @@ class History:
     def checkpoint(self, messages: list[Any], no: int) -> None:
         new = {self.key(m, no): m for m in messages
                if is_message(m) and m["type"] in MODELLED_TYPES}
+        self.lines.update((id(m), no) for m in new.values())
         if any(i not in new for i in self.live):
             self.src.coverage.modelled("$set/messages (compaction)")
             self.epochs.append((self.live, {i: m for i, m in new.items() if i not in self.live}))

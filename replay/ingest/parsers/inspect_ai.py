@@ -286,7 +286,7 @@ class _Sample:
             err = m.get("error")
             text = self.text(content, True)
             if isinstance(err, dict) and not text:
-                text = _str(err.get("message"))
+                text = text_field(b, err.get("message"), "error.message")
             b.tool_result(_str(m.get("tool_call_id")) or f"call-{msg}", text,
                           is_error=err is not None)
             return msg
@@ -326,7 +326,9 @@ class _Sample:
             text = p.get("reasoning")
             if text.__class__ is not str:  # (the summary stands for it, as for an empty one)
                 text = text_field(self.b, text, "reasoning") if said else ""
-            text = text or _str(p.get("summary"))
+            if not text:
+                text = text_field(self.b, p.get("summary"), "reasoning summary") if said else \
+                    _str(p.get("summary"))
             return ("reasoning", self.resolve(text)) if text or not p.get("redacted") \
                 else ("reasoning", "[redacted reasoning]")
         if t in ("image", "audio", "video", "document"):

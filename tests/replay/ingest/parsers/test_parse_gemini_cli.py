@@ -158,12 +158,12 @@ def test_hostile_types_and_truncation(tmp_path: Path) -> None:
     issues: list[Issue] = []
     src = _source(tmp_path / "s.jsonl", data)
     (draft,) = gemini_cli.parse(src, issues)
-    # the partial last line, each text that is no string (the run's message: no line), then
-    # each field of the wrong type and each record not understood
+    # the partial last line, each text that is no string (at its record's line), then each
+    # field of the wrong type and each record not understood
     assert [(i.line, i.reason.split(" (")[0]) for i in issues] == [
         (len(lines) + 1, "incomplete last line"),
-        (0, "message 0: content is int, not a string"),
-        (0, "message 3: tool result 'h-0': content is int, not a string"),
+        (2, "message 0: content is int, not a string"),
+        (4, "message 3: tool result 'h-0': content is int, not a string"),
         (3, "message toolCalls is str, not a list"), (3, "message thoughts is int, not a list"),
         (3, "message tokens is list, not an object"), (5, "$rewindTo is list, not a message id"),
         (6, "$set is int, not an object"), (7, "record of no kind Gemini CLI writes"),

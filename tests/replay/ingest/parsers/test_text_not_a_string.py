@@ -65,6 +65,9 @@ def _typed(kind: str, key: str = "text") -> Match:
     return lambda d: d.get("type") == kind and isinstance(d.get(key), str) and bool(d[key])
 
 
+CODEX_COMPACTIONS = FIXTURES / "codex" / ("rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-"
+                                          "0123456789ab.jsonl")
+"""Compacted lines (a summary read from the replacement history) and a remote compaction."""
 PART = [{"type": "text", "text": PLANTED}]
 """A list of one text part (ATIF v1.6's content form) whose text is a number."""
 CASES: dict[str, tuple[Path, Match, str, Any, str]] = {
@@ -95,7 +98,17 @@ CASES: dict[str, tuple[Path, Match, str, Any, str]] = {
     "inspect_ai (reasoning)": (FIXTURES / "inspect_ai" / "hand-made-compaction.json",
                                _typed("reasoning", "reasoning"), "reasoning", PLANTED,
                                "reasoning"),
+    "codex (compaction summary)": (
+        CODEX_COMPACTIONS, lambda d: d.get("type") == "input_text" and str(d.get("text", ""))
+        .startswith("Another language model started"), "text", PLANTED,
+        "replacement_history item 1: content part 0: text"),
+    "codex (remote compaction summary)": (
+        CODEX_COMPACTIONS, lambda d: d.get("type") == "compaction", "summary", PLANTED,
+        "summary"),
 }
+NO_BLOCK_CHANGES = {"openhands", "codex (remote compaction summary)"}
+"""Cases whose planted value stood for no text of the run: a thought (the response's text is
+the text), an absent summary (the encrypted content sizes the summary)."""
 
 
 def _blocks(parsed: ParsedFile) -> list[tuple[Any, ...]]:
@@ -135,8 +148,42 @@ def test_a_number_planted_where_text_belongs_is_said(case: str, tmp_path: Path) 
     assert len(changed) <= 1, changed[:3]
     for o, n in changed:
         assert o[:5] == n[:5] and len(n[5]) < len(o[5]) and n[5] in o[5], (o, n)
-    if fmt != "openhands":  # (there the thought is not the text: the response's is)
+    if case not in NO_BLOCK_CHANGES:
         assert len(changed) == 1
+    if planted.suffix == ".jsonl":  # said at the planted record's line
+        at = next(k for k, (o, n) in enumerate(zip(original.read_bytes().split(b"\n"),
+                                                   planted.read_bytes().split(b"\n")), 1)
+                  if o != n)
+        assert [i.line for i in after.issues if i.reason == new[0]] == [at]
+
+
+@pytest.mark.parametrize(("match", "emptied", "key", "text", "field"), [
+    (lambda d: d.get("id") == "m-t3", "content", "error", "command failed: exit 2",
+     "error.message"),
+    (_typed("reasoning", "reasoning"), "reasoning", "summary", "a summary of the step",
+     "reasoning summary"),
+], ids=["tool error.message", "reasoning summary"])
+def test_an_inspect_text_read_instead_of_an_empty_one_is_said(
+        tmp_path: Path, match: Match, emptied: str, key: str, text: str, field: str) -> None:
+    """A tool message with no content shows its ``error.message``, a reasoning part with no
+    reasoning its ``summary``: a number there is said, as a number in any text is, and read as
+    empty."""
+    path = FIXTURES / "inspect_ai" / "hand-made-compaction.json"
+    runs = []
+    for name, value in (("string", text), ("number", PLANTED)):
+        doc = json.loads(path.read_bytes())
+        assert _plant(doc, match, emptied, "")
+        assert _plant(doc, lambda d: d.get(emptied) == "" and match(
+            {**d, emptied: "x"}), key, {"type": "unknown", "message": value}
+            if key == "error" else value)
+        out = tmp_path / f"{name}.json"
+        out.write_text(json.dumps(doc), encoding="utf-8")
+        runs.append(parse_file(out, tmp_path, fmt="inspect_ai"))
+    unsaid, said = runs
+    new = sorted({i.reason for i in said.issues} - {i.reason for i in unsaid.issues})
+    assert len(new) == 1 and f"{field} {WORDING}" in new[0], new
+    changed = [(o, n) for o, n in zip(_blocks(unsaid), _blocks(said)) if o != n]
+    assert [(o[5], n[5]) for o, n in changed] == [(text, "")]
 
 
 @pytest.mark.parametrize("folder", [FIXTURES, SAMPLES])
