@@ -81,6 +81,8 @@ _TEXT_ROLES = {"system": "system", "developer": "system", "user": "user"}
 _ROLES = {*_TEXT_ROLES, "assistant", "tool", "exit"}
 _RTYPES = {role: f"message/{role}" for role in _ROLES}
 """Coverage names of the known roles' messages, made once."""
+_EXPECTED = "one of system, developer, user, assistant, tool, exit"
+"""The roles a message may have, as an issue says what was expected."""
 _SKIPPED_KEYS = ("info", "trajectory_format", "instance_id")
 """Top-level keys read for the model / version / action pattern only, or not at all."""
 
@@ -149,10 +151,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             role = m.get("role") if is_obj else None
             rtype = "message (not an object)" if not is_obj else \
                 (_RTYPES.get(role) or f"message/{role}") if role.__class__ is str else \
-                "message (no role)"
+                "message (no role)" if role is None else "message (role not a string)"
             try:
                 if not is_obj:
-                    raise TypeError(f"expected an object, got {type(m).__name__}")
+                    raise TypeError(f"expected an object, got {_held(m)}")
                 pending = _message(b, i, m, pending, regex, lines)
                 if role == "exit":
                     cov.skipped(rtype)
@@ -252,8 +254,16 @@ def _response(m: Any) -> dict[str, Any]:
 
 def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
              regex: re.Pattern[str], lines: ItemLines) -> list[str]:
-    """Emit one message; returns the text-mode call ids still waiting for an observation."""
+    """Emit one message; returns the text-mode call ids still waiting for an observation.
+
+    Raises:
+        TypeError, ValueError: what is wrong with the message, in the log's terms (its field,
+            what it holds, what was expected): the caller skips it with an issue.
+    """
     role = m.get("role")
+    if role.__class__ is not str:  # (a list is no key of the role tables: said here)
+        raise TypeError(f"role is {'missing' if 'role' not in m else _held(role)}, not a string "
+                        f"({_EXPECTED})")
     extra = m.get("extra")
     if extra.__class__ is not dict:
         extra = _obj(extra)
@@ -264,7 +274,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
     if role == "exit":
         return []
     if role == "assistant":
-        return _assistant(b, i, m, extra, ts, regex)
+        return _assistant(b, i, m, extra, ts, regex, lines)
     if role == "tool":
         b.message("tool", ts=ts)
         call_id = m.get("tool_call_id")
@@ -273,9 +283,9 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         b.tool_result(call_id, as_text(content), line=lines.at(i))
         return [c for c in pending if c != call_id]
     if role not in _TEXT_ROLES:
-        raise ValueError(f"unknown role {role!r}")
+        raise ValueError(f"unknown role {role[:40]!r} ({_EXPECTED})")
     if content is not None and not isinstance(content, (str, list)):
-        raise TypeError(f"content is {type(content).__name__}")
+        raise TypeError(f"content is {_held(content)}, not a string or a list of parts")
     if role == "user" and pending and not extra.get("interrupt_type"):
         b.message("tool", ts=ts)
         b.tool_result(pending[0], as_text(content), line=lines.at(i))
@@ -286,13 +296,20 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
 
 
 def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], ts: str,
-               regex: re.Pattern[str]) -> list[str]:
+               regex: re.Pattern[str], lines: ItemLines) -> list[str]:
     content = m.get("content")
     if content is not None and not isinstance(content, (str, list)):
-        raise TypeError(f"content is {type(content).__name__}")
+        raise TypeError(f"content is {_held(content)}, not a string or a list of parts")
     text = as_text(content)
     listed = m.get("tool_calls")  # (none in text mode: no list made)
+    if listed is not None and listed.__class__ is not list:
+        raise TypeError(f"tool_calls is {_held(listed)}, not a list of calls")
     tool_calls = [tc for tc in listed if isinstance(tc, dict)] if listed else []
+    if listed and len(tool_calls) < len(listed):
+        k, tc = next((k, tc) for k, tc in enumerate(listed) if not isinstance(tc, dict))
+        b.issues.append(Issue(b.source.path, lines[i], f"messages[{i}]: tool_calls[{k}] is "
+                              f"{_held(tc)}, not an object ({len(listed) - len(tool_calls)}"
+                              f" of {len(listed)} calls left out)"))
     actions = extra.get("actions")
     found = [] if tool_calls else action_blocks(regex, text)
     commands = [found[0].group(1).strip()] if len(found) == 1 else []
@@ -350,6 +367,11 @@ def _details(usage: dict[str, Any], first: str, second: str) -> dict[str, Any]:
     value = usage.get(second)
     return value if isinstance(value, dict) else {}
 
+
+
+def _held(value: Any) -> str:
+    """What a field holds, as an issue says it: its type's name, ``null`` for JSON's null."""
+    return "null" if value is None else type(value).__name__
 
 
 def _ts(value: Any) -> str:
