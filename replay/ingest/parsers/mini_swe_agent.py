@@ -48,6 +48,7 @@ from replay.ingest.parsers.jsonl import (
 )
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import said
 
 NAME = "mini_swe_agent"
 
@@ -280,7 +281,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         call_id = m.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             call_id = pending[0] if pending else f"call-{i}"
-        b.tool_result(call_id, as_text(content), line=lines.at(i))
+        b.tool_result(call_id, _text(b, content, lines, i), line=lines.at(i))
         return [c for c in pending if c != call_id]
     if role not in _TEXT_ROLES:
         raise ValueError(f"unknown role {role[:40]!r} ({_EXPECTED})")
@@ -288,11 +289,23 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         raise TypeError(f"content is {_held(content)}, not a string or a list of parts")
     if role == "user" and pending and not extra.get("interrupt_type"):
         b.message("tool", ts=ts)
-        b.tool_result(pending[0], as_text(content), line=lines.at(i))
+        b.tool_result(pending[0], _text(b, content, lines, i), line=lines.at(i))
         return pending[1:]
     b.message(_TEXT_ROLES[role], ts=ts)
-    b.text(as_text(content))
+    b.text(_text(b, content, lines, i))
     return []
+
+
+def _text(b: RunBuilder, content: Any, lines: ItemLines, i: int) -> str:
+    """``as_text(content)``, each value in it read as empty although it held one said about the
+    message being written (``typed_text.said``; at message ``i``'s line, found only then)."""
+    if content.__class__ is str:
+        return content
+    bad: list[str] = []
+    text = as_text(content, bad)
+    if bad:
+        said(b, bad, line=lines[i])
+    return text
 
 
 def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], ts: str,
@@ -300,7 +313,8 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     content = m.get("content")
     if content is not None and not isinstance(content, (str, list)):
         raise TypeError(f"content is {_held(content)}, not a string or a list of parts")
-    text = as_text(content)
+    bad: list[str] = []  # (said once the message is made; a string: none, no call)
+    text = content if content.__class__ is str else as_text(content, bad)
     listed = m.get("tool_calls")  # (none in text mode: no list made)
     if listed is not None and listed.__class__ is not list:
         raise TypeError(f"tool_calls is {_held(listed)}, not a list of calls")
@@ -318,6 +332,8 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     if not tool_calls and isinstance(actions, list) and actions:
         commands = [str(a.get("command", "")) for a in actions if isinstance(a, dict)]
     b.message("assistant", ts=ts)
+    if bad:
+        said(b, bad, line=lines[i])
     if text:
         b.text(text)
     for k, tc in enumerate(tool_calls):

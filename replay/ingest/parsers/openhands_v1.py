@@ -54,13 +54,13 @@ from typing import Any
 
 from replay.ingest.openhands_v1_folder import BASE_STATE, EVENT_NAME, EVENTS_DIR, HEADER_KEY
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.content_text import as_text
 from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.openhands_v1_document import read_document
 from replay.ingest.parsers.openhands_v1_usage import Usage, usage_by_response
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import content_text, text_field
 
 NAME = "openhands_v1"
 
@@ -217,9 +217,9 @@ def _made(w: _Walk, ev: dict[str, Any], msg: int) -> None:
 def _system(w: _Walk, ev: dict[str, Any]) -> None:
     prompt = ev["system_prompt"]
     dynamic = ev.get("dynamic_context")
-    text = "\n".join(t for t in (as_text(prompt), as_text(dynamic) if dynamic else "") if t)
     _made(w, ev, w.b.message("system", ts=_str(ev.get("timestamp"))))
-    w.b.text(text)
+    w.b.text("\n".join(t for t in (content_text(w.b, prompt), content_text(w.b, dynamic)
+                                    if dynamic else "") if t))
 
 
 def _message(w: _Walk, ev: dict[str, Any]) -> None:
@@ -229,13 +229,12 @@ def _message(w: _Walk, ev: dict[str, Any]) -> None:
     role = _str(msg.get("role")) or ("assistant" if ev.get("source") == "agent" else "user")
     ts = _str(ev.get("timestamp"))
     _made(w, ev, w.b.message(role if role in ("user", "assistant", "system") else "user", ts=ts))
-    reasoning = msg.get("reasoning_content")
-    if isinstance(reasoning, str) and reasoning:
+    if reasoning := text_field(w.b, msg.get("reasoning_content"), "reasoning_content"):
         w.b.text(reasoning, kind="reasoning")
     _content(w, msg.get("content"))
     extended = ev.get("extended_content")
     if isinstance(extended, list) and extended:
-        w.b.text(as_text(extended))
+        w.b.text(content_text(w.b, extended))
     rid = ev.get("llm_response_id")
     if ev.get("source") == "agent" and isinstance(rid, str) and rid:
         _request(w, rid, ts)
@@ -244,10 +243,10 @@ def _message(w: _Walk, ev: dict[str, Any]) -> None:
 def _content(w: _Walk, content: Any) -> None:
     """The text of message content blocks; an image block is one placeholder each."""
     if not isinstance(content, list):
-        w.b.text(as_text(content))
+        w.b.text(content_text(w.b, content))
         return
     texts = [c for c in content if not (isinstance(c, dict) and c.get("type") == "image")]
-    w.b.text(as_text(texts))
+    w.b.text(content_text(w.b, texts))
     for c in content:
         if isinstance(c, dict) and c.get("type") == "image":
             urls = c.get("image_urls")
@@ -265,11 +264,9 @@ def _action(w: _Walk, ev: dict[str, Any]) -> None:
     ts = _str(ev.get("timestamp"))
     if rid is None or w.batch != rid:  # a new model response: a new assistant message
         _made(w, ev, w.b.message("assistant", ts=ts))
-        reasoning = ev.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
+        if reasoning := text_field(w.b, ev.get("reasoning_content"), "reasoning_content"):
             w.b.text(reasoning, kind="reasoning")
-        thought = as_text(ev.get("thought"))
-        if thought:
+        if thought := content_text(w.b, ev.get("thought")):
             w.b.text(thought)
         if rid is not None:
             _request(w, rid, ts)
@@ -296,29 +293,31 @@ def _result(w: _Walk, ev: dict[str, Any], kind: str) -> bool:
     call_id = ev["tool_call_id"]
     if not isinstance(call_id, str) or call_id not in w.calls:
         return False
+    _made(w, ev, w.b.message("tool", ts=_str(ev.get("timestamp"))))  # (what is said of its
+    # texts is about it)
     if kind == "ObservationEvent":
         obs = _obj(ev["observation"])
         is_error = obs.get("is_error") is True
-        text = _observation_text(obs, is_error)
+        text = _observation_text(w.b, obs, is_error)
         extended = ev.get("extended_content")
         if isinstance(extended, list) and extended:
-            text = "\n".join(t for t in (text, as_text(extended)) if t)
+            text = "\n".join(t for t in (text, content_text(w.b, extended)) if t)
     elif kind == "UserRejectObservation":
         text = f"Action rejected: {_str(ev.get('rejection_reason')) or 'User rejected the action'}"
         is_error = False
     else:
-        text, is_error = _str(ev["error"]), True
-    _made(w, ev, w.b.message("tool", ts=_str(ev.get("timestamp"))))
+        text, is_error = text_field(w.b, ev["error"], "error"), True
     w.b.tool_result(call_id, text, is_error=is_error)
     return True
 
 
-def _observation_text(obs: dict[str, Any], is_error: bool) -> str:
+def _observation_text(b: RunBuilder, obs: dict[str, Any], is_error: bool) -> str:
     """An observation's text as its ``to_llm_content`` renders it: the error header first when
     ``is_error``; a ``TerminalObservation``'s output between its ``metadata`` prefix and suffix,
     then its working directory, interpreter and exit code lines (the SDK's truncation of a long
-    output is not redone: the output is kept whole)."""
-    text = as_text(obs.get("content"))
+    output is not redone: the output is kept whole); a value in its content that is no text
+    is said about the message being written (``b``'s)."""
+    text = content_text(b, obs.get("content"))
     meta = obs.get("metadata")
     if obs.get("kind") == "TerminalObservation" and isinstance(meta, dict):
         text = f"{_str(meta.get('prefix'))}{text}{_str(meta.get('suffix'))}"

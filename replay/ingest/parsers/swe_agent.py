@@ -42,7 +42,7 @@ from typing import Any
 
 import replay.ingest.parsers.swe_agent_doc as swe_doc
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.content_text import as_text, not_a_string
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
     ItemLines,
@@ -51,6 +51,7 @@ from replay.ingest.parsers.jsonl import (
     loads,
 )
 from replay.ingest.parsers.source import Issue, Source
+from replay.ingest.parsers.typed_text import said
 from replay.shell_line import shell_split
 
 NAME = "swe_agent"
@@ -113,14 +114,16 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     opening, calls = _read_history(src, doc)
     opening = opening or _opening(_list(swe_doc.field(first, "query"))
                                   or _list(swe_doc.field(first, "messages")))
-    for role, text in opening:
+    for role, text, bad in opening:
         b.message(role)
         b.text(text)
+        if bad:  # (the history's entries have no line of their own: the file's)
+            said(b, bad)
     cursor = 0
     for i, raw in enumerate(steps):
         step = item(raw)
         try:
-            cursor = _step(b, i, swe_doc.as_step(step), steps, calls, cursor)
+            cursor = _step(b, i, swe_doc.as_step(step), steps, calls, cursor, lines)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             src.coverage.unknown("step (malformed)")
             issues.append(Issue(src.path, lines[i], f"trajectory[{i}]: {exc} (step skipped)"))
@@ -145,9 +148,9 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _opening(messages: list[Any]) -> list[tuple[str, str]]:
+def _opening(messages: list[Any]) -> list[tuple[str, str, list[str]]]:
     """(role, text) of the known-role messages before the first real assistant turn."""
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, list[str]]] = []
     for m in messages:
         if not isinstance(m, dict):
             continue
@@ -156,12 +159,13 @@ def _opening(messages: list[Any]) -> list[tuple[str, str]]:
         if role == "assistant" and not m.get("is_demo"):
             return out
         if role is not None:
-            out.append((role, as_text(m.get("content"))))
+            bad: list[str] = []
+            out.append((role, as_text(m.get("content"), bad), bad))
     return out
 
 
-def _read_history(src: Source, doc: dict[str, Any]) -> tuple[list[tuple[str, str]],
-                                                             list[dict[str, Any]]]:
+def _read_history(src: Source, doc: dict[str, Any]
+                  ) -> tuple[list[tuple[str, str, list[str]]], list[dict[str, Any]]]:
     """The ``history``'s opening (``_opening``) and its assistant messages' tool calls, read one
     entry at a time (each decoded, ``jsonl.item``, and let go); counts its entries (the
     opening's modelled) and the file's other top-level keys in ``src.coverage`` (steps are
@@ -175,7 +179,7 @@ def _read_history(src: Source, doc: dict[str, Any]) -> tuple[list[tuple[str, str
     raw = doc.get("history")
     if raw is not None and not isinstance(raw, list):
         cov.unknown("history (not a list)")
-    opening: list[tuple[str, str]] = []
+    opening: list[tuple[str, str, list[str]]] = []
     in_opening = True  # until the first assistant turn that is not a demonstration
     calls: list[dict[str, Any]] = []
     for m in _list(raw):
@@ -195,7 +199,8 @@ def _read_history(src: Source, doc: dict[str, Any]) -> tuple[list[tuple[str, str
             continue
         in_opening = in_opening and not (known == "assistant" and not m.get("is_demo"))
         if in_opening:
-            opening.append((known, as_text(m.get("content"))))
+            bad: list[str] = []
+            opening.append((known, as_text(m.get("content"), bad), bad))
             cov.modelled(name)
         else:
             cov.skipped(name)
@@ -203,8 +208,9 @@ def _read_history(src: Source, doc: dict[str, Any]) -> tuple[list[tuple[str, str
 
 
 def _step(b: RunBuilder, i: int, step: swe_doc.Step, steps: list[Any],
-          calls: list[dict[str, Any]], cursor: int) -> int:
-    """Emit one step; returns the new position in the history's tool calls."""
+          calls: list[dict[str, Any]], cursor: int, lines: ItemLines) -> int:
+    """Emit one step (its line, ``lines[i]``, found only for an issue); returns the new position
+    in the history's tool calls."""
     action = step.action or ""
     if not isinstance(action, str):
         raise TypeError(f"action is {type(action).__name__}, not a string")
@@ -213,8 +219,16 @@ def _step(b: RunBuilder, i: int, step: swe_doc.Step, steps: list[Any],
         text = thought
     else:
         text = response if isinstance(response, str) else ""
-    observation = as_text(step.observation)
+    bad = None if text else [not_a_string(v, k) for k, v in (("thought", thought),
+                                                              ("response", response))
+                             if v is not None and not isinstance(v, str)]
+    found: list[str] = []  # (a string, nearly every one: no call)
+    observation = step.observation
+    if observation.__class__ is not str:
+        observation = as_text(observation, found)
     b.message("assistant")
+    if bad:
+        said(b, bad, line=lines[i])
     if text:
         b.text(text)
     call_id = ""
@@ -230,6 +244,8 @@ def _step(b: RunBuilder, i: int, step: swe_doc.Step, steps: list[Any],
         if note:
             b.message("user")
             b.text(note)
+    if found:  # (about the message holding the observation, or the response without one)
+        said(b, [f"observation: {why}" for why in found], line=lines[i])
     b.source.coverage.modelled("step/action" if call_id else "step/message")
     return cursor
 

@@ -5,6 +5,7 @@ field, and every other block of the file is as before; the real files give no su
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,12 @@ CASES: dict[str, tuple[Path, Match, str, Any, str]] = {
     "codex (remote compaction summary)": (
         CODEX_COMPACTIONS, lambda d: d.get("type") == "compaction", "summary", PLANTED,
         "summary"),
+    "mini_swe_agent": (FIXTURES / "mini_swe_agent" / "astropy__astropy-12907.traj.json",
+                       lambda d: d.get("role") == "tool" and _text("content")(d), "content",
+                       PART, "content item 0: text"),
+    "swe_agent": (SAMPLES / "swe-agent" / "v1fc_gpt4__sweagenttestrepo-1c2844.traj",
+                  lambda d: "action" in d and _text("observation")(d), "observation", PART,
+                  "observation: content item 0: text"),
 }
 NO_BLOCK_CHANGES = {"openhands", "codex (remote compaction summary)"}
 """Cases whose planted value stood for no text of the run: a thought (the response's text is
@@ -188,7 +195,8 @@ def test_an_inspect_text_read_instead_of_an_empty_one_is_said(
 
 @pytest.mark.parametrize("folder", [FIXTURES, SAMPLES])
 def test_real_files_say_no_text_is_no_string(folder: Path) -> None:
-    formats = {"gemini_cli", "atif", "opencode", "openhands", "inspect_ai", "codex"}
+    formats = {"gemini_cli", "atif", "opencode", "openhands", "inspect_ai", "codex",
+               "mini_swe_agent", "swe_agent", "openhands_v1"}
     files = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in
              (".json", ".jsonl", ".eval")]
     seen = set()
@@ -199,3 +207,35 @@ def test_real_files_say_no_text_is_no_string(folder: Path) -> None:
             assert not [str(i) for i in parsed.issues if "not a string (read as empty)" in
                         i.reason], path
     assert seen, folder
+
+
+@pytest.mark.parametrize(("kind", "where", "field"), [
+    ("ObservationEvent", ("observation", "content", 0, "text"), "content item 0: text"),
+    ("MessageEvent", ("llm_message", "content", 0, "text"), "content item 0: text"),
+    ("MessageEvent", ("llm_message", "reasoning_content"), "reasoning_content"),
+])
+def test_openhands_v1_text_that_is_no_string_is_said(tmp_path: Path, kind: str,
+                                                     where: tuple[Any, ...], field: str) -> None:
+    """The V1 conversation folder: a number in an observation's or a message's text (or its
+    reasoning), planted in the first event of that kind, is said, the rest as before."""
+    folder = FIXTURES / "openhands_v1" / "cd94562403b9487ebdd4018e3f531dfd"
+    parsed = []
+    for name, value in (("original", None), ("planted", PLANTED)):
+        copy = tmp_path / name / folder.name
+        shutil.copytree(folder, copy)
+        if value is not None:
+            event = next(p for p in sorted((copy / "events").glob("*.json"))
+                         if json.loads(p.read_bytes()).get("kind") == kind)
+            doc = json.loads(event.read_bytes())
+            node = doc
+            for key in where[:-1]:
+                node = node[key]
+            node[where[-1]] = value
+            event.write_text(json.dumps(doc), encoding="utf-8")
+        parsed.append(parse_file(copy, copy.parent, fmt="openhands_v1"))
+    before, after = parsed
+    new = sorted({i.reason for i in after.issues} - {i.reason for i in before.issues})
+    assert len(new) == 1 and f"{field} {WORDING}" in new[0], new
+    changed = [(o, n) for o, n in zip(_blocks(before), _blocks(after)) if o != n]
+    assert len(_blocks(before)) == len(_blocks(after)) or field == "reasoning_content"
+    assert all(n[5] in o[5] for o, n in changed) and len(changed) <= 1
