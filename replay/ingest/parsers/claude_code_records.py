@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from replay.ingest.parsers.claude_code_node import NO_TIE, Node
-from replay.ingest.parsers.content_text import ATTACHMENTS, as_text, document_placeholder
+from replay.ingest.parsers.content_text import ATTACHMENTS, as_text, document_placeholder, held
 from replay.ingest.parsers.json_depth import decoded
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import loads
@@ -317,7 +317,7 @@ def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
     if isinstance(content, str):
         return (("text", content),)
     if not isinstance(content, list):
-        raise Bad(f"message.content is {type(content).__name__}, expected a string or a list")
+        raise Bad(f"message.content is {held(content)}, expected a string or a list")
     out: list[Block] = []
     for i, blk in enumerate(content):  # (the commonest types first: every type tested is one
         # comparison a block; a field that is no string is said by ``_str``)
@@ -344,7 +344,8 @@ def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
             out.append(("reasoning", _str(blk, "thinking", i)))
         elif t == "image":
             out.append(("image", "[image]"))
-        elif t in ATTACHMENTS:  # a PDF or a file: its bytes are no text the model read
+        elif t.__class__ is str and t in ATTACHMENTS:  # a PDF or a file: its bytes are no
+            # text the model read (a type that is no string: the block's JSON, as any other)
             out.append(("image", document_placeholder(blk)))
         elif t == "redacted_thinking":
             out.append(("reasoning", ""))
@@ -356,8 +357,8 @@ def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
 def _str(blk: dict[str, Any], key: str, i: int) -> str:
     value = blk.get(key)
     if not isinstance(value, str):
-        raise Bad(f"content block {i} ({blk.get('type')}): {key!r} is "
-                   f"{type(value).__name__}, expected a string")
+        raise Bad(f"content block {i} ({blk.get('type')}): {key!r} is {held(value)}, "
+                  "expected a string")
     return value
 
 

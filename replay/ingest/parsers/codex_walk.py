@@ -18,6 +18,7 @@ from replay.ingest.parsers.codex_walk_compaction import compacted
 from replay.ingest.parsers.codex_walk_events import event
 from replay.ingest.parsers.codex_walk_items import item
 from replay.ingest.parsers.codex_walk_state import ORDINAL, Walk
+from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.source import Issue
 
@@ -57,8 +58,10 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
             meta(w, payload, ts)
         elif kind == "compacted":
             compacted(w, no, payload, ts)
+        elif kind.__class__ is not str:  # (no key of the line types)
+            raise ValueError(f"line type is {held(kind)}, not a string")
         elif kind in SKIPPED_LINES:
-            w.cov.skipped(str(kind))
+            w.cov.skipped(kind)
         else:
             w.cov.unknown(str(kind))
     elif "record_type" in rec:  # (legacy: half the lines are "state")

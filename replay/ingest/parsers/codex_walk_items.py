@@ -14,6 +14,7 @@ import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.parsers.codex_walk_compaction import remote_compaction
 from replay.ingest.parsers.codex_walk_state import Walk
+from replay.ingest.parsers.content_text import held
 
 _ITEM_NAMES = {t: f"response_item/{t}" for t in (
     "message", "agent_message", "reasoning", *it.CALLS, *it.HOSTED, *it.OUTPUTS, *it.COMPACTIONS,
@@ -31,8 +32,10 @@ def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
         w.by_id[p["id"]] = p
     if t == "message":
         role = p.get("role")
-        if role not in it.ROLES:
-            raise ValueError(f"message role {role!r} is not user/assistant/developer/system")
+        if role.__class__ is not str or role not in it.ROLES:  # (a list: no key of ROLES)
+            raise ValueError(f"message role {role[:40]!r} is not user/assistant/developer/system"
+                             if role.__class__ is str else f"message role is {held(role)}, not a "
+                             "string (user/assistant/developer/system)")
         blocks = it.content(p.get("content"), w.bad)
         if role == "assistant":
             if not w.open_run:

@@ -94,7 +94,13 @@ def unread_text(items: list[Any], item: Any, bad: list[str], name: str = "conten
                                        f"{': text' if value is not item else ''}"))
 
 
+def held(value: Any) -> str:
+    """What a field holds, as an issue names it: its type's name (``int``, ``list``, ``dict``),
+    ``null`` for JSON's null (never Python's ``NoneType``)."""
+    return "null" if value is None else type(value).__name__
+
+
 def not_a_string(value: Any, field: str) -> str:
     """What is wrong with ``value`` read where text belongs (``field``, e.g. ``text``):
     ``text is int, not a string (read as empty)``: one wording for every parser's issue."""
-    return f"{field} is {type(value).__name__}, not a string (read as empty)"
+    return f"{field} is {held(value)}, not a string (read as empty)"

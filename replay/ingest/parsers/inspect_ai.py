@@ -192,6 +192,8 @@ class _Sample:
             elif kind == "compaction":
                 self.cov.modelled("event/compaction")
                 pending = e
+            elif kind.__class__ is not str:  # (no key of the event kinds: one unknown event)
+                self.cov.unknown("event (its 'event' no string)")
             elif kind in _SKIPPED_EVENTS:
                 self.cov.skipped(f"event/{kind}")
             else:

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
-from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.content_text import as_text, held
 from replay.ingest.parsers.jsonl import (
     JSON_REFUSED,
     ItemLines,
@@ -155,7 +155,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 "message (no role)" if role is None else "message (role not a string)"
             try:
                 if not is_obj:
-                    raise TypeError(f"expected an object, got {_held(m)}")
+                    raise TypeError(f"expected an object, got {held(m)}")
                 pending = _message(b, i, m, pending, regex, lines)
                 if role == "exit":
                     cov.skipped(rtype)
@@ -263,7 +263,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
     """
     role = m.get("role")
     if role.__class__ is not str:  # (a list is no key of the role tables: said here)
-        raise TypeError(f"role is {'missing' if 'role' not in m else _held(role)}, not a string "
+        raise TypeError(f"role is {'missing' if 'role' not in m else held(role)}, not a string "
                         f"({_EXPECTED})")
     extra = m.get("extra")
     if extra.__class__ is not dict:
@@ -286,7 +286,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
     if role not in _TEXT_ROLES:
         raise ValueError(f"unknown role {role[:40]!r} ({_EXPECTED})")
     if content is not None and not isinstance(content, (str, list)):
-        raise TypeError(f"content is {_held(content)}, not a string or a list of parts")
+        raise TypeError(f"content is {held(content)}, not a string or a list of parts")
     if role == "user" and pending and not extra.get("interrupt_type"):
         b.message("tool", ts=ts)
         b.tool_result(pending[0], _text(b, content, lines, i), line=lines.at(i))
@@ -312,17 +312,17 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
                regex: re.Pattern[str], lines: ItemLines) -> list[str]:
     content = m.get("content")
     if content is not None and not isinstance(content, (str, list)):
-        raise TypeError(f"content is {_held(content)}, not a string or a list of parts")
+        raise TypeError(f"content is {held(content)}, not a string or a list of parts")
     bad: list[str] = []  # (said once the message is made; a string: none, no call)
     text = content if content.__class__ is str else as_text(content, bad)
     listed = m.get("tool_calls")  # (none in text mode: no list made)
     if listed is not None and listed.__class__ is not list:
-        raise TypeError(f"tool_calls is {_held(listed)}, not a list of calls")
+        raise TypeError(f"tool_calls is {held(listed)}, not a list of calls")
     tool_calls = [tc for tc in listed if isinstance(tc, dict)] if listed else []
     if listed and len(tool_calls) < len(listed):
         k, tc = next((k, tc) for k, tc in enumerate(listed) if not isinstance(tc, dict))
         b.issues.append(Issue(b.source.path, lines[i], f"messages[{i}]: tool_calls[{k}] is "
-                              f"{_held(tc)}, not an object ({len(listed) - len(tool_calls)}"
+                              f"{held(tc)}, not an object ({len(listed) - len(tool_calls)}"
                               f" of {len(listed)} calls left out)"))
     actions = extra.get("actions")
     found = [] if tool_calls else action_blocks(regex, text)
@@ -383,11 +383,6 @@ def _details(usage: dict[str, Any], first: str, second: str) -> dict[str, Any]:
     value = usage.get(second)
     return value if isinstance(value, dict) else {}
 
-
-
-def _held(value: Any) -> str:
-    """What a field holds, as an issue says it: its type's name, ``null`` for JSON's null."""
-    return "null" if value is None else type(value).__name__
 
 
 def _ts(value: Any) -> str:

@@ -58,6 +58,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.jsonl import ItemLines, iter_records, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
@@ -209,7 +210,7 @@ def _harness(info: dict[str, Any]) -> str:
 
 def _message(b: RunBuilder, i: int, info: dict[str, Any], parts: Any, facts: _Facts) -> None:
     if not isinstance(parts, list):
-        raise TypeError(f"parts is {type(parts).__name__}, not a list")
+        raise TypeError(f"parts is {held(parts)}, not a list")
     parts = facts.order.ordered(i, parts, b.source.coverage)
     role = info.get("role")
     if role == "user":
