@@ -24,7 +24,8 @@ output it goes through the one function of that output's format:
   (``\\u202e``): the same value read back, nothing invisible or reordering on screen.
 - ``strict_json(chunks)``: JSON text as ``json``'s encoder writes it (ASCII), with every lone
   surrogate it escaped (``\\udcff``: strict readers refuse one) written as ``valid_text``
-  writes it, a JSON string of its escape.
+  writes it, a JSON string of its escape, and every NaN or infinity (``NaN``, ``Infinity``:
+  no strict reader takes them) written ``null``, a number not known.
 
 Not here: names made into paths (``replay.safe_names``), printing (``replay.cli.output``),
 text drawn in a figure (``analysis.figure_text.plot_text``: it depends on the fonts).
@@ -161,10 +162,25 @@ def _json_escape(m: re.Match[str]) -> str:
     return "\\\\" + valid_text(chr(int(one[1:], 16)))[1:]  # its escape as text
 
 
+_JSON_NOT_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+"""A JSON string (kept, whatever it holds) or a bare ``NaN`` / ``Infinity`` / ``-Infinity``
+token, which ``json`` writes for a float that is not finite."""
+
+
+def _null_if_not_finite(m: re.Match[str]) -> str:
+    return m.group() if m.group(1) is None else "null"
+
+
 def strict_json(chunks: Iterable[str]) -> Iterator[str]:
     """``chunks`` of ``json``'s ASCII encoding (``ensure_ascii``, the default) with each lone
     surrogate's escape made text: a file name's undecodable byte (``\\udcff``) becomes the
     string ``\\xff``, as ``terminal`` and ``valid_text`` show it, another lone surrogate
-    ``\\udXXX``.  The encoder writes a string whole in one chunk, so no escape is split."""
+    ``\\udXXX``; and each NaN or infinity (an unknown metric held as NaN by pandas) as
+    ``null``, which strict readers take and which says the number is not known.  The encoder
+    writes a string whole in one chunk, so no escape or string is split."""
     for chunk in chunks:
-        yield _JSON_ESCAPE.sub(_json_escape, chunk) if "\\ud" in chunk else chunk
+        if "\\ud" in chunk:
+            chunk = _JSON_ESCAPE.sub(_json_escape, chunk)
+        if "NaN" in chunk or "Infinity" in chunk:
+            chunk = _JSON_NOT_FINITE.sub(_null_if_not_finite, chunk)
+        yield chunk

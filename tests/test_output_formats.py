@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import random
 import re
@@ -242,6 +243,30 @@ def test_json_output_holds_no_lone_surrogate_and_keeps_valid_text(doc: object) -
     for got, was in zip(_strings(back), _strings(doc)):
         got.encode("utf-8")  # (a lone surrogate raises)
         assert got == valid_text(was)
+
+
+@given(st.recursive(st.floats() | st.text(alphabet='NaInfity"\\-x') | st.integers(),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(alphabet='NaInfity"\\'), inner, max_size=3),
+                    max_leaves=8))
+@example({"NaN": [float("nan"), float("inf"), -float("inf"), "NaN", 'x\\"Infinity', 1.5]})
+def test_json_output_writes_a_number_not_known_as_null(doc: object) -> None:
+    """Every ``--json`` (and summary.json) goes through ``strict_json``: a NaN or infinity (an
+    unknown metric pandas holds as NaN: `replay sweep --json` printed ``NaN``) is written
+    ``null``, which strict readers take; a string that spells one is kept."""
+    def unknown(v: object) -> object:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: unknown(x) for k, x in v.items()}
+        return [unknown(x) for x in v] if isinstance(v, list) else v
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the JSON")
+
+    for indent in (1, None):
+        text = "".join(strict_json(json.JSONEncoder(indent=indent).iterencode(doc)))
+        assert json.loads(text, parse_constant=refuse) == unknown(doc)
 
 
 def test_ingest_json_names_a_file_that_is_not_utf8_as_valid_text(tmp_path: Path) -> None:
