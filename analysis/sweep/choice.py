@@ -33,6 +33,10 @@ class ChoiceRule:
     design: str = "grid"
     n_meeting: int | None = None
     """Settings that met the constraints (None: not known)."""
+    n_unknown: int = 0
+    """Of those, settings whose objective is not known (no run gave it a value, as
+    ``cache_invalidation_cached_share_where_recorded`` of runs that recorded no usage): ranked
+    after every known one, so a choice among them only is by setting id, not by the metric."""
 
 
 def chosen_name(base: str, setting_id: str) -> str:
@@ -60,13 +64,27 @@ def chosen_yaml(settings: tuple[Setting, ...], setting_id: str,
             if rule.n_meeting is not None else ""
         lines += [f"constraints: {', '.join(rule.constraints) or 'none'}{met}",
                   (f"chosen: the {'least' if rule.minimise else 'most'} {rule.objective} "
-                  "(summed over runs)")]
+                  f"(summed over runs){unknown_objective(rule)}")]
     else:
         lines.append("chosen: by the caller of write_sweep (no rule given)")
     lines.append("this setting: " + (", ".join(f"{p}={_text(v)}" for p, v in setting.params)
                                      or "the base policy"))
     head = "".join(f"# {_one_line(line)}\n" for line in lines)
     return head + yaml.safe_dump(policy_to_dict(policy), sort_keys=False)
+
+
+def unknown_objective(rule: ChoiceRule) -> str:
+    """What the choice says of settings whose objective is not known ('' when every one
+    meeting the constraints has it)."""
+    if not rule.n_unknown:
+        return ""
+    of = f" of the {rule.n_meeting}" if rule.n_meeting is not None else ""
+    if rule.n_meeting is not None and rule.n_unknown >= rule.n_meeting:
+        return (f"; {rule.objective} is not known for any{of} setting(s) meeting the "
+                "constraints (no run gave it a value): the chosen one is the first by setting "
+                "id, not the best by the metric")
+    return (f"; {rule.objective} is not known for {rule.n_unknown}{of} setting(s) meeting the "
+            "constraints (no run gave it a value): ranked last")
 
 
 def _values(settings: tuple[Setting, ...], path: str) -> list[str]:

@@ -31,8 +31,8 @@ from analysis.metrics import known
 from analysis.sweep.choice import ChoiceRule
 from analysis.sweep.core import SweepResult, sweep, write_sweep
 from analysis.sweep.grid import SweepSpec, settings
+from analysis.sweep.pareto import ALIASES, check_choice
 from analysis.sweep.pareto import best as best_settings
-from analysis.sweep.pareto import check_choice
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import cache_root
@@ -138,8 +138,10 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
                    allow_python=allow_python, on_row=row)
     ranked = best_settings(result.table, list(best), objective, minimise=minimise,
                            params=result.params)
+    column = objective if objective in ranked.columns else ALIASES.get(objective, objective)
     rule = ChoiceRule(constraints=tuple(best), objective=objective, minimise=minimise,
-                      design=spec.design, n_meeting=len(ranked))
+                      design=spec.design, n_meeting=len(ranked),
+                      n_unknown=int(ranked[column].isna().sum()) if column in ranked else 0)
     files = write_sweep(result, out, plots=plots, rule=rule,
                         chosen=ranked["setting"].iloc[0] if len(ranked) else None,
                         jobs=result.stats.n_workers, on_figure=on_figure)

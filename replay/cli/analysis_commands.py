@@ -275,6 +275,7 @@ def sweep(
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
+    from analysis.sweep.choice import unknown_objective
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, unrecorded_requests
@@ -319,6 +320,7 @@ def sweep(
                      "cache_dropped": s.n_cache_dropped,
                      "cache_unwritten": s.n_cache_unwritten,
                      "files": [str(f) for f in done.files], "best": shown,
+                     "objective_unknown_settings": done.rule.n_unknown,
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
@@ -342,6 +344,8 @@ def sweep(
                 truth_where=f"the truth_source column of {out / 'sweep'}'s tables",
                 unrecorded=unrecorded, unknown_gaps=gaps, not_replayed=left):
             say(f"note: {note}", err=True)
+        if done.rule.n_unknown:
+            say(f"note: {unknown_objective(done.rule).removeprefix('; ')}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)

@@ -117,3 +117,39 @@ def test_sweep_command_says_the_replays_made_and_the_repeats_found(samples: Path
     text = runner.invoke(app, args).output
     assert (f"{stats.n_computed} computed ({stats.n_replays} replays, {stats.n_repeated} of "
             "them repeating the one before") in text
+
+
+def test_sweep_command_says_an_objective_no_run_gave_and_prints_it_as_null(
+        samples: Path, tmp_path: Path) -> None:
+    """A run that recorded no usage has no ``cache_invalidation_cached_share_where_recorded``:
+    sweeping to maximise it ranked settings by NaN, printed ``NaN`` in ``--json`` (no strict
+    reader takes it) and wrote chosen.yaml as 'the most …' of a metric no setting had.  Now the
+    value is ``null``, and the choice says it is by setting id, not by the metric."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    log = samples / "mini-swe-agent" / "minirepo_test_github_issue.traj.json"
+    objective = "cache_invalidation_cached_share_where_recorded"
+    args = ["sweep", "--policy", BASE, str(log), "--out", str(tmp_path), "--jobs", "1",
+            "--cache-dir", str(tmp_path / "cache"), "--no-plots", "--no-cache", "-q",
+            "--axis", "tiers.1.keep_messages=8,16", "--maximise", objective]
+    runner = CliRunner()
+    got = runner.invoke(app, [*args, "--json"])
+    assert got.exit_code == 0, got.output
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in --json")
+
+    doc = json.loads(got.stdout, parse_constant=refuse)
+    table = pd.read_parquet(tmp_path / "sweep" / "sweep.parquet")
+    assert table[objective].isna().all() and table["setting"].nunique() == 2  # unknown in every row
+    assert [row[objective] for row in doc["best"]] == [None, None]
+    assert doc["objective_unknown_settings"] == 2
+    chosen = (tmp_path / "sweep" / "chosen.yaml").read_text()
+    assert f"{objective} is not known for any of the 2 setting(s)" in chosen
+    assert "not the best by the metric" in chosen
+    text = runner.invoke(app, args).output
+    assert f"note: {objective} is not known for any of the 2 setting(s)" in text
