@@ -2,7 +2,9 @@
 how the outcome of their input files decides the exit code.
 
 ``_open`` turns a command's PATHS into a corpus: one dataset directory is opened
-as it is (damaged, it is an input that failed: exit 1, ``_errors``); log files or folders are
+as it is (damaged, it is an input that failed: exit 1, ``_errors``), the issues and unknown
+records stored with its entries said as an ingest reusing them says them
+(``stored_problems``); log files or folders are
 ingested first (into the project cache's dataset, ``replay.layout``: ``.ctxreplay/dataset``
 unless ``--cache-dir`` says otherwise, with a progress bar and the ingest's warnings on
 stderr; a cache refused as damaged is a folder to fix: exit 2).  With ``--strict`` the ingest stops at
@@ -288,6 +290,7 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
 
     if named_dataset(paths) is not None:
         corpus = open_corpus(paths)
+        stored_problems(corpus.entries, strict)
         if note := same_bytes_note(store.same_bytes(corpus.entries)):
             say(note, err=True)
         if not corpus.replayable():
@@ -326,6 +329,31 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
                  else ""))
         _finish(report, strict, 1)
     return corpus
+
+
+def stored_problems(entries: list[Any], strict: bool) -> None:
+    """Say what a dataset's entries hold of their logs' problems, as an ingest that reuses them
+    says it: each issue found when the log was parsed (a record skipped, usage dropped, a
+    result without its call) and the records of types the parser does not know; with
+    ``strict``, exit 1 when there is an issue (a dataset opened as it is said none of them, so
+    ``run ds`` after ``ingest`` hid every skipped record the ingest had warned of once)."""
+    # lazy: the ingest's modules load pyarrow, which --help and usage errors do not need
+    from replay.ingest.batch import IngestReport
+    from replay.ingest.parsers.coverage import unknown_types
+    from replay.ingest.parsers.source import Issue
+
+    report = IngestReport()
+    for e in entries:
+        report.issues.extend(Issue(e.source, line, reason) for line, reason in e.issues)
+        (report.failed if strict and e.issues else report.cached).append(e.source)
+        if unknown := unknown_types(e.coverage):
+            report.unknown[e.source] = unknown
+    for issue in report.issues:
+        warn(issue)
+    if note := unknown_note(report):
+        say(note, err=True)
+    if strict and report.failed:
+        _finish(report, strict)
 
 
 def _opener(cache: Path | None, fmt: str | None, quiet: bool, strict: bool = False) -> Opener:

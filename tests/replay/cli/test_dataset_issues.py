@@ -1,0 +1,51 @@
+"""A dataset opened as it is (`replay run DATASET`, and every command that reads runs) says the
+problems its logs had as an ingest that reuses them says them: each issue stored with its entry
+and the records of a type the parser does not know.  It said none of them, so `replay ingest`
+then `replay run` of the dataset warned of a skipped line once and replayed silently after
+(exit 0 even with --strict); found by the end-to-end fuzz campaign (mutated logs through every
+command)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+
+_BROKEN = b'{"type":"assistant","uuid":"zz\n'
+_UNKNOWN = b'{"type":"zz_new_kind","uuid":"q1"}\n'
+
+
+@pytest.fixture(scope="module")
+def dataset(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A dataset of one real log with a truncated line and a record of an unknown type
+    appended, and the warning its ingest printed (the independent record of its issue)."""
+    folder = tmp_path_factory.mktemp("ds")
+    log = folder / "s.jsonl"
+    data = (samples / "claude-code" / "short.jsonl").read_bytes()
+    log.write_bytes(data + _BROKEN + _UNKNOWN)
+    got = CliRunner().invoke(app, ["ingest", str(log), "--out", str(folder / "ds"), "-q"])
+    assert got.exit_code == 0, got.output
+    warned = [line for line in got.stderr.splitlines() if line.startswith("warning: ")]
+    line = data.count(b"\n") + 1  # the truncated line's number
+    assert len(warned) == 1 and f"s.jsonl:{line}: malformed JSON" in warned[0], got.stderr
+    return folder / "ds", warned[0].split("s.jsonl", 1)[1]
+
+
+@pytest.mark.parametrize("command", [["run", "-p", "none"], ["diff", "-p", "none", "-p", "cline"]])
+def test_a_dataset_says_the_issues_and_unknown_records_of_its_logs(
+        dataset: tuple[Path, str], command: list[str], tmp_path: Path) -> None:
+    ds, issue = dataset
+    args = [command[0], str(ds), *command[1:], "--cache-dir", str(tmp_path / "c"), "-q"]
+    if command[0] == "run":
+        args += ["--out", str(tmp_path / "o")]
+    got = CliRunner().invoke(app, args)
+    assert got.exit_code == 0, got.output
+    assert f"warning: s.jsonl{issue}" in got.stderr
+    assert "1 record of a type the parser does not know" in got.stderr
+    assert "zz_new_kind x1" in got.stderr
+    strict = CliRunner().invoke(app, [*args, "--strict"])
+    assert strict.exit_code == 1, strict.output
+    assert "inputs: 1 of 1 files failed (s.jsonl); 1 issue; --strict" in strict.stderr
