@@ -151,6 +151,9 @@ def check_run(run: dict[str, Any], msgs: dict[str, list[Any]], reqs: dict[str, l
     for col in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
                 "reasoning_tokens"):
         assert all(v is None or isinstance(v, int) for v in reqs[col]), col
+    for full, read, write in zip(reqs["input_tokens"], reqs["cache_read_tokens"],
+                                 reqs["cache_write_tokens"]):  # parts of the full prompt
+        assert full is None or (read or 0) + (write or 0) <= full, (full, read, write)
     recorded = [v for v in reqs["input_tokens"] if v is not None]
     assert run["recorded_input_tokens"] == (sum(recorded) if recorded else None)
 

@@ -215,8 +215,28 @@ class RunBuilder:
                 else:
                     value = int(value)
             r[name].append(value)
+        self._parts_within_prompt()
         r["model"].append(model or self.model)
         r["ts"].append(ts or self._ts)
+
+    def _parts_within_prompt(self) -> None:
+        """The request just recorded: its cache read and write are parts of ``input_tokens``,
+        the full prompt (``schema.Request``), so together they never exceed it.  When they do
+        (a cached count larger than the prompt it is part of), which figure is wrong is not
+        known: one issue, and both parts unknown, never a cached share over 100 % clamped to
+        it or a cost priced from the impossible split."""
+        r = self._r
+        full, read, write = (r[c][-1] for c in ("input_tokens", "cache_read_tokens",
+                                                "cache_write_tokens"))
+        if full is None or (read or 0) + (write or 0) <= full:
+            return
+        said = " + ".join(f"{c} {v:,}" for c, v in (("cache_read_tokens", read),
+                                                     ("cache_write_tokens", write)) if v)
+        self.issues.append(Issue(self.source.path, self.line,
+                                 f"request {len(r['request']) - 1}: {said} exceed "
+                                 f"input_tokens {full:,}, the full prompt they are part of "
+                                 "(the cache parts kept as unknown)"))
+        r["cache_read_tokens"][-1] = r["cache_write_tokens"][-1] = None
 
     def event(self, kind: str, *, msg: int | None = None, trigger: str = "",
               pre_tokens: Any = None, post_tokens: Any = None, tokens_saved: Any = None,

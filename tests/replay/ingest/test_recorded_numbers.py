@@ -144,3 +144,29 @@ def test_a_count_that_is_not_a_number_is_said_and_unknown(tmp_path: Path, path: 
 def _copy(src: Path, dst: Path) -> Path:
     dst.write_bytes(src.read_bytes())
     return dst
+
+
+def test_cache_parts_larger_than_the_prompt_are_said_and_unknown(tmp_path: Path) -> None:
+    """input_tokens is the full prompt, its cache read and write parts of it (``schema.Request``):
+    a Codex rollout whose cached_input_tokens exceed its input_tokens was stored as it was, with
+    no word, and `replay run` showed a cached share of 100 % and a cost priced from the
+    impossible split.  Now each such request is one issue and its cache parts are unknown (which
+    figure is wrong is not known); input_tokens is kept."""
+    sample = SAMPLES / "codex" / ("rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-"
+                                  "7738fc5ab61a.jsonl")
+    text = sample.read_text()
+    assert text.count('"cached_input_tokens":') > 0
+    path = tmp_path / sample.name
+    path.write_text(text.replace('"cached_input_tokens":', '"cached_input_tokens":9000000 ,"x":'))
+    original = parse_file(sample, tmp_path / "a")
+    parsed = parse_file(path, tmp_path / "b")
+    assert original.tables is not None and parsed.tables is not None
+    before = original.tables.requests.to_pydict()
+    after = parsed.tables.requests.to_pydict()
+    assert after["input_tokens"] == before["input_tokens"]  # the full prompt kept
+    recorded = [i for i, v in enumerate(before["input_tokens"]) if v]
+    assert recorded and all(after["cache_read_tokens"][i] is None for i in recorded)
+    said = [str(i) for i in parsed.issues if "exceed input_tokens" in str(i)]
+    assert len(said) == len(recorded), said[:3]
+    assert "cache_read_tokens 9,000,000 exceed input_tokens" in said[0]
+    assert not [i for i in original.issues if "exceed input_tokens" in str(i)]
