@@ -61,6 +61,7 @@ from replay.corpus import Corpus, not_replayed
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
 from replay.ingest.run_label import run_labels
+from replay.ingest.store import problems_said
 from replay.policy import Policy
 
 
@@ -135,6 +136,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),
         pricing=pricing,
         not_replayed=not_replayed(corpus),
+        input_problems=problems_said(corpus.entries) or "",
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]

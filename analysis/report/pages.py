@@ -106,6 +106,9 @@ class Page:
     not_replayed: list[str] = dataclasses.field(default_factory=list)
     """Labels of the runs with no recorded request (``replay.corpus.not_replayed``): said in the
     overview, never dropped silently."""
+    input_problems: str = ""
+    """What the logs held that the runs leave out (``replay.ingest.store.problems_said``): said
+    in the overview ('' : nothing)."""
 
 
 def fmt_value(metric: str, v: Any) -> str:
@@ -274,7 +277,8 @@ def _overview(page: Page) -> str:
             + (f" Truth: {truth}." if truth else "")
             + "".join(f" Note: {note}." for note in figure_notes(
                 induced=induced, n_estimated=n_estimated, estimated_scope=estimated_scope,
-                not_replayed=page.not_replayed)))
+                not_replayed=page.not_replayed))
+            + (f" Inputs: {page.input_problems}." if page.input_problems else ""))
 
 
 def _policy_rows(page: Page) -> tuple[list[str], list[list[str]]]:

@@ -49,3 +49,18 @@ def test_a_dataset_says_the_issues_and_unknown_records_of_its_logs(
     strict = CliRunner().invoke(app, [*args, "--strict"])
     assert strict.exit_code == 1, strict.output
     assert "inputs: 1 of 1 files failed (s.jsonl); 1 issue; --strict" in strict.stderr
+
+
+def test_a_report_says_the_problems_its_logs_had(dataset: tuple[Path, str],
+                                                 tmp_path: Path) -> None:
+    """report.md and report.html are read by people who never saw the ingest's warnings: the
+    overview says how many issues and unknown records the logs had, by file."""
+    ds, _ = dataset
+    got = CliRunner().invoke(app, ["report", str(ds), "-p", "none", "--out", str(tmp_path / "r"),
+                                   "--cache-dir", str(tmp_path / "c"), "-q"])
+    assert got.exit_code == 0, got.output
+    said = ("Inputs: 1 issue(s) and 1 record(s) of a type the parser does not know in 1 log "
+            "file(s) when they were parsed (s.jsonl: 1 issue(s), 1 record(s) of an unknown type)")
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / "r" / name).read_text()
+        assert said in text.replace("\\", ""), name  # (markdown escapes punctuation)
