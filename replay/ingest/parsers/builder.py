@@ -219,6 +219,20 @@ class RunBuilder:
         r["model"].append(model or self.model)
         r["ts"].append(ts or self._ts)
 
+    def _run_count(self, name: str, value: Any) -> int | None:
+        """A run-level token count a parser set (the recorded window, the compaction limit):
+        one that is not a count or out of range (a window of 10^30 tokens) is one issue and
+        unknown, as a request's count is; it lost the whole file before (the schema's int64
+        cannot hold it)."""
+        if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
+            return value
+        why = not_a_count(value)
+        if why is None:
+            return json_int(value)
+        self.issues.append(Issue(self.source.path, 0, f"{name} {shown(value)} is not a token "
+                                                      f"count ({why}; kept as unknown)"))
+        return None
+
     def _parts_within_prompt(self) -> None:
         """The request just recorded: its cache read and write are parts of ``input_tokens``,
         the full prompt (``schema.Request``), so together they never exceed it.  When they do
@@ -351,8 +365,10 @@ class RunBuilder:
             "n_harness_compactions": len(self._compactions),
             "recorded_input_tokens": self._total("recorded input tokens", recorded),
             "recorded_output_tokens": self._total("recorded output tokens", outputs),
-            "recorded_window_tokens": self.window_tokens,
-            "recorded_compact_limit_tokens": self.compact_limit_tokens,
+            "recorded_window_tokens": self._run_count("recorded_window_tokens",
+                                                      self.window_tokens),
+            "recorded_compact_limit_tokens": self._run_count("recorded_compact_limit_tokens",
+                                                             self.compact_limit_tokens),
             "sha256": self.source.sha256,
         }
         outs = r["output_msg"]

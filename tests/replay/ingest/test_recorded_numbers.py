@@ -170,3 +170,25 @@ def test_cache_parts_larger_than_the_prompt_are_said_and_unknown(tmp_path: Path)
     assert len(said) == len(recorded), said[:3]
     assert "cache_read_tokens 9,000,000 exceed input_tokens" in said[0]
     assert not [i for i in original.issues if "exceed input_tokens" in str(i)]
+
+
+def test_a_recorded_window_out_of_range_is_said_and_unknown_not_the_file_lost(
+        tmp_path: Path) -> None:
+    """A Codex rollout whose every model_context_window was 10^30 lost the whole file ('values
+    the schema cannot hold': the run's int64 column); the window is a count like the others:
+    one issue, unknown, the runs kept (``RunBuilder._run_count``, for every parser)."""
+    sample = SAMPLES / "codex" / ("rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-"
+                                  "7738fc5ab61a.jsonl")
+    text = sample.read_text()
+    assert '"model_context_window":258400' in text
+    path = tmp_path / sample.name
+    path.write_text(text.replace('"model_context_window":258400',
+                                 '"model_context_window":' + "1" + "0" * 30))
+    original = parse_file(sample, tmp_path / "a")
+    parsed = parse_file(path, tmp_path / "b")
+    assert original.tables is not None and parsed.tables is not None
+    assert original.tables.runs.column("recorded_window_tokens").to_pylist() == [258_400]
+    assert parsed.tables.runs.column("recorded_window_tokens").to_pylist() == [None]
+    assert parsed.tables.requests.num_rows == original.tables.requests.num_rows
+    assert any("recorded_window_tokens 100000000000… (31 digits) is not a token count"
+               in str(i) for i in parsed.issues), parsed.issues
