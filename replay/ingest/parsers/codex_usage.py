@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import replay.ingest.parsers.codex_items as it
+from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.source import Issue
 
@@ -59,6 +60,9 @@ class UsageTrack:
     """Line of a token_count with no request to attach to, reported unless a compaction follows."""
     windows: Counter[int] = field(default_factory=Counter)
     limits: Counter[int] = field(default_factory=Counter)
+    unread: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    """Field → (times, first line, what the first held): a window or limit recorded that is no
+    positive whole number (not used; said once a field in ``finish``)."""
 
     def token_count(self, no: int, info: Any, runs: list[Pending], *, replaying: bool,
                     compacted_since_output: bool) -> str:
@@ -67,7 +71,7 @@ class UsageTrack:
         call, or nothing to attach to yet)."""
         if not isinstance(info, dict):
             raise ValueError(f"token_count info is {type(info).__name__}, not an object")  # noqa: TRY004
-        self.window(info)
+        self.window(info, no)
         total = info.get("total_token_usage")
         if total is not None and total == self.prev_total:
             return "duplicate"  # the same request's usage written a second time
@@ -89,11 +93,21 @@ class UsageTrack:
             return "skipped"
         return "modelled"
 
-    def window(self, info: dict[str, Any]) -> None:
-        """Count the window and limit a token_count (or task_started) records."""
-        _count_positive(self.windows, info.get("model_context_window"))
+    def window(self, info: dict[str, Any], no: int = 0) -> None:
+        """Count the window and limit a token_count (or task_started, at line ``no``) records;
+        a value that is no positive whole number is noted (null: not recorded, nothing said)."""
+        value = info.get("model_context_window")
+        if not _count_positive(self.windows, value) and value is not None:
+            self._unread("model_context_window", no, value)
         if "auto_compact_token_limit" in info:  # (0.14x+ only)
-            _count_positive(self.limits, info["auto_compact_token_limit"])
+            value = info["auto_compact_token_limit"]
+            if not _count_positive(self.limits, value) and value is not None:
+                self._unread("auto_compact_token_limit", no, value)
+
+    def _unread(self, name: str, no: int, value: Any) -> None:
+        shown = (repr(value)[:40] if value.__class__ in (int, float) else held(value))
+        times, line, first = self.unread.get(name, (0, no, shown))
+        self.unread[name] = (times + 1, line, first)
 
     def take_pending(self) -> dict[str, int | None] | None:
         """Usage recorded before the request now starting (usage-first files); cleared."""
@@ -110,6 +124,11 @@ class UsageTrack:
         self.report_stray()
         if self.pending is not None:
             self.issues.append(Issue(self.path, self.pending_line, NO_RUN))
+        for name, (times, line, shown) in self.unread.items():
+            self.issues.append(Issue(self.path, line, f"token_count {name} is {shown}, not a "
+                                     f"positive token count ({times:,} time(s) in the file): "
+                                     "not used (the run's is what the others record, else "
+                                     "unknown)"))
         for name, counts in (("model_context_window", self.windows),
                              ("auto_compact_token_limit", self.limits)):
             if len(counts) > 1:
@@ -121,8 +140,11 @@ class UsageTrack:
                 self.limits.most_common(1)[0][0] if self.limits else None)
 
 
-def _count_positive(counts: Counter[int], value: Any) -> None:
-    """Count ``value`` in ``counts`` when it is a positive whole number (``json_int``)."""
+def _count_positive(counts: Counter[int], value: Any) -> bool:
+    """Count ``value`` in ``counts`` when it is a positive whole number (``json_int``); whether
+    it was one."""
     n = value if value.__class__ is int else json_int(value)  # (nearly always an int or None)
     if n is not None and n > 0:
         counts[n] += 1
+        return True
+    return False

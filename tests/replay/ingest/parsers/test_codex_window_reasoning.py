@@ -182,3 +182,46 @@ def test_new_record_types_are_known_and_not_context(tmp_path: Path) -> None:
     assert not any("unknown" in fates for fates in cov.values())
     plain = _tables(path, tmp_path).messages.to_pylist()
     assert drafts[0].messages["text"] == [m["text"] for m in plain]
+
+
+@pytest.mark.parametrize("bad", [-5, 0, 12.5, "258400x", [258_400], True])
+def test_a_window_or_limit_that_is_no_token_count_is_said_once_a_field_not_used(
+        tmp_path: Path, bad: Any) -> None:
+    """A token_count's window or limit that is no positive whole number (negative, zero, a
+    fraction, a string, a list, a boolean) was dropped unsaid: the run read "window not
+    recorded" with no warning.  Now one issue a field, at its first line, with how often; the
+    run's window is what the other token_counts record; null stays "not recorded", unsaid."""
+    path, lines = _remote_rollout(tmp_path)
+    recs = [json.loads(x) for x in lines]
+    usage_lines = [k for k, r in enumerate(recs) if r["payload"].get("type") == "token_count"]
+    for k in usage_lines[:2]:
+        recs[k]["payload"]["info"]["model_context_window"] = bad
+        recs[k]["payload"]["info"]["auto_compact_token_limit"] = bad
+    recs[usage_lines[2]]["payload"]["info"]["auto_compact_token_limit"] = None
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    parsed = parse_file(path, tmp_path, tokenizers=("o200k_base",))
+    assert parsed.tables is not None
+    run = parsed.tables.runs.to_pylist()[0]
+    assert run["recorded_window_tokens"] == 121_600  # the one token_count left intact
+    assert run["recorded_compact_limit_tokens"] is None
+    first = usage_lines[0] + 1  # (lines count from 1)
+    said = sorted((i.line, i.reason) for i in parsed.issues
+                  if "model_context_window" in i.reason or "auto_compact_token_limit" in i.reason)
+    assert [line for line, _ in said] == [first, first]
+    for name in ("model_context_window", "auto_compact_token_limit"):
+        reason = next(r for _, r in said if name in r)
+        assert f"token_count {name} is " in reason and "not a positive token count (2 time(s)" \
+            in reason
+
+
+def test_a_null_window_is_not_recorded_and_not_said(tmp_path: Path) -> None:
+    path, lines = _remote_rollout(tmp_path)
+    recs = [json.loads(x) for x in lines]
+    for r in recs:
+        if r["payload"].get("type") == "token_count":
+            r["payload"]["info"]["model_context_window"] = None
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    parsed = parse_file(path, tmp_path, tokenizers=("o200k_base",))
+    assert parsed.tables is not None
+    assert parsed.tables.runs.to_pylist()[0]["recorded_window_tokens"] is None
+    assert not [i for i in parsed.issues if "model_context_window" in i.reason]
