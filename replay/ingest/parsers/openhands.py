@@ -32,6 +32,9 @@ Not handled: actions a user ran by hand (non-``message`` actions with source
 ``user``), ``recall`` actions/observations (microagent knowledge), the system
 prompt when no ``system`` action is recorded, V1 SDK conversation folders, and
 evaluation ``output.jsonl`` files holding many instances (one run per file).
+
+Not here: reading a model response (its message, a call's arguments, its usage):
+``replay.ingest.parsers.openhands_response``.
 """
 
 from __future__ import annotations
@@ -44,15 +47,15 @@ from typing import Any
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.content_text import not_a_string
 from replay.ingest.parsers.counts import json_int as _int
-from replay.ingest.parsers.jsonl import (
-    JSON_REFUSED,
-    array_items,
-    as_str,
-    item,
-    load_json,
-    loads,
-)
+from replay.ingest.parsers.jsonl import array_items, item, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
+from replay.ingest.parsers.openhands_response import (
+    call_args,
+    choice_message,
+    model_response,
+    request,
+    tool_call_metadata,
+)
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import content_text, said, text_field
 
@@ -190,23 +193,12 @@ def _wrapper_key(doc: dict[str, Any]) -> str | None:
     return next((key for key in _WRAPPER_KEYS if isinstance(doc.get(key), list)), None)
 
 
-def _meta(ev: Any) -> dict[str, Any] | None:
-    meta = ev.get("tool_call_metadata") if isinstance(ev, dict) else None
-    return meta if isinstance(meta, dict) else None
-
-
-def _response(ev: dict[str, Any]) -> dict[str, Any] | None:
-    meta = _meta(ev)
-    resp = meta.get("model_response") if meta else ev.get("model_response")
-    return resp if isinstance(resp, dict) else None
-
-
 def _group_key(ev: Any) -> str | None:
     """The response an agent tool action belongs to (None for actions without a call id)."""
-    meta = _meta(ev)
+    meta = tool_call_metadata(ev)
     if meta is None or "action" not in ev or not isinstance(meta.get("tool_call_id"), str):
         return None
-    resp = _response(ev)
+    resp = model_response(ev)
     rid = resp.get("id") if resp else None
     return f"r:{rid}" if isinstance(rid, str) and rid else f"e:{ev.get('id')}"
 
@@ -256,7 +248,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
             if (v := args.get(k)) is not None and v.__class__ is not str:
                 text_field(rb, v, f"{k!r}", line=no)
         rb.text(content_text(rb, text, line=no))
-        _request(rb, st, ev, ts)
+        request(rb, st.responses, st.models, ev, ts)
     else:
         call_id = f"call-{ev.get('id', no)}"
         thought = args.get("thought")
@@ -266,7 +258,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
         rb.tool_call(call_id, action, {k: v for k, v in args.items() if k not in _ARG_NOISE})
         st.calls.add(call_id)
         st.call_of_event[ev.get("id")] = call_id
-        _request(rb, st, ev, ts)
+        request(rb, st.responses, st.models, ev, ts)
     return rtype, "modelled"
 
 
@@ -275,19 +267,19 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
     actions as read (``_State.groups``)."""
     acts = [(no, item(ev)) for no, ev in acts]
     first = acts[0][1]
-    resp = _response(first)
-    msg = _choice_message(resp)
+    resp = model_response(first)
+    msg = choice_message(resp)
     calls: list[tuple[str, str, Any, Any]] = []
     thoughts: list[str] = []
     bad: list[tuple[int, str]] = []  # (event, why) of each thought that is no string
     for no, ev in acts:
         try:
-            meta, args = _meta(ev) or {}, ev.get("args") or {}
+            meta, args = tool_call_metadata(ev) or {}, ev.get("args") or {}
             call_id = str(meta["tool_call_id"])
             tool = meta.get("function_name") or ev["action"]
             if not isinstance(tool, str) or not isinstance(args, dict):
                 raise TypeError("'function_name' must be a string and 'args' an object")
-            found = _call_args(msg, call_id)
+            found = call_args(msg, call_id)
             calls.append((call_id, tool, found if found is not None else
                           {k: v for k, v in args.items() if k not in _ARG_NOISE}, ev.get("id")))
             if isinstance(args.get("thought"), str) and args["thought"] not in thoughts:
@@ -315,83 +307,14 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
         rb.tool_call(call_id, tool, args)
         st.calls.add(call_id)
         st.call_of_event[event_id] = call_id
-    _request(rb, st, first, str(first.get("timestamp") or ""))
-
-
-def _choice_message(resp: dict[str, Any] | None) -> dict[str, Any] | None:
-    choices = resp.get("choices") if resp else None
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        msg = choices[0].get("message")
-        return msg if isinstance(msg, dict) else None
-    return None
-
-
-def _call_args(msg: dict[str, Any] | None, call_id: str) -> Any:
-    """The parsed arguments of tool call ``call_id`` in a response message (None if absent)."""
-    for tc in (msg or {}).get("tool_calls") or []:
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        if isinstance(fn, dict) and tc.get("id") == call_id:
-            raw = fn.get("arguments")
-            if isinstance(raw, str):
-                try:
-                    return loads(raw) if raw.strip() else {}
-                except JSON_REFUSED:
-                    return raw
-            return raw if isinstance(raw, dict) else None
-    return None
-
-
-def _request(rb: RunBuilder, st: _State, ev: dict[str, Any], ts: str) -> None:
-    """Record the model call behind ``ev`` unless it has no usage record or was seen already."""
-    resp = _response(ev)
-    if resp is not None:
-        rid = resp.get("id")
-        if isinstance(rid, str) and rid:
-            if rid in st.responses:
-                return
-            st.responses.add(rid)
-        usage = _obj(resp.get("usage"))
-        details = _obj(usage.get("prompt_tokens_details"))
-        out_details = _obj(usage.get("completion_tokens_details"))
-        cache_read = rb.count(details.get("cached_tokens"), "prompt_tokens_details.cached_tokens")
-        anthropic_read = rb.count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
-        if not cache_read and anthropic_read is not None:
-            cache_read = anthropic_read
-        model = as_str(resp.get("model"))
-        _add_request(rb, st, model, ts, rb.count(usage.get("prompt_tokens"), "prompt_tokens"),
-                     cache_read, rb.count(usage.get("cache_creation_input_tokens"),
-                                          "cache_creation_input_tokens"),
-                     rb.count(usage.get("completion_tokens"), "completion_tokens"),
-                     rb.count(out_details.get("reasoning_tokens"),
-                              "completion_tokens_details.reasoning_tokens"))
-        return
-    metrics = ev.get("llm_metrics")
-    usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
-    last = usages[-1] if isinstance(usages, list) and usages else None
-    rid = last.get("response_id") if isinstance(last, dict) else None
-    if isinstance(last, dict) and isinstance(rid, str) and rid and rid not in st.responses:
-        st.responses.add(rid)
-        model = as_str(last.get("model"))
-        n = {k: rb.count(last.get(k), k) for k in ("prompt_tokens", "cache_read_tokens",
-                                                   "cache_write_tokens", "completion_tokens")}
-        _add_request(rb, st, model, ts, n["prompt_tokens"], n["cache_read_tokens"],
-                     n["cache_write_tokens"], n["completion_tokens"], None)
-
-
-def _add_request(rb: RunBuilder, st: _State, model: str, ts: str, inp: int | None,
-                 cache_read: int | None, cache_write: int | None, out: int | None,
-                 reasoning: int | None) -> None:
-    if model:
-        st.models[model] += 1
-    rb.request(input_tokens=inp, cache_read_tokens=cache_read, cache_write_tokens=cache_write,
-               output_tokens=out, reasoning_tokens=reasoning, model=model, ts=ts)
+    request(rb, st.responses, st.models, first, str(first.get("timestamp") or ""))
 
 
 def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
                  rtype: str) -> tuple[str, str]:
     """Emit one observation; returns its coverage (type, fate)."""
     obs, ts = ev["observation"], str(ev.get("timestamp") or "")
-    meta = _meta(ev) or {}
+    meta = tool_call_metadata(ev) or {}
     call_id = meta.get("tool_call_id")
     if call_id not in st.calls:
         call_id = st.call_of_event.get(ev.get("cause")) if ev.get("cause") is not None else None
