@@ -31,7 +31,7 @@ from typing import Any
 from replay.errors import ReplayError
 from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES, max_document_bytes
 from replay.ingest.parsers.inspect_eval_zip import MAX_ENTRIES, ZIP_ERRORS, read_entry
-from replay.ingest.parsers.jsonl import loads
+from replay.ingest.parsers.json_decode import loads
 from replay.redact.keep_list import KEPT_VALUE
 from replay.redact.leaves import Redactor
 

@@ -25,7 +25,7 @@ from replay.errors import ReplayError
 from replay.ingest.parsers.atif import COMPACTION_WORDS
 from replay.ingest.parsers.codex_items import CONTEXTUAL
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC
-from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.mini_swe_agent import ACTION
 from replay.redact.eval_zip import Refused, member_name, read_members, write_members
 from replay.redact.keep_list import data_keys, enum_keys

@@ -1,6 +1,6 @@
 """Any string field may hold a JSON text nested deeper than ``MAX_DEPTH``, or just as deep:
 a tool call's ``arguments``, an output, a config.  The parsers that try a string field as JSON
-keep a deeper one as text (``jsonl.JSON_REFUSED``), as they keep a string that is not JSON at
+keep a deeper one as text (``json_decode.JSON_REFUSED``), as they keep a string that is not JSON at
 all, and decode and write back one as deep (``json_text``) whatever the caller's stack; the
 file is read as it would be with any other text there.  Before, a 1 MB ``[[[…`` in a chat tool call's
 ``arguments`` (found by the long fuzz run: ``test_huge_strings``, ``chat_object``) raised

@@ -72,7 +72,8 @@ from replay.ingest.parsers.chat_requests import (
     unchanged_history,
 )
 from replay.ingest.parsers.chat_rewrites import read_rewritten
-from replay.ingest.parsers.jsonl import JSON_REFUSED, first_record, iter_records, load_json
+from replay.ingest.parsers.json_decode import JSON_REFUSED
+from replay.ingest.parsers.jsonl import first_record, iter_records, load_json
 from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.source import Issue, Source
 

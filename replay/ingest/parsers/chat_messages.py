@@ -17,8 +17,8 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 from replay.ingest.parsers.source import Issue
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",

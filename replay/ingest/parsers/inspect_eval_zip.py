@@ -24,7 +24,7 @@ import zlib
 from typing import Any
 
 from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES, max_document_bytes
-from replay.ingest.parsers.jsonl import loads
+from replay.ingest.parsers.json_decode import loads
 from replay.ingest.parsers.source import Issue, Source
 
 MAX_ENTRIES = 100_000

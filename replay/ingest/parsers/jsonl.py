@@ -5,7 +5,8 @@ object and reports every other line as an ``Issue`` (malformed JSON, invalid
 UTF-8, NUL bytes, a truncated last line) so the rest of the file is still read.
 ``load_json`` reads a whole-file JSON document with the same reporting, optionally with its
 big arrays left undecoded (``lazy``: each item decoded by ``item`` when the parser reaches it).
-``loads`` is the one JSON decoder every parser uses.
+The JSON decoder every parser uses is ``replay.ingest.parsers.json_decode`` (``loads``,
+``item`` and ``JSON_REFUSED`` are imported here too, for the parsers that import them from here).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import re
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import chain
-from sys import getrecursionlimit
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,17 +24,15 @@ import pyarrow as pa
 
 from replay.ingest.input_files import document_too_big
 from replay.ingest.parsers.coverage import LINE_NOT_READ
-from replay.ingest.parsers.json_depth import (
-    MAX_DEPTH,
-    OWN_C_LIMIT,
-    check_each,
-    decoded,
-    refused,
-    too_deep,
-)
+from replay.ingest.parsers.json_decode import JSON_REFUSED, _decode, _loads_checked, item, loads
+from replay.ingest.parsers.json_depth import MAX_DEPTH, check_each, decoded, too_deep
 from replay.ingest.parsers.jsonl_batch import plain_lines
 from replay.ingest.parsers.jsonl_reread import LineIndex, reread
 from replay.ingest.parsers.source import Issue, Source
+
+__all__ = ["JSON_REFUSED", "LAZY_MIN_BYTES", "MAX_LINE_BYTES", "ItemLines", "array_items", "as_obj",
+           "as_str", "first_record", "item", "iter_records", "iter_typed", "load_json",
+           "load_or_salvage", "loads"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A single line longer than this is reported and skipped: no model's context holds one record
@@ -43,9 +41,6 @@ batch."""
 T = TypeVar("T")
 _TOO_DEEP = f"JSON nested too deeply (over {MAX_DEPTH:,} levels)"
 _SEPARATORS = re.compile(r"[\s,]*")
-_decode = msgspec.json.Decoder().decode
-"""msgspec's decoder of any JSON text, the first ``iter_records`` tries on a line (what it
-refuses is handed to ``json``; a text nested too deeply is measured first: ``loads``)."""
 _decode_top = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw]).decode
 _decode_items = msgspec.json.Decoder(list[msgspec.Raw]).decode
 LAZY_MIN_BYTES = 4 << 20
@@ -54,57 +49,6 @@ LAZY_MIN_BYTES = 4 << 20
 decodes item by item, 1.8x the time of the whole decode (2.6 against 1.5 ms on the 1.3 MB
 SWE-agent sample), while what the whole decode holds of a small document is small (tens of MB
 at most)."""
-
-
-def loads(data: bytes | str) -> Any:
-    """``json.loads(data)``, exactly: same values, same exceptions, three times faster, but
-    for nesting: ``RecursionError`` for a text nested over ``json_depth.MAX_DEPTH`` levels and
-    only then, however deep the caller's stack (``json_depth.decoded``).
-
-    msgspec decodes (big integers stay integers, duplicate keys keep the last value, as in
-    ``json``); what it refuses but ``json`` reads (escaped lone surrogates, ``NaN``, numbers
-    beyond the float range, nesting deeper than msgspec goes) and what is not JSON at all is
-    handed to ``json.loads``, so the value or the error is the standard library's.  Bytes
-    must be UTF-8 (``UnicodeDecodeError`` otherwise, as ``data.decode("utf-8")`` raises).
-    """
-    if OWN_C_LIMIT or getrecursionlimit() > MAX_DEPTH:  # json_depth.check_each, inlined
-        return decoded(_loads, data)  # type: ignore[arg-type]
-    return _loads_checked(data)  # (~560 calls an ingest of the samples: the call costs nothing)
-
-
-JSON_REFUSED: tuple[type[Exception], ...] = (ValueError, RecursionError)
-"""What decoding a JSON text from a file raises when the text is not read (``loads``,
-``json.loads``, a ``raw_decode``): not JSON, not UTF-8, an integer of too many digits
-(``ValueError``) or nested over ``MAX_DEPTH`` levels (``RecursionError``).  A parser that tries
-a string field as JSON (a tool call's ``arguments``, an output's metadata) catches these and
-keeps the string: a 1 MB ``[[[…`` in a field is text, not a reason to lose the file."""
-
-
-def _loads_checked(data: bytes | str) -> Any:
-    """``loads`` where ``check_each`` is false (``_loads`` inlined: a call saved, a line of
-    ``iter_records``)."""
-    try:
-        return _decode(data)
-    except Exception:  # noqa: BLE001 - whatever msgspec refuses, json decides
-        try:
-            return json.loads(data if isinstance(data, str) else bytes(data).decode("utf-8"))
-        except RecursionError:  # the caller's stack left no room, or the text nests too deep
-            return refused(_loads, data)  # type: ignore[arg-type]
-
-
-def _loads(data: bytes | str) -> Any:
-    """``loads`` where the caller's stack is all there is (``json_depth`` adds the rest)."""
-    try:
-        return _decode(data)
-    except Exception:  # noqa: BLE001 - whatever msgspec refuses, json decides
-        return json.loads(data if isinstance(data, str) else bytes(data).decode("utf-8"))
-
-
-def item(value: Any) -> Any:
-    """An item of an array ``load_json(lazy=...)`` left undecoded (``msgspec.Raw``: its text),
-    decoded now by ``loads``; any other value as it is (an item already decoded, e.g. one
-    salvaged from a damaged file)."""
-    return loads(value) if isinstance(value, msgspec.Raw) else value
 
 
 def iter_records(src: Source, issues: list[Issue]) -> Iterator[tuple[int, dict[str, Any]]]:

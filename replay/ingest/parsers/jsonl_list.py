@@ -18,7 +18,7 @@ from replay.ingest.parsers.jsonl_batch import plain_lines
 from replay.ingest.parsers.source import Issue, Source
 
 _decode_lines = msgspec.json.Decoder().decode_lines
-"""The decoder ``iter_records`` tries first on a line (``jsonl._decode``), many lines a
+"""The decoder ``iter_records`` tries first on a line (``json_decode._decode``), many lines a
 call."""
 
 

@@ -47,7 +47,8 @@ from typing import Any
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.content_text import not_a_string
 from replay.ingest.parsers.counts import json_int as _int
-from replay.ingest.parsers.jsonl import array_items, item, load_json
+from replay.ingest.parsers.json_decode import item
+from replay.ingest.parsers.jsonl import array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.openhands_response import (
     call_args,
@@ -77,7 +78,7 @@ _WRAPPED = re.compile(rb'"(?:history|events|trajectory)"\s*:\s*\[\s*\{\s*"id"\s*
 class _State:
     groups: dict[str, list[tuple[int, Any]]]
     """The actions of each model response, by response: (event number, the event as read, still
-    undecoded: ``jsonl.item``)."""
+    undecoded: ``json_decode.item``)."""
     emitted: set[str] = field(default_factory=set)
     responses: set[str] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)

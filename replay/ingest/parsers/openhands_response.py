@@ -15,8 +15,9 @@ from collections import Counter
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.jsonl import JSON_REFUSED, as_str, loads
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
+from replay.ingest.parsers.jsonl import as_str
 
 
 def tool_call_metadata(ev: Any) -> dict[str, Any] | None:

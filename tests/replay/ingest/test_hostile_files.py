@@ -124,7 +124,7 @@ def test_a_whole_file_document_over_the_limit_is_said_and_never_decoded(
     CTXREPLAY_MAX_DOCUMENT_BYTES is one issue naming the limit and its variable, and no
     JSON value that large is ever decoded (JSON Lines stay bounded per line)."""
     from replay.ingest.parse_file import parse_file
-    from replay.ingest.parsers import jsonl
+    from replay.ingest.parsers import json_decode, jsonl
     from tests.conftest import SAMPLES
 
     fixtures = Path(__file__).parents[2] / "fixtures"
@@ -137,8 +137,10 @@ def test_a_whole_file_document_over_the_limit_is_said_and_never_decoded(
     limit = size // 2 if not name.endswith(".eval") else 1000  # .eval: each entry is one
     monkeypatch.setenv("CTXREPLAY_MAX_DOCUMENT_BYTES", str(limit))
     decoded: list[int] = []
-    real = jsonl._decode
-    monkeypatch.setattr(jsonl, "_decode", lambda data: decoded.append(len(data)) or real(data))
+    real = json_decode._decode
+    spy = lambda data: decoded.append(len(data)) or real(data)
+    monkeypatch.setattr(json_decode, "_decode", spy)  # (``loads``: whole documents)
+    monkeypatch.setattr(jsonl, "_decode", spy)  # (``iter_records``: lines)
     parsed = parse_file(path, tmp_path)
     assert parsed.tables is None
     assert any(f"{limit:,}" in i.reason and "CTXREPLAY_MAX_DOCUMENT_BYTES" in i.reason

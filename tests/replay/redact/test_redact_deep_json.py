@@ -1,6 +1,6 @@
 """A JSON text nested deeper than ``MAX_DEPTH`` in a field redact reads as JSON (a tool call's
 ``arguments``, an ``output``, SWE-agent's ``replay_config``) is text to it, as to the parsers
-(``jsonl.JSON_REFUSED``): replaced by its size marker, the file written, the copy re-ingested
+(``json_decode.JSON_REFUSED``): replaced by its size marker, the file written, the copy re-ingested
 with the original's figures.  One nested just ``MAX_DEPTH`` levels, or a file that nests as
 deep, is redacted as JSON (each file's redaction has room: ``json_depth.ROOM``).  Before,
 ``RecursionError`` escaped ``redact`` in both cases (the command stopped with a traceback)."""

@@ -269,7 +269,7 @@ def test_the_message_type_test_searches_past_its_tries() -> None:
 def _codex_sniff_loading_every_line(head: bytes) -> bool:
     """Codex's ``sniff`` as it was before 2026-12-07: every line that may be JSON decoded."""
     from replay.ingest.parsers import codex_file
-    from replay.ingest.parsers.jsonl import JSON_REFUSED
+    from replay.ingest.parsers.json_decode import JSON_REFUSED
     if codex_file._MODERN_HEAD.match(head) or codex_file._LEGACY_HEAD.match(head):
         return True
     for i, raw in enumerate(head.split(b"\n", 40)[:40]):
@@ -302,6 +302,6 @@ def test_codex_sniff_skips_only_lines_no_json_text_is(head: bytes) -> None:
 
 @pytest.mark.parametrize("line", [b'"a": 1', b'  "a\\"b" :"x"', b'"" : {'])
 def test_a_member_line_is_no_json_text(line: bytes) -> None:
-    from replay.ingest.parsers.jsonl import JSON_REFUSED
+    from replay.ingest.parsers.json_decode import JSON_REFUSED
     with pytest.raises(JSON_REFUSED):
         json.loads(line)

@@ -1,5 +1,5 @@
 """How deep JSON may nest (``replay.ingest.parsers.json_depth``): one limit, ``MAX_DEPTH``,
-for the generic decoder (``jsonl.loads``, ``iter_records``) and the typed one (``iter_typed``
+for the generic decoder (``json_decode.loads``, ``iter_records``) and the typed one (``iter_typed``
 with Claude Code's ``Line``) alike, whatever the caller's stack.  Before it, msgspec and
 ``json`` went as deep as Python's recursion limit left them room: 995-997 levels from a shallow
 stack, a few hundred from a deep one."""
@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from replay.ingest.parsers import json_depth
 from replay.ingest.parsers.claude_code_records import decode, line_of
+from replay.ingest.parsers.json_decode import loads
 from replay.ingest.parsers.json_depth import MAX_DEPTH, nesting
-from replay.ingest.parsers.jsonl import first_record, iter_records, iter_typed, loads
+from replay.ingest.parsers.jsonl import first_record, iter_records, iter_typed
 from replay.ingest.parsers.source import Issue, Source
 
 T = TypeVar("T")

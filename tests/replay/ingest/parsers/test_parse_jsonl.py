@@ -1,4 +1,4 @@
-"""The parsers' JSON decoder (``replay.ingest.parsers.jsonl.loads``), documents read with their
+"""The parsers' JSON decoder (``replay.ingest.parsers.json_decode.loads``), documents read with their
 big arrays undecoded (``load_json(lazy=...)``) and lazily found item lines."""
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import json_depth, jsonl
 from replay.ingest.parsers import json_text as json_text_module
+from replay.ingest.parsers.json_decode import item, loads
 from replay.ingest.parsers.json_depth import MAX_DEPTH, nesting
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import ItemLines, array_items, item, load_json, loads
+from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
 from replay.ingest.parsers.source import Source
 
 _SCALARS = st.one_of(
