@@ -9,7 +9,8 @@ wrong type, a fraction outside 0–1 or contradicting fields raise ``PolicyError
 naming the file, the key path and why, with a "did you mean" for misspellings
 (``replay.policy.check``).
 
-The dataclasses are declared in ``replay.policy.model`` and re-exported here, where users
+The dataclasses are declared in ``replay.policy.model`` (the policy) and
+``replay.policy.tier_model`` (its tiers) and re-exported here, where users
 import them.
 
 Not here: what tiers do (``replay.engine.tiers``), the replay loop (``replay.engine.fold``).
@@ -31,26 +32,28 @@ from replay.policy.doc import (
     refuse_non_policy,
 )
 from replay.policy.model import (
-    TRIGGER_KINDS,
     Behaviour,
-    Collapse,
-    Custom,
     Harness,
-    OlderReads,
-    Placeholder,
     Policy,
-    Protect,
-    Restore,
     Server,
-    Summarise,
-    Tier,
     TokenCounter,
     Tokenizer,
-    Trigger,
-    Trim,
     policy_to_dict,
 )
 from replay.policy.providers import Cache, Prices, cache_doc
+from replay.policy.tier_model import (
+    TRIGGER_KINDS,
+    Collapse,
+    Custom,
+    OlderReads,
+    Placeholder,
+    Protect,
+    Restore,
+    Summarise,
+    Tier,
+    Trigger,
+    Trim,
+)
 
 __all__ = [
     "TRIGGER_KINDS",

@@ -6,7 +6,7 @@ a "did you mean"), a wrong type, a fraction outside 0–1, a negative count or a
 window, one reachable trigger per tier, unique tier names, templates ``str.format`` can fill).
 Every refusal is a ``PolicyError`` naming the file, the key path and why.
 
-Not here: the policy's fields (``replay.policy.model``).
+Not here: the policy's fields (``replay.policy.model``, ``replay.policy.tier_model``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from replay.errors import PolicyError
 from replay.policy.harness import AUTO_COMPACT_WINDOW_RANGE
-from replay.policy.model import TRIGGER_KINDS, Collapse, Policy, Trigger
+from replay.policy.model import Policy
+from replay.policy.tier_model import TRIGGER_KINDS, Collapse, Trigger
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

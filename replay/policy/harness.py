@@ -44,7 +44,8 @@ from dataclasses import dataclass
 
 from replay.policy.codex_harness import PRESET_LEVEL_TOKENS as CODEX_PRESET_LEVEL
 from replay.policy.codex_harness import codex_level, with_codex_level
-from replay.policy.model import Harness, Policy, Tier, Trigger
+from replay.policy.model import Harness, Policy
+from replay.policy.tier_model import Tier, Trigger
 
 OUTPUT_RESERVE_CAP_TOKENS = 20_000
 """MAX_OUTPUT_TOKENS_FOR_SUMMARY: the effective window is the window less min(max output, this)

@@ -23,7 +23,7 @@ from replay.engine.tiers.collapse import CollapseState, _older_induced, _replace
 from replay.engine.trace import COLLAPSE_TRIM, INDUCED_REREAD, Trace
 from replay.ingest.tokens import encoding
 from replay.policy import Collapse, Policy, policy_from_dict
-from replay.policy.model import DUPLICATE_READ_NOTICE
+from replay.policy.tier_model import DUPLICATE_READ_NOTICE
 from tests.replay.engine.tier_runs import lines, prepared, start
 
 A = "src/a.py"

@@ -11,7 +11,7 @@ import pytest
 from replay.engine.fold import replay
 from replay.engine.prepared import PreparedRun
 from replay.policy import Collapse, load_policy, replace_path
-from replay.policy.model import DUPLICATE_READ_NOTICE
+from replay.policy.tier_model import DUPLICATE_READ_NOTICE
 from tests.replay.engine.tier_runs import context_end, evicted, session
 
 LEVEL = 200_000 - 40_000  # Cline's maxAllowedSize on a 200k window
