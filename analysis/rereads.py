@@ -41,23 +41,24 @@ partial reads (offset/limit) of one file count as reads of that path
 (``same_args`` says whether the arguments matched the previous read).
 Placeholder texts that invite the model to call the tool again are flagged by
 ``lint_placeholders`` (``analysis.placeholders``, re-exported here).
+
+Not here: a run's tool calls before any policy (previous reads, repeats, loops:
+``analysis.reread_calls``).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from analysis.figure_text import plot_text
 from analysis.metric_spec import DEFAULT_PARAMS
 from analysis.per_run.rereads import METRICS
 from analysis.placeholders import lint_placeholders
+from analysis.reread_calls import Call, calls_by_run, mark_loops, series_values
 from replay.engine.trace import FATES
 
 if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn (start-up of the CLI)
@@ -107,14 +108,14 @@ def rereads(messages: pd.DataFrame, recorded_requests: pd.DataFrame, evictions: 
         raise ValueError("no policy in evictions: pass policies=[...]")
     evicted = _eviction_requests(evictions)
     out_msgs: dict[Any, list[int]] = {}  # one pass over the columns, not a pandas group a run
-    for rid, m in zip(_values(recorded_requests["run_id"]),
-                      _values(recorded_requests["output_msg"])):
+    for rid, m in zip(series_values(recorded_requests["run_id"]),
+                      series_values(recorded_requests["output_msg"])):
         out_msgs.setdefault(rid, []).append(int(m))
     for msgs in out_msgs.values():
         msgs.sort()
     rows: list[dict[str, Any]] = []
     for calls in calls_by_run(messages, out_msgs).values():
-        _mark_loops(calls, loop_k, loop_window_requests)
+        mark_loops(calls, loop_k, loop_window_requests)
         rows += [_classify(c, pol, evicted) for pol in pols for c in calls
                  if c.is_read or c.is_identical_repeat]
     return pd.DataFrame(rows, columns=list(_COLUMNS)).astype(_COLUMNS)
@@ -217,43 +218,10 @@ _COLUMNS: dict[str, str] = {
     "result_tokens": _I, "loop_id": _I, "is_identical_repeat": _B, "is_unchanged_repeat": _B}
 
 
-@dataclass(slots=True)
-class _Result:
-    msg: int
-    block: int
-    tokens: int
-    is_error: bool
-    available: int
-    """The first request whose context holds it."""
-
-
-@dataclass(slots=True)
-class _Call:
-    """One tool call of one run, with everything that does not depend on the policy."""
-
-    run_id: str
-    pos: int
-    msg: int
-    block: int
-    call_id: str
-    tool: str
-    op: str
-    path: str
-    text: str
-    request: int
-    result: _Result | None
-    is_read: bool
-    is_identical_repeat: bool = False
-    is_unchanged_repeat: bool = False
-    prev: _Call | None = None
-    refreshed: bool = False
-    loop_id: int = -1
-
-
 def _eviction_requests(evictions: pd.DataFrame) -> dict[tuple[str, str, int, int], _Eviction]:
     """(policy, run_id, msg, block) → the block's first eviction."""
     out: dict[tuple[str, str, int, int], _Eviction] = {}
-    for pol, rid, m, b, r, tier, fate in zip(*(_values(evictions[c]) for c in (
+    for pol, rid, m, b, r, tier, fate in zip(*(series_values(evictions[c]) for c in (
             "policy", "run_id", "msg", "block", "request", "tier", "fate"))):
         key = (str(pol), str(rid), int(m), int(b))
         if key not in out or int(r) < out[key][0]:
@@ -261,120 +229,7 @@ def _eviction_requests(evictions: pd.DataFrame) -> dict[tuple[str, str, int, int
     return out
 
 
-def _values(s: pd.Series) -> list[Any]:
-    """``s.tolist()``: the values a loop over ``s`` sees, read through Arrow when ``s`` is
-    Arrow-backed and holds no missing value (pandas hands such a column out value by value,
-    ~10x slower; with a missing value, its ``<NA>`` is kept as pandas gives it)."""
-    to_arrow = getattr(s.array, "__arrow_array__", None)
-    if to_arrow is None or s.hasnans:
-        return list(s.tolist())
-    arrow: pa.Array | pa.ChunkedArray = to_arrow()
-    return list(arrow.to_pylist())
-
-
-_CALL_COLUMNS = ("run_id", "msg", "block", "kind", "call_id", "tool", "op", "path", "text",
-                 "tokens_o200k", "is_error")
-"""The message columns ``_calls_of`` reads (as lists: no pandas indexing per run)."""
-
-
-def _rows_by_run(run_ids: list[Any]) -> dict[Any, list[int]]:
-    """Each run's row positions, runs in order of first appearance (``groupby(sort=False)``'s
-    groups: a missing run id in none)."""
-    out: dict[Any, list[int]] = {}
-    for i, rid in enumerate(run_ids):
-        at = out.get(rid)
-        if at is None:  # a run met first (or a missing id, never kept: NaN is no key)
-            if pd.isna(rid):
-                continue
-            at = out[rid] = []
-        at.append(i)
-    return out
-
-
-def calls_by_run(messages: pd.DataFrame,
-                 out_msgs: Mapping[str, list[int]]) -> dict[str, list[_Call]]:
-    """Each run's tool calls in context order, each linked to its previous read: runs in order
-    of first appearance, whatever the frame's row order (``rereads``, and the run facts of
-    ``analysis.run_facts``).
-
-    Args:
-        messages: tool calls and results of one run or several (``REREADS_COLUMNS``).
-        out_msgs: each run's recorded output messages, sorted (a run not in it: none).
-    """
-    col = {c: _values(messages[c]) for c in _CALL_COLUMNS}
-    return {str(rid): _calls_of(col, at, out_msgs.get(str(rid), []))
-            for rid, at in _rows_by_run(col["run_id"]).items()}
-
-
-def _calls_of(col: dict[str, list[Any]], at: list[int], out_msgs: list[int]) -> list[_Call]:
-    """The tool calls of the rows ``at`` (one run's) of the columns ``col``."""
-    msg, block, kind = col["msg"], col["block"], col["kind"]
-    at = sorted(at, key=lambda i: (msg[i], block[i]))  # stable: store order within a block
-    rid = str(col["run_id"][at[0]])
-    call_id, tokens, is_error = col["call_id"], col["tokens_o200k"], col["is_error"]
-    results: dict[str, _Result] = {}
-    for i in at:
-        if kind[i] != "tool_result":
-            continue
-        cid, m, t = call_id[i], msg[i], tokens[i]
-        if cid and str(cid) not in results:
-            results[str(cid)] = _Result(int(m), int(block[i]), 0 if pd.isna(t) else int(t),
-                                        bool(is_error[i]), bisect_right(out_msgs, int(m)))
-    tool, ops, paths, texts = col["tool"], col["op"], col["path"], col["text"]
-    calls: list[_Call] = []
-    last_read: dict[str, _Call] = {}
-    writes: dict[str, list[int]] = {}
-    all_writes: list[int] = []
-    seen: dict[tuple[str, str], int] = {}
-    for pos, i in enumerate(i for i in at if kind[i] == "tool_call"):
-        m, cid = msg[i], call_id[i]
-        path, op = str(paths[i] or ""), str(ops[i])
-        call = _Call(rid, pos, int(m), int(block[i]), str(cid), str(tool[i]), op, path,
-                     str(texts[i] or ""), bisect_left(out_msgs, int(m)),
-                     results.get(str(cid)) if cid else None, op == "read" and path != "")
-        key = (call.tool, call.text)
-        if key in seen:
-            call.is_identical_repeat = True
-            call.is_unchanged_repeat = bisect_right(all_writes, seen[key]) == len(all_writes)
-        seen[key] = pos
-        if call.is_read:
-            call.prev = last_read.get(path)
-            if call.prev is not None:
-                w = writes.get(path, [])
-                call.refreshed = bisect_right(w, call.prev.pos) < len(w)
-            last_read[path] = call
-        if op in ("write", "edit"):
-            all_writes.append(pos)
-            writes.setdefault(path, []).append(pos)
-        calls.append(call)
-    return calls
-
-
-def _mark_loops(calls: list[_Call], k: int, window: int) -> None:
-    """Set ``loop_id`` on reads among ≥ k reads of a path within ``window`` requests."""
-    by_path: dict[str, list[_Call]] = {}
-    for call in calls:
-        if call.is_read:
-            by_path.setdefault(call.path, []).append(call)
-    next_id = 0
-    for path in sorted(by_path):
-        reads = by_path[path]
-        reqs = [r.request for r in reads]
-        spans: list[list[int]] = []
-        for i, r in enumerate(reqs):
-            lo = bisect_left(reqs, r - window + 1)
-            if i - lo + 1 >= max(k, 1):
-                if spans and lo <= spans[-1][1]:
-                    spans[-1][1] = i
-                else:
-                    spans.append([lo, i])
-        for lo, hi in spans:
-            for read in reads[lo:hi + 1]:
-                read.loop_id = next_id
-            next_id += 1
-
-
-def _classify(call: _Call, policy: str,
+def _classify(call: Call, policy: str,
               evicted: dict[tuple[str, str, int, int], _Eviction]) -> dict[str, Any]:
     """One output row: the call's class under ``policy``."""
     prev, cls = call.prev, ("first" if call.is_read else "")

@@ -25,7 +25,8 @@ import pandas as pd
 
 from analysis import frames
 from analysis.metric_spec import DEFAULT_PARAMS, AnalysisParams, RunFacts
-from analysis.rereads import REREADS_COLUMNS, _Call, _mark_loops, calls_by_run
+from analysis.reread_calls import Call, calls_by_run, mark_loops
+from analysis.rereads import REREADS_COLUMNS
 from analysis.summarisation import recorded_compactions
 from replay.corpus import Corpus
 
@@ -67,11 +68,11 @@ def runs_facts(corpus: Corpus, run_ids: Sequence[str],
     return {rid: _facts(rid, calls.get(rid, []), firsts[rid], params) for rid in ids}
 
 
-def _facts(run_id: str, calls: list[_Call], firsts: list[int],
+def _facts(run_id: str, calls: list[Call], firsts: list[int],
            params: AnalysisParams) -> RunFacts:
     """One run's facts from its tool calls (``calls_by_run``) and the first request after each
     recorded compaction (-1: none after it)."""
-    _mark_loops(calls, params.loop_k, params.loop_window_requests)
+    mark_loops(calls, params.loop_k, params.loop_window_requests)
     counts = dict.fromkeys(("rereads_n_reads", "rereads_n", "rereads_n_refresh",
                             "rereads_n_retry", "rereads_tokens", "rereads_n_identical",
                             "rereads_n_identical_unchanged"), 0)
