@@ -1,39 +1,25 @@
-"""Offline tokenizer: counts identical to tiktoken's own encoder, no network, clear errors.
+"""Offline tokenizer: counts identical to tiktoken's own encoder (the reference: ``conftest.py``
+here), the counting encoder's ids, the counter's cache.
 
-The reference encoder is built by tiktoken itself from its own definitions
-(``tiktoken_ext.openai_public``: pattern, special tokens, official URL and sha256), with only its
-download (``tiktoken.load.read_file``) answered from a plain decompressed copy of the shipped file.
-tiktoken checks that copy against the official sha256, so the reference shares nothing with
-``replay.ingest.tokens`` but the file bytes, and those are proven official.
+Not here: the encoding files (shipped, offline, env dir, corrupted: ``test_tokens_files.py``).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import functools
-import gzip
 import json
-import socket
-import tempfile
-import tomllib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 import tiktoken
 import tiktoken.load
 from hypothesis import given
 from hypothesis import strategies as st
-from tiktoken_ext import openai_public
 
-from replay.errors import TokenizerError
 from replay.ingest import tokens
 from replay.ingest.tokens import count_one, count_tokens, encoding
-
-REPO = Path(__file__).resolve().parents[3]
-SHIPPED_DIR = REPO / "replay" / "ingest" / "encodings"
-SHIPPED = ("o200k_base", "cl100k_base")
+from tests.replay.ingest.conftest import SHIPPED, reference_encodings
 
 TEXTS = [
     "",
@@ -54,64 +40,6 @@ TEXTS = [
 ]
 TEXTS.append("The quick brown fox jumps over the lazy dog. " * 20_000)
 TEXTS.append("x" * 20_000)
-
-
-def _official_bytes(name: str) -> bytes:
-    return gzip.decompress((SHIPPED_DIR / f"{name}.tiktoken.gz").read_bytes())
-
-
-@functools.cache
-def _reference() -> dict[str, tiktoken.Encoding]:
-    """tiktoken's own o200k_base and cl100k_base, built offline from the official file bytes."""
-    url = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
-    served = {url.format(n): _official_bytes(n) for n in SHIPPED}
-    asked: list[str] = []
-
-    def read_file(blobpath: str) -> bytes:
-        asked.append(blobpath)
-        return served[blobpath]
-
-    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as cache:
-        mp.setattr(tiktoken.load, "read_file", read_file)
-        # an empty cache dir: tiktoken fetches (our read_file) and checks the official sha256
-        mp.setenv("TIKTOKEN_CACHE_DIR", cache)
-        refs = {"o200k_base": tiktoken.Encoding(**openai_public.o200k_base()),
-                "cl100k_base": tiktoken.Encoding(**openai_public.cl100k_base())}
-    assert sorted(asked) == sorted(served)  # the reference really came through tiktoken's loader
-    return refs
-
-
-@pytest.fixture
-def reference() -> dict[str, tiktoken.Encoding]:
-    return _reference()
-
-
-@pytest.fixture
-def fresh_encodings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No memoised encodings before or after; no CTXREPLAY_ENCODINGS_DIR from outside."""
-    monkeypatch.delenv("CTXREPLAY_ENCODINGS_DIR", raising=False)
-    for memo in (encoding, tokens.encoder, tokens.counter, tokens._splintr):
-        memo.cache_clear()
-    yield
-    for memo in (encoding, tokens.encoder, tokens.counter, tokens._splintr):
-        memo.cache_clear()
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
-    """Every way out is closed: sockets, and tiktoken's downloader; returns what was attempted."""
-    attempts: list[str] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        attempts.append(repr(args[:2]))
-        raise OSError("network is blocked in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-tiktoken-cache"))
-    return attempts
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -149,7 +77,7 @@ def test_special_token_text_is_ordinary_text(name: str,
 
 @given(st.lists(st.text(max_size=300), min_size=0, max_size=40))
 def test_random_text_counts_identical_and_threads_agree(texts: list[str]) -> None:
-    ref = _reference()["o200k_base"]
+    ref = reference_encodings()["o200k_base"]
     expected = [len(ref.encode_ordinary(t)) for t in texts]
     assert count_tokens(texts, "o200k_base") == expected
     assert count_tokens(texts, "o200k_base", threads=3) == expected
@@ -160,125 +88,6 @@ def test_threaded_counts_keep_order(reference: dict[str, tiktoken.Encoding]) -> 
     expected = [len(reference["cl100k_base"].encode_ordinary(t)) for t in texts]
     for threads in (1, 2, 3, 8):
         assert count_tokens(texts, "cl100k_base", threads=threads) == expected
-
-
-def test_shipped_encodings_work_with_the_network_blocked(fresh_encodings: None,
-                                                         no_network: list[str],
-                                                         reference: dict[str, tiktoken.Encoding]
-                                                         ) -> None:
-    for name in SHIPPED:
-        enc = encoding(name)
-        text = "offline: no download needed 🚫🌐"
-        assert enc.encode_ordinary(text) == reference[name].encode_ordinary(text)
-    assert no_network == []  # nothing even tried to go out
-
-
-def test_encodings_ship_with_the_package() -> None:
-    """A fresh install has both files: they exist and the package-data globs include them."""
-    data = tomllib.loads((REPO / "pyproject.toml").read_text())
-    globs = data["tool"]["setuptools"]["package-data"]["replay"]
-    for name in SHIPPED:
-        rel = f"ingest/encodings/{name}.tiktoken.gz"
-        assert (REPO / "replay" / rel).is_file()
-        assert any(fnmatch.fnmatch(rel, g) for g in globs), (rel, globs)
-
-
-def test_unknown_encoding_name_says_how_to_provide_one(fresh_encodings: None,
-                                                       no_network: list[str]) -> None:
-    with pytest.raises(TokenizerError) as err:
-        encoding("no_such_encoding")
-    msg = str(err.value)
-    assert "no_such_encoding" in msg and "CTXREPLAY_ENCODINGS_DIR" in msg
-    assert "o200k_base" in msg and "cl100k_base" in msg
-
-
-def test_missing_tiktoken_encoding_says_where_to_put_it(fresh_encodings: None,
-                                                        no_network: list[str]) -> None:
-    """r50k_base is known to tiktoken but not shipped: offline, the error names the file to get,
-    where it comes from and where to put it."""
-    with pytest.raises(TokenizerError) as err:
-        encoding("r50k_base")
-    msg = str(err.value)
-    assert "r50k_base.tiktoken" in msg and "CTXREPLAY_ENCODINGS_DIR" in msg
-    assert "https://" in msg  # the official location, so the file can be fetched elsewhere
-    assert no_network  # tiktoken did try to download (and was refused)
-
-
-def test_encoding_provided_in_env_dir_is_used_offline(fresh_encodings: None, no_network: list[str],
-                                                      tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """Following the error's advice works: o200k_harmony (not shipped; tiktoken builds it from the
-    o200k_base file) is built from a file in CTXREPLAY_ENCODINGS_DIR with tiktoken's definition."""
-    folder = tmp_path / "encs"
-    folder.mkdir()
-    (folder / "o200k_harmony.tiktoken").write_bytes(_official_bytes("o200k_base"))
-    monkeypatch.setenv("CTXREPLAY_ENCODINGS_DIR", str(folder))
-    enc = encoding("o200k_harmony")
-    assert enc.name == "o200k_harmony"
-    assert "<|start|>" in enc.special_tokens_set  # harmony's own specials: tiktoken's definition
-    text = "harmony <|start|> works offline"
-    assert enc.encode_ordinary(text) == encoding("o200k_base").encode_ordinary(text)
-    assert no_network == []
-
-
-def test_env_dir_file_overrides_shipped_one(fresh_encodings: None, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch,
-                                            reference: dict[str, tiktoken.Encoding]) -> None:
-    folder = tmp_path / "encs"
-    folder.mkdir()
-    (folder / "cl100k_base.tiktoken").write_bytes(_official_bytes("cl100k_base"))
-    monkeypatch.setenv("CTXREPLAY_ENCODINGS_DIR", str(folder))
-    assert tokens._find_file("cl100k_base") == folder / "cl100k_base.tiktoken"
-    assert encoding("cl100k_base").encode_ordinary("abc def") == \
-        reference["cl100k_base"].encode_ordinary("abc def")
-
-
-def _corrupt(raw: bytes) -> bytes:
-    """The official file with one rank changed: still a well-formed .tiktoken file."""
-    lines = raw.splitlines()
-    token, rank = lines[1000].split()
-    lines[1000] = token + b" " + str(int(rank) + 1).encode()
-    return b"\n".join(lines) + b"\n"
-
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_corrupted_file_fails_the_sha256_check(name: str, fresh_encodings: None, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "encs"
-    folder.mkdir()
-    bad = folder / f"{name}.tiktoken"
-    bad.write_bytes(_corrupt(_official_bytes(name)))
-    monkeypatch.setenv("CTXREPLAY_ENCODINGS_DIR", str(folder))
-    with pytest.raises(TokenizerError) as err:
-        encoding(name)
-    msg = str(err.value)
-    assert str(bad) in msg and "sha256" in msg and name in msg
-
-
-def test_corrupted_gzip_file_is_a_clear_error(fresh_encodings: None, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "encs"
-    folder.mkdir()
-    bad = folder / "o200k_base.tiktoken.gz"
-    bad.write_bytes((SHIPPED_DIR / "o200k_base.tiktoken.gz").read_bytes()[:5000])  # truncated
-    monkeypatch.setenv("CTXREPLAY_ENCODINGS_DIR", str(folder))
-    with pytest.raises(TokenizerError) as err:
-        encoding("o200k_base")
-    assert str(bad) in str(err.value)
-
-
-def test_corrupted_file_for_a_tiktoken_encoding_fails_its_hash(fresh_encodings: None,
-                                                                no_network: list[str],
-                                                                tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch
-                                                                ) -> None:
-    folder = tmp_path / "encs"
-    folder.mkdir()
-    (folder / "o200k_harmony.tiktoken").write_bytes(_corrupt(_official_bytes("o200k_base")))
-    monkeypatch.setenv("CTXREPLAY_ENCODINGS_DIR", str(folder))
-    with pytest.raises(TokenizerError) as err:
-        encoding("o200k_harmony")
-    assert "sha256" in str(err.value) and "o200k_harmony" in str(err.value)
 
 
 def _adversarial() -> list[str]:
