@@ -1,7 +1,10 @@
 """Codex 0.146–0.148 rollouts (``tests/fixtures/codex``, hand-made to the documented shapes, and
 one third-party schema catalog written from real 0.146–0.149 rollouts, see its SOURCES.md): every fixture's requests, tool calls, results, compactions and recorded usage
 against counts made by a plain JSON walk here, not by the parser; what each new line and item
-type became (coverage); instructions, code-mode commands, compaction summaries, forks."""
+type became (coverage); instructions, code-mode commands, compaction summaries.
+
+Not here: forks and spawned subagents (``test_codex_forks.py``).
+"""
 
 from __future__ import annotations
 
@@ -17,9 +20,8 @@ import pytest
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import codex, detect_format
 from replay.ingest.parsers.source import Source
+from tests.replay.ingest.parsers.codex_fixture_files import FILES, FIXTURES, parse_fixture
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "codex"
-FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.jsonl"))
 # a third-party schema catalog, not one session (see its SOURCES.md); kept apart: its repeated
 # placeholder values stand for ids, times and texts alike (redact: test_redact_structure.py)
 CATALOG = FIXTURES.parent / "codex_catalog" / "agent-sessions-stage0-codex-0.146.jsonl"
@@ -102,25 +104,6 @@ def _count(path: Path) -> dict[str, Any]:
     }
 
 
-def _run_id(sha256: str, source: str) -> str:
-    """The first run's id of the file with these bytes stored as ``source`` (content and
-    path, issue 23 item 6), computed here apart from the parser."""
-    return f"{sha256[:16]}-{hashlib.sha1(source.encode()).hexdigest()[:8]}-0"
-
-
-def _parse(rel: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], Source]:
-    path = FIXTURES / rel
-    data = path.read_bytes()
-    src = Source(path=str(path), rel=rel, data=data, sha256=hashlib.sha256(data).hexdigest())
-    issues: list[Any] = []
-    drafts = codex.parse(src, issues)
-    assert issues == []
-    parsed = parse_file(path, FIXTURES)
-    assert parsed.issues == () and parsed.tables is not None
-    return (parsed.tables.runs.to_pylist()[0], parsed.tables.messages.to_pylist(),
-            parsed.tables.requests.to_pylist(), src) if drafts else pytest.fail("no run")
-
-
 def test_fixture_list() -> None:
     assert len(FILES) == 7  # 6 + the real TraceLab 0.114 segment
 
@@ -129,7 +112,7 @@ def test_fixture_list() -> None:
 def test_fixture_counts_match_raw(rel: str) -> None:
     facts = _count(FIXTURES / rel)
     assert detect_format(rel, (FIXTURES / rel).read_bytes()[:65536]) == "codex"
-    run, msgs, reqs, _ = _parse(rel)
+    run, msgs, reqs, _ = parse_fixture(rel)
     assert run["n_requests"] == len(reqs) == facts["requests"]
     assert run["n_tool_calls"] == facts["calls"]
     assert run["n_tool_results"] == facts["results"]
@@ -149,7 +132,7 @@ def test_fixture_counts_match_raw(rel: str) -> None:
 @pytest.mark.parametrize("rel", FILES)
 def test_every_line_and_item_type_is_counted(rel: str) -> None:
     recs = _lines(FIXTURES / rel)
-    _, _, _, src = _parse(rel)
+    _, _, _, src = parse_fixture(rel)
     cov = src.coverage.by_type()
     assert not any("unknown" in fates for fates in cov.values()), cov
     names = []
@@ -166,7 +149,7 @@ def test_every_line_and_item_type_is_counted(rel: str) -> None:
 
 def test_new_line_types_are_skipped_not_context() -> None:
     rel = "rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-0123456789ab.jsonl"
-    _, msgs, _, src = _parse(rel)
+    _, msgs, _, src = parse_fixture(rel)
     cov = src.coverage.by_type()
     for t in ("inter_agent_communication_metadata", "token_usage_record", "security_risk_score",
               "realtime_item"):
@@ -183,7 +166,7 @@ def test_compaction_summaries() -> None:
     rel = "rollout-2026-09-01T08-00-00-01a02f10-aaaa-7bbb-8ccc-0123456789ab.jsonl"
     recs = _lines(FIXTURES / rel)
     compacted = [r["payload"] for r in recs if r["type"] == "compacted"]
-    _, msgs, reqs, _ = _parse(rel)
+    _, msgs, reqs, _ = parse_fixture(rel)
     summaries = [m for m in msgs if m["kind"] == "summary"]
     assert all(m["is_harness_summary"] for m in summaries)
     # 1: empty message -> the replacement history's last message; 2: the message;
@@ -221,7 +204,7 @@ def test_unresolved_reference_is_an_issue(tmp_path: Path) -> None:
 def test_code_mode_commands_are_nested_rows() -> None:
     rel = "rollout-2026-08-21T09-00-00-01a0114e-3c1d-7a52-b0e3-5f1c2d3e4f50.jsonl"
     facts = _count(FIXTURES / rel)
-    run, msgs, _, src = _parse(rel)
+    run, msgs, _, src = parse_fixture(rel)
     nested = [m for m in msgs if m["tool"] == "exec_command" and m["text"] == ""]
     calls = [m for m in nested if m["kind"] == "tool_call"]
     assert [m["call_id"] for m in calls] == [c["id"] for c in facts["nested"]] == ["cmd_a", "cmd_b"]
@@ -232,30 +215,6 @@ def test_code_mode_commands_are_nested_rows() -> None:
     assert run["n_tool_calls"] == facts["calls"]  # nested commands are not model calls
 
 
-def test_fork_links_its_parent_and_skips_the_replayed_meta() -> None:
-    day = "sessions/2026/09/02/"
-    parent, fork = sorted(f for f in FILES if f.startswith(day))
-    sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
-    prun, *_ = _parse(parent)
-    frun, fmsgs, _, src = _parse(fork)
-    assert prun["parent_run_id"] == ""
-    assert frun["parent_run_id"] == _run_id(sha, parent) == prun["run_id"]
-    assert src.coverage.by_type()["session_meta"] == {"modelled": 1, "skipped": 1}
-    assert sum(m["role"] == "system" for m in fmsgs) == 1  # one system prompt, not two
-
-
-def test_fork_without_its_parent_says_so(tmp_path: Path) -> None:
-    fork = next(f for f in FILES if f.endswith("0b.jsonl"))
-    path = tmp_path / "rollout-x.jsonl"
-    path.write_bytes((FIXTURES / fork).read_bytes())
-    data = path.read_bytes()
-    src = Source(path=str(path), rel=path.name, data=data, sha256="0" * 64)
-    run = codex.parse(src, [])[0].run
-    assert run["parent_run_id"] == ""
-    assert src.coverage.by_type()["session_meta/parent (rollout not found beside this file)"] == {
-        "unknown": 1}
-
-
 def test_detection_says_what_it_saw() -> None:
     from replay.ingest.parsers import detect
 
@@ -264,36 +223,6 @@ def test_detection_says_what_it_saw() -> None:
     assert got.format == "codex"
     n_meta = sum(json.loads(x)["type"] == "session_meta" for x in head.split(b"\n")[:40] if x)
     assert f"session_meta x{n_meta}" in got.reason
-
-
-def test_spawned_subagent_links_its_parent_and_names_its_agent(tmp_path: Path) -> None:
-    day = "sessions/2026/09/02/"
-    parent = next(f for f in FILES if f.startswith(day) and f.endswith("0a.jsonl"))
-    folder = tmp_path / day
-    folder.mkdir(parents=True)
-    (folder / Path(parent).name).write_bytes((FIXTURES / parent).read_bytes())
-    pid = "01a03000-0000-7000-8000-00000000000a"
-    meta = {"session_id": "01a03000-0000-7000-8000-0000000000cc", "cli_version": "0.148.1",
-            "source": {"subagent": {"thread_spawn": {"parent_thread_id": pid, "depth": 1,
-                                                     "agent_path": "/root/worker"}}},
-            "agent_path": "/root/worker", "base_instructions": {"text": "You are a worker."}}
-    lines = [{"timestamp": "t", "type": "session_meta", "payload": meta},
-             {"timestamp": "t", "type": "response_item", "payload": {
-                 "type": "message", "role": "user", "content": [{"type": "input_text",
-                                                                 "text": "count files"}]}},
-             {"timestamp": "t", "type": "response_item", "payload": {
-                 "type": "message", "role": "assistant", "content": [{"type": "output_text",
-                                                                      "text": "3"}]}}]
-    other = tmp_path / "sessions/2026/09/03"  # a later day folder of the same sessions tree
-    other.mkdir(parents=True)
-    child = other / "rollout-2026-09-03T10-00-00-01a03000-0000-7000-8000-0000000000cc.jsonl"
-    child.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    parsed = parse_file(child, tmp_path)
-    assert parsed.tables is not None and parsed.issues == ()
-    run = parsed.tables.runs.to_pylist()[0]
-    sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
-    assert run["parent_run_id"] == _run_id(sha, parent)  # stored relative to tmp_path
-    assert run["agent"] == "/root/worker"
 
 
 def test_third_party_catalog_counts_match_raw() -> None:
@@ -404,7 +333,7 @@ def test_retained_context_lines_are_skipped_not_context(tmp_path: Path) -> None:
                  sha256=hashlib.sha256(data).hexdigest())
     issues: list[Any] = []
     draft = codex.parse(src, issues)
-    _, msgs, reqs, _ = _parse(rel)
+    _, msgs, reqs, _ = parse_fixture(rel)
     assert issues == [] and src.coverage.by_type()["retained_context"] == {"skipped": 1}
     assert [d.messages["text"] for d in draft] == [[m["text"] for m in msgs]]
     assert [len(d.requests["request"]) for d in draft] == [len(reqs)]
