@@ -22,7 +22,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from replay.ingest.parsers.claude_code_records import NON_MESSAGE_TYPES
-from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.source import run_id_for, stored_source
 
 _MESSAGE_TYPES = ("user", "assistant")

@@ -19,9 +19,9 @@ import msgspec
 
 from replay.ingest.parsers.claude_code_node import NO_TIE, Node
 from replay.ingest.parsers.content_text import ATTACHMENTS, as_text, document_placeholder, held
+from replay.ingest.parsers.json_decode import loads
 from replay.ingest.parsers.json_depth import decoded
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import loads
 from replay.ingest.parsers.source import Source
 
 NON_MESSAGE_TYPES = frozenset((

@@ -21,7 +21,7 @@ from typing import Any
 
 import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.coverage import Coverage
-from replay.ingest.parsers.jsonl import JSON_REFUSED
+from replay.ingest.parsers.json_decode import JSON_REFUSED
 from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.source import Issue, run_id_for, stored_source
 

@@ -18,8 +18,8 @@ import msgspec
 
 from replay.ingest.parsers.content_text import as_text, unread_text
 from replay.ingest.parsers.counts import json_int
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
 
 CALLS = ("function_call", "custom_tool_call", "local_shell_call", "tool_search_call")
 """Model-output calls whose result comes as a separate output item."""

@@ -36,7 +36,8 @@ from typing import Any
 from replay.ingest.input_files import max_document_bytes
 from replay.ingest.parsers.coverage import Coverage
 from replay.ingest.parsers.inspect_eval_zip import MAX_ENTRIES, ZIP_ERRORS, ZIP_MAGIC
-from replay.ingest.parsers.jsonl import JSON_REFUSED, array_items
+from replay.ingest.parsers.json_decode import JSON_REFUSED
+from replay.ingest.parsers.jsonl import array_items
 from replay.ingest.parsers.source import Issue, Source
 
 _LOCAL = struct.Struct("<4sHHHHHLLLHH")

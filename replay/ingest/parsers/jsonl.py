@@ -6,7 +6,7 @@ UTF-8, NUL bytes, a truncated last line) so the rest of the file is still read.
 ``load_json`` reads a whole-file JSON document with the same reporting, optionally with its
 big arrays left undecoded (``lazy``: each item decoded by ``item`` when the parser reaches it).
 The JSON decoder every parser uses is ``replay.ingest.parsers.json_decode`` (``loads``,
-``item`` and ``JSON_REFUSED`` are imported here too, for the parsers that import them from here).
+``item``, ``JSON_REFUSED``): parsers import it from there.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from replay.ingest.parsers.jsonl_batch import plain_lines
 from replay.ingest.parsers.jsonl_reread import LineIndex, reread
 from replay.ingest.parsers.source import Issue, Source
 
-__all__ = ["JSON_REFUSED", "LAZY_MIN_BYTES", "MAX_LINE_BYTES", "ItemLines", "array_items", "as_obj",
-           "as_str", "first_record", "item", "iter_records", "iter_typed", "load_json",
-           "load_or_salvage", "loads"]
+__all__ = ["LAZY_MIN_BYTES", "MAX_LINE_BYTES", "ItemLines", "array_items", "as_obj", "as_str",
+           "first_record", "iter_records", "iter_typed", "load_json", "load_or_salvage"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A single line longer than this is reported and skipped: no model's context holds one record

@@ -39,13 +39,8 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder, RunDraft
 from replay.ingest.parsers.content_text import as_text, held
-from replay.ingest.parsers.jsonl import (
-    JSON_REFUSED,
-    ItemLines,
-    array_items,
-    load_json,
-    loads,
-)
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
+from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.ingest.openhands_v1_folder import BASE_STATE, EVENT_NAME, HEADER_KEY
-from replay.ingest.parsers.jsonl import JSON_REFUSED, loads
+from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.source import Issue, Source

@@ -33,8 +33,9 @@ import msgspec
 
 import replay.ingest.parsers.jsonl as json_lines
 from replay.ingest.input_files import document_too_big
+from replay.ingest.parsers.json_decode import item
 from replay.ingest.parsers.json_depth import check_each, too_deep
-from replay.ingest.parsers.jsonl import _is_utf8, item
+from replay.ingest.parsers.jsonl import _is_utf8
 
 _NULL = msgspec.Raw(b"null")
 
