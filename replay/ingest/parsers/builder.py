@@ -215,7 +215,11 @@ class RunBuilder:
                 else:
                     value = int(value)
             r[name].append(value)
-        self._parts_within_prompt()
+        full = r["input_tokens"][-1]
+        if full is not None:  # the cache parts within the prompt (inline: every request)
+            read, write = r["cache_read_tokens"][-1], r["cache_write_tokens"][-1]
+            if (read or write) and (read or 0) + (write or 0) > full:
+                self._parts_exceed_prompt(full, read, write)
         r["model"].append(model or self.model)
         r["ts"].append(ts or self._ts)
 
@@ -233,17 +237,13 @@ class RunBuilder:
                                                       f"count ({why}; kept as unknown)"))
         return None
 
-    def _parts_within_prompt(self) -> None:
+    def _parts_exceed_prompt(self, full: int, read: int | None, write: int | None) -> None:
         """The request just recorded: its cache read and write are parts of ``input_tokens``,
-        the full prompt (``schema.Request``), so together they never exceed it.  When they do
-        (a cached count larger than the prompt it is part of), which figure is wrong is not
-        known: one issue, and both parts unknown, never a cached share over 100 % clamped to
-        it or a cost priced from the impossible split."""
+        the full prompt (``schema.Request``), so together they never exceed it; ``request``
+        found they do (a cached count larger than the prompt it is part of).  Which figure is
+        wrong is not known: one issue, and both parts unknown, never a cached share over 100 %
+        clamped to it or a cost priced from the impossible split."""
         r = self._r
-        full, read, write = (r[c][-1] for c in ("input_tokens", "cache_read_tokens",
-                                                "cache_write_tokens"))
-        if full is None or (read or 0) + (write or 0) <= full:
-            return
         said = " + ".join(f"{c} {v:,}" for c, v in (("cache_read_tokens", read),
                                                      ("cache_write_tokens", write)) if v)
         self.issues.append(Issue(self.source.path, self.line,
