@@ -66,7 +66,7 @@ from replay.ingest.discover import discover, sources
 from replay.ingest.entry_write import write_entry
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS, detect_format
-from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Source
 from replay.ingest.redaction import declared, tokens_for
 from replay.ingest.run_tables import tokenize

@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from replay.engine.prepared import PreparedRun, prepare
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, policy_from_dict

@@ -28,9 +28,9 @@ from replay.ingest.entry_file import add_part
 from replay.ingest.input_files import BOM, Unreadable, as_utf8, not_text, read_input
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parsers import PARSERS, Detection, companion
-from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.head import detect_file
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source, said_once
 from replay.ingest.run_tables import Counted, tokenize
 from replay.memory import collector_paused

@@ -30,7 +30,7 @@ from replay.ingest.arrow_columns import (
     utf8_lengths,
 )
 from replay.ingest.names import TOKEN_COLUMN
-from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens

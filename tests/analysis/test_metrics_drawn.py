@@ -42,7 +42,7 @@ from analysis.run_facts import runs_facts
 from replay.corpus import Corpus
 from replay.engine.fold import replay
 from replay.engine.trace import Trace
-from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.run_tables import tokenize
 from replay.policy import Policy, policy_from_dict, policy_to_dict
 from tests.analysis.test_metrics_batch import _bits

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from replay.ingest.input_files import Unreadable, as_utf8, not_text
 from replay.ingest.parse_file import ParsedFile, parse_file, parse_source
 from replay.ingest.parsers import PARSERS
-from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.redaction import declared
 from replay.ingest.schema import KINDS, OPS, ROLES

@@ -66,11 +66,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, not_a_string
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "atif"

@@ -13,32 +13,33 @@ Not here: token counting, writing Parquet, format quirks, the input file and its
 from __future__ import annotations
 
 import bisect
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replay.ingest.ops import classify
 from replay.ingest.parsers.call_pairs import call_issues
-from replay.ingest.parsers.counts import INT64_MAX, MAX_COUNT, json_int, not_a_count, shown
+from replay.ingest.parsers.counts import (
+    INT64_MAX,
+    MAX_COUNT,
+    count_or_issue,
+    json_int,
+    not_a_count,
+    shown,
+)
 from replay.ingest.parsers.json_text import json_text
+from replay.ingest.parsers.run_draft import (
+    COUNT_COLS,
+    EVENT_COLS,
+    MSG_COLS,
+    REQ_COLS,
+    TEXT_COL,
+    RunDraft,
+    message_columns,
+)
 from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
 
-
-@dataclass(slots=True)
-class RunDraft:
-    """A parsed run before tokenisation: run fields and message/request columns."""
-
-    run: dict[str, Any]
-    messages: dict[str, list[Any]]
-    requests: dict[str, list[Any]]
-    events: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _EVENT_COLS})
-
-
-_MSG_COLS = ("msg", "block", "role", "kind", "call_id", "tool", "op", "path", "text",
-             "is_error", "is_harness_summary", "ts", "agent", "encrypted_bytes")
-_TEXT = _MSG_COLS.index("text")
 MAX_BRANCHES = 200
 """Abandoned branches (a Claude Code rewind's, a Codex rollback's) made into runs of their own
 per session at the most: each is a copy of the run up to where it branched, so a log of
@@ -46,15 +47,6 @@ thousands of them would be thousands of copies (a crafted 10 MB rollout of 4,000
 2.8 GB and 33 s).  The rest are counted in the parser's issues, not made runs."""
 _CHUNK_ROWS = 4096
 """Rows kept as tuples before they are moved into the message columns (``RunBuilder._m``)."""
-_INT_MSG_COLS = frozenset(("msg", "block", "encrypted_bytes"))
-"""Message columns kept as ``array('q')`` while a run is built: 8 bytes a row, no int object."""
-_REQ_COLS = ("request", "output_msg", "input_tokens", "cache_read_tokens", "cache_write_tokens",
-             "output_tokens", "reasoning_tokens", "model", "ts", "cache_miss_reason", "applied_edits")
-_COUNT_COLS = _REQ_COLS[2:7]
-"""The request columns of token counts (``RunBuilder.request`` checks each)."""
-_EVENT_COLS: tuple[str, ...] = (
-    "event", "kind", "msg", "request", "trigger", "pre_tokens", "post_tokens", "tokens_saved",
-    "summary_msg", "preserved_msgs", "call_ids", "full_chars")
 
 
 @dataclass(slots=True)
@@ -77,15 +69,15 @@ class RunBuilder:
     """``Run.recorded_compact_limit_tokens`` (set by a parser whose log records it)."""
     line: int = 0
     """The input line being read, for issues (set by parsers that know it; 0: not known)."""
-    _m: tuple[Any, ...] = field(default_factory=lambda: _message_columns())
-    """The message rows so far, a column each in ``_MSG_COLS`` order (``_message_columns``),
+    _m: tuple[Any, ...] = field(default_factory=lambda: message_columns())
+    """The message rows so far, a column each in ``MSG_COLS`` order (``message_columns``),
     but for the newest ones in ``_rows``: rows are added as tuples (one append a block) and
     moved into the columns ``_CHUNK_ROWS`` at a time, so a big run is never held as a tuple
     per row (a tuple's header a row, then rows and columns both at once when built: ~1.3x
     the rows' memory more at the peak)."""
     _rows: list[tuple[Any, ...]] = field(default_factory=list)
-    """The newest message rows, as tuples in ``_MSG_COLS`` order (``_flush`` moves them)."""
-    _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _REQ_COLS})
+    """The newest message rows, as tuples in ``MSG_COLS`` order (``_flush`` moves them)."""
+    _r: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in REQ_COLS})
     _msg: int = -1
     _block: int = 0
     _role: str = ""
@@ -180,16 +172,8 @@ class RunBuilder:
         object, a negative or out-of-range number) is one issue naming the log's own field and
         the value, and unknown (None): never 0, never dropped without a word, and never hidden
         in a sum of parts (``request`` checks only what it records)."""
-        if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
-            return value  # (nearly every value: no call)
-        why = not_a_count(value)
-        if why is not None:
-            self.issues.append(Issue(self.source.path, self.line,
-                                     f"request {len(self._r['request'])}: {name} "
-                                     f"{shown(value)} is not a token count ({why}; kept as "
-                                     "unknown)"))
-            return None
-        return json_int(value)
+        return count_or_issue(value, f"request {len(self._r['request'])}: {name}", self.issues,
+                              self.source.path, self.line)
 
     def request(self, *, output_msg: int | None = None, input_tokens: int | None = None,
                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
@@ -202,18 +186,11 @@ class RunBuilder:
         r["applied_edits"].append(applied_edits)
         r["request"].append(len(r["request"]))
         r["output_msg"].append(self._msg if output_msg is None else output_msg)
-        for name, value in zip(_COUNT_COLS, (input_tokens, cache_read_tokens, cache_write_tokens,
+        for name, value in zip(COUNT_COLS, (input_tokens, cache_read_tokens, cache_write_tokens,
                                              output_tokens, reasoning_tokens)):
             if value is not None and (value.__class__ is not int or not 0 <= value <= MAX_COUNT):
-                why = not_a_count(value)  # (a plain int in range, nearly every value, is one)
-                if why is not None:
-                    self.issues.append(Issue(self.source.path, self.line,
-                                             f"request {len(r['request']) - 1}: "
-                                             f"{name} {shown(value)} is not a token count "
-                                             f"({why}; kept as unknown)"))
-                    value = None
-                else:
-                    value = int(value)
+                value = count_or_issue(value, f"request {len(r['request']) - 1}: {name}",
+                                       self.issues, self.source.path, self.line)
             r[name].append(value)
         full = r["input_tokens"][-1]
         if full is not None:  # the cache parts within the prompt (inline: every request)
@@ -228,14 +205,7 @@ class RunBuilder:
         one that is not a count or out of range (a window of 10^30 tokens) is one issue and
         unknown, as a request's count is; it lost the whole file before (the schema's int64
         cannot hold it)."""
-        if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
-            return value
-        why = not_a_count(value)
-        if why is None:
-            return json_int(value)
-        self.issues.append(Issue(self.source.path, 0, f"{name} {shown(value)} is not a token "
-                                                      f"count ({why}; kept as unknown)"))
-        return None
+        return count_or_issue(value, name, self.issues, self.source.path, 0)
 
     def _parts_exceed_prompt(self, full: int, read: int | None, write: int | None) -> None:
         """The request just recorded: its cache read and write are parts of ``input_tokens``,
@@ -289,7 +259,7 @@ class RunBuilder:
         to this run before the copy are not copied (they are this run's; context there)."""
         return replace(self, index=index, agent=agent, parent_run_id=self.run_id,
                        _m=tuple(c[:] for c in self._flushed()), _rows=[],
-                       _r={c: [] for c in _REQ_COLS},
+                       _r={c: [] for c in REQ_COLS},
                        _calls=dict(self._calls), _compactions=list(self._compactions),
                        _events=[dict(e) for e in self._events], _nested=list(self._nested),
                        _nested_results=list(self._nested_results))
@@ -323,7 +293,7 @@ class RunBuilder:
         """Put ``text`` in block ``block`` (index among the run's blocks), added before with a
         stand-in (a parser reading the text later, once what it was made of is let go)."""
         self._flush()
-        self._m[_TEXT][block] = text
+        self._m[TEXT_COL][block] = text
 
     @property
     def msg_index(self) -> int:
@@ -345,7 +315,7 @@ class RunBuilder:
         columns are handed over, not copied: call it once, when the run is complete (a block
         added after it fails)."""
         self._close()
-        m = dict(zip(_MSG_COLS, self._flushed()))
+        m = dict(zip(MSG_COLS, self._flushed()))
         self._m = ()
         r = self._r
         kinds = m["kind"]
@@ -373,14 +343,14 @@ class RunBuilder:
         }
         outs = r["output_msg"]
         self.issues.extend(call_issues(self.source.path, m["kind"], m["call_id"], m["msg"], outs))
-        events: dict[str, list[Any]] = {c: [] for c in _EVENT_COLS}
+        events: dict[str, list[Any]] = {c: [] for c in EVENT_COLS}
         k = 0  # each event's request: the first whose output is at or after its message (the
         # events by message: where the last one's was found, or later; not a scan from 0 each)
         for i, e in enumerate(sorted(self._events, key=lambda e: e["msg"])):
             while k < len(outs) and outs[k] < e["msg"]:
                 k += 1
             e = {**e, "event": i, "request": k if k < len(outs) else None}
-            for c in _EVENT_COLS:
+            for c in EVENT_COLS:
                 events[c].append(e[c])
         return RunDraft(run=run, messages=dict(m), requests=dict(r), events=events)
 
@@ -426,9 +396,3 @@ class RunBuilder:
         if len(rows) == _CHUNK_ROWS:
             self._flush()
         self._block += 1
-
-
-def _message_columns() -> tuple[Any, ...]:
-    """Empty message columns in ``_MSG_COLS`` order: ``array('q')`` for the integer ones, lists
-    for the others."""
-    return tuple(array("q") if c in _INT_MSG_COLS else [] for c in _MSG_COLS)

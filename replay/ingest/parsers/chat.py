@@ -63,7 +63,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.chat_messages import emit_message, message_type
 from replay.ingest.parsers.chat_requests import (
     add_request,
@@ -75,6 +75,7 @@ from replay.ingest.parsers.chat_rewrites import read_rewritten
 from replay.ingest.parsers.json_decode import JSON_REFUSED
 from replay.ingest.parsers.jsonl import first_record, iter_records, load_json
 from replay.ingest.parsers.repeats import Repeats
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "chat"

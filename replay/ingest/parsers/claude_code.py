@@ -61,7 +61,7 @@ from pathlib import Path
 
 from msgspec import UNSET
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.claude_code_branches import Extras, abandoned_branches, kept_extra
 from replay.ingest.parsers.claude_code_emit import (
     Group,
@@ -108,6 +108,7 @@ from replay.ingest.parsers.claude_code_session import Session, session, sidechai
 from replay.ingest.parsers.coverage import LINE_NOT_READ, Coverage
 from replay.ingest.parsers.jsonl import iter_typed
 from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, LineIndex
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "claude_code"

@@ -89,7 +89,7 @@ and compactions ``codex_walk_items``, ``codex_walk_events``, ``codex_walk_compac
 from __future__ import annotations
 
 import replay.ingest.parsers.codex_sessions as sessions
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.codex_file import (
     evidence,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse
     sniff,  # noqa: F401
@@ -100,6 +100,7 @@ from replay.ingest.parsers.codex_usage import UsageTrack
 from replay.ingest.parsers.codex_walk import finish, record
 from replay.ingest.parsers.codex_walk_state import Walk
 from replay.ingest.parsers.jsonl_list import record_list
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "codex"

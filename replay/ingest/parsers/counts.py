@@ -6,14 +6,17 @@ every sum made of counts (a prompt's parts, a request's input and output, a run'
 stored and computed as the number it is.  ``json_int`` reads the number
 (booleans, strings, NaN and fractions are not counts); ``not_a_count`` says why a value present
 in a log is not a count (None when it is one), for the issue that keeps it unknown; ``shown``
-quotes a value in that issue.
+quotes a value in that issue; ``count_or_issue`` reads a value as a count or records that
+issue, in one wording for every count of a run.
 
-Not here: where the issues are recorded (``replay.ingest.parsers.builder.RunBuilder``).
+Not here: which counts a run records (``replay.ingest.parsers.builder.RunBuilder``).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from replay.ingest.parsers.source import Issue
 
 INT64_MAX = 2**63 - 1
 """The largest value of the schema's integer columns."""
@@ -52,3 +55,19 @@ def shown(value: Any) -> str:
     if isinstance(value, int) and len(text) > 24:
         return f"{text[:12]}… ({len(text.lstrip('-'))} digits)"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def count_or_issue(value: Any, where: str, issues: list[Issue], path: str,
+                   line: int) -> int | None:
+    """``value`` read as a count: None as it is (not recorded); a value that is no count (a
+    string, a boolean, NaN, a fraction, an object, a negative or out-of-range number) one issue
+    naming the log's field (``where``, e.g. ``request 3: input_tokens``) and the value, and
+    None (unknown): never 0, never dropped without a word."""
+    if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
+        return value  # (nearly every value: no call)
+    why = not_a_count(value)
+    if why is None:
+        return json_int(value)
+    issues.append(Issue(path, line, f"{where} {shown(value)} is not a token count ({why}; kept "
+                                    "as unknown)"))
+    return None

@@ -73,11 +73,11 @@ import re
 from typing import Any
 
 from replay.ingest.input_files import document_too_big
-from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.gemini_cli_emit import NAME, emit
 from replay.ingest.parsers.gemini_cli_history import History, Notes, is_message
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import MAX_LINE_BYTES, array_items, iter_records
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
 __all__ = ["NAME", "evidence", "parse", "sniff"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import inline_placeholder, not_a_string
 from replay.ingest.parsers.gemini_cli_history import History, tool_calls
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_str as _str
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said, text_field
 

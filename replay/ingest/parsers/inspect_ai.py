@@ -49,13 +49,14 @@ import json
 import re
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.inspect_ai_damaged import MissingOutputs, rebuilt_zip, salvage_json
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.jsonl import load_json
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import text_field
 

@@ -37,11 +37,12 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, held
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said
 

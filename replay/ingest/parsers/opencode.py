@@ -57,12 +57,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.jsonl import ItemLines, iter_records, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.opencode_parts import SKIPPED_PARTS, PartOrder
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source
 from replay.ingest.parsers.typed_text import text_field
 

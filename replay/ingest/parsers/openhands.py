@@ -44,7 +44,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import not_a_string
 from replay.ingest.parsers.counts import json_int as _int
 from replay.ingest.parsers.json_decode import item
@@ -57,6 +57,7 @@ from replay.ingest.parsers.openhands_response import (
     request,
     tool_call_metadata,
 )
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import content_text, said, text_field
 

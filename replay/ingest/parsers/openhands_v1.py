@@ -53,12 +53,13 @@ from pathlib import PurePath
 from typing import Any
 
 from replay.ingest.openhands_v1_folder import BASE_STATE, EVENT_NAME, EVENTS_DIR, HEADER_KEY
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.openhands_v1_document import read_document
 from replay.ingest.parsers.openhands_v1_usage import Usage, usage_by_response
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import content_text, text_field
 

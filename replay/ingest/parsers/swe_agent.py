@@ -41,10 +41,11 @@ import re
 from typing import Any
 
 import replay.ingest.parsers.swe_agent_doc as swe_doc
-from replay.ingest.parsers.builder import RunBuilder, RunDraft
+from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, item, loads
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said
 from replay.shell_line import shell_split

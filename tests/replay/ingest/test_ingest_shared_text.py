@@ -22,7 +22,7 @@ from replay.ingest import entry_file, run_tables, store
 from replay.ingest.batch import ingest
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import claude_code, jsonl_reread
-from replay.ingest.parsers.builder import RunDraft
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.run_tables import tokenize
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from replay.ingest import entry_file, parse_file, store
 from replay.ingest.batch import ingest
 from replay.ingest.parsers import claude_code, jsonl_reread
-from replay.ingest.parsers.builder import RunDraft
 from replay.ingest.parsers.claude_code_ends import session_ends
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
 BIG = 1 << 40
