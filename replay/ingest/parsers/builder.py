@@ -172,6 +172,8 @@ class RunBuilder:
         object, a negative or out-of-range number) is one issue naming the log's own field and
         the value, and unknown (None): never 0, never dropped without a word, and never hidden
         in a sum of parts (``request`` checks only what it records)."""
+        if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
+            return value  # (nearly every value: no call, no issue's wording made)
         return count_or_issue(value, f"request {len(self._r['request'])}: {name}", self.issues,
                               self.source.path, self.line)
 
