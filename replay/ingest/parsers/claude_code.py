@@ -51,28 +51,17 @@ Every record type is counted in ``src.coverage``: user/assistant/attachment/boun
 modelled (or skipped when off the path), the other known types (``NON_MESSAGE_TYPES``, other
 ``system`` subtypes) skipped, anything else unknown.  ``<synthetic>`` assistant records
 (written by the harness) get no request.
+
+Not here: making a session's runs of its records (``claude_code_runs``).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from msgspec import UNSET
 
-from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.claude_code_branches import Extras, abandoned_branches, kept_extra
-from replay.ingest.parsers.claude_code_emit import (
-    Group,
-    Shared,
-    State,
-    emit,
-    emit_response,
-    fill,
-    order,
-    wanted,
-)
 from replay.ingest.parsers.claude_code_ends import PASS as _PASS
 from replay.ingest.parsers.claude_code_ends import TITLE_KEYS as _TITLE_KEYS
 from replay.ingest.parsers.claude_code_ends import session_ends
@@ -80,15 +69,11 @@ from replay.ingest.parsers.claude_code_file import (
     companion,  # noqa: F401 - the parser interface: NAME, sniff, evidence, parse, and these
     copied,
     evidence,  # noqa: F401
-    fork_parent_run_id,
     metadata_only,  # noqa: F401
-    parent_run_id,
-    session_folder,
     sniff,  # noqa: F401
 )
-from replay.ingest.parsers.claude_code_node import SIDE_TIE, Node, tie
+from replay.ingest.parsers.claude_code_node import SIDE_TIE, tie
 from replay.ingest.parsers.claude_code_noid import NoIds
-from replay.ingest.parsers.claude_code_path import Resolved
 from replay.ingest.parsers.claude_code_records import (
     AGAIN,
     NON_MESSAGE_TYPES,
@@ -104,14 +89,17 @@ from replay.ingest.parsers.claude_code_records import (
     rtype,
     text_again,
 )
-from replay.ingest.parsers.claude_code_session import Session, session, sidechains
-from replay.ingest.parsers.coverage import LINE_NOT_READ, Coverage
+from replay.ingest.parsers.claude_code_runs import (
+    NAME,  # noqa: F401 - the parser interface
+    session_runs,
+)
+from replay.ingest.parsers.claude_code_session import Session, session
+from replay.ingest.parsers.coverage import LINE_NOT_READ
 from replay.ingest.parsers.jsonl import iter_typed
 from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, LineIndex
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 
-NAME = "claude_code"
 _MESSAGES = {"user": "user", "assistant": "assistant"}
 """The record types whose coverage type is their type (``rtype``; the one string of each)."""
 _OWN = frozenset(("user", "assistant", "system")) | NON_MESSAGE_TYPES
@@ -163,7 +151,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 group += 1  # (a session read to its end: its runs made now, its records gone)
                 done.add(head)
                 at_sid = None
-                for run in _session_runs(src, made, sessions.pop(head), n_runs, group, path,
+                for run in session_runs(src, made, sessions.pop(head), n_runs, group, path,
                                          again):
                     n_runs += 1
                     yield run
@@ -277,7 +265,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     noids.report(src, issues)
     while sessions:  # each session let go once its runs are made: not held to the file's end
         group += 1
-        for run in _session_runs(src, made, sessions.pop(next(iter(sessions))), n_runs, group,
+        for run in session_runs(src, made, sessions.pop(next(iter(sessions))), n_runs, group,
                                  path, again if len(lines) else None):
             n_runs += 1
             yield run
@@ -292,48 +280,6 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             issues.append(Issue(src.path, 0, "no user or assistant records"))
 
 
-def _session_runs(src: Source, issues: list[Issue], sess: Session, n_runs: int, group: int,
-                  path: Path, again: Callable[[int], str] | None
-                  ) -> Iterator[tuple[int | None, RunDraft]]:
-    """The runs of one session (``iter_runs``; ``n_runs``: runs made before, ``group``: its
-    number), each made when the one before was taken."""
-    is_sub = path.name.startswith("agent-") and session_folder(path) is not None
-    sides = [] if is_sub else sidechains(sess)
-    if not any(r.role in ("user", "assistant") for r in sess.nodes):
-        for r in sess.nodes:
-            src.coverage.skipped(r.rtype)
-        return
-    paths = Resolved(sess.nodes, sess.links, is_sub, unique=True)  # (``seen_uuids``)
-    extras = Extras()  # (kept_extra's sets: each path's read once; the session's index)
-    branches, more = abandoned_branches(sess.nodes, sess.links, sess.by_line, is_sub, paths,
-                                        extras)
-    shared: Shared | None = {} if branches else None
-    main = _run(src, issues, sess, n_runs, path, is_sub, paths=paths, again=again,
-                branch_lines=set().union(*(br.own for br in branches)),
-                consume=not branches, shared=shared, extras=extras)
-    main_id: str = main.run["run_id"]
-    n_runs += 1
-    yield (group if branches else None), main
-    del main  # (taken: its rows are the caller's)
-    for k, br in enumerate(branches, 1):
-        view = Session(sess.nodes, sess.links, sess.version, sess.agent_id,
-                        forked=sess.forked | br.shared, lines=sess.by_line())
-        n_runs += 1
-        yield group, _run(src, issues, view, n_runs - 1, path, is_sub, leaf=br.leaf,
-                          again=again, branch=(main_id, f"abandoned-{k}"), paths=paths,
-                          extras=extras,
-                          consume=k == len(branches), shared=shared)
-    sess.lines = shared = None  # (the session's records and texts: let go with its runs)
-    if more:
-        issues.append(Issue(src.path, 0, f"{more} more abandoned branch(es) than "
-                                         f"{len(branches)} (not made into runs; their "
-                                         "records are counted off the path)"))
-    for side in sides:
-        n_runs += 1
-        yield None, _run(src, issues, side, n_runs - 1, path, True, parent=main_id,
-                         consume=True, again=again)
-
-
 def _link(rec: Rec, raw: Line) -> None:
     """Set ``rec``'s rarer links (its ``Node.tie``) from its record ``raw``: a boundary's, or
     a record's with a ``logicalParentUuid`` (``iter_runs`` sets any other's)."""
@@ -343,80 +289,3 @@ def _link(rec: Rec, raw: Line) -> None:
     rec.tie = tie(logical, tuple(meta.get("preserved", ())) if meta else (),
                   meta.get("segment") if meta else None, sidechain=raw.isSidechain is True,
                   unlinked=raw.parentUuid is UNSET)
-
-
-def _run(src: Source, issues: list[Issue], sess: Session, index: int, path: Path,
-         is_sub: bool, parent: str = "", *, leaf: Node | None = None,
-         branch: tuple[str, str] | None = None, branch_lines: set[int] | None = None,
-         paths: Resolved | None = None, consume: bool = False,
-         again: Callable[[int], str] | None = None, shared: Shared | None = None,
-         extras: Extras | None = None) -> RunDraft:
-    """One session's run (a subagent's when ``is_sub``; ``parent``: its session's run id when
-    the subagent was written inline, else found from the subagents folder).  ``leaf`` and
-    ``branch`` (the run id it branched from, its agent name): the run of an abandoned branch,
-    whose records the main run counted in the coverage (``branch_lines``: those of them only
-    the branch runs hold); ``paths``: the paths through ``sess``'s records, when already
-    resolved for its other runs.  ``consume``: no later run reads ``sess``'s records, so they
-    (and ``paths``) are let go as the run is emitted, not held beside its rows.  ``again``:
-    the text of the record of a line, held as ``AGAIN``, read again from the file (``fill``);
-    ``shared``: the texts the session's earlier runs made of its records (``State.shared``);
-    ``extras``: ``kept_extra``'s sets for the session's paths (``abandoned_branches`` found
-    them first)."""
-    agent_id = sess.agent_id or (path.stem[len("agent-"):] if is_sub and not parent else "")
-    if is_sub and not agent_id:
-        agent_id = f"sidechain-{index}"
-    b = RunBuilder(src, index, NAME, issues, harness=f"claude-code {sess.version}".strip(),
-                   agent=branch[1] if branch else agent_id if is_sub else "",
-                   parent_run_id=branch[0] if branch else (parent or parent_run_id(path, src.rel))
-                   if is_sub else fork_parent_run_id(path, sess.fork_of, src.rel),
-                   title=next((sess.titles[k] for k in _TITLE_KEYS if k in sess.titles), ""))
-    found = (paths or Resolved(sess.nodes, sess.links, is_sub, unique=True))(leaf)
-    cov = src.coverage if branch is None else Coverage()  # a branch's records: counted above
-    if found.cycle:
-        issues.append(Issue(src.path, 0, "the parentUuid chain loops; the records before the "
-                                         "loop are used"))
-    issues += [Issue(src.path, line, why) for line, why in found.notes]
-    recs = sess.by_line() if found.off_path else {}
-    extra = kept_extra(found, recs, extras, leaf) if found.off_path else set()
-    for line in found.off_path - extra if branch is None else ():  # (a branch's: not counted)
-        rec = recs.get(line)
-        if rec is not None and line in (branch_lines or ()):
-            cov.modelled(f"{rec.rtype} (abandoned branch: a run of its own)")
-        elif rec is not None:
-            cov.skipped(f"{rec.rtype} (off the conversation path)")
-    kept = found.records(sess.nodes, extra)
-    models: Counter[str] = Counter()
-    state = State(found.preserved, wanted(kept, found.preserved), shared=shared)
-    items = order(kept)
-    del kept, found
-    if consume:  # the last run made of these records: each is let go once it is emitted
-        sess.nodes.clear()
-        sess.lines = None
-        del recs
-        if paths is not None:
-            paths.forget()
-    items.reverse()
-    item: Rec | Group | None = None
-    modelled: dict[str, int] = {}  # (counted here, into ``cov`` at the end: a call a type)
-    try:
-        while items:
-            item = items.pop()
-            if isinstance(item, Group):
-                copy = bool(sess.forked) and all(r.line in sess.forked for r in item.recs)
-                for r in item.recs:
-                    t = f"{r.rtype} (copied by a fork: context, the parent's request)" \
-                        if copy else r.rtype
-                    modelled[t] = modelled.get(t, 0) + 1
-                emit_response(b, item, models, state, copy=copy)
-            else:
-                t = item.rtype
-                modelled[t] = modelled.get(t, 0) + 1
-                emit(b, item, state)
-    finally:  # (what was emitted is counted, as it was, however the run ends)
-        for t, n in modelled.items():
-            cov.modelled(t, n)
-    item = rec = None  # (the last ones let go too: ``fill`` reads the texts in their place)
-    fill(b, state, again)
-    b.model = max(models, key=models.__getitem__) if models else ""  # (most_common(1)'s
-    # first most counted, without heapq)
-    return b.build()

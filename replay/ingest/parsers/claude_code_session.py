@@ -1,8 +1,9 @@
 """One ``sessionId``'s records in a Claude Code file, and the subagent conversations written
-inline in it (``sidechains``): what ``replay.ingest.parsers.claude_code`` makes a session's runs
-of.
+inline in it (``sidechains``): what ``replay.ingest.parsers.claude_code_runs`` makes a
+session's runs of.
 
-Not here: reading the records and making the runs (``replay.ingest.parsers.claude_code``).
+Not here: reading the records (``replay.ingest.parsers.claude_code``) and making the runs
+(``replay.ingest.parsers.claude_code_runs``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import pytest
 
 from replay.ingest import entry_file, store
 from replay.ingest.batch import ingest
-from replay.ingest.parsers import claude_code
+from replay.ingest.parsers import claude_code, claude_code_runs
 from replay.ingest.parsers.json_depth import MAX_DEPTH, decoded
 from tests.replay.ingest.test_ingest_streamed_runs import (
     SUMMARY,
@@ -86,7 +86,7 @@ def test_a_big_file_changed_before_its_second_parse_fails_and_leaves_no_entry(
     with pytest.MonkeyPatch.context() as mp:
         _streamed(mp, True)
         mp.setattr(entry_file, "ROW_GROUP_TEXT_BYTES", 700)
-        _wrapped(mp, claude_code, "_run", lambda *_a, **_k: None)
+        _wrapped(mp, claude_code_runs, "_run", lambda *_a, **_k: None)
         real = claude_code.iter_runs
 
         def iter_runs(src: Any, issues: Any) -> Any:
