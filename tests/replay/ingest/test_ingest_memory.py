@@ -297,7 +297,7 @@ def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
     looked at.)"""
     import sys
 
-    from replay.ingest.parsers import claude_code_path
+    from replay.ingest.parsers import claude_code_order
     from replay.ingest.parsers.claude_code_records import Rec
     path = _claude_code_records(tmp_path / "s.jsonl", 200)
     found: dict[str, int] = {}
@@ -312,7 +312,7 @@ def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
             frame = frame.f_back  # type: ignore[assignment]
         return list(frame.f_locals.values())
 
-    real_release, real_lines, real_build = (Source.release_data, claude_code_path.Runs.lines,
+    real_release, real_lines, real_build = (Source.release_data, claude_code_order.Runs.lines,
                                             RunBuilder.build)
 
     def release(self: Source) -> None:
@@ -320,7 +320,7 @@ def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
         found["line -> record"] = maps(int, Rec, gc.get_objects())
         real_release(self)
 
-    def lines(self: claude_code_path.Runs, *args: Any) -> list[int]:
+    def lines(self: claude_code_order.Runs, *args: Any) -> list[int]:
         found["uuid -> index"] = maps(str, int, held_by("resolve"))
         return real_lines(self, *args)
 
@@ -331,7 +331,7 @@ def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
     gc.collect()
     before = maps(int, Rec, gc.get_objects())
     monkeypatch.setattr(Source, "release_data", release)
-    monkeypatch.setattr(claude_code_path.Runs, "lines", lines)
+    monkeypatch.setattr(claude_code_order.Runs, "lines", lines)
     monkeypatch.setattr(RunBuilder, "build", build)
     assert parse_file(path, path.parent).tables is not None
     found["line -> record"] -= before

@@ -1,4 +1,4 @@
-"""The context order of a Claude Code session's records (``claude_code_path.Runs``) is the
+"""The context order of a Claude Code session's records (``claude_code_order.Runs``) is the
 order of one key a record: (index on the path of the last path record at or before it in the
 file, 0 on the path / 1 after it, line), the definition ``resolve`` sorted by before it kept
 runs instead of a key a record (#24 item 3: a transcript of small records held a tuple and a
@@ -9,7 +9,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.ingest.parsers.claude_code_path import Node, Runs
+from replay.ingest.parsers.claude_code_node import Node
+from replay.ingest.parsers.claude_code_order import Runs
 
 
 def _by_key(nodes: list[Node], on_path: dict[str, int], left_out: set[int],

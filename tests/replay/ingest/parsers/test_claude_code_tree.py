@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers import claude_code_path
+from replay.ingest.parsers import claude_code_order, claude_code_path
 from replay.ingest.parsers.claude_code_node import tie
 from replay.ingest.parsers.claude_code_path import resolve
 from replay.ingest.parsers.claude_code_records import Rec
@@ -96,9 +96,9 @@ def test_a_chain_in_file_order_is_walked_without_the_map(
     path = tmp_path / "s.jsonl"
     write_chain(path, 200)
     maps: list[int] = []
-    real = claude_code_path.Runs.lines
+    real = claude_code_order.Runs.lines
 
-    def lines(self: claude_code_path.Runs, *args: Any) -> list[int]:
+    def lines(self: claude_code_order.Runs, *args: Any) -> list[int]:
         frame = sys._getframe(1)
         while frame.f_code.co_name != "resolve":
             frame = frame.f_back  # type: ignore[assignment]
@@ -107,7 +107,7 @@ def test_a_chain_in_file_order_is_walked_without_the_map(
                         if type(o) is dict and len(o) >= 200))
         return real(self, *args)
 
-    monkeypatch.setattr(claude_code_path.Runs, "lines", lines)
+    monkeypatch.setattr(claude_code_order.Runs, "lines", lines)
     assert parse_file(path, path.parent).tables is not None
     assert maps == [0]
 
