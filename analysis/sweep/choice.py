@@ -37,6 +37,9 @@ class ChoiceRule:
     """Of those, settings whose objective is not known (no run gave it a value, as
     ``cache_invalidation_cached_share_where_recorded`` of runs that recorded no usage): ranked
     after every known one, so a choice among them only is by setting id, not by the metric."""
+    constraint_unknown: tuple[tuple[str, int], ...] = ()
+    """Each metric a constraint names that settings left out have no value for, with how many
+    (``analysis.sweep.pareto.unknown_in_constraints``)."""
 
 
 def chosen_name(base: str, setting_id: str) -> str:
@@ -62,7 +65,8 @@ def chosen_yaml(settings: tuple[Setting, ...], setting_id: str,
     if rule is not None:
         met = f"; {rule.n_meeting} of {len(settings)} settings met them" \
             if rule.n_meeting is not None else ""
-        lines += [f"constraints: {', '.join(rule.constraints) or 'none'}{met}",
+        lines += [(f"constraints: {', '.join(rule.constraints) or 'none'}{met}"
+                   f"{unknown_constraints(rule)}"),
                   (f"chosen: the {'least' if rule.minimise else 'most'} {rule.objective} "
                   f"(summed over runs){unknown_objective(rule)}")]
     else:
@@ -85,6 +89,16 @@ def unknown_objective(rule: ChoiceRule) -> str:
                 "id, not the best by the metric")
     return (f"; {rule.objective} is not known for {rule.n_unknown}{of} setting(s) meeting the "
             "constraints (no run gave it a value): ranked last")
+
+
+def unknown_constraints(rule: ChoiceRule) -> str:
+    """What the choice says of settings left out that have no value for a metric a constraint
+    names ('' when none has)."""
+    if not rule.constraint_unknown:
+        return ""
+    return "; " + "; ".join(f"{n:,} setting(s) left out have no value for {name} (no run gave "
+                            "it one): a comparison with an unknown value is never true"
+                            for name, n in rule.constraint_unknown)
 
 
 def _values(settings: tuple[Setting, ...], path: str) -> list[str]:

@@ -113,6 +113,27 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
                              kind="stable").reset_index(drop=True)
 
 
+def unknown_in_constraints(table: pd.DataFrame, constraints: Sequence[str],
+                           kept: Sequence[str], params: Sequence[str] = ()
+                           ) -> tuple[tuple[str, int], ...]:
+    """Each metric a constraint names that settings ``best`` left out (not in ``kept``) have no
+    value for (no run gave it one: NaN, as ``cache_invalidation_cached_share_where_recorded`` of
+    runs that recorded no usage), with how many of them (summed over runs, as ``best`` judges
+    them): a comparison with an unknown value is never true, so that may be why they were."""
+    if not constraints:
+        return ()
+    frame = aggregate(table, params)
+    frame = frame[~frame["setting"].isin(list(kept))]
+    for alias, col in ALIASES.items():
+        if col in frame.columns and alias not in frame.columns:
+            frame[alias] = frame[col]
+    names = dict.fromkeys(m.group(1) or m.group(2) for expr in constraints
+                          for m in _NAME.finditer(_STRING.sub("''", _normalise(expr))))
+    counts = ((n, int(frame[n].isna().sum())) for n in names
+              if n not in _NOT_NAMES and n in frame.columns)
+    return tuple((n, k) for n, k in counts if k)
+
+
 def check_choice(constraints: Sequence[str], objective: str, params: Sequence[str] = ()) -> None:
     """Fail early (before a sweep runs) when a constraint or the objective names no metric.
 

@@ -31,7 +31,7 @@ from analysis.metrics import known
 from analysis.sweep.choice import ChoiceRule
 from analysis.sweep.core import SweepResult, sweep, write_sweep
 from analysis.sweep.grid import SweepSpec, settings
-from analysis.sweep.pareto import ALIASES, check_choice
+from analysis.sweep.pareto import ALIASES, check_choice, unknown_in_constraints
 from analysis.sweep.pareto import best as best_settings
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of
@@ -141,7 +141,9 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
     column = objective if objective in ranked.columns else ALIASES.get(objective, objective)
     rule = ChoiceRule(constraints=tuple(best), objective=objective, minimise=minimise,
                       design=spec.design, n_meeting=len(ranked),
-                      n_unknown=int(ranked[column].isna().sum()) if column in ranked else 0)
+                      n_unknown=int(ranked[column].isna().sum()) if column in ranked else 0,
+                      constraint_unknown=unknown_in_constraints(
+                          result.table, list(best), ranked["setting"].tolist(), result.params))
     files = write_sweep(result, out, plots=plots, rule=rule,
                         chosen=ranked["setting"].iloc[0] if len(ranked) else None,
                         jobs=result.stats.n_workers, on_figure=on_figure)

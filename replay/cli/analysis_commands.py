@@ -275,7 +275,7 @@ def sweep(
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
-    from analysis.sweep.choice import unknown_objective
+    from analysis.sweep.choice import unknown_constraints, unknown_objective
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, unrecorded_requests
@@ -321,6 +321,7 @@ def sweep(
                      "cache_unwritten": s.n_cache_unwritten,
                      "files": [str(f) for f in done.files], "best": shown,
                      "objective_unknown_settings": done.rule.n_unknown,
+                     "constraint_unknown_settings": dict(done.rule.constraint_unknown),
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
@@ -346,6 +347,8 @@ def sweep(
             say(f"note: {note}", err=True)
         if done.rule.n_unknown:
             say(f"note: {unknown_objective(done.rule).removeprefix('; ')}", err=True)
+        if done.rule.constraint_unknown:
+            say(f"note: {unknown_constraints(done.rule).removeprefix('; ')}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)

@@ -153,3 +153,40 @@ def test_sweep_command_says_an_objective_no_run_gave_and_prints_it_as_null(
     assert "not the best by the metric" in chosen
     text = runner.invoke(app, args).output
     assert f"note: {objective} is not known for any of the 2 setting(s)" in text
+
+
+def test_sweep_command_says_settings_left_out_by_a_constraint_on_a_metric_no_run_gave(
+        samples: Path, tmp_path: Path) -> None:
+    """``--best`` on a metric no run gave a value (a run that recorded no usage has no
+    ``cache_invalidation_cached_share_where_recorded``): NaN meets no comparison, so every
+    setting was left out and the command said only 'no setting meets the constraints'.  Now it
+    says why, in the notes and ``--json``, counted from the table itself; a constraint the
+    unknown value does not decide (``or`` a known one) leaves nothing out and says nothing."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    log = samples / "mini-swe-agent" / "minirepo_test_github_issue.traj.json"
+    metric = "cache_invalidation_cached_share_where_recorded"
+    args = ["sweep", "--policy", BASE, str(log), "--out", str(tmp_path), "--jobs", "1",
+            "--cache-dir", str(tmp_path / "cache"), "--no-plots", "--no-cache", "-q",
+            "--axis", "tiers.1.keep_messages=8,16", "--best", "overshoots_n >= 0"]
+    runner = CliRunner()
+    got = runner.invoke(app, [*args, "--best", f"{metric} >= 0.5", "--json"])
+    assert got.exit_code == 1, got.output  # no setting meets the constraints
+    doc = json.loads(got.stdout)
+    table = pd.read_parquet(tmp_path / "sweep" / "sweep.parquet")
+    unknown = int(table.groupby("setting")[metric].apply(lambda s: s.isna().all()).sum())
+    assert unknown == 2
+    assert doc["constraint_unknown_settings"] == {metric: unknown}  # overshoots_n is known
+    text = " ".join(runner.invoke(app, [*args, "--best", f"{metric} >= 0.5"]).output.split())
+    assert (f"note: {unknown:,} setting(s) left out have no value for {metric} (no run gave it "
+            "one): a comparison with an unknown value is never true") in text
+    assert "no setting meets the constraints" in text
+    got = runner.invoke(app, [*args, "--best", f"{metric} >= 0.5 or tokens_sent >= 0",
+                              "--json"])
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.stdout)["constraint_unknown_settings"] == {}
+    assert "no value for" not in (tmp_path / "sweep" / "chosen.yaml").read_text()
