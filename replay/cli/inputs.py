@@ -152,8 +152,8 @@ def input_summary(report: IngestReport | None, strict: bool) -> str | None:
     if not input_exit_code(report, strict):
         return None
     assert report is not None
-    n_files = len(report.parsed) + len(report.cached) + len(report.failed) + len(
-        report.no_conversation)
+    n_files = len({*report.parsed, *report.cached, *report.failed, *report.no_conversation})
+    # (a file reused from the cache that --strict fails for its stored issues is in both lists)
     shown = ", ".join(report.failed[:5]) + (", …" if len(report.failed) > 5 else "")
     line = f"inputs: {len(report.failed)} of {n_files} files failed" + (
         f" ({shown})" if shown else "") + f"; {len(report.issues)} issue{'' if len(report.issues) == 1 else 's'}"
@@ -338,16 +338,11 @@ def stored_problems(entries: list[Any], strict: bool) -> None:
     ``strict``, exit 1 when there is an issue (a dataset opened as it is said none of them, so
     ``run ds`` after ``ingest`` hid every skipped record the ingest had warned of once)."""
     # lazy: the ingest's modules load pyarrow, which --help and usage errors do not need
-    from replay.ingest.batch import IngestReport
-    from replay.ingest.parsers.coverage import unknown_types
-    from replay.ingest.parsers.source import Issue
+    from replay.ingest.batch import IngestReport, report_reused
 
     report = IngestReport()
     for e in entries:
-        report.issues.extend(Issue(e.source, line, reason) for line, reason in e.issues)
-        (report.failed if strict and e.issues else report.cached).append(e.source)
-        if unknown := unknown_types(e.coverage):
-            report.unknown[e.source] = unknown
+        report_reused(report, e, e.source, strict)
     for issue in report.issues:
         warn(issue)
     if note := unknown_note(report):

@@ -85,7 +85,9 @@ def ingest(
         warn(note)
     stored = set(report.parsed + report.cached)
     same = store.same_bytes(e for s, e in store.read_manifest(out).items() if s in stored)
-    doc = {"parsed": len(report.parsed), "cached": len(report.cached), "failed": report.failed,
+    reused = len(set(report.cached) - set(report.failed))  # (--strict fails a reused file for its
+    # stored issues: it is counted once, failed)
+    doc = {"parsed": len(report.parsed), "cached": reused, "failed": report.failed,
            "repaired": report.repaired, "rebuilt_from_schema": report.rebuilt_from_schema,
            "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
@@ -109,7 +111,7 @@ def ingest(
         empty = f", {len(report.no_conversation)} without a conversation" \
             if report.no_conversation else ""
         say(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
-            f"{len(report.cached)} reused from cache, {len(report.failed)} failed{empty}, "
+            f"{reused} reused from cache, {len(report.failed)} failed{empty}, "
             f"{len(report.issues)} issues → {out}")
     _finish(report, strict)
 

@@ -165,6 +165,19 @@ def _entry(done: _Done) -> store.Entry:
                        done.coverage, _stored_issues(done.issues), done.checksum)
 
 
+def report_reused(report: IngestReport, entry: store.Entry, shown: str, strict: bool) -> None:
+    """An entry used as stored (an ingest's cache, a dataset opened as it is): its runs counted,
+    the issues (at ``shown``, its log's path) and unknown records stored with it said as when
+    its log was parsed; with ``strict``, a stored issue fails it."""
+    report.cached.append(entry.source)
+    report.n_runs += entry.n_runs
+    if unknown := unknown_types(entry.coverage):
+        report.unknown[entry.source] = unknown
+    report.issues.extend(Issue(shown, line, reason) for line, reason in entry.issues)
+    if strict and entry.issues:
+        report.failed.append(entry.source)
+
+
 def _stored_issues(issues: tuple[Issue, ...]) -> tuple[tuple[int, str], ...]:
     """A file's issues as its store entry keeps them (line, reason)."""
     return tuple((i.line, i.reason) for i in issues)
@@ -258,13 +271,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
             report.repaired.append(rel)  # its cached entry fails its checksum: parsed again
             same = False
         if same and old is not None:
-            report.cached.append(rel)
-            report.n_runs += old.n_runs
-            if unknown := unknown_types(old.coverage):
-                report.unknown[rel] = unknown
-            report.issues.extend(Issue(str(path), line, reason) for line, reason in old.issues)
-            if strict and old.issues:
-                report.failed.append(rel)
+            report_reused(report, old, str(path), strict)
             if on_file:
                 on_file(rel)
             continue

@@ -64,3 +64,33 @@ def test_a_report_says_the_problems_its_logs_had(dataset: tuple[Path, str],
     for name in ("report.md", "report.html"):
         text = (tmp_path / "r" / name).read_text()
         assert said in text.replace("\\", ""), name  # (markdown escapes punctuation)
+
+
+def test_a_reused_file_failed_by_strict_is_counted_once(samples: Path, tmp_path: Path) -> None:
+    """`ingest --strict` over files already in the dataset, one of them with a stored issue:
+    that file was counted reused and failed both ('2 reused from cache, 1 failed', 'inputs: 1
+    of 3 files failed' for two files).  Now it is one file, failed; the dataset given as it is
+    says the same (the one definition of a reused entry's report, ``batch.report_reused``)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "s.jsonl").write_bytes((samples / "claude-code" / "short.jsonl").read_bytes()
+                                   + _BROKEN)
+    clean = sorted((samples / "claude-code").glob("*.jsonl"))[0]
+    if clean.name == "short.jsonl":
+        clean = sorted((samples / "claude-code").glob("*.jsonl"))[1]
+    (logs / "clean.jsonl").write_bytes(clean.read_bytes())
+    ds = tmp_path / "ds"
+    first = CliRunner().invoke(app, ["ingest", str(logs), "--out", str(ds), "-q"])
+    assert first.exit_code == 0, first.output
+    assert first.stderr.count("warning: ") == 1, first.stderr  # only s.jsonl has an issue
+    again = CliRunner().invoke(app, ["ingest", str(logs), "--out", str(ds), "-q", "--strict"])
+    assert again.exit_code == 1, again.output
+    said = " ".join(again.output.split())
+    assert "from 0 files parsed, 1 reused from cache, 1 failed" in said
+    assert "inputs: 1 of 2 files failed (s.jsonl); 1 issue; --strict" in said
+    opened = CliRunner().invoke(app, ["run", str(ds), "-p", "none", "--strict", "-q",
+                                      "--out", str(tmp_path / "o"),
+                                      "--cache-dir", str(tmp_path / "c")])
+    assert opened.exit_code == 1, opened.output
+    assert "inputs: 1 of 2 files failed (s.jsonl); 1 issue; --strict" in " ".join(
+        opened.stderr.split())
