@@ -75,7 +75,7 @@ def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
 
 def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = "tokens_sent",
          *, minimise: bool = True, params: Sequence[str] = (),
-         by: str | None = "setting") -> pd.DataFrame:
+         by: str | None = "setting", aggregated: pd.DataFrame | None = None) -> pd.DataFrame:
     """The settings that meet every constraint, best objective first.
 
     Args:
@@ -85,6 +85,7 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
         minimise: lower is better (False: higher is better).
         params: the swept paths (kept as columns).
         by: ``"setting"``: aggregate over runs first; None: rank the rows as they are.
+        aggregated: ``aggregate(table, params)`` when the caller has it already (not changed).
 
     Returns:
         The qualifying rows, best first (ties broken by setting id); may be empty.
@@ -92,7 +93,8 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
     Raises:
         ReplayInputError: a constraint or the objective names no column, or does not parse.
     """
-    frame = aggregate(table, params) if by == "setting" else table.copy()
+    frame = (table.copy() if by != "setting" else aggregate(table, params) if aggregated is None
+             else aggregated.copy())
     if objective not in frame.columns:
         objective = ALIASES.get(objective, objective)
     for alias, col in ALIASES.items():
@@ -113,24 +115,21 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
                              kind="stable").reset_index(drop=True)
 
 
-def unknown_in_constraints(table: pd.DataFrame, constraints: Sequence[str],
-                           kept: Sequence[str], params: Sequence[str] = ()
-                           ) -> tuple[tuple[str, int], ...]:
+def unknown_in_constraints(aggregated: pd.DataFrame, constraints: Sequence[str],
+                           kept: Sequence[str]) -> tuple[tuple[str, int], ...]:
     """Each metric a constraint names that settings ``best`` left out (not in ``kept``) have no
     value for (no run gave it one: NaN, as ``cache_invalidation_cached_share_where_recorded`` of
-    runs that recorded no usage), with how many of them (summed over runs, as ``best`` judges
-    them): a comparison with an unknown value is never true, so that may be why they were."""
+    runs that recorded no usage), with how many of them (``aggregated``: the settings summed
+    over runs, ``aggregate``, as ``best`` judges them): a comparison with an unknown value is
+    never true, so that may be why they were."""
     if not constraints:
         return ()
-    frame = aggregate(table, params)
-    frame = frame[~frame["setting"].isin(list(kept))]
-    for alias, col in ALIASES.items():
-        if col in frame.columns and alias not in frame.columns:
-            frame[alias] = frame[col]
+    frame = aggregated[~aggregated["setting"].isin(list(kept))]
+    columns = {a: c for a, c in ALIASES.items() if c in frame.columns and a not in frame.columns}
     names = dict.fromkeys(m.group(1) or m.group(2) for expr in constraints
                           for m in _NAME.finditer(_STRING.sub("''", _normalise(expr))))
-    counts = ((n, int(frame[n].isna().sum())) for n in names
-              if n not in _NOT_NAMES and n in frame.columns)
+    counts = ((n, int(frame[columns.get(n, n)].isna().sum())) for n in names
+              if n not in _NOT_NAMES and columns.get(n, n) in frame.columns)
     return tuple((n, k) for n, k in counts if k)
 
 

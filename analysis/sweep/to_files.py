@@ -31,7 +31,7 @@ from analysis.metrics import known
 from analysis.sweep.choice import ChoiceRule
 from analysis.sweep.core import SweepResult, sweep, write_sweep
 from analysis.sweep.grid import SweepSpec, settings
-from analysis.sweep.pareto import ALIASES, check_choice, unknown_in_constraints
+from analysis.sweep.pareto import ALIASES, aggregate, check_choice, unknown_in_constraints
 from analysis.sweep.pareto import best as best_settings
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of
@@ -136,14 +136,15 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
 
     result = sweep(corpus, chosen_from, jobs=jobs, scheduler=scheduler, cache_dir=cache_dir,
                    allow_python=allow_python, on_row=row)
+    per_setting = aggregate(result.table, result.params)
     ranked = best_settings(result.table, list(best), objective, minimise=minimise,
-                           params=result.params)
+                           params=result.params, aggregated=per_setting)
     column = objective if objective in ranked.columns else ALIASES.get(objective, objective)
     rule = ChoiceRule(constraints=tuple(best), objective=objective, minimise=minimise,
                       design=spec.design, n_meeting=len(ranked),
                       n_unknown=int(ranked[column].isna().sum()) if column in ranked else 0,
                       constraint_unknown=unknown_in_constraints(
-                          result.table, list(best), ranked["setting"].tolist(), result.params))
+                          per_setting, list(best), ranked["setting"].tolist()))
     files = write_sweep(result, out, plots=plots, rule=rule,
                         chosen=ranked["setting"].iloc[0] if len(ranked) else None,
                         jobs=result.stats.n_workers, on_figure=on_figure)

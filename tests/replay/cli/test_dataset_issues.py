@@ -75,9 +75,8 @@ def test_a_reused_file_failed_by_strict_is_counted_once(samples: Path, tmp_path:
     logs.mkdir()
     (logs / "s.jsonl").write_bytes((samples / "claude-code" / "short.jsonl").read_bytes()
                                    + _BROKEN)
-    clean = sorted((samples / "claude-code").glob("*.jsonl"))[0]
-    if clean.name == "short.jsonl":
-        clean = sorted((samples / "claude-code").glob("*.jsonl"))[1]
+    clean = next(p for p in sorted((samples / "claude-code").glob("*.jsonl"))
+                 if p.name != "short.jsonl")
     (logs / "clean.jsonl").write_bytes(clean.read_bytes())
     ds = tmp_path / "ds"
     first = CliRunner().invoke(app, ["ingest", str(logs), "--out", str(ds), "-q"])
