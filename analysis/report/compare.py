@@ -144,7 +144,8 @@ class DiffOutcome:
 
 
 def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
-                  on_run: Callable[[int, int], None] | None = None) -> PolicyTraces:
+                  on_run: Callable[[int, int], None] | None = None,
+                  on_found: Callable[[Corpus], None] | None = None) -> PolicyTraces:
     """Each policy's trace over the same runs (replayed, or read with ``spec.traces``).
 
     Args:
@@ -152,6 +153,11 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
         open_runs: opens ``spec.runs`` (or the traces' dataset) when given as paths (default:
             ``replay.corpus.project_opener(spec.cache_dir)``).
         on_run: ``(done, total)`` after each replayed (policy, run).
+        on_found: with ``spec.traces`` and no ``spec.data``, called with the corpus of the
+            runs the traces hold, read from the dataset found for them (the project cache's,
+            or one beside the traces: opened as it is, not through ``open_runs``), before
+            any work: a command says what that dataset stored of those runs' logs (their
+            issues, files of the same bytes), as ``open_runs`` says it of a dataset named.
 
     Raises:
         ReplayInputError: policies and ``traces`` together, neither, no dataset for traces.
@@ -159,7 +165,7 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
     """
     opener = open_runs or project_opener(spec.cache_dir)
     if spec.traces:
-        return _read_traces(spec, opener)
+        return _read_traces(spec, opener, on_found)
     if not spec.policies:
         raise ReplayInputError("give --policy (repeat it for several), or --traces with "
                                "`replay run` output directories")
@@ -187,9 +193,11 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
 
 def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
               open_runs: Opener | None = None, on_run: Callable[[int, int], None] | None = None,
-              on_figure: Callable[[int, int], None] | None = None) -> ReportOutcome:
+              on_figure: Callable[[int, int], None] | None = None,
+              on_found: Callable[[Corpus], None] | None = None) -> ReportOutcome:
     """Write report.html, report.md and report_files/ under ``out`` for the traces of ``spec``
-    (``policy_traces``; ``write_report`` for ``max_timelines`` and ``on_figure``).
+    (``policy_traces`` for ``open_runs``, ``on_run`` and ``on_found``; ``write_report`` for
+    ``max_timelines`` and ``on_figure``).
 
     ``out`` is checked first: apart from the inputs (logs, a dataset, --traces folders, --data)
     and the project cache (``replay.output_targets``), writable, no symlink in it
@@ -204,21 +212,23 @@ def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
     from analysis.report.build import write_report
 
     make_output_dir(out, "report_files")
-    got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
+    got = policy_traces(spec, open_runs=open_runs, on_run=on_run, on_found=on_found)
     files = write_report(got.corpus, list(got.pairs), out, max_timelines=max_timelines,
                          on_figure=on_figure, pricing=got.pricing)
     return ReportOutcome(files=files, traces=got)
 
 
 def diff_policies(spec: CompareSpec, *, open_runs: Opener | None = None,
-                  on_run: Callable[[int, int], None] | None = None) -> DiffOutcome:
+                  on_run: Callable[[int, int], None] | None = None,
+                  on_found: Callable[[Corpus], None] | None = None) -> DiffOutcome:
     """The metrics of two policies (or two ``replay run`` outputs) compared run by run and in
-    total: ``analysis.report.diff.diff`` over the traces of ``spec`` (``policy_traces``).
+    total: ``analysis.report.diff.diff`` over the traces of ``spec`` (``policy_traces``, for
+    ``open_runs``, ``on_run`` and ``on_found``).
 
     Raises:
         ReplayInputError: not exactly two policies or traces.
     """
-    got = policy_traces(spec, open_runs=open_runs, on_run=on_run)
+    got = policy_traces(spec, open_runs=open_runs, on_run=on_run, on_found=on_found)
     if len(got.pairs) != 2:
         raise ReplayInputError(f"diff compares two policies or traces, got {len(got.pairs)}")
     (pol_a, tr_a), (pol_b, tr_b) = got.pairs
@@ -246,8 +256,10 @@ def _same_runs(dirs: list[Path], held: list[set[str]]) -> None:
                 "be replays of the same runs (`replay run` of the same logs)")
 
 
-def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
-    """The traces of ``replay run`` output folders, with the dataset they were replayed from."""
+def _read_traces(spec: CompareSpec, opener: Opener,
+                 on_found: Callable[[Corpus], None] | None) -> PolicyTraces:
+    """The traces of ``replay run`` output folders, with the dataset they were replayed from
+    (``on_found``: see ``policy_traces``)."""
     if spec.policies or spec.provider:
         raise ReplayInputError("--policy or --provider and --traces exclude each other: "
                                "traces carry their policy and prices in summary.json")
@@ -273,13 +285,15 @@ def _read_traces(spec: CompareSpec, opener: Opener) -> PolicyTraces:
     # a dataset found, not named (the project cache, or one beside the traces): opened as it
     # is, not as the user's input (the command's notes on what it opened, such as files of
     # the same bytes, were about the whole cache, runs of other commands included); a command
-    # says them of the runs traced (``PolicyTraces.corpus``)
+    # says them of the runs traced (``on_found``)
     corpus = (opener(source) if spec.data else open_corpus(source)).subset(traced)
     if missing := sorted(traced - set(corpus.run_ids)):
         where = ", ".join(map(str, source)) if spec.data else f"the dataset {source[0]}"
         raise ReplayInputError(f"{dirs[0]}: {len(missing)} of the {len(traced)} runs the traces "
                                f"hold are not in {where} (first: {missing[0]}); give --data "
                                "with the logs or dataset they were replayed from")
+    if not spec.data and on_found is not None:
+        on_found(corpus)
     if spec.run_ids:
         keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
                                     list(spec.run_ids), labels=label_column(corpus.runs)),

@@ -11,6 +11,7 @@ Not here: the replay commands (``replay.cli.replay_commands``), check
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,6 +31,7 @@ from replay.cli.inputs import (
     existing,
     not_empty,
     same_bytes_note,
+    stored_problems,
     table_command,
 )
 from replay.cli.output import _counter, _emit, _errors, _print_json, _steps, say, warn
@@ -109,8 +111,7 @@ def report(
                          out,
                          max_timelines=max_timelines,
                          open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
-                         on_figure=draw)
-    _traced_copies_note(traces and not data, done.traces.corpus)
+                         on_figure=draw, on_found=_found_said(strict))
     files = done.files
     say(f"note: {done.traces.pricing}", err=True)
     say(files.html)
@@ -119,13 +120,19 @@ def report(
     _finish(done.traces.corpus.report, strict)
 
 
-def _traced_copies_note(found: bool, corpus: Any) -> None:
-    """With ``--traces`` and no ``--data`` (``found``: the dataset was found, not opened as an
-    input): the note on files of the same bytes, of the runs the traces hold."""
-    from replay.ingest import store  # lazy: pyarrow only when it runs
+def _found_said(strict: bool) -> Callable[[Any], None]:
+    """With ``--traces`` and no ``--data``, what a dataset found for the traces (the project
+    cache's, or one beside them: ``compare.policy_traces``'s ``on_found``) holds of the logs
+    of the runs traced, said as a dataset named is (``inputs._open``): their stored issues and
+    unknown records (``stored_problems``: with ``strict``, exit 1 before any work) and the
+    files of the same bytes among them (not among the whole cache: runs of other commands)."""
+    def say_found(corpus: Any) -> None:
+        from replay.ingest import store  # lazy: pyarrow only when it runs
 
-    if found and (note := same_bytes_note(store.same_bytes(corpus.entries))):
-        say(note, err=True)
+        stored_problems(corpus.entries, strict)
+        if note := same_bytes_note(store.same_bytes(corpus.entries)):
+            say(note, err=True)
+    return say_found
 
 
 @table_command
@@ -165,8 +172,8 @@ def diff(
         done = diff_policies(_compare_spec(paths, policy, traces, data, run_ids, provider,
                                            _own(pricing, own_providers), allow_python,
                                            cache_dir),
-                             open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick)
-    _traced_copies_note(traces and not data, done.traces.corpus)
+                             open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
+                             on_found=_found_said(strict))
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     unrecorded = unrecorded_requests(corpus, done.truth_cells())

@@ -7,6 +7,7 @@ command)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,65 @@ def test_a_reused_file_failed_by_strict_is_counted_once(samples: Path, tmp_path:
     assert opened.exit_code == 1, opened.output
     assert "inputs: 1 of 2 files failed (s.jsonl); 1 issue; --strict" in " ".join(
         opened.stderr.split())
+
+
+@pytest.fixture(scope="module")
+def traced(samples: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A project cache holding a log with a truncated line (named with a terminal escape) and
+    a clean one, and `replay run` traces of each under two policies (out/<log>-<policy>);
+    with the warning the ingest printed of the broken one (the independent record)."""
+    folder = tmp_path_factory.mktemp("traced")
+    logs = folder / "logs"
+    logs.mkdir()
+    data = (samples / "claude-code" / "short.jsonl").read_bytes()
+    (logs / "s\x1b[31m.jsonl").write_bytes(data + _BROKEN)
+    clean = next(p for p in sorted((samples / "claude-code").glob("*.jsonl"))
+                 if p.name != "short.jsonl")
+    (logs / "clean.jsonl").write_bytes(clean.read_bytes())
+    cache, warned = folder / "c", ""
+    for name in ("s\x1b[31m.jsonl", "clean.jsonl"):
+        for policy in ("none", "cline"):
+            got = CliRunner().invoke(app, ["run", str(logs / name), "-p", policy, "-q",
+                                           "--cache-dir", str(cache),
+                                           "--out", str(folder / f"{name[0]}-{policy}")])
+            assert got.exit_code == 0, got.output
+            warned = warned or next((line for line in got.stderr.splitlines()
+                                     if line.startswith("warning: ")), "")
+    assert "malformed JSON" in warned and "\x1b" not in warned, warned
+    return folder, cache, warned.split(".jsonl", 1)[1]
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["cache", "beside"])
+@pytest.mark.parametrize("command", ["diff", "report"])
+def test_traces_say_the_stored_issues_of_their_runs_logs(
+        traced: tuple[Path, Path, str], command: str, beside: bool, tmp_path: Path) -> None:
+    """`diff --traces A B` and `report --traces` without --data read the runs from a dataset
+    they find (the project cache's, or DIR/dataset beside the first traces), opened as it is:
+    they said nothing of the issues its logs had, while `diff DATASET` says them (above).  Now
+    they say those of the runs traced (not of other files in the cache), escaped, and exit 1
+    with --strict before any work."""
+    folder, cache, issue = traced
+    if beside:  # the cache's dataset copied beside the traces, the cache given empty
+        shutil.copytree(cache / "dataset", folder / "s-none" / "dataset", dirs_exist_ok=True)
+        cache = tmp_path / "empty"
+
+    def args(name: str, out: str = "r") -> list[str]:
+        got = ["--traces", str(folder / f"{name}-none"), str(folder / f"{name}-cline")]
+        return [command, *(got if command == "diff" else got[:2]), "--cache-dir", str(cache),
+                "-q", *(["--out", str(tmp_path / out), "--max-timelines", "0"]
+                        if command == "report" else [])]
+
+    got = CliRunner().invoke(app, args("s"))
+    assert got.exit_code == 0, got.output
+    assert got.stderr.count("warning: ") == 1, got.stderr
+    assert f"warning: s\\x1b[31m.jsonl{issue}" in got.stderr, got.stderr
+    assert "\x1b" not in got.stderr
+    strict = CliRunner().invoke(app, [*args("s", "strict"), "--strict"])
+    assert strict.exit_code == 1, strict.output
+    assert "inputs: 1 of 1 files failed (s\\x1b[31m.jsonl); 1 issue; --strict" in " ".join(
+        strict.stderr.split())
+    assert "b: " not in strict.stdout and not (tmp_path / "strict" / "report.md").exists()
+    if not beside:  # the cache also holds s.jsonl: the clean file's traces say nothing
+        other = CliRunner().invoke(app, [*args("c"), "--strict"])
+        assert other.exit_code == 0, other.output
+        assert "warning" not in other.stderr and "issue" not in other.stderr, other.stderr
