@@ -32,6 +32,8 @@ from replay.policy import Policy
 
 Better = Literal["lower", "higher"]
 Dtype = Literal["int64", "float64"]
+Bounds = tuple[float | None, float | None]
+"""(least, most) a metric's value can be; None: no bound that way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +74,31 @@ class MetricSpec:
     """The metric a cross-run mean of this one is weighted by (default ``n_requests``)."""
     label: str = ""
     """A short header for tables (default: the name)."""
+    bounds: Bounds | None = None
+    """The values a run's value can take, when not its unit's (``UNIT_BOUNDS``): a signed
+    error, a ratio of counts that may exceed 1."""
 
     @property
     def header(self) -> str:
         return self.label or self.name
+
+    @property
+    def value_bounds(self) -> Bounds:
+        """(least, most) a run's value can be: ``bounds``, else its unit's."""
+        return self.bounds if self.bounds is not None else UNIT_BOUNDS.get(self.unit, (None, None))
+
+    def refuses(self, v: float) -> str | None:
+        """Why the finite number ``v`` cannot be a run's value of this metric (a stored one
+        read back: a baseline), None when it can: not whole for an ``int64`` metric, or beyond
+        ``value_bounds``."""
+        if self.dtype == "int64" and not float(v).is_integer():
+            return f"{v!r} is not a whole number, and {self.name} is one ({self.unit})"
+        least, most = self.value_bounds
+        if least is not None and v < least:
+            return f"{v!r} is below {least:g}, the least {self.name} can be ({self.unit})"
+        if most is not None and v > most:
+            return f"{v!r} is above {most:g}, the most {self.name} can be ({self.unit})"
+        return None
 
     def format(self, v: Any) -> str:
         """A value of this metric for people (``format_value`` of its unit)."""
@@ -153,6 +176,13 @@ def one_of(many: ComputeMany) -> Compute:
     return one
 
 
+UNIT_BOUNDS: dict[str, Bounds] = {
+    "count": (0, None), "tokens": (0, None), "requests": (0, None), "bytes": (0, None),
+    "seconds": (0, None), "per 100 requests": (0, None), "USD": (0, None),
+    "request index": (-1, None), "fraction": (0, 1)}
+"""(least, most) a value in each unit can be: counts, sizes and costs (prices are never
+negative: ``replay.policy.check``) are not negative, a request index is -1 when there is none,
+a fraction is a share of a whole (a metric that is not says so: ``MetricSpec.bounds``)."""
 WHOLE_UNITS = frozenset({"count", "tokens", "requests", "request index", "bytes", "seconds"})
 """Units shown as whole numbers (``1,234``): a mean of them too."""
 PRICE_UNIT = "USD/Mtok"

@@ -16,7 +16,8 @@ digits, so the file does not change with the last bits of a sum.  It holds:
 
 ``load_baseline`` trusts nothing in the file: a value of the wrong type, a sha256 that is not
 one, a run holding other metrics than ``metrics`` lists (one missing would never be compared),
-a key given twice in one object (JSON keeps the last: a merge that kept both sides' copies of a
+a value its metric cannot take (``MetricSpec.refuses``: a negative count, a share above 1, a
+fraction of a request), a key given twice in one object (JSON keeps the last: a merge that kept both sides' copies of a
 policy or a run) is refused with its key.  A baseline older than a metric lacks it in the list and in every run:
 that is consistent, and the check notes the metric as new.
 
@@ -43,6 +44,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.metrics import metrics_of_replays
+from analysis.per_run import SPECS
 from analysis.run_facts import runs_facts
 from analysis.truth_notes import trace_sources
 from replay.atomic_files import atomic_write_bytes
@@ -308,6 +310,12 @@ def _from_doc(doc: Any, where: str) -> Baseline:
                         f"a whole number of {len(str(abs(v)))} digits"
                     raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a "
                                      f"finite number of at most {MAX_VALUE:.0e} or null, got {got}")
+                if v is not None and m in SPECS and (why := SPECS[m].refuses(v)) is not None:
+                    # a negative count, a share above 1: no replay measures it, and compared it
+                    # made a run pass or regress by a move no policy can make
+                    raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: {why}: no run "
+                                     "measures that (edited by hand?); `--update-baseline` "
+                                     "writes it again")
             values[run] = vals
         truth = _mapping(pol.get("truth", {}), where, f"policies.{name}.truth")
         for run, source in truth.items():

@@ -154,7 +154,8 @@ CACHE_INVALIDATION = MetricPart("cache_invalidation", (
     _spec("n_mispriced", "requests", "requests whose input is not priced exactly once"),
     _spec("recorded_requests", "requests", "requests with recorded input and cache reads"),
     _spec("recorded_cached_share", "fraction", "recorded cache reads / recorded input, where "
-          "recorded", dtype=_F, weight=_WHERE_RECORDED),
+          "recorded", dtype=_F, weight=_WHERE_RECORDED,
+          bounds=(0, None)),  # (a log's own counts: nothing holds its reads under its input)
     _spec("cached_share_where_recorded", "fraction", "the replay's cached share over the same "
           "requests", dtype=_F, weight=_WHERE_RECORDED),
 ), one_of(_fast_cache_many), needs_facts=False, many=_fast_cache_many)

@@ -140,6 +140,8 @@ def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:
 
 
 _F = "float64"
+_SIGNED = (None, None)
+"""The bounds of a relative error: any sign, any size (an estimate is a calibrated fit)."""
 OVERSHOOTS = MetricPart("overshoots", (
     _spec("n", "requests", "requests over window − reserve (by truth)", better="lower",
           label="overshoots"),
@@ -151,20 +153,23 @@ OVERSHOOTS = MetricPart("overshoots", (
     _spec("total_tokens", "tokens", "Σ overshoot tokens", better="lower"),
     _spec("margin_needed_max_frac", "fraction", "the safety margin that would have fired before "
           "every overshoot (NaN when none)", dtype=_F),
-    _spec("est_error_median_frac", "fraction", "median of (est − truth) / truth", dtype=_F),
-    _spec("est_error_p05_frac", "fraction", "5th percentile of (est − truth) / truth", dtype=_F),
-    _spec("est_error_p95_frac", "fraction", "95th percentile of (est − truth) / truth", dtype=_F),
+    _spec("est_error_median_frac", "fraction", "median of (est − truth) / truth", dtype=_F,
+          bounds=_SIGNED),
+    _spec("est_error_p05_frac", "fraction", "5th percentile of (est − truth) / truth", dtype=_F,
+          bounds=_SIGNED),
+    _spec("est_error_p95_frac", "fraction", "95th percentile of (est − truth) / truth", dtype=_F,
+          bounds=_SIGNED),
     _spec("est_error_mean_abs_frac", "fraction", "mean of |est − truth| / truth", dtype=_F,
-          better="lower"),
+          better="lower", bounds=(0, None)),
 ), one_of(_fast_overshoots_many), needs_facts=False,
    many=_fast_overshoots_many)
 OVERSHOOTS_RECORDED = MetricPart("overshoots_recorded", (
     _spec("n_comparable", "requests", "requests comparable with the recorded usage (raw context, "
           "before the first recorded compaction)"),
     _spec("est_vs_recorded_median_frac", "fraction", "median (est − recorded) / recorded on "
-          "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
+          "comparable requests", dtype=_F, weight="overshoots_n_comparable", bounds=_SIGNED),
     _spec("truth_vs_recorded_median_frac", "fraction", "median (truth − recorded) / recorded on "
-          "comparable requests", dtype=_F, weight="overshoots_n_comparable"),
+          "comparable requests", dtype=_F, weight="overshoots_n_comparable", bounds=_SIGNED),
 ), _fast_recorded, many=_fast_recorded_many)
 METRICS: tuple[MetricPart, ...] = (OVERSHOOTS, OVERSHOOTS_RECORDED)
 """The per-run ``overshoots_*`` metrics (``overshoots_summary`` computes the same with pandas)."""

@@ -93,12 +93,14 @@ def test_run_check_updates_then_passes_then_catches_a_regression(corpus: Corpus,
     old = load_baseline(baseline)
     pol = old.policies[BASE]
     run = next(iter(pol.values))
-    worse = {run: {**pol.values[run], "overshoots_n": -1}}
+    sent = pol.values[run]["tokens_sent"]
+    assert isinstance(sent, int) and sent > 0
+    worse = {run: {**pol.values[run], "tokens_sent": sent - 1}}  # (a value a run can have)
     write_baseline(baseline, dataclasses.replace(old, policies={
         BASE: dataclasses.replace(pol, values={**pol.values, **worse})}))
     failed = run_check(settings_, open_runs=lambda _p: corpus)
     assert failed.exit_code == 1 and failed.result is not None
-    assert [c.metric for c in failed.result.with_status("regressed")] == ["overshoots_n"]
+    assert [c.metric for c in failed.result.with_status("regressed")] == ["tokens_sent"]
 
 
 def test_run_check_refuses_a_policy_the_baseline_lacks_before_reading_logs(

@@ -117,3 +117,60 @@ def test_baseline_nested_too_deeply_exits_2(store: Path, files: dict[str, Path])
     result = _cli(store, files)
     assert result.exit_code == 2, result.output
     assert f"{files['baseline']}: not a valid baseline (maximum recursion depth" in _flat(result)
+
+
+@pytest.mark.parametrize(("metric", "value", "why"), [
+    ("overshoots_n", "-1", "-1 is below 0, the least overshoots_n can be (requests)"),
+    ("tokens_sent", "-1e6", "-1000000.0 is below 0, the least tokens_sent can be (tokens)"),
+    ("cost_usd", "-0.5", "-0.5 is below 0, the least cost_usd can be (USD)"),
+    ("n_requests", "70.5", "70.5 is not a whole number, and n_requests is one (requests)"),
+    ("cache_invalidation_cached_share", "1.5",
+     "1.5 is above 1, the most cache_invalidation_cached_share can be (fraction)"),
+    ("arg_share_args_mean", "-0.25",
+     "-0.25 is below 0, the least arg_share_args_mean can be (fraction)"),
+    ("overshoots_first_request", "-2",
+     "-2 is below -1, the least overshoots_first_request can be (request index)"),
+], ids=["negative requests", "negative tokens", "negative cost", "half a request",
+        "share above 1", "negative share", "request index below -1"])
+def test_baseline_with_a_value_its_metric_cannot_take_exits_2(
+        store: Path, files: dict[str, Path], metric: str, value: str, why: str) -> None:
+    """A value no replay measures (a negative count or cost, a share above 1, half a request)
+    was compared as any other: a baseline of -1 overshoots made the run regress ('overshoots_n
+    +1 (+100.0%)'), a cached share (higher is better) of -0.5 let any drop pass, one of 1.5
+    failed any value.  Refused when read, naming the file, the policy, the run and the
+    metric."""
+    doc = json.loads(files["baseline"].read_text())
+    doc["policies"]["reserve-exact"]["runs"][RUN][metric] = "VALUE"
+    files["baseline"].write_text(json.dumps(doc).replace('"VALUE"', value))
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert (f"{files['baseline']}: policies.reserve-exact.runs.{RUN}.{metric}: {why}: no run "
+            "measures that") in _flat(result)
+
+
+def test_a_refused_value_is_named_escaped(store: Path, files: dict[str, Path]) -> None:
+    """The policy and run named in the refusal come from the file: printed escaped."""
+    doc = json.loads(files["baseline"].read_text())
+    odd_run, odd_policy = "r\x1b[2J.jsonl", "p\x1b[31m"
+    doc["runs"][odd_run] = doc["runs"][RUN]
+    doc["policies"][odd_policy] = {"digest": "d", "runs": {odd_run: {
+        **doc["policies"]["reserve-exact"]["runs"][RUN], "rereads_n": -3}}}
+    files["baseline"].write_text(json.dumps(doc))
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert "\x1b" not in result.output
+    assert ("policies.p\\x1b[31m.runs.r\\x1b[2J.jsonl.rereads_n: -3 is below 0, the least "
+            "rereads_n can be (count)") in _flat(result)
+
+
+def test_values_at_their_bounds_are_read(files: dict[str, Path]) -> None:
+    """The bounds are inclusive: no overshoot (-1), no re-read (0), every token cached (1.0)."""
+    from analysis.check.baseline import load_baseline
+
+    doc = json.loads(files["baseline"].read_text())
+    vals = doc["policies"]["reserve-exact"]["runs"][RUN]
+    vals.update(overshoots_first_request=-1, rereads_n=0, cache_invalidation_cached_share=1.0,
+                overshoots_est_error_median_frac=-7.5)  # (a signed error: any value)
+    files["baseline"].write_text(json.dumps(doc))
+    got = load_baseline(files["baseline"]).policies["reserve-exact"].values[RUN]
+    assert got["overshoots_first_request"] == -1 and got["cache_invalidation_cached_share"] == 1.0
