@@ -49,8 +49,13 @@ class Corpus:
     """
 
     def __init__(self, root: Path, entries: list[store.Entry],
-                 report: IngestReport | None = None, *, keep_prepared: int = 8) -> None:
+                 report: IngestReport | None = None, *, keep_prepared: int = 8,
+                 failed: dict[str, str] | None = None) -> None:
         self.root, self.entries, self.report = root, entries, report
+        self.failed: dict[str, str] = failed or {}
+        """A dataset opened as it is: the input files whose last ingest into it failed
+        (source -> why: ``replay.ingest.failed_inputs``), not in it or held as ingested before;
+        empty otherwise (an ingest's ``report`` lists its own)."""
         self.runs: pa.Table = store_index.read_runs(root, entries)
         self._entry_of: dict[str, store.Entry] = dict(zip(
             self.runs["run_id"].to_pylist(),
@@ -69,7 +74,7 @@ class Corpus:
     def from_tables(cls, runs: pa.Table, messages: pa.Table, requests: pa.Table) -> Corpus:
         """An in-memory corpus (tests, notebooks building runs by hand)."""
         corpus = cls.__new__(cls)
-        corpus.root, corpus.entries, corpus.report = Path("."), [], None
+        corpus.root, corpus.entries, corpus.report, corpus.failed = Path("."), [], None, {}
         corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
         corpus._calibration, corpus._entry_of = {}, {}
         corpus._models, corpus._model_fits, corpus._harnesses = None, {}, None
@@ -301,7 +306,8 @@ def open_corpus(paths: Iterable[Path], *, cache_dir: Path | None = None, fmt: st
     (``strict``: the ingest stops at the first file with a problem, see ``ingest``)."""
     paths = list(paths)
     if (dataset := named_dataset(paths)) is not None:
-        return Corpus(dataset, list(store.read_manifest(dataset).values()))
+        manifest = store.read_manifest_whole(dataset)
+        return Corpus(dataset, list(manifest.entries.values()), failed=manifest.failed)
     if cache_dir is None:
         raise ReplayInputError("log files need a dataset directory to ingest into (cache_dir)")
     report = ingest(paths, cache_dir, fmt=fmt, tokenizers=tokenizers, jobs=jobs, on_file=on_file,

@@ -31,6 +31,7 @@ from replay.cli.inputs import (
     _open,
     _opener,
     existing,
+    failed_note,
     no_conversation_note,
     rebuilt_note,
     repaired_note,
@@ -150,11 +151,15 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
 
     with _errors():
         listing = run_listing.run_listing(dataset)
-        same = store.same_bytes(store.read_manifest(dataset).values())
+        manifest = store.read_manifest_whole(dataset)
+        same = store.same_bytes(manifest.entries.values())
     rows = LazyRows(listing)
+    failed = failed_note(manifest.failed, set(manifest.entries))
     if not len(rows):
         if table.as_json:
             _print_json([])
+        if failed:
+            warn(failed)
         error(f"no runs in the dataset {dataset}")
         raise typer.Exit(1)
     layout = RUNS_LAYOUT
@@ -170,6 +175,8 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
         say(note, err=True)
     if note := same_bytes_note(same):
         say(note, err=True)
+    if failed:
+        warn(failed)
     if note := run_listing.entries_note(listing):
         error(note)
         raise typer.Exit(1)

@@ -26,6 +26,7 @@ from replay.ingest.arrow_columns import int64_total
 from replay.ingest.discover import discover, sources
 from replay.ingest.entry_state import intact
 from replay.ingest.entry_write import DataFolder, NewEntry, write_entry
+from replay.ingest.failed_inputs import failed_reason
 from replay.ingest.input_files import check_max_bytes, holds_at_least, input_size, sha256_of
 from replay.ingest.names import DEFAULT_TOKENIZERS, TOKEN_COLUMN
 from replay.ingest.parse_file import parse_file
@@ -190,7 +191,8 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
            apart_from_inputs: bool = True) -> IngestReport:
     """Ingest every log file under ``paths`` into the store at ``out``.
 
-    A file that fails keeps whatever the store had for it.  Entries are written first and the
+    A file that fails keeps whatever the store had for it, and the manifest records it until an
+    ingest reads it (``replay.ingest.failed_inputs``).  Entries are written first and the
     manifest last (also when the ingest is interrupted, listing every complete entry), so the
     store is readable at every moment.  One ingest writes a store at a time (a file lock);
     each finished entry is journalled at once, so an ingest killed outright loses none
@@ -247,7 +249,8 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     """``ingest`` with the store's lock held."""
     report = IngestReport()
     older = older_store(out)  # an older ctxreplay's store: rebuilt, not refused
-    entries = {} if older else store.read_manifest(out)
+    manifest = store.Manifest({}, {}) if older else store.read_manifest_whole(out)
+    entries, failed = manifest.entries, manifest.failed
     before = dict(entries)
     if older is None:
         for adopted in store_session.read_journal(out):  # finished by an ingest that was killed
@@ -272,6 +275,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
             same = False
         if same and old is not None:
             report_reused(report, old, str(path), strict)
+            failed.pop(rel, None)
             if on_file:
                 on_file(rel)
             continue
@@ -293,6 +297,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
     try:
         for done in results:
             report.issues.extend(done.issues)
+            failed.pop(done.source, None)
             if done.stored:
                 entries[done.source] = finished[done.source]
                 report.parsed.append(done.source)
@@ -304,6 +309,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
                 report.no_conversation[done.source] = done.no_conversation
             else:
                 report.failed.append(done.source)
+                failed[done.source] = failed_reason(done.issues, strict)
             if on_file:
                 on_file(done.source)
             if strict and done.issues:
@@ -315,7 +321,7 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
             entries.update(finished)
         index_sha256 = store_index.write_index(out, [entries[s] for s in sorted(entries)],
                                                fresh.table())
-        store.write_manifest(out, entries, index_sha256)
+        store.write_manifest(out, entries, index_sha256, failed)
         if completed:  # else kept: workers stopped by the interruption may have journalled more
             store_session.forget_journal(out)
         store_session.remove_stale(out)  # what workers stopped midway left

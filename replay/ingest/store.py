@@ -2,7 +2,8 @@
 
 Layout::
 
-    DIR/manifest.json                       source → entry key, format, counts, coverage
+    DIR/manifest.json                       source → entry key, format, counts, coverage;
+                                            the inputs whose last ingest failed
     DIR/data/<key>.parquet                  one entry: its messages table (the file's rows);
                                             its runs, requests and events tables in the
                                             file's footer (``ENTRY_FOOTER``)
@@ -45,6 +46,7 @@ import pyarrow as pa
 from replay.atomic_files import atomic_write_bytes, folder_fd
 from replay.errors import ConfigError, StoreError
 from replay.ingest.entry_file import decode, decode_footer, decode_runs
+from replay.ingest.failed_inputs import checked_failed
 from replay.ingest.input_files import TooBig, Unreadable, open_input, read_document, read_input
 from replay.ingest.parsers.coverage import summary_line, unknown_types
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
@@ -179,14 +181,28 @@ def remove_entry(root: Path, key: str) -> None:
             remove_name(name, data)
 
 
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What a store's manifest holds: its entries by source, and the input files whose last
+    ingest failed (source -> why: ``replay.ingest.failed_inputs``)."""
+
+    entries: dict[str, Entry]
+    failed: dict[str, str]
+
+
 def read_manifest(root: Path) -> dict[str, Entry]:
-    """The manifest of a store (empty for a new directory)."""
+    """The entries of a store (empty for a new directory)."""
+    return read_manifest_whole(root).entries
+
+
+def read_manifest_whole(root: Path) -> Manifest:
+    """The manifest of a store (empty for a new directory), read once."""
     path = root / "manifest.json"
     if path.is_symlink():
         raise StoreError(f"{path}: damaged store: the manifest is a symlink; nothing was read "
                          "or changed (remove it, or re-ingest into a new directory)")
     if not path.exists():
-        return {}
+        return Manifest({}, {})
     try:
         data = read_document(path)
     except TooBig as exc:  # the limit is set too low, nothing is wrong with the store: exit 2
@@ -200,9 +216,10 @@ def read_manifest(root: Path) -> dict[str, Entry]:
             raise StoreError(f"{path}: schema version {doc.get('schema_version')!r}, this ctxreplay "
                              f"reads {SCHEMA_VERSION!r}; re-ingest into a new directory")
         entries = {s: entry_from_doc(s, e, path) for s, e in doc["entries"].items()}
+        failed = checked_failed(doc.get("failed", {}))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise StoreError(f"{path}: corrupt manifest ({exc})") from exc
-    return entries
+    return Manifest(entries, failed)
 
 
 def entry_from_doc(source: str, doc: dict[str, Any], where: Path) -> Entry:
@@ -268,13 +285,17 @@ def _checked(entry: Entry) -> Entry:
     return entry
 
 
-def write_manifest(root: Path, entries: dict[str, Entry], index_sha256: str = "") -> None:
+def write_manifest(root: Path, entries: dict[str, Entry], index_sha256: str = "",
+                   failed: dict[str, str] | None = None) -> None:
     """Replace the manifest atomically; ``index_sha256``: the sha256 of the run index written
-    just before (``replay.ingest.store_index.write_index``), which readers check it against."""
+    just before (``replay.ingest.store_index.write_index``), which readers check it against;
+    ``failed``: the input files whose last ingest failed (kept only when there is one)."""
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
     if index_sha256:  # before the entries: read from the manifest's head (``_INDEX_SHA256``)
         doc["index_sha256"] = index_sha256
     doc["entries"] = {s: entry_doc(e) for s, e in sorted(entries.items())}
+    if failed:
+        doc["failed"] = dict(sorted(failed.items()))
     atomic_write_bytes(root / "manifest.json", manifest_bytes(doc), within=root)
 
 

@@ -214,7 +214,8 @@ def test_runs_made_as_sessions_end_are_the_runs_of_the_whole_file(
 
 def test_a_file_failing_midway_leaves_no_entry_and_keeps_the_old(tmp_path: Path) -> None:
     """A parser failing after some runs were written: the file fails with its issue, the
-    store keeps the entry it had, and no part of the new one is left in the store."""
+    store keeps the entry it had, and no part of the new one is left in the store; the
+    manifest records the failure (``replay.ingest.failed_inputs``), nothing else changed."""
     path = _three_sessions(tmp_path / "logs" / "s.jsonl")
     out = tmp_path / "ds"
     with pytest.MonkeyPatch.context() as mp:
@@ -235,7 +236,10 @@ def test_a_file_failing_midway_leaves_no_entry_and_keeps_the_old(tmp_path: Path)
         report = ingest([path.parent], out, jobs=1)
     assert report.failed == ["s.jsonl"]
     assert any("parser failed: RuntimeError: planted" in i.reason for i in report.issues)
-    assert _store_files(out) == before
+    after = _store_files(out)
+    manifest = json.loads(after.pop("manifest.json"))
+    assert manifest.pop("failed") == {"s.jsonl": "claude_code parser failed: RuntimeError: planted"}
+    assert manifest == json.loads(before.pop("manifest.json")) and after == before
     assert sorted(p.name for p in (out / "data").iterdir()) == sorted(
         Path(name).name for name in before if name.startswith("data/"))
     assert store.read_manifest(out)["s.jsonl"].n_runs == 8
