@@ -60,6 +60,7 @@ from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus, not_replayed
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
+from replay.ingest.failed_inputs import failed_said
 from replay.ingest.run_label import run_labels
 from replay.ingest.store import problems_said
 from replay.policy import Policy
@@ -136,7 +137,9 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),
         pricing=pricing,
         not_replayed=not_replayed(corpus),
-        input_problems=problems_said(corpus.entries) or "",
+        input_problems=". ".join(filter(None, (
+            problems_said(corpus.entries),
+            failed_said(corpus.failed, {e.source for e in corpus.entries})))),
     )
     files = out / "report_files"
     images = [*page.analyses, *page.timelines]

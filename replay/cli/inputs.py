@@ -336,11 +336,13 @@ def stored_problems(entries: list[Any], strict: bool,
     """Say what a dataset's entries hold of their logs' problems, as an ingest that reuses them
     says it: each issue found when the log was parsed (a record skipped, usage dropped, a
     result without its call) and the records of types the parser does not know; and the input
-    files whose last ingest into it ``failed`` (``failed_note``); with ``strict``, exit 1 when
-    there is an issue or such a file (a dataset opened as it is said none of them, so ``run
-    ds`` after ``ingest`` hid every skipped record and every file the ingest had failed)."""
+    files whose last ingest into it ``failed`` (``failed_inputs.failed_said``); with
+    ``strict``, exit 1 when there is an issue or such a file (a dataset opened as it is said
+    none of them, so ``run ds`` after ``ingest`` hid every skipped record and every file the
+    ingest had failed)."""
     # lazy: the ingest's modules load pyarrow, which --help and usage errors do not need
     from replay.ingest.batch import IngestReport, report_reused
+    from replay.ingest.failed_inputs import failed_said
 
     report = IngestReport()
     for e in entries:
@@ -349,34 +351,12 @@ def stored_problems(entries: list[Any], strict: bool,
         warn(issue)
     if note := unknown_note(report):
         say(note, err=True)
-    if note := failed_note(failed or {}, {e.source for e in entries}):
+    if note := failed_said(failed or {}, {e.source for e in entries}):
         warn(note)
         if strict:  # (a file kept as ingested before, failed for its stored issue: once)
             report.failed.extend(s for s in sorted(failed or {}) if s not in report.failed)
     if strict and report.failed:
         _finish(report, strict)
-
-
-FAILED_SHOWN = 3
-"""Files that failed at ingest the note names at most, with why; the rest are counted."""
-
-
-def failed_note(failed: dict[str, str], stored: set[str]) -> str | None:
-    """One line counting the input files whose last ingest into a dataset failed
-    (``replay.ingest.failed_inputs``), the first few named with why, and those of them the
-    dataset holds as ingested before (``stored``: the sources it has an entry for); None when
-    there is none."""
-    if not failed:
-        return None
-    items = sorted(failed.items())
-    shown = "; ".join(f"{src}: {why}" for src, why in items[:FAILED_SHOWN])  # escaped where printed
-    more = f"; and {len(items) - FAILED_SHOWN} more" if len(items) > FAILED_SHOWN else ""
-    n, kept = len(items), sorted(set(failed) & stored)
-    held = (f" (of {', '.join(kept[:FAILED_SHOWN])}{', …' if len(kept) > FAILED_SHOWN else ''} "
-            f"it holds the version ingested before)") if kept else ""
-    return (f"{n} input file{'' if n == 1 else 's'} failed at ingest ({shown}{more}): the "
-            f"dataset lacks {'its' if n == 1 else 'their'} runs{held}; `replay ingest` of the "
-            f"log{'' if n == 1 else 's'} once fixed adds them")
 
 
 def _opener(cache: Path | None, fmt: str | None, quiet: bool, strict: bool = False) -> Opener:

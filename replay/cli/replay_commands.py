@@ -31,7 +31,6 @@ from replay.cli.inputs import (
     _open,
     _opener,
     existing,
-    failed_note,
     no_conversation_note,
     rebuilt_note,
     repaired_note,
@@ -148,13 +147,14 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
     from replay.ingest import run_listing, store
+    from replay.ingest.failed_inputs import failed_said
 
     with _errors():
         listing = run_listing.run_listing(dataset)
         manifest = store.read_manifest_whole(dataset)
         same = store.same_bytes(manifest.entries.values())
     rows = LazyRows(listing)
-    failed = failed_note(manifest.failed, set(manifest.entries))
+    failed = failed_said(manifest.failed, set(manifest.entries))
     if not len(rows):
         if table.as_json:
             _print_json([])

@@ -10,7 +10,9 @@ cache, or found to hold no conversation) is forgotten; files not given keep thei
 they keep their entries.  An ingest killed outright loses its failures (the journal keeps
 entries only): the next ingest of those files records them again.
 
-Not here: the manifest (``replay.ingest.store``), saying them (``replay.cli.inputs``).
+``failed_said`` is the sentence that says them (a command's warning, a report's overview).
+
+Not here: the manifest (``replay.ingest.store``).
 """
 
 from __future__ import annotations
@@ -50,3 +52,27 @@ def checked_failed(value: Any) -> dict[str, str]:
             isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()):
         raise TypeError("failed is not {source: reason}")
     return value
+
+
+FAILED_SHOWN = 3
+"""Files that failed at ingest ``failed_said`` names at most, with why; the rest are counted."""
+
+
+def failed_said(failed: dict[str, str], stored: set[str]) -> str | None:
+    """One sentence counting the input files whose last ingest into a dataset ``failed``, the
+    first few named with why, and those of them the dataset holds as ingested before
+    (``stored``: the sources it has an entry for); None when there is none.  Every command
+    that opens the dataset as it is warns of it (``replay.cli.inputs.stored_problems``,
+    ``replay runs``), and a report says it in its overview; the names and reasons are the
+    file's text, escaped where printed."""
+    if not failed:
+        return None
+    items = sorted(failed.items())
+    shown = "; ".join(f"{src}: {why}" for src, why in items[:FAILED_SHOWN])
+    more = f"; and {len(items) - FAILED_SHOWN} more" if len(items) > FAILED_SHOWN else ""
+    n, kept = len(items), sorted(set(failed) & stored)
+    held = (f" (of {', '.join(kept[:FAILED_SHOWN])}{', …' if len(kept) > FAILED_SHOWN else ''} "
+            f"it holds the version ingested before)") if kept else ""
+    return (f"{n} input file{'' if n == 1 else 's'} failed at ingest ({shown}{more}): the "
+            f"dataset lacks {'its' if n == 1 else 'their'} runs{held}; `replay ingest` of the "
+            f"log{'' if n == 1 else 's'} once fixed adds them")

@@ -60,6 +60,13 @@ def test_a_dataset_says_the_files_that_failed_at_its_ingest(samples: Path,
     code, _, err = _cli("diff", str(ds), "-p", "none", "-p", "cline", "-q", "--strict",
                         "--cache-dir", str(tmp_path / "c"))
     assert code == 1 and said in err, err
+    code, _, err = _cli("report", str(ds), "-p", "none", "-q", "--out", str(tmp_path / "r"),
+                        "--cache-dir", str(tmp_path / "c"), "--max-timelines", "0")
+    assert code == 0, err
+    for name in ("report.md", "report.html"):  # read by people who never saw the warning
+        text = (tmp_path / "r" / name).read_text()
+        assert "\x1b" not in text, name
+        assert "Inputs: 2 input files failed at ingest (b" in text.replace("\\", ""), name
 
 
 def test_an_ingest_that_reads_the_file_forgets_it(samples: Path, tmp_path: Path) -> None:
