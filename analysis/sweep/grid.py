@@ -71,11 +71,12 @@ def settings(base: Policy, spec: SweepSpec, *, max_cells: int = MAX_CELLS) -> li
     size = spec.size
     if size > max_cells:
         dims = " × ".join(str(a.count) for a in spec.axes)
-        shape = f" ({dims})" if spec.design == "grid" else ""
+        shape = f" ({dims})" if spec.design == "grid" and len(dims) <= 80 else ""
         remedy = {"grid": "use design: random or one_at_a_time, or fewer values",
                   "random": "draw fewer (samples, --samples)",
                   "one_at_a_time": "give the axes fewer values"}.get(spec.design, "fewer values")
-        raise PolicyError(spec.source, "", f"{size:,} settings{shape} is more than the "
+        said = f"{size:,}" if size < 10**15 else f"{size:.3g}"
+        raise PolicyError(spec.source, "", f"{said} settings{shape} is more than the "
                                         f"{max_cells:,} a sweep may have; {remedy}")
     fields: dict[str, str] = {}
     for axis in spec.axes:

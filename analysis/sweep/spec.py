@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replay.errors import PolicyError
+from replay.policy.check import MAX_INT
 from replay.safe_yaml import YamlRefused, named_by_mistake, parse_yaml, read_yaml_file
 
 Design = Literal["grid", "random", "one_at_a_time"]
@@ -278,7 +279,7 @@ def _plain(x: Any) -> str:
     if isinstance(x, dict):
         if any(not isinstance(k, str) for k in x):
             key = next(k for k in x if not isinstance(k, str))
-        return f"a mapping with a key that is not text ({key!r})"
+            return f"a mapping with a key that is not text ({key!r})"
         return next((why for y in x.values() if (why := _plain(y))), "")
     return f"a YAML {type(x).__name__} ({x!r}; quote it to give text)"
 
@@ -304,10 +305,17 @@ def _axis(path: str, v: Any, where: str) -> Axis:
     nums = [v[k] for k in ("start", "stop", "num", "step") if k in v]
     if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in nums):
         raise PolicyError(where, f"grid.{path}", f"range bounds must be numbers, got {v}")
+    if any(not abs(x) <= MAX_INT for x in nums):  # (nan, inf or a whole number no float
+        # holds made points or a count that ended the sweep in a traceback)
+        raise PolicyError(where, f"grid.{path}", f"range bounds must be finite numbers of at "
+                                                 f"most {MAX_INT:,} (2^53), got {v}")
     if "num" in v and (not isinstance(v["num"], int) or v["num"] < 1):
         raise PolicyError(where, f"grid.{path}.num", "expected a whole number ≥ 1")
     if "step" in v and (v["step"] <= 0 or v["stop"] < v["start"]):
         raise PolicyError(where, f"grid.{path}.step", "needs step > 0 and stop ≥ start")
+    if "step" in v and not math.isfinite((v["stop"] - v["start"]) / v["step"]):
+        raise PolicyError(where, f"grid.{path}.step", f"{v['step']} is too small a step for "
+                                                      "its range: its points cannot be counted")
     is_int = all(isinstance(v[k], int) for k in ("start", "stop", "step") if k in v)
     return Axis(path=path, start=v["start"], stop=v["stop"], num=v.get("num"),
                 step=v.get("step"), is_int=is_int)

@@ -200,3 +200,45 @@ def test_a_grid_value_no_policy_field_takes_is_refused_not_a_traceback(tmp_path:
         load_spec(path)
     with pytest.raises(PolicyError, match="a YAML date"):
         load_spec(None, ["name=2026-01-01,b"])
+
+
+def test_a_grid_value_that_is_a_mapping_of_text_keys_is_a_value_not_a_traceback() -> None:
+    """A mapping value with text keys (``--axis 'tiers.0.protect={frac: 0.5}'``) ended the
+    sweep in an UnboundLocalError traceback: the check of its keys returned for every mapping."""
+    spec = load_spec(None, ["tiers.0.protect={frac: 0.5}"])
+    assert spec.axes[0].values == ({"frac": 0.5},)
+    got = settings(load_policy(BASE), spec)
+    assert len(got) == 1 and got[0].policy.tiers[0].protect.frac == 0.5
+
+
+@pytest.mark.parametrize("rng", [
+    "{start: 0, stop: .inf, step: 0.1}", "{start: .nan, stop: 1, step: 0.1}",
+    "{start: 0, stop: 1, step: .inf}", "{start: 0, stop: 1.0e+308, step: 1.0e-308}",
+    "{start: 0, stop: .nan, num: 3}", "{start: 0, stop: .inf, num: 3}",
+    "{start: 0, stop: " + "1" * 400 + ", num: 3}", "{start: -.inf, stop: 0, num: 3}",
+])
+@pytest.mark.parametrize("design", ["grid", "random", "one_at_a_time"])
+def test_a_range_bound_that_is_not_finite_is_refused_with_its_path(tmp_path: Path, rng: str,
+                                                                  design: str) -> None:
+    """Infinite, nan or float-overflowing range bounds ended the sweep in an OverflowError or
+    ValueError traceback (exit 1), or in a policy error about a nan the user never wrote."""
+    path = tmp_path / "g.yaml"
+    path.write_text(f"grid:\n  tiers.0.min_reclaim_frac: {rng}\ndesign: {design}\n")
+    with pytest.raises(PolicyError, match=r"grid\.tiers\.0\.min_reclaim_frac: range bounds must "
+                                          r"be finite numbers"):
+        settings(load_policy(BASE), load_spec(path))
+
+
+def test_a_step_too_small_to_count_is_refused_and_a_huge_size_is_said_short(
+        tmp_path: Path) -> None:
+    """A step whose points overflow a float's count was an OverflowError traceback; a count
+    that does fit was printed with every one of its 300 digits, twice."""
+    path = tmp_path / "g.yaml"
+    path.write_text("grid:\n  tiers.0.min_reclaim_frac: {start: 0, stop: 1, step: 5.0e-324}\n")
+    with pytest.raises(PolicyError, match=r"\.step: 5e-324 is too small a step"):
+        load_spec(path)
+    path.write_text("grid:\n  tiers.0.min_reclaim_frac: {start: 0, stop: 1, step: 1.0e-300}\n")
+    with pytest.raises(PolicyError) as err:
+        settings(load_policy(BASE), load_spec(path))
+    assert "1e+300 settings is more than the 100,000" in str(err.value)
+    assert len(str(err.value)) < 300
