@@ -21,6 +21,7 @@ import yaml
 
 from analysis.sweep.grid import Setting
 from replay.policy import Policy, policy_to_dict
+from replay.safe_text import terminal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,7 +74,7 @@ def chosen_yaml(settings: tuple[Setting, ...], setting_id: str,
         lines.append("chosen: by the caller of write_sweep (no rule given)")
     lines.append("this setting: " + (", ".join(f"{p}={_text(v)}" for p, v in setting.params)
                                      or "the base policy"))
-    head = "".join(f"# {_one_line(line)}\n" for line in lines)
+    head = "".join(f"# {terminal(line)}\n" for line in lines)
     return head + yaml.safe_dump(policy_to_dict(policy), sort_keys=False)
 
 
@@ -110,6 +111,3 @@ def _text(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix(
         "\n...").strip() if not isinstance(value, str) else value
 
-
-def _one_line(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
