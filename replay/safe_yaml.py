@@ -140,7 +140,7 @@ def _read_bounded(path: Path, max_bytes: int) -> str:
 def _check_nodes(root: yaml.Node) -> None:
     """Refuse nesting deeper than ``MAX_YAML_DEPTH``, aliases that refer to themselves and
     documents that expand to more than ``MAX_YAML_NODES`` nodes (each shared node counted once
-    per use, computed once per node)."""
+    per use, computed once per node; said as an alias bomb only when fewer nodes are written)."""
     expanded: dict[int, int] = {}
     depth: dict[int, int] = {}
     on_path: set[int] = set()
@@ -154,6 +154,9 @@ def _check_nodes(root: yaml.Node) -> None:
             expanded[key] = 1 + sum(expanded[id(c)] for c in children)
             depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
             if expanded[key] > MAX_YAML_NODES:
+                if len(expanded) > MAX_YAML_NODES:  # as many written: no alias made them
+                    raise YamlRefused(f"more than {MAX_YAML_NODES:,} values; a configuration "
+                                      f"file may hold at most {MAX_YAML_NODES:,}")
                 raise YamlRefused(f"its aliases expand to more than {MAX_YAML_NODES:,} values "
                                   "(an alias bomb?)")
             if depth[key] > MAX_YAML_DEPTH:

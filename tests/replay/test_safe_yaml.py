@@ -70,3 +70,17 @@ def test_the_flow_collection_past_the_limit_is_refused_where_it_opens(opener: st
 
 def test_brackets_in_a_quoted_string_are_not_nesting() -> None:
     assert parse_yaml("a: '" + "[" * 10_000 + "'") == {"a": "[" * 10_000}
+
+
+def test_a_document_of_too_many_written_values_is_not_called_an_alias_bomb() -> None:
+    """A policy of 30,000 tiers written out, without one alias, was refused as "its aliases
+    expand to more than 100,000 values (an alias bomb?)"; an alias bomb still is one."""
+    written = "tiers: [" + ", ".join(f"{{type: trim, name: t{i}}}" for i in range(30_000)) + "]"
+    with pytest.raises(YamlRefused, match=r"^more than 100,000 values; a configuration file "
+                                          r"may hold at most 100,000$"):
+        parse_yaml(written)
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n"
+        for i in range(5))
+    with pytest.raises(YamlRefused, match="aliases expand to more than 100,000 values"):
+        parse_yaml(bomb)
