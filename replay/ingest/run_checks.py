@@ -20,6 +20,13 @@ from replay.errors import StoreError
 
 _COUNTS = ("n_chars", "n_bytes", "n_lines", "tokens_o200k", "tokens_cl100k")
 """Message columns that are sizes: never negative."""
+MAX_COUNT = 2**40
+"""The largest size or token count a stored row may hold: the parsers' own bound
+(``replay.ingest.parsers.counts.MAX_COUNT``, above this layer: a test holds them equal)."""
+MAX_TOTAL = MAX_COUNT
+"""The most a run's column of message sizes may sum to: its text in all, 2^40 tokens or bytes
+(a thousand times the 1 GiB file ingest reads at most), so a replay's sums of them, each
+request's context added up over a run's requests, stay far inside a 64-bit integer."""
 _REQUEST_COUNTS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
                    "reasoning_tokens")
 
@@ -28,7 +35,8 @@ def check_run_tables(messages: pa.Table, requests: pa.Table, run_id: str) -> Non
     """Refuse a run whose rows break the run model.
 
     Rules: message numbers are whole, ≥ 0 and in order, and blocks are numbered 0, 1, …
-    within each message; sizes and recorded token counts are ≥ 0 where known; each request
+    within each message; sizes and recorded token counts are ≥ 0 and at most ``MAX_COUNT``
+    where known, and a column of message sizes sums to at most ``MAX_TOTAL``; each request
     answers an existing message, in order.
 
     Raises:
@@ -47,11 +55,11 @@ def check_run_tables(messages: pa.Table, requests: pa.Table, run_id: str) -> Non
     if not np.array_equal(block, expected):
         _refuse(run_id, "blocks not numbered 0, 1, ... within their message")
     for name in _COUNTS:
-        if name in messages.column_names and _negative(messages[name]):
-            _refuse(run_id, f"a negative {name}")
-    for name in _REQUEST_COUNTS:
-        if name in requests.column_names and _negative(requests[name]):
-            _refuse(run_id, f"a negative recorded {name}")
+        if name in messages.column_names and (why := _out_of_range(messages[name], MAX_TOTAL)):
+            _refuse(run_id, f"{why} {name}")
+    for name in _REQUEST_COUNTS:  # (each a parser's count: a log may hold any number of them)
+        if name in requests.column_names and (why := _out_of_range(requests[name], None)):
+            _refuse(run_id, f"{why} recorded {name}")
     out = _ints(requests, "output_msg", run_id)
     if len(out) and (out.min() < 0 or (len(msg) and out.max() > msg[-1]) or not len(msg)):
         _refuse(run_id, "a request answering a message the run does not have")
@@ -66,9 +74,21 @@ def _ints(table: pa.Table, name: str, run_id: str) -> np.ndarray:
     return np.asarray(column.to_numpy(), dtype=np.int64)
 
 
-def _negative(column: pa.ChunkedArray) -> bool:
+def _out_of_range(column: pa.ChunkedArray, max_total: int | None) -> str:
+    """What is wrong with a column of counts ('' when nothing): a negative one, one above
+    ``MAX_COUNT`` (no count a parser keeps or a tokenizer makes of a file ingest reads), or a
+    sum above ``max_total`` (2^62 tokens in a block ended a replay in an OverflowError
+    traceback: the sums of a run's counts left a 64-bit integer)."""
     values = column.drop_null().to_numpy()
-    return bool(len(values) and values.min() < 0)
+    if not len(values):
+        return ""
+    if values.min() < 0:
+        return "a negative"
+    if values.max() > MAX_COUNT:
+        return f"a count above {MAX_COUNT:,} (2^40) in"
+    if max_total is not None and float(values.sum(dtype=np.float64)) > max_total:
+        return f"a total above {max_total:,} of"
+    return ""
 
 
 def _refuse(run_id: str, what: str) -> None:

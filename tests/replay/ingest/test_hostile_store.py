@@ -193,8 +193,15 @@ def _set_column(table, name: str, values: list):  # type: ignore[no-untyped-def]
         t.column("output_msg").to_pylist()))), "requests out of order"),
     ("requests", lambda t: _set_column(t, "input_tokens", [-5] * t.num_rows),
      "a negative recorded input_tokens"),
+    # 2^62 tokens a block: the replay's sums left int64, an OverflowError traceback
+    ("messages", lambda t: _set_column(t, "tokens_o200k", [2**62] * t.num_rows),
+     "a count above 1,099,511,627,776 (2^40) in tokens_o200k"),
+    ("messages", lambda t: _set_column(t, "n_chars", [2**40] * t.num_rows),
+     "a total above 1,099,511,627,776 of n_chars"),
+    ("requests", lambda t: _set_column(t, "output_tokens", [2**62] * t.num_rows),
+     "a count above 1,099,511,627,776 (2^40) in recorded output_tokens"),
 ], ids=["shuffled", "negative-msg", "blocks", "negative-tokens", "output-beyond",
-        "requests-reversed", "negative-recorded"])
+        "requests-reversed", "negative-recorded", "huge-tokens", "huge-total", "huge-recorded"])
 def test_a_crafted_dataset_table_is_refused_not_replayed(tmp_path: Path, table: str, change,  # type: ignore[no-untyped-def]
                                                           rule: str) -> None:
     """A dataset's Parquet rows that break the run model (written by hand, not by ingest)
@@ -353,3 +360,11 @@ def test_a_lock_file_that_is_not_a_file_is_said_and_nothing_changes(tmp_path: Pa
     assert not (tmp_path / "made-through-the-link").exists()
     assert {p.name: p.read_bytes() for p in ds.iterdir() if p.is_file() and not p.is_symlink()
             and p.name != ".lock"} == before
+
+
+def test_a_stored_count_is_bounded_as_the_parsers_bound_a_count() -> None:
+    """The run model's bound on a stored count is the parsers' (defined twice only because
+    the run model may not import the parsers)."""
+    from replay.ingest import run_checks
+    from replay.ingest.parsers import counts
+    assert run_checks.MAX_COUNT == counts.MAX_COUNT
