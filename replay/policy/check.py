@@ -104,6 +104,9 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
             raise PolicyError(where, path, f"must be ≥ 0, got {v}")
         if v > MAX_INT:
             raise PolicyError(where, path, f"must be at most {MAX_INT:,} (2^53), got {v:.3g}")
+        if v > MAX_TOKENS and path.rsplit(".", 1)[-1].endswith("tokens"):
+            raise PolicyError(where, path, f"a token count must be at most {MAX_TOKENS:,} "
+                                           f"(2^32), got {v:,}")
         return v
     if hint is float:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -148,9 +151,16 @@ def check(p: Policy, where: str) -> None:
     for name, counter in (("estimator", p.estimator), ("truth", p.truth)):
         if counter.method == "chars" and counter.chars_per_token <= 0:
             raise PolicyError(where, f"{name}.chars_per_token", "must be > 0")
+        if counter.method == "chars" and counter.chars_per_token < MIN_CHARS_PER_TOKEN:
+            raise PolicyError(where, f"{name}.chars_per_token", f"must be at least "
+                                                                f"{MIN_CHARS_PER_TOKEN}, got "
+                                                                f"{counter.chars_per_token}")
         if counter.scale <= 0:
             raise PolicyError(where, f"{name}.scale", "must be > 0 (a count scaled to 0 never "
                                                       "reaches a trigger)")
+        if counter.scale > MAX_SCALE:
+            raise PolicyError(where, f"{name}.scale", f"must be at most {MAX_SCALE:g} (a "
+                                                      f"correction near 1), got {counter.scale}")
     if p.harness is not None:
         _check_harness(p, where)
     _check_behaviour(p, where)
@@ -179,6 +189,10 @@ def check(p: Policy, where: str) -> None:
             _check_collapse(tier, where, key)
         if tier.type == "summarise" and tier.summary_tokens <= 0:
             raise PolicyError(where, f"{key}.summary_tokens", "must be > 0")
+        per = getattr(getattr(tier, "restore", None), "summary_tokens_per_summarised", 0.0)
+        if per > MAX_SCALE:
+            raise PolicyError(where, f"{key}.restore.summary_tokens_per_summarised",
+                              f"must be at most {MAX_SCALE:g}, got {per}")
         if tier.type == "custom" and ":" not in tier.cls:
             raise PolicyError(where, f"{key}.class", "expected 'module:Class'")
 
@@ -278,6 +292,19 @@ TEMPLATE_FIELDS: tuple[str, ...] = ("tool", "path", "lines", "chars", "call_id")
 MAX_INT = 2**53
 """Largest whole number (and magnitude of a number) a policy field takes: beyond it token
 counts stop being exact as floats and sums overflow int64."""
+
+
+MAX_TOKENS = 2**32
+"""Largest token count a policy field takes (a window, an overhead, a summary's size): a
+thousand times the largest window.  The 2^53 of ``MAX_INT`` let a per-message overhead or a
+fixed overhead of 2^53 make a request's context, summed over a run's requests, leave int64
+(an OverflowError traceback)."""
+MAX_SCALE = 1000.0
+"""Largest scale of a token count (``estimator.scale``, ``truth.scale``, a summary's tokens per
+summarised token): a correction near 1; 9e15 made every figure leave int64."""
+MIN_CHARS_PER_TOKEN = 0.1
+"""Smallest ``chars_per_token`` (a token per tenth of a character; real text has 2-5):
+1e-300 made a block's count leave int64."""
 
 
 MAX_TEMPLATE_WIDTH = 1000
