@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -30,6 +31,7 @@ from replay.ingest.input_files import Unreadable, read_document, read_input
 from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_from_dict, policy_to_dict
+from replay.policy.check import MAX_INT
 from replay.safe_text import strict_json
 
 RunMeta = dict[str, tuple[str, str, str, str, str]]
@@ -272,7 +274,43 @@ def read_trace(out: Path) -> Trace:
         except (OSError, Unreadable, pa.ArrowException) as exc:
             raise ReplayInputError(f"{path}: not a `replay run` trace "
                                    f"({str(exc).splitlines()[0]})") from None
+        if why := _values_wrong(name, tables[-1]):
+            raise ReplayInputError(f"{path}: not a `replay run` trace ({why})")
     return Trace(*tables)
+
+
+_SIGNED = {"reclaimed_tokens", "reclaimed_est_tokens"}
+"""Trace columns a replay writes negative (an induced re-read grows the context)."""
+
+
+def _values_wrong(name: str, table: pa.Table) -> str:
+    """What in a trace table's values no replay writes ('' when nothing): a number that is not
+    finite, beyond 2^53, or negative in a requests column; columns summing beyond 2^62 (a
+    crafted 2^62 in truth_tokens ended diff/report in an OverflowError traceback, NaN or
+    negative costs and sizes were taken as figures); request numbers that are not 0, 1, … in
+    each run's rows."""
+    for field in table.schema:
+        if not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)):
+            continue
+        col = table[field.name].drop_null()
+        if not len(col):
+            continue
+        values = col.to_numpy().astype("float64")
+        if not np.isfinite(values).all():
+            return f"{field.name}: a value that is not a finite number"
+        low, high = float(values.min()), float(values.max())
+        if max(-low, high) > MAX_INT or float(np.abs(values).sum()) > 2.0**62:
+            return f"{field.name}: values beyond what a replay writes"
+        if low < 0 and (name == "requests" or field.name not in _SIGNED):
+            return f"{field.name}: a negative value"
+    if name == "requests" and table.num_rows:
+        runs = table["run_id"].to_numpy(zero_copy_only=False)
+        request = table["request"].to_numpy()
+        starts = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
+        first = np.repeat(starts, np.diff(np.append(starts, len(runs))))
+        if not np.array_equal(request, np.arange(len(runs)) - first):
+            return "request numbers not 0, 1, … in each run's rows"
+    return ""
 
 
 def read_run(out: Path) -> tuple[Policy, Trace]:

@@ -126,7 +126,29 @@ def _stray_eviction(d: Path) -> Path:
     return path
 
 
+def _set(table: str, column: str, value: Callable[[list], list]) -> Callable[[Path], Path]:
+    """A trace column's values changed, the file otherwise as written (schema, metadata)."""
+    def damage(d: Path) -> Path:
+        path = d / "traces" / f"{table}.parquet"
+        t = pq.read_table(path)
+        i = t.schema.get_field_index(column)
+        values = pa.array(value(t[column].to_pylist()), t.schema.field(i).type)
+        pq.write_table(t.set_column(i, t.schema.field(i), values), path)
+        return path
+    return damage
+
+
 DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    # each of these four was read as figures: 2^62 an OverflowError traceback, the others
+    # compared as if a replay had written them
+    "2^62 tokens": (_set("requests", "truth_tokens", lambda v: [2**62] * len(v)),
+                    "(truth_tokens: values beyond what a replay writes)"),
+    "nan cost": (_set("requests", "cost_usd", lambda v: [float("nan")] * len(v)),
+                 "(cost_usd: a value that is not a finite number)"),
+    "negative size": (_set("requests", "raw_tokens", lambda v: [-5] * len(v)),
+                      "(raw_tokens: a negative value)"),
+    "requests renumbered": (_set("requests", "request", lambda v: [0] * len(v)),
+                            "(request numbers not 0, 1, … in each run's rows)"),
     "truncated json": (_summary('{"policy": '), "not a `replay run` summary (not JSON"),
     "no policy": (_summary('{"runs": []}'), "not a `replay run` summary (no policy mapping)"),
     "digits": (_summary('{"policy": 1' + "0" * 5000 + "}"), "(not JSON: Exceeds the limit"),
