@@ -83,8 +83,36 @@ def declared_in(text: str) -> tuple[str, int, int] | None:
         return None
     chars = 0
     for i in range(1, len(parts), 4):
-        chars += int(parts[i] or parts[i + 1] or parts[i + 2])
+        digits = parts[i] or parts[i + 1] or parts[i + 2]
+        if not believable(digits):
+            return _declared_believable(text)
+        chars += int(digits)
     return "".join(parts[::4]), len(parts) // 4, chars
+
+
+MAX_DECLARED = 1 << 27
+"""The most characters (or bytes, lines, tokens) one marker may declare: 128 MiB, the largest
+JSON document ingest decodes whole.  A marker declaring more is no marker (its text is counted
+as text): ``[REDACTED len=`` followed by 10^31 (or 5,000 digits) in one tool output failed its
+whole file ("values the schema cannot hold", "Exceeds the limit (4300 digits)"), and a few of
+10^12 made a dataset every replay refuses."""
+
+
+def believable(digits: str) -> bool:
+    """Whether a marker's declared figure (its digits) is at most ``MAX_DECLARED``."""
+    return len(digits) <= 9 and int(digits) <= MAX_DECLARED
+
+
+def _declared_believable(text: str) -> tuple[str, int, int] | None:
+    """``declared_in`` of a text with a marker declaring more than ``MAX_DECLARED``: that
+    marker left in the text, the others taken out (None: no other)."""
+    kept, n, chars, at = [], 0, 0, 0
+    for m in _MARKER.finditer(text):
+        digits = m.group(1) or m.group(2) or m.group(3)
+        if believable(digits):
+            kept.append(text[at:m.start()])
+            at, n, chars = m.end(), n + 1, chars + int(digits)
+    return ("".join(kept) + text[at:], n, chars) if n else None
 
 
 def tokens_for(chars: int, tokenizer: str) -> int:
@@ -146,8 +174,10 @@ def exact(text: str) -> ExactSizes | None:
         if m.group(0) in seen:  # the same text twice in one block: counted once
             continue
         seen.add(m.group(0))
-        fields = [(name, int(value)) for name, value in _FIELD.findall(m.group(1))
-                  if name != "id"]
+        found = _FIELD.findall(m.group(1))
+        if not all(believable(value) for name, value in found if name != "id"):
+            continue  # (no marker: its text is counted as text)
+        fields = [(name, int(value)) for name, value in found if name != "id"]
         n += bool(fields)
         for name, value in fields:
             sums[name] = sums.get(name, 0) + value

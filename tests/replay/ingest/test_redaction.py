@@ -21,6 +21,7 @@ from replay.ingest.parse_file import parse_file
 from replay.ingest.redaction import (
     _MARKER,
     CHARS_PER_TOKEN,
+    MAX_DECLARED,
     ExactSizes,
     declared,
     declared_in,
@@ -102,7 +103,10 @@ def _declared_by_matches(text: str) -> tuple[str, int, int] | None:
     """``declared`` as it was written first: a match object a marker (``finditer``)."""
     chars, n, parts, pos = 0, 0, [], 0
     for m in _MARKER.finditer(text):
-        chars += int(m.group(1) or m.group(2) or m.group(3))
+        digits = m.group(1) or m.group(2) or m.group(3)
+        if len(digits) > 9 or int(digits) > MAX_DECLARED:  # no marker: left in the text
+            continue
+        chars += int(digits)
         n += 1
         parts.append(text[pos:m.start()])
         pos = m.end()
@@ -129,6 +133,34 @@ def test_says_redacted_is_never_false_for_a_marker(head: str, marker: str, tail:
     text = head + marker + tail
     if declared(text) is not None or exact(text) is not None:
         assert says_redacted(text)
+
+
+@pytest.mark.parametrize("marker", ["[REDACTED len=" + "9" * 32 + "]", "[REDACTED len=" + "9" * 5000 + "]",
+                                    "[REDACTED len=134217729]", "[+134217729 chars redacted]"],
+                         ids=["10^32", "5000-digits", "2^27+1", "2^27+1-chars"])
+def test_a_marker_declaring_more_than_a_document_holds_is_text(marker: str) -> None:
+    """A marker declaring 10^32 characters (or 5,000 digits of them) failed its whole file at
+    ingest ("values the schema cannot hold", "Exceeds the limit (4300 digits)"); it is no
+    marker: its text is counted as text, the believable markers beside it still are."""
+    text = f"a {marker} b [REDACTED len=12] c"
+    assert declared(text) == (f"a {marker} b  c", 1, 12)
+    assert declared(marker) is None
+    assert declared(f"[REDACTED len={MAX_DECLARED}]") == ("", 1, MAX_DECLARED)
+    fields = "chars=99999999999999999999 bytes=3 lines=1 o200k_base=99999999999999999999"
+    assert exact(f"[REDACTED_CTXREPLAY id=1 {fields}]") is None
+    assert exact(f"[REDACTED_CTXREPLAY id=1 {fields}] [REDACTED_CTXREPLAY id=2 chars=3]") == \
+        ExactSizes(3, 0, 0, (), 1)
+
+
+def test_a_log_with_an_unbelievable_marker_is_read(tmp_path: Path) -> None:
+    """The file is read (exit 0), the marker counted as the text it is."""
+    log = tmp_path / "logs" / "s.jsonl"
+    log.parent.mkdir()
+    _claude_redacted(log)
+    log.write_text(log.read_text().replace("len=30400", "len=" + "9" * 40))
+    parsed = parse_file(log, log.parent)
+    assert parsed.tables is not None and not parsed.issues, parsed.issues
+    assert not any(m["tokens_estimated"] for m in parsed.tables.messages.to_pylist())
 
 
 def test_tokens_for_uses_the_documented_ratio() -> None:
