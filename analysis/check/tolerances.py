@@ -24,7 +24,9 @@ from replay.safe_yaml import YamlRefused, named_by_mistake, read_yaml_file
 
 Direction = Literal["lower", "higher", "either"]
 _TOL = re.compile(r"^\s*(?P<sign>\+/-|\+-|±|\+|-)?\s*"
-                  r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<pct>%)?\s*$")
+                  r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<pct>%)?\s*$", re.ASCII)
+"""A tolerance as written: ASCII digits only (``\\d`` took any script's: ``+٥%``, an
+Arabic-Indic five that reads as ``+o%`` or ``+0%`` in a review, allowed 5 %)."""
 _DIRECTIONS: dict[str, Direction] = {"lower": "lower", "higher": "higher", "either": "either"}
 _SIGNS: dict[str, Direction] = {"+": "lower", "-": "higher", "±": "either", "+-": "either",
                                 "+/-": "either"}

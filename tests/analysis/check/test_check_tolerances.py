@@ -131,3 +131,13 @@ def test_a_direction_that_is_a_list_or_mapping_is_refused_not_a_traceback(tmp_pa
     with pytest.raises(CheckError, match=r"direction\.tokens_sent: .* is not lower, higher or "
                                          r"either"):
         load_tolerances(path)
+
+
+@pytest.mark.parametrize("value", ["+٥%", "+５", "+١٢", "-۰.5%"])
+def test_a_tolerance_in_digits_of_another_script_is_refused(tmp_path: Path, value: str) -> None:
+    """``\\d`` read any script's digits: ``+٥%`` (an Arabic-Indic five, which reads as ``+o%``
+    or ``+0%`` in a review) allowed a 5 % regression."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"tokens_sent: '{value}'\n", encoding="utf-8")
+    with pytest.raises(CheckError, match="is not a tolerance"):
+        load_tolerances(path)
