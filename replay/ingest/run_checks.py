@@ -84,9 +84,11 @@ def _out_of_range(column: pa.ChunkedArray, max_total: int | None) -> str:
         return ""
     if values.min() < 0:
         return "a negative"
-    if values.max() > MAX_COUNT:
+    high = int(values.max())
+    if high > MAX_COUNT:
         return f"a count above {MAX_COUNT:,} (2^40) in"
-    if max_total is not None and float(values.sum(dtype=np.float64)) > max_total:
+    if max_total is not None and high * len(values) > max_total \
+            and float(values.sum(dtype=np.float64)) > max_total:  # (the sum only when it may be)
         return f"a total above {max_total:,} of"
     return ""
 
