@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.atomic_files import make_output_dir
 from replay.errors import ReplayInputError
 from replay.policy import Policy, load_policy, replace_paths
 from replay.synth.embedded import CORPUS, write_corpus, write_text
@@ -308,12 +309,18 @@ def write_generated(out_dir: Path, only: Sequence[str] = ()) -> list[Path]:
 
     Raises:
         ReplayInputError: ``only`` names none of them.
+        OutputError: ``out_dir`` or ``out_dir/scenarios`` is a file, a symlink below
+            ``out_dir``, or cannot be made or written (nothing is written).
     """
     chosen = tuple(s for s in CORPUS if not only or s.name in only)
     failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
     if not chosen and not failures:
         raise ReplayInputError(f"no scenario named {list(only)}; one of "
                                f"{[s.name for s in CORPUS] + [fs.name for fs in SCENARIOS]}")
+    # the folders made or checked first, as every command's output: a symlink planted at
+    # OUT/scenarios was followed (the scenarios written wherever it pointed), a file at OUT
+    # was "OUT: File exists"
+    make_output_dir(out_dir, *(("scenarios",) if failures else ()))
     paths = write_corpus(out_dir, chosen) if chosen else []
     if failures:
         paths += write_scenarios(out_dir / "scenarios", failures)

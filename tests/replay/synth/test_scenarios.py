@@ -356,3 +356,26 @@ def test_write_generated_is_what_replay_synth_writes(tmp_path: Path) -> None:
         (tmp_path / "scenarios" / f"{name}.jsonl").read_bytes()
     bad = CliRunner().invoke(app, ["synth", "--out", str(tmp_path / "x"), "--only", "nope"])
     assert bad.exit_code == 2 and "no scenario named ['nope']" in bad.output
+
+
+def test_synth_writes_nothing_through_a_symlink_in_its_output_folder(tmp_path: Path) -> None:
+    """A symlink planted at OUT/scenarios was followed: the scenarios (and their README) were
+    written wherever it pointed, exit 0; a file at OUT was "OUT: File exists".  Both are one
+    line and exit 2, as every command's output folder."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.synth.failure_cases import SCENARIOS
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "scenarios").symlink_to(elsewhere)
+    res = CliRunner().invoke(app, ["synth", "--out", str(out), "--only", SCENARIOS[0].name])
+    assert res.exit_code == 2, res.output
+    assert "is a symlink" in res.output and list(elsewhere.iterdir()) == []
+    (tmp_path / "file").write_text("x")
+    res = CliRunner().invoke(app, ["synth", "--out", str(tmp_path / "file"), "--only",
+                                   SCENARIOS[0].name])
+    assert res.exit_code == 2 and "exists and is not a folder" in res.output, res.output
