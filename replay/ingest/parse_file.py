@@ -166,7 +166,7 @@ def _parse_file(path: Path, rel: str, fmt: str | None, tokenizers: tuple[str, ..
             return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
         try:
             tables = tokenize(drafts, tokenizers, threads=threads, consume=True,
-                              shared_text=shared_text)
+                              shared_text=shared_text, issues=issues, path=str(path))
         except UNFIT as exc:
             issues.append(_unfit(str(path), name, exc))
             return ParsedFile(rel, name, sha, None, tuple(issues), coverage, why)
@@ -265,7 +265,7 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
         session, draft = got
         try:
             tables = tokenize([draft], tokenizers, threads=threads, consume=True,
-                              counted=counted)
+                              counted=counted, issues=issues, path=path)
         except UNFIT as exc:
             runs.close()
             issues.append(_unfit(path, name, exc))

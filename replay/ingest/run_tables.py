@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from replay.ingest import store
+from replay.ingest import store, token_parts
 from replay.ingest.arrow_columns import (
     NUMPY_ROWS,
     all_false,
@@ -31,6 +31,7 @@ from replay.ingest.arrow_columns import (
 )
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.source import Issue
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
 from replay.ingest.schema import SCHEMAS
 from replay.ingest.tokens import count_one, count_tokens
@@ -45,7 +46,8 @@ Counted = dict[str, dict[int, tuple[str, int]]]
 
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
              threads: int = 1, consume: bool = False, shared_text: bool = False,
-             counted: Counted | None = None) -> store.RunTables:
+             counted: Counted | None = None, issues: list[Issue] | None = None,
+             path: str = "") -> store.RunTables:
     """Count tokens once per block and build the schema's tables.
 
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
@@ -69,6 +71,11 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     ``counted``: the tokens of texts counted before, by text object (a run made after another
     of the same Claude Code session holds many of its text objects again: each is counted
     once); the texts counted here are added to it.
+
+    A text longer than ``token_parts.SPLIT_CHARS`` is counted in parts (an encoder's memory
+    bounded by a part's); one that has to be cut inside a piece somewhere (one unbroken word of
+    half a million characters or more) has its tokens flagged as estimated, and ``issues`` (of
+    the file at ``path``) gets one issue saying how many texts were.
     """
     n_blocks = [len(d.messages["msg"]) for d in drafts]
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
@@ -91,9 +98,12 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     def rows(values: list[int] | np.ndarray) -> Any:  # each distinct text's -> each row's
         return values if codes is None else np.asarray(values, np.int64)[codes]
 
-    text, tokens, n_chars, lines, redacted, exacts = _measured(
+    text, tokens, n_chars, lines, redacted, exacts, split = _measured(
         texts, tokenizers, threads, release=consume or codes is not None,
-        one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted)
+        one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted,
+        long=chars > token_parts.SPLIT_CHARS)
+    if split and issues is not None:
+        issues.append(split_issue(path, split))
     del texts  # (the strings are in the Arrow column now)
     lengths = utf8_lengths(text)  # (no encoding again)
     n_bytes: np.ndarray | list[int] = lengths
@@ -113,7 +123,8 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         messages["text"] = pa.DictionaryArray.from_arrays(indices, text)
         messages["n_bytes"] = rows(n_bytes)
         messages["n_chars"], messages["n_lines"] = rows(n_chars), rows(n_lines)
-    estimated = set(redacted) | {i for i, sizes in exacts.items() if sizes.estimated}
+    estimated = set(redacted) | set(split) | {i for i, sizes in exacts.items()
+                                              if sizes.estimated}
     for name, col in TOKEN_COLUMN.items():
         if name not in tokenizers:
             messages[col] = null_column(n, pa.int64())
@@ -145,22 +156,26 @@ SHARED_MIN_CHARS = 1 << 20
 text or more only: below, what sharing saves is small, and finding it costs ~100 instructions
 a row."""
 _Sizes = tuple[pa.Array, dict[str, list[int]], list[int], np.ndarray,
-               dict[int, tuple[str, int, int]], dict[int, ExactSizes]]
+               dict[int, tuple[str, int, int]], dict[int, ExactSizes], dict[int, int]]
 
 
 def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
-              release: bool, one: bool, known: Counted | None = None) -> _Sizes:
+              release: bool, one: bool, known: Counted | None = None,
+              long: bool = True) -> _Sizes:
     """``texts`` as a string column, with each tokenizer's counts, each text's characters and
     lines, and the texts holding redaction markers (``declared``) or ctxreplay's own
     (``exact``), by index; a text that is not valid Unicode is repaired first, as tiktoken
     counts it.  Made ``TEXT_CHUNK_CHARS`` characters at a time; ``release``: ``texts`` is the
     caller's to give up, each chunk's strings are let go from it once converted; ``one``: they
-    are known to be one chunk; ``known``: ``tokenize``'s ``counted``."""
+    are known to be one chunk; ``known``: ``tokenize``'s ``counted``; ``long``: some text may
+    be longer than ``token_parts.SPLIT_CHARS`` (False: they hold fewer characters in all)."""
     counted: dict[str, list[int]] = {name: [] for name in TOKEN_COLUMN if name in tokenizers}
     arrays, lines = [], []
     n_chars: list[int] = []
     redacted: dict[int, tuple[str, int, int]] = {}
     exacts: dict[int, ExactSizes] = {}
+    split: dict[int, int] = {}
+    """Texts cut inside a piece to be counted in parts (``token_parts``): index → cuts."""
     for start, stop in [(0, len(texts))] if one else _chunks(texts):
         chunk = texts if stop - start == len(texts) else texts[start:stop]
         for name, counts in counted.items():  # first: the encoder leaves each text's UTF-8
@@ -176,6 +191,10 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         arrays.append(part)
         lines.append(line_counts(part))
         n_chars += map(len, chunk)
+        if long and max(n_chars[start:stop]) > token_parts.SPLIT_CHARS:
+            for i, t in enumerate(chunk, start):
+                if (cut := token_parts.forced_cuts(t)) > 0:
+                    split[i] = cut
         for i, t in enumerate(chunk, start):
             if says_redacted(t):  # (one test a text: ``declared_in`` does not repeat it)
                 if (found := exact(t)) is not None:
@@ -187,7 +206,20 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         del chunk
     text = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
     return (text, counted, n_chars, lines[0] if len(lines) == 1 else np.concatenate(lines),
-            redacted, exacts)
+            redacted, exacts, split)
+
+
+def split_issue(path: str, split: dict[int, int]) -> Issue:
+    """What ingest says of the texts it counted in parts cut inside a piece (``split``: index
+    → cuts; ``replay.ingest.token_parts``)."""
+    n = len(split)
+    return Issue(path, 0, f"{n:,} text{'' if n == 1 else 's'} longer than "
+                          f"{token_parts.SPLIT_CHARS:,} characters with an unbroken run of "
+                          f"{token_parts.SPLIT_CHARS // 2:,} or more (one word, punctuation or "
+                          f"whitespace) counted in parts, cut {sum(split.values()):,} time(s) "
+                          f"inside such a run: {'its' if n == 1 else 'their'} tokens are "
+                          f"estimated (a few tokens a cut) and flagged (replay runs: "
+                          f"estimated_blocks)")
 
 
 def _count_new(texts: list[str], name: str, threads: int,

@@ -39,6 +39,8 @@ import tiktoken
 import tiktoken.load
 
 from replay.errors import TokenizerError
+from replay.ingest import token_parts
+from replay.ingest.token_parts import count_in_parts, ids_in_parts
 
 _HERE = Path(__file__).parent / "encodings"
 ENV_DIR = "CTXREPLAY_ENCODINGS_DIR"
@@ -256,10 +258,14 @@ def encoder(name: str) -> Callable[[str], list[int]]:
     fast = _splintr(name)
     if fast is None:
         enc = encoding(name)
-        return lambda text: _encode_safely(enc, text)
+        limit = token_parts.SPLIT_CHARS
+        return lambda text: ids_in_parts(lambda part: _encode_safely(enc, part), text, limit)
     encode = fast.encode_ordinary
+    limit = token_parts.SPLIT_CHARS
 
     def encode_valid(text: str) -> list[int]:
+        if len(text) > limit:  # in parts: an encoder's memory is bounded by a part's
+            return ids_in_parts(encode_valid, text, limit)
         try:
             return encode(text)
         except UnicodeEncodeError:  # a lone surrogate: repaired as tiktoken repairs it
@@ -274,14 +280,19 @@ def counter(name: str) -> Callable[[str], int]:
     (the same ids as ``encode_ordinary`` for a tokenizer built by ``from_bytes``, which matches
     no special token spelled out in the text and adds no template; 4 bytes an id) takes about
     0.7x the CPU of building a Python list of ints.  tests/replay/ingest/test_tokens.py checks
-    the counts against tiktoken's ids."""
+    the counts against tiktoken's ids.  A text longer than ``token_parts.SPLIT_CHARS`` (as it
+    was when the counter was made) is counted in parts, an encoder's memory bounded by a
+    part's (``replay.ingest.token_parts``)."""
     fast = _splintr(name)
     if fast is None:
         encode = encoder(name)
         return lambda text: len(encode(text))
     flat = fast.encode_flat
+    limit = token_parts.SPLIT_CHARS
 
     def count_valid(text: str) -> int:
+        if len(text) > limit:
+            return count_in_parts(count_valid, text, limit)
         try:
             return len(flat(text)) >> 2
         except UnicodeEncodeError:  # a lone surrogate: repaired as tiktoken repairs it

@@ -1,0 +1,92 @@
+"""Counting a long text in parts: where a text can be cut without changing its tokens.
+
+A BPE encoder works piece by piece (the pieces its pattern splits a text into: words, runs of
+digits, of punctuation, of whitespace) and holds some 70-130 bytes a character of the piece it
+is merging: 10 MB of one letter took 777 MB to count, and a 100 MB message of one word 7.3 GB
+and 52 s (a crafted or broken log; a document may be 128 MiB, a JSON line 16 MiB:
+``replay.ingest.input_files``).  So a text longer than ``SPLIT_CHARS`` is counted in parts of
+at most that many characters (``parts``), its memory bounded by a part's.
+
+A part ends where the encodings' pattern (o200k_base's and cl100k_base's) always ends a piece,
+whatever follows and precedes: before a single space that follows a printable ASCII character
+and precedes an ASCII letter (the space begins the next word's piece: no piece ends with a
+space that a non-space follows), after a line feed that an ASCII letter follows (no piece holds
+a line feed and a letter after it), or between an ASCII digit and an ASCII letter (no piece
+holds both).  Each part then splits into the pieces the whole text splits into there, so the
+parts' tokens add up to the text's exactly (tests/replay/ingest/test_token_parts.py checks it
+against tiktoken's ids of the whole text, on random and adversarial texts).
+
+Where the last half of a part's window holds no such place (a run of ``SPLIT_CHARS // 2``
+characters or more with no space, line feed or digit before a letter: one unbroken word, a
+long run of punctuation or of whitespace, base64 without digits), the part ends at its limit,
+inside a piece: the count is then an estimate (a few tokens a cut off), and ``forced_cuts``
+says how many such cuts a text needs, for ingest to flag its tokens as estimated and say so.
+
+Not here: the encoders (``replay.ingest.tokens``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+SPLIT_CHARS = 1 << 20
+"""The longest text counted whole, and the longest part of a longer one (characters): an
+encoder then holds at most ~130 MB for it."""
+_CUT = re.compile(r"(?<=[!-~]) (?=[A-Za-z])|(?<=[\n0-9])(?=[A-Za-z])")
+"""A place where every piece of the encodings' pattern ends (see the module's text): the start
+of a part."""
+
+
+def cuts(text: str, size: int = 0) -> tuple[list[int], int]:
+    """Where ``text`` is cut into parts of at most ``size`` characters (``SPLIT_CHARS`` when 0):
+    each part's start after the first, and how many of those cuts are forced (inside a piece:
+    no place to cut exactly in the last half of the part's window).  No cut for a text of
+    ``size`` characters or fewer."""
+    size = size or SPLIT_CHARS
+    out: list[int] = []
+    forced = 0
+    pos, n = 0, len(text)
+    while n - pos > size:
+        found = _CUT.search(text, pos + size // 2 + 1, pos + size + 1)
+        if found is None:
+            cut = pos + size
+            forced += 1
+        else:
+            cut = found.start()
+        out.append(cut)
+        pos = cut
+    return out, forced
+
+
+def forced_cuts(text: str) -> int:
+    """How many of ``text``'s cuts into parts fall inside a piece (0: its count in parts is
+    exact, or it is counted whole)."""
+    return cuts(text)[1] if len(text) > SPLIT_CHARS else 0
+
+
+def count_in_parts(count: Callable[[str], int], text: str, size: int = 0) -> int:
+    """``count(text)``, a text longer than ``size`` (``SPLIT_CHARS`` when 0) counted a part at
+    a time."""
+    if len(text) <= (size or SPLIT_CHARS):
+        return count(text)
+    starts, _ = cuts(text, size)
+    total, pos = 0, 0
+    for cut in (*starts, len(text)):
+        total += count(text[pos:cut])
+        pos = cut
+    return total
+
+
+def ids_in_parts(encode: Callable[[str], list[int]], text: str, size: int = 0) -> list[int]:
+    """``encode(text)``, a text longer than ``size`` (``SPLIT_CHARS`` when 0) encoded a part at
+    a time (the parts' ids one after another)."""
+    if len(text) <= (size or SPLIT_CHARS):
+        return encode(text)
+    starts, _ = cuts(text, size)
+    out: list[int] = []
+    pos = 0
+    for cut in (*starts, len(text)):
+        out += encode(text[pos:cut])
+        pos = cut
+    return out

@@ -1,0 +1,145 @@
+"""A long text counted in parts (``replay.ingest.token_parts``): the same ids as tiktoken's of
+the whole text wherever a part ends at a place the module calls exact, the estimate flagged and
+said where a part has to end inside a piece, and the encoder's memory bounded by a part's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.ingest import token_parts
+from replay.ingest.batch import ingest
+from replay.ingest.token_parts import cuts
+from replay.ingest.tokens import counter, encoder
+from tests.replay.ingest.conftest import SHIPPED, reference_encodings
+
+ALPHABET = [*"aZq", *"09", " ", "\n", "\r", "\t", *"'./=-_", "é", "ß", "Ж", "日", "\u0301",
+            "😀", "\u00a0", "\u2028", "\x1c", "’"]
+"""Characters around which the encodings' pattern splits or joins pieces: ASCII letters of
+both cases, digits, whitespace of several kinds (Python's and Unicode's differ on \\x1c),
+punctuation that begins a word's piece or ends a line's, non-ASCII letters, a combining mark,
+an emoji."""
+WORDS = ["a", "Zq", "09", "1a", " ", "  ", "\n", "\r\n", "'s", "'T", "./", "=\n/", "é", "日本",
+         "\u0301", "😀", " x", "\n\nB", "7 q", "--", "\t "]
+
+
+def _texts() -> st.SearchStrategy[str]:
+    chars = st.text(alphabet=st.sampled_from(ALPHABET), max_size=160)
+    words = st.lists(st.sampled_from(WORDS), max_size=60).map("".join)
+    return st.one_of(chars, words)
+
+
+@pytest.fixture
+def parts_of(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], None]]:
+    """Set ``SPLIT_CHARS`` for a test, the encoders made anew with it (they read it when made),
+    and again with the real one after."""
+
+    def set_size(size: int) -> None:
+        monkeypatch.setattr(token_parts, "SPLIT_CHARS", size)
+        counter.cache_clear()
+        encoder.cache_clear()
+
+    yield set_size
+    monkeypatch.undo()
+    counter.cache_clear()
+    encoder.cache_clear()
+
+
+_REFERENCE: dict[str, tiktoken.Encoding] = {}
+"""tiktoken's encodings, made at the first example that needs them."""
+
+
+def _parts(text: str, size: int) -> list[str]:
+    starts, _ = cuts(text, size)
+    bounds = [0, *starts, len(text)]
+    return [text[a:b] for a, b in pairwise(bounds)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_texts(), size=st.integers(2, 40))
+def test_parts_cut_exactly_give_the_whole_texts_ids(text: str, size: int) -> None:
+    reference = _REFERENCE or _REFERENCE.update(reference_encodings()) or _REFERENCE
+    starts, forced = cuts(text, size)
+    parts = _parts(text, size)
+    assert "".join(parts) == text
+    assert all(0 < len(p) <= size for p in parts) or not text
+    assert starts == sorted(set(starts))
+    if forced:
+        return
+    for name in SHIPPED:
+        enc = reference[name]
+        whole = enc.encode_ordinary(text)
+        assert [i for p in parts for i in enc.encode_ordinary(p)] == whole, (name, parts)
+
+
+@pytest.mark.parametrize("text", [
+    "word " * 40, "x \nabc" * 30, "12ab" * 40, "a.b c/d\n\ne f " * 20, "It's 3 o'clock. " * 20,
+    "=\n/abc def " * 20, "x  y z" * 30, "\r\nab" * 40, "日本 語 ab x" * 30, "e\u0301 f " * 40])
+@pytest.mark.parametrize("name", SHIPPED)
+def test_counter_in_parts_counts_as_tiktoken_counts_the_whole(
+        text: str, name: str, reference: dict[str, tiktoken.Encoding],
+        parts_of: Callable[[int], None]) -> None:
+    parts_of(24)
+    assert token_parts.forced_cuts(text) == 0
+    assert counter(name)(text) == len(reference[name].encode_ordinary(text))
+    assert encoder(name)(text) == reference[name].encode_ordinary(text)
+
+
+@pytest.mark.parametrize("text", ["a" * 100, "=" * 100, " " * 100, "é" * 100, "Ab" * 50])
+def test_a_run_with_no_place_to_cut_is_cut_inside_and_counted_forced(
+        text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(token_parts, "SPLIT_CHARS", 16)
+    starts, forced = cuts(text)
+    assert forced == len(starts) > 0
+    assert token_parts.forced_cuts(text) == forced
+
+
+def test_ingest_flags_and_says_a_text_cut_inside_a_run_only(
+        tmp_path: Path, parts_of: Callable[[int], None],
+        reference: dict[str, tiktoken.Encoding]) -> None:
+    parts_of(2_000)
+    prose = " ".join(["alpha", "beta7", "x.y", "日本", "ok\n"] * 1_000)
+    word = "q" * 5_000
+    doc = {"messages": [{"role": "user", "content": "task"},
+                        {"role": "assistant", "content": prose},
+                        {"role": "user", "content": word},
+                        {"role": "assistant", "content": "done"},
+                        {"role": "user", "content": "next"}]}
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "chat.json").write_text(json.dumps(doc), encoding="utf-8")
+    report = ingest([tmp_path / "logs"], tmp_path / "ds", jobs=1,
+                    tokenizers=("o200k_base", "cl100k_base"))
+    said = [i.reason for i in report.issues if "counted in parts" in i.reason]
+    assert len(said) == 1 and said[0].startswith("1 text longer than 2,000 characters")
+    rows = pq.read_table(next((tmp_path / "ds" / "data").glob("*.parquet"))).to_pylist()
+    by_text = {r["text"]: r for r in rows}
+    assert by_text[word]["tokens_estimated"] is True
+    assert by_text[prose]["tokens_estimated"] is False
+    for name, col in (("o200k_base", "tokens_o200k"), ("cl100k_base", "tokens_cl100k")):
+        assert by_text[prose][col] == len(reference[name].encode_ordinary(prose))
+
+
+def test_counting_one_unbroken_word_holds_a_parts_worth_of_memory() -> None:
+    """8 M characters of one letter counted whole held ~620 MB (an encoder holds 70-130 bytes
+    a character of the piece it merges); in parts of 1 Mi characters it holds a part's."""
+    code = ("import resource; from replay.ingest.tokens import counter; "
+            "c = counter('o200k_base'); c('warm up'); "
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+            "n = c('a' * 8_000_000); "
+            "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+            "print(n, (after - before) // 1024)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    tokens, grew_mb = int(out[0]), int(out[1])
+    assert tokens == 1_000_000  # (8 letters a token, cut at multiples of 8 characters)
+    assert grew_mb < 250, f"counting grew the process by {grew_mb} MB"
