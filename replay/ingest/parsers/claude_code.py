@@ -137,6 +137,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     lines = LineIndex()  # a big file's one-text records: their texts read again when emitted
     ends = session_ends(src.data) if src.on_disk and len(src.data) >= STREAM_MIN_BYTES else None
     made: list[Issue] = []  # the runs' issues, after the reading's (as when made at the end)
+    unread: list[str] = []  # a record's values read as empty where text belongs (``record``)
     done: set[str] = set()  # the sessions whose runs are made
     again = lambda no: text_again(no, lines.read(no))
     n_runs = group = 0
@@ -210,12 +211,16 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
         parent = raw.parentUuid
         try:
             rec = record(no, raw, kind, uuid, (known if parent == known else seen_uuids.get(
-                parent, parent)) or None if parent.__class__ is str else None)  # (the earlier
-            # record's string: most often the record before's, not looked up)
+                parent, parent)) or None if parent.__class__ is str else None, unread)  # (the
+            # earlier record's string: most often the record before's, not looked up)
         except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
+            unread.clear()  # (the record is skipped: that is what is said)
             issues.append(Issue(src.path, no, f"{exc} (record skipped)"))
             src.coverage.skipped(kind)
             continue
+        if unread:
+            issues.extend(Issue(src.path, no, why) for why in unread)
+            unread.clear()
         if sid != at_sid:
             at_sid, at = sid, sessions.get(sid) or session(sessions, sid, done)  # (a call only
             # for a new one)

@@ -18,7 +18,13 @@ from typing import Any
 import msgspec
 
 from replay.ingest.parsers.claude_code_node import NO_TIE, Node
-from replay.ingest.parsers.content_text import ATTACHMENTS, as_text, document_placeholder, held
+from replay.ingest.parsers.content_text import (
+    ATTACHMENTS,
+    as_text,
+    content_as_text,
+    document_placeholder,
+    held,
+)
 from replay.ingest.parsers.json_decode import loads
 from replay.ingest.parsers.json_depth import decoded
 from replay.ingest.parsers.json_text import json_text
@@ -214,9 +220,13 @@ def count_other(src: Source, rtype: str) -> None:
         src.coverage.unknown(rtype)
 
 
-def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None) -> Rec | None:
+def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
+           unread: list[str] | None = None) -> Rec | None:
     """Validate one record into a ``Rec`` (raises ``Bad``); None for a record that is not
-    part of the run.  ``parent``: its ``parentUuid`` as the parser links it (``Node.parent``)."""
+    part of the run.  ``parent``: its ``parentUuid`` as the parser links it (``Node.parent``).
+    ``unread``: where a value in a tool result (or a compact summary) read as empty although
+    it held one where text belongs is appended (``content_text.not_a_string``; the record is
+    kept, the caller says each)."""
     kind = raw.type
     ts = raw.timestamp
     if ts.__class__ is not str:  # (``as_str``: a decoded value is a str or no string at all)
@@ -230,8 +240,9 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None)
             if content.__class__ is str:
                 return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, (
                     ("summary", content),) if raw.isCompactSummary is True else content)
-            blocks = (("summary", as_text(content)),) if raw.isCompactSummary is True \
-                and content.__class__ is list else content_blocks(content, True)
+            blocks = (("summary", _flat(content, "compact summary", unread)),) if \
+                raw.isCompactSummary is True and content.__class__ is list else \
+                content_blocks(content, True, unread)
             return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
         usage = msg.get("usage")
         if usage is not None and usage.__class__ is not dict:
@@ -310,10 +321,13 @@ def attachment_text(att: Any) -> str:
     return json_text(att) if rest else ""
 
 
-def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
+def content_blocks(content: Any, user: bool, unread: list[str] | None = None
+                   ) -> tuple[Block, ...]:
     """Normalise a content list: ("text"|"reasoning"|"image", text), ("call", id, name, args),
     ("result", id, text, is_error).  An image or an attached document (``ATTACHMENTS``: a PDF
-    as base64) is a placeholder, as every parser writes one (``content_text.document_placeholder``)."""
+    as base64) is a placeholder, as every parser writes one (``content_text.document_placeholder``).
+    A tool result's text is what its content holds as text (``_flat``: a value in it that is
+    no text is read as empty and appended to ``unread``)."""
     if isinstance(content, str):
         return (("text", content),)
     if not isinstance(content, list):
@@ -329,8 +343,11 @@ def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
             out.append(("text", v if v.__class__ is str else _str(blk, "text", i)))
         elif t == "tool_result" and user:
             v = blk.get("tool_use_id")
+            c = blk.get("content")
             out.append(("result", v if v.__class__ is str else _str(blk, "tool_use_id", i),
-                        as_text(blk.get("content")), blk.get("is_error") is True))
+                        c if c.__class__ is str else _flat(c, f"content block {i} (tool_result)",
+                                                             unread),
+                        blk.get("is_error") is True))
         elif (t == "tool_use" or t == "server_tool_use") and not user:
             args = blk.get("input", {})
             if args is not None and not isinstance(args, (dict, str)):
@@ -352,6 +369,19 @@ def content_blocks(content: Any, user: bool) -> tuple[Block, ...]:
         else:
             out.append(("text", json_text(blk)))
     return tuple(out)
+
+
+def _flat(content: Any, where: str, unread: list[str] | None) -> str:
+    """``as_text(content)``, each value in it read as empty where text belongs (or a content
+    kept as its JSON: ``content_as_text``) appended to ``unread`` as said about ``where`` (the
+    block, e.g. ``content block 2 (tool_result)``)."""
+    if unread is None:
+        return as_text(content)
+    n = len(unread)
+    text = content_as_text(content, unread)
+    for k in range(n, len(unread)):
+        unread[k] = f"{where}: {unread[k]}"
+    return text
 
 
 def _str(blk: dict[str, Any], key: str, i: int) -> str:

@@ -123,7 +123,7 @@ def reasoning(p: dict[str, Any], bad: list[str] | None = None) -> str:
             if isinstance(text, str):
                 if text:
                     parts.append(text)
-            elif text is not None and bad is not None:
+            elif bad is not None:  # (``unread_text`` says which is no text: not an absent one)
                 unread_text(value, x, bad, f"reasoning {key}")
     return "\n".join(parts)
 

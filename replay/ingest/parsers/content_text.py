@@ -45,8 +45,9 @@ def as_text(content: Any, bad: list[str] | None = None) -> str:
     """Flatten message content (a string, or a list of text blocks) into one string.
 
     An item read as nothing although it held a value where text belongs (a block whose
-    ``text`` is a number, a list or an object; an item that is no string nor block) is
-    appended to ``bad`` as what was wrong (``not_a_string``), for the caller to report."""
+    ``text`` is a number, a boolean, a list, an object or null; an item that is no string
+    nor block) is appended to ``bad`` as what was wrong (``not_a_string``), for the caller
+    to report."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -65,7 +66,7 @@ def as_text(content: Any, bad: list[str] | None = None) -> str:
                     parts.append(document_placeholder(item))
                 elif isinstance(item.get("content"), (str, list)):
                     parts.append(as_text(item["content"], bad))
-                elif bad is not None and item.get("text") is not None:
+                elif bad is not None and "text" in item:
                     unread_text(content, item, bad)
             elif bad is not None and item is not None:
                 unread_text(content, item, bad)
@@ -85,11 +86,13 @@ def unread_text(items: list[Any], item: Any, bad: list[str], name: str = "conten
     """Append to ``bad`` what ``item`` (of ``items``, a list of content items named ``name``)
     held where text belongs when it is no string: the item itself when it is neither a string
     nor an object (``content item 2 is int, …``), else its ``text`` (``content item 2: text is
-    list, …``); nothing for a string, None or an object whose ``text`` is a string or absent.
-    The one test of a content item read as nothing although it held a value (``as_text``, and
-    the parsers that flatten their own parts)."""
+    list, …``; a ``text`` written as null too, a text block without its text: ``text is
+    null``); nothing for a string, a null item or an object whose ``text`` is a string or
+    absent.  The one test of a content item read as nothing although it held a value
+    (``as_text``, and the parsers that flatten their own parts)."""
     value = item.get("text") if item.__class__ is dict else item
-    if value is not None and value.__class__ is not str:
+    if value.__class__ is not str and (value is not None or item.__class__ is dict
+                                       and "text" in item):
         bad.append(not_a_string(value, f"{name} {item_index(items, item)}"
                                        f"{': text' if value is not item else ''}"))
 
@@ -104,3 +107,27 @@ def not_a_string(value: Any, field: str) -> str:
     """What is wrong with ``value`` read where text belongs (``field``, e.g. ``text``):
     ``text is int, not a string (read as empty)``: one wording for every parser's issue."""
     return f"{field} is {held(value)}, not a string (read as empty)"
+
+
+def content_as_text(content: Any, bad: list[str]) -> str:
+    """``as_text(content, bad)`` of a message's or a tool result's whole content, which a log
+    writes as a string or a list of items: a content that is neither, nor null nor an object
+    with its ``text`` (a number, a boolean, another object) is kept as its JSON, as
+    ``as_text`` keeps it, and appended to ``bad`` too (``content is int, not a string or a
+    list (kept as its JSON)``): no model was sent such a value."""
+    text = as_text(content, bad)
+    if content is not None and content.__class__ is not list and content.__class__ is not str \
+            and not (content.__class__ is dict and content.get("text").__class__ is str):
+        bad.append(f"content is {held(content)}, not a string or a list (kept as its JSON)")
+    return text
+
+
+def named(value: Any, field: str, bad: list[str] | None) -> str:
+    """A name or an id the log writes as a string (a tool's name, a call's id): ``value``
+    itself; a value of another type (a number, a list) its JSON (``["bash"]``, never Python's
+    ``['bash']``), appended to ``bad`` (``field``: what it is, e.g. ``tool_calls[0].id``)."""
+    if value.__class__ is str:
+        return value
+    if bad is not None:
+        bad.append(f"{field} is {held(value)}, not a string (kept as its JSON)")
+    return json_text(value)
