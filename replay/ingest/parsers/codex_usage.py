@@ -60,9 +60,12 @@ class UsageTrack:
     """Line of a token_count with no request to attach to, reported unless a compaction follows."""
     windows: Counter[int] = field(default_factory=Counter)
     limits: Counter[int] = field(default_factory=Counter)
-    unread: dict[str, tuple[int, int, str]] = field(default_factory=dict)
-    """Field → (times, first line, what the first held): a window or limit recorded that is no
-    positive whole number (not used; said once a field in ``finish``)."""
+    unread: dict[str, tuple[dict[str, int], int, str]] = field(default_factory=dict)
+    """Field → (times by the event that recorded it, first line, what the first held): a window
+    or limit recorded that is no positive whole number (not used; said once a field in
+    ``finish``, naming the events: ``token_count``, ``task_started``)."""
+    recorded_in: dict[str, dict[str, None]] = field(default_factory=dict)
+    """Field → the events whose values ``windows`` / ``limits`` count (in the order met)."""
 
     def token_count(self, no: int, info: Any, runs: list[Pending], *, replaying: bool,
                     compacted_since_output: bool) -> str:
@@ -71,7 +74,7 @@ class UsageTrack:
         call, or nothing to attach to yet)."""
         if not isinstance(info, dict):
             raise ValueError(f"token_count info is {type(info).__name__}, not an object")  # noqa: TRY004
-        self.window(info, no)
+        self.window(info, no, "token_count")
         total = info.get("total_token_usage")
         if total is not None and total == self.prev_total:
             return "duplicate"  # the same request's usage written a second time
@@ -93,21 +96,27 @@ class UsageTrack:
             return "skipped"
         return "modelled"
 
-    def window(self, info: dict[str, Any], no: int = 0) -> None:
-        """Count the window and limit a token_count (or task_started, at line ``no``) records;
-        a value that is no positive whole number is noted (null: not recorded, nothing said)."""
-        value = info.get("model_context_window")
-        if not _count_positive(self.windows, value) and value is not None:
-            self._unread("model_context_window", no, value)
-        if "auto_compact_token_limit" in info:  # (0.14x+ only)
-            value = info["auto_compact_token_limit"]
-            if not _count_positive(self.limits, value) and value is not None:
-                self._unread("auto_compact_token_limit", no, value)
+    def window(self, info: dict[str, Any], no: int, event: str) -> None:
+        """Count the window and limit the ``event`` (``token_count`` or ``task_started``) at
+        line ``no`` records; a value that is no positive whole number is noted, with the event
+        (null: not recorded, nothing said)."""
+        for name, counts in (("model_context_window", self.windows),
+                             ("auto_compact_token_limit", self.limits)):
+            if name not in info:  # (the limit: 0.14x+ only)
+                continue
+            value = info[name]
+            if _count_positive(counts, value):
+                if event not in (seen := self.recorded_in.setdefault(name, {})):
+                    seen[event] = None
+            elif value is not None:
+                self._unread(name, no, value, event)
 
-    def _unread(self, name: str, no: int, value: Any) -> None:
-        shown = (repr(value)[:40] if value.__class__ in (int, float) else held(value))
-        times, line, first = self.unread.get(name, (0, no, shown))
-        self.unread[name] = (times + 1, line, first)
+    def _unread(self, name: str, no: int, value: Any, event: str) -> None:
+        if name not in self.unread:  # (the first value: its line and what it held are said)
+            self.unread[name] = ({}, no, repr(value)[:40] if value.__class__ in (int, float)
+                                 else held(value))
+        by_event = self.unread[name][0]
+        by_event[event] = by_event.get(event, 0) + 1
 
     def take_pending(self) -> dict[str, int | None] | None:
         """Usage recorded before the request now starting (usage-first files); cleared."""
@@ -124,15 +133,19 @@ class UsageTrack:
         self.report_stray()
         if self.pending is not None:
             self.issues.append(Issue(self.path, self.pending_line, NO_RUN))
-        for name, (times, line, shown) in self.unread.items():
-            self.issues.append(Issue(self.path, line, f"token_count {name} is {shown}, not a "
-                                     f"positive token count ({times:,} time(s) in the file): "
-                                     "not used (the run's is what the others record, else "
-                                     "unknown)"))
+        for name, (by_event, line, shown) in self.unread.items():
+            times = sum(by_event.values())
+            each = "" if len(by_event) < 2 else ": " + ", ".join(
+                f"{e} {n:,}" for e, n in by_event.items())
+            self.issues.append(Issue(self.path, line, f"{'/'.join(by_event)} {name} is {shown}, "
+                                     f"not a positive token count ({times:,} time(s) in the "
+                                     f"file{each}): not used (the run's is what the others "
+                                     "record, else unknown)"))
         for name, counts in (("model_context_window", self.windows),
                              ("auto_compact_token_limit", self.limits)):
             if len(counts) > 1:
-                self.issues.append(Issue(self.path, 0, f"token_count {name} takes "
+                events = "/".join(self.recorded_in.get(name, ()))
+                self.issues.append(Issue(self.path, 0, f"{events} {name} takes "
                                          f"{len(counts)} values ("
                                          + ", ".join(f"{v:,} x{n}" for v, n in counts.most_common())
                                          + "): the run records the most frequent"))

@@ -259,16 +259,18 @@ def test_third_party_catalog_counts_match_raw() -> None:
     said = [i.reason for i in issues if "take the id of an earlier call" in i.reason]
     assert len(said) == 1 and said[0].startswith(f"{len(reused)} tool call(s)") \
         and f"(first {reused[0]!r}, message " in said[0]
-    # the trimmed window is 0 (a token_count's info, a task_started): no window, said once
-    zero = sum(1 for r in recs if r["type"] == "event_msg" and (
-        (r["payload"].get("info") or {}) if r["payload"].get("type") == "token_count"
-        else r["payload"] if r["payload"].get("type") == "task_started" else {}
-    ).get("model_context_window") == 0)
-    assert zero > 0 and [i.reason for i in issues if i.reason not in said] == [
+    # the trimmed window is 0 (a token_count's info, a task_started): no window, said once,
+    # naming the events it came from and how often each
+    zero = {t: sum(1 for r in recs if r["type"] == "event_msg" and r["payload"].get("type") == t
+                   and (r["payload"].get("info") or {} if t == "token_count" else r["payload"])
+                   .get("model_context_window") == 0) for t in ("token_count", "task_started")}
+    assert zero == {"token_count": 1, "task_started": 1}
+    assert [i.reason for i in issues if i.reason not in said] == [
         f"tool result {o!r} has no earlier call (kept, orphaned)" for o in orphans] + [
         f"{late} line(s) carry an ordinal not above the previous line's (read in file order)",
-        (f"token_count model_context_window is 0, not a positive token count ({zero} time(s) "
-         "in the file): not used (the run's is what the others record, else unknown)")]
+        ("token_count/task_started model_context_window is 0, not a positive token count (2 "
+         "time(s) in the file: token_count 1, task_started 1): not used (the run's is what the "
+         "others record, else unknown)")]
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None
     run = parsed.tables.runs.to_pylist()[0]
