@@ -38,8 +38,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.content_text import as_text, held
+from replay.ingest.parsers.content_text import as_text, held, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
+from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.run_draft import RunDraft
@@ -325,8 +326,9 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     commands = [found[0].group(1).strip()] if len(found) == 1 else []
     if commands:
         text = (text[:found[0].start()] + text[found[0].end():]).strip()
+    wrong: list[str] = []  # (values of the wrong type, said once the message is made)
     if not tool_calls and isinstance(actions, list) and actions:
-        commands = [str(a.get("command", "")) for a in actions if isinstance(a, dict)]
+        commands = _commands(actions, wrong)
     b.message("assistant", ts=ts)
     if bad:
         said(b, bad, line=lines[i])
@@ -340,15 +342,39 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
                 args = loads(args)
             except JSON_REFUSED:
                 pass
-        call_id = tc.get("id")
+        call_id, name = tc.get("id"), fn.get("name")
+        if name is not None and name.__class__ is not str:
+            wrong.append(f"tool_calls[{k}]: function.name is {held(name)}, not a string (read as "
+                         "'bash', the one tool mini-swe-agent has)")
         b.tool_call(call_id if isinstance(call_id, str) and call_id else f"call-{i}-{k}",
-                    str(fn.get("name") or "bash"), args)
+                    name if name.__class__ is str and name else "bash", args)
     ids = [f"call-{i}"] if len(commands) == 1 else [f"call-{i}-{k}" for k in range(len(commands))]
     for call_id, command in zip(ids, commands):
         b.tool_call(call_id, "bash", command)
+    b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
     response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
     _request(b, response if response.__class__ is dict else _obj(response), ts)
     return ids
+
+
+def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
+    """The commands of ``extra.actions`` (text mode: the harness's parsed actions), each its
+    ``command``: one that is no string kept as its JSON (a list: ``["ls", "-la"]``, not
+    Python's ``['ls', '-la']``; null read as empty, not ``None``), an action that is no object
+    left out, each appended to ``wrong``."""
+    commands = []
+    for k, a in enumerate(actions):
+        if a.__class__ is not dict:
+            wrong.append(f"extra.actions[{k}] is {held(a)}, not an object (left out)")
+            continue
+        command = a.get("command", "")
+        if command.__class__ is not str:
+            where = f"extra.actions[{k}].command"
+            wrong.append(not_a_string(None, where) if command is None else
+                         f"{where} is {held(command)}, not a string (kept as its JSON)")
+            command = "" if command is None else json_text(command)
+        commands.append(command)
+    return commands
 
 
 def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
