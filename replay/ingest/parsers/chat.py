@@ -183,7 +183,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                                                       "(same tool call id; skipped)"))
                     continue
             if emit_message(rb, no, m) is not None and m.get("role") == "assistant":
-                add_request(rb, m.get("usage"), str(m.get("model") or ""), None, models)
+                add_request(rb, m.get("usage"), m.get("model"), None, models, line=no)
     if rb.n_blocks == 0:
         return []  # every record was reported
     model = top.get("model")

@@ -16,18 +16,23 @@ from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.chat_messages import emit_message, message_key, record_ts
-from replay.ingest.parsers.jsonl import as_str
+from replay.ingest.parsers.content_text import not_a_string
 from replay.ingest.parsers.source import Issue
 
 Call = tuple[int, dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]
 """One request line of shape (d): (line, record, response, prompt, response message)."""
 
 
-def add_request(rb: RunBuilder, usage: Any, model: str, output_msg: int | None,
-                models: Counter[str], ts: str = "") -> None:
+def add_request(rb: RunBuilder, usage: Any, model: Any, output_msg: int | None,
+                models: Counter[str], ts: str = "", *, line: int = 0) -> None:
     """One request of the run: the counts of its usage object (OpenAI or Anthropic names; a
-    value there that is not a count is reported), its model (counted in ``models``), its time."""
+    value there that is not a count is reported), its model as the log writes it (counted in
+    ``models``; one that is no string read as empty, said at ``line``), its time."""
     u = usage if isinstance(usage, dict) else {}
+    if model.__class__ is not str:
+        if model is not None:
+            rb.issues.append(Issue(rb.source.path, line, not_a_string(model, "model")))
+        model = ""
 
     def count(*path: str) -> int | None:
         """The count at ``path`` in the usage object (reported by ``rb.count`` when present
@@ -147,8 +152,8 @@ def request_log(rb: RunBuilder, calls: list[Call], models: Counter[str]) -> None
             continue
         used.add(idx)
         rb.source.coverage.modelled("request")
-        model = as_str(resp.get("model"))
-        add_request(rb, resp.get("usage"), model, where[idx], models, record_ts(rec) or record_ts(resp))
+        add_request(rb, resp.get("usage"), resp.get("model"), where[idx], models,
+                    record_ts(rec) or record_ts(resp), line=no)
     if dropped:
         rb.issues.append(dropped_requests(rb.source.path, dropped, len(calls)))
 

@@ -49,7 +49,6 @@ from replay.ingest.parsers.chat_messages import (
     record_ts,
 )
 from replay.ingest.parsers.chat_requests import Call, add_request
-from replay.ingest.parsers.jsonl import as_str
 
 _NEW = -1
 """A prompt slot holding a message not yet in the stream."""
@@ -80,8 +79,8 @@ def read_rewritten(rb: RunBuilder, calls: list[Call], models: Counter[str]) -> N
             rb.source.coverage.skipped("request (response not read)")
         else:
             rb.source.coverage.modelled("request")
-            add_request(rb, resp.get("usage"), as_str(resp.get("model")), output, models,
-                        record_ts(rec) or record_ts(resp))
+            add_request(rb, resp.get("usage"), resp.get("model"), output, models,
+                        record_ts(rec) or record_ts(resp), line=no)
         prev_prompt, prev_slots, prev_out = prompt, slots, output
         prev_ctx = [s for s in slots if s >= 0] + ([output] if output >= 0 else [])
 
