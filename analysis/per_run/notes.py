@@ -20,15 +20,16 @@ from collections.abc import Iterable, Sequence
 from analysis.per_run.induced import INDUCED_NOTE, estimated_note
 from analysis.truth_notes import tokenizer_judged_note, unrecorded_note
 from replay.corpus import Corpus, not_replayed_note
-from replay.engine.prepared import timestamp_seconds
+from replay.ingest.timestamps import WINDOW_SAID, timestamp_seconds
 
 __all__ = ["estimated_by_policy", "figure_notes", "unknown_gaps", "unknown_gaps_by_run"]
 
 
 def unknown_gaps(ts: Iterable[str | None]) -> tuple[int, int]:
     """Of one run's requests in order (their recorded timestamps), those with no idle gap the
-    replay can read: (no timestamp the engine reads, ``timestamp_seconds``: missing or not
-    ISO 8601; timestamped before the request before it, a clock set back).  The prefix cache
+    replay can read: (no timestamp the engine reads, ``timestamp_seconds``: missing, not
+    ISO 8601 or outside 2000-2099; timestamped before the request before it, a clock set
+    back).  The prefix cache
     expires after the provider's ``ttl_s`` (and an ``idle_minutes`` trigger fires) only on a
     gap between two timestamps (``PreparedRun.expired``): there it never does, and after a
     clock set back the next gap is measured from it."""
@@ -55,7 +56,8 @@ def _gaps_note(counts: dict[str, int]) -> str | None:
         return None
     n = sum(counts.values())
     return (f"{n:,} request(s) in {len(counts):,} run(s) have no idle gap the replay can read "
-            "(no timestamp, or one before the request before): the prefix cache never expires "
+            f"(no timestamp, one {WINDOW_SAID}, or one before the request before): the prefix "
+            "cache never expires "
             "there; each run's note in replay run says how many")
 
 

@@ -31,6 +31,7 @@ from replay.apply_policy import RunMeta, RunRollup
 from replay.corpus import Corpus, not_replayed
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
+from replay.ingest.timestamps import WINDOW_SAID
 from replay.policy import Policy
 from replay.policy.harness import TODAY_LEVEL_TOKENS, largest_prompt, resolve
 
@@ -129,7 +130,7 @@ def _idle_note(trace: Trace, policy: Policy) -> str | None:
     notes = []
     if missing:
         notes.append(f"{missing} of {len(ts)} requests have no timestamp (or one not ISO "
-                     f"8601): no idle gap there ({what} there)")
+                     f"8601, or {WINDOW_SAID}): no idle gap there ({what} there)")
     if back:
         notes.append(f"{back} request(s) timestamped before the request before (the clock went "
                      f"back): no idle gap there, the next measured from it")

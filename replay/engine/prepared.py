@@ -13,7 +13,6 @@ replay loop (``replay.engine.fold``).
 from __future__ import annotations
 
 import bisect
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -32,6 +31,7 @@ from replay.engine.prepared_run import (
 from replay.errors import ReplayInputError
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.run_checks import check_run_tables
+from replay.ingest.timestamps import timestamp_seconds
 
 __all__ = ["CAT_ARGS", "CAT_ARGS_WRITE", "CAT_OTHER", "CAT_RESULTS", "Calibration",
            "PreparedRun", "prepare", "text_count", "token_scale"]
@@ -196,16 +196,3 @@ def _main_model(models: list[str | None]) -> str:
             counts[m] = counts.get(m, 0) + 1
     return max(counts, key=lambda m: counts[m], default="")
 
-
-def timestamp_seconds(ts: str) -> float | None:
-    """A recorded timestamp as seconds (None when missing or not ISO 8601: such a request
-    never has an idle gap; ``replay run``'s note counts them).  One without an offset
-    (OpenHands writes them) is read as UTC, never in the machine's time zone: the replay of
-    a log is the same everywhere (a local reading moved an idle gap across a DST change)."""
-    if not ts:
-        return None
-    try:
-        moment = datetime.fromisoformat(ts)
-    except ValueError:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

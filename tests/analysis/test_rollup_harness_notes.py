@@ -58,12 +58,13 @@ def test_requests_without_a_timestamp_are_counted_for_an_idle_trigger(
     notes = _notes(path, "claude-code-clearing", tmp_path)
     (note,) = notes.values()
     assert note == (f"{len(calls)} of {len(calls)} requests have no timestamp (or one not "
-                    "ISO 8601): no idle gap there (the cache never expires and the idle_minutes "
-                    "trigger never fires there)")
+                    "ISO 8601, or outside 2000-2099): no idle gap there (the cache never "
+                    "expires and the idle_minutes trigger never fires there)")
     assert _notes(src, "claude-code-clearing", tmp_path / "timed") == {src.name: None}
     (plain,) = _notes(path, "claude-code", tmp_path / "plain").values()  # no idle trigger:
     assert plain == (f"{len(calls)} of {len(calls)} requests have no timestamp (or one not "
-                     "ISO 8601): no idle gap there (the cache never expires there)")
+                     "ISO 8601, or outside 2000-2099): no idle gap there (the cache never "
+                     "expires there)")
 
 
 def test_a_clock_set_back_is_said(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from replay.ingest.parsers.run_draft import (
 )
 from replay.ingest.parsers.source import Issue, Source, run_id_for
 from replay.ingest.run_label import first_prompt, short_title
+from replay.ingest.timestamps import implausible_said
 
 MAX_BRANCHES = 200
 """Abandoned branches (a Claude Code rewind's, a Codex rollback's) made into runs of their own
@@ -345,6 +346,8 @@ class RunBuilder:
         }
         outs = r["output_msg"]
         self.issues.extend(call_issues(self.source.path, m["kind"], m["call_id"], m["msg"], outs))
+        if (clock := implausible_said(r["ts"])) is not None:
+            self.issues.append(Issue(self.source.path, 0, clock))
         events: dict[str, list[Any]] = {c: [] for c in EVENT_COLS}
         k = 0  # each event's request: the first whose output is at or after its message (the
         # events by message: where the last one's was found, or later; not a scan from 0 each)

@@ -1,4 +1,4 @@
-"""A recorded timestamp as the engine reads it (``replay.engine.prepared.timestamp_seconds``):
+"""A recorded timestamp as the engine reads it (``replay.ingest.timestamps.timestamp_seconds``):
 the same on every machine.  Before, one without an offset (OpenHands writes them) was read in
 the machine's time zone, so an idle gap across a DST change differed by an hour between a
 machine in UTC and one in New York: the engine read its environment."""
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from replay.engine.prepared import timestamp_seconds
+from replay.ingest.timestamps import timestamp_seconds
 
 
 @pytest.fixture

@@ -143,7 +143,10 @@ def test_v1_1_tool_calls_and_exit(tmp_path: Path) -> None:
     path = tmp_path / "v2.traj.json"
     path.write_text(json.dumps(V2_DOC))
     parsed = _parsed(path)
-    assert not parsed.issues
+    # (its one timestamp, 0, is 1970: a broken clock, said; nothing else is)
+    requests = sum(m["role"] == "assistant" for m in V2_DOC["messages"])
+    assert [i.reason.split(" (first")[0] for i in parsed.issues] == [
+        f"1 of {requests} request(s) timestamped outside 2000-2099"]
     msgs = table_rows(parsed, "messages")
     assert [(r["msg"], r["role"], r["kind"]) for r in msgs] == [
         (0, "system", "text"), (1, "user", "text"), (2, "assistant", "text"),
