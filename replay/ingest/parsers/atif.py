@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.content_text import as_text, not_a_string
+from replay.ingest.parsers.content_text import as_text, named, not_a_string
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
@@ -256,12 +256,17 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     elif text:
         b.text(text)
     calls = []
+    wrong: list[str] = []  # (a name or an id that is no string: kept as its JSON, said)
     for k, tc in enumerate(tool_calls):
-        call_id = _str(tc.get("tool_call_id")) or f"call-{i}-{k}"
+        call_id = _named(tc.get("tool_call_id"), f"tool_calls[{k}].tool_call_id", wrong) or \
+            f"call-{i}-{k}"
         args = tc.get("arguments")
-        b.tool_call(call_id, _str(tc.get("function_name")) or "tool",
+        b.tool_call(call_id, _named(tc.get("function_name"), f"tool_calls[{k}].function_name",
+                                    wrong) or "tool",
                     args if isinstance(args, (dict, str)) else ({} if args is None else args))
         calls.append(call_id)
+    if wrong:
+        _said(state, i, "", wrong)
     request_id = next((v for k in _REQUEST_KEYS
                        if isinstance(v := _obj(step.get("extra")).get(k), str) and v), "")
     if copied or step.get("llm_call_count") == 0:
@@ -269,7 +274,7 @@ def _step(state: _State, i: int, step: dict[str, Any]) -> None:
     elif request_id and request_id == state.request_id:
         cov.skipped("note/agent step of the same API response")
     else:
-        _request(state, step, msg, ts)
+        _request(state, i, step, msg, ts)
     state.request_id = request_id
     _observation(state, i, step, calls, ts, as_text_blocks=False)
 
@@ -323,8 +328,12 @@ def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], 
         if as_text_blocks:
             b.text(content)
             continue
-        call_id = _str(r.get("source_call_id")) or \
+        wrong: list[str] = []
+        call_id = _named(r.get("source_call_id"), f"observation result {k}: source_call_id",
+                         wrong) or \
             (calls[k] if len(results) == len(calls) else calls[0] if len(calls) == 1 else "")
+        if wrong:
+            _said(state, i, "", wrong)
         if not call_id:
             b.message("user", ts=ts)
             b.text(content)
@@ -337,6 +346,21 @@ def _observation(state: _State, i: int, step: dict[str, Any], calls: list[str], 
         b.tool_result(call_id, content, line=line)
 
 
+def _named(value: Any, field: str, wrong: list[str]) -> str:
+    """A name or an id: a string as it is, '' when absent, another value its JSON (appended
+    to ``wrong``: ``content_text.named``)."""
+    return "" if value is None else named(value, field, wrong)
+
+
+def _model_name(state: _State, i: int, value: Any) -> str:
+    """Step ``i``'s ``model_name``: a string as it is, '' when absent, another value '' and
+    said."""
+    if value is not None and value.__class__ is not str:
+        _said(state, i, "", [not_a_string(value, "model_name")])
+        return ""
+    return value or ""
+
+
 def _said(state: _State, i: int, what: str, bad: list[str]) -> None:
     """One issue for each value where text belongs that was no string (read as empty), at step
     ``i``'s line, ``what`` naming where in the step."""
@@ -345,7 +369,7 @@ def _said(state: _State, i: int, what: str, bad: list[str]) -> None:
                                 f"step {i}: {what + ' ' if what else ''}{why}") for why in bad)
 
 
-def _request(state: _State, step: dict[str, Any], msg: int, ts: str) -> None:
+def _request(state: _State, i: int, step: dict[str, Any], msg: int, ts: str) -> None:
     m = _obj(step.get("metrics"))
     extra = _obj(m.get("extra"))
     b = state.b
@@ -361,4 +385,4 @@ def _request(state: _State, step: dict[str, Any], msg: int, ts: str) -> None:
                     cache_write_tokens=write,
                     output_tokens=b.count(m.get("completion_tokens"), "completion_tokens"),
                     reasoning_tokens=b.count(extra.get("reasoning_tokens"), "reasoning_tokens"),
-                    model=_str(step.get("model_name")), ts=ts)
+                    model=_model_name(state, i, step.get("model_name")), ts=ts)

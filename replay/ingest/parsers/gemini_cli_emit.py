@@ -15,7 +15,7 @@ from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
-from replay.ingest.parsers.typed_text import said, text_field
+from replay.ingest.parsers.typed_text import name_field, said, text_field
 
 NAME = "gemini_cli"
 
@@ -122,9 +122,11 @@ def _gemini(b: RunBuilder, mid: str, m: dict[str, Any], answered: set[str], *,
     calls = [tc for tc in tool_calls(m) if isinstance(tc, dict)]
     ids = []
     for k, tc in enumerate(calls):
-        call_id = _str(tc.get("id")) or f"{mid.lstrip(chr(0)).replace(chr(0), ' ')}-{k}"
+        call_id = name_field(b, tc.get("id"), f"toolCalls[{k}].id") or \
+            f"{mid.lstrip(chr(0)).replace(chr(0), ' ')}-{k}"
         args = tc.get("args")
-        b.tool_call(call_id, _str(tc.get("name")) or "tool", args if args is not None else {})
+        b.tool_call(call_id, name_field(b, tc.get("name"), f"toolCalls[{k}].name") or "tool",
+                    args if args is not None else {})
         ids.append(call_id)
     tokens = m.get("tokens")
     if request and ("model" in m or isinstance(tokens, dict)):
@@ -133,7 +135,7 @@ def _gemini(b: RunBuilder, mid: str, m: dict[str, Any], answered: set[str], *,
                   cache_read_tokens=b.count(t.get("cached"), "tokens.cached"),
                   output_tokens=b.count(t.get("output"), "tokens.output"),
                   reasoning_tokens=b.count(t.get("thoughts"), "tokens.thoughts"),
-                  model=_str(m.get("model")), ts=ts)
+                  model=text_field(b, m.get("model"), "model"), ts=ts)
     results = [(cid, tc) for cid, tc in zip(ids, calls)
                if cid not in answered and tc.get("result") is not None]
     if not results:

@@ -41,7 +41,7 @@ from replay.ingest.parsers.inspect_ai_damaged import MissingOutputs
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
-from replay.ingest.parsers.typed_text import text_field
+from replay.ingest.parsers.typed_text import name_field, text_field
 
 _TRIGGERS = {"threshold": "auto", "forced": "manual"}
 """Inspect's ``CompactionEvent.metadata.trigger`` as a ``ContextEvent`` trigger."""
@@ -151,7 +151,7 @@ class Sample:
                        output_tokens=self.b.count(usage.get("output_tokens"), "output_tokens"),
                        reasoning_tokens=self.b.count(usage.get("reasoning_tokens"),
                                                      "reasoning_tokens"),
-                       model=_str(e.get("model")), ts=ts)
+                       model=text_field(self.b, e.get("model"), "model event: model"), ts=ts)
         self.context = keys + ([self.key(out)] if out else [])
 
     def new_messages(self, inp: list[dict[str, Any]], *, summarising: bool) -> list[dict[str, Any]]:
@@ -195,8 +195,8 @@ class Sample:
             text = self.text(content, True)
             if isinstance(err, dict) and not text:
                 text = text_field(b, err.get("message"), "error.message")
-            b.tool_result(_str(m.get("tool_call_id")) or f"call-{msg}", text,
-                          is_error=err is not None)
+            b.tool_result(name_field(b, m.get("tool_call_id"), "tool_call_id") or
+                          f"call-{msg}", text, is_error=err is not None)
             return msg
         if role not in ("system", "user", "assistant"):
             self.cov.unknown(f"message/{role}")
@@ -210,7 +210,8 @@ class Sample:
         for k, tc in enumerate(calls if isinstance(calls, list) else []):
             tc = _obj(tc)
             args = tc.get("arguments")
-            b.tool_call(_str(tc.get("id")) or f"call-{msg}-{k}", _str(tc.get("function")) or
+            b.tool_call(name_field(b, tc.get("id"), f"tool_calls[{k}].id") or f"call-{msg}-{k}",
+                        name_field(b, tc.get("function"), f"tool_calls[{k}].function") or
                         "tool", args if isinstance(args, (dict, str)) else {})
         return msg
 

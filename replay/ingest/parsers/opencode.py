@@ -65,7 +65,7 @@ from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.opencode_parts import SKIPPED_PARTS, PartOrder
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source
-from replay.ingest.parsers.typed_text import text_field
+from replay.ingest.parsers.typed_text import name_field, text_field
 
 NAME = "opencode"
 
@@ -325,9 +325,10 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
         elif t == "tool":
             cov.modelled("part/tool")
             state = _obj(p.get("state"))
-            call_id = _str(p.get("callID")) or _str(p.get("id")) or f"tool-{msg}-{k}"
+            call_id = name_field(b, p.get("callID"), f"part {k} (tool): callID") or \
+                _str(p.get("id")) or f"tool-{msg}-{k}"
             args = state.get("input")
-            b.tool_call(call_id, _str(p.get("tool")) or "tool",
+            b.tool_call(call_id, name_field(b, p.get("tool"), f"part {k} (tool): tool") or "tool",
                         args if isinstance(args, (dict, str)) else {})
             results.append(_result(b, call_id, state, facts))
         elif t in _SKIPPED_PARTS:

@@ -54,6 +54,7 @@ from typing import Any
 
 from replay.ingest.openhands_v1_folder import BASE_STATE, EVENT_NAME, EVENTS_DIR, HEADER_KEY
 from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
@@ -260,6 +261,9 @@ def _action(w: _Walk, ev: dict[str, Any]) -> None:
     rid = ev.get("llm_response_id")
     rid = rid if isinstance(rid, str) and rid else None
     call_id, tool = _str(call.get("id")) or _str(ev.get("tool_call_id")), _str(call.get("name"))
+    for key in ("id", "name"):  # (one of another type: said as such, not as missing)
+        if call.get(key) is not None and call[key].__class__ is not str:
+            raise ValueError(f"tool_call.{key} is {held(call[key])}, not a string")
     if not call_id or not tool:
         raise ValueError("the tool call has no id or no name")
     ts = _str(ev.get("timestamp"))

@@ -163,7 +163,9 @@ def test_hostile_types_and_truncation(tmp_path: Path) -> None:
     assert [(i.line, i.reason.split(" (")[0]) for i in issues] == [
         (len(lines) + 1, "incomplete last line"),
         (2, "message 0: content is int, not a string"),
-        (4, "message 3: tool result 'h-0': content is int, not a string"),
+        (3, "message 1: model is int, not a string"),  # (read as empty)
+        (4, "message 2: toolCalls[0].id is int, not a string"),  # (kept as its JSON: '1')
+        (4, "message 3: tool result '1': content is int, not a string"),
         (3, "message toolCalls is str, not a list"), (3, "message thoughts is int, not a list"),
         (3, "message tokens is list, not an object"), (5, "$rewindTo is list, not a message id"),
         (6, "$set is int, not an object"), (7, "record of no kind Gemini CLI writes"),

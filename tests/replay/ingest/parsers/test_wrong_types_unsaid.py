@@ -7,6 +7,7 @@ the number of values planted."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from typer.testing import CliRunner
 
 from replay.cli import app
 from replay.ingest.parse_file import ParsedFile, parse_file
+from tests.replay.ingest.parsers.openhands_v1_fixtures import copy_fixture
+from tests.replay.ingest.parsers.test_text_not_a_string import _planted_copy
 
 WRONG = [12345, 1.5, True, {"a": 1}, ["a"], None]
 """A text that is no string: a number, a boolean, an object, a list, null."""
@@ -248,3 +251,114 @@ def test_codex_a_bad_window_names_the_event_it_came_from(tmp_path: Path,
     assert parsed.tables is not None
     window = parsed.tables.runs["recorded_window_tokens"].to_pylist()
     assert window == [258_400 if len(where) == 1 else None]
+
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+NAMES: dict[str, tuple[Path, Callable[[dict[str, Any]], bool], str, str]] = {
+    # format: (real file, the call planted in, its key, the field said)
+    "gemini_cli": (FIXTURES / "gemini_cli" / "session-2026-08-20T09-14-3f2b9c1e.jsonl",
+                   lambda d: "args" in d and d.get("name") == "replace", "name",  # (a message
+                   # written once: an earlier one is written again, its last copy read)
+                   "toolCalls[0].name"),
+    "atif": (FIXTURES / "atif" / "terminus2-timeout.trajectory.json",
+             lambda d: isinstance(d.get("function_name"), str), "function_name",
+             "tool_calls[0].function_name"),
+    "opencode": (FIXTURES / "opencode" / "agentlogs-all-tools.export.json",
+                 lambda d: d.get("type") == "tool" and isinstance(d.get("tool"), str), "tool",
+                 "(tool): tool"),
+    "inspect_ai": (FIXTURES / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json",
+                   lambda d: isinstance(d.get("function"), str) and "arguments" in d,
+                   "function", "].function"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(NAMES))
+def test_a_tool_name_that_is_a_list_is_said_and_kept_as_its_json(tmp_path: Path,
+                                                                  fmt: str) -> None:
+    """A tool name written as a list read as 'tool' unsaid (as_str: ''); now its JSON, one
+    issue naming the field; every other call as before."""
+    path, match, key, field = NAMES[fmt]
+    original = tmp_path / f"original{path.suffix}"
+    if path.suffix == ".jsonl":
+        original.write_bytes(path.read_bytes())
+    else:
+        original.write_text(json.dumps(json.loads(path.read_bytes())), encoding="utf-8")
+    planted = tmp_path / f"planted{path.suffix}"
+    name = ["x_tool"]
+    _planted_copy(path, match, key, name, planted)
+    before, after = parse_file(original, tmp_path, fmt=fmt), parse_file(planted, tmp_path, fmt=fmt)
+    new = sorted({i.reason for i in after.issues} - {i.reason for i in before.issues})
+    assert len(new) == 1 and new[0].endswith(f"{field} is list, not a string (kept as its JSON)")
+    assert before.tables is not None and after.tables is not None
+    tools = [t for t, k in zip(after.tables.messages["tool"].to_pylist(),
+                               after.tables.messages["kind"].to_pylist(), strict=True)
+             if k == "tool_call"]
+    assert '["x_tool"]' in tools
+    assert after.tables.messages.num_rows == before.tables.messages.num_rows
+
+
+def test_atif_a_call_id_that_is_a_number_is_said_and_still_pairs(tmp_path: Path) -> None:
+    """A call id 7 on a call and on its result: both read as '' before, so the call took a
+    made-up id and its result another (paired only by position); now both are '7', said."""
+    doc = json.loads((FIXTURES / "atif" / "openhands-hello-world.trajectory.json").read_bytes())
+    step = next(s for s in doc["steps"] if s.get("tool_calls") and any(
+        r.get("source_call_id") == s["tool_calls"][0]["tool_call_id"]
+        for r in (s.get("observation") or {}).get("results", [])))
+    ident = step["tool_calls"][0]["tool_call_id"]
+    step["tool_calls"][0]["tool_call_id"] = 7
+    results = step["observation"]["results"]
+    k = next(k for k, r in enumerate(results) if r.get("source_call_id") == ident)
+    results[k]["source_call_id"] = 7
+    path = tmp_path / "t.trajectory.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    parsed = parse_file(path, tmp_path, fmt="atif")
+    i = doc["steps"].index(step)
+    said = [x.reason for x in parsed.issues if "is int, not a string" in x.reason]
+    assert said == [
+        f"step {i}: tool_calls[0].tool_call_id is int, not a string (kept as its JSON)",
+        (f"step {i}: observation result {k}: source_call_id is int, not a string (kept as its "
+        "JSON)")]
+    assert parsed.tables is not None
+    m = parsed.tables.messages.select(["kind", "call_id"]).to_pylist()
+    assert [r["kind"] for r in m if r["call_id"] == "7"] == ["tool_call", "tool_result"]
+    assert not any("orphan" in x.reason or "no result" in x.reason for x in parsed.issues)
+
+
+@pytest.mark.parametrize("key", ["id", "name"])
+def test_openhands_v1_a_call_id_or_name_of_another_type_is_said_as_such(
+        tmp_path: Path, key: str) -> None:
+    """A tool call's name written as a list was said as 'the tool call has no id or no name'
+    (as_str read it as ''): now what it holds."""
+    folder = copy_fixture(tmp_path)
+    planted = next(f for f in sorted(folder.rglob("event-*.json"))
+                   if isinstance(json.loads(f.read_bytes()).get("tool_call"), dict))
+    event = json.loads(planted.read_bytes())
+    event["tool_call"][key] = ["x"]
+    planted.write_text(json.dumps(event), encoding="utf-8")
+    parsed = parse_file(folder, folder.parent)
+    said = [i.reason for i in parsed.issues if "tool_call." in i.reason]
+    assert said == [(f"{planted.relative_to(folder.parent).as_posix().split('/', 1)[1]}: "
+                    f"ValueError: tool_call.{key} is list, not a string; skipped")]
+
+
+@pytest.mark.parametrize("fmt", ["atif", "inspect_ai"])
+def test_a_request_s_model_that_is_no_string_is_said(tmp_path: Path, fmt: str) -> None:
+    """A request's model written as a number was read as '' unsaid (as_str)."""
+    if fmt == "atif":
+        path = FIXTURES / "atif" / "openhands-hello-world.trajectory.json"
+        match, key, field = (lambda d: d.get("source") == "agent" and "metrics" in d), \
+            "model_name", "model_name"
+    else:
+        path = FIXTURES / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.json"
+        match, key, field = (lambda d: d.get("event") == "model"), "model", \
+            "model event: model"
+    planted = tmp_path / f"planted{path.suffix}"
+    _planted_copy(path, match, key, 5, planted)
+    before = parse_file(path, path.parent, fmt=fmt)
+    after = parse_file(planted, tmp_path, fmt=fmt)
+    new = [i.reason for i in after.issues if "model" in i.reason]
+    assert len(new) == 1 and new[0].endswith(f"{field} is int, not a string (read as empty)")
+    assert before.tables is not None and after.tables is not None
+    # (the request then names the run's model, as one with none does: nothing of the 5)
+    assert after.tables.requests["model"].to_pylist() == \
+        before.tables.requests["model"].to_pylist()
