@@ -240,7 +240,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
             if content.__class__ is str:
                 return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, (
                     ("summary", content),) if raw.isCompactSummary is True else content)
-            blocks = (("summary", _flat(content, "compact summary", unread)),) if \
+            blocks = (("summary", _flat(content, -1, unread)),) if \
                 raw.isCompactSummary is True and content.__class__ is list else \
                 content_blocks(content, True, unread)
             return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
@@ -344,9 +344,15 @@ def content_blocks(content: Any, user: bool, unread: list[str] | None = None
         elif t == "tool_result" and user:
             v = blk.get("tool_use_id")
             c = blk.get("content")
-            out.append(("result", v if v.__class__ is str else _str(blk, "tool_use_id", i),
-                        c if c.__class__ is str else _flat(c, f"content block {i} (tool_result)",
-                                                             unread),
+            if c.__class__ is list and unread is not None:  # (nearly every one not a string:
+                # as_text at once, ``_flat`` only to say what it read as empty)
+                n = len(unread)
+                c = as_text(c, unread)
+                if len(unread) > n:
+                    _said_in(unread, n, i)
+            elif c.__class__ is not str:
+                c = _flat(c, i, unread)
+            out.append(("result", v if v.__class__ is str else _str(blk, "tool_use_id", i), c,
                         blk.get("is_error") is True))
         elif (t == "tool_use" or t == "server_tool_use") and not user:
             args = blk.get("input", {})
@@ -371,17 +377,25 @@ def content_blocks(content: Any, user: bool, unread: list[str] | None = None
     return tuple(out)
 
 
-def _flat(content: Any, where: str, unread: list[str] | None) -> str:
+def _flat(content: Any, i: int, unread: list[str] | None) -> str:
     """``as_text(content)``, each value in it read as empty where text belongs (or a content
-    kept as its JSON: ``content_as_text``) appended to ``unread`` as said about ``where`` (the
-    block, e.g. ``content block 2 (tool_result)``)."""
+    kept as its JSON: ``content_as_text``) appended to ``unread`` as said about content block
+    ``i`` (a tool result; -1: the compact summary's content)."""
     if unread is None:
         return as_text(content)
     n = len(unread)
     text = content_as_text(content, unread)
+    if len(unread) > n:
+        _said_in(unread, n, i)
+    return text
+
+
+def _said_in(unread: list[str], n: int, i: int) -> None:
+    """Name the block of what ``unread`` holds from ``n`` on (content block ``i``, a tool
+    result; -1: the compact summary)."""
+    where = "compact summary" if i < 0 else f"content block {i} (tool_result)"
     for k in range(n, len(unread)):
         unread[k] = f"{where}: {unread[k]}"
-    return text
 
 
 def _str(blk: dict[str, Any], key: str, i: int) -> str:

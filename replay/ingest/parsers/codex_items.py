@@ -123,8 +123,8 @@ def reasoning(p: dict[str, Any], bad: list[str] | None = None) -> str:
             if isinstance(text, str):
                 if text:
                     parts.append(text)
-            elif bad is not None:  # (``unread_text`` says which is no text: not an absent one)
-                unread_text(value, x, bad, f"reasoning {key}")
+            elif bad is not None and (text is not None or x.__class__ is dict and "text" in x):
+                unread_text(value, x, bad, f"reasoning {key}")  # (a text null: said too)
     return "\n".join(parts)
 
 

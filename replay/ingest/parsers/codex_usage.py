@@ -64,8 +64,9 @@ class UsageTrack:
     """Field → (times by the event that recorded it, first line, what the first held): a window
     or limit recorded that is no positive whole number (not used; said once a field in
     ``finish``, naming the events: ``token_count``, ``task_started``)."""
-    recorded_in: dict[str, dict[str, None]] = field(default_factory=dict)
-    """Field → the events whose values ``windows`` / ``limits`` count (in the order met)."""
+    started: Counter[str] = field(default_factory=Counter)
+    """Field → how many of the values ``windows`` / ``limits`` count came from a
+    ``task_started`` (``started_window``; the others from token_counts)."""
 
     def token_count(self, no: int, info: Any, runs: list[Pending], *, replaying: bool,
                     compacted_since_output: bool) -> str:
@@ -74,7 +75,7 @@ class UsageTrack:
         call, or nothing to attach to yet)."""
         if not isinstance(info, dict):
             raise ValueError(f"token_count info is {type(info).__name__}, not an object")  # noqa: TRY004
-        self.window(info, no, "token_count")
+        self.window(info, no)
         total = info.get("total_token_usage")
         if total is not None and total == self.prev_total:
             return "duplicate"  # the same request's usage written a second time
@@ -96,20 +97,26 @@ class UsageTrack:
             return "skipped"
         return "modelled"
 
-    def window(self, info: dict[str, Any], no: int, event: str) -> None:
-        """Count the window and limit the ``event`` (``token_count`` or ``task_started``) at
-        line ``no`` records; a value that is no positive whole number is noted, with the event
-        (null: not recorded, nothing said)."""
-        for name, counts in (("model_context_window", self.windows),
-                             ("auto_compact_token_limit", self.limits)):
-            if name not in info:  # (the limit: 0.14x+ only)
-                continue
-            value = info[name]
-            if _count_positive(counts, value):
-                if event not in (seen := self.recorded_in.setdefault(name, {})):
-                    seen[event] = None
-            elif value is not None:
-                self._unread(name, no, value, event)
+    def window(self, info: dict[str, Any], no: int, event: str = "token_count") -> None:
+        """Count the window and limit the ``event`` (a token_count's ``info``; a
+        ``task_started``: ``started_window``) at line ``no`` records; a value that is no
+        positive whole number is noted, with the event (null: not recorded, nothing said)."""
+        value = info.get("model_context_window")
+        if not _count_positive(self.windows, value) and value is not None:
+            self._unread("model_context_window", no, value, event)
+        if "auto_compact_token_limit" in info:  # (0.14x+ only)
+            value = info["auto_compact_token_limit"]
+            if not _count_positive(self.limits, value) and value is not None:
+                self._unread("auto_compact_token_limit", no, value, event)
+
+    def started_window(self, info: dict[str, Any], no: int) -> None:
+        """``window`` of a ``task_started`` event (it carries ``model_context_window`` too),
+        the values it counted counted as the event's (``started``): a token_count's path does
+        no more than it did."""
+        before = self.windows.total(), self.limits.total()
+        self.window(info, no, "task_started")
+        self.started["model_context_window"] += self.windows.total() - before[0]
+        self.started["auto_compact_token_limit"] += self.limits.total() - before[1]
 
     def _unread(self, name: str, no: int, value: Any, event: str) -> None:
         if name not in self.unread:  # (the first value: its line and what it held are said)
@@ -144,7 +151,9 @@ class UsageTrack:
         for name, counts in (("model_context_window", self.windows),
                              ("auto_compact_token_limit", self.limits)):
             if len(counts) > 1:
-                events = "/".join(self.recorded_in.get(name, ()))
+                from_started = self.started[name]
+                events = "/".join(e for e, n in (("token_count", counts.total() - from_started),
+                                                 ("task_started", from_started)) if n)
                 self.issues.append(Issue(self.path, 0, f"{events} {name} takes "
                                          f"{len(counts)} values ("
                                          + ", ".join(f"{v:,} x{n}" for v, n in counts.most_common())

@@ -63,6 +63,6 @@ def event(w: Walk, no: int, p: dict[str, Any]) -> None:
         w.cov.modelled(name)
     else:
         if t == "task_started":
-            w.usage.window(p, no, t)  # it carries model_context_window too
+            w.usage.started_window(p, no)  # it carries model_context_window too
         s = w.skipped
         s[name] = s.get(name, 0) + 1

@@ -351,7 +351,8 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     ids = [f"call-{i}"] if len(commands) == 1 else [f"call-{i}-{k}" for k in range(len(commands))]
     for call_id, command in zip(ids, commands):
         b.tool_call(call_id, "bash", command)
-    b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
+    if wrong:
+        b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
     response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
     _request(b, response if response.__class__ is dict else _obj(response), ts)
     return ids
