@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.ops import PATCH_FILE
-from replay.ingest.parsers.claude_code_records import PERSISTED_TAG, persisted_output
+from replay.ingest.parsers.claude_code_persisted import PERSISTED_TAG, persisted_output
 from replay.ingest.parsers.codex_compaction import encrypted_len
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.redaction import EXACT_WORD

@@ -21,13 +21,8 @@ from operator import attrgetter
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.claude_code_records import (
-    AGAIN,
-    PERSISTED_TAG,
-    Rec,
-    block_list,
-    persisted_output,
-)
+from replay.ingest.parsers.claude_code_persisted import PERSISTED_TAG, persisted_output
+from replay.ingest.parsers.claude_code_records import AGAIN, Rec, block_list
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue
 

@@ -10,7 +10,6 @@ Not here: which records the model saw (``replay.ingest.parsers.claude_code_path`
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -404,26 +403,3 @@ def _str(blk: dict[str, Any], key: str, i: int) -> str:
         raise Bad(f"content block {i} ({blk.get('type')}): {key!r} is {held(value)}, "
                   "expected a string")
     return value
-
-
-PERSISTED_TAG = "<persisted-output>"
-_PERSISTED_SIZE = re.compile(r"Output too large \((\d+(?:\.\d+)?)\s*(B|KB|MB)\)")
-_PERSISTED_WINDOW = 1000
-"""Characters after the tag searched for the size line (it follows the tag directly)."""
-_UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
-
-
-def persisted_output(text: str) -> tuple[str, int] | None:
-    """A ``<persisted-output>`` preview's declared size: as written (``45.2KB``) and in
-    characters (from the unit, so approximate), or None when ``text`` is not one.
-
-    Linear in the text: the tag is found once and the size line looked for just after it (a
-    lazy ``<tag>.*?size`` pattern took minutes on a result repeating the tag)."""
-    start = text.find(PERSISTED_TAG)
-    if start < 0:
-        return None
-    found = _PERSISTED_SIZE.search(text, start, start + len(PERSISTED_TAG) + _PERSISTED_WINDOW)
-    if found is None:
-        return None
-    return found.group(1) + found.group(2), int(float(found.group(1)) * _UNITS[found.group(2)])
-

@@ -43,6 +43,7 @@ from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
+from replay.ingest.parsers.linear_pattern import linear_pattern
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said
@@ -203,46 +204,6 @@ def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Patte
                                          "the default action pattern is used"))
         break
     return ACTION
-
-
-def linear_pattern(pattern: str) -> bool:
-    """Whether no repetition in ``pattern`` repeats another repetition, an alternation or a
-    back-reference (the shapes of catastrophic backtracking, such as ``(a+)+`` or ``(a|a)*``).
-    """
-    import re._constants as c  # the parser's opcodes (sre_constants, deprecated alias)
-    import re._parser as sre_parse
-
-    repeats = (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
-
-    def risky(items: Any) -> bool:  # holds a repeat, a branch or a back-reference
-        for op, av in items:
-            if op in repeats or op in (c.BRANCH, c.GROUPREF, c.GROUPREF_EXISTS):
-                return True
-            if op is c.SUBPATTERN and risky(av[-1]):
-                return True
-        return False
-
-    def parts(op: Any, av: Any) -> list[Any]:  # the sub-patterns of one item
-        if op in repeats:
-            return [av[2]]
-        if op is c.SUBPATTERN:
-            return [av[-1]]
-        if op is c.BRANCH:
-            return list(av[1])
-        return [av[1]] if op in (c.ASSERT, c.ASSERT_NOT) else []
-
-    def ok(items: Any) -> bool:
-        for op, av in items:
-            if op in repeats and (av[1] is c.MAXREPEAT or av[1] > 1) and risky(av[2]):
-                return False
-            if not all(ok(sub) for sub in parts(op, av)):
-                return False
-        return True
-
-    try:
-        return ok(sre_parse.parse(pattern, re.DOTALL))
-    except (re.error, RecursionError, OverflowError):
-        return False
 
 
 def _response(m: Any) -> dict[str, Any]:
