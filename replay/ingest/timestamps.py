@@ -66,8 +66,10 @@ def implausible(ts: str) -> bool:
 
 def implausible_said(ts: list[str]) -> str | None:
     """The issue of a run whose requests (their timestamps ``ts``, in order) include some
-    ``implausible`` ones: how many, the first, what the replay makes of them; None when none
-    is."""
+    ``implausible`` ones: how many, the first's index, what the replay makes of them; None
+    when none is.  The timestamp itself is not quoted: a redacted copy shifts it
+    (``replay redact --shift-days``), and its read-back compares the copy's issues with the
+    original's by their text."""
     hi = max(ts, default="")  # (every one from 2001 to 2098, or none timed: two C-level
     # passes, nearly every run; else each looked at)
     if hi == "" or hi < "2099" and min(ts) >= "2001":
@@ -75,8 +77,6 @@ def implausible_said(ts: list[str]) -> str | None:
     odd = [k for k, t in enumerate(ts) if t and not "2001" <= t < "2099" and implausible(t)]
     if not odd:
         return None
-    first = ts[odd[0]]
-    shown = repr(first) if len(first) <= 40 else repr(first[:37] + "...")
     return (f"{len(odd)} of {len(ts)} request(s) timestamped {WINDOW_SAID} (first: request "
-            f"{odd[0]}, {shown}): a broken or crafted clock, not when a model was called; no "
-            "idle gap is measured to or from them (no cache expiry, no idle_minutes trigger)")
+            f"{odd[0]}): a broken or crafted clock, not when a model was called; no idle gap is "
+            "measured to or from them (no cache expiry, no idle_minutes trigger)")

@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -250,6 +250,8 @@ def test_an_empty_salt_is_refused_before_anything_is_written(tmp_path: Path, sal
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(days=st.integers(-10**8, 10**8), year=st.integers(1, 9999))
+@example(days=40_000, year=2026).via("a shift out of 2000-2099: said")
+@example(days=1, year=1).via("outside 2000-2099 before and after: as the original")
 def test_a_shift_that_leaves_the_calendar_is_an_error(tmp_path_factory: pytest.TempPathFactory,
                                                       days: int, year: int) -> None:
     tmp = tmp_path_factory.mktemp("shift")
@@ -263,6 +265,12 @@ def test_a_shift_that_leaves_the_calendar_is_an_error(tmp_path_factory: pytest.T
     elif not 1 <= moved <= date.max.toordinal():
         assert result.exit_code == 1 and "outside the years 1-9999" in result.output
         assert not list((tmp / "out").rglob("*.jsonl"))  # never written with the old dates
+    elif 2000 <= year < 2100 and not 2000 <= date.fromordinal(moved).year < 2100:
+        # moved out of the years a request may be in (replay.ingest.timestamps): the copy
+        # would replay without the original's idle gaps, and its read-back says so
+        assert result.exit_code == 1, result.output
+        assert "the redacted copy: 1 of 1 request(s) timestamped outside 2000-2099" in \
+            " ".join(result.output.split())
     else:
         assert result.exit_code == 0, result.output
         [copy] = list((tmp / "out").rglob("*.jsonl"))

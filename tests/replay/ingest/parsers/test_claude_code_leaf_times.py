@@ -94,8 +94,7 @@ def test_a_far_future_timestamp_earlier_in_the_file_is_followed_and_said(tmp_pat
     assert "'9999-12-31T23:59:59.999Z'" in decided[0].reason and "line 6" in decided[0].reason
     # and the run's request stamped 9999 is a broken clock, no instant an idle gap is read from
     (clock,) = [i for i in issues if i not in decided]
-    assert "1 of 2 request(s) timestamped outside 2000-2099 (first: request 1, '9999-12-31T" \
-        "23:59:59.999Z')" in clock.reason
+    assert "1 of 2 request(s) timestamped outside 2000-2099 (first: request 1)" in clock.reason
 
 
 def test_offsets_are_compared_as_instants_not_as_strings(tmp_path: Path) -> None:
