@@ -54,6 +54,14 @@ x is better.  The last is the trade-off of induced re-reads (``replay.engine.ind
 setting that makes the agent fetch more again."""
 known(*ALIASES.values(), *(m for x, y, _ in PARETO_PAIRS for m in (x, y)))
 
+OBJECTIVES: tuple[str, ...] = (*(c for c in METRIC_COLUMNS if not c.endswith("_request")),
+                               *ALIASES)
+"""What a setting may be chosen by: a metric, combined over runs (``aggregate``), or its
+``ALIASES`` name.  Not a ``…_request`` metric (a request's number, no amount), nor a swept
+path, ``setting`` (a hash), ``n_runs`` or ``run_id``: ranked by one of those, the order says
+nothing of the setting's cost (and a swept path leaves every setting of one value tied, the
+tie broken by the setting's hash)."""
+
 
 def aggregate(table: pd.DataFrame, params: Sequence[str] = ()) -> pd.DataFrame:
     """One row per setting, each metric combined over runs (see the module docstring).
@@ -95,6 +103,7 @@ def best(table: pd.DataFrame, constraints: Sequence[str] = (), objective: str = 
     """
     frame = (table.copy() if by != "setting" else aggregate(table, params) if aggregated is None
              else aggregated.copy())
+    _check_objective(objective, frame.columns)
     if objective not in frame.columns:
         objective = ALIASES.get(objective, objective)
     for alias, col in ALIASES.items():
@@ -147,9 +156,7 @@ def check_choice(constraints: Sequence[str], objective: str, params: Sequence[st
     """
     columns = pd.Index(["setting", "n_runs", *params, *ALIASES,
                         *(c for c in METRIC_COLUMNS if not c.endswith("_request"))])
-    if objective not in columns:
-        raise ReplayInputError(f"objective {objective!r}: no such metric"
-                               f"{_did_you_mean(objective, columns)}")
+    _check_objective(objective, columns)
     empty = pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
     for expr in constraints:
         _check_names(expr, columns)
@@ -265,6 +272,27 @@ def _normalise(expr: str) -> str:
 _NOT_NAMES = frozenset({"and", "or", "not", "in", "is", "True", "False", "None", "nan", "inf"})
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NAME = re.compile(r"`([^`]+)`|(?<![\w.@])([A-Za-z_]\w*)(?!\w|\s*\()")
+
+
+def _check_objective(objective: str, columns: pd.Index) -> None:
+    """The objective is a metric (``OBJECTIVES``) and a column of ``columns`` (or its alias is).
+
+    Raises:
+        ReplayInputError: it is not: why (another column of the table: a swept path,
+            ``setting``…; or no column), the closest metric names, and every choice.
+    """
+    if objective in OBJECTIVES and ALIASES.get(objective, objective) in columns:
+        return
+    why = ("a request's number, no amount" if objective in METRIC_COLUMNS
+           else "a setting's id" if objective == "setting" else "a count of runs"
+           if objective == "n_runs" else "a run's id" if objective == "run_id"
+           else "not a metric" if objective in columns else "no such metric")
+    near = difflib.get_close_matches(objective, OBJECTIVES, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(near)}?" if near and why == "no such metric" else ""
+    raise ReplayInputError(
+        f"objective {objective!r}: {why}{hint}; a setting is chosen by a metric combined "
+        f"over its runs: one of {', '.join(o for o in OBJECTIVES if o not in ALIASES)} "
+        f"(or {', '.join(ALIASES)})")
 
 
 def _check_names(expr: str, columns: pd.Index) -> None:
