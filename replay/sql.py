@@ -57,6 +57,8 @@ class SqlResult:
     numeric: frozenset[str] = frozenset()
     """The columns of a number type (``NUMBER_TYPE``), by their unique name: a null there is
     an unknown number, even when every row's is."""
+    more: bool = False
+    """The query gives more rows than ``rows`` holds: the ``limit`` asked for stopped it."""
 
 
 NUMBER_TYPE = re.compile(r"U?(?:TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|FLOAT|DOUBLE|REAL"
@@ -84,7 +86,8 @@ def unique_columns(names: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[s
     return tuple(out), tuple(renamed)
 
 
-def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()) -> SqlResult:
+def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = (),
+        limit: int | None = None) -> SqlResult:
     """Run one read-only SQL query over the corpus's dataset and the traces' folders.
 
     Args:
@@ -92,6 +95,9 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
         corpus: the dataset (views ``runs``, ``messages``, ``requests``, ``events``), or None.
         traces: ``replay run --out`` folders (views ``trace_requests``, ``trace_actions``,
             ``trace_evictions``).
+        limit: at most this many rows (None: every row).  DuckDB streams the result and
+            stops once one row more is read (``SqlResult.more``), so a query of endless rows
+            ends; one that sorts or groups still reads its whole input first.
 
     Returns:
         The columns and rows.
@@ -107,6 +113,8 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
         import duckdb
     except ImportError:
         raise ReplayInputError("replay sql needs DuckDB: pip install 'ctxreplay[sql]'") from None
+    if limit is not None and limit < 0:
+        raise ReplayInputError(f"a limit of {limit} rows: give 0 or more")
     if corpus is None and not traces:
         raise ReplayInputError("nothing to query: give log files or a dataset, or --traces")
     # every call goes through this connection, closed below: duckdb's module-level functions
@@ -139,15 +147,17 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             con.register(view, table)
         try:
             cur = con.execute(query)
-            rows = cur.fetchall()
+            rows = cur.fetchall() if limit is None else cur.fetchmany(limit + 1)
         except duckdb.Error as exc:
             raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
         described = cur.description or ()
         columns, renamed = unique_columns([d[0] for d in described])
         numeric = frozenset(c for c, d in zip(columns, described)
                             if NUMBER_TYPE.fullmatch(str(d[1])))
-        return SqlResult(columns, rows, tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
-                                              if n in files or n in tables), renamed, numeric)
+        more = limit is not None and len(rows) > limit
+        return SqlResult(columns, rows[:limit] if more else rows,
+                         tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
+                               if n in files or n in tables), renamed, numeric, more)
     finally:
         con.close()
 
