@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import stat
 from collections.abc import Collection
 from pathlib import Path
@@ -52,7 +53,18 @@ class _FlowDepthBound:
 
 
 class _SafeComposer(_FlowDepthBound, yaml.SafeLoader):
-    """The safe loader, used in two steps (compose, check, construct)."""
+    """The safe loader, used in two steps (compose, check, construct); a number in exponent
+    form is a float as YAML 1.2 reads it (``EXPONENT_FLOAT``)."""
+
+
+EXPONENT_FLOAT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+")
+"""A number in exponent form that YAML 1.1 (PyYAML) reads as text: ``1e6``, ``1.5e5``,
+``-2E3`` (1.1 wants a dot and a signed exponent, ``1.0e+6``); YAML 1.2, and a user, read a
+float.  Every other scalar is read as PyYAML reads it (a whole number written so is a float
+all the same, as ``40000.0`` is: a field of whole numbers refuses it)."""
+_SafeComposer.add_implicit_resolver(  # (on this class only: PyYAML copies the table first)
+    "tag:yaml.org,2002:float", re.compile(f"^(?:{EXPONENT_FLOAT.pattern})$"),
+    list("-+0123456789."))
 
 
 class _BaseComposer(_FlowDepthBound, yaml.BaseLoader):

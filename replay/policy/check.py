@@ -98,6 +98,10 @@ def _value(hint: Any, v: Any, where: str, path: str) -> Any:
             raise PolicyError(where, path, f"expected true or false, got {v!r}")
         return v
     if hint is int:
+        if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_INT:  # 40000.0, 1e6
+            raise PolicyError(where, path, f"expected a whole number, got {v!r}: a number "
+                                           "written with a dot or an exponent (40000.0, 1e6) "
+                                           f"is a decimal; write {int(v)}")
         if isinstance(v, bool) or not isinstance(v, int):
             raise PolicyError(where, path, f"expected a whole number, got {v!r}")
         if v < 0:
