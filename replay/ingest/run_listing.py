@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from replay.errors import StoreError
 from replay.ingest.entry_state import ENTRY_OK, entry_state
 from replay.ingest.run_label import label_column, run_key
 from replay.ingest.store import coverage_lines, read_manifest
@@ -41,7 +42,15 @@ def run_listing(root: Path) -> pa.Table:
     """
     table = runs(root)
     coverage = coverage_lines(root)
-    states = {s: entry_state(root, e.key, e.checksum) for s, e in read_manifest(root).items()}
+    manifest = read_manifest(root)
+    # each entry's rows, in manifest order (as ``runs`` reads them), get its state and coverage
+    # by the entry, never by the runs' own ``source``: the manifest's name of a log may differ
+    # from it (edited by hand), and the entry is no less there and replayed for that
+    states = [entry_state(root, e.key, e.checksum) for e in manifest.values()]
+    lines = [coverage.get(s, "(not counted by its parser)") for s in manifest]
+    counts = [e.n_runs for e in manifest.values()]
+    if sum(counts) != table.num_rows:  # (the manifest replaced as it was read)
+        raise StoreError(f"{root}: the dataset changed while it was read; list it again")
     keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
                                                          table["source"].to_pylist())}
     table = table.append_column("run", pa.array(label_column(table), pa.string()))
@@ -53,11 +62,10 @@ def run_listing(root: Path) -> pa.Table:
                              pa.array([keys.get(p, p) for p in
                                        table["parent_run_id"].to_pylist()], pa.string()))
     table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
-    sources = table["source"].to_pylist()
     table = table.append_column("coverage", pa.array(
-        [coverage.get(s, "(not counted by its parser)") for s in sources], pa.string()))
+        [line for line, n in zip(lines, counts) for _ in range(n)], pa.string()))
     return table.append_column("entry", pa.array(
-        [states.get(s, "not in the manifest") for s in sources], pa.string()))
+        [state for state, n in zip(states, counts) for _ in range(n)], pa.string()))
 
 
 def entries_note(listing: pa.Table) -> str | None:
