@@ -288,7 +288,7 @@ def _check_objective(objective: str, columns: pd.Index) -> None:
            if objective == "n_runs" else "a run's id" if objective == "run_id"
            else "not a metric" if objective in columns else "no such metric")
     near = difflib.get_close_matches(objective, OBJECTIVES, n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(near)}?" if near and why == "no such metric" else ""
+    hint = f" (did you mean {' or '.join(near)}?)" if near and why == "no such metric" else ""
     raise ReplayInputError(
         f"objective {objective!r}: {why}{hint}; a setting is chosen by a metric combined "
         f"over its runs: one of {', '.join(o for o in OBJECTIVES if o not in ALIASES)} "

@@ -259,7 +259,9 @@ def sweep(
                                                                   "(repeatable).")] = None,
     minimise: Annotated[str | None, typer.Option(
         "--minimise", callback=not_empty,
-        help="Metric the chosen setting minimises (summed over runs; default tokens_sent).")]
+        help="Metric the chosen setting minimises (summed over runs; default tokens_sent): "
+             "a metric column of the sweep table or its short name (overshoots, cached_share, "
+             "…), not a swept path, the setting or a run.")]
         = None,
     maximise: Annotated[str | None, typer.Option(
         "--maximise", callback=not_empty, help="Metric to maximise instead.")] = None,
