@@ -60,9 +60,9 @@ from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus, not_replayed
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError
+from replay.ingest.entry_notes import problems_said
 from replay.ingest.failed_inputs import failed_said
 from replay.ingest.run_label import run_labels
-from replay.ingest.store import problems_said
 from replay.policy import Policy
 
 

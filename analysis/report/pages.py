@@ -107,7 +107,7 @@ class Page:
     """Labels of the runs with no recorded request (``replay.corpus.not_replayed``): said in the
     overview, never dropped silently."""
     input_problems: str = ""
-    """What the logs held that the runs leave out (``replay.ingest.store.problems_said``) and
+    """What the logs held that the runs leave out (``replay.ingest.entry_notes.problems_said``) and
     the input files that failed at the dataset's ingest (``failed_inputs.failed_said``): said
     in the overview ('' : nothing)."""
 

@@ -127,10 +127,10 @@ def _found_said(strict: bool) -> Callable[[Any], None]:
     unknown records (``stored_problems``: with ``strict``, exit 1 before any work) and the
     files of the same bytes among them (not among the whole cache: runs of other commands)."""
     def say_found(corpus: Any) -> None:
-        from replay.ingest import store  # lazy: pyarrow only when it runs
+        from replay.ingest import entry_notes  # lazy: pyarrow only when it runs
 
         stored_problems(corpus.entries, strict)
-        if note := same_bytes_note(store.same_bytes(corpus.entries)):
+        if note := same_bytes_note(entry_notes.same_bytes(corpus.entries)):
             say(note, err=True)
     return say_found
 

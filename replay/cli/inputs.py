@@ -198,7 +198,7 @@ SAME_BYTES_SHOWN = 5
 
 
 def same_bytes_note(groups: list[list[str]]) -> str | None:
-    """One line naming the input files that hold the same bytes as another (``store.same_bytes``:
+    """One line naming the input files that hold the same bytes as another (``entry_notes.same_bytes``:
     a session copied into two folders): each is a run of its own, so every total counts it once
     per copy; None when no two are the same."""
     if not groups:
@@ -285,13 +285,13 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
     when no run is left to work on (2 when ``paths`` held no log file at all)."""
     # lazy: the corpus and the store load pyarrow, which --help and usage errors do not need
     from replay.corpus import named_dataset, open_corpus
-    from replay.ingest import store
+    from replay.ingest import entry_notes
     from replay.layout import cache_root, dataset_dir
 
     if named_dataset(paths) is not None:
         corpus = open_corpus(paths)
         stored_problems(corpus.entries, strict, corpus.failed)
-        if note := same_bytes_note(store.same_bytes(corpus.entries)):
+        if note := same_bytes_note(entry_notes.same_bytes(corpus.entries)):
             say(note, err=True)
         if not corpus.replayable():
             error(f"no runs to work on: the dataset {paths[0]} holds "
@@ -318,7 +318,7 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
             say(note, err=True)
         if note := unknown_note(report):
             say(note, err=True)
-    if note := same_bytes_note(store.same_bytes(corpus.entries)):
+    if note := same_bytes_note(entry_notes.same_bytes(corpus.entries)):
         say(note, err=True)
     if strict and input_exit_code(report, strict):
         _finish(report, strict)

@@ -66,7 +66,7 @@ def ingest(
     quiet: QuietOpt = False,
 ) -> None:
     """Parse log files into a Parquet dataset (unchanged files are reused from the cache)."""
-    from replay.ingest import store  # lazy: pyarrow only when it runs
+    from replay.ingest import entry_notes, store  # lazy: pyarrow only when it runs
     from replay.ingest.batch import ingest as ingest_paths
 
     toks = tuple(dict.fromkeys(t.strip() for t in tokenizers.split(",") if t.strip()))
@@ -84,7 +84,7 @@ def ingest(
     if note := rebuilt_note(report):
         warn(note)
     stored = set(report.parsed + report.cached)
-    same = store.same_bytes(e for s, e in store.read_manifest(out).items() if s in stored)
+    same = entry_notes.same_bytes(e for s, e in store.read_manifest(out).items() if s in stored)
     reused = len(set(report.cached) - set(report.failed))  # (--strict fails a reused file for its
     # stored issues: it is counted once, failed)
     doc = {"parsed": len(report.parsed), "cached": reused, "failed": report.failed,
@@ -146,13 +146,13 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     it)."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
-    from replay.ingest import run_listing, store
+    from replay.ingest import entry_notes, run_listing, store
     from replay.ingest.failed_inputs import failed_said
 
     with _errors():
         listing = run_listing.run_listing(dataset)
         manifest = store.read_manifest_whole(dataset)
-        same = store.same_bytes(manifest.entries.values())
+        same = entry_notes.same_bytes(manifest.entries.values())
     rows = LazyRows(listing)
     failed = failed_said(manifest.failed, set(manifest.entries))
     if not len(rows):

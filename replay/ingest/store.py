@@ -35,7 +35,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from replay.errors import ConfigError, StoreError
 from replay.ingest.entry_file import decode, decode_footer, decode_runs
 from replay.ingest.failed_inputs import checked_failed
 from replay.ingest.input_files import TooBig, Unreadable, open_input, read_document, read_input
-from replay.ingest.parsers.coverage import summary_line, unknown_types
+from replay.ingest.parsers.coverage import summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.safe_names import is_segment
 
@@ -87,36 +87,6 @@ class Entry:
     checksum: str = ""
     """``entry_checksum`` of the entry's files as written: checked whenever the entry is read
     (``read_entry``) or reused (``intact``); '' for an entry written before there was one."""
-
-
-def problems_said(entries: Iterable[Entry]) -> str | None:
-    """One sentence on the problems the entries' logs had when they were parsed (their stored
-    issues: records skipped, usage dropped or unknown, results without a call; and records of a
-    type the parser does not know), by file, the most first; None when there was none.  For a
-    reader of the results who never saw the ingest's warnings (a report)."""
-    per = sorted(((len(e.issues), sum(unknown_types(e.coverage).values()), e.source)
-                  for e in entries), key=lambda x: (-x[0] - x[1], x[2]))
-    per = [p for p in per if p[0] or p[1]]
-    if not per:
-        return None
-    n_issues, n_unknown = sum(p[0] for p in per), sum(p[1] for p in per)
-    shown = "; ".join(f"{src}: {i:,} issue(s), {u:,} record(s) of an unknown type"
-                      for i, u, src in per[:3]) + ("; …" if len(per) > 3 else "")
-    return (f"{n_issues:,} issue(s) and {n_unknown:,} record(s) of a type the parser does not "
-            f"know in {len(per)} log file(s) when they were parsed ({shown}); `replay ingest` "
-            "of the logs lists each")
-
-
-def same_bytes(entries: Iterable[Entry]) -> list[list[str]]:
-    """The stored files that hold the same bytes as another (a copy of a session in two
-    folders, a backup beside it), as groups of sources (each sorted; the groups by their first):
-    each file is a run of its own (``replay.ingest.discover``), so every total counts such a
-    run once per copy, which every command says (``replay.cli.inputs.same_bytes_note``)."""
-    by_sha: dict[str, list[str]] = {}
-    for e in entries:
-        if e.sha256:
-            by_sha.setdefault(e.sha256, []).append(e.source)
-    return sorted(sorted(group) for group in by_sha.values() if len(group) > 1)
 
 
 def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_version: str = "",

@@ -2,7 +2,7 @@
 are each a run of their own, by design (``replay.ingest.discover``), so every total counts the
 run once per copy: `replay run` over a real sample given twice summed its tokens twice without
 a word. Every command that reads logs, and `replay runs` of a dataset, now says which files are
-the same (``replay.ingest.store.same_bytes``), and `ingest --json` lists them."""
+the same (``replay.ingest.entry_notes.same_bytes``), and `ingest --json` lists them."""
 
 from __future__ import annotations
 
