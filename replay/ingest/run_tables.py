@@ -10,7 +10,6 @@ Not here: the schema (``replay.ingest.schema``), the tokenizers (``replay.ingest
 
 from __future__ import annotations
 
-import functools
 from itertools import pairwise
 from typing import Any
 
@@ -21,19 +20,16 @@ from replay.ingest import store, token_parts
 from replay.ingest.arrow_columns import (
     NUMPY_ROWS,
     all_false,
-    canonical_type,
     column,
     null_column,
-    one_value,
     repeated,
-    string_columns,
     utf8_lengths,
 )
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
-from replay.ingest.schema import SCHEMAS
+from replay.ingest.schema_tables import fields, schema_table, valid_unicode
 from replay.ingest.tokens import count_one, count_tokens
 
 _Columns = dict[str, list[Any] | pa.Array]
@@ -81,9 +77,9 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
     requests = _concat([d.requests for d in drafts], [d.run["run_id"] for d in drafts], "request")
     events = _concat([d.events for d in drafts], [d.run["run_id"] for d in drafts], "event")
-    runs = {col: [d.run[col] for d in drafts] for col, _ in _fields("runs")
+    runs = {col: [d.run[col] for d in drafts] for col, _ in fields("runs")
             if col in drafts[0].run} if len(drafts) > 1 else \
-        {col: [value] for col, value in drafts[0].run.items()}  # (the names read once: ``_fields``)
+        {col: [value] for col, value in drafts[0].run.items()}  # (the names read once: ``fields``)
     if consume:
         for d in drafts:
             d.messages, d.requests, d.events = {}, {}, {}
@@ -144,8 +140,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     messages["tokens_estimated"] = [i in estimated for i in range(n)] if estimated \
         else all_false(n)
     _estimated_per_run(runs, n_blocks, messages, estimated)
-    return store.RunTables(runs=_table(runs, "runs"), messages=_table(messages, "messages"),
-                           requests=_table(requests, "requests"), events=_table(events, "events"))
+    return store.RunTables(runs=schema_table(runs, "runs"),
+                           messages=schema_table(messages, "messages"),
+                           requests=schema_table(requests, "requests"),
+                           events=schema_table(events, "events"))
 
 
 TEXT_CHUNK_CHARS = 1 << 20
@@ -186,7 +184,7 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         try:
             part = column(chunk, pa.string())
         except UnicodeEncodeError:
-            chunk = [_valid_unicode(t) for t in chunk]
+            chunk = [valid_unicode(t) for t in chunk]
             part = column(chunk, pa.string())
         arrays.append(part)
         lines.append(line_counts(part))
@@ -322,102 +320,3 @@ def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
         for col, values in part.items():  # (an array('q') column stays one: values[:0])
             out.setdefault(col, values[:0]).extend(values)
     return out
-
-
-def _table(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
-    """The schema's table from column lists or arrays (each list converted once, then taken
-    out of ``columns``: a list is let go as soon as its array is made; an array already of
-    its field's type is taken as it is); with no rows, the one empty table of the schema
-    (``_empty``: most files' events)."""
-    if not any(map(len, columns.values())):
-        return _empty(name)
-    return _converted(columns, name)
-
-
-@functools.cache
-def _empty(name: str) -> pa.Table:
-    """Table ``name`` with no rows, made once (a table is immutable: every file without
-    events shares it; making it costs a conversion a column)."""
-    return _converted({col: [] for col, _ in _fields(name)}, name)
-
-
-def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
-    fields = _fields(name)
-    values = [columns.pop(col) for col, _ in fields]
-    if name in JOINED_TABLES:
-        _joined_strings(values, name)
-    arrays = [a if type(v) is list and len(v) == 1 and (a := one_value(v[0], type_)) is not None
-              else _as(v, type_) for v, (_, type_) in zip(values, fields)]  # (a one-row
-    # table's values: ``one_value`` straight away, most of them arrays made before)
-    del values
-    schema = SCHEMAS[name]
-    for i, array in enumerate(arrays):
-        if isinstance(array, pa.DictionaryArray):  # of the field's type (``_as``:
-            # ``shared_texts``), the one array not of its field's type
-            schema = schema.set(i, schema.field(i).with_type(array.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _as(values: list[Any] | pa.Array, type_: pa.DataType) -> pa.Array:
-    """``values`` as an array of ``type_``: a list converted, an array of another type cast,
-    but for a dictionary of ``type_`` values (kept: ``tokenize``'s ``shared_text``)."""
-    if not isinstance(values, pa.Array):
-        return _array(values, type_)
-    if values.type == type_ or (isinstance(values.type, pa.DictionaryType)
-                                and values.type.value_type == type_):
-        return values
-    return values.cast(type_)
-
-
-JOINED_TABLES = frozenset({"messages"})
-"""Tables whose string columns of Python lists are made arrays together
-(``arrow_columns.string_columns``): the messages, written only to Parquet (the footer's tables
-are Arrow IPC streams, which such arrays would change)."""
-JOINED_MAX_ROWS = 256
-"""``_joined_strings`` joins the string columns of a table of at most this many rows: beyond,
-what joining saves (a column's fixed steps) is less than the list of all their values costs."""
-
-
-def _joined_strings(values: list[list[Any] | pa.Array], name: str) -> None:
-    """The string columns of table ``name`` among ``values`` (its columns in order) that are
-    Python lists, made arrays together, in place, when the table has 2 to ``JOINED_MAX_ROWS``
-    rows (one row: ``column`` gives a value met before its array again) and every value is a
-    valid string (else each is converted alone, as any column)."""
-    at = [i for i in _string_fields(name) if type(values[i]) is list]
-    if len(at) < 2 or not 2 <= len(values[at[0]]) <= JOINED_MAX_ROWS:
-        return
-    made = string_columns([values[i] for i in at])
-    if made is not None:
-        for i, array in zip(at, made):
-            values[i] = array
-
-
-@functools.cache
-def _string_fields(name: str) -> tuple[int, ...]:
-    """The positions of table ``name``'s ``string`` fields."""
-    return tuple(i for i, (_, type_) in enumerate(_fields(name)) if type_ == pa.string())
-
-
-@functools.cache
-def _fields(name: str) -> tuple[tuple[str, pa.DataType], ...]:
-    """(name, type) of each field of table ``name``'s schema: read once, not per table made
-    (pyarrow makes a new Field object for each field read, 1.5 µs each); each type as
-    ``arrow_columns.canonical_type`` (``column`` tells them apart by identity)."""
-    return tuple((f.name, canonical_type(f.type)) for f in SCHEMAS[name])
-
-
-def _array(values: list[object], type_: pa.DataType) -> pa.Array:
-    """``values`` as an Arrow array (``arrow_columns.column``: no pandas imported); strings
-    that are not valid Unicode get U+FFFD (any string column may hold one)."""
-    try:
-        return column(values, type_)
-    except UnicodeEncodeError:
-        return column([_valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
-
-
-def _valid_unicode(s: str) -> str:
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:  # the same repair tiktoken applies before encoding
-        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -40,7 +40,7 @@ import tiktoken.load
 
 from replay.errors import TokenizerError
 from replay.ingest import token_parts
-from replay.ingest.token_parts import count_in_parts, ids_in_parts
+from replay.ingest.token_parts import count_in_parts, encode_safely, ids_in_parts
 
 _HERE = Path(__file__).parent / "encodings"
 ENV_DIR = "CTXREPLAY_ENCODINGS_DIR"
@@ -259,7 +259,7 @@ def encoder(name: str) -> Callable[[str], list[int]]:
     if fast is None:
         enc = encoding(name)
         limit = token_parts.SPLIT_CHARS
-        return lambda text: ids_in_parts(lambda part: _encode_safely(enc, part), text, limit)
+        return lambda text: ids_in_parts(lambda part: encode_safely(enc, part), text, limit)
     encode = fast.encode_ordinary
     limit = token_parts.SPLIT_CHARS
 
@@ -357,37 +357,6 @@ def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1
     of = dict(zip(repeats, counts))  # (hashes cached: each string is hashed once)
     own = iter(counts[len(repeats):])  # the others, in ``texts`` order
     return [of[t] if len(t) in shared else next(own) for t in texts]
-
-
-_CHUNK_CHARS = 65536
-LONG_WHITESPACE = 500_000
-"""A run of this many whitespace characters or more is not given to tiktoken whole: its regex
-engine overflows its stack at about 900,000 (a Rust panic, which also prints "thread …
-panicked … StackOverflow" on stderr); such a text is counted in 64 Ki-character chunks (within
-a few tokens of the whole count: 3,128 whole vs 3,130 chunked for 400,000 spaces)."""
-_WHITESPACE = re.compile(r"\s+")
-
-
-def _encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
-    """``encode_ordinary``, except for a text with a run of ``LONG_WHITESPACE`` whitespace
-    characters, or where tiktoken's regex engine panics all the same: then the text is counted
-    in 64 Ki-character chunks."""
-    if len(text) >= LONG_WHITESPACE and any(
-            m.end() - m.start() >= LONG_WHITESPACE for m in _WHITESPACE.finditer(text)):
-        return _chunked(enc, text)
-    try:
-        return enc.encode_ordinary(text)
-    except BaseException as exc:  # pyo3's PanicException is not an Exception
-        if type(exc).__name__ != "PanicException":
-            raise
-        return _chunked(enc, text)
-
-
-def _chunked(enc: tiktoken.Encoding, text: str) -> list[int]:
-    out: list[int] = []
-    for i in range(0, len(text), _CHUNK_CHARS):
-        out.extend(enc.encode_ordinary(text[i:i + _CHUNK_CHARS]))
-    return out
 
 
 def count_one(text: str, name: str = "o200k_base") -> int:
