@@ -28,7 +28,8 @@ from replay.engine.prepared import Calibration, PreparedRun, prepare
 from replay.engine.trace import Trace
 from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store, store_index
-from replay.ingest.batch import IngestReport, ingest
+from replay.ingest.batch import ingest
+from replay.ingest.ingest_report import IngestReport
 from replay.ingest.names import DEFAULT_TOKENIZERS
 from replay.ingest.run_label import run_labels
 from replay.ingest.schema import SCHEMAS

@@ -36,7 +36,7 @@ from replay.ingest.names import FORMATS
 
 if TYPE_CHECKING:
     from replay.corpus import Corpus, Opener
-    from replay.ingest.batch import IngestReport
+    from replay.ingest.ingest_report import IngestReport
 
 
 def existing(paths: Any) -> Any:
@@ -341,8 +341,8 @@ def stored_problems(entries: list[Any], strict: bool,
     none of them, so ``run ds`` after ``ingest`` hid every skipped record and every file the
     ingest had failed)."""
     # lazy: the ingest's modules load pyarrow, which --help and usage errors do not need
-    from replay.ingest.batch import IngestReport, report_reused
     from replay.ingest.failed_inputs import failed_said
+    from replay.ingest.ingest_report import IngestReport, report_reused
 
     report = IngestReport()
     for e in entries:

@@ -71,7 +71,7 @@ def test_a_reused_file_failed_by_strict_is_counted_once(samples: Path, tmp_path:
     """`ingest --strict` over files already in the dataset, one of them with a stored issue:
     that file was counted reused and failed both ('2 reused from cache, 1 failed', 'inputs: 1
     of 3 files failed' for two files).  Now it is one file, failed; the dataset given as it is
-    says the same (the one definition of a reused entry's report, ``batch.report_reused``)."""
+    says the same (the one definition of a reused entry's report, ``ingest_report.report_reused``)."""
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "s.jsonl").write_bytes((samples / "claude-code" / "short.jsonl").read_bytes()

@@ -19,8 +19,9 @@ import pytest
 
 from replay.ingest import batch, store
 from replay.ingest import discover as discover_module
-from replay.ingest.batch import IngestReport, ingest
+from replay.ingest.batch import ingest
 from replay.ingest.discover import discover, sources
+from replay.ingest.ingest_report import IngestReport
 from tests.replay.ingest.ingest_helpers import (
     _claude,
     _cli,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from replay.ingest import store
-from replay.ingest.batch import IngestReport, ingest
+from replay.ingest.batch import ingest
+from replay.ingest.ingest_report import IngestReport
 from tests.replay.ingest.ingest_helpers import _cli_runs, _pairing_violations, _runs, _store_bytes
 
 MINI_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
