@@ -42,7 +42,7 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
                              "not an object")
         ts = rec.get("timestamp")
         if ts.__class__ is not str:  # (nearly every line has one: no call)
-            ts = it.opt_str(rec, "timestamp")
+            ts = timestamp(w, no, rec)
         if w.replaying and ts >= w.fork_ts:
             w.replaying = False  # the fork's own lines begin
         if kind == "response_item":
@@ -55,7 +55,7 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
             m = w.modelled
             m["turn_context"] = m.get("turn_context", 0) + 1
         elif kind == "session_meta":
-            meta(w, payload, ts)
+            meta(w, payload, ts, no)
         elif kind == "compacted":
             compacted(w, no, payload, ts)
         elif kind.__class__ is not str:  # (no key of the line types)
@@ -71,9 +71,9 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
         s[name] = s.get(name, 0) + 1
     elif "type" in rec:
         ts = rec.get("timestamp")
-        item(w, no, rec, ts if ts.__class__ is str else it.opt_str(rec, "timestamp"))
+        item(w, no, rec, ts if ts.__class__ is str else timestamp(w, no, rec))
     elif "id" in rec and "timestamp" in rec:
-        meta(w, rec, it.opt_str(rec, "timestamp"))
+        meta(w, rec, timestamp(w, no, rec), no)
     else:
         w.issues.append(Issue(w.src.path, no, "record has no 'type' or 'payload' (skipped)"))
 
@@ -92,7 +92,24 @@ def check_ordinal(w: Walk, no: int, value: Any) -> None:
         w.ordinal = n
 
 
-def meta(w: Walk, p: dict[str, Any], ts: str) -> None:
+def timestamp(w: Walk, no: int, d: dict[str, Any]) -> str:
+    """``d``'s ``timestamp`` ('' when absent or null); one of another type (a number, an
+    object) is unknown too, its record read all the same, and said once for the file
+    (``Walk.note``).  Every Codex writes ISO-8601 text (``RolloutLine.timestamp: String``),
+    so a number is no Codex clock: epoch seconds or milliseconds would be a guess."""
+    value = d.get("timestamp")
+    if value.__class__ is str:
+        return value
+    if value is not None:
+        w.note(no, _NOT_TEXT)
+    return ""
+
+
+_NOT_TEXT = ("timestamp is not a string: read as unknown, the record kept (Codex writes ISO-8601 "
+             "text; a number is not read as epoch seconds or milliseconds: that would be a guess)")
+
+
+def meta(w: Walk, p: dict[str, Any], ts: str, no: int) -> None:
     """A session_meta (a legacy first line): harness, model, system prompt, parent session;
     a later one is a fork's replay of its parent's lines."""
     if w.seen_meta:  # a fork's replay of its parent's lines
@@ -117,7 +134,7 @@ def meta(w: Walk, p: dict[str, Any], ts: str) -> None:
         w.cov.skipped(f"session_meta/{which}")  # repeated in a user message
     parent = it.parent_session(p)
     if parent:
-        w.fork_ts = ts or it.opt_str(p, "timestamp")
+        w.fork_ts = ts or timestamp(w, no, p)
         w.b.parent_run_id = parent_run_id(Path(w.src.path), parent, w.src.rel)
         w.cov.modelled("session_meta/parent") if w.b.parent_run_id else \
             w.cov.unknown("session_meta/parent (rollout not found beside this file)")
