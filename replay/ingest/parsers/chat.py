@@ -132,8 +132,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     doc_issues: list[Issue] = []
     if not jsonl:
         doc = load_json(src, doc_issues)
-        # JSON Lines whose first line is damaged: not a document, and most lines are records
-        jsonl = doc is None and len(lines) > 1 and \
+        # JSON Lines whose first line is damaged: not a document (or one only with bytes after
+        # it or not UTF-8: its first line), and most lines are records
+        jsonl = (doc is None or bool(doc_issues)) and len(lines) > 1 and \
             2 * sum(first_record(raw) is not None for raw in lines) > len(lines)
     if jsonl:
         items: list[tuple[int, Any]] = list(iter_records(src, issues))

@@ -26,6 +26,7 @@ from replay.ingest.input_files import document_too_big
 from replay.ingest.parsers.coverage import LINE_NOT_READ
 from replay.ingest.parsers.json_decode import JSON_REFUSED, _decode, _loads_checked, item, loads
 from replay.ingest.parsers.json_depth import MAX_DEPTH, check_each, decoded, too_deep
+from replay.ingest.parsers.json_document import document
 from replay.ingest.parsers.jsonl_batch import plain_lines
 from replay.ingest.parsers.jsonl_reread import LineIndex, reread
 from replay.ingest.parsers.source import Issue, Source
@@ -176,7 +177,9 @@ def _too_long(src: Source, no: int, size: int) -> Issue:
 
 def load_json(src: Source, issues: list[Issue], lazy: tuple[str | None, ...] = ()) -> Any:
     """The whole file as one JSON document, or None (with an issue) when it is not valid JSON
-    or too big to decode whole (``input_files.document_too_big``).
+    or too big to decode whole (``input_files.document_too_big``).  Bytes after a complete
+    document and bytes that are not UTF-8 inside it are read by ``json_document``'s rule (the
+    one every document parser follows): ignored, read as U+FFFD, each said.
 
     ``lazy`` names the arrays to leave undecoded in a document of ``LAZY_MIN_BYTES`` or more:
     None the document itself when it is an array, a key the array under that key of a document
@@ -196,13 +199,25 @@ def load_json(src: Source, issues: list[Issue], lazy: tuple[str | None, ...] = (
         return doc
     try:
         return loads(src.data)
-    except UnicodeDecodeError as exc:
-        issues.append(Issue(src.path, 0, f"invalid UTF-8 at byte {exc.start}"))
+    except (ValueError, RecursionError):  # bytes after it, bytes not UTF-8: the rule for them
+        pass
+    try:
+        return document(src.data, src.path, issues,
+                        lambda body: _decoded(body, lazy))
     except RecursionError:
         issues.append(Issue(src.path, 0, _TOO_DEEP))
     except ValueError as exc:
         issues.append(Issue(src.path, getattr(exc, "lineno", 0), f"malformed JSON: {exc}"))
     return None
+
+
+def _decoded(body: bytes | str, lazy: tuple[str | None, ...]) -> Any:
+    """``body`` (a document that was read without its bytes after it, or a text with U+FFFD:
+    ``json_document.document``) decoded as ``load_json`` decodes a document."""
+    if lazy and isinstance(body, bytes) and len(body) >= LAZY_MIN_BYTES and \
+            (doc := _lazy_document(body, lazy)) is not None:
+        return doc
+    return loads(body)
 
 
 def _lazy_document(data: bytes, lazy: tuple[str | None, ...]) -> Any:
