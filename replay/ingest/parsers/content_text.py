@@ -76,12 +76,6 @@ def as_text(content: Any, bad: list[str] | None = None) -> str:
     return json_text(content)
 
 
-def item_index(items: list[Any], item: Any) -> int:
-    """The index of ``item`` (the object itself) in ``items``: found only when it is said, so
-    the flattening loop counts nothing."""
-    return next(k for k, x in enumerate(items) if x is item)
-
-
 def unread_text(items: list[Any], item: Any, bad: list[str], name: str = "content item") -> None:
     """Append to ``bad`` what ``item`` (of ``items``, a list of content items named ``name``)
     held where text belongs when it is no string: the item itself when it is neither a string
@@ -93,8 +87,16 @@ def unread_text(items: list[Any], item: Any, bad: list[str], name: str = "conten
     value = item.get("text") if item.__class__ is dict else item
     if value.__class__ is not str and (value is not None or item.__class__ is dict
                                        and "text" in item):
-        bad.append(not_a_string(value, f"{name} {item_index(items, item)}"
-                                       f"{': text' if value is not item else ''}"))
+        # which item: found only when one is said (the flattening loop counts nothing), by
+        # identity; one object met more than once (``[7, 7]``: Python's one 7) is each of its
+        # places in turn, the first not said yet
+        said = ""
+        for k, x in enumerate(items):
+            if x is item:
+                said = not_a_string(value, f"{name} {k}{': text' if value is not item else ''}")
+                if said not in bad:
+                    break
+        bad.append(said)
 
 
 def held(value: Any) -> str:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from replay.cli import app
 from replay.ingest.parse_file import ParsedFile, parse_file
+from replay.ingest.parsers.content_text import as_text
 from tests.replay.ingest.parsers.openhands_v1_fixtures import copy_fixture
 from tests.replay.ingest.parsers.test_text_not_a_string import _planted_copy
 
@@ -362,3 +363,12 @@ def test_a_request_s_model_that_is_no_string_is_said(tmp_path: Path, fmt: str) -
     # (the request then names the run's model, as one with none does: nothing of the 5)
     assert after.tables.requests["model"].to_pylist() == \
         before.tables.requests["model"].to_pylist()
+
+
+def test_one_object_in_two_places_is_said_at_each_place() -> None:
+    """``[7, 7]`` holds Python's one 7 twice: each place is said with its own index (found by
+    identity, it was item 1 twice)."""
+    bad: list[str] = []
+    assert as_text(["a", 7, 7, {"text": 7}, 7], bad) == "a"
+    assert [b.split(" is ")[0].split(":")[0] for b in bad] == [
+        "content item 1", "content item 2", "content item 3", "content item 4"]
