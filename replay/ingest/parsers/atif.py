@@ -72,6 +72,7 @@ from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_name, run_text
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "atif"
@@ -148,16 +149,20 @@ class _State:
 
 
 def _trajectory(src: Source, issues: list[Issue], doc: dict[str, Any], drafts: list[RunDraft],
-                lines: ItemLines | None, *, parent: str, depth: int) -> None:
-    agent = _obj(doc.get("agent"))
-    name, version = _str(agent.get("name")), _str(agent.get("version"))
-    schema = _str(doc.get("schema_version"))
+                lines: ItemLines | None, *, parent: str, depth: int, where: str = "") -> None:
+    agent = _obj(doc.get("agent"))  # (``where``: a subagent's place, its fields' prefix)
+    name = run_text(agent.get("name"), f"{where}agent.name", src.path, issues)
+    version = run_text(agent.get("version"), f"{where}agent.version", src.path, issues)
+    schema = run_text(doc.get("schema_version"), f"{where}schema_version", src.path, issues)
     harness = " ".join(x for x in (name, version) if x)
     if schema:
         harness = f"{harness} ({schema})" if harness else schema
-    b = RunBuilder(src, len(drafts), NAME, issues, model=_str(agent.get("model_name")),
+    b = RunBuilder(src, len(drafts), NAME, issues,
+                   model=run_text(agent.get("model_name"), f"{where}agent.model_name", src.path,
+                                  issues),
                    harness=harness, parent_run_id=parent,
-                   agent=_str(doc.get("trajectory_id")) if depth else "")
+                   agent=run_name(doc.get("trajectory_id"), f"{where}trajectory_id", src.path, issues)
+                   if depth else "")
     state = _State(b, lines)
     for i, step in enumerate(doc["steps"]):
         try:
@@ -188,7 +193,8 @@ def _trajectory(src: Source, issues: list[Issue], doc: dict[str, Any], drafts: l
                                              "is not a readable trajectory (skipped)"))
             continue
         src.coverage.modelled("subagent_trajectory")
-        _trajectory(src, issues, sub, drafts, None, parent=b.run_id, depth=depth + 1)
+        _trajectory(src, issues, sub, drafts, None, parent=b.run_id, depth=depth + 1,
+                    where=f"{where}subagent_trajectories[{k}].")
 
 
 def _step(state: _State, i: int, step: dict[str, Any]) -> None:

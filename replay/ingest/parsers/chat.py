@@ -76,6 +76,7 @@ from replay.ingest.parsers.json_decode import JSON_REFUSED
 from replay.ingest.parsers.jsonl import first_record, iter_records, load_json
 from replay.ingest.parsers.repeats import Repeats
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "chat"
@@ -187,9 +188,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 add_request(rb, m.get("usage"), m.get("model"), None, models, line=no)
     if rb.n_blocks == 0:
         return []  # every record was reported
-    model = top.get("model")
-    rb.model = model if isinstance(model, str) and model else (
-        models.most_common(1)[0][0] if models else "")
+    model = run_text(top.get("model"), "model", src.path, issues)
+    rb.model = model or (models.most_common(1)[0][0] if models else "")
     return [rb.build()]
 
 

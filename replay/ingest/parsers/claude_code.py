@@ -98,6 +98,7 @@ from replay.ingest.parsers.coverage import LINE_NOT_READ
 from replay.ingest.parsers.jsonl import iter_typed
 from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, LineIndex
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import odd_run_field
 from replay.ingest.parsers.source import Issue, Source
 
 _MESSAGES = {"user": "user", "assistant": "assistant"}
@@ -139,6 +140,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
     made: list[Issue] = []  # the runs' issues, after the reading's (as when made at the end)
     unread: list[str] = []  # a record's values read as empty where text belongs (``record``)
     done: set[str] = set()  # the sessions whose runs are made
+    odd: set[str] = set()  # run-level fields said to be of the wrong type (once a file)
     again = lambda no: text_again(no, lines.read(no))
     n_runs = group = 0
     wait = 0 if ends is not None else 1 << 62  # (the line the first session left ends at)
@@ -169,11 +171,14 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 progress += 1
             else:
                 passed[kind] = passed.get(kind, 0) + 1
-                if kind in _TITLE_KEYS and isinstance(title := getattr(raw, _TITLE_KEYS[kind]),
-                                                      str):
-                    sid = raw.sessionId
-                    session(sessions, sid if isinstance(sid, str) and sid else first,
-                            done).titles[kind] = title
+                if kind in _TITLE_KEYS:
+                    title = getattr(raw, _TITLE_KEYS[kind])
+                    if isinstance(title, str):
+                        sid = raw.sessionId
+                        session(sessions, sid if isinstance(sid, str) and sid else first,
+                                done).titles[kind] = title
+                    else:
+                        odd_run_field(_TITLE_KEYS[kind], title, src.path, no, issues, odd)
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
                 last, known = uuid, last
@@ -250,8 +255,11 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
                 sess.fork_of = ff["sessionId"]
-        if not sess.version and isinstance(version := raw.version, str):
-            sess.version = version
+        if not sess.version and (version := raw.version) is not None:
+            if version.__class__ is str:
+                sess.version = version
+            else:
+                odd_run_field("version", version, src.path, no, issues, odd)
         if (agent := raw.agentId) is not None and isinstance(agent, str) and agent:
             sess.agent_id = sess.agent_id or agent
             if raw.isSidechain is True:

@@ -20,6 +20,7 @@ from replay.ingest.parsers.codex_walk_items import item
 from replay.ingest.parsers.codex_walk_state import ORDINAL, Walk
 from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.counts import json_int
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue
 
 _STATE = "record_type/state"
@@ -122,8 +123,8 @@ def meta(w: Walk, p: dict[str, Any], ts: str, no: int) -> None:
     w.originator = it.opt_str(p, "originator") or w.originator
     w.model = it.opt_str(p, "model") or w.model
     for key in ("agent_path", "agent_nickname"):
-        if isinstance(p.get(key), str) and p[key]:
-            w.b.agent = p[key]
+        if agent := run_text(p.get(key), f"session_meta.{key}", w.src.path, w.issues):
+            w.b.agent = agent
             break
     which, text = it.instructions(p)
     if which == "base_instructions" or which and not repeated(w.records, text):

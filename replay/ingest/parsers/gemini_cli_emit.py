@@ -14,6 +14,7 @@ from replay.ingest.parsers.gemini_cli_history import History, tool_calls
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_name, run_text
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import name_field, said, text_field
 
@@ -29,10 +30,15 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
     model = next((m["model"] for live, _ in h.epochs for m in live.values()
                   if isinstance(m.get("model"), str) and m["model"]), "")
     kind = h.meta.get("kind")
-    sub = kind == "subagent" and isinstance(h.meta.get("sessionId"), str)
+    if branch:  # (its session's fields: said with the main run)
+        kind = kind if isinstance(kind, str) else ""
+        agent = f"abandoned-{branch_no}"
+    else:
+        kind = run_text(kind, "kind", src.path, issues)
+        agent = run_name(h.meta.get("sessionId"), "sessionId", src.path, issues) \
+            if kind == "subagent" else ""
     b = RunBuilder(src, index, NAME, issues, model=model,
-                   harness="gemini-cli" + (f" ({kind})" if isinstance(kind, str) and kind else ""),
-                   agent=f"abandoned-{branch_no}" if branch else h.meta["sessionId"] if sub else "",
+                   harness="gemini-cli" + (f" ({kind})" if kind else ""), agent=agent,
                    parent_run_id=branch[0] if branch else "")
     answered = {r["id"] for live, _ in h.epochs for m in live.values() if m["type"] == "user"
                 for r in _responses(m.get("content"))}

@@ -29,9 +29,9 @@ from replay.ingest.parsers.inspect_ai_damaged import MissingOutputs, rebuilt_zip
 from replay.ingest.parsers.inspect_ai_sample import Sample
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
 from replay.ingest.parsers.jsonl import as_obj as _obj
-from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.jsonl import load_json
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
 
 NAME = "inspect_ai"
@@ -92,9 +92,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                                  "or not finished)"))
         return []
     ev = _obj(header.get("eval"))
-    model = _str(ev.get("model"))
-    version = _str(_obj(ev.get("packages")).get("inspect_ai"))
-    task = _str(ev.get("task"))
+    model = run_text(ev.get("model"), "eval.model", src.path, issues)
+    version = run_text(_obj(ev.get("packages")).get("inspect_ai"), "eval.packages.inspect_ai",
+                       src.path, issues)
+    task = run_text(ev.get("task"), "eval.task", src.path, issues)
     harness = " ".join(x for x in ("inspect_ai", version, f"({task})" if task else "") if x)
     drafts: list[RunDraft] = []
     missing = MissingOutputs()

@@ -45,6 +45,7 @@ from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.linear_pattern import linear_pattern
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said
 
@@ -138,8 +139,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             cov.unknown(key)
     lines = ItemLines(src, None if bare else "messages", len(messages), found)
     config = _obj(info.get("config"))
-    version = info.get("mini_version")
-    b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages),
+    version = run_text(info.get("mini_version"), "info.mini_version", src.path, issues)
+    b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages, src.path, issues),
                    harness=f"mini-swe-agent {version}" if version else "mini-swe-agent")
     regex = _regex(config, src, issues)
     pending: list[str] = []
@@ -170,10 +171,11 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     return [b.build()]
 
 
-def _model(config: dict[str, Any], messages: list[Any]) -> str:
+def _model(config: dict[str, Any], messages: list[Any], path: str, issues: list[Issue]) -> str:
     name = _obj(config.get("model")).get("model_name")
     if isinstance(name, str):
         return name
+    run_text(name, "info.config.model.model_name", path, issues)  # (said when of another type)
     for m in messages:
         name = _response(m).get("model")
         if isinstance(name, str) and name:

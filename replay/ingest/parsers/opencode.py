@@ -64,6 +64,7 @@ from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.opencode_parts import SKIPPED_PARTS, PartOrder
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source
 from replay.ingest.parsers.typed_text import name_field, text_field
 
@@ -141,8 +142,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     messages = doc["messages"]
     lines = ItemLines(src, "messages", len(messages), found)
     info = _obj(doc.get("info"))
-    b = RunBuilder(src, 0, NAME, issues, model=_model(messages), harness=_harness(info),
-                   title=_str(info.get("title")))
+    b = RunBuilder(src, 0, NAME, issues, model=_model(messages),
+                   harness=_harness(info, src.path, issues),
+                   title=run_text(info.get("title"), "info.title", src.path, issues))
     facts = _Facts()
     for i, m in enumerate(messages):
         if facts.order.repeated(i, m, src.coverage):
@@ -204,8 +206,8 @@ def _model(messages: list[Any]) -> str:
     return ""
 
 
-def _harness(info: dict[str, Any]) -> str:
-    version = _str(info.get("version"))
+def _harness(info: dict[str, Any], path: str, issues: list[Issue]) -> str:
+    version = run_text(info.get("version"), "info.version", path, issues)
     return f"opencode {version}" if version else "opencode"
 
 

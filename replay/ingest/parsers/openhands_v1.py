@@ -61,6 +61,7 @@ from replay.ingest.parsers.jsonl import as_str as _str
 from replay.ingest.parsers.openhands_v1_document import read_document
 from replay.ingest.parsers.openhands_v1_usage import Usage, usage_by_response
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import content_text, text_field
 
@@ -145,7 +146,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues.append(Issue(src.path, 0, f"no readable {BASE_STATE}: every request's usage is "
                                           "unknown"))
     agent = _obj(_obj(base).get("agent"))
-    model = _str(_obj(agent.get("llm")).get("model"))
+    model = run_text(_obj(agent.get("llm")).get("model"), f"{BASE_STATE}: agent.llm.model",
+                     src.path, issues)
     w = _Walk(RunBuilder(src, 0, NAME, issues, model=model, harness="openhands-v1"), usage)
     for idx in sorted(events):
         name, ev = events[idx]

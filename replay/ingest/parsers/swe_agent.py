@@ -46,6 +46,7 @@ from replay.ingest.parsers.content_text import as_text, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, item, loads
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.run_draft import RunDraft
+from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
 from replay.ingest.parsers.typed_text import said
 from replay.shell_line import shell_split
@@ -102,8 +103,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     lines = ItemLines(src, "trajectory", len(doc["trajectory"]), found)
     info = doc.get("info")
     info = info if isinstance(info, dict) else {}
-    version = info.get("swe_agent_version")
-    b = RunBuilder(src, 0, NAME, issues, model=_model(doc),
+    version = run_text(info.get("swe_agent_version"), "info.swe_agent_version", src.path, issues)
+    b = RunBuilder(src, 0, NAME, issues, model=_model(doc, src.path, issues),
                    harness=f"swe-agent {version}" if version else "swe-agent")
     steps: list[Any] = doc["trajectory"]  # Steps, or undecoded (jsonl.item) unless salvaged
     first = item(steps[0]) if steps else None
@@ -126,7 +127,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     return [b.build()]
 
 
-def _model(doc: dict[str, Any]) -> str:
+def _model(doc: dict[str, Any], path: str, issues: list[Issue]) -> str:
     config = doc.get("replay_config")
     if isinstance(config, str):
         try:
@@ -136,7 +137,7 @@ def _model(doc: dict[str, Any]) -> str:
     agent = config.get("agent") if isinstance(config, dict) else None
     model = agent.get("model") if isinstance(agent, dict) else None
     name = model.get("name") if isinstance(model, dict) else None
-    return name if isinstance(name, str) else ""
+    return run_text(name, "replay_config.agent.model.name", path, issues)
 
 
 def _list(value: Any) -> list[Any]:

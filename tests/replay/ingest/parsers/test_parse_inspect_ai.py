@@ -190,8 +190,9 @@ def test_hostile_sample(tmp_path: Path) -> None:
     assert draft.run["n_requests"] == 1 and draft.requests["input_tokens"] == [None]
     assert src.coverage.by_type()["event/warp"] == {"unknown": 1}
     assert sorted(i.reason.split(":")[0] for i in issues) == [
-        "message 0", "request 0", "zip entry 'samples/2_epoch_1.json'"]  # the string count is
-    # said, and the answer's content 5 (read as empty)
+        "eval.model is int, not a string (read as empty)", "message 0", "request 0",
+        "zip entry 'samples/2_epoch_1.json'"]  # the model 3, the string count, and the
+    # answer's content 5 (read as empty) are said
     assert any(i.reason == "message 0: content is int, not a string (read as empty)"
                for i in issues)
 
