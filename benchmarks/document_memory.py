@@ -9,7 +9,10 @@ Builds, in a temporary folder, logs of about ``--mb`` megabytes from the samples
 - ``tiny-values``: an OpenHands event list of minimal events (one JSON document of many
   tiny values: the worst case for decoding a document whole);
 - ``jsonl-tiny``: a Claude Code transcript of minimal user records (JSON Lines);
-- ``over-limit``: the tiny-valued document three times over, past the 128 MiB document limit.
+- ``over-limit``: the tiny-valued document three times over, past the 128 MiB document limit;
+- ``one-word``: a chat document one of whose messages is one unbroken word of ``--mb``
+  megabytes (a crafted file: what the encoder holds for one piece; counted in parts,
+  ``replay.ingest.token_parts``).
 
 Each is ingested by ``replay ingest`` in a child process; printed: the file size, the child's
 peak resident memory (``getrusage`` of the children), that peak over the file size, the wall
@@ -55,6 +58,12 @@ def _tiny_values(path: Path, size: int) -> None:
     path.write_text(json.dumps(events))
 
 
+def _one_word(path: Path, size: int) -> None:
+    path.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "task"}, {"role": "assistant", "content": "a" * size},
+        {"role": "user", "content": "next"}]}))
+
+
 WARM_TEXT = "Replaying naïve café logs — 東京 ✓"
 """A text the tokenizer must merge (``hi`` is one token of its table): its first merge builds
 tables every real log pays for once a process (about 11 MB with splintr), which a one-record
@@ -97,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=61.0, help="size of each log (MB)")
     parser.add_argument("--case", choices=("trajectory", "tiny-values", "jsonl-tiny",
-                                           "over-limit"), action="append",
+                                           "over-limit", "one-word"), action="append",
                         help="only these cases (repeatable; default: all)")
     parser.add_argument("--file", type=Path, action="append", default=[],
                         help="also measure this log of your own (repeatable; with --file "
@@ -107,7 +116,8 @@ def main() -> None:
     builders = {"trajectory": (_trajectory, size, "t.traj"),
                 "tiny-values": (_tiny_values, size, "events.json"),
                 "jsonl-tiny": (_jsonl_tiny, size, "s.jsonl"),
-                "over-limit": (_tiny_values, 3 * size, "big-events.json")}
+                "over-limit": (_tiny_values, 3 * size, "big-events.json"),
+                "one-word": (_one_word, size, "chat.json")}
     cases = args.case or ([] if args.file else list(builders))
     print(f"load average {os.getloadavg()[0]:.2f}; peak = the ingest child's max RSS; "
           "growth = peak minus the peak of ingesting a one-record file, over the file size; "

@@ -1,5 +1,6 @@
 """The names ingest's options and the store's columns use, importable without pyarrow (the CLI
-shows them in ``--help``, which loads no parser): the log formats and the tokenizers."""
+shows them in ``--help``, which loads no parser): the log formats, the tokenizers; and the
+largest count a row holds (``MAX_COUNT``), the parsers' bound and the stored rows' check."""
 
 from __future__ import annotations
 
@@ -14,3 +15,11 @@ TOKEN_COLUMN: dict[str, str] = {"o200k_base": "tokens_o200k", "cl100k_base": "to
 
 DEFAULT_TOKENIZERS: tuple[str, ...] = ("o200k_base",)
 """What ``replay ingest`` counts unless told (``--tokenizers``)."""
+
+MAX_COUNT = 2**40
+"""The largest count a log may record (1,099,511,627,776: ~1,000x the largest context window of
+any model).  A larger one is no measurement; up to ``INT64_MAX`` it was taken, and the sums of
+such counts passed the 64-bit columns: a run with an input and an output of 2**62 tokens ended
+every command that replays it in a traceback (OverflowError) or a cost of 4e11 USD.  The
+parsers keep no larger count (``replay.ingest.parsers.counts``), and a stored row holding one
+is a damaged dataset (``replay.ingest.run_checks``)."""

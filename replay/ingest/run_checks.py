@@ -17,12 +17,10 @@ import numpy as np
 import pyarrow as pa
 
 from replay.errors import StoreError
+from replay.ingest.names import MAX_COUNT
 
 _COUNTS = ("n_chars", "n_bytes", "n_lines", "tokens_o200k", "tokens_cl100k")
 """Message columns that are sizes: never negative."""
-MAX_COUNT = 2**40
-"""The largest size or token count a stored row may hold: the parsers' own bound
-(``replay.ingest.parsers.counts.MAX_COUNT``, above this layer: a test holds them equal)."""
 MAX_TOTAL = MAX_COUNT
 """The most a run's column of message sizes may sum to: its text in all, 2^40 tokens or bytes
 (a thousand times the 1 GiB file ingest reads at most), so a replay's sums of them, each

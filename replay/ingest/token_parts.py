@@ -32,7 +32,7 @@ Not here: the encoders (``replay.ingest.tokens``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -73,31 +73,28 @@ def forced_cuts(text: str) -> int:
     return cuts(text)[1] if len(text) > SPLIT_CHARS else 0
 
 
+def parts(text: str, size: int = 0) -> Iterator[str]:
+    """``text`` in parts of at most ``size`` characters (``SPLIT_CHARS`` when 0), cut where
+    ``cuts`` says: the text itself when it is no longer."""
+    if len(text) <= (size or SPLIT_CHARS):
+        yield text
+        return
+    pos = 0
+    for cut in (*cuts(text, size)[0], len(text)):
+        yield text[pos:cut]
+        pos = cut
+
+
 def count_in_parts(count: Callable[[str], int], text: str, size: int = 0) -> int:
     """``count(text)``, a text longer than ``size`` (``SPLIT_CHARS`` when 0) counted a part at
-    a time."""
-    if len(text) <= (size or SPLIT_CHARS):
-        return count(text)
-    starts, _ = cuts(text, size)
-    total, pos = 0, 0
-    for cut in (*starts, len(text)):
-        total += count(text[pos:cut])
-        pos = cut
-    return total
+    a time (``parts``)."""
+    return sum(map(count, parts(text, size)))
 
 
 def ids_in_parts(encode: Callable[[str], list[int]], text: str, size: int = 0) -> list[int]:
     """``encode(text)``, a text longer than ``size`` (``SPLIT_CHARS`` when 0) encoded a part at
-    a time (the parts' ids one after another)."""
-    if len(text) <= (size or SPLIT_CHARS):
-        return encode(text)
-    starts, _ = cuts(text, size)
-    out: list[int] = []
-    pos = 0
-    for cut in (*starts, len(text)):
-        out += encode(text[pos:cut])
-        pos = cut
-    return out
+    a time (``parts``: their ids one after another)."""
+    return [i for part in parts(text, size) for i in encode(part)]
 
 
 _CHUNK_CHARS = 65536

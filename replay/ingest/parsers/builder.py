@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from replay.ingest.names import MAX_COUNT
 from replay.ingest.ops import classify
 from replay.ingest.parsers.call_pairs import call_issues
 from replay.ingest.parsers.counts import (
     INT64_MAX,
-    MAX_COUNT,
     count_or_issue,
     json_int,
     not_a_count,

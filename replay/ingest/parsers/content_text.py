@@ -111,6 +111,13 @@ def not_a_string(value: Any, field: str) -> str:
     return f"{field} is {held(value)}, not a string (read as empty)"
 
 
+def kept_as_json(value: Any, field: str) -> str:
+    """What is wrong with a name or an id (``field``) that is no string, kept as its JSON:
+    ``tool_calls[0].id is int, not a string (kept as its JSON)``: one wording for every
+    parser's issue (``named``, ``run_text.run_name``)."""
+    return f"{field} is {held(value)}, not a string (kept as its JSON)"
+
+
 def content_as_text(content: Any, bad: list[str]) -> str:
     """``as_text(content, bad)`` of a message's or a tool result's whole content, which a log
     writes as a string or a list of items: a content that is neither, nor null nor an object
@@ -131,5 +138,5 @@ def named(value: Any, field: str, bad: list[str] | None) -> str:
     if value.__class__ is str:
         return value
     if bad is not None:
-        bad.append(f"{field} is {held(value)}, not a string (kept as its JSON)")
+        bad.append(kept_as_json(value, field))
     return json_text(value)

@@ -16,17 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.ingest.names import MAX_COUNT
 from replay.ingest.parsers.source import Issue
 
 INT64_MAX = 2**63 - 1
 """The largest value of the schema's integer columns."""
-MAX_COUNT = 2**40
-"""The largest count a log may record (1,099,511,627,776: ~1,000x the largest context window of
-any model).  A larger one is no measurement; up to ``INT64_MAX`` it was taken, and the sums of
-such counts passed the 64-bit columns: a run with an input and an output of 2**62 tokens ended
-every command that replays it in a traceback (OverflowError) or a cost of 4e11 USD."""
-
-
 def json_int(value: Any) -> int | None:
     """A JSON number that is a whole number, else None (sign and range: ``not_a_count``)."""
     if type(value) is int:  # what decoded JSON holds nearly always: one test, no call more

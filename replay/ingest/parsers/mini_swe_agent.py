@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.content_text import as_text, held, not_a_string
+from replay.ingest.parsers.content_text import as_text, held, kept_as_json, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
@@ -335,7 +335,7 @@ def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
         if command.__class__ is not str:
             where = f"extra.actions[{k}].command"
             wrong.append(not_a_string(None, where) if command is None else
-                         f"{where} is {held(command)}, not a string (kept as its JSON)")
+                         kept_as_json(command, where))
             command = "" if command is None else json_text(command)
         commands.append(command)
     return commands

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.ingest.parsers.content_text import held, not_a_string
+from replay.ingest.parsers.content_text import kept_as_json, not_a_string
 from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.source import Issue
 
@@ -36,7 +36,7 @@ def run_name(value: Any, field: str, path: str, issues: list[Issue]) -> str:
         return value
     if value is None:
         return ""
-    issues.append(Issue(path, 0, f"{field} is {held(value)}, not a string (kept as its JSON)"))
+    issues.append(Issue(path, 0, kept_as_json(value, field)))
     return json_text(value)
 
 

@@ -365,7 +365,7 @@ def test_counts_beyond_any_prompt_are_unknown_not_a_traceback(tmp_path: Path,
     """The real tool_heavy sample with each response's input and output tokens 2**62 (each
     within 64 bits, their sum not): every command that replays it ended in OverflowError
     (exit 1).  A count above MAX_COUNT (2**40) is one issue and unknown; one at it is a count."""
-    from replay.ingest.parsers.counts import MAX_COUNT
+    from replay.ingest.names import MAX_COUNT
 
     def usage(rec: dict, n: int) -> dict:  # type: ignore[type-arg]
         if rec.get("type") == "assistant":

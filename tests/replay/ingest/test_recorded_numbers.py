@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from replay.ingest.names import MAX_COUNT
 from replay.ingest.parse_file import parse_file
-from replay.ingest.parsers.counts import MAX_COUNT
 from tests.conftest import SAMPLES
 
 SHORT = SAMPLES / "claude-code" / "tool_heavy.jsonl"

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from itertools import pairwise
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -59,18 +58,12 @@ _REFERENCE: dict[str, tiktoken.Encoding] = {}
 """tiktoken's encodings, made at the first example that needs them."""
 
 
-def _parts(text: str, size: int) -> list[str]:
-    starts, _ = cuts(text, size)
-    bounds = [0, *starts, len(text)]
-    return [text[a:b] for a, b in pairwise(bounds)]
-
-
 @settings(max_examples=400, deadline=None)
 @given(text=_texts(), size=st.integers(2, 40))
 def test_parts_cut_exactly_give_the_whole_texts_ids(text: str, size: int) -> None:
     reference = _REFERENCE or _REFERENCE.update(reference_encodings()) or _REFERENCE
     starts, forced = cuts(text, size)
-    parts = _parts(text, size)
+    parts = list(token_parts.parts(text, size))
     assert "".join(parts) == text
     assert all(0 < len(p) <= size for p in parts) or not text
     assert starts == sorted(set(starts))
@@ -143,3 +136,21 @@ def test_counting_one_unbroken_word_holds_a_parts_worth_of_memory() -> None:
     tokens, grew_mb = int(out[0]), int(out[1])
     assert tokens == 1_000_000  # (8 letters a token, cut at multiples of 8 characters)
     assert grew_mb < 250, f"counting grew the process by {grew_mb} MB"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_sample_text_cut_where_the_module_says_keeps_tiktokens_ids(
+        name: str, samples: Path, reference: dict[str, tiktoken.Encoding]) -> None:
+    """The real sample logs' block texts longer than 512 characters, each cut into parts of at
+    most 512: nearly all are cut only at the places the module calls exact, and each of those
+    encodes, part by part, to tiktoken's ids of the whole text."""
+    from tests.replay.ingest.test_tokens import _sample_texts
+
+    texts = [t for t in _sample_texts(samples) if len(t) > 512]
+    enc = reference[name]
+    exact = [t for t in texts if cuts(t, 512)[1] == 0]
+    assert len(texts) > 500 and len(exact) > 0.9 * len(texts)
+    differ = [t[:60] for t in exact
+              if [i for p in token_parts.parts(t, 512) for i in enc.encode_ordinary(p)]
+              != enc.encode_ordinary(t)]
+    assert differ == []
