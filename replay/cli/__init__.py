@@ -18,6 +18,7 @@ registers the commands on it, in the order ``replay --help`` lists them:
 - ``replay.cli.redact_command``: redact (a shareable archive of log files);
 - ``replay.cli.sql_command``: sql (one query over the dataset and the traces, DuckDB);
 - ``replay.cli.inputs``: the arguments they share and ``_open`` (PATHS → corpus);
+- ``replay.cli.inputs_said``: what they say of their inputs, on stderr and in ``--json``;
 - ``replay.cli.output``: the consoles, tables/JSON, progress bar and error exit codes.
 
 Each command imports the library it calls inside its function, when it runs: ``replay

@@ -30,10 +30,10 @@ from replay.cli.inputs import (
     _opener,
     existing,
     not_empty,
-    same_bytes_note,
     stored_problems,
     table_command,
 )
+from replay.cli.inputs_said import same_bytes_note
 from replay.cli.output import _counter, _emit, _errors, _print_json, _steps, say, warn
 from replay.cli.tables import Layout, TableOptions
 

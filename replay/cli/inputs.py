@@ -15,7 +15,8 @@ run left to work on it says so and exits (1 when files failed, 2 when PATHS held
 on stderr, and exit 1 when any did (or, with ``--strict``, when any file had an issue).
 The rule lives in ``input_exit_code``; every command uses it.
 
-Not here: options only the analysis commands take (``replay.cli.analysis_commands``).
+Not here: options only the analysis commands take (``replay.cli.analysis_commands``); the
+lines said of the inputs, and their ``--json`` object (``replay.cli.inputs_said``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from replay.cli.output import _progress, error, say, warn
+from replay.cli.inputs_said import (
+    discovery_said,
+    ingested_said,
+    input_exit_code,
+    input_summary,
+    print_said,
+    same_bytes_note,
+    stored_said,
+)
+from replay.cli.output import _progress, error, say
 from replay.cli.tables import TableOptions
 from replay.errors import StoreError
 from replay.ingest.names import FORMATS
@@ -139,103 +149,6 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Stop at the first inp
 AllowPythonOpt = Annotated[bool, typer.Option(help="Allow module:Class tiers (runs code).")]
 
 
-def input_exit_code(report: IngestReport | None, strict: bool) -> int:
-    """The exit code the input files call for: 1 when any file failed, or with ``strict`` when
-    any file had an issue; else 0 (a dataset opened as it is: 0)."""
-    if report is None:
-        return 0
-    return 1 if report.failed or (strict and report.issues) else 0
-
-
-def input_summary(report: IngestReport | None, strict: bool) -> str | None:
-    """One line saying which input files failed (None when the exit code is 0)."""
-    if not input_exit_code(report, strict):
-        return None
-    assert report is not None
-    n_files = len({*report.parsed, *report.cached, *report.failed, *report.no_conversation})
-    # (a file reused from the cache that --strict fails for its stored issues is in both lists)
-    shown = ", ".join(report.failed[:5]) + (", …" if len(report.failed) > 5 else "")
-    line = f"inputs: {len(report.failed)} of {n_files} files failed" + (
-        f" ({shown})" if shown else "") + f"; {len(report.issues)} issue{'' if len(report.issues) == 1 else 's'}"
-    return line + ("; --strict: stopped at the first file with a problem" if strict else "")
-
-
-def no_conversation_note(report: IngestReport | None) -> str | None:
-    """One line naming the input files that hold no conversation (not failures: a session file
-    of ``summary`` records, a subagent's metadata), None when there is none."""
-    if report is None or not report.no_conversation:
-        return None
-    items = sorted(report.no_conversation.items())
-    shown = "; ".join(f"{k}: {v}" for k, v in items[:3])  # escaped where printed (``say``)
-    more = f"; and {len(items) - 3} more" if len(items) > 3 else ""
-    return (f"note: {len(items)} file{' holds' if len(items) == 1 else 's hold'} no conversation, "
-            f"nothing to replay there ({shown}{more})")
-
-
-def unknown_note(report: IngestReport | None) -> str | None:
-    """One line counting the records of types their parser does not know, left out of the runs
-    (``IngestReport.unknown``: a newer version's record, or a second format appended to a
-    file), with the files that hold the most; None when every record was understood."""
-    if report is None or not report.unknown:
-        return None
-    per = sorted(((sum(t.values()), src, t) for src, t in report.unknown.items()),
-                 key=lambda x: (-x[0], x[1]))
-    n = sum(k for k, _, _ in per)
-
-    def types(t: dict[str, int]) -> str:
-        top = sorted(t.items(), key=lambda x: (-x[1], x[0]))
-        return ", ".join(f"{k} x{v:,}" for k, v in top[:3]) + (
-            f", +{len(top) - 3} more types" if len(top) > 3 else "")
-    shown = "; ".join(f"{src}: {types(t)}" for _, src, t in per[:3])  # escaped where printed
-    more = f"; and {len(per) - 3} more files" if len(per) > 3 else ""
-    return (f"note: {n:,} record{'' if n == 1 else 's'} of a type the parser does not know "
-            f"left out of the runs ({shown}{more}); `replay inspect FILE` shows how a file is "
-            "read")
-
-
-SAME_BYTES_SHOWN = 5
-"""Groups of identical files the same-bytes note names at most; the rest are counted."""
-
-
-def same_bytes_note(groups: list[list[str]]) -> str | None:
-    """One line naming the input files that hold the same bytes as another (``entry_notes.same_bytes``:
-    a session copied into two folders): each is a run of its own, so every total counts it once
-    per copy; None when no two are the same."""
-    if not groups:
-        return None
-    n = sum(len(g) - 1 for g in groups)
-    shown = "; ".join(" = ".join(g) for g in groups[:SAME_BYTES_SHOWN])  # escaped where printed
-    more = f"; and {len(groups) - SAME_BYTES_SHOWN} more" if len(groups) > SAME_BYTES_SHOWN else ""
-    return (f"note: {n} input file{' holds' if n == 1 else 's hold'} the same bytes as another "
-            f"({shown}{more}): each is a run of its own, counted in every total once per copy")
-
-
-def repaired_note(report: IngestReport | None) -> str | None:
-    """One line naming the input files whose cached entry failed its checksum and were parsed
-    again (``IngestReport.repaired``), None when there is none."""
-    if report is None or not report.repaired:
-        return None
-    shown = ", ".join(report.repaired[:5]) + (", …" if len(report.repaired) > 5 else "")
-    n = len(report.repaired)
-    return (f"cache: {n} stored entr{'y' if n == 1 else 'ies'} missing, damaged or without a "
-            f"checksum (truncated, swapped or edited files, or an older ctxreplay) parsed again "
-            f"from {'its log' if n == 1 else 'their logs'}: {shown}")
-
-
-def rebuilt_note(report: IngestReport | None) -> str | None:
-    """One line saying that the dataset folder held a store an older ctxreplay wrote, rebuilt by
-    this ingest (``IngestReport.rebuilt_from_schema``), None when it did not."""
-    if report is None or report.rebuilt_from_schema is None:
-        return None
-    from replay.ingest.schema import SCHEMA_VERSION  # lazy: only for this note (start-up time)
-
-    dropped = (f"; {report.dropped_older} entr{'y' if report.dropped_older == 1 else 'ies'} of "
-               "files not given now dropped from it") if report.dropped_older else ""
-    return (f"cache: the dataset was written by an older ctxreplay (schema version "
-            f"{report.rebuilt_from_schema}, this one writes {SCHEMA_VERSION}): rebuilt, every "
-            f"file given parsed again{dropped}")
-
-
 def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
     """End a command that read logs: the summary of failed inputs on stderr, and exit with the
     larger of ``code`` and what the inputs call for (returns when both are 0)."""
@@ -261,16 +174,7 @@ def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     links: list[Path] = []
     packed: list[Path] = []
     files = discover(paths, not_followed=links, compressed=packed)
-    if links:
-        shown = ", ".join(map(str, links[:5])) + (", …" if len(links) > 5 else "")
-        say(f"note: {len(links)} symlink{'s' if len(links) > 1 else ''} to a folder not followed "
-            f"({shown}); name {'them' if len(links) > 1 else 'it'} to read the logs there",
-            err=True)
-    if packed:
-        shown = ", ".join(map(str, packed[:5])) + (", …" if len(packed) > 5 else "")
-        say(f"note: {len(packed)} compressed log file{'s' if len(packed) > 1 else ''} not read "
-            f"({shown}); decompress {'them' if len(packed) > 1 else 'it'} to read "
-            f"{'them' if len(packed) > 1 else 'it'}", err=True)
+    print_said(discovery_said(links, packed))
     if not files:
         error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
               f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")
@@ -308,16 +212,7 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
             raise typer.Exit(2) from None
     report = corpus.report
     if report is not None:
-        for issue in report.issues:
-            warn(issue)
-        if note := repaired_note(report):
-            warn(note)
-        if note := rebuilt_note(report):
-            warn(note)
-        if (note := no_conversation_note(report)) and not quiet:
-            say(note, err=True)
-        if note := unknown_note(report):
-            say(note, err=True)
+        print_said(ingested_said(report, quiet=quiet))
     if note := same_bytes_note(entry_notes.same_bytes(corpus.entries)):
         say(note, err=True)
     if strict and input_exit_code(report, strict):
@@ -340,21 +235,8 @@ def stored_problems(entries: list[Any], strict: bool,
     ``strict``, exit 1 when there is an issue or such a file (a dataset opened as it is said
     none of them, so ``run ds`` after ``ingest`` hid every skipped record and every file the
     ingest had failed)."""
-    # lazy: the ingest's modules load pyarrow, which --help and usage errors do not need
-    from replay.ingest.failed_inputs import failed_said
-    from replay.ingest.ingest_report import IngestReport, report_reused
-
-    report = IngestReport()
-    for e in entries:
-        report_reused(report, e, e.source, strict)
-    for issue in report.issues:
-        warn(issue)
-    if note := unknown_note(report):
-        say(note, err=True)
-    if note := failed_said(failed or {}, {e.source for e in entries}):
-        warn(note)
-        if strict:  # (a file kept as ingested before, failed for its stored issue: once)
-            report.failed.extend(s for s in sorted(failed or {}) if s not in report.failed)
+    report, said = stored_said(entries, strict, failed)
+    print_said(said)
     if strict and report.failed:
         _finish(report, strict)
 

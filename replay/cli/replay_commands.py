@@ -31,11 +31,13 @@ from replay.cli.inputs import (
     _open,
     _opener,
     existing,
+    table_command,
+)
+from replay.cli.inputs_said import (
     no_conversation_note,
     rebuilt_note,
     repaired_note,
     same_bytes_note,
-    table_command,
     unknown_note,
 )
 from replay.cli.output import (

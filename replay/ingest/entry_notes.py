@@ -36,7 +36,7 @@ def same_bytes(entries: Iterable[Entry]) -> list[list[str]]:
     """The stored files that hold the same bytes as another (a copy of a session in two
     folders, a backup beside it), as groups of sources (each sorted; the groups by their first):
     each file is a run of its own (``replay.ingest.discover``), so every total counts such a
-    run once per copy, which every command says (``replay.cli.inputs.same_bytes_note``)."""
+    run once per copy, which every command says (``replay.cli.inputs_said.same_bytes_note``)."""
     by_sha: dict[str, list[str]] = {}
     for e in entries:
         if e.sha256:

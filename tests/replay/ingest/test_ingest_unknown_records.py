@@ -1,5 +1,5 @@
 """Records of a type the parser does not know are left out of the runs and said on every command
-that reads logs (``replay.cli.inputs.unknown_note``; ``unknown_records`` in ``ingest --json``),
+that reads logs (``replay.cli.inputs_said.unknown_note``; ``unknown_records`` in ``ingest --json``),
 parsed now or reused from the cache: a Codex rollout appended to a Claude Code session was read
 as the session alone, its 81 requests gone with exit 0 and no word but the coverage column of
 ``replay runs``."""
