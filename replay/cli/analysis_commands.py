@@ -33,7 +33,7 @@ from replay.cli.inputs import (
     stored_problems,
     table_command,
 )
-from replay.cli.inputs_said import same_bytes_note
+from replay.cli.inputs_said import corpus_inputs, same_bytes_note
 from replay.cli.output import _counter, _emit, _errors, _print_json, _steps, say, warn
 from replay.cli.tables import Layout, TableOptions
 
@@ -188,7 +188,8 @@ def diff(
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
                      "unknown_idle_gap_requests": gaps,
-                     "truth_sources": done.truth_sources(), "rows": records})
+                     "truth_sources": done.truth_sources(), "rows": records,
+                     "inputs": corpus_inputs(corpus, strict, left)})
         _finish(corpus.report, strict)
         return
     moved = d[(d["delta"] != 0) & d["delta"].notna()]
@@ -335,7 +336,8 @@ def sweep(
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
                      "unknown_idle_gap_requests": gaps,
-                     "not_replayed": left})
+                     "not_replayed": left,
+                     "inputs": corpus_inputs(done.corpus, strict, left)})
     else:
         same = (f" ({done.n_same_policy} more the grid asked for made a policy already in it: "
                 "not swept twice)") if done.n_same_policy else ""

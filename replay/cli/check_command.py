@@ -28,6 +28,7 @@ from replay.cli.inputs import (
     existing,
     table_command,
 )
+from replay.cli.inputs_said import corpus_inputs
 from replay.cli.output import _counter, _emit, _errors, _print_json, say, warn
 from replay.cli.tables import TableOptions
 
@@ -101,7 +102,8 @@ def check(
         changes, left = done.changes, not_replayed(corpus)
         if table.as_json:
             _print_json({"baseline": str(settings.baseline),
-                         "changes": change_rows(list(changes)), "not_replayed": left})
+                         "changes": change_rows(list(changes)), "not_replayed": left,
+                         "inputs": corpus_inputs(corpus, strict, left)})
             _finish(corpus.report, strict)
             return
         say(f"baseline: wrote {settings.baseline} ({count(len(changes), 'change')})",
@@ -116,7 +118,8 @@ def check(
     rows = moved(result)
     if table.as_json:
         _print_json({"verdict": verdict(result), "exit_code": done.exit_code,
-                     "moved": moved_rows(rows, result.labels), "notes": list(result.notes)})
+                     "moved": moved_rows(rows, result.labels), "notes": list(result.notes),
+                     "inputs": corpus_inputs(corpus, strict, not_replayed(corpus))})
     else:
         say(verdict(result), err=table.as_csv)
     if rows and not table.as_json:

@@ -27,6 +27,7 @@ from replay.cli.inputs import (
     _open,
     table_command,
 )
+from replay.cli.inputs_said import corpus_inputs, source_issues
 from replay.cli.output import _emit, _errors, _print_json, say
 from replay.cli.tables import Layout, TableOptions
 
@@ -66,12 +67,13 @@ def fidelity(
         corpus = _open(paths, cache_dir, fmt, quiet, strict)
         found = measure(corpus, policy=harness)
     labels = run_labels(corpus.runs)
+    issues = source_issues(corpus, (r.run_id for r in found))
     rows: list[dict[str, Any]] = [
         {"run": labels[r.run_id], **dataclasses.asdict(r), "not_judged_reason":
-         r.not_judged_reason} for r in found]
+         r.not_judged_reason, "source_issues_n": n} for r, n in zip(found, issues)]
     totals = fidelity_totals(found, runs_in_corpus=len(corpus.run_ids))
     if table.as_json:
-        _print_json({"runs": rows, "totals": totals})
+        _print_json({"runs": rows, "totals": totals, "inputs": corpus_inputs(corpus, strict)})
     else:
         units = {c: "fraction" for c in (rows[0] if rows else {}) if c.endswith("_frac")}
         _emit(rows, table, layout=dataclasses.replace(FIDELITY_LAYOUT, units=units),

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from replay.cli.inputs_said import (
+    Said,
     discovery_said,
     ingested_said,
     input_exit_code,
@@ -160,9 +161,10 @@ def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
         raise typer.Exit(code)
 
 
-def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
-    """The log files under ``paths``, with a note naming the folder links not followed; exits
-    2 when there is none, or when one of ``paths`` is a dataset (``_open`` reads one alone)."""
+def _discover(paths: list[Path], said: list[Said] | None = None) -> list[tuple[Path, Path]]:
+    """The log files under ``paths``, with a note naming the folder links not followed and the
+    compressed logs not read (appended to ``said`` too, for a ``--json``); exits 2 when there
+    is none, or when one of ``paths`` is a dataset (``_open`` reads one alone)."""
     from replay.ingest import store  # lazy: start-up time of --help
     from replay.ingest.discover import LOG_SUFFIXES, discover
 
@@ -174,7 +176,10 @@ def _discover(paths: list[Path]) -> list[tuple[Path, Path]]:
     links: list[Path] = []
     packed: list[Path] = []
     files = discover(paths, not_followed=links, compressed=packed)
-    print_said(discovery_said(links, packed))
+    notes = discovery_said(links, packed)
+    print_said(notes)
+    if said is not None:
+        said.extend(notes)
     if not files:
         error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
               f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")

@@ -215,18 +215,20 @@ def stored_said(entries: Sequence[Entry], strict: bool,
 
 def inputs_doc(report: IngestReport, strict: bool, said: Sequence[Said] = (), *,
                same: Sequence[Sequence[str]] = (), failed_before: int = 0,
-               not_replayed: Sequence[str] | None = None) -> dict[str, Any]:
+               not_replayed: Sequence[str] | None = None,
+               summarised: bool = True) -> dict[str, Any]:
     """The ``inputs`` object of a command's ``--json``: the counts of what its inputs gave and
     lost, and ``messages``, every line it says of them on stderr (``said``, then the failed-inputs
     summary and the runs ``not_replayed``: None for a command that replays nothing, whose
     ``runs_not_replayed_n`` is then null), as printed but escaped as JSON does.
 
     ``same``: the groups of input files of the same bytes (their note is among ``said``);
-    ``failed_before``: of a dataset opened as it is, the input files its last ingest failed."""
+    ``failed_before``: of a dataset opened as it is, the input files its last ingest failed;
+    ``summarised``: False for a command that says its own summary instead (redact, inspect)."""
     from replay.corpus import not_replayed_note  # lazy: pyarrow (start-up time)
 
     messages = [s.line for s in said]
-    if line := input_summary(report, strict):
+    if summarised and (line := input_summary(report, strict)):
         messages.append(line)
     if note := not_replayed_note(list(not_replayed or [])):
         messages.append(f"note: {note}")
@@ -249,7 +251,8 @@ def inputs_doc(report: IngestReport, strict: bool, said: Sequence[Said] = (), *,
 
 
 def corpus_inputs(corpus: Corpus, strict: bool,
-                  not_replayed: Sequence[str] | None = None) -> dict[str, Any]:
+                  not_replayed: Sequence[str] | None = None,
+               summarised: bool = True) -> dict[str, Any]:
     """``inputs_doc`` of the corpus a command opened (``replay.cli.inputs._open``): its ingest's
     report, or a dataset opened as it is, its entries' stored problems."""
     from replay.ingest import entry_notes  # lazy: pyarrow (start-up time)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from replay.cli.inputs import FormatOpt, table_command
+from replay.cli.inputs_said import Said, inputs_doc
 from replay.cli.output import _emit, _errors, _print_json, error, say, warn
 from replay.cli.tables import Layout, TableOptions, choose
 
@@ -69,6 +70,7 @@ def inspect(
             for req, ctx in zip(run["requests"], rep.requests):
                 req["gap_tokens"] = ctx.gap_tokens
             run["gap_story"] = gap_story(rep.requests)
+        doc["inputs"] = _inputs(found)
         _print_json(doc)
     elif table.as_csv:
         _emit(_request_rows(found, True), table, title="")
@@ -97,8 +99,32 @@ def inspect(
                     say(story)
         for issue in found.issues:
             warn(issue)
-    if not found.format and not found.no_conversation or found.issues and not found.runs:
+    if _failed(found):
         raise typer.Exit(1)
+
+
+def _failed(found: Inspection) -> bool:
+    """Whether the file failed (exit 1): no parser took it and it is not a file without a
+    conversation, or it had issues and gave no run."""
+    return bool(not found.format and not found.no_conversation or found.issues and not found.runs)
+
+
+def _inputs(found: Inspection) -> dict[str, Any]:
+    """``inputs_doc`` of the one file inspected: parsed, failed (``_failed``) or without a
+    conversation, its issues (each a warning in the text output) and unknown records."""
+    # lazy: the ingest's modules load pyarrow (start-up time of --help)
+    from replay.ingest.ingest_report import IngestReport
+    from replay.ingest.parsers.coverage import unknown_types
+
+    failed = _failed(found)
+    unknown = unknown_types(found.coverage)
+    report = IngestReport(
+        parsed=[] if failed or found.no_conversation else [found.path],
+        failed=[found.path] if failed else [],
+        no_conversation={found.path: found.no_conversation} if found.no_conversation else {},
+        issues=list(found.issues), unknown={found.path: unknown} if unknown else {})
+    return inputs_doc(report, False, [Said(str(i), warning=True) for i in found.issues],
+                      summarised=False)
 
 
 REQUEST_COLUMNS = ("request", "output msg", "counted", "recorded", "gap", "reasoning before",

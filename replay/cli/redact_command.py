@@ -10,13 +10,17 @@ Not here: the redaction itself (``replay.redact``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from replay.cli.inputs import PathsArg, QuietOpt, _discover, table_command
+from replay.cli.inputs_said import Said, inputs_doc
 from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.cli.tables import TableOptions
+
+if TYPE_CHECKING:
+    from replay.redact.archive import RedactReport
 
 REPLAY_NOTE = ("a replay of the archive gives the original's figures under a policy that reads "
                "none of the log's text (of the presets: none); a policy that removes anything "
@@ -52,7 +56,8 @@ def redact(
     # lazy: the redaction's modules load only for this command (start-up time of --help)
     from replay.redact import redact as redact_paths
 
-    files = _discover(paths)
+    said: list[Said] = []
+    files = _discover(paths, said)
     with _progress("redact", len(files), quiet) as tick, _errors():
         report = redact_paths(paths, out, shift_days=shift_days, salt=salt, salt_file=salt_file,
                               on_file=tick)
@@ -65,7 +70,8 @@ def redact(
         _print_json({"out": str(report.out), "files": rows, "paths_hashed": report.n_paths,
                      "stand_ins": report.n_stand_ins,
                      "salt": "given" if report.salt_given else "random",
-                     "issues": [str(i) for i in report.issues], "notes": [REPLAY_NOTE]})
+                     "issues": [str(i) for i in report.issues], "notes": [REPLAY_NOTE],
+                     "inputs": _inputs(report, said)})
     else:
         _emit(rows, table, title="redacted files")
         for issue in report.issues:
@@ -77,3 +83,16 @@ def redact(
         say(f"note: {REPLAY_NOTE}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _inputs(report: RedactReport, said: list[Said]) -> dict[str, Any]:
+    """``inputs_doc`` of a redaction: the files written taken as parsed, the others as failed,
+    every issue (each a warning in the text output) after the walk's notes ``said``; redact
+    says its own summary line (every file not written, or written with an issue, exits 1)."""
+    from replay.ingest.ingest_report import IngestReport  # lazy: pyarrow (start-up time)
+
+    files = IngestReport(parsed=[f.source for f in report.files if f.written],
+                         failed=[f.source for f in report.files if not f.written],
+                         issues=list(report.issues))
+    issues = [Said(str(i), warning=True) for i in report.issues]
+    return inputs_doc(files, False, [*said, *issues], summarised=False)

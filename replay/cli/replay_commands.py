@@ -34,11 +34,14 @@ from replay.cli.inputs import (
     table_command,
 )
 from replay.cli.inputs_said import (
-    no_conversation_note,
-    rebuilt_note,
-    repaired_note,
+    Said,
+    corpus_inputs,
+    discovery_said,
+    ingested_said,
+    inputs_doc,
+    print_said,
     same_bytes_note,
-    unknown_note,
+    source_issues,
 )
 from replay.cli.output import (
     _counter,
@@ -79,14 +82,11 @@ def ingest(
     with _progress("ingest", len(files), quiet) as tick, _errors(store_exit=2):  # its output
         report = ingest_paths(paths, out, fmt=fmt, tokenizers=toks, jobs=jobs, strict=strict,
                               on_file=tick)
-    for issue in report.issues:
-        warn(issue)
-    if note := repaired_note(report):
-        warn(note)
-    if note := rebuilt_note(report):
-        warn(note)
+    said = ingested_said(report)
+    print_said(s for s in said if s.warning)  # (the notes: in the JSON, or after the table)
     stored = set(report.parsed + report.cached)
     same = entry_notes.same_bytes(e for s, e in store.read_manifest(out).items() if s in stored)
+    said += [Said(note)] if (note := same_bytes_note(same)) else []
     reused = len(set(report.cached) - set(report.failed))  # (--strict fails a reused file for its
     # stored issues: it is counted once, failed)
     doc = {"parsed": len(report.parsed), "cached": reused, "failed": report.failed,
@@ -100,16 +100,14 @@ def ingest(
            "tokens_parsed": report.n_tokens, "issues": [str(i) for i in report.issues],
            "not_followed": report.not_followed, "compressed_not_read": report.compressed,
            "unknown_records": report.unknown,
-           "same_bytes": same}
+           "same_bytes": same,
+           "inputs": inputs_doc(report, strict, discovery_said(report.not_followed,
+                                                               report.compressed) + said,
+                                same=same)}
     if as_json:
         _print_json(doc)
     else:
-        if note := no_conversation_note(report):
-            say(note, err=True)
-        if note := unknown_note(report):
-            say(note, err=True)
-        if note := same_bytes_note(same):
-            say(note, err=True)
+        print_said(s for s in said if not s.warning)
         empty = f", {len(report.no_conversation)} without a conversation" \
             if report.no_conversation else ""
         say(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
@@ -123,7 +121,8 @@ RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                      totals={"requests": "sum", "tokens": "sum", "tokens_cl100k": "sum",
                              "recorded_input_tokens": "sum", "unrecorded_requests": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum",
-                             "estimated_blocks": "sum", "estimated_tokens": "sum"})
+                             "estimated_blocks": "sum", "estimated_tokens": "sum",
+                             "source_issues_n": "sum"})
 RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
                              "overshoots_n", "cost_usd", "n_summaries", "n_trims",
                              "induced_rereads_n"),
@@ -245,6 +244,8 @@ def run(
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
+    import pyarrow as pa
+
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.policy_run import run_policy_to
@@ -260,7 +261,9 @@ def run(
                                  open_runs=_opener(cache_dir, fmt, quiet, strict),
                                  cache_dir=cache_dir, on_run=tick,
                                  on_figure=draw)
-    summary = done.summary
+    summary = done.summary  # (+ each row's log file's stored issues: the warnings on stderr)
+    summary = summary.append_column("source_issues_n", pa.array(
+        source_issues(done.corpus, summary["run_id"].to_pylist()), pa.int64()))
     # the terminal table leaves out the run id, format and policy (the title names it) and the
     # note column when no run has a note; --json, --csv and --columns have every column
     as_data = table.as_json or table.as_csv or bool(table.columns)
@@ -307,7 +310,7 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
             doc = compaction_report(corpus)
     if compactions:
         if table.as_json:
-            _print_json(doc)
+            _print_json({**doc, "inputs": corpus_inputs(corpus, strict)})
         else:
             _emit(doc["compactions"], table, title="recorded compactions (tokens)",
                   layout=COMPACTIONS_LAYOUT)
@@ -317,7 +320,10 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
         return
     with _errors():
         labels = run_labels(corpus.runs)
-        rows = [{"run": labels[r["run_id"]], **r} for r in calibration_rows(corpus)]
+        found = calibration_rows(corpus)
+        issues = source_issues(corpus, (r["run_id"] for r in found))
+        rows = [{"run": labels[r["run_id"]], **r, "source_issues_n": n}
+                for r, n in zip(found, issues)]
     _emit(rows, table, title=f"calibration of truth against recorded usage (errors in %, "
                                f"--json: fractions; fewer than {MIN_POINTS} points: corpus fit per model, "
                                "which has no anchored held-out error)",

@@ -1,7 +1,8 @@
 """The runs of a dataset as ``replay runs`` lists them: the run index's rows (``store_index.runs``)
-with each run's label, its parent by run key, its file's coverage line, whether its entry's file
-is there and is the file written (``entry_state.entry_state``), and the notes under the table
-(runs ingested without o200k_base, requests that recorded no usage, entries missing or cut).
+with each run's label, its parent by run key, its file's coverage line and stored issues,
+whether its entry's file is there and is the file written (``entry_state.entry_state``), and the
+notes under the table (runs ingested without o200k_base, requests that recorded no usage,
+entries missing or cut).
 
 Not here: the run index itself (``replay.ingest.store_index``).
 """
@@ -26,13 +27,15 @@ LISTED_COLUMNS: dict[str, str] = {
     "recorded_input_tokens": "recorded_input_tokens",
     "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
     "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
-"""Index column → its name in ``run_listing`` (which adds ``coverage`` and ``entry`` at the end)."""
+"""Index column → its name in ``run_listing`` (which adds ``coverage``, ``source_issues_n`` and
+``entry`` at the end)."""
 
 def run_listing(root: Path) -> pa.Table:
     """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
     (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
-    rather than id, its file's coverage line (``replay.ingest.store.coverage_lines``), and
-    its entry's ``entry_state.entry_state`` (``entry``).
+    rather than id, its file's coverage line (``replay.ingest.store.coverage_lines``), the
+    issues stored for its file (``source_issues_n``: a record skipped, usage dropped; 0 when
+    none), and its entry's ``entry_state.entry_state`` (``entry``).
     ``recorded_input_tokens`` sums the requests that recorded usage, ``unrecorded_requests``
     counts the others; a run none of whose requests recorded usage has an unknown (null)
     ``recorded_input_tokens``, not 0.
@@ -64,6 +67,8 @@ def run_listing(root: Path) -> pa.Table:
     table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
     table = table.append_column("coverage", pa.array(
         [line for line, n in zip(lines, counts) for _ in range(n)], pa.string()))
+    table = table.append_column("source_issues_n", pa.array(
+        [len(e.issues) for e in manifest.values() for _ in range(e.n_runs)], pa.int64()))
     return table.append_column("entry", pa.array(
         [state for state, n in zip(states, counts) for _ in range(n)], pa.string()))
 

@@ -254,7 +254,8 @@ def test_run_listing_is_the_index_with_labels_parents_and_coverage(tmp_path: Pat
     out = tmp_path / "ds"
     ingest([Path(__file__).resolve().parents[3] / "logs" / "compacting-session.jsonl"], out)
     listed, index = run_listing(out), store_index.runs(out)
-    assert listed.column_names == [*LISTED_COLUMNS.values(), "coverage", "entry"]
+    assert listed.column_names == [*LISTED_COLUMNS.values(), "coverage", "source_issues_n",
+                                   "entry"]
     assert listed["run"].to_pylist() == label_column(index)
     assert listed["requests"].to_pylist() == index["n_requests"].to_pylist()
     keys = {r: run_key(r, s) for r, s in zip(index["run_id"].to_pylist(),
