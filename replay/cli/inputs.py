@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from replay.cli.inputs_said import (
-    Said,
     discovery_said,
     ingested_said,
     input_exit_code,
@@ -161,10 +160,12 @@ def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
         raise typer.Exit(code)
 
 
-def _discover(paths: list[Path], said: list[Said] | None = None) -> list[tuple[Path, Path]]:
+def _discover(paths: list[Path], not_followed: list[Path] | None = None,
+              compressed: list[Path] | None = None) -> list[tuple[Path, Path]]:
     """The log files under ``paths``, with a note naming the folder links not followed and the
-    compressed logs not read (appended to ``said`` too, for a ``--json``); exits 2 when there
-    is none, or when one of ``paths`` is a dataset (``_open`` reads one alone)."""
+    compressed logs not read (appended to ``not_followed`` and ``compressed`` too, for a
+    ``--json``); exits 2 when there is none, or when one of ``paths`` is a dataset (``_open``
+    reads one alone)."""
     from replay.ingest import store  # lazy: start-up time of --help
     from replay.ingest.discover import LOG_SUFFIXES, discover
 
@@ -173,13 +174,10 @@ def _discover(paths: list[Path], said: list[Said] | None = None) -> list[tuple[P
         error(f"{named}: a dataset written by `replay ingest`, not logs: name the logs it was "
               "ingested from")
         raise typer.Exit(2)
-    links: list[Path] = []
-    packed: list[Path] = []
+    links: list[Path] = [] if not_followed is None else not_followed
+    packed: list[Path] = [] if compressed is None else compressed
     files = discover(paths, not_followed=links, compressed=packed)
-    notes = discovery_said(links, packed)
-    print_said(notes)
-    if said is not None:
-        said.extend(notes)
+    print_said(discovery_said(links, packed))
     if not files:
         error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
               f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")

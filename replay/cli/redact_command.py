@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from replay.cli.inputs import PathsArg, QuietOpt, _discover, table_command
-from replay.cli.inputs_said import Said, inputs_doc
+from replay.cli.inputs_said import Said, discovery_said, inputs_doc
 from replay.cli.output import _emit, _errors, _print_json, _progress, say, warn
 from replay.cli.tables import TableOptions
 
@@ -56,8 +56,9 @@ def redact(
     # lazy: the redaction's modules load only for this command (start-up time of --help)
     from replay.redact import redact as redact_paths
 
-    said: list[Said] = []
-    files = _discover(paths, said)
+    links: list[Path] = []
+    packed: list[Path] = []
+    files = _discover(paths, links, packed)
     with _progress("redact", len(files), quiet) as tick, _errors():
         report = redact_paths(paths, out, shift_days=shift_days, salt=salt, salt_file=salt_file,
                               on_file=tick)
@@ -71,7 +72,7 @@ def redact(
                      "stand_ins": report.n_stand_ins,
                      "salt": "given" if report.salt_given else "random",
                      "issues": [str(i) for i in report.issues], "notes": [REPLAY_NOTE],
-                     "inputs": _inputs(report, said)})
+                     "inputs": _inputs(report, links, packed)})
     else:
         _emit(rows, table, title="redacted files")
         for issue in report.issues:
@@ -85,14 +86,17 @@ def redact(
         raise typer.Exit(1)
 
 
-def _inputs(report: RedactReport, said: list[Said]) -> dict[str, Any]:
+def _inputs(report: RedactReport, links: list[Path], packed: list[Path]) -> dict[str, Any]:
     """``inputs_doc`` of a redaction: the files written taken as parsed, the others as failed,
-    every issue (each a warning in the text output) after the walk's notes ``said``; redact
-    says its own summary line (every file not written, or written with an issue, exits 1)."""
+    the folder ``links`` not followed and the logs ``packed`` not read, every issue (each a
+    warning in the text output); redact says its own summary line (a file not written, or
+    written with an issue, exits 1)."""
     from replay.ingest.ingest_report import IngestReport  # lazy: pyarrow (start-up time)
 
     files = IngestReport(parsed=[f.source for f in report.files if f.written],
                          failed=[f.source for f in report.files if not f.written],
-                         issues=list(report.issues))
-    issues = [Said(str(i), warning=True) for i in report.issues]
-    return inputs_doc(files, False, [*said, *issues], summarised=False)
+                         issues=list(report.issues), not_followed=[str(p) for p in links],
+                         compressed=[str(p) for p in packed])
+    said = discovery_said(files.not_followed, files.compressed)
+    said += [Said(str(i), warning=True) for i in report.issues]
+    return inputs_doc(files, False, said, summarised=False)
