@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from replay.cli.output import say, warn
+
 if TYPE_CHECKING:
     from replay.corpus import Corpus
     from replay.ingest.ingest_report import IngestReport
@@ -45,8 +47,6 @@ class Said:
 
 def print_said(lines: Iterable[Said]) -> None:
     """``lines`` on stderr, each escaped (``replay.cli.output``)."""
-    from replay.cli.output import say, warn
-
     for s in lines:
         if s.warning:
             warn(s.text)
@@ -220,7 +220,8 @@ def inputs_doc(report: IngestReport, strict: bool, said: Sequence[Said] = (), *,
     """The ``inputs`` object of a command's ``--json``: the counts of what its inputs gave and
     lost, and ``messages``, every line it says of them on stderr (``said``, then the failed-inputs
     summary and the runs ``not_replayed``: None for a command that replays nothing, whose
-    ``runs_not_replayed_n`` is then null), as printed but escaped as JSON does.
+    ``runs_not_replayed_n`` is then null), as printed but escaped as JSON does (with
+    ``--quiet`` too the no-conversation note, which stderr then leaves out).
 
     ``same``: the groups of input files of the same bytes (their note is among ``said``);
     ``failed_before``: of a dataset opened as it is, the input files its last ingest failed;
