@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from replay.cli.output import say, warn
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from replay.corpus import Corpus
     from replay.ingest.ingest_report import IngestReport
     from replay.ingest.store import Entry
@@ -281,3 +283,12 @@ def source_issues(corpus: Corpus, run_ids: Iterable[str]) -> list[int | None]:
         entry = corpus.entry_of(rid)
         out.append(None if entry is None else len(entry.issues))
     return out
+
+
+def with_source_issues(table: pa.Table, corpus: Corpus) -> pa.Table:
+    """``table`` (a ``run_id`` column) with ``source_issues`` as its last column,
+    ``source_issues_n``."""
+    import pyarrow as pa  # lazy: --help and usage errors do not load pyarrow (start-up time)
+
+    return table.append_column("source_issues_n", pa.array(
+        source_issues(corpus, table["run_id"].to_pylist()), pa.int64()))

@@ -42,6 +42,7 @@ from replay.cli.inputs_said import (
     print_said,
     same_bytes_note,
     source_issues,
+    with_source_issues,
 )
 from replay.cli.output import (
     _counter,
@@ -244,8 +245,6 @@ def run(
     """Replay a policy over logs (ingesting them first into the project cache) and print one
     row per run; traces and summary.json go to out/POLICY-NAME/ (or --out)."""
     # lazy: pandas loads only when a run is asked for (start-up time of the other commands)
-    import pyarrow as pa
-
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.policy_run import run_policy_to
@@ -261,9 +260,7 @@ def run(
                                  open_runs=_opener(cache_dir, fmt, quiet, strict),
                                  cache_dir=cache_dir, on_run=tick,
                                  on_figure=draw)
-    summary = done.summary  # (+ each row's log file's stored issues: the warnings on stderr)
-    summary = summary.append_column("source_issues_n", pa.array(
-        source_issues(done.corpus, summary["run_id"].to_pylist()), pa.int64()))
+    summary = with_source_issues(done.summary, done.corpus)
     # the terminal table leaves out the run id, format and policy (the title names it) and the
     # note column when no run has a note; --json, --csv and --columns have every column
     as_data = table.as_json or table.as_csv or bool(table.columns)
