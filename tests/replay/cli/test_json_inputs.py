@@ -247,3 +247,25 @@ def test_redact_and_inspect_json_have_the_inputs(logs: Path, tmp_path: Path) -> 
         m.split(":4: ")[1] for m in _doc(out)["issues"] if ":4: " in m]
     code, _, err = _cli("inspect", str(logs / _SKIPPED))
     assert code == 0 and ":4: malformed JSON" in err, err
+
+
+def test_check_json_keeps_the_not_replayed_note_off_stdout(logs: Path, tmp_path: Path) -> None:
+    """check's notes follow its verdict on stdout in text; with --json stdout is the one JSON
+    document (the note in it, not after it), both forms, with and without --quiet; with --csv
+    the note goes to stderr."""
+    args = ["check", str(logs), "-p", "none", "--baseline", str(tmp_path / "b.json"),
+            "--cache-dir", str(tmp_path / "c")]
+    note = "1 run(s) with no recorded request not replayed: asked.jsonl"
+    for extra in (["--update-baseline"], [], ["-q"]):
+        code, out, err = _cli(*args, *extra, "--json")
+        assert code == 0, err
+        doc = json.loads(out)  # the whole of stdout: nothing before or after the document
+        assert isinstance(doc, dict) and not any(
+            line.startswith("note:") for line in out.splitlines()), out
+        assert any(m.startswith(f"note: {note}") for m in doc["inputs"]["messages"])
+        if "--update-baseline" in extra:
+            assert [s.split(" ")[0] for s in doc["not_replayed"]] == ["asked.jsonl"]
+        else:
+            assert any(n.startswith(note) for n in doc["notes"]), doc["notes"]
+    code, out, err = _cli(*args, "--csv")
+    assert code == 0 and note not in out and note in " ".join(err.split()), (out, err)
