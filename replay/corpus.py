@@ -260,6 +260,9 @@ def damaged_entry(exc: StoreError, entry: store.Entry) -> StoreError:
     return StoreError(f"{exc}; the entry of {entry.source} ({n} run{'' if n == 1 else 's'})")
 
 
+NOT_REPLAYED = "not replayed: no request"
+"""What a row of a run with no recorded request says of it (``replay run``'s ``note``,
+``replay calibrate``'s ``flags``); ``replay inspect FILE`` says why the file has none."""
 NOT_REPLAYED_SHOWN = 20
 """Runs the not-replayed note names at most (``not_replayed_note``); the rest are counted."""
 

@@ -7,9 +7,9 @@ One row per (run, policy): the run's label, source and format, the metrics of
 judged them (``truth_source``, ``replay.engine.truth``).  A value that is undefined
 (a cached share of a run that sent no token) is unknown (None), never 0.
 
-A run with no recorded request is a row too (``NOT_REPLAYED``): request, token,
-overshoot, summary and trim counts and cost 0 (there is nothing to send), peak,
-largest overshoot, cached share and truth unknown.
+A run with no recorded request is a row too, its ``note`` ``replay.corpus.NOT_REPLAYED`` (null for
+a replayed run): request, token, overshoot, summary and trim counts and cost 0 (there is nothing
+to send), peak, largest overshoot, cached share and truth unknown.
 
 ``RUN_ROLLUP`` is what ``replay.apply_policy.run`` / ``run_to`` take to make these rows:
 the replay layer streams the traces, this layer says what a row holds.
@@ -28,7 +28,7 @@ from analysis.per_run import PARTS, SPECS, known, part_metrics
 from analysis.per_run.notes import figure_notes, unknown_gaps
 from analysis.truth_notes import run_note, truth_of
 from replay.apply_policy import RunMeta, RunRollup
-from replay.corpus import Corpus, not_replayed
+from replay.corpus import NOT_REPLAYED, Corpus, not_replayed
 from replay.engine.tiers.recorded import MANUAL_TIER
 from replay.engine.trace import Trace
 from replay.ingest.timestamps import WINDOW_SAID
@@ -49,9 +49,6 @@ ROLLUP_SCHEMA = pa.schema(
        for c in ROLLUP_METRICS]
     + [("truth_source", pa.string()), ("note", pa.string())])
 """One row per (run, policy), replayed or not."""
-NOT_REPLAYED = "not replayed: no request"
-"""The ``note`` of a run with no recorded request (null for a replayed run); ``replay inspect
-FILE`` says why the file has none."""
 _UNKNOWN_WITHOUT_REQUESTS = frozenset({"peak_tokens", "overshoots_max_tokens",
                                        "cache_invalidation_cached_share"})
 """Metrics that are unknown, not 0, for a run with no request."""

@@ -289,7 +289,8 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     held_out_anchored_error for anchored truth (recorded input at the first half's last request
     + scale × the count added since; a run's own fit only).  A run with fewer
     than MIN_POINTS recorded requests gets its model's corpus-level fit (source: corpus);
-    implausible fits are flagged and not used to scale anchored truth.
+    implausible fits are flagged and not used to scale anchored truth.  A run with no recorded
+    request is a row with no fit, flagged "not replayed: no request" (and named on stderr).
 
     --compactions: per recorded compaction, the tokens before it, summarised, in its summary
     and re-attached unseen after it; then the `restore:` numbers fitted on them (summary size,
@@ -298,6 +299,7 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     # lazy: the engine and pyarrow load only when the command runs (start-up time of --help)
     from replay.calibration_table import calibration_rows
     from replay.compaction_fit import compaction_report, model_lines
+    from replay.corpus import not_replayed, not_replayed_note
     from replay.engine.calibrate import MIN_POINTS
     from replay.ingest.run_label import run_labels
 
@@ -325,6 +327,8 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
                                f"--json: fractions; fewer than {MIN_POINTS} points: corpus fit per model, "
                                "which has no anchored held-out error)",
           layout=CALIBRATION_LAYOUT)
+    if note := not_replayed_note(not_replayed(corpus)):  # on stderr: --json stays the rows
+        say(f"note: {note}", err=True)
     _finish(corpus.report, strict)
 
 

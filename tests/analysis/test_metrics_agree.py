@@ -22,8 +22,9 @@ import pytest
 
 from analysis.check.baseline import policy_values, stored_value
 from analysis.metrics import METRIC_COLUMNS
-from analysis.per_run.rollup import NOT_REPLAYED, ROLLUP_METRICS
+from analysis.per_run.rollup import ROLLUP_METRICS
 from analysis.report.pages import HEADLINE, Page, _headline_rows, fmt_value
+from replay.corpus import NOT_REPLAYED
 from replay.ingest.run_label import run_key
 from replay.policy import Policy, load_policy, presets
 from tests.preset_runs import PresetRun

@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from analysis.per_run.rollup import NOT_REPLAYED
 from replay.cli import app
 from replay.cli.tables import Layout, totals_row
+from replay.corpus import NOT_REPLAYED
 from replay.errors import ReplayInputError
 from replay.ingest.batch import ingest
 from replay.ingest.parsers import PARSERS

@@ -145,9 +145,19 @@ def test_calibrate_json_rows_and_compactions_object(logs: Path, cache: Path) -> 
     assert code == 0, err
     rows = _doc(out)
     assert isinstance(rows, list)
-    replayed = {k: v for k, v in _malformed(logs).items() if k != "asked.jsonl"}
-    assert {r["source"]: r["source_issues_n"] for r in rows} == replayed
-    assert _skipped_said(_cli(*args)[2])
+    assert {r["source"]: r["source_issues_n"] for r in rows} == _malformed(logs)
+    # the run with no request is a row (as in `run`): no fit, its figures unknown, not 0
+    asked = next(r for r in rows if r["source"] == "asked.jsonl")
+    assert (asked["flags"], asked["points"], asked["fit_points"]) == (
+        "not replayed: no request", 0, 0)
+    assert asked["scale"] is None and asked["held_out_anchored_error"] is None
+    note = "1 run(s) with no recorded request not replayed: asked.jsonl"
+    assert note in " ".join(err.split()) and note not in out, err  # said on stderr
+    code, out, err = _cli(*args)
+    assert code == 0 and _skipped_said(err), err
+    assert note in " ".join(err.split()), err
+    line = next(ln for ln in out.splitlines() if "asked.jsonl" in ln)
+    assert "not replayed" in line, out
     code, out, err = _cli(*args, "--compactions", "--json")
     assert code == 0, err
     _inputs_say_the_skipped_line(_doc(out)["inputs"], None)
