@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes, atomic_write_text, file_in, folder_fd
-from replay.corpus import Corpus, iter_replays
+from replay.corpus import Corpus, iter_replays, source_issues
 from replay.engine.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
 from replay.errors import ReplayInputError
 from replay.ingest.input_files import Unreadable, read_document, read_input
@@ -34,8 +34,9 @@ from replay.policy import Policy, policy_from_dict, policy_to_dict
 from replay.policy.check import MAX_INT
 from replay.safe_text import strict_json
 
-RunMeta = dict[str, tuple[str, str, str, str, str]]
-"""(label, source, format, harness, model) of every run, by run id (``run_meta``)."""
+RunMeta = dict[str, tuple[str, str, str, str, str, int | None]]
+"""(label, source, format, harness, model, source issues) of every run, by run id
+(``run_meta``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,15 +165,17 @@ def _flush(done: dict[str, list[pa.Table]], writers: dict[str, pq.ParquetWriter]
 
 
 def run_meta(corpus: Corpus) -> RunMeta:
-    """(label, source, format, harness, model) of every run, by run id
-    (``replay.ingest.run_label``; harness and model as recorded)."""
+    """(label, source, format, harness, model, source issues) of every run, by run id
+    (``replay.ingest.run_label``; harness and model as recorded; the issues stored for its log
+    file, ``replay.corpus.source_issues``)."""
     runs = corpus.runs
     labels = run_labels(runs)
-    return {rid: (labels[rid], src, fmt, harness or "", model or "")
-            for rid, src, fmt, harness, model in zip(
-                runs["run_id"].to_pylist(), runs["source"].to_pylist(),
-                runs["format"].to_pylist(), runs["harness"].to_pylist(),
-                runs["model"].to_pylist())}
+    ids = runs["run_id"].to_pylist()
+    return {rid: (labels[rid], src, fmt, harness or "", model or "", issues)
+            for rid, src, fmt, harness, model, issues in zip(
+                ids, runs["source"].to_pylist(), runs["format"].to_pylist(),
+                runs["harness"].to_pylist(), runs["model"].to_pylist(),
+                source_issues(corpus, ids))}
 
 
 def write_run(result: RunResult, out: Path) -> list[Path]:

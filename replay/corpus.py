@@ -267,6 +267,17 @@ NOT_REPLAYED_SHOWN = 20
 """Runs the not-replayed note names at most (``not_replayed_note``); the rest are counted."""
 
 
+def source_issues(corpus: Corpus, run_ids: Iterable[str]) -> list[int | None]:
+    """Per run id, the issues stored for its log file (a record skipped, usage dropped: said on
+    stderr when the file was read), 0 when none; None for a run of no stored entry (a corpus
+    built in memory: not known).  The ``source_issues_n`` column of every list of runs."""
+    out: list[int | None] = []
+    for rid in run_ids:
+        entry = corpus.entry_of(rid)
+        out.append(None if entry is None else len(entry.issues))
+    return out
+
+
 def not_replayed(corpus: Corpus) -> list[str]:
     """The labels of a corpus's runs with no recorded request (``Corpus.not_replayable``)."""
     left = corpus.not_replayable()

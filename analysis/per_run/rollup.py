@@ -4,7 +4,9 @@ One row per (run, policy): the run's label, source and format, the metrics of
 ``ROLLUP_METRICS`` — computed by their analyses' fast functions
 (``analysis.per_run.part_metrics``, the very code sweeps use, so ``replay run``,
 ``metrics()``, ``check`` and the report agree by construction) — and which truth
-judged them (``truth_source``, ``replay.engine.truth``).  A value that is undefined
+judged them (``truth_source``, ``replay.engine.truth``), and the issues stored for its log file
+(``source_issues_n``, ``replay.corpus.source_issues``: in the row, so ``summary.json`` and
+``--json`` hold the same rows).  A value that is undefined
 (a cached share of a run that sent no token) is unknown (None), never 0.
 
 A run with no recorded request is a row too, its ``note`` ``replay.corpus.NOT_REPLAYED`` (null for
@@ -47,7 +49,7 @@ ROLLUP_SCHEMA = pa.schema(
     [(c, pa.string()) for c in ("run_id", "run", "source", "format", "policy")]
     + [(c, pa.float64() if SPECS[c].dtype == "float64" else pa.int64())
        for c in ROLLUP_METRICS]
-    + [("truth_source", pa.string()), ("note", pa.string())])
+    + [("truth_source", pa.string()), ("note", pa.string()), ("source_issues_n", pa.int64())])
 """One row per (run, policy), replayed or not."""
 _UNKNOWN_WITHOUT_REQUESTS = frozenset({"peak_tokens", "overshoots_max_tokens",
                                        "cache_invalidation_cached_share"})
@@ -60,7 +62,8 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
     Args:
         trace: the replay of one run under ``policy``.
         policy: the replayed policy.
-        meta: (label, source, format) of every run, by run id (``replay.apply_policy.run_meta``).
+        meta: (label, source, format, …) of every run, by run id
+            (``replay.apply_policy.run_meta``).
 
     Returns:
         One row in ``ROLLUP_SCHEMA``'s columns, or none.
@@ -72,7 +75,7 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
     if any(r != rid for r in rq["run_id"]):
         raise ValueError("replayed_rows takes the trace of one run")
     values = part_metrics(trace, policy, _PARTS)
-    label, source, fmt, harness, model = meta.get(rid, (rid, "", "", "", ""))
+    label, source, fmt, harness, model, issues = meta.get(rid, (rid, "", "", "", "", None))
     row: dict[str, Any] = {"run_id": rid, "run": label, "source": source, "format": fmt,
                            "policy": policy.name}
     for name in ROLLUP_METRICS:
@@ -80,6 +83,7 @@ def replayed_rows(trace: Trace, policy: Policy, meta: RunMeta) -> list[dict[str,
         row[name] = None if isinstance(v, float) and math.isnan(v) else v
     row["truth_source"] = truth_of(trace)
     row["note"] = replay_note(trace, policy, harness, model)
+    row["source_issues_n"] = issues
     return [row]
 
 
@@ -154,13 +158,14 @@ def not_replayed_rows(corpus: Corpus, policy: Policy, meta: RunMeta) -> list[dic
     left = sorted(set(corpus.run_ids) - set(corpus.replayable()))
     rows = []
     for rid in left:
-        label, source, fmt, _, _ = meta.get(rid, (rid, "", "", "", ""))
+        label, source, fmt, _, _, issues = meta.get(rid, (rid, "", "", "", "", None))
         row: dict[str, Any] = {"run_id": rid, "run": label, "source": source, "format": fmt,
                                "policy": policy.name}
         for name in ROLLUP_METRICS:
             zero = 0.0 if SPECS[name].dtype == "float64" else 0
             row[name] = None if name in _UNKNOWN_WITHOUT_REQUESTS else zero
-        rows.append({**row, "truth_source": None, "note": NOT_REPLAYED})
+        rows.append({**row, "truth_source": None, "note": NOT_REPLAYED,
+                     "source_issues_n": issues})
     return rows
 
 

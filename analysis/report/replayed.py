@@ -96,7 +96,7 @@ def replay_notes(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]]
         for rid in rows[0]:
             one = Trace(*(t.take(pa.array(by.get(rid, ()), pa.int64()))
                           for t, by in zip(tables, rows)))
-            _, _, _, harness, model = meta.get(rid, ("", "", "", "", ""))
+            _, _, _, harness, model, _ = meta.get(rid, ("", "", "", "", "", None))
             if note := replay_note(one, policy, harness, model):
                 out[(rid, policy.name)] = note
     return out

@@ -27,7 +27,7 @@ from replay.cli.inputs import (
     _open,
     table_command,
 )
-from replay.cli.inputs_said import corpus_inputs, source_issues
+from replay.cli.inputs_said import corpus_inputs
 from replay.cli.output import _emit, _errors, _print_json, say
 from replay.cli.tables import Layout, TableOptions
 
@@ -59,6 +59,7 @@ def fidelity(
     from analysis.fidelity import fidelity as measure
     from analysis.fidelity import fidelity_totals
     from analysis.fidelity_lines import totals_lines
+    from replay.corpus import source_issues
     from replay.ingest.run_label import run_labels
     from replay.policy import load_policy
 

@@ -12,7 +12,7 @@ written once here and printed (escaped) or put in the JSON (escaped as JSON does
 
 The commands whose ``--json`` is a list of rows keep it so (scripts read it); what belongs to a
 row is a column of it: ``source_issues_n``, the issues stored for the row's log file
-(``source_issues``).
+(``replay.corpus.source_issues``).
 
 Not here: opening the inputs and the exit code (``replay.cli.inputs``).
 """
@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any
 from replay.cli.output import say, warn
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from replay.corpus import Corpus
     from replay.ingest.ingest_report import IngestReport
     from replay.ingest.store import Entry
@@ -273,22 +271,3 @@ def corpus_inputs(corpus: Corpus, strict: bool,
     return inputs_doc(report, strict, said, same=same, failed_before=failed_before,
                       not_replayed=not_replayed)
 
-
-def source_issues(corpus: Corpus, run_ids: Iterable[str]) -> list[int | None]:
-    """Per run id, the issues stored for its log file (a record skipped, usage dropped: said on
-    stderr when the file was read), 0 when none; None for a run of no stored entry (a corpus
-    built in memory: not known)."""
-    out: list[int | None] = []
-    for rid in run_ids:
-        entry = corpus.entry_of(rid)
-        out.append(None if entry is None else len(entry.issues))
-    return out
-
-
-def with_source_issues(table: pa.Table, corpus: Corpus) -> pa.Table:
-    """``table`` (a ``run_id`` column) with ``source_issues`` as its last column,
-    ``source_issues_n``."""
-    import pyarrow as pa  # lazy: --help and usage errors do not load pyarrow (start-up time)
-
-    return table.append_column("source_issues_n", pa.array(
-        source_issues(corpus, table["run_id"].to_pylist()), pa.int64()))

@@ -41,8 +41,6 @@ from replay.cli.inputs_said import (
     inputs_doc,
     print_said,
     same_bytes_note,
-    source_issues,
-    with_source_issues,
 )
 from replay.cli.output import (
     _counter,
@@ -260,7 +258,7 @@ def run(
                                  open_runs=_opener(cache_dir, fmt, quiet, strict),
                                  cache_dir=cache_dir, on_run=tick,
                                  on_figure=draw)
-    summary = with_source_issues(done.summary, done.corpus)
+    summary = done.summary  # (its source_issues_n made with the rows: as in summary.json)
     # the terminal table leaves out the run id, format and policy (the title names it) and the
     # note column when no run has a note; --json, --csv and --columns have every column
     as_data = table.as_json or table.as_csv or bool(table.columns)
@@ -299,7 +297,7 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
     # lazy: the engine and pyarrow load only when the command runs (start-up time of --help)
     from replay.calibration_table import calibration_rows
     from replay.compaction_fit import compaction_report, model_lines
-    from replay.corpus import not_replayed, not_replayed_note
+    from replay.corpus import not_replayed, not_replayed_note, source_issues
     from replay.engine.calibrate import MIN_POINTS
     from replay.ingest.run_label import run_labels
 

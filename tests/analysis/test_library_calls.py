@@ -6,6 +6,7 @@ results checked against the lower-level functions they stand for."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -187,6 +188,11 @@ def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path
         assert read_trace(done.out).requests.equals(direct.trace.requests)
         assert (done.out / "summary.json").is_file()
     assert streamed.summary.equals(held.summary)
+    # summary.json holds the rows returned (and printed by `replay run --json`), the issues
+    # stored for each run's log among them: written with them, not added after
+    stored = [json.loads((d.out / "summary.json").read_text())["runs"] for d in (streamed, held)]
+    assert stored[0] == stored[1] == streamed.summary.to_pylist()
+    assert [r["source_issues_n"] for r in stored[0]] == [0] * len(corpus.run_ids)
     assert (held.out / "report.html").is_file() and not (streamed.out / "report.html").exists()
     with pytest.raises(OutputError, match="is the input"):
         run_policy_to([LOG], pol, LOG, open_runs=_never)  # an input is never an output

@@ -133,6 +133,8 @@ def test_run_json_rows_count_the_issues_and_keep_the_run_not_replayed(logs: Path
     assert {r["source"]: r["source_issues_n"] for r in rows} == _malformed(logs)
     asked = next(r for r in rows if r["source"] == "asked.jsonl")
     assert asked["note"] == "not replayed: no request" and asked["peak_tokens"] is None
+    # summary.json holds the very rows --json printed, the column too (one place makes it)
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["runs"] == rows
     code, out, err = _cli(*args)
     flat = " ".join(err.split())
     assert code == 0 and _skipped_said(flat), err  # the text says both on stderr
