@@ -66,6 +66,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UNSET
+
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, named, not_a_string
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
@@ -151,15 +153,15 @@ class _State:
 def _trajectory(src: Source, issues: list[Issue], doc: dict[str, Any], drafts: list[RunDraft],
                 lines: ItemLines | None, *, parent: str, depth: int, where: str = "") -> None:
     agent = _obj(doc.get("agent"))  # (``where``: a subagent's place, its fields' prefix)
-    name = run_text(agent.get("name"), f"{where}agent.name", src.path, issues)
-    version = run_text(agent.get("version"), f"{where}agent.version", src.path, issues)
-    schema = run_text(doc.get("schema_version"), f"{where}schema_version", src.path, issues)
+    name = run_text(agent.get("name", UNSET), f"{where}agent.name", src.path, issues)
+    version = run_text(agent.get("version", UNSET), f"{where}agent.version", src.path, issues)
+    schema = run_text(doc.get("schema_version", UNSET), f"{where}schema_version", src.path, issues)
     harness = " ".join(x for x in (name, version) if x)
     if schema:
         harness = f"{harness} ({schema})" if harness else schema
     b = RunBuilder(src, len(drafts), NAME, issues,
                    model=run_text(agent.get("model_name"), f"{where}agent.model_name", src.path,
-                                  issues),
+                                  issues, nullable=True),  # (optional: null is unknown)
                    harness=harness, parent_run_id=parent,
                    agent=run_name(doc.get("trajectory_id"), f"{where}trajectory_id", src.path, issues)
                    if depth else "")

@@ -188,7 +188,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                 add_request(rb, m.get("usage"), m.get("model"), None, models, line=no)
     if rb.n_blocks == 0:
         return []  # every record was reported
-    model = run_text(top.get("model"), "model", src.path, issues)
+    model = run_text(top.get("model"), "model", src.path, issues, nullable=True)  # (exporters
+    # write null for an unknown model)
     rb.model = model or (models.most_common(1)[0][0] if models else "")
     return [rb.build()]
 

@@ -9,12 +9,14 @@ Checked against Claude Code 2.0.x-2.1.39 sessions (the shared samples) and the r
 TraceLab session with the records a ``/compact`` writes inserted as the client writes them (no
 public real transcript holding one was found); ``messagesSummarized`` is read by nothing.
 
-One JSON record per line; one run per ``sessionId`` in the file (records without one belong
-to the first).  ``user`` records hold prompts or content blocks (``text`` / ``image`` /
-``tool_result``); ``assistant`` records are Anthropic API responses *streamed one content block
-per record*: records sharing ``message.id`` are one response (blocks concatenated, usage,
-``diagnostics.cache_miss_reason`` and ``context_management.applied_edits`` from the group's
-last record that has them).  ``attachment`` records are context the harness added (skill and
+One JSON record per line; one run per ``sessionId`` in the file (records without one belong to
+the first; so do records whose ``sessionId`` is null or no string, said once a file, as a
+``version`` or a title of another type is: ``run_text.odd_run_field``).  ``user`` records hold
+prompts or content blocks (``text`` / ``image`` / ``tool_result``); ``assistant`` records are
+Anthropic API responses *streamed one content block per record*: records sharing ``message.id``
+are one response (blocks concatenated, usage, ``diagnostics.cache_miss_reason`` and
+``context_management.applied_edits`` from the group's last record that has them).
+``attachment`` records are context the harness added (skill and
 deferred-tool listings, hook context, MCP instructions, queued prompts, files): a user message
 where the chain has them.  Which records the model saw, in which order: see
 ``replay.ingest.parsers.claude_code_path`` (rewinds, compaction boundaries, preserved segments,
@@ -175,16 +177,23 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                     title = getattr(raw, _TITLE_KEYS[kind])
                     if isinstance(title, str):
                         sid = raw.sessionId
+                        if sid.__class__ is not str and sid is not UNSET:
+                            odd_run_field("sessionId", sid, src.path, no, issues, odd)
                         session(sessions, sid if isinstance(sid, str) and sid else first,
                                 done).titles[kind] = title
-                    else:
+                    elif title is not UNSET:
                         odd_run_field(_TITLE_KEYS[kind], title, src.path, no, issues, odd)
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
                 last, known = uuid, last
                 sid = raw.sessionId
-                sid = sid if sid.__class__ is str and sid else first  # (a decoded value's
-                # class: ``isinstance`` without its call)
+                if sid.__class__ is not str:  # (a decoded value's class: ``isinstance``
+                    # without its call)
+                    if sid is not UNSET:  # (null or another type: joins the first, said)
+                        odd_run_field("sessionId", sid, src.path, no, issues, odd)
+                    sid = first
+                elif not sid:
+                    sid = first
                 first = first or sid
                 if sid == first or not copied(path, sid, elsewhere):
                     if sid != at_sid:  # (a string compared: not hashed, as a lookup does)
@@ -194,7 +203,13 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                         parent, parent)) if parent.__class__ is str else None
             continue
         sid = raw.sessionId
-        sid = sid if sid.__class__ is str and sid else first
+        if sid.__class__ is not str:
+            if sid is not UNSET:  # (null or another type: the record joins the first
+                # session, as one without a sessionId does; said once a file)
+                odd_run_field("sessionId", sid, src.path, no, issues, odd)
+            sid = first
+        elif not sid:
+            sid = first
         if not first and kind.__class__ is str and kind in _OWN:
             first = sid
         uuid = raw.uuid
@@ -255,7 +270,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             sess.forked.add(no)
             if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
                 sess.fork_of = ff["sessionId"]
-        if not sess.version and (version := raw.version) is not None:
+        if not sess.version and (version := raw.version) is not UNSET:
             if version.__class__ is str:
                 sess.version = version
             else:

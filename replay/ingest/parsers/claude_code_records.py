@@ -130,7 +130,8 @@ class Mark(Rec):
 
 class Line(msgspec.Struct, gc=False):
     """One transcript line: the fields the parser reads, each as JSON has it (``None`` when
-    absent or null, but ``parentUuid``: ``UNSET`` when absent), the rest of the line skipped
+    absent or null, but ``parentUuid`` and the run-level fields a null of which is said,
+    ``sessionId``, ``version`` and the titles: ``UNSET`` when absent), the rest of the line skipped
     by the decoder (``decode``; a progress record's ``data``, a tool result's
     ``toolUseResult``: most of a transcript's bytes).  In the order Claude Code writes them:
     the decoder looks a key up from the field after the last one found, so a key in that order
@@ -141,8 +142,8 @@ class Line(msgspec.Struct, gc=False):
     parentUuid: Any = msgspec.UNSET
     logicalParentUuid: Any = None
     isSidechain: Any = None
-    sessionId: Any = None
-    version: Any = None
+    sessionId: Any = msgspec.UNSET
+    version: Any = msgspec.UNSET
     agentId: Any = None
     type: Any = None
     subtype: Any = None
@@ -152,8 +153,8 @@ class Line(msgspec.Struct, gc=False):
     timestamp: Any = None
     forkedFrom: Any = None
     attachment: Any = None
-    customTitle: Any = None
-    aiTitle: Any = None
+    customTitle: Any = msgspec.UNSET
+    aiTitle: Any = msgspec.UNSET
     compactMetadata: Any = None
     compact_metadata: Any = None
     microcompactMetadata: Any = None

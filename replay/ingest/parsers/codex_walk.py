@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.codex_file import SKIPPED_LINES, parent_run_id, repeated
 from replay.ingest.parsers.codex_walk_compaction import compacted
@@ -123,7 +125,7 @@ def meta(w: Walk, p: dict[str, Any], ts: str, no: int) -> None:
     w.originator = it.opt_str(p, "originator") or w.originator
     w.model = it.opt_str(p, "model") or w.model
     for key in ("agent_path", "agent_nickname"):
-        if agent := run_text(p.get(key), f"session_meta.{key}", w.src.path, w.issues):
+        if agent := run_text(p.get(key, UNSET), f"session_meta.{key}", w.src.path, w.issues):
             w.b.agent = agent
             break
     which, text = it.instructions(p)

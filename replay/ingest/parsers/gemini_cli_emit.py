@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import UNSET
+
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import inline_placeholder, not_a_string
 from replay.ingest.parsers.gemini_cli_history import History, tool_calls
@@ -29,7 +31,7 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
     context here)."""
     model = next((m["model"] for live, _ in h.epochs for m in live.values()
                   if isinstance(m.get("model"), str) and m["model"]), "")
-    kind = h.meta.get("kind")
+    kind = h.meta.get("kind", UNSET)
     if branch:  # (its session's fields: said with the main run)
         kind = kind if isinstance(kind, str) else ""
         agent = f"abandoned-{branch_no}"

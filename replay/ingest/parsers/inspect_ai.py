@@ -23,11 +23,16 @@ UKGovernmentBEIS/inspect_ai at 499e615 (2026-08); the compaction fixture is hand
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from msgspec import UNSET
 
 from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.content_text import kept_as_json
 from replay.ingest.parsers.inspect_ai_damaged import MissingOutputs, rebuilt_zip, salvage_json
 from replay.ingest.parsers.inspect_ai_sample import Sample
 from replay.ingest.parsers.inspect_eval_zip import ZIP_MAGIC, read_eval_zip
+from replay.ingest.parsers.json_text import json_text
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.jsonl import load_json
 from replay.ingest.parsers.run_draft import RunDraft
@@ -92,10 +97,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                                  "or not finished)"))
         return []
     ev = _obj(header.get("eval"))
-    model = run_text(ev.get("model"), "eval.model", src.path, issues)
-    version = run_text(_obj(ev.get("packages")).get("inspect_ai"), "eval.packages.inspect_ai",
-                       src.path, issues)
-    task = run_text(ev.get("task"), "eval.task", src.path, issues)
+    model = run_text(ev.get("model", UNSET), "eval.model", src.path, issues)
+    version = run_text(_obj(ev.get("packages")).get("inspect_ai", UNSET),
+                       "eval.packages.inspect_ai", src.path, issues)
+    task = run_text(ev.get("task", UNSET), "eval.task", src.path, issues)
     harness = " ".join(x for x in ("inspect_ai", version, f"({task})" if task else "") if x)
     drafts: list[RunDraft] = []
     missing = MissingOutputs()
@@ -104,7 +109,9 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         if not isinstance(sample, dict):
             issues.append(Issue(src.path, 0, f"samples[{k}] is not an object (skipped)"))
             continue
-        agent = f"sample {sample.get('id')} epoch {sample.get('epoch')}"
+        sid = _label_part(sample.get("id"), f"samples[{k}].id", src.path, issues)
+        agent = f"sample {sid} epoch " + _label_part(sample.get("epoch"), f"samples[{k}].epoch",
+                                                     src.path, issues)
         b = RunBuilder(src, len(drafts), NAME, issues, model=model, harness=harness, agent=agent)
         try:
             Sample(b, sample, missing).read()
@@ -113,3 +120,15 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         drafts.append(b.build())
     missing.report(src, issues)
     return drafts
+
+
+def _label_part(value: Any, field: str, path: str, issues: list[Issue]) -> str:
+    """A sample's id or epoch as its run's label writes it: a string or an integer as it is
+    (Inspect writes ``int | str`` ids, ``int`` epochs); any other value (a float, a boolean, a
+    list, an object; null, or absent, which reads as null) its JSON (``true``, never Python's
+    ``True``), said as one issue (``content_text.kept_as_json``: ``samples[0].id is float, not
+    a string (kept as its JSON)``)."""
+    if value.__class__ is str or value.__class__ is int:
+        return str(value)
+    issues.append(Issue(path, 0, kept_as_json(value, field)))
+    return json_text(value)

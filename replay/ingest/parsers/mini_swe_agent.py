@@ -37,6 +37,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from msgspec import UNSET
+
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, held, kept_as_json, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
@@ -139,7 +141,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             cov.unknown(key)
     lines = ItemLines(src, None if bare else "messages", len(messages), found)
     config = _obj(info.get("config"))
-    version = run_text(info.get("mini_version"), "info.mini_version", src.path, issues)
+    version = run_text(info.get("mini_version", UNSET), "info.mini_version", src.path, issues)
     b = RunBuilder(src, 0, NAME, issues, model=_model(config, messages, src.path, issues),
                    harness=f"mini-swe-agent {version}" if version else "mini-swe-agent")
     regex = _regex(config, src, issues)
@@ -172,7 +174,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
 
 
 def _model(config: dict[str, Any], messages: list[Any], path: str, issues: list[Issue]) -> str:
-    name = _obj(config.get("model")).get("model_name")
+    name = _obj(config.get("model")).get("model_name", UNSET)
     if isinstance(name, str):
         return name
     run_text(name, "info.config.model.model_name", path, issues)  # (said when of another type)

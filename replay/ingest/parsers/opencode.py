@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from msgspec import UNSET
+
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import held
 from replay.ingest.parsers.jsonl import ItemLines, iter_records, load_or_salvage
@@ -144,7 +146,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     info = _obj(doc.get("info"))
     b = RunBuilder(src, 0, NAME, issues, model=_model(messages),
                    harness=_harness(info, src.path, issues),
-                   title=run_text(info.get("title"), "info.title", src.path, issues))
+                   title=run_text(info.get("title", UNSET), "info.title", src.path, issues))
     facts = _Facts()
     for i, m in enumerate(messages):
         if facts.order.repeated(i, m, src.coverage):
@@ -207,7 +209,7 @@ def _model(messages: list[Any]) -> str:
 
 
 def _harness(info: dict[str, Any], path: str, issues: list[Issue]) -> str:
-    version = run_text(info.get("version"), "info.version", path, issues)
+    version = run_text(info.get("version", UNSET), "info.version", path, issues)
     return f"opencode {version}" if version else "opencode"
 
 

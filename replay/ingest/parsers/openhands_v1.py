@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from msgspec import UNSET
+
 from replay.ingest.openhands_v1_folder import BASE_STATE, EVENT_NAME, EVENTS_DIR, HEADER_KEY
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import held
@@ -146,7 +148,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues.append(Issue(src.path, 0, f"no readable {BASE_STATE}: every request's usage is "
                                           "unknown"))
     agent = _obj(_obj(base).get("agent"))
-    model = run_text(_obj(agent.get("llm")).get("model"), f"{BASE_STATE}: agent.llm.model",
+    model = run_text(_obj(agent.get("llm")).get("model", UNSET), f"{BASE_STATE}: agent.llm.model",
                      src.path, issues)
     w = _Walk(RunBuilder(src, 0, NAME, issues, model=model, harness="openhands-v1"), usage)
     for idx in sorted(events):

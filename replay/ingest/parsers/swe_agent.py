@@ -40,6 +40,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from msgspec import UNSET
+
 import replay.ingest.parsers.swe_agent_doc as swe_doc
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, not_a_string
@@ -103,7 +105,8 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     lines = ItemLines(src, "trajectory", len(doc["trajectory"]), found)
     info = doc.get("info")
     info = info if isinstance(info, dict) else {}
-    version = run_text(info.get("swe_agent_version"), "info.swe_agent_version", src.path, issues)
+    version = run_text(info.get("swe_agent_version", UNSET), "info.swe_agent_version", src.path,
+                       issues)
     b = RunBuilder(src, 0, NAME, issues, model=_model(doc, src.path, issues),
                    harness=f"swe-agent {version}" if version else "swe-agent")
     steps: list[Any] = doc["trajectory"]  # Steps, or undecoded (jsonl.item) unless salvaged
@@ -136,7 +139,7 @@ def _model(doc: dict[str, Any], path: str, issues: list[Issue]) -> str:
             config = None
     agent = config.get("agent") if isinstance(config, dict) else None
     model = agent.get("model") if isinstance(agent, dict) else None
-    name = model.get("name") if isinstance(model, dict) else None
+    name = model.get("name", UNSET) if isinstance(model, dict) else UNSET
     return run_text(name, "replay_config.agent.model.name", path, issues)
 
 
