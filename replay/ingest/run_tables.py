@@ -30,7 +30,7 @@ from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
 from replay.ingest.schema_tables import fields, schema_table, valid_unicode
-from replay.ingest.tokens import count_one, count_tokens
+from replay.ingest.tokens import by_tiktoken, count_one, count_tokens
 
 _Columns = dict[str, list[Any] | pa.Array]
 """A table's columns by name: the parsers' value lists, or Arrow arrays once converted."""
@@ -94,12 +94,13 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     def rows(values: list[int] | np.ndarray) -> Any:  # each distinct text's -> each row's
         return values if codes is None else np.asarray(values, np.int64)[codes]
 
+    chunked = by_tiktoken(name for name in TOKEN_COLUMN if name in tokenizers)
     text, tokens, n_chars, lines, redacted, exacts, split = _measured(
         texts, tokenizers, threads, release=consume or codes is not None,
         one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted,
-        long=chars > token_parts.SPLIT_CHARS)
+        long=chars >= token_parts.estimated_from(bool(chunked)), chunked=bool(chunked))
     if split and issues is not None:
-        issues.append(split_issue(path, split))
+        issues.append(split_issue(path, split, chunked))
     del texts  # (the strings are in the Arrow column now)
     lengths = utf8_lengths(text)  # (no encoding again)
     n_bytes: np.ndarray | list[int] = lengths
@@ -159,14 +160,15 @@ _Sizes = tuple[pa.Array, dict[str, list[int]], list[int], np.ndarray,
 
 def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
               release: bool, one: bool, known: Counted | None = None,
-              long: bool = True) -> _Sizes:
+              long: bool = True, chunked: bool = False) -> _Sizes:
     """``texts`` as a string column, with each tokenizer's counts, each text's characters and
     lines, and the texts holding redaction markers (``declared``) or ctxreplay's own
     (``exact``), by index; a text that is not valid Unicode is repaired first, as tiktoken
     counts it.  Made ``TEXT_CHUNK_CHARS`` characters at a time; ``release``: ``texts`` is the
     caller's to give up, each chunk's strings are let go from it once converted; ``one``: they
     are known to be one chunk; ``known``: ``tokenize``'s ``counted``; ``long``: some text may
-    be longer than ``token_parts.SPLIT_CHARS`` (False: they hold fewer characters in all)."""
+    be as long as ``token_parts.estimated_from(chunked)`` (False: they hold fewer characters in
+    all); ``chunked``: some encoding is counted by tiktoken (``tokens.by_tiktoken``)."""
     counted: dict[str, list[int]] = {name: [] for name in TOKEN_COLUMN if name in tokenizers}
     arrays, lines = [], []
     n_chars: list[int] = []
@@ -174,6 +176,7 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
     exacts: dict[int, ExactSizes] = {}
     split: dict[int, int] = {}
     """Texts cut inside a piece to be counted in parts (``token_parts``): index → cuts."""
+    shortest = token_parts.estimated_from(chunked)
     for start, stop in [(0, len(texts))] if one else _chunks(texts):
         chunk = texts if stop - start == len(texts) else texts[start:stop]
         for name, counts in counted.items():  # first: the encoder leaves each text's UTF-8
@@ -189,9 +192,9 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         arrays.append(part)
         lines.append(line_counts(part))
         n_chars += map(len, chunk)
-        if long and max(n_chars[start:stop]) > token_parts.SPLIT_CHARS:
+        if long and max(n_chars[start:stop]) >= shortest:
             for i, t in enumerate(chunk, start):
-                if (cut := token_parts.forced_cuts(t)) > 0:
+                if (cut := token_parts.estimated_cuts(t, chunked)) > 0:
                     split[i] = cut
         for i, t in enumerate(chunk, start):
             if says_redacted(t):  # (one test a text: ``declared_in`` does not repeat it)
@@ -207,17 +210,23 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
             redacted, exacts, split)
 
 
-def split_issue(path: str, split: dict[int, int]) -> Issue:
+def split_issue(path: str, split: dict[int, int], chunked: tuple[str, ...] = ()) -> Issue:
     """What ingest says of the texts it counted in parts cut inside a piece (``split``: index
-    → cuts; ``replay.ingest.token_parts``)."""
+    → cuts; ``replay.ingest.token_parts.estimated_cuts``; ``chunked``: the encodings counted by
+    tiktoken, whose long whitespace runs are counted in chunks too)."""
     n = len(split)
-    return Issue(path, 0, f"{n:,} text{'' if n == 1 else 's'} longer than "
-                          f"{token_parts.SPLIT_CHARS:,} characters with an unbroken run of "
-                          f"{token_parts.SPLIT_CHARS // 2:,} or more (one word, punctuation or "
-                          f"whitespace) counted in parts, cut {sum(split.values()):,} time(s) "
-                          f"inside such a run: {'its' if n == 1 else 'their'} tokens are "
-                          f"estimated (a few tokens a cut) and flagged (replay runs: "
-                          f"estimated_blocks)")
+    runs = f"an unbroken run of {token_parts.SPLIT_CHARS // 2:,} or more (one word, " \
+           "punctuation or whitespace)"
+    what = f"longer than {token_parts.SPLIT_CHARS:,} characters with {runs} counted in parts" \
+        if not chunked else \
+        f"counted in parts (longer than {token_parts.SPLIT_CHARS:,} characters with {runs}, " \
+        f"or, under {', '.join(chunked)}, which tiktoken counts, with a run of " \
+        f"{token_parts.LONG_WHITESPACE:,} whitespace characters or more: counted in " \
+        f"{token_parts.CHUNK_CHARS:,}-character chunks)"
+    return Issue(path, 0, f"{n:,} text{'' if n == 1 else 's'} {what}, cut "
+                          f"{sum(split.values()):,} time(s) inside such a run: "
+                          f"{'its' if n == 1 else 'their'} tokens are estimated (a few tokens a "
+                          f"cut) and flagged (replay runs: estimated_blocks)")
 
 
 def _count_new(texts: list[str], name: str, threads: int,

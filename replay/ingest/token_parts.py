@@ -24,7 +24,8 @@ says how many such cuts a text needs, for ingest to flag its tokens as estimated
 
 tiktoken (the encodings ctxreplay does not count with splintr) has one more limit, its regex
 engine's stack: a run of ``LONG_WHITESPACE`` whitespace characters is encoded in 64 Ki-character
-chunks (``encode_safely``).
+chunks (``encode_safely``), cut inside the run's piece: that count is an estimate too
+(``chunk_cuts``; ``estimated_cuts`` counts both kinds of cut, for ingest to flag and say).
 
 Not here: the encoders (``replay.ingest.tokens``).
 """
@@ -97,7 +98,8 @@ def ids_in_parts(encode: Callable[[str], list[int]], text: str, size: int = 0) -
     return [i for part in parts(text, size) for i in encode(part)]
 
 
-_CHUNK_CHARS = 65536
+CHUNK_CHARS = 65536
+"""The characters of a chunk ``encode_safely`` encodes at a time (a long whitespace run)."""
 LONG_WHITESPACE = 500_000
 """A run of this many whitespace characters or more is not given to tiktoken whole: its regex
 engine overflows its stack at about 900,000 (a Rust panic, which also prints "thread …
@@ -106,12 +108,44 @@ a few tokens of the whole count: 3,128 whole vs 3,130 chunked for 400,000 spaces
 _WHITESPACE = re.compile(r"\s+")
 
 
+def long_whitespace(text: str) -> bool:
+    """Whether ``text`` holds a run of ``LONG_WHITESPACE`` whitespace characters or more (one
+    that ``encode_safely`` counts in chunks)."""
+    return len(text) >= LONG_WHITESPACE and any(
+        m.end() - m.start() >= LONG_WHITESPACE for m in _WHITESPACE.finditer(text))
+
+
+def chunk_cuts(text: str) -> int:
+    """How many cuts ``encode_safely`` makes in ``text`` (a part, ``parts``): its 64 Ki-character
+    chunks' when it holds a long whitespace run (``long_whitespace``), else none.  Such a cut
+    may fall inside a piece (the run's): the count is then an estimate (3,910 tokens chunked
+    against 3,909 whole for ``x``, 500,000 spaces and ``y`` under o200k_base)."""
+    return (len(text) - 1) // CHUNK_CHARS if long_whitespace(text) else 0
+
+
+def estimated_cuts(text: str, chunked: bool) -> int:
+    """How many of the cuts made to count ``text`` may fall inside a piece (0: its count is
+    exact, tiktoken's of the whole text): its ``forced_cuts``, and with ``chunked`` (counted by
+    an encoding tiktoken counts: ``tokens.by_tiktoken``) its parts' ``chunk_cuts``.  The one
+    test of a count that ingest flags as estimated and says (``run_tables.split_issue``)."""
+    cut = forced_cuts(text)
+    if chunked and len(text) >= LONG_WHITESPACE:
+        cut += sum(map(chunk_cuts, parts(text)))
+    return cut
+
+
+def estimated_from(chunked: bool) -> int:
+    """The fewest characters of a text that ``estimated_cuts`` may find cut (a shorter one is
+    counted whole, exactly)."""
+    return LONG_WHITESPACE if chunked else SPLIT_CHARS + 1
+
+
 def encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
     """``encode_ordinary``, except for a text with a run of ``LONG_WHITESPACE`` whitespace
-    characters, or where tiktoken's regex engine panics all the same: then the text is counted
-    in 64 Ki-character chunks."""
-    if len(text) >= LONG_WHITESPACE and any(
-            m.end() - m.start() >= LONG_WHITESPACE for m in _WHITESPACE.finditer(text)):
+    characters (``long_whitespace``), or where tiktoken's regex engine panics all the same:
+    then the text is counted in 64 Ki-character chunks (``chunk_cuts``; the panic is not
+    foreseen: none is known below that run's length)."""
+    if long_whitespace(text):
         return _chunked(enc, text)
     try:
         return enc.encode_ordinary(text)
@@ -123,6 +157,6 @@ def encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
 
 def _chunked(enc: tiktoken.Encoding, text: str) -> list[int]:
     out: list[int] = []
-    for i in range(0, len(text), _CHUNK_CHARS):
-        out.extend(enc.encode_ordinary(text[i:i + _CHUNK_CHARS]))
+    for i in range(0, len(text), CHUNK_CHARS):
+        out.extend(enc.encode_ordinary(text[i:i + CHUNK_CHARS]))
     return out

@@ -29,7 +29,7 @@ import re
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -223,6 +223,12 @@ def encoding(name: str) -> tiktoken.Encoding:
             f"by the environment variable {ENV_DIR}; {' and '.join(SHIPPED)} ship with "
             f"ctxreplay and need nothing ({type(exc).__name__}: {exc})"
         ) from exc
+
+
+def by_tiktoken(names: Iterable[str]) -> tuple[str, ...]:
+    """Those of the encodings ``names`` that tiktoken counts (any but the shipped ones, which
+    splintr counts): a long whitespace run is counted in chunks (``token_parts.chunk_cuts``)."""
+    return tuple(name for name in names if _splintr(name) is None)
 
 
 _POSSESSIVE = re.compile(r"(\+|\*|\?|\{\d+(?:,\d*)?\})\+")

@@ -16,8 +16,9 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.ingest import token_parts
+from replay.ingest import token_parts, tokens
 from replay.ingest.batch import ingest
+from replay.ingest.parse_file import ParsedFile, parse_file
 from replay.ingest.token_parts import cuts
 from replay.ingest.tokens import counter, encoder
 from tests.replay.ingest.conftest import SHIPPED, reference_encodings
@@ -154,3 +155,63 @@ def test_every_sample_text_cut_where_the_module_says_keeps_tiktokens_ids(
               if [i for p in token_parts.parts(t, 512) for i in enc.encode_ordinary(p)]
               != enc.encode_ordinary(t)]
     assert differ == []
+
+
+SHORT = Path(__file__).resolve().parents[3].parent / "shared" / "logs-sample" / "claude-code" / \
+    "short.jsonl"
+"""A real Claude Code session (its first prompt at line 4)."""
+
+
+@pytest.fixture
+def tiktoken_counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """o200k_base counted by tiktoken, as an encoding ctxreplay does not count with splintr is
+    (``tokens.encoder``), the encoders made anew, and again after."""
+    monkeypatch.setattr(tokens, "_splintr", lambda name: None)
+    counter.cache_clear()
+    encoder.cache_clear()
+    yield
+    monkeypatch.undo()
+    counter.cache_clear()
+    encoder.cache_clear()
+
+
+def _spaced_prompt(tmp_path: Path) -> tuple[ParsedFile, str]:
+    """``SHORT`` with its first prompt 500,000 spaces between two letters, parsed."""
+    lines = [json.loads(x) for x in SHORT.read_text(encoding="utf-8").splitlines()]
+    prompt = lines[3]["message"]["content"] = "x" + " " * 500_000 + "y"
+    path = tmp_path / SHORT.name
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return parse_file(path, tmp_path), prompt
+
+
+def _estimated(parsed: ParsedFile, text: str) -> list[tuple[int, bool]]:
+    assert parsed.tables is not None
+    m = parsed.tables.messages
+    return [(n, e) for t, n, e in zip(m["text"].to_pylist(), m["tokens_o200k"].to_pylist(),
+                                      m["tokens_estimated"].to_pylist(), strict=True)
+            if t == text]
+
+
+def test_a_whitespace_run_tiktoken_counts_in_chunks_is_flagged_and_said(
+        tmp_path: Path, tiktoken_counts: None) -> None:
+    """tiktoken counts a run of 500,000 whitespace characters in 64 Ki-character chunks (its
+    regex engine's stack): 3,910 tokens here against 3,909 whole.  That estimate was neither
+    flagged nor said, as a cut inside a piece of a text counted in parts is."""
+    parsed, prompt = _spaced_prompt(tmp_path)
+    assert token_parts.chunk_cuts(prompt) == 7
+    assert _estimated(parsed, prompt) == [(3_910, True)]
+    said = [i.reason for i in parsed.issues if "counted in parts" in i.reason]
+    assert said == [
+        ("1 text counted in parts (longer than 1,048,576 characters with an unbroken run of "
+        "524,288 or more (one word, punctuation or whitespace), or, under o200k_base, which "
+        "tiktoken counts, with a run of 500,000 whitespace characters or more: counted in "
+        "65,536-character chunks), cut 7 time(s) inside such a run: its tokens are estimated "
+        "(a few tokens a cut) and flagged (replay runs: estimated_blocks)")]
+    assert parsed.tables is not None
+    assert sum(parsed.tables.messages["tokens_estimated"].to_pylist()) == 1
+
+
+def test_splintr_counts_the_same_run_whole_unflagged(tmp_path: Path) -> None:
+    parsed, prompt = _spaced_prompt(tmp_path)
+    assert _estimated(parsed, prompt) == [(3_909, False)]
+    assert not [i for i in parsed.issues if "counted in parts" in i.reason]
