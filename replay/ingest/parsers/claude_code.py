@@ -268,17 +268,23 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
         sess.nodes.append(rec)
         if (ff := raw.forkedFrom) is not None and isinstance(ff, dict):
             sess.forked.add(no)
-            if isinstance(ff.get("sessionId"), str) and not sess.fork_of:
-                sess.fork_of = ff["sessionId"]
+            if isinstance(parent_sid := ff.get("sessionId", UNSET), str):
+                sess.fork_of = sess.fork_of or parent_sid
+            elif parent_sid is not UNSET:  # (the fork then links to no parent: said)
+                odd_run_field("forkedFrom.sessionId", parent_sid, src.path, no, issues, odd)
         if not sess.version and (version := raw.version) is not UNSET:
             if version.__class__ is str:
                 sess.version = version
             else:
                 odd_run_field("version", version, src.path, no, issues, odd)
-        if (agent := raw.agentId) is not None and isinstance(agent, str) and agent:
-            sess.agent_id = sess.agent_id or agent
-            if raw.isSidechain is True:
-                sess.side_agents[no] = agent
+        if (agent := raw.agentId) is not None:
+            if agent.__class__ is not str:  # (a subagent's run then named by its file or
+                # chain: said, as the other run-level fields are)
+                odd_run_field("agentId", agent, src.path, no, issues, odd)
+            elif agent:
+                sess.agent_id = sess.agent_id or agent
+                if raw.isSidechain is True:
+                    sess.side_agents[no] = agent
     rec = None  # (nor the last record read: a record is let go once its run is emitted)
     src.release_data()  # every record read: the file's bytes are not held while runs are built
     del seen_uuids, elsewhere  # (nor every uuid of the file once more: ~55 bytes a record)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from replay.ingest.parse_file import ParsedFile, parse_file
+from tests.replay.ingest.parsers.test_parse_claude_code_fork import FORK, PARENT, _rec
 from tests.replay.ingest.parsers.test_wrong_types_run_fields import RUN_FIELDS, SAMPLES, _set
 from tests.replay.ingest.parsers.test_wrong_types_unsaid import FIXTURES, _codex_line, _held
 
@@ -202,3 +203,49 @@ def test_codex_a_null_agent_path_or_nickname_is_said(tmp_path: Path, meta: dict[
         f"session_meta.{said} is null, not a string (read as empty)"]
     assert parsed.tables is not None
     assert parsed.tables.runs["agent"].to_pylist() == [agent]
+
+
+SUBAGENT = FIXTURES / "claude_code" / "agent-a7be2f0.jsonl"
+"""A real Claude Code 2.1.39 subagent transcript (``agentId`` on its records)."""
+
+
+@pytest.mark.parametrize("value", [7, ["a"], {"a": 1}], ids=repr)
+def test_claude_code_an_agent_id_of_another_type_is_said(tmp_path: Path, value: Any) -> None:
+    """A subagent's ``agentId`` of another type was passed over unsaid (its run then named by
+    the file): now said once, the run as without it."""
+    lines = [json.loads(x) for x in SUBAGENT.read_text(encoding="utf-8").splitlines()]
+    with_id = [no for no, rec in enumerate(lines, 1) if "agentId" in rec]
+    parsed = []
+    for name in ("absent", "planted"):
+        for no in with_id:
+            if name == "absent":
+                del lines[no - 1]["agentId"]
+            else:
+                lines[no - 1]["agentId"] = value
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / SUBAGENT.name
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+        parsed.append(parse_file(path, tmp_path / name))
+    absent, planted = parsed
+    first = min(no for no in with_id if lines[no - 1]["type"] in ("user", "assistant"))
+    assert _new_issues(absent, planted) == [
+        (first, f"agentId is {_held(value)}, not a string (read as empty)")]
+    assert _tables_equal(absent, planted)
+
+
+def test_claude_code_a_fork_s_parent_id_of_another_type_is_said(tmp_path: Path) -> None:
+    """A forked session's ``forkedFrom.sessionId`` of another type linked the fork to no parent
+    without a word: said now."""
+    parent = [_rec("user", "u1", None, PARENT, "plan it"),
+              _rec("assistant", "a1", "u1", PARENT, "plan")]
+    fork = [dict(r, sessionId=FORK, forkedFrom={"sessionId": 12, "messageUuid": r["uuid"]})
+            for r in parent]
+    fork += [_rec("user", "u3", "a1", FORK, "try another way"),
+             _rec("assistant", "a3", "u3", FORK, "tried")]
+    path = tmp_path / f"{FORK}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in fork), encoding="utf-8")
+    parsed = parse_file(path, tmp_path)
+    assert [(i.line, i.reason) for i in parsed.issues] == [
+        (1, "forkedFrom.sessionId is int, not a string (read as empty)")]
+    assert parsed.tables is not None
+    assert parsed.tables.runs["parent_run_id"].to_pylist() == [""]
