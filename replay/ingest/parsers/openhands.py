@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.content_text import not_a_string
+from replay.ingest.parsers.content_text import named, not_a_string
 from replay.ingest.parsers.counts import json_int as _int
 from replay.ingest.parsers.json_decode import item
 from replay.ingest.parsers.jsonl import array_items, load_json
@@ -196,9 +196,10 @@ def _wrapper_key(doc: dict[str, Any]) -> str | None:
 
 
 def _group_key(ev: Any) -> str | None:
-    """The response an agent tool action belongs to (None for actions without a call id)."""
+    """The response an agent tool action belongs to (None for actions without a call id; a
+    call id of another type is one: ``_call_id``)."""
     meta = tool_call_metadata(ev)
-    if meta is None or "action" not in ev or not isinstance(meta.get("tool_call_id"), str):
+    if meta is None or "action" not in ev or meta.get("tool_call_id") is None:
         return None
     resp = model_response(ev)
     rid = resp.get("id") if resp else None
@@ -277,7 +278,7 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
     for no, ev in acts:
         try:
             meta, args = tool_call_metadata(ev) or {}, ev.get("args") or {}
-            call_id = str(meta["tool_call_id"])
+            call_id = _call_id(meta["tool_call_id"], no, bad)
             tool = meta.get("function_name") or ev["action"]
             if not isinstance(tool, str) or not isinstance(args, dict):
                 raise TypeError("'function_name' must be a string and 'args' an object")
@@ -317,7 +318,10 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
     """Emit one observation; returns its coverage (type, fate)."""
     obs, ts = ev["observation"], str(ev.get("timestamp") or "")
     meta = tool_call_metadata(ev) or {}
+    bad: list[tuple[int, str]] = []
     call_id = meta.get("tool_call_id")
+    if call_id is not None:
+        call_id = _call_id(call_id, no, bad)
     if call_id not in st.calls:
         call_id = st.call_of_event.get(ev.get("cause")) if ev.get("cause") is not None else None
     content = ev.get("content", "")
@@ -333,6 +337,22 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
         code = extras["metadata"].get("exit_code")
     is_error = obs == "error" or (_int(code) is not None and code != 0)
     rb.message("tool", ts=ts)
+    for at, why in bad:
+        said(rb, [why], line=at)
     rb.tool_result(call_id, content_text(rb, content, line=no), is_error=is_error)
     return rtype, "modelled"
+
+
+def _call_id(value: Any, no: int, bad: list[tuple[int, str]]) -> str:
+    """An event's ``tool_call_metadata.tool_call_id`` (not None): a string as it is; another
+    value its JSON (a call id 5 pairs with its observation's 5), appended to ``bad`` with the
+    event's line ``no`` (``content_text.named``), for the caller to say about its message.
+    OpenHands writes a string: Python's ``str`` of another type (``['a']``) was used unsaid,
+    and an action whose id was no string lost its response (a message and a request each)."""
+    if value.__class__ is str:
+        return value
+    why: list[str] = []
+    text = named(value, "tool_call_metadata.tool_call_id", why)
+    bad.extend((no, w) for w in why)
+    return text
 

@@ -249,3 +249,31 @@ def test_claude_code_a_fork_s_parent_id_of_another_type_is_said(tmp_path: Path) 
         (1, "forkedFrom.sessionId is int, not a string (read as empty)")]
     assert parsed.tables is not None
     assert parsed.tables.runs["parent_run_id"].to_pylist() == [""]
+
+
+OPENHANDS = SAMPLES / "openhands" / "basic.json"
+"""A real OpenHands V0 trajectory: an ``edit`` action (event 3) and its observation (event 4)
+share one ``tool_call_id``."""
+
+
+@pytest.mark.parametrize("value", [5, ["a"], {"a": 1}, 1.5], ids=repr)
+def test_openhands_a_call_id_of_another_type_is_kept_as_its_json_and_said(
+        tmp_path: Path, value: Any) -> None:
+    """An action whose ``tool_call_id`` was no string lost its response without a word (a
+    generated id, a message and a request of its own), an observation's was Python's ``str``:
+    both now read it as its JSON (the run as with that JSON written as a string), said once
+    each."""
+    parsed = []
+    for name, v in (("as_text", json.dumps(value)), ("planted", value)):
+        events = json.loads(OPENHANDS.read_bytes())
+        for ev in events[1:3]:
+            ev["tool_call_metadata"]["tool_call_id"] = v
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / OPENHANDS.name
+        path.write_text(json.dumps(events), encoding="utf-8")
+        parsed.append(parse_file(path, tmp_path / name, fmt="openhands"))
+    as_text, planted = parsed
+    why = f"tool_call_metadata.tool_call_id is {_held(value)}, not a string (kept as its JSON)"
+    assert [i.reason.split(": ", 1)[1] for i in planted.issues
+            if i not in as_text.issues] == [why, why]
+    assert _tables_equal(as_text, planted)
