@@ -20,7 +20,7 @@ from replay.ingest.parsers.codex_walk_compaction import compacted
 from replay.ingest.parsers.codex_walk_events import event
 from replay.ingest.parsers.codex_walk_items import item
 from replay.ingest.parsers.codex_walk_state import ORDINAL, Walk
-from replay.ingest.parsers.content_text import held
+from replay.ingest.parsers.content_text import held, not_a_string
 from replay.ingest.parsers.counts import json_int
 from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue
@@ -54,6 +54,8 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
             event(w, no, payload)
         elif kind == "turn_context":
             w.model = it.opt_str(payload, "model") or w.model
+            if payload.get("model", 0) is None:  # (Codex writes a string: null is said)
+                w.note(no, not_a_string(None, "turn_context.model"))
             w.open_run = False
             m = w.modelled
             m["turn_context"] = m.get("turn_context", 0) + 1
@@ -123,6 +125,9 @@ def meta(w: Walk, p: dict[str, Any], ts: str, no: int) -> None:
     w.cov.modelled("session_meta")
     w.cli = it.opt_str(p, "cli_version") or w.cli
     w.originator = it.opt_str(p, "originator") or w.originator
+    for key in ("cli_version", "originator"):  # (Codex writes strings: a null is said)
+        if p.get(key, 0) is None:
+            w.note(no, not_a_string(None, f"session_meta.{key}"))
     w.model = it.opt_str(p, "model") or w.model
     for key in ("agent_path", "agent_nickname"):
         if agent := run_text(p.get(key, UNSET), f"session_meta.{key}", w.src.path, w.issues):

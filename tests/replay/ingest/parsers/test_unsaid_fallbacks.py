@@ -277,3 +277,38 @@ def test_openhands_a_call_id_of_another_type_is_kept_as_its_json_and_said(
     assert [i.reason.split(": ", 1)[1] for i in planted.issues
             if i not in as_text.issues] == [why, why]
     assert _tables_equal(as_text, planted)
+
+
+CODEX = SAMPLES / "codex" / "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl"
+"""A real Codex rollout (Codex Desktop 0.104): a session_meta, then turn_context lines."""
+
+
+def test_codex_a_null_cli_version_originator_or_turn_model_is_said(tmp_path: Path) -> None:
+    """Codex writes ``session_meta.cli_version`` / ``originator`` and a turn's ``model`` as
+    strings: a null one read as unknown without a word; now said (a turn's once a file, with
+    how many lines), the run as with the field removed."""
+    parsed, turns = [], []
+    for name in ("absent", "planted"):
+        lines = [json.loads(x) for x in CODEX.read_text(encoding="utf-8").splitlines()]
+        for no, rec in enumerate(lines, 1):
+            keys = ("cli_version", "originator") if rec["type"] == "session_meta" else \
+                ("model",) if rec["type"] == "turn_context" else ()
+            for key in keys:
+                if name == "absent":
+                    del rec["payload"][key]
+                else:
+                    rec["payload"][key] = None
+            if rec["type"] == "turn_context" and name == "planted":
+                turns.append(no)
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / CODEX.name
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+        parsed.append(parse_file(path, tmp_path / name))
+    absent, planted = parsed
+    assert len(turns) > 1
+    assert sorted(_new_issues(absent, planted)) == [
+        (1, "session_meta.cli_version is null, not a string (read as empty)"),
+        (1, "session_meta.originator is null, not a string (read as empty)"),
+        (turns[0], f"turn_context.model is null, not a string (read as empty) ({len(turns)} "
+                   "lines, the first here)")]
+    assert _tables_equal(absent, planted)
