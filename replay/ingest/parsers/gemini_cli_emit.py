@@ -37,8 +37,8 @@ def emit(src: Source, issues: list[Issue], h: History, *, index: int = 0,
         agent = f"abandoned-{branch_no}"
     else:
         kind = run_text(kind, "kind", src.path, issues)
-        agent = run_name(h.meta.get("sessionId"), "sessionId", src.path, issues) \
-            if kind == "subagent" else ""
+        agent = run_name(h.meta.get("sessionId", UNSET), "sessionId", src.path, issues,
+                         nullable=False) if kind == "subagent" else ""
     b = RunBuilder(src, index, NAME, issues, model=model,
                    harness="gemini-cli" + (f" ({kind})" if kind else ""), agent=agent,
                    parent_run_id=branch[0] if branch else "")

@@ -35,14 +35,18 @@ def run_text(value: Any, field: str, path: str, issues: list[Issue], *,
     return ""
 
 
-def run_name(value: Any, field: str, path: str, issues: list[Issue]) -> str:
+def run_name(value: Any, field: str, path: str, issues: list[Issue], *,
+             nullable: bool = True) -> str:
     """An id or a name of the run (a trajectory's id, a session's): ``value`` when it is a
-    string, '' when absent or null; any other type its JSON (``7``, ``["a"]``), as
+    string, '' when absent (``UNSET``) or null; any other type its JSON (``7``, ``["a"]``), as
     ``content_text.named`` keeps a call's id, said as one issue (``trajectory_id is int, not a
-    string (kept as its JSON)``)."""
+    string (kept as its JSON)``).  A null the format never writes (``nullable`` False) is said
+    as ``run_text`` says it (``sessionId is null, not a string (read as empty)``)."""
     if value.__class__ is str:
         return value
-    if value is None:
+    if value is None or value is UNSET:
+        if value is None and not nullable:
+            issues.append(Issue(path, 0, not_a_string(value, field)))
         return ""
     issues.append(Issue(path, 0, kept_as_json(value, field)))
     return json_text(value)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from replay.ingest.parse_file import ParsedFile, parse_file
+from tests.replay.ingest.parsers.openhands_v1_fixtures import copy_fixture
 from tests.replay.ingest.parsers.test_parse_claude_code_fork import FORK, PARENT, _rec
 from tests.replay.ingest.parsers.test_wrong_types_run_fields import RUN_FIELDS, SAMPLES, _set
 from tests.replay.ingest.parsers.test_wrong_types_unsaid import FIXTURES, _codex_line, _held
@@ -309,6 +310,54 @@ def test_codex_a_null_cli_version_originator_or_turn_model_is_said(tmp_path: Pat
     assert sorted(_new_issues(absent, planted)) == [
         (1, "session_meta.cli_version is null, not a string (read as empty)"),
         (1, "session_meta.originator is null, not a string (read as empty)"),
-        (turns[0], f"turn_context.model is null, not a string (read as empty) ({len(turns)} "
-                   "lines, the first here)")]
+        (turns[0], (f"turn_context.model is null, not a string (read as empty) ({len(turns)} "
+                   "lines, the first here)"))]
     assert _tables_equal(absent, planted)
+
+
+def test_openhands_v1_a_null_model_is_said(tmp_path: Path) -> None:
+    """The LLM's ``model`` of a real conversation's ``base_state.json`` written as null (the
+    SDK writes a string): said, the run as with it removed."""
+    parsed = []
+    for name, value in (("absent", ...), ("planted", None)):
+        folder = copy_fixture(tmp_path / name)
+        state = folder / "base_state.json"
+        state.write_text(json.dumps(_set(json.loads(state.read_bytes()), ("agent", "llm", "model"),
+                                         value)), encoding="utf-8")
+        parsed.append(parse_file(folder, tmp_path / name))
+    absent, planted = parsed
+    assert [why for _, why in _new_issues(absent, planted)] == [
+        "base_state.json: agent.llm.model is null, not a string (read as empty)"]
+    assert _tables_equal(absent, planted)
+
+
+def test_gemini_cli_a_subagent_s_null_session_id_is_said(tmp_path: Path) -> None:
+    """Gemini CLI writes a session's ``sessionId``: a subagent's null one named its run '' unsaid
+    (a number was already said, kept as its JSON)."""
+    doc = json.loads((FIXTURES / "gemini_cli" / "session-2025-09-03T16-40-8c1d2e3f.json")
+                     .read_bytes())
+    doc.update(kind="subagent", sessionId=None)
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    parsed = parse_file(path, tmp_path, fmt="gemini_cli")
+    assert [i.reason for i in parsed.issues if "sessionId" in i.reason] == [
+        "sessionId is null, not a string (read as empty)"]
+    assert parsed.tables is not None
+    assert parsed.tables.runs["agent"].to_pylist()[0] == ""
+
+
+def test_swe_agent_a_null_model_name_is_said(tmp_path: Path) -> None:
+    """SWE-agent's ``replay_config`` (a JSON text) names the model as a string: null said."""
+    path = SAMPLES / "swe-agent" / "lm_32b__sympy__sympy-21930.traj"
+    parsed = []
+    for name, value in (("absent", ...), ("planted", None)):
+        doc = json.loads(path.read_bytes())
+        config = json.loads(doc["replay_config"])
+        doc["replay_config"] = json.dumps(_set(config, ("agent", "model", "name"), value))
+        planted = tmp_path / f"{name}.traj"
+        planted.write_text(json.dumps(doc), encoding="utf-8")
+        parsed.append(parse_file(planted, tmp_path, fmt="swe_agent"))
+    absent, planted_file = parsed
+    assert [why for _, why in _new_issues(absent, planted_file)] == [
+        "replay_config.agent.model.name is null, not a string (read as empty)"]
+    assert _tables_equal(absent, planted_file)
