@@ -23,6 +23,7 @@ from replay.ingest.parsers.content_text import (
     content_as_text,
     document_placeholder,
     held,
+    not_a_string,
 )
 from replay.ingest.parsers.json_decode import loads
 from replay.ingest.parsers.json_depth import decoded
@@ -226,7 +227,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
     part of the run.  ``parent``: its ``parentUuid`` as the parser links it (``Node.parent``).
     ``unread``: where a value in a tool result (or a compact summary) read as empty although
     it held one where text belongs is appended (``content_text.not_a_string``; the record is
-    kept, the caller says each)."""
+    kept, the caller says each), and a response's ``message.model`` of another type."""
     kind = raw.type
     ts = raw.timestamp
     if ts.__class__ is not str:  # (``as_str``: a decoded value is a str or no string at all)
@@ -249,6 +250,10 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
             raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
         mid = msg.get("id")
         model = msg.get("model")
+        if model.__class__ is not str:
+            if model is not None and unread is not None:  # (read as none: said)
+                unread.append(not_a_string(model, "message.model"))
+            model = ""
         diag = msg.get("diagnostics")
         miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
         miss = miss.get("type") if isinstance(miss, dict) else miss
@@ -257,7 +262,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
         return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
                      content_blocks(content, False),
                      mid if mid.__class__ is str and mid else f"line-{no}",
-                     model if model.__class__ is str else "", usage,
+                     model, usage,
                      miss if isinstance(miss, str) else "", json_text(edits) if edits else "")
     if kind == "attachment":
         text = attachment_text(raw.attachment)

@@ -361,3 +361,25 @@ def test_swe_agent_a_null_model_name_is_said(tmp_path: Path) -> None:
     assert [why for _, why in _new_issues(absent, planted_file)] == [
         "replay_config.agent.model.name is null, not a string (read as empty)"]
     assert _tables_equal(absent, planted_file)
+
+
+@pytest.mark.parametrize("value", [5, ["m"], {"a": 1}], ids=repr)
+def test_claude_code_a_response_s_model_of_another_type_is_said(tmp_path: Path,
+                                                                value: Any) -> None:
+    """A response's ``message.model`` of another type was read as none unsaid (as ATIF's and
+    Inspect's request models are said): now one issue at its record."""
+    lines = [json.loads(x) for x in SHORT.read_text(encoding="utf-8").splitlines()]
+    parsed = []
+    for name in ("absent", "planted"):
+        if name == "absent":
+            del lines[4]["message"]["model"]
+        else:
+            lines[4]["message"]["model"] = value
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / SHORT.name
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+        parsed.append(parse_file(path, tmp_path / name))
+    absent, planted = parsed
+    assert _new_issues(absent, planted) == [
+        (5, f"message.model is {_held(value)}, not a string (read as empty)")]
+    assert _tables_equal(absent, planted)
