@@ -49,7 +49,7 @@ from replay.ingest.parsers.linear_pattern import linear_pattern
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
-from replay.ingest.parsers.typed_text import said
+from replay.ingest.parsers.typed_text import said, text_field
 
 NAME = "mini_swe_agent"
 
@@ -349,7 +349,7 @@ def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
         usage = _obj(usage)
     prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
-    model = response.get("model")
+    model = text_field(b, response.get("model"), "response.model")  # (another type: said)
     b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
                                    "prompt_tokens"),
               cache_read_tokens=b.count(prompt.get("cached_tokens",
@@ -360,7 +360,7 @@ def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
               output_tokens=b.count(usage.get("completion_tokens", usage.get("output_tokens")),
                                     "completion_tokens"),
               reasoning_tokens=b.count(completion.get("reasoning_tokens"), "reasoning_tokens"),
-              model=model if isinstance(model, str) else "", ts=ts)
+              model=model, ts=ts)
 
 
 def _details(usage: dict[str, Any], first: str, second: str) -> dict[str, Any]:

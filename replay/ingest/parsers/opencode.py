@@ -351,7 +351,7 @@ def _step(b: RunBuilder, info: dict[str, Any], parts: list[dict[str, Any]],
                               "no read or write count (null or missing): the full prompt "
                               "(input + cache) is unknown, not input alone"))
     full = None if uncached is None or bad else uncached + (read or 0) + (write or 0)
-    model = _str(info.get("modelID"))
+    model = text_field(b, info.get("modelID"), "modelID")  # (another type: said)
     b.request(output_msg=msg, input_tokens=full, cache_read_tokens=read, cache_write_tokens=write,
               output_tokens=b.count(tokens.get("output"), "tokens.output"),
               reasoning_tokens=b.count(tokens.get("reasoning"), "tokens.reasoning"), model=model,

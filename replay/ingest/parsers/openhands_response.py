@@ -17,7 +17,7 @@ from typing import Any
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.jsonl import as_obj as _obj
-from replay.ingest.parsers.jsonl import as_str
+from replay.ingest.parsers.typed_text import text_field
 
 
 def tool_call_metadata(ev: Any) -> dict[str, Any] | None:
@@ -74,7 +74,7 @@ def request(rb: RunBuilder, responses: set[str], models: Counter[str], ev: dict[
         anthropic_read = rb.count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
         if not cache_read and anthropic_read is not None:
             cache_read = anthropic_read
-        model = as_str(resp.get("model"))
+        model = text_field(rb, resp.get("model"), "model_response.model")
         _add_request(rb, models, model, ts, rb.count(usage.get("prompt_tokens"), "prompt_tokens"),
                      cache_read, rb.count(usage.get("cache_creation_input_tokens"),
                                           "cache_creation_input_tokens"),
@@ -88,7 +88,7 @@ def request(rb: RunBuilder, responses: set[str], models: Counter[str], ev: dict[
     rid = last.get("response_id") if isinstance(last, dict) else None
     if isinstance(last, dict) and isinstance(rid, str) and rid and rid not in responses:
         responses.add(rid)
-        model = as_str(last.get("model"))
+        model = text_field(rb, last.get("model"), "llm_metrics.token_usages[-1].model")
         n = {k: rb.count(last.get(k), k) for k in ("prompt_tokens", "cache_read_tokens",
                                                    "cache_write_tokens", "completion_tokens")}
         _add_request(rb, models, model, ts, n["prompt_tokens"], n["cache_read_tokens"],

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from replay.ingest.parsers.content_text import not_a_string
 from replay.ingest.parsers.counts import not_a_count
 
 
@@ -49,6 +50,7 @@ def usage_by_response(base: dict[str, Any] | None) -> tuple[dict[str, Usage], li
         problems.append("no stats.usage_to_metrics: every request's usage is unknown")
         return found, problems
     repeated = summed = no_id = bad_ids = 0
+    odd_models: list[Any] = []  # (models of another type: read as none, said)
     for metrics in per_id.values():
         usages = metrics.get("token_usages") if isinstance(metrics, dict) else None
         if not isinstance(usages, list):
@@ -66,9 +68,16 @@ def usage_by_response(base: dict[str, Any] | None) -> tuple[dict[str, Usage], li
             if not_a_count(prompt) is None and not_a_count(read) is None and read > prompt:
                 prompt, summed = prompt + read, summed + 1
             model = u.get("model")
-            found[rid] = Usage(model if isinstance(model, str) else "", prompt, read,
+            if model.__class__ is not str:
+                if model is not None:
+                    odd_models.append(model)
+                model = ""
+            found[rid] = Usage(model, prompt, read,
                                u.get("cache_write_tokens"), u.get("completion_tokens"),
                                u.get("reasoning_tokens"))
+    if odd_models:
+        problems.append(f"{len(odd_models)} token usage record(s) name a model that is no "
+                        f"string, read as none (first: {not_a_string(odd_models[0], 'model')})")
     if repeated:
         problems.append(f"{repeated} token usage record(s) repeat a response id already read "
                         "(the first kept)")

@@ -383,3 +383,68 @@ def test_claude_code_a_response_s_model_of_another_type_is_said(tmp_path: Path,
     assert _new_issues(absent, planted) == [
         (5, f"message.model is {_held(value)}, not a string (read as empty)")]
     assert _tables_equal(absent, planted)
+
+
+def _planted_pair(tmp_path: Path, path: Path, plant: Any, fmt: str,
+                  name: str | None = None) -> tuple[ParsedFile, ParsedFile]:
+    """The JSON document ``path`` changed by ``plant(doc, value)`` with ``...`` (remove the
+    field) and with ``5``, each parsed as ``fmt`` (saved as ``name``, default ``path``'s)."""
+    parsed = []
+    for folder, value in (("absent", ...), ("planted", 5)):
+        doc = json.loads(path.read_bytes())
+        plant(doc, value)
+        (tmp_path / folder).mkdir(parents=True)
+        copy = tmp_path / folder / (name or path.name)
+        copy.write_text(json.dumps(doc), encoding="utf-8")
+        parsed.append(parse_file(copy, tmp_path / folder, fmt=fmt))
+    return parsed[0], parsed[1]
+
+
+def _drop_or_set(obj: dict[str, Any], key: str, value: Any) -> None:
+    if value is ...:
+        obj.pop(key, None)
+    else:
+        obj[key] = value
+
+
+REQUEST_MODELS = [
+    ("mini_swe_agent", FIXTURES / "mini_swe_agent" / "astropy__astropy-12907.traj.json",
+     lambda d, v: _drop_or_set(d["messages"][2]["extra"]["response"], "model", v),
+     "response.model"),
+    ("opencode", FIXTURES / "opencode" / "agentlogs-all-tools.export.json",
+     lambda d, v: _drop_or_set(d["messages"][1]["info"], "modelID", v), "modelID"),
+    ("openhands", OPENHANDS,
+     lambda d, v: _drop_or_set(d[1]["tool_call_metadata"]["model_response"], "model", v),
+     "model_response.model"),
+]
+"""(format, a real log, how to set its first response's model, the field's name)."""
+
+
+@pytest.mark.parametrize(("fmt", "path", "plant", "field"), REQUEST_MODELS,
+                         ids=[c[0] for c in REQUEST_MODELS])
+def test_a_request_s_model_of_another_type_is_said(tmp_path: Path, fmt: str, path: Path,
+                                                   plant: Any, field: str) -> None:
+    """A response's model of another type was read as none unsaid by mini-swe-agent, opencode
+    and OpenHands V0 (ATIF, Inspect, Gemini CLI, chat and Claude Code say it): one issue now,
+    the request as with the model removed."""
+    absent, planted = _planted_pair(tmp_path, path, plant, fmt)
+    assert [why.split(": ", 1)[1] for _, why in _new_issues(absent, planted)] == [
+        f"{field} is int, not a string (read as empty)"]
+    assert _tables_equal(absent, planted)
+
+
+def test_openhands_v1_a_usage_s_model_of_another_type_is_said(tmp_path: Path) -> None:
+    parsed = []
+    for name, value in (("absent", ...), ("planted", ["m"])):
+        folder = copy_fixture(tmp_path / name)
+        state = folder / "base_state.json"
+        doc = json.loads(state.read_bytes())
+        for usage in doc["stats"]["usage_to_metrics"]["agent"]["token_usages"][:2]:
+            _drop_or_set(usage, "model", value)
+        state.write_text(json.dumps(doc), encoding="utf-8")
+        parsed.append(parse_file(folder, tmp_path / name))
+    absent, planted = parsed
+    assert [why for _, why in _new_issues(absent, planted)] == [
+        ("base_state.json: 2 token usage record(s) name a model that is no string, read as none "
+        "(first: model is list, not a string (read as empty))")]
+    assert _tables_equal(absent, planted)
