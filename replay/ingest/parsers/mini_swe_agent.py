@@ -34,6 +34,7 @@ object or has a wrong-typed field, is ``unknown``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +50,7 @@ from replay.ingest.parsers.linear_pattern import linear_pattern
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
-from replay.ingest.parsers.typed_text import said, text_field
+from replay.ingest.parsers.typed_text import name_field, said, text_field
 
 NAME = "mini_swe_agent"
 
@@ -241,7 +242,9 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
     if role == "tool":
         b.message("tool", ts=ts)
         call_id = m.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
+        if call_id.__class__ is not str and call_id is not None:  # (its JSON, said)
+            call_id = name_field(b, call_id, "tool_call_id", line=lines[i])
+        if not call_id:
             call_id = pending[0] if pending else f"call-{i}"
         b.tool_result(call_id, _text(b, content, lines, i), line=lines.at(i))
         return [c for c in pending if c != call_id]
@@ -311,15 +314,17 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
         if name is not None and name.__class__ is not str:
             wrong.append(f"tool_calls[{k}]: function.name is {held(name)}, not a string (read as "
                          "'bash', the one tool mini-swe-agent has)")
-        b.tool_call(call_id if isinstance(call_id, str) and call_id else f"call-{i}-{k}",
-                    name if name.__class__ is str and name else "bash", args)
+        if call_id.__class__ is not str and call_id is not None:  # (its JSON, said)
+            call_id = name_field(b, call_id, f"tool_calls[{k}].id", line=lines[i])
+        b.tool_call(call_id or f"call-{i}-{k}", name if name.__class__ is str and name else
+                    "bash", args)
     ids = [f"call-{i}"] if len(commands) == 1 else [f"call-{i}-{k}" for k in range(len(commands))]
     for call_id, command in zip(ids, commands):
         b.tool_call(call_id, "bash", command)
     if wrong:
         b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
     response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
-    _request(b, response if response.__class__ is dict else _obj(response), ts)
+    _request(b, response if response.__class__ is dict else _obj(response), ts, lines.at(i))
     return ids
 
 
@@ -343,13 +348,15 @@ def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
     return commands
 
 
-def _request(b: RunBuilder, response: dict[str, Any], ts: str) -> None:
+def _request(b: RunBuilder, response: dict[str, Any], ts: str, line: Callable[[], int]) -> None:
     usage = response.get("usage")
     if usage.__class__ is not dict:
         usage = _obj(usage)
     prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
-    model = text_field(b, response.get("model"), "response.model")  # (another type: said)
+    model = response.get("model")
+    if model.__class__ is not str:  # (another type: said; its line found only then)
+        model = "" if model is None else text_field(b, model, "response.model", line=line())
     b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
                                    "prompt_tokens"),
               cache_read_tokens=b.count(prompt.get("cached_tokens",

@@ -251,7 +251,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
             if (v := args.get(k)) is not None and v.__class__ is not str:
                 text_field(rb, v, f"{k!r}", line=no)
         rb.text(content_text(rb, text, line=no))
-        request(rb, st.responses, st.models, ev, ts)
+        request(rb, st.responses, st.models, ev, ts, no)
     else:
         call_id = f"call-{ev.get('id', no)}"
         thought = args.get("thought")
@@ -261,7 +261,7 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
         rb.tool_call(call_id, action, {k: v for k, v in args.items() if k not in _ARG_NOISE})
         st.calls.add(call_id)
         st.call_of_event[ev.get("id")] = call_id
-        request(rb, st.responses, st.models, ev, ts)
+        request(rb, st.responses, st.models, ev, ts, no)
     return rtype, "modelled"
 
 
@@ -310,7 +310,7 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
         rb.tool_call(call_id, tool, args)
         st.calls.add(call_id)
         st.call_of_event[event_id] = call_id
-    request(rb, st.responses, st.models, first, str(first.get("timestamp") or ""))
+    request(rb, st.responses, st.models, first, str(first.get("timestamp") or ""), acts[0][0])
 
 
 def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,

@@ -58,8 +58,9 @@ def call_args(msg: dict[str, Any] | None, call_id: str) -> Any:
 
 
 def request(rb: RunBuilder, responses: set[str], models: Counter[str], ev: dict[str, Any],
-            ts: str) -> None:
-    """Record the model call behind ``ev`` unless it has no usage record or was seen already."""
+            ts: str, line: int = 0) -> None:
+    """Record the model call behind ``ev`` unless it has no usage record or was seen already
+    (``line``: the event's, where a model of another type is said)."""
     resp = model_response(ev)
     if resp is not None:
         rid = resp.get("id")
@@ -74,7 +75,7 @@ def request(rb: RunBuilder, responses: set[str], models: Counter[str], ev: dict[
         anthropic_read = rb.count(usage.get("cache_read_input_tokens"), "cache_read_input_tokens")
         if not cache_read and anthropic_read is not None:
             cache_read = anthropic_read
-        model = text_field(rb, resp.get("model"), "model_response.model")
+        model = text_field(rb, resp.get("model"), "model_response.model", line=line)
         _add_request(rb, models, model, ts, rb.count(usage.get("prompt_tokens"), "prompt_tokens"),
                      cache_read, rb.count(usage.get("cache_creation_input_tokens"),
                                           "cache_creation_input_tokens"),
@@ -88,7 +89,8 @@ def request(rb: RunBuilder, responses: set[str], models: Counter[str], ev: dict[
     rid = last.get("response_id") if isinstance(last, dict) else None
     if isinstance(last, dict) and isinstance(rid, str) and rid and rid not in responses:
         responses.add(rid)
-        model = text_field(rb, last.get("model"), "llm_metrics.token_usages[-1].model")
+        model = text_field(rb, last.get("model"), "llm_metrics.token_usages[-1].model",
+                           line=line)
         n = {k: rb.count(last.get(k), k) for k in ("prompt_tokens", "cache_read_tokens",
                                                    "cache_write_tokens", "completion_tokens")}
         _add_request(rb, models, model, ts, n["prompt_tokens"], n["cache_read_tokens"],

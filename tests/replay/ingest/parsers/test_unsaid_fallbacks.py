@@ -448,3 +448,37 @@ def test_openhands_v1_a_usage_s_model_of_another_type_is_said(tmp_path: Path) ->
         ("base_state.json: 2 token usage record(s) name a model that is no string, read as none "
         "(first: model is list, not a string (read as empty))")]
     assert _tables_equal(absent, planted)
+
+
+@pytest.mark.parametrize("value", [5, ["a"], {"a": 1}], ids=repr)
+def test_mini_swe_agent_a_call_id_of_another_type_is_kept_as_its_json_and_said(
+        tmp_path: Path, value: Any) -> None:
+    """A tool call's ``id`` and its result's ``tool_call_id`` of another type were replaced by a
+    made-up ``call-2-0`` without a word: now their JSON (the run as with that JSON written as
+    a string), said once each, at the message's line."""
+    path = FIXTURES / "mini_swe_agent" / "astropy__astropy-12907.traj.json"
+    parsed = []
+    for name, v in (("as_text", json.dumps(value)), ("planted", value)):
+        doc = json.loads(path.read_bytes())
+        doc["messages"][2]["tool_calls"][0]["id"] = doc["messages"][3]["tool_call_id"] = v
+        (tmp_path / name).mkdir()
+        copy = tmp_path / name / path.name
+        copy.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        parsed.append(parse_file(copy, tmp_path / name, fmt="mini_swe_agent"))
+    as_text, planted = parsed
+    held = _held(value)
+    said = _new_issues(as_text, planted)
+    assert [why for _, why in said] == [
+        f"message 2: tool_calls[0].id is {held}, not a string (kept as its JSON)",
+        f"message 3: tool_call_id is {held}, not a string (kept as its JSON)"]
+    assert all(line > 0 for line, _ in said)
+    assert _tables_equal(as_text, planted)
+
+
+def test_openhands_a_response_model_of_another_type_is_said_at_its_event(tmp_path: Path) -> None:
+    events = json.loads(OPENHANDS.read_bytes())
+    events[1]["tool_call_metadata"]["model_response"]["model"] = 5
+    path = tmp_path / OPENHANDS.name
+    path.write_text(json.dumps(events, indent=1), encoding="utf-8")
+    said = [(i.line, i.reason) for i in parse_file(path, tmp_path, fmt="openhands").issues]
+    assert len(said) == 1 and said[0][0] > 0
