@@ -227,7 +227,8 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
     part of the run.  ``parent``: its ``parentUuid`` as the parser links it (``Node.parent``).
     ``unread``: where a value in a tool result (or a compact summary) read as empty although
     it held one where text belongs is appended (``content_text.not_a_string``; the record is
-    kept, the caller says each), and a response's ``message.model`` of another type."""
+    kept, the caller says each), and a response's ``message.model`` or ``message.id`` of
+    another type."""
     kind = raw.type
     ts = raw.timestamp
     if ts.__class__ is not str:  # (``as_str``: a decoded value is a str or no string at all)
@@ -254,6 +255,9 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
             if model is not None and unread is not None:  # (read as none: said)
                 unread.append(not_a_string(model, "message.model"))
             model = ""
+        if mid.__class__ is not str and mid is not None and unread is not None:  # (read as
+            # none: the record is one without an id, ``claude_code_noid``)
+            unread.append(not_a_string(mid, "message.id"))
         diag = msg.get("diagnostics")
         miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
         miss = miss.get("type") if isinstance(miss, dict) else miss

@@ -364,24 +364,26 @@ def test_swe_agent_a_null_model_name_is_said(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", [5, ["m"], {"a": 1}], ids=repr)
-def test_claude_code_a_response_s_model_of_another_type_is_said(tmp_path: Path,
-                                                                value: Any) -> None:
-    """A response's ``message.model`` of another type was read as none unsaid (as ATIF's and
-    Inspect's request models are said): now one issue at its record."""
+@pytest.mark.parametrize("key", ["model", "id"])
+def test_claude_code_a_response_s_model_or_id_of_another_type_is_said(
+        tmp_path: Path, key: str, value: Any) -> None:
+    """A response's ``message.model`` (``message.id``) of another type was read as none unsaid
+    (as ATIF's and Inspect's request models are said; an id only counted among the records
+    'with no message.id'): now one issue at its record."""
     lines = [json.loads(x) for x in SHORT.read_text(encoding="utf-8").splitlines()]
     parsed = []
     for name in ("absent", "planted"):
         if name == "absent":
-            del lines[4]["message"]["model"]
+            del lines[4]["message"][key]
         else:
-            lines[4]["message"]["model"] = value
+            lines[4]["message"][key] = value
         (tmp_path / name).mkdir()
         path = tmp_path / name / SHORT.name
         path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
         parsed.append(parse_file(path, tmp_path / name))
     absent, planted = parsed
     assert _new_issues(absent, planted) == [
-        (5, f"message.model is {_held(value)}, not a string (read as empty)")]
+        (5, f"message.{key} is {_held(value)}, not a string (read as empty)")]
     assert _tables_equal(absent, planted)
 
 
