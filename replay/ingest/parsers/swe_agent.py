@@ -44,7 +44,7 @@ from msgspec import UNSET
 
 import replay.ingest.parsers.swe_agent_doc as swe_doc
 from replay.ingest.parsers.builder import RunBuilder
-from replay.ingest.parsers.content_text import as_text, not_a_string
+from replay.ingest.parsers.content_text import as_text, named, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, item, loads
 from replay.ingest.parsers.jsonl import ItemLines, load_or_salvage
 from replay.ingest.parsers.run_draft import RunDraft
@@ -233,7 +233,10 @@ def _step(b: RunBuilder, i: int, step: swe_doc.Step, steps: list[Any],
         b.text(text)
     call_id = ""
     if action.strip():
-        call_id, tool, args, cursor = _call(i, action, calls, cursor)
+        odd: list[str] = []
+        call_id, tool, args, cursor = _call(i, action, calls, cursor, odd)
+        if odd:
+            said(b, odd, line=lines[i])
         b.tool_call(call_id, tool, args)
     b.request()
     if call_id:
@@ -250,9 +253,10 @@ def _step(b: RunBuilder, i: int, step: swe_doc.Step, steps: list[Any],
     return cursor
 
 
-def _call(i: int, action: str, calls: list[dict[str, Any]],
-          cursor: int) -> tuple[str, str, Any, int]:
-    """(call id, tool, args, new cursor): the history's function call when one matches."""
+def _call(i: int, action: str, calls: list[dict[str, Any]], cursor: int,
+          odd: list[str]) -> tuple[str, str, Any, int]:
+    """(call id, tool, args, new cursor): the history's function call when one matches (its id
+    of another type kept as its JSON, appended to ``odd``: ``content_text.named``)."""
     for j in range(cursor, min(cursor + _LOOKAHEAD, len(calls))):
         fn = calls[j].get("function")
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
@@ -267,6 +271,8 @@ def _call(i: int, action: str, calls: list[dict[str, Any]],
         same_cmd = isinstance(args, dict) and str(args.get("command", "")).strip() == action.strip()
         if fn["name"] == words[0] or same_cmd:
             call_id = calls[j].get("id")
+            if call_id.__class__ is not str and call_id is not None:
+                call_id = named(call_id, "history: tool_calls id", odd)
             return (call_id if isinstance(call_id, str) and call_id else f"call-{i}",
                     fn["name"], args if args is not None else {}, j + 1)
     if action.split()[0] == "str_replace_editor":

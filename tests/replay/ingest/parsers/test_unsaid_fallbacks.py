@@ -484,3 +484,24 @@ def test_openhands_a_response_model_of_another_type_is_said_at_its_event(tmp_pat
     path.write_text(json.dumps(events, indent=1), encoding="utf-8")
     said = [(i.line, i.reason) for i in parse_file(path, tmp_path, fmt="openhands").issues]
     assert len(said) == 1 and said[0][0] > 0
+
+
+@pytest.mark.parametrize("value", [5, ["a"]], ids=repr)
+def test_swe_agent_a_history_call_id_of_another_type_is_kept_as_its_json_and_said(
+        tmp_path: Path, value: Any) -> None:
+    """The history's tool call id of another type became a made-up ``call-<step>`` without a
+    word: now its JSON (the run as with that JSON written as a string), said once."""
+    path = SAMPLES / "swe-agent" / "v1fc_gpt4__sweagenttestrepo-1c2844.traj"
+    parsed = []
+    for name, v in (("as_text", json.dumps(value)), ("planted", value)):
+        doc = json.loads(path.read_bytes())
+        doc["history"][2]["tool_calls"][0]["id"] = v
+        (tmp_path / name).mkdir()
+        copy = tmp_path / name / path.name
+        copy.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        parsed.append(parse_file(copy, tmp_path / name, fmt="swe_agent"))
+    as_text, planted = parsed
+    said = _new_issues(as_text, planted)
+    assert [why.split(": ", 1)[1] for _, why in said] == [
+        f"history: tool_calls id is {_held(value)}, not a string (kept as its JSON)"]
+    assert _tables_equal(as_text, planted)
