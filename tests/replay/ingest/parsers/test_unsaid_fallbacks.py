@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from replay.cli import app
 from replay.ingest.parse_file import ParsedFile, parse_file
 from tests.replay.ingest.parsers.openhands_v1_fixtures import copy_fixture
 from tests.replay.ingest.parsers.test_wrong_types_run_fields import RUN_FIELDS, SAMPLES, _set
@@ -80,6 +82,25 @@ def test_claude_code_session_ids_of_another_type_are_said_once_a_file(tmp_path: 
     absent, planted = _claude_planted(tmp_path, {k: {"sessionId": k} for k in range(5, 12)})
     assert _new_issues(absent, planted) == [(5, "sessionId is int, not a string (read as empty)")]
     assert _tables_equal(absent, planted)
+
+
+def test_the_session_id_issue_reaches_ingest_and_inspect(tmp_path: Path) -> None:
+    """Said where the user sees it: ``replay ingest`` prints it (``--strict`` fails the file)
+    and ``replay inspect`` lists it."""
+    lines = [json.loads(x) for x in SHORT.read_text(encoding="utf-8").splitlines()]
+    lines[4]["sessionId"] = 5
+    path = tmp_path / SHORT.name
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    said = "short.jsonl:5: sessionId is int, not a string (read as empty)"
+    runner = CliRunner()
+    got = runner.invoke(app, ["ingest", str(path), "--out", str(tmp_path / "ds"), "-q"])
+    assert got.exit_code == 0 and said in got.stderr, got.output
+    strict = runner.invoke(app, ["ingest", str(path), "--out", str(tmp_path / "ds2"), "-q",
+                                 "--strict"])
+    assert strict.exit_code == 1
+    shown = runner.invoke(app, ["inspect", str(path), "--json"])
+    assert shown.exit_code == 0
+    assert [i for i in json.loads(shown.stdout)["issues"] if i.endswith(said)] != []
 
 
 def test_claude_code_a_null_version_or_title_is_said(tmp_path: Path) -> None:
