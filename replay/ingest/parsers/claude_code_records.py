@@ -255,9 +255,13 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
             if model is not None and unread is not None:  # (read as none: said)
                 unread.append(not_a_string(model, "message.model"))
             model = ""
-        if mid.__class__ is not str and mid is not None and unread is not None:  # (read as
-            # none: the record is one without an id, ``claude_code_noid``)
-            unread.append(not_a_string(mid, "message.id"))
+        if mid.__class__ is not str:
+            if mid is not None and unread is not None:  # (read as none: the record is one
+                # without an id, ``claude_code_noid``)
+                unread.append(not_a_string(mid, "message.id"))
+            mid = f"line-{no}"
+        elif not mid:
+            mid = f"line-{no}"
         diag = msg.get("diagnostics")
         miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
         miss = miss.get("type") if isinstance(miss, dict) else miss
@@ -265,7 +269,7 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
         edits = cm.get("applied_edits") if isinstance(cm, dict) else None
         return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
                      content_blocks(content, False),
-                     mid if mid.__class__ is str and mid else f"line-{no}",
+                     mid,
                      model, usage,
                      miss if isinstance(miss, str) else "", json_text(edits) if edits else "")
     if kind == "attachment":

@@ -34,7 +34,6 @@ object or has a wrong-typed field, is ``unknown``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -324,7 +323,7 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     if wrong:
         b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
     response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
-    _request(b, response if response.__class__ is dict else _obj(response), ts, lines.at(i))
+    _request(b, response if response.__class__ is dict else _obj(response), ts, lines, i)
     return ids
 
 
@@ -348,7 +347,8 @@ def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
     return commands
 
 
-def _request(b: RunBuilder, response: dict[str, Any], ts: str, line: Callable[[], int]) -> None:
+def _request(b: RunBuilder, response: dict[str, Any], ts: str, lines: ItemLines,
+             i: int) -> None:
     usage = response.get("usage")
     if usage.__class__ is not dict:
         usage = _obj(usage)
@@ -356,7 +356,7 @@ def _request(b: RunBuilder, response: dict[str, Any], ts: str, line: Callable[[]
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
     model = response.get("model")
     if model.__class__ is not str:  # (another type: said; its line found only then)
-        model = "" if model is None else text_field(b, model, "response.model", line=line())
+        model = "" if model is None else text_field(b, model, "response.model", line=lines[i])
     b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
                                    "prompt_tokens"),
               cache_read_tokens=b.count(prompt.get("cached_tokens",
