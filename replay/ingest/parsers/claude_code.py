@@ -64,6 +64,7 @@ from pathlib import Path
 
 from msgspec import UNSET
 
+from replay.ingest.parsers.claude_code_content import Bad
 from replay.ingest.parsers.claude_code_ends import PASS as _PASS
 from replay.ingest.parsers.claude_code_ends import TITLE_KEYS as _TITLE_KEYS
 from replay.ingest.parsers.claude_code_ends import session_ends
@@ -79,7 +80,6 @@ from replay.ingest.parsers.claude_code_noid import NoIds
 from replay.ingest.parsers.claude_code_records import (
     AGAIN,
     NON_MESSAGE_TYPES,
-    Bad,
     Line,
     Mark,
     Rec,
