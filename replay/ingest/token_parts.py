@@ -8,17 +8,20 @@ and 52 s (a crafted or broken log; a document may be 128 MiB, a JSON line 16 MiB
 at most that many characters (``parts``), its memory bounded by a part's.
 
 A part ends where the encodings' pattern (o200k_base's and cl100k_base's) always ends a piece,
-whatever follows and precedes: before a single space that follows a printable ASCII character
-and precedes an ASCII letter (the space begins the next word's piece: no piece ends with a
-space that a non-space follows), after a line feed that an ASCII letter follows (no piece holds
-a line feed and a letter after it), or between an ASCII digit and an ASCII letter (no piece
-holds both).  Each part then splits into the pieces the whole text splits into there, so the
+whatever follows and precedes: before a space or a tab that follows a character that is no
+whitespace (no piece holds a character that is no whitespace and a space or tab after it: a
+word's, a number's and a punctuation run's pieces end before any whitespace but a line's end
+or, in o200k_base, a slash, and a whitespace piece holds whitespace only; Python's whitespace
+holds every character the pattern calls whitespace, and more, so the look-behind never takes one
+for a non-space), after a line feed that an ASCII letter follows (no piece holds a line feed and
+a letter after it), or between an ASCII digit and an ASCII letter (no piece holds both).  Each part then splits into the pieces the whole text splits into there, so the
 parts' tokens add up to the text's exactly (tests/replay/ingest/test_token_parts.py checks it
 against tiktoken's ids of the whole text, on random and adversarial texts).
 
 Where the last half of a part's window holds no such place (a run of ``SPLIT_CHARS // 2``
-characters or more with no space, line feed or digit before a letter: one unbroken word, a
-long run of punctuation or of whitespace, base64 without digits), the part ends at its limit,
+characters or more with no space or tab after a non-space, and no line feed or digit before
+a letter: one unbroken word or run of punctuation, a long run of whitespace, base64 without
+digits), the part ends at its limit,
 inside a piece: the count is then an estimate (a few tokens a cut off), and ``forced_cuts``
 says how many such cuts a text needs, for ingest to flag its tokens as estimated and say so.
 
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
 SPLIT_CHARS = 1 << 20
 """The longest text counted whole, and the longest part of a longer one (characters): an
 encoder then holds at most ~130 MB for it."""
-_CUT = re.compile(r"(?<=[!-~]) (?=[A-Za-z])|(?<=[\n0-9])(?=[A-Za-z])")
+_CUT = re.compile(r"(?<=\S)(?=[ \t])|(?<=[\n0-9])(?=[A-Za-z])")
 """A place where every piece of the encodings' pattern ends (see the module's text): the start
 of a part."""
 

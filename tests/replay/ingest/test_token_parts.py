@@ -78,7 +78,8 @@ def test_parts_cut_exactly_give_the_whole_texts_ids(text: str, size: int) -> Non
 
 @pytest.mark.parametrize("text", [
     "word " * 40, "x \nabc" * 30, "12ab" * 40, "a.b c/d\n\ne f " * 20, "It's 3 o'clock. " * 20,
-    "=\n/abc def " * 20, "x  y z" * 30, "\r\nab" * 40, "日本 語 ab x" * 30, "e\u0301 f " * 40])
+    "=\n/abc def " * 20, "x  y z" * 30, "\r\nab" * 40, "日本 語 ab x" * 30, "e\u0301 f " * 40,
+    " ~" * 60, "~\t" * 60, "日 ~\t=" * 30, "\u00a0 ~ 1 ." * 30])
 @pytest.mark.parametrize("name", SHIPPED)
 def test_counter_in_parts_counts_as_tiktoken_counts_the_whole(
         text: str, name: str, reference: dict[str, tiktoken.Encoding],
