@@ -75,3 +75,13 @@ def test_columns_of_different_lengths_are_refused() -> None:
     replays = [{"a": [1, 2, 3], "b": [4, 5], "c": [6, 7, 8, 9]}]
     with pytest.raises(ValueError, match="different lengths"):
         request_arrays(replays, NAMES, np.int64)
+
+
+def test_a_list_struct_refuses_is_read_as_np_fromiter_reads_it() -> None:
+    # a float in an int column (cut to an int), None in a float one (NaN), an int beyond int64
+    # (refused with np.fromiter's error): each list read alone, the others packed
+    assert stats.lists_array([[1, 2], [1.9, 3]], np.int64, 2).tolist() == [1, 2, 1, 3]
+    got = stats.lists_array([[None, 0.5], [1, 2]], np.float64, 2)
+    assert np.isnan(got[0]) and got[1:].tolist() == [0.5, 1.0, 2.0]
+    with pytest.raises(OverflowError):
+        stats.lists_array([[1, 2], [2**63, 0]], np.int64, 2)
