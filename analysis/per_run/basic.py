@@ -9,8 +9,8 @@ import itertools
 from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput
+from analysis.per_run.kinds import SUMMARY_KIND_SET, TRIM_KIND_SET
 from analysis.per_run.stats import kahan_sum
-from replay.engine.trace import SUMMARY_KINDS, TRIM_KINDS
 
 
 def _fast_basic(inp: PartInput) -> dict[str, Any]:
@@ -21,8 +21,8 @@ def _fast_basic(inp: PartInput) -> dict[str, Any]:
         "n_requests": len(rq["request"]),
         "tokens_sent": sum(rq["truth_tokens"]),
         "peak_tokens": max(rq["truth_tokens"]),
-        "n_summaries": sum(map(SUMMARY_KINDS.__contains__, kinds)),
-        "n_trims": sum(map(TRIM_KINDS.__contains__, kinds)),
+        "n_summaries": sum(map(SUMMARY_KIND_SET.__contains__, kinds)),
+        "n_trims": sum(map(TRIM_KIND_SET.__contains__, kinds)),
         "cost_usd": kahan_sum(rq["cost_usd"]),
     }
 

@@ -12,15 +12,17 @@ from bisect import bisect_left
 from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
+from analysis.per_run.kinds import SUMMARY_KIND_SET
 from analysis.per_run.stats import mean
-from replay.engine.trace import SUMMARY_KINDS
 
 
 def _fast_replayed(inp: PartInput) -> dict[str, Any]:
     """Replayed summaries' frequency, spacing, size after and grow-back."""
     rq, ac = inp.requests, inp.actions
-    idx = sorted((i for i, k in enumerate(ac["kind"]) if k in SUMMARY_KINDS),
-                 key=lambda i: ac["request"][i])
+    # the summaries among the actions, picked out in C (most actions are trims), by request
+    idx = sorted(itertools.compress(itertools.count(), map(SUMMARY_KIND_SET.__contains__,
+                                                           ac["kind"])),
+                 key=ac["request"].__getitem__)
     n_req = len(rq["request"])
     reqs = [ac["request"][i] for i in idx]
     gaps = [b - a for a, b in itertools.pairwise(reqs)]
