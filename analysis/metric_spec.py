@@ -135,6 +135,10 @@ class PartInput:
     """The run's policy-independent facts (``analysis.run_facts``); None when not read (only
     parts with ``needs_facts=False`` can be computed then)."""
     params: AnalysisParams = DEFAULT_PARAMS
+    arrays: Any = None
+    """The request columns of the replays computed together with this one as NumPy arrays,
+    each converted once for every part: an ``analysis.per_run.columns.BatchArrays`` (typed
+    there: that module is a layer above this one); None: none shared."""
 
 
 Compute = Callable[[PartInput], dict[str, Any]]

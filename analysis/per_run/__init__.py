@@ -22,6 +22,7 @@ computes its metrics here: ``replay run``'s roll-up, sweeps, and ``analysis.metr
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ from analysis.per_run import (
     rereads,
     summarisation,
 )
+from analysis.per_run.columns import BatchArrays
 from replay.engine.trace import Trace
 from replay.policy import Policy
 
@@ -110,11 +112,13 @@ def part_metrics_many(replays: Sequence[tuple[Trace, Policy]], parts: Sequence[M
         ValueError: a part needs run facts and ``facts`` is None, or the replays are of runs of
             different lengths.
     """
+    arrays = BatchArrays([trace.columns("requests") for trace, _ in replays])
     inps = []
-    for trace, policy in replays:
+    for (trace, policy), requests in zip(replays, arrays.requests):
         ac = trace.columns("actions")
-        inps.append(PartInput(trace.columns("requests"), ac, trace.columns("evictions"),
-                              [not u for u in ac["undone"]], policy, facts, params))
+        inps.append(PartInput(requests, ac, trace.columns("evictions"),
+                              list(map(operator.not_, ac["undone"])), policy, facts, params,
+                              arrays))
     if len({len(inp.requests["request"]) for inp in inps}) > 1:
         raise ValueError("part_metrics_many: the replays differ in length (not of one run)")
     out: list[dict[str, Any]] = [{} for _ in inps]

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from analysis.metric_spec import Better, MetricPart, MetricSpec, PartInput, one_of
-from analysis.per_run.stats import mean, request_arrays
+from analysis.per_run.columns import request_columns
+from analysis.per_run.stats import mean
 
 
 def _fast_arg_share_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
@@ -21,11 +22,9 @@ def _fast_arg_share_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     replays of one run (NumPy over the request columns of all of them at once: the same
     divisions of the same whole numbers, the same pairwise sums along each replay's row; a
     replay with an empty context somewhere takes its own requests with one)."""
-    cols = request_arrays([inp.requests for inp in inps],
-                          ("bytes_args", "bytes_args_write", "bytes_results", "bytes_other"),
-                          np.int64)
-    args, write, results = cols[:, 0], cols[:, 1], cols[:, 2]
-    totals = args + results + cols[:, 3]
+    args, write, results, other = request_columns(
+        inps, ("bytes_args", "bytes_args_write", "bytes_results", "bytes_other"), np.int64)
+    totals = args + results + other
     everywhere = (totals > 0).all(axis=1).tolist()
     n = totals.shape[1]
     with np.errstate(divide="ignore", invalid="ignore"):  # rows with an empty context: below

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of
-from analysis.per_run.stats import ratio, request_arrays
+from analysis.per_run.columns import request_columns
+from analysis.per_run.stats import ratio
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 PRICE_ROUNDING_USD = 1e-9
@@ -38,14 +39,13 @@ def _fast_cache_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     if any(inp.policy.cache.prices != p for inp in inps[1:]):  # other prices: one at a time
         return [_fast_cache_many((inp,))[0] for inp in inps]
     w_price = p.cache_write_per_mtok or 0.0
-    requests = [inp.requests for inp in inps]
-    ints = request_arrays(requests, ("truth_tokens", "cached_tokens", "cache_write_tokens",
-                                     "fresh_tokens", "output_tokens"), np.int64)
-    truth_a, cached_a, write_a, fresh_a, out_a = (ints[:, k] for k in range(5))
+    truth_a, cached_a, write_a, fresh_a, out_a = request_columns(
+        inps, ("truth_tokens", "cached_tokens", "cache_write_tokens", "fresh_tokens",
+               "output_tokens"), np.int64)
     # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
-    floats = request_arrays(requests, ("cost_usd", "induced_cost_usd", "recorded_input_tokens",
-                                       "recorded_cache_read_tokens"), np.float64)
-    cost_a, induced_a, rec_in, rec_cr = (floats[:, k] for k in range(4))
+    cost_a, induced_a, rec_in, rec_cr = request_columns(
+        inps, ("cost_usd", "induced_cost_usd", "recorded_input_tokens",
+               "recorded_cache_read_tokens"), np.float64)
     read_usd = cached_a * p.cache_read_per_mtok / 1e6
     mismatch = abs(cost_a - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
                              + (write_a * w_price / 1e6)

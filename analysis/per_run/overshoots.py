@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of, run_facts_of
-from analysis.per_run.stats import mean, quantile_sorted, request_arrays
+from analysis.per_run.columns import request_columns
+from analysis.per_run.stats import mean, quantile_sorted
 
 
 def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
@@ -21,9 +22,8 @@ def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     several replays of one run (NumPy over the request columns of all of them at once: the same
     operations on the same numbers, in order; a replay with an overshoot, or a request of no
     tokens, takes its own row's)."""
-    cols = request_arrays([inp.requests for inp in inps],
-                          ("est_tokens", "truth_tokens", "overshoot_tokens"), np.int64)
-    est, truth, over = cols[:, 0], cols[:, 1], cols[:, 2]
+    est, truth, over = request_columns(inps, ("est_tokens", "truth_tokens", "overshoot_tokens"),
+                                       np.int64)
     n = est.shape[1]
     any_over = np.count_nonzero(over > 0, axis=1).tolist()
     counted = bool((truth > 0).all())

@@ -8,24 +8,39 @@ columns, the tests' oracle); the counts no eviction can change come from the run
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
-from analysis.metric_spec import MetricPart, MetricSpec, PartInput, run_facts_of
+from analysis.metric_spec import MetricPart, MetricSpec, PartInput, RunFacts, one_of, run_facts_of
 from replay.engine.trace import FATES
 
 
-def _fast_rereads(inp: PartInput) -> dict[str, Any]:
-    """The run's static re-read counts, and which candidates lost their previous result."""
-    facts, ev = run_facts_of(inp), inp.evictions
+def _fast_rereads_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
+    """``_fast_rereads`` of several replays of one run: the blocks looked up (the candidates'
+    previous results) gathered once a run."""
+    rows = []
+    looked_up: tuple[RunFacts, set[tuple[int, int]], set[int]] | None = None
+    for inp in inps:
+        facts = run_facts_of(inp)
+        if looked_up is None or looked_up[0] is not facts:
+            wanted = {(msg, block) for _, msg, block, _ in facts.candidates}
+            looked_up = (facts, wanted, {m for m, _ in wanted})
+        rows.append(_rereads(inp, *looked_up))
+    return rows
+
+
+def _rereads(inp: PartInput, facts: RunFacts, wanted: set[tuple[int, int]],
+             wanted_msgs: set[int]) -> dict[str, Any]:
+    """The run's static re-read counts, and which candidates lost their previous result: the
+    blocks ``wanted`` (of the messages ``wanted_msgs``)."""
+    ev = inp.evictions
     first: dict[tuple[int, int], tuple[int, str]] = {}
     """The first eviction of each candidate's previous result (no other block is looked up)."""
-    wanted = {(msg, block) for _, msg, block, _ in facts.candidates}
     if wanted:
         msgs, blocks, requests, fates = ev["msg"], ev["block"], ev["request"], ev["fate"]
         # the evictions of a candidate's message, in order, picked out in C (most of a replay's
         # evictions are of other messages)
-        of_wanted = {m for m, _ in wanted}.__contains__
-        for i in itertools.compress(itertools.count(), map(of_wanted, msgs)):
+        for i in itertools.compress(itertools.count(), map(wanted_msgs.__contains__, msgs)):
             key, r = (msgs[i], blocks[i]), requests[i]
             if key in wanted and (key not in first or r < first[key][0]):
                 first[key] = (r, fates[i])
@@ -76,6 +91,6 @@ REREADS = MetricPart("rereads", (
     _spec("n_identical", "count", "calls identical to an earlier call (tool and arguments)"),
     _spec("n_identical_unchanged", "count", "identical calls with no write in between",
           better="lower"),
-), _fast_rereads)
+), one_of(_fast_rereads_many), many=_fast_rereads_many)
 METRICS: tuple[MetricPart, ...] = (REREADS,)
 """The per-run ``rereads_*`` metrics (``rereads_summary`` computes the same with pandas)."""

@@ -20,9 +20,22 @@ def mean(values: Sequence[float] | np.ndarray) -> float:
     """NumPy's mean (pairwise sum), as pandas takes it; NaN when empty.
 
     ``np.mean`` of a float64 array is its ``np.add.reduce`` divided by the count; calling the
-    reduction directly gives the same bits for a fifth of ``np.mean``'s overhead."""
+    reduction directly gives the same bits for a fifth of ``np.mean``'s overhead.  A list of
+    ints whose magnitudes sum below 2**53 (counts, tokens) is summed by Python, exactly, with no
+    array: each partial sum of the float reduction is then a whole number below 2**53, exact
+    too, so the two sums are the same number (a few µs less a call: a run's summaries)."""
     n = len(values)
-    return float(np.add.reduce(np.asarray(values, dtype="float64"))) / n if n else math.nan
+    if not n:
+        return math.nan
+    if (isinstance(values, list) and set(map(type, values)) == _INT
+            and sum(map(abs, values)) < _EXACT_INT):
+        return float(sum(values)) / n
+    return float(np.add.reduce(np.asarray(values, dtype="float64"))) / n
+
+
+_INT = {int}
+_EXACT_INT = 2**53
+"""Whole numbers below this are exact as float64 (and so is every sum of them below it)."""
 
 
 def quantile_sorted(s: Sequence[float] | np.ndarray, q: float) -> float:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from analysis.metric_spec import PartInput, RunFacts
 from analysis.per_run import PARTS
 from analysis.per_run.fast_metrics import fast_metrics, fast_metrics_many
+from analysis.per_run.rereads import REREADS
 from analysis.run_facts import run_facts
 from replay.corpus import Corpus
 from replay.engine.fold import replay
@@ -24,6 +25,8 @@ from replay.policy import load_policy, replace_path
 BASE = load_policy("two-tier-corrected")
 OTHER_PRICES = replace_path(BASE, "cache.prices.input_per_mtok", 7.0)
 BATCHED = [p for p in PARTS if p.many is not None]
+_STATIC = dict.fromkeys(REREADS.names, 0)
+"""The run's re-read counts no eviction changes (``RunFacts.static_rereads``): none."""
 
 
 def _bits(row: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -105,7 +108,7 @@ def _batches(draw: st.DrawFn) -> list[PartInput]:
     n = draw(st.integers(1, 40))
     shared = {c: draw(st.lists(v, min_size=n, max_size=n)) if isinstance(v, st.SearchStrategy)
               else _column(draw, n, *v) for c, v in _SHARED.items() if draw(st.booleans())}
-    facts = RunFacts("r", {}, (), 0, draw(st.sampled_from([math.inf, 0, 1, n // 2, n])))
+    facts = RunFacts("r", _STATIC, (), 0, draw(st.sampled_from([math.inf, 0, 1, n // 2, n])))
     return [PartInput(_requests(draw, n, shared), _NO_ACTIONS, {}, [],
                       draw(st.sampled_from([BASE, BASE, OTHER_PRICES])), facts)
             for _ in range(draw(st.integers(1, 5)))]
@@ -116,7 +119,7 @@ def _replays(*truth_est: tuple[list[int], list[int]]) -> list[PartInput]:
     recorded ones)."""
     n = len(truth_est[0][0])
     zeros, nones = [0] * n, [None] * n
-    facts = RunFacts("r", {}, (), 0, math.inf)
+    facts = RunFacts("r", _STATIC, (), 0, math.inf)
     return [PartInput({"request": list(range(n)), "est_tokens": est, "truth_tokens": truth,
                        "raw_tokens": truth, "window_tokens": [200_000] * n,
                        "reserve_tokens": [20_000] * n, "overshoot_tokens": zeros,
