@@ -131,12 +131,13 @@ def lists_array(cols: Sequence[list[Any]], dtype: Any, n: int) -> np.ndarray:
     """The lists ``cols`` (``n`` values each) one after the other as one flat array of
     ``dtype``: the values ``np.fromiter`` of their chain gives, to the bit.
 
-    An int64 or float64 array is written list by list by ``struct`` (``_packer``: a list
+    An int64 or float64 array of ``PACKED_MIN_VALUES`` values or more is written list by list
+    by ``struct`` (``_packer``: a list
     packed in one call, ~7 ns a value where ``np.fromiter`` takes ~15, the same conversions:
     an int as itself, a float as its bits, an int as a float as ``float()`` rounds it); a list
     ``struct`` refuses (a None, a float in an int column, an int out of range) is read by
     ``np.fromiter``, as ever (or refused with its error)."""
-    packer = _packer(np.dtype(dtype).str, n)
+    packer = _packer(dtype, n) if n * len(cols) >= PACKED_MIN_VALUES else None
     if packer is None:
         return np.fromiter(itertools.chain.from_iterable(cols), dtype=dtype, count=n * len(cols))
     out = np.empty(n * len(cols), dtype=dtype)
@@ -149,11 +150,16 @@ def lists_array(cols: Sequence[list[Any]], dtype: Any, n: int) -> np.ndarray:
     return out
 
 
+PACKED_MIN_VALUES = 64
+"""Values from which ``lists_array`` packs by ``struct``: below, one ``np.fromiter`` call costs
+less than a call a list (a replay of a short run, alone)."""
+
+
 @functools.lru_cache(maxsize=64)
-def _packer(dtype: str, n: int) -> struct.Struct | None:
-    """What packs ``n`` values of the NumPy type ``dtype`` (its ``str``, e.g. ``<i8``), as
-    the machine holds them; None for another type than int64 and float64."""
-    code = {np.dtype(np.int64).str: "q", np.dtype(np.float64).str: "d"}.get(dtype)
+def _packer(dtype: Any, n: int) -> struct.Struct | None:
+    """What packs ``n`` values of the NumPy type ``dtype``, as the machine holds them; None for
+    another type than int64 and float64."""
+    code = {np.dtype(np.int64): "q", np.dtype(np.float64): "d"}.get(np.dtype(dtype))
     return None if code is None else struct.Struct(f"{n}{code}")
 
 

@@ -58,10 +58,13 @@ def _replays(draw: st.DrawFn, floats: bool) -> list[dict[str, list[Any]]]:
 @given(_replays(floats=False), _replays(floats=True))
 def test_the_values_are_those_of_np_array_to_the_bit(ints: list[dict[str, list[Any]]],
                                                      floats: list[dict[str, list[Any]]]) -> None:
-    """With the equal columns looked for (from any size: these are small) and without."""
-    for same_from in (0, stats.SAME_COLUMNS_MIN_VALUES):
+    """With the equal columns looked for (from any size: these are small) and without; packed
+    by struct from any size, and from its least."""
+    for same_from, packed_from in ((0, 0), (stats.SAME_COLUMNS_MIN_VALUES, 0),
+                                   (0, stats.PACKED_MIN_VALUES)):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(stats, "SAME_COLUMNS_MIN_VALUES", same_from)
+            mp.setattr(stats, "PACKED_MIN_VALUES", packed_from)
             for replays, dtype in ((ints, np.int64), (floats, np.float64)):
                 got = request_arrays(replays, NAMES, dtype)
                 want = np.array([[rq[c] for c in NAMES] for rq in replays], dtype=dtype)
@@ -77,9 +80,11 @@ def test_columns_of_different_lengths_are_refused() -> None:
         request_arrays(replays, NAMES, np.int64)
 
 
-def test_a_list_struct_refuses_is_read_as_np_fromiter_reads_it() -> None:
+def test_a_list_struct_refuses_is_read_as_np_fromiter_reads_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # a float in an int column (cut to an int), None in a float one (NaN), an int beyond int64
     # (refused with np.fromiter's error): each list read alone, the others packed
+    monkeypatch.setattr(stats, "PACKED_MIN_VALUES", 0)
     assert stats.lists_array([[1, 2], [1.9, 3]], np.int64, 2).tolist() == [1, 2, 1, 3]
     got = stats.lists_array([[None, 0.5], [1, 2]], np.float64, 2)
     assert np.isnan(got[0]) and got[1:].tolist() == [0.5, 1.0, 2.0]
