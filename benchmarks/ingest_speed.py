@@ -29,6 +29,11 @@ PATH defaults to the sample logs (``../shared/logs-sample`` beside the repositor
 * what a file costs whatever its size: a ``jobs=1`` ingest of ``SMALL_COPIES`` copies of the
   smallest input file (each its own entry), CPU a file, and that cost times the inputs' files
   as a share of their ``jobs=1`` ingest;
+* what creating one empty file costs in the folder the stores above are written in (the store's
+  own flags: ``O_CREAT | O_EXCL | O_NOFOLLOW``, then closed; best of ``--repeat`` rounds of
+  ``CREATE_PROBES`` files, CPU and wall): each entry is one new file, and what the kernel
+  takes to make one depends on the file system and where the folder lands on it (a busy ext4
+  block group: a few hundred µs a file, ~20 µs elsewhere on the same disk), not on this code;
 * what the figures above leave out, a process's own start: ``python -m replay ingest`` of the
   smallest file in a fresh process (imports, the encoding's load, the ingest), its CPU time
   and peak resident memory, best of ``--repeat``, and whether it imported pandas.
@@ -76,6 +81,9 @@ TOKENIZER = "o200k_base"
 SMALL_COPIES = 50
 """Copies of the smallest input file ingested for the fixed cost a file (one store entry each:
 an entry's key holds its file's name)."""
+CREATE_PROBES = 50
+"""Empty files created (then removed) a round to time what creating one costs in the folder the
+stores are written in."""
 
 
 def _clock(fn: Callable[[], object], rounds: list[tuple[float, float, float]], *,
@@ -145,6 +153,32 @@ def _fresh_process(path: Path, work: Path) -> tuple[float, float, bool]:
     shutil.rmtree(out, ignore_errors=True)
     cpu, rss, pandas = done.stdout.split()[-3:]
     return float(cpu), float(rss), pandas == "True"
+
+
+def _create_cost(folder: Path, rounds: int) -> tuple[float, float]:
+    """CPU and wall seconds of creating one empty file in ``folder`` (with the flags a store
+    entry's file is created with, then closed), best of ``rounds`` rounds of ``CREATE_PROBES``
+    files; each round's files are removed after it, outside the timing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    probe = folder / f"create-probe{os.getpid()}"
+    probe.mkdir()
+    fd = os.open(probe, os.O_RDONLY | os.O_DIRECTORY)
+    cpus: list[float] = []
+    walls: list[float] = []
+    try:
+        for r in range(rounds):
+            names = [f".p{r}-{k}" for k in range(CREATE_PROBES)]
+            w, c = time.perf_counter(), time.process_time()
+            for name in names:
+                os.close(os.open(name, flags, 0o644, dir_fd=fd))
+            cpus.append((time.process_time() - c) / CREATE_PROBES)
+            walls.append((time.perf_counter() - w) / CREATE_PROBES)
+            for name in names:
+                os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+        shutil.rmtree(probe, ignore_errors=True)
+    return min(cpus), min(walls)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         by_format = _parse_by_format(datas, args.repeat)
         fresh = [_fresh_process(min(found, key=lambda f: f[0].stat().st_size)[0], work)
                  for _ in range(args.repeat)]
+        create_cpu, create_wall = _create_cost(work, args.repeat)  # (last: its removals
+        # leave no deleted inodes for a timed ingest to step over)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(small, ignore_errors=True)
@@ -322,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
           f"ingest of {SMALL_COPIES} copies of the smallest file, {smallest.stat().st_size / 1e3:.1f}"
           f" KB); x {len(found)} files = {fixed * len(found) / cpu['ingest1']:.0%} of the inputs'"
           f" jobs=1 ingest")
+    print(f"{'  creating one empty file there':<40}: {create_cpu * 1e6:.0f} µs CPU "
+          f"({create_wall * 1e6:.0f} µs wall) in {work}, where the stores above are written "
+          f"(best of {args.repeat} x {CREATE_PROBES}): the file system's cost of an entry's new "
+          f"file, part of the figure above, not this code's")
     print(f"{'fresh `replay ingest` of 1 small file':<40}: CPU {min(c for c, _, _ in fresh):.3f} s, "
           f"peak RSS {min(r for _, r, _ in fresh):.0f} MB (whole process, best of "
           f"{len(fresh)}); pandas imported: {'yes' if any(p for _, _, p in fresh) else 'no'}")
