@@ -89,11 +89,24 @@ def _process(path: Path, root: Path, rel: str, fmt: str | None, tokenizers: tupl
 
         checksum = entry.commit(key, journal) if entry.writer is not None \
             else write_entry(out, key, tables, before_rename=journal, folder=folder)
+    rows = store_index.index_rows(tables, key, stream=False)
+    assert isinstance(rows, store_index.RunRows)
+    return _Done(parsed.source, parsed.format, parsed.sha256, key, n_runs,
+                 _token_total(rows, tables, tokenizers), parsed.issues, True,
+                 rows.stream() if in_worker else rows, parsed.coverage, checksum=checksum)
+
+
+def _token_total(rows: store_index.RunRows, tables: store.RunTables,
+                 tokenizers: tuple[str, ...]) -> int:
+    """An entry's tokens by the first tokenizer (0 without one): the sum of its messages'
+    column (a null counting 0: ``int64_total``), which an entry of one run has already summed
+    for its run-index row (``RunRows.tokens``, in ``TOKEN_COLUMN``'s order; all null: None)."""
     col = TOKEN_COLUMN.get(tokenizers[0]) if tokenizers else None
-    n_tokens = int64_total(tables.messages[col]) if col else 0
-    return _Done(parsed.source, parsed.format, parsed.sha256, key, n_runs, n_tokens,
-                 parsed.issues, True, store_index.index_rows(tables, key, stream=in_worker),
-                 parsed.coverage, checksum=checksum)
+    if col is None:
+        return 0
+    if len(rows) == 1:
+        return rows.tokens[list(TOKEN_COLUMN.values()).index(col)][0] or 0
+    return int64_total(tables.messages[col])
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,6 +229,10 @@ class RunRows:
         n: int = self.runs.num_rows
         return n
 
+    def stream(self) -> bytes:
+        """These rows as an Arrow IPC stream (what an ingest worker sends back)."""
+        return ipc_stream(_index_table([self]), RUN_INDEX)
+
 
 def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | RunRows:
     """One entry's rows of the run index: as an Arrow IPC stream (what an ingest worker sends
@@ -241,9 +245,7 @@ def index_rows(tables: RunTables, key: str, *, stream: bool = True) -> bytes | R
     # time: ``_run_totals``)
     rows = RunRows(runs_table, tuple(_token_totals(runs_table, messages)),
                    _unrecorded(runs_table, tables.requests), key)
-    if not stream:
-        return rows
-    return ipc_stream(_index_table([rows]), RUN_INDEX)
+    return rows.stream() if stream else rows
 
 
 def _index_table(rows: list[RunRows]) -> pa.Table:
