@@ -331,6 +331,11 @@ def forget_learnt(name: str) -> None:
         fast.clear_cache()
 
 
+_FEW_TEXTS = 64
+"""``count_tokens`` tells texts of lengths all their own by a set of the lengths up to this many
+texts (beyond, where lengths repeat more often, by the ``Counter`` it then makes anyway)."""
+
+
 def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1) -> list[int]:
     """Token counts of ``texts`` under ``name``, as ``len(encode_ordinary(text))``.
 
@@ -343,8 +348,12 @@ def count_tokens(texts: list[str], name: str = "o200k_base", *, threads: int = 1
     own, and hashing a string (siphash) costs ~4 instructions a byte.
     """
     count_one_text = counter(name)
-    sizes = Counter(map(len, texts))
-    shared = {n for n, k in sizes.items() if k > 1} if len(sizes) < len(texts) else set()
+    if len(texts) <= _FEW_TEXTS and len(set(map(len, texts))) == len(texts):
+        shared: set[int] = set()  # (no ``Counter`` made, ~3,000 instructions a call: a small
+        # file's texts are mostly each of a length of its own)
+    else:
+        sizes = Counter(map(len, texts))
+        shared = {n for n, k in sizes.items() if k > 1} if len(sizes) < len(texts) else set()
     repeats = list(dict.fromkeys(t for t in texts if len(t) in shared)) if shared else []
     distinct = [*repeats, *(t for t in texts if len(t) not in shared)] if shared else texts
     if threads <= 1 or len(distinct) < 2 * threads:
