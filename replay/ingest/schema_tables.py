@@ -43,9 +43,12 @@ def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     values = [columns.pop(col) for col, _ in of]
     if name in JOINED_TABLES:
         _joined_strings(values, name)
-    arrays = [a if type(v) is list and len(v) == 1 and (a := one_value(v[0], type_)) is not None
-              else _as(v, type_) for v, (_, type_) in zip(values, of)]  # (a one-row
-    # table's values: ``one_value`` straight away, most of them arrays made before)
+    if len(values[0]) == 1:  # (a one-row table's values: ``one_value`` straight away, most
+        # of them arrays made before)
+        arrays = [a if type(v) is list and len(v) == 1 and (a := one_value(
+            v[0], type_)) is not None else _as(v, type_) for v, (_, type_) in zip(values, of)]
+    else:  # (a table of another size: no column is asked whether it holds one value)
+        arrays = [_as(v, type_) for v, (_, type_) in zip(values, of)]
     del values
     schema = SCHEMAS[name]
     for i, array in enumerate(arrays):
