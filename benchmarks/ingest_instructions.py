@@ -26,11 +26,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from checkout_args import usable_checkouts
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "logs-sample"
@@ -57,13 +58,7 @@ def main() -> int:
     args = ap.parse_args()
     checkouts: list[Path] = args.checkouts
     inputs = [str(p.resolve()) for p in args.paths or [SAMPLES]]
-    if shutil.which("valgrind") is None:
-        print("ingest_instructions: valgrind is not installed", file=sys.stderr)
-        return 2
-    bad = [str(c) for c in checkouts if not (c / "replay" / "ingest" / "batch.py").is_file()]
-    if bad or len(checkouts) > 2:
-        print(f"ingest_instructions: give one or two checkouts of this repository: {bad}",
-              file=sys.stderr)
+    if not usable_checkouts("ingest_instructions", checkouts, "replay/ingest/batch.py"):
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         procs = []

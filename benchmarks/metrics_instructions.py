@@ -24,12 +24,13 @@ import argparse
 import os
 import pickle
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from checkout_args import usable_checkouts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,13 +88,7 @@ def main() -> int:
     add_paths(ap, [REPO.parent / "shared" / "logs-sample"])
     args = ap.parse_args()
     checkouts: list[Path] = args.checkouts
-    if shutil.which("valgrind") is None:
-        print("metrics_instructions: valgrind is not installed", file=sys.stderr)
-        return 2
-    bad = [str(c) for c in checkouts if not (c / "analysis" / "per_run" / "fast_metrics.py").is_file()]
-    if bad or len(checkouts) > 2:
-        print(f"metrics_instructions: give one or two checkouts of this repository: {bad}",
-              file=sys.stderr)
+    if not usable_checkouts("metrics_instructions", checkouts, "analysis/per_run/fast_metrics.py"):
         return 2
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)

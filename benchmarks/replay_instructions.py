@@ -21,11 +21,12 @@ import argparse
 import importlib.machinery
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from checkout_args import usable_checkouts
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "logs-sample"
@@ -65,13 +66,7 @@ def main() -> int:
     ap.add_argument("--presets", default="all")
     ap.add_argument("--passes", type=int, default=2)
     a = ap.parse_args()
-    if shutil.which("valgrind") is None:
-        print("replay_instructions: valgrind is not installed", file=sys.stderr)
-        return 2
-    bad = [str(c) for c in a.checkouts if not (c / "replay" / "engine" / "fold.py").is_file()]
-    if bad or len(a.checkouts) > 2:
-        print(f"replay_instructions: give one or two checkouts of this repository: {bad}",
-              file=sys.stderr)
+    if not usable_checkouts("replay_instructions", a.checkouts, "replay/engine/fold.py"):
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         procs, engines = [], []
