@@ -148,6 +148,7 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     from replay.apply_policy import LazyRows
     from replay.ingest import entry_notes, run_listing, store
     from replay.ingest.failed_inputs import failed_said
+    from replay.ingest.source_name import renamed_note
 
     with _errors():
         listing = run_listing.run_listing(dataset)
@@ -172,6 +173,8 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     if note := run_listing.tokens_note(listing):
         say(note, err=True)
     if note := run_listing.unrecorded_note(listing):
+        say(note, err=True)
+    if note := renamed_note(listing):
         say(note, err=True)
     if note := same_bytes_note(same):
         say(note, err=True)

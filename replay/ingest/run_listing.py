@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from replay.errors import StoreError
 from replay.ingest.entry_state import ENTRY_OK, entry_state
 from replay.ingest.run_label import label_column, run_key
+from replay.ingest.source_name import STORED_SOURCE
 from replay.ingest.store import coverage_lines, read_manifest
 from replay.ingest.store_index import runs
 
@@ -28,11 +29,13 @@ LISTED_COLUMNS: dict[str, str] = {
     "n_requests_unrecorded": "unrecorded_requests", "n_harness_compactions": "compactions", "parent_run_id": "parent",
     "n_estimated_blocks": "estimated_blocks", "estimated_tokens_o200k": "estimated_tokens"}
 """Index column → its name in ``run_listing`` (which adds ``coverage``, ``source_issues_n`` and
-``entry`` at the end)."""
+``entry`` at the end, and ``stored_source`` after ``source`` when some run's differs)."""
 
 def run_listing(root: Path) -> pa.Table:
     """The runs of a dataset as ``replay runs`` lists them: the index's columns renamed
-    (``LISTED_COLUMNS``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
+    (``LISTED_COLUMNS``), ``source`` the manifest's name of each run's file and, only when
+    some differ, the names the runs were parsed under (``stored_source``:
+    ``replay.ingest.source_name``), each run's label (``run``, ``replay.ingest.run_label``), its parent by run key
     rather than id, its file's coverage line (``replay.ingest.store.coverage_lines``), the
     issues stored for its file (``source_issues_n``: a record skipped, usage dropped; 0 when
     none), and its entry's ``entry_state.entry_state`` (``entry``).
@@ -43,7 +46,7 @@ def run_listing(root: Path) -> pa.Table:
     Raises:
         StoreError: ``root`` is not a readable dataset.
     """
-    table = runs(root)
+    table = runs(root, keep_stored=True)
     coverage = coverage_lines(root)
     manifest = read_manifest(root)
     # each entry's rows, in manifest order (as ``runs`` reads them), get its state and coverage
@@ -52,8 +55,9 @@ def run_listing(root: Path) -> pa.Table:
     states = [entry_state(root, e.key, e.checksum) for e in manifest.values()]
     lines = [coverage.get(s, "(not counted by its parser)") for s in manifest]
     counts = [e.n_runs for e in manifest.values()]
-    if sum(counts) != table.num_rows:  # (the manifest replaced as it was read)
+    if sum(counts) != table.num_rows:  # (the manifest replaced after ``runs`` read it)
         raise StoreError(f"{root}: the dataset changed while it was read; list it again")
+    stored = table[STORED_SOURCE]
     keys = {rid: run_key(rid, src) for rid, src in zip(table["run_id"].to_pylist(),
                                                          table["source"].to_pylist())}
     table = table.append_column("run", pa.array(label_column(table), pa.string()))
@@ -65,6 +69,9 @@ def run_listing(root: Path) -> pa.Table:
                              pa.array([keys.get(p, p) for p in
                                        table["parent_run_id"].to_pylist()], pa.string()))
     table = table.select(list(LISTED_COLUMNS)).rename_columns(list(LISTED_COLUMNS.values()))
+    if not stored.equals(table["source"]):  # some entry renamed: both names, side by side
+        table = table.add_column(table.schema.get_field_index("source") + 1, STORED_SOURCE,
+                                 stored)
     table = table.append_column("coverage", pa.array(
         [line for line, n in zip(lines, counts) for _ in range(n)], pa.string()))
     table = table.append_column("source_issues_n", pa.array(

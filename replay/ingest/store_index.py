@@ -32,6 +32,7 @@ from replay.ingest.entry_file import PARQUET_OPTIONS
 from replay.ingest.ipc_stream import ipc_stream
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.schema import RUN_INDEX, SCHEMAS, unrecorded
+from replay.ingest.source_name import named_by_manifest
 from replay.ingest.store import (
     Entry,
     RunTables,
@@ -45,22 +46,25 @@ from replay.ingest.store import (
 INDEX_FILE = "index.parquet"
 
 
-def runs(root: Path) -> pa.Table:
+def runs(root: Path, *, keep_stored: bool = False) -> pa.Table:
     """The ``runs`` rows of a store plus each run's token totals and
-    ``n_requests_unrecorded`` (``replay runs``)."""
+    ``n_requests_unrecorded`` (``replay runs``; ``keep_stored``: ``read_runs``)."""
     if not is_store(root):
         raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
-    return read_runs(root, list(read_manifest(root).values()), with_tokens=True)
+    return read_runs(root, list(read_manifest(root).values()), with_tokens=True,
+                     keep_stored=keep_stored)
 
 
 _MERGE_EVERY = 256
 """Pieces read between merges of run rows (see ``read_runs``)."""
 
 
-def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) -> pa.Table:
-    """The ``runs`` rows of ``entries`` as one table, in entry order; message texts are never
-    loaded.  ``with_tokens`` adds each run's token totals (``tokens_o200k``,
-    ``tokens_cl100k``) and ``n_requests_unrecorded``.
+def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False,
+              keep_stored: bool = False) -> pa.Table:
+    """The ``runs`` rows of ``entries`` as one table, in entry order, each run's ``source`` its
+    entry's manifest name (``source_name.named_by_manifest``; ``keep_stored``: the names
+    stored as ``stored_source``); message texts are never loaded.  ``with_tokens`` adds each
+    run's token totals (``tokens_o200k``, ``tokens_cl100k``) and ``n_requests_unrecorded``.
 
     Rows come from the run index (one file for the whole store) for every entry it holds, and
     from the entry's own files for the rest (a store written before the index existed, or an
@@ -77,7 +81,7 @@ def read_runs(root: Path, entries: list[Entry], *, with_tokens: bool = False) ->
             pieces.add_rows(index, *span)
         else:
             pieces.add(_entry_runs(root, entry, with_tokens))
-    return pieces.table(RUN_INDEX)
+    return named_by_manifest(pieces.table(RUN_INDEX), entries, root, keep_stored=keep_stored)
 
 
 class _Pieces:

@@ -43,12 +43,14 @@ def test_an_entry_the_manifest_names_otherwise_is_listed_as_there(tmp_path: Path
     assert _run_is_replayed(ds, tmp_path) == 0
     listed = run_listing(ds)
     assert listed["entry"].to_pylist() == ["ok"] * listed.num_rows == ["ok", "ok"]
-    # the runs keep their own source; the coverage is their entry's
+    # the runs are named by the manifest (the name they were parsed under beside it); the
+    # coverage is their entry's
     assert sorted(Path(s).name for s in listed["source"].to_pylist()) == [
+        "renamed-by-hand.jsonl", "write-heavy.jsonl"]
+    assert sorted(Path(s).name for s in listed["stored_source"].to_pylist()) == [
         "compacting-session.jsonl", "write-heavy.jsonl"]
-    by_source = dict(zip((Path(s).name for s in listed["source"].to_pylist()),
-                         listed["coverage"].to_pylist()))
-    assert by_source["compacting-session.jsonl"] == coverage_lines(ds)[new]
+    by_source = dict(zip(listed["source"].to_pylist(), listed["coverage"].to_pylist()))
+    assert by_source[new] == coverage_lines(ds)[new]
     done = runner.invoke(app, ["runs", str(ds)])
     assert done.exit_code == 0, done.output
     assert "not in the manifest" not in done.output and "fails" not in done.output
@@ -61,5 +63,5 @@ def test_its_entry_gone_both_say_it_fails(tmp_path: Path) -> None:
     assert _run_is_replayed(ds, tmp_path) == 1
     done = runner.invoke(app, ["runs", str(ds)])
     text = " ".join(done.output.split())
-    assert done.exit_code == 1 and "compacting-session.jsonl: missing" in text, text
+    assert done.exit_code == 1 and "renamed-by-hand.jsonl: missing" in text, text
     assert sorted(run_listing(ds)["entry"].to_pylist()) == ["missing", "ok"]
