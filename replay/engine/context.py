@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from replay.engine.fenwick import Fenwick
-from replay.engine.induced_items import Induced
+from replay.engine.induced_items import MESSAGES_PER_ITEM, Induced
 from replay.engine.measured import Measured
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
 
@@ -135,7 +135,7 @@ class Context:
     @property
     def n_messages(self) -> int:
         """Messages in context, head items included."""
-        extra = len(self.head) + 2 * self.induced.n_live
+        extra = len(self.head) + MESSAGES_PER_ITEM * self.induced.n_live
         if self.hi <= self.lo:
             return extra
         return self.run.ordinal[self.hi - 1] - self.run.ordinal[self.lo] + 1 + extra
@@ -144,7 +144,7 @@ class Context:
     def n_events(self) -> int:
         """Events in context (``PreparedRun.event_prefix``), each head item one, each induced
         re-read two (its call and its result)."""
-        extra = len(self.head) + 2 * self.induced.n_live
+        extra = len(self.head) + MESSAGES_PER_ITEM * self.induced.n_live
         if self.hi <= self.lo:
             return extra
         events = self.run.event_prefix()
@@ -353,7 +353,7 @@ class Context:
         n_messages = self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head)
         ind = self.induced
         if ind.n_live:  # each re-read is two messages: the call and its result
-            extra = 2 * ind.n_live
+            extra = MESSAGES_PER_ITEM * ind.n_live
             truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
             if floor:
                 truth = m.floored_truth(fixed_truth, truth, floor)

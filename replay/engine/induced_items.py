@@ -18,8 +18,13 @@ Not here: deciding when a re-read happens (``replay.engine.induced``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from replay.engine.fenwick import bisect_left
+
+MESSAGES_PER_ITEM: Final = 2
+"""The messages one re-read adds to the context: the call and its result (what the context's
+message counts and a collapse tier's ``drop_frac`` count it as)."""
 
 
 @dataclass(slots=True, init=False)

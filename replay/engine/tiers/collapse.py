@@ -7,7 +7,7 @@ reads, and stops there when that saved enough (Cline's duplicate-file-read remov
 tool results inside the protected range (oldest first, until under the
 threshold); then drops the oldest messages, keeping ``keep_messages`` (or only
 as many as needed), or drops ``drop_frac`` of them rounded down to an even count (Cline's and
-Roo Code's sliding window), optionally behind the run's first messages
+Roo Code's sliding window; the live induced re-reads' calls and results counted), optionally behind the run's first messages
 (``keep_first_messages``) and a stub summary.  Never touches the newest
 output, and every cut is at a safe split point.  Checked ``before`` sending (the
 corrected harness) or only ``after`` (the original one, which lets new output
@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from replay.engine.context import Context, HeadItem
+from replay.engine.induced_items import MESSAGES_PER_ITEM
 from replay.engine.prepared import CAT_RESULTS, PreparedRun
 from replay.engine.summariser import Facts, summarise
 from replay.engine.tiers.actions import n_actions
@@ -140,13 +141,34 @@ def act(tier: Collapse, st: CollapseState, ctx: Context, env: Env) -> None:
 def _dropped_to(drop_frac: float, ctx: Context, kept_end: int) -> int:
     """Where what is kept begins when ``drop_frac`` of the live messages from ``kept_end`` on
     are dropped, oldest first, their count rounded down to an even one (Cline's
-    ``getNextTruncationRange``, Roo Code's ``truncateConversation``)."""
+    ``getNextTruncationRange``, Roo Code's ``truncateConversation``).  The harness counts every
+    message of its conversation, the live induced re-reads' too (``MESSAGES_PER_ITEM`` each,
+    those following the block before ``kept_end`` or later); a cut before a message start drops
+    the recorded messages before it and the re-reads following them, so what is kept begins at
+    the first message start before which at least that many messages go (a re-read goes whole,
+    and the re-reads following a message go with it: the cut never keeps fewer than the
+    harness would drop)."""
     run = ctx.run
     if kept_end >= ctx.hi:
         return ctx.hi
     first, last = run.ordinal[kept_end], run.ordinal[ctx.hi - 1]
-    drop = int((last - first + 1) * drop_frac) // 2 * 2
-    return run.msg_start[first + drop]
+    ind = ctx.induced
+    if not ind.n_live:
+        return run.msg_start[first + int((last - first + 1) * drop_frac) // 2 * 2]
+    pos, msg_start = ind.pos, run.msg_start
+    i, n = ind.upto(kept_end - 1), len(ind.pos)
+    drop = int((last - first + 1 + MESSAGES_PER_ITEM * (n - i)) * drop_frac) // 2 * 2
+    if not drop:
+        return msg_start[first]
+    m, dropped = first, 0
+    while dropped < drop:  # ends by last + 1: every live message is before its start
+        m += 1
+        cut = msg_start[m]
+        dropped += 1
+        while i < n and pos[i] < cut:
+            dropped += MESSAGES_PER_ITEM
+            i += 1
+    return msg_start[m]
 
 
 def _replace_older_reads(tier: Collapse, st: CollapseState, ctx: Context, env: Env, newest: int,
