@@ -252,8 +252,7 @@ def inputs_doc(report: IngestReport, strict: bool, said: Sequence[Said] = (), *,
 
 
 def corpus_inputs(corpus: Corpus, strict: bool,
-                  not_replayed: Sequence[str] | None = None,
-               summarised: bool = True) -> dict[str, Any]:
+                  not_replayed: Sequence[str] | None = None) -> dict[str, Any]:
     """``inputs_doc`` of the corpus a command opened (``replay.cli.inputs._open``): its ingest's
     report, or a dataset opened as it is, its entries' stored problems."""
     from replay.ingest import entry_notes  # lazy: pyarrow (start-up time)

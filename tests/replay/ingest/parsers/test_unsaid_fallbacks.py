@@ -18,7 +18,12 @@ from replay.cli import app
 from replay.ingest.parse_file import ParsedFile, parse_file
 from tests.replay.ingest.parsers.openhands_v1_fixtures import copy_fixture
 from tests.replay.ingest.parsers.test_wrong_types_run_fields import RUN_FIELDS, SAMPLES, _set
-from tests.replay.ingest.parsers.test_wrong_types_unsaid import FIXTURES, _codex_line, _held
+from tests.replay.ingest.parsers.test_wrong_types_unsaid import (
+    FIXTURES,
+    _codex_line,
+    _codex_rollout,
+    _held,
+)
 
 SHORT = SAMPLES / "claude-code" / "short.jsonl"
 """A real Claude Code 2.1.38 session (15 lines; every record from line 2 on names its
@@ -217,9 +222,7 @@ def test_codex_a_null_agent_path_or_nickname_is_said(tmp_path: Path, meta: dict[
         _codex_line("response_item", {"type": "message", "role": "user",
                                       "content": [{"type": "input_text", "text": "hi"}]}),
     ]
-    path = tmp_path / "rollout-2026-09-10T10-00-00-0199a000-0000-7000-8000-000000000001.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    parsed = parse_file(path, tmp_path)
+    parsed = _codex_rollout(tmp_path, lines)
     assert [i.reason for i in parsed.issues if "session_meta" in i.reason] == [
         f"session_meta.{said} is null, not a string (read as empty)"]
     assert parsed.tables is not None

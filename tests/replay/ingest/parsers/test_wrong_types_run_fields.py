@@ -16,6 +16,7 @@ from tests.replay.ingest.parsers.test_wrong_types_unsaid import (
     FIXTURES,
     _claude,
     _codex_line,
+    _codex_rollout,
     _held,
 )
 
@@ -102,9 +103,7 @@ def test_codex_an_agent_path_of_another_type_is_said_the_nickname_kept(tmp_path:
         _codex_line("response_item", {"type": "message", "role": "user",
                                       "content": [{"type": "input_text", "text": "hi"}]}),
     ]
-    path = tmp_path / "rollout-2026-09-10T10-00-00-0199a000-0000-7000-8000-000000000001.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    parsed = parse_file(path, tmp_path)
+    parsed = _codex_rollout(tmp_path, lines)
     assert [i.reason for i in parsed.issues if "agent_path" in i.reason] == [
         "session_meta.agent_path is int, not a string (read as empty)"]
     assert parsed.tables is not None

@@ -218,6 +218,13 @@ def _codex_line(kind: str, payload: dict[str, Any]) -> str:
     return json.dumps({"timestamp": "2026-09-10T10:00:00.000Z", "type": kind, "payload": payload})
 
 
+def _codex_rollout(tmp_path: Path, lines: list[str]) -> ParsedFile:
+    """``lines`` (``_codex_line``'s) parsed as a Codex rollout file in ``tmp_path``."""
+    path = tmp_path / "rollout-2026-09-10T10-00-00-0199a000-0000-7000-8000-000000000001.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return parse_file(path, tmp_path)
+
+
 @pytest.mark.parametrize("where", [("task_started",), ("token_count",),
                                    ("task_started", "token_count")])
 def test_codex_a_bad_window_names_the_event_it_came_from(tmp_path: Path,
@@ -240,9 +247,7 @@ def test_codex_a_bad_window_names_the_event_it_came_from(tmp_path: Path,
                                       "content": [{"type": "output_text", "text": "hello"}]}),
         _codex_line("event_msg", usage(bad if "token_count" in where else 258_400)),
     ]
-    path = tmp_path / "rollout-2026-09-10T10-00-00-0199a000-0000-7000-8000-000000000001.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    parsed = parse_file(path, tmp_path)
+    parsed = _codex_rollout(tmp_path, lines)
     said = [(i.line, i.reason) for i in parsed.issues if "model_context_window" in i.reason]
     first = 3 if "task_started" in where else 6
     each = "" if len(where) < 2 else ": task_started 1, token_count 1"
