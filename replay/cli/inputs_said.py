@@ -236,7 +236,7 @@ def inputs_doc(report: IngestReport, strict: bool, said: Sequence[Said] = (), *,
     return {
         "files_n": _n_files(report),
         "files_parsed_n": len(report.parsed),
-        "files_reused_n": len(set(report.cached) - set(report.failed)),
+        "files_reused_n": report.n_reused,
         "files_failed_n": len(report.failed), "files_failed": list(report.failed),
         "files_failed_before_n": failed_before,
         "files_no_conversation_n": len(report.no_conversation),

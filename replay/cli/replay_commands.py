@@ -86,9 +86,7 @@ def ingest(
     stored = set(report.parsed + report.cached)
     same = entry_notes.same_bytes(e for s, e in store.read_manifest(out).items() if s in stored)
     said += [Said(note)] if (note := same_bytes_note(same)) else []
-    reused = len(set(report.cached) - set(report.failed))  # (--strict fails a reused file for its
-    # stored issues: it is counted once, failed)
-    doc = {"parsed": len(report.parsed), "cached": reused, "failed": report.failed,
+    doc = {"parsed": len(report.parsed), "cached": report.n_reused, "failed": report.failed,
            "repaired": report.repaired, "rebuilt_from_schema": report.rebuilt_from_schema,
            "dropped_older": report.dropped_older,
            "no_conversation": report.no_conversation,
@@ -110,7 +108,7 @@ def ingest(
         empty = f", {len(report.no_conversation)} without a conversation" \
             if report.no_conversation else ""
         say(f"{report.n_runs} runs from {len(report.parsed)} files parsed, "
-            f"{reused} reused from cache, {len(report.failed)} failed{empty}, "
+            f"{report.n_reused} reused from cache, {len(report.failed)} failed{empty}, "
             f"{len(report.issues)} issues → {out}")
     _finish(report, strict)
 

@@ -52,6 +52,12 @@ class IngestReport:
     (a file of two formats concatenated is read as the first, the second's records unknown)."""
 
     @property
+    def n_reused(self) -> int:
+        """Files reused from the cache, not failed (``--strict`` fails a reused file for its
+        stored issues: it is counted once, failed)."""
+        return len(set(self.cached) - set(self.failed))
+
+    @property
     def tokens(self) -> int | None:
         """Tokens of every file stored, parsed now or reused (first tokenizer), None when a
         reused entry's could not be read."""
