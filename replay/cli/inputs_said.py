@@ -203,9 +203,7 @@ def stored_said(entries: Sequence[Entry], strict: bool,
     report = IngestReport()
     for e in entries:
         report_reused(report, e, e.source, strict)
-    said = [Said(str(issue), warning=True) for issue in report.issues]
-    if note := unknown_note(report):
-        said.append(Said(note))
+    said = ingested_said(report)  # (its issues and unknown records: nothing else is reused)
     if note := failed_said(failed or {}, {e.source for e in entries}):
         said.append(Said(note, warning=True))
         if strict:
