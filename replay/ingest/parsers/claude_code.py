@@ -11,7 +11,9 @@ public real transcript holding one was found); ``messagesSummarized`` is read by
 
 One JSON record per line; one run per ``sessionId`` in the file (records without one belong to
 the first; so do records whose ``sessionId`` is null or no string, said once a file, as a
-``version`` or a title of another type is: ``run_text.odd_run_field``).  ``user`` records hold
+``version``, an ``agentId`` or a title that is null or of another type is:
+``run_text.odd_run_field``; a response's null or non-string ``message.model`` is said at its
+record).  ``user`` records hold
 prompts or content blocks (``text`` / ``image`` / ``tool_result``); ``assistant`` records are
 Anthropic API responses *streamed one content block per record*: records sharing ``message.id``
 are one response (blocks concatenated, usage, ``diagnostics.cache_miss_reason`` and
@@ -277,9 +279,9 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 sess.version = version
             else:
                 odd_run_field("version", version, src.path, no, issues, odd)
-        if (agent := raw.agentId) is not None:
-            if agent.__class__ is not str:  # (a subagent's run then named by its file or
-                # chain: said, as the other run-level fields are)
+        if (agent := raw.agentId) is not UNSET:
+            if agent.__class__ is not str:  # (null or another type: a subagent's run then
+                # named by its file or chain: said, as the other run-level fields are)
                 odd_run_field("agentId", agent, src.path, no, issues, odd)
             elif agent:
                 sess.agent_id = sess.agent_id or agent

@@ -131,7 +131,8 @@ class Mark(Rec):
 class Line(msgspec.Struct, gc=False):
     """One transcript line: the fields the parser reads, each as JSON has it (``None`` when
     absent or null, but ``parentUuid`` and the run-level fields a null of which is said,
-    ``sessionId``, ``version`` and the titles: ``UNSET`` when absent), the rest of the line skipped
+    ``sessionId``, ``version``, ``agentId`` and the titles: ``UNSET`` when absent), the rest of
+    the line skipped
     by the decoder (``decode``; a progress record's ``data``, a tool result's
     ``toolUseResult``: most of a transcript's bytes).  In the order Claude Code writes them:
     the decoder looks a key up from the field after the last one found, so a key in that order
@@ -144,7 +145,7 @@ class Line(msgspec.Struct, gc=False):
     isSidechain: Any = None
     sessionId: Any = msgspec.UNSET
     version: Any = msgspec.UNSET
-    agentId: Any = None
+    agentId: Any = msgspec.UNSET
     type: Any = None
     subtype: Any = None
     message: Any = None
@@ -247,7 +248,8 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
         mid = msg.get("id")
         model = msg.get("model")
         if model.__class__ is not str:
-            if model is not None and unread is not None:  # (read as none: said)
+            if unread is not None and (model is not None or "model" in msg):  # (read as
+                # none: said, a null too, which the API never writes)
                 unread.append(not_a_string(model, "message.model"))
             model = ""
         if mid.__class__ is not str:

@@ -124,12 +124,12 @@ def test_a_field_of_another_type_is_read_as_generic_decoding_reads_it(
 def test_line_of_a_record_is_its_typed_decoding(record: dict[str, Any]) -> None:
     """A record decoded the generic way and made a ``Line`` is the ``Line`` the Struct decoder
     gives, every field as the record has it (absent: None; UNSET for ``parentUuid`` and the
-    run-level fields whose null is said: ``sessionId``, ``version``, the titles)."""
+    run-level fields whose null is said: ``sessionId``, ``version``, ``agentId``, the titles)."""
     line = line_of(record)
     assert line == decode(json.dumps(record).encode())
     for key in Line.__struct_fields__:
         want = record.get(key, UNSET if key in (
-            "parentUuid", "sessionId", "version", "customTitle", "aiTitle") else None)
+            "parentUuid", "sessionId", "version", "agentId", "customTitle", "aiTitle") else None)
         assert getattr(line, key) == want
 
 

@@ -24,10 +24,11 @@ SUBAGENT = FIXTURES / "claude_code" / "agent-a7be2f0.jsonl"
 """A real Claude Code 2.1.39 subagent transcript (``agentId`` on its records)."""
 
 
-@pytest.mark.parametrize("value", [7, ["a"], {"a": 1}], ids=repr)
+@pytest.mark.parametrize("value", [7, ["a"], {"a": 1}, None], ids=repr)
 def test_claude_code_an_agent_id_of_another_type_is_said(tmp_path: Path, value: Any) -> None:
     """A subagent's ``agentId`` of another type was passed over unsaid (its run then named by
-    the file): now said once, the run as without it."""
+    the file): now said once, the run as without it.  A null too (Claude Code leaves the key out
+    of a record of no subagent, never null): the decoder read it as absent, unsaid."""
     lines = [json.loads(x) for x in SUBAGENT.read_text(encoding="utf-8").splitlines()]
     with_id = [no for no, rec in enumerate(lines, 1) if "agentId" in rec]
     parsed = []
@@ -116,6 +117,13 @@ def test_claude_code_a_response_s_model_or_id_of_another_type_is_said(
     assert _new_issues(absent, planted) == [
         (5, f"message.{key} is {_held(value)}, not a string (read as empty)")]
     assert _tables_equal(absent, planted)
+
+
+def test_claude_code_a_response_s_null_model_is_said(tmp_path: Path) -> None:
+    """A response's ``message.model`` that is null was read as none unsaid, as if absent (the
+    API writes a string; ``<synthetic>`` for the harness's own records): now said as another
+    type is, the run as with the model removed."""
+    test_claude_code_a_response_s_model_or_id_of_another_type_is_said(tmp_path, "model", None)
 
 
 def _planted_pair(tmp_path: Path, path: Path, plant: Any, fmt: str,
