@@ -73,7 +73,9 @@ Forks and spawned subagents: the parent session (``forked_from_id``, ``parent_th
 rollout (``rollout-*-<id>.jsonl``) is beside this file or in the same ``sessions/`` tree.  A fork
 replays its parent's lines (the parent's session_meta first, the parent's timestamps): they are
 this run's context, but their assistant turns and token_counts are the parent's requests, not
-this run's (no request rows; the token_counts counted as skipped).
+this run's (no request rows; the token_counts counted as skipped).  A spawned agent's run is
+named (``Run.agent``) by ``session_meta.agent_path``, else its ``agent_nickname``: two fields of
+their own that a V2 agent writes both of, each checked (null or another type said).
 
 Rollbacks (``event_msg/thread_rolled_back``): ``replay.ingest.parsers.codex_rollback``.
 

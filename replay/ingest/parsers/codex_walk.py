@@ -129,10 +129,10 @@ def meta(w: Walk, p: dict[str, Any], ts: str, no: int) -> None:
         if p.get(key, 0) is None:
             w.note(no, not_a_string(None, f"session_meta.{key}"))
     w.model = it.opt_str(p, "model") or w.model
-    for key in ("agent_path", "agent_nickname"):
-        if agent := run_text(p.get(key, UNSET), f"session_meta.{key}", w.src.path, w.issues):
-            w.b.agent = agent
-            break
+    path, nickname = (run_text(p.get(key, UNSET), f"session_meta.{key}", w.src.path, w.issues)
+                      for key in ("agent_path", "agent_nickname"))  # (two fields of their
+    # own, a V2 agent writing both: each checked; the run named by the path, else the nickname)
+    w.b.agent = path or nickname or w.b.agent
     which, text = it.instructions(p)
     if which == "base_instructions" or which and not repeated(w.records, text):
         w.start("system", ts)
