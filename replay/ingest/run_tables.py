@@ -176,7 +176,6 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
     exacts: dict[int, ExactSizes] = {}
     split: dict[int, int] = {}
     """Texts cut inside a piece to be counted in parts (``token_parts``): index → cuts."""
-    shortest = token_parts.estimated_from(chunked)
     for start, stop in [(0, len(texts))] if one else _chunks(texts):
         chunk = texts if stop - start == len(texts) else texts[start:stop]
         for name, counts in counted.items():  # first: the encoder leaves each text's UTF-8
@@ -192,7 +191,9 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         arrays.append(part)
         lines.append(line_counts(part))
         n_chars += map(len, chunk)
-        if long and max(n_chars[start:stop]) >= shortest:
+        if (long or chunked and token_parts.PANICKED) and \
+                max(n_chars[start:stop]) >= token_parts.estimated_from(chunked):  # (after the
+            # count: a text tiktoken panicked on is cut in chunks from then on)
             for i, t in enumerate(chunk, start):
                 if (cut := token_parts.estimated_cuts(t, chunked)) > 0:
                     split[i] = cut
@@ -213,7 +214,8 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
 def split_issue(path: str, split: dict[int, int], chunked: tuple[str, ...] = ()) -> Issue:
     """What ingest says of the texts it counted in parts cut inside a piece (``split``: index
     → cuts; ``replay.ingest.token_parts.estimated_cuts``; ``chunked``: the encodings counted by
-    tiktoken, whose long whitespace runs are counted in chunks too)."""
+    tiktoken, whose long whitespace runs are counted in chunks too, and any text its regex
+    engine panicked on: ``token_parts.PANICKED``)."""
     n = len(split)
     runs = f"an unbroken run of {token_parts.SPLIT_CHARS // 2:,} or more (one word, " \
            "punctuation or whitespace)"
@@ -221,10 +223,11 @@ def split_issue(path: str, split: dict[int, int], chunked: tuple[str, ...] = ())
         if not chunked else \
         f"counted in parts (longer than {token_parts.SPLIT_CHARS:,} characters with {runs}, " \
         f"or, under {', '.join(chunked)}, which tiktoken counts, with a run of " \
-        f"{token_parts.LONG_WHITESPACE:,} whitespace characters or more: counted in " \
-        f"{token_parts.CHUNK_CHARS:,}-character chunks)"
+        f"{token_parts.LONG_WHITESPACE:,} whitespace characters or more, or that its regex " \
+        f"engine panicked on: counted in {token_parts.CHUNK_CHARS:,}-character chunks)"
+    where = "such a run" if not chunked else "such a run or a chunked text"
     return Issue(path, 0, f"{n:,} text{'' if n == 1 else 's'} {what}, cut "
-                          f"{sum(split.values()):,} time(s) inside such a run: "
+                          f"{sum(split.values()):,} time(s) inside {where}: "
                           f"{'its' if n == 1 else 'their'} tokens are estimated (a few tokens a "
                           f"cut) and flagged (replay runs: estimated_blocks)")
 

@@ -28,7 +28,9 @@ says how many such cuts a text needs, for ingest to flag its tokens as estimated
 tiktoken (the encodings ctxreplay does not count with splintr) has one more limit, its regex
 engine's stack: a run of ``LONG_WHITESPACE`` whitespace characters is encoded in 64 Ki-character
 chunks (``encode_safely``), cut inside the run's piece: that count is an estimate too
-(``chunk_cuts``; ``estimated_cuts`` counts both kinds of cut, for ingest to flag and say).
+(``chunk_cuts``; ``estimated_cuts`` counts both kinds of cut, for ingest to flag and say).  So
+is a text whose encoding panics all the same (none is known), then counted in chunks: its
+hash is kept (``PANICKED``) and ``chunk_cuts`` counts its chunks' cuts too.
 
 Not here: the encoders (``replay.ingest.tokens``).
 """
@@ -109,6 +111,10 @@ engine overflows its stack at about 900,000 (a Rust panic, which also prints "th
 panicked … StackOverflow" on stderr); such a text is counted in 64 Ki-character chunks (within
 a few tokens of the whole count: 3,128 whole vs 3,130 chunked for 400,000 spaces)."""
 _WHITESPACE = re.compile(r"\s+")
+PANICKED: set[int] = set()
+"""The hashes of the texts (parts) tiktoken panicked on, which ``encode_safely`` counted in
+chunks instead, for the rest of the process (a text counted once and its rows written again is
+flagged again: ``chunk_cuts``).  Empty while no panic happened: nothing is hashed to look."""
 
 
 def long_whitespace(text: str) -> bool:
@@ -122,8 +128,10 @@ def chunk_cuts(text: str) -> int:
     """How many cuts ``encode_safely`` makes in ``text`` (a part, ``parts``): its 64 Ki-character
     chunks' when it holds a long whitespace run (``long_whitespace``), else none.  Such a cut
     may fall inside a piece (the run's): the count is then an estimate (3,910 tokens chunked
-    against 3,909 whole for ``x``, 500,000 spaces and ``y`` under o200k_base)."""
-    return (len(text) - 1) // CHUNK_CHARS if long_whitespace(text) else 0
+    against 3,909 whole for ``x``, 500,000 spaces and ``y`` under o200k_base), and when
+    tiktoken panicked on it (``PANICKED``: cut anywhere)."""
+    return (len(text) - 1) // CHUNK_CHARS if long_whitespace(text) or (
+        PANICKED and len(text) > CHUNK_CHARS and hash(text) in PANICKED) else 0
 
 
 def estimated_cuts(text: str, chunked: bool) -> int:
@@ -132,22 +140,24 @@ def estimated_cuts(text: str, chunked: bool) -> int:
     an encoding tiktoken counts: ``tokens.by_tiktoken``) its parts' ``chunk_cuts``.  The one
     test of a count that ingest flags as estimated and says (``run_tables.split_issue``)."""
     cut = forced_cuts(text)
-    if chunked and len(text) >= LONG_WHITESPACE:
+    if chunked and len(text) >= estimated_from(chunked):
         cut += sum(map(chunk_cuts, parts(text)))
     return cut
 
 
 def estimated_from(chunked: bool) -> int:
     """The fewest characters of a text that ``estimated_cuts`` may find cut (a shorter one is
-    counted whole, exactly)."""
-    return LONG_WHITESPACE if chunked else SPLIT_CHARS + 1
+    counted whole, exactly): one chunk and a character more once tiktoken panicked
+    (``PANICKED``)."""
+    return (CHUNK_CHARS + 1 if PANICKED else LONG_WHITESPACE) if chunked else SPLIT_CHARS + 1
 
 
 def encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
     """``encode_ordinary``, except for a text with a run of ``LONG_WHITESPACE`` whitespace
     characters (``long_whitespace``), or where tiktoken's regex engine panics all the same:
     then the text is counted in 64 Ki-character chunks (``chunk_cuts``; the panic is not
-    foreseen: none is known below that run's length)."""
+    foreseen: none is known below that run's length, and the text's hash is kept in
+    ``PANICKED``, for its count to be flagged as estimated and said as the run's is)."""
     if long_whitespace(text):
         return _chunked(enc, text)
     try:
@@ -155,7 +165,9 @@ def encode_safely(enc: tiktoken.Encoding, text: str) -> list[int]:
     except BaseException as exc:  # pyo3's PanicException is not an Exception
         if type(exc).__name__ != "PanicException":
             raise
-        return _chunked(enc, text)
+        ids = _chunked(enc, text)
+        PANICKED.add(hash(text))
+        return ids
 
 
 def _chunked(enc: tiktoken.Encoding, text: str) -> list[int]:

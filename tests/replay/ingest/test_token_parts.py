@@ -205,8 +205,9 @@ def test_a_whitespace_run_tiktoken_counts_in_chunks_is_flagged_and_said(
     assert said == [
         ("1 text counted in parts (longer than 1,048,576 characters with an unbroken run of "
         "524,288 or more (one word, punctuation or whitespace), or, under o200k_base, which "
-        "tiktoken counts, with a run of 500,000 whitespace characters or more: counted in "
-        "65,536-character chunks), cut 7 time(s) inside such a run: its tokens are estimated "
+        "tiktoken counts, with a run of 500,000 whitespace characters or more, or that its "
+        "regex engine panicked on: counted in 65,536-character chunks), cut 7 time(s) inside "
+        "such a run or a chunked text: its tokens are estimated "
         "(a few tokens a cut) and flagged (replay runs: estimated_blocks)")]
     assert parsed.tables is not None
     assert sum(parsed.tables.messages["tokens_estimated"].to_pylist()) == 1
