@@ -83,18 +83,35 @@ def plain(value: object, style: str = "") -> Text:
     return Text(printable(value), style=style)
 
 
+def stdout_written() -> None:
+    """Flush what the command wrote to stdout, before a line goes to stderr: on a pipe stdout
+    is block-buffered and stderr is not, so ``replay runs ds --csv 2>&1 | less`` showed the
+    warning after the CSV above the rows it follows (``--csv`` and ``--json`` are written
+    through ``sys.stdout``, which rich's consoles do not flush).  Every stderr line of the
+    commands (``say(err=True)``, ``warn``, ``error``, the progress bar) goes through here.
+    A stdout already closed or gone (``| head``) is left to the exit's own handling."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def say(message: object, *, err: bool = False) -> None:
     """One line of plain text (on stderr with ``err``)."""
+    if err:
+        stdout_written()
     (err_console if err else out_console).print(plain(message), soft_wrap=True)
 
 
 def warn(message: object) -> None:
     """``warning: …`` on stderr."""
+    stdout_written()
     err_console.print(Text.assemble(("warning", "yellow"), ": ", plain(message)), soft_wrap=True)
 
 
 def error(message: object) -> None:
     """``error: …`` on stderr."""
+    stdout_written()
     err_console.print(Text.assemble(("error", "red"), ": ", plain(message)), soft_wrap=True)
 
 
@@ -206,6 +223,7 @@ def _bar(label: str) -> Progress:
         TimeRemainingColumn,
     )
 
+    stdout_written()
     return Progress(TextColumn(label.replace("[", "\\[")), BarColumn(), MofNCompleteColumn(),
                     TimeRemainingColumn(), console=err_console, transient=True)
 
