@@ -119,7 +119,7 @@ RUNS_LAYOUT = Layout(columns=("run", "format", "model", "requests", "tokens",
                              "recorded_input_tokens": "sum", "unrecorded_requests": "sum",
                              "compactions": "sum", "tool_calls": "sum", "messages": "sum",
                              "estimated_blocks": "sum", "estimated_tokens": "sum",
-                             "source_issues_n": "sum"})
+                             "source_issues_n": "per_source"})
 RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_tokens",
                              "overshoots_n", "cost_usd", "n_summaries", "n_trims",
                              "induced_rereads_n"),
@@ -127,8 +127,10 @@ RUN_LAYOUT = Layout(columns=("run", "n_requests", "note", "tokens_sent", "peak_t
                             "overshoots_n": "sum", "overshoots_max_tokens": "max",
                             "n_summaries": "sum", "n_trims": "sum", "cost_usd": "sum",
                             "induced_rereads_n": "sum", "induced_rereads_tokens": "sum",
-                            "induced_rereads_estimated_n": "sum"})
-"""The ``replay run`` table: ``analysis.per_run.rollup.ROLLUP_METRICS`` (``metrics()``'s names)."""
+                            "induced_rereads_estimated_n": "sum",
+                            "source_issues_n": "per_source"})
+"""The ``replay run`` table: ``analysis.per_run.rollup.ROLLUP_METRICS`` (``metrics()``'s names),
+and ``source_issues_n``, the issues stored for a run's log file, totalled once per file."""
 
 
 @table_command

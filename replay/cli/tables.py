@@ -74,7 +74,10 @@ class Layout:
     columns: tuple[str, ...] = ()
     """The default columns, in order (empty: every column)."""
     totals: dict[str, str] = field(default_factory=dict)
-    """Column → ``sum`` or ``max`` for a totals row (empty: no totals row)."""
+    """Column → ``sum``, ``max`` or ``per_source`` for a totals row (empty: no totals row).
+    ``per_source``: a value of the row's log file, repeated in the row of each of its runs
+    (``source_issues_n``), summed once per file (``source``): a sum over the rows counted a
+    file of two runs twice."""
     units: Mapping[str, str] = field(default_factory=dict)
     """Column → its unit (``analysis.metric_spec.format_value``: whole numbers, %, USD)."""
     priority: tuple[str, ...] = HEADLINE_COLUMNS
@@ -213,7 +216,20 @@ def totals_row(rows: list[dict[str, Any]], shown: list[str], layout: Layout) -> 
             # an unknown value (None) leaves the total unknown
             known = [v for v in values if v is not None]
             out[col] = None if len(known) < len(values) else \
+                _per_source(rows, col) if how == "per_source" else \
                 sum(known) if how == "sum" else max(known)
         else:
             out[col] = f"total ({len(rows):,})" if i == 0 else ""
     return out
+
+
+def _per_source(rows: list[dict[str, Any]], col: str) -> Any:
+    """``col``'s values summed once per ``source`` (``Layout.totals``'s ``per_source``); None
+    (unknown) when a row names no source or two rows of one source disagree."""
+    by_source: dict[str, Any] = {}
+    for r in rows:
+        source, v = r.get("source"), r.get(col)
+        if not isinstance(source, str) or not source or by_source.get(source, v) != v:
+            return None
+        by_source[source] = v
+    return sum(by_source.values())

@@ -53,7 +53,12 @@ def test_the_run_table_shows_summary_columns_only() -> None:
     from replay.cli.replay_commands import RUN_LAYOUT
 
     shown = set(RUN_LAYOUT.columns) | set(RUN_LAYOUT.totals)
-    assert shown - {"run", "note"} <= set(ROLLUP_METRICS) <= set(ROLLUP_SCHEMA.names)
+    # source_issues_n is no metric: the issues of the run's log file, in every row of its runs
+    # (totalled once per file, not per run: tests/replay/cli/test_issue_totals.py)
+    assert RUN_LAYOUT.totals["source_issues_n"] == "per_source"
+    assert shown - {"run", "note", "source_issues_n"} <= set(ROLLUP_METRICS) \
+        <= set(ROLLUP_SCHEMA.names)
+    assert "source_issues_n" in ROLLUP_SCHEMA.names
 
 
 def test_each_part_computes_exactly_its_declared_columns(sample_corpus: Corpus,
