@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,14 @@ import pyarrow.parquet as pq
 from replay.atomic_files import atomic_write_bytes, atomic_write_text, file_in, folder_fd
 from replay.corpus import Corpus, iter_replays, source_issues
 from replay.engine.trace import TRACE_SCHEMAS, TRACE_VERSION, Trace
-from replay.errors import ReplayInputError
-from replay.ingest.input_files import Unreadable, read_document, read_input
+from replay.errors import ConfigError, PolicyError, RunFolderError
+from replay.ingest.input_files import (
+    DOCUMENT_LIMIT,
+    TooBig,
+    Unreadable,
+    max_document_bytes,
+    read_input,
+)
 from replay.ingest.run_label import run_labels
 from replay.memory import release_freed_memory
 from replay.policy import Policy, policy_from_dict, policy_to_dict
@@ -233,18 +240,22 @@ def read_summary(out: Path) -> dict[str, Any]:
     (``trace_version``) holding the policy (a mapping; ``policy_from_dict`` checks its keys).
 
     Raises:
-        ReplayInputError: any of these is not so (one line naming the file).
+        RunFolderError: any of these is not so (one line naming the file).
+        ConfigError: it is over ``CTXREPLAY_MAX_DOCUMENT_BYTES`` (a limit set too low).
     """
     path = out / "summary.json"
-    try:
-        doc = json.loads(read_document(path))
+    try:  # (a symlink is not followed: planted, it would name another folder's summary)
+        doc = json.loads(read_input(path, max_document_bytes(), follow=False,
+                                    limit=DOCUMENT_LIMIT))
+    except TooBig as why:  # the limit is set too low, nothing is wrong with the folder: exit 2
+        raise ConfigError(str(path), "", f"a `replay run` summary: {why}") from None
     except Unreadable as why:
-        raise ReplayInputError(f"{path}: not a `replay run` summary: {why}") from None
+        raise RunFolderError(f"{path}: not a `replay run` summary: {why}") from None
     except (ValueError, RecursionError) as exc:  # not JSON or UTF-8, an int's digits, nesting
-        raise ReplayInputError(f"{path}: not a `replay run` summary (not JSON: "
+        raise RunFolderError(f"{path}: not a `replay run` summary (not JSON: "
                                f"{str(exc).splitlines()[0]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("policy"), dict):
-        raise ReplayInputError(f"{path}: not a `replay run` summary (no policy mapping)")
+        raise RunFolderError(f"{path}: not a `replay run` summary (no policy mapping)")
     _same_engine(path, doc.get("trace_version"))
     return doc
 
@@ -255,15 +266,15 @@ def read_trace(out: Path) -> Trace:
     types of ``TRACE_SCHEMAS``.
 
     Raises:
-        ReplayInputError: a file is missing, not Parquet, from another engine or of another
+        RunFolderError: a file is missing, not Parquet, from another engine or of another
             schema (one line naming it).
     """
     tables = []
     for name, schema in TRACE_SCHEMAS.items():
         path = out / "traces" / f"{name}.parquet"
         try:
-            if path.is_symlink() or not path.is_file():
-                raise ReplayInputError(f"{path}: not a `replay run` trace (not a plain file)")
+            if why := not_a_plain_file(path):
+                raise RunFolderError(f"{path}: not a `replay run` trace ({why})")
             # from bytes in memory: a ParquetFile on a path (or a file object or a memory map)
             # starts Arrow's I/O thread, which a process exiting with it alive can abort in
             # (tests/replay/cli/test_native_threads.py)
@@ -271,15 +282,26 @@ def read_trace(out: Path) -> Trace:
                 meta = f.schema_arrow.metadata or {}
                 _same_engine(path, meta.get(b"trace_version", b"").decode("utf-8", "replace"))
                 if not f.schema_arrow.remove_metadata().equals(schema.remove_metadata()):
-                    raise ReplayInputError(f"{path}: not a `replay run` trace (its columns "
+                    raise RunFolderError(f"{path}: not a `replay run` trace (its columns "
                                            f"are not the {name} table's)")
                 tables.append(f.read(use_threads=False))
         except (OSError, Unreadable, pa.ArrowException) as exc:
-            raise ReplayInputError(f"{path}: not a `replay run` trace "
+            raise RunFolderError(f"{path}: not a `replay run` trace "
                                    f"({str(exc).splitlines()[0]})") from None
         if why := _values_wrong(name, tables[-1]):
-            raise ReplayInputError(f"{path}: not a `replay run` trace ({why})")
+            raise RunFolderError(f"{path}: not a `replay run` trace ({why})")
     return Trace(*tables)
+
+
+def not_a_plain_file(path: Path) -> str:
+    """Why ``path`` is not a regular file a command may read as a trace ('' when it is):
+    missing, a symlink (not followed: planted, it reads another folder's file), or something
+    else (a folder, a FIFO)."""
+    if path.is_symlink():
+        return "a symlink, not followed"
+    if not os.path.lexists(path):
+        return "missing; `replay run` writes it"
+    return "" if path.is_file() else "not a plain file"
 
 
 _SIGNED = {"reclaimed_tokens", "reclaimed_est_tokens"}
@@ -323,12 +345,17 @@ def read_run(out: Path) -> tuple[Policy, Trace]:
     would have its traces judged under a policy they were not replayed with.
 
     Raises:
-        ReplayInputError: a file is not one ``replay run`` writes, or the summary does not
-            describe the traces beside it (one line naming the file).
-        PolicyError: the summary's policy is not a valid policy.
+        RunFolderError: a file is not one ``replay run`` writes, or the summary does not
+            describe the traces beside it, or its policy is not a valid policy (one line
+            naming the file).
     """
     doc = read_summary(out)
-    policy = policy_from_dict(doc["policy"], str(out / "summary.json"))
+    try:
+        policy = policy_from_dict(doc["policy"], str(out / "summary.json"))
+    except PolicyError as exc:  # the summary's, not the user's: a damaged input (exit 1)
+        where = f"{exc.key}: " if exc.key else ""
+        raise RunFolderError(f"{exc.path}: not a `replay run` summary (its policy: {where}"
+                             f"{exc.reason})") from None
     trace = read_trace(out)
     _summary_matches(out, doc, policy, trace)
     return policy, trace
@@ -341,14 +368,14 @@ def _summary_matches(out: Path, doc: dict[str, Any], policy: Policy, trace: Trac
     no request."""
     path = out / "summary.json"
     if doc.get("policy_digest") != policy.digest():
-        raise ReplayInputError(f"{path}: its policy is not the one it was written with "
+        raise RunFolderError(f"{path}: its policy is not the one it was written with "
                                f"(policy_digest {doc.get('policy_digest')!r}, the policy hashes "
                                f"to {policy.digest()!r}); replay the policy again with "
                                "`replay run`")
     for name in TRACE_SCHEMAS:
         held = sorted(str(v) for v in pc.unique(trace.table(name)["policy"]).to_pylist())
         if held and held != [policy.name]:
-            raise ReplayInputError(f"{path}: names policy {policy.name!r}, but "
+            raise RunFolderError(f"{path}: names policy {policy.name!r}, but "
                                    f"{out / 'traces' / f'{name}.parquet'} holds rows of "
                                    f"{', '.join(map(repr, held))}")
     rows = doc.get("runs")
@@ -356,16 +383,16 @@ def _summary_matches(out: Path, doc: dict[str, Any], policy: Policy, trace: Trac
             isinstance(r, dict) and isinstance(r.get("run_id"), str)
             and type(r.get("n_requests")) is int and r.get("policy") == policy.name
             for r in rows):
-        raise ReplayInputError(f"{path}: not a `replay run` summary (runs: not a list of rows "
+        raise RunFolderError(f"{path}: not a `replay run` summary (runs: not a list of rows "
                                f"each with a run_id, its n_requests and policy {policy.name!r})")
     said = {r["run_id"]: r["n_requests"] for r in rows}
     if len(said) < len(rows):
-        raise ReplayInputError(f"{path}: not a `replay run` summary (a run_id in two rows)")
+        raise RunFolderError(f"{path}: not a `replay run` summary (a run_id in two rows)")
     counts = pc.value_counts(trace.requests["run_id"]).to_pylist()
     held_n = {c["values"]: c["counts"] for c in counts}
     for rid in sorted(set(said) | set(held_n)):
         if said.get(rid, 0) != held_n.get(rid, 0):
-            raise ReplayInputError(
+            raise RunFolderError(
                 f"{path}: run {rid!r} has " + (f"n_requests {said[rid]}" if rid in said
                                                 else "no row") + f", but "
                 f"{out / 'traces' / 'requests.parquet'} holds {held_n.get(rid, 0)} of its "
@@ -373,7 +400,7 @@ def _summary_matches(out: Path, doc: dict[str, Any], policy: Policy, trace: Trac
     for name in ("actions", "evictions"):
         stray = set(pc.unique(trace.table(name)["run_id"]).to_pylist()) - set(held_n)
         if stray:
-            raise ReplayInputError(f"{out / 'traces' / f'{name}.parquet'}: rows of run "
+            raise RunFolderError(f"{out / 'traces' / f'{name}.parquet'}: rows of run "
                                    f"{min(map(str, stray))!r}, which has no request in "
                                    "requests.parquet; these are not the traces summary.json "
                                    "summarises")
@@ -382,7 +409,7 @@ def _summary_matches(out: Path, doc: dict[str, Any], policy: Policy, trace: Trac
 def _same_engine(path: Path, version: object) -> None:
     """Refuse a trace file another engine wrote: its figures are not this engine's."""
     if version != TRACE_VERSION:
-        raise ReplayInputError(f"{path}: trace version {version!r}, this ctxreplay writes "
+        raise RunFolderError(f"{path}: trace version {version!r}, this ctxreplay writes "
                                f"{TRACE_VERSION!r}; replay the policy again with `replay run`")
 
 

@@ -33,9 +33,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from replay.apply_policy import not_a_plain_file
 from replay.corpus import Corpus, damaged_entry
 from replay.engine.trace import TRACE_SCHEMAS
-from replay.errors import ReplayInputError, StoreError
+from replay.errors import DamagedInputError, ReplayInputError, RunFolderError, StoreError
 from replay.ingest import store
 
 DATASET_VIEWS: tuple[str, ...] = store.TABLES
@@ -104,9 +105,13 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
 
     Raises:
         ReplayInputError: DuckDB is not installed, nothing to query, a folder is not a ``replay
-            run`` output, the query is not one select, or DuckDB refuses it (its message).
+            run`` output (neither summary.json nor traces/), the query is not one select, or
+            DuckDB refuses it (its message).
         StoreError: an entry file of the dataset is missing, unreadable or not the file
             written (its checksum: an input that failed).
+        RunFolderError: a ``replay run`` folder's trace file is missing, a symlink or not a
+            regular file; DamagedInputError: a file a view reads is not Parquet (inputs that
+            failed).
     """
     try:
         # lazy: duckdb is the optional sql extra; only this command needs it
@@ -140,9 +145,10 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             try:  # (a file that is no Parquet: DuckDB refuses it here, before any query)
                 con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet([{listed}], "
                             "union_by_name = true)")
-            except duckdb.Error as exc:
-                raise ReplayInputError(f"the {view} view cannot be made from "
-                                       f"{', '.join(map(str, paths))}: {_one_line(exc)}") from None
+            except duckdb.Error as exc:  # (files checked before, yet not Parquet: damaged)
+                raise DamagedInputError(f"the {view} view cannot be made from "
+                                        f"{', '.join(map(str, paths))}: {_one_line(exc)}") \
+                    from None
         for view, table in tables.items():
             con.register(view, table)
         try:
@@ -193,11 +199,13 @@ def _trace_files(folders: Sequence[Path]) -> dict[str, list[Path]]:
             raise ReplayInputError(f"{folder}: given twice (also as {seen[where]}); name each "
                                    "run folder once")
         seen[where] = folder
+        if not any(os.path.lexists(p) for p in (folder / "summary.json", folder / "traces")):
+            raise ReplayInputError(f"{folder}: not a `replay run --out` folder (no "
+                                   "summary.json, no traces/)")
         for view, name in TRACE_VIEWS.items():
             path = folder / "traces" / f"{name}.parquet"
-            if path.is_symlink() or not path.is_file():
-                raise ReplayInputError(f"{folder}: not a `replay run --out` folder (no "
-                                       f"traces/{name}.parquet as a plain file)")
+            if why := not_a_plain_file(path):  # a run folder, damaged: an input that failed
+                raise RunFolderError(f"{path}: not a `replay run` trace ({why})")
             out.setdefault(view, []).append(path)
     return out
 

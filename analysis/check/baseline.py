@@ -50,8 +50,8 @@ from analysis.truth_notes import trace_sources
 from replay.atomic_files import atomic_write_bytes
 from replay.corpus import Corpus, iter_replays
 from replay.engine.trace import TRACE_VERSION, Trace
-from replay.errors import ReplayError
-from replay.ingest.input_files import Unreadable, read_document
+from replay.errors import DamagedInputError, ReplayError
+from replay.ingest.input_files import TooBig, Unreadable, read_document
 from replay.ingest.run_label import run_key
 from replay.ingest.schema import SCHEMA_VERSION
 from replay.policy import Policy
@@ -79,7 +79,13 @@ Value = int | float | None
 
 
 class CheckError(ReplayError):
-    """A baseline or tolerances file is missing or invalid, or does not fit the check asked for."""
+    """A baseline or tolerances file is missing or invalid, or does not fit the check asked for
+    (a usage or configuration error: exit 2)."""
+
+
+class BaselineError(CheckError, DamagedInputError):
+    """A baseline file that is there but is not a valid baseline (not JSON, not its layout, a
+    value no replay measures): an input that failed (exit 1), not a usage error."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,8 +193,10 @@ def load_baseline(path: Path) -> Baseline:
     a device (``/dev/zero``) or a file over the document bound is refused, never read.
 
     Raises:
-        CheckError: the file is missing, is not a regular file within the bound, is not JSON,
-            or does not have the baseline layout (the message names the offending key).
+        CheckError: the file is missing (a usage error: create it with --update-baseline), or
+            over ``CTXREPLAY_MAX_DOCUMENT_BYTES`` (a limit set too low).
+        BaselineError: it is not a regular file within the bound, is not JSON, or does not
+            have the baseline layout (the message names the offending key).
     """
     if not os.path.lexists(path):
         raise CheckError(f"{path}: no such baseline; create it with `replay check ... "
@@ -197,15 +205,17 @@ def load_baseline(path: Path) -> Baseline:
         doc = json.loads(read_document(path).decode("utf-8"),
                          object_pairs_hook=_once_each)
     except _KeyTwice as twice:
-        raise CheckError(f"{path}: not a valid baseline ({twice})") from None
+        raise BaselineError(f"{path}: not a valid baseline ({twice})") from None
+    except TooBig as why:  # the limit is set too low, nothing is wrong with the file: exit 2
+        raise CheckError(f"{path}: the baseline: {why}") from None
     except Unreadable as why:
-        raise CheckError(f"{path}: not a baseline file: {why}") from None
+        raise BaselineError(f"{path}: not a baseline file: {why}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(
             exc, json.JSONDecodeError) else str(exc)
-        raise CheckError(f"{path}: not a valid baseline (invalid JSON at {where})") from None
+        raise BaselineError(f"{path}: not a valid baseline (invalid JSON at {where})") from None
     except (ValueError, RecursionError) as exc:  # json's bound on an int's digits; nesting
-        raise CheckError(f"{path}: not a valid baseline ({str(exc).splitlines()[0]})") from None
+        raise BaselineError(f"{path}: not a valid baseline ({str(exc).splitlines()[0]})") from None
     return _from_doc(doc, str(path))
 
 
@@ -273,16 +283,16 @@ def _from_doc(doc: Any, where: str) -> Baseline:
     top = _mapping(doc, where, "(top)", {"format", "trace_version", "schema_version", "metrics",
                                          "runs", "policies"})
     if top["format"] != BASELINE_FORMAT:
-        raise CheckError(f"{where}: format: this ctxreplay reads baseline format "
+        raise BaselineError(f"{where}: format: this ctxreplay reads baseline format "
                          f"{BASELINE_FORMAT}, the file has {top['format']!r}")
     for key in ("trace_version", "schema_version"):
         if not isinstance(top[key], str):
-            raise CheckError(f"{where}: {key}: expected text, got {top[key]!r}")
+            raise BaselineError(f"{where}: {key}: expected text, got {top[key]!r}")
     names = top["metrics"]
     if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
-        raise CheckError(f"{where}: metrics: expected a list of metric names")
+        raise BaselineError(f"{where}: metrics: expected a list of metric names")
     if twice := [m for m, n in Counter(names).items() if n > 1]:
-        raise CheckError(f"{where}: metrics: {_shown(twice[0])} is listed twice")
+        raise BaselineError(f"{where}: metrics: {_shown(twice[0])} is listed twice")
     listed = set(names)
     runs = {key: _run_info(info, where, key)
             for key, info in _mapping(top["runs"], where, "runs").items()}
@@ -290,39 +300,39 @@ def _from_doc(doc: Any, where: str) -> Baseline:
     for name, pol in _mapping(top["policies"], where, "policies").items():
         pol = _mapping(pol, where, f"policies.{name}", {"digest", "runs"})
         if not isinstance(pol["digest"], str):
-            raise CheckError(f"{where}: policies.{name}.digest: expected text, got "
+            raise BaselineError(f"{where}: policies.{name}.digest: expected text, got "
                              f"{_shown(pol['digest'])}")
         values: dict[str, dict[str, Value]] = {}
         for run, vals in _mapping(pol["runs"], where, f"policies.{name}.runs").items():
             if run not in runs:
-                raise CheckError(f"{where}: policies.{name}.runs.{run}: run not listed in `runs`")
+                raise BaselineError(f"{where}: policies.{name}.runs.{run}: run not listed in `runs`")
             vals = _mapping(vals, where, f"policies.{name}.runs.{run}")
             if vals.keys() != listed:
                 _unlike_metrics(names, vals, where, f"policies.{name}.runs.{run}")
             for m, v in vals.items():
                 if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                    raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a number "
+                    raise BaselineError(f"{where}: policies.{name}.runs.{run}.{m}: expected a number "
                                      f"or null, got {v!r}")
                 if v is not None and not abs(v) <= MAX_VALUE:  # NaN compares false too
                     # json reads NaN, Infinity and 1e999; NaN or ±inf would compare equal or
                     # "improved" to any value (a regression passed), a huge int overflowed
                     got = v if isinstance(v, float) else \
                         f"a whole number of {len(str(abs(v)))} digits"
-                    raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: expected a "
+                    raise BaselineError(f"{where}: policies.{name}.runs.{run}.{m}: expected a "
                                      f"finite number of at most {MAX_VALUE:.0e} or null, got {got}")
                 if v is not None and m in SPECS and (why := SPECS[m].refuses(v)) is not None:
                     # a negative count, a share above 1: no replay measures it, and compared it
                     # made a run pass or regress by a move no policy can make
-                    raise CheckError(f"{where}: policies.{name}.runs.{run}.{m}: {why}: no run "
+                    raise BaselineError(f"{where}: policies.{name}.runs.{run}.{m}: {why}: no run "
                                      "measures that (edited by hand?); `--update-baseline` "
                                      "writes it again")
             values[run] = vals
         truth = _mapping(pol.get("truth", {}), where, f"policies.{name}.truth")
         for run, source in truth.items():
             if run not in runs:
-                raise CheckError(f"{where}: policies.{name}.truth.{run}: run not listed in `runs`")
+                raise BaselineError(f"{where}: policies.{name}.truth.{run}: run not listed in `runs`")
             if not isinstance(source, str) or len(source) > MAX_TRUTH_CHARS:
-                raise CheckError(f"{where}: policies.{name}.truth.{run}: expected a truth source "
+                raise BaselineError(f"{where}: policies.{name}.truth.{run}: expected a truth source "
                                  f"(text of at most {MAX_TRUTH_CHARS} characters)")
         policies[name] = PolicyValues(digest=pol["digest"], values=values, truth=truth)
     return Baseline(trace_version=top["trace_version"], schema_version=top["schema_version"],
@@ -336,9 +346,9 @@ def _run_info(info: Any, where: str, key: str) -> RunInfo:
     info = _mapping(info, where, f"runs.{key}", {"source", "sha256"})
     source, sha = info["source"], info["sha256"]
     if not isinstance(source, str):
-        raise CheckError(f"{where}: runs.{key}.source: expected text, got {_shown(source)}")
+        raise BaselineError(f"{where}: runs.{key}.source: expected text, got {_shown(source)}")
     if not isinstance(sha, str) or not SHA256.fullmatch(sha):
-        raise CheckError(f"{where}: runs.{key}.sha256: expected the log's sha256 (64 lowercase "
+        raise BaselineError(f"{where}: runs.{key}.sha256: expected the log's sha256 (64 lowercase "
                          f"hex digits), got {_shown(sha)}")
     return RunInfo(source=source, sha256=sha)
 
@@ -350,10 +360,10 @@ def _unlike_metrics(names: list[str], vals: dict[str, Any], where: str, key: str
     than a metric lacks it in the list and in every run: consistent (``gate`` notes it)."""
     listed = set(names)
     if missing := [m for m in names if m not in vals]:
-        raise CheckError(f"{where}: {key}.{missing[0]}: missing, but `metrics` lists it (every "
+        raise BaselineError(f"{where}: {key}.{missing[0]}: missing, but `metrics` lists it (every "
                          f"run holds every listed metric; {len(missing)} missing in this run)")
     if unlisted := [m for m in vals if m not in listed]:
-        raise CheckError(f"{where}: {key}.{unlisted[0]}: not a metric `metrics` lists (every "
+        raise BaselineError(f"{where}: {key}.{unlisted[0]}: not a metric `metrics` lists (every "
                          f"metric a run holds is listed; {len(unlisted)} unlisted in this run)")
 
 
@@ -365,9 +375,9 @@ def _shown(v: Any) -> str:
 
 def _mapping(v: Any, where: str, key: str, required: set[str] | None = None) -> dict[str, Any]:
     if not isinstance(v, dict):
-        raise CheckError(f"{where}: {key}: expected a mapping, got {type(v).__name__}")
+        raise BaselineError(f"{where}: {key}: expected a mapping, got {type(v).__name__}")
     for name in sorted((required or set()) - v.keys()):
         close = difflib.get_close_matches(name, [str(k) for k in v], n=1)
         hint = f" (found {close[0]!r})" if close else ""
-        raise CheckError(f"{where}: {key}: missing key {name!r}{hint}")
+        raise BaselineError(f"{where}: {key}: missing key {name!r}{hint}")
     return v

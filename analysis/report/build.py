@@ -32,6 +32,7 @@ markup (``analysis.report.pages``).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,13 +165,15 @@ def read_runs(dirs: Sequence[Path]) -> list[tuple[Policy, Trace]]:
         One pair per directory, in order.
 
     Raises:
-        ReplayInputError: a directory holds no trace or summary, or a summary that does not
-            describe the traces beside it (``replay.apply_policy.read_run``).
+        ReplayInputError: a directory holds neither a summary nor traces (not a ``replay run``
+            folder: a usage error).
+        RunFolderError: a directory holds one of them but is damaged: a part missing, a
+            symlink, a file not what ``replay run`` writes, or a summary that does not describe
+            the traces beside it (``replay.apply_policy.read_run``: an input that failed).
     """
     out = []
     for d in dirs:
-        summary = d / "summary.json"
-        if not summary.is_file() or not (d / "traces" / "requests.parquet").is_file():
+        if not any(os.path.lexists(p) for p in (d / "summary.json", d / "traces")):
             raise ReplayInputError(f"{d}: no traces here (expected summary.json and traces/ "
                                    "written by `replay run`)")
         out.append(read_run(d))

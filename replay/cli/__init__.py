@@ -2,8 +2,9 @@
 
 Each command parses its arguments, calls the library, prints a table (or JSON
 with ``--json``) and maps errors to exit codes: 0 ok, 1 something failed (a
-file could not be ingested, a check regressed), 2 a usage or configuration
-error (bad policy, missing dataset).  This is the one package that wires
+file could not be ingested; a dataset, ``replay run`` folder or baseline read back is damaged,
+``replay.errors.DamagedInputError``; a check regressed), 2 a usage or configuration error
+(a bad option or policy, a path that is not there).  This is the one package that wires
 ``replay`` and ``analysis`` together.
 
 This module holds the typer ``app`` (the ``replay`` console script) and

@@ -3,7 +3,8 @@
 It parses its arguments (falling back on ``[tool.ctxreplay]`` in pyproject.toml or
 ctxreplay.toml), calls ``analysis.check.run.run_check``, and prints the verdict, what moved and
 the notes (or JSON with ``--json``), and writes the JUnit and Markdown reports it was asked
-for.  Exit 0: pass; 1: a regression or a failed input; 2: a usage or configuration error.
+for.  Exit 0: pass; 1: a regression or a failed input (a log, a damaged dataset or baseline);
+2: a usage or configuration error (a missing baseline, bad tolerances or policy).
 ``analysis`` is imported inside the command, so the other commands start without it.
 
 Not here: the check itself (``analysis.check``), printing and exit codes
@@ -69,7 +70,8 @@ def check(
     *,
     table: TableOptions,
 ) -> None:
-    """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression, 2 error."""
+    """Replay logs and compare every metric with a baseline: exit 0 pass, 1 regression or a
+    damaged input (log, dataset, baseline), 2 usage or configuration error."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.check.report import (
         change_rows,

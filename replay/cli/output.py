@@ -3,8 +3,8 @@
 Two consoles (tables and results on stdout, warnings and errors on stderr),
 ``_emit`` (a table, or JSON with ``--json``), ``_print_json``, ``say`` / ``warn`` /
 ``error`` (one line each), the progress bar and ``_errors``, which turns a ``ReplayError``
-into exit code 2 (a damaged dataset, ``StoreError``: 1) and leaves no empty folder the failed
-command created.
+into exit code 2 (a damaged input, ``DamagedInputError``: 1) and leaves no empty folder the
+failed command created.
 
 Every string printed here may come from a file, a log or a path: it is shown as plain text
 (never read as rich markup, so ``[/]`` or ``[bold red]`` in a tool id prints as written) and
@@ -50,7 +50,7 @@ from replay.cli.tables import (
     totals_row,
     width,
 )
-from replay.errors import ReplayError, StoreError
+from replay.errors import DamagedInputError, ReplayError, StoreError
 from replay.ingest.run_label import distinct_width, short_labels
 from replay.safe_text import csv_cell, strict_json, terminal
 
@@ -297,7 +297,8 @@ def _steps(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
 @contextmanager
 def _errors(*, store_exit: int = 1) -> Iterator[None]:
     """A command's work: a ``ReplayError`` or an output that cannot be written is one line and
-    exit 2, except a ``StoreError`` (a dataset read damaged: an input that failed), exit
+    exit 2, except a ``DamagedInputError`` (an input that failed: a ``replay run`` folder or a
+    baseline read damaged), exit 1, and a ``StoreError`` (a dataset read damaged), exit
     ``store_exit`` (2 where the store is the command's output, ``replay ingest --out``); a
     folder the block created is removed again when it fails and is still empty
     (``replay.atomic_files.no_new_folder_left_on_failure``)."""
@@ -307,6 +308,9 @@ def _errors(*, store_exit: int = 1) -> Iterator[None]:
         except StoreError as exc:
             error(exc)
             raise typer.Exit(store_exit) from None
+        except DamagedInputError as exc:  # a run folder, a baseline: an input that failed
+            error(exc)
+            raise typer.Exit(1) from None
         except ReplayError as exc:
             error(exc)
             raise typer.Exit(2) from None

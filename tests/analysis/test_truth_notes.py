@@ -127,7 +127,8 @@ def test_check_notes_a_run_whose_truth_changed_since_the_baseline(logs, tmp_path
     """The baseline stores each run's truth: a run judged on another basis than when the
     baseline was written (here: the baseline edited to say anchored) is noted, whatever its
     figures; a baseline written before the truth was stored still checks, with no such note;
-    a crafted truth value is refused (exit 2), not printed."""
+    a crafted truth value is refused (exit 1: a damaged baseline, an input that failed), not
+    printed."""
     folder, _ = logs
     path = tmp_path / "b.json"
     args = ["check", str(folder), "-p", "two-tier-corrected", "--baseline", str(path),
@@ -149,7 +150,7 @@ def test_check_notes_a_run_whose_truth_changed_since_the_baseline(logs, tmp_path
     doc["policies"]["two-tier-corrected"]["truth"] = {SWE: "\x1b[31m" + "x" * 100}
     path.write_text(json.dumps(doc))
     code, out = _cli(*args)
-    assert code == 2 and "expected a truth source" in out and "\x1b" not in out, out
+    assert code == 1 and "expected a truth source" in out and "\x1b" not in out, out
 
 
 def _without_usage_every(samples: Path, out: Path, every: int) -> tuple[Path, int]:

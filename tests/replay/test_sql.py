@@ -309,13 +309,13 @@ def test_a_trace_file_that_is_no_parquet_is_one_line(data: tuple[Corpus, list[Pa
                                                       tmp_path: Path) -> None:
     """``-t`` a run folder whose ``traces/requests.parquet`` is no Parquet file (cut, edited)
     ended in DuckDB's InvalidInputException traceback (exit 1): the view was made outside
-    the query's guard."""
+    the query's guard.  A damaged input: one line, exit 1 (not 2, a usage error)."""
     _, outs = data
     out = tmp_path / "run"
     shutil.copytree(outs[0], out)
     (out / "traces" / "requests.parquet").write_bytes(b"not parquet\n")
     done = runner.invoke(app, ["sql", "SELECT count(*) FROM trace_requests", "-t", str(out)])
-    assert done.exit_code == 2, done.output
+    assert done.exit_code == 1, done.output
     assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
     lines = [ln for ln in done.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: the trace_requests view cannot be "

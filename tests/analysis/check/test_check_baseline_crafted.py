@@ -1,4 +1,4 @@
-"""A baseline edited by hand or truncated is refused with its key (exit 2), never read as a
+"""A baseline edited by hand or truncated is refused with its key (exit 1: an input that failed, as a damaged dataset), never read as a
 narrower check: a run missing a metric the baseline lists had that metric judged a "new metric"
 with no note (it could regress without limit, and the verdict still said "84 metrics within
 tolerance"); a run holding a metric the list omits was compared and also noted as a "new
@@ -60,11 +60,11 @@ def _drop_from_one_run(doc: dict[str, Any]) -> None:
     del doc["policies"]["two-tier-corrected"]["runs"][RUN]["tokens_sent"]
 
 
-def test_a_run_missing_a_listed_metric_exits_2_naming_the_run_and_key(
+def test_a_run_missing_a_listed_metric_exits_1_naming_the_run_and_key(
         store: Path, files: dict[str, Path], recorded: dict[str, Any]) -> None:
     """It passed (exit 0, no note) with tokens_sent never compared under that policy."""
     result = _check_edited(store, files, recorded, _drop_from_one_run)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert (f"{files['baseline']}: policies.two-tier-corrected.runs.{RUN}.tokens_sent: "
             "missing, but `metrics` lists it") in _flat(result)
 
@@ -80,23 +80,23 @@ def _empty_list(doc: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("edit", [_unlist, _empty_list], ids=["one unlisted", "empty list"])
-def test_a_value_of_a_metric_the_list_omits_exits_2_naming_the_key(
+def test_a_value_of_a_metric_the_list_omits_exits_1_naming_the_key(
         store: Path, files: dict[str, Path], recorded: dict[str, Any], edit: Edit) -> None:
     """It failed on tokens_sent while noting tokens_sent as a metric not in the baseline."""
     first = min(recorded["policies"]["reserve-exact"]["runs"][RUN]) \
         if edit is _empty_list else "tokens_sent"  # (the file's keys are sorted)
     result = _check_edited(store, files, recorded, edit)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert (f"{files['baseline']}: policies.reserve-exact.runs.{RUN}.{first}: not a metric "
             "`metrics` lists") in _flat(result)
     assert "new metric" not in result.output
 
 
-def test_a_metric_listed_twice_exits_2(store: Path, files: dict[str, Path],
+def test_a_metric_listed_twice_exits_1(store: Path, files: dict[str, Path],
                                        recorded: dict[str, Any]) -> None:
     result = _check_edited(store, files, recorded,
                            lambda doc: doc["metrics"].append("overshoots_n"))
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"{files['baseline']}: metrics: 'overshoots_n' is listed twice" in _flat(result)
 
 
@@ -139,23 +139,23 @@ def _set_run(field: str, value: Any) -> Edit:
     (_set_run("source", ["a"]), "source: expected text, got ['a']"),
 ], ids=["sha int", "sha null", "sha upper", "sha 63", "sha newline", "source int",
         "source list"])
-def test_a_crafted_run_entry_exits_2_naming_the_key(
+def test_a_crafted_run_entry_exits_1_naming_the_key(
         store: Path, files: dict[str, Path], recorded: dict[str, Any], edit: Edit,
         message: str) -> None:
     """A sha256 of 5 was read as '5': the run a changed log, not compared (a source of 5 was
     read as '5')."""
     result = _check_edited(store, files, recorded, edit)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"{files['baseline']}: runs.{RUN}.{message}" in _flat(result)
 
 
-def test_a_crafted_digest_exits_2_naming_the_key(store: Path, files: dict[str, Path],
+def test_a_crafted_digest_exits_1_naming_the_key(store: Path, files: dict[str, Path],
                                                  recorded: dict[str, Any]) -> None:
     def edit(doc: dict[str, Any]) -> None:
         doc["policies"]["reserve-exact"]["digest"] = ["x"]
 
     result = _check_edited(store, files, recorded, edit)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert (f"{files['baseline']}: policies.reserve-exact.digest: expected text, got ['x']"
             in _flat(result))
 
@@ -171,7 +171,7 @@ def test_another_logs_sha256_is_a_changed_log_not_an_error(
 
 
 @pytest.mark.parametrize("where", ["policy", "run", "metric"])
-def test_a_key_given_twice_exits_2_and_neither_copy_is_taken(
+def test_a_key_given_twice_exits_1_and_neither_copy_is_taken(
         store: Path, files: dict[str, Path], recorded: dict[str, Any], where: str) -> None:
     """A merge that kept both sides' copies of a policy (or a run's values, or one value): JSON
     keeps the last, so the first copy, here one that regresses, was never read and the check
@@ -194,5 +194,5 @@ def test_a_key_given_twice_exits_2_and_neither_copy_is_taken(
         else text.index(opening)
     files["baseline"].write_text(text[:at + len(opening)] + copy + text[at + len(opening):])
     result = _cli(store, files)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert "is given twice in one object" in _flat(result)

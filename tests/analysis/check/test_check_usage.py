@@ -1,6 +1,8 @@
-"""``replay check``'s usage and configuration errors: a malformed or missing baseline, bad
-tolerances or policies, a policy missing from the baseline and two policies of one name all
-exit 2 with one line naming what is wrong.
+"""``replay check``'s usage and configuration errors: a missing baseline, bad tolerances or
+policies, a policy missing from the baseline and two policies of one name all exit 2 with one
+line naming what is wrong.  A baseline that is there but damaged (not JSON, a value of the wrong
+type or one no replay measures) is an input that failed, as a damaged dataset is: exit 1, with
+the same one line.
 """
 
 from __future__ import annotations
@@ -17,21 +19,21 @@ from tests.analysis.check.check_helpers import RUN, _cli, _flat
     ('{"format": 1, "trace_version": "1",', "not a valid baseline (invalid JSON at line 1"),
     ("[]", "(top): expected a mapping, got list"),
 ])
-def test_malformed_baseline_exits_2(store: Path, files: dict[str, Path], text: str,
+def test_malformed_baseline_exits_1(store: Path, files: dict[str, Path], text: str,
                                    message: str) -> None:
     files["baseline"].write_text(text)
     result = _cli(store, files)
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert f"{files['baseline']}: {message}" in _flat(result)
 
 
-def test_baseline_with_a_non_number_exits_2_naming_the_key(store: Path,
+def test_baseline_with_a_non_number_exits_1_naming_the_key(store: Path,
                                                            files: dict[str, Path]) -> None:
     doc = json.loads(files["baseline"].read_text())
     doc["policies"]["reserve-exact"]["runs"][RUN]["overshoots_n"] = "zero"
     files["baseline"].write_text(json.dumps(doc))
     result = _cli(store, files)
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert f"policies.reserve-exact.runs.{RUN}.overshoots_n: expected a number" in _flat(result)
 
 
@@ -87,7 +89,7 @@ def test_two_policies_with_one_name_exit_2(store: Path, files: dict[str, Path]) 
     ("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf"), ("1e999", "inf"),
     ("1" + "0" * 400, "a whole number of 401 digits"), ("1e300", "1e+300"),
 ], ids=["nan", "inf", "-inf", "1e999", "401 digits", "1e300"])
-def test_baseline_with_a_value_no_metric_has_exits_2(store: Path, files: dict[str, Path],
+def test_baseline_with_a_value_no_metric_has_exits_1(store: Path, files: dict[str, Path],
                                                       value: str, shown: str) -> None:
     """json reads NaN, ±Infinity and huge numbers: a NaN baseline made a regression 'improved',
     ±inf compared equal to any value (check passed), a 400-digit int was an OverflowError."""
@@ -95,27 +97,27 @@ def test_baseline_with_a_value_no_metric_has_exits_2(store: Path, files: dict[st
     doc["policies"]["reserve-exact"]["runs"][RUN]["overshoots_n"] = "VALUE"
     files["baseline"].write_text(json.dumps(doc).replace('"VALUE"', value))
     result = _cli(store, files)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"policies.reserve-exact.runs.{RUN}.overshoots_n: expected a finite number" \
         in _flat(result) and f"got {shown}" in _flat(result)
 
 
-def test_baseline_with_an_integer_json_cannot_read_exits_2(store: Path,
+def test_baseline_with_an_integer_json_cannot_read_exits_1(store: Path,
                                                            files: dict[str, Path]) -> None:
     """An integer of more digits than Python converts (4300) is a ValueError, not a
     JSONDecodeError: it was a traceback."""
     text = files["baseline"].read_text().replace('"format": 1', '"format": 1' + "0" * 5000, 1)
     files["baseline"].write_text(text)
     result = _cli(store, files)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"{files['baseline']}: not a valid baseline (Exceeds the limit" in _flat(result)
 
 
-def test_baseline_nested_too_deeply_exits_2(store: Path, files: dict[str, Path]) -> None:
+def test_baseline_nested_too_deeply_exits_1(store: Path, files: dict[str, Path]) -> None:
     """json.loads raises RecursionError (not a ValueError) past Python's recursion limit."""
     files["baseline"].write_text("[" * 100_000 + "]" * 100_000)
     result = _cli(store, files)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert f"{files['baseline']}: not a valid baseline (maximum recursion depth" in _flat(result)
 
 
@@ -132,7 +134,7 @@ def test_baseline_nested_too_deeply_exits_2(store: Path, files: dict[str, Path])
      "-2 is below -1, the least overshoots_first_request can be (request index)"),
 ], ids=["negative requests", "negative tokens", "negative cost", "half a request",
         "share above 1", "negative share", "request index below -1"])
-def test_baseline_with_a_value_its_metric_cannot_take_exits_2(
+def test_baseline_with_a_value_its_metric_cannot_take_exits_1(
         store: Path, files: dict[str, Path], metric: str, value: str, why: str) -> None:
     """A value no replay measures (a negative count or cost, a share above 1, half a request)
     was compared as any other: a baseline of -1 overshoots made the run regress ('overshoots_n
@@ -143,7 +145,7 @@ def test_baseline_with_a_value_its_metric_cannot_take_exits_2(
     doc["policies"]["reserve-exact"]["runs"][RUN][metric] = "VALUE"
     files["baseline"].write_text(json.dumps(doc).replace('"VALUE"', value))
     result = _cli(store, files)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert (f"{files['baseline']}: policies.reserve-exact.runs.{RUN}.{metric}: {why}: no run "
             "measures that") in _flat(result)
 
@@ -157,7 +159,7 @@ def test_a_refused_value_is_named_escaped(store: Path, files: dict[str, Path]) -
         **doc["policies"]["reserve-exact"]["runs"][RUN], "rereads_n": -3}}}
     files["baseline"].write_text(json.dumps(doc))
     result = _cli(store, files)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output
     assert "\x1b" not in result.output
     assert ("policies.p\\x1b[31m.runs.r\\x1b[2J.jsonl.rereads_n: -3 is below 0, the least "
             "rereads_n can be (count)") in _flat(result)

@@ -1,10 +1,13 @@
-"""``--traces DIR`` (``diff``, ``report``) reads a ``replay run`` output folder as any input:
-a summary.json or trace file that is not what ``replay run`` writes — not JSON, no policy,
-another engine's, not Parquet, other columns — is one line naming it and exit 2, never a
-traceback nor figures of another engine compared as this one's.  So is a summary.json that
-does not describe the traces beside it (its policy edited, another run's summary, its runs or
-their request counts not the traces'): the traces would be judged under a policy, or read as
-runs, they are not."""
+"""``--traces DIR`` (``diff``, ``report``, ``sql -t``) reads a ``replay run`` output folder as any
+input: a summary.json or trace file that is not what ``replay run`` writes — missing, cut, a
+symlink planted, not JSON, no policy or an invalid one, another engine's, not Parquet, other
+columns — is one line naming it and exit 1 (an input that failed, as a damaged dataset: the
+command was right, the folder is not), never a traceback nor figures of another engine compared
+as this one's.  So is a summary.json that does not describe the traces beside it (its policy
+edited, another run's summary, its runs or their request counts not the traces'): the traces
+would be judged under a policy, or read as runs, they are not.  Exit 2 stays for what the user
+asked wrong: a folder that is no run folder at all, traces of other runs compared, a --data
+without the traced runs."""
 
 from __future__ import annotations
 
@@ -126,6 +129,53 @@ def _stray_eviction(d: Path) -> Path:
     return path
 
 
+def _unlinked(table: str) -> Callable[[Path], Path]:
+    def damage(d: Path) -> Path:
+        (d / "traces" / f"{table}.parquet").unlink()
+        return d / "traces" / f"{table}.parquet"
+    return damage
+
+
+def _cut(table: str) -> Callable[[Path], Path]:
+    def damage(d: Path) -> Path:
+        path = d / "traces" / f"{table}.parquet"
+        path.write_bytes(path.read_bytes()[:300])
+        return path
+    return damage
+
+
+def _symlinked(table: str) -> Callable[[Path], Path]:
+    """The trace replaced by a symlink to a copy of itself elsewhere (the very bytes)."""
+    def damage(d: Path) -> Path:
+        path = d / "traces" / f"{table}.parquet"
+        elsewhere = d.parent / f"elsewhere-{table}.parquet"
+        path.rename(elsewhere)
+        path.symlink_to(elsewhere)
+        return path
+    return damage
+
+
+def _symlinked_summary(d: Path) -> Path:
+    path = d / "summary.json"
+    elsewhere = d.parent / "elsewhere-summary.json"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    return path
+
+
+def _summary_unlinked(d: Path) -> Path:
+    (d / "summary.json").unlink()
+    return d / "summary.json"
+
+
+def _invalid_policy(doc: dict) -> None:
+    doc["policy"]["tiers"] = "not a list"
+
+
+def _escape_in_policy_key(doc: dict) -> None:
+    doc["policy"]["\x1b]0;owned\x07\x1b[2Jkey"] = 1
+
+
 def _set(table: str, column: str, value: Callable[[list], list]) -> Callable[[Path], Path]:
     """A trace column's values changed, the file otherwise as written (schema, metadata)."""
     def damage(d: Path) -> Path:
@@ -166,21 +216,73 @@ DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "runs not rows": (_edit(_runs_not_rows), "not a `replay run` summary (runs: not a list"),
     "a run twice": (_edit(_run_twice), "(a run_id in two rows)"),
     "evictions of no run": (_stray_eviction, "rows of run 'not-this-run', which has no request"),
+    # what the exit-2 mix-up was first seen with (a run folder damaged on disk)
+    "a trace missing": (_unlinked("actions"), "trace (missing; `replay run` writes it)"),
+    "a trace cut": (_cut("requests"), "not a `replay run` trace (Parquet magic bytes"),
+    "a trace planted as a symlink": (_symlinked("requests"), "trace (a symlink, not followed)"),
+    "a summary planted as a symlink": (_symlinked_summary, "summary: a symlink"),
+    "the summary missing": (_summary_unlinked, "not a `replay run` summary:"),
+    "an invalid policy in the summary": (_edit(_invalid_policy), "summary (its policy: "),
+    "terminal escapes in the summary's policy": (
+        _edit(_escape_in_policy_key), "(its policy: \\x1b]0;owned\\x07\\x1b[2Jkey: unknown key"),
 }
 
 
 @pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
-def test_a_damaged_run_folder_is_one_line_and_exit_2(good: Path, tmp_path: Path,
+def test_a_damaged_run_folder_is_one_line_and_exit_1(good: Path, tmp_path: Path,
                                                      damage: str) -> None:
     bad = tmp_path / "bad"
     shutil.copytree(good, bad)
     make, message = DAMAGES[damage]
     path = make(bad)
     res = CliRunner().invoke(app, ["diff", "--traces", str(bad), str(good)])
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == 1, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     message = message.format(requests=bad / "traces" / "requests.parquet")
-    assert f"{path}: " in res.output and message in " ".join(res.output.split())
+    said = " ".join(res.output.split())
+    assert said.startswith(f"error: {path}: ") and message in said, said
+    assert "\x1b" not in res.output and "\x07" not in res.output  # escaped, never sent
+
+
+@pytest.mark.parametrize("damage", ["a trace missing", "a trace cut",
+                                    "a trace planted as a symlink", "the summary missing"])
+def test_report_says_a_damaged_run_folder_and_exits_1(good: Path, tmp_path: Path,
+                                                      damage: str) -> None:
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    make, message = DAMAGES[damage]
+    path = make(bad)
+    res = CliRunner().invoke(app, ["report", "--traces", str(bad), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert said.startswith(f"error: {path}: ") and message in said, said
+    assert not (tmp_path / "r").exists()  # its empty output folder removed again
+
+
+@pytest.mark.parametrize("damage", ["a trace missing", "a trace planted as a symlink"])
+def test_sql_says_a_damaged_run_folder_and_exits_1(good: Path, tmp_path: Path,
+                                                   damage: str) -> None:
+    pytest.importorskip("duckdb")
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    make, message = DAMAGES[damage]
+    path = make(bad)
+    res = CliRunner().invoke(app, ["sql", "SELECT count(*) FROM trace_requests", "-t", str(bad)])
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert said.startswith(f"error: {path}: ") and message in said, said
+
+
+def test_a_folder_that_is_no_run_folder_is_a_usage_error(good: Path, tmp_path: Path) -> None:
+    """Neither summary.json nor traces/: the user named the wrong folder (exit 2), for each
+    command that reads run folders."""
+    (tmp_path / "logs").mkdir()
+    for command in (["diff", "--traces", str(good), str(tmp_path / "logs")],
+                    ["report", "--traces", str(tmp_path / "logs"), "--out", str(tmp_path / "r")],
+                    ["sql", "SELECT 1", "-t", str(tmp_path / "logs")]):
+        res = CliRunner().invoke(app, command)
+        assert res.exit_code == 2, (command, res.output)
+        assert f"{tmp_path / 'logs'}: " in res.output, res.output
 
 
 def test_another_policys_summary_beside_the_traces_is_refused(good: Path, other: Path,
@@ -193,7 +295,7 @@ def test_another_policys_summary_beside_the_traces_is_refused(good: Path, other:
     for command in (["diff", "--traces", str(good), str(bad)],
                     ["report", "--traces", str(bad), "--out", str(tmp_path / "r")]):
         res = CliRunner().invoke(app, command)
-        assert res.exit_code == 2, res.output
+        assert res.exit_code == 1, res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
         assert (f"{bad / 'summary.json'}: names policy 'claude-code', but "
                 f"{bad / 'traces' / 'requests.parquet'} holds rows of 'none'"
@@ -206,7 +308,7 @@ def test_report_refuses_a_damaged_run_folder(good: Path, tmp_path: Path) -> None
     shutil.copytree(good, bad)
     path = _other_version(bad)
     res = CliRunner().invoke(app, ["report", "--traces", str(bad), "--out", str(tmp_path / "r")])
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == 1, res.output
     assert f"{path}: trace version" in res.output
     assert not (tmp_path / "r" / "report.html").exists()
 
