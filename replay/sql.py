@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,9 +88,29 @@ def unique_columns(names: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[s
     return tuple(out), tuple(renamed)
 
 
+BATCH_ROWS = 10_000
+"""Rows fetched from DuckDB at a time (``sql_stream``): what this process holds of a result at
+once when it is written as it is read (``replay sql --csv/--json``: every row)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SqlStream:
+    """A query's columns, and its rows as DuckDB gives them, a batch at a time."""
+
+    columns: tuple[str, ...]
+    """As ``SqlResult.columns``."""
+    views: tuple[str, ...]
+    renamed: tuple[tuple[str, str], ...]
+    numeric: frozenset[str]
+    batches: Iterator[list[tuple[Any, ...]]]
+    """Lists of at most ``batch_rows`` rows, in the query's order, while the ``sql_stream``
+    block is open; a query that fails part-way raises ``ReplayInputError`` there."""
+
+
 def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = (),
         limit: int | None = None) -> SqlResult:
-    """Run one read-only SQL query over the corpus's dataset and the traces' folders.
+    """Run one read-only SQL query over the corpus's dataset and the traces' folders, its rows
+    held in memory (``sql_stream`` for a result written as it is read).
 
     Args:
         query: one ``SELECT`` (or ``WITH … SELECT``, ``DESCRIBE``, ``SHOW``) statement.
@@ -104,9 +125,31 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
         The columns and rows.
 
     Raises:
+        As ``sql_stream``; ReplayInputError: a negative ``limit``.
+    """
+    if limit is not None and limit < 0:
+        raise ReplayInputError(f"a limit of {limit} rows: give 0 or more")
+    with sql_stream(query, corpus=corpus, traces=traces,
+                    batch_rows=BATCH_ROWS if limit is None else limit + 1) as got:
+        rows = [r for batch in got.batches for r in batch] if limit is None \
+            else next(got.batches, [])
+        more = limit is not None and len(rows) > limit
+        return SqlResult(got.columns, rows[:limit] if more else rows, got.views, got.renamed,
+                         got.numeric, more)
+
+
+@contextmanager
+def sql_stream(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = (),
+               batch_rows: int | None = None) -> Iterator[SqlStream]:
+    """Run one read-only SQL query (as ``sql``) and give its rows ``batch_rows`` at a time,
+    as DuckDB streams them (None: ``BATCH_ROWS``): a result of any size is written with the
+    memory of one batch (``replay sql --csv/--json``).  The connection is closed when the block
+    ends.
+
+    Raises:
         ReplayInputError: DuckDB is not installed, nothing to query, a folder is not a ``replay
             run`` output (neither summary.json nor traces/), the query is not one select, or
-            DuckDB refuses it (its message).
+            DuckDB refuses it (its message; also while the batches are read).
         StoreError: an entry file of the dataset is missing, unreadable or not the file
             written (its checksum: an input that failed).
         RunFolderError: a ``replay run`` folder's trace file is missing, a symlink or not a
@@ -118,8 +161,6 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
         import duckdb
     except ImportError:
         raise ReplayInputError("replay sql needs DuckDB: pip install 'ctxreplay[sql]'") from None
-    if limit is not None and limit < 0:
-        raise ReplayInputError(f"a limit of {limit} rows: give 0 or more")
     if corpus is None and not traces:
         raise ReplayInputError("nothing to query: give log files or a dataset, or --traces")
     # every call goes through this connection, closed below: duckdb's module-level functions
@@ -153,19 +194,29 @@ def sql(query: str, *, corpus: Corpus | None = None, traces: Sequence[Path] = ()
             con.register(view, table)
         try:
             cur = con.execute(query)
-            rows = cur.fetchall() if limit is None else cur.fetchmany(limit + 1)
         except duckdb.Error as exc:
             raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
         described = cur.description or ()
         columns, renamed = unique_columns([d[0] for d in described])
         numeric = frozenset(c for c, d in zip(columns, described)
                             if NUMBER_TYPE.fullmatch(str(d[1])))
-        more = limit is not None and len(rows) > limit
-        return SqlResult(columns, rows[:limit] if more else rows,
-                         tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS)
-                               if n in files or n in tables), renamed, numeric, more)
+        views = tuple(n for n in (*DATASET_VIEWS, *TRACE_VIEWS) if n in files or n in tables)
+        yield SqlStream(columns, views, renamed, numeric,
+                        _batches(cur, batch_rows or BATCH_ROWS, duckdb.Error))
     finally:
         con.close()
+
+
+def _batches(cur: Any, n: int, error: type[Exception]) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of DuckDB's cursor ``cur``, ``n`` at a time, until there is none."""
+    while True:
+        try:
+            batch = cur.fetchmany(n)
+        except error as exc:
+            raise ReplayInputError(f"query failed: {_one_line(exc)}") from None
+        if not batch:
+            return
+        yield batch
 
 
 def _dataset(corpus: Corpus) -> tuple[dict[str, list[Path]], dict[str, pa.Table]]:

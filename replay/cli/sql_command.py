@@ -11,6 +11,7 @@ Not here: running the query (``replay.sql``).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,29 +51,41 @@ def sql(
 ) -> None:
     """Run one read-only SQL query (DuckDB) over the dataset of PATHS and the --traces folders.
 
-    Exit 0 with the rows, 1 when an input log failed to ingest or the dataset given is
-    damaged, 2 for a query DuckDB refuses, a statement other than a select, or DuckDB not
-    installed (pip install 'ctxreplay[sql]').
+    Exit 0 with the rows, 1 when an input log failed to ingest or the dataset or a --traces
+    folder given is damaged, 2 for a query DuckDB refuses, a statement other than a select, or
+    DuckDB not installed (pip install 'ctxreplay[sql]').
 
     A table shows the first 500 rows unless --limit says otherwise (and says when there
-    were more); --csv and --json print every row unless --limit is given.
+    were more); --csv and --json print every row unless --limit is given, written as DuckDB
+    gives them (10,000 rows in memory at a time: a result of any size); a query that fails
+    part-way stops there, exit 2.
     """
     from replay.sql import sql as run_sql  # lazy: DuckDB's views only for this command
+    from replay.sql import sql_stream
 
+    export = table.as_csv or table.as_json  # wants every row; a table, what it shows
+    if export and not limit:  # every row: written as read, a batch in memory at a time
+        with _errors():  # (a query failing part-way: the rows before it written, exit 2)
+            corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
+            with sql_stream(query, corpus=corpus, traces=traces or ()) as got:
+                _renamed_note(got.renamed)
+                streamed = _Streamed(got.columns, got.batches, finite=table.as_json)
+                if streamed or table.as_json:
+                    _emit(streamed, table, title="", layout=Layout(numeric=got.numeric))
+                else:
+                    say(f"no rows (columns: {', '.join(got.columns)})")
+        _nonfinite_note(streamed.n_nonfinite)
+        _finish(corpus.report if corpus is not None else None, strict)
+        return
     with _errors():  # a dataset refused: one line, exit 1 (a cache: 2), as on every command
         corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
-        export = table.as_csv or table.as_json  # wants every row; a table, what it shows
-        cap = limit if limit is not None else 0 if export else _MAX_TABLE_ROWS
+        cap = limit if limit is not None else _MAX_TABLE_ROWS
         result = run_sql(query, corpus=corpus, traces=traces or (), limit=cap or None)
-    if result.renamed:
-        say("note: columns of one name renamed so that none is lost: "
-            + ", ".join(f"{old} → {new}" for old, new in result.renamed), err=True)
+    _renamed_note(result.renamed)
     rows = [dict(zip(result.columns, r)) for r in result.rows]
     if table.as_json:
         rows, n_nonfinite = _finite(rows)
-        if n_nonfinite:
-            say(f"note: {n_nonfinite:,} values NaN or ±infinity printed as null (JSON has no "
-                "such numbers; --csv or the table shows them)", err=True)
+        _nonfinite_note(n_nonfinite)
     if result.more:
         say(f"note: the first {len(rows):,} rows; the query gives more (--limit N for N, "
             f"--limit 0 for all{'' if limit is not None else '; --csv and --json print all'})",
@@ -83,6 +96,57 @@ def sql(
     else:
         say(f"no rows (columns: {', '.join(result.columns)})")
     _finish(corpus.report if corpus is not None else None, strict)
+
+
+def _renamed_note(renamed: tuple[tuple[str, str], ...]) -> None:
+    if renamed:
+        say("note: columns of one name renamed so that none is lost: "
+            + ", ".join(f"{old} → {new}" for old, new in renamed), err=True)
+
+
+def _nonfinite_note(n_nonfinite: int) -> None:
+    if n_nonfinite:
+        say(f"note: {n_nonfinite:,} values NaN or ±infinity printed as null (JSON has no "
+            "such numbers; --csv or the table shows them)", err=True)
+
+
+class _Streamed(list[dict[str, Any]]):
+    """A result's rows as dicts, made a batch at a time as ``_emit`` writes them (CSV, or
+    JSON through ``json.JSONEncoder.iterencode``, which takes any ``list`` by its truth and
+    iteration, as ``replay.apply_policy.LazyRows``), NaN and ±inf as None with ``finite``
+    (counted in ``n_nonfinite``).  Iterated once, but for a first look at the first batch
+    (``_emit`` reads the first row's columns): a second pass past it would have lost rows, and
+    raises instead."""
+
+    def __init__(self, columns: tuple[str, ...], batches: Iterator[list[tuple[Any, ...]]], *,
+                 finite: bool) -> None:
+        super().__init__()
+        self._columns, self._batches, self._finite = columns, batches, finite
+        self._first = next(batches, [])
+        self._past_first = False
+        self.n_nonfinite = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._first)
+
+    def __len__(self) -> int:
+        raise TypeError("streamed rows have no length until they are read")
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self._past_first:
+            raise RuntimeError("streamed rows are read once")
+        yield from self._dicts(self._first)
+        self._past_first = True
+        for batch in self._batches:
+            yield from self._dicts(batch)
+
+    def _dicts(self, batch: list[tuple[Any, ...]]) -> Iterator[dict[str, Any]]:
+        for r in batch:
+            row = dict(zip(self._columns, r))
+            if self._finite:
+                (row,), n = _finite([row])
+                self.n_nonfinite += n
+            yield row
 
 
 def _finite(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
