@@ -33,6 +33,7 @@ from replay.ingest.ingest_report import IngestReport
 from replay.ingest.names import DEFAULT_TOKENIZERS
 from replay.ingest.run_label import run_labels
 from replay.ingest.schema import SCHEMAS
+from replay.ingest.source_name import STORED_SOURCE
 from replay.layout import cache_root, dataset_dir
 from replay.policy import Policy
 
@@ -57,7 +58,14 @@ class Corpus:
         """A dataset opened as it is: the input files whose last ingest into it failed
         (source -> why: ``replay.ingest.failed_inputs``), not in it or held as ingested before;
         empty otherwise (an ingest's ``report`` lists its own)."""
-        self.runs: pa.Table = store_index.read_runs(root, entries)
+        runs = store_index.read_runs(root, entries, keep_stored=True)
+        self.runs: pa.Table = runs.drop_columns([STORED_SOURCE])
+        renamed = runs.filter(pc.not_equal(runs[STORED_SOURCE], runs["source"]))  # (few: none)
+        self.stored_sources: dict[str, str] = dict(zip(renamed["run_id"].to_pylist(),
+                                                       renamed[STORED_SOURCE].to_pylist()))
+        """Run id → the source its file was parsed under, for the runs of an entry renamed in
+        the manifest by hand (``self.runs`` names them by the manifest:
+        ``replay.ingest.source_name``); ``--run`` and a baseline take the old name too."""
         self._entry_of: dict[str, store.Entry] = dict(zip(
             self.runs["run_id"].to_pylist(),
             (e for e in entries for _ in range(e.n_runs))))
@@ -77,7 +85,7 @@ class Corpus:
         corpus = cls.__new__(cls)
         corpus.root, corpus.entries, corpus.report, corpus.failed = Path("."), [], None, {}
         corpus.runs, corpus._keep, corpus._prepared = runs, 8, OrderedDict()
-        corpus._calibration, corpus._entry_of = {}, {}
+        corpus._calibration, corpus._entry_of, corpus.stored_sources = {}, {}, {}
         corpus._models, corpus._model_fits, corpus._harnesses = None, {}, None
         corpus._windows = None
         corpus._all = store.RunTables(runs, messages, requests)

@@ -42,6 +42,7 @@ from analysis.check.baseline import (
     write_baseline,
 )
 from analysis.check.baseline_changes import BaselineChange, diff_baselines
+from analysis.check.renamed import keyed_as_baseline, renamed_note
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
 from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
@@ -139,20 +140,23 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     """Replay ``policies`` over ``corpus`` and compare every metric with ``baseline``."""
     preflight(baseline, policies, tolerances)
     current = measure(corpus, policies, allow_python=allow_python, on_run=on_run)
+    # a file renamed in the manifest: its runs keyed as the baseline holds them (and said)
+    current, renamed = keyed_as_baseline(current, baseline, corpus)
     unreadable = tuple(corpus.report.failed) if corpus.report is not None else ()
     result = compare(baseline, current, tolerances, strict_logs=strict_logs,
                      unreadable=unreadable)
     labels = run_labels(corpus.runs)
     keys = {run_key(rid, src): rid for rid, src in zip(corpus.runs["run_id"].to_pylist(),
                                                        corpus.runs["source"].to_pylist())}
+    keys.update((old, keys[new]) for old, new in renamed.items())
     cells = [(keys.get(run, run), source) for cur in current.policies.values()
              for run, source in cur.truth.items()]
-    more = figure_notes(unrecorded=unrecorded_requests(corpus, cells),
-                        unknown_gaps=unknown_gaps_by_run(corpus, (rid for rid, _ in cells)),
-                        not_replayed=not_replayed(corpus))
+    more = [note] if (note := renamed_note(renamed)) else []
+    more += figure_notes(unrecorded=unrecorded_requests(corpus, cells),
+                         unknown_gaps=unknown_gaps_by_run(corpus, (rid for rid, _ in cells)),
+                         not_replayed=not_replayed(corpus))
     return replace(result, notes=result.notes + tuple(more),
-                   labels={run_key(rid, src): labels[rid] for rid, src in zip(
-                       corpus.runs["run_id"].to_pylist(), corpus.runs["source"].to_pylist())})
+                   labels={key: labels[rid] for key, rid in keys.items()})
 
 
 def update_baseline(corpus: Corpus, policies: Sequence[Policy], path: Path,

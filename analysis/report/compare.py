@@ -91,6 +91,9 @@ class PolicyTraces:
     pairs: tuple[tuple[Policy, Trace], ...]
     pricing: str
     """What the costs are priced under, in one sentence (``replay.policy.providers``)."""
+    notes: tuple[str, ...] = ()
+    """What the selection of runs said (``--run`` taking a renamed file by its old name:
+    ``replay.run_select``), one sentence each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,12 +176,13 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
                           spec.provider, own=spec.own_providers)
     corpus = corpus_of(spec.runs, opener)
     ids = corpus.replayable()
+    notes: list[str] = []
     if spec.run_ids:
         sources = dict(zip(corpus.run_ids, corpus.runs["source"].to_pylist()))
         labels = run_labels(corpus.runs)
         ids = select_runs(ids, [sources[r] for r in ids], list(spec.run_ids),
                           [] if isinstance(spec.runs, Corpus) else list(spec.runs),
-                          [labels[r] for r in ids])
+                          [labels[r] for r in ids], stored=corpus.stored_sources, notes=notes)
     total, done = len(ids) * len(priced.policies), [0]
 
     def tick(_run_id: str) -> None:
@@ -188,7 +192,7 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
 
     pairs = tuple((pol, replay_corpus(corpus, pol, allow_python=spec.allow_python, run_ids=ids,
                                       on_run=tick)) for pol in priced.policies)
-    return PolicyTraces(corpus=corpus, pairs=pairs, pricing=priced.note)
+    return PolicyTraces(corpus=corpus, pairs=pairs, pricing=priced.note, notes=tuple(notes))
 
 
 def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
@@ -294,12 +298,14 @@ def _read_traces(spec: CompareSpec, opener: Opener,
                                "with the logs or dataset they were replayed from")
     if not spec.data and on_found is not None:
         on_found(corpus)
+    notes: list[str] = []
     if spec.run_ids:
         keep = pa.array(select_runs(corpus.run_ids, corpus.runs["source"].to_pylist(),
-                                    list(spec.run_ids), labels=label_column(corpus.runs)),
+                                    list(spec.run_ids), labels=label_column(corpus.runs),
+                                    stored=corpus.stored_sources, notes=notes),
                         pa.string())
         pairs = [(p, Trace(*(t.filter(pc.is_in(t["run_id"], value_set=keep))
                              for t in (tr.requests, tr.actions, tr.evictions))))
                  for p, tr in pairs]
     return PolicyTraces(corpus=corpus, pairs=tuple(pairs),
-                        pricing=pricing_note([p for p, _ in pairs]))
+                        pricing=pricing_note([p for p, _ in pairs]), notes=tuple(notes))

@@ -113,6 +113,8 @@ def report(
                          open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
                          on_figure=draw, on_found=_found_said(strict))
     files = done.files
+    for note in done.traces.notes:  # (--run by a renamed file's old name)
+        say(f"note: {note}", err=True)
     say(f"note: {done.traces.pricing}", err=True)
     say(files.html)
     say(files.markdown)
@@ -175,6 +177,8 @@ def diff(
                              open_runs=_opener(cache_dir, fmt, quiet, strict), on_run=tick,
                              on_found=_found_said(strict))
     d, priced, corpus = done.table, done.traces.pricing, done.traces.corpus
+    for note in done.traces.notes:  # (--run by a renamed file's old name; --json too)
+        say(f"note: {note}", err=True)
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     unrecorded = unrecorded_requests(corpus, done.truth_cells())
     gaps = unknown_gaps_by_run(corpus, (rid for rid, _ in done.truth_cells()))
