@@ -43,7 +43,7 @@ from replay.corpus import (
     replay_corpus,
 )
 from replay.engine.trace import Trace
-from replay.errors import ReplayInputError
+from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store
 from replay.ingest.run_label import label_column, run_labels
 from replay.layout import cache_root, dataset_dir
@@ -290,7 +290,13 @@ def _read_traces(spec: CompareSpec, opener: Opener,
     # is, not as the user's input (the command's notes on what it opened, such as files of
     # the same bytes, were about the whole cache, runs of other commands included); a command
     # says them of the runs traced (``on_found``)
-    corpus = (opener(source) if spec.data else open_corpus(source)).subset(traced)
+    try:
+        corpus = (opener(source) if spec.data else open_corpus(source)).subset(traced)
+    except StoreError as exc:  # the project cache's, found: a folder to fix, not an input the
+        if spec.data or source[0] != cached:  # user named (exit 2, as every command's cache)
+            raise
+        raise ReplayInputError(f"{exc} (the project cache's dataset, found for the traces: "
+                               "repair or remove it, or give --data)") from None
     if missing := sorted(traced - set(corpus.run_ids)):
         where = ", ".join(map(str, source)) if spec.data else f"the dataset {source[0]}"
         raise ReplayInputError(f"{dirs[0]}: {len(missing)} of the {len(traced)} runs the traces "

@@ -357,3 +357,23 @@ def test_a_dataset_without_the_traced_runs_is_refused(good: Path, other: Path) -
     said = _refused(CliRunner().invoke(app, ["diff", "--traces", str(good), str(other),
                                              "--data", str(ELSE)]))
     assert f"{good}: 1 of the 1 runs the traces hold are not in {ELSE}" in said
+
+
+def test_the_dataset_found_for_traces_is_a_cache_to_fix_or_an_input(tmp_path: Path) -> None:
+    """With --traces and no --data, the project cache's dataset is found, not named: damaged,
+    it is a folder to fix (exit 2, as every command's cache); the same dataset named with
+    --data is an input that failed (exit 1)."""
+    cache = tmp_path / "cache"
+    res = CliRunner().invoke(app, ["run", str(LOG), "-p", "none", "--out", str(tmp_path / "a"),
+                                   "--cache-dir", str(cache), "-q"])
+    assert res.exit_code == 0, res.output
+    manifest = cache / "dataset" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"schema_version": "', '"schema_version": "0'))
+    traces = ["diff", "--traces", str(tmp_path / "a"), str(tmp_path / "a")]
+    res = CliRunner().invoke(app, [*traces, "--cache-dir", str(cache)])
+    assert res.exit_code == 2, res.output
+    said = " ".join(res.output.split())
+    assert f"error: {manifest}: schema version" in said and "the project cache's dataset" in said
+    res = CliRunner().invoke(app, [*traces, "--data", str(cache / "dataset")])
+    assert res.exit_code == 1, res.output
+    assert f"error: {manifest}: schema version" in " ".join(res.output.split())
