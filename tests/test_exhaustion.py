@@ -198,8 +198,8 @@ def test_an_eval_zip_decompresses_to_at_most_the_document_bound_in_all(
 def test_a_baseline_that_is_not_a_regular_file_within_the_bound_is_refused(
         tmp_path_factory: pytest.TempPathFactory, kind: str, size: int) -> None:
     """``check --baseline`` on a FIFO, a device, a folder or a file over the document bound:
-    one line, at once (before: a FIFO hung, /dev/zero ran out of memory); exit 1 for a FIFO, a
-    device or a folder (an input that failed), 2 for a bound set too low."""
+    one line, at once (before: a FIFO hung, /dev/zero ran out of memory); exit 1 for a FIFO or
+    a device (an input that failed), 2 for a folder named by mistake or a bound set too low."""
     import signal
 
     from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES
@@ -221,7 +221,7 @@ def test_a_baseline_that_is_not_a_regular_file_within_the_bound_is_refused(
                                      str(baseline), "--cache-dir", str(tmp / "c"), "-q"], env=env)
     finally:
         signal.alarm(0)
-    _no_traceback(result, 2 if kind == "big" else 1)
+    _no_traceback(result, 2 if kind in ("folder", "big") else 1)
     assert str(baseline) in result.stderr
     assert ("over the" if kind == "big" else "not a baseline file") in result.stderr
 

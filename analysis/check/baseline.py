@@ -193,14 +193,16 @@ def load_baseline(path: Path) -> Baseline:
     a device (``/dev/zero``) or a file over the document bound is refused, never read.
 
     Raises:
-        CheckError: the file is missing (a usage error: create it with --update-baseline), or
-            over ``CTXREPLAY_MAX_DOCUMENT_BYTES`` (a limit set too low).
+        CheckError: the file is missing (a usage error: create it with --update-baseline), a
+            folder, or over ``CTXREPLAY_MAX_DOCUMENT_BYTES`` (a limit set too low).
         BaselineError: it is not a regular file within the bound, is not JSON, or does not
             have the baseline layout (the message names the offending key).
     """
     if not os.path.lexists(path):
         raise CheckError(f"{path}: no such baseline; create it with `replay check ... "
                          f"--baseline {path} --update-baseline`")
+    if path.is_dir():  # named by mistake (as a tolerances folder is): a usage error, not damage
+        raise CheckError(f"{path}: a folder, not a baseline file")
     try:
         doc = json.loads(read_document(path).decode("utf-8"),
                          object_pairs_hook=_once_each)

@@ -8,6 +8,7 @@ the same one line.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,20 @@ def test_values_at_their_bounds_are_read(files: dict[str, Path]) -> None:
     files["baseline"].write_text(json.dumps(doc))
     got = load_baseline(files["baseline"]).policies["reserve-exact"].values[RUN]
     assert got["overshoots_first_request"] == -1 and got["cache_invalidation_cached_share"] == 1.0
+
+
+def test_a_baseline_named_wrong_is_2_and_one_not_a_file_is_1(store: Path,
+                                                               files: dict[str, Path]) -> None:
+    """A folder named as the baseline is a usage error (as a tolerances folder is); a FIFO
+    planted under the baseline's name is a damaged input (exit 1), never read (it would block)."""
+    baseline = files["baseline"]
+    baseline.unlink()
+    baseline.mkdir()
+    result = _cli(store, files)
+    assert result.exit_code == 2, result.output
+    assert f"{baseline}: a folder, not a baseline file" in _flat(result)
+    baseline.rmdir()
+    os.mkfifo(baseline)
+    result = _cli(store, files)
+    assert result.exit_code == 1, result.output
+    assert f"{baseline}: not a baseline file: " in _flat(result)
