@@ -314,6 +314,8 @@ def _errors(*, store_exit: int = 1) -> Iterator[None]:
         except ReplayError as exc:
             error(exc)
             raise typer.Exit(2) from None
+        except BrokenPipeError:  # stdout's reader gone (`| head`): not an output the user
+            raise  # named; click ends the command as it does any closed pipe (exit 1, silent)
         except OSError as exc:  # an output the user named cannot be made or written (--out a
             # file, a read-only folder, a full disk): inputs never get here, ingest reports them
             where = exc.filename if exc.filename is not None else ""

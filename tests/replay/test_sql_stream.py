@@ -103,3 +103,25 @@ def test_streamed_rows_are_read_once() -> None:
     assert [r["n"] for r in rows] == [1, 2, 3]
     with pytest.raises(RuntimeError, match="read once"):
         list(rows)
+
+
+def test_a_reader_gone_ends_the_stream_quietly(tmp_path: Path) -> None:
+    """``replay sql … --csv | head -1``: the closed pipe ends the command as click ends one
+    (exit 1, nothing said), not as an output that cannot be written (it said "error: Broken
+    pipe", exit 2, once the rows were written as read)."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "replay", "sql",
+                             "SELECT range AS n FROM range(2000000)", str(LOG), "--csv",
+                             "--cache-dir", str(tmp_path / "c"), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"n\n"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait() == 1 and b"error" not in err, err
