@@ -56,7 +56,8 @@ def sql(
     DuckDB not installed (pip install 'ctxreplay[sql]').
 
     A table shows the first 500 rows unless --limit says otherwise (and says when there
-    were more); --csv and --json print every row unless --limit is given, written as DuckDB
+    were more; the rows past those it shows are counted, not held); --csv and --json print
+    every row unless --limit is given, written as DuckDB
     gives them (10,000 rows in memory at a time: a result of any size); a query that fails
     part-way stops there, exit 2.
     """
@@ -77,10 +78,12 @@ def sql(
         _nonfinite_note(streamed.n_nonfinite)
         _finish(corpus.report if corpus is not None else None, strict)
         return
+    if not export:  # a table: its first rows kept, the others counted as read (--limit 0)
+        _table(query, paths, traces, limit, cache_dir, fmt, quiet, strict, table)
+        return
     with _errors():  # a dataset refused: one line, exit 1 (a cache: 2), as on every command
         corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
-        cap = limit if limit is not None else _MAX_TABLE_ROWS
-        result = run_sql(query, corpus=corpus, traces=traces or (), limit=cap or None)
+        result = run_sql(query, corpus=corpus, traces=traces or (), limit=limit)
     _renamed_note(result.renamed)
     rows = [dict(zip(result.columns, r)) for r in result.rows]
     if table.as_json:
@@ -88,13 +91,51 @@ def sql(
         _nonfinite_note(n_nonfinite)
     if result.more:
         say(f"note: the first {len(rows):,} rows; the query gives more (--limit N for N, "
-            f"--limit 0 for all{'' if limit is not None else '; --csv and --json print all'})",
-            err=True)
+            "--limit 0 for all)", err=True)
     if rows or table.as_json:
         title = f"first {len(rows):,} rows (more not shown)" if result.more else f"{len(rows):,} rows"
         _emit(rows, table, title=title, layout=Layout(numeric=result.numeric))
     else:
         say(f"no rows (columns: {', '.join(result.columns)})")
+    _finish(corpus.report if corpus is not None else None, strict)
+
+
+def _table(query: str, paths: list[Path] | None, traces: list[Path] | None, limit: int | None,
+           cache_dir: Path | None, fmt: str | None, quiet: bool, strict: bool,
+           table: TableOptions) -> None:
+    """The table of ``replay sql``: at most ``limit`` rows read (default ``_MAX_TABLE_ROWS``;
+    0: all), the first ``_MAX_TABLE_ROWS`` of them kept and shown, the others only counted
+    (``_emit`` says how many are not shown, as of any table): ``--limit 0`` over a result of
+    any size holds one batch and the rows shown."""
+    from replay.sql import BATCH_ROWS, sql_stream  # lazy: DuckDB only for this command
+
+    cap = limit if limit is not None else _MAX_TABLE_ROWS  # 0: every row
+    kept: list[tuple[Any, ...]] = []
+    n_read = 0
+    with _errors():  # a dataset refused: one line, exit 1 (a cache: 2), as on every command
+        corpus = _open(paths, cache_dir, fmt, quiet, strict) if paths else None
+        with sql_stream(query, corpus=corpus, traces=traces or (),
+                        batch_rows=min(BATCH_ROWS, cap + 1) if cap else None) as got:
+            for batch in got.batches:  # (one row past the cap says there is more)
+                kept += batch[:max(0, _MAX_TABLE_ROWS - len(kept))]
+                n_read += len(batch)
+                if cap and n_read > cap:
+                    break
+    more = bool(cap) and n_read > cap
+    n_rows = min(n_read, cap) if cap else n_read
+    _renamed_note(got.renamed)
+    if more:
+        say(f"note: the first {n_rows:,} rows; the query gives more (--limit N for N, "
+            f"--limit 0 for all{'' if limit is not None else '; --csv and --json print all'})",
+            err=True)
+    if not n_rows:
+        say(f"no rows (columns: {', '.join(got.columns)})")
+    else:
+        rows = [dict(zip(got.columns, r)) for r in kept[:n_rows]]
+        _emit(rows, table, layout=Layout(numeric=got.numeric),
+              title=f"first {n_rows:,} rows (more not shown)" if more else f"{n_rows:,} rows")
+        if n_rows > len(rows):  # (as _emit says it of the rows it is given)
+            say(f"… {n_rows - len(rows):,} more rows not shown (--json prints them all)")
     _finish(corpus.report if corpus is not None else None, strict)
 
 

@@ -125,3 +125,19 @@ def test_a_reader_gone_ends_the_stream_quietly(tmp_path: Path) -> None:
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait() == 1 and b"error" not in err, err
+
+
+def test_a_table_keeps_the_rows_it_shows_and_counts_the_others(tmp_path: Path,
+                                                               batches: list[int]) -> None:
+    """``--limit 0`` in a table: every row read, a batch at a time; the first 500 shown, the
+    others counted (it held the whole result, as --csv did)."""
+    code, out, err = _sql(tmp_path, QUERY, "--limit", "0")
+    assert code == 0, err
+    assert batches == [BATCH, BATCH, N - 2 * BATCH]
+    shown = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert shown == [f"{n:,}" for n in range(500)]
+    assert f"{N:,} rows" in out and f"… {N - 500:,} more rows not shown" in out
+    batches.clear()
+    code, out, err = _sql(tmp_path, QUERY)  # the default: 500 rows and one more, at once
+    assert code == 0 and batches == [501], (batches, err)
+    assert "first 500 rows (more not shown)" in " ".join(out.split())
