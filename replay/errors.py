@@ -49,7 +49,7 @@ class StoreError(DamagedInputError):
 class RunFolderError(DamagedInputError):
     """A ``replay run --out`` folder read back (``--traces``) is damaged: its summary.json or a
     trace file missing, not a plain file, not what this engine writes, or not describing the
-    other (``replay.apply_policy.read_run``)."""
+    other (``replay.run_folder.read_run``)."""
 
 
 class PolicyError(ReplayError):

@@ -34,11 +34,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from replay.apply_policy import not_a_plain_file
 from replay.corpus import Corpus, damaged_entry
 from replay.engine.trace import TRACE_SCHEMAS
 from replay.errors import DamagedInputError, ReplayInputError, RunFolderError, StoreError
 from replay.ingest import store
+from replay.run_folder import not_a_plain_file
 
 DATASET_VIEWS: tuple[str, ...] = store.TABLES
 """The dataset's views, named as its tables."""

@@ -55,7 +55,6 @@ from analysis.report.replayed import (
     truth_sources,
 )
 from analysis.rereads import lint_placeholders
-from replay.apply_policy import read_run
 from replay.atomic_files import atomic_write_bytes, remove_files
 from replay.compaction_fit import compaction_report, model_lines
 from replay.corpus import Corpus, not_replayed
@@ -65,6 +64,7 @@ from replay.ingest.entry_notes import problems_said
 from replay.ingest.failed_inputs import failed_said
 from replay.ingest.run_label import run_labels
 from replay.policy import Policy
+from replay.run_folder import read_run
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,7 +169,7 @@ def read_runs(dirs: Sequence[Path]) -> list[tuple[Policy, Trace]]:
             folder: a usage error).
         RunFolderError: a directory holds one of them but is damaged: a part missing, a
             symlink, a file not what ``replay run`` writes, or a summary that does not describe
-            the traces beside it (``replay.apply_policy.read_run``: an input that failed).
+            the traces beside it (``replay.run_folder.read_run``: an input that failed).
     """
     out = []
     for d in dirs:

@@ -177,7 +177,8 @@ def test_report_to_writes_the_report(corpus: Corpus, tmp_path: Path) -> None:
 def test_run_policy_to_writes_traces_summary_and_report(corpus: Corpus, tmp_path: Path) -> None:
     from analysis.per_run.rollup import RUN_ROLLUP
     from analysis.policy_run import run_policy_to
-    from replay.apply_policy import read_trace, run
+    from replay.apply_policy import run
+    from replay.run_folder import read_trace
 
     pol = load_policy(BASE)
     streamed = run_policy_to(corpus, pol, tmp_path / "a")
