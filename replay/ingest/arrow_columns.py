@@ -64,9 +64,10 @@ PACKED_ROWS = 1 << 16
 arguments: a column's values are never all held as int objects at once)."""
 
 
-def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+def column(values: Sequence[Any], type_: pa.DataType, *, wide: bool = False) -> pa.Array:
     """``values`` as an Arrow array of ``type_`` (``None``: null), equal to
-    ``pa.array(values, type_)``.
+    ``pa.array(values, type_)``.  ``wide``: strings that are often not ASCII (message texts:
+    see ``_strings``).
 
     Raises:
         TypeError: a value that is not of ``type_``.
@@ -83,7 +84,7 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         return one
     if type_ is _STRING:
         try:  # the common case first: only strings (_strings refuses anything else)
-            return _strings(values, None, 0)
+            return _strings(values, None, 0, wide)
         except TypeError:
             pass
     accepted = _ACCEPTED_OF.get(id(type_))  # (the id of a live object: no other's)
@@ -104,7 +105,7 @@ def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
         fill = _ZERO_OF[id(type_)]  # the buffers hold a slot per row: a null's a zero value
         values = [fill if v is None else v for v in values]
     if type_ is _STRING:
-        return _strings(values, valid, nulls)
+        return _strings(values, valid, nulls, wide)
     if type_ is _INT64:  # (OverflowError: an integer beyond int64, from either)
         if n < NUMPY_ROWS:
             ints: bytes | array[int] | np.ndarray = array("q", values)
@@ -267,14 +268,29 @@ def _small_nulls(n: int, type_: pa.DataType) -> pa.Array:
     return pa.nulls(n, type_)
 
 
-def _strings(values: Sequence[str], valid: pa.Buffer | None, nulls: int) -> pa.Array:
+def _strings(values: Sequence[str], valid: pa.Buffer | None, nulls: int,
+             wide: bool = False) -> pa.Array:
     """A string column: one UTF-8 buffer of every value and the offsets of each value's bytes.
+    ASCII values are joined and encoded at once (one copy of the text, no bytes a value).
+    Whether they are is told by their join (``str.isascii`` of it: constant time), made first
+    unless ``wide``: where most columns hold ASCII (ids, names, paths, timestamps) that spares
+    a test a value; where they are often not (``wide``: message texts, where one non-ASCII
+    character makes the join a wider copy of the whole column, thrown away), each value is
+    tested first.
 
     Raises:
         TypeError: a value is not a string.
     """
-    if all(map(str.isascii, values)):  # (constant time per string) one copy, no per-value bytes
-        data = "".join(values).encode("ascii")
+    data: bytes | None = None
+    if wide:
+        if all(map(str.isascii, values)):  # (constant time per string)
+            data = "".join(values).encode("ascii")
+    else:
+        joined = "".join(values)  # (TypeError: a value that is no string, as ``isascii``)
+        if joined.isascii():
+            data = joined.encode("ascii")
+        del joined
+    if data is not None:
         lengths: Iterable[int] = map(len, values)
     else:
         encoded = [str.encode(v, "utf-8") for v in values]  # UnicodeEncodeError: a surrogate

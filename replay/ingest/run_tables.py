@@ -184,10 +184,10 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
             counts += count_tokens(chunk, name, threads=threads) if known is None \
                 else _count_new(chunk, name, threads, known.setdefault(name, {}))
         try:
-            part = column(chunk, pa.string())
+            part = column(chunk, pa.string(), wide=True)
         except UnicodeEncodeError:
             chunk = [valid_unicode(t) for t in chunk]
-            part = column(chunk, pa.string())
+            part = column(chunk, pa.string(), wide=True)
         arrays.append(part)
         lines.append(line_counts(part))
         n_chars += map(len, chunk)
