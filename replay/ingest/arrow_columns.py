@@ -193,6 +193,28 @@ def all_false(n: int) -> pa.Array:
     return pa.Array.from_buffers(_BOOL, n, [None, pa.py_buffer(bytes((n + 7) // 8))], 0)
 
 
+def true_at(rows: Iterable[int], n: int) -> pa.Array:
+    """``column([i in rows for i in range(n)], pa.bool_())`` (``rows``: indices below ``n``)
+    from a bitmap set at ``rows``, without a value a row."""
+    flags = np.zeros(n, np.bool_)
+    flags[list(rows)] = True
+    return pa.Array.from_buffers(_BOOL, n, [None, pa.py_buffer(
+        np.packbits(flags, bitorder="little").tobytes())], 0)
+
+
+def int64_values(values: list[int]) -> list[int] | np.ndarray:
+    """A list of integers this program made (lengths, counts: never a bool or another type) as
+    an int64 array when it holds ``NUMPY_ROWS`` or more (``column`` then takes it as it is: no
+    type test a value), else as it is, and as it is too when one is beyond int64 (``column``
+    then raises for it)."""
+    if len(values) < NUMPY_ROWS:
+        return values
+    try:
+        return np.frombuffer(int64s(values, len(values)), np.int64)
+    except struct.error:
+        return values
+
+
 def one_value(value: Any, type_: pa.DataType) -> pa.Array | None:
     """``column([value], type_)`` of a string or an integer (or None) of a ``string`` or
     ``int64`` column (``type_``: ``canonical_type``'s) in fewer steps (a one-row table's columns: a file's ``runs``, most small

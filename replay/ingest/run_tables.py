@@ -21,8 +21,10 @@ from replay.ingest.arrow_columns import (
     NUMPY_ROWS,
     all_false,
     column,
+    int64_values,
     null_column,
     repeated,
+    true_at,
     utf8_lengths,
 )
 from replay.ingest.names import TOKEN_COLUMN
@@ -102,11 +104,9 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     if split and issues is not None:
         issues.append(split_issue(path, split, chunked))
     del texts  # (the strings are in the Arrow column now)
-    lengths = utf8_lengths(text)  # (no encoding again)
-    n_bytes: np.ndarray | list[int] = lengths
-    n_lines: np.ndarray | list[int] = lines
+    n_bytes = utf8_lengths(text)  # (no encoding again; int64 arrays of their own, as the
+    n_lines = lines  # lines: set in place below)
     if redacted or exacts:  # sized as the model saw them: the declared characters
-        n_bytes, n_lines = lengths.tolist(), lines.tolist()
         for i, (rest, _, chars) in redacted.items():  # (taken as bytes)
             n_chars[i] = len(rest) + chars
             n_bytes[i] = len(rest.encode("utf-8", "replace")) + chars
@@ -114,7 +114,8 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
             n_chars[i], n_bytes[i], n_lines[i] = sizes.n_chars, sizes.n_bytes, sizes.n_lines
     if codes is None:
         messages["text"] = text
-        messages["n_bytes"], messages["n_chars"], messages["n_lines"] = n_bytes, n_chars, n_lines
+        messages["n_bytes"], messages["n_chars"], messages["n_lines"] = \
+            n_bytes, int64_values(n_chars), n_lines
     else:  # (each row's index into the distinct texts: its dictionary)
         indices = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
         messages["text"] = pa.DictionaryArray.from_arrays(indices, text)
@@ -138,9 +139,11 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         messages[col] = counts if codes is None else rows(counts).tolist()
     if codes is not None and estimated:  # the rows of the distinct texts sized by markers
         estimated = set(np.flatnonzero(np.isin(codes, list(estimated))).tolist())
-    messages["tokens_estimated"] = [i in estimated for i in range(n)] if estimated \
-        else all_false(n)
+    messages["tokens_estimated"] = true_at(estimated, n) if estimated else all_false(n)
     _estimated_per_run(runs, n_blocks, messages, estimated)
+    for name, col in TOKEN_COLUMN.items():  # (read as lists by ``_estimated_per_run``)
+        if name in tokenizers:
+            messages[col] = int64_values(messages[col])
     return store.RunTables(runs=schema_table(runs, "runs"),
                            messages=schema_table(messages, "messages"),
                            requests=schema_table(requests, "requests"),
