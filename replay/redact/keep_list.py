@@ -60,11 +60,17 @@ KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
 """The shape of a value kept under ``KEEP_KEYS``: one token of at most 128 characters (an id, an
 enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
 key.  A timestamp (``MOMENT``, the whole value) is kept too."""
-USERS_VALUE = re.compile(r"[~/\\]|[A-Za-z]:[\\/]|file:|.*@[^@\s]+\.[A-Za-z]{2,}$")
+USERS_VALUE = re.compile(r"[~/\\]|[A-Za-z]:[\\/]|file:|[A-Za-z][A-Za-z0-9+.-]*://"
+                         r"|.*@[^@\s]+\.[A-Za-z]{2,}$|[^@\s]+@[A-Za-z]"
+                         r"|(?:[^\s]*[/\\])?(?:home|Users)[/\\]|-(?:home|Users)-")
 """Values of that shape that are still the user's, whatever their key: an absolute or home path
-(``/home/alice/x``, ``~/x``, ``C:\\Users\\alice``, ``file:///…``) or an e-mail address.  Never
-kept (a stand-in instead): no id, enum, tool or model name of the formats read begins so (a
-model name may hold a slash inside: ``openai/gpt-4o``, kept)."""
+(``/home/alice/x``, ``~/x``, ``C:\\Users\\alice``, ``file:///…``), one that lost its root
+(``home/alice/x``, ``Users\\alice``, Claude Code's folder name ``-home-alice-x``), a URL
+(``https://github.com/alice/x``, ``ssh://alice@box/x``: it may name a user or a host), an
+e-mail address or a user at a host (``alice@devbox``, ``git@github.com:alice/x``).  Never
+kept (a stand-in instead): no id, enum, tool or model name of the formats read has that shape
+(a model name may hold a slash inside: ``openai/gpt-4o``, and a version after an ``@``:
+``claude-3-5-sonnet-v2@20241022``, both kept)."""
 PRODUCT_KEYS = frozenset({"originator"})
 """Keys of ``KEEP_KEYS`` whose value is a product name of up to three words (Codex's
 ``originator``: ``Codex Desktop``), kept when it has that shape (``PRODUCT_NAME``)."""

@@ -12,7 +12,12 @@ from replay.redact.keep_list import KEEP_KEYS, keeps
 from replay.redact.leaves import Redactor
 
 USERS = ["/home/alice/projects/x", "~/alice-notes", "C:\\Users\\alice\\x", "\\\\fileserver\\alice",
-         "file:///home/alice/x", "alice.smith@example.com", "d:/alice/x"]
+         "file:///home/alice/x", "alice.smith@example.com", "d:/alice/x",
+         # a user at a host without a dotted domain, a URL naming a user or a host, a home
+         # folder written relative (a path that lost its root)
+         "alice@devbox", "ssh://alice@devbox/srv/x", "git@github.com:alice/repo",
+         "https://github.com/alice/repo", "vscode-remote://ssh-remote+alice-box/x",
+         "home/alice/projects/x", "Users\\alice\\x", "-home-alice-projects-x"]
 KEPT = ["openai/gpt-4o", "google/gemini-3-pro-preview", "claude-3-5-sonnet-v2@20241022",
         "toolu_01ABCdef", "Read", "inspect_ai/accuracy", "2026-08-03T10:48:56Z"]
 
@@ -31,3 +36,4 @@ def test_ids_enums_and_model_names_are_still_kept() -> None:
         assert keeps("model", value) and keeps("id", value), value
         assert json.dumps(Redactor(salt="s").record({"model": value})) == json.dumps(
             {"model": value})
+
