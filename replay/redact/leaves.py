@@ -73,6 +73,9 @@ _INPUT_KEYS = frozenset({"input", "arguments", "action", "args"})
 _NAME = re.compile(r"[A-Za-z_$-][A-Za-z0-9_-]{0,63}")
 """A key that is a name (kept; ``-n`` too, a grep flag, and ``$set``, a Gemini CLI update);
 any other key is data."""
+_TOOL_ROLES = frozenset({"tool", "function"})
+"""Message roles whose ``name`` is a tool's (kept); on a message of any other role (``user``,
+``system``) ``name`` is the participant's, a person's name (OpenAI chat messages): a stand-in."""
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _MAX_KEPT_NAME = 100
 """A longer name is hashed even when it is an id: every name of the archive stays short (a
@@ -261,6 +264,10 @@ class Redactor:
             self._depth -= 1
             if unit:
                 self._unit(self._root)
+            if isinstance(value.get("role"), str) and value["role"] not in _TOOL_ROLES \
+                    and isinstance(value.get("name"), str) and not self._data \
+                    and not self._scope:  # a chat participant's name: a person's
+                out["name"] = self.ident(value["name"])
             if self.fenced and value.get("role") == "assistant" \
                     and isinstance(value.get("content"), str):
                 out["content"] = answer_stand_in(value["content"], self.fenced, self.text,

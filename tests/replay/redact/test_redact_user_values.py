@@ -37,3 +37,13 @@ def test_ids_enums_and_model_names_are_still_kept() -> None:
         assert json.dumps(Redactor(salt="s").record({"model": value})) == json.dumps(
             {"model": value})
 
+
+def test_a_chat_participants_name_gets_a_stand_in_a_tools_name_is_kept() -> None:
+    """OpenAI's chat messages may carry the participant's ``name`` (a user's, a system's): the
+    person's, not a tool's; a tool message's ``name`` is its tool's and is kept."""
+    redactor = Redactor(salt="s")
+    for role in ("user", "system", "developer", "assistant"):
+        copy = redactor.record({"role": role, "name": "alice_smith", "content": "x"})
+        assert copy["name"] != "alice_smith" and copy["name"] == redactor.ident("alice_smith")
+    for role in ("tool", "function"):
+        assert redactor.record({"role": role, "name": "bash", "content": "x"})["name"] == "bash"
