@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,8 +103,8 @@ def timelines_html(runs: Sequence[RunTimeline]) -> str:
     bundle = bundle_for_objs_and_resources([doc], INLINE)
     parts = [f"<style>{_CSS}</style>", *(f"<script>{js}</script>" for js in bundle.js_raw)]
     parts += blocks
-    parts.append("<script>" + _EMBED.replace("DOCS", _js({DOC_ID: content}))
-                 .replace("ITEMS", _js(items)).replace("LAYERS", _js(names)) + "</script>")
+    fills = {"DOCS": _js({DOC_ID: content}), "ITEMS": _js(items), "LAYERS": _js(names)}
+    parts.append("<script>" + _PLACEHOLDER.sub(lambda m: fills[m[0]], _EMBED) + "</script>")
     return "\n".join(parts)
 
 
@@ -275,6 +276,9 @@ def _js(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+_PLACEHOLDER = re.compile(r"\b(?:DOCS|ITEMS|LAYERS)\b")
+"""Where ``_EMBED`` takes its values, filled in one pass over the template: a value is never
+searched again (a path or policy named ``ITEMS`` in the document's JSON stays as written)."""
 _EMBED = """(function () {
   const docs = DOCS, items = ITEMS, layers = LAYERS;
   Bokeh.embed.embed_items(docs, items).then(function () {

@@ -110,3 +110,18 @@ def test_every_string_from_the_data_is_escaped_and_the_bytes_repeat() -> None:
     assert source_of(defs, "ctx-tl-0|0|truth|0")["policy"] == [HOSTILE] * 6
     assert timelines_html([run]) == fragment
     assert timelines_html([]) == ""
+
+
+def test_data_naming_a_placeholder_of_the_script_reaches_it_as_written() -> None:
+    """The script is filled in one pass: a re-read path or a policy named ``ITEMS``, ``LAYERS``
+    or ``DOCS`` (a repository's ``ITEMS.md``) is data, never a place the next value goes (it
+    was replaced by the items' JSON, and the page's script no longer parsed)."""
+    named = "DOCS ITEMS LAYERS/ITEMS.md"
+    f = frames(named)
+    f = PolicyFrames(named, f.requests, f.actions, f.rereads.assign(path=named))
+    fragment = timelines_html([RunTimeline("r", "a run", (f,))])
+    doc, layers = docs_of(fragment)
+    defs = definitions(doc, {})
+    assert source_of(defs, "ctx-tl-0|0|truth|0")["policy"][0] == named
+    assert source_of(defs, "ctx-tl-0|0|rereads|0")["path"] == [named]
+    assert layers[0]["truth"] == ["ctx-tl-0|0|truth|0"]
