@@ -11,9 +11,10 @@ output it goes through the one function of that output's format:
   formula (one starting with ``=``, ``+``, ``-``, ``@``, a tab, a carriage return or NUL, or
   their full-width forms) gets a leading ``'``, as OWASP's CSV-injection guidance says.
   Numbers are numbers, never changed (a negative figure stays ``-3``).
-- ``markdown(value)``: ``terminal``, HTML-escaped, Markdown's active characters (and a list
-  marker at its start) backslash-escaped, and no live ``@mention``, issue reference or autolink: a zero-width space
-  (``&#8203;``) follows every ``@`` and ``#`` and breaks ``://``, ``www.`` and ``GH-``.
+- ``markdown(value)``: ``terminal``, HTML-escaped, Markdown's active characters (GitHub's math
+  ``$`` too, and a list marker at its start) backslash-escaped, and no live ``@mention``, issue
+  reference or autolink: a zero-width space (``&#8203;``) follows every ``@`` and ``#`` and
+  breaks ``://``, ``www.`` and ``GH-``.
 - ``xml_text(value)``: ``terminal``; it leaves no character XML 1.0 forbids (ElementTree
   escapes ``&<>"`` itself).
 - ``html_text(value)``: ``terminal``, HTML-escaped (quotes too).
@@ -78,9 +79,10 @@ def csv_cell(value: object) -> object:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-_MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*[]|~!"})
-"""Markdown characters that would start code, emphasis, strikethrough, an image, a link or a
-cell: backslash-escaped (``<``, ``>`` and ``&`` are HTML-escaped before)."""
+_MD_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`*[]|~!$"})
+"""Markdown characters that would start code, emphasis, strikethrough, an image, a link, a
+cell or GitHub's math (``$…$``: any text drawn in any size and colour): backslash-escaped
+(``<``, ``>`` and ``&`` are HTML-escaped before)."""
 _UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 """An ``_`` that could open or close emphasis (one inside a word, ``peak_tokens``, cannot)."""
 _BLOCK_START = re.compile(r"^([+-])|^(\d+)([.)])")

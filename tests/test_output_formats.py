@@ -135,6 +135,19 @@ def test_markdown_text_renders_as_the_text_itself_with_nothing_live(a: str, b: s
     assert bare(shown) == bare("runx" + terminal(a) + "1" + terminal(b))
 
 
+_MATH = re.compile(r"(?<!\\)(?:\\\\)*\$")
+"""A ``$`` no backslash escapes: where GitHub's math (``$x$``, ``$$x$$``, ``$`x`$``) opens."""
+
+
+@given(hostile)
+@example("$\\color{red}\\text{all checks passed}$")
+@example("$$\\huge x$$ and $`y`$")
+def test_markdown_text_opens_no_math(s: str) -> None:
+    """GitHub renders ``$…$`` in Markdown as math (a run named so could draw any text, in any
+    size and colour, over a pull request's comment): every ``$`` of a name is escaped."""
+    assert not _MATH.search(markdown(s)), markdown(s)
+
+
 @given(hostile)
 def test_xml_and_html_text_make_well_formed_documents(s: str) -> None:
     root = ET.Element("testsuite", name=xml_text(s))
