@@ -110,6 +110,10 @@ def keeps_in_data(key: str, value: str) -> bool:
             and USERS_VALUE.match(value) is None)
 
 
+FILE_NAMED = frozenset({"parsed_cmd"})
+"""Keys whose items' ``name`` is a file's, not a tool's (Codex's ``parsed_cmd``: ``{"type":
+"read", "cmd": …, "name": "app.py"}``): given a stand-in (``Redactor.ident``), as a value of a
+keep-list key of another shape is; no parser reads it."""
 PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file",
                        "absolute_path", "cwd", "filePath", "workdir"})
 """Keys whose string values are paths: hashed."""

@@ -40,6 +40,7 @@ from replay.ingest.redaction import EXACT_WORD
 from replay.redact.keep_list import (
     ATTACHMENT,
     DATA_KEYS,
+    FILE_NAMED,
     ID_KEYED,
     INPUT_ENUMS,
     KEEP_KEYS,
@@ -264,6 +265,8 @@ class Redactor:
             self._depth -= 1
             if unit:
                 self._unit(self._root)
+            if key in FILE_NAMED and isinstance(value.get("name"), str) and not self._data:
+                out["name"] = self.ident(value["name"])
             if isinstance(value.get("role"), str) and value["role"] not in _TOOL_ROLES \
                     and isinstance(value.get("name"), str) and not self._data \
                     and not self._scope:  # a chat participant's name: a person's

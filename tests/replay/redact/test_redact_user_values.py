@@ -47,3 +47,17 @@ def test_a_chat_participants_name_gets_a_stand_in_a_tools_name_is_kept() -> None
         assert copy["name"] != "alice_smith" and copy["name"] == redactor.ident("alice_smith")
     for role in ("tool", "function"):
         assert redactor.record({"role": role, "name": "bash", "content": "x"})["name"] == "bash"
+
+
+def test_the_file_name_of_a_codex_parsed_command_is_hashed() -> None:
+    """Codex's ``parsed_cmd`` items name the file a command reads (``name``, with or without
+    its ``path``): a file's name, not a tool's; a stand-in, never kept."""
+    redactor = Redactor(salt="s")
+    for item in ({"type": "read", "cmd": "cat alice-salaries.xlsx", "name": "alice-salaries.xlsx"},
+                 {"type": "read", "cmd": "cat d/alice.py", "name": "alice.py", "path": "d/alice.py"}):
+        rec = {"type": "event_msg", "payload": {"type": "exec_command_begin", "call_id": "c1",
+                                                "parsed_cmd": [item]}}
+        copy = redactor.record(rec)
+        assert "alice" not in json.dumps(copy), copy
+        got = copy["payload"]["parsed_cmd"][0]
+        assert got["name"] == redactor.ident(item["name"]) and got["type"] == "read"
