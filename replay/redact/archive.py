@@ -117,7 +117,8 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
 
     Raises:
         OutputError: ``out`` is an input, inside an input folder, or holds an input; or
-            cannot be created; or ``salt_file`` is inside it, unreadable or empty.
+            cannot be created; or ``salt_file`` is inside it, unreadable or empty, or is to be
+            created where no output may go (inside an input folder, the project cache).
         ReplayError: ``shift_days`` moves every date out of range, ``salt`` is empty, or both
             ``salt`` and ``salt_file`` are given.
     """
@@ -130,7 +131,10 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
     if abs(shift_days) > MAX_SHIFT_DAYS:
         raise ReplayError(f"--shift-days {shift_days}: moves every date outside the years "
                           f"1-9999 (at most ±{MAX_SHIFT_DAYS:,} days)")
-    check_targets([Target(out, "--out", folder=True)], inputs=paths, cache=cache_root(None, writing=False))
+    new_salt = salt_file is not None and not os.path.lexists(salt_file)
+    check_targets([Target(out, "--out", folder=True),  # a salt file created is an output too
+                   *([Target(salt_file, "--salt-file")] if salt_file and new_salt else [])],
+                  inputs=paths, cache=cache_root(None, writing=False))
     if salt_file is not None:
         salt = read_salt(salt_file, out)
     found = discover(paths)

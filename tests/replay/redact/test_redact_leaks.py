@@ -345,3 +345,22 @@ def test_a_salt_file_over_its_limit_names_no_variable_that_would_not_raise_it(
     assert got.exit_code == 2, got.output
     assert "over the 4,096-byte limit of a salt file; not read" in got.stderr, got.stderr
     assert "CTXREPLAY_MAX_FILE_BYTES" not in got.stderr
+
+
+@pytest.mark.parametrize("where", ["in the input folder", "in the project cache's dataset"])
+def test_a_new_salt_file_is_an_output_checked_as_every_other(tmp_path: Path, where: str,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A missing ``--salt-file`` is created: a file this command writes, refused where any
+    output is (inside an input folder, inside the project cache's dataset), before anything is
+    written; it was created there."""
+    _session(tmp_path / "in" / "proj" / "s.jsonl", "2026-01-15T10:40:00.000Z")
+    monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(tmp_path / "cache"))
+    salt = (tmp_path / "in" / "salt" if where == "in the input folder"
+            else tmp_path / "cache" / "dataset" / "salt")
+    salt.parent.mkdir(parents=True, exist_ok=True)
+    got = CliRunner().invoke(app, ["redact", str(tmp_path / "in"), "--out",
+                                   str(tmp_path / "out"), "--salt-file", str(salt), "-q"])
+    assert got.exit_code == 2, got.output
+    assert "--salt-file" in got.stderr and not salt.exists()
+    assert not (tmp_path / "out").exists()
