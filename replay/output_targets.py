@@ -8,7 +8,8 @@ it reads; a target is refused (``OutputError``, exit 2) when it
 - lies inside an input folder (the next command would read it as a log: a ``summary.json``);
 - is a folder that holds an input (a mirrored copy could replace it);
 - is a file the command keeps (the baseline, tolerances, a policy, a grid) — the baseline of
-  ``--update-baseline`` is a target, not kept;
+  ``--update-baseline`` is a target, not kept — or is a folder the command fills that holds
+  one (a sweep's ``chosen.yaml`` swept again into the same ``--out``);
 - lies inside the project cache's dataset or sweep cache (``.ctxreplay/dataset``,
   ``.ctxreplay/sweep_cache``; ``replay.layout``), or is a folder the command fills that holds
   one;
@@ -103,6 +104,9 @@ def check_targets(targets: Sequence[Target], *, inputs: Sequence[Path] = (),
         for given, r, what in real_kept:
             if real == r or _same_file(t.path, given):
                 raise OutputError(f"{where}: is {what} ({given}); it would be overwritten")
+            if t.folder and _inside(r, real):
+                raise OutputError(f"{where}: holds {what} ({given}); its files could replace "
+                                  "it. Name an output folder apart from what the command reads")
         for area, r in areas:
             if real == r or _inside(real, r) or (t.folder and _inside(r, real)):
                 raise OutputError(f"{where}: is in the project cache ({area}); name an output "

@@ -132,6 +132,27 @@ def test_the_chosen_setting_has_its_own_name_and_says_how_it_was_chosen(project:
     assert not (project / "out" / "dataset").exists()
 
 
+
+@pytest.mark.parametrize("option", ["-p", "--grid"])
+def test_a_sweep_never_overwrites_its_own_policy_or_grid(project: Path, option: str) -> None:
+    """The setting a sweep chose is a policy to sweep again (``-p out/sweep/chosen.yaml``):
+    the next sweep into the same ``--out`` wrote its own chosen.yaml over the policy it read;
+    a grid kept in the sweep folder is an input as well.  Refused before any work, unchanged."""
+    axis = ["--axis", "tiers.1.trigger.at_tokens=60000,80000"]
+    first = runner.invoke(app, ["sweep", *LOGS, "-p", "two-tier-corrected", *axis, "--jobs", "1",
+                                "--no-plots", "-q"])
+    assert first.exit_code == 0, first.output
+    chosen = project / "out" / "sweep" / "chosen.yaml"
+    grid = project / "out" / "sweep" / "grid.yaml"
+    grid.write_text("grid:\n  tiers.1.trigger.at_tokens: [50000, 70000]\n")
+    before = {p: p.read_bytes() for p in (chosen, grid)}
+    args = (["-p", str(chosen), *axis] if option == "-p"
+            else ["-p", "two-tier-corrected", "--grid", str(grid)])
+    again = runner.invoke(app, ["sweep", *LOGS, *args, "--jobs", "1", "--no-plots", "-q"])
+    assert again.exit_code == 2, again.output
+    assert "holds" in again.stderr, again.stderr
+    assert {p: p.read_bytes() for p in (chosen, grid)} == before
+
 def test_check_keeps_its_ingest_in_the_project_cache(project: Path) -> None:
     result = runner.invoke(app, ["check", *LOGS, "-p", "none", "--baseline", "b.json",
                                  "--update-baseline", "-q"])

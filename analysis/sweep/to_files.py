@@ -87,7 +87,7 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
              best: Sequence[str] = (), objective: str = "tokens_sent", minimise: bool = True,
              jobs: int = 0, scheduler: Any = None, cache_dir: Path | None = None,
              plots: bool = True, allow_python: bool = False, open_runs: Opener | None = None,
-             project_cache: Path | None = None,
+             project_cache: Path | None = None, kept: Sequence[tuple[Path, str]] = (),
              on_row: Callable[[int, int], None] | None = None,
              on_figure: Callable[[int, int], None] | None = None) -> SweepOutcome:
     """Sweep ``spec`` over ``base`` and write the outcome under ``out``.
@@ -105,6 +105,8 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
         plots: also draw the plots.
         project_cache: the project cache (``replay.layout.cache_root``) ``out`` must be apart
             from, as from the paths of ``runs`` (``replay.output_targets``).
+        kept: files the sweep reads, with what each is (the policy file, the grid): ``out``
+            must not hold one (``replay.output_targets``).
         on_row: ``(done, total)`` after each (run, setting) row.
         on_figure: ``(done, total)`` as the plots are drawn.
 
@@ -122,7 +124,7 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
     check_choice(list(best), objective,
                  [p for p, _ in chosen_from[0].params] if chosen_from else [])
     check_targets([Target(out, "--out", folder=True)],
-                  inputs=() if isinstance(runs, Corpus) else list(runs),
+                  inputs=() if isinstance(runs, Corpus) else list(runs), kept=kept,
                   cache=cache_root(project_cache))
     make_output_dir(out.parent, out.name)  # the sweep's own folder: never through a symlink
     corpus = corpus_of(runs, open_runs)

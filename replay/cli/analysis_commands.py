@@ -314,7 +314,10 @@ def sweep(
                             cache_dir=sweep_cache_dir(cache_root(cache_dir)) if cache else None,
                             plots=plots, allow_python=allow_python,
                             open_runs=_opener(cache_dir, fmt, quiet, strict),
-                            project_cache=cache_dir, on_row=tick,
+                            project_cache=cache_dir, on_row=tick, kept=[
+                                *([(Path(policy), "the policy file")]
+                                  if Path(policy).is_file() else []),
+                                *([(grid, "the grid file")] if grid is not None else [])],
                             on_figure=draw)
     s = done.result.stats
     shown = done.best_rows(top)
