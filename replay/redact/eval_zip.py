@@ -12,8 +12,9 @@ read is never copied, and a log missing one would not re-ingest as the original.
 
 Member names: Inspect's layout (``header.json``, ``_journal/start.json``, ``summaries.json``,
 ``reductions.json``, ``_journal/summaries/<n>.json``) is kept; a sample's
-``samples/<id>_epoch_<n>.json`` keeps its id when it is one token, as the sample's ``id`` is kept
-(``replay.redact.keep_list.keeps``), and gets the id's stand-in otherwise; any other name is
+``samples/<id>_epoch_<n>.json`` keeps its id exactly when the sample's ``id`` is kept (one
+token, not of a user's shape: ``replay.redact.keep_list.keeps``, the one rule), and gets the id's
+stand-in otherwise; any other name is
 redacted like a file name.  The new zip is deflated, its members dated 1980-01-01 (the
 original's times are not copied) and readable by their owner.
 
@@ -32,7 +33,7 @@ from replay.errors import ReplayError
 from replay.ingest.input_files import ENV_MAX_DOCUMENT_BYTES, max_document_bytes
 from replay.ingest.parsers.inspect_eval_zip import MAX_ENTRIES, ZIP_ERRORS, read_entry
 from replay.ingest.parsers.json_decode import loads
-from replay.redact.keep_list import KEPT_VALUE
+from replay.redact.keep_list import keeps
 from replay.redact.leaves import Redactor
 
 _LAYOUT = re.compile(r"header\.json|_journal/start\.json|summaries\.json|reductions\.json"
@@ -100,7 +101,7 @@ def member_name(name: str, redactor: Redactor) -> str:
         return name
     if m := _SAMPLE.fullmatch(name):
         ident = m.group(1)
-        kept = redactor.kept_id(ident) if KEPT_VALUE.fullmatch(ident) else redactor.ident(ident)
+        kept = redactor.kept_id(ident) if keeps("id", ident) else redactor.ident(ident)
         return f"samples/{kept}_epoch_{m.group(2)}.json"
     return redactor.file_path(name)
 

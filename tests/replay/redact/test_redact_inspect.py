@@ -166,3 +166,28 @@ def test_a_sample_id_that_is_not_one_token_gets_one_stand_in(tmp_path: Path) -> 
     assert b is not None
     assert b.runs["agent"].to_pylist() == [f"sample {member['id']} epoch 1"]
     assert "missing key" not in name and "missing key" not in json.dumps(member)
+
+
+@pytest.mark.parametrize("ident", ["alice@devbox", "-home-alice-x", "-Users-alice"])
+def test_a_sample_id_that_is_the_users_gets_its_stand_in_in_the_member_name_too(
+        tmp_path: Path, ident: str) -> None:
+    """A one-token sample id of a user's shape (``keep_list.USERS_VALUE``: a user at a host, a
+    home folder) got its stand-in inside the sample but was kept in the member's name
+    (``samples/<id>_epoch_1.json``): the name follows the one rule, ``keep_list.keeps``."""
+    source = tmp_path / "in" / "log.eval"
+    source.parent.mkdir()
+    sample = {"id": ident, "epoch": 1, "messages": [
+        {"role": "user", "content": "what is in the box"},
+        {"role": "assistant", "content": "a secret plan"}]}
+    with zipfile.ZipFile(source, "w") as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "t", "model": "m"},
+                                              "status": "success"}))
+        z.writestr(f"samples/{ident}_epoch_1.json", json.dumps(sample))
+    report = redact([source.parent], tmp_path / "out")
+    [f] = report.files
+    assert f.written and not f.issues, [i.reason for i in f.issues]
+    with zipfile.ZipFile(tmp_path / "out" / f.archived_as) as z:
+        [name] = [n for n in z.namelist() if n.startswith("samples/")]
+        member = json.loads(z.read(name))
+        assert not any("alice" in n for n in z.namelist()), z.namelist()
+    assert name == f"samples/{member['id']}_epoch_1.json" and "alice" not in member["id"]
