@@ -84,6 +84,10 @@ _MAX_KEPT_NAME = 100
 _LAYOUT_FOLDERS = frozenset({"subagents", "workflows", "sessions"})
 _LOG_SUFFIX = re.compile(r"(?:\.(?:traj|trajectory|export|events|meta))?\.(?:jsonl|json|traj|eval)$")
 _ID_NAME = re.compile(r"(?:agent-(?:acompact-)?)?[0-9a-f]{6,}(?:-[0-9a-f]{2,})*")
+_DIGEST = re.compile(r"[0-9a-f]{32,}")
+"""A bare digest (md5, sha1, sha256 in hex): the hash of something the user had (Gemini CLI's
+``tmp/<sha256 of the project's path>/``), which anyone can recompute from a guess; hashed with
+the salt as any other name, never kept as an id."""
 _DATED_NAME = re.compile(r"(rollout-|session-)(\d{4}-\d{2}-\d{2})(T[0-9-]*-[0-9a-f]{6,}(?:-[0-9a-f]{2,})*)")
 INJECTED_KEY = "ctxreplay_redacted"
 """The key added to a tool input that kept no text (it carries the block's marker)."""
@@ -178,9 +182,9 @@ class Redactor:
         """The archive's name for a file at ``rel`` (a relative path, ``/``-separated): each
         folder and file name replaced by a salted hash (``f<12 hex>``) with the format's file
         suffix kept (``.jsonl``, ``.traj.json``); kept as written only when it is an id (a
-        session uuid, ``agent-<hex>``, ``rollout-<date>T…-<uuid>`` with the date shifted) or a
-        folder name a format's layout needs (``subagents``, ``workflows``, ``sessions``,
-        digits: ``2026/09/02``)."""
+        session uuid, ``agent-<hex>``, ``rollout-<date>T…-<uuid>`` with the date shifted; never
+        a bare digest, ``_DIGEST``) or a folder name a format's layout needs (``subagents``,
+        ``workflows``, ``sessions``, digits: ``2026/09/02``)."""
         return "/".join(self._segment(part) for part in rel.split("/"))
 
     def _segment(self, name: str) -> str:
@@ -191,7 +195,8 @@ class Redactor:
         if len(stem) <= _MAX_KEPT_NAME and (dated := _DATED_NAME.fullmatch(stem)):
             return (dated.group(1) + self.shift(dated.group(2)) + self.kept_id(dated.group(3))
                     + suffix)
-        if len(stem) <= _MAX_KEPT_NAME and _ID_NAME.fullmatch(stem):
+        if len(stem) <= _MAX_KEPT_NAME and _ID_NAME.fullmatch(stem) \
+                and not _DIGEST.fullmatch(stem):
             return self.kept_id(stem) + suffix
         prefix = "agent-" if stem.startswith("agent-") else ""
         digest = hashlib.sha256((self.salt + "\0name\0" + stem).encode("utf-8", "surrogatepass"))

@@ -61,3 +61,18 @@ def test_the_file_name_of_a_codex_parsed_command_is_hashed() -> None:
         assert "alice" not in json.dumps(copy), copy
         got = copy["payload"]["parsed_cmd"][0]
         assert got["name"] == redactor.ident(item["name"]) and got["type"] == "read"
+
+
+def test_a_folder_named_by_a_digest_of_a_path_is_hashed_with_the_salt() -> None:
+    """Gemini CLI keeps a project's sessions under ``tmp/<sha256 of the project's path>/``: a
+    hash anyone can recompute from a guessed path (``/home/alice/secret``), kept as written as
+    if it were an id; any bare digest (32 hex digits or more) is hashed with the salt, as the
+    ``projectHash`` inside the file is replaced.  Ids (uuids, ``agent-<hex>``) are kept."""
+    import hashlib
+    digest = hashlib.sha256(b"/home/alice/secret").hexdigest()
+    redactor = Redactor(salt="s")
+    copy = redactor.file_path(f"tmp/{digest}/chats/session-2026-08-20T09-14-3f2b9c1e.jsonl")
+    assert digest not in copy and digest[:16] not in copy, copy
+    assert copy.endswith("/session-2026-08-20T09-14-3f2b9c1e.jsonl")
+    for kept in ("3f2b9c1e-7a4d-4e1b-9a0c-5d6e7f8a9b0c.jsonl", "agent-a1b2c3d.jsonl"):
+        assert redactor.file_path(kept) == kept
