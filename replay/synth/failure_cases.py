@@ -28,6 +28,8 @@ from typing import Any
 
 from replay.atomic_files import make_output_dir
 from replay.errors import ReplayInputError
+from replay.layout import cache_root
+from replay.output_targets import Target, check_targets
 from replay.policy import Policy, load_policy, replace_paths
 from replay.synth.embedded import CORPUS, write_corpus, write_text
 from replay.synth.generate import synth_run
@@ -310,7 +312,8 @@ def write_generated(out_dir: Path, only: Sequence[str] = ()) -> list[Path]:
     Raises:
         ReplayInputError: ``only`` names none of them.
         OutputError: ``out_dir`` or ``out_dir/scenarios`` is a file, a symlink below
-            ``out_dir``, or cannot be made or written (nothing is written).
+            ``out_dir``, or cannot be made or written, or ``out_dir`` is in the project
+            cache or holds it (``replay.output_targets``; nothing is written).
     """
     chosen = tuple(s for s in CORPUS if not only or s.name in only)
     failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
@@ -320,6 +323,8 @@ def write_generated(out_dir: Path, only: Sequence[str] = ()) -> list[Path]:
     # the folders made or checked first, as every command's output: a symlink planted at
     # OUT/scenarios was followed (the scenarios written wherever it pointed), a file at OUT
     # was "OUT: File exists"
+    check_targets([Target(out_dir, "--out")],  # never into the project cache (its files
+                  cache=cache_root(None, writing=False))  # have fixed names: beside it is fine
     make_output_dir(out_dir, *(("scenarios",) if failures else ()))
     paths = write_corpus(out_dir, chosen) if chosen else []
     if failures:

@@ -379,3 +379,22 @@ def test_synth_writes_nothing_through_a_symlink_in_its_output_folder(tmp_path: P
     res = CliRunner().invoke(app, ["synth", "--out", str(tmp_path / "file"), "--only",
                                    SCENARIOS[0].name])
     assert res.exit_code == 2 and "exists and is not a folder" in res.output, res.output
+
+
+@pytest.mark.parametrize("area", ["dataset", "sweep_cache"])
+def test_synth_never_writes_into_the_project_cache(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   area: str) -> None:
+    """Every command keeps its outputs out of the project cache's dataset and sweep cache
+    (``replay.output_targets``); ``synth --out .ctxreplay/dataset`` wrote its logs and README
+    among the store's files, exit 0.  Now exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.synth.failure_cases import SCENARIOS
+
+    monkeypatch.setenv("CTXREPLAY_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "cache" / area / "logs"
+    res = CliRunner().invoke(app, ["synth", "--out", str(out), "--only", SCENARIOS[0].name])
+    assert res.exit_code == 2, res.output
+    assert "project cache" in res.output and not out.exists()
