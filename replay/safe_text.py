@@ -38,11 +38,15 @@ import html
 import re
 from collections.abc import Iterable, Iterator
 
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
-                          "\u2028-\u202e\u2060-\u2069\ufdd0-\ufdef\ufeff\ufff9-\ufffb\ufffe"
-                          "\uffff\ud800-\udfff\U000e0000-\U000e007f]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5"
+                          "\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u2069\u3164"
+                          "\ufdd0-\ufdef\ufe00-\ufe0d\ufeff\uffa0\ufff9-\ufffb\ufffe\uffff"
+                          "\ud800-\udfff\U000e0000-\U000e007f\U000e0100-\U000e01ef]")
 """What ``terminal`` writes as an escape (it includes every character XML 1.0 forbids; the tag
-characters U+E0000-E007F are invisible letters a name could hide text in).  The non-characters
+characters U+E0000-E007F are invisible letters a name could hide text in, and so are the
+variation selectors U+FE00-FE0D and U+E0100-E01EF, 256 of them: any byte; the Hangul fillers
+U+115F, U+1160, U+3164, U+FFA0 draw a blank, U+034F, U+17B4-17B5, U+180B-180F nothing; the
+emoji selectors U+FE0E-FE0F are left, an emoji shown as written).  The non-characters
 of planes 1-16 (U+1FFFE, ...) are not in it: a terminal shows them as a box, and 32 single
 characters here made every ``terminal`` call ~8x slower."""
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

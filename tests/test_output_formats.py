@@ -43,14 +43,16 @@ _PIECES = ["=", "+", "-", "@", "\t", "\r", "\0", "\uff1d", "@octocat", "@SUM(1+1
            "=HYPERLINK(\"http://x.test\")", "https://evil.test/a", "www.evil.test", "#12",
            "GH-7", "a@b.test", "\x1b[31m", "\u202e", "\x07", "\n", "|", "`", "*", "_", "[x](y)",
            "<b>", "&amp;", "\\", "'", ",", "\"", "\udcff", "\ufffe", "é", "x", "1",
-           "\U000e0041\U000e0042", "\U000e007f", "\U0001fffe", "\ufdd0", "\U0001f600"]
+           "\U000e0041\U000e0042", "\U000e007f", "\U0001fffe", "\ufdd0", "\U0001f600",
+           "\u3164", "\u115f", "\uffa0", "\u034f", "\ufe01", "\U000e0100\U000e01ef"]
 hostile = st.lists(st.sampled_from(_PIECES) | st.text(max_size=4), max_size=8).map("".join)
 """Strings made of the pieces attacks use, and anything else."""
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069"
-                        "\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff\U000e0000-\U000e007f]")
+                        "\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff\U000e0000-\U000e007f"
+                        "\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0d\U000e0100-\U000e01ef]")
 """Characters nothing shows (the test's own list): controls, zero-width and direction marks,
 lone surrogates, the BMP's non-characters and the tag characters U+E0000-E007F (invisible
 letters: a name can hide text in them)."""
@@ -59,6 +61,17 @@ letters: a name can hide text in them)."""
 def _visible(text: str) -> bool:
     return not _INVISIBLE.search(text)
 
+
+
+def test_blank_fillers_and_variation_selectors_are_escaped() -> None:
+    """A Hangul filler (U+3164, U+115F, U+FFA0) draws a blank, a grapheme joiner nothing, and
+    variation selectors (U+FE00-FE0D, U+E0100-E01EF) nothing after a letter: a name can hide
+    text in them (256 selectors carry any byte) or look blank; each is written as its escape.
+    The emoji selectors U+FE0E/FE0F stay (an emoji drawn as written)."""
+    hidden = "ok" + "".join(chr(0xE0100 + b) for b in b"rm -rf") + "\u3164\ufe01\u034f"
+    assert terminal(hidden) == "ok" + "".join(f"\\U{0xE0100 + b:08x}" for b in b"rm -rf") \
+        + "\\u3164\\ufe01\\u034f"
+    assert terminal("\u26a0\ufe0f") == "\u26a0\ufe0f"
 
 @given(hostile)
 def test_terminal_text_is_one_visible_line_that_encodes(s: str) -> None:
