@@ -20,6 +20,12 @@ PATTERNS: dict[str, re.Pattern[bytes]] = {
     "Slack token": re.compile(rb"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"),
     "OpenAI/Anthropic key": re.compile(rb"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b"),
     "e-mail address": re.compile(rb"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
+    "Google API key": re.compile(rb"\bAIza[0-9A-Za-z_-]{35}"),
+    "Hugging Face token": re.compile(rb"\bhf_[A-Za-z0-9]{30,}\b"),
+    "GitLab token": re.compile(rb"\bglpat-[A-Za-z0-9_-]{20,}"),
+    "Stripe key": re.compile(rb"\b[sr]k_live_[A-Za-z0-9]{16,}\b"),
+    "npm token": re.compile(rb"\bnpm_[A-Za-z0-9]{36}\b"),
+    "JSON Web Token": re.compile(rb"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
 }
 """What a secret looks like, by name."""
 
@@ -31,6 +37,12 @@ HELD: dict[str, tuple[bytes, ...]] = {
     "Slack token": (b"xoxb-", b"xoxa-", b"xoxp-", b"xoxr-", b"xoxs-"),
     "OpenAI/Anthropic key": (b"sk-",),
     "e-mail address": (b"@",),
+    "Google API key": (b"AIza",),
+    "Hugging Face token": (b"hf_",),
+    "GitLab token": (b"glpat-",),
+    "Stripe key": (b"k_live_",),
+    "npm token": (b"npm_",),
+    "JSON Web Token": (b"eyJ",),
 }
 """Bytes every match of a shape holds, one of them: where none is in the data, the shape's
 pattern is not run.  A pattern starting at a word boundary is tried at every word of the
