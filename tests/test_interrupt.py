@@ -157,13 +157,14 @@ def test_killed_ingest_journal_reuses_every_finished_entry(tmp_path: Path) -> No
         proc.wait()
     journalled = [json.loads(line) for line in (ds / "journal.jsonl").read_text().splitlines()]
     assert len(journalled) >= 2
-    (ds / "data" / ".stale.tmp12345").mkdir()  # as a killed ingest leaves them
+    stale = f".{journalled[0]['key']}.tmp12345"  # as a killed ingest leaves them (a key's
+    (ds / "data" / stale).mkdir()  # temporary: only the store's own names are removed)
     (ds / ".manifest.json.tmp777").write_text("{")
     report = _resumed("ingest", str(many), "--out", str(ds), "-q", "--json")
     assert report["cached"] == len(journalled) and report["failed"] == []
     assert len(store.read_manifest(ds)) == 40
     assert not (ds / "journal.jsonl").exists()
-    assert not (ds / "data" / ".stale.tmp12345").exists()
+    assert not (ds / "data" / stale).exists()
     assert not (ds / ".manifest.json.tmp777").exists()
 
 

@@ -35,8 +35,12 @@ from replay.ingest.entry_state import intact
 
 LOCK_FILE = ".lock"
 JOURNAL_FILE = "journal.jsonl"
-_STALE = re.compile(r"\..+\.(tmp|old)\d+")
-"""Names of the temporary files and folders ``store`` writes (``.NAME.tmpPID``/``.oldPID``)."""
+_STALE_ROOT = re.compile(r"\.(?:manifest\.json|index\.parquet|journal\.jsonl)\.(?:tmp|old)\d+")
+_STALE_DATA = re.compile(r"\.(?:entry|[0-9a-f]{24}-[0-9a-f]{8}-[A-Za-z0-9_.+-]*-v\d+)\.(?:tmp|old)\d+")
+"""Names of the temporary files and folders ``store`` writes (``.NAME.tmpPID``/``.oldPID``), in
+the store's folder (its manifest, index, journal) and in ``data`` (an entry's key, or ``entry``):
+only these are its own.  Any other name is left, whatever it looks like: the folder named may
+hold the user's files (``.thesis.tmp1``)."""
 
 
 def _say_waiting(message: str) -> None:
@@ -84,14 +88,15 @@ def _check_lock_file(path: Path) -> None:
 
 def remove_stale(root: Path) -> list[Path]:
     """Delete the temporary files and folders interrupted ingests left in ``root`` and
-    ``root/data`` (only names ``store`` gives them; a symlink is unlinked, never followed).
+    ``root/data`` (only names ``store`` gives its own files' temporaries: ``_STALE_ROOT``,
+    ``_STALE_DATA``; a symlink is unlinked, never followed).
     Call with the lock held.  Returns what was removed."""
     removed = []
-    for folder in (root, root / "data"):
+    for folder, stale in ((root, _STALE_ROOT), (root / "data", _STALE_DATA)):
         if not folder.is_dir() or folder.is_symlink():
             continue
         for p in folder.iterdir():
-            if _STALE.fullmatch(p.name) is None:
+            if stale.fullmatch(p.name) is None:
                 continue
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p, ignore_errors=True)

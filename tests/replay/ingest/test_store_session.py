@@ -183,3 +183,31 @@ def test_entries_written_in_a_data_folder_held_open_are_the_same_files(tmp_path:
         write_entry(linked, "c", tables, folder=refused)
     refused.close()
     assert not store.entry_file(out, "c").exists()
+
+
+def test_an_ingest_removes_only_its_own_temporaries(tmp_path: Path) -> None:
+    """An ingest removes what an interrupted ingest left: the store's own temporary names only
+    (``.manifest.json.tmpPID``, ``.KEY.tmpPID``).  It removed any ``.NAME.tmpN`` or
+    ``.NAME.oldN``, file or folder, of the folder named: ``ingest logs --out proj`` into a
+    folder of the user's deleted their ``.thesis.tmp1/`` and ``.draft.old2``."""
+    logs, proj = tmp_path / "logs", tmp_path / "proj"
+    logs.mkdir()
+    shutil.copy(LOG, logs / "a.jsonl")
+    (proj / ".thesis.tmp1").mkdir(parents=True)
+    (proj / ".thesis.tmp1" / "thesis.tex").write_text("mine")
+    (proj / ".draft.old2").write_text("mine")
+    (proj / "data").mkdir()
+    (proj / "data" / ".notes.tmp3").write_text("mine")
+    ingest([logs], proj, jobs=1)
+    # an interrupted ingest's leftovers, then the next ingest
+    (proj / ".manifest.json.tmp99999").write_text("{")
+    [key] = [e.key for e in store.read_manifest(proj).values()]
+    (proj / "data" / f".{key}.tmp99999").write_text("half")
+    (proj / "data" / ".entry.tmp99999").write_text("half")
+    ingest([logs], proj, jobs=1)
+    assert (proj / ".thesis.tmp1" / "thesis.tex").read_text() == "mine"
+    assert (proj / ".draft.old2").read_text() == "mine"
+    assert (proj / "data" / ".notes.tmp3").read_text() == "mine"
+    assert not (proj / ".manifest.json.tmp99999").exists()
+    assert not (proj / "data" / f".{key}.tmp99999").exists()
+    assert not (proj / "data" / ".entry.tmp99999").exists()
