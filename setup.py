@@ -2,9 +2,10 @@
 
 ``pip install .`` and ``pip install -e .`` compile the engine's modules (``replay/engine``, but
 its ``__init__`` files and ``trace.py``) with mypyc, the engine about 2x fewer instructions a
-request (README "Performance"), and write the build's manifest beside them: each module and the
-sha256 of the source compiled (``replay/compiled_engine.py`` checks it at import and runs the
-pure-Python modules when a source changed since).  With ``CTXREPLAY_PURE=1``, or when mypyc or a
+request (README "Performance"), and the per-run metrics' parts (``analysis/per_run``: the
+modules of ``METRIC_MODULES``, a group of their own), and write each build's manifest beside
+its modules: each module and the sha256 of the source compiled (``replay/compiled_engine.py``
+checks it at import and runs the pure-Python modules when a source changed since).  With ``CTXREPLAY_PURE=1``, or when mypyc or a
 C compiler fails, the install goes on with the pure-Python engine only (and removes a compiled
 engine an earlier build left in this folder).  ``replay --version`` says which engine runs.
 """
@@ -39,6 +40,14 @@ NOT_COMPILED = {"trace.py"}
 NamedTuple does not answer; it is not on the per-request path."""
 GROUP = "replay.engine._compiled"
 """mypyc's group: one shared library ``replay/engine/_compiled__mypyc*.so`` for every module."""
+METRICS = ROOT / "analysis" / "per_run"
+METRIC_MODULES = ("stats", "basic", "rereads", "arg_share", "summarisation", "cache_invalidation",
+                  "overshoots", "induced")
+"""The metric parts compiled (the rest of ``analysis/per_run`` is not on a sweep's per-replay
+path, or imports pandas)."""
+METRICS_GROUP = "analysis.per_run._compiled"
+"""The metrics' group: ``analysis/per_run/_compiled__mypyc*.so`` (apart from the engine's: either
+build can be refused at import, the other still used)."""
 
 
 def _say(message: str) -> None:
@@ -51,22 +60,34 @@ def compiled_sources() -> list[Path]:
             if p.name != "__init__.py" and p.name not in NOT_COMPILED]
 
 
+def metric_sources() -> list[Path]:
+    """The metric parts to compile."""
+    return [METRICS / f"{m}.py" for m in METRIC_MODULES]
+
+
+BUILDS = ((ENGINE, GROUP, compiled_sources), (METRICS, METRICS_GROUP, metric_sources))
+"""Each compiled group: its folder (extensions and manifest beside its sources), its name, its
+modules."""
+
+
 def _module(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
-def _remove_build(engine: Path = ENGINE) -> None:
-    """A compiled engine under ``engine``: one an earlier (editable) build left beside the
-    sources, or a part of this one that failed."""
+def _remove_build(*folders: Path) -> None:
+    """A compiled build under each of ``folders`` (default: every group's): one an earlier
+    (editable) build left beside the sources, or a part of this one that failed."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    removed = [p for p in engine.rglob("*") if p.name.endswith(suffixes) or p.name == glue.MANIFEST]
-    for p in removed:
-        p.unlink()
-    if removed:
-        _say(f"removed a compiled engine from {engine} ({len(removed)} files)")
+    for folder in folders or tuple(b[0] for b in BUILDS):
+        removed = [p for p in folder.rglob("*")
+                   if p.name.endswith(suffixes) or p.name == glue.MANIFEST]
+        for p in removed:
+            p.unlink()
+        if removed:
+            _say(f"removed a compiled build from {folder} ({len(removed)} files)")
 
 
-_MADE: list[tuple[list[Any], dict[str, Any]]] = []
+_MADE: list[tuple[list[Any], dict[Path, dict[str, Any]]]] = []
 
 
 class BuildEngine(build_ext):
@@ -101,54 +122,62 @@ class BuildEngine(build_ext):
     def run(self) -> None:
         if not self.extensions:
             return
-        manifest = _MADE[0][1]
-        built = Path(self.build_lib) / "replay" / "engine"
+        manifests = _MADE[0][1]
+        built = [Path(self.build_lib) / folder.relative_to(ROOT) for folder in manifests]
         try:
             super().run()
         except Exception as e:  # noqa: BLE001  # any compiler failure: install pure Python
             _say(f"the compiled engine did not build ({e!r}); installing the pure-Python engine")
-            _remove_build(built)
+            _remove_build(*built)
             _remove_build()
             self.extensions = []
             return
-        targets = [built, *([ENGINE] if self.inplace else [])]
-        for folder in targets:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / glue.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n",
-                                                encoding="utf-8")
-        _say(f"compiled engine built: {len(manifest['modules'])} modules")
+        for (folder, manifest), out in zip(manifests.items(), built):
+            for target in [out, *([folder] if self.inplace else [])]:
+                target.mkdir(parents=True, exist_ok=True)
+                (target / glue.MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n",
+                                                    encoding="utf-8")
+            _say(f"compiled {folder.relative_to(ROOT)} built: "
+                 f"{len(manifest['modules'])} modules")
 
     def get_outputs(self) -> list[str]:
-        made = [str(Path(self.build_lib) / "replay" / "engine" / glue.MANIFEST)]
+        made = [str(Path(self.build_lib) / folder.relative_to(ROOT) / glue.MANIFEST)
+                for folder in (_MADE[0][1] if _MADE else {})]
         return [*super().get_outputs(), *(made if self.extensions else [])]
 
 
-def _mypyc_extensions() -> tuple[list[Any], dict[str, Any]]:
-    """mypyc's extensions for the engine and the build's manifest, or none (and why)."""
+def _mypyc_extensions() -> tuple[list[Any], dict[Path, dict[str, Any]]]:
+    """mypyc's extensions for the engine and the metric parts and each group's manifest (by
+    its folder), or none (and why)."""
     if os.environ.get(glue.PURE_ENV) == "1":
         _say(f"{glue.PURE_ENV}=1: installing the pure-Python engine")
         _remove_build()
         return [], {}
-    sources = compiled_sources()
     try:
         from mypy.version import __version__ as mypy_version
         from mypyc.build import mypycify
 
-        manifest = {"built_with": f"mypyc {mypy_version}",
-                    "modules": {_module(p): glue.source_sha256(p) for p in sources}}
-        # no config file: the project's [tool.mypy] is strict and checks what the tests check;
-        # the build only needs the types.  Extensions: replay/engine/*.so and one shared library
-        # replay/engine/_compiled__mypyc*.so (a group name inside the package, not a top-level
-        # module named by a hash)
-        extensions = list(mypycify([str(p.relative_to(ROOT)) for p in sources]
-                                   + ["--config-file=", "--python-version=3.11",
-                                      "--ignore-missing-imports"],
-                                   group_name=GROUP, multi_file=True))
-        # multi_file: a C file a module (compiled in parallel, BuildEngine.build_extensions),
-        # which include the group's header mypyc writes under the group's package folder
-        for ext in extensions:
-            ext.include_dirs.append(os.path.join("build", *GROUP.split(".")[:-1]))
-        return extensions, manifest
+        extensions: list[Any] = []
+        manifests: dict[Path, dict[str, Any]] = {}
+        for folder, group, sources_of in BUILDS:
+            sources = sources_of()
+            manifests[folder] = {"built_with": f"mypyc {mypy_version}",
+                                 "modules": {_module(p): glue.source_sha256(p) for p in sources}}
+            # no config file: the project's [tool.mypy] is strict and checks what the tests
+            # check; the build only needs the types.  Extensions: e.g. replay/engine/*.so and
+            # one shared library replay/engine/_compiled__mypyc*.so (a group name inside the
+            # package, not a top-level module named by a hash)
+            made = list(mypycify([str(p.relative_to(ROOT)) for p in sources]
+                                 + ["--config-file=", "--python-version=3.11",
+                                    "--ignore-missing-imports"],
+                                 group_name=group, multi_file=True))
+            # multi_file: a C file a module (compiled in parallel,
+            # BuildEngine.build_extensions), which include the group's header mypyc writes
+            # under the group's package folder
+            for ext in made:
+                ext.include_dirs.append(os.path.join("build", *group.split(".")[:-1]))
+            extensions += made
+        return extensions, manifests
     except (Exception, SystemExit) as e:  # noqa: BLE001  # no mypyc, a type error: pure Python
         _say(f"mypyc cannot compile the engine ({e!r}); installing the pure-Python engine")
         _remove_build()

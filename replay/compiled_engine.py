@@ -16,6 +16,10 @@ from ``replay/engine/__init__.py``, before any engine module loads, and decides:
 
 ``choose()`` is the decision (made once), shown by ``replay --version`` and
 ``benchmarks/replay_speed.py``.
+
+The same build compiles the per-run metrics' parts (``analysis/per_run``, a group of their own
+with its own manifest there): ``choose_build(folder, package)`` makes the same decision for any
+such package, once; ``analysis/per_run/_build.py`` calls it before any of its modules loads.
 """
 
 from __future__ import annotations
@@ -39,7 +43,12 @@ MANIFEST = "_compiled.json"
 """The build's manifest, in the engine folder (written by ``setup.py``)."""
 PURE_ENV = "CTXREPLAY_PURE"
 """Set to 1: build nothing (``pip install``) and run the pure-Python engine (at import)."""
-_MODULE = re.compile(r"replay\.engine(?:\.[a-z_][a-z0-9_]*)+")
+ENGINE_PACKAGE = "replay.engine"
+
+
+def _module_pattern(package: str) -> re.Pattern[str]:
+    """A module name inside ``package`` (no ``..``, no path)."""
+    return re.compile(re.escape(package) + r"(?:\.[a-z_][a-z0-9_]*)+")
 
 
 class CompiledEngineWarning(UserWarning):
@@ -68,9 +77,10 @@ def source_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def module_source(engine_dir: Path, name: str) -> Path:
-    """The ``.py`` of engine module ``name`` (``replay.engine.tiers.trim``) under ``engine_dir``."""
-    return engine_dir.joinpath(*name.split(".")[2:]).with_suffix(".py")
+def module_source(engine_dir: Path, name: str, package: str = ENGINE_PACKAGE) -> Path:
+    """The ``.py`` of module ``name`` (``replay.engine.tiers.trim``) of ``package`` under its
+    folder ``engine_dir``."""
+    return engine_dir.joinpath(*name.split(".")[package.count(".") + 1:]).with_suffix(".py")
 
 
 def _extension(source: Path) -> Path | None:
@@ -82,19 +92,23 @@ def _extension(source: Path) -> Path | None:
     return None
 
 
-def _extensions(engine_dir: Path) -> dict[str, Path]:
-    """Module name -> source, for every engine module with an extension beside its ``.py``."""
+def _extensions(engine_dir: Path, package: str) -> dict[str, Path]:
+    """Module name -> source, for every module of ``package`` with an extension beside its
+    ``.py``."""
     out = {}
     for source in sorted(engine_dir.rglob("*.py")):
         if _extension(source) is not None:
             rel = source.relative_to(engine_dir).with_suffix("").parts
-            out[".".join(("replay", "engine", *rel))] = source
+            out[".".join((package, *rel))] = source
     return out
 
 
-def decide(engine_dir: Path, env: dict[str, str]) -> tuple[EngineBuild, dict[str, Path]]:
-    """The engine to run, and the modules to load from their ``.py`` (empty when compiled)."""
-    found = _extensions(engine_dir)
+def decide(engine_dir: Path, env: dict[str, str],
+           package: str = ENGINE_PACKAGE) -> tuple[EngineBuild, dict[str, Path]]:
+    """The build of ``package`` (in its folder ``engine_dir``) to run, and the modules to load
+    from their ``.py`` (empty when compiled)."""
+    found = _extensions(engine_dir, package)
+    pattern = _module_pattern(package)
     manifest = engine_dir / MANIFEST
     if env.get(PURE_ENV) == "1":
         return EngineBuild(False, f"{PURE_ENV}=1", len(found), False), found
@@ -109,11 +123,11 @@ def decide(engine_dir: Path, env: dict[str, str]) -> tuple[EngineBuild, dict[str
         if not isinstance(built, dict) or not built:
             raise ValueError("no modules")
         for name, digest in built.items():
-            if not (isinstance(name, str) and _MODULE.fullmatch(name) and isinstance(digest, str)):
+            if not (isinstance(name, str) and pattern.fullmatch(name) and isinstance(digest, str)):
                 raise ValueError(f"bad entry {name!r}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         return _refused(f"unreadable build manifest {manifest}: {e!r}", found)
-    sources = {name: module_source(engine_dir, name) for name in built}
+    sources = {name: module_source(engine_dir, name, package) for name in built}
     pure = {**found, **{n: s for n, s in sources.items() if s.is_file()}}
     for name, source in sorted(sources.items()):
         if not source.is_file():
@@ -146,19 +160,25 @@ class _PureSources(importlib.abc.MetaPathFinder):
         return None if source is None else importlib.util.spec_from_file_location(fullname, source)
 
 
-_CHOSEN: list[EngineBuild] = []
+_CHOSEN: dict[str, EngineBuild] = {}
 
 
 def choose() -> EngineBuild:
     """Decide once per process (before any engine module is imported): install the hook for a
     pure engine, warn when a build on disk was refused."""
-    if not _CHOSEN:
-        build, pure = decide(ENGINE_DIR, dict(os.environ))
+    return choose_build(ENGINE_DIR, ENGINE_PACKAGE, "engine")
+
+
+def choose_build(folder: Path, package: str, what: str = "") -> EngineBuild:
+    """``choose`` for the compiled modules of ``package`` (its folder ``folder``): decided once
+    per process, before any of them is imported; ``what`` names it in a warning."""
+    if package not in _CHOSEN:
+        build, pure = decide(folder, dict(os.environ), package)
         if pure:
             sys.meta_path.insert(0, _PureSources(pure))
         if build.warn:
-            warnings.warn(f"ctxreplay: the compiled engine is not used, the pure-Python engine "
+            name = what or package
+            warnings.warn(f"ctxreplay: the compiled {name} is not used, the pure-Python {name} "
                           f"runs instead: {build.reason}", CompiledEngineWarning, stacklevel=2)
-        _CHOSEN.append(build)
-    return _CHOSEN[0]
-
+        _CHOSEN[package] = build
+    return _CHOSEN[package]

@@ -34,7 +34,8 @@ from analysis.metric_spec import (
     PartInput,
     RunFacts,
 )
-from analysis.per_run import (
+from analysis.per_run import (  # _build first: the compiled parts or their .py
+    _build,  # noqa: F401
     arg_share,
     basic,
     cache_invalidation,
