@@ -177,8 +177,10 @@ def choose_build(folder: Path, package: str, what: str = "") -> EngineBuild:
         if pure:
             sys.meta_path.insert(0, _PureSources(pure))
         if build.warn:
-            name = what or package
-            warnings.warn(f"ctxreplay: the compiled {name} is not used, the pure-Python {name} "
-                          f"runs instead: {build.reason}", CompiledEngineWarning, stacklevel=2)
+            said = (f"the compiled {what} is not used, the pure-Python {what} runs instead"
+                    if what else f"the compiled build of {package} is not used, its "
+                    "pure-Python modules run instead")
+            warnings.warn(f"ctxreplay: {said}: {build.reason}", CompiledEngineWarning,
+                          stacklevel=2)
         _CHOSEN[package] = build
     return _CHOSEN[package]

@@ -10,5 +10,5 @@ from pathlib import Path
 
 from replay.compiled_engine import EngineBuild, choose_build
 
-BUILD: EngineBuild = choose_build(Path(__file__).resolve().parent, "analysis.per_run", "metrics")
+BUILD: EngineBuild = choose_build(Path(__file__).resolve().parent, "analysis.per_run")
 """The metric parts this process runs: compiled or pure Python, and why."""

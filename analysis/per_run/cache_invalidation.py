@@ -91,25 +91,35 @@ def _of_actions(inp: PartInput) -> dict[str, Any]:
     ac, applied, policy = inp.actions, inp.applied, inp.policy
     small = int(inp.params.small_reclaim_frac * policy.usable_tokens)
     fam = dict.fromkeys(FAMILY_NAMES, 0)
-    inv_applied: list[int] = []
+    kinds: list[str] = ac["kind"]
+    invalidated: list[int] = ac["invalidated_tokens"]
+    reclaimed: list[int] = ac["reclaimed_tokens"]
+    reclaimed_est: list[int] = ac["reclaimed_est_tokens"]
+    minimum: list[int] = ac["min_reclaim_tokens"]
+    n_applied = n_invalidating = inv_sum = 0
     n_undone = len(applied) - sum(applied)
     below, n_small, small_inv = n_undone, 0, 0  # (an undone action is below its minimum)
-    # the applied actions, picked out in C (most of a replay's are undone trims)
-    for kind, inv, reclaimed, reclaimed_est, minimum in itertools.compress(zip(
-            ac["kind"], ac["invalidated_tokens"], ac["reclaimed_tokens"],
-            ac["reclaimed_est_tokens"], ac["min_reclaim_tokens"]), applied):
-        below += kind == TRIM and reclaimed_est < minimum
-        inv_applied.append(inv)
+    # the applied actions' rows, picked out in C (most of a replay's are undone trims), each
+    # column read at them only (typed: compiled, whole numbers compared as machine words)
+    for i in itertools.compress(range(len(applied)), applied):
+        kind = kinds[i]
+        inv = invalidated[i]
+        if kind == TRIM and reclaimed_est[i] < minimum[i]:
+            below += 1
+        n_applied += 1
+        inv_sum += inv
+        if inv > 0:
+            n_invalidating += 1
         family = FAMILIES.get(kind)
-        if family in fam:
+        if family is not None and family in fam:
             fam[family] += inv
-        if kind in TRIM_KINDS and inv > 0 and reclaimed < small:
+        if kind in TRIM_KINDS and inv > 0 and reclaimed[i] < small:
             n_small += 1
             small_inv += inv
     return {
-        "cache_invalidation_n_invalidating_actions": sum(1 for v in inv_applied if v > 0),
-        "cache_invalidation_invalidated_per_action_tokens": (sum(inv_applied) / len(inv_applied)
-                                                             if inv_applied else math.nan),
+        "cache_invalidation_n_invalidating_actions": n_invalidating,
+        "cache_invalidation_invalidated_per_action_tokens": (inv_sum / n_applied
+                                                             if n_applied else math.nan),
         **{_FAMILY_COLUMNS[f]: v for f, v in fam.items()},
         "cache_invalidation_n_below_min": below,
         "cache_invalidation_n_undone": n_undone,

@@ -41,19 +41,27 @@ def _fast_induced(inp: PartInput) -> dict[str, Any]:
     rq, ac = inp.requests, inp.actions
     seen: set[int] = set()
     capped = repeats = invited = estimated = 0
-    # the re-reads among the actions, picked out in C (most actions are of the tiers)
-    reread = map(operator.eq, ac["kind"], itertools.repeat(INDUCED_REREAD))
-    for undone, msg, when, estimate in itertools.compress(
-            zip(ac["undone"], ac["first_msg"], ac["when"], ac["size_estimate"]), reread):
-        if undone:
-            capped += 1
-            continue
-        invited += when == INDUCED_INVITED
-        estimated += bool(estimate)
-        if msg in seen:
-            repeats += 1
-        else:
-            seen.add(msg)
+    kinds: list[str] = ac["kind"]
+    if INDUCED_REREAD in kinds:  # (none in most replays: no scan of the actions then)
+        undone: list[bool] = ac["undone"]
+        first_msg: list[int] = ac["first_msg"]
+        when: list[str] = ac["when"]
+        size_estimate: list[str] = ac["size_estimate"]
+        # the re-reads among the actions, picked out in C (most actions are of the tiers)
+        reread = map(operator.eq, kinds, itertools.repeat(INDUCED_REREAD))
+        for i in itertools.compress(range(len(kinds)), reread):
+            if undone[i]:
+                capped += 1
+                continue
+            if when[i] == INDUCED_INVITED:
+                invited += 1
+            if size_estimate[i]:
+                estimated += 1
+            msg = first_msg[i]
+            if msg in seen:
+                repeats += 1
+            else:
+                seen.add(msg)
     return {
         "induced_rereads_n": sum(rq["induced_rereads"]),
         "induced_rereads_tokens": sum(rq["induced_tokens"]),

@@ -120,12 +120,17 @@ def _compared(rq: Mapping[str, list[Any]], at: list[int]) -> dict[str, Any]:
     comparable: those of them whose context the replay sent raw (truth == raw)."""
     vs_est: list[float] = []
     vs_truth: list[float] = []
-    est, truth, raw, recorded = (rq["est_tokens"], rq["truth_tokens"], rq["raw_tokens"],
-                                 rq["recorded_input_tokens"])
+    # typed: compiled, whole numbers compared and subtracted as machine words (``at`` holds
+    # requests with a recorded input only: no None read)
+    est: list[int] = rq["est_tokens"]
+    truth: list[int] = rq["truth_tokens"]
+    raw: list[int] = rq["raw_tokens"]
+    recorded: list[int | None] = rq["recorded_input_tokens"]
     for i in at:
         t = truth[i]
         if t == raw[i]:
             rec = recorded[i]
+            assert rec is not None
             vs_est.append((est[i] - rec) / rec)
             vs_truth.append((t - rec) / rec)
     return {

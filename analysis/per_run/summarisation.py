@@ -19,15 +19,20 @@ from analysis.per_run.stats import mean
 def _fast_replayed(inp: PartInput) -> dict[str, Any]:
     """Replayed summaries' frequency, spacing, size after and grow-back."""
     rq, ac = inp.requests, inp.actions
-    # the summaries among the actions, picked out in C (most actions are trims), by request
-    idx = sorted(itertools.compress(itertools.count(), map(SUMMARY_KIND_SET.__contains__,
-                                                           ac["kind"])),
-                 key=ac["request"].__getitem__)
     n_req = len(rq["request"])
-    reqs = [ac["request"][i] for i in idx]
+    kinds: list[str] = ac["kind"]
+    if not any(map(SUMMARY_KIND_SET.__contains__, kinds)):  # none (a trim-only replay): no scan
+        return {**_NO_SUMMARY, "summarisation_per_100_requests": 0.0 if n_req else math.nan}
+    # the summaries among the actions, picked out in C (most actions are trims), by request
+    requests: list[int] = ac["request"]
+    idx = sorted(itertools.compress(range(len(kinds)), map(SUMMARY_KIND_SET.__contains__, kinds)),
+                 key=requests.__getitem__)
+    reqs = [requests[i] for i in idx]
     gaps = [b - a for a, b in itertools.pairwise(reqs)]
     after = [ac["context_after_tokens"][i] for i in idx]
     grow = _fast_growback(idx, ac, rq)
+    failed: list[bool] = ac["failed"]
+    thrash = inp.params.thrash_requests
     return {
         "summarisation_per_100_requests": 100.0 * len(idx) / n_req if n_req else math.nan,
         "summarisation_first_request": min(reqs) if reqs else -1,
@@ -36,27 +41,49 @@ def _fast_replayed(inp: PartInput) -> dict[str, Any]:
         "summarisation_mean_context_after_tokens": mean(after),
         "summarisation_max_context_after_tokens": float(max(after)) if after else math.nan,
         "summarisation_mean_growback_requests": mean(grow),
-        "summarisation_n_thrash": sum(1 for g in gaps if g < inp.params.thrash_requests),
-        "summarisation_n_failed": sum(1 for i in idx if ac["failed"][i]),
+        "summarisation_n_thrash": sum(1 for g in gaps if g < thrash),
+        "summarisation_n_failed": sum(1 for i in idx if failed[i]),
     }
+
+
+_NO_SUMMARY: dict[str, Any] = {
+    "summarisation_per_100_requests": math.nan,
+    "summarisation_first_request": -1,
+    "summarisation_mean_requests_between": math.nan,
+    "summarisation_min_requests_between": math.nan,
+    "summarisation_mean_context_after_tokens": math.nan,
+    "summarisation_max_context_after_tokens": math.nan,
+    "summarisation_mean_growback_requests": math.nan,
+    "summarisation_n_thrash": 0,
+    "summarisation_n_failed": 0,
+}
+"""``_fast_replayed``'s row of a replay without a summary (its rate set by the caller: 0 a
+request, NaN for a run of none): what the steps give for no summary (``mean`` of nothing is
+NaN)."""
 
 
 def _fast_growback(idx: list[int], ac: Any, rq: Any) -> list[int]:
     """Requests from each summary until the estimate reaches its tier's trigger level again."""
-    reqs, ests = rq["request"], rq["est_tokens"]
+    reqs: list[int] = rq["request"]
+    ests: list[int] = rq["est_tokens"]
+    requests: list[int] = ac["request"]
+    thresholds: list[int] = ac["threshold_tokens"]
+    tiers: list[str] = ac["tier"]
     fired: dict[str, list[tuple[int, int]]] = {}
     for i in idx:
         if ac["when"][i] == "before":
-            fired.setdefault(ac["tier"][i], []).append((ac["request"][i], ac["trigger_tokens"][i]))
+            fired.setdefault(tiers[i], []).append((requests[i], ac["trigger_tokens"][i]))
     out = []
     n = len(reqs)
     for i in idx:
-        r, thr = ac["request"][i], ac["threshold_tokens"][i]
+        r, thr = requests[i], thresholds[i]
         # the first request from the summary's on (in order, as the definition's bisect) whose
         # estimate reaches the level: a scan that stops there, not one to the end of the run
-        j = next((j for j in range(bisect_left(reqs, r), n) if ests[j] >= thr), n)
+        j = bisect_left(reqs, r)
+        while j < n and ests[j] < thr:
+            j += 1
         hits = [reqs[j]] if j < n else []
-        hits += [q for q, trig in fired.get(ac["tier"][i], []) if q > r and trig >= thr]
+        hits += [q for q, trig in fired.get(tiers[i], []) if q > r and trig >= thr]
         if hits:
             out.append(min(hits) - r)
     return out
