@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput, one_of
 from analysis.per_run.columns import request_columns
-from analysis.per_run.stats import ratio
+from analysis.per_run.stats import lists_array, ratio
 from replay.engine.trace import FAMILIES, FAMILY_NAMES, TRIM, TRIM_KINDS
 
 PRICE_ROUNDING_USD = 1e-9
@@ -42,47 +42,86 @@ def _fast_cache_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     truth_a, cached_a, write_a, fresh_a, out_a = request_columns(
         inps, ("truth_tokens", "cached_tokens", "cache_write_tokens", "fresh_tokens",
                "output_tokens"), np.int64)
-    # recorded counts may be missing (None → NaN); whole numbers far below 2**53 sum exactly
-    cost_a, induced_a, rec_in, rec_cr = request_columns(
-        inps, ("cost_usd", "induced_cost_usd", "recorded_input_tokens",
-               "recorded_cache_read_tokens"), np.float64)
+    cost_a, induced_a = request_columns(inps, ("cost_usd", "induced_cost_usd"), np.float64)
     read_usd = cached_a * p.cache_read_per_mtok / 1e6
     mismatch = abs(cost_a - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
                              + (write_a * w_price / 1e6)
                              + (out_a * p.output_per_mtok / 1e6)
                              + induced_a)).max(axis=1).tolist()
     mismatch = [beyond_rounding(m) for m in mismatch]
-    both = ~np.isnan(rec_cr) & (rec_in > 0)
-    n_both = np.count_nonzero(both, axis=1).tolist()
     n_cached, n_truth = cached_a.sum(axis=1).tolist(), truth_a.sum(axis=1).tolist()
-    rec_cr_sum, rec_in_sum = rec_cr.sum(axis=1).tolist(), rec_in.sum(axis=1).tolist()
     read_sum = read_usd.sum(axis=1).tolist()
     mispriced = np.count_nonzero(cached_a + write_a + fresh_a != truth_a, axis=1).tolist()
-    n = truth_a.shape[1]
     rows = []
     for r, inp in enumerate(inps):
-        n_rec = n_both[r]
-        if n_rec == n:  # every request recorded (or none): the same sums, unindexed
-            rec_share = ratio(rec_cr_sum[r], rec_in_sum[r]) if n_rec else math.nan
-            share_there = ratio(n_cached[r], n_truth[r]) if n_rec else math.nan
-        else:
-            there = both[r]
-            rec_share = ratio(rec_cr[r][there].sum(), rec_in[r][there].sum()) if n_rec else math.nan
-            share_there = ratio(int(cached_a[r][there].sum()), int(truth_a[r][there].sum()))
-        out = _of_actions(inp)
-        out.update({
+        n_rec, rec_share, share_there = _recorded(inp.requests)
+        out = {  # in CACHE_INVALIDATION's order (the tests check every row's)
             "cache_invalidation_cached_share": ratio(n_cached[r], n_truth[r]),
             "cache_invalidation_cached_tokens": n_cached[r],
             "cache_invalidation_invalidated_tokens": sum(inp.requests["invalidated_tokens"]),
+            **_of_actions(inp),
             "cache_invalidation_cost_cache_read_usd": read_sum[r],
             "cache_invalidation_cost_mismatch_usd": mismatch[r],
             "cache_invalidation_n_mispriced": mispriced[r],
             "cache_invalidation_recorded_requests": n_rec,
             "cache_invalidation_recorded_cached_share": rec_share,
             "cache_invalidation_cached_share_where_recorded": share_there,
-        })
-        rows.append({c: out[c] for c in CACHE_INVALIDATION.names})
+        }
+        rows.append(out)
     return rows
+
+
+def _recorded(rq: Mapping[str, list[Any]]) -> tuple[int, float, float]:
+    """One replay's requests with a recorded input (above 0) and cache reads, the recorded
+    cached share over them and the replay's own there: its cached tokens over its tokens sent.
+
+    A loop over the lists (typed: compiled, machine words), no arrays: the recorded counts and
+    the replay's are whole numbers, so their sums are exact as Python's ints, and so are the
+    float sums of the pandas definition (NumPy's pairwise sums of float64, a missing count NaN
+    and left out) while every value and partial sum is below 2**53 in magnitude: the same
+    numbers.  Counts as large as that (never a real log's) are summed as that definition
+    does (``_recorded_as_floats``)."""
+    rec_in: list[int | None] = rq["recorded_input_tokens"]
+    rec_cr: list[int | None] = rq["recorded_cache_read_tokens"]
+    cached: list[int] = rq["cached_tokens"]
+    truth: list[int] = rq["truth_tokens"]
+    n_rec = sum_in = sum_cr = abs_cr = cached_there = truth_there = 0
+    for i in range(len(rec_in)):
+        got_in = rec_in[i]
+        got_cr = rec_cr[i]
+        if got_in is None or got_cr is None or got_in <= 0:
+            continue
+        n_rec += 1
+        sum_in += got_in
+        sum_cr += got_cr
+        abs_cr += abs(got_cr)
+        cached_there += cached[i]
+        truth_there += truth[i]
+    if sum_in >= _EXACT or abs_cr >= _EXACT:
+        return _recorded_as_floats(rq)
+    if not n_rec:
+        return 0, math.nan, math.nan
+    return n_rec, ratio(sum_cr, sum_in), ratio(cached_there, truth_there)
+
+
+_EXACT = 2**53
+"""Whole numbers below this are exact as float64 (and so is every sum of them below it)."""
+
+
+def _recorded_as_floats(rq: Mapping[str, list[Any]]) -> tuple[int, float, float]:
+    """``_recorded`` as the definition takes it: the recorded counts as float64 (None → NaN),
+    summed by NumPy over the requests with both."""
+    n = len(rq["request"])
+    rec_in = lists_array((rq["recorded_input_tokens"],), np.float64, n)
+    rec_cr = lists_array((rq["recorded_cache_read_tokens"],), np.float64, n)
+    there = ~np.isnan(rec_cr) & (rec_in > 0)
+    n_rec = int(np.count_nonzero(there))
+    if not n_rec:
+        return 0, math.nan, math.nan
+    cached = np.asarray(rq["cached_tokens"], dtype=np.int64)[there]
+    truth = np.asarray(rq["truth_tokens"], dtype=np.int64)[there]
+    return (n_rec, ratio(rec_cr[there].sum(), rec_in[there].sum()),
+            ratio(int(cached.sum()), int(truth.sum())))
 
 
 def _of_actions(inp: PartInput) -> dict[str, Any]:

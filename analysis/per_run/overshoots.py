@@ -22,10 +22,12 @@ def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     several replays of one run (NumPy over the request columns of all of them at once: the same
     operations on the same numbers, in order; a replay with an overshoot, or a request of no
     tokens, takes its own row's)."""
-    est, truth, over = request_columns(inps, ("est_tokens", "truth_tokens", "overshoot_tokens"),
-                                       np.int64)
+    est, truth = request_columns(inps, ("est_tokens", "truth_tokens"), np.int64)
     n = est.shape[1]
-    any_over = np.count_nonzero(over > 0, axis=1).tolist()
+    # overshoots are few (none in most replays): the lists looked at in C, a replay's converted
+    # only when it has a value that is not 0 (were one below 0, ``_over_where`` would find no
+    # overshoot: the same row)
+    any_over = [any(inp.requests["overshoot_tokens"]) for inp in inps]
     counted = bool((truth > 0).all())
     """Every request of every replay has tokens: their errors as one array."""
     errors, abs_sums = np.empty((0, 0)), []
@@ -35,7 +37,7 @@ def _fast_overshoots_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
         errors.sort(axis=1)
     rows = []
     for r, inp in enumerate(inps):
-        out = (_over_where(inp, est[r], over[r]) if any_over[r] else
+        out = (_over_where(inp, est[r]) if any_over[r] else
                {"overshoots_n": 0, "overshoots_frac": 0 / n if n else math.nan,
                 "overshoots_first_request": -1, "overshoots_max_tokens": 0,
                 "overshoots_total_tokens": 0, "overshoots_margin_needed_max_frac": math.nan})
@@ -61,11 +63,12 @@ def _errors(est: np.ndarray, truth: np.ndarray) -> tuple[float, np.ndarray]:
     return mean_abs, errors
 
 
-def _over_where(inp: PartInput, est: np.ndarray, over: np.ndarray) -> dict[str, Any]:
+def _over_where(inp: PartInput, est: np.ndarray) -> dict[str, Any]:
     """One replay's overshoot columns, from its overshooting requests."""
     rq = inp.requests
     requests = rq["request"]
     n = len(requests)
+    over = np.asarray(rq["overshoot_tokens"], dtype=np.int64)
     is_over = over > 0
     at = np.flatnonzero(is_over)
     over_req = [requests[i] for i in at.tolist()]  # the few overshooting requests, not all

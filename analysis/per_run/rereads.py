@@ -7,7 +7,6 @@ columns, the tests' oracle); the counts no eviction can change come from the run
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,16 +33,23 @@ def _rereads(inp: PartInput, facts: RunFacts, wanted: set[tuple[int, int]],
     """The run's static re-read counts, and which candidates lost their previous result: the
     blocks ``wanted`` (of the messages ``wanted_msgs``)."""
     ev = inp.evictions
-    first: dict[tuple[int, int], tuple[int, str]] = {}
+    first: dict[tuple[object, int], tuple[int, str]] = {}
     """The first eviction of each candidate's previous result (no other block is looked up)."""
     if wanted:
-        msgs, blocks, requests, fates = ev["msg"], ev["block"], ev["request"], ev["fate"]
-        # the evictions of a candidate's message, in order, picked out in C (most of a replay's
-        # evictions are of other messages)
-        for i in itertools.compress(itertools.count(), map(wanted_msgs.__contains__, msgs)):
+        # typed: compiled, a loop over the messages as objects (no boxing for the set's
+        # lookup); most of a replay's evictions are of other messages
+        msgs: list[object] = ev["msg"]
+        blocks: list[int] = ev["block"]
+        requests: list[int] = ev["request"]
+        fates: list[str] = ev["fate"]
+        for i in range(len(msgs)):
+            if msgs[i] not in wanted_msgs:
+                continue
             key, r = (msgs[i], blocks[i]), requests[i]
-            if key in wanted and (key not in first or r < first[key][0]):
-                first[key] = (r, fates[i])
+            if key in wanted:
+                got = first.get(key)
+                if got is None or r < got[0]:
+                    first[key] = (r, fates[i])
     out = dict(facts.static_rereads)
     induced = dict.fromkeys(FATES, 0)
     n_induced = tok_induced = tok_redundant = 0

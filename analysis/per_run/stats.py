@@ -63,18 +63,17 @@ def kahan_sum(values: Sequence[float]) -> float:
     zeros whole when a zero's step leaves the sum and its compensation as they are: the sum
     finite and unmoved by taking the compensation off (the step then takes exactly that off,
     and gives the compensation back: a zero one as +0.0, which no later step tells from -0.0);
-    else step by step, until one does."""
+    else step by step, until one does.  A list whose first and last values are not zero (a
+    replay's request costs) is taken step by step without counting its zeros (the same sum
+    either way: the shortcut only skips steps that change nothing)."""
     if not any(values):
         return 0.0
+    if values[0] and values[-1] and isinstance(values, list):  # (a request's cost: no count)
+        return _kahan_every(values)
     n_zero = values.count(0.0) if isinstance(values, list) else sum(1 for v in values if not v)
-    total = comp = 0.0
     if n_zero * 2 < len(values):
-        for v in values:
-            y = v - comp
-            t = total + y
-            comp = (t - total) - y
-            total = t
-        return total
+        return _kahan_every(list(values))
+    total = comp = 0.0
     n = len(values)
     at = n  # the next value to take (none before the first nonzero one: zeros then are no-ops)
     for i in itertools.chain(itertools.compress(itertools.count(), values), (n,)):  # nonzero, NaN
@@ -84,6 +83,18 @@ def kahan_sum(values: Sequence[float]) -> float:
         if i < n:
             total, comp = _kahan_step(total, comp, values[i])
             at = i + 1
+    return total
+
+
+def _kahan_every(values: list[float]) -> float:
+    """``kahan_sum`` step by step through every value: a list, typed (compiled, a few
+    instructions on doubles a value; the same IEEE operations in the same order)."""
+    total = comp = 0.0
+    for v in values:
+        y = v - comp
+        t = total + y
+        comp = (t - total) - y
+        total = t
     return total
 
 
