@@ -18,34 +18,51 @@ def _fast_rereads_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     """``_fast_rereads`` of several replays of one run: the blocks looked up (the candidates'
     previous results) gathered once a run."""
     rows = []
-    looked_up: tuple[RunFacts, set[tuple[int, int]], set[int]] | None = None
+    looked_up: tuple[RunFacts, set[tuple[int, int]], tuple[list[bool], set[int]]] | None = None
     for inp in inps:
         facts = run_facts_of(inp)
         if looked_up is None or looked_up[0] is not facts:
             wanted = {(msg, block) for _, msg, block, _ in facts.candidates}
-            looked_up = (facts, wanted, {m for m, _ in wanted})
+            looked_up = (facts, wanted, _flags({m for m, _ in wanted}))
         rows.append(_rereads(inp, *looked_up))
     return rows
 
 
+def _flags(msgs: set[int]) -> tuple[list[bool], set[int]]:
+    """``msgs`` as flags by number (0 up to the largest below ``FLAGGED_MSGS``), and those
+    that are not (a negative or a larger number: none in a run as the engine numbers it)."""
+    flagged = [m for m in msgs if 0 <= m < FLAGGED_MSGS]
+    flags = [False] * (max(flagged, default=-1) + 1)
+    for m in flagged:
+        flags[m] = True
+    return flags, msgs.difference(flagged)
+
+
+FLAGGED_MSGS = 1 << 20
+"""Message numbers below this are looked up by flag (``_flags``: a list of that many at most)."""
+
+
 def _rereads(inp: PartInput, facts: RunFacts, wanted: set[tuple[int, int]],
-             wanted_msgs: set[int]) -> dict[str, Any]:
+             wanted_msgs: tuple[list[bool], set[int]]) -> dict[str, Any]:
     """The run's static re-read counts, and which candidates lost their previous result: the
-    blocks ``wanted`` (of the messages ``wanted_msgs``)."""
+    blocks ``wanted`` (of the messages ``wanted_msgs``: ``_flags``)."""
     ev = inp.evictions
-    first: dict[tuple[object, int], tuple[int, str]] = {}
+    first: dict[tuple[int, int], tuple[int, str]] = {}
     """The first eviction of each candidate's previous result (no other block is looked up)."""
     if wanted:
-        # typed: compiled, a loop over the messages as objects (no boxing for the set's
-        # lookup); most of a replay's evictions are of other messages
-        msgs: list[object] = ev["msg"]
+        # typed: compiled, a loop of machine words (a message's flag read by its number);
+        # most of a replay's evictions are of other messages
+        msgs: list[int] = ev["msg"]
         blocks: list[int] = ev["block"]
         requests: list[int] = ev["request"]
         fates: list[str] = ev["fate"]
+        flags, others = wanted_msgs
+        n_flags = len(flags)
         for i in range(len(msgs)):
-            if msgs[i] not in wanted_msgs:
+            msg = msgs[i]
+            if not (flags[msg] if 0 <= msg < n_flags else others and msg in others):
                 continue
-            key, r = (msgs[i], blocks[i]), requests[i]
+            key, r = (msg, blocks[i]), requests[i]
             if key in wanted:
                 got = first.get(key)
                 if got is None or r < got[0]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from analysis.per_run._build import BUILD
+
 
 def mean(values: Sequence[float] | np.ndarray) -> float:
     """NumPy's mean (pairwise sum), as pandas takes it; NaN when empty.
@@ -64,12 +66,13 @@ def kahan_sum(values: Sequence[float]) -> float:
     finite and unmoved by taking the compensation off (the step then takes exactly that off,
     and gives the compensation back: a zero one as +0.0, which no later step tells from -0.0);
     else step by step, until one does.  A list whose first and last values are not zero (a
-    replay's request costs) is taken step by step without counting its zeros (the same sum
-    either way: the shortcut only skips steps that change nothing)."""
+    replay's request costs) is taken step by step without counting its zeros, and so is every
+    list when this module is compiled (``_STEP_EVERY_VALUE``): the same sum either way, the
+    shortcuts only skip steps that change nothing."""
+    if isinstance(values, list) and (_STEP_EVERY_VALUE or values[0] and values[-1]):
+        return _kahan_every(values)  # (compiled; or a replay's request costs: no zeros counted)
     if not any(values):
         return 0.0
-    if values[0] and values[-1] and isinstance(values, list):  # (a request's cost: no count)
-        return _kahan_every(values)
     n_zero = values.count(0.0) if isinstance(values, list) else sum(1 for v in values if not v)
     if n_zero * 2 < len(values):
         return _kahan_every(list(values))
@@ -84,6 +87,11 @@ def kahan_sum(values: Sequence[float]) -> float:
             total, comp = _kahan_step(total, comp, values[i])
             at = i + 1
     return total
+
+
+_STEP_EVERY_VALUE = BUILD.compiled
+"""This module runs compiled (``analysis.per_run._build``): a step of ``_kahan_every`` then
+costs a few instructions, fewer than looking for the zeros (``any``, ``count``) would save."""
 
 
 def _kahan_every(values: list[float]) -> float:
