@@ -32,43 +32,74 @@ def beyond_rounding(usd: float) -> float:
 
 def _fast_cache_many(inps: Sequence[PartInput]) -> list[dict[str, Any]]:
     """Cached share, invalidation by family, reclaim minimums, cost and its check, of several
-    replays of one run: NumPy over the request columns of all of them at once (each kind
-    converted in one call, each operation made once), the same operations on the same numbers,
-    in order, as for one replay."""
+    replays of one run: the tokens sent and cached, and the cost of the cache reads, by NumPy
+    over the request columns of all of them at once (each kind converted in one call, each
+    operation made once); the cost's check by a loop over each replay's lists (``_priced``).
+    The same operations on the same numbers, in order, as for one replay."""
     p = inps[0].policy.cache.prices
     if any(inp.policy.cache.prices != p for inp in inps[1:]):  # other prices: one at a time
         return [_fast_cache_many((inp,))[0] for inp in inps]
     w_price = p.cache_write_per_mtok or 0.0
-    truth_a, cached_a, write_a, fresh_a, out_a = request_columns(
-        inps, ("truth_tokens", "cached_tokens", "cache_write_tokens", "fresh_tokens",
-               "output_tokens"), np.int64)
-    cost_a, induced_a = request_columns(inps, ("cost_usd", "induced_cost_usd"), np.float64)
+    truth_a, cached_a = request_columns(inps, ("truth_tokens", "cached_tokens"), np.int64)
     read_usd = cached_a * p.cache_read_per_mtok / 1e6
-    mismatch = abs(cost_a - (((fresh_a * p.input_per_mtok / 1e6) + read_usd)
-                             + (write_a * w_price / 1e6)
-                             + (out_a * p.output_per_mtok / 1e6)
-                             + induced_a)).max(axis=1).tolist()
-    mismatch = [beyond_rounding(m) for m in mismatch]
     n_cached, n_truth = cached_a.sum(axis=1).tolist(), truth_a.sum(axis=1).tolist()
     read_sum = read_usd.sum(axis=1).tolist()
-    mispriced = np.count_nonzero(cached_a + write_a + fresh_a != truth_a, axis=1).tolist()
+    prices = (p.input_per_mtok, p.cache_read_per_mtok, w_price, p.output_per_mtok)
     rows = []
     for r, inp in enumerate(inps):
+        mismatch, mispriced = _priced(inp.requests, *prices)
         n_rec, rec_share, share_there = _recorded(inp.requests)
-        out = {  # in CACHE_INVALIDATION's order (the tests check every row's)
+        rows.append({  # in CACHE_INVALIDATION's order (the tests check every row's)
             "cache_invalidation_cached_share": ratio(n_cached[r], n_truth[r]),
             "cache_invalidation_cached_tokens": n_cached[r],
             "cache_invalidation_invalidated_tokens": sum(inp.requests["invalidated_tokens"]),
             **_of_actions(inp),
             "cache_invalidation_cost_cache_read_usd": read_sum[r],
-            "cache_invalidation_cost_mismatch_usd": mismatch[r],
-            "cache_invalidation_n_mispriced": mispriced[r],
+            "cache_invalidation_cost_mismatch_usd": beyond_rounding(mismatch),
+            "cache_invalidation_n_mispriced": mispriced,
             "cache_invalidation_recorded_requests": n_rec,
             "cache_invalidation_recorded_cached_share": rec_share,
             "cache_invalidation_cached_share_where_recorded": share_there,
-        }
-        rows.append(out)
+        })
     return rows
+
+
+def _priced(rq: Mapping[str, list[Any]], input_price: float, read_price: float,
+            write_price: float, output_price: float) -> tuple[float, int]:
+    """One replay's largest difference between a request's cost and its input, cache and
+    output priced again (USD a million tokens), and its requests whose input is not priced
+    exactly once (fresh + cached + written != sent).
+
+    A loop over the lists (typed: compiled, machine words and doubles): each request's
+    difference by the definition's operations in its order (a count times a price, over a
+    million, the four terms added left to right, then the induced cost), each the IEEE
+    operation NumPy's elementwise arrays make; the largest NaN when one is NaN, as NumPy's
+    ``max``.  No request (a run of none): NumPy's error for the largest of nothing."""
+    fresh: list[int] = rq["fresh_tokens"]
+    cached: list[int] = rq["cached_tokens"]
+    written: list[int] = rq["cache_write_tokens"]
+    sent: list[int] = rq["truth_tokens"]
+    output: list[int] = rq["output_tokens"]
+    cost: list[float] = rq["cost_usd"]
+    induced: list[float] = rq["induced_cost_usd"]
+    if not cost:
+        raise ValueError("zero-size array to reduction operation maximum which has no identity")
+    worst = 0.0
+    mispriced = 0
+    for i in range(len(cost)):
+        f = fresh[i]
+        c = cached[i]
+        w = written[i]
+        if f + c + w != sent[i]:
+            mispriced += 1
+        priced: float = f * input_price / 1e6 + c * read_price / 1e6
+        priced = priced + w * write_price / 1e6
+        priced = priced + output[i] * output_price / 1e6
+        priced = priced + induced[i]
+        d = abs(cost[i] - priced)
+        if i == 0 or d > worst or math.isnan(d):  # (once NaN, the largest stays NaN)
+            worst = d
+    return worst, mispriced
 
 
 def _recorded(rq: Mapping[str, list[Any]]) -> tuple[int, float, float]:
