@@ -11,8 +11,6 @@ much of it they are.
 
 from __future__ import annotations
 
-import itertools
-import operator
 from typing import Any
 
 from analysis.metric_spec import MetricPart, MetricSpec, PartInput
@@ -42,26 +40,25 @@ def _fast_induced(inp: PartInput) -> dict[str, Any]:
     seen: set[int] = set()
     capped = repeats = invited = estimated = 0
     kinds: list[str] = ac["kind"]
-    if INDUCED_REREAD in kinds:  # (none in most replays: no scan of the actions then)
-        undone: list[bool] = ac["undone"]
-        first_msg: list[int] = ac["first_msg"]
-        when: list[str] = ac["when"]
-        size_estimate: list[str] = ac["size_estimate"]
-        # the re-reads among the actions, picked out in C (most actions are of the tiers)
-        reread = map(operator.eq, kinds, itertools.repeat(INDUCED_REREAD))
-        for i in itertools.compress(range(len(kinds)), reread):
-            if undone[i]:
-                capped += 1
-                continue
-            if when[i] == INDUCED_INVITED:
-                invited += 1
-            if size_estimate[i]:
-                estimated += 1
-            msg = first_msg[i]
-            if msg in seen:
-                repeats += 1
-            else:
-                seen.add(msg)
+    undone: list[bool] = ac["undone"]
+    first_msg: list[int] = ac["first_msg"]
+    when: list[str] = ac["when"]
+    size_estimate: list[str] = ac["size_estimate"]
+    # the re-reads among the actions, found in C (``list.index``: most actions are of the tiers,
+    # and most replays have no re-read, one scan of their kinds)
+    for i in _positions(kinds, INDUCED_REREAD):
+        if undone[i]:
+            capped += 1
+            continue
+        if when[i] == INDUCED_INVITED:
+            invited += 1
+        if size_estimate[i]:
+            estimated += 1
+        msg = first_msg[i]
+        if msg in seen:
+            repeats += 1
+        else:
+            seen.add(msg)
     return {
         "induced_rereads_n": sum(rq["induced_rereads"]),
         "induced_rereads_tokens": sum(rq["induced_tokens"]),
@@ -71,6 +68,18 @@ def _fast_induced(inp: PartInput) -> dict[str, Any]:
         "induced_rereads_invited_n": invited,
         "induced_rereads_estimated_n": estimated,
     }
+
+
+def _positions(values: list[str], value: str) -> list[int]:
+    """Where ``value`` is in ``values``, in order (each found by ``list.index``, in C)."""
+    out: list[int] = []
+    at = -1
+    while True:
+        try:
+            at = values.index(value, at + 1)
+        except ValueError:
+            return out
+        out.append(at)
 
 
 def _spec(name: str, unit: str, description: str, **kw: Any) -> MetricSpec:

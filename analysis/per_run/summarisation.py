@@ -21,12 +21,12 @@ def _fast_replayed(inp: PartInput) -> dict[str, Any]:
     rq, ac = inp.requests, inp.actions
     n_req = len(rq["request"])
     kinds: list[str] = ac["kind"]
-    if not any(map(SUMMARY_KIND_SET.__contains__, kinds)):  # none (a trim-only replay): no scan
-        return {**_NO_SUMMARY, "summarisation_per_100_requests": 0.0 if n_req else math.nan}
     # the summaries among the actions, picked out in C (most actions are trims), by request
+    idx = list(itertools.compress(range(len(kinds)), map(SUMMARY_KIND_SET.__contains__, kinds)))
+    if not idx:  # (a trim-only replay)
+        return {**_NO_SUMMARY, "summarisation_per_100_requests": 0.0 if n_req else math.nan}
     requests: list[int] = ac["request"]
-    idx = sorted(itertools.compress(range(len(kinds)), map(SUMMARY_KIND_SET.__contains__, kinds)),
-                 key=requests.__getitem__)
+    idx.sort(key=requests.__getitem__)
     reqs = [requests[i] for i in idx]
     gaps = [b - a for a, b in itertools.pairwise(reqs)]
     after = [ac["context_after_tokens"][i] for i in idx]
