@@ -69,7 +69,7 @@ def kahan_sum(values: Sequence[float]) -> float:
     replay's request costs) is taken step by step without counting its zeros, and so is every
     list when this module is compiled (``_STEP_EVERY_VALUE``): the same sum either way, the
     shortcuts only skip steps that change nothing."""
-    if isinstance(values, list) and (_STEP_EVERY_VALUE or values[0] and values[-1]):
+    if isinstance(values, list) and (_STEP_EVERY_VALUE or values and values[0] and values[-1]):
         return _kahan_every(values)  # (compiled; or a replay's request costs: no zeros counted)
     if not any(values):
         return 0.0

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import struct
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from analysis.per_run import stats
 from analysis.per_run.stats import kahan_sum
 
 
@@ -40,10 +42,16 @@ sum when the sum is zero or the compensation is not below its last bit."""
 @example([0.1, -0.1, 1e-20, 0.0, 0.0, 0.0, 0.0, 0.0], 0)
 def test_the_sum_is_every_steps_to_the_bit(values: list[float], pad: int) -> None:
     """Mostly zeros (padded with zeros of either sign) or not, the bits of the sum taking each
-    value in turn, NaN as NaN."""
+    value in turn, NaN as NaN; with the zeros' shortcuts and without (the compiled module
+    takes every step: ``stats._STEP_EVERY_VALUE``), a list and a tuple."""
     values = [v for x in values for v in [x] + [0.0, -0.0] * pad]
-    got, want = kahan_sum(values), _every_step(values)
-    assert (math.isnan(got) and math.isnan(want)) or _bits(got) == _bits(want), (got, want)
+    want = _every_step(values)
+    for every in (False, True):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(stats, "_STEP_EVERY_VALUE", every)
+            for got in (kahan_sum(values), kahan_sum(tuple(values))):
+                assert (math.isnan(got) and math.isnan(want)) or _bits(got) == _bits(want), (
+                    every, got, want)
 
 
 def test_a_zero_after_an_infinite_sum_still_steps() -> None:
