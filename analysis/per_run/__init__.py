@@ -104,10 +104,12 @@ def part_metrics(trace: Trace, policy: Policy, parts: Sequence[MetricPart], *,
 
 
 def part_metrics_many(replays: Sequence[tuple[Trace, Policy]], parts: Sequence[MetricPart], *,
-                      facts: RunFacts | None = None,
-                      params: AnalysisParams = DEFAULT_PARAMS) -> list[dict[str, Any]]:
+                      facts: RunFacts | None = None, params: AnalysisParams = DEFAULT_PARAMS,
+                      heads: Sequence[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """``part_metrics`` of several replays of one run, each under its policy: the parts with a
-    function of several replays (``MetricPart.many``) compute them all at once.
+    function of several replays (``MetricPart.many``) compute them all at once.  ``heads``:
+    each replay's row begins with these entries (a copy; ``fast_metrics_many``'s run and
+    policy), the row not copied again to put them first.
 
     Raises:
         ValueError: a part needs run facts and ``facts`` is None, or the replays are of runs of
@@ -122,7 +124,10 @@ def part_metrics_many(replays: Sequence[tuple[Trace, Policy]], parts: Sequence[M
                               arrays))
     if len({len(inp.requests["request"]) for inp in inps}) > 1:
         raise ValueError("part_metrics_many: the replays differ in length (not of one run)")
-    out: list[dict[str, Any]] = [{} for _ in inps]
+    out: list[dict[str, Any]] = ([{} for _ in inps] if heads is None
+                                 else [dict(h) for h in heads])
+    if len(out) != len(inps):
+        raise ValueError("part_metrics_many: a head for each replay")
     for part in parts:
         for row, got in zip(out, part.compute_many(inps)):
             row.update(got)

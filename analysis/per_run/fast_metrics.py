@@ -73,9 +73,9 @@ def fast_metrics_many(facts: RunFacts, replays: Sequence[tuple[Trace, Policy]],
     """``fast_metrics`` of several replays of one run (each a trace and its policy), the parts
     that can computing them all at once (``analysis.per_run.part_metrics_many``): a sweep's unit.
     """
-    rows = part_metrics_many(replays, PARTS, facts=facts, params=params)
-    return [{"run_id": facts.run_id, "policy": policy.name, **row}
-            for (_, policy), row in zip(replays, rows)]
+    return part_metrics_many(replays, PARTS, facts=facts, params=params,
+                             heads=[{"run_id": facts.run_id, "policy": policy.name}
+                                    for _, policy in replays])
 
 
 def metrics_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
