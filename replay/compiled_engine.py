@@ -44,6 +44,10 @@ MANIFEST = "_compiled.json"
 PURE_ENV = "CTXREPLAY_PURE"
 """Set to 1: build nothing (``pip install``) and run the pure-Python engine (at import)."""
 ENGINE_PACKAGE = "replay.engine"
+METRICS_PACKAGE = "analysis.per_run"
+"""The metric parts' package, the second build (``analysis/per_run/_build.py``)."""
+METRICS_WHAT = "metric parts"
+"""How a warning and ``replay --version`` name it."""
 
 
 def _module_pattern(package: str) -> re.Pattern[str]:

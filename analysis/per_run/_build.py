@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.compiled_engine import EngineBuild, choose_build
+from replay.compiled_engine import METRICS_PACKAGE, METRICS_WHAT, EngineBuild, choose_build
 
-BUILD: EngineBuild = choose_build(Path(__file__).resolve().parent, "analysis.per_run")
+BUILD: EngineBuild = choose_build(Path(__file__).resolve().parent, METRICS_PACKAGE, METRICS_WHAT)
 """The metric parts this process runs: compiled or pure Python, and why."""

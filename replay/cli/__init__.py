@@ -154,14 +154,26 @@ def _version(value: bool) -> None:
     if value:
         # lazy: only for --version (the engine's choice is made once it is imported anyway)
         from importlib.metadata import PackageNotFoundError, version
+        from importlib.util import find_spec
 
-        from replay.compiled_engine import choose  # lazy: only for --version
+        from replay.compiled_engine import (  # lazy: only for --version
+            METRICS_PACKAGE,
+            METRICS_WHAT,
+            choose,
+            choose_build,
+        )
+
+        spec = find_spec("analysis")  # (the package's folder, not imported: no NumPy here)
+        folder = Path(spec.submodule_search_locations[0]) if spec and \
+            spec.submodule_search_locations else Path("analysis")
+        metrics = choose_build(folder / "per_run", METRICS_PACKAGE, METRICS_WHAT)
 
         try:
             release = version("ctxreplay")
         except PackageNotFoundError:
             release = "unknown (not installed)"
-        typer.echo(f"ctxreplay {release}\nengine: {choose().describe()}")
+        typer.echo(f"ctxreplay {release}\nengine: {choose().describe()}\n"
+                   f"metric parts: {metrics.describe()}")
         raise typer.Exit()
 
 

@@ -135,3 +135,23 @@ def test_flagged_messages_are_the_set(msgs: set[int], looked_up: list[int]) -> N
     for m in looked_up:
         found = flags[m] if 0 <= m < len(flags) else bool(others) and m in others
         assert found == (m in msgs)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_version_says_which_metric_parts_run(pure: bool) -> None:
+    """``replay --version`` names the metric parts' build beside the engine's: the build this
+    process chose (``BUILD``), or pure Python under ``CTXREPLAY_PURE=1``; without importing
+    NumPy to say it."""
+    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
+    if pure:
+        env[PURE_ENV] = "1"
+    probe = ("import sys; from replay.cli import app; from typer.testing import CliRunner;"
+             "r = CliRunner().invoke(app, ['--version']); print(r.output);"
+             "print('numpy' in sys.modules)")
+    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env, check=True, cwd=REPO).stdout.splitlines()
+    said = [line for line in got if line.startswith("metric parts: ")]
+    assert len(said) == 1, got
+    want = "pure Python (CTXREPLAY_PURE=1)" if pure else BUILD.describe()
+    assert said[0] == f"metric parts: {want}"
+    assert got[-1] == "False"
