@@ -260,10 +260,12 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                                                                unlinked=True)
         elif parent is UNSET:
             rec.tie = tie(None, (), None, sidechain=False, unlinked=True)
-        if noids.open or rec.role == "assistant" and not (  # (an id: nothing to see)
-                (m := raw.message).__class__ is dict and (i := m.get("id")).__class__ is str
-                and i):
-            noids.see(no, rec, raw.message, sess.links)
+        if rec.role == "assistant":
+            mid = raw.message.id  # type: ignore[union-attr]  # (a response's: a ``Message``)
+            if noids.open or not (mid.__class__ is str and mid):  # (an id: nothing to see)
+                noids.see(no, rec, mid, sess.links)
+        elif noids.open:
+            noids.see(no, rec, None, sess.links)
         if lines.on and rec.blocks.__class__ is str:  # (not held until its run is built)
             lines.keep(no)
             rec.blocks = AGAIN

@@ -44,8 +44,8 @@ class NoIds:
         self.prompt: tuple[Any, ...] = ()
         self.records = self.grouped = self.responses = self.first = 0
 
-    def see(self, no: int, rec: Rec, message: Any, links: Mapping[str, str | None]) -> None:
-        """Record ``rec`` (line ``no``; ``message``: its ``message`` object) read: an id-less
+    def see(self, no: int, rec: Rec, mid: Any, links: Mapping[str, str | None]) -> None:
+        """Record ``rec`` (line ``no``; ``mid``: its ``message.id`` as JSON has it) read: an id-less
         assistant record joins the response before it or starts one.  ``links``: the parents
         of the session's records that are no message (a ``progress`` record between two blocks
         of a response is a link of the chain)."""
@@ -57,7 +57,6 @@ class NoIds:
             return
         if rec.role != "assistant":
             return
-        mid = message.get("id") if isinstance(message, dict) else None
         if isinstance(mid, str) and mid:
             self.open = False
             self.uuids = set()

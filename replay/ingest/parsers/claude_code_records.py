@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from replay.ingest.parsers.claude_code_content import (
     Bad,
@@ -128,6 +129,24 @@ class Mark(Rec):
     """``boundary_meta``."""
 
 
+class Message(msgspec.Struct, gc=False):
+    """A record's ``message`` object: the fields ``record`` reads, each as JSON has it (``None``
+    when absent or null, but ``model`` and ``id``, a value of another type of which is said:
+    ``UNSET`` when absent), the rest of the object (``type``, ``role``, ``stop_reason`` ...)
+    skipped by the decoder, not built into a dict (``Line.message``).  In the order Claude Code
+    writes them; not tracked by the garbage collector (as ``Line``)."""
+
+    model: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    content: Any = None
+    usage: Any = None
+    diagnostics: Any = None
+    context_management: Any = None
+
+
+_MESSAGE_FIELDS = frozenset(Message.__struct_fields__)
+
+
 class Line(msgspec.Struct, gc=False):
     """One transcript line: the fields the parser reads, each as JSON has it (``None`` when
     absent or null, but ``parentUuid`` and the run-level fields a null of which is said,
@@ -148,7 +167,9 @@ class Line(msgspec.Struct, gc=False):
     agentId: Any = msgspec.UNSET
     type: Any = None
     subtype: Any = None
-    message: Any = None
+    message: Message | None = None
+    """``None`` absent or null; a value that is no object makes ``decode`` refuse the line
+    (``line_of`` then keeps it as it is)."""
     isCompactSummary: Any = None
     uuid: Any = None
     timestamp: Any = None
@@ -171,7 +192,11 @@ _FIELDS = frozenset(Line.__struct_fields__)
 
 def line_of(raw: dict[str, Any]) -> Line:
     """A record decoded the generic way (a line ``decode`` refused), as a ``Line``."""
-    return Line(**{k: v for k, v in raw.items() if k in _FIELDS})
+    line = Line(**{k: v for k, v in raw.items() if k in _FIELDS})
+    msg: Any = line.message  # (as JSON has it: ``decode`` refused the line)
+    if msg.__class__ is dict:  # (read as ``decode`` reads it)
+        line.message = Message(**{k: v for k, v in msg.items() if k in _MESSAGE_FIELDS})
+    return line
 
 
 def block_list(rec: Rec) -> tuple[Block, ...]:
@@ -231,9 +256,9 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
         ts = ""
     if kind == "user" or kind == "assistant":  # (most records)
         msg = raw.message
-        if msg.__class__ is not dict:
+        if msg.__class__ is not Message:
             raise Bad(f"{kind} record has no 'message' object")
-        content = msg.get("content")
+        content = msg.content
         if kind == "user":
             if content.__class__ is str:
                 return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, (
@@ -242,27 +267,27 @@ def record(no: int, raw: Line, rtype: str, uuid: str, parent: str | None = None,
                 raw.isCompactSummary is True and content.__class__ is list else \
                 content_blocks(content, True, unread)
             return Rec(no, uuid, parent, ts, NO_TIE, "user", rtype, blocks)
-        usage = msg.get("usage")
+        usage = msg.usage
         if usage is not None and usage.__class__ is not dict:
             raise Bad(f"message.usage is {type(usage).__name__}, expected an object")
-        mid = msg.get("id")
-        model = msg.get("model")
+        mid = msg.id
+        model = msg.model
         if model.__class__ is not str:
-            if unread is not None and (model is not None or "model" in msg):  # (read as
-                # none: said, a null too, which the API never writes)
+            if unread is not None and model is not UNSET:  # (read as none: said, a null
+                # too, which the API never writes)
                 unread.append(not_a_string(model, "message.model"))
             model = ""
         if mid.__class__ is not str:
-            if mid is not None and unread is not None:  # (read as none: the record is one
-                # without an id, ``claude_code_noid``)
+            if mid is not None and mid is not UNSET and unread is not None:  # (read as
+                # none: the record is one without an id, ``claude_code_noid``)
                 unread.append(not_a_string(mid, "message.id"))
             mid = f"line-{no}"
         elif not mid:
             mid = f"line-{no}"
-        diag = msg.get("diagnostics")
+        diag = msg.diagnostics
         miss = diag.get("cache_miss_reason") if isinstance(diag, dict) else None
         miss = miss.get("type") if isinstance(miss, dict) else miss
-        cm = msg.get("context_management")
+        cm = msg.context_management
         edits = cm.get("applied_edits") if isinstance(cm, dict) else None
         return Reply(no, uuid, parent, ts, NO_TIE, "assistant", rtype,
                      content_blocks(content, False),
