@@ -35,6 +35,7 @@ from replay.ingest.parsers import PARSERS_VERSION, check_format
 from replay.ingest.parsers.coverage import unknown_types
 from replay.ingest.parsers.source import Issue
 from replay.ingest.store_older import older_store
+from replay.ingest.store_owned import check_ours
 from replay.ingest.tokens import encoder, warm
 from replay.output_targets import Target, check_cache_apart, check_targets
 from replay.workers import init_worker
@@ -175,7 +176,9 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
             looked at when some file is not cached: a fully cached ingest loads no encoding).
         StoreError: ``out`` holds a store of another schema version or a corrupt manifest.
         OutputError: ``out`` is a file, an input folder, holds an input, is a symlink (the
-            cache's dataset), or a folder that cannot be created or written.
+            cache's dataset), a folder that cannot be created or written, or a folder that
+            holds files not of a store (``replay.ingest.store_owned``: only a new or empty
+            folder or a store is written).
         ReplayInputError: ``fmt`` names no parser (raised before anything is read).
     """
     check_format(fmt)
@@ -187,11 +190,13 @@ def ingest(paths: Iterable[Path], out: Path, *, fmt: str | None = None,
     paths = list(paths)
     if apart_from_inputs:
         check_targets([Target(out, "--out", folder=True)], inputs=paths)
+        check_ours(out, "--out")
         out = atomic_files.make_output_dir(out)
     else:
         check_cache_apart(out, paths)
-        out = atomic_files.make_output_dir(out.parent, out.name,
+        out = atomic_files.make_output_dir(out.parent, out.name,  # (never a symlink)
                                            option="--cache-dir (or $CTXREPLAY_CACHE_DIR)")
+        check_ours(out, "the project cache's dataset")
     with store_session.writing(out, on_wait):
         return _ingest_locked(paths, out, fmt, tokenizers, jobs, strict, on_file)
 
@@ -201,6 +206,8 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
                    on_file: Callable[[str], None] | None) -> IngestReport:
     """``ingest`` with the store's lock held."""
     report = IngestReport()
+    if not os.path.lexists(out / "manifest.json"):  # a new store: its manifest first, so that an
+        store.write_manifest(out, {})  # ingest killed now leaves a folder known as a store
     older = older_store(out)  # an older ctxreplay's store: rebuilt, not refused
     manifest = store.Manifest({}, {}) if older else store.read_manifest_whole(out)
     entries, failed = manifest.entries, manifest.failed

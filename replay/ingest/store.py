@@ -55,6 +55,8 @@ from replay.safe_names import is_segment
 TABLES = ("runs", "messages", "requests", "events")
 ENTRY_SUFFIX = ".parquet"
 """An entry's file name: its key and this (``replay.ingest.entry_file``)."""
+KEY = re.compile(r"[0-9a-f]{24}-[0-9a-f]{8}-[A-Za-z0-9_.+-]*-v\d+")
+"""The shape of every key ``entry_key`` gives (and gave: the same since the first store)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,16 @@ from pathlib import Path
 
 from replay.ingest.input_files import Unreadable, read_document
 from replay.ingest.schema import SCHEMA_VERSION
-from replay.safe_names import is_segment
+from replay.ingest.store import KEY
 
 
 def older_store(root: Path) -> tuple[str, dict[str, str]] | None:
     """``(its schema version, source -> key of its entries)`` when ``root`` holds a store an older
     ctxreplay wrote (a lower ``schema_version``), else None.  An ingest rebuilds such a store
     instead of refusing it: its entries cannot be read by this version, and ``read_manifest``
-    refuses them.  Only keys that are one plain folder name are returned (``remove_entry``
-    deletes those folders under ``root/data`` and nothing else); a manifest that is not a
+    refuses them.  Only keys of the shape ctxreplay gives its keys (``store.KEY``) are returned
+    (``remove_entry`` deletes those files and folders under ``root/data`` and nothing else: a
+    crafted manifest's key ``thesis`` never names the user's ``data/thesis``); a manifest that is not a
     ctxreplay manifest, or from a newer ctxreplay, gives None (``read_manifest`` then says why).
     """
     path = root / "manifest.json"
@@ -35,4 +36,4 @@ def older_store(root: Path) -> tuple[str, dict[str, str]] | None:
                 if isinstance(e, dict) and isinstance(e.get("key"), str)}
     except (Unreadable, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    return version, {s: k for s, k in keys.items() if is_segment(k)}
+    return version, {s: k for s, k in keys.items() if KEY.fullmatch(k)}

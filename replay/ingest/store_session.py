@@ -36,11 +36,17 @@ from replay.ingest.entry_state import intact
 LOCK_FILE = ".lock"
 JOURNAL_FILE = "journal.jsonl"
 _STALE_ROOT = re.compile(r"\.(?:manifest\.json|index\.parquet|journal\.jsonl)\.(?:tmp|old)\d+")
-_STALE_DATA = re.compile(r"\.(?:entry|[0-9a-f]{24}-[0-9a-f]{8}-[A-Za-z0-9_.+-]*-v\d+)\.(?:tmp|old)\d+")
+_STALE_DATA = re.compile(rf"\.(?:entry|{store.KEY.pattern})\.(?:tmp|old)\d+")
 """Names of the temporary files and folders ``store`` writes (``.NAME.tmpPID``/``.oldPID``), in
 the store's folder (its manifest, index, journal) and in ``data`` (an entry's key, or ``entry``):
 only these are its own.  Any other name is left, whatever it looks like: the folder named may
 hold the user's files (``.thesis.tmp1``)."""
+
+
+def stale_name(name: str, *, in_data: bool) -> bool:
+    """Whether ``name`` is one ``store`` gives a temporary of its own, in the store's folder
+    or (``in_data``) in its ``data`` folder."""
+    return (_STALE_DATA if in_data else _STALE_ROOT).fullmatch(name) is not None
 
 
 def _say_waiting(message: str) -> None:

@@ -46,7 +46,7 @@ def _make_older(ds: Path, version: str, extra: dict[str, str]) -> list[str]:
 def test_an_older_store_is_rebuilt_and_said(tmp_path: Path) -> None:
     ds, logs = _store(tmp_path)
     older = str(int(SCHEMA_VERSION) - 1)
-    old_keys = _make_older(ds, older, {"gone.jsonl": "feedbeef-00000000-o200k-p1-v" + older})
+    old_keys = _make_older(ds, older, {"gone.jsonl": "feedbeef" * 3 + "-00000000-o200k-p1-v" + older})
     with pytest.raises(StoreError):  # what every command did before: refused the cache
         open_corpus([ds])
     report = ingest([logs], ds, jobs=1)
@@ -77,7 +77,7 @@ def test_the_commands_say_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     result = runner.invoke(app, ["run", "--policy", "none", "logs"])
     assert result.exit_code == 0, result.output
     assert "written by an older ctxreplay" in result.output
-    out = tmp_path / "out"
+    out = tmp_path / "ds"  # (not "out": the run's outputs are there, not a store's files)
     runner.invoke(app, ["ingest", "logs", "--out", str(out)])
     _make_older(out, str(int(SCHEMA_VERSION) - 1), {})
     result = runner.invoke(app, ["ingest", "logs", "--out", str(out), "--json"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from replay.cli import app
-from replay.errors import StoreError
+from replay.errors import OutputError, StoreError
 from replay.ingest import store
 from replay.ingest.batch import ingest
 from tests.replay.ingest.store_helpers import LOG, REPO, _store, _victim, runner
@@ -189,25 +189,26 @@ def test_an_ingest_removes_only_its_own_temporaries(tmp_path: Path) -> None:
     """An ingest removes what an interrupted ingest left: the store's own temporary names only
     (``.manifest.json.tmpPID``, ``.KEY.tmpPID``).  It removed any ``.NAME.tmpN`` or
     ``.NAME.oldN``, file or folder, of the folder named: ``ingest logs --out proj`` into a
-    folder of the user's deleted their ``.thesis.tmp1/`` and ``.draft.old2``."""
-    logs, proj = tmp_path / "logs", tmp_path / "proj"
+    folder of the user's deleted their ``.thesis.tmp1/`` and ``.draft.old2``; now such a folder
+    is not written at all (``replay.ingest.store_owned``)."""
+    logs, proj, ds = tmp_path / "logs", tmp_path / "proj", tmp_path / "ds"
     logs.mkdir()
     shutil.copy(LOG, logs / "a.jsonl")
     (proj / ".thesis.tmp1").mkdir(parents=True)
     (proj / ".thesis.tmp1" / "thesis.tex").write_text("mine")
     (proj / ".draft.old2").write_text("mine")
-    (proj / "data").mkdir()
-    (proj / "data" / ".notes.tmp3").write_text("mine")
-    ingest([logs], proj, jobs=1)
-    # an interrupted ingest's leftovers, then the next ingest
-    (proj / ".manifest.json.tmp99999").write_text("{")
-    [key] = [e.key for e in store.read_manifest(proj).values()]
-    (proj / "data" / f".{key}.tmp99999").write_text("half")
-    (proj / "data" / ".entry.tmp99999").write_text("half")
-    ingest([logs], proj, jobs=1)
+    with pytest.raises(OutputError, match="not a store"):
+        ingest([logs], proj, jobs=1)
     assert (proj / ".thesis.tmp1" / "thesis.tex").read_text() == "mine"
     assert (proj / ".draft.old2").read_text() == "mine"
-    assert (proj / "data" / ".notes.tmp3").read_text() == "mine"
-    assert not (proj / ".manifest.json.tmp99999").exists()
-    assert not (proj / "data" / f".{key}.tmp99999").exists()
-    assert not (proj / "data" / ".entry.tmp99999").exists()
+    assert sorted(p.name for p in proj.iterdir()) == [".draft.old2", ".thesis.tmp1"]
+    ingest([logs], ds, jobs=1)
+    # an interrupted ingest's leftovers, then the next ingest
+    (ds / ".manifest.json.tmp99999").write_text("{")
+    [key] = [e.key for e in store.read_manifest(ds).values()]
+    (ds / "data" / f".{key}.tmp99999").write_text("half")
+    (ds / "data" / ".entry.tmp99999").write_text("half")
+    ingest([logs], ds, jobs=1)
+    assert not (ds / ".manifest.json.tmp99999").exists()
+    assert not (ds / "data" / f".{key}.tmp99999").exists()
+    assert not (ds / "data" / ".entry.tmp99999").exists()
