@@ -161,10 +161,11 @@ def _finish(report: IngestReport | None, strict: bool, code: int = 0) -> None:
 
 
 def _discover(paths: list[Path], not_followed: list[Path] | None = None,
-              compressed: list[Path] | None = None) -> list[tuple[Path, Path]]:
-    """The log files under ``paths``, with a note naming the folder links not followed and the
-    compressed logs not read (appended to ``not_followed`` and ``compressed`` too, for a
-    ``--json``); exits 2 when there is none, or when one of ``paths`` is a dataset (``_open``
+              compressed: list[Path] | None = None,
+              repeated: list[tuple[Path, Path]] | None = None) -> list[tuple[Path, Path]]:
+    """The log files under ``paths``, with a note naming the folder links not followed, the
+    compressed logs not read and the paths given again, read once (appended to
+    ``not_followed``, ``compressed`` and ``repeated`` too, for a ``--json``); exits 2 when there is none, or when one of ``paths`` is a dataset (``_open``
     reads one alone)."""
     from replay.ingest import store  # lazy: start-up time of --help
     from replay.ingest.discover import LOG_SUFFIXES, discover
@@ -176,8 +177,9 @@ def _discover(paths: list[Path], not_followed: list[Path] | None = None,
         raise typer.Exit(2)
     links: list[Path] = [] if not_followed is None else not_followed
     packed: list[Path] = [] if compressed is None else compressed
-    files = discover(paths, not_followed=links, compressed=packed)
-    print_said(discovery_said(links, packed))
+    again: list[tuple[Path, Path]] = [] if repeated is None else repeated
+    files = discover(paths, not_followed=links, compressed=packed, repeated=again)
+    print_said(discovery_said(links, packed, again))
     if not files:
         error(f"no log files in {', '.join(map(str, paths))} (files named directly are read; "
               f"inside folders, files ending in {', '.join(LOG_SUFFIXES)})")

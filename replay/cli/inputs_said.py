@@ -2,7 +2,8 @@
 the same as the ``inputs`` object of its ``--json`` (``inputs_doc``), so a script reading the
 JSON learns what a user reading the terminal does.
 
-The lines: the folder links not followed and the compressed logs not read (``discovery_said``),
+The lines: the folder links not followed, the compressed logs not read and the input paths
+given again, read once (``discovery_said``),
 each issue of a file (a line skipped, usage dropped), the cached entries parsed again, a store
 rebuilt, the files without a conversation, the records of types a parser does not know
 (``ingested_said``; a dataset opened as it is: ``stored_said``, with the files its last ingest
@@ -158,10 +159,19 @@ def rebuilt_note(report: IngestReport | None) -> str | None:
             f"file given parsed again{dropped}")
 
 
-def discovery_said(links: Sequence[object], packed: Sequence[object]) -> list[Said]:
-    """What the walk of the input folders left out: the symlinks to a folder not followed and
-    the compressed logs not read (``replay.ingest.discover``)."""
+def discovery_said(links: Sequence[object], packed: Sequence[object],
+                   repeated: Sequence[tuple[object, object]] = ()) -> list[Said]:
+    """What the walk of the input folders left out: the symlinks to a folder not followed, the
+    compressed logs not read and the paths reached again, read once (``replay.ingest.discover``:
+    ``a.jsonl ./a.jsonl``, or a folder and a file in it)."""
     said = []
+    if repeated:
+        n = len(repeated)
+        shown = "; ".join(str(a) if str(a) == str(b) else f"{a} = {b}"
+                          for a, b in repeated[:5]) + ("; …" if n > 5 else "")
+        said.append(Said(
+            f"note: {n} input path{'s' if n > 1 else ''} given again, read once ({shown}): "
+            f"{'each file is' if n > 1 else 'the file is'} one run, counted once"))
     if links:
         shown = ", ".join(map(str, links[:5])) + (", …" if len(links) > 5 else "")
         said.append(Said(
@@ -244,6 +254,7 @@ def inputs_doc(report: IngestReport, strict: bool, said: Sequence[Said] = (), *,
         "entries_repaired_n": len(report.repaired),
         "symlinks_not_followed_n": len(report.not_followed),
         "compressed_not_read_n": len(report.compressed),
+        "paths_repeated_n": len(report.repeated),
         "runs_not_replayed_n": None if not_replayed is None else len(not_replayed),
         "messages": messages,
     }
@@ -257,7 +268,8 @@ def corpus_inputs(corpus: Corpus, strict: bool,
 
     if corpus.report is not None:
         report = corpus.report
-        said = discovery_said(report.not_followed, report.compressed) + ingested_said(report)
+        said = discovery_said(report.not_followed, report.compressed, report.repeated) + \
+            ingested_said(report)
         failed_before = 0
     else:
         report, said = stored_said(corpus.entries, strict, corpus.failed)

@@ -58,7 +58,8 @@ def redact(
 
     links: list[Path] = []
     packed: list[Path] = []
-    files = _discover(paths, links, packed)
+    again: list[tuple[Path, Path]] = []
+    files = _discover(paths, links, packed, again)
     with _progress("redact", len(files), quiet) as tick, _errors():
         report = redact_paths(paths, out, shift_days=shift_days, salt=salt, salt_file=salt_file,
                               on_file=tick)
@@ -72,7 +73,7 @@ def redact(
                      "stand_ins": report.n_stand_ins,
                      "salt": "given" if report.salt_given else "random",
                      "issues": [str(i) for i in report.issues], "notes": [REPLAY_NOTE],
-                     "inputs": _inputs(report, links, packed)})
+                     "inputs": _inputs(report, links, packed, again)})
     else:
         _emit(rows, table, title="redacted files")
         for issue in report.issues:
@@ -86,9 +87,10 @@ def redact(
         raise typer.Exit(1)
 
 
-def _inputs(report: RedactReport, links: list[Path], packed: list[Path]) -> dict[str, Any]:
+def _inputs(report: RedactReport, links: list[Path], packed: list[Path],
+            again: list[tuple[Path, Path]]) -> dict[str, Any]:
     """``inputs_doc`` of a redaction: the files written taken as parsed, the others as failed,
-    the folder ``links`` not followed and the logs ``packed`` not read, every issue (each a
+    the folder ``links`` not followed, the logs ``packed`` not read, the paths given ``again``, every issue (each a
     warning in the text output); redact says its own summary line (a file not written, or
     written with an issue, exits 1)."""
     from replay.ingest.ingest_report import IngestReport  # lazy: pyarrow (start-up time)
@@ -96,7 +98,8 @@ def _inputs(report: RedactReport, links: list[Path], packed: list[Path]) -> dict
     files = IngestReport(parsed=[f.source for f in report.files if f.written],
                          failed=[f.source for f in report.files if not f.written],
                          issues=list(report.issues), not_followed=[str(p) for p in links],
-                         compressed=[str(p) for p in packed])
-    said = discovery_said(files.not_followed, files.compressed)
+                         compressed=[str(p) for p in packed],
+                         repeated=[(str(a), str(b)) for a, b in again])
+    said = discovery_said(files.not_followed, files.compressed, files.repeated)
     said += [Said(str(i), warning=True) for i in report.issues]
     return inputs_doc(files, False, said, summarised=False)

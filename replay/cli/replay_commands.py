@@ -96,10 +96,11 @@ def ingest(
            "tokens": report.tokens,
            "tokens_parsed": report.n_tokens, "issues": [str(i) for i in report.issues],
            "not_followed": report.not_followed, "compressed_not_read": report.compressed,
+           "repeated": [list(r) for r in report.repeated],
            "unknown_records": report.unknown,
            "same_bytes": same,
-           "inputs": inputs_doc(report, strict, discovery_said(report.not_followed,
-                                                               report.compressed) + said,
+           "inputs": inputs_doc(report, strict, discovery_said(
+               report.not_followed, report.compressed, report.repeated) + said,
                                 same=same)}
     if as_json:
         _print_json(doc)

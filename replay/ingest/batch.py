@@ -222,9 +222,11 @@ def _ingest_locked(paths: Iterable[Path], out: Path, fmt: str | None,
             store.remove_entry(out, key)
     links: list[Path] = []
     packed: list[Path] = []
-    found = discover(paths, not_followed=links, compressed=packed)
+    again: list[tuple[Path, Path]] = []
+    found = discover(paths, not_followed=links, compressed=packed, repeated=again)
     report.not_followed = [str(p) for p in links]
     report.compressed = [str(p) for p in packed]
+    report.repeated = [(str(a), str(b)) for a, b in again]
     todo: list[tuple[Path, Path, str]] = []
     for (path, root), rel in zip(found, sources(found)):
         old = entries.get(rel)

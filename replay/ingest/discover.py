@@ -2,8 +2,9 @@
 stored under.
 
 A folder is searched for ``LOG_SUFFIXES`` files (a store's own files excepted); a file named
-directly is always taken; a path reached twice (a folder and a file in it both given) is listed
-once.  An OpenHands V1 conversation folder (``base_state.json`` and ``events/event-*.json``;
+directly is always taken; a path reached twice (given twice, as ``a.jsonl`` and ``./a.jsonl``,
+or a folder and a file in it both given) is listed once, and each time it is reached again is
+counted (``discover``'s ``repeated``) so that the command says so.  An OpenHands V1 conversation folder (``base_state.json`` and ``events/event-*.json``;
 or its ``events`` folder) is one input, the folder itself, named or met in a walk
 (``replay.ingest.openhands_v1_folder``): its files are not inputs of their own, and the
 folder and its ``events`` folder both named are one input.  Two paths to the same bytes (a copy, a hard link, a symlink) are two files: each is a run
@@ -39,7 +40,8 @@ _SKIP_NAMES = ("manifest.json",)
 
 
 def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
-             compressed: list[Path] | None = None) -> list[tuple[Path, Path]]:
+             compressed: list[Path] | None = None,
+             repeated: list[tuple[Path, Path]] | None = None) -> list[tuple[Path, Path]]:
     """Every log file under ``paths`` as (file, root), sorted; roots are the given folders.
 
     Inside folders, files whose name ends with ``LOG_SUFFIXES`` are taken, except a store's
@@ -51,10 +53,12 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
     log inside a folder (``session.jsonl.gz``: ``COMPRESSED_SUFFIXES``) is not taken; it is
     appended to ``compressed``, for the same reason.  An OpenHands V1 conversation folder,
     named or found, is one entry, the folder (its ``events`` folder named alone: that folder,
-    stored under ``<conversation>/events``), and its files none.
+    stored under ``<conversation>/events``), and its files none.  Each path reached again is
+    appended to ``repeated`` with the path it was first reached as (``(again, first)``), so that
+    the caller says so: it is read once, one run.
     """
     found: list[tuple[Path, Path]] = []
-    seen: set[str] = set()  # (normalised absolute paths: equal strings, equal paths)
+    seen: dict[str, Path] = {}  # (normalised absolute paths: equal strings, equal paths)
     seen_as: dict[Path, str] = {}  # a conversation's events folder named alone: seen as the
     # conversation folder (the same conversation, named both ways, is one input)
     for p in paths:
@@ -89,8 +93,10 @@ def discover(paths: Iterable[Path], *, not_followed: list[Path] | None = None,
         for f, root in candidates:
             key = seen_as[f] if seen_as and f in seen_as else os.path.abspath(f)
             if key not in seen:
-                seen.add(key)
+                seen[key] = f
                 found.append((f, root))
+            elif repeated is not None:
+                repeated.append((f, seen[key]))
     return found
 
 

@@ -46,6 +46,9 @@ class IngestReport:
     it)."""
     compressed: list[str] = field(default_factory=list)
     """Compressed logs inside an input folder (``session.jsonl.gz``), not read (``discover``)."""
+    repeated: list[tuple[str, str]] = field(default_factory=list)
+    """Paths reached again among the inputs (named twice, or a file named and found in a folder
+    named), each with the path it was first reached as: read once (``discover``)."""
     unknown: dict[str, dict[str, int]] = field(default_factory=dict)
     """Files stored (parsed now or reused) holding records of types their parser does not know,
     left out of their runs: source -> {record type: records}, so every command can say so
