@@ -9,9 +9,13 @@ Not here: the seed failure scenarios in ``logs/scenarios`` (``replay.synth.failu
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from replay.atomic_files import atomic_write_text
+from replay.errors import OutputError
 from replay.synth.generate import synth_run
 from replay.synth.scenario import Scenario
 
@@ -74,7 +78,7 @@ def write_corpus(out_dir: Path, scenarios: tuple[Scenario, ...] = CORPUS) -> lis
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [write_text(out_dir / f"{s.name}.jsonl", synth_run(s)) for s in scenarios]
-    readme = ["# Recorded runs (synthetic)", "",
+    readme = [CORPUS_HEADER, "",
               ("These Claude Code transcripts are **generated**, not recorded: `replay.synth.generate` "
                "writes them from seeded scenarios, deterministically (same code, byte-identical "
                "files). Do not edit them by hand; regenerate them with:"), "",
@@ -83,6 +87,38 @@ def write_corpus(out_dir: Path, scenarios: tuple[Scenario, ...] = CORPUS) -> lis
               *(f"| `{s.name}.jsonl` | {s.n_requests} | {s.task_text} |" for s in scenarios)]
     write_text(out_dir / "README.md", "\n".join(readme) + "\n")
     return written
+
+
+CORPUS_HEADER = "# Recorded runs (synthetic)"
+"""The first line of the corpus's README: how a folder ``replay synth`` wrote is known."""
+
+
+def check_ours(folder: Path, names: Sequence[str], header: str, option: str) -> None:
+    """Refuse to write ``names`` in ``folder`` when one of them is there already and the folder
+    is not one ``replay synth`` wrote (its ``README.md`` a regular file beginning with
+    ``header``): a user's own ``README.md`` or log of a scenario's name would be overwritten.
+
+    Raises:
+        OutputError: naming the folder and the files that are not synth's; nothing written.
+    """
+    taken = [n for n in names if os.path.lexists(folder / n)]
+    if not taken or _readme_is(folder / "README.md", header):
+        return
+    shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
+    raise OutputError(f"{option} {folder}: holds {shown}, not written by `replay synth` (no "
+                      f"README.md of its own there): it would be overwritten. Nothing was "
+                      "written: name a new folder, or one synth wrote")
+
+
+def _readme_is(path: Path, header: str) -> bool:
+    """Whether ``path`` is a regular file (not a symlink) whose first line is ``header``."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            return f.read(len(header.encode()) + 1) == header.encode() + b"\n"
+    except OSError:
+        return False
 
 
 def write_text(path: Path, text: str) -> Path:

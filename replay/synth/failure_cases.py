@@ -31,7 +31,7 @@ from replay.errors import ReplayInputError
 from replay.layout import cache_root
 from replay.output_targets import Target, check_targets
 from replay.policy import Policy, load_policy, replace_paths
-from replay.synth.embedded import CORPUS, write_corpus, write_text
+from replay.synth.embedded import CORPUS, CORPUS_HEADER, check_ours, write_corpus, write_text
 from replay.synth.generate import synth_run
 from replay.synth.scenario import Scenario
 
@@ -272,6 +272,10 @@ SCENARIOS: tuple[FailureScenario, ...] = (
 """The seven failures of DESIGN.md section 6, in the issue's order."""
 
 
+SCENARIOS_HEADER = "# Failure scenarios (synthetic)"
+"""The first line of the scenarios' README (``embedded.check_ours``)."""
+
+
 def write_scenarios(out_dir: Path,
                     scenarios: tuple[FailureScenario, ...] = SCENARIOS) -> list[Path]:
     """Write ``<out_dir>/<name>.jsonl`` per scenario and a README describing each.
@@ -286,7 +290,7 @@ def write_scenarios(out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [write_text(out_dir / f"{fs.name}.jsonl", synth_run(fs.scenario))
                for fs in scenarios]
-    lines = ["# Failure scenarios (synthetic)", "",
+    lines = [SCENARIOS_HEADER, "",
              ("One generated Claude Code run per failure the two-tier harness's authors measured "
               "(DESIGN.md section 6), written by `replay.synth.failure_cases.write_scenarios`, "
               "deterministically; regenerate with `replay synth --out logs/`. Each is replayed "
@@ -313,7 +317,8 @@ def write_generated(out_dir: Path, only: Sequence[str] = ()) -> list[Path]:
         ReplayInputError: ``only`` names none of them.
         OutputError: ``out_dir`` or ``out_dir/scenarios`` is a file, a symlink below
             ``out_dir``, or cannot be made or written, or ``out_dir`` is in the project
-            cache or holds it (``replay.output_targets``; nothing is written).
+            cache or holds it (``replay.output_targets``), or holds a file of a name it writes
+            and is no folder synth wrote (``embedded.check_ours``); nothing is written.
     """
     chosen = tuple(s for s in CORPUS if not only or s.name in only)
     failures = tuple(fs for fs in SCENARIOS if not only or fs.name in only)
@@ -325,6 +330,11 @@ def write_generated(out_dir: Path, only: Sequence[str] = ()) -> list[Path]:
     # was "OUT: File exists"
     check_targets([Target(out_dir, "--out")],  # never into the project cache (its files
                   cache=cache_root(None, writing=False))  # have fixed names: beside it is fine
+    check_ours(out_dir, [*(f"{s.name}.jsonl" for s in chosen), "README.md"] if chosen else [],
+               CORPUS_HEADER, "--out")  # (a user's own README.md or log of those names)
+    if failures:
+        check_ours(out_dir / "scenarios", [*(f"{fs.name}.jsonl" for fs in failures),
+                                           "README.md"], SCENARIOS_HEADER, "--out")
     make_output_dir(out_dir, *(("scenarios",) if failures else ()))
     paths = write_corpus(out_dir, chosen) if chosen else []
     if failures:
