@@ -3,6 +3,9 @@ input: each file a regular file this engine wrote (no symlink followed), its val
 replay writes, and the summary against the traces beside it (``read_run``).  A folder that
 fails is a ``RunFolderError`` (an input that failed: exit 1).
 
+``foreign_outputs``: what in a folder a ``replay run`` would overwrite that it did not write
+(checked before a command writes one).
+
 Not here: writing the folder (``replay.apply_policy.write_run``).
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +212,57 @@ def _same_engine(path: Path, version: object) -> None:
     if version != TRACE_VERSION:
         raise RunFolderError(f"{path}: trace version {version!r}, this ctxreplay writes "
                                f"{TRACE_VERSION!r}; replay the policy again with `replay run`")
+
+
+FOOTER_PROBE_BYTES = 1 << 20
+"""Of a Parquet file under ``traces/``, the footer bytes ``foreign_outputs`` looks at (a trace's
+footer, its schema and row groups' metadata, is a few KB; a bigger one is read as foreign)."""
+
+
+def foreign_outputs(out: Path) -> list[str]:
+    """What a ``replay run`` into ``out`` would overwrite that no ``replay run`` wrote, of any
+    version (an older engine's folder is replaced as ever): a ``summary.json`` that is not a
+    JSON mapping holding ``trace_version`` and ``policy``, a ``traces/<table>.parquet`` that is
+    not a Parquet file whose footer holds ``trace_version``.  A path that is not a regular file
+    (a symlink, a folder) is left to the output's own checks (``atomic_files``: refused)."""
+    foreign = []
+    summary = out / "summary.json"
+    if _regular(summary):
+        try:
+            doc = json.loads(read_input(summary, max_document_bytes(), follow=False,
+                                        limit=DOCUMENT_LIMIT))
+        except (TooBig, Unreadable, ValueError, RecursionError):
+            doc = None
+        if not (isinstance(doc, dict) and "trace_version" in doc and "policy" in doc):
+            foreign.append("summary.json (not a `replay run` summary)")
+    for name in TRACE_SCHEMAS:
+        path = out / "traces" / f"{name}.parquet"
+        if _regular(path) and not _trace_footer(path):
+            foreign.append(f"traces/{name}.parquet (not a `replay run` trace)")
+    return foreign
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _trace_footer(path: Path) -> bool:
+    """Whether ``path`` ends as a Parquet file whose footer names ``trace_version`` (every
+    trace ``write_run`` and ``run_to`` write: ``TRACE_SCHEMAS``' metadata)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size < 12:
+                return False
+            f.seek(size - 8)
+            tail = f.read(8)
+            n = int.from_bytes(tail[:4], "little")
+            if tail[4:] != b"PAR1" or n > min(size - 12, FOOTER_PROBE_BYTES):
+                return False
+            f.seek(size - 8 - n)
+            return b"trace_version" in f.read(n)
+    except OSError:
+        return False
