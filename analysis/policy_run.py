@@ -22,9 +22,14 @@ import pyarrow as pa
 from analysis.per_run.rollup import RUN_ROLLUP
 from replay.apply_policy import rollup_table, run, run_to, write_run
 from replay.corpus import Corpus, Opener, Runs, corpus_of
-from replay.errors import OutputError
 from replay.layout import cache_root, make_run_dir, run_dir
-from replay.output_targets import check_targets, run_targets
+from replay.output_targets import (
+    check_targets,
+    foreign_files,
+    refuse_foreign,
+    report_owned,
+    run_targets,
+)
 from replay.policy import Policy
 from replay.run_folder import foreign_outputs
 
@@ -67,7 +72,8 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
     Raises:
         ReplayError: the policy cannot be replayed.
         OutputError: ``out`` is or holds an input, is in the cache, holds a summary or trace
-            file no ``replay run`` wrote (``replay.run_folder.foreign_outputs``), is a symlink
+            file no ``replay run`` wrote (``replay.run_folder.foreign_outputs``; with ``report``,
+            a report's file no report wrote: ``replay.output_targets.report_owned``), is a symlink
             below the folder named, or cannot be written (before any run is opened).
         OSError: an output cannot be written (a full disk).
     """
@@ -75,11 +81,11 @@ def run_policy_to(runs: Runs, policy: Policy, out: Path | None = None, *, report
                               report=report),
                   inputs=() if isinstance(runs, Corpus) else list(runs),
                   cache=cache_root(cache_dir))
-    if foreign := foreign_outputs(run_dir(policy.name, out)):
-        raise OutputError(f"{'--out' if out else 'out/POLICY'} {run_dir(policy.name, out)}: "
-                          f"holds {', '.join(foreign)}, which `replay run` did not write and "
-                          "would overwrite. Nothing was written: name a new or empty folder, "
-                          "or one `replay run` wrote")
+    folder_named = run_dir(policy.name, out)
+    refuse_foreign(folder_named, "--out" if out else "out/POLICY",
+                   [*foreign_outputs(folder_named),
+                    *(foreign_files(folder_named, report_owned(folder_named)) if report else [])],
+                   "replay run")
     folder = make_run_dir(policy.name, out, report=report)
     corpus = corpus_of(runs, open_runs)
     ids = corpus.replayable()

@@ -18,6 +18,11 @@ it reads; a target is refused (``OutputError``, exit 2) when it
   symlink, or has one on the way there: planted in an output folder, it would be refused at
   the write anyway (``replay.atomic_files``), after the work; refused before it.
 
+A command that fills a folder with files of fixed names replaces such a file only if a
+ctxreplay command wrote it (any version): ``foreign_files`` lists the ones it did not, each
+recognised by content cheap to check (``png_marked``, ``starts_with``), and ``refuse_foreign``
+refuses them (``OutputError``: nothing written).
+
 The project cache's dataset, which every command that reads logs writes, may lie inside an input
 folder (``replay run .``) but may not be, or hold, an input (``check_cache_apart``).
 
@@ -27,7 +32,8 @@ Not here: how a target is written (never through a symlink: ``replay.atomic_file
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,3 +167,116 @@ def run_targets(folder: Path, option: str, *, report: bool = False) -> list[Targ
     return [Target(folder, option), Target(folder / "summary.json", option),
             Target(folder / "traces", option, folder=True),
             *(report_targets(folder, option)[1:] if report else [])]
+
+
+Owned = Callable[[Path], bool]
+"""Whether a regular file at one of a command's fixed names is one the command wrote."""
+
+PNG_SOFTWARE = "ctxreplay"
+"""The ``Software`` text a figure ctxreplay draws carries (``png_marked``)."""
+_PROBE_BYTES = 4096
+_SHOWN = 3
+
+
+def foreign_files(folder: Path, owned: Sequence[tuple[str, Owned]]) -> list[str]:
+    """The regular files under ``folder`` at a name a command writes (a glob relative to
+    ``folder``: ``report_files/*.png``) that its check does not recognise as its own, sorted
+    per name.  A path that is not a regular file (a symlink, a folder) is left to the output's
+    own checks (``check_targets``, ``atomic_files``: refused)."""
+    foreign = []
+    for pattern, ours in owned:
+        for path in sorted(folder.glob(pattern)):
+            try:
+                regular = stat.S_ISREG(os.lstat(path).st_mode)
+            except OSError:
+                regular = False
+            if regular and not ours(path):
+                foreign.append(path.relative_to(folder).as_posix())
+    return foreign
+
+
+def refuse_foreign(folder: Path, option: str, foreign: Sequence[str], command: str) -> None:
+    """Refuse, in one line naming ``folder`` and up to three of ``foreign``, a folder holding
+    files ``command`` did not write and would overwrite (nothing raised when none).
+
+    Raises:
+        OutputError: ``foreign`` is not empty.
+    """
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more"
+                                           if len(foreign) > _SHOWN else "")
+    raise OutputError(f"{option} {folder}: holds {shown}, which `{command}` did not write and "
+                      f"would overwrite. Nothing was written: name a new or empty folder, or "
+                      f"one `{command}` wrote")
+
+
+def head_bytes(path: Path, n: int = _PROBE_BYTES) -> bytes:
+    """The first ``n`` bytes of ``path`` (b'' when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def starts_with(*prefixes: bytes) -> Owned:
+    """A check: the file starts with one of ``prefixes``."""
+    return lambda path: head_bytes(path).startswith(prefixes)
+
+
+FOOTER_PROBE_BYTES = 1 << 20
+"""Of a Parquet file at an output's name, the footer bytes ``parquet_footer`` reads (a trace's
+or a sweep table's footer, its schema and row groups' metadata, is a few KB; a bigger one is
+read as foreign)."""
+
+
+def parquet_footer(path: Path) -> bytes:
+    """The footer of the Parquet file ``path`` (b'' when it is not one, or its footer is over
+    ``FOOTER_PROBE_BYTES``)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size < 12:
+                return b""
+            f.seek(size - 8)
+            tail = f.read(8)
+            n = int.from_bytes(tail[:4], "little")
+            if tail[4:] != b"PAR1" or n > min(size - 12, FOOTER_PROBE_BYTES):
+                return b""
+            f.seek(size - 8 - n)
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def png_marked(path: Path) -> bool:
+    """Whether ``path`` is a PNG whose ``Software`` text is ``PNG_SOFTWARE`` (every figure a
+    report or a sweep draws now; written before the image data)."""
+    head = head_bytes(path)
+    return head.startswith(b"\x89PNG") and \
+        b"tEXtSoftware\x00" + PNG_SOFTWARE.encode() in head
+
+
+REPORT_HTML_HEAD = (b"<!DOCTYPE html>", b'<html lang="en"><head><meta charset="utf-8">',
+                    b"<title>ctxreplay report</title>")
+"""How every ``report.html`` a report writes begins (``analysis.report.pages.render_html``)."""
+REPORT_MD_HEAD = b"# ctxreplay report\n"
+"""How every ``report.md`` a report writes begins (``analysis.report.pages.render_markdown``)."""
+
+
+def _report_html(path: Path) -> bool:
+    return head_bytes(path).startswith(b"\n".join(REPORT_HTML_HEAD))
+
+
+def report_owned(folder: Path) -> list[tuple[str, Owned]]:
+    """What a report writes in ``folder`` (``report_targets``), with how each is known as a
+    report's own: report.html and report.md by their first line, a ``report_files/*.png`` (a
+    report removes the stale ones) by its ``Software`` text, or — drawn by a report before it
+    marked its figures — in a folder whose report.html or report.md is a report's."""
+    def old_report() -> bool:
+        return _report_html(folder / "report.html") or \
+            head_bytes(folder / "report.md").startswith(REPORT_MD_HEAD)
+
+    return [("report.html", _report_html), ("report.md", starts_with(REPORT_MD_HEAD)),
+            ("report_files/*.png", lambda p: png_marked(p) or old_report())]

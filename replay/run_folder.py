@@ -31,6 +31,7 @@ from replay.ingest.input_files import (
     max_document_bytes,
     read_input,
 )
+from replay.output_targets import parquet_footer
 from replay.policy import Policy, policy_from_dict
 from replay.policy.check import MAX_INT
 
@@ -214,11 +215,6 @@ def _same_engine(path: Path, version: object) -> None:
                                f"{TRACE_VERSION!r}; replay the policy again with `replay run`")
 
 
-FOOTER_PROBE_BYTES = 1 << 20
-"""Of a Parquet file under ``traces/``, the footer bytes ``foreign_outputs`` looks at (a trace's
-footer, its schema and row groups' metadata, is a few KB; a bigger one is read as foreign)."""
-
-
 def foreign_outputs(out: Path) -> list[str]:
     """What a ``replay run`` into ``out`` would overwrite that no ``replay run`` wrote, of any
     version (an older engine's folder is replaced as ever): a ``summary.json`` that is not a
@@ -252,17 +248,4 @@ def _regular(path: Path) -> bool:
 def _trace_footer(path: Path) -> bool:
     """Whether ``path`` ends as a Parquet file whose footer names ``trace_version`` (every
     trace ``write_run`` and ``run_to`` write: ``TRACE_SCHEMAS``' metadata)."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size < 12:
-                return False
-            f.seek(size - 8)
-            tail = f.read(8)
-            n = int.from_bytes(tail[:4], "little")
-            if tail[4:] != b"PAR1" or n > min(size - 12, FOOTER_PROBE_BYTES):
-                return False
-            f.seek(size - 8 - n)
-            return b"trace_version" in f.read(n)
-    except OSError:
-        return False
+    return b"trace_version" in parquet_footer(path)

@@ -47,7 +47,13 @@ from replay.errors import ReplayInputError, StoreError
 from replay.ingest import store
 from replay.ingest.run_label import label_column, run_labels
 from replay.layout import cache_root, dataset_dir
-from replay.output_targets import check_targets, report_targets
+from replay.output_targets import (
+    check_targets,
+    foreign_files,
+    refuse_foreign,
+    report_owned,
+    report_targets,
+)
 from replay.policy import Policy, load_policy
 from replay.policy.pricing import one_provider, pricing_note
 from replay.run_select import select_runs
@@ -208,10 +214,13 @@ def report_to(spec: CompareSpec, out: Path, *, max_timelines: int = 20,
     (``replay.atomic_files``).
 
     Raises:
-        OutputError: ``out`` cannot be written there (before any run is opened).
+        OutputError: ``out`` cannot be written there, or holds a file of a name a report
+            writes that no report wrote (``replay.output_targets.report_owned``): before any
+            run is opened, nothing written.
     """
     inputs = [*([] if isinstance(spec.runs, Corpus) else list(spec.runs)), *spec.data]
     check_targets(report_targets(out, "--out"), inputs=inputs, cache=cache_root(spec.cache_dir))
+    refuse_foreign(out, "--out", foreign_files(out, report_owned(out)), "replay report")
     # lazy: bokeh and matplotlib load only for a report (replay diff: ~1 s of CPU less)
     from analysis.report.build import write_report
 

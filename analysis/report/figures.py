@@ -3,7 +3,7 @@ in one axes) and one timeline per run for the runs with the most requests, each 
 called (``write_report`` counts them as they are drawn).
 
 Same inputs give byte-identical PNGs: matplotlib's default style, a fixed hash salt and DPI, and
-no ``Software`` or date metadata.  Cheap to draw: fixed margins (no layout pass), glyphs drawn
+no date metadata (``Software`` is ``PNG_SOFTWARE``, no version: a report's own figure).  Cheap to draw: fixed margins (no layout pass), glyphs drawn
 unhinted (matplotlib 3.11 renders each glyph anew; FreeType's hinting was a quarter of it) and
 PNGs compressed lightly (zlib level 1: files 4-27 % larger, encoding about 3x cheaper).
 
@@ -36,6 +36,7 @@ from analysis.report.timeline import plot_timeline
 from analysis.rereads import plot_rereads
 from analysis.summarisation import plot_summarisation
 from replay.ingest.run_label import short_labels
+from replay.output_targets import PNG_SOFTWARE
 from replay.safe_names import file_name
 
 DPI = 100
@@ -137,7 +138,8 @@ def timeline_images(reps: list[Replayed], run_ids: list[str], meta: dict[str, di
 
 def _image(file: str, title: str, caption: str, size: tuple[float, float],
            paint: Callable[[Figure], None]) -> Image:
-    """Draw ``paint`` on a fresh figure in the fixed style; the PNG without metadata.
+    """Draw ``paint`` on a fresh figure in the fixed style; the PNG's only metadata its
+    ``Software``, ``PNG_SOFTWARE`` (a report's own figure: ``replay.output_targets``).
 
     ``paint`` sets the margins (in inches, ``_margins_in``): a layout engine would cost
     an extra drawing pass per figure, most of the report's time.
@@ -149,7 +151,7 @@ def _image(file: str, title: str, caption: str, size: tuple[float, float],
         FigureCanvasAgg(fig)
         paint(fig)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None},
+        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": PNG_SOFTWARE},
                     pil_kwargs={"compress_level": 1})
     w, h = (round(v * DPI) for v in size)
     return Image(file=file, title=title, caption=caption, png=buf.getvalue(), width_px=w,

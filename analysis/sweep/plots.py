@@ -49,6 +49,7 @@ from analysis.sweep.pareto import (
     plot_pareto,
 )
 from replay.atomic_files import atomic_write_bytes
+from replay.output_targets import PNG_SOFTWARE
 from replay.workers import IDLE_SECONDS, init_worker
 
 Spec = tuple[str, tuple[str, ...]]
@@ -122,7 +123,8 @@ def figure_png(agg: pd.DataFrame, metrics: tuple[str, ...], params: tuple[str, .
         else:
             fig = _metrics_figure(agg, args[0], metrics, params)
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=72, pil_kwargs={"compress_level": 1})
+        fig.savefig(buf, format="png", dpi=72, metadata={"Software": PNG_SOFTWARE},
+                    pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
 

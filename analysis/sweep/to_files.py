@@ -19,6 +19,7 @@ Not here: the sweep itself (``analysis.sweep.core``), printing (``replay.cli``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,16 @@ from analysis.sweep.pareto import best as best_settings
 from replay.atomic_files import make_output_dir
 from replay.corpus import Corpus, Opener, Runs, corpus_of
 from replay.layout import cache_root
-from replay.output_targets import Target, check_targets
+from replay.output_targets import (
+    Owned,
+    Target,
+    check_targets,
+    foreign_files,
+    head_bytes,
+    parquet_footer,
+    png_marked,
+    refuse_foreign,
+)
 from replay.policy import Policy
 
 SHOWN_METRICS = known("overshoots_n", "tokens_sent", "cache_invalidation_cached_share",
@@ -116,8 +126,9 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
     Raises:
         ReplayError: a bad grid, constraint or objective (before any run is opened), a
             setting that cannot be replayed.
-        OutputError: ``out`` is or holds an input, is in the project cache, is a symlink, or
-            cannot be written (before any run is opened).
+        OutputError: ``out`` is or holds an input, is in the project cache, is a symlink,
+            holds a file of a name the sweep writes that no sweep wrote (``sweep_owned``), or
+            cannot be written (before any run is opened, nothing written).
         OSError: an output cannot be written (a full disk).
     """
     chosen_from = settings(base, spec)
@@ -126,6 +137,7 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
     check_targets([Target(out, "--out", folder=True)],
                   inputs=() if isinstance(runs, Corpus) else list(runs), kept=kept,
                   cache=cache_root(project_cache))
+    refuse_foreign(out, "--out", foreign_files(out, sweep_owned(out)), "replay sweep")
     make_output_dir(out.parent, out.name)  # the sweep's own folder: never through a symlink
     corpus = corpus_of(runs, open_runs)
     total = len(corpus.replayable()) * len(chosen_from)
@@ -152,3 +164,46 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
                         jobs=result.stats.n_workers, on_figure=on_figure)
     return SweepOutcome(result=result, ranked=ranked, rule=rule, files=tuple(files),
                         corpus=corpus, n_same_policy=spec.size - len(chosen_from))
+
+
+_CSV_HEAD = b"run_id,source,setting,"
+"""How every ``sweep.csv`` begins (the table's first columns, ``analysis.sweep.table``)."""
+
+
+def _sweep_parquet(path: Path) -> bool:
+    footer = parquet_footer(path)
+    return all(b'"%s"' % c in footer for c in (b"run_id", b"source", b"setting", b"truth_source"))
+
+
+def _settings_json(path: Path) -> bool:
+    try:
+        doc = json.loads(head_bytes(path, 1 << 26))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and bool(doc) and all(
+        isinstance(v, dict) and set(v) == {"params", "policy"} for v in doc.values())
+
+
+def _chosen_yaml(path: Path) -> bool:
+    first = head_bytes(path).split(b"\n", 1)[0]
+    return first.startswith(b"# ") and b" of a sweep of " in first
+
+
+def sweep_owned(out: Path) -> list[tuple[str, Owned]]:
+    """What a sweep writes in ``out`` (``analysis.sweep.core.write_sweep``), with how each is
+    known as a sweep's own (any version): sweep.parquet by its columns (in its footer),
+    sweep.csv by its header, settings.json as a mapping of settings (params and policy),
+    chosen.yaml by its first comment line, a plot by its ``Software`` text
+    (``replay.output_targets.png_marked``) or — drawn by a sweep before it marked its plots —
+    in a folder whose sweep.parquet or sweep.csv is a sweep's."""
+    def old_sweep() -> bool:
+        return _sweep_parquet(out / "sweep.parquet") or \
+            head_bytes(out / "sweep.csv").startswith(_CSV_HEAD)
+
+    def plot(path: Path) -> bool:
+        return png_marked(path) or old_sweep()
+
+    return [("sweep.parquet", _sweep_parquet),
+            ("sweep.csv", lambda p: head_bytes(p).startswith(_CSV_HEAD)),
+            ("settings.json", _settings_json), ("chosen.yaml", _chosen_yaml),
+            ("pareto_*_vs_*.png", plot), ("metrics_vs_*.png", plot)]
