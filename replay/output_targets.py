@@ -195,6 +195,12 @@ def foreign_files(folder: Path, owned: Sequence[tuple[str, Owned]]) -> list[str]
     return foreign
 
 
+def shown_names(names: Sequence[str]) -> str:
+    """Up to three of ``names``, and how many more: the files a refusal names."""
+    return ", ".join(names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more"
+                                        if len(names) > _SHOWN else "")
+
+
 def refuse_foreign(folder: Path, option: str, foreign: Sequence[str], command: str) -> None:
     """Refuse, in one line naming ``folder`` and up to three of ``foreign``, a folder holding
     files ``command`` did not write and would overwrite (nothing raised when none).
@@ -204,9 +210,7 @@ def refuse_foreign(folder: Path, option: str, foreign: Sequence[str], command: s
     """
     if not foreign:
         return
-    shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more"
-                                           if len(foreign) > _SHOWN else "")
-    raise OutputError(f"{option} {folder}: holds {shown}, which `{command}` did not write and "
+    raise OutputError(f"{option} {folder}: holds {shown_names(foreign)}, which `{command}` did not write and "
                       f"would overwrite. Nothing was written: name a new or empty folder, or "
                       f"one `{command}` wrote")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from replay.ingest.input_files import (
     max_document_bytes,
     read_input,
 )
-from replay.output_targets import parquet_footer
+from replay.output_targets import foreign_files, parquet_footer
 from replay.policy import Policy, policy_from_dict
 from replay.policy.check import MAX_INT
 
@@ -219,30 +218,21 @@ def foreign_outputs(out: Path) -> list[str]:
     """What a ``replay run`` into ``out`` would overwrite that no ``replay run`` wrote, of any
     version (an older engine's folder is replaced as ever): a ``summary.json`` that is not a
     JSON mapping holding ``trace_version`` and ``policy``, a ``traces/<table>.parquet`` that is
-    not a Parquet file whose footer holds ``trace_version``.  A path that is not a regular file
-    (a symlink, a folder) is left to the output's own checks (``atomic_files``: refused)."""
-    foreign = []
-    summary = out / "summary.json"
-    if _regular(summary):
-        try:
-            doc = json.loads(read_input(summary, max_document_bytes(), follow=False,
-                                        limit=DOCUMENT_LIMIT))
-        except (TooBig, Unreadable, ValueError, RecursionError):
-            doc = None
-        if not (isinstance(doc, dict) and "trace_version" in doc and "policy" in doc):
-            foreign.append("summary.json (not a `replay run` summary)")
-    for name in TRACE_SCHEMAS:
-        path = out / "traces" / f"{name}.parquet"
-        if _regular(path) and not _trace_footer(path):
-            foreign.append(f"traces/{name}.parquet (not a `replay run` trace)")
-    return foreign
+    not a Parquet file whose footer holds ``trace_version`` (``output_targets.foreign_files``:
+    a path that is not a regular file is left to the output's own checks, which refuse it)."""
+    return foreign_files(out, [("summary.json", _run_summary),
+                               *((f"traces/{name}.parquet", _trace_footer)
+                                 for name in TRACE_SCHEMAS)])
 
 
-def _regular(path: Path) -> bool:
+def _run_summary(path: Path) -> bool:
+    """Whether ``path`` holds a ``replay run`` summary of any version."""
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
+        doc = json.loads(read_input(path, max_document_bytes(), follow=False,
+                                    limit=DOCUMENT_LIMIT))
+    except (TooBig, Unreadable, ValueError, RecursionError):
         return False
+    return isinstance(doc, dict) and "trace_version" in doc and "policy" in doc
 
 
 def _trace_footer(path: Path) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from analysis.per_run._build import BUILD
+from replay.packed_values import packer
 
 
 def mean(values: Sequence[float] | np.ndarray) -> float:
@@ -177,9 +178,9 @@ less than a call a list (a replay of a short run, alone)."""
 @functools.lru_cache(maxsize=64)
 def _packer(dtype: Any, n: int) -> struct.Struct | None:
     """What packs ``n`` values of the NumPy type ``dtype``, as the machine holds them; None for
-    another type than int64 and float64."""
+    another type than int64 and float64 (``replay.packed_values.packer``, the ingest's too)."""
     code = {np.dtype(np.int64): "q", np.dtype(np.float64): "d"}.get(np.dtype(dtype))
-    return None if code is None else struct.Struct(f"{n}{code}")
+    return None if code is None else packer(code, n)
 
 
 def _same_columns(requests: Sequence[Any], names: Sequence[str], dtype: Any,

@@ -15,11 +15,9 @@ for an integer beyond ``int64``, ``ValueError`` for an integer a ``float64`` wou
 as ``pa.array`` does; the arrays equal ``pa.array``'s (a property
 test checks it).
 
-``utf8_lengths`` and ``int64_total`` go the other way: each value's UTF-8 bytes read back from a
-string array's offsets, the sum of an ``int64`` column (of one chunk: read from its buffers).
-
 Not here: which columns a table has (``replay.ingest.schema``), the tables
-(``replay.ingest.run_tables``).
+(``replay.ingest.run_tables``), the other way, arrays read back
+(``replay.ingest.arrow_read``), integers packed by ``struct`` (``replay.packed_values``).
 """
 
 from __future__ import annotations
@@ -28,12 +26,13 @@ import functools
 import struct
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from replay.packed_values import int64s
 
 _NONE = type(None)
 _STRING, _INT64, _FLOAT64, _BOOL = pa.string(), pa.int64(), pa.float64(), pa.bool_()
@@ -59,9 +58,6 @@ NUMPY_ROWS = 64
 buffer (``int64s``; the offsets one numpy ``cumsum``) instead of an ``array``, whose
 constructor parses each value as a call's argument (~200 instructions a value, a third of a
 string column's cost); below it, numpy's cost a call is more than it saves."""
-PACKED_ROWS = 1 << 16
-"""Values ``int64s`` packs a call at the most (each call holds its values as one tuple of
-arguments: a column's values are never all held as int objects at once)."""
 
 
 def column(values: Sequence[Any], type_: pa.DataType, *, wide: bool = False) -> pa.Array:
@@ -338,31 +334,6 @@ def _offsets(lengths: Iterable[int], n: int) -> array[int] | np.ndarray:
     return ends.astype(np.int32)
 
 
-def int64s(values: Iterable[int], n: int) -> bytes:
-    """The ``n`` integers of ``values`` as native int64s (``np.fromiter(values, np.int64,
-    n)``'s bytes), packed by ``struct``, ``PACKED_ROWS`` at a time: ~100 instructions a value
-    against numpy's ~210 (its ``fromiter`` converts each value through its generic packing).
-
-    Raises:
-        struct.error: an integer beyond int64, a value that is no integer, or other than ``n``
-            values (the caller asks numpy then, for its exception).
-    """
-    if n <= PACKED_ROWS:  # (the values handed over as they are: no iterator around them)
-        return _packer(n).pack(*values)
-    items = iter(values)
-    parts = [_packer(min(PACKED_ROWS, n - start)).pack(*islice(items, PACKED_ROWS))
-             for start in range(0, n, PACKED_ROWS)]
-    if next(items, None) is not None:
-        raise struct.error(f"more than {n} values to pack")
-    return b"".join(parts)
-
-
-@functools.lru_cache(maxsize=64)
-def _packer(n: int) -> struct.Struct:
-    """The ``struct`` of ``n`` native int64s."""
-    return struct.Struct(f"{n}q")
-
-
 def _list(values: Sequence[Any], type_: pa.ListType) -> pa.Array:
     """A list column: offsets into one child column of all the lists' items."""
     found = set(map(type, values))
@@ -391,52 +362,3 @@ def _bits(flags: bytes) -> pa.Buffer:
         return pa.py_buffer(b"")
     digits = flags[::-1].translate(_DIGITS)  # b"0"/b"1", the last row first
     return pa.py_buffer(int(digits, 2).to_bytes((len(flags) + 7) // 8, "little"))
-
-
-def utf8_lengths(text: pa.Array) -> np.ndarray:
-    """The UTF-8 bytes of each value of a ``string`` array (int64; a null: 0), read from its
-    offsets: ``pc.binary_length``'s values without a compute call (that and its cast to int64
-    cost ~30x this a file's column)."""
-    if text.type != _STRING:
-        raise TypeError(f"expected a string array, got {text.type}")
-    n = len(text)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    offsets = np.frombuffer(text.buffers()[1], np.int32, n + 1, text.offset * 4)
-    lengths = np.subtract(offsets[1:], offsets[:-1], dtype=np.int64)
-    if text.null_count:  # (a null's slots may span bytes: it has none)
-        valid = np.unpackbits(np.frombuffer(text.buffers()[0], np.uint8), count=text.offset + n,
-                              bitorder="little")[text.offset:]
-        lengths[valid == 0] = 0
-    return lengths
-
-
-def int64_total(values: pa.ChunkedArray | pa.Array) -> int:
-    """The sum of an ``int64`` column's values (a null counts 0; no values: 0):
-    ``pc.sum(values).as_py() or 0``, of one chunk read from its buffers without a compute call
-    (that costs ~30 µs a call inside an ingest: a file's token total); of several chunks (a
-    streamed file's: one a run) one ``pc.sum`` (numpy costs ~3.5 µs a chunk).  (Fewer than
-    ``NUMPY_ROWS`` values without a null are summed by Python: exact, the same total while it
-    fits an int64, as every token total does.)"""
-    if isinstance(values, pa.ChunkedArray):
-        if values.num_chunks != 1:  # (``values.chunks``: a wrapper a chunk, 0.7 µs)
-            if values.type != _INT64:
-                raise TypeError(f"expected an int64 array, got {values.type}")
-            return (pc.sum(values).as_py() or 0) if values.num_chunks else 0
-        values = values.chunk(0)  # (its type then read from the array, which holds it: a
-        # chunked array makes a new type object at each read, ~5,000 instructions an int64)
-    if values.type.id != _INT64_ID:
-        raise TypeError(f"expected an int64 array, got {values.type}")
-    n = len(values)
-    if n == values.null_count:  # (no values, or all null: no data buffer to read)
-        return 0
-    if n < NUMPY_ROWS and not values.null_count:  # (a small file's: a sum over the bytes seen
-        # as int64s, ~2 against numpy's ~6 µs)
-        return sum(memoryview(values.buffers()[1])[values.offset * 8:(values.offset + n) * 8]
-                   .cast("q"))
-    ints = np.frombuffer(values.buffers()[1], np.int64, n, values.offset * 8)
-    if values.null_count:  # (a null's slot may hold any value)
-        valid = np.unpackbits(np.frombuffer(values.buffers()[0], np.uint8),
-                              count=values.offset + n, bitorder="little")[values.offset:]
-        ints = ints[valid == 1]
-    return int(ints.sum())

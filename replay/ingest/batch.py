@@ -22,7 +22,7 @@ from pathlib import Path
 from replay import atomic_files
 from replay.errors import TokenizerError
 from replay.ingest import store, store_index, store_session
-from replay.ingest.arrow_columns import int64_total
+from replay.ingest.arrow_read import int64_total
 from replay.ingest.discover import discover, sources
 from replay.ingest.entry_state import intact
 from replay.ingest.entry_write import DataFolder, NewEntry, write_entry

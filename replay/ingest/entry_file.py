@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.errors import StoreError
-from replay.ingest.arrow_columns import utf8_lengths
+from replay.ingest.arrow_read import utf8_lengths
 from replay.ingest.ipc_stream import ipc_stream
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS

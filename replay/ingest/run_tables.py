@@ -25,8 +25,8 @@ from replay.ingest.arrow_columns import (
     null_column,
     repeated,
     true_at,
-    utf8_lengths,
 )
+from replay.ingest.arrow_read import utf8_lengths
 from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue

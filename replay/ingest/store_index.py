@@ -27,7 +27,8 @@ import pyarrow.parquet as pq
 
 from replay.atomic_files import atomic_write_bytes
 from replay.errors import StoreError
-from replay.ingest.arrow_columns import column, int64_total
+from replay.ingest.arrow_columns import column
+from replay.ingest.arrow_read import int64_total
 from replay.ingest.entry_file import PARQUET_OPTIONS
 from replay.ingest.ipc_stream import ipc_stream
 from replay.ingest.names import TOKEN_COLUMN

@@ -38,11 +38,11 @@ from typing import Any
 from replay.errors import OutputError
 from replay.ingest import store, store_session
 from replay.ingest.input_files import Unreadable, read_document
+from replay.output_targets import shown_names
 
 _FILES = ("manifest.json", "index.parquet", store_session.JOURNAL_FILE, store_session.LOCK_FILE)
 """The regular files a store keeps in its folder (beside ``data``)."""
 _FIELDS = frozenset({"schema_version", "index_sha256", "entries", "failed"})
-_SHOWN = 3
 _PROBE = re.compile(r"\.write-check-\d+")
 """The file ``atomic_files.make_output_dir`` makes and removes to see that a folder is writable
 (another ingest's, checking the same folder)."""
@@ -74,8 +74,7 @@ def check_ours(root: Path, option: str) -> None:
 
 
 def _refuse(root: Path, option: str, foreign: list[str]) -> None:
-    shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more"
-                                           if len(foreign) > _SHOWN else "")
+    shown = shown_names(foreign)
     raise OutputError(
         f"{option} {root}: not empty and not a store `replay ingest` wrote: {shown} "
         f"{'is' if len(foreign) == 1 else 'are'} not the store's; an ingest writes "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from replay.atomic_files import atomic_write_text
 from replay.errors import OutputError
+from replay.output_targets import shown_names
 from replay.synth.generate import synth_run
 from replay.synth.scenario import Scenario
 
@@ -104,8 +105,7 @@ def check_ours(folder: Path, names: Sequence[str], header: str, option: str) -> 
     taken = [n for n in names if os.path.lexists(folder / n)]
     if not taken or _readme_is(folder / "README.md", header):
         return
-    shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
-    raise OutputError(f"{option} {folder}: holds {shown}, not written by `replay synth` (no "
+    raise OutputError(f"{option} {folder}: holds {shown_names(taken)}, not written by `replay synth` (no "
                       f"README.md of its own there): it would be overwritten. Nothing was "
                       "written: name a new folder, or one synth wrote")
 

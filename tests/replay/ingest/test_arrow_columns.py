@@ -16,11 +16,10 @@ from replay.ingest.arrow_columns import (
     NUMPY_ROWS,
     all_false,
     column,
-    int64_total,
     repeated,
     string_columns,
-    utf8_lengths,
 )
+from replay.ingest.arrow_read import int64_total, utf8_lengths
 from replay.ingest.schema import SCHEMAS
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
