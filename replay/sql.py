@@ -10,7 +10,10 @@
   footers (``replay.ingest.entry_file``), handed to DuckDB as Arrow tables;
 - ``trace_requests``, ``trace_actions``, ``trace_evictions``: the traces of each ``replay run
   --out`` folder given (``traces/{requests,actions,evictions}.parquet``, ``replay.engine.trace``),
-  the folders' rows together, told apart by their ``policy`` column.
+  the folders' rows together, told apart by their ``policy`` column: each folder read and
+  checked as ``diff --traces`` and ``report --traces`` read one (``replay.run_folder.read_run``:
+  this engine's files, of the trace columns, values a replay writes, described by the
+  ``summary.json`` beside them), and the very tables checked handed to DuckDB.
 
 Read-only by construction: one statement, and only a ``SELECT`` (``WITH``, ``DESCRIBE`` and
 ``SHOW`` are selects to DuckDB); DuckDB runs in memory with file access off except to the files
@@ -36,9 +39,9 @@ import pyarrow as pa
 
 from replay.corpus import Corpus, damaged_entry
 from replay.engine.trace import TRACE_SCHEMAS
-from replay.errors import DamagedInputError, ReplayInputError, RunFolderError, StoreError
+from replay.errors import DamagedInputError, ReplayInputError, StoreError
 from replay.ingest import store
-from replay.run_folder import not_a_plain_file
+from replay.run_folder import read_run
 
 DATASET_VIEWS: tuple[str, ...] = store.TABLES
 """The dataset's views, named as its tables."""
@@ -152,8 +155,9 @@ def sql_stream(query: str, *, corpus: Corpus | None = None, traces: Sequence[Pat
             DuckDB refuses it (its message; also while the batches are read).
         StoreError: an entry file of the dataset is missing, unreadable or not the file
             written (its checksum: an input that failed).
-        RunFolderError: a ``replay run`` folder's trace file is missing, a symlink or not a
-            regular file; DamagedInputError: a file a view reads is not Parquet (inputs that
+        RunFolderError: a ``replay run`` folder's ``summary.json`` or trace file is missing,
+            a symlink, not this engine's, or not describing the other (``read_run``);
+            DamagedInputError: a dataset file the view reads is not Parquet (inputs that
             failed).
     """
     try:
@@ -176,7 +180,7 @@ def sql_stream(query: str, *, corpus: Corpus | None = None, traces: Sequence[Pat
             raise ReplayInputError("replay sql runs one SELECT (or WITH, DESCRIBE, SHOW) "
                                    "statement: nothing that writes, attaches or sets")
         files, tables = _dataset(corpus) if corpus is not None else ({}, {})
-        files.update(_trace_files(traces))
+        tables.update(_trace_tables(traces))
         readable = sorted({str(p.parent.resolve()) + os.sep for ps in files.values() for p in ps})
         con.execute(f"SET allowed_directories = [{', '.join(_literal(d) for d in readable)}]")
         con.execute("SET enable_external_access = false")
@@ -240,10 +244,12 @@ def _dataset(corpus: Corpus) -> tuple[dict[str, list[Path]], dict[str, pa.Table]
     return {"messages": paths}, tables
 
 
-def _trace_files(folders: Sequence[Path]) -> dict[str, list[Path]]:
-    """Trace view → the folders' trace files, each checked to be a regular file there (a
-    folder named twice is refused: its rows would be read twice)."""
-    out: dict[str, list[Path]] = {}
+def _trace_tables(folders: Sequence[Path]) -> dict[str, pa.Table]:
+    """Trace view → the folders' trace tables together, each folder read and checked as
+    ``diff --traces`` reads one (``read_run``: a trace of another engine or other columns, a
+    value no replay writes, a ``summary.json`` missing or not describing its traces is an input
+    that failed); a folder named twice is refused (its rows would be read twice)."""
+    tables: dict[str, list[pa.Table]] = {view: [] for view in TRACE_VIEWS}
     seen: dict[Path, Path] = {}
     for folder in folders:
         if (where := folder.resolve()) in seen:  # read twice, its rows would count twice
@@ -253,12 +259,10 @@ def _trace_files(folders: Sequence[Path]) -> dict[str, list[Path]]:
         if not any(os.path.lexists(p) for p in (folder / "summary.json", folder / "traces")):
             raise ReplayInputError(f"{folder}: not a `replay run --out` folder (no "
                                    "summary.json, no traces/)")
+        _, trace = read_run(folder)  # (RunFolderError: damaged, an input that failed)
         for view, name in TRACE_VIEWS.items():
-            path = folder / "traces" / f"{name}.parquet"
-            if why := not_a_plain_file(path):  # a run folder, damaged: an input that failed
-                raise RunFolderError(f"{path}: not a `replay run` trace ({why})")
-            out.setdefault(view, []).append(path)
-    return out
+            tables[view].append(trace.table(name))
+    return {view: pa.concat_tables(ts) for view, ts in tables.items() if ts}
 
 
 def _literal(text: str) -> str:

@@ -309,7 +309,8 @@ def test_a_trace_file_that_is_no_parquet_is_one_line(data: tuple[Corpus, list[Pa
                                                       tmp_path: Path) -> None:
     """``-t`` a run folder whose ``traces/requests.parquet`` is no Parquet file (cut, edited)
     ended in DuckDB's InvalidInputException traceback (exit 1): the view was made outside
-    the query's guard.  A damaged input: one line, exit 1 (not 2, a usage error)."""
+    the query's guard.  A damaged input: one line naming the file, exit 1 (not 2, a usage
+    error)."""
     _, outs = data
     out = tmp_path / "run"
     shutil.copytree(outs[0], out)
@@ -318,8 +319,8 @@ def test_a_trace_file_that_is_no_parquet_is_one_line(data: tuple[Corpus, list[Pa
     assert done.exit_code == 1, done.output
     assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
     lines = [ln for ln in done.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: the trace_requests view cannot be "
-                                                   "made from "), done.output
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {out / 'traces' / 'requests.parquet'}: not a `replay run` trace"), done.output
 
 
 def test_a_run_folder_given_twice_is_refused(data: tuple[Corpus, list[Path]]) -> None:
