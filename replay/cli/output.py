@@ -27,7 +27,7 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -127,17 +127,18 @@ _MAX_TABLE_ROWS = 500
 
 
 def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str,
-          layout: Layout | None = None) -> None:
+          layout: Layout | None = None, columns: Sequence[str] = ()) -> None:
     """Rows as a table that fits the terminal (``replay.cli.tables``), or as JSON / CSV with
     every column, as ``table`` asks; ``rows`` may be a ``replay.apply_policy.LazyRows`` (made
-    as printed)."""
+    as printed).  ``columns``: the columns when there is no row to read them from (CSV's
+    header is then still written: a result of no rows is CSV too)."""
     as_json, as_csv, wide = table.as_json, table.as_csv, table.wide
     if as_json:
         _print_json(rows)
         return
     layout = layout or Layout()
     first = next(iter(rows), None)
-    available = list(first) if first else []
+    available = list(first) if first else list(columns)
     try:
         cols = choose(available, layout, table.picked(), wide or as_csv)
     except ValueError as exc:

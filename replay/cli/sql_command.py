@@ -71,10 +71,8 @@ def sql(
             with sql_stream(query, corpus=corpus, traces=traces or ()) as got:
                 _renamed_note(got.renamed)
                 streamed = _Streamed(got.columns, got.batches, finite=table.as_json)
-                if streamed or table.as_json:
-                    _emit(streamed, table, title="", layout=Layout(numeric=got.numeric))
-                else:
-                    say(f"no rows (columns: {', '.join(got.columns)})")
+                _emit(streamed, table, title="", layout=Layout(numeric=got.numeric),
+                      columns=got.columns)  # (no rows: CSV's header, JSON's [])
         _nonfinite_note(streamed.n_nonfinite)
         _finish(corpus.report if corpus is not None else None, strict)
         return
@@ -92,11 +90,9 @@ def sql(
     if result.more:
         say(f"note: the first {len(rows):,} rows; the query gives more (--limit N for N, "
             "--limit 0 for all)", err=True)
-    if rows or table.as_json:
-        title = f"first {len(rows):,} rows (more not shown)" if result.more else f"{len(rows):,} rows"
-        _emit(rows, table, title=title, layout=Layout(numeric=result.numeric))
-    else:
-        say(f"no rows (columns: {', '.join(result.columns)})")
+    title = f"first {len(rows):,} rows (more not shown)" if result.more else f"{len(rows):,} rows"
+    _emit(rows, table, title=title, layout=Layout(numeric=result.numeric),
+          columns=result.columns)  # (no rows: CSV's header, JSON's [])
     _finish(corpus.report if corpus is not None else None, strict)
 
 
@@ -177,6 +173,8 @@ class _Streamed(list[dict[str, Any]]):
         if self._past_first:
             raise RuntimeError("streamed rows are read once")
         yield from self._dicts(self._first)
+        if not self._first:  # no row at all: nothing a second pass could lose
+            return
         self._past_first = True
         for batch in self._batches:
             yield from self._dicts(batch)

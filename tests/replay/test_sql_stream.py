@@ -72,12 +72,20 @@ def test_a_result_of_several_batches_is_written_whole_and_in_order(
 
 
 @pytest.mark.parametrize("fmt", ["--csv", "--json"])
-def test_no_rows_streamed_says_so_as_before(tmp_path: Path, fmt: str) -> None:
-    query = "SELECT range AS n FROM range(0)"
+def test_no_rows_is_csv_or_json_too(tmp_path: Path, fmt: str) -> None:
+    """A result of no rows is still the format asked for: JSON's ``[]``, and CSV's header
+    line (it printed the table's ``no rows (columns: n)`` on stdout, which a CSV reader took as
+    a column named ``no rows (columns: n)``), streamed or with ``--limit``; ``--columns``
+    picks among the columns, as with rows."""
+    query = "SELECT range AS n, '=x' AS \"=cmd\" FROM range(0)"
     code, out, _ = _sql(tmp_path, query, fmt)
     assert code == 0
     assert out == _sql(tmp_path, query, fmt, "--limit", "5")[1]
-    assert out == ("[]\n" if fmt == "--json" else "no rows (columns: n)\n")
+    assert out == ("[]\n" if fmt == "--json" else "n,'=cmd\n")  # (a formula's name escaped)
+    if fmt == "--csv":
+        assert _sql(tmp_path, query, fmt, "--columns", "n")[:2] == (0, "n\n")
+        code, _, err = _sql(tmp_path, query, fmt, "--columns", "nope")
+        assert code == 2 and "no column nope" in err
 
 
 def test_a_query_failing_part_way_stops_there(tmp_path: Path, batches: list[int]) -> None:
