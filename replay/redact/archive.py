@@ -53,6 +53,7 @@ from replay.redact.marker_sizes import (
     split_by_block,
     text_lengths,
 )
+from replay.redact.own_copies import not_a_copy
 from replay.redact.payload import SUPPORTED, Unredactable, read_payload
 from replay.redact.readback import block_texts, verify_copy
 from replay.redact.secrets import scan
@@ -243,6 +244,9 @@ def _one(job: tuple[Path, str, Path, Redactor]) -> RedactedFile:
 
     if dest is None:
         return failed(f"cannot mirror its path {rel!r} inside --out; not written")
+    if why := not_a_copy(dest):  # (redact replaces only the copies it wrote)
+        return failed(f"not written: {dest}: {why}; redact replaces only its own copies: "
+                      "move it, or name another --out")
     original = parse_file(path, rel=rel, tokenizers=TOKENIZERS)
     fmt = original.format
     if original.tables is None:
