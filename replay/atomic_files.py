@@ -267,9 +267,10 @@ def output_folder(path: Path, *, within: Path) -> Iterator[int]:
 
 
 def remove_files(path: Path, *, within: Path, unwanted: Callable[[str], bool]) -> list[str]:
-    """Remove the regular files (and symlinks, never followed) of the folder ``path`` below
-    ``within`` whose name ``unwanted`` picks; the names removed (none when the folder is
-    missing)."""
+    """Remove the regular files of the folder ``path`` below ``within`` whose name
+    ``unwanted`` picks; the names removed (none when the folder is missing).  A symlink is
+    left as it is (and never followed): no command writes one, so it is the user's, as a
+    folder is (a report's stale figures are the regular files it drew)."""
     try:
         with output_folder(path, within=within) as fd:
             removed = []
@@ -277,7 +278,7 @@ def remove_files(path: Path, *, within: Path, unwanted: Callable[[str], bool]) -
                 if not unwanted(name):
                     continue
                 mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
-                if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+                if stat.S_ISREG(mode):
                     os.unlink(name, dir_fd=fd)
                     removed.append(name)
             return removed

@@ -12,6 +12,7 @@ component a command writes, every kind of input named as an output.  The other i
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -128,10 +129,17 @@ def test_a_report_s_stale_figures_are_removed_inside_report_files_only(project: 
                     "--max-timelines", "1"]).exit_code == 0
     (project / "o" / "report_files" / "stale.png").write_bytes(b"old")
     (project / "o" / "mine.png").write_bytes(b"mine")
+    # a symlink of the user's (to a picture elsewhere) is no figure a report drew: it was
+    # unlinked as a stale figure, exit 0; now left as it is
+    (project / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\nmine")
+    (project / "o" / "report_files" / "holiday.png").symlink_to(project / "photo.png")
     assert _invoke(["report", "logs", "-p", "none", "--out", "o", "-q",
                     "--max-timelines", "1"]).exit_code == 0
     assert not (project / "o" / "report_files" / "stale.png").exists()
     assert (project / "o" / "mine.png").read_bytes() == b"mine"
+    assert os.readlink(project / "o" / "report_files" / "holiday.png") == \
+        str(project / "photo.png")
+    assert (project / "photo.png").read_bytes() == b"\x89PNG\r\n\x1a\nmine"
 
 
 # --- items 3–5: no command writes its inputs, baseline, tolerances, policies or the cache -----
