@@ -68,11 +68,13 @@ def redact(
              "markers": f.n_markers, "issues": len(f.issues)} for f in report.files]
     salted = ("salted with the salt given" if report.salt_given else
               "salted with a random salt for this archive alone (kept nowhere)")
+    notes = [*([_others_note(report)] if report.others else []), REPLAY_NOTE]
     if table.as_json:
         _print_json({"out": str(report.out), "files": rows, "paths_hashed": report.n_paths,
                      "stand_ins": report.n_stand_ins,
                      "salt": "given" if report.salt_given else "random",
-                     "issues": [str(i) for i in report.issues], "notes": [REPLAY_NOTE],
+                     "others": list(report.others),
+                     "issues": [str(i) for i in report.issues], "notes": notes,
                      "inputs": _inputs(report, links, packed, again)})
     else:
         _emit(rows, table, title="redacted files")
@@ -82,9 +84,22 @@ def redact(
         say(f"{written} of {len(report.files)} files written, {report.n_paths} paths hashed "
             f"({salted}), {report.n_stand_ins} ids given a stand-in, {len(report.issues)} "
             f"issues → {report.out}")
-        say(f"note: {REPLAY_NOTE}")
+        for note in notes:
+            say(f"note: {note}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _others_note(report: RedactReport) -> str:
+    """What a redact says of the files in ``--out`` it did not write."""
+    from replay.output_targets import shown_names  # (one way to name up to three files)
+
+    n = len(report.others)
+    return (f"{report.out} also holds {n:,} file{'s' if n > 1 else ''} this redact did not "
+            f"write ({shown_names(list(report.others))}): an earlier archive's (under another "
+            "salt its copies have other names, and each run would be read twice) or yours; "
+            "whoever reads the folder reads them too. Name a new or empty --out for this "
+            "archive alone")
 
 
 def _inputs(report: RedactReport, links: list[Path], packed: list[Path],

@@ -53,7 +53,7 @@ from replay.redact.marker_sizes import (
     split_by_block,
     text_lengths,
 )
-from replay.redact.own_copies import not_a_copy
+from replay.redact.own_copies import not_a_copy, others
 from replay.redact.payload import SUPPORTED, Unredactable, read_payload
 from replay.redact.readback import block_texts, verify_copy
 from replay.redact.secrets import scan
@@ -90,6 +90,9 @@ class RedactReport:
     salt_given: bool
     """Whether the caller gave the salt; else a random one, used for this archive only and
     kept nowhere."""
+    others: tuple[str, ...] = ()
+    """The files under ``out`` this redact did not write (``own_copies.others``): an earlier
+    archive's under another salt, the user's; read with the archive by whoever reads it."""
 
     @property
     def ok(self) -> bool:
@@ -155,7 +158,9 @@ def redact(paths: list[Path], out: Path, *, shift_days: int = 0, salt: str | Non
         if on_file:
             on_file(rel)
     n_paths = sum(k.startswith("path\0") for k in written)
-    return RedactReport(out, tuple(files), n_paths, len(written) - n_paths, salt is not None)
+    copies = [f.archived_as for f in files if f.written]
+    return RedactReport(out, tuple(files), n_paths, len(written) - n_paths, salt is not None,
+                        tuple(others(out, copies)))
 
 
 SALT_BYTES = 16

@@ -4,7 +4,9 @@ replaces.  A redacted copy holds ctxreplay's exact markers (``[REDACTED_CTXREPLA
 writes has at least one, in its bytes or, for an Inspect ``.eval`` zip, in a member's.  A file
 of another kind at a copy's name (a log of yours, kept under a session id redact keeps as its
 name) is not written over: that copy is not written, one issue, exit 1 (as a symlink planted
-at its name, ``replay.atomic_files``).
+at its name, ``replay.atomic_files``).  What else ``--out`` holds once the copies are written
+(``others``: an earlier archive's copies under another salt's names, files of the user's) is
+said: whoever reads the folder reads those too (each run of two archives twice).
 
 Not here: writing the copies (``replay.redact.archive``).
 """
@@ -15,6 +17,7 @@ import io
 import os
 import stat
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 
 from replay.ingest.input_files import Unreadable, max_document_bytes, read_input
@@ -60,3 +63,14 @@ def redacted_copy(path: Path) -> bool:
                        for info in z.infolist()[:MAX_ENTRIES] if not info.is_dir())
     except ZIP_ERRORS:
         return False
+
+
+def others(out: Path, written: Collection[str]) -> list[str]:
+    """Every file (or symlink, not followed) under ``out`` but the copies ``written`` (names
+    relative to ``out``, ``/``-separated), sorted."""
+    found = []
+    for folder, dirs, files in os.walk(out):  # (a symlink to a folder is listed, not entered)
+        below = Path(folder).relative_to(out)
+        found += [(below / n).as_posix() for n in files]
+        found += [(below / n).as_posix() for n in dirs if os.path.islink(os.path.join(folder, n))]
+    return sorted(set(found) - set(written))

@@ -73,3 +73,29 @@ def test_what_is_not_a_copy_is_said(tmp_path: Path) -> None:
     assert not_a_copy(tmp_path / "link") == ""  # refused by the write, never followed
     assert not_a_copy(tmp_path / "folder") == "something other than a file is there"
     assert not_a_copy(tmp_path / "zip").startswith("a file redact did not write")
+
+
+def test_what_else_the_folder_holds_is_said(tmp_path: Path) -> None:
+    """Redacting again into an archive with a random salt (the default) left the first
+    archive's copies beside the new ones under other names, nothing said: the folder held each
+    run twice (ingested: twice the runs, no same-bytes note, the bytes differ).  Now a note in
+    the text and in --json (``others``) names what the folder holds that this redact did not
+    write; a re-run with the same salt has nothing else to say."""
+    import json
+
+    logs, out = _logs(tmp_path), tmp_path / "share"
+    assert _redact(str(logs), "--out", str(out))[0] == 0
+    first = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert len(first) == 2 and SESSION in first  # the session's name kept, short's hashed
+    (out / "notes.txt").write_text("mine\n")
+    done = runner.invoke(app, ["redact", str(logs), "--out", str(out), "-q", "--json"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.stdout)
+    want = sorted({*first, "notes.txt"} - {SESSION})  # the first short copy, and notes.txt
+    assert doc["others"] == want
+    assert doc["notes"][0].startswith(f"{out} also holds 2 files this redact did not write")
+    code, said = _redact(str(logs), "--out", str(out))
+    assert code == 0 and "also holds 3 files this redact did not write" in said, said
+    for _ in range(2):
+        code, said = _redact(str(logs), "--out", str(tmp_path / "salted"), "--salt", "s")
+        assert code == 0 and "this redact did not write" not in said, said
