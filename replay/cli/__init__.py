@@ -90,7 +90,8 @@ _CURLY = re.compile(r"^\{(.*)\}(?=(?:\.\.\.)?$)")
 
 class _Command(TyperCommand):
     """A command whose usage line names its arguments as click does (``PATHS...``,
-    ``[PATHS]...``), not typer's ``{paths}...``, and that refuses an empty path."""
+    ``[PATHS]...``), not typer's ``{paths}...``, and that refuses an empty path and an option
+    of one value given twice."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = super().collect_usage_pieces(ctx)
@@ -100,6 +101,10 @@ class _Command(TyperCommand):
         if name := _empty_path(self, args):
             raise typer.BadParameter("an empty path (an unset variable?) would be the current "
                                      "folder", ctx=ctx, param_hint=f"'{name}'")
+        if name := _repeated_option(self, args):
+            raise typer.BadParameter("given more than once, but it takes one value: all but "
+                                     "the last would be dropped without a word; give it once",
+                                     ctx=ctx, param_hint=f"'{name}'")
         return super().parse_args(ctx, args)
 
 
@@ -139,6 +144,39 @@ def _empty_path(command: Any, args: list[str]) -> str:
             taken += 1
             if positional[k].nargs != -1 and taken >= positional[k].nargs:
                 k, taken = k + 1, 0
+    return ""
+
+
+def _repeated_option(command: Any, args: list[str]) -> str:
+    """The option of ``command`` that takes one value and that ``args`` give more than once
+    ('' when none): click keeps the last, so ``replay run logs -p a -p b`` replayed b alone
+    (``report``, ``diff`` and ``check`` take ``-p`` again and again), ``--out x --out y``
+    wrote y, exit 0.  Flags (``--wide``, ``--strict / --no-strict``), counted options and
+    options taking several values are not counted; nothing after ``--`` is an option."""
+    options = {o: p for p in command.params if p.param_type_name == "option"
+               for o in (*p.opts, *p.secondary_opts)}
+    seen: set[str] = set()
+    it = iter(args)
+    for a in it:
+        if a == "--":
+            break
+        name, eq, _ = a.partition("=")
+        option = options.get(name if eq else a) if a.startswith("-") and a != "-" else None
+        if option is None and a[:1] == "-" and a[1:2] not in ("-", ""):  # -qp v, -pv: click
+            for i, c in enumerate(a[1:], 1):  # reads short options grouped, a value attached
+                option = options.get(f"-{c}")
+                if option is None or not (option.is_flag or option.count):
+                    eq = "=" if i + 1 < len(a) else ""  # (the rest of the token is its value)
+                    break
+        if option is None or option.is_flag or option.count:
+            continue
+        if not eq:
+            next(it, None)  # (its value, whatever it looks like)
+        if option.multiple or option.nargs != 1:
+            continue
+        if option.name in seen:
+            return " / ".join(option.opts)
+        seen.add(option.name)
     return ""
 
 

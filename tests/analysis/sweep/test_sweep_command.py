@@ -75,13 +75,14 @@ def test_sweep_command_exit_codes(samples: Path, tmp_path: Path) -> None:
     from replay.cli import app
 
     log = str(next(samples.glob("claude-code/*.jsonl")))
-    base = ["sweep", "-p", BASE, log, "--out", str(tmp_path), "--jobs", "1", "--no-plots", "-q"]
+    common = ["sweep", "-p", BASE, log, "--jobs", "1", "--no-plots", "-q"]
+    base = [*common, "--out", str(tmp_path)]
     bad = CliRunner().invoke(app, [*base, "--axis", "tiers.9.keep_messages=1,2"])
     assert bad.exit_code == 2 and "tiers.9" in bad.output
     none = CliRunner().invoke(app, [*base, "--axis", "tiers.1.keep_messages=8,24",
                                     "--best", "tokens_sent < 0"])
     assert none.exit_code == 1 and "no setting meets" in none.output
-    typo = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "typo"),
+    typo = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "typo"),
                                     "--axis", "tiers.1.keep_messages=8,24",
                                     "--best", "overshoot==0"])
     assert typo.exit_code == 2 and "did you mean overshoots_n" in typo.output

@@ -151,8 +151,8 @@ def test_strict_stops_at_the_first_issue_and_exits_1(tmp_path: Path, name: str) 
     assert "a-issue.jsonl:41: malformed JSON" in lenient.stderr
     if name != "check":  # check: the new run is reported, not compared, and passes
         assert lenient.exit_code == 0, lenient.output
-    fresh = "--cache-dir" if name in ("diff", "calibrate") else "--out"  # they write no output
-    strict = runner.invoke(app, [*args, "--strict", fresh, str(tmp_path / "strict")])
+    fresh = _command(name, logs, tmp_path / "strict", baseline)  # (diff, calibrate: the cache)
+    strict = runner.invoke(app, [*fresh, "--strict"])
     assert strict.exit_code == 1, strict.output
     assert "--strict: stopped at the first file with a problem" in strict.stderr
     assert not (tmp_path / "strict" / "traces").exists()
