@@ -61,13 +61,16 @@ KEPT_VALUE = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
 enum, a tool or model name); text with a space (a title, a prompt) is never kept, whatever its
 key.  A timestamp (``MOMENT``, the whole value) is kept too."""
 USERS_VALUE = re.compile(r"[~/\\]|[A-Za-z]:[\\/]|file:|[A-Za-z][A-Za-z0-9+.-]*://"
-                         r"|.*@[^@\s]+\.[A-Za-z]{2,}$|[^@\s]+@[A-Za-z]"
+                         r"|.*@[^@\s]+\.[A-Za-z]{2,}$|[^@\s]+(?:@|%40)[A-Za-z]"
+                         r"|[^@\s]+@(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|[^@\s]+@\["
                          r"|(?:[^\s]*[/\\])?(?:home|Users)[/\\]|-(?:home|Users)-")
 """Values of that shape that are still the user's, whatever their key: an absolute or home path
 (``/home/alice/x``, ``~/x``, ``C:\\Users\\alice``, ``file:///…``), one that lost its root
 (``home/alice/x``, ``Users\\alice``, Claude Code's folder name ``-home-alice-x``), a URL
 (``https://github.com/alice/x``, ``ssh://alice@box/x``: it may name a user or a host), an
-e-mail address or a user at a host (``alice@devbox``, ``git@github.com:alice/x``).  Never
+e-mail address or a user at a host (``alice@devbox``, ``git@github.com:alice/x``, its ``@``
+URL-encoded ``alice%40devbox``, a host by its address ``root@10.0.0.5``, ``alice@[fe80::1]``).
+Never
 kept (a stand-in instead): no id, enum, tool or model name of the formats read has that shape
 (a model name may hold a slash inside: ``openai/gpt-4o``, and a version after an ``@``:
 ``claude-3-5-sonnet-v2@20241022``, both kept)."""
