@@ -248,9 +248,12 @@ def _trace_tables(folders: Sequence[Path]) -> dict[str, pa.Table]:
     """Trace view → the folders' trace tables together, each folder read and checked as
     ``diff --traces`` reads one (``read_run``: a trace of another engine or other columns, a
     value no replay writes, a ``summary.json`` missing or not describing its traces is an input
-    that failed); a folder named twice is refused (its rows would be read twice)."""
+    that failed); a folder named twice is refused (its rows would be read twice), as are two
+    folders holding rows of one run under one policy name (a copy, a policy replayed again:
+    the views tell folders apart by ``policy`` only)."""
     tables: dict[str, list[pa.Table]] = {view: [] for view in TRACE_VIEWS}
     seen: dict[Path, Path] = {}
+    held: dict[tuple[str, str], Path] = {}  # (policy, run) → the folder holding its rows
     for folder in folders:
         if (where := folder.resolve()) in seen:  # read twice, its rows would count twice
             raise ReplayInputError(f"{folder}: given twice (also as {seen[where]}); name each "
@@ -259,7 +262,13 @@ def _trace_tables(folders: Sequence[Path]) -> dict[str, pa.Table]:
         if not any(os.path.lexists(p) for p in (folder / "summary.json", folder / "traces")):
             raise ReplayInputError(f"{folder}: not a `replay run --out` folder (no "
                                    "summary.json, no traces/)")
-        _, trace = read_run(folder)  # (RunFolderError: damaged, an input that failed)
+        policy, trace = read_run(folder)  # (RunFolderError: damaged, an input that failed)
+        for run in sorted(set(trace.requests["run_id"].to_pylist())):
+            if (again := held.setdefault((policy.name, run), folder)) != folder:
+                raise ReplayInputError(
+                    f"{folder}: holds run {run!r} under policy {policy.name!r}, as {again} "
+                    "does (a copy, or the same policy replayed twice): their rows could not "
+                    "be told apart and would count twice; give one of them")
         for view, name in TRACE_VIEWS.items():
             tables[view].append(trace.table(name))
     return {view: pa.concat_tables(ts) for view, ts in tables.items() if ts}

@@ -334,3 +334,21 @@ def test_a_run_folder_given_twice_is_refused(data: tuple[Corpus, list[Path]]) ->
         assert "given twice" in done.stderr, done.output
     with pytest.raises(ReplayInputError, match="given twice"):
         sql("SELECT 1", traces=[outs[0], outs[0]])
+
+
+def test_two_folders_of_one_run_under_one_policy_are_refused(data: tuple[Corpus, list[Path]],
+                                                             tmp_path: Path) -> None:
+    """A copy of a run folder (or the same policy replayed into another folder) beside it:
+    every row of its runs read twice under one policy name, which is all the views tell folders
+    apart by, exit 0 (the folder named twice was refused, its copy was not).  Now exit 2 naming
+    both; folders of other policies, or of other runs, are still read together."""
+    _, outs = data
+    copy = tmp_path / "copy"
+    shutil.copytree(outs[0], copy)
+    done = runner.invoke(app, ["sql", "SELECT count(*) FROM trace_requests", "-t",
+                               str(outs[0]), "-t", str(copy)])
+    assert done.exit_code == 2, done.output
+    said = " ".join(done.stderr.split())
+    assert f"{copy}: holds run " in said and f"as {outs[0]} does" in said, said
+    assert len(sql("SELECT * FROM trace_requests", traces=outs).rows) == sum(
+        len(traces([o], "requests")) for o in outs)
