@@ -73,7 +73,7 @@ def inspect(
         doc["inputs"] = _inputs(found)
         _print_json(doc)
     elif table.as_csv:
-        _emit(_request_rows(found, True), table, title="")
+        _emit(_request_rows(found, True), table, title="", layout=REQUEST_LAYOUT)
     else:
         plain_table = TableOptions(wide=table.wide)
         say(found.path)
@@ -93,7 +93,7 @@ def inspect(
                         "recorded": e.detail} for e in r.events], plain_table,
                       title=f"{r.label}: context events")
             if r.requests:
-                _emit(_request_rows(found, False, r.run_id), table,
+                _emit(_request_rows(found, False, r.run_id), table, layout=REQUEST_LAYOUT,
                       title=f"{r.label}: counted context (o200k) vs recorded input")
                 if story := gap_story(r.requests):
                     say(story)
@@ -130,6 +130,9 @@ def _inputs(found: Inspection) -> dict[str, Any]:
 REQUEST_COLUMNS = ("request", "output msg", "counted", "recorded", "gap", "reasoning before",
                    "estimated")
 """The per-request table's columns (``_request_rows``; ``--csv`` adds ``run`` first)."""
+REQUEST_LAYOUT = Layout(numeric=frozenset(REQUEST_COLUMNS))
+"""Every per-request column is a number: a log with no usage has no recorded input, gap or
+reasoning, shown ``unknown`` (it was blank when no request of the run recorded one)."""
 
 
 def _request_rows(found: Inspection, with_run: bool, run_id: str | None = None

@@ -153,9 +153,10 @@ def _emit(rows: list[dict[str, Any]], table: TableOptions = PLAIN, *, title: str
     shown = list(itertools.islice(iter(rows), _MAX_TABLE_ROWS))
     table_rows = [{c: r.get(c) for c in cols} for r in shown]
     total = totals_row(list(rows), cols, layout) if layout.totals and len(rows) > 1 else None
-    numeric = [c in layout.numeric or all(is_number(r[c]) for r in table_rows) and  # (a column
-               (c in layout.totals or any(r[c] not in (None, "") for r in table_rows))  # with a
-               for c in cols]  # total is one even when every value is unknown: shown so)
+    numeric = [c in layout.numeric or c in layout.units  # (a column with a unit or a total
+               or all(is_number(r[c]) for r in table_rows)  # is one even when every value is
+               and (c in layout.totals or any(r[c] not in (None, "") for r in table_rows))
+               for c in cols]  # unknown: shown so, not blank)
     units = [layout.units.get(c) for c in cols]
     cells = [[UNKNOWN if v is None and numeric[i] else printable(_cell(v, units[i]))
               for i, v in enumerate(r.values())]

@@ -339,7 +339,9 @@ CALIBRATION_LAYOUT = Layout(columns=("run", "fit", "scale", "held_out_fitted_err
                             priority=("scale", "flags", "held_out_anchored_error"),
                             units={"mean_abs_error": "fraction", "held_out_fitted_error":
                                    "fraction", "held_out_anchored_error": "fraction",
-                                   "overhead_tokens": "tokens"})
+                                   "overhead_tokens": "tokens"},
+                            numeric=frozenset({"scale", "points", "fit_points",
+                                               "points_estimated"}))
 POLICIES_LAYOUT = Layout(priority=("name", "tiers", "provider"))
 COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summarised_tokens",
                                      "summary_tokens", "reattached_tokens",

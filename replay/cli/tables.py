@@ -86,7 +86,7 @@ class Layout:
     numeric: frozenset[str] = frozenset()
     """Columns that hold numbers whatever their rows hold (a query's typed columns): an unknown
     value there is shown ``unknown`` even when every row's is, where a column's kind is
-    otherwise told from its values."""
+    otherwise told from its values (a column of ``units`` or ``totals`` is one too)."""
 
 
 def width() -> int:
