@@ -101,6 +101,10 @@ def table_command(command: Callable[..., None]) -> Callable[..., None]:
             raise typer.BadParameter("give one of --csv and --json", param_hint="'--csv'")
         if table.columns is not None and not table.columns.replace(",", "").strip():
             raise typer.BadParameter("no column named", param_hint="'--columns'")
+        if table.columns is not None and table.as_json:  # (it was ignored: every column, and
+            raise typer.BadParameter(  # a column that does not exist, printed, exit 0)
+                "picks the columns of a table or of --csv; --json prints every column: give "
+                "one of --columns and --json", param_hint="'--columns'")
         command(**kwargs, table=table)
 
     with_table.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]

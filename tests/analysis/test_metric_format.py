@@ -67,9 +67,9 @@ def test_the_sweep_and_run_tables_format_by_unit(tmp_path: Path) -> None:
     cache = ["--cache-dir", str(tmp_path / "c"), "-q"]
     args = ["sweep", log, "-p", "claude-code", "--axis",
             "tiers.0.trigger.at_tokens=120000,150000", "--no-plots", "--out",
-            str(tmp_path / "o"), "--columns",
-            "setting,tokens_sent,overshoots_n,cache_invalidation_cached_share,cost_usd", *cache]
-    table = runner.invoke(app, args, env={"COLUMNS": "160"})
+            str(tmp_path / "o"), *cache]
+    columns = "setting,tokens_sent,overshoots_n,cache_invalidation_cached_share,cost_usd"
+    table = runner.invoke(app, [*args, "--columns", columns], env={"COLUMNS": "160"})
     assert table.exit_code == 0, table.output
     best = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["best"]
     for row in best:

@@ -209,8 +209,11 @@ def test_a_path_that_does_not_exist_is_a_usage_error(name: str, tmp_path: Path) 
 @pytest.mark.parametrize("name", sorted(_TABLE_COMMANDS))
 def test_two_output_formats_or_no_column_are_usage_errors(name: str, tmp_path: Path) -> None:
     """--csv with --json printed JSON and exit 0 (one of the two silently won); --columns ','
-    named no column and printed the default table: both are usage errors, before any work."""
-    for flags in (["--csv", "--json"], ["--columns", ","], ["--columns", ""]):
+    named no column and printed the default table; --columns with --json was ignored (every
+    column printed, and a column that does not exist too, exit 0): all usage errors, before
+    any work."""
+    for flags in (["--csv", "--json"], ["--columns", ","], ["--columns", ""],
+                  ["--columns", "no_such_column", "--json"]):
         args = _usage_args(name, tmp_path)
         result = runner.invoke(app, [*args, *flags])
         assert result.exit_code == 2, (name, flags, result.output)
