@@ -30,6 +30,8 @@ DEFAULT_CACHE = Path(".ctxreplay")
 """The project cache, relative to the current folder."""
 OUT = Path("out")
 """The root of run outputs when ``--out`` is not given."""
+SYNTH_OUT = Path("logs")
+"""Where ``replay synth`` writes the generated logs when ``--out`` is not given."""
 
 
 def cache_root(given: Path | None = None, *, writing: bool = True) -> Path:
@@ -51,8 +53,8 @@ def cache_root(given: Path | None = None, *, writing: bool = True) -> Path:
 
 def unnamed(default: Path, option: str) -> Path:
     """``default``, a folder a command writes though the user did not name it (``.ctxreplay``,
-    ``out``), refused when it is a symlink: a repository cloned with ``out`` or ``.ctxreplay``
-    a symlink to a folder outside it would have every command write there.  A folder the user
+    ``out``, synth's ``logs``), refused when it is a symlink: a repository cloned with ``out``
+    or ``.ctxreplay`` a symlink to a folder outside it would have every command write there.  A folder the user
     names may be a symlink (``option``: how to name it).
 
     Raises:

@@ -349,15 +349,19 @@ COMPACTIONS_LAYOUT = Layout(columns=("source", "trigger", "first_request", "summ
 
 
 def synth(
-    out: Annotated[Path, typer.Option(help="Folder to write the generated runs to.")] = Path("logs"),
+    out: Annotated[Path | None, typer.Option(
+        help="Folder to write the generated runs to (default: logs, when it is no symlink).")
+    ] = None,
     only: Annotated[list[str] | None, typer.Option(help="Only these scenarios (by name).")] = None,
 ) -> None:
     """Generate the embedded corpus (long realistic runs and the failure scenarios), deterministically."""
     # lazy: the generator's modules (~60 ms) load only for `replay synth` (start-up time)
+    from replay.layout import SYNTH_OUT, unnamed
     from replay.synth.failure_cases import write_generated
 
     with _errors():
-        paths = write_generated(out, only or ())
+        paths = write_generated(out if out is not None else unnamed(SYNTH_OUT, "--out"),
+                                only or ())
     for path in paths:
         say(f"{path}  {path.stat().st_size:,} bytes")
 

@@ -51,3 +51,22 @@ def test_a_new_folder_a_folder_of_other_names_and_synth_s_own_are_written(tmp_pa
     assert _synth(proj)[0] == 0  # its own folder: regenerated
     assert (proj / "notes.txt").read_text() == "mine\n"
     assert _synth(tmp_path / "new")[0] == 0
+
+
+def test_its_default_logs_folder_is_not_followed_when_a_symlink(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``replay synth`` with no --out writes ``logs``: a repository cloned with ``logs`` a
+    symlink to a folder outside it had synth write its logs and README there, exit 0, as run,
+    report and sweep wrote through an ``out`` symlink before their defaults were checked
+    (``replay.layout.unnamed``).  Now exit 2, nothing written; named, the folder is written."""
+    victim = tmp_path / "elsewhere"
+    victim.mkdir()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "logs").symlink_to(victim)
+    monkeypatch.chdir(proj)
+    result = CliRunner().invoke(app, ["synth", "--only", _ONE])
+    assert result.exit_code == 2, result.output
+    assert "logs: a symlink (to " in result.output and "not named by you" in result.output
+    assert list(victim.iterdir()) == []
+    assert _synth(Path("logs"))[0] == 0 and (victim / f"{_ONE}.jsonl").is_file()
