@@ -31,6 +31,7 @@ Not here: how a target is written (never through a symlink: ``replay.atomic_file
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -180,17 +181,20 @@ _SHOWN = 3
 
 def foreign_files(folder: Path, owned: Sequence[tuple[str, Owned]]) -> list[str]:
     """The regular files under ``folder`` at a name a command writes (a glob relative to
-    ``folder``: ``report_files/*.png``) that its check does not recognise as its own, sorted
-    per name.  A path that is not a regular file (a symlink, a folder) is left to the output's
-    own checks (``check_targets``, ``atomic_files``: refused)."""
+    ``folder``: ``report_files/*.png``) that its check does not recognise as its own, and the
+    folders at a file's fixed name (``summary.json``: no command makes one, and the write
+    would be refused only after the work, the files before it written), sorted per name.  A
+    symlink is left to the output's own checks (``check_targets``, ``atomic_files``:
+    refused)."""
     foreign = []
     for pattern, ours in owned:
         for path in sorted(folder.glob(pattern)):
             try:
-                regular = stat.S_ISREG(os.lstat(path).st_mode)
+                mode = os.lstat(path).st_mode
             except OSError:
-                regular = False
-            if regular and not ours(path):
+                continue
+            if stat.S_ISREG(mode) and not ours(path) or \
+                    stat.S_ISDIR(mode) and not glob.has_magic(pattern):
                 foreign.append(path.relative_to(folder).as_posix())
     return foreign
 

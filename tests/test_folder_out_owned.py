@@ -122,3 +122,28 @@ def test_an_earlier_versions_figures_are_replaced(tmp_path: Path) -> None:
         owned = report_owned(alone) if out.name == "r" else sweep_owned(alone / "sweep")
         folder = alone if out.name == "r" else alone / "sweep"
         assert len(foreign_files(folder, owned)) == len(list(alone.glob(pattern))) > 0
+
+
+def _run(out: Path, tmp: Path) -> object:
+    return runner.invoke(app, ["run", LOG, "-p", "none", "--out", str(out), "-q",
+                               "--cache-dir", str(tmp / "cache")])
+
+
+@pytest.mark.parametrize(("command", "planted"), [
+    (_run, "summary.json"), (_run, "traces/requests.parquet"), (_report, "report.html"),
+    (_report, "report.md"), (_run_report, "report.md"), (_sweep, "sweep/sweep.csv"),
+    (_sweep, "sweep/chosen.yaml"),
+])
+def test_a_folder_at_a_files_name_is_refused_before_any_work(tmp_path: Path, command: object,
+                                                             planted: str) -> None:
+    """A folder of the user's at a file's fixed name (o/summary.json/, o/report.html/) was left
+    to the write, which refused it after the work: 'replay run --out o' wrote o/traces/*.parquet
+    and then stopped on summary.json (exit 2, a run folder with traces and no summary), a report
+    drew its figures first.  Now refused with the other names, before anything is written."""
+    out = tmp_path / "mine"
+    (out / planted).mkdir(parents=True)
+    (out / planted / "notes.txt").write_text("mine")
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    result = command(out, tmp_path)  # type: ignore[operator]
+    _refused(result, out, _files(out), str(out), Path(planted).name)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
