@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -73,7 +74,7 @@ def sql(
                 streamed = _Streamed(got.columns, got.batches, finite=table.as_json)
                 _emit(streamed, table, title="", layout=Layout(numeric=got.numeric),
                       columns=got.columns)  # (no rows: CSV's header, JSON's [])
-        _nonfinite_note(streamed.n_nonfinite)
+        _nonfinite_note(streamed.n_nonfinite, streamed.n_decimal_text)
         _finish(corpus.report if corpus is not None else None, strict)
         return
     if not export:  # a table: its first rows kept, the others counted as read (--limit 0)
@@ -85,8 +86,8 @@ def sql(
     _renamed_note(result.renamed)
     rows = [dict(zip(result.columns, r)) for r in result.rows]
     if table.as_json:
-        rows, n_nonfinite = _finite(rows)
-        _nonfinite_note(n_nonfinite)
+        rows, n_nonfinite, n_decimal_text = _finite(rows)
+        _nonfinite_note(n_nonfinite, n_decimal_text)
     if result.more:
         say(f"note: the first {len(rows):,} rows; the query gives more (--limit N for N, "
             "--limit 0 for all)", err=True)
@@ -141,17 +142,21 @@ def _renamed_note(renamed: tuple[tuple[str, str], ...]) -> None:
             + ", ".join(f"{old} → {new}" for old, new in renamed), err=True)
 
 
-def _nonfinite_note(n_nonfinite: int) -> None:
+def _nonfinite_note(n_nonfinite: int, n_decimal_text: int = 0) -> None:
     if n_nonfinite:
         say(f"note: {n_nonfinite:,} values NaN or ±infinity printed as null (JSON has no "
             "such numbers; --csv or the table shows them)", err=True)
+    if n_decimal_text:
+        say(f"note: {n_decimal_text:,} DECIMAL values printed as strings, their exact digits: "
+            "more than a JSON reader's number (a double) keeps (CAST(x AS DOUBLE) in the "
+            "query prints numbers)", err=True)
 
 
 class _Streamed(list[dict[str, Any]]):
     """A result's rows as dicts, made a batch at a time as ``_emit`` writes them (CSV, or
     JSON through ``json.JSONEncoder.iterencode``, which takes any ``list`` by its truth and
     iteration, as ``replay.apply_policy.LazyRows``), NaN and ±inf as None with ``finite``
-    (counted in ``n_nonfinite``).  Iterated once, but for a first look at the first batch
+    (counted in ``n_nonfinite``) and DECIMALs as ``_finite`` writes them.  Iterated once, but for a first look at the first batch
     (``_emit`` reads the first row's columns): a second pass past it would have lost rows, and
     raises instead."""
 
@@ -162,6 +167,7 @@ class _Streamed(list[dict[str, Any]]):
         self._first = next(batches, [])
         self._past_first = False
         self.n_nonfinite = 0
+        self.n_decimal_text = 0
 
     def __bool__(self) -> bool:
         return bool(self._first)
@@ -183,22 +189,34 @@ class _Streamed(list[dict[str, Any]]):
         for r in batch:
             row = dict(zip(self._columns, r))
             if self._finite:
-                (row,), n = _finite([row])
+                (row,), n, n_text = _finite([row])
                 self.n_nonfinite += n
+                self.n_decimal_text += n_text
             yield row
 
 
-def _finite(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _finite(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
     """``rows`` with every NaN and ±inf (a query's ``x / 0``, also inside lists and structs)
     as None, which JSON can say, and how many there were: ``json`` would write ``NaN`` and
-    ``Infinity``, which no JSON reader takes."""
-    count = 0
+    ``Infinity``, which no JSON reader takes.  A DECIMAL (DuckDB's type of ``0.5 * n``) is a
+    JSON number when a double holds it exactly (the double's shortest text reads back as the
+    same decimal), else a string of its exact digits, counted (the third figure): written as
+    a number, every JSON reader would round it without a word."""
+    count = n_text = 0
 
     def fix(v: Any) -> Any:
-        nonlocal count
+        nonlocal count, n_text
         if isinstance(v, float) and not math.isfinite(v):
             count += 1
             return None
+        if isinstance(v, Decimal):
+            if not v.is_finite():
+                count += 1
+                return None
+            if Decimal(repr(number := float(v))) == v:
+                return number
+            n_text += 1
+            return str(v)
         if isinstance(v, dict):
             return {k: fix(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
@@ -206,4 +224,4 @@ def _finite(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
         return v
 
     fixed = [{k: fix(v) for k, v in row.items()} for row in rows]
-    return fixed, count
+    return fixed, count, n_text

@@ -352,3 +352,20 @@ def test_two_folders_of_one_run_under_one_policy_are_refused(data: tuple[Corpus,
     assert f"{copy}: holds run " in said and f"as {outs[0]} does" in said, said
     assert len(sql("SELECT * FROM trace_requests", traces=outs).rows) == sum(
         len(traces([o], "requests")) for o in outs)
+
+
+@pytest.mark.parametrize("limit", [[], ["--limit", "5"]], ids=["streamed", "limited"])
+def test_json_writes_decimals_as_numbers_when_exact(data: tuple[Corpus, list[Path]],
+                                                    limit: list[str]) -> None:
+    """DuckDB's ``0.5 * n`` is a DECIMAL: ``--json`` wrote it as the string "76.0", which a
+    reader's ``> 50`` does not compare as a number.  A DECIMAL a double holds exactly is a
+    number; one of more digits stays its exact string, counted and said (never rounded)."""
+    _, outs = data
+    query = ("SELECT 0.5 * request AS half, CAST('0.3' AS DECIMAL(3,1)) AS small, "
+             "CAST('1.23456789012345678901' AS DECIMAL(38,20)) AS big, "
+             "[CAST('2.5' AS DECIMAL(4,1))] AS l FROM trace_requests WHERE request = 3 LIMIT 1")
+    done = runner.invoke(app, ["sql", query, "-t", str(outs[0]), "--json", *limit])
+    assert done.exit_code == 0, done.output
+    rows = json.loads(done.stdout)
+    assert rows == [{"half": 1.5, "small": 0.3, "big": "1.23456789012345678901", "l": [2.5]}]
+    assert "note: 1 DECIMAL values printed as strings" in done.stderr
