@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -277,14 +278,27 @@ def _report_html(path: Path) -> bool:
     return head_bytes(path).startswith(b"\n".join(REPORT_HTML_HEAD))
 
 
+OLD_REPORT_FIGURE = re.compile(
+    r"(?:rereads|arg_share|summarisation|cache_invalidation|overshoots|timeline_\d{3}_.+)\.png")
+"""The names of the figures a report drew before it marked them (``png_marked``): the analyses'
+and the runs' timelines (``analysis.report.figures``; tests/test_folder_out_owned.py checks
+that every figure a report draws now has such a name)."""
+
+
 def report_owned(folder: Path) -> list[tuple[str, Owned]]:
     """What a report writes in ``folder`` (``report_targets``), with how each is known as a
     report's own: report.html and report.md by their first line, a ``report_files/*.png`` (a
     report removes the stale ones) by its ``Software`` text, or — drawn by a report before it
-    marked its figures — in a folder whose report.html or report.md is a report's."""
+    marked its figures — at a name such a report drew (``OLD_REPORT_FIGURE``) in a folder
+    whose report.html or report.md is a report's: a picture of the user's of another name
+    there is not taken for a stale figure (and removed), but refused as any foreign file."""
     def old_report() -> bool:
         return _report_html(folder / "report.html") or \
             head_bytes(folder / "report.md").startswith(REPORT_MD_HEAD)
 
+    def figure(path: Path) -> bool:
+        return png_marked(path) or (OLD_REPORT_FIGURE.fullmatch(path.name) is not None
+                                    and old_report())
+
     return [("report.html", _report_html), ("report.md", starts_with(REPORT_MD_HEAD)),
-            ("report_files/*.png", lambda p: png_marked(p) or old_report())]
+            ("report_files/*.png", figure)]

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from analysis.sweep.to_files import sweep_owned
 from replay.cli import app
-from replay.output_targets import foreign_files, report_owned
+from replay.output_targets import OLD_REPORT_FIGURE, foreign_files, png_marked, report_owned
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
@@ -122,6 +122,24 @@ def test_an_earlier_versions_figures_are_replaced(tmp_path: Path) -> None:
         owned = report_owned(alone) if out.name == "r" else sweep_owned(alone / "sweep")
         folder = alone if out.name == "r" else alone / "sweep"
         assert len(foreign_files(folder, owned)) == len(list(alone.glob(pattern))) > 0
+
+
+def test_a_picture_beside_an_earlier_versions_report_is_refused_not_removed(
+        tmp_path: Path) -> None:
+    """Beside a report of before figures were marked, every PNG in report_files/ was taken as
+    that report's: a picture of the user's there was removed as a stale figure, exit 0.  Only
+    the names such a report drew are its own; another is refused, left as it is."""
+    out = tmp_path / "r"
+    assert _report(out, tmp_path).exit_code in (0, 1)  # type: ignore[attr-defined]
+    drawn = sorted(out.glob("report_files/*.png"))
+    assert drawn and all(OLD_REPORT_FIGURE.fullmatch(p.name) for p in drawn)  # every name
+    for png in drawn:  # as an earlier version drew them: unmarked
+        png.write_bytes(png.read_bytes().replace(b"tEXtSoftware", b"tEXtSoftwarX"))
+    (out / "report_files" / "holiday.png").write_bytes(PNG)
+    _refused(_report(out, tmp_path), out, _files(out), "report_files/holiday.png")
+    (out / "report_files" / "holiday.png").unlink()
+    assert _report(out, tmp_path).exit_code in (0, 1)  # type: ignore[attr-defined]
+    assert all(png_marked(p) for p in out.glob("report_files/*.png"))
 
 
 def _run(out: Path, tmp: Path) -> object:
