@@ -48,6 +48,18 @@ path, or imports pandas)."""
 METRICS_GROUP = "analysis.per_run._compiled"
 """The metrics' group: ``analysis/per_run/_compiled__mypyc*.so`` (apart from the engine's: either
 build can be refused at import, the other still used)."""
+INGEST = ROOT / "replay" / "ingest"
+INGEST_MODULES = (
+    "parsers/builder", "parsers/claude_code", "parsers/claude_code_content",
+    "parsers/claude_code_emit", "parsers/claude_code_runs",
+    "parsers/codex_file", "parsers/codex_items", "parsers/codex_walk", "parsers/codex_walk_items",
+    "parsers/codex_walk_state", "parsers/json_text", "parsers/jsonl_batch",
+    "parsers/mini_swe_agent", "arrow_columns", "ops", "redaction", "run_tables", "schema_tables",
+)
+"""The ingest's parts compiled (under ``replay/ingest``): where a warm ingest of the samples
+spends its Python time."""
+INGEST_GROUP = "replay.ingest._compiled"
+"""The ingest's group: ``replay/ingest/_compiled__mypyc*.so``."""
 
 
 def _say(message: str) -> None:
@@ -65,7 +77,13 @@ def metric_sources() -> list[Path]:
     return [METRICS / f"{m}.py" for m in METRIC_MODULES]
 
 
-BUILDS = ((ENGINE, GROUP, compiled_sources), (METRICS, METRICS_GROUP, metric_sources))
+def ingest_sources() -> list[Path]:
+    """The ingest parts to compile."""
+    return [INGEST / f"{m}.py" for m in INGEST_MODULES]
+
+
+BUILDS = ((ENGINE, GROUP, compiled_sources), (METRICS, METRICS_GROUP, metric_sources),
+          (INGEST, INGEST_GROUP, ingest_sources))
 """Each compiled group: its folder (extensions and manifest beside its sources), its name, its
 modules."""
 

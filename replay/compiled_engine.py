@@ -19,7 +19,8 @@ from ``replay/engine/__init__.py``, before any engine module loads, and decides:
 
 The same build compiles the per-run metrics' parts (``analysis/per_run``, a group of their own
 with its own manifest there): ``choose_build(folder, package)`` makes the same decision for any
-such package, once; ``analysis/per_run/_build.py`` calls it before any of its modules loads.
+such package, once; ``analysis/per_run/_build.py`` calls it before any of its modules loads, and
+``replay/ingest/_build.py`` for the ingest's parts (``replay/ingest``, a third group).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ ENGINE_PACKAGE = "replay.engine"
 METRICS_PACKAGE = "analysis.per_run"
 """The metric parts' package, the second build (``analysis/per_run/_build.py``)."""
 METRICS_WHAT = "metric parts"
+"""How a warning and ``replay --version`` name it."""
+INGEST_PACKAGE = "replay.ingest"
+"""The ingest's hot path (parsers, tables), the third build (``replay/ingest/_build.py``)."""
+INGEST_WHAT = "ingest parts"
 """How a warning and ``replay --version`` name it."""
 
 

@@ -195,6 +195,8 @@ def _version(value: bool) -> None:
         from importlib.util import find_spec
 
         from replay.compiled_engine import (  # lazy: only for --version
+            INGEST_PACKAGE,
+            INGEST_WHAT,
             METRICS_PACKAGE,
             METRICS_WHAT,
             choose,
@@ -205,13 +207,16 @@ def _version(value: bool) -> None:
         folder = Path(spec.submodule_search_locations[0]) if spec and \
             spec.submodule_search_locations else Path("analysis")
         metrics = choose_build(folder / "per_run", METRICS_PACKAGE, METRICS_WHAT)
+        ingest_parts = choose_build(Path(__file__).resolve().parents[1] / "ingest",
+                                    INGEST_PACKAGE, INGEST_WHAT)
 
         try:
             release = version("ctxreplay")
         except PackageNotFoundError:
             release = "unknown (not installed)"
         typer.echo(f"ctxreplay {release}\nengine: {choose().describe()}\n"
-                   f"metric parts: {metrics.describe()}")
+                   f"metric parts: {metrics.describe()}\n"
+                   f"ingest parts: {ingest_parts.describe()}")
         raise typer.Exit()
 
 

@@ -7,3 +7,7 @@ itself (``schema``, ``store``, ``store_index``, ``store_session``, ``run_checks`
 is named (``run_label``) and what ingest makes of one file (``inspect``).  Everything
 format-specific stays in here: nothing downstream knows which format a run came from.
 """
+
+from __future__ import annotations
+
+from replay.ingest import _build  # noqa: F401  # first: the compiled parts or their .py

@@ -320,7 +320,7 @@ def _estimated_per_run(runs: _Columns, n_blocks_of: list[int],
     runs["n_estimated_blocks"], runs["estimated_tokens_o200k"] = n_blocks, tokens
 
 
-def _concat(parts: list[dict[str, list[Any]]], run_ids: list[str],
+def _concat(parts: list[dict[str, Any]], run_ids: list[str],
             counted: str) -> _Columns:
     """The column lists of several runs' rows, one after the other, with a ``run_id`` column
     (``counted`` is a column every row has); one run's lists are taken as they are."""

@@ -13,6 +13,7 @@ a list → an array (``replay.ingest.arrow_columns``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -106,7 +107,7 @@ def fields(name: str) -> tuple[tuple[str, pa.DataType], ...]:
     return tuple((f.name, canonical_type(f.type)) for f in SCHEMAS[name])
 
 
-def _array(values: list[object], type_: pa.DataType) -> pa.Array:
+def _array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     """``values`` as an Arrow array (``arrow_columns.column``: no pandas imported); strings
     that are not valid Unicode get U+FFFD (any string column may hold one)."""
     try:

@@ -187,7 +187,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                         odd_run_field(_TITLE_KEYS[kind], title, src.path, no, issues, odd)
             if uuid.__class__ is str and uuid:
                 seen_uuids[uuid] = uuid
-                last, known = uuid, last
+                known = last  # (two statements: mypyc unboxes ``last, known = uuid, last`` wrong)
+                last = uuid
                 sid = raw.sessionId
                 if sid.__class__ is not str:  # (a decoded value's class: ``isinstance``
                     # without its call)
@@ -227,7 +228,8 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
             seen_uuids[uuid] = uuid
-            last, known = uuid, last
+            known = last  # (two statements: mypyc unboxes ``last, known = uuid, last`` wrong)
+            last = uuid
         else:
             known = last
         parent = raw.parentUuid

@@ -128,7 +128,7 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
                 break
         else:
             continue
-        pair = (no, item)
+        pair: Any = (no, item)  # (one object: compiled, a typed tuple is a new box each use)
         met = firsts.setdefault(ident, pair)
         if met is pair:  # (an identity not met before, nearly every one: no call)
             continue
@@ -160,7 +160,7 @@ def usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:
         if rec.get("type") == "event_msg" and p.get("type") == "token_count":
             if p.get("info") is not None:
                 return True
-        elif rec.get("type") in ("response_item", *outputs, "message") and (
+        elif (rec.get("type") in outputs or rec.get("type") in ("response_item", "message")) and (
                 p.get("type") in outputs or p.get("role") == "assistant"):
             return False
     return False

@@ -20,7 +20,9 @@ class RunDraft:
     """A parsed run before tokenisation: run fields and message/request columns."""
 
     run: dict[str, Any]
-    messages: dict[str, list[Any]]
+    messages: dict[str, Any]
+    """Column -> values: a list, or an ``array('q')`` for ``INT_MSG_COLS`` (not typed as lists:
+    the compiled ingest parts check a list's type where they read one)."""
     requests: dict[str, list[Any]]
     events: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in EVENT_COLS})
 
