@@ -52,7 +52,9 @@ INGEST = ROOT / "replay" / "ingest"
 INGEST_MODULES = (
     "parsers/builder", "parsers/claude_code", "parsers/claude_code_content",
     "parsers/claude_code_emit", "parsers/claude_code_runs",
-    "parsers/codex_file", "parsers/codex_items", "parsers/codex_walk", "parsers/codex_walk_items",
+    "parsers/claude_code_branches", "parsers/claude_code_file", "parsers/codex",
+    "parsers/codex_file", "parsers/codex_items", "parsers/codex_sessions", "parsers/codex_walk",
+    "parsers/codex_walk_events", "parsers/codex_walk_items",
     "parsers/codex_walk_state", "parsers/json_text", "parsers/jsonl_batch",
     "parsers/mini_swe_agent", "arrow_columns", "ops", "redaction", "run_tables", "schema_tables",
 )

@@ -173,7 +173,7 @@ class RunBuilder:
         object, a negative or out-of-range number) is one issue naming the log's own field and
         the value, and unknown (None): never 0, never dropped without a word, and never hidden
         in a sum of parts (``request`` checks only what it records)."""
-        if value is None or value.__class__ is int and 0 <= value <= MAX_COUNT:
+        if value is None or type(value) is int and 0 <= value <= MAX_COUNT:
             return value  # (nearly every value: no call, no issue's wording made)
         return count_or_issue(value, f"request {len(self._r['request'])}: {name}", self.issues,
                               self.source.path, self.line)
@@ -191,7 +191,7 @@ class RunBuilder:
         r["output_msg"].append(self._msg if output_msg is None else output_msg)
         for name, value in zip(COUNT_COLS, (input_tokens, cache_read_tokens, cache_write_tokens,
                                              output_tokens, reasoning_tokens)):
-            if value is not None and (value.__class__ is not int or not 0 <= value <= MAX_COUNT):
+            if value is not None and (type(value) is not int or not 0 <= value <= MAX_COUNT):
                 value = count_or_issue(value, f"request {len(r['request']) - 1}: {name}",
                                        self.issues, self.source.path, self.line)
             r[name].append(value)

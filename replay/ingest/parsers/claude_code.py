@@ -164,10 +164,10 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                     yield run
             wait = ends.ready(next(iter(sessions)), first) if sessions and first else 0
         kind = raw.type
-        if kind == "progress" or kind.__class__ is str and kind in _PASS:  # not context; a
+        if kind == "progress" or type(kind) is str and kind in _PASS:  # not context; a
             # chain link with a uuid (``progress``: most lines, its new string not hashed)
             uuid = raw.uuid
-            if uuid.__class__ is str and uuid in seen_uuids:
+            if type(uuid) is str and uuid in seen_uuids:
                 duplicates.append(no)
                 src.coverage.skipped(f"{kind} (duplicate uuid)")
                 continue
@@ -179,18 +179,18 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                     title = getattr(raw, _TITLE_KEYS[kind])
                     if isinstance(title, str):
                         sid = raw.sessionId
-                        if sid.__class__ is not str and sid is not UNSET:
+                        if type(sid) is not str and sid is not UNSET:
                             odd_run_field("sessionId", sid, src.path, no, issues, odd)
                         session(sessions, sid if isinstance(sid, str) and sid else first,
                                 done).titles[kind] = title
                     elif title is not UNSET:
                         odd_run_field(_TITLE_KEYS[kind], title, src.path, no, issues, odd)
-            if uuid.__class__ is str and uuid:
+            if type(uuid) is str and uuid:
                 seen_uuids[uuid] = uuid
                 known = last  # (two statements: mypyc unboxes ``last, known = uuid, last`` wrong)
                 last = uuid
                 sid = raw.sessionId
-                if sid.__class__ is not str:  # (a decoded value's class: ``isinstance``
+                if type(sid) is not str:  # (a decoded value's class: ``isinstance``
                     # without its call)
                     if sid is not UNSET:  # (null or another type: joins the first, said)
                         odd_run_field("sessionId", sid, src.path, no, issues, odd)
@@ -203,21 +203,21 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                         at_sid, at = sid, sessions.get(sid) or session(sessions, sid, done)
                     parent = raw.parentUuid
                     at.links[uuid] = (known if parent == known else seen_uuids.get(
-                        parent, parent)) if parent.__class__ is str else None
+                        parent, parent)) if type(parent) is str else None
             continue
         sid = raw.sessionId
-        if sid.__class__ is not str:
+        if type(sid) is not str:
             if sid is not UNSET:  # (null or another type: the record joins the first
                 # session, as one without a sessionId does; said once a file)
                 odd_run_field("sessionId", sid, src.path, no, issues, odd)
             sid = first
         elif not sid:
             sid = first
-        if not first and kind.__class__ is str and kind in _OWN:
+        if not first and type(kind) is str and kind in _OWN:
             first = sid
         uuid = raw.uuid
-        uuid = uuid if uuid.__class__ is str else ""
-        kind = _MESSAGES.get(kind) or rtype(raw) if kind.__class__ is str else rtype(raw)
+        uuid = uuid if type(uuid) is str else ""
+        kind = _MESSAGES.get(kind) or rtype(raw) if type(kind) is str else rtype(raw)
         if sid != first and copied(path, sid, elsewhere):
             src.coverage.skipped(f"{kind} (copy from {sid[:8]}.jsonl)")
             continue
@@ -235,7 +235,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
         parent = raw.parentUuid
         try:
             rec = record(no, raw, kind, uuid, (known if parent == known else seen_uuids.get(
-                parent, parent)) or None if parent.__class__ is str else None, unread)  # (the
+                parent, parent)) or None if type(parent) is str else None, unread)  # (the
             # earlier record's string: most often the record before's, not looked up)
         except (Bad, KeyError, TypeError, ValueError, AttributeError) as exc:
             unread.clear()  # (the record is skipped: that is what is said)
@@ -255,7 +255,7 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
                 sess.links[uuid] = parent if isinstance(parent, str) else None
             count_other(src, kind)
             continue
-        if raw.logicalParentUuid is not None or rec.__class__ is Mark:  # (a boundary's links)
+        if raw.logicalParentUuid is not None or type(rec) is Mark:  # (a boundary's links)
             _link(rec, raw)
         elif raw.isSidechain is True:  # (else ``NO_TIE``, as ``record`` made it)
             rec.tie = SIDE_TIE if parent is not UNSET else tie(None, (), None, sidechain=True,
@@ -264,11 +264,11 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             rec.tie = tie(None, (), None, sidechain=False, unlinked=True)
         if rec.role == "assistant":
             mid = raw.message.id  # type: ignore[union-attr]  # (a response's: a ``Message``)
-            if noids.open or not (mid.__class__ is str and mid):  # (an id: nothing to see)
+            if noids.open or not (type(mid) is str and mid):  # (an id: nothing to see)
                 noids.see(no, rec, mid, sess.links)
         elif noids.open:
             noids.see(no, rec, None, sess.links)
-        if lines.on and rec.blocks.__class__ is str:  # (not held until its run is built)
+        if lines.on and type(rec.blocks) is str:  # (not held until its run is built)
             lines.keep(no)
             rec.blocks = AGAIN
         sess.nodes.append(rec)
@@ -279,12 +279,12 @@ def iter_runs(src: Source, issues: list[Issue]) -> Iterator[tuple[int | None, Ru
             elif parent_sid is not UNSET:  # (the fork then links to no parent: said)
                 odd_run_field("forkedFrom.sessionId", parent_sid, src.path, no, issues, odd)
         if not sess.version and (version := raw.version) is not UNSET:
-            if version.__class__ is str:
+            if type(version) is str:
                 sess.version = version
             else:
                 odd_run_field("version", version, src.path, no, issues, odd)
         if (agent := raw.agentId) is not UNSET:
-            if agent.__class__ is not str:  # (null or another type: a subagent's run then
+            if type(agent) is not str:  # (null or another type: a subagent's run then
                 # named by its file or chain: said, as the other run-level fields are)
                 odd_run_field("agentId", agent, src.path, no, issues, odd)
             elif agent:

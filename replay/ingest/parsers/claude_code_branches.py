@@ -63,7 +63,7 @@ def _index(recs: dict[int, Rec]) -> _Index:
     calls: dict[Any, list[Any]] = {}
     results: dict[Any, list[int]] = {}
     for line, r in recs.items():
-        blocks = r.blocks if r.blocks.__class__ is tuple else ()  # (a text: no call, no result)
+        blocks = r.blocks if type(r.blocks) is tuple else ()  # (a text: no call, no result)
         if r.role == "assistant":
             responses.setdefault(r.msg_id, []).append(line)
             calls.setdefault(r.msg_id, []).extend(x[1] for x in blocks if x[0] == "call")
@@ -122,7 +122,7 @@ def _off_main(off: set[int], recs: dict[int, Rec]) -> set[int]:
             continue
         if r.role == "assistant":
             parts.setdefault(r.msg_id, []).append(line)
-        if r.blocks.__class__ is tuple and (
+        if type(r.blocks) is tuple and (
                 ids := [x[1] for x in r.blocks if x[0] == "result"]):
             answers.append((line, ids))
     if not parts and not answers:
@@ -135,7 +135,7 @@ def _off_main(off: set[int], recs: dict[int, Rec]) -> set[int]:
             continue
         if line not in off:
             held.add(r.msg_id)
-        if asked and r.blocks.__class__ is tuple:
+        if asked and type(r.blocks) is tuple:
             for x in r.blocks:
                 if x[0] == "call" and x[1] in asked:
                     makers.setdefault(x[1], []).append(r.msg_id)

@@ -58,24 +58,24 @@ def content_blocks(content: Any, user: bool, unread: list[str] | None = None
     out: list[Block] = []
     for i, blk in enumerate(content):  # (the commonest types first: every type tested is one
         # comparison a block; a field that is no string is said by ``_str``)
-        if blk.__class__ is not dict:  # (a decoded value: a dict or no object at all)
+        if type(blk) is not dict:  # (a decoded value: a dict or no object at all)
             raise Bad(f"content block {i} is {type(blk).__name__}, expected an object")
         t = blk.get("type")
         if t == "text":
             v = blk.get("text")
-            out.append(("text", v if v.__class__ is str else _str(blk, "text", i)))
+            out.append(("text", v if type(v) is str else _str(blk, "text", i)))
         elif t == "tool_result" and user:
             v = blk.get("tool_use_id")
             c = blk.get("content")
-            if c.__class__ is list and unread is not None:  # (nearly every one not a string:
+            if type(c) is list and unread is not None:  # (nearly every one not a string:
                 # as_text at once, ``flat_text`` only to say what it read as empty)
                 n = len(unread)
                 c = as_text(c, unread)
                 if len(unread) > n:
                     _said_in(unread, n, i)
-            elif c.__class__ is not str:
+            elif type(c) is not str:
                 c = flat_text(c, i, unread)
-            out.append(("result", v if v.__class__ is str else _str(blk, "tool_use_id", i), c,
+            out.append(("result", v if type(v) is str else _str(blk, "tool_use_id", i), c,
                         blk.get("is_error") is True))
         elif (t == "tool_use" or t == "server_tool_use") and not user:
             args = blk.get("input", {})
@@ -90,7 +90,7 @@ def content_blocks(content: Any, user: bool, unread: list[str] | None = None
             out.append(("reasoning", _str(blk, "thinking", i)))
         elif t == "image":
             out.append(("image", "[image]"))
-        elif t.__class__ is str and t in ATTACHMENTS:  # a PDF or a file: its bytes are no
+        elif type(t) is str and t in ATTACHMENTS:  # a PDF or a file: its bytes are no
             # text the model read (a type that is no string: the block's JSON, as any other)
             out.append(("image", document_placeholder(blk)))
         elif t == "redacted_thinking":

@@ -112,13 +112,13 @@ def emit(b: RunBuilder, r: Rec, st: State) -> None:
                 harness_compaction=True)
         return
     blocks = r.blocks
-    if blocks.__class__ is str:  # (a user record or an attachment of one text: most records)
+    if type(blocks) is str:  # (a user record or an attachment of one text: most records)
         msg = b.message("user", ts=r.ts)
         if r.uuid in st.wanted:
             st.msg_of[r.uuid] = msg
         b.text(blocks)
         return
-    if blocks.__class__ is not tuple:  # (``AGAIN``: the one text read again)
+    if type(blocks) is not tuple:  # (``AGAIN``: the one text read again)
         blocks = block_list(r)
     if not blocks:
         return
@@ -172,7 +172,7 @@ def _call_text(shared: Shared | None, line: int, block: Any, args: Any) -> str |
     """The text of the call ``args`` of block ``block`` of the record of ``line`` as the runs
     share it (``State.shared``; None: the builder makes it, as for a command given as a
     string)."""
-    if shared is None or args.__class__ is str:
+    if shared is None or type(args) is str:
         return None
     text = shared.get((line, block))
     if text is None:

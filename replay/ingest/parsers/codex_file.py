@@ -119,11 +119,11 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
         item = rec.get("payload", rec)  # (legacy: bare items)
         if item is not rec and rec.get("type") != "response_item":
             continue  # (no item: no identity)
-        if item.__class__ is not dict or (t := item.get("type")).__class__ is not str:
+        if type(item) is not dict or (t := item.get("type")).__class__ is not str:
             continue
         for key in _IDENTITY_KEYS:  # (the identity, without a call an item)
             value = item.get(key)
-            if value.__class__ is str and value:
+            if type(value) is str and value:
                 ident = (t, value)
                 break
         else:

@@ -44,7 +44,7 @@ _TOOL = {"local_shell_call": "local_shell", "tool_search_call": "tool_search",
 def call(no: int, t: str, p: dict[str, Any]) -> tuple[str, str, Any]:
     """(call id, tool name, args) of a model-output call item (``CALLS`` or ``HOSTED``)."""
     call_id = p.get("call_id")
-    if call_id.__class__ is not str or not call_id:  # (else opt_str's answer: no call)
+    if type(call_id) is not str or not call_id:  # (else opt_str's answer: no call)
         call_id = opt_str(p, "call_id") or opt_str(p, "id") or f"call-{no}"
     if t in ("web_search_call", "image_generation_call"):
         keep = ("action",) if t == "web_search_call" else ("revised_prompt", "prompt")
@@ -123,7 +123,7 @@ def reasoning(p: dict[str, Any], bad: list[str] | None = None) -> str:
             if isinstance(text, str):
                 if text:
                     parts.append(text)
-            elif bad is not None and (text is not None or x.__class__ is dict and "text" in x):
+            elif bad is not None and (text is not None or type(x) is dict and "text" in x):
                 unread_text(value, x, bad, f"reasoning {key}")  # (a text null: said too)
     return "\n".join(parts)
 
@@ -247,7 +247,7 @@ def opt_int(d: dict[str, Any], key: str, bad: list[str]) -> int | None:
     """``d[key]`` as a count (``json_int``; None when absent); a value that is present but not
     a count is None and its key is appended to ``bad`` (the caller reports it)."""
     value = d.get(key)
-    if value.__class__ is int:  # (nearly every count: json_int's first test, without a call)
+    if type(value) is int:  # (nearly every count: json_int's first test, without a call)
         return value
     n = json_int(value)
     if n is None and value is not None:
@@ -261,7 +261,7 @@ def usage(u: dict[str, Any], bad: list[str]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for key, name in USAGE:
         value = u.get(key)
-        if value.__class__ is not int:  # (nearly every count is: ``opt_int`` without a call)
+        if type(value) is not int:  # (nearly every count is: ``opt_int`` without a call)
             value = opt_int(u, key, bad)
         if value is not None or name not in out:
             out[name] = value

@@ -44,7 +44,7 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
             raise ValueError(f"{kind!r} line: payload is {type(payload).__name__}, "
                              "not an object")
         ts = rec.get("timestamp")
-        if ts.__class__ is not str:  # (nearly every line has one: no call)
+        if type(ts) is not str:  # (nearly every line has one: no call)
             ts = timestamp(w, no, rec)
         if w.replaying and ts >= w.fork_ts:
             w.replaying = False  # the fork's own lines begin
@@ -63,7 +63,7 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
             meta(w, payload, ts, no)
         elif kind == "compacted":
             compacted(w, no, payload, ts)
-        elif kind.__class__ is not str:  # (no key of the line types)
+        elif type(kind) is not str:  # (no key of the line types)
             raise ValueError(f"line type is {held(kind)}, not a string")
         elif kind in SKIPPED_LINES:
             w.cov.skipped(kind)
@@ -76,7 +76,7 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
         s[name] = s.get(name, 0) + 1
     elif "type" in rec:
         ts = rec.get("timestamp")
-        item(w, no, rec, ts if ts.__class__ is str else timestamp(w, no, rec))
+        item(w, no, rec, ts if type(ts) is str else timestamp(w, no, rec))
     elif "id" in rec and "timestamp" in rec:
         meta(w, rec, timestamp(w, no, rec), no)
     else:
@@ -103,7 +103,7 @@ def timestamp(w: Walk, no: int, d: dict[str, Any]) -> str:
     (``Walk.note``).  Every Codex writes ISO-8601 text (``RolloutLine.timestamp: String``),
     so a number is no Codex clock: epoch seconds or milliseconds would be a guess."""
     value = d.get("timestamp")
-    if value.__class__ is str:
+    if type(value) is str:
         return value
     if value is not None:
         w.note(no, _NOT_TEXT)

@@ -23,7 +23,7 @@ _EVENT_NAMES = {t: f"event_msg/{t}" for t in (
 def event(w: Walk, no: int, p: dict[str, Any]) -> None:
     """The event ``p`` of line ``no``."""
     t = p.get("type")
-    name = _EVENT_NAMES.get(t) if t.__class__ is str else None  # (no new string an event)
+    name = _EVENT_NAMES.get(t) if type(t) is str else None  # (no new string an event)
     if name is None:
         name = f"event_msg/{t}"
     if t == "token_count":

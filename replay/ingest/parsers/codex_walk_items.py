@@ -25,16 +25,16 @@ _ITEM_NAMES = {t: f"response_item/{t}" for t in (
 def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
     """The response item ``p`` of line ``no`` (a modern line's payload or a legacy line)."""
     t, b = p.get("type"), w.b
-    name = _ITEM_NAMES.get(t) if t.__class__ is str else None  # (no new string an item)
+    name = _ITEM_NAMES.get(t) if type(t) is str else None  # (no new string an item)
     if name is None:
         name = f"response_item/{t}"
     if isinstance(p.get("id"), str) and p["id"]:
         w.by_id[p["id"]] = p
     if t == "message":
         role = p.get("role")
-        if role.__class__ is not str or role not in it.ROLES:  # (a list: no key of ROLES)
+        if type(role) is not str or role not in it.ROLES:  # (a list: no key of ROLES)
             raise ValueError(f"message role {role[:40]!r} is not user/assistant/developer/system"
-                             if role.__class__ is str else f"message role is {held(role)}, not a "
+                             if type(role) is str else f"message role is {held(role)}, not a "
                              "string (user/assistant/developer/system)")
         blocks = it.content(p.get("content"), w.bad)
         if role == "assistant":
@@ -73,7 +73,7 @@ def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
             b.tool_result(call_id, it.hosted_result(t, p))
     elif t in it.OUTPUTS:
         cid = p.get("call_id")  # (a non-empty string is opt_str's answer: no call)
-        call_id = cid if cid.__class__ is str and cid else \
+        call_id = cid if type(cid) is str and cid else \
             it.opt_str(p, "call_id") or it.opt_str(p, "id")
         if not call_id:
             raise ValueError(f"{t} has no call_id")

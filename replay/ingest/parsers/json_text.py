@@ -58,7 +58,7 @@ def _plain(value: Any) -> bool:
     """Whether ``value`` is strings, integers (booleans), nulls, and lists and string-keyed
     objects of them, with at most ``_PLAIN_CONTAINERS`` lists and objects (a circular value
     has more)."""
-    t = value.__class__
+    t = type(value)
     if t is str or t is int or t is bool or value is None:
         return True
     stack, containers = [value], 0  # (containers only: a scalar is tested where it is met)
@@ -69,19 +69,19 @@ def _plain(value: Any) -> bool:
             return False
         # (the two loops below test items alike, written twice: one loop over the values
         # after a pass over the keys cost ~1 M more instructions an ingest of the samples)
-        if v.__class__ is dict:
+        if type(v) is dict:
             for key, item in v.items():
-                if key.__class__ is not str:
+                if type(key) is not str:
                     return False
-                t = item.__class__
+                t = type(item)
                 if t is str or t is int or t is bool or item is None:
                     continue
                 if t is not dict and t is not list:
                     return False
                 stack.append(item)
-        elif v.__class__ is list:
+        elif type(v) is list:
             for item in v:
-                t = item.__class__
+                t = type(item)
                 if t is str or t is int or t is bool or item is None:
                     continue
                 if t is not dict and t is not list:

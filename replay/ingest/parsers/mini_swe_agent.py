@@ -152,7 +152,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             is_obj = isinstance(m, dict)
             role = m.get("role") if is_obj else None
             rtype = "message (not an object)" if not is_obj else \
-                (_RTYPES.get(role) or f"message/{role}") if role.__class__ is str else \
+                (_RTYPES.get(role) or f"message/{role}") if type(role) is str else \
                 "message (no role)" if role is None else "message (role not a string)"
             try:
                 if not is_obj:
@@ -224,14 +224,14 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
             what it holds, what was expected): the caller skips it with an issue.
     """
     role = m.get("role")
-    if role.__class__ is not str:  # (a list is no key of the role tables: said here)
+    if type(role) is not str:  # (a list is no key of the role tables: said here)
         raise TypeError(f"role is {'missing' if 'role' not in m else held(role)}, not a string "
                         f"({_EXPECTED})")
     extra = m.get("extra")
-    if extra.__class__ is not dict:
+    if type(extra) is not dict:
         extra = _obj(extra)
     ts = extra.get("timestamp")
-    if ts.__class__ is not str:  # (a string, nearly every one: no call)
+    if type(ts) is not str:  # (a string, nearly every one: no call)
         ts = _ts(ts)
     content = m.get("content")
     if role == "exit":
@@ -241,7 +241,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
     if role == "tool":
         b.message("tool", ts=ts)
         call_id = m.get("tool_call_id")
-        if call_id.__class__ is not str and call_id is not None:  # (its JSON, said)
+        if type(call_id) is not str and call_id is not None:  # (its JSON, said)
             call_id = name_field(b, call_id, "tool_call_id", line=lines[i])
         if not call_id:
             call_id = pending[0] if pending else f"call-{i}"
@@ -263,7 +263,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
 def _text(b: RunBuilder, content: Any, lines: ItemLines, i: int) -> str:
     """``as_text(content)``, each value in it read as empty although it held one said about the
     message being written (``typed_text.said``; at message ``i``'s line, found only then)."""
-    if content.__class__ is str:
+    if type(content) is str:
         return content
     bad: list[str] = []
     text = as_text(content, bad)
@@ -278,9 +278,9 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     if content is not None and not isinstance(content, (str, list)):
         raise TypeError(f"content is {held(content)}, not a string or a list of parts")
     bad: list[str] = []  # (said once the message is made; a string: none, no call)
-    text = content if content.__class__ is str else as_text(content, bad)
+    text = content if type(content) is str else as_text(content, bad)
     listed = m.get("tool_calls")  # (none in text mode: no list made)
-    if listed is not None and listed.__class__ is not list:
+    if listed is not None and type(listed) is not list:
         raise TypeError(f"tool_calls is {held(listed)}, not a list of calls")
     tool_calls = [tc for tc in listed if isinstance(tc, dict)] if listed else []
     if listed and len(tool_calls) < len(listed):
@@ -310,12 +310,12 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
             except JSON_REFUSED:
                 pass
         call_id, name = tc.get("id"), fn.get("name")
-        if name is not None and name.__class__ is not str:
+        if name is not None and type(name) is not str:
             wrong.append(f"tool_calls[{k}]: function.name is {held(name)}, not a string (read as "
                          "'bash', the one tool mini-swe-agent has)")
-        if call_id.__class__ is not str and call_id is not None:  # (its JSON, said)
+        if type(call_id) is not str and call_id is not None:  # (its JSON, said)
             call_id = name_field(b, call_id, f"tool_calls[{k}].id", line=lines[i])
-        b.tool_call(call_id or f"call-{i}-{k}", name if name.__class__ is str and name else
+        b.tool_call(call_id or f"call-{i}-{k}", name if type(name) is str and name else
                     "bash", args)
     ids = [f"call-{i}"] if len(commands) == 1 else [f"call-{i}-{k}" for k in range(len(commands))]
     for call_id, command in zip(ids, commands):
@@ -323,7 +323,7 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
     if wrong:
         b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
     response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
-    _request(b, response if response.__class__ is dict else _obj(response), ts, lines, i)
+    _request(b, response if type(response) is dict else _obj(response), ts, lines, i)
     return ids
 
 
@@ -334,11 +334,11 @@ def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
     left out, each appended to ``wrong``."""
     commands = []
     for k, a in enumerate(actions):
-        if a.__class__ is not dict:
+        if type(a) is not dict:
             wrong.append(f"extra.actions[{k}] is {held(a)}, not an object (left out)")
             continue
         command = a.get("command", "")
-        if command.__class__ is not str:
+        if type(command) is not str:
             where = f"extra.actions[{k}].command"
             wrong.append(not_a_string(None, where) if command is None else
                          kept_as_json(command, where))
@@ -350,12 +350,12 @@ def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
 def _request(b: RunBuilder, response: dict[str, Any], ts: str, lines: ItemLines,
              i: int) -> None:
     usage = response.get("usage")
-    if usage.__class__ is not dict:
+    if type(usage) is not dict:
         usage = _obj(usage)
     prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
     model = response.get("model")
-    if model.__class__ is not str:  # (another type: said; its line found only then)
+    if type(model) is not str:  # (another type: said; its line found only then)
         model = "" if model is None else text_field(b, model, "response.model", line=lines[i])
     b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
                                    "prompt_tokens"),
