@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from replay.ingest._build import BUILD as INGEST_BUILD
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS
 from replay.ingest.parsers.source import Issue, Source
@@ -261,6 +262,8 @@ def test_chat_request_line_with_messages_as_a_string() -> None:
     assert run.run["n_requests"] == 1
 
 
+@pytest.mark.skipif(INGEST_BUILD.compiled, reason="replaces ops.classify where the builder calls "
+                    "it: compiled, the builder calls it straight (CTXREPLAY_PURE=1 runs it)")
 def test_builder_keeps_a_call_the_classifier_fails_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in ``replay.ingest.ops.classify`` (e.g. IndexError on ``env | grep PATH``) escaped every
     parser and lost the file.  The builder now keeps the call as op 'other' with an issue."""

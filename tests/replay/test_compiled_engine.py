@@ -161,20 +161,25 @@ def test_the_compiled_modules_are_the_ones_running() -> None:
     assert fold.__file__ is not None and fold.__file__.endswith(SUFFIX)
 
 
-def test_another_packages_build_is_decided_alike(tmp_path: Path) -> None:
-    """The metric parts' build (``analysis/per_run``, ``choose_build``): named by its package,
-    refused when stale, and a manifest naming a module of another package is unreadable."""
-    folder = tmp_path / "per_run"
-    folder.mkdir()
-    source = folder / "stats.py"
+@pytest.mark.parametrize(("package", "module"), [("analysis.per_run", "stats"),
+                                                  ("replay.ingest", "parsers/builder")])
+def test_another_packages_build_is_decided_alike(tmp_path: Path, package: str,
+                                                 module: str) -> None:
+    """The metric parts' build (``analysis/per_run``) and the ingest parts' (``replay/ingest``,
+    modules in a subfolder too), ``choose_build``: named by its package, refused when stale, and
+    a manifest naming a module of another package is unreadable."""
+    folder = tmp_path / package.rsplit(".", 1)[-1]
+    source = folder / f"{module}.py"
+    source.parent.mkdir(parents=True)
     source.write_text("X = 1\n")
-    (folder / f"stats{SUFFIX}").write_bytes(b"not a real extension")
+    source.with_name(f"{source.stem}{SUFFIX}").write_bytes(b"not a real extension")
+    name = f"{package}.{module.replace('/', '.')}"
     (folder / MANIFEST).write_text(json.dumps({"built_with": "mypyc 0", "modules": {
-        "analysis.per_run.stats": source_sha256(source)}}))
-    build, pure = decide(folder, {}, "analysis.per_run")
+        name: source_sha256(source)}}))
+    build, pure = decide(folder, {}, package)
     assert (build.compiled, build.reason, pure) == (True, "mypyc 0, 1 modules", {})
     assert decide(folder, {}, "replay.engine")[0].warn  # (its modules are not this package's)
     source.write_text("X = 2\n")
-    build, pure = decide(folder, {}, "analysis.per_run")
+    build, pure = decide(folder, {}, package)
     assert (build.compiled, build.warn) == (False, True) and "stale build" in build.reason
-    assert pure == {"analysis.per_run.stats": source}
+    assert pure == {name: source}

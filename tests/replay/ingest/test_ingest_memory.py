@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from replay.ingest import parse_file as parse_file_module
+from replay.ingest._build import BUILD as INGEST_BUILD
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import PARSERS, jsonl
 from replay.ingest.parsers.builder import RunBuilder
+from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from tests.conftest import SAMPLES
@@ -46,6 +49,19 @@ def test_file_bytes_are_released_before_counting(sample: str,
     assert alive == [0]
 
 
+def at_each_run(monkeypatch: pytest.MonkeyPatch, call: Callable[[], None]) -> None:
+    """``call`` when a parser's run is built (its ``RunDraft`` made, at the end of
+    ``RunBuilder.build``: ``build`` itself is called by compiled parsers straight, not looked
+    up, ``replay/ingest/_build.py``)."""
+    real = RunDraft.__init__
+
+    def made(self: RunDraft, *args: Any, **kwargs: Any) -> None:
+        call()
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunDraft, "__init__", made)
+
+
 def _openhands_events(path: Any) -> Any:
     events = []
     for i in range(3):
@@ -69,15 +85,21 @@ def test_file_bytes_are_released_before_the_runs_are_built(
     raises, never reads as an empty file."""
     path = SAMPLES / sample if sample else _openhands_events(tmp_path / "events.json")
     released: list[bool] = []
-    real = RunBuilder.build
+    sources: list[Source] = []
+    real_source = Source.__init__
 
-    def spy(self: RunBuilder) -> Any:
+    def made(self: Source, *args: Any, **kwargs: Any) -> None:
+        real_source(self, *args, **kwargs)
+        sources.append(self)
+
+    def built() -> None:
+        (src,) = [s for s in sources if s.path == str(path)]
         with pytest.raises(ValueError):
-            len(self.source.data)
+            len(src.data)
         released.append(True)
-        return real(self)
 
-    monkeypatch.setattr(RunBuilder, "build", spy)
+    monkeypatch.setattr(Source, "__init__", made)
+    at_each_run(monkeypatch, built)
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.messages.num_rows > 0
     assert released and all(released)
@@ -198,22 +220,19 @@ def test_claude_code_records_are_let_go_as_they_are_emitted(
     from replay.ingest.parsers.claude_code_records import Rec
     path = SAMPLES / sample if sample else _claude_code_records(tmp_path / "s.jsonl", 200)
     alive: list[tuple[int, int]] = []
-    real = RunBuilder.build
 
     def count() -> tuple[int, int]:
         gc.collect()
         return (sum(isinstance(o, Rec) for o in gc.get_objects()),
                 sum(isinstance(o, ChatPath) for o in gc.get_objects()))
 
-    def spy(self: RunBuilder) -> Any:
-        alive.append(count())
-        return real(self)
-
     before = count()  # what other tests in this worker left alive is not this parse's
-    monkeypatch.setattr(RunBuilder, "build", spy)
+    at_each_run(monkeypatch, lambda: alive.append(count()))
     parsed = parse_file(path, path.parent)
     assert parsed.tables is not None and parsed.tables.messages.num_rows >= 200
-    assert (alive[-1][0] - before[0], alive[-1][1] - before[1]) == (0 if sample is None else 1, 0)
+    records, paths = alive[-1][0] - before[0], alive[-1][1] - before[1]
+    assert records <= (0 if sample is None else 1) and paths == 0  # (compiled, the sample's
+    # last record is not held either: its loop keeps no frame)
 
 
 def test_a_claude_code_record_is_one_object_when_read(tmp_path: Any,
@@ -286,6 +305,8 @@ def test_a_user_record_has_no_slots_for_a_response_or_a_boundary(
     assert max(sizes[0]) <= 96
 
 
+@pytest.mark.skipif(INGEST_BUILD.compiled, reason="reads the locals of the parser's frames, "
+                    "which compiled functions have none of (CTXREPLAY_PURE=1 runs it)")
 def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A transcript of 200 records on one chain, in file order: when every line is read no

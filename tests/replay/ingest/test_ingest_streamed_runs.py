@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from replay.ingest import entry_file, parse_file, store
 from replay.ingest.batch import ingest
-from replay.ingest.parsers import claude_code, claude_code_runs, jsonl_reread
+from replay.ingest.parsers import claude_code, jsonl_reread
 from replay.ingest.parsers.claude_code_ends import session_ends
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue, Source
@@ -100,6 +100,10 @@ def _store_files(root: Path) -> dict[str, bytes]:
 
 def _wrapped(mp: pytest.MonkeyPatch, module: Any, name: str,
              before: Callable[..., None]) -> None:
+    """``before`` called ahead of each call of ``module.name``: a function looked up where it is
+    called (a run made is seen as its ``RunDraft``'s ``__init__``: ``claude_code_runs._run`` is
+    called by compiled code straight, not by its name, as any call inside the compiled ingest
+    parts, ``replay/ingest/_build.py``)."""
     original = getattr(module, name)
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -130,7 +134,7 @@ def test_a_big_files_runs_are_written_one_at_a_time(tmp_path: Path) -> None:
         with pytest.MonkeyPatch.context() as mp:
             _streamed(mp, on)
             mp.setattr(entry_file, "ROW_GROUP_TEXT_BYTES", 700)
-            _wrapped(mp, claude_code_runs, "_run", made)
+            _wrapped(mp, RunDraft, "__init__", made)
             _wrapped(mp, parse_file, "tokenize", taken)
             report = ingest([path.parent], tmp_path / f"ds-{on}", jobs=1)
         assert report.ok and report.n_runs == 8
@@ -153,7 +157,7 @@ def test_a_sessions_runs_are_made_once_the_file_is_read_past_it(tmp_path: Path) 
         with pytest.MonkeyPatch.context() as mp:
             _streamed(mp, on)
             _wrapped(mp, claude_code, "record", lambda no, *_: events.append(f"read {no}"))
-            _wrapped(mp, claude_code_runs, "_run", lambda *_, **__: events.append("run"))
+            _wrapped(mp, RunDraft, "__init__", lambda *_, **__: events.append("run"))
             parsed[on] = _parsed(path)
         last_read = max(i for i, e in enumerate(events) if e.startswith("read"))
         assert (events.index("run") < last_read) == on
@@ -232,7 +236,7 @@ def test_a_file_failing_midway_leaves_no_entry_and_keeps_the_old(tmp_path: Path)
 
     with pytest.MonkeyPatch.context() as mp:
         _streamed(mp, True)
-        _wrapped(mp, claude_code_runs, "_run", fail_at_third)
+        _wrapped(mp, RunDraft, "__init__", fail_at_third)
         report = ingest([path.parent], out, jobs=1)
     assert report.failed == ["s.jsonl"]
     assert any("parser failed: RuntimeError: planted" in i.reason for i in report.issues)

@@ -178,20 +178,22 @@ def test_a_file_that_changed_before_its_texts_were_read_again_fails(
     """The file changes once every line is read, before its run is built: a text changed
     (same size) or the file removed.  The file fails with the parser's issue; no run is made
     of texts that are not those hashed."""
-    from replay.ingest.parsers import claude_code_runs
     monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
     path = tmp_path / "s.jsonl"
     write_chain(path, 200, numbered=True)
-    real = claude_code_runs._run
+    real = jsonl_reread.LineIndex.read
+    edited: list[bool] = []
 
-    def edit_then_run(*args: Any, **kwargs: Any) -> Any:
-        if change == "text":
-            path.write_bytes(path.read_bytes().replace(b'"hi 150"', b'"HI 150"'))
-        else:
-            path.unlink()
-        return real(*args, **kwargs)
+    def edit_then_read(self: jsonl_reread.LineIndex, no: int) -> bytes:
+        if not edited:  # (the first text read again: its run is being built)
+            edited.append(True)
+            if change == "text":
+                path.write_bytes(path.read_bytes().replace(b'"hi 150"', b'"HI 150"'))
+            else:
+                path.unlink()
+        return real(self, no)
 
-    monkeypatch.setattr(claude_code_runs, "_run", edit_then_run)
+    monkeypatch.setattr(jsonl_reread.LineIndex, "read", edit_then_read)
     parsed = parse_file(path, path.parent)
     assert parsed.tables is None
     assert len(parsed.issues) == 1 and "parser failed" in parsed.issues[0].reason
