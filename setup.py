@@ -2,13 +2,14 @@
 
 ``pip install .`` and ``pip install -e .`` compile the engine's modules (``replay/engine``, but
 its ``__init__`` files and ``trace.py``) with mypyc, the engine about 2x fewer instructions a
-request (README "Performance"), and the per-run metrics' parts (``analysis/per_run``: the
-modules of ``METRIC_MODULES``, a group of their own), and write each build's manifest beside
-its modules: each module and the sha256 of the source compiled (``replay/compiled_engine.py``
-checks it at import and runs the pure-Python modules when a source changed since).  With ``CTXREPLAY_PURE=1``, or when mypyc or a
-C compiler fails, the install goes on with the pure-Python engine only (and removes a compiled
-engine an earlier build left in this folder).  ``replay --version`` says which engine runs.
-"""
+request (README "Performance"), the per-run metrics' parts (``analysis/per_run``: the modules
+of ``METRIC_MODULES``, a group of their own) and the ingest's hot path (``replay/ingest``: the
+parsers' and tables' modules of ``INGEST_MODULES``, a third group), and write each build's
+manifest beside its modules: each module and the sha256 of the source compiled
+(``replay/compiled_engine.py`` checks it at import and runs the pure-Python modules when a
+source changed since).  With ``CTXREPLAY_PURE=1``, or when mypyc or a C compiler fails, the
+install goes on with the pure-Python engine only (and removes a compiled engine an earlier
+build left in this folder).  ``replay --version`` says which engine runs."""
 
 from __future__ import annotations
 
@@ -59,7 +60,11 @@ INGEST_MODULES = (
     "parsers/mini_swe_agent", "arrow_columns", "ops", "redaction", "run_tables", "schema_tables",
 )
 """The ingest's parts compiled (under ``replay/ingest``): where a warm ingest of the samples
-spends its Python time."""
+spends its Python time, each family kept for lowering its parse's instructions.  Not here:
+``claude_code_records`` (a tuple subclass, msgspec Structs, a dataclass over the uncompiled
+``Node``), modules whose functions the tests replace where they are called (``parse_file``,
+``tokens``, ``jsonl``, ``claude_code_path``, ``claude_code_order``: a compiled caller calls
+straight), and the formats that spend little time in Python."""
 INGEST_GROUP = "replay.ingest._compiled"
 """The ingest's group: ``replay/ingest/_compiled__mypyc*.so``."""
 
