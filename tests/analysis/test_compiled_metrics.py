@@ -142,9 +142,8 @@ def test_version_says_which_metric_parts_run(pure: bool) -> None:
     """``replay --version`` names the metric parts' build beside the engine's: the build this
     process chose (``BUILD``), or pure Python under ``CTXREPLAY_PURE=1``; without importing
     NumPy to say it."""
-    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
-    if pure:
-        env[PURE_ENV] = "1"
+    env = {**os.environ, PURE_ENV: "1"} if pure else dict(os.environ)  # (else as this process:
+    # its BUILD is the one expected, also under CTXREPLAY_PURE=1)
     probe = ("import sys; from replay.cli import app; from typer.testing import CliRunner;"
              "r = CliRunner().invoke(app, ['--version']); print(r.output);"
              "print('numpy' in sys.modules)")

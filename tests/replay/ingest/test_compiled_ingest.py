@@ -80,9 +80,8 @@ def test_the_build_compiles_the_modules_it_names() -> None:
 def test_version_says_which_ingest_parts_run(pure: bool) -> None:
     """``replay --version`` names the ingest parts' build on a line of its own: the build this
     process chose (``BUILD``), or pure Python under ``CTXREPLAY_PURE=1``."""
-    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
-    if pure:
-        env[PURE_ENV] = "1"
+    env = {**os.environ, PURE_ENV: "1"} if pure else dict(os.environ)  # (else as this process:
+    # its BUILD is the one expected)
     probe = ("from replay.cli import app; from typer.testing import CliRunner;"
              "print(CliRunner().invoke(app, ['--version']).output)")
     got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
