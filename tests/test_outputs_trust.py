@@ -127,7 +127,9 @@ def test_a_symlink_planted_at_a_planned_output_is_refused_before_any_work(
 def test_a_report_s_stale_figures_are_removed_inside_report_files_only(project: Path) -> None:
     assert _invoke(["report", "logs", "-p", "none", "--out", "o", "-q",
                     "--max-timelines", "1"]).exit_code == 0
-    (project / "o" / "report_files" / "stale.png").write_bytes(b"old")
+    drawn = next((project / "o" / "report_files").glob("*.png"))  # a figure an earlier
+    # report drew (marked as a report's) that this one does not draw again
+    (project / "o" / "report_files" / "timeline_009_gone.png").write_bytes(drawn.read_bytes())
     (project / "o" / "mine.png").write_bytes(b"mine")
     # a symlink of the user's (to a picture elsewhere) is no figure a report drew: it was
     # unlinked as a stale figure, exit 0; now left as it is
@@ -135,7 +137,7 @@ def test_a_report_s_stale_figures_are_removed_inside_report_files_only(project: 
     (project / "o" / "report_files" / "holiday.png").symlink_to(project / "photo.png")
     assert _invoke(["report", "logs", "-p", "none", "--out", "o", "-q",
                     "--max-timelines", "1"]).exit_code == 0
-    assert not (project / "o" / "report_files" / "stale.png").exists()
+    assert not (project / "o" / "report_files" / "timeline_009_gone.png").exists()
     assert (project / "o" / "mine.png").read_bytes() == b"mine"
     assert os.readlink(project / "o" / "report_files" / "holiday.png") == \
         str(project / "photo.png")
