@@ -27,6 +27,7 @@ from tests.fuzz.harness import (
 )
 from tests.fuzz.mutations import deep_list, join_lines, json_object, serialise_with, split_lines
 from tests.fuzz.seeds import Seed, dump_doc, dump_line
+from tests.pure_rerun import ran_pure
 
 # --------------------------------------------------------------------------- pinned inputs
 
@@ -262,11 +263,13 @@ def test_chat_request_line_with_messages_as_a_string() -> None:
     assert run.run["n_requests"] == 1
 
 
-@pytest.mark.skipif(INGEST_BUILD.compiled, reason="replaces ops.classify where the builder calls "
-                    "it: compiled, the builder calls it straight (CTXREPLAY_PURE=1 runs it)")
-def test_builder_keeps_a_call_the_classifier_fails_on(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_builder_keeps_a_call_the_classifier_fails_on(request: pytest.FixtureRequest,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in ``replay.ingest.ops.classify`` (e.g. IndexError on ``env | grep PATH``) escaped every
-    parser and lost the file.  The builder now keeps the call as op 'other' with an issue."""
+    parser and lost the file.  The builder now keeps the call as op 'other' with an issue.
+    (Compiled, the builder calls ``classify`` straight: run where it is pure.)"""
+    if ran_pure(request, INGEST_BUILD.compiled):
+        return
     from replay.ingest.parsers import builder
 
     def broken(tool: str, args: Any) -> Any:

@@ -22,6 +22,7 @@ from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Source
 from replay.ingest.run_tables import tokenize
 from tests.conftest import SAMPLES
+from tests.pure_rerun import ran_pure
 
 
 @pytest.mark.parametrize("sample", [
@@ -305,18 +306,19 @@ def test_a_user_record_has_no_slots_for_a_response_or_a_boundary(
     assert max(sizes[0]) <= 96
 
 
-@pytest.mark.skipif(INGEST_BUILD.compiled, reason="reads the locals of the parser's frames, "
-                    "which compiled functions have none of (CTXREPLAY_PURE=1 runs it)")
 def test_no_map_a_record_beside_the_records_of_a_linear_transcript(
-        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     """A transcript of 200 records on one chain, in file order: when every line is read no
     dict maps line -> record (made only for a session with records off its path); when its
     path is ordered, ``resolve`` holds no dict of uuid -> index on the path (``Runs.along``);
     when its run is built, ``parse`` holds no dict of every uuid (the reading's, let go with
     the file's bytes).  Each was a dict of 200 entries (and an int each) before.  (Dicts of
     strings and ints are not tracked by the collector: the functions' own variables are
-    looked at.)"""
+    looked at.)  Compiled functions have no frames to read: run where they are pure."""
     import sys
+
+    if ran_pure(request, INGEST_BUILD.compiled):
+        return
 
     from replay.ingest.parsers import claude_code_order
     from replay.ingest.parsers.claude_code_records import Rec
