@@ -46,7 +46,7 @@ SOURCES = (
 )
 """The originals: every format of the samples and of the fixtures (an OpenHands V1 folder and
 the zipped inspect logs apart: ``write_variants`` adds those whole)."""
-VARIANTS = 3
+VARIANTS = 5
 """Damaged copies of each original."""
 WINDOW_LINES = 40
 """Lines of a JSONL original kept (its first and a window of the rest)."""
