@@ -1,9 +1,10 @@
 """Hostile variants of real logs, made deterministically from a seed, and what ingest stores
 of them, digested entry by entry.
 
-    python -m tests.replay.ingest.hostile_logs FOLDER OUT.json
+    python -m tests.replay.ingest.hostile_logs FOLDER OUT.json [METRICS.pkl]
 
-ingests the folder ``write_variants`` filled and writes ``describe``'s JSON.
+ingests the folder ``write_variants`` filled and writes ``describe``'s JSON (and the sweep
+table of that store, ``metrics``).
 ``test_compiled_hostile.py`` runs it under the pure-Python ingest parts (``CTXREPLAY_PURE=1``)
 and compares it with the same folder ingested in the test's process by the compiled parts.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import random
 import shutil
 import sys
@@ -235,10 +237,21 @@ def describe(folder: Path, work: Path) -> dict[str, Any]:
     return out
 
 
-def main(folder: Path, out: Path) -> None:
+def metrics(dataset: Path) -> bytes:
+    """The sweep table of the store ingest wrote in ``dataset`` (``tests.analysis.pure_metrics``'s
+    grid: the metric parts and the engine over the damaged logs' runs), pickled."""
+    from replay.corpus import open_corpus
+    from tests.analysis.pure_metrics import tables  # (pandas: only when asked)
+
+    return pickle.dumps(tables([open_corpus([dataset])]))
+
+
+def main(folder: Path, out: Path, metrics_out: Path | None) -> None:
     with tempfile.TemporaryDirectory() as work:
         out.write_text(json.dumps(describe(folder, Path(work)), indent=0, sort_keys=True))
+        if metrics_out is not None:
+            metrics_out.write_bytes(metrics(Path(work) / "dataset"))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]) if len(sys.argv) > 3 else None)
