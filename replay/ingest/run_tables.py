@@ -97,10 +97,12 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
         return values if codes is None else np.asarray(values, np.int64)[codes]
 
     chunked = by_tiktoken(name for name in TOKEN_COLUMN if name in tokenizers)
+    repaired = [0]  # the strings stored with U+FFFD (texts counted once per distinct text)
     text, tokens, n_chars, lines, redacted, exacts, split = _measured(
         texts, tokenizers, threads, release=consume or codes is not None,
         one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted,
-        long=chars >= token_parts.estimated_from(bool(chunked)), chunked=bool(chunked))
+        long=chars >= token_parts.estimated_from(bool(chunked)), chunked=bool(chunked),
+        repaired=repaired)
     if split and issues is not None:
         issues.append(split_issue(path, split, chunked))
     del texts  # (the strings are in the Arrow column now)
@@ -144,10 +146,30 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     for name, col in TOKEN_COLUMN.items():  # (read as lists by ``_estimated_per_run``)
         if name in tokenizers:
             messages[col] = int64_values(messages[col])
-    return store.RunTables(runs=schema_table(runs, "runs"),
-                           messages=schema_table(messages, "messages"),
-                           requests=schema_table(requests, "requests"),
-                           events=schema_table(events, "events"))
+    tables = store.RunTables(runs=schema_table(runs, "runs", repaired),
+                             messages=schema_table(messages, "messages", repaired),
+                             requests=schema_table(requests, "requests", repaired),
+                             events=schema_table(events, "events", repaired))
+    if repaired[0] and issues is not None:
+        said_repaired(issues, path, repaired[0])
+    return tables
+
+
+REPAIRED = (" string(s) not valid Unicode (a lone surrogate: a JSON escape like \\udc80 "
+            "decodes to one) stored with U+FFFD in its place: names or ids so repaired may no "
+            "longer be told apart")
+"""How an issue says a file's repaired strings (after their number)."""
+
+
+def said_repaired(issues: list[Issue], path: str, n: int) -> None:
+    """Say ``n`` more strings of the file at ``path`` repaired (``REPAIRED``): one issue a file,
+    its count summed over the file's runs (a file tokenized a run at a time)."""
+    for i, issue in enumerate(issues):
+        if issue.path == path and issue.reason.endswith(REPAIRED):
+            n += int(issue.reason.split(" ", 1)[0].replace(",", ""))
+            issues[i] = Issue(path, 0, f"{n:,}{REPAIRED}")
+            return
+    issues.append(Issue(path, 0, f"{n:,}{REPAIRED}"))
 
 
 TEXT_CHUNK_CHARS = 1 << 20
@@ -163,7 +185,8 @@ _Sizes = tuple[pa.Array, dict[str, list[int]], list[int], np.ndarray,
 
 def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
               release: bool, one: bool, known: Counted | None = None,
-              long: bool = True, chunked: bool = False) -> _Sizes:
+              long: bool = True, chunked: bool = False,
+              repaired: list[int] | None = None) -> _Sizes:
     """``texts`` as a string column, with each tokenizer's counts, each text's characters and
     lines, and the texts holding redaction markers (``declared``) or ctxreplay's own
     (``exact``), by index; a text that is not valid Unicode is repaired first, as tiktoken
@@ -171,7 +194,10 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
     caller's to give up, each chunk's strings are let go from it once converted; ``one``: they
     are known to be one chunk; ``known``: ``tokenize``'s ``counted``; ``long``: some text may
     be as long as ``token_parts.estimated_from(chunked)`` (False: they hold fewer characters in
-    all); ``chunked``: some encoding is counted by tiktoken (``tokens.by_tiktoken``)."""
+    all); ``chunked``: some encoding is counted by tiktoken (``tokens.by_tiktoken``);
+    ``repaired[0]``: added the texts repaired."""
+    if repaired is None:
+        repaired = [0]
     counted: dict[str, list[int]] = {name: [] for name in TOKEN_COLUMN if name in tokenizers}
     arrays, lines = [], []
     n_chars: list[int] = []
@@ -189,7 +215,9 @@ def _measured(texts: list[str], tokenizers: tuple[str, ...], threads: int, *,
         try:
             part = column(chunk, pa.string(), wide=True)
         except UnicodeEncodeError:
-            chunk = [valid_unicode(t) for t in chunk]
+            fixed = [valid_unicode(t) for t in chunk]
+            repaired[0] += sum(1 for t, u in zip(chunk, fixed) if t != u)
+            chunk = fixed
             part = column(chunk, pa.string(), wide=True)
         arrays.append(part)
         lines.append(line_counts(part))

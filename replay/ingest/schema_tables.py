@@ -22,14 +22,16 @@ from replay.ingest.arrow_columns import canonical_type, column, one_value, strin
 from replay.ingest.schema import SCHEMAS
 
 
-def schema_table(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
+def schema_table(columns: dict[str, list[Any] | pa.Array], name: str,
+                 repaired: list[int] | None = None) -> pa.Table:
     """The schema's table from column lists or arrays (each list converted once, then taken
     out of ``columns``: a list is let go as soon as its array is made; an array already of
     its field's type is taken as it is); with no rows, the one empty table of the schema
-    (``_empty``: most files' events)."""
+    (``_empty``: most files' events).  ``repaired[0]`` is added the strings stored with U+FFFD
+    for what was not valid Unicode in them (``_array``)."""
     if not any(map(len, columns.values())):
         return _empty(name)
-    return _converted(columns, name)
+    return _converted(columns, name, repaired)
 
 
 @functools.cache
@@ -39,7 +41,8 @@ def _empty(name: str) -> pa.Table:
     return _converted({col: [] for col, _ in fields(name)}, name)
 
 
-def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
+def _converted(columns: dict[str, list[Any] | pa.Array], name: str,
+               repaired: list[int] | None = None) -> pa.Table:
     of = fields(name)
     values = [columns.pop(col) for col, _ in of]
     if name in JOINED_TABLES:
@@ -47,9 +50,10 @@ def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     if len(values[0]) == 1:  # (a one-row table's values: ``one_value`` straight away, most
         # of them arrays made before)
         arrays = [a if type(v) is list and len(v) == 1 and (a := one_value(
-            v[0], type_)) is not None else _as(v, type_) for v, (_, type_) in zip(values, of)]
+            v[0], type_)) is not None else _as(v, type_, repaired)
+            for v, (_, type_) in zip(values, of)]
     else:  # (a table of another size: no column is asked whether it holds one value)
-        arrays = [_as(v, type_) for v, (_, type_) in zip(values, of)]
+        arrays = [_as(v, type_, repaired) for v, (_, type_) in zip(values, of)]
     del values
     schema = SCHEMAS[name]
     for i, array in enumerate(arrays):
@@ -59,11 +63,12 @@ def _converted(columns: dict[str, list[Any] | pa.Array], name: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _as(values: list[Any] | pa.Array, type_: pa.DataType) -> pa.Array:
+def _as(values: list[Any] | pa.Array, type_: pa.DataType,
+        repaired: list[int] | None = None) -> pa.Array:
     """``values`` as an array of ``type_``: a list converted, an array of another type cast,
     but for a dictionary of ``type_`` values (kept: ``tokenize``'s ``shared_text``)."""
     if not isinstance(values, pa.Array):
-        return _array(values, type_)
+        return _array(values, type_, repaired)
     if values.type == type_ or (isinstance(values.type, pa.DictionaryType)
                                 and values.type.value_type == type_):
         return values
@@ -107,13 +112,19 @@ def fields(name: str) -> tuple[tuple[str, pa.DataType], ...]:
     return tuple((f.name, canonical_type(f.type)) for f in SCHEMAS[name])
 
 
-def _array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+def _array(values: Sequence[Any], type_: pa.DataType,
+           repaired: list[int] | None = None) -> pa.Array:
     """``values`` as an Arrow array (``arrow_columns.column``: no pandas imported); strings
-    that are not valid Unicode get U+FFFD (any string column may hold one)."""
+    that are not valid Unicode get U+FFFD (any string column may hold one), counted in
+    ``repaired[0]``."""
     try:
         return column(values, type_)
     except UnicodeEncodeError:
-        return column([valid_unicode(v) if isinstance(v, str) else v for v in values], type_)
+        fixed = [valid_unicode(v) if isinstance(v, str) else v for v in values]
+        if repaired is not None:
+            repaired[0] += sum(1 for v, w in zip(values, fixed) if v != w)  # (a repair
+            # changes a string: equal, it was valid)
+        return column(fixed, type_)
 
 
 def valid_unicode(s: str) -> str:
