@@ -144,13 +144,16 @@ def runs(dataset: Annotated[Path, typer.Argument(metavar="DATASET", callback=exi
     recorded input tokens and the requests that recorded none, compactions, and each file's
     coverage (records read, modelled, skipped, unknown, by type). Exit 1 when a run's entry
     file is missing or cut (the run index still lists it; `replay ingest` of its log repairs
-    it)."""
+    it); 2 when DATASET is no dataset."""
     # lazy: the store loads pyarrow, which --help and usage errors do not need
     from replay.apply_policy import LazyRows
     from replay.ingest import entry_notes, run_listing, store
     from replay.ingest.failed_inputs import failed_said
     from replay.ingest.source_name import renamed_note
 
+    with _errors(store_exit=2):  # no dataset at all: the wrong argument, as on every command
+        store.require_store(dataset)  # that takes one (sql, inspect, diff --traces), not an
+        # input that failed (a dataset read damaged, below: exit 1)
     with _errors():
         listing = run_listing.run_listing(dataset)
         manifest = store.read_manifest_whole(dataset)

@@ -317,6 +317,16 @@ def is_store(path: Path) -> bool:
     return (path / "manifest.json").is_file()
 
 
+def require_store(root: Path) -> None:
+    """Refuse ``root`` when it is no dataset (``is_store``).
+
+    Raises:
+        StoreError: no manifest.json there.
+    """
+    if not is_store(root):
+        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+
+
 def read_entry(root: Path, key: str, checksum: str = "") -> RunTables:
     """One entry's tables, checked against the schema and, when ``checksum`` is given, against
     the entry's checksum (the sha256 of what is read: no second read).
@@ -382,8 +392,7 @@ def iter_entries(root: Path) -> Iterator[RunTables]:
 
 def read_store(root: Path) -> RunTables:
     """All runs of a store as three tables."""
-    if not is_store(root):
-        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+    require_store(root)
     parts = list(iter_entries(root))
     if not parts:
         return RunTables(*(SCHEMAS[n].empty_table() for n in TABLES))

@@ -38,10 +38,10 @@ from replay.ingest.store import (
     Entry,
     RunTables,
     entry_file,
-    is_store,
     manifest_index_sha256,
     read_entry_runs,
     read_manifest,
+    require_store,
 )
 
 INDEX_FILE = "index.parquet"
@@ -50,8 +50,7 @@ INDEX_FILE = "index.parquet"
 def runs(root: Path, *, keep_stored: bool = False) -> pa.Table:
     """The ``runs`` rows of a store plus each run's token totals and
     ``n_requests_unrecorded`` (``replay runs``; ``keep_stored``: ``read_runs``)."""
-    if not is_store(root):
-        raise StoreError(f"{root}: not a ctxreplay dataset (no manifest.json); run `replay ingest`")
+    require_store(root)
     return read_runs(root, list(read_manifest(root).values()), with_tokens=True,
                      keep_stored=keep_stored)
 

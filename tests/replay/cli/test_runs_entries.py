@@ -149,3 +149,19 @@ def test_more_than_five_files_are_counted_not_all_named(samples: Path, tmp_path:
     assert [r["entry"] for r in rows] == ["missing"] * 7
     assert "7 of 7 run(s)" in err and "entries of 7 file(s)" in err
     assert "; and 2 more (--json: entry)" in err and err.count(": missing") == 5
+
+
+def test_no_dataset_is_a_usage_error_a_damaged_one_an_input_that_failed(
+        dataset: Path, tmp_path: Path) -> None:
+    """``replay runs`` of a folder holding no dataset exited 1, as an input that failed, where
+    every other command taking a dataset (sql, inspect, diff --traces) says 2: the wrong
+    argument.  A dataset whose manifest is damaged is still 1."""
+    (tmp_path / "logs").mkdir()
+    res = CliRunner().invoke(app, ["runs", str(tmp_path / "logs")])
+    assert res.exit_code == 2, res.output
+    assert "not a ctxreplay dataset (no manifest.json)" in " ".join(res.output.split())
+    ds = tmp_path / "ds"
+    shutil.copytree(dataset, ds)
+    (ds / "manifest.json").write_text("{not json")
+    res = CliRunner().invoke(app, ["runs", str(ds)])
+    assert res.exit_code == 1, res.output
