@@ -63,13 +63,21 @@ key.  A timestamp (``MOMENT``, the whole value) is kept too."""
 USERS_VALUE = re.compile(r"[~/\\]|[A-Za-z]:[\\/]|file:|[A-Za-z][A-Za-z0-9+.-]*://"
                          r"|.*@[^@\s]+\.[A-Za-z]{2,}$|[^@\s]+(?:@|%40)[A-Za-z]"
                          r"|[^@\s]+@(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|[^@\s]+@\["
-                         r"|(?:[^\s]*[/\\])?(?:home|Users)[/\\]|-(?:home|Users)-")
+                         r"|(?:[^\s]*[/\\])?(?:home|Users)[/\\]|-(?:home|Users)-"
+                         r"|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?$"
+                         r"|(?=[0-9A-Fa-f:]*[0-9A-Fa-f])[0-9A-Fa-f:]*::[0-9A-Fa-f:]*$"
+                         r"|(?:[A-Za-z0-9-]+\.)+(?i:internal|local|lan|corp|intranet|localdomain"
+                         r"|home\.arpa|com|net|org|io|dev|cloud)(?::\d+)?$")
 """Values of that shape that are still the user's, whatever their key: an absolute or home path
 (``/home/alice/x``, ``~/x``, ``C:\\Users\\alice``, ``file:///…``), one that lost its root
 (``home/alice/x``, ``Users\\alice``, Claude Code's folder name ``-home-alice-x``), a URL
 (``https://github.com/alice/x``, ``ssh://alice@box/x``: it may name a user or a host), an
 e-mail address or a user at a host (``alice@devbox``, ``git@github.com:alice/x``, its ``@``
-URL-encoded ``alice%40devbox``, a host by its address ``root@10.0.0.5``, ``alice@[fe80::1]``).
+URL-encoded ``alice%40devbox``, a host by its address ``root@10.0.0.5``, ``alice@[fe80::1]``),
+or a host alone: an IPv4 or IPv6 address (``10.0.0.5``, ``10.0.0.5:8080``, ``fe80::1``) or a
+host name in a domain (``devbox.corp.example.com``, ``build-01.internal``: a name ending in a
+private suffix or one of the common top-level domains; a tool's dotted name, ``web.run``,
+``container.exec``, ends in neither).
 Never
 kept (a stand-in instead): no id, enum, tool or model name of the formats read has that shape
 (a model name may hold a slash inside: ``openai/gpt-4o``, and a version after an ``@``:

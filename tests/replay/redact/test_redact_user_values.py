@@ -21,10 +21,15 @@ USERS = ["/home/alice/projects/x", "~/alice-notes", "C:\\Users\\alice\\x", "\\\\
          # a user at a host by its address, an address URL-encoded (kept before: no letter
          # after the @; the secret scan's e-mail shape wants a domain)
          "alice@10.0.0.5", "git@192.168.1.20:alice/repo", "alice@[fe80::1]",
-         "alice%40example.com", "alice%40devbox"]
+         "alice%40example.com", "alice%40devbox",
+         # a host alone: by its address, or by a name in a domain (kept before: one token)
+         "10.0.0.5", "192.168.1.20:8080", "fe80::1", "alice-box.corp.example.com",
+         "alice-build.internal", "ALICE.LOCAL"]
 KEPT = ["openai/gpt-4o", "google/gemini-3-pro-preview", "claude-3-5-sonnet-v2@20241022",
         "model@2024.10.22",
-        "toolu_01ABCdef", "Read", "inspect_ai/accuracy", "2026-08-03T10:48:56Z"]
+        "toolu_01ABCdef", "Read", "inspect_ai/accuracy", "2026-08-03T10:48:56Z",
+        # dotted names and versions that are no host
+        "web.run", "container.exec", "gpt-4.1", "claude-3.5-sonnet", "0.139.0", "2.1.3"]
 
 
 @pytest.mark.parametrize("key", sorted(KEEP_KEYS))
