@@ -228,14 +228,26 @@ DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
 }
 
 
+def _sql(bad: Path, good: Path) -> list[str]:
+    pytest.importorskip("duckdb")
+    return ["sql", "SELECT count(*) FROM trace_requests", "-t", str(bad)]
+
+
 @pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
-def test_a_damaged_run_folder_is_one_line_and_exit_1(good: Path, tmp_path: Path,
-                                                     damage: str) -> None:
+@pytest.mark.parametrize("command", [
+    lambda bad, good: ["diff", "--traces", str(bad), str(good)], _sql], ids=["diff", "sql"])
+def test_a_damaged_run_folder_is_one_line_and_exit_1(
+        good: Path, tmp_path: Path, damage: str,
+        command: Callable[[Path, Path], list[str]]) -> None:
+    """``sql -t`` reads a run folder as ``diff --traces`` does (README: "and ``sql -t``
+    likewise"): it checked only that each trace was a regular Parquet file, and queried another
+    engine's traces, other columns, 2^62 or NaN or negative figures, a folder with no summary
+    or one describing other traces as this engine's, exit 0."""
     bad = tmp_path / "bad"
     shutil.copytree(good, bad)
     make, message = DAMAGES[damage]
     path = make(bad)
-    res = CliRunner().invoke(app, ["diff", "--traces", str(bad), str(good)])
+    res = CliRunner().invoke(app, command(bad, good))
     assert res.exit_code == 1, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     message = message.format(requests=bad / "traces" / "requests.parquet")
@@ -257,27 +269,6 @@ def test_report_says_a_damaged_run_folder_and_exits_1(good: Path, tmp_path: Path
     said = " ".join(res.output.split())
     assert said.startswith(f"error: {path}: ") and message in said, said
     assert not (tmp_path / "r").exists()  # its empty output folder removed again
-
-
-@pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
-def test_sql_says_a_damaged_run_folder_and_exits_1(good: Path, tmp_path: Path,
-                                                   damage: str) -> None:
-    """``sql -t`` reads a run folder as ``diff --traces`` does (README: "and ``sql -t``
-    likewise"): it checked only that each trace was a regular Parquet file, and queried another
-    engine's traces, other columns, 2^62 or NaN or negative figures, a folder with no summary
-    or one describing other traces as this engine's, exit 0."""
-    pytest.importorskip("duckdb")
-    bad = tmp_path / "bad"
-    shutil.copytree(good, bad)
-    make, message = DAMAGES[damage]
-    path = make(bad)
-    res = CliRunner().invoke(app, ["sql", "SELECT count(*) FROM trace_requests", "-t", str(bad)])
-    assert res.exit_code == 1, res.output
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    message = message.format(requests=bad / "traces" / "requests.parquet")
-    said = " ".join(res.output.split())
-    assert said.startswith(f"error: {path}: ") and message in said, said
-    assert "\x1b" not in res.output and "\x07" not in res.output  # escaped, never sent
 
 
 def test_a_folder_that_is_no_run_folder_is_a_usage_error(good: Path, tmp_path: Path) -> None:

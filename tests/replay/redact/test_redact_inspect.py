@@ -141,19 +141,25 @@ def test_a_zip_breaking_a_rule_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
 
 
+def _one_sample_eval(folder: Path, ident: str) -> Path:
+    """``folder`` holding an Inspect ``.eval`` zip of one sample of id ``ident`` (its member
+    named after it, ``samples/<id>_epoch_1.json``)."""
+    folder.mkdir()
+    sample = {"id": ident, "epoch": 1, "messages": [
+        {"role": "user", "content": "what is in the box"},
+        {"role": "assistant", "content": "a secret plan"}]}
+    with zipfile.ZipFile(folder / "log.eval", "w") as z:
+        z.writestr("header.json", json.dumps({"eval": {"task": "t", "model": "m"},
+                                              "status": "success"}))
+        z.writestr(f"samples/{ident}_epoch_1.json", json.dumps(sample))
+    return folder
+
+
 def test_a_sample_id_that_is_not_one_token_gets_one_stand_in(tmp_path: Path) -> None:
     """The id names the sample's member and its run (``sample <id> epoch <n>``): both read the
     same stand-in (before: the runs' agent read other than the original's, 2 issues)."""
-    source = tmp_path / "in" / "log.eval"
-    source.parent.mkdir()
-    sample = {"id": "case of the missing key", "epoch": 1, "messages": [
-        {"role": "user", "content": "what is in the box"},
-        {"role": "assistant", "content": "a secret plan"}]}
-    with zipfile.ZipFile(source, "w") as z:
-        z.writestr("header.json", json.dumps({"eval": {"task": "t", "model": "m"},
-                                              "status": "success"}))
-        z.writestr(f"samples/{sample['id']}_epoch_1.json", json.dumps(sample))
-    report = redact([source.parent], tmp_path / "out")
+    report = redact([_one_sample_eval(tmp_path / "in", "case of the missing key")],
+                    tmp_path / "out")
     [f] = report.files
     assert f.written and not f.issues, [i.reason for i in f.issues]
     assert report.n_stand_ins == 1
@@ -174,16 +180,7 @@ def test_a_sample_id_that_is_the_users_gets_its_stand_in_in_the_member_name_too(
     """A one-token sample id of a user's shape (``keep_list.USERS_VALUE``: a user at a host, a
     home folder) got its stand-in inside the sample but was kept in the member's name
     (``samples/<id>_epoch_1.json``): the name follows the one rule, ``keep_list.keeps``."""
-    source = tmp_path / "in" / "log.eval"
-    source.parent.mkdir()
-    sample = {"id": ident, "epoch": 1, "messages": [
-        {"role": "user", "content": "what is in the box"},
-        {"role": "assistant", "content": "a secret plan"}]}
-    with zipfile.ZipFile(source, "w") as z:
-        z.writestr("header.json", json.dumps({"eval": {"task": "t", "model": "m"},
-                                              "status": "success"}))
-        z.writestr(f"samples/{ident}_epoch_1.json", json.dumps(sample))
-    report = redact([source.parent], tmp_path / "out")
+    report = redact([_one_sample_eval(tmp_path / "in", ident)], tmp_path / "out")
     [f] = report.files
     assert f.written and not f.issues, [i.reason for i in f.issues]
     with zipfile.ZipFile(tmp_path / "out" / f.archived_as) as z:
