@@ -10,6 +10,9 @@ request — nothing is ever re-counted over the whole history.
 
 Every cut goes through ``cut_before``, which only accepts safe split points
 (no tool result separated from its call).
+
+Not here: a request's measured values of the context (``replay.engine.measured``); the block a
+budget reaches back to (``replay.engine.reach``).
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from dataclasses import dataclass, field
 
 from replay.engine.fenwick import Fenwick
 from replay.engine.induced_items import MESSAGES_PER_ITEM, Induced
-from replay.engine.measured import Measured
 from replay.engine.prepared import CAT_ARGS, CAT_ARGS_WRITE, CAT_OTHER, CAT_RESULTS, PreparedRun
 
-if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):  # measure reads by them
+# _set_at_lo and replay.engine.measured.measure read the byte sums by them
+if (CAT_OTHER, CAT_ARGS, CAT_ARGS_WRITE, CAT_RESULTS) != (0, 1, 2, 3):
     raise AssertionError("replay.engine.context: byte categories out of their order")
 
 _SHORT_RANGE = 1024
@@ -107,7 +110,7 @@ class Context:
     """Re-reads the replay inserted (``replay.engine.induced``): what the agent would have
     fetched again, after the blocks they follow."""
     at_lo: tuple[int, int, int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0, 0, 0)
-    """What ``measure`` takes off its sums up to ``hi`` for the blocks before ``lo`` and adds for
+    """What ``replay.engine.measured.measure`` takes off its sums up to ``hi`` for the blocks before ``lo`` and adds for
     the head, per value (set with ``lo`` and the head: ``_set_at_lo``)."""
 
     def __init__(self, run: PreparedRun, est_of: list[int], truth_of: list[int],
@@ -338,47 +341,6 @@ class Context:
         while b < self.hi and not self.is_safe_split(b):
             b += 1
         return b
-
-    def measure(self, m: Measured, fixed_est: int, fixed_truth: int, floor: float) -> int:
-        """One request's measured values appended to ``m``'s lists, in one call: estimated
-        tokens (``fixed_est`` added), true tokens (``fixed_truth`` added, never below ``floor``
-        × the context's count: ``replay.engine.truth.floored``), messages, blocks, bytes of all
-        call args, of write/edit args, of results, of other text (a returned tuple unpacked
-        into them cost about 900 instructions a request).  Returns the true tokens."""
-        lo, hi = self.lo, self.hi
-        est0, truth0, msg0, blocks0, args0, write0, results0, other0 = self.at_lo
-        pre, cut = self.pre_bytes, self.live_cut_bytes  # (by index: a list's unpacking is generic)
-        other, args, write, results = pre[0], pre[1], pre[2], pre[3]
-        w = write[hi] - write0 - cut[2]
-        n_messages = self.run.ordinal[hi - 1] - msg0 if hi > lo else len(self.head)
-        ind = self.induced
-        if ind.n_live:  # each re-read is two messages: the call and its result
-            extra = MESSAGES_PER_ITEM * ind.n_live
-            truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + ind.live_truth + fixed_truth
-            if floor:
-                truth = m.floored_truth(fixed_truth, truth, floor)
-            m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est
-                                             + ind.live_est))
-            m.truth_tokens.append(truth)
-            m.n_messages.append(n_messages + extra)
-            m.n_blocks.append(hi - blocks0 + extra)
-            m.bytes_args.append(args[hi] - args0 - cut[1] + w + ind.live_call_bytes)
-            m.bytes_args_write.append(w)
-            m.bytes_results.append(results[hi] - results0 - cut[3] + ind.live_result_bytes)
-            m.bytes_other.append(other[hi] - other0 - cut[0])
-            return truth
-        truth = self.pre_truth[hi] - truth0 - self.live_cut_truth + fixed_truth
-        if floor:
-            truth = m.floored_truth(fixed_truth, truth, floor)
-        m.est_tokens.append(fixed_est + (self.pre_est[hi] - est0 - self.live_cut_est))
-        m.truth_tokens.append(truth)
-        m.n_messages.append(n_messages)
-        m.n_blocks.append(hi - blocks0)
-        m.bytes_args.append(args[hi] - args0 - cut[1] + w)
-        m.bytes_args_write.append(w)
-        m.bytes_results.append(results[hi] - results0 - cut[3])
-        m.bytes_other.append(other[hi] - other0 - cut[0])
-        return truth
 
     def _set_at_lo(self) -> None:
         """``at_lo`` for the current ``lo`` and head: the sums up to ``lo`` less the head's (the

@@ -33,7 +33,7 @@ from replay.engine.context import Context
 from replay.engine.hidden_reasoning import has_hidden_reasoning
 from replay.engine.induced import induce
 from replay.engine.induced_state import induce_state
-from replay.engine.measured import Measured
+from replay.engine.measured import Measured, measure
 from replay.engine.prepared import Calibration, PreparedRun
 from replay.engine.probe import Probe
 from replay.engine.tiers import bind, gate, gated
@@ -158,9 +158,9 @@ def _replay(run: PreparedRun, policy: Policy, calibration: Calibration | None,
                     continue
             step.act(ctx, env)
         # 3. the request as sent
-        # the request's measured values (a method called on ctx, not a bound method kept in a
+        # the request's measured values (a module function called by name, not one kept in a
         # local: compiled, that is a native call rather than a Python-level one)
-        truth = ctx.measure(rows, env.fixed_est, env.fixed_truth, env.truth_floor)
+        truth = measure(ctx, rows, env.fixed_est, env.fixed_truth, env.truth_floor)
         # the prefix shared with the previous request and what it invalidated: _common_prefix,
         # inlined (a call a request)
         if k:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay.engine.context import Context
-from replay.engine.measured import Measured
+from replay.engine.measured import Measured, measure
 from replay.engine.prepared import CAT_RESULTS, PreparedRun
 from replay.engine.reach import block_reaching_est
 from tests.strategies import runs
@@ -54,7 +54,7 @@ def _check_against_recount(run: PreparedRun, data: Any) -> None:
         est_total = sum(ctx.cur_est[b] for b in live)
         assert ctx.est() == est_total
         measured = Measured()
-        assert ctx.measure(measured, 0, 0, 0.0) == measured.truth_tokens[0]
+        assert measure(ctx, measured, 0, 0, 0.0) == measured.truth_tokens[0]
         assert measured.est_tokens == [est_total]
         assert measured.truth_tokens == [sum(ctx.cur_truth[b] for b in live)]
         assert measured.n_blocks == [len(live)]
