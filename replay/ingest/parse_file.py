@@ -32,7 +32,7 @@ from replay.ingest.parsers.head import detect_file
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source, said_once
-from replay.ingest.run_tables import Counted, tokenize
+from replay.ingest.run_tables import Counted, RepairedStrings, tokenize
 from replay.memory import collector_paused
 
 
@@ -249,6 +249,7 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
     kept: dict[str, list[pa.Table]] = {"runs": [], "messages": [], "requests": []}
     counted: Counted | None = None
     session: int | None = None
+    repaired = RepairedStrings()  # the file's strings repaired, over its runs: one issue
     columns = ["run_id", *TOKEN_COLUMN.values()]
     while True:
         try:
@@ -265,7 +266,8 @@ def _streamed(runs: Generator[tuple[int | None, RunDraft], None, None], tokenize
         session, draft = got
         try:
             tables = tokenize([draft], tokenizers, threads=threads, consume=True,
-                              counted=counted, issues=issues, path=path)
+                              counted=counted, issues=issues, path=path,
+                              repaired_in_file=repaired)
         except UNFIT as exc:
             runs.close()
             issues.append(_unfit(path, name, exc))

@@ -10,6 +10,7 @@ Not here: the schema (``replay.ingest.schema``), the tokenizers (``replay.ingest
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -45,7 +46,8 @@ Counted = dict[str, dict[int, tuple[str, int]]]
 def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
              threads: int = 1, consume: bool = False, shared_text: bool = False,
              counted: Counted | None = None, issues: list[Issue] | None = None,
-             path: str = "") -> store.RunTables:
+             path: str = "", repaired_in_file: RepairedStrings | None = None,
+             ) -> store.RunTables:
     """Count tokens once per block and build the schema's tables.
 
     Each column is converted to Arrow once, straight from the parsers' lists.  Text that is
@@ -74,6 +76,10 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
     bounded by a part's); one that has to be cut inside a piece somewhere (one unbroken word of
     half a million characters or more) has its tokens flagged as estimated, and ``issues`` (of
     the file at ``path``) gets one issue saying how many texts were.
+
+    ``repaired_in_file``: the strings of the file at ``path`` repaired by its earlier calls (a
+    file tokenized a run at a time), this call's added; ``issues`` says them all in one issue
+    (``said_repaired``).
     """
     n_blocks = [len(d.messages["msg"]) for d in drafts]
     messages = _concat([d.messages for d in drafts], [d.run["run_id"] for d in drafts], "msg")
@@ -151,7 +157,8 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
                              requests=schema_table(requests, "requests", repaired),
                              events=schema_table(events, "events", repaired))
     if repaired[0] and issues is not None:
-        said_repaired(issues, path, repaired[0])
+        said_repaired(issues, path, repaired[0],
+                      RepairedStrings() if repaired_in_file is None else repaired_in_file)
     return tables
 
 
@@ -161,15 +168,28 @@ REPAIRED = (" string(s) not valid Unicode (a lone surrogate: a JSON escape like 
 """How an issue says a file's repaired strings (after their number)."""
 
 
-def said_repaired(issues: list[Issue], path: str, n: int) -> None:
+@dataclass(slots=True)
+class RepairedStrings:
+    """A file's strings repaired so far (``REPAIRED``), over its ``tokenize`` calls, and where
+    the one issue saying them is in its issues: the figure kept as a number, the issue's text
+    made from it (never read back out of it)."""
+
+    n_strings: int = 0
+    at: int = -1
+    """The issue's index in the file's issues (-1: not said yet)."""
+
+
+def said_repaired(issues: list[Issue], path: str, n: int, so_far: RepairedStrings) -> None:
     """Say ``n`` more strings of the file at ``path`` repaired (``REPAIRED``): one issue a file,
-    its count summed over the file's runs (a file tokenized a run at a time)."""
-    for i, issue in enumerate(issues):
-        if issue.path == path and issue.reason.endswith(REPAIRED):
-            n += int(issue.reason.split(" ", 1)[0].replace(",", ""))
-            issues[i] = Issue(path, 0, f"{n:,}{REPAIRED}")
-            return
-    issues.append(Issue(path, 0, f"{n:,}{REPAIRED}"))
+    its count summed over the file's runs (``so_far``, kept by a caller that tokenizes a file a
+    run at a time), where it was first said."""
+    so_far.n_strings += n
+    issue = Issue(path, 0, f"{so_far.n_strings:,}{REPAIRED}")
+    if 0 <= so_far.at < len(issues) and issues[so_far.at].reason.endswith(REPAIRED):
+        issues[so_far.at] = issue
+    else:
+        so_far.at = len(issues)
+        issues.append(issue)
 
 
 TEXT_CHUNK_CHARS = 1 << 20
