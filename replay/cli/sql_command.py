@@ -30,6 +30,7 @@ from replay.cli.inputs import (
 )
 from replay.cli.output import _MAX_TABLE_ROWS, _emit, _errors, say
 from replay.cli.tables import Layout, TableOptions
+from replay.errors import ReplayError
 
 
 @table_command
@@ -60,7 +61,9 @@ def sql(
     were more; the rows past those it shows are counted, not held); --csv and --json print
     every row unless --limit is given, written as DuckDB
     gives them (10,000 rows in memory at a time: a result of any size); a query that fails
-    part-way stops there, exit 2.
+    part-way stops there, exit 2 (1 for a damaged input), stderr saying how many rows were
+    written before it: --json's array is then left unclosed, so that no JSON reader takes the
+    rows written for the whole result.
     """
     from replay.sql import sql as run_sql  # lazy: DuckDB's views only for this command
     from replay.sql import sql_stream
@@ -72,8 +75,12 @@ def sql(
             with sql_stream(query, corpus=corpus, traces=traces or ()) as got:
                 _renamed_note(got.renamed)
                 streamed = _Streamed(got.columns, got.batches, finite=table.as_json)
-                _emit(streamed, table, title="", layout=Layout(numeric=got.numeric),
-                      columns=got.columns)  # (no rows: CSV's header, JSON's [])
+                try:
+                    _emit(streamed, table, title="", layout=Layout(numeric=got.numeric),
+                          columns=got.columns)  # (no rows: CSV's header, JSON's [])
+                except ReplayError:  # a later batch failed: the rows before it are written
+                    _cut_note(streamed.n_fetched, as_json=table.as_json)
+                    raise
         _nonfinite_note(streamed.n_nonfinite, streamed.n_decimal_text)
         _finish(corpus.report if corpus is not None else None, strict)
         return
@@ -142,6 +149,15 @@ def _renamed_note(renamed: tuple[tuple[str, str], ...]) -> None:
             + ", ".join(f"{old} → {new}" for old, new in renamed), err=True)
 
 
+def _cut_note(n_written: int, *, as_json: bool) -> None:
+    """What stdout holds when a streamed query failed after its first batch (``_errors`` then
+    says the error and exits): never something a reader could take for the whole result."""
+    say(f"note: the query failed after {n_written:,} rows were written: the output stops there"
+        + (", its JSON array left unclosed (no JSON reader takes it for the whole result)"
+           if as_json else " (a CSV reader cannot tell: the exit code and this error say it)"),
+        err=True)
+
+
 def _nonfinite_note(n_nonfinite: int, n_decimal_text: int = 0) -> None:
     if n_nonfinite:
         say(f"note: {n_nonfinite:,} values NaN or ±infinity printed as null (JSON has no "
@@ -158,13 +174,15 @@ class _Streamed(list[dict[str, Any]]):
     iteration, as ``replay.apply_policy.LazyRows``), NaN and ±inf as None with ``finite``
     (counted in ``n_nonfinite``) and DECIMALs as ``_finite`` writes them.  Iterated once, but for a first look at the first batch
     (``_emit`` reads the first row's columns): a second pass past it would have lost rows, and
-    raises instead."""
+    raises instead.  ``n_fetched``: the rows of the batches fetched so far, all written before
+    the next is fetched (where a query that fails part-way raises)."""
 
     def __init__(self, columns: tuple[str, ...], batches: Iterator[list[tuple[Any, ...]]], *,
                  finite: bool) -> None:
         super().__init__()
         self._columns, self._batches, self._finite = columns, batches, finite
         self._first = next(batches, [])
+        self.n_fetched = len(self._first)
         self._past_first = False
         self.n_nonfinite = 0
         self.n_decimal_text = 0
@@ -183,6 +201,7 @@ class _Streamed(list[dict[str, Any]]):
             return
         self._past_first = True
         for batch in self._batches:
+            self.n_fetched += len(batch)
             yield from self._dicts(batch)
 
     def _dicts(self, batch: list[tuple[Any, ...]]) -> Iterator[dict[str, Any]]:

@@ -103,6 +103,60 @@ def test_a_query_failing_part_way_stops_there(tmp_path: Path, batches: list[int]
     assert all(n <= BATCH for n in batches)
 
 
+@pytest.mark.parametrize("fmt", ["--csv", "--json"])
+def test_a_real_query_failing_part_way_leaves_no_whole_json(tmp_path: Path, fmt: str) -> None:
+    """As above, in either format, the note saying how many rows were written (none: no note,
+    nothing written): --json's rows are a prefix of the result in an array left unclosed."""
+    at = 400_000
+    query = f"SELECT range AS n FROM range({2 * at}) WHERE CASE WHEN range >= {at} " \
+            "THEN error('boom') ELSE true END"
+    code, out, err = _sql(tmp_path, query, fmt)
+    assert code == 2 and "boom" in err, err
+    if fmt == "--json" and out:
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(out)
+        rows = [r["n"] for r in json.loads(out + "]")]
+    else:
+        rows = [int(line) for line in out.splitlines()[1:]]
+    assert rows == list(range(len(rows))) and len(rows) < at
+    assert (f"note: the query failed after {len(rows):,} rows were written" in err) == bool(rows)
+
+
+@pytest.mark.parametrize(("fmt", "error", "exit_code"), [
+    ("--json", "ReplayInputError", 2), ("--csv", "ReplayInputError", 2),
+    ("--json", "DamagedInputError", 1), ("--csv", "DamagedInputError", 1)])
+def test_a_query_failing_after_two_batches_says_the_rows_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, error: str,
+        exit_code: int) -> None:
+    """A failure after rows were written (here: the third fetch) is never output a reader can
+    take for the whole result: --json's array is left unclosed (the rows before are whole), a
+    note says how many rows were written, the error follows; exit 2 for the query's error, 1
+    for a damaged input (as before the first row)."""
+    import replay.errors
+
+    fetch = replay.sql._batches
+
+    def failing(cur: Any, n: int, err: type[Exception]) -> Iterator[list[tuple[Any, ...]]]:
+        got = fetch(cur, n, err)
+        yield next(got)
+        yield next(got)
+        raise getattr(replay.errors, error)("query failed: boom")
+
+    monkeypatch.setattr(replay.sql, "BATCH_ROWS", BATCH)
+    monkeypatch.setattr(replay.sql, "_batches", failing)
+    code, out, err = _sql(tmp_path, "SELECT range AS n FROM range(10000)", fmt)
+    assert code == exit_code, err
+    assert "note: the query failed after 2,000 rows were written: the output stops there" in err
+    assert err.index("note: the query failed") < err.index("error: query failed: boom")
+    if fmt == "--json":
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(out)
+        assert [r["n"] for r in json.loads(out + "]")] == list(range(2 * BATCH))
+        assert "JSON array left unclosed" in err
+    else:
+        assert out.splitlines() == ["n", *map(str, range(2 * BATCH))]
+
+
 def test_streamed_rows_are_read_once() -> None:
     from replay.cli.sql_command import _Streamed
 
