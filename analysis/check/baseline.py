@@ -54,7 +54,7 @@ from replay.errors import DamagedInputError, ReplayError
 from replay.ingest.input_files import TooBig, Unreadable, read_document
 from replay.ingest.run_label import run_key
 from replay.ingest.schema import SCHEMA_VERSION
-from replay.policy import Policy
+from replay.policy import Policy, refuse_shared_names
 from replay.safe_text import readable_json
 
 BASELINE_FORMAT = 1
@@ -129,12 +129,10 @@ def measure(corpus: Corpus, policies: Sequence[Policy], *, allow_python: bool = 
     """Replay each policy over every replayable run of ``corpus`` and collect every metric.
 
     Raises:
-        CheckError: two policies share a name, or the corpus has no run to replay.
+        ReplayInputError: two policies share a name (``refuse_shared_names``).
+        CheckError: the corpus has no run to replay.
     """
-    names = [p.name for p in policies]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise CheckError(f"two policies are named {dupes[0]!r}; give each a distinct `name:`")
+    refuse_shared_names(policies)  # (the baseline keeps each policy's values by its name)
     ids = corpus.replayable()
     if not ids:
         raise CheckError("no run with requests to replay in the given paths")

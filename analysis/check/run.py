@@ -33,7 +33,7 @@ from replay.corpus import Corpus, Opener, corpus_of, project_opener
 from replay.errors import ReplayError, ReplayInputError
 from replay.layout import cache_root
 from replay.output_targets import Target, check_targets
-from replay.policy import Policy, load_policy
+from replay.policy import Policy, load_policy, refuse_shared_names
 from replay.policy.pricing import with_provider
 
 
@@ -160,6 +160,7 @@ def run_check(settings: CheckSettings, *, update: bool = False, allow_python: bo
     """
     check_outputs(settings, update=update, reports=reports)
     pols = [p if isinstance(p, Policy) else load_policy(p) for p in settings.policies]
+    refuse_shared_names(pols)  # (before any log is read: as measure refuses them)
     pols = [with_provider(p, settings.provider) for p in pols] if settings.provider else pols
     tol = load_tolerances(settings.tolerances) if settings.tolerances else Tolerances()
     old = None

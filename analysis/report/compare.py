@@ -54,7 +54,7 @@ from replay.output_targets import (
     report_owned,
     report_targets,
 )
-from replay.policy import Policy, load_policy
+from replay.policy import Policy, load_policy, refuse_shared_names
 from replay.policy.pricing import one_provider, pricing_note
 from replay.run_select import select_runs
 
@@ -169,7 +169,8 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
             issues, files of the same bytes), as ``open_runs`` says it of a dataset named.
 
     Raises:
-        ReplayInputError: policies and ``traces`` together, neither, no dataset for traces.
+        ReplayInputError: policies and ``traces`` together, neither, no dataset for traces, two
+            policies of one name (``replay.policy.refuse_shared_names``).
         ReplayError: a policy cannot be loaded or replayed.
     """
     opener = open_runs or project_opener(spec.cache_dir)
@@ -178,8 +179,9 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
     if not spec.policies:
         raise ReplayInputError("give --policy (repeat it for several), or --traces with "
                                "`replay run` output directories")
-    priced = one_provider([p if isinstance(p, Policy) else load_policy(p) for p in spec.policies],
-                          spec.provider, own=spec.own_providers)
+    loaded = [p if isinstance(p, Policy) else load_policy(p) for p in spec.policies]
+    refuse_shared_names(loaded)  # (as replay check: before any log is read)
+    priced = one_provider(loaded, spec.provider, own=spec.own_providers)
     corpus = corpus_of(spec.runs, opener)
     ids = corpus.replayable()
     notes: list[str] = []

@@ -18,11 +18,11 @@ Not here: what tiers do (``replay.engine.tiers``), the replay loop (``replay.eng
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from replay.errors import PolicyError
+from replay.errors import PolicyError, ReplayInputError
 from replay.policy.check import build, check
 from replay.policy.doc import (
     item_index,
@@ -79,6 +79,7 @@ __all__ = [
     "policy_from_dict",
     "policy_to_dict",
     "presets",
+    "refuse_shared_names",
     "replace_path",
     "replace_paths",
     "set_path",
@@ -90,6 +91,24 @@ def load_policy(path: str | Path) -> Policy:
     may ``extends:`` a preset or another file (``replay.policy.doc``)."""
     doc, where = read_policy_doc(path)
     return policy_from_dict(doc, where)
+
+
+def refuse_shared_names(policies: Sequence[Policy]) -> None:
+    """Refuse the policies of one command (``--policy``, repeated: ``replay check``, ``report``,
+    ``diff``) when two share a name: every output tells policies apart by name (a baseline's
+    keys, a report's legend, a diff's sides), and a name made up by their order (``name #2``)
+    would change with the order given.  The same policy given twice is refused too: compared
+    with itself it says nothing.
+
+    Raises:
+        ReplayInputError: the first name given twice (a usage error: exit 2).
+    """
+    seen: set[str] = set()
+    for policy in policies:
+        if policy.name in seen:
+            raise ReplayInputError(f"two policies are named {policy.name!r}; name each once "
+                                   "(a policy file's `name:` tells two apart)")
+        seen.add(policy.name)
 
 
 def presets() -> list[str]:
