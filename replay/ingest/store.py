@@ -48,7 +48,7 @@ from replay.errors import ConfigError, StoreError
 from replay.ingest.entry_file import decode, decode_footer, decode_runs
 from replay.ingest.failed_inputs import checked_failed
 from replay.ingest.input_files import TooBig, Unreadable, open_input, read_document, read_input
-from replay.ingest.parsers.coverage import summary_line
+from replay.ingest.parsers.coverage import FATES, summary_line
 from replay.ingest.schema import SCHEMA_VERSION, SCHEMAS
 from replay.safe_names import is_segment
 
@@ -247,11 +247,14 @@ def _issues(stored: Any) -> tuple[tuple[int, str], ...]:
 
 
 def _checked(entry: Entry) -> Entry:
-    """``entry`` when its coverage is ``{str: {str: int}}`` (it is shown to the user)."""
+    """``entry`` when its coverage is ``{str: {fate: count}}`` (it is shown to the user and
+    summed): each fate one of ``FATES``, each count a whole number from 0 to 2^63 - 1 (an
+    edited ``-5`` was shown as "-3 skipped", a fate of another name counted in the records
+    read but under no fate)."""
     cov = entry.coverage
     if not isinstance(cov, dict) or not all(
             isinstance(t, str) and isinstance(f, dict) and all(
-                isinstance(k, str) and type(n) is int for k, n in f.items())
+                k in FATES and type(n) is int and 0 <= n < 1 << 63 for k, n in f.items())
             for t, f in cov.items()):
         raise TypeError(f"entry {entry.source!r}: coverage is not {{type: {{fate: count}}}}")
     return entry

@@ -47,6 +47,23 @@ def test_a_crafted_coverage_in_the_manifest_is_refused(samples: Path, tmp_path: 
         store.read_manifest(tmp_path)
 
 
+@pytest.mark.parametrize("fates", [
+    {"skipped": -5},  # was shown as "25 records: 28 modelled, -3 skipped"
+    {"skipped": 1 << 63},
+    {"skipped": True},
+    {"dropped": 1},  # a fate of no name: counted in the records read, under no fate
+    {"\x1b[31m": 1},
+])
+def test_a_coverage_count_no_parser_writes_is_refused(
+        samples: Path, tmp_path: Path, fates: dict[str, object]) -> None:
+    ingest([samples / "claude-code" / "short.jsonl"], tmp_path, jobs=1)
+    doc = json.loads((tmp_path / "manifest.json").read_text())
+    doc["entries"]["short.jsonl"]["coverage"]["progress"] = fates
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(StoreError, match="corrupt manifest"):
+        store.read_manifest(tmp_path)
+
+
 def test_summary_line_counts_each_type_once() -> None:
     cov = Coverage()
     cov.modelled("user", 3)
