@@ -87,6 +87,9 @@ def check(
     from replay import atomic_files
     from replay.corpus import not_replayed
 
+    if update and (junit or markdown):  # (neither was written, exit 0: a CI read an old one)
+        raise typer.BadParameter("--update-baseline judges nothing, so it writes no report",
+                                 param_hint="'--junit' / '--markdown'")
     with _errors():
         settings = CheckSettings.resolve(paths, policy, baseline, tolerances=tolerances,
                                          provider=provider, cache_dir=out,
