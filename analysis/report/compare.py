@@ -176,6 +176,9 @@ def policy_traces(spec: CompareSpec, *, open_runs: Opener | None = None,
     opener = open_runs or project_opener(spec.cache_dir)
     if spec.traces:
         return _read_traces(spec, opener, on_found)
+    if spec.data:  # (it was left unread without a word, exit 0)
+        raise ReplayInputError("--data names what --traces were replayed from; without "
+                               "--traces, PATHS are the logs or the dataset replayed")
     if not spec.policies:
         raise ReplayInputError("give --policy (repeat it for several), or --traces with "
                                "`replay run` output directories")
@@ -275,9 +278,10 @@ def _read_traces(spec: CompareSpec, opener: Opener,
                  on_found: Callable[[Corpus], None] | None) -> PolicyTraces:
     """The traces of ``replay run`` output folders, with the dataset they were replayed from
     (``on_found``: see ``policy_traces``)."""
-    if spec.policies or spec.provider:
-        raise ReplayInputError("--policy or --provider and --traces exclude each other: "
-                               "traces carry their policy and prices in summary.json")
+    if spec.policies or spec.provider or spec.own_providers:
+        raise ReplayInputError("--policy, --provider or --pricing own and --traces exclude "
+                               "each other: traces carry their policy and prices in "
+                               "summary.json")
     if isinstance(spec.runs, Corpus):
         raise ReplayInputError("with traces, runs are `replay run` output folders")
     # lazy: bokeh and matplotlib load only for a report (replay diff: ~1 s of CPU less)
