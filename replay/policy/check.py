@@ -162,6 +162,10 @@ def check(p: Policy, where: str) -> None:
         if counter.scale <= 0:
             raise PolicyError(where, f"{name}.scale", "must be > 0 (a count scaled to 0 never "
                                                       "reaches a trigger)")
+        if counter.scale < 1 / MAX_SCALE:  # (1e-6: every request sent 0 tokens, exit 0)
+            raise PolicyError(where, f"{name}.scale", f"must be at least {1 / MAX_SCALE:g} (a "
+                                                      "correction near 1; a count scaled by "
+                                                      f"less rounds to 0), got {counter.scale}")
         if counter.scale > MAX_SCALE:
             raise PolicyError(where, f"{name}.scale", f"must be at most {MAX_SCALE:g} (a "
                                                       f"correction near 1), got {counter.scale}")

@@ -61,6 +61,10 @@ def test_presets_reproduce_the_seed_settings() -> None:
     ("tiers:\n  - {type: collapse, drop_frac: 0}\n", "tiers.0.drop_frac", "drops nothing"),
     ("tiers:\n  - {type: collapse, drop_frac: 0.5, keep_messages: 10}\n",
      "tiers.0.keep_messages", "drop_frac decides"),
+    # a truth scaled by 1e-6 sent 0 tokens at every request, exit 0; an estimate so scaled
+    # reached no trigger, as a scale of 0 (refused) would not
+    ("truth: {method: tokenizer, scale: 0.000001}\n", "truth.scale", "must be at least 0.001"),
+    ("estimator: {scale: 1.0e-300}\n", "estimator.scale", "must be at least 0.001"),
 ])
 def test_invalid_policy_names_file_key_and_reason(tmp_path: Path, text: str, key: str, why: str) -> None:
     path = _write(tmp_path, text)
