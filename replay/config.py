@@ -121,8 +121,9 @@ def _build(table: dict[str, Any], path: Path, prefix: str) -> ProjectConfig:
             raise ConfigError(where, full, f"unknown key; {hint}")
         if k == "archive":
             items = [v] if isinstance(v, str) else v
-            if not isinstance(items, list) or not items or not all(isinstance(i, str)
+            if not isinstance(items, list) or not items or not all(isinstance(i, str) and i
                                                                     for i in items):
+                # ('' was the config's own folder: every file in the project read as a log)
                 raise ConfigError(where, full, f"expected {KEYS[k]}")
             values[k] = tuple(root / i for i in items)
         elif k == "policies":
@@ -139,7 +140,7 @@ def _build(table: dict[str, Any], path: Path, prefix: str) -> ProjectConfig:
                                                "folder the command writes must be in it (give "
                                                "another one on the command line)")
         elif k == "provider":
-            if not isinstance(v, str):
+            if not isinstance(v, str) or not v:  # ('' was no provider: the policies' own)
                 raise ConfigError(where, full, f"expected {KEYS[k]}")
             values[k] = v
         else:

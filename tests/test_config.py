@@ -97,6 +97,19 @@ def test_a_typo_in_the_config_is_refused_with_the_key(tmp_path: Path) -> None:
         read_config(path)
 
 
+@pytest.mark.parametrize(("text", "key"), [
+    ('archive = ""', "archive"),  # was the config's folder: the whole project read as logs
+    ('archive = ["logs", ""]', "archive"),
+    ('provider = ""', "provider"),  # was no provider at all, without a word
+])
+def test_an_empty_path_or_name_in_the_config_is_refused(tmp_path: Path, text: str,
+                                                        key: str) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(f'[tool.ctxreplay]\n{text}\n')
+    with pytest.raises(ConfigError, match=f"tool.ctxreplay.{key}: expected"):
+        read_config(path)
+
+
 @pytest.mark.parametrize("value", ["[" * 50_000 + "]" * 50_000, "{a=" * 5_000 + "1" + "}" * 5_000],
                          ids=["arrays", "inline tables"])
 def test_a_config_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path, value: str,
