@@ -105,14 +105,18 @@ def entry_key(sha256: str, source: str, tokenizers: tuple[str, ...], parsers_ver
 
 def entry_file(root: Path, key: str) -> Path:
     """The file of entry ``key`` in the store at ``root``, after checking that the key is one
-    plain path segment (``safe_names.is_segment``) and the file is not a symlink: a key read
-    from a crafted manifest never leads outside ``root/data``.
+    plain path segment (``safe_names.is_segment``) and neither ``data/`` nor the file is a
+    symlink: a key read from a crafted manifest never leads outside ``root/data``.
 
     Raises:
         StoreError: the key or the file is not one ctxreplay writes (nothing is touched).
     """
     if not is_segment(key):
         raise StoreError(f"{root}: damaged store: entry key {key!r} is not a plain file name; "
+                         "nothing was read or changed (re-ingest into a new directory)")
+    if (root / "data").is_symlink():  # (followed by every reader, exit 0, where a planted
+        # entry file was refused: the store's files are checked where they are, not elsewhere)
+        raise StoreError(f"{root / 'data'}: damaged store: the entries' folder is a symlink; "
                          "nothing was read or changed (re-ingest into a new directory)")
     path = root / "data" / f"{key}{ENTRY_SUFFIX}"
     if path.is_symlink():

@@ -109,6 +109,24 @@ def test_entry_folder_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
     assert (victim / "precious.txt").read_text() == "keep me"
 
 
+def test_a_data_folder_that_is_a_symlink_is_a_damaged_store(tmp_path: Path) -> None:
+    """A store's data/ planted as a symlink to a folder holding its very entries was read
+    through by every command (runs, run, sql: exit 0), where a planted entry file is refused:
+    a dataset is read where it is, as an input that failed (exit 1) when not."""
+    ds, _ = _store(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (ds / "data").rename(elsewhere)
+    (ds / "data").symlink_to(elsewhere)
+    (key,) = [e.key for e in store.read_manifest(ds).values()]
+    with pytest.raises(StoreError, match="the entries' folder is a symlink"):
+        store.read_entry(ds, key)
+    for args in (["runs", str(ds)], ["run", str(ds), "-p", "none", "--out", str(tmp_path / "o")],
+                 ["sql", "select count(*) from messages", str(ds)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "symlink" in result.output, (args, result.output)
+
+
 # -- file names made from data ---------------------------------------------------------------
 
 @given(st.text(max_size=300))
