@@ -70,6 +70,9 @@ def read_trace(out: Path) -> Trace:
         RunFolderError: a file is missing, not Parquet, from another engine or of another
             schema (one line naming it).
     """
+    if (out / "traces").is_symlink():  # (was followed: a planted traces/ read another folder's)
+        raise RunFolderError(f"{out / 'traces'}: not a `replay run` traces folder (a symlink, "
+                             "not followed)")
     tables = []
     for name, schema in TRACE_SCHEMAS.items():
         path = out / "traces" / f"{name}.parquet"

@@ -155,6 +155,15 @@ def _symlinked(table: str) -> Callable[[Path], Path]:
     return damage
 
 
+def _symlinked_traces(d: Path) -> Path:
+    """traces/ replaced by a symlink to a copy of itself elsewhere (was followed, exit 0)."""
+    path = d / "traces"
+    elsewhere = d.parent / "elsewhere-traces"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    return path
+
+
 def _symlinked_summary(d: Path) -> Path:
     path = d / "summary.json"
     elsewhere = d.parent / "elsewhere-summary.json"
@@ -221,6 +230,8 @@ DAMAGES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "a trace cut": (_cut("requests"), "not a `replay run` trace (Parquet magic bytes"),
     "a trace planted as a symlink": (_symlinked("requests"), "trace (a symlink, not followed)"),
     "a summary planted as a symlink": (_symlinked_summary, "summary: a symlink"),
+    "traces/ planted as a symlink": (_symlinked_traces,
+                                     "not a `replay run` traces folder (a symlink, not followed)"),
     "the summary missing": (_summary_unlinked, "not a `replay run` summary:"),
     "an invalid policy in the summary": (_edit(_invalid_policy), "summary (its policy: "),
     "terminal escapes in the summary's policy": (
@@ -257,7 +268,8 @@ def test_a_damaged_run_folder_is_one_line_and_exit_1(
 
 
 @pytest.mark.parametrize("damage", ["a trace missing", "a trace cut",
-                                    "a trace planted as a symlink", "the summary missing"])
+                                    "a trace planted as a symlink", "the summary missing",
+                                    "traces/ planted as a symlink"])
 def test_report_says_a_damaged_run_folder_and_exits_1(good: Path, tmp_path: Path,
                                                       damage: str) -> None:
     bad = tmp_path / "bad"
