@@ -80,5 +80,5 @@ def fidelity(
         _emit(rows, table, layout=dataclasses.replace(FIDELITY_LAYOUT, units=units),
               title="fidelity of the harness's own policy (errors in %; --json: fractions)")
         for line in totals_lines(totals):
-            say(line)
+            say(line, err=table.as_csv)  # (in the CSV it made rows of prose)
     _finish(corpus.report, strict)

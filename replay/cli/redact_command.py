@@ -83,9 +83,9 @@ def redact(
         written = sum(f.written for f in report.files)
         say(f"{written} of {len(report.files)} files written, {report.n_paths} paths hashed "
             f"({salted}), {report.n_stand_ins} ids given a stand-in, {len(report.issues)} "
-            f"issues → {report.out}")
-        for note in notes:
-            say(f"note: {note}")
+            f"issues → {report.out}", err=table.as_csv)  # (in the CSV: a row of prose)
+        for note in notes:  # notes on stderr, as every command's (they were on stdout)
+            say(f"note: {note}", err=True)
     if not report.ok:
         raise typer.Exit(1)
 

@@ -319,7 +319,7 @@ def calibrate(paths: PathsArg, cache_dir: CacheOutOpt = None, fmt: FormatOpt = N
             _emit(doc["compactions"], table, title="recorded compactions (tokens)",
                   layout=COMPACTIONS_LAYOUT)
             for line in model_lines(doc["model"]):
-                say(line)
+                say(line, err=table.as_csv)  # (in the CSV it made rows of prose)
         _finish(corpus.report, strict)
         return
     with _errors():

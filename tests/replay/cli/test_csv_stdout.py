@@ -1,0 +1,51 @@
+"""``--csv`` prints one CSV table on stdout and nothing else: every line a row of the header's
+width.  ``fidelity --csv`` printed its eight totals lines after the rows, ``calibrate
+--compactions --csv`` its ``restore:`` and ``fitted from:`` lines, ``redact --csv`` its
+summary line and its note (the note on stdout even without --csv): each a row of prose to a
+CSV reader.  They go to stderr with --csv, as ``check``'s verdict does."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+from tests.conftest import SAMPLES
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[3]
+LOG = REPO / "logs" / "compacting-session.jsonl"
+CLAUDE = SAMPLES / "claude-code"
+
+
+@pytest.mark.parametrize("args", [
+    ["fidelity", str(CLAUDE / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"),
+     str(CLAUDE / "tool_heavy.jsonl")],
+    ["calibrate", str(CLAUDE / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"),
+     str(CLAUDE / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"), "--compactions"],
+    ["redact", str(LOG), "--out", "{tmp}/archive"],
+    ["runs", "{tmp}/ds"],
+], ids=["fidelity", "calibrate-compactions", "redact", "runs"])
+def test_csv_is_one_table_on_stdout(tmp_path: Path, args: list[str]) -> None:
+    if args[0] == "runs":
+        assert runner.invoke(app, ["ingest", str(LOG), "--out", str(tmp_path / "ds")]
+                             ).exit_code == 0
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = runner.invoke(app, [*args, "--csv", "--cache-dir", str(tmp_path / "c")]
+                           if args[0] in ("fidelity", "calibrate") else [*args, "--csv"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert len(rows) >= 2, result.stdout
+    assert {len(r) for r in rows} == {len(rows[0])}, result.stdout
+    if args[0] == "redact":
+        assert "note: a replay of the archive" in result.stderr
+
+
+def test_redact_notes_go_to_stderr(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["redact", str(LOG), "--out", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert "note:" not in result.stdout and "note: a replay of the archive" in result.stderr
