@@ -183,9 +183,10 @@ def diff(
     unrecorded = unrecorded_requests(corpus, done.truth_cells())
     gaps = unknown_gaps_by_run(corpus, (rid for rid, _ in done.truth_cells()))
     labels = run_labels(corpus.runs)
-    if table.as_json:  # each row's run by its label, beside its run id (as run and check say it)
-        records = [{"scope": r["scope"], "run": labels.get(r["run_id"], r["run_id"]), **r}
-                   for r in to_records(d)]
+    # each row's run by its label, beside its run id (as run and check say it)
+    records = [{"scope": r["scope"], "run": labels.get(r["run_id"], r["run_id"]), **r}
+               for r in to_records(d)] if table.as_json or table.as_csv else []
+    if table.as_json:
         _print_json({"a": done.a.name, "b": done.b.name, "pricing": priced,
                      "not_replayed": left,
                      "includes_induced": done.includes_induced,
@@ -204,7 +205,11 @@ def diff(
              "change": fmt_rel(r["rel_delta"]), "verdict": r["verdict"]} for r in shown]
     title = (f"b: {done.b.name} against a: {done.a.name}: {len(moved)} of {len(d)} (run, metric) "
              f"values changed, largest first; {priced}")
-    if rows:
+    if table.as_csv:  # every row, its numbers as numbers, as --json's (the table's formatted
+        # text and --top's first rows were the CSV: "784,418", "from 0", the title as a row)
+        say(title, err=True)
+        _emit(records, table, title=title, columns=DIFF_CSV_COLUMNS)
+    elif rows:
         _emit(rows, table, title=title)
     else:
         say(title)
@@ -229,6 +234,11 @@ def _compare_spec(paths: list[Path], policies: list[str] | None, traces: bool,
     return CompareSpec(runs=paths, policies=tuple(policies or ()), traces=traces,
                        data=tuple(data or ()), run_ids=tuple(run_ids or ()), provider=provider,
                        own_providers=own_providers, allow_python=allow_python, cache_dir=cache)
+
+
+DIFF_CSV_COLUMNS = ("scope", "run", "run_id", "metric", "a", "b", "delta", "rel_delta",
+                    "direction", "verdict")
+"""``diff --csv``'s columns, --json's rows' (the header when no run gave a row)."""
 
 
 # --- sweep command (analysis.sweep.core) ---

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,27 @@ def test_redact_notes_go_to_stderr(tmp_path: Path) -> None:
     result = runner.invoke(app, ["redact", str(LOG), "--out", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
     assert "note:" not in result.stdout and "note: a replay of the archive" in result.stderr
+
+
+def test_diff_csv_is_every_row_with_its_numbers(tmp_path: Path) -> None:
+    """``diff --csv`` printed the table's text: the first --top rows per section, numbers as
+    shown ("784,418", "from 0"), and with nothing changed the title as its one line.  It is
+    now --json's rows, every one, numbers as numbers."""
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    args = ["diff", str(LOG), "-p", "none", "-p", "two-tier-corrected", *cache]
+    got = runner.invoke(app, [*args, "--csv"])
+    assert got.exit_code == 0, got.output
+    rows = list(csv.DictReader(io.StringIO(got.stdout)))
+    records = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["rows"]
+    assert len(rows) == len(records) > 20
+    for row, record in zip(rows, records):
+        assert row["metric"] == record["metric"] and row["run_id"] == record["run_id"]
+        for key in ("a", "b", "delta", "rel_delta"):
+            assert (float(row[key]) if row[key] else None) == record[key]
+    (tmp_path / "none2.yaml").write_text("name: none2\nextends: none\n")
+    same = runner.invoke(app, ["diff", str(LOG), "-p", "none", "-p", str(tmp_path / "none2.yaml"),
+                               *cache, "--csv"])
+    assert same.exit_code == 0, same.output
+    lines = list(csv.reader(io.StringIO(same.stdout)))
+    assert lines[0][:4] == ["scope", "run", "run_id", "metric"]
+    assert {len(r) for r in lines} == {len(lines[0])}
