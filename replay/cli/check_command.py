@@ -74,10 +74,12 @@ def check(
     damaged input (log, dataset, baseline), 2 usage or configuration error."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.check.report import (
+        MOVED_DATA_COLUMNS,
         change_rows,
         junit_xml,
         markdown_summary,
         moved,
+        moved_data,
         moved_rows,
         verdict,
     )
@@ -123,11 +125,14 @@ def check(
     rows = moved(result)
     if table.as_json:
         _print_json({"verdict": verdict(result), "exit_code": done.exit_code,
-                     "moved": moved_rows(rows, result.labels), "notes": list(result.notes),
+                     "moved": moved_data(rows, result.labels), "notes": list(result.notes),
                      "inputs": corpus_inputs(corpus, strict, not_replayed(corpus))})
     else:
         say(verdict(result), err=table.as_csv)
-    if rows and not table.as_json:
+    if table.as_csv:  # every row, numbers as numbers (was the table's first 40, as text)
+        _emit(moved_data(rows, result.labels), table, title="what moved",
+              columns=MOVED_DATA_COLUMNS)
+    elif rows and not table.as_json:
         _emit(moved_rows(rows[:40], result.labels), table, title="what moved"
               + (f" (first 40 of {len(rows):,})" if len(rows) > 40 else ""))
     for note in [] if table.as_json else result.notes:

@@ -74,3 +74,26 @@ def test_diff_csv_is_every_row_with_its_numbers(tmp_path: Path) -> None:
     lines = list(csv.reader(io.StringIO(same.stdout)))
     assert lines[0][:4] == ["scope", "run", "run_id", "metric"]
     assert {len(r) for r in lines} == {len(lines[0])}
+
+
+def test_check_json_and_csv_give_the_numbers(tmp_path: Path) -> None:
+    """``check --json``'s moved rows and ``check --csv`` were the table's text: "138,868",
+    "+138,863 (+2,777,260.0%)" (and --csv only the first 40 rows): a CI job could not read a
+    figure back.  Now the baseline and current values as numbers, with their delta."""
+    base, cache = tmp_path / "b.json", ["--cache-dir", str(tmp_path / "c")]
+    args = ["check", str(LOG), "-p", "none", "--baseline", str(base), *cache]
+    assert runner.invoke(app, [*args, "--update-baseline"]).exit_code == 0
+    doc = json.loads(base.read_text())
+    (key, values), = doc["policies"]["none"]["runs"].items()
+    sent = values["tokens_sent"]
+    values["tokens_sent"] = 1000
+    base.write_text(json.dumps(doc))
+    got = runner.invoke(app, [*args, "--json"])
+    assert got.exit_code == 1, got.output
+    (row,) = [r for r in json.loads(got.stdout)["moved"] if r["metric"] == "tokens_sent"]
+    assert (row["baseline"], row["current"], row["delta"]) == (1000, sent, sent - 1000)
+    assert row["run_key"] == key and row["status"] == "regressed"
+    got = runner.invoke(app, [*args, "--csv"])
+    (row,) = [r for r in csv.DictReader(io.StringIO(got.stdout)) if r["metric"] == "tokens_sent"]
+    assert (int(row["baseline"]), int(row["current"]), int(row["delta"])) == (1000, sent,
+                                                                              sent - 1000)
