@@ -142,6 +142,18 @@ def change_rows(changes: list[BaselineChange]) -> list[dict[str, str]]:
     return rows
 
 
+CHANGE_DATA_COLUMNS = ("change", "where", "old", "new")
+"""``change_data``'s columns (``check --update-baseline --csv``'s header)."""
+
+
+def change_data(changes: list[BaselineChange]) -> list[dict[str, Any]]:
+    """What ``--update-baseline`` changed, as data (``--json``, ``--csv``): a value's old and
+    new figures as the numbers they are (None: unknown), where ``change_rows`` has text."""
+    return [{"change": ch.kind, "where": ch.where,
+             "old": ch.old if ch.kind == "value" else str(ch.old or ""),
+             "new": ch.new if ch.kind == "value" else str(ch.new or "")} for ch in changes]
+
+
 def _pair(a: Value, b: Value, metric: str = "") -> tuple[str, str]:
     """Two values formatted for people (a metric's by its unit, ``MetricSpec.format``), in
     full when the short forms would look equal."""

@@ -74,7 +74,9 @@ def check(
     damaged input (log, dataset, baseline), 2 usage or configuration error."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.check.report import (
+        CHANGE_DATA_COLUMNS,
         MOVED_DATA_COLUMNS,
+        change_data,
         change_rows,
         junit_xml,
         markdown_summary,
@@ -109,13 +111,16 @@ def check(
         changes, left = done.changes, not_replayed(corpus)
         if table.as_json:
             _print_json({"baseline": str(settings.baseline),
-                         "changes": change_rows(list(changes)), "not_replayed": left,
+                         "changes": change_data(list(changes)), "not_replayed": left,
                          "inputs": corpus_inputs(corpus, strict, left)})
             _finish(corpus.report, strict)
             return
         say(f"baseline: wrote {settings.baseline} ({count(len(changes), 'change')})",
             err=table.as_csv)
-        if changes:
+        if table.as_csv:  # every change, figures as numbers (was the first 200, as text)
+            _emit(change_data(list(changes)), table, title="what the update changed",
+                  columns=CHANGE_DATA_COLUMNS)
+        elif changes:
             _emit(change_rows(list(changes[:200])), table, title="what the update changed"
                   + (f" (first 200 of {len(changes):,})" if len(changes) > 200 else ""))
         for note in figure_notes(not_replayed=left):

@@ -97,3 +97,24 @@ def test_check_json_and_csv_give_the_numbers(tmp_path: Path) -> None:
     (row,) = [r for r in csv.DictReader(io.StringIO(got.stdout)) if r["metric"] == "tokens_sent"]
     assert (int(row["baseline"]), int(row["current"]), int(row["delta"])) == (1000, sent,
                                                                               sent - 1000)
+
+
+def test_update_baseline_json_and_csv_give_the_numbers(tmp_path: Path) -> None:
+    """``check --update-baseline --json``'s changes were text ('old': '1,000', 'new':
+    '15,776,207'), and its --csv the first 200 of them as text."""
+    base, cache = tmp_path / "b.json", ["--cache-dir", str(tmp_path / "c")]
+    args = ["check", str(LOG), "-p", "none", "--baseline", str(base), *cache,
+            "--update-baseline"]
+    assert runner.invoke(app, args).exit_code == 0
+    doc = json.loads(base.read_text())
+    (values,) = doc["policies"]["none"]["runs"].values()
+    sent, values["tokens_sent"] = values["tokens_sent"], 1000
+    edited = json.dumps(doc)
+    for fmt in ("--json", "--csv"):
+        base.write_text(edited)
+        got = runner.invoke(app, [*args, fmt])
+        assert got.exit_code == 0, got.output
+        rows = (json.loads(got.stdout)["changes"] if fmt == "--json"
+                else list(csv.DictReader(io.StringIO(got.stdout))))
+        (row,) = [r for r in rows if r["where"].endswith("/ tokens_sent")]
+        assert (int(row["old"]), int(row["new"])) == (1000, sent), row
