@@ -185,6 +185,28 @@ def _sweep_damages(rng: random.Random) -> Iterator[tuple[str, Callable[[list[Pat
                 ("edit a metric", edit_metric), ("truncate", truncate)]
 
 
+def test_a_sweep_cache_file_planted_as_a_symlink_is_not_followed_and_loses_nothing(
+        project: Path, swept_project: tuple[Path, dict[str, object], list[dict[str, object]]],
+        ) -> None:
+    """A symlink at a cache file's name (to the very file, elsewhere) was read through and its
+    rows reused; and where a file had to be rewritten, the refusal to write through the link
+    ended the sweep with exit 2, every row computed lost.  Now the link is a damaged file
+    (dropped, rows replayed, said) and the rows it cannot take are unwritten (said), exit 0,
+    the table complete; the file it points at is untouched."""
+    swept, first, clean = swept_project
+    shutil.copytree(swept, project, symlinks=True, dirs_exist_ok=True)
+    target = min((project / ".ctxreplay" / "sweep_cache").glob("*.parquet"))
+    elsewhere = project.parent / "elsewhere.parquet"
+    target.rename(elsewhere)
+    target.symlink_to(elsewhere)
+    before = elsewhere.read_bytes()
+    again = _sweep()
+    assert again["cache_dropped"] == 1 and again["cache_unwritten"] == 1
+    assert again["reused"] == first["computed"] - again["settings"]
+    assert _sweep_table(project) == clean
+    assert target.is_symlink() and elsewhere.read_bytes() == before
+
+
 @pytest.fixture(scope="session")
 def swept_project(tmp_path_factory: pytest.TempPathFactory,
                   ) -> tuple[Path, dict[str, object], list[dict[str, object]]]:

@@ -115,7 +115,8 @@ def _read_table(cache_dir: Path, run_id: str, key: str) -> tuple[pa.Table | None
     try:
         # from bytes in memory: a ParquetFile on a path starts Arrow's I/O thread, which a
         # process exiting with it alive can abort in (tests/replay/cli/test_native_threads.py)
-        table = pq.ParquetFile(pa.BufferReader(read_input(path))).read(use_threads=False)
+        table = pq.ParquetFile(pa.BufferReader(read_input(path, follow=False))).read(
+            use_threads=False)  # (a planted symlink: damaged, not followed)
     except (OSError, Unreadable, pa.ArrowInvalid):
         return None, True
     meta = table.schema.metadata or {}

@@ -38,7 +38,7 @@ from analysis.sweep.unit import settings_blob
 from replay.atomic_files import atomic_write_bytes, make_output_dir
 from replay.corpus import Corpus
 from replay.engine.share import share_rank
-from replay.errors import ReplayInputError
+from replay.errors import OutputError, ReplayInputError
 from replay.ingest.store import Entry
 from replay.policy import Custom, policy_to_dict
 from replay.safe_text import csv_cell
@@ -160,6 +160,9 @@ def sweep(corpus: Corpus, settings: Sequence[Setting], *, jobs: int = 0,
                     write_cached(cache_dir, str(rid), keys[str(rid)], rows)
                 except OSError as exc:  # a full disk: the rows computed are kept in the result
                     unwritten.append(exc.strerror or str(exc))
+                except OutputError as exc:  # a symlink planted at the file's name: not written
+                    # through, as the rows computed are kept (they were lost: exit 2)
+                    unwritten.append(str(exc))
     pool = min(workers, len(tasks)) if client is None and workers > 1 and len(tasks) > 1 else 1
     stats = SweepStats(len(ids), len(settings), cells.n_computed, cells.n_cached,
                        sum(map(len, tasks)), pool,

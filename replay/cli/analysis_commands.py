@@ -336,7 +336,7 @@ def sweep(
     left = not_replayed(done.corpus)
     if s.n_cache_dropped:
         warn(f"sweep cache: {s.n_cache_dropped} run file(s) failed their check (another run's, "
-             "edited or truncated): dropped, their rows replayed again")
+             "edited, truncated or a symlink): dropped, their rows replayed again")
     if s.n_cache_unwritten:
         warn(f"sweep cache: the rows of {s.n_cache_unwritten} run(s) were not stored "
              f"({s.cache_error}); the results below are complete")
