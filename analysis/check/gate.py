@@ -45,7 +45,7 @@ from analysis.check.baseline_changes import BaselineChange, diff_baselines
 from analysis.check.renamed import keyed_as_baseline, renamed_note
 from analysis.check.tolerances import Tolerance, Tolerances
 from analysis.metrics import METRIC_DIRECTIONS
-from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
+from analysis.per_run.notes import estimated_text_by_run, figure_notes, unknown_gaps_by_run
 from analysis.truth_notes import unrecorded_requests
 from replay.corpus import Corpus, not_replayed
 from replay.ingest.run_label import run_key, run_labels
@@ -154,6 +154,7 @@ def check(corpus: Corpus, policies: Sequence[Policy], baseline: Baseline, tolera
     more = [note] if (note := renamed_note(renamed)) else []
     more += figure_notes(unrecorded=unrecorded_requests(corpus, cells),
                          unknown_gaps=unknown_gaps_by_run(corpus, (rid for rid, _ in cells)),
+                         estimated_text=estimated_text_by_run(corpus, (rid for rid, _ in cells)),
                          not_replayed=not_replayed(corpus))
     return replace(result, notes=result.notes + tuple(more),
                    labels={key: labels[rid] for key, rid in keys.items()})

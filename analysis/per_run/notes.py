@@ -4,7 +4,8 @@ What the figures of ``replay run``, ``diff``, ``sweep`` and ``check`` rest on be
 induced work the replay added (``analysis.per_run.induced``) and how many induced re-reads were
 sized as estimates, runs the tokenizer judged although recorded usage was asked for and
 requests that recorded no usage (``analysis.truth_notes``), requests with no idle gap the
-replay can read (``unknown_gaps``), and runs not replayed (``replay.corpus``).  Each command gives what it knows; ``figure_notes`` makes the sentences,
+replay can read (``unknown_gaps``), redacted blocks sized as estimates
+(``estimated_text_by_run``), and runs not replayed (``replay.corpus``).  Each command gives what it knows; ``figure_notes`` makes the sentences,
 so a note is never worded, ordered or forgotten differently from one command to the next.
 
 Here, in ``analysis.per_run``, beside the metrics the notes speak of, so that ``replay run``'s
@@ -22,7 +23,8 @@ from analysis.truth_notes import tokenizer_judged_note, unrecorded_note
 from replay.corpus import Corpus, not_replayed_note
 from replay.ingest.timestamps import WINDOW_SAID, timestamp_seconds
 
-__all__ = ["estimated_by_policy", "figure_notes", "unknown_gaps", "unknown_gaps_by_run"]
+__all__ = ["estimated_by_policy", "estimated_text_by_run", "figure_notes", "unknown_gaps",
+           "unknown_gaps_by_run"]
 
 
 def unknown_gaps(ts: Iterable[str | None]) -> tuple[int, int]:
@@ -51,6 +53,24 @@ def unknown_gaps_by_run(corpus: Corpus, run_ids: Iterable[str]) -> dict[str, int
     return {rid: n for rid, ts in by_run.items() if (n := sum(unknown_gaps(ts)))}
 
 
+def estimated_text_by_run(corpus: Corpus, run_ids: Iterable[str]) -> dict[str, int]:
+    """Run id → its blocks sized as estimates (``n_estimated_blocks``: a redacted block sized
+    by its declared length, ``replay.ingest.redaction``, or a text counted in parts), of the
+    runs ``run_ids`` (those replayed) that have any."""
+    runs = corpus.runs
+    blocks = dict(zip(runs["run_id"].to_pylist(), runs["n_estimated_blocks"].to_pylist()))
+    return {rid: n for rid in dict.fromkeys(run_ids) if (n := blocks.get(rid) or 0)}
+
+
+def _estimated_text_note(counts: dict[str, int]) -> str | None:
+    if not counts:
+        return None
+    return (f"{sum(counts.values()):,} block(s) in {len(counts):,} run(s) are sized as "
+            "estimates (redacted text by its declared length at 3.8 characters a token, or a "
+            "text tiktoken could not count whole, counted in parts): so are the figures made "
+            "of them; replay runs shows each run's estimated_blocks and estimated_tokens")
+
+
 def _gaps_note(counts: dict[str, int]) -> str | None:
     if not counts:
         return None
@@ -67,6 +87,7 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
                  truth_where: str | None = None,
                  unrecorded: dict[str, int] | None = None,
                  unknown_gaps: dict[str, int] | None = None,
+                 estimated_text: dict[str, int] | None = None,
                  not_replayed: Sequence[str] = ()) -> list[str]:
     """The notes, in order, of the facts a command gives (each left out when it has nothing).
 
@@ -79,6 +100,7 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
             run's truth is shown (``tokenizer_judged_note``).
         unrecorded: run id → its requests that recorded no usage (``unrecorded_requests``).
         unknown_gaps: run id → its requests with no idle gap (``unknown_gaps_by_run``).
+        estimated_text: run id → its blocks sized as estimates (``estimated_text_by_run``).
         not_replayed: labels of the runs with no recorded request.
     """
     notes = []
@@ -89,6 +111,7 @@ def figure_notes(*, induced: bool | Sequence[str] = False, n_estimated: int = 0,
         notes.append(f"{estimated} {estimated_scope}".rstrip())
     for note in (tokenizer_judged_note(truth_cells, truth_where),
                  unrecorded_note(unrecorded or {}), _gaps_note(unknown_gaps or {}),
+                 _estimated_text_note(estimated_text or {}),
                  not_replayed_note(list(not_replayed))):
         if note:
             notes.append(note)

@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from analysis.per_run import PARTS, SPECS, known, part_metrics
-from analysis.per_run.notes import figure_notes, unknown_gaps
+from analysis.per_run.notes import estimated_text_by_run, figure_notes, unknown_gaps
 from analysis.truth_notes import run_note, truth_of
 from replay.apply_policy import RunMeta, RunRollup
 from replay.corpus import NOT_REPLAYED, Corpus, not_replayed
@@ -172,12 +172,16 @@ def not_replayed_rows(corpus: Corpus, policy: Policy, meta: RunMeta) -> list[dic
 def run_notes(rows: pa.Table, corpus: Corpus) -> list[str]:
     """What a ``replay run`` says under its rows (``ROLLUP_SCHEMA``), for every reader: its
     figures include induced work (and how many re-reads were sized as estimates), runs judged by
-    the tokenizer count rather than recorded usage, runs of ``corpus`` not replayed."""
+    the tokenizer count rather than recorded usage, redacted blocks sized as estimates, runs of
+    ``corpus`` not replayed."""
+    replayed = [rid for rid, truth in zip(rows["run_id"].to_pylist(),
+                                          rows["truth_source"].to_pylist()) if truth is not None]
     return figure_notes(
         induced=any(rows["induced_rereads_n"].to_pylist()),
         n_estimated=sum(rows["induced_rereads_estimated_n"].to_pylist()),
         truth_cells=zip(rows["run_id"].to_pylist(), rows["truth_source"].to_pylist()),
         truth_where="each run's truth_source (--wide, --json, summary.json)",
+        estimated_text=estimated_text_by_run(corpus, replayed),
         not_replayed=not_replayed(corpus))
 
 

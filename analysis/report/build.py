@@ -42,6 +42,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.fidelity import fidelity
+from analysis.per_run.notes import estimated_text_by_run
 from analysis.report.diff import diff, totals
 from analysis.report.figures import analysis_images, timeline_images
 from analysis.report.interactive import PolicyFrames, RunTimeline, timelines_html
@@ -137,6 +138,7 @@ def write_report(corpus: Corpus, runs: Sequence[tuple[Policy, Trace]], out: Path
         compaction_model=model_lines(compaction_report(corpus)["model"]),
         interactive=timelines_html(_timelines(reps, run_ids, meta, max_timelines)),
         pricing=pricing,
+        estimated_text=estimated_text_by_run(corpus, run_ids),
         not_replayed=not_replayed(corpus),
         input_problems=". ".join(filter(None, (
             problems_said(corpus.entries),

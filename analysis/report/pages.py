@@ -103,6 +103,9 @@ class Page:
     interactive: str = ""
     """The HTML page's timelines, interactive (``analysis.report.interactive``; scripts
     inlined): shown instead of the ``timelines`` PNGs, which report.md keeps ('' : the PNGs)."""
+    estimated_text: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Run id → its redacted blocks sized as estimates
+    (``analysis.per_run.notes.estimated_text_by_run``): said in the overview."""
     not_replayed: list[str] = dataclasses.field(default_factory=list)
     """Labels of the runs with no recorded request (``replay.corpus.not_replayed``): said in the
     overview, never dropped silently."""
@@ -278,7 +281,7 @@ def _overview(page: Page) -> str:
             + (f" Truth: {truth}." if truth else "")
             + "".join(f" Note: {note}." for note in figure_notes(
                 induced=induced, n_estimated=n_estimated, estimated_scope=estimated_scope,
-                not_replayed=page.not_replayed))
+                estimated_text=page.estimated_text, not_replayed=page.not_replayed))
             + (f" Inputs: {page.input_problems}." if page.input_problems else ""))
 
 

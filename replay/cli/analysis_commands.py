@@ -162,7 +162,12 @@ def diff(
 ) -> None:
     """Compare two policies (or two traces) on the same runs: metric deltas, largest first."""
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
-    from analysis.per_run.notes import estimated_by_policy, figure_notes, unknown_gaps_by_run
+    from analysis.per_run.notes import (
+        estimated_by_policy,
+        estimated_text_by_run,
+        figure_notes,
+        unknown_gaps_by_run,
+    )
     from analysis.report.compare import diff_policies
     from analysis.report.diff import to_records
     from analysis.report.pages import fmt_rel, fmt_value
@@ -182,6 +187,7 @@ def diff(
     left = [] if run_ids else not_replayed(corpus)  # (runs named: only theirs were asked for)
     unrecorded = unrecorded_requests(corpus, done.truth_cells())
     gaps = unknown_gaps_by_run(corpus, (rid for rid, _ in done.truth_cells()))
+    estimated_text = estimated_text_by_run(corpus, (rid for rid, _ in done.truth_cells()))
     labels = run_labels(corpus.runs)
     # each row's run by its label, beside its run id (as run and check say it)
     records = [{"scope": r["scope"], "run": labels.get(r["run_id"], r["run_id"]), **r}
@@ -193,6 +199,7 @@ def diff(
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
                      "unknown_idle_gap_requests": gaps,
+                     "estimated_text_blocks": estimated_text,
                      "truth_sources": done.truth_sources(), "rows": records,
                      "inputs": corpus_inputs(corpus, strict, left)})
         _finish(corpus.report, strict)
@@ -219,7 +226,8 @@ def diff(
     for note in figure_notes(induced=done.includes_induced, n_estimated=n_estimated,
                              estimated_scope=estimated_scope,
                              truth_cells=done.truth_cells(), truth_where="--json's truth_sources",
-                             unrecorded=unrecorded, unknown_gaps=gaps, not_replayed=left):
+                             unrecorded=unrecorded, unknown_gaps=gaps,
+                             estimated_text=estimated_text, not_replayed=left):
         say(f"note: {note}", err=True)
     _finish(corpus.report, strict)
 
@@ -298,7 +306,7 @@ def sweep(
     # lazy: pandas and matplotlib load only for the command that needs them (start-up time)
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
-    from analysis.per_run.notes import figure_notes, unknown_gaps_by_run
+    from analysis.per_run.notes import estimated_text_by_run, figure_notes, unknown_gaps_by_run
     from analysis.sweep.choice import unknown_constraints, unknown_objective
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
@@ -333,6 +341,7 @@ def sweep(
     shown = done.best_rows(top)
     unrecorded = unrecorded_requests(done.corpus, done.truth_cells())
     gaps = unknown_gaps_by_run(done.corpus, (rid for rid, _ in done.truth_cells()))
+    estimated_text = estimated_text_by_run(done.corpus, (rid for rid, _ in done.truth_cells()))
     left = not_replayed(done.corpus)
     if s.n_cache_dropped:
         warn(f"sweep cache: {s.n_cache_dropped} run file(s) failed their check (another run's, "
@@ -353,6 +362,7 @@ def sweep(
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
                      "unknown_idle_gap_requests": gaps,
+                     "estimated_text_blocks": estimated_text,
                      "not_replayed": left,
                      "inputs": corpus_inputs(done.corpus, strict, left)})
     else:
@@ -371,7 +381,8 @@ def sweep(
                 estimated_scope=f"(summed over the table's {len(rows):,} (run, setting) rows)",
                 truth_cells=done.truth_cells(),
                 truth_where=f"the truth_source column of {out / 'sweep'}'s tables",
-                unrecorded=unrecorded, unknown_gaps=gaps, not_replayed=left):
+                unrecorded=unrecorded, unknown_gaps=gaps, estimated_text=estimated_text,
+                not_replayed=left):
             say(f"note: {note}", err=True)
         if done.rule.n_unknown:
             say(f"note: {unknown_objective(done.rule).removeprefix('; ')}", err=True)

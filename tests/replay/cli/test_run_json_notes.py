@@ -41,11 +41,12 @@ def test_run_json_prints_and_stores_the_notes_of_its_rows(codex: tuple[Path, Pat
     estimated = sum(r["induced_rereads_estimated_n"] for r in rows)
     fallback = sum(r["truth_source"] == "tokenizer-fallback" for r in rows)
     assert sum(r["induced_rereads_n"] for r in rows) > 0 and estimated > 0 and fallback > 0
-    assert len(said) == 3, said
+    assert len(said) == 4, said
     assert said[0].startswith("figures include induced work")
     assert said[1].startswith(f"{estimated} induced re-read(s) sized as estimates")
     assert said[2].startswith(f"{fallback} of {len(rows)} replayed runs are judged by the "
                               "tokenizer count")
+    assert " run(s) are sized as estimates (redacted text by its declared length" in said[3]
     stored = json.loads((tmp_path / "j" / "summary.json").read_text())["notes"]
     assert [" ".join(n.split()) for n in stored] == said
     _, in_text = _run(*common, "--out", str(tmp_path / "t"))
