@@ -5,7 +5,8 @@ and compares them run by run (runs present in both only) and in total, one row
 per (run, metric):
 
 - ``delta = b − a``; ``rel_delta = delta / |a|`` (0 when both are 0, ±inf when
-  only ``a`` is 0, NaN when either is undefined);
+  only ``a`` is 0, NaN when either is undefined or the metric is a request's number that
+  moved, ``REQUEST_NUMBER``);
 - ``verdict`` — ``better`` / ``worse`` / ``same`` by ``METRIC_DIRECTIONS`` (``b``
   against ``a``), '' for metrics without a direction or with a NaN.
 
@@ -34,6 +35,10 @@ TOTAL = "(all runs)"
 DIFF_COLUMNS: tuple[str, ...] = ("scope", "run_id", "metric", "a", "b", "delta", "rel_delta",
                                  "direction", "verdict")
 KEYS: tuple[str, ...] = ("run_id", "policy")
+REQUEST_NUMBER = "_request"
+"""How a metric that is a request's number ends (``overshoots_first_request``, -1 for none):
+a position, no amount, so it has no relative change (-1 -> 193 was "+19,400%", and sorted
+first as the largest change)."""
 
 def totals(metrics: pd.DataFrame) -> pd.DataFrame:
     """Every metric combined over the runs, one row per policy (``analysis.run_totals``).
@@ -97,7 +102,7 @@ def _row(scope: str, run_id: str, metric: str, a: Any, b: Any) -> dict[str, Any]
     if math.isnan(a) and math.isnan(b):
         return None
     delta = b - a
-    if math.isnan(delta):
+    if math.isnan(delta) or (delta != 0 and metric.endswith(REQUEST_NUMBER)):
         rel = math.nan
     elif a != 0:
         rel = delta / abs(a)

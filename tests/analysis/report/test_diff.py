@@ -145,6 +145,21 @@ def test_edge_cases_of_relative_change() -> None:
     assert any(r["rel_delta"] is None for r in records)
 
 
+def test_a_request_number_has_no_relative_change() -> None:
+    """``overshoots_first_request`` -1 (none) -> 193 was "+19,400%", sorted first as the
+    largest change of the diff; a request's number is a position, no amount."""
+    def frame(policy: str, first: list[int], trims: list[int]) -> pd.DataFrame:
+        return pd.DataFrame({"run_id": ["r1", "r2"], "policy": policy, "n_requests": [200, 10],
+                             "overshoots_first_request": first, "n_trims": trims})
+
+    out = diff(frame("a", [-1, 4], [4, 4]), frame("b", [193, 8], [5, 4]))
+    rows = out[out["metric"] == "overshoots_first_request"].set_index("run_id")
+    assert rows.loc["r1", "delta"] == 194 and math.isnan(rows.loc["r1", "rel_delta"])
+    assert rows.loc["r2", "delta"] == 4 and math.isnan(rows.loc["r2", "rel_delta"])
+    runs = out[out["scope"] == "run"]
+    assert runs.iloc[0]["metric"] == "n_trims"  # +25 %, the one relative change
+
+
 def test_refuses_mixed_policies_and_disjoint_runs(replayed: dict[str, Replayed]) -> None:
     both = pd.concat([replayed[n].metrics for n in PRESETS])
     with pytest.raises(ValueError, match="several policies"):
