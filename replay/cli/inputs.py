@@ -38,6 +38,7 @@ from replay.cli.inputs_said import (
     print_said,
     same_bytes_note,
     stored_said,
+    uncounted_tokenizer_note,
 )
 from replay.cli.output import _progress, error, say
 from replay.cli.tables import TableOptions
@@ -206,6 +207,8 @@ def _open(paths: list[Path], cache: Path | None, fmt: str | None, quiet: bool,
         stored_problems(corpus.entries, strict, corpus.failed)
         if note := same_bytes_note(entry_notes.same_bytes(corpus.entries)):
             say(note, err=True)
+        if note := uncounted_tokenizer_note(corpus):  # (only a dataset named: the cache
+            say(note, err=True)  # counts with o200k_base always)
         if not corpus.replayable():
             error(f"no runs to work on: the dataset {paths[0]} holds "
                   f"{len(corpus.run_ids)} runs, none with a request")

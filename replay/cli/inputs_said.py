@@ -133,6 +133,24 @@ def same_bytes_note(groups: Sequence[Sequence[str]]) -> str | None:
             f"({shown}{more}): each is a run of its own, counted in every total once per copy")
 
 
+def uncounted_tokenizer_note(corpus: Corpus) -> str | None:
+    """One line counting the runs of ``corpus`` with no o200k_base counts (a dataset ingested
+    with ``--tokenizers cl100k_base``; their ``estimated_tokens_o200k`` is null): the replay
+    and the fits count every text with the tokenizer a policy names, o200k_base by default,
+    and where that one was not counted take the counts there are
+    (``replay.engine.prepared_run``, ``truth.summary_count``), which was said nowhere: a
+    policy's figures and ``calibrate``'s "scale × o200k count" then rest on cl100k_base."""
+    if corpus.runs.num_rows == 0 or "estimated_tokens_o200k" not in corpus.runs.column_names:
+        return None
+    n = corpus.runs["estimated_tokens_o200k"].null_count
+    if not n:
+        return None
+    return (f"note: {n} of {corpus.runs.num_rows} run(s) hold no o200k_base counts (the "
+            "dataset was ingested without it): a policy or fit counting with o200k_base "
+            "uses their cl100k_base counts instead (`replay ingest` of their logs with "
+            "--tokenizers o200k_base counts them)")
+
+
 def repaired_note(report: IngestReport | None) -> str | None:
     """One line naming the input files whose cached entry failed its checksum and were parsed
     again (``IngestReport.repaired``), None when there is none."""
@@ -276,6 +294,8 @@ def corpus_inputs(corpus: Corpus, strict: bool,
         failed_before = len(corpus.failed)
     same = entry_notes.same_bytes(corpus.entries)
     if note := same_bytes_note(same):
+        said.append(Said(note))
+    if note := uncounted_tokenizer_note(corpus):
         said.append(Said(note))
     return inputs_doc(report, strict, said, same=same, failed_before=failed_before,
                       not_replayed=not_replayed)
