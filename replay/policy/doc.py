@@ -84,15 +84,29 @@ def read_policy_doc(path: str | Path) -> tuple[dict[str, Any] | Any, str]:
 
 
 def _locate(ref: str | Path, relative_to: Path | None) -> tuple[Path, bool]:
-    """(the file, whether it is a preset) for a policy reference."""
+    """(the file, whether it is a preset) for a policy reference.
+
+    A preset's own ``extends`` names a preset, never a file (a file named ``deepagents`` in
+    the current folder became the parent of the shipped ``deepagents-no-profile``); a bare
+    preset name that is also a file there (or beside the file extending it) is refused as
+    ambiguous (a file ``none`` was read for ``-p none`` without a word): ``./none`` names
+    the file.
+
+    Raises:
+        PolicyError: a preset name that is also a file.
+    """
     p = Path(ref)
-    if relative_to is not None and not p.is_absolute():
-        candidate = relative_to / p
-        if candidate.is_file():
-            return candidate, False
-    if p.is_file():
-        return p, False
-    if isinstance(ref, str) and ref in preset_names():  # a name, never a path into presets/
+    preset = isinstance(ref, str) and ref in preset_names()  # a name, never a path into presets/
+    if preset and relative_to is not None and relative_to.resolve() == PRESETS_DIR.resolve():
+        return PRESETS_DIR / f"{ref}.yaml", True
+    files = [c for c in ([relative_to / p] if relative_to is not None and not p.is_absolute()
+                         else []) + [p] if c.is_file()]
+    if preset and files:
+        raise PolicyError(str(files[0]), "", f"{ref!r} is both a preset and this file; write "
+                                             f"./{ref} (or its path) for the file, or rename it")
+    if files:
+        return files[0], False
+    if preset:
         return PRESETS_DIR / f"{ref}.yaml", True
     return p, False
 

@@ -105,3 +105,25 @@ def test_a_setting_the_collapse_tier_would_ignore_is_refused_not_swept() -> None
         replace_path(cline, "tiers.truncate_half.drop_frac", 0.0)
     assert replace_path(cline, "tiers.truncate_half.keep_messages", None).tiers[0].keep_messages is None
     assert replace_path(cline, "tiers.truncate_half.drop_frac", 0.25).tiers[0].drop_frac == 0.25
+
+
+def test_a_file_named_as_a_preset_never_stands_in_for_it(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file in the current folder named like a preset was read for that preset without a
+    word: ``-p none`` replayed a file ``none`` (and, holding ``name: none``, said so nowhere),
+    and the shipped ``deepagents-no-profile``, which ``extends: deepagents``, extended a file
+    ``deepagents`` there.  A preset's own parent is a preset; a bare name that is both is
+    refused; ``./none`` names the file."""
+    monkeypatch.chdir(tmp_path)
+    expected = load_policy("deepagents-no-profile")
+    (tmp_path / "deepagents").write_text("name: deepagents\nextends: none\n")
+    assert load_policy("deepagents-no-profile") == expected
+    (tmp_path / "none").write_text("name: none\nextends: two-tier-corrected\n")
+    with pytest.raises(PolicyError, match="'none' is both a preset and this file"):
+        load_policy("none")
+    assert load_policy("./none").tiers == load_policy("two-tier-corrected").tiers
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "p.yaml").write_text("name: p\nextends: none\n")
+    (tmp_path / "sub" / "none").write_text("name: other\n")
+    with pytest.raises(PolicyError, match="'none' is both a preset and this file"):
+        load_policy(tmp_path / "sub" / "p.yaml")
