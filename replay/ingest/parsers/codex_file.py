@@ -111,43 +111,47 @@ def unique(records: list[tuple[int, dict[str, Any]]], path: str, issues: list[Is
     written twice is reported and counted as skipped in ``coverage`` under its type (every
     line accounted for), not counted twice.  Messages carry no identity and may legitimately
     repeat.  ``records`` itself when nothing repeats (most files)."""
-    firsts: dict[tuple[str, str], tuple[int, dict[str, Any]] | None] = {}  # identity ->
-    # (line, item) of its first item; None once ``seen`` holds its items
+    firsts: dict[str, dict[str, Any]] = {}  # item type -> identity -> the (line, record)
+    # pair of its first item (the pair ``records`` holds: no tuple made an item); None once
+    # ``seen`` holds its items
     seen = Repeats()  # (the items of an identity met twice or more: most files have none)
     skip: set[int] = set()  # lines of the repeats (a line holds one record)
-    for no, rec in records:
+    pairs: list[Any] = records  # (each pair as it is: compiled, a typed tuple is a new box)
+    for pair in pairs:
+        rec: dict[str, Any] = pair[1]
         item = rec.get("payload", rec)  # (legacy: bare items)
         if item is not rec and rec.get("type") != "response_item":
             continue  # (no item: no identity)
         if type(item) is not dict or (t := item.get("type")).__class__ is not str:
             continue
-        for key in _IDENTITY_KEYS:  # (the identity, without a call an item)
-            value = item.get(key)
-            if type(value) is str and value:
-                ident = (t, value)
-                break
-        else:
-            continue
-        pair: Any = (no, item)  # (one object: compiled, a typed tuple is a new box each use)
-        met = firsts.setdefault(ident, pair)
+        value = item.get("call_id")  # the identity: the first of these keys holding a
+        if type(value) is not str or not value:  # non-empty string (no loop: no iterator)
+            value = item.get("id")
+            if type(value) is not str or not value:
+                value = item.get("encrypted_content")
+                if type(value) is not str or not value:
+                    continue
+        of_type = firsts.get(t)
+        if of_type is None:
+            of_type = firsts[t] = {}
+        met = of_type.setdefault(value, pair)
         if met is pair:  # (an identity not met before, nearly every one: no call)
             continue
+        ident = (t, value)
         if met is not None:  # its second item: Repeats takes the first, then decides
-            seen.earlier(ident, met[1], met[0])
-            firsts[ident] = None
+            first_rec = met[1]
+            seen.earlier(ident, first_rec.get("payload", first_rec), met[0])
+            of_type[value] = None
+        no = pair[0]
         first = seen.earlier(ident, item, no)
         if first is not None:
-            issues.append(Issue(path, no, f"duplicate of the {ident[0]} item on line "
+            issues.append(Issue(path, no, f"duplicate of the {t} item on line "
                                           f"{first} (record skipped)"))
-            coverage.skipped(f"response_item/{ident[0]}")
+            coverage.skipped(f"response_item/{t}")
             skip.add(no)
     if not skip:
         return records
     return [pair for pair in records if pair[0] not in skip]
-
-
-_IDENTITY_KEYS = ("call_id", "id", "encrypted_content")
-"""The keys of an item's identity (``unique``), the first one holding a non-empty string."""
 
 
 def usage_first(records: list[tuple[int, dict[str, Any]]]) -> bool:
