@@ -43,9 +43,17 @@ from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import as_text, held, kept_as_json, not_a_string
 from replay.ingest.parsers.json_decode import JSON_REFUSED, loads
 from replay.ingest.parsers.json_text import json_text
-from replay.ingest.parsers.jsonl import ItemLines, array_items, load_json
+from replay.ingest.parsers.jsonl import ItemLines
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.linear_pattern import linear_pattern
+from replay.ingest.parsers.mini_swe_agent_records import (
+    NO_EXTRA,
+    NO_RESPONSE,
+    Extra,
+    Message,
+    Response,
+    trajectory,
+)
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.run_text import run_text
 from replay.ingest.parsers.source import Issue, Source
@@ -85,8 +93,6 @@ _RTYPES = {role: f"message/{role}" for role in _ROLES}
 """Coverage names of the known roles' messages, made once."""
 _EXPECTED = "one of system, developer, user, assistant, tool, exit"
 """The roles a message may have, as an issue says what was expected."""
-_SKIPPED_KEYS = ("info", "trajectory_format", "instance_id")
-"""Top-level keys read for the model / version / action pattern only, or not at all."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -115,30 +121,12 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         src: the source file.
         issues: collects what is wrong in the file (per message, or line 0 for the file).
     """
-    doc = load_json(src, issues)
-    bare = src.data.lstrip()[:1] == b"["
-    found = None
-    if doc is None:
-        found, stop = array_items(src, None if bare else "messages")
-        if not found:
-            return []
-        issues.append(Issue(src.path, stop, f"damaged file: kept the {len(found)} readable "
-                                            "messages (info lost)"))
-        doc = [item for _, item in found]
-    info: dict[str, Any] = {}
-    if isinstance(doc, list):
-        messages = doc
-    elif isinstance(doc, dict) and isinstance(doc.get("messages"), list):
-        messages, info = doc["messages"], _obj(doc.get("info"))
-    else:
-        issues.append(Issue(src.path, 0, "not a mini-swe-agent trajectory: no messages[] list"))
+    read = trajectory(src, issues)
+    if read is None:
         return []
+    messages, info, found = read
+    bare = src.data.lstrip()[:1] == b"["
     cov = src.coverage
-    for key in doc if isinstance(doc, dict) else ():
-        if key in _SKIPPED_KEYS:
-            cov.skipped(key)
-        elif key != "messages":
-            cov.unknown(key)
     lines = ItemLines(src, None if bare else "messages", len(messages), found)
     config = _obj(info.get("config"))
     version = run_text(info.get("mini_version", UNSET), "info.mini_version", src.path, issues)
@@ -149,8 +137,10 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     counted: dict[str, int] = {}  # message type -> messages read (into ``cov`` at the end)
     try:
         for i, m in enumerate(messages):
-            is_obj = isinstance(m, dict)
-            role = m.get("role") if is_obj else None
+            is_obj = type(m) is Message
+            role = m.role if is_obj else None
+            if role is UNSET:
+                role = None
             rtype = "message (not an object)" if not is_obj else \
                 (_RTYPES.get(role) or f"message/{role}") if type(role) is str else \
                 "message (no role)" if role is None else "message (role not a string)"
@@ -179,7 +169,7 @@ def _model(config: dict[str, Any], messages: list[Any], path: str, issues: list[
         return name
     run_text(name, "info.config.model.model_name", path, issues)  # (said when of another type)
     for m in messages:
-        name = _response(m).get("model")
+        name = _response(m).model
         if isinstance(name, str) and name:
             return name
     return ""
@@ -210,12 +200,15 @@ def _regex(config: dict[str, Any], src: Source, issues: list[Issue]) -> re.Patte
     return ACTION
 
 
-def _response(m: Any) -> dict[str, Any]:
-    return _obj(_obj(_obj(m).get("extra")).get("response"))
+def _response(m: Any) -> Response:
+    """A message's response (``NO_RESPONSE`` for none, or for one that is no object)."""
+    extra = m.extra if type(m) is Message else None
+    response = extra.response if type(extra) is Extra else None
+    return response if type(response) is Response else NO_RESPONSE
 
 
 
-def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
+def _message(b: RunBuilder, i: int, m: Message, pending: list[str],
              regex: re.Pattern[str], lines: ItemLines) -> list[str]:
     """Emit one message; returns the text-mode call ids still waiting for an observation.
 
@@ -223,24 +216,24 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         TypeError, ValueError: what is wrong with the message, in the log's terms (its field,
             what it holds, what was expected): the caller skips it with an issue.
     """
-    role = m.get("role")
+    role = m.role
     if type(role) is not str:  # (a list is no key of the role tables: said here)
-        raise TypeError(f"role is {'missing' if 'role' not in m else held(role)}, not a string "
+        raise TypeError(f"role is {'missing' if role is UNSET else held(role)}, not a string "
                         f"({_EXPECTED})")
-    extra = m.get("extra")
-    if type(extra) is not dict:
-        extra = _obj(extra)
-    ts = extra.get("timestamp")
+    extra: Any = m.extra
+    if type(extra) is not Extra:  # (none, or one that is no object: read as none)
+        extra = NO_EXTRA
+    ts = extra.timestamp
     if type(ts) is not str:  # (a string, nearly every one: no call)
         ts = _ts(ts)
-    content = m.get("content")
+    content = m.content
     if role == "exit":
         return []
     if role == "assistant":
         return _assistant(b, i, m, extra, ts, regex, lines)
     if role == "tool":
         b.message("tool", ts=ts)
-        call_id = m.get("tool_call_id")
+        call_id = m.tool_call_id
         if type(call_id) is not str and call_id is not None:  # (its JSON, said)
             call_id = name_field(b, call_id, "tool_call_id", line=lines[i])
         if not call_id:
@@ -251,7 +244,7 @@ def _message(b: RunBuilder, i: int, m: dict[str, Any], pending: list[str],
         raise ValueError(f"unknown role {role[:40]!r} ({_EXPECTED})")
     if content is not None and not isinstance(content, (str, list)):
         raise TypeError(f"content is {held(content)}, not a string or a list of parts")
-    if role == "user" and pending and not extra.get("interrupt_type"):
+    if role == "user" and pending and not extra.interrupt_type:
         b.message("tool", ts=ts)
         b.tool_result(pending[0], _text(b, content, lines, i), line=lines.at(i))
         return pending[1:]
@@ -272,14 +265,14 @@ def _text(b: RunBuilder, content: Any, lines: ItemLines, i: int) -> str:
     return text
 
 
-def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], ts: str,
+def _assistant(b: RunBuilder, i: int, m: Message, extra: Extra, ts: str,
                regex: re.Pattern[str], lines: ItemLines) -> list[str]:
-    content = m.get("content")
+    content = m.content
     if content is not None and not isinstance(content, (str, list)):
         raise TypeError(f"content is {held(content)}, not a string or a list of parts")
     bad: list[str] = []  # (said once the message is made; a string: none, no call)
     text = content if type(content) is str else as_text(content, bad)
-    listed = m.get("tool_calls")  # (none in text mode: no list made)
+    listed = m.tool_calls  # (none in text mode: no list made)
     if listed is not None and type(listed) is not list:
         raise TypeError(f"tool_calls is {held(listed)}, not a list of calls")
     tool_calls = [tc for tc in listed if isinstance(tc, dict)] if listed else []
@@ -288,7 +281,7 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
         b.issues.append(Issue(b.source.path, lines[i], f"messages[{i}]: tool_calls[{k}] is "
                               f"{held(tc)}, not an object ({len(listed) - len(tool_calls)}"
                               f" of {len(listed)} calls left out)"))
-    actions = extra.get("actions")
+    actions = extra.actions
     found = [] if tool_calls else action_blocks(regex, text)
     commands = [found[0].group(1).strip()] if len(found) == 1 else []
     if commands:
@@ -322,8 +315,8 @@ def _assistant(b: RunBuilder, i: int, m: dict[str, Any], extra: dict[str, Any], 
         b.tool_call(call_id, "bash", command)
     if wrong:
         b.issues.extend(Issue(b.source.path, lines[i], f"messages[{i}]: {why}") for why in wrong)
-    response = extra.get("response")  # (``_response(m)``: extra is m's, an object)
-    _request(b, response if type(response) is dict else _obj(response), ts, lines, i)
+    response: Any = extra.response  # (``_response(m)``: extra is m's, an ``Extra``)
+    _request(b, response if type(response) is Response else NO_RESPONSE, ts, lines, i)
     return ids
 
 
@@ -347,14 +340,14 @@ def _commands(actions: list[Any], wrong: list[str]) -> list[str]:
     return commands
 
 
-def _request(b: RunBuilder, response: dict[str, Any], ts: str, lines: ItemLines,
+def _request(b: RunBuilder, response: Response, ts: str, lines: ItemLines,
              i: int) -> None:
-    usage = response.get("usage")
+    usage = response.usage
     if type(usage) is not dict:
         usage = _obj(usage)
     prompt = _details(usage, "prompt_tokens_details", "input_tokens_details")
     completion = _details(usage, "completion_tokens_details", "output_tokens_details")
-    model = response.get("model")
+    model = response.model
     if type(model) is not str:  # (another type: said; its line found only then)
         model = "" if model is None else text_field(b, model, "response.model", line=lines[i])
     b.request(input_tokens=b.count(usage.get("prompt_tokens", usage.get("input_tokens")),
