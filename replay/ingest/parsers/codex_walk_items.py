@@ -8,7 +8,7 @@ See ``replay.ingest.parsers.codex`` for the format; a single item's fields are r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import replay.ingest.parsers.codex_items as it
 from replay.ingest.parsers.codex_compaction import encrypted_len
@@ -16,21 +16,38 @@ from replay.ingest.parsers.codex_walk_compaction import remote_compaction
 from replay.ingest.parsers.codex_walk_state import Walk
 from replay.ingest.parsers.content_text import held
 
-_ITEM_NAMES = {t: f"response_item/{t}" for t in (
-    "message", "agent_message", "reasoning", *it.CALLS, *it.HOSTED, *it.OUTPUTS, *it.COMPACTIONS,
-    "ghost_snapshot")}
+_MESSAGE: Final = 1
+_AGENT_MESSAGE: Final = 2
+_REASONING: Final = 3
+_CALL: Final = 4
+_HOSTED: Final = 5
+_OUTPUT: Final = 6
+_COMPACTION: Final = 7
+_GHOST: Final = 8
+_KINDS: Final[dict[str, int]] = {
+    "message": _MESSAGE, "agent_message": _AGENT_MESSAGE, "reasoning": _REASONING,
+    **dict.fromkeys(it.CALLS, _CALL), **dict.fromkeys(it.HOSTED, _HOSTED),
+    **dict.fromkeys(it.OUTPUTS, _OUTPUT), **dict.fromkeys(it.COMPACTIONS, _COMPACTION),
+    "ghost_snapshot": _GHOST}
+"""The item types ``item`` reads, each to its branch (0: any other), told by one lookup, not by
+comparing the type with each name in turn (~13 comparisons a tool output)."""
+_ITEM_NAMES: Final = {t: f"response_item/{t}" for t in _KINDS}
 """Coverage names of the item types most rollouts hold, made once."""
 
 
 def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
     """The response item ``p`` of line ``no`` (a modern line's payload or a legacy line)."""
-    t, b = p.get("type"), w.b
-    name = _ITEM_NAMES.get(t) if type(t) is str else None  # (no new string an item)
+    t: Any = p.get("type")
+    b = w.b
+    if type(t) is str:
+        name, branch = _ITEM_NAMES.get(t), _KINDS.get(t, 0)  # (no new string an item)
+    else:
+        name, branch = None, 0
     if name is None:
         name = f"response_item/{t}"
     if isinstance(p.get("id"), str) and p["id"]:
         w.by_id[p["id"]] = p
-    if t == "message":
+    if branch == _MESSAGE:
         role = p.get("role")
         if type(role) is not str or role not in it.ROLES:  # (a list: no key of ROLES)
             raise ValueError(f"message role {role[:40]!r} is not user/assistant/developer/system"
@@ -49,29 +66,29 @@ def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
         if w.bad:
             w.said_bad(no)
         w.said.add((str(role), it.joined(blocks)), b.msg_index)
-    elif t == "agent_message":
+    elif branch == _AGENT_MESSAGE:
         blocks = it.content(p.get("content"), w.bad)
         w.turns.append(w.start("user", ts))
         for kind, text in blocks or [("text", "")]:
             b.text(text, kind=kind)
         if w.bad:
             w.said_bad(no)
-    elif t == "reasoning":
+    elif branch == _REASONING:
         text = it.reasoning(p, w.bad)
         if not w.open_run:  # (else ``output`` returns at once: no call)
             w.output(ts)
         b.text(text, kind="reasoning", encrypted_bytes=encrypted_len(p.get("encrypted_content")))
         if w.bad:
             w.said_bad(no)
-    elif t in it.CALLS or t in it.HOSTED:
+    elif branch == _CALL or branch == _HOSTED:
         call_id, tool, args = it.call(no, t, p)
         if not w.open_run:
             w.output(ts)
         b.tool_call(call_id, tool, args)
         w.call_ids.add(call_id)
-        if t in it.HOSTED:
+        if branch == _HOSTED:
             b.tool_result(call_id, it.hosted_result(t, p))
-    elif t in it.OUTPUTS:
+    elif branch == _OUTPUT:
         cid = p.get("call_id")  # (a non-empty string is opt_str's answer: no call)
         call_id = cid if type(cid) is str and cid else \
             it.opt_str(p, "call_id") or it.opt_str(p, "id")
@@ -82,10 +99,10 @@ def item(w: Walk, no: int, p: dict[str, Any], ts: str) -> None:
         b.tool_result(call_id, text, is_error=is_error, line=no)
         if w.bad:
             w.said_bad(no)
-    elif t in it.COMPACTIONS:
+    elif branch == _COMPACTION:
         remote_compaction(w, no, p, ts, name)
         return
-    elif t == "ghost_snapshot":
+    elif branch == _GHOST:
         w.cov.skipped(name)
         return
     else:
