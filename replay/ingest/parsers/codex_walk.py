@@ -48,20 +48,22 @@ def record(w: Walk, no: int, rec: dict[str, Any]) -> None:
             ts = timestamp(w, no, rec)
         if w.replaying and ts >= w.fork_ts:
             w.replaying = False  # the fork's own lines begin
-        if kind == "response_item":
+        line: str = kind if type(kind) is str else ""  # (a string compared as one: no
+        # generic comparison a line; '' is no line type: one of another type is said below)
+        if line == "response_item":
             item(w, no, payload, ts)
-        elif kind == "event_msg":
+        elif line == "event_msg":
             event(w, no, payload)
-        elif kind == "turn_context":
+        elif line == "turn_context":
             w.model = it.opt_str(payload, "model") or w.model
             if payload.get("model", 0) is None:  # (Codex writes a string: null is said)
                 w.note(no, not_a_string(None, "turn_context.model"))
             w.open_run = False
             m = w.modelled
             m["turn_context"] = m.get("turn_context", 0) + 1
-        elif kind == "session_meta":
+        elif line == "session_meta":
             meta(w, payload, ts, no)
-        elif kind == "compacted":
+        elif line == "compacted":
             compacted(w, no, payload, ts)
         elif type(kind) is not str:  # (no key of the line types)
             raise ValueError(f"line type is {held(kind)}, not a string")

@@ -23,10 +23,11 @@ _EVENT_NAMES = {t: f"event_msg/{t}" for t in (
 def event(w: Walk, no: int, p: dict[str, Any]) -> None:
     """The event ``p`` of line ``no``."""
     t = p.get("type")
-    name = _EVENT_NAMES.get(t) if type(t) is str else None  # (no new string an event)
+    kind: str = t if type(t) is str else ""  # (a string compared as one: no generic comparison)
+    name = _EVENT_NAMES.get(kind) if kind else None  # (no new string an event)
     if name is None:
         name = f"event_msg/{t}"
-    if t == "token_count":
+    if kind == "token_count":
         if p.get("info") is None:
             s = w.skipped
             s[name] = s.get(name, 0) + 1
@@ -42,7 +43,7 @@ def event(w: Walk, no: int, p: dict[str, Any]) -> None:
             w.open_run = False
         counts = w.modelled if fate == "modelled" else w.skipped
         counts[name] = counts.get(name, 0) + 1
-    elif t == "item_completed" and isinstance(p.get("item"), dict):
+    elif kind == "item_completed" and isinstance(p.get("item"), dict):
         item = p["item"]
         name = f"{name}/{item.get('type')}"
         if item.get("type") in it.COMMANDS:
@@ -54,7 +55,7 @@ def event(w: Walk, no: int, p: dict[str, Any]) -> None:
             w.cov.modelled(name)
         else:
             w.cov.skipped(name)
-    elif t == "thread_rolled_back":
+    elif kind == "thread_rolled_back":
         w.flush_nested("")
         cut = roll_back(w.b, no, p.get("num_turns"), w.turns, w.runs, w.branches)
         if cut is not None:
@@ -62,7 +63,7 @@ def event(w: Walk, no: int, p: dict[str, Any]) -> None:
             w.open_run = False
         w.cov.modelled(name)
     else:
-        if t == "task_started":
+        if kind == "task_started":
             w.usage.started_window(p, no)  # it carries model_context_window too
         s = w.skipped
         s[name] = s.get(name, 0) + 1
