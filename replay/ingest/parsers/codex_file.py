@@ -178,14 +178,30 @@ def parent_run_id(path: Path, session: str, rel: str) -> str:
         return ""
     pattern = f"rollout-*-{session}.jsonl"
     here = path.parent
-    tree = here.parent.parent.parent if len(here.parts) > 3 else here
-    for folder, glob in ((here, pattern), (tree, f"*/*/*/{pattern}")):
-        for found in sorted(folder.glob(glob)):
-            if found.is_file() and found.resolve() != path.resolve():
-                st = found.stat()
-                return _run_id_of(str(found), st.st_ino, st.st_size, st.st_mtime_ns,
-                                  stored_source(path, rel, found))
+    places = [(here, pattern)]
+    if _is_day_folder(here):  # (only a sessions tree's day: else the glob three folders up
+        # scanned whatever lay there, e.g. every user's home for a file in ~/logs/a/)
+        places.append((here.parent.parent.parent, f"*/*/*/{pattern}"))
+    for folder, glob in places:
+        try:
+            for found in sorted(folder.glob(glob)):
+                if found.is_file() and found.resolve() != path.resolve():
+                    st = found.stat()
+                    return _run_id_of(str(found), st.st_ino, st.st_size, st.st_mtime_ns,
+                                      stored_source(path, rel, found))
+        except OSError:  # a folder or file gone, or unreadable, while looked through: the
+            continue  # parent is not found there (as if it were not there)
     return ""
+
+
+_DAY_PARTS = (re.compile(r"\d{4}"), re.compile(r"\d{2}"), re.compile(r"\d{2}"))
+"""A Codex sessions tree's day folder: ``YYYY/MM/DD``."""
+
+
+def _is_day_folder(folder: Path) -> bool:
+    """Whether ``folder`` ends in ``YYYY/MM/DD`` below some folder (a sessions tree's day)."""
+    parts = folder.parts
+    return len(parts) > 3 and all(rx.fullmatch(part) for rx, part in zip(_DAY_PARTS, parts[-3:]))
 
 
 @functools.lru_cache(maxsize=64)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers import codex
@@ -76,3 +79,61 @@ def test_spawned_subagent_links_its_parent_and_names_its_agent(tmp_path: Path) -
     sha = hashlib.sha256((FIXTURES / parent).read_bytes()).hexdigest()
     assert run["parent_run_id"] == _run_id(sha, parent)  # stored relative to tmp_path
     assert run["agent"] == "/root/worker"
+
+
+def _child_of(parent_id: str) -> str:
+    """A subagent rollout spawned by session ``parent_id`` (its lines, as Codex writes them)."""
+    meta = {"session_id": "01a03000-0000-7000-8000-0000000000dd", "cli_version": "0.148.1",
+            "source": {"subagent": {"thread_spawn": {"parent_thread_id": parent_id,
+                                                     "depth": 1, "agent_path": "/root/w"}}}}
+    lines = [{"timestamp": "t", "type": "session_meta", "payload": meta},
+             {"timestamp": "t", "type": "response_item", "payload": {
+                 "type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": "count files"}]}}]
+    return "".join(json.dumps(x) + "\n" for x in lines)
+
+
+def test_parent_looked_for_in_a_sessions_tree_only(tmp_path: Path) -> None:
+    """Three folders up is searched only from a ``YYYY/MM/DD`` day folder: a file elsewhere
+    (``logs/a/b/``) does not have every folder three levels under ``logs/``'s parent read."""
+    day = "sessions/2026/09/02/"
+    parent = next(f for f in FILES if f.startswith(day) and f.endswith("0a.jsonl"))
+    pid = "01a03000-0000-7000-8000-00000000000a"
+    elsewhere = tmp_path / "home/other/x"  # the parent lies three levels under tmp_path
+    elsewhere.mkdir(parents=True)
+    (elsewhere / Path(parent).name).write_bytes((FIXTURES / parent).read_bytes())
+    logs = tmp_path / "logs/a/b"
+    logs.mkdir(parents=True)
+    child = logs / "rollout-2026-09-03T10-00-00-01a03000-0000-7000-8000-0000000000dd.jsonl"
+    child.write_text(_child_of(pid))
+    parsed = parse_file(child, tmp_path / "logs")
+    assert parsed.tables is not None
+    assert parsed.tables.runs.to_pylist()[0]["parent_run_id"] == ""
+    # the same two files in a sessions tree's day folders: linked
+    tree = tmp_path / "t/sessions"
+    (tree / "2026/09/02").mkdir(parents=True)
+    (tree / "2026/09/02" / Path(parent).name).write_bytes((FIXTURES / parent).read_bytes())
+    (tree / "2026/09/03").mkdir(parents=True)
+    moved = tree / "2026/09/03" / child.name
+    moved.write_text(_child_of(pid))
+    parsed = parse_file(moved, tmp_path / "t")
+    assert parsed.tables is not None
+    assert parsed.tables.runs.to_pylist()[0]["parent_run_id"] != ""
+
+
+def test_parent_folder_gone_while_searched_is_not_found(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder removed (or unreadable) while the parent is looked for: not found, said as
+    not found, never an error out of the parse."""
+    day = tmp_path / "sessions/2026/09/03"
+    day.mkdir(parents=True)
+    child = day / "rollout-2026-09-03T10-00-00-01a03000-0000-7000-8000-0000000000dd.jsonl"
+    child.write_text(_child_of("01a03000-0000-7000-8000-00000000000a"))
+
+    def gone(self: Path, pattern: str) -> Any:
+        raise FileNotFoundError(2, "No such file or directory", str(self))
+
+    monkeypatch.setattr(Path, "glob", gone)
+    parsed = parse_file(child, tmp_path)
+    assert parsed.tables is not None and parsed.issues == ()
+    assert parsed.tables.runs.to_pylist()[0]["parent_run_id"] == ""
