@@ -34,8 +34,10 @@ tool message instead (a result is never counted twice).  A ``gemini`` message wi
 received"): context, but no request.
 
 Tokens: ``tokens.input`` is Gemini's ``promptTokenCount``, cached content included, so it is
-``input_tokens``; ``cached`` → cache reads; ``thoughts`` → reasoning tokens; ``output`` →
-output tokens.  ``tokens.tool`` (server-side tool prompts) is not in ``input`` and not added.
+``input_tokens``; ``cached`` → cache reads; ``thoughts`` → reasoning tokens; ``output`` plus
+``thoughts`` → output tokens (Gemini's ``candidatesTokenCount`` leaves the thoughts out:
+``total`` = input + output + thoughts + tool; they are billed as output, and Claude's and
+OpenAI's output counts include their thinking).  ``tokens.tool`` (server-side tool prompts) is not in ``input`` and not added.
 
 Compactions: a ``$set.messages`` checkpoint that drops messages of the current history is a
 harness compaction (a ``compaction`` ContextEvent; the file records no trigger or sizes); the

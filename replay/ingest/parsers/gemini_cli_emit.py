@@ -139,10 +139,15 @@ def _gemini(b: RunBuilder, mid: str, m: dict[str, Any], answered: set[str], *,
     tokens = m.get("tokens")
     if request and ("model" in m or isinstance(tokens, dict)):
         t = tokens if isinstance(tokens, dict) else {}
+        output = b.count(t.get("output"), "tokens.output")
+        thoughts = b.count(t.get("thoughts"), "tokens.thoughts")
+        # Gemini's output count leaves its thoughts out (total = input + output + thoughts +
+        # tool), and they are billed as output: the request's output is both, as Claude's and
+        # OpenAI's usage counts it
         b.request(output_msg=msg, input_tokens=b.count(t.get("input"), "tokens.input"),
                   cache_read_tokens=b.count(t.get("cached"), "tokens.cached"),
-                  output_tokens=b.count(t.get("output"), "tokens.output"),
-                  reasoning_tokens=b.count(t.get("thoughts"), "tokens.thoughts"),
+                  output_tokens=output + thoughts if output is not None and thoughts else output,
+                  reasoning_tokens=thoughts,
                   model=text_field(b, m.get("model"), "model"), ts=ts)
     results = [(cid, tc) for cid, tc in zip(ids, calls)
                if cid not in answered and tc.get("result") is not None]

@@ -60,7 +60,10 @@ def _independent(path: Path) -> dict[str, Any]:
     return {"n_requests": len(requests), "n_tool_calls": len(calls),
             "n_tool_results": len(answered), "n_harness_compactions": compactions,
             "recorded_input_tokens": sum(m["tokens"]["input"] for m in requests),
-            "recorded_output_tokens": sum(m["tokens"]["output"] for m in requests)}
+            # billed output: Gemini's output leaves the thoughts out (total = input + output +
+            # thoughts + tool)
+            "recorded_output_tokens": sum(m["tokens"]["total"] - m["tokens"]["input"]
+                                          - m["tokens"].get("tool", 0) for m in requests)}
 
 
 def test_fixtures_present() -> None:
@@ -239,3 +242,15 @@ def test_rewinds_past_the_most_branches_are_said_not_made(tmp_path: Path,
     cov = src.coverage.by_type()
     assert cov["message (rewound: in the abandoned branch's run)"] == {"modelled": 2}
     assert cov["message (rewound: in no run)"] == {"skipped": 4}
+
+
+def test_output_tokens_count_the_thoughts_the_real_session_billed() -> None:
+    """The real session's one response records output 8, thoughts 28 and total 4,419 for an
+    input of 4,383: its billed output is 36 (4,419 − 4,383), not 8, and its reasoning 28."""
+    path = FIXTURES / "session-2026-06-05T04-59-dcbe78d3.json"
+    parsed = parse_file(path, path.parent)
+    assert parsed.tables is not None
+    requests = parsed.tables.requests.to_pylist()
+    assert [(q["input_tokens"], q["output_tokens"], q["reasoning_tokens"]) for q in requests] \
+        == [(4383, 36, 28)]
+    assert parsed.tables.runs.to_pylist()[0]["recorded_output_tokens"] == 36
