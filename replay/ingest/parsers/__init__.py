@@ -33,7 +33,7 @@ from replay.ingest.parsers import (
     swe_agent,
 )
 
-PARSERS_VERSION = "65"
+PARSERS_VERSION = "66"
 """Part of every ingest cache key: bump it when a parser's output changes, so stores re-parse."""
 
 PARSERS: dict[str, ModuleType] = {

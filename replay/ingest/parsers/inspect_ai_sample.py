@@ -11,8 +11,13 @@ span or step (model-graded scoring) are not the agent's: skipped.  Messages of
 without events (old logs) is read from ``messages``: one request per assistant message,
 usage unknown.
 
-Usage: Inspect's ``input_tokens`` excludes cache reads and writes (``ModelUsage``), so the
-full prompt is ``input_tokens + input_tokens_cache_read + input_tokens_cache_write``.
+Usage: Inspect's ``input_tokens`` excludes cache reads and writes (``ModelUsage``, since
+0.3.184), so the full prompt is ``input_tokens + input_tokens_cache_read +
+input_tokens_cache_write``.  Before 0.3.184 (#3341) the OpenAI-family providers wrote the
+API's ``prompt_tokens``, cache reads included, and the provider's ``total_tokens`` (prompt +
+completion): a call whose ``total_tokens`` is ``input_tokens + output_tokens`` with cache reads
+above 0 already holds them, and they are not added again (the log's own arithmetic, and
+the raw API response Inspect keeps beside it says the same: ``call.response.usage``).
 
 Compactions: a ``CompactionEvent`` (``summary`` / ``edit`` / ``trim``) is one harness
 compaction: a ``compaction`` ContextEvent with its ``tokens_before`` / ``tokens_after`` and
@@ -144,11 +149,14 @@ class Sample:
         base, read, write = (self.b.count(usage.get(k), k) for k in parts)
         bad = any(usage.get(k) is not None and n is None
                   for k, n in zip(parts, (base, read, write)))
+        output = self.b.count(usage.get("output_tokens"), "output_tokens")
+        read_added = 0 if read and base is not None and output is not None \
+            and _reads_included(usage.get("total_tokens"), base, output) else read or 0
         self.b.request(output_msg=msg,
                        input_tokens=None if base is None or bad else
-                       base + (read or 0) + (write or 0),
+                       base + read_added + (write or 0),
                        cache_read_tokens=read, cache_write_tokens=write,
-                       output_tokens=self.b.count(usage.get("output_tokens"), "output_tokens"),
+                       output_tokens=output,
                        reasoning_tokens=self.b.count(usage.get("reasoning_tokens"),
                                                      "reasoning_tokens"),
                        model=text_field(self.b, e.get("model"), "model event: model"), ts=ts)
@@ -319,3 +327,10 @@ class Sample:
             if answer.strip() and answer.strip() in summary:
                 out.add(before[-1])
         return out
+
+
+def _reads_included(total: Any, base: int, output: int) -> bool:
+    """Whether a call's usage counts its cache reads inside ``input_tokens``: its
+    ``total_tokens`` is ``input_tokens + output_tokens`` (with reads above 0 it would be more
+    if they were apart), as Inspect before 0.3.184 wrote an OpenAI-family provider's usage."""
+    return type(total) is int and total == base + output

@@ -66,7 +66,11 @@ def _independent(sample: dict[str, Any]) -> dict[str, Any]:
     tool_calls = {tc["id"] for m in seen if m["role"] == "assistant"
                   for tc in m.get("tool_calls") or []}
     usages = [e["output"]["usage"] for e in calls if e["output"].get("usage")]
-    full = [u["input_tokens"] + (u.get("input_tokens_cache_read") or 0)
+    # the whole prompt: total − output where the total is recorded (Anthropic's total adds the
+    # cache parts, OpenAI's is prompt + completion: true before and after Inspect 0.3.184,
+    # where input_tokens stopped holding OpenAI's cache reads)
+    full = [u["total_tokens"] - u["output_tokens"] if u.get("total_tokens") else
+            u["input_tokens"] + (u.get("input_tokens_cache_read") or 0)
             + (u.get("input_tokens_cache_write") or 0) for u in usages]
     return {"n_requests": len(calls), "n_tool_calls": len(tool_calls),
             "n_tool_results": len(results),
@@ -205,3 +209,21 @@ def test_sniff_and_discover(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "run.eval").write_bytes(b"PK")
     assert [f.name for f, _ in discover([tmp_path / "logs"])] == ["run.eval"]
+
+
+def test_openai_usage_before_0_3_184_holds_its_cache_reads() -> None:
+    """The real browser log (Inspect 0.3.95, gpt-4o-mini) records, beside each call's usage,
+    the API's own response: its prompt_tokens (cache reads included) are Inspect's
+    input_tokens, so the whole prompts are those, 15,235 together, not 15,235 plus the 9,088
+    tokens read from the cache again (24,323)."""
+    path = FIXTURES / "2025-05-12T20-27-36-04-00_browser.json"
+    raw = [e["call"]["response"]["usage"] for s in _samples(path) for e in s["events"]
+           if e["event"] == "model"]
+    parsed = parse_file(path, path.parent)
+    assert parsed.tables is not None
+    requests = parsed.tables.requests.to_pylist()
+    assert [q["input_tokens"] for q in requests] == [u["prompt_tokens"] for u in raw]
+    assert [q["cache_read_tokens"] for q in requests] == \
+        [u["prompt_tokens_details"]["cached_tokens"] for u in raw]
+    assert parsed.tables.runs.to_pylist()[0]["recorded_input_tokens"] == 15235
+    assert not parsed.issues
