@@ -14,6 +14,7 @@ Not here: ranking settings (``analysis.sweep.pareto.best``), the sweep itself (`
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,11 @@ class ChoiceRule:
     constraint_unknown: tuple[tuple[str, int], ...] = ()
     """Each metric a constraint names that settings left out have no value for, with how many
     (``analysis.sweep.pareto.unknown_in_constraints``)."""
+    beaten: tuple[str, float, float, float, float] | None = None
+    """When another setting meeting the constraints costs less and makes the agent fetch no
+    more again (or fetch less again at no more cost) than the chosen one: (its id, its
+    ``cost_usd``, its ``induced_rereads_n``, the chosen one's ``cost_usd``, the chosen one's
+    ``induced_rereads_n``); None otherwise (``beaten_on_loss``)."""
 
 
 def chosen_name(base: str, setting_id: str) -> str:
@@ -70,6 +76,8 @@ def chosen_yaml(settings: tuple[Setting, ...], setting_id: str,
                    f"{unknown_constraints(rule)}"),
                   (f"chosen: the {'least' if rule.minimise else 'most'} {rule.objective} "
                   f"(summed over runs){unknown_objective(rule)}")]
+        if rule.beaten is not None:
+            lines.append(beaten_text(rule.beaten))
     else:
         lines.append("chosen: by the caller of write_sweep (no rule given)")
     lines.append("this setting: " + (", ".join(f"{p}={_text(v)}" for p, v in setting.params)
@@ -90,6 +98,39 @@ def unknown_objective(rule: ChoiceRule) -> str:
                 "id, not the best by the metric")
     return (f"; {rule.objective} is not known for {rule.n_unknown}{of} setting(s) meeting the "
             "constraints (no run gave it a value): ranked last")
+
+
+def beaten_on_loss(ranked: Any) -> tuple[str, float, float, float, float] | None:
+    """Whether a setting of ``ranked`` (the settings meeting the constraints, best first,
+    ``analysis.sweep.pareto.best``) beats the first on both ``cost_usd`` and
+    ``induced_rereads_n`` (lower on one, no higher on the other): the cheapest such, as
+    ``ChoiceRule.beaten``; None when none does, a figure is unknown or the first induced no
+    re-read.  The objective alone
+    (``tokens_sent`` by default) can choose the most aggressive setting: the one that makes
+    the agent fetch the most again, at a higher cost."""
+    if len(ranked) < 2 or not {"cost_usd", "induced_rereads_n"} <= set(ranked.columns):
+        return None
+    first = ranked.iloc[0]
+    cost, rereads = first["cost_usd"], first["induced_rereads_n"]
+    if math.isnan(cost) or not rereads > 0:  # (NaN, unknown, is not above 0 either)
+        return None
+    rest = ranked.iloc[1:]
+    better = rest[((rest["cost_usd"] < cost) & (rest["induced_rereads_n"] <= rereads))
+                  | ((rest["cost_usd"] <= cost) & (rest["induced_rereads_n"] < rereads))]
+    if not len(better):
+        return None
+    row = better.sort_values(["cost_usd", "induced_rereads_n", "setting"], kind="stable").iloc[0]
+    return (str(row["setting"]), float(row["cost_usd"]), float(row["induced_rereads_n"]),
+            float(cost), float(rereads))
+
+
+def beaten_text(beaten: tuple[str, float, float, float, float]) -> str:
+    """What the choice says of a setting that beats it on cost and induced re-reads."""
+    setting, cost, rereads, own_cost, own_rereads = beaten
+    return (f"setting {setting} also meets the constraints and beats the chosen one on both "
+            f"cost and induced re-reads: cost_usd {cost:,.2f} against {own_cost:,.2f}, "
+            f"induced_rereads_n {rereads:,.0f} against {own_rereads:,.0f} (summed over runs; "
+            "--minimise cost_usd chooses by cost)")
 
 
 def unknown_constraints(rule: ChoiceRule) -> str:

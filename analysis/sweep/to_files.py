@@ -29,7 +29,7 @@ import pandas as pd
 
 from analysis.induced import includes_induced
 from analysis.metrics import known
-from analysis.sweep.choice import ChoiceRule
+from analysis.sweep.choice import ChoiceRule, beaten_on_loss
 from analysis.sweep.core import SweepResult, sweep, write_sweep
 from analysis.sweep.grid import SweepSpec, settings
 from analysis.sweep.pareto import ALIASES, aggregate, check_choice, unknown_in_constraints
@@ -158,7 +158,8 @@ def sweep_to(runs: Runs, base: Policy, spec: SweepSpec, out: Path, *,
                       design=spec.design, n_meeting=len(ranked),
                       n_unknown=int(ranked[column].isna().sum()) if column in ranked else 0,
                       constraint_unknown=unknown_in_constraints(
-                          per_setting, list(best), ranked["setting"].tolist()))
+                          per_setting, list(best), ranked["setting"].tolist()),
+                      beaten=beaten_on_loss(ranked))
     files = write_sweep(result, out, plots=plots, rule=rule,
                         chosen=ranked["setting"].iloc[0] if len(ranked) else None,
                         jobs=result.stats.n_workers, on_figure=on_figure)

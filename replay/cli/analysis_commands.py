@@ -307,7 +307,7 @@ def sweep(
     from analysis.metric_spec import count
     from analysis.per_run import UNITS
     from analysis.per_run.notes import estimated_text_by_run, figure_notes, unknown_gaps_by_run
-    from analysis.sweep.choice import unknown_constraints, unknown_objective
+    from analysis.sweep.choice import beaten_text, unknown_constraints, unknown_objective
     from analysis.sweep.grid import load_spec
     from analysis.sweep.to_files import sweep_to
     from analysis.truth_notes import judged_runs, unrecorded_requests
@@ -358,6 +358,10 @@ def sweep(
                      "files": [str(f) for f in done.files], "best": shown,
                      "objective_unknown_settings": done.rule.n_unknown,
                      "constraint_unknown_settings": dict(done.rule.constraint_unknown),
+                     "chosen_beaten_on_cost_and_rereads": None if done.rule.beaten is None
+                     else dict(zip(("setting", "cost_usd", "induced_rereads_n",
+                                    "chosen_cost_usd", "chosen_induced_rereads_n"),
+                                   done.rule.beaten)),
                      "includes_induced": done.includes_induced,
                      "tokenizer_judged_runs": judged_runs(done.truth_cells()),
                      "unrecorded_usage_requests": unrecorded,
@@ -388,6 +392,8 @@ def sweep(
             say(f"note: {unknown_objective(done.rule).removeprefix('; ')}", err=True)
         if done.rule.constraint_unknown:
             say(f"note: {unknown_constraints(done.rule).removeprefix('; ')}", err=True)
+        if done.rule.beaten is not None:
+            say(f"note: {beaten_text(done.rule.beaten)}", err=True)
     if done.exit_code:
         say("no setting meets the constraints", err=True)
     _finish(done.corpus.report, strict, done.exit_code)
