@@ -18,8 +18,10 @@ from analysis.per_run.stats import kahan_sum
 from replay.engine.trace import INDUCED_INVITED, INDUCED_REREAD
 
 INDUCED_NOTE = ("figures include induced work: re-reads the replay inserted where the recorded "
-                "run needs content the policy removed (induced_rereads_*; the policy's "
-                "behaviour.rereads: false leaves them out)")
+                "run needs content the policy removed (induced_rereads_*; the model calls "
+                "that re-read are priced in cost_usd but are not in n_requests or tokens_sent, "
+                "which sum the recorded requests, grown by what the re-reads returned; the "
+                "policy's behaviour.rereads: false leaves them out)")
 """What every output says when its figures include induced re-reads."""
 
 
