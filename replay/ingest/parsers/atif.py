@@ -54,6 +54,11 @@ Coverage types: ``step/<source>``, ``step/agent (copied context)``, ``step/syste
 the referenced file is its own run), ``subagent_trajectory`` (an embedded one); ``note/…``
 entries count what was done to steps already counted (the converter artefacts below).
 
+``final_metrics`` (the trajectory's totals) is not read: it counts model calls this file
+records no step for (the summariser runs of ``subagent_trajectory_ref`` files, a call cut off
+by a timeout: Harbor's ``terminus2-timeout`` golden file's totals are 982 prompt tokens, its
+steps' 882), so a run's recorded usage is its steps' sum, each step a request.
+
 Checked against: Harbor's golden trajectories (ATIF-v1.5: Terminus-2 2.0.0 with context
 summarization, linear-history continuation and timeout; OpenHands 1.0.0) and the field list
 of the RFC up to v1.7.  Not handled: ``logprobs`` / token ids (not context), the content of
