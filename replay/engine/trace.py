@@ -99,7 +99,7 @@ FATES: tuple[str, ...] = (TRIMMED, SUMMARISED, DROPPED)
 REMOVED_FATES: tuple[str, ...] = (SUMMARISED, DROPPED)
 """Fates that take a block out of the context (a trimmed block stays, shrunk)."""
 
-TRACE_VERSION = "33"
+TRACE_VERSION = "34"
 """Bumped whenever the engine's arithmetic or these columns change."""
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
