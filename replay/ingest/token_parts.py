@@ -21,9 +21,11 @@ against tiktoken's ids of the whole text, on random and adversarial texts).
 Where the last half of a part's window holds no such place (a run of ``SPLIT_CHARS // 2``
 characters or more with no space or tab after a non-space, and no line feed or digit before
 a letter: one unbroken word or run of punctuation, a long run of whitespace, base64 without
-digits), the part ends at its limit,
-inside a piece: the count is then an estimate (a few tokens a cut off), and ``forced_cuts``
-says how many such cuts a text needs, for ingest to flag its tokens as estimated and say so.
+digits), the run is cut inside its piece
+every ``FORCED_CHARS`` characters (after an exact cut at the last place before it), so that an
+encoder holds a few MB for it, not ~70 MB a 1 Mi-character part of one word: the count is then
+an estimate (a few tokens a cut off), and ``forced_cuts`` says how many such cuts a text needs,
+for ingest to flag its tokens as estimated and say so.
 
 tiktoken (the encodings ctxreplay does not count with splintr) has one more limit, its regex
 engine's stack: a run of ``LONG_WHITESPACE`` whitespace characters is encoded in 64 Ki-character
@@ -47,30 +49,89 @@ if TYPE_CHECKING:
 SPLIT_CHARS = 1 << 20
 """The longest text counted whole, and the longest part of a longer one (characters): an
 encoder then holds at most ~130 MB for it."""
+FORCED_CHARS = 1 << 16
+"""The characters of a part cut inside a run with no place to cut (``cuts``): an encoder then
+holds ~4.5 MB for it."""
 _CUT = re.compile(r"(?<=\S)(?=[ \t])|(?<=[\n0-9])(?=[A-Za-z])")
 """A place where every piece of the encodings' pattern ends (see the module's text): the start
 of a part."""
+_CUT_SCAN = re.compile(r"[ \t\n0-9](?:(?<=\S[ \t])|(?<=[\n0-9])(?=[A-Za-z]))")
+"""``_CUT``'s places found by the character at them (a space or tab) or before them (a line feed
+or digit), which the regex engine scans for (one class first: ~4 ns a character of a long word,
+where ``_CUT``'s look-behind at every character took ~45 ns; ``first_cut``)."""
+
+
+def first_cut(text: str, start: int, stop: int) -> int | None:
+    """The first place to cut (``_CUT``) at ``start`` or after and before ``stop``, or None:
+    ``_CUT.search(text, start, stop).start()``, faster."""
+    found = _CUT_SCAN.search(text, max(start - 1, 0), stop)
+    while found is not None:
+        at = found.start() + (text[found.start()] not in " \t")
+        if at >= start:
+            return at if at < stop else None
+        found = _CUT_SCAN.search(text, found.start() + 1, stop)
+    return None
 
 
 def cuts(text: str, size: int = 0) -> tuple[list[int], int]:
     """Where ``text`` is cut into parts of at most ``size`` characters (``SPLIT_CHARS`` when 0):
     each part's start after the first, and how many of those cuts are forced (inside a piece:
     no place to cut exactly in the last half of the part's window).  No cut for a text of
-    ``size`` characters or fewer."""
+    ``size`` characters or fewer.
+
+    A run with no place to cut (``FORCED_CHARS`` or more of it known) is cut every
+    ``FORCED_CHARS`` characters (``size``'s when smaller), the tail of the text too, after
+    an exact cut at the last place before it when the part holds one: an encoder merges the
+    run's piece a part at a time, and what it holds for a part is about 70 bytes a character
+    (a 1 MiB part of one word: 70 MB, kept by the encoder's allocator for the rest of the
+    process; 64 Ki characters: 4.5 MB).  Each window's characters are searched once."""
     size = size or SPLIT_CHARS
+    step = min(FORCED_CHARS, size)
     out: list[int] = []
     forced = 0
     pos, n = 0, len(text)
-    while n - pos > size:
-        found = _CUT.search(text, pos + size // 2 + 1, pos + size + 1)
-        if found is None:
-            cut = pos + size
-            forced += 1
-        else:
-            cut = found.start()
-        out.append(cut)
-        pos = cut
+    clear = searched = 0  # [clear, searched): the last windows searched, with no place to cut
+    end = 0  # the place to cut that ends the run from ``clear`` (0: not found yet)
+    while n - pos > size or pos >= clear and (searched - pos > step or pos < end):
+        if pos >= clear and pos < end:  # in a run whose end is known: on to it in steps
+            cut = pos + step if end - pos > step else end
+            forced += cut != end
+            out.append(pos := cut)
+            continue
+        if n - pos > size:
+            lo, hi = pos + size // 2 + 1, pos + size + 1
+            found = first_cut(text, max(lo, searched), hi)
+            if found is not None and step < size and pos >= clear and lo <= searched \
+                    and found - pos > step:  # (the run goes on to it: no place before)
+                end = searched = found
+                continue
+            if found is not None:
+                out.append(pos := found)
+                continue
+            if searched < lo:  # (a new run: else the run searched before goes on)
+                clear = lo
+            searched = hi
+        if step < size and pos + 1 < clear and (
+                before := _last_cut(text, pos + 1, clear)) is not None:
+            out.append(pos := before)  # (exact: the run begins a part of its own)
+            clear = pos
+            continue
+        out.append(pos := pos + step)
+        forced += 1
     return out, forced
+
+
+def _last_cut(text: str, start: int, stop: int) -> int | None:
+    """The last place to cut exactly (``_CUT``) at ``start`` or after and before ``stop``, or
+    None."""
+    while stop > start:  # (from the end, 4 Ki characters at a time)
+        at, last = max(start, stop - 4096), None
+        while (found := first_cut(text, at, stop)) is not None:
+            last, at = found, found + 1
+        if last is not None:
+            return last
+        stop = max(start, stop - 4096)
+    return None
 
 
 def forced_cuts(text: str) -> int:

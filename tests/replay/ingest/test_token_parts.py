@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -126,7 +127,8 @@ def test_ingest_flags_and_says_a_text_cut_inside_a_run_only(
 
 def test_counting_one_unbroken_word_holds_a_parts_worth_of_memory() -> None:
     """8 M characters of one letter counted whole held ~620 MB (an encoder holds 70-130 bytes
-    a character of the piece it merges); in parts of 1 Mi characters it holds a part's."""
+    a character of the piece it merges); in parts of 1 Mi characters 82 MB, and in parts of
+    ``FORCED_CHARS`` (a run with no place to cut) 20 MB, the text's 8 MB among them."""
     code = ("import resource; from replay.ingest.tokens import counter; "
             "c = counter('o200k_base'); c('warm up'); "
             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
@@ -137,7 +139,68 @@ def test_counting_one_unbroken_word_holds_a_parts_worth_of_memory() -> None:
                          check=True).stdout.split()
     tokens, grew_mb = int(out[0]), int(out[1])
     assert tokens == 1_000_000  # (8 letters a token, cut at multiples of 8 characters)
-    assert grew_mb < 250, f"counting grew the process by {grew_mb} MB"
+    assert grew_mb < 50, f"counting grew the process by {grew_mb} MB"
+
+
+@pytest.mark.parametrize("text", [
+    "a" * 1_000, "word " * 30 + "q" * 1_000 + " tail" * 30, "x y " * 100 + "=" * 997,
+    ("ab " * 40 + "z" * 300) * 5])
+def test_a_run_with_no_place_to_cut_is_cut_every_forced_chars_after_the_last_exact_place(
+        text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SPLIT_CHARS`` 128 and ``FORCED_CHARS`` 16: a run with no place to cut begins a part
+    at the last exact place before it, and is cut every 16 characters to its end (the text's
+    tail too), each such cut counted forced; every other cut is at an exact place."""
+    monkeypatch.setattr(token_parts, "SPLIT_CHARS", 128)
+    monkeypatch.setattr(token_parts, "FORCED_CHARS", 16)
+    starts, forced = cuts(text)
+    exact = {m.start() for m in token_parts._CUT.finditer(text)}
+    assert forced == sum(1 for c in starts if c not in exact) > 0
+    bounds = [0, *starts, len(text)]
+    sizes = [b - a for a, b in pairwise(bounds)]
+    assert max(sizes) <= 128
+    for a, b in pairwise(bounds):  # a part of a run: 16 characters, or its last ones
+        if b not in exact and b != len(text):
+            assert b - a == 16 or a in exact or a == 0
+    long_parts = [text[a:b] for a, b in pairwise(bounds) if b - a > 32]
+    assert all(token_parts.first_cut(p, 1, len(p)) is not None for p in long_parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_texts(), size=st.integers(8, 40), step=st.integers(1, 8))
+def test_parts_cut_in_forced_steps_still_cover_the_text_and_count_exactly_unforced(
+        text: str, size: int, step: int) -> None:
+    """With ``FORCED_CHARS`` below ``size``: the parts are the text, each at most ``size``;
+    a text with no forced cut gives tiktoken's ids of the whole text."""
+    reference = _REFERENCE or _REFERENCE.update(reference_encodings()) or _REFERENCE
+    text = text * 3 + "a" * (2 * size)  # (a run, and again a text to cut exactly)
+    saved = token_parts.FORCED_CHARS
+    token_parts.FORCED_CHARS = step
+    try:
+        starts, forced = cuts(text, size)
+        parts = list(token_parts.parts(text, size))
+    finally:
+        token_parts.FORCED_CHARS = saved
+    assert "".join(parts) == text
+    assert all(0 < len(p) <= size for p in parts)
+    assert starts == sorted(set(starts))
+    exact = {m.start() for m in token_parts._CUT.finditer(text)}
+    assert forced == sum(1 for c in starts if c not in exact)
+    if forced:
+        return
+    for name in SHIPPED:
+        enc = reference[name]
+        assert [i for p in parts for i in enc.encode_ordinary(p)] == enc.encode_ordinary(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_texts(), data=st.data())
+def test_first_cut_finds_what_the_cut_pattern_finds(text: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(text) + 1))
+    stop = data.draw(st.integers(0, len(text) + 1))
+    found = token_parts._CUT.search(text, start, stop)
+    assert token_parts.first_cut(text, start, stop) == (None if found is None else found.start())
+    every = [m.start() for m in token_parts._CUT.finditer(text, start, stop)]
+    assert token_parts._last_cut(text, start, stop) == (every[-1] if every else None)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
