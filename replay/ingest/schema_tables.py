@@ -53,7 +53,11 @@ def _converted(columns: dict[str, list[Any] | pa.Array], name: str,
             v[0], type_)) is not None else _as(v, type_, repaired)
             for v, (_, type_) in zip(values, of)]
     else:  # (a table of another size: no column is asked whether it holds one value)
-        arrays = [_as(v, type_, repaired) for v, (_, type_) in zip(values, of)]
+        arrays = []
+        for i, (_, type_) in enumerate(of):  # (each list let go once its array is made: a
+            v, values[i] = values[i], None  # big table's lists not all beside its arrays)
+            arrays.append(_as(v, type_, repaired))
+            del v
     del values
     schema = SCHEMAS[name]
     for i, array in enumerate(arrays):

@@ -298,6 +298,10 @@ class RunBuilder:
         self._flush()
         self._m[TEXT_COL][block] = text
 
+    def has_call(self, call_id: str) -> bool:
+        """Whether a call with id ``call_id`` was added (a call without an id is not kept)."""
+        return call_id in self._calls
+
     @property
     def msg_index(self) -> int:
         """The message being written (-1 before the first)."""

@@ -33,6 +33,9 @@ Not handled: actions a user ran by hand (non-``message`` actions with source
 prompt when no ``system`` action is recorded, V1 SDK conversation folders, and
 evaluation ``output.jsonl`` files holding many instances (one run per file).
 
+A big document's events are read again from disk a piece at a time once noted, the file's
+bytes let go before the run is built (``replay.ingest.parsers.json_items_reread``).
+
 Not here: reading a model response (its message, a call's arguments, its usage):
 ``replay.ingest.parsers.openhands_response``.
 """
@@ -48,6 +51,7 @@ from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.content_text import named, not_a_string
 from replay.ingest.parsers.counts import json_int as _int
 from replay.ingest.parsers.json_decode import item
+from replay.ingest.parsers.json_items_reread import ItemsOnDisk, on_disk
 from replay.ingest.parsers.jsonl import array_items, load_json
 from replay.ingest.parsers.jsonl import as_obj as _obj
 from replay.ingest.parsers.openhands_response import (
@@ -79,14 +83,19 @@ _WRAPPED = re.compile(rb'"(?:history|events|trajectory)"\s*:\s*\[\s*\{\s*"id"\s*
 class _State:
     groups: dict[str, list[tuple[int, Any]]]
     """The actions of each model response, by response: (event number, the event as read, still
-    undecoded: ``json_decode.item``)."""
+    undecoded: ``json_decode.item``; None when the events are read again: ``read_again``)."""
     emitted: set[str] = field(default_factory=set)
     responses: set[str] = field(default_factory=set)
-    calls: set[str] = field(default_factory=set)
+    unnamed_call: bool = False
+    """Whether a call was made with the id "" (the calls made are the builder's:
+    ``RunBuilder.has_call``, which keeps no call without an id)."""
     call_of_event: dict[Any, str] = field(default_factory=dict)
     models: Counter[str] = field(default_factory=Counter)
     bad: set[int] = field(default_factory=set)
     """Numbers of the events of a tool group that were reported and skipped."""
+    read_again: ItemsOnDisk | None = None
+    """The events read again from disk (``json_items_reread``): ``groups`` then holds each
+    action's number only (None for the event), not a piece of the file."""
 
 
 def sniff(filename: str, head: bytes) -> bool:
@@ -119,14 +128,19 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         issues: where problems are appended (``path:event_number: reason``).
     """
     doc = load_json(src, issues, lazy=(None, *_WRAPPER_KEYS))  # events decoded one by one
-    events: list[Any] | None
+    events: list[Any] | ItemsOnDisk | None
+    read_again = None
     if doc is None:  # damaged or truncated: keep the events before the break
         events = _readable_events(src, issues)
         if not events:
             return []
     else:
-        src.release_data()  # read: the file's bytes go with the last event still undecoded
         events = _events(doc)
+        if (read_again := on_disk(src, events)) is not None:
+            assert isinstance(events, list)
+            events.clear()  # (a list still: the wrapper's key is found as before)
+            events = read_again  # each piece of events read from disk again when reached
+        src.release_data()  # read: the file's bytes go with the last event still undecoded
     if events is None:
         issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
                                          "with a 'history'/'events'/'trajectory' list)"))
@@ -140,12 +154,14 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
     for no, raw in enumerate(events, start=1):
         key = _group_key(item(raw))
         if key:
-            groups.setdefault(key, []).append((no, raw))
-    st = _State(groups)
+            groups.setdefault(key, []).append((no, raw if read_again is None else None))
+    st = _State(groups, read_again=read_again)
     rb = RunBuilder(src, 0, NAME, issues, harness="openhands")
     for no, raw in enumerate(events, start=1):
         ev = item(raw)
-        events[no - 1] = raw = None  # each event let go once read: the run grows as it goes
+        raw = None
+        if isinstance(events, list):
+            events[no - 1] = None  # each event let go once read: the run grows as it goes
         if not isinstance(ev, dict):
             cov.unknown("event (not an object)")
             issues.append(Issue(src.path, no, f"event {no} is a {type(ev).__name__}, "
@@ -169,6 +185,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
                                               f"{type(exc).__name__}: {exc}"))
     if st.models:
         rb.model = st.models.most_common(1)[0][0]
+    del st, groups, events, doc  # (the maps of calls and events let go: not beside the columns)
     return [rb.build()]
 
 
@@ -259,7 +276,6 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
         if thought_text := text_field(rb, thought, "'thought'", line=no):
             rb.text(thought_text)
         rb.tool_call(call_id, action, {k: v for k, v in args.items() if k not in _ARG_NOISE})
-        st.calls.add(call_id)
         st.call_of_event[ev.get("id")] = call_id
         request(rb, st.responses, st.models, ev, ts, no)
     return rtype, "modelled"
@@ -268,7 +284,8 @@ def _action(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
 def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None:
     """One assistant message (text + every call of one model response) and its request; the
     actions as read (``_State.groups``)."""
-    acts = [(no, item(ev)) for no, ev in acts]
+    acts = [(no, item(ev if ev is not None or st.read_again is None else st.read_again[no - 1]))
+            for no, ev in acts]
     first = acts[0][1]
     resp = model_response(first)
     msg = choice_message(resp)
@@ -308,7 +325,7 @@ def _tool_group(rb: RunBuilder, st: _State, acts: list[tuple[int, Any]]) -> None
         rb.text(text)
     for call_id, tool, args, event_id in calls:
         rb.tool_call(call_id, tool, args)
-        st.calls.add(call_id)
+        st.unnamed_call = st.unnamed_call or not call_id
         st.call_of_event[event_id] = call_id
     request(rb, st.responses, st.models, first, str(first.get("timestamp") or ""), acts[0][0])
 
@@ -322,7 +339,7 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
     call_id = meta.get("tool_call_id")
     if call_id is not None:
         call_id = _call_id(call_id, no, bad)
-    if call_id not in st.calls:
+    if not _called(rb, st, call_id):
         call_id = st.call_of_event.get(ev.get("cause")) if ev.get("cause") is not None else None
     content = ev.get("content", "")
     if call_id is None:
@@ -341,6 +358,11 @@ def _observation(rb: RunBuilder, st: _State, ev: dict[str, Any], no: int,
         said(rb, [why], line=at)
     rb.tool_result(call_id, content_text(rb, content, line=no), is_error=is_error)
     return rtype, "modelled"
+
+
+def _called(rb: RunBuilder, st: _State, call_id: str | None) -> bool:
+    """Whether a call with id ``call_id`` was emitted (the builder keeps those with an id)."""
+    return rb.has_call(call_id) if call_id else call_id == "" and st.unnamed_call
 
 
 def _call_id(value: Any, no: int, bad: list[tuple[int, str]]) -> str:
