@@ -33,8 +33,9 @@ from replay.ingest.names import TOKEN_COLUMN
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import Issue
 from replay.ingest.redaction import ExactSizes, declared_in, exact, says_redacted, tokens_for
-from replay.ingest.schema_tables import fields, schema_table, valid_unicode
+from replay.ingest.schema_tables import column_of, fields, schema_table, valid_unicode
 from replay.ingest.tokens import by_tiktoken, count_one, count_tokens
+from replay.memory import release_freed_memory
 
 _Columns = dict[str, list[Any] | pa.Array]
 """A table's columns by name: the parsers' value lists, or Arrow arrays once converted."""
@@ -105,6 +106,9 @@ def tokenize(drafts: list[RunDraft], tokenizers: tuple[str, ...], *,
 
     chunked = by_tiktoken(name for name in TOKEN_COLUMN if name in tokenizers)
     repaired = [0]  # the strings stored with U+FFFD (texts counted once per distinct text)
+    if consume and n >= BIG_ROWS:  # (``BIG_ROWS``: a big parse's freed heap and call ids)
+        release_freed_memory()
+        messages["call_id"] = column_of(messages["call_id"], "messages", "call_id", repaired)
     text, tokens, n_chars, lines, redacted, exacts, split = _measured(
         texts, tokenizers, threads, release=consume or codes is not None,
         one=codes is None and chars <= TEXT_CHUNK_CHARS, known=counted,
@@ -193,6 +197,12 @@ def said_repaired(issues: list[Issue], path: str, n: int, so_far: RepairedString
         issues.append(issue)
 
 
+BIG_ROWS = 1 << 16
+"""``tokenize`` (``consume``) of this many rows or more: the heap the parse freed is given back
+first (``replay.memory.release_freed_memory``: its maps of calls, its checks' sets), and the
+call ids are made a column before the texts are counted: a parser makes a call's id among its
+texts, and their strings' memory is given back only once both are let go (a 65 MB document of
+~100-byte OpenHands events, 616,000 rows: the call ids held it until the columns were made)."""
 TEXT_CHUNK_CHARS = 1 << 20
 """Characters of text counted and converted at a time (``_measured``): a file's texts are not
 held as Python strings, their UTF-8 and the Arrow column all at once."""

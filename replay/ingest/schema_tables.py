@@ -108,6 +108,13 @@ def string_fields(name: str) -> tuple[int, ...]:
     return tuple(i for i, (_, type_) in enumerate(fields(name)) if type_ == pa.string())
 
 
+def column_of(values: list[Any], name: str, col: str,
+              repaired: list[int] | None = None) -> pa.Array:
+    """Column ``col`` of table ``name`` made from its list as ``schema_table`` makes it (which
+    then takes it as it is): for a caller that lets a big list go before the others."""
+    return _as(values, dict(fields(name))[col], repaired)
+
+
 @functools.cache
 def fields(name: str) -> tuple[tuple[str, pa.DataType], ...]:
     """(name, type) of each field of table ``name``'s schema: read once, not per table made
