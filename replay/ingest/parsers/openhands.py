@@ -136,11 +136,7 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
             return []
     else:
         events = _events(doc)
-        if (read_again := on_disk(src, events)) is not None:
-            assert isinstance(events, list)
-            events.clear()  # (a list still: the wrapper's key is found as before)
-            events = read_again  # each piece of events read from disk again when reached
-        src.release_data()  # read: the file's bytes go with the last event still undecoded
+        read_again = on_disk(src, events)  # (noted: read from memory until the groups are found)
     if events is None:
         issues.append(Issue(src.path, 0, "expected a JSON array of OpenHands events (or an object "
                                          "with a 'history'/'events'/'trajectory' list)"))
@@ -155,6 +151,12 @@ def parse(src: Source, issues: list[Issue]) -> list[RunDraft]:
         key = _group_key(item(raw))
         if key:
             groups.setdefault(key, []).append((no, raw if read_again is None else None))
+    if read_again is not None:
+        assert isinstance(events, list)
+        events.clear()  # (a list still: the wrapper's key is found as before)
+        events = read_again  # each piece of events read from disk again when reached
+    if doc is not None:
+        src.release_data()  # read: the file's bytes go with the last event still undecoded
     st = _State(groups, read_again=read_again)
     rb = RunBuilder(src, 0, NAME, issues, harness="openhands")
     for no, raw in enumerate(events, start=1):
