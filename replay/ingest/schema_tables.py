@@ -41,6 +41,12 @@ def _empty(name: str) -> pa.Table:
     return _converted({col: [] for col, _ in fields(name)}, name)
 
 
+LET_GO_ROWS = 1 << 12
+"""A table of this many rows or more has each column's list let go as soon as its array is made
+(``_converted``), not all held until every array is made; a smaller one is made by one list
+comprehension (the fewer instructions)."""
+
+
 def _converted(columns: dict[str, list[Any] | pa.Array], name: str,
                repaired: list[int] | None = None) -> pa.Table:
     of = fields(name)
@@ -52,7 +58,10 @@ def _converted(columns: dict[str, list[Any] | pa.Array], name: str,
         arrays = [a if type(v) is list and len(v) == 1 and (a := one_value(
             v[0], type_)) is not None else _as(v, type_, repaired)
             for v, (_, type_) in zip(values, of)]
-    else:  # (a table of another size: no column is asked whether it holds one value)
+    elif len(values[0]) < LET_GO_ROWS:  # (a table of another size: no column is asked
+        # whether it holds one value)
+        arrays = [_as(v, type_, repaired) for v, (_, type_) in zip(values, of)]
+    else:
         arrays = []
         for i, (_, type_) in enumerate(of):  # (each list let go once its array is made: a
             v, values[i] = values[i], None  # big table's lists not all beside its arrays)

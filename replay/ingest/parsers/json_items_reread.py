@@ -11,7 +11,7 @@ again from the file, its piece decoded into the piece's items (``ItemsOnDisk.__g
 last ``KEPT_PIECES`` pieces kept).  Bytes read again that are not those first read raise
 ``jsonl_reread.SourceChanged``.
 
-Only for a file read from disk (``Source.on_disk``) of ``jsonl_reread.STREAM_MIN_BYTES`` or more
+Only for a file read from disk (``Source.on_disk``) of ``STREAM_MIN_BYTES`` (4 MiB) or more
 whose items are slices of ``Source.data`` itself; any other array stays in memory as it is.
 
 Not here: which arrays are read lazily (``replay.ingest.parsers.jsonl``), reading lines again
@@ -30,8 +30,7 @@ import msgspec
 import numpy as np
 
 from replay.ingest.input_files import BOM, open_input
-from replay.ingest.parsers import jsonl_reread
-from replay.ingest.parsers.jsonl_reread import SourceChanged
+from replay.ingest.parsers.jsonl_reread import STREAM_MIN_BYTES, SourceChanged
 from replay.ingest.parsers.source import Source
 
 PIECE_BYTES = 1 << 20
@@ -97,7 +96,7 @@ def on_disk(src: Source, items: Any) -> ItemsOnDisk | None:
     when they are to stay in memory (a small file, one not read from disk, no ``Raw`` items or
     items that are not slices of ``src.data``).  The caller lets ``items`` and ``src.data`` go."""
     data = src.data
-    if not src.on_disk or not isinstance(data, bytes) or len(data) < jsonl_reread.STREAM_MIN_BYTES \
+    if not src.on_disk or not isinstance(data, bytes) or len(data) < STREAM_MIN_BYTES \
             or not isinstance(items, list) or not items \
             or not all(isinstance(items[i], msgspec.Raw) for i in (0, -1)):
         return None

@@ -15,7 +15,7 @@ import pytest
 
 from replay.ingest.input_files import read_input
 from replay.ingest.parse_file import ParsedFile, parse_file
-from replay.ingest.parsers import json_items_reread, jsonl, jsonl_reread, openhands
+from replay.ingest.parsers import json_items_reread, jsonl, openhands
 from replay.ingest.parsers.builder import RunBuilder
 from replay.ingest.parsers.source import Source
 
@@ -34,7 +34,7 @@ def read_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every document read lazily and its events read again from disk, 300 bytes a piece, one
     piece kept (a response's later actions read back out of order)."""
     monkeypatch.setattr(jsonl, "LAZY_MIN_BYTES", 0)
-    monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(json_items_reread, "STREAM_MIN_BYTES", 0)
     monkeypatch.setattr(json_items_reread, "PIECE_BYTES", 300)
     monkeypatch.setattr(json_items_reread, "KEPT_PIECES", 1)
 
@@ -114,9 +114,9 @@ def test_the_file_bytes_are_not_held_while_the_run_is_built(
     monkeypatch.setattr(json_items_reread, "PIECE_BYTES", 1 << 16)
     size = path.stat().st_size
     monkeypatch.setattr(jsonl, "LAZY_MIN_BYTES", 0)
-    monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", size + 1)  # (in memory)
+    monkeypatch.setattr(json_items_reread, "STREAM_MIN_BYTES", size + 1)  # (in memory)
     held = _peak_of_parse(path)
-    monkeypatch.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(json_items_reread, "STREAM_MIN_BYTES", 0)
     again = _peak_of_parse(path)
     assert held - again > 0.8 * size, (held, again, size)
 
@@ -179,7 +179,7 @@ def test_items_read_again_one_at_a_time_and_out_of_order(tmp_path: Path) -> None
     items = jsonl._decode_items(data)
     src = Source(path=str(path), rel=path.name, data=data, sha256="0" * 64, on_disk=True)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jsonl_reread, "STREAM_MIN_BYTES", 0)
+        mp.setattr(json_items_reread, "STREAM_MIN_BYTES", 0)
         mp.setattr(json_items_reread, "PIECE_BYTES", 500)
         found = json_items_reread.on_disk(src, items)
     assert found is not None and len(found) == len(items) == 200
