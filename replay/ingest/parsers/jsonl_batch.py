@@ -44,11 +44,13 @@ def plain_lines(decode_lines: Callable[[memoryview], list[Any]], data: bytes, vi
     if stop - pos > limit or data[pos] != 0x7B or data[stop - 1] != 0x7D and (
             data[stop - 1] != 0x0D or data[stop - 2] != 0x7D):  # ({ … } or { … }\r)
         return None, stop
-    newlines = data.count(b"\n", pos, stop)  # every one between two lines: } \n { or } \r\n {
-    if newlines and newlines != data.count(b"}\n{", pos, stop + 1) + data.count(
-            b"}\r\n{", pos, stop + 1):  # (three scans of the batch, not a call a line: the
-        return None, stop  # byte before a newline is one of } and \r, so none is counted twice)
-    n_lines = newlines + 1
+    n_lines, nl = 1, data.find(b"\n", pos, stop)
+    while nl >= 0:  # (each newline found by memchr: counting them is a byte at a time)
+        if data[nl + 1] != 0x7B or data[nl - 1] != 0x7D and (
+                data[nl - 1] != 0x0D or data[nl - 2] != 0x7D):  # (} \n { or } \r\n {)
+            return None, stop
+        n_lines += 1
+        nl = data.find(b"\n", nl + 1, stop)
     try:
         values = decode_lines(view[pos:stop])
     except Exception:  # noqa: BLE001 - a line that does not decode: read one at a time

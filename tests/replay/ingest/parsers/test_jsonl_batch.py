@@ -83,31 +83,3 @@ def test_plain_lines_are_read_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch)
     got = list(iter_typed(src, [], alone, _of_dict, lines=counted))
     assert len(batches) > 1 and sum(batches) == len(got) == data.count(b"\n")
     assert [no for no, _ in got] == list(range(1, len(got) + 1))
-
-
-def _between_lines_one_by_one(data: bytes, pos: int, stop: int) -> bool:
-    """Whether every newline of ``data[pos:stop]`` lies between two lines (``} \\n {`` or
-    ``} \\r\\n {``), each looked at apart: the check ``plain_lines`` makes in three scans."""
-    nl = data.find(b"\n", pos, stop)
-    while nl >= 0:
-        if data[nl + 1] != 0x7B or data[nl - 1] != 0x7D and (
-                data[nl - 1] != 0x0D or data[nl - 2] != 0x7D):
-            return False
-        nl = data.find(b"\n", nl + 1, stop)
-    return True
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from([b"{", b"}", b"\n", b"\r", b"\r\n", b"}\n{", b"}\r\n{", b"x"]),
-                max_size=30))
-def test_batch_newlines_checked_as_one_at_a_time(parts: list[bytes]) -> None:
-    data = b"{" + b"".join(parts) + b"}\n"
-    lines: list[int] = []
-
-    def decode_lines(view: memoryview) -> list[Any]:  # one value a line, whatever it holds
-        lines.append(1)
-        return [None] * (bytes(view).count(b"\n") + 1)
-
-    values, stop = jsonl_batch.plain_lines(decode_lines, data, memoryview(data), 0, 1 << 20)
-    assert stop == len(data) - 1
-    assert (values is not None) == _between_lines_one_by_one(data, 0, stop)
