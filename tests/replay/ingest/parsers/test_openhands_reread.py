@@ -48,13 +48,9 @@ def _wrapped(tmp_path: Path, name: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["basic.json", "basic_interactions.json"])
-@pytest.mark.parametrize("wrapped", [False, True])
-def test_a_document_read_again_makes_the_same_run(
-        name: str, wrapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _wrapped(tmp_path, name) if wrapped else SAMPLES / name
-    before = parse_file(path, path.parent)
-    assert before.tables is not None and before.tables.messages.num_rows > 5
+def _spy_on_disk(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each document the OpenHands parser asked to read again from disk was (True) or
+    was read from memory instead (False), in the order asked."""
     used: list[bool] = []
     real = json_items_reread.on_disk
 
@@ -64,6 +60,17 @@ def test_a_document_read_again_makes_the_same_run(
         return found
 
     monkeypatch.setattr(openhands, "on_disk", spy)
+    return used
+
+
+@pytest.mark.parametrize("name", ["basic.json", "basic_interactions.json"])
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_document_read_again_makes_the_same_run(
+        name: str, wrapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _wrapped(tmp_path, name) if wrapped else SAMPLES / name
+    before = parse_file(path, path.parent)
+    assert before.tables is not None and before.tables.messages.num_rows > 5
+    used = _spy_on_disk(monkeypatch)
     read_again(monkeypatch)
     _same(parse_file(path, path.parent), before)
     assert used == [True]
@@ -154,15 +161,7 @@ def test_items_that_are_not_slices_of_the_file_stay_in_memory(
     padded = tmp_path / "padded.json"
     padded.write_bytes(path.read_bytes() + b"\x00" * 64)
     read_again(monkeypatch)
-    used: list[bool] = []
-    real = json_items_reread.on_disk
-
-    def spy(src: Source, items: Any) -> Any:
-        found = real(src, items)
-        used.append(found is not None)
-        return found
-
-    monkeypatch.setattr(openhands, "on_disk", spy)
+    used = _spy_on_disk(monkeypatch)
     after = parse_file(padded, padded.parent)
     assert used == [False]
     assert after.tables is not None and before.tables is not None
