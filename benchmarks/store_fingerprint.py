@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+from fingerprint_file import total_out_against
 
 from replay.ingest import store
 from replay.ingest.batch import ingest
@@ -65,17 +65,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--against", type=Path)
     args = ap.parse_args(argv)
     got = fingerprints(args.paths or DEFAULT_PATHS)
-    total = hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest()
-    print(f"{len(got)} entries, total sha256 {total}")
-    if args.out:
-        args.out.write_text(json.dumps(got, sort_keys=True, indent=0))
-    if args.against:
-        ref = json.loads(args.against.read_text())
-        changed = sorted(k for k in set(ref) | set(got) if ref.get(k) != got.get(k))
-        print("SAME" if not changed else f"CHANGED ({len(changed)}):\n  " + "\n  ".join(changed))
-        return 1 if changed else 0
-    return 0
-
+    return total_out_against(got, "entries", args.out, args.against, lambda ref, got: sorted(
+        k for k in set(ref) | set(got) if ref.get(k) != got.get(k)))
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

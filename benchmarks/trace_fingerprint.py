@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+from fingerprint_file import total_out_against
 
 from replay.corpus import open_corpus
 from replay.engine.fold import replay
@@ -77,19 +77,11 @@ def main(argv: list[str]) -> int:
                          "columns with a fingerprint taken before it was added")
     args = ap.parse_args(argv)
     got = fingerprints(args.paths or DEFAULT_PATHS, args.policy, tuple(args.drop))
-    total = hashlib.sha256(json.dumps(got, sort_keys=True).encode()).hexdigest()
-    print(f"{len(got)} (policy, run) traces, total sha256 {total}")
-    if args.out:
-        args.out.write_text(json.dumps(got, sort_keys=True, indent=0))
-    if args.against:
-        ref = json.loads(args.against.read_text())
-        changed = [f"{key} {table}" for key in sorted(set(ref) | set(got))
-                   for table in TRACE_SCHEMAS
-                   if ref.get(key, {}).get(table) != got.get(key, {}).get(table)]
-        print("SAME" if not changed else f"CHANGED ({len(changed)}):\n  " + "\n  ".join(changed))
-        return 1 if changed else 0
-    return 0
-
+    return total_out_against(got, "(policy, run) traces", args.out, args.against,
+                             lambda ref, got: [
+                                 f"{key} {table}" for key in sorted(set(ref) | set(got))
+                                 for table in TRACE_SCHEMAS
+                                 if ref.get(key, {}).get(table) != got.get(key, {}).get(table)])
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,11 +17,17 @@ SAMPLE = REPO.parent / "shared" / "logs-sample" / "claude-code" / "short.jsonl"
 
 
 def _script() -> ModuleType:
+    """The script as ``python benchmarks/store_fingerprint.py`` runs it: its folder on
+    ``sys.path`` (for ``fingerprint_file``) while it is loaded."""
     spec = importlib.util.spec_from_file_location("store_fingerprint",
                                                   REPO / "benchmarks" / "store_fingerprint.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
     return module
 
 
