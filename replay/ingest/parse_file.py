@@ -32,7 +32,8 @@ from replay.ingest.parsers.head import detect_file
 from replay.ingest.parsers.json_depth import ROOM, on_own_stack
 from replay.ingest.parsers.run_draft import RunDraft
 from replay.ingest.parsers.source import SNIFF_BYTES, Issue, Source, said_once
-from replay.ingest.run_tables import Counted, RepairedStrings, tokenize
+from replay.ingest.run_tables import Counted, tokenize
+from replay.ingest.token_issues import RepairedStrings
 from replay.memory import collector_paused
 
 

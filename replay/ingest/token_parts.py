@@ -199,7 +199,7 @@ def estimated_cuts(text: str, chunked: bool) -> int:
     """How many of the cuts made to count ``text`` may fall inside a piece (0: its count is
     exact, tiktoken's of the whole text): its ``forced_cuts``, and with ``chunked`` (counted by
     an encoding tiktoken counts: ``tokens.by_tiktoken``) its parts' ``chunk_cuts``.  The one
-    test of a count that ingest flags as estimated and says (``run_tables.split_issue``)."""
+    test of a count that ingest flags as estimated and says (``token_issues.split_issue``)."""
     cut = forced_cuts(text)
     if chunked and len(text) >= estimated_from(chunked):
         cut += sum(map(chunk_cuts, parts(text)))

@@ -1,8 +1,8 @@
 """A string that is not valid Unicode (a lone surrogate, as a JSON escape like ``\\udc80``
 decodes to) is stored with U+FFFD in its place: that repair was silent, and two ids or names
 differing only there were then one.  It is said, one issue a file with the number of strings
-repaired (``run_tables.said_repaired``), kept as a number beside the issues over a file's runs
-(``run_tables.RepairedStrings``), never read back out of the issue's text."""
+repaired (``token_issues.said_repaired``), kept as a number beside the issues over a file's runs
+(``token_issues.RepairedStrings``), never read back out of the issue's text."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from replay.ingest import parse_file as parse_file_module
 from replay.ingest import store
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers.source import Issue
-from replay.ingest.run_tables import REPAIRED, RepairedStrings, said_repaired
+from replay.ingest.token_issues import REPAIRED, RepairedStrings, said_repaired
 
 SAMPLE = Path(__file__).resolve().parents[3].parent / "shared" / "logs-sample" / "claude-code" \
     / "short.jsonl"

@@ -12,6 +12,7 @@ import pytest
 from replay.ingest import entry_file, run_tables
 from replay.ingest.parse_file import parse_file
 from replay.ingest.parsers.source import Issue
+from replay.ingest.token_issues import REPAIRED
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SAMPLES = Path(__file__).resolve().parents[3].parent / "shared" / "logs-sample"
@@ -53,7 +54,7 @@ def test_a_call_id_not_valid_unicode_is_repaired_and_said_once(
     monkeypatch.setattr(run_tables, "BIG_ROWS", 1)
     big, said_big = _tables(path)
     assert said_big == said
-    assert [i.reason.split(" ", 1)[1][:30] for i in said if run_tables.REPAIRED in i.reason] \
+    assert [i.reason.split(" ", 1)[1][:30] for i in said if REPAIRED in i.reason] \
         == ["string(s) not valid Unicode (a"]
     assert big["messages"].equals(small["messages"])
     assert "\ufffdtoolu_" in str(big["messages"].column("call_id").to_pylist())
